@@ -1,0 +1,60 @@
+# A thin wrapper over CMake for the README's two commands and CI.
+#   make run    build, then make and decode IDs (a real job)
+#   make test   build, then run every test (ctest)
+#   make sanitize / make tsan / make fuzz   what CI runs besides
+BUILD ?= build
+JOBS  ?= 2
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build run test sanitize tsan fuzz bench install clean ci
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@echo '$$ idgen snowflake -n 3 --datacenter 1 --worker 7'
+	@$(BUILD)/idgen snowflake -n 3 --datacenter 1 --worker 7 | tee $(BUILD)/run-ids.txt
+	@echo '$$ idgen decode --json <those IDs>'
+	@$(BUILD)/idgen decode --json - < $(BUILD)/run-ids.txt
+	@echo '$$ idgen plan --layout twitter'
+	@$(BUILD)/idgen plan --layout twitter
+
+test: build
+	cd $(BUILD) && ctest --no-tests=error --output-on-failure -j $(JOBS)
+
+# Unit and CLI tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+sanitize: deps
+	cmake -S . -B build-asan -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=Debug \
+	  -DIDGEN_SANITIZE=address,undefined -DIDGEN_WERROR=ON >/dev/null
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && IDGEN_TEST_SCALE=10 ctest --no-tests=error --output-on-failure -j $(JOBS)
+
+# The concurrency tests under ThreadSanitizer.
+tsan: deps
+	cmake -S . -B build-tsan -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=Debug \
+	  -DIDGEN_SANITIZE=thread -DIDGEN_WERROR=ON >/dev/null
+	cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && IDGEN_TEST_SCALE=100 ctest --no-tests=error --output-on-failure -L concurrency
+
+# libFuzzer targets, each for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 20
+fuzz: deps
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=Debug \
+	  -DIDGEN_FUZZ=ON -DBUILD_TESTING=OFF -DIDGEN_WERROR=ON >/dev/null
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_layout fuzz_decimal
+	fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
+bench: build
+	$(BUILD)/idgen-bench
+
+install: build
+	cmake --install $(BUILD)
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz

@@ -1,0 +1,324 @@
+/*
+ * idgen.h -- the whole public API of libidgen.
+ *
+ * libidgen mints unique, time-ordered identifiers: Snowflake-family 64-bit
+ * IDs in any bit layout (and, in later releases, ULIDs and UUIDv7s).  Anything
+ * not declared in this header is private and may change without notice.
+ *
+ * Conventions, for every function below unless it says otherwise:
+ *   - Status codes are int: 0 for success, a negative IDGEN_E* for failure.
+ *     idgen_strerror() turns a code into a short English phrase.
+ *   - Where a failure deserves detail (which field, which character), the
+ *     function takes a caller-owned buffer `err` of `errlen` bytes and writes
+ *     one NUL-terminated line there.  `err` may be NULL (no detail).  The
+ *     library never prints, never exits and keeps no global error state.
+ *   - Pointers documented as inputs must not be NULL unless stated.
+ *   - Thread safety is stated per object.  Layouts are plain values: once
+ *     parsed they are read-only and may be shared freely between threads.
+ */
+#ifndef IDGEN_H
+#define IDGEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(IDGEN_BUILDING) && defined(__GNUC__)
+#define IDGEN_API __attribute__((visibility("default")))
+#else
+#define IDGEN_API
+#endif
+
+#define IDGEN_VERSION_MAJOR 0
+#define IDGEN_VERSION_MINOR 1
+#define IDGEN_VERSION_PATCH 0
+#define IDGEN_VERSION_STRING "0.1.0"
+
+/* The library's version as "MAJOR.MINOR.PATCH"; a static string. */
+IDGEN_API const char *idgen_version(void);
+
+/* ------------------------------------------------------------------------
+ * Errors.  One list defines every code, its name and its message.
+ */
+#define IDGEN_ERRNO_MAP(XX)                                                    \
+  XX(EINVAL, -1, "invalid argument")                                           \
+  XX(ENOMEM, -2, "out of memory")                                              \
+  XX(ELAYOUT, -3, "invalid layout")                                            \
+  XX(ERANGE, -4, "value out of range")                                         \
+  XX(EPARSE, -5, "malformed input")                                            \
+  XX(ECLOCK, -6, "clock is behind the generator beyond the allowed borrow and wait") \
+  XX(EEXHAUSTED, -7, "the layout's time field has run out")                    \
+  XX(EFORKED, -8, "generator belongs to the parent process")                   \
+  XX(EOVERFLOW, -9, "monotonic random bits would overflow")
+
+typedef enum idgen_errno {
+#define IDGEN__ERRNO_ENUM(name, code, msg) IDGEN_##name = (code),
+  IDGEN_ERRNO_MAP(IDGEN__ERRNO_ENUM)
+#undef IDGEN__ERRNO_ENUM
+} idgen_errno_t;
+
+/* A short static message for `code`; "unknown error" for codes not above. */
+IDGEN_API const char *idgen_strerror(int code);
+/* The code's name without the IDGEN_ prefix ("ECLOCK"); "UNKNOWN" if none. */
+IDGEN_API const char *idgen_err_name(int code);
+
+/* ------------------------------------------------------------------------
+ * Time formatting.
+ */
+
+/* Longest text idgen_time_format() writes, with its NUL. */
+#define IDGEN_TIME_BUFSIZE 32
+
+/*
+ * Writes `unix_ms` as ISO-8601 UTC with milliseconds,
+ * "2017-09-20T13:43:08.849Z", into `buf` (IDGEN_TIME_BUFSIZE bytes).  Years
+ * past 9999 get an expanded, signed year ("+10889-08-02T05:31:50.655Z"), as
+ * do years before 0.  Returns the length written (never fails).
+ */
+IDGEN_API int idgen_time_format(int64_t unix_ms, char *buf);
+
+/*
+ * Parses an ISO-8601 UTC time "YYYY-MM-DDTHH:MM:SS[.fff]Z" (the fraction may
+ * have 1 to 3 digits; 't' and 'z' are accepted in lower case) into Unix
+ * milliseconds.  Returns 0, or IDGEN_EPARSE for anything else.
+ */
+IDGEN_API int idgen_time_parse(const char *s, size_t len, int64_t *unix_ms);
+
+/* ------------------------------------------------------------------------
+ * Snowflake layouts (SPEC section 3).
+ *
+ * A layout names the bit fields of a 64-bit ID from the most significant bit
+ * down.  It is a plain value the caller owns; parse fills it in, and it may be
+ * copied with memcpy and shared read-only between threads.
+ */
+
+#define IDGEN_LAYOUT_MAX_FIELDS 16  /* fields in one layout, time and sequence included */
+#define IDGEN_FIELD_NAME_MAX 32     /* bytes in a field name, with its NUL */
+#define IDGEN_LAYOUT_SPEC_MAX 256   /* bytes idgen_layout_format() may need */
+
+typedef enum idgen_field_kind {
+  IDGEN_FIELD_NODE = 0,     /* a node field: fixed per generator */
+  IDGEN_FIELD_TIME = 1,     /* the time field */
+  IDGEN_FIELD_SEQUENCE = 2  /* the per-tick sequence */
+} idgen_field_kind_t;
+
+typedef struct idgen_field {
+  char name[IDGEN_FIELD_NAME_MAX];
+  uint8_t bits;             /* width, 1..63 */
+  uint8_t shift;            /* position of the least significant bit in the ID */
+  uint8_t kind;             /* idgen_field_kind_t */
+} idgen_field_t;
+
+typedef struct idgen_layout {
+  char preset[16];          /* preset name if parsed from one, else "" */
+  int64_t epoch_ms;         /* Unix milliseconds of time value 0 */
+  int64_t unit_ms;          /* milliseconds per time tick (>= 1) */
+  int nfields;              /* fields[0] is the most significant */
+  int time_index;           /* index of the time field in fields[] */
+  int sequence_index;       /* index of the sequence field */
+  int total_bits;           /* sum of all field widths, <= 64 */
+  idgen_field_t fields[IDGEN_LAYOUT_MAX_FIELDS];
+} idgen_layout_t;
+
+/*
+ * Parses a layout spec such as
+ *   "time:41@1ms,datacenter:5,worker:5,sequence:12,epoch=1288834974657"
+ * or a preset name ("twitter", "discord", "sonyflake", "baidu", "instagram",
+ * "mastodon", "js53") into `out`.  Validation is strict; on failure returns
+ * IDGEN_ELAYOUT and writes one message naming the offending item to `err`,
+ * such as `layout: field "worker" repeated`.  `out` is unspecified on error.
+ * Besides SPEC section 3, idgen requires the sequence to be less significant
+ * than the time field (otherwise one generator's IDs would not increase).
+ */
+IDGEN_API int idgen_layout_parse(idgen_layout_t *out, const char *spec,
+                                 char *err, size_t errlen);
+
+/*
+ * Writes the canonical spec of `l` (every field, the time unit and the epoch
+ * in milliseconds) into `buf`.  Parsing the result gives back an equal layout
+ * (preset name aside).  Returns the length, or IDGEN_ERANGE if `buflen` is too
+ * small (IDGEN_LAYOUT_SPEC_MAX always suffices).
+ */
+IDGEN_API int idgen_layout_format(const idgen_layout_t *l, char *buf, size_t buflen);
+
+/* The name of each preset, in documentation order; NULL after the last. */
+IDGEN_API const char *idgen_layout_preset_name(int i);
+/* The spec of preset `name`, or NULL if there is no such preset. */
+IDGEN_API const char *idgen_layout_preset_spec(const char *name);
+
+/* Index of the field called `name` in l->fields, or -1. */
+IDGEN_API int idgen_layout_field_index(const idgen_layout_t *l, const char *name);
+
+/*
+ * The horizon: the first Unix millisecond the time field cannot hold,
+ * epoch + 2^time_bits * unit.  IDs can be made strictly before it.
+ */
+IDGEN_API int64_t idgen_layout_horizon_ms(const idgen_layout_t *l);
+
+/* IDs per tick for one node (2^sequence_bits). */
+IDGEN_API uint64_t idgen_layout_ids_per_tick(const idgen_layout_t *l);
+
+/* The Unix millisecond from which IDs are >= 2^63, or INT64_MAX if never. */
+IDGEN_API int64_t idgen_layout_sign_bit_ms(const idgen_layout_t *l);
+
+/*
+ * Composes an ID.  `values[i]` is the value of l->fields[i]; the entry for the
+ * time field is ignored and computed from `unix_ms` instead.  Returns 0, or
+ * IDGEN_ERANGE with a message such as "worker 32 out of range 0..31" or
+ * "time 2009-01-01T00:00:00.000Z is before the layout epoch ...".
+ */
+IDGEN_API int idgen_layout_compose(const idgen_layout_t *l, int64_t unix_ms,
+                                   const uint64_t *values, uint64_t *id,
+                                   char *err, size_t errlen);
+
+/*
+ * Splits `id` into its fields: values[i] receives l->fields[i] (values must
+ * have room for l->nfields entries) and *unix_ms (may be NULL) the time as
+ * Unix milliseconds (the start of its tick).  Returns 0, or IDGEN_ERANGE if
+ * `id` has bits set above the layout's total_bits.
+ */
+IDGEN_API int idgen_layout_decompose(const idgen_layout_t *l, uint64_t id,
+                                     uint64_t *values, int64_t *unix_ms);
+
+/*
+ * Parses a decimal Snowflake ID of `len` bytes (1 to 20 digits, no sign, no
+ * spaces) and checks that it fits `l` (pass NULL to check only that it fits 64
+ * bits).  Returns 0, or IDGEN_EPARSE / IDGEN_ERANGE with a message naming the
+ * problem and its position, such as `character 'x' at position 3 is not a
+ * digit`.
+ */
+IDGEN_API int idgen_snowflake_parse(const idgen_layout_t *l, const char *s,
+                                    size_t len, uint64_t *id, char *err,
+                                    size_t errlen);
+
+/* ------------------------------------------------------------------------
+ * Clocks.
+ *
+ * Generators read the wall clock through an idgen_clock_t.  The default
+ * (NULL clock) is CLOCK_REALTIME.  Tests inject their own: `now_ns` returns
+ * Unix time in nanoseconds and `sleep_ns` waits (or pretends to wait, moving
+ * the injected time) for the given nanoseconds.  Both are called from every
+ * thread that uses the generator, so they must be thread-safe.
+ */
+typedef struct idgen_clock {
+  int64_t (*now_ns)(void *ctx);
+  void (*sleep_ns)(void *ctx, int64_t ns);
+  void *ctx;
+} idgen_clock_t;
+
+typedef enum idgen_clock_mode {
+  /*
+   * The default.  Where the CPU has an invariant time-stamp counter, the
+   * kernel clock is read once per millisecond per thread and the TSC tells
+   * when that millisecond ends, so the tick used is the same as reading the
+   * clock on every call, at a third of the cost.  Elsewhere the same as
+   * PRECISE.  See docs/DESIGN.md.
+   */
+  IDGEN_CLOCK_FAST = 0,
+  /* clock_gettime(CLOCK_REALTIME) on every call. */
+  IDGEN_CLOCK_PRECISE = 1
+} idgen_clock_mode_t;
+
+/* Unix milliseconds from the default clock in `mode`; for benchmarks and tools. */
+IDGEN_API int64_t idgen_clock_now_ms(idgen_clock_mode_t mode);
+
+/* ------------------------------------------------------------------------
+ * The Snowflake generator (SPEC section 2, G1-G3).
+ */
+
+typedef struct idgen_snowflake idgen_snowflake_t;
+
+/*
+ * Settings for idgen_snowflake_new().  Call idgen_snowflake_settings_init()
+ * first: it fills in the defaults.  (Zero is not "default" here, against the
+ * house rule, because max_borrow_ms = 0 and max_wait_ms = 0 are meaningful:
+ * together they give the original Twitter server's behaviour.)
+ */
+typedef struct idgen_snowflake_settings {
+  /* Values of the node fields, by layout field index; time and sequence
+   * entries are ignored.  Default 0. */
+  uint64_t node[IDGEN_LAYOUT_MAX_FIELDS];
+  /* How far (ms) the generator's clock may run ahead of the wall clock, after
+   * a step back or a burst that used up the sequence.  Default 1000. */
+  int64_t max_borrow_ms;
+  /* How long (ms) a call may wait, beyond the rest of the current tick, for
+   * the wall clock to come within max_borrow_ms.  Default 100. */
+  int64_t max_wait_ms;
+  /* Nonzero: start the sequence of each new tick at a random value in the
+   * lower half of its range, so that IDs spread over `id % N` shards.
+   * Default 0 (start at 0). */
+  int random_sequence_start;
+  /* Default IDGEN_CLOCK_FAST.  Ignored when `clock` is set. */
+  idgen_clock_mode_t clock_mode;
+  /* An injected clock, or NULL for the system clock.  The pointed-to struct
+   * must outlive the generator. */
+  const idgen_clock_t *clock;
+} idgen_snowflake_settings_t;
+
+/* Fills `s` with the defaults listed above. */
+IDGEN_API void idgen_snowflake_settings_init(idgen_snowflake_settings_t *s);
+
+/*
+ * Creates a generator for layout `l` (copied) with settings `s` (copied; NULL
+ * for the defaults).  Validates once, naming the first bad setting in `err`:
+ *   IDGEN_ERANGE   a node value out of range ("worker 32 out of range 0..31"),
+ *                  or a negative or too large max_borrow_ms / max_wait_ms;
+ *   IDGEN_EEXHAUSTED  the layout's time field has run out by the clock
+ *                  ("layout ran out on 2024-11-20");
+ *   IDGEN_ECLOCK   the clock reads before the layout's epoch;
+ *   IDGEN_ENOMEM.
+ * On success *out owns a generator to be released with idgen_snowflake_free().
+ */
+IDGEN_API int idgen_snowflake_new(idgen_snowflake_t **out, const idgen_layout_t *l,
+                                  const idgen_snowflake_settings_t *s,
+                                  char *err, size_t errlen);
+
+/* Frees `g` (NULL is fine).  No call on `g` may be running or start later. */
+IDGEN_API void idgen_snowflake_free(idgen_snowflake_t *g);
+
+/*
+ * Issues one ID into *id.  Thread-safe and lock-free: any number of threads
+ * may call it on one generator.  IDs strictly increase in real-time order
+ * (G2).  Returns 0, or:
+ *   IDGEN_ECLOCK      the wall clock is more than max_borrow_ms behind the
+ *                     generator and did not catch up within max_wait_ms (the
+ *                     generator works again once it does);
+ *   IDGEN_EEXHAUSTED  the time field has run out (never wraps);
+ *   IDGEN_EFORKED     called in a child process after fork(): a child must
+ *                     make its own generator (G1).
+ * May sleep: to the end of the current tick when its sequence is used up and
+ * borrowing is not allowed, plus at most max_wait_ms.
+ */
+IDGEN_API int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id);
+
+/*
+ * Issues `n` IDs into ids[0..n-1], increasing.  Each stretch that the clock
+ * allows at once is claimed in one atomic step, so a batch costs about one
+ * call plus the stores; a batch larger than the borrow window allows waits
+ * for the clock as next() does.  Same errors as next(); on error the content
+ * of `ids` is unspecified (IDs already claimed are skipped, never reissued).
+ * n = 0 returns 0.
+ */
+IDGEN_API int idgen_snowflake_next_n(idgen_snowflake_t *g, uint64_t *ids, size_t n);
+
+/* The layout the generator was made with (a read-only view, lives as long as g). */
+IDGEN_API const idgen_layout_t *idgen_snowflake_layout(const idgen_snowflake_t *g);
+
+/* Counters of slow-path events, for metrics.  Reading is thread-safe. */
+typedef struct idgen_snowflake_stats {
+  uint64_t clock_waits;         /* calls that waited for the clock beyond the tick */
+  uint64_t clock_refusals;      /* calls refused with IDGEN_ECLOCK */
+  uint64_t sequence_exhausted;  /* calls that waited out a tick whose sequence was used up */
+  int64_t borrowed_ms;          /* how far the generator's clock is ahead now (>= 0) */
+  uint64_t last_id;             /* the most recent ID's state, as an ID (0 if none) */
+} idgen_snowflake_stats_t;
+
+IDGEN_API void idgen_snowflake_stats(idgen_snowflake_t *g, idgen_snowflake_stats_t *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* IDGEN_H */

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that idgen's build, tests, sanitizers and fuzz
+# targets need.  Idempotent: does nothing (not even apt-get update) when every
+# package is already there.  Run as root, or with sudo available.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config   # the build
+  libjansson-dev                     # JSON output of the CLI
+  libcmocka-dev                      # unit tests
+  clang-14 libclang-rt-14-dev        # ASan/UBSan/TSan runtimes and libFuzzer
+  python3                            # the CLI tests' JSON checks
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root to install: ${missing[*]}" >&2; exit 1; }
+  sudo=sudo
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,57 @@
+/*
+ * cli.h -- shared pieces of the idgen command-line tool: error reporting with
+ * the SPEC's exit codes, number parsing, layout and node options, output.
+ */
+#ifndef IDGEN_CLI_H
+#define IDGEN_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "idgen.h"
+
+/* Exit codes (SPEC section 6). */
+enum { EXIT_OK = 0, EXIT_ID = 1, EXIT_USAGE = 2 };
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define CLI_NORETURN __attribute__((noreturn))
+#else
+#define CLI_PRINTF(f, a)
+#define CLI_NORETURN
+#endif
+
+/* "idgen: MESSAGE" on stderr, one line. */
+void cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
+/* cli_error() then exit(code). */
+CLI_NORETURN void cli_fail(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
+
+/* Parses a whole decimal integer in [min, max] for option `opt`; exits 2 on error. */
+int64_t cli_int(const char *opt, const char *s, int64_t min, int64_t max);
+
+/* Parses --layout's value; exits 2 with the parser's message on error. */
+void cli_layout(idgen_layout_t *l, const char *spec);
+
+/* A layout's display name: its preset name, or its canonical spec. */
+const char *cli_layout_name(const idgen_layout_t *l, char *buf, size_t n);
+
+/* Handles an unknown option or missing argument from getopt_long; exits 2. */
+CLI_NORETURN void cli_bad_option(const char *cmd, int optopt_, const char *arg);
+
+/* Writes v in decimal with thousands separators ("4,096,000"). */
+const char *cli_thousands(uint64_t v, char *buf, size_t n);
+
+/* Buffered writing of decimal IDs, one per line, to stdout. */
+void cli_put_u64_line(uint64_t v);
+void cli_flush(void);
+
+/* The commands. */
+int cmd_snowflake(int argc, char **argv);
+int cmd_decode(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_layouts(int argc, char **argv);
+
+/* In bench/bench.c. */
+int idgen_bench_main(int argc, char **argv);
+
+#endif

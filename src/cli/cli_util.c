@@ -1,0 +1,110 @@
+/*
+ * cli_util.c -- helpers shared by the idgen commands.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static void verror(const char *fmt, va_list ap) {
+  fputs("idgen: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
+void cli_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  verror(fmt, ap);
+  va_end(ap);
+}
+
+void cli_fail(int code, const char *fmt, ...) {
+  va_list ap;
+  cli_flush();
+  va_start(ap, fmt);
+  verror(fmt, ap);
+  va_end(ap);
+  exit(code);
+}
+
+int64_t cli_int(const char *opt, const char *s, int64_t min, int64_t max) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (*s == '\0' || *end != '\0' || errno != 0 || s[0] == ' ' || s[0] == '+')
+    cli_fail(EXIT_USAGE, "%s: \"%s\" is not a whole number", opt, s);
+  if (v < min || v > max)
+    cli_fail(EXIT_USAGE, "%s: %lld out of range %" PRId64 "..%" PRId64, opt, v, min, max);
+  return v;
+}
+
+void cli_layout(idgen_layout_t *l, const char *spec) {
+  char err[256];
+  if (idgen_layout_parse(l, spec, err, sizeof err) < 0)
+    cli_fail(EXIT_USAGE, "%s", err);
+}
+
+const char *cli_layout_name(const idgen_layout_t *l, char *buf, size_t n) {
+  if (l->preset[0] != '\0')
+    return l->preset;
+  idgen_layout_format(l, buf, n);
+  return buf;
+}
+
+void cli_bad_option(const char *cmd, int opt, const char *arg) {
+  if (opt == '?' || opt == 0)
+    cli_fail(EXIT_USAGE, "unknown option %s (see 'idgen %s --help')", arg, cmd);
+  cli_fail(EXIT_USAGE, "option %s needs a value (see 'idgen %s --help')", arg, cmd);
+}
+
+const char *cli_thousands(uint64_t v, char *buf, size_t n) {
+  char tmp[32];
+  int len = snprintf(tmp, sizeof tmp, "%" PRIu64, v);
+  size_t o = 0;
+  for (int i = 0; i < len && o + 2 < n; i++) {
+    if (i > 0 && (len - i) % 3 == 0)
+      buf[o++] = ',';
+    buf[o++] = tmp[i];
+  }
+  buf[o] = '\0';
+  return buf;
+}
+
+static char outbuf[1 << 16];
+static size_t outlen;
+
+void cli_flush(void) {
+  size_t off = 0;
+  while (off < outlen) {
+    ssize_t w = write(STDOUT_FILENO, outbuf + off, outlen - off);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      outlen = 0;
+      fprintf(stderr, "idgen: cannot write to standard output: %s\n", strerror(errno));
+      exit(EXIT_ID);
+    }
+    off += (size_t)w;
+  }
+  outlen = 0;
+}
+
+void cli_put_u64_line(uint64_t v) {
+  char tmp[24];
+  int i = 23;
+  tmp[i] = '\n';
+  do {
+    tmp[--i] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  size_t len = (size_t)(24 - i);
+  if (outlen + len > sizeof outbuf)
+    cli_flush();
+  memcpy(outbuf + outlen, tmp + i, len);
+  outlen += len;
+}

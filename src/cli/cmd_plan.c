@@ -1,0 +1,189 @@
+/*
+ * cmd_plan.c -- `idgen plan` (what a layout can do, and until when) and
+ * `idgen layouts` (the presets).
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define MS_PER_YEAR (365.2425 * 86400000.0)
+
+static const char plan_usage[] =
+    "Usage: idgen plan [--layout L] [--rate IDS_PER_S] [--max-borrow-ms N]\n"
+    "\n"
+    "Show a layout's bits, lifetime, the date its time field runs out, and how\n"
+    "many IDs per second one node and the whole cluster can make.  With --rate,\n"
+    "show how one generator copes with that many IDs per second: within capacity,\n"
+    "or for how long borrowing from the future absorbs the burst.\n"
+    "\n"
+    "  -l, --layout L        a preset name or a layout spec (default twitter)\n"
+    "  -r, --rate N          IDs per second asked of one generator\n"
+    "      --max-borrow-ms N the generator's borrowing limit (default 1000)\n"
+    "  -h, --help            show this help\n"
+    "\n"
+    "Exit status: 0 for any valid layout (also one that has run out), 2 bad usage.\n";
+
+static const char layouts_usage[] =
+    "Usage: idgen layouts\n"
+    "\n"
+    "List the preset layouts: name, spec, and the date each runs out.  A preset\n"
+    "name can be used wherever a layout spec can (--layout twitter).\n";
+
+static void show_duration(double ms, char *buf, size_t n) {
+  if (ms >= MS_PER_YEAR)
+    snprintf(buf, n, "%.1f years", ms / MS_PER_YEAR);
+  else if (ms >= 86400000.0)
+    snprintf(buf, n, "%.1f days", ms / 86400000.0);
+  else if (ms >= 1000.0)
+    snprintf(buf, n, "%.1f s", ms / 1000.0);
+  else
+    snprintf(buf, n, "%.0f ms", ms);
+}
+
+static void show_unit(int64_t unit_ms, char *buf, size_t n) {
+  if (unit_ms % 1000 == 0)
+    snprintf(buf, n, "%" PRId64 " s", unit_ms / 1000);
+  else
+    snprintf(buf, n, "%" PRId64 " ms", unit_ms);
+}
+
+int cmd_plan(int argc, char **argv) {
+  static const struct option opts[] = {{"layout", required_argument, 0, 'l'},
+                                       {"rate", required_argument, 0, 'r'},
+                                       {"max-borrow-ms", required_argument, 0, 'b'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  const char *spec = "twitter";
+  int64_t rate = 0, borrow = 1000;
+  int c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":l:r:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'l':
+      spec = optarg;
+      break;
+    case 'r':
+      rate = cli_int("--rate", optarg, 1, INT64_MAX / 2);
+      break;
+    case 'b':
+      borrow = cli_int("--max-borrow-ms", optarg, 0, 86400000);
+      break;
+    case 'h':
+      fputs(plan_usage, stdout);
+      return EXIT_OK;
+    default:
+      cli_bad_option("plan", c, argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    cli_fail(EXIT_USAGE, "unexpected argument \"%s\" (see 'idgen plan --help')", argv[optind]);
+
+  idgen_layout_t l;
+  cli_layout(&l, spec);
+  char fmt[IDGEN_LAYOUT_SPEC_MAX], a[64], b[64], d[64], tbuf[IDGEN_TIME_BUFSIZE];
+  const idgen_field_t *tf = &l.fields[l.time_index];
+  idgen_layout_format(&l, fmt, sizeof fmt);
+  printf("layout        %s\n", l.preset[0] ? l.preset : "(custom)");
+  printf("spec          %s\n", fmt);
+
+  printf("bits          %d of 64:", l.total_bits);
+  for (int i = 0; i < l.nfields; i++)
+    printf("%s %s %d", i ? "," : "", l.fields[i].name, l.fields[i].bits);
+  putchar('\n');
+
+  idgen_time_format(l.epoch_ms, tbuf);
+  printf("epoch         %s (%" PRId64 ")\n", tbuf, l.epoch_ms);
+  show_unit(l.unit_ms, a, sizeof a);
+  printf("tick          %s\n", a);
+
+  int64_t horizon = idgen_layout_horizon_ms(&l);
+  int64_t now = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE);
+  show_duration((double)(horizon - l.epoch_ms), a, sizeof a);
+  show_unit(l.unit_ms, d, sizeof d);
+  printf("lifetime      %s (2^%d ticks of %s)\n", a, tf->bits, d);
+  idgen_time_format(horizon, tbuf);
+  tbuf[strcspn(tbuf, "T")] = '\0';
+  if (horizon <= now) {
+    printf("exhaustion    ran out on %s: idgen decodes these IDs but makes no more\n", tbuf);
+  } else {
+    show_duration((double)(horizon - now), a, sizeof a);
+    printf("exhaustion    %s (%s from now)\n", tbuf, a);
+    if (horizon - now < 5 * MS_PER_YEAR)
+      printf("warning       the time field runs out in %s; plan a new layout\n", a);
+  }
+
+  int64_t sign = idgen_layout_sign_bit_ms(&l);
+  if (l.total_bits <= 53)
+    printf("range         IDs stay below 2^53: JavaScript numbers hold them exactly\n");
+  else if (sign == INT64_MAX)
+    printf("range         IDs stay below 2^63: signed 64-bit columns hold them\n");
+  else {
+    idgen_time_format(sign, tbuf);
+    printf("range         IDs reach 2^63 from %s: signed 64-bit columns store them "
+           "as negative numbers from then on\n",
+           tbuf);
+  }
+
+  uint64_t per_tick = idgen_layout_ids_per_tick(&l);
+  double per_s = (double)per_tick * 1000.0 / (double)l.unit_ms;
+  printf("per node      %s IDs per tick = %s IDs/s\n", cli_thousands(per_tick, a, sizeof a),
+         cli_thousands((uint64_t)per_s, b, sizeof b));
+  int node_bits = l.total_bits - tf->bits - l.fields[l.sequence_index].bits;
+  if (node_bits == 0) {
+    printf("nodes         1 (no node fields: one generator per layout)\n");
+  } else {
+    printf("nodes         %s (", cli_thousands(UINT64_C(1) << node_bits, a, sizeof a));
+    int first = 1;
+    for (int i = 0; i < l.nfields; i++) {
+      if (l.fields[i].kind != IDGEN_FIELD_NODE)
+        continue;
+      printf("%s%s 0..%" PRIu64, first ? "" : " x ", l.fields[i].name,
+             (UINT64_C(1) << l.fields[i].bits) - 1);
+      first = 0;
+    }
+    printf(")\n");
+  }
+  printf("per cluster   %s IDs/s\n",
+         cli_thousands((uint64_t)(per_s * ldexp(1.0, node_bits)), a, sizeof a));
+
+  if (rate > 0) {
+    cli_thousands((uint64_t)rate, a, sizeof a);
+    double ratio = (double)rate / per_s;
+    if (ratio <= 1.0) {
+      printf("rate          %s IDs/s: %.1f%% of one node's capacity, sustained indefinitely\n", a,
+             ratio * 100.0);
+    } else {
+      /* The generator's clock gains (ratio - 1) ms per ms of wall time. */
+      double burst = (double)borrow / (ratio - 1.0);
+      show_duration(burst, b, sizeof b);
+      printf("rate          %s IDs/s: %.2f times one node's capacity; borrowing "
+             "(max_borrow_ms %" PRId64 ") absorbs a burst of %s, then calls wait for the "
+             "clock; %s nodes sustain it\n",
+             a, ratio, borrow, b,
+             cli_thousands((uint64_t)ceil(ratio), d, sizeof d));
+    }
+  }
+  return EXIT_OK;
+}
+
+int cmd_layouts(int argc, char **argv) {
+  if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+    fputs(layouts_usage, stdout);
+    return EXIT_OK;
+  }
+  if (argc > 1)
+    cli_fail(EXIT_USAGE, "layouts takes no arguments (see 'idgen layouts --help')");
+  const char *name;
+  for (int i = 0; (name = idgen_layout_preset_name(i)) != NULL; i++) {
+    idgen_layout_t l;
+    char date[IDGEN_TIME_BUFSIZE];
+    cli_layout(&l, name);
+    idgen_time_format(idgen_layout_horizon_ms(&l), date);
+    date[strcspn(date, "T")] = '\0';
+    printf("%-10s %-70s until %s\n", name, idgen_layout_preset_spec(name), date);
+  }
+  return EXIT_OK;
+}

@@ -1,0 +1,190 @@
+/*
+ * cmd_snowflake.c -- `idgen snowflake`: make Snowflake IDs.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "Usage: idgen snowflake [-n N] [--layout L] [--node NAME=V]... [--worker V]\n"
+    "                       [--datacenter V] [--json] [--registry URI]\n"
+    "                       [--lease-field NAME] [--max-borrow-ms N] [--max-wait-ms N]\n"
+    "                       [--random-sequence-start]\n"
+    "\n"
+    "Make N Snowflake IDs, one decimal ID per line, strictly increasing.\n"
+    "\n"
+    "  -n, --count N            how many IDs (default 1, at most 100000000)\n"
+    "  -l, --layout L           a preset name or a layout spec (default twitter);\n"
+    "                           see 'idgen layouts'\n"
+    "      --node NAME=V        the value of node field NAME (default 0); repeat for\n"
+    "                           each field\n"
+    "      --worker V           the same as --node worker=V\n"
+    "      --datacenter V       the same as --node datacenter=V\n"
+    "      --json               print {\"ids\":[\"...\",...]}, IDs as strings\n"
+    "      --registry URI       where node values come from; only 'static' (the\n"
+    "                           values given here) is available in this release, so\n"
+    "                           uniqueness across processes is your job\n"
+    "      --lease-field NAME   the node field a registry assigns (needs a registry)\n"
+    "      --max-borrow-ms N    how far the generator's clock may run ahead of the\n"
+    "                           wall clock (default 1000)\n"
+    "      --max-wait-ms N      how long to wait, beyond the current tick, for a\n"
+    "                           clock that is behind (default 100)\n"
+    "      --random-sequence-start  start each tick's sequence at a random value\n"
+    "  -h, --help               show this help\n"
+    "\n"
+    "Examples:\n"
+    "  idgen snowflake -n 3 --datacenter 1 --worker 7\n"
+    "  idgen snowflake --layout 'time:41@1ms,node:10,sequence:12,epoch=0' --node node=755\n"
+    "\n"
+    "Exit status: 0 success, 1 the clock refused or the layout ran out, 2 bad usage.\n";
+
+enum { OPT_NODE = 256, OPT_WORKER, OPT_DC, OPT_JSON, OPT_REGISTRY, OPT_LEASE, OPT_BORROW,
+       OPT_WAIT, OPT_RANDOM };
+
+struct node_opt {
+  const char *name;
+  const char *value;
+  const char *flag;
+};
+
+static void set_node(const idgen_layout_t *l, idgen_snowflake_settings_t *s,
+                     const struct node_opt *o) {
+  int i = idgen_layout_field_index(l, o->name);
+  char buf[IDGEN_LAYOUT_SPEC_MAX];
+  if (i < 0 || l->fields[i].kind != IDGEN_FIELD_NODE)
+    cli_fail(EXIT_USAGE, "%s: layout %s has no node field \"%s\"", o->flag,
+             cli_layout_name(l, buf, sizeof buf), o->name);
+  uint64_t max = (UINT64_C(1) << l->fields[i].bits) - 1;
+  char *end;
+  unsigned long long v = strtoull(o->value, &end, 10);
+  if (o->value[0] < '0' || o->value[0] > '9' || *end != '\0')
+    cli_fail(EXIT_USAGE, "%s: %s value \"%s\" is not a whole number", o->flag, o->name,
+             o->value);
+  if (v > max || strlen(o->value) > 20)
+    cli_fail(EXIT_USAGE, "%s %s out of range 0..%" PRIu64, o->name, o->value, max);
+  s->node[i] = v;
+}
+
+int cmd_snowflake(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"count", required_argument, 0, 'n'},   {"layout", required_argument, 0, 'l'},
+      {"node", required_argument, 0, OPT_NODE}, {"worker", required_argument, 0, OPT_WORKER},
+      {"datacenter", required_argument, 0, OPT_DC}, {"json", no_argument, 0, OPT_JSON},
+      {"registry", required_argument, 0, OPT_REGISTRY},
+      {"lease-field", required_argument, 0, OPT_LEASE},
+      {"max-borrow-ms", required_argument, 0, OPT_BORROW},
+      {"max-wait-ms", required_argument, 0, OPT_WAIT},
+      {"random-sequence-start", no_argument, 0, OPT_RANDOM},
+      {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+  int64_t n = 1;
+  const char *layout_spec = "twitter", *registry = "static", *lease_field = NULL;
+  int json = 0;
+  struct node_opt nodes[IDGEN_LAYOUT_MAX_FIELDS * 2];
+  int nnodes = 0;
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":n:l:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'n':
+      n = cli_int("--count", optarg, 1, 100000000);
+      break;
+    case 'l':
+      layout_spec = optarg;
+      break;
+    case OPT_NODE:
+    case OPT_WORKER:
+    case OPT_DC: {
+      if (nnodes == (int)(sizeof nodes / sizeof nodes[0]))
+        cli_fail(EXIT_USAGE, "too many --node options");
+      struct node_opt *o = &nodes[nnodes++];
+      if (c == OPT_NODE) {
+        char *eq = strchr(optarg, '=');
+        if (eq == NULL || eq == optarg)
+          cli_fail(EXIT_USAGE, "--node: \"%s\" is not NAME=VALUE", optarg);
+        *eq = '\0';
+        *o = (struct node_opt){optarg, eq + 1, "--node"};
+      } else {
+        *o = (struct node_opt){c == OPT_WORKER ? "worker" : "datacenter", optarg,
+                               c == OPT_WORKER ? "--worker" : "--datacenter"};
+      }
+      break;
+    }
+    case OPT_JSON:
+      json = 1;
+      break;
+    case OPT_REGISTRY:
+      registry = optarg;
+      break;
+    case OPT_LEASE:
+      lease_field = optarg;
+      break;
+    case OPT_BORROW:
+      s.max_borrow_ms = cli_int("--max-borrow-ms", optarg, 0, 86400000);
+      break;
+    case OPT_WAIT:
+      s.max_wait_ms = cli_int("--max-wait-ms", optarg, 0, 3600000);
+      break;
+    case OPT_RANDOM:
+      s.random_sequence_start = 1;
+      break;
+    case 'h':
+      fputs(usage, stdout);
+      return EXIT_OK;
+    default:
+      cli_bad_option("snowflake", c == ':' ? ':' : '?', argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    cli_fail(EXIT_USAGE, "unexpected argument \"%s\" (see 'idgen snowflake --help')",
+             argv[optind]);
+  if (strcmp(registry, "static") != 0)
+    cli_fail(EXIT_USAGE,
+             "--registry: \"%s\" is not available in this release (only \"static\")",
+             registry);
+  if (lease_field != NULL)
+    cli_fail(EXIT_USAGE, "--lease-field needs a --registry other than static");
+
+  idgen_layout_t l;
+  cli_layout(&l, layout_spec);
+  for (int i = 0; i < nnodes; i++)
+    set_node(&l, &s, &nodes[i]);
+
+  char err[256];
+  idgen_snowflake_t *g;
+  int rc = idgen_snowflake_new(&g, &l, &s, err, sizeof err);
+  if (rc < 0)
+    cli_fail(rc == IDGEN_ERANGE ? EXIT_USAGE : EXIT_ID, "%s", err);
+
+  uint64_t batch[4096];
+  if (json)
+    fputs("{\"ids\":[", stdout);
+  for (int64_t done = 0; done < n;) {
+    size_t k = (size_t)(n - done < 4096 ? n - done : 4096);
+    rc = idgen_snowflake_next_n(g, batch, k);
+    if (rc < 0) {
+      if (json)
+        fflush(stdout);
+      cli_flush();
+      idgen_snowflake_free(g);
+      cli_fail(EXIT_ID, "cannot make an ID: %s", idgen_strerror(rc));
+    }
+    for (size_t i = 0; i < k; i++) {
+      if (json)
+        printf("%s\"%" PRIu64 "\"", done + (int64_t)i ? "," : "", batch[i]);
+      else
+        cli_put_u64_line(batch[i]);
+    }
+    done += (int64_t)k;
+  }
+  if (json)
+    fputs("]}\n", stdout);
+  cli_flush();
+  idgen_snowflake_free(g);
+  return EXIT_OK;
+}

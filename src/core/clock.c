@@ -1,0 +1,202 @@
+/*
+ * clock.c -- the default wall clock, its fast path, and fork detection.
+ *
+ * DESIGN.  A Snowflake ID needs the current tick, normally one millisecond.
+ * clock_gettime(CLOCK_REALTIME) costs about 22 ns here, most of the price of
+ * an ID.  On x86-64 with an invariant TSC (CPUID 0x80000007 EDX bit 8) the
+ * fast path instead reads the kernel clock once per millisecond per thread
+ * and computes, in TSC counts, when that millisecond ends.  Until then rdtsc
+ * (about 10 ns, and it overlaps with the work around it) tells that the
+ * millisecond has not ended, so the cached value is what clock_gettime would
+ * have returned.  The estimate errs early, never late:
+ *   - the TSC is read before the kernel clock, so the start is early;
+ *   - the TSC rate is calibrated against CLOCK_MONOTONIC_RAW over 20 ms or
+ *     more and then lowered by 1/256, so the remaining time is short;
+ *   - 2 us are taken off every millisecond for skew between cores.
+ * A TSC that moves backwards (migration, a hypervisor) fails the unsigned
+ * window test and forces a fresh read.  Every 1024th fast answer is checked
+ * against a real read; if the cache ever shows a millisecond that had
+ * already ended, the fast path is switched off for the process for good.
+ * A wall-clock step is seen at the next millisecond boundary, at most 1 ms
+ * late: as if the step had happened up to 1 ms later, which the generator's
+ * step-back handling (G3) covers either way.
+ *
+ * Fork detection: a pthread_atfork child handler bumps a generation counter;
+ * each generator remembers the generation it was made in (G1).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "core_int.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#define HAVE_TSC 1
+#else
+#define HAVE_TSC 0
+#endif
+
+#define MARGIN_NS 2000
+#define CALIBRATE_NS 20000000LL
+#define VERIFY_EVERY 1024
+
+int64_t idgen__clock_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t ns_to_ms(int64_t ns) {
+  int64_t ms = ns / 1000000;
+  return (ns % 1000000 < 0) ? ms - 1 : ms;
+}
+
+void idgen__sleep_ns(int64_t ns) {
+  if (ns <= 0)
+    return;
+  struct timespec ts = {.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+#if HAVE_TSC
+
+/* -1 not yet known, 0 off, 1 usable (invariant TSC); rate 0 = not calibrated. */
+static _Atomic int tsc_state = -1;
+static _Atomic uint64_t tsc_rate_q32; /* TSC counts per ns, times 2^32 */
+static pthread_once_t base_once = PTHREAD_ONCE_INIT;
+static uint64_t base_tsc;
+static int64_t base_raw_ns;
+
+struct tsc_cache {
+  uint64_t start;    /* TSC count read just before the kernel clock */
+  uint64_t span;     /* counts from start until (before) the millisecond ends */
+  int64_t ms;        /* the millisecond the kernel clock read */
+  uint32_t verify;   /* fast answers left until the next check */
+};
+static __thread struct tsc_cache tls_cache __attribute__((tls_model("initial-exec")));
+
+static int64_t raw_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A (TSC, raw ns) pair read close together; retried if interrupted between. */
+static void tsc_pair(uint64_t *tsc, int64_t *ns) {
+  for (int i = 0; i < 5; i++) {
+    uint64_t a = __rdtsc();
+    *ns = raw_ns();
+    uint64_t b = __rdtsc();
+    *tsc = a + (b - a) / 2;
+    if (b - a < 20000)
+      return;
+  }
+}
+
+static void base_init(void) { tsc_pair(&base_tsc, &base_raw_ns); }
+
+static int tsc_usable(void) {
+  int s = atomic_load_explicit(&tsc_state, memory_order_relaxed);
+  if (s < 0) {
+    unsigned a, b, c, d;
+    s = __get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8)) ? 1 : 0;
+    atomic_store_explicit(&tsc_state, s, memory_order_relaxed);
+    if (s)
+      pthread_once(&base_once, base_init);
+  }
+  return s;
+}
+
+/* The calibrated rate, or 0 while less than CALIBRATE_NS has passed. */
+static uint64_t tsc_rate(void) {
+  uint64_t r = atomic_load_explicit(&tsc_rate_q32, memory_order_relaxed);
+  if (r != 0)
+    return r;
+  uint64_t t;
+  int64_t ns;
+  tsc_pair(&t, &ns);
+  if (ns - base_raw_ns < CALIBRATE_NS)
+    return 0;
+  unsigned __int128 q = ((unsigned __int128)(t - base_tsc) << 32) / (uint64_t)(ns - base_raw_ns);
+  r = (uint64_t)q;
+  r -= r / 256;
+  /* Outside 0.1 to 20 GHz the counter is not a clock we understand. */
+  if (r < (UINT64_C(1) << 32) / 10 || r > (UINT64_C(20) << 32)) {
+    atomic_store_explicit(&tsc_state, 0, memory_order_relaxed);
+    return 0;
+  }
+  atomic_store_explicit(&tsc_rate_q32, r, memory_order_relaxed);
+  return r;
+}
+
+static int64_t tsc_refresh(struct tsc_cache *c) {
+  uint64_t t = __rdtsc();
+  int64_t ns = idgen__clock_ns();
+  int64_t ms = ns_to_ms(ns);
+  c->ms = ms;
+  c->start = t;
+  c->span = 0;
+  c->verify = VERIFY_EVERY;
+  if (!tsc_usable())
+    return ms;
+  uint64_t rate = tsc_rate();
+  int64_t left = (ms + 1) * 1000000 - ns - MARGIN_NS;
+  if (rate != 0 && left > 0 && atomic_load_explicit(&tsc_state, memory_order_relaxed) == 1)
+    c->span = ((uint64_t)left * rate) >> 32;
+  return ms;
+}
+
+int64_t idgen__clock_fast_ms(void) {
+  struct tsc_cache *c = &tls_cache;
+  uint64_t t = __rdtsc();
+  if (IDGEN_LIKELY(t - c->start < c->span)) {
+    if (IDGEN_LIKELY(--c->verify != 0))
+      return c->ms;
+    /* A check: a real read inside the window must show the same millisecond.
+     * If the millisecond had already ended, the TSC model is wrong here. */
+    int64_t ms = ns_to_ms(idgen__clock_ns());
+    if (ms > c->ms)
+      atomic_store_explicit(&tsc_state, 0, memory_order_relaxed);
+    if (ms != c->ms)
+      return tsc_refresh(c);
+    c->verify = VERIFY_EVERY;
+    return ms;
+  }
+  return tsc_refresh(c);
+}
+
+int idgen__clock_fast_available(void) {
+  return tsc_usable() && atomic_load_explicit(&tsc_state, memory_order_relaxed) == 1;
+}
+
+#else
+
+int64_t idgen__clock_fast_ms(void) { return ns_to_ms(idgen__clock_ns()); }
+int idgen__clock_fast_available(void) { return 0; }
+
+#endif
+
+int64_t idgen_clock_now_ms(idgen_clock_mode_t mode) {
+  if (mode == IDGEN_CLOCK_FAST)
+    return idgen__clock_fast_ms();
+  return ns_to_ms(idgen__clock_ns());
+}
+
+_Atomic unsigned idgen__fork_gen;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void on_fork_child(void) {
+  atomic_fetch_add_explicit(&idgen__fork_gen, 1, memory_order_relaxed);
+}
+
+static void atfork_init(void) { pthread_atfork(NULL, NULL, on_fork_child); }
+
+unsigned idgen__fork_watch(void) {
+  pthread_once(&atfork_once, atfork_init);
+  return atomic_load_explicit(&idgen__fork_gen, memory_order_relaxed);
+}

@@ -1,0 +1,49 @@
+/*
+ * core_int.h -- declarations shared inside src/core (and with the CLI and
+ * tests, which link the static library); not part of the public API.
+ */
+#ifndef IDGEN_CORE_INT_H
+#define IDGEN_CORE_INT_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "idgen.h"
+
+#if defined(__GNUC__)
+#define IDGEN_LIKELY(x) __builtin_expect(!!(x), 1)
+#define IDGEN_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define IDGEN_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define IDGEN_LIKELY(x) (x)
+#define IDGEN_UNLIKELY(x) (x)
+#define IDGEN_PRINTF(f, a)
+#endif
+
+#define IDGEN_CACHELINE 64
+
+/* Writes a formatted message into err[errlen] if err is not NULL; returns code. */
+int idgen__err(char *err, size_t errlen, int code, const char *fmt, ...) IDGEN_PRINTF(4, 5);
+
+/* Days since 1970-01-01 of a proleptic Gregorian date, and back. */
+int64_t idgen__days_from_civil(int64_t y, unsigned m, unsigned d);
+void idgen__civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d);
+
+/* "YYYY-MM-DD" (expanded year as in idgen_time_format) of unix_ms; returns length. */
+int idgen__date_format(int64_t unix_ms, char *buf);
+
+/* Default-clock readers (clock.c). */
+int64_t idgen__clock_ns(void);                     /* CLOCK_REALTIME in ns */
+int64_t idgen__clock_fast_ms(void);                /* TSC-cached ms (see clock.c) */
+int idgen__clock_fast_available(void);             /* 1 if the TSC path is usable */
+void idgen__sleep_ns(int64_t ns);
+
+/* Fork detection: idgen__fork_gen is incremented in every child after fork().
+ * idgen__fork_watch() installs the handler (once) and returns the current
+ * generation; hot paths then compare against idgen__fork_gen directly. */
+extern _Atomic unsigned idgen__fork_gen;
+unsigned idgen__fork_watch(void);
+
+#endif

@@ -1,0 +1,347 @@
+/*
+ * snowflake.c -- the lock-free Snowflake generator (SPEC section 2, G1-G3).
+ *
+ * DESIGN.  The whole mutable state is one atomic 64-bit word, `next`: the
+ * next (tick, sequence) pair to issue, packed as tick << S | sequence where S
+ * is the sequence width.  Adding 1 to it moves to the next sequence number,
+ * and past the last one carries into the next tick: that carry *is*
+ * borrowing from the future.  Every ID is the value of `next` before some
+ * atomic read-modify-write that moved it up, so IDs follow the word's
+ * modification order: they are unique and increase in real-time order across
+ * threads (G1, G2) without a lock.
+ *
+ * The hot path (millisecond ticks, no injected clock, T+S <= 63 bits) is one
+ * fetch_add: take c = next++, and keep c if its tick is neither behind the
+ * wall clock nor further ahead than max_borrow_ms allows.  Otherwise c is
+ * dropped (never issued, so never repeated) and the slow path decides with a
+ * compare-and-swap: jump to the wall clock's tick, or wait, or refuse.
+ * fetch_add cannot wrap: `next` stays below 2^63 + (number of calls), and for
+ * 64-bit state (T+S = 64) the generator only uses compare-and-swap.
+ *
+ * Waiting (G3).  When the next value's tick is more than max_borrow_ms ahead
+ * of the wall clock, the call sleeps until it is not.  Sleeping to the end of
+ * the current wall tick is always allowed (a used-up sequence); anything
+ * beyond counts against max_wait_ms.  If the needed wait is larger, the call
+ * fails at once with IDGEN_ECLOCK instead of sleeping in vain.
+ *
+ * A batch (next_n) claims as much of the allowed window as it needs in one
+ * compare-and-swap and writes the IDs tick by tick with additions.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core_int.h"
+
+#define BORROW_MAX_MS 86400000LL
+#define WAIT_MAX_MS 3600000LL
+#define NS_PER_MS 1000000LL
+
+struct idgen_snowflake {
+  /* Read-only after creation; shared by all threads. */
+  int64_t epoch;
+  int64_t unit;
+  int64_t borrow_ms;
+  int64_t wait_ms;
+  uint64_t node_bits;      /* all node fields, already in place */
+  unsigned seq_bits;       /* S */
+  unsigned seq_shift;
+  unsigned time_shift;
+  uint64_t seq_mask;
+  uint64_t max_tick;       /* 2^T - 1 */
+  uint64_t max_state;      /* largest issuable (tick, sequence), <= 2^64 - 2 */
+  uint64_t fast_span;      /* hot path: c - (x << S) must be <= this */
+  int fast;                /* hot path usable */
+  int random_start;
+  idgen_clock_mode_t clock_mode;
+  idgen_clock_t clock;     /* clock.now_ns == NULL: the system clock */
+  unsigned fork_gen;
+  idgen_layout_t layout;
+
+  /* The state word, alone on its cache line. */
+  _Alignas(IDGEN_CACHELINE) _Atomic uint64_t next;
+
+  /* Slow-path counters, on their own line so they never disturb `next`. */
+  _Alignas(IDGEN_CACHELINE) _Atomic uint64_t clock_waits;
+  _Atomic uint64_t clock_refusals;
+  _Atomic uint64_t sequence_exhausted;
+};
+
+void idgen_snowflake_settings_init(idgen_snowflake_settings_t *s) {
+  memset(s, 0, sizeof *s);
+  s->max_borrow_ms = 1000;
+  s->max_wait_ms = 100;
+  s->clock_mode = IDGEN_CLOCK_FAST;
+}
+
+static int64_t ns_to_ms(int64_t ns) {
+  int64_t ms = ns / NS_PER_MS;
+  return (ns % NS_PER_MS < 0) ? ms - 1 : ms;
+}
+
+/* The wall clock with nanoseconds, for the slow path. */
+static int64_t now_ns(const idgen_snowflake_t *g) {
+  if (g->clock.now_ns != NULL)
+    return g->clock.now_ns(g->clock.ctx);
+  return idgen__clock_ns();
+}
+
+static int64_t now_ms(const idgen_snowflake_t *g) {
+  if (g->clock.now_ns == NULL && g->clock_mode == IDGEN_CLOCK_FAST)
+    return idgen__clock_fast_ms();
+  return ns_to_ms(now_ns(g));
+}
+
+static void sleep_ns(const idgen_snowflake_t *g, int64_t ns) {
+  if (g->clock.now_ns != NULL) {
+    if (g->clock.sleep_ns != NULL)
+      g->clock.sleep_ns(g->clock.ctx, ns);
+    return;
+  }
+  idgen__sleep_ns(ns);
+}
+
+/* A sequence start for a new tick: 0, or random in the lower half of the
+ * range.  This randomness only spreads IDs over shards; it is not secret, so
+ * a per-thread splitmix64 seeded from the clock and the thread is enough. */
+static uint64_t seq_start(const idgen_snowflake_t *g) {
+  static __thread uint64_t s;
+  if (!g->random_start)
+    return 0;
+  if (s == 0)
+    s = (uint64_t)idgen__clock_ns() ^ (uint64_t)(uintptr_t)&s ^ 0x9e3779b97f4a7c15u;
+  uint64_t z = (s += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  z ^= z >> 31;
+  return z & (g->seq_mask >> 1);
+}
+
+static inline uint64_t compose(const idgen_snowflake_t *g, uint64_t v) {
+  return g->node_bits | ((v >> g->seq_bits) << g->time_shift) |
+         ((v & g->seq_mask) << g->seq_shift);
+}
+
+static int refuse(idgen_snowflake_t *g) {
+  atomic_fetch_add_explicit(&g->clock_refusals, 1, memory_order_relaxed);
+  return IDGEN_ECLOCK;
+}
+
+/*
+ * Claims up to `k` consecutive values, at least one: [*first, *first + *got).
+ * `ms` is a fresh reading of the wall clock in milliseconds.
+ */
+static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, uint64_t *got) {
+  int64_t waited = 0, budget = -1;
+  const unsigned S = g->seq_bits;
+
+  for (;;) {
+    if (ms < g->epoch)
+      return refuse(g);
+    uint64_t x = (uint64_t)(ms - g->epoch) / (uint64_t)g->unit;
+    if (x > g->max_tick)
+      return IDGEN_EEXHAUSTED;
+    uint64_t tl = (uint64_t)(ms - g->epoch + g->borrow_ms) / (uint64_t)g->unit;
+    if (tl > g->max_tick)
+      tl = g->max_tick;
+    uint64_t lim = (tl << S) | g->seq_mask;
+    if (lim > g->max_state)
+      lim = g->max_state;
+
+    uint64_t cur = atomic_load_explicit(&g->next, memory_order_acquire), start;
+    for (;;) {
+      if (cur > g->max_state)
+        return IDGEN_EEXHAUSTED;
+      start = cur;
+      if ((start >> S) < x)
+        start = (x << S) | seq_start(g);
+      if (start > lim)
+        break;
+      uint64_t end = (lim - start >= k - 1) ? start + k - 1 : lim;
+      if (atomic_compare_exchange_weak_explicit(&g->next, &cur, end + 1, memory_order_acq_rel,
+                                                memory_order_acquire)) {
+        *first = start;
+        *got = end - start + 1;
+        return 0;
+      }
+    }
+    if (start > g->max_state)
+      return IDGEN_EEXHAUSTED;
+
+    /* Wait until the wall clock is within max_borrow_ms of start's tick. */
+    int64_t t_ns = now_ns(g);
+    ms = ns_to_ms(t_ns);
+    if (ms < g->epoch)
+      return refuse(g);
+    int64_t sub_ns = t_ns - ms * NS_PER_MS;
+    int64_t target_ms = g->epoch + (int64_t)(start >> S) * g->unit - g->borrow_ms;
+    if (target_ms <= ms)
+      continue; /* the clock moved on meanwhile: try again */
+    int64_t tick_end_ms = g->epoch + ((ms - g->epoch) / g->unit + 1) * g->unit;
+    if (target_ms - ms > tick_end_ms - ms + g->wait_ms + 1)
+      return refuse(g); /* far out of reach: no need to compute in ns */
+    int64_t need = (target_ms - ms) * NS_PER_MS - sub_ns;
+    int64_t free_ns = (tick_end_ms - ms) * NS_PER_MS - sub_ns;
+    if (budget < 0) {
+      budget = free_ns + g->wait_ms * NS_PER_MS;
+      atomic_fetch_add_explicit(need <= free_ns ? &g->sequence_exhausted : &g->clock_waits, 1,
+                                memory_order_relaxed);
+    }
+    if (waited + need > budget)
+      return refuse(g);
+    sleep_ns(g, need);
+    waited += need;
+    ms = now_ms(g);
+  }
+}
+
+int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id) {
+  if (IDGEN_UNLIKELY(g->fork_gen != atomic_load_explicit(&idgen__fork_gen, memory_order_relaxed)))
+    return IDGEN_EFORKED;
+  int64_t ms = now_ms(g);
+  if (IDGEN_LIKELY(g->fast)) {
+    /* Unsigned: a clock before the epoch gives a huge x and takes the slow path. */
+    uint64_t x = (uint64_t)(ms - g->epoch);
+    if (IDGEN_LIKELY(x <= g->max_tick)) {
+      uint64_t c = atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
+      if (IDGEN_LIKELY(c - (x << g->seq_bits) <= g->fast_span && c <= g->max_state)) {
+        *id = compose(g, c);
+        return 0;
+      }
+    }
+  }
+  uint64_t first, got;
+  int rc = claim(g, 1, ms, &first, &got);
+  if (rc == 0)
+    *id = compose(g, first);
+  return rc;
+}
+
+int idgen_snowflake_next_n(idgen_snowflake_t *g, uint64_t *ids, size_t n) {
+  if (IDGEN_UNLIKELY(g->fork_gen != atomic_load_explicit(&idgen__fork_gen, memory_order_relaxed)))
+    return IDGEN_EFORKED;
+  while (n > 0) {
+    uint64_t v, got;
+    int rc = claim(g, n, now_ms(g), &v, &got);
+    if (rc < 0)
+      return rc;
+    n -= got;
+    /* Within one tick, consecutive IDs differ by 1 << seq_shift. */
+    while (got > 0) {
+      uint64_t in_tick = g->seq_mask - (v & g->seq_mask) + 1;
+      uint64_t m = got < in_tick ? got : in_tick;
+      uint64_t id = compose(g, v), step = UINT64_C(1) << g->seq_shift;
+      for (uint64_t j = 0; j < m; j++)
+        ids[j] = id + j * step;
+      ids += m;
+      v += m;
+      got -= m;
+    }
+  }
+  return 0;
+}
+
+const idgen_layout_t *idgen_snowflake_layout(const idgen_snowflake_t *g) { return &g->layout; }
+
+void idgen_snowflake_stats(idgen_snowflake_t *g, idgen_snowflake_stats_t *st) {
+  memset(st, 0, sizeof *st);
+  st->clock_waits = atomic_load_explicit(&g->clock_waits, memory_order_relaxed);
+  st->clock_refusals = atomic_load_explicit(&g->clock_refusals, memory_order_relaxed);
+  st->sequence_exhausted = atomic_load_explicit(&g->sequence_exhausted, memory_order_relaxed);
+  uint64_t nx = atomic_load_explicit(&g->next, memory_order_acquire);
+  if (nx == 0)
+    return;
+  uint64_t last = nx - 1 > g->max_state ? g->max_state : nx - 1;
+  st->last_id = compose(g, last);
+  int64_t ahead = g->epoch + (int64_t)(last >> g->seq_bits) * g->unit - now_ms(g);
+  st->borrowed_ms = ahead > 0 ? ahead : 0;
+}
+
+int idgen_snowflake_new(idgen_snowflake_t **out, const idgen_layout_t *l,
+                        const idgen_snowflake_settings_t *s, char *err, size_t errlen) {
+  idgen_snowflake_settings_t defaults;
+  char date[IDGEN_TIME_BUFSIZE], now_buf[IDGEN_TIME_BUFSIZE];
+
+  *out = NULL;
+  if (s == NULL) {
+    idgen_snowflake_settings_init(&defaults);
+    s = &defaults;
+  }
+  if (s->max_borrow_ms < 0 || s->max_borrow_ms > BORROW_MAX_MS)
+    return idgen__err(err, errlen, IDGEN_ERANGE,
+                      "max_borrow_ms %" PRId64 " out of range 0..%lld", s->max_borrow_ms,
+                      BORROW_MAX_MS);
+  if (s->max_wait_ms < 0 || s->max_wait_ms > WAIT_MAX_MS)
+    return idgen__err(err, errlen, IDGEN_ERANGE, "max_wait_ms %" PRId64 " out of range 0..%lld",
+                      s->max_wait_ms, WAIT_MAX_MS);
+  if (s->clock_mode != IDGEN_CLOCK_FAST && s->clock_mode != IDGEN_CLOCK_PRECISE)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "clock_mode %d unknown", (int)s->clock_mode);
+
+  uint64_t node_bits = 0;
+  for (int i = 0; i < l->nfields; i++) {
+    const idgen_field_t *f = &l->fields[i];
+    if (f->kind != IDGEN_FIELD_NODE)
+      continue;
+    uint64_t max = (UINT64_C(1) << f->bits) - 1;
+    if (s->node[i] > max)
+      return idgen__err(err, errlen, IDGEN_ERANGE, "%s %" PRIu64 " out of range 0..%" PRIu64,
+                        f->name, s->node[i], max);
+    node_bits |= s->node[i] << f->shift;
+  }
+
+  /* aligned_alloc wants a size that is a multiple of the alignment. */
+  size_t size = (sizeof(idgen_snowflake_t) + IDGEN_CACHELINE - 1) & ~(size_t)(IDGEN_CACHELINE - 1);
+  idgen_snowflake_t *g = aligned_alloc(IDGEN_CACHELINE, size);
+  if (g == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "out of memory");
+  memset(g, 0, size);
+
+  const idgen_field_t *tf = &l->fields[l->time_index], *sf = &l->fields[l->sequence_index];
+  g->layout = *l;
+  g->epoch = l->epoch_ms;
+  g->unit = l->unit_ms;
+  g->borrow_ms = s->max_borrow_ms;
+  g->wait_ms = s->max_wait_ms;
+  g->node_bits = node_bits;
+  g->seq_bits = sf->bits;
+  g->seq_shift = sf->shift;
+  g->time_shift = tf->shift;
+  g->seq_mask = (UINT64_C(1) << sf->bits) - 1;
+  g->max_tick = (UINT64_C(1) << tf->bits) - 1;
+  unsigned state_bits = tf->bits + sf->bits;
+  /* Keep one value free in a full 64-bit state so that `next` never wraps. */
+  g->max_state = state_bits == 64 ? UINT64_MAX - 1 : (UINT64_C(1) << state_bits) - 1;
+  g->random_start = s->random_sequence_start != 0;
+  g->clock_mode = s->clock_mode;
+  if (s->clock != NULL)
+    g->clock = *s->clock;
+  /* Hot path: c - (x << S) <= fast_span means x <= tick(c) <= x + borrow. */
+  g->fast = l->unit_ms == 1 && state_bits <= 63 && s->clock == NULL;
+  if ((uint64_t)g->borrow_ms < (UINT64_C(1) << (63 - sf->bits)))
+    g->fast_span = (((uint64_t)g->borrow_ms + 1) << sf->bits) - 1;
+  else
+    g->fast_span = UINT64_C(1) << 63;
+  g->fork_gen = idgen__fork_watch();
+  atomic_init(&g->next, 0);
+
+  int64_t ms = ns_to_ms(now_ns(g));
+  int64_t horizon = idgen_layout_horizon_ms(l);
+  if (ms >= horizon) {
+    idgen__date_format(horizon, date);
+    free(g);
+    return idgen__err(err, errlen, IDGEN_EEXHAUSTED, "layout ran out on %s", date);
+  }
+  if (ms < l->epoch_ms) {
+    idgen_time_format(l->epoch_ms, date);
+    idgen_time_format(ms, now_buf);
+    free(g);
+    return idgen__err(err, errlen, IDGEN_ECLOCK, "clock %s is before the layout epoch %s",
+                      now_buf, date);
+  }
+  *out = g;
+  return 0;
+}
+
+void idgen_snowflake_free(idgen_snowflake_t *g) { free(g); }
