@@ -134,7 +134,8 @@ static int refuse(idgen_snowflake_t *g) {
  * `ms` is a fresh reading of the wall clock in milliseconds.
  */
 static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, uint64_t *got) {
-  int64_t waited = 0, budget = -1;
+  int64_t charged = 0; /* ns of waiting counted against max_wait_ms */
+  int counted = 0;
   const unsigned S = g->seq_bits;
 
   for (;;) {
@@ -182,17 +183,21 @@ static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, 
     int64_t tick_end_ms = g->epoch + ((ms - g->epoch) / g->unit + 1) * g->unit;
     if (target_ms - ms > tick_end_ms - ms + g->wait_ms + 1)
       return refuse(g); /* far out of reach: no need to compute in ns */
+    /* Only the part beyond the end of the current tick is charged: under
+     * contention another thread may use up each new tick before this one
+     * wakes, and waiting out a used-up tick is always allowed. */
     int64_t need = (target_ms - ms) * NS_PER_MS - sub_ns;
     int64_t free_ns = (tick_end_ms - ms) * NS_PER_MS - sub_ns;
-    if (budget < 0) {
-      budget = free_ns + g->wait_ms * NS_PER_MS;
-      atomic_fetch_add_explicit(need <= free_ns ? &g->sequence_exhausted : &g->clock_waits, 1,
+    int64_t charge = need > free_ns ? need - free_ns : 0;
+    if (!counted) {
+      atomic_fetch_add_explicit(charge == 0 ? &g->sequence_exhausted : &g->clock_waits, 1,
                                 memory_order_relaxed);
+      counted = 1;
     }
-    if (waited + need > budget)
+    if (charged + charge > g->wait_ms * NS_PER_MS)
       return refuse(g);
     sleep_ns(g, need);
-    waited += need;
+    charged += charge;
     ms = now_ms(g);
   }
 }

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Black-box tests of the idgen command: outputs, exit codes, error lines,
+# JSON exactly as SPEC section 6 shows it.  Usage: cli_test.sh PATH/TO/idgen
+# Ends with the line "N passed, N failed".
+set -u
+IDGEN=${1:?usage: cli_test.sh PATH/TO/idgen}
+pass=0
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
+# expect NAME WANT_STATUS WANT_STDOUT WANT_STDERR -- ARGS...
+# WANT_STDOUT / WANT_STDERR: exact text, or "*" for "don't care".
+expect() {
+  local name=$1 want_rc=$2 want_out=$3 want_err=$4
+  shift 5
+  "$IDGEN" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+  local rc=$?
+  if [ "$rc" != "$want_rc" ]; then
+    bad "$name: exit status $rc, want $want_rc (stderr: $(cat "$tmp/err"))"
+    return
+  fi
+  if [ "$want_out" != "*" ] && [ "$(cat "$tmp/out")" != "$want_out" ]; then
+    bad "$name: stdout was:"$'\n'"$(cat "$tmp/out")"$'\n'"want:"$'\n'"$want_out"
+    return
+  fi
+  if [ "$want_err" != "*" ] && [ "$(cat "$tmp/err")" != "$want_err" ]; then
+    bad "$name: stderr was: $(cat "$tmp/err")"$'\n'"want: $want_err"
+    return
+  fi
+  ok
+}
+
+# --- decode: known answers, text and JSON ---------------------------------
+expect "decode json twitter" 0 \
+  '{"id":"910499571847892992","kind":"snowflake","layout":"twitter","unix_ms":1505914988849,"time":"2017-09-20T13:43:08.849Z","fields":{"datacenter":17,"worker":25,"sequence":0}}' \
+  "" -- decode --json 910499571847892992
+expect "decode text twitter" 0 "id         910499571847892992
+kind       snowflake
+layout     twitter
+unix_ms    1505914988849
+time       2017-09-20T13:43:08.849Z
+datacenter 17
+worker     25
+sequence   0" "" -- decode 910499571847892992
+expect "decode epoch0 layout" 0 \
+  '{"id":"7173916012573569024","kind":"snowflake","layout":"time:41@1ms,node:10,sequence:12,epoch=0","unix_ms":1710394862311,"time":"2024-03-14T05:41:02.311Z","fields":{"node":755,"sequence":0}}' \
+  "" -- decode --json --layout 'time:41@1ms,node:10,sequence:12,epoch=0' 7173916012573569024
+expect "decode baidu still works after it ran out" 0 '*' "" -- decode --layout baidu 1
+printf '910499571847892992\n\n0\n' | "$IDGEN" decode --json - >"$tmp/o" 2>&1 &&
+  [ "$(wc -l <"$tmp/o")" = 2 ] && ok || bad "decode - reads stdin"
+expect "decode lenient hyphens" 0 '*' "" -- decode --lenient 910-499-571-847-892-992
+
+# --- decode: errors name the problem; other IDs still decoded -------------
+expect "decode not a digit" 1 "" \
+  'idgen: not an ID: "12x4" (expected 1 to 20 decimal digits, a 26-character ULID or a UUID)' \
+  -- decode 12x4
+expect "decode too long" 1 "" \
+  'idgen: not an ID: "123456789012345678901" has 21 digits; a 64-bit ID has at most 20' \
+  -- decode 123456789012345678901
+expect "decode over 64 bits" 1 "" \
+  'idgen: 18446744073709551616 does not fit in 64 bits (at most 18446744073709551615)' \
+  -- decode 18446744073709551616
+expect "decode over layout bits" 1 "" \
+  "idgen: 9223372036854775808 does not fit the layout's 63 bits (at most 9223372036854775807)" \
+  -- decode 9223372036854775808
+expect "decode mixed good and bad" 1 '*' '*' -- decode 0 x 1
+[ "$(grep -c '^id ' "$tmp/out")" = 2 ] && ok || bad "decode mixed: both good IDs decoded"
+expect "decode needs an ID" 2 "" \
+  "idgen: decode needs at least one ID, or - to read them from standard input" -- decode
+expect "decode bad layout" 2 "" 'idgen: layout: field "worker" repeated' \
+  -- decode --layout 'time:41,worker:5,worker:5,sequence:12' 1
+
+# --- snowflake: make IDs ---------------------------------------------------
+expect "snowflake 1000" 0 '*' "" -- snowflake -n 1000 --datacenter 17 --worker 25
+[ "$(wc -l <"$tmp/out")" = 1000 ] && ok || bad "snowflake -n 1000 prints 1000 lines"
+sort -n -c "$tmp/out" 2>/dev/null && [ "$(sort -u "$tmp/out" | wc -l)" = 1000 ] && ok ||
+  bad "snowflake IDs strictly increasing"
+"$IDGEN" decode --json "$(head -1 "$tmp/out")" | grep -q '"fields":{"datacenter":17,"worker":25,' &&
+  ok || bad "snowflake IDs carry the node values"
+now_ms=$(($(date +%s%N) / 1000000))
+t=$("$IDGEN" decode --json "$(tail -1 "$tmp/out")" | python3 -c 'import json,sys; print(json.load(sys.stdin)["unix_ms"])')
+[ $((now_ms - t)) -ge -1100 ] && [ $((now_ms - t)) -le 5000 ] && ok ||
+  bad "snowflake ID time $t is near now $now_ms"
+expect "snowflake json" 0 '*' "" -- snowflake -n 3 --json
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["ids"])==3 and all(isinstance(x,str) for x in d["ids"])' "$tmp/out" &&
+  ok || bad "snowflake --json gives {\"ids\":[3 strings]}"
+expect "snowflake node option" 0 '*' "" -- snowflake --layout 'time:41@1ms,node:10,sequence:12,epoch=0' --node node=755
+"$IDGEN" decode --json --layout 'time:41@1ms,node:10,sequence:12,epoch=0' "$(cat "$tmp/out")" |
+  grep -q '"node":755' && ok || bad "--node node=755 lands in the ID"
+expect "snowflake js53 below 2^53" 0 '*' "" -- snowflake --layout js53 --worker 63 -n 5
+[ "$(sort -n "$tmp/out" | tail -1)" -lt 9007199254740992 ] && ok || bad "js53 IDs below 2^53"
+
+# Processes with distinct worker values never collide (static registry).
+for w in 1 2 3; do "$IDGEN" snowflake -n 20000 --worker $w >"$tmp/w$w" & done
+wait
+[ "$(cat "$tmp"/w? | sort -u | wc -l)" = 60000 ] && ok || bad "3 processes, distinct workers, 60000 distinct IDs"
+
+# --- snowflake: errors -----------------------------------------------------
+expect "worker out of range" 2 "" "idgen: worker 32 out of range 0..31" -- snowflake --worker 32
+expect "unknown node field" 2 "" 'idgen: --node: layout twitter has no node field "shard"' \
+  -- snowflake --node shard=1
+expect "node not a number" 2 "" 'idgen: --worker: worker value "x" is not a whole number' \
+  -- snowflake --worker x
+expect "bad count" 2 "" 'idgen: --count: 0 out of range 1..100000000' -- snowflake -n 0
+expect "bad count text" 2 "" 'idgen: --count: "many" is not a whole number' -- snowflake -n many
+expect "baidu refused" 1 "" "idgen: layout ran out on 2024-11-20" -- snowflake --layout baidu
+expect "unknown preset" 2 "" \
+  'idgen: layout: unknown preset "twiter" (presets: twitter, discord, sonyflake, baidu, instagram, mastodon, js53)' \
+  -- snowflake --layout twiter
+expect "unknown option" 2 "" "idgen: unknown option --bogus (see 'idgen snowflake --help')" \
+  -- snowflake --bogus
+expect "missing value" 2 "" "idgen: option --layout needs a value (see 'idgen snowflake --help')" \
+  -- snowflake --layout
+expect "registry not yet" 2 "" \
+  'idgen: --registry: "file:./var/idgen" is not available in this release (only "static")' \
+  -- snowflake --registry file:./var/idgen
+expect "negative borrow" 2 "" 'idgen: --max-borrow-ms: -1 out of range 0..86400000' \
+  -- snowflake --max-borrow-ms -1
+
+# --- layouts, plan, help, version ------------------------------------------
+expect "layouts" 0 '*' "" -- layouts
+[ "$(wc -l <"$tmp/out")" = 7 ] && grep -q '^baidu .*until 2024-11-20$' "$tmp/out" && ok ||
+  bad "layouts lists 7 presets with dates"
+expect "plan twitter" 0 '*' "" -- plan
+grep -q '^exhaustion    2080-07-10 ' "$tmp/out" && grep -q '^per node      4,096 IDs per tick = 4,096,000 IDs/s$' "$tmp/out" &&
+  grep -q '^per cluster   4,194,304,000 IDs/s$' "$tmp/out" && ok || bad "plan twitter figures"
+expect "plan baidu ran out" 0 '*' "" -- plan --layout baidu
+grep -q '^exhaustion    ran out on 2024-11-20' "$tmp/out" && ok || bad "plan baidu says ran out on 2024-11-20"
+expect "plan mastodon sign bit" 0 '*' "" -- plan --layout mastodon
+grep -q 'IDs reach 2^63 from 6429-10-17' "$tmp/out" && ok || bad "plan mastodon names the 2^63 date"
+expect "plan rate burst" 0 '*' "" -- plan --rate 8192000
+grep -q '2.00 times one node.s capacity; borrowing (max_borrow_ms 1000) absorbs a burst of 1.0 s' "$tmp/out" &&
+  ok || bad "plan --rate burst figure"
+expect "plan bad layout" 2 "" 'idgen: layout: no "sequence" field' -- plan --layout time:41
+expect "version" 0 "idgen 0.1.0" "" -- --version
+for c in snowflake decode plan layouts bench; do
+  expect "$c --help" 0 '*' "" -- $c --help
+  grep -q '^Usage: idgen '"$c" "$tmp/out" && ok || bad "$c --help shows usage"
+done
+expect "help" 0 '*' "" -- --help
+expect "unknown command" 2 "" "idgen: unknown command \"frobnicate\" (see 'idgen --help')" -- frobnicate
+expect "no command" 2 "" '*' --
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]

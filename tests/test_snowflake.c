@@ -1,0 +1,467 @@
+/*
+ * test_snowflake.c -- the generator on an injected clock: known answers,
+ * clock faults (step back within borrow, within wait, beyond both), sequence
+ * exhaustion (borrow, or wait), the last tick of the time field (also with a
+ * full 64-bit state), batches across tick boundaries, random sequence start,
+ * settings validation, fork, and the real clock's tick accuracy.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define T0 1505914988849 /* the design document's worked example */
+
+static idgen_snowflake_settings_t settings(tu_clock_t *c, int64_t borrow, int64_t wait) {
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+  s.clock = &c->clock;
+  s.max_borrow_ms = borrow;
+  s.max_wait_ms = wait;
+  return s;
+}
+
+/* Time, node and sequence of a twitter-layout ID. */
+static uint64_t tw_tick(uint64_t id) { return id >> 22; }
+static uint64_t tw_seq(uint64_t id) { return id & 4095; }
+static const uint64_t TW_TICK0 = T0 - 1288834974657;
+
+static void test_known_answer(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, T0);
+  idgen_snowflake_settings_t s = settings(&c, 1000, 100);
+  s.node[1] = 17;
+  s.node[2] = 25;
+  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  uint64_t id;
+  tu_ok(idgen_snowflake_next(g, &id));
+  assert_int_equal(UINT64_C(910499571847892992), id);
+  tu_ok(idgen_snowflake_next(g, &id));
+  assert_int_equal(UINT64_C(910499571847892993), id);
+  assert_string_equal("twitter", idgen_snowflake_layout(g)->preset);
+  idgen_snowflake_free(g);
+}
+
+static void test_step_back_within_borrow(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, T0);
+  idgen_snowflake_settings_t s = settings(&c, 1000, 100);
+  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  uint64_t prev = 0, id;
+  for (int i = 0; i < 10; i++) {
+    tu_ok(idgen_snowflake_next(g, &id));
+    assert_true(id > prev);
+    prev = id;
+  }
+  tu_clock_set_ms(&c, T0 - 500);
+  for (int i = 0; i < 1000; i++) {
+    tu_ok(idgen_snowflake_next(g, &id));
+    assert_true(id > prev);
+    assert_true(tw_tick(id) >= TW_TICK0); /* the generator keeps its own clock */
+    prev = id;
+  }
+  tu_clock_add_ms(&c, 1);
+  tu_ok(idgen_snowflake_next(g, &id));
+  assert_true(id > prev);
+  assert_int_equal(0, atomic_load(&c.sleeps));
+  idgen_snowflake_free(g);
+}
+
+static void test_step_back_waits(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, T0);
+  idgen_snowflake_settings_t s = settings(&c, 1000, 100);
+  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  uint64_t prev, id;
+  tu_ok(idgen_snowflake_next(g, &prev));
+  /* 1050 ms back: 50 ms beyond the borrow, within the 100 ms wait. */
+  tu_clock_set_ms(&c, T0 - 1050);
+  tu_ok(idgen_snowflake_next(g, &id));
+  assert_true(id > prev);
+  assert_int_equal(1, atomic_load(&c.sleeps));
+  assert_int_equal(50 * 1000000, atomic_load(&c.slept_ns));
+  idgen_snowflake_stats_t st;
+  idgen_snowflake_stats(g, &st);
+  assert_int_equal(1, st.clock_waits);
+  assert_int_equal(0, st.clock_refusals);
+  assert_int_equal(0, st.sequence_exhausted);
+  idgen_snowflake_free(g);
+}
+
+static void test_step_back_refused_then_recovers(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, T0);
+  idgen_snowflake_settings_t s = settings(&c, 1000, 100);
+  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  uint64_t prev, id;
+  tu_ok(idgen_snowflake_next(g, &prev));
+  tu_clock_set_ms(&c, T0 - 1200); /* 200 ms beyond the borrow: more than the wait */
+  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_next(g, &id));
+  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_next_n(g, &id, 1));
+  assert_int_equal(0, atomic_load(&c.sleeps)); /* refused at once, no pointless wait */
+  idgen_snowflake_stats_t st;
+  idgen_snowflake_stats(g, &st);
+  assert_int_equal(2, st.clock_refusals);
+  /* Once the clock is back within the borrow, it works again and still increases. */
+  tu_clock_set_ms(&c, T0 - 999);
+  tu_ok(idgen_snowflake_next(g, &id));
+  assert_true(id > prev);
+  idgen_snowflake_free(g);
+}
+
+static void test_no_borrow_refuses_step_back(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, T0);
+  idgen_snowflake_settings_t s = settings(&c, 0, 0);
+  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  uint64_t prev, id;
+  tu_ok(idgen_snowflake_next(g, &prev));
+  tu_clock_set_ms(&c, T0 - 5);
+  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_next(g, &id));
+  assert_int_equal(0, atomic_load(&c.sleeps));
+  tu_clock_set_ms(&c, T0);
+  tu_ok(idgen_snowflake_next(g, &id));
+  assert_int_equal(prev + 1, id);
+  idgen_snowflake_free(g);
+}
+
+static void test_sequence_exhausted_borrows(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, T0);
+  idgen_snowflake_settings_t s = settings(&c, 1000, 100);
+  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  uint64_t prev = 0, id;
+  for (int i = 0; i < 3 * 4096; i++) {
+    tu_ok(idgen_snowflake_next(g, &id));
+    assert_true(id > prev);
+    assert_int_equal(TW_TICK0 + (uint64_t)i / 4096, tw_tick(id));
+    assert_int_equal((uint64_t)i % 4096, tw_seq(id));
+    prev = id;
+  }
+  assert_int_equal(0, atomic_load(&c.sleeps));
+  idgen_snowflake_stats_t st;
+  idgen_snowflake_stats(g, &st);
+  assert_int_equal(2, st.borrowed_ms);
+  assert_int_equal(prev, st.last_id);
+  idgen_snowflake_free(g);
+}
+
+static void test_sequence_exhausted_waits(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, T0);
+  atomic_fetch_add(&c.ns, 300000); /* 0.3 ms into the tick */
+  idgen_snowflake_settings_t s = settings(&c, 0, 0);
+  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  uint64_t id;
+  for (int i = 0; i < 4096; i++) {
+    tu_ok(idgen_snowflake_next(g, &id));
+    assert_int_equal(TW_TICK0, tw_tick(id));
+  }
+  /* The tick is used up: waiting out its last 0.7 ms is allowed even with
+   * max_wait_ms = 0, and is not a clock wait. */
+  tu_ok(idgen_snowflake_next(g, &id));
+  assert_int_equal(TW_TICK0 + 1, tw_tick(id));
+  assert_int_equal(0, tw_seq(id));
+  assert_int_equal(1, atomic_load(&c.sleeps));
+  assert_int_equal(700000, atomic_load(&c.slept_ns));
+  idgen_snowflake_stats_t st;
+  idgen_snowflake_stats(g, &st);
+  assert_int_equal(1, st.sequence_exhausted);
+  assert_int_equal(0, st.clock_waits);
+  assert_int_equal(0, st.borrowed_ms);
+  idgen_snowflake_free(g);
+}
+
+static void test_last_tick(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, 14); /* horizon of time:4@1ms from epoch 0 is 16 ms */
+  idgen_snowflake_settings_t s = settings(&c, 1000, 100);
+  idgen_snowflake_t *g = tu_gen("time:4@1ms,sequence:2,epoch=0", &s);
+  uint64_t id, prev = 0;
+  for (int i = 0; i < 8; i++) { /* tick 14, then borrowed tick 15 */
+    tu_ok(idgen_snowflake_next(g, &id));
+    assert_true(i == 0 || id > prev);
+    prev = id;
+  }
+  assert_int_equal(63, prev); /* the largest ID the layout has */
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_next(g, &id));
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_next_n(g, &id, 1));
+  tu_clock_set_ms(&c, 15);
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_next(g, &id));
+  tu_clock_set_ms(&c, 40); /* the wall clock past the horizon too */
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_next(g, &id));
+  idgen_snowflake_free(g);
+
+  /* Refused at start once the horizon has passed, naming the date. */
+  idgen_layout_t l;
+  char err[256];
+  tu_ok(idgen_layout_parse(&l, "time:4@1ms,sequence:2,epoch=0", NULL, 0));
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_new(&g, &l, &s, err, sizeof err));
+  assert_string_equal("layout ran out on 1970-01-01", err);
+  tu_ok(idgen_layout_parse(&l, "baidu", NULL, 0));
+  tu_clock_set_ms(&c, 1763769600000); /* 2025-11-22 */
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_new(&g, &l, &s, err, sizeof err));
+  assert_string_equal("layout ran out on 2024-11-20", err);
+}
+
+/* A full 64-bit state (time + sequence = 64 bits): the generator must stop
+ * below 2^64 - 1 rather than wrap. */
+static void test_last_tick_64bit_state(void **state) {
+  (void)state;
+  const int64_t last_ms = (INT64_C(1) << 43) - 1;
+  tu_clock_t c;
+  tu_clock_init(&c, last_ms);
+  idgen_snowflake_settings_t s = settings(&c, 1000, 100);
+  idgen_snowflake_t *g = tu_gen("time:43@1ms,sequence:21,epoch=0", &s);
+  size_t n = (size_t)1 << 21;
+  uint64_t *ids = malloc(n * sizeof *ids);
+  assert_non_null(ids);
+  tu_ok(idgen_snowflake_next_n(g, ids, n - 2));
+  for (size_t i = 1; i < n - 2; i++)
+    assert_int_equal(ids[i - 1] + 1, ids[i]);
+  uint64_t id;
+  tu_ok(idgen_snowflake_next(g, &id));
+  assert_int_equal(UINT64_MAX - 1, id);
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_next(g, &id));
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_next_n(g, ids, 5));
+  free(ids);
+  idgen_snowflake_free(g);
+}
+
+static void test_batches_cross_ticks(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, T0);
+  idgen_snowflake_settings_t s = settings(&c, 1000, 100);
+  s.node[1] = 3;
+  s.node[2] = 9;
+  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  enum { N = 10000 };
+  static uint64_t ids[N];
+  uint64_t one;
+  tu_ok(idgen_snowflake_next(g, &one));
+  tu_ok(idgen_snowflake_next_n(g, ids, N));
+  assert_true(ids[0] > one);
+  for (int i = 0; i < N; i++) {
+    uint64_t k = (uint64_t)i + 1; /* one ID came before the batch */
+    assert_int_equal(TW_TICK0 + k / 4096, tw_tick(ids[i]));
+    assert_int_equal(k % 4096, tw_seq(ids[i]));
+    assert_int_equal(3, (ids[i] >> 17) & 31);
+    assert_int_equal(9, (ids[i] >> 12) & 31);
+  }
+  tu_ok(idgen_snowflake_next_n(g, ids, 0));
+  idgen_snowflake_free(g);
+
+  /* Sonyflake: the sequence sits above the machine field, 10 ms ticks. */
+  const int64_t sf_epoch = 1409529600000;
+  tu_clock_init(&c, sf_epoch + 12345);
+  s = settings(&c, 1000, 100);
+  s.node[2] = 0xbeef;
+  g = tu_gen("sonyflake", &s);
+  tu_ok(idgen_snowflake_next_n(g, ids, 600));
+  for (int i = 0; i < 600; i++) {
+    assert_int_equal(1234 + i / 256, ids[i] >> 24);
+    assert_int_equal(i % 256, (ids[i] >> 16) & 255);
+    assert_int_equal(0xbeef, ids[i] & 0xffff);
+    assert_true(i == 0 || ids[i] > ids[i - 1]);
+  }
+  idgen_snowflake_stats_t st;
+  idgen_snowflake_stats(g, &st);
+  assert_int_equal(15, st.borrowed_ms); /* tick 1236 starts at +12360, now +12345 */
+  idgen_snowflake_free(g);
+}
+
+static void test_batch_waits_for_ticks(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, T0);
+  idgen_snowflake_settings_t s = settings(&c, 0, 0);
+  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  enum { N = 10000 };
+  static uint64_t ids[N];
+  tu_ok(idgen_snowflake_next_n(g, ids, N));
+  for (int i = 0; i < N; i++) {
+    assert_int_equal(TW_TICK0 + (uint64_t)i / 4096, tw_tick(ids[i]));
+    assert_true(i == 0 || ids[i] > ids[i - 1]);
+  }
+  assert_int_equal(2, atomic_load(&c.sleeps));
+  assert_int_equal(2 * 1000000, atomic_load(&c.slept_ns));
+  idgen_snowflake_free(g);
+}
+
+static void test_random_sequence_start(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, T0);
+  idgen_snowflake_settings_t s = settings(&c, 1000, 100);
+  s.random_sequence_start = 1;
+  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  int shard[4] = {0}, nonzero = 0;
+  uint64_t prev = 0, id;
+  for (int i = 0; i < 4000; i++) {
+    tu_clock_add_ms(&c, 1);
+    tu_ok(idgen_snowflake_next(g, &id));
+    assert_true(id > prev);
+    assert_true(tw_seq(id) < 2048); /* the lower half keeps half the tick's room */
+    nonzero += tw_seq(id) != 0;
+    shard[id % 4]++;
+    prev = id;
+  }
+  /* Expected 1000 each; a fixed start would put all 4000 in shard 0. */
+  for (int k = 0; k < 4; k++)
+    assert_true(shard[k] > 800);
+  assert_true(nonzero > 3900);
+  /* Within one tick the sequence still counts up by one. */
+  tu_ok(idgen_snowflake_next(g, &id));
+  assert_int_equal(prev + 1, id);
+  idgen_snowflake_free(g);
+}
+
+static void test_settings_validation(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, T0);
+  idgen_layout_t l;
+  idgen_snowflake_t *g = (idgen_snowflake_t *)&c; /* must be reset to NULL */
+  char err[256];
+  tu_ok(idgen_layout_parse(&l, "twitter", NULL, 0));
+  idgen_snowflake_settings_t s = settings(&c, 1000, 100);
+  s.node[2] = 32;
+  assert_int_equal(IDGEN_ERANGE, idgen_snowflake_new(&g, &l, &s, err, sizeof err));
+  assert_string_equal("worker 32 out of range 0..31", err);
+  assert_null(g);
+  s = settings(&c, -1, 100);
+  assert_int_equal(IDGEN_ERANGE, idgen_snowflake_new(&g, &l, &s, err, sizeof err));
+  assert_string_equal("max_borrow_ms -1 out of range 0..86400000", err);
+  s = settings(&c, 1000, 3600001);
+  assert_int_equal(IDGEN_ERANGE, idgen_snowflake_new(&g, &l, &s, err, sizeof err));
+  assert_string_equal("max_wait_ms 3600001 out of range 0..3600000", err);
+  /* The sequence entry of node[] is ignored, as documented. */
+  s = settings(&c, 1000, 100);
+  s.node[3] = 99999;
+  tu_ok(idgen_snowflake_new(&g, &l, &s, err, sizeof err));
+  idgen_snowflake_free(g);
+  idgen_snowflake_free(NULL);
+  /* NULL settings: the defaults, on the system clock. */
+  tu_ok(idgen_snowflake_new(&g, &l, NULL, err, sizeof err));
+  uint64_t id;
+  tu_ok(idgen_snowflake_next(g, &id));
+  idgen_snowflake_free(g);
+}
+
+static void test_clock_before_epoch(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, 1577836800000); /* 2020-01-01 */
+  idgen_layout_t l;
+  idgen_snowflake_t *g;
+  char err[256];
+  tu_ok(idgen_layout_parse(&l, "js53", NULL, 0));
+  idgen_snowflake_settings_t s = settings(&c, 1000, 100);
+  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_new(&g, &l, &s, err, sizeof err));
+  assert_string_equal("clock 2020-01-01T00:00:00.000Z is before the layout epoch "
+                      "2025-01-01T00:00:00.000Z",
+                      err);
+  tu_clock_set_ms(&c, 1735689600000 + 10);
+  tu_ok(idgen_snowflake_new(&g, &l, &s, err, sizeof err));
+  uint64_t id;
+  tu_ok(idgen_snowflake_next(g, &id));
+  assert_int_equal(10, id >> 12);
+  tu_clock_set_ms(&c, 1735689600000 - 5000);
+  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_next(g, &id));
+  idgen_snowflake_free(g);
+}
+
+static void test_fork_child_refused(void **state) {
+  (void)state;
+  idgen_snowflake_t *g = tu_gen("twitter", NULL);
+  uint64_t id, pid_id;
+  tu_ok(idgen_snowflake_next(g, &id));
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    /* The child: the parent's generator refuses, in both forms; a generator
+     * of its own works. */
+    int bad = idgen_snowflake_next(g, &id) != IDGEN_EFORKED ||
+              idgen_snowflake_next_n(g, &id, 4) != IDGEN_EFORKED;
+    idgen_snowflake_t *own = tu_gen("twitter", NULL);
+    bad |= idgen_snowflake_next(own, &id) != 0;
+    _exit(bad ? 3 : 0);
+  }
+  int st;
+  assert_int_equal(pid, waitpid(pid, &st, 0));
+  assert_true(WIFEXITED(st));
+  assert_int_equal(0, WEXITSTATUS(st));
+  tu_ok(idgen_snowflake_next(g, &pid_id)); /* the parent is unaffected */
+  assert_true(pid_id > id);
+  idgen_snowflake_free(g);
+}
+
+static int64_t precise_ms(void) { return idgen_clock_now_ms(IDGEN_CLOCK_PRECISE); }
+
+/* The system clock, both modes: an ID's time lies between clock readings
+ * taken before and after the call (no borrowing at this rate). */
+static void test_real_clock_accuracy(void **state) {
+  (void)state;
+  for (int mode = 0; mode < 2; mode++) {
+    idgen_snowflake_settings_t s;
+    idgen_snowflake_settings_init(&s);
+    s.clock_mode = mode ? IDGEN_CLOCK_PRECISE : IDGEN_CLOCK_FAST;
+    idgen_snowflake_t *g = tu_gen("time:41@1ms,sequence:22,epoch=0", &s);
+    size_t n = tu_scaled(3000000);
+    uint64_t prev = 0;
+    for (size_t i = 0; i < n; i++) {
+      int64_t before = precise_ms();
+      uint64_t id;
+      tu_ok(idgen_snowflake_next(g, &id));
+      int64_t after = precise_ms(), t = (int64_t)(id >> 22);
+      if (t < before || t > after)
+        fail_msg("mode %d call %zu: ID time %" PRId64 " outside [%" PRId64 ", %" PRId64 "]",
+                 mode, i, t, before, after);
+      assert_true(id > prev);
+      prev = id;
+    }
+    /* The fast clock agrees with the precise one to the millisecond. */
+    for (int i = 0; i < 1000; i++) {
+      int64_t a = precise_ms(), f = idgen_clock_now_ms(IDGEN_CLOCK_FAST), b = precise_ms();
+      assert_true(a <= f && f <= b);
+    }
+    idgen_snowflake_free(g);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_known_answer),
+      cmocka_unit_test(test_step_back_within_borrow),
+      cmocka_unit_test(test_step_back_waits),
+      cmocka_unit_test(test_step_back_refused_then_recovers),
+      cmocka_unit_test(test_no_borrow_refuses_step_back),
+      cmocka_unit_test(test_sequence_exhausted_borrows),
+      cmocka_unit_test(test_sequence_exhausted_waits),
+      cmocka_unit_test(test_last_tick),
+      cmocka_unit_test(test_last_tick_64bit_state),
+      cmocka_unit_test(test_batches_cross_ticks),
+      cmocka_unit_test(test_batch_waits_for_ticks),
+      cmocka_unit_test(test_random_sequence_start),
+      cmocka_unit_test(test_settings_validation),
+      cmocka_unit_test(test_clock_before_epoch),
+      cmocka_unit_test(test_fork_child_refused),
+      cmocka_unit_test(test_real_clock_accuracy),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
