@@ -5,6 +5,10 @@
 BUILD ?= build
 JOBS  ?= 2
 CMAKE_FLAGS ?=
+# CI (which sets CI=true) treats warnings as errors.
+ifeq ($(CI),true)
+  CMAKE_FLAGS += -DIDGEN_WERROR=ON
+endif
 
 .PHONY: all deps build run test sanitize tsan fuzz bench install clean ci
 
@@ -40,7 +44,7 @@ tsan: deps
 	cmake -S . -B build-tsan -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=Debug \
 	  -DIDGEN_SANITIZE=thread -DIDGEN_WERROR=ON >/dev/null
 	cmake --build build-tsan -j $(JOBS)
-	cd build-tsan && IDGEN_TEST_SCALE=100 ctest --no-tests=error --output-on-failure -L concurrency
+	cd build-tsan && IDGEN_TEST_SCALE=5 ctest --no-tests=error --output-on-failure -L concurrency
 
 # libFuzzer targets, each for FUZZ_SECONDS.
 FUZZ_SECONDS ?= 20
@@ -48,7 +52,7 @@ fuzz: deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=Debug \
 	  -DIDGEN_FUZZ=ON -DBUILD_TESTING=OFF -DIDGEN_WERROR=ON >/dev/null
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_layout fuzz_decimal
-	fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+	fuzz/run.sh build-fuzz/fuzz $(FUZZ_SECONDS)
 
 bench: build
 	$(BUILD)/idgen-bench

@@ -10,7 +10,7 @@
 
 #include "cli.h"
 
-static void verror(const char *fmt, va_list ap) {
+CLI_PRINTF(1, 0) static void verror(const char *fmt, va_list ap) {
   fputs("idgen: ", stderr);
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
