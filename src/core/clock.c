@@ -176,7 +176,7 @@ int idgen__clock_fast_available(void) {
 
 #else
 
-int64_t idgen__clock_fast_ms(void) { return ns_to_ms(idgen__clock_ns()); }
+int64_t idgen__clock_fast_ms(void) { return idgen__clock_precise_ms(); }
 int idgen__clock_fast_available(void) { return 0; }
 
 #endif
@@ -184,7 +184,7 @@ int idgen__clock_fast_available(void) { return 0; }
 int64_t idgen_clock_now_ms(idgen_clock_mode_t mode) {
   if (mode == IDGEN_CLOCK_FAST)
     return idgen__clock_fast_ms();
-  return ns_to_ms(idgen__clock_ns());
+  return idgen__clock_precise_ms();
 }
 
 _Atomic unsigned idgen__fork_gen;

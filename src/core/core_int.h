@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "idgen.h"
 
@@ -39,6 +40,15 @@ int64_t idgen__clock_ns(void);                     /* CLOCK_REALTIME in ns */
 int64_t idgen__clock_fast_ms(void);                /* TSC-cached ms (see clock.c) */
 int idgen__clock_fast_available(void);             /* 1 if the TSC path is usable */
 void idgen__sleep_ns(int64_t ns);
+
+/* CLOCK_REALTIME in ms; inline because the generator's precise mode calls it
+ * once per ID.  tv_nsec is in [0, 1e9), so this is floor division without a
+ * 64-bit divide. */
+static inline int64_t idgen__clock_precise_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + (int32_t)ts.tv_nsec / 1000000;
+}
 
 /* Fork detection: idgen__fork_gen is incremented in every child after fork().
  * idgen__fork_watch() installs the handler (once) and returns the current

@@ -39,6 +39,8 @@
 #define WAIT_MAX_MS 3600000LL
 #define NS_PER_MS 1000000LL
 
+enum { CLOCK_KIND_FAST, CLOCK_KIND_PRECISE, CLOCK_KIND_INJECTED };
+
 struct idgen_snowflake {
   /* Read-only after creation; shared by all threads. */
   int64_t epoch;
@@ -55,7 +57,7 @@ struct idgen_snowflake {
   uint64_t fast_span;      /* hot path: c - (x << S) must be <= this */
   int fast;                /* hot path usable */
   int random_start;
-  idgen_clock_mode_t clock_mode;
+  int clock_kind;          /* CLOCK_KIND_*: where now_ms() reads the time */
   idgen_clock_t clock;     /* clock.now_ns == NULL: the system clock */
   unsigned fork_gen;
   idgen_layout_t layout;
@@ -88,10 +90,12 @@ static int64_t now_ns(const idgen_snowflake_t *g) {
   return idgen__clock_ns();
 }
 
-static int64_t now_ms(const idgen_snowflake_t *g) {
-  if (g->clock.now_ns == NULL && g->clock_mode == IDGEN_CLOCK_FAST)
+static inline int64_t now_ms(const idgen_snowflake_t *g) {
+  if (IDGEN_LIKELY(g->clock_kind == CLOCK_KIND_FAST))
     return idgen__clock_fast_ms();
-  return ns_to_ms(now_ns(g));
+  if (g->clock_kind == CLOCK_KIND_PRECISE)
+    return idgen__clock_precise_ms();
+  return ns_to_ms(g->clock.now_ns(g->clock.ctx));
 }
 
 static void sleep_ns(const idgen_snowflake_t *g, int64_t ns) {
@@ -319,9 +323,11 @@ int idgen_snowflake_new(idgen_snowflake_t **out, const idgen_layout_t *l,
   /* Keep one value free in a full 64-bit state so that `next` never wraps. */
   g->max_state = state_bits == 64 ? UINT64_MAX - 1 : (UINT64_C(1) << state_bits) - 1;
   g->random_start = s->random_sequence_start != 0;
-  g->clock_mode = s->clock_mode;
-  if (s->clock != NULL)
+  g->clock_kind = s->clock_mode == IDGEN_CLOCK_FAST ? CLOCK_KIND_FAST : CLOCK_KIND_PRECISE;
+  if (s->clock != NULL) {
     g->clock = *s->clock;
+    g->clock_kind = CLOCK_KIND_INJECTED;
+  }
   /* Hot path: c - (x << S) <= fast_span means x <= tick(c) <= x + borrow. */
   g->fast = l->unit_ms == 1 && state_bits <= 63 && s->clock == NULL;
   if ((uint64_t)g->borrow_ms < (UINT64_C(1) << (63 - sf->bits)))
