@@ -33,6 +33,9 @@ static const char usage[] =
     "                       (default 10, as the acceptance figure asks)\n"
     "  --quick              --runs 3 --seconds 0.2 --twitter-seconds 1\n"
     "  --only NAME          run only benchmarks whose name contains NAME\n"
+    "  --ops N              instead of timing, run each single-thread benchmark for\n"
+    "                       exactly N operations (for callgrind instruction counts:\n"
+    "                       bench/callgrind.sh)\n"
     "  -h, --help           show this help\n";
 
 #define WIDE "time:41@1ms,sequence:22,epoch=1288834974657"
@@ -44,6 +47,7 @@ static double mono(void) {
 }
 
 struct opts {
+  long ops;
   int runs;
   double seconds;
   double twitter_seconds;
@@ -201,6 +205,54 @@ static struct sample run_decompose(double seconds, void *arg) {
   return (struct sample){(double)n, t - t0};
 }
 
+/* Exactly `ops` operations of one kind, for instruction counting. */
+static int fixed_ops(long ops, const char *which) {
+  struct gen_arg wide = {WIDE, IDGEN_CLOCK_FAST, 1000, 1, 0};
+  uint64_t acc = 0, buf[1000], v[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  idgen_layout_t l;
+  idgen_layout_parse(&l, "twitter", NULL, 0);
+  if (which == NULL)
+    which = "next";
+  if (strcmp(which, "next") == 0 || strcmp(which, "next-precise") == 0) {
+    if (which[4] == '-')
+      wide.mode = IDGEN_CLOCK_PRECISE;
+    idgen_snowflake_t *g = make_gen(&wide);
+    for (long i = 0; i < ops; i++) {
+      uint64_t id;
+      idgen_snowflake_next(g, &id);
+      acc += id;
+    }
+    idgen_snowflake_free(g);
+  } else if (strcmp(which, "next_n") == 0) {
+    idgen_snowflake_t *g = make_gen(&wide);
+    for (long i = 0; i < ops; i += 1000) {
+      idgen_snowflake_next_n(g, buf, 1000);
+      acc += buf[999];
+    }
+    idgen_snowflake_free(g);
+  } else if (strcmp(which, "decompose") == 0) {
+    for (long i = 0; i < ops; i++) {
+      int64_t ms;
+      idgen_layout_decompose(&l, UINT64_C(910499571847892992) + (uint64_t)i, v, &ms);
+      acc += v[3] + (uint64_t)ms;
+    }
+  } else if (strcmp(which, "compose") == 0) {
+    for (long i = 0; i < ops; i++) {
+      uint64_t id;
+      v[3] = (uint64_t)i & 4095;
+      idgen_layout_compose(&l, 1505914988849 + i, v, &id, NULL, 0);
+      acc += id;
+    }
+  } else {
+    fprintf(stderr, "idgen: bench: --ops takes --only next, next-precise, next_n, compose or "
+                    "decompose\n");
+    return 2;
+  }
+  sink = acc;
+  printf("%ld %s operations\n", ops, which);
+  return 0;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -236,9 +288,10 @@ int idgen_bench_main(int argc, char **argv) {
                                         {"twitter-seconds", required_argument, 0, 't'},
                                         {"quick", no_argument, 0, 'q'},
                                         {"only", required_argument, 0, 'o'},
+                                        {"ops", required_argument, 0, 'O'},
                                         {"help", no_argument, 0, 'h'},
                                         {0, 0, 0, 0}};
-  struct opts o = {5, 0.5, 10.0, NULL};
+  struct opts o = {0, 5, 0.5, 10.0, NULL};
   int c;
   optind = 1;
   opterr = 0;
@@ -261,6 +314,9 @@ int idgen_bench_main(int argc, char **argv) {
     case 'o':
       o.only = optarg;
       break;
+    case 'O':
+      o.ops = atol(optarg);
+      break;
     case 'h':
       fputs(usage, stdout);
       return 0;
@@ -275,6 +331,8 @@ int idgen_bench_main(int argc, char **argv) {
     return 2;
   }
 
+  if (o.ops > 0)
+    return fixed_ops(o.ops, o.only);
   printf("idgen %s bench: median of %d runs of %.1f s; TSC fast clock %s\n", idgen_version(),
          o.runs, o.seconds, idgen__clock_fast_available() ? "available" : "not available");
   struct opts all = o;
