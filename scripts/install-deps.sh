@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config   # the build
   libjansson-dev                     # JSON output of the CLI
+  libssl-dev                         # OpenSSL's DRBG: ULID and UUIDv7 random bits
   libcmocka-dev                      # unit tests
   clang-14 libclang-rt-14-dev        # ASan/UBSan/TSan runtimes and libFuzzer
   python3                            # the CLI tests' JSON checks

@@ -56,7 +56,7 @@ expect "decode lenient hyphens" 0 '*' "" -- decode --lenient 910-499-571-847-892
 
 # --- decode: errors name the problem; other IDs still decoded -------------
 expect "decode not a digit" 1 "" \
-  'idgen: not an ID: "12x4" (expected 1 to 20 decimal digits, a 26-character ULID or a UUID)' \
+  'idgen: not an ID: "12x4" is 4 characters (expected 1 to 20 decimal digits, a 26-character ULID, or a UUID of 36 characters or 32 hex digits)' \
   -- decode 12x4
 expect "decode too long" 1 "" \
   'idgen: not an ID: "123456789012345678901" has 21 digits; a 64-bit ID has at most 20' \
@@ -121,6 +121,61 @@ expect "registry not yet" 2 "" \
 expect "negative borrow" 2 "" 'idgen: --max-borrow-ms: -1 out of range 0..86400000' \
   -- snowflake --max-borrow-ms -1
 
+
+# --- ULID and UUID: decode (SPEC section 6 shows the JSON exactly) ----------
+expect "decode json ulid" 0 \
+  '{"id":"01ARZ3NDEKTSV4RRFFQ69G5FAV","kind":"ulid","unix_ms":1469922850259,"time":"2016-07-30T23:54:10.259Z","uuid":"01563e3a-b5d3-d676-4c61-efb99302bd5b"}' \
+  "" -- decode --json 01ARZ3NDEKTSV4RRFFQ69G5FAV
+expect "decode json uuid7" 0 \
+  '{"id":"017f22e2-79b0-7cc3-98c4-dc0c0c07398f","kind":"uuid","version":7,"unix_ms":1645557742000,"time":"2022-02-22T19:22:22.000Z"}' \
+  "" -- decode --json 017F22E2-79B0-7CC3-98C4-DC0C0C07398F
+expect "decode urn and 32 hex" 0 \
+  '{"id":"017f22e2-79b0-7cc3-98c4-dc0c0c07398f","kind":"uuid","version":7,"unix_ms":1645557742000,"time":"2022-02-22T19:22:22.000Z"}
+{"id":"017f22e2-79b0-7cc3-98c4-dc0c0c07398f","kind":"uuid","version":7,"unix_ms":1645557742000,"time":"2022-02-22T19:22:22.000Z"}' \
+  "" -- decode --json urn:uuid:017f22e2-79b0-7cc3-98c4-dc0c0c07398f 017f22e279b07cc398c4dc0c0c07398f
+expect "decode uuid v4 has no time" 0 '{"id":"919108f7-52d1-4320-9bac-f847db4148a8","kind":"uuid","version":4}' \
+  "" -- decode --json 919108f7-52d1-4320-9bac-f847db4148a8
+expect "decode max ulid" 0 \
+  '{"id":"7ZZZZZZZZZZZZZZZZZZZZZZZZZ","kind":"ulid","unix_ms":281474976710655,"time":"+10889-08-02T05:31:50.655Z","uuid":"ffffffff-ffff-ffff-ffff-ffffffffffff"}' \
+  "" -- decode --json 7zzzzzzzzzzzzzzzzzzzzzzzzz
+expect "decode lenient ulid" 0 \
+  '{"id":"01ARZ3NDEKTSV4RRFFQ69G5FA1","kind":"ulid","unix_ms":1469922850259,"time":"2016-07-30T23:54:10.259Z","uuid":"01563e3a-b5d3-d676-4c61-efb99302bd41"}' \
+  "" -- decode --json --lenient 0lARZ3NDEK-TSV4RRFFQ69G5FAi
+expect "decode strict ulid alias" 1 "" \
+  "idgen: ULID: character 'I' at position 26 is not in the alphabet (lenient decoding reads it as 1)" \
+  -- decode 01ARZ3NDEKTSV4RRFFQ69G5FAI
+expect "decode ulid U" 1 "" \
+  "idgen: ULID: character 'U' at position 5 is not in the alphabet (U is never valid)" \
+  -- decode --lenient 01ARUZ3NDEKTSV4RRFFQ69G5FA
+expect "decode ulid overflow" 1 "" \
+  "idgen: ULID: first character '8' at position 1 overflows 128 bits (at most 7)" \
+  -- decode 8ZZZZZZZZZZZZZZZZZZZZZZZZZ
+expect "decode bad uuid" 1 "" "idgen: UUID: character 'g' at position 36 is not a hex digit" \
+  -- decode 017f22e2-79b0-7cc3-98c4-dc0c0c07398g
+
+# --- ulid and uuid7: make them ---------------------------------------------
+expect "ulid 1000" 0 '*' "" -- ulid -n 1000
+[ "$(grep -cE '^[0-7][0-9A-HJKMNP-TV-Z]{25}$' "$tmp/out")" = 1000 ] && [ "$(sort -u "$tmp/out" | wc -l)" = 1000 ] &&
+  ok || bad "ulid -n 1000: 1000 distinct canonical ULIDs"
+expect "ulid monotonic" 0 '*' "" -- ulid -n 5000 --monotonic
+LC_ALL=C sort -c -u "$tmp/out" 2>/dev/null && [ "$(wc -l <"$tmp/out")" = 5000 ] && ok ||
+  bad "ulid --monotonic strictly increasing"
+expect "ulid at" 0 '*' "" -- ulid --at 1469922850259
+"$IDGEN" decode --json "$(cat "$tmp/out")" | grep -q '"unix_ms":1469922850259,' && ok || bad "ulid --at sets the time"
+expect "ulid uuid form" 0 '*' "" -- ulid --uuid --at 1469922850259
+grep -qE '^01563e3a-b5d3-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' "$tmp/out" && ok || bad "ulid --uuid prints the UUID form"
+expect "ulid json" 0 '*' "" -- ulid -n 2 --json
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["ids"])==2' "$tmp/out" && ok || bad "ulid --json"
+expect "ulid bad at" 2 "" "idgen: --at: 281474976710656 out of range 0..281474976710655" -- ulid --at 281474976710656
+expect "uuid7 1000" 0 '*' "" -- uuid7 -n 1000
+grep -cE '^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' "$tmp/out" | grep -qx 1000 &&
+  LC_ALL=C sort -c -u "$tmp/out" 2>/dev/null && ok || bad "uuid7 -n 1000: version 7, variant 10, strictly increasing"
+t=$("$IDGEN" decode --json "$(head -1 "$tmp/out")" | python3 -c 'import json,sys; print(json.load(sys.stdin)["unix_ms"])')
+now_ms=$(($(date +%s%N) / 1000000))
+[ $((now_ms - t)) -ge 0 ] && [ $((now_ms - t)) -le 5000 ] && ok || bad "uuid7 time $t near now $now_ms"
+expect "uuid7 json" 0 '*' "" -- uuid7 -n 3 --json
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["ids"])==3' "$tmp/out" && ok || bad "uuid7 --json"
+
 # --- layouts, plan, help, version ------------------------------------------
 expect "layouts" 0 '*' "" -- layouts
 [ "$(wc -l <"$tmp/out")" = 7 ] && grep -q '^baidu .*until 2024-11-20$' "$tmp/out" && ok ||
@@ -137,7 +192,7 @@ grep -q '2.00 times one node.s capacity; borrowing (max_borrow_ms 1000) absorbs 
   ok || bad "plan --rate burst figure"
 expect "plan bad layout" 2 "" 'idgen: layout: no "sequence" field' -- plan --layout time:41
 expect "version" 0 "idgen 0.1.0" "" -- --version
-for c in snowflake decode plan layouts bench; do
+for c in snowflake ulid uuid7 decode plan layouts bench; do
   expect "$c --help" 0 '*' "" -- $c --help
   grep -q '^Usage: idgen '"$c" "$tmp/out" && ok || bad "$c --help shows usage"
 done

@@ -50,6 +50,8 @@ int cmd_snowflake(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_layouts(int argc, char **argv);
+int cmd_ulid(int argc, char **argv);
+int cmd_uuid7(int argc, char **argv);
 
 /* In bench/bench.c. */
 int idgen_bench_main(int argc, char **argv);

@@ -123,6 +123,120 @@ static int decode_snowflake(struct decode_ctx *c, const char *s, size_t len) {
   return EXIT_OK;
 }
 
+/* Prints `names`/`values` pairs as aligned "name value" lines. */
+static void print_lines(struct decode_ctx *c, const char *const *names, const char *const *vals,
+                        int n) {
+  if (c->printed++)
+    putchar('\n');
+  for (int i = 0; i < n; i++)
+    printf("%-7s %s\n", names[i], vals[i]);
+}
+
+static int decode_ulid(struct decode_ctx *c, const char *s, size_t len) {
+  idgen_ulid_t u;
+  idgen_uuid_t uu;
+  char err[256], text[IDGEN_ULID_STRLEN + 1], uuid[IDGEN_UUID_STRLEN + 1], tbuf[IDGEN_TIME_BUFSIZE];
+  char msbuf[24];
+  if (idgen_ulid_decode(&u, s, len, c->lenient ? IDGEN_ULID_LENIENT : IDGEN_ULID_STRICT, err,
+                        sizeof err) < 0) {
+    cli_error("%s", err);
+    return EXIT_ID;
+  }
+  idgen_ulid_encode(&u, text);
+  idgen_ulid_to_uuid(&u, &uu);
+  idgen_uuid_format(&uu, uuid);
+  int64_t ms = idgen_ulid_time(&u);
+  idgen_time_format(ms, tbuf);
+  if (c->json) {
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(text));
+    json_object_set_new(o, "kind", json_string("ulid"));
+    json_object_set_new(o, "unix_ms", json_integer(ms));
+    json_object_set_new(o, "time", json_string(tbuf));
+    json_object_set_new(o, "uuid", json_string(uuid));
+    print_json(o);
+    json_decref(o);
+    return EXIT_OK;
+  }
+  snprintf(msbuf, sizeof msbuf, "%" PRId64, ms);
+  const char *names[] = {"id", "kind", "unix_ms", "time", "uuid"};
+  const char *vals[] = {text, "ulid", msbuf, tbuf, uuid};
+  print_lines(c, names, vals, 5);
+  return EXIT_OK;
+}
+
+/* Gregorian 100-ns ticks (UUID versions 1 and 6) from 1582-10-15 to 1970. */
+#define GREGORIAN_OFFSET INT64_C(122192928000000000)
+
+/* The time a UUID carries, if its version carries one: 1 and *ms, else 0. */
+static int uuid_time(const idgen_uuid_t *u, int64_t *ms) {
+  const uint8_t *b = u->bytes;
+  uint64_t w0 = (uint64_t)b[0] << 24 | (uint64_t)b[1] << 16 | (uint64_t)b[2] << 8 | b[3];
+  uint64_t w1 = (uint64_t)b[4] << 8 | b[5], w2 = ((uint64_t)b[6] << 8 | b[7]) & 0x0fff, ts;
+  if (!idgen_uuid_is_rfc_variant(u))
+    return 0;
+  switch (idgen_uuid_version(u)) {
+  case 7:
+    *ms = idgen_uuid7_time(u);
+    return 1;
+  case 1:
+    ts = w2 << 48 | w1 << 32 | w0;
+    break;
+  case 6:
+    ts = w0 << 28 | w1 << 12 | w2;
+    break;
+  default:
+    return 0;
+  }
+  int64_t d = (int64_t)ts - GREGORIAN_OFFSET;
+  *ms = d >= 0 ? d / 10000 : -((-d + 9999) / 10000);
+  return 1;
+}
+
+static const char *uuid_variant(const idgen_uuid_t *u) {
+  uint8_t v = u->bytes[8];
+  if ((v & 0x80) == 0)
+    return "ncs";
+  if ((v & 0xc0) == 0x80)
+    return "rfc9562";
+  return (v & 0xe0) == 0xc0 ? "microsoft" : "future";
+}
+
+static int decode_uuid(struct decode_ctx *c, const char *s, size_t len) {
+  idgen_uuid_t u;
+  char err[256], text[IDGEN_UUID_STRLEN + 1], tbuf[IDGEN_TIME_BUFSIZE], msbuf[24], vbuf[8];
+  int64_t ms = 0;
+  if (idgen_uuid_parse(&u, s, len, err, sizeof err) < 0) {
+    cli_error("%s", err);
+    return EXIT_ID;
+  }
+  idgen_uuid_format(&u, text);
+  int has_time = uuid_time(&u, &ms);
+  if (has_time)
+    idgen_time_format(ms, tbuf);
+  if (c->json) {
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(text));
+    json_object_set_new(o, "kind", json_string("uuid"));
+    json_object_set_new(o, "version", json_integer(idgen_uuid_version(&u)));
+    if (!idgen_uuid_is_rfc_variant(&u))
+      json_object_set_new(o, "variant", json_string(uuid_variant(&u)));
+    if (has_time) {
+      json_object_set_new(o, "unix_ms", json_integer(ms));
+      json_object_set_new(o, "time", json_string(tbuf));
+    }
+    print_json(o);
+    json_decref(o);
+    return EXIT_OK;
+  }
+  snprintf(vbuf, sizeof vbuf, "%d", idgen_uuid_version(&u));
+  snprintf(msbuf, sizeof msbuf, "%" PRId64, ms);
+  const char *names[] = {"id", "kind", "version", "variant", "unix_ms", "time"};
+  const char *vals[] = {text, "uuid", vbuf, uuid_variant(&u), msbuf, tbuf};
+  print_lines(c, names, vals, has_time ? 6 : 4);
+  return EXIT_OK;
+}
+
 static int decode_one(struct decode_ctx *c, const char *in) {
   char buf[128];
   size_t len = strlen(in);
@@ -144,11 +258,10 @@ static int decode_one(struct decode_ctx *c, const char *in) {
   case KIND_SNOWFLAKE:
     return decode_snowflake(c, s, len);
   case KIND_ULID:
-    cli_error("\"%s\" looks like a ULID; ULID decoding is not in this release yet", in);
-    return EXIT_ID;
+    /* The ULID decoder skips hyphens itself, so its positions match the input. */
+    return decode_ulid(c, in, strlen(in));
   case KIND_UUID:
-    cli_error("\"%s\" looks like a UUID; UUID decoding is not in this release yet", in);
-    return EXIT_ID;
+    return decode_uuid(c, s, len);
   default:
     if (len == 0)
       cli_error("not an ID: empty input");
@@ -156,9 +269,9 @@ static int decode_one(struct decode_ctx *c, const char *in) {
       cli_error("not an ID: \"%.*s\" has %zu digits; a 64-bit ID has at most 20",
                 (int)(len > 40 ? 40 : len), s, len);
     else
-      cli_error("not an ID: \"%.*s\" (expected 1 to 20 decimal digits, a 26-character "
-                "ULID or a UUID)",
-                (int)(len > 64 ? 64 : len), s);
+      cli_error("not an ID: \"%.*s\" is %zu characters (expected 1 to 20 decimal digits, a "
+                "26-character ULID, or a UUID of 36 characters or 32 hex digits)",
+                (int)(len > 64 ? 64 : len), s, len);
     return EXIT_ID;
   }
 }

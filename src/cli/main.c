@@ -13,7 +13,9 @@ static const char usage[] =
     "\n"
     "Commands:\n"
     "  snowflake   make Snowflake IDs (64-bit, any bit layout)\n"
-    "  decode      read IDs back: time, node fields, sequence\n"
+    "  ulid        make ULIDs (128-bit, 26 characters)\n"
+    "  uuid7       make UUIDv7s (RFC 9562)\n"
+    "  decode      read IDs back: time, node fields, sequence; ULID; UUID\n"
     "  layouts     list the preset layouts and their specs\n"
     "  plan        lifetime, exhaustion date and capacity of a layout\n"
     "  bench       measure the generator on this machine\n"
@@ -43,8 +45,9 @@ int main(int argc, char **argv) {
     const char *name;
     int (*run)(int, char **);
   } commands[] = {
-      {"snowflake", cmd_snowflake}, {"decode", cmd_decode}, {"layouts", cmd_layouts},
-      {"plan", cmd_plan},           {"bench", idgen_bench_main},
+      {"snowflake", cmd_snowflake}, {"ulid", cmd_ulid},        {"uuid7", cmd_uuid7},
+      {"decode", cmd_decode},       {"layouts", cmd_layouts}, {"plan", cmd_plan},
+      {"bench", idgen_bench_main},
   };
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(cmd, commands[i].name) == 0)

@@ -21,6 +21,31 @@
 #define IDGEN_LIKELY(x) (x)
 #define IDGEN_UNLIKELY(x) (x)
 #define IDGEN_PRINTF(f, a)
+/* Random bytes from the default secure source (random.c); returns 0 or
+ * IDGEN_ERANDOM.  `r` may be NULL (the default) or an injected source. */
+int idgen__random(const idgen_random_t *r, void *buf, size_t n);
+
+/*
+ * A spin lock for small critical sections (the 16-byte state of the ULID and
+ * UUIDv7 generators), fork-aware: the lock word holds the fork generation of
+ * its last use.  In a child after fork() the first thread to take the lock
+ * finds a stale generation, takes it regardless (a parent's thread may have
+ * held it at fork time and does not exist here), and is told so, so that it
+ * resets the state it guards.  Release is a plain store.
+ */
+typedef struct idgen__lock {
+  _Atomic unsigned word; /* generation << 1 | held */
+} idgen__lock_t;
+
+void idgen__lock_init(idgen__lock_t *l);
+/* Takes the lock; returns 1 if this is the first use in a new process (the
+ * caller must reset the guarded state), else 0. */
+int idgen__lock_acquire(idgen__lock_t *l);
+static inline void idgen__lock_release(idgen__lock_t *l) {
+  atomic_store_explicit(&l->word, atomic_load_explicit(&l->word, memory_order_relaxed) & ~1u,
+                        memory_order_release);
+}
+
 #endif
 
 #define IDGEN_CACHELINE 64
@@ -55,5 +80,30 @@ static inline int64_t idgen__clock_precise_ms(void) {
  * generation; hot paths then compare against idgen__fork_gen directly. */
 extern _Atomic unsigned idgen__fork_gen;
 unsigned idgen__fork_watch(void);
+
+/* Random bytes from the default secure source (random.c); returns 0 or
+ * IDGEN_ERANDOM.  `r` may be NULL (the default) or an injected source. */
+int idgen__random(const idgen_random_t *r, void *buf, size_t n);
+
+/*
+ * A spin lock for small critical sections (the 16-byte state of the ULID and
+ * UUIDv7 generators), fork-aware: the lock word holds the fork generation of
+ * its last use.  In a child after fork() the first thread to take the lock
+ * finds a stale generation, takes it regardless (a parent's thread may have
+ * held it at fork time and does not exist here), and is told so, so that it
+ * resets the state it guards.  Release is a plain store.
+ */
+typedef struct idgen__lock {
+  _Atomic unsigned word; /* generation << 1 | held */
+} idgen__lock_t;
+
+void idgen__lock_init(idgen__lock_t *l);
+/* Takes the lock; returns 1 if this is the first use in a new process (the
+ * caller must reset the guarded state), else 0. */
+int idgen__lock_acquire(idgen__lock_t *l);
+static inline void idgen__lock_release(idgen__lock_t *l) {
+  atomic_store_explicit(&l->word, atomic_load_explicit(&l->word, memory_order_relaxed) & ~1u,
+                        memory_order_release);
+}
 
 #endif

@@ -1,0 +1,194 @@
+/*
+ * uuid.c -- UUID text (RFC 9562) both ways, and UUIDv7: a stateless maker
+ * and a monotonic generator (RFC 9562 section 6.2, Method 1).
+ *
+ * DESIGN.  UUIDv7 layout: 48-bit Unix ms | ver 4 | rand_a 12 | var 2 |
+ * rand_b 62.  The monotonic generator uses rand_a and the top 30 bits of
+ * rand_b as a 42-bit counter, and the low 32 bits of rand_b as fresh random
+ * bits in every UUID.  At a new millisecond the counter starts at a random
+ * value below 2^41 (the rollover guard of RFC 9562 section 6.2), leaving at
+ * least 2^41 increments before it could overflow.  Within a millisecond, and
+ * when the clock steps back, the counter goes up by one; on overflow the time
+ * field moves one millisecond ahead of the clock and the counter restarts
+ * (RFC 9562: "increment the timestamp ahead of the actual time").  The clock
+ * and the random bytes are read before taking the lock, so the lock is held
+ * for a few instructions.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core_int.h"
+
+#define UUID7_MAX_MS ((INT64_C(1) << 48) - 1)
+#define COUNTER_BITS 42
+#define COUNTER_MAX ((UINT64_C(1) << COUNTER_BITS) - 1)
+
+static const char hexdig[] = "0123456789abcdef";
+
+void idgen_uuid_format(const idgen_uuid_t *u, char *out) {
+  char *o = out;
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10)
+      *o++ = '-';
+    *o++ = hexdig[u->bytes[i] >> 4];
+    *o++ = hexdig[u->bytes[i] & 15];
+  }
+  *o = '\0';
+}
+
+/* Hex digit values plus one; 0 for anything else. */
+static const unsigned char hexval1[256] = {
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,
+    ['7'] = 8,  ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14,
+    ['e'] = 15, ['f'] = 16, ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15,
+    ['F'] = 16,
+};
+
+static int bad_char(char *err, size_t errlen, unsigned char c, size_t pos, const char *want) {
+  if (c >= 0x21 && c < 0x7f)
+    return idgen__err(err, errlen, IDGEN_EPARSE, "UUID: character '%c' at position %zu is not %s",
+                      c, pos, want);
+  return idgen__err(err, errlen, IDGEN_EPARSE, "UUID: byte 0x%02x at position %zu is not %s", c,
+                    pos, want);
+}
+
+int idgen_uuid_parse(idgen_uuid_t *u, const char *s, size_t len, char *err, size_t errlen) {
+  size_t base = 0; /* characters skipped, for 1-based positions in the input */
+  if (len >= 9 && strncasecmp(s, "urn:uuid:", 9) == 0) {
+    s += 9;
+    len -= 9;
+    base = 9;
+  }
+  int hyphens = len == 36;
+  if (len != 36 && len != 32)
+    return idgen__err(err, errlen, IDGEN_EPARSE,
+                      "UUID: %zu characters, want 36 (8-4-4-4-12) or 32 hex digits", len + base);
+  size_t j = 0;
+  for (int i = 0; i < 16; i++) {
+    if (hyphens && (j == 8 || j == 13 || j == 18 || j == 23)) {
+      if (s[j] != '-')
+        return bad_char(err, errlen, (unsigned char)s[j], base + j + 1, "'-'");
+      j++;
+    }
+    unsigned char a = (unsigned char)s[j], b = (unsigned char)s[j + 1];
+    if (hexval1[a] == 0)
+      return bad_char(err, errlen, a, base + j + 1, "a hex digit");
+    if (hexval1[b] == 0)
+      return bad_char(err, errlen, b, base + j + 2, "a hex digit");
+    u->bytes[i] = (uint8_t)((hexval1[a] - 1) << 4 | (hexval1[b] - 1));
+    j += 2;
+  }
+  return 0;
+}
+
+int idgen_uuid_version(const idgen_uuid_t *u) { return u->bytes[6] >> 4; }
+
+int idgen_uuid_is_rfc_variant(const idgen_uuid_t *u) { return (u->bytes[8] & 0xc0) == 0x80; }
+
+int64_t idgen_uuid7_time(const idgen_uuid_t *u) {
+  int64_t ms = 0;
+  for (int i = 0; i < 6; i++)
+    ms = ms << 8 | u->bytes[i];
+  return ms;
+}
+
+/* Writes ms, version 7, rand_a (12 bits), variant 10 and rand_b (62 bits). */
+static void uuid7_pack(idgen_uuid_t *u, int64_t ms, uint64_t rand_a, uint64_t rand_b) {
+  uint64_t hi = (uint64_t)ms << 16 | UINT64_C(0x7000) | (rand_a & 0xfff);
+  uint64_t lo = UINT64_C(0x8000000000000000) | (rand_b & (UINT64_MAX >> 2));
+  for (int i = 0; i < 8; i++) {
+    u->bytes[i] = (uint8_t)(hi >> (56 - 8 * i));
+    u->bytes[8 + i] = (uint8_t)(lo >> (56 - 8 * i));
+  }
+}
+
+static int64_t clock_ms(idgen_clock_mode_t mode, const idgen_clock_t *c) {
+  if (c != NULL) {
+    int64_t ns = c->now_ns(c->ctx);
+    return ns >= 0 ? ns / 1000000 : -1;
+  }
+  return mode == IDGEN_CLOCK_PRECISE ? idgen__clock_precise_ms() : idgen__clock_fast_ms();
+}
+
+int idgen_uuid7_new(idgen_uuid_t *out) {
+  uint64_t r[2];
+  int64_t ms = idgen__clock_fast_ms();
+  if (ms < 0 || ms > UUID7_MAX_MS)
+    return IDGEN_ECLOCK;
+  int rc = idgen__random(NULL, r, sizeof r);
+  if (rc < 0)
+    return rc;
+  uuid7_pack(out, ms, r[0], r[1]);
+  return 0;
+}
+
+struct idgen_uuid7_gen {
+  idgen__lock_t lock;
+  int64_t last_ms;     /* -1: nothing issued (in this process) */
+  uint64_t counter;
+  idgen_clock_mode_t mode;
+  idgen_clock_t clock;
+  const idgen_clock_t *clockp;
+  idgen_random_t random;
+  const idgen_random_t *randomp;
+};
+
+int idgen_uuid7_gen_new(idgen_uuid7_gen_t **out, const idgen_gen128_settings_t *s) {
+  idgen_uuid7_gen_t *g = calloc(1, sizeof *g);
+  *out = NULL;
+  if (g == NULL)
+    return IDGEN_ENOMEM;
+  idgen__lock_init(&g->lock);
+  g->last_ms = -1;
+  if (s != NULL) {
+    g->mode = s->clock_mode;
+    if (s->clock != NULL) {
+      g->clock = *s->clock;
+      g->clockp = &g->clock;
+    }
+    if (s->random != NULL) {
+      g->random = *s->random;
+      g->randomp = &g->random;
+    }
+  }
+  *out = g;
+  return 0;
+}
+
+void idgen_uuid7_gen_free(idgen_uuid7_gen_t *g) { free(g); }
+
+int idgen_uuid7_gen_next(idgen_uuid7_gen_t *g, idgen_uuid_t *out) {
+  uint64_t r[2];
+  int64_t now = clock_ms(g->mode, g->clockp);
+  if (now < 0 || now > UUID7_MAX_MS)
+    return IDGEN_ECLOCK;
+  int rc = idgen__random(g->randomp, r, sizeof r);
+  if (rc < 0)
+    return rc;
+
+  if (idgen__lock_acquire(&g->lock))
+    g->last_ms = -1; /* first use in a child after fork(): start afresh */
+  int64_t ms = g->last_ms;
+  uint64_t counter;
+  if (now > ms) {
+    ms = now;
+    counter = r[0] & (COUNTER_MAX >> 1);
+  } else if (g->counter < COUNTER_MAX) {
+    counter = g->counter + 1;
+  } else if (ms < UUID7_MAX_MS) {
+    ms++; /* counter used up: run one millisecond ahead of the clock */
+    counter = r[0] & (COUNTER_MAX >> 1);
+  } else {
+    idgen__lock_release(&g->lock);
+    return IDGEN_EOVERFLOW;
+  }
+  g->last_ms = ms;
+  g->counter = counter;
+  idgen__lock_release(&g->lock);
+
+  /* rand_a = counter's top 12 bits; rand_b = counter's low 30 bits, 32 random. */
+  uuid7_pack(out, ms, counter >> 30, (counter & ((UINT64_C(1) << 30) - 1)) << 32 |
+                                         (r[1] & UINT64_C(0xffffffff)));
+  return 0;
+}

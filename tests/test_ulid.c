@@ -1,0 +1,540 @@
+/*
+ * test_ulid.c -- ULID and UUIDv7: known answers from vectors.json, codec
+ * round trips and ordering, strict and lenient decoding with their exact
+ * messages, the monotonic generators (same millisecond, step back, overflow),
+ * fork, and 2 threads x 5 million monotonic IDs.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static void decode_ok(idgen_ulid_t *u, const char *s, int mode) {
+  char err[256] = "";
+  if (idgen_ulid_decode(u, s, strlen(s), mode, err, sizeof err) != 0)
+    fail_msg("decode \"%s\": %s", s, err);
+}
+
+static void hex_bytes(const char *hex, uint8_t *out, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned v;
+    sscanf(hex + 2 * i, "%2x", &v);
+    out[i] = (uint8_t)v;
+  }
+}
+
+/* Test randomness: copies n bytes from ctx. */
+static int fill_copy(void *ctx, void *buf, size_t n) {
+  memcpy(buf, ctx, n);
+  return 0;
+}
+
+static json_t *ulid_vectors(void) { return json_object_get(tu_vectors(), "ulid"); }
+
+static void test_ulid_encode_vectors(void **state) {
+  (void)state;
+  json_t *arr = json_object_get(ulid_vectors(), "encode"), *v;
+  size_t i;
+  assert_true(json_array_size(arr) >= 4);
+  json_array_foreach(arr, i, v) {
+    idgen_ulid_t u, back;
+    char text[IDGEN_ULID_STRLEN + 1];
+    hex_bytes(json_string_value(json_object_get(v, "bytes_hex")), u.bytes, 16);
+    assert_int_equal(json_integer_value(json_object_get(v, "timestamp_ms")), idgen_ulid_time(&u));
+    idgen_ulid_encode(&u, text);
+    assert_string_equal(json_string_value(json_object_get(v, "expected")), text);
+    decode_ok(&back, text, IDGEN_ULID_STRICT);
+    assert_memory_equal(u.bytes, back.bytes, 16);
+    /* idgen_ulid_new with the vector's randomness injected gives the same bytes. */
+    uint8_t rnd[10];
+    idgen_random_t src = {fill_copy, rnd};
+    hex_bytes(json_string_value(json_object_get(v, "randomness_hex")), rnd, 10);
+    tu_ok(idgen_ulid_new(&back, json_integer_value(json_object_get(v, "timestamp_ms")), &src));
+    assert_memory_equal(u.bytes, back.bytes, 16);
+  }
+}
+
+static void test_ulid_decode_time_vectors(void **state) {
+  (void)state;
+  json_t *arr = json_object_get(ulid_vectors(), "decode_time"), *v;
+  size_t i;
+  json_array_foreach(arr, i, v) {
+    idgen_ulid_t u;
+    char t[IDGEN_TIME_BUFSIZE];
+    decode_ok(&u, json_string_value(json_object_get(v, "input")), IDGEN_ULID_STRICT);
+    assert_int_equal(json_integer_value(json_object_get(v, "expected_ms")), idgen_ulid_time(&u));
+    idgen_time_format(idgen_ulid_time(&u), t);
+    /* SPEC section 6 writes years past 9999 with a '+' (ISO 8601 expanded
+     * form); the vectors file writes the plain digits. */
+    const char *want = json_string_value(json_object_get(v, "expected_utc"));
+    assert_string_equal(want, t[0] == '+' ? t + 1 : t);
+    assert_true(t[0] != '+' || idgen_ulid_time(&u) > 253402300799999);
+  }
+  /* The largest ULID. */
+  json_t *max = json_object_get(ulid_vectors(), "max");
+  idgen_ulid_t u;
+  decode_ok(&u, json_string_value(json_object_get(max, "string")), IDGEN_ULID_STRICT);
+  assert_int_equal(json_integer_value(json_object_get(max, "time_ms")), idgen_ulid_time(&u));
+  for (int k = 0; k < 16; k++)
+    assert_int_equal(0xff, u.bytes[k]);
+}
+
+static void test_ulid_spec_example_and_uuid(void **state) {
+  (void)state;
+  json_t *ex = json_object_get(ulid_vectors(), "spec_example");
+  idgen_ulid_t u, back;
+  idgen_uuid_t uu;
+  char text[IDGEN_UUID_STRLEN + 1];
+  decode_ok(&u, json_string_value(json_object_get(ex, "ulid")), IDGEN_ULID_STRICT);
+  assert_int_equal(json_integer_value(json_object_get(ex, "time_ms")), idgen_ulid_time(&u));
+  idgen_ulid_to_uuid(&u, &uu);
+  idgen_uuid_format(&uu, text);
+  assert_string_equal(json_string_value(json_object_get(ex, "uuid")), text);
+  idgen_uuid_t parsed;
+  tu_ok(idgen_uuid_parse(&parsed, text, strlen(text), NULL, 0));
+  idgen_ulid_from_uuid(&parsed, &back);
+  assert_memory_equal(u.bytes, back.bytes, 16);
+}
+
+static void test_ulid_invalid_vectors(void **state) {
+  (void)state;
+  json_t *arr = json_object_get(ulid_vectors(), "invalid"), *v;
+  size_t i;
+  assert_true(json_array_size(arr) >= 8);
+  json_array_foreach(arr, i, v) {
+    idgen_ulid_t u;
+    char err[256] = "";
+    const char *s = json_string_value(json_object_get(v, "input"));
+    int rc = idgen_ulid_decode(&u, s, strlen(s), IDGEN_ULID_STRICT, err, sizeof err);
+    if (rc == 0)
+      fail_msg("\"%s\" (%s) was accepted", s, json_string_value(json_object_get(v, "reason")));
+    assert_true(strncmp(err, "ULID: ", 6) == 0);
+  }
+}
+
+/* Each strict rejection, with its exact message naming problem and position. */
+static void test_ulid_strict_messages(void **state) {
+  (void)state;
+  static const struct {
+    const char *in, *msg;
+    int rc;
+  } t[] = {
+      {"01ARZ3NDEKTSV4RRFFQ69G5FA", "ULID: 25 characters, want 26", IDGEN_EPARSE},
+      {"01ARZ3NDEKTSV4RRFFQ69G5FAVV", "ULID: 27 characters, want 26", IDGEN_EPARSE},
+      {"", "ULID: 0 characters, want 26", IDGEN_EPARSE},
+      {"01ARZ3NDEKISV4RRFFQ69G5FAV",
+       "ULID: character 'I' at position 11 is not in the alphabet (lenient decoding reads it as 1)",
+       IDGEN_EPARSE},
+      {"01ARZ3NDEKTSV4RRFFQ69G5FAl",
+       "ULID: character 'l' at position 26 is not in the alphabet (lenient decoding reads it as 1)",
+       IDGEN_EPARSE},
+      {"0OARZ3NDEKTSV4RRFFQ69G5FAV",
+       "ULID: character 'O' at position 2 is not in the alphabet (lenient decoding reads it as 0)",
+       IDGEN_EPARSE},
+      {"01ARUZ3NDEKTSV4RRFFQ69G5FA",
+       "ULID: character 'U' at position 5 is not in the alphabet (U is never valid)", IDGEN_EPARSE},
+      {"01ARZ3NDEKTSV4RRFFQ69G5F*V", "ULID: character '*' at position 25 is not in the alphabet",
+       IDGEN_EPARSE},
+      {"01ARZ3NDEKTSV4RR FQ69G5FAV", "ULID: byte 0x20 at position 17 is not in the alphabet",
+       IDGEN_EPARSE},
+      {"01ARZ3NDEK-SV4RRFFQ69G5FAV", "ULID: character '-' at position 11 is not in the alphabet",
+       IDGEN_EPARSE},
+      {"8ZZZZZZZZZZZZZZZZZZZZZZZZZ",
+       "ULID: first character '8' at position 1 overflows 128 bits (at most 7)", IDGEN_ERANGE},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    idgen_ulid_t u;
+    char err[256] = "";
+    assert_int_equal(t[i].rc, idgen_ulid_decode(&u, t[i].in, strlen(t[i].in), IDGEN_ULID_STRICT,
+                                                err, sizeof err));
+    assert_string_equal(t[i].msg, err);
+  }
+  /* A NUL byte inside the given length is a bad character, not the end. */
+  idgen_ulid_t u;
+  char err[256];
+  assert_int_equal(IDGEN_EPARSE, idgen_ulid_decode(&u, "01ARZ3NDEKTSV4RR\0FQ69G5FAV", 26,
+                                                   IDGEN_ULID_STRICT, err, sizeof err));
+  assert_string_equal("ULID: byte 0x00 at position 17 is not in the alphabet", err);
+}
+
+static void test_ulid_lenient(void **state) {
+  (void)state;
+  idgen_ulid_t a, b;
+  char text[IDGEN_ULID_STRLEN + 1], err[256] = "";
+  decode_ok(&a, "01ARZ3NDEKTSV4RRFFQ69G5FA1", IDGEN_ULID_STRICT);
+  decode_ok(&b, "0lARZ3NDEK-TSV4RR-FFQ69G5FAi", IDGEN_ULID_LENIENT);
+  assert_memory_equal(a.bytes, b.bytes, 16);
+  decode_ok(&b, "01arz3ndektsv4rrffq69g5fa1", IDGEN_ULID_STRICT); /* case-insensitive */
+  assert_memory_equal(a.bytes, b.bytes, 16);
+  decode_ok(&b, "O1ARZ3NDEKTSV4RRFFQ69G5FA1", IDGEN_ULID_LENIENT);
+  assert_memory_equal(a.bytes, b.bytes, 16);
+  idgen_ulid_encode(&b, text);
+  assert_string_equal("01ARZ3NDEKTSV4RRFFQ69G5FA1", text);
+  /* Still rejected: U, overflow, wrong length after removing hyphens. */
+  assert_int_equal(IDGEN_EPARSE, idgen_ulid_decode(&b, "01ARZ3NDEK-TSV4RRFFQ69G5FAU", 27,
+                                                   IDGEN_ULID_LENIENT, err, sizeof err));
+  assert_string_equal("ULID: character 'U' at position 27 is not in the alphabet (U is never valid)",
+                      err);
+  assert_int_equal(IDGEN_ERANGE, idgen_ulid_decode(&b, "-8ZZZZZZZZZZZZZZZZZZZZZZZZZ", 27,
+                                                   IDGEN_ULID_LENIENT, err, sizeof err));
+  assert_string_equal("ULID: first character '8' at position 2 overflows 128 bits (at most 7)", err);
+  assert_int_equal(IDGEN_EPARSE, idgen_ulid_decode(&b, "01ARZ3NDEK-TSV4RRFFQ69G5FA", 26,
+                                                   IDGEN_ULID_LENIENT, err, sizeof err));
+  assert_string_equal("ULID: 25 characters without hyphens, want 26", err);
+}
+
+static int cmp_sign(int x) { return (x > 0) - (x < 0); }
+
+/* Encode/decode round trip and order preservation on random 128-bit values. */
+static void test_ulid_roundtrip_and_order(void **state) {
+  (void)state;
+  idgen_ulid_t prev;
+  char prev_text[IDGEN_ULID_STRLEN + 1];
+  memset(&prev, 0, sizeof prev);
+  idgen_ulid_encode(&prev, prev_text);
+  for (int i = 0; i < 200000; i++) {
+    idgen_ulid_t u, back;
+    char text[IDGEN_ULID_STRLEN + 1];
+    tu_ok(idgen_random_bytes(u.bytes, 16));
+    if (i % 4 == 0) /* share long prefixes now and then, to test deep comparisons */
+      memcpy(u.bytes, prev.bytes, (size_t)(i / 4) % 16);
+    idgen_ulid_encode(&u, text);
+    assert_int_equal(IDGEN_ULID_STRLEN, strlen(text));
+    decode_ok(&back, text, IDGEN_ULID_STRICT);
+    assert_memory_equal(u.bytes, back.bytes, 16);
+    assert_int_equal(cmp_sign(memcmp(prev.bytes, u.bytes, 16)), cmp_sign(strcmp(prev_text, text)));
+    prev = u;
+    memcpy(prev_text, text, sizeof text);
+  }
+}
+
+/* Test randomness: a byte pattern, so overflow can be provoked. */
+static int fill_pattern(void *ctx, void *buf, size_t n) {
+  memset(buf, *(const int *)ctx, n);
+  return 0;
+}
+
+static void test_ulid_monotonic(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, 1469918176385);
+  int pattern = 0x00;
+  idgen_random_t rnd = {fill_pattern, &pattern};
+  idgen_gen128_settings_t s = {IDGEN_CLOCK_FAST, &c.clock, &rnd};
+  idgen_ulid_gen_t *g;
+  idgen_ulid_t u, prev;
+  char text[IDGEN_ULID_STRLEN + 1];
+  tu_ok(idgen_ulid_gen_new(&g, &s));
+  tu_ok(idgen_ulid_gen_next(g, &u));
+  idgen_ulid_encode(&u, text);
+  assert_string_equal("01ARYZ6S410000000000000000", text);
+  tu_ok(idgen_ulid_gen_next(g, &u));
+  idgen_ulid_encode(&u, text);
+  assert_string_equal("01ARYZ6S410000000000000001", text);
+  /* Step back: still the previous plus one, with the previous time. */
+  tu_clock_add_ms(&c, -5000);
+  tu_ok(idgen_ulid_gen_next(g, &u));
+  idgen_ulid_encode(&u, text);
+  assert_string_equal("01ARYZ6S410000000000000002", text);
+  /* A new millisecond: fresh random bits (here all ones), then overflow. */
+  pattern = 0xff;
+  tu_clock_set_ms(&c, 100000);
+  tu_ok(idgen_ulid_gen_next(g, &prev)); /* still behind: prev + 1 */
+  tu_clock_set_ms(&c, 1469918176386);
+  tu_ok(idgen_ulid_gen_next(g, &u));
+  idgen_ulid_encode(&u, text);
+  assert_string_equal("01ARYZ6S42ZZZZZZZZZZZZZZZZ", text);
+  assert_int_equal(IDGEN_EOVERFLOW, idgen_ulid_gen_next(g, &u));
+  assert_int_equal(IDGEN_EOVERFLOW, idgen_ulid_gen_next(g, &u)); /* no wrap, no change */
+  idgen_ulid_encode(&u, text);
+  assert_string_equal("01ARYZ6S42ZZZZZZZZZZZZZZZZ", text); /* out untouched on error */
+  tu_clock_add_ms(&c, 1);
+  pattern = 0x00;
+  tu_ok(idgen_ulid_gen_next(g, &u));
+  idgen_ulid_encode(&u, text);
+  assert_string_equal("01ARYZ6S430000000000000000", text);
+  /* The spec's monotonic sequence: a generator given the first value's time
+   * and random bits makes exactly the rest within that millisecond. */
+  json_t *seq = json_object_get(json_array_get(json_object_get(ulid_vectors(), "monotonic"), 0),
+                                "same_ms_sequence");
+  idgen_ulid_t first;
+  decode_ok(&first, json_string_value(json_array_get(seq, 0)), IDGEN_ULID_STRICT);
+  idgen_random_t src = {fill_copy, first.bytes + 6};
+  idgen_gen128_settings_t s2 = {IDGEN_CLOCK_FAST, NULL, &src};
+  idgen_ulid_gen_t *g2;
+  tu_ok(idgen_ulid_gen_new(&g2, &s2));
+  for (size_t k = 0; k < json_array_size(seq); k++) {
+    tu_ok(idgen_ulid_gen_next_at(g2, idgen_ulid_time(&first), &u));
+    idgen_ulid_encode(&u, text);
+    assert_string_equal(json_string_value(json_array_get(seq, k)), text);
+  }
+  idgen_ulid_gen_free(g2);
+  assert_int_equal(IDGEN_ECLOCK, idgen_ulid_gen_next_at(g, -1, &u));
+  assert_int_equal(IDGEN_ECLOCK, idgen_ulid_gen_next_at(g, IDGEN_ULID_MAX_MS + 1, &u));
+  assert_int_equal(IDGEN_ERANGE, idgen_ulid_new(&u, IDGEN_ULID_MAX_MS + 1, NULL));
+  tu_ok(idgen_ulid_new(&u, IDGEN_ULID_MAX_MS, NULL));
+  idgen_ulid_gen_free(g);
+}
+
+static void test_uuid_rfc_example(void **state) {
+  (void)state;
+  json_t *ex = json_object_get(json_object_get(tu_vectors(), "uuidv7"), "rfc9562_example");
+  const char *s = json_string_value(json_object_get(ex, "uuid"));
+  idgen_uuid_t u;
+  char text[IDGEN_UUID_STRLEN + 1], urn[64];
+  tu_ok(idgen_uuid_parse(&u, s, strlen(s), NULL, 0));
+  assert_int_equal(7, idgen_uuid_version(&u));
+  assert_true(idgen_uuid_is_rfc_variant(&u));
+  assert_int_equal(json_integer_value(json_object_get(ex, "unix_ts_ms")), idgen_uuid7_time(&u));
+  assert_int_equal(0xcc3, (u.bytes[6] & 0x0f) << 8 | u.bytes[7]);
+  idgen_uuid_format(&u, text);
+  assert_string_equal("017f22e2-79b0-7cc3-98c4-dc0c0c07398f", text);
+  snprintf(urn, sizeof urn, "urn:uuid:%s", s);
+  idgen_uuid_t v;
+  tu_ok(idgen_uuid_parse(&v, urn, strlen(urn), NULL, 0));
+  assert_memory_equal(u.bytes, v.bytes, 16);
+  tu_ok(idgen_uuid_parse(&v, "017F22E279B07CC398C4DC0C0C07398F", 32, NULL, 0));
+  assert_memory_equal(u.bytes, v.bytes, 16);
+}
+
+static void test_uuid_parse_errors(void **state) {
+  (void)state;
+  static const struct {
+    const char *in, *msg;
+  } t[] = {
+      {"017f22e2-79b0-7cc3-98c4-dc0c0c07398", "UUID: 35 characters, want 36 (8-4-4-4-12) or 32 hex digits"},
+      {"", "UUID: 0 characters, want 36 (8-4-4-4-12) or 32 hex digits"},
+      {"017f22e2_79b0-7cc3-98c4-dc0c0c07398f", "UUID: character '_' at position 9 is not '-'"},
+      {"017f22e2-79b0-7cc3-98c4-dc0c0c07398g", "UUID: character 'g' at position 36 is not a hex digit"},
+      {"urn:uuid:017f22e2-79b0-7cc3-98c4-dcxc0c07398f",
+       "UUID: character 'x' at position 36 is not a hex digit"},
+      {"017f22e2-79b0-7cc3-98c4-dc0c0c07398\xff", "UUID: byte 0xff at position 36 is not a hex digit"},
+      {"017f22e279b0-7cc398c4dc0c0c07398f", "UUID: 33 characters, want 36 (8-4-4-4-12) or 32 hex digits"},
+      {"017f22e279b07cc398c4dc0c0c07398-", "UUID: character '-' at position 32 is not a hex digit"},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    idgen_uuid_t u;
+    char err[256] = "";
+    assert_int_equal(IDGEN_EPARSE, idgen_uuid_parse(&u, t[i].in, strlen(t[i].in), err, sizeof err));
+    assert_string_equal(t[i].msg, err);
+  }
+}
+
+static void test_uuid_roundtrip(void **state) {
+  (void)state;
+  for (int i = 0; i < 100000; i++) {
+    idgen_uuid_t u, back;
+    char text[IDGEN_UUID_STRLEN + 1], upper[IDGEN_UUID_STRLEN + 1];
+    tu_ok(idgen_random_bytes(u.bytes, 16));
+    idgen_uuid_format(&u, text);
+    assert_int_equal(36, strlen(text));
+    tu_ok(idgen_uuid_parse(&back, text, 36, NULL, 0));
+    assert_memory_equal(u.bytes, back.bytes, 16);
+    for (int k = 0; k < 37; k++)
+      upper[k] = (char)(text[k] >= 'a' && text[k] <= 'f' ? text[k] - 32 : text[k]);
+    tu_ok(idgen_uuid_parse(&back, upper, 36, NULL, 0));
+    assert_memory_equal(u.bytes, back.bytes, 16);
+  }
+}
+
+static void test_uuid7_monotonic(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, 1645557742000);
+  idgen_gen128_settings_t s = {IDGEN_CLOCK_FAST, &c.clock, NULL};
+  idgen_uuid7_gen_t *g;
+  idgen_uuid_t u, prev;
+  tu_ok(idgen_uuid7_gen_new(&g, &s));
+  tu_ok(idgen_uuid7_gen_next(g, &prev));
+  assert_int_equal(7, idgen_uuid_version(&prev));
+  assert_true(idgen_uuid_is_rfc_variant(&prev));
+  assert_int_equal(1645557742000, idgen_uuid7_time(&prev));
+  /* The counter starts below 2^41: rand_a's top bit is 0. */
+  assert_int_equal(0, prev.bytes[6] & 0x08);
+  int random_low_differs = 0;
+  for (int i = 0; i < 100000; i++) {
+    if (i == 50000)
+      tu_clock_add_ms(&c, -3000); /* a step back changes nothing */
+    tu_ok(idgen_uuid7_gen_next(g, &u));
+    assert_true(memcmp(prev.bytes, u.bytes, 16) < 0);
+    assert_int_equal(1645557742000, idgen_uuid7_time(&u));
+    assert_int_equal(7, idgen_uuid_version(&u));
+    assert_true(idgen_uuid_is_rfc_variant(&u));
+    random_low_differs += memcmp(prev.bytes + 12, u.bytes + 12, 4) != 0;
+    prev = u;
+  }
+  assert_true(random_low_differs > 99000); /* 32 fresh random bits each time */
+  tu_clock_set_ms(&c, 1645557742000 + 10);
+  tu_ok(idgen_uuid7_gen_next(g, &u));
+  assert_int_equal(1645557742010, idgen_uuid7_time(&u));
+  tu_clock_set_ms(&c, -1);
+  assert_int_equal(IDGEN_ECLOCK, idgen_uuid7_gen_next(g, &u));
+  idgen_uuid7_gen_free(g);
+  tu_ok(idgen_uuid7_new(&u));
+  assert_int_equal(7, idgen_uuid_version(&u));
+  assert_true(idgen_uuid_is_rfc_variant(&u));
+  int64_t now = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE);
+  assert_true(idgen_uuid7_time(&u) <= now && idgen_uuid7_time(&u) > now - 1000);
+}
+
+/* Parent and child after fork: different random bits, different next IDs. */
+static void test_fork_fresh_bits(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, 1700000000000); /* frozen: the parent's next is last + 1 */
+  idgen_gen128_settings_t s = {IDGEN_CLOCK_FAST, &c.clock, NULL};
+  idgen_ulid_gen_t *ug;
+  idgen_uuid7_gen_t *vg;
+  idgen_ulid_t ulast;
+  idgen_uuid_t vlast;
+  uint8_t warm[8];
+  tu_ok(idgen_ulid_gen_new(&ug, &s));
+  tu_ok(idgen_uuid7_gen_new(&vg, &s));
+  tu_ok(idgen_ulid_gen_next(ug, &ulast));
+  tu_ok(idgen_uuid7_gen_next(vg, &vlast));
+  tu_ok(idgen_random_bytes(warm, sizeof warm)); /* the parent's buffer holds unused bytes */
+
+  struct {
+    uint8_t rnd[32];
+    idgen_ulid_t ulid;
+    idgen_uuid_t uuid;
+  } mine, child;
+  int fd[2];
+  assert_int_equal(0, pipe(fd));
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int bad = idgen_random_bytes(child.rnd, 32) != 0 || idgen_ulid_gen_next(ug, &child.ulid) != 0 ||
+              idgen_uuid7_gen_next(vg, &child.uuid) != 0;
+    bad |= write(fd[1], &child, sizeof child) != (ssize_t)sizeof child;
+    _exit(bad ? 3 : 0);
+  }
+  tu_ok(idgen_random_bytes(mine.rnd, 32));
+  tu_ok(idgen_ulid_gen_next(ug, &mine.ulid));
+  tu_ok(idgen_uuid7_gen_next(vg, &mine.uuid));
+  assert_int_equal(sizeof child, read(fd[0], &child, sizeof child));
+  int st;
+  waitpid(pid, &st, 0);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  close(fd[0]);
+  close(fd[1]);
+
+  assert_memory_not_equal(mine.rnd, child.rnd, 32);
+  assert_memory_not_equal(mine.ulid.bytes, child.ulid.bytes, 16);
+  assert_memory_not_equal(mine.uuid.bytes, child.uuid.bytes, 16);
+  /* The parent continued from its last value; the child did not. */
+  idgen_ulid_t plus1 = ulast;
+  int j = 15;
+  while (plus1.bytes[j] == 0xff)
+    plus1.bytes[j--] = 0;
+  plus1.bytes[j]++;
+  assert_memory_equal(plus1.bytes, mine.ulid.bytes, 16);
+  assert_memory_not_equal(plus1.bytes, child.ulid.bytes, 16);
+  idgen_ulid_gen_free(ug);
+  idgen_uuid7_gen_free(vg);
+}
+
+/* 2 threads x N monotonic IDs from one generator, optionally on a clock that
+ * steps back: each thread's IDs increase; no ID is shared. */
+struct mt {
+  idgen_ulid_gen_t *ug;
+  idgen_uuid7_gen_t *vg;
+  tu_clock_t *clock; /* thread 0 moves it if set */
+  size_t n;
+  uint8_t (*out)[16];
+  int errors;
+};
+
+static void *mt_main(void *p) {
+  struct mt *m = p;
+  for (size_t i = 0; i < m->n; i++) {
+    int rc = m->ug ? idgen_ulid_gen_next(m->ug, (idgen_ulid_t *)m->out[i])
+                   : idgen_uuid7_gen_next(m->vg, (idgen_uuid_t *)m->out[i]);
+    if (rc != 0)
+      m->errors++;
+    if (m->clock != NULL && i % 1000 == 999)
+      tu_clock_add_ms(m->clock, (i / 1000) % 3 == 0 ? -700 : 300);
+  }
+  return NULL;
+}
+
+static void check_two(int ulid, tu_clock_t *clock) {
+  size_t n = tu_scaled(5000000);
+  idgen_gen128_settings_t s = {IDGEN_CLOCK_FAST, clock ? &clock->clock : NULL, NULL};
+  struct mt m[2];
+  pthread_t th[2];
+  idgen_ulid_gen_t *ug = NULL;
+  idgen_uuid7_gen_t *vg = NULL;
+  if (ulid)
+    tu_ok(idgen_ulid_gen_new(&ug, &s));
+  else
+    tu_ok(idgen_uuid7_gen_new(&vg, &s));
+  for (int t = 0; t < 2; t++) {
+    m[t] = (struct mt){ug, vg, t == 0 ? clock : NULL, n, malloc(n * 16), 0};
+    assert_non_null(m[t].out);
+    pthread_create(&th[t], NULL, mt_main, &m[t]);
+  }
+  for (int t = 0; t < 2; t++)
+    pthread_join(th[t], NULL);
+  for (int t = 0; t < 2; t++) {
+    assert_int_equal(0, m[t].errors);
+    for (size_t i = 1; i < n; i++)
+      if (memcmp(m[t].out[i - 1], m[t].out[i], 16) >= 0)
+        fail_msg("thread %d: ID %zu not above the one before", t, i);
+  }
+  size_t a = 0, b = 0;
+  while (a < n && b < n) {
+    int d = memcmp(m[0].out[a], m[1].out[b], 16);
+    if (d == 0)
+      fail_msg("an ID was issued to both threads");
+    if (d < 0)
+      a++;
+    else
+      b++;
+  }
+  free(m[0].out);
+  free(m[1].out);
+  idgen_ulid_gen_free(ug);
+  idgen_uuid7_gen_free(vg);
+}
+
+static void test_threads_ulid(void **state) {
+  (void)state;
+  check_two(1, NULL);
+  tu_clock_t c;
+  tu_clock_init(&c, 1700000000000);
+  check_two(1, &c);
+}
+
+static void test_threads_uuid7(void **state) {
+  (void)state;
+  check_two(0, NULL);
+  tu_clock_t c;
+  tu_clock_init(&c, 1700000000000);
+  check_two(0, &c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_ulid_encode_vectors),
+      cmocka_unit_test(test_ulid_decode_time_vectors),
+      cmocka_unit_test(test_ulid_spec_example_and_uuid),
+      cmocka_unit_test(test_ulid_invalid_vectors),
+      cmocka_unit_test(test_ulid_strict_messages),
+      cmocka_unit_test(test_ulid_lenient),
+      cmocka_unit_test(test_ulid_roundtrip_and_order),
+      cmocka_unit_test(test_ulid_monotonic),
+      cmocka_unit_test(test_uuid_rfc_example),
+      cmocka_unit_test(test_uuid_parse_errors),
+      cmocka_unit_test(test_uuid_roundtrip),
+      cmocka_unit_test(test_uuid7_monotonic),
+      cmocka_unit_test(test_fork_fresh_bits),
+      cmocka_unit_test(test_threads_ulid),
+      cmocka_unit_test(test_threads_uuid7),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
