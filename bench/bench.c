@@ -23,7 +23,7 @@ static const char usage[] =
     "Usage: idgen bench [--runs N] [--seconds S] [--twitter-seconds S] [--quick]\n"
     "                   [--only NAME]\n"
     "\n"
-    "Measure the Snowflake generator on this machine: ns per ID and IDs per second,\n"
+    "Measure the generators and codecs on this machine: ns per ID and IDs per second,\n"
     "the median of N runs, beside a bare clock_gettime(CLOCK_REALTIME) loop\n"
     "measured in the same run.\n"
     "\n"
@@ -253,6 +253,166 @@ static int fixed_ops(long ops, const char *which) {
   return 0;
 }
 
+
+/* A timed loop: BODY runs 1024 times between clock checks, with `i` counting.
+ * BODY adds something of each result to the local `acc`, written to the
+ * volatile sink once at the end: a volatile update per operation would add a
+ * store-to-load dependency (about 2 ns here) to every measurement. */
+#define TIMED_LOOP(seconds, BODY)                                                  \
+  do {                                                                             \
+    double t0_ = mono(), t_;                                                       \
+    uint64_t n_ = 0, acc = 0;                                                      \
+    do {                                                                           \
+      for (uint64_t i = n_; i < n_ + 1024; i++) {                                  \
+        BODY;                                                                      \
+      }                                                                            \
+      n_ += 1024;                                                                  \
+    } while ((t_ = mono()) - t0_ < (seconds));                                     \
+    sink = acc;                                                                    \
+    return (struct sample){(double)n_, t_ - t0_};                                  \
+  } while (0)
+
+/* Inputs for the codec benchmarks: 64 random values in each form, cycled, so
+ * that no benchmark writes into the very string it is about to read. */
+#define NINPUTS 64
+static idgen_ulid_t in_ulid[NINPUTS];
+static char in_ulid_text[NINPUTS][IDGEN_ULID_STRLEN + 1];
+static idgen_uuid_t in_uuid[NINPUTS];
+static char in_uuid_text[NINPUTS][IDGEN_UUID_STRLEN + 1];
+
+static void make_inputs(void) {
+  for (int k = 0; k < NINPUTS; k++) {
+    idgen_random_bytes(in_ulid[k].bytes, 16);
+    in_ulid[k].bytes[0] &= 0x3f; /* keep the time below 2^46 ms, as real ULIDs are */
+    idgen_ulid_encode(&in_ulid[k], in_ulid_text[k]);
+    idgen_random_bytes(in_uuid[k].bytes, 16);
+    idgen_uuid_format(&in_uuid[k], in_uuid_text[k]);
+  }
+}
+
+static struct sample run_ulid_encode(double seconds, void *arg) {
+  (void)arg;
+  char out[IDGEN_ULID_STRLEN + 1];
+  TIMED_LOOP(seconds, {
+    idgen_ulid_encode(&in_ulid[i % NINPUTS], out);
+    acc += (uint64_t)out[25];
+  });
+}
+
+static struct sample run_ulid_decode(double seconds, void *arg) {
+  (void)arg;
+  idgen_ulid_t u;
+  TIMED_LOOP(seconds, {
+    idgen_ulid_decode(&u, in_ulid_text[i % NINPUTS], IDGEN_ULID_STRLEN, IDGEN_ULID_STRICT, NULL,
+                      0);
+    acc += u.bytes[15];
+  });
+}
+
+static struct sample run_ulid_new(double seconds, void *arg) {
+  idgen_clock_mode_t mode = *(const idgen_clock_mode_t *)arg;
+  idgen_ulid_t u;
+  char out[IDGEN_ULID_STRLEN + 1];
+  TIMED_LOOP(seconds, {
+    idgen_ulid_new(&u, idgen_clock_now_ms(mode), NULL);
+    idgen_ulid_encode(&u, out);
+    acc += (uint64_t)out[25];
+  });
+}
+
+static struct sample run_ulid_mono(double seconds, void *arg) {
+  idgen_gen128_settings_t s = {*(const idgen_clock_mode_t *)arg, NULL, NULL};
+  idgen_ulid_gen_t *g;
+  idgen_ulid_t u;
+  char out[IDGEN_ULID_STRLEN + 1];
+  idgen_ulid_gen_new(&g, &s);
+  struct sample r;
+  {
+    double t0 = mono(), t;
+    uint64_t n = 0, acc = 0;
+    do {
+      for (int i = 0; i < 1024; i++) {
+        idgen_ulid_gen_next(g, &u);
+        idgen_ulid_encode(&u, out);
+        acc += (uint64_t)out[25];
+      }
+      n += 1024;
+    } while ((t = mono()) - t0 < seconds);
+    sink = acc;
+    r = (struct sample){(double)n, t - t0};
+  }
+  idgen_ulid_gen_free(g);
+  return r;
+}
+
+static struct sample run_uuid7_new(double seconds, void *arg) {
+  (void)arg;
+  idgen_uuid_t u;
+  TIMED_LOOP(seconds, {
+    idgen_uuid7_new(&u);
+    acc += u.bytes[15];
+  });
+}
+
+static struct sample run_uuid7_gen(double seconds, void *arg) {
+  idgen_gen128_settings_t s = {*(const idgen_clock_mode_t *)arg, NULL, NULL};
+  idgen_uuid7_gen_t *g;
+  idgen_uuid_t u;
+  idgen_uuid7_gen_new(&g, &s);
+  struct sample r;
+  {
+    double t0 = mono(), t;
+    uint64_t n = 0, acc = 0;
+    do {
+      for (int i = 0; i < 1024; i++) {
+        idgen_uuid7_gen_next(g, &u);
+        acc += u.bytes[15];
+      }
+      n += 1024;
+    } while ((t = mono()) - t0 < seconds);
+    sink = acc;
+    r = (struct sample){(double)n, t - t0};
+  }
+  idgen_uuid7_gen_free(g);
+  return r;
+}
+
+static struct sample run_uuid_format(double seconds, void *arg) {
+  (void)arg;
+  char out[IDGEN_UUID_STRLEN + 1];
+  TIMED_LOOP(seconds, {
+    idgen_uuid_format(&in_uuid[i % NINPUTS], out);
+    acc += (uint64_t)out[35];
+  });
+}
+
+static struct sample run_uuid_parse(double seconds, void *arg) {
+  (void)arg;
+  idgen_uuid_t u;
+  TIMED_LOOP(seconds, {
+    idgen_uuid_parse(&u, in_uuid_text[i % NINPUTS], IDGEN_UUID_STRLEN, NULL, 0);
+    acc += u.bytes[15];
+  });
+}
+
+/* The same codecs with the AVX-512 fast paths off: what CPUs without them get. */
+static struct sample run_scalar(double seconds, void *arg) {
+  bench_fn fn = (bench_fn)arg;
+  idgen__simd_enable(0);
+  struct sample r = fn(seconds, NULL);
+  idgen__simd_enable(1);
+  return r;
+}
+
+static struct sample run_random10(double seconds, void *arg) {
+  (void)arg;
+  uint8_t b[10];
+  TIMED_LOOP(seconds, {
+    idgen_random_bytes(b, sizeof b);
+    acc += b[9];
+  });
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -274,6 +434,8 @@ static double measure(const char *name, const struct opts *o, bench_fn fn, void 
   printf("%-34s %9.2f ns/ID %9.2f M IDs/s", name, 1e9 / med, med / 1e6);
   if (floor_rate > 0)
     printf("  %5.0f%% of clock loop", 100.0 * med / floor_rate);
+  else if (floor_rate < 0) /* -floor_rate is the clock loop's rate: show the cost above it */
+    printf("  clock + %5.2f ns", 1e9 / med - 1e9 / -floor_rate);
   printf("   [min %.2f, max %.2f M/s]", rates[0] / 1e6, rates[runs - 1] / 1e6);
   if (note != NULL)
     printf("  %s", note);
@@ -333,8 +495,11 @@ int idgen_bench_main(int argc, char **argv) {
 
   if (o.ops > 0)
     return fixed_ops(o.ops, o.only);
-  printf("idgen %s bench: median of %d runs of %.1f s; TSC fast clock %s\n", idgen_version(),
-         o.runs, o.seconds, idgen__clock_fast_available() ? "available" : "not available");
+  printf("idgen %s bench: median of %d runs of %.1f s; TSC fast clock %s; AVX-512 VBMI codecs "
+         "%s\n",
+         idgen_version(), o.runs, o.seconds,
+         idgen__clock_fast_available() ? "available" : "not available",
+         idgen__simd_available() ? "on" : "off");
   struct opts all = o;
   all.only = NULL;
   double floor_rate = measure("clock_gettime(CLOCK_REALTIME) loop", &all, run_clock, NULL,
@@ -355,6 +520,33 @@ int idgen_bench_main(int argc, char **argv) {
   measure("next_n(1000) wide", &o, run_gen, &batch, o.seconds, floor_rate, NULL);
   measure("compose twitter", &o, run_compose, NULL, o.seconds, 0, NULL);
   measure("decompose twitter", &o, run_decompose, NULL, o.seconds, 0, NULL);
+
+  static const idgen_clock_mode_t fast = IDGEN_CLOCK_FAST, precise = IDGEN_CLOCK_PRECISE;
+  make_inputs();
+  measure("random 10 bytes", &o, run_random10, NULL, o.seconds, 0, NULL);
+  measure("ulid encode", &o, run_ulid_encode, NULL, o.seconds, 0, NULL);
+  measure("ulid decode (strict, validating)", &o, run_ulid_decode, NULL, o.seconds, 0, NULL);
+  measure("ulid new+encode fast-clock", &o, run_ulid_new, (void *)&fast, o.seconds, -floor_rate,
+          NULL);
+  measure("ulid new+encode precise-clock", &o, run_ulid_new, (void *)&precise, o.seconds,
+          -floor_rate, NULL);
+  measure("ulid monotonic+encode fast-clock", &o, run_ulid_mono, (void *)&fast, o.seconds,
+          -floor_rate, NULL);
+  measure("ulid monotonic+encode precise-clock", &o, run_ulid_mono, (void *)&precise, o.seconds,
+          -floor_rate, NULL);
+  measure("uuid7 new (fast clock)", &o, run_uuid7_new, NULL, o.seconds, -floor_rate, NULL);
+  measure("uuid7 monotonic fast-clock", &o, run_uuid7_gen, (void *)&fast, o.seconds, -floor_rate,
+          NULL);
+  measure("uuid7 monotonic precise-clock", &o, run_uuid7_gen, (void *)&precise, o.seconds,
+          -floor_rate, NULL);
+  measure("uuid format", &o, run_uuid_format, NULL, o.seconds, 0, NULL);
+  measure("uuid parse", &o, run_uuid_parse, NULL, o.seconds, 0, NULL);
+  if (idgen__simd_available()) {
+    measure("ulid decode, scalar path", &o, run_scalar, (void *)run_ulid_decode, o.seconds, 0,
+            NULL);
+    measure("uuid parse, scalar path", &o, run_scalar, (void *)run_uuid_parse, o.seconds, 0,
+            NULL);
+  }
 
   struct gen_arg tw = {"twitter", IDGEN_CLOCK_FAST, 0, 1, 0};
   char note[128];

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core_int.h"
 #include "testutil.h"
 
 static void decode_ok(idgen_ulid_t *u, const char *s, int mode) {
@@ -518,6 +519,53 @@ static void test_threads_uuid7(void **state) {
   check_two(0, &c);
 }
 
+/* The AVX-512 fast paths must agree with the scalar code on every input:
+ * valid ULIDs and UUIDs, and the same with one byte changed. */
+static void test_simd_matches_scalar(void **state) {
+  (void)state;
+  if (!idgen__simd_available())
+    skip();
+  uint64_t seed = 0x9e3779b97f4a7c15u;
+  int rejected = 0;
+  for (int i = 0; i < 300000; i++) {
+    idgen_ulid_t u, a, b;
+    idgen_uuid_t v, c, d;
+    char us[IDGEN_ULID_STRLEN + 1], vs[IDGEN_UUID_STRLEN + 1];
+    tu_ok(idgen_random_bytes(u.bytes, 16));
+    u.bytes[0] &= (uint8_t)(i % 3 ? 0xff : 0x3f);
+    memcpy(v.bytes, u.bytes, 16);
+    idgen_ulid_encode(&u, us);
+    idgen_uuid_format(&v, vs);
+    seed = seed * 6364136223846793005u + 1442695040888963407u;
+    if (i % 2) { /* one byte changed: anything from 0 to 255 */
+      us[(seed >> 33) % 26] = (char)(seed >> 8);
+      vs[(seed >> 40) % 36] = (char)(seed >> 16);
+    }
+    for (int mode = 0; mode < 2; mode++) {
+      memset(&a, 0, sizeof a);
+      memset(&b, 0, sizeof b);
+      int r1 = idgen_ulid_decode(&a, us, 26, mode, NULL, 0);
+      idgen__simd_enable(0);
+      int r2 = idgen_ulid_decode(&b, us, 26, mode, NULL, 0);
+      idgen__simd_enable(1);
+      assert_int_equal(r2, r1);
+      if (r1 == 0)
+        assert_memory_equal(b.bytes, a.bytes, 16);
+      rejected += r1 != 0;
+    }
+    memset(&c, 0, sizeof c);
+    memset(&d, 0, sizeof d);
+    int r1 = idgen_uuid_parse(&c, vs, 36, NULL, 0);
+    idgen__simd_enable(0);
+    int r2 = idgen_uuid_parse(&d, vs, 36, NULL, 0);
+    idgen__simd_enable(1);
+    assert_int_equal(r2, r1);
+    if (r1 == 0)
+      assert_memory_equal(d.bytes, c.bytes, 16);
+  }
+  assert_true(rejected > 10000); /* the mutations did reach the error paths */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ulid_encode_vectors),
@@ -535,6 +583,7 @@ int main(void) {
       cmocka_unit_test(test_fork_fresh_bits),
       cmocka_unit_test(test_threads_ulid),
       cmocka_unit_test(test_threads_uuid7),
+      cmocka_unit_test(test_simd_matches_scalar),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

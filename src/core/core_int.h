@@ -21,6 +21,14 @@
 #define IDGEN_LIKELY(x) (x)
 #define IDGEN_UNLIKELY(x) (x)
 #define IDGEN_PRINTF(f, a)
+/* AVX-512 VBMI fast paths (simd.c): 0 and the 16 bytes if the input is
+ * valid, nonzero otherwise (the caller then runs the scalar code, which
+ * decides and words the error).  Call only when idgen__simd_available(). */
+int idgen__simd_available(void);
+void idgen__simd_enable(int on); /* 0: scalar only (tests); 1: use if the CPU has it */
+int idgen__ulid_decode_simd(const char *s26, int lenient, uint8_t *out);
+int idgen__uuid_parse36_simd(const char *s36, uint8_t *out);
+
 /* Random bytes from the default secure source (random.c); returns 0 or
  * IDGEN_ERANDOM.  `r` may be NULL (the default) or an injected source. */
 int idgen__random(const idgen_random_t *r, void *buf, size_t n);
@@ -80,6 +88,14 @@ static inline int64_t idgen__clock_precise_ms(void) {
  * generation; hot paths then compare against idgen__fork_gen directly. */
 extern _Atomic unsigned idgen__fork_gen;
 unsigned idgen__fork_watch(void);
+
+/* AVX-512 VBMI fast paths (simd.c): 0 and the 16 bytes if the input is
+ * valid, nonzero otherwise (the caller then runs the scalar code, which
+ * decides and words the error).  Call only when idgen__simd_available(). */
+int idgen__simd_available(void);
+void idgen__simd_enable(int on); /* 0: scalar only (tests); 1: use if the CPU has it */
+int idgen__ulid_decode_simd(const char *s26, int lenient, uint8_t *out);
+int idgen__uuid_parse36_simd(const char *s36, uint8_t *out);
 
 /* Random bytes from the default secure source (random.c); returns 0 or
  * IDGEN_ERANDOM.  `r` may be NULL (the default) or an injected source. */

@@ -8,8 +8,9 @@
  * DRBG is seeded from the kernel, reseeds itself periodically, and detects
  * fork() on its own.  Our per-thread buffer must too: it is tagged with the
  * fork generation and thrown away in a child, so a child never hands out
- * bytes its parent also had.  Bytes are wiped from the buffer as they are
- * handed out, so a later memory disclosure shows no past IDs' bits.
+ * bytes its parent also had.  Bytes handed out are not wiped from the
+ * buffer: they become public ID bits anyway; the buffer is cleansed when its
+ * thread exits.
  */
 #define _GNU_SOURCE
 #include <openssl/rand.h>
@@ -60,7 +61,6 @@ static int refill(size_t n, void *out) {
   if (RAND_bytes(b->bytes, RBUF_SIZE) != 1)
     return IDGEN_ERANDOM;
   memcpy(out, b->bytes, n);
-  memset(b->bytes, 0, n);
   b->pos = n;
   return 0;
 }
@@ -72,7 +72,6 @@ int idgen__random(const idgen_random_t *r, void *out, size_t n) {
   if (IDGEN_LIKELY(b != NULL && RBUF_SIZE - b->pos >= n &&
                    b->gen == atomic_load_explicit(&idgen__fork_gen, memory_order_relaxed))) {
     memcpy(out, b->bytes + b->pos, n);
-    memset(b->bytes + b->pos, 0, n);
     b->pos += n;
     return 0;
   }

@@ -18,25 +18,16 @@
 #include <string.h>
 
 #include "core_int.h"
+#include "tables.h"
 
 static const char alphabet[32] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
-/* Character values plus one, 0 for invalid: strict, then lenient. */
-static unsigned char dec_strict[256], dec_lenient[256];
-static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+/* Character values, 0xff for invalid (tables.h). */
+#define dec_strict idgen__ulid_strict
+#define dec_lenient idgen__ulid_lenient
 
-static void tables_init(void) {
-  for (int i = 0; i < 32; i++) {
-    unsigned char c = (unsigned char)alphabet[i];
-    dec_strict[c] = dec_lenient[c] = (unsigned char)(i + 1);
-    if (c >= 'A' && c <= 'Z')
-      dec_strict[c + 32] = dec_lenient[c + 32] = (unsigned char)(i + 1);
-  }
-  static const char aliases[] = "IiLl";
-  for (int i = 0; aliases[i]; i++)
-    dec_lenient[(unsigned char)aliases[i]] = 2; /* 1 */
-  dec_lenient['O'] = dec_lenient['o'] = 1;      /* 0 */
-}
+/* Encoding takes two characters per 10 bits: 130 bits (2 of padding, 48 of
+ * time, 80 random) are exactly 13 pairs (idgen__ulid_pairs, tables.h). */
 
 static void put_u48(uint8_t *p, uint64_t v) {
   for (int i = 0; i < 6; i++)
@@ -50,7 +41,18 @@ static uint64_t get_be(const uint8_t *p, int n) {
   return v;
 }
 
-int64_t idgen_ulid_time(const idgen_ulid_t *u) { return (int64_t)get_be(u->bytes, 6); }
+static uint64_t be64(const uint8_t *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return __builtin_bswap64(v);
+}
+
+static void store_be64(uint8_t *p, uint64_t v) {
+  v = __builtin_bswap64(v);
+  memcpy(p, &v, 8);
+}
+
+int64_t idgen_ulid_time(const idgen_ulid_t *u) { return (int64_t)(be64(u->bytes) >> 16); }
 
 int idgen_ulid_new(idgen_ulid_t *out, int64_t unix_ms, const idgen_random_t *rnd) {
   if (unix_ms < 0 || unix_ms > IDGEN_ULID_MAX_MS)
@@ -62,28 +64,19 @@ int idgen_ulid_new(idgen_ulid_t *out, int64_t unix_ms, const idgen_random_t *rnd
   return 0;
 }
 
-/* 8 characters from the low 40 bits of v. */
-static void enc40(char *o, uint64_t v) {
-  for (int i = 0; i < 8; i++)
-    o[i] = alphabet[(v >> (35 - 5 * i)) & 31];
+/* 2k characters from the low 10k bits of v: one 2-byte store per pair. */
+static inline void enc_pairs(char *o, uint64_t v, int k) {
+#pragma GCC unroll 8
+  for (int i = 0; i < k; i++)
+    memcpy(o + 2 * i, idgen__ulid_pairs + 2 * ((v >> (10 * (k - 1 - i))) & 1023), 2);
 }
 
 void idgen_ulid_encode(const idgen_ulid_t *u, char *out) {
-  uint64_t t = get_be(u->bytes, 6);
-  uint64_t hi = get_be(u->bytes + 6, 5), lo = get_be(u->bytes + 11, 5);
-  out[0] = alphabet[t >> 45];
-  out[1] = alphabet[(t >> 40) & 31];
-  enc40(out + 2, t);
-  enc40(out + 10, hi);
-  enc40(out + 18, lo);
+  uint64_t hi = be64(u->bytes), lo = be64(u->bytes + 8);
+  enc_pairs(out, hi >> 16, 5);                                /* time: 50 bits */
+  enc_pairs(out + 10, (hi & 0xffff) << 24 | lo >> 40, 4);    /* random 79..40 */
+  enc_pairs(out + 18, lo & ((UINT64_C(1) << 40) - 1), 4);    /* random 39..0 */
   out[26] = '\0';
-}
-
-static uint64_t dec40(const unsigned char *v) {
-  uint64_t x = 0;
-  for (int i = 0; i < 8; i++)
-    x = x << 5 | v[i];
-  return x;
 }
 
 /* Names the first bad character of s (strict or lenient), for the message. */
@@ -92,13 +85,13 @@ static int describe_bad(const char *s, size_t len, int lenient, char *err, size_
     unsigned char c = (unsigned char)s[i];
     if (lenient && c == '-')
       continue;
-    if ((lenient ? dec_lenient : dec_strict)[c] != 0)
+    if ((lenient ? dec_lenient : dec_strict)[c] != 0xff)
       continue;
-    if (!lenient && dec_lenient[c] != 0)
+    if (!lenient && dec_lenient[c] != 0xff)
       return idgen__err(err, errlen, IDGEN_EPARSE,
                         "ULID: character '%c' at position %zu is not in the alphabet (lenient "
                         "decoding reads it as %c)",
-                        c, i + 1, dec_lenient[c] == 2 ? '1' : '0');
+                        c, i + 1, dec_lenient[c] == 1 ? '1' : '0');
     if (c == 'U' || c == 'u')
       return idgen__err(err, errlen, IDGEN_EPARSE,
                         "ULID: character '%c' at position %zu is not in the alphabet (U is "
@@ -113,61 +106,68 @@ static int describe_bad(const char *s, size_t len, int lenient, char *err, size_
   return idgen__err(err, errlen, IDGEN_EPARSE, "ULID: malformed");
 }
 
+/* Folds 2k characters into v, two at a time (10 bits per step keeps the
+ * dependency chain short without keeping 26 values alive at once); an
+ * invalid character sets bits above 31 in *bad. */
+static inline uint64_t dec_run(const unsigned char *tab, const char *s, int k, unsigned *bad) {
+  uint64_t v = 0;
+  unsigned b = 0;
+#pragma GCC unroll 5
+  for (int i = 0; i < k; i++) {
+    unsigned d0 = tab[(unsigned char)s[2 * i]], d1 = tab[(unsigned char)s[2 * i + 1]];
+    b |= d0 | d1;
+    v = v << 10 | (d0 << 5 | d1);
+  }
+  *bad |= b;
+  return v;
+}
+
 int idgen_ulid_decode(idgen_ulid_t *out, const char *s, size_t len, int mode, char *err,
                       size_t errlen) {
-  pthread_once(&tables_once, tables_init);
   int lenient = mode == IDGEN_ULID_LENIENT;
   const unsigned char *tab = lenient ? dec_lenient : dec_strict;
-  unsigned char v[26];
+  char packed[IDGEN_ULID_STRLEN];
   size_t first_pos = 1; /* 1-based position of the first character used */
 
-  if (!lenient || memchr(s, '-', len) == NULL) {
-    if (len != IDGEN_ULID_STRLEN)
-      return idgen__err(err, errlen, IDGEN_EPARSE, "ULID: %zu characters, want 26", len);
-    unsigned bad = 0;
-    for (int i = 0; i < 26; i++) {
-      v[i] = tab[(unsigned char)s[i]];
-      bad |= v[i] == 0;
-    }
-    if (bad)
-      return describe_bad(s, len, lenient, err, errlen);
-  } else {
+  if (lenient && memchr(s, '-', len) != NULL) {
+    /* Validate while packing, so that positions refer to the input as given. */
     size_t n = 0;
     for (size_t i = 0; i < len; i++) {
-      if (s[i] == '-')
+      unsigned char c = (unsigned char)s[i];
+      if (c == '-')
         continue;
-      if (n == 26) {
-        n++;
-        break;
-      }
-      if (n == 0)
-        first_pos = i + 1;
-      v[n] = tab[(unsigned char)s[i]];
-      if (v[n] == 0)
+      if (tab[c] == 0xff)
         return describe_bad(s, len, 1, err, errlen);
+      if (n < IDGEN_ULID_STRLEN) {
+        if (n == 0)
+          first_pos = i + 1;
+        packed[n] = (char)c;
+      }
       n++;
     }
-    if (n != 26) {
-      size_t total = 0;
-      for (size_t i = 0; i < len; i++)
-        total += s[i] != '-';
+    if (n != IDGEN_ULID_STRLEN)
       return idgen__err(err, errlen, IDGEN_EPARSE,
-                        "ULID: %zu characters without hyphens, want 26", total);
-    }
+                        "ULID: %zu characters without hyphens, want 26", n);
+    s = packed;
+  } else if (len != IDGEN_ULID_STRLEN) {
+    return idgen__err(err, errlen, IDGEN_EPARSE, "ULID: %zu characters, want 26", len);
+  } else if (idgen__simd_available() && idgen__ulid_decode_simd(s, lenient, out->bytes) == 0) {
+    return 0;
   }
-  for (int i = 0; i < 26; i++)
-    v[i]--;
-  if (v[0] > 7)
+
+  unsigned bad = 0;
+  unsigned first = tab[(unsigned char)s[0]];
+  uint64_t t = dec_run(tab, s, 5, &bad);
+  uint64_t hi = dec_run(tab, s + 10, 4, &bad);
+  uint64_t lo = dec_run(tab, s + 18, 4, &bad);
+  if (IDGEN_UNLIKELY(bad > 31))
+    return describe_bad(s, len, lenient, err, errlen);
+  if (first > 7)
     return idgen__err(err, errlen, IDGEN_ERANGE,
                       "ULID: first character '%c' at position %zu overflows 128 bits (at most 7)",
-                      alphabet[v[0]], first_pos);
-  uint64_t t = (uint64_t)v[0] << 45 | (uint64_t)v[1] << 40 | dec40(v + 2);
-  uint64_t hi = dec40(v + 10), lo = dec40(v + 18);
-  put_u48(out->bytes, t);
-  for (int i = 0; i < 5; i++) {
-    out->bytes[6 + i] = (uint8_t)(hi >> (32 - 8 * i));
-    out->bytes[11 + i] = (uint8_t)(lo >> (32 - 8 * i));
-  }
+                      alphabet[first], first_pos);
+  store_be64(out->bytes, t << 16 | hi >> 24);
+  store_be64(out->bytes + 8, hi << 40 | lo);
   return 0;
 }
 
@@ -246,11 +246,8 @@ int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t now, idgen_ulid_t *out) 
   g->last_lo = lo;
   idgen__lock_release(&g->lock);
 
-  put_u48(out->bytes, (uint64_t)ms);
-  out->bytes[6] = (uint8_t)(hi >> 8);
-  out->bytes[7] = (uint8_t)hi;
-  for (int i = 0; i < 8; i++)
-    out->bytes[8 + i] = (uint8_t)(lo >> (56 - 8 * i));
+  store_be64(out->bytes, (uint64_t)ms << 16 | hi);
+  store_be64(out->bytes + 8, lo);
   return 0;
 }
 

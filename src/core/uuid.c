@@ -19,22 +19,20 @@
 #include <strings.h>
 
 #include "core_int.h"
+#include "tables.h"
 
 #define UUID7_MAX_MS ((INT64_C(1) << 48) - 1)
 #define COUNTER_BITS 42
 #define COUNTER_MAX ((UINT64_C(1) << COUNTER_BITS) - 1)
 
-static const char hexdig[] = "0123456789abcdef";
+static const uint8_t at36[16] = {0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34};
 
 void idgen_uuid_format(const idgen_uuid_t *u, char *out) {
-  char *o = out;
-  for (int i = 0; i < 16; i++) {
-    if (i == 4 || i == 6 || i == 8 || i == 10)
-      *o++ = '-';
-    *o++ = hexdig[u->bytes[i] >> 4];
-    *o++ = hexdig[u->bytes[i] & 15];
-  }
-  *o = '\0';
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++)
+    memcpy(out + at36[i], idgen__hex_pairs + 2 * u->bytes[i], 2);
+  out[8] = out[13] = out[18] = out[23] = '-';
+  out[36] = '\0';
 }
 
 /* Hex digit values plus one; 0 for anything else. */
@@ -53,6 +51,36 @@ static int bad_char(char *err, size_t errlen, unsigned char c, size_t pos, const
                     pos, want);
 }
 
+static const uint8_t at32[16] = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+
+/* Decodes 16 bytes whose digit pairs start at s[at[i]]; returns the OR of all
+ * digit values, above 15 if any digit was bad. */
+static inline unsigned hex_bytes(uint8_t *out, const char *s, const uint8_t *at) {
+  unsigned bad = 0;
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) {
+    unsigned char a = (unsigned char)(hexval1[(unsigned char)s[at[i]]] - 1);
+    unsigned char b = (unsigned char)(hexval1[(unsigned char)s[at[i] + 1]] - 1);
+    bad |= a | b;
+    out[i] = (uint8_t)(a << 4 | (b & 15));
+  }
+  return bad;
+}
+
+/* Reports the first character of s[0..len) that is not where it should be. */
+static int describe_uuid(const char *s, size_t len, size_t base, int hyphens, char *err,
+                         size_t errlen) {
+  for (size_t j = 0; j < len; j++) {
+    int dash = hyphens && (j == 8 || j == 13 || j == 18 || j == 23);
+    unsigned char c = (unsigned char)s[j];
+    if (dash && c != '-')
+      return bad_char(err, errlen, c, base + j + 1, "'-'");
+    if (!dash && hexval1[c] == 0)
+      return bad_char(err, errlen, c, base + j + 1, "a hex digit");
+  }
+  return idgen__err(err, errlen, IDGEN_EPARSE, "UUID: malformed");
+}
+
 int idgen_uuid_parse(idgen_uuid_t *u, const char *s, size_t len, char *err, size_t errlen) {
   size_t base = 0; /* characters skipped, for 1-based positions in the input */
   if (len >= 9 && strncasecmp(s, "urn:uuid:", 9) == 0) {
@@ -60,25 +88,22 @@ int idgen_uuid_parse(idgen_uuid_t *u, const char *s, size_t len, char *err, size
     len -= 9;
     base = 9;
   }
-  int hyphens = len == 36;
   if (len != 36 && len != 32)
     return idgen__err(err, errlen, IDGEN_EPARSE,
                       "UUID: %zu characters, want 36 (8-4-4-4-12) or 32 hex digits", len + base);
-  size_t j = 0;
-  for (int i = 0; i < 16; i++) {
-    if (hyphens && (j == 8 || j == 13 || j == 18 || j == 23)) {
-      if (s[j] != '-')
-        return bad_char(err, errlen, (unsigned char)s[j], base + j + 1, "'-'");
-      j++;
-    }
-    unsigned char a = (unsigned char)s[j], b = (unsigned char)s[j + 1];
-    if (hexval1[a] == 0)
-      return bad_char(err, errlen, a, base + j + 1, "a hex digit");
-    if (hexval1[b] == 0)
-      return bad_char(err, errlen, b, base + j + 2, "a hex digit");
-    u->bytes[i] = (uint8_t)((hexval1[a] - 1) << 4 | (hexval1[b] - 1));
-    j += 2;
+  int hyphens = len == 36;
+  unsigned bad;
+  if (hyphens && idgen__simd_available() && idgen__uuid_parse36_simd(s, u->bytes) == 0)
+    return 0;
+  if (hyphens) {
+    if ((s[8] != '-') | (s[13] != '-') | (s[18] != '-') | (s[23] != '-'))
+      return describe_uuid(s, len, base, hyphens, err, errlen);
+    bad = hex_bytes(u->bytes, s, at36);
+  } else {
+    bad = hex_bytes(u->bytes, s, at32);
   }
+  if (IDGEN_UNLIKELY(bad > 15))
+    return describe_uuid(s, len, base, hyphens, err, errlen);
   return 0;
 }
 
