@@ -158,9 +158,13 @@ int64_t idgen__clock_fast_ms(void) {
     if (IDGEN_LIKELY(--c->verify != 0))
       return c->ms;
     /* A check: a real read inside the window must show the same millisecond.
-     * If the millisecond had already ended, the TSC model is wrong here. */
+     * The read is bracketed by a second rdtsc: only if that is still inside
+     * the window was the read too, so a later millisecond proves the TSC
+     * model wrong here.  (Without the bracket, a thread preempted between
+     * rdtsc and clock_gettime would condemn a sound model.) */
     int64_t ms = ns_to_ms(idgen__clock_ns());
-    if (ms > c->ms)
+    uint64_t t2 = __rdtsc();
+    if (ms > c->ms && t2 - c->start < c->span)
       atomic_store_explicit(&tsc_state, 0, memory_order_relaxed);
     if (ms != c->ms)
       return tsc_refresh(c);
