@@ -135,6 +135,29 @@ static void test_no_borrow_refuses_step_back(void **state) {
   idgen_snowflake_free(g);
 }
 
+/* Refused calls take nothing: after 100 refusals the next ID is the very
+ * next value.  This covers the slow path; the hot path (system clock only)
+ * is covered by test_tiny_sequence_no_livelock in test_concurrency.c, which
+ * hung when the hot path took a value on every call it then refused. */
+static void test_refusals_consume_nothing(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, T0);
+  idgen_snowflake_settings_t s = settings(&c, 0, 0);
+  idgen_snowflake_t *g = tu_gen("time:41,sequence:1,node:3,epoch=1288834974657", &s);
+  uint64_t a, b, id;
+  tu_ok(idgen_snowflake_next(g, &a));
+  tu_ok(idgen_snowflake_next(g, &b));
+  assert_int_equal(a + 8, b); /* sequence 1 bit above 3 node bits */
+  tu_clock_add_ms(&c, -5);
+  for (int i = 0; i < 100; i++)
+    assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_next(g, &id));
+  tu_clock_add_ms(&c, 5);
+  tu_ok(idgen_snowflake_next(g, &id)); /* waits out the tick: the next tick, sequence 0 */
+  assert_int_equal((TW_TICK0 + 1) << 4, id);
+  idgen_snowflake_free(g);
+}
+
 static void test_sequence_exhausted_borrows(void **state) {
   (void)state;
   tu_clock_t c;
@@ -451,6 +474,7 @@ int main(void) {
       cmocka_unit_test(test_step_back_waits),
       cmocka_unit_test(test_step_back_refused_then_recovers),
       cmocka_unit_test(test_no_borrow_refuses_step_back),
+      cmocka_unit_test(test_refusals_consume_nothing),
       cmocka_unit_test(test_sequence_exhausted_borrows),
       cmocka_unit_test(test_sequence_exhausted_waits),
       cmocka_unit_test(test_last_tick),

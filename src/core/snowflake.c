@@ -10,19 +10,24 @@
  * modification order: they are unique and increase in real-time order across
  * threads (G1, G2) without a lock.
  *
- * The hot path (millisecond ticks, no injected clock, T+S <= 63 bits) is one
- * fetch_add: take c = next++, and keep c if its tick is neither behind the
- * wall clock nor further ahead than max_borrow_ms allows.  Otherwise c is
- * dropped (never issued, so never repeated) and the slow path decides with a
- * compare-and-swap: jump to the wall clock's tick, or wait, or refuse.
+ * The hot path (millisecond ticks, no injected clock, T+S <= 63 bits) is a
+ * load and one fetch_add: if `next` is not past the borrow window, take
+ * c = next++, and keep c if its tick is neither behind the wall clock nor
+ * further ahead than max_borrow_ms allows.  Otherwise c is dropped (never
+ * issued, so never repeated) and the slow path decides with a
+ * compare-and-swap: jump to the wall clock's tick, or wait, or refuse.  The
+ * load keeps the hot path from dropping future values while the generator is
+ * ahead of the clock (it only drops values of ticks already past).
  * fetch_add cannot wrap: `next` stays below 2^63 + (number of calls), and for
  * 64-bit state (T+S = 64) the generator only uses compare-and-swap.
  *
  * Waiting (G3).  When the next value's tick is more than max_borrow_ms ahead
- * of the wall clock, the call sleeps until it is not.  Sleeping to the end of
- * the current wall tick is always allowed (a used-up sequence); anything
- * beyond counts against max_wait_ms.  If the needed wait is larger, the call
- * fails at once with IDGEN_ECLOCK instead of sleeping in vain.
+ * of the wall clock, the call reserves it and sleeps until it may be issued.
+ * Sleeping to the end of the current wall tick is always allowed (a used-up
+ * sequence); anything beyond counts against max_wait_ms.  If the needed wait
+ * is larger, the call fails at once with IDGEN_ECLOCK instead of sleeping in
+ * vain.  Reserving first makes waiting calls take their turn in order, so
+ * every wait is bounded (see claim()).
  *
  * A batch (next_n) claims as much of the allowed window as it needs in one
  * compare-and-swap and writes the IDs tick by tick with additions.
@@ -136,10 +141,17 @@ static int refuse(idgen_snowflake_t *g) {
 /*
  * Claims up to `k` consecutive values, at least one: [*first, *first + *got).
  * `ms` is a fresh reading of the wall clock in milliseconds.
+ *
+ * A value whose tick is within max_borrow_ms of the wall clock is returned at
+ * once.  Otherwise the call *reserves* it (the same compare-and-swap) if the
+ * wait for its tick fits the allowance -- the rest of the current tick, which
+ * is free, plus what is left of max_wait_ms -- and then sleeps until the tick
+ * may be issued.  Reserving before sleeping serves waiting calls in the order
+ * they came: without it, a caller could lose the race for every new tick and
+ * wait without bound.  A value beyond the allowance is refused at once.
  */
 static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, uint64_t *got) {
   int64_t charged = 0; /* ns of waiting counted against max_wait_ms */
-  int counted = 0;
   const unsigned S = g->seq_bits;
 
   for (;;) {
@@ -148,61 +160,71 @@ static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, 
     uint64_t x = (uint64_t)(ms - g->epoch) / (uint64_t)g->unit;
     if (x > g->max_tick)
       return IDGEN_EEXHAUSTED;
+    /* Ticks issuable now (tl), and reservable within the allowance (tr). */
+    int64_t tick_end_ms = g->epoch + (int64_t)(x + 1) * g->unit;
+    int64_t left_ms = (g->wait_ms * NS_PER_MS - charged) / NS_PER_MS;
     uint64_t tl = (uint64_t)(ms - g->epoch + g->borrow_ms) / (uint64_t)g->unit;
+    uint64_t tr = (uint64_t)(tick_end_ms + left_ms + g->borrow_ms - g->epoch) / (uint64_t)g->unit;
     if (tl > g->max_tick)
       tl = g->max_tick;
-    uint64_t lim = (tl << S) | g->seq_mask;
+    if (tr > g->max_tick)
+      tr = g->max_tick;
+    uint64_t lim = (tl << S) | g->seq_mask, limr = (tr << S) | g->seq_mask;
     if (lim > g->max_state)
       lim = g->max_state;
+    if (limr > g->max_state)
+      limr = g->max_state;
 
-    uint64_t cur = atomic_load_explicit(&g->next, memory_order_acquire), start;
+    uint64_t cur = atomic_load_explicit(&g->next, memory_order_acquire), start, end;
     for (;;) {
       if (cur > g->max_state)
         return IDGEN_EEXHAUSTED;
       start = cur;
       if ((start >> S) < x)
         start = (x << S) | seq_start(g);
-      if (start > lim)
-        break;
-      uint64_t end = (lim - start >= k - 1) ? start + k - 1 : lim;
+      if (start > limr)
+        return start > g->max_state ? IDGEN_EEXHAUSTED : refuse(g);
+      /* Issuable values: as many as asked, up to lim.  A reservation: only
+       * within start's own tick, so the call waits for one tick. */
+      uint64_t cap = start <= lim ? lim : (start | g->seq_mask);
+      if (cap > limr)
+        cap = limr;
+      end = (cap - start >= k - 1) ? start + k - 1 : cap;
       if (atomic_compare_exchange_weak_explicit(&g->next, &cur, end + 1, memory_order_acq_rel,
-                                                memory_order_acquire)) {
-        *first = start;
-        *got = end - start + 1;
-        return 0;
-      }
+                                                memory_order_acquire))
+        break;
     }
-    if (start > g->max_state)
-      return IDGEN_EEXHAUSTED;
+    *first = start;
+    *got = end - start + 1;
+    if (start <= lim)
+      return 0;
 
-    /* Wait until the wall clock is within max_borrow_ms of start's tick. */
-    int64_t t_ns = now_ns(g);
-    ms = ns_to_ms(t_ns);
-    if (ms < g->epoch)
-      return refuse(g);
-    int64_t sub_ns = t_ns - ms * NS_PER_MS;
-    int64_t target_ms = g->epoch + (int64_t)(start >> S) * g->unit - g->borrow_ms;
-    if (target_ms <= ms)
-      continue; /* the clock moved on meanwhile: try again */
-    int64_t tick_end_ms = g->epoch + ((ms - g->epoch) / g->unit + 1) * g->unit;
-    if (target_ms - ms > tick_end_ms - ms + g->wait_ms + 1)
-      return refuse(g); /* far out of reach: no need to compute in ns */
-    /* Only the part beyond the end of the current tick is charged: under
-     * contention another thread may use up each new tick before this one
-     * wakes, and waiting out a used-up tick is always allowed. */
-    int64_t need = (target_ms - ms) * NS_PER_MS - sub_ns;
-    int64_t free_ns = (tick_end_ms - ms) * NS_PER_MS - sub_ns;
-    int64_t charge = need > free_ns ? need - free_ns : 0;
-    if (!counted) {
-      atomic_fetch_add_explicit(charge == 0 ? &g->sequence_exhausted : &g->clock_waits, 1,
-                                memory_order_relaxed);
-      counted = 1;
+    /* Reserved: sleep until start's tick is within max_borrow_ms. */
+    int counted = 0;
+    for (;;) {
+      int64_t t_ns = now_ns(g);
+      ms = ns_to_ms(t_ns);
+      int64_t target_ms = g->epoch + (int64_t)(start >> S) * g->unit - g->borrow_ms;
+      if (target_ms <= ms && ms >= g->epoch)
+        return 0;
+      int64_t end_ms = ms < g->epoch ? target_ms
+                                     : g->epoch + ((ms - g->epoch) / g->unit + 1) * g->unit;
+      /* Far out of reach (the clock stepped back meanwhile): no ns arithmetic. */
+      if (target_ms - ms > end_ms - ms + g->wait_ms + 1)
+        return refuse(g); /* the reserved values are dropped, never reissued */
+      int64_t sub_ns = t_ns - ms * NS_PER_MS;
+      int64_t need = (target_ms - ms) * NS_PER_MS - sub_ns;
+      int64_t charge = target_ms > end_ms ? (target_ms - end_ms) * NS_PER_MS : 0;
+      if (!counted) {
+        atomic_fetch_add_explicit(charge == 0 ? &g->sequence_exhausted : &g->clock_waits, 1,
+                                  memory_order_relaxed);
+        counted = 1;
+      }
+      if (charged + charge > g->wait_ms * NS_PER_MS)
+        return refuse(g);
+      sleep_ns(g, need);
+      charged += charge;
     }
-    if (charged + charge > g->wait_ms * NS_PER_MS)
-      return refuse(g);
-    sleep_ns(g, need);
-    charged += charge;
-    ms = now_ms(g);
   }
 }
 
@@ -214,10 +236,17 @@ int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id) {
     /* Unsigned: a clock before the epoch gives a huge x and takes the slow path. */
     uint64_t x = (uint64_t)(ms - g->epoch);
     if (IDGEN_LIKELY(x <= g->max_tick)) {
-      uint64_t c = atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
-      if (IDGEN_LIKELY(c - (x << g->seq_bits) <= g->fast_span && c <= g->max_state)) {
-        *id = compose(g, c);
-        return 0;
+      /* Look first: when the generator is ahead of the window (a used-up
+       * tick, reserved ticks), fetch_add would throw away a future value on
+       * every call, and with a small sequence faster than ticks go by. */
+      uint64_t base = x << g->seq_bits;
+      uint64_t c = atomic_load_explicit(&g->next, memory_order_relaxed);
+      if (IDGEN_LIKELY(c < base + g->fast_span)) {
+        c = atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
+        if (IDGEN_LIKELY(c - base <= g->fast_span && c <= g->max_state)) {
+          *id = compose(g, c);
+          return 0;
+        }
       }
     }
   }
