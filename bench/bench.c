@@ -64,20 +64,39 @@ typedef struct sample (*bench_fn)(double seconds, void *arg);
 
 static volatile uint64_t sink;
 
+/* A timed loop: BODY runs 1024 times between clock checks, with `i` counting.
+ * BODY adds something of each result to the local `acc`, written to the
+ * volatile sink once at the end: a volatile update per operation would add a
+ * store-to-load dependency (about 2 ns here) to every measurement. */
+#define TIMED(result, seconds, BODY)                                               \
+  do {                                                                             \
+    double t0_ = mono(), t_;                                                       \
+    uint64_t n_ = 0, acc = 0;                                                      \
+    do {                                                                           \
+      for (uint64_t i = n_; i < n_ + 1024; i++) {                                  \
+        BODY;                                                                      \
+      }                                                                            \
+      n_ += 1024;                                                                  \
+    } while ((t_ = mono()) - t0_ < (seconds));                                     \
+    sink = acc;                                                                    \
+    (result) = (struct sample){(double)n_, t_ - t0_};                              \
+  } while (0)
+
+#define TIMED_LOOP(seconds, BODY)                                                  \
+  do {                                                                             \
+    struct sample r_;                                                              \
+    TIMED(r_, seconds, BODY);                                                      \
+    return r_;                                                                     \
+  } while (0)
+
+
 static struct sample run_clock(double seconds, void *arg) {
   (void)arg;
-  double t0 = mono(), t;
-  uint64_t n = 0, acc = 0;
-  do {
-    for (int i = 0; i < 1024; i++) {
-      struct timespec ts;
-      clock_gettime(CLOCK_REALTIME, &ts);
-      acc += (uint64_t)ts.tv_nsec;
-    }
-    n += 1024;
-  } while ((t = mono()) - t0 < seconds);
-  sink = acc;
-  return (struct sample){(double)n, t - t0};
+  TIMED_LOOP(seconds, {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    acc += (uint64_t)ts.tv_nsec;
+  });
 }
 
 struct gen_arg {
@@ -170,39 +189,27 @@ static struct sample run_gen(double seconds, void *arg) {
 static struct sample run_compose(double seconds, void *arg) {
   (void)arg;
   idgen_layout_t l;
+  uint64_t v[IDGEN_LAYOUT_MAX_FIELDS] = {0};
   idgen_layout_parse(&l, "twitter", NULL, 0);
-  uint64_t v[IDGEN_LAYOUT_MAX_FIELDS] = {0}, acc = 0, n = 0;
-  double t0 = mono(), t;
-  do {
-    for (int i = 0; i < 1024; i++) {
-      uint64_t id;
-      v[1] = (uint64_t)i & 31;
-      v[3] = (uint64_t)i;
-      idgen_layout_compose(&l, 1505914988849 + i, v, &id, NULL, 0);
-      acc += id;
-    }
-    n += 1024;
-  } while ((t = mono()) - t0 < seconds);
-  sink = acc;
-  return (struct sample){(double)n, t - t0};
+  TIMED_LOOP(seconds, {
+    uint64_t id;
+    v[1] = i & 31;
+    v[3] = i & 4095;
+    idgen_layout_compose(&l, 1505914988849 + (int64_t)(i & 1023), v, &id, NULL, 0);
+    acc += id;
+  });
 }
 
 static struct sample run_decompose(double seconds, void *arg) {
   (void)arg;
   idgen_layout_t l;
+  uint64_t v[IDGEN_LAYOUT_MAX_FIELDS];
   idgen_layout_parse(&l, "twitter", NULL, 0);
-  uint64_t v[IDGEN_LAYOUT_MAX_FIELDS], acc = 0, n = 0, id = UINT64_C(910499571847892992);
-  double t0 = mono(), t;
-  do {
-    for (int i = 0; i < 1024; i++) {
-      int64_t ms;
-      idgen_layout_decompose(&l, id + (uint64_t)i, v, &ms);
-      acc += v[3] + (uint64_t)ms;
-    }
-    n += 1024;
-  } while ((t = mono()) - t0 < seconds);
-  sink = acc;
-  return (struct sample){(double)n, t - t0};
+  TIMED_LOOP(seconds, {
+    int64_t ms;
+    idgen_layout_decompose(&l, UINT64_C(910499571847892992) + i, v, &ms);
+    acc += v[3] + (uint64_t)ms;
+  });
 }
 
 /* Exactly `ops` operations of one kind, for instruction counting. */
@@ -253,24 +260,6 @@ static int fixed_ops(long ops, const char *which) {
   return 0;
 }
 
-
-/* A timed loop: BODY runs 1024 times between clock checks, with `i` counting.
- * BODY adds something of each result to the local `acc`, written to the
- * volatile sink once at the end: a volatile update per operation would add a
- * store-to-load dependency (about 2 ns here) to every measurement. */
-#define TIMED_LOOP(seconds, BODY)                                                  \
-  do {                                                                             \
-    double t0_ = mono(), t_;                                                       \
-    uint64_t n_ = 0, acc = 0;                                                      \
-    do {                                                                           \
-      for (uint64_t i = n_; i < n_ + 1024; i++) {                                  \
-        BODY;                                                                      \
-      }                                                                            \
-      n_ += 1024;                                                                  \
-    } while ((t_ = mono()) - t0_ < (seconds));                                     \
-    sink = acc;                                                                    \
-    return (struct sample){(double)n_, t_ - t0_};                                  \
-  } while (0)
 
 /* Inputs for the codec benchmarks: 64 random values in each form, cycled, so
  * that no benchmark writes into the very string it is about to read. */
@@ -325,22 +314,13 @@ static struct sample run_ulid_mono(double seconds, void *arg) {
   idgen_ulid_gen_t *g;
   idgen_ulid_t u;
   char out[IDGEN_ULID_STRLEN + 1];
-  idgen_ulid_gen_new(&g, &s);
   struct sample r;
-  {
-    double t0 = mono(), t;
-    uint64_t n = 0, acc = 0;
-    do {
-      for (int i = 0; i < 1024; i++) {
-        idgen_ulid_gen_next(g, &u);
-        idgen_ulid_encode(&u, out);
-        acc += (uint64_t)out[25];
-      }
-      n += 1024;
-    } while ((t = mono()) - t0 < seconds);
-    sink = acc;
-    r = (struct sample){(double)n, t - t0};
-  }
+  idgen_ulid_gen_new(&g, &s);
+  TIMED(r, seconds, {
+    idgen_ulid_gen_next(g, &u);
+    idgen_ulid_encode(&u, out);
+    acc += (uint64_t)out[25];
+  });
   idgen_ulid_gen_free(g);
   return r;
 }
@@ -358,21 +338,12 @@ static struct sample run_uuid7_gen(double seconds, void *arg) {
   idgen_gen128_settings_t s = {*(const idgen_clock_mode_t *)arg, NULL, NULL};
   idgen_uuid7_gen_t *g;
   idgen_uuid_t u;
-  idgen_uuid7_gen_new(&g, &s);
   struct sample r;
-  {
-    double t0 = mono(), t;
-    uint64_t n = 0, acc = 0;
-    do {
-      for (int i = 0; i < 1024; i++) {
-        idgen_uuid7_gen_next(g, &u);
-        acc += u.bytes[15];
-      }
-      n += 1024;
-    } while ((t = mono()) - t0 < seconds);
-    sink = acc;
-    r = (struct sample){(double)n, t - t0};
-  }
+  idgen_uuid7_gen_new(&g, &s);
+  TIMED(r, seconds, {
+    idgen_uuid7_gen_next(g, &u);
+    acc += u.bytes[15];
+  });
   idgen_uuid7_gen_free(g);
   return r;
 }

@@ -21,39 +21,6 @@
 #define IDGEN_LIKELY(x) (x)
 #define IDGEN_UNLIKELY(x) (x)
 #define IDGEN_PRINTF(f, a)
-/* AVX-512 VBMI fast paths (simd.c): 0 and the 16 bytes if the input is
- * valid, nonzero otherwise (the caller then runs the scalar code, which
- * decides and words the error).  Call only when idgen__simd_available(). */
-int idgen__simd_available(void);
-void idgen__simd_enable(int on); /* 0: scalar only (tests); 1: use if the CPU has it */
-int idgen__ulid_decode_simd(const char *s26, int lenient, uint8_t *out);
-int idgen__uuid_parse36_simd(const char *s36, uint8_t *out);
-
-/* Random bytes from the default secure source (random.c); returns 0 or
- * IDGEN_ERANDOM.  `r` may be NULL (the default) or an injected source. */
-int idgen__random(const idgen_random_t *r, void *buf, size_t n);
-
-/*
- * A spin lock for small critical sections (the 16-byte state of the ULID and
- * UUIDv7 generators), fork-aware: the lock word holds the fork generation of
- * its last use.  In a child after fork() the first thread to take the lock
- * finds a stale generation, takes it regardless (a parent's thread may have
- * held it at fork time and does not exist here), and is told so, so that it
- * resets the state it guards.  Release is a plain store.
- */
-typedef struct idgen__lock {
-  _Atomic unsigned word; /* generation << 1 | held */
-} idgen__lock_t;
-
-void idgen__lock_init(idgen__lock_t *l);
-/* Takes the lock; returns 1 if this is the first use in a new process (the
- * caller must reset the guarded state), else 0. */
-int idgen__lock_acquire(idgen__lock_t *l);
-static inline void idgen__lock_release(idgen__lock_t *l) {
-  atomic_store_explicit(&l->word, atomic_load_explicit(&l->word, memory_order_relaxed) & ~1u,
-                        memory_order_release);
-}
-
 #endif
 
 #define IDGEN_CACHELINE 64
@@ -121,5 +88,20 @@ static inline void idgen__lock_release(idgen__lock_t *l) {
   atomic_store_explicit(&l->word, atomic_load_explicit(&l->word, memory_order_relaxed) & ~1u,
                         memory_order_release);
 }
+
+/* What the ULID and UUIDv7 generators share: the lock, the clock and the
+ * random source (random.c). */
+typedef struct idgen__gen128 {
+  idgen__lock_t lock;
+  idgen_clock_mode_t mode;
+  const idgen_clock_t *clockp;   /* &clock if injected, else NULL */
+  const idgen_random_t *randomp; /* &random if injected, else NULL */
+  idgen_clock_t clock;
+  idgen_random_t random;
+} idgen__gen128_t;
+
+void idgen__gen128_init(idgen__gen128_t *c, const idgen_gen128_settings_t *s);
+/* Unix ms from the generator's clock; -1 for a clock before 1970. */
+int64_t idgen__gen128_now_ms(const idgen__gen128_t *c);
 
 #endif

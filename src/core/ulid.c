@@ -180,15 +180,10 @@ void idgen_ulid_from_uuid(const idgen_uuid_t *u, idgen_ulid_t *out) {
 }
 
 struct idgen_ulid_gen {
-  idgen__lock_t lock;
+  idgen__gen128_t c;    /* lock, clock, random source */
   int64_t last_ms;      /* -1: nothing issued (in this process) */
   uint16_t last_hi;     /* random bits 79..64 */
   uint64_t last_lo;     /* random bits 63..0 */
-  idgen_clock_mode_t mode;
-  idgen_clock_t clock;
-  const idgen_clock_t *clockp;
-  idgen_random_t random;
-  const idgen_random_t *randomp;
 };
 
 int idgen_ulid_gen_new(idgen_ulid_gen_t **out, const idgen_gen128_settings_t *s) {
@@ -196,19 +191,8 @@ int idgen_ulid_gen_new(idgen_ulid_gen_t **out, const idgen_gen128_settings_t *s)
   *out = NULL;
   if (g == NULL)
     return IDGEN_ENOMEM;
-  idgen__lock_init(&g->lock);
+  idgen__gen128_init(&g->c, s);
   g->last_ms = -1;
-  if (s != NULL) {
-    g->mode = s->clock_mode;
-    if (s->clock != NULL) {
-      g->clock = *s->clock;
-      g->clockp = &g->clock;
-    }
-    if (s->random != NULL) {
-      g->random = *s->random;
-      g->randomp = &g->random;
-    }
-  }
   *out = g;
   return 0;
 }
@@ -219,13 +203,13 @@ int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t now, idgen_ulid_t *out) 
   uint8_t r[10];
   if (now < 0 || now > IDGEN_ULID_MAX_MS)
     return IDGEN_ECLOCK;
-  int rc = idgen__random(g->randomp, r, sizeof r);
+  int rc = idgen__random(g->c.randomp, r, sizeof r);
   if (rc < 0)
     return rc;
   uint16_t hi = (uint16_t)(r[0] << 8 | r[1]);
   uint64_t lo = get_be(r + 2, 8);
 
-  if (idgen__lock_acquire(&g->lock))
+  if (idgen__lock_acquire(&g->c.lock))
     g->last_ms = -1; /* first use in a child after fork(): fresh random bits */
   int64_t ms = now;
   if (now <= g->last_ms) {
@@ -235,7 +219,7 @@ int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t now, idgen_ulid_t *out) 
     lo = g->last_lo + 1;
     if (lo == 0) {
       if (hi == UINT16_MAX) {
-        idgen__lock_release(&g->lock);
+        idgen__lock_release(&g->c.lock);
         return IDGEN_EOVERFLOW;
       }
       hi++;
@@ -244,7 +228,7 @@ int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t now, idgen_ulid_t *out) 
   g->last_ms = ms;
   g->last_hi = hi;
   g->last_lo = lo;
-  idgen__lock_release(&g->lock);
+  idgen__lock_release(&g->c.lock);
 
   store_be64(out->bytes, (uint64_t)ms << 16 | hi);
   store_be64(out->bytes + 8, lo);
@@ -252,12 +236,5 @@ int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t now, idgen_ulid_t *out) 
 }
 
 int idgen_ulid_gen_next(idgen_ulid_gen_t *g, idgen_ulid_t *out) {
-  int64_t ms;
-  if (g->clockp != NULL) {
-    int64_t ns = g->clock.now_ns(g->clock.ctx);
-    ms = ns >= 0 ? ns / 1000000 : -1;
-  } else {
-    ms = g->mode == IDGEN_CLOCK_PRECISE ? idgen__clock_precise_ms() : idgen__clock_fast_ms();
-  }
-  return idgen_ulid_gen_next_at(g, ms, out);
+  return idgen_ulid_gen_next_at(g, idgen__gen128_now_ms(&g->c), out);
 }

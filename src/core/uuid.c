@@ -128,14 +128,6 @@ static void uuid7_pack(idgen_uuid_t *u, int64_t ms, uint64_t rand_a, uint64_t ra
   }
 }
 
-static int64_t clock_ms(idgen_clock_mode_t mode, const idgen_clock_t *c) {
-  if (c != NULL) {
-    int64_t ns = c->now_ns(c->ctx);
-    return ns >= 0 ? ns / 1000000 : -1;
-  }
-  return mode == IDGEN_CLOCK_PRECISE ? idgen__clock_precise_ms() : idgen__clock_fast_ms();
-}
-
 int idgen_uuid7_new(idgen_uuid_t *out) {
   uint64_t r[2];
   int64_t ms = idgen__clock_fast_ms();
@@ -149,14 +141,9 @@ int idgen_uuid7_new(idgen_uuid_t *out) {
 }
 
 struct idgen_uuid7_gen {
-  idgen__lock_t lock;
+  idgen__gen128_t c;   /* lock, clock, random source */
   int64_t last_ms;     /* -1: nothing issued (in this process) */
   uint64_t counter;
-  idgen_clock_mode_t mode;
-  idgen_clock_t clock;
-  const idgen_clock_t *clockp;
-  idgen_random_t random;
-  const idgen_random_t *randomp;
 };
 
 int idgen_uuid7_gen_new(idgen_uuid7_gen_t **out, const idgen_gen128_settings_t *s) {
@@ -164,19 +151,8 @@ int idgen_uuid7_gen_new(idgen_uuid7_gen_t **out, const idgen_gen128_settings_t *
   *out = NULL;
   if (g == NULL)
     return IDGEN_ENOMEM;
-  idgen__lock_init(&g->lock);
+  idgen__gen128_init(&g->c, s);
   g->last_ms = -1;
-  if (s != NULL) {
-    g->mode = s->clock_mode;
-    if (s->clock != NULL) {
-      g->clock = *s->clock;
-      g->clockp = &g->clock;
-    }
-    if (s->random != NULL) {
-      g->random = *s->random;
-      g->randomp = &g->random;
-    }
-  }
   *out = g;
   return 0;
 }
@@ -185,14 +161,14 @@ void idgen_uuid7_gen_free(idgen_uuid7_gen_t *g) { free(g); }
 
 int idgen_uuid7_gen_next(idgen_uuid7_gen_t *g, idgen_uuid_t *out) {
   uint64_t r[2];
-  int64_t now = clock_ms(g->mode, g->clockp);
+  int64_t now = idgen__gen128_now_ms(&g->c);
   if (now < 0 || now > UUID7_MAX_MS)
     return IDGEN_ECLOCK;
-  int rc = idgen__random(g->randomp, r, sizeof r);
+  int rc = idgen__random(g->c.randomp, r, sizeof r);
   if (rc < 0)
     return rc;
 
-  if (idgen__lock_acquire(&g->lock))
+  if (idgen__lock_acquire(&g->c.lock))
     g->last_ms = -1; /* first use in a child after fork(): start afresh */
   int64_t ms = g->last_ms;
   uint64_t counter;
@@ -205,12 +181,12 @@ int idgen_uuid7_gen_next(idgen_uuid7_gen_t *g, idgen_uuid_t *out) {
     ms++; /* counter used up: run one millisecond ahead of the clock */
     counter = r[0] & (COUNTER_MAX >> 1);
   } else {
-    idgen__lock_release(&g->lock);
+    idgen__lock_release(&g->c.lock);
     return IDGEN_EOVERFLOW;
   }
   g->last_ms = ms;
   g->counter = counter;
-  idgen__lock_release(&g->lock);
+  idgen__lock_release(&g->c.lock);
 
   /* rand_a = counter's top 12 bits; rand_b = counter's low 30 bits, 32 random. */
   uuid7_pack(out, ms, counter >> 30, (counter & ((UINT64_C(1) << 30) - 1)) << 32 |
