@@ -313,8 +313,11 @@ typedef struct idgen_snowflake_stats {
   uint64_t clock_waits;         /* calls that waited for the clock beyond the tick */
   uint64_t clock_refusals;      /* calls refused with IDGEN_ECLOCK */
   uint64_t sequence_exhausted;  /* calls that waited out a tick whose sequence was used up */
-  int64_t borrowed_ms;          /* how far the generator's clock is ahead now (>= 0) */
-  uint64_t last_id;             /* the most recent ID's state, as an ID (0 if none) */
+  int64_t borrowed_ms;          /* how far the generator's clock is ahead now (>= 0),
+                                   counting values reserved by waiting calls */
+  uint64_t last_id;             /* the largest value taken so far, as an ID (0 if none);
+                                   it may be one reserved by a waiting call and not yet
+                                   returned, or one dropped by a refused call */
 } idgen_snowflake_stats_t;
 
 IDGEN_API void idgen_snowflake_stats(idgen_snowflake_t *g, idgen_snowflake_stats_t *st);

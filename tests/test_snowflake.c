@@ -354,6 +354,98 @@ static void test_random_sequence_start(void **state) {
   idgen_snowflake_free(g);
 }
 
+/* A scripted clock for the three cases below: `stale` is returned by the
+ * next read only; sleeping may step back once, or not move time at all. */
+struct script_clock {
+  int64_t now, stale, back_to;
+  int sleeps, moves;
+};
+
+static int64_t script_now(void *ctx) {
+  struct script_clock *c = ctx;
+  if (c->stale != 0) {
+    int64_t v = c->stale;
+    c->stale = 0;
+    return v;
+  }
+  return c->now;
+}
+
+static void script_sleep(void *ctx, int64_t ns) {
+  struct script_clock *c = ctx;
+  c->sleeps++;
+  if (c->back_to != 0) {
+    c->now = c->back_to;
+    c->back_to = 0;
+  } else if (c->moves) {
+    c->now += ns;
+  }
+}
+
+/* A call whose own clock reading is old (it was preempted after reading it
+ * while another call moved on) must not be refused for it. */
+static void test_stale_reading_not_refused(void **state) {
+  (void)state;
+  for (int borrow = 0; borrow <= 1000; borrow += 1000) {
+    struct script_clock sc = {T0 * 1000000, 0, 0, 0, 1};
+    idgen_clock_t ck = {script_now, script_sleep, &sc};
+    idgen_snowflake_settings_t s;
+    idgen_snowflake_settings_init(&s);
+    s.clock = &ck;
+    s.max_borrow_ms = borrow;
+    s.max_wait_ms = borrow ? 100 : 0;
+    idgen_snowflake_t *g = tu_gen("twitter", &s);
+    uint64_t a, b;
+    sc.now += (borrow ? 1200 : 3) * 1000000;
+    tu_ok(idgen_snowflake_next(g, &a));
+    sc.stale = T0 * 1000000; /* this call's first reading is old */
+    tu_ok(idgen_snowflake_next(g, &b));
+    assert_true(b > a);
+    assert_int_equal(0, sc.sleeps);
+    idgen_snowflake_free(g);
+  }
+}
+
+/* The clock steps back past the layout's epoch while a call sleeps on a
+ * reserved tick: the call is refused, it does not sleep for the gap. */
+static void test_step_before_epoch_while_waiting(void **state) {
+  (void)state;
+  const int64_t epoch = 1735689600000; /* js53's */
+  struct script_clock sc = {(epoch + 5000) * 1000000, 0, (epoch - 86400000) * 1000000, 0, 1};
+  idgen_clock_t ck = {script_now, script_sleep, &sc};
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+  s.clock = &ck;
+  s.max_borrow_ms = 0;
+  s.max_wait_ms = 100;
+  idgen_snowflake_t *g = tu_gen("time:41,sequence:1,epoch=2025-01-01T00:00:00Z", &s);
+  uint64_t id;
+  tu_ok(idgen_snowflake_next(g, &id));
+  tu_ok(idgen_snowflake_next(g, &id)); /* the tick is used up */
+  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_next(g, &id)); /* reserves, sleeps, refused */
+  assert_int_equal(1, sc.sleeps);
+  idgen_snowflake_free(g);
+}
+
+/* An injected clock that never moves (no sleep function): the wait is
+ * charged in full and the call ends with IDGEN_ECLOCK instead of spinning. */
+static void test_frozen_clock_wait_ends(void **state) {
+  (void)state;
+  struct script_clock sc = {T0 * 1000000 + 500000, 0, 0, 0, 0};
+  idgen_clock_t ck = {script_now, NULL, &sc};
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+  s.clock = &ck;
+  s.max_borrow_ms = 0;
+  s.max_wait_ms = 100;
+  idgen_snowflake_t *g = tu_gen("time:41,sequence:1,epoch=0", &s);
+  uint64_t id;
+  tu_ok(idgen_snowflake_next(g, &id));
+  tu_ok(idgen_snowflake_next(g, &id));
+  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_next(g, &id));
+  idgen_snowflake_free(g);
+}
+
 static void test_settings_validation(void **state) {
   (void)state;
   tu_clock_t c;
@@ -482,6 +574,9 @@ int main(void) {
       cmocka_unit_test(test_batches_cross_ticks),
       cmocka_unit_test(test_batch_waits_for_ticks),
       cmocka_unit_test(test_random_sequence_start),
+      cmocka_unit_test(test_stale_reading_not_refused),
+      cmocka_unit_test(test_step_before_epoch_while_waiting),
+      cmocka_unit_test(test_frozen_clock_wait_ends),
       cmocka_unit_test(test_settings_validation),
       cmocka_unit_test(test_clock_before_epoch),
       cmocka_unit_test(test_fork_child_refused),

@@ -98,16 +98,21 @@ static void tsc_pair(uint64_t *tsc, int64_t *ns) {
   }
 }
 
-static void base_init(void) { tsc_pair(&base_tsc, &base_raw_ns); }
+/* Detects an invariant TSC and takes the calibration base, once; the state
+ * is published last (release), so a reader that sees 1 also sees the base. */
+static void tsc_init(void) {
+  unsigned a, b, c, d;
+  int ok = __get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8));
+  if (ok)
+    tsc_pair(&base_tsc, &base_raw_ns);
+  atomic_store_explicit(&tsc_state, ok, memory_order_release);
+}
 
 static int tsc_usable(void) {
-  int s = atomic_load_explicit(&tsc_state, memory_order_relaxed);
+  int s = atomic_load_explicit(&tsc_state, memory_order_acquire);
   if (s < 0) {
-    unsigned a, b, c, d;
-    s = __get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8)) ? 1 : 0;
-    atomic_store_explicit(&tsc_state, s, memory_order_relaxed);
-    if (s)
-      pthread_once(&base_once, base_init);
+    pthread_once(&base_once, tsc_init);
+    s = atomic_load_explicit(&tsc_state, memory_order_acquire);
   }
   return s;
 }
@@ -141,7 +146,8 @@ static int64_t tsc_refresh(struct tsc_cache *c) {
   c->ms = ms;
   c->start = t;
   c->span = 0;
-  c->verify = VERIFY_EVERY;
+  if (c->verify == 0) /* first use; afterwards the countdown runs across windows */
+    c->verify = VERIFY_EVERY;
   if (!tsc_usable())
     return ms;
   uint64_t rate = tsc_rate();
@@ -164,7 +170,9 @@ int64_t idgen__clock_fast_ms(void) {
      * rdtsc and clock_gettime would condemn a sound model.) */
     int64_t ms = ns_to_ms(idgen__clock_ns());
     uint64_t t2 = __rdtsc();
-    if (ms > c->ms && t2 - c->start < c->span)
+    /* Exactly the next millisecond: the model ran late.  Two or more: the
+     * wall clock was stepped forward, which is no fault of the model. */
+    if (ms == c->ms + 1 && t2 - c->start < c->span)
       atomic_store_explicit(&tsc_state, 0, memory_order_relaxed);
     if (ms != c->ms)
       return tsc_refresh(c);

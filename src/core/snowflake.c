@@ -152,6 +152,7 @@ static int refuse(idgen_snowflake_t *g) {
  */
 static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, uint64_t *got) {
   int64_t charged = 0; /* ns of waiting counted against max_wait_ms */
+  int fresh = 0;       /* `ms` was read inside claim(), not by the caller */
   const unsigned S = g->seq_bits;
 
   for (;;) {
@@ -183,7 +184,7 @@ static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, 
       if ((start >> S) < x)
         start = (x << S) | seq_start(g);
       if (start > limr)
-        return start > g->max_state ? IDGEN_EEXHAUSTED : refuse(g);
+        break;
       /* Issuable values: as many as asked, up to lim.  A reservation: only
        * within start's own tick, so the call waits for one tick. */
       uint64_t cap = start <= lim ? lim : (start | g->seq_mask);
@@ -194,6 +195,17 @@ static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, 
                                                 memory_order_acquire))
         break;
     }
+    if (start > limr) {
+      if (start > g->max_state)
+        return IDGEN_EEXHAUSTED;
+      /* Refuse only on a fresh reading: the caller's may be old (it was
+       * preempted while other threads moved `next` on). */
+      if (fresh)
+        return refuse(g);
+      fresh = 1;
+      ms = ns_to_ms(now_ns(g));
+      continue;
+    }
     *first = start;
     *got = end - start + 1;
     if (start <= lim)
@@ -201,20 +213,27 @@ static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, 
 
     /* Reserved: sleep until start's tick is within max_borrow_ms. */
     int counted = 0;
+    int64_t last_ns = INT64_MIN;
     for (;;) {
       int64_t t_ns = now_ns(g);
       ms = ns_to_ms(t_ns);
+      if (ms < g->epoch)
+        return refuse(g); /* stepped back past the epoch while waiting */
       int64_t target_ms = g->epoch + (int64_t)(start >> S) * g->unit - g->borrow_ms;
-      if (target_ms <= ms && ms >= g->epoch)
+      if (target_ms <= ms)
         return 0;
-      int64_t end_ms = ms < g->epoch ? target_ms
-                                     : g->epoch + ((ms - g->epoch) / g->unit + 1) * g->unit;
+      int64_t end_ms = g->epoch + ((ms - g->epoch) / g->unit + 1) * g->unit;
       /* Far out of reach (the clock stepped back meanwhile): no ns arithmetic. */
       if (target_ms - ms > end_ms - ms + g->wait_ms + 1)
         return refuse(g); /* the reserved values are dropped, never reissued */
       int64_t sub_ns = t_ns - ms * NS_PER_MS;
       int64_t need = (target_ms - ms) * NS_PER_MS - sub_ns;
       int64_t charge = target_ms > end_ms ? (target_ms - end_ms) * NS_PER_MS : 0;
+      /* A sleep that did not move the clock (an injected clock that stands
+       * still) is charged in full, so the loop always ends. */
+      if (t_ns <= last_ns)
+        charge = need;
+      last_ns = t_ns;
       if (!counted) {
         atomic_fetch_add_explicit(charge == 0 ? &g->sequence_exhausted : &g->clock_waits, 1,
                                   memory_order_relaxed);
