@@ -212,53 +212,37 @@ static struct sample run_decompose(double seconds, void *arg) {
   });
 }
 
-/* Exactly `ops` operations of one kind, for instruction counting. */
-static int fixed_ops(long ops, const char *which) {
-  struct gen_arg wide = {WIDE, IDGEN_CLOCK_FAST, 1000, 1, 0};
-  uint64_t acc = 0, buf[1000], v[IDGEN_LAYOUT_MAX_FIELDS] = {0};
-  idgen_layout_t l;
-  idgen_layout_parse(&l, "twitter", NULL, 0);
-  if (which == NULL)
-    which = "next";
-  if (strcmp(which, "next") == 0 || strcmp(which, "next-precise") == 0) {
-    if (which[4] == '-')
-      wide.mode = IDGEN_CLOCK_PRECISE;
-    idgen_snowflake_t *g = make_gen(&wide);
-    for (long i = 0; i < ops; i++) {
-      uint64_t id;
-      idgen_snowflake_next(g, &id);
-      acc += id;
-    }
-    idgen_snowflake_free(g);
-  } else if (strcmp(which, "next_n") == 0) {
-    idgen_snowflake_t *g = make_gen(&wide);
-    for (long i = 0; i < ops; i += 1000) {
-      idgen_snowflake_next_n(g, buf, 1000);
-      acc += buf[999];
-    }
-    idgen_snowflake_free(g);
-  } else if (strcmp(which, "decompose") == 0) {
-    for (long i = 0; i < ops; i++) {
-      int64_t ms;
-      idgen_layout_decompose(&l, UINT64_C(910499571847892992) + (uint64_t)i, v, &ms);
-      acc += v[3] + (uint64_t)ms;
-    }
-  } else if (strcmp(which, "compose") == 0) {
-    for (long i = 0; i < ops; i++) {
-      uint64_t id;
-      v[3] = (uint64_t)i & 4095;
-      idgen_layout_compose(&l, 1505914988849 + i, v, &id, NULL, 0);
-      acc += id;
-    }
-  } else {
-    fprintf(stderr, "idgen: bench: --ops takes --only next, next-precise, next_n, compose or "
-                    "decompose\n");
-    return 2;
-  }
-  sink = acc;
-  printf("%ld %s operations\n", ops, which);
-  return 0;
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
 }
+
+/* Runs fn `runs` times; returns the median rate in IDs/s. */
+static double measure(const char *name, const struct opts *o, bench_fn fn, void *arg,
+                      double seconds, double floor_rate, const char *note) {
+  double rates[64];
+  int runs = o->runs > 64 ? 64 : o->runs;
+  if (o->only != NULL && strstr(name, o->only) == NULL)
+    return 0;
+  for (int i = 0; i < runs; i++) {
+    struct sample s = fn(seconds, arg);
+    rates[i] = s.ids / s.secs;
+  }
+  qsort(rates, (size_t)runs, sizeof rates[0], cmp_double);
+  double med = runs % 2 ? rates[runs / 2] : (rates[runs / 2 - 1] + rates[runs / 2]) / 2;
+  printf("%-34s %9.2f ns/ID %9.2f M IDs/s", name, 1e9 / med, med / 1e6);
+  if (floor_rate > 0)
+    printf("  %5.0f%% of clock loop", 100.0 * med / floor_rate);
+  else if (floor_rate < 0) /* -floor_rate is the clock loop's rate: show the cost above it */
+    printf("  clock + %5.2f ns", 1e9 / med - 1e9 / -floor_rate);
+  printf("   [min %.2f, max %.2f M/s]", rates[0] / 1e6, rates[runs - 1] / 1e6);
+  if (note != NULL)
+    printf("  %s", note);
+  putchar('\n');
+  fflush(stdout);
+  return med;
+}
+
 
 
 /* Inputs for the codec benchmarks: 64 random values in each form, cycled, so
@@ -384,35 +368,79 @@ static struct sample run_random10(double seconds, void *arg) {
   });
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Runs fn `runs` times; returns the median rate in IDs/s. */
-static double measure(const char *name, const struct opts *o, bench_fn fn, void *arg,
-                      double seconds, double floor_rate, const char *note) {
-  double rates[64];
-  int runs = o->runs > 64 ? 64 : o->runs;
-  if (o->only != NULL && strstr(name, o->only) == NULL)
-    return 0;
-  for (int i = 0; i < runs; i++) {
-    struct sample s = fn(seconds, arg);
-    rates[i] = s.ids / s.secs;
+/* Exactly `ops` operations of one kind, for instruction counting. */
+static int fixed_ops(long ops, const char *which) {
+  struct gen_arg wide = {WIDE, IDGEN_CLOCK_FAST, 1000, 1, 0};
+  uint64_t acc = 0, buf[1000], v[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  idgen_layout_t l;
+  idgen_layout_parse(&l, "twitter", NULL, 0);
+  if (which == NULL)
+    which = "next";
+  if (strcmp(which, "next") == 0 || strcmp(which, "next-precise") == 0) {
+    if (which[4] == '-')
+      wide.mode = IDGEN_CLOCK_PRECISE;
+    idgen_snowflake_t *g = make_gen(&wide);
+    for (long i = 0; i < ops; i++) {
+      uint64_t id;
+      idgen_snowflake_next(g, &id);
+      acc += id;
+    }
+    idgen_snowflake_free(g);
+  } else if (strcmp(which, "next_n") == 0) {
+    idgen_snowflake_t *g = make_gen(&wide);
+    for (long i = 0; i < ops; i += 1000) {
+      idgen_snowflake_next_n(g, buf, 1000);
+      acc += buf[999];
+    }
+    idgen_snowflake_free(g);
+  } else if (strcmp(which, "decompose") == 0) {
+    for (long i = 0; i < ops; i++) {
+      int64_t ms;
+      idgen_layout_decompose(&l, UINT64_C(910499571847892992) + (uint64_t)i, v, &ms);
+      acc += v[3] + (uint64_t)ms;
+    }
+  } else if (strcmp(which, "compose") == 0) {
+    for (long i = 0; i < ops; i++) {
+      uint64_t id;
+      v[3] = (uint64_t)i & 4095;
+      idgen_layout_compose(&l, 1505914988849 + i, v, &id, NULL, 0);
+      acc += id;
+    }
+  } else if (strncmp(which, "ulid", 4) == 0 || strncmp(which, "uuid", 4) == 0) {
+    make_inputs();
+    idgen_ulid_t u = {{0}};
+    idgen_uuid_t vv = {{0}};
+    char text[40] = "";
+    idgen_ulid_gen_t *ug = NULL;
+    idgen_uuid7_gen_t *vg = NULL;
+    idgen_ulid_gen_new(&ug, NULL);
+    idgen_uuid7_gen_new(&vg, NULL);
+    for (long i = 0; i < ops; i++) {
+      if (strcmp(which, "ulid-encode") == 0)
+        idgen_ulid_encode(&in_ulid[i % NINPUTS], text);
+      else if (strcmp(which, "ulid-decode") == 0)
+        idgen_ulid_decode(&u, in_ulid_text[i % NINPUTS], 26, IDGEN_ULID_STRICT, NULL, 0);
+      else if (strcmp(which, "ulid-monotonic") == 0)
+        idgen_ulid_gen_next(ug, &u);
+      else if (strcmp(which, "uuid-format") == 0)
+        idgen_uuid_format(&in_uuid[i % NINPUTS], text);
+      else if (strcmp(which, "uuid-parse") == 0)
+        idgen_uuid_parse(&vv, in_uuid_text[i % NINPUTS], 36, NULL, 0);
+      else if (strcmp(which, "uuid7-monotonic") == 0)
+        idgen_uuid7_gen_next(vg, &vv);
+      acc += (uint64_t)text[0] + u.bytes[15] + vv.bytes[15];
+    }
+    idgen_ulid_gen_free(ug);
+    idgen_uuid7_gen_free(vg);
+  } else {
+    fprintf(stderr, "idgen: bench: --ops takes --only next, next-precise, next_n, compose, "
+                    "decompose, ulid-encode, ulid-decode, ulid-monotonic, uuid-format, "
+                    "uuid-parse or uuid7-monotonic\n");
+    return 2;
   }
-  qsort(rates, (size_t)runs, sizeof rates[0], cmp_double);
-  double med = runs % 2 ? rates[runs / 2] : (rates[runs / 2 - 1] + rates[runs / 2]) / 2;
-  printf("%-34s %9.2f ns/ID %9.2f M IDs/s", name, 1e9 / med, med / 1e6);
-  if (floor_rate > 0)
-    printf("  %5.0f%% of clock loop", 100.0 * med / floor_rate);
-  else if (floor_rate < 0) /* -floor_rate is the clock loop's rate: show the cost above it */
-    printf("  clock + %5.2f ns", 1e9 / med - 1e9 / -floor_rate);
-  printf("   [min %.2f, max %.2f M/s]", rates[0] / 1e6, rates[runs - 1] / 1e6);
-  if (note != NULL)
-    printf("  %s", note);
-  putchar('\n');
-  fflush(stdout);
-  return med;
+  sink = acc;
+  printf("%ld %s operations\n", ops, which);
+  return 0;
 }
 
 int idgen_bench_main(int argc, char **argv) {

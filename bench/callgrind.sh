@@ -11,7 +11,8 @@ count() { # ops which -> total instructions
     sed -n 's/.*Collected : *\([0-9]*\).*/\1/p'
 }
 printf '%-14s %12s\n' operation "instr/op"
-for which in next next-precise next_n compose decompose; do
+for which in next next-precise next_n compose decompose ulid-encode ulid-decode \
+  ulid-monotonic uuid-format uuid-parse uuid7-monotonic; do
   small=$(count 100000 "$which")
   large=$(count 1100000 "$which")
   # The difference removes start-up and calibration costs.
