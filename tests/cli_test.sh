@@ -152,6 +152,20 @@ expect "decode ulid overflow" 1 "" \
   -- decode 8ZZZZZZZZZZZZZZZZZZZZZZZZZ
 expect "decode bad uuid" 1 "" "idgen: UUID: character 'g' at position 36 is not a hex digit" \
   -- decode 017f22e2-79b0-7cc3-98c4-dc0c0c07398g
+expect "decode near-uuid separator" 1 "" "idgen: UUID: character '+' at position 9 is not '-'" \
+  -- decode 017f22e2+79b0-7cc3-98c4-dc0c0c07398f
+expect "decode urn with 32 hex" 0 \
+  '{"id":"017f22e2-79b0-7cc3-98c4-dc0c0c07398f","kind":"uuid","version":7,"unix_ms":1645557742000,"time":"2022-02-22T19:22:22.000Z"}' \
+  "" -- decode --json URN:UUID:017f22e279b07cc398c4dc0c0c07398f
+expect "decode lenient urn" 0 \
+  '{"id":"017f22e2-79b0-7cc3-98c4-dc0c0c07398f","kind":"uuid","version":7,"unix_ms":1645557742000,"time":"2022-02-22T19:22:22.000Z"}' \
+  "" -- decode --json --lenient urn:uuid:017f22e2-79b0-7cc3-98c4-dc0c0c07398f
+expect "decode ulid overflow names the character" 1 "" \
+  "idgen: ULID: first character 'z' at position 1 overflows 128 bits (at most 7)" \
+  -- decode z1ARZ3NDEKTSV4RRFFQ69G5FAV
+expect "decode lenient quotes input as given" 1 "" \
+  'idgen: not an ID: "12-x4" is 4 characters (expected 1 to 20 decimal digits, a 26-character ULID, or a UUID of 36 characters or 32 hex digits)' \
+  -- decode --lenient 12-x4
 
 # --- ulid and uuid7: make them ---------------------------------------------
 expect "ulid 1000" 0 '*' "" -- ulid -n 1000

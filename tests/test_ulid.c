@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core_int.h"
+#include "tables.h"
 #include "testutil.h"
 
 static void decode_ok(idgen_ulid_t *u, const char *s, int mode) {
@@ -519,6 +520,116 @@ static void test_threads_uuid7(void **state) {
   check_two(0, &c);
 }
 
+/* The committed tables (src/core/tables.h) agree with the alphabets. */
+static void test_tables(void **state) {
+  (void)state;
+  static const char alpha[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ", hexd[] = "0123456789abcdef";
+  for (int i = 0; i < 1024; i++) {
+    assert_int_equal(alpha[i >> 5], idgen__ulid_pairs[2 * i]);
+    assert_int_equal(alpha[i & 31], idgen__ulid_pairs[2 * i + 1]);
+  }
+  for (int i = 0; i < 256; i++) {
+    assert_int_equal(hexd[i >> 4], idgen__hex_pairs[2 * i]);
+    assert_int_equal(hexd[i & 15], idgen__hex_pairs[2 * i + 1]);
+    const char *a = strchr(alpha, i >= 'a' && i <= 'z' ? i - 32 : i);
+    int want = i != 0 && a != NULL ? (int)(a - alpha) : 0xff;
+    assert_int_equal(want, idgen__ulid_strict[i]);
+    int lw = want;
+    if (i == 'I' || i == 'i' || i == 'L' || i == 'l')
+      lw = 1;
+    if (i == 'O' || i == 'o')
+      lw = 0;
+    assert_int_equal(lw, idgen__ulid_lenient[i]);
+    if (i < 128) {
+      const char *h = strchr(hexd, i >= 'A' && i <= 'F' ? i + 32 : i);
+      assert_int_equal(i != 0 && h != NULL ? (int)(h - hexd) : 0xff, idgen__hex128[i]);
+    }
+  }
+}
+
+/* What a child saw, sent back to the parent through a pipe. */
+struct child_view {
+  uint8_t rnd[16];
+  idgen_ulid_t ulid;
+  int snowflake_rc;
+};
+
+static idgen_ulid_gen_t *fork_ug;
+static idgen_snowflake_t *fork_sg;
+static int handler_armed;
+static struct child_view handler_view;
+
+static void take_view(struct child_view *v) {
+  uint64_t id;
+  if (idgen_random_bytes(v->rnd, sizeof v->rnd) != 0 || idgen_ulid_gen_next(fork_ug, &v->ulid) != 0)
+    memset(v, 0, sizeof *v);
+  v->snowflake_rc = idgen_snowflake_next(fork_sg, &id);
+}
+
+/* An application's fork handler that uses idgen in the child: it runs in
+ * registration order, before any handler idgen might have registered later. */
+static void app_child_handler(void) {
+  if (handler_armed)
+    take_view(&handler_view);
+}
+
+/* Forks with `how` (0: fork() with an application handler using idgen in the
+ * child; 1: _Fork(), which runs no handlers) and checks that the child gets
+ * bytes and a ULID of its own, and that the parent's Snowflake generator
+ * refuses in it. */
+static void check_child_fresh(int how) {
+  tu_clock_t c;
+  tu_clock_init(&c, 1700000000000); /* frozen: the parent's next ULID is last + 1 */
+  idgen_gen128_settings_t s = {IDGEN_CLOCK_FAST, &c.clock, NULL};
+  uint8_t warm[8];
+  idgen_ulid_t last;
+  tu_ok(idgen_ulid_gen_new(&fork_ug, &s));
+  fork_sg = tu_gen("twitter", NULL);
+  tu_ok(idgen_ulid_gen_next(fork_ug, &last));
+  tu_ok(idgen_random_bytes(warm, sizeof warm));
+  int fd[2];
+  assert_int_equal(0, pipe(fd));
+  handler_armed = how == 0;
+  pid_t pid = how == 0 ? fork() : _Fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    struct child_view v;
+    if (how == 0)
+      v = handler_view;
+    else
+      take_view(&v);
+    _exit(write(fd[1], &v, sizeof v) == (ssize_t)sizeof v ? 0 : 3);
+  }
+  handler_armed = 0;
+  struct child_view mine, theirs;
+  take_view(&mine);
+  assert_int_equal(sizeof theirs, read(fd[0], &theirs, sizeof theirs));
+  int st;
+  waitpid(pid, &st, 0);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  close(fd[0]);
+  close(fd[1]);
+  assert_int_equal(0, mine.snowflake_rc);
+  assert_int_equal(IDGEN_EFORKED, theirs.snowflake_rc);
+  assert_memory_not_equal(mine.rnd, theirs.rnd, sizeof mine.rnd);
+  assert_memory_not_equal(mine.ulid.bytes, theirs.ulid.bytes, 16);
+  idgen_ulid_gen_free(fork_ug);
+  idgen_snowflake_free(fork_sg);
+}
+
+static void test_fork_app_handler_first(void **state) {
+  (void)state;
+  static int registered;
+  if (!registered++)
+    pthread_atfork(NULL, NULL, app_child_handler);
+  check_child_fresh(0);
+}
+
+static void test_underscore_fork(void **state) {
+  (void)state;
+  check_child_fresh(1);
+}
+
 /* The AVX-512 fast paths must agree with the scalar code on every input:
  * valid ULIDs and UUIDs, and the same with one byte changed. */
 static void test_simd_matches_scalar(void **state) {
@@ -568,6 +679,7 @@ static void test_simd_matches_scalar(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_tables),
       cmocka_unit_test(test_ulid_encode_vectors),
       cmocka_unit_test(test_ulid_decode_time_vectors),
       cmocka_unit_test(test_ulid_spec_example_and_uuid),
@@ -581,6 +693,8 @@ int main(void) {
       cmocka_unit_test(test_uuid_roundtrip),
       cmocka_unit_test(test_uuid7_monotonic),
       cmocka_unit_test(test_fork_fresh_bits),
+      cmocka_unit_test(test_fork_app_handler_first),
+      cmocka_unit_test(test_underscore_fork),
       cmocka_unit_test(test_threads_ulid),
       cmocka_unit_test(test_threads_uuid7),
       cmocka_unit_test(test_simd_matches_scalar),

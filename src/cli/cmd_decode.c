@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 
@@ -38,29 +39,18 @@ static const char usage[] =
 
 enum kind { KIND_SNOWFLAKE, KIND_ULID, KIND_UUID, KIND_UNKNOWN };
 
-static int is_hex(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
-/* Recognises the kind of s[0..len) by its form alone. */
+/* Recognises the kind of s[0..len) by its form alone.  36 or 32 characters
+ * (after an optional "urn:uuid:") go to the UUID parser even when they are
+ * not all hex, so that its message names the bad character and where. */
 static enum kind classify(const char *s, size_t len) {
   if (len >= 1 && len <= 20 && strspn(s, "0123456789") == len)
     return KIND_SNOWFLAKE;
   if (len == 26)
     return KIND_ULID;
-  if (len == 45 && strncasecmp(s, "urn:uuid:", 9) == 0) {
-    s += 9;
-    len -= 9;
-  }
-  if (len == 36 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-')
+  if (len > 9 && strncasecmp(s, "urn:uuid:", 9) == 0)
     return KIND_UUID;
-  if (len == 32) {
-    size_t i = 0;
-    while (i < len && is_hex(s[i]))
-      i++;
-    if (i == len)
-      return KIND_UUID;
-  }
+  if (len == 36 || len == 32)
+    return KIND_UUID;
   return KIND_UNKNOWN;
 }
 
@@ -268,10 +258,10 @@ static int decode_one(struct decode_ctx *c, const char *in) {
     else if (len > 20 && strspn(s, "0123456789") == len)
       cli_error("not an ID: \"%.*s\" has %zu digits; a 64-bit ID has at most 20",
                 (int)(len > 40 ? 40 : len), s, len);
-    else
+    else /* quote the input as given, hyphens and all */
       cli_error("not an ID: \"%.*s\" is %zu characters (expected 1 to 20 decimal digits, a "
                 "26-character ULID, or a UUID of 36 characters or 32 hex digits)",
-                (int)(len > 64 ? 64 : len), s, len);
+                (int)(strlen(in) > 64 ? 64 : strlen(in)), in, len);
     return EXIT_ID;
   }
 }

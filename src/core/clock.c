@@ -21,14 +21,15 @@
  * late: as if the step had happened up to 1 ms later, which the generator's
  * step-back handling (G3) covers either way.
  *
- * Fork detection: a pthread_atfork child handler bumps a generation counter;
- * each generator remembers the generation it was made in (G1).
+ * Fork detection: see fork_init() below (G1).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core_int.h"
 
@@ -199,16 +200,46 @@ int64_t idgen_clock_now_ms(idgen_clock_mode_t mode) {
   return idgen__clock_precise_ms();
 }
 
-_Atomic unsigned idgen__fork_gen;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+/*
+ * Fork detection.  The current generation lives in a page marked
+ * MADV_WIPEONFORK: in a child made by any kind of fork -- fork(), _Fork(),
+ * clone() without CLONE_VM -- the page reads as zero, before any fork
+ * handler or other code runs.  The first caller in the child then takes the
+ * next generation.  Generators remember the generation they were made in
+ * (or last used), so a mismatch means "this state was copied from another
+ * process".  Where the kernel lacks MADV_WIPEONFORK (before Linux 4.14), a
+ * pthread_atfork child handler, registered when the library loads, bumps an
+ * ordinary counter instead: that covers fork() but not _Fork().
+ */
+static _Atomic unsigned fallback_gen = 1;
+_Atomic unsigned *idgen__fork_word = &fallback_gen;
+static _Atomic unsigned last_gen = 1; /* ordinary memory: copied into children */
 
 static void on_fork_child(void) {
-  atomic_fetch_add_explicit(&idgen__fork_gen, 1, memory_order_relaxed);
+  unsigned g = atomic_load_explicit(&fallback_gen, memory_order_relaxed) + 1;
+  atomic_store_explicit(&fallback_gen, g ? g : 1, memory_order_relaxed);
 }
 
-static void atfork_init(void) { pthread_atfork(NULL, NULL, on_fork_child); }
+__attribute__((constructor)) static void fork_init(void) {
+  long psz = sysconf(_SC_PAGESIZE);
+  void *p = mmap(NULL, (size_t)psz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p != MAP_FAILED && madvise(p, (size_t)psz, MADV_WIPEONFORK) == 0) {
+    atomic_store_explicit((_Atomic unsigned *)p, 1, memory_order_relaxed);
+    idgen__fork_word = p;
+    return;
+  }
+  if (p != MAP_FAILED)
+    munmap(p, (size_t)psz);
+  pthread_atfork(NULL, NULL, on_fork_child);
+}
 
-unsigned idgen__fork_watch(void) {
-  pthread_once(&atfork_once, atfork_init);
-  return atomic_load_explicit(&idgen__fork_gen, memory_order_relaxed);
+unsigned idgen__fork_renew(void) {
+  unsigned want = atomic_load_explicit(&last_gen, memory_order_relaxed) + 1, zero = 0;
+  if (want == 0)
+    want = 1;
+  if (atomic_compare_exchange_strong(idgen__fork_word, &zero, want)) {
+    atomic_store_explicit(&last_gen, want, memory_order_relaxed);
+    return want;
+  }
+  return zero; /* another thread of this new process renewed it first */
 }

@@ -50,11 +50,14 @@ static inline int64_t idgen__clock_precise_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + (int32_t)ts.tv_nsec / 1000000;
 }
 
-/* Fork detection: idgen__fork_gen is incremented in every child after fork().
- * idgen__fork_watch() installs the handler (once) and returns the current
- * generation; hot paths then compare against idgen__fork_gen directly. */
-extern _Atomic unsigned idgen__fork_gen;
-unsigned idgen__fork_watch(void);
+/* Fork detection (clock.c): the process's generation, nonzero, different in
+ * every child from its parent's.  One load on the hot path. */
+extern _Atomic unsigned *idgen__fork_word;
+unsigned idgen__fork_renew(void);
+static inline unsigned idgen__fork_gen(void) {
+  unsigned g = atomic_load_explicit(idgen__fork_word, memory_order_relaxed);
+  return IDGEN_LIKELY(g != 0) ? g : idgen__fork_renew();
+}
 
 /* AVX-512 VBMI fast paths (simd.c): 0 and the 16 bytes if the input is
  * valid, nonzero otherwise (the caller then runs the scalar code, which

@@ -25,7 +25,7 @@
 
 struct rbuf {
   unsigned gen;   /* fork generation the bytes belong to */
-  size_t pos;     /* bytes before pos are used (and wiped) */
+  size_t pos;     /* bytes before pos are used */
   unsigned char bytes[RBUF_SIZE];
 };
 
@@ -35,14 +35,19 @@ static __thread struct rbuf *tls_rbuf __attribute__((tls_model("initial-exec")))
 static pthread_key_t rbuf_key;
 static pthread_once_t rbuf_once = PTHREAD_ONCE_INIT;
 
+static int rbuf_key_ok;
+
 static void rbuf_free(void *p) {
+  /* A later thread-exit destructor may still ask for random bytes: it gets a
+   * new buffer (and this destructor runs again for it). */
+  tls_rbuf = NULL;
   if (p != NULL) {
     OPENSSL_cleanse(p, sizeof(struct rbuf));
     free(p);
   }
 }
 
-static void rbuf_init_key(void) { pthread_key_create(&rbuf_key, rbuf_free); }
+static void rbuf_init_key(void) { rbuf_key_ok = pthread_key_create(&rbuf_key, rbuf_free) == 0; }
 
 static int refill(size_t n, void *out) {
   struct rbuf *b = tls_rbuf;
@@ -52,9 +57,10 @@ static int refill(size_t n, void *out) {
     if (b == NULL)
       return IDGEN_ERANDOM;
     tls_rbuf = b;
-    pthread_setspecific(rbuf_key, b);
+    if (rbuf_key_ok) /* otherwise the buffer lives as long as the process */
+      pthread_setspecific(rbuf_key, b);
   }
-  b->gen = idgen__fork_watch();
+  b->gen = idgen__fork_gen();
   b->pos = RBUF_SIZE;
   if (n > RBUF_SIZE / 4) /* large requests go straight to the source */
     return RAND_bytes(out, (int)n) == 1 ? 0 : IDGEN_ERANDOM;
@@ -69,8 +75,7 @@ int idgen__random(const idgen_random_t *r, void *out, size_t n) {
   if (r != NULL)
     return r->fill(r->ctx, out, n);
   struct rbuf *b = tls_rbuf;
-  if (IDGEN_LIKELY(b != NULL && RBUF_SIZE - b->pos >= n &&
-                   b->gen == atomic_load_explicit(&idgen__fork_gen, memory_order_relaxed))) {
+  if (IDGEN_LIKELY(b != NULL && RBUF_SIZE - b->pos >= n && b->gen == idgen__fork_gen())) {
     memcpy(out, b->bytes + b->pos, n);
     b->pos += n;
     return 0;
@@ -80,10 +85,10 @@ int idgen__random(const idgen_random_t *r, void *out, size_t n) {
 
 int idgen_random_bytes(void *buf, size_t n) { return idgen__random(NULL, buf, n); }
 
-void idgen__lock_init(idgen__lock_t *l) { atomic_init(&l->word, idgen__fork_watch() << 1); }
+void idgen__lock_init(idgen__lock_t *l) { atomic_init(&l->word, idgen__fork_gen() << 1); }
 
 int idgen__lock_acquire(idgen__lock_t *l) {
-  unsigned gen = atomic_load_explicit(&idgen__fork_gen, memory_order_relaxed);
+  unsigned gen = idgen__fork_gen();
   for (unsigned spins = 0;; spins++) {
     unsigned v = atomic_load_explicit(&l->word, memory_order_relaxed);
     if ((v >> 1) != (gen & (~0u >> 1))) {

@@ -61,28 +61,6 @@ int idgen__simd_available(void) {
 
 #if HAVE_VBMI
 
-/* Hex digit values for bytes 0..127, 0xff for the rest. */
-static const unsigned char hex128[128] = {
-    ['0'] = 0,    ['1'] = 1,    ['2'] = 2,    ['3'] = 3,    ['4'] = 4,    ['5'] = 5,
-    ['6'] = 6,    ['7'] = 7,    ['8'] = 8,    ['9'] = 9,    ['a'] = 10,   ['b'] = 11,
-    ['c'] = 12,   ['d'] = 13,   ['e'] = 14,   ['f'] = 15,   ['A'] = 10,   ['B'] = 11,
-    ['C'] = 12,   ['D'] = 13,   ['E'] = 14,   ['F'] = 15,
-};
-static unsigned char hex128_ff[128];
-static _Atomic int hex128_ready;
-
-static const unsigned char *hex_table(void) {
-  if (!atomic_load_explicit(&hex128_ready, memory_order_acquire)) {
-    /* Non-digits become 0xff; racing initialisers write the same bytes. */
-    for (int c = 0; c < 128; c++) {
-      int digit = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-      hex128_ff[c] = digit ? hex128[c] : 0xff;
-    }
-    atomic_store_explicit(&hex128_ready, 1, memory_order_release);
-  }
-  return hex128_ff;
-}
-
 /* Looks up the low 7 bits of each byte of x in a 128-entry table. */
 VBMI static inline __m512i lookup128(__m512i x, const unsigned char *table) {
   __m512i lo = _mm512_loadu_si512((const void *)table);
@@ -130,7 +108,7 @@ VBMI int idgen__uuid_parse36_simd(const char *s, uint8_t *out) {
                                      12, 14, 15, 16, 17, 19, 20, 21, 22, 24, 25,
                                      26, 27, 28, 29, 30, 31, 32, 33, 34, 35};
   __m512i hex = _mm512_permutexvar_epi8(_mm512_loadu_si512((const void *)digits), in);
-  __m512i v = lookup128(hex, hex_table());
+  __m512i v = lookup128(hex, idgen__hex128);
   if (_mm512_movepi8_mask(_mm512_or_si512(hex, v)) & 0xffffffffULL)
     return -1;
   __m256i nib = _mm512_castsi512_si256(v);

@@ -255,7 +255,7 @@ static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, 
 }
 
 int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id) {
-  if (IDGEN_UNLIKELY(g->fork_gen != atomic_load_explicit(&idgen__fork_gen, memory_order_relaxed)))
+  if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()))
     return IDGEN_EFORKED;
   int64_t ms = now_ms(g);
   if (IDGEN_LIKELY(g->fast)) {
@@ -295,7 +295,7 @@ int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id) {
 }
 
 int idgen_snowflake_next_n(idgen_snowflake_t *g, uint64_t *ids, size_t n) {
-  if (IDGEN_UNLIKELY(g->fork_gen != atomic_load_explicit(&idgen__fork_gen, memory_order_relaxed)))
+  if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()))
     return IDGEN_EFORKED;
   while (n > 0) {
     uint64_t v, got;
@@ -400,7 +400,7 @@ int idgen_snowflake_new(idgen_snowflake_t **out, const idgen_layout_t *l,
     g->fast_span = (((uint64_t)g->borrow_ms + 1) << sf->bits) - 1;
   else
     g->fast_span = UINT64_C(1) << 63;
-  g->fork_gen = idgen__fork_watch();
+  g->fork_gen = idgen__fork_gen();
   atomic_init(&g->next, 0);
   atomic_init(&g->ahead, 0);
 

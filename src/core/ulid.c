@@ -20,8 +20,6 @@
 #include "core_int.h"
 #include "tables.h"
 
-static const char alphabet[32] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-
 /* Character values, 0xff for invalid (tables.h). */
 #define dec_strict idgen__ulid_strict
 #define dec_lenient idgen__ulid_lenient
@@ -127,7 +125,8 @@ int idgen_ulid_decode(idgen_ulid_t *out, const char *s, size_t len, int mode, ch
   int lenient = mode == IDGEN_ULID_LENIENT;
   const unsigned char *tab = lenient ? dec_lenient : dec_strict;
   char packed[IDGEN_ULID_STRLEN];
-  size_t first_pos = 1; /* 1-based position of the first character used */
+  const char *given = s; /* the input as given, for messages */
+  size_t first_pos = 1;  /* 1-based position of the first character used */
 
   if (lenient && memchr(s, '-', len) != NULL) {
     /* Validate while packing, so that positions refer to the input as given. */
@@ -165,7 +164,7 @@ int idgen_ulid_decode(idgen_ulid_t *out, const char *s, size_t len, int mode, ch
   if (first > 7)
     return idgen__err(err, errlen, IDGEN_ERANGE,
                       "ULID: first character '%c' at position %zu overflows 128 bits (at most 7)",
-                      alphabet[first], first_pos);
+                      given[first_pos - 1], first_pos);
   store_be64(out->bytes, t << 16 | hi >> 24);
   store_be64(out->bytes + 8, hi << 40 | lo);
   return 0;
