@@ -547,6 +547,38 @@ static void test_tables(void **state) {
   }
 }
 
+/* A thread-exit destructor that runs after idgen's own (keys made later run
+ * later in glibc) and still asks for random bytes: it must get a fresh
+ * buffer, not the one just freed (ASan caught that use after free). */
+static pthread_key_t late_key;
+static int late_rc = -100;
+
+static void late_destructor(void *p) {
+  (void)p;
+  idgen_ulid_t u;
+  late_rc = idgen_ulid_new(&u, 1, NULL);
+}
+
+static void *exiting_thread(void *arg) {
+  (void)arg;
+  uint8_t b[4];
+  idgen_random_bytes(b, sizeof b); /* the thread's buffer exists */
+  pthread_setspecific(late_key, (void *)1);
+  return NULL;
+}
+
+static void test_random_after_thread_exit(void **state) {
+  (void)state;
+  uint8_t b[4];
+  tu_ok(idgen_random_bytes(b, sizeof b)); /* idgen's key exists before ours */
+  assert_int_equal(0, pthread_key_create(&late_key, late_destructor));
+  pthread_t t;
+  assert_int_equal(0, pthread_create(&t, NULL, exiting_thread, NULL));
+  pthread_join(t, NULL);
+  assert_int_equal(0, late_rc);
+  pthread_key_delete(late_key);
+}
+
 /* What a child saw, sent back to the parent through a pipe. */
 struct child_view {
   uint8_t rnd[16];
@@ -695,6 +727,7 @@ int main(void) {
       cmocka_unit_test(test_fork_fresh_bits),
       cmocka_unit_test(test_fork_app_handler_first),
       cmocka_unit_test(test_underscore_fork),
+      cmocka_unit_test(test_random_after_thread_exit),
       cmocka_unit_test(test_threads_ulid),
       cmocka_unit_test(test_threads_uuid7),
       cmocka_unit_test(test_simd_matches_scalar),
