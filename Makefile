@@ -1,5 +1,5 @@
 # A thin wrapper over CMake for the README's two commands and CI.
-#   make run    build, then make and decode IDs (a real job)
+#   make run    build, then make and decode IDs of each kind (a real job)
 #   make test   build, then run every test (ctest)
 #   make sanitize / make tsan / make fuzz   what CI runs besides
 BUILD ?= build
@@ -26,6 +26,11 @@ run: build
 	@$(BUILD)/idgen snowflake -n 3 --datacenter 1 --worker 7 | tee $(BUILD)/run-ids.txt
 	@echo '$$ idgen decode --json <those IDs>'
 	@$(BUILD)/idgen decode --json - < $(BUILD)/run-ids.txt
+	@echo '$$ idgen ulid -n 2 --monotonic; idgen uuid7'
+	@$(BUILD)/idgen ulid -n 2 --monotonic | tee $(BUILD)/run-128.txt
+	@$(BUILD)/idgen uuid7 | tee -a $(BUILD)/run-128.txt
+	@echo '$$ idgen decode --json <those IDs>'
+	@$(BUILD)/idgen decode --json - < $(BUILD)/run-128.txt
 	@echo '$$ idgen plan --layout twitter'
 	@$(BUILD)/idgen plan --layout twitter
 
