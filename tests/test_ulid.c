@@ -383,6 +383,34 @@ static void test_uuid7_monotonic(void **state) {
   assert_true(idgen_uuid7_time(&u) <= now && idgen_uuid7_time(&u) > now - 1000);
 }
 
+/* The 42-bit counter used up within one millisecond: the time field moves one
+ * millisecond ahead and the counter restarts below 2^41; at the largest
+ * time there is nowhere to go and the call fails without wrapping. */
+static void test_uuid7_counter_rollover(void **state) {
+  (void)state;
+  const int64_t T = 1645557742000, MAX_MS = (INT64_C(1) << 48) - 1;
+  const uint64_t counter_max = (UINT64_C(1) << 42) - 1;
+  tu_clock_t c;
+  tu_clock_init(&c, T);
+  idgen_gen128_settings_t s = {IDGEN_CLOCK_FAST, &c.clock, NULL};
+  idgen_uuid7_gen_t *g;
+  idgen_uuid_t a, b;
+  tu_ok(idgen_uuid7_gen_new(&g, &s));
+  idgen__uuid7_gen_set(g, T, counter_max - 1);
+  tu_ok(idgen_uuid7_gen_next(g, &a)); /* the last counter value of T */
+  assert_int_equal(T, idgen_uuid7_time(&a));
+  assert_int_equal(0xff, a.bytes[7]);
+  tu_ok(idgen_uuid7_gen_next(g, &b)); /* rolls over: T + 1, ahead of the clock */
+  assert_int_equal(T + 1, idgen_uuid7_time(&b));
+  assert_true(memcmp(a.bytes, b.bytes, 16) < 0);
+  assert_int_equal(0, b.bytes[6] & 0x08); /* the new counter starts below 2^41 */
+  /* The clock (still at T) is behind the state: a step back, so the counter
+   * must go on from its maximum at the largest time, and cannot. */
+  idgen__uuid7_gen_set(g, MAX_MS, counter_max);
+  assert_int_equal(IDGEN_EOVERFLOW, idgen_uuid7_gen_next(g, &b));
+  idgen_uuid7_gen_free(g);
+}
+
 /* Parent and child after fork: different random bits, different next IDs. */
 static void test_fork_fresh_bits(void **state) {
   (void)state;
@@ -724,6 +752,7 @@ int main(void) {
       cmocka_unit_test(test_uuid_parse_errors),
       cmocka_unit_test(test_uuid_roundtrip),
       cmocka_unit_test(test_uuid7_monotonic),
+      cmocka_unit_test(test_uuid7_counter_rollover),
       cmocka_unit_test(test_fork_fresh_bits),
       cmocka_unit_test(test_fork_app_handler_first),
       cmocka_unit_test(test_underscore_fork),

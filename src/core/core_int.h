@@ -67,6 +67,9 @@ void idgen__simd_enable(int on); /* 0: scalar only (tests); 1: use if the CPU ha
 int idgen__ulid_decode_simd(const char *s26, int lenient, uint8_t *out);
 int idgen__uuid_parse36_simd(const char *s36, uint8_t *out);
 
+/* Tests only: puts a UUIDv7 generator's state at (ms, counter). */
+void idgen__uuid7_gen_set(idgen_uuid7_gen_t *g, int64_t ms, uint64_t counter);
+
 /* Random bytes from the default secure source (random.c); returns 0 or
  * IDGEN_ERANDOM.  `r` may be NULL (the default) or an injected source. */
 int idgen__random(const idgen_random_t *r, void *buf, size_t n);

@@ -159,6 +159,13 @@ int idgen_uuid7_gen_new(idgen_uuid7_gen_t **out, const idgen_gen128_settings_t *
 
 void idgen_uuid7_gen_free(idgen_uuid7_gen_t *g) { free(g); }
 
+void idgen__uuid7_gen_set(idgen_uuid7_gen_t *g, int64_t ms, uint64_t counter) {
+  idgen__lock_acquire(&g->c.lock);
+  g->last_ms = ms;
+  g->counter = counter;
+  idgen__lock_release(&g->c.lock);
+}
+
 int idgen_uuid7_gen_next(idgen_uuid7_gen_t *g, idgen_uuid_t *out) {
   uint64_t r[2];
   int64_t now = idgen__gen128_now_ms(&g->c);
