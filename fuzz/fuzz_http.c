@@ -1,0 +1,51 @@
+/*
+ * fuzz_http.c -- libFuzzer target for the HTTP/1.1 request-head parser.
+ *
+ * Properties: never crashes or reads outside the input; a rejection has a
+ * status of 400, 431, 501 or 505 and a reason; an accepted head is at most
+ * the cap, its strings lie inside it, it parses the same on its own, and
+ * every proper prefix of it asks for more.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CAP 1024
+
+static int inside(http_str_t s, const char *buf, ssize_t n) {
+  return s.len == 0 || (s.ptr >= buf && s.ptr + s.len <= buf + n);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  const char *buf = (const char *)data;
+  http_request_t r, again;
+  int st = 0;
+  char err[HTTP_ERR_MAX] = "";
+  ssize_t n = http_parse(buf, size, CAP, &r, &st, err);
+  if (n == HTTP_MALFORMED) {
+    if ((st != 400 && st != 431 && st != 501 && st != 505) || err[0] == '\0')
+      abort();
+    return 0;
+  }
+  if (n == HTTP_NEED_MORE)
+    return 0;
+  if (n < 0 || (size_t)n > size || (size_t)n > CAP + 2)
+    abort();
+  if (!inside(r.method, buf, n) || !inside(r.target, buf, n) || !inside(r.path, buf, n) ||
+      !inside(r.query, buf, n))
+    abort();
+  for (size_t i = 0; i < r.nheaders; i++)
+    if (!inside(r.headers[i].name, buf, n) || !inside(r.headers[i].value, buf, n))
+      abort();
+  if (http_parse(buf, (size_t)n, CAP, &again, &st, err) != n || again.nheaders != r.nheaders ||
+      again.content_length != r.content_length || again.keep_alive != r.keep_alive)
+    abort();
+  for (size_t k = 0; k < (size_t)n; k += 1 + k / 8)
+    if (http_parse(buf, k, CAP, &again, &st, err) != HTTP_NEED_MORE)
+      abort();
+  return 0;
+}

@@ -1,0 +1,172 @@
+/*
+ * http.c -- HTTP/1.1 request heads; see http.h.
+ *
+ * Grammar (RFC 9112), strictly:
+ *   request-line = method SP origin-form SP "HTTP/1." DIGIT CRLF
+ *   header-line  = field-name ":" OWS field-value OWS CRLF
+ * Empty lines before the request line are skipped (RFC 9112 section 2.2).
+ * Rejected with 400: bare LF line ends, control bytes, a space before the
+ * colon, obsolete line folding, a target not starting with '/', a malformed
+ * or conflicting Content-Length, and Content-Length with Transfer-Encoding
+ * (the request-smuggling pair).  Any Transfer-Encoding is 501: the daemon's
+ * requests have no bodies worth streaming.  Other versions than 1.x: 505.
+ * More than HTTP_MAX_HEADERS headers, or a head over max_head bytes: 431.
+ */
+#include "http.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+static ssize_t fail(int *status, char *err, int code, const char *msg) {
+  *status = code;
+  snprintf(err, HTTP_ERR_MAX, "%s", msg);
+  return HTTP_MALFORMED;
+}
+
+/* RFC 9110 tchar. */
+static int tchar(unsigned char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+    return 1;
+  return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/* Finds the end of the line starting at buf[pos]: the index of its "\r\n",
+ * -1 if not there yet, -2 if a bare "\n" or a control byte comes first. */
+static ssize_t line_end(const char *buf, size_t len, size_t pos) {
+  for (size_t i = pos; i < len; i++) {
+    unsigned char c = (unsigned char)buf[i];
+    if (c == '\r')
+      return i + 1 < len ? (buf[i + 1] == '\n' ? (ssize_t)i : -2) : -1;
+    if (c == '\n' || (c < 0x20 && c != '\t') || c == 0x7f)
+      return -2;
+  }
+  return -1;
+}
+
+static int token_is(http_str_t s, const char *t) {
+  return s.len == strlen(t) && strncasecmp(s.ptr, t, s.len) == 0;
+}
+
+/* Applies a Connection header's comma-separated tokens. */
+static void connection_tokens(http_str_t v, int *keep_alive) {
+  size_t i = 0;
+  while (i < v.len) {
+    while (i < v.len && (v.ptr[i] == ' ' || v.ptr[i] == '\t' || v.ptr[i] == ','))
+      i++;
+    size_t a = i;
+    while (i < v.len && v.ptr[i] != ',' && v.ptr[i] != ' ' && v.ptr[i] != '\t')
+      i++;
+    http_str_t t = {v.ptr + a, i - a};
+    if (token_is(t, "close"))
+      *keep_alive = 0;
+    else if (token_is(t, "keep-alive"))
+      *keep_alive = 1;
+  }
+}
+
+ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t *req,
+                   int *status, char *err) {
+  size_t pos = 0;
+  char msg[HTTP_ERR_MAX];
+  while (pos + 1 < len && buf[pos] == '\r' && buf[pos + 1] == '\n')
+    pos += 2;
+  ssize_t eol = line_end(buf, len, pos);
+  if (eol == -1)
+    return len > max_head ? fail(status, err, 431, "request header block too large")
+                          : HTTP_NEED_MORE;
+  if (eol == -2)
+    return fail(status, err, 400, "request line: control byte or bare LF");
+  /* method SP target SP version */
+  size_t i = pos;
+  while (i < (size_t)eol && tchar((unsigned char)buf[i]))
+    i++;
+  if (i == pos || i >= (size_t)eol || buf[i] != ' ')
+    return fail(status, err, 400, "request line: bad method");
+  req->method = (http_str_t){buf + pos, i - pos};
+  size_t t0 = ++i;
+  while (i < (size_t)eol && buf[i] != ' ')
+    i++;
+  if (i == t0 || i >= (size_t)eol)
+    return fail(status, err, 400, "request line: missing target or version");
+  if (buf[t0] != '/')
+    return fail(status, err, 400, "request line: target must start with /");
+  req->target = (http_str_t){buf + t0, i - t0};
+  const char *q = memchr(req->target.ptr, '?', req->target.len);
+  req->path = (http_str_t){req->target.ptr, q ? (size_t)(q - req->target.ptr) : req->target.len};
+  req->query = q ? (http_str_t){q + 1, req->target.len - req->path.len - 1} : (http_str_t){q, 0};
+  size_t v0 = i + 1, vlen = (size_t)eol - v0;
+  if (vlen != 8 || memcmp(buf + v0, "HTTP/", 5) != 0 || buf[v0 + 6] != '.' ||
+      buf[v0 + 5] < '0' || buf[v0 + 5] > '9' || buf[v0 + 7] < '0' || buf[v0 + 7] > '9')
+    return fail(status, err, 400, "request line: bad HTTP version");
+  if (buf[v0 + 5] != '1')
+    return fail(status, err, 505, "HTTP version not supported (use HTTP/1.1)");
+  req->minor = buf[v0 + 7] - '0';
+  req->keep_alive = req->minor >= 1;
+  req->content_length = -1;
+  req->nheaders = 0;
+  int transfer_encoding = 0;
+
+  pos = (size_t)eol + 2;
+  for (;;) {
+    eol = line_end(buf, len, pos);
+    if (eol == -1)
+      return len > max_head ? fail(status, err, 431, "request header block too large")
+                            : HTTP_NEED_MORE;
+    if ((size_t)eol + 2 > max_head)
+      return fail(status, err, 431, "request header block too large");
+    if (eol == -2)
+      return fail(status, err, 400, "header: control byte or bare LF");
+    if ((size_t)eol == pos)
+      break; /* the blank line */
+    if (buf[pos] == ' ' || buf[pos] == '\t')
+      return fail(status, err, 400, "header: obsolete line folding");
+    size_t c = pos;
+    while (c < (size_t)eol && tchar((unsigned char)buf[c]))
+      c++;
+    if (c == pos || c >= (size_t)eol || buf[c] != ':')
+      return fail(status, err, 400, "header: bad name (or a space before the colon)");
+    size_t a = c + 1, b = (size_t)eol;
+    while (a < b && (buf[a] == ' ' || buf[a] == '\t'))
+      a++;
+    while (b > a && (buf[b - 1] == ' ' || buf[b - 1] == '\t'))
+      b--;
+    if (req->nheaders == HTTP_MAX_HEADERS) {
+      snprintf(msg, sizeof msg, "more than %d headers", HTTP_MAX_HEADERS);
+      return fail(status, err, 431, msg);
+    }
+    http_header_t *h = &req->headers[req->nheaders++];
+    h->name = (http_str_t){buf + pos, c - pos};
+    h->value = (http_str_t){buf + a, b - a};
+    if (token_is(h->name, "content-length")) {
+      int64_t v = 0;
+      if (h->value.len == 0 || h->value.len > 18)
+        return fail(status, err, 400, "header: bad Content-Length");
+      for (size_t k = 0; k < h->value.len; k++) {
+        if (h->value.ptr[k] < '0' || h->value.ptr[k] > '9')
+          return fail(status, err, 400, "header: bad Content-Length");
+        v = v * 10 + (h->value.ptr[k] - '0');
+      }
+      if (req->content_length >= 0 && req->content_length != v)
+        return fail(status, err, 400, "header: conflicting Content-Length");
+      req->content_length = v;
+    } else if (token_is(h->name, "transfer-encoding")) {
+      transfer_encoding = 1;
+    } else if (token_is(h->name, "connection")) {
+      connection_tokens(h->value, &req->keep_alive);
+    }
+    pos = (size_t)eol + 2;
+  }
+  if (transfer_encoding && req->content_length >= 0)
+    return fail(status, err, 400, "header: both Content-Length and Transfer-Encoding");
+  if (transfer_encoding)
+    return fail(status, err, 501, "Transfer-Encoding is not supported");
+  return (ssize_t)pos + 2;
+}
+
+const http_str_t *http_header(const http_request_t *req, const char *name) {
+  for (size_t i = 0; i < req->nheaders; i++)
+    if (token_is(req->headers[i].name, name))
+      return &req->headers[i].value;
+  return NULL;
+}

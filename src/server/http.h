@@ -1,0 +1,56 @@
+/*
+ * http.h -- the HTTP/1.1 request-head parser of `idgen serve` (SPEC section 7).
+ *
+ * Pure and allocation-free: it reads the request line and headers at the
+ * start of a buffer and returns pointers into it.  The body, if any, is the
+ * server's business (Content-Length bytes after the head).  Strict: what it
+ * does not accept gets an HTTP status (400, 431, 501, 505) and a one-line
+ * reason for the response.
+ */
+#ifndef IDGEN_HTTP_H
+#define IDGEN_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define HTTP_MAX_HEADERS 32
+#define HTTP_ERR_MAX 96 /* room for any reason, with its NUL */
+
+enum { HTTP_NEED_MORE = 0, HTTP_MALFORMED = -1 };
+
+typedef struct http_str {
+  const char *ptr; /* into the parsed buffer; not NUL-terminated */
+  size_t len;
+} http_str_t;
+
+typedef struct http_header {
+  http_str_t name, value; /* value without surrounding spaces */
+} http_header_t;
+
+typedef struct http_request {
+  http_str_t method;      /* "GET" */
+  http_str_t target;      /* "/id?count=3" */
+  http_str_t path;        /* "/id" */
+  http_str_t query;       /* "count=3" (len 0 if none) */
+  int minor;              /* HTTP/1.<minor> */
+  int keep_alive;         /* after the version's default and Connection */
+  int64_t content_length; /* -1: none given */
+  size_t nheaders;
+  http_header_t headers[HTTP_MAX_HEADERS];
+} http_request_t;
+
+/*
+ * Parses the head of one request from buf[0..len): optional empty lines,
+ * the request line, headers, and the blank line.  Returns the length of the
+ * head (> 0) with *req filled; HTTP_NEED_MORE; or HTTP_MALFORMED with
+ * *status (400, 431, 501 or 505) and a reason in err (the caller's,
+ * HTTP_ERR_MAX bytes).  `max_head` caps the head: more without its end is 431.
+ */
+ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t *req,
+                   int *status, char *err);
+
+/* The header `name` (case-insensitive), or NULL. */
+const http_str_t *http_header(const http_request_t *req, const char *name);
+
+#endif

@@ -1,0 +1,167 @@
+/*
+ * test_http.c -- the HTTP/1.1 request-head parser: request lines, headers,
+ * keep-alive, Content-Length, the request-smuggling pair, limits (431),
+ * each rejection's status and reason, and the property that every proper
+ * prefix of a valid head asks for more.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+#include "testutil.h"
+
+#define MAX_HEAD 8192
+
+static ssize_t parse(const char *s, http_request_t *r, int *status, char *err) {
+  return http_parse(s, strlen(s), MAX_HEAD, r, status, err);
+}
+
+static int str_is(http_str_t s, const char *want) {
+  return s.len == strlen(want) && memcmp(s.ptr, want, s.len) == 0;
+}
+
+static void test_valid(void **state) {
+  (void)state;
+  http_request_t r;
+  int st = 0;
+  char err[HTTP_ERR_MAX];
+  const char *in = "GET /id?count=3&agent=billing HTTP/1.1\r\nHost: localhost\r\n"
+                   "Accept:  application/json \r\n\r\n";
+  assert_int_equal(strlen(in), parse(in, &r, &st, err));
+  assert_true(str_is(r.method, "GET"));
+  assert_true(str_is(r.path, "/id"));
+  assert_true(str_is(r.query, "count=3&agent=billing"));
+  assert_int_equal(1, r.minor);
+  assert_int_equal(1, r.keep_alive);
+  assert_int_equal(-1, r.content_length);
+  assert_int_equal(2, r.nheaders);
+  assert_true(str_is(*http_header(&r, "accept"), "application/json"));
+  assert_null(http_header(&r, "cookie"));
+
+  assert_int_equal(18, parse("GET / HTTP/1.0\r\n\r\n", &r, &st, err));
+  assert_int_equal(0, r.keep_alive); /* HTTP/1.0 closes by default */
+  assert_int_equal(0, r.query.len);
+  in = "GET /health HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n";
+  assert_int_equal(strlen(in), parse(in, &r, &st, err));
+  assert_int_equal(1, r.keep_alive);
+  in = "GET /health HTTP/1.1\r\nConnection: foo, close\r\n\r\n";
+  assert_int_equal(strlen(in), parse(in, &r, &st, err));
+  assert_int_equal(0, r.keep_alive);
+  in = "\r\n\r\nGET /x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
+  assert_int_equal(strlen(in) - 5, parse(in, &r, &st, err)); /* the body is not the head */
+  assert_int_equal(5, r.content_length);
+}
+
+static void test_pipelined(void **state) {
+  (void)state;
+  const char *in = "GET /id HTTP/1.1\r\n\r\nGET /ulid HTTP/1.1\r\n\r\n";
+  http_request_t r;
+  int st;
+  char err[HTTP_ERR_MAX];
+  ssize_t n = http_parse(in, strlen(in), MAX_HEAD, &r, &st, err);
+  assert_int_equal(20, n);
+  assert_true(str_is(r.path, "/id"));
+  assert_int_equal(22, http_parse(in + n, strlen(in) - (size_t)n, MAX_HEAD, &r, &st, err));
+  assert_true(str_is(r.path, "/ulid"));
+}
+
+static void test_rejections(void **state) {
+  (void)state;
+  static const struct {
+    const char *in;
+    int status;
+    const char *reason;
+  } t[] = {
+      {"GET /id HTTP/1.1\n\n", 400, "request line: control byte or bare LF"},
+      {"G@T /id HTTP/1.1\r\n\r\n", 400, "request line: bad method"},
+      {" GET /id HTTP/1.1\r\n\r\n", 400, "request line: bad method"},
+      {"GET\r\n\r\n", 400, "request line: bad method"},
+      {"GET /id\r\n\r\n", 400, "request line: missing target or version"},
+      {"GET id HTTP/1.1\r\n\r\n", 400, "request line: target must start with /"},
+      {"GET /id HTTP/1.1 \r\n\r\n", 400, "request line: bad HTTP version"},
+      {"GET /id HTTQ/1.1\r\n\r\n", 400, "request line: bad HTTP version"},
+      {"GET /id HTTP/2.0\r\n\r\n", 505, "HTTP version not supported (use HTTP/1.1)"},
+      {"GET /i\x01 HTTP/1.1\r\n\r\n", 400, "request line: control byte or bare LF"},
+      {"GET /id HTTP/1.1\r\nHost : x\r\n\r\n", 400,
+       "header: bad name (or a space before the colon)"},
+      {"GET /id HTTP/1.1\r\nHost\r\n\r\n", 400, "header: bad name (or a space before the colon)"},
+      {"GET /id HTTP/1.1\r\nHost: x\r\n  folded\r\n\r\n", 400, "header: obsolete line folding"},
+      {"GET /id HTTP/1.1\r\nX: a\x7f\r\n\r\n", 400, "header: control byte or bare LF"},
+      {"GET /id HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", 400, "header: bad Content-Length"},
+      {"GET /id HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400, "header: bad Content-Length"},
+      {"GET /id HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400,
+       "header: conflicting Content-Length"},
+      {"POST /id HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
+       "header: both Content-Length and Transfer-Encoding"},
+      {"POST /id HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 501,
+       "Transfer-Encoding is not supported"},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    http_request_t r;
+    int st = 0;
+    char err[HTTP_ERR_MAX] = "";
+    ssize_t rc = parse(t[i].in, &r, &st, err);
+    if (rc != HTTP_MALFORMED)
+      fail_msg("case %zu: returned %zd", i, rc);
+    assert_int_equal(t[i].status, st);
+    assert_string_equal(t[i].reason, err);
+  }
+}
+
+static void test_limits(void **state) {
+  (void)state;
+  http_request_t r;
+  int st;
+  char err[HTTP_ERR_MAX];
+  /* A head over the cap, complete or not: 431. */
+  size_t n = MAX_HEAD + 100;
+  char *big = malloc(n + 8);
+  strcpy(big, "GET /id HTTP/1.1\r\nX-Big: ");
+  memset(big + strlen(big), 'a', n - strlen(big));
+  big[n] = '\0';
+  assert_int_equal(HTTP_MALFORMED, http_parse(big, n, MAX_HEAD, &r, &st, err));
+  assert_int_equal(431, st);
+  memcpy(big + n - 4, "\r\n\r\n", 4);
+  assert_int_equal(HTTP_MALFORMED, http_parse(big, n, MAX_HEAD, &r, &st, err));
+  assert_int_equal(431, st);
+  free(big);
+  /* Too many headers: 431. */
+  char many[4096] = "GET / HTTP/1.1\r\n";
+  for (int i = 0; i <= HTTP_MAX_HEADERS; i++)
+    strcat(many, "X: y\r\n");
+  strcat(many, "\r\n");
+  assert_int_equal(HTTP_MALFORMED, parse(many, &r, &st, err));
+  assert_int_equal(431, st);
+  assert_string_equal("more than 32 headers", err);
+}
+
+static void test_prefixes_need_more(void **state) {
+  (void)state;
+  static const char *valid[] = {
+      "GET /id HTTP/1.1\r\n\r\n",
+      "GET /id?count=1000&format=json HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: curl/7.88"
+      "\r\nAccept: */*\r\n\r\n",
+      "\r\nGET /metrics HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+  };
+  for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
+    size_t len = strlen(valid[i]);
+    http_request_t r;
+    int st;
+    char err[HTTP_ERR_MAX];
+    assert_int_equal(len, http_parse(valid[i], len, MAX_HEAD, &r, &st, err));
+    for (size_t k = 0; k < len; k++) {
+      ssize_t rc = http_parse(valid[i], k, MAX_HEAD, &r, &st, err);
+      if (rc != HTTP_NEED_MORE)
+        fail_msg("case %zu cut at %zu: returned %zd (%s)", i, k, rc, err);
+    }
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_valid),  cmocka_unit_test(test_pipelined),
+      cmocka_unit_test(test_rejections), cmocka_unit_test(test_limits),
+      cmocka_unit_test(test_prefixes_need_more),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
