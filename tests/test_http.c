@@ -139,8 +139,8 @@ static void test_prefixes_need_more(void **state) {
   (void)state;
   static const char *valid[] = {
       "GET /id HTTP/1.1\r\n\r\n",
-      "GET /id?count=1000&format=json HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: curl/7.88"
-      "\r\nAccept: */*\r\n\r\n",
+      ("GET /id?count=1000&format=json HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: curl/7.88"
+       "\r\nAccept: */*\r\n\r\n"),
       "\r\nGET /metrics HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
   };
   for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
