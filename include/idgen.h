@@ -98,7 +98,7 @@ IDGEN_API int idgen_time_parse(const char *s, size_t len, int64_t *unix_ms);
 
 #define IDGEN_LAYOUT_MAX_FIELDS 16  /* fields in one layout, time and sequence included */
 #define IDGEN_FIELD_NAME_MAX 32     /* bytes in a field name, with its NUL */
-#define IDGEN_LAYOUT_SPEC_MAX 256   /* bytes idgen_layout_format() may need */
+#define IDGEN_LAYOUT_SPEC_MAX 640   /* bytes idgen_layout_format() may need */
 
 typedef enum idgen_field_kind {
   IDGEN_FIELD_NODE = 0,     /* a node field: fixed per generator */
@@ -138,8 +138,9 @@ IDGEN_API int idgen_layout_parse(idgen_layout_t *out, const char *spec,
                                  char *err, size_t errlen);
 
 /*
- * Writes the canonical spec of `l` (every field, the time unit and the epoch
- * in milliseconds) into `buf`.  Parsing the result gives back an equal layout
+ * Writes the canonical spec of `l` into `buf`: every field, the time unit
+ * (as Ns when it is a whole number of seconds, else Nms) and the epoch in
+ * Unix milliseconds.  Parsing the result gives back an equal layout
  * (preset name aside).  Returns the length, or IDGEN_ERANGE if `buflen` is too
  * small (IDGEN_LAYOUT_SPEC_MAX always suffices).
  */
@@ -162,7 +163,9 @@ IDGEN_API int64_t idgen_layout_horizon_ms(const idgen_layout_t *l);
 /* IDs per tick for one node (2^sequence_bits). */
 IDGEN_API uint64_t idgen_layout_ids_per_tick(const idgen_layout_t *l);
 
-/* The Unix millisecond from which IDs are >= 2^63, or INT64_MAX if never. */
+/* The Unix millisecond from which IDs are >= 2^63; INT64_MAX if never (the
+ * layout has fewer than 64 bits); INT64_MIN if a node field holds the top
+ * bit, so that IDs are >= 2^63 whenever that field is in its upper half. */
 IDGEN_API int64_t idgen_layout_sign_bit_ms(const idgen_layout_t *l);
 
 /*

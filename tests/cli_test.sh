@@ -142,17 +142,17 @@ expect "decode lenient ulid" 0 \
   '{"id":"01ARZ3NDEKTSV4RRFFQ69G5FA1","kind":"ulid","unix_ms":1469922850259,"time":"2016-07-30T23:54:10.259Z","uuid":"01563e3a-b5d3-d676-4c61-efb99302bd41"}' \
   "" -- decode --json --lenient 0lARZ3NDEK-TSV4RRFFQ69G5FAi
 expect "decode strict ulid alias" 1 "" \
-  "idgen: ULID: character 'I' at position 26 is not in the alphabet (lenient decoding reads it as 1)" \
+  "idgen: \"01ARZ3NDEKTSV4RRFFQ69G5FAI\": ULID: character 'I' at position 26 is not in the alphabet (lenient decoding reads it as 1)" \
   -- decode 01ARZ3NDEKTSV4RRFFQ69G5FAI
 expect "decode ulid U" 1 "" \
-  "idgen: ULID: character 'U' at position 5 is not in the alphabet (U is never valid)" \
+  "idgen: \"01ARUZ3NDEKTSV4RRFFQ69G5FA\": ULID: character 'U' at position 5 is not in the alphabet (U is never valid)" \
   -- decode --lenient 01ARUZ3NDEKTSV4RRFFQ69G5FA
 expect "decode ulid overflow" 1 "" \
-  "idgen: ULID: first character '8' at position 1 overflows 128 bits (at most 7)" \
+  "idgen: \"8ZZZZZZZZZZZZZZZZZZZZZZZZZ\": ULID: first character '8' at position 1 overflows 128 bits (at most 7)" \
   -- decode 8ZZZZZZZZZZZZZZZZZZZZZZZZZ
-expect "decode bad uuid" 1 "" "idgen: UUID: character 'g' at position 36 is not a hex digit" \
+expect "decode bad uuid" 1 "" "idgen: \"017f22e2-79b0-7cc3-98c4-dc0c0c07398g\": UUID: character 'g' at position 36 is not a hex digit" \
   -- decode 017f22e2-79b0-7cc3-98c4-dc0c0c07398g
-expect "decode near-uuid separator" 1 "" "idgen: UUID: character '+' at position 9 is not '-'" \
+expect "decode near-uuid separator" 1 "" "idgen: \"017f22e2+79b0-7cc3-98c4-dc0c0c07398f\": UUID: character '+' at position 9 is not '-'" \
   -- decode 017f22e2+79b0-7cc3-98c4-dc0c0c07398f
 expect "decode urn with 32 hex" 0 \
   '{"id":"017f22e2-79b0-7cc3-98c4-dc0c0c07398f","kind":"uuid","version":7,"unix_ms":1645557742000,"time":"2022-02-22T19:22:22.000Z"}' \
@@ -161,7 +161,7 @@ expect "decode lenient urn" 0 \
   '{"id":"017f22e2-79b0-7cc3-98c4-dc0c0c07398f","kind":"uuid","version":7,"unix_ms":1645557742000,"time":"2022-02-22T19:22:22.000Z"}' \
   "" -- decode --json --lenient urn:uuid:017f22e2-79b0-7cc3-98c4-dc0c0c07398f
 expect "decode ulid overflow names the character" 1 "" \
-  "idgen: ULID: first character 'z' at position 1 overflows 128 bits (at most 7)" \
+  "idgen: \"z1ARZ3NDEKTSV4RRFFQ69G5FAV\": ULID: first character 'z' at position 1 overflows 128 bits (at most 7)" \
   -- decode z1ARZ3NDEKTSV4RRFFQ69G5FAV
 expect "decode lenient quotes input as given" 1 "" \
   'idgen: not an ID: "12-x4" is 4 characters (expected 1 to 20 decimal digits, a 26-character ULID, or a UUID of 36 characters or 32 hex digits)' \
@@ -190,10 +190,32 @@ now_ms=$(($(date +%s%N) / 1000000))
 expect "uuid7 json" 0 '*' "" -- uuid7 -n 3 --json
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["ids"])==3' "$tmp/out" && ok || bad "uuid7 --json"
 
+# --- review findings: repeated nodes, bundled options, write errors, stdin trimming
+expect "node given twice" 2 "" "idgen: --worker: worker given twice" -- snowflake --worker 1 --worker 2
+expect "node given twice, mixed" 2 "" "idgen: --worker: worker given twice" \
+  -- snowflake --node worker=1 --worker 31
+expect "bundled unknown short option" 2 "" "idgen: unknown option -x (see 'idgen ulid --help')" -- ulid -mx
+expect "bundled option missing value" 2 "" "idgen: option -n needs a value (see 'idgen ulid --help')" -- ulid -mn
+for c in "snowflake -n 3" "snowflake -n 3 --json" "ulid -n 3" "uuid7 -n 3" "layouts" "plan" "decode 0"; do
+  # shellcheck disable=SC2086
+  "$IDGEN" $c >/dev/full 2>"$tmp/err"
+  [ $? = 1 ] && grep -q '^idgen: cannot write to standard output' "$tmp/err" && ok ||
+    bad "$c >/dev/full: exit 1 with a message"
+done
+printf '  910499571847892992 \t\n\n' | "$IDGEN" decode --json - >"$tmp/out" 2>&1 &&
+  grep -q '"id":"910499571847892992"' "$tmp/out" && ok || bad "decode - trims spaces and tabs"
+printf '01ARZ3NDEKTSV4RRFFQ69G5FAU\n' | "$IDGEN" decode - 2>"$tmp/err" >/dev/null
+grep -q '^idgen: "01ARZ3NDEKTSV4RRFFQ69G5FAU": ULID: ' "$tmp/err" && ok || bad "decode - names the bad line"
+expect "plan node on top" 0 '*' "" -- plan --layout 'worker:1,time:41,sequence:22'
+grep -q "the top bit is worker's: IDs with worker 1 or more are >= 2^63" "$tmp/out" && ok ||
+  bad "plan: a node field on top is not called safe"
+expect "plan huge cluster" 0 '*' "" -- plan --layout 'time:2,a:30,sequence:32'
+grep -q '^per cluster   4.61e+21 IDs/s$' "$tmp/out" && ok || bad "plan: huge rates do not overflow"
+
 # --- layouts, plan, help, version ------------------------------------------
 expect "layouts" 0 '*' "" -- layouts
-[ "$(wc -l <"$tmp/out")" = 7 ] && grep -q '^baidu .*until 2024-11-20$' "$tmp/out" && ok ||
-  bad "layouts lists 7 presets with dates"
+[ "$(wc -l <"$tmp/out")" = 7 ] && grep -q '^baidu .*ran out 2024-11-20$' "$tmp/out" &&
+  grep -q '^twitter .*until 2080-07-10$' "$tmp/out" && ok || bad "layouts lists 7 presets with dates"
 expect "plan twitter" 0 '*' "" -- plan
 grep -q '^exhaustion    2080-07-10 ' "$tmp/out" && grep -q '^per node      4,096 IDs per tick = 4,096,000 IDs/s$' "$tmp/out" &&
   grep -q '^per cluster   4,194,304,000 IDs/s$' "$tmp/out" && ok || bad "plan twitter figures"

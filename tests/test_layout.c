@@ -223,6 +223,18 @@ static void test_format_roundtrip(void **state) {
   idgen_layout_format(&l, buf, sizeof buf);
   assert_string_equal("time:41@1ms,worker:6,sequence:6,epoch=1735689600000", buf);
   assert_int_equal(IDGEN_ERANGE, idgen_layout_format(&l, buf, 10));
+
+  /* The longest spec there is -- 16 fields, 31-character names, a 1-day
+   * unit, the last epoch -- fits IDGEN_LAYOUT_SPEC_MAX and round-trips. */
+  char spec[1024] = "time:1@86400s";
+  for (int i = 0; i < 14; i++)
+    sprintf(spec + strlen(spec), ",n%030d:1", i);
+  strcat(spec, ",sequence:1,epoch=253402300799999");
+  idgen_layout_t back;
+  parse_ok(&l, spec);
+  assert_true(idgen_layout_format(&l, buf, sizeof buf) > 500);
+  parse_ok(&back, buf);
+  assert_memory_equal(&l, &back, sizeof l);
 }
 
 static void test_horizon(void **state) {

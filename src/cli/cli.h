@@ -45,6 +45,10 @@ const char *cli_thousands(uint64_t v, char *buf, size_t n);
 void cli_put_u64_line(uint64_t v);
 void cli_flush(void);
 
+/* Flushes all output; exits 1 with a message if any of it could not be
+ * written (a full disk, a closed pipe with SIGPIPE ignored). */
+void cli_finish_output(void);
+
 /* The commands. */
 int cmd_snowflake(int argc, char **argv);
 int cmd_decode(int argc, char **argv);

@@ -2,6 +2,7 @@
  * cli_util.c -- helpers shared by the idgen commands.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -52,14 +53,27 @@ void cli_layout(idgen_layout_t *l, const char *spec) {
 const char *cli_layout_name(const idgen_layout_t *l, char *buf, size_t n) {
   if (l->preset[0] != '\0')
     return l->preset;
-  idgen_layout_format(l, buf, n);
+  if (idgen_layout_format(l, buf, n) < 0) /* cannot happen with IDGEN_LAYOUT_SPEC_MAX */
+    cli_fail(EXIT_ID, "layout spec longer than %zu bytes", n);
   return buf;
 }
 
 void cli_bad_option(const char *cmd, int opt, const char *arg) {
+  char shortopt[3] = {'-', (char)optopt, '\0'};
+  /* A long option is named as typed; a short one (also inside a bundle
+   * like -mx, where the argv word is the whole bundle) by optopt. */
+  const char *name = strncmp(arg, "--", 2) == 0 || optopt == 0 ? arg : shortopt;
   if (opt == '?' || opt == 0)
-    cli_fail(EXIT_USAGE, "unknown option %s (see 'idgen %s --help')", arg, cmd);
-  cli_fail(EXIT_USAGE, "option %s needs a value (see 'idgen %s --help')", arg, cmd);
+    cli_fail(EXIT_USAGE, "unknown option %s (see 'idgen %s --help')", name, cmd);
+  cli_fail(EXIT_USAGE, "option %s needs a value (see 'idgen %s --help')", name, cmd);
+}
+
+void cli_finish_output(void) {
+  cli_flush();
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "idgen: cannot write to standard output: %s\n", strerror(errno));
+    exit(EXIT_ID);
+  }
 }
 
 const char *cli_thousands(uint64_t v, char *buf, size_t n) {

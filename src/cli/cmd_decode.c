@@ -129,7 +129,7 @@ static int decode_ulid(struct decode_ctx *c, const char *s, size_t len) {
   char msbuf[24];
   if (idgen_ulid_decode(&u, s, len, c->lenient ? IDGEN_ULID_LENIENT : IDGEN_ULID_STRICT, err,
                         sizeof err) < 0) {
-    cli_error("%s", err);
+    cli_error("\"%.*s\": %s", (int)len, s, err);
     return EXIT_ID;
   }
   idgen_ulid_encode(&u, text);
@@ -197,7 +197,7 @@ static int decode_uuid(struct decode_ctx *c, const char *s, size_t len) {
   char err[256], text[IDGEN_UUID_STRLEN + 1], tbuf[IDGEN_TIME_BUFSIZE], msbuf[24], vbuf[8];
   int64_t ms = 0;
   if (idgen_uuid_parse(&u, s, len, err, sizeof err) < 0) {
-    cli_error("%s", err);
+    cli_error("\"%.*s\": %s", (int)(len > 64 ? 64 : len), s, err);
     return EXIT_ID;
   }
   idgen_uuid_format(&u, text);
@@ -272,11 +272,12 @@ static int decode_stdin(struct decode_ctx *c) {
   ssize_t n;
   int rc = EXIT_OK;
   while ((n = getline(&line, &cap, stdin)) >= 0) {
-    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+    while (n > 0 && strchr("\n\r \t", line[n - 1]) != NULL)
       line[--n] = '\0';
-    if (n == 0)
+    char *id = line + strspn(line, " \t");
+    if (*id == '\0')
       continue;
-    if (decode_one(c, line) != EXIT_OK)
+    if (decode_one(c, id) != EXIT_OK)
       rc = EXIT_ID;
   }
   free(line);

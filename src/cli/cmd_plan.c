@@ -43,6 +43,15 @@ static void show_duration(double ms, char *buf, size_t n) {
     snprintf(buf, n, "%.0f ms", ms);
 }
 
+/* A count that may be huge or below one: thousands separators when it fits
+ * a 64-bit integer and is at least 1, else three significant digits. */
+static const char *show_count(double v, char *buf, size_t n) {
+  if (v >= 1.0 && v < 1.8e19)
+    return cli_thousands((uint64_t)(v + 0.5), buf, n);
+  snprintf(buf, n, "%.3g", v);
+  return buf;
+}
+
 static void show_unit(int64_t unit_ms, char *buf, size_t n) {
   if (unit_ms % 1000 == 0)
     snprintf(buf, n, "%" PRId64 " s", unit_ms / 1000);
@@ -118,6 +127,10 @@ int cmd_plan(int argc, char **argv) {
   int64_t sign = idgen_layout_sign_bit_ms(&l);
   if (l.total_bits <= 53)
     printf("range         IDs stay below 2^53: JavaScript numbers hold them exactly\n");
+  else if (sign == INT64_MIN)
+    printf("range         the top bit is %s's: IDs with %s %" PRIu64 " or more are >= 2^63, which "
+           "signed 64-bit columns store as negative numbers\n",
+           l.fields[0].name, l.fields[0].name, UINT64_C(1) << (l.fields[0].bits - 1));
   else if (sign == INT64_MAX)
     printf("range         IDs stay below 2^63: signed 64-bit columns hold them\n");
   else {
@@ -130,7 +143,7 @@ int cmd_plan(int argc, char **argv) {
   uint64_t per_tick = idgen_layout_ids_per_tick(&l);
   double per_s = (double)per_tick * 1000.0 / (double)l.unit_ms;
   printf("per node      %s IDs per tick = %s IDs/s\n", cli_thousands(per_tick, a, sizeof a),
-         cli_thousands((uint64_t)per_s, b, sizeof b));
+         show_count(per_s, b, sizeof b));
   int node_bits = l.total_bits - tf->bits - l.fields[l.sequence_index].bits;
   if (node_bits == 0) {
     printf("nodes         1 (no node fields: one generator per layout)\n");
@@ -146,8 +159,7 @@ int cmd_plan(int argc, char **argv) {
     }
     printf(")\n");
   }
-  printf("per cluster   %s IDs/s\n",
-         cli_thousands((uint64_t)(per_s * ldexp(1.0, node_bits)), a, sizeof a));
+  printf("per cluster   %s IDs/s\n", show_count(per_s * ldexp(1.0, node_bits), a, sizeof a));
 
   if (rate > 0) {
     cli_thousands((uint64_t)rate, a, sizeof a);
@@ -159,11 +171,15 @@ int cmd_plan(int argc, char **argv) {
       /* The generator's clock gains (ratio - 1) ms per ms of wall time. */
       double burst = (double)borrow / (ratio - 1.0);
       show_duration(burst, b, sizeof b);
-      printf("rate          %s IDs/s: %.2f times one node's capacity; borrowing "
+      char rbuf[32];
+      if (ratio < 1e6)
+        snprintf(rbuf, sizeof rbuf, "%.2f", ratio);
+      else
+        snprintf(rbuf, sizeof rbuf, "%.3g", ratio);
+      printf("rate          %s IDs/s: %s times one node's capacity; borrowing "
              "(max_borrow_ms %" PRId64 ") absorbs a burst of %s, then calls wait for the "
              "clock; %s nodes sustain it\n",
-             a, ratio, borrow, b,
-             cli_thousands((uint64_t)ceil(ratio), d, sizeof d));
+             a, rbuf, borrow, b, show_count(ceil(ratio), d, sizeof d));
     }
   }
   return EXIT_OK;
@@ -181,9 +197,11 @@ int cmd_layouts(int argc, char **argv) {
     idgen_layout_t l;
     char date[IDGEN_TIME_BUFSIZE];
     cli_layout(&l, name);
-    idgen_time_format(idgen_layout_horizon_ms(&l), date);
+    int64_t horizon = idgen_layout_horizon_ms(&l);
+    idgen_time_format(horizon, date);
     date[strcspn(date, "T")] = '\0';
-    printf("%-10s %-70s until %s\n", name, idgen_layout_preset_spec(name), date);
+    printf("%-10s %-70s %s %s\n", name, idgen_layout_preset_spec(name),
+           horizon <= idgen_clock_now_ms(IDGEN_CLOCK_PRECISE) ? "ran out" : "until", date);
   }
   return EXIT_OK;
 }

@@ -51,12 +51,15 @@ struct node_opt {
 };
 
 static void set_node(const idgen_layout_t *l, idgen_snowflake_settings_t *s,
-                     const struct node_opt *o) {
+                     const struct node_opt *o, unsigned *given) {
   int i = idgen_layout_field_index(l, o->name);
   char buf[IDGEN_LAYOUT_SPEC_MAX];
   if (i < 0 || l->fields[i].kind != IDGEN_FIELD_NODE)
     cli_fail(EXIT_USAGE, "%s: layout %s has no node field \"%s\"", o->flag,
              cli_layout_name(l, buf, sizeof buf), o->name);
+  if (*given & (1u << i))
+    cli_fail(EXIT_USAGE, "%s: %s given twice", o->flag, o->name);
+  *given |= 1u << i;
   uint64_t max = (UINT64_C(1) << l->fields[i].bits) - 1;
   char *end;
   unsigned long long v = strtoull(o->value, &end, 10);
@@ -152,8 +155,9 @@ int cmd_snowflake(int argc, char **argv) {
 
   idgen_layout_t l;
   cli_layout(&l, layout_spec);
+  unsigned given = 0;
   for (int i = 0; i < nnodes; i++)
-    set_node(&l, &s, &nodes[i]);
+    set_node(&l, &s, &nodes[i], &given);
 
   char err[256];
   idgen_snowflake_t *g;
@@ -180,6 +184,8 @@ int cmd_snowflake(int argc, char **argv) {
       else
         cli_put_u64_line(batch[i]);
     }
+    if (json && ferror(stdout))
+      cli_finish_output();
     done += (int64_t)k;
   }
   if (json)

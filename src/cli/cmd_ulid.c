@@ -42,6 +42,8 @@ static void emit(const char *s, int json, int64_t i) {
     printf("%s\"%s\"", i ? "," : "", s);
   else
     puts(s);
+  if (ferror(stdout)) /* stop making IDs nobody can receive */
+    cli_finish_output();
 }
 
 int cmd_ulid(int argc, char **argv) {

@@ -39,6 +39,7 @@ int main(int argc, char **argv) {
   }
   if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
     printf("idgen %s\n", idgen_version());
+    cli_finish_output();
     return EXIT_OK;
   }
   static const struct {
@@ -50,7 +51,10 @@ int main(int argc, char **argv) {
       {"bench", idgen_bench_main},
   };
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (strcmp(cmd, commands[i].name) == 0)
-      return commands[i].run(argc - 1, argv + 1);
+    if (strcmp(cmd, commands[i].name) == 0) {
+      int rc = commands[i].run(argc - 1, argv + 1);
+      cli_finish_output();
+      return rc;
+    }
   cli_fail(EXIT_USAGE, "unknown command \"%s\" (see 'idgen --help')", cmd);
 }

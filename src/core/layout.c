@@ -306,8 +306,10 @@ uint64_t idgen_layout_ids_per_tick(const idgen_layout_t *l) {
 
 int64_t idgen_layout_sign_bit_ms(const idgen_layout_t *l) {
   const idgen_field_t *t = &l->fields[l->time_index];
-  if (l->total_bits < 64 || t->shift + t->bits < 64)
+  if (l->total_bits < 64)
     return INT64_MAX;
+  if (t->shift + t->bits < 64)
+    return INT64_MIN; /* a node field holds the top bit: it is set by its value, not time */
   /* The top bit belongs to the time field: it is set from tick 2^(bits-1). */
   return l->epoch_ms + (int64_t)(UINT64_C(1) << (t->bits - 1)) * l->unit_ms;
 }
