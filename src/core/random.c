@@ -62,8 +62,15 @@ static int refill(size_t n, void *out) {
   }
   b->gen = idgen__fork_gen();
   b->pos = RBUF_SIZE;
-  if (n > RBUF_SIZE / 4) /* large requests go straight to the source */
-    return RAND_bytes(out, (int)n) == 1 ? 0 : IDGEN_ERANDOM;
+  if (n > RBUF_SIZE / 4) { /* large requests go straight to the source, 1 MiB at a time */
+    for (size_t off = 0; off < n;) {
+      size_t k = n - off < ((size_t)1 << 20) ? n - off : (size_t)1 << 20;
+      if (RAND_bytes((unsigned char *)out + off, (int)k) != 1)
+        return IDGEN_ERANDOM;
+      off += k;
+    }
+    return 0;
+  }
   if (RAND_bytes(b->bytes, RBUF_SIZE) != 1)
     return IDGEN_ERANDOM;
   memcpy(out, b->bytes, n);
