@@ -51,11 +51,6 @@ int64_t idgen__clock_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int64_t ns_to_ms(int64_t ns) {
-  int64_t ms = ns / 1000000;
-  return (ns % 1000000 < 0) ? ms - 1 : ms;
-}
-
 void idgen__sleep_ns(int64_t ns) {
   if (ns <= 0)
     return;
@@ -143,7 +138,7 @@ static uint64_t tsc_rate(void) {
 static int64_t tsc_refresh(struct tsc_cache *c) {
   uint64_t t = __rdtsc();
   int64_t ns = idgen__clock_ns();
-  int64_t ms = ns_to_ms(ns);
+  int64_t ms = idgen__ns_to_ms(ns);
   c->ms = ms;
   c->start = t;
   c->span = 0;
@@ -169,7 +164,7 @@ int64_t idgen__clock_fast_ms(void) {
      * the window was the read too, so a later millisecond proves the TSC
      * model wrong here.  (Without the bracket, a thread preempted between
      * rdtsc and clock_gettime would condemn a sound model.) */
-    int64_t ms = ns_to_ms(idgen__clock_ns());
+    int64_t ms = idgen__ns_to_ms(idgen__clock_ns());
     uint64_t t2 = __rdtsc();
     /* Exactly the next millisecond: the model ran late.  Two or more: the
      * wall clock was stepped forward, which is no fault of the model. */

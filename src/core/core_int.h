@@ -35,6 +35,12 @@ void idgen__civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d);
 /* "YYYY-MM-DD" (expanded year as in idgen_time_format) of unix_ms; returns length. */
 int idgen__date_format(int64_t unix_ms, char *buf);
 
+/* Floor division of Unix ns to ms (also for times before 1970). */
+static inline int64_t idgen__ns_to_ms(int64_t ns) {
+  int64_t ms = ns / 1000000;
+  return (ns % 1000000 < 0) ? ms - 1 : ms;
+}
+
 /* Default-clock readers (clock.c). */
 int64_t idgen__clock_ns(void);                     /* CLOCK_REALTIME in ns */
 int64_t idgen__clock_fast_ms(void);                /* TSC-cached ms (see clock.c) */

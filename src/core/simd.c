@@ -108,7 +108,7 @@ VBMI int idgen__uuid_parse36_simd(const char *s, uint8_t *out) {
                                      12, 14, 15, 16, 17, 19, 20, 21, 22, 24, 25,
                                      26, 27, 28, 29, 30, 31, 32, 33, 34, 35};
   __m512i hex = _mm512_permutexvar_epi8(_mm512_loadu_si512((const void *)digits), in);
-  __m512i v = lookup128(hex, idgen__hex128);
+  __m512i v = lookup128(hex, idgen__hex);
   if (_mm512_movepi8_mask(_mm512_or_si512(hex, v)) & 0xffffffffULL)
     return -1;
   __m256i nib = _mm512_castsi512_si256(v);

@@ -90,11 +90,6 @@ void idgen_snowflake_settings_init(idgen_snowflake_settings_t *s) {
   s->clock_mode = IDGEN_CLOCK_FAST;
 }
 
-static int64_t ns_to_ms(int64_t ns) {
-  int64_t ms = ns / NS_PER_MS;
-  return (ns % NS_PER_MS < 0) ? ms - 1 : ms;
-}
-
 /* The wall clock with nanoseconds, for the slow path. */
 static int64_t now_ns(const idgen_snowflake_t *g) {
   if (g->clock.now_ns != NULL)
@@ -107,7 +102,7 @@ static inline int64_t now_ms(const idgen_snowflake_t *g) {
     return idgen__clock_fast_ms();
   if (g->clock_kind == CLOCK_KIND_PRECISE)
     return idgen__clock_precise_ms();
-  return ns_to_ms(g->clock.now_ns(g->clock.ctx));
+  return idgen__ns_to_ms(g->clock.now_ns(g->clock.ctx));
 }
 
 static void sleep_ns(const idgen_snowflake_t *g, int64_t ns) {
@@ -158,8 +153,7 @@ static int refuse(idgen_snowflake_t *g) {
  * wait without bound.  A value beyond the allowance is refused at once.
  */
 static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, uint64_t *got) {
-  int64_t charged = 0; /* ns of waiting counted against max_wait_ms */
-  int fresh = 0;       /* `ms` was read inside claim(), not by the caller */
+  int fresh = 0; /* `ms` was read inside claim(), not by the caller */
   const unsigned S = g->seq_bits;
 
   for (;;) {
@@ -170,9 +164,8 @@ static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, 
       return IDGEN_EEXHAUSTED;
     /* Ticks issuable now (tl), and reservable within the allowance (tr). */
     int64_t tick_end_ms = g->epoch + (int64_t)(x + 1) * g->unit;
-    int64_t left_ms = (g->wait_ms * NS_PER_MS - charged) / NS_PER_MS;
     uint64_t tl = (uint64_t)(ms - g->epoch + g->borrow_ms) / (uint64_t)g->unit;
-    uint64_t tr = (uint64_t)(tick_end_ms + left_ms + g->borrow_ms - g->epoch) / (uint64_t)g->unit;
+    uint64_t tr = (uint64_t)(tick_end_ms + g->wait_ms + g->borrow_ms - g->epoch) / (uint64_t)g->unit;
     if (tl > g->max_tick)
       tl = g->max_tick;
     if (tr > g->max_tick)
@@ -210,7 +203,7 @@ static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, 
       if (fresh)
         return refuse(g);
       fresh = 1;
-      ms = ns_to_ms(now_ns(g));
+      ms = idgen__ns_to_ms(now_ns(g));
       continue;
     }
     *first = start;
@@ -220,10 +213,11 @@ static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, 
 
     /* Reserved: sleep until start's tick is within max_borrow_ms. */
     int counted = 0;
+    int64_t charged = 0; /* ns of waiting counted against max_wait_ms */
     int64_t last_ns = INT64_MIN;
     for (;;) {
       int64_t t_ns = now_ns(g);
-      ms = ns_to_ms(t_ns);
+      ms = idgen__ns_to_ms(t_ns);
       if (ms < g->epoch)
         return refuse(g); /* stepped back past the epoch while waiting */
       int64_t target_ms = g->epoch + (int64_t)(start >> S) * g->unit - g->borrow_ms;
@@ -404,7 +398,7 @@ int idgen_snowflake_new(idgen_snowflake_t **out, const idgen_layout_t *l,
   atomic_init(&g->next, 0);
   atomic_init(&g->ahead, 0);
 
-  int64_t ms = ns_to_ms(now_ns(g));
+  int64_t ms = idgen__ns_to_ms(now_ns(g));
   int64_t horizon = idgen_layout_horizon_ms(l);
   if (ms >= horizon) {
     idgen__date_format(horizon, date);

@@ -32,13 +32,6 @@ static void put_u48(uint8_t *p, uint64_t v) {
     p[i] = (uint8_t)(v >> (40 - 8 * i));
 }
 
-static uint64_t get_be(const uint8_t *p, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; i++)
-    v = v << 8 | p[i];
-  return v;
-}
-
 static uint64_t be64(const uint8_t *p) {
   uint64_t v;
   memcpy(&v, p, 8);
@@ -206,7 +199,7 @@ int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t now, idgen_ulid_t *out) 
   if (rc < 0)
     return rc;
   uint16_t hi = (uint16_t)(r[0] << 8 | r[1]);
-  uint64_t lo = get_be(r + 2, 8);
+  uint64_t lo = be64(r + 2);
 
   if (idgen__lock_acquire(&g->c.lock))
     g->last_ms = -1; /* first use in a child after fork(): fresh random bits */

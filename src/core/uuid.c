@@ -35,14 +35,6 @@ void idgen_uuid_format(const idgen_uuid_t *u, char *out) {
   out[36] = '\0';
 }
 
-/* Hex digit values plus one; 0 for anything else. */
-static const unsigned char hexval1[256] = {
-    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,
-    ['7'] = 8,  ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14,
-    ['e'] = 15, ['f'] = 16, ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15,
-    ['F'] = 16,
-};
-
 static int bad_char(char *err, size_t errlen, unsigned char c, size_t pos, const char *want) {
   if (c >= 0x21 && c < 0x7f)
     return idgen__err(err, errlen, IDGEN_EPARSE, "UUID: character '%c' at position %zu is not %s",
@@ -59,8 +51,8 @@ static inline unsigned hex_bytes(uint8_t *out, const char *s, const uint8_t *at)
   unsigned bad = 0;
 #pragma GCC unroll 16
   for (int i = 0; i < 16; i++) {
-    unsigned char a = (unsigned char)(hexval1[(unsigned char)s[at[i]]] - 1);
-    unsigned char b = (unsigned char)(hexval1[(unsigned char)s[at[i] + 1]] - 1);
+    unsigned char a = idgen__hex[(unsigned char)s[at[i]]];
+    unsigned char b = idgen__hex[(unsigned char)s[at[i] + 1]];
     bad |= a | b;
     out[i] = (uint8_t)(a << 4 | (b & 15));
   }
@@ -75,7 +67,7 @@ static int describe_uuid(const char *s, size_t len, size_t base, int hyphens, ch
     unsigned char c = (unsigned char)s[j];
     if (dash && c != '-')
       return bad_char(err, errlen, c, base + j + 1, "'-'");
-    if (!dash && hexval1[c] == 0)
+    if (!dash && idgen__hex[c] == 0xff)
       return bad_char(err, errlen, c, base + j + 1, "a hex digit");
   }
   return idgen__err(err, errlen, IDGEN_EPARSE, "UUID: malformed");
