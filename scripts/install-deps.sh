@@ -11,6 +11,8 @@ packages=(
   libcmocka-dev                      # unit tests
   clang-14 libclang-rt-14-dev        # ASan/UBSan/TSan runtimes and libFuzzer
   python3                            # the CLI tests' JSON checks
+  curl redis-tools python3-redis     # the daemon's tests: real HTTP and Redis clients
+  redis-server wrk nginx-light       # bench/serve_bench.sh: the peers, and an HTTP load tool
 )
 
 missing=()

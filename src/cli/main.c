@@ -19,6 +19,7 @@ static const char usage[] =
     "  layouts     list the preset layouts and their specs\n"
     "  plan        lifetime, exhaustion date and capacity of a layout\n"
     "  bench       measure the generator on this machine\n"
+    "  serve       the daemon: IDs over HTTP/1.1 and the Redis protocol\n"
     "\n"
     "Options:\n"
     "  -h, --help     show this help (COMMAND --help for a command's own)\n"
@@ -48,7 +49,7 @@ int main(int argc, char **argv) {
   } commands[] = {
       {"snowflake", cmd_snowflake}, {"ulid", cmd_ulid},        {"uuid7", cmd_uuid7},
       {"decode", cmd_decode},       {"layouts", cmd_layouts}, {"plan", cmd_plan},
-      {"bench", idgen_bench_main},
+      {"bench", idgen_bench_main},  {"serve", cmd_serve},
   };
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(cmd, commands[i].name) == 0) {

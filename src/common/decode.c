@@ -1,0 +1,215 @@
+/*
+ * decode.c -- recognise an ID's kind by its form and read it back.
+ *
+ * The kind is recognised by form (SPEC section 6): 26 characters is a ULID,
+ * a 36-character UUID (optionally behind "urn:uuid:") or 32 hex digits is a
+ * UUID, 1 to 20 decimal digits is a Snowflake ID.
+ */
+#include "decode.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+enum kind { KIND_SNOWFLAKE, KIND_ULID, KIND_UUID, KIND_UNKNOWN };
+
+/* Recognises the kind of s[0..len) by its form alone.  36 or 32 characters
+ * (after an optional "urn:uuid:") go to the UUID parser even when they are
+ * not all hex, so that its message names the bad character and where. */
+static enum kind classify(const char *s, size_t len) {
+  size_t digits = 0;
+  while (digits < len && s[digits] >= '0' && s[digits] <= '9')
+    digits++;
+  if (len >= 1 && len <= 20 && digits == len)
+    return KIND_SNOWFLAKE;
+  if (len == 26)
+    return KIND_ULID;
+  if (len > 9 && strncasecmp(s, "urn:uuid:", 9) == 0)
+    return KIND_UUID;
+  if (len == 36 || len == 32)
+    return KIND_UUID;
+  return KIND_UNKNOWN;
+}
+
+static int decode_snowflake(const idgen_layout_t *l, const char *s, size_t len, decoded_t *d,
+                            char *err, size_t errlen) {
+  uint64_t id;
+  if (idgen_snowflake_parse(l, s, len, &id, err, errlen) < 0)
+    return -1;
+  d->kind = DECODED_SNOWFLAKE;
+  d->layout = l;
+  idgen_layout_decompose(l, id, d->values, &d->unix_ms);
+  d->has_time = 1;
+  snprintf(d->id, sizeof d->id, "%" PRIu64, id);
+  if (l->preset[0] != '\0')
+    snprintf(d->layout_name, sizeof d->layout_name, "%s", l->preset);
+  else if (idgen_layout_format(l, d->layout_name, sizeof d->layout_name) < 0)
+    d->layout_name[0] = '\0'; /* cannot happen: IDGEN_LAYOUT_SPEC_MAX holds any spec */
+  return 0;
+}
+
+static int decode_ulid(const char *s, size_t len, int lenient, decoded_t *d, char *err,
+                       size_t errlen) {
+  idgen_ulid_t u;
+  idgen_uuid_t uu;
+  char msg[200];
+  if (idgen_ulid_decode(&u, s, len, lenient ? IDGEN_ULID_LENIENT : IDGEN_ULID_STRICT, msg,
+                        sizeof msg) < 0) {
+    snprintf(err, errlen, "\"%.*s\": %s", (int)(len > 64 ? 64 : len), s, msg);
+    return -1;
+  }
+  d->kind = DECODED_ULID;
+  idgen_ulid_encode(&u, d->id);
+  idgen_ulid_to_uuid(&u, &uu);
+  idgen_uuid_format(&uu, d->uuid);
+  d->unix_ms = idgen_ulid_time(&u);
+  d->has_time = 1;
+  return 0;
+}
+
+/* Gregorian 100-ns ticks (UUID versions 1 and 6) from 1582-10-15 to 1970. */
+#define GREGORIAN_OFFSET INT64_C(122192928000000000)
+
+/* The time a UUID carries, if its version carries one: 1 and *ms, else 0. */
+static int uuid_time(const idgen_uuid_t *u, int64_t *ms) {
+  const uint8_t *b = u->bytes;
+  uint64_t w0 = (uint64_t)b[0] << 24 | (uint64_t)b[1] << 16 | (uint64_t)b[2] << 8 | b[3];
+  uint64_t w1 = (uint64_t)b[4] << 8 | b[5], w2 = ((uint64_t)b[6] << 8 | b[7]) & 0x0fff, ts;
+  if (!idgen_uuid_is_rfc_variant(u))
+    return 0;
+  switch (idgen_uuid_version(u)) {
+  case 7:
+    *ms = idgen_uuid7_time(u);
+    return 1;
+  case 1:
+    ts = w2 << 48 | w1 << 32 | w0;
+    break;
+  case 6:
+    ts = w0 << 28 | w1 << 12 | w2;
+    break;
+  default:
+    return 0;
+  }
+  int64_t t = (int64_t)ts - GREGORIAN_OFFSET;
+  *ms = t >= 0 ? t / 10000 : -((-t + 9999) / 10000);
+  return 1;
+}
+
+static const char *uuid_variant(const idgen_uuid_t *u) {
+  uint8_t v = u->bytes[8];
+  if ((v & 0x80) == 0)
+    return "ncs";
+  if ((v & 0xc0) == 0x80)
+    return "rfc9562";
+  return (v & 0xe0) == 0xc0 ? "microsoft" : "future";
+}
+
+static int decode_uuid(const char *s, size_t len, decoded_t *d, char *err, size_t errlen) {
+  idgen_uuid_t u;
+  char msg[200];
+  if (idgen_uuid_parse(&u, s, len, msg, sizeof msg) < 0) {
+    snprintf(err, errlen, "\"%.*s\": %s", (int)(len > 64 ? 64 : len), s, msg);
+    return -1;
+  }
+  d->kind = DECODED_UUID;
+  idgen_uuid_format(&u, d->id);
+  d->version = idgen_uuid_version(&u);
+  d->variant = uuid_variant(&u);
+  d->has_time = uuid_time(&u, &d->unix_ms);
+  return 0;
+}
+
+int decode_id(const idgen_layout_t *l, const char *in, size_t inlen, int lenient, decoded_t *d,
+              char *err, size_t errlen) {
+  char buf[128];
+  const char *s = in;
+  size_t len = inlen;
+  memset(d, 0, sizeof *d);
+  if (lenient) {
+    if (inlen >= sizeof buf) {
+      snprintf(err, errlen, "not an ID: \"%.40s...\" is %zu characters long", in, inlen);
+      return -1;
+    }
+    len = 0;
+    for (size_t i = 0; i < inlen; i++)
+      if (in[i] != '-')
+        buf[len++] = in[i];
+    s = buf;
+  }
+  int rc;
+  switch (classify(s, len)) {
+  case KIND_SNOWFLAKE:
+    rc = decode_snowflake(l, s, len, d, err, errlen);
+    break;
+  case KIND_ULID:
+    /* The ULID decoder skips hyphens itself, so its positions match the input. */
+    rc = decode_ulid(in, inlen, lenient, d, err, errlen);
+    break;
+  case KIND_UUID:
+    rc = decode_uuid(s, len, d, err, errlen);
+    break;
+  default: {
+    size_t digits = 0;
+    while (digits < len && s[digits] >= '0' && s[digits] <= '9')
+      digits++;
+    if (len == 0)
+      snprintf(err, errlen, "not an ID: empty input");
+    else if (len > 20 && digits == len)
+      snprintf(err, errlen, "not an ID: \"%.*s\" has %zu digits; a 64-bit ID has at most 20",
+               (int)(len > 40 ? 40 : len), s, len);
+    else /* quote the input as given, hyphens and all */
+      snprintf(err, errlen,
+               "not an ID: \"%.*s\" is %zu characters (expected 1 to 20 decimal digits, a "
+               "26-character ULID, or a UUID of 36 characters or 32 hex digits)",
+               (int)(inlen > 64 ? 64 : inlen), in, len);
+    return -1;
+  }
+  }
+  if (rc == 0 && d->has_time)
+    idgen_time_format(d->unix_ms, d->time);
+  return rc;
+}
+
+json_t *decoded_json(const decoded_t *d) {
+  json_t *o = json_object();
+  if (o == NULL)
+    return NULL;
+  int bad = json_object_set_new(o, "id", json_string(d->id));
+  switch (d->kind) {
+  case DECODED_SNOWFLAKE: {
+    const idgen_layout_t *l = d->layout;
+    json_t *f = json_object();
+    bad |= json_object_set_new(o, "kind", json_string("snowflake"));
+    bad |= json_object_set_new(o, "layout", json_string(d->layout_name));
+    bad |= json_object_set_new(o, "unix_ms", json_integer(d->unix_ms));
+    bad |= json_object_set_new(o, "time", json_string(d->time));
+    for (int i = 0; i < l->nfields; i++)
+      if (i != l->time_index)
+        bad |= json_object_set_new(f, l->fields[i].name, json_integer((json_int_t)d->values[i]));
+    bad |= json_object_set_new(o, "fields", f);
+    break;
+  }
+  case DECODED_ULID:
+    bad |= json_object_set_new(o, "kind", json_string("ulid"));
+    bad |= json_object_set_new(o, "unix_ms", json_integer(d->unix_ms));
+    bad |= json_object_set_new(o, "time", json_string(d->time));
+    bad |= json_object_set_new(o, "uuid", json_string(d->uuid));
+    break;
+  case DECODED_UUID:
+    bad |= json_object_set_new(o, "kind", json_string("uuid"));
+    bad |= json_object_set_new(o, "version", json_integer(d->version));
+    if (strcmp(d->variant, "rfc9562") != 0)
+      bad |= json_object_set_new(o, "variant", json_string(d->variant));
+    if (d->has_time) {
+      bad |= json_object_set_new(o, "unix_ms", json_integer(d->unix_ms));
+      bad |= json_object_set_new(o, "time", json_string(d->time));
+    }
+    break;
+  }
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}

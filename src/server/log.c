@@ -1,0 +1,108 @@
+/*
+ * log.c -- key=value event lines on fd 2.
+ */
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "idgen.h"
+
+LOG_PRINTF(4, 0)
+static void vlog(const char *level, const char *event, uint64_t suppressed, const char *fmt,
+                 va_list ap) {
+  char line[1024], ts[IDGEN_TIME_BUFSIZE];
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  idgen_time_format((int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000, ts);
+  int n = snprintf(line, sizeof line, "ts=%s level=%s event=%s", ts, level, event);
+  if (fmt[0] != '\0' && n < (int)sizeof line - 1) {
+    line[n++] = ' ';
+    int m = vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    n = m < 0 ? n : n + m;
+  }
+  if (suppressed && n < (int)sizeof line)
+    n += snprintf(line + n, sizeof line - (size_t)n, " suppressed=%llu",
+                  (unsigned long long)suppressed);
+  if (n > (int)sizeof line - 2)
+    n = (int)sizeof line - 2;
+  line[n++] = '\n';
+  ssize_t w = write(2, line, (size_t)n); /* nowhere to report a failure */
+  (void)w;
+}
+
+void log_event(const char *level, const char *event, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vlog(level, event, 0, fmt, ap);
+  va_end(ap);
+}
+
+void log_limited(log_limit_t *l, const char *level, const char *event, const char *fmt, ...) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+  uint64_t suppressed = 0;
+  pthread_mutex_lock(&l->mu);
+  if (t.tv_sec != l->second) {
+    l->second = t.tv_sec;
+    l->count = 0;
+  }
+  int ok = l->count < l->per_second;
+  if (ok) {
+    l->count++;
+    suppressed = l->suppressed;
+    l->suppressed = 0;
+  } else {
+    l->suppressed++;
+  }
+  pthread_mutex_unlock(&l->mu);
+  if (!ok)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vlog(level, event, suppressed, fmt, ap);
+  va_end(ap);
+}
+
+int log_reopen(const char *path) {
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return -errno;
+  int rc = 0;
+  if (fd != 2 && dup2(fd, 2) < 0)
+    rc = -errno;
+  if (fd != 2)
+    close(fd);
+  return rc;
+}
+
+const char *log_quote(const char *s, size_t len, char *buf, size_t n) {
+  int plain = len > 0;
+  for (size_t i = 0; i < len && plain; i++)
+    plain = s[i] > ' ' && s[i] < 0x7f && s[i] != '"' && s[i] != '=';
+  if (plain) {
+    snprintf(buf, n, "%.*s", (int)len, s);
+    return buf;
+  }
+  size_t o = 0;
+  buf[o++] = '"';
+  for (size_t i = 0; i < len && o + 6 < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch == '"' || ch == '\\') {
+      buf[o++] = '\\';
+      buf[o++] = (char)ch;
+    } else if (ch < ' ' || ch >= 0x7f) {
+      o += (size_t)snprintf(buf + o, n - o, "\\x%02x", ch);
+    } else {
+      buf[o++] = (char)ch;
+    }
+  }
+  buf[o++] = '"';
+  buf[o] = '\0';
+  return buf;
+}

@@ -1,0 +1,294 @@
+/*
+ * serve_http.c -- the HTTP/1.1 side of `idgen serve` (SPEC section 7).
+ *
+ * One request at a time from the connection's buffer: parse the head
+ * (http.c), refuse a body (GET has none; anything else is 405), route, and
+ * append the reply with a Content-Length.  Errors in the framing (a bad head,
+ * a body) close the connection after the reply; errors in the query do not.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "decode.h"
+#include "http.h"
+#include "server_int.h"
+
+static const char *reason_phrase(int status) {
+  switch (status) {
+  case 200: return "OK";
+  case 400: return "Bad Request";
+  case 404: return "Not Found";
+  case 405: return "Method Not Allowed";
+  case 413: return "Content Too Large";
+  case 431: return "Request Header Fields Too Large";
+  case 501: return "Not Implemented";
+  case 503: return "Service Unavailable";
+  case 505: return "HTTP Version Not Supported";
+  default: return "Internal Server Error";
+  }
+}
+
+static int code_index(int status) {
+  switch (status) {
+#define X(n) case n: return HC_##n;
+    HTTP_CODES(X)
+#undef X
+  default: return HC_500;
+  }
+}
+
+/* "Date: <IMF-fixdate>\r\n", formatted once a second per loop. */
+static const char *date_header(worker_t *w) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME_COARSE, &t);
+  if (t.tv_sec != w->date_sec) {
+    struct tm tm;
+    w->date_sec = t.tv_sec;
+    gmtime_r(&t.tv_sec, &tm);
+    strftime(w->date, sizeof w->date, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+  }
+  return w->date;
+}
+
+enum { KEEP, CLOSE, CLOSE_LINGER };
+
+/* Appends a whole response to w->out. */
+static void respond(worker_t *w, conn_t *c, const http_request_t *req, int status,
+                    const char *ctype, const char *body, size_t len, int close,
+                    const char *extra) {
+  if ((w->draining || c->stop_parsing) && close == KEEP)
+    close = CLOSE; /* a drain, or Connection: close from the client */
+  buf_reserve(&w->out, len + 256);
+  char *p = w->out.p + w->out.len;
+  p += sprintf(p, "HTTP/1.1 %d %s\r\n%sContent-Type: %s\r\nContent-Length: %zu\r\n%s", status,
+               reason_phrase(status), date_header(w), ctype, len, extra);
+  if (close != KEEP)
+    p += sprintf(p, "Connection: close\r\n");
+  else if (req && req->minor == 0)
+    p += sprintf(p, "Connection: keep-alive\r\n");
+  memcpy(p, "\r\n", 2);
+  p += 2;
+  memcpy(p, body, len);
+  w->out.len = (size_t)(p + len - w->out.p);
+  CNT_ADD(w->st.http[code_index(status)], 1);
+  if (close != KEEP) {
+    c->stop_parsing = 1;
+    c->linger_after = close == CLOSE_LINGER;
+    c->close_reason = close == CLOSE_LINGER ? CR_PROTOCOL : CR_EOF;
+  }
+}
+
+static void respond_error(worker_t *w, conn_t *c, const http_request_t *req, int status,
+                          const char *reason, int close, const char *extra) {
+  char body[HTTP_ERR_MAX + 200];
+  int n = snprintf(body, sizeof body, "%s\n", reason);
+  if (n >= (int)sizeof body)
+    n = (int)sizeof body - 1;
+  if (status != 503 && status != 404)
+    log_limited(&w->srv->client_log, "warn", "client_error", "proto=http status=%d reason=%s",
+                status, log_quote(reason, strlen(reason), (char[300]){0}, 300));
+  respond(w, c, req, status, "text/plain; charset=utf-8", body, (size_t)n, close,
+          extra ? extra : "");
+}
+
+static int str_eq(const http_str_t *s, const char *lit) {
+  size_t n = strlen(lit);
+  return s->len == n && memcmp(s->ptr, lit, n) == 0;
+}
+
+typedef struct query {
+  size_t count;
+  int agent;    /* AGENT_NONE if not given */
+  int json;     /* -1: not given */
+} query_t;
+
+/* Reads count=, agent= and format=; 0 or -1 with a reason in err. */
+static int parse_query(worker_t *w, const http_str_t *q, query_t *out, char *err, size_t n) {
+  const serve_config_t *cfg = w->srv->cfg;
+  const char *p = q->ptr, *end = q->ptr + q->len;
+  int seen_count = 0, seen_agent = 0;
+  out->count = 1;
+  out->agent = AGENT_NONE;
+  out->json = -1;
+  while (p < end) {
+    const char *amp = memchr(p, '&', (size_t)(end - p));
+    const char *item_end = amp ? amp : end;
+    const char *eq = memchr(p, '=', (size_t)(item_end - p));
+    const char *key = p, *val = eq ? eq + 1 : item_end;
+    size_t klen = (size_t)((eq ? eq : item_end) - key), vlen = (size_t)(item_end - val);
+    p = amp ? amp + 1 : end;
+    if (klen == 0 && vlen == 0)
+      continue; /* "a=1&&b=2" */
+#define KEY(lit) (klen == sizeof lit - 1 && memcmp(key, lit, klen) == 0)
+    if (KEY("count")) {
+      uint64_t v = 0;
+      size_t i = 0;
+      for (; i < vlen && i < 12 && val[i] >= '0' && val[i] <= '9'; i++)
+        v = v * 10 + (uint64_t)(val[i] - '0');
+      if (seen_count++ || vlen == 0 || i != vlen || v < 1 || v > (uint64_t)cfg->max_batch) {
+        snprintf(err, n, "%s: count must be a whole number from 1 to %" PRId64 " (max_batch), "
+                         "not \"%.*s\"",
+                 seen_count > 1 ? "count given twice" : "bad count", cfg->max_batch,
+                 (int)(vlen > 40 ? 40 : vlen), val);
+        return -1;
+      }
+      out->count = (size_t)v;
+    } else if (KEY("agent")) {
+      if (seen_agent++ || !agent_valid(val, vlen)) {
+        snprintf(err, n, "bad agent \"%.*s\": a name matches [a-zA-Z][a-zA-Z0-9-]* and has at "
+                         "most %d characters",
+                 (int)(vlen > 40 ? 40 : vlen), val, AGENT_NAME_MAX);
+        return -1;
+      }
+      out->agent = agent_index(w->srv, val, vlen);
+    } else if (KEY("format")) {
+      if (vlen == 4 && memcmp(val, "json", 4) == 0)
+        out->json = 1;
+      else if (vlen == 4 && memcmp(val, "text", 4) == 0)
+        out->json = 0;
+      else {
+        snprintf(err, n, "bad format \"%.*s\": use json or text", (int)(vlen > 40 ? 40 : vlen),
+                 val);
+        return -1;
+      }
+    } else {
+      snprintf(err, n, "unknown query parameter \"%.*s\" (known: count, agent, format)",
+               (int)(klen > 40 ? 40 : klen), key);
+      return -1;
+    }
+#undef KEY
+  }
+  return 0;
+}
+
+static int wants_json(const http_request_t *req) {
+  const http_str_t *a = http_header(req, "Accept");
+  if (a == NULL)
+    return 0;
+  for (size_t i = 0; i + 16 <= a->len; i++)
+    if (strncasecmp(a->ptr + i, "application/json", 16) == 0)
+      return 1;
+  return 0;
+}
+
+static void route_ids(worker_t *w, conn_t *c, const http_request_t *req, int kind) {
+  query_t q;
+  char err[200];
+  if (parse_query(w, &req->query, &q, err, sizeof err) < 0) {
+    respond_error(w, c, req, 400, err, KEEP, NULL);
+    return;
+  }
+  if (ids_unavailable(w->srv, err, sizeof err)) {
+    respond_error(w, c, req, 503, err, KEEP, NULL);
+    return;
+  }
+  int json = q.json >= 0 ? q.json : wants_json(req);
+  w->body.len = 0;
+  int rc = json ? ids_emit_json(w, &w->body, kind, q.count)
+                : ids_emit(w, &w->body, kind, q.count, STYLE_LINES);
+  if (rc < 0) {
+    snprintf(err, sizeof err, "cannot issue IDs now: %s", idgen_strerror(rc));
+    respond_error(w, c, req, 503, err, KEEP, "Retry-After: 1\r\n");
+    return;
+  }
+  if (json)
+    buf_put(&w->body, "\n", 1);
+  ids_count(w, kind, q.agent, q.count);
+  respond(w, c, req, 200, json ? "application/json" : "text/plain; charset=utf-8", w->body.p,
+          w->body.len, KEEP, "");
+}
+
+static void route_decode(worker_t *w, conn_t *c, const http_request_t *req) {
+  const char *id = req->path.ptr + 8; /* after "/decode/" */
+  size_t len = req->path.len - 8;
+  decoded_t d;
+  char err[400];
+  if (decode_id(w->srv->layout, id, len, 0, &d, err, sizeof err) < 0) {
+    respond_error(w, c, req, 400, err, KEEP, NULL);
+    return;
+  }
+  json_t *o = decoded_json(&d);
+  char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+  json_decref(o);
+  if (text == NULL) {
+    respond_error(w, c, req, 500, "out of memory", KEEP, NULL);
+    return;
+  }
+  w->body.len = 0;
+  buf_put(&w->body, text, strlen(text));
+  buf_put(&w->body, "\n", 1);
+  free(text);
+  respond(w, c, req, 200, "application/json", w->body.p, w->body.len, KEEP, "");
+}
+
+size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
+  const serve_config_t *cfg = w->srv->cfg;
+  http_request_t req;
+  int status;
+  char err[HTTP_ERR_MAX];
+  ssize_t head = http_parse(buf, len, (size_t)cfg->max_request_bytes, &req, &status, err);
+  if (head == HTTP_NEED_MORE)
+    return 0;
+  if (head < 0) {
+    respond_error(w, c, NULL, status, err, CLOSE_LINGER, NULL);
+    return len;
+  }
+  if (req.content_length > cfg->max_request_bytes) {
+    snprintf(err, sizeof err, "a body of %" PRId64 " bytes is over max_request_bytes (%" PRId64 ")",
+             req.content_length, cfg->max_request_bytes);
+    respond_error(w, c, &req, 413, err, CLOSE_LINGER, NULL);
+    return len;
+  }
+  int get = str_eq(&req.method, "GET");
+  const http_str_t *path = &req.path;
+  int kind = str_eq(path, "/id") ? KIND_SNOWFLAKE
+             : str_eq(path, "/ulid") ? KIND_ULID
+             : str_eq(path, "/uuid7") ? KIND_UUID7 : -1;
+  int known = kind >= 0 || str_eq(path, "/health") || str_eq(path, "/info") ||
+              str_eq(path, "/metrics") || (path->len > 8 && memcmp(path->ptr, "/decode/", 8) == 0);
+  if (!known) {
+    snprintf(err, sizeof err, "no such path: %.*s", (int)(path->len > 60 ? 60 : path->len),
+             path->ptr);
+    respond_error(w, c, &req, 404, err, req.content_length > 0 ? CLOSE_LINGER : KEEP, NULL);
+    return len;
+  }
+  if (!get) {
+    snprintf(err, sizeof err, "method %.*s not allowed: use GET",
+             (int)(req.method.len > 20 ? 20 : req.method.len), req.method.ptr);
+    respond_error(w, c, &req, 405, err, req.content_length > 0 ? CLOSE_LINGER : KEEP,
+                  "Allow: GET\r\n");
+    return req.content_length > 0 ? len : (size_t)head;
+  }
+  if (req.content_length > 0) {
+    respond_error(w, c, &req, 400, "a GET request must not have a body", CLOSE_LINGER, NULL);
+    return len;
+  }
+  if (!req.keep_alive)
+    c->stop_parsing = 1; /* after this reply (respond() adds Connection: close) */
+  char why[200];
+  if (kind >= 0) {
+    route_ids(w, c, &req, kind);
+  } else if (path->ptr[1] == 'd') {
+    route_decode(w, c, &req);
+  } else if (path->ptr[1] == 'h') {
+    if (server_unhealthy(w->srv, why, sizeof why))
+      respond_error(w, c, &req, 503, why, KEEP, NULL);
+    else
+      respond(w, c, &req, 200, "text/plain; charset=utf-8", "ok\n", 3, KEEP, "");
+  } else if (path->ptr[1] == 'i') {
+    w->body.len = 0;
+    if (info_json(w->srv, &w->body) < 0)
+      respond_error(w, c, &req, 500, "out of memory", KEEP, NULL);
+    else
+      respond(w, c, &req, 200, "application/json", w->body.p, w->body.len, KEEP, "");
+  } else {
+    w->body.len = 0;
+    metrics_text(w->srv, &w->body);
+    respond(w, c, &req, 200, "text/plain; version=0.0.4; charset=utf-8", w->body.p, w->body.len,
+            KEEP, "");
+  }
+  return (size_t)head;
+}

@@ -1,0 +1,168 @@
+/*
+ * serve_ids.c -- making IDs for a request, in the form its protocol wants.
+ */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "server_int.h"
+
+const char *kind_name(int kind) {
+  static const char *const names[NKINDS] = {"snowflake", "ulid", "uuid7"};
+  return names[kind];
+}
+
+int ids_unavailable(server_t *s, char *why, size_t n) {
+  if (atomic_load_explicit(&s->lease_ok, memory_order_acquire))
+    return 0;
+  pthread_mutex_lock(&s->lease_mu);
+  snprintf(why, n, "lease lost: %s", s->lease_reason);
+  pthread_mutex_unlock(&s->lease_mu);
+  return 1;
+}
+
+int server_unhealthy(server_t *s, char *why, size_t n) {
+  if (ids_unavailable(s, why, n))
+    return 1;
+  idgen_snowflake_stats_t st;
+  idgen_snowflake_stats(s->sf, &st);
+  if (st.borrowed_ms > s->cfg->gen.max_borrow_ms) {
+    snprintf(why, n,
+             "clock: the wall clock is %" PRId64 " ms behind the generator (max_borrow_ms %" PRId64
+             ")",
+             st.borrowed_ms, s->cfg->gen.max_borrow_ms);
+    return 1;
+  }
+  return 0;
+}
+
+void ids_count(worker_t *w, int kind, int agent, size_t n) {
+  size_t per_kind = (size_t)(AGENT_FIRST + w->srv->cfg->max_agents);
+  CNT_ADD(w->st.ids[(size_t)kind * per_kind + (size_t)agent], n);
+}
+
+/* One 128-bit ID of `kind` as text into out (26 or 36 characters). */
+static int make128(server_t *s, int kind, char *out, size_t *len) {
+  if (kind == KIND_ULID) {
+    idgen_ulid_t u;
+    int rc = idgen_ulid_gen_next(s->ulid, &u);
+    if (rc < 0)
+      return rc;
+    char text[IDGEN_ULID_STRLEN + 1];
+    idgen_ulid_encode(&u, text);
+    memcpy(out, text, IDGEN_ULID_STRLEN);
+    *len = IDGEN_ULID_STRLEN;
+    return 0;
+  }
+  idgen_uuid_t u;
+  int rc = idgen_uuid7_gen_next(s->uuid7, &u);
+  if (rc < 0)
+    return rc;
+  char text[IDGEN_UUID_STRLEN + 1];
+  idgen_uuid_format(&u, text);
+  memcpy(out, text, IDGEN_UUID_STRLEN);
+  *len = IDGEN_UUID_STRLEN;
+  return 0;
+}
+
+static int make_snowflakes(worker_t *w, size_t n) {
+  int rc = n == 1 ? idgen_snowflake_next(w->srv->sf, w->ids)
+                  : idgen_snowflake_next_n(w->srv->sf, w->ids, n);
+  if (rc == IDGEN_ECLOCK) {
+    idgen_snowflake_stats_t st;
+    idgen_snowflake_stats(w->srv->sf, &st);
+    log_limited(&w->srv->clock_log, "warn", "clock_refusal",
+                "borrowed_ms=%" PRId64 " max_borrow_ms=%" PRId64 " max_wait_ms=%" PRId64
+                " refusals=%" PRIu64,
+                st.borrowed_ms, w->srv->cfg->gen.max_borrow_ms, w->srv->cfg->gen.max_wait_ms,
+                st.clock_refusals);
+  }
+  return rc;
+}
+
+int ids_emit(worker_t *w, buf_t *b, int kind, size_t n, int style) {
+  size_t start = b->len;
+  if (kind == KIND_SNOWFLAKE) {
+    int rc = make_snowflakes(w, n);
+    if (rc < 0)
+      return rc;
+    buf_reserve(b, n * 32 + 16);
+    char *p = b->p + b->len;
+    if (style == STYLE_RESP && n > 1)
+      p += snprintf(p, 24, "*%zu\r\n", n);
+    for (size_t i = 0; i < n; i++) {
+      uint64_t id = w->ids[i];
+      if (style == STYLE_LINES) {
+        p += u64_dec(p, id);
+        *p++ = '\n';
+      } else if (id <= INT64_MAX) {
+        *p++ = ':';
+        p += u64_dec(p, id);
+        *p++ = '\r';
+        *p++ = '\n';
+      } else { /* past INT64_MAX a RESP integer cannot carry it: a bulk string */
+        char d[20];
+        size_t dl = u64_dec(d, id);
+        p += snprintf(p, 8, "$%zu\r\n", dl);
+        memcpy(p, d, dl);
+        p += dl;
+        *p++ = '\r';
+        *p++ = '\n';
+      }
+    }
+    b->len = (size_t)(p - b->p);
+    return 0;
+  }
+  size_t tl = kind == KIND_ULID ? IDGEN_ULID_STRLEN : IDGEN_UUID_STRLEN;
+  buf_reserve(b, n * (tl + 8) + 16);
+  char *p = b->p + b->len;
+  if (style == STYLE_RESP && n > 1)
+    p += snprintf(p, 24, "*%zu\r\n", n);
+  for (size_t i = 0; i < n; i++) {
+    if (style == STYLE_RESP)
+      p += snprintf(p, 8, "$%zu\r\n", tl);
+    size_t len;
+    int rc = make128(w->srv, kind, p, &len);
+    if (rc < 0) {
+      b->len = start;
+      return rc;
+    }
+    p += len;
+    if (style == STYLE_RESP)
+      *p++ = '\r';
+    *p++ = '\n';
+  }
+  b->len = (size_t)(p - b->p);
+  return 0;
+}
+
+int ids_emit_json(worker_t *w, buf_t *b, int kind, size_t n) {
+  json_t *arr = json_array(), *doc = json_object();
+  int rc = (arr && doc) ? 0 : IDGEN_ENOMEM;
+  if (rc == 0 && kind == KIND_SNOWFLAKE)
+    rc = make_snowflakes(w, n);
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    char text[40];
+    size_t len;
+    if (kind == KIND_SNOWFLAKE)
+      len = u64_dec(text, w->ids[i]);
+    else
+      rc = make128(w->srv, kind, text, &len);
+    if (rc == 0 && json_array_append_new(arr, json_stringn(text, len)) < 0)
+      rc = IDGEN_ENOMEM;
+  }
+  if (rc == 0) {
+    json_object_set_new(doc, "ids", arr);
+    arr = NULL;
+    size_t need = json_dumpb(doc, NULL, 0, JSON_COMPACT);
+    buf_reserve(b, need + 1);
+    if (need == 0 || json_dumpb(doc, b->p + b->len, need, JSON_COMPACT) != need)
+      rc = IDGEN_ENOMEM;
+    else
+      b->len += need;
+  }
+  json_decref(arr);
+  json_decref(doc);
+  return rc;
+}

@@ -1,0 +1,378 @@
+/*
+ * serve_resp.c -- the RESP2 side of `idgen serve` (SPEC section 7).
+ *
+ * One command at a time from the connection's buffer, parsed by resp.c;
+ * replies follow Redis's forms so that any Redis client works, including
+ * its error texts (unknown command, arity, integers) and what redis-cli,
+ * redis-benchmark and client libraries send on connecting (COMMAND DOCS,
+ * CONFIG GET, HELLO, CLIENT SETNAME/SETINFO, SELECT 0).
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "decode.h"
+#include "resp.h"
+#include "server_int.h"
+
+static void reply(worker_t *w, const char *s) { buf_put(&w->out, s, strlen(s)); }
+
+static void reply_bulk(worker_t *w, const char *s, size_t n) {
+  buf_printf(&w->out, "$%zu\r\n", n);
+  buf_put(&w->out, s, n);
+  buf_put(&w->out, "\r\n", 2);
+}
+
+static void reply_int(worker_t *w, int64_t v) { buf_printf(&w->out, ":%" PRId64 "\r\n", v); }
+
+/* "-ERR ..." with CR and LF made spaces, as Redis does. */
+__attribute__((format(printf, 3, 4))) static void reply_err(worker_t *w, conn_t *c,
+                                                            const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  for (char *p = msg; *p; p++)
+    if (*p == '\r' || *p == '\n')
+      *p = ' ';
+  buf_put(&w->out, "-", 1);
+  buf_put(&w->out, msg, strlen(msg));
+  buf_put(&w->out, "\r\n", 2);
+  CNT_ADD(w->st.resp_err, 1);
+  (void)c;
+}
+
+static int arg_is(const resp_arg_t *a, const char *lit) {
+  size_t n = strlen(lit);
+  return a->len == n && strncasecmp(a->ptr, lit, n) == 0;
+}
+
+/* Redis's string2ll: optional '-', digits, no leading zeros, no spaces. */
+static int arg_int(const resp_arg_t *a, int64_t *out) {
+  const char *p = a->ptr;
+  size_t n = a->len, i = 0;
+  int neg = 0;
+  if (n == 0 || n > 20)
+    return -1;
+  if (p[0] == '-') {
+    neg = 1;
+    i = 1;
+    if (n == 1)
+      return -1;
+  }
+  if (p[i] == '0' && n > i + 1)
+    return -1;
+  uint64_t v = 0;
+  for (; i < n; i++) {
+    if (p[i] < '0' || p[i] > '9')
+      return -1;
+    uint64_t d = (uint64_t)(p[i] - '0');
+    if (v > (UINT64_MAX - d) / 10)
+      return -1;
+    v = v * 10 + d;
+  }
+  if (neg ? v > (uint64_t)INT64_MAX + 1 : v > (uint64_t)INT64_MAX)
+    return -1;
+  *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+  return 0;
+}
+
+static void wrong_arity(worker_t *w, conn_t *c, const char *name) {
+  reply_err(w, c, "ERR wrong number of arguments for '%s' command", name);
+}
+
+/* The commands, for COMMAND and COMMAND COUNT: name, arity (negative: at
+ * least), flags. */
+static const struct cmdinfo {
+  const char *name;
+  int arity;
+  const char *flag;
+} commands[] = {
+    {"id", -1, "fast"},       {"ulid", -1, "fast"},       {"uuid7", -1, "fast"},
+    {"decode", 2, "fast"},    {"info", -1, "loading"},    {"ping", -1, "fast"},
+    {"echo", 2, "fast"},      {"quit", -1, "fast"},       {"client", -2, "loading"},
+    {"command", -1, "loading"}, {"hello", -1, "fast"},    {"config", -2, "loading"},
+    {"select", 2, "fast"},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static void reply_command_entry(worker_t *w, const struct cmdinfo *ci) {
+  buf_printf(&w->out, "*6\r\n$%zu\r\n%s\r\n:%d\r\n*1\r\n+%s\r\n:0\r\n:0\r\n:0\r\n",
+             strlen(ci->name), ci->name, ci->arity, ci->flag);
+}
+
+static void cmd_ids(worker_t *w, conn_t *c, const resp_request_t *r, int kind) {
+  const char *name = kind_name(kind);
+  int64_t n = 1;
+  char why[200];
+  if (r->argc > 2) {
+    wrong_arity(w, c, kind == KIND_SNOWFLAKE ? "id" : name);
+    return;
+  }
+  if (r->argc == 2) {
+    if (arg_int(&r->argv[1], &n) < 0) {
+      reply_err(w, c, "ERR value is not an integer or out of range");
+      return;
+    }
+    if (n < 1 || n > w->srv->cfg->max_batch) {
+      reply_err(w, c, "ERR count %" PRId64 " out of range 1..%" PRId64 " (max_batch)", n,
+                w->srv->cfg->max_batch);
+      return;
+    }
+  }
+  if (ids_unavailable(w->srv, why, sizeof why)) {
+    reply_err(w, c, "ERR %s", why);
+    return;
+  }
+  /* ID N is an array even for N = 1; a bare ID is one value. */
+  if (r->argc == 2 && n == 1)
+    reply(w, "*1\r\n");
+  int rc = ids_emit(w, &w->out, kind, (size_t)n, STYLE_RESP);
+  if (rc < 0) {
+    if (r->argc == 2 && n == 1)
+      w->out.len -= 4;
+    reply_err(w, c, "ERR cannot issue IDs now: %s", idgen_strerror(rc));
+    return;
+  }
+  ids_count(w, kind, c->agent, (size_t)n);
+  CNT_ADD(w->st.resp_ok, 1);
+}
+
+static void cmd_client(worker_t *w, conn_t *c, const resp_request_t *r) {
+  const resp_arg_t *sub = &r->argv[1];
+  if (arg_is(sub, "setname")) {
+    if (r->argc != 3) {
+      wrong_arity(w, c, "client|setname");
+      return;
+    }
+    const resp_arg_t *a = &r->argv[2];
+    if (a->len > 0 && !agent_valid(a->ptr, a->len)) {
+      reply_err(w, c, "ERR Client names must match [a-zA-Z][a-zA-Z0-9-]* (at most %d "
+                      "characters): they name the agent in metrics",
+                AGENT_NAME_MAX);
+      return;
+    }
+    memcpy(c->name, a->ptr, a->len);
+    c->name[a->len] = '\0';
+    c->agent = a->len ? agent_index(w->srv, a->ptr, a->len) : AGENT_NONE;
+    reply(w, "+OK\r\n");
+  } else if (arg_is(sub, "getname") && r->argc == 2) {
+    if (c->name[0])
+      reply_bulk(w, c->name, strlen(c->name));
+    else
+      reply(w, "$-1\r\n");
+  } else if (arg_is(sub, "id") && r->argc == 2) {
+    reply_int(w, (int64_t)c->id);
+  } else if (arg_is(sub, "setinfo") && r->argc == 4) {
+    reply(w, "+OK\r\n"); /* LIB-NAME / LIB-VER, sent by newer client libraries */
+  } else {
+    reply_err(w, c, "ERR unknown subcommand '%.*s'. Try CLIENT HELP.",
+              (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+    return;
+  }
+  CNT_ADD(w->st.resp_ok, 1);
+}
+
+static void cmd_command(worker_t *w, conn_t *c, const resp_request_t *r) {
+  if (r->argc == 1) {
+    buf_printf(&w->out, "*%zu\r\n", NCOMMANDS);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+      reply_command_entry(w, &commands[i]);
+  } else if (arg_is(&r->argv[1], "count") && r->argc == 2) {
+    reply_int(w, (int64_t)NCOMMANDS);
+  } else if (arg_is(&r->argv[1], "docs")) {
+    reply(w, "*0\r\n");
+  } else if (arg_is(&r->argv[1], "info")) {
+    size_t n = r->argc - 2 > RESP_MAX_ARGV - 2 ? RESP_MAX_ARGV - 2 : r->argc - 2;
+    buf_printf(&w->out, "*%zu\r\n", n);
+    for (size_t i = 0; i < n; i++) {
+      const struct cmdinfo *ci = NULL;
+      for (size_t k = 0; k < NCOMMANDS && !ci; k++)
+        if (arg_is(&r->argv[2 + i], commands[k].name))
+          ci = &commands[k];
+      if (ci)
+        reply_command_entry(w, ci);
+      else
+        reply(w, "*-1\r\n");
+    }
+  } else {
+    reply_err(w, c, "ERR unknown subcommand '%.*s'. Try COMMAND HELP.",
+              (int)(r->argv[1].len > 128 ? 128 : r->argv[1].len), r->argv[1].ptr);
+    return;
+  }
+  CNT_ADD(w->st.resp_ok, 1);
+}
+
+static void cmd_hello(worker_t *w, conn_t *c, const resp_request_t *r) {
+  size_t i = 1;
+  if (r->argc >= 2) {
+    int64_t v;
+    if (arg_int(&r->argv[1], &v) < 0) {
+      reply_err(w, c, "ERR Protocol version is not an integer or out of range");
+      return;
+    }
+    if (v != 2) {
+      reply_err(w, c, "NOPROTO sorry, this protocol version is not supported.");
+      return;
+    }
+    i = 2;
+  }
+  const resp_arg_t *setname = NULL;
+  for (; i < r->argc; i++) {
+    if (i < RESP_MAX_ARGV - 1 && arg_is(&r->argv[i], "setname") && i + 1 < r->argc) {
+      setname = &r->argv[++i];
+    } else {
+      const resp_arg_t *a = &r->argv[i < RESP_MAX_ARGV ? i : RESP_MAX_ARGV - 1];
+      reply_err(w, c, "ERR Syntax error in HELLO option '%.*s'", (int)(a->len > 64 ? 64 : a->len),
+                a->ptr);
+      return;
+    }
+  }
+  if (setname) {
+    if (setname->len > 0 && !agent_valid(setname->ptr, setname->len)) {
+      reply_err(w, c, "ERR Client names must match [a-zA-Z][a-zA-Z0-9-]*");
+      return;
+    }
+    memcpy(c->name, setname->ptr, setname->len);
+    c->name[setname->len] = '\0';
+    c->agent = setname->len ? agent_index(w->srv, setname->ptr, setname->len) : AGENT_NONE;
+  }
+  const char *v = idgen_version();
+  buf_printf(&w->out,
+             "*14\r\n$6\r\nserver\r\n$5\r\nidgen\r\n$7\r\nversion\r\n$%zu\r\n%s\r\n"
+             "$5\r\nproto\r\n:2\r\n$2\r\nid\r\n:%" PRIu64 "\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n"
+             "$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n",
+             strlen(v), v, c->id);
+  CNT_ADD(w->st.resp_ok, 1);
+}
+
+static void cmd_decode(worker_t *w, conn_t *c, const resp_request_t *r) {
+  decoded_t d;
+  char err[400];
+  if (decode_id(w->srv->layout, r->argv[1].ptr, r->argv[1].len, 0, &d, err, sizeof err) < 0) {
+    reply_err(w, c, "ERR %s", err);
+    return;
+  }
+  json_t *o = decoded_json(&d);
+  char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+  json_decref(o);
+  if (text == NULL) {
+    reply_err(w, c, "ERR out of memory");
+    return;
+  }
+  reply_bulk(w, text, strlen(text));
+  free(text);
+  CNT_ADD(w->st.resp_ok, 1);
+}
+
+static void unknown_command(worker_t *w, conn_t *c, const resp_request_t *r) {
+  char args[160] = "";
+  size_t n = r->argc < RESP_MAX_ARGV ? r->argc : RESP_MAX_ARGV;
+  for (size_t i = 1; i < n && strlen(args) < 128; i++) {
+    size_t used = strlen(args);
+    snprintf(args + used, sizeof args - used, "'%.*s' ",
+             (int)(r->argv[i].len > 128 - used ? 128 - used : r->argv[i].len), r->argv[i].ptr);
+  }
+  reply_err(w, c, "ERR unknown command '%.*s', with args beginning with: %s",
+            (int)(r->argv[0].len > 128 ? 128 : r->argv[0].len), r->argv[0].ptr, args);
+}
+
+size_t resp_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
+  resp_request_t r;
+  char err[RESP_ERR_MAX];
+  ssize_t used = resp_parse(buf, len, (size_t)w->srv->cfg->max_request_bytes, &r, err);
+  if (used == RESP_NEED_MORE)
+    return 0;
+  if (used < 0) { /* Redis answers a protocol error and closes */
+    reply_err(w, c, "ERR %s", err);
+    log_limited(&w->srv->client_log, "warn", "client_error", "proto=resp reason=%s",
+                log_quote(err, strlen(err), (char[128]){0}, 128));
+    c->stop_parsing = c->linger_after = 1;
+    c->close_reason = CR_PROTOCOL;
+    return len;
+  }
+  if (r.argc == 0)
+    return (size_t)used; /* an empty line or *0 / *-1: no reply */
+  const resp_arg_t *a0 = &r.argv[0];
+  char name[16] = "";
+  if (a0->len < sizeof name)
+    for (size_t i = 0; i < a0->len; i++)
+      name[i] = (char)tolower((unsigned char)a0->ptr[i]);
+  size_t argc = r.argc;
+  if (strcmp(name, "id") == 0) {
+    cmd_ids(w, c, &r, KIND_SNOWFLAKE);
+  } else if (strcmp(name, "ulid") == 0) {
+    cmd_ids(w, c, &r, KIND_ULID);
+  } else if (strcmp(name, "uuid7") == 0) {
+    cmd_ids(w, c, &r, KIND_UUID7);
+  } else if (strcmp(name, "ping") == 0) {
+    if (argc > 2)
+      return wrong_arity(w, c, "ping"), (size_t)used;
+    if (argc == 2)
+      reply_bulk(w, r.argv[1].ptr, r.argv[1].len);
+    else
+      reply(w, "+PONG\r\n");
+    CNT_ADD(w->st.resp_ok, 1);
+  } else if (strcmp(name, "echo") == 0) {
+    if (argc != 2)
+      return wrong_arity(w, c, "echo"), (size_t)used;
+    reply_bulk(w, r.argv[1].ptr, r.argv[1].len);
+    CNT_ADD(w->st.resp_ok, 1);
+  } else if (strcmp(name, "decode") == 0) {
+    if (argc != 2)
+      return wrong_arity(w, c, "decode"), (size_t)used;
+    cmd_decode(w, c, &r);
+  } else if (strcmp(name, "info") == 0) {
+    size_t start = w->out.len;
+    reply(w, "$0000000000\r\n"); /* the length is filled in below */
+    size_t body = w->out.len;
+    info_text(w->srv, &w->out);
+    size_t n = w->out.len - body;
+    char head[16];
+    snprintf(head, sizeof head, "$%zu\r\n", n);
+    memmove(w->out.p + start + strlen(head), w->out.p + body, n);
+    memcpy(w->out.p + start, head, strlen(head));
+    w->out.len = start + strlen(head) + n;
+    reply(w, "\r\n");
+    CNT_ADD(w->st.resp_ok, 1);
+  } else if (strcmp(name, "quit") == 0) {
+    reply(w, "+OK\r\n");
+    c->stop_parsing = 1;
+    c->close_reason = CR_EOF;
+    CNT_ADD(w->st.resp_ok, 1);
+  } else if (strcmp(name, "client") == 0) {
+    if (argc < 2)
+      return wrong_arity(w, c, "client"), (size_t)used;
+    cmd_client(w, c, &r);
+  } else if (strcmp(name, "command") == 0) {
+    cmd_command(w, c, &r);
+  } else if (strcmp(name, "hello") == 0) {
+    cmd_hello(w, c, &r);
+  } else if (strcmp(name, "config") == 0) {
+    if (argc < 2)
+      return wrong_arity(w, c, "config"), (size_t)used;
+    if (!arg_is(&r.argv[1], "get"))
+      return reply_err(w, c, "ERR CONFIG %.*s is not supported by idgen",
+                       (int)(r.argv[1].len > 32 ? 32 : r.argv[1].len), r.argv[1].ptr),
+             (size_t)used;
+    reply(w, "*0\r\n");
+    CNT_ADD(w->st.resp_ok, 1);
+  } else if (strcmp(name, "select") == 0) {
+    int64_t db;
+    if (argc != 2)
+      return wrong_arity(w, c, "select"), (size_t)used;
+    if (arg_int(&r.argv[1], &db) < 0)
+      return reply_err(w, c, "ERR value is not an integer or out of range"), (size_t)used;
+    if (db != 0)
+      return reply_err(w, c, "ERR DB index is out of range"), (size_t)used;
+    reply(w, "+OK\r\n");
+    CNT_ADD(w->st.resp_ok, 1);
+  } else {
+    unknown_command(w, c, &r);
+  }
+  return (size_t)used;
+}

@@ -1,0 +1,283 @@
+/*
+ * serve_stats.c -- agent names, the Prometheus text of /metrics, and the
+ * facts of /info and RESP INFO.
+ *
+ * Counters live per event loop and are summed when read.  Agent names are
+ * published in an open-addressing table: a name is written, then its slot is
+ * stored with release; readers probe with acquire loads and never lock.  New
+ * names take a mutex, and past max_agents count under "other".
+ */
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server_int.h"
+
+/* Upper bounds of the latency histogram, in ns (the last is +Inf). */
+const int64_t bucket_ns[NBUCKETS] = {
+    25000,    50000,     100000,    250000,    500000,     1000000,    2500000,  5000000,
+    10000000, 25000000,  50000000,  100000000, 250000000,  1000000000, INT64_MAX};
+
+void observe_latency(worker_t *w, int proto, int64_t ns, size_t n) {
+  int b = 0;
+  while (ns > bucket_ns[b])
+    b++;
+  CNT_ADD(w->st.hist[proto][b], n);
+  CNT_ADD(w->st.hist_sum_ns[proto], (uint64_t)ns * n);
+  CNT_ADD(w->st.hist_count[proto], n);
+}
+
+int agent_valid(const char *s, size_t n) {
+  if (n == 0 || n > AGENT_NAME_MAX)
+    return 0;
+  if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')))
+    return 0;
+  for (size_t i = 1; i < n; i++) {
+    char ch = s[i];
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+          ch == '-'))
+      return 0;
+  }
+  return 1;
+}
+
+int agent_setup(server_t *s, int64_t max_agents) {
+  uint32_t slots = 4;
+  while (slots < 2 * (uint32_t)max_agents + 2)
+    slots *= 2;
+  s->agent_mask = slots - 1;
+  s->agent_slots = calloc(slots, sizeof *s->agent_slots);
+  s->agent_names = calloc((size_t)(AGENT_FIRST + max_agents), sizeof *s->agent_names);
+  pthread_mutex_init(&s->agents_mu, NULL);
+  atomic_init(&s->nagents, AGENT_FIRST);
+  if (s->agent_slots == NULL || s->agent_names == NULL)
+    return -1;
+  strcpy(s->agent_names[AGENT_NONE], "-");
+  strcpy(s->agent_names[AGENT_OTHER], "other");
+  return 0;
+}
+
+static uint32_t hash(const char *s, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)s[i]) * 16777619u;
+  return h;
+}
+
+/* The slot of name, or of the empty slot where it would go. */
+static uint32_t probe(server_t *s, const char *name, size_t n, uint32_t *index) {
+  for (uint32_t i = hash(name, n) & s->agent_mask;; i = (i + 1) & s->agent_mask) {
+    uint32_t v = atomic_load_explicit(&s->agent_slots[i], memory_order_acquire);
+    if (v == 0 || (strncmp(s->agent_names[v - 1], name, n) == 0 &&
+                   s->agent_names[v - 1][n] == '\0')) {
+      *index = v;
+      return i;
+    }
+  }
+}
+
+int agent_index(server_t *s, const char *name, size_t n) {
+  uint32_t v;
+  probe(s, name, n, &v);
+  if (v != 0)
+    return (int)v - 1;
+  int idx = AGENT_OTHER;
+  pthread_mutex_lock(&s->agents_mu);
+  uint32_t slot = probe(s, name, n, &v);
+  if (v != 0) {
+    idx = (int)v - 1;
+  } else if (atomic_load(&s->nagents) < AGENT_FIRST + s->cfg->max_agents) {
+    idx = atomic_load(&s->nagents);
+    memcpy(s->agent_names[idx], name, n);
+    s->agent_names[idx][n] = '\0';
+    atomic_store(&s->nagents, idx + 1);
+    atomic_store_explicit(&s->agent_slots[slot], (uint32_t)idx + 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&s->agents_mu);
+  return idx;
+}
+
+/* Sums a counter over the loops: `off` is its offset in wstats_t. */
+#define SUM(s, field)                                                                      \
+  ({                                                                                       \
+    uint64_t t_ = 0;                                                                       \
+    for (int i_ = 0; i_ < (s)->nworkers; i_++)                                             \
+      t_ += CNT_GET((s)->workers[i_].st.field);                                            \
+    t_;                                                                                    \
+  })
+
+static uint64_t ids_total(server_t *s, int kind, int agent) {
+  size_t per_kind = (size_t)(AGENT_FIRST + s->cfg->max_agents);
+  return SUM(s, ids[(size_t)kind * per_kind + (size_t)agent]);
+}
+
+static int64_t now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static const char *const close_reason_names[NCR] = {"eof",      "idle",  "slow",     "output",
+                                                    "protocol", "limit", "shutdown", "error"};
+static const int http_code_values[NHTTP_CODES] = {
+#define X(n) n,
+    HTTP_CODES(X)
+#undef X
+};
+
+void metrics_text(server_t *s, buf_t *b) {
+  int nagents = atomic_load(&s->nagents);
+  buf_printf(b, "# HELP idgen_ids_issued_total IDs issued, by kind and agent.\n"
+                "# TYPE idgen_ids_issued_total counter\n");
+  for (int k = 0; k < NKINDS; k++)
+    for (int a = 0; a < nagents; a++) {
+      uint64_t v = ids_total(s, k, a);
+      if (v || a <= AGENT_NONE)
+        buf_printf(b, "idgen_ids_issued_total{kind=\"%s\",agent=\"%s\"} %" PRIu64 "\n",
+                   kind_name(k), s->agent_names[a], v);
+    }
+  buf_printf(b, "# HELP idgen_requests_total Requests answered, by protocol and code.\n"
+                "# TYPE idgen_requests_total counter\n");
+  for (int c = 0; c < NHTTP_CODES; c++) {
+    uint64_t v = SUM(s, http[c]);
+    if (v || c == HC_200)
+      buf_printf(b, "idgen_requests_total{proto=\"http\",code=\"%d\"} %" PRIu64 "\n",
+                 http_code_values[c], v);
+  }
+  buf_printf(b, "idgen_requests_total{proto=\"resp\",code=\"ok\"} %" PRIu64 "\n",
+             SUM(s, resp_ok));
+  buf_printf(b, "idgen_requests_total{proto=\"resp\",code=\"err\"} %" PRIu64 "\n",
+             SUM(s, resp_err));
+  buf_printf(b, "# HELP idgen_request_duration_seconds From the read that completed a request "
+                "to the write of its reply.\n"
+                "# TYPE idgen_request_duration_seconds histogram\n");
+  for (int p = 0; p < NPROTO; p++) {
+    const char *pn = p == PROTO_HTTP ? "http" : "resp";
+    uint64_t cum = 0;
+    for (int i = 0; i < NBUCKETS; i++) {
+      cum += SUM(s, hist[p][i]);
+      if (bucket_ns[i] == INT64_MAX)
+        buf_printf(b, "idgen_request_duration_seconds_bucket{proto=\"%s\",le=\"+Inf\"} %" PRIu64
+                      "\n", pn, cum);
+      else
+        buf_printf(b, "idgen_request_duration_seconds_bucket{proto=\"%s\",le=\"%g\"} %" PRIu64
+                      "\n", pn, (double)bucket_ns[i] / 1e9, cum);
+    }
+    buf_printf(b, "idgen_request_duration_seconds_sum{proto=\"%s\"} %.9f\n", pn,
+               (double)SUM(s, hist_sum_ns[p]) / 1e9);
+    buf_printf(b, "idgen_request_duration_seconds_count{proto=\"%s\"} %" PRIu64 "\n", pn,
+               SUM(s, hist_count[p]));
+  }
+  idgen_snowflake_stats_t st;
+  idgen_snowflake_stats(s->sf, &st);
+  int64_t horizon = idgen_layout_horizon_ms(s->layout), now = now_ms();
+  buf_printf(b,
+             "# HELP idgen_clock_borrowed_ms How far the generator's clock is ahead of the wall "
+             "clock.\n# TYPE idgen_clock_borrowed_ms gauge\nidgen_clock_borrowed_ms %" PRId64 "\n"
+             "# HELP idgen_clock_waits_total Calls that waited for the clock.\n"
+             "# TYPE idgen_clock_waits_total counter\nidgen_clock_waits_total %" PRIu64 "\n"
+             "# HELP idgen_clock_refusals_total Calls refused because the clock was too far "
+             "behind.\n# TYPE idgen_clock_refusals_total counter\n"
+             "idgen_clock_refusals_total %" PRIu64 "\n"
+             "# HELP idgen_sequence_exhausted_total Calls that waited out a used-up tick.\n"
+             "# TYPE idgen_sequence_exhausted_total counter\n"
+             "idgen_sequence_exhausted_total %" PRIu64 "\n"
+             "# HELP idgen_lease_valid_seconds How long the worker lease is known valid.\n"
+             "# TYPE idgen_lease_valid_seconds gauge\nidgen_lease_valid_seconds %s\n"
+             "# HELP idgen_layout_seconds_remaining Time left before the layout's time field "
+             "runs out.\n# TYPE idgen_layout_seconds_remaining gauge\n"
+             "idgen_layout_seconds_remaining %.3f\n",
+             st.borrowed_ms, st.clock_waits, st.clock_refusals, st.sequence_exhausted,
+             atomic_load(&s->lease_ok) ? "+Inf" : "0", (double)(horizon - now) / 1000.0);
+  buf_printf(b, "# HELP idgen_connections Open client connections.\n"
+                "# TYPE idgen_connections gauge\n");
+  for (int p = 0; p < NPROTO; p++)
+    buf_printf(b, "idgen_connections{proto=\"%s\"} %" PRId64 "\n",
+               p == PROTO_HTTP ? "http" : "resp", (int64_t)SUM(s, open[p]));
+  buf_printf(b, "# HELP idgen_connections_closed_total Connections closed, by reason.\n"
+                "# TYPE idgen_connections_closed_total counter\n");
+  for (int r = 0; r < NCR; r++)
+    buf_printf(b, "idgen_connections_closed_total{reason=\"%s\"} %" PRIu64 "\n",
+               close_reason_names[r], SUM(s, closed[r]));
+}
+
+static double uptime_s(server_t *s) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)((int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000 - s->start_mono_ms) / 1000.0;
+}
+
+static const char *layout_name(server_t *s) {
+  return s->layout->preset[0] ? s->layout->preset : s->layout_spec;
+}
+
+void info_text(server_t *s, buf_t *b) {
+  const idgen_layout_t *l = s->layout;
+  idgen_snowflake_stats_t st;
+  idgen_snowflake_stats(s->sf, &st);
+  buf_printf(b, "# Server\r\nidgen_version:%s\r\nprocess_id:%ld\r\nuptime_in_seconds:%.0f\r\n"
+                "event_loops:%d\r\nhttp_addr:%s\r\nresp_addr:%s\r\n\r\n",
+             idgen_version(), (long)getpid(), floor(uptime_s(s)), s->nworkers,
+             s->http_addr[0] ? s->http_addr : "off", s->resp_addr[0] ? s->resp_addr : "off");
+  buf_printf(b, "# Generator\r\nlayout:%s\r\nlayout_spec:%s\r\n", layout_name(s), s->layout_spec);
+  for (int i = 0; i < l->nfields; i++)
+    if (l->fields[i].kind == IDGEN_FIELD_NODE)
+      buf_printf(b, "node_%s:%" PRIu64 "\r\n", l->fields[i].name, s->cfg->gen.node[i]);
+  buf_printf(b,
+             "registry:%s\r\nlease:%s\r\nlease_expires:never\r\nmax_batch:%" PRId64
+             "\r\nmax_borrow_ms:%" PRId64 "\r\nmax_wait_ms:%" PRId64
+             "\r\nclock_borrowed_ms:%" PRId64 "\r\n\r\n",
+             s->cfg->registry, atomic_load(&s->lease_ok) ? "held" : "lost", s->cfg->max_batch,
+             s->cfg->gen.max_borrow_ms, s->cfg->gen.max_wait_ms, st.borrowed_ms);
+  buf_printf(b, "# Stats\r\nconnected_clients:%ld\r\n", (long)atomic_load(&s->nconns));
+  for (int k = 0; k < NKINDS; k++) {
+    uint64_t t = 0;
+    for (int a = 0; a < atomic_load(&s->nagents); a++)
+      t += ids_total(s, k, a);
+    buf_printf(b, "ids_issued_%s:%" PRIu64 "\r\n", kind_name(k), t);
+  }
+  buf_printf(b, "clock_waits:%" PRIu64 "\r\nclock_refusals:%" PRIu64
+                "\r\nsequence_exhausted:%" PRIu64 "\r\n",
+             st.clock_waits, st.clock_refusals, st.sequence_exhausted);
+}
+
+int info_json(server_t *s, buf_t *b) {
+  const idgen_layout_t *l = s->layout;
+  json_t *o = json_object(), *node = json_object(), *lease = json_object();
+  if (!o || !node || !lease) {
+    json_decref(o);
+    json_decref(node);
+    json_decref(lease);
+    return -1;
+  }
+  for (int i = 0; i < l->nfields; i++)
+    if (l->fields[i].kind == IDGEN_FIELD_NODE)
+      json_object_set_new(node, l->fields[i].name, json_integer((json_int_t)s->cfg->gen.node[i]));
+  json_object_set_new(lease, "state", json_string(atomic_load(&s->lease_ok) ? "held" : "lost"));
+  json_object_set_new(lease, "expires", json_null());
+  json_object_set_new(o, "version", json_string(idgen_version()));
+  json_object_set_new(o, "layout", json_string(layout_name(s)));
+  json_object_set_new(o, "layout_spec", json_string(s->layout_spec));
+  json_object_set_new(o, "node", node);
+  json_object_set_new(o, "registry", json_string(s->cfg->registry));
+  json_object_set_new(o, "lease", lease);
+  json_object_set_new(o, "uptime_s", json_real(uptime_s(s)));
+  json_object_set_new(o, "pid", json_integer(getpid()));
+  json_object_set_new(o, "event_loops", json_integer(s->nworkers));
+  json_object_set_new(o, "max_batch", json_integer(s->cfg->max_batch));
+  json_object_set_new(o, "max_borrow_ms", json_integer(s->cfg->gen.max_borrow_ms));
+  json_object_set_new(o, "max_wait_ms", json_integer(s->cfg->gen.max_wait_ms));
+  json_object_set_new(o, "connections", json_integer(atomic_load(&s->nconns)));
+  char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  json_decref(o);
+  if (text == NULL)
+    return -1;
+  buf_put(b, text, strlen(text));
+  buf_put(b, "\n", 1);
+  free(text);
+  return 0;
+}

@@ -1,0 +1,845 @@
+/*
+ * server.c -- the event loops and the lifecycle of `idgen serve`.
+ *
+ * Threads.  One event loop per thread (--threads, default one per CPU).
+ * Each loop has its own listening sockets, bound with SO_REUSEPORT to the
+ * same address, so the kernel spreads new connections over the loops and no
+ * lock or hand-off sits between accept and reply.  A connection lives on the
+ * loop that accepted it.  The generators are shared (they are lock-free or
+ * hold a spin lock for nanoseconds); counters are per loop.  The main thread
+ * only waits for signals (they are blocked in every loop thread).
+ *
+ * Level-triggered epoll.  Each readable event gets one read(2); replies are
+ * written at once and only what the kernel does not take is queued.
+ * Level-triggered keeps the invariants local -- a connection whose replies
+ * are queued past OUT_SOFT_LIMIT simply drops EPOLLIN and its requests wait
+ * in the kernel (backpressure), and nothing is lost when a loop stops
+ * reading early -- at the price of one epoll_ctl when the interest changes,
+ * which is rare.  Edge-triggered would force reading to EAGAIN on every
+ * event, which is the opposite of backpressure.
+ *
+ * Memory.  A connection costs its struct (~200 bytes) plus buffers only
+ * while it has a partial request or unsent replies: reads go into the loop's
+ * 64 KiB scratch and replies into the loop's output buffer, and only
+ * leftovers are copied into the connection.
+ *
+ * Timers.  Every SWEEP_MS each loop walks its connections: a partial
+ * request older than slow_timeout_ms, replies that made no progress for
+ * slow_timeout_ms, or no activity for idle_timeout_ms close the connection.
+ * A walk over 10,000 connections takes tens of microseconds.
+ *
+ * accept(2) errors.  EMFILE/ENFILE: close a reserved descriptor, accept and
+ * close the connection, reopen the reserve, so the listening socket does not
+ * stay readable and spin the loop.  Other errors pause the listener for
+ * 100 ms.  Past max_connections a client gets one error line and is closed.
+ */
+#define _GNU_SOURCE /* accept4 */
+#include "server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server_int.h"
+
+/* ---- buffers ------------------------------------------------------------ */
+
+void buf_reserve(buf_t *b, size_t more) {
+  if (b->cap - b->len >= more)
+    return;
+  size_t cap = b->cap ? b->cap : 4096;
+  while (cap - b->len < more)
+    cap *= 2;
+  char *p = realloc(b->p, cap);
+  if (p == NULL) {
+    log_event("error", "out_of_memory", "bytes=%zu", cap);
+    abort();
+  }
+  b->p = p;
+  b->cap = cap;
+}
+
+void buf_put(buf_t *b, const void *p, size_t n) {
+  buf_reserve(b, n);
+  memcpy(b->p + b->len, p, n);
+  b->len += n;
+}
+
+void buf_printf(buf_t *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(b->p ? b->p + b->len : NULL, b->cap - b->len, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return;
+  if ((size_t)n >= b->cap - b->len) {
+    buf_reserve(b, (size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+  }
+  b->len += (size_t)n;
+}
+
+void buf_free(buf_t *b) {
+  free(b->p);
+  b->p = NULL;
+  b->len = b->cap = 0;
+}
+
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                     "25262728293031323334353637383940414243444546474849"
+                                     "50515253545556575859606162636465666768697071727374"
+                                     "75767778798081828384858687888990919293949596979899";
+
+size_t u64_dec(char *dst, uint64_t v) {
+  char tmp[20];
+  char *p = tmp + 20;
+  while (v >= 100) {
+    unsigned r = (unsigned)(v % 100);
+    v /= 100;
+    p -= 2;
+    memcpy(p, digit_pairs + 2 * r, 2);
+  }
+  if (v >= 10) {
+    p -= 2;
+    memcpy(p, digit_pairs + 2 * v, 2);
+  } else {
+    *--p = (char)('0' + v);
+  }
+  size_t n = (size_t)(tmp + 20 - p);
+  memcpy(dst, p, n);
+  return n;
+}
+
+int64_t mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+int64_t mono_ms(void) { return mono_ns() / 1000000; }
+
+/* ---- connections ---------------------------------------------------------- */
+
+static void set_events(worker_t *w, conn_t *c, uint32_t ev) {
+  if (c->events == ev)
+    return;
+  struct epoll_event e = {.events = ev, .data.ptr = c};
+  if (epoll_ctl(w->epfd, EPOLL_CTL_MOD, c->fd, &e) == 0)
+    c->events = ev;
+}
+
+static void conn_close(worker_t *w, conn_t *c, int reason) {
+  close(c->fd);
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    w->conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  w->nconns--;
+  CNT_ADD(w->st.closed[reason], 1);
+  CNT_ADD(w->st.open[c->proto], (uint64_t)-1);
+  atomic_fetch_sub(&w->srv->nconns, 1);
+  buf_free(&c->in);
+  buf_free(&c->out);
+  free(c);
+}
+
+/* After the last reply of a connection that must close: a plain close, or
+ * for an error reply a half-close that keeps reading (and discarding) for a
+ * while, so that unread input does not make the kernel reset the connection
+ * before the client has read the error. */
+static int conn_finish(worker_t *w, conn_t *c) {
+  if (!c->linger_after || w->draining) {
+    conn_close(w, c, c->close_reason);
+    return -1;
+  }
+  shutdown(c->fd, SHUT_WR);
+  c->lingering = 1;
+  c->linger_until_ms = w->now_ms + LINGER_MS;
+  buf_free(&c->in);
+  set_events(w, c, EPOLLIN);
+  return 0;
+}
+
+/* Hands w->out (the replies just made for c) to the kernel, queueing what it
+ * does not take.  Returns -1 if c was closed. */
+static int flush_replies(worker_t *w, conn_t *c) {
+  if (w->out.len == 0)
+    return 0;
+  if (c->out.len > c->out_off) {
+    buf_put(&c->out, w->out.p, w->out.len);
+  } else {
+    ssize_t n = write(c->fd, w->out.p, w->out.len);
+    if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      w->out.len = 0;
+      conn_close(w, c, CR_ERROR);
+      return -1;
+    }
+    size_t done = n > 0 ? (size_t)n : 0;
+    if (done > 0)
+      c->active_ms = w->now_ms;
+    if (done < w->out.len) {
+      c->out.len = c->out_off = 0;
+      buf_put(&c->out, w->out.p + done, w->out.len - done);
+      c->write_ms = w->now_ms;
+    }
+  }
+  w->out.len = 0;
+  if (c->out.len - c->out_off > (size_t)w->srv->cfg->max_output_bytes) {
+    log_limited(&w->srv->client_log, "warn", "client_closed", "reason=output queued=%zu",
+                c->out.len - c->out_off);
+    conn_close(w, c, CR_OUTPUT);
+    return -1;
+  }
+  return 0;
+}
+
+/* Sets c's epoll interest from its state, or finishes it (-1: closed). */
+static int conn_settle(worker_t *w, conn_t *c) {
+  int queued = c->out.len > c->out_off;
+  if (!queued && c->out.p != NULL) {
+    buf_free(&c->out);
+    c->out_off = 0;
+  }
+  if (c->stop_parsing && !queued)
+    return conn_finish(w, c);
+  if (w->draining && !queued && !c->blocked) {
+    conn_close(w, c, CR_SHUTDOWN);
+    return -1;
+  }
+  uint32_t ev = 0;
+  if (!c->stop_parsing && !c->blocked && !w->draining)
+    ev |= EPOLLIN;
+  if (queued)
+    ev |= EPOLLOUT;
+  set_events(w, c, ev);
+  return 0;
+}
+
+/* Parses and answers the whole requests in data[0..len) (the worker's
+ * scratch, or c->in), keeps the rest in c->in, and sends the replies.
+ * Returns -1 if c was closed. */
+static int process(worker_t *w, conn_t *c, const char *data, size_t len, int scratch) {
+  const serve_config_t *cfg = w->srv->cfg;
+  size_t pos = 0, nreq = 0;
+  w->out.len = 0;
+  c->blocked = 0;
+  while (pos < len && !c->stop_parsing) {
+    if (c->out.len - c->out_off + w->out.len >= OUT_SOFT_LIMIT) {
+      c->blocked = 1;
+      break;
+    }
+    size_t used = c->proto == PROTO_HTTP ? http_handle(w, c, data + pos, len - pos)
+                                          : resp_handle(w, c, data + pos, len - pos);
+    if (used == 0)
+      break;
+    pos += used;
+    nreq++;
+  }
+  size_t rest = c->stop_parsing ? 0 : len - pos;
+  if (rest > 0 && !c->blocked && rest > (size_t)cfg->max_request_bytes) {
+    /* The parsers bound each header block and bulk string; this bounds the
+     * rest (a RESP command of many small arguments). */
+    if (c->proto == PROTO_RESP)
+      buf_printf(&w->out, "-ERR Protocol error: request larger than max_request_bytes (%" PRId64
+                          ")\r\n", cfg->max_request_bytes);
+    c->stop_parsing = c->linger_after = 1;
+    c->close_reason = CR_PROTOCOL;
+    rest = 0;
+  }
+  if (rest == 0) {
+    buf_free(&c->in);
+    c->req_start_ms = 0;
+  } else {
+    if (scratch) {
+      c->in.len = 0;
+      buf_put(&c->in, data + pos, rest);
+    } else if (pos > 0) {
+      memmove(c->in.p, c->in.p + pos, rest);
+      c->in.len = rest;
+    }
+    if (nreq > 0 || c->req_start_ms == 0)
+      c->req_start_ms = w->now_ms;
+  }
+  if (nreq > 0) {
+    if (flush_replies(w, c) < 0)
+      return -1;
+    observe_latency(w, c->proto, mono_ns() - w->read_ns, nreq);
+  }
+  return conn_settle(w, c);
+}
+
+/* One read(2) and what it brings.  Returns -1 if c was closed. */
+static int conn_readable(worker_t *w, conn_t *c) {
+  if (c->lingering) {
+    ssize_t n = read(c->fd, w->rbuf, RBUF_SIZE);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+      conn_close(w, c, c->close_reason);
+      return -1;
+    }
+    return 0;
+  }
+  char *dst = w->rbuf;
+  size_t cap = RBUF_SIZE;
+  if (c->in.len > 0) {
+    buf_reserve(&c->in, 16384);
+    dst = c->in.p + c->in.len;
+    cap = c->in.cap - c->in.len;
+  }
+  ssize_t n = read(c->fd, dst, cap);
+  if (n == 0) { /* the client is done sending: finish what is queued */
+    if (c->out.len > c->out_off) {
+      c->stop_parsing = 1;
+      c->close_reason = CR_EOF;
+      set_events(w, c, EPOLLOUT);
+      return 0;
+    }
+    conn_close(w, c, CR_EOF);
+    return -1;
+  }
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EINTR)
+      return 0;
+    conn_close(w, c, CR_ERROR);
+    return -1;
+  }
+  c->active_ms = w->now_ms;
+  w->read_ns = mono_ns();
+  if (dst == w->rbuf)
+    return process(w, c, w->rbuf, (size_t)n, 1);
+  c->in.len += (size_t)n;
+  return process(w, c, c->in.p, c->in.len, 0);
+}
+
+/* Sends queued replies.  Returns -1 if c was closed. */
+static int conn_writable(worker_t *w, conn_t *c) {
+  size_t left = c->out.len - c->out_off;
+  ssize_t n = left ? write(c->fd, c->out.p + c->out_off, left) : 0;
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EINTR)
+      return 0;
+    conn_close(w, c, CR_ERROR);
+    return -1;
+  }
+  if (n > 0) {
+    c->out_off += (size_t)n;
+    c->active_ms = c->write_ms = w->now_ms;
+  }
+  if (c->out.len > c->out_off) /* more to send; the interest stays */
+    return 0;
+  buf_free(&c->out);
+  c->out_off = 0;
+  if (c->blocked && c->in.len > 0) { /* requests waited for these replies */
+    w->read_ns = mono_ns();
+    return process(w, c, c->in.p, c->in.len, 0);
+  }
+  c->blocked = 0;
+  return conn_settle(w, c);
+}
+
+/* ---- accepting ----------------------------------------------------------- */
+
+const char *refusal_text(int proto) {
+  return proto == PROTO_RESP ? "-ERR max number of clients reached\r\n"
+                             : "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+                               "Content-Length: 32\r\nConnection: close\r\n\r\n"
+                               "too many connections; try later\n";
+}
+
+static void pause_listener(worker_t *w, listener_t *l) {
+  epoll_ctl(w->epfd, EPOLL_CTL_DEL, l->fd, NULL);
+  w->paused_until_ms = w->now_ms + 100;
+}
+
+static void on_accept(worker_t *w, listener_t *l) {
+  server_t *s = w->srv;
+  for (int i = 0; i < 64; i++) {
+    int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EAGAIN)
+        return;
+      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
+        continue;
+      int err = errno;
+      if ((err == EMFILE || err == ENFILE) && w->reserve_fd >= 0) {
+        close(w->reserve_fd);
+        fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd >= 0)
+          close(fd);
+        w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        CNT_ADD(w->st.closed[CR_LIMIT], 1);
+        log_limited(&s->client_log, "warn", "accept_error", "error=\"%s\" action=dropped",
+                    strerror(err));
+        if (w->reserve_fd >= 0)
+          continue;
+      } else {
+        log_limited(&s->client_log, "warn", "accept_error", "error=\"%s\" action=pause_100ms",
+                    strerror(err));
+      }
+      pause_listener(w, l);
+      return;
+    }
+    if (atomic_fetch_add(&s->nconns, 1) >= s->cfg->max_connections) {
+      atomic_fetch_sub(&s->nconns, 1);
+      const char *msg = refusal_text(l->proto);
+      ssize_t wr = write(fd, msg, strlen(msg));
+      (void)wr;
+      close(fd);
+      CNT_ADD(w->st.closed[CR_LIMIT], 1);
+      log_limited(&s->client_log, "warn", "client_refused", "reason=max_connections limit=%" PRId64,
+                  s->cfg->max_connections);
+      continue;
+    }
+    conn_t *c = calloc(1, sizeof *c);
+    int one = 1;
+    if (c == NULL) {
+      close(fd);
+      atomic_fetch_sub(&s->nconns, 1);
+      return;
+    }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    c->tag = TAG_CONN;
+    c->fd = fd;
+    c->proto = (uint8_t)l->proto;
+    c->events = EPOLLIN;
+    c->active_ms = w->now_ms;
+    c->id = atomic_fetch_add(&s->next_client_id, 1);
+    struct epoll_event e = {.events = EPOLLIN, .data.ptr = c};
+    if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
+      close(fd);
+      free(c);
+      atomic_fetch_sub(&s->nconns, 1);
+      continue;
+    }
+    c->next = w->conns;
+    if (w->conns)
+      w->conns->prev = c;
+    w->conns = c;
+    w->nconns++;
+    CNT_ADD(w->st.open[l->proto], 1);
+    CNT_ADD(w->st.accepted[l->proto], 1);
+  }
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+static void sweep(worker_t *w) {
+  const serve_config_t *cfg = w->srv->cfg;
+  int64_t now = w->now_ms;
+  w->last_sweep_ms = now;
+  if (w->paused_until_ms && now >= w->paused_until_ms && !w->draining) {
+    w->paused_until_ms = 0;
+    for (int p = 0; p < NPROTO; p++)
+      if (w->listeners[p].fd >= 0) {
+        struct epoll_event e = {.events = EPOLLIN, .data.ptr = &w->listeners[p]};
+        epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->listeners[p].fd, &e);
+      }
+  }
+  for (conn_t *c = w->conns, *next; c; c = next) {
+    next = c->next;
+    int reason = -1;
+    if (c->lingering) {
+      if (now >= c->linger_until_ms)
+        reason = c->close_reason;
+    } else if (c->out.len > c->out_off) {
+      if (now - c->write_ms >= cfg->slow_timeout_ms)
+        reason = CR_SLOW;
+    } else if (c->req_start_ms && now - c->req_start_ms >= cfg->slow_timeout_ms) {
+      reason = CR_SLOW;
+    } else if (cfg->idle_timeout_ms && now - c->active_ms >= cfg->idle_timeout_ms) {
+      reason = CR_IDLE;
+    }
+    if (reason < 0)
+      continue;
+    if (reason == CR_SLOW)
+      log_limited(&w->srv->client_log, "warn", "client_closed", "reason=slow proto=%s",
+                  c->proto == PROTO_HTTP ? "http" : "resp");
+    conn_close(w, c, reason);
+  }
+}
+
+static void start_drain(worker_t *w) {
+  w->draining = 1;
+  w->drain_deadline_ms = w->now_ms + w->srv->cfg->shutdown_timeout_ms;
+  for (int p = 0; p < NPROTO; p++)
+    if (w->listeners[p].fd >= 0) {
+      close(w->listeners[p].fd); /* stop accepting; also leaves the epoll set */
+      w->listeners[p].fd = -1;
+    }
+  /* Answer what has arrived: one more read of each connection (requests
+   * already in the kernel), then close each as soon as its replies are out. */
+  for (conn_t *c = w->conns, *next; c; c = next) {
+    next = c->next;
+    if (c->lingering) {
+      conn_close(w, c, c->close_reason);
+      continue;
+    }
+    if (!c->blocked && !c->stop_parsing && c->out.len == c->out_off &&
+        conn_readable(w, c) < 0)
+      continue;
+    conn_settle(w, c);
+  }
+}
+
+static void *worker_main(void *arg) {
+  worker_t *w = arg;
+  server_t *s = w->srv;
+  struct epoll_event evs[256];
+  for (;;) {
+    int n = epoll_wait(w->epfd, evs, 256, SWEEP_MS);
+    if (n < 0 && errno != EINTR) {
+      log_event("error", "epoll_wait", "error=\"%s\"", strerror(errno));
+      break;
+    }
+    w->now_ms = mono_ms();
+    for (int i = 0; i < n; i++) {
+      int tag = *(int *)evs[i].data.ptr;
+      if (tag == TAG_CONN) {
+        conn_t *c = evs[i].data.ptr;
+        uint32_t ev = evs[i].events;
+        if ((ev & EPOLLOUT) && conn_writable(w, c) < 0)
+          continue;
+        if ((ev & (EPOLLHUP | EPOLLERR)) || ((ev & EPOLLIN) && (c->events & EPOLLIN)))
+          conn_readable(w, c);
+      } else if (tag == TAG_LISTENER) {
+        on_accept(w, evs[i].data.ptr);
+      } else { /* TAG_WAKE */
+        uint64_t v;
+        ssize_t r = read(w->wakefd, &v, sizeof v);
+        (void)r;
+      }
+    }
+    if (w->now_ms - w->last_sweep_ms >= SWEEP_MS)
+      sweep(w);
+    if (atomic_load(&s->stopping) && !w->draining)
+      start_drain(w);
+    if (w->draining) {
+      if (w->nconns == 0)
+        break;
+      if (w->now_ms >= w->drain_deadline_ms) {
+        while (w->conns)
+          conn_close(w, w->conns, CR_SHUTDOWN);
+        break;
+      }
+    }
+  }
+  return NULL;
+}
+
+/* ---- start and stop ------------------------------------------------------ */
+
+static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t n) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (ss->ss_family == AF_INET) {
+    const struct sockaddr_in *a = (const void *)ss;
+    inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+    port = ntohs(a->sin_port);
+    snprintf(buf, n, "%s:%d", host, port);
+  } else {
+    const struct sockaddr_in6 *a = (const void *)ss;
+    inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+    port = ntohs(a->sin6_port);
+    snprintf(buf, n, "[%s]:%d", host, port);
+  }
+}
+
+static int listen_one(struct sockaddr_storage *sa, socklen_t len, int reuseport) {
+  int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int one = 1;
+  if (fd < 0)
+    return -errno;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if ((reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0) ||
+      bind(fd, (struct sockaddr *)sa, len) < 0 || listen(fd, 4096) < 0) {
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  if (sa->ss_family == AF_INET ? ((struct sockaddr_in *)sa)->sin_port == 0
+                               : ((struct sockaddr_in6 *)sa)->sin6_port == 0) {
+    struct sockaddr_storage got;
+    socklen_t gl = sizeof got;
+    getsockname(fd, (struct sockaddr *)&got, &gl);
+    memcpy(sa, &got, gl); /* the other loops bind the port the first got */
+  }
+  return fd;
+}
+
+/*
+ * Binds one listening socket per loop for `a`.  A first probe socket without
+ * SO_REUSEPORT makes "address in use" an error even when the other holder
+ * uses SO_REUSEPORT itself (another idgen), instead of silently sharing.
+ */
+static int bind_all(server_t *s, int proto, const serve_addr_t *a, char *bound, size_t n) {
+  struct sockaddr_storage sa;
+  memcpy(&sa, &a->sa, sizeof sa);
+  int probe = listen_one(&sa, a->salen, 0);
+  if (probe < 0) {
+    fprintf(stderr, "idgen: serve: cannot listen on %s %s: %s\n",
+            proto == PROTO_HTTP ? "http" : "resp", a->text, strerror(-probe));
+    return -1;
+  }
+  close(probe);
+  for (int i = 0; i < s->nworkers; i++) {
+    int fd = listen_one(&sa, a->salen, 1);
+    if (fd < 0) {
+      fprintf(stderr, "idgen: serve: cannot listen on %s %s: %s\n",
+              proto == PROTO_HTTP ? "http" : "resp", a->text, strerror(-fd));
+      return -1;
+    }
+    s->workers[i].listeners[proto] = (listener_t){TAG_LISTENER, fd, proto};
+  }
+  addr_text(&sa, bound, n);
+  return 0;
+}
+
+static int write_pid_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (f != NULL) {
+    long pid = 0;
+    if (fscanf(f, "%ld", &pid) == 1 && pid > 0 && pid != getpid() && kill((pid_t)pid, 0) == 0) {
+      fclose(f);
+      fprintf(stderr, "idgen: serve: pid_file %s names process %ld, which is running\n", path,
+              pid);
+      return -1;
+    }
+    fclose(f);
+  }
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  char line[32];
+  int n = snprintf(line, sizeof line, "%ld\n", (long)getpid());
+  if (fd < 0 || write(fd, line, (size_t)n) != n) {
+    fprintf(stderr, "idgen: serve: pid_file %s: %s\n", path, strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  close(fd);
+  return 0;
+}
+
+static int make_generators(server_t *s) {
+  const serve_config_t *cfg = s->cfg;
+  char err[256];
+  int rc = idgen_snowflake_new(&s->sf, &cfg->layout, &cfg->gen, err, sizeof err);
+  if (rc < 0) {
+    fprintf(stderr, "idgen: serve: %s\n", err);
+    return -1;
+  }
+  s->layout = idgen_snowflake_layout(s->sf);
+  idgen_layout_format(s->layout, s->layout_spec, sizeof s->layout_spec);
+  idgen_gen128_settings_t g = {0};
+  if (idgen_ulid_gen_new(&s->ulid, &g) < 0 || idgen_uuid7_gen_new(&s->uuid7, &g) < 0) {
+    fprintf(stderr, "idgen: serve: cannot make the ULID and UUIDv7 generators\n");
+    return -1;
+  }
+  return 0;
+}
+
+static int setup_worker(server_t *s, worker_t *w, int i) {
+  w->srv = s;
+  w->index = i;
+  w->listeners[PROTO_HTTP].fd = w->listeners[PROTO_RESP].fd = -1;
+  w->epfd = epoll_create1(EPOLL_CLOEXEC);
+  w->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  w->rbuf = malloc(RBUF_SIZE);
+  w->ids = malloc((size_t)s->cfg->max_batch * sizeof *w->ids);
+  w->st.ids = calloc(NKINDS * (size_t)(AGENT_FIRST + s->cfg->max_agents), sizeof(counter_t));
+  w->wake_tag = TAG_WAKE;
+  w->now_ms = w->last_sweep_ms = mono_ms();
+  if (w->epfd < 0 || w->wakefd < 0 || !w->rbuf || !w->ids || !w->st.ids)
+    return -1;
+  struct epoll_event e = {.events = EPOLLIN, .data.ptr = &w->wake_tag};
+  return epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wakefd, &e);
+}
+
+static void free_worker(worker_t *w) {
+  for (int p = 0; p < NPROTO; p++)
+    if (w->listeners[p].fd >= 0)
+      close(w->listeners[p].fd);
+  while (w->conns)
+    conn_close(w, w->conns, CR_SHUTDOWN);
+  if (w->epfd >= 0)
+    close(w->epfd);
+  if (w->wakefd >= 0)
+    close(w->wakefd);
+  if (w->reserve_fd >= 0)
+    close(w->reserve_fd);
+  free(w->rbuf);
+  free(w->ids);
+  free(w->st.ids);
+  buf_free(&w->out);
+  buf_free(&w->body);
+}
+
+/* Room for max_connections descriptors: raise the soft limit to the hard one. */
+static void raise_fd_limit(const serve_config_t *cfg) {
+  struct rlimit r;
+  if (getrlimit(RLIMIT_NOFILE, &r) < 0)
+    return;
+  rlim_t want = (rlim_t)cfg->max_connections + 64 + (rlim_t)cfg->threads * 8;
+  if (r.rlim_cur < want) {
+    r.rlim_cur = r.rlim_max < want ? r.rlim_max : want;
+    setrlimit(RLIMIT_NOFILE, &r);
+  }
+  if (r.rlim_cur < want)
+    log_event("warn", "fd_limit",
+              "limit=%llu max_connections=%" PRId64
+              " note=\"connections past the limit are accepted and closed at once\"",
+              (unsigned long long)r.rlim_cur, cfg->max_connections);
+}
+
+static const char *signame(int sig) {
+  return sig == SIGTERM ? "TERM" : sig == SIGINT ? "INT" : sig == SIGHUP ? "HUP" : "?";
+}
+
+int serve_run(const serve_config_t *cfg) {
+  static server_t srv; /* one daemon per process */
+  server_t *s = &srv;
+  memset(s, 0, sizeof *s);
+  s->cfg = cfg;
+  s->nworkers = cfg->threads;
+  atomic_init(&s->lease_ok, 1);
+  atomic_init(&s->next_client_id, 1);
+  pthread_mutex_init(&s->lease_mu, NULL);
+  s->client_log = (log_limit_t)LOG_LIMIT_INIT(10);
+  s->clock_log = (log_limit_t)LOG_LIMIT_INIT(10);
+
+  if (cfg->log_file[0] != '\0') {
+    int rc = log_reopen(cfg->log_file);
+    if (rc < 0) {
+      fprintf(stderr, "idgen: serve: log_file %s: %s\n", cfg->log_file, strerror(-rc));
+      return 1;
+    }
+  }
+  /* Signals: the loops never see them; this thread waits for them. */
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  raise_fd_limit(cfg);
+
+  int rc = 1;
+  s->workers = calloc((size_t)s->nworkers, sizeof *s->workers);
+  if (s->workers == NULL)
+    goto out;
+  for (int i = 0; i < s->nworkers; i++) {
+    worker_t *w = &s->workers[i];
+    w->epfd = w->wakefd = w->reserve_fd = -1;
+    w->listeners[PROTO_HTTP].fd = w->listeners[PROTO_RESP].fd = -1;
+  }
+  if (make_generators(s) < 0 || agent_setup(s, cfg->max_agents) < 0)
+    goto out;
+  for (int i = 0; i < s->nworkers; i++)
+    if (setup_worker(s, &s->workers[i], i) < 0) {
+      fprintf(stderr, "idgen: serve: cannot set up event loop %d: %s\n", i, strerror(errno));
+      goto out;
+    }
+  if ((cfg->http.enabled &&
+       bind_all(s, PROTO_HTTP, &cfg->http, s->http_addr, sizeof s->http_addr) < 0) ||
+      (cfg->resp.enabled &&
+       bind_all(s, PROTO_RESP, &cfg->resp, s->resp_addr, sizeof s->resp_addr) < 0))
+    goto out;
+  if (cfg->pid_file[0] != '\0' && write_pid_file(cfg->pid_file) < 0)
+    goto out;
+
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  s->start_ms = (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+  s->start_mono_ms = mono_ms();
+  const char *lname = s->layout->preset[0] ? s->layout->preset : s->layout_spec;
+  log_event("info", "start", "version=%s pid=%ld layout=%s threads=%d registry=%s",
+            idgen_version(), (long)getpid(), lname, s->nworkers, cfg->registry);
+  for (int p = 0; p < NPROTO; p++) {
+    const char *bound = p == PROTO_HTTP ? s->http_addr : s->resp_addr;
+    if (bound[0])
+      log_event("info", "listen", "proto=%s addr=%s", p == PROTO_HTTP ? "http" : "resp", bound);
+  }
+
+  int started = 0;
+  for (; started < s->nworkers; started++) {
+    worker_t *w = &s->workers[started];
+    for (int p = 0; p < NPROTO; p++)
+      if (w->listeners[p].fd >= 0) {
+        struct epoll_event e = {.events = EPOLLIN, .data.ptr = &w->listeners[p]};
+        epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->listeners[p].fd, &e);
+      }
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+      break;
+  }
+  int sig = 0;
+  if (started < s->nworkers) {
+    log_event("error", "thread", "error=\"cannot start event loop %d\"", started);
+  } else {
+    for (;;) {
+      siginfo_t si;
+      sig = sigwaitinfo(&set, &si);
+      if (sig < 0)
+        continue;
+      if (sig == SIGHUP) {
+        if (cfg->log_file[0] == '\0') {
+          log_event("info", "reopen_log", "signal=HUP log=stderr action=none");
+        } else {
+          int r = log_reopen(cfg->log_file);
+          log_event(r < 0 ? "error" : "info", "reopen_log", "signal=HUP log=%s%s%s",
+                    cfg->log_file, r < 0 ? " error=" : "", r < 0 ? strerror(-r) : "");
+        }
+        continue;
+      }
+      break;
+    }
+    log_event("info", "stop", "signal=%s connections=%ld", signame(sig),
+              (long)atomic_load(&s->nconns));
+  }
+  atomic_store(&s->stopping, 1);
+  for (int i = 0; i < started; i++) {
+    uint64_t one = 1;
+    ssize_t wr = write(s->workers[i].wakefd, &one, sizeof one);
+    (void)wr;
+  }
+  for (int i = 0; i < started; i++)
+    pthread_join(s->workers[i].thread, NULL);
+  rc = started == s->nworkers ? 0 : 1;
+  if (cfg->pid_file[0] != '\0')
+    unlink(cfg->pid_file);
+  uint64_t served = 0;
+  for (int i = 0; i < s->nworkers; i++) {
+    for (int k = 0; k < NHTTP_CODES; k++)
+      served += CNT_GET(s->workers[i].st.http[k]);
+    served += CNT_GET(s->workers[i].st.resp_ok) + CNT_GET(s->workers[i].st.resp_err);
+  }
+  log_event("info", "exit", "code=%d requests=%llu", rc, (unsigned long long)served);
+out:
+  if (s->workers)
+    for (int i = 0; i < s->nworkers; i++)
+      free_worker(&s->workers[i]);
+  free(s->workers);
+  free(s->agent_names);
+  free((void *)s->agent_slots);
+  idgen_snowflake_free(s->sf);
+  idgen_ulid_gen_free(s->ulid);
+  idgen_uuid7_gen_free(s->uuid7);
+  return rc;
+}

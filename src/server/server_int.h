@@ -1,0 +1,197 @@
+/*
+ * server_int.h -- the daemon's insides, shared by the event loop
+ * (server.c), the protocols (serve_http.c, serve_resp.c) and the
+ * facts and metrics (serve_stats.c).
+ */
+#ifndef IDGEN_SERVER_INT_H
+#define IDGEN_SERVER_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "idgen.h"
+#include "log.h"
+
+#define RBUF_SIZE (64 * 1024)       /* one read(2) into the worker's scratch */
+#define OUT_SOFT_LIMIT (64 * 1024)  /* queued replies past which a client's
+                                       further requests wait (backpressure) */
+#define AGENT_NAME_MAX 64
+#define SWEEP_MS 100                /* timer resolution */
+#define LINGER_MS 2000              /* read-and-discard after an error reply */
+
+enum proto { PROTO_HTTP, PROTO_RESP, NPROTO };
+enum id_kind { KIND_SNOWFLAKE, KIND_ULID, KIND_UUID7, NKINDS };
+enum close_reason { CR_EOF, CR_IDLE, CR_SLOW, CR_OUTPUT, CR_PROTOCOL, CR_LIMIT, CR_SHUTDOWN,
+                    CR_ERROR, NCR };
+/* Agents: index 0 is "no agent", 1 is "other" (past max_agents). */
+enum { AGENT_NONE = 0, AGENT_OTHER = 1, AGENT_FIRST = 2 };
+
+/* The HTTP statuses the daemon answers with, for the requests counter. */
+#define HTTP_CODES(X) X(200) X(400) X(404) X(405) X(413) X(431) X(500) X(501) X(503) X(505)
+enum {
+#define X(n) HC_##n,
+  HTTP_CODES(X)
+#undef X
+  NHTTP_CODES
+};
+
+#define NBUCKETS 15 /* latency histogram bounds, plus +Inf */
+extern const int64_t bucket_ns[NBUCKETS];
+
+/* A counter written by its worker only and read by any: relaxed loads and
+ * stores, so that the owner's increment is a plain add (no lock prefix). */
+typedef _Atomic uint64_t counter_t;
+#define CNT_ADD(c, n)                                                                    \
+  atomic_store_explicit(&(c), atomic_load_explicit(&(c), memory_order_relaxed) + (n),   \
+                        memory_order_relaxed)
+#define CNT_GET(c) atomic_load_explicit(&(c), memory_order_relaxed)
+
+typedef struct wstats {
+  counter_t *ids;                   /* [NKINDS * (AGENT_FIRST + max_agents)] */
+  counter_t http[NHTTP_CODES];
+  counter_t resp_ok, resp_err;
+  counter_t hist[NPROTO][NBUCKETS];
+  counter_t hist_sum_ns[NPROTO], hist_count[NPROTO];
+  counter_t open[NPROTO], accepted[NPROTO];
+  counter_t closed[NCR];
+} wstats_t;
+
+typedef struct buf {
+  char *p;
+  size_t len, cap;
+} buf_t;
+
+enum { TAG_LISTENER = 1, TAG_WAKE, TAG_CONN };
+
+typedef struct listener {
+  int tag;      /* TAG_LISTENER */
+  int fd;
+  int proto;
+} listener_t;
+
+typedef struct conn {
+  int tag;                       /* TAG_CONN */
+  int fd;
+  uint8_t proto;
+  uint8_t stop_parsing;          /* QUIT, an error, or Connection: close */
+  uint8_t linger_after;          /* after the last reply: half-close and drain input */
+  uint8_t lingering;
+  uint8_t blocked;               /* replies over OUT_SOFT_LIMIT: requests wait */
+  uint8_t close_reason;
+  uint32_t events;               /* the epoll mask in effect */
+  struct conn *prev, *next;      /* the worker's list, for the timer sweep */
+  buf_t in;                      /* a partial request (or waiting requests) */
+  buf_t out;                     /* replies the kernel did not take yet */
+  size_t out_off;
+  int64_t req_start_ms;          /* first byte of a partial request, or 0 */
+  int64_t active_ms;             /* last read or write progress */
+  int64_t write_ms;              /* last write progress while replies wait */
+  int64_t linger_until_ms;
+  uint64_t id;                   /* CLIENT ID */
+  int agent;                     /* CLIENT SETNAME's agent index */
+  char name[AGENT_NAME_MAX + 1]; /* CLIENT SETNAME's name */
+} conn_t;
+
+struct server;
+
+typedef struct worker {
+  struct server *srv;
+  int index;
+  pthread_t thread;
+  int epfd, wakefd, reserve_fd;
+  int wake_tag;                  /* TAG_WAKE, the wake fd's epoll data */
+  listener_t listeners[NPROTO];
+  conn_t *conns;                 /* doubly linked */
+  size_t nconns;
+  char *rbuf;                    /* RBUF_SIZE */
+  buf_t out;                     /* replies to the requests of one read */
+  buf_t body;                    /* an HTTP body before its head is known */
+  uint64_t *ids;                 /* max_batch Snowflake IDs */
+  int64_t now_ms, last_sweep_ms, paused_until_ms;
+  int64_t read_ns;               /* when the current batch of requests was read */
+  int draining;
+  int64_t drain_deadline_ms;
+  int64_t date_sec;
+  char date[40];                 /* "Date: ...\r\n" */
+  wstats_t st;
+} worker_t;
+
+typedef struct server {
+  const serve_config_t *cfg;
+  idgen_snowflake_t *sf;
+  idgen_ulid_gen_t *ulid;
+  idgen_uuid7_gen_t *uuid7;
+  const idgen_layout_t *layout;
+  char layout_spec[IDGEN_LAYOUT_SPEC_MAX];
+  int nworkers;
+  worker_t *workers;
+  atomic_int stopping;
+  atomic_long nconns;            /* open connections, all workers */
+  atomic_uint_fast64_t next_client_id;
+  int64_t start_ms;              /* wall clock */
+  int64_t start_mono_ms;
+  char http_addr[128], resp_addr[128]; /* as bound */
+  /* The lease: the static registry always holds one.  A registry backend
+   * clears lease_ok (with a reason) when it loses the lease, and every ID
+   * request then answers 503 / -ERR until it is set again. */
+  atomic_int lease_ok;
+  char lease_reason[128];
+  pthread_mutex_t lease_mu;
+  /* Agent names (metrics labels): published once, never removed. */
+  pthread_mutex_t agents_mu;
+  atomic_int nagents;            /* names in use, AGENT_FIRST.. */
+  char (*agent_names)[AGENT_NAME_MAX + 1];
+  _Atomic uint32_t *agent_slots; /* open hash: index + 1, or 0 */
+  uint32_t agent_mask;
+  log_limit_t client_log, clock_log;
+} server_t;
+
+/* ---- server.c: buffers and time ---- */
+void buf_reserve(buf_t *b, size_t more);
+void buf_put(buf_t *b, const void *p, size_t n);
+void buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_free(buf_t *b);
+size_t u64_dec(char *dst, uint64_t v); /* no NUL; at most 20 bytes */
+int64_t mono_ms(void);
+int64_t mono_ns(void);
+
+/* ---- serve_ids.c: making IDs ---- */
+enum id_style { STYLE_LINES, STYLE_RESP };
+/* Appends n IDs of `kind` to b in `style` (lines "ID\n", or RESP items);
+ * returns 0 or an IDGEN_E* code, with b cut back to where it was. */
+int ids_emit(worker_t *w, buf_t *b, int kind, size_t n, int style);
+/* Makes n IDs as a JSON document {"ids":[...]} appended to b. */
+int ids_emit_json(worker_t *w, buf_t *b, int kind, size_t n);
+/* 1 and a reason when no IDs can be issued now (lease lost). */
+int ids_unavailable(server_t *s, char *why, size_t n);
+/* 1 and a reason when /health should say 503 (lease, clock). */
+int server_unhealthy(server_t *s, char *why, size_t n);
+void ids_count(worker_t *w, int kind, int agent, size_t n);
+const char *kind_name(int kind);
+
+/* ---- serve_stats.c: agents, metrics, facts ---- */
+int agent_valid(const char *s, size_t n);
+/* The agent index of a valid name: registered on first use while there is
+ * room, else AGENT_OTHER.  Thread-safe, lock-free when the name is known. */
+int agent_index(server_t *s, const char *name, size_t n);
+int agent_setup(server_t *s, int64_t max_agents);
+void metrics_text(server_t *s, buf_t *b);
+void info_text(server_t *s, buf_t *b);      /* RESP INFO's key:value lines */
+int info_json(server_t *s, buf_t *b);       /* GET /info */
+void observe_latency(worker_t *w, int proto, int64_t ns, size_t n);
+
+/* ---- serve_http.c / serve_resp.c: one request each ---- */
+/* Handles the first request in buf[0..len) of connection c, appending its
+ * reply to w->out.  Returns the bytes it used, or 0 if the request is not
+ * whole yet.  Sets c->stop_parsing when the connection should close after
+ * its replies. */
+size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len);
+size_t resp_handle(worker_t *w, conn_t *c, const char *buf, size_t len);
+/* A reply for a client refused for lack of room (max_connections). */
+const char *refusal_text(int proto);
+
+#endif
