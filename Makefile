@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: all deps build run test sanitize tsan fuzz bench install clean ci
+.PHONY: demo all deps build run test sanitize tsan fuzz bench install clean ci
 
 all: build
 
@@ -21,7 +21,13 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The main job: the daemon on its embedded defaults (HTTP 127.0.0.1:8080,
+# RESP 127.0.0.1:6380) in the foreground; Ctrl-C stops it gracefully.
 run: build
+	exec $(BUILD)/idgen serve
+
+# A tour of the command-line tool.
+demo: build
 	@echo '$$ idgen snowflake -n 3 --datacenter 1 --worker 7'
 	@$(BUILD)/idgen snowflake -n 3 --datacenter 1 --worker 7 | tee $(BUILD)/run-ids.txt
 	@echo '$$ idgen decode --json <those IDs>'
