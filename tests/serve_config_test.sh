@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Black-box tests of `idgen serve`'s settings and lifecycle: precedence of
+# flags over IDGEN_* over the config file, --check-config, messages naming
+# key, value and source, refusals at start, the pid file, SIGHUP reopening
+# the log, SIGTERM exiting 0.  (Protocols: tests/serve_test.py.)
+# Usage: serve_config_test.sh PATH/TO/idgen.  Ends with "N passed, N failed".
+set -u
+IDGEN=${1:?usage: serve_config_test.sh PATH/TO/idgen}
+pass=0
+fail=0
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+unset "${!IDGEN_@}"
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+# check NAME CONDITION-COMMAND...
+check() { local name=$1; shift; if "$@"; then ok; else bad "$name"; fi; }
+has() { grep -qF -- "$2" "$1"; }
+
+# serve ARGS... : runs `idgen serve ARGS` expecting it to exit (bad settings,
+# --check-config, --help); status in $rc, output in $tmp/out, $tmp/err.
+serve() { "$IDGEN" serve "$@" >"$tmp/out" 2>"$tmp/err" </dev/null; rc=$?; }
+
+# --- --help and --check-config ------------------------------------------
+serve --help
+check "help exits 0" [ $rc = 0 ]
+check "help lists --max-batch" has "$tmp/out" "--max-batch N"
+check "help names the environment" has "$tmp/out" "IDGEN_MAX_BATCH"
+
+serve --check-config
+check "check-config exits 0" [ $rc = 0 ]
+check "default http" grep -q '^http = 127.0.0.1:8080 .*# default$' "$tmp/out"
+check "default registry static" grep -q '^registry = static .*# default$' "$tmp/out"
+check "threads resolved" grep -q '^threads = [1-9][0-9]* .*# default: one per CPU$' "$tmp/out"
+
+# Precedence: flag > environment > file.
+cat >"$tmp/conf" <<'CONF'
+# a comment, then settings
+max_batch = 10
+max_wait_ms = 7
+layout = sonyflake
+CONF
+IDGEN_MAX_BATCH=20 IDGEN_MAX_WAIT_MS=8 serve --config "$tmp/conf" --max-batch 30 --check-config
+check "precedence: exit 0" [ $rc = 0 ]
+check "flag beats env and file" grep -q '^max_batch = 30 .*# flag --max-batch$' "$tmp/out"
+check "env beats file" grep -q '^max_wait_ms = 8 .*# IDGEN_MAX_WAIT_MS$' "$tmp/out"
+check "file beats default" grep -q "^layout = sonyflake .*# $tmp/conf:4\$" "$tmp/out"
+IDGEN_CONFIG="$tmp/conf" serve --check-config
+check "IDGEN_CONFIG names the file" grep -q '^max_batch = 10 ' "$tmp/out"
+
+# The printed settings are themselves a valid config file.
+grep -v '^#' "$tmp/out" | sed 's/ *#.*//' >"$tmp/conf2"
+serve --config "$tmp/conf2" --check-config
+check "printed settings read back" [ $rc = 0 ]
+
+# Repeated --node flags join; the environment's list is comma-separated.
+serve --node datacenter=1 --node worker=2 --check-config
+check "nodes joined" grep -q '^node = datacenter=1,worker=2 ' "$tmp/out"
+
+# --- bad settings: exit 2, the key, the value and the source named ------
+expect_err() { # NAME WANT_SUBSTRING ARGS...
+  local name=$1 want=$2
+  shift 2
+  serve "$@"
+  if [ $rc != 2 ]; then bad "$name: exit $rc, want 2"; return; fi
+  if ! has "$tmp/err" "$want"; then bad "$name: stderr: $(cat "$tmp/err"), want: $want"; return; fi
+  if [ "$(wc -l <"$tmp/err")" != 1 ]; then bad "$name: not one line: $(cat "$tmp/err")"; return; fi
+  ok
+}
+expect_err "bad int flag" 'idgen: serve: max_batch = "lots" (from flag --max-batch): not a whole number from 1 to 10000000' --max-batch lots
+IDGEN_MAX_BATCH=0 expect_err "bad int env" 'max_batch = "0" (from IDGEN_MAX_BATCH)' --check-config
+printf 'max_bacth = 5\n' >"$tmp/c1"
+expect_err "unknown file key" "$tmp/c1:1: unknown key \"max_bacth\"" --config "$tmp/c1"
+printf 'max_batch = 5\nmax_batch = 6\n' >"$tmp/c2"
+expect_err "key twice" "$tmp/c2:2: key \"max_batch\" given twice" --config "$tmp/c2"
+printf '\njust words\n' >"$tmp/c3"
+expect_err "line without =" "$tmp/c3:2: \"just words\" is not a key = value line" --config "$tmp/c3"
+expect_err "missing file" "config file $tmp/nope:" --config "$tmp/nope"
+expect_err "bad layout" 'layout = "time:41,seq:12" (from flag --layout): layout:' --layout time:41,seq:12
+expect_err "node not in layout" '"rack" is not a node field of the layout (its node fields: datacenter, worker)' --node rack=1
+expect_err "node out of range" 'worker value "32" is not a number from 0 to 31' --node worker=32
+expect_err "registry not yet" 'registry = "file:/tmp/x" (from flag --registry): this version has only the static registry' --registry file:/tmp/x
+expect_err "bad address" 'http = "localhost" (from flag --http): expected HOST:PORT' --http localhost
+expect_err "bad port" 'port "99999" is not a number from 0 to 65535' --resp 127.0.0.1:99999
+expect_err "both off" 'http and resp are both off' --http off --resp off
+expect_err "bad clock" 'clock = "slow" (from flag --clock): expected fast or precise' --clock slow
+expect_err "unknown option" 'unknown option --bogus' --bogus
+expect_err "stray argument" 'unexpected argument "extra"' extra
+
+# --- lifecycle -----------------------------------------------------------
+# start_daemon ARGS...: starts it in the background; sets $dpid, $http.
+start_daemon() {
+  : >"$tmp/log"
+  "$IDGEN" serve --http 127.0.0.1:0 --resp 127.0.0.1:0 "$@" 2>>"$tmp/log" &
+  dpid=$!
+  pids+=("$dpid")
+  for _ in $(seq 100); do
+    http=$(sed -n 's/.*event=listen proto=http addr=\([^ ]*\).*/\1/p' "$tmp/log" 2>/dev/null)
+    [ -n "$http" ] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+start_daemon --pid-file "$tmp/pid" --log-file "$tmp/daemon.log"
+# With --log-file the log goes to the file; find the port there.
+for _ in $(seq 100); do
+  http=$(sed -n 's/.*event=listen proto=http addr=\([^ ]*\).*/\1/p' "$tmp/daemon.log" 2>/dev/null)
+  [ -n "$http" ] && break
+  sleep 0.05
+done
+check "log file has the start line" has "$tmp/daemon.log" "event=start"
+check "pid file names the daemon" [ "$(cat "$tmp/pid" 2>/dev/null)" = "$dpid" ]
+check "serves" [ "$(curl -s "http://$http/health")" = ok ]
+# A second daemon on the same pid file refuses to start.
+serve --http 127.0.0.1:0 --resp off --pid-file "$tmp/pid"
+check "pid file of a live daemon refused (exit 1)" [ $rc = 1 ]
+check "pid file message" has "$tmp/err" "names process $dpid, which is running"
+# And one on the same port refuses too, even though both use SO_REUSEPORT.
+serve --http "$http" --resp off
+check "address in use refused" [ $rc = 1 ]
+check "address in use message" has "$tmp/err" "cannot listen on http $http: Address already in use"
+# SIGHUP reopens the log: after a rotation, new lines go to the new file.
+mv "$tmp/daemon.log" "$tmp/daemon.log.1"
+kill -HUP "$dpid"
+for _ in $(seq 100); do [ -s "$tmp/daemon.log" ] && break; sleep 0.05; done
+check "HUP reopened the log" has "$tmp/daemon.log" "event=reopen_log signal=HUP"
+kill -TERM "$dpid"
+wait "$dpid"
+rc=$?
+check "TERM exits 0" [ $rc = 0 ]
+check "exit logged" has "$tmp/daemon.log" "event=exit code=0"
+check "pid file removed" [ ! -e "$tmp/pid" ]
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
