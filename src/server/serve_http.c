@@ -108,11 +108,13 @@ typedef struct query {
 /* Reads count=, agent= and format=; 0 or -1 with a reason in err. */
 static int parse_query(worker_t *w, const http_str_t *q, query_t *out, char *err, size_t n) {
   const serve_config_t *cfg = w->srv->cfg;
-  const char *p = q->ptr, *end = q->ptr + q->len;
   int seen_count = 0, seen_agent = 0;
   out->count = 1;
   out->agent = AGENT_NONE;
   out->json = -1;
+  if (q->len == 0)
+    return 0;
+  const char *p = q->ptr, *end = q->ptr + q->len;
   while (p < end) {
     const char *amp = memchr(p, '&', (size_t)(end - p));
     const char *item_end = amp ? amp : end;
