@@ -299,7 +299,7 @@ size_t resp_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
     return (size_t)used; /* an empty line or *0 / *-1: no reply */
   const resp_arg_t *a0 = &r.argv[0];
   char name[16] = "";
-  if (a0->len < sizeof name)
+  if (a0->len < sizeof name && memchr(a0->ptr, '\0', a0->len) == NULL)
     for (size_t i = 0; i < a0->len; i++)
       name[i] = (char)tolower((unsigned char)a0->ptr[i]);
   size_t argc = r.argc;
