@@ -138,5 +138,59 @@ check "TERM exits 0" [ $rc = 0 ]
 check "exit logged" has "$tmp/daemon.log" "event=exit code=0"
 check "pid file removed" [ ! -e "$tmp/pid" ]
 
+# --- limits: max_connections, and running out of file descriptors --------
+# hold N PORT SECONDS: opens N connections, holds them, prints how many got
+# a refusal line, then (after closing them) whether a new client is served.
+hold() {
+  python3 - "$@" <<'PY'
+import socket, sys, time
+n, port, secs = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+socks, refused = [], 0
+for _ in range(n):
+    s = socket.create_connection(("127.0.0.1", port))
+    socks.append(s)
+time.sleep(0.3)
+for s in socks:
+    s.settimeout(0.05)
+    try:
+        if s.recv(100).startswith(b"-ERR max number of clients reached"):
+            refused += 1
+    except OSError:
+        pass
+time.sleep(secs)
+for s in socks:
+    s.close()
+time.sleep(0.3)
+c = socket.create_connection(("127.0.0.1", port))
+c.sendall(b"PING\r\n")
+c.settimeout(2)
+print(refused, c.recv(100) == b"+PONG\r\n")
+PY
+}
+resp_port() { sed -n 's/.*event=listen proto=resp addr=[^ ]*:\([0-9]*\).*/\1/p' "$tmp/log"; }
+
+start_daemon --max-connections 5
+got=$(hold 8 "$(resp_port)" 0)
+check "max_connections: 3 of 8 refused, then served again ($got)" [ "$got" = "3 True" ]
+kill -TERM "$dpid"; wait "$dpid"
+
+# With 40 descriptors the daemon runs out (EMFILE) well before 200
+# connections: it must drop the extra ones without spinning on the
+# listening socket, and serve again once they are gone.
+(ulimit -n 40 && exec "$IDGEN" serve --http off --resp 127.0.0.1:0 --threads 1 2>"$tmp/log") &
+dpid=$!
+pids+=("$dpid")
+for _ in $(seq 100); do [ -n "$(resp_port)" ] && break; sleep 0.05; done
+check "fd limit warned" has "$tmp/log" "event=fd_limit limit=40"
+cpu() { awk '{print $14 + $15}' "/proc/$dpid/stat"; }
+before=$(cpu)
+got=$(hold 200 "$(resp_port)" 1)
+after=$(cpu)
+check "EMFILE: served again afterwards ($got)" [ "${got#* }" = True ]
+# 1.6 s of holding: a spinning loop would burn ~160 ticks; allow 60.
+check "EMFILE: no spinning (cpu ticks $before -> $after)" [ $((after - before)) -lt 60 ]
+check "EMFILE logged" has "$tmp/log" "event=accept_error"
+kill -TERM "$dpid"; wait "$dpid"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
