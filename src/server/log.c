@@ -13,13 +13,17 @@
 
 #include "idgen.h"
 
-LOG_PRINTF(4, 0)
-static void vlog(const char *level, const char *event, uint64_t suppressed, const char *fmt,
-                 va_list ap) {
-  char line[1024], ts[IDGEN_TIME_BUFSIZE];
+static int64_t realtime_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_REALTIME, &t);
-  idgen_time_format((int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000, ts);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+LOG_PRINTF(5, 0)
+static void vlog(int64_t ms, const char *level, const char *event, uint64_t suppressed,
+                 const char *fmt, va_list ap) {
+  char line[1024], ts[IDGEN_TIME_BUFSIZE];
+  idgen_time_format(ms, ts);
   int n = snprintf(line, sizeof line, "ts=%s level=%s event=%s", ts, level, event);
   if (fmt[0] != '\0' && n < (int)sizeof line - 1) {
     line[n++] = ' ';
@@ -39,17 +43,18 @@ static void vlog(const char *level, const char *event, uint64_t suppressed, cons
 void log_event(const char *level, const char *event, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vlog(level, event, 0, fmt, ap);
+  vlog(realtime_ms(), level, event, 0, fmt, ap);
   va_end(ap);
 }
 
 void log_limited(log_limit_t *l, const char *level, const char *event, const char *fmt, ...) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+  /* The window is the second of the line's own timestamp, so that no
+   * second of the log shows more than per_second lines. */
+  int64_t ms = realtime_ms(), sec = ms / 1000;
   uint64_t suppressed = 0;
   pthread_mutex_lock(&l->mu);
-  if (t.tv_sec != l->second) {
-    l->second = t.tv_sec;
+  if (sec != l->second) {
+    l->second = sec;
     l->count = 0;
   }
   int ok = l->count < l->per_second;
@@ -65,7 +70,7 @@ void log_limited(log_limit_t *l, const char *level, const char *event, const cha
     return;
   va_list ap;
   va_start(ap, fmt);
-  vlog(level, event, suppressed, fmt, ap);
+  vlog(ms, level, event, suppressed, fmt, ap);
   va_end(ap);
 }
 

@@ -74,6 +74,7 @@ static void respond(worker_t *w, conn_t *c, const http_request_t *req, int statu
   memcpy(p, body, len);
   w->out.len = (size_t)(p + len - w->out.p);
   CNT_ADD(w->st.http[code_index(status)], 1);
+  w->replies++;
   if (close != KEEP) {
     c->stop_parsing = 1;
     c->linger_after = close == CLOSE_LINGER;
@@ -88,8 +89,9 @@ static void respond_error(worker_t *w, conn_t *c, const http_request_t *req, int
   if (n >= (int)sizeof body)
     n = (int)sizeof body - 1;
   if (status != 503 && status != 404)
-    log_limited(&w->srv->client_log, "warn", "client_error", "proto=http status=%d reason=%s",
-                status, log_quote(reason, strlen(reason), (char[300]){0}, 300));
+    log_limited(&w->srv->client_log, "warn", "client_error",
+                "proto=http peer=%s status=%d reason=%s", peer_text(c, (char[64]){0}), status,
+                log_quote(reason, strlen(reason), (char[300]){0}, 300));
   respond(w, c, req, status, "text/plain; charset=utf-8", body, (size_t)n, close,
           extra ? extra : "");
 }
@@ -255,7 +257,7 @@ size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
     snprintf(err, sizeof err, "no such path: %.*s", (int)(path->len > 60 ? 60 : path->len),
              path->ptr);
     respond_error(w, c, &req, 404, err, req.content_length > 0 ? CLOSE_LINGER : KEEP, NULL);
-    return len;
+    return req.content_length > 0 ? len : (size_t)head;
   }
   if (!get) {
     snprintf(err, sizeof err, "method %.*s not allowed: use GET",

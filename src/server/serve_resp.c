@@ -284,19 +284,24 @@ static void unknown_command(worker_t *w, conn_t *c, const resp_request_t *r) {
 size_t resp_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
   resp_request_t r;
   char err[RESP_ERR_MAX];
-  ssize_t used = resp_parse(buf, len, (size_t)w->srv->cfg->max_request_bytes, &r, err);
+  size_t max = (size_t)w->srv->cfg->max_request_bytes;
+  ssize_t used = resp_parse(buf, len, max, &r, err);
   if (used == RESP_NEED_MORE)
     return 0;
+  if (used > 0 && (size_t)used > max) /* whole, but over the limit all the same */
+    snprintf(err, sizeof err, "Protocol error: request over max_request_bytes"), used = -1;
   if (used < 0) { /* Redis answers a protocol error and closes */
+    w->replies++;
     reply_err(w, c, "ERR %s", err);
-    log_limited(&w->srv->client_log, "warn", "client_error", "proto=resp reason=%s",
-                log_quote(err, strlen(err), (char[128]){0}, 128));
+    log_limited(&w->srv->client_log, "warn", "client_error", "proto=resp peer=%s reason=%s",
+                peer_text(c, (char[64]){0}), log_quote(err, strlen(err), (char[128]){0}, 128));
     c->stop_parsing = c->linger_after = 1;
     c->close_reason = CR_PROTOCOL;
     return len;
   }
   if (r.argc == 0)
     return (size_t)used; /* an empty line or *0 / *-1: no reply */
+  w->replies++;
   const resp_arg_t *a0 = &r.argv[0];
   char name[16] = "";
   if (a0->len < sizeof name && memchr(a0->ptr, '\0', a0->len) == NULL)

@@ -136,6 +136,18 @@ int64_t mono_ms(void) { return mono_ns() / 1000000; }
 
 /* ---- connections ---------------------------------------------------------- */
 
+static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t n);
+
+const char *peer_text(const conn_t *c, char *buf) {
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  if (getpeername(c->fd, (struct sockaddr *)&ss, &len) < 0)
+    snprintf(buf, 64, "unknown");
+  else
+    addr_text(&ss, buf, 64);
+  return buf;
+}
+
 static void set_events(worker_t *w, conn_t *c, uint32_t ev) {
   if (c->events == ev)
     return;
@@ -203,8 +215,8 @@ static int flush_replies(worker_t *w, conn_t *c) {
   }
   w->out.len = 0;
   if (c->out.len - c->out_off > (size_t)w->srv->cfg->max_output_bytes) {
-    log_limited(&w->srv->client_log, "warn", "client_closed", "reason=output queued=%zu",
-                c->out.len - c->out_off);
+    log_limited(&w->srv->client_log, "warn", "client_closed", "reason=output peer=%s queued=%zu",
+                peer_text(c, (char[64]){0}), c->out.len - c->out_off);
     conn_close(w, c, CR_OUTPUT);
     return -1;
   }
@@ -238,11 +250,14 @@ static int conn_settle(worker_t *w, conn_t *c) {
  * Returns -1 if c was closed. */
 static int process(worker_t *w, conn_t *c, const char *data, size_t len, int scratch) {
   const serve_config_t *cfg = w->srv->cfg;
-  size_t pos = 0, nreq = 0;
+  size_t pos = 0;
   w->out.len = 0;
+  w->replies = 0;
   c->blocked = 0;
   while (pos < len && !c->stop_parsing) {
-    if (c->out.len - c->out_off + w->out.len >= OUT_SOFT_LIMIT) {
+    if (w->out.len >= OUT_SOFT_LIMIT && flush_replies(w, c) < 0)
+      return -1;
+    if (c->out.len - c->out_off >= OUT_SOFT_LIMIT) { /* the kernel took too little */
       c->blocked = 1;
       break;
     }
@@ -251,15 +266,16 @@ static int process(worker_t *w, conn_t *c, const char *data, size_t len, int scr
     if (used == 0)
       break;
     pos += used;
-    nreq++;
   }
   size_t rest = c->stop_parsing ? 0 : len - pos;
   if (rest > 0 && !c->blocked && rest > (size_t)cfg->max_request_bytes) {
     /* The parsers bound each header block and bulk string; this bounds the
      * rest (a RESP command of many small arguments). */
-    if (c->proto == PROTO_RESP)
-      buf_printf(&w->out, "-ERR Protocol error: request larger than max_request_bytes (%" PRId64
-                          ")\r\n", cfg->max_request_bytes);
+    if (c->proto == PROTO_RESP) {
+      buf_printf(&w->out, "-ERR Protocol error: request over max_request_bytes\r\n");
+      CNT_ADD(w->st.resp_err, 1);
+      w->replies++;
+    }
     c->stop_parsing = c->linger_after = 1;
     c->close_reason = CR_PROTOCOL;
     rest = 0;
@@ -275,14 +291,14 @@ static int process(worker_t *w, conn_t *c, const char *data, size_t len, int scr
       memmove(c->in.p, c->in.p + pos, rest);
       c->in.len = rest;
     }
-    if (nreq > 0 || c->req_start_ms == 0)
+    if (pos > 0 || c->req_start_ms == 0)
       c->req_start_ms = w->now_ms;
   }
-  if (nreq > 0) {
-    if (flush_replies(w, c) < 0)
-      return -1;
+  size_t nreq = w->replies;
+  if (flush_replies(w, c) < 0)
+    return -1;
+  if (nreq > 0)
     observe_latency(w, c->proto, mono_ns() - w->read_ns, nreq);
-  }
   return conn_settle(w, c);
 }
 
@@ -469,8 +485,8 @@ static void sweep(worker_t *w) {
     if (reason < 0)
       continue;
     if (reason == CR_SLOW)
-      log_limited(&w->srv->client_log, "warn", "client_closed", "reason=slow proto=%s",
-                  c->proto == PROTO_HTTP ? "http" : "resp");
+      log_limited(&w->srv->client_log, "warn", "client_closed", "reason=slow proto=%s peer=%s",
+                  c->proto == PROTO_HTTP ? "http" : "resp", peer_text(c, (char[64]){0}));
     conn_close(w, c, reason);
   }
 }

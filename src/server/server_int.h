@@ -113,6 +113,7 @@ typedef struct worker {
   uint64_t *ids;                 /* max_batch Snowflake IDs */
   int64_t now_ms, last_sweep_ms, paused_until_ms;
   int64_t read_ns;               /* when the current batch of requests was read */
+  size_t replies;                /* requests answered in the current batch */
   int draining;
   int64_t drain_deadline_ms;
   int64_t date_sec;
@@ -157,6 +158,8 @@ void buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2,
 void buf_free(buf_t *b);
 size_t u64_dec(char *dst, uint64_t v); /* no NUL; at most 20 bytes */
 int64_t mono_ms(void);
+/* The client's address as "ip:port" into buf[64], for log lines. */
+const char *peer_text(const conn_t *c, char *buf);
 int64_t mono_ns(void);
 
 /* ---- serve_ids.c: making IDs ---- */
