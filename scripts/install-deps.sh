@@ -13,6 +13,7 @@ packages=(
   python3                            # the CLI tests' JSON checks
   curl redis-tools python3-redis     # the daemon's tests: real HTTP and Redis clients
   redis-server wrk nginx-light       # bench/serve_bench.sh: the peers, and an HTTP load tool
+  faketime                           # clock steps under a running daemon
 )
 
 missing=()

@@ -138,6 +138,38 @@ check "TERM exits 0" [ $rc = 0 ]
 check "exit logged" has "$tmp/daemon.log" "event=exit code=0"
 check "pid file removed" [ ! -e "$tmp/pid" ]
 
+# --- the wall clock steps back 10 s under a running daemon (libfaketime) ---
+# G3: it refuses with 503 / -ERR naming how long until it can go on, /health
+# says why, the refusal is logged and counted; when the clock returns, it
+# serves again, and no ID repeats or goes back.
+faketime_lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1
+if [ -e "$faketime_lib" ]; then
+  echo "+0" >"$tmp/faketime"
+  FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_NO_CACHE=1 FAKETIME_TIMESTAMP_FILE="$tmp/faketime" \
+    LD_PRELOAD="$faketime_lib" start_daemon --max-wait-ms 0
+  rport=$(sed -n 's/.*event=listen proto=resp addr=[^ ]*:\([0-9]*\).*/\1/p' "$tmp/log")
+  before=$(curl -s "http://$http/id")
+  echo "-10s" >"$tmp/faketime"
+  sleep 0.05
+  curl -s -D "$tmp/h" -o "$tmp/body" "http://$http/id"
+  check "step back: 503" grep -q '^HTTP/1.1 503' "$tmp/h"
+  check "step back: Retry-After" grep -qE '^Retry-After: (9|10)' "$tmp/h"
+  check "step back: reason names the wait" grep -qE '^clock: the wall clock is [0-9]+ ms behind the generator \(max_borrow_ms 1000\); IDs resume in about [0-9]+ ms$' "$tmp/body"
+  check "step back: /health 503" [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$http/health")" = 503 ]
+  redis-cli -p "$rport" ID >"$tmp/r"
+  check "step back: RESP -ERR clock" grep -q '^ERR clock: the wall clock is' "$tmp/r"
+  check "step back: logged" has "$tmp/log" "event=clock_refusal"
+  check "step back: counted" [ "$(curl -s "http://$http/metrics" | sed -n 's/^idgen_clock_refusals_total //p')" -ge 2 ]
+  echo "+0" >"$tmp/faketime"
+  sleep 0.05
+  after=$(curl -s "http://$http/id")
+  check "clock back: serves again, above the ID before the step ($before < $after)" [ "$after" -gt "$before" ]
+  check "clock back: /health ok" [ "$(curl -s "http://$http/health")" = ok ]
+  kill -TERM "$dpid"; wait "$dpid"
+else
+  bad "libfaketime missing ($faketime_lib): run scripts/install-deps.sh"
+fi
+
 # --- limits: max_connections, and running out of file descriptors --------
 # hold N PORT SECONDS: opens N connections, holds them, prints how many got
 # a refusal line, then (after closing them) whether a new client is served.

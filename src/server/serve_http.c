@@ -194,8 +194,10 @@ static void route_ids(worker_t *w, conn_t *c, const http_request_t *req, int kin
   int rc = json ? ids_emit_json(w, &w->body, kind, q.count)
                 : ids_emit(w, &w->body, kind, q.count, STYLE_LINES);
   if (rc < 0) {
-    snprintf(err, sizeof err, "cannot issue IDs now: %s", idgen_strerror(rc));
-    respond_error(w, c, req, 503, err, KEEP, "Retry-After: 1\r\n");
+    char retry[48];
+    int64_t wait_ms = ids_error_text(w->srv, rc, err, sizeof err);
+    snprintf(retry, sizeof retry, "Retry-After: %" PRId64 "\r\n", (wait_ms + 999) / 1000);
+    respond_error(w, c, req, 503, err, KEEP, retry);
     return;
   }
   if (json)

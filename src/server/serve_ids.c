@@ -37,6 +37,23 @@ int server_unhealthy(server_t *s, char *why, size_t n) {
   return 0;
 }
 
+int64_t ids_error_text(server_t *s, int rc, char *buf, size_t n) {
+  if (rc != IDGEN_ECLOCK) {
+    snprintf(buf, n, "cannot issue IDs now: %s", idgen_strerror(rc));
+    return 1000;
+  }
+  idgen_snowflake_stats_t st;
+  idgen_snowflake_stats(s->sf, &st);
+  int64_t wait = st.borrowed_ms - s->cfg->gen.max_borrow_ms;
+  if (wait < 1)
+    wait = 1;
+  snprintf(buf, n,
+           "clock: the wall clock is %" PRId64 " ms behind the generator (max_borrow_ms %" PRId64
+           "); IDs resume in about %" PRId64 " ms",
+           st.borrowed_ms, s->cfg->gen.max_borrow_ms, wait);
+  return wait;
+}
+
 void ids_count(worker_t *w, int kind, int agent, size_t n) {
   size_t per_kind = (size_t)(AGENT_FIRST + w->srv->cfg->max_agents);
   CNT_ADD(w->st.ids[(size_t)kind * per_kind + (size_t)agent], n);

@@ -135,7 +135,8 @@ static void cmd_ids(worker_t *w, conn_t *c, const resp_request_t *r, int kind) {
   if (rc < 0) {
     if (r->argc == 2 && n == 1)
       w->out.len -= 4;
-    reply_err(w, c, "ERR cannot issue IDs now: %s", idgen_strerror(rc));
+    ids_error_text(w->srv, rc, why, sizeof why);
+    reply_err(w, c, "ERR %s", why);
     return;
   }
   ids_count(w, kind, c->agent, (size_t)n);

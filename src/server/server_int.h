@@ -174,6 +174,9 @@ int ids_unavailable(server_t *s, char *why, size_t n);
 /* 1 and a reason when /health should say 503 (lease, clock). */
 int server_unhealthy(server_t *s, char *why, size_t n);
 void ids_count(worker_t *w, int kind, int agent, size_t n);
+/* The reason an ID request failed with rc, naming how long until IDs can
+ * be issued again for a clock refusal; returns that wait in ms. */
+int64_t ids_error_text(server_t *s, int rc, char *buf, size_t n);
 const char *kind_name(int kind);
 
 /* ---- serve_stats.c: agents, metrics, facts ---- */
