@@ -143,7 +143,13 @@ check "pid file removed" [ ! -e "$tmp/pid" ]
 # says why, the refusal is logged and counted; when the clock returns, it
 # serves again, and no ID repeats or goes back.
 faketime_lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1
-if [ -e "$faketime_lib" ]; then
+if [ ! -e "$faketime_lib" ]; then
+  bad "libfaketime missing ($faketime_lib): run scripts/install-deps.sh"
+elif grep -qa AddressSanitizer "$IDGEN"; then
+  # ASan's runtime and a preloaded libfaketime deadlock at start-up; the
+  # regular build runs this group.
+  echo "SKIP: clock step under libfaketime (not possible in an ASan build)"
+else
   echo "+0" >"$tmp/faketime"
   FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_NO_CACHE=1 FAKETIME_TIMESTAMP_FILE="$tmp/faketime" \
     LD_PRELOAD="$faketime_lib" start_daemon --max-wait-ms 0
@@ -166,8 +172,6 @@ if [ -e "$faketime_lib" ]; then
   check "clock back: serves again, above the ID before the step ($before < $after)" [ "$after" -gt "$before" ]
   check "clock back: /health ok" [ "$(curl -s "http://$http/health")" = ok ]
   kill -TERM "$dpid"; wait "$dpid"
-else
-  bad "libfaketime missing ($faketime_lib): run scripts/install-deps.sh"
 fi
 
 # --- limits: max_connections, and running out of file descriptors --------
