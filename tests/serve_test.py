@@ -20,6 +20,7 @@ import random
 import re
 import resource
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -65,7 +66,34 @@ DAEMONS = []  # every daemon started, killed at exit if still running
 CHILDREN = []  # other long-running children (redis-benchmark)
 
 
+BUFFER = None  # while a group may be run again: [(ok, name, detail)], reported when it is kept
+STALLS = []  # (monotonic start, seconds) when this process could not run at all for over 0.5 s
+
+
+def stall_watch():
+    """This machine is shared: now and then no process runs for seconds (seen:
+    up to 10 s).  Timing checks that fail across such a pause are run again."""
+    last = time.monotonic()
+    while True:
+        time.sleep(0.02)
+        now = time.monotonic()
+        if now - last > 0.5:
+            STALLS.append((last, now - last))
+        last = now
+
+
+def stalled_since(t0):
+    return sum(sec for start, sec in STALLS if start + sec >= t0)
+
+
 def check(name, cond, detail=""):
+    if BUFFER is not None:
+        BUFFER.append((bool(cond), name, detail))
+        return bool(cond)
+    return report(name, cond, detail)
+
+
+def report(name, cond, detail=""):
     global PASSED, FAILED
     if cond:
         PASSED += 1
@@ -433,10 +461,21 @@ def mget(samples, name, **labels):
 
 
 def served(d, what):
-    """Another client is still served: a fresh curl GET /health and a RESP PING."""
+    """Another client is still served: a fresh curl GET /health and a RESP PING
+    (tried again if it was slow only because the whole machine stood still)."""
+    t0 = time.monotonic()
+    ok, detail = served_once(d)
+    if not ok and stalled_since(t0) > 0.5:
+        ok, detail = served_once(d)
+        detail += " (second try; the machine stood still %.1fs)" % stalled_since(t0)
+    return check("still served after %s (GET /health, PING)" % what, ok, detail)
+
+
+def served_once(d):
     t0 = time.monotonic()
     r, det = curl(d.http, "/health", timeout=5)
     ok_http = r is not None and r.status == 200 and r.body.strip() == b"ok"
+    dt_http = time.monotonic() - t0
     ok_resp, got = False, None
     try:
         c = Conn(d.resp, timeout=3)
@@ -447,9 +486,8 @@ def served(d, what):
     except Exception as e:  # noqa: BLE001
         got = e
     dt = time.monotonic() - t0
-    return check("still served after %s (GET /health, PING, %.2fs)" % (what, dt),
-                 ok_http and ok_resp and d.alive() and dt < 3,
-                 "health=%r %s ping=%r alive=%s" % (r, det, got, d.alive()))
+    return (ok_http and ok_resp and d.alive() and dt < 3,
+            "health=%r %s (%.2fs) ping=%r (%.2fs) alive=%s" % (r, det, dt_http, got, dt - dt_http, d.alive()))
 
 
 def one_line_error(r):
@@ -615,16 +653,31 @@ def group_http_routes(d):
         check("GET /id?%s: 400 with a one-line text body" % q[:40],
               r is not None and r.status == 400 and one_line_error(r), det or repr(r))
     served(d, "bad counts and parameters")
-    # SERVE.md: "After a 400, 413, 431, 501 or 505 the connection is closed"
+    # SERVE.md: a 400 for a bad query, a 404, or a 405 without a body keeps the connection open
+    for name, first, status in (("GET /id?count=0", http_req("/id?count=0"), 400),
+                                ("GET /id?agent=a_b", http_req("/id?agent=a_b"), 400),
+                                ("GET /nope", http_req("/nope"), 404),
+                                ("POST /id without a body", http_req("/id", method="POST"), 405)):
+        c = Conn(d.http)
+        c.send(first + http_req("/health"))
+        try:
+            r1, r2 = c.http(), c.http()
+            ok = r1.status == status and r2.status == 200 and r2.body.strip() == b"ok"
+        except Exception as e:  # noqa: BLE001
+            ok, r1, r2 = False, e, None
+        check("%s pipelined with GET /health: %d, then the health answer on the same connection" % (name, status),
+              ok, "%r %r" % (r1, r2))
+        c.close()
+    # ... while a 405 with a body closes it
     c = Conn(d.http)
-    c.send(http_req("/id?count=0") + http_req("/health"))
+    c.send(b"POST /id HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc" + http_req("/health"))
     try:
         r = c.http()
     except Exception as e:  # noqa: BLE001
         r = e
     closed = c.read_to_eof(2)
-    check("GET /id?count=0 on a raw connection: 400, then closed (nothing after it answered)",
-          isinstance(r, HttpResp) and r.status == 400 and closed and c.buf == b"", "%r then %s closed=%s" % (
+    check("POST /id with a body: 405, then closed (nothing after it answered)",
+          isinstance(r, HttpResp) and r.status == 405 and closed and c.buf == b"", "%r then %s closed=%s" % (
               r, short(c.buf), closed))
     c.close()
 
@@ -776,7 +829,7 @@ def group_keepalive(d):
 
     # pipelining: seven requests in one write, answers in order
     reqs = [("/id", "id"), ("/ulid?count=2", "ulid"), ("/uuid7?format=json", "uuid7json"), ("/health", "health"),
-            ("/id?count=3", "id"), ("/nope", "404"), ("/id?format=json", "idjson")]
+            ("/id?count=3", "id"), ("/info", "info"), ("/id?format=json", "idjson")]
     c = Conn(d.http)
     data = b"".join(http_req(p) for p, _ in reqs) + http_req("/id", headers=["Connection: close"])
     c.send(data)
@@ -803,8 +856,8 @@ def group_keepalive(d):
                     ok = False
             elif kind == "health":
                 ok = ok and r.status == 200 and r.body.strip() == b"ok"
-            elif kind == "404":
-                ok = ok and r.status == 404
+            elif kind == "info":
+                ok = ok and r.status == 200 and r.body.startswith(b"{")
             elif kind == "idjson":
                 try:
                     pipe_ids += [int(x) for x in json.loads(r.body)["ids"]]
@@ -815,6 +868,34 @@ def group_keepalive(d):
     add_snow("raw pipelined", pipe_ids)
     closed = c.read_to_eof(2)
     check("pipelining: Connection: close closes after its answer", closed and c.buf == b"", short(c.buf))
+    c.close()
+
+    # pipelined requests whose answers add up to more than 64 KiB
+    c = Conn(d.http)
+    c.send(http_req("/id?count=%d" % MAX_BATCH) * 8)
+    res, err = [], ""
+    try:
+        for _ in range(8):
+            res.append(c.http(5))
+    except Exception as e:  # noqa: BLE001
+        err = repr(e)
+    ok = len(res) == 8 and all(r.status == 200 and len(digits_lines(r.body) or []) == MAX_BATCH for r in res)
+    check("pipelining: 8 x GET /id?count=%d in one write (~160 KB of answers) all answered" % MAX_BATCH, ok,
+          "%d answered, %s" % (len(res), err))
+    if ok:
+        for r in res:
+            add_snow("raw HTTP big pipeline", digits_lines(r.body))
+    c.close()
+    c = Conn(d.http)
+    c.send(http_req("/health") * 1000)
+    try:
+        n, err = 0, ""
+        for _ in range(1000):
+            r = c.http(5)
+            n += r.status == 200
+    except Exception as e:  # noqa: BLE001
+        err = repr(e)
+    check("pipelining: 1000 x GET /health in one write all answered", n == 1000, "%d answered, %s" % (n, err))
     c.close()
 
     # HTTP/1.0: closes by default, keeps alive when asked
@@ -987,7 +1068,7 @@ def group_resp_cli(d):
     check("redis-cli HELLO 2: flat array with proto 2", rc == 0 and re.search(r'"proto"\n\s*\d+\) \(integer\) 2\n', out)
           is not None and '"server"' in out, repr(out))
     one(["HELLO", "3"], r"\(error\) NOPROTO.*\n", "HELLO 3: -NOPROTO")
-    one(["CONFIG", "GET", "save"], r"\(empty array\)\n", "CONFIG GET save: empty array")
+    one(["CONFIG", "GET", "save"], r'1\) "save"\n2\) ""\n', 'CONFIG GET save: save ""')
     one(["CONFIG", "GET", "maxmemory"], r"\(empty array\)\n", "CONFIG GET maxmemory: empty array")
     one(["SELECT", "0"], r"OK\n", "SELECT 0: OK")
     one(["SELECT", "1"], r"\(error\) ERR .+\n", "SELECT 1: an -ERR")
@@ -1007,7 +1088,9 @@ def group_resp_raw(d):
         ("wrong arity", b"ECHO\r\n", b"-ERR wrong number of arguments for 'echo' command\r\n"),
         ("ID abc", b"ID abc\r\n", b"-ERR value is not an integer or out of range\r\n"),
         ("CLIENT GETNAME unnamed", b"CLIENT GETNAME\r\n", b"$-1\r\n"),
-        ("CONFIG GET", resp_cmd("CONFIG", "GET", "appendonly"), b"*0\r\n"),
+        ("CONFIG GET appendonly", resp_cmd("CONFIG", "GET", "appendonly"), b"*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n"),
+        ("CONFIG GET save", resp_cmd("CONFIG", "GET", "save"), b"*2\r\n$4\r\nsave\r\n$0\r\n\r\n"),
+        ("CONFIG GET other", resp_cmd("CONFIG", "GET", "maxmemory"), b"*0\r\n"),
         ("SELECT 0", b"SELECT 0\r\n", b"+OK\r\n"),
         ("COMMAND DOCS", b"COMMAND DOCS\r\n", b"*0\r\n"),
     ]
@@ -1085,6 +1168,20 @@ def group_resp_raw(d):
     if ok:
         add_snow("raw RESP pipelined", rs[:100] + rs[101:200])
     c.close()
+    # pipelines whose replies add up to more than 64 KiB
+    for name, one, n in (("ID", resp_cmd("ID"), 4000), ("PING inline", b"PING\r\n", 20000),
+                         ("ID 1000", b"ID 1000\r\n", 10)):
+        c = Conn(d.resp)
+        c.send(one * n)
+        try:
+            rs = c.resp_n(n, timeout=8)
+            ok, err = len(rs) == n, ""
+        except Exception as e:  # noqa: BLE001
+            ok, err = False, repr(e)[:200]
+        check("RESP pipelining: %d x %s in one write (%d bytes) all answered" % (n, name, len(one) * n), ok, err)
+        if ok and name != "PING inline":
+            add_snow("raw RESP big pipeline", [x for r in rs for x in (r if isinstance(r, list) else [r])])
+        c.close()
     # counters for RESP ok/err
     m0, _ = get_metrics(d)
     c = Conn(d.resp)
@@ -1519,8 +1616,8 @@ def group_nonreader(d):
             blocked = False
     check("non-reading client (%d x ID 1000 sent): closed by the daemon (reason output or slow) within 12s" % sent,
           closed_by_metrics is not None, "not closed; tcp state %d" % tcp_state(s))
-    check("non-reading client: others served meanwhile (%d probes, all 200 within 1s)" % len(probes),
-          len(probes) > 0 and all(ok and dt < 1 for ok, dt in probes), repr(probes))
+    check("non-reading client: others served meanwhile (%d probes, all 200 within 2s)" % len(probes),
+          len(probes) > 0 and all(ok and dt < 2 for ok, dt in probes), repr(probes))
     # the socket really is closed: drained, it ends
     s.setblocking(True)
     s.settimeout(5)
@@ -1541,7 +1638,7 @@ def group_nonreader(d):
     check("non-reading client: its connection ends (EOF or reset) once drained (%d bytes)" % total, eof)
     m1, _ = get_metrics(d)
     out = (mget(m1, "idgen_connections_closed_total", reason="output") or 0) - (mget(m0, "idgen_connections_closed_total", reason="output") or 0)
-    print("     (closed with reason output: +%d; max_output_bytes %d)" % (out, MAX_OUT))
+    print("#    (closed with reason output: +%d, else slow; max_output_bytes %d)" % (out, MAX_OUT))
     served(d, "a client that never reads")
 
 
@@ -1575,7 +1672,9 @@ def group_log(d):
 def group_snow_order():
     ids = [i for _, i in SNOW]
     n = len(ids)
-    check("collected %d Snowflake IDs from curl, redis-cli, python and raw clients" % n, n > 12000)
+    kinds = {src.split()[0] for src, _ in SNOW}
+    check("collected %d Snowflake IDs from curl, redis-cli, python and raw clients" % n,
+          kinds >= {"curl", "redis-cli", "python", "raw"}, "from %s" % sorted(kinds))
     check("all Snowflake IDs unique", len(set(ids)) == n, "%d duplicates" % (n - len(set(ids))))
     bad = [(SNOW[k], SNOW[k + 1]) for k in range(n - 1) if not SNOW[k][1] < SNOW[k + 1][1]]
     check("Snowflake IDs strictly increasing in the order obtained (across clients)", not bad, short(bad[:3]))
@@ -1779,16 +1878,14 @@ def group_shutdown():
         req = resp_cmd("ID") * 64
         buf = bytearray()
         replies, pos, sent_reqs, ids = 0, 0, 0, []
+        replies_at_term = sent_at_term = None
         parse_err = None
         t0 = time.monotonic()
         termed = None
         eof = False
         send_open = True
         while time.monotonic() - t0 < 15:
-            if termed is None and time.monotonic() - t0 > 1.0:
-                d.p.send_signal(signal.SIGTERM)
-                termed = time.monotonic()
-            want_w = send_open and sent_reqs - replies < 4096
+            want_w = send_open and sent_reqs - replies < 256
             r, w, _ = select.select([s], [s] if want_w else [], [], 0.05)
             if w:
                 try:
@@ -1802,6 +1899,11 @@ def group_shutdown():
                         s.setblocking(False)
                         n += len(rest)
                     sent_reqs += n // len(resp_cmd("ID"))
+                    if termed is None and time.monotonic() - t0 > 1.0:
+                        # SIGTERM right after a write: requests are in flight
+                        d.p.send_signal(signal.SIGTERM)
+                        termed = time.monotonic()
+                        replies_at_term, sent_at_term = replies, sent_reqs
                 except (BlockingIOError, socket.timeout):
                     pass
                 except OSError:
@@ -1848,6 +1950,12 @@ def group_shutdown():
               short([x for x in ids if type(x) is not int][:3]))
         check("graceful shutdown: the daemon exits 0 (%s)" % ("%.2fs after SIGTERM" % t_exit if rc is not None else "still running"),
               rc == 0 and t_exit is not None and t_exit < 3 + 2, "exit %r" % rc)
+        check("graceful shutdown: the drain finished before shutdown_timeout_ms (3000; every client was reading)",
+              rc is not None and t_exit is not None and t_exit < 3.0, "exit after %s s" % t_exit)
+        check("graceful shutdown: every request our client sent before SIGTERM was answered "
+              "(%s sent, %s answered at SIGTERM; %d answered in all)" % (sent_at_term, replies_at_term, replies),
+              sent_at_term is not None and 0 < replies_at_term < sent_at_term <= replies,
+              "in all %d sent, %d answered" % (sent_reqs, replies))
         text = d.log()
         lines = [ln for ln in text.splitlines() if ln.strip()]
         check("graceful shutdown: log has event=stop signal=TERM", re.search(r"event=stop signal=TERM", text) is not None,
@@ -1865,12 +1973,33 @@ def group_shutdown():
         d.kill()
 
 
-def run_group(name, fn, *args):
+def run_group(name, fn, *args, again_after_stall=False):
+    """Runs a group of checks.  With again_after_stall (groups that collect no
+    IDs and measure time), a group that failed while the whole machine stood
+    still (see stall_watch) is run once more and only that run counts."""
+    global BUFFER
     print("# " + name, flush=True)
-    try:
-        fn(*args)
-    except Exception:  # noqa: BLE001
-        check("%s ran to the end" % name, False, traceback.format_exc().strip().replace("\n", " | ")[-600:])
+    for attempt in (1, 2):
+        BUFFER = [] if again_after_stall else None
+        t0 = time.monotonic()
+        try:
+            fn(*args)
+        except Exception:  # noqa: BLE001
+            check("%s ran to the end" % name, False, traceback.format_exc().strip().replace("\n", " | ")[-600:])
+        results, BUFFER = BUFFER, None
+        if results is None:
+            return
+        stalled = stalled_since(t0)
+        if attempt == 1 and stalled > 0.5 and not all(ok for ok, _, _ in results):
+            print("#    this machine stood still for %.1fs during the group (no process ran); running it again:"
+                  % stalled, flush=True)
+            for ok, n, det in results:
+                if not ok:
+                    print("#    (first run: FAIL %s: %s)" % (n, det[:300]), flush=True)
+            continue
+        for ok, n, det in results:
+            report(n, ok, det)
+        return
 
 
 def main():
@@ -1883,6 +2012,7 @@ def main():
                 c.kill()
         print("%d passed, %d failed" % (PASSED, FAILED), flush=True)
         os._exit(1)
+    threading.Thread(target=stall_watch, daemon=True).start()
     signal.signal(signal.SIGALRM, on_alarm)
     signal.alarm(170)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -1905,7 +2035,9 @@ def main():
                              ("RESP abuse", group_resp_abuse), ("redis-benchmark", group_benchmark),
                              ("metrics", group_metrics), ("slow clients", group_slow),
                              ("idle connections", group_idle), ("a client that never reads", group_nonreader)):
-                run_group(name, fn, d)
+                run_group(name, fn, d, again_after_stall=fn in (
+                    group_http_abuse, group_resp_abuse, group_benchmark, group_metrics, group_slow, group_idle,
+                    group_nonreader))
                 if not d.alive():
                     check("daemon still running after %s" % name, False, d.log()[-1000:])
                     break
@@ -1919,9 +2051,9 @@ def main():
             run_group("log", group_log, d)
             rc = d.stop()
             check("main daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
-        run_group("agents and max_connections", group_agents_and_limit)
-        run_group("10000 connections", group_many_connections)
-        run_group("graceful shutdown under load", group_shutdown)
+        run_group("agents and max_connections", group_agents_and_limit, again_after_stall=True)
+        run_group("10000 connections", group_many_connections, again_after_stall=True)
+        run_group("graceful shutdown under load", group_shutdown, again_after_stall=True)
     finally:
         signal.alarm(0)
         for c in CHILDREN:
@@ -1930,7 +2062,11 @@ def main():
                 c.wait()
         for dd in DAEMONS:
             dd.kill()
-    print("# %.1fs; logs in %s" % (time.monotonic() - t_begin, TMP))
+    if FAILED:
+        print("# %.1fs; daemon logs kept in %s" % (time.monotonic() - t_begin, TMP))
+    else:
+        print("# %.1fs" % (time.monotonic() - t_begin))
+        shutil.rmtree(TMP, ignore_errors=True)
     print("%d passed, %d failed" % (PASSED, FAILED))
     sys.exit(1 if FAILED else 0)
 
