@@ -121,8 +121,8 @@ static int64_t now_ms(void) {
   return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-static const char *const close_reason_names[NCR] = {"eof",      "idle",  "slow",     "output",
-                                                    "protocol", "limit", "shutdown", "error"};
+static const char *const close_reason_names[NCR] = {
+    "eof", "reset", "idle", "slow", "output", "protocol", "limit", "shutdown", "error"};
 static const int http_code_values[NHTTP_CODES] = {
 #define X(n) n,
     HTTP_CODES(X)
@@ -178,7 +178,8 @@ void metrics_text(server_t *s, buf_t *b) {
   buf_printf(b,
              "# HELP idgen_clock_borrowed_ms How far the generator's clock is ahead of the wall "
              "clock.\n# TYPE idgen_clock_borrowed_ms gauge\nidgen_clock_borrowed_ms %" PRId64 "\n"
-             "# HELP idgen_clock_waits_total Calls that waited for the clock.\n"
+             "# HELP idgen_clock_waits_total Calls that waited for the wall clock to come within "
+             "max_borrow_ms (waits for the next tick are idgen_sequence_exhausted_total).\n"
              "# TYPE idgen_clock_waits_total counter\nidgen_clock_waits_total %" PRIu64 "\n"
              "# HELP idgen_clock_refusals_total Calls refused because the clock was too far "
              "behind.\n# TYPE idgen_clock_refusals_total counter\n"

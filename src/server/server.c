@@ -201,7 +201,7 @@ static int flush_replies(worker_t *w, conn_t *c) {
     ssize_t n = write(c->fd, w->out.p, w->out.len);
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
       w->out.len = 0;
-      conn_close(w, c, CR_ERROR);
+      conn_close(w, c, errno == ECONNRESET || errno == EPIPE ? CR_RESET : CR_ERROR);
       return -1;
     }
     size_t done = n > 0 ? (size_t)n : 0;
@@ -333,7 +333,7 @@ static int conn_readable(worker_t *w, conn_t *c) {
   if (n < 0) {
     if (errno == EAGAIN || errno == EINTR)
       return 0;
-    conn_close(w, c, CR_ERROR);
+    conn_close(w, c, errno == ECONNRESET ? CR_RESET : CR_ERROR);
     return -1;
   }
   c->active_ms = w->now_ms;
@@ -351,7 +351,7 @@ static int conn_writable(worker_t *w, conn_t *c) {
   if (n < 0) {
     if (errno == EAGAIN || errno == EINTR)
       return 0;
-    conn_close(w, c, CR_ERROR);
+    conn_close(w, c, errno == ECONNRESET || errno == EPIPE ? CR_RESET : CR_ERROR);
     return -1;
   }
   if (n > 0) {

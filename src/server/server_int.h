@@ -25,8 +25,8 @@
 
 enum proto { PROTO_HTTP, PROTO_RESP, NPROTO };
 enum id_kind { KIND_SNOWFLAKE, KIND_ULID, KIND_UUID7, NKINDS };
-enum close_reason { CR_EOF, CR_IDLE, CR_SLOW, CR_OUTPUT, CR_PROTOCOL, CR_LIMIT, CR_SHUTDOWN,
-                    CR_ERROR, NCR };
+enum close_reason { CR_EOF, CR_RESET, CR_IDLE, CR_SLOW, CR_OUTPUT, CR_PROTOCOL, CR_LIMIT,
+                    CR_SHUTDOWN, CR_ERROR, NCR };
 /* Agents: index 0 is "no agent", 1 is "other" (past max_agents). */
 enum { AGENT_NONE = 0, AGENT_OTHER = 1, AGENT_FIRST = 2 };
 
