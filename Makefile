@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: demo all deps build run test sanitize tsan fuzz bench install clean ci
+.PHONY: demo bench-serve all deps build run test sanitize tsan fuzz bench install clean ci
 
 all: build
 
@@ -67,6 +67,10 @@ fuzz: deps
 
 bench: build
 	$(BUILD)/idgen-bench
+
+# The daemon beside redis-server and nginx (about 5 minutes; --quick: 30 s).
+bench-serve: build
+	bench/serve_bench.sh $(BUILD)/idgen
 
 install: build
 	cmake --install $(BUILD)
