@@ -90,6 +90,10 @@ expect_err "bad address" 'http = "localhost" (from flag --http): expected HOST:P
 expect_err "bad port" 'port "99999" is not a number from 0 to 65535' --resp 127.0.0.1:99999
 expect_err "both off" 'http and resp are both off' --http off --resp off
 expect_err "bad clock" 'clock = "slow" (from flag --clock): expected fast or precise' --clock slow
+expect_err "same port twice" 'http and resp are both 127.0.0.1:7000: give each its own port' --http 127.0.0.1:7000 --resp 127.0.0.1:7000
+expect_err "output limit below one full batch" 'max_output_bytes = 65536 (from flag --max-output-bytes) is too small for one reply of max_batch = 100000 IDs (from default): it needs 4369632' --max-output-bytes 65536
+IDGEN_THREADS=0 serve --check-config
+check "threads 0 from the environment keeps its source" grep -q '^threads = 0 .*# IDGEN_THREADS$' "$tmp/out"
 expect_err "unknown option" 'unknown option --bogus' --bogus
 expect_err "stray argument" 'unexpected argument "extra"' extra
 
@@ -118,6 +122,8 @@ done
 check "log file has the start line" has "$tmp/daemon.log" "event=start"
 check "pid file names the daemon" [ "$(cat "$tmp/pid" 2>/dev/null)" = "$dpid" ]
 check "serves" [ "$(curl -s "http://$http/health")" = ok ]
+check "unknown query parameter on /health is a 400" \
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$http/health?foo=bar")" = 400 ]
 # A second daemon on the same pid file refuses to start.
 serve --http 127.0.0.1:0 --resp off --pid-file "$tmp/pid"
 check "pid file of a live daemon refused (exit 1)" [ $rc = 1 ]

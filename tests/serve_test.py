@@ -1858,6 +1858,81 @@ def group_many_connections():
         check("many-connections daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
 
 
+def read_all(sock, timeout):
+    """Reads until EOF; returns (bytes, how it ended: "eof", "reset" or "timeout")."""
+    deadline = time.monotonic() + timeout
+    data = bytearray()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return bytes(data), "timeout"
+        sock.settimeout(left)
+        try:
+            d = sock.recv(1 << 20)
+        except socket.timeout:
+            return bytes(data), "timeout"
+        except ConnectionResetError:
+            return bytes(data), "reset"
+        if not d:
+            return bytes(data), "eof"
+        data += d
+
+
+def group_close_cleanly():
+    """A connection closed by the daemon after its last reply (Connection:
+    close, QUIT, a drain) must deliver that reply whole, even when the client
+    sent more that the daemon never reads: a plain close() would make the
+    kernel reset the connection and drop what was still unsent."""
+    d = Daemon("close", ["--max-batch", "100000", "--shutdown-timeout-ms", "5000"])
+    try:
+        s = socket.create_connection((HOST, d.http), timeout=5)
+        s.sendall(b"GET /id?count=100000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        time.sleep(0.2)
+        try:
+            s.sendall(b"GET /id HTTP/1.1\r\nHost: x\r\n\r\n")  # never to be read
+        except OSError:
+            pass
+        data, how = read_all(s, 10)
+        s.close()
+        r = parse_http(data)
+        ok = r is not None and r[0].status == 200 and len(digits_lines(r[0].body) or []) == 100000
+        check("Connection: close after a 2 MB reply, more sent meanwhile: the reply arrives whole, then EOF",
+              ok and how == "eof", "%s after %d bytes" % (how, len(data)))
+
+        s = socket.create_connection((HOST, d.resp), timeout=5)
+        s.sendall(b"ID 100000\r\nQUIT\r\n")
+        time.sleep(0.2)
+        try:
+            s.sendall(b"PING\r\n")
+        except OSError:
+            pass
+        data, how = read_all(s, 10)
+        s.close()
+        replies, left = parse_resp_all(data)
+        ok = (not left and len(replies) == 2 and isinstance(replies[0], list)
+              and len(replies[0]) == 100000 and replies[1] == "OK")
+        check("ID 100000 then QUIT, more sent meanwhile: both replies whole, then EOF", ok and how == "eof",
+              "%s after %d bytes" % (how, len(data)))
+
+        # SIGTERM while six large replies wait for a client that has not read yet.
+        s = socket.create_connection((HOST, d.resp), timeout=5)
+        for _ in range(6):
+            s.sendall(b"ID 100000\r\n")
+            time.sleep(0.05)
+        d.p.send_signal(signal.SIGTERM)
+        data, how = read_all(s, 10)
+        s.close()
+        replies, left = parse_resp_all(data)
+        ok = (not left and len(replies) == 6
+              and all(isinstance(x, list) and len(x) == 100000 for x in replies))
+        check("SIGTERM with six 2 MB replies queued: all six arrive whole, then EOF", ok and how == "eof",
+              "%s after %d bytes, %d replies" % (how, len(data), len(replies)))
+        rc = d.stop()
+        check("close daemon: exits 0 after the drain", rc == 0, "exit %r" % rc)
+    finally:
+        d.kill()
+
+
 def group_shutdown():
     pidfile = os.path.join(TMP, "idgen.pid")
     d = Daemon("shutdown", ["--pid-file", pidfile, "--shutdown-timeout-ms", "3000"])
@@ -2054,6 +2129,7 @@ def main():
         run_group("agents and max_connections", group_agents_and_limit, again_after_stall=True)
         run_group("10000 connections", group_many_connections, again_after_stall=True)
         run_group("graceful shutdown under load", group_shutdown, again_after_stall=True)
+        run_group("closing without losing replies", group_close_cleanly, again_after_stall=True)
     finally:
         signal.alarm(0)
         for c in CHILDREN:

@@ -337,7 +337,7 @@ static int validate(serve_config_t *c, int k) {
   case K_THREADS: {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     c->threads = x > 0 ? (int)x : (n > 0 ? (int)n : 1);
-    if (x == 0) {
+    if (x == 0 && strcmp(c->source[k], "default") == 0) {
       char buf[16];
       snprintf(buf, sizeof buf, "%d", c->threads);
       set(c, k, buf, "default: one per CPU");
@@ -435,6 +435,20 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
     rc = validate(c, k);
   if (rc == 0 && !c->http.enabled && !c->resp.enabled)
     rc = fail("", "http and resp are both off: nothing to serve");
+  if (rc == 0 && c->http.enabled && c->resp.enabled && c->http.salen == c->resp.salen &&
+      memcmp(&c->http.sa, &c->resp.sa, c->http.salen) == 0 &&
+      strcmp(strrchr(c->http.text, ':'), ":0") != 0) /* port 0: two free ports */
+    rc = fail("", "http and resp are both %s: give each its own port", c->http.text);
+  /* One reply of max_batch IDs must fit in max_output_bytes, or a client
+   * asking for a full batch would be cut off: at most 43 bytes an ID (a RESP
+   * bulk UUID), plus the 64 KiB of replies that may already wait. */
+  int64_t need = c->max_batch * 43 + 65536 + 4096;
+  if (rc == 0 && c->max_output_bytes < need)
+    rc = fail("", "max_output_bytes = %" PRId64 " (from %s) is too small for one reply of "
+                  "max_batch = %" PRId64 " IDs (from %s): it needs %" PRId64
+                  "; raise max_output_bytes or lower max_batch",
+              c->max_output_bytes, c->source[K_MAX_OUTPUT_BYTES], c->max_batch,
+              c->source[K_MAX_BATCH], need);
   return rc;
 }
 

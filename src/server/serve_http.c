@@ -59,8 +59,8 @@ enum { KEEP, CLOSE, CLOSE_LINGER };
 static void respond(worker_t *w, conn_t *c, const http_request_t *req, int status,
                     const char *ctype, const char *body, size_t len, int close,
                     const char *extra) {
-  if ((w->draining || c->stop_parsing) && close == KEEP)
-    close = CLOSE; /* a drain, or Connection: close from the client */
+  if (c->stop_parsing && close == KEEP)
+    close = CLOSE; /* Connection: close from the client */
   buf_reserve(&w->out, len + 256);
   char *p = w->out.p + w->out.len;
   p += sprintf(p, "HTTP/1.1 %d %s\r\n%sContent-Type: %s\r\nContent-Length: %zu\r\n%s", status,
@@ -178,13 +178,9 @@ static int wants_json(const http_request_t *req) {
   return 0;
 }
 
-static void route_ids(worker_t *w, conn_t *c, const http_request_t *req, int kind) {
-  query_t q;
+static void route_ids(worker_t *w, conn_t *c, const http_request_t *req, int kind,
+                      query_t q) {
   char err[200];
-  if (parse_query(w, &req->query, &q, err, sizeof err) < 0) {
-    respond_error(w, c, req, 400, err, KEEP, NULL);
-    return;
-  }
   if (ids_unavailable(w->srv, err, sizeof err)) {
     respond_error(w, c, req, 503, err, KEEP, NULL);
     return;
@@ -275,8 +271,13 @@ size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
   if (!req.keep_alive)
     c->stop_parsing = 1; /* after this reply (respond() adds Connection: close) */
   char why[200];
+  query_t q;
+  if (parse_query(w, &req.query, &q, why, sizeof why) < 0) { /* on every route */
+    respond_error(w, c, &req, 400, why, KEEP, NULL);
+    return (size_t)head;
+  }
   if (kind >= 0) {
-    route_ids(w, c, &req, kind);
+    route_ids(w, c, &req, kind, q);
   } else if (path->ptr[1] == 'd') {
     route_decode(w, c, &req);
   } else if (path->ptr[1] == 'h') {

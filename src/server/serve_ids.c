@@ -83,7 +83,25 @@ static int make128(server_t *s, int kind, char *out, size_t *len) {
   return 0;
 }
 
+/* Gives back the room of a large batch (SCRATCH_KEEP bytes or more). */
+static void ids_shrink(worker_t *w) {
+  if (w->ids_cap * sizeof *w->ids <= SCRATCH_KEEP)
+    return;
+  uint64_t *p = realloc(w->ids, 1024 * sizeof *p);
+  if (p != NULL) {
+    w->ids = p;
+    w->ids_cap = 1024;
+  }
+}
+
 static int make_snowflakes(worker_t *w, size_t n) {
+  if (n > w->ids_cap) {
+    uint64_t *p = realloc(w->ids, n * sizeof *p);
+    if (p == NULL)
+      return IDGEN_ENOMEM;
+    w->ids = p;
+    w->ids_cap = n;
+  }
   int rc = n == 1 ? idgen_snowflake_next(w->srv->sf, w->ids)
                   : idgen_snowflake_next_n(w->srv->sf, w->ids, n);
   if (rc == IDGEN_ECLOCK) {
@@ -129,6 +147,7 @@ int ids_emit(worker_t *w, buf_t *b, int kind, size_t n, int style) {
       }
     }
     b->len = (size_t)(p - b->p);
+    ids_shrink(w);
     return 0;
   }
   size_t tl = kind == KIND_ULID ? IDGEN_ULID_STRLEN : IDGEN_UUID_STRLEN;
@@ -181,5 +200,6 @@ int ids_emit_json(worker_t *w, buf_t *b, int kind, size_t n) {
   }
   json_decref(arr);
   json_decref(doc);
+  ids_shrink(w);
   return rc;
 }

@@ -173,18 +173,16 @@ static void conn_close(worker_t *w, conn_t *c, int reason) {
   free(c);
 }
 
-/* After the last reply of a connection that must close: a plain close, or
- * for an error reply a half-close that keeps reading (and discarding) for a
- * while, so that unread input does not make the kernel reset the connection
- * before the client has read the error. */
+/* After the last reply of a connection that must close: a half-close that
+ * keeps reading (and discarding) until the client closes or LINGER_MS pass.
+ * A plain close() with unread input, or input arriving after it, makes the
+ * kernel reset the connection and drop replies not yet delivered. */
 static int conn_finish(worker_t *w, conn_t *c) {
-  if (!c->linger_after || w->draining) {
-    conn_close(w, c, c->close_reason);
-    return -1;
-  }
   shutdown(c->fd, SHUT_WR);
   c->lingering = 1;
   c->linger_until_ms = w->now_ms + LINGER_MS;
+  if (w->draining && c->linger_until_ms > w->drain_deadline_ms)
+    c->linger_until_ms = w->drain_deadline_ms;
   buf_free(&c->in);
   set_events(w, c, EPOLLIN);
   return 0;
@@ -196,6 +194,11 @@ static int flush_replies(worker_t *w, conn_t *c) {
   if (w->out.len == 0)
     return 0;
   if (c->out.len > c->out_off) {
+    if (c->out_off > c->out.len / 2) { /* keep the queue from creeping forward forever */
+      memmove(c->out.p, c->out.p + c->out_off, c->out.len - c->out_off);
+      c->out.len -= c->out_off;
+      c->out_off = 0;
+    }
     buf_put(&c->out, w->out.p, w->out.len);
   } else {
     ssize_t n = write(c->fd, w->out.p, w->out.len);
@@ -215,13 +218,15 @@ static int flush_replies(worker_t *w, conn_t *c) {
   }
   w->out.len = 0;
   if (c->out.len - c->out_off > (size_t)w->srv->cfg->max_output_bytes) {
-    log_limited(&w->srv->client_log, "warn", "client_closed", "reason=output peer=%s queued=%zu",
+    log_limited(&w->srv->close_log, "warn", "client_closed", "reason=output peer=%s queued=%zu",
                 peer_text(c, (char[64]){0}), c->out.len - c->out_off);
     conn_close(w, c, CR_OUTPUT);
     return -1;
   }
   return 0;
 }
+
+static int conn_readable(worker_t *w, conn_t *c);
 
 /* Sets c's epoll interest from its state, or finishes it (-1: closed). */
 static int conn_settle(worker_t *w, conn_t *c) {
@@ -233,8 +238,18 @@ static int conn_settle(worker_t *w, conn_t *c) {
   if (c->stop_parsing && !queued)
     return conn_finish(w, c);
   if (w->draining && !queued && !c->blocked) {
-    conn_close(w, c, CR_SHUTDOWN);
-    return -1;
+    /* The replies are out: read once more (requests already sent are
+     * answered), then close. */
+    if (!c->drain_read) {
+      c->drain_read = 1;
+      if (conn_readable(w, c) < 0)
+        return -1;
+      if (c->lingering || c->out.len > c->out_off || c->blocked)
+        return 0; /* the read led somewhere; that path settles it */
+    }
+    c->stop_parsing = 1;
+    c->close_reason = CR_SHUTDOWN;
+    return conn_finish(w, c);
   }
   uint32_t ev = 0;
   if (!c->stop_parsing && !c->blocked && !w->draining)
@@ -254,20 +269,30 @@ static int process(worker_t *w, conn_t *c, const char *data, size_t len, int scr
   w->out.len = 0;
   w->replies = 0;
   c->blocked = 0;
-  while (pos < len && !c->stop_parsing) {
+  /* Every request ends with a line feed: while none has arrived since the
+   * last attempt, a partial request is still partial, and is not parsed
+   * again from its start (one byte at a time would cost quadratic time). */
+  int need_more = !scratch && c->parsed_len > 0 && len > c->parsed_len &&
+                  len <= (size_t)cfg->max_request_bytes &&
+                  memchr(data + c->parsed_len, '\n', len - c->parsed_len) == NULL;
+  while (!need_more && pos < len && !c->stop_parsing) {
     if (w->out.len >= OUT_SOFT_LIMIT && flush_replies(w, c) < 0)
       return -1;
     if (c->out.len - c->out_off >= OUT_SOFT_LIMIT) { /* the kernel took too little */
       c->blocked = 1;
+      c->blocked_read_ns = w->read_ns;
       break;
     }
     size_t used = c->proto == PROTO_HTTP ? http_handle(w, c, data + pos, len - pos)
                                           : resp_handle(w, c, data + pos, len - pos);
-    if (used == 0)
+    if (used == 0) {
+      need_more = 1;
       break;
+    }
     pos += used;
   }
   size_t rest = c->stop_parsing ? 0 : len - pos;
+  c->parsed_len = need_more ? rest : 0;
   if (rest > 0 && !c->blocked && rest > (size_t)cfg->max_request_bytes) {
     /* The parsers bound each header block and bulk string; this bounds the
      * rest (a RESP command of many small arguments). */
@@ -297,6 +322,10 @@ static int process(worker_t *w, conn_t *c, const char *data, size_t len, int scr
   size_t nreq = w->replies;
   if (flush_replies(w, c) < 0)
     return -1;
+  if (w->out.cap > SCRATCH_KEEP) /* a large batch: give its memory back */
+    buf_free(&w->out);
+  if (w->body.cap > SCRATCH_KEEP)
+    buf_free(&w->body);
   if (nreq > 0)
     observe_latency(w, c->proto, mono_ns() - w->read_ns, nreq);
   return conn_settle(w, c);
@@ -363,7 +392,7 @@ static int conn_writable(worker_t *w, conn_t *c) {
   buf_free(&c->out);
   c->out_off = 0;
   if (c->blocked && c->in.len > 0) { /* requests waited for these replies */
-    w->read_ns = mono_ns();
+    w->read_ns = c->blocked_read_ns;
     return process(w, c, c->in.p, c->in.len, 0);
   }
   c->blocked = 0;
@@ -401,12 +430,12 @@ static void on_accept(worker_t *w, listener_t *l) {
           close(fd);
         w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         CNT_ADD(w->st.closed[CR_LIMIT], 1);
-        log_limited(&s->client_log, "warn", "accept_error", "error=\"%s\" action=dropped",
+        log_limited(&s->accept_log, "warn", "accept_error", "error=\"%s\" action=dropped",
                     strerror(err));
         if (w->reserve_fd >= 0)
           continue;
       } else {
-        log_limited(&s->client_log, "warn", "accept_error", "error=\"%s\" action=pause_100ms",
+        log_limited(&s->accept_log, "warn", "accept_error", "error=\"%s\" action=pause_100ms",
                     strerror(err));
       }
       pause_listener(w, l);
@@ -419,7 +448,7 @@ static void on_accept(worker_t *w, listener_t *l) {
       (void)wr;
       close(fd);
       CNT_ADD(w->st.closed[CR_LIMIT], 1);
-      log_limited(&s->client_log, "warn", "client_refused", "reason=max_connections limit=%" PRId64,
+      log_limited(&s->accept_log, "warn", "client_refused", "reason=max_connections limit=%" PRId64,
                   s->cfg->max_connections);
       continue;
     }
@@ -485,7 +514,7 @@ static void sweep(worker_t *w) {
     if (reason < 0)
       continue;
     if (reason == CR_SLOW)
-      log_limited(&w->srv->client_log, "warn", "client_closed", "reason=slow proto=%s peer=%s",
+      log_limited(&w->srv->close_log, "warn", "client_closed", "reason=slow proto=%s peer=%s",
                   c->proto == PROTO_HTTP ? "http" : "resp", peer_text(c, (char[64]){0}));
     conn_close(w, c, reason);
   }
@@ -499,18 +528,17 @@ static void start_drain(worker_t *w) {
       close(w->listeners[p].fd); /* stop accepting; also leaves the epoll set */
       w->listeners[p].fd = -1;
     }
-  /* Answer what has arrived: one more read of each connection (requests
-   * already in the kernel), then close each as soon as its replies are out. */
+  /* Answer what has arrived: once its replies are out, each connection is
+   * read once more (requests already in the kernel are answered), then
+   * half-closed (conn_finish). */
   for (conn_t *c = w->conns, *next; c; c = next) {
     next = c->next;
     if (c->lingering) {
-      conn_close(w, c, c->close_reason);
+      if (c->linger_until_ms > w->drain_deadline_ms)
+        c->linger_until_ms = w->drain_deadline_ms;
       continue;
     }
-    if (!c->blocked && !c->stop_parsing && c->out.len == c->out_off &&
-        conn_readable(w, c) < 0)
-      continue;
-    conn_settle(w, c);
+    conn_settle(w, c); /* reads once more if its replies are out, then closes */
   }
 }
 
@@ -678,7 +706,8 @@ static int setup_worker(server_t *s, worker_t *w, int i) {
   w->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   w->rbuf = malloc(RBUF_SIZE);
-  w->ids = malloc((size_t)s->cfg->max_batch * sizeof *w->ids);
+  w->ids_cap = 1024;
+  w->ids = malloc(w->ids_cap * sizeof *w->ids);
   w->st.ids = calloc(NKINDS * (size_t)(AGENT_FIRST + s->cfg->max_agents), sizeof(counter_t));
   w->wake_tag = TAG_WAKE;
   w->now_ms = w->last_sweep_ms = mono_ms();
@@ -738,6 +767,8 @@ int serve_run(const serve_config_t *cfg) {
   atomic_init(&s->next_client_id, 1);
   pthread_mutex_init(&s->lease_mu, NULL);
   s->client_log = (log_limit_t)LOG_LIMIT_INIT(10);
+  s->close_log = (log_limit_t)LOG_LIMIT_INIT(10);
+  s->accept_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->clock_log = (log_limit_t)LOG_LIMIT_INIT(10);
 
   if (cfg->log_file[0] != '\0') {

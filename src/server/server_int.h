@@ -21,7 +21,8 @@
                                        further requests wait (backpressure) */
 #define AGENT_NAME_MAX 64
 #define SWEEP_MS 100                /* timer resolution */
-#define LINGER_MS 2000              /* read-and-discard after an error reply */
+#define LINGER_MS 2000              /* read-and-discard after the last reply */
+#define SCRATCH_KEEP (1 << 20)      /* per-loop buffers larger than this are freed after use */
 
 enum proto { PROTO_HTTP, PROTO_RESP, NPROTO };
 enum id_kind { KIND_SNOWFLAKE, KIND_ULID, KIND_UUID7, NKINDS };
@@ -82,12 +83,15 @@ typedef struct conn {
   uint8_t lingering;
   uint8_t blocked;               /* replies over OUT_SOFT_LIMIT: requests wait */
   uint8_t close_reason;
+  uint8_t drain_read;            /* the drain's last read of this connection is done */
   uint32_t events;               /* the epoll mask in effect */
   struct conn *prev, *next;      /* the worker's list, for the timer sweep */
   buf_t in;                      /* a partial request (or waiting requests) */
   buf_t out;                     /* replies the kernel did not take yet */
   size_t out_off;
   int64_t req_start_ms;          /* first byte of a partial request, or 0 */
+  size_t parsed_len;             /* c->in's length when it was last found partial */
+  int64_t blocked_read_ns;       /* when requests waiting behind replies were read */
   int64_t active_ms;             /* last read or write progress */
   int64_t write_ms;              /* last write progress while replies wait */
   int64_t linger_until_ms;
@@ -110,7 +114,8 @@ typedef struct worker {
   char *rbuf;                    /* RBUF_SIZE */
   buf_t out;                     /* replies to the requests of one read */
   buf_t body;                    /* an HTTP body before its head is known */
-  uint64_t *ids;                 /* max_batch Snowflake IDs */
+  uint64_t *ids;                 /* room for ids_cap Snowflake IDs, grown on demand */
+  size_t ids_cap;
   int64_t now_ms, last_sweep_ms, paused_until_ms;
   int64_t read_ns;               /* when the current batch of requests was read */
   size_t replies;                /* requests answered in the current batch */
@@ -148,7 +153,7 @@ typedef struct server {
   char (*agent_names)[AGENT_NAME_MAX + 1];
   _Atomic uint32_t *agent_slots; /* open hash: index + 1, or 0 */
   uint32_t agent_mask;
-  log_limit_t client_log, clock_log;
+  log_limit_t client_log, close_log, accept_log, clock_log; /* one limit per kind */
 } server_t;
 
 /* ---- server.c: buffers and time ---- */
