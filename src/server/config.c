@@ -377,7 +377,7 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
   opts[SERVE_NKEYS + 3] = (struct option){0, 0, 0, 0};
 
   /* First pass: remember the flags' values (applied last) and find --config. */
-  const char *config_path = getenv("IDGEN_CONFIG"), *config_src = "IDGEN_CONFIG";
+  const char *config_path = getenv("IDGEN_CONFIG");
   char *flagval[SERVE_NKEYS] = {0};
   int opt, rc = 0;
   opterr = 0;
@@ -388,7 +388,6 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
       rc = 1;
     } else if (opt == OPT_CONFIG) {
       config_path = optarg;
-      config_src = "--config";
     } else if (opt == OPT_CHECK) {
       c->check_only = 1;
     } else if (opt >= OPT_KEY0 && opt < OPT_KEY0 + SERVE_NKEYS) {
@@ -413,7 +412,6 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
   }
   if (rc == 0 && optind < argc)
     rc = fail("", "unexpected argument \"%s\" (see idgen serve --help)", argv[optind]);
-  (void)config_src;
   if (rc == 0 && config_path != NULL && config_path[0] != '\0')
     rc = load_file(c, config_path);
   for (int k = 0; rc == 0 && k < SERVE_NKEYS; k++) {

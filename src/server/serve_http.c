@@ -53,7 +53,9 @@ static const char *date_header(worker_t *w) {
   return w->date;
 }
 
-enum { KEEP, CLOSE, CLOSE_LINGER };
+/* After a reply: keep the connection, close it, or close it because the
+ * request broke the framing (counted as a protocol close). */
+enum { KEEP, CLOSE, CLOSE_BROKEN };
 
 /* Appends a whole response to w->out. */
 static void respond(worker_t *w, conn_t *c, const http_request_t *req, int status,
@@ -77,8 +79,7 @@ static void respond(worker_t *w, conn_t *c, const http_request_t *req, int statu
   w->replies++;
   if (close != KEEP) {
     c->stop_parsing = 1;
-    c->linger_after = close == CLOSE_LINGER;
-    c->close_reason = close == CLOSE_LINGER ? CR_PROTOCOL : CR_EOF;
+    c->close_reason = close == CLOSE_BROKEN ? CR_PROTOCOL : CR_EOF;
   }
 }
 
@@ -235,13 +236,13 @@ size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
   if (head == HTTP_NEED_MORE)
     return 0;
   if (head < 0) {
-    respond_error(w, c, NULL, status, err, CLOSE_LINGER, NULL);
+    respond_error(w, c, NULL, status, err, CLOSE_BROKEN, NULL);
     return len;
   }
   if (req.content_length > cfg->max_request_bytes) {
     snprintf(err, sizeof err, "a body of %" PRId64 " bytes is over max_request_bytes (%" PRId64 ")",
              req.content_length, cfg->max_request_bytes);
-    respond_error(w, c, &req, 413, err, CLOSE_LINGER, NULL);
+    respond_error(w, c, &req, 413, err, CLOSE_BROKEN, NULL);
     return len;
   }
   int get = str_eq(&req.method, "GET");
@@ -254,18 +255,18 @@ size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
   if (!known) {
     snprintf(err, sizeof err, "no such path: %.*s", (int)(path->len > 60 ? 60 : path->len),
              path->ptr);
-    respond_error(w, c, &req, 404, err, req.content_length > 0 ? CLOSE_LINGER : KEEP, NULL);
+    respond_error(w, c, &req, 404, err, req.content_length > 0 ? CLOSE_BROKEN : KEEP, NULL);
     return req.content_length > 0 ? len : (size_t)head;
   }
   if (!get) {
     snprintf(err, sizeof err, "method %.*s not allowed: use GET",
              (int)(req.method.len > 20 ? 20 : req.method.len), req.method.ptr);
-    respond_error(w, c, &req, 405, err, req.content_length > 0 ? CLOSE_LINGER : KEEP,
+    respond_error(w, c, &req, 405, err, req.content_length > 0 ? CLOSE_BROKEN : KEEP,
                   "Allow: GET\r\n");
     return req.content_length > 0 ? len : (size_t)head;
   }
   if (req.content_length > 0) {
-    respond_error(w, c, &req, 400, "a GET request must not have a body", CLOSE_LINGER, NULL);
+    respond_error(w, c, &req, 400, "a GET request must not have a body", CLOSE_BROKEN, NULL);
     return len;
   }
   if (!req.keep_alive)

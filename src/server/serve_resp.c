@@ -296,7 +296,7 @@ size_t resp_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
     reply_err(w, c, "ERR %s", err);
     log_limited(&w->srv->client_log, "warn", "client_error", "proto=resp peer=%s reason=%s",
                 peer_text(c, (char[64]){0}), log_quote(err, strlen(err), (char[128]){0}, 128));
-    c->stop_parsing = c->linger_after = 1;
+    c->stop_parsing = 1;
     c->close_reason = CR_PROTOCOL;
     return len;
   }

@@ -301,7 +301,7 @@ static int process(worker_t *w, conn_t *c, const char *data, size_t len, int scr
       CNT_ADD(w->st.resp_err, 1);
       w->replies++;
     }
-    c->stop_parsing = c->linger_after = 1;
+    c->stop_parsing = 1;
     c->close_reason = CR_PROTOCOL;
     rest = 0;
   }

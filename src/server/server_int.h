@@ -78,8 +78,8 @@ typedef struct conn {
   int tag;                       /* TAG_CONN */
   int fd;
   uint8_t proto;
-  uint8_t stop_parsing;          /* QUIT, an error, or Connection: close */
-  uint8_t linger_after;          /* after the last reply: half-close and drain input */
+  uint8_t stop_parsing;          /* QUIT, an error, or Connection: close: after the
+                                    last reply, half-close and read until EOF */
   uint8_t lingering;
   uint8_t blocked;               /* replies over OUT_SOFT_LIMIT: requests wait */
   uint8_t close_reason;
