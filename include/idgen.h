@@ -53,7 +53,10 @@ IDGEN_API const char *idgen_version(void);
   XX(EEXHAUSTED, -7, "the layout's time field has run out")                    \
   XX(EFORKED, -8, "generator belongs to the parent process")                   \
   XX(EOVERFLOW, -9, "monotonic random bits would overflow")                    \
-  XX(ERANDOM, -10, "the random source failed")
+  XX(ERANDOM, -10, "the random source failed")                                \
+  XX(ELEASE, -11, "the worker lease is lost or cannot be shown valid")         \
+  XX(EREGISTRY, -12, "the registry failed")                                    \
+  XX(EPOOLFULL, -13, "every worker ID of the pool is held")
 
 typedef enum idgen_errno {
 #define IDGEN__ERRNO_ENUM(name, code, msg) IDGEN_##name = (code),
@@ -465,6 +468,79 @@ IDGEN_API int idgen_ulid_gen_next(idgen_ulid_gen_t *g, idgen_ulid_t *out);
 /* Same, with the time given instead of read from the clock (the last time
  * used still wins if it is later: monotonic). */
 IDGEN_API int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t unix_ms, idgen_ulid_t *out);
+
+/* ------------------------------------------------------------------------
+ * Registry: worker IDs leased across processes (SPEC section 8).
+ *
+ * A registry is opened from a URI: "static" (no coordination) or
+ * "file:DIR" (processes on one host; one lock file per worker ID under DIR,
+ * held with flock for the life of the lease, the high-water mark stored in
+ * it and fsync'ed).  Work in progress: the generator does not yet bind to a
+ * lease (DESIGN.md section 11), and postgres:// comes later.
+ */
+typedef struct idgen_registry idgen_registry_t;
+typedef struct idgen_lease idgen_lease_t;
+
+/* Opens the registry named by `uri`.  IDGEN_EINVAL with a message for an
+ * unknown scheme or a bad URI; IDGEN_EREGISTRY if it cannot be reached
+ * (file: creates DIR if needed).  Close with idgen_registry_close(). */
+IDGEN_API int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err,
+                                  size_t errlen);
+/* Closes `r`; its leases must have been released first. */
+IDGEN_API void idgen_registry_close(idgen_registry_t *r);
+
+typedef struct idgen_lease_request {
+  const idgen_layout_t *layout;
+  /* Node values by layout field index: the other node fields form the
+   * pool's namespace; the leased field's entry is ignored. */
+  const uint64_t *node;
+  /* The leased field: NULL for "worker" if the layout has one, else its
+   * only node field. */
+  const char *field;
+  /* How long acquisition may wait for a free ID's mark to fall behind the
+   * wall clock; < 0 for the default 10000. */
+  int64_t max_start_wait_ms;
+  /* An injected clock for the wall time and the start wait, or NULL. */
+  const idgen_clock_t *clock;
+} idgen_lease_request_t;
+
+/*
+ * Leases the lowest free worker ID whose high-water mark is behind the wall
+ * clock (SPEC section 8); if every free ID's mark is ahead, the one with the
+ * lowest mark, after waiting until the clock passes it (at most
+ * max_start_wait_ms).  Errors, each with a message in `err`:
+ *   IDGEN_EINVAL     no node field to lease, or `field` is not a node field;
+ *   IDGEN_EPOOLFULL  every worker ID of the pool is held (names the pool
+ *                    size and the field that limits it);
+ *   IDGEN_ECLOCK     every free ID's mark is ahead by more than the start
+ *                    wait (names how long until one can start);
+ *   IDGEN_EREGISTRY  the registry failed (names the file or server error).
+ * Thread-safe for distinct leases.  Release with idgen_lease_release().
+ */
+IDGEN_API int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req,
+                                     idgen_lease_t **out, char *err, size_t errlen);
+
+typedef struct idgen_lease_info {
+  int field;               /* layout field index of the leased field */
+  uint64_t worker;         /* its value */
+  uint64_t generation;     /* fencing generation of this grant */
+  int64_t mark_ms;         /* the recorded high-water mark: Unix ms (0: none) */
+  char holder[128];        /* "host:pid:token" */
+} idgen_lease_info_t;
+
+IDGEN_API void idgen_lease_info(const idgen_lease_t *l, idgen_lease_info_t *out);
+
+/* Records in stable storage that IDs up to Unix ms `mark_ms` may have been
+ * issued (G6); the mark never goes back (a lower value is a no-op).  Returns
+ * 0, IDGEN_ELEASE if the lease is lost (file: its lock file was removed or
+ * replaced), IDGEN_EFORKED in a child process, or IDGEN_EREGISTRY. */
+IDGEN_API int idgen_lease_record_mark(idgen_lease_t *l, int64_t mark_ms);
+
+/* Shows the lease is still held: 0, IDGEN_ELEASE, IDGEN_EFORKED. */
+IDGEN_API int idgen_lease_renew(idgen_lease_t *l);
+
+/* Gives the worker ID back (its mark stays) and frees `l` (NULL is fine). */
+IDGEN_API void idgen_lease_release(idgen_lease_t *l);
 
 #ifdef __cplusplus
 }

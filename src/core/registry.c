@@ -1,0 +1,200 @@
+/*
+ * registry.c -- opening a registry by URI scheme, choosing the leased field
+ * and its pool, and the `static` backend (SPEC section 8).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "registry_int.h"
+
+static const idgen__registry_ops_t *const backends[] = {&idgen__registry_static,
+                                                        &idgen__registry_file};
+
+int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err, size_t errlen) {
+  *out = NULL;
+  if (uri == NULL)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no URI");
+  const char *colon = strchr(uri, ':');
+  size_t slen = colon ? (size_t)(colon - uri) : strlen(uri);
+  for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
+    const idgen__registry_ops_t *ops = backends[i];
+    if (strlen(ops->scheme) != slen || strncmp(ops->scheme, uri, slen) != 0)
+      continue;
+    idgen_registry_t *r = calloc(1, sizeof *r);
+    if (r == NULL)
+      return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+    r->ops = ops;
+    int rc = ops->open(r, colon ? colon + 1 : "", err, errlen);
+    if (rc < 0) {
+      free(r);
+      return rc;
+    }
+    *out = r;
+    return 0;
+  }
+  return idgen__err(err, errlen, IDGEN_EINVAL,
+                    "registry: unknown scheme in \"%.100s\" (known: static, file:DIR)", uri);
+}
+
+void idgen_registry_close(idgen_registry_t *r) {
+  if (r == NULL)
+    return;
+  if (r->ops->close)
+    r->ops->close(r);
+  free(r->path);
+  free(r);
+}
+
+int64_t idgen__req_now_ms(const idgen_lease_request_t *req) {
+  if (req->clock)
+    return req->clock->now_ns(req->clock->ctx) / 1000000;
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+void idgen__req_sleep_ms(const idgen_lease_request_t *req, int64_t ms) {
+  if (req->clock) {
+    req->clock->sleep_ns(req->clock->ctx, ms * 1000000);
+    return;
+  }
+  struct timespec t = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+  while (nanosleep(&t, &t) != 0)
+    ;
+}
+
+/* The leased field (SPEC section 8) and the pool's namespace. */
+static int make_pool(const idgen_lease_request_t *req, idgen__pool_t *p, char *err,
+                     size_t errlen) {
+  const idgen_layout_t *l = req->layout;
+  int f = -1, nodes = 0;
+  memset(p, 0, sizeof *p);
+  for (int i = 0; i < l->nfields; i++)
+    if (l->fields[i].kind == IDGEN_FIELD_NODE) {
+      nodes++;
+      if (req->field ? strcmp(l->fields[i].name, req->field) == 0
+                     : strcmp(l->fields[i].name, "worker") == 0)
+        f = i;
+    }
+  if (nodes == 0)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: the layout has no node field to lease (a registry needs one; "
+                      "use a layout with a worker field, or no registry)");
+  if (f < 0 && req->field != NULL)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: \"%.40s\" is not a node field of the "
+                                                 "layout", req->field);
+  if (f < 0 && nodes > 1)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: the layout has %d node fields and none is named worker: name "
+                      "the one to lease (--lease-field)", nodes);
+  if (f < 0)
+    for (int i = 0; i < l->nfields; i++)
+      if (l->fields[i].kind == IDGEN_FIELD_NODE)
+        f = i;
+  p->field = f;
+  snprintf(p->field_name, sizeof p->field_name, "%s", l->fields[f].name);
+  p->size = UINT64_C(1) << l->fields[f].bits;
+  for (int i = 0; i < l->nfields; i++)
+    if (i != f && l->fields[i].kind == IDGEN_FIELD_NODE) {
+      size_t used = strlen(p->ns);
+      snprintf(p->ns + used, sizeof p->ns - used, "%s%s=%llu", used ? "," : "",
+               l->fields[i].name, (unsigned long long)(req->node ? req->node[i] : 0));
+    }
+  return 0;
+}
+
+int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req,
+                           idgen_lease_t **out, char *err, size_t errlen) {
+  *out = NULL;
+  if (r == NULL || req == NULL || req->layout == NULL)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no layout");
+  idgen_lease_t *l = calloc(1, sizeof *l);
+  if (l == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  l->r = r;
+  l->fd = -1;
+  l->fork_gen = idgen__fork_gen();
+  int rc = make_pool(req, &l->pool, err, errlen);
+  if (rc == 0) {
+    char host[64] = "localhost";
+    uint8_t tok[4] = {0};
+    gethostname(host, sizeof host - 1);
+    idgen_random_bytes(tok, sizeof tok);
+    snprintf(l->holder, sizeof l->holder, "%s:%ld:%02x%02x%02x%02x", host, (long)getpid(), tok[0],
+             tok[1], tok[2], tok[3]);
+    rc = r->ops->acquire(l, req, err, errlen);
+  }
+  if (rc < 0) {
+    free(l);
+    return rc;
+  }
+  *out = l;
+  return 0;
+}
+
+void idgen_lease_info(const idgen_lease_t *l, idgen_lease_info_t *out) {
+  memset(out, 0, sizeof *out);
+  out->field = l->pool.field;
+  out->worker = l->worker;
+  out->generation = l->generation;
+  out->mark_ms = l->mark_ms;
+  snprintf(out->holder, sizeof out->holder, "%s", l->holder);
+}
+
+int idgen_lease_record_mark(idgen_lease_t *l, int64_t mark_ms) {
+  if (l->fork_gen != idgen__fork_gen())
+    return IDGEN_EFORKED;
+  if (mark_ms <= l->mark_ms)
+    return 0;
+  return l->r->ops->mark(l, mark_ms);
+}
+
+int idgen_lease_renew(idgen_lease_t *l) {
+  if (l->fork_gen != idgen__fork_gen())
+    return IDGEN_EFORKED;
+  return l->r->ops->renew(l);
+}
+
+void idgen_lease_release(idgen_lease_t *l) {
+  if (l == NULL)
+    return;
+  if (l->fork_gen == idgen__fork_gen())
+    l->r->ops->release(l);
+  free(l);
+}
+
+/* ---- static: the node values as given; nothing is coordinated ---------- */
+
+static int static_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
+  (void)r;
+  if (rest[0] != '\0')
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: static takes no argument");
+  return 0;
+}
+
+static int static_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
+                          size_t errlen) {
+  (void)err;
+  (void)errlen;
+  l->worker = req->node ? req->node[l->pool.field] : 0;
+  l->generation = 1;
+  return 0;
+}
+
+static int static_renew(idgen_lease_t *l) {
+  (void)l;
+  return 0;
+}
+
+static int static_mark(idgen_lease_t *l, int64_t mark_ms) {
+  l->mark_ms = mark_ms; /* nowhere to keep it: uniqueness is the user's job */
+  return 0;
+}
+
+static void static_release(idgen_lease_t *l) { (void)l; }
+
+const idgen__registry_ops_t idgen__registry_static = {
+    "static", static_open, static_acquire, static_renew, static_mark, static_release, NULL};

@@ -1,0 +1,276 @@
+/*
+ * registry_file.c -- the `file:DIR` registry (SPEC section 8): processes on
+ * one host share worker IDs through lock files.
+ *
+ * DIR/<field>@<namespace>/<id>.lock holds one worker ID's record: the
+ * fencing generation, the high-water mark (Unix ms) and the last holder.  A
+ * holder keeps the file locked with flock(LOCK_EX) for the life of its
+ * lease, so a crashed process frees its ID at once (the kernel drops the
+ * lock) and its mark stays in the file.  The lock is the fence: while it is
+ * held, no other process writes the record.  Marks are written with one
+ * pwrite of a fixed-size record and fdatasync'ed before they are relied on;
+ * a lock file's directory is fsync'ed after the file is created.
+ *
+ * flock belongs to the open file description, which a forked child shares:
+ * a child would keep its parent's lock alive after the parent died.  So
+ * every held lock file's descriptor is listed, and a pthread_atfork child
+ * handler closes the child's copies (fork() only: _Fork() runs no handlers).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "registry_int.h"
+
+#define RECORD_SIZE 256
+
+/* ---- descriptors to close in a forked child ------------------------------ */
+
+#define MAX_HELD 256
+static _Atomic int held_fds[MAX_HELD]; /* fd + 1, or 0 */
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void close_held_in_child(void) {
+  for (int i = 0; i < MAX_HELD; i++) {
+    int v = atomic_exchange_explicit(&held_fds[i], 0, memory_order_relaxed);
+    if (v)
+      close(v - 1);
+  }
+}
+
+static void register_atfork(void) { pthread_atfork(NULL, NULL, close_held_in_child); }
+
+static int hold_fd(int fd) {
+  pthread_once(&atfork_once, register_atfork);
+  for (int i = 0; i < MAX_HELD; i++) {
+    int zero = 0;
+    if (atomic_compare_exchange_strong(&held_fds[i], &zero, fd + 1))
+      return 0;
+  }
+  return -1;
+}
+
+static void unhold_fd(int fd) {
+  for (int i = 0; i < MAX_HELD; i++) {
+    int want = fd + 1;
+    if (atomic_compare_exchange_strong(&held_fds[i], &want, 0))
+      return;
+  }
+}
+
+/* ---- records ------------------------------------------------------------- */
+
+static int read_record(int fd, uint64_t *gen, int64_t *mark) {
+  char buf[RECORD_SIZE + 1];
+  ssize_t n = pread(fd, buf, RECORD_SIZE, 0);
+  *gen = 0;
+  *mark = 0;
+  if (n <= 0)
+    return 0; /* a new file */
+  buf[n] = '\0';
+  unsigned long long g;
+  long long m;
+  if (sscanf(buf, "idgen-lease v1 generation=%llu mark_ms=%lld", &g, &m) != 2)
+    return -1;
+  *gen = g;
+  *mark = m;
+  return 0;
+}
+
+static int write_record(idgen_lease_t *l, int64_t mark) {
+  char buf[RECORD_SIZE];
+  memset(buf, ' ', sizeof buf);
+  int n = snprintf(buf, sizeof buf, "idgen-lease v1 generation=%" PRIu64 " mark_ms=%" PRId64
+                                    " holder=%s",
+                   l->generation, mark, l->holder);
+  if (n > 0 && n < RECORD_SIZE)
+    buf[n] = ' ';
+  buf[RECORD_SIZE - 1] = '\n';
+  if (pwrite(l->fd, buf, sizeof buf, 0) != (ssize_t)sizeof buf || fdatasync(l->fd) < 0)
+    return IDGEN_EREGISTRY;
+  l->mark_ms = mark;
+  return 0;
+}
+
+/* ---- directories ---------------------------------------------------------- */
+
+static void fsync_dir(const char *path) {
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+}
+
+/* mkdir -p, fsync'ing the parent of every directory it creates. */
+static int make_dirs(const char *path) {
+  char buf[1024];
+  size_t n = strlen(path);
+  if (n == 0 || n >= sizeof buf)
+    return -1;
+  memcpy(buf, path, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] != '/' && buf[i] != '\0')
+      continue;
+    char save = buf[i];
+    buf[i] = '\0';
+    if (mkdir(buf, 0755) == 0) {
+      char *slash = strrchr(buf, '/');
+      if (slash == buf)
+        fsync_dir("/");
+      else if (slash) {
+        *slash = '\0';
+        fsync_dir(buf);
+        *slash = '/';
+      } else {
+        fsync_dir(".");
+      }
+    } else if (errno != EEXIST) {
+      return -1;
+    }
+    buf[i] = save;
+  }
+  return 0;
+}
+
+/* ---- the backend --------------------------------------------------------- */
+
+static int file_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
+  if (rest[0] == '\0')
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: file: needs a directory (file:DIR)");
+  if (strlen(rest) > 512)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: file: directory name too long");
+  if (make_dirs(rest) < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot create %s: %s", rest,
+                      strerror(errno));
+  r->path = strdup(rest);
+  return r->path ? 0 : IDGEN_ENOMEM;
+}
+
+/* Opens (creating if needed) and tries to lock one worker ID's file:
+ * the fd, or -1 if another holder has it, or -2 with errno on failure. */
+static int try_id(const char *dir, uint64_t id, char *path, size_t pathlen) {
+  snprintf(path, pathlen, "%s/%" PRIu64 ".lock", dir, id);
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd >= 0)
+    fsync_dir(dir); /* the new name is durable before the lock means anything */
+  else if (errno == EEXIST)
+    fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0)
+    return -2;
+  if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return e == EWOULDBLOCK ? -1 : -2;
+  }
+  return fd;
+}
+
+static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
+                        size_t errlen) {
+  const idgen__pool_t *p = &l->pool;
+  char dir[1024], path[1100], best_path[1100] = "";
+  snprintf(dir, sizeof dir, "%s/%s@%s", l->r->path, p->field_name, p->ns[0] ? p->ns : "-");
+  if (make_dirs(dir) < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot create %s: %s", dir,
+                      strerror(errno));
+  int64_t now = idgen__req_now_ms(req);
+  int best_fd = -1;
+  uint64_t best_id = 0, best_gen = 0;
+  int64_t best_mark = 0;
+  for (uint64_t id = 0; id < p->size; id++) {
+    int fd = try_id(dir, id, path, sizeof path);
+    if (fd == -1)
+      continue;
+    if (fd == -2) {
+      if (best_fd >= 0)
+        close(best_fd);
+      return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", path, strerror(errno));
+    }
+    uint64_t gen;
+    int64_t mark;
+    if (read_record(fd, &gen, &mark) < 0) {
+      close(fd);
+      if (best_fd >= 0)
+        close(best_fd);
+      return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                        "registry: %s is not an idgen lease file (refusing to guess its mark)",
+                        path);
+    }
+    if (best_fd < 0 || mark < best_mark) {
+      if (best_fd >= 0)
+        close(best_fd);
+      best_fd = fd;
+      best_id = id;
+      best_gen = gen;
+      best_mark = mark;
+      snprintf(best_path, sizeof best_path, "%s", path);
+    } else {
+      close(fd);
+    }
+    if (best_mark < now)
+      break; /* the lowest free ID whose mark is behind the clock */
+  }
+  if (best_fd < 0)
+    return idgen__err(err, errlen, IDGEN_EPOOLFULL,
+                      "registry: the pool is full: all %" PRIu64 " worker IDs of field \"%s\" (%d "
+                      "bits)%s%s are held",
+                      p->size, p->field_name, (int)__builtin_ctzll(p->size),
+                      p->ns[0] ? " for " : "", p->ns);
+  if (best_mark >= now) {
+    int64_t wait = best_mark - now + 1;
+    int64_t max = req->max_start_wait_ms < 0 ? 10000 : req->max_start_wait_ms;
+    if (wait > max) {
+      close(best_fd);
+      return idgen__err(err, errlen, IDGEN_ECLOCK,
+                        "registry: every free worker ID has a mark ahead of the wall clock; the "
+                        "nearest (%s %" PRIu64 ") can start in %" PRId64
+                        " ms, more than max_start_wait_ms (%" PRId64 ")",
+                        p->field_name, best_id, wait, max);
+    }
+    idgen__req_sleep_ms(req, wait);
+  }
+  l->fd = best_fd;
+  l->worker = best_id;
+  l->generation = best_gen + 1;
+  snprintf(l->path, sizeof l->path, "%s", best_path);
+  if (write_record(l, best_mark) < 0 || hold_fd(best_fd) < 0) {
+    int e = errno;
+    close(best_fd);
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot write %s: %s", best_path,
+                      strerror(e));
+  }
+  return 0;
+}
+
+static int file_renew(idgen_lease_t *l) {
+  struct stat a, b;
+  if (fstat(l->fd, &a) < 0 || stat(l->path, &b) < 0 || a.st_dev != b.st_dev ||
+      a.st_ino != b.st_ino)
+    return IDGEN_ELEASE; /* the lock file was removed or replaced: someone else may lock it */
+  return 0;
+}
+
+static int file_mark(idgen_lease_t *l, int64_t mark_ms) {
+  int rc = file_renew(l);
+  return rc < 0 ? rc : write_record(l, mark_ms);
+}
+
+static void file_release(idgen_lease_t *l) {
+  unhold_fd(l->fd);
+  close(l->fd); /* drops the lock; the record, and its mark, stay */
+  l->fd = -1;
+}
+
+const idgen__registry_ops_t idgen__registry_file = {
+    "file", file_open, file_acquire, file_renew, file_mark, file_release, NULL};

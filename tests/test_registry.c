@@ -1,0 +1,306 @@
+/*
+ * test_registry.c -- the registry's file: backend and the choice of pool
+ * (SPEC section 8): lowest free ID, marks that survive, the start wait, a
+ * full pool, namespaces, many processes, a killed holder, a forked child.
+ * Work in progress: the generator does not bind to a lease yet.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char dir[256];
+static char uri[300];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/idgen-registry-test-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  snprintf(uri, sizeof uri, "file:%s/reg", dir);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static idgen_layout_t layout(const char *spec) {
+  idgen_layout_t l;
+  char err[200];
+  assert_int_equal(idgen_layout_parse(&l, spec, err, sizeof err), 0);
+  return l;
+}
+
+/* Acquires in `r` on layout l with datacenter-like node values; asserts success. */
+static idgen_lease_t *take(idgen_registry_t *r, const idgen_layout_t *l, const uint64_t *node,
+                           const idgen_clock_t *clock) {
+  idgen_lease_request_t req = {l, node, NULL, -1, clock};
+  idgen_lease_t *lease = NULL;
+  char err[300];
+  int rc = idgen_registry_acquire(r, &req, &lease, err, sizeof err);
+  if (rc != 0)
+    fail_msg("acquire: %s", err);
+  return lease;
+}
+
+static uint64_t worker_of(const idgen_lease_t *l) {
+  idgen_lease_info_t i;
+  idgen_lease_info(l, &i);
+  return i.worker;
+}
+
+static void test_open_errors(void **state) {
+  (void)state;
+  idgen_registry_t *r;
+  char err[300];
+  assert_int_equal(idgen_registry_open(&r, "nosuch:x", err, sizeof err), IDGEN_EINVAL);
+  assert_non_null(strstr(err, "unknown scheme"));
+  assert_int_equal(idgen_registry_open(&r, "file:", err, sizeof err), IDGEN_EINVAL);
+  assert_non_null(strstr(err, "needs a directory"));
+  assert_int_equal(idgen_registry_open(&r, "file:/proc/nope/x", err, sizeof err),
+                   IDGEN_EREGISTRY);
+  assert_int_equal(idgen_registry_open(&r, "static", err, sizeof err), 0);
+  idgen_registry_close(r);
+}
+
+static void test_field_choice(void **state) {
+  (void)state;
+  idgen_registry_t *r;
+  char err[300];
+  assert_int_equal(idgen_registry_open(&r, uri, err, sizeof err), 0);
+  idgen_layout_t masto = layout("mastodon"), two = layout("time:41,a:5,b:5,sequence:12");
+  idgen_layout_t sony = layout("sonyflake");
+  idgen_lease_request_t req = {&masto, NULL, NULL, -1, NULL};
+  idgen_lease_t *l;
+  assert_int_equal(idgen_registry_acquire(r, &req, &l, err, sizeof err), IDGEN_EINVAL);
+  assert_non_null(strstr(err, "no node field to lease"));
+  req.layout = &two;
+  assert_int_equal(idgen_registry_acquire(r, &req, &l, err, sizeof err), IDGEN_EINVAL);
+  assert_non_null(strstr(err, "2 node fields and none is named worker"));
+  req.field = "c";
+  assert_int_equal(idgen_registry_acquire(r, &req, &l, err, sizeof err), IDGEN_EINVAL);
+  req.field = "b";
+  assert_int_equal(idgen_registry_acquire(r, &req, &l, err, sizeof err), 0);
+  idgen_lease_info_t info;
+  idgen_lease_info(l, &info);
+  assert_int_equal(info.field, idgen_layout_field_index(&two, "b"));
+  idgen_lease_release(l);
+  /* sonyflake's only node field is leased without naming it */
+  req.layout = &sony;
+  req.field = NULL;
+  assert_int_equal(idgen_registry_acquire(r, &req, &l, err, sizeof err), 0);
+  idgen_lease_info(l, &info);
+  assert_int_equal(info.field, idgen_layout_field_index(&sony, "machine"));
+  idgen_lease_release(l);
+  idgen_registry_close(r);
+}
+
+static void test_lowest_free_and_marks(void **state) {
+  (void)state;
+  idgen_registry_t *r;
+  char err[300];
+  tu_clock_t ck;
+  tu_clock_init(&ck, 1800000000000);
+  assert_int_equal(idgen_registry_open(&r, uri, err, sizeof err), 0);
+  idgen_layout_t tw = layout("twitter");
+  uint64_t node[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  node[idgen_layout_field_index(&tw, "datacenter")] = 1;
+  idgen_lease_t *a = take(r, &tw, node, &ck.clock), *b = take(r, &tw, node, &ck.clock);
+  assert_int_equal(worker_of(a), 0);
+  assert_int_equal(worker_of(b), 1);
+  idgen_lease_info_t ia;
+  idgen_lease_info(a, &ia);
+  assert_int_equal(ia.generation, 1);
+  assert_int_equal(ia.mark_ms, 0);
+  /* a mark survives the release; the next holder sees it, one generation on */
+  assert_int_equal(idgen_lease_record_mark(a, 1800000000500), 0);
+  assert_int_equal(idgen_lease_record_mark(a, 1800000000100), 0); /* never back */
+  assert_int_equal(idgen_lease_renew(a), 0);
+  idgen_lease_release(a);
+  tu_clock_add_ms(&ck, 1000); /* the mark is now behind the clock */
+  idgen_lease_t *c = take(r, &tw, node, &ck.clock);
+  idgen_lease_info(c, &ia);
+  assert_int_equal(ia.worker, 0);
+  assert_int_equal(ia.generation, 2);
+  assert_int_equal(ia.mark_ms, 1800000000500);
+  /* another namespace is another pool */
+  node[idgen_layout_field_index(&tw, "datacenter")] = 2;
+  idgen_lease_t *d = take(r, &tw, node, &ck.clock);
+  assert_int_equal(worker_of(d), 0);
+  idgen_lease_release(b);
+  idgen_lease_release(c);
+  idgen_lease_release(d);
+  idgen_registry_close(r);
+}
+
+static void test_start_wait_and_full_pool(void **state) {
+  (void)state;
+  idgen_registry_t *r;
+  char err[300];
+  tu_clock_t ck;
+  tu_clock_init(&ck, 1800000000000);
+  assert_int_equal(idgen_registry_open(&r, uri, err, sizeof err), 0);
+  idgen_layout_t l = layout("time:41,worker:1,sequence:12"); /* a pool of 2 */
+  idgen_lease_t *a = take(r, &l, NULL, &ck.clock), *b = take(r, &l, NULL, &ck.clock);
+  idgen_lease_request_t req = {&l, NULL, NULL, -1, &ck.clock};
+  idgen_lease_t *x;
+  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), IDGEN_EPOOLFULL);
+  assert_non_null(strstr(err, "all 2 worker IDs of field \"worker\" (1 bits)"));
+  /* both marks ahead: 300 ms and 5 s; the lower one is taken after a wait */
+  assert_int_equal(idgen_lease_record_mark(a, 1800000005000), 0);
+  assert_int_equal(idgen_lease_record_mark(b, 1800000000300), 0);
+  idgen_lease_release(a);
+  idgen_lease_release(b);
+  req.max_start_wait_ms = 100;
+  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), IDGEN_ECLOCK);
+  assert_non_null(strstr(err, "the nearest (worker 1) can start in 301 ms"));
+  req.max_start_wait_ms = 1000;
+  int64_t before = tu_clock_ms(&ck);
+  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), 0);
+  assert_int_equal(worker_of(x), 1);
+  assert_int_equal(tu_clock_ms(&ck) - before, 301); /* waited on the injected clock */
+  idgen_lease_release(x);
+  idgen_registry_close(r);
+}
+
+/* A child holds on until this end of `ctl` closes: when the test is done
+ * with it, or when the test process dies (a failed assertion leaves no
+ * orphan behind to hold the test's output open). */
+static void hold_until_eof(int ctl_read) {
+  char c;
+  while (read(ctl_read, &c, 1) > 0)
+    ;
+}
+
+/* 32 processes at once: each holds a distinct ID while the others run. */
+static void test_many_processes_and_kill(void **state) {
+  (void)state;
+  enum { N = 32 };
+  idgen_layout_t tw = layout("twitter");
+  int fds[N][2], ctl[2];
+  pid_t pids[N];
+  assert_int_equal(pipe(ctl), 0);
+  for (int i = 0; i < N; i++) {
+    assert_int_equal(pipe(fds[i]), 0);
+    pids[i] = fork();
+    assert_true(pids[i] >= 0);
+    if (pids[i] == 0) {
+      idgen_registry_t *r;
+      char err[300];
+      idgen_lease_t *l = NULL;
+      idgen_lease_request_t req = {&tw, NULL, NULL, -1, NULL};
+      uint64_t w = UINT64_MAX;
+      if (idgen_registry_open(&r, uri, err, sizeof err) == 0 &&
+          idgen_registry_acquire(r, &req, &l, err, sizeof err) == 0)
+        w = worker_of(l);
+      if (write(fds[i][1], &w, sizeof w) != sizeof w)
+        _exit(2);
+      close(ctl[1]);
+      hold_until_eof(ctl[0]);
+      _exit(0);
+    }
+    close(fds[i][1]);
+  }
+  unsigned char seen[1024] = {0};
+  uint64_t w[N];
+  for (int i = 0; i < N; i++) {
+    assert_int_equal(read(fds[i][0], &w[i], sizeof w[i]), sizeof w[i]);
+    assert_true(w[i] < 1024);
+    assert_int_equal(seen[w[i]]++, 0); /* distinct while all are alive */
+    close(fds[i][0]);
+  }
+  /* kill -9 one holder: its ID is free at once, and it is the lowest */
+  int victim = 0;
+  for (int i = 1; i < N; i++)
+    if (w[i] < w[victim])
+      victim = i;
+  kill(pids[victim], SIGKILL);
+  waitpid(pids[victim], NULL, 0);
+  idgen_registry_t *r;
+  char err[300];
+  assert_int_equal(idgen_registry_open(&r, uri, err, sizeof err), 0);
+  idgen_lease_t *l = take(r, &tw, NULL, NULL);
+  assert_int_equal(worker_of(l), w[victim]);
+  idgen_lease_release(l);
+  idgen_registry_close(r);
+  close(ctl[1]); /* the others exit */
+  close(ctl[0]);
+  for (int i = 0; i < N; i++)
+    if (i != victim)
+      waitpid(pids[i], NULL, 0);
+}
+
+/* A forked child must not keep its parent's lock alive, nor write marks. */
+static void test_fork_does_not_leak_the_lock(void **state) {
+  (void)state;
+  idgen_registry_t *r;
+  char err[300];
+  idgen_layout_t tw = layout("twitter");
+  assert_int_equal(idgen_registry_open(&r, uri, err, sizeof err), 0);
+  idgen_lease_t *l = take(r, &tw, NULL, NULL);
+  assert_int_equal(worker_of(l), 0);
+  int p[2], ctl[2];
+  assert_int_equal(pipe(p), 0);
+  assert_int_equal(pipe(ctl), 0);
+  pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    char ok = idgen_lease_record_mark(l, 1) == IDGEN_EFORKED ? 'y' : 'n';
+    if (write(p[1], &ok, 1) != 1)
+      _exit(2);
+    close(ctl[1]);
+    hold_until_eof(ctl[0]);
+    _exit(0);
+  }
+  close(ctl[0]);
+  char ok = 0;
+  assert_int_equal(read(p[0], &ok, 1), 1);
+  assert_int_equal(ok, 'y');
+  idgen_lease_release(l); /* the child lives on: the ID must be free all the same */
+  l = take(r, &tw, NULL, NULL);
+  assert_int_equal(worker_of(l), 0);
+  idgen_lease_release(l);
+  close(ctl[1]); /* the child exits */
+  waitpid(child, NULL, 0);
+  close(p[0]);
+  close(p[1]);
+  idgen_registry_close(r);
+}
+
+/* A lock file removed under a holder: the lease is no longer shown valid. */
+static void test_removed_lock_file(void **state) {
+  (void)state;
+  idgen_registry_t *r;
+  char err[300], path[600];
+  idgen_layout_t tw = layout("twitter");
+  assert_int_equal(idgen_registry_open(&r, uri, err, sizeof err), 0);
+  idgen_lease_t *l = take(r, &tw, NULL, NULL);
+  snprintf(path, sizeof path, "%s/reg/worker@datacenter=0/0.lock", dir);
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(idgen_lease_renew(l), IDGEN_ELEASE);
+  assert_int_equal(idgen_lease_record_mark(l, 5), IDGEN_ELEASE);
+  idgen_lease_release(l);
+  idgen_registry_close(r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_field_choice, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_lowest_free_and_marks, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_start_wait_and_full_pool, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_many_processes_and_kill, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fork_does_not_leak_the_lock, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_removed_lock_file, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
