@@ -375,6 +375,23 @@ def http_req(path, method="GET", headers=(), version="1.1"):
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
+def http_then_eof(port, data, eof_timeout=2):
+    """Sends raw bytes on a new HTTP connection; returns (the first response
+    or the exception met reading it, whether the daemon then closed, the
+    bytes that came after the response)."""
+    c = Conn(port)
+    try:
+        c.send(data)
+        try:
+            r = c.http()
+        except Exception as e:  # noqa: BLE001
+            r = e
+        closed = c.read_to_eof(eof_timeout)
+        return r, closed, c.buf
+    finally:
+        c.close()
+
+
 def resp_cmd(*args):
     out = [b"*%d\r\n" % len(args)]
     for a in args:
@@ -669,17 +686,11 @@ def group_http_routes(d):
               ok, "%r %r" % (r1, r2))
         c.close()
     # ... while a 405 with a body closes it
-    c = Conn(d.http)
-    c.send(b"POST /id HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc" + http_req("/health"))
-    try:
-        r = c.http()
-    except Exception as e:  # noqa: BLE001
-        r = e
-    closed = c.read_to_eof(2)
+    r, closed, rest = http_then_eof(d.http, b"POST /id HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+                                    + http_req("/health"))
     check("POST /id with a body: 405, then closed (nothing after it answered)",
-          isinstance(r, HttpResp) and r.status == 405 and closed and c.buf == b"", "%r then %s closed=%s" % (
-              r, short(c.buf), closed))
-    c.close()
+          isinstance(r, HttpResp) and r.status == 405 and closed and rest == b"", "%r then %s closed=%s" % (
+              r, short(rest), closed))
 
     # agents
     m0, _ = get_metrics(d)
@@ -899,16 +910,9 @@ def group_keepalive(d):
     c.close()
 
     # HTTP/1.0: closes by default, keeps alive when asked
-    c = Conn(d.http)
-    c.send(b"GET /health HTTP/1.0\r\n\r\n")
-    try:
-        r = c.http()
-        ok = r.status == 200
-    except Exception as e:  # noqa: BLE001
-        ok, r = False, e
-    closed = c.read_to_eof(2)
-    check("HTTP/1.0 without keep-alive: answered, then closed", ok and closed, repr(r))
-    c.close()
+    r, closed, _ = http_then_eof(d.http, b"GET /health HTTP/1.0\r\n\r\n")
+    check("HTTP/1.0 without keep-alive: answered, then closed",
+          isinstance(r, HttpResp) and r.status == 200 and closed, repr(r))
     c = Conn(d.http)
     try:
         c.send(b"GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
@@ -963,16 +967,9 @@ def group_http_abuse(d):
         c.close()
     served(d, "HTTP abuse")
     # a well-formed request pipelined behind a bad one is not answered
-    c = Conn(d.http)
-    c.send(b"GET id HTTP/1.1\r\n\r\n" + http_req("/health"))
-    try:
-        r = c.http()
-    except Exception as e:  # noqa: BLE001
-        r = e
-    closed = c.read_to_eof(2)
+    r, closed, rest = http_then_eof(d.http, b"GET id HTTP/1.1\r\n\r\n" + http_req("/health"))
     check("HTTP: nothing is answered after a 400 on the same connection",
-          isinstance(r, HttpResp) and r.status == 400 and closed and c.buf == b"", "%r rest %s" % (r, short(c.buf)))
-    c.close()
+          isinstance(r, HttpResp) and r.status == 400 and closed and rest == b"", "%r rest %s" % (r, short(rest)))
     # connections dropped mid-request: the daemon goes on
     for part in (b"GET /id HTTP/1.1\r\nHo", b"GET /id?count=1000 HTTP/1.1\r\n\r\n"):
         s = socket.create_connection((HOST, d.http))
@@ -1291,15 +1288,8 @@ def group_resp_abuse(d):
         ok = False
     check("HTTP request on the RESP port: only -ERR replies", ok, short(c.buf))
     c.close()
-    c = Conn(d.http)
-    c.send(b"*1\r\n$4\r\nPING\r\n\r\n")
-    try:
-        r = c.http()
-    except Exception as e:  # noqa: BLE001
-        r = e
-    closed = c.read_to_eof(2)
+    r, closed, _ = http_then_eof(d.http, b"*1\r\n$4\r\nPING\r\n\r\n")
     check("RESP on the HTTP port: 400 and closed", isinstance(r, HttpResp) and r.status == 400 and closed, repr(r))
-    c.close()
     served(d, "cross-protocol requests")
 
 
