@@ -292,6 +292,34 @@ static void test_removed_lock_file(void **state) {
   idgen_registry_close(r);
 }
 
+/* A record that is not whole and valid is never guessed at: its ID is
+ * skipped, and only when nothing else is free is it reported. */
+static void test_bad_records(void **state) {
+  (void)state;
+  idgen_registry_t *r;
+  char err[300], path[600];
+  idgen_layout_t l = layout("time:41,worker:1,sequence:12"); /* a pool of 2 */
+  assert_int_equal(idgen_registry_open(&r, uri, err, sizeof err), 0);
+  idgen_lease_t *a = take(r, &l, NULL, NULL); /* creates the pool's directory */
+  idgen_lease_release(a);
+  snprintf(path, sizeof path, "%s/reg/worker@-/0.lock", dir);
+  const char *bad[] = {"garbage\n", "idgen-lease v1 generation=7 mark_ms=18"};
+  for (int i = 0; i < 2; i++) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(bad[i], f);
+    fclose(f);
+    idgen_lease_t *x = take(r, &l, NULL, NULL);
+    assert_int_equal(worker_of(x), 1); /* 0 is skipped, not read as mark 0 */
+    idgen_lease_request_t req = {&l, NULL, NULL, -1, NULL};
+    idgen_lease_t *y;
+    assert_int_equal(idgen_registry_acquire(r, &req, &y, err, sizeof err), IDGEN_EREGISTRY);
+    assert_non_null(strstr(err, "is not a valid idgen lease record"));
+    idgen_lease_release(x);
+  }
+  idgen_registry_close(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
@@ -301,6 +329,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_many_processes_and_kill, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fork_does_not_leak_the_lock, setup, teardown),
       cmocka_unit_test_setup_teardown(test_removed_lock_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bad_records, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,15 +13,17 @@
  *
  * flock belongs to the open file description, which a forked child shares:
  * a child would keep its parent's lock alive after the parent died.  So
- * every held lock file's descriptor is listed, and a pthread_atfork child
- * handler closes the child's copies (fork() only: _Fork() runs no handlers).
+ * every lock file's descriptor is listed from open to close, and a
+ * pthread_atfork child handler closes the child's copies (fork() only:
+ * _Fork() runs no handlers).  Lock files must never be deleted: a holder
+ * of a deleted file would not conflict with the next one (it notices at its
+ * next renewal or mark write, IDGEN_ELEASE), and the mark would be lost.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,50 +38,71 @@
 /* ---- descriptors to close in a forked child ------------------------------ */
 
 #define MAX_HELD 256
-static _Atomic int held_fds[MAX_HELD]; /* fd + 1, or 0 */
+static int held_fds[MAX_HELD]; /* fd + 1, or 0; guarded by held_mu */
+static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
-static void close_held_in_child(void) {
-  for (int i = 0; i < MAX_HELD; i++) {
-    int v = atomic_exchange_explicit(&held_fds[i], 0, memory_order_relaxed);
-    if (v)
-      close(v - 1);
-  }
+/* fork() while a descriptor is between open and listed, or between unlisted
+ * and closed, would leak a lock (or close a reused number) in the child:
+ * both steps happen under held_mu, which fork() takes first. */
+static void held_prepare(void) { pthread_mutex_lock(&held_mu); }
+static void held_parent(void) { pthread_mutex_unlock(&held_mu); }
+static void held_child(void) {
+  for (int i = 0; i < MAX_HELD; i++)
+    if (held_fds[i]) {
+      close(held_fds[i] - 1);
+      held_fds[i] = 0;
+    }
+  pthread_mutex_unlock(&held_mu);
 }
 
-static void register_atfork(void) { pthread_atfork(NULL, NULL, close_held_in_child); }
+static void register_atfork(void) { pthread_atfork(held_prepare, held_parent, held_child); }
 
-static int hold_fd(int fd) {
+/* open(2), and list the descriptor to be closed in forked children.
+ * -1 with errno (EMFILE when more than MAX_HELD are listed). */
+static int open_held(const char *path, int flags) {
   pthread_once(&atfork_once, register_atfork);
-  for (int i = 0; i < MAX_HELD; i++) {
-    int zero = 0;
-    if (atomic_compare_exchange_strong(&held_fds[i], &zero, fd + 1))
-      return 0;
-  }
-  return -1;
+  pthread_mutex_lock(&held_mu);
+  int slot = -1;
+  for (int i = 0; i < MAX_HELD && slot < 0; i++)
+    if (held_fds[i] == 0)
+      slot = i;
+  int fd = slot < 0 ? (errno = EMFILE, -1) : open(path, flags, 0644);
+  if (fd >= 0)
+    held_fds[slot] = fd + 1;
+  pthread_mutex_unlock(&held_mu);
+  return fd;
 }
 
-static void unhold_fd(int fd) {
-  for (int i = 0; i < MAX_HELD; i++) {
-    int want = fd + 1;
-    if (atomic_compare_exchange_strong(&held_fds[i], &want, 0))
-      return;
-  }
+static void close_held(int fd) {
+  pthread_mutex_lock(&held_mu);
+  for (int i = 0; i < MAX_HELD; i++)
+    if (held_fds[i] == fd + 1)
+      held_fds[i] = 0;
+  close(fd);
+  pthread_mutex_unlock(&held_mu);
 }
 
 /* ---- records ------------------------------------------------------------- */
 
+/* Reads a record: 0 with *gen and *mark (both 0 for a new, empty file), or
+ * -1 if the file cannot be read or is not a whole, valid record (it is then
+ * never guessed at: a wrong mark could repeat IDs). */
 static int read_record(int fd, uint64_t *gen, int64_t *mark) {
   char buf[RECORD_SIZE + 1];
-  ssize_t n = pread(fd, buf, RECORD_SIZE, 0);
+  ssize_t n = pread(fd, buf, RECORD_SIZE + 1, 0);
   *gen = 0;
   *mark = 0;
-  if (n <= 0)
-    return 0; /* a new file */
-  buf[n] = '\0';
+  if (n == 0)
+    return 0;
+  if (n != RECORD_SIZE || buf[RECORD_SIZE - 1] != '\n')
+    return -1;
+  buf[RECORD_SIZE] = '\0';
   unsigned long long g;
   long long m;
-  if (sscanf(buf, "idgen-lease v1 generation=%llu mark_ms=%lld", &g, &m) != 2)
+  int end = 0;
+  if (sscanf(buf, "idgen-lease v1 generation=%llu mark_ms=%lld holder=%n", &g, &m, &end) != 2 ||
+      end == 0 || m < 0)
     return -1;
   *gen = g;
   *mark = m;
@@ -95,6 +118,8 @@ static int write_record(idgen_lease_t *l, int64_t mark) {
   if (n > 0 && n < RECORD_SIZE)
     buf[n] = ' ';
   buf[RECORD_SIZE - 1] = '\n';
+  /* The whole record is rewritten every time, so a failed fdatasync cannot
+   * leave an earlier write silently undurable behind a later success. */
   if (pwrite(l->fd, buf, sizeof buf, 0) != (ssize_t)sizeof buf || fdatasync(l->fd) < 0)
     return IDGEN_EREGISTRY;
   l->mark_ms = mark;
@@ -103,12 +128,13 @@ static int write_record(idgen_lease_t *l, int64_t mark) {
 
 /* ---- directories ---------------------------------------------------------- */
 
-static void fsync_dir(const char *path) {
+static int fsync_dir(const char *path) {
   int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    fsync(fd);
-    close(fd);
-  }
+  if (fd < 0)
+    return -1;
+  int rc = fsync(fd);
+  close(fd);
+  return rc;
 }
 
 /* mkdir -p, fsync'ing the parent of every directory it creates. */
@@ -157,30 +183,41 @@ static int file_open(idgen_registry_t *r, const char *rest, char *err, size_t er
 }
 
 /* Opens (creating if needed) and tries to lock one worker ID's file:
- * the fd, or -1 if another holder has it, or -2 with errno on failure. */
+ * the fd, or -1 if another holder has it, or -2 with errno on failure.
+ * After the lock is taken, the file must still be the one at `path`: if it
+ * was removed or replaced between open and flock, the lock is on a file
+ * nobody else will look at, so try again. */
 static int try_id(const char *dir, uint64_t id, char *path, size_t pathlen) {
-  snprintf(path, pathlen, "%s/%" PRIu64 ".lock", dir, id);
-  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd >= 0)
-    fsync_dir(dir); /* the new name is durable before the lock means anything */
-  else if (errno == EEXIST)
-    fd = open(path, O_RDWR | O_CLOEXEC);
-  if (fd < 0)
+  if ((size_t)snprintf(path, pathlen, "%s/%" PRIu64 ".lock", dir, id) >= pathlen) {
+    errno = ENAMETOOLONG;
     return -2;
-  if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-    int e = errno;
-    close(fd);
-    errno = e;
-    return e == EWOULDBLOCK ? -1 : -2;
   }
-  return fd;
+  for (int attempt = 0; attempt < 8; attempt++) {
+    int fd = open_held(path, O_RDWR | O_CREAT | O_CLOEXEC);
+    if (fd < 0)
+      return -2;
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+      int e = errno;
+      close_held(fd);
+      errno = e;
+      return e == EWOULDBLOCK ? -1 : -2;
+    }
+    struct stat a, b;
+    if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+      return fd;
+    close_held(fd);
+  }
+  errno = ESTALE;
+  return -2;
 }
 
 static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
                         size_t errlen) {
   const idgen__pool_t *p = &l->pool;
-  char dir[1024], path[1100], best_path[1100] = "";
-  snprintf(dir, sizeof dir, "%s/%s@%s", l->r->path, p->field_name, p->ns[0] ? p->ns : "-");
+  char dir[1024], path[1100], best_path[1100] = "", bad[1100] = "";
+  if ((size_t)snprintf(dir, sizeof dir, "%s/%s@%s", l->r->path, p->field_name,
+                       p->ns[0] ? p->ns : "-") >= sizeof dir)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: pool path too long");
   if (make_dirs(dir) < 0)
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot create %s: %s", dir,
                       strerror(errno));
@@ -193,45 +230,50 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
     if (fd == -1)
       continue;
     if (fd == -2) {
+      int e = errno;
       if (best_fd >= 0)
-        close(best_fd);
-      return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", path, strerror(errno));
+        close_held(best_fd);
+      return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", path, strerror(e));
     }
     uint64_t gen;
     int64_t mark;
-    if (read_record(fd, &gen, &mark) < 0) {
-      close(fd);
-      if (best_fd >= 0)
-        close(best_fd);
-      return idgen__err(err, errlen, IDGEN_EREGISTRY,
-                        "registry: %s is not an idgen lease file (refusing to guess its mark)",
-                        path);
+    if (read_record(fd, &gen, &mark) < 0) { /* never guess a mark: skip this ID */
+      close_held(fd);
+      snprintf(bad, sizeof bad, "%s", path);
+      continue;
     }
     if (best_fd < 0 || mark < best_mark) {
       if (best_fd >= 0)
-        close(best_fd);
+        close_held(best_fd);
       best_fd = fd;
       best_id = id;
       best_gen = gen;
       best_mark = mark;
       snprintf(best_path, sizeof best_path, "%s", path);
     } else {
-      close(fd);
+      close_held(fd);
     }
     if (best_mark < now)
       break; /* the lowest free ID whose mark is behind the clock */
   }
+  if (best_fd < 0 && bad[0])
+    return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      "registry: no usable worker ID: %s is not a valid idgen lease record "
+                      "(refusing to guess its mark) and the others are held",
+                      bad);
   if (best_fd < 0)
     return idgen__err(err, errlen, IDGEN_EPOOLFULL,
                       "registry: the pool is full: all %" PRIu64 " worker IDs of field \"%s\" (%d "
                       "bits)%s%s are held",
                       p->size, p->field_name, (int)__builtin_ctzll(p->size),
                       p->ns[0] ? " for " : "", p->ns);
-  if (best_mark >= now) {
+  /* Start above the mark: wait, reading the wall clock again after each
+   * sleep (a sleep is measured on another clock), at most max_start_wait. */
+  int64_t max = req->max_start_wait_ms < 0 ? 10000 : req->max_start_wait_ms, waited = 0;
+  while (best_mark >= now) {
     int64_t wait = best_mark - now + 1;
-    int64_t max = req->max_start_wait_ms < 0 ? 10000 : req->max_start_wait_ms;
-    if (wait > max) {
-      close(best_fd);
+    if (waited + wait > max) {
+      close_held(best_fd);
       return idgen__err(err, errlen, IDGEN_ECLOCK,
                         "registry: every free worker ID has a mark ahead of the wall clock; the "
                         "nearest (%s %" PRIu64 ") can start in %" PRId64
@@ -239,16 +281,24 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
                         p->field_name, best_id, wait, max);
     }
     idgen__req_sleep_ms(req, wait);
+    waited += wait;
+    now = idgen__req_now_ms(req);
   }
   l->fd = best_fd;
   l->worker = best_id;
   l->generation = best_gen + 1;
   snprintf(l->path, sizeof l->path, "%s", best_path);
-  if (write_record(l, best_mark) < 0 || hold_fd(best_fd) < 0) {
+  /* The record is relied on from here: its file's name must be durable too,
+   * whoever created it (a creator may have died before its own fsync). */
+  int rc = write_record(l, best_mark);
+  if (rc == 0 && (fsync_dir(dir) < 0 || fsync_dir(l->r->path) < 0))
+    rc = IDGEN_EREGISTRY;
+  if (rc < 0) {
     int e = errno;
-    close(best_fd);
-    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot write %s: %s", best_path,
-                      strerror(e));
+    close_held(best_fd);
+    l->fd = -1;
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot make %s durable: %s",
+                      best_path, strerror(e));
   }
   return 0;
 }
@@ -267,8 +317,7 @@ static int file_mark(idgen_lease_t *l, int64_t mark_ms) {
 }
 
 static void file_release(idgen_lease_t *l) {
-  unhold_fd(l->fd);
-  close(l->fd); /* drops the lock; the record, and its mark, stay */
+  close_held(l->fd); /* drops the lock; the record, and its mark, stay */
   l->fd = -1;
 }
 
