@@ -238,14 +238,23 @@ static int conn_settle(worker_t *w, conn_t *c) {
   if (c->stop_parsing && !queued)
     return conn_finish(w, c);
   if (w->draining && !queued && !c->blocked) {
-    /* The replies are out: read once more (requests already sent are
-     * answered), then close. */
-    if (!c->drain_read) {
-      c->drain_read = 1;
+    /* The replies are out: read what has arrived, until the kernel has no
+     * more (every request already sent is answered), then close.  The reads
+     * settle the connection themselves; the loop keeps them from nesting. */
+    if (c->drain_reading)
+      return 0;
+    while (!c->drain_read) {
+      c->drain_reading = 1;
+      w->read_eagain = 0;
       if (conn_readable(w, c) < 0)
         return -1;
-      if (c->lingering || c->out.len > c->out_off || c->blocked)
-        return 0; /* the read led somewhere; that path settles it */
+      c->drain_reading = 0;
+      if (w->read_eagain)
+        c->drain_read = 1;
+      else if (c->lingering)
+        return 0;
+      else if (c->out.len > c->out_off || c->blocked || c->stop_parsing)
+        return conn_settle(w, c); /* replies to send first, or a QUIT */
     }
     c->stop_parsing = 1;
     c->close_reason = CR_SHUTDOWN;
@@ -360,8 +369,10 @@ static int conn_readable(worker_t *w, conn_t *c) {
     return -1;
   }
   if (n < 0) {
-    if (errno == EAGAIN || errno == EINTR)
+    if (errno == EAGAIN || errno == EINTR) {
+      w->read_eagain = errno == EAGAIN;
       return 0;
+    }
     conn_close(w, c, errno == ECONNRESET ? CR_RESET : CR_ERROR);
     return -1;
   }

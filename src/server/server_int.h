@@ -83,7 +83,8 @@ typedef struct conn {
   uint8_t lingering;
   uint8_t blocked;               /* replies over OUT_SOFT_LIMIT: requests wait */
   uint8_t close_reason;
-  uint8_t drain_read;            /* the drain's last read of this connection is done */
+  uint8_t drain_read;            /* the drain has read this connection dry */
+  uint8_t drain_reading;         /* ... and is reading it now */
   uint32_t events;               /* the epoll mask in effect */
   struct conn *prev, *next;      /* the worker's list, for the timer sweep */
   buf_t in;                      /* a partial request (or waiting requests) */
@@ -119,6 +120,7 @@ typedef struct worker {
   int64_t now_ms, last_sweep_ms, paused_until_ms;
   int64_t read_ns;               /* when the current batch of requests was read */
   size_t replies;                /* requests answered in the current batch */
+  int read_eagain;               /* the last conn_readable() found nothing to read */
   int draining;
   int64_t drain_deadline_ms;
   int64_t date_sec;
