@@ -540,7 +540,7 @@ static void start_drain(worker_t *w) {
       w->listeners[p].fd = -1;
     }
   /* Answer what has arrived: once its replies are out, each connection is
-   * read once more (requests already in the kernel are answered), then
+   * read until the kernel has nothing more (requests already sent are answered), then
    * half-closed (conn_finish). */
   for (conn_t *c = w->conns, *next; c; c = next) {
     next = c->next;
@@ -549,7 +549,7 @@ static void start_drain(worker_t *w) {
         c->linger_until_ms = w->drain_deadline_ms;
       continue;
     }
-    conn_settle(w, c); /* reads once more if its replies are out, then closes */
+    conn_settle(w, c); /* reads it dry once its replies are out, then closes */
   }
 }
 
