@@ -243,7 +243,8 @@ static int conn_settle(worker_t *w, conn_t *c) {
      * settle the connection themselves; the loop keeps them from nesting. */
     if (c->drain_reading)
       return 0;
-    while (!c->drain_read) {
+    /* (A client that never stops sending is cut off at the deadline.) */
+    while (!c->drain_read && mono_ms() < w->drain_deadline_ms) {
       c->drain_reading = 1;
       w->read_eagain = 0;
       if (conn_readable(w, c) < 0)
