@@ -392,6 +392,14 @@ def http_then_eof(port, data, eof_timeout=2):
         c.close()
 
 
+def json_body(r):
+    """The response's body as JSON, or None (no response, or not JSON)."""
+    try:
+        return json.loads(r.body)
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def resp_cmd(*args):
     out = [b"*%d\r\n" % len(args)]
     for a in args:
@@ -589,11 +597,7 @@ def group_http_routes(d):
 
     # JSON by format=json
     r, det = curl(d.http, "/id?format=json")
-    j = None
-    try:
-        j = json.loads(r.body)
-    except Exception:  # noqa: BLE001
-        pass
+    j = json_body(r)
     ok = r is not None and r.status == 200 and (r.h("content-type") or "").startswith("application/json") \
         and isinstance(j, dict) and list(j) == ["ids"] and len(j["ids"]) == 1 \
         and all(isinstance(x, str) and x.isdigit() for x in j["ids"])
@@ -603,11 +607,7 @@ def group_http_routes(d):
 
     # JSON by Accept
     r, det = curl(d.http, "/id?count=3", "-H", "Accept: application/json")
-    j = None
-    try:
-        j = json.loads(r.body)
-    except Exception:  # noqa: BLE001
-        pass
+    j = json_body(r)
     ok = r is not None and r.status == 200 and (r.h("content-type") or "").startswith("application/json") \
         and isinstance(j, dict) and len(j.get("ids", [])) == 3 \
         and all(isinstance(x, str) and x.isdigit() for x in j["ids"])
@@ -639,11 +639,7 @@ def group_http_routes(d):
         for how, path, hdr in (("format=json", "/%s?count=4&format=json" % kind, []),
                                ("Accept", "/%s?count=4" % kind, ["-H", "Accept: application/json"])):
             r, det = curl(d.http, path, *hdr)
-            j = None
-            try:
-                j = json.loads(r.body)
-            except Exception:  # noqa: BLE001
-                pass
+            j = json_body(r)
             ok = r is not None and r.status == 200 and (r.h("content-type") or "").startswith("application/json") \
                 and isinstance(j, dict) and list(j) == ["ids"] and len(j["ids"]) == 4
             check("GET /%s JSON by %s: {\"ids\":[4 strings]}" % (kind, how), ok, det or repr(r))
@@ -729,11 +725,7 @@ def group_http_routes(d):
                                   ("known snowflake", "910499571847892992", "twitter")):
         r, det = curl(d.http, "/decode/" + id_text)
         want = idgen_decode(id_text, layout)
-        got = None
-        try:
-            got = json.loads(r.body)
-        except Exception:  # noqa: BLE001
-            pass
+        got = json_body(r)
         check("GET /decode/<%s>: application/json equal to idgen decode --json" % kind,
               r is not None and r.status == 200 and (r.h("content-type") or "").startswith("application/json")
               and want is not None and got == want, "%s want %r got %r" % (det, want, r))
@@ -749,11 +741,7 @@ def group_http_routes(d):
 
     # info
     r, det = curl(d.http, "/info")
-    info = None
-    try:
-        info = json.loads(r.body)
-    except Exception:  # noqa: BLE001
-        pass
+    info = json_body(r)
     check("GET /info: 200 application/json object", r is not None and r.status == 200 and isinstance(info, dict)
           and (r.h("content-type") or "").startswith("application/json"), det or repr(r))
     if isinstance(info, dict):

@@ -40,6 +40,15 @@ static idgen_layout_t layout(const char *spec) {
   return l;
 }
 
+/* The test's file: registry, opened; asserts success. */
+static idgen_registry_t *open_reg(void) {
+  idgen_registry_t *r;
+  char err[300];
+  if (idgen_registry_open(&r, uri, err, sizeof err) != 0)
+    fail_msg("open %s: %s", uri, err);
+  return r;
+}
+
 /* Acquires in `r` on layout l with datacenter-like node values; asserts success. */
 static idgen_lease_t *take(idgen_registry_t *r, const idgen_layout_t *l, const uint64_t *node,
                            const idgen_clock_t *clock) {
@@ -76,7 +85,7 @@ static void test_field_choice(void **state) {
   (void)state;
   idgen_registry_t *r;
   char err[300];
-  assert_int_equal(idgen_registry_open(&r, uri, err, sizeof err), 0);
+  r = open_reg();
   idgen_layout_t masto = layout("mastodon"), two = layout("time:41,a:5,b:5,sequence:12");
   idgen_layout_t sony = layout("sonyflake");
   idgen_lease_request_t req = {&masto, NULL, NULL, -1, NULL};
@@ -107,10 +116,9 @@ static void test_field_choice(void **state) {
 static void test_lowest_free_and_marks(void **state) {
   (void)state;
   idgen_registry_t *r;
-  char err[300];
   tu_clock_t ck;
   tu_clock_init(&ck, 1800000000000);
-  assert_int_equal(idgen_registry_open(&r, uri, err, sizeof err), 0);
+  r = open_reg();
   idgen_layout_t tw = layout("twitter");
   uint64_t node[IDGEN_LAYOUT_MAX_FIELDS] = {0};
   node[idgen_layout_field_index(&tw, "datacenter")] = 1;
@@ -148,7 +156,7 @@ static void test_start_wait_and_full_pool(void **state) {
   char err[300];
   tu_clock_t ck;
   tu_clock_init(&ck, 1800000000000);
-  assert_int_equal(idgen_registry_open(&r, uri, err, sizeof err), 0);
+  r = open_reg();
   idgen_layout_t l = layout("time:41,worker:1,sequence:12"); /* a pool of 2 */
   idgen_lease_t *a = take(r, &l, NULL, &ck.clock), *b = take(r, &l, NULL, &ck.clock);
   idgen_lease_request_t req = {&l, NULL, NULL, -1, &ck.clock};
@@ -226,8 +234,7 @@ static void test_many_processes_and_kill(void **state) {
   kill(pids[victim], SIGKILL);
   waitpid(pids[victim], NULL, 0);
   idgen_registry_t *r;
-  char err[300];
-  assert_int_equal(idgen_registry_open(&r, uri, err, sizeof err), 0);
+  r = open_reg();
   idgen_lease_t *l = take(r, &tw, NULL, NULL);
   assert_int_equal(worker_of(l), w[victim]);
   idgen_lease_release(l);
@@ -243,9 +250,8 @@ static void test_many_processes_and_kill(void **state) {
 static void test_fork_does_not_leak_the_lock(void **state) {
   (void)state;
   idgen_registry_t *r;
-  char err[300];
   idgen_layout_t tw = layout("twitter");
-  assert_int_equal(idgen_registry_open(&r, uri, err, sizeof err), 0);
+  r = open_reg();
   idgen_lease_t *l = take(r, &tw, NULL, NULL);
   assert_int_equal(worker_of(l), 0);
   int p[2], ctl[2];
@@ -280,9 +286,9 @@ static void test_fork_does_not_leak_the_lock(void **state) {
 static void test_removed_lock_file(void **state) {
   (void)state;
   idgen_registry_t *r;
-  char err[300], path[600];
+  char path[600];
   idgen_layout_t tw = layout("twitter");
-  assert_int_equal(idgen_registry_open(&r, uri, err, sizeof err), 0);
+  r = open_reg();
   idgen_lease_t *l = take(r, &tw, NULL, NULL);
   snprintf(path, sizeof path, "%s/reg/worker@datacenter=0/0.lock", dir);
   assert_int_equal(unlink(path), 0);
@@ -299,7 +305,7 @@ static void test_bad_records(void **state) {
   idgen_registry_t *r;
   char err[300], path[600];
   idgen_layout_t l = layout("time:41,worker:1,sequence:12"); /* a pool of 2 */
-  assert_int_equal(idgen_registry_open(&r, uri, err, sizeof err), 0);
+  r = open_reg();
   idgen_lease_t *a = take(r, &l, NULL, NULL); /* creates the pool's directory */
   idgen_lease_release(a);
   snprintf(path, sizeof path, "%s/reg/worker@-/0.lock", dir);

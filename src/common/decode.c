@@ -17,11 +17,15 @@ enum kind { KIND_SNOWFLAKE, KIND_ULID, KIND_UUID, KIND_UNKNOWN };
 /* Recognises the kind of s[0..len) by its form alone.  36 or 32 characters
  * (after an optional "urn:uuid:") go to the UUID parser even when they are
  * not all hex, so that its message names the bad character and where. */
+static int all_digits(const char *s, size_t len) {
+  size_t i = 0;
+  while (i < len && s[i] >= '0' && s[i] <= '9')
+    i++;
+  return i == len;
+}
+
 static enum kind classify(const char *s, size_t len) {
-  size_t digits = 0;
-  while (digits < len && s[digits] >= '0' && s[digits] <= '9')
-    digits++;
-  if (len >= 1 && len <= 20 && digits == len)
+  if (len >= 1 && len <= 20 && all_digits(s, len))
     return KIND_SNOWFLAKE;
   if (len == 26)
     return KIND_ULID;
@@ -149,13 +153,10 @@ int decode_id(const idgen_layout_t *l, const char *in, size_t inlen, int lenient
   case KIND_UUID:
     rc = decode_uuid(s, len, d, err, errlen);
     break;
-  default: {
-    size_t digits = 0;
-    while (digits < len && s[digits] >= '0' && s[digits] <= '9')
-      digits++;
+  default:
     if (len == 0)
       snprintf(err, errlen, "not an ID: empty input");
-    else if (len > 20 && digits == len)
+    else if (len > 20 && all_digits(s, len))
       snprintf(err, errlen, "not an ID: \"%.*s\" has %zu digits; a 64-bit ID has at most 20",
                (int)(len > 40 ? 40 : len), s, len);
     else /* quote the input as given, hyphens and all */
@@ -164,7 +165,6 @@ int decode_id(const idgen_layout_t *l, const char *in, size_t inlen, int lenient
                "26-character ULID, or a UUID of 36 characters or 32 hex digits)",
                (int)(inlen > 64 ? 64 : inlen), in, len);
     return -1;
-  }
   }
   if (rc == 0 && d->has_time)
     idgen_time_format(d->unix_ms, d->time);

@@ -51,9 +51,7 @@ void idgen_registry_close(idgen_registry_t *r) {
 int64_t idgen__req_now_ms(const idgen_lease_request_t *req) {
   if (req->clock)
     return req->clock->now_ns(req->clock->ctx) / 1000000;
-  struct timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+  return idgen__clock_precise_ms();
 }
 
 void idgen__req_sleep_ms(const idgen_lease_request_t *req, int64_t ms) {

@@ -8,16 +8,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "idgen.h"
-
-static int64_t realtime_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 LOG_PRINTF(5, 0)
 static void vlog(int64_t ms, const char *level, const char *event, uint64_t suppressed,
@@ -43,14 +36,14 @@ static void vlog(int64_t ms, const char *level, const char *event, uint64_t supp
 void log_event(const char *level, const char *event, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vlog(realtime_ms(), level, event, 0, fmt, ap);
+  vlog(idgen_clock_now_ms(IDGEN_CLOCK_PRECISE), level, event, 0, fmt, ap);
   va_end(ap);
 }
 
 void log_limited(log_limit_t *l, const char *level, const char *event, const char *fmt, ...) {
   /* The window is the second of the line's own timestamp, so that no
    * second of the log shows more than per_second lines. */
-  int64_t ms = realtime_ms(), sec = ms / 1000;
+  int64_t ms = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE), sec = ms / 1000;
   uint64_t suppressed = 0;
   pthread_mutex_lock(&l->mu);
   if (sec != l->second) {

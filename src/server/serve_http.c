@@ -16,28 +16,22 @@
 #include "http.h"
 #include "server_int.h"
 
-static const char *reason_phrase(int status) {
-  switch (status) {
-  case 200: return "OK";
-  case 400: return "Bad Request";
-  case 404: return "Not Found";
-  case 405: return "Method Not Allowed";
-  case 413: return "Content Too Large";
-  case 431: return "Request Header Fields Too Large";
-  case 501: return "Not Implemented";
-  case 503: return "Service Unavailable";
-  case 505: return "HTTP Version Not Supported";
-  default: return "Internal Server Error";
-  }
-}
-
 static int code_index(int status) {
   switch (status) {
-#define X(n) case n: return HC_##n;
+#define X(n, phrase) case n: return HC_##n;
     HTTP_CODES(X)
 #undef X
   default: return HC_500;
   }
+}
+
+static const char *reason_phrase(int status) {
+  static const char *const phrases[NHTTP_CODES] = {
+#define X(n, phrase) phrase,
+      HTTP_CODES(X)
+#undef X
+  };
+  return phrases[code_index(status)];
 }
 
 /* "Date: <IMF-fixdate>\r\n", formatted once a second per loop. */

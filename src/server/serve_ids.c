@@ -59,28 +59,24 @@ void ids_count(worker_t *w, int kind, int agent, size_t n) {
   CNT_ADD(w->st.ids[(size_t)kind * per_kind + (size_t)agent], n);
 }
 
-/* One 128-bit ID of `kind` as text into out (26 or 36 characters). */
+/* One 128-bit ID of `kind` as text into out (26 or 36 characters, and a
+ * NUL after them: out has room for it, and the caller writes over it). */
 static int make128(server_t *s, int kind, char *out, size_t *len) {
+  int rc;
   if (kind == KIND_ULID) {
     idgen_ulid_t u;
-    int rc = idgen_ulid_gen_next(s->ulid, &u);
-    if (rc < 0)
-      return rc;
-    char text[IDGEN_ULID_STRLEN + 1];
-    idgen_ulid_encode(&u, text);
-    memcpy(out, text, IDGEN_ULID_STRLEN);
-    *len = IDGEN_ULID_STRLEN;
-    return 0;
+    if ((rc = idgen_ulid_gen_next(s->ulid, &u)) == 0) {
+      idgen_ulid_encode(&u, out);
+      *len = IDGEN_ULID_STRLEN;
+    }
+  } else {
+    idgen_uuid_t u;
+    if ((rc = idgen_uuid7_gen_next(s->uuid7, &u)) == 0) {
+      idgen_uuid_format(&u, out);
+      *len = IDGEN_UUID_STRLEN;
+    }
   }
-  idgen_uuid_t u;
-  int rc = idgen_uuid7_gen_next(s->uuid7, &u);
-  if (rc < 0)
-    return rc;
-  char text[IDGEN_UUID_STRLEN + 1];
-  idgen_uuid_format(&u, text);
-  memcpy(out, text, IDGEN_UUID_STRLEN);
-  *len = IDGEN_UUID_STRLEN;
-  return 0;
+  return rc;
 }
 
 /* Gives back the room of a large batch (SCRATCH_KEEP bytes or more). */

@@ -12,7 +12,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "server_int.h"
@@ -115,16 +114,13 @@ static uint64_t ids_total(server_t *s, int kind, int agent) {
   return SUM(s, ids[(size_t)kind * per_kind + (size_t)agent]);
 }
 
-static int64_t now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static const char *const close_reason_names[NCR] = {
-    "eof", "reset", "idle", "slow", "output", "protocol", "limit", "shutdown", "error"};
+#define X(name, label) label,
+    CLOSE_REASONS(X)
+#undef X
+};
 static const int http_code_values[NHTTP_CODES] = {
-#define X(n) n,
+#define X(n, phrase) n,
     HTTP_CODES(X)
 #undef X
 };
@@ -174,7 +170,8 @@ void metrics_text(server_t *s, buf_t *b) {
   }
   idgen_snowflake_stats_t st;
   idgen_snowflake_stats(s->sf, &st);
-  int64_t horizon = idgen_layout_horizon_ms(s->layout), now = now_ms();
+  int64_t horizon = idgen_layout_horizon_ms(s->layout);
+  int64_t now = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE);
   buf_printf(b,
              "# HELP idgen_clock_borrowed_ms How far the generator's clock is ahead of the wall "
              "clock.\n# TYPE idgen_clock_borrowed_ms gauge\nidgen_clock_borrowed_ms %" PRId64 "\n"
@@ -206,11 +203,7 @@ void metrics_text(server_t *s, buf_t *b) {
                close_reason_names[r], SUM(s, closed[r]));
 }
 
-static double uptime_s(server_t *s) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)((int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000 - s->start_mono_ms) / 1000.0;
-}
+static double uptime_s(server_t *s) { return (double)(mono_ms() - s->start_mono_ms) / 1000.0; }
 
 static const char *layout_name(server_t *s) {
   return s->layout->preset[0] ? s->layout->preset : s->layout_spec;

@@ -156,6 +156,9 @@ static void set_events(worker_t *w, conn_t *c, uint32_t ev) {
     c->events = ev;
 }
 
+/* A failed read or write: the client reset the connection, or an error. */
+static int io_close_reason(int e) { return e == ECONNRESET || e == EPIPE ? CR_RESET : CR_ERROR; }
+
 static void conn_close(worker_t *w, conn_t *c, int reason) {
   close(c->fd);
   if (c->prev)
@@ -204,7 +207,7 @@ static int flush_replies(worker_t *w, conn_t *c) {
     ssize_t n = write(c->fd, w->out.p, w->out.len);
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
       w->out.len = 0;
-      conn_close(w, c, errno == ECONNRESET || errno == EPIPE ? CR_RESET : CR_ERROR);
+      conn_close(w, c, io_close_reason(errno));
       return -1;
     }
     size_t done = n > 0 ? (size_t)n : 0;
@@ -374,7 +377,7 @@ static int conn_readable(worker_t *w, conn_t *c) {
       w->read_eagain = errno == EAGAIN;
       return 0;
     }
-    conn_close(w, c, errno == ECONNRESET ? CR_RESET : CR_ERROR);
+    conn_close(w, c, io_close_reason(errno));
     return -1;
   }
   c->active_ms = w->now_ms;
@@ -392,7 +395,7 @@ static int conn_writable(worker_t *w, conn_t *c) {
   if (n < 0) {
     if (errno == EAGAIN || errno == EINTR)
       return 0;
-    conn_close(w, c, errno == ECONNRESET || errno == EPIPE ? CR_RESET : CR_ERROR);
+    conn_close(w, c, io_close_reason(errno));
     return -1;
   }
   if (n > 0) {
@@ -413,7 +416,8 @@ static int conn_writable(worker_t *w, conn_t *c) {
 
 /* ---- accepting ----------------------------------------------------------- */
 
-const char *refusal_text(int proto) {
+/* A reply for a client refused for lack of room (max_connections). */
+static const char *refusal_text(int proto) {
   return proto == PROTO_RESP ? "-ERR max number of clients reached\r\n"
                              : "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
                                "Content-Length: 32\r\nConnection: close\r\n\r\n"
@@ -824,9 +828,6 @@ int serve_run(const serve_config_t *cfg) {
   if (cfg->pid_file[0] != '\0' && write_pid_file(cfg->pid_file) < 0)
     goto out;
 
-  struct timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  s->start_ms = (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
   s->start_mono_ms = mono_ms();
   const char *lname = s->layout->preset[0] ? s->layout->preset : s->layout_spec;
   log_event("info", "start", "version=%s pid=%ld layout=%s threads=%d registry=%s",

@@ -26,15 +26,28 @@
 
 enum proto { PROTO_HTTP, PROTO_RESP, NPROTO };
 enum id_kind { KIND_SNOWFLAKE, KIND_ULID, KIND_UUID7, NKINDS };
-enum close_reason { CR_EOF, CR_RESET, CR_IDLE, CR_SLOW, CR_OUTPUT, CR_PROTOCOL, CR_LIMIT,
-                    CR_SHUTDOWN, CR_ERROR, NCR };
+/* Why a connection was closed: the enum and the metric's labels. */
+#define CLOSE_REASONS(X)                                                                  \
+  X(EOF, "eof") X(RESET, "reset") X(IDLE, "idle") X(SLOW, "slow") X(OUTPUT, "output")     \
+  X(PROTOCOL, "protocol") X(LIMIT, "limit") X(SHUTDOWN, "shutdown") X(ERROR, "error")
+enum close_reason {
+#define X(name, label) CR_##name,
+  CLOSE_REASONS(X)
+#undef X
+  NCR
+};
 /* Agents: index 0 is "no agent", 1 is "other" (past max_agents). */
 enum { AGENT_NONE = 0, AGENT_OTHER = 1, AGENT_FIRST = 2 };
 
-/* The HTTP statuses the daemon answers with, for the requests counter. */
-#define HTTP_CODES(X) X(200) X(400) X(404) X(405) X(413) X(431) X(500) X(501) X(503) X(505)
+/* The HTTP statuses the daemon answers with, and their reason phrases: the
+ * status line and the requests counter's index both come from here. */
+#define HTTP_CODES(X)                                                                     \
+  X(200, "OK") X(400, "Bad Request") X(404, "Not Found") X(405, "Method Not Allowed")      \
+  X(413, "Content Too Large") X(431, "Request Header Fields Too Large")                    \
+  X(500, "Internal Server Error") X(501, "Not Implemented") X(503, "Service Unavailable")  \
+  X(505, "HTTP Version Not Supported")
 enum {
-#define X(n) HC_##n,
+#define X(n, phrase) HC_##n,
   HTTP_CODES(X)
 #undef X
   NHTTP_CODES
@@ -140,7 +153,6 @@ typedef struct server {
   atomic_int stopping;
   atomic_long nconns;            /* open connections, all workers */
   atomic_uint_fast64_t next_client_id;
-  int64_t start_ms;              /* wall clock */
   int64_t start_mono_ms;
   char http_addr[128], resp_addr[128]; /* as bound */
   /* The lease: the static registry always holds one.  A registry backend
@@ -204,7 +216,5 @@ void observe_latency(worker_t *w, int proto, int64_t ns, size_t n);
  * its replies. */
 size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len);
 size_t resp_handle(worker_t *w, conn_t *c, const char *buf, size_t len);
-/* A reply for a client refused for lack of room (max_connections). */
-const char *refusal_text(int proto);
 
 #endif
