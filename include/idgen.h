@@ -56,7 +56,8 @@ IDGEN_API const char *idgen_version(void);
   XX(ERANDOM, -10, "the random source failed")                                \
   XX(ELEASE, -11, "the worker lease is lost or cannot be shown valid")         \
   XX(EREGISTRY, -12, "the registry failed")                                    \
-  XX(EPOOLFULL, -13, "every worker ID of the pool is held")
+  XX(EPOOLFULL, -13, "every worker ID of the pool is held")                   \
+  XX(EMARK, -14, "the high-water mark could not be advanced in time")
 
 typedef enum idgen_errno {
 #define IDGEN__ERRNO_ENUM(name, code, msg) IDGEN_##name = (code),
@@ -236,6 +237,9 @@ IDGEN_API int64_t idgen_clock_now_ms(idgen_clock_mode_t mode);
  * The Snowflake generator (SPEC section 2, G1-G3).
  */
 
+typedef struct idgen_registry idgen_registry_t;
+typedef struct idgen_lease idgen_lease_t;
+
 typedef struct idgen_snowflake idgen_snowflake_t;
 
 /*
@@ -263,6 +267,21 @@ typedef struct idgen_snowflake_settings {
   /* An injected clock, or NULL for the system clock.  The pointed-to struct
    * must outlive the generator. */
   const idgen_clock_t *clock;
+  /* A lease from idgen_registry_acquire() to bind the generator to, or NULL
+   * (G4, G6).  The leased field's value comes from the lease (its node[]
+   * entry is ignored).  A bound generator starts above the lease's
+   * high-water mark; a background thread keeps the mark mark_step ahead of
+   * the IDs issued (one durable write per step) and renews the lease at a
+   * third of its TTL.  It never issues an ID above the recorded mark, and
+   * stops (IDGEN_ELEASE) once the lease cannot be shown valid by the
+   * monotonic clock, measured from when the last successful renewal was
+   * sent.  The lease must outlive the generator: free the generator, then
+   * release the lease.  One generator per lease.  Default NULL. */
+  idgen_lease_t *lease;
+  /* Unix ms: a bound generator also starts above the tick holding this
+   * time (to stay above an earlier generator's IDs when re-binding to a new
+   * lease).  Default 0. */
+  int64_t start_after_ms;
 } idgen_snowflake_settings_t;
 
 /* Fills `s` with the defaults listed above. */
@@ -470,16 +489,20 @@ IDGEN_API int idgen_ulid_gen_next(idgen_ulid_gen_t *g, idgen_ulid_t *out);
 IDGEN_API int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t unix_ms, idgen_ulid_t *out);
 
 /* ------------------------------------------------------------------------
- * Registry: worker IDs leased across processes (SPEC section 8).
+ * Registry: worker IDs leased across processes and machines (SPEC section 8).
  *
- * A registry is opened from a URI: "static" (no coordination) or
- * "file:DIR" (processes on one host; one lock file per worker ID under DIR,
- * held with flock for the life of the lease, the high-water mark stored in
- * it and fsync'ed).  Work in progress: the generator does not yet bind to a
- * lease (DESIGN.md section 11), and postgres:// comes later.
+ * A registry is opened from a URI:
+ *   "static"        the node values as given; nothing is coordinated;
+ *   "file:DIR"      processes on one host: one lock file per worker ID under
+ *                   DIR, held with flock for the life of the lease, the
+ *                   high-water mark stored in it and fsync'ed;
+ *   "postgres://…"  machines sharing a PostgreSQL database (a libpq URI): a
+ *                   table idgen_leases, created if missing, with lease expiry
+ *                   by the database's clock.
+ * A lease is bound to a generator with idgen_snowflake_settings_t.lease.
+ * One registry may be used from many threads; one lease from one thread at a
+ * time (a bound generator's background thread counts as one).
  */
-typedef struct idgen_registry idgen_registry_t;
-typedef struct idgen_lease idgen_lease_t;
 
 /* Opens the registry named by `uri`.  IDGEN_EINVAL with a message for an
  * unknown scheme or a bad URI; IDGEN_EREGISTRY if it cannot be reached
@@ -502,6 +525,15 @@ typedef struct idgen_lease_request {
   int64_t max_start_wait_ms;
   /* An injected clock for the wall time and the start wait, or NULL. */
   const idgen_clock_t *clock;
+  /* Lease TTL in ms (0: 10000); the lease is renewed at a third of it.  For
+   * file: the lease lasts as long as the process, and the TTL only paces the
+   * checks that its lock file is still the one in DIR. */
+  int64_t ttl_ms;
+  /* How long an expired worker ID stays out of the pool (0: one TTL). */
+  int64_t quarantine_ms;
+  /* How far ahead a bound generator keeps the mark (0: the backend's
+   * default, 1000 for file:, the TTL for network registries). */
+  int64_t mark_step_ms;
 } idgen_lease_request_t;
 
 /*
@@ -509,7 +541,8 @@ typedef struct idgen_lease_request {
  * clock (SPEC section 8); if every free ID's mark is ahead, the one with the
  * lowest mark, after waiting until the clock passes it (at most
  * max_start_wait_ms).  Errors, each with a message in `err`:
- *   IDGEN_EINVAL     no node field to lease, or `field` is not a node field;
+ *   IDGEN_EINVAL     no node field to lease, or `field` is not a node field,
+ *                    or a bad TTL;
  *   IDGEN_EPOOLFULL  every worker ID of the pool is held (names the pool
  *                    size and the field that limits it);
  *   IDGEN_ECLOCK     every free ID's mark is ahead by more than the start
@@ -525,22 +558,90 @@ typedef struct idgen_lease_info {
   uint64_t worker;         /* its value */
   uint64_t generation;     /* fencing generation of this grant */
   int64_t mark_ms;         /* the recorded high-water mark: Unix ms (0: none) */
+  int64_t ttl_ms;          /* the lease's TTL */
+  int64_t mark_step_ms;    /* how far ahead a bound generator keeps the mark */
+  int64_t expires_ms;      /* expiry by the registry's clock at the last
+                            * renewal, Unix ms; 0 when the lease does not
+                            * expire (static, file:) */
   char holder[128];        /* "host:pid:token" */
+  char pool[600];          /* "worker@datacenter=1"; "worker@-" with no namespace */
 } idgen_lease_info_t;
 
 IDGEN_API void idgen_lease_info(const idgen_lease_t *l, idgen_lease_info_t *out);
 
 /* Records in stable storage that IDs up to Unix ms `mark_ms` may have been
- * issued (G6); the mark never goes back (a lower value is a no-op).  Returns
- * 0, IDGEN_ELEASE if the lease is lost (file: its lock file was removed or
- * replaced), IDGEN_EFORKED in a child process, or IDGEN_EREGISTRY. */
-IDGEN_API int idgen_lease_record_mark(idgen_lease_t *l, int64_t mark_ms);
+ * issued (G6); the mark never goes back (a lower value is a no-op).
+ * Conditional on the lease's fencing generation.  Returns 0, IDGEN_ELEASE if
+ * the lease is lost (fenced out, or for file: its lock file was removed or
+ * replaced), IDGEN_EFORKED in a child process, or IDGEN_EREGISTRY, with a
+ * message in err (NULL is fine). */
+IDGEN_API int idgen_lease_record_mark(idgen_lease_t *l, int64_t mark_ms, char *err,
+                                      size_t errlen);
 
-/* Shows the lease is still held: 0, IDGEN_ELEASE, IDGEN_EFORKED. */
-IDGEN_API int idgen_lease_renew(idgen_lease_t *l);
+/* Renews the lease, conditional on its fencing generation: 0, IDGEN_ELEASE
+ * (fenced out: someone else may hold the ID), IDGEN_EREGISTRY (not reached;
+ * the lease may still be valid), IDGEN_EFORKED. */
+IDGEN_API int idgen_lease_renew(idgen_lease_t *l, char *err, size_t errlen);
 
-/* Gives the worker ID back (its mark stays) and frees `l` (NULL is fine). */
+/* Gives the worker ID back at once (its mark stays) and frees `l` (NULL is
+ * fine).  A generator bound to `l` must have been freed. */
 IDGEN_API void idgen_lease_release(idgen_lease_t *l);
+
+/* One worker ID of a registry, as idgen_registry_list() reports it. */
+typedef enum idgen_lease_state {
+  IDGEN_LEASE_FREE = 0,     /* can be acquired */
+  IDGEN_LEASE_HELD = 1,     /* held (file: locked by a live process; network:
+                             * not expired by the registry's clock) */
+  IDGEN_LEASE_QUARANTINE = 2 /* expired or freed, not yet back in the pool */
+} idgen_lease_state_t;
+
+typedef struct idgen_lease_row {
+  char pool[600];          /* "worker@datacenter=1" */
+  uint64_t worker;
+  idgen_lease_state_t state;
+  uint64_t generation;     /* of the last grant */
+  int64_t mark_ms;         /* the recorded high-water mark, Unix ms */
+  int64_t expires_ms;      /* held: expiry; quarantine: when it is free again;
+                            * Unix ms by the registry's clock; 0: none */
+  char holder[128];        /* the last holder ("" if never held or freed) */
+} idgen_lease_row_t;
+
+/* Calls cb once per worker ID the registry knows of (IDs never leased are
+ * not listed), pool by pool, in increasing ID order; a nonzero return from
+ * cb stops the walk and is returned.  IDGEN_EREGISTRY on failure. */
+IDGEN_API int idgen_registry_list(idgen_registry_t *r,
+                                  int (*cb)(void *ctx, const idgen_lease_row_t *row), void *ctx,
+                                  char *err, size_t errlen);
+
+/* Frees the lease of `worker` in `pool` ("worker@datacenter=1") by hand.  A
+ * lease whose holder is alive is refused (IDGEN_ELEASE) unless `force`; a
+ * forced free fences the holder out (its next renewal or mark write fails).
+ * The quarantine is never skipped.  file: cannot take a lock from a live
+ * process, so there a held lease is always refused (stop the holder: its
+ * ID is free at once).  0 when freed or already free; IDGEN_EINVAL for an
+ * unknown pool or ID; IDGEN_EREGISTRY. */
+IDGEN_API int idgen_registry_free(idgen_registry_t *r, const char *pool, uint64_t worker,
+                                  int force, char *err, size_t errlen);
+
+/* The lease state of a bound generator (idgen_snowflake_settings_t.lease). */
+typedef struct idgen_snowflake_lease_status {
+  int bound;               /* 0: not bound (the rest is zero) */
+  /* 1 while IDs can be issued as far as the lease goes: the lease is known
+   * valid by the monotonic clock.  0 after the deadline passed without a
+   * renewal (the registry could not be reached: renewals go on, and a
+   * later success restores it) or after a fenced-out write (for good). */
+  int valid;
+  int fenced;              /* 1: fenced out (someone else may hold the ID); final */
+  int64_t valid_ms;        /* how long it is still known valid; 0 if not */
+  uint64_t worker, generation;
+  int64_t mark_ms;         /* the durable high-water mark, Unix ms */
+  int64_t expires_ms;      /* as idgen_lease_info_t */
+  uint64_t renewals, renew_failures, mark_writes, mark_waits;
+  char reason[256];        /* why it is not valid, or the last failure; "" */
+} idgen_snowflake_lease_status_t;
+
+IDGEN_API void idgen_snowflake_lease_status(idgen_snowflake_t *g,
+                                            idgen_snowflake_lease_status_t *st);
 
 #ifdef __cplusplus
 }

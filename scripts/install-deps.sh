@@ -14,6 +14,8 @@ packages=(
   curl redis-tools python3-redis     # the daemon's tests: real HTTP and Redis clients
   redis-server wrk nginx-light       # bench/serve_bench.sh: the peers, and an HTTP load tool
   faketime                           # clock steps under a running daemon
+  libpq-dev                          # the postgres:// registry
+  postgresql                         # a throwaway PostgreSQL server for the registry's tests
 )
 
 missing=()

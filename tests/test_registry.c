@@ -130,9 +130,9 @@ static void test_lowest_free_and_marks(void **state) {
   assert_int_equal(ia.generation, 1);
   assert_int_equal(ia.mark_ms, 0);
   /* a mark survives the release; the next holder sees it, one generation on */
-  assert_int_equal(idgen_lease_record_mark(a, 1800000000500), 0);
-  assert_int_equal(idgen_lease_record_mark(a, 1800000000100), 0); /* never back */
-  assert_int_equal(idgen_lease_renew(a), 0);
+  assert_int_equal(idgen_lease_record_mark(a, 1800000000500, NULL, 0), 0);
+  assert_int_equal(idgen_lease_record_mark(a, 1800000000100, NULL, 0), 0); /* never back */
+  assert_int_equal(idgen_lease_renew(a, NULL, 0), 0);
   idgen_lease_release(a);
   tu_clock_add_ms(&ck, 1000); /* the mark is now behind the clock */
   idgen_lease_t *c = take(r, &tw, node, &ck.clock);
@@ -164,8 +164,8 @@ static void test_start_wait_and_full_pool(void **state) {
   assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), IDGEN_EPOOLFULL);
   assert_non_null(strstr(err, "all 2 worker IDs of field \"worker\" (1 bits)"));
   /* both marks ahead: 300 ms and 5 s; the lower one is taken after a wait */
-  assert_int_equal(idgen_lease_record_mark(a, 1800000005000), 0);
-  assert_int_equal(idgen_lease_record_mark(b, 1800000000300), 0);
+  assert_int_equal(idgen_lease_record_mark(a, 1800000005000, NULL, 0), 0);
+  assert_int_equal(idgen_lease_record_mark(b, 1800000000300, NULL, 0), 0);
   idgen_lease_release(a);
   idgen_lease_release(b);
   req.max_start_wait_ms = 100;
@@ -260,7 +260,7 @@ static void test_fork_does_not_leak_the_lock(void **state) {
   pid_t child = fork();
   assert_true(child >= 0);
   if (child == 0) {
-    char ok = idgen_lease_record_mark(l, 1) == IDGEN_EFORKED ? 'y' : 'n';
+    char ok = idgen_lease_record_mark(l, 1, NULL, 0) == IDGEN_EFORKED ? 'y' : 'n';
     if (write(p[1], &ok, 1) != 1)
       _exit(2);
     close(ctl[1]);
@@ -292,8 +292,8 @@ static void test_removed_lock_file(void **state) {
   idgen_lease_t *l = take(r, &tw, NULL, NULL);
   snprintf(path, sizeof path, "%s/reg/worker@datacenter=0/0.lock", dir);
   assert_int_equal(unlink(path), 0);
-  assert_int_equal(idgen_lease_renew(l), IDGEN_ELEASE);
-  assert_int_equal(idgen_lease_record_mark(l, 5), IDGEN_ELEASE);
+  assert_int_equal(idgen_lease_renew(l, NULL, 0), IDGEN_ELEASE);
+  assert_int_equal(idgen_lease_record_mark(l, 5, NULL, 0), IDGEN_ELEASE);
   idgen_lease_release(l);
   idgen_registry_close(r);
 }

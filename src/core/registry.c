@@ -2,6 +2,7 @@
  * registry.c -- opening a registry by URI scheme, choosing the leased field
  * and its pool, and the `static` backend (SPEC section 8).
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,8 +11,8 @@
 
 #include "registry_int.h"
 
-static const idgen__registry_ops_t *const backends[] = {&idgen__registry_static,
-                                                        &idgen__registry_file};
+static const idgen__registry_ops_t *const backends[] = {
+    &idgen__registry_static, &idgen__registry_file, &idgen__registry_postgres};
 
 int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err, size_t errlen) {
   *out = NULL;
@@ -27,8 +28,10 @@ int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err, size
     if (r == NULL)
       return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
     r->ops = ops;
-    int rc = ops->open(r, colon ? colon + 1 : "", err, errlen);
+    r->uri = strdup(uri);
+    int rc = r->uri ? ops->open(r, colon ? colon + 1 : "", err, errlen) : IDGEN_ENOMEM;
     if (rc < 0) {
+      free(r->uri);
       free(r);
       return rc;
     }
@@ -36,7 +39,9 @@ int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err, size
     return 0;
   }
   return idgen__err(err, errlen, IDGEN_EINVAL,
-                    "registry: unknown scheme in \"%.100s\" (known: static, file:DIR)", uri);
+                    "registry: unknown scheme in \"%.100s\" (known: static, file:DIR, "
+                    "postgres://...)",
+                    uri);
 }
 
 void idgen_registry_close(idgen_registry_t *r) {
@@ -45,6 +50,7 @@ void idgen_registry_close(idgen_registry_t *r) {
   if (r->ops->close)
     r->ops->close(r);
   free(r->path);
+  free(r->uri);
   free(r);
 }
 
@@ -92,6 +98,11 @@ static int make_pool(const idgen_lease_request_t *req, idgen__pool_t *p, char *e
     for (int i = 0; i < l->nfields; i++)
       if (l->fields[i].kind == IDGEN_FIELD_NODE)
         f = i;
+  if (l->fields[f].bits > 20)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: field \"%s\" has %d bits; a registry leases fields of at most "
+                      "20 bits (1048576 IDs)",
+                      l->fields[f].name, l->fields[f].bits);
   p->field = f;
   snprintf(p->field_name, sizeof p->field_name, "%s", l->fields[f].name);
   p->size = UINT64_C(1) << l->fields[f].bits;
@@ -115,8 +126,23 @@ int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req
   l->r = r;
   l->fd = -1;
   l->fork_gen = idgen__fork_gen();
-  int rc = make_pool(req, &l->pool, err, errlen);
+  l->ttl_ms = req->ttl_ms ? req->ttl_ms : 10000;
+  l->quarantine_ms = req->quarantine_ms ? req->quarantine_ms : l->ttl_ms;
+  l->mark_step_ms = req->mark_step_ms ? req->mark_step_ms
+                    : r->ops->mark_step_ms ? r->ops->mark_step_ms
+                                           : l->ttl_ms;
+  int rc = 0;
+  if (l->ttl_ms < 300 || l->ttl_ms > 3600000 || l->quarantine_ms < 0 ||
+      l->quarantine_ms > 86400000 || l->mark_step_ms < 1 || l->mark_step_ms > 3600000)
+    rc = idgen__err(err, errlen, IDGEN_EINVAL,
+                    "registry: ttl_ms %" PRId64 " (300..3600000), quarantine_ms %" PRId64
+                    " (0..86400000) or mark_step_ms %" PRId64 " (1..3600000) out of range",
+                    l->ttl_ms, l->quarantine_ms, l->mark_step_ms);
+  if (rc == 0)
+    rc = make_pool(req, &l->pool, err, errlen);
   if (rc == 0) {
+    snprintf(l->pool_name, sizeof l->pool_name, "%s@%s", l->pool.field_name,
+             l->pool.ns[0] ? l->pool.ns : "-");
     char host[64] = "localhost";
     uint8_t tok[4] = {0};
     gethostname(host, sizeof host - 1);
@@ -139,21 +165,50 @@ void idgen_lease_info(const idgen_lease_t *l, idgen_lease_info_t *out) {
   out->worker = l->worker;
   out->generation = l->generation;
   out->mark_ms = l->mark_ms;
+  out->ttl_ms = l->ttl_ms;
+  out->mark_step_ms = l->mark_step_ms;
+  out->expires_ms = l->expires_ms;
   snprintf(out->holder, sizeof out->holder, "%s", l->holder);
+  snprintf(out->pool, sizeof out->pool, "%s", l->pool_name);
 }
 
-int idgen_lease_record_mark(idgen_lease_t *l, int64_t mark_ms) {
+int idgen_lease_record_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen) {
   if (l->fork_gen != idgen__fork_gen())
-    return IDGEN_EFORKED;
+    return idgen__err(err, errlen, IDGEN_EFORKED, "registry: the lease belongs to the parent");
   if (mark_ms <= l->mark_ms)
     return 0;
-  return l->r->ops->mark(l, mark_ms);
+  return l->r->ops->mark(l, mark_ms, err, errlen);
 }
 
-int idgen_lease_renew(idgen_lease_t *l) {
+int idgen__lease_final_mark(idgen_lease_t *l, int64_t mark_ms) {
+  if (l->fork_gen != idgen__fork_gen() || mark_ms == l->mark_ms)
+    return 0;
+  return l->r->ops->mark(l, mark_ms, NULL, 0);
+}
+
+int idgen_lease_renew(idgen_lease_t *l, char *err, size_t errlen) {
   if (l->fork_gen != idgen__fork_gen())
-    return IDGEN_EFORKED;
-  return l->r->ops->renew(l);
+    return idgen__err(err, errlen, IDGEN_EFORKED, "registry: the lease belongs to the parent");
+  return l->r->ops->renew(l, err, errlen);
+}
+
+int idgen_registry_list(idgen_registry_t *r, int (*cb)(void *ctx, const idgen_lease_row_t *row),
+                        void *ctx, char *err, size_t errlen) {
+  if (r->ops->list == NULL)
+    return 0; /* static: nothing is kept */
+  return r->ops->list(r, cb, ctx, err, errlen);
+}
+
+int idgen_registry_free(idgen_registry_t *r, const char *pool, uint64_t worker, int force,
+                        char *err, size_t errlen) {
+  if (r->ops->free == NULL)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: %s keeps no leases to free",
+                      r->ops->scheme);
+  if (pool == NULL || strchr(pool, '@') == NULL || strchr(pool, '/') != NULL)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: pool \"%.100s\" is not FIELD@NAMESPACE (as listed)",
+                      pool ? pool : "");
+  return r->ops->free(r, pool, worker, force, err, errlen);
 }
 
 void idgen_lease_release(idgen_lease_t *l) {
@@ -182,12 +237,16 @@ static int static_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, ch
   return 0;
 }
 
-static int static_renew(idgen_lease_t *l) {
+static int static_renew(idgen_lease_t *l, char *err, size_t errlen) {
   (void)l;
+  (void)err;
+  (void)errlen;
   return 0;
 }
 
-static int static_mark(idgen_lease_t *l, int64_t mark_ms) {
+static int static_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen) {
+  (void)err;
+  (void)errlen;
   l->mark_ms = mark_ms; /* nowhere to keep it: uniqueness is the user's job */
   return 0;
 }
@@ -195,4 +254,11 @@ static int static_mark(idgen_lease_t *l, int64_t mark_ms) {
 static void static_release(idgen_lease_t *l) { (void)l; }
 
 const idgen__registry_ops_t idgen__registry_static = {
-    "static", static_open, static_acquire, static_renew, static_mark, static_release, NULL};
+    .scheme = "static",
+    .mark_step_ms = 1000,
+    .open = static_open,
+    .acquire = static_acquire,
+    .renew = static_renew,
+    .mark = static_mark,
+    .release = static_release,
+};

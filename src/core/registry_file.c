@@ -20,6 +20,7 @@
  * next renewal or mark write, IDGEN_ELEASE), and the mark would be lost.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -215,8 +216,7 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
                         size_t errlen) {
   const idgen__pool_t *p = &l->pool;
   char dir[1024], path[1100], best_path[1100] = "", bad[1100] = "";
-  if ((size_t)snprintf(dir, sizeof dir, "%s/%s@%s", l->r->path, p->field_name,
-                       p->ns[0] ? p->ns : "-") >= sizeof dir)
+  if ((size_t)snprintf(dir, sizeof dir, "%s/%s", l->r->path, l->pool_name) >= sizeof dir)
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: pool path too long");
   if (make_dirs(dir) < 0)
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot create %s: %s", dir,
@@ -303,17 +303,21 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
   return 0;
 }
 
-static int file_renew(idgen_lease_t *l) {
+static int file_renew(idgen_lease_t *l, char *err, size_t errlen) {
   struct stat a, b;
   if (fstat(l->fd, &a) < 0 || stat(l->path, &b) < 0 || a.st_dev != b.st_dev ||
-      a.st_ino != b.st_ino)
-    return IDGEN_ELEASE; /* the lock file was removed or replaced: someone else may lock it */
+      a.st_ino != b.st_ino) /* removed or replaced: someone else may lock it */
+    return idgen__err(err, errlen, IDGEN_ELEASE,
+                      "registry: lock file %s was removed or replaced under the holder", l->path);
   return 0;
 }
 
-static int file_mark(idgen_lease_t *l, int64_t mark_ms) {
-  int rc = file_renew(l);
-  return rc < 0 ? rc : write_record(l, mark_ms);
+static int file_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen) {
+  int rc = file_renew(l, err, errlen);
+  if (rc == 0 && (rc = write_record(l, mark_ms)) < 0)
+    idgen__err(err, errlen, rc, "registry: cannot write the mark to %s: %s", l->path,
+               strerror(errno));
+  return rc;
 }
 
 static void file_release(idgen_lease_t *l) {
@@ -321,5 +325,156 @@ static void file_release(idgen_lease_t *l) {
   l->fd = -1;
 }
 
+/* ---- list and free ------------------------------------------------------- */
+
+/* Whether another open file description holds the lock at `path`: 1 held,
+ * 0 free, -1 with errno.  A shared lock taken for the look is dropped at
+ * once (an acquirer that meets it moves on to the next ID). */
+static int probe_held(const char *path) {
+  int fd = open_held(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  int held = flock(fd, LOCK_SH | LOCK_NB) < 0 ? (errno == EWOULDBLOCK ? 1 : -1) : 0;
+  close_held(fd);
+  return held;
+}
+
+static int strcmp_ptr(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The IDs of a pool directory with a lock file, sorted: a malloc'ed array. */
+static uint64_t *pool_ids(const char *dir, size_t *n) {
+  DIR *d = opendir(dir);
+  uint64_t *ids = NULL;
+  size_t cap = 0;
+  *n = 0;
+  if (d == NULL)
+    return NULL;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    char *end;
+    errno = 0;
+    unsigned long long id = strtoull(e->d_name, &end, 10);
+    if (errno || end == e->d_name || strcmp(end, ".lock") != 0 || e->d_name[0] == '-')
+      continue;
+    if (*n == cap) {
+      uint64_t *m = realloc(ids, (cap = cap ? 2 * cap : 64) * sizeof *ids);
+      if (m == NULL)
+        break;
+      ids = m;
+    }
+    ids[(*n)++] = id;
+  }
+  closedir(d);
+  if (*n)
+    qsort(ids, *n, sizeof *ids, cmp_u64);
+  return ids;
+}
+
+static int list_pool(const char *dir, const char *pool,
+                     int (*cb)(void *, const idgen_lease_row_t *), void *ctx) {
+  size_t n;
+  uint64_t *ids = pool_ids(dir, &n);
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    idgen_lease_row_t row;
+    char path[1200], buf[RECORD_SIZE + 1];
+    memset(&row, 0, sizeof row);
+    snprintf(row.pool, sizeof row.pool, "%s", pool);
+    row.worker = ids[i];
+    snprintf(path, sizeof path, "%s/%" PRIu64 ".lock", dir, ids[i]);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      continue;
+    ssize_t got = pread(fd, buf, RECORD_SIZE, 0);
+    int valid = read_record(fd, &row.generation, &row.mark_ms) == 0;
+    close(fd);
+    if (valid && got == RECORD_SIZE) {
+      buf[RECORD_SIZE] = '\0';
+      const char *h = strstr(buf, " holder=");
+      if (h)
+        snprintf(row.holder, sizeof row.holder, "%.*s", (int)strcspn(h + 8, " \n"), h + 8);
+    } else if (!valid) {
+      snprintf(row.holder, sizeof row.holder, "(not a valid record: never leased)");
+    }
+    row.state = probe_held(path) == 1 ? IDGEN_LEASE_HELD : IDGEN_LEASE_FREE;
+    rc = cb(ctx, &row);
+  }
+  free(ids);
+  return rc;
+}
+
+static int file_list(idgen_registry_t *r, int (*cb)(void *, const idgen_lease_row_t *), void *ctx,
+                     char *err, size_t errlen) {
+  DIR *d = opendir(r->path);
+  if (d == NULL)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot read %s: %s", r->path,
+                      strerror(errno));
+  char **pools = NULL;
+  size_t n = 0, cap = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (e->d_name[0] == '.' || strchr(e->d_name, '@') == NULL)
+      continue;
+    if (n == cap) {
+      char **m = realloc(pools, (cap = cap ? 2 * cap : 16) * sizeof *pools);
+      if (m == NULL)
+        break;
+      pools = m;
+    }
+    if ((pools[n] = strdup(e->d_name)) != NULL)
+      n++;
+  }
+  closedir(d);
+  if (n)
+    qsort(pools, n, sizeof *pools, strcmp_ptr);
+  int rc = 0;
+  for (size_t i = 0; i < n; i++) {
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/%s", r->path, pools[i]);
+    if (rc == 0)
+      rc = list_pool(dir, pools[i], cb, ctx);
+    free(pools[i]);
+  }
+  free(pools);
+  return rc;
+}
+
+static int file_free(idgen_registry_t *r, const char *pool, uint64_t worker, int force, char *err,
+                     size_t errlen) {
+  (void)force; /* a live process's flock cannot be taken from it */
+  char path[1100];
+  if ((size_t)snprintf(path, sizeof path, "%s/%s/%" PRIu64 ".lock", r->path, pool, worker) >=
+      sizeof path)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: pool name too long");
+  int held = probe_held(path);
+  if (held < 0)
+    return idgen__err(err, errlen, errno == ENOENT ? IDGEN_EINVAL : IDGEN_EREGISTRY,
+                      "registry: %s: %s", path, strerror(errno));
+  if (held)
+    return idgen__err(err, errlen, IDGEN_ELEASE,
+                      "registry: %s %" PRIu64 " of %s is locked by a live process: a file: lease "
+                      "cannot be taken from its holder%s; stop the holder and the ID is free at "
+                      "once",
+                      pool, worker, r->path, force ? ", even with --force" : "");
+  return idgen__err(err, errlen, 0,
+                    "registry: %s %" PRIu64 " is already free (no process holds its lock; its "
+                    "mark stays)",
+                    pool, worker);
+}
+
 const idgen__registry_ops_t idgen__registry_file = {
-    "file", file_open, file_acquire, file_renew, file_mark, file_release, NULL};
+    .scheme = "file",
+    .mark_step_ms = 1000,
+    .open = file_open,
+    .acquire = file_acquire,
+    .renew = file_renew,
+    .mark = file_mark,
+    .release = file_release,
+    .list = file_list,
+    .free = file_free,
+};
