@@ -41,47 +41,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core_int.h"
+#include "snowflake_int.h"
 
 #define BORROW_MAX_MS 86400000LL
 #define WAIT_MAX_MS 3600000LL
-#define NS_PER_MS 1000000LL
-
-enum { CLOCK_KIND_FAST, CLOCK_KIND_PRECISE, CLOCK_KIND_INJECTED };
-
-struct idgen_snowflake {
-  /* Read-only after creation; shared by all threads. */
-  int64_t epoch;
-  int64_t unit;
-  int64_t borrow_ms;
-  int64_t wait_ms;
-  uint64_t node_bits;      /* all node fields, already in place */
-  unsigned seq_bits;       /* S */
-  unsigned seq_shift;
-  unsigned time_shift;
-  uint64_t seq_mask;
-  uint64_t max_tick;       /* 2^T - 1 */
-  uint64_t max_state;      /* largest issuable (tick, sequence), <= 2^64 - 2 */
-  uint64_t fast_span;      /* hot path: c - (x << S) must be <= this */
-  int fast;                /* hot path usable */
-  int random_start;
-  int clock_kind;          /* CLOCK_KIND_*: where now_ms() reads the time */
-  idgen_clock_t clock;     /* clock.now_ns == NULL: the system clock */
-  unsigned fork_gen;
-  idgen_layout_t layout;
-
-  /* The state word, alone on its cache line. */
-  _Alignas(IDGEN_CACHELINE) _Atomic uint64_t next;
-
-  /* Set while the generator is ahead of the clock; read on every call and
-   * written only when that changes, so it has a line of its own. */
-  _Alignas(IDGEN_CACHELINE) _Atomic int ahead;
-
-  /* Slow-path counters, on their own line so they never disturb `next`. */
-  _Alignas(IDGEN_CACHELINE) _Atomic uint64_t clock_waits;
-  _Atomic uint64_t clock_refusals;
-  _Atomic uint64_t sequence_exhausted;
-};
 
 void idgen_snowflake_settings_init(idgen_snowflake_settings_t *s) {
   memset(s, 0, sizeof *s);
@@ -91,11 +54,7 @@ void idgen_snowflake_settings_init(idgen_snowflake_settings_t *s) {
 }
 
 /* The wall clock with nanoseconds, for the slow path. */
-static int64_t now_ns(const idgen_snowflake_t *g) {
-  if (g->clock.now_ns != NULL)
-    return g->clock.now_ns(g->clock.ctx);
-  return idgen__clock_ns();
-}
+static int64_t now_ns(const idgen_snowflake_t *g) { return idgen__sf_now_ns(g); }
 
 static inline int64_t now_ms(const idgen_snowflake_t *g) {
   if (IDGEN_LIKELY(g->clock_kind == CLOCK_KIND_FAST))
@@ -175,21 +134,25 @@ static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, 
       lim = g->max_state;
     if (limr > g->max_state)
       limr = g->max_state;
+    /* A bound generator's high-water mark (max_state when unbound). */
+    uint64_t ceil = atomic_load_explicit(&g->ceiling, memory_order_acquire);
 
-    uint64_t cur = atomic_load_explicit(&g->next, memory_order_acquire), start, end;
+    uint64_t cur = atomic_load_explicit(&g->next, memory_order_acquire), start, end = 0;
     for (;;) {
       if (cur > g->max_state)
         return IDGEN_EEXHAUSTED;
       start = cur;
       if ((start >> S) < x)
         start = (x << S) | seq_start(g);
-      if (start > limr)
+      if (start > limr || start > ceil)
         break;
       /* Issuable values: as many as asked, up to lim.  A reservation: only
        * within start's own tick, so the call waits for one tick. */
       uint64_t cap = start <= lim ? lim : (start | g->seq_mask);
       if (cap > limr)
         cap = limr;
+      if (cap > ceil)
+        cap = ceil;
       end = (cap - start >= k - 1) ? start + k - 1 : cap;
       if (atomic_compare_exchange_weak_explicit(&g->next, &cur, end + 1, memory_order_acq_rel,
                                                 memory_order_acquire))
@@ -203,6 +166,15 @@ static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, 
       if (fresh)
         return refuse(g);
       fresh = 1;
+      ms = idgen__ns_to_ms(now_ns(g));
+      continue;
+    }
+    if (start > ceil) {
+      /* Within the clock's window, above the mark: the keeper moves the
+       * mark (or the lease is gone). */
+      int rc = idgen__keeper_wait(g, start);
+      if (rc < 0)
+        return rc;
       ms = idgen__ns_to_ms(now_ns(g));
       continue;
     }
@@ -257,9 +229,10 @@ int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id) {
     uint64_t x = (uint64_t)(ms - g->epoch);
     if (IDGEN_LIKELY(x <= g->max_tick)) {
       uint64_t base = x << g->seq_bits, c;
+      uint64_t ceil = atomic_load_explicit(&g->ceiling, memory_order_relaxed);
       if (IDGEN_LIKELY(!atomic_load_explicit(&g->ahead, memory_order_relaxed))) {
         c = atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
-        if (IDGEN_LIKELY(c - base <= g->fast_span && c <= g->max_state)) {
+        if (IDGEN_LIKELY(c - base <= g->fast_span && c <= ceil)) {
           *id = compose(g, c);
           return 0;
         }
@@ -270,10 +243,10 @@ int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id) {
           atomic_store_explicit(&g->ahead, 1, memory_order_relaxed);
       } else {
         c = atomic_load_explicit(&g->next, memory_order_relaxed);
-        if (c - base <= g->fast_span) {
+        if (c - base <= g->fast_span && c <= ceil) {
           atomic_store_explicit(&g->ahead, 0, memory_order_relaxed);
           c = atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
-          if (IDGEN_LIKELY(c - base <= g->fast_span && c <= g->max_state)) {
+          if (IDGEN_LIKELY(c - base <= g->fast_span && c <= ceil)) {
             *id = compose(g, c);
             return 0;
           }
@@ -348,16 +321,28 @@ int idgen_snowflake_new(idgen_snowflake_t **out, const idgen_layout_t *l,
   if (s->clock_mode != IDGEN_CLOCK_FAST && s->clock_mode != IDGEN_CLOCK_PRECISE)
     return idgen__err(err, errlen, IDGEN_EINVAL, "clock_mode %d unknown", (int)s->clock_mode);
 
+  idgen_lease_info_t lease;
+  if (s->lease != NULL) {
+    idgen_lease_info(s->lease, &lease);
+    if (lease.field < 0 || lease.field >= l->nfields ||
+        l->fields[lease.field].kind != IDGEN_FIELD_NODE ||
+        lease.worker >> l->fields[lease.field].bits != 0)
+      return idgen__err(err, errlen, IDGEN_EINVAL,
+                        "the lease was not acquired for this layout (field %d, %s %" PRIu64 ")",
+                        lease.field, lease.pool, lease.worker);
+  }
   uint64_t node_bits = 0;
   for (int i = 0; i < l->nfields; i++) {
     const idgen_field_t *f = &l->fields[i];
     if (f->kind != IDGEN_FIELD_NODE)
       continue;
-    uint64_t max = (UINT64_C(1) << f->bits) - 1;
-    if (s->node[i] > max)
+    uint64_t max = (UINT64_C(1) << f->bits) - 1, v = s->node[i];
+    if (s->lease != NULL && i == lease.field)
+      v = lease.worker;
+    if (v > max)
       return idgen__err(err, errlen, IDGEN_ERANGE, "%s %" PRIu64 " out of range 0..%" PRIu64,
-                        f->name, s->node[i], max);
-    node_bits |= s->node[i] << f->shift;
+                        f->name, v, max);
+    node_bits |= v << f->shift;
   }
 
   /* aligned_alloc wants a size that is a multiple of the alignment. */
@@ -397,6 +382,7 @@ int idgen_snowflake_new(idgen_snowflake_t **out, const idgen_layout_t *l,
   g->fork_gen = idgen__fork_gen();
   atomic_init(&g->next, 0);
   atomic_init(&g->ahead, 0);
+  atomic_init(&g->ceiling, g->max_state);
 
   int64_t ms = idgen__ns_to_ms(now_ns(g));
   int64_t horizon = idgen_layout_horizon_ms(l);
@@ -412,8 +398,34 @@ int idgen_snowflake_new(idgen_snowflake_t **out, const idgen_layout_t *l,
     return idgen__err(err, errlen, IDGEN_ECLOCK, "clock %s is before the layout epoch %s",
                       now_buf, date);
   }
+  if (s->lease != NULL) {
+    /* Start above everything the worker ID's earlier holders may have
+     * issued (G6), and above start_after_ms. */
+    uint64_t from = 0, v;
+    if ((v = idgen__sf_state_of_ms(g, lease.mark_ms)) != 0)
+      from = v + 1;
+    if ((v = idgen__sf_state_of_ms(g, s->start_after_ms)) != 0 && v + 1 > from)
+      from = v + 1;
+    if (from > g->max_state) {
+      free(g);
+      return idgen__err(err, errlen, IDGEN_EEXHAUSTED,
+                        "the lease's high-water mark is at the end of the layout");
+    }
+    atomic_init(&g->next, from ? from : 1);
+    int rc = idgen__keeper_start(g, s->lease, err, errlen);
+    if (rc < 0) {
+      free(g);
+      return rc;
+    }
+  }
   *out = g;
   return 0;
 }
 
-void idgen_snowflake_free(idgen_snowflake_t *g) { free(g); }
+void idgen_snowflake_free(idgen_snowflake_t *g) {
+  if (g == NULL)
+    return;
+  if (g->keeper != NULL)
+    idgen__keeper_stop(g);
+  free(g);
+}

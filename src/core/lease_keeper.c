@@ -1,0 +1,348 @@
+/*
+ * lease_keeper.c -- what keeps a generator bound to a lease honest (SPEC G4,
+ * G6): a durable high-water mark ahead of the IDs, and a lease that is known
+ * valid.
+ *
+ * DESIGN.  The hot path already compares each state it takes with a limit;
+ * for a bound generator that limit, `ceiling`, is the last state of the
+ * tick of the mark recorded in the registry, or 0 while the lease cannot be
+ * shown valid.  So binding costs the hot path nothing but a relaxed load of
+ * a line that is written a few times a second.  Two threads per bound
+ * generator do the rest:
+ *
+ *   - the I/O thread renews the lease at a third of its TTL and keeps the
+ *     mark ahead: when less than half a mark step is left above the later of
+ *     the wall clock and the generator's own clock, it writes a mark one step
+ *     beyond, and only after the write returns (durable) raises `ceiling`.
+ *     A call that finds its next state above the ceiling pokes it and waits;
+ *   - the watchdog drops `ceiling` to 0 when the lease's deadline passes:
+ *     the last successful renewal's *send* time plus the TTL less a tenth,
+ *     on CLOCK_MONOTONIC.  It is a thread of its own because the I/O thread
+ *     may be stuck in a call to a registry that does not answer.
+ *
+ * The ceiling never exceeds a mark that is durable, so even a holder that
+ * was paused past its deadline (SIGSTOP), whose watchdog has not run yet,
+ * issues nothing above its recorded mark; the next holder starts above it
+ * (G6).  A renewal or mark write that fails on the fencing generation
+ * (IDGEN_ELEASE) ends the binding for good: the ID may be someone else's.
+ * A registry that cannot be reached only suspends issuing: renewals go on,
+ * and the first success restores it (the generation proves nobody else got
+ * the ID meanwhile).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "registry_int.h"
+#include "snowflake_int.h"
+
+struct idgen__keeper {
+  idgen_lease_t *lease;
+  int64_t ttl_ms, step_ms, margin_ms;
+  pthread_t io, watch;
+  int threads;               /* how many of them run */
+  pthread_mutex_t mu;
+  pthread_cond_t io_cv;      /* wakes the I/O thread: poke, stop */
+  pthread_cond_t watch_cv;   /* wakes the watchdog: a new deadline, stop */
+  pthread_cond_t mark_cv;    /* wakes callers waiting for the ceiling */
+  /* Under mu: */
+  int stop, poke, valid, fenced;
+  int64_t deadline;          /* CLOCK_MONOTONIC ms until which the lease is valid */
+  int64_t next_renew;        /* CLOCK_MONOTONIC ms */
+  int64_t mark_ms;           /* durable */
+  idgen_lease_info_t info;   /* the lease as of the last registry call */
+  uint64_t renewals, renew_failures, mark_writes, mark_waits;
+  char reason[256];
+};
+
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct timespec mono_abs(int64_t ms) {
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+  return ts;
+}
+
+/* Sets `ceiling` from the state: the mark's last state while valid, else 0.
+ * Under mu. */
+static void apply(idgen_snowflake_t *g) {
+  idgen__keeper_t *k = g->keeper;
+  uint64_t c = k->valid && !k->fenced ? idgen__sf_state_of_ms(g, k->mark_ms) : 0;
+  atomic_store_explicit(&g->ceiling, c, memory_order_release);
+  pthread_cond_broadcast(&k->mark_cv);
+}
+
+static void fence(idgen_snowflake_t *g, const char *why) {
+  idgen__keeper_t *k = g->keeper;
+  k->fenced = 1;
+  k->valid = 0;
+  snprintf(k->reason, sizeof k->reason, "%s", why);
+  apply(g);
+  pthread_cond_signal(&k->watch_cv);
+}
+
+/* The mark a bound generator needs now: the later of the wall clock and the
+ * last ms of the tick of its next state. */
+static int64_t mark_needed(const idgen_snowflake_t *g) {
+  int64_t wall = idgen__ns_to_ms(idgen__sf_now_ns(g));
+  uint64_t nx = atomic_load_explicit(&g->next, memory_order_acquire);
+  int64_t own = idgen__sf_ms_of_state(g, nx > g->max_state ? g->max_state : nx);
+  return own > wall ? own : wall;
+}
+
+/* One renewal; under mu, which it drops around the call.  0 or the error. */
+static int renew_once(idgen_snowflake_t *g) {
+  idgen__keeper_t *k = g->keeper;
+  char e[256] = "";
+  int64_t sent = mono_ms();
+  pthread_mutex_unlock(&k->mu);
+  int rc = idgen_lease_renew(k->lease, e, sizeof e);
+  pthread_mutex_lock(&k->mu);
+  idgen_lease_info(k->lease, &k->info); /* only this thread calls the lease */
+  if (rc == 0) {
+    k->renewals++;
+    k->deadline = sent + k->ttl_ms - k->margin_ms;
+    k->next_renew = sent + k->ttl_ms / 3;
+    if (!k->fenced && !k->valid) {
+      k->valid = 1;
+      k->reason[0] = '\0';
+      apply(g);
+    }
+    pthread_cond_signal(&k->watch_cv);
+  } else if (rc == IDGEN_ELEASE || rc == IDGEN_EFORKED) {
+    fence(g, e[0] ? e : "the lease was granted to another holder");
+  } else {
+    k->renew_failures++;
+    snprintf(k->reason, sizeof k->reason, "%s", e[0] ? e : idgen_strerror(rc));
+    int64_t retry = k->ttl_ms / 10 < 100 ? 100 : k->ttl_ms / 10;
+    k->next_renew = mono_ms() + (retry > 1000 ? 1000 : retry);
+  }
+  return rc;
+}
+
+/* One mark write to `target`; under mu, dropped around the call. */
+static int mark_once(idgen_snowflake_t *g, int64_t target) {
+  idgen__keeper_t *k = g->keeper;
+  char e[256] = "";
+  pthread_mutex_unlock(&k->mu);
+  int rc = idgen_lease_record_mark(k->lease, target, e, sizeof e);
+  pthread_mutex_lock(&k->mu);
+  idgen_lease_info(k->lease, &k->info);
+  if (rc == 0) {
+    k->mark_writes++;
+    if (target > k->mark_ms)
+      k->mark_ms = target;
+    apply(g);
+  } else if (rc == IDGEN_ELEASE || rc == IDGEN_EFORKED) {
+    fence(g, e[0] ? e : "the lease was granted to another holder");
+  } else {
+    snprintf(k->reason, sizeof k->reason, "%s", e[0] ? e : idgen_strerror(rc));
+  }
+  return rc;
+}
+
+static void *io_main(void *arg) {
+  idgen_snowflake_t *g = arg;
+  idgen__keeper_t *k = g->keeper;
+  /* How often the headroom is looked at: a quarter step, 10..250 ms. */
+  int64_t look = k->step_ms / 4 < 10 ? 10 : k->step_ms / 4 > 250 ? 250 : k->step_ms / 4;
+  pthread_mutex_lock(&k->mu);
+  while (!k->stop && !k->fenced) {
+    int64_t now = mono_ms(), wake = now + look;
+    if (now >= k->next_renew)
+      renew_once(g);
+    if (!k->stop && k->valid) {
+      int64_t need = mark_needed(g);
+      if (k->poke || k->mark_ms - need < k->step_ms / 2) {
+        if (mark_once(g, need + k->step_ms) < 0)
+          wake = mono_ms() + 100 < wake ? mono_ms() + 100 : wake; /* retry soon */
+      }
+    }
+    k->poke = 0; /* a waiter that still needs more pokes again when woken */
+    if (k->next_renew < wake)
+      wake = k->next_renew;
+    if (k->stop || k->fenced)
+      break;
+    struct timespec ts = mono_abs(wake);
+    pthread_cond_timedwait(&k->io_cv, &k->mu, &ts);
+  }
+  pthread_mutex_unlock(&k->mu);
+  return NULL;
+}
+
+static void *watch_main(void *arg) {
+  idgen_snowflake_t *g = arg;
+  idgen__keeper_t *k = g->keeper;
+  pthread_mutex_lock(&k->mu);
+  while (!k->stop) {
+    if (k->valid && mono_ms() >= k->deadline) {
+      char last[sizeof k->reason];
+      snprintf(last, sizeof last, "%s", k->renew_failures ? k->reason : "");
+      k->valid = 0;
+      snprintf(k->reason, sizeof k->reason, "not renewed within its TTL (%lld ms)%s%.180s",
+               (long long)k->ttl_ms, last[0] ? ": " : "", last);
+      apply(g);
+      k->next_renew = mono_ms(); /* retry renewing at once */
+      pthread_cond_signal(&k->io_cv);
+    }
+    if (k->valid) {
+      struct timespec ts = mono_abs(k->deadline);
+      pthread_cond_timedwait(&k->watch_cv, &k->mu, &ts);
+    } else {
+      pthread_cond_wait(&k->watch_cv, &k->mu);
+    }
+  }
+  pthread_mutex_unlock(&k->mu);
+  return NULL;
+}
+
+static void keeper_free(idgen__keeper_t *k) {
+  pthread_cond_destroy(&k->io_cv);
+  pthread_cond_destroy(&k->watch_cv);
+  pthread_cond_destroy(&k->mark_cv);
+  pthread_mutex_destroy(&k->mu);
+  free(k);
+}
+
+static int cond_init_mono(pthread_cond_t *c) {
+  pthread_condattr_t a;
+  pthread_condattr_init(&a);
+  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+  int rc = pthread_cond_init(c, &a);
+  pthread_condattr_destroy(&a);
+  return rc;
+}
+
+int idgen__keeper_start(idgen_snowflake_t *g, idgen_lease_t *lease, char *err, size_t errlen) {
+  idgen__keeper_t *k = calloc(1, sizeof *k);
+  if (k == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "out of memory");
+  idgen_lease_info_t info;
+  idgen_lease_info(lease, &info);
+  k->lease = lease;
+  k->ttl_ms = info.ttl_ms;
+  k->margin_ms = info.ttl_ms / 10;
+  k->step_ms = info.mark_step_ms;
+  k->mark_ms = info.mark_ms;
+  k->info = info;
+  pthread_mutex_init(&k->mu, NULL);
+  cond_init_mono(&k->io_cv);
+  cond_init_mono(&k->watch_cv);
+  cond_init_mono(&k->mark_cv);
+  g->keeper = k;
+  atomic_store_explicit(&g->ceiling, 0, memory_order_release);
+
+  /* The first renewal and mark, before any ID: the lease's deadline starts
+   * from a renewal this process sent, and the ceiling from a durable mark. */
+  pthread_mutex_lock(&k->mu);
+  int rc = renew_once(g); /* sets valid and the deadline */
+  if (rc == 0)
+    rc = mark_once(g, mark_needed(g) + k->step_ms);
+  char why[256];
+  snprintf(why, sizeof why, "%s", k->reason);
+  pthread_mutex_unlock(&k->mu);
+  if (rc == 0 && pthread_create(&k->io, NULL, io_main, g) == 0) {
+    k->threads = 1;
+    if (pthread_create(&k->watch, NULL, watch_main, g) == 0)
+      k->threads = 2;
+  }
+  if (rc == 0 && k->threads == 2)
+    return 0;
+  if (k->threads) {
+    pthread_mutex_lock(&k->mu);
+    k->stop = 1;
+    pthread_cond_signal(&k->io_cv);
+    pthread_mutex_unlock(&k->mu);
+    pthread_join(k->io, NULL);
+  }
+  g->keeper = NULL;
+  keeper_free(k);
+  if (rc == 0)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "cannot start the lease's thread");
+  return idgen__err(err, errlen, rc, "%s", why[0] ? why : idgen_strerror(rc));
+}
+
+int idgen__keeper_wait(idgen_snowflake_t *g, uint64_t want) {
+  idgen__keeper_t *k = g->keeper;
+  if (k == NULL)
+    return IDGEN_EEXHAUSTED; /* unbound: the ceiling is the layout's end */
+  /* Bounded (G3): max_wait_ms, but at least 250 ms, the time a mark write
+   * may take on a slow disk or a remote registry. */
+  int64_t limit = mono_ms() + (g->wait_ms > 250 ? g->wait_ms : 250);
+  int rc = 0;
+  pthread_mutex_lock(&k->mu);
+  k->mark_waits++;
+  while (rc == 0 && atomic_load_explicit(&g->ceiling, memory_order_acquire) < want) {
+    if (!k->valid || k->fenced || k->stop) {
+      rc = IDGEN_ELEASE;
+      break;
+    }
+    k->poke = 1;
+    pthread_cond_signal(&k->io_cv);
+    struct timespec ts = mono_abs(limit);
+    if (pthread_cond_timedwait(&k->mark_cv, &k->mu, &ts) == ETIMEDOUT &&
+        atomic_load_explicit(&g->ceiling, memory_order_acquire) < want)
+      rc = k->valid && !k->fenced ? IDGEN_EMARK : IDGEN_ELEASE;
+  }
+  pthread_mutex_unlock(&k->mu);
+  return rc;
+}
+
+void idgen__keeper_stop(idgen_snowflake_t *g) {
+  idgen__keeper_t *k = g->keeper;
+  pthread_mutex_lock(&k->mu);
+  k->stop = 1;
+  atomic_store_explicit(&g->ceiling, 0, memory_order_release);
+  pthread_cond_signal(&k->io_cv);
+  pthread_cond_signal(&k->watch_cv);
+  pthread_cond_broadcast(&k->mark_cv);
+  pthread_mutex_unlock(&k->mu);
+  pthread_join(k->io, NULL);
+  pthread_join(k->watch, NULL);
+  /* The final mark: the last tick that may have been used, so that the next
+   * holder can start as soon as the clock allows.  Everything issued is at
+   * or below both it and the durable mark (nothing is issued from now on). */
+  if (!k->fenced) {
+    uint64_t nx = atomic_load_explicit(&g->next, memory_order_acquire);
+    uint64_t last = nx == 0 ? 0 : nx - 1;
+    uint64_t ceil = idgen__sf_state_of_ms(g, k->mark_ms);
+    if (last > ceil)
+      last = ceil; /* values above the ceiling were taken but never issued */
+    int64_t final = idgen__sf_ms_of_state(g, last);
+    if (final < k->mark_ms)
+      idgen__lease_final_mark(k->lease, final);
+  }
+  g->keeper = NULL;
+  keeper_free(k);
+}
+
+void idgen_snowflake_lease_status(idgen_snowflake_t *g, idgen_snowflake_lease_status_t *st) {
+  memset(st, 0, sizeof *st);
+  idgen__keeper_t *k = g->keeper;
+  if (k == NULL)
+    return;
+  pthread_mutex_lock(&k->mu);
+  const idgen_lease_info_t info = k->info;
+  st->bound = 1;
+  st->valid = k->valid && !k->fenced;
+  st->fenced = k->fenced;
+  int64_t left = k->deadline - mono_ms();
+  st->valid_ms = st->valid && left > 0 ? left : 0;
+  st->worker = info.worker;
+  st->generation = info.generation;
+  st->mark_ms = k->mark_ms;
+  st->expires_ms = info.expires_ms;
+  st->renewals = k->renewals;
+  st->renew_failures = k->renew_failures;
+  st->mark_writes = k->mark_writes;
+  st->mark_waits = k->mark_waits;
+  snprintf(st->reason, sizeof st->reason, "%s", k->reason);
+  pthread_mutex_unlock(&k->mu);
+}

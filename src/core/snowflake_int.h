@@ -1,0 +1,93 @@
+/*
+ * snowflake_int.h -- the Snowflake generator's state, shared by snowflake.c
+ * (issuing) and lease_keeper.c (the background thread of a generator bound
+ * to a lease).
+ */
+#ifndef IDGEN_SNOWFLAKE_INT_H
+#define IDGEN_SNOWFLAKE_INT_H
+
+#include <stdatomic.h>
+
+#include "core_int.h"
+
+#define NS_PER_MS 1000000LL
+
+typedef struct idgen__keeper idgen__keeper_t;
+
+enum { CLOCK_KIND_FAST, CLOCK_KIND_PRECISE, CLOCK_KIND_INJECTED };
+
+struct idgen_snowflake {
+  /* Read-only after creation; shared by all threads. */
+  int64_t epoch;
+  int64_t unit;
+  int64_t borrow_ms;
+  int64_t wait_ms;
+  uint64_t node_bits;      /* all node fields, already in place */
+  unsigned seq_bits;       /* S */
+  unsigned seq_shift;
+  unsigned time_shift;
+  uint64_t seq_mask;
+  uint64_t max_tick;       /* 2^T - 1 */
+  uint64_t max_state;      /* largest issuable (tick, sequence), <= 2^64 - 2 */
+  idgen__keeper_t *keeper; /* bound to a lease (lease_keeper.c), or NULL */
+  uint64_t fast_span;      /* hot path: c - (x << S) must be <= this */
+  int fast;                /* hot path usable */
+  int random_start;
+  int clock_kind;          /* CLOCK_KIND_*: where now_ms() reads the time */
+  idgen_clock_t clock;     /* clock.now_ns == NULL: the system clock */
+  unsigned fork_gen;
+  idgen_layout_t layout;
+
+  /* The largest state that may be issued now: max_state for an unbound
+   * generator; for a bound one, the recorded high-water mark's last state
+   * while the lease is valid, else 0.  Written by the keeper a few times a
+   * second at most; read (relaxed) on every call. */
+  _Atomic uint64_t ceiling;
+
+  /* The state word, alone on its cache line. */
+  _Alignas(IDGEN_CACHELINE) _Atomic uint64_t next;
+
+  /* Set while the generator is ahead of the clock; read on every call and
+   * written only when that changes, so it has a line of its own. */
+  _Alignas(IDGEN_CACHELINE) _Atomic int ahead;
+
+  /* Slow-path counters, on their own line so they never disturb `next`. */
+  _Alignas(IDGEN_CACHELINE) _Atomic uint64_t clock_waits;
+  _Atomic uint64_t clock_refusals;
+  _Atomic uint64_t sequence_exhausted;
+};
+
+/* The wall clock in ns of g (injected or system). */
+static inline int64_t idgen__sf_now_ns(const idgen_snowflake_t *g) {
+  if (g->clock.now_ns != NULL)
+    return g->clock.now_ns(g->clock.ctx);
+  return idgen__clock_ns();
+}
+
+/* The last state of the tick holding Unix ms `ms` (capped at max_state), or
+ * 0 when `ms` is before the epoch (nothing may be issued). */
+static inline uint64_t idgen__sf_state_of_ms(const idgen_snowflake_t *g, int64_t ms) {
+  if (ms < g->epoch)
+    return 0;
+  uint64_t t = (uint64_t)(ms - g->epoch) / (uint64_t)g->unit;
+  if (t >= g->max_tick)
+    return g->max_state;
+  uint64_t v = ((t + 1) << g->seq_bits) - 1;
+  return v < g->max_state ? v : g->max_state;
+}
+
+/* The last Unix ms of the tick of state v. */
+static inline int64_t idgen__sf_ms_of_state(const idgen_snowflake_t *g, uint64_t v) {
+  return g->epoch + (int64_t)((v >> g->seq_bits) + 1) * g->unit - 1;
+}
+
+/* lease_keeper.c.  start: binds g to s->lease (g->keeper set, ceiling
+ * raised after a first renewal and mark write), or fails with a message;
+ * wait: called by claim() when the next state is above the ceiling but not
+ * the layout: waits (bounded) for the keeper to move the mark, returning 0
+ * to retry, IDGEN_ELEASE or IDGEN_EMARK; stop: final mark, joins, frees. */
+int idgen__keeper_start(idgen_snowflake_t *g, idgen_lease_t *lease, char *err, size_t errlen);
+int idgen__keeper_wait(idgen_snowflake_t *g, uint64_t want);
+void idgen__keeper_stop(idgen_snowflake_t *g);
+
+#endif
