@@ -534,6 +534,10 @@ typedef struct idgen_lease_request {
   /* How far ahead a bound generator keeps the mark (0: the backend's
    * default, 1000 for file:, the TTL for network registries). */
   int64_t mark_step_ms;
+  /* When every free ID's mark is ahead of the wall clock, the start wait
+   * ends this much early: the generator starts above the mark by borrowing
+   * (G3).  Pass the generator's max_borrow_ms.  Default 0. */
+  int64_t start_borrow_ms;
 } idgen_lease_request_t;
 
 /*

@@ -2,10 +2,11 @@
  * test_registry.c -- the registry's file: backend and the choice of pool
  * (SPEC section 8): lowest free ID, marks that survive, the start wait, a
  * full pool, namespaces, many processes, a killed holder, a forked child.
- * Work in progress: the generator does not bind to a lease yet.
+ * And a generator bound to a lease: the durable mark, a lost lease, threads.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,6 +327,183 @@ static void test_bad_records(void **state) {
   idgen_registry_close(r);
 }
 
+/* ---- a generator bound to a lease --------------------------------------- */
+
+static idgen_snowflake_t *bind_gen(const idgen_layout_t *l, idgen_lease_t *lease,
+                                   const idgen_clock_t *clock) {
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+  s.lease = lease;
+  s.clock = clock;
+  idgen_snowflake_t *g;
+  char err[300];
+  if (idgen_snowflake_new(&g, l, &s, err, sizeof err) != 0)
+    fail_msg("bind: %s", err);
+  return g;
+}
+
+static int64_t id_ms(const idgen_layout_t *l, uint64_t id, uint64_t *worker) {
+  uint64_t v[IDGEN_LAYOUT_MAX_FIELDS];
+  int64_t ms;
+  assert_int_equal(idgen_layout_decompose(l, id, v, &ms), 0);
+  if (worker)
+    *worker = v[idgen_layout_field_index(l, "worker")];
+  return ms;
+}
+
+/* The mark in the lock file itself, as the next holder would read it. */
+static int64_t file_mark(uint64_t worker) {
+  char path[600], buf[300];
+  snprintf(path, sizeof path, "%s/reg/worker@datacenter=0/%llu.lock", dir,
+           (unsigned long long)worker);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  assert_non_null(fgets(buf, sizeof buf, f));
+  fclose(f);
+  long long m = -1;
+  assert_int_equal(sscanf(buf, "idgen-lease v1 generation=%*u mark_ms=%lld", &m), 1);
+  return m;
+}
+
+/* No ID is above the durable mark; the mark moves when the clock does; the
+ * next holder of the ID starts above the last one's last ID. */
+static void test_bound_marks(void **state) {
+  (void)state;
+  tu_clock_t ck;
+  const int64_t t0 = 1800000000000;
+  tu_clock_init(&ck, t0);
+  idgen_registry_t *r = open_reg();
+  idgen_layout_t tw = layout("twitter");
+  idgen_lease_t *lease = take(r, &tw, NULL, &ck.clock);
+  idgen_snowflake_t *g = bind_gen(&tw, lease, &ck.clock);
+  idgen_snowflake_lease_status_t st;
+  idgen_snowflake_lease_status(g, &st);
+  assert_true(st.bound && st.valid && !st.fenced);
+  assert_int_equal(st.worker, 0);
+  assert_true(st.valid_ms > 8000 && st.valid_ms <= 9000); /* TTL 10 s less a tenth */
+  assert_int_equal(file_mark(0), st.mark_ms);
+  assert_true(st.mark_ms >= t0 + 1000); /* a step ahead (file: 1 s) */
+  uint64_t id = 0, last = 0, w;
+  for (int step = 0; step < 20; step++) {
+    for (int i = 0; i < 5000; i++) {
+      int rc = idgen_snowflake_next(g, &id);
+      if (rc != 0)
+        fail_msg("step %d: %s", step, idgen_strerror(rc));
+      assert_true(id > last);
+      last = id;
+      /* every ID is at or below the mark already in the file */
+      assert_true(id_ms(&tw, id, &w) <= file_mark(0));
+      assert_int_equal(w, 0);
+      if (i % 1000 == 999)
+        tu_clock_add_ms(&ck, 1);
+    }
+    tu_clock_add_ms(&ck, 700); /* past the mark within a few steps */
+  }
+  idgen_snowflake_lease_status(g, &st);
+  assert_true(st.mark_writes >= 10);
+  assert_true(st.mark_ms >= id_ms(&tw, last, NULL));
+  int64_t last_ms = id_ms(&tw, last, NULL);
+  idgen_snowflake_free(g); /* the final mark: the last tick used */
+  assert_int_equal(file_mark(0), last_ms);
+  idgen_lease_release(lease);
+  tu_clock_add_ms(&ck, 1); /* the mark is behind the clock: worker 0 again */
+  lease = take(r, &tw, NULL, &ck.clock);
+  assert_int_equal(worker_of(lease), 0);
+  tu_clock_set_ms(&ck, t0); /* and the clock stepped back far */
+  g = bind_gen(&tw, lease, &ck.clock);
+  /* it cannot go back below the mark: borrowing is 1 s, the clock is 14 s
+   * behind, so it refuses (G3) rather than repeat */
+  assert_int_equal(idgen_snowflake_next(g, &id), IDGEN_ECLOCK);
+  tu_clock_set_ms(&ck, last_ms - 500); /* within the borrowing */
+  tu_ok(idgen_snowflake_next(g, &id));
+  assert_true(id > last);
+  assert_true(id_ms(&tw, id, NULL) <= file_mark(0));
+  idgen_snowflake_free(g);
+  idgen_lease_release(lease);
+  idgen_registry_close(r);
+}
+
+/* A lease that cannot be shown valid stops the generator: IDGEN_ELEASE. */
+static void test_bound_lease_lost(void **state) {
+  (void)state;
+  idgen_registry_t *r = open_reg();
+  idgen_layout_t tw = layout("twitter");
+  idgen_lease_request_t req = {&tw, NULL, NULL, -1, NULL, .ttl_ms = 300};
+  idgen_lease_t *lease;
+  char err[300], path[600];
+  tu_ok(idgen_registry_acquire(r, &req, &lease, err, sizeof err));
+  idgen_snowflake_t *g = bind_gen(&tw, lease, NULL);
+  uint64_t id;
+  tu_ok(idgen_snowflake_next(g, &id));
+  /* the lock file is replaced: another process could lock the new one */
+  snprintf(path, sizeof path, "%s/reg/worker@datacenter=0/0.lock", dir);
+  char moved[700];
+  snprintf(moved, sizeof moved, "%s.moved", path);
+  assert_int_equal(rename(path, moved), 0);
+  int rc = 0;
+  for (int i = 0; i < 300 && rc == 0; i++) { /* renewed every 100 ms */
+    rc = idgen_snowflake_next(g, &id);
+    if (rc == 0)
+      usleep(10000);
+  }
+  assert_int_equal(rc, IDGEN_ELEASE);
+  idgen_snowflake_lease_status_t st;
+  idgen_snowflake_lease_status(g, &st);
+  assert_true(st.fenced && !st.valid);
+  assert_non_null(strstr(st.reason, "removed or replaced"));
+  uint64_t ids[10];
+  assert_int_equal(idgen_snowflake_next_n(g, ids, 10), IDGEN_ELEASE);
+  idgen_snowflake_free(g);
+  idgen_lease_release(lease);
+  idgen_registry_close(r);
+}
+
+static void *bound_worker(void *arg) {
+  idgen_snowflake_t *g = arg;
+  uint64_t *out = malloc(sizeof(uint64_t) * 200000);
+  for (int i = 0; i < 200000; i++)
+    if (idgen_snowflake_next(g, &out[i]) != 0) {
+      free(out);
+      return NULL;
+    }
+  return out;
+}
+
+static int cmp_id(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Four threads on one bound generator with the system clock (the hot path):
+ * unique IDs, none above the final mark. */
+static void test_bound_threads(void **state) {
+  (void)state;
+  idgen_registry_t *r = open_reg();
+  idgen_layout_t tw = layout("twitter");
+  idgen_lease_t *lease = take(r, &tw, NULL, NULL);
+  idgen_snowflake_t *g = bind_gen(&tw, lease, NULL);
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(pthread_create(&th[i], NULL, bound_worker, g), 0);
+  uint64_t *all = malloc(sizeof(uint64_t) * 800000);
+  for (int i = 0; i < 4; i++) {
+    void *res;
+    pthread_join(th[i], &res);
+    assert_non_null(res);
+    memcpy(all + i * 200000, res, sizeof(uint64_t) * 200000);
+    free(res);
+  }
+  idgen_snowflake_free(g);
+  int64_t mark = file_mark(0);
+  qsort(all, 800000, sizeof *all, cmp_id);
+  for (int i = 1; i < 800000; i++)
+    assert_true(all[i] > all[i - 1]);
+  assert_true(id_ms(&tw, all[799999], NULL) <= mark);
+  free(all);
+  idgen_lease_release(lease);
+  idgen_registry_close(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
@@ -336,6 +514,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fork_does_not_leak_the_lock, setup, teardown),
       cmocka_unit_test_setup_teardown(test_removed_lock_file, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_records, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bound_marks, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bound_lease_lost, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bound_threads, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
