@@ -7,11 +7,13 @@
 #include <string.h>
 
 #include "cli.h"
+#include "leased.h"
 
 static const char usage[] =
     "Usage: idgen snowflake [-n N] [--layout L] [--node NAME=V]... [--worker V]\n"
     "                       [--datacenter V] [--json] [--registry URI]\n"
-    "                       [--lease-field NAME] [--max-borrow-ms N] [--max-wait-ms N]\n"
+    "                       [--lease-field NAME] [--lease-ttl-ms N]\n"
+    "                       [--max-start-wait-ms N] [--max-borrow-ms N] [--max-wait-ms N]\n"
     "                       [--random-sequence-start]\n"
     "\n"
     "Make N Snowflake IDs, one decimal ID per line, strictly increasing.\n"
@@ -24,10 +26,18 @@ static const char usage[] =
     "      --worker V           the same as --node worker=V\n"
     "      --datacenter V       the same as --node datacenter=V\n"
     "      --json               print {\"ids\":[\"...\",...]}, IDs as strings\n"
-    "      --registry URI       where node values come from; only 'static' (the\n"
-    "                           values given here) is available in this release, so\n"
-    "                           uniqueness across processes is your job\n"
-    "      --lease-field NAME   the node field a registry assigns (needs a registry)\n"
+    "      --registry URI       where the worker ID comes from: 'static' (default: the\n"
+    "                           values given here; uniqueness across processes is\n"
+    "                           your job), 'file:DIR' (processes on this host) or\n"
+    "                           'postgres://...' (machines sharing a database).  With\n"
+    "                           a registry the leased field is assigned, IDs start\n"
+    "                           above its recorded high-water mark, and the mark is\n"
+    "                           kept ahead of them; see 'idgen registry'\n"
+    "      --lease-field NAME   the node field a registry assigns (default worker, or\n"
+    "                           the layout's only node field)\n"
+    "      --lease-ttl-ms N     the lease's TTL (default 10000)\n"
+    "      --max-start-wait-ms N  how long to wait for a worker ID whose mark is\n"
+    "                           ahead of the clock (default 10000)\n"
     "      --max-borrow-ms N    how far the generator's clock may run ahead of the\n"
     "                           wall clock (default 1000)\n"
     "      --max-wait-ms N      how long to wait, beyond the current tick, for a\n"
@@ -38,11 +48,13 @@ static const char usage[] =
     "Examples:\n"
     "  idgen snowflake -n 3 --datacenter 1 --worker 7\n"
     "  idgen snowflake --layout 'time:41@1ms,node:10,sequence:12,epoch=0' --node node=755\n"
+    "  idgen snowflake -n 1000 --registry file:./var/idgen --datacenter 1\n"
     "\n"
-    "Exit status: 0 success, 1 the clock refused or the layout ran out, 2 bad usage.\n";
+    "Exit status: 0 success, 1 the clock refused, the layout ran out or the registry\n"
+    "failed (unreachable, pool full, lease lost), 2 bad usage.\n";
 
-enum { OPT_NODE = 256, OPT_WORKER, OPT_DC, OPT_JSON, OPT_REGISTRY, OPT_LEASE, OPT_BORROW,
-       OPT_WAIT, OPT_RANDOM };
+enum { OPT_NODE = 256, OPT_WORKER, OPT_DC, OPT_JSON, OPT_REGISTRY, OPT_LEASE, OPT_TTL,
+       OPT_START_WAIT, OPT_BORROW, OPT_WAIT, OPT_RANDOM };
 
 struct node_opt {
   const char *name;
@@ -78,12 +90,15 @@ int cmd_snowflake(int argc, char **argv) {
       {"datacenter", required_argument, 0, OPT_DC}, {"json", no_argument, 0, OPT_JSON},
       {"registry", required_argument, 0, OPT_REGISTRY},
       {"lease-field", required_argument, 0, OPT_LEASE},
+      {"lease-ttl-ms", required_argument, 0, OPT_TTL},
+      {"max-start-wait-ms", required_argument, 0, OPT_START_WAIT},
       {"max-borrow-ms", required_argument, 0, OPT_BORROW},
       {"max-wait-ms", required_argument, 0, OPT_WAIT},
       {"random-sequence-start", no_argument, 0, OPT_RANDOM},
       {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
   int64_t n = 1;
-  const char *layout_spec = "twitter", *registry = "static", *lease_field = NULL;
+  const char *layout_spec = "twitter";
+  leased_opts_t lo = {"static", NULL, 0, -1};
   int json = 0;
   struct node_opt nodes[IDGEN_LAYOUT_MAX_FIELDS * 2];
   int nnodes = 0;
@@ -122,10 +137,16 @@ int cmd_snowflake(int argc, char **argv) {
       json = 1;
       break;
     case OPT_REGISTRY:
-      registry = optarg;
+      lo.registry = optarg;
       break;
     case OPT_LEASE:
-      lease_field = optarg;
+      lo.lease_field = optarg;
+      break;
+    case OPT_TTL:
+      lo.ttl_ms = cli_int("--lease-ttl-ms", optarg, 300, 3600000);
+      break;
+    case OPT_START_WAIT:
+      lo.max_start_wait_ms = cli_int("--max-start-wait-ms", optarg, 0, 3600000);
       break;
     case OPT_BORROW:
       s.max_borrow_ms = cli_int("--max-borrow-ms", optarg, 0, 86400000);
@@ -146,11 +167,7 @@ int cmd_snowflake(int argc, char **argv) {
   if (optind < argc)
     cli_fail(EXIT_USAGE, "unexpected argument \"%s\" (see 'idgen snowflake --help')",
              argv[optind]);
-  if (strcmp(registry, "static") != 0)
-    cli_fail(EXIT_USAGE,
-             "--registry: \"%s\" is not available in this release (only \"static\")",
-             registry);
-  if (lease_field != NULL)
+  if (lo.lease_field != NULL && strcmp(lo.registry, "static") == 0)
     cli_fail(EXIT_USAGE, "--lease-field needs a --registry other than static");
 
   idgen_layout_t l;
@@ -159,11 +176,14 @@ int cmd_snowflake(int argc, char **argv) {
   for (int i = 0; i < nnodes; i++)
     set_node(&l, &s, &nodes[i], &given);
 
-  char err[256];
-  idgen_snowflake_t *g;
-  int rc = idgen_snowflake_new(&g, &l, &s, err, sizeof err);
-  if (rc < 0)
-    cli_fail(rc == IDGEN_ERANGE ? EXIT_USAGE : EXIT_ID, "%s", err);
+  char err[512];
+  leased_t x = {0};
+  int rc = leased_acquire(&x, &lo, &l, &s, err, sizeof err);
+  if (rc < 0) {
+    leased_close(&x);
+    cli_fail(rc == IDGEN_ERANGE || rc == IDGEN_EINVAL ? EXIT_USAGE : EXIT_ID, "%s", err);
+  }
+  idgen_snowflake_t *g = x.gen;
 
   uint64_t batch[4096];
   if (json)
@@ -175,8 +195,11 @@ int cmd_snowflake(int argc, char **argv) {
       if (json)
         fflush(stdout);
       cli_flush();
-      idgen_snowflake_free(g);
-      cli_fail(EXIT_ID, "cannot make an ID: %s", idgen_strerror(rc));
+      idgen_snowflake_lease_status_t st;
+      idgen_snowflake_lease_status(g, &st);
+      leased_close(&x);
+      cli_fail(EXIT_ID, "cannot make an ID: %s%s%s", idgen_strerror(rc), st.reason[0] ? ": " : "",
+               st.reason);
     }
     for (size_t i = 0; i < k; i++) {
       if (json)
@@ -191,6 +214,6 @@ int cmd_snowflake(int argc, char **argv) {
   if (json)
     fputs("]}\n", stdout);
   cli_flush();
-  idgen_snowflake_free(g);
+  leased_close(&x);
   return EXIT_OK;
 }

@@ -19,6 +19,7 @@ static const char usage[] =
     "  layouts     list the preset layouts and their specs\n"
     "  plan        lifetime, exhaustion date and capacity of a layout\n"
     "  bench       measure the generator on this machine\n"
+    "  registry    list the worker-ID leases of a registry; free a stale one\n"
     "  serve       the daemon: IDs over HTTP/1.1 and the Redis protocol\n"
     "\n"
     "Options:\n"
@@ -49,7 +50,7 @@ int main(int argc, char **argv) {
   } commands[] = {
       {"snowflake", cmd_snowflake}, {"ulid", cmd_ulid},        {"uuid7", cmd_uuid7},
       {"decode", cmd_decode},       {"layouts", cmd_layouts}, {"plan", cmd_plan},
-      {"bench", idgen_bench_main},  {"serve", cmd_serve},
+      {"bench", idgen_bench_main},  {"serve", cmd_serve},       {"registry", cmd_registry},
   };
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(cmd, commands[i].name) == 0) {

@@ -453,9 +453,12 @@ static int file_free(idgen_registry_t *r, const char *pool, uint64_t worker, int
       sizeof path)
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: pool name too long");
   int held = probe_held(path);
+  if (held < 0 && errno == ENOENT)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: %s has no worker ID %" PRIu64 " in %s (never leased)", pool,
+                      worker, r->path);
   if (held < 0)
-    return idgen__err(err, errlen, errno == ENOENT ? IDGEN_EINVAL : IDGEN_EREGISTRY,
-                      "registry: %s: %s", path, strerror(errno));
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", path, strerror(errno));
   if (held)
     return idgen__err(err, errlen, IDGEN_ELEASE,
                       "registry: %s %" PRIu64 " of %s is locked by a live process: a file: lease "

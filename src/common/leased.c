@@ -1,0 +1,54 @@
+/*
+ * leased.c -- a generator bound to a lease from a registry (leased.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "leased.h"
+
+int leased_acquire(leased_t *x, const leased_opts_t *o, const idgen_layout_t *l,
+                   const idgen_snowflake_settings_t *s, char *err, size_t errlen) {
+  x->lease = NULL;
+  x->gen = NULL;
+  if (strcmp(o->registry, "static") == 0) {
+    if (o->lease_field != NULL) {
+      snprintf(err, errlen, "a lease field needs a registry other than static");
+      return IDGEN_EINVAL;
+    }
+    return idgen_snowflake_new(&x->gen, l, s, err, errlen);
+  }
+  int rc = 0;
+  if (x->reg == NULL && (rc = idgen_registry_open(&x->reg, o->registry, err, errlen)) < 0)
+    return rc;
+  idgen_lease_request_t req = {
+      .layout = l,
+      .node = s->node,
+      .field = o->lease_field,
+      .max_start_wait_ms = o->max_start_wait_ms,
+      .clock = s->clock,
+      .ttl_ms = o->ttl_ms,
+      .start_borrow_ms = s->max_borrow_ms,
+  };
+  if ((rc = idgen_registry_acquire(x->reg, &req, &x->lease, err, errlen)) < 0)
+    return rc;
+  idgen_snowflake_settings_t bound = *s;
+  bound.lease = x->lease;
+  if ((rc = idgen_snowflake_new(&x->gen, l, &bound, err, errlen)) < 0) {
+    idgen_lease_release(x->lease);
+    x->lease = NULL;
+  }
+  return rc;
+}
+
+void leased_release(leased_t *x) {
+  idgen_snowflake_free(x->gen);
+  idgen_lease_release(x->lease);
+  x->gen = NULL;
+  x->lease = NULL;
+}
+
+void leased_close(leased_t *x) {
+  leased_release(x);
+  idgen_registry_close(x->reg);
+  x->reg = NULL;
+}
