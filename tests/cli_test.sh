@@ -115,9 +115,9 @@ expect "unknown option" 2 "" "idgen: unknown option --bogus (see 'idgen snowflak
   -- snowflake --bogus
 expect "missing value" 2 "" "idgen: option --layout needs a value (see 'idgen snowflake --help')" \
   -- snowflake --layout
-expect "registry not yet" 2 "" \
-  'idgen: --registry: "file:./var/idgen" is not available in this release (only "static")' \
-  -- snowflake --registry file:./var/idgen
+expect "registry unknown scheme" 2 "" \
+  'idgen: registry: unknown scheme in "redis://x" (known: static, file:DIR, postgres://...)' \
+  -- snowflake --registry redis://x
 expect "negative borrow" 2 "" 'idgen: --max-borrow-ms: -1 out of range 0..86400000' \
   -- snowflake --max-borrow-ms -1
 

@@ -36,7 +36,9 @@ check "help names the environment" has "$tmp/out" "IDGEN_MAX_BATCH"
 serve --check-config
 check "check-config exits 0" [ $rc = 0 ]
 check "default http" grep -q '^http = 127.0.0.1:8080 .*# default$' "$tmp/out"
-check "default registry static" grep -q '^registry = static .*# default$' "$tmp/out"
+check "default registry file:./var/idgen" grep -q '^registry = file:./var/idgen .*# default$' "$tmp/out"
+# Every daemon below leases from a registry of its own, not ./var/idgen.
+export IDGEN_REGISTRY="file:$tmp/reg"
 check "threads resolved" grep -q '^threads = [1-9][0-9]* .*# default: one per CPU$' "$tmp/out"
 
 # Precedence: flag > environment > file.
@@ -60,7 +62,7 @@ serve --config "$tmp/conf2" --check-config
 check "printed settings read back" [ $rc = 0 ]
 
 # Repeated --node flags join; the environment's list is comma-separated.
-serve --node datacenter=1 --node worker=2 --check-config
+serve --registry static --node datacenter=1 --node worker=2 --check-config
 check "nodes joined" grep -q '^node = datacenter=1,worker=2 ' "$tmp/out"
 
 # --- bad settings: exit 2, the key, the value and the source named ------
@@ -85,7 +87,9 @@ expect_err "missing file" "config file $tmp/nope:" --config "$tmp/nope"
 expect_err "bad layout" 'layout = "time:41,seq:12" (from flag --layout): layout:' --layout time:41,seq:12
 expect_err "node not in layout" '"rack" is not a node field of the layout (its node fields: datacenter, worker)' --node rack=1
 expect_err "node out of range" 'worker value "32" is not a number from 0 to 31' --node worker=32
-expect_err "registry not yet" 'registry = "file:/tmp/x" (from flag --registry): this version has only the static registry' --registry file:/tmp/x
+expect_err "bad registry" 'registry = "redis://x" (from flag --registry): expected static, file:DIR or postgres://...' --registry redis://x
+expect_err "leased field set by hand" 'node = "worker=3" (from flag --node) sets worker, which the registry file:'"$tmp"'/reg assigns: leave it out, or use registry = static' --node worker=3
+expect_err "lease field not a node field" 'lease_field = "sequence" (from flag --lease-field): not a node field of the layout' --lease-field sequence
 expect_err "bad address" 'http = "localhost" (from flag --http): expected HOST:PORT' --http localhost
 expect_err "bad port" 'port "99999" is not a number from 0 to 65535' --resp 127.0.0.1:99999
 expect_err "both off" 'http and resp are both off' --http off --resp off
@@ -121,7 +125,7 @@ for _ in $(seq 100); do
 done
 check "log file has the start line" has "$tmp/daemon.log" "event=start"
 check "pid file names the daemon" [ "$(cat "$tmp/pid" 2>/dev/null)" = "$dpid" ]
-check "serves" [ "$(curl -s "http://$http/health")" = ok ]
+check "serves" [ "$(curl -s "http://$http/health" | head -1)" = ok ]
 check "unknown query parameter on /health is a 400" \
   [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$http/health?foo=bar")" = 400 ]
 # A second daemon on the same pid file refuses to start.
@@ -176,7 +180,7 @@ else
   sleep 0.05
   after=$(curl -s "http://$http/id")
   check "clock back: serves again, above the ID before the step ($before < $after)" [ "$after" -gt "$before" ]
-  check "clock back: /health ok" [ "$(curl -s "http://$http/health")" = ok ]
+  check "clock back: /health ok" [ "$(curl -s "http://$http/health" | head -1)" = ok ]
   kill -TERM "$dpid"; wait "$dpid"
 fi
 

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum type { T_ADDR, T_LAYOUT, T_NODE, T_REGISTRY, T_INT, T_CLOCK, T_PATH };
+enum type { T_ADDR, T_LAYOUT, T_NODE, T_REGISTRY, T_FIELD, T_INT, T_CLOCK, T_PATH };
 
 static const struct keydef {
   const char *name;
@@ -34,8 +34,16 @@ static const struct keydef {
     [K_RESP] = {"resp", T_ADDR, "127.0.0.1:6380", 0, 0, "ADDR:PORT", "RESP listener, or off"},
     [K_LAYOUT] = {"layout", T_LAYOUT, "twitter", 0, 0, "L", "preset name or layout spec"},
     [K_NODE] = {"node", T_NODE, "", 0, 0, "NAME=V", "a node field's value (repeatable)"},
-    [K_REGISTRY] = {"registry", T_REGISTRY, "static", 0, 0, "URI",
-                    "where node values come from (only static so far)"},
+    [K_REGISTRY] = {"registry", T_REGISTRY, "file:./var/idgen", 0, 0, "URI",
+                    "where the worker ID is leased: file:DIR, postgres://..., or static "
+                    "(the --node values, unchecked)"},
+    [K_LEASE_FIELD] = {"lease_field", T_FIELD, "", 0, 0, "NAME",
+                       "the node field the registry assigns (default worker, or the only "
+                       "node field)"},
+    [K_LEASE_TTL_MS] = {"lease_ttl_ms", T_INT, "10000", 300, 3600000, "N",
+                        "the worker lease's TTL; renewed at a third of it"},
+    [K_MAX_START_WAIT_MS] = {"max_start_wait_ms", T_INT, "10000", 0, 3600000, "N",
+                             "how long the start may wait for a worker ID's mark"},
     [K_MAX_BORROW_MS] = {"max_borrow_ms", T_INT, "1000", 0, 86400000, "N",
                          "how far the generator may run ahead of the wall clock"},
     [K_MAX_WAIT_MS] = {"max_wait_ms", T_INT, "100", 0, 60000, "N",
@@ -283,6 +291,7 @@ static int parse_nodes(serve_config_t *c, const char *s, char *err, size_t errle
       return -1;
     }
     c->gen.node[i] = (uint64_t)v;
+    c->node_given |= 1u << i;
   }
   return 0;
 }
@@ -307,11 +316,18 @@ static int validate(serve_config_t *c, int k) {
       return fail(where, "%s", err);
     return 0;
   case T_REGISTRY:
-    if (strcmp(v, "static") != 0)
-      return fail(where, "this version has only the static registry (node values from "
-                         "--node); file:, postgres:// and etcd:// come later");
+    if (strcmp(v, "static") != 0 && !(strncmp(v, "file:", 5) == 0 && v[5] != '\0') &&
+        strncmp(v, "postgres://", 11) != 0 && strncmp(v, "postgresql://", 13) != 0)
+      return fail(where, "expected static, file:DIR or postgres://...");
     c->registry = v;
     return 0;
+  case T_FIELD: {
+    int i = v[0] ? idgen_layout_field_index(&c->layout, v) : -1;
+    if (v[0] && (i < 0 || c->layout.fields[i].kind != IDGEN_FIELD_NODE))
+      return fail(where, "not a node field of the layout");
+    c->lease_field = v[0] ? v : NULL;
+    return 0;
+  }
   case T_CLOCK:
     if (strcmp(v, "fast") == 0)
       c->gen.clock_mode = IDGEN_CLOCK_FAST;
@@ -332,6 +348,8 @@ static int validate(serve_config_t *c, int k) {
     break;
   }
   switch (k) {
+  case K_LEASE_TTL_MS: c->lease_ttl_ms = x; break;
+  case K_MAX_START_WAIT_MS: c->max_start_wait_ms = x; break;
   case K_MAX_BORROW_MS: c->gen.max_borrow_ms = x; break;
   case K_MAX_WAIT_MS: c->gen.max_wait_ms = x; break;
   case K_THREADS: {
@@ -437,6 +455,19 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
       memcmp(&c->http.sa, &c->resp.sa, c->http.salen) == 0 &&
       strcmp(strrchr(c->http.text, ':'), ":0") != 0) /* port 0: two free ports */
     rc = fail("", "http and resp are both %s: give each its own port", c->http.text);
+  /* A leased field's value comes from the registry, not from --node. */
+  if (rc == 0 && strcmp(c->registry, "static") != 0) {
+    const idgen_layout_t *l = &c->layout;
+    int f = c->lease_field ? idgen_layout_field_index(l, c->lease_field)
+                           : idgen_layout_field_index(l, "worker");
+    for (int i = 0; f < 0 && i < l->nfields; i++)
+      if (l->fields[i].kind == IDGEN_FIELD_NODE)
+        f = i;
+    if (f >= 0 && (c->node_given >> f & 1))
+      rc = fail("", "node = \"%s\" (from %s) sets %s, which the registry %s assigns: leave it "
+                    "out, or use registry = static to set it by hand",
+                c->value[K_NODE], c->source[K_NODE], l->fields[f].name, c->registry);
+  }
   /* One reply of max_batch IDs must fit in max_output_bytes, or a client
    * asking for a full batch would be cut off: at most 43 bytes an ID (a RESP
    * bulk UUID), plus the 64 KiB of replies that may already wait. */

@@ -14,7 +14,8 @@
 #include "idgen.h"
 
 enum serve_key {
-  K_HTTP, K_RESP, K_LAYOUT, K_NODE, K_REGISTRY, K_MAX_BORROW_MS, K_MAX_WAIT_MS, K_CLOCK,
+  K_HTTP, K_RESP, K_LAYOUT, K_NODE, K_REGISTRY, K_LEASE_FIELD, K_LEASE_TTL_MS,
+  K_MAX_START_WAIT_MS, K_MAX_BORROW_MS, K_MAX_WAIT_MS, K_CLOCK,
   K_THREADS, K_MAX_CONNECTIONS, K_MAX_REQUEST_BYTES, K_MAX_BATCH, K_MAX_OUTPUT_BYTES,
   K_IDLE_TIMEOUT_MS, K_SLOW_TIMEOUT_MS, K_SHUTDOWN_TIMEOUT_MS, K_MAX_AGENTS, K_PID_FILE,
   K_LOG_FILE, SERVE_NKEYS
@@ -37,6 +38,9 @@ typedef struct serve_config {
   serve_addr_t http, resp;
   idgen_layout_t layout;
   idgen_snowflake_settings_t gen;
+  unsigned node_given;          /* bit i: node field i was given */
+  const char *lease_field;      /* NULL: the registry's choice */
+  int64_t lease_ttl_ms, max_start_wait_ms;
   int threads;
   int64_t max_connections, max_request_bytes, max_batch, max_output_bytes;
   int64_t idle_timeout_ms, slow_timeout_ms, shutdown_timeout_ms, max_agents;

@@ -175,7 +175,7 @@ static int wants_json(const http_request_t *req) {
 
 static void route_ids(worker_t *w, conn_t *c, const http_request_t *req, int kind,
                       query_t q) {
-  char err[200];
+  char err[400];
   if (ids_unavailable(w->srv, err, sizeof err)) {
     respond_error(w, c, req, 503, err, KEEP, NULL);
     return;
@@ -276,10 +276,10 @@ size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
   } else if (path->ptr[1] == 'd') {
     route_decode(w, c, &req);
   } else if (path->ptr[1] == 'h') {
-    if (server_unhealthy(w->srv, why, sizeof why))
-      respond_error(w, c, &req, 503, why, KEEP, NULL);
-    else
-      respond(w, c, &req, 200, "text/plain; charset=utf-8", "ok\n", 3, KEEP, "");
+    w->body.len = 0;
+    int sick = health_text(w->srv, &w->body);
+    respond(w, c, &req, sick ? 503 : 200, "text/plain; charset=utf-8", w->body.p, w->body.len,
+            KEEP, "");
   } else if (path->ptr[1] == 'i') {
     w->body.len = 0;
     if (info_json(w->srv, &w->body) < 0)

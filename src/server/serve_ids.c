@@ -26,7 +26,7 @@ int server_unhealthy(server_t *s, char *why, size_t n) {
   if (ids_unavailable(s, why, n))
     return 1;
   idgen_snowflake_stats_t st;
-  idgen_snowflake_stats(s->sf, &st);
+  idgen_snowflake_stats(server_sf(s), &st);
   if (st.borrowed_ms > s->cfg->gen.max_borrow_ms) {
     snprintf(why, n,
              "clock: the wall clock is %" PRId64 " ms behind the generator (max_borrow_ms %" PRId64
@@ -38,12 +38,19 @@ int server_unhealthy(server_t *s, char *why, size_t n) {
 }
 
 int64_t ids_error_text(server_t *s, int rc, char *buf, size_t n) {
+  if (rc == IDGEN_ELEASE || rc == IDGEN_EMARK) {
+    idgen_snowflake_lease_status_t ls;
+    idgen_snowflake_lease_status(server_sf(s), &ls);
+    snprintf(buf, n, "%s: %s", rc == IDGEN_ELEASE ? "lease lost" : "high-water mark",
+             ls.reason[0] ? ls.reason : idgen_strerror(rc));
+    return 1000;
+  }
   if (rc != IDGEN_ECLOCK) {
     snprintf(buf, n, "cannot issue IDs now: %s", idgen_strerror(rc));
     return 1000;
   }
   idgen_snowflake_stats_t st;
-  idgen_snowflake_stats(s->sf, &st);
+  idgen_snowflake_stats(server_sf(s), &st);
   int64_t wait = st.borrowed_ms - s->cfg->gen.max_borrow_ms;
   if (wait < 1)
     wait = 1;
@@ -98,11 +105,11 @@ static int make_snowflakes(worker_t *w, size_t n) {
     w->ids = p;
     w->ids_cap = n;
   }
-  int rc = n == 1 ? idgen_snowflake_next(w->srv->sf, w->ids)
-                  : idgen_snowflake_next_n(w->srv->sf, w->ids, n);
+  int rc = n == 1 ? idgen_snowflake_next(server_sf(w->srv), w->ids)
+                  : idgen_snowflake_next_n(server_sf(w->srv), w->ids, n);
   if (rc == IDGEN_ECLOCK) {
     idgen_snowflake_stats_t st;
-    idgen_snowflake_stats(w->srv->sf, &st);
+    idgen_snowflake_stats(server_sf(w->srv), &st);
     log_limited(&w->srv->clock_log, "warn", "clock_refusal",
                 "borrowed_ms=%" PRId64 " max_borrow_ms=%" PRId64 " max_wait_ms=%" PRId64
                 " refusals=%" PRIu64,

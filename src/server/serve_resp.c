@@ -108,7 +108,7 @@ static void reply_command_entry(worker_t *w, const struct cmdinfo *ci) {
 static void cmd_ids(worker_t *w, conn_t *c, const resp_request_t *r, int kind) {
   const char *name = kind_name(kind);
   int64_t n = 1;
-  char why[200];
+  char why[400];
   if (r->argc > 2) {
     wrong_arity(w, c, kind == KIND_SNOWFLAKE ? "id" : name);
     return;

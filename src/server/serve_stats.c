@@ -125,6 +125,35 @@ static const int http_code_values[NHTTP_CODES] = {
 #undef X
 };
 
+/* The lease as the generator in use sees it now. */
+static idgen_snowflake_lease_status_t lease_now(server_t *s) {
+  idgen_snowflake_lease_status_t st;
+  idgen_snowflake_lease_status(server_sf(s), &st);
+  return st;
+}
+
+static const char *lease_valid_text(server_t *s, char *buf, size_t n) {
+  idgen_snowflake_lease_status_t st = lease_now(s);
+  if (!st.bound)
+    snprintf(buf, n, "+Inf"); /* static: nothing to lose */
+  else
+    snprintf(buf, n, "%.3f", st.valid ? (double)st.valid_ms / 1000.0 : 0.0);
+  return buf;
+}
+
+/* A node field's value in use: the lease's for the leased field. */
+static uint64_t node_value(server_t *s, const idgen_snowflake_lease_status_t *st, int i) {
+  return st->bound && i == s->lease_field ? st->worker : s->cfg->gen.node[i];
+}
+
+/* "2026-11-23T10:00:00.000Z", or `none` for 0. */
+static const char *time_or(int64_t ms, char *buf, const char *none) {
+  if (ms <= 0)
+    return none;
+  idgen_time_format(ms, buf);
+  return buf;
+}
+
 void metrics_text(server_t *s, buf_t *b) {
   int nagents = atomic_load(&s->nagents);
   buf_printf(b, "# HELP idgen_ids_issued_total IDs issued, by kind and agent.\n"
@@ -169,7 +198,8 @@ void metrics_text(server_t *s, buf_t *b) {
                SUM(s, hist_count[p]));
   }
   idgen_snowflake_stats_t st;
-  idgen_snowflake_stats(s->sf, &st);
+  idgen_snowflake_stats(server_sf(s), &st);
+  char valid[32];
   int64_t horizon = idgen_layout_horizon_ms(s->layout);
   int64_t now = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE);
   buf_printf(b,
@@ -190,7 +220,7 @@ void metrics_text(server_t *s, buf_t *b) {
              "runs out.\n# TYPE idgen_layout_seconds_remaining gauge\n"
              "idgen_layout_seconds_remaining %.3f\n",
              st.borrowed_ms, st.clock_waits, st.clock_refusals, st.sequence_exhausted,
-             atomic_load(&s->lease_ok) ? "+Inf" : "0", (double)(horizon - now) / 1000.0);
+             lease_valid_text(s, valid, sizeof valid), (double)(horizon - now) / 1000.0);
   buf_printf(b, "# HELP idgen_connections Open client connections.\n"
                 "# TYPE idgen_connections gauge\n");
   for (int p = 0; p < NPROTO; p++)
@@ -212,7 +242,9 @@ static const char *layout_name(server_t *s) {
 void info_text(server_t *s, buf_t *b) {
   const idgen_layout_t *l = s->layout;
   idgen_snowflake_stats_t st;
-  idgen_snowflake_stats(s->sf, &st);
+  idgen_snowflake_stats(server_sf(s), &st);
+  idgen_snowflake_lease_status_t ls = lease_now(s);
+  char exp[IDGEN_TIME_BUFSIZE], mark[IDGEN_TIME_BUFSIZE];
   buf_printf(b, "# Server\r\nidgen_version:%s\r\nprocess_id:%ld\r\nuptime_in_seconds:%.0f\r\n"
                 "event_loops:%d\r\nhttp_addr:%s\r\nresp_addr:%s\r\n\r\n",
              idgen_version(), (long)getpid(), floor(uptime_s(s)), s->nworkers,
@@ -220,13 +252,21 @@ void info_text(server_t *s, buf_t *b) {
   buf_printf(b, "# Generator\r\nlayout:%s\r\nlayout_spec:%s\r\n", layout_name(s), s->layout_spec);
   for (int i = 0; i < l->nfields; i++)
     if (l->fields[i].kind == IDGEN_FIELD_NODE)
-      buf_printf(b, "node_%s:%" PRIu64 "\r\n", l->fields[i].name, s->cfg->gen.node[i]);
+      buf_printf(b, "node_%s:%" PRIu64 "\r\n", l->fields[i].name, node_value(s, &ls, i));
+  buf_printf(b, "registry:%s\r\nlease:%s\r\n", s->cfg->registry,
+             !ls.bound ? "static" : ls.valid ? "held" : ls.fenced ? "lost" : "unconfirmed");
+  if (ls.bound)
+    buf_printf(b,
+               "lease_field:%s\r\nlease_worker:%" PRIu64 "\r\nlease_generation:%" PRIu64
+               "\r\nlease_expires:%s\r\nlease_valid_ms:%" PRId64 "\r\nlease_mark:%s\r\n",
+               l->fields[s->lease_field].name, ls.worker, ls.generation,
+               time_or(ls.expires_ms, exp, "never (held while the process lives)"),
+               ls.valid_ms, time_or(ls.mark_ms, mark, "none"));
   buf_printf(b,
-             "registry:%s\r\nlease:%s\r\nlease_expires:never\r\nmax_batch:%" PRId64
-             "\r\nmax_borrow_ms:%" PRId64 "\r\nmax_wait_ms:%" PRId64
+             "max_batch:%" PRId64 "\r\nmax_borrow_ms:%" PRId64 "\r\nmax_wait_ms:%" PRId64
              "\r\nclock_borrowed_ms:%" PRId64 "\r\n\r\n",
-             s->cfg->registry, atomic_load(&s->lease_ok) ? "held" : "lost", s->cfg->max_batch,
-             s->cfg->gen.max_borrow_ms, s->cfg->gen.max_wait_ms, st.borrowed_ms);
+             s->cfg->max_batch, s->cfg->gen.max_borrow_ms, s->cfg->gen.max_wait_ms,
+             st.borrowed_ms);
   buf_printf(b, "# Stats\r\nconnected_clients:%ld\r\n", (long)atomic_load(&s->nconns));
   for (int k = 0; k < NKINDS; k++) {
     uint64_t t = 0;
@@ -248,11 +288,27 @@ int info_json(server_t *s, buf_t *b) {
     json_decref(lease);
     return -1;
   }
+  idgen_snowflake_lease_status_t ls = lease_now(s);
+  char exp[IDGEN_TIME_BUFSIZE], mark[IDGEN_TIME_BUFSIZE], gen[24];
   for (int i = 0; i < l->nfields; i++)
     if (l->fields[i].kind == IDGEN_FIELD_NODE)
-      json_object_set_new(node, l->fields[i].name, json_integer((json_int_t)s->cfg->gen.node[i]));
-  json_object_set_new(lease, "state", json_string(atomic_load(&s->lease_ok) ? "held" : "lost"));
-  json_object_set_new(lease, "expires", json_null());
+      json_object_set_new(node, l->fields[i].name, json_integer((json_int_t)node_value(s, &ls, i)));
+  json_object_set_new(lease, "state",
+                      json_string(!ls.bound ? "static" : ls.valid ? "held"
+                                                       : ls.fenced ? "lost" : "unconfirmed"));
+  if (ls.bound) {
+    snprintf(gen, sizeof gen, "%" PRIu64, ls.generation);
+    json_object_set_new(lease, "field", json_string(l->fields[s->lease_field].name));
+    json_object_set_new(lease, "worker", json_integer((json_int_t)ls.worker));
+    json_object_set_new(lease, "generation", json_string(gen));
+    json_object_set_new(lease, "valid_ms", json_integer(ls.valid_ms));
+    json_object_set_new(lease, "mark", json_string(time_or(ls.mark_ms, mark, "")));
+    if (!ls.valid)
+      json_object_set_new(lease, "reason", json_string(ls.reason));
+  }
+  json_object_set_new(lease, "expires", ls.expires_ms > 0
+                                            ? json_string(time_or(ls.expires_ms, exp, ""))
+                                            : json_null());
   json_object_set_new(o, "version", json_string(idgen_version()));
   json_object_set_new(o, "layout", json_string(layout_name(s)));
   json_object_set_new(o, "layout_spec", json_string(s->layout_spec));
@@ -274,4 +330,20 @@ int info_json(server_t *s, buf_t *b) {
   buf_put(b, "\n", 1);
   free(text);
   return 0;
+}
+
+int health_text(server_t *s, buf_t *b) {
+  char why[400];
+  int sick = server_unhealthy(s, why, sizeof why);
+  buf_printf(b, "%s\n", sick ? why : "ok");
+  idgen_snowflake_lease_status_t ls = lease_now(s);
+  if (ls.bound) {
+    char exp[IDGEN_TIME_BUFSIZE], mark[IDGEN_TIME_BUFSIZE];
+    buf_printf(b,
+               "lease %s=%" PRIu64 " generation=%" PRIu64 " expires=%s valid_ms=%" PRId64
+               " mark=%s\n",
+               s->layout->fields[s->lease_field].name, ls.worker, ls.generation,
+               time_or(ls.expires_ms, exp, "never"), ls.valid_ms, time_or(ls.mark_ms, mark, "none"));
+  }
+  return sick;
 }

@@ -696,16 +696,99 @@ static int write_pid_file(const char *path) {
   return 0;
 }
 
+static leased_opts_t lease_opts(const serve_config_t *cfg) {
+  leased_opts_t o = {cfg->registry, cfg->lease_field, cfg->lease_ttl_ms, cfg->max_start_wait_ms};
+  return o;
+}
+
+/* Logs the lease now held by s->lx. */
+static void log_lease(server_t *s, const char *event) {
+  if (s->lx.lease == NULL)
+    return;
+  idgen_lease_info_t i;
+  idgen_lease_info(s->lx.lease, &i);
+  char mark[IDGEN_TIME_BUFSIZE] = "-";
+  if (i.mark_ms > 0)
+    idgen_time_format(i.mark_ms, mark);
+  log_event("info", event, "registry=%s pool=%s %s=%" PRIu64 " generation=%" PRIu64
+            " mark=%s holder=%s",
+            s->cfg->registry, i.pool, s->layout->fields[i.field].name, i.worker, i.generation,
+            mark, i.holder);
+}
+
+/* Refreshes lease_ok and lease_st from the bound generator; on a lease lost
+ * for good, acquires a new one (at most once a second) and swaps in a
+ * generator bound to it, starting above the old one's last ID (G2). */
+static void lease_tick(server_t *s, int64_t *next_try) {
+  idgen_snowflake_t *g = server_sf(s);
+  idgen_snowflake_lease_status_t st;
+  idgen_snowflake_lease_status(g, &st);
+  pthread_mutex_lock(&s->lease_mu);
+  s->lease_st = st;
+  int was = atomic_load(&s->lease_ok);
+  if (!st.valid)
+    snprintf(s->lease_reason, sizeof s->lease_reason, "%s",
+             st.reason[0] ? st.reason : "not valid");
+  atomic_store(&s->lease_ok, st.valid);
+  pthread_mutex_unlock(&s->lease_mu);
+  if (was && !st.valid)
+    log_event("error", "lease_lost", "worker=%" PRIu64 " generation=%" PRIu64 " fenced=%d "
+              "reason=\"%s\"", st.worker, st.generation, st.fenced, st.reason);
+  else if (!was && st.valid)
+    log_event("info", "lease_valid", "worker=%" PRIu64 " generation=%" PRIu64, st.worker,
+              st.generation);
+  if (!st.fenced || mono_ms() < *next_try || s->nretired == (int)(sizeof s->retired /
+                                                                   sizeof s->retired[0]))
+    return;
+  *next_try = mono_ms() + 1000;
+  idgen_snowflake_stats_t last;
+  idgen_snowflake_stats(g, &last);
+  idgen_snowflake_settings_t gs = s->cfg->gen;
+  if (last.last_id != 0)
+    idgen_layout_decompose(s->layout, last.last_id, NULL, &gs.start_after_ms);
+  leased_t nx = {.reg = s->lx.reg};
+  leased_opts_t o = lease_opts(s->cfg);
+  char err[512];
+  if (leased_acquire(&nx, &o, s->layout, &gs, err, sizeof err) < 0) {
+    log_event("error", "lease_acquire", "error=\"%s\"", err);
+    return;
+  }
+  s->retired[s->nretired++] = s->lx;
+  s->retired[s->nretired - 1].reg = NULL; /* shared with the new one */
+  s->lx = nx;
+  atomic_store_explicit(&s->sf, nx.gen, memory_order_release);
+  log_lease(s, "lease_acquired");
+}
+
+static void *lease_main(void *arg) {
+  server_t *s = arg;
+  int64_t next_try = 0;
+  while (!atomic_load(&s->stopping)) {
+    lease_tick(s, &next_try);
+    struct timespec t = {0, 50 * 1000000L};
+    nanosleep(&t, NULL);
+  }
+  return NULL;
+}
+
 static int make_generators(server_t *s) {
   const serve_config_t *cfg = s->cfg;
-  char err[256];
-  int rc = idgen_snowflake_new(&s->sf, &cfg->layout, &cfg->gen, err, sizeof err);
+  char err[512];
+  leased_opts_t o = lease_opts(cfg);
+  int rc = leased_acquire(&s->lx, &o, &cfg->layout, &cfg->gen, err, sizeof err);
   if (rc < 0) {
     fprintf(stderr, "idgen: serve: %s\n", err);
     return -1;
   }
-  s->layout = idgen_snowflake_layout(s->sf);
+  atomic_store(&s->sf, s->lx.gen);
+  s->layout = &cfg->layout; /* the generators' copy, which lives longer than any of them */
   idgen_layout_format(s->layout, s->layout_spec, sizeof s->layout_spec);
+  s->lease_field = -1;
+  if (s->lx.lease != NULL) {
+    idgen_lease_info_t i;
+    idgen_lease_info(s->lx.lease, &i);
+    s->lease_field = i.field;
+  }
   idgen_gen128_settings_t g = {0};
   if (idgen_ulid_gen_new(&s->ulid, &g) < 0 || idgen_uuid7_gen_new(&s->uuid7, &g) < 0) {
     fprintf(stderr, "idgen: serve: cannot make the ULID and UUIDv7 generators\n");
@@ -832,6 +915,13 @@ int serve_run(const serve_config_t *cfg) {
   const char *lname = s->layout->preset[0] ? s->layout->preset : s->layout_spec;
   log_event("info", "start", "version=%s pid=%ld layout=%s threads=%d registry=%s",
             idgen_version(), (long)getpid(), lname, s->nworkers, cfg->registry);
+  log_lease(s, "lease");
+  if (s->lx.lease != NULL) {
+    int64_t none = 0;
+    lease_tick(s, &none);
+    if (pthread_create(&s->lease_thread, NULL, lease_main, s) == 0)
+      s->lease_thread_on = 1;
+  }
   for (int p = 0; p < NPROTO; p++) {
     const char *bound = p == PROTO_HTTP ? s->http_addr : s->resp_addr;
     if (bound[0])
@@ -881,6 +971,16 @@ int serve_run(const serve_config_t *cfg) {
   }
   for (int i = 0; i < started; i++)
     pthread_join(s->workers[i].thread, NULL);
+  if (s->lease_thread_on)
+    pthread_join(s->lease_thread, NULL);
+  /* The final mark and the lease's release (SPEC section 7). */
+  if (s->lx.lease != NULL) {
+    idgen_lease_info_t li;
+    idgen_lease_info(s->lx.lease, &li);
+    leased_release(&s->lx);
+    log_event("info", "lease_released", "worker=%" PRIu64 " generation=%" PRIu64, li.worker,
+              li.generation);
+  }
   rc = started == s->nworkers ? 0 : 1;
   if (cfg->pid_file[0] != '\0')
     unlink(cfg->pid_file);
@@ -898,7 +998,9 @@ out:
   free(s->workers);
   free(s->agent_names);
   free((void *)s->agent_slots);
-  idgen_snowflake_free(s->sf);
+  for (int i = 0; i < s->nretired; i++)
+    leased_release(&s->retired[i]);
+  leased_close(&s->lx);
   idgen_ulid_gen_free(s->ulid);
   idgen_uuid7_gen_free(s->uuid7);
   return rc;

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "idgen.h"
+#include "leased.h"
 #include "log.h"
 
 #define RBUF_SIZE (64 * 1024)       /* one read(2) into the worker's scratch */
@@ -143,7 +144,11 @@ typedef struct worker {
 
 typedef struct server {
   const serve_config_t *cfg;
-  idgen_snowflake_t *sf;
+  /* The Snowflake generator now in use: replaced (by the lease thread) only
+   * when the lease was lost for good and a new one was acquired; the old one
+   * is kept, fenced, until exit, so a request still holding it fails
+   * cleanly.  Read it with server_sf(). */
+  _Atomic(idgen_snowflake_t *) sf;
   idgen_ulid_gen_t *ulid;
   idgen_uuid7_gen_t *uuid7;
   const idgen_layout_t *layout;
@@ -155,12 +160,21 @@ typedef struct server {
   atomic_uint_fast64_t next_client_id;
   int64_t start_mono_ms;
   char http_addr[128], resp_addr[128]; /* as bound */
-  /* The lease: the static registry always holds one.  A registry backend
-   * clears lease_ok (with a reason) when it loses the lease, and every ID
-   * request then answers 503 / -ERR until it is set again. */
+  /* The lease.  The lease thread (server.c) follows the bound generator's
+   * state: it clears lease_ok (with a reason) when the lease cannot be shown
+   * valid, and every ID request then answers 503 / -ERR until it is set
+   * again; static always holds.  lease_st is its last look, for /info,
+   * /health, INFO and /metrics. */
   atomic_int lease_ok;
-  char lease_reason[128];
-  pthread_mutex_t lease_mu;
+  char lease_reason[256];
+  pthread_mutex_t lease_mu;      /* guards lease_reason, lease_st */
+  idgen_snowflake_lease_status_t lease_st;
+  int lease_field;               /* layout index of the leased field, or -1 */
+  leased_t lx;                   /* the registry, lease and generator in use */
+  leased_t retired[16];          /* fenced ones, freed at exit */
+  int nretired;
+  pthread_t lease_thread;
+  int lease_thread_on;
   /* Agent names (metrics labels): published once, never removed. */
   pthread_mutex_t agents_mu;
   atomic_int nagents;            /* names in use, AGENT_FIRST.. */
@@ -169,6 +183,10 @@ typedef struct server {
   uint32_t agent_mask;
   log_limit_t client_log, close_log, accept_log, clock_log; /* one limit per kind */
 } server_t;
+
+static inline idgen_snowflake_t *server_sf(server_t *s) {
+  return atomic_load_explicit(&s->sf, memory_order_acquire);
+}
 
 /* ---- server.c: buffers and time ---- */
 void buf_reserve(buf_t *b, size_t more);
@@ -207,6 +225,9 @@ int agent_setup(server_t *s, int64_t max_agents);
 void metrics_text(server_t *s, buf_t *b);
 void info_text(server_t *s, buf_t *b);      /* RESP INFO's key:value lines */
 int info_json(server_t *s, buf_t *b);       /* GET /info */
+/* GET /health: "ok" or the reason, then the lease's line when one is held;
+ * returns 1 when unhealthy (503). */
+int health_text(server_t *s, buf_t *b);
 void observe_latency(worker_t *w, int proto, int64_t ns, size_t n);
 
 /* ---- serve_http.c / serve_resp.c: one request each ---- */
