@@ -1,0 +1,506 @@
+"""The worker-ID registry end to end (SPEC G1, G4, G6 and section 8).
+
+Usage: python3 tests/registry_test.py PATH/TO/idgen [file|pg]...
+
+Runs the real `idgen snowflake` and `idgen serve` against a file: registry
+in a temporary directory and against a throwaway PostgreSQL that it starts
+on loopback with tests/pg_server.sh (as the postgres user) and stops at the
+end.  The groups: 32 processes at once, kill -9 of a holder, a restart
+under a clock stepped back 10 s (libfaketime), PostgreSQL stopped under a
+daemon, a holder paused past its TTL and quarantine (SIGSTOP), the field
+choice and a full pool, `idgen registry list|free`.  Prints one line per
+check and "N passed, M failed"; exits 1 if any check failed.
+"""
+
+import http.client
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+if len(sys.argv) < 2:
+    sys.exit("usage: registry_test.py PATH/TO/idgen [file|pg]...")
+IDGEN = os.path.abspath(sys.argv[1])
+GROUPS = sys.argv[2:] or ["file", "pg"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+TMP = tempfile.mkdtemp(prefix="idgen-registry-test-")
+os.chmod(TMP, 0o755)  # the postgres user reaches its data directory below
+TWITTER_EPOCH = 1288834974657
+FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
+ASAN = b"AddressSanitizer" in open(IDGEN, "rb").read()
+PASSED, FAILED, FAILURES = 0, 0, []
+DAEMONS = []
+
+
+def check(name, cond, detail=""):
+    global PASSED, FAILED
+    if cond:
+        PASSED += 1
+        print("ok   " + name, flush=True)
+    else:
+        FAILED += 1
+        FAILURES.append(name)
+        print("FAIL " + name + (": " + str(detail)[:600] if detail else ""), flush=True)
+    return bool(cond)
+
+
+def idgen(*args, env=None, timeout=60):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("IDGEN_")}
+    e.update(env or {})
+    return subprocess.run([IDGEN] + list(args), capture_output=True, text=True, env=e,
+                          timeout=timeout)
+
+
+def twitter_fields(i):
+    """(unix_ms, datacenter, worker, sequence) of a twitter ID."""
+    return ((i >> 22) + TWITTER_EPOCH, (i >> 17) & 31, (i >> 12) & 31, i & 4095)
+
+
+def worker_of(i):
+    return twitter_fields(i)[2]
+
+
+class Daemon:
+    """`idgen serve` on free loopback ports, read back from its log."""
+
+    def __init__(self, name, args, env=None, wait=True):
+        self.name = name
+        self.logpath = os.path.join(TMP, name + ".log")
+        e = {k: v for k, v in os.environ.items() if not k.startswith("IDGEN_")}
+        e.update(env or {})
+        with open(self.logpath, "ab") as log:
+            self.p = subprocess.Popen([IDGEN, "serve", "--http", "127.0.0.1:0", "--resp", "off",
+                                       "--threads", "1"] + list(args),
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=log, env=e)
+        DAEMONS.append(self)
+        self.port = None
+        if wait:
+            self.wait_listening()
+
+    def wait_listening(self, seconds=15):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            m = re.search(r"event=listen proto=http addr=127\.0\.0\.1:(\d+)", self.log())
+            if m:
+                self.port = int(m.group(1))
+                return True
+            if self.p.poll() is not None:
+                return False
+            time.sleep(0.01)
+        return False
+
+    def log(self):
+        with open(self.logpath, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def get(self, path):
+        """(status, body) of GET path; (0, error) if the daemon did not answer."""
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+            c.request("GET", path)
+            r = c.getresponse()
+            out = (r.status, r.read().decode())
+            c.close()
+            return out
+        except (OSError, http.client.HTTPException) as e:
+            return (0, str(e))
+
+    def ids(self, n=1):
+        st, body = self.get("/id?count=%d" % n)
+        return [int(x) for x in body.split()] if st == 200 else None
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+        try:
+            return self.p.wait(15)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            return self.p.wait()
+
+
+def wait_for(pred, seconds, step=0.02):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()
+
+
+# ------------------------------------------------------------ many processes
+
+
+def many_processes(registry, label, n=32, count=100000):
+    """n `idgen snowflake -n count` at once: no duplicate among the n*count
+    IDs; each process used one worker ID; processes that shared a worker ID
+    ran one after another, the later starting above the earlier's last ID."""
+    procs, outs = [], []
+    for i in range(n):
+        out = open(os.path.join(TMP, "%s-%d.out" % (label, i)), "wb+")
+        err = open(os.path.join(TMP, "%s-%d.err" % (label, i)), "wb+")
+        procs.append(subprocess.Popen([IDGEN, "snowflake", "-n", str(count), "--registry", registry,
+                                       "--datacenter", "1"], stdout=out, stderr=err))
+        outs.append((out, err))
+    runs, bad = [], []
+    for p, (out, err) in zip(procs, outs):
+        rc = p.wait(120)
+        out.seek(0)
+        err.seek(0)
+        ids = [int(x) for x in out.read().split()]
+        if rc != 0 or len(ids) != count:
+            bad.append((rc, len(ids), err.read().decode()[:300]))
+            continue
+        runs.append(ids)
+    check("%s: %d processes each made %d IDs" % (label, n, count), not bad, bad[:3])
+    every = [i for r in runs for i in r]
+    check("%s: no duplicate among %d IDs" % (label, len(every)),
+          len(set(every)) == len(every) == n * count, len(every) - len(set(every)))
+    one_worker = all(len({worker_of(i) for i in r}) == 1 for r in runs)
+    check("%s: each process used one worker ID, datacenter 1" % label,
+          one_worker and all(twitter_fields(r[0])[1] == 1 for r in runs))
+    by_worker = {}
+    for r in runs:
+        by_worker.setdefault(worker_of(r[0]), []).append((r[0], r[-1]))
+    overlaps = []
+    for w, rs in by_worker.items():
+        rs.sort()
+        for (a0, a1), (b0, b1) in zip(rs, rs[1:]):
+            if b0 <= a1:
+                overlaps.append((w, a0, a1, b0, b1))
+    check("%s: a worker ID's holders did not overlap; each started above the last (%d IDs "
+          "used by %d processes)" % (label, len(by_worker), len(runs)), not overlaps, overlaps[:3])
+    check("%s: every process's IDs increase" % label,
+          all(all(a < b for a, b in zip(r, r[1:])) for r in runs))
+
+
+# -------------------------------------------------------------- kill -9
+
+
+def kill9(registry, label, args=(), free_after_s=0.0):
+    """A holder killed with SIGKILL frees its worker ID (at once for file:,
+    after expiry and quarantine for postgres) and the next holder's first ID
+    is above the dead one's last.  The pool has two IDs and another daemon
+    holds the other one, so the next holder needs exactly the dead one's."""
+    lay = ["--layout", "time:41@1ms,datacenter:5,worker:1,sequence:12,epoch=1288834974657",
+           "--node", "datacenter=2"] + list(args)
+    other = Daemon(label + "-other", ["--registry", registry] + lay)
+    a = Daemon(label + "-a", ["--registry", registry] + lay)
+    ids_a = a.ids(1000)
+    check("%s: holder serves" % label, ids_a is not None, a.log()[-500:])
+    if ids_a is None:
+        a.stop(signal.SIGKILL)
+        other.stop()
+        return
+    w = (ids_a[0] >> 12) & 1
+    a.stop(signal.SIGKILL)
+    t_dead = time.monotonic()
+    if free_after_s > 0:
+        # Until expiry and quarantine pass, nobody else gets it: the pool is full.
+        r = idgen("snowflake", "--registry", registry, *lay)
+        check("%s: before expiry and quarantine the dead lease still holds (pool full)" % label,
+              r.returncode == 1 and "pool is full" in r.stderr and
+              time.monotonic() - t_dead < free_after_s, (r.returncode, r.stderr))
+        time.sleep(max(0.0, free_after_s - (time.monotonic() - t_dead)) + 0.3)
+    b = Daemon(label + "-b", ["--registry", registry] + lay)
+    ids_b = b.ids(1000)
+    check("%s: the next holder serves on the dead one's worker ID %d%s (%.2f s after the kill)"
+          % (label, w, "" if free_after_s else " at once", time.monotonic() - t_dead),
+          ids_b is not None and all((i >> 12) & 1 == w for i in ids_b), b.log()[-500:])
+    check("%s: the next holder's first ID is above the dead one's last" % label,
+          ids_b is not None and ids_b[0] > ids_a[-1], (ids_a[-1], ids_b and ids_b[0]))
+    b.stop()
+    other.stop()
+
+
+# ------------------------------------------------- the clock stepped back
+
+
+def clock_step(registry, label):
+    """A restart under a wall clock stepped back 10 s keeps its worker ID
+    (the pool has no other free one) and follows G3: it refuses at start
+    naming the wait, or it borrows; no ID repeats."""
+    if not os.path.exists(FAKETIME):
+        check("%s: libfaketime present (scripts/install-deps.sh)" % label, False, FAKETIME)
+        return
+    if ASAN:
+        print("SKIP %s: libfaketime cannot be preloaded into an ASan build" % label)
+        return
+    layout = ["--layout", "time:41@1ms,datacenter:5,worker:1,sequence:12,epoch=1288834974657",
+              "--node", "datacenter=4"]
+    other = Daemon(label + "-other", ["--registry", registry] + layout)  # holds worker 0
+    a = Daemon(label + "-a", ["--registry", registry] + layout)  # worker 1
+    ids_a = a.ids(5000)
+    check("%s: first holder serves" % label, ids_a is not None, a.log()[-300:])
+    if ids_a is None:
+        other.stop()
+        a.stop()
+        return
+    w = (ids_a[0] >> 12) & 1
+    a.stop()
+    stamp = os.path.join(TMP, label + ".faketime")
+    with open(stamp, "w") as f:
+        f.write("-10s\n")
+    fenv = {"LD_PRELOAD": FAKETIME, "FAKETIME_TIMESTAMP_FILE": stamp, "FAKETIME_NO_CACHE": "1",
+            "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    # The mark is ~10 s ahead of the faked clock: with a 2 s start wait it
+    # refuses, naming how long until it could start.
+    r = idgen("serve", "--http", "127.0.0.1:0", "--resp", "off", "--registry", registry,
+              "--max-start-wait-ms", "2000", *layout, env=fenv)
+    check("%s: refused at start (exit 1), naming the wait" % label,
+          r.returncode == 1 and re.search(r"can start in (8|9|10)\d{3} ms, more than "
+                                          r"max_start_wait_ms \(2000\)", r.stderr),
+          (r.returncode, r.stderr))
+    # Borrowing up to 15 s, it starts at once on the same worker ID, above
+    # the last ID of the run before the step.
+    b = Daemon(label + "-b", ["--registry", registry, "--max-borrow-ms", "15000"] + layout,
+               env=fenv)
+    ids_b = b.ids(5000)
+    check("%s: borrowing, it serves on the same worker ID %d" % (label, w),
+          ids_b is not None and all((i >> 12) & 1 == w for i in ids_b), b.log()[-300:])
+    if ids_b:
+        check("%s: no ID repeats: the first is above the last before the step" % label,
+              ids_b[0] > ids_a[-1], (ids_a[-1], ids_b[0]))
+        st, body = b.get("/metrics")
+        m = re.search(r"^idgen_clock_borrowed_ms (\d+)", body, re.M)
+        check("%s: it says it borrows (idgen_clock_borrowed_ms ~ 10000)" % label,
+              m and 8000 <= int(m.group(1)) <= 12000, m and m.group(0))
+    b.stop()
+    other.stop()
+
+
+# --------------------------------------------------- field choice, full pool
+
+
+def field_choice(registry, label):
+    r = idgen("snowflake", "--registry", registry, "--layout", "mastodon")
+    check("%s: mastodon is refused: no node field to lease" % label,
+          r.returncode == 2 and "no node field to lease" in r.stderr, r.stderr)
+    r = idgen("serve", "--registry", registry, "--layout", "mastodon", "--http", "127.0.0.1:0")
+    check("%s: serve refuses mastodon too" % label,
+          r.returncode != 0 and "no node field to lease" in r.stderr, r.stderr)
+    r = idgen("snowflake", "-n", "2", "--registry", registry, "--layout", "sonyflake")
+    ok = r.returncode == 0
+    check("%s: sonyflake (no worker field) leases its only node field" % label, ok, r.stderr)
+    r = idgen("snowflake", "--registry", registry, "--layout", "discord")
+    check("%s: discord leases worker; process is a namespace" % label, r.returncode == 0, r.stderr)
+    r = idgen("snowflake", "--registry", registry, "--layout", "discord", "--lease-field",
+              "process", "--node", "worker=3")
+    check("%s: --lease-field process" % label, r.returncode == 0, r.stderr)
+    # A pool of two: two holders, a third is refused naming size and field.
+    lay = ["--layout", "time:41@1ms,rack:3,worker:1,sequence:12,epoch=1288834974657",
+           "--node", "rack=5"]
+    a = Daemon(label + "-full-a", ["--registry", registry] + lay)
+    b = Daemon(label + "-full-b", ["--registry", registry] + lay)
+    r = idgen("snowflake", "--registry", registry, *lay)
+    check("%s: a full pool names its size and the field" % label,
+          r.returncode == 1 and 'all 2 worker IDs of field "worker" (1 bits) for rack=5 are held'
+          in r.stderr, r.stderr)
+    a.stop()
+    b.stop()
+
+
+def registry_cli(registry, label, holder_alive_refused):
+    d = Daemon(label + "-list", ["--registry", registry, "--node", "datacenter=9"])
+    ids = d.ids(1)
+    w = worker_of(ids[0]) if ids else -1
+    r = idgen("registry", "list", "--registry", registry)
+    line = [l for l in r.stdout.splitlines() if l.startswith("worker@datacenter=9 ")]
+    check("%s: registry list shows the daemon's lease as held" % label,
+          r.returncode == 0 and line and re.search(r"^worker@datacenter=9 +%d +held " % w, line[0])
+          and (":%d:" % d.p.pid) in line[0], (r.stdout[-600:], r.stderr))
+    r = idgen("registry", "free", "--registry", registry, "worker@datacenter=9", str(w))
+    check("%s: registry free refuses a live holder" % label,
+          r.returncode == 1 and holder_alive_refused in r.stderr, (r.returncode, r.stderr))
+    check("%s: the refused free did not disturb the holder" % label, d.ids(1) is not None)
+    return d, w
+
+
+# ---------------------------------------------------------------- PostgreSQL
+
+
+class Postgres:
+    def __init__(self):
+        self.dir = os.path.join(TMP, "pg")
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.port = s.getsockname()[1]
+        s.close()
+        r = subprocess.run([os.path.join(HERE, "pg_server.sh"), "start", self.dir, str(self.port)],
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError("pg_server.sh start: " + r.stderr)
+        self.uri = r.stdout.strip().splitlines()[-1]
+
+    def ctl(self, action):
+        r = subprocess.run([os.path.join(HERE, "pg_server.sh"), action, self.dir],
+                           capture_output=True, text=True, timeout=120)
+        return r.returncode == 0 or print(r.stderr)
+
+    def stop(self):
+        self.ctl("stop")
+
+
+def pg_outage(pg, label):
+    """PostgreSQL stopped under a daemon: it issues until its lease can no
+    longer be shown valid (or its mark is reached), then answers 503; the
+    worker ID is not granted to anyone before; when PostgreSQL returns,
+    service resumes without a restart."""
+    reg = pg.uri
+    d = Daemon(label, ["--registry", reg, "--node", "datacenter=11", "--lease-ttl-ms", "2000"])
+    first = d.ids(10)
+    check("%s: serves with a postgres lease" % label, first is not None, d.log()[-400:])
+    if first is None:
+        d.stop()
+        return
+    w = worker_of(first[0])
+    time.sleep(0.8)  # a renewal or two
+    t0 = time.monotonic()
+    pg.ctl("pause")
+    served_after, t_503, body503 = [], None, ""
+    while time.monotonic() - t0 < 6:
+        st, body = d.get("/id")
+        if st == 200:
+            served_after.append(int(body))
+        elif st == 503:
+            t_503, body503 = time.monotonic() - t0, body
+            break
+        time.sleep(0.02)
+    check("%s: issues while the lease is still known valid" % label, len(served_after) > 0)
+    check("%s: then 503 within the TTL (%.2f s after the stop)" % (label, t_503 or -1),
+          t_503 is not None and t_503 <= 2.2, body503)
+    check("%s: 503 says why" % label, "lease lost" in body503 or "high-water mark" in body503,
+          body503)
+    st, body = d.get("/health")
+    check("%s: /health 503 with the lease line" % label,
+          st == 503 and re.search(r"lease worker=%d generation=\d+ " % w, body), (st, body))
+    pg.ctl("resume")
+    t1 = time.monotonic()
+    back = wait_for(lambda: d.ids(5), 10, 0.05)
+    check("%s: service resumes without a restart (%.2f s after PostgreSQL returned)"
+          % (label, time.monotonic() - t1), back is not None and d.p.poll() is None)
+    every = first + served_after + (back or [])
+    check("%s: the same worker ID throughout; IDs increase" % label,
+          all(worker_of(i) == w for i in every) and every == sorted(set(every)))
+    check("%s: logged lease_lost and lease_valid" % label,
+          "event=lease_lost" in d.log() and "event=lease_valid" in d.log(), d.log()[-800:])
+    d.stop()
+
+
+def pg_pause(pg, label):
+    """A holder paused (SIGSTOP) past TTL and quarantine: another process
+    takes its worker ID; resumed, the paused one fails its next renewal or
+    mark write on the fencing generation, stops issuing on that ID, and no
+    ID is issued twice."""
+    reg = pg.uri
+    args = ["--registry", reg, "--node", "datacenter=12", "--lease-ttl-ms", "1000"]
+    a = Daemon(label + "-a", args)
+    ids_a = a.ids(100)
+    check("%s: holder serves" % label, ids_a is not None, a.log()[-300:])
+    if ids_a is None:
+        a.stop()
+        return
+    w = worker_of(ids_a[0])
+    a.p.send_signal(signal.SIGSTOP)
+    time.sleep(2.0 + 1.2)  # TTL 1 s + quarantine 1 s (one TTL), and the mark behind the clock
+    b = Daemon(label + "-b", args)
+    ids_b = b.ids(100)
+    check("%s: another process takes the paused holder's worker ID %d" % (label, w),
+          ids_b is not None and worker_of(ids_b[0]) == w,
+          ids_b and "got %d" % worker_of(ids_b[0]))
+    check("%s: and starts above the paused one's mark" % label, ids_b and ids_b[0] > ids_a[-1])
+    a.p.send_signal(signal.SIGCONT)
+    got = []
+    t0 = time.monotonic()
+    refused = None
+    while time.monotonic() - t0 < 5:
+        st, body = a.get("/id")
+        if st == 200:
+            got.append(int(body))
+        else:
+            refused = (st, body)
+            break
+    check("%s: resumed, it refuses (503) on the old lease" % label,
+          refused is not None and refused[0] == 503, refused)
+    fenced = wait_for(lambda: re.search(r"event=lease_lost worker=%d .*fenced=1" % w, a.log()), 5)
+    check("%s: its renewal or mark write failed on the fencing generation" % label, fenced,
+          a.log()[-800:])
+    # It may lease another worker ID; nothing it issued collides with b.
+    later = wait_for(lambda: a.ids(100), 5, 0.1) or []
+    check("%s: it serves again on a new lease, another worker ID" % label,
+          later and worker_of(later[0]) != w, later[:1])
+    more_b = b.ids(100) or []
+    every = ids_a + got + later + ids_b + more_b
+    check("%s: no ID issued twice (%d IDs)" % (label, len(every)), len(set(every)) == len(every))
+    ws = [i for i in got if worker_of(i) == w]
+    check("%s: what it issued on worker %d after resuming is below b's first ID" % (label, w),
+          all(i < ids_b[0] for i in ws), (ws[-1:], ids_b[:1]))
+    a.stop()
+    b.stop()
+
+
+# -------------------------------------------------------------------- main
+
+
+def main():
+    try:
+        if "file" in GROUPS:
+            reg = "file:" + os.path.join(TMP, "reg")
+            many_processes(reg, "file 32 processes")
+            kill9(reg, "file kill -9")
+            clock_step(reg, "file clock step -10 s")
+            field_choice(reg, "file fields")
+            d, _ = registry_cli(reg, "file registry", "locked by a live process")
+            d.stop()
+            start = []
+            for i in range(7):
+                t = time.monotonic()
+                x = Daemon("file-start-%d" % i, ["--registry", reg, "--node", "datacenter=13"])
+                start.append(time.monotonic() - t)
+                x.stop()
+            start.sort()
+            print("info file: daemon start to listening, median of 7: %.1f ms (min %.1f, max %.1f)"
+                  % (start[3] * 1000, start[0] * 1000, start[-1] * 1000))
+        if "pg" in GROUPS:
+            pg = Postgres()
+            try:
+                many_processes(pg.uri, "postgres 32 processes")
+                kill9(pg.uri, "postgres kill -9", ["--lease-ttl-ms", "1000"], free_after_s=2.0)
+                field_choice(pg.uri, "postgres fields")
+                d, w = registry_cli(pg.uri, "postgres registry", "--force")
+                r = idgen("registry", "free", "--registry", pg.uri, "--force",
+                          "worker@datacenter=9", str(w))
+                check("postgres registry: free --force fences the live holder",
+                      r.returncode == 0, r.stderr)
+                stopped = wait_for(lambda: d.get("/id")[0] == 503, 5, 0.05)
+                check("postgres registry: the fenced holder stops issuing", stopped)
+                d.stop()
+                pg_outage(pg, "postgres outage")
+                pg_pause(pg, "postgres SIGSTOP")
+            finally:
+                pg.stop()
+    finally:
+        for d in DAEMONS:
+            if d.p.poll() is None:
+                try:
+                    d.p.send_signal(signal.SIGCONT)
+                except OSError:
+                    pass
+                d.p.kill()
+                d.p.wait()
+    print("%d passed, %d failed" % (PASSED, FAILED))
+    if FAILED:
+        print("failed: " + "; ".join(FAILURES))
+        sys.exit(1)
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
