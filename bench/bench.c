@@ -39,6 +39,8 @@ static const char usage[] =
     "  -h, --help           show this help\n";
 
 #define WIDE "time:41@1ms,sequence:22,epoch=1288834974657"
+/* The same width with a node field, for a registry to lease. */
+#define WIDE_LEASED "time:41@1ms,worker:1,sequence:21,epoch=1288834974657"
 
 static double mono(void) {
   struct timespec t;
@@ -105,7 +107,12 @@ struct gen_arg {
   int64_t borrow;
   int threads;
   size_t batch;
+  const char *registry; /* bind to a lease from this registry, or NULL */
 };
+
+/* The lease of a bound benchmark generator: one at a time. */
+static idgen_registry_t *bench_reg;
+static idgen_lease_t *bench_lease;
 
 static idgen_snowflake_t *make_gen(const struct gen_arg *a) {
   idgen_layout_t l;
@@ -119,6 +126,15 @@ static idgen_snowflake_t *make_gen(const struct gen_arg *a) {
   idgen_snowflake_settings_init(&s);
   s.clock_mode = a->mode;
   s.max_borrow_ms = a->borrow;
+  if (a->registry != NULL) {
+    idgen_lease_request_t req = {.layout = &l, .max_start_wait_ms = -1};
+    if (idgen_registry_open(&bench_reg, a->registry, err, sizeof err) < 0 ||
+        idgen_registry_acquire(bench_reg, &req, &bench_lease, err, sizeof err) < 0) {
+      fprintf(stderr, "idgen: bench: %s\n", err);
+      exit(1);
+    }
+    s.lease = bench_lease;
+  }
   if (idgen_snowflake_new(&g, &l, &s, err, sizeof err) < 0) {
     fprintf(stderr, "idgen: bench: %s\n", err);
     exit(1);
@@ -183,6 +199,10 @@ static struct sample run_gen(double seconds, void *arg) {
   }
   pthread_barrier_destroy(&bar);
   idgen_snowflake_free(g);
+  idgen_lease_release(bench_lease);
+  idgen_registry_close(bench_reg);
+  bench_lease = NULL;
+  bench_reg = NULL;
   return s;
 }
 
@@ -244,6 +264,29 @@ static double measure(const char *name, const struct opts *o, bench_fn fn, void 
 }
 
 
+
+/* Two benchmarks in alternating runs (the machine's drift falls on both);
+ * prints both medians and the ratio b/a. */
+static void measure_pair(const char *name, const struct opts *o, bench_fn fn, void *a, void *b,
+                         const char *name_a, const char *name_b) {
+  double ra[64], rb[64];
+  int runs = o->runs > 64 ? 64 : o->runs;
+  if (o->only != NULL && strstr(name, o->only) == NULL)
+    return;
+  for (int i = 0; i < runs; i++) {
+    struct sample x = fn(o->seconds, a), y = fn(o->seconds, b);
+    ra[i] = x.ids / x.secs;
+    rb[i] = y.ids / y.secs;
+  }
+  qsort(ra, (size_t)runs, sizeof ra[0], cmp_double);
+  qsort(rb, (size_t)runs, sizeof rb[0], cmp_double);
+  double ma = runs % 2 ? ra[runs / 2] : (ra[runs / 2 - 1] + ra[runs / 2]) / 2;
+  double mb = runs % 2 ? rb[runs / 2] : (rb[runs / 2 - 1] + rb[runs / 2]) / 2;
+  printf("%-34s %9.2f ns/ID %9.2f M IDs/s  %s\n", name, 1e9 / ma, ma / 1e6, name_a);
+  printf("%-34s %9.2f ns/ID %9.2f M IDs/s  %s: %.1f%% of %s\n", "", 1e9 / mb, mb / 1e6, name_b,
+         100.0 * mb / ma, name_a);
+  fflush(stdout);
+}
 
 /* Inputs for the codec benchmarks: 64 random values in each form, cycled, so
  * that no benchmark writes into the very string it is about to read. */
@@ -517,6 +560,24 @@ int idgen_bench_main(int argc, char **argv) {
   measure("next wide 2 threads precise-clock", &o, run_gen, &wide2p, o.seconds, floor_rate,
           "(both threads together)");
   measure("next_n(1000) wide", &o, run_gen, &batch, o.seconds, floor_rate, NULL);
+  /* A generator bound to a lease (file: in a fresh directory) against the
+   * same layout unbound: the mark is kept ahead off the hot path. */
+  char regdir[] = "/tmp/idgen-bench-XXXXXX", reguri[64];
+  if (mkdtemp(regdir) != NULL) {
+    snprintf(reguri, sizeof reguri, "file:%s", regdir);
+    struct gen_arg un1 = {WIDE_LEASED, IDGEN_CLOCK_FAST, 1000, 1, 0, NULL};
+    struct gen_arg bd1 = {WIDE_LEASED, IDGEN_CLOCK_FAST, 1000, 1, 0, reguri};
+    struct gen_arg un2 = {WIDE_LEASED, IDGEN_CLOCK_FAST, 1000, 2, 0, NULL};
+    struct gen_arg bd2 = {WIDE_LEASED, IDGEN_CLOCK_FAST, 1000, 2, 0, reguri};
+    measure_pair("next 1 thread, bound to file:", &o, run_gen, &un1, &bd1, "unbound",
+                 "bound");
+    measure_pair("next 2 threads, bound to file:", &o, run_gen, &un2, &bd2, "unbound",
+                 "bound");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", regdir);
+    if (system(cmd) != 0)
+      fprintf(stderr, "idgen: bench: could not remove %s\n", regdir);
+  }
   measure("compose twitter", &o, run_compose, NULL, o.seconds, 0, NULL);
   measure("decompose twitter", &o, run_decompose, NULL, o.seconds, 0, NULL);
 
