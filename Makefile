@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: demo bench-serve all deps build run test sanitize tsan fuzz bench install clean ci
+.PHONY: demo bench-serve bench-registry all deps build run test sanitize tsan fuzz bench install clean ci
 
 all: build
 
@@ -69,6 +69,12 @@ bench: build
 	$(BUILD)/idgen-bench
 
 # The daemon beside redis-server and nginx (about 5 minutes; --quick: 30 s).
+# The registry's costs: a bound generator against an unbound one (alternating
+# runs), and the daemon's start with file: (issue 5's figures).
+bench-registry: build
+	$(BUILD)/idgen-bench --only bound --runs 9
+	/usr/bin/python3 bench/start_bench.py $(BUILD)/idgen 21
+
 bench-serve: build
 	bench/serve_bench.sh $(BUILD)/idgen
 
