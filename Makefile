@@ -68,13 +68,13 @@ fuzz: deps
 bench: build
 	$(BUILD)/idgen-bench
 
-# The daemon beside redis-server and nginx (about 5 minutes; --quick: 30 s).
 # The registry's costs: a bound generator against an unbound one (alternating
 # runs), and the daemon's start with file: (issue 5's figures).
 bench-registry: build
 	$(BUILD)/idgen-bench --only bound --runs 9
 	/usr/bin/python3 bench/start_bench.py $(BUILD)/idgen 21
 
+# The daemon beside redis-server and nginx (about 5 minutes; --quick: 30 s).
 bench-serve: build
 	bench/serve_bench.sh $(BUILD)/idgen
 
