@@ -307,7 +307,7 @@ def field_choice(registry, label):
     b.stop()
 
 
-def registry_cli(registry, label, holder_alive_refused):
+def registry_cli(registry, label, refused_re):
     d = Daemon(label + "-list", ["--registry", registry, "--node", "datacenter=9"])
     ids = d.ids(1)
     w = worker_of(ids[0]) if ids else -1
@@ -318,7 +318,7 @@ def registry_cli(registry, label, holder_alive_refused):
           and (":%d:" % d.p.pid) in line[0], (r.stdout[-600:], r.stderr))
     r = idgen("registry", "free", "--registry", registry, "worker@datacenter=9", str(w))
     check("%s: registry free refuses a live holder" % label,
-          r.returncode == 1 and holder_alive_refused in r.stderr, (r.returncode, r.stderr))
+          r.returncode == 1 and re.search(refused_re, r.stderr), (r.returncode, r.stderr))
     check("%s: the refused free did not disturb the holder" % label, d.ids(1) is not None)
     return d, w
 
@@ -376,11 +376,19 @@ def pg_outage(pg, label):
     check("%s: issues while the lease is still known valid" % label, len(served_after) > 0)
     check("%s: then 503 within the TTL (%.2f s after the stop)" % (label, t_503 or -1),
           t_503 is not None and t_503 <= 2.2, body503)
-    check("%s: 503 says why" % label, "lease lost" in body503 or "high-water mark" in body503,
-          body503)
+    check("%s: 503 says why (lease or mark)" % label,
+          "lease lost" in body503 or "high-water mark" in body503, body503)
     st, body = d.get("/health")
-    check("%s: /health 503 with the lease line" % label,
+    check("%s: /health 503 with the reason and the lease line" % label,
           st == 503 and re.search(r"lease worker=%d generation=\d+ " % w, body), (st, body))
+    # Nobody else can get the worker ID meanwhile (the registry is down); the
+    # lease then runs out by the daemon's own clock.
+    invalid = wait_for(lambda: re.search(r"^idgen_lease_valid_seconds 0(\.0+)?$",
+                                         d.get("/metrics")[1], re.M), 4, 0.05)
+    check("%s: the lease can no longer be shown valid within the TTL" % label, invalid)
+    st, body = d.get("/id")
+    check("%s: 503 lease lost, naming the failed renewals" % label,
+          st == 503 and "lease lost: not renewed within its TTL (2000 ms)" in body, body)
     pg.ctl("resume")
     t1 = time.monotonic()
     back = wait_for(lambda: d.ids(5), 10, 0.05)
@@ -474,13 +482,22 @@ def main():
                 many_processes(pg.uri, "postgres 32 processes")
                 kill9(pg.uri, "postgres kill -9", ["--lease-ttl-ms", "1000"], free_after_s=2.0)
                 field_choice(pg.uri, "postgres fields")
-                d, w = registry_cli(pg.uri, "postgres registry", "--force")
+                d, w = registry_cli(pg.uri, "postgres registry",
+                                    r"is held by \S+ \(its lease expires in")
                 r = idgen("registry", "free", "--registry", pg.uri, "--force",
                           "worker@datacenter=9", str(w))
                 check("postgres registry: free --force fences the live holder",
                       r.returncode == 0, r.stderr)
-                stopped = wait_for(lambda: d.get("/id")[0] == 503, 5, 0.05)
-                check("postgres registry: the fenced holder stops issuing", stopped)
+                # Fenced at its next renewal (a third of the 10 s TTL), it stops
+                # issuing on that worker ID and leases another.
+                def on_another():
+                    ids = d.ids(1)
+                    return ids is not None and worker_of(ids[0]) != w
+                moved = wait_for(on_another, 8, 0.1)
+                check("postgres registry: the fenced holder moves to another worker ID", moved)
+                check("postgres registry: its log says it was fenced",
+                      re.search(r"event=lease_lost worker=%d .*fenced=1" % w, d.log()) and
+                      "event=lease_acquired" in d.log(), d.log()[-600:])
                 d.stop()
                 pg_outage(pg, "postgres outage")
                 pg_pause(pg, "postgres SIGSTOP")

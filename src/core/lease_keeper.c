@@ -120,7 +120,11 @@ static int renew_once(idgen_snowflake_t *g) {
     fence(g, e[0] ? e : "the lease was granted to another holder");
   } else {
     k->renew_failures++;
-    snprintf(k->reason, sizeof k->reason, "%s", e[0] ? e : idgen_strerror(rc));
+    if (k->valid) /* still valid: the failure is news, not yet a loss */
+      snprintf(k->reason, sizeof k->reason, "%s", e[0] ? e : idgen_strerror(rc));
+    else
+      snprintf(k->reason, sizeof k->reason, "not renewed within its TTL (%lld ms): %.180s",
+               (long long)k->ttl_ms, e[0] ? e : idgen_strerror(rc));
     int64_t retry = k->ttl_ms / 10 < 100 ? 100 : k->ttl_ms / 10;
     k->next_renew = mono_ms() + (retry > 1000 ? 1000 : retry);
   }

@@ -12,7 +12,8 @@
 #include "registry_int.h"
 
 static const idgen__registry_ops_t *const backends[] = {
-    &idgen__registry_static, &idgen__registry_file, &idgen__registry_postgres};
+    &idgen__registry_static, &idgen__registry_file, &idgen__registry_postgres,
+    &idgen__registry_postgresql};
 
 int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err, size_t errlen) {
   *out = NULL;

@@ -78,7 +78,7 @@ struct idgen_lease {
 };
 
 extern const idgen__registry_ops_t idgen__registry_static, idgen__registry_file,
-    idgen__registry_postgres;
+    idgen__registry_postgres, idgen__registry_postgresql;
 
 /* The mark written when a bound generator stops: the last tick it used,
  * which may be below l->mark_ms (nothing above it was issued). */

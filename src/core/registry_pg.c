@@ -1,13 +1,772 @@
 /*
- * registry_pg.c -- the postgres:// registry (SPEC section 8).  Placeholder
- * while the backend is written.
+ * registry_pg.c -- the `postgres://` (and `postgresql://`) registry (SPEC
+ * section 8): machines share worker IDs through one PostgreSQL table.
+ *
+ *   idgen_leases(pool text, worker_id bigint, holder text,
+ *                generation bigint, expires_at timestamptz,
+ *                free_at timestamptz, mark_ms bigint,
+ *                primary key (pool, worker_id))
+ *
+ * One row per worker ID ever leased in a pool ("worker@datacenter=1");
+ * rows are never deleted, so a generation only grows.  Times are the
+ * database's clock (now()), never the caller's.
+ *
+ * Quarantine: free_at is when the ID returns to the pool, and an ID is free
+ * exactly when free_at <= now().  So the quarantine needs no clock or
+ * setting of its own when list and free, which have no lease request, look
+ * at a row:
+ *   granted or renewed   expires_at = now() + ttl, free_at = expires_at + quarantine
+ *   expired              nothing is written: free once free_at passes
+ *   released by holder   holder = NULL, expires_at = free_at = now(): free at once
+ *   freed by hand        generation + 1 (fences the holder), holder = NULL,
+ *                        free_at = greatest(free_at, now() + quarantine), the
+ *                        quarantine being the row's free_at - expires_at: at
+ *                        least one whole quarantine from now, and never before
+ *                        the lease would have expired plus its quarantine.
+ * A row is HELD while holder is set and expires_at is ahead, in QUARANTINE
+ * while free_at is ahead otherwise, and FREE after.
+ *
+ * The claim is one INSERT ... ON CONFLICT DO UPDATE ... WHERE free_at <=
+ * now() AND mark_ms < wall clock: PostgreSQL locks the row, rechecks the
+ * condition on its newest version and either grants the next generation or
+ * returns no row (someone else won: the next candidate is tried).  Renewals,
+ * mark writes and releases are UPDATEs conditional on (generation, holder);
+ * no row back means fenced out.  Every statement is autocommitted (durable
+ * on return: synchronous_commit is turned back on if the server has it off).
+ *
+ * One connection per registry, guarded by a mutex: a bound generator's
+ * thread renews while others acquire or list.  A statement that gets no
+ * answer within QUERY_TIMEOUT_MS drops the connection (the next operation
+ * reconnects); connecting gives up after connect_timeout (2 s, unless the
+ * URI sets it).  A forked child never touches its parent's connection: it
+ * closes its copy of the socket (PQfinish would send a Terminate on the
+ * parent's session), leaks the rest, and connects afresh if it uses the
+ * registry.
  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "registry_int.h"
 
-static int pg_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
-  (void)r;
-  (void)rest;
-  return idgen__err(err, errlen, IDGEN_EINVAL, "registry: postgres:// is not built yet");
+#define PFX "registry: postgres: "
+#define QUERY_TIMEOUT_MS 5000 /* per statement, on this side; the server's is 4 s */
+#define ACQUIRE_ROUNDS 64     /* rescans of a pool after lost races or a start wait */
+#define LIST_PAGE "500"
+
+typedef struct pg {
+  pthread_mutex_t mu; /* guards the rest */
+  PGconn *conn;       /* NULL: connect at the next statement */
+  unsigned fork_gen;  /* the process that owns mu and conn */
+  const char *uri;    /* r->uri */
+} pg_t;
+
+/* ---- SQL ------------------------------------------------------------------ */
+
+/* clang-format off */
+
+/* Unix ms of a timestamptz, or ms of an interval. */
+#define MS(x) "floor(extract(epoch FROM " x ") * 1000)::bigint"
+#define MSEC(p) "(" p "::bigint * interval '1 millisecond')"
+#define HELD "(holder IS NOT NULL AND expires_at > now())"
+
+static const char SQL_SESSION[] = "SELECT CASE WHEN current_setting('statement_timeout') = '0'"
+                                  " THEN set_config('statement_timeout', '4s', false) END,"
+                                  " CASE WHEN current_setting('synchronous_commit') = 'off'"
+                                  " THEN set_config('synchronous_commit', 'on', false) END";
+
+static const char SQL_EXISTS[] = "SELECT to_regclass('idgen_leases') IS NOT NULL";
+
+static const char SQL_CREATE[] = "CREATE TABLE IF NOT EXISTS idgen_leases ("
+                                 " pool text NOT NULL,"
+                                 " worker_id bigint NOT NULL,"
+                                 " holder text,"
+                                 " generation bigint NOT NULL,"
+                                 " expires_at timestamptz NOT NULL,"
+                                 " free_at timestamptz NOT NULL,"
+                                 " mark_ms bigint NOT NULL,"
+                                 " PRIMARY KEY (pool, worker_id))";
+
+static const char SQL_CHECK[] = "SELECT pool, worker_id, holder, generation, expires_at, free_at,"
+                                " mark_ms FROM idgen_leases LIMIT 0";
+
+/* Up to 16 candidates from worker ID $2 on, lowest first, in a pool of $3:
+ * free rows whose mark is behind the wall clock $4, and the first ID of
+ * each run of never-leased IDs, found from the rows (no series over the
+ * pool): the cost grows with the rows a pool has, about 0.6 s for 300,000
+ * held in a row. */
+static const char SQL_CANDIDATES[] =
+    "SELECT id FROM ("
+    " (SELECT worker_id AS id FROM idgen_leases WHERE pool = $1 AND worker_id >= $2::bigint"
+    "  AND worker_id < $3::bigint AND free_at <= now() AND mark_ms < $4::bigint"
+    "  ORDER BY worker_id LIMIT 16)"
+    " UNION ALL"
+    " (SELECT $2::bigint WHERE $2::bigint < $3::bigint AND NOT EXISTS"
+    "  (SELECT 1 FROM idgen_leases WHERE pool = $1 AND worker_id = $2::bigint))"
+    " UNION ALL"
+    " (SELECT a.worker_id + 1 FROM idgen_leases a WHERE a.pool = $1 AND a.worker_id >= $2::bigint"
+    "  AND a.worker_id + 1 < $3::bigint AND NOT EXISTS (SELECT 1 FROM idgen_leases b"
+    "  WHERE b.pool = $1 AND b.worker_id = a.worker_id + 1) ORDER BY a.worker_id LIMIT 16)"
+    ") c ORDER BY id LIMIT 16";
+
+/* When no candidate is left: how many IDs of the pool have rows, the free
+ * one with the lowest mark, and how many are in quarantine, the first back
+ * in how many ms. */
+static const char SQL_BEST[] =
+    "SELECT q.used, b.worker_id, b.mark_ms, q.quarantined, q.next_ms FROM"
+    " (SELECT count(*) AS used,"
+    "  count(*) FILTER (WHERE free_at > now() AND NOT " HELD ") AS quarantined,"
+    "  " MS("min(free_at) FILTER (WHERE free_at > now() AND NOT " HELD ") - now()") " AS next_ms"
+    "  FROM idgen_leases WHERE pool = $1 AND worker_id < $2::bigint) q"
+    " LEFT JOIN LATERAL (SELECT worker_id, mark_ms FROM idgen_leases WHERE pool = $1"
+    "  AND worker_id < $2::bigint AND free_at <= now() ORDER BY mark_ms, worker_id LIMIT 1) b"
+    " ON true";
+
+/* $1 pool, $2 worker, $3 holder, $4 ttl ms, $5 quarantine ms, $6 wall clock. */
+static const char SQL_CLAIM[] =
+    "INSERT INTO idgen_leases AS t (pool, worker_id, holder, generation, expires_at, free_at,"
+    " mark_ms) VALUES ($1, $2::bigint, $3, 1, now() + " MSEC("$4") ","
+    " now() + " MSEC("$4") " + " MSEC("$5") ", 0)"
+    " ON CONFLICT (pool, worker_id) DO UPDATE SET holder = excluded.holder,"
+    " generation = t.generation + 1, expires_at = excluded.expires_at, free_at = excluded.free_at"
+    " WHERE t.free_at <= now() AND t.mark_ms < $6::bigint"
+    " RETURNING generation, mark_ms, " MS("expires_at");
+
+/* $1 pool, $2 worker, $3 generation, $4 holder, then: */
+static const char SQL_RENEW[] = /* $5 ttl ms, $6 quarantine ms */
+    "UPDATE idgen_leases SET expires_at = now() + " MSEC("$5") ","
+    " free_at = now() + " MSEC("$5") " + " MSEC("$6")
+    " WHERE pool = $1 AND worker_id = $2::bigint AND generation = $3::bigint AND holder = $4"
+    " RETURNING " MS("expires_at");
+
+static const char SQL_MARK[] = /* $5 mark ms */
+    "UPDATE idgen_leases SET mark_ms = $5::bigint WHERE pool = $1 AND worker_id = $2::bigint"
+    " AND generation = $3::bigint AND holder = $4 RETURNING 1";
+
+static const char SQL_RELEASE[] =
+    "UPDATE idgen_leases SET holder = NULL, expires_at = now(), free_at = now()"
+    " WHERE pool = $1 AND worker_id = $2::bigint AND generation = $3::bigint AND holder = $4";
+
+/* One row as list and free see it: generation, holder ('' if none), state
+ * (0 free, 1 held, 2 quarantine), ms until it expires (held) or is free
+ * again (otherwise), its expiry (held) or free time (quarantine) as Unix
+ * ms (0 when free), and the mark. */
+#define ROW_COLS                                                                  \
+  "generation, coalesce(holder, ''),"                                             \
+  " CASE WHEN " HELD " THEN 1 WHEN free_at > now() THEN 2 ELSE 0 END,"            \
+  " " MS("CASE WHEN " HELD " THEN expires_at ELSE free_at END - now()") ","       \
+  " CASE WHEN " HELD " THEN " MS("expires_at")                                    \
+  " WHEN free_at > now() THEN " MS("free_at") " ELSE 0 END, mark_ms"
+
+static const char SQL_ROW[] =
+    "SELECT " ROW_COLS " FROM idgen_leases WHERE pool = $1 AND worker_id = $2::bigint";
+
+static const char SQL_POOL_KNOWN[] = "SELECT 1 FROM idgen_leases WHERE pool = $1 LIMIT 1";
+
+/* A page of rows after ($1, $2). */
+static const char SQL_LIST[] = "SELECT pool, worker_id, " ROW_COLS " FROM idgen_leases"
+                               " WHERE (pool, worker_id) > ($1, $2::bigint)"
+                               " ORDER BY pool, worker_id LIMIT " LIST_PAGE;
+
+/* $3 generation as seen, $4 force: fences the ID and starts its quarantine. */
+static const char SQL_FREE[] =
+    "UPDATE idgen_leases SET generation = generation + 1, holder = NULL,"
+    " free_at = greatest(free_at, now() + (free_at - expires_at)),"
+    " expires_at = least(expires_at, now())"
+    " WHERE pool = $1 AND worker_id = $2::bigint AND generation = $3::bigint"
+    " AND ($4::boolean OR NOT " HELD ")"
+    " RETURNING generation, " MS("free_at - now()");
+
+/* clang-format on */
+
+/* ---- connection ------------------------------------------------------------- */
+
+static int64_t pg_mono_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-const idgen__registry_ops_t idgen__registry_postgres = {.scheme = "postgres", .open = pg_open};
+/* libpq's messages end in a newline and may carry a tab-indented hint on a
+ * second line: one line, each run of white space made one space. */
+static void pg_one_line(char *dst, size_t n, const char *src) {
+  size_t o = 0;
+  int space = 0;
+  for (; *src && o + 1 < n; src++) {
+    if (*src == '\n' || *src == '\r' || *src == '\t' || *src == ' ') {
+      space = o > 0;
+      continue;
+    }
+    if (space && o + 2 < n)
+      dst[o++] = ' ';
+    space = 0;
+    dst[o++] = *src;
+  }
+  dst[o] = '\0';
+}
+
+static int pg_fail(char *err, size_t errlen, int code, const char *what, const char *msg) {
+  char line[400];
+  pg_one_line(line, sizeof line, msg && *msg ? msg : "unknown error");
+  return idgen__err(err, errlen, code, PFX "%s: %s", what, line);
+}
+
+static void pg_no_notices(void *ctx, const char *msg) {
+  (void)ctx; /* a library never prints */
+  (void)msg;
+}
+
+/* Drops the connection.  PQfinish sends a Terminate: in non-blocking mode,
+ * so that a dead peer cannot hold it up. */
+static void pg_drop(pg_t *pg) {
+  if (pg->conn == NULL)
+    return;
+  PQsetnonblocking(pg->conn, 1);
+  PQfinish(pg->conn);
+  pg->conn = NULL;
+}
+
+/* Takes pg->mu; in a forked child, first gives up the parent's connection
+ * and mutex (another thread may have held it at the fork).  The first call
+ * in a child must not race another thread of the child. */
+static void pg_lock(pg_t *pg) {
+  unsigned gen = idgen__fork_gen();
+  if (pg->fork_gen != gen) {
+    if (pg->conn && PQsocket(pg->conn) >= 0)
+      close(PQsocket(pg->conn)); /* the PGconn is leaked: freeing it would talk */
+    pg->conn = NULL;
+    pthread_mutex_init(&pg->mu, NULL);
+    pg->fork_gen = gen;
+  }
+  pthread_mutex_lock(&pg->mu);
+}
+
+static void pg_unlock(pg_t *pg) { pthread_mutex_unlock(&pg->mu); }
+
+static int pg_run(pg_t *pg, PGresult **out, const char *sql, int n, const char *const *v,
+                  char *state, int *lost, char *err, size_t errlen);
+
+/* Connects with bounded waits: the defaults come before the URI in the
+ * keyword list, so that whatever the URI sets wins. */
+static int pg_connect(pg_t *pg, char *err, size_t errlen) {
+  static const char *const keys[] = {"connect_timeout",     "keepalives",       "keepalives_idle",
+                                     "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+                                     "application_name",    "dbname",           NULL};
+  const char *vals[] = {"2", "1", "2", "1", "2", "4000", "idgen", pg->uri, NULL};
+  PGconn *c = PQconnectdbParams(keys, vals, 1);
+  if (c == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
+  if (PQstatus(c) != CONNECTION_OK) {
+    int rc = pg_fail(err, errlen, IDGEN_EREGISTRY, "cannot connect", PQerrorMessage(c));
+    PQfinish(c);
+    return rc;
+  }
+  PQsetNoticeProcessor(c, pg_no_notices, NULL);
+  pg->conn = c;
+  PGresult *res;
+  int lost;
+  int rc = pg_run(pg, &res, SQL_SESSION, 0, NULL, NULL, &lost, err, errlen);
+  PQclear(res);
+  return rc;
+}
+
+/* Sends one statement and waits for its result at most QUERY_TIMEOUT_MS.
+ * 0 with *out (PGRES_TUPLES_OK or PGRES_COMMAND_OK; PQclear it), or
+ * IDGEN_EREGISTRY with a message, *out NULL, the SQLSTATE in state[6] if
+ * the server answered with an error, and *lost set if the connection broke
+ * (it is then dropped). */
+static int pg_run(pg_t *pg, PGresult **out, const char *sql, int n, const char *const *v,
+                  char *state, int *lost, char *err, size_t errlen) {
+  PGconn *c = pg->conn;
+  PGresult *res = NULL;
+  int broken = 0;
+  *out = NULL;
+  *lost = 0;
+  if (state)
+    state[0] = '\0';
+  if (!PQsendQueryParams(c, sql, n, NULL, v, NULL, NULL, 0))
+    broken = 1;
+  int64_t deadline = pg_mono_ms() + QUERY_TIMEOUT_MS;
+  while (!broken) {
+    while (!broken && PQisBusy(c)) {
+      int64_t left = deadline - pg_mono_ms();
+      if (left <= 0) {
+        PQclear(res);
+        pg_drop(pg);
+        return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                          PFX "no answer from the server within %d ms (connection dropped)",
+                          QUERY_TIMEOUT_MS);
+      }
+      struct pollfd p = {PQsocket(c), POLLIN, 0};
+      if ((poll(&p, 1, (int)left) < 0 && errno != EINTR) || !PQconsumeInput(c))
+        broken = 1;
+    }
+    PGresult *x = broken ? NULL : PQgetResult(c);
+    if (x == NULL)
+      break;
+    if (res == NULL)
+      res = x;
+    else
+      PQclear(x);
+  }
+  ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+  if (!broken && (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)) {
+    *out = res;
+    return 0;
+  }
+  int rc;
+  if (broken || PQstatus(c) == CONNECTION_BAD) {
+    *lost = 1;
+    rc = pg_fail(err, errlen, IDGEN_EREGISTRY, "connection failed", PQerrorMessage(c));
+    pg_drop(pg);
+  } else {
+    const char *code = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    if (state && code)
+      snprintf(state, 6, "%s", code);
+    const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    rc = pg_fail(err, errlen, IDGEN_EREGISTRY, "server error", msg ? msg : PQerrorMessage(c));
+  }
+  PQclear(res);
+  return rc;
+}
+
+/* pg_run on a live connection, made first if needed.  `retry`: the
+ * statement can be repeated (it is idempotent), so when a connection made
+ * by an earlier operation turns out to be broken (a server restart), it is
+ * sent once more on a new one.  Call with pg->mu held. */
+static int pg_query(pg_t *pg, PGresult **out, const char *sql, int n, const char *const *v,
+                    int retry, char *state, char *err, size_t errlen) {
+  *out = NULL;
+  if (pg->conn && PQstatus(pg->conn) != CONNECTION_OK)
+    pg_drop(pg);
+  int fresh = pg->conn == NULL, lost = 0;
+  if (fresh) {
+    int rc = pg_connect(pg, err, errlen);
+    if (rc < 0) {
+      pg_drop(pg);
+      return rc;
+    }
+  }
+  int rc = pg_run(pg, out, sql, n, v, state, &lost, err, errlen);
+  if (rc < 0 && lost && retry && !fresh) {
+    if ((rc = pg_connect(pg, err, errlen)) < 0) {
+      pg_drop(pg);
+      return rc;
+    }
+    rc = pg_run(pg, out, sql, n, v, state, &lost, err, errlen);
+  }
+  return rc;
+}
+
+static int64_t pg_i64(const PGresult *res, int row, int col) {
+  return PQgetisnull(res, row, col) ? 0 : strtoll(PQgetvalue(res, row, col), NULL, 10);
+}
+
+/* ---- open, close ------------------------------------------------------------- */
+
+static int pg_create_table(pg_t *pg, char *err, size_t errlen) {
+  PGresult *res;
+  int rc = pg_query(pg, &res, SQL_EXISTS, 0, NULL, 1, NULL, err, errlen);
+  if (rc < 0)
+    return rc;
+  int exists = PQgetvalue(res, 0, 0)[0] == 't';
+  PQclear(res);
+  if (!exists) {
+    /* Many processes may start at once: CREATE TABLE IF NOT EXISTS can then
+     * fail with a unique violation (on the catalog) or a duplicate table,
+     * and the table is there all the same. */
+    char state[6] = "";
+    rc = pg_query(pg, &res, SQL_CREATE, 0, NULL, 0, state, err, errlen);
+    PQclear(res);
+    if (rc < 0 && strcmp(state, "23505") != 0 && strcmp(state, "42P07") != 0)
+      return rc;
+  }
+  char state[6] = "";
+  rc = pg_query(pg, &res, SQL_CHECK, 0, NULL, 1, state, err, errlen);
+  PQclear(res);
+  if (rc < 0 && strcmp(state, "42703") == 0) { /* undefined column */
+    char why[300];
+    snprintf(why, sizeof why, "%s", err ? err : "");
+    return idgen__err(err, errlen, rc,
+                      "%s (table idgen_leases is not idgen's, or of another "
+                      "version)",
+                      why);
+  }
+  return rc;
+}
+
+static int pg_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
+  (void)rest; /* libpq takes the whole URI */
+  char *perr = NULL;
+  PQconninfoOption *opts = PQconninfoParse(r->uri, &perr);
+  if (opts == NULL) {
+    int rc = pg_fail(err, errlen, perr ? IDGEN_EINVAL : IDGEN_ENOMEM, "bad URI",
+                     perr ? perr : "out of memory");
+    PQfreemem(perr);
+    return rc;
+  }
+  PQconninfoFree(opts);
+  pg_t *pg = calloc(1, sizeof *pg);
+  if (pg == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
+  pthread_mutex_init(&pg->mu, NULL);
+  pg->fork_gen = idgen__fork_gen();
+  pg->uri = r->uri;
+  int rc = pg_create_table(pg, err, errlen);
+  if (rc < 0) {
+    pg_drop(pg);
+    pthread_mutex_destroy(&pg->mu);
+    free(pg);
+    return rc;
+  }
+  r->be = pg;
+  return 0;
+}
+
+static void pg_close(idgen_registry_t *r) {
+  pg_t *pg = r->be;
+  if (pg == NULL)
+    return;
+  if (pg->fork_gen == idgen__fork_gen()) {
+    pg_drop(pg);
+    pthread_mutex_destroy(&pg->mu);
+  } else if (pg->conn && PQsocket(pg->conn) >= 0) {
+    close(PQsocket(pg->conn)); /* the parent's session: leaked, not ended */
+  }
+  free(pg);
+  r->be = NULL;
+}
+
+/* ---- leases ------------------------------------------------------------------ */
+
+/* Claims worker `id` if it is free and its mark is behind `wall`: 1 won
+ * (l filled in), 0 lost to someone else, or an error. */
+static int pg_claim(pg_t *pg, idgen_lease_t *l, uint64_t id, const char *ttl, const char *q,
+                    const char *wall, char *err, size_t errlen) {
+  char ids[24];
+  snprintf(ids, sizeof ids, "%" PRIu64, id);
+  const char *v[] = {l->pool_name, ids, l->holder, ttl, q, wall};
+  PGresult *res;
+  int rc = pg_query(pg, &res, SQL_CLAIM, 6, v, 0, NULL, err, errlen);
+  if (rc < 0)
+    return rc;
+  int won = PQntuples(res) == 1;
+  if (won) {
+    l->worker = id;
+    l->generation = (uint64_t)pg_i64(res, 0, 0);
+    l->mark_ms = pg_i64(res, 0, 1);
+    l->expires_ms = pg_i64(res, 0, 2);
+  }
+  PQclear(res);
+  return won;
+}
+
+/* Scans the pool from ID 0 for the lowest free ID whose mark is behind
+ * `now` and claims it: 1 won, 0 none left, or an error.  A candidate lost
+ * to a concurrent acquirer moves the scan past it, so it ends. */
+static int pg_scan(pg_t *pg, idgen_lease_t *l, int64_t now, const char *ttl, const char *q,
+                   char *err, size_t errlen) {
+  char size[24], wall[24], lo[24];
+  snprintf(size, sizeof size, "%" PRIu64, l->pool.size);
+  snprintf(wall, sizeof wall, "%" PRId64, now);
+  for (uint64_t from = 0; from < l->pool.size;) {
+    snprintf(lo, sizeof lo, "%" PRIu64, from);
+    const char *v[] = {l->pool_name, lo, size, wall};
+    PGresult *res;
+    int rc = pg_query(pg, &res, SQL_CANDIDATES, 4, v, 1, NULL, err, errlen);
+    if (rc < 0)
+      return rc;
+    int n = PQntuples(res);
+    for (int i = 0; i < n && rc == 0; i++) {
+      uint64_t id = (uint64_t)pg_i64(res, i, 0);
+      rc = pg_claim(pg, l, id, ttl, q, wall, err, errlen);
+      from = id + 1;
+    }
+    PQclear(res);
+    if (rc != 0 || n == 0)
+      return rc;
+  }
+  return 0;
+}
+
+static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
+                      size_t errlen) {
+  pg_t *pg = l->r->be;
+  const idgen__pool_t *p = &l->pool;
+  char ttl[24], q[24], size[24];
+  snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
+  snprintf(q, sizeof q, "%" PRId64, l->quarantine_ms);
+  snprintf(size, sizeof size, "%" PRIu64, p->size);
+  int64_t max = req->max_start_wait_ms < 0 ? 10000 : req->max_start_wait_ms, waited = 0;
+  int64_t borrow = req->start_borrow_ms > 0 ? req->start_borrow_ms : 0;
+  for (int round = 0; round < ACQUIRE_ROUNDS; round++) {
+    int64_t now = idgen__req_now_ms(req);
+    pg_lock(pg);
+    int rc = pg_scan(pg, l, now, ttl, q, err, errlen);
+    PGresult *res = NULL;
+    if (rc == 0) {
+      const char *v[] = {l->pool_name, size};
+      rc = pg_query(pg, &res, SQL_BEST, 2, v, 1, NULL, err, errlen);
+    }
+    pg_unlock(pg);
+    if (rc != 0)
+      return rc < 0 ? rc : 0;
+    uint64_t used = (uint64_t)pg_i64(res, 0, 0), best = (uint64_t)pg_i64(res, 0, 1);
+    int none = PQgetisnull(res, 0, 1);
+    int64_t mark = pg_i64(res, 0, 2), quarantined = pg_i64(res, 0, 3), next_ms = pg_i64(res, 0, 4);
+    PQclear(res);
+    if (used < p->size || (!none && mark < now))
+      continue; /* freed or released since the scan: scan again */
+    if (none) {
+      char extra[160] = "";
+      if (quarantined > 0)
+        snprintf(extra, sizeof extra,
+                 " (%" PRId64 " of them in quarantine, the first back in %" PRId64 " ms)",
+                 quarantined, next_ms);
+      return idgen__err(err, errlen, IDGEN_EPOOLFULL,
+                        PFX "the pool is full: all %" PRIu64 " worker IDs of field \"%s\" (%d "
+                            "bits)%s%s are held%s",
+                        p->size, p->field_name, (int)__builtin_ctzll(p->size),
+                        p->ns[0] ? " for " : "", p->ns, extra);
+    }
+    /* Every free ID's mark is ahead: the generator may start above the
+     * lowest by borrowing; else wait for it, reading the wall clock again
+     * after the sleep, then scan again (it may be taken by then). */
+    if (mark < now + borrow) {
+      char wall[24];
+      snprintf(wall, sizeof wall, "%" PRId64, now + borrow);
+      pg_lock(pg);
+      rc = pg_claim(pg, l, best, ttl, q, wall, err, errlen);
+      pg_unlock(pg);
+      if (rc != 0)
+        return rc < 0 ? rc : 0;
+      continue; /* lost it */
+    }
+    int64_t wait = mark - now - borrow + 1;
+    if (waited + wait > max)
+      return idgen__err(err, errlen, IDGEN_ECLOCK,
+                        PFX "every free worker ID has a mark ahead of the wall clock; the nearest "
+                            "(%s %" PRIu64 ") can start in %" PRId64 " ms, more than "
+                            "max_start_wait_ms (%" PRId64 ")",
+                        p->field_name, best, wait, max);
+    idgen__req_sleep_ms(req, wait);
+    waited += wait;
+  }
+  return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                    PFX "no worker ID of %s could be claimed in %d rounds: other acquirers kept "
+                        "taking them; try again",
+                    l->pool_name, ACQUIRE_ROUNDS);
+}
+
+/* Says why a conditional write found no row: IDGEN_ELEASE.  pg->mu held. */
+static int pg_fenced(pg_t *pg, idgen_lease_t *l, const char *what, char *err, size_t errlen) {
+  char ids[24], why[200] = "";
+  snprintf(ids, sizeof ids, "%" PRIu64, l->worker);
+  const char *v[] = {l->pool_name, ids};
+  PGresult *res;
+  if (pg_query(pg, &res, SQL_ROW, 2, v, 1, NULL, NULL, 0) == 0) {
+    if (PQntuples(res) == 0) {
+      snprintf(why, sizeof why, ": its row is gone");
+    } else {
+      uint64_t gen = (uint64_t)pg_i64(res, 0, 0);
+      const char *holder = PQgetvalue(res, 0, 1);
+      if (gen != l->generation && holder[0])
+        snprintf(why, sizeof why, ": granted again, generation %" PRIu64 " to %.100s", gen, holder);
+      else if (gen != l->generation)
+        snprintf(why, sizeof why, ": freed by hand (now generation %" PRIu64 ")", gen);
+      else
+        snprintf(why, sizeof why, ": released");
+    }
+    PQclear(res);
+  }
+  return idgen__err(err, errlen, IDGEN_ELEASE,
+                    PFX "%s: fenced out: generation %" PRIu64 " of %s %" PRIu64 " in %s is no "
+                        "longer this holder's%s",
+                    what, l->generation, l->pool.field_name, l->worker, l->pool_name, why);
+}
+
+/* Runs a conditional write on l's row: 0 if it matched, IDGEN_ELEASE if
+ * not, IDGEN_EREGISTRY.  *res (may be NULL) gets the result on 0. */
+static int pg_lease_write(idgen_lease_t *l, const char *sql, const char *extra1, const char *extra2,
+                          const char *what, PGresult **out, char *err, size_t errlen) {
+  pg_t *pg = l->r->be;
+  char ids[24], gen[24];
+  snprintf(ids, sizeof ids, "%" PRIu64, l->worker);
+  snprintf(gen, sizeof gen, "%" PRIu64, l->generation);
+  const char *v[] = {l->pool_name, ids, gen, l->holder, extra1, extra2};
+  int n = extra2 ? 6 : extra1 ? 5 : 4;
+  PGresult *res;
+  pg_lock(pg);
+  int rc = pg_query(pg, &res, sql, n, v, 1, NULL, err, errlen);
+  if (rc == 0 && PQntuples(res) == 0 && PQresultStatus(res) == PGRES_TUPLES_OK) {
+    PQclear(res);
+    res = NULL;
+    rc = pg_fenced(pg, l, what, err, errlen);
+  }
+  pg_unlock(pg);
+  if (out && rc == 0)
+    *out = res;
+  else
+    PQclear(res);
+  return rc;
+}
+
+static int pg_renew(idgen_lease_t *l, char *err, size_t errlen) {
+  char ttl[24], q[24];
+  snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
+  snprintf(q, sizeof q, "%" PRId64, l->quarantine_ms);
+  PGresult *res;
+  int rc = pg_lease_write(l, SQL_RENEW, ttl, q, "renew", &res, err, errlen);
+  if (rc == 0) {
+    l->expires_ms = pg_i64(res, 0, 0);
+    PQclear(res);
+  }
+  return rc;
+}
+
+static int pg_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen) {
+  char m[24];
+  snprintf(m, sizeof m, "%" PRId64, mark_ms);
+  int rc = pg_lease_write(l, SQL_MARK, m, NULL, "mark", NULL, err, errlen);
+  if (rc == 0)
+    l->mark_ms = mark_ms;
+  return rc;
+}
+
+static void pg_release(idgen_lease_t *l) {
+  /* An UPDATE without RETURNING: no row is not "fenced" here, and errors
+   * are dropped (an unreleased lease expires). */
+  pg_lease_write(l, SQL_RELEASE, NULL, NULL, "release", NULL, NULL, 0);
+}
+
+/* ---- list and free ------------------------------------------------------------ */
+
+/* Fills row from columns `c`.. of ROW_COLS. */
+static void pg_row_from(const PGresult *res, int i, int c, idgen_lease_row_t *row) {
+  row->generation = (uint64_t)pg_i64(res, i, c);
+  snprintf(row->holder, sizeof row->holder, "%s", PQgetvalue(res, i, c + 1));
+  int64_t st = pg_i64(res, i, c + 2);
+  row->state = st == 1 ? IDGEN_LEASE_HELD : st == 2 ? IDGEN_LEASE_QUARANTINE : IDGEN_LEASE_FREE;
+  row->expires_ms = pg_i64(res, i, c + 4);
+  row->mark_ms = pg_i64(res, i, c + 5);
+}
+
+static int pg_list(idgen_registry_t *r, int (*cb)(void *, const idgen_lease_row_t *), void *ctx,
+                   char *err, size_t errlen) {
+  pg_t *pg = r->be;
+  char after_pool[1024] = "", after_id[24] = "-1"; /* the last row seen: whole, not cut */
+  for (;;) {
+    /* A page at a time, and cb without the lock: cb may use the registry. */
+    const char *v[] = {after_pool, after_id};
+    PGresult *res;
+    pg_lock(pg);
+    int rc = pg_query(pg, &res, SQL_LIST, 2, v, 1, NULL, err, errlen);
+    pg_unlock(pg);
+    if (rc < 0)
+      return rc;
+    int n = PQntuples(res);
+    for (int i = 0; i < n && rc == 0; i++) {
+      idgen_lease_row_t row;
+      memset(&row, 0, sizeof row);
+      snprintf(row.pool, sizeof row.pool, "%s", PQgetvalue(res, i, 0));
+      row.worker = (uint64_t)pg_i64(res, i, 1);
+      pg_row_from(res, i, 2, &row);
+      rc = cb(ctx, &row);
+    }
+    if (n > 0) {
+      snprintf(after_pool, sizeof after_pool, "%s", PQgetvalue(res, n - 1, 0));
+      snprintf(after_id, sizeof after_id, "%s", PQgetvalue(res, n - 1, 1));
+    }
+    PQclear(res);
+    if (rc != 0 || n < atoi(LIST_PAGE))
+      return rc;
+  }
+}
+
+static int pg_free(idgen_registry_t *r, const char *pool, uint64_t worker, int force, char *err,
+                   size_t errlen) {
+  pg_t *pg = r->be;
+  if (worker > INT64_MAX)
+    return idgen__err(err, errlen, IDGEN_EINVAL, PFX "no worker %" PRIu64 " in %.100s", worker,
+                      pool);
+  char ids[24], gen[24];
+  snprintf(ids, sizeof ids, "%" PRIu64, worker);
+  const char *v[] = {pool, ids, gen, force ? "true" : "false"};
+  int rc = 0;
+  pg_lock(pg);
+  /* Look, then fence conditional on the generation seen; a change in
+   * between (a grant, another free) means look again. */
+  for (int attempt = 0; attempt < 3; attempt++) {
+    PGresult *res;
+    if ((rc = pg_query(pg, &res, SQL_ROW, 2, v, 1, NULL, err, errlen)) < 0)
+      break;
+    if (PQntuples(res) == 0) {
+      PQclear(res);
+      if ((rc = pg_query(pg, &res, SQL_POOL_KNOWN, 1, v, 1, NULL, err, errlen)) < 0)
+        break;
+      int known = PQntuples(res) > 0;
+      PQclear(res);
+      rc = known
+               ? idgen__err(err, errlen, IDGEN_EINVAL,
+                            PFX "worker %" PRIu64 " of %.100s was never leased", worker, pool)
+               : idgen__err(err, errlen, IDGEN_EINVAL, PFX "no pool %.100s in the registry", pool);
+      break;
+    }
+    idgen_lease_row_t row;
+    pg_row_from(res, 0, 0, &row);
+    int64_t left = pg_i64(res, 0, 3);
+    PQclear(res);
+    if (row.state == IDGEN_LEASE_HELD && !force) {
+      rc = idgen__err(err, errlen, IDGEN_ELEASE,
+                      PFX "%.100s %" PRIu64 " is held by %s (its lease expires in %" PRId64
+                          " ms unless renewed); force to fence the holder out",
+                      pool, worker, row.holder, left);
+      break;
+    }
+    if (row.state == IDGEN_LEASE_FREE) {
+      rc = idgen__err(err, errlen, 0, PFX "%.100s %" PRIu64 " is already free (its mark stays)",
+                      pool, worker);
+      break;
+    }
+    if (row.state == IDGEN_LEASE_QUARANTINE && row.holder[0] == '\0') {
+      rc = idgen__err(err, errlen, 0,
+                      PFX "%.100s %" PRIu64 " is already freed: back in the pool in %" PRId64 " ms",
+                      pool, worker, left);
+      break;
+    }
+    snprintf(gen, sizeof gen, "%" PRIu64, row.generation);
+    if ((rc = pg_query(pg, &res, SQL_FREE, 4, v, 0, NULL, err, errlen)) < 0)
+      break;
+    if (PQntuples(res) == 1) {
+      rc = idgen__err(err, errlen, 0,
+                      PFX "%.100s %" PRIu64 " freed: generation %" PRIu64 " (%s) fenced out; "
+                          "back in the pool in %" PRId64 " ms",
+                      pool, worker, row.generation, row.holder, pg_i64(res, 0, 1));
+      PQclear(res);
+      break;
+    }
+    PQclear(res);
+    rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
+                    PFX "%.100s %" PRIu64 " kept changing while being freed; try again", pool,
+                    worker);
+  }
+  pg_unlock(pg);
+  return rc;
+}
+
+#define PG_OPS(name)                                                                               \
+  {                                                                                                \
+    .scheme = name, .mark_step_ms = 0, .open = pg_open, .acquire = pg_acquire, .renew = pg_renew,  \
+    .mark = pg_mark, .release = pg_release, .list = pg_list, .free = pg_free, .close = pg_close,   \
+  }
+
+const idgen__registry_ops_t idgen__registry_postgres = PG_OPS("postgres");
+const idgen__registry_ops_t idgen__registry_postgresql = PG_OPS("postgresql");

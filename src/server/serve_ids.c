@@ -25,6 +25,16 @@ int ids_unavailable(server_t *s, char *why, size_t n) {
 int server_unhealthy(server_t *s, char *why, size_t n) {
   if (ids_unavailable(s, why, n))
     return 1;
+  /* The lease is valid but the mark fell behind the clock: the registry
+   * has not taken a new one, and IDs stop at the mark. */
+  idgen_snowflake_lease_status_t ls;
+  idgen_snowflake_lease_status(server_sf(s), &ls);
+  if (ls.bound && ls.mark_ms < idgen_clock_now_ms(IDGEN_CLOCK_PRECISE)) {
+    snprintf(why, n, "high-water mark: the registry has not recorded a mark ahead of the "
+                     "clock%s%s",
+             ls.reason[0] ? ": " : "", ls.reason);
+    return 1;
+  }
   idgen_snowflake_stats_t st;
   idgen_snowflake_stats(server_sf(s), &st);
   if (st.borrowed_ms > s->cfg->gen.max_borrow_ms) {

@@ -731,12 +731,15 @@ static void lease_tick(server_t *s, int64_t *next_try) {
              st.reason[0] ? st.reason : "not valid");
   atomic_store(&s->lease_ok, st.valid);
   pthread_mutex_unlock(&s->lease_mu);
-  if (was && !st.valid)
-    log_event("error", "lease_lost", "worker=%" PRIu64 " generation=%" PRIu64 " fenced=%d "
-              "reason=\"%s\"", st.worker, st.generation, st.fenced, st.reason);
+  if ((was && !st.valid) || (st.fenced && !s->fence_logged))
+    log_event("error", "lease_lost",
+              "worker=%" PRIu64 " generation=%" PRIu64 " fenced=%d reason=%s", st.worker,
+              st.generation, st.fenced,
+              log_quote(st.reason, strlen(st.reason), (char[600]){0}, 600));
   else if (!was && st.valid)
     log_event("info", "lease_valid", "worker=%" PRIu64 " generation=%" PRIu64, st.worker,
               st.generation);
+  s->fence_logged = st.fenced;
   if (!st.fenced || mono_ms() < *next_try || s->nretired == (int)(sizeof s->retired /
                                                                    sizeof s->retired[0]))
     return;
@@ -744,13 +747,15 @@ static void lease_tick(server_t *s, int64_t *next_try) {
   idgen_snowflake_stats_t last;
   idgen_snowflake_stats(g, &last);
   idgen_snowflake_settings_t gs = s->cfg->gen;
+  uint64_t fields[IDGEN_LAYOUT_MAX_FIELDS];
   if (last.last_id != 0)
-    idgen_layout_decompose(s->layout, last.last_id, NULL, &gs.start_after_ms);
+    idgen_layout_decompose(s->layout, last.last_id, fields, &gs.start_after_ms);
   leased_t nx = {.reg = s->lx.reg};
   leased_opts_t o = lease_opts(s->cfg);
   char err[512];
   if (leased_acquire(&nx, &o, s->layout, &gs, err, sizeof err) < 0) {
-    log_event("error", "lease_acquire", "error=\"%s\"", err);
+    log_event("error", "lease_acquire", "error=%s",
+              log_quote(err, strlen(err), (char[1200]){0}, 1200));
     return;
   }
   s->retired[s->nretired++] = s->lx;

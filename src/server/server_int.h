@@ -175,6 +175,7 @@ typedef struct server {
   int nretired;
   pthread_t lease_thread;
   int lease_thread_on;
+  int fence_logged;              /* the generator in use was logged as fenced */
   /* Agent names (metrics labels): published once, never removed. */
   pthread_mutex_t agents_mu;
   atomic_int nagents;            /* names in use, AGENT_FIRST.. */

@@ -1,0 +1,622 @@
+/*
+ * test_registry_pg.c -- the postgres:// registry (SPEC section 8, G4, G6)
+ * against a real server: $IDGEN_TEST_PG_URI, such as the one
+ * tests/pg_server.sh starts.  Without it the test fails, unless
+ * IDGEN_TEST_PG_SKIP=1 (then it reports "skipped", exit 77).
+ *
+ * Each test works in pools of its own: the layouts have a node field `run`
+ * whose value is new for every test (random base + counter), so tests, and
+ * runs sharing one server, never see each other's worker IDs.  Expiry and
+ * quarantine are by the database's clock, so those tests sleep (for real,
+ * under 3 s each); marks are compared with the wall clock, which the start
+ * wait test injects.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "registry_int.h" /* idgen__lease_final_mark */
+#include "testutil.h"
+
+static const char *uri;
+static uint64_t run_base, run_next;
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static int64_t now_ms(void) { return idgen_clock_now_ms(IDGEN_CLOCK_PRECISE); }
+
+static void sleep_ms(int64_t ms) {
+  struct timespec t = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+  while (nanosleep(&t, &t) != 0)
+    ;
+}
+
+static idgen_layout_t layout(const char *spec) {
+  idgen_layout_t l;
+  char err[200];
+  if (idgen_layout_parse(&l, spec, err, sizeof err) != 0)
+    fail_msg("layout %s: %s", spec, err);
+  return l;
+}
+
+/* Node values that put the test in a pool of its own: run = a new value. */
+typedef struct pool {
+  idgen_layout_t layout;
+  uint64_t node[IDGEN_LAYOUT_MAX_FIELDS];
+  char name[64]; /* "worker@run=N" */
+} pool_t;
+
+static pool_t new_pool(const char *spec) {
+  pool_t p;
+  memset(&p, 0, sizeof p);
+  p.layout = layout(spec);
+  uint64_t run = (run_base + run_next++) & 0xffff;
+  p.node[idgen_layout_field_index(&p.layout, "run")] = run;
+  snprintf(p.name, sizeof p.name, "worker@run=%llu", (unsigned long long)run);
+  return p;
+}
+
+static idgen_registry_t *open_reg(void) {
+  idgen_registry_t *r;
+  char err[300];
+  if (idgen_registry_open(&r, uri, err, sizeof err) != 0)
+    fail_msg("open %s: %s", uri, err);
+  return r;
+}
+
+static idgen_lease_request_t request(const pool_t *p, int64_t ttl, int64_t quarantine) {
+  idgen_lease_request_t req = {&p->layout, p->node, NULL, -1, NULL, ttl, quarantine, 0};
+  return req;
+}
+
+/* Acquires from pool p; asserts success. */
+static idgen_lease_t *take(idgen_registry_t *r, const pool_t *p, int64_t ttl, int64_t quarantine) {
+  idgen_lease_request_t req = request(p, ttl, quarantine);
+  idgen_lease_t *l = NULL;
+  char err[300];
+  if (idgen_registry_acquire(r, &req, &l, err, sizeof err) != 0)
+    fail_msg("acquire: %s", err);
+  return l;
+}
+
+static idgen_lease_info_t info_of(const idgen_lease_t *l) {
+  idgen_lease_info_t i;
+  idgen_lease_info(l, &i);
+  return i;
+}
+
+static uint64_t worker_of(const idgen_lease_t *l) { return info_of(l).worker; }
+
+/* The rows of one pool, as idgen_registry_list() reports them. */
+typedef struct rows {
+  const char *pool;
+  int n;
+  idgen_lease_row_t row[16];
+} rows_t;
+
+static int collect(void *ctx, const idgen_lease_row_t *row) {
+  rows_t *rs = ctx;
+  if (strcmp(row->pool, rs->pool) == 0 && rs->n < 16)
+    rs->row[rs->n++] = *row;
+  return 0;
+}
+
+static rows_t list_pool(idgen_registry_t *r, const char *pool) {
+  rows_t rs;
+  memset(&rs, 0, sizeof rs);
+  rs.pool = pool;
+  char err[300];
+  if (idgen_registry_list(r, collect, &rs, err, sizeof err) != 0)
+    fail_msg("list: %s", err);
+  return rs;
+}
+
+/* ---- tests ------------------------------------------------------------------- */
+
+static void test_open(void **state) {
+  (void)state;
+  idgen_registry_t *r;
+  char err[300], other[600];
+  /* nobody listens on port 1: a readable error, quickly */
+  int64_t t0 = now_ms();
+  assert_int_equal(
+      idgen_registry_open(&r, "postgres://postgres@127.0.0.1:1/postgres", err, sizeof err),
+      IDGEN_EREGISTRY);
+  assert_true(now_ms() - t0 < 3000);
+  assert_non_null(strstr(err, "registry: postgres: cannot connect: "));
+  assert_non_null(strstr(err, "127.0.0.1"));
+  assert_null(strchr(err, '\n'));
+  /* a URI libpq cannot parse */
+  assert_int_equal(idgen_registry_open(&r, "postgres://h/db?nosuch=1", err, sizeof err),
+                   IDGEN_EINVAL);
+  assert_non_null(strstr(err, "bad URI"));
+  /* postgresql:// is the same backend */
+  assert_true(strncmp(uri, "postgres://", 11) == 0);
+  snprintf(other, sizeof other, "postgresql://%s", uri + 11);
+  assert_int_equal(idgen_registry_open(&r, other, err, sizeof err), 0);
+  idgen_registry_close(r);
+  r = open_reg(); /* the table exists now: opening again is fine */
+  idgen_registry_close(r);
+}
+
+static void test_lowest_free_release_and_marks(void **state) {
+  (void)state;
+  idgen_registry_t *r = open_reg();
+  pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
+  int64_t t0 = now_ms();
+  idgen_lease_t *a = take(r, &p, 0, 0), *b = take(r, &p, 0, 0);
+  idgen_lease_info_t ia = info_of(a);
+  assert_int_equal(ia.worker, 0);
+  assert_int_equal(worker_of(b), 1);
+  assert_int_equal(ia.generation, 1);
+  assert_int_equal(ia.mark_ms, 0);
+  assert_int_equal(ia.ttl_ms, 10000);
+  assert_int_equal(ia.mark_step_ms, 10000); /* the TTL for a network registry */
+  assert_string_equal(ia.pool, p.name);
+  /* the database's clock, on this host: about now + TTL */
+  assert_in_range(ia.expires_ms, t0 + 10000 - 1000, now_ms() + 10000 + 1000);
+  /* renewals move the expiry; the mark never goes back */
+  sleep_ms(20);
+  assert_int_equal(idgen_lease_renew(a, NULL, 0), 0);
+  assert_true(info_of(a).expires_ms > ia.expires_ms);
+  int64_t m = now_ms() - 60000; /* behind the wall clock: the ID can be taken again */
+  assert_int_equal(idgen_lease_record_mark(a, m + 500, NULL, 0), 0);
+  assert_int_equal(idgen_lease_record_mark(a, m + 100, NULL, 0), 0);
+  assert_int_equal(info_of(a).mark_ms, m + 500);
+  /* released: free at once; the mark and a larger generation go to the next holder */
+  idgen_lease_release(a);
+  idgen_lease_t *c = take(r, &p, 0, 0);
+  idgen_lease_info_t ic = info_of(c);
+  assert_int_equal(ic.worker, 0);
+  assert_int_equal(ic.generation, 2);
+  assert_int_equal(ic.mark_ms, m + 500);
+  /* the final mark may go down (registry.c passes it through) */
+  assert_int_equal(idgen__lease_final_mark(c, m + 200), 0);
+  idgen_lease_release(c);
+  c = take(r, &p, 0, 0);
+  assert_int_equal(info_of(c).mark_ms, m + 200);
+  assert_int_equal(info_of(c).generation, 3);
+  /* a mark ahead of the wall clock: that ID is passed over while another is behind */
+  assert_int_equal(idgen_lease_record_mark(c, now_ms() + 60000, NULL, 0), 0);
+  idgen_lease_release(c);
+  c = take(r, &p, 0, 0);
+  assert_int_equal(worker_of(c), 2);
+  idgen_lease_release(c);
+  c = take(r, &p, 0, 0);
+  assert_int_equal(worker_of(c), 2);
+  /* another namespace is another pool */
+  pool_t q = new_pool("time:41,run:16,worker:4,sequence:3");
+  idgen_lease_t *d = take(r, &q, 0, 0);
+  assert_int_equal(worker_of(d), 0);
+  idgen_lease_release(b);
+  idgen_lease_release(c);
+  idgen_lease_release(d);
+  idgen_registry_close(r);
+}
+
+/* A child holds on until this end of `ctl` closes (or the test dies). */
+static void hold_until_eof(int ctl_read) {
+  char c;
+  while (read(ctl_read, &c, 1) > 0)
+    ;
+}
+
+/* 32 processes acquire from one pool at once: 32 distinct IDs. */
+static void test_concurrent_processes(void **state) {
+  (void)state;
+  enum { N = 32 };
+  pool_t p = new_pool("time:41,run:16,worker:6,sequence:1");
+  int fds[N][2], ctl[2], go[2];
+  pid_t pids[N];
+  assert_int_equal(pipe(ctl), 0);
+  assert_int_equal(pipe(go), 0);
+  for (int i = 0; i < N; i++) {
+    assert_int_equal(pipe(fds[i]), 0);
+    pids[i] = fork();
+    assert_true(pids[i] >= 0);
+    if (pids[i] == 0) {
+      idgen_registry_t *r;
+      char err[300], c;
+      idgen_lease_t *l = NULL;
+      idgen_lease_request_t req = request(&p, 0, 0);
+      uint64_t w = UINT64_MAX;
+      close(go[1]);
+      int opened = idgen_registry_open(&r, uri, err, sizeof err) == 0;
+      (void)!read(go[0], &c, 1); /* all connected: go together */
+      if (opened && idgen_registry_acquire(r, &req, &l, err, sizeof err) == 0)
+        w = worker_of(l);
+      else
+        fprintf(stderr, "child %d: %s\n", i, err);
+      if (write(fds[i][1], &w, sizeof w) != sizeof w)
+        _exit(2);
+      close(ctl[1]);
+      hold_until_eof(ctl[0]);
+      _exit(0);
+    }
+    close(fds[i][1]);
+  }
+  close(go[0]);
+  sleep_ms(300);
+  close(go[1]);
+  unsigned char seen[64] = {0};
+  for (int i = 0; i < N; i++) {
+    uint64_t w;
+    assert_int_equal(read(fds[i][0], &w, sizeof w), sizeof w);
+    assert_true(w < 64);
+    assert_int_equal(seen[w]++, 0); /* distinct while all hold theirs */
+    close(fds[i][0]);
+  }
+  for (int i = 0; i < N; i++) /* the lowest ones */
+    assert_int_equal(seen[i], 1);
+  idgen_registry_t *r = open_reg();
+  rows_t rs = list_pool(r, p.name);
+  assert_int_equal(rs.n, 16); /* list_pool keeps 16 */
+  idgen_registry_close(r);
+  close(ctl[1]); /* the children exit */
+  close(ctl[0]);
+  for (int i = 0; i < N; i++)
+    waitpid(pids[i], NULL, 0);
+}
+
+/* Threads share one registry (one connection behind a mutex): each
+ * acquires, renews and marks at the same time as the others. */
+typedef struct thread_arg {
+  idgen_registry_t *r;
+  const pool_t *p;
+  idgen_lease_t *l;
+  int rc;
+} thread_arg_t;
+
+static void *thread_take(void *arg) {
+  thread_arg_t *t = arg;
+  idgen_lease_request_t req = request(t->p, 0, 0);
+  t->rc = idgen_registry_acquire(t->r, &req, &t->l, NULL, 0);
+  for (int i = 0; i < 5 && t->rc == 0; i++)
+    t->rc = idgen_lease_renew(t->l, NULL, 0);
+  if (t->rc == 0)
+    t->rc = idgen_lease_record_mark(t->l, 1700000000000, NULL, 0);
+  return NULL;
+}
+
+static void test_threads_share_a_registry(void **state) {
+  (void)state;
+  enum { N = 8 };
+  idgen_registry_t *r = open_reg();
+  pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
+  pthread_t th[N];
+  thread_arg_t a[N];
+  for (int i = 0; i < N; i++) {
+    a[i] = (thread_arg_t){r, &p, NULL, 0};
+    assert_int_equal(pthread_create(&th[i], NULL, thread_take, &a[i]), 0);
+  }
+  unsigned seen = 0;
+  for (int i = 0; i < N; i++) {
+    assert_int_equal(pthread_join(th[i], NULL), 0);
+    assert_int_equal(a[i].rc, 0);
+    uint64_t w = worker_of(a[i].l);
+    assert_true(w < N);
+    assert_false(seen & (1u << w));
+    seen |= 1u << w;
+  }
+  assert_int_equal(seen, 0xff); /* the lowest 8, each once */
+  for (int i = 0; i < N; i++)
+    idgen_lease_release(a[i].l);
+  idgen_registry_close(r);
+}
+
+/* An expired lease stays out of the pool for the quarantine, by the
+ * database's clock; its holder may renew it until someone else is granted
+ * it, and is fenced out after. */
+static void test_expiry_and_quarantine(void **state) {
+  (void)state;
+  idgen_registry_t *r = open_reg();
+  pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
+  char err[300];
+  idgen_lease_t *a = take(r, &p, 300, 1500);
+  assert_int_equal(worker_of(a), 0);
+  sleep_ms(450); /* expired, in quarantine until about 1800 ms */
+  rows_t rs = list_pool(r, p.name);
+  assert_int_equal(rs.n, 1);
+  assert_int_equal(rs.row[0].state, IDGEN_LEASE_QUARANTINE);
+  assert_string_equal(rs.row[0].holder, info_of(a).holder);
+  assert_in_range(rs.row[0].expires_ms, now_ms() + 500, now_ms() + 1500);
+  idgen_lease_t *b = take(r, &p, 300, 1500);
+  assert_int_equal(worker_of(b), 1); /* not 0: quarantine */
+  /* nobody else has 0: its holder may come back */
+  assert_int_equal(idgen_lease_renew(a, err, sizeof err), 0);
+  assert_int_equal(list_pool(r, p.name).row[0].state, IDGEN_LEASE_HELD);
+  sleep_ms(2000); /* both expired, and their quarantines are over */
+  rs = list_pool(r, p.name);
+  assert_int_equal(rs.n, 2);
+  assert_int_equal(rs.row[0].state, IDGEN_LEASE_FREE);
+  assert_int_equal(rs.row[0].expires_ms, 0);
+  idgen_lease_t *c = take(r, &p, 0, 0);
+  assert_int_equal(worker_of(c), 0);
+  assert_int_equal(info_of(c).generation, 2);
+  /* the old holder is fenced out */
+  assert_int_equal(idgen_lease_renew(a, err, sizeof err), IDGEN_ELEASE);
+  assert_non_null(strstr(err, "fenced out: generation 1 of worker 0"));
+  assert_non_null(strstr(err, "granted again, generation 2"));
+  assert_int_equal(idgen_lease_record_mark(a, now_ms(), err, sizeof err), IDGEN_ELEASE);
+  assert_non_null(strstr(err, "registry: postgres: mark: fenced out"));
+  idgen_lease_release(a); /* conditional on its generation: no effect */
+  assert_int_equal(idgen_lease_renew(c, NULL, 0), 0);
+  idgen_lease_release(b);
+  idgen_lease_release(c);
+  idgen_registry_close(r);
+}
+
+static void test_full_pool(void **state) {
+  (void)state;
+  idgen_registry_t *r = open_reg();
+  pool_t p = new_pool("time:41,run:16,worker:2,sequence:5");
+  char err[300], want[100];
+  idgen_lease_t *l[4];
+  for (int i = 0; i < 4; i++) {
+    l[i] = take(r, &p, 0, 0);
+    assert_int_equal(worker_of(l[i]), i);
+  }
+  idgen_lease_request_t req = request(&p, 0, 0);
+  idgen_lease_t *x;
+  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), IDGEN_EPOOLFULL);
+  assert_non_null(strstr(err, "all 4 worker IDs of field \"worker\" (2 bits)"));
+  snprintf(want, sizeof want, "for %s are held", p.name + strlen("worker@"));
+  assert_non_null(strstr(err, want));
+  /* one freed by hand: still full while it is in quarantine, and said so */
+  assert_int_equal(idgen_registry_free(r, p.name, 2, 1, NULL, 0), 0);
+  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), IDGEN_EPOOLFULL);
+  assert_non_null(strstr(err, "(1 of them in quarantine, the first back in "));
+  for (int i = 0; i < 4; i++)
+    idgen_lease_release(l[i]);
+  idgen_registry_close(r);
+}
+
+/* Marks ahead of the (injected) wall clock: the start wait. */
+static void test_start_wait(void **state) {
+  (void)state;
+  idgen_registry_t *r = open_reg();
+  pool_t p = new_pool("time:41,run:16,worker:1,sequence:6"); /* a pool of 2 */
+  char err[300];
+  tu_clock_t ck;
+  tu_clock_init(&ck, now_ms());
+  int64_t t = tu_clock_ms(&ck);
+  idgen_lease_request_t req = request(&p, 0, 0);
+  req.clock = &ck.clock;
+  idgen_lease_t *a, *b, *x;
+  assert_int_equal(idgen_registry_acquire(r, &req, &a, err, sizeof err), 0);
+  assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), 0);
+  assert_int_equal(idgen_lease_record_mark(a, t + 5000, NULL, 0), 0);
+  assert_int_equal(idgen_lease_record_mark(b, t + 300, NULL, 0), 0);
+  idgen_lease_release(a);
+  idgen_lease_release(b);
+  /* a generator that may borrow 400 ms starts above the nearer mark at once */
+  req.start_borrow_ms = 400;
+  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), 0);
+  assert_int_equal(worker_of(x), 1);
+  assert_int_equal(tu_clock_ms(&ck), t);
+  idgen_lease_release(x);
+  req.start_borrow_ms = 0;
+  req.max_start_wait_ms = 100;
+  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), IDGEN_ECLOCK);
+  assert_non_null(strstr(err, "the nearest (worker 1) can start in 301 ms, more than "
+                              "max_start_wait_ms (100)"));
+  req.max_start_wait_ms = 1000;
+  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), 0);
+  assert_int_equal(worker_of(x), 1);
+  assert_int_equal(info_of(x).mark_ms, t + 300);
+  assert_int_equal(tu_clock_ms(&ck) - t, 301); /* waited on the injected clock */
+  idgen_lease_release(x);
+  idgen_registry_close(r);
+}
+
+static void test_list_states(void **state) {
+  (void)state;
+  idgen_registry_t *r = open_reg();
+  pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
+  idgen_lease_t *a = take(r, &p, 0, 0), *b = take(r, &p, 0, 0), *c = take(r, &p, 300, 5000);
+  assert_int_equal(idgen_lease_record_mark(b, 1700000000123, NULL, 0), 0);
+  idgen_lease_release(b);
+  sleep_ms(400); /* c expires */
+  rows_t rs = list_pool(r, p.name);
+  int64_t now = now_ms();
+  assert_int_equal(rs.n, 3);
+  assert_int_equal(rs.row[0].worker, 0);
+  assert_int_equal(rs.row[0].state, IDGEN_LEASE_HELD);
+  assert_string_equal(rs.row[0].holder, info_of(a).holder);
+  assert_int_equal(rs.row[0].generation, 1);
+  assert_in_range(rs.row[0].expires_ms, now + 8000, now + 11000);
+  assert_int_equal(rs.row[1].worker, 1);
+  assert_int_equal(rs.row[1].state, IDGEN_LEASE_FREE); /* released: free at once */
+  assert_int_equal(rs.row[1].mark_ms, 1700000000123);
+  assert_string_equal(rs.row[1].holder, "");
+  assert_int_equal(rs.row[1].expires_ms, 0);
+  assert_int_equal(rs.row[2].worker, 2);
+  assert_int_equal(rs.row[2].state, IDGEN_LEASE_QUARANTINE);
+  assert_string_equal(rs.row[2].holder, info_of(c).holder);
+  assert_in_range(rs.row[2].expires_ms, now + 4000, now + 5000); /* free again then */
+  idgen_lease_release(a);
+  idgen_lease_release(c);
+  idgen_registry_close(r);
+}
+
+static int stop_at_first(void *ctx, const idgen_lease_row_t *row) {
+  (void)row;
+  ++*(int *)ctx;
+  return 42;
+}
+
+static void test_list_stops(void **state) {
+  (void)state;
+  idgen_registry_t *r = open_reg();
+  pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
+  idgen_lease_t *a = take(r, &p, 0, 0);
+  int calls = 0;
+  assert_int_equal(idgen_registry_list(r, stop_at_first, &calls, NULL, 0), 42);
+  assert_int_equal(calls, 1);
+  idgen_lease_release(a);
+  idgen_registry_close(r);
+}
+
+static void test_free_by_hand(void **state) {
+  (void)state;
+  idgen_registry_t *r = open_reg();
+  pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
+  char err[300];
+  idgen_lease_t *a = take(r, &p, 300, 300), *b = take(r, &p, 0, 0);
+  /* a live lease is refused without force */
+  assert_int_equal(idgen_registry_free(r, p.name, 0, 0, err, sizeof err), IDGEN_ELEASE);
+  assert_non_null(strstr(err, "is held by "));
+  assert_int_equal(idgen_lease_renew(a, NULL, 0), 0);
+  /* forced: fenced at once, and out of the pool for the quarantine */
+  err[0] = '\0';
+  assert_int_equal(idgen_registry_free(r, p.name, 0, 1, err, sizeof err), 0);
+  assert_non_null(strstr(err, "freed: generation 1"));
+  assert_int_equal(idgen_lease_renew(a, err, sizeof err), IDGEN_ELEASE);
+  assert_non_null(strstr(err, "freed by hand (now generation 2)"));
+  assert_int_equal(idgen_lease_record_mark(a, now_ms(), NULL, 0), IDGEN_ELEASE);
+  rows_t rs = list_pool(r, p.name);
+  assert_int_equal(rs.row[0].state, IDGEN_LEASE_QUARANTINE);
+  assert_int_equal(rs.row[0].generation, 2);
+  assert_string_equal(rs.row[0].holder, "");
+  idgen_lease_t *c = take(r, &p, 0, 0);
+  assert_int_equal(worker_of(c), 2); /* not 0 */
+  /* freeing again, or a free ID, or an unknown one */
+  assert_int_equal(idgen_registry_free(r, p.name, 0, 0, err, sizeof err), 0);
+  assert_non_null(strstr(err, "is already freed: back in the pool in "));
+  idgen_lease_release(c);
+  assert_int_equal(idgen_registry_free(r, p.name, 2, 0, err, sizeof err), 0);
+  assert_non_null(strstr(err, "is already free"));
+  assert_int_equal(idgen_registry_free(r, p.name, 9, 0, err, sizeof err), IDGEN_EINVAL);
+  assert_non_null(strstr(err, "worker 9 of worker@run="));
+  assert_non_null(strstr(err, "was never leased"));
+  assert_int_equal(idgen_registry_free(r, "worker@run=nosuch", 0, 0, err, sizeof err),
+                   IDGEN_EINVAL);
+  assert_non_null(strstr(err, "no pool worker@run=nosuch"));
+  /* after the quarantine (lease expiry + 300 ms at the latest), 0 is back */
+  sleep_ms(900);
+  c = take(r, &p, 0, 0);
+  assert_int_equal(worker_of(c), 0);
+  assert_int_equal(info_of(c).generation, 3);
+  idgen_lease_release(a);
+  idgen_lease_release(b);
+  idgen_lease_release(c);
+  idgen_registry_close(r);
+}
+
+/* A generator bound to a postgres lease: renewed at a third of the TTL,
+ * no ID above the mark in the database, and stopped once fenced out. */
+static void test_bound_generator(void **state) {
+  (void)state;
+  idgen_registry_t *r = open_reg();
+  pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
+  idgen_lease_t *lease = take(r, &p, 300, 300);
+  uint64_t worker = worker_of(lease); /* once bound, the lease is its thread's */
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+  s.lease = lease;
+  memcpy(s.node, p.node, sizeof s.node);
+  idgen_snowflake_t *g;
+  char err[300];
+  if (idgen_snowflake_new(&g, &p.layout, &s, err, sizeof err) != 0)
+    fail_msg("bind: %s", err);
+  uint64_t id, last = 0, v[IDGEN_LAYOUT_MAX_FIELDS];
+  int64_t ms, t0 = now_ms();
+  while (now_ms() - t0 < 1000) { /* a few renewals and mark steps */
+    int rc = idgen_snowflake_next(g, &id);
+    if (rc != 0)
+      fail_msg("next: %s", idgen_strerror(rc));
+    assert_true(id > last);
+    last = id;
+    sleep_ms(1);
+  }
+  assert_int_equal(idgen_layout_decompose(&p.layout, last, v, &ms), 0);
+  assert_int_equal(v[idgen_layout_field_index(&p.layout, "worker")], worker);
+  assert_true(ms <= list_pool(r, p.name).row[0].mark_ms); /* durable first (G6) */
+  idgen_snowflake_lease_status_t st;
+  idgen_snowflake_lease_status(g, &st);
+  assert_true(st.bound && st.valid && !st.fenced);
+  assert_true(st.renewals >= 3);
+  assert_true(st.mark_writes >= 2);
+  /* freed by force: the generator stops at its next renewal (G4) */
+  assert_int_equal(idgen_registry_free(r, p.name, worker, 1, NULL, 0), 0);
+  int rc = 0;
+  for (int i = 0; i < 200 && rc == 0; i++) {
+    rc = idgen_snowflake_next(g, &id);
+    if (rc == 0)
+      sleep_ms(5);
+  }
+  assert_int_equal(rc, IDGEN_ELEASE);
+  idgen_snowflake_lease_status(g, &st);
+  assert_true(st.fenced && !st.valid);
+  assert_non_null(strstr(st.reason, "fenced out"));
+  idgen_snowflake_free(g);
+  idgen_lease_release(lease);
+  idgen_registry_close(r);
+}
+
+/* A forked child gets a connection of its own; closing the registry there
+ * does not end its parent's session. */
+static void test_fork(void **state) {
+  (void)state;
+  idgen_registry_t *r = open_reg();
+  pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
+  idgen_lease_t *a = take(r, &p, 0, 0);
+  pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    int ok = idgen_lease_renew(a, NULL, 0) == IDGEN_EFORKED;
+    rows_t rs;
+    memset(&rs, 0, sizeof rs);
+    rs.pool = p.name;
+    ok = ok && idgen_registry_list(r, collect, &rs, NULL, 0) == 0 && rs.n == 1;
+    idgen_registry_close(r);
+    _exit(ok ? 0 : 1);
+  }
+  int st;
+  assert_int_equal(waitpid(child, &st, 0), child);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  assert_int_equal(idgen_lease_renew(a, NULL, 0), 0);
+  idgen_lease_release(a);
+  idgen_registry_close(r);
+}
+
+int main(void) {
+  uri = getenv("IDGEN_TEST_PG_URI");
+  if (uri == NULL || uri[0] == '\0') {
+    const char *skip = getenv("IDGEN_TEST_PG_SKIP");
+    if (skip && strcmp(skip, "1") == 0) {
+      fprintf(stderr, "test_registry_pg: skipped (IDGEN_TEST_PG_SKIP=1)\n");
+      return 77;
+    }
+    fprintf(stderr, "test_registry_pg: set IDGEN_TEST_PG_URI to a PostgreSQL server "
+                    "(tests/pg_server.sh start DIR PORT prints one), or IDGEN_TEST_PG_SKIP=1\n");
+    return 1;
+  }
+  uint16_t seed = 0;
+  if (getrandom(&seed, sizeof seed, 0) != sizeof seed)
+    seed = (uint16_t)(getpid() ^ time(NULL));
+  run_base = seed;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_open),
+      cmocka_unit_test(test_lowest_free_release_and_marks),
+      cmocka_unit_test(test_concurrent_processes),
+      cmocka_unit_test(test_threads_share_a_registry),
+      cmocka_unit_test(test_expiry_and_quarantine),
+      cmocka_unit_test(test_full_pool),
+      cmocka_unit_test(test_start_wait),
+      cmocka_unit_test(test_list_states),
+      cmocka_unit_test(test_list_stops),
+      cmocka_unit_test(test_free_by_hand),
+      cmocka_unit_test(test_bound_generator),
+      cmocka_unit_test(test_fork),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
