@@ -637,12 +637,18 @@ typedef struct idgen_snowflake_lease_status {
   int valid;
   int fenced;              /* 1: fenced out (someone else may hold the ID); final */
   int64_t valid_ms;        /* how long it is still known valid; 0 if not */
+  int field;               /* layout field index of the leased field */
   uint64_t worker, generation;
   int64_t mark_ms;         /* the durable high-water mark, Unix ms */
   int64_t expires_ms;      /* as idgen_lease_info_t */
   uint64_t renewals, renew_failures, mark_writes, mark_waits;
   char reason[256];        /* why it is not valid, or the last failure; "" */
+  char pool[600];          /* as idgen_lease_info_t */
+  char holder[128];
 } idgen_snowflake_lease_status_t;
+
+/* Fills *st (zero when `g` is not bound, or in a forked child).  Takes the
+ * binding's lock briefly: for monitoring, not for every ID. */
 
 IDGEN_API void idgen_snowflake_lease_status(idgen_snowflake_t *g,
                                             idgen_snowflake_lease_status_t *st);

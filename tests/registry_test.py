@@ -307,6 +307,29 @@ def field_choice(registry, label):
     b.stop()
 
 
+def swap(registry, label):
+    """The daemon's lease lost for good (its lock file replaced): it says
+    so, leases again and goes on, its IDs still increasing and unique."""
+    root = registry[len("file:"):]
+    d = Daemon(label, ["--registry", registry, "--node", "datacenter=14", "--lease-ttl-ms", "900"])
+    before = d.ids(1000)
+    check("%s: serves" % label, before is not None, d.log()[-300:])
+    if before is None:
+        d.stop()
+        return
+    lock = os.path.join(root, "worker@datacenter=14", "%d.lock" % worker_of(before[0]))
+    os.rename(lock, lock + ".moved")  # never do this: it loses the mark (for the test only)
+    fenced = wait_for(lambda: re.search(r"event=lease_lost .*fenced=1", d.log()), 5)
+    check("%s: fenced: the lock file was replaced" % label, fenced, d.log()[-600:])
+    again = wait_for(lambda: "event=lease_acquired" in d.log(), 5)
+    check("%s: leased again without a restart" % label, again and d.p.poll() is None,
+          d.log()[-600:])
+    after = wait_for(lambda: d.ids(1000), 5, 0.05)
+    check("%s: serves again, every ID above the ones before" % label,
+          after is not None and after[0] > before[-1], (before[-1:], after and after[:1]))
+    check("%s: exits 0 on TERM" % label, d.stop() == 0, d.log()[-400:])
+
+
 def registry_cli(registry, label, refused_re):
     d = Daemon(label + "-list", ["--registry", registry, "--node", "datacenter=9"])
     ids = d.ids(1)
@@ -465,6 +488,7 @@ def main():
             kill9(reg, "file kill -9")
             clock_step(reg, "file clock step -10 s")
             field_choice(reg, "file fields")
+            swap(reg, "file lease replaced")
             d, _ = registry_cli(reg, "file registry", "locked by a live process")
             d.stop()
             start = []

@@ -504,6 +504,46 @@ static void test_bound_threads(void **state) {
   idgen_registry_close(r);
 }
 
+/* One generator per lease; a forked child neither issues from its parent's
+ * bound generator nor hangs freeing it (the keeper's threads are the
+ * parent's). */
+static void test_bound_once_and_fork(void **state) {
+  (void)state;
+  idgen_registry_t *r = open_reg();
+  idgen_layout_t tw = layout("twitter");
+  idgen_lease_t *lease = take(r, &tw, NULL, NULL);
+  idgen_snowflake_t *g = bind_gen(&tw, lease, NULL), *g2;
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+  s.lease = lease;
+  char err[300];
+  assert_int_equal(idgen_snowflake_new(&g2, &tw, &s, err, sizeof err), IDGEN_EINVAL);
+  assert_non_null(strstr(err, "already bound"));
+  uint64_t id;
+  tu_ok(idgen_snowflake_next(g, &id));
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    alarm(5); /* a hang fails the test instead of blocking it */
+    uint64_t x;
+    idgen_snowflake_lease_status_t st;
+    idgen_snowflake_lease_status(g, &st);
+    int ok = idgen_snowflake_next(g, &x) == IDGEN_EFORKED && !st.bound;
+    idgen_snowflake_free(g);
+    _exit(ok ? 0 : 1);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  tu_ok(idgen_snowflake_next(g, &id)); /* the parent goes on */
+  idgen_snowflake_free(g);
+  /* freed: the lease can be bound again */
+  g = bind_gen(&tw, lease, NULL);
+  idgen_snowflake_free(g);
+  idgen_lease_release(lease);
+  idgen_registry_close(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
@@ -517,6 +557,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_bound_marks, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bound_lease_lost, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bound_threads, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bound_once_and_fork, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,6 +51,8 @@ struct idgen__keeper {
   pthread_cond_t mark_cv;    /* wakes callers waiting for the ceiling */
   /* Under mu: */
   int stop, poke, valid, fenced;
+  int failing;               /* the last renewal failed (reason says why) */
+  uint64_t want;             /* the highest state a waiting call needs */
   int64_t deadline;          /* CLOCK_MONOTONIC ms until which the lease is valid */
   int64_t next_renew;        /* CLOCK_MONOTONIC ms */
   int64_t mark_ms;           /* durable */
@@ -93,6 +95,8 @@ static void fence(idgen_snowflake_t *g, const char *why) {
 static int64_t mark_needed(const idgen_snowflake_t *g) {
   int64_t wall = idgen__ns_to_ms(idgen__sf_now_ns(g));
   uint64_t nx = atomic_load_explicit(&g->next, memory_order_acquire);
+  if (g->keeper->want > nx) /* a waiter read an older clock; it must not spin */
+    nx = g->keeper->want;
   int64_t own = idgen__sf_ms_of_state(g, nx > g->max_state ? g->max_state : nx);
   return own > wall ? own : wall;
 }
@@ -108,18 +112,23 @@ static int renew_once(idgen_snowflake_t *g) {
   idgen_lease_info(k->lease, &k->info); /* only this thread calls the lease */
   if (rc == 0) {
     k->renewals++;
+    k->failing = 0;
     k->deadline = sent + k->ttl_ms - k->margin_ms;
     k->next_renew = sent + k->ttl_ms / 3;
-    if (!k->fenced && !k->valid) {
-      k->valid = 1;
+    if (!k->fenced) {
       k->reason[0] = '\0';
-      apply(g);
+      /* A renewal so slow that its own deadline has passed restores nothing. */
+      if (!k->valid && k->deadline > mono_ms()) {
+        k->valid = 1;
+        apply(g);
+      }
     }
     pthread_cond_signal(&k->watch_cv);
   } else if (rc == IDGEN_ELEASE || rc == IDGEN_EFORKED) {
     fence(g, e[0] ? e : "the lease was granted to another holder");
   } else {
     k->renew_failures++;
+    k->failing = 1;
     if (k->valid) /* still valid: the failure is news, not yet a loss */
       snprintf(k->reason, sizeof k->reason, "%s", e[0] ? e : idgen_strerror(rc));
     else
@@ -143,6 +152,8 @@ static int mark_once(idgen_snowflake_t *g, int64_t target) {
     k->mark_writes++;
     if (target > k->mark_ms)
       k->mark_ms = target;
+    if (k->valid && !k->failing)
+      k->reason[0] = '\0';
     apply(g);
   } else if (rc == IDGEN_ELEASE || rc == IDGEN_EFORKED) {
     fence(g, e[0] ? e : "the lease was granted to another holder");
@@ -188,7 +199,7 @@ static void *watch_main(void *arg) {
   while (!k->stop) {
     if (k->valid && mono_ms() >= k->deadline) {
       char last[sizeof k->reason];
-      snprintf(last, sizeof last, "%s", k->renew_failures ? k->reason : "");
+      snprintf(last, sizeof last, "%s", k->failing ? k->reason : "");
       k->valid = 0;
       snprintf(k->reason, sizeof k->reason, "not renewed within its TTL (%lld ms)%s%.180s",
                (long long)k->ttl_ms, last[0] ? ": " : "", last);
@@ -225,9 +236,16 @@ static int cond_init_mono(pthread_cond_t *c) {
 }
 
 int idgen__keeper_start(idgen_snowflake_t *g, idgen_lease_t *lease, char *err, size_t errlen) {
+  if (lease->fork_gen != idgen__fork_gen())
+    return idgen__err(err, errlen, IDGEN_EFORKED, "the lease belongs to the parent process");
+  if (atomic_exchange(&lease->bound, 1))
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "the lease is already bound to a generator (one generator per lease)");
   idgen__keeper_t *k = calloc(1, sizeof *k);
-  if (k == NULL)
+  if (k == NULL) {
+    atomic_store(&lease->bound, 0);
     return idgen__err(err, errlen, IDGEN_ENOMEM, "out of memory");
+  }
   idgen_lease_info_t info;
   idgen_lease_info(lease, &info);
   k->lease = lease;
@@ -268,6 +286,7 @@ int idgen__keeper_start(idgen_snowflake_t *g, idgen_lease_t *lease, char *err, s
   }
   g->keeper = NULL;
   keeper_free(k);
+  atomic_store(&lease->bound, 0);
   if (rc == 0)
     return idgen__err(err, errlen, IDGEN_ENOMEM, "cannot start the lease's thread");
   return idgen__err(err, errlen, rc, "%s", why[0] ? why : idgen_strerror(rc));
@@ -289,6 +308,8 @@ int idgen__keeper_wait(idgen_snowflake_t *g, uint64_t want) {
       break;
     }
     k->poke = 1;
+    if (want > k->want)
+      k->want = want;
     pthread_cond_signal(&k->io_cv);
     struct timespec ts = mono_abs(limit);
     if (pthread_cond_timedwait(&k->mark_cv, &k->mu, &ts) == ETIMEDOUT &&
@@ -301,6 +322,12 @@ int idgen__keeper_wait(idgen_snowflake_t *g, uint64_t want) {
 
 void idgen__keeper_stop(idgen_snowflake_t *g) {
   idgen__keeper_t *k = g->keeper;
+  if (g->fork_gen != idgen__fork_gen()) {
+    /* A forked child: the threads are the parent's, and the mutex may have
+     * been held at the fork.  Leave all of it; the memory is the child's. */
+    g->keeper = NULL;
+    return;
+  }
   pthread_mutex_lock(&k->mu);
   k->stop = 1;
   atomic_store_explicit(&g->ceiling, 0, memory_order_release);
@@ -323,6 +350,7 @@ void idgen__keeper_stop(idgen_snowflake_t *g) {
     if (final < k->mark_ms)
       idgen__lease_final_mark(k->lease, final);
   }
+  atomic_store(&k->lease->bound, 0);
   g->keeper = NULL;
   keeper_free(k);
 }
@@ -330,8 +358,8 @@ void idgen__keeper_stop(idgen_snowflake_t *g) {
 void idgen_snowflake_lease_status(idgen_snowflake_t *g, idgen_snowflake_lease_status_t *st) {
   memset(st, 0, sizeof *st);
   idgen__keeper_t *k = g->keeper;
-  if (k == NULL)
-    return;
+  if (k == NULL || g->fork_gen != idgen__fork_gen())
+    return; /* in a forked child the binding is the parent's */
   pthread_mutex_lock(&k->mu);
   const idgen_lease_info_t info = k->info;
   st->bound = 1;
@@ -339,8 +367,11 @@ void idgen_snowflake_lease_status(idgen_snowflake_t *g, idgen_snowflake_lease_st
   st->fenced = k->fenced;
   int64_t left = k->deadline - mono_ms();
   st->valid_ms = st->valid && left > 0 ? left : 0;
+  st->field = info.field;
   st->worker = info.worker;
   st->generation = info.generation;
+  snprintf(st->pool, sizeof st->pool, "%s", info.pool);
+  snprintf(st->holder, sizeof st->holder, "%s", info.holder);
   st->mark_ms = k->mark_ms;
   st->expires_ms = info.expires_ms;
   st->renewals = k->renewals;

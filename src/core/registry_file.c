@@ -225,37 +225,40 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
   int best_fd = -1;
   uint64_t best_id = 0, best_gen = 0;
   int64_t best_mark = 0;
-  for (uint64_t id = 0; id < p->size; id++) {
-    int fd = try_id(dir, id, path, sizeof path);
-    if (fd == -1)
-      continue;
-    if (fd == -2) {
-      int e = errno;
-      if (best_fd >= 0)
-        close_held(best_fd);
-      return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", path, strerror(e));
+  /* Two passes: `idgen registry list` holds each lock shared for a moment,
+   * so an ID can look held once; a pool that looks full is looked at again. */
+  for (int pass = 0; pass < 2 && best_fd < 0 && !bad[0]; pass++)
+    for (uint64_t id = 0; id < p->size; id++) {
+      int fd = try_id(dir, id, path, sizeof path);
+      if (fd == -1)
+        continue;
+      if (fd == -2) {
+        int e = errno;
+        if (best_fd >= 0)
+          close_held(best_fd);
+        return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", path, strerror(e));
+      }
+      uint64_t gen;
+      int64_t mark;
+      if (read_record(fd, &gen, &mark) < 0) { /* never guess a mark: skip this ID */
+        close_held(fd);
+        snprintf(bad, sizeof bad, "%s", path);
+        continue;
+      }
+      if (best_fd < 0 || mark < best_mark) {
+        if (best_fd >= 0)
+          close_held(best_fd);
+        best_fd = fd;
+        best_id = id;
+        best_gen = gen;
+        best_mark = mark;
+        snprintf(best_path, sizeof best_path, "%s", path);
+      } else {
+        close_held(fd);
+      }
+      if (best_mark < now)
+        break; /* the lowest free ID whose mark is behind the clock */
     }
-    uint64_t gen;
-    int64_t mark;
-    if (read_record(fd, &gen, &mark) < 0) { /* never guess a mark: skip this ID */
-      close_held(fd);
-      snprintf(bad, sizeof bad, "%s", path);
-      continue;
-    }
-    if (best_fd < 0 || mark < best_mark) {
-      if (best_fd >= 0)
-        close_held(best_fd);
-      best_fd = fd;
-      best_id = id;
-      best_gen = gen;
-      best_mark = mark;
-      snprintf(best_path, sizeof best_path, "%s", path);
-    } else {
-      close_held(fd);
-    }
-    if (best_mark < now)
-      break; /* the lowest free ID whose mark is behind the clock */
-  }
   if (best_fd < 0 && bad[0])
     return idgen__err(err, errlen, IDGEN_EREGISTRY,
                       "registry: no usable worker ID: %s is not a valid idgen lease record "
@@ -306,9 +309,11 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
 
 static int file_renew(idgen_lease_t *l, char *err, size_t errlen) {
   struct stat a, b;
-  if (fstat(l->fd, &a) < 0 || stat(l->path, &b) < 0 || a.st_dev != b.st_dev ||
-      a.st_ino != b.st_ino) /* removed or replaced: someone else may lock it */
-    return idgen__err(err, errlen, IDGEN_ELEASE,
+  if (fstat(l->fd, &a) < 0 || (stat(l->path, &b) < 0 && errno != ENOENT))
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", l->path,
+                      strerror(errno)); /* cannot tell: not (yet) a loss */
+  if (errno == ENOENT || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+    return idgen__err(err, errlen, IDGEN_ELEASE, /* someone else may lock the new file */
                       "registry: lock file %s was removed or replaced under the holder", l->path);
   return 0;
 }
@@ -361,7 +366,7 @@ static uint64_t *pool_ids(const char *dir, size_t *n) {
     char *end;
     errno = 0;
     unsigned long long id = strtoull(e->d_name, &end, 10);
-    if (errno || end == e->d_name || strcmp(end, ".lock") != 0 || e->d_name[0] == '-')
+    if (errno || e->d_name[0] < '0' || e->d_name[0] > '9' || strcmp(end, ".lock") != 0)
       continue;
     if (*n == cap) {
       uint64_t *m = realloc(ids, (cap = cap ? 2 * cap : 64) * sizeof *ids);
@@ -401,7 +406,8 @@ static int list_pool(const char *dir, const char *pool,
       if (h)
         snprintf(row.holder, sizeof row.holder, "%.*s", (int)strcspn(h + 8, " \n"), h + 8);
     } else if (!valid) {
-      snprintf(row.holder, sizeof row.holder, "(not a valid record: never leased)");
+      snprintf(row.holder, sizeof row.holder,
+               "(corrupt record: acquisition skips this ID; do not delete the file)");
     }
     row.state = probe_held(path) == 1 ? IDGEN_LEASE_HELD : IDGEN_LEASE_FREE;
     rc = cb(ctx, &row);

@@ -72,6 +72,7 @@ struct idgen_lease {
   int64_t ttl_ms, quarantine_ms, mark_step_ms;
   int64_t expires_ms;         /* the registry's expiry, Unix ms by its clock; 0: none */
   unsigned fork_gen;          /* the process that holds it */
+  atomic_int bound;           /* a generator is bound to it */
   int fd;                     /* file: the held lock file */
   char path[1024];            /* file: its path */
   char holder[128];

@@ -155,8 +155,12 @@ static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, 
         cap = ceil;
       end = (cap - start >= k - 1) ? start + k - 1 : cap;
       if (atomic_compare_exchange_weak_explicit(&g->next, &cur, end + 1, memory_order_acq_rel,
-                                                memory_order_acquire))
+                                                memory_order_acquire)) {
+        /* Read again after the take, as on the fast path: the values are
+         * dropped if a fence came first. */
+        ceil = atomic_load_explicit(&g->ceiling, memory_order_acquire);
         break;
+      }
     }
     if (start > limr) {
       if (start > g->max_state)
@@ -169,9 +173,9 @@ static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, 
       ms = idgen__ns_to_ms(now_ns(g));
       continue;
     }
-    if (start > ceil) {
+    if (start > ceil || end > ceil) {
       /* Within the clock's window, above the mark: the keeper moves the
-       * mark (or the lease is gone). */
+       * mark (or the lease is gone).  Values taken are dropped. */
       int rc = idgen__keeper_wait(g, start);
       if (rc < 0)
         return rc;
@@ -193,8 +197,8 @@ static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, 
       if (ms < g->epoch)
         return refuse(g); /* stepped back past the epoch while waiting */
       int64_t target_ms = g->epoch + (int64_t)(start >> S) * g->unit - g->borrow_ms;
-      if (target_ms <= ms)
-        return 0;
+      if (target_ms <= ms) /* and the lease did not go while it slept */
+        return end <= atomic_load_explicit(&g->ceiling, memory_order_acquire) ? 0 : IDGEN_ELEASE;
       int64_t end_ms = g->epoch + ((ms - g->epoch) / g->unit + 1) * g->unit;
       /* Far out of reach (the clock stepped back meanwhile): no ns arithmetic. */
       if (target_ms - ms > end_ms - ms + g->wait_ms + 1)
@@ -229,10 +233,12 @@ int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id) {
     uint64_t x = (uint64_t)(ms - g->epoch);
     if (IDGEN_LIKELY(x <= g->max_tick)) {
       uint64_t base = x << g->seq_bits, c;
-      uint64_t ceil = atomic_load_explicit(&g->ceiling, memory_order_relaxed);
+      /* The ceiling is read after the value is taken: a fence (ceiling 0)
+       * that comes before the take in `next`'s order is seen (DESIGN §11). */
       if (IDGEN_LIKELY(!atomic_load_explicit(&g->ahead, memory_order_relaxed))) {
         c = atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
-        if (IDGEN_LIKELY(c - base <= g->fast_span && c <= ceil)) {
+        if (IDGEN_LIKELY(c - base <= g->fast_span &&
+                         c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed))) {
           *id = compose(g, c);
           return 0;
         }
@@ -243,10 +249,12 @@ int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id) {
           atomic_store_explicit(&g->ahead, 1, memory_order_relaxed);
       } else {
         c = atomic_load_explicit(&g->next, memory_order_relaxed);
-        if (c - base <= g->fast_span && c <= ceil) {
+        if (c - base <= g->fast_span &&
+            c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed)) {
           atomic_store_explicit(&g->ahead, 0, memory_order_relaxed);
           c = atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
-          if (IDGEN_LIKELY(c - base <= g->fast_span && c <= ceil)) {
+          if (IDGEN_LIKELY(c - base <= g->fast_span &&
+                           c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed))) {
             *id = compose(g, c);
             return 0;
           }
@@ -292,7 +300,10 @@ void idgen_snowflake_stats(idgen_snowflake_t *g, idgen_snowflake_stats_t *st) {
   st->clock_waits = atomic_load_explicit(&g->clock_waits, memory_order_relaxed);
   st->clock_refusals = atomic_load_explicit(&g->clock_refusals, memory_order_relaxed);
   st->sequence_exhausted = atomic_load_explicit(&g->sequence_exhausted, memory_order_relaxed);
-  uint64_t nx = atomic_load_explicit(&g->next, memory_order_acquire);
+  /* A read-modify-write, not a load: every value taken later in `next`'s
+   * order is then seen with the ceiling as it is now, so after a fence
+   * nothing can be issued above last_id (DESIGN §11). */
+  uint64_t nx = atomic_fetch_add_explicit(&g->next, 0, memory_order_acq_rel);
   if (nx == 0)
     return;
   uint64_t last = nx - 1 > g->max_state ? g->max_state : nx - 1;

@@ -115,8 +115,12 @@ static int make_snowflakes(worker_t *w, size_t n) {
     w->ids = p;
     w->ids_cap = n;
   }
-  int rc = n == 1 ? idgen_snowflake_next(server_sf(w->srv), w->ids)
-                  : idgen_snowflake_next_n(server_sf(w->srv), w->ids, n);
+  idgen_snowflake_t *g = server_sf(w->srv);
+  int rc = n == 1 ? idgen_snowflake_next(g, w->ids) : idgen_snowflake_next_n(g, w->ids, n);
+  if (rc == IDGEN_ELEASE && server_sf(w->srv) != g) { /* swapped meanwhile: the new one */
+    g = server_sf(w->srv);
+    rc = n == 1 ? idgen_snowflake_next(g, w->ids) : idgen_snowflake_next_n(g, w->ids, n);
+  }
   if (rc == IDGEN_ECLOCK) {
     idgen_snowflake_stats_t st;
     idgen_snowflake_stats(server_sf(w->srv), &st);

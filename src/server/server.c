@@ -701,19 +701,20 @@ static leased_opts_t lease_opts(const serve_config_t *cfg) {
   return o;
 }
 
-/* Logs the lease now held by s->lx. */
+/* Logs the lease now held by s->lx (read through its generator: the
+ * lease's own fields are the keeper thread's while it is bound). */
 static void log_lease(server_t *s, const char *event) {
-  if (s->lx.lease == NULL)
+  idgen_snowflake_lease_status_t st;
+  idgen_snowflake_lease_status(s->lx.gen, &st);
+  if (!st.bound)
     return;
-  idgen_lease_info_t i;
-  idgen_lease_info(s->lx.lease, &i);
   char mark[IDGEN_TIME_BUFSIZE] = "-";
-  if (i.mark_ms > 0)
-    idgen_time_format(i.mark_ms, mark);
+  if (st.mark_ms > 0)
+    idgen_time_format(st.mark_ms, mark);
   log_event("info", event, "registry=%s pool=%s %s=%" PRIu64 " generation=%" PRIu64
             " mark=%s holder=%s",
-            s->cfg->registry, i.pool, s->layout->fields[i.field].name, i.worker, i.generation,
-            mark, i.holder);
+            s->cfg->registry, st.pool, s->layout->fields[st.field].name, st.worker,
+            st.generation, mark, st.holder);
 }
 
 /* Refreshes lease_ok and lease_st from the bound generator; on a lease lost
@@ -740,9 +741,15 @@ static void lease_tick(server_t *s, int64_t *next_try) {
     log_event("info", "lease_valid", "worker=%" PRIu64 " generation=%" PRIu64, st.worker,
               st.generation);
   s->fence_logged = st.fenced;
-  if (!st.fenced || mono_ms() < *next_try || s->nretired == (int)(sizeof s->retired /
-                                                                   sizeof s->retired[0]))
+  if (!st.fenced || mono_ms() < *next_try)
     return;
+  if (s->nretired == (int)(sizeof s->retired / sizeof s->retired[0])) {
+    if (*next_try != INT64_MAX)
+      log_event("error", "lease_acquire", "error=\"%d leases were lost for good since the "
+                "start: not trying again; restart the daemon\"", s->nretired);
+    *next_try = INT64_MAX;
+    return;
+  }
   *next_try = mono_ms() + 1000;
   idgen_snowflake_stats_t last;
   idgen_snowflake_stats(g, &last);
@@ -788,12 +795,9 @@ static int make_generators(server_t *s) {
   atomic_store(&s->sf, s->lx.gen);
   s->layout = &cfg->layout; /* the generators' copy, which lives longer than any of them */
   idgen_layout_format(s->layout, s->layout_spec, sizeof s->layout_spec);
-  s->lease_field = -1;
-  if (s->lx.lease != NULL) {
-    idgen_lease_info_t i;
-    idgen_lease_info(s->lx.lease, &i);
-    s->lease_field = i.field;
-  }
+  idgen_snowflake_lease_status_t st;
+  idgen_snowflake_lease_status(s->lx.gen, &st);
+  s->lease_field = st.bound ? st.field : -1;
   idgen_gen128_settings_t g = {0};
   if (idgen_ulid_gen_new(&s->ulid, &g) < 0 || idgen_uuid7_gen_new(&s->uuid7, &g) < 0) {
     fprintf(stderr, "idgen: serve: cannot make the ULID and UUIDv7 generators\n");
@@ -980,8 +984,8 @@ int serve_run(const serve_config_t *cfg) {
     pthread_join(s->lease_thread, NULL);
   /* The final mark and the lease's release (SPEC section 7). */
   if (s->lx.lease != NULL) {
-    idgen_lease_info_t li;
-    idgen_lease_info(s->lx.lease, &li);
+    idgen_snowflake_lease_status_t li;
+    idgen_snowflake_lease_status(s->lx.gen, &li);
     leased_release(&s->lx);
     log_event("info", "lease_released", "worker=%" PRIu64 " generation=%" PRIu64, li.worker,
               li.generation);
