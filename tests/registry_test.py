@@ -352,10 +352,18 @@ def registry_cli(registry, label, refused_re):
 class Postgres:
     def __init__(self):
         self.dir = os.path.join(TMP, "pg")
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        self.port = s.getsockname()[1]
-        s.close()
+        # A port below the ephemeral range (32768..), so that no client
+        # connection of another test can be holding it; free now.
+        for port in range(25000 + os.getpid() % 5000, 32000):
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", port))
+                break
+            except OSError:
+                pass
+            finally:
+                s.close()
+        self.port = port
         r = subprocess.run([os.path.join(HERE, "pg_server.sh"), "start", self.dir, str(self.port)],
                            capture_output=True, text=True, timeout=120)
         if r.returncode != 0:
