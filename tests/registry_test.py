@@ -430,7 +430,11 @@ def pg_outage(pg, label):
           all(worker_of(i) == w for i in every) and every == sorted(set(every)))
     check("%s: logged lease_lost and lease_valid" % label,
           "event=lease_lost" in d.log() and "event=lease_valid" in d.log(), d.log()[-800:])
-    d.stop()
+    check("%s: TERM exits 0" % label, d.stop() == 0)
+    r = idgen("registry", "list", "--registry", reg)
+    row = [l for l in r.stdout.splitlines() if l.startswith("worker@datacenter=11 ")]
+    check("%s: the stopped daemon released its lease: free at once, not in quarantine" % label,
+          row and re.search(r"^worker@datacenter=11 +%d +free " % w, row[0]), r.stdout[-400:])
 
 
 def pg_pause(pg, label):
