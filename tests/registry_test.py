@@ -1,6 +1,6 @@
 """The worker-ID registry end to end (SPEC G1, G4, G6 and section 8).
 
-Usage: python3 tests/registry_test.py PATH/TO/idgen [file|pg]...
+Usage: python3 tests/registry_test.py PATH/TO/idgen [file|pg|swap]...
 
 Runs the real `idgen snowflake` and `idgen serve` against a file: registry
 in a temporary directory and against a throwaway PostgreSQL that it starts
@@ -24,7 +24,7 @@ import tempfile
 import time
 
 if len(sys.argv) < 2:
-    sys.exit("usage: registry_test.py PATH/TO/idgen [file|pg]...")
+    sys.exit("usage: registry_test.py PATH/TO/idgen [file|pg|swap]...")
 IDGEN = os.path.abspath(sys.argv[1])
 GROUPS = sys.argv[2:] or ["file", "pg"]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -494,6 +494,10 @@ def pg_pause(pg, label):
 
 def main():
     try:
+        if "swap" in GROUPS:  # alone: the daemon's lease thread, for ThreadSanitizer
+            reg = "file:" + os.path.join(TMP, "reg-swap")
+            swap(reg, "file lease replaced")
+            kill9(reg, "file kill -9")
         if "file" in GROUPS:
             reg = "file:" + os.path.join(TMP, "reg")
             many_processes(reg, "file 32 processes")
