@@ -62,7 +62,8 @@ FUZZ_SECONDS ?= 20
 fuzz: deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=Debug \
 	  -DIDGEN_FUZZ=ON -DBUILD_TESTING=OFF -DIDGEN_WERROR=ON >/dev/null
-	cmake --build build-fuzz -j $(JOBS) --target fuzz_layout fuzz_decimal fuzz_ulid fuzz_uuid fuzz_resp fuzz_http fuzz_config
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_layout fuzz_decimal fuzz_ulid fuzz_uuid fuzz_resp fuzz_http fuzz_config \
+	  fuzz_lease_record
 	fuzz/run.sh build-fuzz/fuzz $(FUZZ_SECONDS)
 
 bench: build

@@ -310,11 +310,18 @@ static void test_bad_records(void **state) {
   idgen_lease_t *a = take(r, &l, NULL, NULL); /* creates the pool's directory */
   idgen_lease_release(a);
   snprintf(path, sizeof path, "%s/reg/worker@-/0.lock", dir);
-  const char *bad[] = {"garbage\n", "idgen-lease v1 generation=7 mark_ms=18"};
-  for (int i = 0; i < 2; i++) {
+  /* garbage; a truncated record; whole records with a sign or a space
+   * before a number (sscanf would take them: not canonical, refused) */
+  const char *bad[] = {"garbage\n", "idgen-lease v1 generation=7 mark_ms=18",
+                       "idgen-lease v1 generation=-1 mark_ms=5 holder=h",
+                       "idgen-lease v1 generation=1 mark_ms= 5 holder=h"};
+  for (int i = 0; i < 4; i++) {
     FILE *f = fopen(path, "w");
     assert_non_null(f);
-    fputs(bad[i], f);
+    if (i < 2)
+      fputs(bad[i], f);
+    else
+      fprintf(f, "%-255s\n", bad[i]);
     fclose(f);
     idgen_lease_t *x = take(r, &l, NULL, NULL);
     assert_int_equal(worker_of(x), 1); /* 0 is skipped, not read as mark 0 */

@@ -34,7 +34,7 @@
 
 #include "registry_int.h"
 
-#define RECORD_SIZE 256
+#define RECORD_SIZE IDGEN__LEASE_RECORD_SIZE
 
 /* ---- descriptors to close in a forked child ------------------------------ */
 
@@ -86,39 +86,69 @@ static void close_held(int fd) {
 
 /* ---- records ------------------------------------------------------------- */
 
+int idgen__lease_record_parse(const char *buf, size_t n, uint64_t *gen, int64_t *mark,
+                              char *holder, size_t holderlen) {
+  char rec[IDGEN__LEASE_RECORD_SIZE + 1], again[IDGEN__LEASE_RECORD_SIZE];
+  char h[IDGEN__LEASE_RECORD_SIZE];
+  *gen = 0;
+  *mark = 0;
+  if (holderlen)
+    holder[0] = '\0';
+  if (n != IDGEN__LEASE_RECORD_SIZE)
+    return -1;
+  memcpy(rec, buf, n);
+  rec[n] = '\0';
+  unsigned long long g;
+  long long m;
+  int end = 0;
+  if (sscanf(rec, "idgen-lease v1 generation=%llu mark_ms=%lld holder=%n", &g, &m, &end) != 2 ||
+      end == 0)
+    return -1;
+  size_t hl = strcspn(rec + end, " \n");
+  memcpy(h, rec + end, hl);
+  h[hl] = '\0';
+  /* Only the canonical form is a record: written back, it must be the same
+   * bytes (no sign, no leading zeros or spaces, nothing after the holder). */
+  if (idgen__lease_record_format(again, g, m, h) < 0 || memcmp(again, rec, n) != 0)
+    return -1;
+  if (holderlen)
+    snprintf(holder, holderlen, "%s", h);
+  *gen = g;
+  *mark = m;
+  return 0;
+}
+
+int idgen__lease_record_format(char *buf, uint64_t gen, int64_t mark, const char *holder) {
+  memset(buf, ' ', IDGEN__LEASE_RECORD_SIZE);
+  int n = snprintf(buf, IDGEN__LEASE_RECORD_SIZE,
+                   "idgen-lease v1 generation=%" PRIu64 " mark_ms=%" PRId64 " holder=%s", gen,
+                   mark, holder);
+  if (n < 0 || n >= IDGEN__LEASE_RECORD_SIZE - 1 || mark < 0 || strpbrk(holder, " \n"))
+    return -1;
+  buf[n] = ' ';
+  buf[IDGEN__LEASE_RECORD_SIZE - 1] = '\n';
+  return 0;
+}
+
 /* Reads a record: 0 with *gen and *mark (both 0 for a new, empty file), or
  * -1 if the file cannot be read or is not a whole, valid record (it is then
- * never guessed at: a wrong mark could repeat IDs). */
-static int read_record(int fd, uint64_t *gen, int64_t *mark) {
+ * never guessed at: a wrong mark could repeat IDs).  holder may be NULL. */
+static int read_record(int fd, uint64_t *gen, int64_t *mark, char *holder, size_t holderlen) {
   char buf[RECORD_SIZE + 1];
   ssize_t n = pread(fd, buf, RECORD_SIZE + 1, 0);
   *gen = 0;
   *mark = 0;
   if (n == 0)
     return 0;
-  if (n != RECORD_SIZE || buf[RECORD_SIZE - 1] != '\n')
-    return -1;
-  buf[RECORD_SIZE] = '\0';
-  unsigned long long g;
-  long long m;
-  int end = 0;
-  if (sscanf(buf, "idgen-lease v1 generation=%llu mark_ms=%lld holder=%n", &g, &m, &end) != 2 ||
-      end == 0 || m < 0)
-    return -1;
-  *gen = g;
-  *mark = m;
-  return 0;
+  return n < 0 ? -1 : idgen__lease_record_parse(buf, (size_t)n, gen, mark, holder, holderlen);
 }
 
 static int write_record(idgen_lease_t *l, int64_t mark) {
   char buf[RECORD_SIZE];
-  memset(buf, ' ', sizeof buf);
-  int n = snprintf(buf, sizeof buf, "idgen-lease v1 generation=%" PRIu64 " mark_ms=%" PRId64
-                                    " holder=%s",
-                   l->generation, mark, l->holder);
-  if (n > 0 && n < RECORD_SIZE)
-    buf[n] = ' ';
-  buf[RECORD_SIZE - 1] = '\n';
+  if (idgen__lease_record_format(buf, l->generation, mark, l->holder) < 0) {
+    errno = EINVAL;
+    return IDGEN_EREGISTRY;
+  }
   /* The whole record is rewritten every time, so a failed fdatasync cannot
    * leave an earlier write silently undurable behind a later success. */
   if (pwrite(l->fd, buf, sizeof buf, 0) != (ssize_t)sizeof buf || fdatasync(l->fd) < 0)
@@ -240,7 +270,7 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
       }
       uint64_t gen;
       int64_t mark;
-      if (read_record(fd, &gen, &mark) < 0) { /* never guess a mark: skip this ID */
+      if (read_record(fd, &gen, &mark, NULL, 0) < 0) { /* never guess a mark: skip this ID */
         close_held(fd);
         snprintf(bad, sizeof bad, "%s", path);
         continue;
@@ -389,7 +419,7 @@ static int list_pool(const char *dir, const char *pool,
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) {
     idgen_lease_row_t row;
-    char path[1200], buf[RECORD_SIZE + 1];
+    char path[1200];
     memset(&row, 0, sizeof row);
     snprintf(row.pool, sizeof row.pool, "%s", pool);
     row.worker = ids[i];
@@ -397,15 +427,9 @@ static int list_pool(const char *dir, const char *pool,
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
       continue;
-    ssize_t got = pread(fd, buf, RECORD_SIZE, 0);
-    int valid = read_record(fd, &row.generation, &row.mark_ms) == 0;
+    int valid = read_record(fd, &row.generation, &row.mark_ms, row.holder, sizeof row.holder) == 0;
     close(fd);
-    if (valid && got == RECORD_SIZE) {
-      buf[RECORD_SIZE] = '\0';
-      const char *h = strstr(buf, " holder=");
-      if (h)
-        snprintf(row.holder, sizeof row.holder, "%.*s", (int)strcspn(h + 8, " \n"), h + 8);
-    } else if (!valid) {
+    if (!valid) {
       snprintf(row.holder, sizeof row.holder,
                "(corrupt record: acquisition skips this ID; do not delete the file)");
     }

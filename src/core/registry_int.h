@@ -81,6 +81,15 @@ struct idgen_lease {
 extern const idgen__registry_ops_t idgen__registry_static, idgen__registry_file,
     idgen__registry_postgres, idgen__registry_postgresql;
 
+/* file: records (registry_file.c): "idgen-lease v1 generation=N mark_ms=M
+ * holder=H", padded with spaces to 255 bytes and a newline.  parse: 0, or
+ * -1 for anything that is not exactly such a record (holder may be NULL
+ * with holderlen 0); format: 0, or -1 if it does not fit. */
+#define IDGEN__LEASE_RECORD_SIZE 256
+int idgen__lease_record_parse(const char *buf, size_t n, uint64_t *gen, int64_t *mark,
+                              char *holder, size_t holderlen);
+int idgen__lease_record_format(char *buf, uint64_t gen, int64_t mark, const char *holder);
+
 /* The mark written when a bound generator stops: the last tick it used,
  * which may be below l->mark_ms (nothing above it was issued). */
 int idgen__lease_final_mark(idgen_lease_t *l, int64_t mark_ms);
