@@ -168,8 +168,9 @@ static const char usage_head[] =
     "/health, /metrics) and RESP (ID, ULID, UUID7, DECODE, INFO, PING...).\n"
     "Every option is also an IDGEN_* environment variable (--max-batch is\n"
     "IDGEN_MAX_BATCH) and a config-file key (max_batch = 1000); flags win over\n"
-    "the environment, which wins over the file.  Node values are static for\n"
-    "now: give each daemon its own (see docs/SERVE.md).\n"
+    "the environment, which wins over the file.  The worker ID is leased from\n"
+    "the registry (default file:./var/idgen: daemons on one host each get their\n"
+    "own); the other node fields come from --node.  See docs/SERVE.md.\n"
     "\n"
     "      --config FILE      read key = value settings from FILE (or IDGEN_CONFIG)\n"
     "      --check-config     validate, print the effective settings, and exit\n"
@@ -186,8 +187,14 @@ static void usage(void) {
       printf(" (default %s)", keys[k].defval);
     putchar('\n');
   }
-  fputs("\nExample:\n  idgen serve --http 127.0.0.1:8080 --resp 127.0.0.1:6380 --node worker=3\n"
-        "  curl -s 127.0.0.1:8080/id\n  redis-cli -p 6380 ID\n",
+  fputs("\nExamples:\n"
+        "  idgen serve --http 127.0.0.1:8080 --resp 127.0.0.1:6380 --node datacenter=1\n"
+        "  idgen serve --registry postgres://idgen@db.internal/idgen --node datacenter=2\n"
+        "  idgen serve --registry static --node datacenter=1 --node worker=7\n"
+        "  curl -s 127.0.0.1:8080/id\n  redis-cli -p 6380 ID\n"
+        "\nExit status: 0 after SIGTERM or SIGINT, 1 no worker ID could be leased (pool\n"
+        "full, registry unreachable, marks ahead of the clock) or a start-up failure,\n"
+        "2 bad settings.\n",
         stdout);
 }
 
