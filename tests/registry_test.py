@@ -405,8 +405,9 @@ def pg_outage(pg, label):
             break
         time.sleep(0.02)
     check("%s: issues while the lease is still known valid" % label, len(served_after) > 0)
-    check("%s: then 503 within the TTL (%.2f s after the stop)" % (label, t_503 or -1),
-          t_503 is not None and t_503 <= 2.2, body503)
+    check("%s: then 503 within the TTL of 2 s, +1 s for a busy machine (%.2f s after the stop)"
+          % (label, t_503 or -1),
+          t_503 is not None and t_503 <= 3.0, body503)
     check("%s: 503 says why (lease or mark)" % label,
           "lease lost" in body503 or "high-water mark" in body503, body503)
     st, body = d.get("/health")
@@ -520,7 +521,7 @@ def main():
             pg = Postgres()
             try:
                 many_processes(pg.uri, "postgres 32 processes")
-                kill9(pg.uri, "postgres kill -9", ["--lease-ttl-ms", "1000"], free_after_s=2.0)
+                kill9(pg.uri, "postgres kill -9", ["--lease-ttl-ms", "2000"], free_after_s=4.0)
                 field_choice(pg.uri, "postgres fields")
                 d, w = registry_cli(pg.uri, "postgres registry",
                                     r"is held by \S+ \(its lease expires in")
