@@ -384,13 +384,19 @@ def pg_outage(pg, label):
     longer be shown valid (or its mark is reached), then answers 503; the
     worker ID is not granted to anyone before; when PostgreSQL returns,
     service resumes without a restart."""
-    reg = pg.uri
+    # With a password in the URI (trust authentication ignores it): it is
+    # never shown.
+    reg = pg.uri.replace("postgres://postgres@", "postgres://postgres:s3cret@")
     d = Daemon(label, ["--registry", reg, "--node", "datacenter=11", "--lease-ttl-ms", "2000"])
     first = d.ids(10)
     check("%s: serves with a postgres lease" % label, first is not None, d.log()[-400:])
     if first is None:
         d.stop()
         return
+    st, info = d.get("/info")
+    check("%s: the password is not shown in the log or /info" % label,
+          "s3cret" not in d.log() + info and "postgres:***@" in info and "postgres:***@" in d.log(),
+          info)
     w = worker_of(first[0])
     time.sleep(0.8)  # a renewal or two
     t0 = time.monotonic()

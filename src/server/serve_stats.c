@@ -253,7 +253,7 @@ void info_text(server_t *s, buf_t *b) {
   for (int i = 0; i < l->nfields; i++)
     if (l->fields[i].kind == IDGEN_FIELD_NODE)
       buf_printf(b, "node_%s:%" PRIu64 "\r\n", l->fields[i].name, node_value(s, &ls, i));
-  buf_printf(b, "registry:%s\r\nlease:%s\r\n", s->cfg->registry,
+  buf_printf(b, "registry:%s\r\nlease:%s\r\n", s->registry_shown,
              !ls.bound ? "static" : ls.valid ? "held" : ls.fenced ? "lost" : "unconfirmed");
   if (ls.bound)
     buf_printf(b,
@@ -313,7 +313,7 @@ int info_json(server_t *s, buf_t *b) {
   json_object_set_new(o, "layout", json_string(layout_name(s)));
   json_object_set_new(o, "layout_spec", json_string(s->layout_spec));
   json_object_set_new(o, "node", node);
-  json_object_set_new(o, "registry", json_string(s->cfg->registry));
+  json_object_set_new(o, "registry", json_string(s->registry_shown));
   json_object_set_new(o, "lease", lease);
   json_object_set_new(o, "uptime_s", json_real(uptime_s(s)));
   json_object_set_new(o, "pid", json_integer(getpid()));

@@ -713,7 +713,7 @@ static void log_lease(server_t *s, const char *event) {
     idgen_time_format(st.mark_ms, mark);
   log_event("info", event, "registry=%s pool=%s %s=%" PRIu64 " generation=%" PRIu64
             " mark=%s holder=%s",
-            s->cfg->registry, st.pool, s->layout->fields[st.field].name, st.worker,
+            s->registry_shown, st.pool, s->layout->fields[st.field].name, st.worker,
             st.generation, mark, st.holder);
 }
 
@@ -785,6 +785,7 @@ static void *lease_main(void *arg) {
 
 static int make_generators(server_t *s) {
   const serve_config_t *cfg = s->cfg;
+  leased_uri_display(cfg->registry, s->registry_shown, sizeof s->registry_shown);
   char err[512];
   leased_opts_t o = lease_opts(cfg);
   int rc = leased_acquire(&s->lx, &o, &cfg->layout, &cfg->gen, err, sizeof err);
@@ -923,7 +924,7 @@ int serve_run(const serve_config_t *cfg) {
   s->start_mono_ms = mono_ms();
   const char *lname = s->layout->preset[0] ? s->layout->preset : s->layout_spec;
   log_event("info", "start", "version=%s pid=%ld layout=%s threads=%d registry=%s",
-            idgen_version(), (long)getpid(), lname, s->nworkers, cfg->registry);
+            idgen_version(), (long)getpid(), lname, s->nworkers, s->registry_shown);
   log_lease(s, "lease");
   if (s->lx.lease != NULL) {
     int64_t none = 0;
