@@ -496,6 +496,38 @@ def pg_pause(pg, label):
     b.stop()
 
 
+def hostile_defaults(pg, label):
+    """A database whose defaults would break the registry (REPEATABLE READ,
+    a 60 s statement timeout, asynchronous commit): the registry's session
+    settings override them, and 16 processes at once still each get a
+    worker ID."""
+    sql = ("ALTER DATABASE postgres SET default_transaction_isolation = 'repeatable read';"
+           "ALTER DATABASE postgres SET statement_timeout = '60s';"
+           "ALTER DATABASE postgres SET synchronous_commit = off;")
+    r = subprocess.run(["psql", "-q", "-X", pg.uri, "-c", sql], capture_output=True, text=True)
+    if not check("%s: set with psql" % label, r.returncode == 0, r.stderr):
+        return
+    many_processes(pg.uri, label, n=16, count=20000)
+    # A row locked elsewhere (here: psql, holding worker 0 FOR UPDATE for
+    # 8 s) costs an acquirer at most lock_timeout (2 s), not the statement
+    # timeout: it moves on to the next free ID.
+    r = idgen("snowflake", "--registry", pg.uri, "--datacenter", "15")
+    check("%s: worker 0 of datacenter=15 used once (a row exists)" % label,
+          r.returncode == 0 and worker_of(int(r.stdout)) == 0, r.stderr)
+    lock = subprocess.Popen(["psql", "-q", "-X", pg.uri, "-c",
+                             "BEGIN; SELECT 1 FROM idgen_leases WHERE pool = 'worker@datacenter=15'"
+                             " AND worker_id = 0 FOR UPDATE; SELECT pg_sleep(8); COMMIT;"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    t = time.monotonic()
+    r = idgen("snowflake", "--registry", pg.uri, "--datacenter", "15")
+    took = time.monotonic() - t
+    check("%s: past a locked row in %.1f s (lock_timeout 2 s), on worker 1" % (label, took),
+          r.returncode == 0 and worker_of(int(r.stdout)) == 1 and took < 4.5, r.stderr)
+    lock.kill()
+    lock.wait()
+
+
 # -------------------------------------------------------------------- main
 
 
@@ -548,6 +580,7 @@ def main():
                 d.stop()
                 pg_outage(pg, "postgres outage")
                 pg_pause(pg, "postgres SIGSTOP")
+                hostile_defaults(pg, "postgres hostile defaults")
             finally:
                 pg.stop()
     finally:

@@ -78,10 +78,17 @@ typedef struct pg {
 #define MSEC(p) "(" p "::bigint * interval '1 millisecond')"
 #define HELD "(holder IS NOT NULL AND expires_at > now())"
 
-static const char SQL_SESSION[] = "SELECT CASE WHEN current_setting('statement_timeout') = '0'"
-                                  " THEN set_config('statement_timeout', '4s', false) END,"
-                                  " CASE WHEN current_setting('synchronous_commit') = 'off'"
-                                  " THEN set_config('synchronous_commit', 'on', false) END";
+/* Every session: statements end on the server before the client gives up
+ * on them (QUERY_TIMEOUT_MS), so no write the client took for failed can
+ * land later; a row lock held elsewhere fails fast; commits are durable
+ * when they return (G6); and READ COMMITTED, whose ON CONFLICT re-checks
+ * the newest row version, whatever the role's or database's defaults. */
+static const char SQL_SESSION[] =
+    "SELECT set_config('statement_timeout', '4s', false),"
+    " set_config('lock_timeout', '2s', false),"
+    " set_config('synchronous_commit', 'on', false),"
+    " set_config('default_transaction_isolation', 'read committed', false),"
+    " set_config('default_transaction_read_only', 'off', false)";
 
 static const char SQL_EXISTS[] = "SELECT to_regclass('idgen_leases') IS NOT NULL";
 
@@ -141,13 +148,19 @@ static const char SQL_CLAIM[] =
     " RETURNING generation, mark_ms, " MS("expires_at");
 
 /* $1 pool, $2 worker, $3 generation, $4 holder, then: */
+/* Expiry and the mark only move forward: a late statement cannot undo a
+ * later one (the final mark, which may go lower, is SQL_FINAL_MARK). */
 static const char SQL_RENEW[] = /* $5 ttl ms, $6 quarantine ms */
-    "UPDATE idgen_leases SET expires_at = now() + " MSEC("$5") ","
-    " free_at = now() + " MSEC("$5") " + " MSEC("$6")
+    "UPDATE idgen_leases SET expires_at = greatest(expires_at, now() + " MSEC("$5") "),"
+    " free_at = greatest(free_at, now() + " MSEC("$5") " + " MSEC("$6") ")"
     " WHERE pool = $1 AND worker_id = $2::bigint AND generation = $3::bigint AND holder = $4"
     " RETURNING " MS("expires_at");
 
 static const char SQL_MARK[] = /* $5 mark ms */
+    "UPDATE idgen_leases SET mark_ms = greatest(mark_ms, $5::bigint) WHERE pool = $1"
+    " AND worker_id = $2::bigint AND generation = $3::bigint AND holder = $4 RETURNING 1";
+
+static const char SQL_FINAL_MARK[] = /* $5 mark ms: the generator has stopped */
     "UPDATE idgen_leases SET mark_ms = $5::bigint WHERE pool = $1 AND worker_id = $2::bigint"
     " AND generation = $3::bigint AND holder = $4 RETURNING 1";
 
@@ -455,7 +468,12 @@ static int pg_claim(pg_t *pg, idgen_lease_t *l, uint64_t id, const char *ttl, co
   snprintf(ids, sizeof ids, "%" PRIu64, id);
   const char *v[] = {l->pool_name, ids, l->holder, ttl, q, wall};
   PGresult *res;
-  int rc = pg_query(pg, &res, SQL_CLAIM, 6, v, 0, NULL, err, errlen);
+  char state[6] = "";
+  int rc = pg_query(pg, &res, SQL_CLAIM, 6, v, 0, state, err, errlen);
+  /* The row locked elsewhere past lock_timeout (55P03), or a serialization
+   * failure (40001): lost to someone else, as a claim that returns no row. */
+  if (rc < 0 && (strcmp(state, "55P03") == 0 || strcmp(state, "40001") == 0))
+    return 0;
   if (rc < 0)
     return rc;
   int won = PQntuples(res) == 1;
@@ -635,7 +653,8 @@ static int pg_renew(idgen_lease_t *l, char *err, size_t errlen) {
 static int pg_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen) {
   char m[24];
   snprintf(m, sizeof m, "%" PRId64, mark_ms);
-  int rc = pg_lease_write(l, SQL_MARK, m, NULL, "mark", NULL, err, errlen);
+  int rc = pg_lease_write(l, mark_ms < l->mark_ms ? SQL_FINAL_MARK : SQL_MARK, m, NULL, "mark",
+                          NULL, err, errlen);
   if (rc == 0)
     l->mark_ms = mark_ms;
   return rc;
