@@ -34,22 +34,6 @@ static int teardown(void **state) {
   return system(cmd) == 0 ? 0 : -1;
 }
 
-static idgen_layout_t layout(const char *spec) {
-  idgen_layout_t l;
-  char err[200];
-  assert_int_equal(idgen_layout_parse(&l, spec, err, sizeof err), 0);
-  return l;
-}
-
-/* The test's file: registry, opened; asserts success. */
-static idgen_registry_t *open_reg(void) {
-  idgen_registry_t *r;
-  char err[300];
-  if (idgen_registry_open(&r, uri, err, sizeof err) != 0)
-    fail_msg("open %s: %s", uri, err);
-  return r;
-}
-
 /* Acquires in `r` on layout l with datacenter-like node values; asserts success. */
 static idgen_lease_t *take(idgen_registry_t *r, const idgen_layout_t *l, const uint64_t *node,
                            const idgen_clock_t *clock) {
@@ -60,12 +44,6 @@ static idgen_lease_t *take(idgen_registry_t *r, const idgen_layout_t *l, const u
   if (rc != 0)
     fail_msg("acquire: %s", err);
   return lease;
-}
-
-static uint64_t worker_of(const idgen_lease_t *l) {
-  idgen_lease_info_t i;
-  idgen_lease_info(l, &i);
-  return i.worker;
 }
 
 static void test_open_errors(void **state) {
@@ -86,9 +64,9 @@ static void test_field_choice(void **state) {
   (void)state;
   idgen_registry_t *r;
   char err[300];
-  r = open_reg();
-  idgen_layout_t masto = layout("mastodon"), two = layout("time:41,a:5,b:5,sequence:12");
-  idgen_layout_t sony = layout("sonyflake");
+  r = tu_registry(uri);
+  idgen_layout_t masto = tu_layout("mastodon"), two = tu_layout("time:41,a:5,b:5,sequence:12");
+  idgen_layout_t sony = tu_layout("sonyflake");
   idgen_lease_request_t req = {&masto, NULL, NULL, -1, NULL};
   idgen_lease_t *l;
   assert_int_equal(idgen_registry_acquire(r, &req, &l, err, sizeof err), IDGEN_EINVAL);
@@ -119,13 +97,13 @@ static void test_lowest_free_and_marks(void **state) {
   idgen_registry_t *r;
   tu_clock_t ck;
   tu_clock_init(&ck, 1800000000000);
-  r = open_reg();
-  idgen_layout_t tw = layout("twitter");
+  r = tu_registry(uri);
+  idgen_layout_t tw = tu_layout("twitter");
   uint64_t node[IDGEN_LAYOUT_MAX_FIELDS] = {0};
   node[idgen_layout_field_index(&tw, "datacenter")] = 1;
   idgen_lease_t *a = take(r, &tw, node, &ck.clock), *b = take(r, &tw, node, &ck.clock);
-  assert_int_equal(worker_of(a), 0);
-  assert_int_equal(worker_of(b), 1);
+  assert_int_equal(tu_worker(a), 0);
+  assert_int_equal(tu_worker(b), 1);
   idgen_lease_info_t ia;
   idgen_lease_info(a, &ia);
   assert_int_equal(ia.generation, 1);
@@ -144,7 +122,7 @@ static void test_lowest_free_and_marks(void **state) {
   /* another namespace is another pool */
   node[idgen_layout_field_index(&tw, "datacenter")] = 2;
   idgen_lease_t *d = take(r, &tw, node, &ck.clock);
-  assert_int_equal(worker_of(d), 0);
+  assert_int_equal(tu_worker(d), 0);
   idgen_lease_release(b);
   idgen_lease_release(c);
   idgen_lease_release(d);
@@ -157,8 +135,8 @@ static void test_start_wait_and_full_pool(void **state) {
   char err[300];
   tu_clock_t ck;
   tu_clock_init(&ck, 1800000000000);
-  r = open_reg();
-  idgen_layout_t l = layout("time:41,worker:1,sequence:12"); /* a pool of 2 */
+  r = tu_registry(uri);
+  idgen_layout_t l = tu_layout("time:41,worker:1,sequence:12"); /* a pool of 2 */
   idgen_lease_t *a = take(r, &l, NULL, &ck.clock), *b = take(r, &l, NULL, &ck.clock);
   idgen_lease_request_t req = {&l, NULL, NULL, -1, &ck.clock};
   idgen_lease_t *x;
@@ -175,57 +153,27 @@ static void test_start_wait_and_full_pool(void **state) {
   req.max_start_wait_ms = 1000;
   int64_t before = tu_clock_ms(&ck);
   assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), 0);
-  assert_int_equal(worker_of(x), 1);
+  assert_int_equal(tu_worker(x), 1);
   assert_int_equal(tu_clock_ms(&ck) - before, 301); /* waited on the injected clock */
   idgen_lease_release(x);
   idgen_registry_close(r);
-}
-
-/* A child holds on until this end of `ctl` closes: when the test is done
- * with it, or when the test process dies (a failed assertion leaves no
- * orphan behind to hold the test's output open). */
-static void hold_until_eof(int ctl_read) {
-  char c;
-  while (read(ctl_read, &c, 1) > 0)
-    ;
 }
 
 /* 32 processes at once: each holds a distinct ID while the others run. */
 static void test_many_processes_and_kill(void **state) {
   (void)state;
   enum { N = 32 };
-  idgen_layout_t tw = layout("twitter");
-  int fds[N][2], ctl[2];
+  idgen_layout_t tw = tu_layout("twitter");
+  int ctl[2];
   pid_t pids[N];
-  assert_int_equal(pipe(ctl), 0);
-  for (int i = 0; i < N; i++) {
-    assert_int_equal(pipe(fds[i]), 0);
-    pids[i] = fork();
-    assert_true(pids[i] >= 0);
-    if (pids[i] == 0) {
-      idgen_registry_t *r;
-      char err[300];
-      idgen_lease_t *l = NULL;
-      idgen_lease_request_t req = {&tw, NULL, NULL, -1, NULL};
-      uint64_t w = UINT64_MAX;
-      if (idgen_registry_open(&r, uri, err, sizeof err) == 0 &&
-          idgen_registry_acquire(r, &req, &l, err, sizeof err) == 0)
-        w = worker_of(l);
-      if (write(fds[i][1], &w, sizeof w) != sizeof w)
-        _exit(2);
-      close(ctl[1]);
-      hold_until_eof(ctl[0]);
-      _exit(0);
-    }
-    close(fds[i][1]);
-  }
-  unsigned char seen[1024] = {0};
   uint64_t w[N];
+  assert_int_equal(pipe(ctl), 0);
+  idgen_lease_request_t req = {&tw, NULL, NULL, -1, NULL};
+  tu_fork_holders(uri, &req, N, -1, ctl, pids, w);
+  unsigned char seen[1024] = {0};
   for (int i = 0; i < N; i++) {
-    assert_int_equal(read(fds[i][0], &w[i], sizeof w[i]), sizeof w[i]);
     assert_true(w[i] < 1024);
     assert_int_equal(seen[w[i]]++, 0); /* distinct while all are alive */
-    close(fds[i][0]);
   }
   /* kill -9 one holder: its ID is free at once, and it is the lowest */
   int victim = 0;
@@ -235,9 +183,9 @@ static void test_many_processes_and_kill(void **state) {
   kill(pids[victim], SIGKILL);
   waitpid(pids[victim], NULL, 0);
   idgen_registry_t *r;
-  r = open_reg();
+  r = tu_registry(uri);
   idgen_lease_t *l = take(r, &tw, NULL, NULL);
-  assert_int_equal(worker_of(l), w[victim]);
+  assert_int_equal(tu_worker(l), w[victim]);
   idgen_lease_release(l);
   idgen_registry_close(r);
   close(ctl[1]); /* the others exit */
@@ -251,10 +199,10 @@ static void test_many_processes_and_kill(void **state) {
 static void test_fork_does_not_leak_the_lock(void **state) {
   (void)state;
   idgen_registry_t *r;
-  idgen_layout_t tw = layout("twitter");
-  r = open_reg();
+  idgen_layout_t tw = tu_layout("twitter");
+  r = tu_registry(uri);
   idgen_lease_t *l = take(r, &tw, NULL, NULL);
-  assert_int_equal(worker_of(l), 0);
+  assert_int_equal(tu_worker(l), 0);
   int p[2], ctl[2];
   assert_int_equal(pipe(p), 0);
   assert_int_equal(pipe(ctl), 0);
@@ -265,7 +213,7 @@ static void test_fork_does_not_leak_the_lock(void **state) {
     if (write(p[1], &ok, 1) != 1)
       _exit(2);
     close(ctl[1]);
-    hold_until_eof(ctl[0]);
+    tu_hold_until_eof(ctl[0]);
     _exit(0);
   }
   close(ctl[0]);
@@ -274,7 +222,7 @@ static void test_fork_does_not_leak_the_lock(void **state) {
   assert_int_equal(ok, 'y');
   idgen_lease_release(l); /* the child lives on: the ID must be free all the same */
   l = take(r, &tw, NULL, NULL);
-  assert_int_equal(worker_of(l), 0);
+  assert_int_equal(tu_worker(l), 0);
   idgen_lease_release(l);
   close(ctl[1]); /* the child exits */
   waitpid(child, NULL, 0);
@@ -288,8 +236,8 @@ static void test_removed_lock_file(void **state) {
   (void)state;
   idgen_registry_t *r;
   char path[600];
-  idgen_layout_t tw = layout("twitter");
-  r = open_reg();
+  idgen_layout_t tw = tu_layout("twitter");
+  r = tu_registry(uri);
   idgen_lease_t *l = take(r, &tw, NULL, NULL);
   snprintf(path, sizeof path, "%s/reg/worker@datacenter=0/0.lock", dir);
   assert_int_equal(unlink(path), 0);
@@ -305,8 +253,8 @@ static void test_bad_records(void **state) {
   (void)state;
   idgen_registry_t *r;
   char err[300], path[600];
-  idgen_layout_t l = layout("time:41,worker:1,sequence:12"); /* a pool of 2 */
-  r = open_reg();
+  idgen_layout_t l = tu_layout("time:41,worker:1,sequence:12"); /* a pool of 2 */
+  r = tu_registry(uri);
   idgen_lease_t *a = take(r, &l, NULL, NULL); /* creates the pool's directory */
   idgen_lease_release(a);
   snprintf(path, sizeof path, "%s/reg/worker@-/0.lock", dir);
@@ -324,7 +272,7 @@ static void test_bad_records(void **state) {
       fprintf(f, "%-255s\n", bad[i]);
     fclose(f);
     idgen_lease_t *x = take(r, &l, NULL, NULL);
-    assert_int_equal(worker_of(x), 1); /* 0 is skipped, not read as mark 0 */
+    assert_int_equal(tu_worker(x), 1); /* 0 is skipped, not read as mark 0 */
     idgen_lease_request_t req = {&l, NULL, NULL, -1, NULL};
     idgen_lease_t *y;
     assert_int_equal(idgen_registry_acquire(r, &req, &y, err, sizeof err), IDGEN_EREGISTRY);
@@ -379,8 +327,8 @@ static void test_bound_marks(void **state) {
   tu_clock_t ck;
   const int64_t t0 = 1800000000000;
   tu_clock_init(&ck, t0);
-  idgen_registry_t *r = open_reg();
-  idgen_layout_t tw = layout("twitter");
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t tw = tu_layout("twitter");
   idgen_lease_t *lease = take(r, &tw, NULL, &ck.clock);
   idgen_snowflake_t *g = bind_gen(&tw, lease, &ck.clock);
   idgen_snowflake_lease_status_t st;
@@ -415,7 +363,7 @@ static void test_bound_marks(void **state) {
   idgen_lease_release(lease);
   tu_clock_add_ms(&ck, 1); /* the mark is behind the clock: worker 0 again */
   lease = take(r, &tw, NULL, &ck.clock);
-  assert_int_equal(worker_of(lease), 0);
+  assert_int_equal(tu_worker(lease), 0);
   tu_clock_set_ms(&ck, t0); /* and the clock stepped back far */
   g = bind_gen(&tw, lease, &ck.clock);
   /* it cannot go back below the mark: borrowing is 1 s, the clock is 14 s
@@ -433,8 +381,8 @@ static void test_bound_marks(void **state) {
 /* A lease that cannot be shown valid stops the generator: IDGEN_ELEASE. */
 static void test_bound_lease_lost(void **state) {
   (void)state;
-  idgen_registry_t *r = open_reg();
-  idgen_layout_t tw = layout("twitter");
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t tw = tu_layout("twitter");
   idgen_lease_request_t req = {&tw, NULL, NULL, -1, NULL, .ttl_ms = 300};
   idgen_lease_t *lease;
   char err[300], path[600];
@@ -485,8 +433,8 @@ static int cmp_id(const void *a, const void *b) {
  * unique IDs, none above the final mark. */
 static void test_bound_threads(void **state) {
   (void)state;
-  idgen_registry_t *r = open_reg();
-  idgen_layout_t tw = layout("twitter");
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t tw = tu_layout("twitter");
   idgen_lease_t *lease = take(r, &tw, NULL, NULL);
   idgen_snowflake_t *g = bind_gen(&tw, lease, NULL);
   pthread_t th[4];
@@ -516,8 +464,8 @@ static void test_bound_threads(void **state) {
  * parent's). */
 static void test_bound_once_and_fork(void **state) {
   (void)state;
-  idgen_registry_t *r = open_reg();
-  idgen_layout_t tw = layout("twitter");
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t tw = tu_layout("twitter");
   idgen_lease_t *lease = take(r, &tw, NULL, NULL);
   idgen_snowflake_t *g = bind_gen(&tw, lease, NULL), *g2;
   idgen_snowflake_settings_t s;

@@ -32,20 +32,6 @@ static uint64_t run_base, run_next;
 
 static int64_t now_ms(void) { return idgen_clock_now_ms(IDGEN_CLOCK_PRECISE); }
 
-static void sleep_ms(int64_t ms) {
-  struct timespec t = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-  while (nanosleep(&t, &t) != 0)
-    ;
-}
-
-static idgen_layout_t layout(const char *spec) {
-  idgen_layout_t l;
-  char err[200];
-  if (idgen_layout_parse(&l, spec, err, sizeof err) != 0)
-    fail_msg("layout %s: %s", spec, err);
-  return l;
-}
-
 /* Node values that put the test in a pool of its own: run = a new value. */
 typedef struct pool {
   idgen_layout_t layout;
@@ -56,19 +42,11 @@ typedef struct pool {
 static pool_t new_pool(const char *spec) {
   pool_t p;
   memset(&p, 0, sizeof p);
-  p.layout = layout(spec);
+  p.layout = tu_layout(spec);
   uint64_t run = (run_base + run_next++) & 0xffff;
   p.node[idgen_layout_field_index(&p.layout, "run")] = run;
   snprintf(p.name, sizeof p.name, "worker@run=%llu", (unsigned long long)run);
   return p;
-}
-
-static idgen_registry_t *open_reg(void) {
-  idgen_registry_t *r;
-  char err[300];
-  if (idgen_registry_open(&r, uri, err, sizeof err) != 0)
-    fail_msg("open %s: %s", uri, err);
-  return r;
 }
 
 static idgen_lease_request_t request(const pool_t *p, int64_t ttl, int64_t quarantine) {
@@ -91,8 +69,6 @@ static idgen_lease_info_t info_of(const idgen_lease_t *l) {
   idgen_lease_info(l, &i);
   return i;
 }
-
-static uint64_t worker_of(const idgen_lease_t *l) { return info_of(l).worker; }
 
 /* The rows of one pool, as idgen_registry_list() reports them. */
 typedef struct rows {
@@ -142,19 +118,19 @@ static void test_open(void **state) {
   snprintf(other, sizeof other, "postgresql://%s", uri + 11);
   assert_int_equal(idgen_registry_open(&r, other, err, sizeof err), 0);
   idgen_registry_close(r);
-  r = open_reg(); /* the table exists now: opening again is fine */
+  r = tu_registry(uri); /* the table exists now: opening again is fine */
   idgen_registry_close(r);
 }
 
 static void test_lowest_free_release_and_marks(void **state) {
   (void)state;
-  idgen_registry_t *r = open_reg();
+  idgen_registry_t *r = tu_registry(uri);
   pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
   int64_t t0 = now_ms();
   idgen_lease_t *a = take(r, &p, 0, 0), *b = take(r, &p, 0, 0);
   idgen_lease_info_t ia = info_of(a);
   assert_int_equal(ia.worker, 0);
-  assert_int_equal(worker_of(b), 1);
+  assert_int_equal(tu_worker(b), 1);
   assert_int_equal(ia.generation, 1);
   assert_int_equal(ia.mark_ms, 0);
   assert_int_equal(ia.ttl_ms, 10000);
@@ -163,7 +139,7 @@ static void test_lowest_free_release_and_marks(void **state) {
   /* the database's clock, on this host: about now + TTL */
   assert_in_range(ia.expires_ms, t0 + 10000 - 1000, now_ms() + 10000 + 1000);
   /* renewals move the expiry; the mark never goes back */
-  sleep_ms(20);
+  tu_sleep_ms(20);
   assert_int_equal(idgen_lease_renew(a, NULL, 0), 0);
   assert_true(info_of(a).expires_ms > ia.expires_ms);
   int64_t m = now_ms() - 60000; /* behind the wall clock: the ID can be taken again */
@@ -187,25 +163,18 @@ static void test_lowest_free_release_and_marks(void **state) {
   assert_int_equal(idgen_lease_record_mark(c, now_ms() + 60000, NULL, 0), 0);
   idgen_lease_release(c);
   c = take(r, &p, 0, 0);
-  assert_int_equal(worker_of(c), 2);
+  assert_int_equal(tu_worker(c), 2);
   idgen_lease_release(c);
   c = take(r, &p, 0, 0);
-  assert_int_equal(worker_of(c), 2);
+  assert_int_equal(tu_worker(c), 2);
   /* another namespace is another pool */
   pool_t q = new_pool("time:41,run:16,worker:4,sequence:3");
   idgen_lease_t *d = take(r, &q, 0, 0);
-  assert_int_equal(worker_of(d), 0);
+  assert_int_equal(tu_worker(d), 0);
   idgen_lease_release(b);
   idgen_lease_release(c);
   idgen_lease_release(d);
   idgen_registry_close(r);
-}
-
-/* A child holds on until this end of `ctl` closes (or the test dies). */
-static void hold_until_eof(int ctl_read) {
-  char c;
-  while (read(ctl_read, &c, 1) > 0)
-    ;
 }
 
 /* 32 processes acquire from one pool at once: 32 distinct IDs. */
@@ -213,49 +182,20 @@ static void test_concurrent_processes(void **state) {
   (void)state;
   enum { N = 32 };
   pool_t p = new_pool("time:41,run:16,worker:6,sequence:1");
-  int fds[N][2], ctl[2], go[2];
+  int ctl[2];
   pid_t pids[N];
+  uint64_t w[N];
   assert_int_equal(pipe(ctl), 0);
-  assert_int_equal(pipe(go), 0);
-  for (int i = 0; i < N; i++) {
-    assert_int_equal(pipe(fds[i]), 0);
-    pids[i] = fork();
-    assert_true(pids[i] >= 0);
-    if (pids[i] == 0) {
-      idgen_registry_t *r;
-      char err[300], c;
-      idgen_lease_t *l = NULL;
-      idgen_lease_request_t req = request(&p, 0, 0);
-      uint64_t w = UINT64_MAX;
-      close(go[1]);
-      int opened = idgen_registry_open(&r, uri, err, sizeof err) == 0;
-      (void)!read(go[0], &c, 1); /* all connected: go together */
-      if (opened && idgen_registry_acquire(r, &req, &l, err, sizeof err) == 0)
-        w = worker_of(l);
-      else
-        fprintf(stderr, "child %d: %s\n", i, err);
-      if (write(fds[i][1], &w, sizeof w) != sizeof w)
-        _exit(2);
-      close(ctl[1]);
-      hold_until_eof(ctl[0]);
-      _exit(0);
-    }
-    close(fds[i][1]);
-  }
-  close(go[0]);
-  sleep_ms(300);
-  close(go[1]);
+  idgen_lease_request_t req = request(&p, 0, 0);
+  tu_fork_holders(uri, &req, N, 300, ctl, pids, w); /* all connected, then together */
   unsigned char seen[64] = {0};
   for (int i = 0; i < N; i++) {
-    uint64_t w;
-    assert_int_equal(read(fds[i][0], &w, sizeof w), sizeof w);
-    assert_true(w < 64);
-    assert_int_equal(seen[w]++, 0); /* distinct while all hold theirs */
-    close(fds[i][0]);
+    assert_true(w[i] < 64);
+    assert_int_equal(seen[w[i]]++, 0); /* distinct while all hold theirs */
   }
   for (int i = 0; i < N; i++) /* the lowest ones */
     assert_int_equal(seen[i], 1);
-  idgen_registry_t *r = open_reg();
+  idgen_registry_t *r = tu_registry(uri);
   rows_t rs = list_pool(r, p.name);
   assert_int_equal(rs.n, 16); /* list_pool keeps 16 */
   idgen_registry_close(r);
@@ -288,7 +228,7 @@ static void *thread_take(void *arg) {
 static void test_threads_share_a_registry(void **state) {
   (void)state;
   enum { N = 8 };
-  idgen_registry_t *r = open_reg();
+  idgen_registry_t *r = tu_registry(uri);
   pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
   pthread_t th[N];
   thread_arg_t a[N];
@@ -300,7 +240,7 @@ static void test_threads_share_a_registry(void **state) {
   for (int i = 0; i < N; i++) {
     assert_int_equal(pthread_join(th[i], NULL), 0);
     assert_int_equal(a[i].rc, 0);
-    uint64_t w = worker_of(a[i].l);
+    uint64_t w = tu_worker(a[i].l);
     assert_true(w < N);
     assert_false(seen & (1u << w));
     seen |= 1u << w;
@@ -316,29 +256,29 @@ static void test_threads_share_a_registry(void **state) {
  * it, and is fenced out after. */
 static void test_expiry_and_quarantine(void **state) {
   (void)state;
-  idgen_registry_t *r = open_reg();
+  idgen_registry_t *r = tu_registry(uri);
   pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
   char err[300];
   idgen_lease_t *a = take(r, &p, 300, 1500);
-  assert_int_equal(worker_of(a), 0);
-  sleep_ms(450); /* expired, in quarantine until about 1800 ms */
+  assert_int_equal(tu_worker(a), 0);
+  tu_sleep_ms(450); /* expired, in quarantine until about 1800 ms */
   rows_t rs = list_pool(r, p.name);
   assert_int_equal(rs.n, 1);
   assert_int_equal(rs.row[0].state, IDGEN_LEASE_QUARANTINE);
   assert_string_equal(rs.row[0].holder, info_of(a).holder);
   assert_in_range(rs.row[0].expires_ms, now_ms() + 500, now_ms() + 1500);
   idgen_lease_t *b = take(r, &p, 300, 1500);
-  assert_int_equal(worker_of(b), 1); /* not 0: quarantine */
+  assert_int_equal(tu_worker(b), 1); /* not 0: quarantine */
   /* nobody else has 0: its holder may come back */
   assert_int_equal(idgen_lease_renew(a, err, sizeof err), 0);
   assert_int_equal(list_pool(r, p.name).row[0].state, IDGEN_LEASE_HELD);
-  sleep_ms(2000); /* both expired, and their quarantines are over */
+  tu_sleep_ms(2000); /* both expired, and their quarantines are over */
   rs = list_pool(r, p.name);
   assert_int_equal(rs.n, 2);
   assert_int_equal(rs.row[0].state, IDGEN_LEASE_FREE);
   assert_int_equal(rs.row[0].expires_ms, 0);
   idgen_lease_t *c = take(r, &p, 0, 0);
-  assert_int_equal(worker_of(c), 0);
+  assert_int_equal(tu_worker(c), 0);
   assert_int_equal(info_of(c).generation, 2);
   /* the old holder is fenced out */
   assert_int_equal(idgen_lease_renew(a, err, sizeof err), IDGEN_ELEASE);
@@ -355,13 +295,13 @@ static void test_expiry_and_quarantine(void **state) {
 
 static void test_full_pool(void **state) {
   (void)state;
-  idgen_registry_t *r = open_reg();
+  idgen_registry_t *r = tu_registry(uri);
   pool_t p = new_pool("time:41,run:16,worker:2,sequence:5");
   char err[300], want[100];
   idgen_lease_t *l[4];
   for (int i = 0; i < 4; i++) {
     l[i] = take(r, &p, 0, 0);
-    assert_int_equal(worker_of(l[i]), i);
+    assert_int_equal(tu_worker(l[i]), i);
   }
   idgen_lease_request_t req = request(&p, 0, 0);
   idgen_lease_t *x;
@@ -381,7 +321,7 @@ static void test_full_pool(void **state) {
 /* Marks ahead of the (injected) wall clock: the start wait. */
 static void test_start_wait(void **state) {
   (void)state;
-  idgen_registry_t *r = open_reg();
+  idgen_registry_t *r = tu_registry(uri);
   pool_t p = new_pool("time:41,run:16,worker:1,sequence:6"); /* a pool of 2 */
   char err[300];
   tu_clock_t ck;
@@ -399,7 +339,7 @@ static void test_start_wait(void **state) {
   /* a generator that may borrow 400 ms starts above the nearer mark at once */
   req.start_borrow_ms = 400;
   assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), 0);
-  assert_int_equal(worker_of(x), 1);
+  assert_int_equal(tu_worker(x), 1);
   assert_int_equal(tu_clock_ms(&ck), t);
   idgen_lease_release(x);
   req.start_borrow_ms = 0;
@@ -409,7 +349,7 @@ static void test_start_wait(void **state) {
                               "max_start_wait_ms (100)"));
   req.max_start_wait_ms = 1000;
   assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), 0);
-  assert_int_equal(worker_of(x), 1);
+  assert_int_equal(tu_worker(x), 1);
   assert_int_equal(info_of(x).mark_ms, t + 300);
   assert_int_equal(tu_clock_ms(&ck) - t, 301); /* waited on the injected clock */
   idgen_lease_release(x);
@@ -418,12 +358,12 @@ static void test_start_wait(void **state) {
 
 static void test_list_states(void **state) {
   (void)state;
-  idgen_registry_t *r = open_reg();
+  idgen_registry_t *r = tu_registry(uri);
   pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
   idgen_lease_t *a = take(r, &p, 0, 0), *b = take(r, &p, 0, 0), *c = take(r, &p, 300, 5000);
   assert_int_equal(idgen_lease_record_mark(b, 1700000000123, NULL, 0), 0);
   idgen_lease_release(b);
-  sleep_ms(400); /* c expires */
+  tu_sleep_ms(400); /* c expires */
   rows_t rs = list_pool(r, p.name);
   int64_t now = now_ms();
   assert_int_equal(rs.n, 3);
@@ -454,7 +394,7 @@ static int stop_at_first(void *ctx, const idgen_lease_row_t *row) {
 
 static void test_list_stops(void **state) {
   (void)state;
-  idgen_registry_t *r = open_reg();
+  idgen_registry_t *r = tu_registry(uri);
   pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
   idgen_lease_t *a = take(r, &p, 0, 0);
   int calls = 0;
@@ -466,7 +406,7 @@ static void test_list_stops(void **state) {
 
 static void test_free_by_hand(void **state) {
   (void)state;
-  idgen_registry_t *r = open_reg();
+  idgen_registry_t *r = tu_registry(uri);
   pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
   char err[300];
   idgen_lease_t *a = take(r, &p, 300, 300), *b = take(r, &p, 0, 0);
@@ -486,7 +426,7 @@ static void test_free_by_hand(void **state) {
   assert_int_equal(rs.row[0].generation, 2);
   assert_string_equal(rs.row[0].holder, "");
   idgen_lease_t *c = take(r, &p, 0, 0);
-  assert_int_equal(worker_of(c), 2); /* not 0 */
+  assert_int_equal(tu_worker(c), 2); /* not 0 */
   /* freeing again, or a free ID, or an unknown one */
   assert_int_equal(idgen_registry_free(r, p.name, 0, 0, err, sizeof err), 0);
   assert_non_null(strstr(err, "is already freed: back in the pool in "));
@@ -500,9 +440,9 @@ static void test_free_by_hand(void **state) {
                    IDGEN_EINVAL);
   assert_non_null(strstr(err, "no pool worker@run=nosuch"));
   /* after the quarantine (lease expiry + 300 ms at the latest), 0 is back */
-  sleep_ms(900);
+  tu_sleep_ms(900);
   c = take(r, &p, 0, 0);
-  assert_int_equal(worker_of(c), 0);
+  assert_int_equal(tu_worker(c), 0);
   assert_int_equal(info_of(c).generation, 3);
   idgen_lease_release(a);
   idgen_lease_release(b);
@@ -514,10 +454,10 @@ static void test_free_by_hand(void **state) {
  * no ID above the mark in the database, and stopped once fenced out. */
 static void test_bound_generator(void **state) {
   (void)state;
-  idgen_registry_t *r = open_reg();
+  idgen_registry_t *r = tu_registry(uri);
   pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
   idgen_lease_t *lease = take(r, &p, 300, 300);
-  uint64_t worker = worker_of(lease); /* once bound, the lease is its thread's */
+  uint64_t worker = tu_worker(lease); /* once bound, the lease is its thread's */
   idgen_snowflake_settings_t s;
   idgen_snowflake_settings_init(&s);
   s.lease = lease;
@@ -534,7 +474,7 @@ static void test_bound_generator(void **state) {
       fail_msg("next: %s", idgen_strerror(rc));
     assert_true(id > last);
     last = id;
-    sleep_ms(1);
+    tu_sleep_ms(1);
   }
   assert_int_equal(idgen_layout_decompose(&p.layout, last, v, &ms), 0);
   assert_int_equal(v[idgen_layout_field_index(&p.layout, "worker")], worker);
@@ -550,7 +490,7 @@ static void test_bound_generator(void **state) {
   for (int i = 0; i < 200 && rc == 0; i++) {
     rc = idgen_snowflake_next(g, &id);
     if (rc == 0)
-      sleep_ms(5);
+      tu_sleep_ms(5);
   }
   assert_int_equal(rc, IDGEN_ELEASE);
   idgen_snowflake_lease_status(g, &st);
@@ -565,7 +505,7 @@ static void test_bound_generator(void **state) {
  * does not end its parent's session. */
 static void test_fork(void **state) {
   (void)state;
-  idgen_registry_t *r = open_reg();
+  idgen_registry_t *r = tu_registry(uri);
   pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
   idgen_lease_t *a = take(r, &p, 0, 0);
   pid_t child = fork();

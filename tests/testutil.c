@@ -3,7 +3,10 @@
  */
 #include "testutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 json_t *tu_vectors(void) {
   static json_t *v;
@@ -42,12 +45,18 @@ void tu_clock_set_ms(tu_clock_t *c, int64_t unix_ms) { atomic_store(&c->ns, unix
 void tu_clock_add_ms(tu_clock_t *c, int64_t ms) { atomic_fetch_add(&c->ns, ms * 1000000); }
 int64_t tu_clock_ms(tu_clock_t *c) { return atomic_load(&c->ns) / 1000000; }
 
-idgen_snowflake_t *tu_gen(const char *spec, const idgen_snowflake_settings_t *s) {
+idgen_layout_t tu_layout(const char *spec) {
   idgen_layout_t l;
   char err[256];
-  idgen_snowflake_t *g = NULL;
   if (idgen_layout_parse(&l, spec, err, sizeof err) < 0)
     fail_msg("layout %s: %s", spec, err);
+  return l;
+}
+
+idgen_snowflake_t *tu_gen(const char *spec, const idgen_snowflake_settings_t *s) {
+  idgen_layout_t l = tu_layout(spec);
+  char err[256];
+  idgen_snowflake_t *g = NULL;
   int rc = idgen_snowflake_new(&g, &l, s, err, sizeof err);
   if (rc < 0)
     fail_msg("idgen_snowflake_new: %s (%s)", err, idgen_strerror(rc));
@@ -61,4 +70,74 @@ size_t tu_scaled(size_t n) {
     div = 1;
   n /= div;
   return n < 1000 ? 1000 : n;
+}
+
+idgen_registry_t *tu_registry(const char *uri) {
+  idgen_registry_t *r;
+  char err[300];
+  if (idgen_registry_open(&r, uri, err, sizeof err) != 0)
+    fail_msg("open %s: %s", uri, err);
+  return r;
+}
+
+uint64_t tu_worker(const idgen_lease_t *l) {
+  idgen_lease_info_t i;
+  idgen_lease_info(l, &i);
+  return i.worker;
+}
+
+void tu_hold_until_eof(int fd) {
+  char c;
+  while (read(fd, &c, 1) > 0)
+    ;
+}
+
+void tu_sleep_ms(int64_t ms) {
+  struct timespec t = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+  while (nanosleep(&t, &t) != 0)
+    ;
+}
+
+void tu_fork_holders(const char *uri, const idgen_lease_request_t *req, int n, int settle_ms,
+                     const int ctl[2], pid_t *pids, uint64_t *workers) {
+  int go[2] = {-1, -1}, (*fds)[2] = calloc((size_t)n, sizeof *fds);
+  assert_non_null(fds);
+  if (settle_ms >= 0)
+    assert_int_equal(pipe(go), 0);
+  for (int i = 0; i < n; i++) {
+    assert_int_equal(pipe(fds[i]), 0);
+    pids[i] = fork();
+    assert_true(pids[i] >= 0);
+    if (pids[i] == 0) {
+      idgen_registry_t *r;
+      idgen_lease_t *l = NULL;
+      char err[300] = "";
+      uint64_t w = UINT64_MAX;
+      int opened = idgen_registry_open(&r, uri, err, sizeof err) == 0;
+      if (go[1] >= 0) {
+        close(go[1]);
+        tu_hold_until_eof(go[0]); /* all opened: go together */
+      }
+      if (opened && idgen_registry_acquire(r, req, &l, err, sizeof err) == 0)
+        w = tu_worker(l);
+      else
+        fprintf(stderr, "holder %d: %s\n", i, err);
+      if (write(fds[i][1], &w, sizeof w) != sizeof w)
+        _exit(2);
+      close(ctl[1]);
+      tu_hold_until_eof(ctl[0]);
+      _exit(0);
+    }
+    close(fds[i][1]);
+  }
+  if (go[0] >= 0) {
+    close(go[0]);
+    tu_sleep_ms(settle_ms);
+    close(go[1]);
+  }
+  for (int i = 0; i < n; i++) {
+    assert_int_equal(read(fds[i][0], &workers[i], sizeof workers[i]), sizeof workers[i]);
+    close(fds[i][0]);
+  }
+  free(fds);
 }

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 
 #include "idgen.h"
 
@@ -35,6 +36,33 @@ int64_t tu_clock_ms(tu_clock_t *c);
 
 /* A generator on layout `spec` with the given settings (NULL: defaults). */
 idgen_snowflake_t *tu_gen(const char *spec, const idgen_snowflake_settings_t *s);
+
+/* The layout of `spec` (a preset name or a spec); fails the test on error. */
+idgen_layout_t tu_layout(const char *spec);
+
+/* ---- registries ---- */
+
+/* The registry at `uri`, opened; fails the test on error. */
+idgen_registry_t *tu_registry(const char *uri);
+
+/* The worker ID a lease holds. */
+uint64_t tu_worker(const idgen_lease_t *l);
+
+/* Reads fd until end of file.  A child waits so on its parent: it goes on
+ * when the parent closes its end, or dies (a failed assertion leaves no
+ * orphan behind to hold the test's output open). */
+void tu_hold_until_eof(int fd);
+
+/* Sleeps for real (tests of a registry's own clock). */
+void tu_sleep_ms(int64_t ms);
+
+/* Forks n holders.  Each opens the registry at `uri`, acquires with *req
+ * and holds its lease until end of file on ctl[0]; with settle_ms >= 0 they
+ * first all open, then wait settle_ms more and acquire together.  Fills
+ * pids[i] and workers[i] (UINT64_MAX if it failed, the reason on stderr).
+ * The caller closes ctl[1] to let them exit, and waits for them. */
+void tu_fork_holders(const char *uri, const idgen_lease_request_t *req, int n, int settle_ms,
+                     const int ctl[2], pid_t *pids, uint64_t *workers);
 
 /* n divided by $IDGEN_TEST_SCALE (default 1), at least 1000. */
 size_t tu_scaled(size_t n);
