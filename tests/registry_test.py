@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 
+import checks  # tests/checks.py: the tally
+
 if len(sys.argv) < 2:
     sys.exit("usage: registry_test.py PATH/TO/idgen [file|pg|swap]...")
 IDGEN = os.path.abspath(sys.argv[1])
@@ -33,20 +35,11 @@ os.chmod(TMP, 0o755)  # the postgres user reaches its data directory below
 TWITTER_EPOCH = 1288834974657
 FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 ASAN = b"AddressSanitizer" in open(IDGEN, "rb").read()
-PASSED, FAILED, FAILURES = 0, 0, []
 DAEMONS = []
 
 
 def check(name, cond, detail=""):
-    global PASSED, FAILED
-    if cond:
-        PASSED += 1
-        print("ok   " + name, flush=True)
-    else:
-        FAILED += 1
-        FAILURES.append(name)
-        print("FAIL " + name + (": " + str(detail)[:600] if detail else ""), flush=True)
-    return bool(cond)
+    return checks.report(name, cond, detail, limit=600)
 
 
 def idgen(*args, env=None, timeout=60):
@@ -125,6 +118,15 @@ class Daemon:
             return self.p.wait()
 
 
+def first_ids(d, n, name):
+    """The daemon's first n IDs, checked as `name`; None, with the daemon
+    stopped, if it does not serve."""
+    ids = d.ids(n)
+    if not check(name, ids is not None, d.log()[-500:]):
+        d.stop()
+    return ids
+
+
 def wait_for(pred, seconds, step=0.02):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -193,10 +195,8 @@ def kill9(registry, label, args=(), free_after_s=0.0):
            "--node", "datacenter=2"] + list(args)
     other = Daemon(label + "-other", ["--registry", registry] + lay)
     a = Daemon(label + "-a", ["--registry", registry] + lay)
-    ids_a = a.ids(1000)
-    check("%s: holder serves" % label, ids_a is not None, a.log()[-500:])
+    ids_a = first_ids(a, 1000, "%s: holder serves" % label)
     if ids_a is None:
-        a.stop(signal.SIGKILL)
         other.stop()
         return
     w = (ids_a[0] >> 12) & 1
@@ -237,11 +237,9 @@ def clock_step(registry, label):
               "--node", "datacenter=4"]
     other = Daemon(label + "-other", ["--registry", registry] + layout)  # holds worker 0
     a = Daemon(label + "-a", ["--registry", registry] + layout)  # worker 1
-    ids_a = a.ids(5000)
-    check("%s: first holder serves" % label, ids_a is not None, a.log()[-300:])
+    ids_a = first_ids(a, 5000, "%s: first holder serves" % label)
     if ids_a is None:
         other.stop()
-        a.stop()
         return
     w = (ids_a[0] >> 12) & 1
     a.stop()
@@ -312,10 +310,8 @@ def swap(registry, label):
     so, leases again and goes on, its IDs still increasing and unique."""
     root = registry[len("file:"):]
     d = Daemon(label, ["--registry", registry, "--node", "datacenter=14", "--lease-ttl-ms", "900"])
-    before = d.ids(1000)
-    check("%s: serves" % label, before is not None, d.log()[-300:])
+    before = first_ids(d, 1000, "%s: serves" % label)
     if before is None:
-        d.stop()
         return
     lock = os.path.join(root, "worker@datacenter=14", "%d.lock" % worker_of(before[0]))
     os.rename(lock, lock + ".moved")  # never do this: it loses the mark (for the test only)
@@ -388,10 +384,8 @@ def pg_outage(pg, label):
     # never shown.
     reg = pg.uri.replace("postgres://postgres@", "postgres://postgres:s3cret@")
     d = Daemon(label, ["--registry", reg, "--node", "datacenter=11", "--lease-ttl-ms", "2000"])
-    first = d.ids(10)
-    check("%s: serves with a postgres lease" % label, first is not None, d.log()[-400:])
+    first = first_ids(d, 10, "%s: serves with a postgres lease" % label)
     if first is None:
-        d.stop()
         return
     st, info = d.get("/info")
     check("%s: the password is not shown in the log or /info" % label,
@@ -452,10 +446,8 @@ def pg_pause(pg, label):
     reg = pg.uri
     args = ["--registry", reg, "--node", "datacenter=12", "--lease-ttl-ms", "1000"]
     a = Daemon(label + "-a", args)
-    ids_a = a.ids(100)
-    check("%s: holder serves" % label, ids_a is not None, a.log()[-300:])
+    ids_a = first_ids(a, 100, "%s: holder serves" % label)
     if ids_a is None:
-        a.stop()
         return
     w = worker_of(ids_a[0])
     a.p.send_signal(signal.SIGSTOP)
@@ -592,9 +584,9 @@ def main():
                     pass
                 d.p.kill()
                 d.p.wait()
-    print("%d passed, %d failed" % (PASSED, FAILED))
-    if FAILED:
-        print("failed: " + "; ".join(FAILURES))
+    print(checks.summary())
+    if checks.failed:
+        print("failed: " + "; ".join(checks.failures))
         sys.exit(1)
     shutil.rmtree(TMP, ignore_errors=True)
 

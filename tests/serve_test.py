@@ -31,6 +31,8 @@ import threading
 import time
 import traceback
 
+import checks  # tests/checks.py: the tally
+
 if len(sys.argv) != 2:
     sys.exit("usage: serve_test.py PATH/TO/idgen")
 IDGEN = os.path.abspath(sys.argv[1])
@@ -62,9 +64,6 @@ UUID7_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[
 T_START_MS = int(time.time() * 1000)
 
 TMP = tempfile.mkdtemp(prefix="idgen-serve-test-")
-PASSED = 0
-FAILED = 0
-FAILURES = []
 DAEMONS = []  # every daemon started, killed at exit if still running
 CHILDREN = []  # other long-running children (redis-benchmark)
 
@@ -93,19 +92,8 @@ def check(name, cond, detail=""):
     if BUFFER is not None:
         BUFFER.append((bool(cond), name, detail))
         return bool(cond)
-    return report(name, cond, detail)
+    return checks.report(name, cond, detail)
 
-
-def report(name, cond, detail=""):
-    global PASSED, FAILED
-    if cond:
-        PASSED += 1
-        print("ok   " + name, flush=True)
-    else:
-        FAILED += 1
-        FAILURES.append(name)
-        print("FAIL " + name + (": " + detail if detail else ""), flush=True)
-    return bool(cond)
 
 
 def short(b, n=300):
@@ -2062,7 +2050,7 @@ def run_group(name, fn, *args, again_after_stall=False):
                     print("#    (first run: FAIL %s: %s)" % (n, det[:300]), flush=True)
             continue
         for ok, n, det in results:
-            report(n, ok, det)
+            checks.report(n, ok, det)
         return
 
 
@@ -2074,7 +2062,7 @@ def main():
         for c in CHILDREN + [dd.p for dd in DAEMONS]:
             if c.poll() is None:
                 c.kill()
-        print("%d passed, %d failed" % (PASSED, FAILED), flush=True)
+        print(checks.summary(), flush=True)
         os._exit(1)
     threading.Thread(target=stall_watch, daemon=True).start()
     signal.signal(signal.SIGALRM, on_alarm)
@@ -2127,13 +2115,13 @@ def main():
                 c.wait()
         for dd in DAEMONS:
             dd.kill()
-    if FAILED:
+    if checks.failed:
         print("# %.1fs; daemon logs kept in %s" % (time.monotonic() - t_begin, TMP))
     else:
         print("# %.1fs" % (time.monotonic() - t_begin))
         shutil.rmtree(TMP, ignore_errors=True)
-    print("%d passed, %d failed" % (PASSED, FAILED))
-    sys.exit(1 if FAILED else 0)
+    print(checks.summary())
+    sys.exit(1 if checks.failed else 0)
 
 
 if __name__ == "__main__":
