@@ -512,6 +512,10 @@ IDGEN_API int idgen_registry_open(idgen_registry_t **out, const char *uri, char 
 /* Closes `r`; its leases must have been released first. */
 IDGEN_API void idgen_registry_close(idgen_registry_t *r);
 
+#define IDGEN_LEASE_TTL_DEFAULT_MS 10000
+#define IDGEN_LEASE_TTL_MIN_MS 300
+#define IDGEN_LEASE_TTL_MAX_MS 3600000
+
 typedef struct idgen_lease_request {
   const idgen_layout_t *layout;
   /* Node values by layout field index: the other node fields form the
@@ -525,7 +529,9 @@ typedef struct idgen_lease_request {
   int64_t max_start_wait_ms;
   /* An injected clock for the wall time and the start wait, or NULL. */
   const idgen_clock_t *clock;
-  /* Lease TTL in ms (0: 10000); the lease is renewed at a third of it.  For
+  /* Lease TTL in ms (0: IDGEN_LEASE_TTL_DEFAULT_MS; at least
+   * IDGEN_LEASE_TTL_MIN_MS, at most IDGEN_LEASE_TTL_MAX_MS); the lease is
+   * renewed at a third of it.  For
    * file: the lease lasts as long as the process, and the TTL only paces the
    * checks that its lock file is still the one in DIR. */
   int64_t ttl_ms;

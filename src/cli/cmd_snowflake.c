@@ -143,7 +143,8 @@ int cmd_snowflake(int argc, char **argv) {
       lo.lease_field = optarg;
       break;
     case OPT_TTL:
-      lo.ttl_ms = cli_int("--lease-ttl-ms", optarg, 300, 3600000);
+      lo.ttl_ms =
+          cli_int("--lease-ttl-ms", optarg, IDGEN_LEASE_TTL_MIN_MS, IDGEN_LEASE_TTL_MAX_MS);
       break;
     case OPT_START_WAIT:
       lo.max_start_wait_ms = cli_int("--max-start-wait-ms", optarg, 0, 3600000);

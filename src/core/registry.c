@@ -127,18 +127,20 @@ int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req
   l->r = r;
   l->fd = -1;
   l->fork_gen = idgen__fork_gen();
-  l->ttl_ms = req->ttl_ms ? req->ttl_ms : 10000;
+  l->ttl_ms = req->ttl_ms ? req->ttl_ms : IDGEN_LEASE_TTL_DEFAULT_MS;
   l->quarantine_ms = req->quarantine_ms ? req->quarantine_ms : l->ttl_ms;
   l->mark_step_ms = req->mark_step_ms ? req->mark_step_ms
                     : r->ops->mark_step_ms ? r->ops->mark_step_ms
                                            : l->ttl_ms;
   int rc = 0;
-  if (l->ttl_ms < 300 || l->ttl_ms > 3600000 || l->quarantine_ms < 0 ||
+  if (l->ttl_ms < IDGEN_LEASE_TTL_MIN_MS || l->ttl_ms > IDGEN_LEASE_TTL_MAX_MS ||
+      l->quarantine_ms < 0 ||
       l->quarantine_ms > 86400000 || l->mark_step_ms < 1 || l->mark_step_ms > 3600000)
     rc = idgen__err(err, errlen, IDGEN_EINVAL,
-                    "registry: ttl_ms %" PRId64 " (300..3600000), quarantine_ms %" PRId64
+                    "registry: ttl_ms %" PRId64 " (%d..%d), quarantine_ms %" PRId64
                     " (0..86400000) or mark_step_ms %" PRId64 " (1..3600000) out of range",
-                    l->ttl_ms, l->quarantine_ms, l->mark_step_ms);
+                    l->ttl_ms, IDGEN_LEASE_TTL_MIN_MS, IDGEN_LEASE_TTL_MAX_MS, l->quarantine_ms,
+                    l->mark_step_ms);
   if (rc == 0)
     rc = make_pool(req, &l->pool, err, errlen);
   if (rc == 0) {

@@ -40,7 +40,8 @@ static const struct keydef {
     [K_LEASE_FIELD] = {"lease_field", T_FIELD, "", 0, 0, "NAME",
                        "the node field the registry assigns (default worker, or the only "
                        "node field)"},
-    [K_LEASE_TTL_MS] = {"lease_ttl_ms", T_INT, "10000", 300, 3600000, "N",
+    [K_LEASE_TTL_MS] = {"lease_ttl_ms", T_INT, "10000", IDGEN_LEASE_TTL_MIN_MS,
+                        IDGEN_LEASE_TTL_MAX_MS, "N",
                         "the worker lease's TTL; renewed at a third of it"},
     [K_MAX_START_WAIT_MS] = {"max_start_wait_ms", T_INT, "10000", 0, 3600000, "N",
                              "how long the start may wait for a worker ID's mark"},
