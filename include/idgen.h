@@ -493,24 +493,61 @@ IDGEN_API int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t unix_ms, idgen
  *
  * A registry is opened from a URI:
  *   "static"        the node values as given; nothing is coordinated;
- *   "file:DIR"      processes on one host: one lock file per worker ID under
+ *   "file:DIR"      processes on one host: one lock file per node tuple under
  *                   DIR, held with flock for the life of the lease, the
  *                   high-water mark stored in it and fsync'ed;
- *   "postgres://…"  machines sharing a PostgreSQL database (a libpq URI): a
- *                   table idgen_leases, created if missing, with lease expiry
- *                   by the database's clock.
+ *   "postgres://…"  machines sharing a PostgreSQL database (a libpq URI):
+ *                   tables idgen_nodes and idgen_pools, created if missing,
+ *                   with lease expiry by the database's clock.
+ *
+ * What a lease stands for.  A lease holds a whole node tuple: the values of
+ * every node field of the layout, the leased field's assigned, the others
+ * given.  Two holders on one registry never hold the same tuple, whichever
+ * field each of them leases.  Tuples are compared by the bits they put in
+ * the ID, not by field names: the registry keeps them in pools, one pool per
+ * layout geometry (epoch, tick, and the positions of the time and sequence
+ * fields), so layouts that differ only in names or in the time field's
+ * width, and so make the same IDs, share a pool.  Layouts of different
+ * geometry make different IDs and never meet.  Each pool also keeps a
+ * pool-wide mark: a tuple whose record is new, removed or replaced starts
+ * above it (see idgen_lease_row_t.pool_mark_ms).
+ *
  * A lease is bound to a generator with idgen_snowflake_settings_t.lease.
  * One registry may be used from many threads; one lease from one thread at a
  * time (a bound generator's background thread counts as one).
  */
 
-/* Opens the registry named by `uri`.  IDGEN_EINVAL with a message for an
- * unknown scheme or a bad URI; IDGEN_EREGISTRY if it cannot be reached
- * (file: creates DIR if needed).  Close with idgen_registry_close(). */
+/* Bytes of a pool's name, such as
+ * "epoch=1288834974657,tick=1ms,time@22,sequence@0:12", with its NUL. */
+#define IDGEN_POOL_NAME_MAX 128
+/* Bytes of a node tuple's text, such as "datacenter=1,worker=7", with its NUL. */
+#define IDGEN_NODE_TEXT_MAX 768
+
+/* Opens the registry named by `uri`.  A relative file: directory is made
+ * absolute here, once, from the working directory (idgen_registry_uri()
+ * gives the result).  IDGEN_EINVAL with a message for an unknown scheme or a
+ * bad URI; IDGEN_EREGISTRY if it cannot be reached (file: creates DIR if
+ * needed).  Close with idgen_registry_close(). */
 IDGEN_API int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err,
                                   size_t errlen);
 /* Closes `r`; its leases must have been released first. */
 IDGEN_API void idgen_registry_close(idgen_registry_t *r);
+
+/* The registry's URI as opened, with a file: directory made absolute and
+ * free of "." and ".." parts ("file:/home/me/var/idgen").  Lives as long as
+ * `r`. */
+IDGEN_API const char *idgen_registry_uri(const idgen_registry_t *r);
+
+/*
+ * The default registry (SPEC section 8) into buf[n]: "file:/var/lib/idgen"
+ * when this process may create or write that directory (as root, or when it
+ * exists and is writable), else "file:$XDG_STATE_HOME/idgen", else
+ * "file:$HOME/.local/state/idgen" (only absolute XDG_STATE_HOME and HOME
+ * count).  The answer does not depend on the working directory.  Returns 0,
+ * or IDGEN_EINVAL with a message when neither variable gives an absolute
+ * path, or `buf` is too small.  Creates nothing.
+ */
+IDGEN_API int idgen_registry_default_uri(char *buf, size_t n, char *err, size_t errlen);
 
 #define IDGEN_LEASE_TTL_DEFAULT_MS 10000
 #define IDGEN_LEASE_TTL_MIN_MS 300
@@ -518,8 +555,9 @@ IDGEN_API void idgen_registry_close(idgen_registry_t *r);
 
 typedef struct idgen_lease_request {
   const idgen_layout_t *layout;
-  /* Node values by layout field index: the other node fields form the
-   * pool's namespace; the leased field's entry is ignored. */
+  /* Node values by layout field index: with the leased field's assigned
+   * value, they make the tuple the lease holds; the leased field's entry is
+   * ignored. */
   const uint64_t *node;
   /* The leased field: NULL for "worker" if the layout has one, else its
    * only node field. */
@@ -547,16 +585,18 @@ typedef struct idgen_lease_request {
 } idgen_lease_request_t;
 
 /*
- * Leases the lowest free worker ID whose high-water mark is behind the wall
- * clock (SPEC section 8); if every free ID's mark is ahead, the one with the
+ * Leases the lowest free value of the leased field, with the other node
+ * fields as given, whose tuple's high-water mark is behind the wall clock
+ * (SPEC section 8); if every free one's mark is ahead, the one with the
  * lowest mark, after waiting until the clock passes it (at most
- * max_start_wait_ms).  Errors, each with a message in `err`:
+ * max_start_wait_ms).  A value is free when no live holder holds its tuple,
+ * whatever field that holder leased.  Errors, each with a message in `err`:
  *   IDGEN_EINVAL     no node field to lease, or `field` is not a node field,
  *                    or a bad TTL;
- *   IDGEN_EPOOLFULL  every worker ID of the pool is held (names the pool
- *                    size and the field that limits it);
- *   IDGEN_ECLOCK     every free ID's mark is ahead by more than the start
- *                    wait (names how long until one can start);
+ *   IDGEN_EPOOLFULL  every value of the leased field is held (names the
+ *                    field, its size and the other node values);
+ *   IDGEN_ECLOCK     every free value's mark is ahead by more than the
+ *                    start wait (names how long until one can start);
  *   IDGEN_EREGISTRY  the registry failed (names the file or server error).
  * Thread-safe for distinct leases.  Release with idgen_lease_release().
  */
@@ -566,6 +606,7 @@ IDGEN_API int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_requ
 typedef struct idgen_lease_info {
   int field;               /* layout field index of the leased field */
   uint64_t worker;         /* its value */
+  uint64_t key;            /* the tuple: every node field's bits, in place in the ID */
   uint64_t generation;     /* fencing generation of this grant */
   int64_t mark_ms;         /* the recorded high-water mark: Unix ms (0: none) */
   int64_t ttl_ms;          /* the lease's TTL */
@@ -573,17 +614,21 @@ typedef struct idgen_lease_info {
   int64_t expires_ms;      /* expiry by the registry's clock at the last
                             * renewal, Unix ms; 0 when the lease does not
                             * expire (static, file:) */
+  int64_t expires_in_ms;   /* the same as a duration measured by the
+                            * registry at that renewal; -1 when none */
   char holder[128];        /* "host:pid:token" */
-  char pool[600];          /* "worker@datacenter=1"; "worker@-" with no namespace */
+  char pool[IDGEN_POOL_NAME_MAX];  /* "epoch=1288834974657,tick=1ms,time@22,sequence@0:12" */
+  char node[IDGEN_NODE_TEXT_MAX];  /* the tuple: "datacenter=1,worker=7" */
 } idgen_lease_info_t;
 
 IDGEN_API void idgen_lease_info(const idgen_lease_t *l, idgen_lease_info_t *out);
 
 /* Records in stable storage that IDs up to Unix ms `mark_ms` may have been
  * issued (G6); the mark never goes back (a lower value is a no-op).
- * Conditional on the lease's fencing generation.  Returns 0, IDGEN_ELEASE if
- * the lease is lost (fenced out, or for file: its lock file was removed or
- * replaced), IDGEN_EFORKED in a child process, or IDGEN_EREGISTRY, with a
+ * Conditional on the lease's fencing generation.  The pool-wide mark is
+ * raised first where the backend keeps one (file:).  Returns 0, IDGEN_ELEASE
+ * if the lease is lost (fenced out, or for file: its lock file was removed
+ * or replaced), IDGEN_EFORKED in a child process, or IDGEN_EREGISTRY, with a
  * message in err (NULL is fine). */
 IDGEN_API int idgen_lease_record_mark(idgen_lease_t *l, int64_t mark_ms, char *err,
                                       size_t errlen);
@@ -593,11 +638,11 @@ IDGEN_API int idgen_lease_record_mark(idgen_lease_t *l, int64_t mark_ms, char *e
  * the lease may still be valid), IDGEN_EFORKED. */
 IDGEN_API int idgen_lease_renew(idgen_lease_t *l, char *err, size_t errlen);
 
-/* Gives the worker ID back at once (its mark stays) and frees `l` (NULL is
+/* Gives the tuple back at once (its mark stays) and frees `l` (NULL is
  * fine).  A generator bound to `l` must have been freed. */
 IDGEN_API void idgen_lease_release(idgen_lease_t *l);
 
-/* One worker ID of a registry, as idgen_registry_list() reports it. */
+/* One node tuple of a registry, as idgen_registry_list() reports it. */
 typedef enum idgen_lease_state {
   IDGEN_LEASE_FREE = 0,     /* can be acquired */
   IDGEN_LEASE_HELD = 1,     /* held (file: locked by a live process; network:
@@ -606,31 +651,44 @@ typedef enum idgen_lease_state {
 } idgen_lease_state_t;
 
 typedef struct idgen_lease_row {
-  char pool[600];          /* "worker@datacenter=1" */
-  uint64_t worker;
+  char pool[IDGEN_POOL_NAME_MAX];  /* the pool (layout geometry) */
+  char layout[IDGEN_LAYOUT_SPEC_MAX]; /* the layout the pool was first used
+                                    * with, canonical; "" if unknown */
+  uint64_t key;            /* the tuple's bits in the ID */
+  char node[IDGEN_NODE_TEXT_MAX];  /* the tuple in `layout`'s field names,
+                                    * "datacenter=1,worker=7"; the key in hex
+                                    * ("0x0000000000021000") if unknown */
   idgen_lease_state_t state;
   uint64_t generation;     /* of the last grant */
-  int64_t mark_ms;         /* the recorded high-water mark, Unix ms */
-  int64_t expires_ms;      /* held: expiry; quarantine: when it is free again;
-                            * Unix ms by the registry's clock; 0: none */
+  int64_t mark_ms;         /* the recorded high-water mark, Unix ms, by the
+                            * holders' clocks */
+  int64_t expires_in_ms;   /* held: until it expires; quarantine: until it
+                            * is free again; measured by the registry's
+                            * clock; -1: none (file:, or free) */
+  int64_t pool_mark_ms;    /* the pool-wide mark, Unix ms: a tuple whose
+                            * record is new, removed or replaced starts above
+                            * it (file: every mark ever recorded in the pool;
+                            * postgres: the marks of deleted rows) */
   char holder[128];        /* the last holder ("" if never held or freed) */
 } idgen_lease_row_t;
 
-/* Calls cb once per worker ID the registry knows of (IDs never leased are
- * not listed), pool by pool, in increasing ID order; a nonzero return from
- * cb stops the walk and is returned.  IDGEN_EREGISTRY on failure. */
+/* Calls cb once per node tuple the registry knows of (tuples never leased
+ * are not listed), pool by pool, in increasing key order; a nonzero return
+ * from cb stops the walk and is returned.  IDGEN_EREGISTRY on failure. */
 IDGEN_API int idgen_registry_list(idgen_registry_t *r,
                                   int (*cb)(void *ctx, const idgen_lease_row_t *row), void *ctx,
                                   char *err, size_t errlen);
 
-/* Frees the lease of `worker` in `pool` ("worker@datacenter=1") by hand.  A
- * lease whose holder is alive is refused (IDGEN_ELEASE) unless `force`; a
- * forced free fences the holder out (its next renewal or mark write fails).
- * The quarantine is never skipped.  file: cannot take a lock from a live
- * process, so there a held lease is always refused (stop the holder: its
- * ID is free at once).  0 when freed or already free; IDGEN_EINVAL for an
- * unknown pool or ID; IDGEN_EREGISTRY. */
-IDGEN_API int idgen_registry_free(idgen_registry_t *r, const char *pool, uint64_t worker,
+/* Frees the lease of tuple `node` in `pool` by hand: `node` as listed
+ * ("datacenter=1,worker=7", in the pool's layout), or its key in hex
+ * ("0x0000000000021000").  A lease whose holder is alive is refused
+ * (IDGEN_ELEASE) unless `force`; a forced free fences the holder out (its
+ * next renewal or mark write fails).  The quarantine is never skipped.
+ * file: cannot take a lock from a live process, so there a held lease is
+ * always refused (stop the holder: its tuple is free at once).  0 when freed
+ * or already free (err says which); IDGEN_EINVAL for an unknown pool or
+ * tuple; IDGEN_EREGISTRY. */
+IDGEN_API int idgen_registry_free(idgen_registry_t *r, const char *pool, const char *node,
                                   int force, char *err, size_t errlen);
 
 /* The lease state of a bound generator (idgen_snowflake_settings_t.lease). */
@@ -642,14 +700,23 @@ typedef struct idgen_snowflake_lease_status {
    * later success restores it) or after a fenced-out write (for good). */
   int valid;
   int fenced;              /* 1: fenced out (someone else may hold the ID); final */
-  int64_t valid_ms;        /* how long it is still known valid; 0 if not */
+  int64_t valid_ms;        /* how long it is still known valid; 0 if not;
+                            * INT64_MAX for a lease that cannot expire (file:) */
   int field;               /* layout field index of the leased field */
   uint64_t worker, generation;
-  int64_t mark_ms;         /* the durable high-water mark, Unix ms */
-  int64_t expires_ms;      /* as idgen_lease_info_t */
+  uint64_t key;            /* as idgen_lease_info_t */
+  int64_t mark_ms;         /* the durable high-water mark, Unix ms (this host's clock) */
+  int64_t expires_ms;      /* as idgen_lease_info_t (the registry's clock) */
+  int64_t expires_in_ms;   /* how long until the registry expires it, now:
+                            * its own measure at the last renewal less the
+                            * time since (monotonic); -1 when it does not
+                            * expire */
   uint64_t renewals, renew_failures, mark_writes, mark_waits;
+  uint64_t mark_failures;  /* mark writes that failed (not fenced) */
+  int mark_failing;        /* the last mark write failed */
   char reason[256];        /* why it is not valid, or the last failure; "" */
-  char pool[600];          /* as idgen_lease_info_t */
+  char pool[IDGEN_POOL_NAME_MAX];  /* as idgen_lease_info_t */
+  char node[IDGEN_NODE_TEXT_MAX];
   char holder[128];
 } idgen_snowflake_lease_status_t;
 

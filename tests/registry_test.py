@@ -33,6 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TMP = tempfile.mkdtemp(prefix="idgen-registry-test-")
 os.chmod(TMP, 0o755)  # the postgres user reaches its data directory below
 TWITTER_EPOCH = 1288834974657
+TWITTER_POOL = "epoch=1288834974657,tick=1ms,time@22,sequence@0:12"
 FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 ASAN = b"AddressSanitizer" in open(IDGEN, "rb").read()
 DAEMONS = []
@@ -299,7 +300,7 @@ def field_choice(registry, label):
     b = Daemon(label + "-full-b", ["--registry", registry] + lay)
     r = idgen("snowflake", "--registry", registry, *lay)
     check("%s: a full pool names its size and the field" % label,
-          r.returncode == 1 and 'all 2 worker IDs of field "worker" (1 bits) for rack=5 are held'
+          r.returncode == 1 and 'all 2 values of field "worker" (1 bits) with rack=5 are held'
           in r.stderr, r.stderr)
     a.stop()
     b.stop()
@@ -313,8 +314,8 @@ def swap(registry, label):
     before = first_ids(d, 1000, "%s: serves" % label)
     if before is None:
         return
-    lock = os.path.join(root, "worker@datacenter=14", "%d.lock" % worker_of(before[0]))
-    os.rename(lock, lock + ".moved")  # never do this: it loses the mark (for the test only)
+    lock = os.path.join(root, TWITTER_POOL, "%016x.lock" % (14 << 17 | worker_of(before[0]) << 12))
+    os.rename(lock, lock + ".moved")  # never do this (the pool-wide mark keeps the IDs unique)
     fenced = wait_for(lambda: re.search(r"event=lease_lost .*fenced=1", d.log()), 5)
     check("%s: fenced: the lock file was replaced" % label, fenced, d.log()[-600:])
     again = wait_for(lambda: "event=lease_acquired" in d.log(), 5)
@@ -326,16 +327,28 @@ def swap(registry, label):
     check("%s: exits 0 on TERM" % label, d.stop() == 0, d.log()[-400:])
 
 
+def list_row(registry, node):
+    """The `idgen registry list` line of tuple `node` in twitter's pool."""
+    r = idgen("registry", "list", "--registry", registry)
+    rows, pool = [], None
+    for l in r.stdout.splitlines():
+        if l.startswith("pool "):
+            pool = l[5:]
+        elif pool == TWITTER_POOL and re.match(r"^  %s +" % re.escape(node), l):
+            rows.append(l)
+    return (rows[0] if rows else None), r
+
+
 def registry_cli(registry, label, refused_re):
     d = Daemon(label + "-list", ["--registry", registry, "--node", "datacenter=9"])
     ids = d.ids(1)
     w = worker_of(ids[0]) if ids else -1
-    r = idgen("registry", "list", "--registry", registry)
-    line = [l for l in r.stdout.splitlines() if l.startswith("worker@datacenter=9 ")]
+    node = "datacenter=9,worker=%d" % w
+    line, r = list_row(registry, node)
     check("%s: registry list shows the daemon's lease as held" % label,
-          r.returncode == 0 and line and re.search(r"^worker@datacenter=9 +%d +held " % w, line[0])
-          and (":%d:" % d.p.pid) in line[0], (r.stdout[-600:], r.stderr))
-    r = idgen("registry", "free", "--registry", registry, "worker@datacenter=9", str(w))
+          r.returncode == 0 and line and re.search(r" held ", line)
+          and (":%d:" % d.p.pid) in line, (r.stdout[-600:], r.stderr))
+    r = idgen("registry", "free", "--registry", registry, TWITTER_POOL, node)
     check("%s: registry free refuses a live holder" % label,
           r.returncode == 1 and re.search(refused_re, r.stderr), (r.returncode, r.stderr))
     check("%s: the refused free did not disturb the holder" % label, d.ids(1) is not None)
@@ -432,10 +445,9 @@ def pg_outage(pg, label):
     check("%s: logged lease_lost and lease_valid" % label,
           "event=lease_lost" in d.log() and "event=lease_valid" in d.log(), d.log()[-800:])
     check("%s: TERM exits 0" % label, d.stop() == 0)
-    r = idgen("registry", "list", "--registry", reg)
-    row = [l for l in r.stdout.splitlines() if l.startswith("worker@datacenter=11 ")]
+    row, r = list_row(reg, "datacenter=11,worker=%d" % w)
     check("%s: the stopped daemon released its lease: free at once, not in quarantine" % label,
-          row and re.search(r"^worker@datacenter=11 +%d +free " % w, row[0]), r.stdout[-400:])
+          row and re.search(r" free ", row), r.stdout[-400:])
 
 
 def pg_pause(pg, label):
@@ -507,8 +519,9 @@ def hostile_defaults(pg, label):
     check("%s: worker 0 of datacenter=15 used once (a row exists)" % label,
           r.returncode == 0 and worker_of(int(r.stdout)) == 0, r.stderr)
     lock = subprocess.Popen(["psql", "-q", "-X", pg.uri, "-c",
-                             "BEGIN; SELECT 1 FROM idgen_leases WHERE pool = 'worker@datacenter=15'"
-                             " AND worker_id = 0 FOR UPDATE; SELECT pg_sleep(8); COMMIT;"],
+                             "BEGIN; SELECT 1 FROM idgen_nodes WHERE pool = '%s'"
+                             " AND node = %d FOR UPDATE; SELECT pg_sleep(8); COMMIT;"
+                             % (TWITTER_POOL, 15 << 17)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
     t = time.monotonic()
@@ -556,7 +569,7 @@ def main():
                 d, w = registry_cli(pg.uri, "postgres registry",
                                     r"is held by \S+ \(its lease expires in")
                 r = idgen("registry", "free", "--registry", pg.uri, "--force",
-                          "worker@datacenter=9", str(w))
+                          TWITTER_POOL, "datacenter=9,worker=%d" % w)
                 check("postgres registry: free --force fences the live holder",
                       r.returncode == 0, r.stderr)
                 # Fenced at its next renewal (a third of the 10 s TTL), it stops

@@ -14,10 +14,29 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "registry_int.h" /* idgen__pool_name: where the files are */
 #include "testutil.h"
 
 static char dir[256];
 static char uri[300];
+
+/* The lock file of tuple `key` of layout l's pool. */
+static const char *lock_path(const idgen_layout_t *l, uint64_t key) {
+  static char path[700];
+  char pool[IDGEN_POOL_NAME_MAX];
+  idgen__pool_name(l, pool);
+  snprintf(path, sizeof path, "%s/reg/%s/%016llx.lock", dir, pool, (unsigned long long)key);
+  return path;
+}
+
+/* The pool file of layout l's pool. */
+static const char *pool_path(const idgen_layout_t *l) {
+  static char path[700];
+  char pool[IDGEN_POOL_NAME_MAX];
+  idgen__pool_name(l, pool);
+  snprintf(path, sizeof path, "%s/reg/%s/pool", dir, pool);
+  return path;
+}
 
 static int setup(void **state) {
   (void)state;
@@ -141,7 +160,7 @@ static void test_start_wait_and_full_pool(void **state) {
   idgen_lease_request_t req = {&l, NULL, NULL, -1, &ck.clock};
   idgen_lease_t *x;
   assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), IDGEN_EPOOLFULL);
-  assert_non_null(strstr(err, "all 2 worker IDs of field \"worker\" (1 bits)"));
+  assert_non_null(strstr(err, "all 2 values of field \"worker\" (1 bits)"));
   /* both marks ahead: 300 ms and 5 s; the lower one is taken after a wait */
   assert_int_equal(idgen_lease_record_mark(a, 1800000005000, NULL, 0), 0);
   assert_int_equal(idgen_lease_record_mark(b, 1800000000300, NULL, 0), 0);
@@ -235,11 +254,11 @@ static void test_fork_does_not_leak_the_lock(void **state) {
 static void test_removed_lock_file(void **state) {
   (void)state;
   idgen_registry_t *r;
-  char path[600];
+  char path[700];
   idgen_layout_t tw = tu_layout("twitter");
   r = tu_registry(uri);
   idgen_lease_t *l = take(r, &tw, NULL, NULL);
-  snprintf(path, sizeof path, "%s/reg/worker@datacenter=0/0.lock", dir);
+  snprintf(path, sizeof path, "%s", lock_path(&tw, 0));
   assert_int_equal(unlink(path), 0);
   assert_int_equal(idgen_lease_renew(l, NULL, 0), IDGEN_ELEASE);
   assert_int_equal(idgen_lease_record_mark(l, 5, NULL, 0), IDGEN_ELEASE);
@@ -252,18 +271,21 @@ static void test_removed_lock_file(void **state) {
 static void test_bad_records(void **state) {
   (void)state;
   idgen_registry_t *r;
-  char err[300], path[600];
+  char err[300], path[700];
   idgen_layout_t l = tu_layout("time:41,worker:1,sequence:12"); /* a pool of 2 */
   r = tu_registry(uri);
   idgen_lease_t *a = take(r, &l, NULL, NULL); /* creates the pool's directory */
   idgen_lease_release(a);
-  snprintf(path, sizeof path, "%s/reg/worker@-/0.lock", dir);
+  snprintf(path, sizeof path, "%s", lock_path(&l, 0));
   /* garbage; a truncated record; whole records with a sign or a space
-   * before a number (sscanf would take them: not canonical, refused) */
-  const char *bad[] = {"garbage\n", "idgen-lease v1 generation=7 mark_ms=18",
-                       "idgen-lease v1 generation=-1 mark_ms=5 holder=h",
-                       "idgen-lease v1 generation=1 mark_ms= 5 holder=h"};
-  for (int i = 0; i < 4; i++) {
+   * before a number (sscanf would take them: not canonical, refused); a
+   * record of the old format */
+  const char *bad[] = {"garbage\n", "idgen-lease v2 generation=7 mark_ms=18",
+                       "idgen-lease v2 generation=-1 mark_ms=5 key=0000000000000000 holder=h",
+                       "idgen-lease v2 generation=1 mark_ms= 5 key=0000000000000000 holder=h",
+                       "idgen-lease v2 generation=1 mark_ms=5 key=0 holder=h",
+                       "idgen-lease v1 generation=1 mark_ms=5 holder=h"};
+  for (int i = 0; i < 6; i++) {
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     if (i < 2)
@@ -306,18 +328,324 @@ static int64_t id_ms(const idgen_layout_t *l, uint64_t id, uint64_t *worker) {
   return ms;
 }
 
-/* The mark in the lock file itself, as the next holder would read it. */
-static int64_t file_mark(uint64_t worker) {
-  char path[600], buf[300];
-  snprintf(path, sizeof path, "%s/reg/worker@datacenter=0/%llu.lock", dir,
-           (unsigned long long)worker);
+/* The mark in a lock file itself, as the next holder would read it. */
+static int64_t mark_in(const char *path) {
+  char buf[300];
   FILE *f = fopen(path, "r");
   assert_non_null(f);
   assert_non_null(fgets(buf, sizeof buf, f));
   fclose(f);
   long long m = -1;
-  assert_int_equal(sscanf(buf, "idgen-lease v1 generation=%*u mark_ms=%lld", &m), 1);
+  assert_int_equal(sscanf(buf, "idgen-lease v2 generation=%*u mark_ms=%lld", &m), 1);
   return m;
+}
+
+/* The same for twitter's tuple (datacenter 0, worker). */
+static int64_t file_mark(uint64_t worker) {
+  idgen_layout_t tw = tu_layout("twitter");
+  return mark_in(lock_path(&tw, worker << 12));
+}
+
+/* The pool-wide mark in layout l's pool file. */
+static int64_t pool_mark_of(const idgen_layout_t *l) {
+  char buf[1100];
+  FILE *f = fopen(pool_path(l), "r");
+  assert_non_null(f);
+  assert_non_null(fgets(buf, sizeof buf, f));
+  fclose(f);
+  long long m = -1;
+  assert_int_equal(sscanf(buf, "idgen-pool v1 mark_ms=%lld", &m), 1);
+  return m;
+}
+
+/* ---- a lease is a whole node tuple (SPEC section 8) ----------------------- */
+
+/* Acquires with lease field `field` and node values v[] (by field index);
+ * the lease, or NULL with *rc set. */
+static idgen_lease_t *try_take(idgen_registry_t *r, const idgen_layout_t *l, const char *field,
+                               const uint64_t *v, int *rc) {
+  idgen_lease_request_t req = {l, v, field, -1, NULL};
+  idgen_lease_t *lease = NULL;
+  *rc = idgen_registry_acquire(r, &req, &lease, NULL, 0);
+  return *rc == 0 ? lease : NULL;
+}
+
+static uint64_t key_of(const idgen_lease_t *l) {
+  idgen_lease_info_t i;
+  idgen_lease_info(l, &i);
+  return i.key;
+}
+
+/* Every ordered pair of lease fields of a three-node-field layout, the other
+ * fields 0: the second holder never gets the first one's tuple (52df1fb
+ * gave both (0,0,0): the pools region@datacenter=0,worker=0 and
+ * worker@region=0,datacenter=0 were locked apart). */
+static void test_tuple_every_pair_of_fields(void **state) {
+  (void)state;
+  idgen_layout_t l = tu_layout("time:41,region:3,datacenter:4,worker:4,sequence:11");
+  const char *fields[] = {"region", "datacenter", "worker"};
+  uint64_t zero[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++) {
+      char u[400];
+      snprintf(u, sizeof u, "file:%s/pair-%d-%d", dir, a, b);
+      idgen_registry_t *r = tu_registry(u);
+      int rc;
+      idgen_lease_t *x = try_take(r, &l, fields[a], zero, &rc);
+      assert_non_null(x);
+      idgen_lease_t *y = try_take(r, &l, fields[b], zero, &rc);
+      assert_non_null(y);
+      assert_int_equal(key_of(x), 0); /* (0,0,0) */
+      if (key_of(y) == key_of(x))
+        fail_msg("leasing %s then %s: both hold tuple key 0", fields[a], fields[b]);
+      assert_int_equal(tu_worker(y), 1); /* the next value of its own field */
+      /* and a third one, leasing the remaining field (or the same again),
+       * meets both */
+      int c = a != b ? 3 - a - b : a;
+      idgen_lease_t *z = try_take(r, &l, fields[c], zero, &rc);
+      assert_non_null(z);
+      assert_true(key_of(z) != key_of(x) && key_of(z) != key_of(y));
+      idgen_lease_release(x);
+      idgen_lease_release(y);
+      idgen_lease_release(z);
+      idgen_registry_close(r);
+    }
+}
+
+/* Random holders with random lease fields and node values on a layout of
+ * eight tuples: while they live, no two hold the same tuple, and the ninth
+ * finds the pool full whatever it asks for. */
+static void test_tuple_random_mix(void **state) {
+  (void)state;
+  idgen_layout_t l = tu_layout("time:41,region:1,datacenter:1,worker:1,sequence:20");
+  const char *fields[] = {"region", "datacenter", "worker"};
+  int idx[3] = {idgen_layout_field_index(&l, "region"), idgen_layout_field_index(&l, "datacenter"),
+                idgen_layout_field_index(&l, "worker")};
+  idgen_registry_t *r = tu_registry(uri);
+  uint64_t seed = 0x9e3779b97f4a7c15u;
+  for (int round = 0; round < 20; round++) {
+    idgen_lease_t *held[64];
+    int n = 0, held_keys = 0;
+    unsigned char seen[8] = {0};
+    for (int i = 0; i < 64; i++) {
+      seed = seed * 6364136223846793005u + 1442695040888963407u;
+      uint64_t v[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+      for (int k = 0; k < 3; k++)
+        v[idx[k]] = (seed >> (20 + k)) & 1;
+      int rc;
+      idgen_lease_t *x = try_take(r, &l, fields[(seed >> 40) % 3], v, &rc);
+      if (x == NULL) {
+        assert_int_equal(rc, IDGEN_EPOOLFULL);
+        continue;
+      }
+      uint64_t key = key_of(x) >> 20; /* the three node bits */
+      assert_true(key < 8);
+      if (seen[key]++)
+        fail_msg("round %d: tuple %llu held twice", round, (unsigned long long)key);
+      held[n++] = x;
+      held_keys++;
+    }
+    assert_int_equal(held_keys, 8); /* every tuple, once */
+    for (int i = 0; i < n; i++)
+      idgen_lease_release(held[i]);
+  }
+  idgen_registry_close(r);
+}
+
+/* Layouts that make the same IDs -- other field names, a wider time field
+ * -- share a pool and meet on the same tuples. */
+static void test_tuple_same_ids_other_names(void **state) {
+  (void)state;
+  idgen_layout_t tw = tu_layout("twitter");
+  idgen_layout_t other =
+      tu_layout("time:42@1ms,dc:5,w:5,sequence:12,epoch=2010-11-04T01:42:54.657Z");
+  idgen_registry_t *r = tu_registry(uri);
+  uint64_t zero[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  int rc;
+  idgen_lease_t *a = try_take(r, &tw, NULL, zero, &rc);
+  idgen_lease_t *b = try_take(r, &other, "w", zero, &rc);
+  assert_non_null(a);
+  assert_non_null(b);
+  idgen_lease_info_t ia, ib;
+  idgen_lease_info(a, &ia);
+  idgen_lease_info(b, &ib);
+  assert_string_equal(ia.pool, ib.pool);
+  assert_string_equal(ia.pool, "epoch=1288834974657,tick=1ms,time@22,sequence@0:12");
+  assert_string_equal(ia.node, "datacenter=0,worker=0");
+  assert_string_equal(ib.node, "dc=0,w=1"); /* not dc=0,w=0: that is ia's tuple */
+  /* a layout of another geometry is another pool */
+  idgen_layout_t sf = tu_layout("sonyflake");
+  idgen_lease_t *c = try_take(r, &sf, NULL, zero, &rc);
+  assert_non_null(c);
+  assert_int_equal(tu_worker(c), 0);
+  idgen_lease_release(a);
+  idgen_lease_release(b);
+  idgen_lease_release(c);
+  idgen_registry_close(r);
+}
+
+/* ---- the pool-wide mark ------------------------------------------------- */
+
+/* A lock file removed under a live holder, or moved, or emptied: the next
+ * holder of that tuple starts above every mark the pool recorded (52df1fb
+ * read the new empty file as mark 0 and repeated the holder's IDs). */
+static void test_pool_mark_removed_file(void **state) {
+  (void)state;
+  const int64_t t = 1800000000000;
+  tu_clock_t ck;
+  tu_clock_init(&ck, t);
+  idgen_layout_t tw = tu_layout("twitter");
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_lease_t *a = take(r, &tw, NULL, &ck.clock);
+  assert_int_equal(tu_worker(a), 0);
+  assert_int_equal(idgen_lease_record_mark(a, t + 3000, NULL, 0), 0);
+  assert_true(pool_mark_of(&tw) >= t + 3000); /* raised before the record */
+  assert_int_equal(unlink(lock_path(&tw, 0)), 0);
+  /* the holder lives on; the next acquirer recreates the file and starts
+   * above the pool mark, waiting on the injected clock */
+  idgen_lease_request_t req = {&tw, NULL, NULL, 5000, &ck.clock};
+  idgen_lease_t *b;
+  char err[300];
+  if (idgen_registry_acquire(r, &req, &b, err, sizeof err) != 0)
+    fail_msg("acquire: %s", err);
+  idgen_lease_info_t ib;
+  idgen_lease_info(b, &ib);
+  assert_int_equal(ib.worker, 0);
+  assert_true(ib.mark_ms >= t + 3000);
+  assert_true(tu_clock_ms(&ck) > t + 3000); /* waited until the clock passed it */
+  /* the old holder is fenced at its next check */
+  assert_int_equal(idgen_lease_renew(a, NULL, 0), IDGEN_ELEASE);
+  idgen_lease_release(a);
+  idgen_lease_release(b);
+  /* a file moved over another tuple's: the moved record is not that
+   * tuple's, so it starts above the pool mark too */
+  idgen_layout_t l8 = tu_layout("time:41,worker:3,sequence:12");
+  idgen_lease_t *x = take(r, &l8, NULL, &ck.clock);
+  assert_int_equal(idgen_lease_record_mark(x, t + 9000, NULL, 0), 0);
+  idgen_lease_release(x);
+  char moved[700];
+  snprintf(moved, sizeof moved, "%s", lock_path(&l8, 0));
+  assert_int_equal(rename(moved, lock_path(&l8, UINT64_C(5) << 12)), 0);
+  idgen_lease_request_t req8 = {&l8, NULL, NULL, 20000, &ck.clock};
+  idgen_lease_t *h[6];
+  for (int i = 0; i < 6; i++) {
+    assert_int_equal(idgen_registry_acquire(r, &req8, &h[i], err, sizeof err), 0);
+    assert_int_equal(tu_worker(h[i]), i);
+    idgen_lease_info(h[i], &ib);
+    assert_true(ib.mark_ms >= t + 9000); /* 0 recreated, 1-4 new, 5 moved */
+  }
+  for (int i = 0; i < 6; i++)
+    idgen_lease_release(h[i]);
+  idgen_registry_close(r);
+}
+
+/* After the holder exited, with the clock stepped back: the same. */
+static void test_pool_mark_after_exit_and_step_back(void **state) {
+  (void)state;
+  const int64_t t = 1800000000000;
+  tu_clock_t ck;
+  tu_clock_init(&ck, t);
+  idgen_layout_t tw = tu_layout("twitter");
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_lease_t *a = take(r, &tw, NULL, &ck.clock);
+  idgen_snowflake_t *g = bind_gen(&tw, a, &ck.clock);
+  uint64_t id, last = 0;
+  for (int i = 0; i < 1000; i++) {
+    tu_ok(idgen_snowflake_next(g, &id));
+    last = id;
+  }
+  idgen_snowflake_free(g); /* the final mark: the last tick used */
+  idgen_lease_release(a);
+  assert_int_equal(unlink(lock_path(&tw, 0)), 0);
+  tu_clock_set_ms(&ck, t - 10000); /* 10 s back */
+  /* the recreated record starts above the pool mark: more than the default
+   * start wait away, so refused (52df1fb started it at mark 0) */
+  idgen_lease_request_t req = {&tw, NULL, NULL, -1, &ck.clock};
+  idgen_lease_t *b;
+  char err[400];
+  assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), IDGEN_ECLOCK);
+  assert_non_null(strstr(err, "starts above the pool-wide mark"));
+  req.max_start_wait_ms = 20000;
+  assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), 0);
+  assert_int_equal(tu_worker(b), 0);
+  assert_true(tu_clock_ms(&ck) > id_ms(&tw, last, NULL)); /* waited for the clock */
+  g = bind_gen(&tw, b, &ck.clock);
+  tu_ok(idgen_snowflake_next(g, &id));
+  assert_true(id > last);
+  idgen_snowflake_free(g);
+  idgen_lease_release(b);
+  idgen_registry_close(r);
+}
+
+/* A missing pool file is rebuilt from the lock files' highest mark; a
+ * corrupt one is an error naming it. */
+static void test_pool_file_missing_or_corrupt(void **state) {
+  (void)state;
+  idgen_layout_t tw = tu_layout("twitter");
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_lease_t *a = take(r, &tw, NULL, NULL), *b = take(r, &tw, NULL, NULL);
+  assert_int_equal(idgen_lease_record_mark(a, 1700000000000, NULL, 0), 0);
+  assert_int_equal(idgen_lease_record_mark(b, 1700000000777, NULL, 0), 0);
+  idgen_lease_release(a);
+  assert_int_equal(unlink(pool_path(&tw)), 0);
+  a = take(r, &tw, NULL, NULL); /* rebuilds it */
+  assert_int_equal(pool_mark_of(&tw), 1700000000777);
+  idgen_lease_release(a);
+  FILE *f = fopen(pool_path(&tw), "w");
+  assert_non_null(f);
+  fputs("idgen-pool v1 mark_ms=-1\n", f);
+  fclose(f);
+  idgen_lease_request_t req = {&tw, NULL, NULL, -1, NULL};
+  char err[600];
+  assert_int_equal(idgen_registry_acquire(r, &req, &a, err, sizeof err), IDGEN_EREGISTRY);
+  assert_non_null(strstr(err, pool_path(&tw)));
+  assert_non_null(strstr(err, "not a valid idgen pool record"));
+  /* and a live holder's mark write fails the same way, never silently */
+  assert_int_equal(idgen_lease_record_mark(b, 1700000009999, err, sizeof err), IDGEN_EREGISTRY);
+  assert_non_null(strstr(err, "not a valid idgen pool record"));
+  idgen_lease_release(b);
+  idgen_registry_close(r);
+}
+
+/* The default registry does not depend on the working directory, and a
+ * relative one is made absolute once, at open. */
+static void test_default_and_relative_uri(void **state) {
+  (void)state;
+  char def[1200], err[300], cwd[600], want[1300];
+  char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+  char *xdg = getenv("XDG_STATE_HOME") ? strdup(getenv("XDG_STATE_HOME")) : NULL;
+  tu_ok(idgen_registry_default_uri(def, sizeof def, err, sizeof err));
+  if (access("/var/lib", W_OK) == 0) {
+    assert_string_equal(def, "file:/var/lib/idgen"); /* as root */
+  } else {
+    setenv("XDG_STATE_HOME", "/x/state", 1);
+    tu_ok(idgen_registry_default_uri(def, sizeof def, err, sizeof err));
+    assert_string_equal(def, "file:/x/state/idgen");
+    setenv("XDG_STATE_HOME", "relative", 1); /* not absolute: ignored */
+    setenv("HOME", "/home/u", 1);
+    tu_ok(idgen_registry_default_uri(def, sizeof def, err, sizeof err));
+    assert_string_equal(def, "file:/home/u/.local/state/idgen");
+    unsetenv("HOME");
+    unsetenv("XDG_STATE_HOME");
+    assert_int_equal(idgen_registry_default_uri(def, sizeof def, err, sizeof err), IDGEN_EINVAL);
+    assert_non_null(strstr(err, "give the registry"));
+  }
+  if (home)
+    setenv("HOME", home, 1);
+  if (xdg)
+    setenv("XDG_STATE_HOME", xdg, 1);
+  free(home);
+  free(xdg);
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  assert_int_equal(chdir(dir), 0);
+  idgen_registry_t *r = tu_registry("file:./rel/../rel/reg");
+  snprintf(want, sizeof want, "file:%s/rel/reg", dir);
+  char real[700];
+  assert_non_null(realpath(dir, real)); /* /tmp may be a link */
+  snprintf(want, sizeof want, "file:%s/rel/reg", real);
+  assert_string_equal(idgen_registry_uri(r), want);
+  assert_int_equal(chdir(cwd), 0);
+  idgen_registry_close(r);
 }
 
 /* No ID is above the durable mark; the mark moves when the clock does; the
@@ -335,7 +663,7 @@ static void test_bound_marks(void **state) {
   idgen_snowflake_lease_status(g, &st);
   assert_true(st.bound && st.valid && !st.fenced);
   assert_int_equal(st.worker, 0);
-  assert_true(st.valid_ms > 8000 && st.valid_ms <= 9000); /* TTL 10 s less a tenth */
+  assert_true(st.valid_ms == INT64_MAX); /* a flock does not expire */
   assert_int_equal(file_mark(0), st.mark_ms);
   assert_true(st.mark_ms >= t0 + 1000); /* a step ahead (file: 1 s) */
   uint64_t id = 0, last = 0, w;
@@ -385,14 +713,14 @@ static void test_bound_lease_lost(void **state) {
   idgen_layout_t tw = tu_layout("twitter");
   idgen_lease_request_t req = {&tw, NULL, NULL, -1, NULL, .ttl_ms = 300};
   idgen_lease_t *lease;
-  char err[300], path[600];
+  char err[300], path[700];
   tu_ok(idgen_registry_acquire(r, &req, &lease, err, sizeof err));
   idgen_snowflake_t *g = bind_gen(&tw, lease, NULL);
   uint64_t id;
   tu_ok(idgen_snowflake_next(g, &id));
   /* the lock file is replaced: another process could lock the new one */
-  snprintf(path, sizeof path, "%s/reg/worker@datacenter=0/0.lock", dir);
-  char moved[700];
+  snprintf(path, sizeof path, "%s", lock_path(&tw, 0));
+  char moved[720];
   snprintf(moved, sizeof moved, "%s.moved", path);
   assert_int_equal(rename(path, moved), 0);
   int rc = 0;
@@ -509,6 +837,13 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fork_does_not_leak_the_lock, setup, teardown),
       cmocka_unit_test_setup_teardown(test_removed_lock_file, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_records, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tuple_every_pair_of_fields, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tuple_random_mix, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tuple_same_ids_other_names, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pool_mark_removed_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pool_mark_after_exit_and_step_back, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pool_file_missing_or_corrupt, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_default_and_relative_uri, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bound_marks, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bound_lease_lost, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bound_threads, setup, teardown),

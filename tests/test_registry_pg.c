@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
 #include "registry_int.h" /* idgen__lease_final_mark */
 #include "testutil.h"
 
@@ -32,21 +34,35 @@ static uint64_t run_base, run_next;
 
 static int64_t now_ms(void) { return idgen_clock_now_ms(IDGEN_CLOCK_PRECISE); }
 
-/* Node values that put the test in a pool of its own: run = a new value. */
+/* Node values that put the test's tuples apart from every other test's:
+ * run = a new value.  `name` is the pool (the layout's geometry), which
+ * tests with the same geometry share; rows are told apart by run. */
 typedef struct pool {
   idgen_layout_t layout;
   uint64_t node[IDGEN_LAYOUT_MAX_FIELDS];
-  char name[64]; /* "worker@run=N" */
+  uint64_t run;
+  unsigned run_shift;
+  char name[IDGEN_POOL_NAME_MAX];
 } pool_t;
 
 static pool_t new_pool(const char *spec) {
   pool_t p;
   memset(&p, 0, sizeof p);
   p.layout = tu_layout(spec);
-  uint64_t run = (run_base + run_next++) & 0xffff;
-  p.node[idgen_layout_field_index(&p.layout, "run")] = run;
-  snprintf(p.name, sizeof p.name, "worker@run=%llu", (unsigned long long)run);
+  p.run = (run_base + run_next++) & 0xffff;
+  int i = idgen_layout_field_index(&p.layout, "run");
+  p.node[i] = p.run;
+  p.run_shift = p.layout.fields[i].shift;
+  idgen__pool_name(&p.layout, p.name);
   return p;
+}
+
+/* The text of tuple (run, worker = w) of pool p, as list and free use it. */
+static const char *tuple(const pool_t *p, uint64_t w) {
+  static char buf[64];
+  snprintf(buf, sizeof buf, "run=%llu,worker=%llu", (unsigned long long)p->run,
+           (unsigned long long)w);
+  return buf;
 }
 
 static idgen_lease_request_t request(const pool_t *p, int64_t ttl, int64_t quarantine) {
@@ -70,24 +86,25 @@ static idgen_lease_info_t info_of(const idgen_lease_t *l) {
   return i;
 }
 
-/* The rows of one pool, as idgen_registry_list() reports them. */
+/* The rows of one test's tuples, as idgen_registry_list() reports them. */
 typedef struct rows {
-  const char *pool;
+  const pool_t *p;
   int n;
   idgen_lease_row_t row[16];
 } rows_t;
 
 static int collect(void *ctx, const idgen_lease_row_t *row) {
   rows_t *rs = ctx;
-  if (strcmp(row->pool, rs->pool) == 0 && rs->n < 16)
+  if (strcmp(row->pool, rs->p->name) == 0 && (row->key >> rs->p->run_shift & 0xffff) == rs->p->run &&
+      rs->n < 16)
     rs->row[rs->n++] = *row;
   return 0;
 }
 
-static rows_t list_pool(idgen_registry_t *r, const char *pool) {
+static rows_t list_pool(idgen_registry_t *r, const pool_t *p) {
   rows_t rs;
   memset(&rs, 0, sizeof rs);
-  rs.pool = pool;
+  rs.p = p;
   char err[300];
   if (idgen_registry_list(r, collect, &rs, err, sizeof err) != 0)
     fail_msg("list: %s", err);
@@ -196,7 +213,7 @@ static void test_concurrent_processes(void **state) {
   for (int i = 0; i < N; i++) /* the lowest ones */
     assert_int_equal(seen[i], 1);
   idgen_registry_t *r = tu_registry(uri);
-  rows_t rs = list_pool(r, p.name);
+  rows_t rs = list_pool(r, &p);
   assert_int_equal(rs.n, 16); /* list_pool keeps 16 */
   idgen_registry_close(r);
   close(ctl[1]); /* the children exit */
@@ -262,27 +279,29 @@ static void test_expiry_and_quarantine(void **state) {
   idgen_lease_t *a = take(r, &p, 300, 1500);
   assert_int_equal(tu_worker(a), 0);
   tu_sleep_ms(450); /* expired, in quarantine until about 1800 ms */
-  rows_t rs = list_pool(r, p.name);
+  rows_t rs = list_pool(r, &p);
   assert_int_equal(rs.n, 1);
   assert_int_equal(rs.row[0].state, IDGEN_LEASE_QUARANTINE);
   assert_string_equal(rs.row[0].holder, info_of(a).holder);
-  assert_in_range(rs.row[0].expires_ms, now_ms() + 500, now_ms() + 1500);
+  assert_in_range(rs.row[0].expires_in_ms, 500, 1500); /* free again then */
   idgen_lease_t *b = take(r, &p, 300, 1500);
   assert_int_equal(tu_worker(b), 1); /* not 0: quarantine */
   /* nobody else has 0: its holder may come back */
   assert_int_equal(idgen_lease_renew(a, err, sizeof err), 0);
-  assert_int_equal(list_pool(r, p.name).row[0].state, IDGEN_LEASE_HELD);
+  assert_int_equal(list_pool(r, &p).row[0].state, IDGEN_LEASE_HELD);
   tu_sleep_ms(2000); /* both expired, and their quarantines are over */
-  rs = list_pool(r, p.name);
+  rs = list_pool(r, &p);
   assert_int_equal(rs.n, 2);
   assert_int_equal(rs.row[0].state, IDGEN_LEASE_FREE);
-  assert_int_equal(rs.row[0].expires_ms, 0);
+  assert_int_equal(rs.row[0].expires_in_ms, -1);
   idgen_lease_t *c = take(r, &p, 0, 0);
   assert_int_equal(tu_worker(c), 0);
   assert_int_equal(info_of(c).generation, 2);
   /* the old holder is fenced out */
   assert_int_equal(idgen_lease_renew(a, err, sizeof err), IDGEN_ELEASE);
-  assert_non_null(strstr(err, "fenced out: generation 1 of worker 0"));
+  char want[400];
+  snprintf(want, sizeof want, "fenced out: generation 1 of %s in pool %s", tuple(&p, 0), p.name);
+  assert_non_null(strstr(err, want));
   assert_non_null(strstr(err, "granted again, generation 2"));
   assert_int_equal(idgen_lease_record_mark(a, now_ms(), err, sizeof err), IDGEN_ELEASE);
   assert_non_null(strstr(err, "registry: postgres: mark: fenced out"));
@@ -297,7 +316,7 @@ static void test_full_pool(void **state) {
   (void)state;
   idgen_registry_t *r = tu_registry(uri);
   pool_t p = new_pool("time:41,run:16,worker:2,sequence:5");
-  char err[300], want[100];
+  char err[300], want[300];
   idgen_lease_t *l[4];
   for (int i = 0; i < 4; i++) {
     l[i] = take(r, &p, 0, 0);
@@ -306,11 +325,11 @@ static void test_full_pool(void **state) {
   idgen_lease_request_t req = request(&p, 0, 0);
   idgen_lease_t *x;
   assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), IDGEN_EPOOLFULL);
-  assert_non_null(strstr(err, "all 4 worker IDs of field \"worker\" (2 bits)"));
-  snprintf(want, sizeof want, "for %s are held", p.name + strlen("worker@"));
+  assert_non_null(strstr(err, "all 4 values of field \"worker\" (2 bits)"));
+  snprintf(want, sizeof want, "with run=%llu are held", (unsigned long long)p.run);
   assert_non_null(strstr(err, want));
   /* one freed by hand: still full while it is in quarantine, and said so */
-  assert_int_equal(idgen_registry_free(r, p.name, 2, 1, NULL, 0), 0);
+  assert_int_equal(idgen_registry_free(r, p.name, tuple(&p, 2), 1, NULL, 0), 0);
   assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), IDGEN_EPOOLFULL);
   assert_non_null(strstr(err, "(1 of them in quarantine, the first back in "));
   for (int i = 0; i < 4; i++)
@@ -345,8 +364,10 @@ static void test_start_wait(void **state) {
   req.start_borrow_ms = 0;
   req.max_start_wait_ms = 100;
   assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), IDGEN_ECLOCK);
-  assert_non_null(strstr(err, "the nearest (worker 1) can start in 301 ms, more than "
-                              "max_start_wait_ms (100)"));
+  char want[400];
+  snprintf(want, sizeof want, "the nearest (worker 1 with run=%llu) can start in 301 ms, more "
+           "than max_start_wait_ms (100)", (unsigned long long)p.run);
+  assert_non_null(strstr(err, want));
   req.max_start_wait_ms = 1000;
   assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), 0);
   assert_int_equal(tu_worker(x), 1);
@@ -364,23 +385,24 @@ static void test_list_states(void **state) {
   assert_int_equal(idgen_lease_record_mark(b, 1700000000123, NULL, 0), 0);
   idgen_lease_release(b);
   tu_sleep_ms(400); /* c expires */
-  rows_t rs = list_pool(r, p.name);
-  int64_t now = now_ms();
+  rows_t rs = list_pool(r, &p);
   assert_int_equal(rs.n, 3);
-  assert_int_equal(rs.row[0].worker, 0);
+  assert_string_equal(rs.row[0].node, tuple(&p, 0)); /* in the pool's own layout */
+  assert_string_equal(rs.row[0].layout, "time:41@1ms,run:16,worker:4,sequence:3,epoch=0");
+  assert_int_equal(rs.row[0].key, info_of(a).key);
   assert_int_equal(rs.row[0].state, IDGEN_LEASE_HELD);
   assert_string_equal(rs.row[0].holder, info_of(a).holder);
   assert_int_equal(rs.row[0].generation, 1);
-  assert_in_range(rs.row[0].expires_ms, now + 8000, now + 11000);
-  assert_int_equal(rs.row[1].worker, 1);
+  assert_in_range(rs.row[0].expires_in_ms, 8000, 10000); /* by the database's clock */
+  assert_string_equal(rs.row[1].node, tuple(&p, 1));
   assert_int_equal(rs.row[1].state, IDGEN_LEASE_FREE); /* released: free at once */
   assert_int_equal(rs.row[1].mark_ms, 1700000000123);
   assert_string_equal(rs.row[1].holder, "");
-  assert_int_equal(rs.row[1].expires_ms, 0);
-  assert_int_equal(rs.row[2].worker, 2);
+  assert_int_equal(rs.row[1].expires_in_ms, -1);
+  assert_string_equal(rs.row[2].node, tuple(&p, 2));
   assert_int_equal(rs.row[2].state, IDGEN_LEASE_QUARANTINE);
   assert_string_equal(rs.row[2].holder, info_of(c).holder);
-  assert_in_range(rs.row[2].expires_ms, now + 4000, now + 5000); /* free again then */
+  assert_in_range(rs.row[2].expires_in_ms, 4000, 5000); /* free again then */
   idgen_lease_release(a);
   idgen_lease_release(c);
   idgen_registry_close(r);
@@ -411,34 +433,38 @@ static void test_free_by_hand(void **state) {
   char err[300];
   idgen_lease_t *a = take(r, &p, 300, 300), *b = take(r, &p, 0, 0);
   /* a live lease is refused without force */
-  assert_int_equal(idgen_registry_free(r, p.name, 0, 0, err, sizeof err), IDGEN_ELEASE);
+  assert_int_equal(idgen_registry_free(r, p.name, tuple(&p, 0), 0, err, sizeof err), IDGEN_ELEASE);
   assert_non_null(strstr(err, "is held by "));
   assert_int_equal(idgen_lease_renew(a, NULL, 0), 0);
   /* forced: fenced at once, and out of the pool for the quarantine */
   err[0] = '\0';
-  assert_int_equal(idgen_registry_free(r, p.name, 0, 1, err, sizeof err), 0);
+  assert_int_equal(idgen_registry_free(r, p.name, tuple(&p, 0), 1, err, sizeof err), 0);
   assert_non_null(strstr(err, "freed: generation 1"));
   assert_int_equal(idgen_lease_renew(a, err, sizeof err), IDGEN_ELEASE);
   assert_non_null(strstr(err, "freed by hand (now generation 2)"));
   assert_int_equal(idgen_lease_record_mark(a, now_ms(), NULL, 0), IDGEN_ELEASE);
-  rows_t rs = list_pool(r, p.name);
+  rows_t rs = list_pool(r, &p);
   assert_int_equal(rs.row[0].state, IDGEN_LEASE_QUARANTINE);
   assert_int_equal(rs.row[0].generation, 2);
   assert_string_equal(rs.row[0].holder, "");
   idgen_lease_t *c = take(r, &p, 0, 0);
   assert_int_equal(tu_worker(c), 2); /* not 0 */
   /* freeing again, or a free ID, or an unknown one */
-  assert_int_equal(idgen_registry_free(r, p.name, 0, 0, err, sizeof err), 0);
+  assert_int_equal(idgen_registry_free(r, p.name, tuple(&p, 0), 0, err, sizeof err), 0);
   assert_non_null(strstr(err, "is already freed: back in the pool in "));
   idgen_lease_release(c);
-  assert_int_equal(idgen_registry_free(r, p.name, 2, 0, err, sizeof err), 0);
+  assert_int_equal(idgen_registry_free(r, p.name, tuple(&p, 2), 0, err, sizeof err), 0);
   assert_non_null(strstr(err, "is already free"));
-  assert_int_equal(idgen_registry_free(r, p.name, 9, 0, err, sizeof err), IDGEN_EINVAL);
-  assert_non_null(strstr(err, "worker 9 of worker@run="));
+  assert_int_equal(idgen_registry_free(r, p.name, tuple(&p, 9), 0, err, sizeof err), IDGEN_EINVAL);
+  assert_non_null(strstr(err, tuple(&p, 9)));
   assert_non_null(strstr(err, "was never leased"));
-  assert_int_equal(idgen_registry_free(r, "worker@run=nosuch", 0, 0, err, sizeof err),
+  assert_int_equal(idgen_registry_free(r, "epoch=1,tick=1ms,time@9,sequence@0:3", "run=1,worker=0",
+                                       0, err, sizeof err),
                    IDGEN_EINVAL);
-  assert_non_null(strstr(err, "no pool worker@run=nosuch"));
+  assert_non_null(strstr(err, "no pool epoch=1,tick=1ms,time@9,sequence@0:3"));
+  assert_int_equal(idgen_registry_free(r, p.name, "run=1,nosuch=0", 0, err, sizeof err),
+                   IDGEN_EINVAL);
+  assert_non_null(strstr(err, "\"nosuch\" is not a node field"));
   /* after the quarantine (lease expiry + 300 ms at the latest), 0 is back */
   tu_sleep_ms(900);
   c = take(r, &p, 0, 0);
@@ -478,14 +504,14 @@ static void test_bound_generator(void **state) {
   }
   assert_int_equal(idgen_layout_decompose(&p.layout, last, v, &ms), 0);
   assert_int_equal(v[idgen_layout_field_index(&p.layout, "worker")], worker);
-  assert_true(ms <= list_pool(r, p.name).row[0].mark_ms); /* durable first (G6) */
+  assert_true(ms <= list_pool(r, &p).row[0].mark_ms); /* durable first (G6) */
   idgen_snowflake_lease_status_t st;
   idgen_snowflake_lease_status(g, &st);
   assert_true(st.bound && st.valid && !st.fenced);
   assert_true(st.renewals >= 3);
   assert_true(st.mark_writes >= 2);
   /* freed by force: the generator stops at its next renewal (G4) */
-  assert_int_equal(idgen_registry_free(r, p.name, worker, 1, NULL, 0), 0);
+  assert_int_equal(idgen_registry_free(r, p.name, tuple(&p, worker), 1, NULL, 0), 0);
   int rc = 0;
   for (int i = 0; i < 200 && rc == 0; i++) {
     rc = idgen_snowflake_next(g, &id);
@@ -498,6 +524,113 @@ static void test_bound_generator(void **state) {
   assert_non_null(strstr(st.reason, "fenced out"));
   idgen_snowflake_free(g);
   idgen_lease_release(lease);
+  idgen_registry_close(r);
+}
+
+/* SQL by hand, as an operator would run it; asserts success. */
+static void psql(const char *sql) {
+  PGconn *c = PQconnectdb(uri);
+  assert_int_equal(PQstatus(c), CONNECTION_OK);
+  PGresult *res = PQexec(c, sql);
+  if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
+    fail_msg("%s: %s", sql, PQerrorMessage(c));
+  PQclear(res);
+  PQfinish(c);
+}
+
+/* A tuple is one row whichever field its holders lease (52df1fb kept the
+ * pools worker@dc=0,run=N and dc@run=N,worker=0 apart and granted the
+ * tuple (run N, dc 0, worker 0) to both). */
+static void test_tuple_whichever_field(void **state) {
+  (void)state;
+  idgen_registry_t *r = tu_registry(uri);
+  pool_t p = new_pool("time:41,run:16,dc:1,worker:1,sequence:5");
+  idgen_lease_request_t req = request(&p, 0, 0); /* dc = 0; leases worker */
+  idgen_lease_t *x, *y, *z;
+  char err[300];
+  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), 0);
+  req.field = "dc"; /* worker = 0 given; leases dc */
+  assert_int_equal(idgen_registry_acquire(r, &req, &y, err, sizeof err), 0);
+  assert_true(info_of(y).key != info_of(x).key);
+  assert_int_equal(tu_worker(y), 1); /* dc 1: dc 0 with worker 0 is x's */
+  /* the two remaining tuples go to whoever asks, then the run is full */
+  req.field = "worker";
+  uint64_t node[IDGEN_LAYOUT_MAX_FIELDS];
+  memcpy(node, p.node, sizeof node);
+  node[idgen_layout_field_index(&p.layout, "dc")] = 1;
+  req.node = node; /* dc = 1: worker 0 is y's */
+  assert_int_equal(idgen_registry_acquire(r, &req, &z, err, sizeof err), 0);
+  assert_int_equal(tu_worker(z), 1);
+  idgen_lease_t *w;
+  req.node = p.node; /* dc = 0: worker 0 is x's, worker 1 is free */
+  assert_int_equal(idgen_registry_acquire(r, &req, &w, err, sizeof err), 0);
+  assert_int_equal(tu_worker(w), 1);
+  idgen_lease_t *none;
+  assert_int_equal(idgen_registry_acquire(r, &req, &none, err, sizeof err), IDGEN_EPOOLFULL);
+  req.field = "dc";
+  assert_int_equal(idgen_registry_acquire(r, &req, &none, err, sizeof err), IDGEN_EPOOLFULL);
+  uint64_t keys[4] = {info_of(x).key, info_of(y).key, info_of(z).key, info_of(w).key};
+  for (int i = 0; i < 4; i++)
+    for (int j = i + 1; j < 4; j++)
+      assert_true(keys[i] != keys[j]);
+  idgen_lease_release(x);
+  idgen_lease_release(y);
+  idgen_lease_release(z);
+  idgen_lease_release(w);
+  idgen_registry_close(r);
+}
+
+/* A row deleted by hand (or truncated) raises its pool's floor to its mark:
+ * the next holder of that tuple starts above every ID issued under it,
+ * even while the old holder lives (52df1fb re-created the row at mark 0). */
+static void test_floor_after_delete(void **state) {
+  (void)state;
+  idgen_registry_t *r = tu_registry(uri);
+  char spec[200];
+  /* a geometry of its own (the epoch): the floor is pool-wide */
+  snprintf(spec, sizeof spec, "time:41,run:16,worker:4,sequence:3,epoch=%llu",
+           (unsigned long long)(1000 + run_base * 7 + run_next));
+  pool_t p = new_pool(spec);
+  idgen_lease_t *a = take(r, &p, 0, 0);
+  int64_t m = now_ms() + 60000;
+  assert_int_equal(idgen_lease_record_mark(a, m, NULL, 0), 0);
+  char sql[600];
+  snprintf(sql, sizeof sql, "DELETE FROM idgen_nodes WHERE pool = '%s' AND node = %lld", p.name,
+           (long long)info_of(a).key);
+  psql(sql);
+  rows_t rs = list_pool(r, &p);
+  assert_int_equal(rs.n, 0);
+  /* every tuple of the run is new now, and new tuples start at the floor,
+   * a minute ahead: refused, naming the wait, not started at 0 */
+  idgen_lease_request_t req = request(&p, 0, 0);
+  req.max_start_wait_ms = 100;
+  idgen_lease_t *b;
+  char err[400];
+  assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), IDGEN_ECLOCK);
+  assert_non_null(strstr(err, "can start in 5"));
+  /* the floor shows as the pool mark */
+  assert_int_equal(idgen_lease_record_mark(a, m + 1, err, sizeof err), IDGEN_ELEASE);
+  assert_non_null(strstr(err, "its row is gone"));
+  idgen_lease_release(a);
+  /* with the clock past the floor (injected), it starts above it */
+  tu_clock_t ck;
+  tu_clock_init(&ck, m + 5);
+  req.clock = &ck.clock;
+  req.max_start_wait_ms = -1;
+  assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), 0);
+  assert_true(info_of(b).mark_ms >= m);
+  rs = list_pool(r, &p);
+  assert_int_equal(rs.n, 1);
+  assert_int_equal(rs.row[0].pool_mark_ms, m);
+  idgen_lease_release(b);
+  /* idgen_pools keeps its rows */
+  snprintf(sql, sizeof sql, "DELETE FROM idgen_pools WHERE pool = '%s'", p.name);
+  PGconn *c = PQconnectdb(uri);
+  PGresult *res = PQexec(c, sql);
+  assert_int_equal(PQresultStatus(res), PGRES_FATAL_ERROR);
+  assert_non_null(strstr(PQerrorMessage(c), "never deleted"));
+  PQclear(res);
+  PQfinish(c);
   idgen_registry_close(r);
 }
 
@@ -514,7 +647,7 @@ static void test_fork(void **state) {
     int ok = idgen_lease_renew(a, NULL, 0) == IDGEN_EFORKED;
     rows_t rs;
     memset(&rs, 0, sizeof rs);
-    rs.pool = p.name;
+    rs.p = &p;
     ok = ok && idgen_registry_list(r, collect, &rs, NULL, 0) == 0 && rs.n == 1;
     idgen_registry_close(r);
     _exit(ok ? 0 : 1);
@@ -557,6 +690,8 @@ int main(void) {
       cmocka_unit_test(test_free_by_hand),
       cmocka_unit_test(test_bound_generator),
       cmocka_unit_test(test_fork),
+      cmocka_unit_test(test_tuple_whichever_field),
+      cmocka_unit_test(test_floor_after_delete),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

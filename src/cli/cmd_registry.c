@@ -12,66 +12,100 @@
 
 static const char usage[] =
     "Usage: idgen registry list [--registry URI] [--json]\n"
-    "       idgen registry free [--registry URI] [--force] POOL WORKER\n"
+    "       idgen registry free [--registry URI] [--force] POOL NODE\n"
     "\n"
-    "Show the worker-ID leases of a registry, or free a stale one by hand.\n"
+    "Show the node-tuple leases of a registry, or free a stale one by hand.\n"
     "\n"
-    "  list    one line per worker ID the registry knows: its pool (the leased\n"
-    "          field and the other node fields' values, as in worker@datacenter=1),\n"
-    "          the ID, its state (held, free, quarantine), the fencing generation\n"
-    "          of its last grant, the expiry (held) or the time it is free again\n"
-    "          (quarantine) by the registry's clock, the high-water mark, and the\n"
-    "          last holder (host:pid:token)\n"
-    "  free    free the lease of WORKER in POOL: refused while its holder is alive\n"
-    "          unless --force, which fences the holder out (its next renewal or\n"
-    "          mark write fails and it stops issuing).  The ID returns to the pool\n"
-    "          only after the quarantine.  A file: lease cannot be taken from a\n"
-    "          live process at all: stop the process, and its ID is free at once\n"
+    "  list    the registry's absolute location, then each pool (a layout's\n"
+    "          geometry: epoch, tick, and where the time and sequence fields sit;\n"
+    "          layouts that make the same IDs share one) with the layout it was\n"
+    "          first used with and its pool-wide mark (a tuple whose record is new,\n"
+    "          removed or replaced starts above it), then one line per node tuple\n"
+    "          the registry knows: the tuple (datacenter=1,worker=7), its state\n"
+    "          (held, free, quarantine), the fencing generation of its last grant,\n"
+    "          how long until it expires (held) or is free again (quarantine) as\n"
+    "          the registry measures it, the high-water mark by the holders'\n"
+    "          clocks, and the last holder (host:pid:token)\n"
+    "  free    free the lease of tuple NODE in POOL (both as listed; NODE may also\n"
+    "          be the tuple's key, 0x and 16 hex digits): refused while its holder\n"
+    "          is alive unless --force, which fences the holder out (its next\n"
+    "          renewal or mark write fails and it stops issuing).  The tuple returns\n"
+    "          to the pool only after the quarantine.  A file: lease cannot be taken\n"
+    "          from a live process at all: stop the process, and its tuple is free\n"
+    "          at once\n"
     "\n"
-    "  -r, --registry URI   file:DIR or postgres://... (default file:./var/idgen,\n"
-    "                       the daemon's default)\n"
+    "  -r, --registry URI   file:DIR or postgres://... (default: the daemon's,\n"
+    "                       file:/var/lib/idgen as root, else\n"
+    "                       file:$XDG_STATE_HOME/idgen or ~/.local/state/idgen)\n"
     "      --json           list as one JSON object per line\n"
     "      --force          free a lease whose holder is alive (not for file:)\n"
     "  -h, --help           show this help\n"
     "\n"
     "Examples:\n"
-    "  idgen registry list --registry file:./var/idgen\n"
-    "  idgen registry free --registry postgres://idgen@db/idgen worker@datacenter=1 7\n"
+    "  idgen registry list\n"
+    "  idgen registry list --registry file:/var/lib/idgen --json\n"
+    "  idgen registry free --registry postgres://idgen@db/idgen \\\n"
+    "      epoch=1288834974657,tick=1ms,time@22,sequence@0:12 datacenter=1,worker=7\n"
     "\n"
     "Exit status: 0 success (also: already free), 1 the registry failed or the\n"
-    "lease is held, 2 bad usage or an unknown pool or ID.\n";
+    "lease is held, 2 bad usage or an unknown pool or tuple.\n";
 
 static const char *state_name(idgen_lease_state_t s) {
   return s == IDGEN_LEASE_HELD ? "held" : s == IDGEN_LEASE_QUARANTINE ? "quarantine" : "free";
 }
 
+typedef struct lister {
+  int json;
+  const char *uri;
+  char pool[IDGEN_POOL_NAME_MAX]; /* the pool whose head was printed */
+} lister_t;
+
+/* "8.4s", or "-" for none. */
+static const char *duration(int64_t ms, char *buf, size_t n) {
+  if (ms < 0)
+    return "-";
+  snprintf(buf, n, "%.1fs", (double)ms / 1000.0);
+  return buf;
+}
+
 static int print_row(void *ctx, const idgen_lease_row_t *row) {
-  int json = *(int *)ctx;
-  char mark[IDGEN_TIME_BUFSIZE] = "-", exp[IDGEN_TIME_BUFSIZE] = "-";
+  lister_t *ls = ctx;
+  char mark[IDGEN_TIME_BUFSIZE] = "-", pmark[IDGEN_TIME_BUFSIZE] = "-", in[32], key[24];
   if (row->mark_ms > 0)
     idgen_time_format(row->mark_ms, mark);
-  if (row->expires_ms > 0)
-    idgen_time_format(row->expires_ms, exp);
-  if (json) {
-    json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:I, s:s?, s:s?, s:s}", "pool", row->pool,
-                          "worker", (json_int_t)row->worker, "state", state_name(row->state),
-                          "generation", "", "mark_ms", (json_int_t)row->mark_ms, "mark",
-                          row->mark_ms > 0 ? mark : NULL, "expires",
-                          row->expires_ms > 0 ? exp : NULL, "holder", row->holder);
+  if (row->pool_mark_ms > 0)
+    idgen_time_format(row->pool_mark_ms, pmark);
+  snprintf(key, sizeof key, "0x%016" PRIx64, row->key);
+  if (ls->json) {
     char g[24];
-    snprintf(g, sizeof g, "%" PRIu64, row->generation);
-    json_object_set_new(o, "generation", json_string(g)); /* 64-bit: a string */
-    char *txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    snprintf(g, sizeof g, "%" PRIu64, row->generation); /* 64-bit: a string */
+    json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:s?, s:s, s:s, s:s, s:s, s:I, s:s?, s:o, s:s}",
+                          "registry", ls->uri, "pool", row->pool, "layout", row->layout,
+                          "pool_mark_ms", (json_int_t)row->pool_mark_ms, "pool_mark",
+                          row->pool_mark_ms > 0 ? pmark : NULL, "node", row->node, "key", key,
+                          "state", state_name(row->state), "generation", g, "mark_ms",
+                          (json_int_t)row->mark_ms, "mark", row->mark_ms > 0 ? mark : NULL,
+                          "expires_in_ms",
+                          row->expires_in_ms >= 0 ? json_integer(row->expires_in_ms) : json_null(),
+                          "holder", row->holder);
+    char *txt = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     if (txt == NULL)
       cli_fail(EXIT_ID, "out of memory");
     puts(txt);
     free(txt);
-  } else {
-    printf("%-24s %6" PRIu64 " %-10s %6" PRIu64 " %-24s %-24s %s\n", row->pool, row->worker,
-           state_name(row->state), row->generation, exp, mark,
-           row->holder[0] ? row->holder : "-");
+    return 0;
   }
+  if (strcmp(ls->pool, row->pool) != 0) {
+    snprintf(ls->pool, sizeof ls->pool, "%s", row->pool);
+    printf("\npool %s\n  layout     %s\n  pool mark  %s (a tuple whose record is new, removed or "
+           "replaced starts above it)\n  %-32s %-10s %6s %-10s %-24s %s\n",
+           row->pool, row->layout[0] ? row->layout : "(unknown)", pmark, "NODE", "STATE", "GEN",
+           "EXPIRES IN", "MARK (holder's clock)", "HOLDER");
+  }
+  printf("  %-32s %-10s %6" PRIu64 " %-10s %-24s %s\n", row->node, state_name(row->state),
+         row->generation, duration(row->expires_in_ms, in, sizeof in), mark,
+         row->holder[0] ? row->holder : "-");
   return 0;
 }
 
@@ -81,7 +115,7 @@ int cmd_registry(int argc, char **argv) {
                                        {"force", no_argument, 0, 'f'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-  const char *uri = "file:./var/idgen";
+  const char *uri = NULL;
   int json = 0, force = 0, c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":r:h", opts, NULL)) != -1) {
@@ -111,26 +145,28 @@ int cmd_registry(int argc, char **argv) {
   if (is_list && optind < argc)
     cli_fail(EXIT_USAGE, "registry list: unexpected argument \"%s\"", argv[optind]);
   if (is_free && argc - optind != 2)
-    cli_fail(EXIT_USAGE, "registry free: needs POOL and WORKER (as 'idgen registry list' shows "
+    cli_fail(EXIT_USAGE, "registry free: needs POOL and NODE (as 'idgen registry list' shows "
                          "them)");
   if (is_list && force)
     cli_fail(EXIT_USAGE, "registry list: --force is for free");
-  uint64_t worker = 0;
-  if (is_free)
-    worker = (uint64_t)cli_int("WORKER", argv[optind + 1], 0, (INT64_C(1) << 20) - 1);
 
-  char err[512] = "";
+  char err[512] = "", def[1100];
+  if (uri == NULL) {
+    if (idgen_registry_default_uri(def, sizeof def, err, sizeof err) < 0)
+      cli_fail(EXIT_USAGE, "%s", err);
+    uri = def;
+  }
   idgen_registry_t *r;
   int rc = idgen_registry_open(&r, uri, err, sizeof err);
   if (rc < 0)
     cli_fail(rc == IDGEN_EINVAL ? EXIT_USAGE : EXIT_ID, "%s", err);
   if (is_list) {
+    lister_t ls = {json, idgen_registry_uri(r), ""};
     if (!json)
-      printf("%-24s %6s %-10s %6s %-24s %-24s %s\n", "POOL", "WORKER", "STATE", "GEN",
-             "EXPIRES", "MARK", "HOLDER");
-    rc = idgen_registry_list(r, print_row, &json, err, sizeof err);
+      printf("registry %s\n", ls.uri);
+    rc = idgen_registry_list(r, print_row, &ls, err, sizeof err);
   } else {
-    rc = idgen_registry_free(r, argv[optind], worker, force, err, sizeof err);
+    rc = idgen_registry_free(r, argv[optind], argv[optind + 1], force, err, sizeof err);
     if (rc == 0)
       printf("%s\n", err[0] ? err : "freed");
   }

@@ -18,7 +18,11 @@
  *   - the watchdog drops `ceiling` to 0 when the lease's deadline passes:
  *     the last successful renewal's *send* time plus the TTL less a tenth,
  *     on CLOCK_MONOTONIC.  It is a thread of its own because the I/O thread
- *     may be stuck in a call to a registry that does not answer.
+ *     may be stuck in a call to a registry that does not answer.  A lease
+ *     that does not expire (file:, held by a flock for the life of the
+ *     process) has no deadline: a holder paused past its TTL has lost
+ *     nothing, and only a renewal's check (its lock file removed or
+ *     replaced) ends it.
  *
  * The ceiling never exceeds a mark that is durable, so even a holder that
  * was paused past its deadline (SIGSTOP), whose watchdog has not run yet,
@@ -43,6 +47,7 @@
 struct idgen__keeper {
   idgen_lease_t *lease;
   int64_t ttl_ms, step_ms, margin_ms;
+  int expires;               /* the lease expires unless renewed (network) */
   pthread_t io, watch;
   int threads;               /* how many of them run */
   pthread_mutex_t mu;
@@ -53,7 +58,9 @@ struct idgen__keeper {
   int stop, poke, valid, fenced;
   int failing;               /* the last renewal failed (reason says why) */
   uint64_t want;             /* the highest state a waiting call needs */
-  int64_t deadline;          /* CLOCK_MONOTONIC ms until which the lease is valid */
+  int64_t deadline;          /* CLOCK_MONOTONIC ms until which the lease is
+                              * valid; INT64_MAX for one that does not expire */
+  int64_t renewed_at;        /* CLOCK_MONOTONIC ms of the last renewal's answer */
   int64_t next_renew;        /* CLOCK_MONOTONIC ms */
   int64_t mark_ms;           /* durable */
   idgen_lease_info_t info;   /* the lease as of the last registry call */
@@ -113,7 +120,8 @@ static int renew_once(idgen_snowflake_t *g) {
   if (rc == 0) {
     k->renewals++;
     k->failing = 0;
-    k->deadline = sent + k->ttl_ms - k->margin_ms;
+    k->deadline = k->expires ? sent + k->ttl_ms - k->margin_ms : INT64_MAX;
+    k->renewed_at = mono_ms();
     k->next_renew = sent + k->ttl_ms / 3;
     if (!k->fenced) {
       k->reason[0] = '\0';
@@ -207,7 +215,7 @@ static void *watch_main(void *arg) {
       k->next_renew = mono_ms(); /* retry renewing at once */
       pthread_cond_signal(&k->io_cv);
     }
-    if (k->valid) {
+    if (k->valid && k->deadline != INT64_MAX) {
       struct timespec ts = mono_abs(k->deadline);
       pthread_cond_timedwait(&k->watch_cv, &k->mu, &ts);
     } else {
@@ -250,6 +258,7 @@ int idgen__keeper_start(idgen_snowflake_t *g, idgen_lease_t *lease, char *err, s
   idgen_lease_info(lease, &info);
   k->lease = lease;
   k->ttl_ms = info.ttl_ms;
+  k->expires = lease->r->ops->expires;
   k->margin_ms = info.ttl_ms / 10;
   k->step_ms = info.mark_step_ms;
   k->mark_ms = info.mark_ms;
@@ -365,8 +374,16 @@ void idgen_snowflake_lease_status(idgen_snowflake_t *g, idgen_snowflake_lease_st
   st->bound = 1;
   st->valid = k->valid && !k->fenced;
   st->fenced = k->fenced;
-  int64_t left = k->deadline - mono_ms();
-  st->valid_ms = st->valid && left > 0 ? left : 0;
+  int64_t now = mono_ms(), left = k->deadline - now;
+  st->valid_ms = !st->valid ? 0 : k->deadline == INT64_MAX ? INT64_MAX : left > 0 ? left : 0;
+  if (info.expires_in_ms >= 0) {
+    int64_t in = info.expires_in_ms - (now - k->renewed_at);
+    st->expires_in_ms = in > 0 ? in : 0;
+  } else {
+    st->expires_in_ms = -1;
+  }
+  st->key = info.key;
+  snprintf(st->node, sizeof st->node, "%s", info.node);
   st->field = info.field;
   st->worker = info.worker;
   st->generation = info.generation;

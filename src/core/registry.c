@@ -2,6 +2,7 @@
  * registry.c -- opening a registry by URI scheme, choosing the leased field
  * and its pool, and the `static` backend (SPEC section 8).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +72,86 @@ void idgen__req_sleep_ms(const idgen_lease_request_t *req, int64_t ms) {
     ;
 }
 
-/* The leased field (SPEC section 8) and the pool's namespace. */
+void idgen__pool_name(const idgen_layout_t *l, char *buf) {
+  const idgen_field_t *t = &l->fields[l->time_index], *q = &l->fields[l->sequence_index];
+  char tick[32];
+  if (l->unit_ms % 1000 == 0)
+    snprintf(tick, sizeof tick, "%llds", (long long)(l->unit_ms / 1000));
+  else
+    snprintf(tick, sizeof tick, "%lldms", (long long)l->unit_ms);
+  snprintf(buf, IDGEN_POOL_NAME_MAX, "epoch=%lld,tick=%s,time@%u,sequence@%u:%u",
+           (long long)l->epoch_ms, tick, t->shift, q->shift, q->bits);
+}
+
+void idgen__node_text(const idgen_layout_t *l, uint64_t key, char *buf) {
+  size_t used = 0;
+  buf[0] = '\0';
+  if (l == NULL) {
+    snprintf(buf, IDGEN_NODE_TEXT_MAX, "0x%016llx", (unsigned long long)key);
+    return;
+  }
+  for (int i = 0; i < l->nfields; i++) {
+    const idgen_field_t *f = &l->fields[i];
+    if (f->kind != IDGEN_FIELD_NODE)
+      continue;
+    uint64_t v = (key >> f->shift) & ((UINT64_C(1) << f->bits) - 1);
+    used += (size_t)snprintf(buf + used, IDGEN_NODE_TEXT_MAX - used, "%s%s=%llu", used ? "," : "",
+                             f->name, (unsigned long long)v);
+    if (used >= IDGEN_NODE_TEXT_MAX)
+      break; /* cannot happen: 14 node fields of 31 + 1 + 20 + 1 bytes fit */
+  }
+}
+
+int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, char *err,
+                    size_t errlen) {
+  *key = 0;
+  if (node[0] == '0' && (node[1] == 'x' || node[1] == 'X')) {
+    char *end;
+    if (node[2] == '\0' || strlen(node) > 18 || strspn(node + 2, "0123456789abcdefABCDEF") !=
+                                                    strlen(node + 2))
+      return idgen__err(err, errlen, -1, "\"%.40s\" is not a key in hex (0x and 1 to 16 hex "
+                                         "digits)", node);
+    *key = strtoull(node + 2, &end, 16);
+    return 0;
+  }
+  if (l == NULL)
+    return idgen__err(err, errlen, -1, "the pool's layout is unknown: give the tuple's key in "
+                                       "hex (0x...), as listed");
+  char buf[IDGEN_NODE_TEXT_MAX];
+  if (strlen(node) >= sizeof buf)
+    return idgen__err(err, errlen, -1, "node tuple too long");
+  strcpy(buf, node);
+  uint32_t seen = 0;
+  for (char *save = NULL, *item = strtok_r(buf, ",", &save); item;
+       item = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(item, '='), *end;
+    if (eq == NULL)
+      return idgen__err(err, errlen, -1, "\"%.40s\" is not NAME=VALUE", item);
+    *eq = '\0';
+    int i = idgen_layout_field_index(l, item);
+    if (i < 0 || l->fields[i].kind != IDGEN_FIELD_NODE)
+      return idgen__err(err, errlen, -1, "\"%.40s\" is not a node field of layout %s", item,
+                        l->preset[0] ? l->preset : "of the pool");
+    errno = 0;
+    unsigned long long v = strtoull(eq + 1, &end, 10);
+    uint64_t max = (UINT64_C(1) << l->fields[i].bits) - 1;
+    if (eq[1] < '0' || eq[1] > '9' || *end != '\0' || errno != 0 || v > max)
+      return idgen__err(err, errlen, -1, "%s value \"%.24s\" is not a number from 0 to %llu",
+                        item, eq + 1, (unsigned long long)max);
+    if (seen >> i & 1)
+      return idgen__err(err, errlen, -1, "%s given twice", item);
+    seen |= UINT32_C(1) << i;
+    *key |= (uint64_t)v << l->fields[i].shift;
+  }
+  for (int i = 0; i < l->nfields; i++)
+    if (l->fields[i].kind == IDGEN_FIELD_NODE && !(seen >> i & 1))
+      return idgen__err(err, errlen, -1, "node field %s missing (give every node field, as "
+                                         "listed)", l->fields[i].name);
+  return 0;
+}
+
+/* The leased field (SPEC section 8), the other node fields' bits, and the
+ * pool's name. */
 static int make_pool(const idgen_lease_request_t *req, idgen__pool_t *p, char *err,
                      size_t errlen) {
   const idgen_layout_t *l = req->layout;
@@ -106,13 +186,24 @@ static int make_pool(const idgen_lease_request_t *req, idgen__pool_t *p, char *e
                       l->fields[f].name, l->fields[f].bits);
   p->field = f;
   snprintf(p->field_name, sizeof p->field_name, "%s", l->fields[f].name);
+  p->shift = l->fields[f].shift;
   p->size = UINT64_C(1) << l->fields[f].bits;
-  for (int i = 0; i < l->nfields; i++)
-    if (i != f && l->fields[i].kind == IDGEN_FIELD_NODE) {
-      size_t used = strlen(p->ns);
-      snprintf(p->ns + used, sizeof p->ns - used, "%s%s=%llu", used ? "," : "",
-               l->fields[i].name, (unsigned long long)(req->node ? req->node[i] : 0));
-    }
+  for (int i = 0; i < l->nfields; i++) {
+    const idgen_field_t *fi = &l->fields[i];
+    if (i == f || fi->kind != IDGEN_FIELD_NODE)
+      continue;
+    uint64_t v = req->node ? req->node[i] : 0;
+    if (v >> fi->bits != 0)
+      return idgen__err(err, errlen, IDGEN_ERANGE, "%s %llu out of range 0..%llu", fi->name,
+                        (unsigned long long)v, (unsigned long long)((UINT64_C(1) << fi->bits) - 1));
+    p->fixed |= v << fi->shift;
+    size_t used = strlen(p->others);
+    snprintf(p->others + used, sizeof p->others - used, "%s%s=%llu", used ? "," : "", fi->name,
+             (unsigned long long)v);
+  }
+  idgen__pool_name(l, p->name);
+  if (idgen_layout_format(l, p->layout, sizeof p->layout) < 0)
+    p->layout[0] = '\0';
   return 0;
 }
 
@@ -126,6 +217,7 @@ int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req
     return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
   l->r = r;
   l->fd = -1;
+  l->expires_in_ms = -1;
   l->fork_gen = idgen__fork_gen();
   l->ttl_ms = req->ttl_ms ? req->ttl_ms : IDGEN_LEASE_TTL_DEFAULT_MS;
   l->quarantine_ms = req->quarantine_ms ? req->quarantine_ms : l->ttl_ms;
@@ -144,8 +236,6 @@ int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req
   if (rc == 0)
     rc = make_pool(req, &l->pool, err, errlen);
   if (rc == 0) {
-    snprintf(l->pool_name, sizeof l->pool_name, "%s@%s", l->pool.field_name,
-             l->pool.ns[0] ? l->pool.ns : "-");
     char host[64] = "localhost";
     uint8_t tok[4] = {0};
     gethostname(host, sizeof host - 1);
@@ -158,6 +248,8 @@ int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req
     free(l);
     return rc;
   }
+  l->key = l->pool.fixed | l->worker << l->pool.shift;
+  idgen__node_text(req->layout, l->key, l->node);
   *out = l;
   return 0;
 }
@@ -171,8 +263,11 @@ void idgen_lease_info(const idgen_lease_t *l, idgen_lease_info_t *out) {
   out->ttl_ms = l->ttl_ms;
   out->mark_step_ms = l->mark_step_ms;
   out->expires_ms = l->expires_ms;
+  out->expires_in_ms = l->expires_in_ms;
+  out->key = l->key;
   snprintf(out->holder, sizeof out->holder, "%s", l->holder);
-  snprintf(out->pool, sizeof out->pool, "%s", l->pool_name);
+  snprintf(out->pool, sizeof out->pool, "%s", l->pool.name);
+  snprintf(out->node, sizeof out->node, "%s", l->node);
 }
 
 int idgen_lease_record_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen) {
@@ -202,16 +297,49 @@ int idgen_registry_list(idgen_registry_t *r, int (*cb)(void *ctx, const idgen_le
   return r->ops->list(r, cb, ctx, err, errlen);
 }
 
-int idgen_registry_free(idgen_registry_t *r, const char *pool, uint64_t worker, int force,
+int idgen_registry_free(idgen_registry_t *r, const char *pool, const char *node, int force,
                         char *err, size_t errlen) {
   if (r->ops->free == NULL)
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: %s keeps no leases to free",
                       r->ops->scheme);
-  if (pool == NULL || strchr(pool, '@') == NULL || strchr(pool, '/') != NULL)
+  if (pool == NULL || strncmp(pool, "epoch=", 6) != 0 || strchr(pool, '/') != NULL ||
+      strlen(pool) >= IDGEN_POOL_NAME_MAX)
     return idgen__err(err, errlen, IDGEN_EINVAL,
-                      "registry: pool \"%.100s\" is not FIELD@NAMESPACE (as listed)",
+                      "registry: pool \"%.100s\" is not a pool name (epoch=...,tick=...,"
+                      "time@...,sequence@...: as listed)",
                       pool ? pool : "");
-  return r->ops->free(r, pool, worker, force, err, errlen);
+  if (node == NULL || node[0] == '\0')
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no node tuple to free");
+  return r->ops->free(r, pool, node, force, err, errlen);
+}
+
+const char *idgen_registry_uri(const idgen_registry_t *r) { return r->uri; }
+
+/* An absolute directory from the environment variable `name`, or NULL. */
+static const char *abs_env(const char *name) {
+  const char *v = getenv(name);
+  return v != NULL && v[0] == '/' ? v : NULL;
+}
+
+int idgen_registry_default_uri(char *buf, size_t n, char *err, size_t errlen) {
+  /* The system-wide directory where this process may make or use it: as
+   * root, or where an administrator prepared it for a service user. */
+  static const char sys[] = "/var/lib/idgen";
+  int rc;
+  if (access(sys, W_OK | X_OK) == 0 || (access(sys, F_OK) != 0 && access("/var/lib", W_OK | X_OK) == 0))
+    rc = snprintf(buf, n, "file:%s", sys);
+  else if (abs_env("XDG_STATE_HOME"))
+    rc = snprintf(buf, n, "file:%s/idgen", abs_env("XDG_STATE_HOME"));
+  else if (abs_env("HOME"))
+    rc = snprintf(buf, n, "file:%s/.local/state/idgen", abs_env("HOME"));
+  else
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: no default: %s is not writable and neither XDG_STATE_HOME nor "
+                      "HOME is an absolute path; give the registry (file:DIR)", sys);
+  if (rc < 0 || (size_t)rc >= n)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: the default registry's path is too "
+                                                 "long");
+  return 0;
 }
 
 void idgen_lease_release(idgen_lease_t *l) {
@@ -233,6 +361,7 @@ static int static_open(idgen_registry_t *r, const char *rest, char *err, size_t 
 
 static int static_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
                           size_t errlen) {
+  /* The tuple as given: nothing compares it with anyone's. */
   (void)err;
   (void)errlen;
   l->worker = req->node ? req->node[l->pool.field] : 0;
@@ -259,6 +388,7 @@ static void static_release(idgen_lease_t *l) { (void)l; }
 const idgen__registry_ops_t idgen__registry_static = {
     .scheme = "static",
     .mark_step_ms = 1000,
+    .expires = 0,
     .open = static_open,
     .acquire = static_acquire,
     .renew = static_renew,

@@ -1,29 +1,52 @@
 /*
  * registry_file.c -- the `file:DIR` registry (SPEC section 8): processes on
- * one host share worker IDs through lock files.
+ * one host share node tuples through lock files.
  *
- * DIR/<field>@<namespace>/<id>.lock holds one worker ID's record: the
- * fencing generation, the high-water mark (Unix ms) and the last holder.  A
- * holder keeps the file locked with flock(LOCK_EX) for the life of its
- * lease, so a crashed process frees its ID at once (the kernel drops the
- * lock) and its mark stays in the file.  The lock is the fence: while it is
- * held, no other process writes the record.  Marks are written with one
- * pwrite of a fixed-size record and fdatasync'ed before they are relied on;
- * a lock file's directory is fsync'ed after the file is created.
+ * DIR/<pool>/<key>.lock holds one node tuple's record (registry_int.h): the
+ * fencing generation, the high-water mark (Unix ms), the tuple's key and the
+ * last holder.  <pool> is the layout's geometry and <key> the tuple's bits
+ * in the ID, 16 hex digits, so two holders meet on one file whichever node
+ * field each leases.  A holder keeps the file locked with flock(LOCK_EX) for
+ * the life of its lease, so a crashed process frees its tuple at once (the
+ * kernel drops the lock) and its mark stays in the file.  The lock is the
+ * fence: while it is held, no other process writes the record.  Marks are
+ * written with one pwrite of a fixed-size record and fdatasync'ed before
+ * they are relied on; a file's directory is fsync'ed after it is created.
+ *
+ * The pool-wide mark.  A lock file can be removed or replaced behind the
+ * registry's back (rm, a tmp cleaner, mv): the next holder would then find
+ * an empty file, read "never used", and repeat the IDs of the tuple's last
+ * holder, who may even be alive still.  So DIR/<pool>/pool keeps a mark
+ * that is never below any record's mark, and a record that is new, empty,
+ * or not its tuple's (a moved file) starts above it.  The protocol, all
+ * under an exclusive flock on the pool's directory (which is not removed
+ * while the pool is in use, unlike the files in it):
+ *   - a holder raising its mark to M first checks that its lock file is
+ *     still the file at its path, then raises the pool mark to at least M
+ *     (pwrite + fdatasync), and only then writes M to its record;
+ *   - an acquirer creates and locks its candidate's file first, and reads
+ *     the pool mark after.
+ * If a holder's file was replaced before the acquirer read the pool mark,
+ * the holder's next check (inside the same lock) fails and it is fenced
+ * before it could raise its ceiling; otherwise the acquirer reads a pool
+ * mark at or above everything the holder may issue.  A missing pool file is
+ * rebuilt from the records' highest mark (under the lock); a corrupt one is
+ * an error naming it, never a silent 0.  Removing both a live holder's lock
+ * file and the pool file is not survivable (nothing records that holder's
+ * mark any more); nor is an old copy of a record written over an idle one.
  *
  * flock belongs to the open file description, which a forked child shares:
  * a child would keep its parent's lock alive after the parent died.  So
  * every lock file's descriptor is listed from open to close, and a
  * pthread_atfork child handler closes the child's copies (fork() only:
- * _Fork() runs no handlers).  Lock files must never be deleted: a holder
- * of a deleted file would not conflict with the next one (it notices at its
- * next renewal or mark write, IDGEN_ELEASE), and the mark would be lost.
+ * _Fork() runs no handlers).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +57,6 @@
 
 #include "registry_int.h"
 
-#define RECORD_SIZE IDGEN__LEASE_RECORD_SIZE
 
 /* ---- descriptors to close in a forked child ------------------------------ */
 
@@ -86,66 +108,118 @@ static void close_held(int fd) {
 
 /* ---- records ------------------------------------------------------------- */
 
-int idgen__lease_record_parse(const char *buf, size_t n, uint64_t *gen, int64_t *mark,
-                              char *holder, size_t holderlen) {
-  char rec[IDGEN__LEASE_RECORD_SIZE + 1], again[IDGEN__LEASE_RECORD_SIZE];
-  char h[IDGEN__LEASE_RECORD_SIZE];
-  *gen = 0;
-  *mark = 0;
-  if (holderlen)
-    holder[0] = '\0';
-  if (n != IDGEN__LEASE_RECORD_SIZE)
-    return -1;
-  memcpy(rec, buf, n);
-  rec[n] = '\0';
-  unsigned long long g;
-  long long m;
-  int end = 0;
-  if (sscanf(rec, "idgen-lease v1 generation=%llu mark_ms=%lld holder=%n", &g, &m, &end) != 2 ||
-      end == 0)
-    return -1;
-  size_t hl = strcspn(rec + end, " \n");
-  memcpy(h, rec + end, hl);
-  h[hl] = '\0';
-  /* Only the canonical form is a record: written back, it must be the same
-   * bytes (no sign, no leading zeros or spaces, nothing after the holder). */
-  if (idgen__lease_record_format(again, g, m, h) < 0 || memcmp(again, rec, n) != 0)
-    return -1;
-  if (holderlen)
-    snprintf(holder, holderlen, "%s", h);
-  *gen = g;
-  *mark = m;
-  return 0;
-}
+/* Shared by both records: the text must be exactly `size` bytes, in the
+ * canonical form that format() writes back (no sign, no leading zeros or
+ * spaces, nothing after the last field), so that nothing else is ever read
+ * as some mark. */
 
-int idgen__lease_record_format(char *buf, uint64_t gen, int64_t mark, const char *holder) {
+int idgen__lease_record_format(char *buf, const idgen__lease_record_t *rec) {
   memset(buf, ' ', IDGEN__LEASE_RECORD_SIZE);
   int n = snprintf(buf, IDGEN__LEASE_RECORD_SIZE,
-                   "idgen-lease v1 generation=%" PRIu64 " mark_ms=%" PRId64 " holder=%s", gen,
-                   mark, holder);
-  if (n < 0 || n >= IDGEN__LEASE_RECORD_SIZE - 1 || mark < 0 || strpbrk(holder, " \n"))
+                   "idgen-lease v2 generation=%" PRIu64 " mark_ms=%" PRId64 " key=%016" PRIx64
+                   " holder=%s",
+                   rec->generation, rec->mark_ms, rec->key, rec->holder);
+  if (n < 0 || n >= IDGEN__LEASE_RECORD_SIZE - 1 || rec->mark_ms < 0 ||
+      strpbrk(rec->holder, " \n"))
     return -1;
   buf[n] = ' ';
   buf[IDGEN__LEASE_RECORD_SIZE - 1] = '\n';
   return 0;
 }
 
-/* Reads a record: 0 with *gen and *mark (both 0 for a new, empty file), or
- * -1 if the file cannot be read or is not a whole, valid record (it is then
- * never guessed at: a wrong mark could repeat IDs).  holder may be NULL. */
-static int read_record(int fd, uint64_t *gen, int64_t *mark, char *holder, size_t holderlen) {
-  char buf[RECORD_SIZE + 1];
-  ssize_t n = pread(fd, buf, RECORD_SIZE + 1, 0);
-  *gen = 0;
+int idgen__lease_record_parse(const char *buf, size_t n, idgen__lease_record_t *out) {
+  char text[IDGEN__LEASE_RECORD_SIZE + 1], again[IDGEN__LEASE_RECORD_SIZE];
+  idgen__lease_record_t rec;
+  memset(out, 0, sizeof *out);
+  memset(&rec, 0, sizeof rec);
+  if (n != IDGEN__LEASE_RECORD_SIZE)
+    return -1;
+  memcpy(text, buf, n);
+  text[n] = '\0';
+  unsigned long long g, k;
+  long long m;
+  int end = 0;
+  if (sscanf(text, "idgen-lease v2 generation=%llu mark_ms=%lld key=%llx holder=%n", &g, &m, &k,
+             &end) != 3 ||
+      end == 0)
+    return -1;
+  size_t hl = strcspn(text + end, " \n");
+  if (hl >= sizeof rec.holder)
+    return -1;
+  memcpy(rec.holder, text + end, hl);
+  rec.generation = g;
+  rec.mark_ms = m;
+  rec.key = k;
+  if (idgen__lease_record_format(again, &rec) < 0 || memcmp(again, text, n) != 0)
+    return -1;
+  *out = rec;
+  return 0;
+}
+
+int idgen__pool_record_format(char *buf, int64_t mark, const char *layout) {
+  memset(buf, ' ', IDGEN__POOL_RECORD_SIZE);
+  int n = snprintf(buf, IDGEN__POOL_RECORD_SIZE, "idgen-pool v1 mark_ms=%" PRId64 " layout=%s",
+                   mark, layout);
+  if (n < 0 || n >= IDGEN__POOL_RECORD_SIZE - 1 || mark < 0 || strpbrk(layout, " \n"))
+    return -1;
+  buf[n] = ' ';
+  buf[IDGEN__POOL_RECORD_SIZE - 1] = '\n';
+  return 0;
+}
+
+int idgen__pool_record_parse(const char *buf, size_t n, int64_t *mark, char *layout,
+                             size_t layoutlen) {
+  char text[IDGEN__POOL_RECORD_SIZE + 1], again[IDGEN__POOL_RECORD_SIZE];
+  char lay[IDGEN__POOL_RECORD_SIZE];
   *mark = 0;
+  if (layoutlen)
+    layout[0] = '\0';
+  if (n != IDGEN__POOL_RECORD_SIZE)
+    return -1;
+  memcpy(text, buf, n);
+  text[n] = '\0';
+  long long m;
+  int end = 0;
+  if (sscanf(text, "idgen-pool v1 mark_ms=%lld layout=%n", &m, &end) != 1 || end == 0)
+    return -1;
+  size_t ll = strcspn(text + end, " \n");
+  memcpy(lay, text + end, ll);
+  lay[ll] = '\0';
+  if (idgen__pool_record_format(again, m, lay) < 0 || memcmp(again, text, n) != 0)
+    return -1;
+  if (layoutlen)
+    snprintf(layout, layoutlen, "%s", lay);
+  *mark = m;
+  return 0;
+}
+
+/* What a lock file holds. */
+enum { REC_VALID, REC_EMPTY, REC_BAD };
+
+/* Reads a tuple's record: REC_VALID with *rec, REC_EMPTY for an empty file
+ * (new, or its creator died before writing), or REC_BAD with errno for a
+ * file that cannot be read or is not a whole, valid record (it is then
+ * never guessed at: a wrong mark could repeat IDs). */
+static int read_record(int fd, idgen__lease_record_t *rec) {
+  char buf[IDGEN__LEASE_RECORD_SIZE + 1];
+  memset(rec, 0, sizeof *rec);
+  ssize_t n = pread(fd, buf, sizeof buf, 0);
   if (n == 0)
-    return 0;
-  return n < 0 ? -1 : idgen__lease_record_parse(buf, (size_t)n, gen, mark, holder, holderlen);
+    return REC_EMPTY;
+  if (n < 0)
+    return REC_BAD;
+  if (idgen__lease_record_parse(buf, (size_t)n, rec) < 0) {
+    errno = EINVAL;
+    return REC_BAD;
+  }
+  return REC_VALID;
 }
 
 static int write_record(idgen_lease_t *l, int64_t mark) {
-  char buf[RECORD_SIZE];
-  if (idgen__lease_record_format(buf, l->generation, mark, l->holder) < 0) {
+  char buf[IDGEN__LEASE_RECORD_SIZE];
+  idgen__lease_record_t rec = {.generation = l->generation, .key = l->key, .mark_ms = mark};
+  snprintf(rec.holder, sizeof rec.holder, "%s", l->holder);
+  if (idgen__lease_record_format(buf, &rec) < 0) {
     errno = EINVAL;
     return IDGEN_EREGISTRY;
   }
@@ -199,6 +273,144 @@ static int make_dirs(const char *path) {
   return 0;
 }
 
+/* ---- the pool's mark ------------------------------------------------------ */
+
+/* Takes the pool's lock: an exclusive flock on its directory.  The
+ * directory's descriptor, or -1 with errno. */
+static int pool_lock(const char *dir) {
+  int fd = open_held(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  while (flock(fd, LOCK_EX) < 0) {
+    if (errno != EINTR) {
+      int e = errno;
+      close_held(fd);
+      errno = e;
+      return -1;
+    }
+  }
+  return fd;
+}
+
+static void pool_unlock(int fd) {
+  flock(fd, LOCK_UN);
+  close_held(fd);
+}
+
+static int is_lock_name(const char *name, uint64_t *key) {
+  char *end;
+  if (strlen(name) != 21 || strspn(name, "0123456789abcdef") != 16 || strcmp(name + 16, ".lock"))
+    return 0;
+  *key = strtoull(name, &end, 16);
+  return 1;
+}
+
+/* The highest mark among the pool's valid records: what the pool mark must
+ * be at least, when its file is missing.  0, or -1 with errno. */
+static int records_max(const char *dir, int64_t *max) {
+  DIR *d = opendir(dir);
+  *max = 0;
+  if (d == NULL)
+    return -1;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    uint64_t key;
+    char path[1200];
+    if (!is_lock_name(e->d_name, &key))
+      continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    idgen__lease_record_t rec;
+    if (fd >= 0 && read_record(fd, &rec) == REC_VALID && rec.mark_ms > *max)
+      *max = rec.mark_ms;
+    if (fd >= 0)
+      close(fd);
+  }
+  closedir(d);
+  return 0;
+}
+
+/* Reads the pool file of `dir`: 0 with *mark (and its layout, if wanted),
+ * 1 if there is none, -1 with errno if it cannot be read or is corrupt. */
+static int pool_read(const char *dir, int64_t *mark, char *layout, size_t layoutlen) {
+  char path[1100], buf[IDGEN__POOL_RECORD_SIZE + 1];
+  snprintf(path, sizeof path, "%s/pool", dir);
+  *mark = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? 1 : -1;
+  ssize_t n = pread(fd, buf, sizeof buf, 0);
+  int e = errno;
+  close(fd);
+  if (n < 0) {
+    errno = e;
+    return -1;
+  }
+  if (idgen__pool_record_parse(buf, (size_t)n, mark, layout, layoutlen) < 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  return 0;
+}
+
+/* Writes the pool file of `dir`, durably (and its name, if it is new). */
+static int pool_write(const char *dir, int64_t mark, const char *layout) {
+  char path[1100], buf[IDGEN__POOL_RECORD_SIZE];
+  snprintf(path, sizeof path, "%s/pool", dir);
+  if (idgen__pool_record_format(buf, mark, layout) < 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  int created = access(path, F_OK) != 0;
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return -1;
+  int rc = pwrite(fd, buf, sizeof buf, 0) == (ssize_t)sizeof buf && fdatasync(fd) == 0 ? 0 : -1;
+  int e = errno;
+  close(fd);
+  if (rc == 0 && created)
+    rc = fsync_dir(dir);
+  errno = e;
+  return rc;
+}
+
+/* The pool mark of `dir`, raised to at least `at_least` (durably, before
+ * the caller relies on it), with the pool's lock held by the caller.  A
+ * missing pool file is rebuilt from the records, with `layout` as the
+ * pool's layout.  0, or IDGEN_EREGISTRY with a message naming the file. */
+static int pool_mark_locked(const char *dir, const char *layout, int64_t at_least, int64_t *mark,
+                            char *err, size_t errlen) {
+  char known[IDGEN_LAYOUT_SPEC_MAX] = "";
+  int rc = pool_read(dir, mark, known, sizeof known);
+  if (rc < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      "registry: %s/pool: %s (the pool-wide mark; it is never guessed: restore "
+                      "it, or remove it to have it rebuilt from the lock files)",
+                      dir, errno == EINVAL ? "not a valid idgen pool record" : strerror(errno));
+  if (rc == 1 && records_max(dir, mark) < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot read %s: %s", dir,
+                      strerror(errno));
+  if (rc == 1 || *mark < at_least) {
+    if (*mark < at_least)
+      *mark = at_least;
+    if (pool_write(dir, *mark, known[0] ? known : layout) < 0)
+      return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot write %s/pool: %s", dir,
+                        strerror(errno));
+  }
+  return 0;
+}
+
+/* The same, taking and dropping the pool's lock. */
+static int pool_mark(const char *dir, const char *layout, int64_t at_least, int64_t *mark,
+                     char *err, size_t errlen) {
+  int dfd = pool_lock(dir);
+  if (dfd < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s", dir,
+                      strerror(errno));
+  int rc = pool_mark_locked(dir, layout, at_least, mark, err, errlen);
+  pool_unlock(dfd);
+  return rc;
+}
+
 /* ---- the backend --------------------------------------------------------- */
 
 static int file_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
@@ -206,20 +418,47 @@ static int file_open(idgen_registry_t *r, const char *rest, char *err, size_t er
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: file: needs a directory (file:DIR)");
   if (strlen(rest) > 512)
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: file: directory name too long");
-  if (make_dirs(rest) < 0)
-    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot create %s: %s", rest,
+  /* A relative directory is resolved here, once: later changes of the
+   * working directory do not move the registry, and what is shown is where
+   * it is. */
+  char given[1100], abs[PATH_MAX];
+  if (rest[0] == '/') {
+    snprintf(given, sizeof given, "%s", rest);
+  } else {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof cwd) == NULL)
+      return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                        "registry: cannot resolve file:%s: the working directory: %s", rest,
+                        strerror(errno));
+    if ((size_t)snprintf(given, sizeof given, "%s/%s", cwd, rest) >= sizeof given)
+      return idgen__err(err, errlen, IDGEN_EINVAL, "registry: file: directory name too long");
+  }
+  if (make_dirs(given) < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot create %s: %s", given,
                       strerror(errno));
-  r->path = strdup(rest);
-  return r->path ? 0 : IDGEN_ENOMEM;
+  if (realpath(given, abs) == NULL || strlen(abs) > 512)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot resolve %s: %s", given,
+                      strerror(errno ? errno : ENAMETOOLONG));
+  size_t n = strlen(abs) + 6;
+  char *uri = malloc(n);
+  r->path = strdup(abs);
+  if (uri == NULL || r->path == NULL) {
+    free(uri);
+    return IDGEN_ENOMEM;
+  }
+  snprintf(uri, n, "file:%s", abs);
+  free(r->uri);
+  r->uri = uri;
+  return 0;
 }
 
-/* Opens (creating if needed) and tries to lock one worker ID's file:
- * the fd, or -1 if another holder has it, or -2 with errno on failure.
- * After the lock is taken, the file must still be the one at `path`: if it
- * was removed or replaced between open and flock, the lock is on a file
- * nobody else will look at, so try again. */
-static int try_id(const char *dir, uint64_t id, char *path, size_t pathlen) {
-  if ((size_t)snprintf(path, pathlen, "%s/%" PRIu64 ".lock", dir, id) >= pathlen) {
+/* Opens (creating if needed) and tries to lock one tuple's file: the fd,
+ * or -1 if another holder has it, or -2 with errno on failure.  After the
+ * lock is taken, the file must still be the one at `path`: if it was
+ * removed or replaced between open and flock, the lock is on a file nobody
+ * else will look at, so try again. */
+static int try_key(const char *dir, uint64_t key, char *path, size_t pathlen) {
+  if ((size_t)snprintf(path, pathlen, "%s/%016" PRIx64 ".lock", dir, key) >= pathlen) {
     errno = ENAMETOOLONG;
     return -2;
   }
@@ -245,21 +484,28 @@ static int try_id(const char *dir, uint64_t id, char *path, size_t pathlen) {
 static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
                         size_t errlen) {
   const idgen__pool_t *p = &l->pool;
-  char dir[1024], path[1100], best_path[1100] = "", bad[1100] = "";
-  if ((size_t)snprintf(dir, sizeof dir, "%s/%s", l->r->path, l->pool_name) >= sizeof dir)
+  char *dir = l->dir, path[1100], best_path[1100] = "", bad[1100] = "";
+  if ((size_t)snprintf(dir, sizeof l->dir, "%s/%s", l->r->path, p->name) >= sizeof l->dir)
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: pool path too long");
   if (make_dirs(dir) < 0)
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot create %s: %s", dir,
                       strerror(errno));
+  /* Where a new or recreated record would start, for choosing; it is read
+   * again once the chosen file is locked (the protocol above). */
+  int64_t pool_at_scan;
+  int rc = pool_mark(dir, p->layout, 0, &pool_at_scan, err, errlen);
+  if (rc < 0)
+    return rc;
   int64_t now = idgen__req_now_ms(req);
-  int best_fd = -1;
+  int best_fd = -1, best_fresh = 0;
   uint64_t best_id = 0, best_gen = 0;
   int64_t best_mark = 0;
   /* Two passes: `idgen registry list` holds each lock shared for a moment,
-   * so an ID can look held once; a pool that looks full is looked at again. */
+   * so a tuple can look held once; a pool that looks full is looked at
+   * again. */
   for (int pass = 0; pass < 2 && best_fd < 0 && !bad[0]; pass++)
     for (uint64_t id = 0; id < p->size; id++) {
-      int fd = try_id(dir, id, path, sizeof path);
+      int fd = try_key(dir, p->fixed | id << p->shift, path, sizeof path);
       if (fd == -1)
         continue;
       if (fd == -2) {
@@ -268,38 +514,54 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
           close_held(best_fd);
         return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", path, strerror(e));
       }
-      uint64_t gen;
-      int64_t mark;
-      if (read_record(fd, &gen, &mark, NULL, 0) < 0) { /* never guess a mark: skip this ID */
+      idgen__lease_record_t rec;
+      int kind = read_record(fd, &rec);
+      if (kind == REC_BAD) { /* never guess a mark: skip this tuple */
         close_held(fd);
         snprintf(bad, sizeof bad, "%s", path);
         continue;
       }
+      /* An empty file, or one that holds another tuple's record (moved
+       * here), is a record recreated: it starts above the pool mark. */
+      int fresh = kind == REC_EMPTY || rec.key != (p->fixed | id << p->shift);
+      int64_t mark = fresh ? pool_at_scan : rec.mark_ms;
       if (best_fd < 0 || mark < best_mark) {
         if (best_fd >= 0)
           close_held(best_fd);
         best_fd = fd;
         best_id = id;
-        best_gen = gen;
+        best_gen = rec.generation;
         best_mark = mark;
+        best_fresh = fresh;
         snprintf(best_path, sizeof best_path, "%s", path);
       } else {
         close_held(fd);
       }
       if (best_mark < now)
-        break; /* the lowest free ID whose mark is behind the clock */
+        break; /* the lowest free value whose mark is behind the clock */
     }
   if (best_fd < 0 && bad[0])
     return idgen__err(err, errlen, IDGEN_EREGISTRY,
-                      "registry: no usable worker ID: %s is not a valid idgen lease record "
+                      "registry: no usable tuple: %s is not a valid idgen lease record "
                       "(refusing to guess its mark) and the others are held",
                       bad);
   if (best_fd < 0)
     return idgen__err(err, errlen, IDGEN_EPOOLFULL,
-                      "registry: the pool is full: all %" PRIu64 " worker IDs of field \"%s\" (%d "
+                      "registry: the pool is full: all %" PRIu64 " values of field \"%s\" (%d "
                       "bits)%s%s are held",
                       p->size, p->field_name, (int)__builtin_ctzll(p->size),
-                      p->ns[0] ? " for " : "", p->ns);
+                      p->others[0] ? " with " : "", p->others);
+  if (best_fresh) {
+    /* Read after the file is ours: any holder whose file this replaced is
+     * fenced before it can raise its ceiling past what this sees. */
+    int64_t pm;
+    if ((rc = pool_mark(dir, p->layout, 0, &pm, err, errlen)) < 0) {
+      close_held(best_fd);
+      return rc;
+    }
+    if (pm > best_mark)
+      best_mark = pm;
+  }
   /* Start above the mark: wait, reading the wall clock again after each
    * sleep (a sleep is measured on another clock), at most max_start_wait. */
   int64_t max = req->max_start_wait_ms < 0 ? 10000 : req->max_start_wait_ms, waited = 0;
@@ -309,10 +571,11 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
     if (waited + wait > max) {
       close_held(best_fd);
       return idgen__err(err, errlen, IDGEN_ECLOCK,
-                        "registry: every free worker ID has a mark ahead of the wall clock; the "
-                        "nearest (%s %" PRIu64 ") can start in %" PRId64
-                        " ms, more than max_start_wait_ms (%" PRId64 ")",
-                        p->field_name, best_id, wait, max);
+                        "registry: every free tuple has a mark ahead of the wall clock; the "
+                        "nearest (%s %" PRIu64 "%s%s) can start in %" PRId64
+                        " ms, more than max_start_wait_ms (%" PRId64 ")%s",
+                        p->field_name, best_id, p->others[0] ? " with " : "", p->others, wait, max,
+                        best_fresh ? "; it is new, so it starts above the pool-wide mark" : "");
     }
     idgen__req_sleep_ms(req, wait);
     waited += wait;
@@ -320,11 +583,12 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
   }
   l->fd = best_fd;
   l->worker = best_id;
+  l->key = p->fixed | best_id << p->shift;
   l->generation = best_gen + 1;
   snprintf(l->path, sizeof l->path, "%s", best_path);
   /* The record is relied on from here: its file's name must be durable too,
    * whoever created it (a creator may have died before its own fsync). */
-  int rc = write_record(l, best_mark);
+  rc = write_record(l, best_mark);
   if (rc == 0 && (fsync_dir(dir) < 0 || fsync_dir(l->r->path) < 0))
     rc = IDGEN_EREGISTRY;
   if (rc < 0) {
@@ -337,19 +601,36 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
   return 0;
 }
 
+/* Whether l's lock file is still the file at its path. */
 static int file_renew(idgen_lease_t *l, char *err, size_t errlen) {
   struct stat a, b;
-  if (fstat(l->fd, &a) < 0 || (stat(l->path, &b) < 0 && errno != ENOENT))
+  int gone = 0;
+  if (fstat(l->fd, &a) < 0 || (stat(l->path, &b) < 0 && !(gone = errno == ENOENT)))
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", l->path,
                       strerror(errno)); /* cannot tell: not (yet) a loss */
-  if (errno == ENOENT || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+  if (gone || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
     return idgen__err(err, errlen, IDGEN_ELEASE, /* someone else may lock the new file */
                       "registry: lock file %s was removed or replaced under the holder", l->path);
   return 0;
 }
 
 static int file_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen) {
-  int rc = file_renew(l, err, errlen);
+  int rc;
+  if (mark_ms > l->mark_ms) {
+    /* The check and the pool mark under the pool's lock, before the record
+     * (the protocol at the top of this file). */
+    int dfd = pool_lock(l->dir);
+    if (dfd < 0)
+      return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s", l->dir,
+                        strerror(errno));
+    int64_t pm;
+    rc = file_renew(l, err, errlen);
+    if (rc == 0)
+      rc = pool_mark_locked(l->dir, l->pool.layout, mark_ms, &pm, err, errlen);
+    pool_unlock(dfd);
+  } else {
+    rc = file_renew(l, err, errlen); /* the final mark, lower: nothing to raise */
+  }
   if (rc == 0 && (rc = write_record(l, mark_ms)) < 0)
     idgen__err(err, errlen, rc, "registry: cannot write the mark to %s: %s", l->path,
                strerror(errno));
@@ -365,7 +646,7 @@ static void file_release(idgen_lease_t *l) {
 
 /* Whether another open file description holds the lock at `path`: 1 held,
  * 0 free, -1 with errno.  A shared lock taken for the look is dropped at
- * once (an acquirer that meets it moves on to the next ID). */
+ * once (an acquirer that meets it moves on to the next tuple). */
 static int probe_held(const char *path) {
   int fd = open_held(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
@@ -384,59 +665,82 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* The IDs of a pool directory with a lock file, sorted: a malloc'ed array. */
-static uint64_t *pool_ids(const char *dir, size_t *n) {
+/* The keys of a pool directory with a lock file, sorted: a malloc'ed array. */
+static uint64_t *pool_keys(const char *dir, size_t *n) {
   DIR *d = opendir(dir);
-  uint64_t *ids = NULL;
+  uint64_t *keys = NULL;
   size_t cap = 0;
   *n = 0;
   if (d == NULL)
     return NULL;
   for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    char *end;
-    errno = 0;
-    unsigned long long id = strtoull(e->d_name, &end, 10);
-    if (errno || e->d_name[0] < '0' || e->d_name[0] > '9' || strcmp(end, ".lock") != 0)
+    uint64_t key;
+    if (!is_lock_name(e->d_name, &key))
       continue;
     if (*n == cap) {
-      uint64_t *m = realloc(ids, (cap = cap ? 2 * cap : 64) * sizeof *ids);
+      uint64_t *m = realloc(keys, (cap = cap ? 2 * cap : 64) * sizeof *keys);
       if (m == NULL)
         break;
-      ids = m;
+      keys = m;
     }
-    ids[(*n)++] = id;
+    keys[(*n)++] = key;
   }
   closedir(d);
   if (*n)
-    qsort(ids, *n, sizeof *ids, cmp_u64);
-  return ids;
+    qsort(keys, *n, sizeof *keys, cmp_u64);
+  return keys;
+}
+
+/* The pool's layout, as its file records it: 0, or -1 if unknown. */
+static int pool_layout(const char *dir, idgen_layout_t *l, char *spec, size_t speclen) {
+  int64_t mark;
+  spec[0] = '\0';
+  if (pool_read(dir, &mark, spec, speclen) != 0 || spec[0] == '\0')
+    return -1;
+  return idgen_layout_parse(l, spec, NULL, 0) == 0 ? 0 : -1;
 }
 
 static int list_pool(const char *dir, const char *pool,
                      int (*cb)(void *, const idgen_lease_row_t *), void *ctx) {
+  idgen_lease_row_t row;
+  idgen_layout_t lay;
+  memset(&row, 0, sizeof row);
+  int known = pool_layout(dir, &lay, row.layout, sizeof row.layout) == 0;
+  int64_t pm;
+  if (pool_read(dir, &pm, NULL, 0) != 0 && records_max(dir, &pm) < 0)
+    pm = 0; /* missing: what the next acquirer rebuilds it to */
   size_t n;
-  uint64_t *ids = pool_ids(dir, &n);
+  uint64_t *keys = pool_keys(dir, &n);
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) {
-    idgen_lease_row_t row;
     char path[1200];
-    memset(&row, 0, sizeof row);
     snprintf(row.pool, sizeof row.pool, "%s", pool);
-    row.worker = ids[i];
-    snprintf(path, sizeof path, "%s/%" PRIu64 ".lock", dir, ids[i]);
+    row.key = keys[i];
+    row.pool_mark_ms = pm;
+    row.expires_in_ms = -1;
+    idgen__node_text(known ? &lay : NULL, keys[i], row.node);
+    snprintf(path, sizeof path, "%s/%016" PRIx64 ".lock", dir, keys[i]);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
       continue;
-    int valid = read_record(fd, &row.generation, &row.mark_ms, row.holder, sizeof row.holder) == 0;
+    idgen__lease_record_t rec;
+    int kind = read_record(fd, &rec);
     close(fd);
-    if (!valid) {
+    row.generation = rec.generation;
+    row.mark_ms = rec.mark_ms;
+    snprintf(row.holder, sizeof row.holder, "%s", rec.holder);
+    if (kind == REC_BAD)
       snprintf(row.holder, sizeof row.holder,
-               "(corrupt record: acquisition skips this ID; do not delete the file)");
-    }
+               "(corrupt record: acquisition skips this tuple; do not delete the file)");
+    else if (kind == REC_EMPTY)
+      snprintf(row.holder, sizeof row.holder, "(empty: starts above the pool mark)");
+    else if (rec.key != keys[i])
+      snprintf(row.holder, sizeof row.holder,
+               "(another tuple's record, moved here: starts above the pool mark)");
     row.state = probe_held(path) == 1 ? IDGEN_LEASE_HELD : IDGEN_LEASE_FREE;
     rc = cb(ctx, &row);
   }
-  free(ids);
+  free(keys);
   return rc;
 }
 
@@ -449,8 +753,8 @@ static int file_list(idgen_registry_t *r, int (*cb)(void *, const idgen_lease_ro
   char **pools = NULL;
   size_t n = 0, cap = 0;
   for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    if (e->d_name[0] == '.' || strchr(e->d_name, '@') == NULL)
-      continue;
+    if (strncmp(e->d_name, "epoch=", 6) != 0)
+      continue; /* not a pool (an older idgen's directories are not read) */
     if (n == cap) {
       char **m = realloc(pools, (cap = cap ? 2 * cap : 16) * sizeof *pools);
       if (m == NULL)
@@ -475,35 +779,40 @@ static int file_list(idgen_registry_t *r, int (*cb)(void *, const idgen_lease_ro
   return rc;
 }
 
-static int file_free(idgen_registry_t *r, const char *pool, uint64_t worker, int force, char *err,
-                     size_t errlen) {
-  (void)force; /* a live process's flock cannot be taken from it */
-  char path[1100];
-  if ((size_t)snprintf(path, sizeof path, "%s/%s/%" PRIu64 ".lock", r->path, pool, worker) >=
-      sizeof path)
+static int file_free(idgen_registry_t *r, const char *pool, const char *node, int force,
+                     char *err, size_t errlen) {
+  char dir[1100], path[1200], spec[IDGEN_LAYOUT_SPEC_MAX], why[300];
+  if ((size_t)snprintf(dir, sizeof dir, "%s/%s", r->path, pool) >= sizeof dir)
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: pool name too long");
+  if (access(dir, F_OK) != 0)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no pool %s in %s", pool, r->path);
+  idgen_layout_t lay;
+  uint64_t key;
+  int known = pool_layout(dir, &lay, spec, sizeof spec) == 0;
+  if (idgen__node_key(known ? &lay : NULL, node, &key, why, sizeof why) < 0)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: %s", why);
+  snprintf(path, sizeof path, "%s/%016" PRIx64 ".lock", dir, key);
   int held = probe_held(path);
   if (held < 0 && errno == ENOENT)
     return idgen__err(err, errlen, IDGEN_EINVAL,
-                      "registry: %s has no worker ID %" PRIu64 " in %s (never leased)", pool,
-                      worker, r->path);
+                      "registry: %s has no tuple %s in %s (never leased)", pool, node, r->path);
   if (held < 0)
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", path, strerror(errno));
   if (held)
     return idgen__err(err, errlen, IDGEN_ELEASE,
-                      "registry: %s %" PRIu64 " of %s is locked by a live process: a file: lease "
-                      "cannot be taken from its holder%s; stop the holder and the ID is free at "
-                      "once",
-                      pool, worker, r->path, force ? ", even with --force" : "");
+                      "registry: %s in %s is locked by a live process: a file: lease cannot be "
+                      "taken from its holder%s; stop the holder and the tuple is free at once",
+                      node, pool, force ? ", even with --force" : "");
   return idgen__err(err, errlen, 0,
-                    "registry: %s %" PRIu64 " is already free (no process holds its lock; its "
-                    "mark stays)",
-                    pool, worker);
+                    "registry: %s in %s is already free (no process holds its lock; its mark "
+                    "stays)",
+                    node, pool);
 }
 
 const idgen__registry_ops_t idgen__registry_file = {
     .scheme = "file",
     .mark_step_ms = 1000,
+    .expires = 0,
     .open = file_open,
     .acquire = file_acquire,
     .renew = file_renew,

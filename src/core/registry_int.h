@@ -8,14 +8,38 @@
 #include "core_int.h"
 #include "idgen.h"
 
-/* The pool a lease comes from: one node field of a layout, under the
- * namespace made by the values of the other node fields. */
+/*
+ * The pool a lease comes from (SPEC section 8, idgen.h "What a lease stands
+ * for").  A pool is named by the layout's geometry -- epoch, tick, and the
+ * positions of the time and sequence fields -- so that two layouts that make
+ * the same IDs share it.  Within a pool a node tuple is its key: every node
+ * field's bits, in place in the ID.  A request fixes all node fields but the
+ * leased one, so its candidates are key = fixed | v << shift for v in
+ * 0..size-1, and two holders meet on a key whichever fields they leased.
+ */
 typedef struct idgen__pool {
-  int field;                  /* layout field index */
+  int field;                  /* layout field index of the leased field */
   char field_name[IDGEN_FIELD_NAME_MAX];
-  uint64_t size;              /* 2^bits worker IDs */
-  char ns[512];               /* "datacenter=1" (or "" with no other node field) */
+  unsigned shift;             /* its position in the ID */
+  uint64_t size;              /* 2^bits values */
+  uint64_t fixed;             /* the other node fields' bits, in place */
+  char name[IDGEN_POOL_NAME_MAX]; /* "epoch=1288834974657,tick=1ms,time@22,sequence@0:12" */
+  char others[IDGEN_NODE_TEXT_MAX]; /* "datacenter=1" (the fixed fields), or "" */
+  char layout[IDGEN_LAYOUT_SPEC_MAX]; /* the requester's layout, canonical */
 } idgen__pool_t;
+
+/* The pool name of layout `l` into buf[IDGEN_POOL_NAME_MAX]. */
+void idgen__pool_name(const idgen_layout_t *l, char *buf);
+
+/* The tuple of `key` as "name=value,..." in layout l's node fields into
+ * buf[IDGEN_NODE_TEXT_MAX]; "0x%016llx" when l is NULL. */
+void idgen__node_text(const idgen_layout_t *l, uint64_t key, char *buf);
+
+/* The key of tuple text `node` ("datacenter=1,worker=7" in layout l's
+ * field names, every node field once; or "0x" and hex digits): 0, or -1
+ * with a message naming what is wrong.  l may be NULL (hex only). */
+int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, char *err,
+                    size_t errlen);
 
 /*
  * A backend.  Every operation that can fail returns 0 or a negative
@@ -25,9 +49,11 @@ typedef struct idgen__pool {
  *
  *   open     parses the part of the URI after "scheme:" (the whole URI is in
  *            r->uri) and connects or creates what it needs.
- *   acquire  fills l->worker, l->generation (> every earlier grant of that
- *            ID), l->mark_ms (the ID's recorded mark) following SPEC section
- *            8; l->pool, l->holder, l->ttl_ms, l->quarantine_ms are set.
+ *   acquire  fills l->worker, l->key, l->generation (> every earlier grant
+ *            of that tuple), l->mark_ms (where the holder starts: the
+ *            tuple's recorded mark, or the pool-wide mark for a record that
+ *            is new, removed or replaced) following SPEC section 8; l->pool,
+ *            l->holder, l->ttl_ms, l->quarantine_ms are set.
  *   renew    shows the lease is still held, conditional on l->generation:
  *            IDGEN_ELEASE when it is not (fenced out), IDGEN_EREGISTRY when
  *            the registry cannot be reached (the lease may still be held).
@@ -37,13 +63,15 @@ typedef struct idgen__pool {
  *            bound to l has stopped (the final mark at release).
  *   release  gives the ID back at once (the holder has stopped issuing); the
  *            mark stays.  Best effort: errors are dropped.
- *   list     calls cb once per known worker ID of every pool.
+ *   list     calls cb once per known tuple of every pool.
  *   free     frees a stale lease by hand (idgen_registry_free()).
  *   close    drops what open made (r itself is freed by the caller).
  */
 typedef struct idgen__registry_ops {
   const char *scheme;         /* "static", "file", "postgres" */
   int64_t mark_step_ms;       /* default mark step; 0: the lease's TTL */
+  int expires;                /* leases expire unless renewed (network
+                               * registries); 0: held while the process lives */
   int (*open)(idgen_registry_t *r, const char *rest, char *err, size_t errlen);
   int (*acquire)(idgen_lease_t *l, const idgen_lease_request_t *req, char *err, size_t errlen);
   int (*renew)(idgen_lease_t *l, char *err, size_t errlen);
@@ -51,7 +79,7 @@ typedef struct idgen__registry_ops {
   void (*release)(idgen_lease_t *l);
   int (*list)(idgen_registry_t *r, int (*cb)(void *ctx, const idgen_lease_row_t *row), void *ctx,
               char *err, size_t errlen);
-  int (*free)(idgen_registry_t *r, const char *pool, uint64_t worker, int force, char *err,
+  int (*free)(idgen_registry_t *r, const char *pool, const char *node, int force, char *err,
               size_t errlen);
   void (*close)(idgen_registry_t *r);
 } idgen__registry_ops_t;
@@ -66,29 +94,44 @@ struct idgen_registry {
 struct idgen_lease {
   idgen_registry_t *r;
   idgen__pool_t pool;
-  char pool_name[IDGEN_FIELD_NAME_MAX + 520]; /* "worker@datacenter=1" or "worker@-" */
   uint64_t worker, generation;
+  uint64_t key;               /* pool.fixed | worker << pool.shift */
+  char node[IDGEN_NODE_TEXT_MAX]; /* the tuple, in the requester's field names */
   int64_t mark_ms;
   int64_t ttl_ms, quarantine_ms, mark_step_ms;
   int64_t expires_ms;         /* the registry's expiry, Unix ms by its clock; 0: none */
+  int64_t expires_in_ms;      /* the same as the registry measured it; -1: none */
   unsigned fork_gen;          /* the process that holds it */
   atomic_int bound;           /* a generator is bound to it */
   int fd;                     /* file: the held lock file */
   char path[1024];            /* file: its path */
+  char dir[1024];             /* file: its pool's directory */
   char holder[128];
 };
 
 extern const idgen__registry_ops_t idgen__registry_static, idgen__registry_file,
     idgen__registry_postgres, idgen__registry_postgresql;
 
-/* file: records (registry_file.c): "idgen-lease v1 generation=N mark_ms=M
- * holder=H", padded with spaces to 255 bytes and a newline.  parse: 0, or
- * -1 for anything that is not exactly such a record (holder may be NULL
- * with holderlen 0); format: 0, or -1 if it does not fit. */
+/* file: records (registry_file.c).  A tuple's lock file holds
+ * "idgen-lease v2 generation=N mark_ms=M key=K holder=H" (K: 16 hex
+ * digits), padded with spaces to 255 bytes and a newline.  parse: 0, or -1
+ * for anything that is not exactly such a record (holder may be NULL with
+ * holderlen 0); format: 0, or -1 if it does not fit. */
 #define IDGEN__LEASE_RECORD_SIZE 256
-int idgen__lease_record_parse(const char *buf, size_t n, uint64_t *gen, int64_t *mark,
-                              char *holder, size_t holderlen);
-int idgen__lease_record_format(char *buf, uint64_t gen, int64_t mark, const char *holder);
+typedef struct idgen__lease_record {
+  uint64_t generation, key;
+  int64_t mark_ms;
+  char holder[128];
+} idgen__lease_record_t;
+int idgen__lease_record_parse(const char *buf, size_t n, idgen__lease_record_t *rec);
+int idgen__lease_record_format(char *buf, const idgen__lease_record_t *rec);
+
+/* A pool's file: "idgen-pool v1 mark_ms=P layout=SPEC", padded with spaces
+ * to 1023 bytes and a newline; the same rules. */
+#define IDGEN__POOL_RECORD_SIZE 1024
+int idgen__pool_record_parse(const char *buf, size_t n, int64_t *mark, char *layout,
+                             size_t layoutlen);
+int idgen__pool_record_format(char *buf, int64_t mark, const char *layout);
 
 /* The mark written when a bound generator stops: the last tick it used,
  * which may be below l->mark_ms (nothing above it was issued). */

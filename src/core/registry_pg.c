@@ -1,18 +1,30 @@
 /*
  * registry_pg.c -- the `postgres://` (and `postgresql://`) registry (SPEC
- * section 8): machines share worker IDs through one PostgreSQL table.
+ * section 8): machines share node tuples through two PostgreSQL tables.
  *
- *   idgen_leases(pool text, worker_id bigint, holder text,
- *                generation bigint, expires_at timestamptz,
- *                free_at timestamptz, mark_ms bigint,
- *                primary key (pool, worker_id))
+ *   idgen_pools(pool text primary key, layout text, floor_ms bigint)
+ *   idgen_nodes(pool text, node bigint, holder text, generation bigint,
+ *               expires_at timestamptz, free_at timestamptz, mark_ms bigint,
+ *               primary key (pool, node))
  *
- * One row per worker ID ever leased in a pool ("worker@datacenter=1");
- * rows are never deleted, so a generation only grows.  Times are the
- * database's clock (now()), never the caller's.
+ * A pool is a layout geometry (registry_int.h); `node` is a tuple's key,
+ * its node bits in the ID, as a signed 64-bit integer; holders meet on it
+ * whichever node field they lease.  One row per tuple ever leased; idgen
+ * never deletes rows, so a generation only grows.  Times are the database's
+ * clock (now()), never the caller's.
  *
- * Quarantine: free_at is when the ID returns to the pool, and an ID is free
- * exactly when free_at <= now().  So the quarantine needs no clock or
+ * The pool-wide mark (SPEC section 8).  A row deleted or moved by hand
+ * would let its tuple start again from nothing, under a holder that may
+ * still be alive.  So a trigger on idgen_nodes raises the pool's floor_ms
+ * to the mark of every row deleted, truncated or moved out (in the same
+ * transaction), and a new row starts at the floor; idgen_pools refuses
+ * deletes.  Unlike file:, a new tuple does not start above the live
+ * holders' marks: those run up to a TTL ahead, and a new holder would wait
+ * that long.  A new tuple cannot repeat a live tuple's IDs, and every tuple
+ * that no longer has its row is under the floor.
+ *
+ * Quarantine: free_at is when the tuple returns to the pool, and a tuple is
+ * free exactly when free_at <= now().  So the quarantine needs no clock or
  * setting of its own when list and free, which have no lease request, look
  * at a row:
  *   granted or renewed   expires_at = now() + ttl, free_at = expires_at + quarantine
@@ -29,10 +41,12 @@
  * The claim is one INSERT ... ON CONFLICT DO UPDATE ... WHERE free_at <=
  * now() AND mark_ms < wall clock: PostgreSQL locks the row, rechecks the
  * condition on its newest version and either grants the next generation or
- * returns no row (someone else won: the next candidate is tried).  Renewals,
- * mark writes and releases are UPDATEs conditional on (generation, holder);
- * no row back means fenced out.  Every statement is autocommitted (durable
- * on return: synchronous_commit is turned back on if the server has it off).
+ * returns no row (someone else won: the next candidate is tried).  A new
+ * row reads the floor with FOR SHARE, so a concurrent delete's trigger is
+ * waited for.  Renewals, mark writes and releases are UPDATEs conditional on
+ * (generation, holder); no row back means fenced out.  Every statement is
+ * autocommitted (durable on return: synchronous_commit is turned back on if
+ * the server has it off).
  *
  * One connection per registry, guarded by a mutex: a bound generator's
  * thread renews while others acquire or list.  A statement that gets no
@@ -90,111 +104,173 @@ static const char SQL_SESSION[] =
     " set_config('default_transaction_isolation', 'read committed', false),"
     " set_config('default_transaction_read_only', 'off', false)";
 
-static const char SQL_EXISTS[] = "SELECT to_regclass('idgen_leases') IS NOT NULL";
+static const char SQL_EXISTS[] =
+    "SELECT to_regclass('idgen_nodes') IS NOT NULL AND to_regclass('idgen_pools') IS NOT NULL"
+    " AND EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'idgen_nodes_removed'"
+    " AND tgrelid = to_regclass('idgen_nodes'))";
 
-static const char SQL_CREATE[] = "CREATE TABLE IF NOT EXISTS idgen_leases ("
-                                 " pool text NOT NULL,"
-                                 " worker_id bigint NOT NULL,"
-                                 " holder text,"
-                                 " generation bigint NOT NULL,"
-                                 " expires_at timestamptz NOT NULL,"
-                                 " free_at timestamptz NOT NULL,"
-                                 " mark_ms bigint NOT NULL,"
-                                 " PRIMARY KEY (pool, worker_id))";
+/* The schema, made once under an advisory lock (many processes may start
+ * at once).  Statements run in order in one transaction. */
+static const char *const SQL_SCHEMA[] = {
+    "SELECT pg_advisory_xact_lock(7283920174628301)",
+    "CREATE TABLE IF NOT EXISTS idgen_pools ("
+    " pool text PRIMARY KEY,"
+    " layout text NOT NULL,"
+    " floor_ms bigint NOT NULL DEFAULT 0)",
+    "CREATE TABLE IF NOT EXISTS idgen_nodes ("
+    " pool text NOT NULL,"
+    " node bigint NOT NULL,"
+    " holder text,"
+    " generation bigint NOT NULL,"
+    " expires_at timestamptz NOT NULL,"
+    " free_at timestamptz NOT NULL,"
+    " mark_ms bigint NOT NULL,"
+    " PRIMARY KEY (pool, node))",
+    /* A row that leaves (deleted, truncated, or its key changed by hand)
+     * raises its pool's floor to its mark: a later row of that tuple starts
+     * above every ID issued under it. */
+    "CREATE OR REPLACE FUNCTION idgen_nodes_removed() RETURNS trigger LANGUAGE plpgsql AS $f$"
+    " BEGIN"
+    "  IF TG_OP = 'TRUNCATE' THEN"
+    "   INSERT INTO idgen_pools AS p (pool, layout, floor_ms)"
+    "    SELECT pool, '', max(mark_ms) FROM idgen_nodes GROUP BY pool"
+    "    ON CONFLICT (pool) DO UPDATE SET floor_ms = greatest(p.floor_ms, excluded.floor_ms);"
+    "   RETURN NULL;"
+    "  END IF;"
+    "  IF TG_OP = 'UPDATE' AND NEW.pool = OLD.pool AND NEW.node = OLD.node THEN"
+    "   RETURN NEW;"
+    "  END IF;"
+    "  INSERT INTO idgen_pools AS p (pool, layout, floor_ms) VALUES (OLD.pool, '', OLD.mark_ms)"
+    "   ON CONFLICT (pool) DO UPDATE SET floor_ms = greatest(p.floor_ms, excluded.floor_ms);"
+    "  IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;"
+    "  RETURN NEW;"
+    " END $f$",
+    "CREATE OR REPLACE FUNCTION idgen_pools_kept() RETURNS trigger LANGUAGE plpgsql AS $f$"
+    " BEGIN"
+    "  RAISE EXCEPTION 'idgen_pools keeps the floors of deleted tuples: its rows are never"
+    " deleted (drop both idgen tables to start a registry afresh)';"
+    " END $f$",
+    "DROP TRIGGER IF EXISTS idgen_nodes_removed ON idgen_nodes",
+    "CREATE TRIGGER idgen_nodes_removed BEFORE DELETE OR UPDATE ON idgen_nodes"
+    " FOR EACH ROW EXECUTE FUNCTION idgen_nodes_removed()",
+    "DROP TRIGGER IF EXISTS idgen_nodes_truncated ON idgen_nodes",
+    "CREATE TRIGGER idgen_nodes_truncated BEFORE TRUNCATE ON idgen_nodes"
+    " FOR EACH STATEMENT EXECUTE FUNCTION idgen_nodes_removed()",
+    "DROP TRIGGER IF EXISTS idgen_pools_kept ON idgen_pools",
+    "CREATE TRIGGER idgen_pools_kept BEFORE DELETE OR TRUNCATE ON idgen_pools"
+    " FOR EACH STATEMENT EXECUTE FUNCTION idgen_pools_kept()",
+    NULL};
 
-static const char SQL_CHECK[] = "SELECT pool, worker_id, holder, generation, expires_at, free_at,"
-                                " mark_ms FROM idgen_leases LIMIT 0";
+static const char SQL_CHECK[] =
+    "SELECT n.pool, n.node, n.holder, n.generation, n.expires_at, n.free_at, n.mark_ms,"
+    " p.layout, p.floor_ms FROM idgen_nodes n, idgen_pools p LIMIT 0";
 
-/* Up to 16 candidates from worker ID $2 on, lowest first, in a pool of $3:
- * free rows whose mark is behind the wall clock $4, and the first ID of
- * each run of never-leased IDs, found from the rows (no series over the
- * pool): the cost grows with the rows a pool has, about 0.6 s for 300,000
- * held in a row. */
+/* $1 pool, $2 layout: the pool's row, made on first use. */
+static const char SQL_POOL[] =
+    "INSERT INTO idgen_pools (pool, layout) VALUES ($1, $2) ON CONFLICT (pool) DO NOTHING";
+
+static const char SQL_FLOOR[] = "SELECT floor_ms FROM idgen_pools WHERE pool = $1";
+
+/* The value v of the leased field in a row's key, and the key of value x;
+ * $5 the other fields' bits, $6 the mask that clears the leased field, $7
+ * its shift, $8 its largest value. */
+#define V(k) "((" k " >> $7::int) & $8::bigint)"
+#define KEY(x) "($5::bigint | ((" x ") << $7::int))"
+#define SAME "& $6::bigint = $5::bigint"
+
+/* Up to 16 candidates from value $2 on, lowest first, among $3 values of
+ * pool $1: free rows whose mark is behind the wall clock $4, and, if $9,
+ * the first value of each run of never-leased ones, found from the rows (no
+ * series over the pool). */
 static const char SQL_CANDIDATES[] =
-    "SELECT id FROM ("
-    " (SELECT worker_id AS id FROM idgen_leases WHERE pool = $1 AND worker_id >= $2::bigint"
-    "  AND worker_id < $3::bigint AND free_at <= now() AND mark_ms < $4::bigint"
-    "  ORDER BY worker_id LIMIT 16)"
+    "SELECT v FROM ("
+    " (SELECT " V("node") " AS v FROM idgen_nodes WHERE pool = $1 AND node " SAME
+    "  AND " V("node") " >= $2::bigint AND free_at <= now() AND mark_ms < $4::bigint"
+    "  ORDER BY 1 LIMIT 16)"
     " UNION ALL"
-    " (SELECT $2::bigint WHERE $2::bigint < $3::bigint AND NOT EXISTS"
-    "  (SELECT 1 FROM idgen_leases WHERE pool = $1 AND worker_id = $2::bigint))"
+    " (SELECT $2::bigint WHERE $9::boolean AND $2::bigint < $3::bigint AND NOT EXISTS"
+    "  (SELECT 1 FROM idgen_nodes WHERE pool = $1 AND node = " KEY("$2::bigint") "))"
     " UNION ALL"
-    " (SELECT a.worker_id + 1 FROM idgen_leases a WHERE a.pool = $1 AND a.worker_id >= $2::bigint"
-    "  AND a.worker_id + 1 < $3::bigint AND NOT EXISTS (SELECT 1 FROM idgen_leases b"
-    "  WHERE b.pool = $1 AND b.worker_id = a.worker_id + 1) ORDER BY a.worker_id LIMIT 16)"
-    ") c ORDER BY id LIMIT 16";
+    " (SELECT " V("a.node") " + 1 FROM idgen_nodes a WHERE $9::boolean AND a.pool = $1"
+    "  AND a.node " SAME " AND " V("a.node") " >= $2::bigint AND " V("a.node") " + 1 < $3::bigint"
+    "  AND NOT EXISTS (SELECT 1 FROM idgen_nodes b WHERE b.pool = $1"
+    "  AND b.node = " KEY(V("a.node") " + 1") ") ORDER BY 1 LIMIT 16)"
+    ") c ORDER BY v LIMIT 16";
 
-/* When no candidate is left: how many IDs of the pool have rows, the free
- * one with the lowest mark, and how many are in quarantine, the first back
- * in how many ms. */
+/* When no candidate is left: how many values have rows, the free one with
+ * the lowest mark, and how many are in quarantine, the first back in how
+ * many ms.  (Same parameters; $2, $4 and $9 unused but typed.) */
 static const char SQL_BEST[] =
-    "SELECT q.used, b.worker_id, b.mark_ms, q.quarantined, q.next_ms FROM"
+    "SELECT q.used, b.v, b.mark_ms, q.quarantined, q.next_ms FROM"
     " (SELECT count(*) AS used,"
     "  count(*) FILTER (WHERE free_at > now() AND NOT " HELD ") AS quarantined,"
     "  " MS("min(free_at) FILTER (WHERE free_at > now() AND NOT " HELD ") - now()") " AS next_ms"
-    "  FROM idgen_leases WHERE pool = $1 AND worker_id < $2::bigint) q"
-    " LEFT JOIN LATERAL (SELECT worker_id, mark_ms FROM idgen_leases WHERE pool = $1"
-    "  AND worker_id < $2::bigint AND free_at <= now() ORDER BY mark_ms, worker_id LIMIT 1) b"
-    " ON true";
+    "  FROM idgen_nodes WHERE pool = $1 AND node " SAME ") q"
+    " LEFT JOIN LATERAL (SELECT " V("node") " AS v, mark_ms FROM idgen_nodes WHERE pool = $1"
+    "  AND node " SAME " AND free_at <= now() ORDER BY mark_ms, node LIMIT 1) b ON true"
+    " WHERE $2::bigint IS NOT NULL AND $3::bigint IS NOT NULL AND $4::bigint IS NOT NULL"
+    " AND $9::boolean IS NOT NULL";
 
-/* $1 pool, $2 worker, $3 holder, $4 ttl ms, $5 quarantine ms, $6 wall clock. */
+/* $1 pool, $2 node, $3 holder, $4 ttl ms, $5 quarantine ms, $6 wall clock.
+ * A new row starts at the pool's floor, read FOR SHARE: a delete's trigger
+ * that raised it commits first. */
 static const char SQL_CLAIM[] =
-    "INSERT INTO idgen_leases AS t (pool, worker_id, holder, generation, expires_at, free_at,"
+    "WITH p AS (SELECT floor_ms FROM idgen_pools WHERE pool = $1 FOR SHARE)"
+    " INSERT INTO idgen_nodes AS t (pool, node, holder, generation, expires_at, free_at,"
     " mark_ms) VALUES ($1, $2::bigint, $3, 1, now() + " MSEC("$4") ","
-    " now() + " MSEC("$4") " + " MSEC("$5") ", 0)"
-    " ON CONFLICT (pool, worker_id) DO UPDATE SET holder = excluded.holder,"
+    " now() + " MSEC("$4") " + " MSEC("$5") ", coalesce((SELECT floor_ms FROM p), 0))"
+    " ON CONFLICT (pool, node) DO UPDATE SET holder = excluded.holder,"
     " generation = t.generation + 1, expires_at = excluded.expires_at, free_at = excluded.free_at"
     " WHERE t.free_at <= now() AND t.mark_ms < $6::bigint"
-    " RETURNING generation, mark_ms, " MS("expires_at");
+    " RETURNING generation, mark_ms, " MS("expires_at") ", " MS("expires_at - now()");
 
-/* $1 pool, $2 worker, $3 generation, $4 holder, then: */
+/* $1 pool, $2 node, $3 generation, $4 holder, then: */
 /* Expiry and the mark only move forward: a late statement cannot undo a
  * later one (the final mark, which may go lower, is SQL_FINAL_MARK). */
 static const char SQL_RENEW[] = /* $5 ttl ms, $6 quarantine ms */
-    "UPDATE idgen_leases SET expires_at = greatest(expires_at, now() + " MSEC("$5") "),"
+    "UPDATE idgen_nodes SET expires_at = greatest(expires_at, now() + " MSEC("$5") "),"
     " free_at = greatest(free_at, now() + " MSEC("$5") " + " MSEC("$6") ")"
-    " WHERE pool = $1 AND worker_id = $2::bigint AND generation = $3::bigint AND holder = $4"
-    " RETURNING " MS("expires_at");
+    " WHERE pool = $1 AND node = $2::bigint AND generation = $3::bigint AND holder = $4"
+    " RETURNING " MS("expires_at") ", " MS("expires_at - now()");
 
 static const char SQL_MARK[] = /* $5 mark ms */
-    "UPDATE idgen_leases SET mark_ms = greatest(mark_ms, $5::bigint) WHERE pool = $1"
-    " AND worker_id = $2::bigint AND generation = $3::bigint AND holder = $4 RETURNING 1";
+    "UPDATE idgen_nodes SET mark_ms = greatest(mark_ms, $5::bigint) WHERE pool = $1"
+    " AND node = $2::bigint AND generation = $3::bigint AND holder = $4 RETURNING 1";
 
 static const char SQL_FINAL_MARK[] = /* $5 mark ms: the generator has stopped */
-    "UPDATE idgen_leases SET mark_ms = $5::bigint WHERE pool = $1 AND worker_id = $2::bigint"
+    "UPDATE idgen_nodes SET mark_ms = $5::bigint WHERE pool = $1 AND node = $2::bigint"
     " AND generation = $3::bigint AND holder = $4 RETURNING 1";
 
 static const char SQL_RELEASE[] =
-    "UPDATE idgen_leases SET holder = NULL, expires_at = now(), free_at = now()"
-    " WHERE pool = $1 AND worker_id = $2::bigint AND generation = $3::bigint AND holder = $4";
+    "UPDATE idgen_nodes SET holder = NULL, expires_at = now(), free_at = now()"
+    " WHERE pool = $1 AND node = $2::bigint AND generation = $3::bigint AND holder = $4";
 
 /* One row as list and free see it: generation, holder ('' if none), state
  * (0 free, 1 held, 2 quarantine), ms until it expires (held) or is free
- * again (otherwise), its expiry (held) or free time (quarantine) as Unix
- * ms (0 when free), and the mark. */
+ * again (quarantine; 0 when free), and the mark. */
 #define ROW_COLS                                                                  \
   "generation, coalesce(holder, ''),"                                             \
   " CASE WHEN " HELD " THEN 1 WHEN free_at > now() THEN 2 ELSE 0 END,"            \
-  " " MS("CASE WHEN " HELD " THEN expires_at ELSE free_at END - now()") ","       \
-  " CASE WHEN " HELD " THEN " MS("expires_at")                                    \
-  " WHEN free_at > now() THEN " MS("free_at") " ELSE 0 END, mark_ms"
+  " greatest(0, " MS("CASE WHEN " HELD " THEN expires_at ELSE free_at END - now()") "),"  \
+  " mark_ms"
 
 static const char SQL_ROW[] =
-    "SELECT " ROW_COLS " FROM idgen_leases WHERE pool = $1 AND worker_id = $2::bigint";
+    "SELECT " ROW_COLS " FROM idgen_nodes WHERE pool = $1 AND node = $2::bigint";
 
-static const char SQL_POOL_KNOWN[] = "SELECT 1 FROM idgen_leases WHERE pool = $1 LIMIT 1";
+static const char SQL_POOL_LAYOUT[] = "SELECT layout FROM idgen_pools WHERE pool = $1";
 
-/* A page of rows after ($1, $2). */
-static const char SQL_LIST[] = "SELECT pool, worker_id, " ROW_COLS " FROM idgen_leases"
-                               " WHERE (pool, worker_id) > ($1, $2::bigint)"
-                               " ORDER BY pool, worker_id LIMIT " LIST_PAGE;
+/* A page of rows after ($1, $2), with their pool's layout and floor. */
+static const char SQL_LIST[] =
+    "SELECT n.pool, n.node, coalesce(p.layout, ''), coalesce(p.floor_ms, 0), " ROW_COLS
+    " FROM idgen_nodes n LEFT JOIN idgen_pools p ON p.pool = n.pool"
+    " WHERE (n.pool, n.node) > ($1, $2::bigint) ORDER BY n.pool, n.node LIMIT " LIST_PAGE;
 
-/* $3 generation as seen, $4 force: fences the ID and starts its quarantine. */
+/* $3 generation as seen, $4 force: fences the tuple and starts its quarantine. */
 static const char SQL_FREE[] =
-    "UPDATE idgen_leases SET generation = generation + 1, holder = NULL,"
+    "UPDATE idgen_nodes SET generation = generation + 1, holder = NULL,"
     " free_at = greatest(free_at, now() + (free_at - expires_at)),"
     " expires_at = least(expires_at, now())"
-    " WHERE pool = $1 AND worker_id = $2::bigint AND generation = $3::bigint"
+    " WHERE pool = $1 AND node = $2::bigint AND generation = $3::bigint"
     " AND ($4::boolean OR NOT " HELD ")"
     " RETURNING generation, " MS("free_at - now()");
 
@@ -385,23 +461,35 @@ static int64_t pg_i64(const PGresult *res, int row, int col) {
 
 /* ---- open, close ------------------------------------------------------------- */
 
-static int pg_create_table(pg_t *pg, char *err, size_t errlen) {
+/* Runs SQL_SCHEMA in one transaction.  0, or the first failure. */
+static int pg_schema_txn(pg_t *pg, char *err, size_t errlen) {
+  PGresult *res;
+  int rc = pg_query(pg, &res, "BEGIN", 0, NULL, 1, NULL, err, errlen);
+  PQclear(res);
+  for (int i = 0; rc == 0 && SQL_SCHEMA[i]; i++) {
+    rc = pg_query(pg, &res, SQL_SCHEMA[i], 0, NULL, 0, NULL, err, errlen);
+    PQclear(res);
+  }
+  if (pg->conn != NULL) {
+    PGresult *end = NULL;
+    pg_query(pg, &end, rc == 0 ? "COMMIT" : "ROLLBACK", 0, NULL, 0, NULL,
+             rc == 0 ? err : NULL, rc == 0 ? errlen : 0);
+    if (rc == 0 && (end == NULL || PQresultStatus(end) != PGRES_COMMAND_OK))
+      rc = IDGEN_EREGISTRY;
+    PQclear(end);
+  }
+  return rc;
+}
+
+static int pg_create_schema(pg_t *pg, char *err, size_t errlen) {
   PGresult *res;
   int rc = pg_query(pg, &res, SQL_EXISTS, 0, NULL, 1, NULL, err, errlen);
   if (rc < 0)
     return rc;
   int exists = PQgetvalue(res, 0, 0)[0] == 't';
   PQclear(res);
-  if (!exists) {
-    /* Many processes may start at once: CREATE TABLE IF NOT EXISTS can then
-     * fail with a unique violation (on the catalog) or a duplicate table,
-     * and the table is there all the same. */
-    char state[6] = "";
-    rc = pg_query(pg, &res, SQL_CREATE, 0, NULL, 0, state, err, errlen);
-    PQclear(res);
-    if (rc < 0 && strcmp(state, "23505") != 0 && strcmp(state, "42P07") != 0)
-      return rc;
-  }
+  if (!exists && (rc = pg_schema_txn(pg, err, errlen)) < 0)
+    return rc;
   char state[6] = "";
   rc = pg_query(pg, &res, SQL_CHECK, 0, NULL, 1, state, err, errlen);
   PQclear(res);
@@ -409,7 +497,7 @@ static int pg_create_table(pg_t *pg, char *err, size_t errlen) {
     char why[300];
     snprintf(why, sizeof why, "%s", err ? err : "");
     return idgen__err(err, errlen, rc,
-                      "%s (table idgen_leases is not idgen's, or of another "
+                      "%s (tables idgen_nodes and idgen_pools are not idgen's, or of another "
                       "version)",
                       why);
   }
@@ -433,7 +521,7 @@ static int pg_open(idgen_registry_t *r, const char *rest, char *err, size_t errl
   pthread_mutex_init(&pg->mu, NULL);
   pg->fork_gen = idgen__fork_gen();
   pg->uri = r->uri;
-  int rc = pg_create_table(pg, err, errlen);
+  int rc = pg_create_schema(pg, err, errlen);
   if (rc < 0) {
     pg_drop(pg);
     pthread_mutex_destroy(&pg->mu);
@@ -460,52 +548,79 @@ static void pg_close(idgen_registry_t *r) {
 
 /* ---- leases ------------------------------------------------------------------ */
 
-/* Claims worker `id` if it is free and its mark is behind `wall`: 1 won
- * (l filled in), 0 lost to someone else, or an error. */
+/* The SQL text of a uint64 key: the signed 64-bit integer of the same bits. */
+static void key_text(uint64_t key, char buf[24]) { snprintf(buf, 24, "%" PRId64, (int64_t)key); }
+
+/* The parameters of SQL_CANDIDATES / SQL_BEST for l's pool, from value
+ * `from`, wall clock `wall`, new values included or not. */
+typedef struct scan_args {
+  char from[24], size[24], wall[24], fixed[24], inv[24], shift[8], max[24];
+  const char *v[9];
+} scan_args_t;
+
+static void scan_args(scan_args_t *a, const idgen_lease_t *l, uint64_t from, int64_t wall,
+                      int with_new) {
+  const idgen__pool_t *p = &l->pool;
+  snprintf(a->from, sizeof a->from, "%" PRIu64, from);
+  snprintf(a->size, sizeof a->size, "%" PRIu64, p->size);
+  snprintf(a->wall, sizeof a->wall, "%" PRId64, wall);
+  key_text(p->fixed, a->fixed);
+  key_text(~((p->size - 1) << p->shift), a->inv);
+  snprintf(a->shift, sizeof a->shift, "%u", p->shift);
+  snprintf(a->max, sizeof a->max, "%" PRIu64, p->size - 1);
+  const char *v[] = {l->pool.name, a->from, a->size, a->wall, a->fixed,
+                     a->inv, a->shift, a->max, with_new ? "true" : "false"};
+  memcpy(a->v, v, sizeof v);
+}
+
+/* Claims value `id` if its tuple is free and its mark is behind `wall`: 1
+ * won (l filled in), 0 lost to someone else, or an error. */
 static int pg_claim(pg_t *pg, idgen_lease_t *l, uint64_t id, const char *ttl, const char *q,
                     const char *wall, char *err, size_t errlen) {
-  char ids[24];
-  snprintf(ids, sizeof ids, "%" PRIu64, id);
-  const char *v[] = {l->pool_name, ids, l->holder, ttl, q, wall};
+  char key[24];
+  key_text(l->pool.fixed | id << l->pool.shift, key);
+  const char *v[] = {l->pool.name, key, l->holder, ttl, q, wall};
   PGresult *res;
   char state[6] = "";
   int rc = pg_query(pg, &res, SQL_CLAIM, 6, v, 0, state, err, errlen);
-  /* The row locked elsewhere past lock_timeout (55P03), or a serialization
-   * failure (40001): lost to someone else, as a claim that returns no row. */
-  if (rc < 0 && (strcmp(state, "55P03") == 0 || strcmp(state, "40001") == 0))
+  /* The row locked elsewhere past lock_timeout (55P03), a serialization
+   * failure (40001) or a deadlock with a delete by hand (40P01): lost to
+   * someone else, as a claim that returns no row. */
+  if (rc < 0 && (strcmp(state, "55P03") == 0 || strcmp(state, "40001") == 0 ||
+                 strcmp(state, "40P01") == 0))
     return 0;
   if (rc < 0)
     return rc;
   int won = PQntuples(res) == 1;
   if (won) {
     l->worker = id;
+    l->key = l->pool.fixed | id << l->pool.shift;
     l->generation = (uint64_t)pg_i64(res, 0, 0);
     l->mark_ms = pg_i64(res, 0, 1);
     l->expires_ms = pg_i64(res, 0, 2);
+    l->expires_in_ms = pg_i64(res, 0, 3);
   }
   PQclear(res);
   return won;
 }
 
-/* Scans the pool from ID 0 for the lowest free ID whose mark is behind
- * `now` and claims it: 1 won, 0 none left, or an error.  A candidate lost
- * to a concurrent acquirer moves the scan past it, so it ends. */
-static int pg_scan(pg_t *pg, idgen_lease_t *l, int64_t now, const char *ttl, const char *q,
-                   char *err, size_t errlen) {
-  char size[24], wall[24], lo[24];
-  snprintf(size, sizeof size, "%" PRIu64, l->pool.size);
-  snprintf(wall, sizeof wall, "%" PRId64, now);
+/* Scans the pool from value 0 for the lowest free one whose mark is behind
+ * `now` (never-leased ones too if `with_new`) and claims it: 1 won, 0 none
+ * left, or an error.  A candidate lost to a concurrent acquirer moves the
+ * scan past it, so it ends. */
+static int pg_scan(pg_t *pg, idgen_lease_t *l, int64_t now, int with_new, const char *ttl,
+                   const char *q, char *err, size_t errlen) {
   for (uint64_t from = 0; from < l->pool.size;) {
-    snprintf(lo, sizeof lo, "%" PRIu64, from);
-    const char *v[] = {l->pool_name, lo, size, wall};
+    scan_args_t a;
+    scan_args(&a, l, from, now, with_new);
     PGresult *res;
-    int rc = pg_query(pg, &res, SQL_CANDIDATES, 4, v, 1, NULL, err, errlen);
+    int rc = pg_query(pg, &res, SQL_CANDIDATES, 9, a.v, 1, NULL, err, errlen);
     if (rc < 0)
       return rc;
     int n = PQntuples(res);
     for (int i = 0; i < n && rc == 0; i++) {
       uint64_t id = (uint64_t)pg_i64(res, i, 0);
-      rc = pg_claim(pg, l, id, ttl, q, wall, err, errlen);
+      rc = pg_claim(pg, l, id, ttl, q, a.wall, err, errlen);
       from = id + 1;
     }
     PQclear(res);
@@ -515,24 +630,52 @@ static int pg_scan(pg_t *pg, idgen_lease_t *l, int64_t now, const char *ttl, con
   return 0;
 }
 
+/* The lowest never-leased value of l's pool, or -1 if none. */
+static int64_t pg_first_new(pg_t *pg, idgen_lease_t *l, char *err, size_t errlen, int *rc) {
+  scan_args_t a;
+  scan_args(&a, l, 0, INT64_MIN, 1); /* no existing row is behind INT64_MIN */
+  PGresult *res;
+  *rc = pg_query(pg, &res, SQL_CANDIDATES, 9, a.v, 1, NULL, err, errlen);
+  if (*rc < 0)
+    return -1;
+  int64_t v = PQntuples(res) > 0 ? pg_i64(res, 0, 0) : -1;
+  PQclear(res);
+  return v;
+}
+
 static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
                       size_t errlen) {
   pg_t *pg = l->r->be;
   const idgen__pool_t *p = &l->pool;
-  char ttl[24], q[24], size[24];
+  char ttl[24], q[24];
   snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
   snprintf(q, sizeof q, "%" PRId64, l->quarantine_ms);
-  snprintf(size, sizeof size, "%" PRIu64, p->size);
   int64_t max = req->max_start_wait_ms < 0 ? 10000 : req->max_start_wait_ms, waited = 0;
   int64_t borrow = req->start_borrow_ms > 0 ? req->start_borrow_ms : 0;
+  PGresult *res = NULL;
+  const char *pv[] = {p->name, p->layout};
+  pg_lock(pg);
+  int rc = pg_query(pg, &res, SQL_POOL, 2, pv, 1, NULL, err, errlen);
+  pg_unlock(pg);
+  PQclear(res);
+  if (rc < 0)
+    return rc;
   for (int round = 0; round < ACQUIRE_ROUNDS; round++) {
-    int64_t now = idgen__req_now_ms(req);
+    int64_t now = idgen__req_now_ms(req), floor = 0;
+    res = NULL;
     pg_lock(pg);
-    int rc = pg_scan(pg, l, now, ttl, q, err, errlen);
-    PGresult *res = NULL;
+    rc = pg_query(pg, &res, SQL_FLOOR, 1, pv, 1, NULL, err, errlen);
     if (rc == 0) {
-      const char *v[] = {l->pool_name, size};
-      rc = pg_query(pg, &res, SQL_BEST, 2, v, 1, NULL, err, errlen);
+      floor = PQntuples(res) ? pg_i64(res, 0, 0) : 0;
+      PQclear(res);
+      res = NULL;
+      /* A never-leased tuple's mark is the floor. */
+      rc = pg_scan(pg, l, now, floor < now, ttl, q, err, errlen);
+    }
+    if (rc == 0) {
+      scan_args_t a;
+      scan_args(&a, l, 0, now, 1);
+      rc = pg_query(pg, &res, SQL_BEST, 9, a.v, 1, NULL, err, errlen);
     }
     pg_unlock(pg);
     if (rc != 0)
@@ -541,23 +684,35 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
     int none = PQgetisnull(res, 0, 1);
     int64_t mark = pg_i64(res, 0, 2), quarantined = pg_i64(res, 0, 3), next_ms = pg_i64(res, 0, 4);
     PQclear(res);
-    if (used < p->size || (!none && mark < now))
+    int fresh = used < p->size; /* never-leased values are left */
+    if ((!none && mark < now) || (fresh && floor < now))
       continue; /* freed or released since the scan: scan again */
-    if (none) {
+    if (none && !fresh) {
       char extra[160] = "";
       if (quarantined > 0)
         snprintf(extra, sizeof extra,
                  " (%" PRId64 " of them in quarantine, the first back in %" PRId64 " ms)",
                  quarantined, next_ms);
       return idgen__err(err, errlen, IDGEN_EPOOLFULL,
-                        PFX "the pool is full: all %" PRIu64 " worker IDs of field \"%s\" (%d "
+                        PFX "the pool is full: all %" PRIu64 " values of field \"%s\" (%d "
                             "bits)%s%s are held%s",
                         p->size, p->field_name, (int)__builtin_ctzll(p->size),
-                        p->ns[0] ? " for " : "", p->ns, extra);
+                        p->others[0] ? " with " : "", p->others, extra);
     }
-    /* Every free ID's mark is ahead: the generator may start above the
+    /* Every free tuple's mark is ahead: the generator may start above the
      * lowest by borrowing; else wait for it, reading the wall clock again
      * after the sleep, then scan again (it may be taken by then). */
+    if (fresh && (none || floor < mark)) {
+      mark = floor;
+      pg_lock(pg);
+      int64_t v = pg_first_new(pg, l, err, errlen, &rc);
+      pg_unlock(pg);
+      if (rc < 0)
+        return rc;
+      if (v < 0)
+        continue; /* taken meanwhile */
+      best = (uint64_t)v;
+    }
     if (mark < now + borrow) {
       char wall[24];
       snprintf(wall, sizeof wall, "%" PRId64, now + borrow);
@@ -571,24 +726,24 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
     int64_t wait = mark - now - borrow + 1;
     if (waited + wait > max)
       return idgen__err(err, errlen, IDGEN_ECLOCK,
-                        PFX "every free worker ID has a mark ahead of the wall clock; the nearest "
-                            "(%s %" PRIu64 ") can start in %" PRId64 " ms, more than "
+                        PFX "every free tuple has a mark ahead of the wall clock; the nearest "
+                            "(%s %" PRIu64 "%s%s) can start in %" PRId64 " ms, more than "
                             "max_start_wait_ms (%" PRId64 ")",
-                        p->field_name, best, wait, max);
+                        p->field_name, best, p->others[0] ? " with " : "", p->others, wait, max);
     idgen__req_sleep_ms(req, wait);
     waited += wait;
   }
   return idgen__err(err, errlen, IDGEN_EREGISTRY,
-                    PFX "no worker ID of %s could be claimed in %d rounds: other acquirers kept "
+                    PFX "no tuple of %s could be claimed in %d rounds: other acquirers kept "
                         "taking them; try again",
-                    l->pool_name, ACQUIRE_ROUNDS);
+                    l->pool.name, ACQUIRE_ROUNDS);
 }
 
 /* Says why a conditional write found no row: IDGEN_ELEASE.  pg->mu held. */
 static int pg_fenced(pg_t *pg, idgen_lease_t *l, const char *what, char *err, size_t errlen) {
-  char ids[24], why[200] = "";
-  snprintf(ids, sizeof ids, "%" PRIu64, l->worker);
-  const char *v[] = {l->pool_name, ids};
+  char key[24], why[200] = "";
+  key_text(l->key, key);
+  const char *v[] = {l->pool.name, key};
   PGresult *res;
   if (pg_query(pg, &res, SQL_ROW, 2, v, 1, NULL, NULL, 0) == 0) {
     if (PQntuples(res) == 0) {
@@ -606,9 +761,9 @@ static int pg_fenced(pg_t *pg, idgen_lease_t *l, const char *what, char *err, si
     PQclear(res);
   }
   return idgen__err(err, errlen, IDGEN_ELEASE,
-                    PFX "%s: fenced out: generation %" PRIu64 " of %s %" PRIu64 " in %s is no "
+                    PFX "%s: fenced out: generation %" PRIu64 " of %s in pool %s is no "
                         "longer this holder's%s",
-                    what, l->generation, l->pool.field_name, l->worker, l->pool_name, why);
+                    what, l->generation, l->node, l->pool.name, why);
 }
 
 /* Runs a conditional write on l's row: 0 if it matched, IDGEN_ELEASE if
@@ -616,10 +771,10 @@ static int pg_fenced(pg_t *pg, idgen_lease_t *l, const char *what, char *err, si
 static int pg_lease_write(idgen_lease_t *l, const char *sql, const char *extra1, const char *extra2,
                           const char *what, PGresult **out, char *err, size_t errlen) {
   pg_t *pg = l->r->be;
-  char ids[24], gen[24];
-  snprintf(ids, sizeof ids, "%" PRIu64, l->worker);
+  char key[24], gen[24];
+  key_text(l->key, key);
   snprintf(gen, sizeof gen, "%" PRIu64, l->generation);
-  const char *v[] = {l->pool_name, ids, gen, l->holder, extra1, extra2};
+  const char *v[] = {l->pool.name, key, gen, l->holder, extra1, extra2};
   int n = extra2 ? 6 : extra1 ? 5 : 4;
   PGresult *res;
   pg_lock(pg);
@@ -645,6 +800,7 @@ static int pg_renew(idgen_lease_t *l, char *err, size_t errlen) {
   int rc = pg_lease_write(l, SQL_RENEW, ttl, q, "renew", &res, err, errlen);
   if (rc == 0) {
     l->expires_ms = pg_i64(res, 0, 0);
+    l->expires_in_ms = pg_i64(res, 0, 1);
     PQclear(res);
   }
   return rc;
@@ -674,17 +830,22 @@ static void pg_row_from(const PGresult *res, int i, int c, idgen_lease_row_t *ro
   snprintf(row->holder, sizeof row->holder, "%s", PQgetvalue(res, i, c + 1));
   int64_t st = pg_i64(res, i, c + 2);
   row->state = st == 1 ? IDGEN_LEASE_HELD : st == 2 ? IDGEN_LEASE_QUARANTINE : IDGEN_LEASE_FREE;
-  row->expires_ms = pg_i64(res, i, c + 4);
-  row->mark_ms = pg_i64(res, i, c + 5);
+  row->expires_in_ms = row->state == IDGEN_LEASE_FREE ? -1 : pg_i64(res, i, c + 3);
+  row->mark_ms = pg_i64(res, i, c + 4);
 }
 
 static int pg_list(idgen_registry_t *r, int (*cb)(void *, const idgen_lease_row_t *), void *ctx,
                    char *err, size_t errlen) {
   pg_t *pg = r->be;
-  char after_pool[1024] = "", after_id[24] = "-1"; /* the last row seen: whole, not cut */
+  char after_pool[IDGEN_POOL_NAME_MAX + 8] = "", after_key[24] = "";
+  snprintf(after_key, sizeof after_key, "%" PRId64, INT64_MIN);
+  char parsed_spec[IDGEN_LAYOUT_SPEC_MAX] = "";
+  idgen_layout_t lay;
+  int known = 0;
   for (;;) {
-    /* A page at a time, and cb without the lock: cb may use the registry. */
-    const char *v[] = {after_pool, after_id};
+    /* A page at a time, and cb without the lock: cb may use the registry.
+     * The first page starts before every (pool, node): no pool is "". */
+    const char *v[] = {after_pool, after_key};
     PGresult *res;
     pg_lock(pg);
     int rc = pg_query(pg, &res, SQL_LIST, 2, v, 1, NULL, err, errlen);
@@ -696,13 +857,20 @@ static int pg_list(idgen_registry_t *r, int (*cb)(void *, const idgen_lease_row_
       idgen_lease_row_t row;
       memset(&row, 0, sizeof row);
       snprintf(row.pool, sizeof row.pool, "%s", PQgetvalue(res, i, 0));
-      row.worker = (uint64_t)pg_i64(res, i, 1);
-      pg_row_from(res, i, 2, &row);
+      row.key = (uint64_t)pg_i64(res, i, 1);
+      snprintf(row.layout, sizeof row.layout, "%s", PQgetvalue(res, i, 2));
+      if (strcmp(row.layout, parsed_spec) != 0) {
+        snprintf(parsed_spec, sizeof parsed_spec, "%s", row.layout);
+        known = row.layout[0] && idgen_layout_parse(&lay, row.layout, NULL, 0) == 0;
+      }
+      idgen__node_text(known ? &lay : NULL, row.key, row.node);
+      row.pool_mark_ms = pg_i64(res, i, 3);
+      pg_row_from(res, i, 4, &row);
       rc = cb(ctx, &row);
     }
     if (n > 0) {
       snprintf(after_pool, sizeof after_pool, "%s", PQgetvalue(res, n - 1, 0));
-      snprintf(after_id, sizeof after_id, "%s", PQgetvalue(res, n - 1, 1));
+      snprintf(after_key, sizeof after_key, "%s", PQgetvalue(res, n - 1, 1));
     }
     PQclear(res);
     if (rc != 0 || n < atoi(LIST_PAGE))
@@ -710,33 +878,41 @@ static int pg_list(idgen_registry_t *r, int (*cb)(void *, const idgen_lease_row_
   }
 }
 
-static int pg_free(idgen_registry_t *r, const char *pool, uint64_t worker, int force, char *err,
+static int pg_free(idgen_registry_t *r, const char *pool, const char *node, int force, char *err,
                    size_t errlen) {
   pg_t *pg = r->be;
-  if (worker > INT64_MAX)
-    return idgen__err(err, errlen, IDGEN_EINVAL, PFX "no worker %" PRIu64 " in %.100s", worker,
-                      pool);
-  char ids[24], gen[24];
-  snprintf(ids, sizeof ids, "%" PRIu64, worker);
-  const char *v[] = {pool, ids, gen, force ? "true" : "false"};
+  char key[24], gen[24], why[300];
+  const char *v[] = {pool, key, gen, force ? "true" : "false"};
   int rc = 0;
+  PGresult *res;
   pg_lock(pg);
+  if ((rc = pg_query(pg, &res, SQL_POOL_LAYOUT, 1, v, 1, NULL, err, errlen)) < 0) {
+    pg_unlock(pg);
+    return rc;
+  }
+  int pool_known = PQntuples(res) > 0;
+  idgen_layout_t lay;
+  int known = pool_known && idgen_layout_parse(&lay, PQgetvalue(res, 0, 0), NULL, 0) == 0;
+  PQclear(res);
+  uint64_t k;
+  if (!pool_known) {
+    pg_unlock(pg);
+    return idgen__err(err, errlen, IDGEN_EINVAL, PFX "no pool %.100s in the registry", pool);
+  }
+  if (idgen__node_key(known ? &lay : NULL, node, &k, why, sizeof why) < 0) {
+    pg_unlock(pg);
+    return idgen__err(err, errlen, IDGEN_EINVAL, PFX "%s", why);
+  }
+  key_text(k, key);
   /* Look, then fence conditional on the generation seen; a change in
    * between (a grant, another free) means look again. */
   for (int attempt = 0; attempt < 3; attempt++) {
-    PGresult *res;
     if ((rc = pg_query(pg, &res, SQL_ROW, 2, v, 1, NULL, err, errlen)) < 0)
       break;
     if (PQntuples(res) == 0) {
       PQclear(res);
-      if ((rc = pg_query(pg, &res, SQL_POOL_KNOWN, 1, v, 1, NULL, err, errlen)) < 0)
-        break;
-      int known = PQntuples(res) > 0;
-      PQclear(res);
-      rc = known
-               ? idgen__err(err, errlen, IDGEN_EINVAL,
-                            PFX "worker %" PRIu64 " of %.100s was never leased", worker, pool)
-               : idgen__err(err, errlen, IDGEN_EINVAL, PFX "no pool %.100s in the registry", pool);
+      rc = idgen__err(err, errlen, IDGEN_EINVAL, PFX "%.100s of %.100s was never leased", node,
+                      pool);
       break;
     }
     idgen_lease_row_t row;
@@ -745,20 +921,20 @@ static int pg_free(idgen_registry_t *r, const char *pool, uint64_t worker, int f
     PQclear(res);
     if (row.state == IDGEN_LEASE_HELD && !force) {
       rc = idgen__err(err, errlen, IDGEN_ELEASE,
-                      PFX "%.100s %" PRIu64 " is held by %s (its lease expires in %" PRId64
+                      PFX "%.100s in %.100s is held by %s (its lease expires in %" PRId64
                           " ms unless renewed); force to fence the holder out",
-                      pool, worker, row.holder, left);
+                      node, pool, row.holder, left);
       break;
     }
     if (row.state == IDGEN_LEASE_FREE) {
-      rc = idgen__err(err, errlen, 0, PFX "%.100s %" PRIu64 " is already free (its mark stays)",
-                      pool, worker);
+      rc = idgen__err(err, errlen, 0, PFX "%.100s in %.100s is already free (its mark stays)",
+                      node, pool);
       break;
     }
     if (row.state == IDGEN_LEASE_QUARANTINE && row.holder[0] == '\0') {
       rc = idgen__err(err, errlen, 0,
-                      PFX "%.100s %" PRIu64 " is already freed: back in the pool in %" PRId64 " ms",
-                      pool, worker, left);
+                      PFX "%.100s in %.100s is already freed: back in the pool in %" PRId64 " ms",
+                      node, pool, left);
       break;
     }
     snprintf(gen, sizeof gen, "%" PRIu64, row.generation);
@@ -766,16 +942,15 @@ static int pg_free(idgen_registry_t *r, const char *pool, uint64_t worker, int f
       break;
     if (PQntuples(res) == 1) {
       rc = idgen__err(err, errlen, 0,
-                      PFX "%.100s %" PRIu64 " freed: generation %" PRIu64 " (%s) fenced out; "
+                      PFX "%.100s in %.100s freed: generation %" PRIu64 " (%s) fenced out; "
                           "back in the pool in %" PRId64 " ms",
-                      pool, worker, row.generation, row.holder, pg_i64(res, 0, 1));
+                      node, pool, row.generation, row.holder, pg_i64(res, 0, 1));
       PQclear(res);
       break;
     }
     PQclear(res);
     rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
-                    PFX "%.100s %" PRIu64 " kept changing while being freed; try again", pool,
-                    worker);
+                    PFX "%.100s in %.100s kept changing while being freed; try again", node, pool);
   }
   pg_unlock(pg);
   return rc;
@@ -783,8 +958,9 @@ static int pg_free(idgen_registry_t *r, const char *pool, uint64_t worker, int f
 
 #define PG_OPS(name)                                                                               \
   {                                                                                                \
-    .scheme = name, .mark_step_ms = 0, .open = pg_open, .acquire = pg_acquire, .renew = pg_renew,  \
-    .mark = pg_mark, .release = pg_release, .list = pg_list, .free = pg_free, .close = pg_close,   \
+    .scheme = name, .mark_step_ms = 0, .expires = 1, .open = pg_open, .acquire = pg_acquire,       \
+    .renew = pg_renew, .mark = pg_mark, .release = pg_release, .list = pg_list, .free = pg_free,   \
+    .close = pg_close,                                                                             \
   }
 
 const idgen__registry_ops_t idgen__registry_postgres = PG_OPS("postgres");

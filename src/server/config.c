@@ -34,9 +34,10 @@ static const struct keydef {
     [K_RESP] = {"resp", T_ADDR, "127.0.0.1:6380", 0, 0, "ADDR:PORT", "RESP listener, or off"},
     [K_LAYOUT] = {"layout", T_LAYOUT, "twitter", 0, 0, "L", "preset name or layout spec"},
     [K_NODE] = {"node", T_NODE, "", 0, 0, "NAME=V", "a node field's value (repeatable)"},
-    [K_REGISTRY] = {"registry", T_REGISTRY, "file:./var/idgen", 0, 0, "URI",
-                    "where the worker ID is leased: file:DIR, postgres://..., or static "
-                    "(the --node values, unchecked)"},
+    [K_REGISTRY] = {"registry", T_REGISTRY, "", 0, 0, "URI",
+                    "where the node tuple is leased: file:DIR, postgres://..., or static "
+                    "(the --node values, unchecked); default file:/var/lib/idgen as root, "
+                    "else file:$XDG_STATE_HOME/idgen or file:~/.local/state/idgen"},
     [K_LEASE_FIELD] = {"lease_field", T_FIELD, "", 0, 0, "NAME",
                        "the node field the registry assigns (default worker, or the only "
                        "node field)"},
@@ -169,9 +170,10 @@ static const char usage_head[] =
     "/health, /metrics) and RESP (ID, ULID, UUID7, DECODE, INFO, PING...).\n"
     "Every option is also an IDGEN_* environment variable (--max-batch is\n"
     "IDGEN_MAX_BATCH) and a config-file key (max_batch = 1000); flags win over\n"
-    "the environment, which wins over the file.  The worker ID is leased from\n"
-    "the registry (default file:./var/idgen: daemons on one host each get their\n"
-    "own); the other node fields come from --node.  See docs/SERVE.md.\n"
+    "the environment, which wins over the file.  The leased node field's value\n"
+    "comes from the registry (by default a directory that does not depend on the\n"
+    "working directory, so daemons on one host each get their own tuple); the\n"
+    "other node fields come from --node.  See docs/SERVE.md.\n"
     "\n"
     "      --config FILE      read key = value settings from FILE (or IDGEN_CONFIG)\n"
     "      --check-config     validate, print the effective settings, and exit\n"
@@ -324,6 +326,14 @@ static int validate(serve_config_t *c, int k) {
       return fail(where, "%s", err);
     return 0;
   case T_REGISTRY:
+    if (v[0] == '\0' && strcmp(c->source[k], "default") == 0) {
+      /* The default does not depend on the working directory (SPEC 8). */
+      char def[1100];
+      if (idgen_registry_default_uri(def, sizeof def, err, sizeof err) < 0)
+        return fail(where, "%s", err);
+      set(c, k, def, "default");
+      v = c->value[k];
+    }
     if (strcmp(v, "static") != 0 && !(strncmp(v, "file:", 5) == 0 && v[5] != '\0') &&
         strncmp(v, "postgres://", 11) != 0 && strncmp(v, "postgresql://", 13) != 0)
       return fail(where, "expected static, file:DIR or postgres://...");

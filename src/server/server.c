@@ -711,9 +711,9 @@ static void log_lease(server_t *s, const char *event) {
   char mark[IDGEN_TIME_BUFSIZE] = "-";
   if (st.mark_ms > 0)
     idgen_time_format(st.mark_ms, mark);
-  log_event("info", event, "registry=%s pool=%s %s=%" PRIu64 " generation=%" PRIu64
+  log_event("info", event, "registry=%s pool=%s node=%s %s=%" PRIu64 " generation=%" PRIu64
             " mark=%s holder=%s",
-            s->registry_shown, st.pool, s->layout->fields[st.field].name, st.worker,
+            s->registry_shown, st.pool, st.node, s->layout->fields[st.field].name, st.worker,
             st.generation, mark, st.holder);
 }
 
@@ -785,7 +785,6 @@ static void *lease_main(void *arg) {
 
 static int make_generators(server_t *s) {
   const serve_config_t *cfg = s->cfg;
-  leased_uri_display(cfg->registry, s->registry_shown, sizeof s->registry_shown);
   char err[512];
   leased_opts_t o = lease_opts(cfg);
   int rc = leased_acquire(&s->lx, &o, &cfg->layout, &cfg->gen, err, sizeof err);
@@ -793,6 +792,9 @@ static int make_generators(server_t *s) {
     fprintf(stderr, "idgen: serve: %s\n", err);
     return -1;
   }
+  /* Where the registry is, resolved (an absolute file: directory). */
+  leased_uri_display(s->lx.reg ? idgen_registry_uri(s->lx.reg) : cfg->registry, s->registry_shown,
+                     sizeof s->registry_shown);
   atomic_store(&s->sf, s->lx.gen);
   s->layout = &cfg->layout; /* the generators' copy, which lives longer than any of them */
   idgen_layout_format(s->layout, s->layout_spec, sizeof s->layout_spec);
