@@ -57,7 +57,9 @@ IDGEN_API const char *idgen_version(void);
   XX(ELEASE, -11, "the worker lease is lost or cannot be shown valid")         \
   XX(EREGISTRY, -12, "the registry failed")                                    \
   XX(EPOOLFULL, -13, "every worker ID of the pool is held")                   \
-  XX(EMARK, -14, "the high-water mark could not be advanced in time")
+  XX(EMARK, -14, "the high-water mark could not be advanced in time")                \
+  XX(EBATCH, -15, "the batch is larger than the generator can fill within max_wait_ms now") \
+  XX(EAGAIN, -16, "not yet: the call waits for its tick (resume it when due)")
 
 typedef enum idgen_errno {
 #define IDGEN__ERRNO_ENUM(name, code, msg) IDGEN_##name = (code),
@@ -314,21 +316,66 @@ IDGEN_API void idgen_snowflake_free(idgen_snowflake_t *g);
  *                     generator works again once it does);
  *   IDGEN_EEXHAUSTED  the time field has run out (never wraps);
  *   IDGEN_EFORKED     called in a child process after fork(): a child must
- *                     make its own generator (G1).
- * May sleep: to the end of the current tick when its sequence is used up and
- * borrowing is not allowed, plus at most max_wait_ms.
+ *                     make its own generator (G1);
+ *   IDGEN_ELEASE, IDGEN_EMARK  (a generator bound to a lease) the lease
+ *                     cannot be shown valid, or the high-water mark could not
+ *                     be moved ahead within max_wait_ms (at once when the
+ *                     last mark write failed and none is under way).
+ * May sleep: one call waits at most the rest of the current tick plus
+ * max_wait_ms in all (G3 per call), for its tick or for the mark.
  */
 IDGEN_API int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id);
 
 /*
- * Issues `n` IDs into ids[0..n-1], increasing.  Each stretch that the clock
- * allows at once is claimed in one atomic step, so a batch costs about one
- * call plus the stores; a batch larger than the borrow window allows waits
- * for the clock as next() does.  Same errors as next(); on error the content
- * of `ids` is unspecified (IDs already claimed are skipped, never reissued).
- * n = 0 returns 0.
+ * Issues `n` IDs into ids[0..n-1], increasing: one atomic step claims them
+ * all, so a batch costs about one call plus the stores.  The batch is one
+ * call for G3: it waits no longer in total than next() may (the rest of the
+ * current tick plus max_wait_ms).  A batch that cannot be filled within that
+ * is refused before anything is claimed: IDGEN_EBATCH
+ * (idgen_snowflake_capacity() tells how many can be made now); so is one
+ * that would run past the layout's end (IDGEN_EEXHAUSTED), leaving the last
+ * IDs to smaller calls.  Otherwise the same errors as next(); on error the
+ * content of `ids` is unspecified (IDs already claimed are skipped, never
+ * reissued).  n = 0 returns 0.
  */
 IDGEN_API int idgen_snowflake_next_n(idgen_snowflake_t *g, uint64_t *ids, size_t n);
+
+/*
+ * How many IDs one call could make now without waiting beyond the rest of
+ * the current tick plus max_wait_ms: the room left in the window the clock
+ * allows (0 when the generator is further ahead of the wall clock than that
+ * window).  A bound generator may still have to wait for its mark.  For
+ * messages and for sizing batches; the answer may be out of date at once.
+ */
+IDGEN_API uint64_t idgen_snowflake_capacity(idgen_snowflake_t *g);
+
+/*
+ * The same calls, for an event loop that must never sleep: a call that
+ * would wait returns IDGEN_EAGAIN instead, with the time to go on in
+ * w->due_ns (Unix ns by the generator's clock), and the caller calls
+ * idgen_snowflake_resume() at or after that time, as often as it returns
+ * IDGEN_EAGAIN.  The call keeps its place meanwhile: values it reserved are
+ * its own, and it is bounded by the same per-call wait as next_n().  When
+ * next_n_async or resume returns 0, the `ids` of that call hold the n IDs,
+ * which may be handed out at once (resume takes the array anew, so that a
+ * waiting call may move it); any other return ends the call, with nothing
+ * to hand out.  `w` belongs to the caller; a call that is abandoned only
+ * loses the values it reserved (never reissued).  Same errors as next_n().
+ */
+typedef struct idgen_snowflake_wait {
+  int64_t due_ns;          /* when to call idgen_snowflake_resume() */
+  /* Private: */
+  uint64_t first, last;    /* the states reserved */
+  uint64_t *ids;
+  size_t n;
+  int64_t start_ns, deadline_ns, charged_ns;
+  int phase;
+} idgen_snowflake_wait_t;
+
+IDGEN_API int idgen_snowflake_next_n_async(idgen_snowflake_t *g, uint64_t *ids, size_t n,
+                                           idgen_snowflake_wait_t *w);
+IDGEN_API int idgen_snowflake_resume(idgen_snowflake_t *g, idgen_snowflake_wait_t *w,
+                                     uint64_t *ids);
 
 /* The layout the generator was made with (a read-only view, lives as long as g). */
 IDGEN_API const idgen_layout_t *idgen_snowflake_layout(const idgen_snowflake_t *g);

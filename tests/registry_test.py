@@ -694,7 +694,7 @@ def pg_outage(pg, label):
           "lease lost" in body503 or "high-water mark" in body503, body503)
     st, body = d.get("/health")
     check("%s: /health 503 with the reason and the lease line" % label,
-          st == 503 and re.search(r"lease worker=%d generation=\d+ " % w, body), (st, body))
+          st == 503 and re.search(r"lease worker=%d node=datacenter=11,worker=%d generation=\d+ valid_ms=\S+ expires_in_ms=\S+ mark=" % (w, w), body), (st, body))
     # Nobody else can get the worker ID meanwhile (the registry is down); the
     # lease then runs out by the daemon's own clock.
     invalid = wait_for(lambda: re.search(r"^idgen_lease_valid_seconds 0(\.0+)?$",

@@ -117,7 +117,16 @@ expect_err "bad port" 'port "99999" is not a number from 0 to 65535' --resp 127.
 expect_err "both off" 'http and resp are both off' --http off --resp off
 expect_err "bad clock" 'clock = "slow" (from flag --clock): expected fast or precise' --clock slow
 expect_err "same port twice" 'http and resp are both 127.0.0.1:7000: give each its own port' --http 127.0.0.1:7000 --resp 127.0.0.1:7000
-expect_err "output limit below one full batch" 'max_output_bytes = 65536 (from flag --max-output-bytes) is too small for one reply of max_batch = 100000 IDs (from default): it needs 4369632' --max-output-bytes 65536
+expect_err "output limit below one full batch" 'max_output_bytes = 65536 (from flag --max-output-bytes) is too small for one reply of max_batch = 100000 IDs (from default: the layout within borrow + wait): it needs 4369632' --max-output-bytes 65536
+# The default max_batch is what the layout can make within borrow + wait
+# (a batch never waits longer than one ID may): sonyflake's 256 IDs per
+# 10 ms tick for 1 + 110 ticks; a 16-per-second layout, 32.
+serve --registry static --layout sonyflake --check-config
+check "max_batch from the layout (sonyflake)" grep -q '^max_batch = 28416 .*# default: the layout within borrow + wait$' "$tmp/out"
+serve --registry static --layout 'time:41@1s,worker:10,sequence:4' --check-config
+check "max_batch from the layout (16 per second)" grep -q '^max_batch = 32 ' "$tmp/out"
+serve --registry static --layout twitter --max-borrow-ms 0 --max-wait-ms 0 --check-config
+check "max_batch from the layout (twitter, no borrow, no wait)" grep -q '^max_batch = 4096 ' "$tmp/out"
 IDGEN_THREADS=0 serve --check-config
 check "threads 0 from the environment keeps its source" grep -q '^threads = 0 .*# IDGEN_THREADS$' "$tmp/out"
 expect_err "unknown option" 'unknown option --bogus' --bogus

@@ -308,6 +308,10 @@ static void test_batches_cross_ticks(void **state) {
   idgen_snowflake_free(g);
 }
 
+/* A batch is one call for G3: with no borrowing and no wait it may wait out
+ * the rest of the current tick, no more, so at the start of a tick twitter
+ * can fill two ticks' worth; a larger batch is refused before anything is
+ * claimed (52df1fb granted a fresh wait per tick: 3 ticks here). */
 static void test_batch_waits_for_ticks(void **state) {
   (void)state;
   tu_clock_t c;
@@ -316,13 +320,109 @@ static void test_batch_waits_for_ticks(void **state) {
   idgen_snowflake_t *g = tu_gen("twitter", &s);
   enum { N = 10000 };
   static uint64_t ids[N];
-  tu_ok(idgen_snowflake_next_n(g, ids, N));
-  for (int i = 0; i < N; i++) {
+  assert_int_equal(8192, idgen_snowflake_capacity(g));
+  assert_int_equal(IDGEN_EBATCH, idgen_snowflake_next_n(g, ids, N));
+  assert_int_equal(0, atomic_load(&c.sleeps)); /* refused at once */
+  tu_ok(idgen_snowflake_next_n(g, ids, 8192)); /* nothing was taken before */
+  for (int i = 0; i < 8192; i++) {
     assert_int_equal(TW_TICK0 + (uint64_t)i / 4096, tw_tick(ids[i]));
-    assert_true(i == 0 || ids[i] > ids[i - 1]);
+    assert_int_equal((uint64_t)i % 4096, tw_seq(ids[i]));
   }
-  assert_int_equal(2, atomic_load(&c.sleeps));
-  assert_int_equal(2 * 1000000, atomic_load(&c.slept_ns));
+  assert_int_equal(1, atomic_load(&c.sleeps)); /* the rest of the tick: 1 ms */
+  assert_int_equal(1000000, atomic_load(&c.slept_ns));
+  idgen_snowflake_free(g);
+}
+
+/* The batches of the review, each bounded by the rest of the tick plus
+ * max_wait_ms in all (52df1fb: sonyflake count=100000 took 2.9 s; a
+ * 16-per-second layout took 5.3 s for 120). */
+static void test_batch_total_wait_bounded(void **state) {
+  (void)state;
+  static uint64_t ids[100000];
+  /* sonyflake: 256 IDs per 10 ms tick; borrow 1 s and wait 100 ms allow
+   * the current tick, the next, and 110 more: 112 * 256 at a tick start */
+  const int64_t sf_epoch = 1409529600000;
+  tu_clock_t c;
+  tu_clock_init(&c, sf_epoch + 1000000);
+  idgen_snowflake_settings_t s = settings(&c, 1000, 100);
+  idgen_snowflake_t *g = tu_gen("sonyflake", &s);
+  assert_int_equal(112 * 256, idgen_snowflake_capacity(g));
+  assert_int_equal(IDGEN_EBATCH, idgen_snowflake_next_n(g, ids, 100000));
+  assert_int_equal(0, atomic_load(&c.sleeps));
+  tu_ok(idgen_snowflake_next_n(g, ids, 112 * 256)); /* the whole window: waits the rest */
+  assert_true(atomic_load(&c.slept_ns) <= (10 + 100) * 1000000LL);
+  idgen_snowflake_free(g);
+  /* 16 IDs per second: at a second's start, this second, the next and the
+   * one after come within borrow + wait: 48 */
+  tu_clock_init(&c, T0 - T0 % 1000);
+  g = tu_gen("time:41@1s,worker:10,sequence:4", &s);
+  assert_int_equal(48, idgen_snowflake_capacity(g));
+  assert_int_equal(IDGEN_EBATCH, idgen_snowflake_next_n(g, ids, 120));
+  tu_ok(idgen_snowflake_next_n(g, ids, 40));
+  assert_true(atomic_load(&c.slept_ns) <= (1000 + 100) * 1000000LL);
+  for (int i = 1; i < 40; i++)
+    assert_true(ids[i] > ids[i - 1]);
+  idgen_snowflake_free(g);
+  /* with no wait allowed, 8 IDs are there at once */
+  tu_clock_init(&c, T0 - T0 % 1000 + 500);
+  s = settings(&c, 1000, 0);
+  g = tu_gen("time:41@1s,worker:10,sequence:4", &s);
+  tu_ok(idgen_snowflake_next_n(g, ids, 8));
+  assert_int_equal(0, atomic_load(&c.sleeps));
+  idgen_snowflake_free(g);
+}
+
+/* Near the layout's end a batch that does not fit takes nothing: the last
+ * IDs remain for smaller calls (52df1fb kept the ticks it had claimed). */
+static void test_batch_at_the_end_takes_nothing(void **state) {
+  (void)state;
+  const int64_t last_ms = (INT64_C(1) << 10) - 1; /* time:10 ticks, epoch 0 */
+  tu_clock_t c;
+  tu_clock_init(&c, last_ms);
+  idgen_snowflake_settings_t s = settings(&c, 1000, 100);
+  idgen_snowflake_t *g = tu_gen("time:10,sequence:4,epoch=0", &s);
+  uint64_t ids[32];
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_next_n(g, ids, 17));
+  tu_ok(idgen_snowflake_next_n(g, ids, 16)); /* all 16 of the last tick */
+  assert_int_equal((uint64_t)last_ms << 4, ids[0]);
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_next(g, ids));
+  idgen_snowflake_free(g);
+}
+
+/* The non-blocking calls: a call that must wait says when, keeps its place,
+ * and is answered on resume with the IDs a blocking call would have got. */
+static void test_async_wait_and_resume(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, T0);
+  idgen_snowflake_settings_t s = settings(&c, 0, 100);
+  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  uint64_t ids[4096], more[4], one;
+  idgen_snowflake_wait_t w;
+  tu_ok(idgen_snowflake_next_n_async(g, ids, 4096, &w)); /* this tick: at once */
+  assert_int_equal(IDGEN_EAGAIN, idgen_snowflake_next_n_async(g, more, 4, &w));
+  assert_int_equal((T0 + 1) * 1000000, w.due_ns); /* the next tick */
+  /* its place is kept: a later call queues behind it */
+  idgen_snowflake_wait_t w2;
+  assert_int_equal(IDGEN_EAGAIN, idgen_snowflake_next_n_async(g, &one, 1, &w2));
+  assert_int_equal(IDGEN_EAGAIN, idgen_snowflake_resume(g, &w, more)); /* not yet */
+  tu_clock_add_ms(&c, 1);
+  tu_ok(idgen_snowflake_resume(g, &w, more));
+  tu_ok(idgen_snowflake_resume(g, &w2, &one));
+  assert_int_equal(TW_TICK0 + 1, tw_tick(more[0]));
+  assert_int_equal(0, tw_seq(more[0]));
+  assert_int_equal(3, tw_seq(more[3]));
+  assert_int_equal(4, tw_seq(one));
+  assert_int_equal(0, atomic_load(&c.sleeps)); /* it never slept */
+  /* a clock that stands still: each resume asks for the wait again, and the
+   * asks add up to the budget (rest of the tick + 100 ms): then refused */
+  tu_ok(idgen_snowflake_next_n(g, ids, 4091)); /* the rest of tick 1 */
+  assert_int_equal(IDGEN_EAGAIN, idgen_snowflake_next_n_async(g, more, 1, &w));
+  int rc, rounds = 0;
+  while ((rc = idgen_snowflake_resume(g, &w, more)) == IDGEN_EAGAIN)
+    rounds++;
+  assert_int_equal(IDGEN_ECLOCK, rc);
+  assert_in_range(rounds, 99, 101);
   idgen_snowflake_free(g);
 }
 
@@ -573,6 +673,9 @@ int main(void) {
       cmocka_unit_test(test_last_tick_64bit_state),
       cmocka_unit_test(test_batches_cross_ticks),
       cmocka_unit_test(test_batch_waits_for_ticks),
+      cmocka_unit_test(test_batch_total_wait_bounded),
+      cmocka_unit_test(test_batch_at_the_end_takes_nothing),
+      cmocka_unit_test(test_async_wait_and_resume),
       cmocka_unit_test(test_random_sequence_start),
       cmocka_unit_test(test_stale_reading_not_refused),
       cmocka_unit_test(test_step_before_epoch_while_waiting),

@@ -189,9 +189,18 @@ int cmd_snowflake(int argc, char **argv) {
   uint64_t batch[4096];
   if (json)
     fputs("{\"ids\":[", stdout);
-  for (int64_t done = 0; done < n;) {
+  for (int64_t done = 0, one = 0; done < n;) {
+    /* A call waits at most the rest of a tick plus max_wait_ms (G3), so a
+     * batch is no larger than what the clock allows now; at least one ID,
+     * which waits or is refused as next() would. */
+    uint64_t room = one ? 1 : idgen_snowflake_capacity(g);
     size_t k = (size_t)(n - done < 4096 ? n - done : 4096);
+    if (room < k)
+      k = room > 0 ? (size_t)room : 1;
     rc = idgen_snowflake_next_n(g, batch, k);
+    one = rc == IDGEN_EBATCH; /* the window moved since: one ID, then look again */
+    if (one)
+      continue;
     if (rc < 0) {
       if (json)
         fflush(stdout);

@@ -57,6 +57,8 @@ struct idgen__keeper {
   /* Under mu: */
   int stop, poke, valid, fenced;
   int failing;               /* the last renewal failed (reason says why) */
+  int writing;               /* a mark write is under way */
+  int mark_failing;          /* the last mark write failed (not fenced) */
   uint64_t want;             /* the highest state a waiting call needs */
   int64_t deadline;          /* CLOCK_MONOTONIC ms until which the lease is
                               * valid; INT64_MAX for one that does not expire */
@@ -64,15 +66,17 @@ struct idgen__keeper {
   int64_t next_renew;        /* CLOCK_MONOTONIC ms */
   int64_t mark_ms;           /* durable */
   idgen_lease_info_t info;   /* the lease as of the last registry call */
-  uint64_t renewals, renew_failures, mark_writes, mark_waits;
+  uint64_t renewals, renew_failures, mark_writes, mark_waits, mark_failures;
   char reason[256];
 };
 
-static int64_t mono_ms(void) {
+static int64_t mono_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
+
+static int64_t mono_ms(void) { return mono_ns() / 1000000; }
 
 static struct timespec mono_abs(int64_t ms) {
   struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
@@ -152,12 +156,15 @@ static int renew_once(idgen_snowflake_t *g) {
 static int mark_once(idgen_snowflake_t *g, int64_t target) {
   idgen__keeper_t *k = g->keeper;
   char e[256] = "";
+  k->writing = 1;
   pthread_mutex_unlock(&k->mu);
   int rc = idgen_lease_record_mark(k->lease, target, e, sizeof e);
   pthread_mutex_lock(&k->mu);
+  k->writing = 0;
   idgen_lease_info(k->lease, &k->info);
   if (rc == 0) {
     k->mark_writes++;
+    k->mark_failing = 0;
     if (target > k->mark_ms)
       k->mark_ms = target;
     if (k->valid && !k->failing)
@@ -166,7 +173,12 @@ static int mark_once(idgen_snowflake_t *g, int64_t target) {
   } else if (rc == IDGEN_ELEASE || rc == IDGEN_EFORKED) {
     fence(g, e[0] ? e : "the lease was granted to another holder");
   } else {
+    /* Callers above the ceiling fail at once until a write succeeds: they
+     * are woken to see it. */
+    k->mark_failures++;
+    k->mark_failing = 1;
     snprintf(k->reason, sizeof k->reason, "%s", e[0] ? e : idgen_strerror(rc));
+    pthread_cond_broadcast(&k->mark_cv);
   }
   return rc;
 }
@@ -301,17 +313,17 @@ int idgen__keeper_start(idgen_snowflake_t *g, idgen_lease_t *lease, char *err, s
   return idgen__err(err, errlen, rc, "%s", why[0] ? why : idgen_strerror(rc));
 }
 
-int idgen__keeper_wait(idgen_snowflake_t *g, uint64_t want) {
+int64_t idgen__keeper_wait(idgen_snowflake_t *g, uint64_t want, int64_t max_ns) {
   idgen__keeper_t *k = g->keeper;
   if (k == NULL)
     return IDGEN_EEXHAUSTED; /* unbound: the ceiling is the layout's end */
-  /* Bounded (G3): max_wait_ms, but at least 250 ms, the time a mark write
-   * may take on a slow disk or a remote registry. */
-  int64_t limit = mono_ms() + (g->wait_ms > 250 ? g->wait_ms : 250);
-  int rc = 0;
+  int64_t t0 = mono_ns();
+  int64_t rc = 0;
   pthread_mutex_lock(&k->mu);
   k->mark_waits++;
-  while (rc == 0 && atomic_load_explicit(&g->ceiling, memory_order_acquire) < want) {
+  for (;;) {
+    if (atomic_load_explicit(&g->ceiling, memory_order_acquire) >= want)
+      break;
     if (!k->valid || k->fenced || k->stop) {
       rc = IDGEN_ELEASE;
       break;
@@ -320,12 +332,27 @@ int idgen__keeper_wait(idgen_snowflake_t *g, uint64_t want) {
     if (want > k->want)
       k->want = want;
     pthread_cond_signal(&k->io_cv);
-    struct timespec ts = mono_abs(limit);
-    if (pthread_cond_timedwait(&k->mark_cv, &k->mu, &ts) == ETIMEDOUT &&
-        atomic_load_explicit(&g->ceiling, memory_order_acquire) < want)
-      rc = k->valid && !k->fenced ? IDGEN_EMARK : IDGEN_ELEASE;
+    /* The last write failed and no other is under way: nothing will move
+     * the mark before the retry, so waiting would only hold the caller. */
+    if (k->mark_failing && !k->writing) {
+      rc = IDGEN_EMARK;
+      break;
+    }
+    int64_t left = max_ns - (mono_ns() - t0);
+    if (max_ns < 0 || left <= 0) {
+      rc = max_ns < 0 ? IDGEN_EAGAIN : IDGEN_EMARK;
+      break;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t until = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + left;
+    ts.tv_sec = (time_t)(until / 1000000000);
+    ts.tv_nsec = (long)(until % 1000000000);
+    pthread_cond_timedwait(&k->mark_cv, &k->mu, &ts);
   }
   pthread_mutex_unlock(&k->mu);
+  if (rc == 0 && max_ns >= 0)
+    rc = mono_ns() - t0;
   return rc;
 }
 
@@ -395,6 +422,8 @@ void idgen_snowflake_lease_status(idgen_snowflake_t *g, idgen_snowflake_lease_st
   st->renew_failures = k->renew_failures;
   st->mark_writes = k->mark_writes;
   st->mark_waits = k->mark_waits;
+  st->mark_failures = k->mark_failures;
+  st->mark_failing = k->mark_failing;
   snprintf(st->reason, sizeof st->reason, "%s", k->reason);
   pthread_mutex_unlock(&k->mu);
 }

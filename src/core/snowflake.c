@@ -100,128 +100,223 @@ static int refuse(idgen_snowflake_t *g) {
 }
 
 /*
- * Claims up to `k` consecutive values, at least one: [*first, *first + *got).
- * `ms` is a fresh reading of the wall clock in milliseconds.
+ * One call's slow path, as a state machine that never sleeps by itself: a
+ * blocking call sleeps between its steps, an event loop parks it.
  *
- * A value whose tick is within max_borrow_ms of the wall clock is returned at
- * once.  Otherwise the call *reserves* it (the same compare-and-swap) if the
- * wait for its tick fits the allowance -- the rest of the current tick, which
- * is free, plus what is left of max_wait_ms -- and then sleeps until the tick
- * may be issued.  Reserving before sleeping serves waiting calls in the order
- * they came: without it, a caller could lose the race for every new tick and
- * wait without bound.  A value beyond the allowance is refused at once.
+ * The budget (G3 per call).  From the call's first reading of the clock,
+ * ms, the call may wait until the end of that tick (waiting out a used-up
+ * sequence is always allowed) plus max_wait_ms: its deadline.  Every value
+ * it takes must be issuable by then, so a batch is claimed whole or not at
+ * all; and the waits it asks for add up to at most deadline - start, so a
+ * clock that stands still or steps back while it waits ends it too.
+ *
+ * A claim takes `k` consecutive values with one compare-and-swap.  Values
+ * whose tick is within max_borrow_ms of the wall clock are returned at
+ * once.  Otherwise the call *reserves* them (the same compare-and-swap) and
+ * waits until the last one's tick may be issued.  Reserving before waiting
+ * serves waiting calls in the order they came: without it, a caller could
+ * lose the race for every new tick and wait without bound.  A call that
+ * cannot fit in its budget takes nothing: IDGEN_ECLOCK, or IDGEN_EBATCH when
+ * a smaller batch would have fitted.
  */
-static int claim(idgen_snowflake_t *g, uint64_t k, int64_t ms, uint64_t *first, uint64_t *got) {
-  int fresh = 0; /* `ms` was read inside claim(), not by the caller */
+enum { PHASE_CLAIM = 0, PHASE_RESERVED = 1 };
+enum { CL_NOW, CL_RESERVED, CL_MARK, CL_STALE };
+
+/* The budget of a call whose first reading is Unix ms `ms`. */
+static void budget_start(const idgen_snowflake_t *g, idgen_snowflake_wait_t *w, int64_t ms) {
+  int64_t end_ms = ms < g->epoch ? ms + 1 : g->epoch + ((ms - g->epoch) / g->unit + 1) * g->unit;
+  w->start_ns = ms * NS_PER_MS;
+  w->deadline_ns = (end_ms + g->wait_ms) * NS_PER_MS;
+  w->charged_ns = 0;
+}
+
+/* One decision on w->n values at wall ms `ms` within w's budget: CL_NOW or
+ * CL_RESERVED with [*first, *last] taken; CL_MARK (nothing taken) when the
+ * last is above a bound generator's ceiling (*last: the state needed);
+ * CL_STALE (nothing taken) when the call does not fit in its budget
+ * (*first: where it would start, *last: the last state the budget allows);
+ * or an error. */
+static int claim_once(idgen_snowflake_t *g, const idgen_snowflake_wait_t *w, int64_t ms,
+                      uint64_t *first, uint64_t *last) {
   const unsigned S = g->seq_bits;
+  const uint64_t k = w->n;
+  if (ms < g->epoch)
+    return refuse(g);
+  uint64_t x = (uint64_t)(ms - g->epoch) / (uint64_t)g->unit;
+  if (x > g->max_tick)
+    return IDGEN_EEXHAUSTED;
+  /* Ticks issuable now (tl), and by the deadline (tr). */
+  int64_t dl_ms = w->deadline_ns / NS_PER_MS;
+  uint64_t tl = (uint64_t)(ms - g->epoch + g->borrow_ms) / (uint64_t)g->unit;
+  uint64_t tr = dl_ms + g->borrow_ms < g->epoch
+                    ? 0
+                    : (uint64_t)(dl_ms + g->borrow_ms - g->epoch) / (uint64_t)g->unit;
+  if (tl > g->max_tick)
+    tl = g->max_tick;
+  if (tr > g->max_tick)
+    tr = g->max_tick;
+  if (tr < tl)
+    tr = tl;
+  uint64_t lim = (tl << S) | g->seq_mask, limr = (tr << S) | g->seq_mask;
+  if (lim > g->max_state)
+    lim = g->max_state;
+  if (limr > g->max_state)
+    limr = g->max_state;
+  /* A bound generator's high-water mark (max_state when unbound). */
+  uint64_t ceil = atomic_load_explicit(&g->ceiling, memory_order_acquire);
 
+  uint64_t cur = atomic_load_explicit(&g->next, memory_order_acquire);
   for (;;) {
-    if (ms < g->epoch)
-      return refuse(g);
-    uint64_t x = (uint64_t)(ms - g->epoch) / (uint64_t)g->unit;
-    if (x > g->max_tick)
+    if (cur > g->max_state)
       return IDGEN_EEXHAUSTED;
-    /* Ticks issuable now (tl), and reservable within the allowance (tr). */
-    int64_t tick_end_ms = g->epoch + (int64_t)(x + 1) * g->unit;
-    uint64_t tl = (uint64_t)(ms - g->epoch + g->borrow_ms) / (uint64_t)g->unit;
-    uint64_t tr = (uint64_t)(tick_end_ms + g->wait_ms + g->borrow_ms - g->epoch) / (uint64_t)g->unit;
-    if (tl > g->max_tick)
-      tl = g->max_tick;
-    if (tr > g->max_tick)
-      tr = g->max_tick;
-    uint64_t lim = (tl << S) | g->seq_mask, limr = (tr << S) | g->seq_mask;
-    if (lim > g->max_state)
-      lim = g->max_state;
-    if (limr > g->max_state)
-      limr = g->max_state;
-    /* A bound generator's high-water mark (max_state when unbound). */
-    uint64_t ceil = atomic_load_explicit(&g->ceiling, memory_order_acquire);
-
-    uint64_t cur = atomic_load_explicit(&g->next, memory_order_acquire), start, end = 0;
-    for (;;) {
-      if (cur > g->max_state)
-        return IDGEN_EEXHAUSTED;
-      start = cur;
-      if ((start >> S) < x)
-        start = (x << S) | seq_start(g);
-      if (start > limr || start > ceil)
-        break;
-      /* Issuable values: as many as asked, up to lim.  A reservation: only
-       * within start's own tick, so the call waits for one tick. */
-      uint64_t cap = start <= lim ? lim : (start | g->seq_mask);
-      if (cap > limr)
-        cap = limr;
-      if (cap > ceil)
-        cap = ceil;
-      end = (cap - start >= k - 1) ? start + k - 1 : cap;
-      if (atomic_compare_exchange_weak_explicit(&g->next, &cur, end + 1, memory_order_acq_rel,
-                                                memory_order_acquire)) {
-        /* Read again after the take, as on the fast path: the values are
-         * dropped if a fence came first. */
-        ceil = atomic_load_explicit(&g->ceiling, memory_order_acquire);
-        break;
+    uint64_t start = cur;
+    if ((start >> S) < x)
+      start = (x << S) | seq_start(g);
+    /* Past the layout's end: nothing is taken, so smaller calls can still
+     * have the last values. */
+    if (k - 1 > g->max_state - start)
+      return IDGEN_EEXHAUSTED;
+    uint64_t end = start + k - 1;
+    if (end > limr) {
+      *first = start;
+      *last = limr;
+      return CL_STALE;
+    }
+    if (end > ceil) {
+      *last = end;
+      return CL_MARK;
+    }
+    if (atomic_compare_exchange_weak_explicit(&g->next, &cur, end + 1, memory_order_acq_rel,
+                                              memory_order_acquire)) {
+      /* Read again after the take, as on the fast path: the values are
+       * dropped if a fence came first. */
+      if (end > atomic_load_explicit(&g->ceiling, memory_order_acquire)) {
+        *last = end;
+        return CL_MARK;
       }
-    }
-    if (start > limr) {
-      if (start > g->max_state)
-        return IDGEN_EEXHAUSTED;
-      /* Refuse only on a fresh reading: the caller's may be old (it was
-       * preempted while other threads moved `next` on). */
-      if (fresh)
-        return refuse(g);
-      fresh = 1;
-      ms = idgen__ns_to_ms(now_ns(g));
-      continue;
-    }
-    if (start > ceil || end > ceil) {
-      /* Within the clock's window, above the mark: the keeper moves the
-       * mark (or the lease is gone).  Values taken are dropped. */
-      int rc = idgen__keeper_wait(g, start);
-      if (rc < 0)
-        return rc;
-      ms = idgen__ns_to_ms(now_ns(g));
-      continue;
-    }
-    *first = start;
-    *got = end - start + 1;
-    if (start <= lim)
-      return 0;
-
-    /* Reserved: sleep until start's tick is within max_borrow_ms. */
-    int counted = 0;
-    int64_t charged = 0; /* ns of waiting counted against max_wait_ms */
-    int64_t last_ns = INT64_MIN;
-    for (;;) {
-      int64_t t_ns = now_ns(g);
-      ms = idgen__ns_to_ms(t_ns);
-      if (ms < g->epoch)
-        return refuse(g); /* stepped back past the epoch while waiting */
-      int64_t target_ms = g->epoch + (int64_t)(start >> S) * g->unit - g->borrow_ms;
-      if (target_ms <= ms) /* and the lease did not go while it slept */
-        return end <= atomic_load_explicit(&g->ceiling, memory_order_acquire) ? 0 : IDGEN_ELEASE;
-      int64_t end_ms = g->epoch + ((ms - g->epoch) / g->unit + 1) * g->unit;
-      /* Far out of reach (the clock stepped back meanwhile): no ns arithmetic. */
-      if (target_ms - ms > end_ms - ms + g->wait_ms + 1)
-        return refuse(g); /* the reserved values are dropped, never reissued */
-      int64_t sub_ns = t_ns - ms * NS_PER_MS;
-      int64_t need = (target_ms - ms) * NS_PER_MS - sub_ns;
-      int64_t charge = target_ms > end_ms ? (target_ms - end_ms) * NS_PER_MS : 0;
-      /* A sleep that did not move the clock (an injected clock that stands
-       * still) is charged in full, so the loop always ends. */
-      if (t_ns <= last_ns)
-        charge = need;
-      last_ns = t_ns;
-      if (!counted) {
-        atomic_fetch_add_explicit(charge == 0 ? &g->sequence_exhausted : &g->clock_waits, 1,
-                                  memory_order_relaxed);
-        counted = 1;
-      }
-      if (charged + charge > g->wait_ms * NS_PER_MS)
-        return refuse(g);
-      sleep_ns(g, need);
-      charged += charge;
+      *first = start;
+      *last = end;
+      return end <= lim ? CL_NOW : CL_RESERVED;
     }
   }
+}
+
+/* A reserved call: 0 once its last value's tick is within max_borrow_ms of
+ * the wall clock (and the lease still covers it); IDGEN_EAGAIN with
+ * w->due_ns while it must wait and may; or a refusal (the reserved values
+ * are dropped, never reissued). */
+static int reserved_check(idgen_snowflake_t *g, idgen_snowflake_wait_t *w) {
+  int64_t t_ns = now_ns(g), ms = idgen__ns_to_ms(t_ns);
+  if (ms < g->epoch)
+    return refuse(g); /* stepped back past the epoch while waiting */
+  int64_t target_ms = g->epoch + (int64_t)(w->last >> g->seq_bits) * g->unit - g->borrow_ms;
+  if (target_ms <= ms) /* and the lease did not go while it waited */
+    return w->last <= atomic_load_explicit(&g->ceiling, memory_order_acquire) ? 0 : IDGEN_ELEASE;
+  int64_t allowance = w->deadline_ns - w->start_ns;
+  /* Far out of reach (the clock stepped back meanwhile): no ns arithmetic. */
+  if (target_ms - ms > allowance / NS_PER_MS + 1)
+    return refuse(g);
+  int64_t need = target_ms * NS_PER_MS - t_ns;
+  if (w->charged_ns + need > allowance)
+    return refuse(g);
+  w->charged_ns += need;
+  w->due_ns = target_ms * NS_PER_MS;
+  return IDGEN_EAGAIN;
+}
+
+/* Writes the IDs of states w->first..w->last into w->ids: within a tick,
+ * consecutive IDs differ by 1 << seq_shift. */
+static void fill(const idgen_snowflake_t *g, const idgen_snowflake_wait_t *w) {
+  uint64_t v = w->first, got = w->last - w->first + 1, *ids = w->ids;
+  while (got > 0) {
+    uint64_t in_tick = g->seq_mask - (v & g->seq_mask) + 1;
+    uint64_t m = got < in_tick ? got : in_tick;
+    uint64_t id = compose(g, v), step = UINT64_C(1) << g->seq_shift;
+    for (uint64_t j = 0; j < m; j++)
+      ids[j] = id + j * step;
+    ids += m;
+    v += m;
+    got -= m;
+  }
+}
+
+/* Runs a call from where `w` stands until it is done (0), fails, or would
+ * wait.  `ms` is a reading of the clock (fresh: taken in here, not by a
+ * caller that may since have been preempted).  Blocking calls sleep and
+ * wait for the mark here; others get IDGEN_EAGAIN. */
+static int run(idgen_snowflake_t *g, idgen_snowflake_wait_t *w, int64_t ms, int fresh,
+               int blocking) {
+  for (;;) {
+    if (w->phase == PHASE_RESERVED) {
+      int rc = reserved_check(g, w);
+      if (rc == 0)
+        fill(g, w);
+      if (rc != IDGEN_EAGAIN || !blocking)
+        return rc;
+      sleep_ns(g, w->due_ns - now_ns(g));
+      continue;
+    }
+    uint64_t first = 0, last = 0;
+    int r = claim_once(g, w, ms, &first, &last);
+    if (r < 0)
+      return r;
+    if (r == CL_STALE) {
+      /* Refuse only on a fresh reading: the caller's may be old (it was
+       * preempted while other threads moved `next` on). */
+      if (!fresh) {
+        fresh = 1;
+        ms = idgen__ns_to_ms(now_ns(g));
+        if (w->charged_ns == 0)
+          budget_start(g, w, ms);
+        continue;
+      }
+      return w->n > 1 && first <= last ? IDGEN_EBATCH : refuse(g);
+    }
+    if (r == CL_MARK) {
+      /* Within the clock's window, above the mark: the keeper moves the
+       * mark (or the lease is gone); the budget bounds the wait. */
+      int64_t left = w->deadline_ns - w->start_ns - w->charged_ns;
+      int64_t rc = idgen__keeper_wait(g, last, blocking ? (left > 0 ? left : 0) : -1);
+      if (rc == IDGEN_EAGAIN) {
+        /* Look again in a millisecond, within the budget. */
+        if (w->charged_ns + NS_PER_MS > w->deadline_ns - w->start_ns)
+          return IDGEN_EMARK;
+        w->charged_ns += NS_PER_MS;
+        w->due_ns = now_ns(g) + NS_PER_MS;
+        return IDGEN_EAGAIN;
+      }
+      if (rc < 0)
+        return (int)rc;
+      if (blocking)
+        w->charged_ns += rc; /* the ns it waited */
+      ms = idgen__ns_to_ms(now_ns(g));
+      fresh = 1;
+      continue;
+    }
+    w->first = first;
+    w->last = last;
+    if (r == CL_NOW) {
+      fill(g, w);
+      return 0;
+    }
+    /* Reserved: counted once, as waiting out a used-up tick or as waiting
+     * for the clock beyond it. */
+    int64_t end_ms = g->epoch + ((ms - g->epoch) / g->unit + 1) * g->unit;
+    int64_t target_ms = g->epoch + (int64_t)(last >> g->seq_bits) * g->unit - g->borrow_ms;
+    atomic_fetch_add_explicit(target_ms <= end_ms ? &g->sequence_exhausted : &g->clock_waits, 1,
+                              memory_order_relaxed);
+    w->phase = PHASE_RESERVED;
+  }
+}
+
+/* Starts a call of n values at the caller's reading `ms`. */
+static int call(idgen_snowflake_t *g, uint64_t *ids, size_t n, int64_t ms,
+                idgen_snowflake_wait_t *w, int blocking) {
+  memset(w, 0, sizeof *w);
+  w->ids = ids;
+  w->n = n;
+  budget_start(g, w, ms);
+  return run(g, w, ms, 0, blocking);
 }
 
 int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id) {
@@ -262,35 +357,55 @@ int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id) {
       }
     }
   }
-  uint64_t first, got;
-  int rc = claim(g, 1, ms, &first, &got);
-  if (rc == 0)
-    *id = compose(g, first);
-  return rc;
+  idgen_snowflake_wait_t w;
+  return call(g, id, 1, ms, &w, 1);
 }
 
 int idgen_snowflake_next_n(idgen_snowflake_t *g, uint64_t *ids, size_t n) {
   if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()))
     return IDGEN_EFORKED;
-  while (n > 0) {
-    uint64_t v, got;
-    int rc = claim(g, n, now_ms(g), &v, &got);
-    if (rc < 0)
-      return rc;
-    n -= got;
-    /* Within one tick, consecutive IDs differ by 1 << seq_shift. */
-    while (got > 0) {
-      uint64_t in_tick = g->seq_mask - (v & g->seq_mask) + 1;
-      uint64_t m = got < in_tick ? got : in_tick;
-      uint64_t id = compose(g, v), step = UINT64_C(1) << g->seq_shift;
-      for (uint64_t j = 0; j < m; j++)
-        ids[j] = id + j * step;
-      ids += m;
-      v += m;
-      got -= m;
-    }
-  }
-  return 0;
+  if (n == 0)
+    return 0;
+  idgen_snowflake_wait_t w;
+  return call(g, ids, n, now_ms(g), &w, 1);
+}
+
+int idgen_snowflake_next_n_async(idgen_snowflake_t *g, uint64_t *ids, size_t n,
+                                 idgen_snowflake_wait_t *w) {
+  memset(w, 0, sizeof *w);
+  if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()))
+    return IDGEN_EFORKED;
+  if (n == 0)
+    return 0;
+  return call(g, ids, n, now_ms(g), w, 0);
+}
+
+int idgen_snowflake_resume(idgen_snowflake_t *g, idgen_snowflake_wait_t *w, uint64_t *ids) {
+  if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()))
+    return IDGEN_EFORKED;
+  w->ids = ids;
+  return run(g, w, idgen__ns_to_ms(now_ns(g)), 1, 0);
+}
+
+uint64_t idgen_snowflake_capacity(idgen_snowflake_t *g) {
+  idgen_snowflake_wait_t w;
+  int64_t ms = idgen__ns_to_ms(now_ns(g));
+  if (ms < g->epoch)
+    return 0;
+  memset(&w, 0, sizeof w);
+  budget_start(g, &w, ms);
+  const unsigned S = g->seq_bits;
+  uint64_t x = (uint64_t)(ms - g->epoch) / (uint64_t)g->unit;
+  uint64_t tr = (uint64_t)(w.deadline_ns / NS_PER_MS + g->borrow_ms - g->epoch) / (uint64_t)g->unit;
+  if (x > g->max_tick)
+    return 0;
+  uint64_t limr = tr > g->max_tick ? g->max_state : (tr << S) | g->seq_mask;
+  if (limr > g->max_state)
+    limr = g->max_state;
+  uint64_t start = atomic_load_explicit(&g->next, memory_order_acquire);
+  if ((start >> S) < x) /* a new tick, with the largest random start */
+    start = (x << S) | (g->random_start ? g->seq_mask >> 1 : 0);
+  return start > limr ? 0 : limr - start + 1;
 }
 
 const idgen_layout_t *idgen_snowflake_layout(const idgen_snowflake_t *g) { return &g->layout; }

@@ -83,11 +83,15 @@ static inline int64_t idgen__sf_ms_of_state(const idgen_snowflake_t *g, uint64_t
 
 /* lease_keeper.c.  start: binds g to s->lease (g->keeper set, ceiling
  * raised after a first renewal and mark write), or fails with a message;
- * wait: called by claim() when the next state is above the ceiling but not
- * the layout: waits (bounded) for the keeper to move the mark, returning 0
- * to retry, IDGEN_ELEASE or IDGEN_EMARK; stop: final mark, joins, frees. */
+ * wait: called when a call's values are above the ceiling but not past the
+ * layout: pokes the keeper to move the mark to `want`, and with max_ns >= 0
+ * waits for it at most max_ns (real time), returning the ns it waited, or
+ * with max_ns < 0 only looks (0, or IDGEN_EAGAIN); IDGEN_ELEASE when the
+ * lease is not valid, IDGEN_EMARK at once when the last mark write failed
+ * and none is under way, or when the wait ran out; stop: final mark, joins,
+ * frees. */
 int idgen__keeper_start(idgen_snowflake_t *g, idgen_lease_t *lease, char *err, size_t errlen);
-int idgen__keeper_wait(idgen_snowflake_t *g, uint64_t want);
+int64_t idgen__keeper_wait(idgen_snowflake_t *g, uint64_t want, int64_t max_ns);
 void idgen__keeper_stop(idgen_snowflake_t *g);
 
 #endif

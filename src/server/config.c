@@ -56,8 +56,9 @@ static const struct keydef {
                            "open client connections"},
     [K_MAX_REQUEST_BYTES] = {"max_request_bytes", T_INT, "65536", 1024, 64 << 20, "N",
                              "an HTTP request head or a RESP command"},
-    [K_MAX_BATCH] = {"max_batch", T_INT, "100000", 1, 10000000, "N",
-                     "the largest count of IDs in one request"},
+    [K_MAX_BATCH] = {"max_batch", T_INT, "", 1, 10000000, "N",
+                     "the largest count of IDs in one request; default: what the layout "
+                     "makes within max_borrow_ms + max_wait_ms, at most 100000"},
     [K_MAX_OUTPUT_BYTES] = {"max_output_bytes", T_INT, "16777216", 65536, INT64_C(1) << 32, "N",
                             "replies waiting for one client before it is closed"},
     [K_IDLE_TIMEOUT_MS] = {"idle_timeout_ms", T_INT, "60000", 0, INT64_C(1) << 40, "N",
@@ -361,6 +362,19 @@ static int validate(serve_config_t *c, int k) {
       c->log_file = v;
     return 0;
   case T_INT:
+    if (k == K_MAX_BATCH && v[0] == '\0' && strcmp(c->source[k], "default") == 0) {
+      /* What one request can always get while the generator is not ahead:
+       * a tick's sequence for each tick within borrow + wait, and the
+       * current one (the daemon never sleeps for a batch: G3 per call). */
+      const idgen_layout_t *l = &c->layout;
+      uint64_t per_tick = UINT64_C(1) << l->fields[l->sequence_index].bits;
+      uint64_t ticks = 1 + (uint64_t)(c->gen.max_borrow_ms + c->gen.max_wait_ms) / (uint64_t)l->unit_ms;
+      uint64_t fit = per_tick > 100000 / ticks ? 100000 : per_tick * ticks;
+      char buf[32];
+      snprintf(buf, sizeof buf, "%" PRIu64, fit > 100000 ? 100000 : fit);
+      set(c, k, buf, "default: the layout within borrow + wait");
+      v = c->value[k];
+    }
     if (parse_int(v, &x) < 0 || x < d->min || x > d->max)
       return fail(where, "not a whole number from %" PRId64 " to %" PRId64, d->min, d->max);
     break;

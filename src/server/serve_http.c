@@ -51,10 +51,9 @@ static const char *date_header(worker_t *w) {
  * request broke the framing (counted as a protocol close). */
 enum { KEEP, CLOSE, CLOSE_BROKEN };
 
-/* Appends a whole response to w->out. */
-static void respond(worker_t *w, conn_t *c, const http_request_t *req, int status,
-                    const char *ctype, const char *body, size_t len, int close,
-                    const char *extra) {
+/* Appends a whole response to w->out: HTTP/1.<minor>, `close` as above. */
+static void respond_as(worker_t *w, conn_t *c, int minor, int head, int status, const char *ctype,
+                       const char *body, size_t len, int close, const char *extra) {
   if (c->stop_parsing && close == KEEP)
     close = CLOSE; /* Connection: close from the client */
   buf_reserve(&w->out, len + 256);
@@ -63,18 +62,32 @@ static void respond(worker_t *w, conn_t *c, const http_request_t *req, int statu
                reason_phrase(status), date_header(w), ctype, len, extra);
   if (close != KEEP)
     p += sprintf(p, "Connection: close\r\n");
-  else if (req && req->minor == 0)
+  else if (minor == 0)
     p += sprintf(p, "Connection: keep-alive\r\n");
   memcpy(p, "\r\n", 2);
   p += 2;
-  memcpy(p, body, len);
-  w->out.len = (size_t)(p + len - w->out.p);
+  if (!head) {
+    memcpy(p, body, len);
+    p += len;
+  }
+  w->out.len = (size_t)(p - w->out.p);
   CNT_ADD(w->st.http[code_index(status)], 1);
   w->replies++;
   if (close != KEEP) {
     c->stop_parsing = 1;
     c->close_reason = close == CLOSE_BROKEN ? CR_PROTOCOL : CR_EOF;
   }
+}
+
+static void respond(worker_t *w, conn_t *c, const http_request_t *req, int status,
+                    const char *ctype, const char *body, size_t len, int close,
+                    const char *extra) {
+  respond_as(w, c, req ? req->minor : 1, 0, status, ctype, body, len, close, extra);
+}
+
+void http_answer(worker_t *w, conn_t *c, const reply_shape_t *sh, int status, const char *ctype,
+                 const char *body, size_t len, const char *extra) {
+  respond_as(w, c, sh->minor, sh->head, status, ctype, body, len, KEEP, extra);
 }
 
 static void respond_error(worker_t *w, conn_t *c, const http_request_t *req, int status,
@@ -180,22 +193,13 @@ static void route_ids(worker_t *w, conn_t *c, const http_request_t *req, int kin
     respond_error(w, c, req, 503, err, KEEP, NULL);
     return;
   }
-  int json = q.json >= 0 ? q.json : wants_json(req);
-  w->body.len = 0;
-  int rc = json ? ids_emit_json(w, &w->body, kind, q.count)
-                : ids_emit(w, &w->body, kind, q.count, STYLE_LINES);
-  if (rc < 0) {
-    char retry[48];
-    int64_t wait_ms = ids_error_text(w->srv, rc, err, sizeof err);
-    snprintf(retry, sizeof retry, "Retry-After: %" PRId64 "\r\n", (wait_ms + 999) / 1000);
-    respond_error(w, c, req, 503, err, KEEP, retry);
-    return;
-  }
-  if (json)
-    buf_put(&w->body, "\n", 1);
-  ids_count(w, kind, q.agent, q.count);
-  respond(w, c, req, 200, json ? "application/json" : "text/plain; charset=utf-8", w->body.p,
-          w->body.len, KEEP, "");
+  reply_shape_t sh = {.proto = PROTO_HTTP,
+                      .kind = (uint8_t)kind,
+                      .json = (uint8_t)(q.json >= 0 ? q.json : wants_json(req)),
+                      .minor = (uint8_t)req->minor,
+                      .agent = q.agent,
+                      .count = q.count};
+  ids_request(w, c, &sh); /* answered, or parked until its tick */
 }
 
 static void route_decode(worker_t *w, conn_t *c, const http_request_t *req) {

@@ -2,9 +2,10 @@
  * serve_ids.c -- making IDs for a request, in the form its protocol wants.
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server_int.h"
 
@@ -47,7 +48,14 @@ int server_unhealthy(server_t *s, char *why, size_t n) {
   return 0;
 }
 
-int64_t ids_error_text(server_t *s, int rc, char *buf, size_t n) {
+int64_t ids_error_text(server_t *s, int rc, size_t count, char *buf, size_t n) {
+  if (rc == IDGEN_EBATCH) {
+    snprintf(buf, n,
+             "count %zu: the generator can make at most %" PRIu64 " IDs within max_wait_ms (%" PRId64
+             " ms) now; ask for fewer, or again shortly",
+             count, idgen_snowflake_capacity(server_sf(s)), s->cfg->gen.max_wait_ms);
+    return 1;
+  }
   if (rc == IDGEN_ELEASE || rc == IDGEN_EMARK) {
     idgen_snowflake_lease_status_t ls;
     idgen_snowflake_lease_status(server_sf(s), &ls);
@@ -107,20 +115,63 @@ static void ids_shrink(worker_t *w) {
   }
 }
 
-static int make_snowflakes(worker_t *w, size_t n) {
-  if (n > w->ids_cap) {
-    uint64_t *p = realloc(w->ids, n * sizeof *p);
-    if (p == NULL)
-      return IDGEN_ENOMEM;
-    w->ids = p;
-    w->ids_cap = n;
+/* Appends the reply body of n IDs to b in the shape's form: lines "ID\n",
+ * RESP items, or {"ids":[...]}.  Snowflake IDs come from `ids`; 128-bit
+ * ones are made here.  0, or an IDGEN_E* code with b cut back. */
+static int format_ids(worker_t *w, buf_t *b, const reply_shape_t *sh, const uint64_t *ids) {
+  size_t start = b->len, n = sh->count;
+  int resp = sh->proto == PROTO_RESP, json = !resp && sh->json;
+  buf_reserve(b, n * 44 + 32);
+  char *p = b->p + b->len;
+  if (resp && sh->array)
+    p += snprintf(p, 24, "*%zu\r\n", n);
+  if (json)
+    p += sprintf(p, "{\"ids\":[");
+  for (size_t i = 0; i < n; i++) {
+    char text[40];
+    size_t len;
+    if (sh->kind == KIND_SNOWFLAKE) {
+      len = u64_dec(text, ids[i]);
+    } else {
+      int rc = make128(w->srv, sh->kind, text, &len);
+      if (rc < 0) {
+        b->len = start;
+        return rc;
+      }
+    }
+    if (json) {
+      p += sprintf(p, "%s\"", i ? "," : "");
+      memcpy(p, text, len);
+      p += len;
+      *p++ = '"';
+    } else if (!resp) {
+      memcpy(p, text, len);
+      p += len;
+      *p++ = '\n';
+    } else if (sh->kind == KIND_SNOWFLAKE && ids[i] <= INT64_MAX) {
+      *p++ = ':';
+      memcpy(p, text, len);
+      p += len;
+      *p++ = '\r';
+      *p++ = '\n';
+    } else { /* 128-bit, or past INT64_MAX (a RESP integer cannot carry it) */
+      p += snprintf(p, 8, "$%zu\r\n", len);
+      memcpy(p, text, len);
+      p += len;
+      *p++ = '\r';
+      *p++ = '\n';
+    }
   }
-  idgen_snowflake_t *g = server_sf(w->srv);
-  int rc = n == 1 ? idgen_snowflake_next(g, w->ids) : idgen_snowflake_next_n(g, w->ids, n);
-  if (rc == IDGEN_ELEASE && server_sf(w->srv) != g) { /* swapped meanwhile: the new one */
-    g = server_sf(w->srv);
-    rc = n == 1 ? idgen_snowflake_next(g, w->ids) : idgen_snowflake_next_n(g, w->ids, n);
-  }
+  if (json)
+    p += sprintf(p, "]}\n");
+  b->len = (size_t)(p - b->p);
+  return 0;
+}
+
+/* The reply to an ID request that failed with rc. */
+static void answer_error(worker_t *w, conn_t *c, const reply_shape_t *sh, int rc) {
+  char why[400], retry[48];
+  int64_t wait_ms = ids_error_text(w->srv, rc, sh->count, why, sizeof why);
   if (rc == IDGEN_ECLOCK) {
     idgen_snowflake_stats_t st;
     idgen_snowflake_stats(server_sf(w->srv), &st);
@@ -130,93 +181,142 @@ static int make_snowflakes(worker_t *w, size_t n) {
                 st.borrowed_ms, w->srv->cfg->gen.max_borrow_ms, w->srv->cfg->gen.max_wait_ms,
                 st.clock_refusals);
   }
+  if (sh->proto == PROTO_RESP) {
+    resp_error(w, c, "ERR %s", why);
+    return;
+  }
+  snprintf(retry, sizeof retry, "Retry-After: %" PRId64 "\r\n", (wait_ms + 999) / 1000);
+  char body[sizeof why + 1];
+  int n = snprintf(body, sizeof body, "%s\n", why);
+  http_answer(w, c, sh, 503, "text/plain; charset=utf-8", body, (size_t)n, retry);
+}
+
+/* The reply to an ID request whose IDs are made (Snowflake: in `ids`). */
+static void answer(worker_t *w, conn_t *c, const reply_shape_t *sh, const uint64_t *ids) {
+  buf_t *b = sh->proto == PROTO_RESP ? &w->out : &w->body;
+  if (b == &w->body)
+    b->len = 0;
+  int rc = format_ids(w, b, sh, ids);
+  if (rc < 0) {
+    answer_error(w, c, sh, rc);
+    return;
+  }
+  ids_count(w, sh->kind, sh->agent, sh->count);
+  if (sh->proto == PROTO_RESP)
+    CNT_ADD(w->st.resp_ok, 1);
+  else
+    http_answer(w, c, sh, 200, sh->json ? "application/json" : "text/plain; charset=utf-8",
+                b->p, b->len, "");
+}
+
+/* Starts (or, after a lost lease, restarts on the generator now in use) a
+ * Snowflake call into ids: 0, IDGEN_EAGAIN (wait), or an error. */
+static int start_snowflakes(worker_t *w, idgen_snowflake_t **g, uint64_t *ids, size_t n,
+                            idgen_snowflake_wait_t *wait) {
+  *g = server_sf(w->srv);
+  int rc = idgen_snowflake_next_n_async(*g, ids, n, wait);
+  if (rc == IDGEN_ELEASE && server_sf(w->srv) != *g) { /* swapped meanwhile: the new one */
+    *g = server_sf(w->srv);
+    rc = idgen_snowflake_next_n_async(*g, ids, n, wait);
+  }
   return rc;
 }
 
-int ids_emit(worker_t *w, buf_t *b, int kind, size_t n, int style) {
-  size_t start = b->len;
-  if (kind == KIND_SNOWFLAKE) {
-    int rc = make_snowflakes(w, n);
-    if (rc < 0)
-      return rc;
-    buf_reserve(b, n * 32 + 16);
-    char *p = b->p + b->len;
-    if (style == STYLE_RESP && n > 1)
-      p += snprintf(p, 24, "*%zu\r\n", n);
-    for (size_t i = 0; i < n; i++) {
-      uint64_t id = w->ids[i];
-      if (style == STYLE_LINES) {
-        p += u64_dec(p, id);
-        *p++ = '\n';
-      } else if (id <= INT64_MAX) {
-        *p++ = ':';
-        p += u64_dec(p, id);
-        *p++ = '\r';
-        *p++ = '\n';
-      } else { /* past INT64_MAX a RESP integer cannot carry it: a bulk string */
-        char d[20];
-        size_t dl = u64_dec(d, id);
-        p += snprintf(p, 8, "$%zu\r\n", dl);
-        memcpy(p, d, dl);
-        p += dl;
-        *p++ = '\r';
-        *p++ = '\n';
-      }
+void ids_request(worker_t *w, conn_t *c, const reply_shape_t *sh) {
+  if (sh->kind != KIND_SNOWFLAKE) {
+    answer(w, c, sh, NULL);
+    return;
+  }
+  size_t n = sh->count;
+  if (n > w->ids_cap) {
+    uint64_t *p = realloc(w->ids, n * sizeof *p);
+    if (p == NULL) {
+      answer_error(w, c, sh, IDGEN_ENOMEM);
+      return;
     }
-    b->len = (size_t)(p - b->p);
+    w->ids = p;
+    w->ids_cap = n;
+  }
+  idgen_snowflake_t *g;
+  idgen_snowflake_wait_t wait;
+  int rc = start_snowflakes(w, &g, w->ids, n, &wait);
+  if (rc == IDGEN_EAGAIN) {
+    parked_t *p = malloc(sizeof *p + n * sizeof p->ids[0]);
+    if (p == NULL) {
+      answer_error(w, c, sh, IDGEN_ENOMEM); /* its reserved values are dropped */
+      ids_shrink(w);
+      return;
+    }
+    p->c = c;
+    p->g = g;
+    p->wait = wait;
+    p->shape = *sh;
+    p->read_ns = w->read_ns;
+    p->prev = NULL;
+    p->next = w->parked;
+    if (w->parked)
+      w->parked->prev = p;
+    w->parked = p;
+    c->parked = p;
+    CNT_ADD(w->st.parked, 1);
     ids_shrink(w);
-    return 0;
+    return;
   }
-  size_t tl = kind == KIND_ULID ? IDGEN_ULID_STRLEN : IDGEN_UUID_STRLEN;
-  buf_reserve(b, n * (tl + 8) + 16);
-  char *p = b->p + b->len;
-  if (style == STYLE_RESP && n > 1)
-    p += snprintf(p, 24, "*%zu\r\n", n);
-  for (size_t i = 0; i < n; i++) {
-    if (style == STYLE_RESP)
-      p += snprintf(p, 8, "$%zu\r\n", tl);
-    size_t len;
-    int rc = make128(w->srv, kind, p, &len);
-    if (rc < 0) {
-      b->len = start;
-      return rc;
-    }
-    p += len;
-    if (style == STYLE_RESP)
-      *p++ = '\r';
-    *p++ = '\n';
-  }
-  b->len = (size_t)(p - b->p);
-  return 0;
+  if (rc == 0)
+    answer(w, c, sh, w->ids);
+  else
+    answer_error(w, c, sh, rc);
+  ids_shrink(w);
 }
 
-int ids_emit_json(worker_t *w, buf_t *b, int kind, size_t n) {
-  json_t *arr = json_array(), *doc = json_object();
-  int rc = (arr && doc) ? 0 : IDGEN_ENOMEM;
-  if (rc == 0 && kind == KIND_SNOWFLAKE)
-    rc = make_snowflakes(w, n);
-  for (size_t i = 0; rc == 0 && i < n; i++) {
-    char text[40];
-    size_t len;
-    if (kind == KIND_SNOWFLAKE)
-      len = u64_dec(text, w->ids[i]);
+void ids_unpark(worker_t *w, conn_t *c) {
+  parked_t *p = c->parked;
+  if (p == NULL)
+    return;
+  if (p->prev)
+    p->prev->next = p->next;
+  else
+    w->parked = p->next;
+  if (p->next)
+    p->next->prev = p->prev;
+  c->parked = NULL;
+  free(p);
+}
+
+static int64_t realtime_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+int64_t ids_run_parked(worker_t *w) {
+  int64_t now = realtime_ns(), next = -1;
+  for (parked_t *p = w->parked, *nx; p; p = nx) {
+    nx = p->next;
+    if (p->wait.due_ns > now) {
+      int64_t left = p->wait.due_ns - now;
+      if (next < 0 || left < next)
+        next = left;
+      continue;
+    }
+    int rc = idgen_snowflake_resume(p->g, &p->wait, p->ids);
+    if (rc == IDGEN_ELEASE && server_sf(w->srv) != p->g) /* a new lease: start again there */
+      rc = start_snowflakes(w, &p->g, p->ids, p->shape.count, &p->wait);
+    if (rc == IDGEN_EAGAIN) {
+      int64_t left = p->wait.due_ns - realtime_ns();
+      if (next < 0 || left < next)
+        next = left > 0 ? left : 0;
+      continue;
+    }
+    conn_t *c = p->c;
+    int64_t read_ns = p->read_ns;
+    w->out.len = 0;
+    if (rc == 0)
+      answer(w, c, &p->shape, p->ids);
     else
-      rc = make128(w->srv, kind, text, &len);
-    if (rc == 0 && json_array_append_new(arr, json_stringn(text, len)) < 0)
-      rc = IDGEN_ENOMEM;
+      answer_error(w, c, &p->shape, rc);
+    ids_unpark(w, c); /* p is freed; nx is still the next */
+    conn_resume(w, c, read_ns);
   }
-  if (rc == 0) {
-    json_object_set_new(doc, "ids", arr);
-    arr = NULL;
-    size_t need = json_dumpb(doc, NULL, 0, JSON_COMPACT);
-    buf_reserve(b, need + 1);
-    if (need == 0 || json_dumpb(doc, b->p + b->len, need, JSON_COMPACT) != need)
-      rc = IDGEN_ENOMEM;
-    else
-      b->len += need;
-  }
-  json_decref(arr);
-  json_decref(doc);
-  ids_shrink(w);
-  return rc;
+  return next;
 }

@@ -29,8 +29,7 @@ static void reply_bulk(worker_t *w, const char *s, size_t n) {
 static void reply_int(worker_t *w, int64_t v) { buf_printf(&w->out, ":%" PRId64 "\r\n", v); }
 
 /* "-ERR ..." with CR and LF made spaces, as Redis does. */
-__attribute__((format(printf, 3, 4))) static void reply_err(worker_t *w, conn_t *c,
-                                                            const char *fmt, ...) {
+void resp_error(worker_t *w, conn_t *c, const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -45,6 +44,8 @@ __attribute__((format(printf, 3, 4))) static void reply_err(worker_t *w, conn_t 
   CNT_ADD(w->st.resp_err, 1);
   (void)c;
 }
+
+#define reply_err resp_error
 
 static int arg_is(const resp_arg_t *a, const char *lit) {
   size_t n = strlen(lit);
@@ -129,18 +130,14 @@ static void cmd_ids(worker_t *w, conn_t *c, const resp_request_t *r, int kind) {
     return;
   }
   /* ID N is an array even for N = 1; a bare ID is one value. */
-  if (r->argc == 2 && n == 1)
-    reply(w, "*1\r\n");
-  int rc = ids_emit(w, &w->out, kind, (size_t)n, STYLE_RESP);
-  if (rc < 0) {
-    if (r->argc == 2 && n == 1)
-      w->out.len -= 4;
-    ids_error_text(w->srv, rc, why, sizeof why);
-    reply_err(w, c, "ERR %s", why);
-    return;
-  }
-  ids_count(w, kind, c->agent, (size_t)n);
-  CNT_ADD(w->st.resp_ok, 1);
+  reply_shape_t sh = {.proto = PROTO_RESP,
+                      .kind = (uint8_t)kind,
+                      .array = r->argc == 2,
+                      .agent = c->agent,
+                      .count = (size_t)n};
+  ids_request(w, c, &sh);
+  if (c->parked)
+    w->replies--; /* answered later, when its tick comes */
 }
 
 static void cmd_client(worker_t *w, conn_t *c, const resp_request_t *r) {

@@ -134,8 +134,8 @@ static idgen_snowflake_lease_status_t lease_now(server_t *s) {
 
 static const char *lease_valid_text(server_t *s, char *buf, size_t n) {
   idgen_snowflake_lease_status_t st = lease_now(s);
-  if (!st.bound)
-    snprintf(buf, n, "+Inf"); /* static: nothing to lose */
+  if (!st.bound || (st.valid && st.valid_ms == INT64_MAX))
+    snprintf(buf, n, "+Inf"); /* static, or a lease that does not expire (file:) */
   else
     snprintf(buf, n, "%.3f", st.valid ? (double)st.valid_ms / 1000.0 : 0.0);
   return buf;
@@ -144,6 +144,14 @@ static const char *lease_valid_text(server_t *s, char *buf, size_t n) {
 /* A node field's value in use: the lease's for the leased field. */
 static uint64_t node_value(server_t *s, const idgen_snowflake_lease_status_t *st, int i) {
   return st->bound && i == s->lease_field ? st->worker : s->cfg->gen.node[i];
+}
+
+/* A duration in ms, or `none` for one that does not run out. */
+static const char *ms_or(int64_t ms, char *buf, size_t n, const char *none) {
+  if (ms < 0 || ms == INT64_MAX)
+    return none;
+  snprintf(buf, n, "%" PRId64, ms);
+  return buf;
 }
 
 /* "2026-11-23T10:00:00.000Z", or `none` for 0. */
@@ -221,6 +229,16 @@ void metrics_text(server_t *s, buf_t *b) {
              "idgen_layout_seconds_remaining %.3f\n",
              st.borrowed_ms, st.clock_waits, st.clock_refusals, st.sequence_exhausted,
              lease_valid_text(s, valid, sizeof valid), (double)(horizon - now) / 1000.0);
+  idgen_snowflake_lease_status_t ls = lease_now(s);
+  buf_printf(b, "# HELP idgen_lease_mark_failures_total High-water mark writes that failed "
+                "(the registry did not take them; issuing stops at the last durable mark).\n"
+                "# TYPE idgen_lease_mark_failures_total counter\n"
+                "idgen_lease_mark_failures_total %" PRIu64 "\n"
+                "# HELP idgen_requests_parked_total ID requests that waited for their tick on "
+                "a timer, without holding their event loop.\n"
+                "# TYPE idgen_requests_parked_total counter\nidgen_requests_parked_total %" PRIu64
+                "\n",
+             ls.mark_failures, SUM(s, parked));
   buf_printf(b, "# HELP idgen_connections Open client connections.\n"
                 "# TYPE idgen_connections gauge\n");
   for (int p = 0; p < NPROTO; p++)
@@ -244,7 +262,7 @@ void info_text(server_t *s, buf_t *b) {
   idgen_snowflake_stats_t st;
   idgen_snowflake_stats(server_sf(s), &st);
   idgen_snowflake_lease_status_t ls = lease_now(s);
-  char exp[IDGEN_TIME_BUFSIZE], mark[IDGEN_TIME_BUFSIZE];
+  char mark[IDGEN_TIME_BUFSIZE];
   buf_printf(b, "# Server\r\nidgen_version:%s\r\nprocess_id:%ld\r\nuptime_in_seconds:%.0f\r\n"
                 "event_loops:%d\r\nhttp_addr:%s\r\nresp_addr:%s\r\n\r\n",
              idgen_version(), (long)getpid(), floor(uptime_s(s)), s->nworkers,
@@ -255,13 +273,17 @@ void info_text(server_t *s, buf_t *b) {
       buf_printf(b, "node_%s:%" PRIu64 "\r\n", l->fields[i].name, node_value(s, &ls, i));
   buf_printf(b, "registry:%s\r\nlease:%s\r\n", s->registry_shown,
              !ls.bound ? "static" : ls.valid ? "held" : ls.fenced ? "lost" : "unconfirmed");
-  if (ls.bound)
+  if (ls.bound) {
+    char in[24], valid[24];
     buf_printf(b,
-               "lease_field:%s\r\nlease_worker:%" PRIu64 "\r\nlease_generation:%" PRIu64
-               "\r\nlease_expires:%s\r\nlease_valid_ms:%" PRId64 "\r\nlease_mark:%s\r\n",
-               l->fields[s->lease_field].name, ls.worker, ls.generation,
-               time_or(ls.expires_ms, exp, "never (held while the process lives)"),
-               ls.valid_ms, time_or(ls.mark_ms, mark, "none"));
+               "lease_field:%s\r\nlease_worker:%" PRIu64 "\r\nlease_node:%s\r\n"
+               "lease_generation:%" PRIu64 "\r\nlease_valid_ms:%s\r\nlease_expires_in_ms:%s\r\n"
+               "lease_mark:%s\r\nlease_mark_failures:%" PRIu64 "\r\n",
+               l->fields[s->lease_field].name, ls.worker, ls.node, ls.generation,
+               ms_or(ls.valid_ms, valid, sizeof valid, "never"),
+               ms_or(ls.expires_in_ms, in, sizeof in, "never"), time_or(ls.mark_ms, mark, "none"),
+               ls.mark_failures);
+  }
   buf_printf(b,
              "max_batch:%" PRId64 "\r\nmax_borrow_ms:%" PRId64 "\r\nmax_wait_ms:%" PRId64
              "\r\nclock_borrowed_ms:%" PRId64 "\r\n\r\n",
@@ -289,7 +311,7 @@ int info_json(server_t *s, buf_t *b) {
     return -1;
   }
   idgen_snowflake_lease_status_t ls = lease_now(s);
-  char exp[IDGEN_TIME_BUFSIZE], mark[IDGEN_TIME_BUFSIZE], gen[24];
+  char mark[IDGEN_TIME_BUFSIZE], gen[24];
   for (int i = 0; i < l->nfields; i++)
     if (l->fields[i].kind == IDGEN_FIELD_NODE)
       json_object_set_new(node, l->fields[i].name, json_integer((json_int_t)node_value(s, &ls, i)));
@@ -301,14 +323,18 @@ int info_json(server_t *s, buf_t *b) {
     json_object_set_new(lease, "field", json_string(l->fields[s->lease_field].name));
     json_object_set_new(lease, "worker", json_integer((json_int_t)ls.worker));
     json_object_set_new(lease, "generation", json_string(gen));
-    json_object_set_new(lease, "valid_ms", json_integer(ls.valid_ms));
+    json_object_set_new(lease, "node", json_string(ls.node));
+    /* Durations, not times: valid_ms by this host's monotonic clock,
+     * expires_in_ms as the registry measured it (null: never). */
+    json_object_set_new(lease, "valid_ms",
+                        ls.valid_ms == INT64_MAX ? json_null() : json_integer(ls.valid_ms));
+    json_object_set_new(lease, "expires_in_ms",
+                        ls.expires_in_ms < 0 ? json_null() : json_integer(ls.expires_in_ms));
     json_object_set_new(lease, "mark", json_string(time_or(ls.mark_ms, mark, "")));
+    json_object_set_new(lease, "mark_failures", json_integer((json_int_t)ls.mark_failures));
     if (!ls.valid)
       json_object_set_new(lease, "reason", json_string(ls.reason));
   }
-  json_object_set_new(lease, "expires", ls.expires_ms > 0
-                                            ? json_string(time_or(ls.expires_ms, exp, ""))
-                                            : json_null());
   json_object_set_new(o, "version", json_string(idgen_version()));
   json_object_set_new(o, "layout", json_string(layout_name(s)));
   json_object_set_new(o, "layout_spec", json_string(s->layout_spec));
@@ -338,12 +364,15 @@ int health_text(server_t *s, buf_t *b) {
   buf_printf(b, "%s\n", sick ? why : "ok");
   idgen_snowflake_lease_status_t ls = lease_now(s);
   if (ls.bound) {
-    char exp[IDGEN_TIME_BUFSIZE], mark[IDGEN_TIME_BUFSIZE];
+    /* Durations (valid_ms by this host, expires_in_ms by the registry) and
+     * the mark by this host's clock: no two clocks side by side. */
+    char mark[IDGEN_TIME_BUFSIZE], in[24], valid[24];
     buf_printf(b,
-               "lease %s=%" PRIu64 " generation=%" PRIu64 " expires=%s valid_ms=%" PRId64
-               " mark=%s\n",
-               s->layout->fields[s->lease_field].name, ls.worker, ls.generation,
-               time_or(ls.expires_ms, exp, "never"), ls.valid_ms, time_or(ls.mark_ms, mark, "none"));
+               "lease %s=%" PRIu64 " node=%s generation=%" PRIu64
+               " valid_ms=%s expires_in_ms=%s mark=%s\n",
+               s->layout->fields[s->lease_field].name, ls.worker, ls.node, ls.generation,
+               ms_or(ls.valid_ms, valid, sizeof valid, "never"),
+               ms_or(ls.expires_in_ms, in, sizeof in, "never"), time_or(ls.mark_ms, mark, "none"));
   }
   return sick;
 }

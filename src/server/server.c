@@ -160,6 +160,7 @@ static void set_events(worker_t *w, conn_t *c, uint32_t ev) {
 static int io_close_reason(int e) { return e == ECONNRESET || e == EPIPE ? CR_RESET : CR_ERROR; }
 
 static void conn_close(worker_t *w, conn_t *c, int reason) {
+  ids_unpark(w, c); /* a waiting request goes with its connection */
   close(c->fd);
   if (c->prev)
     c->prev->next = c->next;
@@ -238,6 +239,10 @@ static int conn_settle(worker_t *w, conn_t *c) {
     buf_free(&c->out);
     c->out_off = 0;
   }
+  if (c->parked) { /* its next requests wait in the kernel until it is answered */
+    set_events(w, c, queued ? EPOLLOUT : 0);
+    return 0;
+  }
   if (c->stop_parsing && !queued)
     return conn_finish(w, c);
   if (w->draining && !queued && !c->blocked) {
@@ -288,7 +293,7 @@ static int process(worker_t *w, conn_t *c, const char *data, size_t len, int scr
   int need_more = !scratch && c->parsed_len > 0 && len > c->parsed_len &&
                   len <= (size_t)cfg->max_request_bytes &&
                   memchr(data + c->parsed_len, '\n', len - c->parsed_len) == NULL;
-  while (!need_more && pos < len && !c->stop_parsing) {
+  while (!need_more && pos < len && !c->stop_parsing && !c->parked) {
     if (w->out.len >= OUT_SOFT_LIMIT && flush_replies(w, c) < 0)
       return -1;
     if (c->out.len - c->out_off >= OUT_SOFT_LIMIT) { /* the kernel took too little */
@@ -306,7 +311,7 @@ static int process(worker_t *w, conn_t *c, const char *data, size_t len, int scr
   }
   size_t rest = c->stop_parsing ? 0 : len - pos;
   c->parsed_len = need_more ? rest : 0;
-  if (rest > 0 && !c->blocked && rest > (size_t)cfg->max_request_bytes) {
+  if (rest > 0 && !c->blocked && !c->parked && rest > (size_t)cfg->max_request_bytes) {
     /* The parsers bound each header block and bulk string; this bounds the
      * rest (a RESP command of many small arguments). */
     if (c->proto == PROTO_RESP) {
@@ -414,6 +419,19 @@ static int conn_writable(worker_t *w, conn_t *c) {
   return conn_settle(w, c);
 }
 
+int conn_resume(worker_t *w, conn_t *c, int64_t read_ns) {
+  if (w->replies > 0 || w->out.len > 0)
+    observe_latency(w, c->proto, mono_ns() - read_ns, 1);
+  w->replies = 0;
+  if (flush_replies(w, c) < 0)
+    return -1;
+  if (c->in.len > 0 && !c->stop_parsing) { /* the requests that waited behind it */
+    w->read_ns = read_ns;
+    return process(w, c, c->in.p, c->in.len, 0);
+  }
+  return conn_settle(w, c);
+}
+
 /* ---- accepting ----------------------------------------------------------- */
 
 /* A reply for a client refused for lack of room (max_connections). */
@@ -516,6 +534,8 @@ static void sweep(worker_t *w) {
   for (conn_t *c = w->conns, *next; c; c = next) {
     next = c->next;
     int reason = -1;
+    if (c->parked)
+      continue; /* its request is bounded by the generator (G3) */
     if (c->lingering) {
       if (now >= c->linger_until_ms)
         reason = c->close_reason;
@@ -562,8 +582,15 @@ static void *worker_main(void *arg) {
   worker_t *w = arg;
   server_t *s = w->srv;
   struct epoll_event evs[256];
+  int64_t due_ns = -1; /* until the first parked request is due */
   for (;;) {
-    int n = epoll_wait(w->epfd, evs, 256, SWEEP_MS);
+    /* Parked requests are due on the clock's ticks: wait to the
+     * nanosecond, not to the next whole millisecond. */
+    int64_t wait_ns = due_ns >= 0 && due_ns < SWEEP_MS * 1000000LL ? due_ns : SWEEP_MS * 1000000LL;
+    struct timespec ts = {(time_t)(wait_ns / 1000000000), (long)(wait_ns % 1000000000)};
+    int n = epoll_pwait2(w->epfd, evs, 256, &ts, NULL);
+    if (n < 0 && errno == ENOSYS) /* a kernel before 5.11 */
+      n = epoll_wait(w->epfd, evs, 256, (int)((wait_ns + 999999) / 1000000));
     if (n < 0 && errno != EINTR) {
       log_event("error", "epoll_wait", "error=\"%s\"", strerror(errno));
       break;
@@ -586,6 +613,7 @@ static void *worker_main(void *arg) {
         (void)r;
       }
     }
+    due_ns = w->parked ? ids_run_parked(w) : -1;
     if (w->now_ms - w->last_sweep_ms >= SWEEP_MS)
       sweep(w);
     if (atomic_load(&s->stopping) && !w->draining)
@@ -740,6 +768,12 @@ static void lease_tick(server_t *s, int64_t *next_try) {
   else if (!was && st.valid)
     log_event("info", "lease_valid", "worker=%" PRIu64 " generation=%" PRIu64, st.worker,
               st.generation);
+  /* Failing mark writes: requests above the mark fail at once meanwhile. */
+  if (st.mark_failures > s->mark_failures_seen)
+    log_limited(&s->mark_log, "error", "mark_failed",
+                "worker=%" PRIu64 " failures=%" PRIu64 " reason=%s", st.worker, st.mark_failures,
+                log_quote(st.reason, strlen(st.reason), (char[600]){0}, 600));
+  s->mark_failures_seen = st.mark_failures;
   s->fence_logged = st.fenced;
   if (!st.fenced || mono_ms() < *next_try)
     return;
@@ -881,6 +915,7 @@ int serve_run(const serve_config_t *cfg) {
   s->close_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->accept_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->clock_log = (log_limit_t)LOG_LIMIT_INIT(10);
+  s->mark_log = (log_limit_t)LOG_LIMIT_INIT(10);
 
   if (cfg->log_file[0] != '\0') {
     int rc = log_reopen(cfg->log_file);

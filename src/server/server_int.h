@@ -73,12 +73,41 @@ typedef struct wstats {
   counter_t hist_sum_ns[NPROTO], hist_count[NPROTO];
   counter_t open[NPROTO], accepted[NPROTO];
   counter_t closed[NCR];
+  counter_t parked;                 /* requests that waited parked */
 } wstats_t;
 
 typedef struct buf {
   char *p;
   size_t len, cap;
 } buf_t;
+
+/* What an ID request's reply looks like: kept while the request waits. */
+typedef struct reply_shape {
+  uint8_t proto;                 /* PROTO_HTTP or PROTO_RESP */
+  uint8_t kind;                  /* KIND_* */
+  uint8_t json;                  /* HTTP: {"ids":[...]} */
+  uint8_t head;                  /* HTTP: HEAD, headers only */
+  uint8_t minor;                 /* HTTP/1.<minor> */
+  uint8_t array;                 /* RESP: ID N, an array even for N = 1 */
+  int agent;
+  size_t count;
+} reply_shape_t;
+
+struct conn;
+
+/* A Snowflake request that must wait for its tick or its mark.  It is
+ * parked on its loop's timer instead of sleeping in the loop, and answered
+ * when due; its connection's later requests wait behind it (replies stay
+ * in order), while the loop serves every other connection. */
+typedef struct parked {
+  struct parked *prev, *next;    /* the loop's list */
+  struct conn *c;
+  idgen_snowflake_t *g;          /* the generator it waits on */
+  idgen_snowflake_wait_t wait;
+  reply_shape_t shape;
+  int64_t read_ns;               /* when the request was read */
+  uint64_t ids[];                /* room for shape.count IDs */
+} parked_t;
 
 enum { TAG_LISTENER = 1, TAG_WAKE, TAG_CONN };
 
@@ -99,6 +128,7 @@ typedef struct conn {
   uint8_t close_reason;
   uint8_t drain_read;            /* the drain has read this connection dry */
   uint8_t drain_reading;         /* ... and is reading it now */
+  parked_t *parked;              /* its request waiting for a tick, or NULL */
   uint32_t events;               /* the epoll mask in effect */
   struct conn *prev, *next;      /* the worker's list, for the timer sweep */
   buf_t in;                      /* a partial request (or waiting requests) */
@@ -126,6 +156,7 @@ typedef struct worker {
   listener_t listeners[NPROTO];
   conn_t *conns;                 /* doubly linked */
   size_t nconns;
+  parked_t *parked;              /* requests waiting for a tick */
   char *rbuf;                    /* RBUF_SIZE */
   buf_t out;                     /* replies to the requests of one read */
   buf_t body;                    /* an HTTP body before its head is known */
@@ -183,7 +214,8 @@ typedef struct server {
   char (*agent_names)[AGENT_NAME_MAX + 1];
   _Atomic uint32_t *agent_slots; /* open hash: index + 1, or 0 */
   uint32_t agent_mask;
-  log_limit_t client_log, close_log, accept_log, clock_log; /* one limit per kind */
+  log_limit_t client_log, close_log, accept_log, clock_log, mark_log; /* one limit per kind */
+  uint64_t mark_failures_seen;   /* the lease thread's last look */
 } server_t;
 
 static inline idgen_snowflake_t *server_sf(server_t *s) {
@@ -201,13 +233,20 @@ int64_t mono_ms(void);
 const char *peer_text(const conn_t *c, char *buf);
 int64_t mono_ns(void);
 
+/* ---- server.c: a connection whose parked request was answered ---- */
+/* Sends the reply in w->out, then goes on with the connection's waiting
+ * requests.  Returns -1 if c was closed. */
+int conn_resume(worker_t *w, conn_t *c, int64_t read_ns);
+
 /* ---- serve_ids.c: making IDs ---- */
-enum id_style { STYLE_LINES, STYLE_RESP };
-/* Appends n IDs of `kind` to b in `style` (lines "ID\n", or RESP items);
- * returns 0 or an IDGEN_E* code, with b cut back to where it was. */
-int ids_emit(worker_t *w, buf_t *b, int kind, size_t n, int style);
-/* Makes n IDs as a JSON document {"ids":[...]} appended to b. */
-int ids_emit_json(worker_t *w, buf_t *b, int kind, size_t n);
+/* Answers the ID request `sh` of connection c into w->out, or parks it
+ * (c->parked set) when it must wait: it never sleeps. */
+void ids_request(worker_t *w, conn_t *c, const reply_shape_t *sh);
+/* Answers the parked requests that are due.  Returns the ns until the next
+ * one is due, or -1 if none waits. */
+int64_t ids_run_parked(worker_t *w);
+/* Forgets c's parked request (its connection closes). */
+void ids_unpark(worker_t *w, conn_t *c);
 /* 1 and a reason when no IDs can be issued now (lease lost). */
 int ids_unavailable(server_t *s, char *why, size_t n);
 /* 1 and a reason when /health should say 503 (lease, clock). */
@@ -215,7 +254,7 @@ int server_unhealthy(server_t *s, char *why, size_t n);
 void ids_count(worker_t *w, int kind, int agent, size_t n);
 /* The reason an ID request failed with rc, naming how long until IDs can
  * be issued again for a clock refusal; returns that wait in ms. */
-int64_t ids_error_text(server_t *s, int rc, char *buf, size_t n);
+int64_t ids_error_text(server_t *s, int rc, size_t count, char *buf, size_t n);
 const char *kind_name(int kind);
 
 /* ---- serve_stats.c: agents, metrics, facts ---- */
@@ -233,6 +272,11 @@ int health_text(server_t *s, buf_t *b);
 void observe_latency(worker_t *w, int proto, int64_t ns, size_t n);
 
 /* ---- serve_http.c / serve_resp.c: one request each ---- */
+/* An HTTP response for shape sh appended to w->out (body omitted for HEAD). */
+void http_answer(worker_t *w, conn_t *c, const reply_shape_t *sh, int status, const char *ctype,
+                 const char *body, size_t len, const char *extra);
+/* A RESP error "-ERR ..." appended to w->out. */
+void resp_error(worker_t *w, conn_t *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Handles the first request in buf[0..len) of connection c, appending its
  * reply to w->out.  Returns the bytes it used, or 0 if the request is not
  * whole yet.  Sets c->stop_parsing when the connection should close after
