@@ -14,9 +14,16 @@
  *     more and then lowered by 1/256, so the remaining time is short;
  *   - 2 us are taken off every millisecond for skew between cores.
  * A TSC that moves backwards (migration, a hypervisor) fails the unsigned
- * window test and forces a fresh read.  Every 1024th fast answer is checked
- * against a real read; if the cache ever shows a millisecond that had
- * already ended, the fast path is switched off for the process for good.
+ * window test and forces a fresh read.
+ *
+ * Every 1024th fast answer of a thread is checked against a real read.  If
+ * the cache shows a millisecond that had already ended, the model is
+ * rejected: a forward step of the wall clock and a TSC that runs slow look
+ * the same.  Each rejection is counted (idgen_clock_stats) and ends the fast
+ * path until a new calibration (20 ms, on precise reads); rejections that keep
+ * coming -- more than two before a model holds for a minute -- are followed
+ * by a cool-down on precise reads first, 1 s doubling up to 5 min.  Nothing
+ * switches the fast path off for good but a CPU without an invariant TSC.
  * A wall-clock step is seen at the next millisecond boundary, at most 1 ms
  * late: as if the step had happened up to 1 ms later, which the generator's
  * step-back handling (G3) covers either way.
@@ -44,6 +51,14 @@
 
 #define MARGIN_NS 2000
 #define CALIBRATE_NS 20000000LL
+/* After a rejection: calibrate again at once, QUICK_RETRIES times in a row;
+ * past that, first cool down on precise reads, COOLDOWN_MIN_NS doubling up to
+ * COOLDOWN_MAX_NS.  A model that stays in use HEALTHY_NS has its record of
+ * rejections wiped. */
+#define QUICK_RETRIES 2
+#define COOLDOWN_MIN_NS 1000000000LL
+#define COOLDOWN_MAX_NS 300000000000LL
+#define HEALTHY_NS 60000000000LL
 
 int64_t idgen__clock_ns(void) {
   struct timespec ts;
@@ -79,7 +94,9 @@ static idgen__lock_t model_lock; /* zero: its first use takes it as "new process
 static struct {
   uint64_t base_tsc; /* the calibration's start, as a (TSC, raw ns) pair */
   int64_t base_raw;
-  int calibrated; /* a calibration has completed before */
+  int calibrated;    /* a calibration has completed before */
+  int strikes;       /* rejections since the model last held HEALTHY_NS */
+  int64_t fast_since; /* mono ns when the model in use was published */
 } cal;
 
 struct tsc_cache {
@@ -97,7 +114,9 @@ static idgen__clock_hooks_t hook_copy;
 static const idgen__clock_hooks_t *hooks;
 static struct tsc_cache hook_cache;
 
-static uint64_t tsc_read(void) { return IDGEN_UNLIKELY(hooks != NULL) ? hooks->tsc(hooks->ctx) : __rdtsc(); }
+static uint64_t tsc_read(void) {
+  return IDGEN_UNLIKELY(hooks != NULL) ? hooks->tsc(hooks->ctx) : __rdtsc();
+}
 
 static int64_t realtime_read(void) {
   return IDGEN_UNLIKELY(hooks != NULL) ? hooks->realtime_ns(hooks->ctx) : idgen__clock_ns();
@@ -144,14 +163,28 @@ static void calibration_start(uint64_t t, int64_t raw, int64_t now) {
   model_publish(MODEL(0, S_CALIBRATING));
 }
 
-/* The model was shown wrong, by a check or by an implausible rate. */
-static void model_strike(void) { model_publish(MODEL(0, S_UNAVAILABLE)); }
+/* The model was shown wrong, by a check or by an implausible rate: measure
+ * again, at once or after a cool-down, never give up for good. */
+static void model_strike(uint64_t t, int64_t raw, int64_t now) {
+  atomic_fetch_add_explicit(&n_fallbacks, 1, memory_order_relaxed);
+  if (++cal.strikes <= QUICK_RETRIES) {
+    calibration_start(t, raw, now);
+    return;
+  }
+  int shift = cal.strikes - QUICK_RETRIES - 1;
+  int64_t cool = shift >= 9 ? COOLDOWN_MAX_NS : COOLDOWN_MIN_NS << shift;
+  if (cool > COOLDOWN_MAX_NS)
+    cool = COOLDOWN_MAX_NS;
+  atomic_fetch_add_explicit(&n_cooldowns, 1, memory_order_relaxed);
+  atomic_store_explicit(&model_due, now + cool, memory_order_relaxed);
+  model_publish(MODEL(0, S_COOLDOWN));
+}
 
 static void calibration_end(uint64_t t, int64_t raw, int64_t now) {
   int64_t dns = raw - cal.base_raw;
   if (dns < 0) /* the pair was read before another thread restarted the calibration */
     return;
-  if (dns < CALIBRATE_NS) { /* the coarse clock ran ahead of the raw one */
+  if (dns < CALIBRATE_NS) { /* the coarse deadline came before 20 ms of raw time */
     atomic_store_explicit(&model_due, now + (CALIBRATE_NS - dns), memory_order_relaxed);
     return;
   }
@@ -160,13 +193,13 @@ static void calibration_end(uint64_t t, int64_t raw, int64_t now) {
   r -= r / 256;
   /* Outside 0.1 to 20 GHz the counter is not a clock we understand. */
   if (r < (UINT64_C(1) << 32) / 10 || r > (UINT64_C(20) << 32)) {
-    atomic_fetch_add_explicit(&n_fallbacks, 1, memory_order_relaxed);
-    model_strike();
+    model_strike(t, raw, now);
     return;
   }
   if (cal.calibrated)
     atomic_fetch_add_explicit(&n_recalibrations, 1, memory_order_relaxed);
   cal.calibrated = 1;
+  cal.fast_since = now;
   atomic_store_explicit(&last_rate, r, memory_order_relaxed);
   model_publish(MODEL(r, S_FAST));
 }
@@ -229,8 +262,9 @@ static __attribute__((noinline)) void model_reject(uint64_t seen) {
   model_lock_take(t, raw, now);
   /* Once per model: other threads' windows may show the same evidence. */
   if (atomic_load_explicit(&model, memory_order_relaxed) == seen) {
-    atomic_fetch_add_explicit(&n_fallbacks, 1, memory_order_relaxed);
-    model_strike();
+    if (now - cal.fast_since >= HEALTHY_NS)
+      cal.strikes = 0; /* a model that held this long was sound: one event */
+    model_strike(t, raw, now);
   }
   idgen__lock_release(&model_lock);
 }
@@ -283,9 +317,10 @@ static __attribute__((noinline)) int64_t tsc_check(struct tsc_cache *c) {
     c->verify = IDGEN__CLOCK_VERIFY_EVERY;
     return ms;
   }
-  /* Exactly the next millisecond: the model ran late.  Two or more: the
-   * wall clock was stepped forward, which is no fault of the model. */
-  if (ms == c->ms + 1 && t2 - c->start < c->span)
+  /* A later millisecond: the model ran late, or the wall clock was stepped
+   * forward; one reading cannot tell them apart, and either way the model
+   * is measured again.  An earlier one is a step back: just refresh. */
+  if (ms > c->ms && t2 - c->start < c->span)
     model_reject(c->model);
   return tsc_refresh(c);
 }
@@ -310,8 +345,8 @@ void idgen_clock_stats(idgen_clock_stats_t *st) {
     st->cooldown_ms = left > 0 ? (left + 999999) / 1000000 : 0;
   }
   /* counts per ns times 2^32, to counts per second */
-  st->tsc_hz = (uint64_t)(((unsigned __int128)atomic_load_explicit(&last_rate, memory_order_relaxed) *
-                           1000000000) >> 32);
+  unsigned __int128 r = atomic_load_explicit(&last_rate, memory_order_relaxed);
+  st->tsc_hz = (uint64_t)((r * 1000000000) >> 32);
 }
 
 int idgen__clock_test_hooks(const idgen__clock_hooks_t *h) {
