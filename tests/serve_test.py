@@ -760,6 +760,12 @@ def group_http_routes(d):
               and any("uptime" in k for k in keys), repr(info))
         check("/info: limits (max_batch %d)" % MAX_BATCH,
               any("max_batch" in "/".join(p) and v in (MAX_BATCH, str(MAX_BATCH)) for p, v in flat.items()), repr(info))
+        ck = info.get("clock")
+        check("/info: clock {setting fast, mode, fallbacks, recalibrations, cooldowns, cooldown_ms, tsc_hz}",
+              isinstance(ck, dict) and ck.get("setting") == "fast"
+              and ck.get("mode") in ("fast", "precise", "calibrating", "unavailable")
+              and all(isinstance(ck.get(k), int) and ck[k] >= 0
+                      for k in ("fallbacks", "recalibrations", "cooldowns", "cooldown_ms", "tsc_hz")), repr(ck))
 
     # health
     r, det = curl(d.http, "/health")
@@ -1008,6 +1014,13 @@ def group_resp_cli(d):
     check("redis-cli INFO: key:value lines, Redis-style sections",
           rc == 0 and kv and all(re.fullmatch(r"[a-z_0-9]+:.*", x) for x in kv)
           and any(x.startswith("# ") for x in lines), "exit %d out %r" % (rc, out[:500]))
+    info = dict(x.split(":", 1) for x in kv)
+    check("redis-cli INFO: clock:fast, clock_fast_mode, and the fast clock's counters",
+          info.get("clock") == "fast"
+          and info.get("clock_fast_mode") in ("fast", "precise", "calibrating", "unavailable")
+          and all(re.fullmatch(r"\d+", info.get(k, "")) for k in (
+              "clock_fast_tsc_hz", "clock_fast_fallbacks", "clock_fast_recalibrations", "clock_fast_cooldowns")),
+          repr({k: v for k, v in info.items() if k.startswith("clock")}))
     # PING ECHO
     one(["PING"], r"PONG\n", "PING: PONG")
     one(["ping", "hello world"], r'"hello world"\n', "PING msg: msg as a bulk string")
@@ -1381,7 +1394,9 @@ def group_metrics(d):
             "idgen_clock_waits_total": "counter", "idgen_clock_refusals_total": "counter",
             "idgen_sequence_exhausted_total": "counter", "idgen_lease_valid_seconds": "gauge",
             "idgen_layout_seconds_remaining": "gauge", "idgen_connections": "gauge",
-            "idgen_connections_closed_total": "counter"}
+            "idgen_connections_closed_total": "counter", "idgen_clock_fast_mode": "gauge",
+            "idgen_clock_fast_fallbacks_total": "counter", "idgen_clock_fast_recalibrations_total": "counter",
+            "idgen_clock_fast_cooldowns_total": "counter"}
     for name, typ in want.items():
         present = any(n == name or (typ == "histogram" and n.startswith(name + "_")) for n, _ in m)
         check("metrics: %s present, # TYPE %s" % (name, typ), present and types.get(name) == typ,
@@ -1411,8 +1426,13 @@ def group_metrics(d):
     check("metrics: idgen_connections{proto=http} and {proto=resp}",
           mget(m, "idgen_connections", proto="http") is not None and mget(m, "idgen_connections", proto="resp") is not None
           and mget(m, "idgen_connections", proto="http") >= 1)
+    modes = {dict(ls).get("mode"): v for (n, ls), v in m.items() if n == "idgen_clock_fast_mode"}
+    check("metrics: idgen_clock_fast_mode{mode} for fast, precise, calibrating, unavailable; exactly one is 1",
+          set(modes) == {"fast", "precise", "calibrating", "unavailable"} and sorted(modes.values()) == [0, 0, 0, 1],
+          repr(modes))
     for g in ("idgen_clock_borrowed_ms", "idgen_clock_waits_total", "idgen_clock_refusals_total",
-              "idgen_sequence_exhausted_total"):
+              "idgen_sequence_exhausted_total", "idgen_clock_fast_fallbacks_total",
+              "idgen_clock_fast_recalibrations_total", "idgen_clock_fast_cooldowns_total"):
         v = mget(m, g)
         check("metrics: %s is an unlabelled non-negative number" % g, v is not None and v >= 0, repr(v))
     # counts move by exactly what we did

@@ -154,6 +154,36 @@ static const char *time_or(int64_t ms, char *buf, const char *none) {
   return buf;
 }
 
+static const char *clock_setting(server_t *s) {
+  return s->cfg->gen.clock_mode == IDGEN_CLOCK_PRECISE ? "precise" : "fast";
+}
+
+/* The fast clock (docs/DESIGN.md section 2): its state as a state set, and
+ * its counters. */
+static void clock_metrics(buf_t *b) {
+  idgen_clock_stats_t cs;
+  idgen_clock_stats(&cs);
+  buf_printf(b, "# HELP idgen_clock_fast_mode The fast clock's state, 1 for the current one "
+                "(precise: cooling down after repeated fallbacks; unavailable: no invariant "
+                "TSC).\n# TYPE idgen_clock_fast_mode gauge\n");
+  for (int m = IDGEN_CLOCK_STATE_UNAVAILABLE; m <= IDGEN_CLOCK_STATE_PRECISE; m++)
+    buf_printf(b, "idgen_clock_fast_mode{mode=\"%s\"} %d\n",
+               idgen_clock_state_name((idgen_clock_state_t)m), (int)cs.state == m);
+  buf_printf(b,
+             "# HELP idgen_clock_fast_fallbacks_total Rejections of the fast clock's TSC model "
+             "(a cached millisecond caught after its end, or an implausible calibration).\n"
+             "# TYPE idgen_clock_fast_fallbacks_total counter\n"
+             "idgen_clock_fast_fallbacks_total %" PRIu64 "\n"
+             "# HELP idgen_clock_fast_recalibrations_total Calibrations of the fast clock "
+             "completed after the first.\n"
+             "# TYPE idgen_clock_fast_recalibrations_total counter\n"
+             "idgen_clock_fast_recalibrations_total %" PRIu64 "\n"
+             "# HELP idgen_clock_fast_cooldowns_total Cool-downs on precise reads after "
+             "repeated fallbacks.\n# TYPE idgen_clock_fast_cooldowns_total counter\n"
+             "idgen_clock_fast_cooldowns_total %" PRIu64 "\n",
+             cs.fallbacks, cs.recalibrations, cs.cooldowns);
+}
+
 void metrics_text(server_t *s, buf_t *b) {
   int nagents = atomic_load(&s->nagents);
   buf_printf(b, "# HELP idgen_ids_issued_total IDs issued, by kind and agent.\n"
@@ -221,6 +251,7 @@ void metrics_text(server_t *s, buf_t *b) {
              "idgen_layout_seconds_remaining %.3f\n",
              st.borrowed_ms, st.clock_waits, st.clock_refusals, st.sequence_exhausted,
              lease_valid_text(s, valid, sizeof valid), (double)(horizon - now) / 1000.0);
+  clock_metrics(b);
   buf_printf(b, "# HELP idgen_connections Open client connections.\n"
                 "# TYPE idgen_connections gauge\n");
   for (int p = 0; p < NPROTO; p++)
@@ -244,6 +275,8 @@ void info_text(server_t *s, buf_t *b) {
   idgen_snowflake_stats_t st;
   idgen_snowflake_stats(server_sf(s), &st);
   idgen_snowflake_lease_status_t ls = lease_now(s);
+  idgen_clock_stats_t cs;
+  idgen_clock_stats(&cs);
   char exp[IDGEN_TIME_BUFSIZE], mark[IDGEN_TIME_BUFSIZE];
   buf_printf(b, "# Server\r\nidgen_version:%s\r\nprocess_id:%ld\r\nuptime_in_seconds:%.0f\r\n"
                 "event_loops:%d\r\nhttp_addr:%s\r\nresp_addr:%s\r\n\r\n",
@@ -264,9 +297,10 @@ void info_text(server_t *s, buf_t *b) {
                ls.valid_ms, time_or(ls.mark_ms, mark, "none"));
   buf_printf(b,
              "max_batch:%" PRId64 "\r\nmax_borrow_ms:%" PRId64 "\r\nmax_wait_ms:%" PRId64
-             "\r\nclock_borrowed_ms:%" PRId64 "\r\n\r\n",
+             "\r\nclock_borrowed_ms:%" PRId64 "\r\nclock:%s\r\nclock_fast_mode:%s\r\n"
+             "clock_fast_tsc_hz:%" PRIu64 "\r\n\r\n",
              s->cfg->max_batch, s->cfg->gen.max_borrow_ms, s->cfg->gen.max_wait_ms,
-             st.borrowed_ms);
+             st.borrowed_ms, clock_setting(s), idgen_clock_state_name(cs.state), cs.tsc_hz);
   buf_printf(b, "# Stats\r\nconnected_clients:%ld\r\n", (long)atomic_load(&s->nconns));
   for (int k = 0; k < NKINDS; k++) {
     uint64_t t = 0;
@@ -275,19 +309,33 @@ void info_text(server_t *s, buf_t *b) {
     buf_printf(b, "ids_issued_%s:%" PRIu64 "\r\n", kind_name(k), t);
   }
   buf_printf(b, "clock_waits:%" PRIu64 "\r\nclock_refusals:%" PRIu64
-                "\r\nsequence_exhausted:%" PRIu64 "\r\n",
-             st.clock_waits, st.clock_refusals, st.sequence_exhausted);
+                "\r\nsequence_exhausted:%" PRIu64 "\r\nclock_fast_fallbacks:%" PRIu64
+                "\r\nclock_fast_recalibrations:%" PRIu64 "\r\nclock_fast_cooldowns:%" PRIu64
+                "\r\n",
+             st.clock_waits, st.clock_refusals, st.sequence_exhausted, cs.fallbacks,
+             cs.recalibrations, cs.cooldowns);
 }
 
 int info_json(server_t *s, buf_t *b) {
   const idgen_layout_t *l = s->layout;
-  json_t *o = json_object(), *node = json_object(), *lease = json_object();
-  if (!o || !node || !lease) {
+  json_t *o = json_object(), *node = json_object(), *lease = json_object(),
+         *clock = json_object();
+  if (!o || !node || !lease || !clock) {
     json_decref(o);
     json_decref(node);
     json_decref(lease);
+    json_decref(clock);
     return -1;
   }
+  idgen_clock_stats_t cs;
+  idgen_clock_stats(&cs);
+  json_object_set_new(clock, "setting", json_string(clock_setting(s)));
+  json_object_set_new(clock, "mode", json_string(idgen_clock_state_name(cs.state)));
+  json_object_set_new(clock, "fallbacks", json_integer((json_int_t)cs.fallbacks));
+  json_object_set_new(clock, "recalibrations", json_integer((json_int_t)cs.recalibrations));
+  json_object_set_new(clock, "cooldowns", json_integer((json_int_t)cs.cooldowns));
+  json_object_set_new(clock, "cooldown_ms", json_integer(cs.cooldown_ms));
+  json_object_set_new(clock, "tsc_hz", json_integer((json_int_t)cs.tsc_hz));
   idgen_snowflake_lease_status_t ls = lease_now(s);
   char exp[IDGEN_TIME_BUFSIZE], mark[IDGEN_TIME_BUFSIZE], gen[24];
   for (int i = 0; i < l->nfields; i++)
@@ -321,6 +369,7 @@ int info_json(server_t *s, buf_t *b) {
   json_object_set_new(o, "max_batch", json_integer(s->cfg->max_batch));
   json_object_set_new(o, "max_borrow_ms", json_integer(s->cfg->gen.max_borrow_ms));
   json_object_set_new(o, "max_wait_ms", json_integer(s->cfg->gen.max_wait_ms));
+  json_object_set_new(o, "clock", clock);
   json_object_set_new(o, "connections", json_integer(atomic_load(&s->nconns)));
   char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(o);
