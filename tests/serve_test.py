@@ -45,6 +45,10 @@ except ImportError:  # a python3 other than Debian's (pyenv, venv) on PATH
         import redis
     except ImportError:
         redis = None
+try:  # python3-prometheus-client: a real parser for /metrics
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError:
+    text_string_to_metric_families = None
 
 HOST = "127.0.0.1"
 TWITTER_EPOCH = 1288834974657
@@ -1774,6 +1778,51 @@ def group_agents_and_limit():
         check("agents daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
 
 
+def group_metrics_unique():
+    """Every /metrics sample is unique by (name, labels), read with the real
+    Prometheus parser, also when a client names itself `other`: the name of
+    the bucket that counts agents past max_agents.  With --max-agents 3, the
+    client `other` comes first (it must not take a name's place), then u0..u7
+    (u3..u7 overflow), then CLIENT SETNAME other."""
+    if text_string_to_metric_families is None:
+        check("python3-prometheus-client is installed (scripts/install-deps.sh)", False)
+        return
+    d = Daemon("unique", ["--max-agents", "3"])
+    try:
+        curl(d.http, "/id?agent=other")
+        for i in range(8):
+            curl(d.http, "/id?agent=u%d&count=2" % i)
+        rc, out, err = rcli(d.resp, stdin="CLIENT SETNAME other\nID 4\n")
+        check("redis-cli CLIENT SETNAME other, ID 4", rc == 0 and out.startswith("OK\n"), repr(out))
+        curl(d.http, "/ulid?agent=other")
+        _, text = get_metrics(d)
+        seen, dups, err = {}, [], None
+        try:
+            for fam in text_string_to_metric_families(text):
+                for smp in fam.samples:
+                    key = (smp.name, tuple(sorted(smp.labels.items())))
+                    if key in seen:
+                        dups.append(key)
+                    seen[key] = smp.value
+        except Exception as e:  # noqa: BLE001
+            err = "%s: %s" % (type(e).__name__, e)
+        check("metrics: prometheus_client's parser reads /metrics", err is None and seen, err or "no samples")
+        check("metrics: no two samples with the same name and labels (prometheus_client's parser)", not dups,
+              repr(dups[:5]))
+
+        def issued(kind, agent):
+            return seen.get(("idgen_ids_issued_total", (("agent", agent), ("kind", kind))))
+        got = {a: issued("snowflake", a) for a in ("u0", "u1", "u2", "u3", "other")}
+        check('metrics: agent "other" (HTTP and CLIENT SETNAME) counts in the overflow series: '
+              "u0..u2 by name, other = 1 + 5 * 2 + 4",
+              got == {"u0": 2, "u1": 2, "u2": 2, "u3": None, "other": 15}, repr(got))
+        check('metrics: /ulid?agent=other counted under kind="ulid",agent="other"', issued("ulid", "other") == 1,
+              repr(issued("ulid", "other")))
+    finally:
+        rc = d.stop()
+        check("unique daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
+
+
 def group_many_connections():
     """10,000 connections opened and dropped; the daemon started with a soft
     RLIMIT_NOFILE of 1024 raises its own."""
@@ -2124,6 +2173,7 @@ def main():
             rc = d.stop()
             check("main daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
         run_group("agents and max_connections", group_agents_and_limit, again_after_stall=True)
+        run_group("metrics series unique (agent other)", group_metrics_unique)
         run_group("10000 connections", group_many_connections, again_after_stall=True)
         run_group("graceful shutdown under load", group_shutdown, again_after_stall=True)
         run_group("closing without losing replies", group_close_cleanly, again_after_stall=True)

@@ -5,7 +5,8 @@
  * Counters live per event loop and are summed when read.  Agent names are
  * published in an open-addressing table: a name is written, then its slot is
  * stored with release; readers probe with acquire loads and never lock.  New
- * names take a mutex, and past max_agents count under "other".
+ * names take a mutex, and past max_agents count under "other" (as does a
+ * client that calls itself "other").
  */
 #include <inttypes.h>
 #include <jansson.h>
@@ -44,22 +45,6 @@ int agent_valid(const char *s, size_t n) {
   return 1;
 }
 
-int agent_setup(server_t *s, int64_t max_agents) {
-  uint32_t slots = 4;
-  while (slots < 2 * (uint32_t)max_agents + 2)
-    slots *= 2;
-  s->agent_mask = slots - 1;
-  s->agent_slots = calloc(slots, sizeof *s->agent_slots);
-  s->agent_names = calloc((size_t)(AGENT_FIRST + max_agents), sizeof *s->agent_names);
-  pthread_mutex_init(&s->agents_mu, NULL);
-  atomic_init(&s->nagents, AGENT_FIRST);
-  if (s->agent_slots == NULL || s->agent_names == NULL)
-    return -1;
-  strcpy(s->agent_names[AGENT_NONE], "-");
-  strcpy(s->agent_names[AGENT_OTHER], "other");
-  return 0;
-}
-
 static uint32_t hash(const char *s, size_t n) {
   uint32_t h = 2166136261u;
   for (size_t i = 0; i < n; i++)
@@ -77,6 +62,28 @@ static uint32_t probe(server_t *s, const char *name, size_t n, uint32_t *index) 
       return i;
     }
   }
+}
+
+int agent_setup(server_t *s, int64_t max_agents) {
+  uint32_t slots = 4;
+  while (slots < 2 * (uint32_t)max_agents + 2)
+    slots *= 2;
+  s->agent_mask = slots - 1;
+  s->agent_slots = calloc(slots, sizeof *s->agent_slots);
+  s->agent_names = calloc((size_t)(AGENT_FIRST + max_agents), sizeof *s->agent_names);
+  pthread_mutex_init(&s->agents_mu, NULL);
+  atomic_init(&s->nagents, AGENT_FIRST);
+  if (s->agent_slots == NULL || s->agent_names == NULL)
+    return -1;
+  strcpy(s->agent_names[AGENT_NONE], "-");
+  strcpy(s->agent_names[AGENT_OTHER], "other");
+  /* A client that calls itself "other" counts in the overflow bucket, so
+   * that every series has its own labels.  The table has room: at most
+   * max_agents + 1 names in at least 2 * max_agents + 2 slots. */
+  uint32_t v;
+  uint32_t slot = probe(s, "other", 5, &v);
+  atomic_store_explicit(&s->agent_slots[slot], AGENT_OTHER + 1, memory_order_release);
+  return 0;
 }
 
 int agent_index(server_t *s, const char *name, size_t n) {
