@@ -223,7 +223,8 @@ typedef enum idgen_clock_mode {
    * kernel clock is read once per millisecond per thread and the TSC tells
    * when that millisecond ends, so the tick used is the same as reading the
    * clock on every call, at a third of the cost.  Elsewhere the same as
-   * PRECISE.  See docs/DESIGN.md.
+   * PRECISE.  idgen_clock_stats() tells which it is doing now.  See
+   * docs/DESIGN.md section 2.
    */
   IDGEN_CLOCK_FAST = 0,
   /* clock_gettime(CLOCK_REALTIME) on every call. */
@@ -280,7 +281,7 @@ typedef struct idgen_clock_stats {
 IDGEN_API void idgen_clock_stats(idgen_clock_stats_t *st);
 
 /* "unavailable", "calibrating", "fast" or "precise" (as the daemon shows
- * them); "unknown" for any other value.  A static string. */
+ * them); "unknown" for any other value.  A static string; thread-safe. */
 IDGEN_API const char *idgen_clock_state_name(idgen_clock_state_t s);
 
 /* ------------------------------------------------------------------------
