@@ -225,7 +225,8 @@ typedef enum idgen_clock_mode {
    * kernel clock is read once per millisecond per thread and the TSC tells
    * when that millisecond ends, so the tick used is the same as reading the
    * clock on every call, at a third of the cost.  Elsewhere the same as
-   * PRECISE.  See docs/DESIGN.md.
+   * PRECISE.  idgen_clock_stats() tells which it is doing now.  See
+   * docs/DESIGN.md section 2.
    */
   IDGEN_CLOCK_FAST = 0,
   /* clock_gettime(CLOCK_REALTIME) on every call. */
@@ -234,6 +235,56 @@ typedef enum idgen_clock_mode {
 
 /* Unix milliseconds from the default clock in `mode`; for benchmarks and tools. */
 IDGEN_API int64_t idgen_clock_now_ms(idgen_clock_mode_t mode);
+
+/*
+ * What IDGEN_CLOCK_FAST does now.  Its model of the TSC is process-wide
+ * (each thread keeps only its current millisecond), so this is one state for
+ * the whole process.  See docs/DESIGN.md section 2.
+ */
+typedef enum idgen_clock_state {
+  /* No invariant TSC (or not x86-64): FAST reads the kernel clock on every
+   * call, as PRECISE does.  Decided once, from the CPU. */
+  IDGEN_CLOCK_STATE_UNAVAILABLE = 0,
+  /* Measuring the TSC's rate (about 20 ms, after first use and after a
+   * rejection); FAST reads the kernel clock on every call meanwhile. */
+  IDGEN_CLOCK_STATE_CALIBRATING = 1,
+  /* The kernel clock is read once per millisecond per thread. */
+  IDGEN_CLOCK_STATE_FAST = 2,
+  /* Cooling down after repeated rejections: FAST reads the kernel clock on
+   * every call until the cool-down ends, then calibrates again. */
+  IDGEN_CLOCK_STATE_PRECISE = 3
+} idgen_clock_state_t;
+
+typedef struct idgen_clock_stats {
+  idgen_clock_state_t state;
+  uint64_t fallbacks;      /* rejections of the TSC model: a check caught a cached
+                              millisecond that had already ended (a forward step
+                              of the wall clock looks the same as a TSC running
+                              slow), or a calibration measured an implausible
+                              rate; each one stops the fast path until the next
+                              calibration */
+  uint64_t recalibrations; /* calibrations completed after the first */
+  uint64_t cooldowns;      /* times rejections came too often and the fast path
+                              stayed off for a cool-down */
+  int64_t cooldown_ms;     /* in PRECISE: time left until the next calibration;
+                              else 0 */
+  uint64_t tsc_hz;         /* the TSC rate windows are computed with (the latest
+                              calibration, lowered by 1/256); 0 before the first */
+} idgen_clock_stats_t;
+
+/*
+ * Fills *st (not NULL) with the fast clock's state and counters.  Counters
+ * start at 0 when the process starts and only grow.  The first call in a
+ * process starts the calibration if no clock read has; a call may also end a
+ * calibration or cool-down that is due, as a clock read would.  Thread-safe;
+ * it never blocks for longer than another thread's state change (a few
+ * dozen instructions).
+ */
+IDGEN_API void idgen_clock_stats(idgen_clock_stats_t *st);
+
+/* "unavailable", "calibrating", "fast" or "precise" (as the daemon shows
+ * them); "unknown" for any other value.  A static string; thread-safe. */
+IDGEN_API const char *idgen_clock_state_name(idgen_clock_state_t s);
 
 /* ------------------------------------------------------------------------
  * The Snowflake generator (SPEC section 2, G1-G3).

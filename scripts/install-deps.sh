@@ -12,6 +12,7 @@ packages=(
   clang-14 libclang-rt-14-dev        # ASan/UBSan/TSan runtimes and libFuzzer
   python3                            # the CLI tests' JSON checks
   curl redis-tools python3-redis     # the daemon's tests: real HTTP and Redis clients
+  python3-prometheus-client          # the daemon's tests: a real parser for /metrics
   redis-server wrk nginx-light       # bench/serve_bench.sh: the peers, and an HTTP load tool
   faketime                           # clock steps under a running daemon
   libpq-dev                          # the postgres:// registry

@@ -45,6 +45,10 @@ except ImportError:  # a python3 other than Debian's (pyenv, venv) on PATH
         import redis
     except ImportError:
         redis = None
+try:  # python3-prometheus-client: a real parser for /metrics
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError:
+    text_string_to_metric_families = None
 
 HOST = "127.0.0.1"
 TWITTER_EPOCH = 1288834974657
@@ -760,6 +764,12 @@ def group_http_routes(d):
               and any("uptime" in k for k in keys), repr(info))
         check("/info: limits (max_batch %d)" % MAX_BATCH,
               any("max_batch" in "/".join(p) and v in (MAX_BATCH, str(MAX_BATCH)) for p, v in flat.items()), repr(info))
+        ck = info.get("clock")
+        check("/info: clock {setting fast, mode, fallbacks, recalibrations, cooldowns, cooldown_ms, tsc_hz}",
+              isinstance(ck, dict) and ck.get("setting") == "fast"
+              and ck.get("mode") in ("fast", "precise", "calibrating", "unavailable")
+              and all(isinstance(ck.get(k), int) and ck[k] >= 0
+                      for k in ("fallbacks", "recalibrations", "cooldowns", "cooldown_ms", "tsc_hz")), repr(ck))
 
     # health
     r, det = curl(d.http, "/health")
@@ -1008,6 +1018,13 @@ def group_resp_cli(d):
     check("redis-cli INFO: key:value lines, Redis-style sections",
           rc == 0 and kv and all(re.fullmatch(r"[a-z_0-9]+:.*", x) for x in kv)
           and any(x.startswith("# ") for x in lines), "exit %d out %r" % (rc, out[:500]))
+    info = dict(x.split(":", 1) for x in kv)
+    check("redis-cli INFO: clock:fast, clock_fast_mode, and the fast clock's counters",
+          info.get("clock") == "fast"
+          and info.get("clock_fast_mode") in ("fast", "precise", "calibrating", "unavailable")
+          and all(re.fullmatch(r"\d+", info.get(k, "")) for k in (
+              "clock_fast_tsc_hz", "clock_fast_fallbacks", "clock_fast_recalibrations", "clock_fast_cooldowns")),
+          repr({k: v for k, v in info.items() if k.startswith("clock")}))
     # PING ECHO
     one(["PING"], r"PONG\n", "PING: PONG")
     one(["ping", "hello world"], r'"hello world"\n', "PING msg: msg as a bulk string")
@@ -1381,7 +1398,9 @@ def group_metrics(d):
             "idgen_clock_waits_total": "counter", "idgen_clock_refusals_total": "counter",
             "idgen_sequence_exhausted_total": "counter", "idgen_lease_valid_seconds": "gauge",
             "idgen_layout_seconds_remaining": "gauge", "idgen_connections": "gauge",
-            "idgen_connections_closed_total": "counter"}
+            "idgen_connections_closed_total": "counter", "idgen_clock_fast_mode": "gauge",
+            "idgen_clock_fast_fallbacks_total": "counter", "idgen_clock_fast_recalibrations_total": "counter",
+            "idgen_clock_fast_cooldowns_total": "counter"}
     for name, typ in want.items():
         present = any(n == name or (typ == "histogram" and n.startswith(name + "_")) for n, _ in m)
         check("metrics: %s present, # TYPE %s" % (name, typ), present and types.get(name) == typ,
@@ -1411,8 +1430,13 @@ def group_metrics(d):
     check("metrics: idgen_connections{proto=http} and {proto=resp}",
           mget(m, "idgen_connections", proto="http") is not None and mget(m, "idgen_connections", proto="resp") is not None
           and mget(m, "idgen_connections", proto="http") >= 1)
+    modes = {dict(ls).get("mode"): v for (n, ls), v in m.items() if n == "idgen_clock_fast_mode"}
+    check("metrics: idgen_clock_fast_mode{mode} for fast, precise, calibrating, unavailable; exactly one is 1",
+          set(modes) == {"fast", "precise", "calibrating", "unavailable"} and sorted(modes.values()) == [0, 0, 0, 1],
+          repr(modes))
     for g in ("idgen_clock_borrowed_ms", "idgen_clock_waits_total", "idgen_clock_refusals_total",
-              "idgen_sequence_exhausted_total"):
+              "idgen_sequence_exhausted_total", "idgen_clock_fast_fallbacks_total",
+              "idgen_clock_fast_recalibrations_total", "idgen_clock_fast_cooldowns_total"):
         v = mget(m, g)
         check("metrics: %s is an unlabelled non-negative number" % g, v is not None and v >= 0, repr(v))
     # counts move by exactly what we did
@@ -1752,6 +1776,51 @@ def group_agents_and_limit():
     finally:
         rc = d.stop()
         check("agents daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
+
+
+def group_metrics_unique():
+    """Every /metrics sample is unique by (name, labels), read with the real
+    Prometheus parser, also when a client names itself `other`: the name of
+    the bucket that counts agents past max_agents.  With --max-agents 3, the
+    client `other` comes first (it must not take a name's place), then u0..u7
+    (u3..u7 overflow), then CLIENT SETNAME other."""
+    if text_string_to_metric_families is None:
+        check("python3-prometheus-client is installed (scripts/install-deps.sh)", False)
+        return
+    d = Daemon("unique", ["--max-agents", "3"])
+    try:
+        curl(d.http, "/id?agent=other")
+        for i in range(8):
+            curl(d.http, "/id?agent=u%d&count=2" % i)
+        rc, out, err = rcli(d.resp, stdin="CLIENT SETNAME other\nID 4\n")
+        check("redis-cli CLIENT SETNAME other, ID 4", rc == 0 and out.startswith("OK\n"), repr(out))
+        curl(d.http, "/ulid?agent=other")
+        _, text = get_metrics(d)
+        seen, dups, err = {}, [], None
+        try:
+            for fam in text_string_to_metric_families(text):
+                for smp in fam.samples:
+                    key = (smp.name, tuple(sorted(smp.labels.items())))
+                    if key in seen:
+                        dups.append(key)
+                    seen[key] = smp.value
+        except Exception as e:  # noqa: BLE001
+            err = "%s: %s" % (type(e).__name__, e)
+        check("metrics: prometheus_client's parser reads /metrics", err is None and seen, err or "no samples")
+        check("metrics: no two samples with the same name and labels (prometheus_client's parser)", not dups,
+              repr(dups[:5]))
+
+        def issued(kind, agent):
+            return seen.get(("idgen_ids_issued_total", (("agent", agent), ("kind", kind))))
+        got = {a: issued("snowflake", a) for a in ("u0", "u1", "u2", "u3", "other")}
+        check('metrics: agent "other" (HTTP and CLIENT SETNAME) counts in the overflow series: '
+              "u0..u2 by name, other = 1 + 5 * 2 + 4",
+              got == {"u0": 2, "u1": 2, "u2": 2, "u3": None, "other": 15}, repr(got))
+        check('metrics: /ulid?agent=other counted under kind="ulid",agent="other"', issued("ulid", "other") == 1,
+              repr(issued("ulid", "other")))
+    finally:
+        rc = d.stop()
+        check("unique daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
 
 
 def group_many_connections():
@@ -2104,6 +2173,7 @@ def main():
             rc = d.stop()
             check("main daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
         run_group("agents and max_connections", group_agents_and_limit, again_after_stall=True)
+        run_group("metrics series unique (agent other)", group_metrics_unique)
         run_group("10000 connections", group_many_connections, again_after_stall=True)
         run_group("graceful shutdown under load", group_shutdown, again_after_stall=True)
         run_group("closing without losing replies", group_close_cleanly, again_after_stall=True)

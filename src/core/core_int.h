@@ -47,6 +47,29 @@ int64_t idgen__clock_fast_ms(void);                /* TSC-cached ms (see clock.c
 int idgen__clock_fast_available(void);             /* 1 if the TSC path is usable */
 void idgen__sleep_ns(int64_t ns);
 
+/* The fast clock checks every this many cached answers of a thread against a
+ * real read (clock.c). */
+#define IDGEN__CLOCK_VERIFY_EVERY 1024
+
+/* Tests only: the fast clock's time sources.  `tsc` stands for rdtsc,
+ * `realtime_ns` for CLOCK_REALTIME and `mono_ns` for both CLOCK_MONOTONIC_RAW
+ * (calibration) and CLOCK_MONOTONIC_COARSE (cool-downs). */
+typedef struct idgen__clock_hooks {
+  uint64_t (*tsc)(void *ctx);
+  int64_t (*realtime_ns)(void *ctx);
+  int64_t (*mono_ns)(void *ctx);
+  void *ctx;
+} idgen__clock_hooks_t;
+
+/* Tests only: makes IDGEN_CLOCK_FAST read the sources in *h (copied; NULL
+ * goes back to the real ones) with an invariant TSC assumed, and resets the
+ * fast clock as at process start: model, counters and the calling thread's
+ * cache.  The hot path is unchanged; with hooks, a call falls through to the
+ * refresh, which runs the same window logic on a cache of its own.  Call only
+ * while no other thread uses the fast clock.  0, or IDGEN_EINVAL where there
+ * is no TSC fast path. */
+int idgen__clock_test_hooks(const idgen__clock_hooks_t *h);
+
 /* CLOCK_REALTIME in ms; inline because the generator's precise mode calls it
  * once per ID.  tv_nsec is in [0, 1e9), so this is floor division without a
  * 64-bit divide. */

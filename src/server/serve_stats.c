@@ -5,7 +5,8 @@
  * Counters live per event loop and are summed when read.  Agent names are
  * published in an open-addressing table: a name is written, then its slot is
  * stored with release; readers probe with acquire loads and never lock.  New
- * names take a mutex, and past max_agents count under "other".
+ * names take a mutex, and past max_agents count under "other" (as does a
+ * client that calls itself "other").
  */
 #include <inttypes.h>
 #include <jansson.h>
@@ -44,22 +45,6 @@ int agent_valid(const char *s, size_t n) {
   return 1;
 }
 
-int agent_setup(server_t *s, int64_t max_agents) {
-  uint32_t slots = 4;
-  while (slots < 2 * (uint32_t)max_agents + 2)
-    slots *= 2;
-  s->agent_mask = slots - 1;
-  s->agent_slots = calloc(slots, sizeof *s->agent_slots);
-  s->agent_names = calloc((size_t)(AGENT_FIRST + max_agents), sizeof *s->agent_names);
-  pthread_mutex_init(&s->agents_mu, NULL);
-  atomic_init(&s->nagents, AGENT_FIRST);
-  if (s->agent_slots == NULL || s->agent_names == NULL)
-    return -1;
-  strcpy(s->agent_names[AGENT_NONE], "-");
-  strcpy(s->agent_names[AGENT_OTHER], "other");
-  return 0;
-}
-
 static uint32_t hash(const char *s, size_t n) {
   uint32_t h = 2166136261u;
   for (size_t i = 0; i < n; i++)
@@ -77,6 +62,28 @@ static uint32_t probe(server_t *s, const char *name, size_t n, uint32_t *index) 
       return i;
     }
   }
+}
+
+int agent_setup(server_t *s, int64_t max_agents) {
+  uint32_t slots = 4;
+  while (slots < 2 * (uint32_t)max_agents + 2)
+    slots *= 2;
+  s->agent_mask = slots - 1;
+  s->agent_slots = calloc(slots, sizeof *s->agent_slots);
+  s->agent_names = calloc((size_t)(AGENT_FIRST + max_agents), sizeof *s->agent_names);
+  pthread_mutex_init(&s->agents_mu, NULL);
+  atomic_init(&s->nagents, AGENT_FIRST);
+  if (s->agent_slots == NULL || s->agent_names == NULL)
+    return -1;
+  strcpy(s->agent_names[AGENT_NONE], "-");
+  strcpy(s->agent_names[AGENT_OTHER], "other");
+  /* A client that calls itself "other" counts in the overflow bucket, so
+   * that every series has its own labels.  The table has room: at most
+   * max_agents + 1 names in at least 2 * max_agents + 2 slots. */
+  uint32_t v;
+  uint32_t slot = probe(s, "other", 5, &v);
+  atomic_store_explicit(&s->agent_slots[slot], AGENT_OTHER + 1, memory_order_release);
+  return 0;
 }
 
 int agent_index(server_t *s, const char *name, size_t n) {
@@ -162,6 +169,36 @@ static const char *time_or(int64_t ms, char *buf, const char *none) {
   return buf;
 }
 
+static const char *clock_setting(server_t *s) {
+  return s->cfg->gen.clock_mode == IDGEN_CLOCK_PRECISE ? "precise" : "fast";
+}
+
+/* The fast clock (docs/DESIGN.md section 2): its state as a state set, and
+ * its counters. */
+static void clock_metrics(buf_t *b) {
+  idgen_clock_stats_t cs;
+  idgen_clock_stats(&cs);
+  buf_printf(b, "# HELP idgen_clock_fast_mode The fast clock's state, 1 for the current one "
+                "(precise: cooling down after repeated fallbacks; unavailable: no invariant "
+                "TSC).\n# TYPE idgen_clock_fast_mode gauge\n");
+  for (int m = IDGEN_CLOCK_STATE_UNAVAILABLE; m <= IDGEN_CLOCK_STATE_PRECISE; m++)
+    buf_printf(b, "idgen_clock_fast_mode{mode=\"%s\"} %d\n",
+               idgen_clock_state_name((idgen_clock_state_t)m), (int)cs.state == m);
+  buf_printf(b,
+             "# HELP idgen_clock_fast_fallbacks_total Rejections of the fast clock's TSC model "
+             "(a cached millisecond caught after its end, or an implausible calibration).\n"
+             "# TYPE idgen_clock_fast_fallbacks_total counter\n"
+             "idgen_clock_fast_fallbacks_total %" PRIu64 "\n"
+             "# HELP idgen_clock_fast_recalibrations_total Calibrations of the fast clock "
+             "completed after the first.\n"
+             "# TYPE idgen_clock_fast_recalibrations_total counter\n"
+             "idgen_clock_fast_recalibrations_total %" PRIu64 "\n"
+             "# HELP idgen_clock_fast_cooldowns_total Cool-downs on precise reads after "
+             "repeated fallbacks.\n# TYPE idgen_clock_fast_cooldowns_total counter\n"
+             "idgen_clock_fast_cooldowns_total %" PRIu64 "\n",
+             cs.fallbacks, cs.recalibrations, cs.cooldowns);
+}
+
 void metrics_text(server_t *s, buf_t *b) {
   int nagents = atomic_load(&s->nagents);
   buf_printf(b, "# HELP idgen_ids_issued_total IDs issued, by kind and agent.\n"
@@ -239,6 +276,7 @@ void metrics_text(server_t *s, buf_t *b) {
                 "# TYPE idgen_requests_parked_total counter\nidgen_requests_parked_total %" PRIu64
                 "\n",
              ls.mark_failures, SUM(s, parked));
+  clock_metrics(b);
   buf_printf(b, "# HELP idgen_connections Open client connections.\n"
                 "# TYPE idgen_connections gauge\n");
   for (int p = 0; p < NPROTO; p++)
@@ -262,6 +300,8 @@ void info_text(server_t *s, buf_t *b) {
   idgen_snowflake_stats_t st;
   idgen_snowflake_stats(server_sf(s), &st);
   idgen_snowflake_lease_status_t ls = lease_now(s);
+  idgen_clock_stats_t cs;
+  idgen_clock_stats(&cs);
   char mark[IDGEN_TIME_BUFSIZE];
   buf_printf(b, "# Server\r\nidgen_version:%s\r\nprocess_id:%ld\r\nuptime_in_seconds:%.0f\r\n"
                 "event_loops:%d\r\nhttp_addr:%s\r\nresp_addr:%s\r\n\r\n",
@@ -286,9 +326,10 @@ void info_text(server_t *s, buf_t *b) {
   }
   buf_printf(b,
              "max_batch:%" PRId64 "\r\nmax_borrow_ms:%" PRId64 "\r\nmax_wait_ms:%" PRId64
-             "\r\nclock_borrowed_ms:%" PRId64 "\r\n\r\n",
+             "\r\nclock_borrowed_ms:%" PRId64 "\r\nclock:%s\r\nclock_fast_mode:%s\r\n"
+             "clock_fast_tsc_hz:%" PRIu64 "\r\n\r\n",
              s->cfg->max_batch, s->cfg->gen.max_borrow_ms, s->cfg->gen.max_wait_ms,
-             st.borrowed_ms);
+             st.borrowed_ms, clock_setting(s), idgen_clock_state_name(cs.state), cs.tsc_hz);
   buf_printf(b, "# Stats\r\nconnected_clients:%ld\r\n", (long)atomic_load(&s->nconns));
   for (int k = 0; k < NKINDS; k++) {
     uint64_t t = 0;
@@ -297,19 +338,33 @@ void info_text(server_t *s, buf_t *b) {
     buf_printf(b, "ids_issued_%s:%" PRIu64 "\r\n", kind_name(k), t);
   }
   buf_printf(b, "clock_waits:%" PRIu64 "\r\nclock_refusals:%" PRIu64
-                "\r\nsequence_exhausted:%" PRIu64 "\r\n",
-             st.clock_waits, st.clock_refusals, st.sequence_exhausted);
+                "\r\nsequence_exhausted:%" PRIu64 "\r\nclock_fast_fallbacks:%" PRIu64
+                "\r\nclock_fast_recalibrations:%" PRIu64 "\r\nclock_fast_cooldowns:%" PRIu64
+                "\r\n",
+             st.clock_waits, st.clock_refusals, st.sequence_exhausted, cs.fallbacks,
+             cs.recalibrations, cs.cooldowns);
 }
 
 int info_json(server_t *s, buf_t *b) {
   const idgen_layout_t *l = s->layout;
-  json_t *o = json_object(), *node = json_object(), *lease = json_object();
-  if (!o || !node || !lease) {
+  json_t *o = json_object(), *node = json_object(), *lease = json_object(),
+         *clock = json_object();
+  if (!o || !node || !lease || !clock) {
     json_decref(o);
     json_decref(node);
     json_decref(lease);
+    json_decref(clock);
     return -1;
   }
+  idgen_clock_stats_t cs;
+  idgen_clock_stats(&cs);
+  json_object_set_new(clock, "setting", json_string(clock_setting(s)));
+  json_object_set_new(clock, "mode", json_string(idgen_clock_state_name(cs.state)));
+  json_object_set_new(clock, "fallbacks", json_integer((json_int_t)cs.fallbacks));
+  json_object_set_new(clock, "recalibrations", json_integer((json_int_t)cs.recalibrations));
+  json_object_set_new(clock, "cooldowns", json_integer((json_int_t)cs.cooldowns));
+  json_object_set_new(clock, "cooldown_ms", json_integer(cs.cooldown_ms));
+  json_object_set_new(clock, "tsc_hz", json_integer((json_int_t)cs.tsc_hz));
   idgen_snowflake_lease_status_t ls = lease_now(s);
   char mark[IDGEN_TIME_BUFSIZE], gen[24];
   for (int i = 0; i < l->nfields; i++)
@@ -347,6 +402,7 @@ int info_json(server_t *s, buf_t *b) {
   json_object_set_new(o, "max_batch", json_integer(s->cfg->max_batch));
   json_object_set_new(o, "max_borrow_ms", json_integer(s->cfg->gen.max_borrow_ms));
   json_object_set_new(o, "max_wait_ms", json_integer(s->cfg->gen.max_wait_ms));
+  json_object_set_new(o, "clock", clock);
   json_object_set_new(o, "connections", json_integer(atomic_load(&s->nconns)));
   char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(o);
