@@ -16,8 +16,9 @@ def report(name, cond, detail="", limit=None):
     else:
         failed += 1
         failures.append(name)
-        if detail and limit:
-            detail = str(detail)[:limit]
+        detail = str(detail) if detail else ""
+        if limit:
+            detail = detail[:limit]
         print("FAIL " + name + (": " + detail if detail else ""), flush=True)
     return bool(cond)
 

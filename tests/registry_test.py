@@ -1,6 +1,6 @@
 """The worker-ID registry end to end (SPEC G1, G4, G6 and section 8).
 
-Usage: python3 tests/registry_test.py PATH/TO/idgen [file|pg|swap|mix]...
+Usage: python3 tests/registry_test.py PATH/TO/idgen [file|pg|swap|faults|mix]...
 
 Runs the real `idgen snowflake` and `idgen serve` against a file: registry
 in a temporary directory and against a throwaway PostgreSQL that it starts
@@ -21,12 +21,13 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import checks  # tests/checks.py: the tally
 
 if len(sys.argv) < 2:
-    sys.exit("usage: registry_test.py PATH/TO/idgen [file|pg|swap|mix]...")
+    sys.exit("usage: registry_test.py PATH/TO/idgen [file|pg|swap|faults|mix]...")
 IDGEN = os.path.abspath(sys.argv[1])
 GROUPS = sys.argv[2:] or ["file", "pg"]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -607,6 +608,65 @@ def removed_while_alive(registry, label):
     c.stop()
 
 
+def mark_fails_fast(registry, label):
+    """Mark writes that fail (fdatasync EIO, injected): a request above the
+    durable mark fails at once with the reason, not after a 250 ms wait
+    (52df1fb: every such request cost 250 ms, so N clients made /health
+    take N x 250 ms, and nothing was logged); the failures are logged as
+    event=mark_failed and counted in /metrics; once writes work again, so
+    does the daemon."""
+    so = os.environ.get("IDGEN_TEST_FAULT_SO")
+    if not so or not os.path.exists(so):
+        check("%s: the fault injector is built (IDGEN_TEST_FAULT_SO)" % label, False, so)
+        return
+    fault = os.path.join(TMP, label.replace(" ", "-") + ".fault")
+    d = Daemon(label, ["--registry", registry, "--node", "datacenter=18", "--max-wait-ms", "100"],
+               env={"LD_PRELOAD": so, "IDGEN_TEST_FAULT_FILE": fault})
+    if first_ids(d, 100, "%s: serves" % label) is None:
+        return
+    open(fault, "w").close()
+    # Borrowing pushes the generator to its durable mark (a step ahead).
+    t_end = time.monotonic() + 5
+    st, body = 200, ""
+    while time.monotonic() < t_end and st == 200:
+        st, body = d.get("/id?count=4096")
+    check("%s: requests above the mark fail: 503 naming the mark write's failure" % label,
+          st == 503 and "high-water mark" in body and "Input/output error" in body, (st, body))
+    slow = []
+    for _ in range(20):
+        t = time.monotonic()
+        st, body = d.get("/id")
+        slow.append(time.monotonic() - t)
+    slow.sort()
+    check("%s: each fails at once (median %.1f ms, max %.1f ms; 52df1fb: 250 ms each)" %
+          (label, slow[10] * 1000, slow[-1] * 1000), slow[10] < 0.05, slow)
+    results = []
+
+    def hammer():
+        for _ in range(10):
+            results.append(d.get("/id")[0])
+    threads = [threading.Thread(target=hammer) for _ in range(8)]
+    for th in threads:
+        th.start()
+    t = time.monotonic()
+    st, body = d.get("/health")
+    t_health = time.monotonic() - t
+    for th in threads:
+        th.join()
+    check("%s: /health answers within 100 ms while 8 clients fail (%.1f ms)" %
+          (label, t_health * 1000), t_health < 0.1 and st == 503, (st, t_health))
+    logged = wait_for(lambda: re.search(r"event=mark_failed .*reason=", d.log()), 3)
+    check("%s: logged as event=mark_failed with the reason" % label, logged, d.log()[-500:])
+    st, body = d.get("/metrics")
+    m = re.search(r"^idgen_lease_mark_failures_total (\d+)$", body, re.M)
+    check("%s: counted in idgen_lease_mark_failures_total" % label, m and int(m.group(1)) > 0,
+          m and m.group(0))
+    os.unlink(fault)
+    back = wait_for(lambda: d.ids(10), 5, 0.05)
+    check("%s: serves again once writes work" % label, back is not None, d.log()[-300:])
+    d.stop()
+
+
 def file_pause(registry, label):
     """A file: holder stopped (SIGSTOP) past its TTL has lost nothing (its
     flock is held): resumed, it answers at once and never logs lease_lost
@@ -821,8 +881,11 @@ def main():
             reg = "file:" + os.path.join(TMP, "reg-swap")
             swap(reg, "file lease replaced")
             kill9(reg, "file kill -9")
+        if "swap" in GROUPS or "faults" in GROUPS:  # a file: holder paused, its file removed, failing marks
+            reg = "file:" + os.path.join(TMP, "reg-faults")
             file_pause(reg, "file SIGSTOP")
             removed_while_alive(reg, "file lock removed")
+            mark_fails_fast(reg, "file mark fails")
         if "mix" in GROUPS:  # node tuples: every pair of lease fields, and a mixed run
             reg = "file:" + os.path.join(TMP, "reg-mix")
             mix_pairs(reg, "file pairs")

@@ -115,11 +115,11 @@ class StartError(Exception):
 class Daemon:
     """One `idgen serve` process, its log in a file, its ports from the log."""
 
-    def __init__(self, name, extra=(), nofile_soft=None, env_extra=None):
+    def __init__(self, name, extra=(), nofile_soft=None, env_extra=None, node_args=NODE_ARGS):
         self.name = name
         self.logpath = os.path.join(TMP, name + ".log")
         self.outpath = os.path.join(TMP, name + ".out")
-        self.args = [IDGEN, "serve", "--http", HOST + ":0", "--resp", HOST + ":0"] + NODE_ARGS + list(extra)
+        self.args = [IDGEN, "serve", "--http", HOST + ":0", "--resp", HOST + ":0"] + list(node_args) + list(extra)
         env = {k: v for k, v in os.environ.items() if not k.startswith("IDGEN_")}
         env.update(env_extra or {})
 
@@ -2094,6 +2094,121 @@ def group_shutdown():
         d.kill()
 
 
+SLOW_LAYOUT = "time:41@1s,worker:10,sequence:4,epoch=1288834974000"  # 16 IDs a second
+
+
+def group_waiting():
+    """A request that must wait for its tick is parked on the loop's timer:
+    with one event loop, other connections are answered while it waits, and
+    its own connection's next request comes after it (52df1fb slept in the
+    loop: /health waited with it).  Batches never wait longer than one ID
+    may: a count above what the layout makes within borrow + wait is a 400
+    naming max_batch, a count that does not fit now a 503 naming what does,
+    both at once."""
+    d = Daemon("waiting", ["--threads", "1", "--max-borrow-ms", "0"],
+               node_args=["--layout", SLOW_LAYOUT, "--registry", "static", "--node", "worker=5"])
+    try:
+        # Start early in a second, so that the wait for the next is long.
+        time.sleep(1.02 - time.time() % 1.0)
+        a = Conn(d.http)
+        a.send(http_req("/id?count=16"))  # all of this second's IDs: at once
+        r1 = a.http()
+        first = digits_lines(r1.body) or []
+        check("waiting: this second's 16 IDs at once", r1.status == 200 and len(first) == 16,
+              (r1.status, short(r1.body)))
+        t0 = time.monotonic()
+        a.send(http_req("/id?count=4") + http_req("/health"))  # the next second's, then /health
+        b = Conn(d.http)
+        b.send(http_req("/health"))
+        rb = b.http(timeout=3)
+        t_b = time.monotonic() - t0
+        c = Conn(d.resp)
+        c.send(resp_cmd("PING"))
+        pong = c.resp(timeout=3)
+        t_c = time.monotonic() - t0
+        r2 = a.http(timeout=3)
+        t_a = time.monotonic() - t0
+        r3 = a.http(timeout=3)
+        second = digits_lines(r2.body) or []
+        check("waiting: another HTTP connection is answered while the batch waits "
+              "(%.0f ms, the batch after %.0f ms)" % (t_b * 1000, t_a * 1000),
+              rb.status == 200 and t_b < 0.3 and t_b < t_a and t_a > 0.5, (rb.status, t_b, t_a))
+        check("waiting: and a RESP PING (%.0f ms)" % (t_c * 1000), pong == "PONG" and t_c < t_a,
+              (pong, t_c))
+        check("waiting: the batch is the next second's first 4 IDs, above this second's",
+              r2.status == 200 and len(second) == 4 and second[0] > first[-1] and
+              (second[0] >> 14) == (first[0] >> 14) + 1, (r2.status, short(r2.body)))
+        check("waiting: its connection's next request (/health) came after it, in order",
+              r3.status == 200 and r3.body.startswith(b"ok"), (r3.status, short(r3.body)))
+        # RESP in order too: ID 16 then PING on one connection, while another pings.
+        time.sleep(1.02 - time.time() % 1.0)
+        c.send(resp_cmd("ID", "16"))
+        c.resp(timeout=3)
+        t0 = time.monotonic()
+        c.send(resp_cmd("ID", "2") + resp_cmd("PING"))
+        e = Conn(d.resp)
+        e.send(resp_cmd("PING"))
+        pe = e.resp(timeout=3)
+        t_e = time.monotonic() - t0
+        ids = c.resp(timeout=3)
+        t_ids = time.monotonic() - t0
+        pc = c.resp(timeout=3)
+        check("waiting: RESP ID 2 waits for the next second (%.0f ms) while another connection's "
+              "PING is answered (%.0f ms), and its own PING comes after it" % (t_ids * 1000, t_e * 1000),
+              pe == "PONG" and t_e < 0.3 and t_e < t_ids and type(ids) is list and len(ids) == 2
+              and pc == "PONG", (pe, t_e, ids, t_ids, pc))
+        m, _ = get_metrics(d)
+        check("waiting: idgen_requests_parked_total counts them",
+              (mget(m, "idgen_requests_parked_total") or 0) >= 2, mget(m, "idgen_requests_parked_total"))
+        for x in (a, b, c, e):
+            x.close()
+        # Above max_batch (16 here: no borrowing, so one second's): 400 at once.
+        t0 = time.monotonic()
+        r, _ = curl(d.http, "/id?count=120")
+        t = time.monotonic() - t0
+        check("waiting: count 120 is a 400 naming max_batch 16, at once (%.0f ms)" % (t * 1000),
+              r and r.status == 400 and b"from 1 to 16 (max_batch)" in r.body and t < 0.5,
+              r and (r.status, short(r.body)))
+    finally:
+        d.stop()
+    # sonyflake: 256 IDs per 10 ms tick; the default max_batch is 28416.
+    d = Daemon("waiting-sonyflake", ["--threads", "1"],
+               node_args=["--layout", "sonyflake", "--registry", "static", "--node", "machine=9"])
+    try:
+        h = Conn(d.http)
+        t0 = time.monotonic()
+        r, _ = curl(d.http, "/id?count=100000")
+        h.send(http_req("/health"))
+        rh = h.http(timeout=3)
+        t = time.monotonic() - t0
+        check("waiting: sonyflake count=100000 is a 400 naming max_batch 28416, and /health is "
+              "answered at once (%.0f ms; 52df1fb held the loop 2.9 s)" % (t * 1000),
+              r and r.status == 400 and b"from 1 to 28416 (max_batch)" in r.body and
+              rh.status == 200 and t < 0.5, (r and (r.status, short(r.body)), rh.status, t))
+        h.close()
+    finally:
+        d.stop()
+    d = Daemon("waiting-sonyflake-big", ["--threads", "1", "--max-batch", "100000",
+                                         "--max-output-bytes", str(8 << 20)],
+               node_args=["--layout", "sonyflake", "--registry", "static", "--node", "machine=9"])
+    try:
+        t0 = time.monotonic()
+        r, _ = curl(d.http, "/id?count=100000")
+        t = time.monotonic() - t0
+        check("waiting: with max_batch 100000, count=100000 is a 503 naming how many fit now, "
+              "at once (%.0f ms), with Retry-After" % (t * 1000),
+              r and r.status == 503 and re.search(rb"can make at most \d+ IDs within max_wait_ms",
+                                                  r.body) and r.h("retry-after") and t < 0.5,
+              r and (r.status, short(r.body)))
+        r, _ = curl(d.http, "/id?count=28416")
+        ids = digits_lines(r.body) if r else None
+        check("waiting: count=28416 (the window) is served, increasing",
+              r and r.status == 200 and ids and len(ids) == 28416 and increasing(ids),
+              r and (r.status, short(r.body)))
+    finally:
+        d.stop()
+
+
 def run_group(name, fn, *args, again_after_stall=False):
     """Runs a group of checks.  With again_after_stall (groups that collect no
     IDs and measure time), a group that failed while the whole machine stood
@@ -2172,6 +2287,7 @@ def main():
             run_group("log", group_log, d)
             rc = d.stop()
             check("main daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
+        run_group("requests that wait for their tick", group_waiting, again_after_stall=True)
         run_group("agents and max_connections", group_agents_and_limit, again_after_stall=True)
         run_group("metrics series unique (agent other)", group_metrics_unique)
         run_group("10000 connections", group_many_connections, again_after_stall=True)

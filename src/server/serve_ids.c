@@ -30,19 +30,25 @@ int server_unhealthy(server_t *s, char *why, size_t n) {
    * has not taken a new one, and IDs stop at the mark. */
   idgen_snowflake_lease_status_t ls;
   idgen_snowflake_lease_status(server_sf(s), &ls);
+  if (ls.bound && ls.mark_failing) { /* IDs stop at the last durable mark */
+    snprintf(why, n, "high-water mark: the last mark write failed: %s", ls.reason);
+    return 1;
+  }
   if (ls.bound && ls.mark_ms < idgen_clock_now_ms(IDGEN_CLOCK_PRECISE)) {
     snprintf(why, n, "high-water mark: the registry has not recorded a mark ahead of the "
                      "clock%s%s",
              ls.reason[0] ? ": " : "", ls.reason);
     return 1;
   }
-  idgen_snowflake_stats_t st;
-  idgen_snowflake_stats(server_sf(s), &st);
-  if (st.borrowed_ms > s->cfg->gen.max_borrow_ms) {
+  /* A request waiting for its tick is no fault; one that would be refused
+   * is: the generator is further ahead than borrow and wait allow. */
+  if (idgen_snowflake_capacity(server_sf(s)) == 0) {
+    idgen_snowflake_stats_t st;
+    idgen_snowflake_stats(server_sf(s), &st);
     snprintf(why, n,
              "clock: the wall clock is %" PRId64 " ms behind the generator (max_borrow_ms %" PRId64
-             ")",
-             st.borrowed_ms, s->cfg->gen.max_borrow_ms);
+             ", max_wait_ms %" PRId64 ")",
+             st.borrowed_ms, s->cfg->gen.max_borrow_ms, s->cfg->gen.max_wait_ms);
     return 1;
   }
   return 0;
