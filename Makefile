@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: demo bench-serve bench-registry all deps build run test sanitize tsan fuzz bench install clean ci
+.PHONY: demo bench-serve bench-registry bench-latency all deps build run test sanitize tsan fuzz bench install clean ci
 
 all: build
 
@@ -74,6 +74,11 @@ bench: build
 bench-registry: build
 	$(BUILD)/idgen-bench --only bound --runs 9
 	/usr/bin/python3 bench/start_bench.py $(BUILD)/idgen 21
+
+# /health and PING latency while requests wait for their tick (the loop
+# never sleeps): a saturated twitter daemon, and a slow layout's batch.
+bench-latency: build
+	/usr/bin/python3 bench/latency_bench.py $(BUILD)/idgen
 
 # The daemon beside redis-server and nginx (about 5 minutes; --quick: 30 s).
 bench-serve: build

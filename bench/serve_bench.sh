@@ -184,7 +184,8 @@ EOF
 start_idgen() {
   local name=$1 i; shift
   local logf=$tmp/idgen-$name.log
-  "$idgen" serve "$@" 2>"$logf" &
+  # A registry of its own (the default, /var/lib/idgen as root, is the host's).
+  "$idgen" serve --registry "file:$tmp/registry" "$@" 2>"$logf" &
   IDGEN_PID=$!
   pids+=("$IDGEN_PID"); names+=("idgen serve ($name)")
   HTTP_PORT="" RESP_PORT=""

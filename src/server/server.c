@@ -519,10 +519,27 @@ static void on_accept(worker_t *w, listener_t *l) {
 
 /* ---- the loop ----------------------------------------------------------- */
 
+/* The fast clock's model rejected (a wall-clock step, or a TSC that does
+ * not keep time): logged once per change, by the first loop only. */
+static void watch_clock(server_t *s) {
+  idgen_clock_stats_t cs;
+  idgen_clock_stats(&cs);
+  if (cs.fallbacks == s->clock_fallbacks_seen)
+    return;
+  log_limited(&s->clock_log, "warn", "clock_fallback",
+              "fallbacks=%" PRIu64 " cooldowns=%" PRIu64 " state=%s cooldown_ms=%" PRId64
+              " note=\"the fast clock reads the kernel clock on every call until it is "
+              "calibrated again\"",
+              cs.fallbacks, cs.cooldowns, idgen_clock_state_name(cs.state), cs.cooldown_ms);
+  s->clock_fallbacks_seen = cs.fallbacks;
+}
+
 static void sweep(worker_t *w) {
   const serve_config_t *cfg = w->srv->cfg;
   int64_t now = w->now_ms;
   w->last_sweep_ms = now;
+  if (w->index == 0)
+    watch_clock(w->srv);
   if (w->paused_until_ms && now >= w->paused_until_ms && !w->draining) {
     w->paused_until_ms = 0;
     for (int p = 0; p < NPROTO; p++)

@@ -216,6 +216,7 @@ typedef struct server {
   uint32_t agent_mask;
   log_limit_t client_log, close_log, accept_log, clock_log, mark_log; /* one limit per kind */
   uint64_t mark_failures_seen;   /* the lease thread's last look */
+  uint64_t clock_fallbacks_seen; /* the first loop's last look */
 } server_t;
 
 static inline idgen_snowflake_t *server_sf(server_t *s) {
