@@ -950,12 +950,25 @@ def group_http_abuse(d):
     check("HTTP: nothing is answered after a 400 on the same connection",
           isinstance(r, HttpResp) and r.status == 400 and closed and rest == b"", "%r rest %s" % (r, short(rest)))
     # connections dropped mid-request: the daemon goes on
-    for part in (b"GET /id HTTP/1.1\r\nHo", b"GET /id?count=1000 HTTP/1.1\r\n\r\n"):
+    for part in (b"GET /id HTTP/1.1\r\nHo", b"GET /id?count=1000 HTTP/1.1\r\nHost: x\r\n\r\n"):
         s = socket.create_connection((HOST, d.http))
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         s.sendall(part)
         s.close()
     served(d, "HTTP connections reset mid-request and mid-reply")
+
+
+def group_http_conformance(d):
+    """RFC 9112 / RFC 9110 details a strict server gets right (SERVE.md, HTTP/1.1)."""
+    # Host: HTTP/1.1 requires exactly one; any request with two is refused (RFC 9112 section 3.2)
+    for name, data in (("HTTP/1.1 without Host", b"GET /health HTTP/1.1\r\n\r\n"),
+                       ("HTTP/1.1 with two Host lines", b"GET /health HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n"),
+                       ("HTTP/1.0 with two Host lines", b"GET /health HTTP/1.0\r\nHost: a\r\nhost: b\r\n\r\n")):
+        r, closed, rest = http_then_eof(d.http, data + http_req("/health"))
+        check("%s: 400 with a one-line reason naming Host, then closed" % name,
+              isinstance(r, HttpResp) and r.status == 400 and one_line_error(r) and b"Host" in r.body
+              and closed and rest == b"", "%r closed=%s rest %s" % (r, closed, short(rest)))
+    served(d, "requests without Host")
 
 
 def group_resp_cli(d):
@@ -2084,6 +2097,7 @@ def main():
             for name, fn in (("HTTP routes (curl)", group_http_routes), ("keep-alive and pipelining", group_keepalive),
                              ("RESP commands (redis-cli)", group_resp_cli), ("RESP exact bytes", group_resp_raw),
                              ("python3-redis", group_python), ("HTTP abuse", group_http_abuse),
+                             ("HTTP conformance", group_http_conformance),
                              ("RESP abuse", group_resp_abuse), ("redis-benchmark", group_benchmark),
                              ("metrics", group_metrics), ("slow clients", group_slow),
                              ("idle connections", group_idle), ("a client that never reads", group_nonreader)):

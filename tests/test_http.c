@@ -44,24 +44,24 @@ static void test_valid(void **state) {
   in = "GET /health HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n";
   assert_int_equal(strlen(in), parse(in, &r, &st, err));
   assert_int_equal(1, r.keep_alive);
-  in = "GET /health HTTP/1.1\r\nConnection: foo, close\r\n\r\n";
+  in = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: foo, close\r\n\r\n";
   assert_int_equal(strlen(in), parse(in, &r, &st, err));
   assert_int_equal(0, r.keep_alive);
-  in = "\r\n\r\nGET /x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
+  in = "\r\n\r\nGET /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello";
   assert_int_equal(strlen(in) - 5, parse(in, &r, &st, err)); /* the body is not the head */
   assert_int_equal(5, r.content_length);
 }
 
 static void test_pipelined(void **state) {
   (void)state;
-  const char *in = "GET /id HTTP/1.1\r\n\r\nGET /ulid HTTP/1.1\r\n\r\n";
+  const char *in = "GET /id HTTP/1.1\r\nHost: x\r\n\r\nGET /ulid HTTP/1.1\r\nHost: x\r\n\r\n";
   http_request_t r;
   int st;
   char err[HTTP_ERR_MAX];
   ssize_t n = http_parse(in, strlen(in), MAX_HEAD, &r, &st, err);
-  assert_int_equal(20, n);
+  assert_int_equal(29, n);
   assert_true(str_is(r.path, "/id"));
-  assert_int_equal(22, http_parse(in + n, strlen(in) - (size_t)n, MAX_HEAD, &r, &st, err));
+  assert_int_equal(31, http_parse(in + n, strlen(in) - (size_t)n, MAX_HEAD, &r, &st, err));
   assert_true(str_is(r.path, "/ulid"));
 }
 
@@ -95,6 +95,18 @@ static void test_rejections(void **state) {
        "header: both Content-Length and Transfer-Encoding"},
       {"POST /id HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 501,
        "Transfer-Encoding is not supported"},
+      /* Host (RFC 9112 section 3.2): one, and only one, in HTTP/1.1. */
+      {"GET /id HTTP/1.1\r\n\r\n", 400, "header: no Host (HTTP/1.1 requires one)"},
+      {"GET /id HTTP/1.1\r\nAccept: */*\r\n\r\n", 400, "header: no Host (HTTP/1.1 requires one)"},
+      {"GET /id HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "header: more than one Host"},
+      {"GET /id HTTP/1.1\r\nHost: a\r\nhOST: a\r\n\r\n", 400, "header: more than one Host"},
+      {"GET /id HTTP/1.0\r\nHost: a\r\nHost: a\r\n\r\n", 400, "header: more than one Host"},
+      {"GET /id HTTP/1.1\r\nHost: a b\r\n\r\n", 400, "header: bad Host value"},
+      {"GET /id HTTP/1.1\r\nHost: user@a\r\n\r\n", 400, "header: bad Host value"},
+      {"GET /id HTTP/1.1\r\nHost: a:80x\r\n\r\n", 400, "header: bad Host value"},
+      {"GET /id HTTP/1.1\r\nHost: [::1\r\n\r\n", 400, "header: bad Host value"},
+      {"GET /id HTTP/1.1\r\nHost: a/b\r\n\r\n", 400, "header: bad Host value"},
+      {"GET /id HTTP/1.1\r\nHost: \xc3\xa9\r\n\r\n", 400, "header: bad Host value"},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     http_request_t r;
@@ -105,6 +117,30 @@ static void test_rejections(void **state) {
       fail_msg("case %zu: returned %zd", i, rc);
     assert_int_equal(t[i].status, st);
     assert_string_equal(t[i].reason, err);
+  }
+}
+
+/* The Host forms RFC 9110 section 7.2 allows, and HTTP/1.0 without one. */
+static void test_host(void **state) {
+  (void)state;
+  static const char *ok[] = {
+      "GET /id HTTP/1.0\r\n\r\n",
+      "GET /id HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n",
+      "GET /id HTTP/1.1\r\nHost: localhost\r\n\r\n",
+      "GET /id HTTP/1.1\r\nHost: [::1]:6380\r\n\r\n",
+      "GET /id HTTP/1.1\r\nHost: [v1.x]\r\n\r\n",
+      "GET /id HTTP/1.1\r\nHost: ex-ample.com.:\r\n\r\n", /* port = *DIGIT */
+      "GET /id HTTP/1.1\r\nHost: caf%C3%A9.example\r\n\r\n",
+      "GET /id HTTP/1.1\r\nHost:\r\n\r\n", /* empty: a URI without authority */
+      "GET /id HTTP/1.1\r\nX: 1\r\nhost: a\r\n\r\n",
+  };
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    http_request_t r;
+    int st = 0;
+    char err[HTTP_ERR_MAX] = "";
+    ssize_t rc = parse(ok[i], &r, &st, err);
+    if (rc != (ssize_t)strlen(ok[i]))
+      fail_msg("case %zu: returned %zd (%d %s)", i, rc, st, err);
   }
 }
 
@@ -126,8 +162,8 @@ static void test_limits(void **state) {
   assert_int_equal(431, st);
   free(big);
   /* Too many headers: 431. */
-  char many[4096] = "GET / HTTP/1.1\r\n";
-  for (int i = 0; i <= HTTP_MAX_HEADERS; i++)
+  char many[4096] = "GET / HTTP/1.1\r\nHost: x\r\n";
+  for (int i = 1; i <= HTTP_MAX_HEADERS; i++)
     strcat(many, "X: y\r\n");
   strcat(many, "\r\n");
   assert_int_equal(HTTP_MALFORMED, parse(many, &r, &st, err));
@@ -138,7 +174,7 @@ static void test_limits(void **state) {
 static void test_prefixes_need_more(void **state) {
   (void)state;
   static const char *valid[] = {
-      "GET /id HTTP/1.1\r\n\r\n",
+      "GET /id HTTP/1.1\r\nHost: x\r\n\r\n",
       ("GET /id?count=1000&format=json HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: curl/7.88"
        "\r\nAccept: */*\r\n\r\n"),
       "\r\nGET /metrics HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
@@ -160,7 +196,8 @@ static void test_prefixes_need_more(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_valid),  cmocka_unit_test(test_pipelined),
-      cmocka_unit_test(test_rejections), cmocka_unit_test(test_limits),
+      cmocka_unit_test(test_rejections), cmocka_unit_test(test_host),
+      cmocka_unit_test(test_limits),
       cmocka_unit_test(test_prefixes_need_more),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

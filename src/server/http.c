@@ -7,8 +7,10 @@
  * Empty lines before the request line are skipped (RFC 9112 section 2.2).
  * Rejected with 400: bare LF line ends, control bytes, a space before the
  * colon, obsolete line folding, a target not starting with '/', a malformed
- * or conflicting Content-Length, and Content-Length with Transfer-Encoding
- * (the request-smuggling pair).  Any Transfer-Encoding is 501: the daemon's
+ * or conflicting Content-Length, Content-Length with Transfer-Encoding
+ * (the request-smuggling pair), an HTTP/1.1 request without Host, any
+ * request with two Host lines or a Host that is not host[:port] (RFC 9112
+ * section 3.2).  Any Transfer-Encoding is 501: the daemon's
  * requests have no bodies worth streaming.  Other versions than 1.x: 505.
  * More than HTTP_MAX_HEADERS headers, or a head over max_head bytes: 431.
  */
@@ -42,6 +44,46 @@ static ssize_t line_end(const char *buf, size_t len, size_t pos) {
       return -2;
   }
   return -1;
+}
+
+/* RFC 3986 unreserved and sub-delims: a reg-name's characters besides '%'. */
+static int host_char(unsigned char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+    return 1;
+  return c != 0 && strchr("-._~!$&'()*+,;=", c) != NULL;
+}
+
+static int hex_digit(unsigned char c) {
+  return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+}
+
+/* uri-host [ ":" port ] (RFC 9110 section 7.2, RFC 3986 section 3.2.2):
+ * a reg-name (percent-escapes allowed) or an IP literal in brackets, then
+ * an optional port of digits.  No userinfo, no spaces.  Empty is valid. */
+static int authority_valid(const char *s, size_t len) {
+  size_t i = 0;
+  if (len > 0 && s[0] == '[') {
+    while (++i < len && s[i] != ']')
+      if (!host_char((unsigned char)s[i]) && s[i] != ':')
+        return 0;
+    if (i == len || i == 1)
+      return 0;
+    i++;
+  } else {
+    for (; i < len && s[i] != ':'; i++)
+      if (s[i] == '%' ? !(i + 2 < len && hex_digit((unsigned char)s[i + 1]) &&
+                          hex_digit((unsigned char)s[i + 2]))
+                      : !host_char((unsigned char)s[i]))
+        return 0;
+  }
+  if (i == len)
+    return 1;
+  if (s[i] != ':')
+    return 0;
+  while (++i < len)
+    if (s[i] < '0' || s[i] > '9')
+      return 0;
+  return 1;
 }
 
 static int token_is(http_str_t s, const char *t) {
@@ -105,7 +147,7 @@ ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t 
   req->keep_alive = req->minor >= 1;
   req->content_length = -1;
   req->nheaders = 0;
-  int transfer_encoding = 0;
+  int transfer_encoding = 0, hosts = 0;
 
   pos = (size_t)eol + 2;
   for (;;) {
@@ -152,6 +194,12 @@ ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t 
       req->content_length = v;
     } else if (token_is(h->name, "transfer-encoding")) {
       transfer_encoding = 1;
+    } else if (token_is(h->name, "host")) {
+      /* Two could name two origins: refused whatever the version. */
+      if (hosts++)
+        return fail(status, err, 400, "header: more than one Host");
+      if (!authority_valid(h->value.ptr, h->value.len))
+        return fail(status, err, 400, "header: bad Host value");
     } else if (token_is(h->name, "connection")) {
       connection_tokens(h->value, &req->keep_alive);
     }
@@ -161,6 +209,8 @@ ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t 
     return fail(status, err, 400, "header: both Content-Length and Transfer-Encoding");
   if (transfer_encoding)
     return fail(status, err, 501, "Transfer-Encoding is not supported");
+  if (hosts == 0 && req->minor >= 1)
+    return fail(status, err, 400, "header: no Host (HTTP/1.1 requires one)");
   return (ssize_t)pos + 2;
 }
 
