@@ -970,6 +970,29 @@ def group_http_conformance(d):
               and closed and rest == b"", "%r closed=%s rest %s" % (r, closed, short(rest)))
     served(d, "requests without Host")
 
+    # absolute-form targets (RFC 9112 section 3.2.2): path and query from the target
+    c = Conn(d.http)
+    try:
+        c.send(b"GET http://127.0.0.1:%d/id?count=2 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % d.http
+               + b"GET HTTPS://idgen.example/health HTTP/1.1\r\nHost: idgen.example\r\n\r\n")
+        r1, r2 = c.http(), c.http()
+    except Exception as e:  # noqa: BLE001
+        r1, r2 = e, None
+    c.close()
+    ids = digits_lines(r1.body) if isinstance(r1, HttpResp) and r1.status == 200 else None
+    check("GET http://127.0.0.1:PORT/id?count=2 (absolute-form): 200, two IDs", ids is not None and len(ids) == 2,
+          repr(r1))
+    add_snow("absolute-form", ids or [])
+    check("GET HTTPS://idgen.example/health (scheme in upper case): 200 ok",
+          isinstance(r2, HttpResp) and r2.status == 200 and r2.body.strip() == b"ok", repr(r2))
+    for name, target, word in (("ftp:// target", b"ftp://h/id", b"scheme"), ("OPTIONS *", b"*", b"*"),
+                               ("authority-form", b"127.0.0.1:80", b"/path"),
+                               ("absolute-form with user@", b"http://u@h/id", b"host")):
+        method = b"OPTIONS" if target == b"*" else b"GET"
+        r, closed, rest = http_then_eof(d.http, b"%s %s HTTP/1.1\r\nHost: h\r\n\r\n" % (method, target))
+        check("%s: 400 with a one-line reason (naming %s)" % (name, word.decode()),
+              isinstance(r, HttpResp) and r.status == 400 and one_line_error(r) and word in r.body, repr(r))
+
 
 def group_resp_cli(d):
     p = d.resp

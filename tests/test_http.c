@@ -4,6 +4,7 @@
  * each rejection's status and reason, and the property that every proper
  * prefix of a valid head asks for more.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +53,37 @@ static void test_valid(void **state) {
   assert_int_equal(5, r.content_length);
 }
 
+/* absolute-form: path and query come from the target; the host is ignored
+ * (RFC 9112 section 3.2.2 tells the server to use it instead of Host, and
+ * this daemon serves every host alike). */
+static void test_absolute_form(void **state) {
+  (void)state;
+  static const struct {
+    const char *target, *path, *query;
+  } t[] = {
+      {"http://127.0.0.1:8080/id?count=2", "/id", "count=2"},
+      {"HTTPS://example.com/ulid", "/ulid", ""},
+      {"hTTp://h", "/", ""}, /* an empty path is "/" */
+      {"http://h?count=3", "/", "count=3"},
+      {"http://[::1]:6380/decode/12?x=1?y", "/decode/12", "x=1?y"},
+      {"http://h:/health", "/health", ""},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    char in[256];
+    snprintf(in, sizeof in, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", t[i].target);
+    http_request_t r;
+    int st = 0;
+    char err[HTTP_ERR_MAX] = "";
+    ssize_t rc = parse(in, &r, &st, err);
+    if (rc != (ssize_t)strlen(in))
+      fail_msg("case %zu: returned %zd (%d %s)", i, rc, st, err);
+    assert_true(str_is(r.target, t[i].target));
+    if (!str_is(r.path, t[i].path) || !str_is(r.query, t[i].query))
+      fail_msg("case %zu: path \"%.*s\" query \"%.*s\"", i, (int)r.path.len, r.path.ptr,
+               (int)r.query.len, r.query.ptr);
+  }
+}
+
 static void test_pipelined(void **state) {
   (void)state;
   const char *in = "GET /id HTTP/1.1\r\nHost: x\r\n\r\nGET /ulid HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -77,7 +109,26 @@ static void test_rejections(void **state) {
       {" GET /id HTTP/1.1\r\n\r\n", 400, "request line: bad method"},
       {"GET\r\n\r\n", 400, "request line: bad method"},
       {"GET /id\r\n\r\n", 400, "request line: missing target or version"},
-      {"GET id HTTP/1.1\r\n\r\n", 400, "request line: target must start with /"},
+      {"GET id HTTP/1.1\r\n\r\n", 400, "request line: target must be /path or http://host/path"},
+      /* absolute-form (RFC 9112 section 3.2.2): http or https, a host, no user@ */
+      {"GET ftp://h/id HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: the target's scheme must be http or https"},
+      {"GET git+ssh://h/id HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: the target's scheme must be http or https"},
+      {"GET http:/id HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: target must be /path or http://host/path"},
+      {"GET http:///id HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: no host in the target"},
+      {"GET http://?count=1 HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: no host in the target"},
+      {"GET http://u@h/id HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: bad host in the target"},
+      {"GET http://h:8x/id HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: bad host in the target"},
+      {"CONNECT h:443 HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: target must be /path or http://host/path"},
+      {"OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: the target * (asterisk-form) is not served"},
       {"GET /id HTTP/1.1 \r\n\r\n", 400, "request line: bad HTTP version"},
       {"GET /id HTTQ/1.1\r\n\r\n", 400, "request line: bad HTTP version"},
       {"GET /id HTTP/2.0\r\n\r\n", 505, "HTTP version not supported (use HTTP/1.1)"},
@@ -178,6 +229,7 @@ static void test_prefixes_need_more(void **state) {
       ("GET /id?count=1000&format=json HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: curl/7.88"
        "\r\nAccept: */*\r\n\r\n"),
       "\r\nGET /metrics HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+      "GET http://127.0.0.1:8080/id?count=2 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n",
   };
   for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
     size_t len = strlen(valid[i]);
@@ -195,7 +247,8 @@ static void test_prefixes_need_more(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_valid),  cmocka_unit_test(test_pipelined),
+      cmocka_unit_test(test_valid),  cmocka_unit_test(test_absolute_form),
+      cmocka_unit_test(test_pipelined),
       cmocka_unit_test(test_rejections), cmocka_unit_test(test_host),
       cmocka_unit_test(test_limits),
       cmocka_unit_test(test_prefixes_need_more),

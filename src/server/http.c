@@ -2,11 +2,12 @@
  * http.c -- HTTP/1.1 request heads; see http.h.
  *
  * Grammar (RFC 9112), strictly:
- *   request-line = method SP origin-form SP "HTTP/1." DIGIT CRLF
+ *   request-line = method SP ( origin-form / absolute-form ) SP "HTTP/1." DIGIT CRLF
  *   header-line  = field-name ":" OWS field-value OWS CRLF
  * Empty lines before the request line are skipped (RFC 9112 section 2.2).
  * Rejected with 400: bare LF line ends, control bytes, a space before the
- * colon, obsolete line folding, a target not starting with '/', a malformed
+ * colon, obsolete line folding, a target that is neither "/path" nor
+ * "http[s]://host/path" (asterisk- and authority-form are not served), a malformed
  * or conflicting Content-Length, Content-Length with Transfer-Encoding
  * (the request-smuggling pair), an HTTP/1.1 request without Host, any
  * request with two Host lines or a Host that is not host[:port] (RFC 9112
@@ -107,6 +108,45 @@ static void connection_tokens(http_str_t v, int *keep_alive) {
   }
 }
 
+/*
+ * Sets path and query from the target: origin-form "/path?query", or
+ * absolute-form "http://host[:port]/path?query" (RFC 9112 section 3.2.2),
+ * whose scheme is http or https in any case and whose host must be there;
+ * the host is checked and then ignored, as every host is served alike.  An
+ * empty path is "/".  asterisk-form and authority-form (OPTIONS *, CONNECT)
+ * are refused.  Returns 0, or -1 with *status and err set.
+ */
+static int split_target(http_request_t *req, int *status, char *err) {
+  const char *t = req->target.ptr, *end = t + req->target.len, *p = t;
+  if (t[0] != '/') {
+    size_t s = 0; /* scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) */
+    while (t + s < end && (((t[s] | 0x20) >= 'a' && (t[s] | 0x20) <= 'z') ||
+                           (s > 0 && ((t[s] >= '0' && t[s] <= '9') || t[s] == '+' ||
+                                      t[s] == '-' || t[s] == '.'))))
+      s++;
+    if (req->target.len == 1 && t[0] == '*')
+      return (int)fail(status, err, 400, "request line: the target * (asterisk-form) is not served");
+    if (s == 0 || end - (t + s) < 3 || memcmp(t + s, "://", 3) != 0)
+      return (int)fail(status, err, 400, "request line: target must be /path or http://host/path");
+    if (!((s == 4 && strncasecmp(t, "http", 4) == 0) || (s == 5 && strncasecmp(t, "https", 5) == 0)))
+      return (int)fail(status, err, 400, "request line: the target's scheme must be http or https");
+    const char *host = t + s + 3;
+    p = host;
+    while (p < end && *p != '/' && *p != '?')
+      p++;
+    if (p == host)
+      return (int)fail(status, err, 400, "request line: no host in the target");
+    if (!authority_valid(host, (size_t)(p - host)))
+      return (int)fail(status, err, 400, "request line: bad host in the target");
+  }
+  const char *q = memchr(p, '?', (size_t)(end - p));
+  req->path = (http_str_t){p, (size_t)((q ? q : end) - p)};
+  if (req->path.len == 0)
+    req->path = (http_str_t){"/", 1}; /* not in the buffer: see http.h */
+  req->query = q ? (http_str_t){q + 1, (size_t)(end - q - 1)} : (http_str_t){end, 0};
+  return 0;
+}
+
 ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t *req,
                    int *status, char *err) {
   size_t pos = 0;
@@ -131,12 +171,9 @@ ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t 
     i++;
   if (i == t0 || i >= (size_t)eol)
     return fail(status, err, 400, "request line: missing target or version");
-  if (buf[t0] != '/')
-    return fail(status, err, 400, "request line: target must start with /");
   req->target = (http_str_t){buf + t0, i - t0};
-  const char *q = memchr(req->target.ptr, '?', req->target.len);
-  req->path = (http_str_t){req->target.ptr, q ? (size_t)(q - req->target.ptr) : req->target.len};
-  req->query = q ? (http_str_t){q + 1, req->target.len - req->path.len - 1} : (http_str_t){q, 0};
+  if (split_target(req, status, err) < 0)
+    return HTTP_MALFORMED;
   size_t v0 = i + 1, vlen = (size_t)eol - v0;
   if (vlen != 8 || memcmp(buf + v0, "HTTP/", 5) != 0 || buf[v0 + 6] != '.' ||
       buf[v0 + 5] < '0' || buf[v0 + 5] > '9' || buf[v0 + 7] < '0' || buf[v0 + 7] > '9')

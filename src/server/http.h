@@ -30,8 +30,9 @@ typedef struct http_header {
 
 typedef struct http_request {
   http_str_t method;      /* "GET" */
-  http_str_t target;      /* "/id?count=3" */
-  http_str_t path;        /* "/id" */
+  http_str_t target;      /* "/id?count=3", or "http://host/id?count=3" */
+  http_str_t path;        /* "/id"; for an absolute-form target with an empty
+                             path, "/" in static storage, not in the buffer */
   http_str_t query;       /* "count=3" (len 0 if none) */
   int minor;              /* HTTP/1.<minor> */
   int keep_alive;         /* after the version's default and Connection */
