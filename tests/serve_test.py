@@ -993,6 +993,15 @@ def group_http_conformance(d):
         check("%s: 400 with a one-line reason (naming %s)" % (name, word.decode()),
               isinstance(r, HttpResp) and r.status == 400 and one_line_error(r) and word in r.body, repr(r))
 
+    # Connection is a token list: close anywhere closes, whatever the other tokens or lines say
+    for name, hdrs in (("Connection: close, keep-alive", ["Connection: close, keep-alive"]),
+                       ("Connection: keep-alive then Connection: close", ["Connection: keep-alive", "Connection: Close"]),
+                       ("Connection: close then Connection: keep-alive", ["Connection: close", "Connection: keep-alive"])):
+        r, closed, rest = http_then_eof(d.http, http_req("/health", headers=hdrs) + http_req("/health"))
+        check("%s: answered with Connection: close, then closed (the next request unanswered)" % name,
+              isinstance(r, HttpResp) and r.status == 200 and (r.h("connection") or "").lower() == "close"
+              and closed and rest == b"", "%r closed=%s rest %s" % (r, closed, short(rest)))
+
 
 def group_resp_cli(d):
     p = d.resp

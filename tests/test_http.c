@@ -84,6 +84,43 @@ static void test_absolute_form(void **state) {
   }
 }
 
+/* Connection is a list of tokens over any number of lines: "close"
+ * anywhere closes, whatever else is said (RFC 9112 section 9.6). */
+static void test_connection(void **state) {
+  (void)state;
+  static const struct {
+    const char *version, *headers;
+    int keep_alive;
+  } t[] = {
+      {"1.1", "", 1},
+      {"1.1", "Connection: close\r\n", 0},
+      {"1.1", "Connection: close, keep-alive\r\n", 0},
+      {"1.1", "Connection: Keep-Alive,CLOSE\r\n", 0},
+      {"1.1", "Connection: close\r\nConnection: keep-alive\r\n", 0},
+      {"1.1", "Connection: keep-alive\r\nConnection: upgrade ,\tclose\r\n", 0},
+      {"1.1", "Connection: keep-alive\r\n", 1},
+      {"1.1", "Connection: closed, keep-alive-x\r\n", 1}, /* tokens, not prefixes */
+      {"1.0", "", 0},
+      {"1.0", "Connection: keep-alive\r\n", 1},
+      {"1.0", "Connection: upgrade, Keep-Alive\r\n", 1},
+      {"1.0", "Connection: close, keep-alive\r\n", 0},
+      {"1.0", "Connection: keep-alive\r\nConnection: close\r\n", 0},
+      {"1.0", "Connection: keep-alive\r\nConnection: foo\r\n", 1},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    char in[256];
+    snprintf(in, sizeof in, "GET /id HTTP/%s\r\nHost: x\r\n%s\r\n", t[i].version, t[i].headers);
+    http_request_t r;
+    int st = 0;
+    char err[HTTP_ERR_MAX] = "";
+    if (parse(in, &r, &st, err) != (ssize_t)strlen(in))
+      fail_msg("case %zu: refused (%d %s)", i, st, err);
+    if (r.keep_alive != t[i].keep_alive)
+      fail_msg("case %zu (%s): keep_alive %d, want %d", i, t[i].headers, r.keep_alive,
+               t[i].keep_alive);
+  }
+}
+
 static void test_pipelined(void **state) {
   (void)state;
   const char *in = "GET /id HTTP/1.1\r\nHost: x\r\n\r\nGET /ulid HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -248,7 +285,7 @@ static void test_prefixes_need_more(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_valid),  cmocka_unit_test(test_absolute_form),
-      cmocka_unit_test(test_pipelined),
+      cmocka_unit_test(test_connection), cmocka_unit_test(test_pipelined),
       cmocka_unit_test(test_rejections), cmocka_unit_test(test_host),
       cmocka_unit_test(test_limits),
       cmocka_unit_test(test_prefixes_need_more),

@@ -91,8 +91,10 @@ static int token_is(http_str_t s, const char *t) {
   return s.len == strlen(t) && strncasecmp(s.ptr, t, s.len) == 0;
 }
 
-/* Applies a Connection header's comma-separated tokens. */
-static void connection_tokens(http_str_t v, int *keep_alive) {
+/* Notes the "close" and "keep-alive" tokens of one Connection line's
+ * comma-separated list; the caller decides once all lines are read, since
+ * close anywhere wins whatever the order (RFC 9112 section 9.6). */
+static void connection_tokens(http_str_t v, int *close, int *keep_alive) {
   size_t i = 0;
   while (i < v.len) {
     while (i < v.len && (v.ptr[i] == ' ' || v.ptr[i] == '\t' || v.ptr[i] == ','))
@@ -102,7 +104,7 @@ static void connection_tokens(http_str_t v, int *keep_alive) {
       i++;
     http_str_t t = {v.ptr + a, i - a};
     if (token_is(t, "close"))
-      *keep_alive = 0;
+      *close = 1;
     else if (token_is(t, "keep-alive"))
       *keep_alive = 1;
   }
@@ -181,10 +183,9 @@ ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t 
   if (buf[v0 + 5] != '1')
     return fail(status, err, 505, "HTTP version not supported (use HTTP/1.1)");
   req->minor = buf[v0 + 7] - '0';
-  req->keep_alive = req->minor >= 1;
   req->content_length = -1;
   req->nheaders = 0;
-  int transfer_encoding = 0, hosts = 0;
+  int transfer_encoding = 0, hosts = 0, conn_close = 0, conn_keep_alive = 0;
 
   pos = (size_t)eol + 2;
   for (;;) {
@@ -238,7 +239,7 @@ ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t 
       if (!authority_valid(h->value.ptr, h->value.len))
         return fail(status, err, 400, "header: bad Host value");
     } else if (token_is(h->name, "connection")) {
-      connection_tokens(h->value, &req->keep_alive);
+      connection_tokens(h->value, &conn_close, &conn_keep_alive);
     }
     pos = (size_t)eol + 2;
   }
@@ -248,6 +249,7 @@ ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t 
     return fail(status, err, 501, "Transfer-Encoding is not supported");
   if (hosts == 0 && req->minor >= 1)
     return fail(status, err, 400, "header: no Host (HTTP/1.1 requires one)");
+  req->keep_alive = !conn_close && (req->minor >= 1 || conn_keep_alive);
   return (ssize_t)pos + 2;
 }
 
