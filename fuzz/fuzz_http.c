@@ -4,8 +4,8 @@
  * Properties: never crashes or reads outside the input; a rejection has a
  * status of 400, 431, 501 or 505 and a reason; an accepted head is at most
  * the cap, its strings lie inside it (but for the "/" of an absolute-form
- * target with an empty path), it parses the same on its own, and every
- * proper prefix of it asks for more.
+ * target with an empty path), it parses the same on its own, every proper
+ * prefix of it asks for more, and its Accept weight is -1 or 0..1000.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -46,6 +46,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       abort();
   if (http_parse(buf, (size_t)n, CAP, &again, &st, err) != n || again.nheaders != r.nheaders ||
       again.content_length != r.content_length || again.keep_alive != r.keep_alive)
+    abort();
+  int q = http_accept_q(&r, "application/json");
+  if (q < -1 || q > 1000)
     abort();
   for (size_t k = 0; k < (size_t)n; k += 1 + k / 8)
     if (http_parse(buf, k, CAP, &again, &st, err) != HTTP_NEED_MORE)

@@ -1002,6 +1002,22 @@ def group_http_conformance(d):
               isinstance(r, HttpResp) and r.status == 200 and (r.h("connection") or "").lower() == "close"
               and closed and rest == b"", "%r closed=%s rest %s" % (r, closed, short(rest)))
 
+    # Accept: application/json with q=0 means JSON is not acceptable; q>0 asks for it
+    for accept, path, want_json in (("application/json;q=0", "/id?count=2", False),
+                                    ("text/plain, application/json; Q=0.000", "/ulid", False),
+                                    ("application/json;charset=utf-8;q=0.0", "/uuid7", False),
+                                    ("text/plain;q=0.9, application/json;q=0.5", "/id", True),
+                                    ("*/*", "/id", False),
+                                    ("application/json;q=0", "/id?format=json", True)):
+        r, det = curl(d.http, path, "-H", "Accept: " + accept)
+        ctype = (r.h("content-type") or "") if r else ""
+        check("GET %s with Accept: %s: %s" % (path, accept, "JSON" if want_json else "text"),
+              r is not None and r.status == 200 and ctype.startswith("application/json" if want_json else "text/plain"),
+              det or repr(r))
+        if r is not None and r.status == 200 and path.startswith("/id"):
+            j = json_body(r) if ctype.startswith("application/json") else None
+            add_snow("Accept " + accept, [int(x) for x in j["ids"]] if j else (digits_lines(r.body) or []))
+
 
 def group_resp_cli(d):
     p = d.resp

@@ -121,6 +121,61 @@ static void test_connection(void **state) {
   }
 }
 
+/* Accept's media ranges and weights (RFC 9110 section 12.5.1): the weight
+ * of a type named exactly, in thousandths; -1 if not named. */
+static void test_accept(void **state) {
+  (void)state;
+  static const struct {
+    const char *headers;
+    int q;
+  } t[] = {
+      {"", -1},
+      {"Accept: application/json\r\n", 1000},
+      {"Accept: APPLICATION/Json\r\n", 1000},
+      {"Accept: application/json;q=0\r\n", 0},
+      {"Accept: application/json; q=0.0\r\n", 0},
+      {"Accept: application/json ;Q=0.000\r\n", 0},
+      {"Accept: application/json;q = 0\r\n", 0},
+      {"Accept: application/json;charset=utf-8;q=0\r\n", 0},
+      {"Accept: application/json;x=\"a,b;q=1\\\"\";q=0, text/plain\r\n", 0},
+      {"Accept: text/plain, application/json;q=0.5\r\n", 500},
+      {"Accept: text/html;q=0.9,application/json;q=0.001\r\n", 1},
+      {"Accept: application/json;q=1.000\r\n", 1000},
+      {"Accept: application/json;q=1\r\n", 1000},
+      {"Accept: application/json;q=0.\r\n", 0},
+      {"Accept: */*\r\n", -1},
+      {"Accept: application/*\r\n", -1},
+      {"Accept: application/jsonx, xapplication/json, application/json-seq\r\n", -1},
+      {"Accept: text/plain; q=0.1; format=application/json\r\n", -1}, /* a parameter, not a range */
+      {"Accept: text/plain\r\nAccept: application/json;q=0\r\n", 0},
+      {"Accept: text/plain\r\nAccept: application/json;q=0.25\r\n", 250},
+      /* Weights that are not qvalues: the range is ignored. */
+      {"Accept: application/json;q=1.5\r\n", -1},
+      {"Accept: application/json;q=0.0001\r\n", -1},
+      {"Accept: application/json;q=\r\n", -1},
+      {"Accept: application/json;q=-0\r\n", -1},
+      {"Accept: application/json;q=0;q=1\r\n", -1},
+      {"Accept: application/json;q=0.5, application/json;q=0\r\n", 500}, /* the higher */
+      {"Accept: ,, application/json ,\r\n", 1000},
+      {"Accept: application/json;;q=0;\r\n", 0}, /* empty parameters are allowed */
+      {"Accept: application/json;=1;q=0.5\r\n", -1},
+      {"Accept: application/json garbage, text/plain\r\n", -1},
+      {"Accept: application/json;q=0 x, application/json;q=0.7\r\n", 700},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    char in[256];
+    snprintf(in, sizeof in, "GET /id HTTP/1.1\r\nHost: x\r\n%s\r\n", t[i].headers);
+    http_request_t r;
+    int st = 0;
+    char err[HTTP_ERR_MAX] = "";
+    if (parse(in, &r, &st, err) != (ssize_t)strlen(in))
+      fail_msg("case %zu: refused (%d %s)", i, st, err);
+    int q = http_accept_q(&r, "application/json");
+    if (q != t[i].q)
+      fail_msg("case %zu (%s): q %d, want %d", i, t[i].headers, q, t[i].q);
+  }
+}
+
 static void test_pipelined(void **state) {
   (void)state;
   const char *in = "GET /id HTTP/1.1\r\nHost: x\r\n\r\nGET /ulid HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -285,7 +340,8 @@ static void test_prefixes_need_more(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_valid),  cmocka_unit_test(test_absolute_form),
-      cmocka_unit_test(test_connection), cmocka_unit_test(test_pipelined),
+      cmocka_unit_test(test_connection), cmocka_unit_test(test_accept),
+      cmocka_unit_test(test_pipelined),
       cmocka_unit_test(test_rejections), cmocka_unit_test(test_host),
       cmocka_unit_test(test_limits),
       cmocka_unit_test(test_prefixes_need_more),

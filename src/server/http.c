@@ -259,3 +259,87 @@ const http_str_t *http_header(const http_request_t *req, const char *name) {
       return &req->headers[i].value;
   return NULL;
 }
+
+/* A qvalue (RFC 9110 section 12.4.2): "0" [ "." 0*3DIGIT ] or
+ * "1" [ "." 0*3"0" ], in thousandths; -1 if s[0..n) is not one. */
+static int qvalue(const char *s, size_t n) {
+  if (n == 0 || (s[0] != '0' && s[0] != '1') || n > 5 || (n > 1 && s[1] != '.'))
+    return -1;
+  int q = (s[0] - '0') * 1000, scale = 100;
+  for (size_t i = 2; i < n; i++, scale /= 10) {
+    if (s[i] < '0' || s[i] > '9' || (s[0] == '1' && s[i] != '0'))
+      return -1;
+    q += (s[i] - '0') * scale;
+  }
+  return q;
+}
+
+static size_t skip_ows(http_str_t v, size_t i) {
+  while (i < v.len && (v.ptr[i] == ' ' || v.ptr[i] == '\t'))
+    i++;
+  return i;
+}
+
+/* Past a token (or a quoted-string, when quoted_ok) at v.ptr[i]. */
+static size_t skip_word(http_str_t v, size_t i, int quoted_ok) {
+  if (quoted_ok && i < v.len && v.ptr[i] == '"') {
+    for (i++; i < v.len && v.ptr[i] != '"'; i++)
+      if (v.ptr[i] == '\\' && i + 1 < v.len)
+        i++;
+    return i < v.len ? i + 1 : i;
+  }
+  while (i < v.len && (tchar((unsigned char)v.ptr[i]) || v.ptr[i] == '/'))
+    i++;
+  return i;
+}
+
+/*
+ * One element of an Accept list at v.ptr[*i]: media-range *( OWS ";" OWS
+ * name OWS "=" OWS value ), spaces around "=" tolerated.  Returns the
+ * element's weight in thousandths if its range is exactly `type`, else -1
+ * (another range, or a malformed element or weight, which counts as not
+ * naming it); leaves *i after the element's comma.
+ */
+static int accept_element(http_str_t v, size_t *i, const char *type) {
+  size_t a = skip_ows(v, *i), b = skip_word(v, a, 0), k = skip_ows(v, b);
+  int named = token_is((http_str_t){v.ptr + a, b - a}, type), q = 1000, weights = 0, ok = 1;
+  while (ok && k < v.len && v.ptr[k] == ';') {
+    size_t na = skip_ows(v, k + 1), nb = skip_word(v, na, 0), va = skip_ows(v, nb);
+    if (nb == na) { /* an empty parameter ("a/b;;q=1") is allowed */
+      k = na;
+      continue;
+    }
+    if (va >= v.len || v.ptr[va] != '=') {
+      ok = 0;
+      break;
+    }
+    va = skip_ows(v, va + 1);
+    size_t vb = skip_word(v, va, 1);
+    if (nb - na == 1 && (v.ptr[na] | 0x20) == 'q') {
+      q = qvalue(v.ptr + va, vb - va);
+      ok = q >= 0 && weights++ == 0;
+    }
+    k = skip_ows(v, vb);
+  }
+  if (k < v.len && v.ptr[k] != ',')
+    ok = 0;
+  while (k < v.len && v.ptr[k] != ',') /* a malformed element: on to the next */
+    k = v.ptr[k] == '"' ? skip_word(v, k, 1) : k + 1;
+  *i = k + 1;
+  return named && ok ? q : -1;
+}
+
+int http_accept_q(const http_request_t *req, const char *type) {
+  int best = -1;
+  for (size_t h = 0; h < req->nheaders; h++) {
+    if (!token_is(req->headers[h].name, "accept"))
+      continue;
+    http_str_t v = req->headers[h].value;
+    for (size_t i = 0; i < v.len;) {
+      int q = accept_element(v, &i, type);
+      if (q > best)
+        best = q;
+    }
+  }
+  return best;
+}

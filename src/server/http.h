@@ -53,5 +53,13 @@ ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t 
 
 /* The header `name` (case-insensitive), or NULL. */
 const http_str_t *http_header(const http_request_t *req, const char *name);
+/*
+ * The weight the request's Accept fields (all of them, RFC 9110 section
+ * 12.5.1) give the media type `type` ("application/json") when they name it
+ * exactly, in thousandths (q=0.5 is 500; no q is 1000); the highest if it is
+ * named more than once; -1 if it is not named (no Accept, only wildcard
+ * ranges, or only elements whose parameters or weight are malformed).
+ */
+int http_accept_q(const http_request_t *req, const char *type);
 
 #endif

@@ -9,7 +9,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "decode.h"
@@ -163,14 +162,11 @@ static int parse_query(worker_t *w, const http_str_t *q, query_t *out, char *err
   return 0;
 }
 
+/* JSON only when Accept names application/json itself with a weight above
+ * 0: wildcards (curl sends one by default) keep the text that shell users
+ * expect. */
 static int wants_json(const http_request_t *req) {
-  const http_str_t *a = http_header(req, "Accept");
-  if (a == NULL)
-    return 0;
-  for (size_t i = 0; i + 16 <= a->len; i++)
-    if (strncasecmp(a->ptr + i, "application/json", 16) == 0)
-      return 1;
-  return 0;
+  return http_accept_q(req, "application/json") > 0;
 }
 
 static void route_ids(worker_t *w, conn_t *c, const http_request_t *req, int kind,
