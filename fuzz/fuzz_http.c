@@ -5,7 +5,8 @@
  * status of 400, 431, 501 or 505 and a reason; an accepted head is at most
  * the cap, its strings lie inside it (but for the "/" of an absolute-form
  * target with an empty path), it parses the same on its own, every proper
- * prefix of it asks for more, and its Accept weight is -1 or 0..1000.
+ * prefix of it asks for more, its Accept weight is -1 or 0..1000, and its
+ * query decodes to no more bytes than it has, or names a '%' that is bad.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -49,6 +50,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     abort();
   int q = http_accept_q(&r, "application/json");
   if (q < -1 || q > 1000)
+    abort();
+  char dec[16];
+  size_t bad = 0;
+  ssize_t d = http_unescape(r.query.ptr, r.query.len, dec, sizeof dec, &bad);
+  if (d > (ssize_t)r.query.len || (d < 0 && (bad >= r.query.len || r.query.ptr[bad] != '%')))
     abort();
   for (size_t k = 0; k < (size_t)n; k += 1 + k / 8)
     if (http_parse(buf, k, CAP, &again, &st, err) != HTTP_NEED_MORE)

@@ -366,6 +366,19 @@ def http_req(path, method="GET", headers=(), version="1.1"):
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
+def raw_get(port, path, method="GET", headers=()):
+    """One request on a new connection, its exact target as given: the
+    response, or the exception met reading it."""
+    c = Conn(port)
+    try:
+        c.send(http_req(path, method=method, headers=headers))
+        return c.http()
+    except Exception as e:  # noqa: BLE001
+        return e
+    finally:
+        c.close()
+
+
 def http_then_eof(port, data, eof_timeout=2):
     """Sends raw bytes on a new HTTP connection; returns (the first response
     or the exception met reading it, whether the daemon then closed, the
@@ -1017,6 +1030,31 @@ def group_http_conformance(d):
         if r is not None and r.status == 200 and path.startswith("/id"):
             j = json_body(r) if ctype.startswith("application/json") else None
             add_snow("Accept " + accept, [int(x) for x in j["ids"]] if j else (digits_lines(r.body) or []))
+
+    # the query is percent-decoded (keys and values) before use; + is not a space
+    m0, _ = get_metrics(d)
+    billing0 = mget(m0, "idgen_ids_issued_total", kind="snowflake", agent="billing") or 0
+    for path, n in (("/id?count=%33", 3), ("/id?%63ount=2", 2), ("/id?agent=bill%69ng", 1),
+                    ("/id?count=%31%30", 10)):
+        r = raw_get(d.http, path)
+        ids = digits_lines(r.body) if isinstance(r, HttpResp) and r.status == 200 else None
+        check("GET %s: 200 and %d IDs (percent-decoded)" % (path, n), ids is not None and len(ids) == n, repr(r))
+        add_snow("percent-decoded", ids or [])
+    r = raw_get(d.http, "/id?count=2&format=%6Ason")
+    j = json_body(r) if isinstance(r, HttpResp) and r.status == 200 else None
+    check("GET /id?count=2&format=%6Ason: JSON of 2", isinstance(j, dict) and len(j.get("ids", [])) == 2, repr(r))
+    if isinstance(j, dict):
+        add_snow("percent-decoded json", [int(x) for x in j.get("ids", [])])
+    m1, _ = get_metrics(d)
+    billing1 = mget(m1, "idgen_ids_issued_total", kind="snowflake", agent="billing") or 0
+    check('agent=bill%69ng counts under agent="billing"', billing1 - billing0 == 1, "+%r" % (billing1 - billing0))
+    for path, want in (("/id?count=%", b'percent-escape "%"'), ("/id?count=%3", b'percent-escape "%3"'),
+                       ("/id?count=%zz", b'percent-escape "%zz"'), ("/id?co%3unt=1", b'percent-escape "%3u"'),
+                       ("/id?count=%2D1", b'"-1"'), ("/id?count=1+1", b'"1+1"'),
+                       ("/id?agent=a%00b%C1", b'"a\\x00b\\xC1": a name matches')):
+        r = raw_get(d.http, path)
+        check("GET %s: 400, one line with %s" % (path, want.decode()),
+              isinstance(r, HttpResp) and r.status == 400 and one_line_error(r) and want in r.body, repr(r))
 
 
 def group_resp_cli(d):

@@ -176,6 +176,49 @@ static void test_accept(void **state) {
   }
 }
 
+/* Percent-decoding (RFC 3986 section 2.1) of query keys and values. */
+static void test_unescape(void **state) {
+  (void)state;
+  static const struct {
+    const char *in;
+    ssize_t len; /* decoded length, or -1 */
+    const char *out;
+    size_t bad; /* the malformed escape's offset */
+  } t[] = {
+      {"count", 5, "count", 0},
+      {"%33", 1, "3", 0},
+      {"bill%69ng", 7, "billing", 0},
+      {"%6Ason", 4, "json", 0},
+      {"%6aSON", 4, "jSON", 0},
+      {"%2D1", 2, "-1", 0},
+      {"a+b", 3, "a+b", 0}, /* not form-encoded: + is + */
+      {"%2B%20", 2, "+ ", 0},
+      {"%00x%C1%7F", 4, "\0x\xc1\x7f", 0},
+      {"", 0, "", 0},
+      {"%", -1, "", 0},
+      {"ab%3", -1, "", 2},
+      {"%zz", -1, "", 0},
+      {"1%3g", -1, "", 1},
+      {"ok%41%", -1, "", 5},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    char out[32];
+    size_t bad = 99;
+    ssize_t n = http_unescape(t[i].in, strlen(t[i].in), out, sizeof out, &bad);
+    if (n != t[i].len)
+      fail_msg("case %zu (%s): returned %zd, want %zd", i, t[i].in, n, t[i].len);
+    if (n >= 0)
+      assert_memory_equal(t[i].out, out, (size_t)n);
+    else
+      assert_int_equal(t[i].bad, bad);
+  }
+  /* Longer than the room: the length is still the whole, the room is filled. */
+  char small[3];
+  size_t bad;
+  assert_int_equal(5, http_unescape("ab%63de", 7, small, sizeof small, &bad));
+  assert_memory_equal("abc", small, 3);
+}
+
 static void test_pipelined(void **state) {
   (void)state;
   const char *in = "GET /id HTTP/1.1\r\nHost: x\r\n\r\nGET /ulid HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -341,6 +384,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_valid),  cmocka_unit_test(test_absolute_form),
       cmocka_unit_test(test_connection), cmocka_unit_test(test_accept),
+      cmocka_unit_test(test_unescape),
       cmocka_unit_test(test_pipelined),
       cmocka_unit_test(test_rejections), cmocka_unit_test(test_host),
       cmocka_unit_test(test_limits),

@@ -343,3 +343,27 @@ int http_accept_q(const http_request_t *req, const char *type) {
   }
   return best;
 }
+
+static int hex_value(unsigned char c) {
+  return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+}
+
+ssize_t http_unescape(const char *s, size_t len, char *out, size_t cap, size_t *bad) {
+  size_t n = 0;
+  for (size_t i = 0; i < len; i++, n++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '%') {
+      if (i + 2 >= len || !hex_digit((unsigned char)s[i + 1]) ||
+          !hex_digit((unsigned char)s[i + 2])) {
+        *bad = i;
+        return -1;
+      }
+      c = (unsigned char)(hex_value((unsigned char)s[i + 1]) << 4 |
+                          hex_value((unsigned char)s[i + 2]));
+      i += 2;
+    }
+    if (n < cap)
+      out[n] = (char)c;
+  }
+  return (ssize_t)n;
+}

@@ -62,4 +62,13 @@ const http_str_t *http_header(const http_request_t *req, const char *name);
  */
 int http_accept_q(const http_request_t *req, const char *type);
 
+/*
+ * Percent-decodes s[0..len) (RFC 3986 section 2.1) into out[cap]: "%HH" is
+ * the byte 0xHH (either case of hex); '+' stays '+' (a query here is not
+ * form-encoded).  Returns the decoded length, which may be larger than cap
+ * (only cap bytes are written then); or -1 with *bad set to the offset of a
+ * '%' not followed by two hex digits.  Pure.
+ */
+ssize_t http_unescape(const char *s, size_t len, char *out, size_t cap, size_t *bad);
+
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core_int.h"
 #include "decode.h"
 #include "http.h"
 #include "server_int.h"
@@ -101,7 +102,29 @@ typedef struct query {
   int json;     /* -1: not given */
 } query_t;
 
-/* Reads count=, agent= and format=; 0 or -1 with a reason in err. */
+/* Room for one decoded key or value: longer than any valid one, so that a
+ * longer one, cut to this, is still refused (and quoted, cut). */
+#define QUERY_ITEM_MAX 128
+_Static_assert(QUERY_ITEM_MAX > AGENT_NAME_MAX, "an agent name must fit");
+
+/* Percent-decodes one key or value of the query into buf[QUERY_ITEM_MAX];
+ * 0 and its length (at most QUERY_ITEM_MAX), or -1 with a reason naming the
+ * malformed escape. */
+static int query_unescape(const char *s, size_t len, char *buf, size_t *out, char *err,
+                          size_t n) {
+  size_t bad;
+  ssize_t d = http_unescape(s, len, buf, QUERY_ITEM_MAX, &bad);
+  if (d < 0) {
+    snprintf(err, n, "bad percent-escape \"%s\" in the query (use %%HH: two hex digits)",
+             IDGEN_QUOTE(s + bad, len - bad < 3 ? len - bad : 3, '"', 12));
+    return -1;
+  }
+  *out = (size_t)d < QUERY_ITEM_MAX ? (size_t)d : QUERY_ITEM_MAX;
+  return 0;
+}
+
+/* Reads count=, agent= and format=, each key and value percent-decoded
+ * first; 0 or -1 with a reason in err. */
 static int parse_query(worker_t *w, const http_str_t *q, query_t *out, char *err, size_t n) {
   const serve_config_t *cfg = w->srv->cfg;
   int seen_count = 0, seen_agent = 0;
@@ -115,10 +138,15 @@ static int parse_query(worker_t *w, const http_str_t *q, query_t *out, char *err
     const char *amp = memchr(p, '&', (size_t)(end - p));
     const char *item_end = amp ? amp : end;
     const char *eq = memchr(p, '=', (size_t)(item_end - p));
-    const char *key = p, *val = eq ? eq + 1 : item_end;
-    size_t klen = (size_t)((eq ? eq : item_end) - key), vlen = (size_t)(item_end - val);
+    const char *rawv = eq ? eq + 1 : item_end;
+    size_t rawklen = (size_t)((eq ? eq : item_end) - p), rawvlen = (size_t)(item_end - rawv);
+    char key[QUERY_ITEM_MAX], val[QUERY_ITEM_MAX];
+    size_t klen, vlen;
+    if (query_unescape(p, rawklen, key, &klen, err, n) < 0 ||
+        query_unescape(rawv, rawvlen, val, &vlen, err, n) < 0)
+      return -1;
     p = amp ? amp + 1 : end;
-    if (klen == 0 && vlen == 0)
+    if (rawklen == 0 && rawvlen == 0)
       continue; /* "a=1&&b=2" */
 #define KEY(lit) (klen == sizeof lit - 1 && memcmp(key, lit, klen) == 0)
     if (KEY("count")) {
@@ -128,17 +156,17 @@ static int parse_query(worker_t *w, const http_str_t *q, query_t *out, char *err
         v = v * 10 + (uint64_t)(val[i] - '0');
       if (seen_count++ || vlen == 0 || i != vlen || v < 1 || v > (uint64_t)cfg->max_batch) {
         snprintf(err, n, "%s: count must be a whole number from 1 to %" PRId64 " (max_batch), "
-                         "not \"%.*s\"",
+                         "not \"%s\"",
                  seen_count > 1 ? "count given twice" : "bad count", cfg->max_batch,
-                 (int)(vlen > 40 ? 40 : vlen), val);
+                 IDGEN_QUOTE(val, vlen, '"', 40));
         return -1;
       }
       out->count = (size_t)v;
     } else if (KEY("agent")) {
       if (seen_agent++ || !agent_valid(val, vlen)) {
-        snprintf(err, n, "bad agent \"%.*s\": a name matches [a-zA-Z][a-zA-Z0-9-]* and has at "
+        snprintf(err, n, "bad agent \"%s\": a name matches [a-zA-Z][a-zA-Z0-9-]* and has at "
                          "most %d characters",
-                 (int)(vlen > 40 ? 40 : vlen), val, AGENT_NAME_MAX);
+                 IDGEN_QUOTE(val, vlen, '"', 40), AGENT_NAME_MAX);
         return -1;
       }
       out->agent = agent_index(w->srv, val, vlen);
@@ -148,13 +176,12 @@ static int parse_query(worker_t *w, const http_str_t *q, query_t *out, char *err
       else if (vlen == 4 && memcmp(val, "text", 4) == 0)
         out->json = 0;
       else {
-        snprintf(err, n, "bad format \"%.*s\": use json or text", (int)(vlen > 40 ? 40 : vlen),
-                 val);
+        snprintf(err, n, "bad format \"%s\": use json or text", IDGEN_QUOTE(val, vlen, '"', 40));
         return -1;
       }
     } else {
-      snprintf(err, n, "unknown query parameter \"%.*s\" (known: count, agent, format)",
-               (int)(klen > 40 ? 40 : klen), key);
+      snprintf(err, n, "unknown query parameter \"%s\" (known: count, agent, format)",
+               IDGEN_QUOTE(key, klen, '"', 40));
       return -1;
     }
 #undef KEY
