@@ -255,9 +255,11 @@ class HttpResp:
         return "<%d %s %s>" % (self.status, self.reason, short(self.body, 200))
 
 
-def parse_http(buf, pos=0):
+def parse_http(buf, pos=0, to_head=False):
     """One HTTP/1.x response at buf[pos:]: (HttpResp, next_pos) or None if
-    incomplete.  Insists on a Content-Length (SERVE.md: every response has one)."""
+    incomplete.  Insists on a Content-Length (SERVE.md: every response has one).
+    to_head: the answer to a HEAD request, which has no body whatever its
+    Content-Length says."""
     end = buf.find(b"\r\n\r\n", pos)
     if end < 0:
         if len(buf) - pos >= 5 and not buf[pos:pos + 5] == b"HTTP/":
@@ -277,7 +279,7 @@ def parse_http(buf, pos=0):
     cls = [v for n, v in headers if n == "content-length"]
     if len(cls) != 1 or not cls[0].isdigit():
         raise ProtoError("response without one Content-Length: %r" % head)
-    body_end = end + 4 + int(cls[0])
+    body_end = end + 4 + (0 if to_head else int(cls[0]))
     if len(buf) < body_end:
         return None
     return HttpResp(int(m.group(1)), m.group(2), headers, buf[end + 4:body_end], head), body_end
@@ -320,8 +322,8 @@ class Conn:
                 return r[0]
             self._more(deadline)
 
-    def http(self, timeout=5.0):
-        return self._one(parse_http, timeout)
+    def http(self, timeout=5.0, head=False):
+        return self._one(lambda b: parse_http(b, to_head=head), timeout)
 
     def resp(self, timeout=5.0):
         return self._one(parse_resp, timeout)
@@ -425,7 +427,7 @@ def curl(port, path, *args, timeout=10):
     if p.returncode != 0:
         return None, "curl exit %d: %s (stdout %s)" % (p.returncode, p.stderr.decode().strip(), short(p.stdout))
     try:
-        r = parse_http(p.stdout)
+        r = parse_http(p.stdout, to_head="-I" in args)
     except ProtoError as e:
         return None, "curl output: %s" % e
     if r is None:
@@ -785,8 +787,8 @@ def group_http_routes(d):
     check("GET /id/: 404", r is not None and r.status == 404, det or repr(r))
     for meth in ("POST", "DELETE", "PUT"):
         r, det = curl(d.http, "/id", "-X", meth)
-        check("%s /id: 405 with Allow: GET, one line" % meth,
-              r is not None and r.status == 405 and (r.h("allow") or "").replace(" ", "") == "GET"
+        check("%s /id: 405 with Allow: GET, HEAD, one line" % meth,
+              r is not None and r.status == 405 and r.h("allow") == "GET, HEAD"
               and one_line_error(r), det or repr(r))
     r, det = curl(d.http, "/nope", "-X", "POST")
     check("POST /nope (unknown path): 404", r is not None and r.status == 404, det or repr(r))
@@ -1030,6 +1032,47 @@ def group_http_conformance(d):
         if r is not None and r.status == 200 and path.startswith("/id"):
             j = json_body(r) if ctype.startswith("application/json") else None
             add_snow("Accept " + accept, [int(x) for x in j["ids"]] if j else (digits_lines(r.body) or []))
+
+    # HEAD on every GET route: GET's status line and headers, Content-Length included, and no body;
+    # pipelined HEAD then GET keeps the framing
+    routes = ["/id", "/id?count=3", "/ulid?count=2", "/uuid7?format=json", "/decode/910499571847892992",
+              "/health", "/info", "/metrics", "/id?count=0", "/nope"]
+    c = Conn(d.http)
+    try:
+        c.send(b"".join(http_req(p, method="HEAD") + http_req(p) for p in routes))
+        pairs = [(c.http(head=True), c.http()) for _ in routes]
+    except Exception as e:  # noqa: BLE001
+        pairs = e
+    c.close()
+    check("pipelined HEAD then GET on %d routes: all answered, in order, the framing intact" % len(routes),
+          isinstance(pairs, list), repr(pairs))
+    fixed = ("/id", "/id?count=3", "/ulid?count=2", "/uuid7?format=json", "/decode/910499571847892992",
+             "/health", "/id?count=0", "/nope")  # routes whose body length does not change between two requests
+    for path, (h, g) in zip(routes, pairs if isinstance(pairs, list) else []):
+        same = h.status == g.status and h.reason == g.reason and \
+            [n for n, _ in h.headers] == [n for n, _ in g.headers] and \
+            all(hv == gv for (n, hv), (_, gv) in zip(h.headers, g.headers) if n not in ("date", "content-length"))
+        length_ok = h.h("content-length") == str(len(g.body)) if path in fixed else int(h.h("content-length")) > 0
+        check("HEAD %s: GET's status (%d) and headers, Content-Length %s, no body" % (
+            path, g.status, "equal to GET's body" if path in fixed else "given"),
+            same and length_ok and h.body == b"", "HEAD %s %r / GET %s %r" % (h.raw_head, h.body, g.raw_head, g))
+        if g.status == 200 and path.startswith("/id"):
+            add_snow("GET after HEAD", digits_lines(g.body) or [])
+    r, det = curl(d.http, "/id", "-I")
+    check("curl -I /id (HEAD): 200 text/plain with a Content-Length, no body",
+          r is not None and r.status == 200 and r.body == b"" and int(r.h("content-length") or 0) > 1, det or repr(r))
+    c = Conn(d.http)
+    c.send(b"HEAD /health HTTP/1.1\r\n\r\n" + http_req("/health"))
+    closed = c.read_to_eof(3)
+    c.close()
+    check("HEAD without Host: 400 without a body, then closed",
+          closed and c.buf.startswith(b"HTTP/1.1 400 ") and c.buf.endswith(b"\r\n\r\n") and c.buf.count(b"HTTP/") == 1,
+          short(c.buf))
+    for meth in ("POST", "OPTIONS", "PATCH"):
+        r = raw_get(d.http, "/health", method=meth)
+        check("%s /health: 405 with Allow: GET, HEAD" % meth,
+              isinstance(r, HttpResp) and r.status == 405 and r.h("allow") == "GET, HEAD" and one_line_error(r),
+              repr(r))
 
     # the query is percent-decoded (keys and values) before use; + is not a space
     m0, _ = get_metrics(d)

@@ -153,6 +153,7 @@ ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t 
                    int *status, char *err) {
   size_t pos = 0;
   char msg[HTTP_ERR_MAX];
+  req->method = (http_str_t){buf, 0}; /* until the request line gives one */
   while (pos + 1 < len && buf[pos] == '\r' && buf[pos + 1] == '\n')
     pos += 2;
   ssize_t eol = line_end(buf, len, pos);

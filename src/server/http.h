@@ -46,7 +46,9 @@ typedef struct http_request {
  * the request line, headers, and the blank line.  Returns the length of the
  * head (> 0) with *req filled; HTTP_NEED_MORE; or HTTP_MALFORMED with
  * *status (400, 431, 501 or 505) and a reason in err (the caller's,
- * HTTP_ERR_MAX bytes).  `max_head` caps the head: more without its end is 431.
+ * HTTP_ERR_MAX bytes), and req->method set if the request line got that far
+ * (else of length 0), so that the answer to a bad HEAD can leave out its
+ * body.  `max_head` caps the head: more without its end is 431.
  */
 ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t *req,
                    int *status, char *err);

@@ -2,8 +2,9 @@
  * serve_http.c -- the HTTP/1.1 side of `idgen serve` (SPEC section 7).
  *
  * One request at a time from the connection's buffer: parse the head
- * (http.c), refuse a body (GET has none; anything else is 405), route, and
- * append the reply with a Content-Length.  Errors in the framing (a bad head,
+ * (http.c), refuse a body (GET and HEAD have none; anything else is 405),
+ * route, and append the reply with a Content-Length (for HEAD, GET's
+ * headers without the body).  Errors in the framing (a bad head,
  * a body) close the connection after the reply; errors in the query do not.
  */
 #include <inttypes.h>
@@ -51,13 +52,21 @@ static const char *date_header(worker_t *w) {
  * request broke the framing (counted as a protocol close). */
 enum { KEEP, CLOSE, CLOSE_BROKEN };
 
-/* Appends a whole response to w->out. */
+static int str_eq(const http_str_t *s, const char *lit) {
+  size_t n = strlen(lit);
+  return s->len == n && memcmp(s->ptr, lit, n) == 0;
+}
+
+/* Appends a whole response to w->out.  The answer to HEAD is GET's without
+ * the body: the same headers, Content-Length included (RFC 9110 section
+ * 9.3.2), so that a client pipelining HEAD and GET keeps its framing. */
 static void respond(worker_t *w, conn_t *c, const http_request_t *req, int status,
                     const char *ctype, const char *body, size_t len, int close,
                     const char *extra) {
   if (c->stop_parsing && close == KEEP)
     close = CLOSE; /* Connection: close from the client */
-  buf_reserve(&w->out, len + 256);
+  size_t sent = req && str_eq(&req->method, "HEAD") ? 0 : len;
+  buf_reserve(&w->out, sent + 256);
   char *p = w->out.p + w->out.len;
   p += sprintf(p, "HTTP/1.1 %d %s\r\n%sContent-Type: %s\r\nContent-Length: %zu\r\n%s", status,
                reason_phrase(status), date_header(w), ctype, len, extra);
@@ -67,8 +76,8 @@ static void respond(worker_t *w, conn_t *c, const http_request_t *req, int statu
     p += sprintf(p, "Connection: keep-alive\r\n");
   memcpy(p, "\r\n", 2);
   p += 2;
-  memcpy(p, body, len);
-  w->out.len = (size_t)(p + len - w->out.p);
+  memcpy(p, body, sent);
+  w->out.len = (size_t)(p + sent - w->out.p);
   CNT_ADD(w->st.http[code_index(status)], 1);
   w->replies++;
   if (close != KEEP) {
@@ -89,11 +98,6 @@ static void respond_error(worker_t *w, conn_t *c, const http_request_t *req, int
                 log_quote(reason, strlen(reason), (char[300]){0}, 300));
   respond(w, c, req, status, "text/plain; charset=utf-8", body, (size_t)n, close,
           extra ? extra : "");
-}
-
-static int str_eq(const http_str_t *s, const char *lit) {
-  size_t n = strlen(lit);
-  return s->len == n && memcmp(s->ptr, lit, n) == 0;
 }
 
 typedef struct query {
@@ -216,7 +220,9 @@ static void route_ids(worker_t *w, conn_t *c, const http_request_t *req, int kin
   }
   if (json)
     buf_put(&w->body, "\n", 1);
-  ids_count(w, kind, q.agent, q.count);
+  /* HEAD makes the IDs only to know the length; no one receives them. */
+  if (!str_eq(&req->method, "HEAD"))
+    ids_count(w, kind, q.agent, q.count);
   respond(w, c, req, 200, json ? "application/json" : "text/plain; charset=utf-8", w->body.p,
           w->body.len, KEEP, "");
 }
@@ -253,7 +259,9 @@ size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
   if (head == HTTP_NEED_MORE)
     return 0;
   if (head < 0) {
-    respond_error(w, c, NULL, status, err, CLOSE_BROKEN, NULL);
+    /* Only the method, if the request line got that far: HEAD gets no body. */
+    http_request_t bad = {.method = req.method, .minor = 1};
+    respond_error(w, c, &bad, status, err, CLOSE_BROKEN, NULL);
     return len;
   }
   if (req.content_length > cfg->max_request_bytes) {
@@ -262,7 +270,7 @@ size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
     respond_error(w, c, &req, 413, err, CLOSE_BROKEN, NULL);
     return len;
   }
-  int get = str_eq(&req.method, "GET");
+  int get = str_eq(&req.method, "GET") || str_eq(&req.method, "HEAD");
   const http_str_t *path = &req.path;
   int kind = str_eq(path, "/id") ? KIND_SNOWFLAKE
              : str_eq(path, "/ulid") ? KIND_ULID
@@ -276,14 +284,17 @@ size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
     return req.content_length > 0 ? len : (size_t)head;
   }
   if (!get) {
-    snprintf(err, sizeof err, "method %.*s not allowed: use GET",
+    snprintf(err, sizeof err, "method %.*s not allowed: use GET or HEAD",
              (int)(req.method.len > 20 ? 20 : req.method.len), req.method.ptr);
     respond_error(w, c, &req, 405, err, req.content_length > 0 ? CLOSE_BROKEN : KEEP,
-                  "Allow: GET\r\n");
+                  "Allow: GET, HEAD\r\n");
     return req.content_length > 0 ? len : (size_t)head;
   }
   if (req.content_length > 0) {
-    respond_error(w, c, &req, 400, "a GET request must not have a body", CLOSE_BROKEN, NULL);
+    respond_error(w, c, &req, 400,
+                  req.method.len == 4 ? "a HEAD request must not have a body"
+                                      : "a GET request must not have a body",
+                  CLOSE_BROKEN, NULL);
     return len;
   }
   if (!req.keep_alive)
