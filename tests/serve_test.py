@@ -1100,6 +1100,70 @@ def group_http_conformance(d):
               isinstance(r, HttpResp) and r.status == 400 and one_line_error(r) and want in r.body, repr(r))
 
 
+def printable_reply(b, framing):
+    """b holds no raw byte outside 0x20..0x7E once the framing's CRLFs / final LF are taken out."""
+    return all(0x20 <= c <= 0x7E for c in b.replace(framing, b""))
+
+
+def group_quoting(d):
+    """Error texts quote what they echo as printable ASCII (\\xHH), in HTTP and RESP (SERVE.md)."""
+    # HTTP: a path with a byte >= 0x80, an ID that is no ID, a decoded query value with DEL and NUL
+    for target, want in ((b"/x\xc1y\xff", b"no such path: /x\\xC1y\\xFF"),
+                         (b"/decode/\xc1\xff%00", b'not an ID: "\\xC1\\xFF%00" is 5 characters'),
+                         (b"/id?agent=%C1%7F%00z", b'bad agent "\\xC1\\x7F\\x00z": a name matches'),
+                         (b"/id?count=%C1%7F%00", b'not "\\xC1\\x7F\\x00"')):
+        c = Conn(d.http)
+        try:
+            c.send(b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+            r = c.http()
+        except Exception as e:  # noqa: BLE001
+            r = e
+        c.close()
+        check("HTTP GET %s: the reason quotes it as %s, no raw bytes" % (short(target), want.decode()),
+              isinstance(r, HttpResp) and r.status in (400, 404) and want in r.body
+              and printable_reply(r.body, b"\n"), repr(r))
+    # bytes the request line may not hold at all: refused without echoing them
+    for target in (b"/x\x7fy", b"/x\x00y"):
+        r, closed, _ = http_then_eof(d.http, b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        check("HTTP GET %s: 400, the reply printable" % short(target),
+              isinstance(r, HttpResp) and r.status == 400 and printable_reply(r.body, b"\n") and closed, repr(r))
+    # RESP: unknown command and its arguments, inline and multibulk; other echoes
+    cases = [
+        ("unknown command with 0xC1, DEL and NUL", resp_cmd(b"X\xc1\x7f\x00Y", b"a\x00\xc1b", b"c'd\\"),
+         b"-ERR unknown command 'X\\xC1\\x7F\\x00Y', with args beginning with: 'a\\x00\\xC1b' 'c\\x27d\\x5C' \r\n"),
+        ("inline unknown command with 0xC1, DEL and NUL", b"X\xc1\x7f\x00Y a\x00b\r\n",
+         b"-ERR unknown command 'X\\xC1\\x7F\\x00Y', with args beginning with: 'a\\x00b' \r\n"),
+        ("CLIENT subcommand", resp_cmd("CLIENT", b"\xc1\x00"),
+         b"-ERR unknown subcommand '\\xC1\\x00'. Try CLIENT HELP.\r\n"),
+        ("COMMAND subcommand", resp_cmd("COMMAND", b"\x7f"),
+         b"-ERR unknown subcommand '\\x7F'. Try COMMAND HELP.\r\n"),
+        ("HELLO option", resp_cmd("HELLO", "2", b"\xc1"), b"-ERR Syntax error in HELLO option '\\xC1'\r\n"),
+        ("CONFIG subcommand", resp_cmd("CONFIG", b"S\x00T"), b"-ERR CONFIG S\\x00T is not supported by idgen\r\n"),
+        ("DECODE", resp_cmd("DECODE", b"\xc1\x00"),
+         b'-ERR not an ID: "\\xC1\\x00" is 2 characters (expected 1 to 20 decimal digits, a 26-character ULID, '
+         b'or a UUID of 36 characters or 32 hex digits)\r\n'),
+    ]
+    for name, req, want in cases:
+        c = Conn(d.resp)
+        c.send(req + b"PING\r\n")
+        try:
+            got = c.resp()
+            pong = c.resp()
+        except Exception as e:  # noqa: BLE001
+            got, pong = e, None
+        c.close()
+        raw = b"-" + got.encode("latin-1") + b"\r\n" if isinstance(got, RErr) else None
+        check("RESP %s: %s, then the connection goes on" % (name, short(want, 90)),
+              raw == want and printable_reply(raw, b"\r\n") and pong == "PONG", "got %r then %r" % (got, pong))
+    c = Conn(d.resp)
+    c.send(b"*1\r\n\xc1")
+    closed = c.read_to_eof(3)
+    c.close()
+    check("RESP a byte 0xC1 where '$' belongs: the protocol error quotes it, then closed",
+          closed and c.buf == b"-ERR Protocol error: expected '$', got '\\xC1'\r\n", short(c.buf))
+    served(d, "quoted errors")
+
+
 def group_resp_cli(d):
     p = d.resp
 
@@ -2226,7 +2290,7 @@ def main():
             for name, fn in (("HTTP routes (curl)", group_http_routes), ("keep-alive and pipelining", group_keepalive),
                              ("RESP commands (redis-cli)", group_resp_cli), ("RESP exact bytes", group_resp_raw),
                              ("python3-redis", group_python), ("HTTP abuse", group_http_abuse),
-                             ("HTTP conformance", group_http_conformance),
+                             ("HTTP conformance", group_http_conformance), ("quoted errors", group_quoting),
                              ("RESP abuse", group_resp_abuse), ("redis-benchmark", group_benchmark),
                              ("metrics", group_metrics), ("slow clients", group_slow),
                              ("idle connections", group_idle), ("a client that never reads", group_nonreader)):

@@ -278,14 +278,13 @@ size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
   int known = kind >= 0 || str_eq(path, "/health") || str_eq(path, "/info") ||
               str_eq(path, "/metrics") || (path->len > 8 && memcmp(path->ptr, "/decode/", 8) == 0);
   if (!known) {
-    snprintf(err, sizeof err, "no such path: %.*s", (int)(path->len > 60 ? 60 : path->len),
-             path->ptr);
+    snprintf(err, sizeof err, "no such path: %s", IDGEN_QUOTE(path->ptr, path->len, 0, 60));
     respond_error(w, c, &req, 404, err, req.content_length > 0 ? CLOSE_BROKEN : KEEP, NULL);
     return req.content_length > 0 ? len : (size_t)head;
   }
   if (!get) {
-    snprintf(err, sizeof err, "method %.*s not allowed: use GET or HEAD",
-             (int)(req.method.len > 20 ? 20 : req.method.len), req.method.ptr);
+    snprintf(err, sizeof err, "method %s not allowed: use GET or HEAD",
+             IDGEN_QUOTE(req.method.ptr, req.method.len, 0, 20));
     respond_error(w, c, &req, 405, err, req.content_length > 0 ? CLOSE_BROKEN : KEEP,
                   "Allow: GET, HEAD\r\n");
     return req.content_length > 0 ? len : (size_t)head;
