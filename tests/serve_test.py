@@ -1162,6 +1162,11 @@ def group_quoting(d):
     check("RESP a byte 0xC1 where '$' belongs: the protocol error quotes it, then closed",
           closed and c.buf == b"-ERR Protocol error: expected '$', got '\\xC1'\r\n", short(c.buf))
     served(d, "quoted errors")
+    with open(d.logpath, "rb") as f:
+        log = f.read()
+    bad_lines = [ln for ln in log.split(b"\n") if not printable_reply(ln, b"")]
+    check("the log holds only printable ASCII lines after those errors (reasons quoted)",
+          not bad_lines and b'status=400 reason="bad agent \\x22' in log, short(bad_lines[:3]))
 
 
 def group_resp_cli(d):
