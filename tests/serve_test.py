@@ -1162,11 +1162,15 @@ def group_quoting(d):
     check("RESP a byte 0xC1 where '$' belongs: the protocol error quotes it, then closed",
           closed and c.buf == b"-ERR Protocol error: expected '$', got '\\xC1'\r\n", short(c.buf))
     served(d, "quoted errors")
+    time.sleep(1.1)  # client errors are logged at most 10 a second: a fresh second for this one
+    raw_get(d.http, "/id?agent=%C1%7F%00q")
+    time.sleep(0.2)
     with open(d.logpath, "rb") as f:
         log = f.read()
     bad_lines = [ln for ln in log.split(b"\n") if not printable_reply(ln, b"")]
     check("the log holds only printable ASCII lines after those errors (reasons quoted)",
-          not bad_lines and b'status=400 reason="bad agent \\x22' in log, short(bad_lines[:3]))
+          not bad_lines and b'status=400 reason="bad agent \\x22\\x5CxC1\\x5Cx7F\\x5Cx00q\\x22' in log,
+          short(bad_lines[:3]) + " " + short(log[-400:]))
 
 
 def group_resp_cli(d):

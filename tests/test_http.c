@@ -21,6 +21,18 @@ static int str_is(http_str_t s, const char *want) {
   return s.len == strlen(want) && memcmp(s.ptr, want, s.len) == 0;
 }
 
+/* Parses "GET target HTTP/version", a Host and `headers` from in[n] (which
+ * *r then points into); fails the test unless the whole head is accepted. */
+static void parse_ok(char *in, size_t n, const char *target, const char *version,
+                     const char *headers, http_request_t *r) {
+  snprintf(in, n, "GET %s HTTP/%s\r\nHost: x\r\n%s\r\n", target, version, headers);
+  int st = 0;
+  char err[HTTP_ERR_MAX] = "";
+  ssize_t rc = parse(in, r, &st, err);
+  if (rc != (ssize_t)strlen(in))
+    fail_msg("\"%s\": returned %zd (%d %s)", in, rc, st, err);
+}
+
 static void test_valid(void **state) {
   (void)state;
   http_request_t r;
@@ -70,13 +82,8 @@ static void test_absolute_form(void **state) {
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     char in[256];
-    snprintf(in, sizeof in, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", t[i].target);
     http_request_t r;
-    int st = 0;
-    char err[HTTP_ERR_MAX] = "";
-    ssize_t rc = parse(in, &r, &st, err);
-    if (rc != (ssize_t)strlen(in))
-      fail_msg("case %zu: returned %zd (%d %s)", i, rc, st, err);
+    parse_ok(in, sizeof in, t[i].target, "1.1", "", &r);
     assert_true(str_is(r.target, t[i].target));
     if (!str_is(r.path, t[i].path) || !str_is(r.query, t[i].query))
       fail_msg("case %zu: path \"%.*s\" query \"%.*s\"", i, (int)r.path.len, r.path.ptr,
@@ -109,12 +116,8 @@ static void test_connection(void **state) {
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     char in[256];
-    snprintf(in, sizeof in, "GET /id HTTP/%s\r\nHost: x\r\n%s\r\n", t[i].version, t[i].headers);
     http_request_t r;
-    int st = 0;
-    char err[HTTP_ERR_MAX] = "";
-    if (parse(in, &r, &st, err) != (ssize_t)strlen(in))
-      fail_msg("case %zu: refused (%d %s)", i, st, err);
+    parse_ok(in, sizeof in, "/id", t[i].version, t[i].headers, &r);
     if (r.keep_alive != t[i].keep_alive)
       fail_msg("case %zu (%s): keep_alive %d, want %d", i, t[i].headers, r.keep_alive,
                t[i].keep_alive);
@@ -164,12 +167,8 @@ static void test_accept(void **state) {
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     char in[256];
-    snprintf(in, sizeof in, "GET /id HTTP/1.1\r\nHost: x\r\n%s\r\n", t[i].headers);
     http_request_t r;
-    int st = 0;
-    char err[HTTP_ERR_MAX] = "";
-    if (parse(in, &r, &st, err) != (ssize_t)strlen(in))
-      fail_msg("case %zu: refused (%d %s)", i, st, err);
+    parse_ok(in, sizeof in, "/id", "1.1", t[i].headers, &r);
     int q = http_accept_q(&r, "application/json");
     if (q != t[i].q)
       fail_msg("case %zu (%s): q %d, want %d", i, t[i].headers, q, t[i].q);
