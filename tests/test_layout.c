@@ -175,8 +175,8 @@ static void test_invalid_layouts(void **state) {
        "layout: field \"worker\" has bad width \"5\\xFF\" (use a number of bits)"},
       {"time:41,sequence:12,\"ep\\\"=1", "layout: unknown setting \"\\x22ep\\x5C\\x22\" (the only "
                                           "setting is epoch=)"},
-      {"tw\titter", "layout: unknown preset \"tw\\x09itter\" (presets: twitter, discord, sonyflake, "
-                    "baidu, instagram, mastodon, js53)"},
+      {"tw\titter", "layout: unknown preset \"tw\\x09itter\" (presets: twitter, discord, "
+                    "sonyflake, baidu, instagram, mastodon, js53)"},
       {"time:41,sequence:12,epoch=\xe2\x80\x94", "layout: bad epoch \"\\xE2\\x80\\x94\" (use Unix "
                                                "milliseconds or an ISO-8601 UTC time such as "
                                                "2010-11-04T01:42:54.657Z)"},

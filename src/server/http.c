@@ -7,12 +7,12 @@
  * Empty lines before the request line are skipped (RFC 9112 section 2.2).
  * Rejected with 400: bare LF line ends, control bytes, a space before the
  * colon, obsolete line folding, a target that is neither "/path" nor
- * "http[s]://host/path" (asterisk- and authority-form are not served), a malformed
- * or conflicting Content-Length, Content-Length with Transfer-Encoding
- * (the request-smuggling pair), an HTTP/1.1 request without Host, any
- * request with two Host lines or a Host that is not host[:port] (RFC 9112
- * section 3.2).  Any Transfer-Encoding is 501: the daemon's
- * requests have no bodies worth streaming.  Other versions than 1.x: 505.
+ * "http[s]://host/path" (asterisk- and authority-form are not served), a
+ * malformed or conflicting Content-Length, Content-Length with
+ * Transfer-Encoding (the request-smuggling pair), an HTTP/1.1 request
+ * without Host, any request with two Host lines or a Host that is not
+ * host[:port] (RFC 9112 section 3.2).  Any Transfer-Encoding is 501: the
+ * daemon's requests have no bodies worth streaming.  Other versions than 1.x: 505.
  * More than HTTP_MAX_HEADERS headers, or a head over max_head bytes: 431.
  */
 #include "http.h"
@@ -116,9 +116,9 @@ static void connection_tokens(http_str_t v, int *close, int *keep_alive) {
  * whose scheme is http or https in any case and whose host must be there;
  * the host is checked and then ignored, as every host is served alike.  An
  * empty path is "/".  asterisk-form and authority-form (OPTIONS *, CONNECT)
- * are refused.  Returns 0, or -1 with *status and err set.
+ * are refused.  Returns 0, or HTTP_MALFORMED with *status and err set.
  */
-static int split_target(http_request_t *req, int *status, char *err) {
+static ssize_t split_target(http_request_t *req, int *status, char *err) {
   const char *t = req->target.ptr, *end = t + req->target.len, *p = t;
   if (t[0] != '/') {
     size_t s = 0; /* scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) */
@@ -127,19 +127,20 @@ static int split_target(http_request_t *req, int *status, char *err) {
                                       t[s] == '-' || t[s] == '.'))))
       s++;
     if (req->target.len == 1 && t[0] == '*')
-      return (int)fail(status, err, 400, "request line: the target * (asterisk-form) is not served");
+      return fail(status, err, 400, "request line: the target * (asterisk-form) is not served");
     if (s == 0 || end - (t + s) < 3 || memcmp(t + s, "://", 3) != 0)
-      return (int)fail(status, err, 400, "request line: target must be /path or http://host/path");
-    if (!((s == 4 && strncasecmp(t, "http", 4) == 0) || (s == 5 && strncasecmp(t, "https", 5) == 0)))
-      return (int)fail(status, err, 400, "request line: the target's scheme must be http or https");
+      return fail(status, err, 400, "request line: target must be /path or http://host/path");
+    if (!((s == 4 && strncasecmp(t, "http", 4) == 0) ||
+          (s == 5 && strncasecmp(t, "https", 5) == 0)))
+      return fail(status, err, 400, "request line: the target's scheme must be http or https");
     const char *host = t + s + 3;
     p = host;
     while (p < end && *p != '/' && *p != '?')
       p++;
     if (p == host)
-      return (int)fail(status, err, 400, "request line: no host in the target");
+      return fail(status, err, 400, "request line: no host in the target");
     if (!authority_valid(host, (size_t)(p - host)))
-      return (int)fail(status, err, 400, "request line: bad host in the target");
+      return fail(status, err, 400, "request line: bad host in the target");
   }
   const char *q = memchr(p, '?', (size_t)(end - p));
   req->path = (http_str_t){p, (size_t)((q ? q : end) - p)};
