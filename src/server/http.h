@@ -5,7 +5,8 @@
  * start of a buffer and returns pointers into it.  The body, if any, is the
  * server's business (Content-Length bytes after the head).  Strict: what it
  * does not accept gets an HTTP status (400, 431, 501, 505) and a one-line
- * reason for the response.
+ * reason for the response.  Two readers of a parsed head, as pure: the
+ * weight Accept gives a media type, and percent-decoding of the query.
  */
 #ifndef IDGEN_HTTP_H
 #define IDGEN_HTTP_H
@@ -55,6 +56,7 @@ ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t 
 
 /* The header `name` (case-insensitive), or NULL. */
 const http_str_t *http_header(const http_request_t *req, const char *name);
+
 /*
  * The weight the request's Accept fields (all of them, RFC 9110 section
  * 12.5.1) give the media type `type` ("application/json") when they name it
