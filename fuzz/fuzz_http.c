@@ -3,8 +3,10 @@
  *
  * Properties: never crashes or reads outside the input; a rejection has a
  * status of 400, 431, 501 or 505 and a reason; an accepted head is at most
- * the cap, its strings lie inside it, it parses the same on its own, and
- * every proper prefix of it asks for more.
+ * the cap, its strings lie inside it (but for the "/" of an absolute-form
+ * target with an empty path), it parses the same on its own, every proper
+ * prefix of it asks for more, its Accept weight is -1 or 0..1000, and its
+ * query decodes to no more bytes than it has, or names a '%' that is bad.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,7 +37,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   if (n < 0 || (size_t)n > size || (size_t)n > CAP + 2)
     abort();
-  if (!inside(r.method, buf, n) || !inside(r.target, buf, n) || !inside(r.path, buf, n) ||
+  /* An absolute-form target with an empty path has the path "/" outside. */
+  int path_ok = inside(r.path, buf, n) || (r.path.len == 1 && r.path.ptr[0] == '/');
+  if (!inside(r.method, buf, n) || !inside(r.target, buf, n) || !path_ok ||
       !inside(r.query, buf, n))
     abort();
   for (size_t i = 0; i < r.nheaders; i++)
@@ -43,6 +47,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       abort();
   if (http_parse(buf, (size_t)n, CAP, &again, &st, err) != n || again.nheaders != r.nheaders ||
       again.content_length != r.content_length || again.keep_alive != r.keep_alive)
+    abort();
+  int q = http_accept_q(&r, "application/json");
+  if (q < -1 || q > 1000)
+    abort();
+  char dec[16];
+  size_t bad = 0;
+  ssize_t d = http_unescape(r.query.ptr, r.query.len, dec, sizeof dec, &bad);
+  if (d > (ssize_t)r.query.len || (d < 0 && (bad >= r.query.len || r.query.ptr[bad] != '%')))
     abort();
   for (size_t k = 0; k < (size_t)n; k += 1 + k / 8)
     if (http_parse(buf, k, CAP, &again, &st, err) != HTTP_NEED_MORE)

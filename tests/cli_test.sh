@@ -236,5 +236,32 @@ expect "help" 0 '*' "" -- --help
 expect "unknown command" 2 "" "idgen: unknown command \"frobnicate\" (see 'idgen --help')" -- frobnicate
 expect "no command" 2 "" '*' --
 
+# --- errors quote input as printable ASCII: \xHH for other bytes -------------
+# (invalid UTF-8, DEL, control bytes; after a NUL the message goes on)
+notid='is %d characters (expected 1 to 20 decimal digits, a 26-character ULID, or a UUID of 36 characters or 32 hex digits)'
+# shellcheck disable=SC2059
+expect "decode quotes invalid UTF-8 and DEL" 1 "" \
+  "idgen: not an ID: \"a\\xC1\\x7Fb\\x1B\" $(printf "$notid" 5)" -- decode $'a\xc1\x7fb\x1b'
+expect "decode quotes a ULID-length input" 1 "" \
+  'idgen: "01ARZ3NDEKTSV4RR\xC1FQ69G5FA\x5C": ULID: byte 0xc1 at position 17 is not in the alphabet' \
+  -- decode $'01ARZ3NDEKTSV4RR\xc1FQ69G5FA\\'
+printf '12\0x4\n7\xc1\n' | "$IDGEN" decode - >"$tmp/out" 2>"$tmp/err"
+rc=$?
+# shellcheck disable=SC2059
+want="idgen: not an ID: \"12\\x00x4\" $(printf "$notid" 5)
+idgen: not an ID: \"7\\xC1\" $(printf "$notid" 2)"
+[ "$rc" = 1 ] && [ ! -s "$tmp/out" ] && [ "$(cat "$tmp/err")" = "$want" ] && ok ||
+  bad "decode - with a NUL and 0xC1 in lines: exit $rc, stdout $(od -c "$tmp/out" | head -3), stderr $(od -c "$tmp/err" | head -8)"
+expect "layout spec quotes a bad field name" 2 "" \
+  'idgen: layout: bad field name "w\xC1rker\x7F" (use [a-z][a-z0-9_]*)' \
+  -- decode --layout $'time:41,w\xc1rker\x7f:5,sequence:12' 1
+expect "layout spec quotes an unknown preset" 2 "" \
+  'idgen: layout: unknown preset "tw\x09itter\xFF" (presets: twitter, discord, sonyflake, baidu, instagram, mastodon, js53)' \
+  -- decode --layout $'tw\titter\xff' 1
+expect "unknown command quoted" 2 "" "idgen: unknown command \"fo\\xC1\\x22o\" (see 'idgen --help')" -- $'fo\xc1"o'
+expect "unknown option quoted" 2 "" "idgen: unknown option --x\\xC1 (see 'idgen decode --help')" -- decode $'--x\xc1'
+expect "node name quoted" 2 "" 'idgen: --node: layout twitter has no node field "w\xE9"' -- snowflake --node $'w\xe9=1'
+expect "count quoted" 2 "" 'idgen: --count: "1\x7F" is not a whole number' -- snowflake -n $'1\x7f'
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -132,6 +132,28 @@ check "threads 0 from the environment keeps its source" grep -q '^threads = 0 .*
 expect_err "unknown option" 'unknown option --bogus' --bogus
 expect_err "stray argument" 'unexpected argument "extra"' extra
 
+# Messages quote settings as printable ASCII (\xHH for other bytes), whole
+# after a NUL; nothing else but printable ASCII and the newline reaches stderr.
+expect_quoted() { # NAME WANT_SUBSTRING ARGS... (--check-config: a setting wrongly taken does not start a daemon)
+  expect_err "$@" --check-config
+  LC_ALL=C grep -q '[^ -~]' "$tmp/err" && bad "$1: a raw byte in: $(od -c "$tmp/err" | head -5)"
+}
+printf 'max_b\xc1tch = 5\n' >"$tmp/q1"
+expect_quoted "file key with 0xC1" "$tmp/q1:1: unknown key \"max_b\\xC1tch\"" --config "$tmp/q1"
+printf '# ok\nmax_batch = 5\0junk\n' >"$tmp/q2"
+expect_quoted "file line with a NUL" "$tmp/q2:2: a NUL byte in \"max_batch = 5\\x00junk\"" --config "$tmp/q2"
+printf 'layout = tw\x7fitter\n' >"$tmp/q3"
+expect_quoted "file value with DEL" "layout = \"tw\\x7Fitter\" (from $tmp/q3:1): layout: unknown preset \"tw\\x7Fitter\"" --config "$tmp/q3"
+printf 'just\x1b[31m words\n' >"$tmp/q4"
+expect_quoted "file line with ESC" "$tmp/q4:1: \"just\\x1B[31m words\" is not a key = value line" --config "$tmp/q4"
+expect_quoted "flag value with 0xC1" 'max_batch = "1\xC1" (from flag --max-batch): not a whole number' --max-batch $'1\xc1'
+expect_quoted "node name with 0xE9" '"w\xE9" is not a node field of the layout' --registry static --node $'w\xe9=1'
+expect_quoted "node value with 0xFF" 'worker value "1\xFF" is not a number from 0 to 31' --registry static --node $'worker=1\xff'
+expect_quoted "port with 0xC1" 'port "80\xC1" is not a number from 0 to 65535' --http $'127.0.0.1:80\xc1'
+expect_quoted "unknown option with 0xC1" 'unknown option --x\xC1' $'--x\xc1'
+expect_quoted "stray argument with ESC" 'unexpected argument "e\x1Bx"' $'e\x1bx'
+expect_quoted "config path with 0xC1" "config file $tmp/no\\xC1: " --config "$tmp/no"$'\xc1'
+
 # --- lifecycle -----------------------------------------------------------
 # start_daemon ARGS...: starts it in the background; sets $dpid, $http.
 start_daemon() {

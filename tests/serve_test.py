@@ -259,9 +259,11 @@ class HttpResp:
         return "<%d %s %s>" % (self.status, self.reason, short(self.body, 200))
 
 
-def parse_http(buf, pos=0):
+def parse_http(buf, pos=0, to_head=False):
     """One HTTP/1.x response at buf[pos:]: (HttpResp, next_pos) or None if
-    incomplete.  Insists on a Content-Length (SERVE.md: every response has one)."""
+    incomplete.  Insists on a Content-Length (SERVE.md: every response has one).
+    to_head: the answer to a HEAD request, which has no body whatever its
+    Content-Length says."""
     end = buf.find(b"\r\n\r\n", pos)
     if end < 0:
         if len(buf) - pos >= 5 and not buf[pos:pos + 5] == b"HTTP/":
@@ -281,7 +283,7 @@ def parse_http(buf, pos=0):
     cls = [v for n, v in headers if n == "content-length"]
     if len(cls) != 1 or not cls[0].isdigit():
         raise ProtoError("response without one Content-Length: %r" % head)
-    body_end = end + 4 + int(cls[0])
+    body_end = end + 4 + (0 if to_head else int(cls[0]))
     if len(buf) < body_end:
         return None
     return HttpResp(int(m.group(1)), m.group(2), headers, buf[end + 4:body_end], head), body_end
@@ -324,8 +326,8 @@ class Conn:
                 return r[0]
             self._more(deadline)
 
-    def http(self, timeout=5.0):
-        return self._one(parse_http, timeout)
+    def http(self, timeout=5.0, head=False):
+        return self._one(lambda b: parse_http(b, to_head=head), timeout)
 
     def resp(self, timeout=5.0):
         return self._one(parse_resp, timeout)
@@ -368,6 +370,19 @@ class Conn:
 def http_req(path, method="GET", headers=(), version="1.1"):
     lines = ["%s %s HTTP/%s" % (method, path, version), "Host: 127.0.0.1"] + list(headers)
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def raw_get(port, path, method="GET", headers=()):
+    """One request on a new connection, its exact target as given: the
+    response, or the exception met reading it."""
+    c = Conn(port)
+    try:
+        c.send(http_req(path, method=method, headers=headers))
+        return c.http()
+    except Exception as e:  # noqa: BLE001
+        return e
+    finally:
+        c.close()
 
 
 def http_then_eof(port, data, eof_timeout=2):
@@ -416,7 +431,7 @@ def curl(port, path, *args, timeout=10):
     if p.returncode != 0:
         return None, "curl exit %d: %s (stdout %s)" % (p.returncode, p.stderr.decode().strip(), short(p.stdout))
     try:
-        r = parse_http(p.stdout)
+        r = parse_http(p.stdout, to_head="-I" in args)
     except ProtoError as e:
         return None, "curl output: %s" % e
     if r is None:
@@ -782,8 +797,8 @@ def group_http_routes(d):
     check("GET /id/: 404", r is not None and r.status == 404, det or repr(r))
     for meth in ("POST", "DELETE", "PUT"):
         r, det = curl(d.http, "/id", "-X", meth)
-        check("%s /id: 405 with Allow: GET, one line" % meth,
-              r is not None and r.status == 405 and (r.h("allow") or "").replace(" ", "") == "GET"
+        check("%s /id: 405 with Allow: GET, HEAD, one line" % meth,
+              r is not None and r.status == 405 and r.h("allow") == "GET, HEAD"
               and one_line_error(r), det or repr(r))
     r, det = curl(d.http, "/nope", "-X", "POST")
     check("POST /nope (unknown path): 404", r is not None and r.status == 404, det or repr(r))
@@ -960,12 +975,212 @@ def group_http_abuse(d):
     check("HTTP: nothing is answered after a 400 on the same connection",
           isinstance(r, HttpResp) and r.status == 400 and closed and rest == b"", "%r rest %s" % (r, short(rest)))
     # connections dropped mid-request: the daemon goes on
-    for part in (b"GET /id HTTP/1.1\r\nHo", b"GET /id?count=1000 HTTP/1.1\r\n\r\n"):
+    for part in (b"GET /id HTTP/1.1\r\nHo", b"GET /id?count=1000 HTTP/1.1\r\nHost: x\r\n\r\n"):
         s = socket.create_connection((HOST, d.http))
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         s.sendall(part)
         s.close()
     served(d, "HTTP connections reset mid-request and mid-reply")
+
+
+def group_http_conformance(d):
+    """RFC 9112 / RFC 9110 details a strict server gets right (SERVE.md, HTTP/1.1)."""
+    # Host: HTTP/1.1 requires exactly one; any request with two is refused (RFC 9112 section 3.2)
+    for name, data in (("HTTP/1.1 without Host", b"GET /health HTTP/1.1\r\n\r\n"),
+                       ("HTTP/1.1 with two Host lines", b"GET /health HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n"),
+                       ("HTTP/1.0 with two Host lines", b"GET /health HTTP/1.0\r\nHost: a\r\nhost: b\r\n\r\n")):
+        r, closed, rest = http_then_eof(d.http, data + http_req("/health"))
+        check("%s: 400 with a one-line reason naming Host, then closed" % name,
+              isinstance(r, HttpResp) and r.status == 400 and one_line_error(r) and b"Host" in r.body
+              and closed and rest == b"", "%r closed=%s rest %s" % (r, closed, short(rest)))
+    served(d, "requests without Host")
+
+    # absolute-form targets (RFC 9112 section 3.2.2): path and query from the target
+    c = Conn(d.http)
+    try:
+        c.send(b"GET http://127.0.0.1:%d/id?count=2 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % d.http
+               + b"GET HTTPS://idgen.example/health HTTP/1.1\r\nHost: idgen.example\r\n\r\n")
+        r1, r2 = c.http(), c.http()
+    except Exception as e:  # noqa: BLE001
+        r1, r2 = e, None
+    c.close()
+    ids = digits_lines(r1.body) if isinstance(r1, HttpResp) and r1.status == 200 else None
+    check("GET http://127.0.0.1:PORT/id?count=2 (absolute-form): 200, two IDs", ids is not None and len(ids) == 2,
+          repr(r1))
+    add_snow("absolute-form", ids or [])
+    check("GET HTTPS://idgen.example/health (scheme in upper case): 200 ok",
+          isinstance(r2, HttpResp) and r2.status == 200 and r2.body.strip() == b"ok", repr(r2))
+    for name, target, word in (("ftp:// target", b"ftp://h/id", b"scheme"), ("OPTIONS *", b"*", b"*"),
+                               ("authority-form", b"127.0.0.1:80", b"/path"),
+                               ("absolute-form with user@", b"http://u@h/id", b"host")):
+        method = b"OPTIONS" if target == b"*" else b"GET"
+        r, closed, rest = http_then_eof(d.http, b"%s %s HTTP/1.1\r\nHost: h\r\n\r\n" % (method, target))
+        check("%s: 400 with a one-line reason (naming %s)" % (name, word.decode()),
+              isinstance(r, HttpResp) and r.status == 400 and one_line_error(r) and word in r.body, repr(r))
+
+    # Connection is a token list: close anywhere closes, whatever the other tokens or lines say
+    for name, hdrs in (("Connection: close, keep-alive", ["Connection: close, keep-alive"]),
+                       ("Connection: keep-alive then Connection: close", ["Connection: keep-alive", "Connection: Close"]),
+                       ("Connection: close then Connection: keep-alive", ["Connection: close", "Connection: keep-alive"])):
+        r, closed, rest = http_then_eof(d.http, http_req("/health", headers=hdrs) + http_req("/health"))
+        check("%s: answered with Connection: close, then closed (the next request unanswered)" % name,
+              isinstance(r, HttpResp) and r.status == 200 and (r.h("connection") or "").lower() == "close"
+              and closed and rest == b"", "%r closed=%s rest %s" % (r, closed, short(rest)))
+
+    # Accept: application/json with q=0 means JSON is not acceptable; q>0 asks for it
+    for accept, path, want_json in (("application/json;q=0", "/id?count=2", False),
+                                    ("text/plain, application/json; Q=0.000", "/ulid", False),
+                                    ("application/json;charset=utf-8;q=0.0", "/uuid7", False),
+                                    ("text/plain;q=0.9, application/json;q=0.5", "/id", True),
+                                    ("*/*", "/id", False),
+                                    ("application/json;q=0", "/id?format=json", True)):
+        r, det = curl(d.http, path, "-H", "Accept: " + accept)
+        ctype = (r.h("content-type") or "") if r else ""
+        check("GET %s with Accept: %s: %s" % (path, accept, "JSON" if want_json else "text"),
+              r is not None and r.status == 200 and ctype.startswith("application/json" if want_json else "text/plain"),
+              det or repr(r))
+        if r is not None and r.status == 200 and path.startswith("/id"):
+            j = json_body(r) if ctype.startswith("application/json") else None
+            add_snow("Accept " + accept, [int(x) for x in j["ids"]] if j else (digits_lines(r.body) or []))
+
+    # HEAD on every GET route: GET's status line and headers, Content-Length included, and no body;
+    # pipelined HEAD then GET keeps the framing
+    routes = ["/id", "/id?count=3", "/ulid?count=2", "/uuid7?format=json", "/decode/910499571847892992",
+              "/health", "/info", "/metrics", "/id?count=0", "/nope"]
+    c = Conn(d.http)
+    try:
+        c.send(b"".join(http_req(p, method="HEAD") + http_req(p) for p in routes))
+        pairs = [(c.http(head=True), c.http()) for _ in routes]
+    except Exception as e:  # noqa: BLE001
+        pairs = e
+    c.close()
+    check("pipelined HEAD then GET on %d routes: all answered, in order, the framing intact" % len(routes),
+          isinstance(pairs, list), repr(pairs))
+    fixed = ("/id", "/id?count=3", "/ulid?count=2", "/uuid7?format=json", "/decode/910499571847892992",
+             "/health", "/id?count=0", "/nope")  # routes whose body length does not change between two requests
+    for path, (h, g) in zip(routes, pairs if isinstance(pairs, list) else []):
+        same = h.status == g.status and h.reason == g.reason and \
+            [n for n, _ in h.headers] == [n for n, _ in g.headers] and \
+            all(hv == gv for (n, hv), (_, gv) in zip(h.headers, g.headers) if n not in ("date", "content-length"))
+        length_ok = h.h("content-length") == str(len(g.body)) if path in fixed else int(h.h("content-length")) > 0
+        check("HEAD %s: GET's status (%d) and headers, Content-Length %s, no body" % (
+            path, g.status, "equal to GET's body" if path in fixed else "given"),
+            same and length_ok and h.body == b"", "HEAD %s %r / GET %s %r" % (h.raw_head, h.body, g.raw_head, g))
+        if g.status == 200 and path.startswith("/id"):
+            add_snow("GET after HEAD", digits_lines(g.body) or [])
+    r, det = curl(d.http, "/id", "-I")
+    check("curl -I /id (HEAD): 200 text/plain with a Content-Length, no body",
+          r is not None and r.status == 200 and r.body == b"" and int(r.h("content-length") or 0) > 1, det or repr(r))
+    c = Conn(d.http)
+    c.send(b"HEAD /health HTTP/1.1\r\n\r\n" + http_req("/health"))
+    closed = c.read_to_eof(3)
+    c.close()
+    check("HEAD without Host: 400 without a body, then closed",
+          closed and c.buf.startswith(b"HTTP/1.1 400 ") and c.buf.endswith(b"\r\n\r\n") and c.buf.count(b"HTTP/") == 1,
+          short(c.buf))
+    for meth in ("POST", "OPTIONS", "PATCH"):
+        r = raw_get(d.http, "/health", method=meth)
+        check("%s /health: 405 with Allow: GET, HEAD" % meth,
+              isinstance(r, HttpResp) and r.status == 405 and r.h("allow") == "GET, HEAD" and one_line_error(r),
+              repr(r))
+
+    # the query is percent-decoded (keys and values) before use; + is not a space
+    m0, _ = get_metrics(d)
+    billing0 = mget(m0, "idgen_ids_issued_total", kind="snowflake", agent="billing") or 0
+    for path, n in (("/id?count=%33", 3), ("/id?%63ount=2", 2), ("/id?agent=bill%69ng", 1),
+                    ("/id?count=%31%30", 10)):
+        r = raw_get(d.http, path)
+        ids = digits_lines(r.body) if isinstance(r, HttpResp) and r.status == 200 else None
+        check("GET %s: 200 and %d IDs (percent-decoded)" % (path, n), ids is not None and len(ids) == n, repr(r))
+        add_snow("percent-decoded", ids or [])
+    r = raw_get(d.http, "/id?count=2&format=%6Ason")
+    j = json_body(r) if isinstance(r, HttpResp) and r.status == 200 else None
+    check("GET /id?count=2&format=%6Ason: JSON of 2", isinstance(j, dict) and len(j.get("ids", [])) == 2, repr(r))
+    if isinstance(j, dict):
+        add_snow("percent-decoded json", [int(x) for x in j.get("ids", [])])
+    m1, _ = get_metrics(d)
+    billing1 = mget(m1, "idgen_ids_issued_total", kind="snowflake", agent="billing") or 0
+    check('agent=bill%69ng counts under agent="billing"', billing1 - billing0 == 1, "+%r" % (billing1 - billing0))
+    for path, want in (("/id?count=%", b'percent-escape "%"'), ("/id?count=%3", b'percent-escape "%3"'),
+                       ("/id?count=%zz", b'percent-escape "%zz"'), ("/id?co%3unt=1", b'percent-escape "%3u"'),
+                       ("/id?count=%2D1", b'"-1"'), ("/id?count=1+1", b'"1+1"'),
+                       ("/id?agent=a%00b%C1", b'"a\\x00b\\xC1": a name matches')):
+        r = raw_get(d.http, path)
+        check("GET %s: 400, one line with %s" % (path, want.decode()),
+              isinstance(r, HttpResp) and r.status == 400 and one_line_error(r) and want in r.body, repr(r))
+
+
+def printable_reply(b, framing):
+    """b holds no raw byte outside 0x20..0x7E once the framing's CRLFs / final LF are taken out."""
+    return all(0x20 <= c <= 0x7E for c in b.replace(framing, b""))
+
+
+def group_quoting(d):
+    """Error texts quote what they echo as printable ASCII (\\xHH), in HTTP and RESP (SERVE.md)."""
+    # HTTP: a path with a byte >= 0x80, an ID that is no ID, a decoded query value with DEL and NUL
+    for target, want in ((b"/x\xc1y\xff", b"no such path: /x\\xC1y\\xFF"),
+                         (b"/decode/\xc1\xff%00", b'not an ID: "\\xC1\\xFF%00" is 5 characters'),
+                         (b"/id?agent=%C1%7F%00z", b'bad agent "\\xC1\\x7F\\x00z": a name matches'),
+                         (b"/id?count=%C1%7F%00", b'not "\\xC1\\x7F\\x00"')):
+        c = Conn(d.http)
+        try:
+            c.send(b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+            r = c.http()
+        except Exception as e:  # noqa: BLE001
+            r = e
+        c.close()
+        check("HTTP GET %s: the reason quotes it as %s, no raw bytes" % (short(target), want.decode()),
+              isinstance(r, HttpResp) and r.status in (400, 404) and want in r.body
+              and printable_reply(r.body, b"\n"), repr(r))
+    # bytes the request line may not hold at all: refused without echoing them
+    for target in (b"/x\x7fy", b"/x\x00y"):
+        r, closed, _ = http_then_eof(d.http, b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        check("HTTP GET %s: 400, the reply printable" % short(target),
+              isinstance(r, HttpResp) and r.status == 400 and printable_reply(r.body, b"\n") and closed, repr(r))
+    # RESP: unknown command and its arguments, inline and multibulk; other echoes
+    cases = [
+        ("unknown command with 0xC1, DEL and NUL", resp_cmd(b"X\xc1\x7f\x00Y", b"a\x00\xc1b", b"c'd\\"),
+         b"-ERR unknown command 'X\\xC1\\x7F\\x00Y', with args beginning with: 'a\\x00\\xC1b' 'c\\x27d\\x5C' \r\n"),
+        ("inline unknown command with 0xC1, DEL and NUL", b"X\xc1\x7f\x00Y a\x00b\r\n",
+         b"-ERR unknown command 'X\\xC1\\x7F\\x00Y', with args beginning with: 'a\\x00b' \r\n"),
+        ("CLIENT subcommand", resp_cmd("CLIENT", b"\xc1\x00"),
+         b"-ERR unknown subcommand '\\xC1\\x00'. Try CLIENT HELP.\r\n"),
+        ("COMMAND subcommand", resp_cmd("COMMAND", b"\x7f"),
+         b"-ERR unknown subcommand '\\x7F'. Try COMMAND HELP.\r\n"),
+        ("HELLO option", resp_cmd("HELLO", "2", b"\xc1"), b"-ERR Syntax error in HELLO option '\\xC1'\r\n"),
+        ("CONFIG subcommand", resp_cmd("CONFIG", b"S\x00T"), b"-ERR CONFIG S\\x00T is not supported by idgen\r\n"),
+        ("DECODE", resp_cmd("DECODE", b"\xc1\x00"),
+         b'-ERR not an ID: "\\xC1\\x00" is 2 characters (expected 1 to 20 decimal digits, a 26-character ULID, '
+         b'or a UUID of 36 characters or 32 hex digits)\r\n'),
+    ]
+    for name, req, want in cases:
+        c = Conn(d.resp)
+        c.send(req + b"PING\r\n")
+        try:
+            got = c.resp()
+            pong = c.resp()
+        except Exception as e:  # noqa: BLE001
+            got, pong = e, None
+        c.close()
+        raw = b"-" + got.encode("latin-1") + b"\r\n" if isinstance(got, RErr) else None
+        check("RESP %s: %s, then the connection goes on" % (name, short(want, 90)),
+              raw == want and printable_reply(raw, b"\r\n") and pong == "PONG", "got %r then %r" % (got, pong))
+    c = Conn(d.resp)
+    c.send(b"*1\r\n\xc1")
+    closed = c.read_to_eof(3)
+    c.close()
+    check("RESP a byte 0xC1 where '$' belongs: the protocol error quotes it, then closed",
+          closed and c.buf == b"-ERR Protocol error: expected '$', got '\\xC1'\r\n", short(c.buf))
+    served(d, "quoted errors")
+    time.sleep(1.1)  # client errors are logged at most 10 a second: a fresh second for this one
+    raw_get(d.http, "/id?agent=%C1%7F%00q")
+    time.sleep(0.2)
+    with open(d.logpath, "rb") as f:
+        log = f.read()
+    bad_lines = [ln for ln in log.split(b"\n") if not printable_reply(ln, b"")]
+    check("the log holds only printable ASCII lines after those errors (reasons quoted)",
+          not bad_lines and b'status=400 reason="bad agent \\x22\\x5CxC1\\x5Cx7F\\x5Cx00q\\x22' in log,
+          short(bad_lines[:3]) + " " + short(log[-400:]))
 
 
 def group_resp_cli(d):
@@ -2268,6 +2483,7 @@ def main():
             for name, fn in (("HTTP routes (curl)", group_http_routes), ("keep-alive and pipelining", group_keepalive),
                              ("RESP commands (redis-cli)", group_resp_cli), ("RESP exact bytes", group_resp_raw),
                              ("python3-redis", group_python), ("HTTP abuse", group_http_abuse),
+                             ("HTTP conformance", group_http_conformance), ("quoted errors", group_quoting),
                              ("RESP abuse", group_resp_abuse), ("redis-benchmark", group_benchmark),
                              ("metrics", group_metrics), ("slow clients", group_slow),
                              ("idle connections", group_idle), ("a client that never reads", group_nonreader)):

@@ -4,6 +4,7 @@
  * each rejection's status and reason, and the property that every proper
  * prefix of a valid head asks for more.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,18 @@ static ssize_t parse(const char *s, http_request_t *r, int *status, char *err) {
 
 static int str_is(http_str_t s, const char *want) {
   return s.len == strlen(want) && memcmp(s.ptr, want, s.len) == 0;
+}
+
+/* Parses "GET target HTTP/version", a Host and `headers` from in[n] (which
+ * *r then points into); fails the test unless the whole head is accepted. */
+static void parse_ok(char *in, size_t n, const char *target, const char *version,
+                     const char *headers, http_request_t *r) {
+  snprintf(in, n, "GET %s HTTP/%s\r\nHost: x\r\n%s\r\n", target, version, headers);
+  int st = 0;
+  char err[HTTP_ERR_MAX] = "";
+  ssize_t rc = parse(in, r, &st, err);
+  if (rc != (ssize_t)strlen(in))
+    fail_msg("\"%s\": returned %zd (%d %s)", in, rc, st, err);
 }
 
 static void test_valid(void **state) {
@@ -44,24 +57,177 @@ static void test_valid(void **state) {
   in = "GET /health HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n";
   assert_int_equal(strlen(in), parse(in, &r, &st, err));
   assert_int_equal(1, r.keep_alive);
-  in = "GET /health HTTP/1.1\r\nConnection: foo, close\r\n\r\n";
+  in = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: foo, close\r\n\r\n";
   assert_int_equal(strlen(in), parse(in, &r, &st, err));
   assert_int_equal(0, r.keep_alive);
-  in = "\r\n\r\nGET /x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
+  in = "\r\n\r\nGET /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello";
   assert_int_equal(strlen(in) - 5, parse(in, &r, &st, err)); /* the body is not the head */
   assert_int_equal(5, r.content_length);
 }
 
+/* absolute-form: path and query come from the target; the host is ignored
+ * (RFC 9112 section 3.2.2 tells the server to use it instead of Host, and
+ * this daemon serves every host alike). */
+static void test_absolute_form(void **state) {
+  (void)state;
+  static const struct {
+    const char *target, *path, *query;
+  } t[] = {
+      {"http://127.0.0.1:8080/id?count=2", "/id", "count=2"},
+      {"HTTPS://example.com/ulid", "/ulid", ""},
+      {"hTTp://h", "/", ""}, /* an empty path is "/" */
+      {"http://h?count=3", "/", "count=3"},
+      {"http://[::1]:6380/decode/12?x=1?y", "/decode/12", "x=1?y"},
+      {"http://h:/health", "/health", ""},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    char in[256];
+    http_request_t r;
+    parse_ok(in, sizeof in, t[i].target, "1.1", "", &r);
+    assert_true(str_is(r.target, t[i].target));
+    if (!str_is(r.path, t[i].path) || !str_is(r.query, t[i].query))
+      fail_msg("case %zu: path \"%.*s\" query \"%.*s\"", i, (int)r.path.len, r.path.ptr,
+               (int)r.query.len, r.query.ptr);
+  }
+}
+
+/* Connection is a list of tokens over any number of lines: "close"
+ * anywhere closes, whatever else is said (RFC 9112 section 9.6). */
+static void test_connection(void **state) {
+  (void)state;
+  static const struct {
+    const char *version, *headers;
+    int keep_alive;
+  } t[] = {
+      {"1.1", "", 1},
+      {"1.1", "Connection: close\r\n", 0},
+      {"1.1", "Connection: close, keep-alive\r\n", 0},
+      {"1.1", "Connection: Keep-Alive,CLOSE\r\n", 0},
+      {"1.1", "Connection: close\r\nConnection: keep-alive\r\n", 0},
+      {"1.1", "Connection: keep-alive\r\nConnection: upgrade ,\tclose\r\n", 0},
+      {"1.1", "Connection: keep-alive\r\n", 1},
+      {"1.1", "Connection: closed, keep-alive-x\r\n", 1}, /* tokens, not prefixes */
+      {"1.0", "", 0},
+      {"1.0", "Connection: keep-alive\r\n", 1},
+      {"1.0", "Connection: upgrade, Keep-Alive\r\n", 1},
+      {"1.0", "Connection: close, keep-alive\r\n", 0},
+      {"1.0", "Connection: keep-alive\r\nConnection: close\r\n", 0},
+      {"1.0", "Connection: keep-alive\r\nConnection: foo\r\n", 1},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    char in[256];
+    http_request_t r;
+    parse_ok(in, sizeof in, "/id", t[i].version, t[i].headers, &r);
+    if (r.keep_alive != t[i].keep_alive)
+      fail_msg("case %zu (%s): keep_alive %d, want %d", i, t[i].headers, r.keep_alive,
+               t[i].keep_alive);
+  }
+}
+
+/* Accept's media ranges and weights (RFC 9110 section 12.5.1): the weight
+ * of a type named exactly, in thousandths; -1 if not named. */
+static void test_accept(void **state) {
+  (void)state;
+  static const struct {
+    const char *headers;
+    int q;
+  } t[] = {
+      {"", -1},
+      {"Accept: application/json\r\n", 1000},
+      {"Accept: APPLICATION/Json\r\n", 1000},
+      {"Accept: application/json;q=0\r\n", 0},
+      {"Accept: application/json; q=0.0\r\n", 0},
+      {"Accept: application/json ;Q=0.000\r\n", 0},
+      {"Accept: application/json;q = 0\r\n", 0},
+      {"Accept: application/json;charset=utf-8;q=0\r\n", 0},
+      {"Accept: application/json;x=\"a,b;q=1\\\"\";q=0, text/plain\r\n", 0},
+      {"Accept: text/plain, application/json;q=0.5\r\n", 500},
+      {"Accept: text/html;q=0.9,application/json;q=0.001\r\n", 1},
+      {"Accept: application/json;q=1.000\r\n", 1000},
+      {"Accept: application/json;q=1\r\n", 1000},
+      {"Accept: application/json;q=0.\r\n", 0},
+      {"Accept: */*\r\n", -1},
+      {"Accept: application/*\r\n", -1},
+      {"Accept: application/jsonx, xapplication/json, application/json-seq\r\n", -1},
+      {"Accept: text/plain; q=0.1; format=application/json\r\n", -1}, /* a parameter, not a range */
+      {"Accept: text/plain\r\nAccept: application/json;q=0\r\n", 0},
+      {"Accept: text/plain\r\nAccept: application/json;q=0.25\r\n", 250},
+      /* Weights that are not qvalues: the range is ignored. */
+      {"Accept: application/json;q=1.5\r\n", -1},
+      {"Accept: application/json;q=0.0001\r\n", -1},
+      {"Accept: application/json;q=\r\n", -1},
+      {"Accept: application/json;q=-0\r\n", -1},
+      {"Accept: application/json;q=0;q=1\r\n", -1},
+      {"Accept: application/json;q=0.5, application/json;q=0\r\n", 500}, /* the higher */
+      {"Accept: ,, application/json ,\r\n", 1000},
+      {"Accept: application/json;;q=0;\r\n", 0}, /* empty parameters are allowed */
+      {"Accept: application/json;=1;q=0.5\r\n", -1},
+      {"Accept: application/json garbage, text/plain\r\n", -1},
+      {"Accept: application/json;q=0 x, application/json;q=0.7\r\n", 700},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    char in[256];
+    http_request_t r;
+    parse_ok(in, sizeof in, "/id", "1.1", t[i].headers, &r);
+    int q = http_accept_q(&r, "application/json");
+    if (q != t[i].q)
+      fail_msg("case %zu (%s): q %d, want %d", i, t[i].headers, q, t[i].q);
+  }
+}
+
+/* Percent-decoding (RFC 3986 section 2.1) of query keys and values. */
+static void test_unescape(void **state) {
+  (void)state;
+  static const struct {
+    const char *in;
+    ssize_t len; /* decoded length, or -1 */
+    const char *out;
+    size_t bad; /* the malformed escape's offset */
+  } t[] = {
+      {"count", 5, "count", 0},
+      {"%33", 1, "3", 0},
+      {"bill%69ng", 7, "billing", 0},
+      {"%6Ason", 4, "json", 0},
+      {"%6aSON", 4, "jSON", 0},
+      {"%2D1", 2, "-1", 0},
+      {"a+b", 3, "a+b", 0}, /* not form-encoded: + is + */
+      {"%2B%20", 2, "+ ", 0},
+      {"%00x%C1%7F", 4, "\0x\xc1\x7f", 0},
+      {"", 0, "", 0},
+      {"%", -1, "", 0},
+      {"ab%3", -1, "", 2},
+      {"%zz", -1, "", 0},
+      {"1%3g", -1, "", 1},
+      {"ok%41%", -1, "", 5},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    char out[32];
+    size_t bad = 99;
+    ssize_t n = http_unescape(t[i].in, strlen(t[i].in), out, sizeof out, &bad);
+    if (n != t[i].len)
+      fail_msg("case %zu (%s): returned %zd, want %zd", i, t[i].in, n, t[i].len);
+    if (n >= 0)
+      assert_memory_equal(t[i].out, out, (size_t)n);
+    else
+      assert_int_equal(t[i].bad, bad);
+  }
+  /* Longer than the room: the length is still the whole, the room is filled. */
+  char small[3];
+  size_t bad;
+  assert_int_equal(5, http_unescape("ab%63de", 7, small, sizeof small, &bad));
+  assert_memory_equal("abc", small, 3);
+}
+
 static void test_pipelined(void **state) {
   (void)state;
-  const char *in = "GET /id HTTP/1.1\r\n\r\nGET /ulid HTTP/1.1\r\n\r\n";
+  const char *in = "GET /id HTTP/1.1\r\nHost: x\r\n\r\nGET /ulid HTTP/1.1\r\nHost: x\r\n\r\n";
   http_request_t r;
   int st;
   char err[HTTP_ERR_MAX];
   ssize_t n = http_parse(in, strlen(in), MAX_HEAD, &r, &st, err);
-  assert_int_equal(20, n);
+  assert_int_equal(29, n);
   assert_true(str_is(r.path, "/id"));
-  assert_int_equal(22, http_parse(in + n, strlen(in) - (size_t)n, MAX_HEAD, &r, &st, err));
+  assert_int_equal(31, http_parse(in + n, strlen(in) - (size_t)n, MAX_HEAD, &r, &st, err));
   assert_true(str_is(r.path, "/ulid"));
 }
 
@@ -77,7 +243,26 @@ static void test_rejections(void **state) {
       {" GET /id HTTP/1.1\r\n\r\n", 400, "request line: bad method"},
       {"GET\r\n\r\n", 400, "request line: bad method"},
       {"GET /id\r\n\r\n", 400, "request line: missing target or version"},
-      {"GET id HTTP/1.1\r\n\r\n", 400, "request line: target must start with /"},
+      {"GET id HTTP/1.1\r\n\r\n", 400, "request line: target must be /path or http://host/path"},
+      /* absolute-form (RFC 9112 section 3.2.2): http or https, a host, no user@ */
+      {"GET ftp://h/id HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: the target's scheme must be http or https"},
+      {"GET git+ssh://h/id HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: the target's scheme must be http or https"},
+      {"GET http:/id HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: target must be /path or http://host/path"},
+      {"GET http:///id HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: no host in the target"},
+      {"GET http://?count=1 HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: no host in the target"},
+      {"GET http://u@h/id HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: bad host in the target"},
+      {"GET http://h:8x/id HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: bad host in the target"},
+      {"CONNECT h:443 HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: target must be /path or http://host/path"},
+      {"OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+       "request line: the target * (asterisk-form) is not served"},
       {"GET /id HTTP/1.1 \r\n\r\n", 400, "request line: bad HTTP version"},
       {"GET /id HTTQ/1.1\r\n\r\n", 400, "request line: bad HTTP version"},
       {"GET /id HTTP/2.0\r\n\r\n", 505, "HTTP version not supported (use HTTP/1.1)"},
@@ -95,6 +280,18 @@ static void test_rejections(void **state) {
        "header: both Content-Length and Transfer-Encoding"},
       {"POST /id HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 501,
        "Transfer-Encoding is not supported"},
+      /* Host (RFC 9112 section 3.2): one, and only one, in HTTP/1.1. */
+      {"GET /id HTTP/1.1\r\n\r\n", 400, "header: no Host (HTTP/1.1 requires one)"},
+      {"GET /id HTTP/1.1\r\nAccept: */*\r\n\r\n", 400, "header: no Host (HTTP/1.1 requires one)"},
+      {"GET /id HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "header: more than one Host"},
+      {"GET /id HTTP/1.1\r\nHost: a\r\nhOST: a\r\n\r\n", 400, "header: more than one Host"},
+      {"GET /id HTTP/1.0\r\nHost: a\r\nHost: a\r\n\r\n", 400, "header: more than one Host"},
+      {"GET /id HTTP/1.1\r\nHost: a b\r\n\r\n", 400, "header: bad Host value"},
+      {"GET /id HTTP/1.1\r\nHost: user@a\r\n\r\n", 400, "header: bad Host value"},
+      {"GET /id HTTP/1.1\r\nHost: a:80x\r\n\r\n", 400, "header: bad Host value"},
+      {"GET /id HTTP/1.1\r\nHost: [::1\r\n\r\n", 400, "header: bad Host value"},
+      {"GET /id HTTP/1.1\r\nHost: a/b\r\n\r\n", 400, "header: bad Host value"},
+      {"GET /id HTTP/1.1\r\nHost: \xc3\xa9\r\n\r\n", 400, "header: bad Host value"},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     http_request_t r;
@@ -105,6 +302,30 @@ static void test_rejections(void **state) {
       fail_msg("case %zu: returned %zd", i, rc);
     assert_int_equal(t[i].status, st);
     assert_string_equal(t[i].reason, err);
+  }
+}
+
+/* The Host forms RFC 9110 section 7.2 allows, and HTTP/1.0 without one. */
+static void test_host(void **state) {
+  (void)state;
+  static const char *ok[] = {
+      "GET /id HTTP/1.0\r\n\r\n",
+      "GET /id HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n",
+      "GET /id HTTP/1.1\r\nHost: localhost\r\n\r\n",
+      "GET /id HTTP/1.1\r\nHost: [::1]:6380\r\n\r\n",
+      "GET /id HTTP/1.1\r\nHost: [v1.x]\r\n\r\n",
+      "GET /id HTTP/1.1\r\nHost: ex-ample.com.:\r\n\r\n", /* port = *DIGIT */
+      "GET /id HTTP/1.1\r\nHost: caf%C3%A9.example\r\n\r\n",
+      "GET /id HTTP/1.1\r\nHost:\r\n\r\n", /* empty: a URI without authority */
+      "GET /id HTTP/1.1\r\nX: 1\r\nhost: a\r\n\r\n",
+  };
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    http_request_t r;
+    int st = 0;
+    char err[HTTP_ERR_MAX] = "";
+    ssize_t rc = parse(ok[i], &r, &st, err);
+    if (rc != (ssize_t)strlen(ok[i]))
+      fail_msg("case %zu: returned %zd (%d %s)", i, rc, st, err);
   }
 }
 
@@ -126,8 +347,8 @@ static void test_limits(void **state) {
   assert_int_equal(431, st);
   free(big);
   /* Too many headers: 431. */
-  char many[4096] = "GET / HTTP/1.1\r\n";
-  for (int i = 0; i <= HTTP_MAX_HEADERS; i++)
+  char many[4096] = "GET / HTTP/1.1\r\nHost: x\r\n";
+  for (int i = 1; i <= HTTP_MAX_HEADERS; i++)
     strcat(many, "X: y\r\n");
   strcat(many, "\r\n");
   assert_int_equal(HTTP_MALFORMED, parse(many, &r, &st, err));
@@ -138,10 +359,11 @@ static void test_limits(void **state) {
 static void test_prefixes_need_more(void **state) {
   (void)state;
   static const char *valid[] = {
-      "GET /id HTTP/1.1\r\n\r\n",
+      "GET /id HTTP/1.1\r\nHost: x\r\n\r\n",
       ("GET /id?count=1000&format=json HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: curl/7.88"
        "\r\nAccept: */*\r\n\r\n"),
       "\r\nGET /metrics HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+      "GET http://127.0.0.1:8080/id?count=2 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n",
   };
   for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
     size_t len = strlen(valid[i]);
@@ -159,8 +381,12 @@ static void test_prefixes_need_more(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_valid),  cmocka_unit_test(test_pipelined),
-      cmocka_unit_test(test_rejections), cmocka_unit_test(test_limits),
+      cmocka_unit_test(test_valid),  cmocka_unit_test(test_absolute_form),
+      cmocka_unit_test(test_connection), cmocka_unit_test(test_accept),
+      cmocka_unit_test(test_unescape),
+      cmocka_unit_test(test_pipelined),
+      cmocka_unit_test(test_rejections), cmocka_unit_test(test_host),
+      cmocka_unit_test(test_limits),
       cmocka_unit_test(test_prefixes_need_more),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -166,6 +166,23 @@ static void test_invalid_layouts(void **state) {
       {"time:41,abcdefghijabcdefghijabcdefghijab:1,sequence:1",
        "layout: field name \"abcdefghijabcdefghijabcdefghijab\" longer than 31 characters"},
       {"time:60@86400s,sequence:1", "layout: time:60@86400000ms runs past 64-bit milliseconds"},
+      /* The spec is quoted as printable ASCII: other bytes, '\\' and '"' as \xHH. */
+      {"time:41,w\xc1rker\x7f:5,sequence:12",
+       "layout: bad field name \"w\\xC1rker\\x7F\" (use [a-z][a-z0-9_]*)"},
+      {"time:41@1\x1bms,sequence:12",
+       "layout: bad time unit \"1\\x1Bms\" (use Nms or Ns, from 1ms to 86400s)"},
+      {"time:41,worker:5\xff,sequence:12",
+       "layout: field \"worker\" has bad width \"5\\xFF\" (use a number of bits)"},
+      {"time:41,sequence:12,\"ep\\\"=1", "layout: unknown setting \"\\x22ep\\x5C\\x22\" (the only "
+                                          "setting is epoch=)"},
+      {"tw\titter", "layout: unknown preset \"tw\\x09itter\" (presets: twitter, discord, "
+                    "sonyflake, baidu, instagram, mastodon, js53)"},
+      {"time:41,sequence:12,epoch=\xe2\x80\x94", "layout: bad epoch \"\\xE2\\x80\\x94\" (use Unix "
+                                               "milliseconds or an ISO-8601 UTC time such as "
+                                               "2010-11-04T01:42:54.657Z)"},
+      {"time:41,sequence:12,epoch=1234567890123456789012345678901234567890123456789012345",
+       "layout: bad epoch \"123456789012345678901234567890123456789012345...\" (use Unix "
+       "milliseconds or an ISO-8601 UTC time such as 2010-11-04T01:42:54.657Z)"},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     idgen_layout_t l;
@@ -328,6 +345,12 @@ static void test_decimal_parse(void **state) {
       {"9223372036854775808",
        "9223372036854775808 does not fit the layout's 63 bits (at most 9223372036854775807)",
        IDGEN_ERANGE},
+      /* What follows the digits is quoted too, never raw. */
+      {"99999999999999999999\xc1\x7f",
+       "99999999999999999999\\xC1\\x7F does not fit in 64 bits (at most 18446744073709551615)",
+       IDGEN_ERANGE},
+      {"12\\", "character '\\x5C' at position 3 is not a digit", IDGEN_EPARSE},
+      {"1'", "character '\\x27' at position 2 is not a digit", IDGEN_EPARSE},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     err[0] = '\0';

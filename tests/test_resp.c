@@ -93,6 +93,10 @@ static void test_errors(void **state) {
       {"*x\r\n", "Protocol error: invalid multibulk length"},
       {"*\r\n", "Protocol error: invalid multibulk length"},
       {"*3\r\n$3\r\nSET\r\n$1\r\nx\r\nfooz\r\n", "Protocol error: expected '$', got 'f'"},
+      /* The byte found is quoted printable (Redis sends it raw). */
+      {"*1\r\n\xc1", "Protocol error: expected '$', got '\\xC1'"},
+      {"*1\r\n\x7f", "Protocol error: expected '$', got '\\x7F'"},
+      {"*1\r\n'", "Protocol error: expected '$', got '\\x27'"},
       {"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$-10\r\n", "Protocol error: invalid bulk length"},
       {"*1\r\n$1073741824\r\n", "Protocol error: invalid bulk length"}, /* a 1 GiB bulk */
       {"*1\r\n$65537\r\n", "Protocol error: invalid bulk length"},      /* over the cap */

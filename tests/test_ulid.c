@@ -145,6 +145,8 @@ static void test_ulid_strict_messages(void **state) {
        IDGEN_EPARSE},
       {"01ARZ3NDEK-SV4RRFFQ69G5FAV", "ULID: character '-' at position 11 is not in the alphabet",
        IDGEN_EPARSE},
+      {"01ARZ3NDEK'SV4RRFFQ69G5FAV",
+       "ULID: character '\\x27' at position 11 is not in the alphabet", IDGEN_EPARSE},
       {"8ZZZZZZZZZZZZZZZZZZZZZZZZZ",
        "ULID: first character '8' at position 1 overflows 128 bits (at most 7)", IDGEN_ERANGE},
   };
@@ -317,6 +319,8 @@ static void test_uuid_parse_errors(void **state) {
       {"017f22e2-79b0-7cc3-98c4-dc0c0c07398\xff", "UUID: byte 0xff at position 36 is not a hex digit"},
       {"017f22e279b0-7cc398c4dc0c0c07398f", "UUID: 33 characters, want 36 (8-4-4-4-12) or 32 hex digits"},
       {"017f22e279b07cc398c4dc0c0c07398-", "UUID: character '-' at position 32 is not a hex digit"},
+      {"017f22e279b07cc398c4dc0c0c07398\\",
+       "UUID: character '\\x5C' at position 32 is not a hex digit"},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     idgen_uuid_t u;

@@ -7,7 +7,9 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "core_int.h"
 #include "idgen.h"
 
 /* Exit codes (SPEC section 6). */
@@ -20,6 +22,12 @@ enum { EXIT_OK = 0, EXIT_ID = 1, EXIT_USAGE = 2 };
 #define CLI_PRINTF(f, a)
 #define CLI_NORETURN
 #endif
+
+/* A command-line word for a message between double quotes (or, with
+ * CLI_WORD, bare): printable ASCII, other bytes as \xHH (idgen__quote), at
+ * most 100 characters.  Lives until the end of the enclosing block. */
+#define CLI_QUOTED(s) IDGEN_QUOTE((s), strlen(s), '"', 100)
+#define CLI_WORD(s) IDGEN_QUOTE((s), strlen(s), 0, 100)
 
 /* "idgen: MESSAGE" on stderr, one line. */
 void cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);

@@ -38,7 +38,7 @@ int64_t cli_int(const char *opt, const char *s, int64_t min, int64_t max) {
   errno = 0;
   long long v = strtoll(s, &end, 10);
   if (*s == '\0' || *end != '\0' || errno != 0 || s[0] == ' ' || s[0] == '+')
-    cli_fail(EXIT_USAGE, "%s: \"%s\" is not a whole number", opt, s);
+    cli_fail(EXIT_USAGE, "%s: \"%s\" is not a whole number", opt, CLI_QUOTED(s));
   if (v < min || v > max)
     cli_fail(EXIT_USAGE, "%s: %lld out of range %" PRId64 "..%" PRId64, opt, v, min, max);
   return v;
@@ -64,8 +64,8 @@ void cli_bad_option(const char *cmd, int opt, const char *arg) {
    * like -mx, where the argv word is the whole bundle) by optopt. */
   const char *name = strncmp(arg, "--", 2) == 0 || optopt == 0 ? arg : shortopt;
   if (opt == '?' || opt == 0)
-    cli_fail(EXIT_USAGE, "unknown option %s (see 'idgen %s --help')", name, cmd);
-  cli_fail(EXIT_USAGE, "option %s needs a value (see 'idgen %s --help')", name, cmd);
+    cli_fail(EXIT_USAGE, "unknown option %s (see 'idgen %s --help')", CLI_WORD(name), cmd);
+  cli_fail(EXIT_USAGE, "option %s needs a value (see 'idgen %s --help')", CLI_WORD(name), cmd);
 }
 
 void cli_finish_output(void) {

@@ -80,10 +80,12 @@ static void print_text(struct decode_ctx *c, const decoded_t *d) {
   }
 }
 
-static int decode_one(struct decode_ctx *c, const char *in) {
+/* Decodes in[0..len): an argument, or a line of standard input, which may
+ * hold a NUL byte (decoded, and quoted in the error, as any other byte). */
+static int decode_one(struct decode_ctx *c, const char *in, size_t len) {
   decoded_t d;
   char err[512];
-  if (decode_id(&c->layout, in, strlen(in), c->lenient, &d, err, sizeof err) < 0) {
+  if (decode_id(&c->layout, in, len, c->lenient, &d, err, sizeof err) < 0) {
     cli_error("%s", err);
     return EXIT_ID;
   }
@@ -107,12 +109,12 @@ static int decode_stdin(struct decode_ctx *c) {
   ssize_t n;
   int rc = EXIT_OK;
   while ((n = getline(&line, &cap, stdin)) >= 0) {
-    while (n > 0 && strchr("\n\r \t", line[n - 1]) != NULL)
+    while (n > 0 && line[n - 1] != '\0' && strchr("\n\r \t", line[n - 1]) != NULL)
       line[--n] = '\0';
-    char *id = line + strspn(line, " \t");
-    if (*id == '\0')
+    size_t skip = strspn(line, " \t");
+    if ((size_t)n == skip)
       continue;
-    if (decode_one(c, id) != EXIT_OK)
+    if (decode_one(c, line + skip, (size_t)n - skip) != EXIT_OK)
       rc = EXIT_ID;
   }
   free(line);
@@ -152,7 +154,8 @@ int cmd_decode(int argc, char **argv) {
     cli_fail(EXIT_USAGE, "decode needs at least one ID, or - to read them from standard input");
   int rc = EXIT_OK;
   for (int i = optind; i < argc; i++) {
-    int r = strcmp(argv[i], "-") == 0 ? decode_stdin(&c) : decode_one(&c, argv[i]);
+    int r = strcmp(argv[i], "-") == 0 ? decode_stdin(&c)
+                                      : decode_one(&c, argv[i], strlen(argv[i]));
     if (r != EXIT_OK)
       rc = r;
   }

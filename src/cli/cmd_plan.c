@@ -88,7 +88,8 @@ int cmd_plan(int argc, char **argv) {
     }
   }
   if (optind < argc)
-    cli_fail(EXIT_USAGE, "unexpected argument \"%s\" (see 'idgen plan --help')", argv[optind]);
+    cli_fail(EXIT_USAGE, "unexpected argument \"%s\" (see 'idgen plan --help')",
+             CLI_QUOTED(argv[optind]));
 
   idgen_layout_t l;
   cli_layout(&l, spec);

@@ -141,9 +141,9 @@ int cmd_registry(int argc, char **argv) {
   const char *sub = argv[optind++];
   int is_list = strcmp(sub, "list") == 0, is_free = strcmp(sub, "free") == 0;
   if (!is_list && !is_free)
-    cli_fail(EXIT_USAGE, "registry: unknown subcommand \"%s\" (list or free)", sub);
+    cli_fail(EXIT_USAGE, "registry: unknown subcommand \"%s\" (list or free)", CLI_QUOTED(sub));
   if (is_list && optind < argc)
-    cli_fail(EXIT_USAGE, "registry list: unexpected argument \"%s\"", argv[optind]);
+    cli_fail(EXIT_USAGE, "registry list: unexpected argument \"%s\"", CLI_QUOTED(argv[optind]));
   if (is_free && argc - optind != 2)
     cli_fail(EXIT_USAGE, "registry free: needs POOL and NODE (as 'idgen registry list' shows "
                          "them)");

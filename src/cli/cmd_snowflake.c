@@ -68,7 +68,7 @@ static void set_node(const idgen_layout_t *l, idgen_snowflake_settings_t *s,
   char buf[IDGEN_LAYOUT_SPEC_MAX];
   if (i < 0 || l->fields[i].kind != IDGEN_FIELD_NODE)
     cli_fail(EXIT_USAGE, "%s: layout %s has no node field \"%s\"", o->flag,
-             cli_layout_name(l, buf, sizeof buf), o->name);
+             cli_layout_name(l, buf, sizeof buf), CLI_QUOTED(o->name));
   if (*given & (1u << i))
     cli_fail(EXIT_USAGE, "%s: %s given twice", o->flag, o->name);
   *given |= 1u << i;
@@ -77,9 +77,9 @@ static void set_node(const idgen_layout_t *l, idgen_snowflake_settings_t *s,
   unsigned long long v = strtoull(o->value, &end, 10);
   if (o->value[0] < '0' || o->value[0] > '9' || *end != '\0')
     cli_fail(EXIT_USAGE, "%s: %s value \"%s\" is not a whole number", o->flag, o->name,
-             o->value);
+             CLI_QUOTED(o->value));
   if (v > max || strlen(o->value) > 20)
-    cli_fail(EXIT_USAGE, "%s %s out of range 0..%" PRIu64, o->name, o->value, max);
+    cli_fail(EXIT_USAGE, "%s %s out of range 0..%" PRIu64, o->name, CLI_WORD(o->value), max);
   s->node[i] = v;
 }
 
@@ -124,7 +124,7 @@ int cmd_snowflake(int argc, char **argv) {
       if (c == OPT_NODE) {
         char *eq = strchr(optarg, '=');
         if (eq == NULL || eq == optarg)
-          cli_fail(EXIT_USAGE, "--node: \"%s\" is not NAME=VALUE", optarg);
+          cli_fail(EXIT_USAGE, "--node: \"%s\" is not NAME=VALUE", CLI_QUOTED(optarg));
         *eq = '\0';
         *o = (struct node_opt){optarg, eq + 1, "--node"};
       } else {
@@ -167,7 +167,7 @@ int cmd_snowflake(int argc, char **argv) {
   }
   if (optind < argc)
     cli_fail(EXIT_USAGE, "unexpected argument \"%s\" (see 'idgen snowflake --help')",
-             argv[optind]);
+             CLI_QUOTED(argv[optind]));
   if (lo.lease_field != NULL && strcmp(lo.registry, "static") == 0)
     cli_fail(EXIT_USAGE, "--lease-field needs a --registry other than static");
 

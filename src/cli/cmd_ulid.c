@@ -82,7 +82,8 @@ int cmd_ulid(int argc, char **argv) {
     }
   }
   if (optind < argc)
-    cli_fail(EXIT_USAGE, "unexpected argument \"%s\" (see 'idgen ulid --help')", argv[optind]);
+    cli_fail(EXIT_USAGE, "unexpected argument \"%s\" (see 'idgen ulid --help')",
+             CLI_QUOTED(argv[optind]));
 
   idgen_ulid_gen_t *g = NULL;
   if (monotonic && idgen_ulid_gen_new(&g, NULL) < 0)
@@ -138,7 +139,8 @@ int cmd_uuid7(int argc, char **argv) {
     }
   }
   if (optind < argc)
-    cli_fail(EXIT_USAGE, "unexpected argument \"%s\" (see 'idgen uuid7 --help')", argv[optind]);
+    cli_fail(EXIT_USAGE, "unexpected argument \"%s\" (see 'idgen uuid7 --help')",
+             CLI_QUOTED(argv[optind]));
   idgen_uuid7_gen_t *g;
   if (idgen_uuid7_gen_new(&g, NULL) < 0)
     cli_fail(EXIT_ID, "out of memory");

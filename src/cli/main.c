@@ -58,5 +58,5 @@ int main(int argc, char **argv) {
       cli_finish_output();
       return rc;
     }
-  cli_fail(EXIT_USAGE, "unknown command \"%s\" (see 'idgen --help')", cmd);
+  cli_fail(EXIT_USAGE, "unknown command \"%s\" (see 'idgen --help')", CLI_QUOTED(cmd));
 }

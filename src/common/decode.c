@@ -12,6 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core_int.h"
+
 enum kind { KIND_SNOWFLAKE, KIND_ULID, KIND_UUID, KIND_UNKNOWN };
 
 /* Recognises the kind of s[0..len) by its form alone.  36 or 32 characters
@@ -60,7 +62,7 @@ static int decode_ulid(const char *s, size_t len, int lenient, decoded_t *d, cha
   char msg[200];
   if (idgen_ulid_decode(&u, s, len, lenient ? IDGEN_ULID_LENIENT : IDGEN_ULID_STRICT, msg,
                         sizeof msg) < 0) {
-    snprintf(err, errlen, "\"%.*s\": %s", (int)(len > 64 ? 64 : len), s, msg);
+    snprintf(err, errlen, "\"%s\": %s", IDGEN_QUOTE(s, len, '"', 64), msg);
     return -1;
   }
   d->kind = DECODED_ULID;
@@ -113,7 +115,7 @@ static int decode_uuid(const char *s, size_t len, decoded_t *d, char *err, size_
   idgen_uuid_t u;
   char msg[200];
   if (idgen_uuid_parse(&u, s, len, msg, sizeof msg) < 0) {
-    snprintf(err, errlen, "\"%.*s\": %s", (int)(len > 64 ? 64 : len), s, msg);
+    snprintf(err, errlen, "\"%s\": %s", IDGEN_QUOTE(s, len, '"', 64), msg);
     return -1;
   }
   d->kind = DECODED_UUID;
@@ -132,7 +134,8 @@ int decode_id(const idgen_layout_t *l, const char *in, size_t inlen, int lenient
   memset(d, 0, sizeof *d);
   if (lenient) {
     if (inlen >= sizeof buf) {
-      snprintf(err, errlen, "not an ID: \"%.40s...\" is %zu characters long", in, inlen);
+      snprintf(err, errlen, "not an ID: \"%s\" is %zu characters long",
+               IDGEN_QUOTE(in, inlen, '"', 40), inlen);
       return -1;
     }
     len = 0;
@@ -157,13 +160,13 @@ int decode_id(const idgen_layout_t *l, const char *in, size_t inlen, int lenient
     if (len == 0)
       snprintf(err, errlen, "not an ID: empty input");
     else if (len > 20 && all_digits(s, len))
-      snprintf(err, errlen, "not an ID: \"%.*s\" has %zu digits; a 64-bit ID has at most 20",
-               (int)(len > 40 ? 40 : len), s, len);
+      snprintf(err, errlen, "not an ID: \"%s\" has %zu digits; a 64-bit ID has at most 20",
+               IDGEN_QUOTE(s, len, '"', 40), len);
     else /* quote the input as given, hyphens and all */
       snprintf(err, errlen,
-               "not an ID: \"%.*s\" is %zu characters (expected 1 to 20 decimal digits, a "
+               "not an ID: \"%s\" is %zu characters (expected 1 to 20 decimal digits, a "
                "26-character ULID, or a UUID of 36 characters or 32 hex digits)",
-               (int)(inlen > 64 ? 64 : inlen), in, len);
+               IDGEN_QUOTE(in, inlen, '"', 64), len);
     return -1;
   }
   if (rc == 0 && d->has_time)

@@ -123,6 +123,8 @@ static int preset_list(char *buf, size_t n) {
 }
 
 #define LAYOUT_ERR(...) idgen__err(err, errlen, IDGEN_ELAYOUT, "layout: " __VA_ARGS__)
+/* A piece of the spec as the messages quote it: printable, at most 48 characters. */
+#define SPEC_QUOTE(s, n) IDGEN_QUOTE((s), (n), '"', 48)
 
 /* Parses one "NAME:BITS[@UNIT]" item into l->fields[l->nfields]. */
 static int parse_field(idgen_layout_t *l, const char *s, size_t len, char *err,
@@ -136,18 +138,19 @@ static int parse_field(idgen_layout_t *l, const char *s, size_t len, char *err,
   uint64_t bits;
 
   if (nlen >= IDGEN_FIELD_NAME_MAX)
-    return LAYOUT_ERR("field name \"%.*s\" longer than %d characters", (int)nlen, s,
+    return LAYOUT_ERR("field name \"%s\" longer than %d characters", SPEC_QUOTE(s, nlen),
                       IDGEN_FIELD_NAME_MAX - 1);
   if (!valid_name(s, nlen))
-    return LAYOUT_ERR("bad field name \"%.*s\" (use [a-z][a-z0-9_]*)", (int)nlen, s);
+    return LAYOUT_ERR("bad field name \"%s\" (use [a-z][a-z0-9_]*)", SPEC_QUOTE(s, nlen));
+  /* From here on the name is [a-z][a-z0-9_]*: safe to print as it is. */
   for (int i = 0; i < l->nfields; i++)
     if (strlen(l->fields[i].name) == nlen && memcmp(l->fields[i].name, s, nlen) == 0)
       return LAYOUT_ERR("field \"%.*s\" repeated", (int)nlen, s);
   if (l->nfields == IDGEN_LAYOUT_MAX_FIELDS)
     return LAYOUT_ERR("more than %d fields", IDGEN_LAYOUT_MAX_FIELDS);
   if (parse_dec(w, bitslen, 1000, &bits) < 0)
-    return LAYOUT_ERR("field \"%.*s\" has bad width \"%.*s\" (use a number of bits)",
-                      (int)nlen, s, (int)bitslen, w);
+    return LAYOUT_ERR("field \"%.*s\" has bad width \"%s\" (use a number of bits)",
+                      (int)nlen, s, SPEC_QUOTE(w, bitslen));
   if (bits == 0)
     return LAYOUT_ERR("field \"%.*s\" has 0 bits; each field needs at least 1", (int)nlen, s);
   if (bits > 63)
@@ -170,10 +173,10 @@ static int parse_field(idgen_layout_t *l, const char *s, size_t len, char *err,
     const char *u = at + 1;
     size_t ulen = wlen - bitslen - 1;
     if (f->kind != IDGEN_FIELD_TIME)
-      return LAYOUT_ERR("only the time field takes a unit (\"%.*s\")", (int)len, s);
+      return LAYOUT_ERR("only the time field takes a unit (\"%s\")", SPEC_QUOTE(s, len));
     if (parse_unit(u, ulen, &l->unit_ms) < 0)
-      return LAYOUT_ERR("bad time unit \"%.*s\" (use Nms or Ns, from 1ms to 86400s)",
-                        (int)ulen, u);
+      return LAYOUT_ERR("bad time unit \"%s\" (use Nms or Ns, from 1ms to 86400s)",
+                        SPEC_QUOTE(u, ulen));
   }
   l->nfields++;
   return 0;
@@ -227,7 +230,8 @@ int idgen_layout_parse(idgen_layout_t *l, const char *spec, char *err, size_t er
     if (p == NULL) {
       char list[128];
       preset_list(list, sizeof list);
-      return LAYOUT_ERR("unknown preset \"%s\" (presets: %s)", spec, list);
+      return LAYOUT_ERR("unknown preset \"%s\" (presets: %s)", SPEC_QUOTE(spec, strlen(spec)),
+                        list);
     }
     int rc = idgen_layout_parse(l, p, err, errlen);
     if (rc == 0)
@@ -255,17 +259,17 @@ int idgen_layout_parse(idgen_layout_t *l, const char *spec, char *err, size_t er
       const char *v = eq + 1;
       size_t vlen = len - klen - 1;
       if (klen != 5 || memcmp(item, "epoch", 5) != 0)
-        return LAYOUT_ERR("unknown setting \"%.*s\" (the only setting is epoch=)", (int)klen,
-                          item);
+        return LAYOUT_ERR("unknown setting \"%s\" (the only setting is epoch=)",
+                          SPEC_QUOTE(item, klen));
       if (have_epoch)
         return LAYOUT_ERR("epoch given twice");
       if (parse_epoch(v, vlen, &l->epoch_ms) < 0)
-        return LAYOUT_ERR("bad epoch \"%.*s\" (use Unix milliseconds or an ISO-8601 UTC "
+        return LAYOUT_ERR("bad epoch \"%s\" (use Unix milliseconds or an ISO-8601 UTC "
                           "time such as 2010-11-04T01:42:54.657Z)",
-                          (int)vlen, v);
+                          SPEC_QUOTE(v, vlen));
       have_epoch = 1;
     } else {
-      return LAYOUT_ERR("item \"%.*s\" is not NAME:BITS or epoch=VALUE", (int)len, item);
+      return LAYOUT_ERR("item \"%s\" is not NAME:BITS or epoch=VALUE", SPEC_QUOTE(item, len));
     }
     if (end == NULL)
       break;
@@ -371,14 +375,16 @@ int idgen_snowflake_parse(const idgen_layout_t *l, const char *s, size_t len, ui
     if (c < '0' || c > '9') {
       if (c >= 0x21 && c < 0x7f)
         return idgen__err(err, errlen, IDGEN_EPARSE,
-                          "character '%c' at position %zu is not a digit", c, i + 1);
+                          "character '%s' at position %zu is not a digit",
+                          IDGEN_QUOTE(&s[i], 1, '\'', 4), i + 1);
       return idgen__err(err, errlen, IDGEN_EPARSE,
                         "byte 0x%02x at position %zu is not a digit", c, i + 1);
     }
+    /* The digits so far, and what follows them unread: quoted. */
     if (v > (UINT64_MAX - (c - '0')) / 10)
       return idgen__err(err, errlen, IDGEN_ERANGE,
-                        "%.*s does not fit in 64 bits (at most 18446744073709551615)",
-                        (int)(len > 40 ? 40 : len), s);
+                        "%s does not fit in 64 bits (at most 18446744073709551615)",
+                        IDGEN_QUOTE(s, len, 0, 40));
     v = v * 10 + (c - '0');
   }
   if (l != NULL && l->total_bits < 64 && (v >> l->total_bits) != 0)

@@ -78,6 +78,7 @@ static int describe_bad(const char *s, size_t len, int lenient, char *err, size_
       continue;
     if ((lenient ? dec_lenient : dec_strict)[c] != 0xff)
       continue;
+    /* c is a letter in the first two messages; quoted all the same in the third. */
     if (!lenient && dec_lenient[c] != 0xff)
       return idgen__err(err, errlen, IDGEN_EPARSE,
                         "ULID: character '%c' at position %zu is not in the alphabet (lenient "
@@ -90,7 +91,8 @@ static int describe_bad(const char *s, size_t len, int lenient, char *err, size_
                         c, i + 1);
     if (c >= 0x21 && c < 0x7f)
       return idgen__err(err, errlen, IDGEN_EPARSE,
-                        "ULID: character '%c' at position %zu is not in the alphabet", c, i + 1);
+                        "ULID: character '%s' at position %zu is not in the alphabet",
+                        IDGEN_QUOTE(&s[i], 1, '\'', 4), i + 1);
     return idgen__err(err, errlen, IDGEN_EPARSE,
                       "ULID: byte 0x%02x at position %zu is not in the alphabet", c, i + 1);
   }

@@ -37,8 +37,8 @@ void idgen_uuid_format(const idgen_uuid_t *u, char *out) {
 
 static int bad_char(char *err, size_t errlen, unsigned char c, size_t pos, const char *want) {
   if (c >= 0x21 && c < 0x7f)
-    return idgen__err(err, errlen, IDGEN_EPARSE, "UUID: character '%c' at position %zu is not %s",
-                      c, pos, want);
+    return idgen__err(err, errlen, IDGEN_EPARSE, "UUID: character '%s' at position %zu is not %s",
+                      IDGEN_QUOTE(&c, 1, '\'', 4), pos, want);
   return idgen__err(err, errlen, IDGEN_EPARSE, "UUID: byte 0x%02x at position %zu is not %s", c,
                     pos, want);
 }

@@ -20,6 +20,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core_int.h"
+
+/* A setting, key, path or argument as messages quote it: printable ASCII,
+ * other bytes as \xHH (idgen__quote), at most 100 characters. */
+#define Q(s) IDGEN_QUOTE((s), strlen(s), '"', 100)
+#define QN(s, n) IDGEN_QUOTE((s), (n), '"', 100)
+
 enum type { T_ADDR, T_LAYOUT, T_NODE, T_REGISTRY, T_FIELD, T_INT, T_CLOCK, T_PATH };
 
 static const struct keydef {
@@ -133,27 +140,37 @@ static int find_key(const char *name) {
 static int load_file(serve_config_t *c, const char *path) {
   FILE *f = fopen(path, "r");
   if (f == NULL)
-    return fail("", "config file %s: %s", path, strerror(errno));
+    return fail("", "config file %s: %s", IDGEN_QUOTE(path, strlen(path), 0, 300),
+                strerror(errno));
   char *line = NULL, where[512];
   size_t cap = 0;
   int lineno = 0, rc = 0;
   unsigned char seen[SERVE_NKEYS] = {0};
-  while (rc == 0 && getline(&line, &cap, f) >= 0) {
+  ssize_t n;
+  while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
     lineno++;
-    snprintf(where, sizeof where, "%s:%d", path, lineno);
+    /* The source of every value from here: shown in messages and --check-config. */
+    snprintf(where, sizeof where, "%s:%d", IDGEN_QUOTE(path, strlen(path), 0, 300), lineno);
+    if (memchr(line, '\0', (size_t)n) != NULL) { /* a line is read as a C string */
+      while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        n--;
+      rc = fail(where, ": a NUL byte in \"%s\"", QN(line, (size_t)n));
+      break;
+    }
     char *s = trim(line);
     if (*s == '\0' || *s == '#')
       continue;
     char *eq = strchr(s, '=');
     if (eq == NULL) {
-      rc = fail(where, ": \"%.60s\" is not a key = value line", s);
+      rc = fail(where, ": \"%s\" is not a key = value line", IDGEN_QUOTE(s, strlen(s), '"', 60));
       break;
     }
     *eq = '\0';
     char *key = trim(s), *val = trim(eq + 1);
     int k = find_key(key);
     if (k < 0)
-      rc = fail(where, ": unknown key \"%.60s\" (see idgen serve --help)", key);
+      rc = fail(where, ": unknown key \"%s\" (see idgen serve --help)",
+                IDGEN_QUOTE(key, strlen(key), '"', 60));
     else if (seen[k]++)
       rc = fail(where, ": key \"%s\" given twice", key);
     else
@@ -241,7 +258,7 @@ static int parse_addr(serve_addr_t *a, const char *s, char *err, size_t errlen) 
   host[hlen] = '\0';
   int64_t port;
   if (parse_int(colon + 1, &port) < 0 || port < 0 || port > 65535) {
-    snprintf(err, errlen, "port \"%s\" is not a number from 0 to 65535", colon + 1);
+    snprintf(err, errlen, "port \"%s\" is not a number from 0 to 65535", Q(colon + 1));
     return -1;
   }
   struct addrinfo hints = {0}, *res;
@@ -249,7 +266,7 @@ static int parse_addr(serve_addr_t *a, const char *s, char *err, size_t errlen) 
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   int rc = getaddrinfo(host, colon + 1, &hints, &res);
   if (rc != 0) {
-    snprintf(err, errlen, "cannot resolve host \"%s\": %s", host, gai_strerror(rc));
+    snprintf(err, errlen, "cannot resolve host \"%s\": %s", Q(host), gai_strerror(rc));
     return -1;
   }
   memcpy(&a->sa, res->ai_addr, res->ai_addrlen);
@@ -275,7 +292,7 @@ static int parse_nodes(serve_config_t *c, const char *s, char *err, size_t errle
     item = trim(item);
     char *eq = strchr(item, '=');
     if (eq == NULL) {
-      snprintf(err, errlen, "\"%s\" is not NAME=VALUE", item);
+      snprintf(err, errlen, "\"%s\" is not NAME=VALUE", Q(item));
       return -1;
     }
     *eq = '\0';
@@ -287,17 +304,17 @@ static int parse_nodes(serve_config_t *c, const char *s, char *err, size_t errle
           snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
                    names[0] ? ", " : "", l->fields[j].name);
       snprintf(err, errlen, "\"%s\" is not a node field of the layout (its node fields: %s)",
-               item, names[0] ? names : "none");
+               Q(item), names[0] ? names : "none");
       return -1;
     }
-    if (given[i]++) {
+    if (given[i]++) { /* item is a field's name */
       snprintf(err, errlen, "%s given twice", item);
       return -1;
     }
     int64_t v;
     uint64_t max = l->fields[i].bits >= 64 ? UINT64_MAX : (UINT64_C(1) << l->fields[i].bits) - 1;
     if (parse_int(eq + 1, &v) < 0 || v < 0 || (uint64_t)v > max) {
-      snprintf(err, errlen, "%s value \"%s\" is not a number from 0 to %" PRIu64, item, eq + 1,
+      snprintf(err, errlen, "%s value \"%s\" is not a number from 0 to %" PRIu64, item, Q(eq + 1),
                max);
       return -1;
     }
@@ -312,7 +329,7 @@ static int validate(serve_config_t *c, int k) {
   const char *v = c->value[k];
   char err[300] = "", where[300];
   int64_t x = 0;
-  snprintf(where, sizeof where, "%s = \"%.100s\" (from %s): ", d->name, v, c->source[k]);
+  snprintf(where, sizeof where, "%s = \"%s\" (from %s): ", d->name, Q(v), c->source[k]);
   switch (d->type) {
   case T_ADDR:
     if (parse_addr(k == K_HTTP ? &c->http : &c->resp, v, err, sizeof err) < 0)
@@ -455,13 +472,15 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
         flagval[k] = xstrdup(optarg);
       }
     } else if (opt == ':') {
-      rc = fail("", "option %s needs a value", argv[optind - 1]);
+      rc = fail("", "option %s needs a value",
+                IDGEN_QUOTE(argv[optind - 1], strlen(argv[optind - 1]), 0, 100));
     } else {
-      rc = fail("", "unknown option %s (see idgen serve --help)", argv[optind - 1]);
+      rc = fail("", "unknown option %s (see idgen serve --help)",
+                IDGEN_QUOTE(argv[optind - 1], strlen(argv[optind - 1]), 0, 100));
     }
   }
   if (rc == 0 && optind < argc)
-    rc = fail("", "unexpected argument \"%s\" (see idgen serve --help)", argv[optind]);
+    rc = fail("", "unexpected argument \"%s\" (see idgen serve --help)", Q(argv[optind]));
   if (rc == 0 && config_path != NULL && config_path[0] != '\0')
     rc = load_file(c, config_path);
   for (int k = 0; rc == 0 && k < SERVE_NKEYS; k++) {
@@ -498,7 +517,8 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
     if (f >= 0 && (c->node_given >> f & 1))
       rc = fail("", "node = \"%s\" (from %s) sets %s, which the registry %s assigns: leave it "
                     "out, or use registry = static to set it by hand",
-                c->value[K_NODE], c->source[K_NODE], l->fields[f].name, c->registry);
+                Q(c->value[K_NODE]), c->source[K_NODE], l->fields[f].name,
+                IDGEN_QUOTE(c->registry, strlen(c->registry), 0, 100));
   }
   /* One reply of max_batch IDs must fit in max_output_bytes, or a client
    * asking for a full batch would be cut off: at most 43 bytes an ID (a RESP

@@ -5,7 +5,8 @@
  * start of a buffer and returns pointers into it.  The body, if any, is the
  * server's business (Content-Length bytes after the head).  Strict: what it
  * does not accept gets an HTTP status (400, 431, 501, 505) and a one-line
- * reason for the response.
+ * reason for the response.  Two readers of a parsed head, as pure: the
+ * weight Accept gives a media type, and percent-decoding of the query.
  */
 #ifndef IDGEN_HTTP_H
 #define IDGEN_HTTP_H
@@ -30,8 +31,9 @@ typedef struct http_header {
 
 typedef struct http_request {
   http_str_t method;      /* "GET" */
-  http_str_t target;      /* "/id?count=3" */
-  http_str_t path;        /* "/id" */
+  http_str_t target;      /* "/id?count=3", or "http://host/id?count=3" */
+  http_str_t path;        /* "/id"; for an absolute-form target with an empty
+                             path, "/" in static storage, not in the buffer */
   http_str_t query;       /* "count=3" (len 0 if none) */
   int minor;              /* HTTP/1.<minor> */
   int keep_alive;         /* after the version's default and Connection */
@@ -45,12 +47,32 @@ typedef struct http_request {
  * the request line, headers, and the blank line.  Returns the length of the
  * head (> 0) with *req filled; HTTP_NEED_MORE; or HTTP_MALFORMED with
  * *status (400, 431, 501 or 505) and a reason in err (the caller's,
- * HTTP_ERR_MAX bytes).  `max_head` caps the head: more without its end is 431.
+ * HTTP_ERR_MAX bytes), and req->method set if the request line got that far
+ * (else of length 0), so that the answer to a bad HEAD can leave out its
+ * body.  `max_head` caps the head: more without its end is 431.
  */
 ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t *req,
                    int *status, char *err);
 
 /* The header `name` (case-insensitive), or NULL. */
 const http_str_t *http_header(const http_request_t *req, const char *name);
+
+/*
+ * The weight the request's Accept fields (all of them, RFC 9110 section
+ * 12.5.1) give the media type `type` ("application/json") when they name it
+ * exactly, in thousandths (q=0.5 is 500; no q is 1000); the highest if it is
+ * named more than once; -1 if it is not named (no Accept, only wildcard
+ * ranges, or only elements whose parameters or weight are malformed).
+ */
+int http_accept_q(const http_request_t *req, const char *type);
+
+/*
+ * Percent-decodes s[0..len) (RFC 3986 section 2.1) into out[cap]: "%HH" is
+ * the byte 0xHH (either case of hex); '+' stays '+' (a query here is not
+ * form-encoded).  Returns the decoded length, which may be larger than cap
+ * (only cap bytes are written then); or -1 with *bad set to the offset of a
+ * '%' not followed by two hex digits.  Pure.
+ */
+ssize_t http_unescape(const char *s, size_t len, char *out, size_t cap, size_t *bad);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core_int.h"
 #include "idgen.h"
 
 LOG_PRINTF(5, 0)
@@ -81,26 +82,17 @@ int log_reopen(const char *path) {
 
 const char *log_quote(const char *s, size_t len, char *buf, size_t n) {
   int plain = len > 0;
-  for (size_t i = 0; i < len && plain; i++)
-    plain = s[i] > ' ' && s[i] < 0x7f && s[i] != '"' && s[i] != '=';
-  if (plain) {
-    snprintf(buf, n, "%.*s", (int)len, s);
-    return buf;
+  for (size_t i = 0; i < len && plain; i++) {
+    unsigned char c = (unsigned char)s[i];
+    plain = c > ' ' && c < 0x7f && c != '"' && c != '=' && c != '\\';
   }
-  size_t o = 0;
-  buf[o++] = '"';
-  for (size_t i = 0; i < len && o + 6 < n; i++) {
-    unsigned char ch = (unsigned char)s[i];
-    if (ch == '"' || ch == '\\') {
-      buf[o++] = '\\';
-      buf[o++] = (char)ch;
-    } else if (ch < ' ' || ch >= 0x7f) {
-      o += (size_t)snprintf(buf + o, n - o, "\\x%02x", ch);
-    } else {
-      buf[o++] = (char)ch;
-    }
-  }
-  buf[o++] = '"';
-  buf[o] = '\0';
+  if (plain)
+    return idgen__quote(buf, n, s, len, 0); /* nothing to escape; cut if long */
+  /* Escaped as every message quotes input, '"' too, so that the value ends
+   * at the first '"' (a logfmt reader unquotes \xHH). */
+  buf[0] = '"';
+  size_t m = strlen(idgen__quote(buf + 1, n - 2, s, len, '"'));
+  buf[m + 1] = '"';
+  buf[m + 2] = '\0';
   return buf;
 }

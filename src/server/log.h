@@ -32,8 +32,10 @@ void log_limited(log_limit_t *l, const char *level, const char *event, const cha
 /* Opens `path` for appending and makes it fd 2.  Returns 0 or -errno. */
 int log_reopen(const char *path);
 
-/* Quotes a value for a log line when it has spaces, quotes or control
- * characters: into buf[n]; returns buf. */
+/* A value for a log line, into buf[n] (n >= 6); returns buf.  Bare if it
+ * is printable ASCII without spaces, '"', '=' or '\\'; else between double
+ * quotes, other bytes and '"' and '\\' as \xHH (idgen__quote).  Cut with
+ * "..." if it does not fit. */
 const char *log_quote(const char *s, size_t len, char *buf, size_t n);
 
 #endif

@@ -21,6 +21,8 @@
 
 #include <string.h>
 
+#include "core_int.h"
+
 /* Parses a whole signed decimal in s[0..n); 0 on success. */
 static int parse_ll(const char *s, size_t n, long long *out) {
   long long v = 0;
@@ -120,12 +122,11 @@ ssize_t resp_parse(const char *buf, size_t len, size_t max_bulk, resp_request_t 
     if (pos >= len)
       return RESP_NEED_MORE;
     if (buf[pos] != '$') {
-      /* Redis quotes the byte found, printable or not. */
+      /* Redis quotes the byte found raw; we make it printable. */
       static const char head[] = "Protocol error: expected '$', got '";
       memcpy(err, head, sizeof head - 1);
-      err[sizeof head - 1] = buf[pos];
-      err[sizeof head] = '\'';
-      err[sizeof head + 1] = '\0';
+      idgen__quote(err + sizeof head - 1, 5, buf + pos, 1, '\'');
+      strcat(err, "'");
       return RESP_MALFORMED;
     }
     cr = find_crlf(buf, len, pos + 1);

@@ -2,16 +2,17 @@
  * serve_http.c -- the HTTP/1.1 side of `idgen serve` (SPEC section 7).
  *
  * One request at a time from the connection's buffer: parse the head
- * (http.c), refuse a body (GET has none; anything else is 405), route, and
- * append the reply with a Content-Length.  Errors in the framing (a bad head,
+ * (http.c), refuse a body (GET and HEAD have none; anything else is 405),
+ * route, and append the reply with a Content-Length (for HEAD, GET's
+ * headers without the body).  Errors in the framing (a bad head,
  * a body) close the connection after the reply; errors in the query do not.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
+#include "core_int.h"
 #include "decode.h"
 #include "http.h"
 #include "server_int.h"
@@ -51,12 +52,21 @@ static const char *date_header(worker_t *w) {
  * request broke the framing (counted as a protocol close). */
 enum { KEEP, CLOSE, CLOSE_BROKEN };
 
-/* Appends a whole response to w->out: HTTP/1.<minor>, `close` as above. */
+static int str_eq(const http_str_t *s, const char *lit) {
+  size_t n = strlen(lit);
+  return s->len == n && memcmp(s->ptr, lit, n) == 0;
+}
+
+/* Appends a whole response to w->out: HTTP/1.<minor>, `close` as above.
+ * The answer to HEAD (head) is GET's without the body: the same headers,
+ * Content-Length included (RFC 9110 section 9.3.2), so that a client
+ * pipelining HEAD and GET keeps its framing. */
 static void respond_as(worker_t *w, conn_t *c, int minor, int head, int status, const char *ctype,
                        const char *body, size_t len, int close, const char *extra) {
   if (c->stop_parsing && close == KEEP)
     close = CLOSE; /* Connection: close from the client */
-  buf_reserve(&w->out, len + 256);
+  size_t sent = head ? 0 : len;
+  buf_reserve(&w->out, sent + 256);
   char *p = w->out.p + w->out.len;
   p += sprintf(p, "HTTP/1.1 %d %s\r\n%sContent-Type: %s\r\nContent-Length: %zu\r\n%s", status,
                reason_phrase(status), date_header(w), ctype, len, extra);
@@ -66,11 +76,8 @@ static void respond_as(worker_t *w, conn_t *c, int minor, int head, int status, 
     p += sprintf(p, "Connection: keep-alive\r\n");
   memcpy(p, "\r\n", 2);
   p += 2;
-  if (!head) {
-    memcpy(p, body, len);
-    p += len;
-  }
-  w->out.len = (size_t)(p - w->out.p);
+  memcpy(p, body, sent);
+  w->out.len = (size_t)(p + sent - w->out.p);
   CNT_ADD(w->st.http[code_index(status)], 1);
   w->replies++;
   if (close != KEEP) {
@@ -82,7 +89,8 @@ static void respond_as(worker_t *w, conn_t *c, int minor, int head, int status, 
 static void respond(worker_t *w, conn_t *c, const http_request_t *req, int status,
                     const char *ctype, const char *body, size_t len, int close,
                     const char *extra) {
-  respond_as(w, c, req ? req->minor : 1, 0, status, ctype, body, len, close, extra);
+  respond_as(w, c, req ? req->minor : 1, req && str_eq(&req->method, "HEAD"), status, ctype, body,
+             len, close, extra);
 }
 
 void http_answer(worker_t *w, conn_t *c, const reply_shape_t *sh, int status, const char *ctype,
@@ -104,18 +112,35 @@ static void respond_error(worker_t *w, conn_t *c, const http_request_t *req, int
           extra ? extra : "");
 }
 
-static int str_eq(const http_str_t *s, const char *lit) {
-  size_t n = strlen(lit);
-  return s->len == n && memcmp(s->ptr, lit, n) == 0;
-}
-
 typedef struct query {
   size_t count;
   int agent;    /* AGENT_NONE if not given */
   int json;     /* -1: not given */
 } query_t;
 
-/* Reads count=, agent= and format=; 0 or -1 with a reason in err. */
+/* Room for one decoded key or value: longer than any valid one, so that a
+ * longer one, cut to this, is still refused (and quoted, cut). */
+#define QUERY_ITEM_MAX 128
+_Static_assert(QUERY_ITEM_MAX > AGENT_NAME_MAX, "an agent name must fit");
+
+/* Percent-decodes one key or value of the query into buf[QUERY_ITEM_MAX];
+ * 0 and its length (at most QUERY_ITEM_MAX), or -1 with a reason naming the
+ * malformed escape. */
+static int query_unescape(const char *s, size_t len, char *buf, size_t *out, char *err,
+                          size_t n) {
+  size_t bad;
+  ssize_t d = http_unescape(s, len, buf, QUERY_ITEM_MAX, &bad);
+  if (d < 0) {
+    snprintf(err, n, "bad percent-escape \"%s\" in the query (use %%HH: two hex digits)",
+             IDGEN_QUOTE(s + bad, len - bad < 3 ? len - bad : 3, '"', 12));
+    return -1;
+  }
+  *out = (size_t)d < QUERY_ITEM_MAX ? (size_t)d : QUERY_ITEM_MAX;
+  return 0;
+}
+
+/* Reads count=, agent= and format=, each key and value percent-decoded
+ * first; 0 or -1 with a reason in err. */
 static int parse_query(worker_t *w, const http_str_t *q, query_t *out, char *err, size_t n) {
   const serve_config_t *cfg = w->srv->cfg;
   int seen_count = 0, seen_agent = 0;
@@ -129,10 +154,15 @@ static int parse_query(worker_t *w, const http_str_t *q, query_t *out, char *err
     const char *amp = memchr(p, '&', (size_t)(end - p));
     const char *item_end = amp ? amp : end;
     const char *eq = memchr(p, '=', (size_t)(item_end - p));
-    const char *key = p, *val = eq ? eq + 1 : item_end;
-    size_t klen = (size_t)((eq ? eq : item_end) - key), vlen = (size_t)(item_end - val);
+    const char *rawv = eq ? eq + 1 : item_end;
+    size_t rawklen = (size_t)((eq ? eq : item_end) - p), rawvlen = (size_t)(item_end - rawv);
+    char key[QUERY_ITEM_MAX], val[QUERY_ITEM_MAX];
+    size_t klen, vlen;
+    if (query_unescape(p, rawklen, key, &klen, err, n) < 0 ||
+        query_unescape(rawv, rawvlen, val, &vlen, err, n) < 0)
+      return -1;
     p = amp ? amp + 1 : end;
-    if (klen == 0 && vlen == 0)
+    if (rawklen == 0 && rawvlen == 0)
       continue; /* "a=1&&b=2" */
 #define KEY(lit) (klen == sizeof lit - 1 && memcmp(key, lit, klen) == 0)
     if (KEY("count")) {
@@ -142,17 +172,17 @@ static int parse_query(worker_t *w, const http_str_t *q, query_t *out, char *err
         v = v * 10 + (uint64_t)(val[i] - '0');
       if (seen_count++ || vlen == 0 || i != vlen || v < 1 || v > (uint64_t)cfg->max_batch) {
         snprintf(err, n, "%s: count must be a whole number from 1 to %" PRId64 " (max_batch), "
-                         "not \"%.*s\"",
+                         "not \"%s\"",
                  seen_count > 1 ? "count given twice" : "bad count", cfg->max_batch,
-                 (int)(vlen > 40 ? 40 : vlen), val);
+                 IDGEN_QUOTE(val, vlen, '"', 40));
         return -1;
       }
       out->count = (size_t)v;
     } else if (KEY("agent")) {
       if (seen_agent++ || !agent_valid(val, vlen)) {
-        snprintf(err, n, "bad agent \"%.*s\": a name matches [a-zA-Z][a-zA-Z0-9-]* and has at "
+        snprintf(err, n, "bad agent \"%s\": a name matches [a-zA-Z][a-zA-Z0-9-]* and has at "
                          "most %d characters",
-                 (int)(vlen > 40 ? 40 : vlen), val, AGENT_NAME_MAX);
+                 IDGEN_QUOTE(val, vlen, '"', 40), AGENT_NAME_MAX);
         return -1;
       }
       out->agent = agent_index(w->srv, val, vlen);
@@ -162,13 +192,12 @@ static int parse_query(worker_t *w, const http_str_t *q, query_t *out, char *err
       else if (vlen == 4 && memcmp(val, "text", 4) == 0)
         out->json = 0;
       else {
-        snprintf(err, n, "bad format \"%.*s\": use json or text", (int)(vlen > 40 ? 40 : vlen),
-                 val);
+        snprintf(err, n, "bad format \"%s\": use json or text", IDGEN_QUOTE(val, vlen, '"', 40));
         return -1;
       }
     } else {
-      snprintf(err, n, "unknown query parameter \"%.*s\" (known: count, agent, format)",
-               (int)(klen > 40 ? 40 : klen), key);
+      snprintf(err, n, "unknown query parameter \"%s\" (known: count, agent, format)",
+               IDGEN_QUOTE(key, klen, '"', 40));
       return -1;
     }
 #undef KEY
@@ -176,14 +205,11 @@ static int parse_query(worker_t *w, const http_str_t *q, query_t *out, char *err
   return 0;
 }
 
+/* JSON only when Accept names application/json itself with a weight above
+ * 0: wildcards (curl sends one by default) keep the text that shell users
+ * expect. */
 static int wants_json(const http_request_t *req) {
-  const http_str_t *a = http_header(req, "Accept");
-  if (a == NULL)
-    return 0;
-  for (size_t i = 0; i + 16 <= a->len; i++)
-    if (strncasecmp(a->ptr + i, "application/json", 16) == 0)
-      return 1;
-  return 0;
+  return http_accept_q(req, "application/json") > 0;
 }
 
 static void route_ids(worker_t *w, conn_t *c, const http_request_t *req, int kind,
@@ -196,6 +222,7 @@ static void route_ids(worker_t *w, conn_t *c, const http_request_t *req, int kin
   reply_shape_t sh = {.proto = PROTO_HTTP,
                       .kind = (uint8_t)kind,
                       .json = (uint8_t)(q.json >= 0 ? q.json : wants_json(req)),
+                      .head = (uint8_t)str_eq(&req->method, "HEAD"),
                       .minor = (uint8_t)req->minor,
                       .agent = q.agent,
                       .count = q.count};
@@ -234,7 +261,9 @@ size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
   if (head == HTTP_NEED_MORE)
     return 0;
   if (head < 0) {
-    respond_error(w, c, NULL, status, err, CLOSE_BROKEN, NULL);
+    /* Only the method, if the request line got that far: HEAD gets no body. */
+    http_request_t bad = {.method = req.method, .minor = 1};
+    respond_error(w, c, &bad, status, err, CLOSE_BROKEN, NULL);
     return len;
   }
   if (req.content_length > cfg->max_request_bytes) {
@@ -243,7 +272,7 @@ size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
     respond_error(w, c, &req, 413, err, CLOSE_BROKEN, NULL);
     return len;
   }
-  int get = str_eq(&req.method, "GET");
+  int get = str_eq(&req.method, "GET") || str_eq(&req.method, "HEAD");
   const http_str_t *path = &req.path;
   int kind = str_eq(path, "/id") ? KIND_SNOWFLAKE
              : str_eq(path, "/ulid") ? KIND_ULID
@@ -251,20 +280,22 @@ size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
   int known = kind >= 0 || str_eq(path, "/health") || str_eq(path, "/info") ||
               str_eq(path, "/metrics") || (path->len > 8 && memcmp(path->ptr, "/decode/", 8) == 0);
   if (!known) {
-    snprintf(err, sizeof err, "no such path: %.*s", (int)(path->len > 60 ? 60 : path->len),
-             path->ptr);
+    snprintf(err, sizeof err, "no such path: %s", IDGEN_QUOTE(path->ptr, path->len, 0, 60));
     respond_error(w, c, &req, 404, err, req.content_length > 0 ? CLOSE_BROKEN : KEEP, NULL);
     return req.content_length > 0 ? len : (size_t)head;
   }
   if (!get) {
-    snprintf(err, sizeof err, "method %.*s not allowed: use GET",
-             (int)(req.method.len > 20 ? 20 : req.method.len), req.method.ptr);
+    snprintf(err, sizeof err, "method %s not allowed: use GET or HEAD",
+             IDGEN_QUOTE(req.method.ptr, req.method.len, 0, 20));
     respond_error(w, c, &req, 405, err, req.content_length > 0 ? CLOSE_BROKEN : KEEP,
-                  "Allow: GET\r\n");
+                  "Allow: GET, HEAD\r\n");
     return req.content_length > 0 ? len : (size_t)head;
   }
   if (req.content_length > 0) {
-    respond_error(w, c, &req, 400, "a GET request must not have a body", CLOSE_BROKEN, NULL);
+    respond_error(w, c, &req, 400,
+                  req.method.len == 4 ? "a HEAD request must not have a body"
+                                      : "a GET request must not have a body",
+                  CLOSE_BROKEN, NULL);
     return len;
   }
   if (!req.keep_alive)

@@ -207,7 +207,8 @@ static void answer(worker_t *w, conn_t *c, const reply_shape_t *sh, const uint64
     answer_error(w, c, sh, rc);
     return;
   }
-  ids_count(w, sh->kind, sh->agent, sh->count);
+  if (!sh->head) /* HEAD makes the IDs only to know the length; no one receives them */
+    ids_count(w, sh->kind, sh->agent, sh->count);
   if (sh->proto == PROTO_RESP)
     CNT_ADD(w->st.resp_ok, 1);
   else

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core_int.h"
 #include "decode.h"
 #include "resp.h"
 #include "server_int.h"
@@ -28,7 +29,12 @@ static void reply_bulk(worker_t *w, const char *s, size_t n) {
 
 static void reply_int(worker_t *w, int64_t v) { buf_printf(&w->out, ":%" PRId64 "\r\n", v); }
 
-/* "-ERR ..." with CR and LF made spaces, as Redis does. */
+/* An argument echoed in an error, as Redis does, but printable: other bytes
+ * as \xHH (idgen__quote), at most 128 characters; for '%s' in a format. */
+#define ARG_QUOTE(a) IDGEN_QUOTE((a)->ptr, (a)->len, '\'', 128)
+
+/* "-ERR ..." with CR and LF made spaces, as Redis does (arguments are
+ * quoted before, so only the message's own text could hold them). */
 void resp_error(worker_t *w, conn_t *c, const char *fmt, ...) {
   char msg[512];
   va_list ap;
@@ -168,8 +174,7 @@ static void cmd_client(worker_t *w, conn_t *c, const resp_request_t *r) {
   } else if (arg_is(sub, "setinfo") && r->argc == 4) {
     reply(w, "+OK\r\n"); /* LIB-NAME / LIB-VER, sent by newer client libraries */
   } else {
-    reply_err(w, c, "ERR unknown subcommand '%.*s'. Try CLIENT HELP.",
-              (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+    reply_err(w, c, "ERR unknown subcommand '%s'. Try CLIENT HELP.", ARG_QUOTE(sub));
     return;
   }
   CNT_ADD(w->st.resp_ok, 1);
@@ -198,8 +203,7 @@ static void cmd_command(worker_t *w, conn_t *c, const resp_request_t *r) {
         reply(w, "*-1\r\n");
     }
   } else {
-    reply_err(w, c, "ERR unknown subcommand '%.*s'. Try COMMAND HELP.",
-              (int)(r->argv[1].len > 128 ? 128 : r->argv[1].len), r->argv[1].ptr);
+    reply_err(w, c, "ERR unknown subcommand '%s'. Try COMMAND HELP.", ARG_QUOTE(&r->argv[1]));
     return;
   }
   CNT_ADD(w->st.resp_ok, 1);
@@ -225,8 +229,8 @@ static void cmd_hello(worker_t *w, conn_t *c, const resp_request_t *r) {
       setname = &r->argv[++i];
     } else {
       const resp_arg_t *a = &r->argv[i < RESP_MAX_ARGV ? i : RESP_MAX_ARGV - 1];
-      reply_err(w, c, "ERR Syntax error in HELLO option '%.*s'", (int)(a->len > 64 ? 64 : a->len),
-                a->ptr);
+      reply_err(w, c, "ERR Syntax error in HELLO option '%s'",
+                IDGEN_QUOTE(a->ptr, a->len, '\'', 64));
       return;
     }
   }
@@ -267,16 +271,17 @@ static void cmd_decode(worker_t *w, conn_t *c, const resp_request_t *r) {
   CNT_ADD(w->st.resp_ok, 1);
 }
 
+/* Redis's text: the arguments, each quoted, while they fit in about 128
+ * characters. */
 static void unknown_command(worker_t *w, conn_t *c, const resp_request_t *r) {
-  char args[160] = "";
-  size_t n = r->argc < RESP_MAX_ARGV ? r->argc : RESP_MAX_ARGV;
-  for (size_t i = 1; i < n && strlen(args) < 128; i++) {
-    size_t used = strlen(args);
-    snprintf(args + used, sizeof args - used, "'%.*s' ",
-             (int)(r->argv[i].len > 128 - used ? 128 - used : r->argv[i].len), r->argv[i].ptr);
+  char args[160] = "", q[129];
+  size_t used = 0, n = r->argc < RESP_MAX_ARGV ? r->argc : RESP_MAX_ARGV;
+  for (size_t i = 1; i < n && used + 4 <= 128; i++) {
+    idgen__quote(q, 128 - used + 1, r->argv[i].ptr, r->argv[i].len, '\'');
+    used += (size_t)snprintf(args + used, sizeof args - used, "'%s' ", q);
   }
-  reply_err(w, c, "ERR unknown command '%.*s', with args beginning with: %s",
-            (int)(r->argv[0].len > 128 ? 128 : r->argv[0].len), r->argv[0].ptr, args);
+  reply_err(w, c, "ERR unknown command '%s', with args beginning with: %s", ARG_QUOTE(&r->argv[0]),
+            args);
 }
 
 size_t resp_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
@@ -359,8 +364,8 @@ size_t resp_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
     if (argc < 2)
       return wrong_arity(w, c, "config"), (size_t)used;
     if (!arg_is(&r.argv[1], "get"))
-      return reply_err(w, c, "ERR CONFIG %.*s is not supported by idgen",
-                       (int)(r.argv[1].len > 32 ? 32 : r.argv[1].len), r.argv[1].ptr),
+      return reply_err(w, c, "ERR CONFIG %s is not supported by idgen",
+                       IDGEN_QUOTE(r.argv[1].ptr, r.argv[1].len, 0, 32)),
              (size_t)used;
     /* What redis-benchmark asks for; nothing else is configurable over RESP. */
     if (argc == 3 && arg_is(&r.argv[2], "save"))
