@@ -120,6 +120,16 @@ expect "registry unknown scheme" 2 "" \
   -- snowflake --registry redis://x
 expect "negative borrow" 2 "" 'idgen: --max-borrow-ms: -1 out of range 0..86400000' \
   -- snowflake --max-borrow-ms -1
+# Registry messages quote what they echo: no raw bytes.
+expect "registry scheme quoted" 2 "" \
+  'idgen: registry: unknown scheme in "no\xC1pe:x" (known: static, file:DIR, postgres://...)' \
+  -- snowflake --registry $'no\xc1pe:x'
+expect "registry free: pool quoted" 2 "" \
+  'idgen: registry: pool "epoch=\x7F" is not a pool name (epoch=...,tick=...,time@...,sequence@...: as listed)' \
+  -- registry free --registry "file:$tmp/reg" $'epoch=\x7f' worker=1
+expect "registry free: node quoted" 2 "" \
+  'idgen: registry: "worker=\xC1" is not a node tuple (NAME=VALUE,..., or 0x and its key, as listed)' \
+  -- registry free --registry "file:$tmp/reg" epoch=1,tick=1ms,time@9,sequence@0:3 $'worker=\xc1'
 
 
 # --- ULID and UUID: decode (SPEC section 6 shows the JSON exactly) ----------

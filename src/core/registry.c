@@ -41,9 +41,9 @@ int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err, size
     return 0;
   }
   return idgen__err(err, errlen, IDGEN_EINVAL,
-                    "registry: unknown scheme in \"%.100s\" (known: static, file:DIR, "
+                    "registry: unknown scheme in \"%s\" (known: static, file:DIR, "
                     "postgres://...)",
-                    uri);
+                    IDGEN_QUOTE(uri, strlen(uri), '"', 100));
 }
 
 void idgen_registry_close(idgen_registry_t *r) {
@@ -109,8 +109,8 @@ int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, ch
     char *end;
     if (node[2] == '\0' || strlen(node) > 18 || strspn(node + 2, "0123456789abcdefABCDEF") !=
                                                     strlen(node + 2))
-      return idgen__err(err, errlen, -1, "\"%.40s\" is not a key in hex (0x and 1 to 16 hex "
-                                         "digits)", node);
+      return idgen__err(err, errlen, -1, "\"%s\" is not a key in hex (0x and 1 to 16 hex "
+                                         "digits)", IDGEN_QUOTE(node, strlen(node), '"', 40));
     *key = strtoull(node + 2, &end, 16);
     return 0;
   }
@@ -126,18 +126,21 @@ int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, ch
        item = strtok_r(NULL, ",", &save)) {
     char *eq = strchr(item, '='), *end;
     if (eq == NULL)
-      return idgen__err(err, errlen, -1, "\"%.40s\" is not NAME=VALUE", item);
+      return idgen__err(err, errlen, -1, "\"%s\" is not NAME=VALUE",
+                        IDGEN_QUOTE(item, strlen(item), '"', 40));
     *eq = '\0';
     int i = idgen_layout_field_index(l, item);
     if (i < 0 || l->fields[i].kind != IDGEN_FIELD_NODE)
-      return idgen__err(err, errlen, -1, "\"%.40s\" is not a node field of layout %s", item,
+      return idgen__err(err, errlen, -1, "\"%s\" is not a node field of layout %s",
+                        IDGEN_QUOTE(item, strlen(item), '"', 40),
                         l->preset[0] ? l->preset : "of the pool");
     errno = 0;
     unsigned long long v = strtoull(eq + 1, &end, 10);
     uint64_t max = (UINT64_C(1) << l->fields[i].bits) - 1;
     if (eq[1] < '0' || eq[1] > '9' || *end != '\0' || errno != 0 || v > max)
-      return idgen__err(err, errlen, -1, "%s value \"%.24s\" is not a number from 0 to %llu",
-                        item, eq + 1, (unsigned long long)max);
+      return idgen__err(err, errlen, -1, "%s value \"%s\" is not a number from 0 to %llu",
+                        item, IDGEN_QUOTE(eq + 1, strlen(eq + 1), '"', 24),
+                        (unsigned long long)max);
     if (seen >> i & 1)
       return idgen__err(err, errlen, -1, "%s given twice", item);
     seen |= UINT32_C(1) << i;
@@ -169,8 +172,8 @@ static int make_pool(const idgen_lease_request_t *req, idgen__pool_t *p, char *e
                       "registry: the layout has no node field to lease (a registry needs one; "
                       "use a layout with a worker field, or no registry)");
   if (f < 0 && req->field != NULL)
-    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: \"%.40s\" is not a node field of the "
-                                                 "layout", req->field);
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: \"%s\" is not a node field of the "
+                                                 "layout", IDGEN_QUOTE(req->field, strlen(req->field), '"', 40));
   if (f < 0 && nodes > 1)
     return idgen__err(err, errlen, IDGEN_EINVAL,
                       "registry: the layout has %d node fields and none is named worker: name "
@@ -297,19 +300,26 @@ int idgen_registry_list(idgen_registry_t *r, int (*cb)(void *ctx, const idgen_le
   return r->ops->list(r, cb, ctx, err, errlen);
 }
 
+#define PLAIN "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_=,@:."
+
 int idgen_registry_free(idgen_registry_t *r, const char *pool, const char *node, int force,
                         char *err, size_t errlen) {
   if (r->ops->free == NULL)
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: %s keeps no leases to free",
                       r->ops->scheme);
+  /* Pool names and tuples are plain ASCII: anything else is refused here,
+   * quoted, so that no message below echoes raw bytes. */
   if (pool == NULL || strncmp(pool, "epoch=", 6) != 0 || strchr(pool, '/') != NULL ||
-      strlen(pool) >= IDGEN_POOL_NAME_MAX)
+      strlen(pool) >= IDGEN_POOL_NAME_MAX || strspn(pool, PLAIN) != strlen(pool))
     return idgen__err(err, errlen, IDGEN_EINVAL,
-                      "registry: pool \"%.100s\" is not a pool name (epoch=...,tick=...,"
+                      "registry: pool \"%s\" is not a pool name (epoch=...,tick=...,"
                       "time@...,sequence@...: as listed)",
-                      pool ? pool : "");
-  if (node == NULL || node[0] == '\0')
-    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no node tuple to free");
+                      pool ? IDGEN_QUOTE(pool, strlen(pool), '"', 100) : "");
+  if (node == NULL || node[0] == '\0' || strspn(node, PLAIN) != strlen(node))
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: \"%s\" is not a node tuple (NAME=VALUE,..., or 0x and its key, "
+                      "as listed)",
+                      node ? IDGEN_QUOTE(node, strlen(node), '"', 100) : "");
   return r->ops->free(r, pool, node, force, err, errlen);
 }
 
