@@ -664,6 +664,42 @@ def mark_fails_fast(registry, label):
     d.stop()
 
 
+def parked_clock_step(registry, label):
+    """A request parked for its tick while the wall clock steps back 30 s:
+    answered within its budget (the rest of the tick plus max_wait_ms), not
+    after the step (the timer runs on the monotonic clock; the attack on
+    this change saw it parked for 30 s)."""
+    if ASAN:
+        print("SKIP %s: libfaketime cannot be preloaded into an ASan build" % label)
+        return
+    stamp = os.path.join(TMP, label.replace(" ", "-") + ".faketime")
+    with open(stamp, "w") as f:
+        f.write("+0\n")
+    env = {"LD_PRELOAD": FAKETIME, "FAKETIME_TIMESTAMP_FILE": stamp, "FAKETIME_NO_CACHE": "1",
+           "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    d = Daemon(label, ["--registry", registry, "--layout", "time:41@1s,worker:10,sequence:4",
+                       "--max-borrow-ms", "0", "--max-wait-ms", "0"], env=env)
+    if first_ids(d, 16, "%s: serves" % label) is None:
+        return
+    result = {}
+
+    def ask():
+        t = time.monotonic()
+        result["r"] = d.get("/id?count=16")
+        result["t"] = time.monotonic() - t
+    th = threading.Thread(target=ask)
+    th.start()
+    time.sleep(0.1)  # parked until the next second
+    with open(stamp, "w") as f:
+        f.write("-30s\n")
+    th.join(40)
+    st, body = result.get("r", (0, ""))
+    t = result.get("t", -1)
+    check("%s: the parked request is answered within its budget (%.2f s), refused: %s" %
+          (label, t, body.strip()[:80]), 0 <= t < 2.5 and st == 503 and "clock" in body, (st, t))
+    d.stop()
+
+
 def file_pause(registry, label):
     """A file: holder stopped (SIGSTOP) past its TTL has lost nothing (its
     flock is held): resumed, it answers at once and never logs lease_lost
@@ -883,6 +919,7 @@ def main():
             file_pause(reg, "file SIGSTOP")
             removed_while_alive(reg, "file lock removed")
             mark_fails_fast(reg, "file mark fails")
+            parked_clock_step(reg, "parked clock step")
         if "mix" in GROUPS:  # node tuples: every pair of lease fields, and a mixed run
             reg = "file:" + os.path.join(TMP, "reg-mix")
             mix_pairs(reg, "file pairs")

@@ -229,6 +229,17 @@ static int start_snowflakes(worker_t *w, idgen_snowflake_t **g, uint64_t *ids, s
   return rc;
 }
 
+/* When a call waiting until wall-clock time w->due_ns is due, on the
+ * monotonic clock.  The generator's budget is real time: if the wall clock
+ * steps back meanwhile, the resumed call sees it and is refused or asks
+ * again within its budget, instead of the timer waiting for the step. */
+static int64_t due_mono(const idgen_snowflake_wait_t *w) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  int64_t left = w->due_ns - ((int64_t)t.tv_sec * 1000000000 + t.tv_nsec);
+  return mono_ns() + (left > 0 ? left : 0);
+}
+
 void ids_request(worker_t *w, conn_t *c, const reply_shape_t *sh) {
   if (sh->kind != KIND_SNOWFLAKE) {
     answer(w, c, sh, NULL);
@@ -257,6 +268,7 @@ void ids_request(worker_t *w, conn_t *c, const reply_shape_t *sh) {
     p->c = c;
     p->g = g;
     p->wait = wait;
+    p->due_mono_ns = due_mono(&wait);
     p->shape = *sh;
     p->read_ns = w->read_ns;
     p->prev = NULL;
@@ -290,18 +302,13 @@ void ids_unpark(worker_t *w, conn_t *c) {
   free(p);
 }
 
-static int64_t realtime_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 int64_t ids_run_parked(worker_t *w) {
-  int64_t now = realtime_ns(), next = -1;
+  int64_t now = mono_ns(), next = -1;
   for (parked_t *p = w->parked, *nx; p; p = nx) {
     nx = p->next;
-    if (p->wait.due_ns > now) {
-      int64_t left = p->wait.due_ns - now;
+    if (p->due_mono_ns > now) {
+      int64_t left = p->due_mono_ns - now;
       if (next < 0 || left < next)
         next = left;
       continue;
@@ -310,7 +317,8 @@ int64_t ids_run_parked(worker_t *w) {
     if (rc == IDGEN_ELEASE && server_sf(w->srv) != p->g) /* a new lease: start again there */
       rc = start_snowflakes(w, &p->g, p->ids, p->shape.count, &p->wait);
     if (rc == IDGEN_EAGAIN) {
-      int64_t left = p->wait.due_ns - realtime_ns();
+      p->due_mono_ns = due_mono(&p->wait);
+      int64_t left = p->due_mono_ns - mono_ns();
       if (next < 0 || left < next)
         next = left > 0 ? left : 0;
       continue;

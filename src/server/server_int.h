@@ -104,6 +104,8 @@ typedef struct parked {
   struct conn *c;
   idgen_snowflake_t *g;          /* the generator it waits on */
   idgen_snowflake_wait_t wait;
+  int64_t due_mono_ns;           /* wait.due_ns on CLOCK_MONOTONIC: a step of the
+                                  * wall clock must not move the wake-up */
   reply_shape_t shape;
   int64_t read_ns;               /* when the request was read */
   uint64_t ids[];                /* room for shape.count IDs */
