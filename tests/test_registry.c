@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -607,6 +610,43 @@ static void test_pool_file_missing_or_corrupt(void **state) {
   idgen_registry_close(r);
 }
 
+/* An earlier idgen's registry in the same directory ("worker@datacenter=0/
+ * 0.lock", records v1): while one of its holders lives, acquisition refuses
+ * (the two versions cannot see each other's leases); once it is gone, its
+ * marks are a floor. */
+static void test_earlier_version_registry(void **state) {
+  (void)state;
+  char old_dir[700], old_path[800], err[600];
+  const int64_t t = 1800000000000;
+  tu_clock_t ck;
+  tu_clock_init(&ck, t);
+  idgen_registry_t *r = tu_registry(uri); /* creates DIR */
+  snprintf(old_dir, sizeof old_dir, "%s/reg/worker@datacenter=0", dir);
+  assert_int_equal(mkdir(old_dir, 0755), 0);
+  snprintf(old_path, sizeof old_path, "%s/0.lock", old_dir);
+  FILE *f = fopen(old_path, "w");
+  assert_non_null(f);
+  fprintf(f, "%-255s\n", "idgen-lease v1 generation=3 mark_ms=1800000005000 holder=old:1:aa");
+  fclose(f);
+  int fd = open(old_path, O_RDWR);
+  assert_true(fd >= 0);
+  assert_int_equal(flock(fd, LOCK_EX), 0); /* an earlier version's live holder */
+  idgen_layout_t tw = tu_layout("twitter");
+  idgen_lease_request_t req = {&tw, NULL, NULL, 10000, &ck.clock};
+  idgen_lease_t *l;
+  assert_int_equal(idgen_registry_acquire(r, &req, &l, err, sizeof err), IDGEN_EREGISTRY);
+  assert_non_null(strstr(err, "held by a live process of an earlier idgen"));
+  assert_non_null(strstr(err, old_path));
+  close(fd); /* it stopped: its mark (5 s ahead) is a floor */
+  assert_int_equal(idgen_registry_acquire(r, &req, &l, err, sizeof err), 0);
+  idgen_lease_info_t info;
+  idgen_lease_info(l, &info);
+  assert_true(info.mark_ms >= t + 5000);
+  assert_true(tu_clock_ms(&ck) > t + 5000); /* waited for it */
+  idgen_lease_release(l);
+  idgen_registry_close(r);
+}
+
 /* The default registry does not depend on the working directory, and a
  * relative one is made absolute once, at open. */
 static void test_default_and_relative_uri(void **state) {
@@ -844,6 +884,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_pool_mark_after_exit_and_step_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pool_file_missing_or_corrupt, setup, teardown),
       cmocka_unit_test_setup_teardown(test_default_and_relative_uri, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_earlier_version_registry, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bound_marks, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bound_lease_lost, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bound_threads, setup, teardown),

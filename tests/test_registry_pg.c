@@ -661,6 +661,36 @@ static void test_fork(void **state) {
   idgen_registry_close(r);
 }
 
+/* The first version's table: while one of its leases is held, acquisition
+ * refuses; once none is, its highest mark is a floor of the pools.  (Last:
+ * it leaves a floor behind in the pools it touches.) */
+static void test_earlier_version_table(void **state) {
+  (void)state;
+  idgen_registry_t *r = tu_registry(uri);
+  char spec[200], sql[600], err[600];
+  snprintf(spec, sizeof spec, "time:41,run:16,worker:4,sequence:3,epoch=%llu",
+           (unsigned long long)(2000 + run_base * 7 + run_next));
+  pool_t p = new_pool(spec);
+  int64_t m = now_ms() + 60000;
+  psql("CREATE TABLE idgen_leases (pool text NOT NULL, worker_id bigint NOT NULL, holder text,"
+       " generation bigint NOT NULL, expires_at timestamptz NOT NULL, free_at timestamptz NOT NULL,"
+       " mark_ms bigint NOT NULL, PRIMARY KEY (pool, worker_id))");
+  snprintf(sql, sizeof sql,
+           "INSERT INTO idgen_leases VALUES ('worker@datacenter=1', 0, 'old:1:aa', 1,"
+           " now() + interval '1 hour', now() + interval '2 hours', %lld)", (long long)m);
+  psql(sql);
+  idgen_lease_request_t req = request(&p, 0, 0);
+  req.max_start_wait_ms = 100;
+  idgen_lease_t *l;
+  assert_int_equal(idgen_registry_acquire(r, &req, &l, err, sizeof err), IDGEN_EREGISTRY);
+  assert_non_null(strstr(err, "held by an earlier idgen"));
+  psql("UPDATE idgen_leases SET holder = NULL, expires_at = now(), free_at = now()");
+  /* released: its mark, a minute ahead, is a floor now */
+  assert_int_equal(idgen_registry_acquire(r, &req, &l, err, sizeof err), IDGEN_ECLOCK);
+  psql("DROP TABLE idgen_leases");
+  idgen_registry_close(r);
+}
+
 int main(void) {
   uri = getenv("IDGEN_TEST_PG_URI");
   if (uri == NULL || uri[0] == '\0') {
@@ -692,6 +722,7 @@ int main(void) {
       cmocka_unit_test(test_fork),
       cmocka_unit_test(test_tuple_whichever_field),
       cmocka_unit_test(test_floor_after_delete),
+      cmocka_unit_test(test_earlier_version_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

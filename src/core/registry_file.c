@@ -411,6 +411,62 @@ static int pool_mark(const char *dir, const char *layout, int64_t at_least, int6
   return rc;
 }
 
+/* ---- an earlier idgen's registry ------------------------------------------ */
+
+/* The first version named pool directories by the leased field and the other
+ * fields' values ("worker@datacenter=1/3.lock", "idgen-lease v1 ..."), so its
+ * holders and this version's cannot see each other's leases.  A holder of
+ * the earlier version that is alive makes acquisition refuse (mixing them
+ * could repeat IDs); the earlier records' highest mark becomes a floor of
+ * every pool, so that a tuple starts above anything they issued.  0 with
+ * *max, or an error naming the live holder's file. */
+static int probe_held(const char *path);
+
+static int legacy_check(const char *root, int64_t *max, char *err, size_t errlen) {
+  *max = 0;
+  DIR *d = opendir(root);
+  if (d == NULL)
+    return 0;
+  int rc = 0;
+  for (struct dirent *e; rc == 0 && (e = readdir(d)) != NULL;) {
+    if (e->d_name[0] == '.' || strncmp(e->d_name, "epoch=", 6) == 0 || !strchr(e->d_name, '@'))
+      continue;
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/%s", root, e->d_name);
+    DIR *p = opendir(dir);
+    if (p == NULL)
+      continue;
+    for (struct dirent *f; rc == 0 && (f = readdir(p)) != NULL;) {
+      char path[1400], buf[IDGEN__LEASE_RECORD_SIZE + 1];
+      size_t digits = strspn(f->d_name, "0123456789");
+      if (digits == 0 || strcmp(f->d_name + digits, ".lock") != 0)
+        continue;
+      snprintf(path, sizeof path, "%s/%s", dir, f->d_name);
+      if (probe_held(path) == 1) {
+        rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
+                        "registry: %s is held by a live process of an earlier idgen, whose "
+                        "leases this version cannot see: stop the earlier version's holders on "
+                        "%s first (their marks are kept)",
+                        path, root);
+        break;
+      }
+      int fd = open(path, O_RDONLY | O_CLOEXEC);
+      ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
+      if (fd >= 0)
+        close(fd);
+      long long m;
+      if (n > 0) {
+        buf[n] = '\0';
+        if (sscanf(buf, "idgen-lease v1 generation=%*u mark_ms=%lld ", &m) == 1 && m > *max)
+          *max = m;
+      }
+    }
+    closedir(p);
+  }
+  closedir(d);
+  return rc;
+}
+
 /* ---- the backend --------------------------------------------------------- */
 
 static int file_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
@@ -491,9 +547,12 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot create %s: %s", dir,
                       strerror(errno));
   /* Where a new or recreated record would start, for choosing; it is read
-   * again once the chosen file is locked (the protocol above). */
-  int64_t pool_at_scan;
-  int rc = pool_mark(dir, p->layout, 0, &pool_at_scan, err, errlen);
+   * again once the chosen file is locked (the protocol above).  At least
+   * the marks of an earlier version's records. */
+  int64_t pool_at_scan, legacy;
+  int rc = legacy_check(l->r->path, &legacy, err, errlen);
+  if (rc == 0)
+    rc = pool_mark(dir, p->layout, legacy, &pool_at_scan, err, errlen);
   if (rc < 0)
     return rc;
   int64_t now = idgen__req_now_ms(req);

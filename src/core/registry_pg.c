@@ -165,9 +165,20 @@ static const char SQL_CHECK[] =
     "SELECT n.pool, n.node, n.holder, n.generation, n.expires_at, n.free_at, n.mark_ms,"
     " p.layout, p.floor_ms FROM idgen_nodes n, idgen_pools p LIMIT 0";
 
-/* $1 pool, $2 layout: the pool's row, made on first use. */
+/* $1 pool, $2 layout, $3 a floor: the pool's row, made on first use; the
+ * floor raised to $3 if it is lower (an earlier version's marks). */
 static const char SQL_POOL[] =
-    "INSERT INTO idgen_pools (pool, layout) VALUES ($1, $2) ON CONFLICT (pool) DO NOTHING";
+    "INSERT INTO idgen_pools AS p (pool, layout, floor_ms) VALUES ($1, $2, $3::bigint)"
+    " ON CONFLICT (pool) DO UPDATE SET floor_ms = excluded.floor_ms"
+    " WHERE p.floor_ms < excluded.floor_ms";
+
+/* The first version's table (pools named by field and values, which this
+ * version cannot match to its tuples): its highest mark, and how many of
+ * its leases are held. */
+static const char SQL_LEGACY_EXISTS[] = "SELECT to_regclass('idgen_leases') IS NOT NULL";
+static const char SQL_LEGACY[] =
+    "SELECT coalesce(max(mark_ms), 0), count(*) FILTER (WHERE holder IS NOT NULL"
+    " AND expires_at > now()) FROM idgen_leases";
 
 static const char SQL_FLOOR[] = "SELECT floor_ms FROM idgen_pools WHERE pool = $1";
 
@@ -653,9 +664,30 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
   int64_t max = req->max_start_wait_ms < 0 ? 10000 : req->max_start_wait_ms, waited = 0;
   int64_t borrow = req->start_borrow_ms > 0 ? req->start_borrow_ms : 0;
   PGresult *res = NULL;
-  const char *pv[] = {p->name, p->layout};
+  /* An earlier version's leases: refused while held, a floor after. */
+  long long legacy = 0, legacy_held = 0;
   pg_lock(pg);
-  int rc = pg_query(pg, &res, SQL_POOL, 2, pv, 1, NULL, err, errlen);
+  int rc = pg_query(pg, &res, SQL_LEGACY_EXISTS, 0, NULL, 1, NULL, err, errlen);
+  int old_table = rc == 0 && PQgetvalue(res, 0, 0)[0] == 't';
+  PQclear(res);
+  res = NULL;
+  if (old_table && (rc = pg_query(pg, &res, SQL_LEGACY, 0, NULL, 1, NULL, err, errlen)) == 0) {
+    legacy = pg_i64(res, 0, 0);
+    legacy_held = pg_i64(res, 0, 1);
+  }
+  PQclear(res);
+  res = NULL;
+  char floor_text[24];
+  snprintf(floor_text, sizeof floor_text, "%lld", legacy);
+  const char *pv[] = {p->name, p->layout, floor_text};
+  if (rc == 0 && legacy_held > 0)
+    rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
+                    PFX "%lld lease(s) of table idgen_leases are held by an earlier idgen, whose "
+                        "leases this version cannot see: stop the earlier version's holders first "
+                        "(their marks are kept)",
+                    legacy_held);
+  if (rc == 0)
+    rc = pg_query(pg, &res, SQL_POOL, 3, pv, 1, NULL, err, errlen);
   pg_unlock(pg);
   PQclear(res);
   if (rc < 0)
