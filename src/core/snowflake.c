@@ -319,44 +319,52 @@ static int call(idgen_snowflake_t *g, uint64_t *ids, size_t n, int64_t ms,
   return run(g, w, ms, 0, blocking);
 }
 
+/* The hot path: one fetch_add when the clock allows it.  1 with *id, or 0
+ * for the slow path (nothing issued). */
+static inline __attribute__((always_inline)) int fast_take(idgen_snowflake_t *g, int64_t ms,
+                                                            uint64_t *id) {
+  if (IDGEN_UNLIKELY(!g->fast))
+    return 0;
+  /* Unsigned: a clock before the epoch gives a huge x and takes the slow path. */
+  uint64_t x = (uint64_t)(ms - g->epoch);
+  if (IDGEN_UNLIKELY(x > g->max_tick))
+    return 0;
+  uint64_t base = x << g->seq_bits, c;
+  /* The ceiling is read after the value is taken: a fence (ceiling 0) that
+   * comes before the take in `next`'s order is seen (DESIGN §11). */
+  if (IDGEN_LIKELY(!atomic_load_explicit(&g->ahead, memory_order_relaxed))) {
+    c = atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
+    if (IDGEN_LIKELY(c - base <= g->fast_span &&
+                     c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed))) {
+      *id = compose(g, c);
+      return 1;
+    }
+    /* c was past the window: the generator is ahead of the clock.  Until it
+     * is not, look before taking (below), so that calls made while it is
+     * ahead do not each throw away a future value. */
+    if (c >= base)
+      atomic_store_explicit(&g->ahead, 1, memory_order_relaxed);
+  } else {
+    c = atomic_load_explicit(&g->next, memory_order_relaxed);
+    if (c - base <= g->fast_span && c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed)) {
+      atomic_store_explicit(&g->ahead, 0, memory_order_relaxed);
+      c = atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
+      if (IDGEN_LIKELY(c - base <= g->fast_span &&
+                       c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed))) {
+        *id = compose(g, c);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
 int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id) {
   if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()))
     return IDGEN_EFORKED;
   int64_t ms = now_ms(g);
-  if (IDGEN_LIKELY(g->fast)) {
-    /* Unsigned: a clock before the epoch gives a huge x and takes the slow path. */
-    uint64_t x = (uint64_t)(ms - g->epoch);
-    if (IDGEN_LIKELY(x <= g->max_tick)) {
-      uint64_t base = x << g->seq_bits, c;
-      /* The ceiling is read after the value is taken: a fence (ceiling 0)
-       * that comes before the take in `next`'s order is seen (DESIGN §11). */
-      if (IDGEN_LIKELY(!atomic_load_explicit(&g->ahead, memory_order_relaxed))) {
-        c = atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
-        if (IDGEN_LIKELY(c - base <= g->fast_span &&
-                         c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed))) {
-          *id = compose(g, c);
-          return 0;
-        }
-        /* c was past the window: the generator is ahead of the clock.  Until
-         * it is not, look before taking (below), so that calls made while it
-         * is ahead do not each throw away a future value. */
-        if (c >= base)
-          atomic_store_explicit(&g->ahead, 1, memory_order_relaxed);
-      } else {
-        c = atomic_load_explicit(&g->next, memory_order_relaxed);
-        if (c - base <= g->fast_span &&
-            c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed)) {
-          atomic_store_explicit(&g->ahead, 0, memory_order_relaxed);
-          c = atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
-          if (IDGEN_LIKELY(c - base <= g->fast_span &&
-                           c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed))) {
-            *id = compose(g, c);
-            return 0;
-          }
-        }
-      }
-    }
-  }
+  if (IDGEN_LIKELY(fast_take(g, ms, id)))
+    return 0;
   idgen_snowflake_wait_t w;
   return call(g, id, 1, ms, &w, 1);
 }
@@ -372,12 +380,14 @@ int idgen_snowflake_next_n(idgen_snowflake_t *g, uint64_t *ids, size_t n) {
 
 int idgen_snowflake_next_n_async(idgen_snowflake_t *g, uint64_t *ids, size_t n,
                                  idgen_snowflake_wait_t *w) {
-  memset(w, 0, sizeof *w);
   if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()))
     return IDGEN_EFORKED;
   if (n == 0)
     return 0;
-  return call(g, ids, n, now_ms(g), w, 0);
+  int64_t ms = now_ms(g);
+  if (n == 1 && fast_take(g, ms, ids)) /* one ID: next()'s hot path */
+    return 0;
+  return call(g, ids, n, ms, w, 0);
 }
 
 int idgen_snowflake_resume(idgen_snowflake_t *g, idgen_snowflake_wait_t *w, uint64_t *ids) {
