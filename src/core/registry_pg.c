@@ -165,12 +165,20 @@ static const char SQL_CHECK[] =
     "SELECT n.pool, n.node, n.holder, n.generation, n.expires_at, n.free_at, n.mark_ms,"
     " p.layout, p.floor_ms FROM idgen_nodes n, idgen_pools p LIMIT 0";
 
-/* $1 pool, $2 layout, $3 a floor: the pool's row, made on first use; the
- * floor raised to $3 if it is lower (an earlier version's marks). */
+/* $1 pool, $2 layout, $3 a floor: the pool's row, made on first use.  DO
+ * NOTHING, not DO UPDATE ... WHERE: that locks the existing row even when
+ * its condition is false, and so would queue behind every claim's FOR SHARE
+ * (32 processes starting at once timed out on it). */
 static const char SQL_POOL[] =
-    "INSERT INTO idgen_pools AS p (pool, layout, floor_ms) VALUES ($1, $2, $3::bigint)"
-    " ON CONFLICT (pool) DO UPDATE SET floor_ms = excluded.floor_ms"
-    " WHERE p.floor_ms < excluded.floor_ms";
+    "INSERT INTO idgen_pools (pool, layout, floor_ms) VALUES ($1, $2, $3::bigint)"
+    " ON CONFLICT (pool) DO NOTHING";
+
+/* The floor raised to $3 if it is lower (an earlier version's marks): the
+ * row is locked only if its floor, as this statement's snapshot sees it, is
+ * lower, so once one process has raised it the others pass without a wait. */
+static const char SQL_POOL_RAISE[] =
+    "UPDATE idgen_pools SET floor_ms = $3::bigint WHERE pool = $1 AND floor_ms < $3::bigint"
+    " AND $2::text IS NOT NULL";
 
 /* The first version's table (pools named by field and values, which this
  * version cannot match to its tuples): its highest mark, and how many of
@@ -688,6 +696,10 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
                     legacy_held);
   if (rc == 0)
     rc = pg_query(pg, &res, SQL_POOL, 3, pv, 1, NULL, err, errlen);
+  PQclear(res);
+  res = NULL;
+  if (rc == 0 && legacy > 0)
+    rc = pg_query(pg, &res, SQL_POOL_RAISE, 3, pv, 1, NULL, err, errlen);
   pg_unlock(pg);
   PQclear(res);
   if (rc < 0)
