@@ -19,8 +19,9 @@ static const char usage[] =
     "  list    the registry's absolute location, then each pool (a layout's\n"
     "          geometry: epoch, tick, and where the time and sequence fields sit;\n"
     "          layouts that make the same IDs share one) with the layout it was\n"
-    "          first used with and its pool-wide mark (a tuple whose record is new,\n"
-    "          removed or replaced starts above it), then one line per node tuple\n"
+    "          first used with and its pool-wide mark (file: every tuple starts\n"
+    "          above it; postgres: a tuple whose row is new or was deleted), then\n"
+    "          one line per node tuple\n"
     "          the registry knows: the tuple (datacenter=1,worker=7), its state\n"
     "          (held, free, quarantine), the fencing generation of its last grant,\n"
     "          how long until it expires (held) or is free again (quarantine) as\n"
@@ -98,9 +99,12 @@ static int print_row(void *ctx, const idgen_lease_row_t *row) {
   }
   if (strcmp(ls->pool, row->pool) != 0) {
     snprintf(ls->pool, sizeof ls->pool, "%s", row->pool);
-    printf("\npool %s\n  layout     %s\n  pool mark  %s (a tuple whose record is new, removed or "
-           "replaced starts above it)\n  %-32s %-10s %6s %-10s %-24s %s\n",
-           row->pool, row->layout[0] ? row->layout : "(unknown)", pmark, "NODE", "STATE", "GEN",
+    int file = strncmp(ls->uri, "file:", 5) == 0;
+    printf("\npool %s\n  layout     %s\n  pool mark  %s (%s)\n  %-32s %-10s %6s %-10s %-24s %s\n",
+           row->pool, row->layout[0] ? row->layout : "(unknown)", pmark,
+           file ? "every tuple starts above it"
+                : "a tuple whose row is new or was deleted starts above it",
+           "NODE", "STATE", "GEN",
            "EXPIRES IN", "MARK (holder's clock)", "HOLDER");
   }
   printf("  %-32s %-10s %6" PRIu64 " %-10s %-24s %s\n", row->node, state_name(row->state),

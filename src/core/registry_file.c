@@ -17,8 +17,10 @@
  * registry's back (rm, a tmp cleaner, mv): the next holder would then find
  * an empty file, read "never used", and repeat the IDs of the tuple's last
  * holder, who may even be alive still.  So DIR/<pool>/pool keeps a mark
- * that is never below any record's mark, and a record that is new, empty,
- * or not its tuple's (a moved file) starts above it.  The protocol, all
+ * that is never below any record's mark, and every record starts above it
+ * (a record's own mark alone is not trusted: it may be an old copy put
+ * back over the tuple's file by cp or mv, and an empty or moved file has
+ * none).  The protocol, all
  * under an exclusive flock on the pool's directory (which is not removed
  * while the pool is in use, unlike the files in it):
  *   - a holder raising its mark to M first checks that its lock file is
@@ -33,7 +35,7 @@
  * rebuilt from the records' highest mark (under the lock); a corrupt one is
  * an error naming it, never a silent 0.  Removing both a live holder's lock
  * file and the pool file is not survivable (nothing records that holder's
- * mark any more); nor is an old copy of a record written over an idle one.
+ * mark any more), nor an old copy of the pool file put back.
  *
  * flock belongs to the open file description, which a forked child shares:
  * a child would keep its parent's lock alive after the parent died.  So
@@ -580,10 +582,12 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
         snprintf(bad, sizeof bad, "%s", path);
         continue;
       }
-      /* An empty file, or one that holds another tuple's record (moved
-       * here), is a record recreated: it starts above the pool mark. */
+      /* Every record starts above the pool mark, and an empty file, or one
+       * holding another tuple's record (moved here), has no mark of its own.
+       * A valid record of this tuple may still be an old copy put back (mv,
+       * cp), so its own mark alone is not trusted either. */
       int fresh = kind == REC_EMPTY || rec.key != (p->fixed | id << p->shift);
-      int64_t mark = fresh ? pool_at_scan : rec.mark_ms;
+      int64_t mark = !fresh && rec.mark_ms > pool_at_scan ? rec.mark_ms : pool_at_scan;
       if (best_fd < 0 || mark < best_mark) {
         if (best_fd >= 0)
           close_held(best_fd);
@@ -596,8 +600,12 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
       } else {
         close_held(fd);
       }
-      if (best_mark < now)
-        break; /* the lowest free value whose mark is behind the clock */
+      /* The lowest free value whose mark is behind the clock; and none can
+       * start below the pool mark, so one at it ends the scan too (without
+       * this, a pool mark ahead of the clock made every acquisition create
+       * a lock file for every value of the field). */
+      if (best_mark < now || best_mark <= pool_at_scan)
+        break;
     }
   if (best_fd < 0 && bad[0])
     return idgen__err(err, errlen, IDGEN_EREGISTRY,
@@ -610,7 +618,7 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
                       "bits)%s%s are held",
                       p->size, p->field_name, (int)__builtin_ctzll(p->size),
                       p->others[0] ? " with " : "", p->others);
-  if (best_fresh) {
+  {
     /* Read after the file is ours: any holder whose file this replaced is
      * fenced before it can raise its ceiling past what this sees. */
     int64_t pm;
@@ -634,7 +642,7 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
                         "nearest (%s %" PRIu64 "%s%s) can start in %" PRId64
                         " ms, more than max_start_wait_ms (%" PRId64 ")%s",
                         p->field_name, best_id, p->others[0] ? " with " : "", p->others, wait, max,
-                        best_fresh ? "; it is new, so it starts above the pool-wide mark" : "");
+                        best_fresh ? "; it is new, and starts above the pool-wide mark" : "");
     }
     idgen__req_sleep_ms(req, wait);
     waited += wait;

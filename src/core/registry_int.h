@@ -51,8 +51,9 @@ int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, ch
  *            r->uri) and connects or creates what it needs.
  *   acquire  fills l->worker, l->key, l->generation (> every earlier grant
  *            of that tuple), l->mark_ms (where the holder starts: the
- *            tuple's recorded mark, or the pool-wide mark for a record that
- *            is new, removed or replaced) following SPEC section 8; l->pool,
+ *            tuple's recorded mark, or the pool-wide mark if higher: for
+ *            file: always, for postgres: a row that is new) following SPEC
+ *            section 8; l->pool,
  *            l->holder, l->ttl_ms, l->quarantine_ms are set.
  *   renew    shows the lease is still held, conditional on l->generation:
  *            IDGEN_ELEASE when it is not (fenced out), IDGEN_EREGISTRY when
