@@ -13,6 +13,7 @@ check and "N passed, M failed"; exits 1 if any check failed.
 """
 
 import http.client
+import json
 import os
 import re
 import shutil
@@ -862,6 +863,35 @@ def pg_pause(pg, label):
     b.stop()
 
 
+HIGH_NODE_LAYOUT = "worker:3,time:41@1ms,sequence:12,epoch=1288834974657"
+
+
+def node_above_time(registry, label):
+    """A node field above the time field: a daemon fenced off worker 1 leases
+    worker 0 again, so its IDs after the swap are below the ones before, which
+    DESIGN says and the log says (event=ids_decrease); no ID repeats."""
+    args = ["--registry", registry, "--layout", HIGH_NODE_LAYOUT, "--lease-ttl-ms", "1000"]
+    d0 = Daemon(label + "-0", args)
+    d1 = Daemon(label + "-1", args)
+    d0.stop()  # worker 0 free again at once (released)
+    before = d1.ids(50) or []
+    check("%s: the second daemon serves on worker 1" % label,
+          before and all(i >> 53 == 1 for i in before), before[:1])
+    r = idgen("registry", "list", "--registry", registry, "--json")
+    pools = {json.loads(l)["pool"] for l in r.stdout.splitlines()
+             if l.startswith("{") and json.loads(l)["layout"].startswith("worker:3,")}
+    r = idgen("registry", "free", "--registry", registry, "--force", *(list(pools)[:1]), "worker=1")
+    check("%s: free --force fences it" % label, r.returncode == 0 and len(pools) == 1,
+          (pools, r.stderr))
+    warned = wait_for(lambda: "event=ids_decrease" in d1.log(), 8, 0.05)
+    check("%s: it leases again and logs ids_decrease" % label, warned, d1.log()[-800:])
+    after = wait_for(lambda: d1.ids(50), 5, 0.05) or []
+    check("%s: ... truly: its IDs after the swap are lower, on worker 0, none repeated" % label,
+          after and before and after[-1] < before[0] and after[0] >> 53 == 0
+          and not set(after) & set(before), (before[-1:], after[:1]))
+    d1.stop()
+
+
 def pg_remover(pg):
     def remove(key):
         r = subprocess.run(["psql", "-q", "-X", pg.uri, "-c",
@@ -974,6 +1004,7 @@ def main():
                 d.stop()
                 pg_outage(pg, "postgres outage")
                 pg_pause(pg, "postgres SIGSTOP")
+                node_above_time(pg.uri, "postgres node above time")
                 hostile_defaults(pg, "postgres hostile defaults")
             finally:
                 pg.stop()

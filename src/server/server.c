@@ -821,6 +821,18 @@ static void lease_tick(server_t *s, int64_t *next_try) {
   s->lx = nx;
   atomic_store_explicit(&s->sf, nx.gen, memory_order_release);
   log_lease(s, "lease_acquired");
+  /* IDs order by any node field above the time field first (no preset has
+   * one): a new tuple lower there makes every later ID lower than the ones
+   * before the swap, whatever its clock.  Said, not hidden. */
+  const idgen_field_t *tf = &s->layout->fields[s->layout->time_index];
+  unsigned top = (unsigned)tf->shift + tf->bits;
+  idgen_snowflake_lease_status_t now_st;
+  idgen_snowflake_lease_status(nx.gen, &now_st);
+  if (top < 64 && now_st.bound && now_st.key >> top < st.key >> top)
+    log_event("warn", "ids_decrease",
+              "reason=\"the new node tuple is lower in a node field above the time field: IDs "
+              "after this swap are below the ones before it\" before=%" PRIu64 " after=%" PRIu64,
+              st.key, now_st.key);
 }
 
 static void *lease_main(void *arg) {
