@@ -1,7 +1,7 @@
 /*
  * fuzz_lease_record.c -- libFuzzer target for the file: registry's record
- * parsers (src/core/registry_file.c): a tuple's lease record and a pool's
- * record.  A record that is accepted must be exactly the record's size, in
+ * parsers (src/core/registry_file.c): a tuple's lease record, a pool's
+ * record, and a pool file's tuple slot.  A record that is accepted must be exactly the record's size, in
  * canonical form (written back, the same bytes), with a mark that is not
  * negative; anything else is rejected, never read as some mark (a wrong
  * mark could repeat IDs).
@@ -49,6 +49,21 @@ static void pool(const char *in, size_t n) {
     abort();
 }
 
+static void slot(const char *in, size_t n) {
+  uint64_t key;
+  int64_t mark;
+  char again[IDGEN__POOL_SLOT_SIZE];
+  if (idgen__pool_slot_parse(in, n, &key, &mark) < 0) {
+    if (key != 0 || mark != 0)
+      abort();
+    return;
+  }
+  if (n != IDGEN__POOL_SLOT_SIZE || mark < 0)
+    abort();
+  if (idgen__pool_slot_format(again, key, mark) < 0 || memcmp(again, in, n) != 0)
+    abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char l[IDGEN__LEASE_RECORD_SIZE], p[IDGEN__POOL_RECORD_SIZE];
@@ -56,5 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   lease(l, padded(data, size, l, sizeof l));
   pool((const char *)data, size);
   pool(p, padded(data, size, p, sizeof p));
+  char t[IDGEN__POOL_SLOT_SIZE];
+  slot((const char *)data, size);
+  slot(t, padded(data, size, t, sizeof t));
   return 0;
 }

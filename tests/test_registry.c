@@ -164,32 +164,65 @@ static void test_start_wait_and_full_pool(void **state) {
   idgen_lease_t *x;
   assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), IDGEN_EPOOLFULL);
   assert_non_null(strstr(err, "all 2 values of field \"worker\" (1 bits)"));
-  /* both marks ahead: 300 ms and 5 s.  Every record starts above the pool
-   * mark (the highest: 5 s), worker 1's low mark of its own notwithstanding
-   * (its record could be an old copy put back), so the lowest value waits
-   * 5001 ms: worker 0, not worker 1 */
+  /* both marks ahead: 300 ms and 5 s; the lower one is taken after a wait
+   * (each tuple starts above its own mark, kept in the pool file) */
   assert_int_equal(idgen_lease_record_mark(a, 1800000005000, NULL, 0), 0);
   assert_int_equal(idgen_lease_record_mark(b, 1800000000300, NULL, 0), 0);
   idgen_lease_release(a);
   idgen_lease_release(b);
-  req.max_start_wait_ms = 1000;
+  req.max_start_wait_ms = 100;
   assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), IDGEN_ECLOCK);
-  assert_non_null(strstr(err, "the nearest (worker 0) can start in 5001 ms"));
-  req.max_start_wait_ms = 6000;
+  assert_non_null(strstr(err, "the nearest (worker 1) can start in 301 ms"));
+  req.max_start_wait_ms = 1000;
   int64_t before = tu_clock_ms(&ck);
   assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), 0);
-  assert_int_equal(tu_worker(x), 0);
-  assert_int_equal(tu_clock_ms(&ck) - before, 5001); /* waited on the injected clock */
+  assert_int_equal(tu_worker(x), 1);
+  assert_int_equal(tu_clock_ms(&ck) - before, 301); /* waited on the injected clock */
   idgen_lease_release(x);
+  idgen_registry_close(r);
+}
+
+/* A holder's lock file moved away and, after another holder used the
+ * tuple, moved back: its identity check passes again, but its tuple's mark
+ * in the pool file is not what it left there, so its next mark write is
+ * fenced (before, it went on issuing below the other holder's IDs). */
+static void test_file_put_back_under_holder(void **state) {
+  (void)state;
+  const int64_t t = 1800000000000;
+  tu_clock_t ck;
+  tu_clock_init(&ck, t);
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t tw = tu_layout("twitter");
+  idgen_lease_t *a = take(r, &tw, NULL, &ck.clock);
+  assert_int_equal(tu_worker(a), 0);
+  assert_int_equal(idgen_lease_record_mark(a, t + 1000, NULL, 0), 0);
+  char away[800];
+  snprintf(away, sizeof away, "%s.away", lock_path(&tw, 0));
+  assert_int_equal(rename(lock_path(&tw, 0), away), 0);
+  idgen_lease_request_t req = {&tw, NULL, NULL, 5000, &ck.clock};
+  idgen_lease_t *b;
+  char err[400];
+  assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), 0);
+  assert_int_equal(tu_worker(b), 0);
+  assert_true(tu_clock_ms(&ck) > t + 1000); /* above a's mark */
+  assert_int_equal(idgen_lease_record_mark(b, t + 3000, NULL, 0), 0);
+  idgen_lease_release(b);
+  assert_int_equal(rename(away, lock_path(&tw, 0)), 0);
+  assert_int_equal(idgen_lease_record_mark(a, t + 5000, err, sizeof err), IDGEN_ELEASE);
+  assert_non_null(strstr(err, "another holder took the tuple"));
+  idgen_lease_release(a);
+  /* the next holder starts above b's mark */
+  assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), 0);
+  assert_true(tu_clock_ms(&ck) > t + 3000);
+  idgen_lease_release(b);
   idgen_registry_close(r);
 }
 
 /* A tuple's record put back from an old copy (cp or mv over the live file,
  * as a restore from backup would) carries an old mark of its own: the next
  * holder of that tuple still starts above every ID issued under it, because
- * every record starts above the pool mark.  On 52df1fb-era code the mv case
- * repeated IDs (the holder's file was replaced, the next holder trusted the
- * record's own mark). */
+ * the tuple's mark is kept in the pool file, not in the lock file.  Fails
+ * on every earlier version (they trusted the record's own mark). */
 static void test_record_put_back(void **state) {
   (void)state;
   char err[300], root[4096], rec[4096], copy[4200], cmd[9000];
@@ -611,13 +644,15 @@ static void test_pool_mark_after_exit_and_step_back(void **state) {
   idgen_lease_release(a);
   assert_int_equal(unlink(lock_path(&tw, 0)), 0);
   tu_clock_set_ms(&ck, t - 10000); /* 10 s back */
-  /* the recreated record starts above the pool mark: more than the default
-   * start wait away, so refused (52df1fb started it at mark 0) */
+  /* the recreated record starts above its tuple's mark, kept in the pool
+   * file: more than the default start wait away, so refused (52df1fb
+   * started it at mark 0) */
   idgen_lease_request_t req = {&tw, NULL, NULL, -1, &ck.clock};
   idgen_lease_t *b;
   char err[400];
   assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), IDGEN_ECLOCK);
-  assert_non_null(strstr(err, "starts above the pool-wide mark"));
+  if (strstr(err, "the nearest (worker 0 with datacenter=0) can start in") == NULL)
+    fail_msg("%s", err);
   req.max_start_wait_ms = 20000;
   assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), 0);
   assert_int_equal(tu_worker(b), 0);
@@ -652,10 +687,10 @@ static void test_pool_file_missing_or_corrupt(void **state) {
   char err[600];
   assert_int_equal(idgen_registry_acquire(r, &req, &a, err, sizeof err), IDGEN_EREGISTRY);
   assert_non_null(strstr(err, pool_path(&tw)));
-  assert_non_null(strstr(err, "not a valid idgen pool record"));
+  assert_non_null(strstr(err, "not a valid idgen pool file"));
   /* and a live holder's mark write fails the same way, never silently */
   assert_int_equal(idgen_lease_record_mark(b, 1700000009999, err, sizeof err), IDGEN_EREGISTRY);
-  assert_non_null(strstr(err, "not a valid idgen pool record"));
+  assert_non_null(strstr(err, "not a valid idgen pool file"));
   idgen_lease_release(b);
   idgen_registry_close(r);
 }
@@ -924,6 +959,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_lowest_free_and_marks, setup, teardown),
       cmocka_unit_test_setup_teardown(test_start_wait_and_full_pool, setup, teardown),
       cmocka_unit_test_setup_teardown(test_record_put_back, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_file_put_back_under_holder, setup, teardown),
       cmocka_unit_test_setup_teardown(test_many_processes_and_kill, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fork_does_not_leak_the_lock, setup, teardown),
       cmocka_unit_test_setup_teardown(test_removed_lock_file, setup, teardown),

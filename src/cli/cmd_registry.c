@@ -19,8 +19,8 @@ static const char usage[] =
     "  list    the registry's absolute location, then each pool (a layout's\n"
     "          geometry: epoch, tick, and where the time and sequence fields sit;\n"
     "          layouts that make the same IDs share one) with the layout it was\n"
-    "          first used with and its pool-wide mark (file: every tuple starts\n"
-    "          above it; postgres: a tuple whose row is new or was deleted), then\n"
+    "          first used with and its pool-wide mark (a tuple new to the pool, or\n"
+    "          for postgres whose row was deleted, starts above it), then\n"
     "          one line per node tuple\n"
     "          the registry knows: the tuple (datacenter=1,worker=7), its state\n"
     "          (held, free, quarantine), the fencing generation of its last grant,\n"
@@ -102,7 +102,7 @@ static int print_row(void *ctx, const idgen_lease_row_t *row) {
     int file = strncmp(ls->uri, "file:", 5) == 0;
     printf("\npool %s\n  layout     %s\n  pool mark  %s (%s)\n  %-32s %-10s %6s %-10s %-24s %s\n",
            row->pool, row->layout[0] ? row->layout : "(unknown)", pmark,
-           file ? "every tuple starts above it"
+           file ? "a tuple new to the pool starts above it"
                 : "a tuple whose row is new or was deleted starts above it",
            "NODE", "STATE", "GEN",
            "EXPIRES IN", "MARK (holder's clock)", "HOLDER");

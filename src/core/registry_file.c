@@ -13,29 +13,34 @@
  * written with one pwrite of a fixed-size record and fdatasync'ed before
  * they are relied on; a file's directory is fsync'ed after it is created.
  *
- * The pool-wide mark.  A lock file can be removed or replaced behind the
- * registry's back (rm, a tmp cleaner, mv): the next holder would then find
- * an empty file, read "never used", and repeat the IDs of the tuple's last
- * holder, who may even be alive still.  So DIR/<pool>/pool keeps a mark
- * that is never below any record's mark, and every record starts above it
- * (a record's own mark alone is not trusted: it may be an old copy put
- * back over the tuple's file by cp or mv, and an empty or moved file has
- * none).  The protocol, all
- * under an exclusive flock on the pool's directory (which is not removed
- * while the pool is in use, unlike the files in it):
- *   - a holder raising its mark to M first checks that its lock file is
- *     still the file at its path, then raises the pool mark to at least M
- *     (pwrite + fdatasync), and only then writes M to its record;
- *   - an acquirer creates and locks its candidate's file first, and reads
- *     the pool mark after.
- * If a holder's file was replaced before the acquirer read the pool mark,
- * the holder's next check (inside the same lock) fails and it is fenced
- * before it could raise its ceiling; otherwise the acquirer reads a pool
- * mark at or above everything the holder may issue.  A missing pool file is
- * rebuilt from the records' highest mark (under the lock); a corrupt one is
- * an error naming it, never a silent 0.  Removing both a live holder's lock
- * file and the pool file is not survivable (nothing records that holder's
- * mark any more), nor an old copy of the pool file put back.
+ * The pool file.  A lock file can be removed or replaced behind the
+ * registry's back (rm, a tmp cleaner, mv, an old copy put back): the next
+ * holder would then find an empty file, read "never used", or an old mark,
+ * and repeat the IDs of the tuple's last holder, who may even be alive
+ * still.  So the marks the next holders start above live in DIR/<pool>/pool
+ * (registry_int.h): one slot per tuple the pool has granted, and a pool mark
+ * never below any slot; a tuple without a slot starts above the pool mark.
+ * The record in the lock file is a copy, for people and for rebuilding.
+ * The protocol, all under an exclusive flock on the pool's directory (which
+ * is not removed while the pool is in use, unlike the files in it):
+ *   - an acquirer creates and locks its candidate's file first, then reads
+ *     the tuple's slot (or the pool mark) and writes the slot with where it
+ *     starts;
+ *   - a holder writing mark M (raised, or lowered to its final mark) first
+ *     checks that its lock file is still the file at its path and that its
+ *     slot still holds what it last wrote there, then writes M to the slot
+ *     and raises the pool mark to at least M (pwrite + fdatasync), and only
+ *     then writes M to its record and raises its ceiling.
+ * If a holder's file was replaced, the replacing acquirer's slot write (or
+ * the replaced file) makes the holder's next check fail, inside the same
+ * lock, before its ceiling could rise past what the acquirer read; so the
+ * tuple's next holder starts above everything the last one may issue,
+ * whatever happened to the lock files.  A missing pool file is rebuilt from
+ * the records' highest mark, without slots (every tuple then starts above
+ * it); a corrupt one is an error naming it, never a silent 0.  Removing both
+ * a live holder's lock file and the pool file is not survivable (nothing
+ * records that holder's mark any more), nor an old copy of the pool file
+ * put back.
  *
  * flock belongs to the open file description, which a forked child shares:
  * a child would keep its parent's lock alive after the parent died.  So
@@ -195,6 +200,36 @@ int idgen__pool_record_parse(const char *buf, size_t n, int64_t *mark, char *lay
   return 0;
 }
 
+int idgen__pool_slot_format(char *buf, uint64_t key, int64_t mark) {
+  memset(buf, ' ', IDGEN__POOL_SLOT_SIZE);
+  int n = snprintf(buf, IDGEN__POOL_SLOT_SIZE, "tuple key=%016" PRIx64 " mark_ms=%" PRId64, key,
+                   mark);
+  if (n < 0 || n >= IDGEN__POOL_SLOT_SIZE - 1 || mark < 0)
+    return -1;
+  buf[n] = ' ';
+  buf[IDGEN__POOL_SLOT_SIZE - 1] = '\n';
+  return 0;
+}
+
+int idgen__pool_slot_parse(const char *buf, size_t n, uint64_t *key, int64_t *mark) {
+  char text[IDGEN__POOL_SLOT_SIZE + 1], again[IDGEN__POOL_SLOT_SIZE];
+  *key = 0;
+  *mark = 0;
+  if (n != IDGEN__POOL_SLOT_SIZE)
+    return -1;
+  memcpy(text, buf, n);
+  text[n] = '\0';
+  unsigned long long k;
+  long long m;
+  if (sscanf(text, "tuple key=%16llx mark_ms=%lld", &k, &m) != 2)
+    return -1;
+  if (idgen__pool_slot_format(again, k, m) < 0 || memcmp(again, text, n) != 0)
+    return -1;
+  *key = k;
+  *mark = m;
+  return 0;
+}
+
 /* What a lock file holds. */
 enum { REC_VALID, REC_EMPTY, REC_BAD };
 
@@ -331,85 +366,191 @@ static int records_max(const char *dir, int64_t *max) {
   return 0;
 }
 
-/* Reads the pool file of `dir`: 0 with *mark (and its layout, if wanted),
- * 1 if there is none, -1 with errno if it cannot be read or is corrupt. */
-static int pool_read(const char *dir, int64_t *mark, char *layout, size_t layoutlen) {
-  char path[1100], buf[IDGEN__POOL_RECORD_SIZE + 1];
+/* A pool file as read: the pool mark, the layout, and each tuple's slot in
+ * file order. */
+typedef struct pool_file {
+  int64_t mark;
+  char layout[IDGEN_LAYOUT_SPEC_MAX];
+  size_t n;
+  uint64_t *keys;
+  int64_t *marks;
+  int missing; /* there was no file (or an empty one): rebuilt */
+} pool_file_t;
+
+static void pool_free(pool_file_t *pf) {
+  free(pf->keys);
+  free(pf->marks);
+  pf->keys = NULL;
+  pf->marks = NULL;
+  pf->n = 0;
+}
+
+/* The slot of `key`, or -1. */
+static long pool_find(const pool_file_t *pf, uint64_t key) {
+  for (size_t i = 0; i < pf->n; i++)
+    if (pf->keys[i] == key)
+      return (long)i;
+  return -1;
+}
+
+/* Reads the pool file of `dir`: 0, 1 if there is none (or it is empty: its
+ * creator died before writing it; pf is then empty), -1 with errno if it
+ * cannot be read or is corrupt (EINVAL).  The last slot may be torn (a
+ * crash while a new tuple's slot was appended, before that tuple's holder
+ * relied on it): it is left out, and the next append overwrites it.  Any
+ * other slot that is not valid, or a key twice, makes the file corrupt. */
+static int pool_load(const char *dir, pool_file_t *pf) {
+  char path[1100];
   snprintf(path, sizeof path, "%s/pool", dir);
-  *mark = 0;
+  memset(pf, 0, sizeof *pf);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return errno == ENOENT ? 1 : -1;
-  ssize_t n = pread(fd, buf, sizeof buf, 0);
+    return errno == ENOENT ? (pf->missing = 1) : -1;
+  struct stat st;
+  char *buf = NULL;
+  ssize_t got = -1;
+  if (fstat(fd, &st) == 0 && st.st_size <= (off_t)64 << 20 &&
+      (buf = malloc((size_t)st.st_size + 1)) != NULL) {
+    got = 0;
+    while (got < st.st_size) {
+      ssize_t r = pread(fd, buf + got, (size_t)(st.st_size - got), got);
+      if (r <= 0)
+        break;
+      got += r;
+    }
+  } else if (errno == 0 || st.st_size > (off_t)64 << 20) {
+    errno = EFBIG;
+  }
   int e = errno;
   close(fd);
-  if (n < 0) {
+  if (buf == NULL || got < 0) {
+    free(buf);
     errno = e;
     return -1;
   }
-  if (idgen__pool_record_parse(buf, (size_t)n, mark, layout, layoutlen) < 0) {
-    errno = EINVAL;
-    return -1;
+  if (got == 0) {
+    free(buf);
+    return pf->missing = 1;
   }
-  return 0;
+  int rc = 0;
+  size_t slots = got > IDGEN__POOL_RECORD_SIZE ? (size_t)(got - IDGEN__POOL_RECORD_SIZE) /
+                                                     IDGEN__POOL_SLOT_SIZE
+                                               : 0;
+  if (got < IDGEN__POOL_RECORD_SIZE ||
+      idgen__pool_record_parse(buf, IDGEN__POOL_RECORD_SIZE, &pf->mark, pf->layout,
+                               sizeof pf->layout) < 0)
+    rc = -1;
+  if (rc == 0 && slots) {
+    pf->keys = malloc(slots * sizeof *pf->keys);
+    pf->marks = malloc(slots * sizeof *pf->marks);
+    if (pf->keys == NULL || pf->marks == NULL) {
+      free(buf);
+      pool_free(pf);
+      errno = ENOMEM;
+      return -1;
+    }
+  }
+  for (size_t i = 0; rc == 0 && i < slots; i++) {
+    const char *at = buf + IDGEN__POOL_RECORD_SIZE + i * IDGEN__POOL_SLOT_SIZE;
+    uint64_t key;
+    int64_t mark;
+    if (idgen__pool_slot_parse(at, IDGEN__POOL_SLOT_SIZE, &key, &mark) < 0) {
+      if (i + 1 < slots)
+        rc = -1;
+      break; /* the last one: torn */
+    }
+    if (pool_find(pf, key) >= 0)
+      rc = -1;
+    pf->keys[pf->n] = key;
+    pf->marks[pf->n++] = mark;
+  }
+  free(buf);
+  if (rc < 0) {
+    pool_free(pf);
+    errno = EINVAL;
+  }
+  return rc;
 }
 
-/* Writes the pool file of `dir`, durably (and its name, if it is new). */
-static int pool_write(const char *dir, int64_t mark, const char *layout) {
-  char path[1100], buf[IDGEN__POOL_RECORD_SIZE];
+/* Writes the header (the pool mark and layout) and slot `ix` of pf, as
+ * given, durably (and the file's name, if it is new): 0, or -1 with errno.
+ * ix == pf->n appends. */
+static int pool_store(const char *dir, const pool_file_t *pf, long ix, uint64_t key,
+                      int64_t mark, int *written) {
+  char path[1100], head[IDGEN__POOL_RECORD_SIZE], slot[IDGEN__POOL_SLOT_SIZE];
   snprintf(path, sizeof path, "%s/pool", dir);
-  if (idgen__pool_record_format(buf, mark, layout) < 0) {
+  if (idgen__pool_record_format(head, pf->mark, pf->layout) < 0 ||
+      (ix >= 0 && idgen__pool_slot_format(slot, key, mark) < 0)) {
     errno = EINVAL;
     return -1;
   }
-  int created = access(path, F_OK) != 0;
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0)
     return -1;
-  int rc = pwrite(fd, buf, sizeof buf, 0) == (ssize_t)sizeof buf && fdatasync(fd) == 0 ? 0 : -1;
+  off_t at = IDGEN__POOL_RECORD_SIZE + (off_t)ix * IDGEN__POOL_SLOT_SIZE;
+  int rc = pwrite(fd, head, sizeof head, 0) == (ssize_t)sizeof head ? 0 : -1;
+  if (rc == 0 && ix >= 0 && (rc = pwrite(fd, slot, sizeof slot, at) == (ssize_t)sizeof slot ? 0 : -1) == 0 && written)
+    *written = 1;
+  if (rc == 0 && fdatasync(fd) < 0)
+    rc = -1;
   int e = errno;
   close(fd);
-  if (rc == 0 && created)
+  if (rc == 0 && pf->missing)
     rc = fsync_dir(dir);
   errno = e;
   return rc;
 }
 
-/* The pool mark of `dir`, raised to at least `at_least` (durably, before
- * the caller relies on it), with the pool's lock held by the caller.  A
- * missing pool file is rebuilt from the records, with `layout` as the
- * pool's layout.  0, or IDGEN_EREGISTRY with a message naming the file. */
-static int pool_mark_locked(const char *dir, const char *layout, int64_t at_least, int64_t *mark,
-                            char *err, size_t errlen) {
-  char known[IDGEN_LAYOUT_SPEC_MAX] = "";
-  int rc = pool_read(dir, mark, known, sizeof known);
+/* Loads the pool file of `dir` with the pool's lock held by the caller; a
+ * missing one is rebuilt from the records (pool mark = their highest mark,
+ * no slots: every tuple then starts above it), with `layout`, and written.
+ * 0, or IDGEN_EREGISTRY with a message naming the file. */
+static int pool_open_locked(const char *dir, const char *layout, pool_file_t *pf, char *err,
+                            size_t errlen) {
+  int rc = pool_load(dir, pf);
   if (rc < 0)
     return idgen__err(err, errlen, IDGEN_EREGISTRY,
-                      "registry: %s/pool: %s (the pool-wide mark; it is never guessed: restore "
-                      "it, or remove it to have it rebuilt from the lock files)",
-                      dir, errno == EINVAL ? "not a valid idgen pool record" : strerror(errno));
-  if (rc == 1 && records_max(dir, mark) < 0)
-    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot read %s: %s", dir,
-                      strerror(errno));
-  if (rc == 1 || *mark < at_least) {
-    if (*mark < at_least)
-      *mark = at_least;
-    if (pool_write(dir, *mark, known[0] ? known : layout) < 0)
+                      "registry: %s/pool: %s (the pool-wide mark and the tuples' marks; they "
+                      "are never guessed: restore the file, or remove it to have it rebuilt "
+                      "from the lock files)",
+                      dir, errno == EINVAL ? "not a valid idgen pool file" : strerror(errno));
+  if (rc == 1) {
+    if (records_max(dir, &pf->mark) < 0)
+      return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot read %s: %s", dir,
+                        strerror(errno));
+    snprintf(pf->layout, sizeof pf->layout, "%s", layout);
+    if (pool_store(dir, pf, -1, 0, 0, NULL) < 0)
       return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot write %s/pool: %s", dir,
                         strerror(errno));
+    pf->missing = 0;
   }
   return 0;
 }
 
-/* The same, taking and dropping the pool's lock. */
-static int pool_mark(const char *dir, const char *layout, int64_t at_least, int64_t *mark,
-                     char *err, size_t errlen) {
-  int dfd = pool_lock(dir);
-  if (dfd < 0)
-    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s", dir,
+/* Sets tuple `key`'s slot to `mark` (appending it if new) and raises the
+ * pool mark to at least `mark`, durably, with the pool's lock held. */
+static int pool_set_locked(const char *dir, pool_file_t *pf, uint64_t key, int64_t mark,
+                           int *written, char *err, size_t errlen) {
+  long ix = pool_find(pf, key);
+  if (ix < 0)
+    ix = (long)pf->n;
+  if (pf->mark < mark)
+    pf->mark = mark;
+  if (pool_store(dir, pf, ix, key, mark, written) < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot write %s/pool: %s", dir,
                       strerror(errno));
-  int rc = pool_mark_locked(dir, layout, at_least, mark, err, errlen);
-  pool_unlock(dfd);
+  return 0;
+}
+
+/* Reads the pool mark of `dir` (and its layout, if wanted) without the
+ * lock, for listing: 0, 1 if there is no pool file, -1 with errno. */
+static int pool_read(const char *dir, int64_t *mark, char *layout, size_t layoutlen) {
+  pool_file_t pf;
+  int rc = pool_load(dir, &pf);
+  *mark = pf.mark;
+  if (layoutlen)
+    snprintf(layout, layoutlen, "%s", pf.layout);
+  pool_free(&pf);
   return rc;
 }
 
@@ -548,13 +689,22 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
   if (make_dirs(dir) < 0)
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot create %s: %s", dir,
                       strerror(errno));
-  /* Where a new or recreated record would start, for choosing; it is read
-   * again once the chosen file is locked (the protocol above).  At least
-   * the marks of an earlier version's records. */
-  int64_t pool_at_scan, legacy;
+  /* Where each tuple would start, for choosing (read again once the chosen
+   * file is locked: the protocol above): its slot's mark, or the pool mark
+   * for a tuple without one; at least the marks of an earlier version's
+   * records. */
+  int64_t legacy;
   int rc = legacy_check(l->r->path, &legacy, err, errlen);
-  if (rc == 0)
-    rc = pool_mark(dir, p->layout, legacy, &pool_at_scan, err, errlen);
+  pool_file_t pf;
+  memset(&pf, 0, sizeof pf);
+  int dfd = rc == 0 ? pool_lock(dir) : -1;
+  if (rc == 0 && dfd < 0)
+    rc = idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s", dir,
+                    strerror(errno));
+  if (rc == 0) {
+    rc = pool_open_locked(dir, p->layout, &pf, err, errlen);
+    pool_unlock(dfd);
+  }
   if (rc < 0)
     return rc;
   int64_t now = idgen__req_now_ms(req);
@@ -563,50 +713,45 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
   int64_t best_mark = 0;
   /* Two passes: `idgen registry list` holds each lock shared for a moment,
    * so a tuple can look held once; a pool that looks full is looked at
-   * again. */
+   * again.  A value that cannot start lower than the best so far is not
+   * opened (opening creates its file). */
   for (int pass = 0; pass < 2 && best_fd < 0 && !bad[0]; pass++)
     for (uint64_t id = 0; id < p->size; id++) {
-      int fd = try_key(dir, p->fixed | id << p->shift, path, sizeof path);
+      uint64_t key = p->fixed | id << p->shift;
+      long ix = pool_find(&pf, key);
+      int64_t mark = ix >= 0 ? pf.marks[ix] : pf.mark;
+      if (mark < legacy)
+        mark = legacy;
+      if (best_fd >= 0 && mark >= best_mark)
+        continue;
+      int fd = try_key(dir, key, path, sizeof path);
       if (fd == -1)
         continue;
       if (fd == -2) {
         int e = errno;
         if (best_fd >= 0)
           close_held(best_fd);
+        pool_free(&pf);
         return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", path, strerror(e));
       }
       idgen__lease_record_t rec;
-      int kind = read_record(fd, &rec);
-      if (kind == REC_BAD) { /* never guess a mark: skip this tuple */
+      if (read_record(fd, &rec) == REC_BAD) { /* never guess: skip this tuple */
         close_held(fd);
         snprintf(bad, sizeof bad, "%s", path);
         continue;
       }
-      /* Every record starts above the pool mark, and an empty file, or one
-       * holding another tuple's record (moved here), has no mark of its own.
-       * A valid record of this tuple may still be an old copy put back (mv,
-       * cp), so its own mark alone is not trusted either. */
-      int fresh = kind == REC_EMPTY || rec.key != (p->fixed | id << p->shift);
-      int64_t mark = !fresh && rec.mark_ms > pool_at_scan ? rec.mark_ms : pool_at_scan;
-      if (best_fd < 0 || mark < best_mark) {
-        if (best_fd >= 0)
-          close_held(best_fd);
-        best_fd = fd;
-        best_id = id;
-        best_gen = rec.generation;
-        best_mark = mark;
-        best_fresh = fresh;
-        snprintf(best_path, sizeof best_path, "%s", path);
-      } else {
-        close_held(fd);
-      }
-      /* The lowest free value whose mark is behind the clock; and none can
-       * start below the pool mark, so one at it ends the scan too (without
-       * this, a pool mark ahead of the clock made every acquisition create
-       * a lock file for every value of the field). */
-      if (best_mark < now || best_mark <= pool_at_scan)
-        break;
+      if (best_fd >= 0)
+        close_held(best_fd);
+      best_fd = fd;
+      best_id = id;
+      best_gen = rec.key == key ? rec.generation : 0;
+      best_mark = mark;
+      best_fresh = ix < 0;
+      snprintf(best_path, sizeof best_path, "%s", path);
+      if (best_mark < now)
+        break; /* the lowest free value whose mark is behind the clock */
     }
+  pool_free(&pf);
   if (best_fd < 0 && bad[0])
     return idgen__err(err, errlen, IDGEN_EREGISTRY,
                       "registry: no usable tuple: %s is not a valid idgen lease record "
@@ -618,17 +763,31 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
                       "bits)%s%s are held",
                       p->size, p->field_name, (int)__builtin_ctzll(p->size),
                       p->others[0] ? " with " : "", p->others);
-  {
-    /* Read after the file is ours: any holder whose file this replaced is
-     * fenced before it can raise its ceiling past what this sees. */
-    int64_t pm;
-    if ((rc = pool_mark(dir, p->layout, 0, &pm, err, errlen)) < 0) {
-      close_held(best_fd);
-      return rc;
-    }
-    if (pm > best_mark)
-      best_mark = pm;
+  /* Read after the file is ours: any holder whose file this replaced is
+   * fenced before it can raise its ceiling past what this sees.  The slot
+   * is written now, with where this holder starts, so that a holder whose
+   * file this replaced finds its slot moved. */
+  uint64_t key = p->fixed | best_id << p->shift;
+  dfd = pool_lock(dir);
+  if (dfd < 0)
+    rc = idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s", dir,
+                    strerror(errno));
+  if (rc == 0 && (rc = pool_open_locked(dir, p->layout, &pf, err, errlen)) == 0) {
+    long ix = pool_find(&pf, key);
+    best_mark = ix >= 0 ? pf.marks[ix] : pf.mark;
+    best_fresh = ix < 0;
+    if (best_mark < legacy)
+      best_mark = legacy;
+    rc = pool_set_locked(dir, &pf, key, best_mark, NULL, err, errlen);
   }
+  pool_free(&pf);
+  if (dfd >= 0)
+    pool_unlock(dfd);
+  if (rc < 0) {
+    close_held(best_fd);
+    return rc;
+  }
+  l->slot_mark = best_mark;
   /* Start above the mark: wait, reading the wall clock again after each
    * sleep (a sleep is measured on another clock), at most max_start_wait. */
   int64_t max = req->max_start_wait_ms < 0 ? 10000 : req->max_start_wait_ms, waited = 0;
@@ -642,7 +801,7 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
                         "nearest (%s %" PRIu64 "%s%s) can start in %" PRId64
                         " ms, more than max_start_wait_ms (%" PRId64 ")%s",
                         p->field_name, best_id, p->others[0] ? " with " : "", p->others, wait, max,
-                        best_fresh ? "; it is new, and starts above the pool-wide mark" : "");
+                        best_fresh ? "; it is new to the pool, so it starts above the pool-wide mark" : "");
     }
     idgen__req_sleep_ms(req, wait);
     waited += wait;
@@ -682,22 +841,34 @@ static int file_renew(idgen_lease_t *l, char *err, size_t errlen) {
 }
 
 static int file_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen) {
-  int rc;
-  if (mark_ms > l->mark_ms) {
-    /* The check and the pool mark under the pool's lock, before the record
-     * (the protocol at the top of this file). */
-    int dfd = pool_lock(l->dir);
-    if (dfd < 0)
-      return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s", l->dir,
-                        strerror(errno));
-    int64_t pm;
-    rc = file_renew(l, err, errlen);
-    if (rc == 0)
-      rc = pool_mark_locked(l->dir, l->pool.layout, mark_ms, &pm, err, errlen);
-    pool_unlock(dfd);
-  } else {
-    rc = file_renew(l, err, errlen); /* the final mark, lower: nothing to raise */
+  /* The checks and the tuple's slot (raised, or lowered to the final mark)
+   * under the pool's lock, before the record (the protocol at the top of
+   * this file). */
+  int dfd = pool_lock(l->dir);
+  if (dfd < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s", l->dir,
+                      strerror(errno));
+  pool_file_t pf;
+  memset(&pf, 0, sizeof pf);
+  int rc = file_renew(l, err, errlen);
+  if (rc == 0)
+    rc = pool_open_locked(l->dir, l->pool.layout, &pf, err, errlen);
+  if (rc == 0) {
+    long ix = pool_find(&pf, l->key);
+    int written = 0;
+    if (ix >= 0 && pf.marks[ix] != l->slot_mark)
+      rc = idgen__err(err, errlen, IDGEN_ELEASE,
+                      "registry: tuple %016" PRIx64 "'s mark in %s/pool is %" PRId64
+                      ", not %" PRId64 " as this holder left it: another holder took the "
+                      "tuple while this one's lock file was away",
+                      l->key, l->dir, pf.marks[ix], l->slot_mark);
+    else
+      rc = pool_set_locked(l->dir, &pf, l->key, mark_ms, &written, err, errlen);
+    if (written) /* in the file, durable or not: what the next check finds */
+      l->slot_mark = mark_ms;
   }
+  pool_free(&pf);
+  pool_unlock(dfd);
   if (rc == 0 && (rc = write_record(l, mark_ms)) < 0)
     idgen__err(err, errlen, rc, "registry: cannot write the mark to %s: %s", l->path,
                strerror(errno));
@@ -773,9 +944,11 @@ static int list_pool(const char *dir, const char *pool,
   idgen_layout_t lay;
   memset(&row, 0, sizeof row);
   int known = pool_layout(dir, &lay, row.layout, sizeof row.layout) == 0;
+  pool_file_t pf; /* read without the lock: a snapshot for people */
   int64_t pm;
-  if (pool_read(dir, &pm, NULL, 0) != 0 && records_max(dir, &pm) < 0)
-    pm = 0; /* missing: what the next acquirer rebuilds it to */
+  if (pool_load(dir, &pf) != 0 && records_max(dir, &pf.mark) < 0)
+    pf.mark = 0; /* missing: what the next acquirer rebuilds it to */
+  pm = pf.mark;
   size_t n;
   uint64_t *keys = pool_keys(dir, &n);
   int rc = 0;
@@ -793,21 +966,22 @@ static int list_pool(const char *dir, const char *pool,
     idgen__lease_record_t rec;
     int kind = read_record(fd, &rec);
     close(fd);
+    long ix = pool_find(&pf, keys[i]);
     row.generation = rec.generation;
-    row.mark_ms = rec.mark_ms;
+    row.mark_ms = ix >= 0 ? pf.marks[ix] : pm; /* where its next holder starts */
     snprintf(row.holder, sizeof row.holder, "%s", rec.holder);
     if (kind == REC_BAD)
       snprintf(row.holder, sizeof row.holder,
                "(corrupt record: acquisition skips this tuple; do not delete the file)");
     else if (kind == REC_EMPTY)
-      snprintf(row.holder, sizeof row.holder, "(empty: starts above the pool mark)");
+      snprintf(row.holder, sizeof row.holder, "(empty record)");
     else if (rec.key != keys[i])
-      snprintf(row.holder, sizeof row.holder,
-               "(another tuple's record, moved here: starts above the pool mark)");
+      snprintf(row.holder, sizeof row.holder, "(another tuple's record, moved here)");
     row.state = probe_held(path) == 1 ? IDGEN_LEASE_HELD : IDGEN_LEASE_FREE;
     rc = cb(ctx, &row);
   }
   free(keys);
+  pool_free(&pf);
   return rc;
 }
 

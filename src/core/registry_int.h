@@ -51,9 +51,8 @@ int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, ch
  *            r->uri) and connects or creates what it needs.
  *   acquire  fills l->worker, l->key, l->generation (> every earlier grant
  *            of that tuple), l->mark_ms (where the holder starts: the
- *            tuple's recorded mark, or the pool-wide mark if higher: for
- *            file: always, for postgres: a row that is new) following SPEC
- *            section 8; l->pool,
+ *            tuple's recorded mark, or the pool-wide mark for a tuple
+ *            new to the pool) following SPEC section 8; l->pool,
  *            l->holder, l->ttl_ms, l->quarantine_ms are set.
  *   renew    shows the lease is still held, conditional on l->generation:
  *            IDGEN_ELEASE when it is not (fenced out), IDGEN_EREGISTRY when
@@ -105,6 +104,8 @@ struct idgen_lease {
   unsigned fork_gen;          /* the process that holds it */
   atomic_int bound;           /* a generator is bound to it */
   int fd;                     /* file: the held lock file */
+  int64_t slot_mark;          /* file: its tuple's mark in the pool file, as
+                               * this holder last wrote it */
   char path[1024];            /* file: its path */
   char dir[1024];             /* file: its pool's directory */
   char holder[128];
@@ -128,11 +129,17 @@ int idgen__lease_record_parse(const char *buf, size_t n, idgen__lease_record_t *
 int idgen__lease_record_format(char *buf, const idgen__lease_record_t *rec);
 
 /* A pool's file: "idgen-pool v1 mark_ms=P layout=SPEC", padded with spaces
- * to 1023 bytes and a newline; the same rules. */
+ * to 1023 bytes and a newline; the same rules.  Then one 64-byte slot per
+ * tuple the pool has granted, "tuple key=K mark_ms=M" (K: 16 hex digits),
+ * padded the same way: that tuple's mark, the one its next holder starts
+ * above (registry_file.c). */
 #define IDGEN__POOL_RECORD_SIZE 1024
+#define IDGEN__POOL_SLOT_SIZE 64
 int idgen__pool_record_parse(const char *buf, size_t n, int64_t *mark, char *layout,
                              size_t layoutlen);
 int idgen__pool_record_format(char *buf, int64_t mark, const char *layout);
+int idgen__pool_slot_parse(const char *buf, size_t n, uint64_t *key, int64_t *mark);
+int idgen__pool_slot_format(char *buf, uint64_t key, int64_t mark);
 
 /* The mark written when a bound generator stops: the last tick it used,
  * which may be below l->mark_ms (nothing above it was issued). */
