@@ -177,7 +177,8 @@ static int mark_once(idgen_snowflake_t *g, int64_t target) {
      * are woken to see it. */
     k->mark_failures++;
     k->mark_failing = 1;
-    snprintf(k->reason, sizeof k->reason, "%s", e[0] ? e : idgen_strerror(rc));
+    if (k->valid) /* a lease that ran out while the write was away keeps saying so */
+      snprintf(k->reason, sizeof k->reason, "%s", e[0] ? e : idgen_strerror(rc));
     pthread_cond_broadcast(&k->mark_cv);
   }
   return rc;
@@ -212,21 +213,30 @@ static void *io_main(void *arg) {
   return NULL;
 }
 
+/* Ends validity once the deadline has passed; under mu.  The watch thread
+ * calls it at the deadline, and so does every reader (a waiter, the status),
+ * so none of them sees a lease valid past its deadline while the watch
+ * thread has yet to run. */
+static void expire_if_due(idgen_snowflake_t *g) {
+  idgen__keeper_t *k = g->keeper;
+  if (!k->valid || mono_ms() < k->deadline)
+    return;
+  char last[sizeof k->reason];
+  snprintf(last, sizeof last, "%s", k->failing ? k->reason : "");
+  k->valid = 0;
+  snprintf(k->reason, sizeof k->reason, "not renewed within its TTL (%lld ms)%s%.180s",
+           (long long)k->ttl_ms, last[0] ? ": " : "", last);
+  apply(g);
+  k->next_renew = mono_ms(); /* retry renewing at once */
+  pthread_cond_signal(&k->io_cv);
+}
+
 static void *watch_main(void *arg) {
   idgen_snowflake_t *g = arg;
   idgen__keeper_t *k = g->keeper;
   pthread_mutex_lock(&k->mu);
   while (!k->stop) {
-    if (k->valid && mono_ms() >= k->deadline) {
-      char last[sizeof k->reason];
-      snprintf(last, sizeof last, "%s", k->failing ? k->reason : "");
-      k->valid = 0;
-      snprintf(k->reason, sizeof k->reason, "not renewed within its TTL (%lld ms)%s%.180s",
-               (long long)k->ttl_ms, last[0] ? ": " : "", last);
-      apply(g);
-      k->next_renew = mono_ms(); /* retry renewing at once */
-      pthread_cond_signal(&k->io_cv);
-    }
+    expire_if_due(g);
     if (k->valid && k->deadline != INT64_MAX) {
       struct timespec ts = mono_abs(k->deadline);
       pthread_cond_timedwait(&k->watch_cv, &k->mu, &ts);
@@ -322,6 +332,7 @@ int64_t idgen__keeper_wait(idgen_snowflake_t *g, uint64_t want, int64_t max_ns) 
   pthread_mutex_lock(&k->mu);
   k->mark_waits++;
   for (;;) {
+    expire_if_due(g);
     if (atomic_load_explicit(&g->ceiling, memory_order_acquire) >= want)
       break;
     if (!k->valid || k->fenced || k->stop) {
@@ -397,6 +408,7 @@ void idgen_snowflake_lease_status(idgen_snowflake_t *g, idgen_snowflake_lease_st
   if (k == NULL || g->fork_gen != idgen__fork_gen())
     return; /* in a forked child the binding is the parent's */
   pthread_mutex_lock(&k->mu);
+  expire_if_due(g);
   const idgen_lease_info_t info = k->info;
   st->bound = 1;
   st->valid = k->valid && !k->fenced;
