@@ -264,6 +264,44 @@ static void test_record_put_back(void **state) {
   idgen_registry_close(r);
 }
 
+/* An old copy of the pool file put back (a restore from backup) after a
+ * holder stopped: the tuple's slot is older than what the holder issued,
+ * but its record remembers, so the next holder still starts above it. */
+static void test_pool_file_put_back(void **state) {
+  (void)state;
+  char err[300], root[4096], pool[4096], cmd[9000];
+  tu_clock_t ck;
+  tu_clock_init(&ck, 1800000000000);
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t l = tu_layout("twitter");
+  snprintf(root, sizeof root, "%s", uri + strlen("file:"));
+  idgen_lease_t *a = take(r, &l, NULL, &ck.clock);
+  uint64_t w = tu_worker(a);
+  assert_int_equal(idgen_lease_record_mark(a, tu_clock_ms(&ck) + 1000, NULL, 0), 0);
+  snprintf(cmd, sizeof cmd, "find '%s' -name '%016llx.lock' | head -1", root,
+           (unsigned long long)a->key);
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  assert_non_null(fgets(pool, sizeof pool, f));
+  pclose(f);
+  pool[strcspn(pool, "\n")] = '\0';
+  *strrchr(pool, '/') = '\0';
+  snprintf(cmd, sizeof cmd, "cp -p '%s/pool' '%s/pool.backup'", pool, pool);
+  assert_int_equal(system(cmd), 0);
+  int64_t later = tu_clock_ms(&ck) + 4000;
+  assert_int_equal(idgen_lease_record_mark(a, later, NULL, 0), 0);
+  idgen_lease_release(a);
+  snprintf(cmd, sizeof cmd, "mv '%s/pool.backup' '%s/pool'", pool, pool);
+  assert_int_equal(system(cmd), 0);
+  idgen_lease_request_t req = {&l, NULL, NULL, 10000, &ck.clock};
+  idgen_lease_t *b;
+  assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), 0);
+  assert_int_equal(tu_worker(b), w);
+  assert_true(tu_clock_ms(&ck) > later); /* waited: above every ID a issued */
+  idgen_lease_release(b);
+  idgen_registry_close(r);
+}
+
 /* 32 processes at once: each holds a distinct ID while the others run. */
 static void test_many_processes_and_kill(void **state) {
   (void)state;
@@ -959,6 +997,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_lowest_free_and_marks, setup, teardown),
       cmocka_unit_test_setup_teardown(test_start_wait_and_full_pool, setup, teardown),
       cmocka_unit_test_setup_teardown(test_record_put_back, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pool_file_put_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_file_put_back_under_holder, setup, teardown),
       cmocka_unit_test_setup_teardown(test_many_processes_and_kill, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fork_does_not_leak_the_lock, setup, teardown),

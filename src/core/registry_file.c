@@ -37,10 +37,12 @@
  * tuple's next holder starts above everything the last one may issue,
  * whatever happened to the lock files.  A missing pool file is rebuilt from
  * the records' highest mark, without slots (every tuple then starts above
- * it); a corrupt one is an error naming it, never a silent 0.  Removing both
- * a live holder's lock file and the pool file is not survivable (nothing
- * records that holder's mark any more), nor an old copy of the pool file
- * put back.
+ * it); a corrupt one is an error naming it, never a silent 0.  An acquirer
+ * starts above the larger of the slot and the tuple's record (the record is
+ * never above the slot unless the pool file lost or rolled back the slot: an
+ * old copy of the pool file put back).  Losing both, a tuple's lock file and
+ * the pool file, is not survivable: nothing records that tuple's mark any
+ * more (a live holder is fenced at its next mark write).
  *
  * flock belongs to the open file description, which a forked child shares:
  * a child would keep its parent's lock alive after the parent died.  So
@@ -710,7 +712,7 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
   int64_t now = idgen__req_now_ms(req);
   int best_fd = -1, best_fresh = 0;
   uint64_t best_id = 0, best_gen = 0;
-  int64_t best_mark = 0;
+  int64_t best_mark = 0, best_rec = 0;
   /* Two passes: `idgen registry list` holds each lock shared for a moment,
    * so a tuple can look held once; a pool that looks full is looked at
    * again.  A value that cannot start lower than the best so far is not
@@ -745,6 +747,7 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
       best_fd = fd;
       best_id = id;
       best_gen = rec.key == key ? rec.generation : 0;
+      best_rec = rec.key == key ? rec.mark_ms : 0;
       best_mark = mark;
       best_fresh = ix < 0;
       snprintf(best_path, sizeof best_path, "%s", path);
@@ -778,6 +781,11 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
     best_fresh = ix < 0;
     if (best_mark < legacy)
       best_mark = legacy;
+    /* The tuple's own record is a copy of its slot, never above it, unless
+     * the pool file lost the slot or was put back older: then the record
+     * (if it is the live copy) remembers what the slot forgot. */
+    if (best_mark < best_rec)
+      best_mark = best_rec;
     rc = pool_set_locked(dir, &pf, key, best_mark, NULL, err, errlen);
   }
   pool_free(&pf);
@@ -969,6 +977,8 @@ static int list_pool(const char *dir, const char *pool,
     long ix = pool_find(&pf, keys[i]);
     row.generation = rec.generation;
     row.mark_ms = ix >= 0 ? pf.marks[ix] : pm; /* where its next holder starts */
+    if (kind == REC_VALID && rec.key == keys[i] && rec.mark_ms > row.mark_ms)
+      row.mark_ms = rec.mark_ms; /* the slot was lost or rolled back: file_acquire */
     snprintf(row.holder, sizeof row.holder, "%s", rec.holder);
     if (kind == REC_BAD)
       snprintf(row.holder, sizeof row.holder,
