@@ -218,6 +218,31 @@ static void test_file_put_back_under_holder(void **state) {
   idgen_registry_close(r);
 }
 
+/* The path of lease a's lock file: the one file named by its key. */
+static void lock_file_of(const idgen_lease_t *a, char *path, size_t n) {
+  char cmd[9000];
+  snprintf(cmd, sizeof cmd, "find '%s' -name '%016llx.lock' | head -1", uri + strlen("file:"),
+           (unsigned long long)a->key);
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  assert_non_null(fgets(path, (int)n, f));
+  pclose(f);
+  path[strcspn(path, "\n")] = '\0';
+}
+
+/* Takes worker w again: it must start above `later` (it waits for it on
+ * the test clock), i.e. above every ID the tuple's last holder issued. */
+static void retake_above(idgen_registry_t *r, const idgen_layout_t *l, tu_clock_t *ck,
+                         uint64_t w, int64_t later) {
+  char err[300];
+  idgen_lease_request_t req = {l, NULL, NULL, 10000, &ck->clock};
+  idgen_lease_t *b;
+  assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), 0);
+  assert_int_equal(tu_worker(b), w);
+  assert_true(tu_clock_ms(ck) > later);
+  idgen_lease_release(b);
+}
+
 /* A tuple's record put back from an old copy (cp or mv over the live file,
  * as a restore from backup would) carries an old mark of its own: the next
  * holder of that tuple still starts above every ID issued under it, because
@@ -225,24 +250,16 @@ static void test_file_put_back_under_holder(void **state) {
  * on every earlier version (they trusted the record's own mark). */
 static void test_record_put_back(void **state) {
   (void)state;
-  char err[300], root[4096], rec[4096], copy[4200], cmd[9000];
+  char rec[4096], copy[4200], cmd[9000];
   tu_clock_t ck;
   tu_clock_init(&ck, 1800000000000);
   idgen_registry_t *r = tu_registry(uri);
   idgen_layout_t l = tu_layout("twitter");
-  snprintf(root, sizeof root, "%s", uri + strlen("file:"));
   for (int how = 0; how < 2; how++) {
     idgen_lease_t *a = take(r, &l, NULL, &ck.clock);
     uint64_t w = tu_worker(a);
     assert_int_equal(idgen_lease_record_mark(a, tu_clock_ms(&ck) + 1000, NULL, 0), 0);
-    /* the record of a's tuple, found as the one lock file named by its key */
-    snprintf(cmd, sizeof cmd, "find '%s' -name '%016llx.lock' | head -1", root,
-             (unsigned long long)a->key);
-    FILE *f = popen(cmd, "r");
-    assert_non_null(f);
-    assert_non_null(fgets(rec, sizeof rec, f));
-    pclose(f);
-    rec[strcspn(rec, "\n")] = '\0';
+    lock_file_of(a, rec, sizeof rec);
     snprintf(copy, sizeof copy, "%s.backup", rec);
     snprintf(cmd, sizeof cmd, "cp -p '%s' '%s'", rec, copy);
     assert_int_equal(system(cmd), 0);
@@ -254,12 +271,7 @@ static void test_record_put_back(void **state) {
       unlink(copy);
     idgen_lease_release(a);
     /* the same tuple again, whether or not a's release saw the swap */
-    idgen_lease_request_t req = {&l, NULL, NULL, 10000, &ck.clock};
-    idgen_lease_t *b;
-    assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), 0);
-    assert_int_equal(tu_worker(b), w);
-    assert_true(tu_clock_ms(&ck) > later); /* waited: above every ID a issued */
-    idgen_lease_release(b);
+    retake_above(r, &l, &ck, w, later);
   }
   idgen_registry_close(r);
 }
@@ -269,23 +281,16 @@ static void test_record_put_back(void **state) {
  * but its record remembers, so the next holder still starts above it. */
 static void test_pool_file_put_back(void **state) {
   (void)state;
-  char err[300], root[4096], pool[4096], cmd[9000];
+  char pool[4096], cmd[9000];
   tu_clock_t ck;
   tu_clock_init(&ck, 1800000000000);
   idgen_registry_t *r = tu_registry(uri);
   idgen_layout_t l = tu_layout("twitter");
-  snprintf(root, sizeof root, "%s", uri + strlen("file:"));
   idgen_lease_t *a = take(r, &l, NULL, &ck.clock);
   uint64_t w = tu_worker(a);
   assert_int_equal(idgen_lease_record_mark(a, tu_clock_ms(&ck) + 1000, NULL, 0), 0);
-  snprintf(cmd, sizeof cmd, "find '%s' -name '%016llx.lock' | head -1", root,
-           (unsigned long long)a->key);
-  FILE *f = popen(cmd, "r");
-  assert_non_null(f);
-  assert_non_null(fgets(pool, sizeof pool, f));
-  pclose(f);
-  pool[strcspn(pool, "\n")] = '\0';
-  *strrchr(pool, '/') = '\0';
+  lock_file_of(a, pool, sizeof pool);
+  *strrchr(pool, '/') = '\0'; /* the pool's directory */
   snprintf(cmd, sizeof cmd, "cp -p '%s/pool' '%s/pool.backup'", pool, pool);
   assert_int_equal(system(cmd), 0);
   int64_t later = tu_clock_ms(&ck) + 4000;
@@ -293,12 +298,7 @@ static void test_pool_file_put_back(void **state) {
   idgen_lease_release(a);
   snprintf(cmd, sizeof cmd, "mv '%s/pool.backup' '%s/pool'", pool, pool);
   assert_int_equal(system(cmd), 0);
-  idgen_lease_request_t req = {&l, NULL, NULL, 10000, &ck.clock};
-  idgen_lease_t *b;
-  assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), 0);
-  assert_int_equal(tu_worker(b), w);
-  assert_true(tu_clock_ms(&ck) > later); /* waited: above every ID a issued */
-  idgen_lease_release(b);
+  retake_above(r, &l, &ck, w, later);
   idgen_registry_close(r);
 }
 
