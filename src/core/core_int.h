@@ -25,8 +25,18 @@
 
 #define IDGEN_CACHELINE 64
 
+/* The few internals the registry library (libidgen-registry, src/registry)
+ * calls in the core library: exported from the shared library under the
+ * idgen__ prefix, with no promise of stability beyond the same version. */
+#if defined(IDGEN_BUILDING) && defined(__GNUC__)
+#define IDGEN_INTERNAL __attribute__((visibility("default")))
+#else
+#define IDGEN_INTERNAL
+#endif
+
 /* Writes a formatted message into err[errlen] if err is not NULL; returns code. */
-int idgen__err(char *err, size_t errlen, int code, const char *fmt, ...) IDGEN_PRINTF(4, 5);
+IDGEN_INTERNAL int idgen__err(char *err, size_t errlen, int code, const char *fmt, ...)
+    IDGEN_PRINTF(4, 5);
 
 /*
  * Quotes untrusted bytes for a message: writes s[0..len) into buf[n] as
@@ -41,7 +51,7 @@ int idgen__err(char *err, size_t errlen, int code, const char *fmt, ...) IDGEN_P
  * or escape that fits (an escape is never cut).  n must be at least 4.
  * Pure; returns buf, always NUL-terminated.
  */
-char *idgen__quote(char *buf, size_t n, const void *s, size_t len, int quote);
+IDGEN_INTERNAL char *idgen__quote(char *buf, size_t n, const void *s, size_t len, int quote);
 
 /* idgen__quote() into a buffer of max + 1 bytes (a compound literal, so it
  * lives until the end of the enclosing block): for a printf argument, e.g.
@@ -63,7 +73,15 @@ static inline int64_t idgen__ns_to_ms(int64_t ns) {
 }
 
 /* Default-clock readers (clock.c). */
-int64_t idgen__clock_ns(void);                     /* CLOCK_REALTIME in ns */
+IDGEN_INTERNAL int64_t idgen__clock_ns(void);      /* CLOCK_REALTIME in ns */
+
+/* CLOCK_MONOTONIC in ns and ms: for deadlines and durations, never for IDs. */
+static inline int64_t idgen__mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+static inline int64_t idgen__mono_ms(void) { return idgen__mono_ns() / 1000000; }
 int64_t idgen__clock_fast_ms(void);                /* TSC-cached ms (see clock.c) */
 int idgen__clock_fast_available(void);             /* 1 if the TSC path is usable */
 void idgen__sleep_ns(int64_t ns);
@@ -102,8 +120,8 @@ static inline int64_t idgen__clock_precise_ms(void) {
 
 /* Fork detection (clock.c): the process's generation, nonzero, different in
  * every child from its parent's.  One load on the hot path. */
-extern _Atomic unsigned *idgen__fork_word;
-unsigned idgen__fork_renew(void);
+extern IDGEN_INTERNAL _Atomic unsigned *idgen__fork_word;
+IDGEN_INTERNAL unsigned idgen__fork_renew(void);
 static inline unsigned idgen__fork_gen(void) {
   unsigned g = atomic_load_explicit(idgen__fork_word, memory_order_relaxed);
   return IDGEN_LIKELY(g != 0) ? g : idgen__fork_renew();

@@ -276,7 +276,7 @@ static int run(idgen_snowflake_t *g, idgen_snowflake_wait_t *w, int64_t ms, int 
       /* Within the clock's window, above the mark: the keeper moves the
        * mark (or the lease is gone); the budget bounds the wait. */
       int64_t left = w->deadline_ns - w->start_ns - w->charged_ns;
-      int64_t rc = idgen__keeper_wait(g, last, blocking ? (left > 0 ? left : 0) : -1);
+      int64_t rc = g->bind->wait(g, last, blocking ? (left > 0 ? left : 0) : -1);
       if (rc == IDGEN_EAGAIN) {
         /* Look again in a millisecond, within the budget. */
         if (w->charged_ns + NS_PER_MS > w->deadline_ns - w->start_ns)
@@ -458,8 +458,14 @@ int idgen_snowflake_new(idgen_snowflake_t **out, const idgen_layout_t *l,
     return idgen__err(err, errlen, IDGEN_EINVAL, "clock_mode %d unknown", (int)s->clock_mode);
 
   idgen_lease_info_t lease;
+  const idgen__bind_ops_t *bind = s->lease != NULL ? idgen__lease_bind_ops(s->lease) : NULL;
+  if (bind != NULL && bind->version != IDGEN__BIND_VERSION)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "the lease comes from a registry library of another version (%d, this "
+                      "library binds version %d)",
+                      bind->version, IDGEN__BIND_VERSION);
   if (s->lease != NULL) {
-    idgen_lease_info(s->lease, &lease);
+    bind->info(s->lease, &lease);
     if (lease.field < 0 || lease.field >= l->nfields ||
         l->fields[lease.field].kind != IDGEN_FIELD_NODE ||
         lease.worker >> l->fields[lease.field].bits != 0)
@@ -548,7 +554,8 @@ int idgen_snowflake_new(idgen_snowflake_t **out, const idgen_layout_t *l,
                         "the lease's high-water mark is at the end of the layout");
     }
     atomic_init(&g->next, from ? from : 1);
-    int rc = idgen__keeper_start(g, s->lease, err, errlen);
+    g->bind = bind;
+    int rc = bind->start(g, s->lease, err, errlen);
     if (rc < 0) {
       free(g);
       return rc;
@@ -562,6 +569,6 @@ void idgen_snowflake_free(idgen_snowflake_t *g) {
   if (g == NULL)
     return;
   if (g->keeper != NULL)
-    idgen__keeper_stop(g);
+    g->bind->stop(g);
   free(g);
 }

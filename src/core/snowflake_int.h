@@ -1,7 +1,7 @@
 /*
  * snowflake_int.h -- the Snowflake generator's state, shared by snowflake.c
- * (issuing) and lease_keeper.c (the background thread of a generator bound
- * to a lease).
+ * (issuing) and the registry library's lease_keeper.c (the background thread
+ * of a generator bound to a lease), which reaches it through the table below.
  */
 #ifndef IDGEN_SNOWFLAKE_INT_H
 #define IDGEN_SNOWFLAKE_INT_H
@@ -29,7 +29,8 @@ struct idgen_snowflake {
   uint64_t seq_mask;
   uint64_t max_tick;       /* 2^T - 1 */
   uint64_t max_state;      /* largest issuable (tick, sequence), <= 2^64 - 2 */
-  idgen__keeper_t *keeper; /* bound to a lease (lease_keeper.c), or NULL */
+  idgen__keeper_t *keeper; /* bound to a lease (src/registry/lease_keeper.c), or NULL */
+  const struct idgen__bind_ops *bind; /* the lease's table while bound, or NULL */
   uint64_t fast_span;      /* hot path: c - (x << S) must be <= this */
   int fast;                /* hot path usable */
   int random_start;
@@ -81,17 +82,36 @@ static inline int64_t idgen__sf_ms_of_state(const idgen_snowflake_t *g, uint64_t
   return g->epoch + (int64_t)((v >> g->seq_bits) + 1) * g->unit - 1;
 }
 
-/* lease_keeper.c.  start: binds g to s->lease (g->keeper set, ceiling
- * raised after a first renewal and mark write), or fails with a message;
- * wait: called when a call's values are above the ceiling but not past the
- * layout: pokes the keeper to move the mark to `want`, and with max_ns >= 0
- * waits for it at most max_ns (real time), returning the ns it waited, or
- * with max_ns < 0 only looks (0, or IDGEN_EAGAIN); IDGEN_ELEASE when the
- * lease is not valid, IDGEN_EMARK at once when the last mark write failed
- * and none is under way, or when the wait ran out; stop: final mark, joins,
- * frees. */
-int idgen__keeper_start(idgen_snowflake_t *g, idgen_lease_t *lease, char *err, size_t errlen);
-int64_t idgen__keeper_wait(idgen_snowflake_t *g, uint64_t want, int64_t max_ns);
-void idgen__keeper_stop(idgen_snowflake_t *g);
+/*
+ * Binding a generator to a lease, without core calling the registry: the
+ * registry library (src/registry/lease_keeper.c) puts a pointer to this
+ * table first in every idgen_lease_t it makes, and core calls through it.
+ *   info:  the lease's info (idgen_lease_info);
+ *   start: binds g to `lease` (g->keeper set, ceiling raised after a first
+ *          renewal and mark write), or fails with a message;
+ *   wait:  called when a call's values are above the ceiling but not past
+ *          the layout: pokes the keeper to move the mark to `want`, and with
+ *          max_ns >= 0 waits for it at most max_ns (real time), returning
+ *          the ns it waited, or with max_ns < 0 only looks (0, or
+ *          IDGEN_EAGAIN); IDGEN_ELEASE when the lease is not valid,
+ *          IDGEN_EMARK at once when the last mark write failed and none is
+ *          under way, or when the wait ran out;
+ *   stop:  final mark, joins, frees.
+ * `version` is IDGEN__BIND_VERSION of the registry that filled the table; a
+ * core of another version refuses the lease rather than misread it.
+ */
+#define IDGEN__BIND_VERSION 1
+typedef struct idgen__bind_ops {
+  int version;
+  void (*info)(const idgen_lease_t *lease, idgen_lease_info_t *out);
+  int (*start)(idgen_snowflake_t *g, idgen_lease_t *lease, char *err, size_t errlen);
+  int64_t (*wait)(idgen_snowflake_t *g, uint64_t want, int64_t max_ns);
+  void (*stop)(idgen_snowflake_t *g);
+} idgen__bind_ops_t;
+
+/* The table of a lease: its first member. */
+static inline const idgen__bind_ops_t *idgen__lease_bind_ops(const idgen_lease_t *lease) {
+  return *(const idgen__bind_ops_t *const *)(const void *)lease;
+}
 
 #endif

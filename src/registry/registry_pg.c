@@ -297,12 +297,6 @@ static const char SQL_FREE[] =
 
 /* ---- connection ------------------------------------------------------------- */
 
-static int64_t pg_mono_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* libpq's messages end in a newline and may carry a tab-indented hint on a
  * second line: one line, each run of white space made one space. */
 static void pg_one_line(char *dst, size_t n, const char *src) {
@@ -402,10 +396,10 @@ static int pg_run(pg_t *pg, PGresult **out, const char *sql, int n, const char *
     state[0] = '\0';
   if (!PQsendQueryParams(c, sql, n, NULL, v, NULL, NULL, 0))
     broken = 1;
-  int64_t deadline = pg_mono_ms() + QUERY_TIMEOUT_MS;
+  int64_t deadline = idgen__mono_ms() + QUERY_TIMEOUT_MS;
   while (!broken) {
     while (!broken && PQisBusy(c)) {
-      int64_t left = deadline - pg_mono_ms();
+      int64_t left = deadline - idgen__mono_ms();
       if (left <= 0) {
         PQclear(res);
         pg_drop(pg);
@@ -1002,7 +996,7 @@ static int pg_free(idgen_registry_t *r, const char *pool, const char *node, int 
 
 #define PG_OPS(name)                                                                               \
   {                                                                                                \
-    .scheme = name, .mark_step_ms = 0, .expires = 1, .open = pg_open, .acquire = pg_acquire,       \
+    .version = IDGEN__REGISTRY_OPS_VERSION, .scheme = name, .mark_step_ms = 0, .expires = 1, .open = pg_open, .acquire = pg_acquire,       \
     .renew = pg_renew, .mark = pg_mark, .release = pg_release, .list = pg_list, .free = pg_free,   \
     .close = pg_close,                                                                             \
   }

@@ -1061,6 +1061,7 @@ static int file_free(idgen_registry_t *r, const char *pool, const char *node, in
 }
 
 const idgen__registry_ops_t idgen__registry_file = {
+    .version = IDGEN__REGISTRY_OPS_VERSION,
     .scheme = "file",
     .mark_step_ms = 1000,
     .expires = 0,

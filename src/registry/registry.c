@@ -26,6 +26,10 @@ int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err, size
     const idgen__registry_ops_t *ops = backends[i];
     if (strlen(ops->scheme) != slen || strncmp(ops->scheme, uri, slen) != 0)
       continue;
+    if (ops->version != IDGEN__REGISTRY_OPS_VERSION)
+      return idgen__err(err, errlen, IDGEN_EINVAL,
+                        "registry: the %s backend was built for ops version %d, not %d",
+                        ops->scheme, ops->version, IDGEN__REGISTRY_OPS_VERSION);
     idgen_registry_t *r = calloc(1, sizeof *r);
     if (r == NULL)
       return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
@@ -218,6 +222,7 @@ int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req
   idgen_lease_t *l = calloc(1, sizeof *l);
   if (l == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  l->bind = &idgen__lease_bind;
   l->r = r;
   l->fd = -1;
   l->expires_in_ms = -1;
@@ -396,6 +401,7 @@ static int static_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errl
 static void static_release(idgen_lease_t *l) { (void)l; }
 
 const idgen__registry_ops_t idgen__registry_static = {
+    .version = IDGEN__REGISTRY_OPS_VERSION,
     .scheme = "static",
     .mark_step_ms = 1000,
     .expires = 0,

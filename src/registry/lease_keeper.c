@@ -70,14 +70,6 @@ struct idgen__keeper {
   char reason[256];
 };
 
-static int64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t mono_ms(void) { return mono_ns() / 1000000; }
-
 static struct timespec mono_abs(int64_t ms) {
   struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
   return ts;
@@ -116,7 +108,7 @@ static int64_t mark_needed(const idgen_snowflake_t *g) {
 static int renew_once(idgen_snowflake_t *g) {
   idgen__keeper_t *k = g->keeper;
   char e[256] = "";
-  int64_t sent = mono_ms();
+  int64_t sent = idgen__mono_ms();
   pthread_mutex_unlock(&k->mu);
   int rc = idgen_lease_renew(k->lease, e, sizeof e);
   pthread_mutex_lock(&k->mu);
@@ -125,12 +117,12 @@ static int renew_once(idgen_snowflake_t *g) {
     k->renewals++;
     k->failing = 0;
     k->deadline = k->expires ? sent + k->ttl_ms - k->margin_ms : INT64_MAX;
-    k->renewed_at = mono_ms();
+    k->renewed_at = idgen__mono_ms();
     k->next_renew = sent + k->ttl_ms / 3;
     if (!k->fenced) {
       k->reason[0] = '\0';
       /* A renewal so slow that its own deadline has passed restores nothing. */
-      if (!k->valid && k->deadline > mono_ms()) {
+      if (!k->valid && k->deadline > idgen__mono_ms()) {
         k->valid = 1;
         apply(g);
       }
@@ -147,7 +139,7 @@ static int renew_once(idgen_snowflake_t *g) {
       snprintf(k->reason, sizeof k->reason, "not renewed within its TTL (%lld ms): %.180s",
                (long long)k->ttl_ms, e[0] ? e : idgen_strerror(rc));
     int64_t retry = k->ttl_ms / 10 < 100 ? 100 : k->ttl_ms / 10;
-    k->next_renew = mono_ms() + (retry > 1000 ? 1000 : retry);
+    k->next_renew = idgen__mono_ms() + (retry > 1000 ? 1000 : retry);
   }
   return rc;
 }
@@ -191,14 +183,14 @@ static void *io_main(void *arg) {
   int64_t look = k->step_ms / 4 < 10 ? 10 : k->step_ms / 4 > 250 ? 250 : k->step_ms / 4;
   pthread_mutex_lock(&k->mu);
   while (!k->stop && !k->fenced) {
-    int64_t now = mono_ms(), wake = now + look;
+    int64_t now = idgen__mono_ms(), wake = now + look;
     if (now >= k->next_renew)
       renew_once(g);
     if (!k->stop && k->valid) {
       int64_t need = mark_needed(g);
       if (k->poke || k->mark_ms - need < k->step_ms / 2) {
         if (mark_once(g, need + k->step_ms) < 0)
-          wake = mono_ms() + 100 < wake ? mono_ms() + 100 : wake; /* retry soon */
+          wake = idgen__mono_ms() + 100 < wake ? idgen__mono_ms() + 100 : wake; /* retry soon */
       }
     }
     k->poke = 0; /* a waiter that still needs more pokes again when woken */
@@ -219,7 +211,7 @@ static void *io_main(void *arg) {
  * thread has yet to run. */
 static void expire_if_due(idgen_snowflake_t *g) {
   idgen__keeper_t *k = g->keeper;
-  if (!k->valid || mono_ms() < k->deadline)
+  if (!k->valid || idgen__mono_ms() < k->deadline)
     return;
   char last[sizeof k->reason];
   snprintf(last, sizeof last, "%s", k->failing ? k->reason : "");
@@ -227,7 +219,7 @@ static void expire_if_due(idgen_snowflake_t *g) {
   snprintf(k->reason, sizeof k->reason, "not renewed within its TTL (%lld ms)%s%.180s",
            (long long)k->ttl_ms, last[0] ? ": " : "", last);
   apply(g);
-  k->next_renew = mono_ms(); /* retry renewing at once */
+  k->next_renew = idgen__mono_ms(); /* retry renewing at once */
   pthread_cond_signal(&k->io_cv);
 }
 
@@ -265,7 +257,7 @@ static int cond_init_mono(pthread_cond_t *c) {
   return rc;
 }
 
-int idgen__keeper_start(idgen_snowflake_t *g, idgen_lease_t *lease, char *err, size_t errlen) {
+static int keeper_start(idgen_snowflake_t *g, idgen_lease_t *lease, char *err, size_t errlen) {
   if (lease->fork_gen != idgen__fork_gen())
     return idgen__err(err, errlen, IDGEN_EFORKED, "the lease belongs to the parent process");
   if (atomic_exchange(&lease->bound, 1))
@@ -323,11 +315,11 @@ int idgen__keeper_start(idgen_snowflake_t *g, idgen_lease_t *lease, char *err, s
   return idgen__err(err, errlen, rc, "%s", why[0] ? why : idgen_strerror(rc));
 }
 
-int64_t idgen__keeper_wait(idgen_snowflake_t *g, uint64_t want, int64_t max_ns) {
+static int64_t keeper_wait(idgen_snowflake_t *g, uint64_t want, int64_t max_ns) {
   idgen__keeper_t *k = g->keeper;
   if (k == NULL)
     return IDGEN_EEXHAUSTED; /* unbound: the ceiling is the layout's end */
-  int64_t t0 = mono_ns();
+  int64_t t0 = idgen__mono_ns();
   int64_t rc = 0;
   pthread_mutex_lock(&k->mu);
   k->mark_waits++;
@@ -349,7 +341,7 @@ int64_t idgen__keeper_wait(idgen_snowflake_t *g, uint64_t want, int64_t max_ns) 
       rc = IDGEN_EMARK;
       break;
     }
-    int64_t left = max_ns - (mono_ns() - t0);
+    int64_t left = max_ns - (idgen__mono_ns() - t0);
     if (max_ns < 0 || left <= 0) {
       rc = max_ns < 0 ? IDGEN_EAGAIN : IDGEN_EMARK;
       break;
@@ -363,11 +355,11 @@ int64_t idgen__keeper_wait(idgen_snowflake_t *g, uint64_t want, int64_t max_ns) 
   }
   pthread_mutex_unlock(&k->mu);
   if (rc == 0 && max_ns >= 0)
-    rc = mono_ns() - t0;
+    rc = idgen__mono_ns() - t0;
   return rc;
 }
 
-void idgen__keeper_stop(idgen_snowflake_t *g) {
+static void keeper_stop(idgen_snowflake_t *g) {
   idgen__keeper_t *k = g->keeper;
   if (g->fork_gen != idgen__fork_gen()) {
     /* A forked child: the threads are the parent's, and the mutex may have
@@ -413,7 +405,7 @@ void idgen_snowflake_lease_status(idgen_snowflake_t *g, idgen_snowflake_lease_st
   st->bound = 1;
   st->valid = k->valid && !k->fenced;
   st->fenced = k->fenced;
-  int64_t now = mono_ms(), left = k->deadline - now;
+  int64_t now = idgen__mono_ms(), left = k->deadline - now;
   st->valid_ms = !st->valid ? 0 : k->deadline == INT64_MAX ? INT64_MAX : left > 0 ? left : 0;
   if (info.expires_in_ms >= 0) {
     int64_t in = info.expires_in_ms - (now - k->renewed_at);
@@ -439,3 +431,7 @@ void idgen_snowflake_lease_status(idgen_snowflake_t *g, idgen_snowflake_lease_st
   snprintf(st->reason, sizeof st->reason, "%s", k->reason);
   pthread_mutex_unlock(&k->mu);
 }
+
+const idgen__bind_ops_t idgen__lease_bind = {
+    IDGEN__BIND_VERSION, idgen_lease_info, keeper_start, keeper_wait, keeper_stop,
+};

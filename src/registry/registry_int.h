@@ -6,6 +6,7 @@
 #define IDGEN_REGISTRY_INT_H
 
 #include "core_int.h"
+#include "snowflake_int.h"
 #include "idgen.h"
 
 /*
@@ -67,7 +68,12 @@ int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, ch
  *   free     frees a stale lease by hand (idgen_registry_free()).
  *   close    drops what open made (r itself is freed by the caller).
  */
+/* A backend's table.  `version` is the IDGEN__REGISTRY_OPS_VERSION it was
+ * written for: a table of another version is refused when the registry is
+ * opened (a later version may add members at the end). */
+#define IDGEN__REGISTRY_OPS_VERSION 1
 typedef struct idgen__registry_ops {
+  int version;
   const char *scheme;         /* "static", "file", "postgres" */
   int64_t mark_step_ms;       /* default mark step; 0: the lease's TTL */
   int expires;                /* leases expire unless renewed (network
@@ -92,6 +98,7 @@ struct idgen_registry {
 };
 
 struct idgen_lease {
+  const idgen__bind_ops_t *bind; /* first: how core binds a generator (snowflake_int.h) */
   idgen_registry_t *r;
   idgen__pool_t pool;
   uint64_t worker, generation;
@@ -110,6 +117,9 @@ struct idgen_lease {
   char dir[1024];             /* file: its pool's directory */
   char holder[128];
 };
+
+/* lease_keeper.c: the table every lease carries. */
+extern const idgen__bind_ops_t idgen__lease_bind;
 
 extern const idgen__registry_ops_t idgen__registry_static, idgen__registry_file,
     idgen__registry_postgres, idgen__registry_postgresql;
