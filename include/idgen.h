@@ -161,6 +161,21 @@ IDGEN_API const char *idgen_layout_preset_spec(const char *name);
 IDGEN_API int idgen_layout_field_index(const idgen_layout_t *l, const char *name);
 
 /*
+ * Sets one node field's value, given as text (a "NAME=VALUE" item of a
+ * command line or a config file, split by the caller): `name` must be a node
+ * field of `l` not yet in *given (one bit per field index, set here), and
+ * `value` a decimal number that fits the field's bits.  On success
+ * node[index] = the value.  Errors, with a message in err naming the field
+ * and its bounds (input quoted, \xHH for unprintable bytes):
+ *   IDGEN_EINVAL  not a node field of the layout (the message lists them),
+ *                 or given twice;
+ *   IDGEN_ERANGE  the value is not a number from 0 to the field's maximum.
+ */
+IDGEN_API int idgen_layout_node_set(const idgen_layout_t *l, const char *name, const char *value,
+                                    uint64_t node[IDGEN_LAYOUT_MAX_FIELDS], unsigned *given,
+                                    char *err, size_t errlen);
+
+/*
  * The horizon: the first Unix millisecond the time field cannot hold,
  * epoch + 2^time_bits * unit.  IDs can be made strictly before it.
  */
@@ -294,6 +309,18 @@ typedef struct idgen_registry idgen_registry_t;
 typedef struct idgen_lease idgen_lease_t;
 
 typedef struct idgen_snowflake idgen_snowflake_t;
+
+/* The generator's settings: defaults and the largest values accepted
+ * (idgen_snowflake_new refuses others with IDGEN_ERANGE naming the bounds).
+ * The command and the daemon take their bounds from here. */
+#define IDGEN_MAX_BORROW_MS_DEFAULT 1000
+#define IDGEN_MAX_BORROW_MS_MAX 86400000
+#define IDGEN_MAX_WAIT_MS_DEFAULT 100
+#define IDGEN_MAX_WAIT_MS_MAX 3600000
+
+/* A macro's value as a string literal: "(default " IDGEN_STR(IDGEN_MAX_WAIT_MS_DEFAULT) ")". */
+#define IDGEN_STR(x) IDGEN_STR_(x)
+#define IDGEN_STR_(x) #x
 
 /*
  * Settings for idgen_snowflake_new().  Call idgen_snowflake_settings_init()
@@ -621,6 +648,14 @@ IDGEN_API int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t unix_ms, idgen
 /* Bytes of a node tuple's text, such as "datacenter=1,worker=7", with its NUL. */
 #define IDGEN_NODE_TEXT_MAX 768
 
+/* The leased field of layout `l` for a lease request naming `field` (NULL:
+ * the default): `field` if it is a node field; else "worker" if the layout
+ * has one; else the layout's only node field.  Returns its index, or
+ * IDGEN_EINVAL with a message: no node field at all, `field` not a node
+ * field, or several node fields and none named worker (name one). */
+IDGEN_API int idgen_lease_field(const idgen_layout_t *l, const char *field, char *err,
+                                size_t errlen);
+
 /* Opens the registry named by `uri`.  A relative file: directory is made
  * absolute here, once, from the working directory (idgen_registry_uri()
  * gives the result).  IDGEN_EINVAL with a message for an unknown scheme or a
@@ -647,6 +682,8 @@ IDGEN_API const char *idgen_registry_uri(const idgen_registry_t *r);
  */
 IDGEN_API int idgen_registry_default_uri(char *buf, size_t n, char *err, size_t errlen);
 
+#define IDGEN_START_WAIT_MS_DEFAULT 10000
+#define IDGEN_START_WAIT_MS_MAX 3600000
 #define IDGEN_LEASE_TTL_DEFAULT_MS 10000
 #define IDGEN_LEASE_TTL_MIN_MS 300
 #define IDGEN_LEASE_TTL_MAX_MS 3600000
@@ -661,7 +698,8 @@ typedef struct idgen_lease_request {
    * only node field. */
   const char *field;
   /* How long acquisition may wait for a free ID's mark to fall behind the
-   * wall clock; < 0 for the default 10000. */
+   * wall clock, at most IDGEN_START_WAIT_MS_MAX; < 0 for the default
+   * IDGEN_START_WAIT_MS_DEFAULT. */
   int64_t max_start_wait_ms;
   /* An injected clock for the wall time and the start wait, or NULL. */
   const idgen_clock_t *clock;
@@ -700,6 +738,23 @@ typedef struct idgen_lease_request {
  */
 IDGEN_API int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req,
                                      idgen_lease_t **out, char *err, size_t errlen);
+
+/*
+ * A generator bound to a lease, in one call: leases a node tuple of `l` from
+ * `r` (the node values and clock of `s`; the leased field `field`, NULL for
+ * the default, see idgen_lease_field; `ttl_ms` and `max_start_wait_ms` as in
+ * idgen_lease_request_t) and makes a generator with settings `s` bound to it,
+ * whose start may borrow up to s->max_borrow_ms.  On success *g is the
+ * generator and *lease its lease (free the generator first, then release the
+ * lease).  With the `static` registry nothing is leased: *lease is NULL and
+ * *g takes the node values as given (no lease, no keeper thread); a `field`
+ * is then IDGEN_EINVAL.  Errors as idgen_registry_acquire and
+ * idgen_snowflake_new, with a message in err; on failure nothing is held.
+ */
+IDGEN_API int idgen_registry_bind(idgen_registry_t *r, const idgen_layout_t *l,
+                                  const idgen_snowflake_settings_t *s, const char *field,
+                                  int64_t ttl_ms, int64_t max_start_wait_ms, idgen_lease_t **lease,
+                                  idgen_snowflake_t **g, char *err, size_t errlen);
 
 typedef struct idgen_lease_info {
   int field;               /* layout field index of the leased field */

@@ -100,12 +100,16 @@ wait
 [ "$(cat "$tmp"/w? | sort -u | wc -l)" = 60000 ] && ok || bad "3 processes, distinct workers, 60000 distinct IDs"
 
 # --- snowflake: errors -----------------------------------------------------
-expect "worker out of range" 2 "" "idgen: worker 32 out of range 0..31" -- snowflake --worker 32
-expect "unknown node field" 2 "" 'idgen: --node: layout twitter has no node field "shard"' \
+expect "worker out of range" 2 "" 'idgen: --worker: worker value "32" is not a number from 0 to 31' \
+  -- snowflake --worker 32
+expect "unknown node field" 2 "" \
+  'idgen: --node: "shard" is not a node field of the layout (its node fields: datacenter, worker)' \
   -- snowflake --node shard=1
-expect "node not a number" 2 "" 'idgen: --worker: worker value "x" is not a whole number' \
+expect "node not a number" 2 "" 'idgen: --worker: worker value "x" is not a number from 0 to 31' \
   -- snowflake --worker x
 expect "bad count" 2 "" 'idgen: --count: 0 out of range 1..100000000' -- snowflake -n 0
+expect "lease field without a registry" 2 "" 'idgen: a lease field needs a registry other than static' \
+  -- snowflake --lease-field worker
 expect "bad count text" 2 "" 'idgen: --count: "many" is not a whole number' -- snowflake -n many
 expect "baidu refused" 1 "" "idgen: layout ran out on 2024-11-20" -- snowflake --layout baidu
 expect "unknown preset" 2 "" \
@@ -270,7 +274,9 @@ expect "layout spec quotes an unknown preset" 2 "" \
   -- decode --layout $'tw\titter\xff' 1
 expect "unknown command quoted" 2 "" "idgen: unknown command \"fo\\xC1\\x22o\" (see 'idgen --help')" -- $'fo\xc1"o'
 expect "unknown option quoted" 2 "" "idgen: unknown option --x\\xC1 (see 'idgen decode --help')" -- decode $'--x\xc1'
-expect "node name quoted" 2 "" 'idgen: --node: layout twitter has no node field "w\xE9"' -- snowflake --node $'w\xe9=1'
+expect "node name quoted" 2 "" \
+  'idgen: --node: "w\xE9" is not a node field of the layout (its node fields: datacenter, worker)' \
+  -- snowflake --node $'w\xe9=1'
 expect "count quoted" 2 "" 'idgen: --count: "1\x7F" is not a whole number' -- snowflake -n $'1\x7f'
 
 echo "$pass passed, $fail failed"

@@ -109,9 +109,16 @@ expect_err "missing file" "config file $tmp/nope:" --config "$tmp/nope"
 expect_err "bad layout" 'layout = "time:41,seq:12" (from flag --layout): layout:' --layout time:41,seq:12
 expect_err "node not in layout" '"rack" is not a node field of the layout (its node fields: datacenter, worker)' --node rack=1
 expect_err "node out of range" 'worker value "32" is not a number from 0 to 31' --node worker=32
+# The leased field's rule is the library's (idgen_lease_field), refused at
+# --check-config as at acquisition.
+expect_err "two node fields, none named worker" \
+  'registry: the layout has 2 node fields and none is named worker: name the one to lease' \
+  --layout 'time:41,a:5,b:5,sequence:12'
 expect_err "bad registry" 'registry = "redis://x" (from flag --registry): expected static, file:DIR or postgres://...' --registry redis://x
 expect_err "leased field set by hand" 'node = "worker=3" (from flag --node) sets worker, which the registry file:'"$tmp"'/reg assigns: leave it out, or use registry = static' --node worker=3
-expect_err "lease field not a node field" 'lease_field = "sequence" (from flag --lease-field): not a node field of the layout' --lease-field sequence
+expect_err "lease field not a node field" \
+  'lease_field = "sequence" (from flag --lease-field): registry: "sequence" is not a node field of the layout' \
+  --lease-field sequence
 expect_err "bad address" 'http = "localhost" (from flag --http): expected HOST:PORT' --http localhost
 expect_err "bad port" 'port "99999" is not a number from 0 to 65535' --resp 127.0.0.1:99999
 expect_err "both off" 'http and resp are both off' --http off --resp off

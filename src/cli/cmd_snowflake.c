@@ -35,13 +35,13 @@ static const char usage[] =
     "                           kept ahead of them; see 'idgen registry'\n"
     "      --lease-field NAME   the node field a registry assigns (default worker, or\n"
     "                           the layout's only node field)\n"
-    "      --lease-ttl-ms N     the lease's TTL (default 10000)\n"
+    "      --lease-ttl-ms N     the lease's TTL (default " IDGEN_STR(IDGEN_LEASE_TTL_DEFAULT_MS) ")\n"
     "      --max-start-wait-ms N  how long to wait for a worker ID whose mark is\n"
-    "                           ahead of the clock (default 10000)\n"
+    "                           ahead of the clock (default " IDGEN_STR(IDGEN_START_WAIT_MS_DEFAULT) ")\n"
     "      --max-borrow-ms N    how far the generator's clock may run ahead of the\n"
-    "                           wall clock (default 1000)\n"
+    "                           wall clock (default " IDGEN_STR(IDGEN_MAX_BORROW_MS_DEFAULT) ")\n"
     "      --max-wait-ms N      how long to wait, beyond the current tick, for a\n"
-    "                           clock that is behind (default 100)\n"
+    "                           clock that is behind (default " IDGEN_STR(IDGEN_MAX_WAIT_MS_DEFAULT) ")\n"
     "      --random-sequence-start  start each tick's sequence at a random value\n"
     "  -h, --help               show this help\n"
     "\n"
@@ -64,23 +64,9 @@ struct node_opt {
 
 static void set_node(const idgen_layout_t *l, idgen_snowflake_settings_t *s,
                      const struct node_opt *o, unsigned *given) {
-  int i = idgen_layout_field_index(l, o->name);
-  char buf[IDGEN_LAYOUT_SPEC_MAX];
-  if (i < 0 || l->fields[i].kind != IDGEN_FIELD_NODE)
-    cli_fail(EXIT_USAGE, "%s: layout %s has no node field \"%s\"", o->flag,
-             cli_layout_name(l, buf, sizeof buf), CLI_QUOTED(o->name));
-  if (*given & (1u << i))
-    cli_fail(EXIT_USAGE, "%s: %s given twice", o->flag, o->name);
-  *given |= 1u << i;
-  uint64_t max = (UINT64_C(1) << l->fields[i].bits) - 1;
-  char *end;
-  unsigned long long v = strtoull(o->value, &end, 10);
-  if (o->value[0] < '0' || o->value[0] > '9' || *end != '\0')
-    cli_fail(EXIT_USAGE, "%s: %s value \"%s\" is not a whole number", o->flag, o->name,
-             CLI_QUOTED(o->value));
-  if (v > max || strlen(o->value) > 20)
-    cli_fail(EXIT_USAGE, "%s %s out of range 0..%" PRIu64, o->name, CLI_WORD(o->value), max);
-  s->node[i] = v;
+  char err[300];
+  if (idgen_layout_node_set(l, o->name, o->value, s->node, given, err, sizeof err) < 0)
+    cli_fail(EXIT_USAGE, "%s: %s", o->flag, err);
 }
 
 int cmd_snowflake(int argc, char **argv) {
@@ -147,13 +133,13 @@ int cmd_snowflake(int argc, char **argv) {
           cli_int("--lease-ttl-ms", optarg, IDGEN_LEASE_TTL_MIN_MS, IDGEN_LEASE_TTL_MAX_MS);
       break;
     case OPT_START_WAIT:
-      lo.max_start_wait_ms = cli_int("--max-start-wait-ms", optarg, 0, 3600000);
+      lo.max_start_wait_ms = cli_int("--max-start-wait-ms", optarg, 0, IDGEN_START_WAIT_MS_MAX);
       break;
     case OPT_BORROW:
-      s.max_borrow_ms = cli_int("--max-borrow-ms", optarg, 0, 86400000);
+      s.max_borrow_ms = cli_int("--max-borrow-ms", optarg, 0, IDGEN_MAX_BORROW_MS_MAX);
       break;
     case OPT_WAIT:
-      s.max_wait_ms = cli_int("--max-wait-ms", optarg, 0, 3600000);
+      s.max_wait_ms = cli_int("--max-wait-ms", optarg, 0, IDGEN_MAX_WAIT_MS_MAX);
       break;
     case OPT_RANDOM:
       s.random_sequence_start = 1;
@@ -168,8 +154,6 @@ int cmd_snowflake(int argc, char **argv) {
   if (optind < argc)
     cli_fail(EXIT_USAGE, "unexpected argument \"%s\" (see 'idgen snowflake --help')",
              CLI_QUOTED(argv[optind]));
-  if (lo.lease_field != NULL && strcmp(lo.registry, "static") == 0)
-    cli_fail(EXIT_USAGE, "--lease-field needs a --registry other than static");
 
   idgen_layout_t l;
   cli_layout(&l, layout_spec);

@@ -10,34 +10,11 @@ int leased_acquire(leased_t *x, const leased_opts_t *o, const idgen_layout_t *l,
                    const idgen_snowflake_settings_t *s, char *err, size_t errlen) {
   x->lease = NULL;
   x->gen = NULL;
-  if (strcmp(o->registry, "static") == 0) {
-    if (o->lease_field != NULL) {
-      snprintf(err, errlen, "a lease field needs a registry other than static");
-      return IDGEN_EINVAL;
-    }
-    return idgen_snowflake_new(&x->gen, l, s, err, errlen);
-  }
   int rc = 0;
   if (x->reg == NULL && (rc = idgen_registry_open(&x->reg, o->registry, err, errlen)) < 0)
     return rc;
-  idgen_lease_request_t req = {
-      .layout = l,
-      .node = s->node,
-      .field = o->lease_field,
-      .max_start_wait_ms = o->max_start_wait_ms,
-      .clock = s->clock,
-      .ttl_ms = o->ttl_ms,
-      .start_borrow_ms = s->max_borrow_ms,
-  };
-  if ((rc = idgen_registry_acquire(x->reg, &req, &x->lease, err, errlen)) < 0)
-    return rc;
-  idgen_snowflake_settings_t bound = *s;
-  bound.lease = x->lease;
-  if ((rc = idgen_snowflake_new(&x->gen, l, &bound, err, errlen)) < 0) {
-    idgen_lease_release(x->lease);
-    x->lease = NULL;
-  }
-  return rc;
+  return idgen_registry_bind(x->reg, l, s, o->lease_field, o->ttl_ms, o->max_start_wait_ms,
+                             &x->lease, &x->gen, err, errlen);
 }
 
 void leased_release(leased_t *x) {

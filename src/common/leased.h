@@ -2,8 +2,8 @@
  * leased.h -- a Snowflake generator whose leased node field comes from a
  * registry (SPEC section 8): open the registry, acquire a lease, bind a
  * generator to it; and undo all three.  Shared by `idgen snowflake` and the
- * daemon.  With the `static` registry nothing is leased or bound: the
- * generator takes the node values as given.
+ * daemon, on idgen_registry_bind (which, with the `static` registry,
+ * leases and binds nothing: the generator takes the node values as given).
  */
 #ifndef IDGEN_LEASED_H
 #define IDGEN_LEASED_H
@@ -18,7 +18,7 @@ typedef struct leased_opts {
 } leased_opts_t;
 
 typedef struct leased {
-  idgen_registry_t *reg;      /* NULL for static */
+  idgen_registry_t *reg;      /* opened once, kept across leases */
   idgen_lease_t *lease;
   idgen_snowflake_t *gen;
 } leased_t;

@@ -72,6 +72,33 @@ static int parse_dec(const char *s, size_t len, uint64_t max, uint64_t *out) {
   return 0;
 }
 
+int idgen_layout_node_set(const idgen_layout_t *l, const char *name, const char *value,
+                          uint64_t node[IDGEN_LAYOUT_MAX_FIELDS], unsigned *given, char *err,
+                          size_t errlen) {
+  int i = idgen_layout_field_index(l, name);
+  if (i < 0 || l->fields[i].kind != IDGEN_FIELD_NODE) {
+    char names[256] = "";
+    for (int j = 0; j < l->nfields; j++)
+      if (l->fields[j].kind == IDGEN_FIELD_NODE)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                 names[0] ? ", " : "", l->fields[j].name);
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "\"%s\" is not a node field of the layout (its node fields: %s)",
+                      IDGEN_QUOTE(name, strlen(name), '"', 40), names[0] ? names : "none");
+  }
+  if (*given >> i & 1)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "%s given twice", l->fields[i].name);
+  unsigned bits = l->fields[i].bits;
+  uint64_t max = bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1, v;
+  if (parse_dec(value, strlen(value), max, &v) < 0)
+    return idgen__err(err, errlen, IDGEN_ERANGE,
+                      "%s value \"%s\" is not a number from 0 to %" PRIu64, l->fields[i].name,
+                      IDGEN_QUOTE(value, strlen(value), '"', 40), max);
+  *given |= 1u << i;
+  node[i] = v;
+  return 0;
+}
+
 static int valid_name(const char *s, size_t len) {
   if (len == 0 || s[0] < 'a' || s[0] > 'z')
     return 0;

@@ -43,13 +43,13 @@
 
 #include "snowflake_int.h"
 
-#define BORROW_MAX_MS 86400000LL
-#define WAIT_MAX_MS 3600000LL
+#define BORROW_MAX_MS ((long long)IDGEN_MAX_BORROW_MS_MAX)
+#define WAIT_MAX_MS ((long long)IDGEN_MAX_WAIT_MS_MAX)
 
 void idgen_snowflake_settings_init(idgen_snowflake_settings_t *s) {
   memset(s, 0, sizeof *s);
-  s->max_borrow_ms = 1000;
-  s->max_wait_ms = 100;
+  s->max_borrow_ms = IDGEN_MAX_BORROW_MS_DEFAULT;
+  s->max_wait_ms = IDGEN_MAX_WAIT_MS_DEFAULT;
   s->clock_mode = IDGEN_CLOCK_FAST;
 }
 

@@ -157,35 +157,80 @@ int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, ch
   return 0;
 }
 
-/* The leased field (SPEC section 8), the other node fields' bits, and the
- * pool's name. */
-static int make_pool(const idgen_lease_request_t *req, idgen__pool_t *p, char *err,
-                     size_t errlen) {
-  const idgen_layout_t *l = req->layout;
+int idgen_registry_bind(idgen_registry_t *r, const idgen_layout_t *l,
+                        const idgen_snowflake_settings_t *s, const char *field, int64_t ttl_ms,
+                        int64_t max_start_wait_ms, idgen_lease_t **lease, idgen_snowflake_t **g,
+                        char *err, size_t errlen) {
+  *lease = NULL;
+  *g = NULL;
+  idgen_snowflake_settings_t defaults;
+  if (s == NULL) {
+    idgen_snowflake_settings_init(&defaults);
+    s = &defaults;
+  }
+  if (r == NULL || l == NULL)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no registry or no layout");
+  if (r->ops == &idgen__registry_static) {
+    if (field != NULL)
+      return idgen__err(err, errlen, IDGEN_EINVAL,
+                        "a lease field needs a registry other than static");
+    return idgen_snowflake_new(g, l, s, err, errlen);
+  }
+  idgen_lease_request_t req = {
+      .layout = l,
+      .node = s->node,
+      .field = field,
+      .max_start_wait_ms = max_start_wait_ms,
+      .clock = s->clock,
+      .ttl_ms = ttl_ms,
+      .start_borrow_ms = s->max_borrow_ms,
+  };
+  int rc = idgen_registry_acquire(r, &req, lease, err, errlen);
+  if (rc < 0)
+    return rc;
+  idgen_snowflake_settings_t bound = *s;
+  bound.lease = *lease;
+  if ((rc = idgen_snowflake_new(g, l, &bound, err, errlen)) < 0) {
+    idgen_lease_release(*lease);
+    *lease = NULL;
+  }
+  return rc;
+}
+
+int idgen_lease_field(const idgen_layout_t *l, const char *field, char *err, size_t errlen) {
   int f = -1, nodes = 0;
-  memset(p, 0, sizeof *p);
   for (int i = 0; i < l->nfields; i++)
     if (l->fields[i].kind == IDGEN_FIELD_NODE) {
       nodes++;
-      if (req->field ? strcmp(l->fields[i].name, req->field) == 0
-                     : strcmp(l->fields[i].name, "worker") == 0)
+      if (strcmp(l->fields[i].name, field ? field : "worker") == 0)
         f = i;
     }
   if (nodes == 0)
     return idgen__err(err, errlen, IDGEN_EINVAL,
                       "registry: the layout has no node field to lease (a registry needs one; "
                       "use a layout with a worker field, or no registry)");
-  if (f < 0 && req->field != NULL)
+  if (f < 0 && field != NULL)
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: \"%s\" is not a node field of the "
-                                                 "layout", IDGEN_QUOTE(req->field, strlen(req->field), '"', 40));
+                                                 "layout", IDGEN_QUOTE(field, strlen(field), '"', 40));
   if (f < 0 && nodes > 1)
     return idgen__err(err, errlen, IDGEN_EINVAL,
                       "registry: the layout has %d node fields and none is named worker: name "
                       "the one to lease (--lease-field)", nodes);
+  for (int i = 0; f < 0 && i < l->nfields; i++)
+    if (l->fields[i].kind == IDGEN_FIELD_NODE)
+      f = i;
+  return f;
+}
+
+/* The leased field (SPEC section 8), the other node fields' bits, and the
+ * pool's name. */
+static int make_pool(const idgen_lease_request_t *req, idgen__pool_t *p, char *err,
+                     size_t errlen) {
+  const idgen_layout_t *l = req->layout;
+  memset(p, 0, sizeof *p);
+  int f = idgen_lease_field(l, req->field, err, errlen);
   if (f < 0)
-    for (int i = 0; i < l->nfields; i++)
-      if (l->fields[i].kind == IDGEN_FIELD_NODE)
-        f = i;
+    return f;
   if (l->fields[f].bits > 20)
     return idgen__err(err, errlen, IDGEN_EINVAL,
                       "registry: field \"%s\" has %d bits; a registry leases fields of at most "

@@ -798,7 +798,7 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
   l->slot_mark = best_mark;
   /* Start above the mark: wait, reading the wall clock again after each
    * sleep (a sleep is measured on another clock), at most max_start_wait. */
-  int64_t max = req->max_start_wait_ms < 0 ? 10000 : req->max_start_wait_ms, waited = 0;
+  int64_t max = req->max_start_wait_ms < 0 ? IDGEN_START_WAIT_MS_DEFAULT : req->max_start_wait_ms, waited = 0;
   int64_t borrow = req->start_borrow_ms > 0 ? req->start_borrow_ms : 0;
   while (best_mark >= now + borrow) {
     int64_t wait = best_mark - now - borrow + 1;

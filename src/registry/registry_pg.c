@@ -663,7 +663,7 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
   char ttl[24], q[24];
   snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
   snprintf(q, sizeof q, "%" PRId64, l->quarantine_ms);
-  int64_t max = req->max_start_wait_ms < 0 ? 10000 : req->max_start_wait_ms, waited = 0;
+  int64_t max = req->max_start_wait_ms < 0 ? IDGEN_START_WAIT_MS_DEFAULT : req->max_start_wait_ms, waited = 0;
   int64_t borrow = req->start_borrow_ms > 0 ? req->start_borrow_ms : 0;
   PGresult *res = NULL;
   /* An earlier version's leases: refused while held, a floor after. */

@@ -48,14 +48,17 @@ static const struct keydef {
     [K_LEASE_FIELD] = {"lease_field", T_FIELD, "", 0, 0, "NAME",
                        "the node field the registry assigns (default worker, or the only "
                        "node field)"},
-    [K_LEASE_TTL_MS] = {"lease_ttl_ms", T_INT, "10000", IDGEN_LEASE_TTL_MIN_MS,
+    [K_LEASE_TTL_MS] = {"lease_ttl_ms", T_INT, IDGEN_STR(IDGEN_LEASE_TTL_DEFAULT_MS), IDGEN_LEASE_TTL_MIN_MS,
                         IDGEN_LEASE_TTL_MAX_MS, "N",
                         "the worker lease's TTL; renewed at a third of it"},
-    [K_MAX_START_WAIT_MS] = {"max_start_wait_ms", T_INT, "10000", 0, 3600000, "N",
+    [K_MAX_START_WAIT_MS] = {"max_start_wait_ms", T_INT, IDGEN_STR(IDGEN_START_WAIT_MS_DEFAULT), 0,
+                             IDGEN_START_WAIT_MS_MAX, "N",
                              "how long the start may wait for a worker ID's mark"},
-    [K_MAX_BORROW_MS] = {"max_borrow_ms", T_INT, "1000", 0, 86400000, "N",
+    [K_MAX_BORROW_MS] = {"max_borrow_ms", T_INT, IDGEN_STR(IDGEN_MAX_BORROW_MS_DEFAULT), 0,
+                         IDGEN_MAX_BORROW_MS_MAX, "N",
                          "how far the generator may run ahead of the wall clock"},
-    [K_MAX_WAIT_MS] = {"max_wait_ms", T_INT, "100", 0, 60000, "N",
+    [K_MAX_WAIT_MS] = {"max_wait_ms", T_INT, IDGEN_STR(IDGEN_MAX_WAIT_MS_DEFAULT), 0,
+                       IDGEN_MAX_WAIT_MS_MAX, "N",
                        "how long a request may wait for the clock"},
     [K_CLOCK] = {"clock", T_CLOCK, "fast", 0, 0, "fast|precise", "clock mode"},
     [K_THREADS] = {"threads", T_INT, "0", 0, 256, "N", "event-loop threads (0: one per CPU)"},
@@ -280,7 +283,6 @@ static int parse_addr(serve_addr_t *a, const char *s, char *err, size_t errlen) 
 /* "datacenter=1,worker=7" into c->gen.node[] by the layout's field indexes. */
 static int parse_nodes(serve_config_t *c, const char *s, char *err, size_t errlen) {
   const idgen_layout_t *l = &c->layout;
-  unsigned char given[IDGEN_LAYOUT_MAX_FIELDS] = {0};
   char buf[512];
   if (strlen(s) >= sizeof buf) {
     snprintf(err, errlen, "too long");
@@ -296,30 +298,8 @@ static int parse_nodes(serve_config_t *c, const char *s, char *err, size_t errle
       return -1;
     }
     *eq = '\0';
-    int i = idgen_layout_field_index(l, item);
-    if (i < 0 || i == l->time_index || i == l->sequence_index) {
-      char names[256] = "";
-      for (int j = 0; j < l->nfields; j++)
-        if (j != l->time_index && j != l->sequence_index)
-          snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
-                   names[0] ? ", " : "", l->fields[j].name);
-      snprintf(err, errlen, "\"%s\" is not a node field of the layout (its node fields: %s)",
-               Q(item), names[0] ? names : "none");
+    if (idgen_layout_node_set(l, item, eq + 1, c->gen.node, &c->node_given, err, errlen) < 0)
       return -1;
-    }
-    if (given[i]++) { /* item is a field's name */
-      snprintf(err, errlen, "%s given twice", item);
-      return -1;
-    }
-    int64_t v;
-    uint64_t max = l->fields[i].bits >= 64 ? UINT64_MAX : (UINT64_C(1) << l->fields[i].bits) - 1;
-    if (parse_int(eq + 1, &v) < 0 || v < 0 || (uint64_t)v > max) {
-      snprintf(err, errlen, "%s value \"%s\" is not a number from 0 to %" PRIu64, item, Q(eq + 1),
-               max);
-      return -1;
-    }
-    c->gen.node[i] = (uint64_t)v;
-    c->node_given |= 1u << i;
   }
   return 0;
 }
@@ -358,9 +338,9 @@ static int validate(serve_config_t *c, int k) {
     c->registry = v;
     return 0;
   case T_FIELD: {
-    int i = v[0] ? idgen_layout_field_index(&c->layout, v) : -1;
-    if (v[0] && (i < 0 || c->layout.fields[i].kind != IDGEN_FIELD_NODE))
-      return fail(where, "not a node field of the layout");
+    char why[300];
+    if (v[0] && idgen_lease_field(&c->layout, v, why, sizeof why) < 0)
+      return fail(where, "%s", why);
     c->lease_field = v[0] ? v : NULL;
     return 0;
   }
@@ -509,12 +489,11 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
   /* A leased field's value comes from the registry, not from --node. */
   if (rc == 0 && strcmp(c->registry, "static") != 0) {
     const idgen_layout_t *l = &c->layout;
-    int f = c->lease_field ? idgen_layout_field_index(l, c->lease_field)
-                           : idgen_layout_field_index(l, "worker");
-    for (int i = 0; f < 0 && i < l->nfields; i++)
-      if (l->fields[i].kind == IDGEN_FIELD_NODE)
-        f = i;
-    if (f >= 0 && (c->node_given >> f & 1))
+    char why[300];
+    int f = idgen_lease_field(l, c->lease_field, why, sizeof why);
+    if (f < 0)
+      rc = fail("", "%s", why);
+    else if (c->node_given >> f & 1)
       rc = fail("", "node = \"%s\" (from %s) sets %s, which the registry %s assigns: leave it "
                     "out, or use registry = static to set it by hand",
                 Q(c->value[K_NODE]), c->source[K_NODE], l->fields[f].name,
