@@ -134,6 +134,22 @@ def first_ids(d, n, name):
     return ids
 
 
+def resp_call(port, *commands):
+    """Each command (a list of words) sent over one RESP connection; the raw
+    replies, one per command (single-line or bulk replies only)."""
+    out = []
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as so:
+        f = so.makefile("rb")
+        for words in commands:
+            so.sendall(("*%d\r\n" % len(words)).encode() +
+                       b"".join(b"$%d\r\n%s\r\n" % (len(w), w.encode()) for w in words))
+            line = f.readline()
+            if line.startswith(b"$") and int(line[1:]) >= 0:
+                line += f.read(int(line[1:]) + 2)
+            out.append(line.decode("utf-8", "replace"))
+    return out
+
+
 def wait_for(pred, seconds, step=0.02):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -759,7 +775,8 @@ def pg_outage(pg, label):
     # With a password in the URI (trust authentication ignores it): it is
     # never shown.
     reg = pg.uri.replace("postgres://postgres@", "postgres://postgres:s3cret@")
-    d = Daemon(label, ["--registry", reg, "--node", "datacenter=11", "--lease-ttl-ms", "2000"])
+    d = Daemon(label, ["--registry", reg, "--node", "datacenter=11", "--lease-ttl-ms", "2000",
+                       "--resp", "127.0.0.1:0"])
     first = first_ids(d, 10, "%s: serves with a postgres lease" % label)
     if first is None:
         return
@@ -797,6 +814,20 @@ def pg_outage(pg, label):
     st, body = d.get("/id")
     check("%s: 503 lease lost, naming the failed renewals" % label,
           st == 503 and "lease lost: not renewed within its TTL (2000 ms)" in body, body)
+    # Once the daemon itself says the lease is lost (/health, from its lease
+    # supervisor), ULIDs and UUIDv7s are still served.
+    wait_for(lambda: "lease lost" in d.get("/health")[1], 2, 0.02)
+    st_u, body_u = d.get("/ulid")
+    st_v, body_v = d.get("/uuid7")
+    check("%s: ULIDs and UUIDv7s still served while /health says lease lost" % label,
+          st_u == 200 and len(body_u.strip()) == 26 and st_v == 200 and len(body_v.strip()) == 36,
+          (st_u, body_u, st_v, body_v))
+    m = re.search(r"event=listen proto=resp addr=127\.0\.0\.1:(\d+)", d.log())
+    resp = resp_call(int(m.group(1)), ["ULID"], ["UUID7"], ["ID"]) if m else None
+    check("%s: over RESP too: ULID and UUID7 answered, ID refused (lease lost)" % label,
+          resp is not None and re.fullmatch(r"\$26\r\n[0-9A-Z]{26}\r\n", resp[0]) is not None
+          and re.fullmatch(r"\$36\r\n[0-9a-f-]{36}\r\n", resp[1]) is not None
+          and resp[2].startswith("-ERR lease lost"), resp)
     pg.ctl("resume")
     t1 = time.monotonic()
     back = wait_for(lambda: d.ids(5), 10, 0.05)

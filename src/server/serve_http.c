@@ -215,7 +215,8 @@ static int wants_json(const http_request_t *req) {
 static void route_ids(worker_t *w, conn_t *c, const http_request_t *req, int kind,
                       query_t q) {
   char err[400];
-  if (ids_unavailable(w->srv, err, sizeof err)) {
+  /* Only Snowflake IDs need the lease: ULIDs and UUIDv7s carry no worker ID. */
+  if (kind == KIND_SNOWFLAKE && ids_unavailable(w->srv, err, sizeof err)) {
     respond_error(w, c, req, 503, err, KEEP, NULL);
     return;
   }

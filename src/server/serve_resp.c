@@ -131,7 +131,7 @@ static void cmd_ids(worker_t *w, conn_t *c, const resp_request_t *r, int kind) {
       return;
     }
   }
-  if (ids_unavailable(w->srv, why, sizeof why)) {
+  if (kind == KIND_SNOWFLAKE && ids_unavailable(w->srv, why, sizeof why)) { /* see route_ids */
     reply_err(w, c, "ERR %s", why);
     return;
   }
