@@ -6,7 +6,7 @@ build=${1:?build dir}
 secs=${2:-20}
 here=$(cd "$(dirname "$0")" && pwd)
 status=0
-for t in layout decimal ulid uuid resp http config lease_record; do
+for t in $(grep -E '^[a-z_]+$' "$here/targets"); do
   work=$(mktemp -d)
   cp "$here/corpus/$t"/* "$work/"
   echo "fuzz_$t: ${secs}s"

@@ -55,7 +55,7 @@ TWITTER_EPOCH = 1288834974657
 TWITTER_SPEC = "time:41@1ms,datacenter:5,worker:5,sequence:12,epoch=1288834974657"
 DC, WORKER = 3, 17
 # The static registry: these tests pin the node values (the registry's own
-# behaviour is tested in tests/registry_test.sh).
+# behaviour is tested in tests/registry_test.py).
 NODE_ARGS = ["--layout", "twitter", "--registry", "static", "--node", "datacenter=%d" % DC,
              "--node", "worker=%d" % WORKER]
 MAX_BATCH = 1000
@@ -2475,7 +2475,9 @@ def main():
             d = Daemon("main", ["--max-batch", str(MAX_BATCH), "--max-request-bytes", str(MAX_REQ),
                                 "--slow-timeout-ms", str(SLOW_MS), "--idle-timeout-ms", str(IDLE_MS),
                                 "--max-output-bytes", str(MAX_OUT)])
-            check("daemon starts; listen lines give the ports", True)
+            check("daemon starts; listen lines give the ports",
+                  d.p.poll() is None and 0 < d.http < 65536 and 0 < d.resp < 65536
+                  and d.http != d.resp, (d.http, d.resp))
         except StartError as e:
             check("daemon starts; listen lines give the ports", False, str(e))
             d = None

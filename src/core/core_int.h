@@ -1,6 +1,9 @@
 /*
- * core_int.h -- declarations shared inside src/core (and with the CLI and
- * tests, which link the static library); not part of the public API.
+ * core_int.h -- declarations shared inside src/core; the IDGEN_INTERNAL ones
+ * also with the registry library (src/registry), which links the shared
+ * libidgen.  Tests, benchmarks and fuzz targets link the static library and
+ * may use all of it; the command and the daemon still use idgen__quote from
+ * here.  Not part of the public API.
  */
 #ifndef IDGEN_CORE_INT_H
 #define IDGEN_CORE_INT_H
