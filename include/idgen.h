@@ -1,9 +1,48 @@
 /*
- * idgen.h -- the whole public API of libidgen.
+ * idgen.h -- the whole public API of libidgen and libidgen-registry.
  *
  * libidgen mints unique, time-ordered identifiers: Snowflake-family 64-bit
- * IDs in any bit layout, ULIDs and UUIDv7s.  Anything
- * not declared in this header is private and may change without notice.
+ * IDs in any bit layout, ULIDs and UUIDv7s.  libidgen-registry (the
+ * idgen_registry_* and idgen_lease_* functions, idgen_snowflake_lease_status)
+ * leases node tuples from a registry shared by processes and machines; link
+ * it only if you use them (pkg-config idgen-registry).  Anything not
+ * declared in this header is private and may change without notice.
+ *
+ * The promises the Snowflake generator keeps, named here and referred to by
+ * name below:
+ *   unique     For one layout and one node tuple (the values of all its node
+ *              fields), no two IDs are ever equal: not between threads, not
+ *              between processes or machines sharing a registry, not across
+ *              restarts, not after the wall clock steps back.  (With no
+ *              registry, keeping node tuples apart across processes is the
+ *              caller's job.)  A child process after fork() never issues from
+ *              its parent's generator: its calls fail (IDGEN_EFORKED).
+ *   increasing One generator's IDs strictly increase, also when the wall
+ *              clock steps back, and in real-time order: if one call returns
+ *              before another starts, on whatever threads, the later call's
+ *              ID is the larger.
+ *   bounded    When the wall clock falls behind the generator's own clock (a
+ *              step back, or a burst that used up the sequence), the
+ *              generator keeps issuing from its own clock while that is at
+ *              most max_borrow_ms ahead of the wall clock; past that one call
+ *              waits at most the rest of the current tick plus max_wait_ms in
+ *              all (a batch included), then fails with IDGEN_ECLOCK.  It
+ *              never sleeps without bound and never silently repeats an ID.
+ *              The fast clock may notice a step of the wall clock up to one
+ *              tick late.
+ *   fenced     A generator whose lease can no longer be shown valid stops
+ *              issuing (IDGEN_ELEASE) before the registry could grant its
+ *              tuple to anyone else; every renewal and mark write is
+ *              conditional on the lease's fencing generation, so a stale
+ *              holder's late write fails and it stops.
+ *   no wrap    A layout whose time field has run out is refused
+ *              (IDGEN_EEXHAUSTED, naming the date); IDs never wrap.
+ *   durable    A generator bound to a lease records "used up to tick T" in
+ *              the registry before issuing beyond T, so the tuple's next
+ *              holder, after a crash, a restart or a clock step back, starts
+ *              above everything already issued.  The mark is kept a step
+ *              ahead off the hot path (1 s for file:, the lease TTL for
+ *              network registries).
  *
  * Conventions, for every function below unless it says otherwise:
  *   - Status codes are int: 0 for success, a negative IDGEN_E* for failure.
@@ -95,7 +134,7 @@ IDGEN_API int idgen_time_format(int64_t unix_ms, char *buf);
 IDGEN_API int idgen_time_parse(const char *s, size_t len, int64_t *unix_ms);
 
 /* ------------------------------------------------------------------------
- * Snowflake layouts (SPEC section 3).
+ * Snowflake layouts.
  *
  * A layout names the bit fields of a 64-bit ID from the most significant bit
  * down.  It is a plain value the caller owns; parse fills it in, and it may be
@@ -103,6 +142,7 @@ IDGEN_API int idgen_time_parse(const char *s, size_t len, int64_t *unix_ms);
  */
 
 #define IDGEN_LAYOUT_MAX_FIELDS 16  /* fields in one layout, time and sequence included */
+#define IDGEN_PRESET_NAME_MAX 16    /* bytes in a preset's name, with its NUL */
 #define IDGEN_FIELD_NAME_MAX 32     /* bytes in a field name, with its NUL */
 #define IDGEN_LAYOUT_SPEC_MAX 640   /* bytes idgen_layout_format() may need */
 
@@ -120,7 +160,7 @@ typedef struct idgen_field {
 } idgen_field_t;
 
 typedef struct idgen_layout {
-  char preset[16];          /* preset name if parsed from one, else "" */
+  char preset[IDGEN_PRESET_NAME_MAX]; /* preset name if parsed from one, else "" */
   int64_t epoch_ms;         /* Unix milliseconds of time value 0 */
   int64_t unit_ms;          /* milliseconds per time tick (>= 1) */
   int nfields;              /* fields[0] is the most significant */
@@ -137,8 +177,8 @@ typedef struct idgen_layout {
  * "mastodon", "js53") into `out`.  Validation is strict; on failure returns
  * IDGEN_ELAYOUT and writes one message naming the offending item to `err`,
  * such as `layout: field "worker" repeated`.  `out` is unspecified on error.
- * Besides SPEC section 3, idgen requires the sequence to be less significant
- * than the time field (otherwise one generator's IDs would not increase).
+ * The sequence must be less significant than the time field (otherwise one
+ * generator's IDs would not increase).
  */
 IDGEN_API int idgen_layout_parse(idgen_layout_t *out, const char *spec,
                                  char *err, size_t errlen);
@@ -302,7 +342,7 @@ IDGEN_API void idgen_clock_stats(idgen_clock_stats_t *st);
 IDGEN_API const char *idgen_clock_state_name(idgen_clock_state_t s);
 
 /* ------------------------------------------------------------------------
- * The Snowflake generator (SPEC section 2, G1-G3).
+ * The Snowflake generator (unique, increasing, bounded: see the top).
  */
 
 typedef struct idgen_registry idgen_registry_t;
@@ -348,7 +388,7 @@ typedef struct idgen_snowflake_settings {
    * must outlive the generator. */
   const idgen_clock_t *clock;
   /* A lease from idgen_registry_acquire() to bind the generator to, or NULL
-   * (G4, G6).  The leased field's value comes from the lease (its node[]
+   * (fenced, durable).  The leased field's value comes from the lease (its node[]
    * entry is ignored).  A bound generator starts above the lease's
    * high-water mark; a background thread keeps the mark mark_step ahead of
    * the IDs issued (one durable write per step) and renews the lease at a
@@ -388,26 +428,26 @@ IDGEN_API void idgen_snowflake_free(idgen_snowflake_t *g);
 /*
  * Issues one ID into *id.  Thread-safe and lock-free: any number of threads
  * may call it on one generator.  IDs strictly increase in real-time order
- * (G2).  Returns 0, or:
+ * (increasing).  Returns 0, or:
  *   IDGEN_ECLOCK      the wall clock is more than max_borrow_ms behind the
  *                     generator and did not catch up within max_wait_ms (the
  *                     generator works again once it does);
  *   IDGEN_EEXHAUSTED  the time field has run out (never wraps);
  *   IDGEN_EFORKED     called in a child process after fork(): a child must
- *                     make its own generator (G1);
+ *                     make its own generator (unique);
  *   IDGEN_ELEASE, IDGEN_EMARK  (a generator bound to a lease) the lease
  *                     cannot be shown valid, or the high-water mark could not
  *                     be moved ahead within max_wait_ms (at once when the
  *                     last mark write failed and none is under way).
  * May sleep: one call waits at most the rest of the current tick plus
- * max_wait_ms in all (G3 per call), for its tick or for the mark.
+ * max_wait_ms in all (bounded), for its tick or for the mark.
  */
 IDGEN_API int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id);
 
 /*
  * Issues `n` IDs into ids[0..n-1], increasing: one atomic step claims them
  * all, so a batch costs about one call plus the stores.  The batch is one
- * call for G3: it waits no longer in total than next() may (the rest of the
+ * call (bounded): it waits no longer in total than next() may (the rest of the
  * current tick plus max_wait_ms).  A batch that cannot be filled within that
  * is refused before anything is claimed: IDGEN_EBATCH
  * (idgen_snowflake_capacity() tells how many can be made now); so is one
@@ -494,7 +534,7 @@ typedef struct idgen_random {
 IDGEN_API int idgen_random_bytes(void *buf, size_t n);
 
 /* ------------------------------------------------------------------------
- * UUIDs (RFC 9562) and UUIDv7 (SPEC section 5).
+ * UUIDs (RFC 9562) and UUIDv7 (RFC 9562 section 5.7).
  */
 typedef struct idgen_uuid {
   uint8_t bytes[16]; /* big-endian, as on the wire */
@@ -553,7 +593,8 @@ IDGEN_API int idgen_uuid7_gen_next(idgen_uuid7_gen_t *g, idgen_uuid_t *out);
 IDGEN_API int idgen_uuid7_new(idgen_uuid_t *out);
 
 /* ------------------------------------------------------------------------
- * ULID (SPEC section 4).
+ * ULID (https://github.com/ulid/spec): 48-bit Unix ms, 80 random bits,
+ * 26 characters of Crockford's base32.
  */
 typedef struct idgen_ulid {
   uint8_t bytes[16]; /* big-endian: 48-bit Unix ms, then 80 random bits */
@@ -594,7 +635,7 @@ IDGEN_API void idgen_ulid_to_uuid(const idgen_ulid_t *u, idgen_uuid_t *out);
 IDGEN_API void idgen_ulid_from_uuid(const idgen_uuid_t *u, idgen_ulid_t *out);
 
 /*
- * A monotonic ULID generator (SPEC section 4).  A new millisecond gets 80
+ * A monotonic ULID generator.  A new millisecond gets 80
  * fresh random bits; within the same millisecond, or when the clock stepped
  * back, the next ULID is the previous one plus 1 in its random part; when
  * that part is all ones, next() fails with IDGEN_EOVERFLOW rather than wrap
@@ -614,7 +655,8 @@ IDGEN_API int idgen_ulid_gen_next(idgen_ulid_gen_t *g, idgen_ulid_t *out);
 IDGEN_API int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t unix_ms, idgen_ulid_t *out);
 
 /* ------------------------------------------------------------------------
- * Registry: worker IDs leased across processes and machines (SPEC section 8).
+ * Registry (libidgen-registry): node tuples leased across processes and
+ * machines.
  *
  * A registry is opened from a URI:
  *   "static"        the node values as given; nothing is coordinated;
@@ -645,6 +687,8 @@ IDGEN_API int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t unix_ms, idgen
 /* Bytes of a pool's name, such as
  * "epoch=1288834974657,tick=1ms,time@22,sequence@0:12", with its NUL. */
 #define IDGEN_POOL_NAME_MAX 128
+#define IDGEN_HOLDER_MAX 128     /* bytes of a holder's "host:pid:token", with its NUL */
+#define IDGEN_REASON_MAX 256     /* bytes of a lease status's reason, with its NUL */
 /* Bytes of a node tuple's text, such as "datacenter=1,worker=7", with its NUL. */
 #define IDGEN_NODE_TEXT_MAX 768
 
@@ -672,7 +716,7 @@ IDGEN_API void idgen_registry_close(idgen_registry_t *r);
 IDGEN_API const char *idgen_registry_uri(const idgen_registry_t *r);
 
 /*
- * The default registry (SPEC section 8) into buf[n]: "file:/var/lib/idgen"
+ * The default registry into buf[n]: "file:/var/lib/idgen"
  * when this process may create or write that directory (as root, or when it
  * exists and is writable), else "file:$XDG_STATE_HOME/idgen", else
  * "file:$HOME/.local/state/idgen" (only absolute XDG_STATE_HOME and HOME
@@ -716,14 +760,14 @@ typedef struct idgen_lease_request {
   int64_t mark_step_ms;
   /* When every free ID's mark is ahead of the wall clock, the start wait
    * ends this much early: the generator starts above the mark by borrowing
-   * (G3).  Pass the generator's max_borrow_ms.  Default 0. */
+   * (bounded).  Pass the generator's max_borrow_ms.  Default 0. */
   int64_t start_borrow_ms;
 } idgen_lease_request_t;
 
 /*
  * Leases the lowest free value of the leased field, with the other node
  * fields as given, whose tuple's high-water mark is behind the wall clock
- * (SPEC section 8); if every free one's mark is ahead, the one with the
+ * (durable); if every free one's mark is ahead, the one with the
  * lowest mark, after waiting until the clock passes it (at most
  * max_start_wait_ms).  A value is free when no live holder holds its tuple,
  * whatever field that holder leased.  Errors, each with a message in `err`:
@@ -769,7 +813,7 @@ typedef struct idgen_lease_info {
                             * expire (static, file:) */
   int64_t expires_in_ms;   /* the same as a duration measured by the
                             * registry at that renewal; -1 when none */
-  char holder[128];        /* "host:pid:token" */
+  char holder[IDGEN_HOLDER_MAX]; /* "host:pid:token" */
   char pool[IDGEN_POOL_NAME_MAX];  /* "epoch=1288834974657,tick=1ms,time@22,sequence@0:12" */
   char node[IDGEN_NODE_TEXT_MAX];  /* the tuple: "datacenter=1,worker=7" */
 } idgen_lease_info_t;
@@ -777,7 +821,7 @@ typedef struct idgen_lease_info {
 IDGEN_API void idgen_lease_info(const idgen_lease_t *l, idgen_lease_info_t *out);
 
 /* Records in stable storage that IDs up to Unix ms `mark_ms` may have been
- * issued (G6); the mark never goes back (a lower value is a no-op).
+ * issued (durable); the mark never goes back (a lower value is a no-op).
  * Conditional on the lease's fencing generation.  The pool-wide mark is
  * raised first where the backend keeps one (file:).  Returns 0, IDGEN_ELEASE
  * if the lease is lost (fenced out, or for file: its lock file was removed
@@ -822,7 +866,7 @@ typedef struct idgen_lease_row {
                             * record is new, removed or replaced starts above
                             * it (file: every mark ever recorded in the pool;
                             * postgres: the marks of deleted rows) */
-  char holder[128];        /* the last holder ("" if never held or freed) */
+  char holder[IDGEN_HOLDER_MAX]; /* the last holder ("" if never held or freed) */
 } idgen_lease_row_t;
 
 /* Calls cb once per node tuple the registry knows of (tuples never leased
@@ -867,10 +911,10 @@ typedef struct idgen_snowflake_lease_status {
   uint64_t renewals, renew_failures, mark_writes, mark_waits;
   uint64_t mark_failures;  /* mark writes that failed (not fenced) */
   int mark_failing;        /* the last mark write failed */
-  char reason[256];        /* why it is not valid, or the last failure; "" */
+  char reason[IDGEN_REASON_MAX]; /* why it is not valid, or the last failure; "" */
   char pool[IDGEN_POOL_NAME_MAX];  /* as idgen_lease_info_t */
   char node[IDGEN_NODE_TEXT_MAX];
-  char holder[128];
+  char holder[IDGEN_HOLDER_MAX];
 } idgen_snowflake_lease_status_t;
 
 /* Fills *st (zero when `g` is not bound, or in a forked child).  Takes the
