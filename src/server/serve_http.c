@@ -214,12 +214,8 @@ static int wants_json(const http_request_t *req) {
 
 static void route_ids(worker_t *w, conn_t *c, const http_request_t *req, int kind,
                       query_t q) {
-  char err[400];
-  /* Only Snowflake IDs need the lease: ULIDs and UUIDv7s carry no worker ID. */
-  if (kind == KIND_SNOWFLAKE && ids_unavailable(w->srv, err, sizeof err)) {
-    respond_error(w, c, req, 503, err, KEEP, NULL);
-    return;
-  }
+  /* A lost lease is the generator's error (IDGEN_ELEASE), answered as a 503
+   * by ids_request; ULIDs and UUIDv7s need no lease. */
   reply_shape_t sh = {.proto = PROTO_HTTP,
                       .kind = (uint8_t)kind,
                       .json = (uint8_t)(q.json >= 0 ? q.json : wants_json(req)),

@@ -14,22 +14,17 @@ const char *kind_name(int kind) {
   return names[kind];
 }
 
-int ids_unavailable(server_t *s, char *why, size_t n) {
-  if (atomic_load_explicit(&s->lease_ok, memory_order_acquire))
-    return 0;
-  pthread_mutex_lock(&s->lease_mu);
-  snprintf(why, n, "lease lost: %s", s->lease_reason);
-  pthread_mutex_unlock(&s->lease_mu);
-  return 1;
-}
-
+/* Asks the generator itself (no copy kept by the daemon): ID requests are
+ * answered from the generator's own errors, and /health from its status. */
 int server_unhealthy(server_t *s, char *why, size_t n) {
-  if (ids_unavailable(s, why, n))
-    return 1;
-  /* The lease is valid but the mark fell behind the clock: the registry
-   * has not taken a new one, and IDs stop at the mark. */
   idgen_snowflake_lease_status_t ls;
   idgen_snowflake_lease_status(server_sf(s), &ls);
+  if (ls.bound && !ls.valid) {
+    snprintf(why, n, "lease lost: %s", ls.reason[0] ? ls.reason : "not valid");
+    return 1;
+  }
+  /* The lease is valid but the mark fell behind the clock: the registry
+   * has not taken a new one, and IDs stop at the mark. */
   if (ls.bound && ls.mark_failing) { /* IDs stop at the last durable mark */
     snprintf(why, n, "high-water mark: the last mark write failed: %s", ls.reason);
     return 1;

@@ -115,7 +115,6 @@ static void reply_command_entry(worker_t *w, const struct cmdinfo *ci) {
 static void cmd_ids(worker_t *w, conn_t *c, const resp_request_t *r, int kind) {
   const char *name = kind_name(kind);
   int64_t n = 1;
-  char why[400];
   if (r->argc > 2) {
     wrong_arity(w, c, kind == KIND_SNOWFLAKE ? "id" : name);
     return;
@@ -130,10 +129,6 @@ static void cmd_ids(worker_t *w, conn_t *c, const resp_request_t *r, int kind) {
                 w->srv->cfg->max_batch);
       return;
     }
-  }
-  if (kind == KIND_SNOWFLAKE && ids_unavailable(w->srv, why, sizeof why)) { /* see route_ids */
-    reply_err(w, c, "ERR %s", why);
-    return;
   }
   /* ID N is an array even for N = 1; a bare ID is one value. */
   reply_shape_t sh = {.proto = PROTO_RESP,

@@ -762,21 +762,16 @@ static void log_lease(server_t *s, const char *event) {
             st.generation, mark, st.holder);
 }
 
-/* Refreshes lease_ok and lease_st from the bound generator; on a lease lost
+/* Logs changes of the bound generator's lease (lost, valid again, failing
+ * mark writes); on a lease lost
  * for good, acquires a new one (at most once a second) and swaps in a
  * generator bound to it, starting above the old one's last ID (G2). */
 static void lease_tick(server_t *s, int64_t *next_try) {
   idgen_snowflake_t *g = server_sf(s);
   idgen_snowflake_lease_status_t st;
   idgen_snowflake_lease_status(g, &st);
-  pthread_mutex_lock(&s->lease_mu);
-  s->lease_st = st;
-  int was = atomic_load(&s->lease_ok);
-  if (!st.valid)
-    snprintf(s->lease_reason, sizeof s->lease_reason, "%s",
-             st.reason[0] ? st.reason : "not valid");
-  atomic_store(&s->lease_ok, st.valid);
-  pthread_mutex_unlock(&s->lease_mu);
+  int was = s->lease_was_valid;
+  s->lease_was_valid = st.valid;
   if ((was && !st.valid) || (st.fenced && !s->fence_logged))
     log_event("error", "lease_lost",
               "worker=%" PRIu64 " generation=%" PRIu64 " fenced=%d reason=%s", st.worker,
@@ -937,9 +932,8 @@ int serve_run(const serve_config_t *cfg) {
   memset(s, 0, sizeof *s);
   s->cfg = cfg;
   s->nworkers = cfg->threads;
-  atomic_init(&s->lease_ok, 1);
+  s->lease_was_valid = 1;
   atomic_init(&s->next_client_id, 1);
-  pthread_mutex_init(&s->lease_mu, NULL);
   s->client_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->close_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->accept_log = (log_limit_t)LOG_LIMIT_INIT(10);

@@ -193,15 +193,10 @@ typedef struct server {
   atomic_uint_fast64_t next_client_id;
   int64_t start_mono_ms;
   char http_addr[128], resp_addr[128]; /* as bound */
-  /* The lease.  The lease thread (server.c) follows the bound generator's
-   * state: it clears lease_ok (with a reason) when the lease cannot be shown
-   * valid, and every ID request then answers 503 / -ERR until it is set
-   * again; static always holds.  lease_st is its last look, for /info,
-   * /health, INFO and /metrics. */
-  atomic_int lease_ok;
-  char lease_reason[256];
-  pthread_mutex_t lease_mu;      /* guards lease_reason, lease_st */
-  idgen_snowflake_lease_status_t lease_st;
+  /* The lease.  Requests ask the generator (its errors, its status); the
+   * lease thread (server.c) only logs changes and replaces a lease lost for
+   * good.  lease_was_valid: its last look, its own. */
+  int lease_was_valid;
   int lease_field;               /* layout index of the leased field, or -1 */
   leased_t lx;                   /* the registry, lease and generator in use */
   leased_t retired[16];          /* fenced ones, freed at exit */
@@ -250,8 +245,6 @@ void ids_request(worker_t *w, conn_t *c, const reply_shape_t *sh);
 int64_t ids_run_parked(worker_t *w);
 /* Forgets c's parked request (its connection closes). */
 void ids_unpark(worker_t *w, conn_t *c);
-/* 1 and a reason when no IDs can be issued now (lease lost). */
-int ids_unavailable(server_t *s, char *why, size_t n);
 /* 1 and a reason when /health should say 503 (lease, clock). */
 int server_unhealthy(server_t *s, char *why, size_t n);
 void ids_count(worker_t *w, int kind, int agent, size_t n);
