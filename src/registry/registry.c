@@ -55,7 +55,6 @@ void idgen_registry_close(idgen_registry_t *r) {
     return;
   if (r->ops->close)
     r->ops->close(r);
-  free(r->path);
   free(r->uri);
   free(r);
 }
@@ -269,7 +268,6 @@ int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req
     return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
   l->bind = &idgen__lease_bind;
   l->r = r;
-  l->fd = -1;
   l->expires_in_ms = -1;
   l->fork_gen = idgen__fork_gen();
   l->ttl_ms = req->ttl_ms ? req->ttl_ms : IDGEN_LEASE_TTL_DEFAULT_MS;
@@ -298,6 +296,7 @@ int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req
     rc = r->ops->acquire(l, req, err, errlen);
   }
   if (rc < 0) {
+    free(l->be);
     free(l);
     return rc;
   }
@@ -407,6 +406,7 @@ void idgen_lease_release(idgen_lease_t *l) {
     return;
   if (l->fork_gen == idgen__fork_gen())
     l->r->ops->release(l);
+  free(l->be);
   free(l);
 }
 

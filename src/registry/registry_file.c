@@ -235,6 +235,15 @@ int idgen__pool_slot_parse(const char *buf, size_t n, uint64_t *key, int64_t *ma
 /* What a lock file holds. */
 enum { REC_VALID, REC_EMPTY, REC_BAD };
 
+/* A file: lease's own state (idgen_lease_t.be). */
+typedef struct file_lease {
+  int fd;                     /* the held lock file */
+  int64_t slot_mark;          /* its tuple's mark in the pool file, as this
+                               * holder last wrote it */
+  char path[1024];            /* the lock file's path */
+  char dir[1024];             /* its pool's directory */
+} file_lease_t;
+
 /* Reads a tuple's record: REC_VALID with *rec, REC_EMPTY for an empty file
  * (new, or its creator died before writing), or REC_BAD with errno for a
  * file that cannot be read or is not a whole, valid record (it is then
@@ -264,7 +273,8 @@ static int write_record(idgen_lease_t *l, int64_t mark) {
   }
   /* The whole record is rewritten every time, so a failed fdatasync cannot
    * leave an earlier write silently undurable behind a later success. */
-  if (pwrite(l->fd, buf, sizeof buf, 0) != (ssize_t)sizeof buf || fdatasync(l->fd) < 0)
+  int fd = ((file_lease_t *)l->be)->fd;
+  if (pwrite(fd, buf, sizeof buf, 0) != (ssize_t)sizeof buf || fdatasync(fd) < 0)
     return IDGEN_EREGISTRY;
   l->mark_ms = mark;
   return 0;
@@ -612,6 +622,9 @@ static int legacy_check(const char *root, int64_t *max, char *err, size_t errlen
   return rc;
 }
 
+/* A file: registry's directory, absolute (idgen_registry_t.be). */
+static const char *root(const idgen_registry_t *r) { return r->be; }
+
 /* ---- the backend --------------------------------------------------------- */
 
 static int file_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
@@ -641,12 +654,13 @@ static int file_open(idgen_registry_t *r, const char *rest, char *err, size_t er
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot resolve %s: %s", given,
                       strerror(errno ? errno : ENAMETOOLONG));
   size_t n = strlen(abs) + 6;
-  char *uri = malloc(n);
-  r->path = strdup(abs);
-  if (uri == NULL || r->path == NULL) {
+  char *uri = malloc(n), *path = strdup(abs);
+  if (uri == NULL || path == NULL) {
     free(uri);
+    free(path);
     return IDGEN_ENOMEM;
   }
+  r->be = path; /* the registry's state: its absolute directory */
   snprintf(uri, n, "file:%s", abs);
   free(r->uri);
   r->uri = uri;
@@ -685,8 +699,13 @@ static int try_key(const char *dir, uint64_t key, char *path, size_t pathlen) {
 static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
                         size_t errlen) {
   const idgen__pool_t *p = &l->pool;
-  char *dir = l->dir, path[1100], best_path[1100] = "", bad[1100] = "";
-  if ((size_t)snprintf(dir, sizeof l->dir, "%s/%s", l->r->path, p->name) >= sizeof l->dir)
+  file_lease_t *f = calloc(1, sizeof *f);
+  if (f == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  f->fd = -1;
+  l->be = f; /* freed with l, also when this fails */
+  char *dir = f->dir, path[1100], best_path[1100] = "", bad[1100] = "";
+  if ((size_t)snprintf(dir, sizeof f->dir, "%s/%s", root(l->r), p->name) >= sizeof f->dir)
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: pool path too long");
   if (make_dirs(dir) < 0)
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot create %s: %s", dir,
@@ -696,7 +715,7 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
    * for a tuple without one; at least the marks of an earlier version's
    * records. */
   int64_t legacy;
-  int rc = legacy_check(l->r->path, &legacy, err, errlen);
+  int rc = legacy_check(root(l->r), &legacy, err, errlen);
   pool_file_t pf;
   memset(&pf, 0, sizeof pf);
   int dfd = rc == 0 ? pool_lock(dir) : -1;
@@ -795,7 +814,7 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
     close_held(best_fd);
     return rc;
   }
-  l->slot_mark = best_mark;
+  f->slot_mark = best_mark;
   /* Start above the mark: wait, reading the wall clock again after each
    * sleep (a sleep is measured on another clock), at most max_start_wait. */
   int64_t max = req->max_start_wait_ms < 0 ? IDGEN_START_WAIT_MS_DEFAULT : req->max_start_wait_ms, waited = 0;
@@ -815,20 +834,20 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
     waited += wait;
     now = idgen__req_now_ms(req);
   }
-  l->fd = best_fd;
+  f->fd = best_fd;
   l->worker = best_id;
   l->key = p->fixed | best_id << p->shift;
   l->generation = best_gen + 1;
-  snprintf(l->path, sizeof l->path, "%s", best_path);
+  snprintf(f->path, sizeof f->path, "%s", best_path);
   /* The record is relied on from here: its file's name must be durable too,
    * whoever created it (a creator may have died before its own fsync). */
   rc = write_record(l, best_mark);
-  if (rc == 0 && (fsync_dir(dir) < 0 || fsync_dir(l->r->path) < 0))
+  if (rc == 0 && (fsync_dir(dir) < 0 || fsync_dir(root(l->r)) < 0))
     rc = IDGEN_EREGISTRY;
   if (rc < 0) {
     int e = errno;
     close_held(best_fd);
-    l->fd = -1;
+    f->fd = -1;
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot make %s durable: %s",
                       best_path, strerror(e));
   }
@@ -837,55 +856,58 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
 
 /* Whether l's lock file is still the file at its path. */
 static int file_renew(idgen_lease_t *l, char *err, size_t errlen) {
+  file_lease_t *f = l->be;
   struct stat a, b;
   int gone = 0;
-  if (fstat(l->fd, &a) < 0 || (stat(l->path, &b) < 0 && !(gone = errno == ENOENT)))
-    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", l->path,
+  if (fstat(f->fd, &a) < 0 || (stat(f->path, &b) < 0 && !(gone = errno == ENOENT)))
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", f->path,
                       strerror(errno)); /* cannot tell: not (yet) a loss */
   if (gone || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
     return idgen__err(err, errlen, IDGEN_ELEASE, /* someone else may lock the new file */
-                      "registry: lock file %s was removed or replaced under the holder", l->path);
+                      "registry: lock file %s was removed or replaced under the holder", f->path);
   return 0;
 }
 
 static int file_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen) {
+  file_lease_t *f = l->be;
   /* The checks and the tuple's slot (raised, or lowered to the final mark)
    * under the pool's lock, before the record (the protocol at the top of
    * this file). */
-  int dfd = pool_lock(l->dir);
+  int dfd = pool_lock(f->dir);
   if (dfd < 0)
-    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s", l->dir,
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s", f->dir,
                       strerror(errno));
   pool_file_t pf;
   memset(&pf, 0, sizeof pf);
   int rc = file_renew(l, err, errlen);
   if (rc == 0)
-    rc = pool_open_locked(l->dir, l->pool.layout, &pf, err, errlen);
+    rc = pool_open_locked(f->dir, l->pool.layout, &pf, err, errlen);
   if (rc == 0) {
     long ix = pool_find(&pf, l->key);
     int written = 0;
-    if (ix >= 0 && pf.marks[ix] != l->slot_mark)
+    if (ix >= 0 && pf.marks[ix] != f->slot_mark)
       rc = idgen__err(err, errlen, IDGEN_ELEASE,
                       "registry: tuple %016" PRIx64 "'s mark in %s/pool is %" PRId64
                       ", not %" PRId64 " as this holder left it: another holder took the "
                       "tuple while this one's lock file was away",
-                      l->key, l->dir, pf.marks[ix], l->slot_mark);
+                      l->key, f->dir, pf.marks[ix], f->slot_mark);
     else
-      rc = pool_set_locked(l->dir, &pf, l->key, mark_ms, &written, err, errlen);
+      rc = pool_set_locked(f->dir, &pf, l->key, mark_ms, &written, err, errlen);
     if (written) /* in the file, durable or not: what the next check finds */
-      l->slot_mark = mark_ms;
+      f->slot_mark = mark_ms;
   }
   pool_free(&pf);
   pool_unlock(dfd);
   if (rc == 0 && (rc = write_record(l, mark_ms)) < 0)
-    idgen__err(err, errlen, rc, "registry: cannot write the mark to %s: %s", l->path,
+    idgen__err(err, errlen, rc, "registry: cannot write the mark to %s: %s", f->path,
                strerror(errno));
   return rc;
 }
 
 static void file_release(idgen_lease_t *l) {
-  close_held(l->fd); /* drops the lock; the record, and its mark, stay */
-  l->fd = -1;
+  file_lease_t *f = l->be;
+  close_held(f->fd); /* drops the lock; the record, and its mark, stay */
+  f->fd = -1;
 }
 
 /* ---- list and free ------------------------------------------------------- */
@@ -997,9 +1019,9 @@ static int list_pool(const char *dir, const char *pool,
 
 static int file_list(idgen_registry_t *r, int (*cb)(void *, const idgen_lease_row_t *), void *ctx,
                      char *err, size_t errlen) {
-  DIR *d = opendir(r->path);
+  DIR *d = opendir(root(r));
   if (d == NULL)
-    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot read %s: %s", r->path,
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot read %s: %s", root(r),
                       strerror(errno));
   char **pools = NULL;
   size_t n = 0, cap = 0;
@@ -1021,7 +1043,7 @@ static int file_list(idgen_registry_t *r, int (*cb)(void *, const idgen_lease_ro
   int rc = 0;
   for (size_t i = 0; i < n; i++) {
     char dir[1100];
-    snprintf(dir, sizeof dir, "%s/%s", r->path, pools[i]);
+    snprintf(dir, sizeof dir, "%s/%s", root(r), pools[i]);
     if (rc == 0)
       rc = list_pool(dir, pools[i], cb, ctx);
     free(pools[i]);
@@ -1033,10 +1055,10 @@ static int file_list(idgen_registry_t *r, int (*cb)(void *, const idgen_lease_ro
 static int file_free(idgen_registry_t *r, const char *pool, const char *node, int force,
                      char *err, size_t errlen) {
   char dir[1100], path[1200], spec[IDGEN_LAYOUT_SPEC_MAX], why[300];
-  if ((size_t)snprintf(dir, sizeof dir, "%s/%s", r->path, pool) >= sizeof dir)
+  if ((size_t)snprintf(dir, sizeof dir, "%s/%s", root(r), pool) >= sizeof dir)
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: pool name too long");
   if (access(dir, F_OK) != 0)
-    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no pool %s in %s", pool, r->path);
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no pool %s in %s", pool, root(r));
   idgen_layout_t lay;
   uint64_t key;
   int known = pool_layout(dir, &lay, spec, sizeof spec) == 0;
@@ -1046,7 +1068,7 @@ static int file_free(idgen_registry_t *r, const char *pool, const char *node, in
   int held = probe_held(path);
   if (held < 0 && errno == ENOENT)
     return idgen__err(err, errlen, IDGEN_EINVAL,
-                      "registry: %s has no tuple %s in %s (never leased)", pool, node, r->path);
+                      "registry: %s has no tuple %s in %s (never leased)", pool, node, root(r));
   if (held < 0)
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", path, strerror(errno));
   if (held)
@@ -1058,6 +1080,11 @@ static int file_free(idgen_registry_t *r, const char *pool, const char *node, in
                     "registry: %s in %s is already free (no process holds its lock; its mark "
                     "stays)",
                     node, pool);
+}
+
+static void file_close(idgen_registry_t *r) {
+  free(r->be);
+  r->be = NULL;
 }
 
 const idgen__registry_ops_t idgen__registry_file = {
@@ -1072,4 +1099,5 @@ const idgen__registry_ops_t idgen__registry_file = {
     .release = file_release,
     .list = file_list,
     .free = file_free,
+    .close = file_close,
 };

@@ -92,9 +92,9 @@ typedef struct idgen__registry_ops {
 
 struct idgen_registry {
   const idgen__registry_ops_t *ops;
-  char *uri;                  /* as opened */
-  char *path;                 /* file: the directory */
-  void *be;                   /* backend state (postgres: the connection) */
+  char *uri;                  /* as opened (file: made absolute) */
+  void *be;                   /* backend state (file: the directory; postgres:
+                               * the connection), the backend's to free in close */
 };
 
 struct idgen_lease {
@@ -110,12 +110,9 @@ struct idgen_lease {
   int64_t expires_in_ms;      /* the same as the registry measured it; -1: none */
   unsigned fork_gen;          /* the process that holds it */
   atomic_int bound;           /* a generator is bound to it */
-  int fd;                     /* file: the held lock file */
-  int64_t slot_mark;          /* file: its tuple's mark in the pool file, as
-                               * this holder last wrote it */
-  char path[1024];            /* file: its path */
-  char dir[1024];             /* file: its pool's directory */
-  char holder[128];
+  void *be;                   /* the backend's state of this lease (file: its
+                               * lock file), plain memory freed with the lease */
+  char holder[IDGEN_HOLDER_MAX];
 };
 
 /* lease_keeper.c: the table every lease carries. */
