@@ -111,6 +111,28 @@ IDGEN_API const char *idgen_strerror(int code);
 /* The code's name without the IDGEN_ prefix ("ECLOCK"); "UNKNOWN" if none. */
 IDGEN_API const char *idgen_err_name(int code);
 
+/*
+ * Quotes untrusted bytes for a message: writes s[0..len) into buf[n] as
+ * printable ASCII, bytes 0x20..0x7E as themselves and every other byte as
+ * \xHH (upper-case hex: \xC1, \x7F, \x00), so that invalid UTF-8, control
+ * bytes and DEL never reach a terminal, a log line or a protocol reply, an
+ * embedded NUL does not cut the message, and the text stays on one line.
+ * '\\' (the escape character, so that the text reads back one way) and the
+ * character `quote` (the one the caller wraps the text in: '"', '\'', or 0
+ * for none) are written as \x5C and \xHH too.  If the whole does not fit in
+ * n - 1 characters, the text ends with "..." after the last whole character
+ * or escape that fits (an escape is never cut).  n must be at least 4.
+ * Pure and thread-safe; returns buf, always NUL-terminated.  Every message
+ * of the library, the command and the daemon that echoes input uses it.
+ */
+IDGEN_API char *idgen_quote(char *buf, size_t n, const void *s, size_t len, int quote);
+
+/* idgen_quote() into a buffer of max + 1 bytes (a compound literal, so it
+ * lives until the end of the enclosing block): for a printf argument, e.g.
+ * printf("field \"%s\" repeated", IDGEN_QUOTE(name, strlen(name), '"', 40)). */
+#define IDGEN_QUOTE(s, len, quote, max) \
+  idgen_quote((char[(max) + 1]){0}, (size_t)(max) + 1, (s), (len), (quote))
+
 /* ------------------------------------------------------------------------
  * Time formatting.
  */

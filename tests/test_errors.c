@@ -1,5 +1,5 @@
 /*
- * test_errors.c -- quoting input for messages (idgen__quote): printable
+ * test_errors.c -- quoting input for messages (idgen_quote): printable
  * ASCII passes, every other byte (invalid UTF-8, DEL, control bytes, NUL)
  * and the backslash and the caller's quote character become \xHH; a long
  * input is cut at a whole character or escape and marked "...".
@@ -13,7 +13,7 @@
 
 static const char *q(const char *s, size_t len, int quote) {
   static char buf[256];
-  return idgen__quote(buf, sizeof buf, s, len, quote);
+  return idgen_quote(buf, sizeof buf, s, len, quote);
 }
 
 static void test_quote_escapes(void **state) {
@@ -49,17 +49,17 @@ static void test_quote_truncates(void **state) {
   (void)state;
   char buf[10];
   /* Fits exactly (9 characters and the NUL): whole, no mark. */
-  assert_string_equal("abcdefghi", idgen__quote(buf, sizeof buf, "abcdefghi", 9, 0));
-  assert_string_equal("abcdef...", idgen__quote(buf, sizeof buf, "abcdefghij", 10, 0));
-  assert_string_equal("abcde\\xFF", idgen__quote(buf, sizeof buf, "abcde\xff", 6, 0));
+  assert_string_equal("abcdefghi", idgen_quote(buf, sizeof buf, "abcdefghi", 9, 0));
+  assert_string_equal("abcdef...", idgen_quote(buf, sizeof buf, "abcdefghij", 10, 0));
+  assert_string_equal("abcde\\xFF", idgen_quote(buf, sizeof buf, "abcde\xff", 6, 0));
   /* An escape that would not fit whole is left out, not cut. */
-  assert_string_equal("abcdef...", idgen__quote(buf, sizeof buf, "abcdef\xff", 7, 0));
-  assert_string_equal("abcde...", idgen__quote(buf, sizeof buf, "abcde\xff\xff", 7, 0));
-  assert_string_equal("\\xFF...", idgen__quote(buf, sizeof buf, "\xff\xff\xff", 3, 0));
+  assert_string_equal("abcdef...", idgen_quote(buf, sizeof buf, "abcdef\xff", 7, 0));
+  assert_string_equal("abcde...", idgen_quote(buf, sizeof buf, "abcde\xff\xff", 7, 0));
+  assert_string_equal("\\xFF...", idgen_quote(buf, sizeof buf, "\xff\xff\xff", 3, 0));
   char small[4];
-  assert_string_equal("abc", idgen__quote(small, sizeof small, "abc", 3, 0));
-  assert_string_equal("...", idgen__quote(small, sizeof small, "abcd", 4, 0));
-  assert_string_equal("...", idgen__quote(small, sizeof small, "\x01", 1, 0));
+  assert_string_equal("abc", idgen_quote(small, sizeof small, "abc", 3, 0));
+  assert_string_equal("...", idgen_quote(small, sizeof small, "abcd", 4, 0));
+  assert_string_equal("...", idgen_quote(small, sizeof small, "\x01", 1, 0));
   /* The macro's buffer: at most max characters. */
   assert_string_equal("12345...", IDGEN_QUOTE("12345678901234567890", 20, 0, 8));
   assert_string_equal("\\x00", IDGEN_QUOTE("\0", 1, '"', 8));
@@ -81,10 +81,10 @@ static void test_quote_property(void **state) {
     }
     int quote = round % 2 ? '"' : 0;
     char full[200];
-    idgen__quote(full, sizeof full, in, len, quote); /* 40 * 4 fits: whole */
+    idgen_quote(full, sizeof full, in, len, quote); /* 40 * 4 fits: whole */
     for (size_t n = 4; n < 60; n++) {
       char out[64];
-      idgen__quote(out, n, in, len, quote);
+      idgen_quote(out, n, in, len, quote);
       size_t olen = strlen(out);
       assert_true(olen <= n - 1);
       for (size_t i = 0; i < olen; i++)

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core_int.h"
+#include "idgen.h"
 #include "idgen.h"
 
 /* Exit codes (SPEC section 6). */
@@ -24,7 +24,7 @@ enum { EXIT_OK = 0, EXIT_ID = 1, EXIT_USAGE = 2 };
 #endif
 
 /* A command-line word for a message between double quotes (or, with
- * CLI_WORD, bare): printable ASCII, other bytes as \xHH (idgen__quote), at
+ * CLI_WORD, bare): printable ASCII, other bytes as \xHH (idgen_quote), at
  * most 100 characters.  Lives until the end of the enclosing block. */
 #define CLI_QUOTED(s) IDGEN_QUOTE((s), strlen(s), '"', 100)
 #define CLI_WORD(s) IDGEN_QUOTE((s), strlen(s), 0, 100)

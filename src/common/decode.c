@@ -12,7 +12,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core_int.h"
 
 enum kind { KIND_SNOWFLAKE, KIND_ULID, KIND_UUID, KIND_UNKNOWN };
 

@@ -2,8 +2,8 @@
  * core_int.h -- declarations shared inside src/core; the IDGEN_INTERNAL ones
  * also with the registry library (src/registry), which links the shared
  * libidgen.  Tests, benchmarks and fuzz targets link the static library and
- * may use all of it; the command and the daemon still use idgen__quote from
- * here.  Not part of the public API.
+ * may use all of it; the command and the daemon see only idgen.h.  Not part
+ * of the public API.
  */
 #ifndef IDGEN_CORE_INT_H
 #define IDGEN_CORE_INT_H
@@ -40,27 +40,6 @@
 /* Writes a formatted message into err[errlen] if err is not NULL; returns code. */
 IDGEN_INTERNAL int idgen__err(char *err, size_t errlen, int code, const char *fmt, ...)
     IDGEN_PRINTF(4, 5);
-
-/*
- * Quotes untrusted bytes for a message: writes s[0..len) into buf[n] as
- * printable ASCII, bytes 0x20..0x7E as themselves and every other byte as
- * \xHH (upper-case hex: \xC1, \x7F, \x00), so that invalid UTF-8, control
- * bytes and DEL never reach a terminal, a log line or a protocol reply, an
- * embedded NUL does not cut the message, and the text stays on one line.
- * '\\' (the escape character, so that the text reads back one way) and the
- * character `quote` (the one the caller wraps the text in: '"', '\'', or 0
- * for none) are written as \x5C and \xHH too.  If the whole does not fit in
- * n - 1 characters, the text ends with "..." after the last whole character
- * or escape that fits (an escape is never cut).  n must be at least 4.
- * Pure; returns buf, always NUL-terminated.
- */
-IDGEN_INTERNAL char *idgen__quote(char *buf, size_t n, const void *s, size_t len, int quote);
-
-/* idgen__quote() into a buffer of max + 1 bytes (a compound literal, so it
- * lives until the end of the enclosing block): for a printf argument, e.g.
- * idgen__err(..., "field \"%s\" repeated", IDGEN_QUOTE(name, n, '"', 40)). */
-#define IDGEN_QUOTE(s, len, quote, max) \
-  idgen__quote((char[(max) + 1]){0}, (size_t)(max) + 1, (s), (len), (quote))
 
 /* Days since 1970-01-01 of a proleptic Gregorian date, and back. */
 int64_t idgen__days_from_civil(int64_t y, unsigned m, unsigned d);

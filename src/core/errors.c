@@ -1,7 +1,7 @@
 /*
  * errors.c -- status codes to text, read from the one list in idgen.h; and
  * the one way every message of the library, the CLI and the daemon quotes
- * the input it names (idgen__quote, see core_int.h).
+ * the input it names (idgen_quote, see core_int.h).
  */
 #include <assert.h>
 #include <string.h>
@@ -38,7 +38,7 @@ const char *idgen_err_name(int code) {
 
 const char *idgen_version(void) { return IDGEN_VERSION_STRING; }
 
-char *idgen__quote(char *buf, size_t n, const void *s, size_t len, int quote) {
+char *idgen_quote(char *buf, size_t n, const void *s, size_t len, int quote) {
   static const char hex[] = "0123456789ABCDEF";
   const unsigned char *p = s;
   size_t o = 0, cut = 0; /* cut: the last unit boundary that leaves room for "..." */

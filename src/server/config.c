@@ -20,10 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core_int.h"
 
 /* A setting, key, path or argument as messages quote it: printable ASCII,
- * other bytes as \xHH (idgen__quote), at most 100 characters. */
+ * other bytes as \xHH (idgen_quote), at most 100 characters. */
 #define Q(s) IDGEN_QUOTE((s), strlen(s), '"', 100)
 #define QN(s, n) IDGEN_QUOTE((s), (n), '"', 100)
 

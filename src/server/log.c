@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core_int.h"
 #include "idgen.h"
 
 LOG_PRINTF(5, 0)
@@ -87,11 +86,11 @@ const char *log_quote(const char *s, size_t len, char *buf, size_t n) {
     plain = c > ' ' && c < 0x7f && c != '"' && c != '=' && c != '\\';
   }
   if (plain)
-    return idgen__quote(buf, n, s, len, 0); /* nothing to escape; cut if long */
+    return idgen_quote(buf, n, s, len, 0); /* nothing to escape; cut if long */
   /* Escaped as every message quotes input, '"' too, so that the value ends
    * at the first '"' (a logfmt reader unquotes \xHH). */
   buf[0] = '"';
-  size_t m = strlen(idgen__quote(buf + 1, n - 2, s, len, '"'));
+  size_t m = strlen(idgen_quote(buf + 1, n - 2, s, len, '"'));
   buf[m + 1] = '"';
   buf[m + 2] = '\0';
   return buf;

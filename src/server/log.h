@@ -34,7 +34,7 @@ int log_reopen(const char *path);
 
 /* A value for a log line, into buf[n] (n >= 6); returns buf.  Bare if it
  * is printable ASCII without spaces, '"', '=' or '\\'; else between double
- * quotes, other bytes and '"' and '\\' as \xHH (idgen__quote).  Cut with
+ * quotes, other bytes and '"' and '\\' as \xHH (idgen_quote).  Cut with
  * "..." if it does not fit. */
 const char *log_quote(const char *s, size_t len, char *buf, size_t n);
 

@@ -17,11 +17,11 @@
  *     spaces and tabs; "..." and '...' group words (escapes are not
  *     interpreted); an unclosed quote: "unbalanced quotes in request".
  */
+#include "idgen.h"
 #include "resp.h"
 
 #include <string.h>
 
-#include "core_int.h"
 
 /* Parses a whole signed decimal in s[0..n); 0 on success. */
 static int parse_ll(const char *s, size_t n, long long *out) {
@@ -125,7 +125,7 @@ ssize_t resp_parse(const char *buf, size_t len, size_t max_bulk, resp_request_t 
       /* Redis quotes the byte found raw; we make it printable. */
       static const char head[] = "Protocol error: expected '$', got '";
       memcpy(err, head, sizeof head - 1);
-      idgen__quote(err + sizeof head - 1, 5, buf + pos, 1, '\'');
+      idgen_quote(err + sizeof head - 1, 5, buf + pos, 1, '\'');
       strcat(err, "'");
       return RESP_MALFORMED;
     }

@@ -12,7 +12,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "core_int.h"
 #include "decode.h"
 #include "http.h"
 #include "server_int.h"

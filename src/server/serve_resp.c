@@ -14,7 +14,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core_int.h"
 #include "decode.h"
 #include "resp.h"
 #include "server_int.h"
@@ -30,7 +29,7 @@ static void reply_bulk(worker_t *w, const char *s, size_t n) {
 static void reply_int(worker_t *w, int64_t v) { buf_printf(&w->out, ":%" PRId64 "\r\n", v); }
 
 /* An argument echoed in an error, as Redis does, but printable: other bytes
- * as \xHH (idgen__quote), at most 128 characters; for '%s' in a format. */
+ * as \xHH (idgen_quote), at most 128 characters; for '%s' in a format. */
 #define ARG_QUOTE(a) IDGEN_QUOTE((a)->ptr, (a)->len, '\'', 128)
 
 /* "-ERR ..." with CR and LF made spaces, as Redis does (arguments are
@@ -272,7 +271,7 @@ static void unknown_command(worker_t *w, conn_t *c, const resp_request_t *r) {
   char args[160] = "", q[129];
   size_t used = 0, n = r->argc < RESP_MAX_ARGV ? r->argc : RESP_MAX_ARGV;
   for (size_t i = 1; i < n && used + 4 <= 128; i++) {
-    idgen__quote(q, 128 - used + 1, r->argv[i].ptr, r->argv[i].len, '\'');
+    idgen_quote(q, 128 - used + 1, r->argv[i].ptr, r->argv[i].len, '\'');
     used += (size_t)snprintf(args + used, sizeof args - used, "'%s' ", q);
   }
   reply_err(w, c, "ERR unknown command '%s', with args beginning with: %s", ARG_QUOTE(&r->argv[0]),
