@@ -34,6 +34,7 @@
  * the ID meanwhile).
  */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -80,6 +81,7 @@ static struct timespec mono_abs(int64_t ms) {
 static void apply(idgen_snowflake_t *g) {
   idgen__keeper_t *k = g->keeper;
   uint64_t c = k->valid && !k->fenced ? idgen__sf_state_of_ms(g, k->mark_ms) : 0;
+  assert(c <= g->max_state); /* the hot path issues up to the ceiling unchecked */
   atomic_store_explicit(&g->ceiling, c, memory_order_release);
   pthread_cond_broadcast(&k->mark_cv);
 }
