@@ -698,6 +698,10 @@ def parked_clock_step(registry, label):
                        "--max-borrow-ms", "0", "--max-wait-ms", "0"], env=env)
     if first_ids(d, 16, "%s: serves" % label) is None:
         return
+    # Early in a second, use up its 16 IDs, so that the next request must
+    # wait for the next second (the layout makes 16 a second).
+    time.sleep(1.05 - time.time() % 1.0)
+    d.get("/id?count=16")
     result = {}
 
     def ask():
