@@ -729,6 +729,12 @@ IDGEN_API int idgen_lease_field(const idgen_layout_t *l, const char *field, char
  * needed).  Close with idgen_registry_close(). */
 IDGEN_API int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err,
                                   size_t errlen);
+/* Checks a registry URI without opening it (no file or network I/O): a known
+ * scheme with a well-formed argument (static: none; file: a directory name;
+ * postgres:// a URI libpq can parse).  0, or IDGEN_EINVAL with the message
+ * idgen_registry_open would give. */
+IDGEN_API int idgen_registry_check(const char *uri, char *err, size_t errlen);
+
 /* Closes `r`; its leases must have been released first. */
 IDGEN_API void idgen_registry_close(idgen_registry_t *r);
 

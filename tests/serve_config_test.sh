@@ -114,7 +114,12 @@ expect_err "node out of range" 'worker value "32" is not a number from 0 to 31' 
 expect_err "two node fields, none named worker" \
   'registry: the layout has 2 node fields and none is named worker: name the one to lease' \
   --layout 'time:41,a:5,b:5,sequence:12'
-expect_err "bad registry" 'registry = "redis://x" (from flag --registry): expected static, file:DIR or postgres://...' --registry redis://x
+expect_err "bad registry" \
+  'registry = "redis://x" (from flag --registry): registry: unknown scheme in "redis://x" (known: static, file:DIR, postgres://...)' \
+  --registry redis://x
+expect_err "bad postgres URI, caught before connecting" \
+  'registry = "postgres://h/db?nope=1" (from flag --registry): registry: postgres: bad URI: invalid URI query parameter: "nope"' \
+  --registry 'postgres://h/db?nope=1'
 expect_err "leased field set by hand" 'node = "worker=3" (from flag --node) sets worker, which the registry file:'"$tmp"'/reg assigns: leave it out, or use registry = static' --node worker=3
 expect_err "lease field not a node field" \
   'lease_field = "sequence" (from flag --lease-field): registry: "sequence" is not a node field of the layout' \

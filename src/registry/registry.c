@@ -17,38 +17,63 @@ static const idgen__registry_ops_t *const backends[] = {
     &idgen__registry_static, &idgen__registry_file, &idgen__registry_postgres,
     &idgen__registry_postgresql};
 
-int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err, size_t errlen) {
-  *out = NULL;
-  if (uri == NULL)
-    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no URI");
+/* The backend for uri's scheme, with *rest after its colon; NULL with a
+ * message if the scheme is unknown or the backend of another version. */
+static const idgen__registry_ops_t *backend_of(const char *uri, const char **rest, char *err,
+                                               size_t errlen) {
+  if (uri == NULL) {
+    idgen__err(err, errlen, IDGEN_EINVAL, "registry: no URI");
+    return NULL;
+  }
   const char *colon = strchr(uri, ':');
   size_t slen = colon ? (size_t)(colon - uri) : strlen(uri);
   for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
     const idgen__registry_ops_t *ops = backends[i];
     if (strlen(ops->scheme) != slen || strncmp(ops->scheme, uri, slen) != 0)
       continue;
-    if (ops->version != IDGEN__REGISTRY_OPS_VERSION)
-      return idgen__err(err, errlen, IDGEN_EINVAL,
-                        "registry: the %s backend was built for ops version %d, not %d",
-                        ops->scheme, ops->version, IDGEN__REGISTRY_OPS_VERSION);
-    idgen_registry_t *r = calloc(1, sizeof *r);
-    if (r == NULL)
-      return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
-    r->ops = ops;
-    r->uri = strdup(uri);
-    int rc = r->uri ? ops->open(r, colon ? colon + 1 : "", err, errlen) : IDGEN_ENOMEM;
-    if (rc < 0) {
-      free(r->uri);
-      free(r);
-      return rc;
+    if (ops->version != IDGEN__REGISTRY_OPS_VERSION) {
+      idgen__err(err, errlen, IDGEN_EINVAL,
+                 "registry: the %s backend was built for ops version %d, not %d", ops->scheme,
+                 ops->version, IDGEN__REGISTRY_OPS_VERSION);
+      return NULL;
     }
-    *out = r;
-    return 0;
+    *rest = colon ? colon + 1 : "";
+    return ops;
   }
-  return idgen__err(err, errlen, IDGEN_EINVAL,
-                    "registry: unknown scheme in \"%s\" (known: static, file:DIR, "
-                    "postgres://...)",
-                    IDGEN_QUOTE(uri, strlen(uri), '"', 100));
+  idgen__err(err, errlen, IDGEN_EINVAL,
+             "registry: unknown scheme in \"%s\" (known: static, file:DIR, postgres://...)",
+             IDGEN_QUOTE(uri, strlen(uri), '"', 100));
+  return NULL;
+}
+
+int idgen_registry_check(const char *uri, char *err, size_t errlen) {
+  const char *rest;
+  const idgen__registry_ops_t *ops = backend_of(uri, &rest, err, errlen);
+  return ops == NULL ? IDGEN_EINVAL : ops->check(uri, rest, err, errlen);
+}
+
+int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err, size_t errlen) {
+  *out = NULL;
+  const char *rest;
+  const idgen__registry_ops_t *ops = backend_of(uri, &rest, err, errlen);
+  if (ops == NULL)
+    return IDGEN_EINVAL;
+  int rc = ops->check(uri, rest, err, errlen);
+  if (rc < 0)
+    return rc;
+  idgen_registry_t *r = calloc(1, sizeof *r);
+  if (r == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  r->ops = ops;
+  r->uri = strdup(uri);
+  rc = r->uri ? ops->open(r, rest, err, errlen) : IDGEN_ENOMEM;
+  if (rc < 0) {
+    free(r->uri);
+    free(r);
+    return rc;
+  }
+  *out = r;
+  return 0;
 }
 
 void idgen_registry_close(idgen_registry_t *r) {
@@ -417,10 +442,15 @@ void idgen_lease_release(idgen_lease_t *l) {
 
 /* ---- static: the node values as given; nothing is coordinated ---------- */
 
-static int static_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
-  (void)r;
+static int static_check(const char *uri, const char *rest, char *err, size_t errlen) {
+  (void)uri;
   if (rest[0] != '\0')
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: static takes no argument");
+  return 0;
+}
+
+static int static_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
+  (void)r, (void)rest, (void)err, (void)errlen;
   return 0;
 }
 
@@ -453,6 +483,7 @@ static void static_release(idgen_lease_t *l) { (void)l; }
 const idgen__registry_ops_t idgen__registry_static = {
     .version = IDGEN__REGISTRY_OPS_VERSION,
     .scheme = "static",
+    .check = static_check,
     .mark_step_ms = 1000,
     .expires = 0,
     .open = static_open,

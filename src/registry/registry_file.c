@@ -627,11 +627,16 @@ static const char *root(const idgen_registry_t *r) { return r->be; }
 
 /* ---- the backend --------------------------------------------------------- */
 
-static int file_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
+static int file_check(const char *uri, const char *rest, char *err, size_t errlen) {
+  (void)uri;
   if (rest[0] == '\0')
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: file: needs a directory (file:DIR)");
   if (strlen(rest) > 512)
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: file: directory name too long");
+  return 0;
+}
+
+static int file_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
   /* A relative directory is resolved here, once: later changes of the
    * working directory do not move the registry, and what is shown is where
    * it is. */
@@ -1090,6 +1095,7 @@ static void file_close(idgen_registry_t *r) {
 const idgen__registry_ops_t idgen__registry_file = {
     .version = IDGEN__REGISTRY_OPS_VERSION,
     .scheme = "file",
+    .check = file_check,
     .mark_step_ms = 1000,
     .expires = 0,
     .open = file_open,

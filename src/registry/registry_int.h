@@ -78,6 +78,9 @@ typedef struct idgen__registry_ops {
   int64_t mark_step_ms;       /* default mark step; 0: the lease's TTL */
   int expires;                /* leases expire unless renewed (network
                                * registries); 0: held while the process lives */
+  /* Checks the URI's syntax without I/O (rest: what follows "scheme:"); open
+   * is called only after it passed. */
+  int (*check)(const char *uri, const char *rest, char *err, size_t errlen);
   int (*open)(idgen_registry_t *r, const char *rest, char *err, size_t errlen);
   int (*acquire)(idgen_lease_t *l, const idgen_lease_request_t *req, char *err, size_t errlen);
   int (*renew)(idgen_lease_t *l, char *err, size_t errlen);

@@ -517,10 +517,10 @@ static int pg_create_schema(pg_t *pg, char *err, size_t errlen) {
   return rc;
 }
 
-static int pg_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
+static int pg_check(const char *uri, const char *rest, char *err, size_t errlen) {
   (void)rest; /* libpq takes the whole URI */
   char *perr = NULL;
-  PQconninfoOption *opts = PQconninfoParse(r->uri, &perr);
+  PQconninfoOption *opts = PQconninfoParse(uri, &perr);
   if (opts == NULL) {
     int rc = pg_fail(err, errlen, perr ? IDGEN_EINVAL : IDGEN_ENOMEM, "bad URI",
                      perr ? perr : "out of memory");
@@ -528,6 +528,11 @@ static int pg_open(idgen_registry_t *r, const char *rest, char *err, size_t errl
     return rc;
   }
   PQconninfoFree(opts);
+  return 0;
+}
+
+static int pg_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
+  (void)rest, (void)err, (void)errlen;
   pg_t *pg = calloc(1, sizeof *pg);
   if (pg == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
@@ -996,7 +1001,7 @@ static int pg_free(idgen_registry_t *r, const char *pool, const char *node, int 
 
 #define PG_OPS(name)                                                                               \
   {                                                                                                \
-    .version = IDGEN__REGISTRY_OPS_VERSION, .scheme = name, .mark_step_ms = 0, .expires = 1, .open = pg_open, .acquire = pg_acquire,       \
+    .version = IDGEN__REGISTRY_OPS_VERSION, .scheme = name, .mark_step_ms = 0, .expires = 1, .check = pg_check, .open = pg_open, .acquire = pg_acquire,       \
     .renew = pg_renew, .mark = pg_mark, .release = pg_release, .list = pg_list, .free = pg_free,   \
     .close = pg_close,                                                                             \
   }

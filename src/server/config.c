@@ -331,9 +331,8 @@ static int validate(serve_config_t *c, int k) {
       set(c, k, def, "default");
       v = c->value[k];
     }
-    if (strcmp(v, "static") != 0 && !(strncmp(v, "file:", 5) == 0 && v[5] != '\0') &&
-        strncmp(v, "postgres://", 11) != 0 && strncmp(v, "postgresql://", 13) != 0)
-      return fail(where, "expected static, file:DIR or postgres://...");
+    if (idgen_registry_check(v, err, sizeof err) < 0)
+      return fail(where, "%s", err);
     c->registry = v;
     return 0;
   case T_FIELD: {
