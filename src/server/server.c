@@ -56,84 +56,6 @@
 
 #include "server_int.h"
 
-/* ---- buffers ------------------------------------------------------------ */
-
-void buf_reserve(buf_t *b, size_t more) {
-  if (b->cap - b->len >= more)
-    return;
-  size_t cap = b->cap ? b->cap : 4096;
-  while (cap - b->len < more)
-    cap *= 2;
-  char *p = realloc(b->p, cap);
-  if (p == NULL) {
-    log_event("error", "out_of_memory", "bytes=%zu", cap);
-    abort();
-  }
-  b->p = p;
-  b->cap = cap;
-}
-
-void buf_put(buf_t *b, const void *p, size_t n) {
-  buf_reserve(b, n);
-  memcpy(b->p + b->len, p, n);
-  b->len += n;
-}
-
-void buf_printf(buf_t *b, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(b->p ? b->p + b->len : NULL, b->cap - b->len, fmt, ap);
-  va_end(ap);
-  if (n < 0)
-    return;
-  if ((size_t)n >= b->cap - b->len) {
-    buf_reserve(b, (size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-  }
-  b->len += (size_t)n;
-}
-
-void buf_free(buf_t *b) {
-  free(b->p);
-  b->p = NULL;
-  b->len = b->cap = 0;
-}
-
-static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
-                                     "25262728293031323334353637383940414243444546474849"
-                                     "50515253545556575859606162636465666768697071727374"
-                                     "75767778798081828384858687888990919293949596979899";
-
-size_t u64_dec(char *dst, uint64_t v) {
-  char tmp[20];
-  char *p = tmp + 20;
-  while (v >= 100) {
-    unsigned r = (unsigned)(v % 100);
-    v /= 100;
-    p -= 2;
-    memcpy(p, digit_pairs + 2 * r, 2);
-  }
-  if (v >= 10) {
-    p -= 2;
-    memcpy(p, digit_pairs + 2 * v, 2);
-  } else {
-    *--p = (char)('0' + v);
-  }
-  size_t n = (size_t)(tmp + 20 - p);
-  memcpy(dst, p, n);
-  return n;
-}
-
-int64_t mono_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-int64_t mono_ms(void) { return mono_ns() / 1000000; }
-
 /* ---- connections ---------------------------------------------------------- */
 
 static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t n);
@@ -741,132 +663,6 @@ static int write_pid_file(const char *path) {
   return 0;
 }
 
-static leased_opts_t lease_opts(const serve_config_t *cfg) {
-  leased_opts_t o = {cfg->registry, cfg->lease_field, cfg->lease_ttl_ms, cfg->max_start_wait_ms};
-  return o;
-}
-
-/* Logs the lease now held by s->lx (read through its generator: the
- * lease's own fields are the keeper thread's while it is bound). */
-static void log_lease(server_t *s, const char *event) {
-  idgen_snowflake_lease_status_t st;
-  idgen_snowflake_lease_status(s->lx.gen, &st);
-  if (!st.bound)
-    return;
-  char mark[IDGEN_TIME_BUFSIZE] = "-";
-  if (st.mark_ms > 0)
-    idgen_time_format(st.mark_ms, mark);
-  log_event("info", event, "registry=%s pool=%s node=%s %s=%" PRIu64 " generation=%" PRIu64
-            " mark=%s holder=%s",
-            s->registry_shown, st.pool, st.node, s->layout->fields[st.field].name, st.worker,
-            st.generation, mark, st.holder);
-}
-
-/* Logs changes of the bound generator's lease (lost, valid again, failing
- * mark writes); on a lease lost
- * for good, acquires a new one (at most once a second) and swaps in a
- * generator bound to it, starting above the old one's last ID (G2). */
-static void lease_tick(server_t *s, int64_t *next_try) {
-  idgen_snowflake_t *g = server_sf(s);
-  idgen_snowflake_lease_status_t st;
-  idgen_snowflake_lease_status(g, &st);
-  int was = s->lease_was_valid;
-  s->lease_was_valid = st.valid;
-  if ((was && !st.valid) || (st.fenced && !s->fence_logged))
-    log_event("error", "lease_lost",
-              "worker=%" PRIu64 " generation=%" PRIu64 " fenced=%d reason=%s", st.worker,
-              st.generation, st.fenced,
-              log_quote(st.reason, strlen(st.reason), (char[600]){0}, 600));
-  else if (!was && st.valid)
-    log_event("info", "lease_valid", "worker=%" PRIu64 " generation=%" PRIu64, st.worker,
-              st.generation);
-  /* Failing mark writes: requests above the mark fail at once meanwhile. */
-  if (st.mark_failures > s->mark_failures_seen)
-    log_limited(&s->mark_log, "error", "mark_failed",
-                "worker=%" PRIu64 " failures=%" PRIu64 " reason=%s", st.worker, st.mark_failures,
-                log_quote(st.reason, strlen(st.reason), (char[600]){0}, 600));
-  s->mark_failures_seen = st.mark_failures;
-  s->fence_logged = st.fenced;
-  if (!st.fenced || mono_ms() < *next_try)
-    return;
-  if (s->nretired == (int)(sizeof s->retired / sizeof s->retired[0])) {
-    if (*next_try != INT64_MAX)
-      log_event("error", "lease_acquire", "error=\"%d leases were lost for good since the "
-                "start: not trying again; restart the daemon\"", s->nretired);
-    *next_try = INT64_MAX;
-    return;
-  }
-  *next_try = mono_ms() + 1000;
-  idgen_snowflake_stats_t last;
-  idgen_snowflake_stats(g, &last);
-  idgen_snowflake_settings_t gs = s->cfg->gen;
-  uint64_t fields[IDGEN_LAYOUT_MAX_FIELDS];
-  if (last.last_id != 0)
-    idgen_layout_decompose(s->layout, last.last_id, fields, &gs.start_after_ms);
-  leased_t nx = {.reg = s->lx.reg};
-  leased_opts_t o = lease_opts(s->cfg);
-  char err[512];
-  if (leased_acquire(&nx, &o, s->layout, &gs, err, sizeof err) < 0) {
-    log_event("error", "lease_acquire", "error=%s",
-              log_quote(err, strlen(err), (char[1200]){0}, 1200));
-    return;
-  }
-  s->retired[s->nretired++] = s->lx;
-  s->retired[s->nretired - 1].reg = NULL; /* shared with the new one */
-  s->lx = nx;
-  atomic_store_explicit(&s->sf, nx.gen, memory_order_release);
-  log_lease(s, "lease_acquired");
-  /* IDs order by any node field above the time field first (no preset has
-   * one): a new tuple lower there makes every later ID lower than the ones
-   * before the swap, whatever its clock.  Said, not hidden. */
-  const idgen_field_t *tf = &s->layout->fields[s->layout->time_index];
-  unsigned top = (unsigned)tf->shift + tf->bits;
-  idgen_snowflake_lease_status_t now_st;
-  idgen_snowflake_lease_status(nx.gen, &now_st);
-  if (top < 64 && now_st.bound && now_st.key >> top < st.key >> top)
-    log_event("warn", "ids_decrease",
-              "reason=\"the new node tuple is lower in a node field above the time field: IDs "
-              "after this swap are below the ones before it\" before=%" PRIu64 " after=%" PRIu64,
-              st.key, now_st.key);
-}
-
-static void *lease_main(void *arg) {
-  server_t *s = arg;
-  int64_t next_try = 0;
-  while (!atomic_load(&s->stopping)) {
-    lease_tick(s, &next_try);
-    struct timespec t = {0, 50 * 1000000L};
-    nanosleep(&t, NULL);
-  }
-  return NULL;
-}
-
-static int make_generators(server_t *s) {
-  const serve_config_t *cfg = s->cfg;
-  char err[512];
-  leased_opts_t o = lease_opts(cfg);
-  int rc = leased_acquire(&s->lx, &o, &cfg->layout, &cfg->gen, err, sizeof err);
-  if (rc < 0) {
-    fprintf(stderr, "idgen: serve: %s\n", err);
-    return -1;
-  }
-  /* Where the registry is, resolved (an absolute file: directory). */
-  leased_uri_display(s->lx.reg ? idgen_registry_uri(s->lx.reg) : cfg->registry, s->registry_shown,
-                     sizeof s->registry_shown);
-  atomic_store(&s->sf, s->lx.gen);
-  s->layout = &cfg->layout; /* the generators' copy, which lives longer than any of them */
-  idgen_layout_format(s->layout, s->layout_spec, sizeof s->layout_spec);
-  idgen_snowflake_lease_status_t st;
-  idgen_snowflake_lease_status(s->lx.gen, &st);
-  s->lease_field = st.bound ? st.field : -1;
-  idgen_gen128_settings_t g = {0};
-  if (idgen_ulid_gen_new(&s->ulid, &g) < 0 || idgen_uuid7_gen_new(&s->uuid7, &g) < 0) {
-    fprintf(stderr, "idgen: serve: cannot make the ULID and UUIDv7 generators\n");
-    return -1;
-  }
-  return 0;
-}
-
 static int setup_worker(server_t *s, worker_t *w, int i) {
   w->srv = s;
   w->index = i;
@@ -966,7 +762,7 @@ int serve_run(const serve_config_t *cfg) {
     w->epfd = w->wakefd = w->reserve_fd = -1;
     w->listeners[PROTO_HTTP].fd = w->listeners[PROTO_RESP].fd = -1;
   }
-  if (make_generators(s) < 0 || agent_setup(s, cfg->max_agents) < 0)
+  if (serve_make_generators(s) < 0 || agent_setup(s, cfg->max_agents) < 0)
     goto out;
   for (int i = 0; i < s->nworkers; i++)
     if (setup_worker(s, &s->workers[i], i) < 0) {
@@ -985,13 +781,7 @@ int serve_run(const serve_config_t *cfg) {
   const char *lname = s->layout->preset[0] ? s->layout->preset : s->layout_spec;
   log_event("info", "start", "version=%s pid=%ld layout=%s threads=%d registry=%s",
             idgen_version(), (long)getpid(), lname, s->nworkers, s->registry_shown);
-  log_lease(s, "lease");
-  if (s->lx.lease != NULL) {
-    int64_t none = 0;
-    lease_tick(s, &none);
-    if (pthread_create(&s->lease_thread, NULL, lease_main, s) == 0)
-      s->lease_thread_on = 1;
-  }
+  serve_lease_start(s);
   for (int p = 0; p < NPROTO; p++) {
     const char *bound = p == PROTO_HTTP ? s->http_addr : s->resp_addr;
     if (bound[0])

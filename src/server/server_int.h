@@ -227,6 +227,12 @@ void buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2,
 void buf_free(buf_t *b);
 size_t u64_dec(char *dst, uint64_t v); /* no NUL; at most 20 bytes */
 int64_t mono_ms(void);
+
+/* serve_lease.c: the generators (leased, or static) made at start (0, or
+ * -1 with a message on stderr); logs the lease and starts the lease thread
+ * (joined by serve_run). */
+int serve_make_generators(server_t *s);
+void serve_lease_start(server_t *s);
 /* The client's address as "ip:port" into buf[64], for log lines. */
 const char *peer_text(const conn_t *c, char *buf);
 int64_t mono_ns(void);

@@ -1,0 +1,149 @@
+/*
+ * serve_lease.c -- the daemon's lease supervision: the generators made at
+ * start (leased through the registry, or static), and the lease thread that
+ * logs what happens to the lease and replaces one lost for good.  Requests
+ * do not read anything from here: they ask the generator (serve_ids.c).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "server_int.h"
+
+static leased_opts_t lease_opts(const serve_config_t *cfg) {
+  leased_opts_t o = {cfg->registry, cfg->lease_field, cfg->lease_ttl_ms, cfg->max_start_wait_ms};
+  return o;
+}
+
+/* Logs the lease now held by s->lx (read through its generator: the
+ * lease's own fields are the keeper thread's while it is bound). */
+static void log_lease(server_t *s, const char *event) {
+  idgen_snowflake_lease_status_t st;
+  idgen_snowflake_lease_status(s->lx.gen, &st);
+  if (!st.bound)
+    return;
+  char mark[IDGEN_TIME_BUFSIZE] = "-";
+  if (st.mark_ms > 0)
+    idgen_time_format(st.mark_ms, mark);
+  log_event("info", event, "registry=%s pool=%s node=%s %s=%" PRIu64 " generation=%" PRIu64
+            " mark=%s holder=%s",
+            s->registry_shown, st.pool, st.node, s->layout->fields[st.field].name, st.worker,
+            st.generation, mark, st.holder);
+}
+
+/* Logs changes of the bound generator's lease (lost, valid again, failing
+ * mark writes); on a lease lost
+ * for good, acquires a new one (at most once a second) and swaps in a
+ * generator bound to it, starting above the old one's last ID (G2). */
+static void lease_tick(server_t *s, int64_t *next_try) {
+  idgen_snowflake_t *g = server_sf(s);
+  idgen_snowflake_lease_status_t st;
+  idgen_snowflake_lease_status(g, &st);
+  int was = s->lease_was_valid;
+  s->lease_was_valid = st.valid;
+  if ((was && !st.valid) || (st.fenced && !s->fence_logged))
+    log_event("error", "lease_lost",
+              "worker=%" PRIu64 " generation=%" PRIu64 " fenced=%d reason=%s", st.worker,
+              st.generation, st.fenced,
+              log_quote(st.reason, strlen(st.reason), (char[600]){0}, 600));
+  else if (!was && st.valid)
+    log_event("info", "lease_valid", "worker=%" PRIu64 " generation=%" PRIu64, st.worker,
+              st.generation);
+  /* Failing mark writes: requests above the mark fail at once meanwhile. */
+  if (st.mark_failures > s->mark_failures_seen)
+    log_limited(&s->mark_log, "error", "mark_failed",
+                "worker=%" PRIu64 " failures=%" PRIu64 " reason=%s", st.worker, st.mark_failures,
+                log_quote(st.reason, strlen(st.reason), (char[600]){0}, 600));
+  s->mark_failures_seen = st.mark_failures;
+  s->fence_logged = st.fenced;
+  if (!st.fenced || mono_ms() < *next_try)
+    return;
+  if (s->nretired == (int)(sizeof s->retired / sizeof s->retired[0])) {
+    if (*next_try != INT64_MAX)
+      log_event("error", "lease_acquire", "error=\"%d leases were lost for good since the "
+                "start: not trying again; restart the daemon\"", s->nretired);
+    *next_try = INT64_MAX;
+    return;
+  }
+  *next_try = mono_ms() + 1000;
+  idgen_snowflake_stats_t last;
+  idgen_snowflake_stats(g, &last);
+  idgen_snowflake_settings_t gs = s->cfg->gen;
+  uint64_t fields[IDGEN_LAYOUT_MAX_FIELDS];
+  if (last.last_id != 0)
+    idgen_layout_decompose(s->layout, last.last_id, fields, &gs.start_after_ms);
+  leased_t nx = {.reg = s->lx.reg};
+  leased_opts_t o = lease_opts(s->cfg);
+  char err[512];
+  if (leased_acquire(&nx, &o, s->layout, &gs, err, sizeof err) < 0) {
+    log_event("error", "lease_acquire", "error=%s",
+              log_quote(err, strlen(err), (char[1200]){0}, 1200));
+    return;
+  }
+  s->retired[s->nretired++] = s->lx;
+  s->retired[s->nretired - 1].reg = NULL; /* shared with the new one */
+  s->lx = nx;
+  atomic_store_explicit(&s->sf, nx.gen, memory_order_release);
+  log_lease(s, "lease_acquired");
+  /* IDs order by any node field above the time field first (no preset has
+   * one): a new tuple lower there makes every later ID lower than the ones
+   * before the swap, whatever its clock.  Said, not hidden. */
+  const idgen_field_t *tf = &s->layout->fields[s->layout->time_index];
+  unsigned top = (unsigned)tf->shift + tf->bits;
+  idgen_snowflake_lease_status_t now_st;
+  idgen_snowflake_lease_status(nx.gen, &now_st);
+  if (top < 64 && now_st.bound && now_st.key >> top < st.key >> top)
+    log_event("warn", "ids_decrease",
+              "reason=\"the new node tuple is lower in a node field above the time field: IDs "
+              "after this swap are below the ones before it\" before=%" PRIu64 " after=%" PRIu64,
+              st.key, now_st.key);
+}
+
+static void *lease_main(void *arg) {
+  server_t *s = arg;
+  int64_t next_try = 0;
+  while (!atomic_load(&s->stopping)) {
+    lease_tick(s, &next_try);
+    struct timespec t = {0, 50 * 1000000L};
+    nanosleep(&t, NULL);
+  }
+  return NULL;
+}
+
+int serve_make_generators(server_t *s) {
+  const serve_config_t *cfg = s->cfg;
+  char err[512];
+  leased_opts_t o = lease_opts(cfg);
+  int rc = leased_acquire(&s->lx, &o, &cfg->layout, &cfg->gen, err, sizeof err);
+  if (rc < 0) {
+    fprintf(stderr, "idgen: serve: %s\n", err);
+    return -1;
+  }
+  /* Where the registry is, resolved (an absolute file: directory). */
+  leased_uri_display(s->lx.reg ? idgen_registry_uri(s->lx.reg) : cfg->registry, s->registry_shown,
+                     sizeof s->registry_shown);
+  atomic_store(&s->sf, s->lx.gen);
+  s->layout = &cfg->layout; /* the generators' copy, which lives longer than any of them */
+  idgen_layout_format(s->layout, s->layout_spec, sizeof s->layout_spec);
+  idgen_snowflake_lease_status_t st;
+  idgen_snowflake_lease_status(s->lx.gen, &st);
+  s->lease_field = st.bound ? st.field : -1;
+  idgen_gen128_settings_t g = {0};
+  if (idgen_ulid_gen_new(&s->ulid, &g) < 0 || idgen_uuid7_gen_new(&s->uuid7, &g) < 0) {
+    fprintf(stderr, "idgen: serve: cannot make the ULID and UUIDv7 generators\n");
+    return -1;
+  }
+  return 0;
+}
+
+void serve_lease_start(server_t *s) {
+  log_lease(s, "lease");
+  if (s->lx.lease != NULL) {
+    int64_t none = 0;
+    lease_tick(s, &none); /* the first look, before any request */
+    if (pthread_create(&s->lease_thread, NULL, lease_main, s) == 0)
+      s->lease_thread_on = 1;
+  }
+}
