@@ -74,65 +74,59 @@ static void test_step_back_within_borrow(void **state) {
   idgen_snowflake_free(g);
 }
 
-static void test_step_back_waits(void **state) {
-  (void)state;
-  tu_clock_t c;
-  tu_clock_init(&c, T0);
-  idgen_snowflake_settings_t s = settings(&c, 1000, 100);
-  idgen_snowflake_t *g = tu_gen("twitter", &s);
-  uint64_t prev, id;
-  tu_ok(idgen_snowflake_next(g, &prev));
-  /* 1050 ms back: 50 ms beyond the borrow, within the 100 ms wait. */
-  tu_clock_set_ms(&c, T0 - 1050);
-  tu_ok(idgen_snowflake_next(g, &id));
-  assert_true(id > prev);
-  assert_int_equal(1, atomic_load(&c.sleeps));
-  assert_int_equal(50 * 1000000, atomic_load(&c.slept_ns));
-  idgen_snowflake_stats_t st;
-  idgen_snowflake_stats(g, &st);
-  assert_int_equal(1, st.clock_waits);
-  assert_int_equal(0, st.clock_refusals);
-  assert_int_equal(0, st.sequence_exhausted);
-  idgen_snowflake_free(g);
-}
+/* One step of the wall clock back, on the twitter layout, from a generator
+ * that issued one ID at T0: what the next call does, by max_borrow_ms and
+ * max_wait_ms.  Each case then moves the clock to just within the borrow
+ * and checks that the generator works again and still increases. */
+static const struct step_case {
+  const char *what;
+  int64_t borrow, wait, back_ms;
+  int rc;           /* of the next call (next, then next_n of one) */
+  int64_t waited_ms; /* how long that call slept on the injected clock */
+} step_cases[] = {
+    {"50 ms beyond the borrow, within the wait: waits 50 ms", 1000, 100, 1050, 0, 50},
+    {"200 ms beyond the borrow, more than the wait: refused at once", 1000, 100, 1200,
+     IDGEN_ECLOCK, 0},
+    {"no borrow, no wait, 5 ms back: refused at once", 0, 0, 5, IDGEN_ECLOCK, 0},
+    {"no borrow, 10 ms wait, 5 ms back: waits 5 ms", 0, 10, 5, 0, 5},
+    {"borrow 10, no wait, 50 ms back: refused at once", 10, 0, 50, IDGEN_ECLOCK, 0},
+    {"borrow 10, no wait, 10 ms back: issued at once (within the borrow)", 10, 0, 10, 0, 0},
+};
 
-static void test_step_back_refused_then_recovers(void **state) {
+static void test_step_back_table(void **state) {
   (void)state;
-  tu_clock_t c;
-  tu_clock_init(&c, T0);
-  idgen_snowflake_settings_t s = settings(&c, 1000, 100);
-  idgen_snowflake_t *g = tu_gen("twitter", &s);
-  uint64_t prev, id;
-  tu_ok(idgen_snowflake_next(g, &prev));
-  tu_clock_set_ms(&c, T0 - 1200); /* 200 ms beyond the borrow: more than the wait */
-  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_next(g, &id));
-  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_next_n(g, &id, 1));
-  assert_int_equal(0, atomic_load(&c.sleeps)); /* refused at once, no pointless wait */
-  idgen_snowflake_stats_t st;
-  idgen_snowflake_stats(g, &st);
-  assert_int_equal(2, st.clock_refusals);
-  /* Once the clock is back within the borrow, it works again and still increases. */
-  tu_clock_set_ms(&c, T0 - 999);
-  tu_ok(idgen_snowflake_next(g, &id));
-  assert_true(id > prev);
-  idgen_snowflake_free(g);
-}
-
-static void test_no_borrow_refuses_step_back(void **state) {
-  (void)state;
-  tu_clock_t c;
-  tu_clock_init(&c, T0);
-  idgen_snowflake_settings_t s = settings(&c, 0, 0);
-  idgen_snowflake_t *g = tu_gen("twitter", &s);
-  uint64_t prev, id;
-  tu_ok(idgen_snowflake_next(g, &prev));
-  tu_clock_set_ms(&c, T0 - 5);
-  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_next(g, &id));
-  assert_int_equal(0, atomic_load(&c.sleeps));
-  tu_clock_set_ms(&c, T0);
-  tu_ok(idgen_snowflake_next(g, &id));
-  assert_int_equal(prev + 1, id);
-  idgen_snowflake_free(g);
+  for (size_t i = 0; i < sizeof step_cases / sizeof step_cases[0]; i++) {
+    const struct step_case *k = &step_cases[i];
+    print_message("step back: %s\n", k->what);
+    tu_clock_t c;
+    tu_clock_init(&c, T0);
+    idgen_snowflake_settings_t s = settings(&c, k->borrow, k->wait);
+    idgen_snowflake_t *g = tu_gen("twitter", &s);
+    uint64_t prev, id;
+    tu_ok(idgen_snowflake_next(g, &prev));
+    tu_clock_set_ms(&c, T0 - k->back_ms);
+    int calls = 1;
+    assert_int_equal(k->rc, idgen_snowflake_next(g, &id));
+    if (k->rc == 0) {
+      assert_true(id > prev);
+      prev = id;
+    } else {
+      assert_int_equal(k->rc, idgen_snowflake_next_n(g, &id, 1));
+      calls = 2;
+    }
+    assert_int_equal(k->waited_ms ? 1 : 0, atomic_load(&c.sleeps)); /* no pointless wait */
+    assert_int_equal(k->waited_ms * 1000000, atomic_load(&c.slept_ns));
+    idgen_snowflake_stats_t st;
+    idgen_snowflake_stats(g, &st);
+    assert_int_equal(k->waited_ms ? 1 : 0, st.clock_waits);
+    assert_int_equal(k->rc ? calls : 0, st.clock_refusals);
+    assert_int_equal(0, st.sequence_exhausted);
+    /* Back within the borrow: it works again, and still increases. */
+    tu_clock_set_ms(&c, T0 - k->borrow + 1);
+    tu_ok(idgen_snowflake_next(g, &id));
+    assert_true(id > prev);
+    idgen_snowflake_free(g);
+  }
 }
 
 /* Refused calls take nothing: after 100 refusals the next ID is the very
@@ -663,9 +657,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_known_answer),
       cmocka_unit_test(test_step_back_within_borrow),
-      cmocka_unit_test(test_step_back_waits),
-      cmocka_unit_test(test_step_back_refused_then_recovers),
-      cmocka_unit_test(test_no_borrow_refuses_step_back),
+      cmocka_unit_test(test_step_back_table),
       cmocka_unit_test(test_refusals_consume_nothing),
       cmocka_unit_test(test_sequence_exhausted_borrows),
       cmocka_unit_test(test_sequence_exhausted_waits),
