@@ -134,6 +134,11 @@ expect "registry free: pool quoted" 2 "" \
 expect "registry free: node quoted" 2 "" \
   'idgen: registry: "worker=\xC1" is not a node tuple (NAME=VALUE,..., or 0x and its key, as listed)' \
   -- registry free --registry "file:$tmp/reg" epoch=1,tick=1ms,time@9,sequence@0:3 $'worker=\xc1'
+"$IDGEN" snowflake --registry "file:$tmp/reg-free" -n 1 >/dev/null
+expect "registry free: node values by the one NAME=VALUE rule" 2 "" \
+  'idgen: registry: worker value "99" is not a number from 0 to 31' \
+  -- registry free --registry "file:$tmp/reg-free" epoch=1288834974657,tick=1ms,time@22,sequence@0:12 \
+  datacenter=0,worker=99
 
 
 # --- ULID and UUID: decode (SPEC section 6 shows the JSON exactly) ----------

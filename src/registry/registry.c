@@ -154,31 +154,21 @@ int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, ch
   if (strlen(node) >= sizeof buf)
     return idgen__err(err, errlen, -1, "node tuple too long");
   strcpy(buf, node);
-  uint32_t seen = 0;
+  unsigned seen = 0;
+  uint64_t values[IDGEN_LAYOUT_MAX_FIELDS] = {0};
   for (char *save = NULL, *item = strtok_r(buf, ",", &save); item;
        item = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(item, '='), *end;
+    char *eq = strchr(item, '=');
     if (eq == NULL)
       return idgen__err(err, errlen, -1, "\"%s\" is not NAME=VALUE",
                         IDGEN_QUOTE(item, strlen(item), '"', 40));
     *eq = '\0';
-    int i = idgen_layout_field_index(l, item);
-    if (i < 0 || l->fields[i].kind != IDGEN_FIELD_NODE)
-      return idgen__err(err, errlen, -1, "\"%s\" is not a node field of layout %s",
-                        IDGEN_QUOTE(item, strlen(item), '"', 40),
-                        l->preset[0] ? l->preset : "of the pool");
-    errno = 0;
-    unsigned long long v = strtoull(eq + 1, &end, 10);
-    uint64_t max = (UINT64_C(1) << l->fields[i].bits) - 1;
-    if (eq[1] < '0' || eq[1] > '9' || *end != '\0' || errno != 0 || v > max)
-      return idgen__err(err, errlen, -1, "%s value \"%s\" is not a number from 0 to %llu",
-                        item, IDGEN_QUOTE(eq + 1, strlen(eq + 1), '"', 24),
-                        (unsigned long long)max);
-    if (seen >> i & 1)
-      return idgen__err(err, errlen, -1, "%s given twice", item);
-    seen |= UINT32_C(1) << i;
-    *key |= (uint64_t)v << l->fields[i].shift;
+    if (idgen_layout_node_set(l, item, eq + 1, values, &seen, err, errlen) < 0)
+      return -1; /* the one NAME=VALUE rule: the command's and the daemon's */
   }
+  for (int i = 0; i < l->nfields; i++)
+    if (seen >> i & 1)
+      *key |= values[i] << l->fields[i].shift;
   for (int i = 0; i < l->nfields; i++)
     if (l->fields[i].kind == IDGEN_FIELD_NODE && !(seen >> i & 1))
       return idgen__err(err, errlen, -1, "node field %s missing (give every node field, as "
