@@ -228,6 +228,15 @@ void buf_free(buf_t *b);
 size_t u64_dec(char *dst, uint64_t v); /* no NUL; at most 20 bytes */
 int64_t mono_ms(void);
 
+/* serve_listen.c: an address as "a.b.c.d:port" or "[v6]:port" into buf[n];
+ * binds protocol `proto` on every loop (the bound address, port 0 resolved,
+ * into bound[n]); writes the pid file; raises the descriptor limit for
+ * max_connections.  0, or -1 with a message on stderr. */
+void serve_addr_text(const struct sockaddr_storage *ss, char *buf, size_t n);
+int serve_bind_all(server_t *s, int proto, const serve_addr_t *a, char *bound, size_t n);
+int serve_write_pid_file(const char *path);
+void serve_raise_fd_limit(const serve_config_t *cfg);
+
 /* serve_lease.c: the generators (leased, or static) made at start (0, or
  * -1 with a message on stderr); logs the lease and starts the lease thread
  * (joined by serve_run). */
