@@ -34,9 +34,9 @@ static void log_lease(server_t *s, const char *event) {
 }
 
 /* Logs changes of the bound generator's lease (lost, valid again, failing
- * mark writes); on a lease lost
- * for good, acquires a new one (at most once a second) and swaps in a
- * generator bound to it, starting above the old one's last ID (G2). */
+ * mark writes); on a lease lost for good, acquires a new one (at most once a
+ * second) and swaps in a generator bound to it, starting above the old one's
+ * last ID (G2). */
 static void lease_tick(server_t *s, int64_t *next_try) {
   idgen_snowflake_t *g = server_sf(s);
   idgen_snowflake_lease_status_t st;
