@@ -540,27 +540,46 @@ static void test_frozen_clock_wait_ends(void **state) {
   idgen_snowflake_free(g);
 }
 
+/* Settings idgen_snowflake_new refuses, each with the message naming the
+ * setting and its bounds; *out is reset to NULL. */
+static const struct bad_setting {
+  int64_t borrow, wait;
+  int node_index;
+  uint64_t node_value;
+  int rc;
+  const char *message;
+} bad_settings[] = {
+    {1000, 100, 2, 32, IDGEN_ERANGE, "worker 32 out of range 0..31"},
+    {1000, 100, 1, 32, IDGEN_ERANGE, "datacenter 32 out of range 0..31"},
+    {-1, 100, -1, 0, IDGEN_ERANGE, "max_borrow_ms -1 out of range 0..86400000"},
+    {IDGEN_MAX_BORROW_MS_MAX + 1, 100, -1, 0, IDGEN_ERANGE,
+     "max_borrow_ms 86400001 out of range 0..86400000"},
+    {1000, -1, -1, 0, IDGEN_ERANGE, "max_wait_ms -1 out of range 0..3600000"},
+    {1000, IDGEN_MAX_WAIT_MS_MAX + 1, -1, 0, IDGEN_ERANGE,
+     "max_wait_ms 3600001 out of range 0..3600000"},
+};
+
 static void test_settings_validation(void **state) {
   (void)state;
   tu_clock_t c;
   tu_clock_init(&c, T0);
   idgen_layout_t l;
-  idgen_snowflake_t *g = (idgen_snowflake_t *)&c; /* must be reset to NULL */
   char err[256];
   tu_ok(idgen_layout_parse(&l, "twitter", NULL, 0));
-  idgen_snowflake_settings_t s = settings(&c, 1000, 100);
-  s.node[2] = 32;
-  assert_int_equal(IDGEN_ERANGE, idgen_snowflake_new(&g, &l, &s, err, sizeof err));
-  assert_string_equal("worker 32 out of range 0..31", err);
-  assert_null(g);
-  s = settings(&c, -1, 100);
-  assert_int_equal(IDGEN_ERANGE, idgen_snowflake_new(&g, &l, &s, err, sizeof err));
-  assert_string_equal("max_borrow_ms -1 out of range 0..86400000", err);
-  s = settings(&c, 1000, 3600001);
-  assert_int_equal(IDGEN_ERANGE, idgen_snowflake_new(&g, &l, &s, err, sizeof err));
-  assert_string_equal("max_wait_ms 3600001 out of range 0..3600000", err);
-  /* The sequence entry of node[] is ignored, as documented. */
-  s = settings(&c, 1000, 100);
+  for (size_t i = 0; i < sizeof bad_settings / sizeof bad_settings[0]; i++) {
+    const struct bad_setting *b = &bad_settings[i];
+    idgen_snowflake_t *g = (idgen_snowflake_t *)&c; /* must be reset to NULL */
+    idgen_snowflake_settings_t s = settings(&c, b->borrow, b->wait);
+    if (b->node_index >= 0)
+      s.node[b->node_index] = b->node_value;
+    assert_int_equal(b->rc, idgen_snowflake_new(&g, &l, &s, err, sizeof err));
+    assert_string_equal(b->message, err);
+    assert_null(g);
+  }
+  /* The largest values are accepted; the sequence entry of node[] is
+   * ignored, as documented. */
+  idgen_snowflake_t *g;
+  idgen_snowflake_settings_t s = settings(&c, IDGEN_MAX_BORROW_MS_MAX, IDGEN_MAX_WAIT_MS_MAX);
   s.node[3] = 99999;
   tu_ok(idgen_snowflake_new(&g, &l, &s, err, sizeof err));
   idgen_snowflake_free(g);
