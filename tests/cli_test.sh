@@ -100,33 +100,78 @@ wait
 [ "$(cat "$tmp"/w? | sort -u | wc -l)" = 60000 ] && ok || bad "3 processes, distinct workers, 60000 distinct IDs"
 
 # --- snowflake: errors -----------------------------------------------------
-expect "worker out of range" 2 "" 'idgen: --worker: worker value "32" is not a number from 0 to 31' \
+expect "worker out of range" 2 "" 'idgen: snowflake: node = "worker=32" (from flag --worker): worker value "32" is not a number from 0 to 31' \
   -- snowflake --worker 32
 expect "unknown node field" 2 "" \
-  'idgen: --node: "shard" is not a node field of the layout (its node fields: datacenter, worker)' \
+  'idgen: snowflake: node = "shard=1" (from flag --node): "shard" is not a node field of the layout (its node fields: datacenter, worker)' \
   -- snowflake --node shard=1
-expect "node not a number" 2 "" 'idgen: --worker: worker value "x" is not a number from 0 to 31' \
+expect "node not a number" 2 "" 'idgen: snowflake: node = "worker=x" (from flag --worker): worker value "x" is not a number from 0 to 31' \
   -- snowflake --worker x
 expect "bad count" 2 "" 'idgen: --count: 0 out of range 1..100000000' -- snowflake -n 0
-expect "lease field without a registry" 2 "" 'idgen: a lease field needs a registry other than static' \
+expect "lease field without a registry" 2 "" 'idgen: snowflake: lease_field = "worker" (from flag --lease-field): a lease field needs a registry other than static' \
   -- snowflake --lease-field worker
 expect "bad count text" 2 "" 'idgen: --count: "many" is not a whole number' -- snowflake -n many
 expect "baidu refused" 1 "" "idgen: layout ran out on 2024-11-20" -- snowflake --layout baidu
 expect "unknown preset" 2 "" \
-  'idgen: layout: unknown preset "twiter" (presets: twitter, discord, sonyflake, baidu, instagram, mastodon, js53)' \
+  'idgen: snowflake: layout = "twiter" (from flag --layout): layout: unknown preset "twiter" (presets: twitter, discord, sonyflake, baidu, instagram, mastodon, js53)' \
   -- snowflake --layout twiter
-expect "unknown option" 2 "" "idgen: unknown option --bogus (see 'idgen snowflake --help')" \
+
+# --- one settings table: idgen snowflake and idgen serve agree -------------
+# The generator's settings have one definition (src/common/settings.c): the
+# same lines in both commands' --help, the same checks and messages, the same
+# rules between them.
+helpof() { # helpof CMD OPT: the option's lines in CMD's --help
+  "$IDGEN" "$1" --help | awk -v o="$2" '
+    $0 ~ "^ +(-., )?" o "([ []|$)" { p = 1; print; next }
+    p && /^                             / { print; next }
+    { p = 0 }'
+}
+for opt in --layout --node --registry --lease-field --lease-ttl-ms --max-start-wait-ms \
+  --max-borrow-ms --max-wait-ms --clock --random-sequence-start; do
+  helpof snowflake "$opt" >"$tmp/h1"
+  helpof serve "$opt" >"$tmp/h2"
+  if [ "$opt" = --registry ]; then # only the default differs
+    grep -q '(default static)' "$tmp/h1" && ok || bad "snowflake --help: registry default static"
+    sed -i '/default/,$d' "$tmp/h1" "$tmp/h2"
+  fi
+  [ -s "$tmp/h1" ] && cmp -s "$tmp/h1" "$tmp/h2" && ok || bad "$opt: the same help in snowflake and serve"
+done
+for args in "--max-wait-ms 3600001" "--lease-ttl-ms 299" "--clock slow" "--random-sequence-start=maybe" \
+  "--layout twiter" "--node shard=1" "--registry redis://x" "--lease-field sequence"; do
+  # shellcheck disable=SC2086
+  a=$("$IDGEN" snowflake $args 2>&1 >/dev/null; echo "rc=$?")
+  # shellcheck disable=SC2086
+  b=$("$IDGEN" serve --registry "file:$tmp/reg-same" $args --check-config 2>&1 >/dev/null; echo "rc=$?")
+  [ "${a#idgen: snowflake: }" = "${b#idgen: serve: }" ] && [ "${a##*rc=}" = 2 ] && ok ||
+    bad "$args: the same refusal from snowflake and serve: $a / $b"
+done
+# The rules between settings: a lease field needs a registry; node must not
+# set the leased field (the command used to ignore --worker under a registry).
+expect "leased field set by hand" 2 "" \
+  "idgen: snowflake: node = \"worker=3\" (from flag --worker): the registry file:$tmp/reg-rule assigns worker: leave it out of node, or use registry = static to set it by hand" \
+  -- snowflake --registry "file:$tmp/reg-rule" --worker 3
+expect "serve: lease field with static" 2 "" \
+  'idgen: serve: lease_field = "worker" (from flag --lease-field): a lease field needs a registry other than static' \
+  -- serve --registry static --lease-field worker --check-config
+expect "snowflake --clock precise" 0 '*' "" -- snowflake --clock precise -n 3
+"$IDGEN" snowflake --random-sequence-start -n 2000 --layout 'time:41@1s,worker:10,sequence:12' >"$tmp/rs" &&
+  [ "$(sort -u "$tmp/rs" | wc -l)" = 2000 ] && sort -c -n "$tmp/rs" 2>/dev/null && ok ||
+  bad "snowflake --random-sequence-start: 2000 unique increasing IDs"
+expect "serve: random_sequence_start" 0 '*' "" -- serve --random-sequence-start --check-config
+grep -q '^random_sequence_start = true .*# flag --random-sequence-start$' "$tmp/out" && ok ||
+  bad "random_sequence_start in --check-config"
+expect "unknown option" 2 "" "idgen: snowflake: unknown option --bogus (see 'idgen snowflake --help')" \
   -- snowflake --bogus
-expect "missing value" 2 "" "idgen: option --layout needs a value (see 'idgen snowflake --help')" \
+expect "missing value" 2 "" "idgen: snowflake: option --layout needs a value (see 'idgen snowflake --help')" \
   -- snowflake --layout
 expect "registry unknown scheme" 2 "" \
-  'idgen: registry: unknown scheme in "redis://x" (known: static, file:DIR, postgres://...)' \
+  'idgen: snowflake: registry = "redis://x" (from flag --registry): registry: unknown scheme in "redis://x" (known: static, file:DIR, postgres://...)' \
   -- snowflake --registry redis://x
-expect "negative borrow" 2 "" 'idgen: --max-borrow-ms: -1 out of range 0..86400000' \
+expect "negative borrow" 2 "" 'idgen: snowflake: max_borrow_ms = "-1" (from flag --max-borrow-ms): not a whole number from 0 to 86400000' \
   -- snowflake --max-borrow-ms -1
 # Registry messages quote what they echo: no raw bytes.
 expect "registry scheme quoted" 2 "" \
-  'idgen: registry: unknown scheme in "no\xC1pe:x" (known: static, file:DIR, postgres://...)' \
+  'idgen: snowflake: registry = "no\xC1pe:x" (from flag --registry): registry: unknown scheme in "no\xC1pe:x" (known: static, file:DIR, postgres://...)' \
   -- snowflake --registry $'no\xc1pe:x'
 expect "registry free: pool quoted" 2 "" \
   'idgen: registry: pool "epoch=\x7F" is not a pool name (epoch=...,tick=...,time@...,sequence@...: as listed)' \
@@ -210,8 +255,10 @@ expect "uuid7 json" 0 '*' "" -- uuid7 -n 3 --json
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["ids"])==3' "$tmp/out" && ok || bad "uuid7 --json"
 
 # --- review findings: repeated nodes, bundled options, write errors, stdin trimming
-expect "node given twice" 2 "" "idgen: --worker: worker given twice" -- snowflake --worker 1 --worker 2
-expect "node given twice, mixed" 2 "" "idgen: --worker: worker given twice" \
+expect "node given twice" 2 "" 'idgen: snowflake: node = "worker=1,worker=2" (from flag --worker): worker given twice' \
+  -- snowflake --worker 1 --worker 2
+expect "node given twice, mixed" 2 "" \
+  'idgen: snowflake: node = "worker=1,worker=31" (from flags --node, --worker): worker given twice' \
   -- snowflake --node worker=1 --worker 31
 expect "bundled unknown short option" 2 "" "idgen: unknown option -x (see 'idgen ulid --help')" -- ulid -mx
 expect "bundled option missing value" 2 "" "idgen: option -n needs a value (see 'idgen ulid --help')" -- ulid -mn
@@ -280,7 +327,7 @@ expect "layout spec quotes an unknown preset" 2 "" \
 expect "unknown command quoted" 2 "" "idgen: unknown command \"fo\\xC1\\x22o\" (see 'idgen --help')" -- $'fo\xc1"o'
 expect "unknown option quoted" 2 "" "idgen: unknown option --x\\xC1 (see 'idgen decode --help')" -- decode $'--x\xc1'
 expect "node name quoted" 2 "" \
-  'idgen: --node: "w\xE9" is not a node field of the layout (its node fields: datacenter, worker)' \
+  'idgen: snowflake: node = "w\xE9=1" (from flag --node): "w\xE9" is not a node field of the layout (its node fields: datacenter, worker)' \
   -- snowflake --node $'w\xe9=1'
 expect "count quoted" 2 "" 'idgen: --count: "1\x7F" is not a whole number' -- snowflake -n $'1\x7f'
 

@@ -120,7 +120,7 @@ expect_err "bad registry" \
 expect_err "bad postgres URI, caught before connecting" \
   'registry = "postgres://h/db?nope=1" (from flag --registry): registry: postgres: bad URI: invalid URI query parameter: "nope"' \
   --registry 'postgres://h/db?nope=1'
-expect_err "leased field set by hand" 'node = "worker=3" (from flag --node) sets worker, which the registry file:'"$tmp"'/reg assigns: leave it out, or use registry = static' --node worker=3
+expect_err "leased field set by hand" 'node = "worker=3" (from flag --node): the registry file:'"$tmp"'/reg assigns worker: leave it out of node, or use registry = static' --node worker=3
 expect_err "lease field not a node field" \
   'lease_field = "sequence" (from flag --lease-field): registry: "sequence" is not a node field of the layout' \
   --lease-field sequence

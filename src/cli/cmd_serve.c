@@ -10,11 +10,11 @@
 int cmd_serve(int argc, char **argv) {
   serve_config_t c;
   int rc = serve_config_load(&c, argc, argv);
-  if (rc == 1) { /* --help */
+  if (rc == 1) { /* --help, --settings-markdown */
     serve_config_free(&c);
     return EXIT_OK;
   }
-  if (rc == 0 && c.check_only) {
+  if (rc == 0 && c.s.check_only) {
     serve_config_print(&c, stdout);
     serve_config_free(&c);
     return EXIT_OK;

@@ -8,42 +8,27 @@
 
 #include "cli.h"
 #include "leased.h"
+#include "settings.h"
 
-static const char usage[] =
-    "Usage: idgen snowflake [-n N] [--layout L] [--node NAME=V]... [--worker V]\n"
-    "                       [--datacenter V] [--json] [--registry URI]\n"
-    "                       [--lease-field NAME] [--lease-ttl-ms N]\n"
-    "                       [--max-start-wait-ms N] [--max-borrow-ms N] [--max-wait-ms N]\n"
-    "                       [--random-sequence-start]\n"
+static const char usage_head[] =
+    "Usage: idgen snowflake [-n N] [--json] [OPTIONS]\n"
     "\n"
-    "Make N Snowflake IDs, one decimal ID per line, strictly increasing.\n"
+    "Make N Snowflake IDs, one decimal ID per line, strictly increasing.  The\n"
+    "settings are those of 'idgen serve' that make a generator (the same names,\n"
+    "defaults, bounds and checks), given as flags; only the registry's default\n"
+    "differs: static, the node values as given.  With a registry the leased field\n"
+    "is assigned, IDs start above its recorded high-water mark, and the mark is\n"
+    "kept ahead of them; see 'idgen registry'.\n"
     "\n"
-    "  -n, --count N            how many IDs (default 1, at most 100000000)\n"
-    "  -l, --layout L           a preset name or a layout spec (default twitter);\n"
-    "                           see 'idgen layouts'\n"
-    "      --node NAME=V        the value of node field NAME (default 0); repeat for\n"
-    "                           each field\n"
-    "      --worker V           the same as --node worker=V\n"
-    "      --datacenter V       the same as --node datacenter=V\n"
-    "      --json               print {\"ids\":[\"...\",...]}, IDs as strings\n"
-    "      --registry URI       where the worker ID comes from: 'static' (default: the\n"
-    "                           values given here; uniqueness across processes is\n"
-    "                           your job), 'file:DIR' (processes on this host) or\n"
-    "                           'postgres://...' (machines sharing a database).  With\n"
-    "                           a registry the leased field is assigned, IDs start\n"
-    "                           above its recorded high-water mark, and the mark is\n"
-    "                           kept ahead of them; see 'idgen registry'\n"
-    "      --lease-field NAME   the node field a registry assigns (default worker, or\n"
-    "                           the layout's only node field)\n"
-    "      --lease-ttl-ms N     the lease's TTL (default " IDGEN_STR(IDGEN_LEASE_TTL_DEFAULT_MS) ")\n"
-    "      --max-start-wait-ms N  how long to wait for a worker ID whose mark is\n"
-    "                           ahead of the clock (default " IDGEN_STR(IDGEN_START_WAIT_MS_DEFAULT) ")\n"
-    "      --max-borrow-ms N    how far the generator's clock may run ahead of the\n"
-    "                           wall clock (default " IDGEN_STR(IDGEN_MAX_BORROW_MS_DEFAULT) ")\n"
-    "      --max-wait-ms N      how long to wait, beyond the current tick, for a\n"
-    "                           clock that is behind (default " IDGEN_STR(IDGEN_MAX_WAIT_MS_DEFAULT) ")\n"
-    "      --random-sequence-start  start each tick's sequence at a random value\n"
-    "  -h, --help               show this help\n"
+    "  -n, --count N              how many IDs (default 1, at most 100000000)\n"
+    "      --json                 print {\"ids\":[\"...\",...]}, IDs as strings\n"
+    "      --worker V             the same as --node worker=V\n"
+    "      --datacenter V         the same as --node datacenter=V\n"
+    "  -h, --help                 show this help\n"
+    "\n"
+    "Settings:\n";
+
+static const char usage_tail[] =
     "\n"
     "Examples:\n"
     "  idgen snowflake -n 3 --datacenter 1 --worker 7\n"
@@ -53,119 +38,65 @@ static const char usage[] =
     "Exit status: 0 success, 1 the clock refused, the layout ran out or the registry\n"
     "failed (unreachable, pool full, lease lost), 2 bad usage.\n";
 
-enum { OPT_NODE = 256, OPT_WORKER, OPT_DC, OPT_JSON, OPT_REGISTRY, OPT_LEASE, OPT_TTL,
-       OPT_START_WAIT, OPT_BORROW, OPT_WAIT, OPT_RANDOM };
+static void usage(void *ctx) {
+  (void)ctx;
+  fputs(usage_head, stdout);
+  settings_usage(SETTINGS_SNOWFLAKE, stdout);
+  fputs(usage_tail, stdout);
+}
 
-struct node_opt {
-  const char *name;
-  const char *value;
-  const char *flag;
-};
+enum { OPT_JSON = 256, OPT_WORKER, OPT_DC };
 
-static void set_node(const idgen_layout_t *l, idgen_snowflake_settings_t *s,
-                     const struct node_opt *o, unsigned *given) {
-  char err[300];
-  if (idgen_layout_node_set(l, o->name, o->value, s->node, given, err, sizeof err) < 0)
-    cli_fail(EXIT_USAGE, "%s: %s", o->flag, err);
+struct own { int64_t n; int json; };
+
+/* The command's own options; --worker and --datacenter stand for --node. */
+static int on_option(settings_t *s, void *ctx, int opt, const char *arg) {
+  struct own *o = ctx;
+  char node[300];
+  switch (opt) {
+  case 'n':
+    o->n = cli_int("--count", arg, 1, 100000000);
+    return 0;
+  case OPT_JSON:
+    o->json = 1;
+    return 0;
+  case OPT_WORKER:
+  case OPT_DC:
+    snprintf(node, sizeof node, "%s=%s", opt == OPT_WORKER ? "worker" : "datacenter", arg);
+    settings_flag(s, SK_NODE, node, opt == OPT_WORKER ? "--worker" : "--datacenter");
+    return 0;
+  default:
+    return 2;
+  }
 }
 
 int cmd_snowflake(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"count", required_argument, 0, 'n'},   {"layout", required_argument, 0, 'l'},
-      {"node", required_argument, 0, OPT_NODE}, {"worker", required_argument, 0, OPT_WORKER},
-      {"datacenter", required_argument, 0, OPT_DC}, {"json", no_argument, 0, OPT_JSON},
-      {"registry", required_argument, 0, OPT_REGISTRY},
-      {"lease-field", required_argument, 0, OPT_LEASE},
-      {"lease-ttl-ms", required_argument, 0, OPT_TTL},
-      {"max-start-wait-ms", required_argument, 0, OPT_START_WAIT},
-      {"max-borrow-ms", required_argument, 0, OPT_BORROW},
-      {"max-wait-ms", required_argument, 0, OPT_WAIT},
-      {"random-sequence-start", no_argument, 0, OPT_RANDOM},
-      {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
-  int64_t n = 1;
-  const char *layout_spec = "twitter";
-  leased_opts_t lo = {"static", NULL, 0, -1};
-  int json = 0;
-  struct node_opt nodes[IDGEN_LAYOUT_MAX_FIELDS * 2];
-  int nnodes = 0;
-  idgen_snowflake_settings_t s;
-  idgen_snowflake_settings_init(&s);
-
-  opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, ":n:l:h", opts, NULL)) != -1) {
-    switch (c) {
-    case 'n':
-      n = cli_int("--count", optarg, 1, 100000000);
-      break;
-    case 'l':
-      layout_spec = optarg;
-      break;
-    case OPT_NODE:
-    case OPT_WORKER:
-    case OPT_DC: {
-      if (nnodes == (int)(sizeof nodes / sizeof nodes[0]))
-        cli_fail(EXIT_USAGE, "too many --node options");
-      struct node_opt *o = &nodes[nnodes++];
-      if (c == OPT_NODE) {
-        char *eq = strchr(optarg, '=');
-        if (eq == NULL || eq == optarg)
-          cli_fail(EXIT_USAGE, "--node: \"%s\" is not NAME=VALUE", CLI_QUOTED(optarg));
-        *eq = '\0';
-        *o = (struct node_opt){optarg, eq + 1, "--node"};
-      } else {
-        *o = (struct node_opt){c == OPT_WORKER ? "worker" : "datacenter", optarg,
-                               c == OPT_WORKER ? "--worker" : "--datacenter"};
-      }
-      break;
-    }
-    case OPT_JSON:
-      json = 1;
-      break;
-    case OPT_REGISTRY:
-      lo.registry = optarg;
-      break;
-    case OPT_LEASE:
-      lo.lease_field = optarg;
-      break;
-    case OPT_TTL:
-      lo.ttl_ms =
-          cli_int("--lease-ttl-ms", optarg, IDGEN_LEASE_TTL_MIN_MS, IDGEN_LEASE_TTL_MAX_MS);
-      break;
-    case OPT_START_WAIT:
-      lo.max_start_wait_ms = cli_int("--max-start-wait-ms", optarg, 0, IDGEN_START_WAIT_MS_MAX);
-      break;
-    case OPT_BORROW:
-      s.max_borrow_ms = cli_int("--max-borrow-ms", optarg, 0, IDGEN_MAX_BORROW_MS_MAX);
-      break;
-    case OPT_WAIT:
-      s.max_wait_ms = cli_int("--max-wait-ms", optarg, 0, IDGEN_MAX_WAIT_MS_MAX);
-      break;
-    case OPT_RANDOM:
-      s.random_sequence_start = 1;
-      break;
-    case 'h':
-      fputs(usage, stdout);
-      return EXIT_OK;
-    default:
-      cli_bad_option("snowflake", c == ':' ? ':' : '?', argv[optind - 1]);
-    }
+  static const struct option extra[] = {{"count", required_argument, 0, 'n'},
+                                        {"json", no_argument, 0, OPT_JSON},
+                                        {"worker", required_argument, 0, OPT_WORKER},
+                                        {"datacenter", required_argument, 0, OPT_DC},
+                                        {0, 0, 0, 0}};
+  struct own own = {1, 0};
+  const settings_spec_t spec = {SETTINGS_SNOWFLAKE, "snowflake", 0, extra, "n:", on_option,
+                                NULL, usage, &own};
+  settings_t set;
+  int rc = settings_load(&set, &spec, argc, argv);
+  if (rc != 0) {
+    settings_free(&set);
+    return rc == 1 ? EXIT_OK : EXIT_USAGE;
   }
-  if (optind < argc)
-    cli_fail(EXIT_USAGE, "unexpected argument \"%s\" (see 'idgen snowflake --help')",
-             CLI_QUOTED(argv[optind]));
-
-  idgen_layout_t l;
-  cli_layout(&l, layout_spec);
-  unsigned given = 0;
-  for (int i = 0; i < nnodes; i++)
-    set_node(&l, &s, &nodes[i], &given);
+  int64_t n = own.n;
+  int json = own.json;
+  const idgen_layout_t *l = &set.layout;
+  leased_opts_t lo = {set.registry, set.lease_field, set.lease_ttl_ms, set.max_start_wait_ms};
+  idgen_snowflake_settings_t s = set.gen;
 
   char err[512];
   leased_t x = {0};
-  int rc = leased_acquire(&x, &lo, &l, &s, err, sizeof err);
+  rc = leased_acquire(&x, &lo, l, &s, err, sizeof err);
   if (rc < 0) {
     leased_close(&x);
+    settings_free(&set);
     cli_fail(rc == IDGEN_ERANGE || rc == IDGEN_EINVAL ? EXIT_USAGE : EXIT_ID, "%s", err);
   }
   idgen_snowflake_t *g = x.gen;
@@ -209,5 +140,6 @@ int cmd_snowflake(int argc, char **argv) {
     fputs("]}\n", stdout);
   cli_flush();
   leased_close(&x);
+  settings_free(&set);
   return EXIT_OK;
 }

@@ -43,7 +43,7 @@ int server_unhealthy(server_t *s, char *why, size_t n) {
     snprintf(why, n,
              "clock: the wall clock is %" PRId64 " ms behind the generator (max_borrow_ms %" PRId64
              ", max_wait_ms %" PRId64 ")",
-             st.borrowed_ms, s->cfg->gen.max_borrow_ms, s->cfg->gen.max_wait_ms);
+             st.borrowed_ms, s->cfg->s.gen.max_borrow_ms, s->cfg->s.gen.max_wait_ms);
     return 1;
   }
   return 0;
@@ -54,7 +54,7 @@ int64_t ids_error_text(server_t *s, int rc, size_t count, char *buf, size_t n) {
     snprintf(buf, n,
              "count %zu: the generator can make at most %" PRIu64 " IDs within max_wait_ms (%" PRId64
              " ms) now; ask for fewer, or again shortly",
-             count, idgen_snowflake_capacity(server_sf(s)), s->cfg->gen.max_wait_ms);
+             count, idgen_snowflake_capacity(server_sf(s)), s->cfg->s.gen.max_wait_ms);
     return 1;
   }
   if (rc == IDGEN_ELEASE || rc == IDGEN_EMARK) {
@@ -70,13 +70,13 @@ int64_t ids_error_text(server_t *s, int rc, size_t count, char *buf, size_t n) {
   }
   idgen_snowflake_stats_t st;
   idgen_snowflake_stats(server_sf(s), &st);
-  int64_t wait = st.borrowed_ms - s->cfg->gen.max_borrow_ms;
+  int64_t wait = st.borrowed_ms - s->cfg->s.gen.max_borrow_ms;
   if (wait < 1)
     wait = 1;
   snprintf(buf, n,
            "clock: the wall clock is %" PRId64 " ms behind the generator (max_borrow_ms %" PRId64
            "); IDs resume in about %" PRId64 " ms",
-           st.borrowed_ms, s->cfg->gen.max_borrow_ms, wait);
+           st.borrowed_ms, s->cfg->s.gen.max_borrow_ms, wait);
   return wait;
 }
 
@@ -179,7 +179,7 @@ static void answer_error(worker_t *w, conn_t *c, const reply_shape_t *sh, int rc
     log_limited(&w->srv->clock_log, "warn", "clock_refusal",
                 "borrowed_ms=%" PRId64 " max_borrow_ms=%" PRId64 " max_wait_ms=%" PRId64
                 " refusals=%" PRIu64,
-                st.borrowed_ms, w->srv->cfg->gen.max_borrow_ms, w->srv->cfg->gen.max_wait_ms,
+                st.borrowed_ms, w->srv->cfg->s.gen.max_borrow_ms, w->srv->cfg->s.gen.max_wait_ms,
                 st.clock_refusals);
   }
   if (sh->proto == PROTO_RESP) {

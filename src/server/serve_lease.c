@@ -13,7 +13,7 @@
 #include "server_int.h"
 
 static leased_opts_t lease_opts(const serve_config_t *cfg) {
-  leased_opts_t o = {cfg->registry, cfg->lease_field, cfg->lease_ttl_ms, cfg->max_start_wait_ms};
+  leased_opts_t o = {cfg->s.registry, cfg->s.lease_field, cfg->s.lease_ttl_ms, cfg->s.max_start_wait_ms};
   return o;
 }
 
@@ -70,7 +70,7 @@ static void lease_tick(server_t *s, int64_t *next_try) {
   *next_try = mono_ms() + 1000;
   idgen_snowflake_stats_t last;
   idgen_snowflake_stats(g, &last);
-  idgen_snowflake_settings_t gs = s->cfg->gen;
+  idgen_snowflake_settings_t gs = s->cfg->s.gen;
   uint64_t fields[IDGEN_LAYOUT_MAX_FIELDS];
   if (last.last_id != 0)
     idgen_layout_decompose(s->layout, last.last_id, fields, &gs.start_after_ms);
@@ -116,16 +116,16 @@ int serve_make_generators(server_t *s) {
   const serve_config_t *cfg = s->cfg;
   char err[512];
   leased_opts_t o = lease_opts(cfg);
-  int rc = leased_acquire(&s->lx, &o, &cfg->layout, &cfg->gen, err, sizeof err);
+  int rc = leased_acquire(&s->lx, &o, &cfg->s.layout, &cfg->s.gen, err, sizeof err);
   if (rc < 0) {
     fprintf(stderr, "idgen: serve: %s\n", err);
     return -1;
   }
   /* Where the registry is, resolved (an absolute file: directory). */
-  leased_uri_display(s->lx.reg ? idgen_registry_uri(s->lx.reg) : cfg->registry, s->registry_shown,
+  leased_uri_display(s->lx.reg ? idgen_registry_uri(s->lx.reg) : cfg->s.registry, s->registry_shown,
                      sizeof s->registry_shown);
   atomic_store(&s->sf, s->lx.gen);
-  s->layout = &cfg->layout; /* the generators' copy, which lives longer than any of them */
+  s->layout = &cfg->s.layout; /* the generators' copy, which lives longer than any of them */
   idgen_layout_format(s->layout, s->layout_spec, sizeof s->layout_spec);
   idgen_snowflake_lease_status_t st;
   idgen_snowflake_lease_status(s->lx.gen, &st);

@@ -150,7 +150,7 @@ static const char *lease_valid_text(server_t *s, char *buf, size_t n) {
 
 /* A node field's value in use: the lease's for the leased field. */
 static uint64_t node_value(server_t *s, const idgen_snowflake_lease_status_t *st, int i) {
-  return st->bound && i == s->lease_field ? st->worker : s->cfg->gen.node[i];
+  return st->bound && i == s->lease_field ? st->worker : s->cfg->s.gen.node[i];
 }
 
 /* A duration in ms, or `none` for one that does not run out. */
@@ -170,7 +170,7 @@ static const char *time_or(int64_t ms, char *buf, const char *none) {
 }
 
 static const char *clock_setting(server_t *s) {
-  return s->cfg->gen.clock_mode == IDGEN_CLOCK_PRECISE ? "precise" : "fast";
+  return s->cfg->s.gen.clock_mode == IDGEN_CLOCK_PRECISE ? "precise" : "fast";
 }
 
 /* The fast clock (docs/DESIGN.md section 2): its state as a state set, and
@@ -328,7 +328,7 @@ void info_text(server_t *s, buf_t *b) {
              "max_batch:%" PRId64 "\r\nmax_borrow_ms:%" PRId64 "\r\nmax_wait_ms:%" PRId64
              "\r\nclock_borrowed_ms:%" PRId64 "\r\nclock:%s\r\nclock_fast_mode:%s\r\n"
              "clock_fast_tsc_hz:%" PRIu64 "\r\n\r\n",
-             s->cfg->max_batch, s->cfg->gen.max_borrow_ms, s->cfg->gen.max_wait_ms,
+             s->cfg->max_batch, s->cfg->s.gen.max_borrow_ms, s->cfg->s.gen.max_wait_ms,
              st.borrowed_ms, clock_setting(s), idgen_clock_state_name(cs.state), cs.tsc_hz);
   buf_printf(b, "# Stats\r\nconnected_clients:%ld\r\n", (long)atomic_load(&s->nconns));
   for (int k = 0; k < NKINDS; k++) {
@@ -400,8 +400,8 @@ int info_json(server_t *s, buf_t *b) {
   json_object_set_new(o, "pid", json_integer(getpid()));
   json_object_set_new(o, "event_loops", json_integer(s->nworkers));
   json_object_set_new(o, "max_batch", json_integer(s->cfg->max_batch));
-  json_object_set_new(o, "max_borrow_ms", json_integer(s->cfg->gen.max_borrow_ms));
-  json_object_set_new(o, "max_wait_ms", json_integer(s->cfg->gen.max_wait_ms));
+  json_object_set_new(o, "max_borrow_ms", json_integer(s->cfg->s.gen.max_borrow_ms));
+  json_object_set_new(o, "max_wait_ms", json_integer(s->cfg->s.gen.max_wait_ms));
   json_object_set_new(o, "clock", clock);
   json_object_set_new(o, "connections", json_integer(atomic_load(&s->nconns)));
   char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);

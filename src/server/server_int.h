@@ -204,7 +204,7 @@ typedef struct server {
   pthread_t lease_thread;
   int lease_thread_on;
   int fence_logged;              /* the generator in use was logged as fenced */
-  char registry_shown[1024];     /* cfg->registry without its password */
+  char registry_shown[1024];     /* cfg->s.registry without its password */
   /* Agent names (metrics labels): published once, never removed. */
   pthread_mutex_t agents_mu;
   atomic_int nagents;            /* names in use, AGENT_FIRST.. */

@@ -1,0 +1,634 @@
+/*
+ * settings.c -- the settings table of `idgen snowflake` and `idgen serve`,
+ * and their loader (settings.h).
+ */
+#include "settings.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BOTH (SETTINGS_SNOWFLAKE | SETTINGS_SERVE)
+#define SERVE SETTINGS_SERVE
+#define INT(lo, hi) (lo), (hi)
+#define NONE 0, 0
+
+const settings_def_t settings_defs[SETTINGS_NKEYS] = {
+    [SK_HTTP] = {"http", ST_ADDR, SERVE, 0, "127.0.0.1:8080", NULL, NULL, NONE, "ADDR:PORT",
+                 "the HTTP listener, or `off`; port 0 picks a free port (see the `listen` "
+                 "log line)"},
+    [SK_RESP] = {"resp", ST_ADDR, SERVE, 0, "127.0.0.1:6380", NULL, NULL, NONE, "ADDR:PORT",
+                 "the RESP listener, or `off`; port 0 as for `http`"},
+    [SK_LAYOUT] = {"layout", ST_LAYOUT, BOTH, 'l', "twitter", NULL, NULL, NONE, "L",
+                   "a preset name or a layout spec (see `idgen layouts`)"},
+    [SK_NODE] = {"node", ST_NODE, BOTH, 0, "", NULL, "all 0", NONE, "NAME=V",
+                 "the value of a node field the registry does not assign; repeat the flag "
+                 "for each field, or give them comma-separated: `datacenter=1,rack=7`"},
+    [SK_REGISTRY] = {"registry", ST_REGISTRY, BOTH, 0, "", "static",
+                     "`file:/var/lib/idgen` as root, else `file:$XDG_STATE_HOME/idgen` or "
+                     "`file:~/.local/state/idgen`",
+                     NONE, "URI",
+                     "where the leased node field's value comes from: `file:DIR` (processes "
+                     "on one host), `postgres://...` (machines sharing a database), or "
+                     "`static` (the `node` values, unchecked: two processes given the same "
+                     "ones make duplicate IDs)"},
+    [SK_LEASE_FIELD] = {"lease_field", ST_FIELD, BOTH, 0, "", NULL,
+                        "`worker`, or the layout's only node field", NONE, "NAME",
+                        "the node field the registry assigns"},
+    [SK_LEASE_TTL_MS] = {"lease_ttl_ms", ST_INT, BOTH, 0, IDGEN_STR(IDGEN_LEASE_TTL_DEFAULT_MS),
+                         NULL, NULL, INT(IDGEN_LEASE_TTL_MIN_MS, IDGEN_LEASE_TTL_MAX_MS), "N",
+                         "the lease's TTL; renewed at a third of it"},
+    [SK_MAX_START_WAIT_MS] = {"max_start_wait_ms", ST_INT, BOTH, 0,
+                              IDGEN_STR(IDGEN_START_WAIT_MS_DEFAULT), NULL, NULL,
+                              INT(0, IDGEN_START_WAIT_MS_MAX), "N",
+                              "how long the start may wait for a leased tuple's mark to fall "
+                              "behind the clock"},
+    [SK_MAX_BORROW_MS] = {"max_borrow_ms", ST_INT, BOTH, 0, IDGEN_STR(IDGEN_MAX_BORROW_MS_DEFAULT),
+                          NULL, NULL, INT(0, IDGEN_MAX_BORROW_MS_MAX), "N",
+                          "how far the generator's clock may run ahead of the wall clock when "
+                          "a tick's sequence runs out"},
+    [SK_MAX_WAIT_MS] = {"max_wait_ms", ST_INT, BOTH, 0, IDGEN_STR(IDGEN_MAX_WAIT_MS_DEFAULT), NULL,
+                        NULL, INT(0, IDGEN_MAX_WAIT_MS_MAX), "N",
+                        "how long a call may wait, beyond the current tick, for a clock that "
+                        "is behind; the daemon parks a request that waits, so a wait holds no loop"},
+    [SK_CLOCK] = {"clock", ST_CLOCK, BOTH, 0, "fast", NULL, NULL, NONE, "fast|precise",
+                  "`fast` (a calibrated cycle counter, re-checked against the system clock) "
+                  "or `precise` (the system clock on every call)"},
+    [SK_RANDOM_SEQUENCE_START] = {"random_sequence_start", ST_BOOL, BOTH, 0, "false", NULL, NULL,
+                                  NONE, "[=BOOL]",
+                                  "start each tick's sequence at a random value (IDs spread "
+                                  "over shards; fewer IDs in a tick's first call)"},
+    [SK_THREADS] = {"threads", ST_INT, SERVE, 0, "0", NULL, NULL, INT(0, 256), "N",
+                    "event-loop threads; 0 is one per online CPU"},
+    [SK_MAX_CONNECTIONS] = {"max_connections", ST_INT, SERVE, 0, "16384", NULL, NULL,
+                            INT(1, 1000000), "N",
+                            "open client connections, all listeners together; more are "
+                            "answered with an error and closed"},
+    [SK_MAX_REQUEST_BYTES] = {"max_request_bytes", ST_INT, SERVE, 0, "65536", NULL, NULL,
+                              INT(1024, 64 << 20), "N",
+                              "the largest HTTP request head, or RESP command"},
+    [SK_MAX_BATCH] = {"max_batch", ST_INT, SERVE, 0, "", NULL,
+                      "what the layout makes within `max_borrow_ms` + `max_wait_ms`, at most "
+                      "100000 (twitter 100000, sonyflake 28416)",
+                      INT(1, 10000000), "N",
+                      "the largest count in one request (`count=N`, `ID N`); a larger one is "
+                      "a 400 / `-ERR` naming it"},
+    [SK_MAX_OUTPUT_BYTES] = {"max_output_bytes", ST_INT, SERVE, 0, "16777216", NULL, NULL,
+                             INT(65536, INT64_C(1) << 32), "N",
+                             "replies waiting for one client; past it the client is closed"},
+    [SK_IDLE_TIMEOUT_MS] = {"idle_timeout_ms", ST_INT, SERVE, 0, "60000", NULL, NULL,
+                            INT(0, INT64_C(1) << 40), "N",
+                            "close a connection with nothing to do after this (0: never)"},
+    [SK_SLOW_TIMEOUT_MS] = {"slow_timeout_ms", ST_INT, SERVE, 0, "10000", NULL, NULL,
+                            INT(100, INT64_C(1) << 40), "N",
+                            "a request must arrive whole, and a reply make progress, within "
+                            "this"},
+    [SK_SHUTDOWN_TIMEOUT_MS] = {"shutdown_timeout_ms", ST_INT, SERVE, 0, "5000", NULL, NULL,
+                                INT(0, 3600000), "N",
+                                "how long a graceful stop waits for replies to drain"},
+    [SK_MAX_AGENTS] = {"max_agents", ST_INT, SERVE, 0, "64", NULL, NULL, INT(0, 4096), "N",
+                       "agent names counted apart in metrics; the rest count under `other`"},
+    [SK_PID_FILE] = {"pid_file", ST_PATH, SERVE, 0, "", NULL, "none", NONE, "PATH",
+                     "write the process ID here once the listeners are bound; removed at "
+                     "exit"},
+    [SK_LOG_FILE] = {"log_file", ST_PATH, SERVE, 0, "", NULL, "stderr", NONE, "PATH",
+                     "log here instead of stderr; SIGHUP reopens it"},
+};
+
+/* "max_batch" -> "--max-batch" or "IDGEN_MAX_BATCH". */
+static void flag_name(int k, char *buf, size_t n) {
+  snprintf(buf, n, "--%s", settings_defs[k].name);
+  for (char *p = buf; *p; p++)
+    if (*p == '_')
+      *p = '-';
+}
+static void env_name(int k, char *buf, size_t n) {
+  snprintf(buf, n, "IDGEN_%s", settings_defs[k].name);
+  for (char *p = buf; *p; p++)
+    *p = (char)toupper((unsigned char)*p);
+}
+
+static int takes(unsigned cmd, int k) { return (settings_defs[k].cmds & cmd) != 0; }
+
+static char *xstrdup(const char *s) {
+  char *p = strdup(s);
+  if (p == NULL) {
+    fputs("idgen: out of memory\n", stderr);
+    exit(2);
+  }
+  return p;
+}
+
+static void replace(char **slot, const char *s) {
+  char *p = xstrdup(s);
+  free(*slot);
+  *slot = p;
+}
+
+void settings_set(settings_t *s, int k, const char *value, const char *source) {
+  replace(&s->value[k], value);
+  replace(&s->source[k], source);
+}
+
+void settings_flag(settings_t *s, int k, const char *value, const char *flag) {
+  if (s->flag_value[k] != NULL && settings_defs[k].type == ST_NODE) {
+    size_t n = strlen(s->flag_value[k]) + strlen(value) + 2;
+    char *j = malloc(n);
+    if (j == NULL) {
+      fputs("idgen: out of memory\n", stderr);
+      exit(2);
+    }
+    snprintf(j, n, "%s,%s", s->flag_value[k], value);
+    free(s->flag_value[k]);
+    s->flag_value[k] = j;
+    if (strstr(s->flag_source[k], flag) == NULL) { /* "flags --node, --worker" */
+      char src[160];
+      snprintf(src, sizeof src, "flags %s, %s",
+               s->flag_source[k] + (strncmp(s->flag_source[k], "flags ", 6) == 0 ? 6 : 5), flag);
+      replace(&s->flag_source[k], src);
+    }
+    return;
+  }
+  char src[64];
+  snprintf(src, sizeof src, "flag %.48s", flag);
+  replace(&s->flag_value[k], value);
+  replace(&s->flag_source[k], src);
+}
+
+__attribute__((format(printf, 3, 0))) static void vmessage(const settings_t *s, int k,
+                                                         const char *fmt, va_list ap) {
+  fprintf(stderr, "idgen: %s: ", s->name);
+  if (k >= 0)
+    fprintf(stderr, "%s = \"%s\" (from %s): ", settings_defs[k].name, SETTINGS_Q(s->value[k]),
+            s->source[k]);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
+int settings_fail(const settings_t *s, int k, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(s, k, fmt, ap);
+  va_end(ap);
+  return 2;
+}
+
+static char *trim(char *s) {
+  while (*s == ' ' || *s == '\t')
+    s++;
+  size_t n = strlen(s);
+  while (n > 0 && strchr(" \t\r\n", s[n - 1]) != NULL)
+    s[--n] = '\0';
+  return s;
+}
+
+static int find_key(unsigned cmd, const char *name) {
+  for (int k = 0; k < SETTINGS_NKEYS; k++)
+    if (takes(cmd, k) && strcmp(settings_defs[k].name, name) == 0)
+      return k;
+  return -1;
+}
+
+/* A message about the config file or the command line (no key yet). */
+__attribute__((format(printf, 3, 4))) static int fail_at(const settings_t *s, const char *where,
+                                                         const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "idgen: %s: %s", s->name, where);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  return 2;
+}
+
+static int load_file(settings_t *s, const char *path) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return fail_at(s, "", "config file %s: %s", IDGEN_QUOTE(path, strlen(path), 0, 300),
+                   strerror(errno));
+  char *line = NULL, where[512];
+  size_t cap = 0;
+  int lineno = 0, rc = 0;
+  unsigned char seen[SETTINGS_NKEYS] = {0};
+  ssize_t n;
+  while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
+    lineno++;
+    /* The source of every value from here: shown in messages and --check-config. */
+    snprintf(where, sizeof where, "%s:%d", IDGEN_QUOTE(path, strlen(path), 0, 300), lineno);
+    if (memchr(line, '\0', (size_t)n) != NULL) { /* a line is read as a C string */
+      while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        n--;
+      rc = fail_at(s, where, ": a NUL byte in \"%s\"", IDGEN_QUOTE(line, (size_t)n, '"', 100));
+      break;
+    }
+    char *t = trim(line);
+    if (*t == '\0' || *t == '#')
+      continue;
+    char *eq = strchr(t, '=');
+    if (eq == NULL) {
+      rc = fail_at(s, where, ": \"%s\" is not a key = value line",
+                   IDGEN_QUOTE(t, strlen(t), '"', 60));
+      break;
+    }
+    *eq = '\0';
+    char *key = trim(t), *val = trim(eq + 1);
+    int k = find_key(s->cmd, key);
+    if (k < 0)
+      rc = fail_at(s, where, ": unknown key \"%s\" (see 'idgen %s --help')",
+                   IDGEN_QUOTE(key, strlen(key), '"', 60), s->name);
+    else if (seen[k]++)
+      rc = fail_at(s, where, ": key \"%s\" given twice", key);
+    else
+      settings_set(s, k, val, where);
+  }
+  free(line);
+  fclose(f);
+  return rc;
+}
+
+int settings_parse_int(const char *s, int64_t *v) {
+  char *end;
+  if (*s == '\0' || !(isdigit((unsigned char)*s) || *s == '-'))
+    return -1;
+  errno = 0;
+  long long x = strtoll(s, &end, 10);
+  if (errno != 0 || *end != '\0')
+    return -1;
+  *v = x;
+  return 0;
+}
+
+int settings_int(settings_t *s, int k, int64_t *v) {
+  const settings_def_t *d = &settings_defs[k];
+  if (settings_parse_int(s->value[k], v) < 0 || *v < d->min || *v > d->max)
+    return settings_fail(s, k, "not a whole number from %" PRId64 " to %" PRId64, d->min,
+                         d->max);
+  return 0;
+}
+
+/* "datacenter=1,worker=7" into s->gen.node[] by the layout's field indexes,
+ * each by the library's one NAME=VALUE rule. */
+static int check_nodes(settings_t *s, int k) {
+  char buf[512], err[300];
+  if (strlen(s->value[k]) >= sizeof buf)
+    return settings_fail(s, k, "too long");
+  strcpy(buf, s->value[k]);
+  for (char *save = NULL, *item = strtok_r(buf, ",", &save); item;
+       item = strtok_r(NULL, ",", &save)) {
+    item = trim(item);
+    char *eq = strchr(item, '=');
+    if (eq == NULL || eq == item)
+      return settings_fail(s, k, "\"%s\" is not NAME=VALUE", SETTINGS_Q(item));
+    *eq = '\0';
+    if (idgen_layout_node_set(&s->layout, item, eq + 1, s->gen.node, &s->node_given, err,
+                              sizeof err) < 0)
+      return settings_fail(s, k, "%s", err);
+  }
+  return 0;
+}
+
+static int check(settings_t *s, int k) {
+  const settings_def_t *d = &settings_defs[k];
+  const char *v = s->value[k];
+  char err[1100] = "";
+  int64_t x = 0;
+  switch (d->type) {
+  case ST_ADDR: /* the daemon's hook parses these */
+  case ST_PATH:
+    return 0;
+  case ST_LAYOUT:
+    if (idgen_layout_parse(&s->layout, v, err, sizeof err) < 0)
+      return settings_fail(s, k, "%s", err);
+    return 0;
+  case ST_NODE:
+    return check_nodes(s, k);
+  case ST_REGISTRY:
+    if (v[0] == '\0' && strcmp(s->source[k], "default") == 0) {
+      /* The default does not depend on the working directory. */
+      char def[1100];
+      if (idgen_registry_default_uri(def, sizeof def, err, sizeof err) < 0)
+        return settings_fail(s, k, "%s", err);
+      settings_set(s, k, def, "default");
+      v = s->value[k];
+    }
+    if (idgen_registry_check(v, err, sizeof err) < 0)
+      return settings_fail(s, k, "%s", err);
+    s->registry = v;
+    return 0;
+  case ST_FIELD:
+    if (v[0] && idgen_lease_field(&s->layout, v, err, sizeof err) < 0)
+      return settings_fail(s, k, "%s", err);
+    s->lease_field = v[0] ? v : NULL;
+    return 0;
+  case ST_CLOCK:
+    if (strcmp(v, "fast") == 0)
+      s->gen.clock_mode = IDGEN_CLOCK_FAST;
+    else if (strcmp(v, "precise") == 0)
+      s->gen.clock_mode = IDGEN_CLOCK_PRECISE;
+    else
+      return settings_fail(s, k, "expected fast or precise");
+    return 0;
+  case ST_BOOL:
+    if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "on") == 0)
+      x = 1;
+    else if (!(strcmp(v, "false") == 0 || strcmp(v, "0") == 0 || strcmp(v, "off") == 0))
+      return settings_fail(s, k, "expected true or false");
+    if (k == SK_RANDOM_SEQUENCE_START)
+      s->gen.random_sequence_start = (int)x;
+    s->num[k] = x;
+    return 0;
+  case ST_INT:
+    if (settings_int(s, k, &x) != 0)
+      return 2;
+    s->num[k] = x;
+    switch (k) {
+    case SK_LEASE_TTL_MS: s->lease_ttl_ms = x; break;
+    case SK_MAX_START_WAIT_MS: s->max_start_wait_ms = x; break;
+    case SK_MAX_BORROW_MS: s->gen.max_borrow_ms = x; break;
+    case SK_MAX_WAIT_MS: s->gen.max_wait_ms = x; break;
+    default: break;
+    }
+    return 0;
+  }
+  return 0;
+}
+
+/* The rules between settings that reach the library: a leased field needs a
+ * registry, and its value comes from the registry, not from `node`. */
+static int check_lease(settings_t *s) {
+  if (!takes(s->cmd, SK_REGISTRY))
+    return 0;
+  if (strcmp(s->registry, "static") == 0) {
+    if (s->lease_field != NULL)
+      return settings_fail(s, SK_LEASE_FIELD, "a lease field needs a registry other than "
+                                              "static");
+    return 0;
+  }
+  const idgen_layout_t *l = &s->layout;
+  char why[300];
+  int f = idgen_lease_field(l, s->lease_field, why, sizeof why);
+  if (f < 0)
+    return settings_fail(s, s->lease_field ? SK_LEASE_FIELD : SK_LAYOUT, "%s", why);
+  if (s->node_given >> f & 1)
+    return settings_fail(s, SK_NODE,
+                         "the registry %s assigns %s: leave it out of node, or use "
+                         "registry = static to set it by hand",
+                         IDGEN_QUOTE(s->registry, strlen(s->registry), 0, 100), l->fields[f].name);
+  return 0;
+}
+
+int settings_load(settings_t *s, const settings_spec_t *spec, int argc, char **argv) {
+  memset(s, 0, sizeof *s);
+  s->cmd = spec->cmd;
+  s->name = spec->name;
+  unsigned cmd = spec->cmd;
+  idgen_snowflake_settings_init(&s->gen);
+  for (int k = 0; k < SETTINGS_NKEYS; k++)
+    if (takes(cmd, k)) {
+      const settings_def_t *d = &settings_defs[k];
+      settings_set(s, k, cmd == SETTINGS_SNOWFLAKE && d->snowflake_defval ? d->snowflake_defval
+                                                                          : d->defval,
+                   "default");
+    }
+
+  /* Options: the keys' flags, then --config and --check-config, the
+   * command's own, and --help. */
+  enum { OPT_CONFIG = 1000, OPT_CHECK, OPT_KEY0 };
+  size_t nextra = 0;
+  while (spec->extra != NULL && spec->extra[nextra].name != NULL)
+    nextra++;
+  struct option opts[SETTINGS_NKEYS + 3 + 16];
+  char names[SETTINGS_NKEYS][48], shorts[64];
+  size_t no = 0, ns = 0;
+  if (nextra > 16)
+    return fail_at(s, "", "too many options"); /* a programming error */
+  shorts[ns++] = ':';
+  shorts[ns++] = 'h';
+  for (int k = 0; k < SETTINGS_NKEYS; k++) {
+    if (!takes(cmd, k))
+      continue;
+    flag_name(k, names[k], sizeof names[k]);
+    int arg = settings_defs[k].type == ST_BOOL ? optional_argument : required_argument;
+    opts[no++] = (struct option){names[k] + 2, arg, 0, OPT_KEY0 + k};
+    if (settings_defs[k].short_opt) {
+      shorts[ns++] = settings_defs[k].short_opt;
+      shorts[ns++] = ':';
+    }
+  }
+  if (spec->env_and_file) {
+    opts[no++] = (struct option){"config", required_argument, 0, OPT_CONFIG};
+    opts[no++] = (struct option){"check-config", no_argument, 0, OPT_CHECK};
+  }
+  for (size_t i = 0; i < nextra; i++)
+    opts[no++] = spec->extra[i];
+  opts[no++] = (struct option){"help", no_argument, 0, 'h'};
+  opts[no] = (struct option){0, 0, 0, 0};
+  if (spec->extra_short != NULL)
+    ns += (size_t)snprintf(shorts + ns, sizeof shorts - ns, "%s", spec->extra_short);
+  shorts[ns] = '\0';
+
+  /* First pass: remember the flags' values (applied last) and find --config. */
+  const char *config_path = spec->env_and_file ? getenv("IDGEN_CONFIG") : NULL;
+  int opt, rc = 0;
+  opterr = 0;
+  optind = 1;
+  while (rc == 0 && (opt = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
+    int k = -1;
+    for (int j = 0; j < SETTINGS_NKEYS && opt < 256; j++)
+      if (takes(cmd, j) && settings_defs[j].short_opt == opt)
+        k = j;
+    if (opt >= OPT_KEY0 && opt < OPT_KEY0 + SETTINGS_NKEYS)
+      k = opt - OPT_KEY0;
+    if (k >= 0) {
+      flag_name(k, names[k], sizeof names[k]);
+      settings_flag(s, k, optarg != NULL ? optarg : "true", names[k]);
+    } else if (opt == 'h') {
+      if (spec->usage != NULL)
+        spec->usage(spec->ctx);
+      rc = 1;
+    } else if (opt == OPT_CONFIG) {
+      config_path = optarg;
+    } else if (opt == OPT_CHECK) {
+      s->check_only = 1;
+    } else if (opt == ':' || opt == '?') {
+      /* A long option is named as typed; a short one (also inside a bundle
+       * like -ln, where the argv word is the whole bundle) by optopt. */
+      const char *word = argv[optind - 1];
+      char shortopt[3] = {'-', (char)optopt, '\0'};
+      const char *name = strncmp(word, "--", 2) == 0 || optopt == 0 ? word : shortopt;
+      rc = fail_at(s, "", opt == ':' ? "option %s needs a value (see 'idgen %s --help')"
+                                     : "unknown option %s (see 'idgen %s --help')",
+                   IDGEN_QUOTE(name, strlen(name), 0, 100), spec->name);
+    } else {
+      rc = spec->on_option(s, spec->ctx, opt, optarg);
+    }
+  }
+  if (rc == 0 && optind < argc)
+    rc = fail_at(s, "", "unexpected argument \"%s\" (see 'idgen %s --help')",
+                 SETTINGS_Q(argv[optind]), spec->name);
+  if (rc == 0 && config_path != NULL && config_path[0] != '\0')
+    rc = load_file(s, config_path);
+  for (int k = 0; rc == 0 && spec->env_and_file && k < SETTINGS_NKEYS; k++) {
+    char env[64];
+    env_name(k, env, sizeof env);
+    const char *e = takes(cmd, k) ? getenv(env) : NULL;
+    if (e != NULL)
+      settings_set(s, k, e, env);
+  }
+  for (int k = 0; rc == 0 && k < SETTINGS_NKEYS; k++)
+    if (s->flag_value[k] != NULL)
+      settings_set(s, k, s->flag_value[k], s->flag_source[k]);
+  for (int k = 0; rc == 0 && k < SETTINGS_NKEYS; k++) {
+    if (!takes(cmd, k))
+      continue;
+    int h = spec->check != NULL ? spec->check(s, spec->ctx, k) : 0;
+    rc = h == 0 ? check(s, k) : h == 1 ? 0 : h;
+  }
+  if (rc == 0)
+    rc = check_lease(s);
+  return rc;
+}
+
+void settings_free(settings_t *s) {
+  for (int k = 0; k < SETTINGS_NKEYS; k++) {
+    free(s->value[k]);
+    free(s->source[k]);
+    free(s->flag_value[k]);
+    free(s->flag_source[k]);
+    s->value[k] = s->source[k] = s->flag_value[k] = s->flag_source[k] = NULL;
+  }
+}
+
+/* Text with its `marks` dropped (help) or kept (Markdown), wrapped at
+ * column 79 with `indent` spaces before each line after the first. */
+static void put_wrapped(FILE *out, const char *text, int col, int indent) {
+  char word[256];
+  const char *p = text;
+  while (*p) {
+    while (*p == ' ')
+      p++;
+    size_t n = 0;
+    while (p[n] && p[n] != ' ')
+      n++;
+    size_t w = 0;
+    for (size_t i = 0; i < n && w + 1 < sizeof word; i++)
+      if (p[i] != '`')
+        word[w++] = p[i];
+    word[w] = '\0';
+    if (w == 0) {
+      p += n;
+      continue;
+    }
+    if (col > indent && col + 1 + (int)w > 79) {
+      fprintf(out, "\n%*s", indent, "");
+      col = indent;
+    } else if (col > indent) {
+      fputc(' ', out);
+      col++;
+    }
+    fputs(word, out);
+    col += (int)w;
+    p += n;
+  }
+  fputc('\n', out);
+}
+
+void settings_usage(unsigned cmd, FILE *out) {
+  for (int k = 0; k < SETTINGS_NKEYS; k++) {
+    const settings_def_t *d = &settings_defs[k];
+    if (!takes(cmd, k))
+      continue;
+    char flag[64], left[128], text[1024];
+    flag_name(k, flag, sizeof flag);
+    if (d->short_opt)
+      snprintf(left, sizeof left, "  -%c, %s %s", d->short_opt, flag, d->arg);
+    else
+      snprintf(left, sizeof left, "      %s%s%s", flag, d->type == ST_BOOL ? "" : " ", d->arg);
+    const char *def = cmd == SETTINGS_SNOWFLAKE && d->snowflake_defval ? d->snowflake_defval
+                                                                       : d->defval;
+    size_t n = (size_t)snprintf(text, sizeof text, "%s", d->help);
+    if (d->type == ST_INT && n < sizeof text)
+      n += (size_t)snprintf(text + n, sizeof text - n, " (%" PRId64 " to %" PRId64, d->min,
+                            d->max);
+    else if (n < sizeof text)
+      n += (size_t)snprintf(text + n, sizeof text - n, " (");
+    if (n < sizeof text) {
+      if (cmd == SETTINGS_SNOWFLAKE && d->snowflake_defval)
+        snprintf(text + n, sizeof text - n, "%sdefault %s)", d->type == ST_INT ? "; " : "",
+                 d->snowflake_defval);
+      else if (d->default_doc != NULL)
+        snprintf(text + n, sizeof text - n, "%sdefault: %s)", d->type == ST_INT ? "; " : "",
+                 d->default_doc);
+      else
+        snprintf(text + n, sizeof text - n, "%sdefault %s)", d->type == ST_INT ? "; " : "", def);
+    }
+    int col = fprintf(out, "%s", left);
+    if (col > 28) {
+      fputc('\n', out);
+      col = 0;
+    }
+    fprintf(out, "%*s", 29 - col, "");
+    put_wrapped(out, text, 29, 29);
+  }
+}
+
+void settings_print(const settings_t *s, FILE *out) {
+  fprintf(out, "# idgen %s: effective settings (key = value  # source)\n", s->name);
+  for (int k = 0; k < SETTINGS_NKEYS; k++) {
+    if (s->value[k] == NULL)
+      continue;
+    int n = fprintf(out, "%s = %s", settings_defs[k].name, s->value[k]);
+    fprintf(out, "%*s # %s\n", n < 40 ? 40 - n : 1, "", s->source[k]);
+  }
+}
+
+/* A cell of the Markdown table: `|` escaped. */
+static void md_cell(FILE *out, const char *text) {
+  fputs("| ", out);
+  for (const char *p = text; *p; p++) {
+    if (*p == '|')
+      fputc('\\', out);
+    fputc(*p, out);
+  }
+  fputc(' ', out);
+}
+
+void settings_markdown(unsigned cmd, FILE *out) {
+  fputs("| flag | environment | file key | default | range | meaning |\n"
+        "|---|---|---|---|---|---|\n",
+        out);
+  for (int k = 0; k < SETTINGS_NKEYS; k++) {
+    const settings_def_t *d = &settings_defs[k];
+    if (!takes(cmd, k))
+      continue;
+    char flag[64], env[64], cell[1024];
+    flag_name(k, flag, sizeof flag);
+    env_name(k, env, sizeof env);
+    snprintf(cell, sizeof cell, "`%s%s%s`", flag, d->type == ST_BOOL ? "" : " ", d->arg);
+    md_cell(out, cell);
+    snprintf(cell, sizeof cell, "`%s`", env);
+    md_cell(out, cell);
+    snprintf(cell, sizeof cell, "`%s`", d->name);
+    md_cell(out, cell);
+    if (d->snowflake_defval != NULL && (cmd & SETTINGS_SNOWFLAKE) == 0) {
+      snprintf(cell, sizeof cell, "%s (`idgen snowflake`: `%s`)", d->default_doc,
+               d->snowflake_defval);
+      md_cell(out, cell);
+    } else if (d->default_doc != NULL)
+      md_cell(out, d->default_doc);
+    else {
+      snprintf(cell, sizeof cell, "`%s`", d->defval);
+      md_cell(out, cell);
+    }
+    if (d->type == ST_INT)
+      snprintf(cell, sizeof cell, "%" PRId64 " to %" PRId64, d->min, d->max);
+    else
+      snprintf(cell, sizeof cell, "%s", "");
+    md_cell(out, cell);
+    md_cell(out, d->help);
+    fputs("|\n", out);
+  }
+}
