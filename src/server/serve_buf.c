@@ -10,7 +10,7 @@
 
 #include "server_int.h"
 
-void buf_reserve(buf_t *b, size_t more) {
+void serve_buf_reserve(serve_buf_t *b, size_t more) {
   if (b->cap - b->len >= more)
     return;
   size_t cap = b->cap ? b->cap : 4096;
@@ -25,13 +25,13 @@ void buf_reserve(buf_t *b, size_t more) {
   b->cap = cap;
 }
 
-void buf_put(buf_t *b, const void *p, size_t n) {
-  buf_reserve(b, n);
+void serve_buf_put(serve_buf_t *b, const void *p, size_t n) {
+  serve_buf_reserve(b, n);
   memcpy(b->p + b->len, p, n);
   b->len += n;
 }
 
-void buf_printf(buf_t *b, const char *fmt, ...) {
+void serve_buf_printf(serve_buf_t *b, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   int n = vsnprintf(b->p ? b->p + b->len : NULL, b->cap - b->len, fmt, ap);
@@ -39,7 +39,7 @@ void buf_printf(buf_t *b, const char *fmt, ...) {
   if (n < 0)
     return;
   if ((size_t)n >= b->cap - b->len) {
-    buf_reserve(b, (size_t)n + 1);
+    serve_buf_reserve(b, (size_t)n + 1);
     va_start(ap, fmt);
     vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
     va_end(ap);
@@ -47,7 +47,7 @@ void buf_printf(buf_t *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
-void buf_free(buf_t *b) {
+void serve_buf_free(serve_buf_t *b) {
   free(b->p);
   b->p = NULL;
   b->len = b->cap = 0;
@@ -58,7 +58,7 @@ static const char digit_pairs[201] = "000102030405060708091011121314151617181920
                                      "50515253545556575859606162636465666768697071727374"
                                      "75767778798081828384858687888990919293949596979899";
 
-size_t u64_dec(char *dst, uint64_t v) {
+size_t serve_u64_dec(char *dst, uint64_t v) {
   char tmp[20];
   char *p = tmp + 20;
   while (v >= 100) {
@@ -78,10 +78,10 @@ size_t u64_dec(char *dst, uint64_t v) {
   return n;
 }
 
-int64_t mono_ns(void) {
+int64_t serve_mono_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-int64_t mono_ms(void) { return mono_ns() / 1000000; }
+int64_t serve_mono_ms(void) { return serve_mono_ns() / 1000000; }

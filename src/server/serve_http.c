@@ -35,7 +35,7 @@ static const char *reason_phrase(int status) {
 }
 
 /* "Date: <IMF-fixdate>\r\n", formatted once a second per loop. */
-static const char *date_header(worker_t *w) {
+static const char *date_header(serve_worker_t *w) {
   struct timespec t;
   clock_gettime(CLOCK_REALTIME_COARSE, &t);
   if (t.tv_sec != w->date_sec) {
@@ -60,12 +60,13 @@ static int str_eq(const http_str_t *s, const char *lit) {
  * The answer to HEAD (head) is GET's without the body: the same headers,
  * Content-Length included (RFC 9110 section 9.3.2), so that a client
  * pipelining HEAD and GET keeps its framing. */
-static void respond_as(worker_t *w, conn_t *c, int minor, int head, int status, const char *ctype,
-                       const char *body, size_t len, int close, const char *extra) {
+static void respond_as(serve_worker_t *w, serve_conn_t *c, int minor, int head, int status,
+                       const char *ctype, const char *body, size_t len, int close,
+                       const char *extra) {
   if (c->stop_parsing && close == KEEP)
     close = CLOSE; /* Connection: close from the client */
   size_t sent = head ? 0 : len;
-  buf_reserve(&w->out, sent + 256);
+  serve_buf_reserve(&w->out, sent + 256);
   char *p = w->out.p + w->out.len;
   p += sprintf(p, "HTTP/1.1 %d %s\r\n%sContent-Type: %s\r\nContent-Length: %zu\r\n%s", status,
                reason_phrase(status), date_header(w), ctype, len, extra);
@@ -85,19 +86,20 @@ static void respond_as(worker_t *w, conn_t *c, int minor, int head, int status, 
   }
 }
 
-static void respond(worker_t *w, conn_t *c, const http_request_t *req, int status,
+static void respond(serve_worker_t *w, serve_conn_t *c, const http_request_t *req, int status,
                     const char *ctype, const char *body, size_t len, int close,
                     const char *extra) {
   respond_as(w, c, req ? req->minor : 1, req && str_eq(&req->method, "HEAD"), status, ctype, body,
              len, close, extra);
 }
 
-void http_answer(worker_t *w, conn_t *c, const reply_shape_t *sh, int status, const char *ctype,
-                 const char *body, size_t len, const char *extra) {
+void serve_http_answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
+                       int status, const char *ctype, const char *body, size_t len,
+                       const char *extra) {
   respond_as(w, c, sh->minor, sh->head, status, ctype, body, len, KEEP, extra);
 }
 
-static void respond_error(worker_t *w, conn_t *c, const http_request_t *req, int status,
+static void respond_error(serve_worker_t *w, serve_conn_t *c, const http_request_t *req, int status,
                           const char *reason, int close, const char *extra) {
   char body[HTTP_ERR_MAX + 200];
   int n = snprintf(body, sizeof body, "%s\n", reason);
@@ -105,7 +107,7 @@ static void respond_error(worker_t *w, conn_t *c, const http_request_t *req, int
     n = (int)sizeof body - 1;
   if (status != 503 && status != 404)
     log_limited(&w->srv->client_log, "warn", "client_error",
-                "proto=http peer=%s status=%d reason=%s", peer_text(c, (char[64]){0}), status,
+                "proto=http peer=%s status=%d reason=%s", serve_peer_text(c, (char[64]){0}), status,
                 log_quote(reason, strlen(reason), (char[300]){0}, 300));
   respond(w, c, req, status, "text/plain; charset=utf-8", body, (size_t)n, close,
           extra ? extra : "");
@@ -140,7 +142,7 @@ static int query_unescape(const char *s, size_t len, char *buf, size_t *out, cha
 
 /* Reads count=, agent= and format=, each key and value percent-decoded
  * first; 0 or -1 with a reason in err. */
-static int parse_query(worker_t *w, const http_str_t *q, query_t *out, char *err, size_t n) {
+static int parse_query(serve_worker_t *w, const http_str_t *q, query_t *out, char *err, size_t n) {
   const serve_config_t *cfg = w->srv->cfg;
   int seen_count = 0, seen_agent = 0;
   out->count = 1;
@@ -178,13 +180,13 @@ static int parse_query(worker_t *w, const http_str_t *q, query_t *out, char *err
       }
       out->count = (size_t)v;
     } else if (KEY("agent")) {
-      if (seen_agent++ || !agent_valid(val, vlen)) {
+      if (seen_agent++ || !serve_agent_valid(val, vlen)) {
         snprintf(err, n, "bad agent \"%s\": a name matches [a-zA-Z][a-zA-Z0-9-]* and has at "
                          "most %d characters",
                  IDGEN_QUOTE(val, vlen, '"', 40), AGENT_NAME_MAX);
         return -1;
       }
-      out->agent = agent_index(w->srv, val, vlen);
+      out->agent = serve_agent_index(w->srv, val, vlen);
     } else if (KEY("format")) {
       if (vlen == 4 && memcmp(val, "json", 4) == 0)
         out->json = 1;
@@ -211,21 +213,21 @@ static int wants_json(const http_request_t *req) {
   return http_accept_q(req, "application/json") > 0;
 }
 
-static void route_ids(worker_t *w, conn_t *c, const http_request_t *req, int kind,
+static void route_ids(serve_worker_t *w, serve_conn_t *c, const http_request_t *req, int kind,
                       query_t q) {
   /* A lost lease is the generator's error (IDGEN_ELEASE), answered as a 503
-   * by ids_request; ULIDs and UUIDv7s need no lease. */
-  reply_shape_t sh = {.proto = PROTO_HTTP,
+   * by serve_ids_request; ULIDs and UUIDv7s need no lease. */
+  serve_reply_shape_t sh = {.proto = PROTO_HTTP,
                       .kind = (uint8_t)kind,
                       .json = (uint8_t)(q.json >= 0 ? q.json : wants_json(req)),
                       .head = (uint8_t)str_eq(&req->method, "HEAD"),
                       .minor = (uint8_t)req->minor,
                       .agent = q.agent,
                       .count = q.count};
-  ids_request(w, c, &sh); /* answered, or parked until its tick */
+  serve_ids_request(w, c, &sh); /* answered, or parked until its tick */
 }
 
-static void route_decode(worker_t *w, conn_t *c, const http_request_t *req) {
+static void route_decode(serve_worker_t *w, serve_conn_t *c, const http_request_t *req) {
   const char *id = req->path.ptr + 8; /* after "/decode/" */
   size_t len = req->path.len - 8;
   decoded_t d;
@@ -242,13 +244,13 @@ static void route_decode(worker_t *w, conn_t *c, const http_request_t *req) {
     return;
   }
   w->body.len = 0;
-  buf_put(&w->body, text, strlen(text));
-  buf_put(&w->body, "\n", 1);
+  serve_buf_put(&w->body, text, strlen(text));
+  serve_buf_put(&w->body, "\n", 1);
   free(text);
   respond(w, c, req, 200, "application/json", w->body.p, w->body.len, KEEP, "");
 }
 
-size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
+size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len) {
   const serve_config_t *cfg = w->srv->cfg;
   http_request_t req;
   int status;
@@ -308,18 +310,18 @@ size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
     route_decode(w, c, &req);
   } else if (path->ptr[1] == 'h') {
     w->body.len = 0;
-    int sick = health_text(w->srv, &w->body);
+    int sick = serve_health_text(w->srv, &w->body);
     respond(w, c, &req, sick ? 503 : 200, "text/plain; charset=utf-8", w->body.p, w->body.len,
             KEEP, "");
   } else if (path->ptr[1] == 'i') {
     w->body.len = 0;
-    if (info_json(w->srv, &w->body) < 0)
+    if (serve_info_json(w->srv, &w->body) < 0)
       respond_error(w, c, &req, 500, "out of memory", KEEP, NULL);
     else
       respond(w, c, &req, 200, "application/json", w->body.p, w->body.len, KEEP, "");
   } else {
     w->body.len = 0;
-    metrics_text(w->srv, &w->body);
+    serve_metrics_text(w->srv, &w->body);
     respond(w, c, &req, 200, "text/plain; version=0.0.4; charset=utf-8", w->body.p, w->body.len,
             KEEP, "");
   }

@@ -9,14 +9,14 @@
 
 #include "server_int.h"
 
-const char *kind_name(int kind) {
+const char *serve_kind_name(int kind) {
   static const char *const names[NKINDS] = {"snowflake", "ulid", "uuid7"};
   return names[kind];
 }
 
 /* Asks the generator itself (no copy kept by the daemon): ID requests are
  * answered from the generator's own errors, and /health from its status. */
-int server_unhealthy(server_t *s, char *why, size_t n) {
+int serve_unhealthy(serve_daemon_t *s, char *why, size_t n) {
   idgen_snowflake_lease_status_t ls;
   idgen_snowflake_lease_status(server_sf(s), &ls);
   if (ls.bound && !ls.valid) {
@@ -49,11 +49,11 @@ int server_unhealthy(server_t *s, char *why, size_t n) {
   return 0;
 }
 
-int64_t ids_error_text(server_t *s, int rc, size_t count, char *buf, size_t n) {
+int64_t serve_ids_error_text(serve_daemon_t *s, int rc, size_t count, char *buf, size_t n) {
   if (rc == IDGEN_EBATCH) {
     snprintf(buf, n,
-             "count %zu: the generator can make at most %" PRIu64 " IDs within max_wait_ms (%" PRId64
-             " ms) now; ask for fewer, or again shortly",
+             "count %zu: the generator can make at most %" PRIu64
+             " IDs within max_wait_ms (%" PRId64 " ms) now; ask for fewer, or again shortly",
              count, idgen_snowflake_capacity(server_sf(s)), s->cfg->s.gen.max_wait_ms);
     return 1;
   }
@@ -80,14 +80,14 @@ int64_t ids_error_text(server_t *s, int rc, size_t count, char *buf, size_t n) {
   return wait;
 }
 
-void ids_count(worker_t *w, int kind, int agent, size_t n) {
+void serve_ids_count(serve_worker_t *w, int kind, int agent, size_t n) {
   size_t per_kind = (size_t)(AGENT_FIRST + w->srv->cfg->max_agents);
   CNT_ADD(w->st.ids[(size_t)kind * per_kind + (size_t)agent], n);
 }
 
 /* One 128-bit ID of `kind` as text into out (26 or 36 characters, and a
  * NUL after them: out has room for it, and the caller writes over it). */
-static int make128(server_t *s, int kind, char *out, size_t *len) {
+static int make128(serve_daemon_t *s, int kind, char *out, size_t *len) {
   int rc;
   if (kind == KIND_ULID) {
     idgen_ulid_t u;
@@ -106,7 +106,7 @@ static int make128(server_t *s, int kind, char *out, size_t *len) {
 }
 
 /* Gives back the room of a large batch (SCRATCH_KEEP bytes or more). */
-static void ids_shrink(worker_t *w) {
+static void ids_shrink(serve_worker_t *w) {
   if (w->ids_cap * sizeof *w->ids <= SCRATCH_KEEP)
     return;
   uint64_t *p = realloc(w->ids, 1024 * sizeof *p);
@@ -119,10 +119,11 @@ static void ids_shrink(worker_t *w) {
 /* Appends the reply body of n IDs to b in the shape's form: lines "ID\n",
  * RESP items, or {"ids":[...]}.  Snowflake IDs come from `ids`; 128-bit
  * ones are made here.  0, or an IDGEN_E* code with b cut back. */
-static int format_ids(worker_t *w, buf_t *b, const reply_shape_t *sh, const uint64_t *ids) {
+static int format_ids(serve_worker_t *w, serve_buf_t *b, const serve_reply_shape_t *sh,
+                      const uint64_t *ids) {
   size_t start = b->len, n = sh->count;
   int resp = sh->proto == PROTO_RESP, json = !resp && sh->json;
-  buf_reserve(b, n * 44 + 32);
+  serve_buf_reserve(b, n * 44 + 32);
   char *p = b->p + b->len;
   if (resp && sh->array)
     p += snprintf(p, 24, "*%zu\r\n", n);
@@ -132,7 +133,7 @@ static int format_ids(worker_t *w, buf_t *b, const reply_shape_t *sh, const uint
     char text[40];
     size_t len;
     if (sh->kind == KIND_SNOWFLAKE) {
-      len = u64_dec(text, ids[i]);
+      len = serve_u64_dec(text, ids[i]);
     } else {
       int rc = make128(w->srv, sh->kind, text, &len);
       if (rc < 0) {
@@ -170,9 +171,10 @@ static int format_ids(worker_t *w, buf_t *b, const reply_shape_t *sh, const uint
 }
 
 /* The reply to an ID request that failed with rc. */
-static void answer_error(worker_t *w, conn_t *c, const reply_shape_t *sh, int rc) {
+static void answer_error(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
+                         int rc) {
   char why[400], retry[48];
-  int64_t wait_ms = ids_error_text(w->srv, rc, sh->count, why, sizeof why);
+  int64_t wait_ms = serve_ids_error_text(w->srv, rc, sh->count, why, sizeof why);
   if (rc == IDGEN_ECLOCK) {
     idgen_snowflake_stats_t st;
     idgen_snowflake_stats(server_sf(w->srv), &st);
@@ -183,18 +185,19 @@ static void answer_error(worker_t *w, conn_t *c, const reply_shape_t *sh, int rc
                 st.clock_refusals);
   }
   if (sh->proto == PROTO_RESP) {
-    resp_error(w, c, "ERR %s", why);
+    serve_resp_error(w, c, "ERR %s", why);
     return;
   }
   snprintf(retry, sizeof retry, "Retry-After: %" PRId64 "\r\n", (wait_ms + 999) / 1000);
   char body[sizeof why + 1];
   int n = snprintf(body, sizeof body, "%s\n", why);
-  http_answer(w, c, sh, 503, "text/plain; charset=utf-8", body, (size_t)n, retry);
+  serve_http_answer(w, c, sh, 503, "text/plain; charset=utf-8", body, (size_t)n, retry);
 }
 
 /* The reply to an ID request whose IDs are made (Snowflake: in `ids`). */
-static void answer(worker_t *w, conn_t *c, const reply_shape_t *sh, const uint64_t *ids) {
-  buf_t *b = sh->proto == PROTO_RESP ? &w->out : &w->body;
+static void answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
+                   const uint64_t *ids) {
+  serve_buf_t *b = sh->proto == PROTO_RESP ? &w->out : &w->body;
   if (b == &w->body)
     b->len = 0;
   int rc = format_ids(w, b, sh, ids);
@@ -203,17 +206,17 @@ static void answer(worker_t *w, conn_t *c, const reply_shape_t *sh, const uint64
     return;
   }
   if (!sh->head) /* HEAD makes the IDs only to know the length; no one receives them */
-    ids_count(w, sh->kind, sh->agent, sh->count);
+    serve_ids_count(w, sh->kind, sh->agent, sh->count);
   if (sh->proto == PROTO_RESP)
     CNT_ADD(w->st.resp_ok, 1);
   else
-    http_answer(w, c, sh, 200, sh->json ? "application/json" : "text/plain; charset=utf-8",
+    serve_http_answer(w, c, sh, 200, sh->json ? "application/json" : "text/plain; charset=utf-8",
                 b->p, b->len, "");
 }
 
 /* Starts (or, after a lost lease, restarts on the generator now in use) a
  * Snowflake call into ids: 0, IDGEN_EAGAIN (wait), or an error. */
-static int start_snowflakes(worker_t *w, idgen_snowflake_t **g, uint64_t *ids, size_t n,
+static int start_snowflakes(serve_worker_t *w, idgen_snowflake_t **g, uint64_t *ids, size_t n,
                             idgen_snowflake_wait_t *wait) {
   *g = server_sf(w->srv);
   int rc = idgen_snowflake_next_n_async(*g, ids, n, wait);
@@ -232,10 +235,10 @@ static int64_t due_mono(const idgen_snowflake_wait_t *w) {
   struct timespec t;
   clock_gettime(CLOCK_REALTIME, &t);
   int64_t left = w->due_ns - ((int64_t)t.tv_sec * 1000000000 + t.tv_nsec);
-  return mono_ns() + (left > 0 ? left : 0);
+  return serve_mono_ns() + (left > 0 ? left : 0);
 }
 
-void ids_request(worker_t *w, conn_t *c, const reply_shape_t *sh) {
+void serve_ids_request(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh) {
   if (sh->kind != KIND_SNOWFLAKE) {
     answer(w, c, sh, NULL);
     return;
@@ -254,7 +257,7 @@ void ids_request(worker_t *w, conn_t *c, const reply_shape_t *sh) {
   idgen_snowflake_wait_t wait;
   int rc = start_snowflakes(w, &g, w->ids, n, &wait);
   if (rc == IDGEN_EAGAIN) {
-    parked_t *p = malloc(sizeof *p + n * sizeof p->ids[0]);
+    serve_parked_t *p = malloc(sizeof *p + n * sizeof p->ids[0]);
     if (p == NULL) {
       answer_error(w, c, sh, IDGEN_ENOMEM); /* its reserved values are dropped */
       ids_shrink(w);
@@ -283,8 +286,8 @@ void ids_request(worker_t *w, conn_t *c, const reply_shape_t *sh) {
   ids_shrink(w);
 }
 
-void ids_unpark(worker_t *w, conn_t *c) {
-  parked_t *p = c->parked;
+void serve_ids_unpark(serve_worker_t *w, serve_conn_t *c) {
+  serve_parked_t *p = c->parked;
   if (p == NULL)
     return;
   if (p->prev)
@@ -298,9 +301,9 @@ void ids_unpark(worker_t *w, conn_t *c) {
 }
 
 
-int64_t ids_run_parked(worker_t *w) {
-  int64_t now = mono_ns(), next = -1;
-  for (parked_t *p = w->parked, *nx; p; p = nx) {
+int64_t serve_ids_run_parked(serve_worker_t *w) {
+  int64_t now = serve_mono_ns(), next = -1;
+  for (serve_parked_t *p = w->parked, *nx; p; p = nx) {
     nx = p->next;
     if (p->due_mono_ns > now) {
       int64_t left = p->due_mono_ns - now;
@@ -313,20 +316,20 @@ int64_t ids_run_parked(worker_t *w) {
       rc = start_snowflakes(w, &p->g, p->ids, p->shape.count, &p->wait);
     if (rc == IDGEN_EAGAIN) {
       p->due_mono_ns = due_mono(&p->wait);
-      int64_t left = p->due_mono_ns - mono_ns();
+      int64_t left = p->due_mono_ns - serve_mono_ns();
       if (next < 0 || left < next)
         next = left > 0 ? left : 0;
       continue;
     }
-    conn_t *c = p->c;
+    serve_conn_t *c = p->c;
     int64_t read_ns = p->read_ns;
     w->out.len = 0;
     if (rc == 0)
       answer(w, c, &p->shape, p->ids);
     else
       answer_error(w, c, &p->shape, rc);
-    ids_unpark(w, c); /* p is freed; nx is still the next */
-    conn_resume(w, c, read_ns);
+    serve_ids_unpark(w, c); /* p is freed; nx is still the next */
+    serve_conn_resume(w, c, read_ns);
   }
   return next;
 }

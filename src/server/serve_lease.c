@@ -13,13 +13,14 @@
 #include "server_int.h"
 
 static leased_opts_t lease_opts(const serve_config_t *cfg) {
-  leased_opts_t o = {cfg->s.registry, cfg->s.lease_field, cfg->s.lease_ttl_ms, cfg->s.max_start_wait_ms};
+  leased_opts_t o = {cfg->s.registry, cfg->s.lease_field, cfg->s.lease_ttl_ms,
+                     cfg->s.max_start_wait_ms};
   return o;
 }
 
 /* Logs the lease now held by s->lx (read through its generator: the
  * lease's own fields are the keeper thread's while it is bound). */
-static void log_lease(server_t *s, const char *event) {
+static void log_lease(serve_daemon_t *s, const char *event) {
   idgen_snowflake_lease_status_t st;
   idgen_snowflake_lease_status(s->lx.gen, &st);
   if (!st.bound)
@@ -37,7 +38,7 @@ static void log_lease(server_t *s, const char *event) {
  * mark writes); on a lease lost for good, acquires a new one (at most once a
  * second) and swaps in a generator bound to it, starting above the old one's
  * last ID (G2). */
-static void lease_tick(server_t *s, int64_t *next_try) {
+static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
   idgen_snowflake_t *g = server_sf(s);
   idgen_snowflake_lease_status_t st;
   idgen_snowflake_lease_status(g, &st);
@@ -58,7 +59,7 @@ static void lease_tick(server_t *s, int64_t *next_try) {
                 log_quote(st.reason, strlen(st.reason), (char[600]){0}, 600));
   s->mark_failures_seen = st.mark_failures;
   s->fence_logged = st.fenced;
-  if (!st.fenced || mono_ms() < *next_try)
+  if (!st.fenced || serve_mono_ms() < *next_try)
     return;
   if (s->nretired == (int)(sizeof s->retired / sizeof s->retired[0])) {
     if (*next_try != INT64_MAX)
@@ -67,7 +68,7 @@ static void lease_tick(server_t *s, int64_t *next_try) {
     *next_try = INT64_MAX;
     return;
   }
-  *next_try = mono_ms() + 1000;
+  *next_try = serve_mono_ms() + 1000;
   idgen_snowflake_stats_t last;
   idgen_snowflake_stats(g, &last);
   idgen_snowflake_settings_t gs = s->cfg->s.gen;
@@ -102,7 +103,7 @@ static void lease_tick(server_t *s, int64_t *next_try) {
 }
 
 static void *lease_main(void *arg) {
-  server_t *s = arg;
+  serve_daemon_t *s = arg;
   int64_t next_try = 0;
   while (!atomic_load(&s->stopping)) {
     lease_tick(s, &next_try);
@@ -112,7 +113,7 @@ static void *lease_main(void *arg) {
   return NULL;
 }
 
-int serve_make_generators(server_t *s) {
+int serve_make_generators(serve_daemon_t *s) {
   const serve_config_t *cfg = s->cfg;
   char err[512];
   leased_opts_t o = lease_opts(cfg);
@@ -138,7 +139,7 @@ int serve_make_generators(server_t *s) {
   return 0;
 }
 
-void serve_lease_start(server_t *s) {
+void serve_lease_start(serve_daemon_t *s) {
   log_lease(s, "lease");
   if (s->lx.lease != NULL) {
     int64_t none = 0;

@@ -64,7 +64,7 @@ static int listen_one(struct sockaddr_storage *sa, socklen_t len, int reuseport)
  * SO_REUSEPORT makes "address in use" an error even when the other holder
  * uses SO_REUSEPORT itself (another idgen), instead of silently sharing.
  */
-int serve_bind_all(server_t *s, int proto, const serve_addr_t *a, char *bound, size_t n) {
+int serve_bind_all(serve_daemon_t *s, int proto, const serve_addr_t *a, char *bound, size_t n) {
   struct sockaddr_storage sa;
   memcpy(&sa, &a->sa, sizeof sa);
   int probe = listen_one(&sa, a->salen, 0);
@@ -81,7 +81,7 @@ int serve_bind_all(server_t *s, int proto, const serve_addr_t *a, char *bound, s
               proto == PROTO_HTTP ? "http" : "resp", a->text, strerror(-fd));
       return -1;
     }
-    s->workers[i].listeners[proto] = (listener_t){TAG_LISTENER, fd, proto};
+    s->workers[i].listeners[proto] = (serve_listener_t){TAG_LISTENER, fd, proto};
   }
   serve_addr_text(&sa, bound, n);
   return 0;

@@ -18,15 +18,17 @@
 #include "resp.h"
 #include "server_int.h"
 
-static void reply(worker_t *w, const char *s) { buf_put(&w->out, s, strlen(s)); }
+static void reply(serve_worker_t *w, const char *s) { serve_buf_put(&w->out, s, strlen(s)); }
 
-static void reply_bulk(worker_t *w, const char *s, size_t n) {
-  buf_printf(&w->out, "$%zu\r\n", n);
-  buf_put(&w->out, s, n);
-  buf_put(&w->out, "\r\n", 2);
+static void reply_bulk(serve_worker_t *w, const char *s, size_t n) {
+  serve_buf_printf(&w->out, "$%zu\r\n", n);
+  serve_buf_put(&w->out, s, n);
+  serve_buf_put(&w->out, "\r\n", 2);
 }
 
-static void reply_int(worker_t *w, int64_t v) { buf_printf(&w->out, ":%" PRId64 "\r\n", v); }
+static void reply_int(serve_worker_t *w, int64_t v) {
+  serve_buf_printf(&w->out, ":%" PRId64 "\r\n", v);
+}
 
 /* An argument echoed in an error, as Redis does, but printable: other bytes
  * as \xHH (idgen_quote), at most 128 characters; for '%s' in a format. */
@@ -34,7 +36,7 @@ static void reply_int(worker_t *w, int64_t v) { buf_printf(&w->out, ":%" PRId64 
 
 /* "-ERR ..." with CR and LF made spaces, as Redis does (arguments are
  * quoted before, so only the message's own text could hold them). */
-void resp_error(worker_t *w, conn_t *c, const char *fmt, ...) {
+void serve_resp_error(serve_worker_t *w, serve_conn_t *c, const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -43,14 +45,14 @@ void resp_error(worker_t *w, conn_t *c, const char *fmt, ...) {
   for (char *p = msg; *p; p++)
     if (*p == '\r' || *p == '\n')
       *p = ' ';
-  buf_put(&w->out, "-", 1);
-  buf_put(&w->out, msg, strlen(msg));
-  buf_put(&w->out, "\r\n", 2);
+  serve_buf_put(&w->out, "-", 1);
+  serve_buf_put(&w->out, msg, strlen(msg));
+  serve_buf_put(&w->out, "\r\n", 2);
   CNT_ADD(w->st.resp_err, 1);
   (void)c;
 }
 
-#define reply_err resp_error
+#define reply_err serve_resp_error
 
 static int arg_is(const resp_arg_t *a, const char *lit) {
   size_t n = strlen(lit);
@@ -87,7 +89,7 @@ static int arg_int(const resp_arg_t *a, int64_t *out) {
   return 0;
 }
 
-static void wrong_arity(worker_t *w, conn_t *c, const char *name) {
+static void wrong_arity(serve_worker_t *w, serve_conn_t *c, const char *name) {
   reply_err(w, c, "ERR wrong number of arguments for '%s' command", name);
 }
 
@@ -106,13 +108,13 @@ static const struct cmdinfo {
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
-static void reply_command_entry(worker_t *w, const struct cmdinfo *ci) {
-  buf_printf(&w->out, "*6\r\n$%zu\r\n%s\r\n:%d\r\n*1\r\n+%s\r\n:0\r\n:0\r\n:0\r\n",
+static void reply_command_entry(serve_worker_t *w, const struct cmdinfo *ci) {
+  serve_buf_printf(&w->out, "*6\r\n$%zu\r\n%s\r\n:%d\r\n*1\r\n+%s\r\n:0\r\n:0\r\n:0\r\n",
              strlen(ci->name), ci->name, ci->arity, ci->flag);
 }
 
-static void cmd_ids(worker_t *w, conn_t *c, const resp_request_t *r, int kind) {
-  const char *name = kind_name(kind);
+static void cmd_ids(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r, int kind) {
+  const char *name = serve_kind_name(kind);
   int64_t n = 1;
   if (r->argc > 2) {
     wrong_arity(w, c, kind == KIND_SNOWFLAKE ? "id" : name);
@@ -130,17 +132,17 @@ static void cmd_ids(worker_t *w, conn_t *c, const resp_request_t *r, int kind) {
     }
   }
   /* ID N is an array even for N = 1; a bare ID is one value. */
-  reply_shape_t sh = {.proto = PROTO_RESP,
+  serve_reply_shape_t sh = {.proto = PROTO_RESP,
                       .kind = (uint8_t)kind,
                       .array = r->argc == 2,
                       .agent = c->agent,
                       .count = (size_t)n};
-  ids_request(w, c, &sh);
+  serve_ids_request(w, c, &sh);
   if (c->parked)
     w->replies--; /* answered later, when its tick comes */
 }
 
-static void cmd_client(worker_t *w, conn_t *c, const resp_request_t *r) {
+static void cmd_client(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   const resp_arg_t *sub = &r->argv[1];
   if (arg_is(sub, "setname")) {
     if (r->argc != 3) {
@@ -148,7 +150,7 @@ static void cmd_client(worker_t *w, conn_t *c, const resp_request_t *r) {
       return;
     }
     const resp_arg_t *a = &r->argv[2];
-    if (a->len > 0 && !agent_valid(a->ptr, a->len)) {
+    if (a->len > 0 && !serve_agent_valid(a->ptr, a->len)) {
       reply_err(w, c, "ERR Client names must match [a-zA-Z][a-zA-Z0-9-]* (at most %d "
                       "characters): they name the agent in metrics",
                 AGENT_NAME_MAX);
@@ -156,7 +158,7 @@ static void cmd_client(worker_t *w, conn_t *c, const resp_request_t *r) {
     }
     memcpy(c->name, a->ptr, a->len);
     c->name[a->len] = '\0';
-    c->agent = a->len ? agent_index(w->srv, a->ptr, a->len) : AGENT_NONE;
+    c->agent = a->len ? serve_agent_index(w->srv, a->ptr, a->len) : AGENT_NONE;
     reply(w, "+OK\r\n");
   } else if (arg_is(sub, "getname") && r->argc == 2) {
     if (c->name[0])
@@ -174,9 +176,9 @@ static void cmd_client(worker_t *w, conn_t *c, const resp_request_t *r) {
   CNT_ADD(w->st.resp_ok, 1);
 }
 
-static void cmd_command(worker_t *w, conn_t *c, const resp_request_t *r) {
+static void cmd_command(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   if (r->argc == 1) {
-    buf_printf(&w->out, "*%zu\r\n", NCOMMANDS);
+    serve_buf_printf(&w->out, "*%zu\r\n", NCOMMANDS);
     for (size_t i = 0; i < NCOMMANDS; i++)
       reply_command_entry(w, &commands[i]);
   } else if (arg_is(&r->argv[1], "count") && r->argc == 2) {
@@ -185,7 +187,7 @@ static void cmd_command(worker_t *w, conn_t *c, const resp_request_t *r) {
     reply(w, "*0\r\n");
   } else if (arg_is(&r->argv[1], "info")) {
     size_t n = r->argc - 2 > RESP_MAX_ARGV - 2 ? RESP_MAX_ARGV - 2 : r->argc - 2;
-    buf_printf(&w->out, "*%zu\r\n", n);
+    serve_buf_printf(&w->out, "*%zu\r\n", n);
     for (size_t i = 0; i < n; i++) {
       const struct cmdinfo *ci = NULL;
       for (size_t k = 0; k < NCOMMANDS && !ci; k++)
@@ -203,7 +205,7 @@ static void cmd_command(worker_t *w, conn_t *c, const resp_request_t *r) {
   CNT_ADD(w->st.resp_ok, 1);
 }
 
-static void cmd_hello(worker_t *w, conn_t *c, const resp_request_t *r) {
+static void cmd_hello(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   size_t i = 1;
   if (r->argc >= 2) {
     int64_t v;
@@ -229,16 +231,16 @@ static void cmd_hello(worker_t *w, conn_t *c, const resp_request_t *r) {
     }
   }
   if (setname) {
-    if (setname->len > 0 && !agent_valid(setname->ptr, setname->len)) {
+    if (setname->len > 0 && !serve_agent_valid(setname->ptr, setname->len)) {
       reply_err(w, c, "ERR Client names must match [a-zA-Z][a-zA-Z0-9-]*");
       return;
     }
     memcpy(c->name, setname->ptr, setname->len);
     c->name[setname->len] = '\0';
-    c->agent = setname->len ? agent_index(w->srv, setname->ptr, setname->len) : AGENT_NONE;
+    c->agent = setname->len ? serve_agent_index(w->srv, setname->ptr, setname->len) : AGENT_NONE;
   }
   const char *v = idgen_version();
-  buf_printf(&w->out,
+  serve_buf_printf(&w->out,
              "*14\r\n$6\r\nserver\r\n$5\r\nidgen\r\n$7\r\nversion\r\n$%zu\r\n%s\r\n"
              "$5\r\nproto\r\n:2\r\n$2\r\nid\r\n:%" PRIu64 "\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n"
              "$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n",
@@ -246,7 +248,7 @@ static void cmd_hello(worker_t *w, conn_t *c, const resp_request_t *r) {
   CNT_ADD(w->st.resp_ok, 1);
 }
 
-static void cmd_decode(worker_t *w, conn_t *c, const resp_request_t *r) {
+static void cmd_decode(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   decoded_t d;
   char err[400];
   if (decode_id(w->srv->layout, r->argv[1].ptr, r->argv[1].len, 0, &d, err, sizeof err) < 0) {
@@ -267,7 +269,7 @@ static void cmd_decode(worker_t *w, conn_t *c, const resp_request_t *r) {
 
 /* Redis's text: the arguments, each quoted, while they fit in about 128
  * characters. */
-static void unknown_command(worker_t *w, conn_t *c, const resp_request_t *r) {
+static void unknown_command(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   char args[160] = "", q[129];
   size_t used = 0, n = r->argc < RESP_MAX_ARGV ? r->argc : RESP_MAX_ARGV;
   for (size_t i = 1; i < n && used + 4 <= 128; i++) {
@@ -278,7 +280,7 @@ static void unknown_command(worker_t *w, conn_t *c, const resp_request_t *r) {
             args);
 }
 
-size_t resp_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
+size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len) {
   resp_request_t r;
   char err[RESP_ERR_MAX];
   size_t max = (size_t)w->srv->cfg->max_request_bytes;
@@ -291,7 +293,8 @@ size_t resp_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
     w->replies++;
     reply_err(w, c, "ERR %s", err);
     log_limited(&w->srv->client_log, "warn", "client_error", "proto=resp peer=%s reason=%s",
-                peer_text(c, (char[64]){0}), log_quote(err, strlen(err), (char[128]){0}, 128));
+                serve_peer_text(c, (char[64]){0}),
+                log_quote(err, strlen(err), (char[128]){0}, 128));
     c->stop_parsing = 1;
     c->close_reason = CR_PROTOCOL;
     return len;
@@ -332,7 +335,7 @@ size_t resp_handle(worker_t *w, conn_t *c, const char *buf, size_t len) {
     size_t start = w->out.len;
     reply(w, "$0000000000\r\n"); /* the length is filled in below */
     size_t body = w->out.len;
-    info_text(w->srv, &w->out);
+    serve_info_text(w->srv, &w->out);
     size_t n = w->out.len - body;
     char head[16];
     snprintf(head, sizeof head, "$%zu\r\n", n);

@@ -18,20 +18,20 @@
 #include "server_int.h"
 
 /* Upper bounds of the latency histogram, in ns (the last is +Inf). */
-const int64_t bucket_ns[NBUCKETS] = {
+const int64_t serve_bucket_ns[NBUCKETS] = {
     25000,    50000,     100000,    250000,    500000,     1000000,    2500000,  5000000,
     10000000, 25000000,  50000000,  100000000, 250000000,  1000000000, INT64_MAX};
 
-void observe_latency(worker_t *w, int proto, int64_t ns, size_t n) {
+void serve_observe_latency(serve_worker_t *w, int proto, int64_t ns, size_t n) {
   int b = 0;
-  while (ns > bucket_ns[b])
+  while (ns > serve_bucket_ns[b])
     b++;
   CNT_ADD(w->st.hist[proto][b], n);
   CNT_ADD(w->st.hist_sum_ns[proto], (uint64_t)ns * n);
   CNT_ADD(w->st.hist_count[proto], n);
 }
 
-int agent_valid(const char *s, size_t n) {
+int serve_agent_valid(const char *s, size_t n) {
   if (n == 0 || n > AGENT_NAME_MAX)
     return 0;
   if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')))
@@ -53,7 +53,7 @@ static uint32_t hash(const char *s, size_t n) {
 }
 
 /* The slot of name, or of the empty slot where it would go. */
-static uint32_t probe(server_t *s, const char *name, size_t n, uint32_t *index) {
+static uint32_t probe(serve_daemon_t *s, const char *name, size_t n, uint32_t *index) {
   for (uint32_t i = hash(name, n) & s->agent_mask;; i = (i + 1) & s->agent_mask) {
     uint32_t v = atomic_load_explicit(&s->agent_slots[i], memory_order_acquire);
     if (v == 0 || (strncmp(s->agent_names[v - 1], name, n) == 0 &&
@@ -64,7 +64,7 @@ static uint32_t probe(server_t *s, const char *name, size_t n, uint32_t *index) 
   }
 }
 
-int agent_setup(server_t *s, int64_t max_agents) {
+int serve_agent_setup(serve_daemon_t *s, int64_t max_agents) {
   uint32_t slots = 4;
   while (slots < 2 * (uint32_t)max_agents + 2)
     slots *= 2;
@@ -86,7 +86,7 @@ int agent_setup(server_t *s, int64_t max_agents) {
   return 0;
 }
 
-int agent_index(server_t *s, const char *name, size_t n) {
+int serve_agent_index(serve_daemon_t *s, const char *name, size_t n) {
   uint32_t v;
   probe(s, name, n, &v);
   if (v != 0)
@@ -107,7 +107,7 @@ int agent_index(server_t *s, const char *name, size_t n) {
   return idx;
 }
 
-/* Sums a counter over the loops: `off` is its offset in wstats_t. */
+/* Sums a counter over the loops: `off` is its offset in serve_wstats_t. */
 #define SUM(s, field)                                                                      \
   ({                                                                                       \
     uint64_t t_ = 0;                                                                       \
@@ -116,7 +116,7 @@ int agent_index(server_t *s, const char *name, size_t n) {
     t_;                                                                                    \
   })
 
-static uint64_t ids_total(server_t *s, int kind, int agent) {
+static uint64_t ids_total(serve_daemon_t *s, int kind, int agent) {
   size_t per_kind = (size_t)(AGENT_FIRST + s->cfg->max_agents);
   return SUM(s, ids[(size_t)kind * per_kind + (size_t)agent]);
 }
@@ -133,13 +133,13 @@ static const int http_code_values[NHTTP_CODES] = {
 };
 
 /* The lease as the generator in use sees it now. */
-static idgen_snowflake_lease_status_t lease_now(server_t *s) {
+static idgen_snowflake_lease_status_t lease_now(serve_daemon_t *s) {
   idgen_snowflake_lease_status_t st;
   idgen_snowflake_lease_status(server_sf(s), &st);
   return st;
 }
 
-static const char *lease_valid_text(server_t *s, char *buf, size_t n) {
+static const char *lease_valid_text(serve_daemon_t *s, char *buf, size_t n) {
   idgen_snowflake_lease_status_t st = lease_now(s);
   if (!st.bound || (st.valid && st.valid_ms == INT64_MAX))
     snprintf(buf, n, "+Inf"); /* static, or a lease that does not expire (file:) */
@@ -149,7 +149,7 @@ static const char *lease_valid_text(server_t *s, char *buf, size_t n) {
 }
 
 /* A node field's value in use: the lease's for the leased field. */
-static uint64_t node_value(server_t *s, const idgen_snowflake_lease_status_t *st, int i) {
+static uint64_t node_value(serve_daemon_t *s, const idgen_snowflake_lease_status_t *st, int i) {
   return st->bound && i == s->lease_field ? st->worker : s->cfg->s.gen.node[i];
 }
 
@@ -169,22 +169,22 @@ static const char *time_or(int64_t ms, char *buf, const char *none) {
   return buf;
 }
 
-static const char *clock_setting(server_t *s) {
+static const char *clock_setting(serve_daemon_t *s) {
   return s->cfg->s.gen.clock_mode == IDGEN_CLOCK_PRECISE ? "precise" : "fast";
 }
 
 /* The fast clock (docs/DESIGN.md section 2): its state as a state set, and
  * its counters. */
-static void clock_metrics(buf_t *b) {
+static void clock_metrics(serve_buf_t *b) {
   idgen_clock_stats_t cs;
   idgen_clock_stats(&cs);
-  buf_printf(b, "# HELP idgen_clock_fast_mode The fast clock's state, 1 for the current one "
+  serve_buf_printf(b, "# HELP idgen_clock_fast_mode The fast clock's state, 1 for the current one "
                 "(precise: cooling down after repeated fallbacks; unavailable: no invariant "
                 "TSC).\n# TYPE idgen_clock_fast_mode gauge\n");
   for (int m = IDGEN_CLOCK_STATE_UNAVAILABLE; m <= IDGEN_CLOCK_STATE_PRECISE; m++)
-    buf_printf(b, "idgen_clock_fast_mode{mode=\"%s\"} %d\n",
+    serve_buf_printf(b, "idgen_clock_fast_mode{mode=\"%s\"} %d\n",
                idgen_clock_state_name((idgen_clock_state_t)m), (int)cs.state == m);
-  buf_printf(b,
+  serve_buf_printf(b,
              "# HELP idgen_clock_fast_fallbacks_total Rejections of the fast clock's TSC model "
              "(a cached millisecond caught after its end, or an implausible calibration).\n"
              "# TYPE idgen_clock_fast_fallbacks_total counter\n"
@@ -199,47 +199,49 @@ static void clock_metrics(buf_t *b) {
              cs.fallbacks, cs.recalibrations, cs.cooldowns);
 }
 
-void metrics_text(server_t *s, buf_t *b) {
+void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   int nagents = atomic_load(&s->nagents);
-  buf_printf(b, "# HELP idgen_ids_issued_total IDs issued, by kind and agent.\n"
+  serve_buf_printf(b, "# HELP idgen_ids_issued_total IDs issued, by kind and agent.\n"
                 "# TYPE idgen_ids_issued_total counter\n");
   for (int k = 0; k < NKINDS; k++)
     for (int a = 0; a < nagents; a++) {
       uint64_t v = ids_total(s, k, a);
       if (v || a <= AGENT_NONE)
-        buf_printf(b, "idgen_ids_issued_total{kind=\"%s\",agent=\"%s\"} %" PRIu64 "\n",
-                   kind_name(k), s->agent_names[a], v);
+        serve_buf_printf(b, "idgen_ids_issued_total{kind=\"%s\",agent=\"%s\"} %" PRIu64 "\n",
+                   serve_kind_name(k), s->agent_names[a], v);
     }
-  buf_printf(b, "# HELP idgen_requests_total Requests answered, by protocol and code.\n"
+  serve_buf_printf(b, "# HELP idgen_requests_total Requests answered, by protocol and code.\n"
                 "# TYPE idgen_requests_total counter\n");
   for (int c = 0; c < NHTTP_CODES; c++) {
     uint64_t v = SUM(s, http[c]);
     if (v || c == HC_200)
-      buf_printf(b, "idgen_requests_total{proto=\"http\",code=\"%d\"} %" PRIu64 "\n",
+      serve_buf_printf(b, "idgen_requests_total{proto=\"http\",code=\"%d\"} %" PRIu64 "\n",
                  http_code_values[c], v);
   }
-  buf_printf(b, "idgen_requests_total{proto=\"resp\",code=\"ok\"} %" PRIu64 "\n",
+  serve_buf_printf(b, "idgen_requests_total{proto=\"resp\",code=\"ok\"} %" PRIu64 "\n",
              SUM(s, resp_ok));
-  buf_printf(b, "idgen_requests_total{proto=\"resp\",code=\"err\"} %" PRIu64 "\n",
+  serve_buf_printf(b, "idgen_requests_total{proto=\"resp\",code=\"err\"} %" PRIu64 "\n",
              SUM(s, resp_err));
-  buf_printf(b, "# HELP idgen_request_duration_seconds From the read that completed a request "
-                "to the write of its reply.\n"
-                "# TYPE idgen_request_duration_seconds histogram\n");
+  serve_buf_printf(b,
+                   "# HELP idgen_request_duration_seconds From the read that completed a request "
+                   "to the write of its reply.\n"
+                   "# TYPE idgen_request_duration_seconds histogram\n");
   for (int p = 0; p < NPROTO; p++) {
     const char *pn = p == PROTO_HTTP ? "http" : "resp";
     uint64_t cum = 0;
     for (int i = 0; i < NBUCKETS; i++) {
       cum += SUM(s, hist[p][i]);
-      if (bucket_ns[i] == INT64_MAX)
-        buf_printf(b, "idgen_request_duration_seconds_bucket{proto=\"%s\",le=\"+Inf\"} %" PRIu64
-                      "\n", pn, cum);
+      if (serve_bucket_ns[i] == INT64_MAX)
+        serve_buf_printf(
+            b, "idgen_request_duration_seconds_bucket{proto=\"%s\",le=\"+Inf\"} %" PRIu64 "\n", pn,
+            cum);
       else
-        buf_printf(b, "idgen_request_duration_seconds_bucket{proto=\"%s\",le=\"%g\"} %" PRIu64
-                      "\n", pn, (double)bucket_ns[i] / 1e9, cum);
+        serve_buf_printf(b, "idgen_request_duration_seconds_bucket{proto=\"%s\",le=\"%g\"} %" PRIu64
+                      "\n", pn, (double)serve_bucket_ns[i] / 1e9, cum);
     }
-    buf_printf(b, "idgen_request_duration_seconds_sum{proto=\"%s\"} %.9f\n", pn,
+    serve_buf_printf(b, "idgen_request_duration_seconds_sum{proto=\"%s\"} %.9f\n", pn,
                (double)SUM(s, hist_sum_ns[p]) / 1e9);
-    buf_printf(b, "idgen_request_duration_seconds_count{proto=\"%s\"} %" PRIu64 "\n", pn,
+    serve_buf_printf(b, "idgen_request_duration_seconds_count{proto=\"%s\"} %" PRIu64 "\n", pn,
                SUM(s, hist_count[p]));
   }
   idgen_snowflake_stats_t st;
@@ -247,7 +249,7 @@ void metrics_text(server_t *s, buf_t *b) {
   char valid[32];
   int64_t horizon = idgen_layout_horizon_ms(s->layout);
   int64_t now = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE);
-  buf_printf(b,
+  serve_buf_printf(b,
              "# HELP idgen_clock_borrowed_ms How far the generator's clock is ahead of the wall "
              "clock.\n# TYPE idgen_clock_borrowed_ms gauge\nidgen_clock_borrowed_ms %" PRId64 "\n"
              "# HELP idgen_clock_waits_total Calls that waited for the wall clock to come within "
@@ -267,7 +269,7 @@ void metrics_text(server_t *s, buf_t *b) {
              st.borrowed_ms, st.clock_waits, st.clock_refusals, st.sequence_exhausted,
              lease_valid_text(s, valid, sizeof valid), (double)(horizon - now) / 1000.0);
   idgen_snowflake_lease_status_t ls = lease_now(s);
-  buf_printf(b, "# HELP idgen_lease_mark_failures_total High-water mark writes that failed "
+  serve_buf_printf(b, "# HELP idgen_lease_mark_failures_total High-water mark writes that failed "
                 "(the registry did not take them; issuing stops at the last durable mark).\n"
                 "# TYPE idgen_lease_mark_failures_total counter\n"
                 "idgen_lease_mark_failures_total %" PRIu64 "\n"
@@ -277,25 +279,27 @@ void metrics_text(server_t *s, buf_t *b) {
                 "\n",
              ls.mark_failures, SUM(s, parked));
   clock_metrics(b);
-  buf_printf(b, "# HELP idgen_connections Open client connections.\n"
+  serve_buf_printf(b, "# HELP idgen_connections Open client connections.\n"
                 "# TYPE idgen_connections gauge\n");
   for (int p = 0; p < NPROTO; p++)
-    buf_printf(b, "idgen_connections{proto=\"%s\"} %" PRId64 "\n",
+    serve_buf_printf(b, "idgen_connections{proto=\"%s\"} %" PRId64 "\n",
                p == PROTO_HTTP ? "http" : "resp", (int64_t)SUM(s, open[p]));
-  buf_printf(b, "# HELP idgen_connections_closed_total Connections closed, by reason.\n"
+  serve_buf_printf(b, "# HELP idgen_connections_closed_total Connections closed, by reason.\n"
                 "# TYPE idgen_connections_closed_total counter\n");
   for (int r = 0; r < NCR; r++)
-    buf_printf(b, "idgen_connections_closed_total{reason=\"%s\"} %" PRIu64 "\n",
+    serve_buf_printf(b, "idgen_connections_closed_total{reason=\"%s\"} %" PRIu64 "\n",
                close_reason_names[r], SUM(s, closed[r]));
 }
 
-static double uptime_s(server_t *s) { return (double)(mono_ms() - s->start_mono_ms) / 1000.0; }
+static double uptime_s(serve_daemon_t *s) {
+  return (double)(serve_mono_ms() - s->start_mono_ms) / 1000.0;
+}
 
-static const char *layout_name(server_t *s) {
+static const char *layout_name(serve_daemon_t *s) {
   return s->layout->preset[0] ? s->layout->preset : s->layout_spec;
 }
 
-void info_text(server_t *s, buf_t *b) {
+void serve_info_text(serve_daemon_t *s, serve_buf_t *b) {
   const idgen_layout_t *l = s->layout;
   idgen_snowflake_stats_t st;
   idgen_snowflake_stats(server_sf(s), &st);
@@ -303,19 +307,21 @@ void info_text(server_t *s, buf_t *b) {
   idgen_clock_stats_t cs;
   idgen_clock_stats(&cs);
   char mark[IDGEN_TIME_BUFSIZE];
-  buf_printf(b, "# Server\r\nidgen_version:%s\r\nprocess_id:%ld\r\nuptime_in_seconds:%.0f\r\n"
-                "event_loops:%d\r\nhttp_addr:%s\r\nresp_addr:%s\r\n\r\n",
-             idgen_version(), (long)getpid(), floor(uptime_s(s)), s->nworkers,
-             s->http_addr[0] ? s->http_addr : "off", s->resp_addr[0] ? s->resp_addr : "off");
-  buf_printf(b, "# Generator\r\nlayout:%s\r\nlayout_spec:%s\r\n", layout_name(s), s->layout_spec);
+  serve_buf_printf(b,
+                   "# Server\r\nidgen_version:%s\r\nprocess_id:%ld\r\nuptime_in_seconds:%.0f\r\n"
+                   "event_loops:%d\r\nhttp_addr:%s\r\nresp_addr:%s\r\n\r\n",
+                   idgen_version(), (long)getpid(), floor(uptime_s(s)), s->nworkers,
+                   s->http_addr[0] ? s->http_addr : "off", s->resp_addr[0] ? s->resp_addr : "off");
+  serve_buf_printf(b, "# Generator\r\nlayout:%s\r\nlayout_spec:%s\r\n", layout_name(s),
+                   s->layout_spec);
   for (int i = 0; i < l->nfields; i++)
     if (l->fields[i].kind == IDGEN_FIELD_NODE)
-      buf_printf(b, "node_%s:%" PRIu64 "\r\n", l->fields[i].name, node_value(s, &ls, i));
-  buf_printf(b, "registry:%s\r\nlease:%s\r\n", s->registry_shown,
+      serve_buf_printf(b, "node_%s:%" PRIu64 "\r\n", l->fields[i].name, node_value(s, &ls, i));
+  serve_buf_printf(b, "registry:%s\r\nlease:%s\r\n", s->registry_shown,
              !ls.bound ? "static" : ls.valid ? "held" : ls.fenced ? "lost" : "unconfirmed");
   if (ls.bound) {
     char in[24], valid[24];
-    buf_printf(b,
+    serve_buf_printf(b,
                "lease_field:%s\r\nlease_worker:%" PRIu64 "\r\nlease_node:%s\r\n"
                "lease_generation:%" PRIu64 "\r\nlease_valid_ms:%s\r\nlease_expires_in_ms:%s\r\n"
                "lease_mark:%s\r\nlease_mark_failures:%" PRIu64 "\r\n",
@@ -324,20 +330,20 @@ void info_text(server_t *s, buf_t *b) {
                ms_or(ls.expires_in_ms, in, sizeof in, "never"), time_or(ls.mark_ms, mark, "none"),
                ls.mark_failures);
   }
-  buf_printf(b,
+  serve_buf_printf(b,
              "max_batch:%" PRId64 "\r\nmax_borrow_ms:%" PRId64 "\r\nmax_wait_ms:%" PRId64
              "\r\nclock_borrowed_ms:%" PRId64 "\r\nclock:%s\r\nclock_fast_mode:%s\r\n"
              "clock_fast_tsc_hz:%" PRIu64 "\r\n\r\n",
              s->cfg->max_batch, s->cfg->s.gen.max_borrow_ms, s->cfg->s.gen.max_wait_ms,
              st.borrowed_ms, clock_setting(s), idgen_clock_state_name(cs.state), cs.tsc_hz);
-  buf_printf(b, "# Stats\r\nconnected_clients:%ld\r\n", (long)atomic_load(&s->nconns));
+  serve_buf_printf(b, "# Stats\r\nconnected_clients:%ld\r\n", (long)atomic_load(&s->nconns));
   for (int k = 0; k < NKINDS; k++) {
     uint64_t t = 0;
     for (int a = 0; a < atomic_load(&s->nagents); a++)
       t += ids_total(s, k, a);
-    buf_printf(b, "ids_issued_%s:%" PRIu64 "\r\n", kind_name(k), t);
+    serve_buf_printf(b, "ids_issued_%s:%" PRIu64 "\r\n", serve_kind_name(k), t);
   }
-  buf_printf(b, "clock_waits:%" PRIu64 "\r\nclock_refusals:%" PRIu64
+  serve_buf_printf(b, "clock_waits:%" PRIu64 "\r\nclock_refusals:%" PRIu64
                 "\r\nsequence_exhausted:%" PRIu64 "\r\nclock_fast_fallbacks:%" PRIu64
                 "\r\nclock_fast_recalibrations:%" PRIu64 "\r\nclock_fast_cooldowns:%" PRIu64
                 "\r\n",
@@ -345,7 +351,7 @@ void info_text(server_t *s, buf_t *b) {
              cs.recalibrations, cs.cooldowns);
 }
 
-int info_json(server_t *s, buf_t *b) {
+int serve_info_json(serve_daemon_t *s, serve_buf_t *b) {
   const idgen_layout_t *l = s->layout;
   json_t *o = json_object(), *node = json_object(), *lease = json_object(),
          *clock = json_object();
@@ -408,22 +414,22 @@ int info_json(server_t *s, buf_t *b) {
   json_decref(o);
   if (text == NULL)
     return -1;
-  buf_put(b, text, strlen(text));
-  buf_put(b, "\n", 1);
+  serve_buf_put(b, text, strlen(text));
+  serve_buf_put(b, "\n", 1);
   free(text);
   return 0;
 }
 
-int health_text(server_t *s, buf_t *b) {
+int serve_health_text(serve_daemon_t *s, serve_buf_t *b) {
   char why[400];
-  int sick = server_unhealthy(s, why, sizeof why);
-  buf_printf(b, "%s\n", sick ? why : "ok");
+  int sick = serve_unhealthy(s, why, sizeof why);
+  serve_buf_printf(b, "%s\n", sick ? why : "ok");
   idgen_snowflake_lease_status_t ls = lease_now(s);
   if (ls.bound) {
     /* Durations (valid_ms by this host, expires_in_ms by the registry) and
      * the mark by this host's clock: no two clocks side by side. */
     char mark[IDGEN_TIME_BUFSIZE], in[24], valid[24];
-    buf_printf(b,
+    serve_buf_printf(b,
                "lease %s=%" PRIu64 " node=%s generation=%" PRIu64
                " valid_ms=%s expires_in_ms=%s mark=%s\n",
                s->layout->fields[s->lease_field].name, ls.worker, ls.node, ls.generation,

@@ -59,7 +59,7 @@
 /* ---- connections ---------------------------------------------------------- */
 
 
-const char *peer_text(const conn_t *c, char *buf) {
+const char *serve_peer_text(const serve_conn_t *c, char *buf) {
   struct sockaddr_storage ss;
   socklen_t len = sizeof ss;
   if (getpeername(c->fd, (struct sockaddr *)&ss, &len) < 0)
@@ -69,7 +69,7 @@ const char *peer_text(const conn_t *c, char *buf) {
   return buf;
 }
 
-static void set_events(worker_t *w, conn_t *c, uint32_t ev) {
+static void set_events(serve_worker_t *w, serve_conn_t *c, uint32_t ev) {
   if (c->events == ev)
     return;
   struct epoll_event e = {.events = ev, .data.ptr = c};
@@ -80,8 +80,8 @@ static void set_events(worker_t *w, conn_t *c, uint32_t ev) {
 /* A failed read or write: the client reset the connection, or an error. */
 static int io_close_reason(int e) { return e == ECONNRESET || e == EPIPE ? CR_RESET : CR_ERROR; }
 
-static void conn_close(worker_t *w, conn_t *c, int reason) {
-  ids_unpark(w, c); /* a waiting request goes with its connection */
+static void conn_close(serve_worker_t *w, serve_conn_t *c, int reason) {
+  serve_ids_unpark(w, c); /* a waiting request goes with its connection */
   close(c->fd);
   if (c->prev)
     c->prev->next = c->next;
@@ -93,8 +93,8 @@ static void conn_close(worker_t *w, conn_t *c, int reason) {
   CNT_ADD(w->st.closed[reason], 1);
   CNT_ADD(w->st.open[c->proto], (uint64_t)-1);
   atomic_fetch_sub(&w->srv->nconns, 1);
-  buf_free(&c->in);
-  buf_free(&c->out);
+  serve_buf_free(&c->in);
+  serve_buf_free(&c->out);
   free(c);
 }
 
@@ -102,20 +102,20 @@ static void conn_close(worker_t *w, conn_t *c, int reason) {
  * keeps reading (and discarding) until the client closes or LINGER_MS pass.
  * A plain close() with unread input, or input arriving after it, makes the
  * kernel reset the connection and drop replies not yet delivered. */
-static int conn_finish(worker_t *w, conn_t *c) {
+static int conn_finish(serve_worker_t *w, serve_conn_t *c) {
   shutdown(c->fd, SHUT_WR);
   c->lingering = 1;
   c->linger_until_ms = w->now_ms + LINGER_MS;
   if (w->draining && c->linger_until_ms > w->drain_deadline_ms)
     c->linger_until_ms = w->drain_deadline_ms;
-  buf_free(&c->in);
+  serve_buf_free(&c->in);
   set_events(w, c, EPOLLIN);
   return 0;
 }
 
 /* Hands w->out (the replies just made for c) to the kernel, queueing what it
  * does not take.  Returns -1 if c was closed. */
-static int flush_replies(worker_t *w, conn_t *c) {
+static int flush_replies(serve_worker_t *w, serve_conn_t *c) {
   if (w->out.len == 0)
     return 0;
   if (c->out.len > c->out_off) {
@@ -124,7 +124,7 @@ static int flush_replies(worker_t *w, conn_t *c) {
       c->out.len -= c->out_off;
       c->out_off = 0;
     }
-    buf_put(&c->out, w->out.p, w->out.len);
+    serve_buf_put(&c->out, w->out.p, w->out.len);
   } else {
     ssize_t n = write(c->fd, w->out.p, w->out.len);
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
@@ -137,27 +137,27 @@ static int flush_replies(worker_t *w, conn_t *c) {
       c->active_ms = w->now_ms;
     if (done < w->out.len) {
       c->out.len = c->out_off = 0;
-      buf_put(&c->out, w->out.p + done, w->out.len - done);
+      serve_buf_put(&c->out, w->out.p + done, w->out.len - done);
       c->write_ms = w->now_ms;
     }
   }
   w->out.len = 0;
   if (c->out.len - c->out_off > (size_t)w->srv->cfg->max_output_bytes) {
     log_limited(&w->srv->close_log, "warn", "client_closed", "reason=output peer=%s queued=%zu",
-                peer_text(c, (char[64]){0}), c->out.len - c->out_off);
+                serve_peer_text(c, (char[64]){0}), c->out.len - c->out_off);
     conn_close(w, c, CR_OUTPUT);
     return -1;
   }
   return 0;
 }
 
-static int conn_readable(worker_t *w, conn_t *c);
+static int conn_readable(serve_worker_t *w, serve_conn_t *c);
 
 /* Sets c's epoll interest from its state, or finishes it (-1: closed). */
-static int conn_settle(worker_t *w, conn_t *c) {
+static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
   int queued = c->out.len > c->out_off;
   if (!queued && c->out.p != NULL) {
-    buf_free(&c->out);
+    serve_buf_free(&c->out);
     c->out_off = 0;
   }
   if (c->parked) { /* its next requests wait in the kernel until it is answered */
@@ -173,7 +173,7 @@ static int conn_settle(worker_t *w, conn_t *c) {
     if (c->drain_reading)
       return 0;
     /* (A client that never stops sending is cut off at the deadline.) */
-    while (!c->drain_read && mono_ms() < w->drain_deadline_ms) {
+    while (!c->drain_read && serve_mono_ms() < w->drain_deadline_ms) {
       c->drain_reading = 1;
       w->read_eagain = 0;
       if (conn_readable(w, c) < 0)
@@ -202,7 +202,7 @@ static int conn_settle(worker_t *w, conn_t *c) {
 /* Parses and answers the whole requests in data[0..len) (the worker's
  * scratch, or c->in), keeps the rest in c->in, and sends the replies.
  * Returns -1 if c was closed. */
-static int process(worker_t *w, conn_t *c, const char *data, size_t len, int scratch) {
+static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t len, int scratch) {
   const serve_config_t *cfg = w->srv->cfg;
   size_t pos = 0;
   w->out.len = 0;
@@ -222,8 +222,8 @@ static int process(worker_t *w, conn_t *c, const char *data, size_t len, int scr
       c->blocked_read_ns = w->read_ns;
       break;
     }
-    size_t used = c->proto == PROTO_HTTP ? http_handle(w, c, data + pos, len - pos)
-                                          : resp_handle(w, c, data + pos, len - pos);
+    size_t used = c->proto == PROTO_HTTP ? serve_http_handle(w, c, data + pos, len - pos)
+                                          : serve_resp_handle(w, c, data + pos, len - pos);
     if (used == 0) {
       need_more = 1;
       break;
@@ -236,7 +236,7 @@ static int process(worker_t *w, conn_t *c, const char *data, size_t len, int scr
     /* The parsers bound each header block and bulk string; this bounds the
      * rest (a RESP command of many small arguments). */
     if (c->proto == PROTO_RESP) {
-      buf_printf(&w->out, "-ERR Protocol error: request over max_request_bytes\r\n");
+      serve_buf_printf(&w->out, "-ERR Protocol error: request over max_request_bytes\r\n");
       CNT_ADD(w->st.resp_err, 1);
       w->replies++;
     }
@@ -245,12 +245,12 @@ static int process(worker_t *w, conn_t *c, const char *data, size_t len, int scr
     rest = 0;
   }
   if (rest == 0) {
-    buf_free(&c->in);
+    serve_buf_free(&c->in);
     c->req_start_ms = 0;
   } else {
     if (scratch) {
       c->in.len = 0;
-      buf_put(&c->in, data + pos, rest);
+      serve_buf_put(&c->in, data + pos, rest);
     } else if (pos > 0) {
       memmove(c->in.p, c->in.p + pos, rest);
       c->in.len = rest;
@@ -262,16 +262,16 @@ static int process(worker_t *w, conn_t *c, const char *data, size_t len, int scr
   if (flush_replies(w, c) < 0)
     return -1;
   if (w->out.cap > SCRATCH_KEEP) /* a large batch: give its memory back */
-    buf_free(&w->out);
+    serve_buf_free(&w->out);
   if (w->body.cap > SCRATCH_KEEP)
-    buf_free(&w->body);
+    serve_buf_free(&w->body);
   if (nreq > 0)
-    observe_latency(w, c->proto, mono_ns() - w->read_ns, nreq);
+    serve_observe_latency(w, c->proto, serve_mono_ns() - w->read_ns, nreq);
   return conn_settle(w, c);
 }
 
 /* One read(2) and what it brings.  Returns -1 if c was closed. */
-static int conn_readable(worker_t *w, conn_t *c) {
+static int conn_readable(serve_worker_t *w, serve_conn_t *c) {
   if (c->lingering) {
     ssize_t n = read(c->fd, w->rbuf, RBUF_SIZE);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
@@ -283,7 +283,7 @@ static int conn_readable(worker_t *w, conn_t *c) {
   char *dst = w->rbuf;
   size_t cap = RBUF_SIZE;
   if (c->in.len > 0) {
-    buf_reserve(&c->in, 16384);
+    serve_buf_reserve(&c->in, 16384);
     dst = c->in.p + c->in.len;
     cap = c->in.cap - c->in.len;
   }
@@ -307,7 +307,7 @@ static int conn_readable(worker_t *w, conn_t *c) {
     return -1;
   }
   c->active_ms = w->now_ms;
-  w->read_ns = mono_ns();
+  w->read_ns = serve_mono_ns();
   if (dst == w->rbuf)
     return process(w, c, w->rbuf, (size_t)n, 1);
   c->in.len += (size_t)n;
@@ -315,7 +315,7 @@ static int conn_readable(worker_t *w, conn_t *c) {
 }
 
 /* Sends queued replies.  Returns -1 if c was closed. */
-static int conn_writable(worker_t *w, conn_t *c) {
+static int conn_writable(serve_worker_t *w, serve_conn_t *c) {
   size_t left = c->out.len - c->out_off;
   ssize_t n = left ? write(c->fd, c->out.p + c->out_off, left) : 0;
   if (n < 0) {
@@ -330,7 +330,7 @@ static int conn_writable(worker_t *w, conn_t *c) {
   }
   if (c->out.len > c->out_off) /* more to send; the interest stays */
     return 0;
-  buf_free(&c->out);
+  serve_buf_free(&c->out);
   c->out_off = 0;
   if (c->blocked && c->in.len > 0) { /* requests waited for these replies */
     w->read_ns = c->blocked_read_ns;
@@ -340,9 +340,9 @@ static int conn_writable(worker_t *w, conn_t *c) {
   return conn_settle(w, c);
 }
 
-int conn_resume(worker_t *w, conn_t *c, int64_t read_ns) {
+int serve_conn_resume(serve_worker_t *w, serve_conn_t *c, int64_t read_ns) {
   if (w->replies > 0 || w->out.len > 0)
-    observe_latency(w, c->proto, mono_ns() - read_ns, 1);
+    serve_observe_latency(w, c->proto, serve_mono_ns() - read_ns, 1);
   w->replies = 0;
   if (flush_replies(w, c) < 0)
     return -1;
@@ -363,13 +363,13 @@ static const char *refusal_text(int proto) {
                                "too many connections; try later\n";
 }
 
-static void pause_listener(worker_t *w, listener_t *l) {
+static void pause_listener(serve_worker_t *w, serve_listener_t *l) {
   epoll_ctl(w->epfd, EPOLL_CTL_DEL, l->fd, NULL);
   w->paused_until_ms = w->now_ms + 100;
 }
 
-static void on_accept(worker_t *w, listener_t *l) {
-  server_t *s = w->srv;
+static void on_accept(serve_worker_t *w, serve_listener_t *l) {
+  serve_daemon_t *s = w->srv;
   for (int i = 0; i < 64; i++) {
     int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
@@ -407,7 +407,7 @@ static void on_accept(worker_t *w, listener_t *l) {
                   s->cfg->max_connections);
       continue;
     }
-    conn_t *c = calloc(1, sizeof *c);
+    serve_conn_t *c = calloc(1, sizeof *c);
     int one = 1;
     if (c == NULL) {
       close(fd);
@@ -442,7 +442,7 @@ static void on_accept(worker_t *w, listener_t *l) {
 
 /* The fast clock's model rejected (a wall-clock step, or a TSC that does
  * not keep time): logged once per change, by the first loop only. */
-static void watch_clock(server_t *s) {
+static void watch_clock(serve_daemon_t *s) {
   idgen_clock_stats_t cs;
   idgen_clock_stats(&cs);
   if (cs.fallbacks == s->clock_fallbacks_seen)
@@ -455,7 +455,7 @@ static void watch_clock(server_t *s) {
   s->clock_fallbacks_seen = cs.fallbacks;
 }
 
-static void sweep(worker_t *w) {
+static void sweep(serve_worker_t *w) {
   const serve_config_t *cfg = w->srv->cfg;
   int64_t now = w->now_ms;
   w->last_sweep_ms = now;
@@ -469,7 +469,7 @@ static void sweep(worker_t *w) {
         epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->listeners[p].fd, &e);
       }
   }
-  for (conn_t *c = w->conns, *next; c; c = next) {
+  for (serve_conn_t *c = w->conns, *next; c; c = next) {
     next = c->next;
     int reason = -1;
     if (c->parked)
@@ -489,12 +489,12 @@ static void sweep(worker_t *w) {
       continue;
     if (reason == CR_SLOW)
       log_limited(&w->srv->close_log, "warn", "client_closed", "reason=slow proto=%s peer=%s",
-                  c->proto == PROTO_HTTP ? "http" : "resp", peer_text(c, (char[64]){0}));
+                  c->proto == PROTO_HTTP ? "http" : "resp", serve_peer_text(c, (char[64]){0}));
     conn_close(w, c, reason);
   }
 }
 
-static void start_drain(worker_t *w) {
+static void start_drain(serve_worker_t *w) {
   w->draining = 1;
   w->drain_deadline_ms = w->now_ms + w->srv->cfg->shutdown_timeout_ms;
   for (int p = 0; p < NPROTO; p++)
@@ -505,7 +505,7 @@ static void start_drain(worker_t *w) {
   /* Answer what has arrived: once its replies are out, each connection is
    * read until the kernel has nothing more (requests already sent are answered), then
    * half-closed (conn_finish). */
-  for (conn_t *c = w->conns, *next; c; c = next) {
+  for (serve_conn_t *c = w->conns, *next; c; c = next) {
     next = c->next;
     if (c->lingering) {
       if (c->linger_until_ms > w->drain_deadline_ms)
@@ -517,8 +517,8 @@ static void start_drain(worker_t *w) {
 }
 
 static void *worker_main(void *arg) {
-  worker_t *w = arg;
-  server_t *s = w->srv;
+  serve_worker_t *w = arg;
+  serve_daemon_t *s = w->srv;
   struct epoll_event evs[256];
   int64_t due_ns = -1; /* until the first parked request is due */
   for (;;) {
@@ -533,11 +533,11 @@ static void *worker_main(void *arg) {
       log_event("error", "epoll_wait", "error=\"%s\"", strerror(errno));
       break;
     }
-    w->now_ms = mono_ms();
+    w->now_ms = serve_mono_ms();
     for (int i = 0; i < n; i++) {
       int tag = *(int *)evs[i].data.ptr;
       if (tag == TAG_CONN) {
-        conn_t *c = evs[i].data.ptr;
+        serve_conn_t *c = evs[i].data.ptr;
         uint32_t ev = evs[i].events;
         if ((ev & EPOLLOUT) && conn_writable(w, c) < 0)
           continue;
@@ -551,7 +551,7 @@ static void *worker_main(void *arg) {
         (void)r;
       }
     }
-    due_ns = w->parked ? ids_run_parked(w) : -1;
+    due_ns = w->parked ? serve_ids_run_parked(w) : -1;
     if (w->now_ms - w->last_sweep_ms >= SWEEP_MS)
       sweep(w);
     if (atomic_load(&s->stopping) && !w->draining)
@@ -571,7 +571,7 @@ static void *worker_main(void *arg) {
 
 /* ---- start and stop ------------------------------------------------------ */
 
-static int setup_worker(server_t *s, worker_t *w, int i) {
+static int setup_worker(serve_daemon_t *s, serve_worker_t *w, int i) {
   w->srv = s;
   w->index = i;
   w->listeners[PROTO_HTTP].fd = w->listeners[PROTO_RESP].fd = -1;
@@ -581,16 +581,16 @@ static int setup_worker(server_t *s, worker_t *w, int i) {
   w->rbuf = malloc(RBUF_SIZE);
   w->ids_cap = 1024;
   w->ids = malloc(w->ids_cap * sizeof *w->ids);
-  w->st.ids = calloc(NKINDS * (size_t)(AGENT_FIRST + s->cfg->max_agents), sizeof(counter_t));
+  w->st.ids = calloc(NKINDS * (size_t)(AGENT_FIRST + s->cfg->max_agents), sizeof(serve_counter_t));
   w->wake_tag = TAG_WAKE;
-  w->now_ms = w->last_sweep_ms = mono_ms();
+  w->now_ms = w->last_sweep_ms = serve_mono_ms();
   if (w->epfd < 0 || w->wakefd < 0 || !w->rbuf || !w->ids || !w->st.ids)
     return -1;
   struct epoll_event e = {.events = EPOLLIN, .data.ptr = &w->wake_tag};
   return epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wakefd, &e);
 }
 
-static void free_worker(worker_t *w) {
+static void free_worker(serve_worker_t *w) {
   for (int p = 0; p < NPROTO; p++)
     if (w->listeners[p].fd >= 0)
       close(w->listeners[p].fd);
@@ -605,8 +605,8 @@ static void free_worker(worker_t *w) {
   free(w->rbuf);
   free(w->ids);
   free(w->st.ids);
-  buf_free(&w->out);
-  buf_free(&w->body);
+  serve_buf_free(&w->out);
+  serve_buf_free(&w->body);
 }
 
 static const char *signame(int sig) {
@@ -614,8 +614,8 @@ static const char *signame(int sig) {
 }
 
 int serve_run(const serve_config_t *cfg) {
-  static server_t srv; /* one daemon per process */
-  server_t *s = &srv;
+  static serve_daemon_t srv; /* one daemon per process */
+  serve_daemon_t *s = &srv;
   memset(s, 0, sizeof *s);
   s->cfg = cfg;
   s->nworkers = cfg->threads;
@@ -649,11 +649,11 @@ int serve_run(const serve_config_t *cfg) {
   if (s->workers == NULL)
     goto out;
   for (int i = 0; i < s->nworkers; i++) {
-    worker_t *w = &s->workers[i];
+    serve_worker_t *w = &s->workers[i];
     w->epfd = w->wakefd = w->reserve_fd = -1;
     w->listeners[PROTO_HTTP].fd = w->listeners[PROTO_RESP].fd = -1;
   }
-  if (serve_make_generators(s) < 0 || agent_setup(s, cfg->max_agents) < 0)
+  if (serve_make_generators(s) < 0 || serve_agent_setup(s, cfg->max_agents) < 0)
     goto out;
   for (int i = 0; i < s->nworkers; i++)
     if (setup_worker(s, &s->workers[i], i) < 0) {
@@ -668,7 +668,7 @@ int serve_run(const serve_config_t *cfg) {
   if (cfg->pid_file[0] != '\0' && serve_write_pid_file(cfg->pid_file) < 0)
     goto out;
 
-  s->start_mono_ms = mono_ms();
+  s->start_mono_ms = serve_mono_ms();
   const char *lname = s->layout->preset[0] ? s->layout->preset : s->layout_spec;
   log_event("info", "start", "version=%s pid=%ld layout=%s threads=%d registry=%s",
             idgen_version(), (long)getpid(), lname, s->nworkers, s->registry_shown);
@@ -681,7 +681,7 @@ int serve_run(const serve_config_t *cfg) {
 
   int started = 0;
   for (; started < s->nworkers; started++) {
-    worker_t *w = &s->workers[started];
+    serve_worker_t *w = &s->workers[started];
     for (int p = 0; p < NPROTO; p++)
       if (w->listeners[p].fd >= 0) {
         struct epoll_event e = {.events = EPOLLIN, .data.ptr = &w->listeners[p]};

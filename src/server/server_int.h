@@ -55,34 +55,34 @@ enum {
 };
 
 #define NBUCKETS 15 /* latency histogram bounds, plus +Inf */
-extern const int64_t bucket_ns[NBUCKETS];
+extern const int64_t serve_bucket_ns[NBUCKETS];
 
 /* A counter written by its worker only and read by any: relaxed loads and
  * stores, so that the owner's increment is a plain add (no lock prefix). */
-typedef _Atomic uint64_t counter_t;
+typedef _Atomic uint64_t serve_counter_t;
 #define CNT_ADD(c, n)                                                                    \
   atomic_store_explicit(&(c), atomic_load_explicit(&(c), memory_order_relaxed) + (n),   \
                         memory_order_relaxed)
 #define CNT_GET(c) atomic_load_explicit(&(c), memory_order_relaxed)
 
-typedef struct wstats {
-  counter_t *ids;                   /* [NKINDS * (AGENT_FIRST + max_agents)] */
-  counter_t http[NHTTP_CODES];
-  counter_t resp_ok, resp_err;
-  counter_t hist[NPROTO][NBUCKETS];
-  counter_t hist_sum_ns[NPROTO], hist_count[NPROTO];
-  counter_t open[NPROTO], accepted[NPROTO];
-  counter_t closed[NCR];
-  counter_t parked;                 /* requests that waited parked */
-} wstats_t;
+typedef struct serve_wstats {
+  serve_counter_t *ids;                   /* [NKINDS * (AGENT_FIRST + max_agents)] */
+  serve_counter_t http[NHTTP_CODES];
+  serve_counter_t resp_ok, resp_err;
+  serve_counter_t hist[NPROTO][NBUCKETS];
+  serve_counter_t hist_sum_ns[NPROTO], hist_count[NPROTO];
+  serve_counter_t open[NPROTO], accepted[NPROTO];
+  serve_counter_t closed[NCR];
+  serve_counter_t parked;                 /* requests that waited parked */
+} serve_wstats_t;
 
-typedef struct buf {
+typedef struct serve_buf {
   char *p;
   size_t len, cap;
-} buf_t;
+} serve_buf_t;
 
 /* What an ID request's reply looks like: kept while the request waits. */
-typedef struct reply_shape {
+typedef struct serve_reply_shape {
   uint8_t proto;                 /* PROTO_HTTP or PROTO_RESP */
   uint8_t kind;                  /* KIND_* */
   uint8_t json;                  /* HTTP: {"ids":[...]} */
@@ -91,35 +91,35 @@ typedef struct reply_shape {
   uint8_t array;                 /* RESP: ID N, an array even for N = 1 */
   int agent;
   size_t count;
-} reply_shape_t;
+} serve_reply_shape_t;
 
-struct conn;
+struct serve_conn;
 
 /* A Snowflake request that must wait for its tick or its mark.  It is
  * parked on its loop's timer instead of sleeping in the loop, and answered
  * when due; its connection's later requests wait behind it (replies stay
  * in order), while the loop serves every other connection. */
-typedef struct parked {
-  struct parked *prev, *next;    /* the loop's list */
-  struct conn *c;
+typedef struct serve_parked {
+  struct serve_parked *prev, *next;    /* the loop's list */
+  struct serve_conn *c;
   idgen_snowflake_t *g;          /* the generator it waits on */
   idgen_snowflake_wait_t wait;
   int64_t due_mono_ns;           /* wait.due_ns on CLOCK_MONOTONIC: a step of the
                                   * wall clock must not move the wake-up */
-  reply_shape_t shape;
+  serve_reply_shape_t shape;
   int64_t read_ns;               /* when the request was read */
   uint64_t ids[];                /* room for shape.count IDs */
-} parked_t;
+} serve_parked_t;
 
 enum { TAG_LISTENER = 1, TAG_WAKE, TAG_CONN };
 
-typedef struct listener {
+typedef struct serve_listener {
   int tag;      /* TAG_LISTENER */
   int fd;
   int proto;
-} listener_t;
+} serve_listener_t;
 
-typedef struct conn {
+typedef struct serve_conn {
   int tag;                       /* TAG_CONN */
   int fd;
   uint8_t proto;
@@ -130,11 +130,11 @@ typedef struct conn {
   uint8_t close_reason;
   uint8_t drain_read;            /* the drain has read this connection dry */
   uint8_t drain_reading;         /* ... and is reading it now */
-  parked_t *parked;              /* its request waiting for a tick, or NULL */
+  serve_parked_t *parked;              /* its request waiting for a tick, or NULL */
   uint32_t events;               /* the epoll mask in effect */
-  struct conn *prev, *next;      /* the worker's list, for the timer sweep */
-  buf_t in;                      /* a partial request (or waiting requests) */
-  buf_t out;                     /* replies the kernel did not take yet */
+  struct serve_conn *prev, *next;      /* the worker's list, for the timer sweep */
+  serve_buf_t in;                      /* a partial request (or waiting requests) */
+  serve_buf_t out;                     /* replies the kernel did not take yet */
   size_t out_off;
   int64_t req_start_ms;          /* first byte of a partial request, or 0 */
   size_t parsed_len;             /* c->in's length when it was last found partial */
@@ -145,23 +145,23 @@ typedef struct conn {
   uint64_t id;                   /* CLIENT ID */
   int agent;                     /* CLIENT SETNAME's agent index */
   char name[AGENT_NAME_MAX + 1]; /* CLIENT SETNAME's name */
-} conn_t;
+} serve_conn_t;
 
-struct server;
+struct serve_daemon;
 
-typedef struct worker {
-  struct server *srv;
+typedef struct serve_worker {
+  struct serve_daemon *srv;
   int index;
   pthread_t thread;
   int epfd, wakefd, reserve_fd;
   int wake_tag;                  /* TAG_WAKE, the wake fd's epoll data */
-  listener_t listeners[NPROTO];
-  conn_t *conns;                 /* doubly linked */
+  serve_listener_t listeners[NPROTO];
+  serve_conn_t *conns;                 /* doubly linked */
   size_t nconns;
-  parked_t *parked;              /* requests waiting for a tick */
+  serve_parked_t *parked;              /* requests waiting for a tick */
   char *rbuf;                    /* RBUF_SIZE */
-  buf_t out;                     /* replies to the requests of one read */
-  buf_t body;                    /* an HTTP body before its head is known */
+  serve_buf_t out;                     /* replies to the requests of one read */
+  serve_buf_t body;                    /* an HTTP body before its head is known */
   uint64_t *ids;                 /* room for ids_cap Snowflake IDs, grown on demand */
   size_t ids_cap;
   int64_t now_ms, last_sweep_ms, paused_until_ms;
@@ -172,10 +172,10 @@ typedef struct worker {
   int64_t drain_deadline_ms;
   int64_t date_sec;
   char date[40];                 /* "Date: ...\r\n" */
-  wstats_t st;
-} worker_t;
+  serve_wstats_t st;
+} serve_worker_t;
 
-typedef struct server {
+typedef struct serve_daemon {
   const serve_config_t *cfg;
   /* The Snowflake generator now in use: replaced (by the lease thread) only
    * when the lease was lost for good and a new one was acquired; the old one
@@ -187,7 +187,7 @@ typedef struct server {
   const idgen_layout_t *layout;
   char layout_spec[IDGEN_LAYOUT_SPEC_MAX];
   int nworkers;
-  worker_t *workers;
+  serve_worker_t *workers;
   atomic_int stopping;
   atomic_long nconns;            /* open connections, all workers */
   atomic_uint_fast64_t next_client_id;
@@ -214,85 +214,87 @@ typedef struct server {
   log_limit_t client_log, close_log, accept_log, clock_log, mark_log; /* one limit per kind */
   uint64_t mark_failures_seen;   /* the lease thread's last look */
   uint64_t clock_fallbacks_seen; /* the first loop's last look */
-} server_t;
+} serve_daemon_t;
 
-static inline idgen_snowflake_t *server_sf(server_t *s) {
+static inline idgen_snowflake_t *server_sf(serve_daemon_t *s) {
   return atomic_load_explicit(&s->sf, memory_order_acquire);
 }
 
 /* ---- server.c: buffers and time ---- */
-void buf_reserve(buf_t *b, size_t more);
-void buf_put(buf_t *b, const void *p, size_t n);
-void buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void buf_free(buf_t *b);
-size_t u64_dec(char *dst, uint64_t v); /* no NUL; at most 20 bytes */
-int64_t mono_ms(void);
+void serve_buf_reserve(serve_buf_t *b, size_t more);
+void serve_buf_put(serve_buf_t *b, const void *p, size_t n);
+void serve_buf_printf(serve_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void serve_buf_free(serve_buf_t *b);
+size_t serve_u64_dec(char *dst, uint64_t v); /* no NUL; at most 20 bytes */
+int64_t serve_mono_ms(void);
 
 /* serve_listen.c: an address as "a.b.c.d:port" or "[v6]:port" into buf[n];
  * binds protocol `proto` on every loop (the bound address, port 0 resolved,
  * into bound[n]); writes the pid file; raises the descriptor limit for
  * max_connections.  0, or -1 with a message on stderr. */
 void serve_addr_text(const struct sockaddr_storage *ss, char *buf, size_t n);
-int serve_bind_all(server_t *s, int proto, const serve_addr_t *a, char *bound, size_t n);
+int serve_bind_all(serve_daemon_t *s, int proto, const serve_addr_t *a, char *bound, size_t n);
 int serve_write_pid_file(const char *path);
 void serve_raise_fd_limit(const serve_config_t *cfg);
 
 /* serve_lease.c: the generators (leased, or static) made at start (0, or
  * -1 with a message on stderr); logs the lease and starts the lease thread
  * (joined by serve_run). */
-int serve_make_generators(server_t *s);
-void serve_lease_start(server_t *s);
+int serve_make_generators(serve_daemon_t *s);
+void serve_lease_start(serve_daemon_t *s);
 /* The client's address as "ip:port" into buf[64], for log lines. */
-const char *peer_text(const conn_t *c, char *buf);
-int64_t mono_ns(void);
+const char *serve_peer_text(const serve_conn_t *c, char *buf);
+int64_t serve_mono_ns(void);
 
 /* ---- server.c: a connection whose parked request was answered ---- */
 /* Sends the reply in w->out, then goes on with the connection's waiting
  * requests.  Returns -1 if c was closed. */
-int conn_resume(worker_t *w, conn_t *c, int64_t read_ns);
+int serve_conn_resume(serve_worker_t *w, serve_conn_t *c, int64_t read_ns);
 
 /* ---- serve_ids.c: making IDs ---- */
 /* Answers the ID request `sh` of connection c into w->out, or parks it
  * (c->parked set) when it must wait: it never sleeps. */
-void ids_request(worker_t *w, conn_t *c, const reply_shape_t *sh);
+void serve_ids_request(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh);
 /* Answers the parked requests that are due.  Returns the ns until the next
  * one is due, or -1 if none waits. */
-int64_t ids_run_parked(worker_t *w);
+int64_t serve_ids_run_parked(serve_worker_t *w);
 /* Forgets c's parked request (its connection closes). */
-void ids_unpark(worker_t *w, conn_t *c);
+void serve_ids_unpark(serve_worker_t *w, serve_conn_t *c);
 /* 1 and a reason when /health should say 503 (lease, clock). */
-int server_unhealthy(server_t *s, char *why, size_t n);
-void ids_count(worker_t *w, int kind, int agent, size_t n);
+int serve_unhealthy(serve_daemon_t *s, char *why, size_t n);
+void serve_ids_count(serve_worker_t *w, int kind, int agent, size_t n);
 /* The reason an ID request failed with rc, naming how long until IDs can
  * be issued again for a clock refusal; returns that wait in ms. */
-int64_t ids_error_text(server_t *s, int rc, size_t count, char *buf, size_t n);
-const char *kind_name(int kind);
+int64_t serve_ids_error_text(serve_daemon_t *s, int rc, size_t count, char *buf, size_t n);
+const char *serve_kind_name(int kind);
 
 /* ---- serve_stats.c: agents, metrics, facts ---- */
-int agent_valid(const char *s, size_t n);
+int serve_agent_valid(const char *s, size_t n);
 /* The agent index of a valid name: registered on first use while there is
  * room, else AGENT_OTHER.  Thread-safe, lock-free when the name is known. */
-int agent_index(server_t *s, const char *name, size_t n);
-int agent_setup(server_t *s, int64_t max_agents);
-void metrics_text(server_t *s, buf_t *b);
-void info_text(server_t *s, buf_t *b);      /* RESP INFO's key:value lines */
-int info_json(server_t *s, buf_t *b);       /* GET /info */
+int serve_agent_index(serve_daemon_t *s, const char *name, size_t n);
+int serve_agent_setup(serve_daemon_t *s, int64_t max_agents);
+void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b);
+void serve_info_text(serve_daemon_t *s, serve_buf_t *b);      /* RESP INFO's key:value lines */
+int serve_info_json(serve_daemon_t *s, serve_buf_t *b);       /* GET /info */
 /* GET /health: "ok" or the reason, then the lease's line when one is held;
  * returns 1 when unhealthy (503). */
-int health_text(server_t *s, buf_t *b);
-void observe_latency(worker_t *w, int proto, int64_t ns, size_t n);
+int serve_health_text(serve_daemon_t *s, serve_buf_t *b);
+void serve_observe_latency(serve_worker_t *w, int proto, int64_t ns, size_t n);
 
 /* ---- serve_http.c / serve_resp.c: one request each ---- */
 /* An HTTP response for shape sh appended to w->out (body omitted for HEAD). */
-void http_answer(worker_t *w, conn_t *c, const reply_shape_t *sh, int status, const char *ctype,
-                 const char *body, size_t len, const char *extra);
+void serve_http_answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
+                       int status, const char *ctype, const char *body, size_t len,
+                       const char *extra);
 /* A RESP error "-ERR ..." appended to w->out. */
-void resp_error(worker_t *w, conn_t *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void serve_resp_error(serve_worker_t *w, serve_conn_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Handles the first request in buf[0..len) of connection c, appending its
  * reply to w->out.  Returns the bytes it used, or 0 if the request is not
  * whole yet.  Sets c->stop_parsing when the connection should close after
  * its replies. */
-size_t http_handle(worker_t *w, conn_t *c, const char *buf, size_t len);
-size_t resp_handle(worker_t *w, conn_t *c, const char *buf, size_t len);
+size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len);
+size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len);
 
 #endif
