@@ -114,11 +114,11 @@ struct gen_arg {
 static idgen_registry_t *bench_reg;
 static idgen_lease_t *bench_lease;
 
-static idgen_snowflake_t *make_gen(const struct gen_arg *a) {
+static idgen_snowflake_gen_t *make_gen(const struct gen_arg *a) {
   idgen_layout_t l;
   idgen_snowflake_settings_t s;
   char err[256];
-  idgen_snowflake_t *g;
+  idgen_snowflake_gen_t *g;
   if (idgen_layout_parse(&l, a->layout, err, sizeof err) < 0) {
     fprintf(stderr, "idgen: bench: %s\n", err);
     exit(1);
@@ -135,7 +135,7 @@ static idgen_snowflake_t *make_gen(const struct gen_arg *a) {
     }
     s.lease = bench_lease;
   }
-  if (idgen_snowflake_new(&g, &l, &s, err, sizeof err) < 0) {
+  if (idgen_snowflake_gen_new(&g, &l, &s, err, sizeof err) < 0) {
     fprintf(stderr, "idgen: bench: %s\n", err);
     exit(1);
   }
@@ -143,7 +143,7 @@ static idgen_snowflake_t *make_gen(const struct gen_arg *a) {
 }
 
 struct thread_arg {
-  idgen_snowflake_t *g;
+  idgen_snowflake_gen_t *g;
   size_t batch;
   double seconds;
   pthread_barrier_t *start;
@@ -161,13 +161,13 @@ static void *gen_thread(void *p) {
     if (ta->batch == 0) {
       for (int i = 0; i < 1024; i++) {
         uint64_t id;
-        if (idgen_snowflake_next(ta->g, &id) < 0)
+        if (idgen_snowflake_gen_next(ta->g, &id) < 0)
           abort();
         acc += id;
       }
       n += 1024;
     } else {
-      if (idgen_snowflake_next_n(ta->g, buf, ta->batch) < 0)
+      if (idgen_snowflake_gen_next_n(ta->g, buf, ta->batch) < 0)
         abort();
       acc += buf[ta->batch - 1];
       n += ta->batch;
@@ -181,7 +181,7 @@ static void *gen_thread(void *p) {
 
 static struct sample run_gen(double seconds, void *arg) {
   const struct gen_arg *a = arg;
-  idgen_snowflake_t *g = make_gen(a);
+  idgen_snowflake_gen_t *g = make_gen(a);
   struct thread_arg ta[2];
   pthread_t th[2];
   pthread_barrier_t bar;
@@ -198,7 +198,7 @@ static struct sample run_gen(double seconds, void *arg) {
       s.secs = ta[i].out.secs;
   }
   pthread_barrier_destroy(&bar);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
   idgen_lease_release(bench_lease);
   idgen_registry_close(bench_reg);
   bench_lease = NULL;
@@ -300,7 +300,7 @@ static void make_inputs(void) {
   for (int k = 0; k < NINPUTS; k++) {
     idgen_random_bytes(in_ulid[k].bytes, 16);
     in_ulid[k].bytes[0] &= 0x3f; /* keep the time below 2^46 ms, as real ULIDs are */
-    idgen_ulid_encode(&in_ulid[k], in_ulid_text[k]);
+    idgen_ulid_format(&in_ulid[k], in_ulid_text[k]);
     idgen_random_bytes(in_uuid[k].bytes, 16);
     idgen_uuid_format(&in_uuid[k], in_uuid_text[k]);
   }
@@ -310,7 +310,7 @@ static struct sample run_ulid_encode(double seconds, void *arg) {
   (void)arg;
   char out[IDGEN_ULID_STRLEN + 1];
   TIMED_LOOP(seconds, {
-    idgen_ulid_encode(&in_ulid[i % NINPUTS], out);
+    idgen_ulid_format(&in_ulid[i % NINPUTS], out);
     acc += (uint64_t)out[25];
   });
 }
@@ -319,7 +319,7 @@ static struct sample run_ulid_decode(double seconds, void *arg) {
   (void)arg;
   idgen_ulid_t u;
   TIMED_LOOP(seconds, {
-    idgen_ulid_decode(&u, in_ulid_text[i % NINPUTS], IDGEN_ULID_STRLEN, IDGEN_ULID_STRICT, NULL,
+    idgen_ulid_parse(&u, in_ulid_text[i % NINPUTS], IDGEN_ULID_STRLEN, IDGEN_ULID_STRICT, NULL,
                       0);
     acc += u.bytes[15];
   });
@@ -330,8 +330,8 @@ static struct sample run_ulid_new(double seconds, void *arg) {
   idgen_ulid_t u;
   char out[IDGEN_ULID_STRLEN + 1];
   TIMED_LOOP(seconds, {
-    idgen_ulid_new(&u, idgen_clock_now_ms(mode), NULL);
-    idgen_ulid_encode(&u, out);
+    idgen_ulid_make(&u, idgen_clock_now_ms(mode), NULL);
+    idgen_ulid_format(&u, out);
     acc += (uint64_t)out[25];
   });
 }
@@ -345,7 +345,7 @@ static struct sample run_ulid_mono(double seconds, void *arg) {
   idgen_ulid_gen_new(&g, &s);
   TIMED(r, seconds, {
     idgen_ulid_gen_next(g, &u);
-    idgen_ulid_encode(&u, out);
+    idgen_ulid_format(&u, out);
     acc += (uint64_t)out[25];
   });
   idgen_ulid_gen_free(g);
@@ -356,7 +356,7 @@ static struct sample run_uuid7_new(double seconds, void *arg) {
   (void)arg;
   idgen_uuid_t u;
   TIMED_LOOP(seconds, {
-    idgen_uuid7_new(&u);
+    idgen_uuid7_make(&u);
     acc += u.bytes[15];
   });
 }
@@ -422,20 +422,20 @@ static int fixed_ops(long ops, const char *which) {
   if (strcmp(which, "next") == 0 || strcmp(which, "next-precise") == 0) {
     if (which[4] == '-')
       wide.mode = IDGEN_CLOCK_PRECISE;
-    idgen_snowflake_t *g = make_gen(&wide);
+    idgen_snowflake_gen_t *g = make_gen(&wide);
     for (long i = 0; i < ops; i++) {
       uint64_t id;
-      idgen_snowflake_next(g, &id);
+      idgen_snowflake_gen_next(g, &id);
       acc += id;
     }
-    idgen_snowflake_free(g);
+    idgen_snowflake_gen_free(g);
   } else if (strcmp(which, "next_n") == 0) {
-    idgen_snowflake_t *g = make_gen(&wide);
+    idgen_snowflake_gen_t *g = make_gen(&wide);
     for (long i = 0; i < ops; i += 1000) {
-      idgen_snowflake_next_n(g, buf, 1000);
+      idgen_snowflake_gen_next_n(g, buf, 1000);
       acc += buf[999];
     }
-    idgen_snowflake_free(g);
+    idgen_snowflake_gen_free(g);
   } else if (strcmp(which, "decompose") == 0) {
     for (long i = 0; i < ops; i++) {
       int64_t ms;
@@ -460,9 +460,9 @@ static int fixed_ops(long ops, const char *which) {
     idgen_uuid7_gen_new(&vg, NULL);
     for (long i = 0; i < ops; i++) {
       if (strcmp(which, "ulid-encode") == 0)
-        idgen_ulid_encode(&in_ulid[i % NINPUTS], text);
+        idgen_ulid_format(&in_ulid[i % NINPUTS], text);
       else if (strcmp(which, "ulid-decode") == 0)
-        idgen_ulid_decode(&u, in_ulid_text[i % NINPUTS], 26, IDGEN_ULID_STRICT, NULL, 0);
+        idgen_ulid_parse(&u, in_ulid_text[i % NINPUTS], 26, IDGEN_ULID_STRICT, NULL, 0);
       else if (strcmp(which, "ulid-monotonic") == 0)
         idgen_ulid_gen_next(ug, &u);
       else if (strcmp(which, "uuid-format") == 0)

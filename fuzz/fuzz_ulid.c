@@ -26,12 +26,12 @@ static char canonical(char c) {
 static void check(const uint8_t *data, size_t size, int mode) {
   idgen_ulid_t u, back;
   char err[256] = "", text[IDGEN_ULID_STRLEN + 1];
-  if (idgen_ulid_decode(&u, (const char *)data, size, mode, err, sizeof err) != 0) {
+  if (idgen_ulid_parse(&u, (const char *)data, size, mode, err, sizeof err) != 0) {
     if (strncmp(err, "ULID: ", 6) != 0)
       abort();
     return;
   }
-  idgen_ulid_encode(&u, text);
+  idgen_ulid_format(&u, text);
   size_t n = 0;
   for (size_t i = 0; i < size; i++) {
     if (data[i] == '-' && mode == IDGEN_ULID_LENIENT)
@@ -42,7 +42,7 @@ static void check(const uint8_t *data, size_t size, int mode) {
   }
   if (n != IDGEN_ULID_STRLEN)
     abort();
-  if (idgen_ulid_decode(&back, text, IDGEN_ULID_STRLEN, IDGEN_ULID_STRICT, NULL, 0) != 0 ||
+  if (idgen_ulid_parse(&back, text, IDGEN_ULID_STRLEN, IDGEN_ULID_STRICT, NULL, 0) != 0 ||
       memcmp(u.bytes, back.bytes, 16) != 0)
     abort();
 }
@@ -52,9 +52,9 @@ static void differential(const uint8_t *data, size_t size, int mode) {
   idgen_ulid_t a, b;
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);
-  int r1 = idgen_ulid_decode(&a, (const char *)data, size, mode, NULL, 0);
+  int r1 = idgen_ulid_parse(&a, (const char *)data, size, mode, NULL, 0);
   idgen__simd_enable(0);
-  int r2 = idgen_ulid_decode(&b, (const char *)data, size, mode, NULL, 0);
+  int r2 = idgen_ulid_parse(&b, (const char *)data, size, mode, NULL, 0);
   idgen__simd_enable(1);
   if (r1 != r2 || (r1 == 0 && memcmp(a.bytes, b.bytes, 16) != 0))
     abort();
@@ -66,8 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   differential(data, size, IDGEN_ULID_LENIENT);
   check(data, size, IDGEN_ULID_STRICT);
   check(data, size, IDGEN_ULID_LENIENT);
-  if (idgen_ulid_decode(&u, (const char *)data, size, IDGEN_ULID_STRICT, NULL, 0) == 0 &&
-      idgen_ulid_decode(&u, (const char *)data, size, IDGEN_ULID_LENIENT, NULL, 0) != 0)
+  if (idgen_ulid_parse(&u, (const char *)data, size, IDGEN_ULID_STRICT, NULL, 0) == 0 &&
+      idgen_ulid_parse(&u, (const char *)data, size, IDGEN_ULID_LENIENT, NULL, 0) != 0)
     abort();
   return 0;
 }

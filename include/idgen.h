@@ -3,7 +3,7 @@
  *
  * libidgen mints unique, time-ordered identifiers: Snowflake-family 64-bit
  * IDs in any bit layout, ULIDs and UUIDv7s.  libidgen-registry (the
- * idgen_registry_* and idgen_lease_* functions, idgen_snowflake_lease_status)
+ * idgen_registry_* and idgen_lease_* functions, idgen_snowflake_gen_lease_status)
  * leases node tuples from a registry shared by processes and machines; link
  * it only if you use them (pkg-config idgen-registry).  Anything not
  * declared in this header is private and may change without notice.
@@ -54,6 +54,20 @@
  *   - Pointers documented as inputs must not be NULL unless stated.
  *   - Thread safety is stated per object.  Layouts are plain values: once
  *     parsed they are read-only and may be shared freely between threads.
+ *
+ * Names:
+ *   - A value is idgen_<kind>_t (idgen_ulid_t, idgen_uuid_t; a Snowflake ID
+ *     is a uint64_t) and is made by idgen_<kind>_make().
+ *   - A generator is idgen_<kind>_gen_t (idgen_snowflake_gen_t,
+ *     idgen_ulid_gen_t, idgen_uuid7_gen_t), made by idgen_<kind>_gen_new(),
+ *     freed by idgen_<kind>_gen_free(), used by idgen_<kind>_gen_<verb>().
+ *     _new always allocates; _free undoes it.
+ *   - Text: idgen_<thing>_format() writes it, idgen_<thing>_parse() reads it
+ *     (strict unless a mode says otherwise).
+ *   - Modes and states are enums (idgen_clock_mode_t,
+ *     idgen_ulid_parse_mode_t); sizes of caller-owned arrays are
+ *     IDGEN_*_MAX or IDGEN_*_STRLEN macros; a function pointer the caller
+ *     supplies has a typedef idgen_<what>_cb.
  */
 #ifndef IDGEN_H
 #define IDGEN_H
@@ -290,9 +304,12 @@ IDGEN_API int idgen_snowflake_parse(const idgen_layout_t *l, const char *s,
  * the injected time) for the given nanoseconds.  Both are called from every
  * thread that uses the generator, so they must be thread-safe.
  */
+typedef int64_t (*idgen_clock_now_cb)(void *ctx);
+typedef void (*idgen_clock_sleep_cb)(void *ctx, int64_t ns);
+
 typedef struct idgen_clock {
-  int64_t (*now_ns)(void *ctx);
-  void (*sleep_ns)(void *ctx, int64_t ns);
+  idgen_clock_now_cb now_ns;
+  idgen_clock_sleep_cb sleep_ns;
   void *ctx;
 } idgen_clock_t;
 
@@ -370,10 +387,10 @@ IDGEN_API const char *idgen_clock_state_name(idgen_clock_state_t s);
 typedef struct idgen_registry idgen_registry_t;
 typedef struct idgen_lease idgen_lease_t;
 
-typedef struct idgen_snowflake idgen_snowflake_t;
+typedef struct idgen_snowflake_gen idgen_snowflake_gen_t;
 
 /* The generator's settings: defaults and the largest values accepted
- * (idgen_snowflake_new refuses others with IDGEN_ERANGE naming the bounds).
+ * (idgen_snowflake_gen_new refuses others with IDGEN_ERANGE naming the bounds).
  * The command and the daemon take their bounds from here. */
 #define IDGEN_MAX_BORROW_MS_DEFAULT 1000
 #define IDGEN_MAX_BORROW_MS_MAX 86400000
@@ -385,7 +402,7 @@ typedef struct idgen_snowflake idgen_snowflake_t;
 #define IDGEN_STR_(x) #x
 
 /*
- * Settings for idgen_snowflake_new().  Call idgen_snowflake_settings_init()
+ * Settings for idgen_snowflake_gen_new().  Call idgen_snowflake_settings_init()
  * first: it fills in the defaults.  (Zero is not "default" here, against the
  * house rule, because max_borrow_ms = 0 and max_wait_ms = 0 are meaningful:
  * together they give the original Twitter server's behaviour.)
@@ -438,14 +455,14 @@ IDGEN_API void idgen_snowflake_settings_init(idgen_snowflake_settings_t *s);
  *                  ("layout ran out on 2024-11-20");
  *   IDGEN_ECLOCK   the clock reads before the layout's epoch;
  *   IDGEN_ENOMEM.
- * On success *out owns a generator to be released with idgen_snowflake_free().
+ * On success *out owns a generator to be released with idgen_snowflake_gen_free().
  */
-IDGEN_API int idgen_snowflake_new(idgen_snowflake_t **out, const idgen_layout_t *l,
+IDGEN_API int idgen_snowflake_gen_new(idgen_snowflake_gen_t **out, const idgen_layout_t *l,
                                   const idgen_snowflake_settings_t *s,
                                   char *err, size_t errlen);
 
 /* Frees `g` (NULL is fine).  No call on `g` may be running or start later. */
-IDGEN_API void idgen_snowflake_free(idgen_snowflake_t *g);
+IDGEN_API void idgen_snowflake_gen_free(idgen_snowflake_gen_t *g);
 
 /*
  * Issues one ID into *id.  Thread-safe and lock-free: any number of threads
@@ -464,7 +481,7 @@ IDGEN_API void idgen_snowflake_free(idgen_snowflake_t *g);
  * May sleep: one call waits at most the rest of the current tick plus
  * max_wait_ms in all (bounded), for its tick or for the mark.
  */
-IDGEN_API int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id);
+IDGEN_API int idgen_snowflake_gen_next(idgen_snowflake_gen_t *g, uint64_t *id);
 
 /*
  * Issues `n` IDs into ids[0..n-1], increasing: one atomic step claims them
@@ -472,13 +489,13 @@ IDGEN_API int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id);
  * call (bounded): it waits no longer in total than next() may (the rest of the
  * current tick plus max_wait_ms).  A batch that cannot be filled within that
  * is refused before anything is claimed: IDGEN_EBATCH
- * (idgen_snowflake_capacity() tells how many can be made now); so is one
+ * (idgen_snowflake_gen_capacity() tells how many can be made now); so is one
  * that would run past the layout's end (IDGEN_EEXHAUSTED), leaving the last
  * IDs to smaller calls.  Otherwise the same errors as next(); on error the
  * content of `ids` is unspecified (IDs already claimed are skipped, never
  * reissued).  n = 0 returns 0.
  */
-IDGEN_API int idgen_snowflake_next_n(idgen_snowflake_t *g, uint64_t *ids, size_t n);
+IDGEN_API int idgen_snowflake_gen_next_n(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n);
 
 /*
  * How many IDs one call could make now without waiting beyond the rest of
@@ -487,13 +504,13 @@ IDGEN_API int idgen_snowflake_next_n(idgen_snowflake_t *g, uint64_t *ids, size_t
  * window).  A bound generator may still have to wait for its mark.  For
  * messages and for sizing batches; the answer may be out of date at once.
  */
-IDGEN_API uint64_t idgen_snowflake_capacity(idgen_snowflake_t *g);
+IDGEN_API uint64_t idgen_snowflake_gen_capacity(idgen_snowflake_gen_t *g);
 
 /*
  * The same calls, for an event loop that must never sleep: a call that
  * would wait returns IDGEN_EAGAIN instead, with the time to go on in
  * w->due_ns (Unix ns by the generator's clock), and the caller calls
- * idgen_snowflake_resume() at or after that time, as often as it returns
+ * idgen_snowflake_gen_resume() at or after that time, as often as it returns
  * IDGEN_EAGAIN.  The call keeps its place meanwhile: values it reserved are
  * its own, and it is bounded by the same per-call wait as next_n().  When
  * next_n_async or resume returns 0, the `ids` of that call hold the n IDs,
@@ -503,7 +520,7 @@ IDGEN_API uint64_t idgen_snowflake_capacity(idgen_snowflake_t *g);
  * loses the values it reserved (never reissued).  Same errors as next_n().
  */
 typedef struct idgen_snowflake_wait {
-  int64_t due_ns;          /* when to call idgen_snowflake_resume() */
+  int64_t due_ns;          /* when to call idgen_snowflake_gen_resume() */
   /* Private: */
   uint64_t first, last;    /* the states reserved */
   uint64_t *ids;
@@ -512,16 +529,16 @@ typedef struct idgen_snowflake_wait {
   int phase;
 } idgen_snowflake_wait_t;
 
-IDGEN_API int idgen_snowflake_next_n_async(idgen_snowflake_t *g, uint64_t *ids, size_t n,
+IDGEN_API int idgen_snowflake_gen_next_n_async(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n,
                                            idgen_snowflake_wait_t *w);
-IDGEN_API int idgen_snowflake_resume(idgen_snowflake_t *g, idgen_snowflake_wait_t *w,
+IDGEN_API int idgen_snowflake_gen_resume(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w,
                                      uint64_t *ids);
 
 /* The layout the generator was made with (a read-only view, lives as long as g). */
-IDGEN_API const idgen_layout_t *idgen_snowflake_layout(const idgen_snowflake_t *g);
+IDGEN_API const idgen_layout_t *idgen_snowflake_gen_layout(const idgen_snowflake_gen_t *g);
 
 /* Counters of slow-path events, for metrics.  Reading is thread-safe. */
-typedef struct idgen_snowflake_stats {
+typedef struct idgen_snowflake_gen_stats {
   uint64_t clock_waits;         /* calls that waited for the clock beyond the tick */
   uint64_t clock_refusals;      /* calls refused with IDGEN_ECLOCK */
   uint64_t sequence_exhausted;  /* calls that waited out a tick whose sequence was used up */
@@ -532,7 +549,7 @@ typedef struct idgen_snowflake_stats {
                                    returned, or one dropped by a refused call */
 } idgen_snowflake_stats_t;
 
-IDGEN_API void idgen_snowflake_stats(idgen_snowflake_t *g, idgen_snowflake_stats_t *st);
+IDGEN_API void idgen_snowflake_gen_stats(idgen_snowflake_gen_t *g, idgen_snowflake_stats_t *st);
 
 
 /* ------------------------------------------------------------------------
@@ -545,9 +562,11 @@ IDGEN_API void idgen_snowflake_stats(idgen_snowflake_t *g, idgen_snowflake_stats
  * discarded in a child after fork(), so parent and child never share bits.
  * Tests may inject their own source through the settings structs below.
  */
+/* Fills buf[0..n) with random bytes; returns 0, or a negative IDGEN_E*. */
+typedef int (*idgen_random_fill_cb)(void *ctx, void *buf, size_t n);
+
 typedef struct idgen_random {
-  /* Fills buf[0..n) with random bytes; returns 0, or a negative IDGEN_E*. */
-  int (*fill)(void *ctx, void *buf, size_t n);
+  idgen_random_fill_cb fill;
   void *ctx;
 } idgen_random_t;
 
@@ -612,7 +631,7 @@ IDGEN_API void idgen_uuid7_gen_free(idgen_uuid7_gen_t *g);
 IDGEN_API int idgen_uuid7_gen_next(idgen_uuid7_gen_t *g, idgen_uuid_t *out);
 
 /* A non-monotonic UUIDv7: time now, 74 random bits.  Thread-safe. */
-IDGEN_API int idgen_uuid7_new(idgen_uuid_t *out);
+IDGEN_API int idgen_uuid7_make(idgen_uuid_t *out);
 
 /* ------------------------------------------------------------------------
  * ULID (https://github.com/ulid/spec): 48-bit Unix ms, 80 random bits,
@@ -625,17 +644,19 @@ typedef struct idgen_ulid {
 #define IDGEN_ULID_STRLEN 26
 #define IDGEN_ULID_MAX_MS INT64_C(281474976710655) /* 2^48 - 1 */
 
-/* Decoding modes. */
-#define IDGEN_ULID_STRICT 0
-#define IDGEN_ULID_LENIENT 1 /* also I and L as 1, O as 0, and '-' ignored */
+/* How idgen_ulid_parse() reads text. */
+typedef enum idgen_ulid_parse_mode {
+  IDGEN_ULID_STRICT = 0, /* exactly 26 characters of the alphabet */
+  IDGEN_ULID_LENIENT = 1 /* also I and L as 1, O as 0, and '-' ignored */
+} idgen_ulid_parse_mode_t;
 
 /* A ULID for `unix_ms` (0..IDGEN_ULID_MAX_MS) with 80 fresh random bits from
  * `rnd` (NULL: the secure default).  IDGEN_ERANGE for a time out of range,
  * IDGEN_ERANDOM if the source failed. */
-IDGEN_API int idgen_ulid_new(idgen_ulid_t *out, int64_t unix_ms, const idgen_random_t *rnd);
+IDGEN_API int idgen_ulid_make(idgen_ulid_t *out, int64_t unix_ms, const idgen_random_t *rnd);
 
 /* Writes the canonical 26 upper-case characters and a NUL into out[27]. */
-IDGEN_API void idgen_ulid_encode(const idgen_ulid_t *u, char *out);
+IDGEN_API void idgen_ulid_format(const idgen_ulid_t *u, char *out);
 
 /*
  * Decodes s[0..len).  Case-insensitive.  Strict mode: exactly 26 characters
@@ -646,8 +667,8 @@ IDGEN_API void idgen_ulid_encode(const idgen_ulid_t *u, char *out);
  * the input as given), such as "ULID: character 'U' at position 5 is not in
  * the alphabet".
  */
-IDGEN_API int idgen_ulid_decode(idgen_ulid_t *out, const char *s, size_t len, int mode,
-                                char *err, size_t errlen);
+IDGEN_API int idgen_ulid_parse(idgen_ulid_t *out, const char *s, size_t len,
+                               idgen_ulid_parse_mode_t mode, char *err, size_t errlen);
 
 /* The ULID's time, Unix milliseconds. */
 IDGEN_API int64_t idgen_ulid_time(const idgen_ulid_t *u);
@@ -821,12 +842,12 @@ IDGEN_API int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_requ
  * lease).  With the `static` registry nothing is leased: *lease is NULL and
  * *g takes the node values as given (no lease, no keeper thread); a `field`
  * is then IDGEN_EINVAL.  Errors as idgen_registry_acquire and
- * idgen_snowflake_new, with a message in err; on failure nothing is held.
+ * idgen_snowflake_gen_new, with a message in err; on failure nothing is held.
  */
 IDGEN_API int idgen_registry_bind(idgen_registry_t *r, const idgen_layout_t *l,
                                   const idgen_snowflake_settings_t *s, const char *field,
                                   int64_t ttl_ms, int64_t max_start_wait_ms, idgen_lease_t **lease,
-                                  idgen_snowflake_t **g, char *err, size_t errlen);
+                                  idgen_snowflake_gen_t **g, char *err, size_t errlen);
 
 typedef struct idgen_lease_info {
   int field;               /* layout field index of the leased field */
@@ -900,8 +921,10 @@ typedef struct idgen_lease_row {
 /* Calls cb once per node tuple the registry knows of (tuples never leased
  * are not listed), pool by pool, in increasing key order; a nonzero return
  * from cb stops the walk and is returned.  IDGEN_EREGISTRY on failure. */
-IDGEN_API int idgen_registry_list(idgen_registry_t *r,
-                                  int (*cb)(void *ctx, const idgen_lease_row_t *row), void *ctx,
+/* One row of idgen_registry_list(); nonzero stops the walk. */
+typedef int (*idgen_registry_list_cb)(void *ctx, const idgen_lease_row_t *row);
+
+IDGEN_API int idgen_registry_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx,
                                   char *err, size_t errlen);
 
 /* Frees the lease of tuple `node` in `pool` by hand: `node` as listed
@@ -917,7 +940,7 @@ IDGEN_API int idgen_registry_free(idgen_registry_t *r, const char *pool, const c
                                   int force, char *err, size_t errlen);
 
 /* The lease state of a bound generator (idgen_snowflake_settings_t.lease). */
-typedef struct idgen_snowflake_lease_status {
+typedef struct idgen_snowflake_gen_lease_status {
   int bound;               /* 0: not bound (the rest is zero) */
   /* 1 while IDs can be issued as far as the lease goes: the lease is known
    * valid by the monotonic clock.  0 after the deadline passed without a
@@ -948,7 +971,7 @@ typedef struct idgen_snowflake_lease_status {
 /* Fills *st (zero when `g` is not bound, or in a forked child).  Takes the
  * binding's lock briefly: for monitoring, not for every ID. */
 
-IDGEN_API void idgen_snowflake_lease_status(idgen_snowflake_t *g,
+IDGEN_API void idgen_snowflake_gen_lease_status(idgen_snowflake_gen_t *g,
                                             idgen_snowflake_lease_status_t *st);
 
 #ifdef __cplusplus

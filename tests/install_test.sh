@@ -24,16 +24,16 @@ cat >"$tmp/app.c" <<'C'
 #include <stdio.h>
 int main(void) {
   idgen_layout_t l;
-  idgen_snowflake_t *g;
+  idgen_snowflake_gen_t *g;
   idgen_ulid_t u;
   uint64_t id;
   char text[IDGEN_ULID_STRLEN + 1];
-  if (idgen_layout_parse(&l, "twitter", NULL, 0) || idgen_snowflake_new(&g, &l, NULL, NULL, 0) ||
-      idgen_snowflake_next(g, &id) || idgen_ulid_new(&u, 1469922850259, NULL))
+  if (idgen_layout_parse(&l, "twitter", NULL, 0) || idgen_snowflake_gen_new(&g, &l, NULL, NULL, 0) ||
+      idgen_snowflake_gen_next(g, &id) || idgen_ulid_make(&u, 1469922850259, NULL))
     return 1;
-  idgen_ulid_encode(&u, text);
+  idgen_ulid_format(&u, text);
   printf("%llu %s\n", (unsigned long long)id, text);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
   return 0;
 }
 C
@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
   idgen_layout_t l;
   idgen_registry_t *r;
   idgen_lease_t *lease;
-  idgen_snowflake_t *g;
+  idgen_snowflake_gen_t *g;
   idgen_snowflake_settings_t s;
   uint64_t id;
   if (argc < 2 || idgen_layout_parse(&l, "twitter", NULL, 0) ||
@@ -70,12 +70,12 @@ int main(int argc, char **argv) {
   }
   idgen_snowflake_settings_init(&s);
   s.lease = lease;
-  if (idgen_snowflake_new(&g, &l, &s, err, sizeof err) || idgen_snowflake_next(g, &id)) {
+  if (idgen_snowflake_gen_new(&g, &l, &s, err, sizeof err) || idgen_snowflake_gen_next(g, &id)) {
     fprintf(stderr, "%s\n", err);
     return 1;
   }
   printf("%llu\n", (unsigned long long)id);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
   idgen_lease_release(lease);
   idgen_registry_close(r);
   return 0;

@@ -23,7 +23,7 @@
 enum mode { MODE_NEXT, MODE_BATCH, MODE_MIXED };
 
 struct worker {
-  idgen_snowflake_t *g;
+  idgen_snowflake_gen_t *g;
   enum mode mode;
   int index;
   size_t n;
@@ -54,8 +54,8 @@ static void *worker_main(void *arg) {
       k = w->n - i;
     /* Everything published so far came from calls that have returned. */
     uint64_t seen = atomic_load(w->published);
-    int rc = batch ? idgen_snowflake_next_n(w->g, w->ids + i, k)
-                   : idgen_snowflake_next(w->g, w->ids + i);
+    int rc = batch ? idgen_snowflake_gen_next_n(w->g, w->ids + i, k)
+                   : idgen_snowflake_gen_next(w->g, w->ids + i);
     if (rc != 0) {
       w->failures++;
       continue;
@@ -83,7 +83,7 @@ static int cmp_u64(const void *a, const void *b) {
 }
 
 /* Runs 2 threads taking n IDs each and checks everything. */
-static void run_two(idgen_snowflake_t *g, enum mode mode, size_t n, tu_clock_t *chaos) {
+static void run_two(idgen_snowflake_gen_t *g, enum mode mode, size_t n, tu_clock_t *chaos) {
   struct worker w[2];
   pthread_t th[2];
   pthread_barrier_t bar;
@@ -123,9 +123,9 @@ static void run_two(idgen_snowflake_t *g, enum mode mode, size_t n, tu_clock_t *
 
 static void test_two_threads_next(void **state) {
   (void)state;
-  idgen_snowflake_t *g = tu_gen(WIDE, NULL);
+  idgen_snowflake_gen_t *g = tu_gen(WIDE, NULL);
   run_two(g, MODE_NEXT, tu_scaled(10000000), NULL);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 static void test_two_threads_next_precise_clock(void **state) {
@@ -133,23 +133,23 @@ static void test_two_threads_next_precise_clock(void **state) {
   idgen_snowflake_settings_t s;
   idgen_snowflake_settings_init(&s);
   s.clock_mode = IDGEN_CLOCK_PRECISE;
-  idgen_snowflake_t *g = tu_gen(WIDE, &s);
+  idgen_snowflake_gen_t *g = tu_gen(WIDE, &s);
   run_two(g, MODE_NEXT, tu_scaled(2000000), NULL);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 static void test_two_threads_batches(void **state) {
   (void)state;
-  idgen_snowflake_t *g = tu_gen(WIDE, NULL);
+  idgen_snowflake_gen_t *g = tu_gen(WIDE, NULL);
   run_two(g, MODE_BATCH, tu_scaled(10000000), NULL);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 static void test_two_threads_mixed(void **state) {
   (void)state;
-  idgen_snowflake_t *g = tu_gen(WIDE, NULL);
+  idgen_snowflake_gen_t *g = tu_gen(WIDE, NULL);
   run_two(g, MODE_MIXED, tu_scaled(4000000), NULL);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 /* Twitter layout, no borrowing: the threads use up each tick and wait. */
@@ -159,13 +159,13 @@ static void test_two_threads_sequence_exhaustion(void **state) {
   idgen_snowflake_settings_init(&s);
   s.max_borrow_ms = 0;
   s.max_wait_ms = 0;
-  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  idgen_snowflake_gen_t *g = tu_gen("twitter", &s);
   run_two(g, MODE_MIXED, tu_scaled(1000000), NULL);
   idgen_snowflake_stats_t st;
-  idgen_snowflake_stats(g, &st);
+  idgen_snowflake_gen_stats(g, &st);
   assert_true(st.sequence_exhausted > 0);
   assert_int_equal(0, st.clock_refusals);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 /* An injected clock jumping back and forth (within the borrow) under two
@@ -179,9 +179,9 @@ static void test_two_threads_clock_chaos(void **state) {
   s.clock = &c.clock;
   s.max_borrow_ms = 1000;
   s.max_wait_ms = 100;
-  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  idgen_snowflake_gen_t *g = tu_gen("twitter", &s);
   run_two(g, MODE_MIXED, tu_scaled(1000000), &c);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 /* 4 threads on a 1-bit sequence (2 IDs per ms), no borrowing and no waiting:
@@ -189,7 +189,7 @@ static void test_two_threads_clock_chaos(void **state) {
  * the generator must keep issuing at the layout's rate -- refused calls take
  * nothing -- and every ID is unique and increasing per thread. */
 struct tiny {
-  idgen_snowflake_t *g;
+  idgen_snowflake_gen_t *g;
   int want;
   uint64_t ids[400];
   long refused;
@@ -200,7 +200,7 @@ static void *tiny_main(void *p) {
   uint64_t prev = 0;
   for (int got = 0; got < t->want;) {
     uint64_t id;
-    int rc = idgen_snowflake_next(t->g, &id);
+    int rc = idgen_snowflake_gen_next(t->g, &id);
     if (rc == IDGEN_ECLOCK) {
       t->refused++;
       continue;
@@ -218,7 +218,7 @@ static void test_tiny_sequence_no_livelock(void **state) {
   idgen_snowflake_settings_init(&s);
   s.max_borrow_ms = 0;
   s.max_wait_ms = 0;
-  idgen_snowflake_t *g = tu_gen("time:41,sequence:1,node:3", &s);
+  idgen_snowflake_gen_t *g = tu_gen("time:41,sequence:1,node:3", &s);
   static struct tiny t[4];
   pthread_t th[4];
   for (int i = 0; i < 4; i++) {
@@ -238,7 +238,7 @@ static void test_tiny_sequence_no_livelock(void **state) {
     assert_true(all[i] != all[i - 1]);
   /* 800 IDs at 2 per ms take about 0.4 s; allow a loaded machine 10 times that. */
   assert_true((all[799] >> 4) - (all[0] >> 4) < 4000);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 /* Processes with distinct worker values (the static registry's contract). */
@@ -257,10 +257,10 @@ static void test_processes(void **state) {
       idgen_snowflake_settings_t s;
       idgen_snowflake_settings_init(&s);
       s.node[2] = (uint64_t)p; /* worker */
-      idgen_snowflake_t *g = tu_gen("twitter", &s);
+      idgen_snowflake_gen_t *g = tu_gen("twitter", &s);
       uint64_t buf[1000];
       for (size_t done = 0; done < n; done += 1000) {
-        if (idgen_snowflake_next_n(g, buf, 1000) != 0)
+        if (idgen_snowflake_gen_next_n(g, buf, 1000) != 0)
           _exit(3);
         if (write(fds[p][1], buf, sizeof buf) != (ssize_t)sizeof buf)
           _exit(4);

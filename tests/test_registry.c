@@ -430,15 +430,15 @@ static void test_bad_records(void **state) {
 
 /* ---- a generator bound to a lease --------------------------------------- */
 
-static idgen_snowflake_t *bind_gen(const idgen_layout_t *l, idgen_lease_t *lease,
+static idgen_snowflake_gen_t *bind_gen(const idgen_layout_t *l, idgen_lease_t *lease,
                                    const idgen_clock_t *clock) {
   idgen_snowflake_settings_t s;
   idgen_snowflake_settings_init(&s);
   s.lease = lease;
   s.clock = clock;
-  idgen_snowflake_t *g;
+  idgen_snowflake_gen_t *g;
   char err[300];
-  if (idgen_snowflake_new(&g, l, &s, err, sizeof err) != 0)
+  if (idgen_snowflake_gen_new(&g, l, &s, err, sizeof err) != 0)
     fail_msg("bind: %s", err);
   return g;
 }
@@ -672,13 +672,13 @@ static void test_pool_mark_after_exit_and_step_back(void **state) {
   idgen_layout_t tw = tu_layout("twitter");
   idgen_registry_t *r = tu_registry(uri);
   idgen_lease_t *a = take(r, &tw, NULL, &ck.clock);
-  idgen_snowflake_t *g = bind_gen(&tw, a, &ck.clock);
+  idgen_snowflake_gen_t *g = bind_gen(&tw, a, &ck.clock);
   uint64_t id, last = 0;
   for (int i = 0; i < 1000; i++) {
-    tu_ok(idgen_snowflake_next(g, &id));
+    tu_ok(idgen_snowflake_gen_next(g, &id));
     last = id;
   }
-  idgen_snowflake_free(g); /* the final mark: the last tick used */
+  idgen_snowflake_gen_free(g); /* the final mark: the last tick used */
   idgen_lease_release(a);
   assert_int_equal(unlink(lock_path(&tw, 0)), 0);
   tu_clock_set_ms(&ck, t - 10000); /* 10 s back */
@@ -696,9 +696,9 @@ static void test_pool_mark_after_exit_and_step_back(void **state) {
   assert_int_equal(tu_worker(b), 0);
   assert_true(tu_clock_ms(&ck) > id_ms(&tw, last, NULL)); /* waited for the clock */
   g = bind_gen(&tw, b, &ck.clock);
-  tu_ok(idgen_snowflake_next(g, &id));
+  tu_ok(idgen_snowflake_gen_next(g, &id));
   assert_true(id > last);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
   idgen_lease_release(b);
   idgen_registry_close(r);
 }
@@ -821,9 +821,9 @@ static void test_bound_marks(void **state) {
   idgen_registry_t *r = tu_registry(uri);
   idgen_layout_t tw = tu_layout("twitter");
   idgen_lease_t *lease = take(r, &tw, NULL, &ck.clock);
-  idgen_snowflake_t *g = bind_gen(&tw, lease, &ck.clock);
+  idgen_snowflake_gen_t *g = bind_gen(&tw, lease, &ck.clock);
   idgen_snowflake_lease_status_t st;
-  idgen_snowflake_lease_status(g, &st);
+  idgen_snowflake_gen_lease_status(g, &st);
   assert_true(st.bound && st.valid && !st.fenced);
   assert_int_equal(st.worker, 0);
   assert_true(st.valid_ms == INT64_MAX); /* a flock does not expire */
@@ -832,7 +832,7 @@ static void test_bound_marks(void **state) {
   uint64_t id = 0, last = 0, w;
   for (int step = 0; step < 20; step++) {
     for (int i = 0; i < 5000; i++) {
-      int rc = idgen_snowflake_next(g, &id);
+      int rc = idgen_snowflake_gen_next(g, &id);
       if (rc != 0)
         fail_msg("step %d: %s", step, idgen_strerror(rc));
       assert_true(id > last);
@@ -845,11 +845,11 @@ static void test_bound_marks(void **state) {
     }
     tu_clock_add_ms(&ck, 700); /* past the mark within a few steps */
   }
-  idgen_snowflake_lease_status(g, &st);
+  idgen_snowflake_gen_lease_status(g, &st);
   assert_true(st.mark_writes >= 10);
   assert_true(st.mark_ms >= id_ms(&tw, last, NULL));
   int64_t last_ms = id_ms(&tw, last, NULL);
-  idgen_snowflake_free(g); /* the final mark: the last tick used */
+  idgen_snowflake_gen_free(g); /* the final mark: the last tick used */
   assert_int_equal(file_mark(0), last_ms);
   idgen_lease_release(lease);
   tu_clock_add_ms(&ck, 1); /* the mark is behind the clock: worker 0 again */
@@ -859,12 +859,12 @@ static void test_bound_marks(void **state) {
   g = bind_gen(&tw, lease, &ck.clock);
   /* it cannot go back below the mark: borrowing is 1 s, the clock is 14 s
    * behind, so it refuses (G3) rather than repeat */
-  assert_int_equal(idgen_snowflake_next(g, &id), IDGEN_ECLOCK);
+  assert_int_equal(idgen_snowflake_gen_next(g, &id), IDGEN_ECLOCK);
   tu_clock_set_ms(&ck, last_ms - 500); /* within the borrowing */
-  tu_ok(idgen_snowflake_next(g, &id));
+  tu_ok(idgen_snowflake_gen_next(g, &id));
   assert_true(id > last);
   assert_true(id_ms(&tw, id, NULL) <= file_mark(0));
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
   idgen_lease_release(lease);
   idgen_registry_close(r);
 }
@@ -878,9 +878,9 @@ static void test_bound_lease_lost(void **state) {
   idgen_lease_t *lease;
   char err[300], path[700];
   tu_ok(idgen_registry_acquire(r, &req, &lease, err, sizeof err));
-  idgen_snowflake_t *g = bind_gen(&tw, lease, NULL);
+  idgen_snowflake_gen_t *g = bind_gen(&tw, lease, NULL);
   uint64_t id;
-  tu_ok(idgen_snowflake_next(g, &id));
+  tu_ok(idgen_snowflake_gen_next(g, &id));
   /* the lock file is replaced: another process could lock the new one */
   snprintf(path, sizeof path, "%s", lock_path(&tw, 0));
   char moved[720];
@@ -888,27 +888,27 @@ static void test_bound_lease_lost(void **state) {
   assert_int_equal(rename(path, moved), 0);
   int rc = 0;
   for (int i = 0; i < 300 && rc == 0; i++) { /* renewed every 100 ms */
-    rc = idgen_snowflake_next(g, &id);
+    rc = idgen_snowflake_gen_next(g, &id);
     if (rc == 0)
       usleep(10000);
   }
   assert_int_equal(rc, IDGEN_ELEASE);
   idgen_snowflake_lease_status_t st;
-  idgen_snowflake_lease_status(g, &st);
+  idgen_snowflake_gen_lease_status(g, &st);
   assert_true(st.fenced && !st.valid);
   assert_non_null(strstr(st.reason, "removed or replaced"));
   uint64_t ids[10];
-  assert_int_equal(idgen_snowflake_next_n(g, ids, 10), IDGEN_ELEASE);
-  idgen_snowflake_free(g);
+  assert_int_equal(idgen_snowflake_gen_next_n(g, ids, 10), IDGEN_ELEASE);
+  idgen_snowflake_gen_free(g);
   idgen_lease_release(lease);
   idgen_registry_close(r);
 }
 
 static void *bound_worker(void *arg) {
-  idgen_snowflake_t *g = arg;
+  idgen_snowflake_gen_t *g = arg;
   uint64_t *out = malloc(sizeof(uint64_t) * 200000);
   for (int i = 0; i < 200000; i++)
-    if (idgen_snowflake_next(g, &out[i]) != 0) {
+    if (idgen_snowflake_gen_next(g, &out[i]) != 0) {
       free(out);
       return NULL;
     }
@@ -927,7 +927,7 @@ static void test_bound_threads(void **state) {
   idgen_registry_t *r = tu_registry(uri);
   idgen_layout_t tw = tu_layout("twitter");
   idgen_lease_t *lease = take(r, &tw, NULL, NULL);
-  idgen_snowflake_t *g = bind_gen(&tw, lease, NULL);
+  idgen_snowflake_gen_t *g = bind_gen(&tw, lease, NULL);
   pthread_t th[4];
   for (int i = 0; i < 4; i++)
     assert_int_equal(pthread_create(&th[i], NULL, bound_worker, g), 0);
@@ -939,7 +939,7 @@ static void test_bound_threads(void **state) {
     memcpy(all + i * 200000, res, sizeof(uint64_t) * 200000);
     free(res);
   }
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
   int64_t mark = file_mark(0);
   qsort(all, 800000, sizeof *all, cmp_id);
   for (int i = 1; i < 800000; i++)
@@ -958,34 +958,34 @@ static void test_bound_once_and_fork(void **state) {
   idgen_registry_t *r = tu_registry(uri);
   idgen_layout_t tw = tu_layout("twitter");
   idgen_lease_t *lease = take(r, &tw, NULL, NULL);
-  idgen_snowflake_t *g = bind_gen(&tw, lease, NULL), *g2;
+  idgen_snowflake_gen_t *g = bind_gen(&tw, lease, NULL), *g2;
   idgen_snowflake_settings_t s;
   idgen_snowflake_settings_init(&s);
   s.lease = lease;
   char err[300];
-  assert_int_equal(idgen_snowflake_new(&g2, &tw, &s, err, sizeof err), IDGEN_EINVAL);
+  assert_int_equal(idgen_snowflake_gen_new(&g2, &tw, &s, err, sizeof err), IDGEN_EINVAL);
   assert_non_null(strstr(err, "already bound"));
   uint64_t id;
-  tu_ok(idgen_snowflake_next(g, &id));
+  tu_ok(idgen_snowflake_gen_next(g, &id));
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
     alarm(5); /* a hang fails the test instead of blocking it */
     uint64_t x;
     idgen_snowflake_lease_status_t st;
-    idgen_snowflake_lease_status(g, &st);
-    int ok = idgen_snowflake_next(g, &x) == IDGEN_EFORKED && !st.bound;
-    idgen_snowflake_free(g);
+    idgen_snowflake_gen_lease_status(g, &st);
+    int ok = idgen_snowflake_gen_next(g, &x) == IDGEN_EFORKED && !st.bound;
+    idgen_snowflake_gen_free(g);
     _exit(ok ? 0 : 1);
   }
   int status;
   assert_int_equal(waitpid(pid, &status, 0), pid);
   assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  tu_ok(idgen_snowflake_next(g, &id)); /* the parent goes on */
-  idgen_snowflake_free(g);
+  tu_ok(idgen_snowflake_gen_next(g, &id)); /* the parent goes on */
+  idgen_snowflake_gen_free(g);
   /* freed: the lease can be bound again */
   g = bind_gen(&tw, lease, NULL);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
   idgen_lease_release(lease);
   idgen_registry_close(r);
 }

@@ -488,14 +488,14 @@ static void test_bound_generator(void **state) {
   idgen_snowflake_settings_init(&s);
   s.lease = lease;
   memcpy(s.node, p.node, sizeof s.node);
-  idgen_snowflake_t *g;
+  idgen_snowflake_gen_t *g;
   char err[300];
-  if (idgen_snowflake_new(&g, &p.layout, &s, err, sizeof err) != 0)
+  if (idgen_snowflake_gen_new(&g, &p.layout, &s, err, sizeof err) != 0)
     fail_msg("bind: %s", err);
   uint64_t id, last = 0, v[IDGEN_LAYOUT_MAX_FIELDS];
   int64_t ms, t0 = now_ms();
   while (now_ms() - t0 < 1000) { /* a few renewals and mark steps */
-    int rc = idgen_snowflake_next(g, &id);
+    int rc = idgen_snowflake_gen_next(g, &id);
     if (rc != 0)
       fail_msg("next: %s", idgen_strerror(rc));
     assert_true(id > last);
@@ -506,7 +506,7 @@ static void test_bound_generator(void **state) {
   assert_int_equal(v[idgen_layout_field_index(&p.layout, "worker")], worker);
   assert_true(ms <= list_pool(r, &p).row[0].mark_ms); /* durable first (G6) */
   idgen_snowflake_lease_status_t st;
-  idgen_snowflake_lease_status(g, &st);
+  idgen_snowflake_gen_lease_status(g, &st);
   assert_true(st.bound && st.valid && !st.fenced);
   assert_true(st.renewals >= 3);
   assert_true(st.mark_writes >= 2);
@@ -514,15 +514,15 @@ static void test_bound_generator(void **state) {
   assert_int_equal(idgen_registry_free(r, p.name, tuple(&p, worker), 1, NULL, 0), 0);
   int rc = 0;
   for (int i = 0; i < 200 && rc == 0; i++) {
-    rc = idgen_snowflake_next(g, &id);
+    rc = idgen_snowflake_gen_next(g, &id);
     if (rc == 0)
       tu_sleep_ms(5);
   }
   assert_int_equal(rc, IDGEN_ELEASE);
-  idgen_snowflake_lease_status(g, &st);
+  idgen_snowflake_gen_lease_status(g, &st);
   assert_true(st.fenced && !st.valid);
   assert_non_null(strstr(st.reason, "fenced out"));
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
   idgen_lease_release(lease);
   idgen_registry_close(r);
 }

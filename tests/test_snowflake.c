@@ -38,14 +38,14 @@ static void test_known_answer(void **state) {
   idgen_snowflake_settings_t s = settings(&c, 1000, 100);
   s.node[1] = 17;
   s.node[2] = 25;
-  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  idgen_snowflake_gen_t *g = tu_gen("twitter", &s);
   uint64_t id;
-  tu_ok(idgen_snowflake_next(g, &id));
+  tu_ok(idgen_snowflake_gen_next(g, &id));
   assert_int_equal(UINT64_C(910499571847892992), id);
-  tu_ok(idgen_snowflake_next(g, &id));
+  tu_ok(idgen_snowflake_gen_next(g, &id));
   assert_int_equal(UINT64_C(910499571847892993), id);
-  assert_string_equal("twitter", idgen_snowflake_layout(g)->preset);
-  idgen_snowflake_free(g);
+  assert_string_equal("twitter", idgen_snowflake_gen_layout(g)->preset);
+  idgen_snowflake_gen_free(g);
 }
 
 static void test_step_back_within_borrow(void **state) {
@@ -53,25 +53,25 @@ static void test_step_back_within_borrow(void **state) {
   tu_clock_t c;
   tu_clock_init(&c, T0);
   idgen_snowflake_settings_t s = settings(&c, 1000, 100);
-  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  idgen_snowflake_gen_t *g = tu_gen("twitter", &s);
   uint64_t prev = 0, id;
   for (int i = 0; i < 10; i++) {
-    tu_ok(idgen_snowflake_next(g, &id));
+    tu_ok(idgen_snowflake_gen_next(g, &id));
     assert_true(id > prev);
     prev = id;
   }
   tu_clock_set_ms(&c, T0 - 500);
   for (int i = 0; i < 1000; i++) {
-    tu_ok(idgen_snowflake_next(g, &id));
+    tu_ok(idgen_snowflake_gen_next(g, &id));
     assert_true(id > prev);
     assert_true(tw_tick(id) >= TW_TICK0); /* the generator keeps its own clock */
     prev = id;
   }
   tu_clock_add_ms(&c, 1);
-  tu_ok(idgen_snowflake_next(g, &id));
+  tu_ok(idgen_snowflake_gen_next(g, &id));
   assert_true(id > prev);
   assert_int_equal(0, atomic_load(&c.sleeps));
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 /* One step of the wall clock back, on the twitter layout, from a generator
@@ -101,31 +101,31 @@ static void test_step_back_table(void **state) {
     tu_clock_t c;
     tu_clock_init(&c, T0);
     idgen_snowflake_settings_t s = settings(&c, k->borrow, k->wait);
-    idgen_snowflake_t *g = tu_gen("twitter", &s);
+    idgen_snowflake_gen_t *g = tu_gen("twitter", &s);
     uint64_t prev, id;
-    tu_ok(idgen_snowflake_next(g, &prev));
+    tu_ok(idgen_snowflake_gen_next(g, &prev));
     tu_clock_set_ms(&c, T0 - k->back_ms);
     int calls = 1;
-    assert_int_equal(k->rc, idgen_snowflake_next(g, &id));
+    assert_int_equal(k->rc, idgen_snowflake_gen_next(g, &id));
     if (k->rc == 0) {
       assert_true(id > prev);
       prev = id;
     } else {
-      assert_int_equal(k->rc, idgen_snowflake_next_n(g, &id, 1));
+      assert_int_equal(k->rc, idgen_snowflake_gen_next_n(g, &id, 1));
       calls = 2;
     }
     assert_int_equal(k->waited_ms ? 1 : 0, atomic_load(&c.sleeps)); /* no pointless wait */
     assert_int_equal(k->waited_ms * 1000000, atomic_load(&c.slept_ns));
     idgen_snowflake_stats_t st;
-    idgen_snowflake_stats(g, &st);
+    idgen_snowflake_gen_stats(g, &st);
     assert_int_equal(k->waited_ms ? 1 : 0, st.clock_waits);
     assert_int_equal(k->rc ? calls : 0, st.clock_refusals);
     assert_int_equal(0, st.sequence_exhausted);
     /* Back within the borrow: it works again, and still increases. */
     tu_clock_set_ms(&c, T0 - k->borrow + 1);
-    tu_ok(idgen_snowflake_next(g, &id));
+    tu_ok(idgen_snowflake_gen_next(g, &id));
     assert_true(id > prev);
-    idgen_snowflake_free(g);
+    idgen_snowflake_gen_free(g);
   }
 }
 
@@ -138,18 +138,18 @@ static void test_refusals_consume_nothing(void **state) {
   tu_clock_t c;
   tu_clock_init(&c, T0);
   idgen_snowflake_settings_t s = settings(&c, 0, 0);
-  idgen_snowflake_t *g = tu_gen("time:41,sequence:1,node:3,epoch=1288834974657", &s);
+  idgen_snowflake_gen_t *g = tu_gen("time:41,sequence:1,node:3,epoch=1288834974657", &s);
   uint64_t a, b, id;
-  tu_ok(idgen_snowflake_next(g, &a));
-  tu_ok(idgen_snowflake_next(g, &b));
+  tu_ok(idgen_snowflake_gen_next(g, &a));
+  tu_ok(idgen_snowflake_gen_next(g, &b));
   assert_int_equal(a + 8, b); /* sequence 1 bit above 3 node bits */
   tu_clock_add_ms(&c, -5);
   for (int i = 0; i < 100; i++)
-    assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_next(g, &id));
+    assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_gen_next(g, &id));
   tu_clock_add_ms(&c, 5);
-  tu_ok(idgen_snowflake_next(g, &id)); /* waits out the tick: the next tick, sequence 0 */
+  tu_ok(idgen_snowflake_gen_next(g, &id)); /* waits out the tick: the next tick, sequence 0 */
   assert_int_equal((TW_TICK0 + 1) << 4, id);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 static void test_sequence_exhausted_borrows(void **state) {
@@ -157,10 +157,10 @@ static void test_sequence_exhausted_borrows(void **state) {
   tu_clock_t c;
   tu_clock_init(&c, T0);
   idgen_snowflake_settings_t s = settings(&c, 1000, 100);
-  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  idgen_snowflake_gen_t *g = tu_gen("twitter", &s);
   uint64_t prev = 0, id;
   for (int i = 0; i < 3 * 4096; i++) {
-    tu_ok(idgen_snowflake_next(g, &id));
+    tu_ok(idgen_snowflake_gen_next(g, &id));
     assert_true(id > prev);
     assert_int_equal(TW_TICK0 + (uint64_t)i / 4096, tw_tick(id));
     assert_int_equal((uint64_t)i % 4096, tw_seq(id));
@@ -168,10 +168,10 @@ static void test_sequence_exhausted_borrows(void **state) {
   }
   assert_int_equal(0, atomic_load(&c.sleeps));
   idgen_snowflake_stats_t st;
-  idgen_snowflake_stats(g, &st);
+  idgen_snowflake_gen_stats(g, &st);
   assert_int_equal(2, st.borrowed_ms);
   assert_int_equal(prev, st.last_id);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 static void test_sequence_exhausted_waits(void **state) {
@@ -180,25 +180,25 @@ static void test_sequence_exhausted_waits(void **state) {
   tu_clock_init(&c, T0);
   atomic_fetch_add(&c.ns, 300000); /* 0.3 ms into the tick */
   idgen_snowflake_settings_t s = settings(&c, 0, 0);
-  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  idgen_snowflake_gen_t *g = tu_gen("twitter", &s);
   uint64_t id;
   for (int i = 0; i < 4096; i++) {
-    tu_ok(idgen_snowflake_next(g, &id));
+    tu_ok(idgen_snowflake_gen_next(g, &id));
     assert_int_equal(TW_TICK0, tw_tick(id));
   }
   /* The tick is used up: waiting out its last 0.7 ms is allowed even with
    * max_wait_ms = 0, and is not a clock wait. */
-  tu_ok(idgen_snowflake_next(g, &id));
+  tu_ok(idgen_snowflake_gen_next(g, &id));
   assert_int_equal(TW_TICK0 + 1, tw_tick(id));
   assert_int_equal(0, tw_seq(id));
   assert_int_equal(1, atomic_load(&c.sleeps));
   assert_int_equal(700000, atomic_load(&c.slept_ns));
   idgen_snowflake_stats_t st;
-  idgen_snowflake_stats(g, &st);
+  idgen_snowflake_gen_stats(g, &st);
   assert_int_equal(1, st.sequence_exhausted);
   assert_int_equal(0, st.clock_waits);
   assert_int_equal(0, st.borrowed_ms);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 static void test_last_tick(void **state) {
@@ -206,32 +206,32 @@ static void test_last_tick(void **state) {
   tu_clock_t c;
   tu_clock_init(&c, 14); /* horizon of time:4@1ms from epoch 0 is 16 ms */
   idgen_snowflake_settings_t s = settings(&c, 1000, 100);
-  idgen_snowflake_t *g = tu_gen("time:4@1ms,sequence:2,epoch=0", &s);
+  idgen_snowflake_gen_t *g = tu_gen("time:4@1ms,sequence:2,epoch=0", &s);
   uint64_t id, prev = 0;
   for (int i = 0; i < 8; i++) { /* tick 14, then borrowed tick 15 */
-    tu_ok(idgen_snowflake_next(g, &id));
+    tu_ok(idgen_snowflake_gen_next(g, &id));
     assert_true(i == 0 || id > prev);
     prev = id;
   }
   assert_int_equal(63, prev); /* the largest ID the layout has */
   for (int i = 0; i < 3; i++)
-    assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_next(g, &id));
-  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_next_n(g, &id, 1));
+    assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_gen_next(g, &id));
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_gen_next_n(g, &id, 1));
   tu_clock_set_ms(&c, 15);
-  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_next(g, &id));
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_gen_next(g, &id));
   tu_clock_set_ms(&c, 40); /* the wall clock past the horizon too */
-  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_next(g, &id));
-  idgen_snowflake_free(g);
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_gen_next(g, &id));
+  idgen_snowflake_gen_free(g);
 
   /* Refused at start once the horizon has passed, naming the date. */
   idgen_layout_t l;
   char err[256];
   tu_ok(idgen_layout_parse(&l, "time:4@1ms,sequence:2,epoch=0", NULL, 0));
-  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_new(&g, &l, &s, err, sizeof err));
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_gen_new(&g, &l, &s, err, sizeof err));
   assert_string_equal("layout ran out on 1970-01-01", err);
   tu_ok(idgen_layout_parse(&l, "baidu", NULL, 0));
   tu_clock_set_ms(&c, 1763769600000); /* 2025-11-22 */
-  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_new(&g, &l, &s, err, sizeof err));
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_gen_new(&g, &l, &s, err, sizeof err));
   assert_string_equal("layout ran out on 2024-11-20", err);
 }
 
@@ -243,20 +243,20 @@ static void test_last_tick_64bit_state(void **state) {
   tu_clock_t c;
   tu_clock_init(&c, last_ms);
   idgen_snowflake_settings_t s = settings(&c, 1000, 100);
-  idgen_snowflake_t *g = tu_gen("time:43@1ms,sequence:21,epoch=0", &s);
+  idgen_snowflake_gen_t *g = tu_gen("time:43@1ms,sequence:21,epoch=0", &s);
   size_t n = (size_t)1 << 21;
   uint64_t *ids = malloc(n * sizeof *ids);
   assert_non_null(ids);
-  tu_ok(idgen_snowflake_next_n(g, ids, n - 2));
+  tu_ok(idgen_snowflake_gen_next_n(g, ids, n - 2));
   for (size_t i = 1; i < n - 2; i++)
     assert_int_equal(ids[i - 1] + 1, ids[i]);
   uint64_t id;
-  tu_ok(idgen_snowflake_next(g, &id));
+  tu_ok(idgen_snowflake_gen_next(g, &id));
   assert_int_equal(UINT64_MAX - 1, id);
-  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_next(g, &id));
-  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_next_n(g, ids, 5));
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_gen_next(g, &id));
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_gen_next_n(g, ids, 5));
   free(ids);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 static void test_batches_cross_ticks(void **state) {
@@ -266,12 +266,12 @@ static void test_batches_cross_ticks(void **state) {
   idgen_snowflake_settings_t s = settings(&c, 1000, 100);
   s.node[1] = 3;
   s.node[2] = 9;
-  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  idgen_snowflake_gen_t *g = tu_gen("twitter", &s);
   enum { N = 10000 };
   static uint64_t ids[N];
   uint64_t one;
-  tu_ok(idgen_snowflake_next(g, &one));
-  tu_ok(idgen_snowflake_next_n(g, ids, N));
+  tu_ok(idgen_snowflake_gen_next(g, &one));
+  tu_ok(idgen_snowflake_gen_next_n(g, ids, N));
   assert_true(ids[0] > one);
   for (int i = 0; i < N; i++) {
     uint64_t k = (uint64_t)i + 1; /* one ID came before the batch */
@@ -280,8 +280,8 @@ static void test_batches_cross_ticks(void **state) {
     assert_int_equal(3, (ids[i] >> 17) & 31);
     assert_int_equal(9, (ids[i] >> 12) & 31);
   }
-  tu_ok(idgen_snowflake_next_n(g, ids, 0));
-  idgen_snowflake_free(g);
+  tu_ok(idgen_snowflake_gen_next_n(g, ids, 0));
+  idgen_snowflake_gen_free(g);
 
   /* Sonyflake: the sequence sits above the machine field, 10 ms ticks. */
   const int64_t sf_epoch = 1409529600000;
@@ -289,7 +289,7 @@ static void test_batches_cross_ticks(void **state) {
   s = settings(&c, 1000, 100);
   s.node[2] = 0xbeef;
   g = tu_gen("sonyflake", &s);
-  tu_ok(idgen_snowflake_next_n(g, ids, 600));
+  tu_ok(idgen_snowflake_gen_next_n(g, ids, 600));
   for (int i = 0; i < 600; i++) {
     assert_int_equal(1234 + i / 256, ids[i] >> 24);
     assert_int_equal(i % 256, (ids[i] >> 16) & 255);
@@ -297,9 +297,9 @@ static void test_batches_cross_ticks(void **state) {
     assert_true(i == 0 || ids[i] > ids[i - 1]);
   }
   idgen_snowflake_stats_t st;
-  idgen_snowflake_stats(g, &st);
+  idgen_snowflake_gen_stats(g, &st);
   assert_int_equal(15, st.borrowed_ms); /* tick 1236 starts at +12360, now +12345 */
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 /* A batch is one call for G3: with no borrowing and no wait it may wait out
@@ -311,20 +311,20 @@ static void test_batch_waits_for_ticks(void **state) {
   tu_clock_t c;
   tu_clock_init(&c, T0);
   idgen_snowflake_settings_t s = settings(&c, 0, 0);
-  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  idgen_snowflake_gen_t *g = tu_gen("twitter", &s);
   enum { N = 10000 };
   static uint64_t ids[N];
-  assert_int_equal(8192, idgen_snowflake_capacity(g));
-  assert_int_equal(IDGEN_EBATCH, idgen_snowflake_next_n(g, ids, N));
+  assert_int_equal(8192, idgen_snowflake_gen_capacity(g));
+  assert_int_equal(IDGEN_EBATCH, idgen_snowflake_gen_next_n(g, ids, N));
   assert_int_equal(0, atomic_load(&c.sleeps)); /* refused at once */
-  tu_ok(idgen_snowflake_next_n(g, ids, 8192)); /* nothing was taken before */
+  tu_ok(idgen_snowflake_gen_next_n(g, ids, 8192)); /* nothing was taken before */
   for (int i = 0; i < 8192; i++) {
     assert_int_equal(TW_TICK0 + (uint64_t)i / 4096, tw_tick(ids[i]));
     assert_int_equal((uint64_t)i % 4096, tw_seq(ids[i]));
   }
   assert_int_equal(1, atomic_load(&c.sleeps)); /* the rest of the tick: 1 ms */
   assert_int_equal(1000000, atomic_load(&c.slept_ns));
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 /* The batches of the review, each bounded by the rest of the tick plus
@@ -339,31 +339,31 @@ static void test_batch_total_wait_bounded(void **state) {
   tu_clock_t c;
   tu_clock_init(&c, sf_epoch + 1000000);
   idgen_snowflake_settings_t s = settings(&c, 1000, 100);
-  idgen_snowflake_t *g = tu_gen("sonyflake", &s);
-  assert_int_equal(112 * 256, idgen_snowflake_capacity(g));
-  assert_int_equal(IDGEN_EBATCH, idgen_snowflake_next_n(g, ids, 100000));
+  idgen_snowflake_gen_t *g = tu_gen("sonyflake", &s);
+  assert_int_equal(112 * 256, idgen_snowflake_gen_capacity(g));
+  assert_int_equal(IDGEN_EBATCH, idgen_snowflake_gen_next_n(g, ids, 100000));
   assert_int_equal(0, atomic_load(&c.sleeps));
-  tu_ok(idgen_snowflake_next_n(g, ids, 112 * 256)); /* the whole window: waits the rest */
+  tu_ok(idgen_snowflake_gen_next_n(g, ids, 112 * 256)); /* the whole window: waits the rest */
   assert_true(atomic_load(&c.slept_ns) <= (10 + 100) * 1000000LL);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
   /* 16 IDs per second: at a second's start, this second, the next and the
    * one after come within borrow + wait: 48 */
   tu_clock_init(&c, T0 - T0 % 1000);
   g = tu_gen("time:41@1s,worker:10,sequence:4", &s);
-  assert_int_equal(48, idgen_snowflake_capacity(g));
-  assert_int_equal(IDGEN_EBATCH, idgen_snowflake_next_n(g, ids, 120));
-  tu_ok(idgen_snowflake_next_n(g, ids, 40));
+  assert_int_equal(48, idgen_snowflake_gen_capacity(g));
+  assert_int_equal(IDGEN_EBATCH, idgen_snowflake_gen_next_n(g, ids, 120));
+  tu_ok(idgen_snowflake_gen_next_n(g, ids, 40));
   assert_true(atomic_load(&c.slept_ns) <= (1000 + 100) * 1000000LL);
   for (int i = 1; i < 40; i++)
     assert_true(ids[i] > ids[i - 1]);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
   /* with no wait allowed, 8 IDs are there at once */
   tu_clock_init(&c, T0 - T0 % 1000 + 500);
   s = settings(&c, 1000, 0);
   g = tu_gen("time:41@1s,worker:10,sequence:4", &s);
-  tu_ok(idgen_snowflake_next_n(g, ids, 8));
+  tu_ok(idgen_snowflake_gen_next_n(g, ids, 8));
   assert_int_equal(0, atomic_load(&c.sleeps));
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 /* Near the layout's end a batch that does not fit takes nothing: the last
@@ -374,13 +374,13 @@ static void test_batch_at_the_end_takes_nothing(void **state) {
   tu_clock_t c;
   tu_clock_init(&c, last_ms);
   idgen_snowflake_settings_t s = settings(&c, 1000, 100);
-  idgen_snowflake_t *g = tu_gen("time:10,sequence:4,epoch=0", &s);
+  idgen_snowflake_gen_t *g = tu_gen("time:10,sequence:4,epoch=0", &s);
   uint64_t ids[32];
-  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_next_n(g, ids, 17));
-  tu_ok(idgen_snowflake_next_n(g, ids, 16)); /* all 16 of the last tick */
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_gen_next_n(g, ids, 17));
+  tu_ok(idgen_snowflake_gen_next_n(g, ids, 16)); /* all 16 of the last tick */
   assert_int_equal((uint64_t)last_ms << 4, ids[0]);
-  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_next(g, ids));
-  idgen_snowflake_free(g);
+  assert_int_equal(IDGEN_EEXHAUSTED, idgen_snowflake_gen_next(g, ids));
+  idgen_snowflake_gen_free(g);
 }
 
 /* The non-blocking calls: a call that must wait says when, keeps its place,
@@ -390,19 +390,19 @@ static void test_async_wait_and_resume(void **state) {
   tu_clock_t c;
   tu_clock_init(&c, T0);
   idgen_snowflake_settings_t s = settings(&c, 0, 100);
-  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  idgen_snowflake_gen_t *g = tu_gen("twitter", &s);
   uint64_t ids[4096], more[4], one;
   idgen_snowflake_wait_t w;
-  tu_ok(idgen_snowflake_next_n_async(g, ids, 4096, &w)); /* this tick: at once */
-  assert_int_equal(IDGEN_EAGAIN, idgen_snowflake_next_n_async(g, more, 4, &w));
+  tu_ok(idgen_snowflake_gen_next_n_async(g, ids, 4096, &w)); /* this tick: at once */
+  assert_int_equal(IDGEN_EAGAIN, idgen_snowflake_gen_next_n_async(g, more, 4, &w));
   assert_int_equal((T0 + 1) * 1000000, w.due_ns); /* the next tick */
   /* its place is kept: a later call queues behind it */
   idgen_snowflake_wait_t w2;
-  assert_int_equal(IDGEN_EAGAIN, idgen_snowflake_next_n_async(g, &one, 1, &w2));
-  assert_int_equal(IDGEN_EAGAIN, idgen_snowflake_resume(g, &w, more)); /* not yet */
+  assert_int_equal(IDGEN_EAGAIN, idgen_snowflake_gen_next_n_async(g, &one, 1, &w2));
+  assert_int_equal(IDGEN_EAGAIN, idgen_snowflake_gen_resume(g, &w, more)); /* not yet */
   tu_clock_add_ms(&c, 1);
-  tu_ok(idgen_snowflake_resume(g, &w, more));
-  tu_ok(idgen_snowflake_resume(g, &w2, &one));
+  tu_ok(idgen_snowflake_gen_resume(g, &w, more));
+  tu_ok(idgen_snowflake_gen_resume(g, &w2, &one));
   assert_int_equal(TW_TICK0 + 1, tw_tick(more[0]));
   assert_int_equal(0, tw_seq(more[0]));
   assert_int_equal(3, tw_seq(more[3]));
@@ -410,14 +410,14 @@ static void test_async_wait_and_resume(void **state) {
   assert_int_equal(0, atomic_load(&c.sleeps)); /* it never slept */
   /* a clock that stands still: each resume asks for the wait again, and the
    * asks add up to the budget (rest of the tick + 100 ms): then refused */
-  tu_ok(idgen_snowflake_next_n(g, ids, 4091)); /* the rest of tick 1 */
-  assert_int_equal(IDGEN_EAGAIN, idgen_snowflake_next_n_async(g, more, 1, &w));
+  tu_ok(idgen_snowflake_gen_next_n(g, ids, 4091)); /* the rest of tick 1 */
+  assert_int_equal(IDGEN_EAGAIN, idgen_snowflake_gen_next_n_async(g, more, 1, &w));
   int rc, rounds = 0;
-  while ((rc = idgen_snowflake_resume(g, &w, more)) == IDGEN_EAGAIN)
+  while ((rc = idgen_snowflake_gen_resume(g, &w, more)) == IDGEN_EAGAIN)
     rounds++;
   assert_int_equal(IDGEN_ECLOCK, rc);
   assert_in_range(rounds, 99, 101);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 static void test_random_sequence_start(void **state) {
@@ -426,12 +426,12 @@ static void test_random_sequence_start(void **state) {
   tu_clock_init(&c, T0);
   idgen_snowflake_settings_t s = settings(&c, 1000, 100);
   s.random_sequence_start = 1;
-  idgen_snowflake_t *g = tu_gen("twitter", &s);
+  idgen_snowflake_gen_t *g = tu_gen("twitter", &s);
   int shard[4] = {0}, nonzero = 0;
   uint64_t prev = 0, id;
   for (int i = 0; i < 4000; i++) {
     tu_clock_add_ms(&c, 1);
-    tu_ok(idgen_snowflake_next(g, &id));
+    tu_ok(idgen_snowflake_gen_next(g, &id));
     assert_true(id > prev);
     assert_true(tw_seq(id) < 2048); /* the lower half keeps half the tick's room */
     nonzero += tw_seq(id) != 0;
@@ -443,9 +443,9 @@ static void test_random_sequence_start(void **state) {
     assert_true(shard[k] > 800);
   assert_true(nonzero > 3900);
   /* Within one tick the sequence still counts up by one. */
-  tu_ok(idgen_snowflake_next(g, &id));
+  tu_ok(idgen_snowflake_gen_next(g, &id));
   assert_int_equal(prev + 1, id);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 /* A scripted clock for the three cases below: `stale` is returned by the
@@ -488,15 +488,15 @@ static void test_stale_reading_not_refused(void **state) {
     s.clock = &ck;
     s.max_borrow_ms = borrow;
     s.max_wait_ms = borrow ? 100 : 0;
-    idgen_snowflake_t *g = tu_gen("twitter", &s);
+    idgen_snowflake_gen_t *g = tu_gen("twitter", &s);
     uint64_t a, b;
     sc.now += (borrow ? 1200 : 3) * 1000000;
-    tu_ok(idgen_snowflake_next(g, &a));
+    tu_ok(idgen_snowflake_gen_next(g, &a));
     sc.stale = T0 * 1000000; /* this call's first reading is old */
-    tu_ok(idgen_snowflake_next(g, &b));
+    tu_ok(idgen_snowflake_gen_next(g, &b));
     assert_true(b > a);
     assert_int_equal(0, sc.sleeps);
-    idgen_snowflake_free(g);
+    idgen_snowflake_gen_free(g);
   }
 }
 
@@ -512,13 +512,13 @@ static void test_step_before_epoch_while_waiting(void **state) {
   s.clock = &ck;
   s.max_borrow_ms = 0;
   s.max_wait_ms = 100;
-  idgen_snowflake_t *g = tu_gen("time:41,sequence:1,epoch=2025-01-01T00:00:00Z", &s);
+  idgen_snowflake_gen_t *g = tu_gen("time:41,sequence:1,epoch=2025-01-01T00:00:00Z", &s);
   uint64_t id;
-  tu_ok(idgen_snowflake_next(g, &id));
-  tu_ok(idgen_snowflake_next(g, &id)); /* the tick is used up */
-  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_next(g, &id)); /* reserves, sleeps, refused */
+  tu_ok(idgen_snowflake_gen_next(g, &id));
+  tu_ok(idgen_snowflake_gen_next(g, &id)); /* the tick is used up */
+  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_gen_next(g, &id)); /* reserves, sleeps, refused */
   assert_int_equal(1, sc.sleeps);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 /* An injected clock that never moves (no sleep function): the wait is
@@ -532,15 +532,15 @@ static void test_frozen_clock_wait_ends(void **state) {
   s.clock = &ck;
   s.max_borrow_ms = 0;
   s.max_wait_ms = 100;
-  idgen_snowflake_t *g = tu_gen("time:41,sequence:1,epoch=0", &s);
+  idgen_snowflake_gen_t *g = tu_gen("time:41,sequence:1,epoch=0", &s);
   uint64_t id;
-  tu_ok(idgen_snowflake_next(g, &id));
-  tu_ok(idgen_snowflake_next(g, &id));
-  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_next(g, &id));
-  idgen_snowflake_free(g);
+  tu_ok(idgen_snowflake_gen_next(g, &id));
+  tu_ok(idgen_snowflake_gen_next(g, &id));
+  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_gen_next(g, &id));
+  idgen_snowflake_gen_free(g);
 }
 
-/* Settings idgen_snowflake_new refuses, each with the message naming the
+/* Settings idgen_snowflake_gen_new refuses, each with the message naming the
  * setting and its bounds; *out is reset to NULL. */
 static const struct bad_setting {
   int64_t borrow, wait;
@@ -568,27 +568,27 @@ static void test_settings_validation(void **state) {
   tu_ok(idgen_layout_parse(&l, "twitter", NULL, 0));
   for (size_t i = 0; i < sizeof bad_settings / sizeof bad_settings[0]; i++) {
     const struct bad_setting *b = &bad_settings[i];
-    idgen_snowflake_t *g = (idgen_snowflake_t *)&c; /* must be reset to NULL */
+    idgen_snowflake_gen_t *g = (idgen_snowflake_gen_t *)&c; /* must be reset to NULL */
     idgen_snowflake_settings_t s = settings(&c, b->borrow, b->wait);
     if (b->node_index >= 0)
       s.node[b->node_index] = b->node_value;
-    assert_int_equal(b->rc, idgen_snowflake_new(&g, &l, &s, err, sizeof err));
+    assert_int_equal(b->rc, idgen_snowflake_gen_new(&g, &l, &s, err, sizeof err));
     assert_string_equal(b->message, err);
     assert_null(g);
   }
   /* The largest values are accepted; the sequence entry of node[] is
    * ignored, as documented. */
-  idgen_snowflake_t *g;
+  idgen_snowflake_gen_t *g;
   idgen_snowflake_settings_t s = settings(&c, IDGEN_MAX_BORROW_MS_MAX, IDGEN_MAX_WAIT_MS_MAX);
   s.node[3] = 99999;
-  tu_ok(idgen_snowflake_new(&g, &l, &s, err, sizeof err));
-  idgen_snowflake_free(g);
-  idgen_snowflake_free(NULL);
+  tu_ok(idgen_snowflake_gen_new(&g, &l, &s, err, sizeof err));
+  idgen_snowflake_gen_free(g);
+  idgen_snowflake_gen_free(NULL);
   /* NULL settings: the defaults, on the system clock. */
-  tu_ok(idgen_snowflake_new(&g, &l, NULL, err, sizeof err));
+  tu_ok(idgen_snowflake_gen_new(&g, &l, NULL, err, sizeof err));
   uint64_t id;
-  tu_ok(idgen_snowflake_next(g, &id));
-  idgen_snowflake_free(g);
+  tu_ok(idgen_snowflake_gen_next(g, &id));
+  idgen_snowflake_gen_free(g);
 }
 
 static void test_clock_before_epoch(void **state) {
@@ -596,47 +596,47 @@ static void test_clock_before_epoch(void **state) {
   tu_clock_t c;
   tu_clock_init(&c, 1577836800000); /* 2020-01-01 */
   idgen_layout_t l;
-  idgen_snowflake_t *g;
+  idgen_snowflake_gen_t *g;
   char err[256];
   tu_ok(idgen_layout_parse(&l, "js53", NULL, 0));
   idgen_snowflake_settings_t s = settings(&c, 1000, 100);
-  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_new(&g, &l, &s, err, sizeof err));
+  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_gen_new(&g, &l, &s, err, sizeof err));
   assert_string_equal("clock 2020-01-01T00:00:00.000Z is before the layout epoch "
                       "2025-01-01T00:00:00.000Z",
                       err);
   tu_clock_set_ms(&c, 1735689600000 + 10);
-  tu_ok(idgen_snowflake_new(&g, &l, &s, err, sizeof err));
+  tu_ok(idgen_snowflake_gen_new(&g, &l, &s, err, sizeof err));
   uint64_t id;
-  tu_ok(idgen_snowflake_next(g, &id));
+  tu_ok(idgen_snowflake_gen_next(g, &id));
   assert_int_equal(10, id >> 12);
   tu_clock_set_ms(&c, 1735689600000 - 5000);
-  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_next(g, &id));
-  idgen_snowflake_free(g);
+  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_gen_next(g, &id));
+  idgen_snowflake_gen_free(g);
 }
 
 static void test_fork_child_refused(void **state) {
   (void)state;
-  idgen_snowflake_t *g = tu_gen("twitter", NULL);
+  idgen_snowflake_gen_t *g = tu_gen("twitter", NULL);
   uint64_t id, pid_id;
-  tu_ok(idgen_snowflake_next(g, &id));
+  tu_ok(idgen_snowflake_gen_next(g, &id));
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
     /* The child: the parent's generator refuses, in both forms; a generator
      * of its own works. */
-    int bad = idgen_snowflake_next(g, &id) != IDGEN_EFORKED ||
-              idgen_snowflake_next_n(g, &id, 4) != IDGEN_EFORKED;
-    idgen_snowflake_t *own = tu_gen("twitter", NULL);
-    bad |= idgen_snowflake_next(own, &id) != 0;
+    int bad = idgen_snowflake_gen_next(g, &id) != IDGEN_EFORKED ||
+              idgen_snowflake_gen_next_n(g, &id, 4) != IDGEN_EFORKED;
+    idgen_snowflake_gen_t *own = tu_gen("twitter", NULL);
+    bad |= idgen_snowflake_gen_next(own, &id) != 0;
     _exit(bad ? 3 : 0);
   }
   int st;
   assert_int_equal(pid, waitpid(pid, &st, 0));
   assert_true(WIFEXITED(st));
   assert_int_equal(0, WEXITSTATUS(st));
-  tu_ok(idgen_snowflake_next(g, &pid_id)); /* the parent is unaffected */
+  tu_ok(idgen_snowflake_gen_next(g, &pid_id)); /* the parent is unaffected */
   assert_true(pid_id > id);
-  idgen_snowflake_free(g);
+  idgen_snowflake_gen_free(g);
 }
 
 static int64_t precise_ms(void) { return idgen_clock_now_ms(IDGEN_CLOCK_PRECISE); }
@@ -649,13 +649,13 @@ static void test_real_clock_accuracy(void **state) {
     idgen_snowflake_settings_t s;
     idgen_snowflake_settings_init(&s);
     s.clock_mode = mode ? IDGEN_CLOCK_PRECISE : IDGEN_CLOCK_FAST;
-    idgen_snowflake_t *g = tu_gen("time:41@1ms,sequence:22,epoch=0", &s);
+    idgen_snowflake_gen_t *g = tu_gen("time:41@1ms,sequence:22,epoch=0", &s);
     size_t n = tu_scaled(3000000);
     uint64_t prev = 0;
     for (size_t i = 0; i < n; i++) {
       int64_t before = precise_ms();
       uint64_t id;
-      tu_ok(idgen_snowflake_next(g, &id));
+      tu_ok(idgen_snowflake_gen_next(g, &id));
       int64_t after = precise_ms(), t = (int64_t)(id >> 22);
       if (t < before || t > after)
         fail_msg("mode %d call %zu: ID time %" PRId64 " outside [%" PRId64 ", %" PRId64 "]",
@@ -668,7 +668,7 @@ static void test_real_clock_accuracy(void **state) {
       int64_t a = precise_ms(), f = idgen_clock_now_ms(IDGEN_CLOCK_FAST), b = precise_ms();
       assert_true(a <= f && f <= b);
     }
-    idgen_snowflake_free(g);
+    idgen_snowflake_gen_free(g);
   }
 }
 

@@ -17,7 +17,7 @@
 
 static void decode_ok(idgen_ulid_t *u, const char *s, int mode) {
   char err[256] = "";
-  if (idgen_ulid_decode(u, s, strlen(s), mode, err, sizeof err) != 0)
+  if (idgen_ulid_parse(u, s, strlen(s), mode, err, sizeof err) != 0)
     fail_msg("decode \"%s\": %s", s, err);
 }
 
@@ -47,15 +47,15 @@ static void test_ulid_encode_vectors(void **state) {
     char text[IDGEN_ULID_STRLEN + 1];
     hex_bytes(json_string_value(json_object_get(v, "bytes_hex")), u.bytes, 16);
     assert_int_equal(json_integer_value(json_object_get(v, "timestamp_ms")), idgen_ulid_time(&u));
-    idgen_ulid_encode(&u, text);
+    idgen_ulid_format(&u, text);
     assert_string_equal(json_string_value(json_object_get(v, "expected")), text);
     decode_ok(&back, text, IDGEN_ULID_STRICT);
     assert_memory_equal(u.bytes, back.bytes, 16);
-    /* idgen_ulid_new with the vector's randomness injected gives the same bytes. */
+    /* idgen_ulid_make with the vector's randomness injected gives the same bytes. */
     uint8_t rnd[10];
     idgen_random_t src = {fill_copy, rnd};
     hex_bytes(json_string_value(json_object_get(v, "randomness_hex")), rnd, 10);
-    tu_ok(idgen_ulid_new(&back, json_integer_value(json_object_get(v, "timestamp_ms")), &src));
+    tu_ok(idgen_ulid_make(&back, json_integer_value(json_object_get(v, "timestamp_ms")), &src));
     assert_memory_equal(u.bytes, back.bytes, 16);
   }
 }
@@ -111,7 +111,7 @@ static void test_ulid_invalid_vectors(void **state) {
     idgen_ulid_t u;
     char err[256] = "";
     const char *s = json_string_value(json_object_get(v, "input"));
-    int rc = idgen_ulid_decode(&u, s, strlen(s), IDGEN_ULID_STRICT, err, sizeof err);
+    int rc = idgen_ulid_parse(&u, s, strlen(s), IDGEN_ULID_STRICT, err, sizeof err);
     if (rc == 0)
       fail_msg("\"%s\" (%s) was accepted", s, json_string_value(json_object_get(v, "reason")));
     assert_true(strncmp(err, "ULID: ", 6) == 0);
@@ -153,14 +153,14 @@ static void test_ulid_strict_messages(void **state) {
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     idgen_ulid_t u;
     char err[256] = "";
-    assert_int_equal(t[i].rc, idgen_ulid_decode(&u, t[i].in, strlen(t[i].in), IDGEN_ULID_STRICT,
+    assert_int_equal(t[i].rc, idgen_ulid_parse(&u, t[i].in, strlen(t[i].in), IDGEN_ULID_STRICT,
                                                 err, sizeof err));
     assert_string_equal(t[i].msg, err);
   }
   /* A NUL byte inside the given length is a bad character, not the end. */
   idgen_ulid_t u;
   char err[256];
-  assert_int_equal(IDGEN_EPARSE, idgen_ulid_decode(&u, "01ARZ3NDEKTSV4RR\0FQ69G5FAV", 26,
+  assert_int_equal(IDGEN_EPARSE, idgen_ulid_parse(&u, "01ARZ3NDEKTSV4RR\0FQ69G5FAV", 26,
                                                    IDGEN_ULID_STRICT, err, sizeof err));
   assert_string_equal("ULID: byte 0x00 at position 17 is not in the alphabet", err);
 }
@@ -176,17 +176,17 @@ static void test_ulid_lenient(void **state) {
   assert_memory_equal(a.bytes, b.bytes, 16);
   decode_ok(&b, "O1ARZ3NDEKTSV4RRFFQ69G5FA1", IDGEN_ULID_LENIENT);
   assert_memory_equal(a.bytes, b.bytes, 16);
-  idgen_ulid_encode(&b, text);
+  idgen_ulid_format(&b, text);
   assert_string_equal("01ARZ3NDEKTSV4RRFFQ69G5FA1", text);
   /* Still rejected: U, overflow, wrong length after removing hyphens. */
-  assert_int_equal(IDGEN_EPARSE, idgen_ulid_decode(&b, "01ARZ3NDEK-TSV4RRFFQ69G5FAU", 27,
+  assert_int_equal(IDGEN_EPARSE, idgen_ulid_parse(&b, "01ARZ3NDEK-TSV4RRFFQ69G5FAU", 27,
                                                    IDGEN_ULID_LENIENT, err, sizeof err));
   assert_string_equal("ULID: character 'U' at position 27 is not in the alphabet (U is never valid)",
                       err);
-  assert_int_equal(IDGEN_ERANGE, idgen_ulid_decode(&b, "-8ZZZZZZZZZZZZZZZZZZZZZZZZZ", 27,
+  assert_int_equal(IDGEN_ERANGE, idgen_ulid_parse(&b, "-8ZZZZZZZZZZZZZZZZZZZZZZZZZ", 27,
                                                    IDGEN_ULID_LENIENT, err, sizeof err));
   assert_string_equal("ULID: first character '8' at position 2 overflows 128 bits (at most 7)", err);
-  assert_int_equal(IDGEN_EPARSE, idgen_ulid_decode(&b, "01ARZ3NDEK-TSV4RRFFQ69G5FA", 26,
+  assert_int_equal(IDGEN_EPARSE, idgen_ulid_parse(&b, "01ARZ3NDEK-TSV4RRFFQ69G5FA", 26,
                                                    IDGEN_ULID_LENIENT, err, sizeof err));
   assert_string_equal("ULID: 25 characters without hyphens, want 26", err);
 }
@@ -199,14 +199,14 @@ static void test_ulid_roundtrip_and_order(void **state) {
   idgen_ulid_t prev;
   char prev_text[IDGEN_ULID_STRLEN + 1];
   memset(&prev, 0, sizeof prev);
-  idgen_ulid_encode(&prev, prev_text);
+  idgen_ulid_format(&prev, prev_text);
   for (int i = 0; i < 200000; i++) {
     idgen_ulid_t u, back;
     char text[IDGEN_ULID_STRLEN + 1];
     tu_ok(idgen_random_bytes(u.bytes, 16));
     if (i % 4 == 0) /* share long prefixes now and then, to test deep comparisons */
       memcpy(u.bytes, prev.bytes, (size_t)(i / 4) % 16);
-    idgen_ulid_encode(&u, text);
+    idgen_ulid_format(&u, text);
     assert_int_equal(IDGEN_ULID_STRLEN, strlen(text));
     decode_ok(&back, text, IDGEN_ULID_STRICT);
     assert_memory_equal(u.bytes, back.bytes, 16);
@@ -234,15 +234,15 @@ static void test_ulid_monotonic(void **state) {
   char text[IDGEN_ULID_STRLEN + 1];
   tu_ok(idgen_ulid_gen_new(&g, &s));
   tu_ok(idgen_ulid_gen_next(g, &u));
-  idgen_ulid_encode(&u, text);
+  idgen_ulid_format(&u, text);
   assert_string_equal("01ARYZ6S410000000000000000", text);
   tu_ok(idgen_ulid_gen_next(g, &u));
-  idgen_ulid_encode(&u, text);
+  idgen_ulid_format(&u, text);
   assert_string_equal("01ARYZ6S410000000000000001", text);
   /* Step back: still the previous plus one, with the previous time. */
   tu_clock_add_ms(&c, -5000);
   tu_ok(idgen_ulid_gen_next(g, &u));
-  idgen_ulid_encode(&u, text);
+  idgen_ulid_format(&u, text);
   assert_string_equal("01ARYZ6S410000000000000002", text);
   /* A new millisecond: fresh random bits (here all ones), then overflow. */
   pattern = 0xff;
@@ -250,16 +250,16 @@ static void test_ulid_monotonic(void **state) {
   tu_ok(idgen_ulid_gen_next(g, &prev)); /* still behind: prev + 1 */
   tu_clock_set_ms(&c, 1469918176386);
   tu_ok(idgen_ulid_gen_next(g, &u));
-  idgen_ulid_encode(&u, text);
+  idgen_ulid_format(&u, text);
   assert_string_equal("01ARYZ6S42ZZZZZZZZZZZZZZZZ", text);
   assert_int_equal(IDGEN_EOVERFLOW, idgen_ulid_gen_next(g, &u));
   assert_int_equal(IDGEN_EOVERFLOW, idgen_ulid_gen_next(g, &u)); /* no wrap, no change */
-  idgen_ulid_encode(&u, text);
+  idgen_ulid_format(&u, text);
   assert_string_equal("01ARYZ6S42ZZZZZZZZZZZZZZZZ", text); /* out untouched on error */
   tu_clock_add_ms(&c, 1);
   pattern = 0x00;
   tu_ok(idgen_ulid_gen_next(g, &u));
-  idgen_ulid_encode(&u, text);
+  idgen_ulid_format(&u, text);
   assert_string_equal("01ARYZ6S430000000000000000", text);
   /* The spec's monotonic sequence: a generator given the first value's time
    * and random bits makes exactly the rest within that millisecond. */
@@ -273,14 +273,14 @@ static void test_ulid_monotonic(void **state) {
   tu_ok(idgen_ulid_gen_new(&g2, &s2));
   for (size_t k = 0; k < json_array_size(seq); k++) {
     tu_ok(idgen_ulid_gen_next_at(g2, idgen_ulid_time(&first), &u));
-    idgen_ulid_encode(&u, text);
+    idgen_ulid_format(&u, text);
     assert_string_equal(json_string_value(json_array_get(seq, k)), text);
   }
   idgen_ulid_gen_free(g2);
   assert_int_equal(IDGEN_ECLOCK, idgen_ulid_gen_next_at(g, -1, &u));
   assert_int_equal(IDGEN_ECLOCK, idgen_ulid_gen_next_at(g, IDGEN_ULID_MAX_MS + 1, &u));
-  assert_int_equal(IDGEN_ERANGE, idgen_ulid_new(&u, IDGEN_ULID_MAX_MS + 1, NULL));
-  tu_ok(idgen_ulid_new(&u, IDGEN_ULID_MAX_MS, NULL));
+  assert_int_equal(IDGEN_ERANGE, idgen_ulid_make(&u, IDGEN_ULID_MAX_MS + 1, NULL));
+  tu_ok(idgen_ulid_make(&u, IDGEN_ULID_MAX_MS, NULL));
   idgen_ulid_gen_free(g);
 }
 
@@ -380,7 +380,7 @@ static void test_uuid7_monotonic(void **state) {
   tu_clock_set_ms(&c, -1);
   assert_int_equal(IDGEN_ECLOCK, idgen_uuid7_gen_next(g, &u));
   idgen_uuid7_gen_free(g);
-  tu_ok(idgen_uuid7_new(&u));
+  tu_ok(idgen_uuid7_make(&u));
   assert_int_equal(7, idgen_uuid_version(&u));
   assert_true(idgen_uuid_is_rfc_variant(&u));
   int64_t now = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE);
@@ -586,7 +586,7 @@ static int late_rc = -100;
 static void late_destructor(void *p) {
   (void)p;
   idgen_ulid_t u;
-  late_rc = idgen_ulid_new(&u, 1, NULL);
+  late_rc = idgen_ulid_make(&u, 1, NULL);
 }
 
 static void *exiting_thread(void *arg) {
@@ -617,7 +617,7 @@ struct child_view {
 };
 
 static idgen_ulid_gen_t *fork_ug;
-static idgen_snowflake_t *fork_sg;
+static idgen_snowflake_gen_t *fork_sg;
 static int handler_armed;
 static struct child_view handler_view;
 
@@ -625,7 +625,7 @@ static void take_view(struct child_view *v) {
   uint64_t id;
   if (idgen_random_bytes(v->rnd, sizeof v->rnd) != 0 || idgen_ulid_gen_next(fork_ug, &v->ulid) != 0)
     memset(v, 0, sizeof *v);
-  v->snowflake_rc = idgen_snowflake_next(fork_sg, &id);
+  v->snowflake_rc = idgen_snowflake_gen_next(fork_sg, &id);
 }
 
 /* An application's fork handler that uses idgen in the child: it runs in
@@ -676,7 +676,7 @@ static void check_child_fresh(int how) {
   assert_memory_not_equal(mine.rnd, theirs.rnd, sizeof mine.rnd);
   assert_memory_not_equal(mine.ulid.bytes, theirs.ulid.bytes, 16);
   idgen_ulid_gen_free(fork_ug);
-  idgen_snowflake_free(fork_sg);
+  idgen_snowflake_gen_free(fork_sg);
 }
 
 static void test_fork_app_handler_first(void **state) {
@@ -707,7 +707,7 @@ static void test_simd_matches_scalar(void **state) {
     tu_ok(idgen_random_bytes(u.bytes, 16));
     u.bytes[0] &= (uint8_t)(i % 3 ? 0xff : 0x3f);
     memcpy(v.bytes, u.bytes, 16);
-    idgen_ulid_encode(&u, us);
+    idgen_ulid_format(&u, us);
     idgen_uuid_format(&v, vs);
     seed = seed * 6364136223846793005u + 1442695040888963407u;
     if (i % 2) { /* one byte changed: anything from 0 to 255 */
@@ -717,9 +717,9 @@ static void test_simd_matches_scalar(void **state) {
     for (int mode = 0; mode < 2; mode++) {
       memset(&a, 0, sizeof a);
       memset(&b, 0, sizeof b);
-      int r1 = idgen_ulid_decode(&a, us, 26, mode, NULL, 0);
+      int r1 = idgen_ulid_parse(&a, us, 26, mode, NULL, 0);
       idgen__simd_enable(0);
-      int r2 = idgen_ulid_decode(&b, us, 26, mode, NULL, 0);
+      int r2 = idgen_ulid_parse(&b, us, 26, mode, NULL, 0);
       idgen__simd_enable(1);
       assert_int_equal(r2, r1);
       if (r1 == 0)

@@ -53,13 +53,13 @@ idgen_layout_t tu_layout(const char *spec) {
   return l;
 }
 
-idgen_snowflake_t *tu_gen(const char *spec, const idgen_snowflake_settings_t *s) {
+idgen_snowflake_gen_t *tu_gen(const char *spec, const idgen_snowflake_settings_t *s) {
   idgen_layout_t l = tu_layout(spec);
   char err[256];
-  idgen_snowflake_t *g = NULL;
-  int rc = idgen_snowflake_new(&g, &l, s, err, sizeof err);
+  idgen_snowflake_gen_t *g = NULL;
+  int rc = idgen_snowflake_gen_new(&g, &l, s, err, sizeof err);
   if (rc < 0)
-    fail_msg("idgen_snowflake_new: %s (%s)", err, idgen_strerror(rc));
+    fail_msg("idgen_snowflake_gen_new: %s (%s)", err, idgen_strerror(rc));
   return g;
 }
 

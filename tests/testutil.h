@@ -35,7 +35,7 @@ void tu_clock_add_ms(tu_clock_t *c, int64_t ms);
 int64_t tu_clock_ms(tu_clock_t *c);
 
 /* A generator on layout `spec` with the given settings (NULL: defaults). */
-idgen_snowflake_t *tu_gen(const char *spec, const idgen_snowflake_settings_t *s);
+idgen_snowflake_gen_t *tu_gen(const char *spec, const idgen_snowflake_settings_t *s);
 
 /* The layout of `spec` (a preset name or a spec); fails the test on error. */
 idgen_layout_t tu_layout(const char *spec);

@@ -99,7 +99,7 @@ int cmd_snowflake(int argc, char **argv) {
     settings_free(&set);
     cli_fail(rc == IDGEN_ERANGE || rc == IDGEN_EINVAL ? EXIT_USAGE : EXIT_ID, "%s", err);
   }
-  idgen_snowflake_t *g = x.gen;
+  idgen_snowflake_gen_t *g = x.gen;
 
   uint64_t batch[4096];
   if (json)
@@ -108,11 +108,11 @@ int cmd_snowflake(int argc, char **argv) {
     /* A call waits at most the rest of a tick plus max_wait_ms (G3), so a
      * batch is no larger than what the clock allows now; at least one ID,
      * which waits or is refused as next() would. */
-    uint64_t room = one ? 1 : idgen_snowflake_capacity(g);
+    uint64_t room = one ? 1 : idgen_snowflake_gen_capacity(g);
     size_t k = (size_t)(n - done < 4096 ? n - done : 4096);
     if (room < k)
       k = room > 0 ? (size_t)room : 1;
-    rc = idgen_snowflake_next_n(g, batch, k);
+    rc = idgen_snowflake_gen_next_n(g, batch, k);
     one = rc == IDGEN_EBATCH; /* the window moved since: one ID, then look again */
     if (one)
       continue;
@@ -121,7 +121,7 @@ int cmd_snowflake(int argc, char **argv) {
         fflush(stdout);
       cli_flush();
       idgen_snowflake_lease_status_t st;
-      idgen_snowflake_lease_status(g, &st);
+      idgen_snowflake_gen_lease_status(g, &st);
       leased_close(&x);
       cli_fail(EXIT_ID, "cannot make an ID: %s%s%s", idgen_strerror(rc), st.reason[0] ? ": " : "",
                st.reason);

@@ -94,7 +94,7 @@ int cmd_ulid(int argc, char **argv) {
     idgen_ulid_t u;
     int rc;
     int64_t ms = at >= 0 ? at : idgen_clock_now_ms(IDGEN_CLOCK_FAST);
-    rc = g ? idgen_ulid_gen_next_at(g, ms, &u) : idgen_ulid_new(&u, ms, NULL);
+    rc = g ? idgen_ulid_gen_next_at(g, ms, &u) : idgen_ulid_make(&u, ms, NULL);
     if (rc < 0) {
       fflush(stdout);
       cli_fail(EXIT_ID, "cannot make a ULID: %s", idgen_strerror(rc));
@@ -105,7 +105,7 @@ int cmd_ulid(int argc, char **argv) {
       idgen_ulid_to_uuid(&u, &uu);
       idgen_uuid_format(&uu, text);
     } else {
-      idgen_ulid_encode(&u, text);
+      idgen_ulid_format(&u, text);
     }
     emit(text, json, i);
   }

@@ -59,13 +59,13 @@ static int decode_ulid(const char *s, size_t len, int lenient, decoded_t *d, cha
   idgen_ulid_t u;
   idgen_uuid_t uu;
   char msg[200];
-  if (idgen_ulid_decode(&u, s, len, lenient ? IDGEN_ULID_LENIENT : IDGEN_ULID_STRICT, msg,
+  if (idgen_ulid_parse(&u, s, len, lenient ? IDGEN_ULID_LENIENT : IDGEN_ULID_STRICT, msg,
                         sizeof msg) < 0) {
     snprintf(err, errlen, "\"%s\": %s", IDGEN_QUOTE(s, len, '"', 64), msg);
     return -1;
   }
   d->kind = DECODED_ULID;
-  idgen_ulid_encode(&u, d->id);
+  idgen_ulid_format(&u, d->id);
   idgen_ulid_to_uuid(&u, &uu);
   idgen_uuid_format(&uu, d->uuid);
   d->unix_ms = idgen_ulid_time(&u);

@@ -18,7 +18,7 @@ int leased_acquire(leased_t *x, const leased_opts_t *o, const idgen_layout_t *l,
 }
 
 void leased_release(leased_t *x) {
-  idgen_snowflake_free(x->gen);
+  idgen_snowflake_gen_free(x->gen);
   idgen_lease_release(x->lease);
   x->gen = NULL;
   x->lease = NULL;

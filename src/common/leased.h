@@ -20,7 +20,7 @@ typedef struct leased_opts {
 typedef struct leased {
   idgen_registry_t *reg;      /* opened once, kept across leases */
   idgen_lease_t *lease;
-  idgen_snowflake_t *gen;
+  idgen_snowflake_gen_t *gen;
 } leased_t;
 
 /* Opens the registry (once: x->reg is kept across leased_acquire calls),

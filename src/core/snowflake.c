@@ -54,9 +54,9 @@ void idgen_snowflake_settings_init(idgen_snowflake_settings_t *s) {
 }
 
 /* The wall clock with nanoseconds, for the slow path. */
-static int64_t now_ns(const idgen_snowflake_t *g) { return idgen__sf_now_ns(g); }
+static int64_t now_ns(const idgen_snowflake_gen_t *g) { return idgen__sf_now_ns(g); }
 
-static inline int64_t now_ms(const idgen_snowflake_t *g) {
+static inline int64_t now_ms(const idgen_snowflake_gen_t *g) {
   if (IDGEN_LIKELY(g->clock_kind == CLOCK_KIND_FAST))
     return idgen__clock_fast_ms();
   if (g->clock_kind == CLOCK_KIND_PRECISE)
@@ -64,7 +64,7 @@ static inline int64_t now_ms(const idgen_snowflake_t *g) {
   return idgen__ns_to_ms(g->clock.now_ns(g->clock.ctx));
 }
 
-static void sleep_ns(const idgen_snowflake_t *g, int64_t ns) {
+static void sleep_ns(const idgen_snowflake_gen_t *g, int64_t ns) {
   if (g->clock.now_ns != NULL) {
     if (g->clock.sleep_ns != NULL)
       g->clock.sleep_ns(g->clock.ctx, ns);
@@ -76,7 +76,7 @@ static void sleep_ns(const idgen_snowflake_t *g, int64_t ns) {
 /* A sequence start for a new tick: 0, or random in the lower half of the
  * range.  This randomness only spreads IDs over shards; it is not secret, so
  * a per-thread splitmix64 seeded from the clock and the thread is enough. */
-static uint64_t seq_start(const idgen_snowflake_t *g) {
+static uint64_t seq_start(const idgen_snowflake_gen_t *g) {
   static __thread uint64_t s;
   if (!g->random_start)
     return 0;
@@ -89,12 +89,12 @@ static uint64_t seq_start(const idgen_snowflake_t *g) {
   return z & (g->seq_mask >> 1);
 }
 
-static inline uint64_t compose(const idgen_snowflake_t *g, uint64_t v) {
+static inline uint64_t compose(const idgen_snowflake_gen_t *g, uint64_t v) {
   return g->node_bits | ((v >> g->seq_bits) << g->time_shift) |
          ((v & g->seq_mask) << g->seq_shift);
 }
 
-static int refuse(idgen_snowflake_t *g) {
+static int refuse(idgen_snowflake_gen_t *g) {
   atomic_fetch_add_explicit(&g->clock_refusals, 1, memory_order_relaxed);
   return IDGEN_ECLOCK;
 }
@@ -123,7 +123,7 @@ enum { PHASE_CLAIM = 0, PHASE_RESERVED = 1 };
 enum { CL_NOW, CL_RESERVED, CL_MARK, CL_STALE };
 
 /* The budget of a call whose first reading is Unix ms `ms`. */
-static void budget_start(const idgen_snowflake_t *g, idgen_snowflake_wait_t *w, int64_t ms) {
+static void budget_start(const idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms) {
   int64_t end_ms = ms < g->epoch ? ms + 1 : g->epoch + ((ms - g->epoch) / g->unit + 1) * g->unit;
   w->start_ns = ms * NS_PER_MS;
   w->deadline_ns = (end_ms + g->wait_ms) * NS_PER_MS;
@@ -136,7 +136,7 @@ static void budget_start(const idgen_snowflake_t *g, idgen_snowflake_wait_t *w, 
  * CL_STALE (nothing taken) when the call does not fit in its budget
  * (*first: where it would start, *last: the last state the budget allows);
  * or an error. */
-static int claim_once(idgen_snowflake_t *g, const idgen_snowflake_wait_t *w, int64_t ms,
+static int claim_once(idgen_snowflake_gen_t *g, const idgen_snowflake_wait_t *w, int64_t ms,
                       uint64_t *first, uint64_t *last) {
   const unsigned S = g->seq_bits;
   const uint64_t k = w->n;
@@ -205,7 +205,7 @@ static int claim_once(idgen_snowflake_t *g, const idgen_snowflake_wait_t *w, int
  * the wall clock (and the lease still covers it); IDGEN_EAGAIN with
  * w->due_ns while it must wait and may; or a refusal (the reserved values
  * are dropped, never reissued). */
-static int reserved_check(idgen_snowflake_t *g, idgen_snowflake_wait_t *w) {
+static int reserved_check(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w) {
   int64_t t_ns = now_ns(g), ms = idgen__ns_to_ms(t_ns);
   if (ms < g->epoch)
     return refuse(g); /* stepped back past the epoch while waiting */
@@ -226,7 +226,7 @@ static int reserved_check(idgen_snowflake_t *g, idgen_snowflake_wait_t *w) {
 
 /* Writes the IDs of states w->first..w->last into w->ids: within a tick,
  * consecutive IDs differ by 1 << seq_shift. */
-static void fill(const idgen_snowflake_t *g, const idgen_snowflake_wait_t *w) {
+static void fill(const idgen_snowflake_gen_t *g, const idgen_snowflake_wait_t *w) {
   uint64_t v = w->first, got = w->last - w->first + 1, *ids = w->ids;
   while (got > 0) {
     uint64_t in_tick = g->seq_mask - (v & g->seq_mask) + 1;
@@ -244,7 +244,7 @@ static void fill(const idgen_snowflake_t *g, const idgen_snowflake_wait_t *w) {
  * wait.  `ms` is a reading of the clock (fresh: taken in here, not by a
  * caller that may since have been preempted).  Blocking calls sleep and
  * wait for the mark here; others get IDGEN_EAGAIN. */
-static int run(idgen_snowflake_t *g, idgen_snowflake_wait_t *w, int64_t ms, int fresh,
+static int run(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms, int fresh,
                int blocking) {
   for (;;) {
     if (w->phase == PHASE_RESERVED) {
@@ -310,7 +310,7 @@ static int run(idgen_snowflake_t *g, idgen_snowflake_wait_t *w, int64_t ms, int 
 }
 
 /* Starts a call of n values at the caller's reading `ms`. */
-static int call(idgen_snowflake_t *g, uint64_t *ids, size_t n, int64_t ms,
+static int call(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n, int64_t ms,
                 idgen_snowflake_wait_t *w, int blocking) {
   memset(w, 0, sizeof *w);
   w->ids = ids;
@@ -321,7 +321,7 @@ static int call(idgen_snowflake_t *g, uint64_t *ids, size_t n, int64_t ms,
 
 /* The hot path: one fetch_add when the clock allows it.  1 with *id, or 0
  * for the slow path (nothing issued). */
-static inline __attribute__((always_inline)) int fast_take(idgen_snowflake_t *g, int64_t ms,
+static inline __attribute__((always_inline)) int fast_take(idgen_snowflake_gen_t *g, int64_t ms,
                                                             uint64_t *id) {
   if (IDGEN_UNLIKELY(!g->fast))
     return 0;
@@ -359,7 +359,7 @@ static inline __attribute__((always_inline)) int fast_take(idgen_snowflake_t *g,
   return 0;
 }
 
-int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id) {
+int idgen_snowflake_gen_next(idgen_snowflake_gen_t *g, uint64_t *id) {
   if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()))
     return IDGEN_EFORKED;
   int64_t ms = now_ms(g);
@@ -369,7 +369,7 @@ int idgen_snowflake_next(idgen_snowflake_t *g, uint64_t *id) {
   return call(g, id, 1, ms, &w, 1);
 }
 
-int idgen_snowflake_next_n(idgen_snowflake_t *g, uint64_t *ids, size_t n) {
+int idgen_snowflake_gen_next_n(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n) {
   if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()))
     return IDGEN_EFORKED;
   if (n == 0)
@@ -378,7 +378,7 @@ int idgen_snowflake_next_n(idgen_snowflake_t *g, uint64_t *ids, size_t n) {
   return call(g, ids, n, now_ms(g), &w, 1);
 }
 
-int idgen_snowflake_next_n_async(idgen_snowflake_t *g, uint64_t *ids, size_t n,
+int idgen_snowflake_gen_next_n_async(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n,
                                  idgen_snowflake_wait_t *w) {
   if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()))
     return IDGEN_EFORKED;
@@ -390,14 +390,14 @@ int idgen_snowflake_next_n_async(idgen_snowflake_t *g, uint64_t *ids, size_t n,
   return call(g, ids, n, ms, w, 0);
 }
 
-int idgen_snowflake_resume(idgen_snowflake_t *g, idgen_snowflake_wait_t *w, uint64_t *ids) {
+int idgen_snowflake_gen_resume(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, uint64_t *ids) {
   if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()))
     return IDGEN_EFORKED;
   w->ids = ids;
   return run(g, w, idgen__ns_to_ms(now_ns(g)), 1, 0);
 }
 
-uint64_t idgen_snowflake_capacity(idgen_snowflake_t *g) {
+uint64_t idgen_snowflake_gen_capacity(idgen_snowflake_gen_t *g) {
   idgen_snowflake_wait_t w;
   int64_t ms = idgen__ns_to_ms(now_ns(g));
   if (ms < g->epoch)
@@ -418,9 +418,11 @@ uint64_t idgen_snowflake_capacity(idgen_snowflake_t *g) {
   return start > limr ? 0 : limr - start + 1;
 }
 
-const idgen_layout_t *idgen_snowflake_layout(const idgen_snowflake_t *g) { return &g->layout; }
+const idgen_layout_t *idgen_snowflake_gen_layout(const idgen_snowflake_gen_t *g) {
+  return &g->layout;
+}
 
-void idgen_snowflake_stats(idgen_snowflake_t *g, idgen_snowflake_stats_t *st) {
+void idgen_snowflake_gen_stats(idgen_snowflake_gen_t *g, idgen_snowflake_stats_t *st) {
   memset(st, 0, sizeof *st);
   st->clock_waits = atomic_load_explicit(&g->clock_waits, memory_order_relaxed);
   st->clock_refusals = atomic_load_explicit(&g->clock_refusals, memory_order_relaxed);
@@ -437,7 +439,7 @@ void idgen_snowflake_stats(idgen_snowflake_t *g, idgen_snowflake_stats_t *st) {
   st->borrowed_ms = ahead > 0 ? ahead : 0;
 }
 
-int idgen_snowflake_new(idgen_snowflake_t **out, const idgen_layout_t *l,
+int idgen_snowflake_gen_new(idgen_snowflake_gen_t **out, const idgen_layout_t *l,
                         const idgen_snowflake_settings_t *s, char *err, size_t errlen) {
   idgen_snowflake_settings_t defaults;
   char date[IDGEN_TIME_BUFSIZE], now_buf[IDGEN_TIME_BUFSIZE];
@@ -488,8 +490,9 @@ int idgen_snowflake_new(idgen_snowflake_t **out, const idgen_layout_t *l,
   }
 
   /* aligned_alloc wants a size that is a multiple of the alignment. */
-  size_t size = (sizeof(idgen_snowflake_t) + IDGEN_CACHELINE - 1) & ~(size_t)(IDGEN_CACHELINE - 1);
-  idgen_snowflake_t *g = aligned_alloc(IDGEN_CACHELINE, size);
+  size_t size =
+      (sizeof(idgen_snowflake_gen_t) + IDGEN_CACHELINE - 1) & ~(size_t)(IDGEN_CACHELINE - 1);
+  idgen_snowflake_gen_t *g = aligned_alloc(IDGEN_CACHELINE, size);
   if (g == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, "out of memory");
   memset(g, 0, size);
@@ -565,7 +568,7 @@ int idgen_snowflake_new(idgen_snowflake_t **out, const idgen_layout_t *l,
   return 0;
 }
 
-void idgen_snowflake_free(idgen_snowflake_t *g) {
+void idgen_snowflake_gen_free(idgen_snowflake_gen_t *g) {
   if (g == NULL)
     return;
   if (g->keeper != NULL)

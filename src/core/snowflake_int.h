@@ -16,7 +16,7 @@ typedef struct idgen__keeper idgen__keeper_t;
 
 enum { CLOCK_KIND_FAST, CLOCK_KIND_PRECISE, CLOCK_KIND_INJECTED };
 
-struct idgen_snowflake {
+struct idgen_snowflake_gen {
   /* Read-only after creation; shared by all threads. */
   int64_t epoch;
   int64_t unit;
@@ -59,7 +59,7 @@ struct idgen_snowflake {
 };
 
 /* The wall clock in ns of g (injected or system). */
-static inline int64_t idgen__sf_now_ns(const idgen_snowflake_t *g) {
+static inline int64_t idgen__sf_now_ns(const idgen_snowflake_gen_t *g) {
   if (g->clock.now_ns != NULL)
     return g->clock.now_ns(g->clock.ctx);
   return idgen__clock_ns();
@@ -67,7 +67,7 @@ static inline int64_t idgen__sf_now_ns(const idgen_snowflake_t *g) {
 
 /* The last state of the tick holding Unix ms `ms` (capped at max_state), or
  * 0 when `ms` is before the epoch (nothing may be issued). */
-static inline uint64_t idgen__sf_state_of_ms(const idgen_snowflake_t *g, int64_t ms) {
+static inline uint64_t idgen__sf_state_of_ms(const idgen_snowflake_gen_t *g, int64_t ms) {
   if (ms < g->epoch)
     return 0;
   uint64_t t = (uint64_t)(ms - g->epoch) / (uint64_t)g->unit;
@@ -78,7 +78,7 @@ static inline uint64_t idgen__sf_state_of_ms(const idgen_snowflake_t *g, int64_t
 }
 
 /* The last Unix ms of the tick of state v. */
-static inline int64_t idgen__sf_ms_of_state(const idgen_snowflake_t *g, uint64_t v) {
+static inline int64_t idgen__sf_ms_of_state(const idgen_snowflake_gen_t *g, uint64_t v) {
   return g->epoch + (int64_t)((v >> g->seq_bits) + 1) * g->unit - 1;
 }
 
@@ -104,9 +104,9 @@ static inline int64_t idgen__sf_ms_of_state(const idgen_snowflake_t *g, uint64_t
 typedef struct idgen__bind_ops {
   int version;
   void (*info)(const idgen_lease_t *lease, idgen_lease_info_t *out);
-  int (*start)(idgen_snowflake_t *g, idgen_lease_t *lease, char *err, size_t errlen);
-  int64_t (*wait)(idgen_snowflake_t *g, uint64_t want, int64_t max_ns);
-  void (*stop)(idgen_snowflake_t *g);
+  int (*start)(idgen_snowflake_gen_t *g, idgen_lease_t *lease, char *err, size_t errlen);
+  int64_t (*wait)(idgen_snowflake_gen_t *g, uint64_t want, int64_t max_ns);
+  void (*stop)(idgen_snowflake_gen_t *g);
 } idgen__bind_ops_t;
 
 /* The table of a lease: its first member. */

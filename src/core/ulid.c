@@ -45,7 +45,7 @@ static void store_be64(uint8_t *p, uint64_t v) {
 
 int64_t idgen_ulid_time(const idgen_ulid_t *u) { return (int64_t)(be64(u->bytes) >> 16); }
 
-int idgen_ulid_new(idgen_ulid_t *out, int64_t unix_ms, const idgen_random_t *rnd) {
+int idgen_ulid_make(idgen_ulid_t *out, int64_t unix_ms, const idgen_random_t *rnd) {
   if (unix_ms < 0 || unix_ms > IDGEN_ULID_MAX_MS)
     return IDGEN_ERANGE;
   int rc = idgen__random(rnd, out->bytes + 6, 10);
@@ -62,7 +62,7 @@ static inline void enc_pairs(char *o, uint64_t v, int k) {
     memcpy(o + 2 * i, idgen__ulid_pairs + 2 * ((v >> (10 * (k - 1 - i))) & 1023), 2);
 }
 
-void idgen_ulid_encode(const idgen_ulid_t *u, char *out) {
+void idgen_ulid_format(const idgen_ulid_t *u, char *out) {
   uint64_t hi = be64(u->bytes), lo = be64(u->bytes + 8);
   enc_pairs(out, hi >> 16, 5);                                /* time: 50 bits */
   enc_pairs(out + 10, (hi & 0xffff) << 24 | lo >> 40, 4);    /* random 79..40 */
@@ -115,8 +115,8 @@ static inline uint64_t dec_run(const unsigned char *tab, const char *s, int k, u
   return v;
 }
 
-int idgen_ulid_decode(idgen_ulid_t *out, const char *s, size_t len, int mode, char *err,
-                      size_t errlen) {
+int idgen_ulid_parse(idgen_ulid_t *out, const char *s, size_t len, idgen_ulid_parse_mode_t mode,
+                     char *err, size_t errlen) {
   int lenient = mode == IDGEN_ULID_LENIENT;
   const unsigned char *tab = lenient ? dec_lenient : dec_strict;
   char packed[IDGEN_ULID_STRLEN];

@@ -120,7 +120,7 @@ static void uuid7_pack(idgen_uuid_t *u, int64_t ms, uint64_t rand_a, uint64_t ra
   }
 }
 
-int idgen_uuid7_new(idgen_uuid_t *out) {
+int idgen_uuid7_make(idgen_uuid_t *out) {
   uint64_t r[2];
   int64_t ms = idgen__clock_fast_ms();
   if (ms < 0 || ms > UUID7_MAX_MS)

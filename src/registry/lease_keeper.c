@@ -78,7 +78,7 @@ static struct timespec mono_abs(int64_t ms) {
 
 /* Sets `ceiling` from the state: the mark's last state while valid, else 0.
  * Under mu. */
-static void apply(idgen_snowflake_t *g) {
+static void apply(idgen_snowflake_gen_t *g) {
   idgen__keeper_t *k = g->keeper;
   uint64_t c = k->valid && !k->fenced ? idgen__sf_state_of_ms(g, k->mark_ms) : 0;
   assert(c <= g->max_state); /* the hot path issues up to the ceiling unchecked */
@@ -86,7 +86,7 @@ static void apply(idgen_snowflake_t *g) {
   pthread_cond_broadcast(&k->mark_cv);
 }
 
-static void fence(idgen_snowflake_t *g, const char *why) {
+static void fence(idgen_snowflake_gen_t *g, const char *why) {
   idgen__keeper_t *k = g->keeper;
   k->fenced = 1;
   k->valid = 0;
@@ -97,7 +97,7 @@ static void fence(idgen_snowflake_t *g, const char *why) {
 
 /* The mark a bound generator needs now: the later of the wall clock and the
  * last ms of the tick of its next state. */
-static int64_t mark_needed(const idgen_snowflake_t *g) {
+static int64_t mark_needed(const idgen_snowflake_gen_t *g) {
   int64_t wall = idgen__ns_to_ms(idgen__sf_now_ns(g));
   uint64_t nx = atomic_load_explicit(&g->next, memory_order_acquire);
   if (g->keeper->want > nx) /* a waiter read an older clock; it must not spin */
@@ -107,7 +107,7 @@ static int64_t mark_needed(const idgen_snowflake_t *g) {
 }
 
 /* One renewal; under mu, which it drops around the call.  0 or the error. */
-static int renew_once(idgen_snowflake_t *g) {
+static int renew_once(idgen_snowflake_gen_t *g) {
   idgen__keeper_t *k = g->keeper;
   char e[256] = "";
   int64_t sent = idgen__mono_ms();
@@ -147,7 +147,7 @@ static int renew_once(idgen_snowflake_t *g) {
 }
 
 /* One mark write to `target`; under mu, dropped around the call. */
-static int mark_once(idgen_snowflake_t *g, int64_t target) {
+static int mark_once(idgen_snowflake_gen_t *g, int64_t target) {
   idgen__keeper_t *k = g->keeper;
   char e[256] = "";
   k->writing = 1;
@@ -179,7 +179,7 @@ static int mark_once(idgen_snowflake_t *g, int64_t target) {
 }
 
 static void *io_main(void *arg) {
-  idgen_snowflake_t *g = arg;
+  idgen_snowflake_gen_t *g = arg;
   idgen__keeper_t *k = g->keeper;
   /* How often the headroom is looked at: a quarter step, 10..250 ms. */
   int64_t look = k->step_ms / 4 < 10 ? 10 : k->step_ms / 4 > 250 ? 250 : k->step_ms / 4;
@@ -211,7 +211,7 @@ static void *io_main(void *arg) {
  * calls it at the deadline, and so does every reader (a waiter, the status),
  * so none of them sees a lease valid past its deadline while the watch
  * thread has yet to run. */
-static void expire_if_due(idgen_snowflake_t *g) {
+static void expire_if_due(idgen_snowflake_gen_t *g) {
   idgen__keeper_t *k = g->keeper;
   if (!k->valid || idgen__mono_ms() < k->deadline)
     return;
@@ -226,7 +226,7 @@ static void expire_if_due(idgen_snowflake_t *g) {
 }
 
 static void *watch_main(void *arg) {
-  idgen_snowflake_t *g = arg;
+  idgen_snowflake_gen_t *g = arg;
   idgen__keeper_t *k = g->keeper;
   pthread_mutex_lock(&k->mu);
   while (!k->stop) {
@@ -259,7 +259,7 @@ static int cond_init_mono(pthread_cond_t *c) {
   return rc;
 }
 
-static int keeper_start(idgen_snowflake_t *g, idgen_lease_t *lease, char *err, size_t errlen) {
+static int keeper_start(idgen_snowflake_gen_t *g, idgen_lease_t *lease, char *err, size_t errlen) {
   if (lease->fork_gen != idgen__fork_gen())
     return idgen__err(err, errlen, IDGEN_EFORKED, "the lease belongs to the parent process");
   if (atomic_exchange(&lease->bound, 1))
@@ -317,7 +317,7 @@ static int keeper_start(idgen_snowflake_t *g, idgen_lease_t *lease, char *err, s
   return idgen__err(err, errlen, rc, "%s", why[0] ? why : idgen_strerror(rc));
 }
 
-static int64_t keeper_wait(idgen_snowflake_t *g, uint64_t want, int64_t max_ns) {
+static int64_t keeper_wait(idgen_snowflake_gen_t *g, uint64_t want, int64_t max_ns) {
   idgen__keeper_t *k = g->keeper;
   if (k == NULL)
     return IDGEN_EEXHAUSTED; /* unbound: the ceiling is the layout's end */
@@ -361,7 +361,7 @@ static int64_t keeper_wait(idgen_snowflake_t *g, uint64_t want, int64_t max_ns) 
   return rc;
 }
 
-static void keeper_stop(idgen_snowflake_t *g) {
+static void keeper_stop(idgen_snowflake_gen_t *g) {
   idgen__keeper_t *k = g->keeper;
   if (g->fork_gen != idgen__fork_gen()) {
     /* A forked child: the threads are the parent's, and the mutex may have
@@ -396,7 +396,8 @@ static void keeper_stop(idgen_snowflake_t *g) {
   keeper_free(k);
 }
 
-void idgen_snowflake_lease_status(idgen_snowflake_t *g, idgen_snowflake_lease_status_t *st) {
+void idgen_snowflake_gen_lease_status(idgen_snowflake_gen_t *g,
+                                      idgen_snowflake_lease_status_t *st) {
   memset(st, 0, sizeof *st);
   idgen__keeper_t *k = g->keeper;
   if (k == NULL || g->fork_gen != idgen__fork_gen())

@@ -178,7 +178,7 @@ int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, ch
 
 int idgen_registry_bind(idgen_registry_t *r, const idgen_layout_t *l,
                         const idgen_snowflake_settings_t *s, const char *field, int64_t ttl_ms,
-                        int64_t max_start_wait_ms, idgen_lease_t **lease, idgen_snowflake_t **g,
+                        int64_t max_start_wait_ms, idgen_lease_t **lease, idgen_snowflake_gen_t **g,
                         char *err, size_t errlen) {
   *lease = NULL;
   *g = NULL;
@@ -193,7 +193,7 @@ int idgen_registry_bind(idgen_registry_t *r, const idgen_layout_t *l,
     if (field != NULL)
       return idgen__err(err, errlen, IDGEN_EINVAL,
                         "a lease field needs a registry other than static");
-    return idgen_snowflake_new(g, l, s, err, errlen);
+    return idgen_snowflake_gen_new(g, l, s, err, errlen);
   }
   idgen_lease_request_t req = {
       .layout = l,
@@ -209,7 +209,7 @@ int idgen_registry_bind(idgen_registry_t *r, const idgen_layout_t *l,
     return rc;
   idgen_snowflake_settings_t bound = *s;
   bound.lease = *lease;
-  if ((rc = idgen_snowflake_new(g, l, &bound, err, errlen)) < 0) {
+  if ((rc = idgen_snowflake_gen_new(g, l, &bound, err, errlen)) < 0) {
     idgen_lease_release(*lease);
     *lease = NULL;
   }
@@ -362,7 +362,7 @@ int idgen_lease_renew(idgen_lease_t *l, char *err, size_t errlen) {
   return l->r->ops->renew(l, err, errlen);
 }
 
-int idgen_registry_list(idgen_registry_t *r, int (*cb)(void *ctx, const idgen_lease_row_t *row),
+int idgen_registry_list(idgen_registry_t *r, idgen_registry_list_cb cb,
                         void *ctx, char *err, size_t errlen) {
   if (r->ops->list == NULL)
     return 0; /* static: nothing is kept */

@@ -974,7 +974,7 @@ static int pool_layout(const char *dir, idgen_layout_t *l, char *spec, size_t sp
 }
 
 static int list_pool(const char *dir, const char *pool,
-                     int (*cb)(void *, const idgen_lease_row_t *), void *ctx) {
+                     idgen_registry_list_cb cb, void *ctx) {
   idgen_lease_row_t row;
   idgen_layout_t lay;
   memset(&row, 0, sizeof row);
@@ -1022,7 +1022,7 @@ static int list_pool(const char *dir, const char *pool,
   return rc;
 }
 
-static int file_list(idgen_registry_t *r, int (*cb)(void *, const idgen_lease_row_t *), void *ctx,
+static int file_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx,
                      char *err, size_t errlen) {
   DIR *d = opendir(root(r));
   if (d == NULL)

@@ -86,7 +86,7 @@ typedef struct idgen__registry_ops {
   int (*renew)(idgen_lease_t *l, char *err, size_t errlen);
   int (*mark)(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen);
   void (*release)(idgen_lease_t *l);
-  int (*list)(idgen_registry_t *r, int (*cb)(void *ctx, const idgen_lease_row_t *row), void *ctx,
+  int (*list)(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx,
               char *err, size_t errlen);
   int (*free)(idgen_registry_t *r, const char *pool, const char *node, int force, char *err,
               size_t errlen);

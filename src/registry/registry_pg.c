@@ -877,7 +877,7 @@ static void pg_row_from(const PGresult *res, int i, int c, idgen_lease_row_t *ro
   row->mark_ms = pg_i64(res, i, c + 4);
 }
 
-static int pg_list(idgen_registry_t *r, int (*cb)(void *, const idgen_lease_row_t *), void *ctx,
+static int pg_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx,
                    char *err, size_t errlen) {
   pg_t *pg = r->be;
   char after_pool[IDGEN_POOL_NAME_MAX + 8] = "", after_key[24] = "";

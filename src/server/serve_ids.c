@@ -18,7 +18,7 @@ const char *serve_kind_name(int kind) {
  * answered from the generator's own errors, and /health from its status. */
 int serve_unhealthy(serve_daemon_t *s, char *why, size_t n) {
   idgen_snowflake_lease_status_t ls;
-  idgen_snowflake_lease_status(server_sf(s), &ls);
+  idgen_snowflake_gen_lease_status(server_sf(s), &ls);
   if (ls.bound && !ls.valid) {
     snprintf(why, n, "lease lost: %s", ls.reason[0] ? ls.reason : "not valid");
     return 1;
@@ -37,9 +37,9 @@ int serve_unhealthy(serve_daemon_t *s, char *why, size_t n) {
   }
   /* A request waiting for its tick is no fault; one that would be refused
    * is: the generator is further ahead than borrow and wait allow. */
-  if (idgen_snowflake_capacity(server_sf(s)) == 0) {
+  if (idgen_snowflake_gen_capacity(server_sf(s)) == 0) {
     idgen_snowflake_stats_t st;
-    idgen_snowflake_stats(server_sf(s), &st);
+    idgen_snowflake_gen_stats(server_sf(s), &st);
     snprintf(why, n,
              "clock: the wall clock is %" PRId64 " ms behind the generator (max_borrow_ms %" PRId64
              ", max_wait_ms %" PRId64 ")",
@@ -54,12 +54,12 @@ int64_t serve_ids_error_text(serve_daemon_t *s, int rc, size_t count, char *buf,
     snprintf(buf, n,
              "count %zu: the generator can make at most %" PRIu64
              " IDs within max_wait_ms (%" PRId64 " ms) now; ask for fewer, or again shortly",
-             count, idgen_snowflake_capacity(server_sf(s)), s->cfg->s.gen.max_wait_ms);
+             count, idgen_snowflake_gen_capacity(server_sf(s)), s->cfg->s.gen.max_wait_ms);
     return 1;
   }
   if (rc == IDGEN_ELEASE || rc == IDGEN_EMARK) {
     idgen_snowflake_lease_status_t ls;
-    idgen_snowflake_lease_status(server_sf(s), &ls);
+    idgen_snowflake_gen_lease_status(server_sf(s), &ls);
     snprintf(buf, n, "%s: %s", rc == IDGEN_ELEASE ? "lease lost" : "high-water mark",
              ls.reason[0] ? ls.reason : idgen_strerror(rc));
     return 1000;
@@ -69,7 +69,7 @@ int64_t serve_ids_error_text(serve_daemon_t *s, int rc, size_t count, char *buf,
     return 1000;
   }
   idgen_snowflake_stats_t st;
-  idgen_snowflake_stats(server_sf(s), &st);
+  idgen_snowflake_gen_stats(server_sf(s), &st);
   int64_t wait = st.borrowed_ms - s->cfg->s.gen.max_borrow_ms;
   if (wait < 1)
     wait = 1;
@@ -92,7 +92,7 @@ static int make128(serve_daemon_t *s, int kind, char *out, size_t *len) {
   if (kind == KIND_ULID) {
     idgen_ulid_t u;
     if ((rc = idgen_ulid_gen_next(s->ulid, &u)) == 0) {
-      idgen_ulid_encode(&u, out);
+      idgen_ulid_format(&u, out);
       *len = IDGEN_ULID_STRLEN;
     }
   } else {
@@ -177,7 +177,7 @@ static void answer_error(serve_worker_t *w, serve_conn_t *c, const serve_reply_s
   int64_t wait_ms = serve_ids_error_text(w->srv, rc, sh->count, why, sizeof why);
   if (rc == IDGEN_ECLOCK) {
     idgen_snowflake_stats_t st;
-    idgen_snowflake_stats(server_sf(w->srv), &st);
+    idgen_snowflake_gen_stats(server_sf(w->srv), &st);
     log_limited(&w->srv->clock_log, "warn", "clock_refusal",
                 "borrowed_ms=%" PRId64 " max_borrow_ms=%" PRId64 " max_wait_ms=%" PRId64
                 " refusals=%" PRIu64,
@@ -216,13 +216,13 @@ static void answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t
 
 /* Starts (or, after a lost lease, restarts on the generator now in use) a
  * Snowflake call into ids: 0, IDGEN_EAGAIN (wait), or an error. */
-static int start_snowflakes(serve_worker_t *w, idgen_snowflake_t **g, uint64_t *ids, size_t n,
+static int start_snowflakes(serve_worker_t *w, idgen_snowflake_gen_t **g, uint64_t *ids, size_t n,
                             idgen_snowflake_wait_t *wait) {
   *g = server_sf(w->srv);
-  int rc = idgen_snowflake_next_n_async(*g, ids, n, wait);
+  int rc = idgen_snowflake_gen_next_n_async(*g, ids, n, wait);
   if (rc == IDGEN_ELEASE && server_sf(w->srv) != *g) { /* swapped meanwhile: the new one */
     *g = server_sf(w->srv);
-    rc = idgen_snowflake_next_n_async(*g, ids, n, wait);
+    rc = idgen_snowflake_gen_next_n_async(*g, ids, n, wait);
   }
   return rc;
 }
@@ -253,7 +253,7 @@ void serve_ids_request(serve_worker_t *w, serve_conn_t *c, const serve_reply_sha
     w->ids = p;
     w->ids_cap = n;
   }
-  idgen_snowflake_t *g;
+  idgen_snowflake_gen_t *g;
   idgen_snowflake_wait_t wait;
   int rc = start_snowflakes(w, &g, w->ids, n, &wait);
   if (rc == IDGEN_EAGAIN) {
@@ -311,7 +311,7 @@ int64_t serve_ids_run_parked(serve_worker_t *w) {
         next = left;
       continue;
     }
-    int rc = idgen_snowflake_resume(p->g, &p->wait, p->ids);
+    int rc = idgen_snowflake_gen_resume(p->g, &p->wait, p->ids);
     if (rc == IDGEN_ELEASE && server_sf(w->srv) != p->g) /* a new lease: start again there */
       rc = start_snowflakes(w, &p->g, p->ids, p->shape.count, &p->wait);
     if (rc == IDGEN_EAGAIN) {

@@ -22,7 +22,7 @@ static leased_opts_t lease_opts(const serve_config_t *cfg) {
  * lease's own fields are the keeper thread's while it is bound). */
 static void log_lease(serve_daemon_t *s, const char *event) {
   idgen_snowflake_lease_status_t st;
-  idgen_snowflake_lease_status(s->lx.gen, &st);
+  idgen_snowflake_gen_lease_status(s->lx.gen, &st);
   if (!st.bound)
     return;
   char mark[IDGEN_TIME_BUFSIZE] = "-";
@@ -39,9 +39,9 @@ static void log_lease(serve_daemon_t *s, const char *event) {
  * second) and swaps in a generator bound to it, starting above the old one's
  * last ID (G2). */
 static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
-  idgen_snowflake_t *g = server_sf(s);
+  idgen_snowflake_gen_t *g = server_sf(s);
   idgen_snowflake_lease_status_t st;
-  idgen_snowflake_lease_status(g, &st);
+  idgen_snowflake_gen_lease_status(g, &st);
   int was = s->lease_was_valid;
   s->lease_was_valid = st.valid;
   if ((was && !st.valid) || (st.fenced && !s->fence_logged))
@@ -70,7 +70,7 @@ static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
   }
   *next_try = serve_mono_ms() + 1000;
   idgen_snowflake_stats_t last;
-  idgen_snowflake_stats(g, &last);
+  idgen_snowflake_gen_stats(g, &last);
   idgen_snowflake_settings_t gs = s->cfg->s.gen;
   uint64_t fields[IDGEN_LAYOUT_MAX_FIELDS];
   if (last.last_id != 0)
@@ -94,7 +94,7 @@ static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
   const idgen_field_t *tf = &s->layout->fields[s->layout->time_index];
   unsigned top = (unsigned)tf->shift + tf->bits;
   idgen_snowflake_lease_status_t now_st;
-  idgen_snowflake_lease_status(nx.gen, &now_st);
+  idgen_snowflake_gen_lease_status(nx.gen, &now_st);
   if (top < 64 && now_st.bound && now_st.key >> top < st.key >> top)
     log_event("warn", "ids_decrease",
               "reason=\"the new node tuple is lower in a node field above the time field: IDs "
@@ -129,7 +129,7 @@ int serve_make_generators(serve_daemon_t *s) {
   s->layout = &cfg->s.layout; /* the generators' copy, which lives longer than any of them */
   idgen_layout_format(s->layout, s->layout_spec, sizeof s->layout_spec);
   idgen_snowflake_lease_status_t st;
-  idgen_snowflake_lease_status(s->lx.gen, &st);
+  idgen_snowflake_gen_lease_status(s->lx.gen, &st);
   s->lease_field = st.bound ? st.field : -1;
   idgen_gen128_settings_t g = {0};
   if (idgen_ulid_gen_new(&s->ulid, &g) < 0 || idgen_uuid7_gen_new(&s->uuid7, &g) < 0) {

@@ -135,7 +135,7 @@ static const int http_code_values[NHTTP_CODES] = {
 /* The lease as the generator in use sees it now. */
 static idgen_snowflake_lease_status_t lease_now(serve_daemon_t *s) {
   idgen_snowflake_lease_status_t st;
-  idgen_snowflake_lease_status(server_sf(s), &st);
+  idgen_snowflake_gen_lease_status(server_sf(s), &st);
   return st;
 }
 
@@ -245,7 +245,7 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
                SUM(s, hist_count[p]));
   }
   idgen_snowflake_stats_t st;
-  idgen_snowflake_stats(server_sf(s), &st);
+  idgen_snowflake_gen_stats(server_sf(s), &st);
   char valid[32];
   int64_t horizon = idgen_layout_horizon_ms(s->layout);
   int64_t now = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE);
@@ -302,7 +302,7 @@ static const char *layout_name(serve_daemon_t *s) {
 void serve_info_text(serve_daemon_t *s, serve_buf_t *b) {
   const idgen_layout_t *l = s->layout;
   idgen_snowflake_stats_t st;
-  idgen_snowflake_stats(server_sf(s), &st);
+  idgen_snowflake_gen_stats(server_sf(s), &st);
   idgen_snowflake_lease_status_t ls = lease_now(s);
   idgen_clock_stats_t cs;
   idgen_clock_stats(&cs);

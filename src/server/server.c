@@ -727,7 +727,7 @@ int serve_run(const serve_config_t *cfg) {
   /* The final mark and the lease's release (SPEC section 7). */
   if (s->lx.lease != NULL) {
     idgen_snowflake_lease_status_t li;
-    idgen_snowflake_lease_status(s->lx.gen, &li);
+    idgen_snowflake_gen_lease_status(s->lx.gen, &li);
     leased_release(&s->lx);
     log_event("info", "lease_released", "worker=%" PRIu64 " generation=%" PRIu64, li.worker,
               li.generation);

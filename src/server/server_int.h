@@ -102,7 +102,7 @@ struct serve_conn;
 typedef struct serve_parked {
   struct serve_parked *prev, *next;    /* the loop's list */
   struct serve_conn *c;
-  idgen_snowflake_t *g;          /* the generator it waits on */
+  idgen_snowflake_gen_t *g;          /* the generator it waits on */
   idgen_snowflake_wait_t wait;
   int64_t due_mono_ns;           /* wait.due_ns on CLOCK_MONOTONIC: a step of the
                                   * wall clock must not move the wake-up */
@@ -181,7 +181,7 @@ typedef struct serve_daemon {
    * when the lease was lost for good and a new one was acquired; the old one
    * is kept, fenced, until exit, so a request still holding it fails
    * cleanly.  Read it with server_sf(). */
-  _Atomic(idgen_snowflake_t *) sf;
+  _Atomic(idgen_snowflake_gen_t *) sf;
   idgen_ulid_gen_t *ulid;
   idgen_uuid7_gen_t *uuid7;
   const idgen_layout_t *layout;
@@ -216,7 +216,7 @@ typedef struct serve_daemon {
   uint64_t clock_fallbacks_seen; /* the first loop's last look */
 } serve_daemon_t;
 
-static inline idgen_snowflake_t *server_sf(serve_daemon_t *s) {
+static inline idgen_snowflake_gen_t *server_sf(serve_daemon_t *s) {
   return atomic_load_explicit(&s->sf, memory_order_acquire);
 }
 
