@@ -1,15 +1,20 @@
 """The worker-ID registry end to end (SPEC G1, G4, G6 and section 8).
 
-Usage: python3 tests/registry_test.py PATH/TO/idgen [file|pg|swap|faults|mix]...
+Usage: python3 tests/registry_test.py PATH/TO/idgen [contract file|contract postgres|file|pg|swap|faults|mix]...
 
 Runs the real `idgen snowflake` and `idgen serve` against a file: registry
 in a temporary directory and against a throwaway PostgreSQL that it starts
 on loopback with tests/pg_server.sh (as the postgres user) and stops at the
-end.  The groups: 32 processes at once, kill -9 of a holder, a restart
-under a clock stepped back 10 s (libfaketime), PostgreSQL stopped under a
-daemon, a holder paused past its TTL and quarantine (SIGSTOP), the field
-choice and a full pool, `idgen registry list|free`.  Prints one line per
-check and "N passed, M failed"; exits 1 if any check failed.
+end.  `contract BACKEND` runs the registry contract, the same checks on
+every backend (see contract()): 32 processes at once, kill -9 of a holder, a
+restart under a clock stepped back 10 s (libfaketime), the field choice and
+a full pool, `idgen registry list|free`, every pair of lease fields.  The
+other groups test what one backend alone has: `file` (a lock file replaced
+under a daemon, start time), `pg` (free --force fencing a live holder,
+PostgreSQL stopped or paused under a daemon, hostile defaults), `swap` and
+`faults` (a file: holder paused, its lock removed, failing mark writes),
+`mix` (holders of every lease field mixed, with removed records).  Prints
+one line per check and "N passed, M failed"; exits 1 if any check failed.
 """
 
 import http.client
@@ -28,7 +33,7 @@ import time
 import checks  # tests/checks.py: the tally
 
 if len(sys.argv) < 2:
-    sys.exit("usage: registry_test.py PATH/TO/idgen [file|pg|swap|faults|mix]...")
+    sys.exit("usage: registry_test.py PATH/TO/idgen [contract file|contract postgres|file|pg|swap|faults|mix]...")
 IDGEN = os.path.abspath(sys.argv[1])
 GROUPS = sys.argv[2:] or ["file", "pg"]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -976,8 +981,71 @@ def hostile_defaults(pg, label):
 # -------------------------------------------------------------------- main
 
 
+# ---------------------------------------------- the contract of a registry
+
+# What differs between backends in the contract: how soon a killed holder's
+# tuple is free (file: at once, its flock gone; postgres: after its TTL and
+# a quarantine of one TTL), and how `registry free` names a live holder.
+BACKENDS = {
+    "file": {"kill9": ([], 0.0), "held": "locked by a live process"},
+    "postgres": {"kill9": (["--lease-ttl-ms", "2000"], 4.0),
+                 "held": r"is held by \S+ \(its lease expires in"},
+}
+
+
+def contract(backend, uri):
+    """The registry contract: the same checks, word for word, on every
+    backend (file:, postgres://; etcd:// will join): 32 processes at once
+    with no duplicate, a holder killed with SIGKILL and its tuple taken over
+    above its last ID, a restart under a clock 10 s behind, the leased
+    field's choice and a full pool, `registry list` and `registry free`
+    against a live holder, and every pair of lease fields meeting on one
+    node tuple."""
+    args, free_after_s = BACKENDS[backend]["kill9"]
+    many_processes(uri, backend + " 32 processes")
+    kill9(uri, backend + " kill -9", args, free_after_s=free_after_s)
+    clock_step(uri, backend + " clock step -10 s")
+    field_choice(uri, backend + " fields")
+    d, _ = registry_cli(uri, backend + " registry", BACKENDS[backend]["held"])
+    d.stop()
+    mix_pairs(uri, backend + " pairs")
+
+
+def pg_fence(pg, label):
+    """`registry free --force` fences a live holder: at its next renewal (a
+    third of the 10 s TTL) it stops issuing on that worker ID and leases
+    another, and its log says so."""
+    d = Daemon(label, ["--registry", pg.uri, "--node", "datacenter=9"])
+    ids = first_ids(d, 1, "%s: serves" % label)
+    if ids is None:
+        return
+    w = worker_of(ids[0])
+    r = idgen("registry", "free", "--registry", pg.uri, "--force", TWITTER_POOL,
+              "datacenter=9,worker=%d" % w)
+    check("%s: free --force fences the live holder" % label, r.returncode == 0, r.stderr)
+
+    def on_another():
+        got = d.ids(1)
+        return got is not None and worker_of(got[0]) != w
+    check("%s: the fenced holder moves to another worker ID" % label, wait_for(on_another, 8, 0.1))
+    check("%s: its log says it was fenced" % label,
+          re.search(r"event=lease_lost worker=%d .*fenced=1" % w, d.log()) and
+          "event=lease_acquired" in d.log(), d.log()[-600:])
+    d.stop()
+
+
 def main():
     try:
+        if "contract" in GROUPS:  # registry_test.py IDGEN contract file|postgres
+            backend = GROUPS[GROUPS.index("contract") + 1]
+            if backend == "file":
+                contract("file", "file:" + os.path.join(TMP, "reg-contract"))
+            else:
+                pg = Postgres()
+                try:
+                    contract("postgres", pg.uri)
+                finally:
+                    pg.stop()
         if "swap" in GROUPS:  # the daemon's lease thread, also under ThreadSanitizer
             reg = "file:" + os.path.join(TMP, "reg-swap")
             swap(reg, "file lease replaced")
@@ -988,26 +1056,18 @@ def main():
             removed_while_alive(reg, "file lock removed")
             mark_fails_fast(reg, "file mark fails")
             parked_clock_step(reg, "parked clock step")
-        if "mix" in GROUPS:  # node tuples: every pair of lease fields, and a mixed run
+        if "mix" in GROUPS:  # node tuples: holders of every lease field mixed, with removals
             reg = "file:" + os.path.join(TMP, "reg-mix")
-            mix_pairs(reg, "file pairs")
             mix_run(reg, "file mix", file_remover(reg))
             default_registry("default registry")
             pg = Postgres()
             try:
-                mix_pairs(pg.uri, "postgres pairs")
                 mix_run(pg.uri, "postgres mix", pg_remover(pg))
             finally:
                 pg.stop()
-        if "file" in GROUPS:
+        if "file" in GROUPS:  # what only file: has
             reg = "file:" + os.path.join(TMP, "reg")
-            many_processes(reg, "file 32 processes")
-            kill9(reg, "file kill -9")
-            clock_step(reg, "file clock step -10 s")
-            field_choice(reg, "file fields")
             swap(reg, "file lease replaced")
-            d, _ = registry_cli(reg, "file registry", "locked by a live process")
-            d.stop()
             start = []
             for i in range(7):
                 t = time.monotonic()
@@ -1017,29 +1077,10 @@ def main():
             start.sort()
             print("info file: daemon start to listening, median of 7: %.1f ms (min %.1f, max %.1f)"
                   % (start[3] * 1000, start[0] * 1000, start[-1] * 1000))
-        if "pg" in GROUPS:
+        if "pg" in GROUPS:  # what only postgres:// has: expiry, fencing by hand, outages
             pg = Postgres()
             try:
-                many_processes(pg.uri, "postgres 32 processes")
-                kill9(pg.uri, "postgres kill -9", ["--lease-ttl-ms", "2000"], free_after_s=4.0)
-                field_choice(pg.uri, "postgres fields")
-                d, w = registry_cli(pg.uri, "postgres registry",
-                                    r"is held by \S+ \(its lease expires in")
-                r = idgen("registry", "free", "--registry", pg.uri, "--force",
-                          TWITTER_POOL, "datacenter=9,worker=%d" % w)
-                check("postgres registry: free --force fences the live holder",
-                      r.returncode == 0, r.stderr)
-                # Fenced at its next renewal (a third of the 10 s TTL), it stops
-                # issuing on that worker ID and leases another.
-                def on_another():
-                    ids = d.ids(1)
-                    return ids is not None and worker_of(ids[0]) != w
-                moved = wait_for(on_another, 8, 0.1)
-                check("postgres registry: the fenced holder moves to another worker ID", moved)
-                check("postgres registry: its log says it was fenced",
-                      re.search(r"event=lease_lost worker=%d .*fenced=1" % w, d.log()) and
-                      "event=lease_acquired" in d.log(), d.log()[-600:])
-                d.stop()
+                pg_fence(pg, "postgres fence")
                 pg_outage(pg, "postgres outage")
                 pg_pause(pg, "postgres SIGSTOP")
                 node_above_time(pg.uri, "postgres node above time")

@@ -2,7 +2,7 @@
 # Black-box tests of `idgen serve`'s settings and lifecycle: precedence of
 # flags over IDGEN_* over the config file, --check-config, messages naming
 # key, value and source, refusals at start, the pid file, SIGHUP reopening
-# the log, SIGTERM exiting 0.  (Protocols: tests/serve_test.py.)
+# the log, SIGTERM exiting 0.  (Protocols: tests/serve/suite_*.py.)
 # Usage: serve_config_test.sh PATH/TO/idgen.  Ends with "N passed, N failed".
 set -u
 IDGEN=${1:?usage: serve_config_test.sh PATH/TO/idgen}

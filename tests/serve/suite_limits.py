@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+"""Limits (timing): redis-benchmark, requests parked until their tick,
+max_agents and max_connections, unique metric series, 10000 connections.
+
+Usage: python3 tests/serve/suite_limits.py PATH/TO/idgen  (or: ctest -R serve.limits)
+"""
+
+from harness import *  # noqa: F401,F403  the daemon, clients, parsers, check()
+
+
+def group_benchmark(d):
+    p = subprocess.run(["redis-benchmark", "-h", HOST, "-p", str(d.resp), "-t", "ping", "-n", "20000", "-q"],
+                       capture_output=True, timeout=60)
+    out = p.stdout.decode("utf-8", "replace").replace("\r", "\n")
+    check("redis-benchmark -t ping -n 20000: exit 0, inline and multibulk PING report requests per second",
+          p.returncode == 0 and re.search(r"PING_INLINE: [0-9.]+ requests per second", out)
+          and re.search(r"PING_MBULK: [0-9.]+ requests per second", out), "exit %d: %r %r" % (
+              p.returncode, out[-400:], p.stderr.decode()[-300:]))
+    m0, _ = get_metrics(d)
+    p = subprocess.run(["redis-benchmark", "-h", HOST, "-p", str(d.resp), "-n", "20000", "-q", "ID"],
+                       capture_output=True, timeout=60)
+    out = p.stdout.decode("utf-8", "replace").replace("\r", "\n")
+    m1, _ = get_metrics(d)
+    check("redis-benchmark -n 20000 ID: exit 0, reports requests per second",
+          p.returncode == 0 and re.search(r"ID: [0-9.]+ requests per second", out),
+          "exit %d: %r %r" % (p.returncode, out[-400:], p.stderr.decode()[-300:]))
+    issued = msum(m1, "idgen_ids_issued_total", kind="snowflake") - msum(m0, "idgen_ids_issued_total", kind="snowflake")
+    check("redis-benchmark ID: 20000 IDs issued (metrics)", issued == 20000, "issued %r" % issued)
+    errs = (mget(m1, "idgen_requests_total", proto="resp", code="err") or 0) - \
+        (mget(m0, "idgen_requests_total", proto="resp", code="err") or 0)
+    check("redis-benchmark ID: no RESP error replies (CONFIG GET answered)", errs == 0, "err +%r" % errs)
+
+
+SLOW_LAYOUT = "time:41@1s,worker:10,sequence:4,epoch=1288834974000"  # 16 IDs a second
+
+
+def group_waiting():
+    """A request that must wait for its tick is parked on the loop's timer:
+    with one event loop, other connections are answered while it waits, and
+    its own connection's next request comes after it (52df1fb slept in the
+    loop: /health waited with it).  Batches never wait longer than one ID
+    may: a count above what the layout makes within borrow + wait is a 400
+    naming max_batch, a count that does not fit now a 503 naming what does,
+    both at once."""
+    d = Daemon("waiting", ["--threads", "1", "--max-borrow-ms", "0"],
+               node_args=["--layout", SLOW_LAYOUT, "--registry", "static", "--node", "worker=5"])
+    try:
+        # Start early in a second, so that the wait for the next is long.
+        time.sleep(1.02 - time.time() % 1.0)
+        a = Conn(d.http)
+        a.send(http_req("/id?count=16"))  # all of this second's IDs: at once
+        r1 = a.http()
+        first = digits_lines(r1.body) or []
+        check("waiting: this second's 16 IDs at once", r1.status == 200 and len(first) == 16,
+              (r1.status, short(r1.body)))
+        t0 = time.monotonic()
+        a.send(http_req("/id?count=4") + http_req("/health"))  # the next second's, then /health
+        b = Conn(d.http)
+        b.send(http_req("/health"))
+        rb = b.http(timeout=3)
+        t_b = time.monotonic() - t0
+        c = Conn(d.resp)
+        c.send(resp_cmd("PING"))
+        pong = c.resp(timeout=3)
+        t_c = time.monotonic() - t0
+        r2 = a.http(timeout=3)
+        t_a = time.monotonic() - t0
+        r3 = a.http(timeout=3)
+        second = digits_lines(r2.body) or []
+        check("waiting: another HTTP connection is answered while the batch waits "
+              "(%.0f ms, the batch after %.0f ms)" % (t_b * 1000, t_a * 1000),
+              rb.status == 200 and t_b < 0.3 and t_b < t_a and t_a > 0.5, (rb.status, t_b, t_a))
+        check("waiting: and a RESP PING (%.0f ms)" % (t_c * 1000), pong == "PONG" and t_c < t_a,
+              (pong, t_c))
+        check("waiting: the batch is the next second's first 4 IDs, above this second's",
+              r2.status == 200 and len(second) == 4 and second[0] > first[-1] and
+              (second[0] >> 14) == (first[0] >> 14) + 1, (r2.status, short(r2.body)))
+        check("waiting: its connection's next request (/health) came after it, in order",
+              r3.status == 200 and r3.body.startswith(b"ok"), (r3.status, short(r3.body)))
+        # RESP in order too: ID 16 then PING on one connection, while another pings.
+        time.sleep(1.02 - time.time() % 1.0)
+        c.send(resp_cmd("ID", "16"))
+        c.resp(timeout=3)
+        t0 = time.monotonic()
+        c.send(resp_cmd("ID", "2") + resp_cmd("PING"))
+        e = Conn(d.resp)
+        e.send(resp_cmd("PING"))
+        pe = e.resp(timeout=3)
+        t_e = time.monotonic() - t0
+        ids = c.resp(timeout=3)
+        t_ids = time.monotonic() - t0
+        pc = c.resp(timeout=3)
+        check("waiting: RESP ID 2 waits for the next second (%.0f ms) while another connection's "
+              "PING is answered (%.0f ms), and its own PING comes after it" % (t_ids * 1000, t_e * 1000),
+              pe == "PONG" and t_e < 0.3 and t_e < t_ids and type(ids) is list and len(ids) == 2
+              and pc == "PONG", (pe, t_e, ids, t_ids, pc))
+        m, _ = get_metrics(d)
+        check("waiting: idgen_requests_parked_total counts them",
+              (mget(m, "idgen_requests_parked_total") or 0) >= 2, mget(m, "idgen_requests_parked_total"))
+        for x in (a, b, c, e):
+            x.close()
+        # Above max_batch (16 here: no borrowing, so one second's): 400 at once.
+        t0 = time.monotonic()
+        r, _ = curl(d.http, "/id?count=120")
+        t = time.monotonic() - t0
+        check("waiting: count 120 is a 400 naming max_batch 16, at once (%.0f ms)" % (t * 1000),
+              r and r.status == 400 and b"from 1 to 16 (max_batch)" in r.body and t < 0.5,
+              r and (r.status, short(r.body)))
+    finally:
+        d.stop()
+    # sonyflake: 256 IDs per 10 ms tick; the default max_batch is 28416.
+    d = Daemon("waiting-sonyflake", ["--threads", "1"],
+               node_args=["--layout", "sonyflake", "--registry", "static", "--node", "machine=9"])
+    try:
+        h = Conn(d.http)
+        t0 = time.monotonic()
+        r, _ = curl(d.http, "/id?count=100000")
+        h.send(http_req("/health"))
+        rh = h.http(timeout=3)
+        t = time.monotonic() - t0
+        check("waiting: sonyflake count=100000 is a 400 naming max_batch 28416, and /health is "
+              "answered at once (%.0f ms; 52df1fb held the loop 2.9 s)" % (t * 1000),
+              r and r.status == 400 and b"from 1 to 28416 (max_batch)" in r.body and
+              rh.status == 200 and t < 0.5, (r and (r.status, short(r.body)), rh.status, t))
+        h.close()
+    finally:
+        d.stop()
+    d = Daemon("waiting-sonyflake-big", ["--threads", "1", "--max-batch", "100000",
+                                         "--max-output-bytes", str(8 << 20)],
+               node_args=["--layout", "sonyflake", "--registry", "static", "--node", "machine=9"])
+    try:
+        t0 = time.monotonic()
+        r, _ = curl(d.http, "/id?count=100000")
+        t = time.monotonic() - t0
+        check("waiting: with max_batch 100000, count=100000 is a 503 naming how many fit now, "
+              "at once (%.0f ms), with Retry-After" % (t * 1000),
+              r and r.status == 503 and re.search(rb"can make at most \d+ IDs within max_wait_ms",
+                                                  r.body) and r.h("retry-after") and t < 0.5,
+              r and (r.status, short(r.body)))
+        r, _ = curl(d.http, "/id?count=28416")
+        ids = digits_lines(r.body) if r else None
+        check("waiting: count=28416 (the window) is served, increasing",
+              r and r.status == 200 and ids and len(ids) == 28416 and increasing(ids),
+              r and (r.status, short(r.body)))
+    finally:
+        d.stop()
+
+
+def group_agents_and_limit():
+    d = Daemon("agents", ["--max-agents", "2", "--max-connections", "20"])
+    try:
+        for path in ("/id?agent=a1", "/id?agent=a2&count=2", "/id?agent=a3&count=3"):
+            curl(d.http, path)
+        rcli(d.resp, stdin="CLIENT SETNAME a4\nID 4\n")
+        m, _ = get_metrics(d)
+        got = {a: mget(m, "idgen_ids_issued_total", kind="snowflake", agent=a) for a in ("a1", "a2", "a3", "a4", "other")}
+        check("max_agents 2: a1 and a2 counted by name, a3 and a4 under other",
+              got == {"a1": 1, "a2": 2, "a3": None, "a4": None, "other": 7}, repr(got))
+        # max_connections 20
+        conns = []
+        for i in range(20):
+            c = Conn(d.resp)
+            c.send(b"PING\r\n")
+            conns.append(c)
+        ok = True
+        for c in conns:
+            try:
+                ok = ok and c.resp() == "PONG"
+            except Exception:  # noqa: BLE001
+                ok = False
+        check("max_connections 20: 20 connections served", ok)
+        for port, proto, req in ((d.resp, "RESP", b"PING\r\n"), (d.http, "HTTP", http_req("/health"))):
+            c = Conn(port)
+            try:
+                c.s.settimeout(1)
+                try:
+                    d0 = c.s.recv(4096)
+                    c.buf += d0
+                    if not d0:
+                        c.closed = True
+                except socket.timeout:
+                    try:
+                        c.send(req)
+                    except OSError:
+                        pass
+                closed = c.closed or c.read_to_eof(3)
+            except OSError:
+                closed = True
+            if proto == "RESP":
+                good = c.buf.startswith(b"-ERR ") and c.buf.endswith(b"\r\n") and c.buf.count(b"\r\n") == 1
+            else:
+                try:
+                    r = parse_http(c.buf)
+                    good = r is not None and r[0].status >= 500 and one_line_error(r[0])
+                except ProtoError:
+                    good = False
+            check("max_connections 20: the 21st (%s) is answered with an error and closed" % proto,
+                  good and closed, "got %s closed=%s" % (short(c.buf), closed))
+            c.close()
+        for c in conns:
+            c.close()
+        time.sleep(0.3)
+        served(d, "max_connections reached and released")
+        m, _ = get_metrics(d)
+        check('metrics: idgen_connections_closed_total{reason="limit"} = 2',
+              mget(m, "idgen_connections_closed_total", reason="limit") == 2,
+              repr(mget(m, "idgen_connections_closed_total", reason="limit")))
+    finally:
+        rc = d.stop()
+        check("agents daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
+
+
+def group_metrics_unique():
+    """Every /metrics sample is unique by (name, labels), read with the real
+    Prometheus parser, also when a client names itself `other`: the name of
+    the bucket that counts agents past max_agents.  With --max-agents 3, the
+    client `other` comes first (it must not take a name's place), then u0..u7
+    (u3..u7 overflow), then CLIENT SETNAME other."""
+    if text_string_to_metric_families is None:
+        check("python3-prometheus-client is installed (scripts/install-deps.sh)", False)
+        return
+    d = Daemon("unique", ["--max-agents", "3"])
+    try:
+        curl(d.http, "/id?agent=other")
+        for i in range(8):
+            curl(d.http, "/id?agent=u%d&count=2" % i)
+        rc, out, err = rcli(d.resp, stdin="CLIENT SETNAME other\nID 4\n")
+        check("redis-cli CLIENT SETNAME other, ID 4", rc == 0 and out.startswith("OK\n"), repr(out))
+        curl(d.http, "/ulid?agent=other")
+        _, text = get_metrics(d)
+        seen, dups, err = {}, [], None
+        try:
+            for fam in text_string_to_metric_families(text):
+                for smp in fam.samples:
+                    key = (smp.name, tuple(sorted(smp.labels.items())))
+                    if key in seen:
+                        dups.append(key)
+                    seen[key] = smp.value
+        except Exception as e:  # noqa: BLE001
+            err = "%s: %s" % (type(e).__name__, e)
+        check("metrics: prometheus_client's parser reads /metrics", err is None and seen, err or "no samples")
+        check("metrics: no two samples with the same name and labels (prometheus_client's parser)", not dups,
+              repr(dups[:5]))
+
+        def issued(kind, agent):
+            return seen.get(("idgen_ids_issued_total", (("agent", agent), ("kind", kind))))
+        got = {a: issued("snowflake", a) for a in ("u0", "u1", "u2", "u3", "other")}
+        check('metrics: agent "other" (HTTP and CLIENT SETNAME) counts in the overflow series: '
+              "u0..u2 by name, other = 1 + 5 * 2 + 4",
+              got == {"u0": 2, "u1": 2, "u2": 2, "u3": None, "other": 15}, repr(got))
+        check('metrics: /ulid?agent=other counted under kind="ulid",agent="other"', issued("ulid", "other") == 1,
+              repr(issued("ulid", "other")))
+    finally:
+        rc = d.stop()
+        check("unique daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
+
+
+def group_many_connections():
+    """10,000 connections opened and dropped; the daemon started with a soft
+    RLIMIT_NOFILE of 1024 raises its own."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = min(hard, 20000)
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    if want < 10200:
+        check("RLIMIT_NOFILE hard limit allows 10000 connections", False, "hard %d" % hard)
+        return
+    d = Daemon("many", [], nofile_soft=1024)
+    socks = []
+    try:
+        lim = None
+        with open("/proc/%d/limits" % d.p.pid) as f:
+            for ln in f:
+                if ln.startswith("Max open files"):
+                    lim = int(ln.split()[3])
+        check("daemon started with soft RLIMIT_NOFILE 1024 raised its own (now %s)" % lim,
+              lim is not None and lim >= 10100)
+        t0 = time.monotonic()
+        deadline = t0 + 10
+        err = ""
+        for batch in range(20):
+            pending = []
+            for i in range(500):
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.setblocking(False)
+                e = s.connect_ex((HOST, d.http if (batch * 500 + i) % 2 == 0 else d.resp))
+                if e not in (0, errno.EINPROGRESS):
+                    err = os.strerror(e)
+                pending.append(s)
+                socks.append(s)
+            poller = select.poll()
+            fds = {}
+            for s in pending:
+                poller.register(s, select.POLLOUT)
+                fds[s.fileno()] = s
+            while fds and time.monotonic() < deadline:
+                for fd, ev in poller.poll(200):
+                    s = fds.pop(fd)
+                    poller.unregister(fd)
+                    e = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                    if e:
+                        err = os.strerror(e)
+            if fds:
+                err = err or "connect timed out"
+                break
+        t_open = time.monotonic() - t0
+        check("10000 connections opened (%.1fs)" % t_open, not err and len(socks) == 10000, err)
+        cnt, deadline = 0, time.monotonic() + 10
+        while time.monotonic() < deadline:
+            m, _ = get_metrics(d)
+            cnt = msum(m, "idgen_connections")
+            if cnt >= 10000:
+                break
+            time.sleep(0.2)
+        check("10000 connections accepted by the daemon (idgen_connections >= 10000)", cnt >= 10000, "gauge %r" % cnt)
+        served(d, "10000 connections open")
+        for k, s in enumerate(socks):
+            if k % 2:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()
+        socks = []
+        cnt, deadline = None, time.monotonic() + 10
+        while time.monotonic() < deadline:
+            m, _ = get_metrics(d)
+            cnt = msum(m, "idgen_connections")
+            if cnt <= 2:
+                break
+            time.sleep(0.2)
+        check("10000 connections dropped (half reset): idgen_connections back to <= 2", cnt is not None and cnt <= 2,
+              "gauge %r" % cnt)
+        served(d, "10000 connections dropped")
+    finally:
+        for s in socks:
+            s.close()
+        rc = d.stop()
+        check("many-connections daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
+
+
+if __name__ == "__main__":
+    run_suite("limits",
+              before=[],
+              with_daemon=[('redis-benchmark', group_benchmark)],
+              after=[('requests that wait for their tick', group_waiting), ('agents and max_connections', group_agents_and_limit), ('metrics series unique (agent other)', group_metrics_unique), ('10000 connections', group_many_connections)],
+              snow_kinds=None)

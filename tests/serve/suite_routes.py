@@ -1,0 +1,647 @@
+#!/usr/bin/env python3
+"""HTTP: settings refused at start, every route with curl, keep-alive and pipelining,
+conformance (Host, absolute-form, Accept, HEAD, percent-decoding), quoted
+errors, /metrics.
+
+Usage: python3 tests/serve/suite_routes.py PATH/TO/idgen  (or: ctest -R serve.routes)
+"""
+
+from harness import *  # noqa: F401,F403  the daemon, clients, parsers, check()
+
+
+def group_settings():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IDGEN_")}
+    p = subprocess.run([IDGEN, "serve", "--http", HOST + ":0", "--resp", HOST + ":0", "--max-batch", "lots"],
+                       capture_output=True, timeout=10, env=env)
+    err = p.stderr.decode()
+    check("serve --max-batch lots: exit 2, the message names max_batch and the value",
+          p.returncode == 2 and "max_batch" in err and '"lots"' in err, "exit %d %r" % (p.returncode, err))
+    env2 = dict(env, IDGEN_MAX_BATCH="lots")
+    p = subprocess.run([IDGEN, "serve", "--http", HOST + ":0", "--resp", HOST + ":0"], capture_output=True,
+                       timeout=10, env=env2)
+    err = p.stderr.decode().strip()
+    check("IDGEN_MAX_BATCH=lots: exit 2, one line naming key, value and source as the manual's example",
+          p.returncode == 2 and "\n" not in err
+          and err.startswith('idgen: serve: max_batch = "lots" (from IDGEN_MAX_BATCH): '),
+          "exit %d %r" % (p.returncode, err))
+
+
+def group_http_routes(d):
+    # /id text
+    r, det = curl(d.http, "/id")
+    ids = digits_lines(r.body) if r else None
+    check("GET /id: 200 text/plain, one decimal ID and a newline",
+          r is not None and r.status == 200 and (r.h("content-type") or "").startswith("text/plain")
+          and ids is not None and len(ids) == 1, det or repr(r))
+    check("GET /id: Content-Length matches", r is not None and r.h("content-length") == str(len(r.body)), repr(r))
+    add_snow("curl /id", ids or [])
+
+    # /id?count=5
+    r, det = curl(d.http, "/id?count=5")
+    ids = digits_lines(r.body) if r else None
+    check("GET /id?count=5: five IDs", r is not None and r.status == 200 and ids is not None and len(ids) == 5,
+          det or repr(r))
+    add_snow("curl /id?count=5", ids or [])
+
+    # max_batch exactly
+    r, det = curl(d.http, "/id?count=%d" % MAX_BATCH)
+    ids = digits_lines(r.body) if r else None
+    check("GET /id?count=max_batch (%d): all of them" % MAX_BATCH,
+          r is not None and r.status == 200 and ids is not None and len(ids) == MAX_BATCH, det or repr(r))
+    add_snow("curl /id?count=max", ids or [])
+
+    # JSON by format=json
+    r, det = curl(d.http, "/id?format=json")
+    j = json_body(r)
+    ok = r is not None and r.status == 200 and (r.h("content-type") or "").startswith("application/json") \
+        and isinstance(j, dict) and list(j) == ["ids"] and len(j["ids"]) == 1 \
+        and all(isinstance(x, str) and x.isdigit() for x in j["ids"])
+    check("GET /id?format=json: application/json {\"ids\":[\"…\"]}, IDs as strings", ok, det or repr(r))
+    if ok:
+        add_snow("curl /id?format=json", [int(x) for x in j["ids"]])
+
+    # JSON by Accept
+    r, det = curl(d.http, "/id?count=3", "-H", "Accept: application/json")
+    j = json_body(r)
+    ok = r is not None and r.status == 200 and (r.h("content-type") or "").startswith("application/json") \
+        and isinstance(j, dict) and len(j.get("ids", [])) == 3 \
+        and all(isinstance(x, str) and x.isdigit() for x in j["ids"])
+    check("GET /id?count=3 with Accept: application/json: JSON of 3", ok, det or repr(r))
+    if ok:
+        add_snow("curl /id?count=3 Accept json", [int(x) for x in j["ids"]])
+
+    # format=text wins over Accept
+    r, det = curl(d.http, "/id?count=2&format=text", "-H", "Accept: application/json")
+    ids = digits_lines(r.body) if r else None
+    check("GET /id?count=2&format=text with Accept: application/json: text",
+          r is not None and r.status == 200 and (r.h("content-type") or "").startswith("text/plain")
+          and ids is not None and len(ids) == 2, det or repr(r))
+    add_snow("curl format=text", ids or [])
+
+    # ULIDs and UUIDv7s, text and JSON
+    for kind, chk, rx in (("ulid", check_ulids, ULID_RE), ("uuid7", check_uuids, UUID7_RE)):
+        r, det = curl(d.http, "/" + kind)
+        lines = text_lines(r.body) if r else None
+        check("GET /%s: 200 text/plain, one line" % kind,
+              r is not None and r.status == 200 and (r.h("content-type") or "").startswith("text/plain")
+              and lines is not None and len(lines) == 1, det or repr(r))
+        chk("GET /" + kind, lines or [])
+        r, det = curl(d.http, "/%s?count=50" % kind)
+        lines = text_lines(r.body) if r else None
+        check("GET /%s?count=50: 50 lines" % kind, r is not None and r.status == 200 and lines is not None
+              and len(lines) == 50, det or repr(r))
+        chk("GET /%s?count=50" % kind, lines or [])
+        for how, path, hdr in (("format=json", "/%s?count=4&format=json" % kind, []),
+                               ("Accept", "/%s?count=4" % kind, ["-H", "Accept: application/json"])):
+            r, det = curl(d.http, path, *hdr)
+            j = json_body(r)
+            ok = r is not None and r.status == 200 and (r.h("content-type") or "").startswith("application/json") \
+                and isinstance(j, dict) and list(j) == ["ids"] and len(j["ids"]) == 4
+            check("GET /%s JSON by %s: {\"ids\":[4 strings]}" % (kind, how), ok, det or repr(r))
+            chk("GET /%s JSON by %s" % (kind, how), j["ids"] if ok else [])
+        r, det = curl(d.http, "/%s?count=%d" % (kind, MAX_BATCH + 1))
+        check("GET /%s?count=max_batch+1: 400 one line" % kind,
+              r is not None and r.status == 400 and one_line_error(r), det or repr(r))
+
+    # a ULID's and a UUIDv7's time is now
+    now = int(time.time() * 1000)
+    if ULIDS:
+        dj = idgen_decode(ULIDS[-1])
+        check("a served ULID's time is now (idgen decode)", dj is not None and abs(dj["unix_ms"] - now) < 5000,
+              repr(dj))
+    if UUIDS:
+        dj = idgen_decode(UUIDS[-1])
+        check("a served UUIDv7's time is now (idgen decode)", dj is not None and dj.get("version") == 7
+              and abs(dj["unix_ms"] - now) < 5000, repr(dj))
+
+    # count errors
+    for q in ("count=0", "count=-1", "count=abc", "count=", "count=%d" % (MAX_BATCH + 1),
+              "count=99999999999999999999999", "count=1.5", "foo=1", "format=xml"):
+        r, det = curl(d.http, "/id?" + q)
+        check("GET /id?%s: 400 with a one-line text body" % q[:40],
+              r is not None and r.status == 400 and one_line_error(r), det or repr(r))
+    served(d, "bad counts and parameters")
+    # SERVE.md: a 400 for a bad query, a 404, or a 405 without a body keeps the connection open
+    for name, first, status in (("GET /id?count=0", http_req("/id?count=0"), 400),
+                                ("GET /id?agent=a_b", http_req("/id?agent=a_b"), 400),
+                                ("GET /nope", http_req("/nope"), 404),
+                                ("POST /id without a body", http_req("/id", method="POST"), 405)):
+        c = Conn(d.http)
+        c.send(first + http_req("/health"))
+        try:
+            r1, r2 = c.http(), c.http()
+            ok = r1.status == status and r2.status == 200 and r2.body.strip() == b"ok"
+        except Exception as e:  # noqa: BLE001
+            ok, r1, r2 = False, e, None
+        check("%s pipelined with GET /health: %d, then the health answer on the same connection" % (name, status),
+              ok, "%r %r" % (r1, r2))
+        c.close()
+    # ... while a 405 with a body closes it
+    r, closed, rest = http_then_eof(d.http, b"POST /id HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+                                    + http_req("/health"))
+    check("POST /id with a body: 405, then closed (nothing after it answered)",
+          isinstance(r, HttpResp) and r.status == 405 and closed and rest == b"", "%r then %s closed=%s" % (
+              r, short(rest), closed))
+
+    # agents
+    m0, _ = get_metrics(d)
+    base_sf = mget(m0, "idgen_ids_issued_total", kind="snowflake", agent="curl-test") or 0
+    base_ul = mget(m0, "idgen_ids_issued_total", kind="ulid", agent="curl-test") or 0
+    r1, det1 = curl(d.http, "/id?agent=curl-test")
+    r2, det2 = curl(d.http, "/id?count=4&agent=curl-test&format=json")
+    r3, det3 = curl(d.http, "/ulid?agent=curl-test")
+    ok = all(r is not None and r.status == 200 for r in (r1, r2, r3))
+    check("GET with agent=curl-test: 200", ok, "%r %r %r %s%s%s" % (r1, r2, r3, det1, det2, det3))
+    if ok:
+        add_snow("curl agent", digits_lines(r1.body) or [])
+        try:
+            add_snow("curl agent json", [int(x) for x in json.loads(r2.body)["ids"]])
+        except Exception as e:  # noqa: BLE001
+            check("GET agent+format=json parses", False, repr(e))
+    m1, _ = get_metrics(d)
+    sf = mget(m1, "idgen_ids_issued_total", kind="snowflake", agent="curl-test")
+    ul = mget(m1, "idgen_ids_issued_total", kind="ulid", agent="curl-test")
+    check('metrics: idgen_ids_issued_total{kind="snowflake",agent="curl-test"} counts 5',
+          sf is not None and sf - base_sf == 5, "value %r (before %r)" % (sf, base_sf))
+    check('metrics: idgen_ids_issued_total{kind="ulid",agent="curl-test"} counts 1',
+          ul is not None and ul - base_ul == 1, "value %r (before %r)" % (ul, base_ul))
+    r, det = curl(d.http, "/id?agent=" + "a" * 64)
+    check("agent of 64 characters: 200", r is not None and r.status == 200, det or repr(r))
+    add_snow("curl agent64", (digits_lines(r.body) or []) if r and r.status == 200 else [])
+    for bad in ("9lives", "a_b", "a.b", "a" * 65, "", "-a", "%C3%A9t%C3%A9"):
+        r, det = curl(d.http, "/id?agent=" + bad)
+        check("agent=%s: 400 one line" % (bad[:20] + ("…" if len(bad) > 20 else "")),
+              r is not None and r.status == 400 and one_line_error(r), det or repr(r))
+
+    # decode
+    for kind, id_text, layout in (("snowflake", str(SNOW[-1][1]) if SNOW else "0", "twitter"),
+                                  ("ULID", ULIDS[-1] if ULIDS else "0", "twitter"),
+                                  ("UUIDv7", UUIDS[-1] if UUIDS else "0", "twitter"),
+                                  ("known snowflake", "910499571847892992", "twitter")):
+        r, det = curl(d.http, "/decode/" + id_text)
+        want = idgen_decode(id_text, layout)
+        got = json_body(r)
+        check("GET /decode/<%s>: application/json equal to idgen decode --json" % kind,
+              r is not None and r.status == 200 and (r.h("content-type") or "").startswith("application/json")
+              and want is not None and got == want, "%s want %r got %r" % (det, want, r))
+    r, det = curl(d.http, "/decode/12x4")
+    check("GET /decode/12x4 (not an ID): 400 (or 404) one line",
+          r is not None and r.status in (400, 404) and one_line_error(r),
+          det or repr(r))
+    if SNOW:
+        dj = idgen_decode(str(SNOW[-1][1]))
+        check("served Snowflake decodes (idgen decode --json) to datacenter=3 worker=17",
+              dj is not None and dj["fields"].get("datacenter") == DC and dj["fields"].get("worker") == WORKER,
+              repr(dj))
+
+    # info
+    r, det = curl(d.http, "/info")
+    info = json_body(r)
+    check("GET /info: 200 application/json object", r is not None and r.status == 200 and isinstance(info, dict)
+          and (r.h("content-type") or "").startswith("application/json"), det or repr(r))
+    if isinstance(info, dict):
+        flat = {}
+
+        def walk(o, path):
+            flat[path] = o
+            if isinstance(o, dict):
+                for k, v in o.items():
+                    walk(v, path + (k,))
+        walk(info, ())
+        ver = subprocess.run([IDGEN, "--version"], capture_output=True).stdout.decode().split()[-1]
+        keys = {p[-1] for p in flat if p}
+        check("/info: version matches idgen --version", any(p and p[-1] == "version" and v == ver for p, v in flat.items()),
+              "want %s in %r" % (ver, info))
+        check("/info: layout twitter (name or spec)",
+              any("layout" in "/".join(p) and isinstance(v, str) and (v == "twitter" or TWITTER_SPEC in v)
+                  for p, v in flat.items()), repr(info))
+        check("/info: node values datacenter=3 worker=17",
+              any(p and p[-1] == "datacenter" and v in (DC, str(DC)) for p, v in flat.items())
+              and any(p and p[-1] == "worker" and v in (WORKER, str(WORKER)) for p, v in flat.items()), repr(info))
+        check("/info: registry static", any("registry" in "/".join(p) and v == "static" for p, v in flat.items()),
+              repr(info))
+        check("/info: lease and uptime present", any("lease" in "/".join(p) for p in flat)
+              and any("uptime" in k for k in keys), repr(info))
+        check("/info: limits (max_batch %d)" % MAX_BATCH,
+              any("max_batch" in "/".join(p) and v in (MAX_BATCH, str(MAX_BATCH)) for p, v in flat.items()), repr(info))
+        ck = info.get("clock")
+        check("/info: clock {setting fast, mode, fallbacks, recalibrations, cooldowns, cooldown_ms, tsc_hz}",
+              isinstance(ck, dict) and ck.get("setting") == "fast"
+              and ck.get("mode") in ("fast", "precise", "calibrating", "unavailable")
+              and all(isinstance(ck.get(k), int) and ck[k] >= 0
+                      for k in ("fallbacks", "recalibrations", "cooldowns", "cooldown_ms", "tsc_hz")), repr(ck))
+
+    # health
+    r, det = curl(d.http, "/health")
+    check("GET /health: 200 ok", r is not None and r.status == 200 and r.body.strip() == b"ok", det or repr(r))
+
+    # 404 / 405
+    r, det = curl(d.http, "/nope")
+    check("GET /nope: 404 one line", r is not None and r.status == 404 and one_line_error(r), det or repr(r))
+    r, det = curl(d.http, "/id/", timeout=5)
+    check("GET /id/: 404", r is not None and r.status == 404, det or repr(r))
+    for meth in ("POST", "DELETE", "PUT"):
+        r, det = curl(d.http, "/id", "-X", meth)
+        check("%s /id: 405 with Allow: GET, HEAD, one line" % meth,
+              r is not None and r.status == 405 and r.h("allow") == "GET, HEAD"
+              and one_line_error(r), det or repr(r))
+    r, det = curl(d.http, "/nope", "-X", "POST")
+    check("POST /nope (unknown path): 404", r is not None and r.status == 404, det or repr(r))
+
+    # 431 and 413 by curl
+    r, det = curl(d.http, "/id", "-H", "X-Big: " + "a" * (MAX_REQ + 100))
+    check("curl with a header block over max_request_bytes: 431 one line",
+          r is not None and r.status == 431 and one_line_error(r), det or repr(r))
+    served(d, "431 by curl")
+
+
+def group_keepalive(d):
+    # curl reuses its connection for two URLs
+    cmd = ["curl", "-sS", "--max-time", "10", "-o", "/dev/null", "-o", "/dev/null", "-w", "%{num_connects}\n",
+           "http://%s:%d/health" % (HOST, d.http), "http://%s:%d/health" % (HOST, d.http)]
+    p = subprocess.run(cmd, capture_output=True, timeout=15)
+    check("keep-alive: curl reuses one connection for two requests",
+          p.returncode == 0 and p.stdout.decode().split() == ["1", "0"], short(p.stdout + p.stderr))
+
+    # raw keep-alive: three requests one after the other on one socket
+    c = Conn(d.http)
+    got = []
+    try:
+        for path in ("/id", "/id?count=2", "/health"):
+            c.send(http_req(path))
+            got.append(c.http())
+        ok = [r.status for r in got] == [200, 200, 200]
+    except Exception as e:  # noqa: BLE001
+        ok = False
+        got.append(e)
+    check("keep-alive: three requests in turn on one connection", ok, repr(got))
+    if ok:
+        add_snow("raw keep-alive", (digits_lines(got[0].body) or []) + (digits_lines(got[1].body) or []))
+    # 404 does not close (only 400/413/431/501/505 do)
+    try:
+        c.send(http_req("/nope") + http_req("/health"))
+        a, b = c.http(), c.http()
+        ok = a.status == 404 and b.status == 200
+    except Exception as e:  # noqa: BLE001
+        ok, a, b = False, e, None
+    check("keep-alive: the connection goes on after a 404", ok, "%r %r" % (a, b))
+    c.close()
+
+    # pipelining: seven requests in one write, answers in order
+    reqs = [("/id", "id"), ("/ulid?count=2", "ulid"), ("/uuid7?format=json", "uuid7json"), ("/health", "health"),
+            ("/id?count=3", "id"), ("/info", "info"), ("/id?format=json", "idjson")]
+    c = Conn(d.http)
+    data = b"".join(http_req(p) for p, _ in reqs) + http_req("/id", headers=["Connection: close"])
+    c.send(data)
+    res, err = [], ""
+    try:
+        for _ in range(len(reqs) + 1):
+            res.append(c.http())
+    except Exception as e:  # noqa: BLE001
+        err = repr(e)
+    ok = len(res) == len(reqs) + 1
+    pipe_ids = []
+    if ok:
+        for (path, kind), r in zip(reqs + [("/id close", "id")], res):
+            if kind == "id":
+                ids = digits_lines(r.body)
+                ok = ok and r.status == 200 and ids is not None
+                pipe_ids += ids or []
+            elif kind == "ulid":
+                ok = ok and r.status == 200 and all(ULID_RE.fullmatch(x) for x in text_lines(r.body) or ["x"])
+            elif kind == "uuid7json":
+                try:
+                    ok = ok and r.status == 200 and UUID7_RE.fullmatch(json.loads(r.body)["ids"][0])
+                except Exception:  # noqa: BLE001
+                    ok = False
+            elif kind == "health":
+                ok = ok and r.status == 200 and r.body.strip() == b"ok"
+            elif kind == "info":
+                ok = ok and r.status == 200 and r.body.startswith(b"{")
+            elif kind == "idjson":
+                try:
+                    pipe_ids += [int(x) for x in json.loads(r.body)["ids"]]
+                    ok = ok and r.status == 200
+                except Exception:  # noqa: BLE001
+                    ok = False
+    check("pipelining: 8 requests in one write answered in order", ok, err or repr(res))
+    add_snow("raw pipelined", pipe_ids)
+    closed = c.read_to_eof(2)
+    check("pipelining: Connection: close closes after its answer", closed and c.buf == b"", short(c.buf))
+    c.close()
+
+    # pipelined requests whose answers add up to more than 64 KiB
+    c = Conn(d.http)
+    c.send(http_req("/id?count=%d" % MAX_BATCH) * 8)
+    res, err = [], ""
+    try:
+        for _ in range(8):
+            res.append(c.http(5))
+    except Exception as e:  # noqa: BLE001
+        err = repr(e)
+    ok = len(res) == 8 and all(r.status == 200 and len(digits_lines(r.body) or []) == MAX_BATCH for r in res)
+    check("pipelining: 8 x GET /id?count=%d in one write (~160 KB of answers) all answered" % MAX_BATCH, ok,
+          "%d answered, %s" % (len(res), err))
+    if ok:
+        for r in res:
+            add_snow("raw HTTP big pipeline", digits_lines(r.body))
+    c.close()
+    c = Conn(d.http)
+    c.send(http_req("/health") * 1000)
+    try:
+        n, err = 0, ""
+        for _ in range(1000):
+            r = c.http(5)
+            n += r.status == 200
+    except Exception as e:  # noqa: BLE001
+        err = repr(e)
+    check("pipelining: 1000 x GET /health in one write all answered", n == 1000, "%d answered, %s" % (n, err))
+    c.close()
+
+    # HTTP/1.0: closes by default, keeps alive when asked
+    r, closed, _ = http_then_eof(d.http, b"GET /health HTTP/1.0\r\n\r\n")
+    check("HTTP/1.0 without keep-alive: answered, then closed",
+          isinstance(r, HttpResp) and r.status == 200 and closed, repr(r))
+    c = Conn(d.http)
+    try:
+        c.send(b"GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        r1 = c.http()
+        c.send(b"GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        r2 = c.http()
+        ok = r1.status == 200 and r2.status == 200
+    except Exception as e:  # noqa: BLE001
+        ok, r1, r2 = False, e, None
+    check("HTTP/1.0 with Connection: keep-alive: two requests on one connection", ok, "%r %r" % (r1, r2))
+    c.close()
+
+
+def group_http_conformance(d):
+    """RFC 9112 / RFC 9110 details a strict server gets right (SERVE.md, HTTP/1.1)."""
+    # Host: HTTP/1.1 requires exactly one; any request with two is refused (RFC 9112 section 3.2)
+    for name, data in (("HTTP/1.1 without Host", b"GET /health HTTP/1.1\r\n\r\n"),
+                       ("HTTP/1.1 with two Host lines", b"GET /health HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n"),
+                       ("HTTP/1.0 with two Host lines", b"GET /health HTTP/1.0\r\nHost: a\r\nhost: b\r\n\r\n")):
+        r, closed, rest = http_then_eof(d.http, data + http_req("/health"))
+        check("%s: 400 with a one-line reason naming Host, then closed" % name,
+              isinstance(r, HttpResp) and r.status == 400 and one_line_error(r) and b"Host" in r.body
+              and closed and rest == b"", "%r closed=%s rest %s" % (r, closed, short(rest)))
+    served(d, "requests without Host")
+
+    # absolute-form targets (RFC 9112 section 3.2.2): path and query from the target
+    c = Conn(d.http)
+    try:
+        c.send(b"GET http://127.0.0.1:%d/id?count=2 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % d.http
+               + b"GET HTTPS://idgen.example/health HTTP/1.1\r\nHost: idgen.example\r\n\r\n")
+        r1, r2 = c.http(), c.http()
+    except Exception as e:  # noqa: BLE001
+        r1, r2 = e, None
+    c.close()
+    ids = digits_lines(r1.body) if isinstance(r1, HttpResp) and r1.status == 200 else None
+    check("GET http://127.0.0.1:PORT/id?count=2 (absolute-form): 200, two IDs", ids is not None and len(ids) == 2,
+          repr(r1))
+    add_snow("absolute-form", ids or [])
+    check("GET HTTPS://idgen.example/health (scheme in upper case): 200 ok",
+          isinstance(r2, HttpResp) and r2.status == 200 and r2.body.strip() == b"ok", repr(r2))
+    for name, target, word in (("ftp:// target", b"ftp://h/id", b"scheme"), ("OPTIONS *", b"*", b"*"),
+                               ("authority-form", b"127.0.0.1:80", b"/path"),
+                               ("absolute-form with user@", b"http://u@h/id", b"host")):
+        method = b"OPTIONS" if target == b"*" else b"GET"
+        r, closed, rest = http_then_eof(d.http, b"%s %s HTTP/1.1\r\nHost: h\r\n\r\n" % (method, target))
+        check("%s: 400 with a one-line reason (naming %s)" % (name, word.decode()),
+              isinstance(r, HttpResp) and r.status == 400 and one_line_error(r) and word in r.body, repr(r))
+
+    # Connection is a token list: close anywhere closes, whatever the other tokens or lines say
+    for name, hdrs in (("Connection: close, keep-alive", ["Connection: close, keep-alive"]),
+                       ("Connection: keep-alive then Connection: close", ["Connection: keep-alive", "Connection: Close"]),
+                       ("Connection: close then Connection: keep-alive", ["Connection: close", "Connection: keep-alive"])):
+        r, closed, rest = http_then_eof(d.http, http_req("/health", headers=hdrs) + http_req("/health"))
+        check("%s: answered with Connection: close, then closed (the next request unanswered)" % name,
+              isinstance(r, HttpResp) and r.status == 200 and (r.h("connection") or "").lower() == "close"
+              and closed and rest == b"", "%r closed=%s rest %s" % (r, closed, short(rest)))
+
+    # Accept: application/json with q=0 means JSON is not acceptable; q>0 asks for it
+    for accept, path, want_json in (("application/json;q=0", "/id?count=2", False),
+                                    ("text/plain, application/json; Q=0.000", "/ulid", False),
+                                    ("application/json;charset=utf-8;q=0.0", "/uuid7", False),
+                                    ("text/plain;q=0.9, application/json;q=0.5", "/id", True),
+                                    ("*/*", "/id", False),
+                                    ("application/json;q=0", "/id?format=json", True)):
+        r, det = curl(d.http, path, "-H", "Accept: " + accept)
+        ctype = (r.h("content-type") or "") if r else ""
+        check("GET %s with Accept: %s: %s" % (path, accept, "JSON" if want_json else "text"),
+              r is not None and r.status == 200 and ctype.startswith("application/json" if want_json else "text/plain"),
+              det or repr(r))
+        if r is not None and r.status == 200 and path.startswith("/id"):
+            j = json_body(r) if ctype.startswith("application/json") else None
+            add_snow("Accept " + accept, [int(x) for x in j["ids"]] if j else (digits_lines(r.body) or []))
+
+    # HEAD on every GET route: GET's status line and headers, Content-Length included, and no body;
+    # pipelined HEAD then GET keeps the framing
+    routes = ["/id", "/id?count=3", "/ulid?count=2", "/uuid7?format=json", "/decode/910499571847892992",
+              "/health", "/info", "/metrics", "/id?count=0", "/nope"]
+    c = Conn(d.http)
+    try:
+        c.send(b"".join(http_req(p, method="HEAD") + http_req(p) for p in routes))
+        pairs = [(c.http(head=True), c.http()) for _ in routes]
+    except Exception as e:  # noqa: BLE001
+        pairs = e
+    c.close()
+    check("pipelined HEAD then GET on %d routes: all answered, in order, the framing intact" % len(routes),
+          isinstance(pairs, list), repr(pairs))
+    fixed = ("/id", "/id?count=3", "/ulid?count=2", "/uuid7?format=json", "/decode/910499571847892992",
+             "/health", "/id?count=0", "/nope")  # routes whose body length does not change between two requests
+    for path, (h, g) in zip(routes, pairs if isinstance(pairs, list) else []):
+        same = h.status == g.status and h.reason == g.reason and \
+            [n for n, _ in h.headers] == [n for n, _ in g.headers] and \
+            all(hv == gv for (n, hv), (_, gv) in zip(h.headers, g.headers) if n not in ("date", "content-length"))
+        length_ok = h.h("content-length") == str(len(g.body)) if path in fixed else int(h.h("content-length")) > 0
+        check("HEAD %s: GET's status (%d) and headers, Content-Length %s, no body" % (
+            path, g.status, "equal to GET's body" if path in fixed else "given"),
+            same and length_ok and h.body == b"", "HEAD %s %r / GET %s %r" % (h.raw_head, h.body, g.raw_head, g))
+        if g.status == 200 and path.startswith("/id"):
+            add_snow("GET after HEAD", digits_lines(g.body) or [])
+    r, det = curl(d.http, "/id", "-I")
+    check("curl -I /id (HEAD): 200 text/plain with a Content-Length, no body",
+          r is not None and r.status == 200 and r.body == b"" and int(r.h("content-length") or 0) > 1, det or repr(r))
+    c = Conn(d.http)
+    c.send(b"HEAD /health HTTP/1.1\r\n\r\n" + http_req("/health"))
+    closed = c.read_to_eof(3)
+    c.close()
+    check("HEAD without Host: 400 without a body, then closed",
+          closed and c.buf.startswith(b"HTTP/1.1 400 ") and c.buf.endswith(b"\r\n\r\n") and c.buf.count(b"HTTP/") == 1,
+          short(c.buf))
+    for meth in ("POST", "OPTIONS", "PATCH"):
+        r = raw_get(d.http, "/health", method=meth)
+        check("%s /health: 405 with Allow: GET, HEAD" % meth,
+              isinstance(r, HttpResp) and r.status == 405 and r.h("allow") == "GET, HEAD" and one_line_error(r),
+              repr(r))
+
+    # the query is percent-decoded (keys and values) before use; + is not a space
+    m0, _ = get_metrics(d)
+    billing0 = mget(m0, "idgen_ids_issued_total", kind="snowflake", agent="billing") or 0
+    for path, n in (("/id?count=%33", 3), ("/id?%63ount=2", 2), ("/id?agent=bill%69ng", 1),
+                    ("/id?count=%31%30", 10)):
+        r = raw_get(d.http, path)
+        ids = digits_lines(r.body) if isinstance(r, HttpResp) and r.status == 200 else None
+        check("GET %s: 200 and %d IDs (percent-decoded)" % (path, n), ids is not None and len(ids) == n, repr(r))
+        add_snow("percent-decoded", ids or [])
+    r = raw_get(d.http, "/id?count=2&format=%6Ason")
+    j = json_body(r) if isinstance(r, HttpResp) and r.status == 200 else None
+    check("GET /id?count=2&format=%6Ason: JSON of 2", isinstance(j, dict) and len(j.get("ids", [])) == 2, repr(r))
+    if isinstance(j, dict):
+        add_snow("percent-decoded json", [int(x) for x in j.get("ids", [])])
+    m1, _ = get_metrics(d)
+    billing1 = mget(m1, "idgen_ids_issued_total", kind="snowflake", agent="billing") or 0
+    check('agent=bill%69ng counts under agent="billing"', billing1 - billing0 == 1, "+%r" % (billing1 - billing0))
+    for path, want in (("/id?count=%", b'percent-escape "%"'), ("/id?count=%3", b'percent-escape "%3"'),
+                       ("/id?count=%zz", b'percent-escape "%zz"'), ("/id?co%3unt=1", b'percent-escape "%3u"'),
+                       ("/id?count=%2D1", b'"-1"'), ("/id?count=1+1", b'"1+1"'),
+                       ("/id?agent=a%00b%C1", b'"a\\x00b\\xC1": a name matches')):
+        r = raw_get(d.http, path)
+        check("GET %s: 400, one line with %s" % (path, want.decode()),
+              isinstance(r, HttpResp) and r.status == 400 and one_line_error(r) and want in r.body, repr(r))
+
+
+def printable_reply(b, framing):
+    """b holds no raw byte outside 0x20..0x7E once the framing's CRLFs / final LF are taken out."""
+    return all(0x20 <= c <= 0x7E for c in b.replace(framing, b""))
+
+
+def group_quoting(d):
+    """Error texts quote what they echo as printable ASCII (\\xHH), in HTTP and RESP (SERVE.md)."""
+    # HTTP: a path with a byte >= 0x80, an ID that is no ID, a decoded query value with DEL and NUL
+    for target, want in ((b"/x\xc1y\xff", b"no such path: /x\\xC1y\\xFF"),
+                         (b"/decode/\xc1\xff%00", b'not an ID: "\\xC1\\xFF%00" is 5 characters'),
+                         (b"/id?agent=%C1%7F%00z", b'bad agent "\\xC1\\x7F\\x00z": a name matches'),
+                         (b"/id?count=%C1%7F%00", b'not "\\xC1\\x7F\\x00"')):
+        c = Conn(d.http)
+        try:
+            c.send(b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+            r = c.http()
+        except Exception as e:  # noqa: BLE001
+            r = e
+        c.close()
+        check("HTTP GET %s: the reason quotes it as %s, no raw bytes" % (short(target), want.decode()),
+              isinstance(r, HttpResp) and r.status in (400, 404) and want in r.body
+              and printable_reply(r.body, b"\n"), repr(r))
+    # bytes the request line may not hold at all: refused without echoing them
+    for target in (b"/x\x7fy", b"/x\x00y"):
+        r, closed, _ = http_then_eof(d.http, b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        check("HTTP GET %s: 400, the reply printable" % short(target),
+              isinstance(r, HttpResp) and r.status == 400 and printable_reply(r.body, b"\n") and closed, repr(r))
+    # RESP: unknown command and its arguments, inline and multibulk; other echoes
+    cases = [
+        ("unknown command with 0xC1, DEL and NUL", resp_cmd(b"X\xc1\x7f\x00Y", b"a\x00\xc1b", b"c'd\\"),
+         b"-ERR unknown command 'X\\xC1\\x7F\\x00Y', with args beginning with: 'a\\x00\\xC1b' 'c\\x27d\\x5C' \r\n"),
+        ("inline unknown command with 0xC1, DEL and NUL", b"X\xc1\x7f\x00Y a\x00b\r\n",
+         b"-ERR unknown command 'X\\xC1\\x7F\\x00Y', with args beginning with: 'a\\x00b' \r\n"),
+        ("CLIENT subcommand", resp_cmd("CLIENT", b"\xc1\x00"),
+         b"-ERR unknown subcommand '\\xC1\\x00'. Try CLIENT HELP.\r\n"),
+        ("COMMAND subcommand", resp_cmd("COMMAND", b"\x7f"),
+         b"-ERR unknown subcommand '\\x7F'. Try COMMAND HELP.\r\n"),
+        ("HELLO option", resp_cmd("HELLO", "2", b"\xc1"), b"-ERR Syntax error in HELLO option '\\xC1'\r\n"),
+        ("CONFIG subcommand", resp_cmd("CONFIG", b"S\x00T"), b"-ERR CONFIG S\\x00T is not supported by idgen\r\n"),
+        ("DECODE", resp_cmd("DECODE", b"\xc1\x00"),
+         b'-ERR not an ID: "\\xC1\\x00" is 2 characters (expected 1 to 20 decimal digits, a 26-character ULID, '
+         b'or a UUID of 36 characters or 32 hex digits)\r\n'),
+    ]
+    for name, req, want in cases:
+        c = Conn(d.resp)
+        c.send(req + b"PING\r\n")
+        try:
+            got = c.resp()
+            pong = c.resp()
+        except Exception as e:  # noqa: BLE001
+            got, pong = e, None
+        c.close()
+        raw = b"-" + got.encode("latin-1") + b"\r\n" if isinstance(got, RErr) else None
+        check("RESP %s: %s, then the connection goes on" % (name, short(want, 90)),
+              raw == want and printable_reply(raw, b"\r\n") and pong == "PONG", "got %r then %r" % (got, pong))
+    c = Conn(d.resp)
+    c.send(b"*1\r\n\xc1")
+    closed = c.read_to_eof(3)
+    c.close()
+    check("RESP a byte 0xC1 where '$' belongs: the protocol error quotes it, then closed",
+          closed and c.buf == b"-ERR Protocol error: expected '$', got '\\xC1'\r\n", short(c.buf))
+    served(d, "quoted errors")
+    time.sleep(1.1)  # client errors are logged at most 10 a second: a fresh second for this one
+    raw_get(d.http, "/id?agent=%C1%7F%00q")
+    time.sleep(0.2)
+    with open(d.logpath, "rb") as f:
+        log = f.read()
+    bad_lines = [ln for ln in log.split(b"\n") if not printable_reply(ln, b"")]
+    check("the log holds only printable ASCII lines after those errors (reasons quoted)",
+          not bad_lines and b'status=400 reason="bad agent \\x22\\x5CxC1\\x5Cx7F\\x5Cx00q\\x22' in log,
+          short(bad_lines[:3]) + " " + short(log[-400:]))
+
+
+def group_metrics(d):
+    m, text = get_metrics(d)
+    types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M))
+    want = {"idgen_ids_issued_total": "counter", "idgen_requests_total": "counter",
+            "idgen_request_duration_seconds": "histogram", "idgen_clock_borrowed_ms": "gauge",
+            "idgen_clock_waits_total": "counter", "idgen_clock_refusals_total": "counter",
+            "idgen_sequence_exhausted_total": "counter", "idgen_lease_valid_seconds": "gauge",
+            "idgen_layout_seconds_remaining": "gauge", "idgen_connections": "gauge",
+            "idgen_connections_closed_total": "counter", "idgen_clock_fast_mode": "gauge",
+            "idgen_clock_fast_fallbacks_total": "counter", "idgen_clock_fast_recalibrations_total": "counter",
+            "idgen_clock_fast_cooldowns_total": "counter"}
+    for name, typ in want.items():
+        present = any(n == name or (typ == "histogram" and n.startswith(name + "_")) for n, _ in m)
+        check("metrics: %s present, # TYPE %s" % (name, typ), present and types.get(name) == typ,
+              "type %r present %s" % (types.get(name), present))
+    for kind in ("snowflake", "ulid", "uuid7"):
+        check('metrics: idgen_ids_issued_total{kind="%s",agent="-"} > 0' % kind,
+              (mget(m, "idgen_ids_issued_total", kind=kind, agent="-") or 0) > 0)
+    check('metrics: idgen_lease_valid_seconds is +Inf (static registry)',
+          mget(m, "idgen_lease_valid_seconds") == float("inf"), repr(mget(m, "idgen_lease_valid_seconds")))
+    rem = mget(m, "idgen_layout_seconds_remaining")
+    want_rem = (TWITTER_EPOCH + (1 << 41) - time.time() * 1000) / 1000
+    check("metrics: idgen_layout_seconds_remaining is the twitter layout's (until 2080-07-10)",
+          rem is not None and abs(rem - want_rem) < 300, "%r vs %r" % (rem, want_rem))
+    for proto in ("http", "resp"):
+        buckets = sorted(((float(dict(ls)["le"]), v) for (n, ls), v in m.items()
+                          if n == "idgen_request_duration_seconds_bucket" and dict(ls).get("proto") == proto))
+        cnt = mget(m, "idgen_request_duration_seconds_count", proto=proto)
+        sm = mget(m, "idgen_request_duration_seconds_sum", proto=proto)
+        ok = len(buckets) >= 4 and buckets[-1][0] == float("inf") and \
+            all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])) and cnt is not None and buckets[-1][1] == cnt \
+            and sm is not None and sm >= 0
+        check('metrics: histogram idgen_request_duration_seconds{proto="%s"}: cumulative buckets, +Inf = _count, _sum'
+              % proto, ok, "buckets %r count %r sum %r" % (buckets, cnt, sm))
+        total = msum(m, "idgen_requests_total", proto=proto)
+        check('metrics: histogram _count{proto="%s"} matches idgen_requests_total (±1 for this scrape)' % proto,
+              cnt is not None and abs(cnt - total) <= 1, "count %r requests %r" % (cnt, total))
+    check("metrics: idgen_connections{proto=http} and {proto=resp}",
+          mget(m, "idgen_connections", proto="http") is not None and mget(m, "idgen_connections", proto="resp") is not None
+          and mget(m, "idgen_connections", proto="http") >= 1)
+    modes = {dict(ls).get("mode"): v for (n, ls), v in m.items() if n == "idgen_clock_fast_mode"}
+    check("metrics: idgen_clock_fast_mode{mode} for fast, precise, calibrating, unavailable; exactly one is 1",
+          set(modes) == {"fast", "precise", "calibrating", "unavailable"} and sorted(modes.values()) == [0, 0, 0, 1],
+          repr(modes))
+    for g in ("idgen_clock_borrowed_ms", "idgen_clock_waits_total", "idgen_clock_refusals_total",
+              "idgen_sequence_exhausted_total", "idgen_clock_fast_fallbacks_total",
+              "idgen_clock_fast_recalibrations_total", "idgen_clock_fast_cooldowns_total"):
+        v = mget(m, g)
+        check("metrics: %s is an unlabelled non-negative number" % g, v is not None and v >= 0, repr(v))
+    # counts move by exactly what we did
+    m0, _ = get_metrics(d)
+    for _ in range(3):
+        curl(d.http, "/health")
+    curl(d.http, "/nope")
+    m1, _ = get_metrics(d)
+    d200 = (mget(m1, "idgen_requests_total", proto="http", code="200") or 0) - (mget(m0, "idgen_requests_total", proto="http", code="200") or 0)
+    d404 = (mget(m1, "idgen_requests_total", proto="http", code="404") or 0) - (mget(m0, "idgen_requests_total", proto="http", code="404") or 0)
+    check('metrics: idgen_requests_total{proto="http",code="200"} +3 health +1 scrape, code="404" +1',
+          4 <= d200 <= 5 and d404 == 1, "200 +%r, 404 +%r" % (d200, d404))
+    r, det = curl(d.http, "/metrics")
+    check("GET /metrics: 200 text/plain", r is not None and r.status == 200
+          and (r.h("content-type") or "").startswith("text/plain"), det or repr(r))
+
+
+if __name__ == "__main__":
+    run_suite("routes",
+              before=[('settings', group_settings)],
+              with_daemon=[('HTTP routes (curl)', group_http_routes), ('keep-alive and pipelining', group_keepalive), ('HTTP conformance', group_http_conformance), ('quoted errors', group_quoting), ('metrics', group_metrics)],
+              after=[],
+              snow_kinds=['curl', 'raw'])

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Shutdown (timing): a graceful stop under load, and closing without losing
+replies.
+
+Usage: python3 tests/serve/suite_shutdown.py PATH/TO/idgen  (or: ctest -R serve.shutdown)
+"""
+
+from harness import *  # noqa: F401,F403  the daemon, clients, parsers, check()
+
+
+def read_all(sock, timeout):
+    """Reads until EOF; returns (bytes, how it ended: "eof", "reset" or "timeout")."""
+    deadline = time.monotonic() + timeout
+    data = bytearray()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return bytes(data), "timeout"
+        sock.settimeout(left)
+        try:
+            d = sock.recv(1 << 20)
+        except socket.timeout:
+            return bytes(data), "timeout"
+        except ConnectionResetError:
+            return bytes(data), "reset"
+        if not d:
+            return bytes(data), "eof"
+        data += d
+
+
+def group_shutdown():
+    pidfile = os.path.join(TMP, "idgen.pid")
+    d = Daemon("shutdown", ["--pid-file", pidfile, "--shutdown-timeout-ms", "3000"])
+    bench = None
+    try:
+        try:
+            with open(pidfile) as f:
+                pid_text = f.read().strip()
+        except OSError as e:
+            pid_text = repr(e)
+        check("pid file written with the daemon's pid", pid_text == str(d.p.pid), pid_text)
+        bench = subprocess.Popen(["redis-benchmark", "-h", HOST, "-p", str(d.resp), "-c", "20", "-n", "10000000",
+                                  "-P", "16", "-q", "ID"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        CHILDREN.append(bench)
+        # our own pipelining client, reading as it goes
+        s = socket.create_connection((HOST, d.resp), timeout=5)
+        s.setblocking(False)
+        req = resp_cmd("ID") * 64
+        buf = bytearray()
+        replies, pos, sent_reqs, ids = 0, 0, 0, []
+        replies_at_term = sent_at_term = None
+        parse_err = None
+        t0 = time.monotonic()
+        termed = None
+        eof = False
+        send_open = True
+        while time.monotonic() - t0 < 15:
+            want_w = send_open and sent_reqs - replies < 256
+            r, w, _ = select.select([s], [s] if want_w else [], [], 0.05)
+            if w:
+                try:
+                    n = s.send(req)
+                    if n % len(resp_cmd("ID")):
+                        # finish a partly sent command so every request is whole
+                        rest = req[n:n + (len(resp_cmd("ID")) - n % len(resp_cmd("ID")))]
+                        s.setblocking(True)
+                        s.settimeout(2)
+                        s.sendall(rest)
+                        s.setblocking(False)
+                        n += len(rest)
+                    sent_reqs += n // len(resp_cmd("ID"))
+                    if termed is None and time.monotonic() - t0 > 1.0:
+                        # SIGTERM right after a write: requests are in flight
+                        d.p.send_signal(signal.SIGTERM)
+                        termed = time.monotonic()
+                        replies_at_term, sent_at_term = replies, sent_reqs
+                except (BlockingIOError, socket.timeout):
+                    pass
+                except OSError:
+                    send_open = False
+            if r:
+                try:
+                    data = s.recv(1 << 20)
+                except BlockingIOError:
+                    data = None
+                except OSError:
+                    data = b""
+                if data == b"":
+                    eof = True
+                    break
+                if data:
+                    buf += data
+                    try:
+                        while True:
+                            res = parse_resp(buf, pos)
+                            if res is None:
+                                break
+                            ids.append(res[0])
+                            pos = res[1]
+                            replies += 1
+                    except ProtoError as e:
+                        parse_err = e
+                        break
+                    if pos > 1 << 20:
+                        del buf[:pos]
+                        pos = 0
+        s.close()
+        rc = None
+        try:
+            rc = d.p.wait(8)
+        except subprocess.TimeoutExpired:
+            pass
+        t_exit = time.monotonic() - termed if termed else None
+        check("graceful shutdown: our client saw EOF", eof, "replies %d" % replies)
+        check("graceful shutdown: %d replies to our pipelined IDs parse as whole RESP (no half reply at EOF)" % replies,
+              parse_err is None and pos == len(buf) and replies > 0,
+              "error %r; %d bytes left over: %s" % (parse_err, len(buf) - pos, short(bytes(buf[pos:pos + 100]))))
+        ints = [x for x in ids if type(x) is int]
+        check("graceful shutdown: every reply was an ID, strictly increasing", len(ints) == len(ids) and increasing(ints),
+              short([x for x in ids if type(x) is not int][:3]))
+        check("graceful shutdown: the daemon exits 0 (%s)" % ("%.2fs after SIGTERM" % t_exit if rc is not None else "still running"),
+              rc == 0 and t_exit is not None and t_exit < 3 + 2, "exit %r" % rc)
+        check("graceful shutdown: the drain finished before shutdown_timeout_ms (3000; every client was reading)",
+              rc is not None and t_exit is not None and t_exit < 3.0, "exit after %s s" % t_exit)
+        check("graceful shutdown: every request our client sent before SIGTERM was answered "
+              "(%s sent, %s answered at SIGTERM; %d answered in all)" % (sent_at_term, replies_at_term, replies),
+              sent_at_term is not None and 0 < replies_at_term < sent_at_term <= replies,
+              "in all %d sent, %d answered" % (sent_reqs, replies))
+        text = d.log()
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        check("graceful shutdown: log has event=stop signal=TERM", re.search(r"event=stop signal=TERM", text) is not None,
+              short(lines[-3:]))
+        check("graceful shutdown: the log ends with event=exit code=0",
+              lines and re.search(r"level=info event=exit code=0\b", lines[-1]) is not None, short(lines[-3:]))
+        check("graceful shutdown: pid file removed", not os.path.exists(pidfile))
+    finally:
+        if bench is not None:
+            try:
+                bench.wait(5)
+            except subprocess.TimeoutExpired:
+                bench.kill()
+                bench.wait()
+        d.kill()
+
+
+def group_close_cleanly():
+    """A connection closed by the daemon after its last reply (Connection:
+    close, QUIT, a drain) must deliver that reply whole, even when the client
+    sent more that the daemon never reads: a plain close() would make the
+    kernel reset the connection and drop what was still unsent."""
+    d = Daemon("close", ["--max-batch", "100000", "--shutdown-timeout-ms", "5000"])
+    try:
+        s = socket.create_connection((HOST, d.http), timeout=5)
+        s.sendall(b"GET /id?count=100000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        time.sleep(0.2)
+        try:
+            s.sendall(b"GET /id HTTP/1.1\r\nHost: x\r\n\r\n")  # never to be read
+        except OSError:
+            pass
+        data, how = read_all(s, 10)
+        s.close()
+        r = parse_http(data)
+        ok = r is not None and r[0].status == 200 and len(digits_lines(r[0].body) or []) == 100000
+        check("Connection: close after a 2 MB reply, more sent meanwhile: the reply arrives whole, then EOF",
+              ok and how == "eof", "%s after %d bytes" % (how, len(data)))
+
+        s = socket.create_connection((HOST, d.resp), timeout=5)
+        s.sendall(b"ID 100000\r\nQUIT\r\n")
+        time.sleep(0.2)
+        try:
+            s.sendall(b"PING\r\n")
+        except OSError:
+            pass
+        data, how = read_all(s, 10)
+        s.close()
+        replies, left = parse_resp_all(data)
+        ok = (not left and len(replies) == 2 and isinstance(replies[0], list)
+              and len(replies[0]) == 100000 and replies[1] == "OK")
+        check("ID 100000 then QUIT, more sent meanwhile: both replies whole, then EOF", ok and how == "eof",
+              "%s after %d bytes" % (how, len(data)))
+
+        # SIGTERM while six large replies wait for a client that has not read yet.
+        s = socket.create_connection((HOST, d.resp), timeout=5)
+        for _ in range(6):
+            s.sendall(b"ID 100000\r\n")
+            time.sleep(0.05)
+        d.p.send_signal(signal.SIGTERM)
+        data, how = read_all(s, 10)
+        s.close()
+        replies, left = parse_resp_all(data)
+        ok = (not left and len(replies) == 6
+              and all(isinstance(x, list) and len(x) == 100000 for x in replies))
+        check("SIGTERM with six 2 MB replies queued: all six arrive whole, then EOF", ok and how == "eof",
+              "%s after %d bytes, %d replies" % (how, len(data), len(replies)))
+        rc = d.stop()
+        check("close daemon: exits 0 after the drain", rc == 0, "exit %r" % rc)
+    finally:
+        d.kill()
+
+
+if __name__ == "__main__":
+    run_suite("shutdown",
+              before=[],
+              with_daemon=[],
+              after=[('graceful shutdown under load', group_shutdown), ('closing without losing replies', group_close_cleanly)],
+              snow_kinds=None)
