@@ -36,6 +36,7 @@
 #define _GNU_SOURCE /* accept4 */
 #include "server.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -155,6 +156,10 @@ static int conn_readable(serve_worker_t *w, serve_conn_t *c);
 
 /* Sets c's epoll interest from its state, or finishes it (-1: closed). */
 static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
+  /* The flags' invariants: nothing is sent past a reply's end, and the
+   * drain's reads happen only while the loop drains. */
+  assert(c->out_off <= c->out.len);
+  assert(!(c->drain_reading || c->drain_read) || w->draining);
   int queued = c->out.len > c->out_off;
   if (!queued && c->out.p != NULL) {
     serve_buf_free(&c->out);
