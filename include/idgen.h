@@ -112,7 +112,8 @@ IDGEN_API const char *idgen_version(void);
   XX(EPOOLFULL, -13, "every worker ID of the pool is held")                   \
   XX(EMARK, -14, "the high-water mark could not be advanced in time")                \
   XX(EBATCH, -15, "the batch is larger than the generator can fill within max_wait_ms now") \
-  XX(EAGAIN, -16, "not yet: the call waits for its tick (resume it when due)")
+  XX(EAGAIN, -16, "not yet: the call waits for its tick (resume it when due)") \
+  XX(EEMPTY, -17, "the cache holds no ready ID")
 
 typedef enum idgen_errno {
 #define IDGEN__ERRNO_ENUM(name, code, msg) IDGEN_##name = (code),
@@ -527,6 +528,7 @@ typedef struct idgen_snowflake_wait {
   size_t n;
   int64_t start_ns, deadline_ns, charged_ns;
   int phase;
+  size_t offset;           /* resume() fills from ids + offset (a cache's direct take) */
 } idgen_snowflake_wait_t;
 
 IDGEN_API int idgen_snowflake_gen_next_n_async(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n,
@@ -538,7 +540,7 @@ IDGEN_API int idgen_snowflake_gen_resume(idgen_snowflake_gen_t *g, idgen_snowfla
 IDGEN_API const idgen_layout_t *idgen_snowflake_gen_layout(const idgen_snowflake_gen_t *g);
 
 /* Counters of slow-path events, for metrics.  Reading is thread-safe. */
-typedef struct idgen_snowflake_gen_stats {
+typedef struct idgen_snowflake_stats {
   uint64_t clock_waits;         /* calls that waited for the clock beyond the tick */
   uint64_t clock_refusals;      /* calls refused with IDGEN_ECLOCK */
   uint64_t sequence_exhausted;  /* calls that waited out a tick whose sequence was used up */
@@ -550,6 +552,114 @@ typedef struct idgen_snowflake_gen_stats {
 } idgen_snowflake_stats_t;
 
 IDGEN_API void idgen_snowflake_gen_stats(idgen_snowflake_gen_t *g, idgen_snowflake_stats_t *st);
+
+/* ------------------------------------------------------------------------
+ * The cached Snowflake generator: Baidu's CachedUidGenerator, the idgen way.
+ *
+ * A ring of IDs made ahead of demand by one filler thread from a Snowflake
+ * generator (bound to a lease or not), taken by any number of threads
+ * without a lock: a take is one compare-and-swap on the ring's cursor.  The
+ * ring has 2^sequence_bits << boost_power slots (a tick's worth of IDs times
+ * 2^boost_power, at most 2^22), is filled as far as it can be at start, and
+ * is refilled whenever fewer than padding_percent of its slots are ready,
+ * and, with schedule_ms, also that often.  Unlike Baidu's filler, which
+ * borrows future seconds without bound, the filler takes IDs only as the
+ * generator issues them: never more than max_borrow_ms ahead of the clock,
+ * so a layout with few IDs a tick fills the ring only that far.
+ *
+ * Every promise of the generator holds for the IDs taken:
+ *   unique, durable: the ring holds only IDs the generator issued (under
+ *     its lease's mark when bound);
+ *   increasing: the filler writes IDs in increasing order into consecutive
+ *     slots and takes claim slots in the cursor's order, so if one take
+ *     returns before another starts, on whatever threads, the later one's
+ *     ID is the larger (docs/DESIGN.md §12 gives the argument);
+ *   fenced: a take checks each ID against the generator's ceiling; once
+ *     the lease is lost the ring is emptied and takes fail (IDGEN_ELEASE);
+ *   fork: a child process cannot take from its parent's ring
+ *     (IDGEN_EFORKED).
+ * The price is age: an ID may be handed out some time after it was made,
+ * its time field lagging the wall clock (idgen_cached_stats_t.age_ms).
+ *
+ * The generator belongs to the cache while it lives: take every ID through
+ * the cache (another caller of the generator would break `increasing`
+ * across the two, though never `unique`).
+ */
+typedef struct idgen_cached_gen idgen_cached_gen_t;
+
+/* What a take does when the ring is empty. */
+typedef enum idgen_cache_empty {
+  IDGEN_CACHE_DIRECT = 0, /* ask the generator directly (its own wait and refusals) */
+  IDGEN_CACHE_WAIT = 1,   /* wait for the filler, at most max_wait_ms; then IDGEN_EEMPTY */
+  IDGEN_CACHE_FAIL = 2    /* IDGEN_EEMPTY at once (Baidu's default: throw) */
+} idgen_cache_empty_t;
+
+#define IDGEN_CACHE_BOOST_DEFAULT 3
+#define IDGEN_CACHE_BOOST_MAX 12
+#define IDGEN_CACHE_SLOTS_MAX (1 << 22)
+#define IDGEN_CACHE_PADDING_DEFAULT 50
+
+typedef struct idgen_cached_settings {
+  int boost_power;             /* ring = 2^sequence_bits << boost_power slots (0..12; default 3) */
+  int padding_percent;         /* refill below this share of ready slots (1..100; default 50) */
+  int64_t schedule_ms;         /* also refill this often (0: off, the default) */
+  idgen_cache_empty_t on_empty; /* default IDGEN_CACHE_DIRECT */
+  int64_t max_wait_ms;         /* IDGEN_CACHE_WAIT's limit (default IDGEN_MAX_WAIT_MS_DEFAULT) */
+} idgen_cached_settings_t;
+
+/* Fills *s with the defaults. */
+IDGEN_API void idgen_cached_settings_init(idgen_cached_settings_t *s);
+
+/* Makes a cache over `g` (which must outlive it) and starts its filler,
+ * which fills the ring before this returns as far as the generator allows
+ * now.  IDGEN_EINVAL naming the bad setting and its bounds; IDGEN_ENOMEM;
+ * or the generator's error if it cannot issue at all (IDGEN_ELEASE...). */
+IDGEN_API int idgen_cached_gen_new(idgen_cached_gen_t **out, idgen_snowflake_gen_t *g,
+                                   const idgen_cached_settings_t *s, char *err, size_t errlen);
+/* Stops the filler and frees the cache; the IDs still in the ring are
+ * never handed out (they are lost, not reused).  Not the generator. */
+IDGEN_API void idgen_cached_gen_free(idgen_cached_gen_t *c);
+
+/* One ID.  Thread-safe, lock-free while the ring has IDs.  0; IDGEN_EEMPTY
+ * (the empty policy FAIL or WAIT ran out); IDGEN_ELEASE; IDGEN_EFORKED; or
+ * with DIRECT the generator's errors. */
+IDGEN_API int idgen_cached_gen_take(idgen_cached_gen_t *c, uint64_t *id);
+
+/* n IDs, increasing, in one claim of n consecutive slots when that many are
+ * ready; otherwise by the empty policy: FAIL and WAIT for all n; DIRECT
+ * takes what the ring has and the rest from the generator's next_n (if the
+ * generator then refuses, the IDs taken from the ring are lost, never
+ * handed out).  Errors as take(); IDGEN_EINVAL when n exceeds the ring and
+ * the policy is not DIRECT. */
+IDGEN_API int idgen_cached_gen_take_n(idgen_cached_gen_t *c, uint64_t *ids, size_t n);
+
+/* As take_n, never sleeping (for event loops): when the ring cannot serve
+ * n and the policy is DIRECT, the generator's next_n_async for the rest,
+ * with IDGEN_EAGAIN and *w: call idgen_snowflake_gen_resume(g, w, ids) on
+ * the cache's generator with the same ids when w->due_ns has come.  WAIT
+ * acts as FAIL here. */
+IDGEN_API int idgen_cached_gen_take_n_async(idgen_cached_gen_t *c, uint64_t *ids, size_t n,
+                                            idgen_snowflake_wait_t *w);
+
+typedef struct idgen_cached_stats {
+  uint64_t slots;            /* the ring's size */
+  uint64_t ready;            /* IDs ready now */
+  uint64_t taken;            /* IDs handed out from the ring */
+  uint64_t filled;           /* IDs put into the ring */
+  uint64_t fills;            /* the filler's batches */
+  uint64_t empty;            /* takes that found the ring empty */
+  uint64_t direct;           /* of those, served by the generator directly */
+  uint64_t waits;            /* of those, that waited for the filler */
+  uint64_t rejected_puts;    /* scheduled refills that found the ring full (nothing
+                                is made then, so nothing is dropped) */
+  int64_t age_ms;            /* how far the next ready ID's time lags the wall clock
+                                now (negative: ahead, borrowed); 0 when empty */
+  int64_t age_max_ms;        /* the largest age seen at a take (sampled) */
+  int filler_error;          /* the filler's last error (IDGEN_E*), or 0 */
+} idgen_cached_stats_t;
+
+/* The cache's counters.  Thread-safe. */
+IDGEN_API void idgen_cached_gen_stats(idgen_cached_gen_t *c, idgen_cached_stats_t *st);
 
 
 /* ------------------------------------------------------------------------
@@ -940,7 +1050,7 @@ IDGEN_API int idgen_registry_free(idgen_registry_t *r, const char *pool, const c
                                   int force, char *err, size_t errlen);
 
 /* The lease state of a bound generator (idgen_snowflake_settings_t.lease). */
-typedef struct idgen_snowflake_gen_lease_status {
+typedef struct idgen_snowflake_lease_status {
   int bound;               /* 0: not bound (the rest is zero) */
   /* 1 while IDs can be issued as far as the lease goes: the lease is known
    * valid by the monotonic clock.  0 after the deadline passed without a

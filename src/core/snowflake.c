@@ -393,7 +393,7 @@ int idgen_snowflake_gen_next_n_async(idgen_snowflake_gen_t *g, uint64_t *ids, si
 int idgen_snowflake_gen_resume(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, uint64_t *ids) {
   if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()))
     return IDGEN_EFORKED;
-  w->ids = ids;
+  w->ids = ids + w->offset;
   return run(g, w, idgen__ns_to_ms(now_ns(g)), 1, 0);
 }
 

@@ -1,0 +1,436 @@
+/*
+ * test_cached.c -- the cached Snowflake generator (idgen_cached_*):
+ *   - settings refused with the field and its bounds;
+ *   - filled at start, and never beyond max_borrow_ms (injected clock):
+ *     Baidu's own layout fills two seconds of IDs, not eight;
+ *   - the empty policies: fail, wait (the filler wakes), direct;
+ *   - 2 threads taking 1 and n at a time from a small ring that refills and
+ *     falls back to the generator: all distinct, each thread increasing, and
+ *     real-time order across the threads (an ID taken after another take
+ *     returned is larger);
+ *   - a lost lease (the generator's ceiling at 0, as the lease keeper
+ *     fences it) empties the ring; a child after fork() cannot take;
+ *   - processes with their own caches on distinct workers never collide;
+ *   - the age of the IDs handed out, in the stats.
+ * Sizes are divided by $IDGEN_TEST_SCALE (the sanitizer builds use it).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "snowflake_int.h"
+#include "testutil.h"
+
+/* Seed 003's layout, 2016-09-20 in UTC+8. */
+#define BAIDU "time:29@1s,worker:21,sequence:13,epoch=1474300800000"
+#define T0_MS INT64_C(1700000000000) /* a whole second */
+
+static idgen_cached_gen_t *cache_of(idgen_snowflake_gen_t *g, const idgen_cached_settings_t *s) {
+  idgen_cached_gen_t *c = NULL;
+  char err[300];
+  int rc = idgen_cached_gen_new(&c, g, s, err, sizeof err);
+  if (rc != 0)
+    fail_msg("idgen_cached_gen_new: %s (%s)", err, idgen_strerror(rc));
+  return c;
+}
+
+/* A generator on `spec` reading clock `clk`, borrowing at most borrow_ms. */
+static idgen_snowflake_gen_t *gen_at(const char *spec, tu_clock_t *clk, int64_t borrow_ms) {
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+  s.clock = &clk->clock;
+  s.max_borrow_ms = borrow_ms;
+  return tu_gen(spec, &s);
+}
+
+static void test_settings_refused(void **state) {
+  (void)state;
+  static const struct {
+    int boost, padding;
+    int64_t schedule, wait;
+    int on_empty;
+    const char *msg;
+  } cases[] = {
+      {-1, 50, 0, 100, 0, "boost_power -1 is not from 0 to 12"},
+      {13, 50, 0, 100, 0, "boost_power 13 is not from 0 to 12"},
+      {3, 0, 0, 100, 0, "padding_percent 0 is not from 1 to 100"},
+      {3, 101, 0, 100, 0, "padding_percent 101 is not from 1 to 100"},
+      {3, 50, -1, 100, 0, "schedule_ms -1 is not from 0 (off) to 86400000"},
+      {3, 50, 0, -1, 0, "max_wait_ms -1 is not from 0 to 3600000"},
+      {3, 50, 0, 3600001, 0, "max_wait_ms 3600001 is not from 0 to 3600000"},
+      {3, 50, 0, 100, 7, "on_empty 7 is not direct, wait or fail"},
+      /* twitter has 2^12 IDs a tick: 2^(12+10) slots is the most */
+      {11, 50, 0, 100, 0, "a ring of 2^12 IDs a tick << boost_power 11 is more than the 4194304 slots"},
+  };
+  idgen_snowflake_gen_t *g = tu_gen("twitter", NULL);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    idgen_cached_settings_t s;
+    idgen_cached_settings_init(&s);
+    s.boost_power = cases[i].boost;
+    s.padding_percent = cases[i].padding;
+    s.schedule_ms = cases[i].schedule;
+    s.max_wait_ms = cases[i].wait;
+    s.on_empty = (idgen_cache_empty_t)cases[i].on_empty;
+    idgen_cached_gen_t *c = (idgen_cached_gen_t *)1;
+    char err[300] = "";
+    assert_int_equal(IDGEN_EINVAL, idgen_cached_gen_new(&c, g, &s, err, sizeof err));
+    assert_null(c);
+    if (strstr(err, cases[i].msg) == NULL)
+      fail_msg("case %zu: message \"%s\", want \"%s\"", i, err, cases[i].msg);
+  }
+  /* The largest that fits is accepted: 2^(12+10) slots. */
+  idgen_cached_settings_t s;
+  idgen_cached_settings_init(&s);
+  s.boost_power = 10;
+  idgen_cached_gen_t *c = cache_of(g, &s);
+  idgen_cached_stats_t st;
+  idgen_cached_gen_stats(c, &st);
+  assert_int_equal(UINT64_C(1) << 22, st.slots);
+  idgen_cached_gen_free(c);
+  idgen_snowflake_gen_free(g);
+}
+
+/* Filled at start as far as max_borrow_ms allows: twitter's ring (8 ticks
+ * of 1 ms) whole; Baidu's (8 ticks of 1 s) only the current second and one
+ * borrowed, and no ID's time beyond the clock + max_borrow_ms. */
+static void test_filled_within_borrow(void **state) {
+  (void)state;
+  tu_clock_t clk;
+  tu_clock_init(&clk, T0_MS);
+  idgen_snowflake_gen_t *g = gen_at("twitter", &clk, 1000);
+  idgen_cached_settings_t s;
+  idgen_cached_settings_init(&s);
+  s.on_empty = IDGEN_CACHE_FAIL;
+  idgen_cached_gen_t *c = cache_of(g, &s);
+  idgen_cached_stats_t st;
+  idgen_cached_gen_stats(c, &st);
+  assert_int_equal(4096 * 8, st.slots);
+  assert_int_equal(4096 * 8, st.ready);
+  idgen_cached_gen_free(c);
+  idgen_snowflake_gen_free(g);
+
+  g = gen_at(BAIDU, &clk, 1000);
+  c = cache_of(g, &s);
+  idgen_cached_gen_stats(c, &st);
+  assert_int_equal(8192 * 8, st.slots);
+  assert_int_equal(8192 * 2, st.ready);
+  const idgen_layout_t *l = idgen_snowflake_gen_layout(g);
+  uint64_t id, prev = 0;
+  for (int i = 0; i < 8192 * 2; i++) {
+    tu_ok(idgen_cached_gen_take(c, &id));
+    assert_true(id > prev);
+    prev = id;
+    int64_t ms;
+    uint64_t f[IDGEN_LAYOUT_MAX_FIELDS];
+    tu_ok(idgen_layout_decompose(l, id, f, &ms));
+    if (ms > T0_MS + 1000)
+      fail_msg("ID %llu is from %lld, beyond the clock + max_borrow_ms", (unsigned long long)id,
+               (long long)ms);
+  }
+  /* Empty now, and the generator cannot issue more until the clock moves. */
+  assert_int_equal(IDGEN_EEMPTY, idgen_cached_gen_take(c, &id));
+  idgen_cached_gen_stats(c, &st);
+  assert_int_equal(0, st.ready);
+  assert_true(st.empty >= 1);
+  idgen_cached_gen_free(c);
+  idgen_snowflake_gen_free(g);
+}
+
+/* WAIT: with the clock still the wait runs out (max_wait_ms, real time,
+ * short); once the clock has moved, a take wakes the filler and waits for
+ * its batch. */
+static void test_wait_policy(void **state) {
+  (void)state;
+  tu_clock_t clk;
+  tu_clock_init(&clk, T0_MS);
+  idgen_snowflake_gen_t *g = gen_at(BAIDU, &clk, 0);
+  idgen_cached_settings_t s;
+  idgen_cached_settings_init(&s);
+  s.on_empty = IDGEN_CACHE_WAIT;
+  s.max_wait_ms = 30;
+  idgen_cached_gen_t *c = cache_of(g, &s);
+  uint64_t ids[8192], id;
+  tu_ok(idgen_cached_gen_take_n(c, ids, 8192)); /* the current second, all of it */
+  assert_int_equal(IDGEN_EEMPTY, idgen_cached_gen_take(c, &id));
+  idgen_cached_gen_free(c);
+
+  tu_clock_add_ms(&clk, 1000);
+  s.max_wait_ms = 10000;
+  c = cache_of(g, &s); /* filled at start with the next second's */
+  tu_ok(idgen_cached_gen_take_n(c, ids, 8192));
+  tu_clock_add_ms(&clk, 1000);
+  tu_ok(idgen_cached_gen_take(c, &id)); /* waits for the filler */
+  assert_true(id > ids[8191]);
+  idgen_cached_stats_t st;
+  idgen_cached_gen_stats(c, &st);
+  assert_int_equal(1, st.waits);
+  assert_int_equal(0, st.direct);
+  idgen_cached_gen_free(c);
+  idgen_snowflake_gen_free(g);
+}
+
+/* DIRECT (the default): an empty ring asks the generator, which waits by
+ * its own rules (out the used-up second, on the injected clock); async, it
+ * reserves and says when. */
+static void test_direct_policy(void **state) {
+  (void)state;
+  tu_clock_t clk;
+  tu_clock_init(&clk, T0_MS);
+  idgen_snowflake_gen_t *g = gen_at(BAIDU, &clk, 0);
+  idgen_cached_gen_t *c = cache_of(g, NULL);
+  uint64_t ids[8192], id;
+  tu_ok(idgen_cached_gen_take_n(c, ids, 8192));
+  tu_ok(idgen_cached_gen_take(c, &id));
+  assert_true(id > ids[8191]);
+  assert_true(tu_clock_ms(&clk) >= T0_MS + 1000); /* it waited out the second */
+  idgen_cached_stats_t st;
+  idgen_cached_gen_stats(c, &st);
+  assert_int_equal(1, st.direct);
+  idgen_cached_gen_free(c);
+
+  tu_clock_set_ms(&clk, T0_MS + 2000);
+  c = cache_of(g, NULL);
+  tu_ok(idgen_cached_gen_take_n(c, ids, 8192));
+  idgen_snowflake_wait_t w;
+  assert_int_equal(IDGEN_EAGAIN, idgen_cached_gen_take_n_async(c, &id, 1, &w));
+  assert_true(w.due_ns >= (T0_MS + 3000) * 1000000);
+  tu_clock_add_ms(&clk, 1000);
+  tu_ok(idgen_snowflake_gen_resume(g, &w, &id));
+  assert_true(id > ids[8191]);
+  idgen_cached_gen_free(c);
+  idgen_snowflake_gen_free(g);
+}
+
+struct taker {
+  idgen_cached_gen_t *c;
+  int index;
+  size_t n;
+  uint64_t *ids;
+  int failures, order_errors;
+  _Atomic uint64_t *published;
+  pthread_barrier_t *start;
+};
+
+static void raise_to(_Atomic uint64_t *p, uint64_t v) {
+  uint64_t cur = atomic_load(p);
+  while (cur < v && !atomic_compare_exchange_weak(p, &cur, v)) {
+  }
+}
+
+static void *taker_main(void *arg) {
+  struct taker *t = arg;
+  pthread_barrier_wait(t->start);
+  size_t i = 0, step = 0;
+  while (i < t->n) {
+    /* Thread 1 takes batches of 1 to 64, thread 0 one at a time. */
+    size_t k = t->index == 1 ? 1 + (step * 7919) % 64 : 1;
+    if (k > t->n - i)
+      k = t->n - i;
+    /* Everything published so far came from takes that have returned. */
+    uint64_t seen = atomic_load(t->published);
+    int rc = k == 1 ? idgen_cached_gen_take(t->c, t->ids + i)
+                    : idgen_cached_gen_take_n(t->c, t->ids + i, k);
+    step++;
+    if (rc != 0) {
+      if (t->failures++ < 3)
+        fprintf(stderr, "thread %d: take of %zu: %s\n", t->index, k, idgen_strerror(rc));
+      continue;
+    }
+    if (t->ids[i] <= seen && seen != 0)
+      t->order_errors++;
+    raise_to(t->published, t->ids[i + k - 1]);
+    i += k;
+  }
+  return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Two threads on one cache (a ring of one tick, 4096 slots, so that it
+ * refills all the time and often falls back to the generator). */
+static void test_two_threads_order(void **state) {
+  (void)state;
+  idgen_snowflake_gen_t *g = tu_gen("twitter", NULL);
+  idgen_cached_settings_t s;
+  idgen_cached_settings_init(&s);
+  s.boost_power = 0;
+  s.padding_percent = 90;
+  idgen_cached_gen_t *c = cache_of(g, &s);
+  size_t n = tu_scaled(2000000);
+  struct taker t[2];
+  pthread_t th[2];
+  pthread_barrier_t bar;
+  _Atomic uint64_t published = 0;
+  pthread_barrier_init(&bar, NULL, 2);
+  for (int i = 0; i < 2; i++) {
+    t[i] = (struct taker){c, i, n, malloc(n * sizeof(uint64_t)), 0, 0, &published, &bar};
+    assert_non_null(t[i].ids);
+    assert_int_equal(0, pthread_create(&th[i], NULL, taker_main, &t[i]));
+  }
+  for (int i = 0; i < 2; i++)
+    pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&bar);
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(0, t[i].failures);
+    assert_int_equal(0, t[i].order_errors);
+    for (size_t j = 1; j < n; j++)
+      if (t[i].ids[j] <= t[i].ids[j - 1])
+        fail_msg("thread %d: ID %zu not above the one before", i, j);
+  }
+  uint64_t *all = malloc(2 * n * sizeof(uint64_t));
+  assert_non_null(all);
+  memcpy(all, t[0].ids, n * sizeof(uint64_t));
+  memcpy(all + n, t[1].ids, n * sizeof(uint64_t));
+  qsort(all, 2 * n, sizeof(uint64_t), cmp_u64);
+  for (size_t j = 1; j < 2 * n; j++)
+    if (all[j] == all[j - 1])
+      fail_msg("ID %llu taken twice", (unsigned long long)all[j]);
+  idgen_cached_stats_t st;
+  idgen_cached_gen_stats(c, &st);
+  printf("# 2 x %zu takes: %llu from the ring in %llu fills, %llu direct\n", n,
+         (unsigned long long)st.taken, (unsigned long long)st.fills,
+         (unsigned long long)st.direct);
+  free(all);
+  free(t[0].ids);
+  free(t[1].ids);
+  idgen_cached_gen_free(c);
+  idgen_snowflake_gen_free(g);
+}
+
+/* The lease keeper fences a generator by setting its ceiling to 0: the
+ * cache then hands out nothing made under the lease, and empties. */
+static void test_fenced_empties(void **state) {
+  (void)state;
+  idgen_snowflake_gen_t *g = tu_gen("twitter", NULL);
+  idgen_cached_settings_t s;
+  idgen_cached_settings_init(&s);
+  s.on_empty = IDGEN_CACHE_FAIL;
+  idgen_cached_gen_t *c = cache_of(g, &s);
+  uint64_t id;
+  tu_ok(idgen_cached_gen_take(c, &id));
+  atomic_store(&g->ceiling, 0); /* what the keeper does when the lease is lost */
+  assert_int_equal(IDGEN_ELEASE, idgen_cached_gen_take(c, &id));
+  idgen_cached_stats_t st;
+  idgen_cached_gen_stats(c, &st);
+  assert_int_equal(0, st.ready);
+  assert_int_equal(IDGEN_EEMPTY, idgen_cached_gen_take(c, &id));
+  idgen_cached_gen_free(c);
+  idgen_snowflake_gen_free(g);
+}
+
+/* A child after fork() cannot take from its parent's ring (the parent's
+ * next takes would repeat its IDs), and can free it without its filler. */
+static void test_fork(void **state) {
+  (void)state;
+  idgen_snowflake_gen_t *g = tu_gen("twitter", NULL);
+  idgen_cached_gen_t *c = cache_of(g, NULL);
+  uint64_t id;
+  tu_ok(idgen_cached_gen_take(c, &id));
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    uint64_t x;
+    int rc = idgen_cached_gen_take(c, &x);
+    idgen_cached_gen_free(c);
+    _exit(rc == IDGEN_EFORKED ? 0 : 1);
+  }
+  int st;
+  assert_int_equal(pid, waitpid(pid, &st, 0));
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  tu_ok(idgen_cached_gen_take(c, &id)); /* the parent goes on */
+  idgen_cached_gen_free(c);
+  idgen_snowflake_gen_free(g);
+}
+
+/* Processes, each with its own cache on its own worker: no ID in common. */
+static void test_processes(void **state) {
+  (void)state;
+  enum { P = 3 };
+  size_t n = tu_scaled(200000);
+  int fds[P];
+  pid_t pids[P];
+  for (int p = 0; p < P; p++) {
+    int pipefd[2];
+    assert_int_equal(0, pipe(pipefd));
+    pids[p] = fork();
+    assert_true(pids[p] >= 0);
+    if (pids[p] == 0) {
+      close(pipefd[0]);
+      idgen_snowflake_settings_t s;
+      idgen_snowflake_settings_init(&s);
+      idgen_layout_t l = tu_layout("twitter");
+      s.node[idgen_layout_field_index(&l, "worker")] = (uint64_t)p + 1;
+      idgen_snowflake_gen_t *g = tu_gen("twitter", &s);
+      idgen_cached_gen_t *c = cache_of(g, NULL);
+      FILE *f = fdopen(pipefd[1], "w");
+      for (size_t i = 0; i < n; i++) {
+        uint64_t id;
+        if (idgen_cached_gen_take(c, &id) != 0)
+          _exit(1);
+        fwrite(&id, sizeof id, 1, f);
+      }
+      fclose(f);
+      idgen_cached_gen_free(c);
+      idgen_snowflake_gen_free(g);
+      _exit(0);
+    }
+    close(pipefd[1]);
+    fds[p] = pipefd[0];
+  }
+  uint64_t *all = malloc(P * n * sizeof(uint64_t));
+  assert_non_null(all);
+  for (int p = 0; p < P; p++) {
+    FILE *f = fdopen(fds[p], "r");
+    assert_int_equal(n, fread(all + (size_t)p * n, sizeof(uint64_t), n, f));
+    fclose(f);
+    int st;
+    assert_int_equal(pids[p], waitpid(pids[p], &st, 0));
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  qsort(all, P * n, sizeof(uint64_t), cmp_u64);
+  for (size_t j = 1; j < P * n; j++)
+    if (all[j] == all[j - 1])
+      fail_msg("ID %llu made by two processes", (unsigned long long)all[j]);
+  free(all);
+}
+
+/* The age of the next ID: how far its time lags the (injected) clock. */
+static void test_age(void **state) {
+  (void)state;
+  tu_clock_t clk;
+  tu_clock_init(&clk, T0_MS);
+  idgen_snowflake_gen_t *g = gen_at(BAIDU, &clk, 0);
+  idgen_cached_gen_t *c = cache_of(g, NULL);
+  idgen_cached_stats_t st;
+  idgen_cached_gen_stats(c, &st);
+  assert_int_equal(0, st.age_ms); /* made this second */
+  tu_clock_add_ms(&clk, 5000);
+  idgen_cached_gen_stats(c, &st);
+  assert_int_equal(5000, st.age_ms); /* still in the ring five seconds later */
+  /* A take samples the age now and then (one in about 1024): take 2048. */
+  uint64_t ids[2048];
+  tu_ok(idgen_cached_gen_take_n(c, ids, 1024));
+  tu_ok(idgen_cached_gen_take_n(c, ids + 1024, 1024));
+  idgen_cached_gen_stats(c, &st);
+  assert_int_equal(5000, st.age_max_ms);
+  idgen_cached_gen_free(c);
+  idgen_snowflake_gen_free(g);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_settings_refused),  cmocka_unit_test(test_filled_within_borrow),
+      cmocka_unit_test(test_wait_policy),       cmocka_unit_test(test_direct_policy),
+      cmocka_unit_test(test_two_threads_order), cmocka_unit_test(test_fenced_empties),
+      cmocka_unit_test(test_fork),              cmocka_unit_test(test_processes),
+      cmocka_unit_test(test_age),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
