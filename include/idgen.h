@@ -658,6 +658,9 @@ typedef struct idgen_cached_stats {
   int filler_error;          /* the filler's last error (IDGEN_E*), or 0 */
 } idgen_cached_stats_t;
 
+/* The generator under the cache (as given to idgen_cached_gen_new). */
+IDGEN_API idgen_snowflake_gen_t *idgen_cached_gen_generator(const idgen_cached_gen_t *c);
+
 /* The cache's counters.  Thread-safe. */
 IDGEN_API void idgen_cached_gen_stats(idgen_cached_gen_t *c, idgen_cached_stats_t *st);
 

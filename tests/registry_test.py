@@ -333,11 +333,14 @@ def field_choice(registry, label):
     b.stop()
 
 
-def swap(registry, label):
+def swap(registry, label, extra=()):
     """The daemon's lease lost for good (its lock file replaced): it says
-    so, leases again and goes on, its IDs still increasing and unique."""
+    so, leases again and goes on, its IDs still increasing and unique.  With
+    --cache (extra), the cache is replaced with the generator: nothing from
+    the old ring is handed out after the fence."""
     root = registry[len("file:"):]
-    d = Daemon(label, ["--registry", registry, "--node", "datacenter=14", "--lease-ttl-ms", "900"])
+    d = Daemon(label, ["--registry", registry, "--node", "datacenter=14", "--lease-ttl-ms", "900"]
+               + list(extra))
     before = first_ids(d, 1000, "%s: serves" % label)
     if before is None:
         return
@@ -1049,6 +1052,7 @@ def main():
         if "swap" in GROUPS:  # the daemon's lease thread, also under ThreadSanitizer
             reg = "file:" + os.path.join(TMP, "reg-swap")
             swap(reg, "file lease replaced")
+            swap(reg, "file lease replaced, cached", ["--cache"])
             kill9(reg, "file kill -9")
         if "swap" in GROUPS or "faults" in GROUPS:  # a file: holder paused, its file removed, failing marks
             reg = "file:" + os.path.join(TMP, "reg-faults")

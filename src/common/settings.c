@@ -61,6 +61,24 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                                   NONE, "[=BOOL]",
                                   "start each tick's sequence at a random value (IDs spread "
                                   "over shards; fewer IDs in a tick's first call)"},
+    [SK_CACHE] = {"cache", ST_BOOL, SERVE, 0, "false", NULL, NULL, NONE, "[=BOOL]",
+                  "serve Snowflake IDs from a ring filled ahead by a thread of its own (Baidu's "
+                  "CachedUidGenerator; docs/DESIGN.md §12): faster takes, IDs whose time lags "
+                  "the request's by up to the ring's age"},
+    [SK_CACHE_BOOST_POWER] = {"cache_boost_power", ST_INT, SERVE, 0,
+                              IDGEN_STR(IDGEN_CACHE_BOOST_DEFAULT), NULL, NULL,
+                              INT(0, IDGEN_CACHE_BOOST_MAX), "N",
+                              "the ring holds a tick's IDs times 2^N"},
+    [SK_CACHE_PADDING_PERCENT] = {"cache_padding_percent", ST_INT, SERVE, 0,
+                                  IDGEN_STR(IDGEN_CACHE_PADDING_DEFAULT), NULL, NULL, INT(1, 100),
+                                  "N", "refill the ring when fewer than N% of it are ready"},
+    [SK_CACHE_SCHEDULE_MS] = {"cache_schedule_ms", ST_INT, SERVE, 0, "0", NULL, NULL,
+                              INT(0, IDGEN_MAX_BORROW_MS_MAX), "N",
+                              "also refill the ring this often (0: only when it runs low)"},
+    [SK_CACHE_ON_EMPTY] = {"cache_on_empty", ST_CHOICE, SERVE, 0, "direct", NULL, NULL, NONE,
+                           "direct|fail",
+                           "when the ring cannot serve a request: `direct` asks the generator "
+                           "(the ring's IDs first), `fail` answers 503 / `-ERR`"},
     [SK_THREADS] = {"threads", ST_INT, SERVE, 0, "0", NULL, NULL, INT(0, 256), "N",
                     "event-loop threads; 0 is one per online CPU"},
     [SK_MAX_CONNECTIONS] = {"max_connections", ST_INT, SERVE, 0, "16384", NULL, NULL,
@@ -331,6 +349,25 @@ static int check(settings_t *s, int k) {
     else
       return settings_fail(s, k, "expected fast or precise");
     return 0;
+  case ST_CHOICE: {
+    const char *w = d->arg;
+    for (int i = 0; *w; i++) {
+      size_t n = strcspn(w, "|");
+      if (strlen(v) == n && strncmp(v, w, n) == 0) {
+        s->num[k] = i;
+        return 0;
+      }
+      w += n + (w[n] == '|');
+    }
+    char words[128]; /* "a|b|c" as "a, b or c" */
+    size_t o = 0;
+    const char *last = strrchr(d->arg, '|');
+    for (const char *p = d->arg; *p && o + 5 < sizeof words; p++)
+      o += (size_t)(*p != '|'   ? snprintf(words + o, sizeof words - o, "%c", *p)
+                    : p == last ? snprintf(words + o, sizeof words - o, " or ")
+                                : snprintf(words + o, sizeof words - o, ", "));
+    return settings_fail(s, k, "expected %s", words);
+  }
   case ST_BOOL:
     if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "on") == 0)
       x = 1;

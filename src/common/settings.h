@@ -32,6 +32,8 @@
 enum settings_key {
   SK_HTTP, SK_RESP, SK_LAYOUT, SK_NODE, SK_REGISTRY, SK_LEASE_FIELD, SK_LEASE_TTL_MS,
   SK_MAX_START_WAIT_MS, SK_MAX_BORROW_MS, SK_MAX_WAIT_MS, SK_CLOCK, SK_RANDOM_SEQUENCE_START,
+  SK_CACHE, SK_CACHE_BOOST_POWER, SK_CACHE_PADDING_PERCENT, SK_CACHE_SCHEDULE_MS,
+  SK_CACHE_ON_EMPTY,
   SK_THREADS, SK_MAX_CONNECTIONS, SK_MAX_REQUEST_BYTES, SK_MAX_BATCH, SK_MAX_OUTPUT_BYTES,
   SK_IDLE_TIMEOUT_MS, SK_SLOW_TIMEOUT_MS, SK_SHUTDOWN_TIMEOUT_MS, SK_MAX_AGENTS, SK_PID_FILE,
   SK_LOG_FILE, SETTINGS_NKEYS
@@ -49,6 +51,7 @@ enum settings_type {
   ST_INT,      /* a whole number within [min, max] */
   ST_CLOCK,    /* fast | precise */
   ST_BOOL,     /* true | false (a flag without a value: true) */
+  ST_CHOICE,   /* one of the words of `arg` ("direct|fail"): its index in num[] */
   ST_PATH      /* a file name, "" for none */
 };
 

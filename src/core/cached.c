@@ -492,6 +492,8 @@ void idgen_cached_gen_free(idgen_cached_gen_t *c) {
   free(c);
 }
 
+idgen_snowflake_gen_t *idgen_cached_gen_generator(const idgen_cached_gen_t *c) { return c->g; }
+
 void idgen_cached_gen_stats(idgen_cached_gen_t *c, idgen_cached_stats_t *st) {
   memset(st, 0, sizeof *st);
   st->slots = c->size;

@@ -131,9 +131,18 @@ static int check_key(settings_t *s, void *ctx, int k) {
       uint64_t ticks =
           1 + (uint64_t)(s->gen.max_borrow_ms + s->gen.max_wait_ms) / (uint64_t)l->unit_ms;
       uint64_t fit = per_tick > 100000 / ticks ? 100000 : per_tick * ticks;
+      if (fit > 100000)
+        fit = 100000;
+      /* A cache that refuses when empty serves at most its ring. */
+      unsigned shift = l->fields[l->sequence_index].bits + (unsigned)s->num[SK_CACHE_BOOST_POWER];
+      int capped = s->num[SK_CACHE] && s->num[SK_CACHE_ON_EMPTY] == 1 && shift <= 22 &&
+                   fit > (UINT64_C(1) << shift);
+      if (capped)
+        fit = UINT64_C(1) << shift;
       char buf[32];
-      snprintf(buf, sizeof buf, "%" PRIu64, fit > 100000 ? 100000 : fit);
-      settings_set(s, k, buf, "default: the layout within borrow + wait");
+      snprintf(buf, sizeof buf, "%" PRIu64, fit);
+      settings_set(s, k, buf,
+                   capped ? "default: the cache's ring" : "default: the layout within borrow + wait");
     }
     return 0;
   default:
@@ -178,6 +187,23 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
            memcmp(&c->http.sa, &c->resp.sa, c->http.salen) == 0 &&
            strcmp(strrchr(c->http.text, ':'), ":0") != 0) /* port 0: two free ports */
     rc = settings_fail(s, -1, "http and resp are both %s: give each its own port", c->http.text);
+  /* The cache's ring fits the library's bound; with cache_on_empty = fail
+   * a request larger than the ring could never be served. */
+  const idgen_layout_t *l = &s->layout;
+  int64_t shift = l->fields[l->sequence_index].bits + s->num[SK_CACHE_BOOST_POWER];
+  _Static_assert(IDGEN_CACHE_SLOTS_MAX == 1 << 22, "the check below says 22");
+  if (rc == 0 && s->num[SK_CACHE] && shift > 22)
+    rc = settings_fail(s, SK_CACHE_BOOST_POWER,
+                       "the ring would have 2^%" PRId64 " slots (2^%d IDs a tick), more than "
+                       "the %d allowed; lower it",
+                       shift, l->fields[l->sequence_index].bits, IDGEN_CACHE_SLOTS_MAX);
+  if (rc == 0 && s->num[SK_CACHE] && s->num[SK_CACHE_ON_EMPTY] == 1 &&
+      c->max_batch > ((int64_t)1 << shift))
+    rc = settings_fail(s, -1,
+                       "max_batch = %" PRId64 " (from %s) is more than the cache's %" PRId64
+                       " slots: with cache_on_empty = fail no such request could be served; "
+                       "lower max_batch or raise cache_boost_power",
+                       c->max_batch, s->source[SK_MAX_BATCH], (int64_t)1 << shift);
   /* One reply of max_batch IDs must fit in max_output_bytes, or a client
    * asking for a full batch would be cut off: at most 43 bytes an ID (a RESP
    * bulk UUID), plus the 64 KiB of replies that may already wait. */

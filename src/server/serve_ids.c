@@ -37,7 +37,11 @@ int serve_unhealthy(serve_daemon_t *s, char *why, size_t n) {
   }
   /* A request waiting for its tick is no fault; one that would be refused
    * is: the generator is further ahead than borrow and wait allow. */
-  if (idgen_snowflake_gen_capacity(server_sf(s)) == 0) {
+  idgen_cached_gen_t *c = server_cache(s);
+  idgen_cached_stats_t cst = {0};
+  if (c != NULL)
+    idgen_cached_gen_stats(c, &cst);
+  if (cst.ready == 0 && idgen_snowflake_gen_capacity(server_sf(s)) == 0) {
     idgen_snowflake_stats_t st;
     idgen_snowflake_gen_stats(server_sf(s), &st);
     snprintf(why, n,
@@ -62,6 +66,13 @@ int64_t serve_ids_error_text(serve_daemon_t *s, int rc, size_t count, char *buf,
     idgen_snowflake_gen_lease_status(server_sf(s), &ls);
     snprintf(buf, n, "%s: %s", rc == IDGEN_ELEASE ? "lease lost" : "high-water mark",
              ls.reason[0] ? ls.reason : idgen_strerror(rc));
+    return 1000;
+  }
+  if (rc == IDGEN_EEMPTY) {
+    snprintf(buf, n,
+             "cache: fewer than %zu IDs are ready and cache_on_empty is fail; ask again "
+             "shortly",
+             count);
     return 1000;
   }
   if (rc != IDGEN_ECLOCK) {
@@ -218,13 +229,24 @@ static void answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t
  * Snowflake call into ids: 0, IDGEN_EAGAIN (wait), or an error. */
 static int start_snowflakes(serve_worker_t *w, idgen_snowflake_gen_t **g, uint64_t *ids, size_t n,
                             idgen_snowflake_wait_t *wait) {
-  *g = server_sf(w->srv);
-  int rc = idgen_snowflake_gen_next_n_async(*g, ids, n, wait);
-  if (rc == IDGEN_ELEASE && server_sf(w->srv) != *g) { /* swapped meanwhile: the new one */
-    *g = server_sf(w->srv);
-    rc = idgen_snowflake_gen_next_n_async(*g, ids, n, wait);
+  for (int again = 0;; again++) {
+    /* With --cache, from its ring (resumed, if it must wait, on the
+     * generator under it: the pair is read through the cache). */
+    idgen_cached_gen_t *c = server_cache(w->srv);
+    int rc;
+    if (c != NULL) {
+      *g = idgen_cached_gen_generator(c);
+      rc = idgen_cached_gen_take_n_async(c, ids, n, wait);
+      if (rc == IDGEN_ELEASE && !again && server_cache(w->srv) != c)
+        continue; /* swapped meanwhile: the new one */
+    } else {
+      *g = server_sf(w->srv);
+      rc = idgen_snowflake_gen_next_n_async(*g, ids, n, wait);
+      if (rc == IDGEN_ELEASE && !again && server_sf(w->srv) != *g)
+        continue;
+    }
+    return rc;
   }
-  return rc;
 }
 
 /* When a call waiting until wall-clock time w->due_ns is due, on the

@@ -12,6 +12,22 @@
 #include "log.h"
 #include "server_int.h"
 
+/* With --cache, a cache over g into *out (NULL without); 0, or -1 with a
+ * message in err. */
+static int make_cache(const serve_config_t *cfg, idgen_snowflake_gen_t *g,
+                      idgen_cached_gen_t **out, char *err, size_t n) {
+  *out = NULL;
+  if (!cfg->s.num[SK_CACHE])
+    return 0;
+  idgen_cached_settings_t cs;
+  idgen_cached_settings_init(&cs);
+  cs.boost_power = (int)cfg->s.num[SK_CACHE_BOOST_POWER];
+  cs.padding_percent = (int)cfg->s.num[SK_CACHE_PADDING_PERCENT];
+  cs.schedule_ms = cfg->s.num[SK_CACHE_SCHEDULE_MS];
+  cs.on_empty = cfg->s.num[SK_CACHE_ON_EMPTY] == 0 ? IDGEN_CACHE_DIRECT : IDGEN_CACHE_FAIL;
+  return idgen_cached_gen_new(out, g, &cs, err, n) < 0 ? -1 : 0;
+}
+
 static leased_opts_t lease_opts(const serve_config_t *cfg) {
   leased_opts_t o = {cfg->s.registry, cfg->s.lease_field, cfg->s.lease_ttl_ms,
                      cfg->s.max_start_wait_ms};
@@ -78,15 +94,21 @@ static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
   leased_t nx = {.reg = s->lx.reg};
   leased_opts_t o = lease_opts(s->cfg);
   char err[512];
-  if (leased_acquire(&nx, &o, s->layout, &gs, err, sizeof err) < 0) {
+  idgen_cached_gen_t *nc = NULL;
+  if (leased_acquire(&nx, &o, s->layout, &gs, err, sizeof err) < 0 ||
+      make_cache(s->cfg, nx.gen, &nc, err, sizeof err) < 0) {
     log_event("error", "lease_acquire", "error=%s",
               log_quote(err, strlen(err), (char[1200]){0}, 1200));
+    nx.reg = NULL; /* shared: kept */
+    leased_release(&nx);
     return;
   }
+  s->retired_cache[s->nretired] = server_cache(s);
   s->retired[s->nretired++] = s->lx;
   s->retired[s->nretired - 1].reg = NULL; /* shared with the new one */
   s->lx = nx;
   atomic_store_explicit(&s->sf, nx.gen, memory_order_release);
+  atomic_store_explicit(&s->cache, nc, memory_order_release);
   log_lease(s, "lease_acquired");
   /* IDs order by any node field above the time field first (no preset has
    * one): a new tuple lower there makes every later ID lower than the ones
@@ -126,6 +148,12 @@ int serve_make_generators(serve_daemon_t *s) {
   leased_uri_display(s->lx.reg ? idgen_registry_uri(s->lx.reg) : cfg->s.registry, s->registry_shown,
                      sizeof s->registry_shown);
   atomic_store(&s->sf, s->lx.gen);
+  idgen_cached_gen_t *c;
+  if (make_cache(cfg, s->lx.gen, &c, err, sizeof err) < 0) {
+    fprintf(stderr, "idgen: serve: cache: %s\n", err);
+    return -1;
+  }
+  atomic_store(&s->cache, c);
   s->layout = &cfg->s.layout; /* the generators' copy, which lives longer than any of them */
   idgen_layout_format(s->layout, s->layout_spec, sizeof s->layout_spec);
   idgen_snowflake_lease_status_t st;

@@ -199,6 +199,37 @@ static void clock_metrics(serve_buf_t *b) {
              cs.fallbacks, cs.recalibrations, cs.cooldowns);
 }
 
+/* With --cache: the ring, and the age of the IDs it hands out (the price
+ * of the cache: how far their time lags the wall clock). */
+static void cache_metrics(serve_daemon_t *s, serve_buf_t *b) {
+  idgen_cached_gen_t *c = server_cache(s);
+  if (c == NULL)
+    return;
+  idgen_cached_stats_t cs;
+  idgen_cached_gen_stats(c, &cs);
+  serve_buf_printf(
+      b,
+      "# HELP idgen_cache_slots The cached generator's ring size.\n"
+      "# TYPE idgen_cache_slots gauge\nidgen_cache_slots %" PRIu64 "\n"
+      "# HELP idgen_cache_ready IDs ready in the ring.\n"
+      "# TYPE idgen_cache_ready gauge\nidgen_cache_ready %" PRIu64 "\n"
+      "# HELP idgen_cache_taken_total IDs handed out from the ring.\n"
+      "# TYPE idgen_cache_taken_total counter\nidgen_cache_taken_total %" PRIu64 "\n"
+      "# HELP idgen_cache_filled_total IDs the filler put into the ring.\n"
+      "# TYPE idgen_cache_filled_total counter\nidgen_cache_filled_total %" PRIu64 "\n"
+      "# HELP idgen_cache_empty_total Requests the ring could not serve (then direct or "
+      "refused, by cache_on_empty).\n"
+      "# TYPE idgen_cache_empty_total counter\nidgen_cache_empty_total %" PRIu64 "\n"
+      "# HELP idgen_cache_direct_total Requests served by the generator directly.\n"
+      "# TYPE idgen_cache_direct_total counter\nidgen_cache_direct_total %" PRIu64 "\n"
+      "# HELP idgen_cache_id_age_ms How far the next ready ID's time lags the wall clock "
+      "(negative: borrowed ahead).\n"
+      "# TYPE idgen_cache_id_age_ms gauge\nidgen_cache_id_age_ms %" PRId64 "\n"
+      "# HELP idgen_cache_id_age_max_ms The largest age of an ID handed out (sampled).\n"
+      "# TYPE idgen_cache_id_age_max_ms gauge\nidgen_cache_id_age_max_ms %" PRId64 "\n",
+      cs.slots, cs.ready, cs.taken, cs.filled, cs.empty, cs.direct, cs.age_ms, cs.age_max_ms);
+}
+
 void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   int nagents = atomic_load(&s->nagents);
   serve_buf_printf(b, "# HELP idgen_ids_issued_total IDs issued, by kind and agent.\n"
@@ -279,6 +310,7 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
                 "\n",
              ls.mark_failures, SUM(s, parked));
   clock_metrics(b);
+  cache_metrics(s, b);
   serve_buf_printf(b, "# HELP idgen_connections Open client connections.\n"
                 "# TYPE idgen_connections gauge\n");
   for (int p = 0; p < NPROTO; p++)
@@ -409,6 +441,21 @@ int serve_info_json(serve_daemon_t *s, serve_buf_t *b) {
   json_object_set_new(o, "max_borrow_ms", json_integer(s->cfg->s.gen.max_borrow_ms));
   json_object_set_new(o, "max_wait_ms", json_integer(s->cfg->s.gen.max_wait_ms));
   json_object_set_new(o, "clock", clock);
+  idgen_cached_gen_t *c = server_cache(s);
+  if (c != NULL) {
+    idgen_cached_stats_t st;
+    idgen_cached_gen_stats(c, &st);
+    json_t *cache = json_pack("{sIsIsIsIsIsIsIsIss}", "slots", (json_int_t)st.slots, "ready",
+                              (json_int_t)st.ready, "taken", (json_int_t)st.taken, "filled",
+                              (json_int_t)st.filled, "empty", (json_int_t)st.empty, "direct",
+                              (json_int_t)st.direct, "age_ms", (json_int_t)st.age_ms,
+                              "age_max_ms", (json_int_t)st.age_max_ms, "on_empty",
+                              s->cfg->s.num[SK_CACHE_ON_EMPTY] ? "fail" : "direct");
+    if (cache != NULL)
+      json_object_set_new(o, "cache", cache);
+  } else {
+    json_object_set_new(o, "cache", json_null());
+  }
   json_object_set_new(o, "connections", json_integer(atomic_load(&s->nconns)));
   char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(o);

@@ -754,8 +754,12 @@ out:
   free(s->workers);
   free(s->agent_names);
   free((void *)s->agent_slots);
-  for (int i = 0; i < s->nretired; i++)
+  /* The caches first: their fillers use the generators. */
+  idgen_cached_gen_free(server_cache(s));
+  for (int i = 0; i < s->nretired; i++) {
+    idgen_cached_gen_free(s->retired_cache[i]);
     leased_release(&s->retired[i]);
+  }
   leased_close(&s->lx);
   idgen_ulid_gen_free(s->ulid);
   idgen_uuid7_gen_free(s->uuid7);

@@ -182,6 +182,10 @@ typedef struct serve_daemon {
    * is kept, fenced, until exit, so a request still holding it fails
    * cleanly.  Read it with server_sf(). */
   _Atomic(idgen_snowflake_gen_t *) sf;
+  /* With --cache, the cache over it, replaced with it; NULL without.  Read
+   * it with server_cache(). */
+  _Atomic(idgen_cached_gen_t *) cache;
+  idgen_cached_gen_t *retired_cache[16]; /* the caches of retired[], freed first */
   idgen_ulid_gen_t *ulid;
   idgen_uuid7_gen_t *uuid7;
   const idgen_layout_t *layout;
@@ -218,6 +222,9 @@ typedef struct serve_daemon {
 
 static inline idgen_snowflake_gen_t *server_sf(serve_daemon_t *s) {
   return atomic_load_explicit(&s->sf, memory_order_acquire);
+}
+static inline idgen_cached_gen_t *server_cache(serve_daemon_t *s) {
+  return atomic_load_explicit(&s->cache, memory_order_acquire);
 }
 
 /* ---- server.c: buffers and time ---- */
