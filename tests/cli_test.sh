@@ -53,6 +53,25 @@ expect "decode baidu still works after it ran out" 0 '*' "" -- decode --layout b
 printf '910499571847892992\n\n0\n' | "$IDGEN" decode --json - >"$tmp/o" 2>&1 &&
   [ "$(wc -l <"$tmp/o")" = 2 ] && ok || bad "decode - reads stdin"
 expect "decode lenient hyphens" 0 '*' "" -- decode --lenient 910-499-571-847-892-992
+# --format baidu prints a UID as Baidu's parseUID() does.  The UID is seed
+# 003's layout with delta 12345678 s, worker 1234, sequence 42:
+# (12345678 << 34) | (1234 << 13) | 42; its time 1474300800 + 12345678 s is
+# 2017-02-09 13:21:18 UTC, 21:21:18 in UTC+8 (TZ=CST-8 needs no tzdata).
+BAIDU_LAYOUT='time:29@1s,worker:21,sequence:13,epoch=1474300800000'
+TZ=CST-8 expect "decode --format baidu, UTC+8" 0 \
+  '{"UID":"212097133037895722","timestamp":"2017-02-09 21:21:18","workerId":"1234","sequence":"42"}' \
+  "" -- decode --format baidu --layout "$BAIDU_LAYOUT" 212097133037895722
+TZ=UTC expect "decode --format baidu, UTC" 0 \
+  '{"UID":"212097133037895722","timestamp":"2017-02-09 13:21:18","workerId":"1234","sequence":"42"}' \
+  "" -- decode --format baidu --layout "$BAIDU_LAYOUT" 212097133037895722
+TZ=UTC expect "decode --format baidu: twitter's workerId is datacenter and worker" 0 \
+  '{"UID":"910499571847892992","timestamp":"2017-09-20 13:43:08","workerId":"569","sequence":"0"}' \
+  "" -- decode --format baidu 910499571847892992
+expect "decode --format baidu refuses a ULID" 1 "" \
+  'idgen: --format baidu: "01ARZ3NDEKTSV4RRFFQ69G5FAV" is not a Snowflake ID' \
+  -- decode --format baidu 01ARZ3NDEKTSV4RRFFQ69G5FAV
+expect "decode --format unknown" 2 "" 'idgen: --format: "yaml" is not text, json or baidu' \
+  -- decode --format yaml 1
 
 # --- decode: errors name the problem; other IDs still decoded -------------
 expect "decode not a digit" 1 "" \

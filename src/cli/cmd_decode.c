@@ -13,12 +13,13 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "decode.h"
 
 static const char usage[] =
-    "Usage: idgen decode [--layout L] [--lenient] [--json] ID...\n"
+    "Usage: idgen decode [--layout L] [--lenient] [--json | --format baidu] ID...\n"
     "\n"
     "Show what an ID holds: its time, and for a Snowflake ID its node fields and\n"
     "sequence.  The kind is recognised by its form:\n"
@@ -30,16 +31,25 @@ static const char usage[] =
     "  -l, --layout L   the layout of Snowflake IDs (default twitter)\n"
     "      --lenient    remove hyphens first; for ULIDs also read I and L as 1, O as 0\n"
     "      --json       one JSON object per ID, 64-bit values as strings\n"
+    "      --format F   text (the default), json (--json), or baidu: a Snowflake ID\n"
+    "                   printed as Baidu uid-generator's parseUID() prints a UID:\n"
+    "                   {\"UID\":\"...\",\"timestamp\":\"yyyy-MM-dd HH:mm:ss\",\n"
+    "                   \"workerId\":\"...\",\"sequence\":\"...\"}, the time in the local\n"
+    "                   time zone (TZ) as the JVM's default, workerId the bits between\n"
+    "                   the time and the sequence fields\n"
     "  -h, --help       show this help\n"
     "\n"
-    "Example:\n"
+    "Examples:\n"
     "  idgen decode 910499571847892992\n"
+    "  TZ=Asia/Shanghai idgen decode --format baidu \\\n"
+    "    --layout 'time:29@1s,worker:21,sequence:13,epoch=1474300800000' 5980790000172826624\n"
     "\n"
     "Exit status: 0 all decoded, 1 some input is not a valid ID, 2 bad usage.\n";
 
 struct decode_ctx {
   idgen_layout_t layout;
   int json;
+  int baidu;
   int lenient;
   int printed;
 };
@@ -80,6 +90,27 @@ static void print_text(struct decode_ctx *c, const decoded_t *d) {
   }
 }
 
+/* Baidu's parseUID(): {"UID":"%d","timestamp":"%s","workerId":"%d",
+ * "sequence":"%d"}, the time formatted "yyyy-MM-dd HH:mm:ss" in the JVM's
+ * default (local) time zone, workerId the bits between the time field and
+ * the sequence field (its formula: (uid << (timestampBits + signBits)) >>>
+ * (totalBits - workerIdBits)). */
+static void print_baidu(const decoded_t *d) {
+  const idgen_layout_t *l = d->layout;
+  const idgen_field_t *tf = &l->fields[l->time_index], *sf = &l->fields[l->sequence_index];
+  unsigned lo = sf->shift + sf->bits, hi = tf->shift;
+  uint64_t id = strtoull(d->id, NULL, 10);
+  uint64_t worker = hi > lo ? (id >> lo) & ((hi - lo == 64 ? 0 : UINT64_C(1) << (hi - lo)) - 1) : 0;
+  time_t secs = (time_t)(d->unix_ms >= 0 ? d->unix_ms / 1000 : (d->unix_ms - 999) / 1000);
+  struct tm tm;
+  char when[32] = "";
+  if (localtime_r(&secs, &tm) != NULL)
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+  printf("{\"UID\":\"%s\",\"timestamp\":\"%s\",\"workerId\":\"%" PRIu64 "\",\"sequence\":\"%" PRIu64
+         "\"}\n",
+         d->id, when, worker, d->values[l->sequence_index]);
+}
+
 /* Decodes in[0..len): an argument, or a line of standard input, which may
  * hold a NUL byte (decoded, and quoted in the error, as any other byte). */
 static int decode_one(struct decode_ctx *c, const char *in, size_t len) {
@@ -88,6 +119,14 @@ static int decode_one(struct decode_ctx *c, const char *in, size_t len) {
   if (decode_id(&c->layout, in, len, c->lenient, &d, err, sizeof err) < 0) {
     cli_error("%s", err);
     return EXIT_ID;
+  }
+  if (c->baidu) {
+    if (d.kind != DECODED_SNOWFLAKE) {
+      cli_error("--format baidu: \"%s\" is not a Snowflake ID", d.id);
+      return EXIT_ID;
+    }
+    print_baidu(&d);
+    return EXIT_OK;
   }
   if (!c->json) {
     print_text(c, &d);
@@ -125,6 +164,7 @@ int cmd_decode(int argc, char **argv) {
   static const struct option opts[] = {{"layout", required_argument, 0, 'l'},
                                        {"lenient", no_argument, 0, 'L'},
                                        {"json", no_argument, 0, 'j'},
+                                       {"format", required_argument, 0, 'f'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
   struct decode_ctx c = {0};
@@ -141,6 +181,14 @@ int cmd_decode(int argc, char **argv) {
       break;
     case 'j':
       c.json = 1;
+      break;
+    case 'f':
+      if (strcmp(optarg, "baidu") == 0)
+        c.baidu = 1;
+      else if (strcmp(optarg, "json") == 0)
+        c.json = 1;
+      else if (strcmp(optarg, "text") != 0)
+        cli_fail(EXIT_USAGE, "--format: \"%s\" is not text, json or baidu", CLI_QUOTED(optarg));
       break;
     case 'h':
       fputs(usage, stdout);
