@@ -888,6 +888,32 @@ IDGEN_API const char *idgen_registry_uri(const idgen_registry_t *r);
  */
 IDGEN_API int idgen_registry_default_uri(char *buf, size_t n, char *err, size_t errlen);
 
+/*
+ * Node values from the host, for those who want no registry (seed 000 takes
+ * the machine's MAC or IP; Sonyflake's default machine ID is the low 16 bits
+ * of the private IPv4 address).  `source` is
+ *   "@ip":  the low `bits` bits of the first private IPv4 address (10/8,
+ *           172.16/12, 192.168/16, 100.64/10) of an interface that is up,
+ *           loopback aside, in the kernel's order (Sonyflake's rule, which
+ *           also skips loopback);
+ *   "@mac": the low `bits` bits of the MAC address of the interface that is
+ *           up, loopback aside, with the lowest index and a non-zero one.
+ * Fills out (the value, the interface, the address as text).  IDGEN_EINVAL
+ * for another source; IDGEN_ERANGE when the host has no such address; the
+ * message names what was looked for.  UNCHECKED: two hosts whose addresses
+ * share those low bits get the same value and make the same IDs (Sonyflake's
+ * users met it in Kubernetes); a registry leases node values and checks them.
+ */
+#define IDGEN_IFNAME_MAX 16
+typedef struct idgen_host_value {
+  uint64_t value;
+  char iface[IDGEN_IFNAME_MAX];
+  char addr[48];               /* "10.1.2.3" or "02:00:00:ab:cd:ef" */
+} idgen_host_value_t;
+
+IDGEN_API int idgen_host_node_value(const char *source, unsigned bits, idgen_host_value_t *out,
+                                    char *err, size_t errlen);
+
 #define IDGEN_START_WAIT_MS_DEFAULT 10000
 #define IDGEN_START_WAIT_MS_MAX 3600000
 #define IDGEN_LEASE_TTL_DEFAULT_MS 10000

@@ -26,7 +26,10 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                    "a preset name or a layout spec (see `idgen layouts`)"},
     [SK_NODE] = {"node", ST_NODE, BOTH, 0, "", NULL, "all 0", NONE, "NAME=V",
                  "the value of a node field the registry does not assign; repeat the flag "
-                 "for each field, or give them comma-separated: `datacenter=1,rack=7`"},
+                 "for each field, or give them comma-separated: `datacenter=1,rack=7`; with "
+                 "registry `static`, `NAME=@ip` takes the low bits of the first private IPv4 "
+                 "address (Sonyflake's machine ID), `NAME=@mac` of the first MAC address: "
+                 "unchecked, two hosts may share them"},
     [SK_REGISTRY] = {"registry", ST_REGISTRY, BOTH, 0, "", "static",
                      "`file:/var/lib/idgen` as root, else `file:$XDG_STATE_HOME/idgen` or "
                      "`file:~/.local/state/idgen`",
@@ -301,7 +304,22 @@ static int check_nodes(settings_t *s, int k) {
     if (eq == NULL || eq == item)
       return settings_fail(s, k, "\"%s\" is not NAME=VALUE", SETTINGS_Q(item));
     *eq = '\0';
-    if (idgen_layout_node_set(&s->layout, item, eq + 1, s->gen.node, &s->node_given, err,
+    const char *value = eq + 1;
+    char num[24];
+    if (value[0] == '@') { /* from the host's address: unchecked, see check_lease */
+      int f = idgen_layout_field_index(&s->layout, item);
+      idgen_host_value_t hv;
+      if (f >= 0 && s->layout.fields[f].kind == IDGEN_FIELD_NODE) {
+        if (idgen_host_node_value(value, s->layout.fields[f].bits, &hv, err, sizeof err) < 0)
+          return settings_fail(s, k, "%s: %s", item, err);
+        snprintf(num, sizeof num, "%" PRIu64, hv.value);
+        size_t used = strlen(s->host_nodes);
+        snprintf(s->host_nodes + used, sizeof s->host_nodes - used, "%s%s=%s %s %s -> %s",
+                 used ? "," : "", item, value, hv.iface, hv.addr, num);
+        value = num;
+      }
+    }
+    if (idgen_layout_node_set(&s->layout, item, value, s->gen.node, &s->node_given, err,
                               sizeof err) < 0)
       return settings_fail(s, k, "%s", err);
   }
@@ -398,6 +416,12 @@ static int check(settings_t *s, int k) {
 static int check_lease(settings_t *s) {
   if (!takes(s->cmd, SK_REGISTRY))
     return 0;
+  if (s->host_nodes[0] != '\0' && strcmp(s->registry, "static") != 0)
+    return settings_fail(s, SK_NODE,
+                         "values from the host's address (@ip, @mac) are unchecked and the "
+                         "registry %s leases node values instead: give registry = static to use "
+                         "them, or leave them out",
+                         IDGEN_QUOTE(s->registry, strlen(s->registry), 0, 100));
   if (strcmp(s->registry, "static") == 0) {
     if (s->lease_field != NULL)
       return settings_fail(s, SK_LEASE_FIELD, "a lease field needs a registry other than "

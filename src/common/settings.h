@@ -104,6 +104,9 @@ struct settings {
   idgen_layout_t layout;
   idgen_snowflake_settings_t gen; /* node values, borrow, wait, clock, random start */
   unsigned node_given;          /* bit i: node field i was given */
+  /* Node values taken from the host (NAME=@ip, NAME=@mac), as text for the
+   * log and /info: "worker=@ip eth0 10.1.2.3 -> 3"; "" if none. */
+  char host_nodes[512];
   const char *registry;         /* into value[] */
   const char *lease_field;      /* NULL: the registry's choice */
   int64_t lease_ttl_ms, max_start_wait_ms;

@@ -349,6 +349,8 @@ void serve_info_text(serve_daemon_t *s, serve_buf_t *b) {
   for (int i = 0; i < l->nfields; i++)
     if (l->fields[i].kind == IDGEN_FIELD_NODE)
       serve_buf_printf(b, "node_%s:%" PRIu64 "\r\n", l->fields[i].name, node_value(s, &ls, i));
+  if (s->cfg->s.host_nodes[0] != '\0')
+    serve_buf_printf(b, "node_from_host:%s\r\n", s->cfg->s.host_nodes);
   serve_buf_printf(b, "registry:%s\r\nlease:%s\r\n", s->registry_shown,
              !ls.bound ? "static" : ls.valid ? "held" : ls.fenced ? "lost" : "unconfirmed");
   if (ls.bound) {
@@ -432,6 +434,9 @@ int serve_info_json(serve_daemon_t *s, serve_buf_t *b) {
   json_object_set_new(o, "layout", json_string(layout_name(s)));
   json_object_set_new(o, "layout_spec", json_string(s->layout_spec));
   json_object_set_new(o, "node", node);
+  json_object_set_new(o, "node_from_host", s->cfg->s.host_nodes[0]
+                                                ? json_string(s->cfg->s.host_nodes)
+                                                : json_null());
   json_object_set_new(o, "registry", json_string(s->registry_shown));
   json_object_set_new(o, "lease", lease);
   json_object_set_new(o, "uptime_s", json_real(uptime_s(s)));
