@@ -288,6 +288,9 @@ void serve_ids_request(serve_worker_t *w, serve_conn_t *c, const serve_reply_sha
     p->c = c;
     p->g = g;
     p->wait = wait;
+    /* With --cache, the ring's IDs already taken come first (the generator's
+     * resume fills from ids + wait.offset). */
+    memcpy(p->ids, w->ids, wait.offset * sizeof p->ids[0]);
     p->due_mono_ns = due_mono(&wait);
     p->shape = *sh;
     p->read_ns = w->read_ns;
