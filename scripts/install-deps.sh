@@ -17,6 +17,7 @@ packages=(
   faketime                           # clock steps under a running daemon
   libpq-dev                          # the postgres:// registry
   postgresql                         # a throwaway PostgreSQL server for the registry's tests
+  thrift-compiler python3-thrift     # the Thrift service's tests: the real Apache Thrift client
 )
 
 missing=()

@@ -126,9 +126,10 @@ expect_err "lease field not a node field" \
   --lease-field sequence
 expect_err "bad address" 'http = "localhost" (from flag --http): expected HOST:PORT' --http localhost
 expect_err "bad port" 'port "99999" is not a number from 0 to 65535' --resp 127.0.0.1:99999
-expect_err "both off" 'http and resp are both off' --http off --resp off
+expect_err "all off" 'http, resp and thrift are all off' --http off --resp off
 expect_err "bad clock" 'clock = "slow" (from flag --clock): expected fast or precise' --clock slow
 expect_err "same port twice" 'http and resp are both 127.0.0.1:7000: give each its own port' --http 127.0.0.1:7000 --resp 127.0.0.1:7000
+expect_err "thrift on resp's port" 'resp and thrift are both 127.0.0.1:7001: give each its own port' --resp 127.0.0.1:7001 --thrift 127.0.0.1:7001
 expect_err "output limit below one full batch" 'max_output_bytes = 65536 (from flag --max-output-bytes) is too small for one reply of max_batch = 100000 IDs (from default: the layout within borrow + wait): it needs 4369632' --max-output-bytes 65536
 # The default max_batch is what the layout can make within borrow + wait
 # (a batch never waits longer than one ID may): sonyflake's 256 IDs per

@@ -22,6 +22,9 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                  "log line)"},
     [SK_RESP] = {"resp", ST_ADDR, SERVE, 0, "127.0.0.1:6380", NULL, NULL, NONE, "ADDR:PORT",
                  "the RESP listener, or `off`; port 0 as for `http`"},
+    [SK_THRIFT] = {"thrift", ST_ADDR, SERVE, 0, "off", NULL, NULL, NONE, "ADDR:PORT",
+                   "Twitter's Snowflake Thrift service (framed, binary; docs/snowflake.thrift), "
+                   "or `off`; its conventional port is 7609"},
     [SK_LAYOUT] = {"layout", ST_LAYOUT, BOTH, 'l', "twitter", NULL, NULL, NONE, "L",
                    "a preset name or a layout spec (see `idgen layouts`)"},
     [SK_NODE] = {"node", ST_NODE, BOTH, 0, "", NULL, "all 0", NONE, "NAME=V",

@@ -30,7 +30,7 @@
 /* The settings, in the order they are validated (a layout before the node
  * values it names, borrow and wait before the batch they bound). */
 enum settings_key {
-  SK_HTTP, SK_RESP, SK_LAYOUT, SK_NODE, SK_REGISTRY, SK_LEASE_FIELD, SK_LEASE_TTL_MS,
+  SK_HTTP, SK_RESP, SK_THRIFT, SK_LAYOUT, SK_NODE, SK_REGISTRY, SK_LEASE_FIELD, SK_LEASE_TTL_MS,
   SK_MAX_START_WAIT_MS, SK_MAX_BORROW_MS, SK_MAX_WAIT_MS, SK_CLOCK, SK_RANDOM_SEQUENCE_START,
   SK_CACHE, SK_CACHE_BOOST_POWER, SK_CACHE_PADDING_PERCENT, SK_CACHE_SCHEDULE_MS,
   SK_CACHE_ON_EMPTY,

@@ -104,7 +104,9 @@ static int check_key(settings_t *s, void *ctx, int k) {
   switch (k) {
   case SK_HTTP:
   case SK_RESP:
-    if (parse_addr(k == SK_HTTP ? &c->http : &c->resp, s->value[k], err, sizeof err) < 0)
+  case SK_THRIFT:
+    if (parse_addr(k == SK_HTTP ? &c->http : k == SK_RESP ? &c->resp : &c->thrift, s->value[k],
+                   err, sizeof err) < 0)
       return settings_fail(s, k, "%s", err);
     return 1;
   case SK_THREADS: {
@@ -181,12 +183,17 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
   c->max_agents = s->num[SK_MAX_AGENTS];
   c->pid_file = s->value[SK_PID_FILE];
   c->log_file = s->value[SK_LOG_FILE];
-  if (!c->http.enabled && !c->resp.enabled)
-    rc = settings_fail(s, -1, "http and resp are both off: nothing to serve");
-  else if (c->http.enabled && c->resp.enabled && c->http.salen == c->resp.salen &&
-           memcmp(&c->http.sa, &c->resp.sa, c->http.salen) == 0 &&
-           strcmp(strrchr(c->http.text, ':'), ":0") != 0) /* port 0: two free ports */
-    rc = settings_fail(s, -1, "http and resp are both %s: give each its own port", c->http.text);
+  const serve_addr_t *ls[] = {&c->http, &c->resp, &c->thrift};
+  static const char *const names[] = {"http", "resp", "thrift"};
+  if (!c->http.enabled && !c->resp.enabled && !c->thrift.enabled)
+    rc = settings_fail(s, -1, "http, resp and thrift are all off: nothing to serve");
+  for (int i = 0; i < 3 && rc == 0; i++)
+    for (int j = i + 1; j < 3 && rc == 0; j++)
+      if (ls[i]->enabled && ls[j]->enabled && ls[i]->salen == ls[j]->salen &&
+          memcmp(&ls[i]->sa, &ls[j]->sa, ls[i]->salen) == 0 &&
+          strcmp(strrchr(ls[i]->text, ':'), ":0") != 0) /* port 0: two free ports */
+        rc = settings_fail(s, -1, "%s and %s are both %s: give each its own port", names[i],
+                           names[j], ls[i]->text);
   /* The cache's ring fits the library's bound; with cache_on_empty = fail
    * a request larger than the ring could never be served. */
   const idgen_layout_t *l = &s->layout;

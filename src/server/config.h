@@ -28,7 +28,7 @@ typedef struct serve_config {
    * lease's validated values (s.layout, s.gen, s.registry...). */
   settings_t s;
   /* The daemon's own, validated. */
-  serve_addr_t http, resp;
+  serve_addr_t http, resp, thrift;
   int threads;
   int64_t max_connections, max_request_bytes, max_batch, max_output_bytes;
   int64_t idle_timeout_ms, slow_timeout_ms, shutdown_timeout_ms, max_agents;

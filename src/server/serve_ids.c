@@ -9,6 +9,8 @@
 
 #include "server_int.h"
 
+const char *const serve_proto_names[NPROTO] = {"http", "resp", "thrift"};
+
 const char *serve_kind_name(int kind) {
   static const char *const names[NKINDS] = {"snowflake", "ulid", "uuid7"};
   return names[kind];
@@ -199,6 +201,12 @@ static void answer_error(serve_worker_t *w, serve_conn_t *c, const serve_reply_s
     serve_resp_error(w, c, "ERR %s", why);
     return;
   }
+  if (sh->proto == PROTO_THRIFT) { /* as Twitter's clients saw InvalidSystemClock */
+    char msg[sizeof why + 32];
+    snprintf(msg, sizeof msg, "%s%s", rc == IDGEN_ECLOCK ? "InvalidSystemClock: " : "", why);
+    serve_thrift_error(w, c, "get_id", sh->seqid, 6 /* INTERNAL_ERROR */, msg);
+    return;
+  }
   snprintf(retry, sizeof retry, "Retry-After: %" PRId64 "\r\n", (wait_ms + 999) / 1000);
   char body[sizeof why + 1];
   int n = snprintf(body, sizeof body, "%s\n", why);
@@ -208,6 +216,16 @@ static void answer_error(serve_worker_t *w, serve_conn_t *c, const serve_reply_s
 /* The reply to an ID request whose IDs are made (Snowflake: in `ids`). */
 static void answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
                    const uint64_t *ids) {
+  if (sh->proto == PROTO_THRIFT) { /* get_id: one Snowflake ID, an i64 */
+    if (ids[0] > INT64_MAX) {
+      serve_thrift_error(w, c, "get_id", sh->seqid, 6 /* INTERNAL_ERROR */,
+                         "the ID does not fit in an i64 (a layout of 64 bits)");
+      return;
+    }
+    serve_ids_count(w, sh->kind, sh->agent, 1);
+    serve_thrift_id(w, c, sh->seqid, ids[0]);
+    return;
+  }
   serve_buf_t *b = sh->proto == PROTO_RESP ? &w->out : &w->body;
   if (b == &w->body)
     b->len = 0;

@@ -69,16 +69,16 @@ int serve_bind_all(serve_daemon_t *s, int proto, const serve_addr_t *a, char *bo
   memcpy(&sa, &a->sa, sizeof sa);
   int probe = listen_one(&sa, a->salen, 0);
   if (probe < 0) {
-    fprintf(stderr, "idgen: serve: cannot listen on %s %s: %s\n",
-            proto == PROTO_HTTP ? "http" : "resp", a->text, strerror(-probe));
+    fprintf(stderr, "idgen: serve: cannot listen on %s %s: %s\n", serve_proto_names[proto],
+            a->text, strerror(-probe));
     return -1;
   }
   close(probe);
   for (int i = 0; i < s->nworkers; i++) {
     int fd = listen_one(&sa, a->salen, 1);
     if (fd < 0) {
-      fprintf(stderr, "idgen: serve: cannot listen on %s %s: %s\n",
-              proto == PROTO_HTTP ? "http" : "resp", a->text, strerror(-fd));
+      fprintf(stderr, "idgen: serve: cannot listen on %s %s: %s\n", serve_proto_names[proto],
+              a->text, strerror(-fd));
       return -1;
     }
     s->workers[i].listeners[proto] = (serve_listener_t){TAG_LISTENER, fd, proto};

@@ -153,6 +153,11 @@ static uint64_t node_value(serve_daemon_t *s, const idgen_snowflake_lease_status
   return st->bound && i == s->lease_field ? st->worker : s->cfg->s.gen.node[i];
 }
 
+uint64_t serve_node_value(serve_daemon_t *s, int field) {
+  idgen_snowflake_lease_status_t st = lease_now(s);
+  return node_value(s, &st, field);
+}
+
 /* A duration in ms, or `none` for one that does not run out. */
 static const char *ms_or(int64_t ms, char *buf, size_t n, const char *none) {
   if (ms < 0 || ms == INT64_MAX)
@@ -253,12 +258,16 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
              SUM(s, resp_ok));
   serve_buf_printf(b, "idgen_requests_total{proto=\"resp\",code=\"err\"} %" PRIu64 "\n",
              SUM(s, resp_err));
+  serve_buf_printf(b, "idgen_requests_total{proto=\"thrift\",code=\"ok\"} %" PRIu64 "\n",
+                   SUM(s, thrift_ok));
+  serve_buf_printf(b, "idgen_requests_total{proto=\"thrift\",code=\"err\"} %" PRIu64 "\n",
+                   SUM(s, thrift_err));
   serve_buf_printf(b,
                    "# HELP idgen_request_duration_seconds From the read that completed a request "
                    "to the write of its reply.\n"
                    "# TYPE idgen_request_duration_seconds histogram\n");
   for (int p = 0; p < NPROTO; p++) {
-    const char *pn = p == PROTO_HTTP ? "http" : "resp";
+    const char *pn = serve_proto_names[p];
     uint64_t cum = 0;
     for (int i = 0; i < NBUCKETS; i++) {
       cum += SUM(s, hist[p][i]);
@@ -315,7 +324,7 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
                 "# TYPE idgen_connections gauge\n");
   for (int p = 0; p < NPROTO; p++)
     serve_buf_printf(b, "idgen_connections{proto=\"%s\"} %" PRId64 "\n",
-               p == PROTO_HTTP ? "http" : "resp", (int64_t)SUM(s, open[p]));
+               serve_proto_names[p], (int64_t)SUM(s, open[p]));
   serve_buf_printf(b, "# HELP idgen_connections_closed_total Connections closed, by reason.\n"
                 "# TYPE idgen_connections_closed_total counter\n");
   for (int r = 0; r < NCR; r++)
@@ -341,9 +350,10 @@ void serve_info_text(serve_daemon_t *s, serve_buf_t *b) {
   char mark[IDGEN_TIME_BUFSIZE];
   serve_buf_printf(b,
                    "# Server\r\nidgen_version:%s\r\nprocess_id:%ld\r\nuptime_in_seconds:%.0f\r\n"
-                   "event_loops:%d\r\nhttp_addr:%s\r\nresp_addr:%s\r\n\r\n",
+                   "event_loops:%d\r\nhttp_addr:%s\r\nresp_addr:%s\r\nthrift_addr:%s\r\n\r\n",
                    idgen_version(), (long)getpid(), floor(uptime_s(s)), s->nworkers,
-                   s->http_addr[0] ? s->http_addr : "off", s->resp_addr[0] ? s->resp_addr : "off");
+                   s->http_addr[0] ? s->http_addr : "off", s->resp_addr[0] ? s->resp_addr : "off",
+                   s->thrift_addr[0] ? s->thrift_addr : "off");
   serve_buf_printf(b, "# Generator\r\nlayout:%s\r\nlayout_spec:%s\r\n", layout_name(s),
                    s->layout_spec);
   for (int i = 0; i < l->nfields; i++)

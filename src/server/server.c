@@ -216,7 +216,7 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
   /* Every request ends with a line feed: while none has arrived since the
    * last attempt, a partial request is still partial, and is not parsed
    * again from its start (one byte at a time would cost quadratic time). */
-  int need_more = !scratch && c->parsed_len > 0 && len > c->parsed_len &&
+  int need_more = !scratch && c->proto != PROTO_THRIFT && c->parsed_len > 0 && len > c->parsed_len &&
                   len <= (size_t)cfg->max_request_bytes &&
                   memchr(data + c->parsed_len, '\n', len - c->parsed_len) == NULL;
   while (!need_more && pos < len && !c->stop_parsing && !c->parked) {
@@ -227,8 +227,9 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
       c->blocked_read_ns = w->read_ns;
       break;
     }
-    size_t used = c->proto == PROTO_HTTP ? serve_http_handle(w, c, data + pos, len - pos)
-                                          : serve_resp_handle(w, c, data + pos, len - pos);
+    size_t used = c->proto == PROTO_HTTP   ? serve_http_handle(w, c, data + pos, len - pos)
+                  : c->proto == PROTO_RESP ? serve_resp_handle(w, c, data + pos, len - pos)
+                                           : serve_thrift_handle(w, c, data + pos, len - pos);
     if (used == 0) {
       need_more = 1;
       break;
@@ -362,6 +363,8 @@ int serve_conn_resume(serve_worker_t *w, serve_conn_t *c, int64_t read_ns) {
 
 /* A reply for a client refused for lack of room (max_connections). */
 static const char *refusal_text(int proto) {
+  if (proto == PROTO_THRIFT) /* no call to answer yet: the close says it */
+    return "";
   return proto == PROTO_RESP ? "-ERR max number of clients reached\r\n"
                              : "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
                                "Content-Length: 32\r\nConnection: close\r\n\r\n"
@@ -494,7 +497,7 @@ static void sweep(serve_worker_t *w) {
       continue;
     if (reason == CR_SLOW)
       log_limited(&w->srv->close_log, "warn", "client_closed", "reason=slow proto=%s peer=%s",
-                  c->proto == PROTO_HTTP ? "http" : "resp", serve_peer_text(c, (char[64]){0}));
+                  serve_proto_names[c->proto], serve_peer_text(c, (char[64]){0}));
     conn_close(w, c, reason);
   }
 }
@@ -579,7 +582,8 @@ static void *worker_main(void *arg) {
 static int setup_worker(serve_daemon_t *s, serve_worker_t *w, int i) {
   w->srv = s;
   w->index = i;
-  w->listeners[PROTO_HTTP].fd = w->listeners[PROTO_RESP].fd = -1;
+  for (int p = 0; p < NPROTO; p++)
+    w->listeners[p].fd = -1;
   w->epfd = epoll_create1(EPOLL_CLOEXEC);
   w->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -656,7 +660,8 @@ int serve_run(const serve_config_t *cfg) {
   for (int i = 0; i < s->nworkers; i++) {
     serve_worker_t *w = &s->workers[i];
     w->epfd = w->wakefd = w->reserve_fd = -1;
-    w->listeners[PROTO_HTTP].fd = w->listeners[PROTO_RESP].fd = -1;
+    for (int p = 0; p < NPROTO; p++)
+      w->listeners[p].fd = -1;
   }
   if (serve_make_generators(s) < 0 || serve_agent_setup(s, cfg->max_agents) < 0)
     goto out;
@@ -668,7 +673,9 @@ int serve_run(const serve_config_t *cfg) {
   if ((cfg->http.enabled &&
        serve_bind_all(s, PROTO_HTTP, &cfg->http, s->http_addr, sizeof s->http_addr) < 0) ||
       (cfg->resp.enabled &&
-       serve_bind_all(s, PROTO_RESP, &cfg->resp, s->resp_addr, sizeof s->resp_addr) < 0))
+       serve_bind_all(s, PROTO_RESP, &cfg->resp, s->resp_addr, sizeof s->resp_addr) < 0) ||
+      (cfg->thrift.enabled && serve_bind_all(s, PROTO_THRIFT, &cfg->thrift, s->thrift_addr,
+                                             sizeof s->thrift_addr) < 0))
     goto out;
   if (cfg->pid_file[0] != '\0' && serve_write_pid_file(cfg->pid_file) < 0)
     goto out;
@@ -679,9 +686,9 @@ int serve_run(const serve_config_t *cfg) {
             idgen_version(), (long)getpid(), lname, s->nworkers, s->registry_shown);
   serve_lease_start(s);
   for (int p = 0; p < NPROTO; p++) {
-    const char *bound = p == PROTO_HTTP ? s->http_addr : s->resp_addr;
+    const char *bound = p == PROTO_HTTP ? s->http_addr : p == PROTO_RESP ? s->resp_addr : s->thrift_addr;
     if (bound[0])
-      log_event("info", "listen", "proto=%s addr=%s", p == PROTO_HTTP ? "http" : "resp", bound);
+      log_event("info", "listen", "proto=%s addr=%s", serve_proto_names[p], bound);
   }
 
   int started = 0;
@@ -744,7 +751,8 @@ int serve_run(const serve_config_t *cfg) {
   for (int i = 0; i < s->nworkers; i++) {
     for (int k = 0; k < NHTTP_CODES; k++)
       served += CNT_GET(s->workers[i].st.http[k]);
-    served += CNT_GET(s->workers[i].st.resp_ok) + CNT_GET(s->workers[i].st.resp_err);
+    served += CNT_GET(s->workers[i].st.resp_ok) + CNT_GET(s->workers[i].st.resp_err) +
+              CNT_GET(s->workers[i].st.thrift_ok) + CNT_GET(s->workers[i].st.thrift_err);
   }
   log_event("info", "exit", "code=%d requests=%llu", rc, (unsigned long long)served);
 out:

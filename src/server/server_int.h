@@ -25,7 +25,9 @@
 #define LINGER_MS 2000              /* read-and-discard after the last reply */
 #define SCRATCH_KEEP (1 << 20)      /* per-loop buffers larger than this are freed after use */
 
-enum proto { PROTO_HTTP, PROTO_RESP, NPROTO };
+enum proto { PROTO_HTTP, PROTO_RESP, PROTO_THRIFT, NPROTO };
+/* "http", "resp", "thrift": in logs and metric labels. */
+extern const char *const serve_proto_names[NPROTO];
 enum id_kind { KIND_SNOWFLAKE, KIND_ULID, KIND_UUID7, NKINDS };
 /* Why a connection was closed: the enum and the metric's labels. */
 #define CLOSE_REASONS(X)                                                                  \
@@ -69,6 +71,7 @@ typedef struct serve_wstats {
   serve_counter_t *ids;                   /* [NKINDS * (AGENT_FIRST + max_agents)] */
   serve_counter_t http[NHTTP_CODES];
   serve_counter_t resp_ok, resp_err;
+  serve_counter_t thrift_ok, thrift_err;
   serve_counter_t hist[NPROTO][NBUCKETS];
   serve_counter_t hist_sum_ns[NPROTO], hist_count[NPROTO];
   serve_counter_t open[NPROTO], accepted[NPROTO];
@@ -89,6 +92,7 @@ typedef struct serve_reply_shape {
   uint8_t head;                  /* HTTP: HEAD, headers only */
   uint8_t minor;                 /* HTTP/1.<minor> */
   uint8_t array;                 /* RESP: ID N, an array even for N = 1 */
+  int32_t seqid;                 /* Thrift: the call's sequence id */
   int agent;
   size_t count;
 } serve_reply_shape_t;
@@ -196,7 +200,7 @@ typedef struct serve_daemon {
   atomic_long nconns;            /* open connections, all workers */
   atomic_uint_fast64_t next_client_id;
   int64_t start_mono_ms;
-  char http_addr[128], resp_addr[128]; /* as bound */
+  char http_addr[128], resp_addr[128], thrift_addr[128]; /* as bound */
   /* The lease.  Requests ask the generator (its errors, its status); the
    * lease thread (server.c) only logs changes and replaces a lease lost for
    * good.  lease_was_valid: its last look, its own. */
@@ -295,6 +299,15 @@ void serve_http_answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_sha
                        int status, const char *ctype, const char *body, size_t len,
                        const char *extra);
 /* A RESP error "-ERR ..." appended to w->out. */
+/* Node field `field`'s value in use (the lease's for the leased field). */
+uint64_t serve_node_value(serve_daemon_t *s, int field);
+/* The Thrift service (serve_thrift.c): one framed call, as serve_resp_handle. */
+size_t serve_thrift_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len);
+/* A TApplicationException for the call `name` (get_id), message `msg`. */
+void serve_thrift_error(serve_worker_t *w, serve_conn_t *c, const char *name, int32_t seqid,
+                        int type, const char *msg);
+/* get_id's reply with `id`. */
+void serve_thrift_id(serve_worker_t *w, serve_conn_t *c, int32_t seqid, uint64_t id);
 void serve_resp_error(serve_worker_t *w, serve_conn_t *c, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Handles the first request in buf[0..len) of connection c, appending its
