@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: demo bench-serve bench-registry bench-latency all deps build run test sanitize tsan fuzz bench install clean ci
+.PHONY: demo bench-serve bench-thrift bench-registry bench-latency all deps build run test sanitize tsan fuzz bench install clean ci
 
 all: build
 
@@ -78,6 +78,10 @@ bench-registry: build
 # never sleeps): a saturated twitter daemon, and a slow layout's batch.
 bench-latency: build
 	/usr/bin/python3 bench/latency_bench.py $(BUILD)/idgen
+
+# The Thrift service beside RESP and HTTP on one daemon, one load client.
+bench-thrift: build
+	bench/thrift_bench.sh $(BUILD)
 
 # The daemon beside redis-server and nginx (about 5 minutes; --quick: 30 s).
 bench-serve: build
