@@ -869,6 +869,14 @@ IDGEN_API int idgen_registry_open(idgen_registry_t **out, const char *uri, char 
  * idgen_registry_open would give. */
 IDGEN_API int idgen_registry_check(const char *uri, char *err, size_t errlen);
 
+/* How far this host's wall clock is ahead of the registry's own (negative:
+ * behind), read once now: *skew_ms, the registry's time *registry_ms, and
+ * *uncertainty_ms (half the round trip, + 1).  IDGEN_EINVAL for a registry
+ * whose time is this host's (static, file:); IDGEN_EREGISTRY. */
+IDGEN_API int idgen_registry_clock_skew(idgen_registry_t *r, int64_t *skew_ms,
+                                        int64_t *registry_ms, int64_t *uncertainty_ms, char *err,
+                                        size_t errlen);
+
 /* Closes `r`; its leases must have been released first. */
 IDGEN_API void idgen_registry_close(idgen_registry_t *r);
 

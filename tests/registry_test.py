@@ -948,6 +948,41 @@ def pg_remover(pg):
     return remove
 
 
+def clock_skew(pg, label):
+    """A daemon whose clock is 20 s ahead of PostgreSQL's (libfaketime)
+    refuses to start, naming both clocks (Twitter's server refused past 10 s
+    from its peers); 3 s ahead, it starts and exports the skew it measured."""
+    if not os.path.exists(FAKETIME):
+        check("%s: libfaketime present (scripts/install-deps.sh)" % label, False, FAKETIME)
+        return
+    if ASAN:
+        print("SKIP %s: libfaketime cannot be preloaded into an ASan build" % label)
+        return
+    stamp = os.path.join(TMP, label.replace(" ", "-") + ".faketime")
+
+    def env(offset):
+        with open(stamp, "w") as f:
+            f.write(offset + "\n")
+        return {"LD_PRELOAD": FAKETIME, "FAKETIME_TIMESTAMP_FILE": stamp, "FAKETIME_NO_CACHE": "1",
+                "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    r = idgen("serve", "--http", "127.0.0.1:0", "--resp", "off", "--registry", pg.uri,
+              "--node", "datacenter=21", env=env("+20s"))
+    check("%s: 20 s ahead: refused at start (exit 1), naming both clocks and max_clock_skew_ms" % label,
+          r.returncode == 1 and re.search(r"this host's clock \(\S+\) is (19|20)\d{3} ms ahead of the "
+                                          r"registry's \(\S+, postgres://", r.stderr)
+          and "max_clock_skew_ms (10000)" in r.stderr, (r.returncode, r.stderr))
+    d = Daemon(label, ["--registry", pg.uri, "--node", "datacenter=21"], env=env("+3s"))
+    st, body = d.get("/metrics")
+    m = re.search(r"^idgen_registry_clock_skew_ms (-?\d+)", body or "", re.M)
+    check("%s: 3 s ahead: serves, and /metrics says idgen_registry_clock_skew_ms ~ 3000" % label,
+          d.ids(1) is not None and m and 2500 <= int(m.group(1)) <= 3500, m and m.group(0))
+    d.stop()
+    d = Daemon(label + "-off", ["--registry", pg.uri, "--node", "datacenter=21",
+                                "--max-clock-skew-ms", "0"], env=env("+20s"))
+    check("%s: max_clock_skew_ms = 0 does not check" % label, d.ids(1) is not None, d.log()[-300:])
+    d.stop()
+
+
 def hostile_defaults(pg, label):
     """A database whose defaults would break the registry (REPEATABLE READ,
     a 60 s statement timeout, asynchronous commit): the registry's session
@@ -1088,6 +1123,7 @@ def main():
                 pg_outage(pg, "postgres outage")
                 pg_pause(pg, "postgres SIGSTOP")
                 node_above_time(pg.uri, "postgres node above time")
+                clock_skew(pg, "postgres clock skew")
                 hostile_defaults(pg, "postgres hostile defaults")
             finally:
                 pg.stop()

@@ -85,6 +85,11 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                            "direct|fail",
                            "when the ring cannot serve a request: `direct` asks the generator "
                            "(the ring's IDs first), `fail` answers 503 / `-ERR`"},
+    [SK_MAX_CLOCK_SKEW_MS] = {"max_clock_skew_ms", ST_INT, SERVE, 0, "10000", NULL, NULL,
+                              INT(0, 3600000), "N",
+                              "refuse to start when this host's clock is further than this from "
+                              "the registry's own (PostgreSQL's), as Twitter's server refused "
+                              "past 10 s from its peers; 0: do not check"},
     [SK_THREADS] = {"threads", ST_INT, SERVE, 0, "0", NULL, NULL, INT(0, 256), "N",
                     "event-loop threads; 0 is one per online CPU"},
     [SK_MAX_CONNECTIONS] = {"max_connections", ST_INT, SERVE, 0, "16384", NULL, NULL,

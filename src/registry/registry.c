@@ -46,6 +46,26 @@ static const idgen__registry_ops_t *backend_of(const char *uri, const char **res
   return NULL;
 }
 
+int idgen_registry_clock_skew(idgen_registry_t *r, int64_t *skew_ms, int64_t *registry_ms,
+                              int64_t *uncertainty_ms, char *err, size_t errlen) {
+  *skew_ms = *registry_ms = *uncertainty_ms = 0;
+  if (r->ops->clock == NULL)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: %s has no clock of its own (its time is this host's)",
+                      r->ops->scheme);
+  int64_t before = idgen__clock_ns(), theirs;
+  int rc = r->ops->clock(r, &theirs, err, errlen);
+  int64_t after = idgen__clock_ns();
+  if (rc < 0)
+    return rc;
+  /* The read happened between before and after: take the middle. */
+  int64_t mid_ms = idgen__ns_to_ms(before + (after - before) / 2);
+  *registry_ms = theirs;
+  *skew_ms = mid_ms - theirs;
+  *uncertainty_ms = (after - before) / 2000000 + 1;
+  return 0;
+}
+
 int idgen_registry_check(const char *uri, char *err, size_t errlen) {
   const char *rest;
   const idgen__registry_ops_t *ops = backend_of(uri, &rest, err, errlen);

@@ -91,6 +91,9 @@ typedef struct idgen__registry_ops {
   int (*free)(idgen_registry_t *r, const char *pool, const char *node, int force, char *err,
               size_t errlen);
   void (*close)(idgen_registry_t *r);
+  /* The registry's own clock, Unix ms, read once (NULL: it has none, its
+   * time is this host's). */
+  int (*clock)(idgen_registry_t *r, int64_t *unix_ms, char *err, size_t errlen);
 } idgen__registry_ops_t;
 
 struct idgen_registry {

@@ -999,11 +999,27 @@ static int pg_free(idgen_registry_t *r, const char *pool, const char *node, int 
   return rc;
 }
 
+/* The database's clock: clock_timestamp(), not now() (the transaction's). */
+static int pg_clock(idgen_registry_t *r, int64_t *unix_ms, char *err, size_t errlen) {
+  pg_t *pg = r->be;
+  PGresult *res;
+  pg_lock(pg);
+  int rc = pg_query(pg, &res,
+                    "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint", 0, NULL,
+                    1, NULL, err, errlen);
+  pg_unlock(pg);
+  if (rc < 0)
+    return rc;
+  *unix_ms = pg_i64(res, 0, 0);
+  PQclear(res);
+  return 0;
+}
+
 #define PG_OPS(name)                                                                               \
   {                                                                                                \
     .version = IDGEN__REGISTRY_OPS_VERSION, .scheme = name, .mark_step_ms = 0, .expires = 1, .check = pg_check, .open = pg_open, .acquire = pg_acquire,       \
     .renew = pg_renew, .mark = pg_mark, .release = pg_release, .list = pg_list, .free = pg_free,   \
-    .close = pg_close,                                                                             \
+    .close = pg_close, .clock = pg_clock,                                                          \
   }
 
 const idgen__registry_ops_t idgen__registry_postgres = PG_OPS("postgres");

@@ -28,6 +28,19 @@ static int make_cache(const serve_config_t *cfg, idgen_snowflake_gen_t *g,
   return idgen_cached_gen_new(out, g, &cs, err, n) < 0 ? -1 : 0;
 }
 
+/* This host's clock against the registry's own: 0 with s->clock_skew_ms
+ * set, or -1 (no clock of its own, or unreachable: left as it was). */
+static int measure_skew(serve_daemon_t *s) {
+  int64_t skew, theirs, unc;
+  if (idgen_registry_clock_skew(s->lx.reg, &skew, &theirs, &unc, NULL, 0) < 0)
+    return -1;
+  /* Within the round trip's uncertainty, closer to zero. */
+  skew = skew > unc ? skew - unc : skew < -unc ? skew + unc : 0;
+  atomic_store(&s->clock_skew_ms, skew);
+  atomic_store(&s->clock_skew_known, 1);
+  return 0;
+}
+
 static leased_opts_t lease_opts(const serve_config_t *cfg) {
   leased_opts_t o = {cfg->s.registry, cfg->s.lease_field, cfg->s.lease_ttl_ms,
                      cfg->s.max_start_wait_ms};
@@ -126,9 +139,13 @@ static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
 
 static void *lease_main(void *arg) {
   serve_daemon_t *s = arg;
-  int64_t next_try = 0;
+  int64_t next_try = 0, next_skew = serve_mono_ms() + 10000;
   while (!atomic_load(&s->stopping)) {
     lease_tick(s, &next_try);
+    if (atomic_load(&s->clock_skew_known) && serve_mono_ms() >= next_skew) {
+      measure_skew(s);
+      next_skew = serve_mono_ms() + 10000;
+    }
     struct timespec t = {0, 50 * 1000000L};
     nanosleep(&t, NULL);
   }
@@ -143,6 +160,24 @@ int serve_make_generators(serve_daemon_t *s) {
   if (rc < 0) {
     fprintf(stderr, "idgen: serve: %s\n", err);
     return -1;
+  }
+  /* A clock too far from the registry's refuses the start (Twitter's
+   * server compared its clock with its peers' and refused past 10 s). */
+  if (s->lx.reg != NULL && measure_skew(s) == 0 && cfg->s.num[SK_MAX_CLOCK_SKEW_MS] > 0) {
+    int64_t skew = atomic_load(&s->clock_skew_ms), limit = cfg->s.num[SK_MAX_CLOCK_SKEW_MS];
+    if (skew > limit || skew < -limit) {
+      char here[IDGEN_TIME_BUFSIZE], there[IDGEN_TIME_BUFSIZE], uri[1024];
+      int64_t now = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE);
+      idgen_time_format(now, here);
+      idgen_time_format(now - skew, there);
+      fprintf(stderr,
+              "idgen: serve: this host's clock (%s) is %" PRId64 " ms %s the registry's (%s, %s), "
+              "more than max_clock_skew_ms (%" PRId64 "): set the clock right (NTP), or raise "
+              "max_clock_skew_ms\n",
+              here, skew > 0 ? skew : -skew, skew > 0 ? "ahead of" : "behind", there,
+              leased_uri_display(idgen_registry_uri(s->lx.reg), uri, sizeof uri), limit);
+      return -1;
+    }
   }
   /* Where the registry is, resolved (an absolute file: directory). */
   leased_uri_display(s->lx.reg ? idgen_registry_uri(s->lx.reg) : cfg->s.registry, s->registry_shown,

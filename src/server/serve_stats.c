@@ -320,6 +320,13 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
              ls.mark_failures, SUM(s, parked));
   clock_metrics(b);
   cache_metrics(s, b);
+  if (atomic_load(&s->clock_skew_known))
+    serve_buf_printf(b,
+                     "# HELP idgen_registry_clock_skew_ms This host's wall clock minus the "
+                     "registry's own (PostgreSQL's), beyond the round trip's uncertainty.\n"
+                     "# TYPE idgen_registry_clock_skew_ms gauge\nidgen_registry_clock_skew_ms %" PRId64
+                     "\n",
+                     (int64_t)atomic_load(&s->clock_skew_ms));
   serve_buf_printf(b, "# HELP idgen_connections Open client connections.\n"
                 "# TYPE idgen_connections gauge\n");
   for (int p = 0; p < NPROTO; p++)

@@ -206,6 +206,10 @@ typedef struct serve_daemon {
    * good.  lease_was_valid: its last look, its own. */
   int lease_was_valid;
   int lease_field;               /* layout index of the leased field, or -1 */
+  /* This host's clock minus the registry's, measured at start and by the
+   * lease thread every 10 s (registries with a clock of their own). */
+  atomic_int clock_skew_known;
+  _Atomic int64_t clock_skew_ms;
   leased_t lx;                   /* the registry, lease and generator in use */
   leased_t retired[16];          /* fenced ones, freed at exit */
   int nretired;
