@@ -182,7 +182,8 @@ start_daemon() {
   return 1
 }
 
-start_daemon --pid-file "$tmp/pid" --log-file "$tmp/daemon.log"
+start_daemon --pid-file "$tmp/pid" --log-file "$tmp/daemon.log" --audit-log "$tmp/audit" \
+  --registry static --node datacenter=1 --node worker=2
 # With --log-file the log goes to the file; find the port there.
 for _ in $(seq 100); do
   http=$(sed -n 's/.*event=listen proto=http addr=\([^ ]*\).*/\1/p' "$tmp/daemon.log" 2>/dev/null)
@@ -202,11 +203,27 @@ check "pid file message" has "$tmp/err" "names process $dpid, which is running"
 serve --http "$http" --resp off
 check "address in use refused" [ $rc = 1 ]
 check "address in use message" has "$tmp/err" "cannot listen on http $http: Address already in use"
-# SIGHUP reopens the log: after a rotation, new lines go to the new file.
+# The audit log: a line per Snowflake request, its first ID, count, agent.
+first=$(curl -s "http://$http/id?count=3&agent=auditor" | head -1)
+resp_port=$(sed -n 's/.*event=listen proto=resp addr=127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/daemon.log")
+one=$(redis-cli -p "$resp_port" ID | tr -d '\r')
+curl -s "http://$http/ulid" >/dev/null # not a Snowflake request: no line
+for _ in $(seq 100); do [ "$(wc -l <"$tmp/audit")" -ge 2 ] && break; sleep 0.05; done
+check "audit: the HTTP request's line" grep -Eq "^ms=[0-9]{13} proto=http first=$first count=3 agent=auditor\$" "$tmp/audit"
+check "audit: the RESP request's line" grep -Eq "^ms=[0-9]{13} proto=resp first=$one count=1 agent=-\$" "$tmp/audit"
+check "audit: two lines (the ULID is not audited)" [ "$(wc -l <"$tmp/audit")" = 2 ]
+# SIGHUP reopens the log and the audit log: after a rotation, new lines go
+# to the new files.
 mv "$tmp/daemon.log" "$tmp/daemon.log.1"
+mv "$tmp/audit" "$tmp/audit.1"
 kill -HUP "$dpid"
 for _ in $(seq 100); do [ -s "$tmp/daemon.log" ] && break; sleep 0.05; done
 check "HUP reopened the log" has "$tmp/daemon.log" "event=reopen_log signal=HUP"
+check "HUP reopened the audit log" has "$tmp/daemon.log.1" "event=reopen_audit_log signal=HUP"
+after=$(curl -s "http://$http/id")
+for _ in $(seq 100); do [ -s "$tmp/audit" ] && break; sleep 0.05; done
+check "audit: after HUP, lines go to the new file" grep -q "first=$after count=1" "$tmp/audit"
+check "audit: the rotated file has nothing new" [ "$(wc -l <"$tmp/audit.1")" = 2 ]
 kill -TERM "$dpid"
 wait "$dpid"
 rc=$?

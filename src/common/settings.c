@@ -125,6 +125,9 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                      "exit"},
     [SK_LOG_FILE] = {"log_file", ST_PATH, SERVE, 0, "", NULL, "stderr", NONE, "PATH",
                      "log here instead of stderr; SIGHUP reopens it"},
+    [SK_AUDIT_LOG] = {"audit_log", ST_PATH, SERVE, 0, "", NULL, "none", NONE, "PATH",
+                      "one line per Snowflake request answered (time, protocol, first ID, count, "
+                      "agent), as Twitter's server audited each ID; SIGHUP reopens it"},
 };
 
 /* "max_batch" -> "--max-batch" or "IDGEN_MAX_BATCH". */

@@ -560,6 +560,8 @@ static void *worker_main(void *arg) {
       }
     }
     due_ns = w->parked ? serve_ids_run_parked(w) : -1;
+    if (w->audit.len > 0)
+      serve_audit_flush(w);
     if (w->now_ms - w->last_sweep_ms >= SWEEP_MS)
       sweep(w);
     if (atomic_load(&s->stopping) && !w->draining)
@@ -614,8 +616,11 @@ static void free_worker(serve_worker_t *w) {
   free(w->rbuf);
   free(w->ids);
   free(w->st.ids);
+  if (w->audit.len > 0 && w->srv->audit_fd >= 0)
+    serve_audit_flush(w);
   serve_buf_free(&w->out);
   serve_buf_free(&w->body);
+  serve_buf_free(&w->audit);
 }
 
 static const char *signame(int sig) {
@@ -636,6 +641,12 @@ int serve_run(const serve_config_t *cfg) {
   s->clock_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->mark_log = (log_limit_t)LOG_LIMIT_INIT(10);
 
+  s->audit_fd = -1;
+  if (cfg->audit_log[0] != '\0' &&
+      (s->audit_fd = open(cfg->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+    fprintf(stderr, "idgen: serve: audit_log %s: %s\n", cfg->audit_log, strerror(errno));
+    return 1;
+  }
   if (cfg->log_file[0] != '\0') {
     int rc = log_reopen(cfg->log_file);
     if (rc < 0) {
@@ -711,6 +722,16 @@ int serve_run(const serve_config_t *cfg) {
       sig = sigwaitinfo(&set, &si);
       if (sig < 0)
         continue;
+      if (sig == SIGHUP && s->audit_fd >= 0) { /* the same descriptor, a new file under it */
+        int fd = open(cfg->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0 || dup3(fd, s->audit_fd, O_CLOEXEC) < 0)
+          log_event("error", "reopen_audit_log", "signal=HUP audit_log=%s error=\"%s\"",
+                    cfg->audit_log, strerror(errno));
+        else
+          log_event("info", "reopen_audit_log", "signal=HUP audit_log=%s", cfg->audit_log);
+        if (fd >= 0)
+          close(fd);
+      }
       if (sig == SIGHUP) {
         if (cfg->log_file[0] == '\0') {
           log_event("info", "reopen_log", "signal=HUP log=stderr action=none");
@@ -771,5 +792,7 @@ out:
   leased_close(&s->lx);
   idgen_ulid_gen_free(s->ulid);
   idgen_uuid7_gen_free(s->uuid7);
+  if (s->audit_fd >= 0)
+    close(s->audit_fd);
   return rc;
 }

@@ -166,6 +166,7 @@ typedef struct serve_worker {
   char *rbuf;                    /* RBUF_SIZE */
   serve_buf_t out;                     /* replies to the requests of one read */
   serve_buf_t body;                    /* an HTTP body before its head is known */
+  serve_buf_t audit;                   /* audit lines not yet written */
   uint64_t *ids;                 /* room for ids_cap Snowflake IDs, grown on demand */
   size_t ids_cap;
   int64_t now_ms, last_sweep_ms, paused_until_ms;
@@ -208,6 +209,7 @@ typedef struct serve_daemon {
   int lease_field;               /* layout index of the leased field, or -1 */
   /* This host's clock minus the registry's, measured at start and by the
    * lease thread every 10 s (registries with a clock of their own). */
+  int audit_fd;                  /* --audit-log, or -1; SIGHUP dup2()s a new file onto it */
   atomic_int clock_skew_known;
   _Atomic int64_t clock_skew_ms;
   leased_t lx;                   /* the registry, lease and generator in use */
@@ -305,6 +307,11 @@ void serve_http_answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_sha
 /* A RESP error "-ERR ..." appended to w->out. */
 /* Node field `field`'s value in use (the lease's for the leased field). */
 uint64_t serve_node_value(serve_daemon_t *s, int field);
+/* The audit log: a line for an answered Snowflake request (its first ID),
+ * kept in the loop's buffer; serve_audit_flush() writes it (once a loop
+ * iteration, and when it grows past 64 KiB). */
+void serve_audit(serve_worker_t *w, const serve_reply_shape_t *sh, uint64_t first);
+void serve_audit_flush(serve_worker_t *w);
 /* The Thrift service (serve_thrift.c): one framed call, as serve_resp_handle. */
 size_t serve_thrift_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len);
 /* A TApplicationException for the call `name` (get_id), message `msg`. */
