@@ -52,6 +52,29 @@ def check(name, cond, detail=""):
     return checks.report(name, cond, detail, limit=600)
 
 
+def faketime_usable(label):
+    """libfaketime can be preloaded here (present; not an ASan build); says
+    why not as a failed check or a SKIP line."""
+    if not os.path.exists(FAKETIME):
+        check("%s: libfaketime present (scripts/install-deps.sh)" % label, False, FAKETIME)
+        return False
+    if ASAN:
+        print("SKIP %s: libfaketime cannot be preloaded into an ASan build" % label)
+        return False
+    return True
+
+
+def faketime_env(label, offset):
+    """The environment of a process whose wall clock is `offset` ("-10s")
+    from the real one, through a stamp file that can be rewritten later (the
+    monotonic clock is left alone)."""
+    stamp = os.path.join(TMP, label.replace(" ", "-") + ".faketime")
+    with open(stamp, "w") as f:
+        f.write(offset + "\n")
+    return {"LD_PRELOAD": FAKETIME, "FAKETIME_TIMESTAMP_FILE": stamp, "FAKETIME_NO_CACHE": "1",
+            "FAKETIME_DONT_FAKE_MONOTONIC": "1"}, stamp
+
+
 def idgen(*args, env=None, timeout=60):
     e = {k: v for k, v in os.environ.items() if not k.startswith("IDGEN_")}
     e.update(env or {})
@@ -255,11 +278,7 @@ def clock_step(registry, label):
     """A restart under a wall clock stepped back 10 s keeps its worker ID
     (the pool has no other free one) and follows G3: it refuses at start
     naming the wait, or it borrows; no ID repeats."""
-    if not os.path.exists(FAKETIME):
-        check("%s: libfaketime present (scripts/install-deps.sh)" % label, False, FAKETIME)
-        return
-    if ASAN:
-        print("SKIP %s: libfaketime cannot be preloaded into an ASan build" % label)
+    if not faketime_usable(label):
         return
     layout = ["--layout", "time:41@1ms,datacenter:5,worker:1,sequence:12,epoch=1288834974657",
               "--node", "datacenter=4"]
@@ -271,11 +290,7 @@ def clock_step(registry, label):
         return
     w = (ids_a[0] >> 12) & 1
     a.stop()
-    stamp = os.path.join(TMP, label + ".faketime")
-    with open(stamp, "w") as f:
-        f.write("-10s\n")
-    fenv = {"LD_PRELOAD": FAKETIME, "FAKETIME_TIMESTAMP_FILE": stamp, "FAKETIME_NO_CACHE": "1",
-            "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    fenv, _ = faketime_env(label, "-10s")
     # The mark is ~10 s ahead of the faked clock: with a 2 s start wait it
     # refuses, naming how long until it could start.
     r = idgen("serve", "--http", "127.0.0.1:0", "--resp", "off", "--registry", registry,
@@ -694,14 +709,9 @@ def parked_clock_step(registry, label):
     answered within its budget (the rest of the tick plus max_wait_ms), not
     after the step (the timer runs on the monotonic clock; the attack on
     this change saw it parked for 30 s)."""
-    if ASAN:
-        print("SKIP %s: libfaketime cannot be preloaded into an ASan build" % label)
+    if not faketime_usable(label):
         return
-    stamp = os.path.join(TMP, label.replace(" ", "-") + ".faketime")
-    with open(stamp, "w") as f:
-        f.write("+0\n")
-    env = {"LD_PRELOAD": FAKETIME, "FAKETIME_TIMESTAMP_FILE": stamp, "FAKETIME_NO_CACHE": "1",
-           "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    env, stamp = faketime_env(label, "+0")
     d = Daemon(label, ["--registry", registry, "--layout", "time:41@1s,worker:10,sequence:4",
                        "--max-borrow-ms", "0", "--max-wait-ms", "0"], env=env)
     if first_ids(d, 16, "%s: serves" % label) is None:
@@ -952,19 +962,11 @@ def clock_skew(pg, label):
     """A daemon whose clock is 20 s ahead of PostgreSQL's (libfaketime)
     refuses to start, naming both clocks (Twitter's server refused past 10 s
     from its peers); 3 s ahead, it starts and exports the skew it measured."""
-    if not os.path.exists(FAKETIME):
-        check("%s: libfaketime present (scripts/install-deps.sh)" % label, False, FAKETIME)
+    if not faketime_usable(label):
         return
-    if ASAN:
-        print("SKIP %s: libfaketime cannot be preloaded into an ASan build" % label)
-        return
-    stamp = os.path.join(TMP, label.replace(" ", "-") + ".faketime")
 
     def env(offset):
-        with open(stamp, "w") as f:
-            f.write(offset + "\n")
-        return {"LD_PRELOAD": FAKETIME, "FAKETIME_TIMESTAMP_FILE": stamp, "FAKETIME_NO_CACHE": "1",
-                "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+        return faketime_env(label, offset)[0]
     r = idgen("serve", "--http", "127.0.0.1:0", "--resp", "off", "--registry", pg.uri,
               "--node", "datacenter=21", env=env("+20s"))
     check("%s: 20 s ahead: refused at start (exit 1), naming both clocks and max_clock_skew_ms" % label,
