@@ -623,6 +623,17 @@ static void free_worker(serve_worker_t *w) {
   serve_buf_free(&w->audit);
 }
 
+/* Stops the caches' fillers and frees the caches (before any generator:
+ * a filler uses its generator until it is stopped). */
+static void free_caches(serve_daemon_t *s) {
+  idgen_cached_gen_free(server_cache(s));
+  atomic_store(&s->cache, NULL);
+  for (int i = 0; i < s->nretired; i++) {
+    idgen_cached_gen_free(s->retired_cache[i]);
+    s->retired_cache[i] = NULL;
+  }
+}
+
 static const char *signame(int sig) {
   return sig == SIGTERM ? "TERM" : sig == SIGINT ? "INT" : sig == SIGHUP ? "HUP" : "?";
 }
@@ -757,6 +768,7 @@ int serve_run(const serve_config_t *cfg) {
     pthread_join(s->workers[i].thread, NULL);
   if (s->lease_thread_on)
     pthread_join(s->lease_thread, NULL);
+  free_caches(s); /* their fillers use the generators freed below */
   /* The final mark and the lease's release (SPEC section 7). */
   if (s->lx.lease != NULL) {
     idgen_snowflake_lease_status_t li;
@@ -783,12 +795,9 @@ out:
   free(s->workers);
   free(s->agent_names);
   free((void *)s->agent_slots);
-  /* The caches first: their fillers use the generators. */
-  idgen_cached_gen_free(server_cache(s));
-  for (int i = 0; i < s->nretired; i++) {
-    idgen_cached_gen_free(s->retired_cache[i]);
+  free_caches(s);
+  for (int i = 0; i < s->nretired; i++)
     leased_release(&s->retired[i]);
-  }
   leased_close(&s->lx);
   idgen_ulid_gen_free(s->ulid);
   idgen_uuid7_gen_free(s->uuid7);
