@@ -424,13 +424,58 @@ static void test_age(void **state) {
   idgen_snowflake_gen_free(g);
 }
 
+/* A cache over a generator bound to a file: lease: the filler never waits
+ * for a mark write while holding the lock that direct takes need; it asks
+ * the lease keeper for the mark and takes what is below the ceiling.  A
+ * layout of 64 IDs a millisecond and a mark step of 1 s: 150000 IDs need
+ * several marks; every take succeeds, in order. */
+static void test_bound_to_a_lease(void **state) {
+  (void)state;
+  char dir[] = "/tmp/idgen-cached-test-XXXXXX", uri[64], err[300];
+  assert_non_null(mkdtemp(dir));
+  snprintf(uri, sizeof uri, "file:%s", dir);
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t l = tu_layout("time:41@1ms,worker:4,sequence:6,epoch=1288834974657");
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+  idgen_lease_t *lease = NULL;
+  idgen_snowflake_gen_t *g = NULL;
+  if (idgen_registry_bind(r, &l, &s, NULL, 0, -1, &lease, &g, err, sizeof err) != 0)
+    fail_msg("bind: %s", err);
+  idgen_cached_settings_t cs;
+  idgen_cached_settings_init(&cs);
+  cs.boost_power = 6; /* 4096 slots */
+  idgen_cached_gen_t *c = cache_of(g, &cs);
+  size_t n = tu_scaled(150000);
+  uint64_t prev = 0, id;
+  for (size_t i = 0; i < n; i++) {
+    int rc = idgen_cached_gen_take(c, &id);
+    if (rc != 0)
+      fail_msg("take %zu: %s", i, idgen_strerror(rc));
+    if (id <= prev)
+      fail_msg("take %zu: %llu not above %llu", i, (unsigned long long)id, (unsigned long long)prev);
+    prev = id;
+  }
+  idgen_snowflake_lease_status_t st;
+  idgen_snowflake_gen_lease_status(g, &st);
+  assert_true(st.valid);
+  assert_true(st.mark_writes >= 2);
+  idgen_cached_gen_free(c);
+  idgen_snowflake_gen_free(g);
+  idgen_lease_release(lease);
+  idgen_registry_close(r);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(0, system(cmd));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_settings_refused),  cmocka_unit_test(test_filled_within_borrow),
       cmocka_unit_test(test_wait_policy),       cmocka_unit_test(test_direct_policy),
       cmocka_unit_test(test_two_threads_order), cmocka_unit_test(test_fenced_empties),
       cmocka_unit_test(test_fork),              cmocka_unit_test(test_processes),
-      cmocka_unit_test(test_age),
+      cmocka_unit_test(test_age),               cmocka_unit_test(test_bound_to_a_lease),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -128,6 +128,16 @@ static uint64_t issuable_now(const idgen_snowflake_gen_t *g) {
   uint64_t start = atomic_load_explicit(&g->next, memory_order_relaxed);
   if ((start >> g->seq_bits) < x) /* a new tick, with the largest random start */
     start = (x << g->seq_bits) | (g->random_start ? g->seq_mask >> 1 : 0);
+  /* Values above a bound generator's ceiling would wait for a mark write,
+   * holding fill_mu and with it any take that falls back to the generator
+   * (an event loop's): ask the lease keeper for the mark without waiting,
+   * and take only what is below the ceiling now. */
+  uint64_t ceiling = atomic_load_explicit(&g->ceiling, memory_order_acquire);
+  if (lim > ceiling) {
+    if (g->bind != NULL && start <= lim)
+      g->bind->wait((idgen_snowflake_gen_t *)g, lim, -1); /* a poke: never waits */
+    lim = ceiling;
+  }
   return start > lim ? 0 : lim - start + 1;
 }
 
