@@ -635,11 +635,17 @@ IDGEN_API int idgen_cached_gen_take_n(idgen_cached_gen_t *c, uint64_t *ids, size
 
 /* As take_n, never sleeping (for event loops): when the ring cannot serve
  * n and the policy is DIRECT, the generator's next_n_async for the rest,
- * with IDGEN_EAGAIN and *w: call idgen_snowflake_gen_resume(g, w, ids) on
- * the cache's generator with the same ids when w->due_ns has come.  WAIT
- * acts as FAIL here. */
+ * with IDGEN_EAGAIN and *w: call idgen_cached_gen_resume() with the same ids
+ * when w->due_ns has come (not the generator's resume: a call that waited
+ * for a mark write must take what the ring holds first).  WAIT acts as FAIL
+ * here. */
 IDGEN_API int idgen_cached_gen_take_n_async(idgen_cached_gen_t *c, uint64_t *ids, size_t n,
                                             idgen_snowflake_wait_t *w);
+/* Resumes a take_n_async that returned IDGEN_EAGAIN: 0 with ids[0..n),
+ * IDGEN_EAGAIN again (w->due_ns updated), or an error (the IDs it had taken
+ * are lost, never handed out). */
+IDGEN_API int idgen_cached_gen_resume(idgen_cached_gen_t *c, idgen_snowflake_wait_t *w,
+                                      uint64_t *ids);
 
 typedef struct idgen_cached_stats {
   uint64_t slots;            /* the ring's size */

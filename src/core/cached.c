@@ -393,6 +393,39 @@ static inline int take(idgen_cached_gen_t *c, uint64_t *ids, size_t n, idgen_sno
 
 int idgen_cached_gen_take(idgen_cached_gen_t *c, uint64_t *id) { return take(c, id, 1, NULL); }
 
+int idgen_cached_gen_resume(idgen_cached_gen_t *c, idgen_snowflake_wait_t *w, uint64_t *ids) {
+  if (IDGEN_UNLIKELY(c->fork_gen != idgen__fork_gen()))
+    return IDGEN_EFORKED;
+  /* Values reserved when the call began (under fill_mu): below everything
+   * the filler has put in the ring since; the generator issues them. */
+  if (w->phase == PHASE_RESERVED)
+    return idgen_snowflake_gen_resume(c->g, w, ids);
+  /* Nothing reserved (it waited for a mark write): what it claims now must
+   * be claimed as a direct take claims, under fill_mu, the ring's ready IDs
+   * first -- the filler may have put there IDs below anything the generator
+   * issues now.  Claiming from the generator alone here would hand out IDs
+   * above ring IDs that a later take then gets (the attack on this code
+   * found such replies going backwards).  The call keeps its budget. */
+  int64_t start_ns = w->start_ns, deadline_ns = w->deadline_ns, charged_ns = w->charged_ns;
+  size_t off = w->offset, rest = w->n;
+  pthread_mutex_lock(&c->fill_mu);
+  int64_t m = claim_ready(c, ids + off, rest);
+  int rc = m < 0 ? (int)m : 0;
+  if (m >= 0 && (size_t)m < rest) {
+    rc = idgen_snowflake_gen_next_n_async(c->g, ids + off + m, rest - (size_t)m, w);
+    w->offset = off + (size_t)m;
+    if (rc == IDGEN_EAGAIN) { /* the first call's budget, not a new one */
+      w->charged_ns += charged_ns;
+      w->start_ns = start_ns;
+      w->deadline_ns = deadline_ns;
+      if (w->charged_ns > deadline_ns - start_ns)
+        rc = w->phase == PHASE_RESERVED ? IDGEN_ECLOCK : IDGEN_EMARK;
+    }
+  }
+  pthread_mutex_unlock(&c->fill_mu);
+  return rc;
+}
+
 int idgen_cached_gen_take_n(idgen_cached_gen_t *c, uint64_t *ids, size_t n) {
   return take(c, ids, n, NULL);
 }

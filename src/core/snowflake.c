@@ -119,7 +119,6 @@ static int refuse(idgen_snowflake_gen_t *g) {
  * cannot fit in its budget takes nothing: IDGEN_ECLOCK, or IDGEN_EBATCH when
  * a smaller batch would have fitted.
  */
-enum { PHASE_CLAIM = 0, PHASE_RESERVED = 1 };
 enum { CL_NOW, CL_RESERVED, CL_MARK, CL_STALE };
 
 /* The budget of a call whose first reading is Unix ms `ms`. */

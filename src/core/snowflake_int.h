@@ -58,6 +58,10 @@ struct idgen_snowflake_gen {
   _Atomic uint64_t sequence_exhausted;
 };
 
+/* idgen_snowflake_wait_t.phase: nothing taken yet (the call claims when it
+ * runs), or values reserved (w->first..w->last) that it issues when due. */
+enum { PHASE_CLAIM = 0, PHASE_RESERVED = 1 };
+
 /* The wall clock in ns of g (injected or system). */
 static inline int64_t idgen__sf_now_ns(const idgen_snowflake_gen_t *g) {
   if (g->clock.now_ns != NULL)

@@ -107,6 +107,8 @@ typedef struct serve_parked {
   struct serve_parked *prev, *next;    /* the loop's list */
   struct serve_conn *c;
   idgen_snowflake_gen_t *g;          /* the generator it waits on */
+  idgen_cached_gen_t *cache;         /* with --cache, the cache it came from (resumed
+                                      * through it), else NULL */
   idgen_snowflake_wait_t wait;
   int64_t due_mono_ns;           /* wait.due_ns on CLOCK_MONOTONIC: a step of the
                                   * wall clock must not move the wake-up */
