@@ -35,10 +35,12 @@ ip link add b0 type bridge && ip link set b0 address 02:00:00:ab:cd:ef &&
   ip addr add 192.0.2.7/24 dev b0 && ip addr add 172.16.5.9/24 dev b0 && ip link set b0 up ||
   { echo "SKIP: cannot make a bridge interface in the namespace"; exit 77; }
 
-id=$("$IDGEN" snowflake --layout sonyflake --node machine=@ip)
+id=$("$IDGEN" snowflake --layout sonyflake --node machine=@ip 2>/dev/null)
 [[ $(fields sonyflake "$id") == *'"machine":1289'* ]] && ok ||
   bad "@ip on sonyflake: machine 1289 (Sonyflake's lower 16 bits of 172.16.5.9): $(fields sonyflake "$id")"
-id=$("$IDGEN" snowflake --node datacenter=2 --node worker=@mac)
+id=$("$IDGEN" snowflake --node datacenter=2 --node worker=@mac 2>"$tmp/warn")
+grep -q "^idgen: warning: node values from the host (worker=@mac b0 02:00:00:ab:cd:ef -> 15) are unchecked" \
+  "$tmp/warn" && ok || bad "snowflake says the host value is unchecked: $(cat "$tmp/warn")"
 [[ $(fields twitter "$id") == *'"datacenter":2,"worker":15'* ]] && ok ||
   bad "@mac on twitter: worker 15: $(fields twitter "$id")"
 out=$("$IDGEN" snowflake --registry "file:$tmp/reg" --node datacenter=@ip 2>&1)

@@ -85,6 +85,11 @@ int cmd_snowflake(int argc, char **argv) {
     settings_free(&set);
     return rc == 1 ? EXIT_OK : EXIT_USAGE;
   }
+  if (set.host_nodes[0] != '\0') /* said, as the daemon says it at start */
+    cli_error("warning: node values from the host (%s) are unchecked: another process on this "
+              "host, or another host, with the same values makes the same IDs; a registry "
+              "(--registry file:DIR or postgres://...) leases node values and checks them",
+              set.host_nodes);
   int64_t n = own.n;
   int json = own.json;
   const idgen_layout_t *l = &set.layout;

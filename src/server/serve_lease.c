@@ -205,9 +205,10 @@ int serve_make_generators(serve_daemon_t *s) {
 void serve_lease_start(serve_daemon_t *s) {
   if (s->cfg->s.host_nodes[0] != '\0')
     log_event("warn", "node_from_host",
-              "nodes=\"%s\" reason=\"unchecked: another host whose address has the same low "
-              "bits makes the same IDs; a registry (--registry file:DIR or postgres://...) "
-              "leases node values and checks them\"",
+              "nodes=\"%s\" reason=\"unchecked: another process on this host, or another "
+              "host whose address has the same low bits, with the same node values makes the "
+              "same IDs; a registry (--registry file:DIR or postgres://...) leases node values "
+              "and checks them\"",
               s->cfg->s.host_nodes);
   log_lease(s, "lease");
   if (s->lx.lease != NULL) {
