@@ -283,8 +283,9 @@ static inline int take_ring(idgen_cached_gen_t *c, uint64_t *ids, size_t n, int 
   if (IDGEN_UNLIKELY(state_of(c->g, ids[n - 1]) >
                      atomic_load_explicit(&c->g->ceiling, memory_order_relaxed)))
     return fenced(c);
-  uint64_t t = atomic_load_explicit(&c->tail, memory_order_relaxed);
-  if (IDGEN_UNLIKELY(t - (h + n) < c->low_water) && poke)
+  /* Signed: a stale tail below our claim means the ring is low too. */
+  int64_t left = (int64_t)(atomic_load_explicit(&c->tail, memory_order_relaxed) - (h + n));
+  if (IDGEN_UNLIKELY(left < (int64_t)c->low_water) && poke)
     poke_filler(c);
   if (IDGEN_UNLIKELY(((h + n) & 1023) < n)) /* one take in about 1024 */
     sample_age(c, ids[0]);
