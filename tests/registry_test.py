@@ -10,7 +10,7 @@ every backend (see contract()): 32 processes at once, kill -9 of a holder, a
 restart under a clock stepped back 10 s (libfaketime), the field choice and
 a full pool, `idgen registry list|free`, every pair of lease fields.  The
 other groups test what one backend alone has: `file` (a lock file replaced
-under a daemon, start time), `pg` (free --force fencing a live holder,
+under a daemon, start time), `pg` (free --force fencing a live holder, starters waiting for the schema lock,
 PostgreSQL stopped or paused under a daemon, hostile defaults), `swap` and
 `faults` (a file: holder paused, its lock removed, failing mark writes),
 `mix` (holders of every lease field mixed, with removed records).  Prints
@@ -1018,6 +1018,47 @@ def hostile_defaults(pg, label):
     lock.wait()
 
 
+def schema_wait(pg, label):
+    """Starters on an empty database while another session holds the schema
+    lock (a server slow to create the tables, as under load in CI): they
+    wait for it on their side instead of failing at lock_timeout (2 s), and
+    all start once it is let go."""
+    r = subprocess.run(["psql", "-q", "-X", pg.uri, "-c", "CREATE DATABASE schema_wait"],
+                       capture_output=True, text=True)
+    if not check("%s: an empty database" % label, r.returncode == 0, r.stderr):
+        return
+    uri = pg.uri.rsplit("/", 1)[0] + "/schema_wait"
+    lock = subprocess.Popen(["psql", "-q", "-X", uri, "-c",
+                             "BEGIN; SELECT pg_advisory_xact_lock(7283920174628301);"
+                             " SELECT pg_sleep(3.5); COMMIT;"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    t = time.monotonic()
+    procs = [subprocess.Popen([IDGEN, "snowflake", "-n", "5", "--registry", uri, "--datacenter",
+                               "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    took = time.monotonic() - t
+    lock.wait()
+    ids = [int(x) for o, _ in outs for x in o.split()]
+    check("%s: 4 starters waited %.1f s for the schema lock (held 3 s more), then each made 5 IDs"
+          % (label, took), all(p.returncode == 0 for p in procs) and len(set(ids)) == 20
+          and took > 2.5, [e for _, e in outs if e])
+    # The same for the pool row's insert: idgen_pools locked against writes
+    # for 3.5 s (by hand here; a slow commit of another starter's insert).
+    lock = subprocess.Popen(["psql", "-q", "-X", uri, "-c",
+                             "BEGIN; LOCK TABLE idgen_pools IN EXCLUSIVE MODE;"
+                             " SELECT pg_sleep(3.5); COMMIT;"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    t = time.monotonic()
+    r = idgen("snowflake", "--registry", uri, "--layout", "sonyflake")
+    took = time.monotonic() - t
+    lock.wait()
+    check("%s: a starter of a new pool waited %.1f s for idgen_pools (locked 3 s more)"
+          % (label, took), r.returncode == 0 and took > 2.5, r.stderr)
+
+
 # -------------------------------------------------------------------- main
 
 
@@ -1127,6 +1168,7 @@ def main():
                 node_above_time(pg.uri, "postgres node above time")
                 clock_skew(pg, "postgres clock skew")
                 hostile_defaults(pg, "postgres hostile defaults")
+                schema_wait(pg, "postgres schema lock")
             finally:
                 pg.stop()
     finally:

@@ -48,6 +48,10 @@
  * autocommitted (durable on return: synchronous_commit is turned back on if
  * the server has it off).
  *
+ * The tables are made by the first starter, under an advisory lock that
+ * others try and, while it is held, wait for on this side (lock_timeout
+ * would fail them on the server while a slow server makes the tables).
+ *
  * One connection per registry, guarded by a mutex: a bound generator's
  * thread renews while others acquire or list.  A statement that gets no
  * answer within QUERY_TIMEOUT_MS drops the connection (the next operation
@@ -75,6 +79,8 @@
 #define QUERY_TIMEOUT_MS 5000 /* per statement, on this side; the server's is 4 s */
 #define ACQUIRE_ROUNDS 64     /* rescans of a pool after lost races or a start wait */
 #define LIST_PAGE "500"
+#define LOCK_WAIT_MS 30000    /* for another starter's schema or pool row */
+#define LOCK_POLL_MS 20
 
 typedef struct pg {
   pthread_mutex_t mu; /* guards the rest */
@@ -110,9 +116,12 @@ static const char SQL_EXISTS[] =
     " AND tgrelid = to_regclass('idgen_nodes'))";
 
 /* The schema, made once under an advisory lock (many processes may start
- * at once).  Statements run in order in one transaction. */
+ * at once), taken with pg_try_: a starter never waits for it inside the
+ * server, where lock_timeout (2 s) would fail it while a slow server
+ * creates the tables for another (pg_create_schema waits on this side).
+ * The other statements run in order in the same transaction. */
+static const char SQL_SCHEMA_LOCK[] = "SELECT pg_try_advisory_xact_lock(7283920174628301)";
 static const char *const SQL_SCHEMA[] = {
-    "SELECT pg_advisory_xact_lock(7283920174628301)",
     "CREATE TABLE IF NOT EXISTS idgen_pools ("
     " pool text PRIMARY KEY,"
     " layout text NOT NULL,"
@@ -468,20 +477,48 @@ static int pg_query(pg_t *pg, PGresult **out, const char *sql, int n, const char
   return rc;
 }
 
+/* pg_query for a statement that waits for other starters' transactions
+ * (the pool row's insert): one that meets lock_timeout (55P03; a server so
+ * slow that another's commit took 2 s) is sent again, LOCK_POLL_MS apart
+ * with pg->mu let go, for up to LOCK_WAIT_MS.  Call with pg->mu held. */
+static int pg_query_patient(pg_t *pg, PGresult **out, const char *sql, int n,
+                            const char *const *v, char *err, size_t errlen) {
+  char state[6] = "";
+  int64_t deadline = idgen__mono_ms() + LOCK_WAIT_MS;
+  for (;;) {
+    int rc = pg_query(pg, out, sql, n, v, 1, state, err, errlen);
+    if (rc == 0 || strcmp(state, "55P03") != 0 || idgen__mono_ms() >= deadline)
+      return rc;
+    pg_unlock(pg);
+    struct timespec t = {0, LOCK_POLL_MS * 1000000L};
+    nanosleep(&t, NULL);
+    pg_lock(pg);
+  }
+}
+
 static int64_t pg_i64(const PGresult *res, int row, int col) {
   return PQgetisnull(res, row, col) ? 0 : strtoll(PQgetvalue(res, row, col), NULL, 10);
 }
 
 /* ---- open, close ------------------------------------------------------------- */
 
-/* Runs SQL_SCHEMA in one transaction.  0, or the first failure. */
+/* Runs SQL_SCHEMA in one transaction: 0, 1 if another session holds the
+ * schema lock or a statement met lock_timeout (55P03; nothing was done:
+ * try again), or the first failure. */
 static int pg_schema_txn(pg_t *pg, char *err, size_t errlen) {
   PGresult *res;
+  char state[6] = "";
   int rc = pg_query(pg, &res, "BEGIN", 0, NULL, 1, NULL, err, errlen);
   PQclear(res);
-  for (int i = 0; rc == 0 && SQL_SCHEMA[i]; i++) {
-    rc = pg_query(pg, &res, SQL_SCHEMA[i], 0, NULL, 0, NULL, err, errlen);
+  if (rc == 0 && (rc = pg_query(pg, &res, SQL_SCHEMA_LOCK, 0, NULL, 0, NULL, err, errlen)) == 0) {
+    rc = PQgetvalue(res, 0, 0)[0] == 't' ? 0 : 1;
     PQclear(res);
+  }
+  for (int i = 0; rc == 0 && SQL_SCHEMA[i]; i++) {
+    rc = pg_query(pg, &res, SQL_SCHEMA[i], 0, NULL, 0, state, err, errlen);
+    PQclear(res);
+    if (rc < 0 && strcmp(state, "55P03") == 0)
+      rc = 1;
   }
   if (pg->conn != NULL) {
     PGresult *end = NULL;
@@ -494,15 +531,30 @@ static int pg_schema_txn(pg_t *pg, char *err, size_t errlen) {
   return rc;
 }
 
+/* Makes the schema if it is missing.  Another starter making it holds the
+ * schema lock: wait on this side, LOCK_POLL_MS between looks, at most
+ * LOCK_WAIT_MS (its transaction is a few statements; a server slow
+ * enough to take longer is named in the error). */
 static int pg_create_schema(pg_t *pg, char *err, size_t errlen) {
   PGresult *res;
-  int rc = pg_query(pg, &res, SQL_EXISTS, 0, NULL, 1, NULL, err, errlen);
-  if (rc < 0)
-    return rc;
-  int exists = PQgetvalue(res, 0, 0)[0] == 't';
-  PQclear(res);
-  if (!exists && (rc = pg_schema_txn(pg, err, errlen)) < 0)
-    return rc;
+  int rc;
+  for (int64_t deadline = idgen__mono_ms() + LOCK_WAIT_MS;;) {
+    if ((rc = pg_query(pg, &res, SQL_EXISTS, 0, NULL, 1, NULL, err, errlen)) < 0)
+      return rc;
+    int exists = PQgetvalue(res, 0, 0)[0] == 't';
+    PQclear(res);
+    if (exists || (rc = pg_schema_txn(pg, err, errlen)) == 0)
+      break;
+    if (rc < 0)
+      return rc;
+    if (idgen__mono_ms() >= deadline)
+      return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                        PFX "another session has been creating idgen's tables for %d ms (it "
+                            "holds advisory lock 7283920174628301): is the server overloaded?",
+                        LOCK_WAIT_MS);
+    struct timespec t = {0, LOCK_POLL_MS * 1000000L};
+    nanosleep(&t, NULL);
+  }
   char state[6] = "";
   rc = pg_query(pg, &res, SQL_CHECK, 0, NULL, 1, state, err, errlen);
   PQclear(res);
@@ -694,11 +746,11 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
                         "(their marks are kept)",
                     legacy_held);
   if (rc == 0)
-    rc = pg_query(pg, &res, SQL_POOL, 3, pv, 1, NULL, err, errlen);
+    rc = pg_query_patient(pg, &res, SQL_POOL, 3, pv, err, errlen);
   PQclear(res);
   res = NULL;
   if (rc == 0 && legacy > 0)
-    rc = pg_query(pg, &res, SQL_POOL_RAISE, 3, pv, 1, NULL, err, errlen);
+    rc = pg_query_patient(pg, &res, SQL_POOL_RAISE, 3, pv, err, errlen);
   pg_unlock(pg);
   PQclear(res);
   if (rc < 0)
