@@ -1,6 +1,6 @@
 """The worker-ID registry end to end (SPEC G1, G4, G6 and section 8).
 
-Usage: python3 tests/registry_test.py PATH/TO/idgen [contract file|contract postgres|file|pg|swap|faults|mix]...
+Usage: python3 tests/registry_test.py PATH/TO/idgen [contract file|postgres|etcd|file|pg|etcd|swap|faults|mix]...
 
 Runs the real `idgen snowflake` and `idgen serve` against a file: registry
 in a temporary directory and against a throwaway PostgreSQL that it starts
@@ -33,7 +33,7 @@ import time
 import checks  # tests/checks.py: the tally
 
 if len(sys.argv) < 2:
-    sys.exit("usage: registry_test.py PATH/TO/idgen [contract file|contract postgres|file|pg|swap|faults|mix]...")
+    sys.exit("usage: registry_test.py PATH/TO/idgen [contract file|postgres|etcd|file|pg|etcd|swap|faults|mix]...")
 IDGEN = os.path.abspath(sys.argv[1])
 GROUPS = sys.argv[2:] or ["file", "pg"]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -789,6 +789,45 @@ class Postgres:
         self.ctl("stop")
 
 
+class Etcd:
+    """A throwaway etcd cluster of `members` (tests/etcd_server.sh) on free
+    ports below the ephemeral range."""
+
+    def __init__(self, members=1, name="etcd"):
+        self.dir = os.path.join(TMP, name)
+        self.members = members
+        for port in range(22000 + (os.getpid() * 7) % 2900 * 2, 32000, 2):
+            if all(port_free(port + j) for j in range(2 * members)):
+                break
+        r = subprocess.run([os.path.join(HERE, "etcd_server.sh"), "start", self.dir, str(port),
+                            str(members)], capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError("etcd_server.sh start: " + r.stderr)
+        self.uri = r.stdout.strip().splitlines()[-1]
+
+    def ctl(self, *args):
+        r = subprocess.run([os.path.join(HERE, "etcd_server.sh"), args[0], self.dir] +
+                           [str(a) for a in args[1:]], capture_output=True, text=True,
+                           timeout=120)
+        if r.returncode != 0:
+            print(r.stderr)
+        return r.stdout.strip() if r.returncode == 0 else None
+
+    def stop(self):
+        self.ctl("stop")
+
+
+def port_free(port):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 def pg_outage(pg, label):
     """PostgreSQL stopped under a daemon: it issues until its lease can no
     longer be shown valid (or its mark is reached), then answers 503; the
@@ -1071,6 +1110,10 @@ BACKENDS = {
     "file": {"kill9": ([], 0.0), "held": "locked by a live process"},
     "postgres": {"kill9": (["--lease-ttl-ms", "2000"], 4.0),
                  "held": r"is held by \S+ \(its lease expires in"},
+    # An etcd lease of TTL + quarantine (4 s); etcd's leader looks for
+    # expired leases every 500 ms.
+    "etcd": {"kill9": (["--lease-ttl-ms", "2000"], 4.7),
+             "held": r"is held by \S+ \(its lease expires in"},
 }
 
 
@@ -1121,6 +1164,12 @@ def main():
             backend = GROUPS[GROUPS.index("contract") + 1]
             if backend == "file":
                 contract("file", "file:" + os.path.join(TMP, "reg-contract"))
+            elif backend == "etcd":
+                etcd = Etcd()
+                try:
+                    contract("etcd", etcd.uri)
+                finally:
+                    etcd.stop()
             else:
                 pg = Postgres()
                 try:

@@ -15,7 +15,7 @@
 
 static const idgen__registry_ops_t *const backends[] = {
     &idgen__registry_static, &idgen__registry_file, &idgen__registry_postgres,
-    &idgen__registry_postgresql};
+    &idgen__registry_postgresql, &idgen__registry_etcd};
 
 /* The backend for uri's scheme, with *rest after its colon; NULL with a
  * message if the scheme is unknown or the backend of another version. */
@@ -41,7 +41,7 @@ static const idgen__registry_ops_t *backend_of(const char *uri, const char **res
     return ops;
   }
   idgen__err(err, errlen, IDGEN_EINVAL,
-             "registry: unknown scheme in \"%s\" (known: static, file:DIR, postgres://...)",
+             "registry: unknown scheme in \"%s\" (known: static, file:DIR, postgres://..., etcd://HOST:PORT)",
              IDGEN_QUOTE(uri, strlen(uri), '"', 100));
   return NULL;
 }

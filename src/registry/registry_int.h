@@ -74,7 +74,7 @@ int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, ch
 #define IDGEN__REGISTRY_OPS_VERSION 1
 typedef struct idgen__registry_ops {
   int version;
-  const char *scheme;         /* "static", "file", "postgres" */
+  const char *scheme;         /* "static", "file", "postgres", "etcd" */
   int64_t mark_step_ms;       /* default mark step; 0: the lease's TTL */
   int expires;                /* leases expire unless renewed (network
                                * registries); 0: held while the process lives */
@@ -125,7 +125,7 @@ struct idgen_lease {
 extern const idgen__bind_ops_t idgen__lease_bind;
 
 extern const idgen__registry_ops_t idgen__registry_static, idgen__registry_file,
-    idgen__registry_postgres, idgen__registry_postgresql;
+    idgen__registry_postgres, idgen__registry_postgresql, idgen__registry_etcd;
 
 /* file: records (registry_file.c).  A tuple's lock file holds
  * "idgen-lease v2 generation=N mark_ms=M key=K holder=H" (K: 16 hex

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# etcd_server.sh -- a throwaway etcd 3.4 cluster on loopback for the etcd://
+# registry tests (tests/registry_test.py).
+#
+#   tests/etcd_server.sh start DIR PORT [N]  N members (default 1) with data
+#                                            under DIR (created; must not exist,
+#                                            or be left over from an earlier
+#                                            start); member I listens for
+#                                            clients on 127.0.0.1:PORT+2I and for
+#                                            peers on PORT+2I+1; waits until the
+#                                            cluster has a leader and prints the
+#                                            registry URI on stdout:
+#                                            etcd://127.0.0.1:PORT[,...]
+#   tests/etcd_server.sh stop DIR            stop every member and remove DIR
+#   tests/etcd_server.sh kill DIR I          SIGKILL member I
+#   tests/etcd_server.sh restart DIR I       start member I again on its data
+#   tests/etcd_server.sh pause DIR I         SIGSTOP member I
+#   tests/etcd_server.sh resume DIR I        SIGCONT member I
+#   tests/etcd_server.sh leader DIR          print the index of the leader
+#
+# Everything but the URI and the leader goes to stderr; member I's log is
+# DIR/mI.log.
+set -euo pipefail
+
+MARK=.idgen-etcd-server # marks a DIR this script made, so that only such a DIR is removed
+
+die() {
+  echo "etcd_server.sh: $*" >&2
+  exit 1
+}
+
+usage() {
+  echo "usage: $0 start DIR PORT [N] | stop DIR | kill|restart|pause|resume DIR I | leader DIR" >&2
+  exit 2
+}
+
+command -v etcd >/dev/null || die "etcd not found (scripts/install-deps.sh installs etcd-server)"
+
+port_busy() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# Member I's command line; $3: new or existing.
+member_args() {
+  local dir=$1 i=$2 state=$3 port n cluster="" j
+  port=$(cat "$dir/port")
+  n=$(cat "$dir/members")
+  for ((j = 0; j < n; j++)); do
+    cluster+="${cluster:+,}m$j=http://127.0.0.1:$((port + 2 * j + 1))"
+  done
+  echo --name "m$i" --data-dir "$dir/m$i.data" \
+    --listen-client-urls "http://127.0.0.1:$((port + 2 * i))" \
+    --advertise-client-urls "http://127.0.0.1:$((port + 2 * i))" \
+    --listen-peer-urls "http://127.0.0.1:$((port + 2 * i + 1))" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$((port + 2 * i + 1))" \
+    --initial-cluster "$cluster" --initial-cluster-state "$state" \
+    --initial-cluster-token "idgen-test-$port" \
+    --heartbeat-interval 50 --election-timeout 500
+}
+
+start_member() {
+  local dir=$1 i=$2 state=$3
+  # shellcheck disable=SC2046 # the arguments have no spaces
+  setsid etcd $(member_args "$dir" "$i" "$state") >>"$dir/m$i.log" 2>&1 </dev/null &
+  echo $! >"$dir/m$i.pid"
+}
+
+# Waits until member I answers /health with a leader (at most 20 s).
+wait_healthy() {
+  local dir=$1 i=$2 port
+  port=$(cat "$dir/port")
+  for _ in $(seq 1 200); do
+    if curl -s -m 1 "http://127.0.0.1:$((port + 2 * i))/health" 2>/dev/null | grep -q '"health":"true"'; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  tail -n 20 "$dir/m$i.log" >&2
+  die "member $i of $dir did not become healthy in 20 s"
+}
+
+uri() {
+  local dir=$1 port n u="" j
+  port=$(cat "$dir/port")
+  n=$(cat "$dir/members")
+  for ((j = 0; j < n; j++)); do
+    u+="${u:+,}127.0.0.1:$((port + 2 * j))"
+  done
+  echo "etcd://$u"
+}
+
+stop_all() {
+  local dir=$1 f pid
+  for f in "$dir"/m*.pid; do
+    [ -e "$f" ] || continue
+    pid=$(cat "$f")
+    kill -CONT "$pid" 2>/dev/null || true
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  for f in "$dir"/m*.pid; do
+    [ -e "$f" ] || continue
+    pid=$(cat "$f")
+    for _ in $(seq 1 50); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+  done
+}
+
+cmd=${1:-}
+dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || usage
+case $cmd in
+start)
+  port=${3:-}
+  n=${4:-1}
+  [[ $port =~ ^[0-9]+$ ]] && [[ $n =~ ^[1-9]$ ]] || usage
+  if [ -e "$dir" ]; then
+    [ -e "$dir/$MARK" ] || die "$dir exists and is not a directory this script made"
+    stop_all "$dir"
+    rm -rf "$dir"
+  fi
+  for ((j = 0; j < 2 * n; j++)); do
+    ! port_busy $((port + j)) || die "port $((port + j)) is in use"
+  done
+  mkdir -p "$dir"
+  touch "$dir/$MARK"
+  echo "$port" >"$dir/port"
+  echo "$n" >"$dir/members"
+  for ((j = 0; j < n; j++)); do
+    start_member "$dir" "$j" new
+  done
+  for ((j = 0; j < n; j++)); do
+    wait_healthy "$dir" "$j"
+  done
+  uri "$dir"
+  ;;
+stop)
+  [ -e "$dir" ] || exit 0
+  [ -e "$dir/$MARK" ] || die "$dir is not a directory this script made"
+  stop_all "$dir"
+  rm -rf "$dir"
+  ;;
+kill | pause | resume)
+  i=${3:-}
+  [[ $i =~ ^[0-9]$ ]] || usage
+  sig=KILL
+  [ "$cmd" = pause ] && sig=STOP
+  [ "$cmd" = resume ] && sig=CONT
+  kill -$sig "$(cat "$dir/m$i.pid")"
+  if [ "$cmd" = kill ]; then
+    pid=$(cat "$dir/m$i.pid")
+    for _ in $(seq 1 50); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+  fi
+  ;;
+restart)
+  i=${3:-}
+  [[ $i =~ ^[0-9]$ ]] || usage
+  start_member "$dir" "$i" existing
+  wait_healthy "$dir" "$i"
+  ;;
+leader)
+  port=$(cat "$dir/port")
+  n=$(cat "$dir/members")
+  for ((j = 0; j < n; j++)); do
+    s=$(curl -s -m 1 -X POST -d '{}' "http://127.0.0.1:$((port + 2 * j))/v3/maintenance/status" 2>/dev/null) || continue
+    python3 -c '
+import json, sys
+s = json.loads(sys.argv[1])
+sys.exit(0 if s.get("leader") and s["leader"] == s["header"]["member_id"] else 1)' "$s" && {
+      echo "$j"
+      exit 0
+    }
+  done
+  die "no member says it is the leader"
+  ;;
+*)
+  usage
+  ;;
+esac
