@@ -1,19 +1,23 @@
 """The worker-ID registry end to end (SPEC G1, G4, G6 and section 8).
 
-Usage: python3 tests/registry_test.py PATH/TO/idgen [contract file|postgres|etcd|file|pg|etcd|swap|faults|mix]...
+Usage: python3 tests/registry_test.py PATH/TO/idgen [contract file|postgres|etcd] [file|pg|etcd|swap|faults|mix]...
 
 Runs the real `idgen snowflake` and `idgen serve` against a file: registry
-in a temporary directory and against a throwaway PostgreSQL that it starts
-on loopback with tests/pg_server.sh (as the postgres user) and stops at the
-end.  `contract BACKEND` runs the registry contract, the same checks on
-every backend (see contract()): 32 processes at once, kill -9 of a holder, a
-restart under a clock stepped back 10 s (libfaketime), the field choice and
-a full pool, `idgen registry list|free`, every pair of lease fields.  The
-other groups test what one backend alone has: `file` (a lock file replaced
-under a daemon, start time), `pg` (free --force fencing a live holder, starters waiting for the schema lock,
-PostgreSQL stopped or paused under a daemon, hostile defaults), `swap` and
-`faults` (a file: holder paused, its lock removed, failing mark writes),
-`mix` (holders of every lease field mixed, with removed records).  Prints
+in a temporary directory, a throwaway PostgreSQL started on loopback with
+tests/pg_server.sh (as the postgres user) and a throwaway etcd cluster
+started with tests/etcd_server.sh, each stopped at the end.  `contract
+BACKEND` runs the registry contract, the same checks on every backend (see
+contract()): 32 processes at once, kill -9 of a holder, a restart under a
+clock stepped back 10 s (libfaketime), the field choice and a full pool,
+`idgen registry list|free`, every pair of lease fields.  The other groups
+test what one backend alone has: `file` (a lock file replaced under a
+daemon, start time), `pg` (free --force fencing a live holder, PostgreSQL
+stopped or paused under a daemon, hostile defaults, starters waiting for
+the schema lock), `etcd` (on 3 members: free --force fencing, a paused
+holder, clock skew, members and the leader killed under a daemon, the
+majority lost and back, authentication), `swap` and `faults` (a file:
+holder paused, its lock removed, failing mark writes), `mix` (holders of
+every lease field mixed, with removed records).  Prints
 one line per check and "N passed, M failed"; exits 1 if any check failed.
 """
 
@@ -33,9 +37,12 @@ import time
 import checks  # tests/checks.py: the tally
 
 if len(sys.argv) < 2:
-    sys.exit("usage: registry_test.py PATH/TO/idgen [contract file|postgres|etcd|file|pg|etcd|swap|faults|mix]...")
+    sys.exit("usage: registry_test.py PATH/TO/idgen [contract file|postgres|etcd] "
+             "[file|pg|etcd|swap|faults|mix]...")
 IDGEN = os.path.abspath(sys.argv[1])
 GROUPS = sys.argv[2:] or ["file", "pg"]
+# "contract BACKEND" names a backend, not a group.
+OTHER = [g for i, g in enumerate(GROUPS) if g != "contract" and (i == 0 or GROUPS[i - 1] != "contract")]
 HERE = os.path.dirname(os.path.abspath(__file__))
 TMP = tempfile.mkdtemp(prefix="idgen-registry-test-")
 os.chmod(TMP, 0o755)  # the postgres user reaches its data directory below
@@ -908,7 +915,7 @@ def pg_outage(pg, label):
           row and re.search(r" free ", row), r.stdout[-400:])
 
 
-def pg_pause(pg, label):
+def paused_holder(pg, label):
     """A holder paused (SIGSTOP) past TTL and quarantine: another process
     takes its worker ID; resumed, the paused one fails its next renewal or
     mark write on the fencing generation, stops issuing on that ID, and no
@@ -998,7 +1005,7 @@ def pg_remover(pg):
 
 
 def clock_skew(pg, label):
-    """A daemon whose clock is 20 s ahead of PostgreSQL's (libfaketime)
+    """A daemon whose clock is 20 s ahead of the registry's (libfaketime)
     refuses to start, naming both clocks (Twitter's server refused past 10 s
     from its peers); 3 s ahead, it starts and exports the skew it measured."""
     if not faketime_usable(label):
@@ -1010,13 +1017,15 @@ def clock_skew(pg, label):
               "--node", "datacenter=21", env=env("+20s"))
     check("%s: 20 s ahead: refused at start (exit 1), naming both clocks and max_clock_skew_ms" % label,
           r.returncode == 1 and re.search(r"this host's clock \(\S+\) is (19|20)\d{3} ms ahead of the "
-                                          r"registry's \(\S+, postgres://", r.stderr)
+                                          r"registry's \(\S+, %s://" % pg.uri.split(":")[0], r.stderr)
           and "max_clock_skew_ms (10000)" in r.stderr, (r.returncode, r.stderr))
     d = Daemon(label, ["--registry", pg.uri, "--node", "datacenter=21"], env=env("+3s"))
     st, body = d.get("/metrics")
     m = re.search(r"^idgen_registry_clock_skew_ms (-?\d+)", body or "", re.M)
+    # etcd's clock is an HTTP Date header: whole seconds.
+    slack = 1000 if pg.uri.startswith("etcd:") else 500
     check("%s: 3 s ahead: serves, and /metrics says idgen_registry_clock_skew_ms ~ 3000" % label,
-          d.ids(1) is not None and m and 2500 <= int(m.group(1)) <= 3500, m and m.group(0))
+          d.ids(1) is not None and m and abs(int(m.group(1)) - 3000) <= slack, m and m.group(0))
     d.stop()
     d = Daemon(label + "-off", ["--registry", pg.uri, "--node", "datacenter=21",
                                 "--max-clock-skew-ms", "0"], env=env("+20s"))
@@ -1098,6 +1107,87 @@ def schema_wait(pg, label):
           % (label, took), r.returncode == 0 and took > 2.5, r.stderr)
 
 
+def etcd_members(etcd, label):
+    """A daemon given every member of a 3-member cluster keeps its lease
+    (same worker ID, no lease lost) while the member it talks to is killed
+    and while the leader is killed; with two of three members down it
+    refuses (503) once its lease can no longer be shown valid, and serves
+    again, without a restart, when they return.  No ID repeats."""
+    d = Daemon(label, ["--registry", etcd.uri, "--node", "datacenter=17", "--lease-ttl-ms", "3000"])
+    ids = first_ids(d, 10, "%s: serves on a 3-member cluster" % label)
+    if ids is None:
+        return
+    w = worker_of(ids[0])
+    every = list(ids)
+
+    def still(what):
+        time.sleep(2.5)  # more than two renewals (every second)
+        got = d.ids(10) or []
+        every.extend(got)
+        check("%s: %s: still serves on worker ID %d, no lease lost" % (label, what, w),
+              got and worker_of(got[0]) == w and "event=lease_lost" not in d.log(),
+              d.log()[-600:])
+    etcd.ctl("kill", 0)  # the first endpoint: the one the daemon talks to
+    still("member 0 killed")
+    etcd.ctl("restart", 0)
+    leader = etcd.ctl("leader")
+    etcd.ctl("kill", leader)
+    still("the leader (member %s) killed" % leader)
+    etcd.ctl("restart", leader)
+    down = [i for i in range(3) if str(i) != etcd.ctl("leader")][:1] + [int(etcd.ctl("leader"))]
+    t = time.monotonic()
+    for i in down:
+        etcd.ctl("kill", i)
+
+    def refused():
+        st, _ = d.get("/id")
+        return st == 503
+    ok = wait_for(refused, 4.0, 0.05)
+    check("%s: two of three members down: refuses (503) within the TTL (3 s; %.1f s after the "
+          "kills)" % (label, time.monotonic() - t), ok, d.log()[-600:])
+    for i in down:
+        etcd.ctl("restart", i)
+    back = wait_for(lambda: d.ids(10), 15, 0.2)
+    every.extend(back or [])
+    check("%s: members back: serves again without a restart" % label, back, d.log()[-600:])
+    check("%s: no ID repeats, and they increase (%d IDs)" % (label, len(every)),
+          len(set(every)) == len(every) and every == sorted(every))
+    d.stop()
+
+
+def etcd_auth(etcd, label):
+    """With etcd's authentication on, a URI with USER:PASSWORD works, a
+    wrong password is refused naming the failure, and the password is never
+    shown."""
+    ep = etcd.uri[len("etcd://"):].split(",")[0]
+
+    def ctl(*args):
+        return subprocess.run(["etcdctl", "--endpoints", ep] + list(args), capture_output=True,
+                              text=True, env=dict(os.environ, ETCDCTL_API="3"))
+    r = ctl("user", "add", "root:s3cret")
+    r2 = ctl("auth", "enable")
+    if not check("%s: etcdctl user add, auth enable" % label, r.returncode == 0 and
+                 r2.returncode == 0, r.stderr + r2.stderr):
+        return
+    try:
+        uri = "etcd://root:s3cret@" + etcd.uri[len("etcd://"):]
+        d = Daemon(label, ["--registry", uri, "--node", "datacenter=18"])
+        check("%s: USER:PASSWORD in the URI: serves" % label, d.ids(5) is not None, d.log()[-300:])
+        check("%s: the password is not in the log" % label, "s3cret" not in d.log())
+        st, body = d.get("/info")
+        check("%s: nor in /info" % label, st == 200 and "s3cret" not in body)
+        d.stop()
+        r = idgen("snowflake", "--registry", "etcd://root:wrong@" + ep, "--datacenter", "18")
+        check("%s: a wrong password is refused, naming the failure" % label,
+              r.returncode == 1 and "authentication failed" in r.stderr and "wrong" not in r.stderr,
+              r.stderr)
+        r = idgen("snowflake", "--registry", etcd.uri, "--datacenter", "18")
+        check("%s: no user: refused, naming it" % label,
+              r.returncode == 1 and "user name is empty" in r.stderr, r.stderr)
+    finally:
+        ctl("--user", "root:s3cret", "auth", "disable")
+
+
 # -------------------------------------------------------------------- main
 
 
@@ -1135,7 +1225,7 @@ def contract(backend, uri):
     mix_pairs(uri, backend + " pairs")
 
 
-def pg_fence(pg, label):
+def fence_by_hand(pg, label):
     """`registry free --force` fences a live holder: at its next renewal (a
     third of the 10 s TTL) it stops issuing on that worker ID and leases
     another, and its log says so."""
@@ -1160,7 +1250,7 @@ def pg_fence(pg, label):
 
 def main():
     try:
-        if "contract" in GROUPS:  # registry_test.py IDGEN contract file|postgres
+        if "contract" in GROUPS:  # registry_test.py IDGEN contract file|postgres|etcd
             backend = GROUPS[GROUPS.index("contract") + 1]
             if backend == "file":
                 contract("file", "file:" + os.path.join(TMP, "reg-contract"))
@@ -1176,18 +1266,18 @@ def main():
                     contract("postgres", pg.uri)
                 finally:
                     pg.stop()
-        if "swap" in GROUPS:  # the daemon's lease thread, also under ThreadSanitizer
+        if "swap" in OTHER:  # the daemon's lease thread, also under ThreadSanitizer
             reg = "file:" + os.path.join(TMP, "reg-swap")
             swap(reg, "file lease replaced")
             swap(reg, "file lease replaced, cached", ["--cache"])
             kill9(reg, "file kill -9")
-        if "swap" in GROUPS or "faults" in GROUPS:  # a file: holder paused, its file removed, failing marks
+        if "swap" in OTHER or "faults" in OTHER:  # a file: holder paused, its file removed, failing marks
             reg = "file:" + os.path.join(TMP, "reg-faults")
             file_pause(reg, "file SIGSTOP")
             removed_while_alive(reg, "file lock removed")
             mark_fails_fast(reg, "file mark fails")
             parked_clock_step(reg, "parked clock step")
-        if "mix" in GROUPS:  # node tuples: holders of every lease field mixed, with removals
+        if "mix" in OTHER:  # node tuples: holders of every lease field mixed, with removals
             reg = "file:" + os.path.join(TMP, "reg-mix")
             mix_run(reg, "file mix", file_remover(reg))
             default_registry("default registry")
@@ -1196,7 +1286,7 @@ def main():
                 mix_run(pg.uri, "postgres mix", pg_remover(pg))
             finally:
                 pg.stop()
-        if "file" in GROUPS:  # what only file: has
+        if "file" in OTHER:  # what only file: has
             reg = "file:" + os.path.join(TMP, "reg")
             swap(reg, "file lease replaced")
             start = []
@@ -1208,12 +1298,23 @@ def main():
             start.sort()
             print("info file: daemon start to listening, median of 7: %.1f ms (min %.1f, max %.1f)"
                   % (start[3] * 1000, start[0] * 1000, start[-1] * 1000))
-        if "pg" in GROUPS:  # what only postgres:// has: expiry, fencing by hand, outages
+        if "etcd" in OTHER:
+            # what only etcd:// has: a cluster of 3 members, authentication
+            etcd = Etcd(members=3, name="etcd3")
+            try:
+                fence_by_hand(etcd, "etcd fence")
+                paused_holder(etcd, "etcd SIGSTOP")
+                clock_skew(etcd, "etcd clock skew")
+                etcd_members(etcd, "etcd members")
+                etcd_auth(etcd, "etcd auth")
+            finally:
+                etcd.stop()
+        if "pg" in OTHER:  # what only postgres:// has: expiry, fencing by hand, outages
             pg = Postgres()
             try:
-                pg_fence(pg, "postgres fence")
+                fence_by_hand(pg, "postgres fence")
                 pg_outage(pg, "postgres outage")
-                pg_pause(pg, "postgres SIGSTOP")
+                paused_holder(pg, "postgres SIGSTOP")
                 node_above_time(pg.uri, "postgres node above time")
                 clock_skew(pg, "postgres clock skew")
                 hostile_defaults(pg, "postgres hostile defaults")

@@ -506,20 +506,53 @@ typedef struct record {
   char holder[IDGEN_HOLDER_MAX];
 } record_t;
 
+/* Digits only, at least one and at most max: their value, or -1. */
+static int64_t digits(const char *s, size_t n, size_t max) {
+  if (n == 0 || n > max)
+    return -1;
+  int64_t v = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9' || v > (INT64_MAX - 9) / 10)
+      return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
+
+/* A record's value, exactly as record_text writes it: 0, or -1 (r zeroed). */
 static int record_parse(const char *v, record_t *r) {
-  char *end;
   memset(r, 0, sizeof *r);
-  if (strlen(v) < 21 || v[19] != ' ')
+  const char *sp = strchr(v, ' ');
+  if (sp == NULL || sp - v != 19)
     return -1;
-  r->mark_ms = strtoll(v, &end, 10);
-  if (end != v + 19)
+  const char *g = sp + 1, *end = strchr(g, ' ');
+  size_t gn = end ? (size_t)(end - g) : strlen(g);
+  int64_t mark = digits(v, 19, 19), gen = digits(g, gn, 18);
+  if (mark < 0 || gen < 0 || (gn > 1 && g[0] == '0') || end == NULL ||
+      strlen(end + 1) >= sizeof r->holder)
     return -1;
-  r->generation = strtoull(v + 20, &end, 10);
-  if (*end != ' ' && *end != '\0')
-    return -1;
-  snprintf(r->holder, sizeof r->holder, "%s", *end ? end + 1 : "");
+  r->mark_ms = mark;
+  r->generation = (uint64_t)gen;
+  snprintf(r->holder, sizeof r->holder, "%s", end + 1);
   r->present = 1;
   return 0;
+}
+
+int idgen__etcd_record_parse(const char *v, int64_t *mark_ms, uint64_t *generation, char *holder,
+                             size_t holderlen) {
+  record_t r;
+  int rc = record_parse(v, &r);
+  *mark_ms = r.mark_ms;
+  *generation = r.generation;
+  snprintf(holder, holderlen, "%s", r.holder);
+  return rc;
+}
+
+int idgen__etcd_record_format(char *out, size_t outlen, int64_t mark_ms, uint64_t generation,
+                              const char *holder) {
+  char v[VALUE_MAX];
+  record_text(v, mark_ms, generation, holder);
+  return snprintf(out, outlen, "%s", v) < (int)outlen ? 0 : -1;
 }
 
 /* held/KEY's value: "QUARANTINE_MS HOLDER", the holder empty when freed by
@@ -528,14 +561,22 @@ static void held_text(char *out, int64_t quarantine_ms, const char *holder) {
   snprintf(out, VALUE_MAX, "%" PRId64 " %s", quarantine_ms, holder);
 }
 
-static int held_parse(const char *v, int64_t *quarantine_ms, char *holder, size_t holderlen) {
-  char *end;
-  *quarantine_ms = strtoll(v, &end, 10);
-  if (end == v || *end != ' ')
+int idgen__etcd_held_parse(const char *v, int64_t *quarantine_ms, char *holder,
+                           size_t holderlen) {
+  const char *sp = strchr(v, ' ');
+  *quarantine_ms = -1;
+  holder[0] = '\0';
+  if (sp == NULL || (sp - v > 1 && v[0] == '0') || strlen(sp + 1) >= holderlen)
     return -1;
-  snprintf(holder, holderlen, "%s", end + 1);
+  int64_t q = digits(v, (size_t)(sp - v), 18);
+  if (q < 0)
+    return -1;
+  *quarantine_ms = q;
+  snprintf(holder, holderlen, "%s", sp + 1);
   return 0;
 }
+
+#define held_parse idgen__etcd_held_parse
 
 /* A key-value of a range reply, decoded. */
 typedef struct kv {

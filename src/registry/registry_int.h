@@ -154,6 +154,16 @@ int idgen__pool_record_format(char *buf, int64_t mark, const char *layout);
 int idgen__pool_slot_parse(const char *buf, size_t n, uint64_t *key, int64_t *mark);
 int idgen__pool_slot_format(char *buf, uint64_t key, int64_t mark);
 
+/* etcd:// values (registry_etcd.c).  A tuple's record: "MARK GEN HOLDER",
+ * MARK in exactly 19 digits, GEN without leading zeros; held/KEY's value:
+ * "QUARANTINE_MS HOLDER" (HOLDER empty once freed by hand).  parse: 0, or
+ * -1 for anything record_format / the grant would not have written. */
+int idgen__etcd_record_parse(const char *v, int64_t *mark_ms, uint64_t *generation, char *holder,
+                             size_t holderlen);
+int idgen__etcd_record_format(char *out, size_t outlen, int64_t mark_ms, uint64_t generation,
+                              const char *holder);
+int idgen__etcd_held_parse(const char *v, int64_t *quarantine_ms, char *holder, size_t holderlen);
+
 /* The mark written when a bound generator stops: the last tick it used,
  * which may be below l->mark_ms (nothing above it was issued). */
 int idgen__lease_final_mark(idgen_lease_t *l, int64_t mark_ms);
