@@ -85,11 +85,11 @@ C
 check cc -o "$tmp/leased-shared" "$tmp/leased.c" $(pkg-config --cflags --libs idgen-registry)
 check env LD_LIBRARY_PATH="$libdir/.." "$tmp/leased-shared" "file:$tmp/reg"
 check test -n "$(find "$tmp/reg" -name '*.lock')"
-# Both archives, with libpq and libcrypto shared (Debian ships no static
+# Both archives, with libpq, libcurl, jansson and libcrypto shared (Debian ships no static
 # libpgcommon, so a wholly static libpq is not an option there).
 # shellcheck disable=SC2046
 check cc -o "$tmp/leased-static" "$tmp/leased.c" $(pkg-config --cflags idgen-registry) \
-  "$libdir/../libidgen-registry.a" "$libdir/../libidgen.a" $(pkg-config --libs libpq libcrypto) \
+  "$libdir/../libidgen-registry.a" "$libdir/../libidgen.a" $(pkg-config --libs libpq libcurl jansson libcrypto) \
   -lpthread
 check "$tmp/leased-static" "file:$tmp/reg"
 echo "$pass passed, $fail failed"

@@ -99,11 +99,12 @@ static int print_row(void *ctx, const idgen_lease_row_t *row) {
   }
   if (strcmp(ls->pool, row->pool) != 0) {
     snprintf(ls->pool, sizeof ls->pool, "%s", row->pool);
-    int file = strncmp(ls->uri, "file:", 5) == 0;
+    int file = strncmp(ls->uri, "file:", 5) == 0, etcd = strncmp(ls->uri, "etcd:", 5) == 0;
     printf("\npool %s\n  layout     %s\n  pool mark  %s (%s)\n  %-32s %-10s %6s %-10s %-24s %s\n",
            row->pool, row->layout[0] ? row->layout : "(unknown)", pmark,
-           file ? "a tuple new to the pool starts above it"
-                : "a tuple whose row is new or was deleted starts above it",
+           file   ? "a tuple new to the pool starts above it"
+           : etcd ? "etcd keeps none: do not delete idgen's keys by hand"
+                  : "a tuple whose row is new or was deleted starts above it",
            "NODE", "STATE", "GEN",
            "EXPIRES IN", "MARK (holder's clock)", "HOLDER");
   }

@@ -38,7 +38,8 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                      "`file:~/.local/state/idgen`",
                      NONE, "URI",
                      "where the leased node field's value comes from: `file:DIR` (processes "
-                     "on one host), `postgres://...` (machines sharing a database), or "
+                     "on one host), `postgres://...` (machines sharing a database), "
+                     "`etcd://HOST:PORT[,HOST:PORT...]` (machines sharing an etcd cluster), or "
                      "`static` (the `node` values, unchecked: two processes given the same "
                      "ones make duplicate IDs)"},
     [SK_LEASE_FIELD] = {"lease_field", ST_FIELD, BOTH, 0, "", NULL,

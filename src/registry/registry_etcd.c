@@ -1235,9 +1235,12 @@ static int etcd_free(idgen_registry_t *r, const char *pool, const char *node, in
                             " ms unless renewed); force to fence the holder out",
                         node, pool, rec.holder, left * 1000 - q);
     /* Fence: held/KEY onto a lease of its own for the rest of the holder's
-     * countdown and at least a whole quarantine, the next generation in the
-     * record, then the holder's lease revoked. */
-    int64_t ttl_s = left > (q + 999) / 1000 ? left : (q + 999) / 1000;
+     * countdown (etcd says whole seconds, cut: one more) and at least a
+     * whole quarantine, the next generation in the record, then the
+     * holder's lease revoked.  The holder can issue nothing above the
+     * record's mark, which it can no longer raise, and the next holder
+     * starts above it. */
+    int64_t ttl_s = left + 1 > (q + 999) / 1000 ? left + 1 : (q + 999) / 1000; /* TTLs are cut to whole seconds */
     if (ttl_s < 1)
       ttl_s = 1;
     int64_t id = lease_grant(e, ttl_s, err, errlen);
