@@ -17,7 +17,7 @@ packages=(
   faketime                           # clock steps under a running daemon
   libpq-dev                          # the postgres:// registry
   libcurl4-openssl-dev               # the etcd:// registry (etcd's JSON gateway)
-  etcd-server etcd-client            # a throwaway etcd cluster for the registry's tests
+  etcd-server etcd-client openssl    # a throwaway etcd cluster (and TLS certificates) for the registry's tests
   postgresql                         # a throwaway PostgreSQL server for the registry's tests
   thrift-compiler python3-thrift     # the Thrift service's tests: the real Apache Thrift client
 )

@@ -2,7 +2,8 @@
 # etcd_server.sh -- a throwaway etcd 3.4 cluster on loopback for the etcd://
 # registry tests (tests/registry_test.py).
 #
-#   tests/etcd_server.sh start DIR PORT [N]  N members (default 1) with data
+#   tests/etcd_server.sh start DIR PORT [N [tls]]
+#                                            N members (default 1) with data
 #                                            under DIR (created; must not exist,
 #                                            or be left over from an earlier
 #                                            start); member I listens for
@@ -11,6 +12,11 @@
 #                                            cluster has a leader and prints the
 #                                            registry URI on stdout:
 #                                            etcd://127.0.0.1:PORT[,...]
+#                                            With `tls`, clients must speak TLS
+#                                            with a client certificate: a CA,
+#                                            server and client certificates are
+#                                            made under DIR/tls (openssl), and
+#                                            the URI carries ?cacert=&cert=&key=
 #   tests/etcd_server.sh stop DIR            stop every member and remove DIR
 #   tests/etcd_server.sh kill DIR I          SIGKILL member I
 #   tests/etcd_server.sh restart DIR I       start member I again on its data
@@ -30,7 +36,7 @@ die() {
 }
 
 usage() {
-  echo "usage: $0 start DIR PORT [N] | stop DIR | kill|restart|pause|resume DIR I | leader DIR" >&2
+  echo "usage: $0 start DIR PORT [N [tls]] | stop DIR | kill|restart|pause|resume DIR I | leader DIR" >&2
   exit 2
 }
 
@@ -42,20 +48,43 @@ port_busy() {
 
 # Member I's command line; $3: new or existing.
 member_args() {
-  local dir=$1 i=$2 state=$3 port n cluster="" j
+  local dir=$1 i=$2 state=$3 port n cluster="" j scheme=http tls=()
   port=$(cat "$dir/port")
   n=$(cat "$dir/members")
+  if [ -e "$dir/tls/ca.pem" ]; then
+    scheme=https
+    tls=(--cert-file "$dir/tls/server.pem" --key-file "$dir/tls/server.key"
+      --client-cert-auth --trusted-ca-file "$dir/tls/ca.pem")
+  fi
   for ((j = 0; j < n; j++)); do
     cluster+="${cluster:+,}m$j=http://127.0.0.1:$((port + 2 * j + 1))"
   done
   echo --name "m$i" --data-dir "$dir/m$i.data" \
-    --listen-client-urls "http://127.0.0.1:$((port + 2 * i))" \
-    --advertise-client-urls "http://127.0.0.1:$((port + 2 * i))" \
+    --listen-client-urls "$scheme://127.0.0.1:$((port + 2 * i))" \
+    --advertise-client-urls "$scheme://127.0.0.1:$((port + 2 * i))" \
     --listen-peer-urls "http://127.0.0.1:$((port + 2 * i + 1))" \
     --initial-advertise-peer-urls "http://127.0.0.1:$((port + 2 * i + 1))" \
     --initial-cluster "$cluster" --initial-cluster-state "$state" \
     --initial-cluster-token "idgen-test-$port" \
-    --heartbeat-interval 50 --election-timeout 500
+    --heartbeat-interval 50 --election-timeout 500 "${tls[@]}"
+}
+
+# A CA, a server certificate for 127.0.0.1 and a client certificate, under DIR/tls.
+make_certs() {
+  local t=$1/tls
+  mkdir -p "$t"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=idgen-test-ca \
+    -keyout "$t/ca.key" -out "$t/ca.pem" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout "$t/server.key" \
+    -out "$t/server.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' >"$t/server.ext"
+  openssl x509 -req -in "$t/server.csr" -CA "$t/ca.pem" -CAkey "$t/ca.key" -CAcreateserial \
+    -days 2 -extfile "$t/server.ext" -out "$t/server.pem" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj /CN=idgen-client -keyout "$t/client.key" \
+    -out "$t/client.csr" 2>/dev/null
+  printf 'extendedKeyUsage=clientAuth\n' >"$t/client.ext"
+  openssl x509 -req -in "$t/client.csr" -CA "$t/ca.pem" -CAkey "$t/ca.key" -CAcreateserial \
+    -days 2 -extfile "$t/client.ext" -out "$t/client.pem" 2>/dev/null
 }
 
 start_member() {
@@ -67,10 +96,14 @@ start_member() {
 
 # Waits until member I answers /health with a leader (at most 20 s).
 wait_healthy() {
-  local dir=$1 i=$2 port
+  local dir=$1 i=$2 port c=(curl -s -m 1) scheme=http
   port=$(cat "$dir/port")
+  if [ -e "$dir/tls/ca.pem" ]; then
+    scheme=https
+    c+=(--cacert "$dir/tls/ca.pem" --cert "$dir/tls/client.pem" --key "$dir/tls/client.key")
+  fi
   for _ in $(seq 1 200); do
-    if curl -s -m 1 "http://127.0.0.1:$((port + 2 * i))/health" 2>/dev/null | grep -q '"health":"true"'; then
+    if "${c[@]}" "$scheme://127.0.0.1:$((port + 2 * i))/health" 2>/dev/null | grep -q '"health":"true"'; then
       return 0
     fi
     sleep 0.1
@@ -86,6 +119,9 @@ uri() {
   for ((j = 0; j < n; j++)); do
     u+="${u:+,}127.0.0.1:$((port + 2 * j))"
   done
+  if [ -e "$dir/tls/ca.pem" ]; then
+    u+="?cacert=$dir/tls/ca.pem&cert=$dir/tls/client.pem&key=$dir/tls/client.key"
+  fi
   echo "etcd://$u"
 }
 
@@ -114,7 +150,8 @@ case $cmd in
 start)
   port=${3:-}
   n=${4:-1}
-  [[ $port =~ ^[0-9]+$ ]] && [[ $n =~ ^[1-9]$ ]] || usage
+  tls=${5:-}
+  [[ $port =~ ^[0-9]+$ ]] && [[ $n =~ ^[1-9]$ ]] && [[ $tls =~ ^(tls)?$ ]] || usage
   if [ -e "$dir" ]; then
     [ -e "$dir/$MARK" ] || die "$dir exists and is not a directory this script made"
     stop_all "$dir"
@@ -127,6 +164,7 @@ start)
   touch "$dir/$MARK"
   echo "$port" >"$dir/port"
   echo "$n" >"$dir/members"
+  [ -z "$tls" ] || make_certs "$dir"
   for ((j = 0; j < n; j++)); do
     start_member "$dir" "$j" new
   done

@@ -15,7 +15,8 @@ daemon, start time), `pg` (free --force fencing a live holder, PostgreSQL
 stopped or paused under a daemon, hostile defaults, starters waiting for
 the schema lock), `etcd` (on 3 members: free --force fencing, a paused
 holder, clock skew, members and the leader killed under a daemon, the
-majority lost and back, authentication), `swap` and `faults` (a file:
+majority lost and back, authentication; TLS with client certificates),
+`swap` and `faults` (a file:
 holder paused, its lock removed, failing mark writes), `mix` (holders of
 every lease field mixed, with removed records).  Prints
 one line per check and "N passed, M failed"; exits 1 if any check failed.
@@ -804,14 +805,15 @@ class Etcd:
     """A throwaway etcd cluster of `members` (tests/etcd_server.sh) on free
     ports below the ephemeral range."""
 
-    def __init__(self, members=1, name="etcd"):
+    def __init__(self, members=1, name="etcd", tls=False):
         self.dir = os.path.join(TMP, name)
         self.members = members
         for port in range(22000 + (os.getpid() * 7) % 2900 * 2, 32000, 2):
             if all(port_free(port + j) for j in range(2 * members)):
                 break
         r = subprocess.run([os.path.join(HERE, "etcd_server.sh"), "start", self.dir, str(port),
-                            str(members)], capture_output=True, text=True, timeout=120)
+                            str(members)] + (["tls"] if tls else []), capture_output=True,
+                           text=True, timeout=120)
         if r.returncode != 0:
             raise RuntimeError("etcd_server.sh start: " + r.stderr)
         self.uri = r.stdout.strip().splitlines()[-1]
@@ -1192,6 +1194,28 @@ def etcd_auth(etcd, label):
         ctl("--user", "root:s3cret", "auth", "disable")
 
 
+def etcd_tls(label):
+    """A member that takes only TLS clients with a certificate of its CA:
+    the URI's cacert, cert and key reach it; without the client
+    certificate, or without the CA, it is refused, naming the TLS failure."""
+    etcd = Etcd(name="etcd-tls", tls=True)
+    try:
+        r = idgen("snowflake", "-n", "3", "--registry", etcd.uri, "--datacenter", "19")
+        check("%s: ?cacert=&cert=&key=: 3 IDs over TLS" % label,
+              r.returncode == 0 and len(r.stdout.split()) == 3, r.stderr)
+        base, opts = etcd.uri.split("?")
+        cacert = [o for o in opts.split("&") if o.startswith("cacert=")][0]
+        r = idgen("snowflake", "--registry", base + "?" + cacert, "--datacenter", "19")
+        check("%s: without a client certificate: refused" % label,
+              r.returncode == 1 and "registry: etcd: https://" in r.stderr, r.stderr)
+        r = idgen("snowflake", "--registry", base + "?tls=1&" + opts.split("&", 1)[1],
+                  "--datacenter", "19")
+        check("%s: without the CA: refused, naming the certificate" % label,
+              r.returncode == 1 and "certificate" in r.stderr, r.stderr)
+    finally:
+        etcd.stop()
+
+
 # -------------------------------------------------------------------- main
 
 
@@ -1313,6 +1337,7 @@ def main():
                 etcd_auth(etcd, "etcd auth")
             finally:
                 etcd.stop()
+            etcd_tls("etcd TLS")
         if "pg" in OTHER:  # what only postgres:// has: expiry, fencing by hand, outages
             pg = Postgres()
             try:
