@@ -121,6 +121,33 @@ void idgen__req_sleep_ms(const idgen_lease_request_t *req, int64_t ms) {
     ;
 }
 
+int idgen__pool_full(const char *pfx, const idgen__pool_t *p, const char *extra, char *err,
+                     size_t errlen) {
+  return idgen__err(err, errlen, IDGEN_EPOOLFULL,
+                    "%sthe pool is full: all %" PRIu64 " values of field \"%s\" (%d bits)%s%s are "
+                    "held%s",
+                    pfx, p->size, p->field_name, (int)__builtin_ctzll(p->size),
+                    p->others[0] ? " with " : "", p->others, extra);
+}
+
+int idgen__start_wait(const char *pfx, const idgen_lease_request_t *req, const idgen__pool_t *p,
+                      uint64_t v, int64_t mark, int64_t now, int64_t *waited, const char *why,
+                      char *err, size_t errlen) {
+  int64_t max = req->max_start_wait_ms < 0 ? IDGEN_START_WAIT_MS_DEFAULT : req->max_start_wait_ms;
+  int64_t borrow = req->start_borrow_ms > 0 ? req->start_borrow_ms : 0;
+  int64_t wait = mark - now - borrow + 1;
+  if (*waited + wait > max)
+    return idgen__err(err, errlen, IDGEN_ECLOCK,
+                      "%severy free tuple has a mark ahead of the wall clock; the nearest (%s "
+                      "%" PRIu64 "%s%s) can start in %" PRId64 " ms, more than max_start_wait_ms "
+                      "(%" PRId64 ")%s",
+                      pfx, p->field_name, v, p->others[0] ? " with " : "", p->others, wait, max,
+                      why);
+  idgen__req_sleep_ms(req, wait);
+  *waited += wait;
+  return 0;
+}
+
 void idgen__pool_name(const idgen_layout_t *l, char *buf) {
   const idgen_field_t *t = &l->fields[l->time_index], *q = &l->fields[l->sequence_index];
   char tick[32];

@@ -633,6 +633,17 @@ static int txn_range_kv(const json_t *reply, size_t i, kv_t *kv) {
   return kv_of(json_array_get(kvs, 0), kv) < 0 ? -1 : 1;
 }
 
+/* Every key that starts with `prefix` (which ends in '/'): a range to the
+ * same text with the '/' made '0', the next byte. */
+static int range_prefix(etcd_t *e, const char *prefix, json_t **reply, char *err, size_t errlen) {
+  char to[KEY_MAX];
+  snprintf(to, sizeof to, "%s", prefix);
+  to[strlen(to) - 1] = '0';
+  return call(e, "/v3/kv/range",
+              json_pack("{s:o,s:o}", "key", b64s(prefix), "range_end", b64s(to)), reply, err,
+              errlen);
+}
+
 /* A lease of `ttl_s` seconds: its ID, or 0 with a message. */
 static int64_t lease_grant(etcd_t *e, int64_t ttl_s, char *err, size_t errlen) {
   json_t *reply;
@@ -718,13 +729,10 @@ typedef struct slot {
 static int scan_pool(etcd_t *e, const idgen_lease_t *l, slot_t **out, size_t *n, char *err,
                      size_t errlen) {
   const idgen__pool_t *p = &l->pool;
-  char from[KEY_MAX], to[KEY_MAX];
+  char from[KEY_MAX];
   snprintf(from, sizeof from, "%s/%s/", e->prefix, p->name);
-  snprintf(to, sizeof to, "%s/%s0", e->prefix, p->name); /* '/' + 1 */
   json_t *reply;
-  int rc = call(e, "/v3/kv/range",
-                json_pack("{s:o,s:o}", "key", b64s(from), "range_end", b64s(to)), &reply, err,
-                errlen);
+  int rc = range_prefix(e, from, &reply, err, errlen);
   *out = NULL;
   *n = 0;
   if (rc < 0)
@@ -862,7 +870,6 @@ static int etcd_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
                         size_t errlen) {
   etcd_t *e = l->r->be;
   const idgen__pool_t *p = &l->pool;
-  int64_t max = req->max_start_wait_ms < 0 ? IDGEN_START_WAIT_MS_DEFAULT : req->max_start_wait_ms;
   int64_t borrow = req->start_borrow_ms > 0 ? req->start_borrow_ms : 0, waited = 0;
   int rc = ensure_pool(e, l, err, errlen);
   if (rc < 0)
@@ -907,24 +914,13 @@ static int etcd_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
                  " (%d of them in quarantine, the first back in %" PRId64 " ms)", quarantined,
                  next_ms);
       free(s);
-      return idgen__err(err, errlen, IDGEN_EPOOLFULL,
-                        PFX "the pool is full: all %" PRIu64 " values of field \"%s\" (%d "
-                            "bits)%s%s are held%s",
-                        p->size, p->field_name, (int)__builtin_ctzll(p->size),
-                        p->others[0] ? " with " : "", p->others, extra);
+      return idgen__pool_full(PFX, p, extra, err, errlen);
     }
     record_t chosen = *rec;
     free(s);
     if (mark >= now + borrow) { /* every free value's mark is ahead: wait for the lowest */
-      int64_t wait = mark - now - borrow + 1;
-      if (waited + wait > max)
-        return idgen__err(err, errlen, IDGEN_ECLOCK,
-                          PFX "every free tuple has a mark ahead of the wall clock; the nearest "
-                              "(%s %" PRIu64 "%s%s) can start in %" PRId64 " ms, more than "
-                              "max_start_wait_ms (%" PRId64 ")",
-                          p->field_name, v, p->others[0] ? " with " : "", p->others, wait, max);
-      idgen__req_sleep_ms(req, wait);
-      waited += wait;
+      if ((rc = idgen__start_wait(PFX, req, p, v, mark, now, &waited, "", err, errlen)) < 0)
+        return rc;
       continue;
     }
     if ((rc = claim(e, l, v, &chosen, err, errlen)) != 0)
@@ -1110,13 +1106,10 @@ static int row_state(etcd_t *e, const kv_t *held, idgen_lease_row_t *row, char *
 static int etcd_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx, char *err,
                      size_t errlen) {
   etcd_t *e = r->be;
-  char from[KEY_MAX], to[KEY_MAX];
+  char from[KEY_MAX];
   snprintf(from, sizeof from, "%s/", e->prefix);
-  snprintf(to, sizeof to, "%s0", e->prefix);
   json_t *reply;
-  int rc = call(e, "/v3/kv/range",
-                json_pack("{s:o,s:o}", "key", b64s(from), "range_end", b64s(to)), &reply, err,
-                errlen);
+  int rc = range_prefix(e, from, &reply, err, errlen);
   if (rc < 0)
     return rc;
   const json_t *kvs = json_object_get(reply, "kvs");

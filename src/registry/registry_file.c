@@ -785,11 +785,7 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
                       "(refusing to guess its mark) and the others are held",
                       bad);
   if (best_fd < 0)
-    return idgen__err(err, errlen, IDGEN_EPOOLFULL,
-                      "registry: the pool is full: all %" PRIu64 " values of field \"%s\" (%d "
-                      "bits)%s%s are held",
-                      p->size, p->field_name, (int)__builtin_ctzll(p->size),
-                      p->others[0] ? " with " : "", p->others);
+    return idgen__pool_full("registry: ", p, "", err, errlen);
   /* Read after the file is ours: any holder whose file this replaced is
    * fenced before it can raise its ceiling past what this sees.  The slot
    * is written now, with where this holder starts, so that a holder whose
@@ -822,21 +818,17 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
   f->slot_mark = best_mark;
   /* Start above the mark: wait, reading the wall clock again after each
    * sleep (a sleep is measured on another clock), at most max_start_wait. */
-  int64_t max = req->max_start_wait_ms < 0 ? IDGEN_START_WAIT_MS_DEFAULT : req->max_start_wait_ms, waited = 0;
+  int64_t waited = 0;
   int64_t borrow = req->start_borrow_ms > 0 ? req->start_borrow_ms : 0;
   while (best_mark >= now + borrow) {
-    int64_t wait = best_mark - now - borrow + 1;
-    if (waited + wait > max) {
+    int wrc = idgen__start_wait(
+        "registry: ", req, p, best_id, best_mark, now, &waited,
+        best_fresh ? "; it is new to the pool, so it starts above the pool-wide mark" : "", err,
+        errlen);
+    if (wrc < 0) {
       close_held(best_fd);
-      return idgen__err(err, errlen, IDGEN_ECLOCK,
-                        "registry: every free tuple has a mark ahead of the wall clock; the "
-                        "nearest (%s %" PRIu64 "%s%s) can start in %" PRId64
-                        " ms, more than max_start_wait_ms (%" PRId64 ")%s",
-                        p->field_name, best_id, p->others[0] ? " with " : "", p->others, wait, max,
-                        best_fresh ? "; it is new to the pool, so it starts above the pool-wide mark" : "");
+      return wrc;
     }
-    idgen__req_sleep_ms(req, wait);
-    waited += wait;
     now = idgen__req_now_ms(req);
   }
   f->fd = best_fd;

@@ -172,4 +172,18 @@ int idgen__lease_final_mark(idgen_lease_t *l, int64_t mark_ms);
 int64_t idgen__req_now_ms(const idgen_lease_request_t *req);
 void idgen__req_sleep_ms(const idgen_lease_request_t *req, int64_t ms);
 
+/* The rules every backend's acquire shares (SPEC section 8), one wording,
+ * each message after the backend's prefix `pfx`:
+ *   pool_full   IDGEN_EPOOLFULL naming the pool's size and field; `extra`
+ *               follows "are held" ("" or " (N of them in quarantine...)").
+ *   start_wait  value v's mark is at or past now + start_borrow_ms: sleeps
+ *               until it is behind (0; the caller reads the clock and looks
+ *               again) unless *waited plus that passes max_start_wait_ms:
+ *               IDGEN_ECLOCK naming the wait, `why` appended (or ""). */
+int idgen__pool_full(const char *pfx, const idgen__pool_t *p, const char *extra, char *err,
+                     size_t errlen);
+int idgen__start_wait(const char *pfx, const idgen_lease_request_t *req, const idgen__pool_t *p,
+                      uint64_t v, int64_t mark, int64_t now, int64_t *waited, const char *why,
+                      char *err, size_t errlen);
+
 #endif

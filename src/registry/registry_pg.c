@@ -720,7 +720,7 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
   char ttl[24], q[24];
   snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
   snprintf(q, sizeof q, "%" PRId64, l->quarantine_ms);
-  int64_t max = req->max_start_wait_ms < 0 ? IDGEN_START_WAIT_MS_DEFAULT : req->max_start_wait_ms, waited = 0;
+  int64_t waited = 0;
   int64_t borrow = req->start_borrow_ms > 0 ? req->start_borrow_ms : 0;
   PGresult *res = NULL;
   /* An earlier version's leases: refused while held, a floor after. */
@@ -788,11 +788,7 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
         snprintf(extra, sizeof extra,
                  " (%" PRId64 " of them in quarantine, the first back in %" PRId64 " ms)",
                  quarantined, next_ms);
-      return idgen__err(err, errlen, IDGEN_EPOOLFULL,
-                        PFX "the pool is full: all %" PRIu64 " values of field \"%s\" (%d "
-                            "bits)%s%s are held%s",
-                        p->size, p->field_name, (int)__builtin_ctzll(p->size),
-                        p->others[0] ? " with " : "", p->others, extra);
+      return idgen__pool_full(PFX, p, extra, err, errlen);
     }
     /* Every free tuple's mark is ahead: the generator may start above the
      * lowest by borrowing; else wait for it, reading the wall clock again
@@ -818,15 +814,8 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
         return rc < 0 ? rc : 0;
       continue; /* lost it */
     }
-    int64_t wait = mark - now - borrow + 1;
-    if (waited + wait > max)
-      return idgen__err(err, errlen, IDGEN_ECLOCK,
-                        PFX "every free tuple has a mark ahead of the wall clock; the nearest "
-                            "(%s %" PRIu64 "%s%s) can start in %" PRId64 " ms, more than "
-                            "max_start_wait_ms (%" PRId64 ")",
-                        p->field_name, best, p->others[0] ? " with " : "", p->others, wait, max);
-    idgen__req_sleep_ms(req, wait);
-    waited += wait;
+    if ((rc = idgen__start_wait(PFX, req, p, best, mark, now, &waited, "", err, errlen)) < 0)
+      return rc;
   }
   return idgen__err(err, errlen, IDGEN_EREGISTRY,
                     PFX "no tuple of %s could be claimed in %d rounds: other acquirers kept "
