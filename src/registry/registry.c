@@ -121,6 +121,14 @@ void idgen__req_sleep_ms(const idgen_lease_request_t *req, int64_t ms) {
     ;
 }
 
+int idgen__fenced(const char *pfx, const idgen_lease_t *l, const char *what, const char *why,
+                  char *err, size_t errlen) {
+  return idgen__err(err, errlen, IDGEN_ELEASE,
+                    "%s%s: fenced out: generation %" PRIu64 " of %s in pool %s is no longer this "
+                    "holder's%s",
+                    pfx, what, l->generation, l->node, l->pool.name, why);
+}
+
 int idgen__pool_full(const char *pfx, const idgen__pool_t *p, const char *extra, char *err,
                      size_t errlen) {
   return idgen__err(err, errlen, IDGEN_EPOOLFULL,

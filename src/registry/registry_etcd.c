@@ -664,6 +664,23 @@ static void lease_revoke(etcd_t *e, int64_t id) {
 
 /* ---- open, close --------------------------------------------------------------------- */
 
+/* Frees the backend; in a forked child the parent's handle and mutex are
+ * left alone (see etcd_lock). */
+static void etcd_close(idgen_registry_t *r) {
+  etcd_t *e = r->be;
+  if (e == NULL)
+    return;
+  if (e->fork_gen == idgen__fork_gen()) {
+    if (e->curl)
+      curl_easy_cleanup(e->curl);
+    curl_slist_free_all(e->headers);
+    pthread_mutex_destroy(&e->mu);
+  }
+  free(e->body);
+  free(e);
+  r->be = NULL;
+}
+
 static int etcd_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
   pthread_once(&curl_once, curl_init_once);
   etcd_t *e = calloc(1, sizeof *e);
@@ -684,28 +701,9 @@ static int etcd_open(idgen_registry_t *r, const char *rest, char *err, size_t er
     r->be = e;
     return 0;
   }
-  if (e->curl)
-    curl_easy_cleanup(e->curl);
-  curl_slist_free_all(e->headers);
-  pthread_mutex_destroy(&e->mu);
-  free(e->body);
-  free(e);
+  r->be = e;
+  etcd_close(r);
   return rc;
-}
-
-static void etcd_close(idgen_registry_t *r) {
-  etcd_t *e = r->be;
-  if (e == NULL)
-    return;
-  if (e->fork_gen == idgen__fork_gen()) {
-    if (e->curl)
-      curl_easy_cleanup(e->curl);
-    curl_slist_free_all(e->headers);
-    pthread_mutex_destroy(&e->mu);
-  }
-  free(e->body);
-  free(e);
-  r->be = NULL;
 }
 
 /* ---- leases ----------------------------------------------------------------------------- */
@@ -955,10 +953,7 @@ static int fenced(etcd_t *e, idgen_lease_t *l, const char *what, char *err, size
       snprintf(why, sizeof why, ": its etcd lease expired or was revoked");
     json_decref(reply);
   }
-  return idgen__err(err, errlen, IDGEN_ELEASE,
-                    PFX "%s: fenced out: generation %" PRIu64 " of %s in pool %s is no "
-                        "longer this holder's%s",
-                    what, l->generation, l->node, l->pool.name, why);
+  return idgen__fenced(PFX, l, what, why, err, errlen);
 }
 
 static int etcd_renew(idgen_lease_t *l, char *err, size_t errlen) {

@@ -179,7 +179,11 @@ void idgen__req_sleep_ms(const idgen_lease_request_t *req, int64_t ms);
  *   start_wait  value v's mark is at or past now + start_borrow_ms: sleeps
  *               until it is behind (0; the caller reads the clock and looks
  *               again) unless *waited plus that passes max_start_wait_ms:
- *               IDGEN_ECLOCK naming the wait, `why` appended (or ""). */
+ *               IDGEN_ECLOCK naming the wait, `why` appended (or "").
+ *   fenced      IDGEN_ELEASE: `what` (renew, mark, release) found the lease
+ *               granted to another or freed; `why` says which (or ""). */
+int idgen__fenced(const char *pfx, const idgen_lease_t *l, const char *what, const char *why,
+                  char *err, size_t errlen);
 int idgen__pool_full(const char *pfx, const idgen__pool_t *p, const char *extra, char *err,
                      size_t errlen);
 int idgen__start_wait(const char *pfx, const idgen_lease_request_t *req, const idgen__pool_t *p,

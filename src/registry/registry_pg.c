@@ -844,10 +844,7 @@ static int pg_fenced(pg_t *pg, idgen_lease_t *l, const char *what, char *err, si
     }
     PQclear(res);
   }
-  return idgen__err(err, errlen, IDGEN_ELEASE,
-                    PFX "%s: fenced out: generation %" PRIu64 " of %s in pool %s is no "
-                        "longer this holder's%s",
-                    what, l->generation, l->node, l->pool.name, why);
+  return idgen__fenced(PFX, l, what, why, err, errlen);
 }
 
 /* Runs a conditional write on l's row: 0 if it matched, IDGEN_ELEASE if
