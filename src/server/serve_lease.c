@@ -71,6 +71,12 @@ static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
   idgen_snowflake_gen_t *g = server_sf(s);
   idgen_snowflake_lease_status_t st;
   idgen_snowflake_gen_lease_status(g, &st);
+  const uint64_t now_ops[SERVE_REG_OPS][2] = {
+      [SERVE_REG_RENEW] = {st.renewals, st.renew_failures},
+      [SERVE_REG_MARK] = {st.mark_writes, st.mark_failures}};
+  for (int op = SERVE_REG_RENEW; op < SERVE_REG_OPS; op++)
+    for (int f = 0; f < 2; f++)
+      atomic_store(&s->reg_ops[op][f], s->reg_before[op][f] + now_ops[op][f]);
   int was = s->lease_was_valid;
   s->lease_was_valid = st.valid;
   if ((was && !st.valid) || (st.fenced && !s->fence_logged))
@@ -112,6 +118,7 @@ static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
       make_cache(s->cfg, nx.gen, &nc, err, sizeof err) < 0) {
     log_event("error", "lease_acquire", "error=%s",
               log_quote(err, strlen(err), (char[1200]){0}, 1200));
+    atomic_fetch_add(&s->reg_ops[SERVE_REG_ACQUIRE][1], 1);
     nx.reg = NULL; /* shared: kept */
     leased_release(&nx);
     return;
@@ -120,6 +127,11 @@ static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
   s->retired[s->nretired++] = s->lx;
   s->retired[s->nretired - 1].reg = NULL; /* shared with the new one */
   s->lx = nx;
+  atomic_fetch_add(&s->reg_ops[SERVE_REG_ACQUIRE][0], 1);
+  for (int op = SERVE_REG_RENEW; op < SERVE_REG_OPS; op++)
+    for (int f = 0; f < 2; f++)
+      s->reg_before[op][f] += now_ops[op][f]; /* the old lease's calls are over */
+  s->mark_failures_seen = 0;                  /* the new lease counts from 0 */
   atomic_store_explicit(&s->sf, nx.gen, memory_order_release);
   atomic_store_explicit(&s->cache, nc, memory_order_release);
   log_lease(s, "lease_acquired");
@@ -183,6 +195,8 @@ int serve_make_generators(serve_daemon_t *s) {
   leased_uri_display(s->lx.reg ? idgen_registry_uri(s->lx.reg) : cfg->s.registry, s->registry_shown,
                      sizeof s->registry_shown);
   atomic_store(&s->sf, s->lx.gen);
+  if (s->lx.lease != NULL)
+    atomic_store(&s->reg_ops[SERVE_REG_ACQUIRE][0], 1);
   idgen_cached_gen_t *c;
   if (make_cache(cfg, s->lx.gen, &c, err, sizeof err) < 0) {
     fprintf(stderr, "idgen: serve: cache: %s\n", err);

@@ -318,6 +318,19 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
                 "# TYPE idgen_requests_parked_total counter\nidgen_requests_parked_total %" PRIu64
                 "\n",
              ls.mark_failures, SUM(s, parked));
+  if (s->lease_field >= 0) { /* bound to a registry's lease */
+    static const char *const op_names[SERVE_REG_OPS] = {"acquire", "renew", "mark"};
+    serve_buf_printf(b, "# HELP idgen_registry_operations_total Calls to the registry since "
+                        "the start, over every lease held: acquisitions, renewals and "
+                        "high-water mark writes, by result.\n"
+                        "# TYPE idgen_registry_operations_total counter\n");
+    for (int op = 0; op < SERVE_REG_OPS; op++)
+      for (int f = 0; f < 2; f++)
+        serve_buf_printf(b,
+                         "idgen_registry_operations_total{op=\"%s\",result=\"%s\"} %" PRIu64 "\n",
+                         op_names[op], f ? "failed" : "ok",
+                         (uint64_t)atomic_load(&s->reg_ops[op][f]));
+  }
   clock_metrics(b);
   cache_metrics(s, b);
   if (atomic_load(&s->clock_skew_known))

@@ -182,6 +182,9 @@ typedef struct serve_worker {
   serve_wstats_t st;
 } serve_worker_t;
 
+/* Registry calls counted for the metrics. */
+enum { SERVE_REG_ACQUIRE, SERVE_REG_RENEW, SERVE_REG_MARK, SERVE_REG_OPS };
+
 typedef struct serve_daemon {
   const serve_config_t *cfg;
   /* The Snowflake generator now in use: replaced (by the lease thread) only
@@ -229,6 +232,11 @@ typedef struct serve_daemon {
   uint32_t agent_mask;
   log_limit_t client_log, close_log, accept_log, clock_log, mark_log; /* one limit per kind */
   uint64_t mark_failures_seen;   /* the lease thread's last look */
+  /* Registry calls since the start, over every lease this daemon held
+   * (idgen_registry_operations_total): the lease thread publishes them on
+   * each look, adding a retired lease's final counts to reg_before. */
+  _Atomic uint64_t reg_ops[SERVE_REG_OPS][2]; /* [op][0 ok, 1 failed] */
+  uint64_t reg_before[SERVE_REG_OPS][2];     /* the lease thread's own */
   uint64_t clock_fallbacks_seen; /* the first loop's last look */
 } serve_daemon_t;
 
