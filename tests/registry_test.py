@@ -704,6 +704,19 @@ def mark_fails_fast(registry, label):
         th.join()
     check("%s: /health answers within 100 ms while 8 clients fail (%.1f ms)" %
           (label, t_health * 1000), t_health < 0.1 and st == 503, (st, t_health))
+    # Each failing request pokes the writer; the writer still tries only
+    # every 100 ms (the cluster test saw 45 failed writes in 50 ms: one per
+    # request, all on a registry already in trouble).
+    failures = lambda: int(re.search(r"^idgen_lease_mark_failures_total (\d+)$",
+                                     d.get("/metrics")[1], re.M).group(1))
+    f0, t0, asked = failures(), time.monotonic(), 0
+    while time.monotonic() - t0 < 1.0:
+        d.get("/id")
+        asked += 1
+    writes = failures() - f0
+    limit = (time.monotonic() - t0) * 10 + 3
+    check("%s: %d requests in 1 s cost %d mark writes (at most one per 100 ms: %.0f)" %
+          (label, asked, writes, limit), writes <= limit and asked > 2 * limit, (asked, writes))
     logged = wait_for(lambda: re.search(r"event=mark_failed .*reason=", d.log()), 3)
     check("%s: logged as event=mark_failed with the reason" % label, logged, d.log()[-500:])
     st, body = d.get("/metrics")

@@ -66,10 +66,15 @@ struct idgen__keeper {
   int64_t renewed_at;        /* CLOCK_MONOTONIC ms of the last renewal's answer */
   int64_t next_renew;        /* CLOCK_MONOTONIC ms */
   int64_t mark_ms;           /* durable */
+  int64_t mark_retry_at;     /* CLOCK_MONOTONIC ms: no mark write before it
+                              * (after a failure, also when poked) */
   idgen_lease_info_t info;   /* the lease as of the last registry call */
   uint64_t renewals, renew_failures, mark_writes, mark_waits, mark_failures;
   char reason[256];
 };
+
+/* How soon a failed mark write is tried again. */
+#define MARK_RETRY_MS 100
 
 static struct timespec mono_abs(int64_t ms) {
   struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
@@ -190,10 +195,15 @@ static void *io_main(void *arg) {
       renew_once(g);
     if (!k->stop && k->valid) {
       int64_t need = mark_needed(g);
-      if (k->poke || k->mark_ms - need < k->step_ms / 2) {
-        if (mark_once(g, need + k->step_ms) < 0)
-          wake = idgen__mono_ms() + 100 < wake ? idgen__mono_ms() + 100 : wake; /* retry soon */
-      }
+      /* A failed write is retried MARK_RETRY_MS later, however many calls
+       * poke meanwhile (they fail at once while it fails): a registry in
+       * trouble gets one write per holder per interval, not one per
+       * request. */
+      if ((k->poke || k->mark_ms - need < k->step_ms / 2) && now >= k->mark_retry_at &&
+          mark_once(g, need + k->step_ms) < 0)
+        k->mark_retry_at = idgen__mono_ms() + MARK_RETRY_MS;
+      if (k->mark_failing && k->mark_retry_at < wake)
+        wake = k->mark_retry_at;
     }
     k->poke = 0; /* a waiter that still needs more pokes again when woken */
     if (k->next_renew < wake)
