@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: demo bench-serve bench-thrift bench-registry bench-latency all deps build run test sanitize tsan fuzz bench install clean ci
+.PHONY: test-cluster demo bench-serve bench-thrift bench-registry bench-latency all deps build run test sanitize tsan fuzz bench install clean ci
 
 all: build
 
@@ -42,6 +42,20 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --no-tests=error --output-on-failure -j $(JOBS)
+
+# The multi-host fault test alone (tests/cluster/; part of `make test` too):
+# daemons in network namespaces against PostgreSQL and etcd, under faults;
+# each run's summary.txt and timeline.png are in $(BUILD)/cluster-BACKEND/.
+# SOAK=SECONDS runs the mixed-fault phase that long (hours, for people who
+# want them): make test-cluster SOAK=3600
+SOAK ?= 0
+test-cluster: build
+ifeq ($(SOAK),0)
+	cd $(BUILD) && ctest --no-tests=error --output-on-failure -L cluster
+else
+	for b in postgres etcd; do /usr/bin/python3 tests/cluster/cluster.py --idgen $(BUILD)/idgen \
+	  --backend $$b --soak $(SOAK) --out $(BUILD)/cluster-$$b || exit 1; done
+endif
 
 # Unit and CLI tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 sanitize:

@@ -20,6 +20,8 @@ packages=(
   etcd-server etcd-client openssl    # a throwaway etcd cluster (and TLS certificates) for the registry's tests
   postgresql                         # a throwaway PostgreSQL server for the registry's tests
   thrift-compiler python3-thrift     # the Thrift service's tests: the real Apache Thrift client
+  iproute2 nftables                  # the cluster test: hosts in network namespaces, partitions
+  python3-matplotlib                 # the cluster test's timeline (PNG)
 )
 
 missing=()

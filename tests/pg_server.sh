@@ -4,7 +4,7 @@
 #
 #   tests/pg_server.sh start DIR PORT   initdb under DIR (created; must not
 #                                       exist, or be left over from an earlier
-#                                       start), start on 127.0.0.1:PORT with
+#                                       start), start on 127.0.0.1:PORT (or PG_HOST) with
 #                                       its socket in DIR, wait until it takes
 #                                       connections, print its URI on stdout:
 #                                       postgres://postgres@127.0.0.1:PORT/postgres
@@ -12,12 +12,15 @@
 #   tests/pg_server.sh pause DIR        stop it (fast), keeping its data
 #   tests/pg_server.sh resume DIR       start it again, on the same port
 #
+# PG_HOST=ADDR listens on ADDR instead of 127.0.0.1 (the cluster test runs it
+# in a network namespace of its own) and trusts clients on ADDR's subnet.
 # Trust authentication and fsync=off: for tests only.  As root, the server
 # runs as the `postgres` user (initdb refuses root).  Everything but the URI
 # goes to stderr; the server's log is DIR/log.
 set -euo pipefail
 
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+HOST=${PG_HOST:-127.0.0.1}
 MARK=.idgen-pg-server # marks a DIR this script made, so that only such a DIR is removed
 
 die() {
@@ -39,9 +42,9 @@ as_pg() {
   fi
 }
 
-# Whether something accepts TCP connections on 127.0.0.1:$1.
+# Whether something accepts TCP connections on $HOST:$1.
 port_busy() {
-  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+  (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null
 }
 
 # Whether DIR's server is running: its postmaster.pid names a live postgres
@@ -87,12 +90,13 @@ start() {
   fi
   remove_dir "$dir" # stale, from a start that was never stopped
   if port_busy "$port"; then
-    die "port $port on 127.0.0.1 is already in use: pick another"
+    die "port $port on $HOST is already in use: pick another"
   fi
 
   mkdir -p -- "$dir"
   touch "$dir/$MARK"
   echo "$port" >"$dir/port"
+  echo "$HOST" >"$dir/host"
   if [ "$(id -u)" = 0 ]; then
     chown postgres: "$dir"
     runuser -u postgres -- test -w "$dir" ||
@@ -103,32 +107,33 @@ start() {
     tail -n 20 "$dir/initdb.log" >&2
     die "initdb failed (log above, in $dir/initdb.log)"
   fi
+  [ "$HOST" = 127.0.0.1 ] || echo "host all all samenet trust" >>"$dir/data/pg_hba.conf"
   if ! server_up "$dir" "$port"; then
     tail -n 20 "$dir/log" >&2 || true
     if grep -q "Address already in use" "$dir/log" 2>/dev/null; then
-      die "port $port on 127.0.0.1 is already in use (the server could not bind it)"
+      die "port $port on $HOST is already in use (the server could not bind it)"
     fi
     die "the server did not start (log above, in $dir/log)"
   fi
   wait_tcp "$dir" "$port"
-  echo "postgres://postgres@127.0.0.1:$port/postgres"
+  echo "postgres://postgres@$HOST:$port/postgres"
 }
 
 # Starts DIR's server on PORT (its data already made); fails as pg_ctl does.
 server_up() {
   as_pg "$PGBIN/pg_ctl" -D "$1/data" -l "$1/log" -w -t 30 \
-    -o "-p $2 -k $1 -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null 2>&1
+    -o "-p $2 -k $1 -c listen_addresses=$HOST -c fsync=off" start >/dev/null 2>&1
 }
 
 # pg_ctl -w waits on the socket file; wait for TCP too.
 wait_tcp() {
   local tries
   for tries in $(seq 100 -1 1); do
-    "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$2" -U postgres -d postgres -t 1 && return 0
+    "$PGBIN/pg_isready" -q -h "$HOST" -p "$2" -U postgres -d postgres -t 1 && return 0
     [ "$tries" -gt 1 ] && sleep 0.1
   done
   tail -n 20 "$1/log" >&2 || true
-  die "the server started but does not answer on 127.0.0.1:$2"
+  die "the server started but does not answer on $HOST:$2"
 }
 
 pause() {
@@ -141,6 +146,7 @@ resume() {
   [ -f "$1/$MARK" ] || die "$1 was not made by pg_server.sh"
   local port
   port=$(cat "$1/port")
+  HOST=$(cat "$1/host" 2>/dev/null || echo "$HOST")
   server_up "$1" "$port" || die "the server in $1 did not start again (see $1/log)"
   wait_tcp "$1" "$port"
 }
