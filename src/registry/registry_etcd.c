@@ -52,9 +52,15 @@
  * protected only by the quarantine having passed.  Do not edit idgen's keys.
  *
  * One HTTP connection per registry (libcurl keeps it alive), behind a
- * mutex.  A request that gets no answer within REQUEST_TIMEOUT_MS, or whose
- * member cannot be reached or has no leader, is sent to the next endpoint;
- * every request here can be repeated safely (see above).  A forked child
+ * mutex.  A request that gets no answer in time, or whose member cannot be
+ * reached or has no leader, is sent to the next endpoint; every request
+ * here can be repeated safely (see above).  "In time" is a quarter of the
+ * shortest TTL of a lease acquired through this registry (250 ms to 5 s;
+ * 5 s before the first): a follower holds a write it cannot forward while
+ * the cluster elects a leader, for etcd's own request timeout (about 7 s),
+ * and with one connection behind the mutex a mark write held that long
+ * blocked the renewals behind it until the lease lapsed.  Sent again after
+ * a quarter TTL, it reaches the new leader in time.  A forked child
  * never touches its parent's connection: it leaks the handle and makes its
  * own.
  */
@@ -74,7 +80,8 @@
 #include "registry_int.h"
 
 #define PFX "registry: etcd: "
-#define REQUEST_TIMEOUT_MS 5000
+#define REQUEST_TIMEOUT_MS 5000 /* the longest; see request_timeout() */
+#define REQUEST_TIMEOUT_MIN_MS 250
 #define CONNECT_TIMEOUT_MS 2000
 #define ACQUIRE_ROUNDS 64
 #define MAX_ENDPOINTS 16
@@ -95,6 +102,7 @@ typedef struct etcd {
   char *body;           /* the last reply */
   size_t len, cap;
   time_t date;          /* the last reply's Date header; 0 if none */
+  long timeout_ms;      /* a request's; 0: REQUEST_TIMEOUT_MS */
 } etcd_t;
 
 /* ---- the URI ----------------------------------------------------------------- */
@@ -379,8 +387,10 @@ static int post_once(etcd_t *e, int i, const char *path, const char *body, json_
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, e);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)REQUEST_TIMEOUT_MS);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_TIMEOUT_MS);
+  long timeout = e->timeout_ms > 0 ? e->timeout_ms : REQUEST_TIMEOUT_MS;
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                   timeout < CONNECT_TIMEOUT_MS ? timeout : (long)CONNECT_TIMEOUT_MS);
   curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   if (e->cacert[0])
@@ -864,10 +874,23 @@ static int claim(etcd_t *e, idgen_lease_t *l, uint64_t v, const record_t *rec, c
   return 1;
 }
 
+/* Requests on behalf of a lease of ttl_ms give up on a member after a
+ * quarter of it (see the top of the file); the shortest TTL wins. */
+static void request_timeout(etcd_t *e, int64_t ttl_ms) {
+  long t = ttl_ms / 4 < REQUEST_TIMEOUT_MIN_MS ? REQUEST_TIMEOUT_MIN_MS
+           : ttl_ms / 4 > REQUEST_TIMEOUT_MS   ? REQUEST_TIMEOUT_MS
+                                               : (long)(ttl_ms / 4);
+  etcd_lock(e);
+  if (e->timeout_ms == 0 || t < e->timeout_ms)
+    e->timeout_ms = t;
+  etcd_unlock(e);
+}
+
 static int etcd_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
                         size_t errlen) {
   etcd_t *e = l->r->be;
   const idgen__pool_t *p = &l->pool;
+  request_timeout(e, l->ttl_ms);
   int64_t borrow = req->start_borrow_ms > 0 ? req->start_borrow_ms : 0, waited = 0;
   int rc = ensure_pool(e, l, err, errlen);
   if (rc < 0)

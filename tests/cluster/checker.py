@@ -219,6 +219,7 @@ class Verdict:
     def __init__(self):
         self.failures = collections.OrderedDict()  # check -> [message]
         self.counts = collections.Counter()
+        self.judged = collections.Counter()  # what each check looked at
 
     def fail(self, check, msg):
         self.counts[check] += 1
@@ -280,22 +281,20 @@ def check_superseded(run, v, t0):
             obs = run.obs.get(key)
             if not obs:
                 continue
-            # the last observation that ended before the send ...
-            k = bisect.bisect_left(ends[key], a.send) - 1
-            if k < 0:
+            # the last observation that ended before the send, and the first
+            # that began after the answer came back
+            k1 = bisect.bisect_left(ends[key], a.send) - 1
+            k2 = bisect.bisect_right(starts[key], a.recv)
+            if k1 < 0 or k2 >= len(obs):
                 continue
-            o1 = obs[k]
-            if o1.state != "held" or o1.pid is None or o1.pid == a.inc.pid:
-                continue
-            # ... and the first that began after the answer: same holder and generation
-            k = bisect.bisect_right(starts[key], a.recv)
-            if k < len(obs):
-                o2 = obs[k]
-                if o2.state == "held" and o2.pid == o1.pid and o2.gen == o1.gen:
-                    v.fail("superseded", "%s (pid %d) answered worker %#x at %s..%s while pid %d "
-                           "held it at generation %d (seen at %s and %s)" %
-                           (a.host, a.inc.pid, key, ms(t0, a.send), ms(t0, a.recv), o1.pid,
-                            o1.gen, ms(t0, o1.t1), ms(t0, o2.t0)))
+            v.judged["superseded"] += 1
+            o1, o2 = obs[k1], obs[k2]
+            if o1.state == "held" and o1.pid is not None and o1.pid != a.inc.pid and \
+                    o2.state == "held" and o2.pid == o1.pid and o2.gen == o1.gen:
+                v.fail("superseded", "%s (pid %d) answered worker %#x at %s..%s while pid %d "
+                       "held it at generation %d (seen at %s and %s)" %
+                       (a.host, a.inc.pid, key, ms(t0, a.send), ms(t0, a.recv), o1.pid,
+                        o1.gen, ms(t0, o1.t1), ms(t0, o2.t0)))
 
 
 def check_mark(run, v, t0):
@@ -307,6 +306,8 @@ def check_mark(run, v, t0):
             if not obs:
                 continue
             k = bisect.bisect_right(starts[key], a.recv)
+            if k < len(obs) and obs[k].mark:
+                v.judged["mark"] += 1
             if k < len(obs) and obs[k].mark and run.id_ms(i) > obs[k].mark:
                 v.fail("mark", "%s/%s answered %d (ms %d) at %s, above worker %#x's durable "
                        "mark %d seen at %s" % (a.host, a.proto, i, run.id_ms(i), ms(t0, a.recv),
@@ -386,9 +387,15 @@ def report(run, v, rows, bound_ns, nids, t0):
        m["ttl_ms"], m["quarantine_ms"], m["acquire_ms"]))
     w("")
     w("checks")
+    judged = {"duplicate": "%d IDs" % nids, "order": "%d answers" % ok,
+              "superseded": "%d answers bracketed by registry observations" %
+                            v.judged["superseded"],
+              "mark": "%d IDs under an observed mark" % v.judged["mark"],
+              "recovery": "%d host-faults" % len(rows)}
     for check in ("duplicate", "order", "superseded", "mark", "recovery"):
         n = v.counts[check]
-        w("  %-11s %s" % (check, "ok" if n == 0 else "FAILED (%d)" % n))
+        w("  %-11s %-12s %s" % (check, "ok" if n == 0 else "FAILED (%d)" % n,
+                                "(judged: %s)" % judged[check]))
         for msg in v.failures.get(check, []):
             w("      " + msg)
     w("")
