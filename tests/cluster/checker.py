@@ -453,9 +453,16 @@ def report(run, v, rows, bound_ns, nids, t0):
         for window, (secs, acq, ren, mk) in tot.items():
             w("  %-8s %-10s %8.2f %8.2f %8.2f   (mean per host)" % (
                 "mean", window, acq / secs, ren / secs, mk / secs))
+        idle = [max(0.0, cpu) / secs for window, secs, calls, cpu in run.cpu
+                if window == "idle" and secs]
+        rate = idle[0] if idle else 0.0  # ms a second
+        if idle:
+            w("  registry CPU idle (no daemons): %.0f ms a second" % rate)
         for window, secs, calls, cpu in run.cpu:
-            w("  registry CPU (%s): %d calls in %.1f s used %.0f ms (%.2f ms a call)" %
-              (window, calls, secs, cpu, cpu / calls if calls else 0))
+            if window != "idle":
+                net = max(0.0, cpu - rate * secs)
+                w("  registry CPU (%s): %d calls in %.1f s used %.0f ms, %.0f ms above idle "
+                  "(%.2f ms a call)" % (window, calls, secs, cpu, net, net / calls if calls else 0))
     return "\n".join(out) + "\n"
 
 
