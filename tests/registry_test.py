@@ -384,6 +384,69 @@ def swap(registry, label, extra=()):
     check("%s: exits 0 on TERM" % label, d.stop() == 0, d.log()[-400:])
 
 
+def swap_many(registry, label, extra=(), rounds=20):
+    """More fenced losses than the daemon keeps generators for (16): each
+    lost lease's generator is freed once no event loop can hold it, so the
+    daemon leases again every time, while two clients ask without pause for
+    batches that make requests wait for a tick (parked across the swaps).
+    Every ID is unique and each client's increase."""
+    root = registry[len("file:"):]
+    d = Daemon(label, ["--registry", registry, "--node", "datacenter=15", "--lease-ttl-ms", "900"]
+               + list(extra))
+    first = first_ids(d, 1, "%s: serves" % label)
+    if first is None:
+        return
+    stop, got, bad = threading.Event(), [], []
+
+    def client():
+        mine = []
+        while not stop.is_set():
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=5)
+                while not stop.is_set():
+                    c.request("GET", "/id?count=3000")
+                    r = c.getresponse()
+                    body = r.read().decode()
+                    if r.status == 200:
+                        ids = [int(x) for x in body.split()]
+                        if mine and ids[0] <= mine[-1]:
+                            bad.append((mine[-1], ids[0]))
+                        mine.extend(ids)
+                    elif r.status != 503:
+                        bad.append((r.status, body[:200]))
+                c.close()
+            except (OSError, http.client.HTTPException) as e:
+                bad.append(str(e))
+                time.sleep(0.05)
+        got.append(mine)
+    threads = [threading.Thread(target=client) for _ in range(2)]
+    for t in threads:
+        t.start()
+    done = 0
+    for n in range(rounds):
+        ids = wait_for(lambda: d.ids(1), 5, 0.05)
+        if not ids:
+            break
+        lock = os.path.join(root, TWITTER_POOL, "%016x.lock" % (15 << 17 | worker_of(ids[0]) << 12))
+        if not os.path.exists(lock):
+            break
+        os.rename(lock, lock + ".moved.%d" % n)
+        if not wait_for(lambda: d.log().count("event=lease_acquired") > n, 6):
+            break
+        done += 1
+    stop.set()
+    for t in threads:
+        t.join(10)
+    every = [i for lst in got for i in lst]
+    check("%s: fenced and leased again %d times of %d without a restart" % (label, done, rounds),
+          done == rounds and d.p.poll() is None and "not trying again" not in d.log(),
+          d.log()[-800:])
+    check("%s: %d IDs from 2 clients meanwhile: unique, each client's increasing" %
+          (label, len(every)), len(every) > 0 and len(set(every)) == len(every) and not bad,
+          bad[:5])
+    check("%s: exits 0 on TERM" % label, d.stop() == 0, d.log()[-400:])
+
+
 def list_row(registry, node):
     """The `idgen registry list` line of tuple `node` in twitter's pool."""
     r = idgen("registry", "list", "--registry", registry)
@@ -1314,6 +1377,8 @@ def main():
             reg = "file:" + os.path.join(TMP, "reg-swap")
             swap(reg, "file lease replaced")
             swap(reg, "file lease replaced, cached", ["--cache"])
+            swap_many(reg, "file lease replaced 20 times")
+            swap_many(reg, "file lease replaced 20 times, cached", ["--cache"])
             kill9(reg, "file kill -9")
         if "swap" in OTHER or "faults" in OTHER:  # a file: holder paused, its file removed, failing marks
             reg = "file:" + os.path.join(TMP, "reg-faults")

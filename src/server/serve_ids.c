@@ -281,11 +281,12 @@ static void answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t
 /* Starts (or, after a lost lease, restarts on the generator now in use) a
  * Snowflake call into ids: 0, IDGEN_EAGAIN (wait), or an error. */
 static int start_snowflakes(serve_worker_t *w, idgen_snowflake_gen_t **g,
-                            idgen_cached_gen_t **cache, uint64_t *ids, size_t n,
+                            idgen_cached_gen_t **cache, uint64_t *swaps, uint64_t *ids, size_t n,
                             idgen_snowflake_wait_t *wait) {
   for (int again = 0;; again++) {
     /* With --cache, from its ring (resumed, if it must wait, through the
      * cache: the pair is read through the cache). */
+    *swaps = server_swaps(w->srv);
     idgen_cached_gen_t *c = server_cache(w->srv);
     int rc;
     *cache = c;
@@ -333,7 +334,8 @@ void serve_ids_request(serve_worker_t *w, serve_conn_t *c, const serve_reply_sha
   idgen_snowflake_gen_t *g;
   idgen_cached_gen_t *cache;
   idgen_snowflake_wait_t wait;
-  int rc = start_snowflakes(w, &g, &cache, w->ids, n, &wait);
+  uint64_t swaps;
+  int rc = start_snowflakes(w, &g, &cache, &swaps, w->ids, n, &wait);
   if (rc == IDGEN_EAGAIN) {
     serve_parked_t *p = malloc(sizeof *p + n * sizeof p->ids[0]);
     if (p == NULL) {
@@ -344,6 +346,7 @@ void serve_ids_request(serve_worker_t *w, serve_conn_t *c, const serve_reply_sha
     p->c = c;
     p->g = g;
     p->cache = cache;
+    p->swaps = swaps;
     p->wait = wait;
     /* With --cache, the ring's IDs already taken come first (the generator's
      * resume fills from ids + wait.offset). */
@@ -393,10 +396,15 @@ int64_t serve_ids_run_parked(serve_worker_t *w) {
         next = left;
       continue;
     }
-    int rc = p->cache ? idgen_cached_gen_resume(p->cache, &p->wait, p->ids)
-                      : idgen_snowflake_gen_resume(p->g, &p->wait, p->ids);
-    if (rc == IDGEN_ELEASE && server_sf(w->srv) != p->g) /* a new lease: start again there */
-      rc = start_snowflakes(w, &p->g, &p->cache, p->ids, p->shape.count, &p->wait);
+    /* A new lease since it parked: its generator is fenced (it would only
+     * fail) and may be freed; start again on the new one.  Else resume, and
+     * if the lease was lost meanwhile and a new one is in, start there. */
+    int rc = IDGEN_ELEASE;
+    if (p->swaps == server_swaps(w->srv))
+      rc = p->cache ? idgen_cached_gen_resume(p->cache, &p->wait, p->ids)
+                    : idgen_snowflake_gen_resume(p->g, &p->wait, p->ids);
+    if (rc == IDGEN_ELEASE && server_swaps(w->srv) != p->swaps)
+      rc = start_snowflakes(w, &p->g, &p->cache, &p->swaps, p->ids, p->shape.count, &p->wait);
     if (rc == IDGEN_EAGAIN) {
       p->due_mono_ns = due_mono(&p->wait);
       int64_t left = p->due_mono_ns - serve_mono_ns();

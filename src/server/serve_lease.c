@@ -67,7 +67,40 @@ static void log_lease(serve_daemon_t *s, const char *event) {
  * mark writes); on a lease lost for good, acquires a new one (at most once a
  * second) and swaps in a generator bound to it, starting above the old one's
  * last ID (G2). */
+/* Frees the retired generators (and their caches) that no event loop can
+ * still hold: every loop has passed the top of its loop since the swap
+ * that retired them (parked requests never touch a generator after a
+ * swap).  Without this a daemon kept every fenced generator until exit and
+ * stopped leasing after 16 losses: hours of an etcd cluster's faults. */
+static void reclaim_retired(serve_daemon_t *s) {
+  uint64_t seen = UINT64_MAX;
+  for (int i = 0; i < s->nworkers; i++) {
+    uint64_t v = atomic_load(&s->workers[i].swaps_seen);
+    seen = v < seen ? v : seen;
+  }
+  int k = 0;
+  for (int i = 0; i < s->nretired; i++) {
+    if (s->retired_swap[i] <= seen) {
+      idgen_cached_gen_free(s->retired_cache[i]); /* its filler uses the generator */
+      leased_release(&s->retired[i]);
+      continue;
+    }
+    s->retired[k] = s->retired[i];
+    s->retired_cache[k] = s->retired_cache[i];
+    s->retired_swap[k] = s->retired_swap[i];
+    k++;
+  }
+  for (int i = k; i < s->nretired; i++) { /* nothing dangling past the end */
+    s->retired[i] = (leased_t){0};
+    s->retired_cache[i] = NULL;
+    s->retired_swap[i] = 0;
+  }
+  s->nretired = k;
+}
+
 static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
+  if (s->nretired > 0)
+    reclaim_retired(s);
   idgen_snowflake_gen_t *g = server_sf(s);
   idgen_snowflake_lease_status_t st;
   idgen_snowflake_gen_lease_status(g, &st);
@@ -96,14 +129,18 @@ static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
   s->fence_logged = st.fenced;
   if (!st.fenced || serve_mono_ms() < *next_try)
     return;
+  *next_try = serve_mono_ms() + 1000;
   if (s->nretired == (int)(sizeof s->retired / sizeof s->retired[0])) {
-    if (*next_try != INT64_MAX)
-      log_event("error", "lease_acquire", "error=\"%d leases were lost for good since the "
-                "start: not trying again; restart the daemon\"", s->nretired);
-    *next_try = INT64_MAX;
+    /* An event loop has not turned since 16 swaps: wait for it (each look
+     * frees what it no longer holds), saying so once. */
+    if (!s->retired_full_logged)
+      log_event("error", "lease_acquire", "error=\"%d lost leases' generators are still held "
+                "by an event loop that has not turned since: waiting for it before leasing "
+                "again\"", s->nretired);
+    s->retired_full_logged = 1;
     return;
   }
-  *next_try = serve_mono_ms() + 1000;
+  s->retired_full_logged = 0;
   idgen_snowflake_stats_t last;
   idgen_snowflake_gen_stats(g, &last);
   idgen_snowflake_settings_t gs = s->cfg->s.gen;
@@ -134,6 +171,7 @@ static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
   s->mark_failures_seen = 0;                  /* the new lease counts from 0 */
   atomic_store_explicit(&s->sf, nx.gen, memory_order_release);
   atomic_store_explicit(&s->cache, nc, memory_order_release);
+  s->retired_swap[s->nretired - 1] = atomic_fetch_add(&s->swaps, 1) + 1; /* after the stores */
   log_lease(s, "lease_acquired");
   /* IDs order by any node field above the time field first (no preset has
    * one): a new tuple lower there makes every later ID lower than the ones

@@ -530,6 +530,8 @@ static void *worker_main(void *arg) {
   struct epoll_event evs[256];
   int64_t due_ns = -1; /* until the first parked request is due */
   for (;;) {
+    /* No generator held here but parked requests' (see swaps_seen). */
+    atomic_store(&w->swaps_seen, server_swaps(s));
     /* Parked requests are due on the clock's ticks: wait to the
      * nanosecond, not to the next whole millisecond. */
     int64_t wait_ns = due_ns >= 0 && due_ns < SWEEP_MS * 1000000LL ? due_ns : SWEEP_MS * 1000000LL;
@@ -576,6 +578,7 @@ static void *worker_main(void *arg) {
       }
     }
   }
+  atomic_store(&w->swaps_seen, UINT64_MAX); /* holds nothing from here on */
   return NULL;
 }
 

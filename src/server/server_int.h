@@ -109,6 +109,8 @@ typedef struct serve_parked {
   idgen_snowflake_gen_t *g;          /* the generator it waits on */
   idgen_cached_gen_t *cache;         /* with --cache, the cache it came from (resumed
                                       * through it), else NULL */
+  uint64_t swaps;                /* server_swaps() before g and cache were read: after a
+                                  * swap they are not touched again (maybe freed) */
   idgen_snowflake_wait_t wait;
   int64_t due_mono_ns;           /* wait.due_ns on CLOCK_MONOTONIC: a step of the
                                   * wall clock must not move the wake-up */
@@ -180,6 +182,11 @@ typedef struct serve_worker {
   int64_t date_sec;
   char date[40];                 /* "Date: ...\r\n" */
   serve_wstats_t st;
+  /* The daemon's swap count as this loop read it at the top of its last
+   * turn, when it held no generator but its parked requests' (which are
+   * never used after a swap): the lease thread frees a retired generator
+   * once every loop has seen its swap.  UINT64_MAX once the loop ended. */
+  _Atomic uint64_t swaps_seen;
 } serve_worker_t;
 
 /* Registry calls counted for the metrics. */
@@ -189,13 +196,19 @@ typedef struct serve_daemon {
   const serve_config_t *cfg;
   /* The Snowflake generator now in use: replaced (by the lease thread) only
    * when the lease was lost for good and a new one was acquired; the old one
-   * is kept, fenced, until exit, so a request still holding it fails
-   * cleanly.  Read it with server_sf(). */
+   * is kept, fenced, until every event loop has passed the top of its loop
+   * since (swaps_seen), so a request still holding it fails cleanly; parked
+   * requests note `swaps` when they take the generator and start again on
+   * the new one after a swap, without touching the old.  Read it with
+   * server_sf(), after server_swaps(). */
   _Atomic(idgen_snowflake_gen_t *) sf;
   /* With --cache, the cache over it, replaced with it; NULL without.  Read
    * it with server_cache(). */
   _Atomic(idgen_cached_gen_t *) cache;
+  _Atomic uint64_t swaps;        /* generators swapped in since the start */
   idgen_cached_gen_t *retired_cache[16]; /* the caches of retired[], freed first */
+  uint64_t retired_swap[16];     /* the swap that retired each */
+  int retired_full_logged;       /* the lease thread's: said that all 16 are held */
   idgen_ulid_gen_t *ulid;
   idgen_uuid7_gen_t *uuid7;
   const idgen_layout_t *layout;
@@ -218,7 +231,7 @@ typedef struct serve_daemon {
   atomic_int clock_skew_known;
   _Atomic int64_t clock_skew_ms;
   leased_t lx;                   /* the registry, lease and generator in use */
-  leased_t retired[16];          /* fenced ones, freed at exit */
+  leased_t retired[16];          /* fenced ones, freed once no loop can hold them */
   int nretired;
   pthread_t lease_thread;
   int lease_thread_on;
@@ -246,6 +259,10 @@ static inline idgen_snowflake_gen_t *server_sf(serve_daemon_t *s) {
 static inline idgen_cached_gen_t *server_cache(serve_daemon_t *s) {
   return atomic_load_explicit(&s->cache, memory_order_acquire);
 }
+/* Read before server_sf() / server_cache(): the pointers read after it are
+ * at least that swap's (the lease thread stores them, then counts the swap;
+ * all sequentially consistent). */
+static inline uint64_t server_swaps(serve_daemon_t *s) { return atomic_load(&s->swaps); }
 
 /* ---- server.c: buffers and time ---- */
 void serve_buf_reserve(serve_buf_t *b, size_t more);
