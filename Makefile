@@ -106,3 +106,5 @@ install: build
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz
+	if [ -x /usr/lib/postgresql/15/bin/pg_config ]; then \
+	  $(MAKE) -s -C pg clean PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config; fi

@@ -19,6 +19,7 @@ packages=(
   libcurl4-openssl-dev               # the etcd:// registry (etcd's JSON gateway)
   etcd-server etcd-client openssl    # a throwaway etcd cluster (and TLS certificates) for the registry's tests
   postgresql                         # a throwaway PostgreSQL server for the registry's tests
+  postgresql-server-dev-15           # CREATE EXTENSION idgen (pg/): PGXS and the server headers
   thrift-compiler python3-thrift     # the Thrift service's tests: the real Apache Thrift client
   iproute2 nftables                  # the cluster test: hosts in network namespaces, partitions
   python3-matplotlib                 # the cluster test's timeline (PNG)
