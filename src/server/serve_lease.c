@@ -63,10 +63,6 @@ static void log_lease(serve_daemon_t *s, const char *event) {
             st.generation, mark, st.holder);
 }
 
-/* Logs changes of the bound generator's lease (lost, valid again, failing
- * mark writes); on a lease lost for good, acquires a new one (at most once a
- * second) and swaps in a generator bound to it, starting above the old one's
- * last ID (G2). */
 /* Frees the retired generators (and their caches) that no event loop can
  * still hold: every loop has passed the top of its loop since the swap
  * that retired them (parked requests never touch a generator after a
@@ -98,6 +94,10 @@ static void reclaim_retired(serve_daemon_t *s) {
   s->nretired = k;
 }
 
+/* Logs changes of the bound generator's lease (lost, valid again, failing
+ * mark writes); on a lease lost for good, acquires a new one (at most once a
+ * second) and swaps in a generator bound to it, starting above the old one's
+ * last ID (G2). */
 static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
   if (s->nretired > 0)
     reclaim_retired(s);
