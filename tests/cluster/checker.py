@@ -26,7 +26,9 @@ Reads the run directory that cluster.py wrote and fails (exit 1) on any of:
   recovery    after a fault with a bound (every fault but a clock step), the
               host's first answer came later than TTL + quarantine + one
               acquisition + slack after the fault ended, counting from the end
-              of the last fault that overlapped it on that host
+              of the last fault that overlapped it on that host; not judged
+              while a clock step on the host, or its catch-up (as long as the
+              step), overlaps the wait
 
 It reports availability per host and phase (the fraction of requests
 answered, p50 and p99 latency of the answers), the time each host took to
@@ -314,6 +316,13 @@ def check_mark(run, v, t0):
                                                key, obs[k].mark, ms(t0, obs[k].t0)))
 
 
+def clock_catch_up_ns(f):
+    """How long after clock fault F ended its host may still refuse: the
+    size of the step (kinds like clock+10s); 0 for faults with a bound."""
+    m = re.search(r"clock[+-](\d+(?:\.\d+)?)s", f.kind)
+    return int(float(m.group(1)) * 1e9) if m and not f.bound else 0
+
+
 def recovery(run, v, t0, slack_ms):
     """Rows (fault, host, seconds or None, note); fails past the bound."""
     m = run.meta
@@ -341,6 +350,12 @@ def recovery(run, v, t0, slack_ms):
                     break
                 end = max(g.end for g in later)
                 clock = clock or any(not g.bound for g in later)
+            # a clock step still holds the host back after it ended, until the
+            # clock has caught up with the IDs issued meanwhile: no bound
+            # while one that began before the answer may still do so
+            clock = clock or any(
+                h in g.hosts and not g.bound and g.start <= (first if first else last) and
+                g.end + clock_catch_up_ns(g) > f.start for g in run.faults)
             took = None if first is None else (first - end) / 1e9
             note = ""
             if end != f.end:

@@ -172,6 +172,22 @@ def recovery_after_clock(run):
     return None
 
 
+def recovery_after_clock_catch_up(run):
+    # The long refusal after the partition (5..7 s), but d1's clock was
+    # stepped +10 s at 1..4.5 s: it ended before the partition began, and
+    # d1 refuses until its clock catches up (14.5 s): no bound
+    recovery(run)
+    run.faults.append(["clock", "clock+10s", "d1", 1 * S, int(4.5 * S), 0])
+    return None
+
+
+def recovery_after_other_hosts_clock(run):
+    # The same, but the clock step was d2's: d1's long refusal still fails
+    recovery(run)
+    run.faults.append(["clock", "clock+10s", "d2", 1 * S, int(4.5 * S), 0])
+    return "recovery"
+
+
 def recovery_overlapped(run):
     # d1 partitioned 5..7 s, then SIGSTOPped 7.2..12 s: the partition's
     # recovery counts from 12 s, and d1 answers again at 14 s: within bound
@@ -218,7 +234,8 @@ def malformed(run):
 
 
 PLANTS = [clean, duplicate, order, order_in_answer, superseded, superseded_not_bracketed, mark,
-          recovery, recovery_after_clock, recovery_overlapped, restart_lower, overlapping,
+          recovery, recovery_after_clock, recovery_after_clock_catch_up,
+          recovery_after_other_hosts_clock, recovery_overlapped, restart_lower, overlapping,
           malformed]
 
 
