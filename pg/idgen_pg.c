@@ -171,11 +171,18 @@ Datum idgen_pg_time(PG_FUNCTION_ARGS) {
   uint64 id = (uint64)PG_GETARG_INT64(0);
   uint64_t values[IDGEN_LAYOUT_MAX_FIELDS];
   int64_t unix_ms;
+  TimestampTz ts;
   if (idgen_layout_decompose(&layout, id, values, &unix_ms) < 0)
     ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
                     errmsg("idgen: " UINT64_FORMAT " does not fit layout %s's %d bits", id,
                            layout_name(), layout.total_bits)));
-  PG_RETURN_TIMESTAMPTZ((TimestampTz)(unix_ms - PG_EPOCH_UNIX_MS) * 1000);
+  /* a layout of long ticks reaches past PostgreSQL's last timestamp */
+  if (unix_ms - PG_EPOCH_UNIX_MS > PG_INT64_MAX / 1000 ||
+      !IS_VALID_TIMESTAMP(ts = (TimestampTz)(unix_ms - PG_EPOCH_UNIX_MS) * 1000))
+    ereport(ERROR, (errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+                    errmsg("idgen: the time of " UINT64_FORMAT " (Unix ms " INT64_FORMAT
+                           ") is past PostgreSQL's last timestamp", id, (int64)unix_ms)));
+  PG_RETURN_TIMESTAMPTZ(ts);
 }
 
 PG_FUNCTION_INFO_V1(idgen_pg_first_id);

@@ -50,6 +50,9 @@ SET idgen.layout = 'sonyflake';
 SELECT idgen_decode(idgen_first_id('2024-01-01 00:00:00+00'));
 SET idgen.layout = 'time:41@1ms,node:10,sequence:12,epoch=0';
 SELECT idgen_decode(7173916012573569024);  -- design document 000: node 755
+SET idgen.layout = 'time:45@1s,sequence:18,epoch=0';  -- ticks of a second: 1.1 million years
+SELECT idgen_time(262144);
+SELECT idgen_time(9223372036854775807);
 SET idgen.layout = 'time:41,worker:10,worker:12';
 SET idgen.layout = 'nonesuch';
 SHOW idgen.layout;
