@@ -260,8 +260,8 @@ static inline idgen_cached_gen_t *server_cache(serve_daemon_t *s) {
   return atomic_load_explicit(&s->cache, memory_order_acquire);
 }
 /* Read before server_sf() / server_cache(): the pointers read after it are
- * at least that swap's (the lease thread stores them, then counts the swap;
- * all sequentially consistent). */
+ * at least that swap's (the lease thread stores them, then counts the swap
+ * with a read-modify-write this load synchronizes with). */
 static inline uint64_t server_swaps(serve_daemon_t *s) { return atomic_load(&s->swaps); }
 
 /* ---- server.c: buffers and time ---- */
