@@ -466,6 +466,35 @@ IDGEN_API int idgen_snowflake_gen_new(idgen_snowflake_gen_t **out, const idgen_l
 IDGEN_API void idgen_snowflake_gen_free(idgen_snowflake_gen_t *g);
 
 /*
+ * A generator shared by processes (a database server's backends, say): made
+ * in memory the caller provides, mapped shared, and used by every process
+ * that maps it -- its state is atomic words, so next()/next_n() work from
+ * any process as from any thread, with the same guarantees.
+ *   idgen_snowflake_gen_shared_size()  the bytes it needs;
+ *   idgen_snowflake_gen_init_shared()  makes it in `mem` (that many bytes,
+ *       aligned to 64), as idgen_snowflake_gen_new() does;
+ *   idgen_snowflake_gen_fini_shared()  what idgen_snowflake_gen_free() does
+ *       but freeing: stops a lease's binding with a final mark.  Only the
+ *       process that made it may call it; no call may run or start later.
+ * The processes must be forked after this library was loaded (its code at
+ * the same address in each), so the struct's pointers hold in all of them;
+ * an injected clock must be reachable at the same address too.  There is no
+ * fork check.  A lease (settings `lease`) is kept by threads of the process
+ * that made the generator: the others see the ceiling those threads move,
+ * so a call in another process that finds its values above the mark asks
+ * for more and looks again each millisecond within its budget, and fails
+ * with IDGEN_ELEASE while the lease is not valid.  Where that process exits
+ * without idgen_snowflake_gen_fini_shared(), nothing is issued above the
+ * last durable mark (the ceiling never exceeds it), but the lease is no
+ * longer watched: stop every other process's use of it.
+ */
+IDGEN_API size_t idgen_snowflake_gen_shared_size(void);
+IDGEN_API int idgen_snowflake_gen_init_shared(void *mem, const idgen_layout_t *l,
+                                              const idgen_snowflake_settings_t *s, char *err,
+                                              size_t errlen);
+IDGEN_API void idgen_snowflake_gen_fini_shared(idgen_snowflake_gen_t *g);
+
+/*
  * Issues one ID into *id.  Thread-safe and lock-free: any number of threads
  * may call it on one generator.  IDs strictly increase in real-time order
  * (increasing).  Returns 0, or:

@@ -24,3 +24,15 @@ CREATE FUNCTION idgen_time(bigint) RETURNS timestamptz
   AS 'MODULE_PATHNAME', 'idgen_pg_time' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION idgen_first_id(timestamptz) RETURNS bigint
   AS 'MODULE_PATHNAME', 'idgen_pg_first_id' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+-- A Snowflake ID from the server's one generator (shared memory; needs
+-- shared_preload_libraries = 'idgen'), in the layout idgen.layout had when
+-- the server started, its node values from idgen.registry and idgen.node.
+-- Strictly increasing across all sessions in real-time order.
+CREATE FUNCTION idgen_snowflake() RETURNS bigint
+  AS 'MODULE_PATHNAME', 'idgen_pg_snowflake' LANGUAGE C VOLATILE PARALLEL SAFE;
+
+-- n of them, increasing (made 4096 at a time).
+CREATE FUNCTION idgen_snowflake_n(integer) RETURNS SETOF bigint
+  AS 'MODULE_PATHNAME', 'idgen_pg_snowflake_n' LANGUAGE C VOLATILE STRICT PARALLEL SAFE
+  ROWS 1000;

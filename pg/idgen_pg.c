@@ -19,9 +19,8 @@
  * layout 22008 (datetime_field_overflow), an ID outside it 22003
  * (numeric_value_out_of_range).
  *
- * Not here yet: idgen_snowflake() (one generator per server in shared
- * memory, its node values leased from a registry by a background worker);
- * see issue 14.
+ * idgen_snowflake() and idgen_snowflake_n(n), one generator for the whole
+ * server in shared memory, are in idgen_snowflake.c.
  */
 #include "postgres.h"
 
@@ -34,6 +33,7 @@
 
 #include "idgen.h"
 #include "idgen_json.h"
+#include "idgen_pg.h"
 
 PG_MODULE_MAGIC;
 
@@ -71,6 +71,7 @@ void _PG_init(void) {
       "A preset name (twitter, discord, sonyflake, baidu, instagram, mastodon, js53) or a "
       "layout spec such as time:41,datacenter:5,worker:5,sequence:12,epoch=1288834974657.",
       &layout_setting, "twitter", PGC_USERSET, 0, check_layout, assign_layout, NULL);
+  idgen_pg_snowflake_init();
   MarkGUCPrefixReserved("idgen");
 }
 

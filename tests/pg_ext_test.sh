@@ -7,9 +7,22 @@
 # server's directories the PGXS way (root: it writes under /usr), starts a
 # server on a free loopback port (tests/pg_server.sh), runs the extension's
 # pg_regress suite (pg/sql/idgen.sql against pg/expected/idgen.out: known
-# answers, bad input, a changed layout), then has 4 sessions at once fill one
-# table keyed by idgen_uuid7() and idgen_ulid() defaults: no unique
-# violation, every row there.  Stops the server and removes its data.
+# answers, bad input, a changed layout, idgen_snowflake() refused without
+# shared_preload_libraries), then has 4 sessions at once fill one table keyed
+# by idgen_uuid7() and idgen_ulid() defaults: no unique violation, every row
+# there.  Then a second server with shared_preload_libraries = 'idgen' (its
+# registry the default file: in its data directory, a layout of 2 workers):
+#   - 8 sessions at once insert 1,000,000 rows each into a table keyed by
+#     `default idgen_snowflake()`: no unique violation, every row there, each
+#     session's IDs increasing in its rows' order; idgen_snowflake_n(100000)
+#     increasing;
+#   - the lease's lock file is removed (the lease is lost): the worker takes a
+#     new one and inserts go on, still unique;
+#   - the server restarts with its clock 10 s behind (libfaketime), both
+#     workers' marks ahead of it (`idgen snowflake` marked the second): every
+#     new ID is above every old one.
+# Stops the servers and removes their data.  PG_EXT_ROWS changes the
+# 1,000,000.
 #
 # Exit status: 0 passed, 1 failed, 77 skipped (not root: the message says so).
 set -euo pipefail
@@ -28,6 +41,7 @@ work=$(mktemp -d /tmp/idgen-pgext-XXXXXX)
 chmod 755 "$work" # the postgres user reaches its data directory below
 cleanup() {
   "$ROOT/tests/pg_server.sh" stop "$work/pg" >/dev/null 2>&1 || true
+  "$ROOT/tests/pg_server.sh" stop "$work/pg2" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -61,3 +75,94 @@ if [ "$rc" != 0 ] || [ "$rows" != 200000 ]; then
   exit 1
 fi
 echo "ok   pg extension: 200000 rows from 4 sessions, no unique violation"
+
+# ---------------------------------------------------------------- idgen_snowflake()
+"$ROOT/tests/pg_server.sh" stop "$work/pg" >/dev/null
+ROWS=${PG_EXT_ROWS:-1000000}
+LAYOUT='time:41,worker:1,sequence:12,epoch=1288834974657'
+FAKETIME_SO=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1
+fail() {
+  echo "FAIL pg extension: $*" >&2
+  grep idgen "$work/pg2/log" | tail -20 >&2 || true
+  exit 1
+}
+q() { psql -qAtX -v ON_ERROR_STOP=1 -c "$1"; }
+# Retries a statement until it succeeds (the worker is taking a lease) or 40 s.
+q_when_ready() {
+  local out i
+  for i in $(seq 1 80); do
+    if out=$(psql -qAtX -v ON_ERROR_STOP=1 -c "$1" 2>&1); then
+      echo "$out"
+      return 0
+    fi
+    sleep 0.5
+  done
+  echo "$out" >&2
+  return 1
+}
+ready_count() { grep -c "idgen_snowflake() is ready" "$work/pg2/log" || true; }
+port2=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$ROOT/tests/pg_server.sh" start "$work/pg2" "$port2" >/dev/null
+printf "shared_preload_libraries = 'idgen'\nidgen.layout = '%s'\n" "$LAYOUT" \
+  >>"$work/pg2/data/postgresql.conf"
+"$ROOT/tests/pg_server.sh" pause "$work/pg2"
+"$ROOT/tests/pg_server.sh" resume "$work/pg2"
+export PGHOST=$work/pg2 PGPORT=$port2
+
+echo "== shared_preload_libraries = 'idgen': 8 sessions at once, $ROWS rows each, default idgen_snowflake()"
+q "CREATE EXTENSION idgen;
+   CREATE TABLE sf (id bigint PRIMARY KEY DEFAULT idgen_snowflake(), s int NOT NULL,
+                    n bigint NOT NULL)"
+q_when_ready "SELECT idgen_snowflake()" >/dev/null || fail "idgen_snowflake() never became ready"
+pids=()
+for s in 1 2 3 4 5 6 7 8; do
+  q "INSERT INTO sf (s, n) SELECT $s, g FROM generate_series(1, $ROWS) g" &
+  pids+=($!)
+done
+rc=0
+for p in "${pids[@]}"; do wait "$p" || rc=1; done
+rows=$(q "SELECT count(*) FROM sf")
+[ "$rc" = 0 ] && [ "$rows" = $((8 * ROWS)) ] ||
+  fail "sessions failed (a unique violation?) or rows missing: $rows of $((8 * ROWS))"
+echo "ok   pg extension: $rows rows from 8 sessions keyed by idgen_snowflake(), no unique violation"
+bad=$(q "SELECT count(*) FROM (SELECT id, lag(id) OVER (PARTITION BY s ORDER BY n) AS p FROM sf) x
+         WHERE id <= p")
+[ "$bad" = 0 ] || fail "$bad rows have an ID not above the one before in their session"
+echo "ok   pg extension: each session's IDs increase in its rows' order"
+got=$(q "SELECT count(*), count(DISTINCT x), count(*) FILTER (WHERE x <= p) FROM
+           (SELECT x, lag(x) OVER (ORDER BY o) AS p
+              FROM idgen_snowflake_n(100000) WITH ORDINALITY a(x, o)) y")
+[ "$got" = "100000|100000|0" ] || fail "idgen_snowflake_n(100000): count|distinct|not increasing = $got"
+echo "ok   pg extension: idgen_snowflake_n(100000): 100000 distinct, increasing"
+
+echo "== the lease's lock file removed: a new lease, inserts go on"
+before=$(ready_count)
+locks=$(find "$work/pg2/data/pg_idgen" -name '*.lock' | wc -l)
+[ "$locks" -ge 1 ] || fail "no lock file under $work/pg2/data/pg_idgen"
+find "$work/pg2/data/pg_idgen" -name '*.lock' -delete
+for i in $(seq 1 80); do
+  [ "$(ready_count)" -gt "$before" ] && break
+  sleep 0.5
+done
+[ "$(ready_count)" -gt "$before" ] || fail "no new lease within 40 s of removing the lock file"
+q_when_ready "INSERT INTO sf (s, n) SELECT 10, g FROM generate_series(1, 100000) g" >/dev/null ||
+  fail "inserts after the new lease failed"
+echo "ok   pg extension: $(grep "idgen:.*lost" "$work/pg2/log" | tail -1 | sed 's/.*idgen: //' | cut -c1-120)"
+echo "ok   pg extension: 100000 more rows on the new lease, no unique violation"
+
+echo "== a restart with the clock 10 s behind (libfaketime): every new ID above every old one"
+old=$(q "SELECT max(id) FROM sf")
+# the other worker ID's mark ahead too, so that the restart cannot start on a
+# worker ID without one
+runuser -u postgres -- "$BUILD/idgen" snowflake -n 1 --layout "$LAYOUT" \
+  --registry "file:$work/pg2/data/pg_idgen" >/dev/null || fail "idgen snowflake on the server's registry"
+"$ROOT/tests/pg_server.sh" pause "$work/pg2"
+FAKETIME=-10s FAKETIME_DONT_FAKE_MONOTONIC=1 LD_PRELOAD=$FAKETIME_SO \
+  "$ROOT/tests/pg_server.sh" resume "$work/pg2"
+behind=$(q "SELECT round(extract(epoch FROM now()) * 1000) - $(date +%s%3N)")
+[ "$behind" -le -8000 ] || fail "the restarted server's clock is not 10 s behind ($behind ms)"
+q_when_ready "INSERT INTO sf (s, n) SELECT 9, g FROM generate_series(1, 100000) g" >/dev/null ||
+  fail "inserts after the restart failed"
+got=$(q "SELECT count(*), min(id) > $old FROM sf WHERE s = 9")
+[ "$got" = "100000|t" ] || fail "after the restart: rows|all above the old maximum = $got"
+echo "ok   pg extension: restarted $((-behind)) ms behind; 100000 new IDs, all above the old maximum"

@@ -58,3 +58,14 @@ SET idgen.layout = 'nonesuch';
 SHOW idgen.layout;
 RESET idgen.layout;
 SHOW idgen.layout;
+
+-- idgen_snowflake() without shared_preload_libraries = 'idgen' (as here):
+-- a clear error, with what to change
+SELECT idgen_snowflake();
+SELECT * FROM idgen_snowflake_n(3);
+-- a negative count is refused before anything else
+SELECT * FROM idgen_snowflake_n(-1);
+\set VERBOSITY sqlstate
+SELECT idgen_snowflake();  -- object_not_in_prerequisite_state
+SELECT * FROM idgen_snowflake_n(-1);  -- invalid_parameter_value
+\set VERBOSITY default

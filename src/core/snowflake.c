@@ -40,6 +40,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "snowflake_int.h"
 
@@ -239,6 +240,29 @@ static void fill(const idgen_snowflake_gen_t *g, const idgen_snowflake_wait_t *w
   }
 }
 
+int idgen__sf_remote(const idgen_snowflake_gen_t *g) {
+  return g->shared && g->owner != (int)getpid();
+}
+
+/* bind->wait for a call in a process other than the keeper's, which it
+ * cannot reach: it asks by raising `remote_want` (the keeper looks at it
+ * every few ms) and looks at the ceiling.  0 when it covers `want`,
+ * IDGEN_ELEASE while it is 0 (the lease cannot be shown valid), else
+ * IDGEN_EAGAIN. */
+static int64_t remote_wait(idgen_snowflake_gen_t *g, uint64_t want) {
+  uint64_t c = atomic_load_explicit(&g->ceiling, memory_order_acquire);
+  if (c >= want)
+    return 0;
+  if (c == 0)
+    return IDGEN_ELEASE;
+  uint64_t cur = atomic_load_explicit(&g->remote_want, memory_order_relaxed);
+  while (cur < want && !atomic_compare_exchange_weak_explicit(&g->remote_want, &cur, want,
+                                                             memory_order_relaxed,
+                                                             memory_order_relaxed))
+    ;
+  return IDGEN_EAGAIN;
+}
+
 /* Runs a call from where `w` stands until it is done (0), fails, or would
  * wait.  `ms` is a reading of the clock (fresh: taken in here, not by a
  * caller that may since have been preempted).  Blocking calls sleep and
@@ -275,7 +299,19 @@ static int run(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms, 
       /* Within the clock's window, above the mark: the keeper moves the
        * mark (or the lease is gone); the budget bounds the wait. */
       int64_t left = w->deadline_ns - w->start_ns - w->charged_ns;
-      int64_t rc = g->bind->wait(g, last, blocking ? (left > 0 ? left : 0) : -1);
+      int64_t rc = idgen__sf_remote(g)
+                       ? remote_wait(g, last)
+                       : g->bind->wait(g, last, blocking ? (left > 0 ? left : 0) : -1);
+      if (rc == IDGEN_EAGAIN && blocking) {
+        /* Another process's keeper: look again in a millisecond. */
+        if (w->charged_ns + NS_PER_MS > w->deadline_ns - w->start_ns)
+          return IDGEN_EMARK;
+        w->charged_ns += NS_PER_MS;
+        sleep_ns(g, NS_PER_MS);
+        ms = idgen__ns_to_ms(now_ns(g));
+        fresh = 1;
+        continue;
+      }
       if (rc == IDGEN_EAGAIN) {
         /* Look again in a millisecond, within the budget. */
         if (w->charged_ns + NS_PER_MS > w->deadline_ns - w->start_ns)
@@ -359,7 +395,7 @@ static inline __attribute__((always_inline)) int fast_take(idgen_snowflake_gen_t
 }
 
 int idgen_snowflake_gen_next(idgen_snowflake_gen_t *g, uint64_t *id) {
-  if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()))
+  if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()) && !g->shared)
     return IDGEN_EFORKED;
   int64_t ms = now_ms(g);
   if (IDGEN_LIKELY(fast_take(g, ms, id)))
@@ -369,7 +405,7 @@ int idgen_snowflake_gen_next(idgen_snowflake_gen_t *g, uint64_t *id) {
 }
 
 int idgen_snowflake_gen_next_n(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n) {
-  if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()))
+  if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()) && !g->shared)
     return IDGEN_EFORKED;
   if (n == 0)
     return 0;
@@ -379,7 +415,7 @@ int idgen_snowflake_gen_next_n(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n
 
 int idgen_snowflake_gen_next_n_async(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n,
                                  idgen_snowflake_wait_t *w) {
-  if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()))
+  if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()) && !g->shared)
     return IDGEN_EFORKED;
   if (n == 0)
     return 0;
@@ -390,7 +426,7 @@ int idgen_snowflake_gen_next_n_async(idgen_snowflake_gen_t *g, uint64_t *ids, si
 }
 
 int idgen_snowflake_gen_resume(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, uint64_t *ids) {
-  if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()))
+  if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()) && !g->shared)
     return IDGEN_EFORKED;
   w->ids = ids + w->offset;
   return run(g, w, idgen__ns_to_ms(now_ns(g)), 1, 0);
@@ -438,12 +474,18 @@ void idgen_snowflake_gen_stats(idgen_snowflake_gen_t *g, idgen_snowflake_stats_t
   st->borrowed_ms = ahead > 0 ? ahead : 0;
 }
 
-int idgen_snowflake_gen_new(idgen_snowflake_gen_t **out, const idgen_layout_t *l,
-                        const idgen_snowflake_settings_t *s, char *err, size_t errlen) {
+/* The generator's size, rounded up to whole cache lines. */
+static size_t gen_size(void) {
+  return (sizeof(idgen_snowflake_gen_t) + IDGEN_CACHELINE - 1) & ~(size_t)(IDGEN_CACHELINE - 1);
+}
+
+/* Makes a generator in g (gen_size() bytes, aligned): idgen_snowflake_gen_new's
+ * checks and start.  On failure g holds nothing to release. */
+static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t *l,
+                     const idgen_snowflake_settings_t *s, char *err, size_t errlen) {
   idgen_snowflake_settings_t defaults;
   char date[IDGEN_TIME_BUFSIZE], now_buf[IDGEN_TIME_BUFSIZE];
 
-  *out = NULL;
   if (s == NULL) {
     idgen_snowflake_settings_init(&defaults);
     s = &defaults;
@@ -488,13 +530,9 @@ int idgen_snowflake_gen_new(idgen_snowflake_gen_t **out, const idgen_layout_t *l
     node_bits |= v << f->shift;
   }
 
-  /* aligned_alloc wants a size that is a multiple of the alignment. */
-  size_t size =
-      (sizeof(idgen_snowflake_gen_t) + IDGEN_CACHELINE - 1) & ~(size_t)(IDGEN_CACHELINE - 1);
-  idgen_snowflake_gen_t *g = aligned_alloc(IDGEN_CACHELINE, size);
-  if (g == NULL)
-    return idgen__err(err, errlen, IDGEN_ENOMEM, "out of memory");
-  memset(g, 0, size);
+  memset(g, 0, gen_size());
+  g->shared = shared;
+  g->owner = (int)getpid();
 
   const idgen_field_t *tf = &l->fields[l->time_index], *sf = &l->fields[l->sequence_index];
   g->layout = *l;
@@ -532,13 +570,11 @@ int idgen_snowflake_gen_new(idgen_snowflake_gen_t **out, const idgen_layout_t *l
   int64_t horizon = idgen_layout_horizon_ms(l);
   if (ms >= horizon) {
     idgen__date_format(horizon, date);
-    free(g);
     return idgen__err(err, errlen, IDGEN_EEXHAUSTED, "layout ran out on %s", date);
   }
   if (ms < l->epoch_ms) {
     idgen_time_format(l->epoch_ms, date);
     idgen_time_format(ms, now_buf);
-    free(g);
     return idgen__err(err, errlen, IDGEN_ECLOCK, "clock %s is before the layout epoch %s",
                       now_buf, date);
   }
@@ -551,7 +587,6 @@ int idgen_snowflake_gen_new(idgen_snowflake_gen_t **out, const idgen_layout_t *l
     if ((v = idgen__sf_state_of_ms(g, s->start_after_ms)) != 0 && v + 1 > from)
       from = v + 1;
     if (from > g->max_state) {
-      free(g);
       return idgen__err(err, errlen, IDGEN_EEXHAUSTED,
                         "the lease's high-water mark is at the end of the layout");
     }
@@ -559,12 +594,42 @@ int idgen_snowflake_gen_new(idgen_snowflake_gen_t **out, const idgen_layout_t *l
     g->bind = bind;
     int rc = bind->start(g, s->lease, err, errlen);
     if (rc < 0) {
-      free(g);
       return rc;
     }
   }
+  return 0;
+}
+
+int idgen_snowflake_gen_new(idgen_snowflake_gen_t **out, const idgen_layout_t *l,
+                        const idgen_snowflake_settings_t *s, char *err, size_t errlen) {
+  *out = NULL;
+  /* aligned_alloc wants a size that is a multiple of the alignment. */
+  idgen_snowflake_gen_t *g = aligned_alloc(IDGEN_CACHELINE, gen_size());
+  if (g == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "out of memory");
+  int rc = gen_setup(g, 0, l, s, err, errlen);
+  if (rc < 0) {
+    free(g);
+    return rc;
+  }
   *out = g;
   return 0;
+}
+
+size_t idgen_snowflake_gen_shared_size(void) { return gen_size(); }
+
+int idgen_snowflake_gen_init_shared(void *mem, const idgen_layout_t *l,
+                                    const idgen_snowflake_settings_t *s, char *err,
+                                    size_t errlen) {
+  if (mem == NULL || (uintptr_t)mem % IDGEN_CACHELINE != 0)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "shared generator memory must be aligned to %d bytes", IDGEN_CACHELINE);
+  return gen_setup(mem, 1, l, s, err, errlen);
+}
+
+void idgen_snowflake_gen_fini_shared(idgen_snowflake_gen_t *g) {
+  if (g != NULL && g->keeper != NULL && !idgen__sf_remote(g))
+    g->bind->stop(g);
 }
 
 void idgen_snowflake_gen_free(idgen_snowflake_gen_t *g) {

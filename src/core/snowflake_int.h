@@ -37,6 +37,11 @@ struct idgen_snowflake_gen {
   int clock_kind;          /* CLOCK_KIND_*: where now_ms() reads the time */
   idgen_clock_t clock;     /* clock.now_ns == NULL: the system clock */
   unsigned fork_gen;
+  /* Made by idgen_snowflake_gen_init_shared in memory shared by processes:
+   * no fork check; only the process `owner` (which made it and holds its
+   * keeper) may reach the keeper, others wait for the ceiling by looking. */
+  int shared;
+  int owner; /* pid */
   idgen_layout_t layout;
 
   /* The largest state that may be issued now: max_state for an unbound
@@ -56,7 +61,13 @@ struct idgen_snowflake_gen {
   _Alignas(IDGEN_CACHELINE) _Atomic uint64_t clock_waits;
   _Atomic uint64_t clock_refusals;
   _Atomic uint64_t sequence_exhausted;
+  /* A shared generator's highest state a call in another process found
+   * above the ceiling: the keeper moves the mark to cover it (its poke). */
+  _Atomic uint64_t remote_want;
 };
+
+/* Whether the calling process is not the one that may reach g's keeper. */
+IDGEN_INTERNAL int idgen__sf_remote(const idgen_snowflake_gen_t *g);
 
 /* idgen_snowflake_wait_t.phase: nothing taken yet (the call claims when it
  * runs), or values reserved (w->first..w->last) that it issues when due. */

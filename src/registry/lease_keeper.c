@@ -107,6 +107,9 @@ static int64_t mark_needed(const idgen_snowflake_gen_t *g) {
   uint64_t nx = atomic_load_explicit(&g->next, memory_order_acquire);
   if (g->keeper->want > nx) /* a waiter read an older clock; it must not spin */
     nx = g->keeper->want;
+  uint64_t remote = atomic_load_explicit(&g->remote_want, memory_order_relaxed);
+  if (remote > nx) /* the same, from a process sharing the generator */
+    nx = remote;
   int64_t own = idgen__sf_ms_of_state(g, nx > g->max_state ? g->max_state : nx);
   return own > wall ? own : wall;
 }
@@ -410,8 +413,8 @@ void idgen_snowflake_gen_lease_status(idgen_snowflake_gen_t *g,
                                       idgen_snowflake_lease_status_t *st) {
   memset(st, 0, sizeof *st);
   idgen__keeper_t *k = g->keeper;
-  if (k == NULL || g->fork_gen != idgen__fork_gen())
-    return; /* in a forked child the binding is the parent's */
+  if (k == NULL || (g->shared ? idgen__sf_remote(g) : g->fork_gen != idgen__fork_gen()))
+    return; /* in a forked child (or another process) the binding is the owner's */
   pthread_mutex_lock(&k->mu);
   expire_if_due(g);
   const idgen_lease_info_t info = k->info;

@@ -1,0 +1,549 @@
+/*
+ * idgen_snowflake.c -- idgen_snowflake() and idgen_snowflake_n(n): one
+ * Snowflake generator for the whole server, in shared memory.
+ *
+ * DESIGN.  libidgen's generator is atomic words and nothing else on the
+ * hot path, so it works from every backend at once when it lives in shared
+ * memory (idgen_snowflake_gen_init_shared): one fetch_add per ID, as between
+ * threads.  That needs the library loaded by the postmaster before it forks
+ * (shared_preload_libraries = 'idgen'): the memory is requested then, and
+ * the code sits at one address in every backend.
+ *
+ * The node values: the registry idgen.registry leases the leased field
+ * (idgen.lease_field: worker, or the layout's only node field), idgen.node
+ * gives the others, as `idgen serve` does.  The default registry is
+ * file:$PGDATA/pg_idgen, private to this server: its durable high-water mark
+ * (G6) makes a restart under a clock stepped back start above every ID
+ * issued before.  A fleet of servers shares a postgres:// or etcd://
+ * registry.  `static` takes every value from idgen.node and keeps no mark
+ * (unchecked, as in the CLI).
+ *
+ * One background worker holds the lease: the library's keeper threads run in
+ * it, renew the lease and move the mark ahead, and keep the generator's
+ * `ceiling` (in the shared memory) at the durable mark, or 0 while the lease
+ * cannot be shown valid -- backends never issue above it.  When the lease is
+ * lost for good (fenced), the worker retires that generator and makes a new
+ * one on a new lease, starting above the old one's IDs, in another of
+ * NSLOTS slots.  A slot is made again only once no backend can still be in
+ * a call on it: each backend announces the swap count it read before it
+ * reads which slot is current (`seen`, one cache line per backend, an atomic
+ * exchange), and clears it after the call; a slot retired at swap count E is
+ * free once every announcement is clear or at least E (the read of `current`
+ * that follows an announcement of E or more sees the swap).
+ */
+#include "postgres.h"
+
+#include <signal.h>
+#include <pthread.h>
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "port/atomics.h"
+#include "postmaster/bgworker.h"
+#include "storage/backendid.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/wait_event.h"
+
+#include "idgen.h"
+#include "idgen_pg.h"
+
+#define NSLOTS 4
+#define CACHELINE 64
+#define CHUNK 4096             /* IDs per call to the library in idgen_snowflake_n */
+#define START_WAIT_MS 10000    /* a call waits this long for the worker's first lease */
+#define RETRY_MS 1000          /* between failed acquisitions */
+
+enum { ST_STARTING = 0, ST_READY = 1, ST_FAILED = 2 };
+
+typedef struct {
+  pg_atomic_uint64 v;
+  char pad[CACHELINE - sizeof(pg_atomic_uint64)];
+} padded_u64;
+
+typedef struct {
+  pg_atomic_uint32 status;   /* ST_* */
+  pg_atomic_uint32 current;  /* slot index, or NSLOTS: none */
+  pg_atomic_uint64 swaps;    /* how many times `current` changed */
+  slock_t mu;                /* guards reason and info */
+  char reason[512];          /* why it is not ready */
+  char info[512];            /* the lease, for the log and messages */
+  uint64 retired[NSLOTS];    /* the worker's own: swap count at retirement, 0 never used */
+  Size gen_size;
+  Size gens_off;             /* from the struct's start, aligned */
+  int nseen;                 /* MaxBackends + 1 */
+  padded_u64 seen[FLEXIBLE_ARRAY_MEMBER]; /* by BackendId: a swap count, or PG_UINT64_MAX */
+} idgen_shared;
+
+static idgen_shared *sh;
+static char *registry_setting, *node_setting, *lease_field_setting;
+static int lease_ttl_setting;
+static shmem_request_hook_type prev_request;
+static shmem_startup_hook_type prev_startup;
+
+static Size shared_size(void) {
+  Size s = offsetof(idgen_shared, seen) + sizeof(padded_u64) * (Size)(MaxBackends + 1);
+  s = TYPEALIGN(CACHELINE, s) + CACHELINE; /* room to align the slots */
+  return add_size(s, mul_size(NSLOTS, TYPEALIGN(CACHELINE, idgen_snowflake_gen_shared_size())));
+}
+
+static idgen_snowflake_gen_t *slot_gen(int i) {
+  return (idgen_snowflake_gen_t *)((char *)sh + sh->gens_off + (Size)i * sh->gen_size);
+}
+
+static void request_shmem(void) {
+  if (prev_request)
+    prev_request();
+  RequestAddinShmemSpace(shared_size());
+}
+
+static void startup_shmem(void) {
+  bool found;
+  if (prev_startup)
+    prev_startup();
+  LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+  sh = ShmemInitStruct("idgen", shared_size(), &found);
+  if (!found) {
+    Size base = offsetof(idgen_shared, seen) + sizeof(padded_u64) * (Size)(MaxBackends + 1);
+    memset(sh, 0, base);
+    pg_atomic_init_u32(&sh->status, ST_STARTING);
+    pg_atomic_init_u32(&sh->current, NSLOTS);
+    pg_atomic_init_u64(&sh->swaps, 1);
+    SpinLockInit(&sh->mu);
+    snprintf(sh->reason, sizeof sh->reason, "the idgen background worker has not started yet");
+    sh->nseen = MaxBackends + 1;
+    for (int i = 0; i < sh->nseen; i++)
+      pg_atomic_init_u64(&sh->seen[i].v, PG_UINT64_MAX);
+    sh->gen_size = TYPEALIGN(CACHELINE, idgen_snowflake_gen_shared_size());
+    sh->gens_off = (Size)(TYPEALIGN(CACHELINE, (uintptr_t)sh + base) - (uintptr_t)sh);
+  }
+  LWLockRelease(AddinShmemInitLock);
+}
+
+/* ---- the background worker ---------------------------------------------- */
+
+static volatile sig_atomic_t stopping;
+
+static void on_sigterm(SIGNAL_ARGS) {
+  int save = errno;
+  (void)postgres_signal_arg;
+  stopping = 1;
+  SetLatch(MyLatch);
+  errno = save;
+}
+
+static void set_state(int status, const char *reason, const char *info) {
+  SpinLockAcquire(&sh->mu);
+  if (reason)
+    strlcpy(sh->reason, reason, sizeof sh->reason);
+  if (info)
+    strlcpy(sh->info, info, sizeof sh->info);
+  SpinLockRelease(&sh->mu);
+  pg_atomic_write_u32(&sh->status, (uint32)status);
+}
+
+/* Makes slot `cur` no longer current: after this no call starts on it. */
+static void retire(int cur) {
+  pg_atomic_write_u32(&sh->current, NSLOTS);
+  sh->retired[cur] = pg_atomic_add_fetch_u64(&sh->swaps, 1);
+}
+
+/* A slot no call can be using: never used, or retired at a swap count that
+ * every backend's announcement is clear of or has reached. */
+static int free_slot(void) {
+  pg_memory_barrier();
+  for (int i = 0; i < NSLOTS; i++) {
+    bool ok = true;
+    for (int b = 0; ok && sh->retired[i] != 0 && b < sh->nseen; b++) {
+      uint64 s = pg_atomic_read_u64(&sh->seen[b].v);
+      ok = s == PG_UINT64_MAX || s >= sh->retired[i];
+    }
+    if (ok)
+      return i;
+  }
+  return -1;
+}
+
+/* Sleeps ms on the latch (or until SIGTERM); false when stopping. */
+static bool nap(long ms) {
+  if (stopping)
+    return false;
+  (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
+                  PG_WAIT_EXTENSION);
+  ResetLatch(MyLatch);
+  return !stopping;
+}
+
+/* The worker's settings into l, s (node values) and the registry URI;
+ * false with a message. */
+static bool read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, char *uri, size_t n,
+                          const char **field, char *err, size_t errlen) {
+  const char *spec = GetConfigOption("idgen.layout", false, false);
+  unsigned given = 0;
+  char e[300];
+  if (idgen_layout_parse(l, spec, e, sizeof e) < 0) {
+    snprintf(err, errlen, "idgen.layout: %s", e);
+    return false;
+  }
+  if (l->total_bits > 63) {
+    snprintf(err, errlen, "idgen.layout %s has %d bits; a bigint holds 63 (and a sign)", spec,
+             l->total_bits);
+    return false;
+  }
+  idgen_snowflake_settings_init(s);
+  if (node_setting && node_setting[0]) {
+    char buf[512];
+    strlcpy(buf, node_setting, sizeof buf);
+    for (char *save = NULL, *item = strtok_r(buf, ",", &save); item;
+         item = strtok_r(NULL, ",", &save)) {
+      char *eq;
+      while (*item == ' ')
+        item++;
+      eq = strchr(item, '=');
+      if (eq == NULL || eq == item) {
+        snprintf(err, errlen, "idgen.node: \"%s\" is not NAME=VALUE", item);
+        return false;
+      }
+      *eq = '\0';
+      if (idgen_layout_node_set(l, item, eq + 1, s->node, &given, e, sizeof e) < 0) {
+        snprintf(err, errlen, "idgen.node: %s", e);
+        return false;
+      }
+    }
+  }
+  if (registry_setting && registry_setting[0])
+    strlcpy(uri, registry_setting, n);
+  else
+    snprintf(uri, n, "file:%s/pg_idgen", DataDir);
+  *field = lease_field_setting && lease_field_setting[0] ? lease_field_setting : NULL;
+  if (strcmp(uri, "static") != 0) {
+    int f = idgen_lease_field(l, *field, e, sizeof e);
+    if (f < 0) {
+      snprintf(err, errlen, "%s", e);
+      return false;
+    }
+    if (given >> f & 1) {
+      snprintf(err, errlen,
+               "idgen.node gives %s, which the registry %s assigns: leave it out, or set "
+               "idgen.registry = 'static' to set every value by hand (unchecked, no mark)",
+               l->fields[f].name, registry_setting && registry_setting[0] ? uri : "(the default)");
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Runs fn with every signal blocked, so that threads it starts (the lease's
+ * keeper, libcurl's resolver) never run PostgreSQL's signal handlers. */
+#define WITHOUT_SIGNALS(stmt)                       \
+  do {                                              \
+    sigset_t all_, old_;                            \
+    sigfillset(&all_);                              \
+    pthread_sigmask(SIG_BLOCK, &all_, &old_);       \
+    stmt;                                           \
+    pthread_sigmask(SIG_SETMASK, &old_, NULL);      \
+  } while (0)
+
+/* The worker's generator and lease: current slot, or -1. */
+static int cur = -1;
+static idgen_lease_t *lease;
+static idgen_layout_t l;
+static int64_t after_ms; /* the next generator starts above this (the last one's IDs) */
+
+/* Ends the current generator: no call starts on it, the keeper stops with a
+ * final mark, the lease goes back. */
+static void end_current(void) {
+  idgen_snowflake_gen_t *g;
+  idgen_snowflake_stats_t gs;
+  if (cur < 0)
+    return;
+  g = slot_gen(cur);
+  retire(cur);
+  idgen_snowflake_gen_stats(g, &gs);
+  if (gs.last_id != 0) {
+    uint64_t values[IDGEN_LAYOUT_MAX_FIELDS];
+    int64_t ms;
+    if (idgen_layout_decompose(&l, gs.last_id, values, &ms) == 0 && ms > after_ms)
+      after_ms = ms;
+  }
+  idgen_snowflake_gen_fini_shared(g); /* the final mark; the ceiling is 0 */
+  if (lease != NULL)
+    idgen_lease_release(lease);
+  lease = NULL;
+  cur = -1;
+}
+
+/* On any exit of the worker (an ERROR, too): what is current ends. */
+static void worker_exit(int code, Datum arg) {
+  (void)code;
+  (void)arg;
+  end_current();
+}
+
+PGDLLEXPORT void idgen_worker_main(Datum arg);
+void idgen_worker_main(Datum arg) {
+  idgen_snowflake_settings_t s;
+  idgen_registry_t *reg = NULL;
+  const char *field;
+  char uri[1024], err[600], info[512];
+  int rc;
+
+  (void)arg;
+  pqsignal(SIGTERM, on_sigterm);
+  BackgroundWorkerUnblockSignals();
+  before_shmem_exit(worker_exit, 0);
+
+  if (!read_settings(&l, &s, uri, sizeof uri, &field, err, sizeof err)) {
+    set_state(ST_FAILED, err, NULL);
+    ereport(LOG, (errmsg("idgen: idgen_snowflake() is off: %s", err)));
+    proc_exit(0); /* not restarted: the settings need fixing */
+  }
+  WITHOUT_SIGNALS(rc = idgen_registry_open(&reg, uri, err, sizeof err));
+  if (rc < 0) {
+    set_state(ST_FAILED, err, NULL);
+    ereport(LOG, (errmsg("idgen: idgen_snowflake() is off: %s", err)));
+    proc_exit(0);
+  }
+
+  while (!stopping) {
+    idgen_snowflake_settings_t bs = s;
+    idgen_snowflake_gen_t *g;
+    int slot;
+    /* a free slot to make the generator in */
+    while ((slot = free_slot()) < 0 && nap(10))
+      ;
+    if (slot < 0)
+      break;
+    g = slot_gen(slot);
+    if (strcmp(uri, "static") == 0) {
+      lease = NULL;
+      WITHOUT_SIGNALS(rc = idgen_snowflake_gen_init_shared(g, &l, &bs, err, sizeof err));
+    } else {
+      idgen_lease_request_t req = {0};
+      req.layout = &l;
+      req.node = s.node;
+      req.field = field;
+      req.max_start_wait_ms = -1;
+      req.ttl_ms = lease_ttl_setting;
+      req.start_borrow_ms = s.max_borrow_ms;
+      WITHOUT_SIGNALS(rc = idgen_registry_acquire(reg, &req, &lease, err, sizeof err));
+      if (rc == 0) {
+        bs.lease = lease;
+        bs.start_after_ms = after_ms;
+        WITHOUT_SIGNALS(rc = idgen_snowflake_gen_init_shared(g, &l, &bs, err, sizeof err));
+        if (rc < 0) {
+          idgen_lease_release(lease);
+          lease = NULL;
+        }
+      }
+    }
+    if (rc < 0) {
+      set_state(ST_FAILED, err, NULL);
+      ereport(LOG, (errmsg("idgen: cannot start the generator (retrying in %d ms): %s",
+                           RETRY_MS, err)));
+      if (!nap(RETRY_MS))
+        break;
+      continue;
+    }
+    if (lease != NULL) {
+      idgen_lease_info_t li;
+      idgen_lease_info(lease, &li);
+      snprintf(info, sizeof info, "%s from %s, generation %llu", li.node, uri,
+               (unsigned long long)li.generation);
+    } else {
+      snprintf(info, sizeof info, "%s (static: unchecked, no mark)",
+               node_setting && node_setting[0] ? node_setting : "all node values 0");
+    }
+    cur = slot;
+    sh->retired[cur] = 0;
+    pg_atomic_write_u32(&sh->current, (uint32)cur);
+    pg_atomic_add_fetch_u64(&sh->swaps, 1);
+    set_state(ST_READY, "", info);
+    ereport(LOG, (errmsg("idgen: idgen_snowflake() is ready: %s", info)));
+
+    /* Watch the lease: lost for good (fenced) means a new one. */
+    for (;;) {
+      idgen_snowflake_lease_status_t st;
+      if (!nap(100))
+        break;
+      if (lease == NULL)
+        continue;
+      idgen_snowflake_gen_lease_status(g, &st);
+      if (st.fenced) {
+        snprintf(err, sizeof err, "the lease (%s) was lost: %s; taking a new one", info,
+                 st.reason);
+        ereport(LOG, (errmsg("idgen: %s", err)));
+        set_state(ST_FAILED, err, NULL);
+        break;
+      }
+      if (!st.valid) {
+        SpinLockAcquire(&sh->mu);
+        snprintf(sh->reason, sizeof sh->reason, "the lease (%s) cannot be shown valid: %s", info,
+                 st.reason);
+        SpinLockRelease(&sh->mu);
+      }
+    }
+    end_current();
+  }
+  set_state(ST_FAILED, "the server is shutting down", NULL);
+  idgen_registry_close(reg);
+  proc_exit(0);
+}
+
+static void register_worker(void) {
+  BackgroundWorker w;
+  memset(&w, 0, sizeof w);
+  w.bgw_flags = BGWORKER_SHMEM_ACCESS;
+  w.bgw_start_time = BgWorkerStart_PostmasterStart;
+  w.bgw_restart_time = 1;
+  strlcpy(w.bgw_library_name, "idgen", sizeof w.bgw_library_name);
+  strlcpy(w.bgw_function_name, "idgen_worker_main", sizeof w.bgw_function_name);
+  strlcpy(w.bgw_name, "idgen lease keeper", sizeof w.bgw_name);
+  strlcpy(w.bgw_type, "idgen lease keeper", sizeof w.bgw_type);
+  RegisterBackgroundWorker(&w);
+}
+
+void idgen_pg_snowflake_init(void) {
+  /* Settings of the postmaster can only be made while it loads us. */
+  if (!process_shared_preload_libraries_in_progress)
+    return;
+  DefineCustomStringVariable(
+      "idgen.registry", "Where idgen_snowflake() leases its node value from.",
+      "file:DIR (servers on one host), postgres://... or etcd://HOST:PORT (a fleet), or static "
+      "(every value from idgen.node, unchecked, no durable mark).  Empty: file:$PGDATA/pg_idgen.",
+      &registry_setting, "", PGC_POSTMASTER, 0, NULL, NULL, NULL);
+  DefineCustomStringVariable(
+      "idgen.node", "idgen_snowflake()'s node values the registry does not assign.",
+      "NAME=VALUE, comma-separated, as `idgen --node`: datacenter=1,worker=2.", &node_setting, "",
+      PGC_POSTMASTER, 0, NULL, NULL, NULL);
+  DefineCustomStringVariable("idgen.lease_field", "The node field the registry assigns.",
+                             "Empty: worker, or the layout's only node field.",
+                             &lease_field_setting, "", PGC_POSTMASTER, 0, NULL, NULL, NULL);
+  DefineCustomIntVariable("idgen.lease_ttl_ms", "The lease's TTL; renewed at a third of it.",
+                          "0: the registry's default.", &lease_ttl_setting, 0, 0,
+                          IDGEN_LEASE_TTL_MAX_MS, PGC_POSTMASTER, 0, NULL, NULL, NULL);
+  prev_request = shmem_request_hook;
+  shmem_request_hook = request_shmem;
+  prev_startup = shmem_startup_hook;
+  shmem_startup_hook = startup_shmem;
+  register_worker();
+}
+
+/* ---- the SQL functions ---------------------------------------------------- */
+
+/* The generator to use, announced in `seen`: ERRORs (announcement cleared)
+ * when there is none. */
+static idgen_snowflake_gen_t *enter(pg_atomic_uint64 **seen) {
+  int waited = 0;
+  if (sh == NULL)
+    ereport(ERROR,
+            (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+             errmsg("idgen: idgen_snowflake() needs the library loaded at server start"),
+             errhint("Add idgen to shared_preload_libraries in postgresql.conf and restart the "
+                     "server: the generator lives in shared memory, one for all sessions.")));
+  if (MyBackendId == InvalidBackendId || MyBackendId >= sh->nseen)
+    ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                    errmsg("idgen: idgen_snowflake() cannot run in this kind of process")));
+  *seen = &sh->seen[MyBackendId].v;
+  for (;;) {
+    uint32 cur, status;
+    char why[512];
+    pg_atomic_exchange_u64(*seen, pg_atomic_read_u64(&sh->swaps));
+    cur = pg_atomic_read_u32(&sh->current);
+    if (cur < NSLOTS)
+      return slot_gen((int)cur);
+    pg_atomic_write_u64(*seen, PG_UINT64_MAX);
+    status = pg_atomic_read_u32(&sh->status);
+    if (status == ST_STARTING && waited < START_WAIT_MS) {
+      /* the server just started: the worker is taking its lease */
+      CHECK_FOR_INTERRUPTS();
+      pg_usleep(10000L);
+      waited += 10;
+      continue;
+    }
+    SpinLockAcquire(&sh->mu);
+    strlcpy(why, sh->reason, sizeof why);
+    SpinLockRelease(&sh->mu);
+    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                    errmsg("idgen: idgen_snowflake() has no generator: %s", why)));
+  }
+}
+
+static void leave(pg_atomic_uint64 *seen) {
+  pg_write_barrier();
+  pg_atomic_write_u64(seen, PG_UINT64_MAX);
+}
+
+/* An ERROR for a refused call, with the lease's state when it is the cause. */
+static void refused(int rc) {
+  char why[512];
+  SpinLockAcquire(&sh->mu);
+  strlcpy(why, rc == IDGEN_ELEASE || rc == IDGEN_EMARK ? sh->reason : "", sizeof why);
+  SpinLockRelease(&sh->mu);
+  ereport(ERROR, (errcode(rc == IDGEN_EEXHAUSTED ? ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE
+                                                  : ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                  errmsg("idgen: idgen_snowflake(): %s%s%s", idgen_strerror(rc),
+                         why[0] ? ": " : "", why)));
+}
+
+PG_FUNCTION_INFO_V1(idgen_pg_snowflake);
+Datum idgen_pg_snowflake(PG_FUNCTION_ARGS) {
+  pg_atomic_uint64 *seen;
+  idgen_snowflake_gen_t *g = enter(&seen);
+  uint64_t id;
+  int rc = idgen_snowflake_gen_next(g, &id);
+  leave(seen);
+  if (rc < 0)
+    refused(rc);
+  PG_RETURN_INT64((int64)id);
+}
+
+typedef struct {
+  int64 left;     /* still to make */
+  int have, next; /* buf[next..have) not returned yet */
+  uint64_t buf[CHUNK];
+} batch_state;
+
+PG_FUNCTION_INFO_V1(idgen_pg_snowflake_n);
+Datum idgen_pg_snowflake_n(PG_FUNCTION_ARGS) {
+  FuncCallContext *fc;
+  batch_state *b;
+  if (SRF_IS_FIRSTCALL()) {
+    int32 n = PG_GETARG_INT32(0);
+    MemoryContext old;
+    if (n < 0)
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("idgen: idgen_snowflake_n(%d): the count must not be negative", n)));
+    fc = SRF_FIRSTCALL_INIT();
+    old = MemoryContextSwitchTo(fc->multi_call_memory_ctx);
+    b = palloc0(sizeof *b);
+    b->left = n;
+    fc->user_fctx = b;
+    MemoryContextSwitchTo(old);
+  }
+  fc = SRF_PERCALL_SETUP();
+  b = fc->user_fctx;
+  if (b->next == b->have && b->left > 0) {
+    /* the next chunk: one claim, each within the per-call budget (G3) */
+    pg_atomic_uint64 *seen;
+    int k = b->left < CHUNK ? (int)b->left : CHUNK, rc;
+    idgen_snowflake_gen_t *g = enter(&seen);
+    rc = idgen_snowflake_gen_next_n(g, b->buf, (size_t)k);
+    leave(seen);
+    if (rc < 0)
+      refused(rc);
+    b->have = k;
+    b->next = 0;
+    b->left -= k;
+  }
+  if (b->next < b->have)
+    SRF_RETURN_NEXT(fc, Int64GetDatum((int64)b->buf[b->next++]));
+  SRF_RETURN_DONE(fc);
+}
