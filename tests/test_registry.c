@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -990,6 +991,136 @@ static void test_bound_once_and_fork(void **state) {
   idgen_registry_close(r);
 }
 
+
+/* A generator in shared memory, bound to a lease held by this process
+ * (idgen_snowflake_gen_init_shared), used by forked children at once: no
+ * duplicate, each process's IDs increase, none above the durable mark; a
+ * child's view of the lease is empty and its fini does nothing.  A child
+ * whose values are above the mark gets IDGEN_EMARK (nothing issued), asks
+ * for more (remote_want), and the owner's keeper moves the mark for it.
+ * After the owner's fini, a child's call is refused with IDGEN_ELEASE. */
+enum { SH_PROCS = 3, SH_PER = 100000 };
+typedef struct {
+  tu_clock_t clock; /* one clock for every process */
+  uint64_t ids[SH_PROCS + 1][SH_PER];
+} shared_area;
+
+static int child_of_shared(idgen_snowflake_gen_t *g, uint64_t *out, int k) {
+  idgen_snowflake_lease_status_t st;
+  idgen_snowflake_gen_lease_status(g, &st);
+  if (st.bound)
+    return 2; /* the keeper is the owner's, not reachable from here */
+  idgen_snowflake_gen_fini_shared(g); /* a no-op outside the owner */
+  for (int i = 0; i < SH_PER;) {
+    int n = (k + i) % 7 == 0 ? 50 : 1;
+    if (n > SH_PER - i)
+      n = SH_PER - i;
+    int rc = n == 1 ? idgen_snowflake_gen_next(g, &out[i]) : idgen_snowflake_gen_next_n(g, &out[i], (size_t)n);
+    if (rc != 0)
+      return 3;
+    i += n;
+  }
+  return 0;
+}
+
+static void test_shared_generator(void **state) {
+  (void)state;
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t tw = tu_layout("twitter");
+  size_t size = idgen_snowflake_gen_shared_size();
+  void *mem = mmap(NULL, size + sizeof(shared_area), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  assert_true(mem != MAP_FAILED);
+  idgen_snowflake_gen_t *g = mem;
+  shared_area *a = (shared_area *)((char *)mem + size);
+  char err[300];
+  assert_int_equal(idgen_snowflake_gen_init_shared((char *)mem + 8, &tw, NULL, err, sizeof err),
+                   IDGEN_EINVAL);
+  assert_non_null(strstr(err, "aligned"));
+  tu_clock_init(&a->clock, 1700000000000);
+  idgen_lease_t *lease = take(r, &tw, NULL, &a->clock.clock);
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+  s.lease = lease;
+  s.clock = &a->clock.clock;
+  if (idgen_snowflake_gen_init_shared(g, &tw, &s, err, sizeof err) != 0)
+    fail_msg("init_shared: %s", err);
+
+  pid_t pids[SH_PROCS];
+  for (int k = 0; k < SH_PROCS; k++) {
+    pids[k] = fork();
+    assert_true(pids[k] >= 0);
+    if (pids[k] == 0) {
+      alarm(20);
+      _exit(child_of_shared(g, a->ids[k], k));
+    }
+  }
+  for (int i = 0; i < SH_PER; i++) { /* the owner too, moving the shared clock */
+    tu_ok(idgen_snowflake_gen_next(g, &a->ids[SH_PROCS][i]));
+    if (i % 1000 == 0)
+      tu_clock_add_ms(&a->clock, 1);
+  }
+  for (int k = 0; k < SH_PROCS; k++) {
+    int st;
+    assert_int_equal(waitpid(pids[k], &st, 0), pids[k]);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+      fail_msg("child %d: status %d", k, st);
+  }
+  int64_t mark = file_mark(0);
+  uint64_t *all = malloc(sizeof a->ids);
+  assert_non_null(all);
+  memcpy(all, a->ids, sizeof a->ids);
+  for (int k = 0; k <= SH_PROCS; k++)
+    for (int i = 1; i < SH_PER; i++)
+      assert_true(a->ids[k][i] > a->ids[k][i - 1]);
+  size_t n = (SH_PROCS + 1) * (size_t)SH_PER;
+  qsort(all, n, sizeof *all, cmp_id);
+  for (size_t i = 1; i < n; i++)
+    assert_true(all[i] > all[i - 1]);
+  assert_true(id_ms(&tw, all[n - 1], NULL) <= mark);
+  free(all);
+
+  /* Above the mark, in a child: refused at first (IDGEN_EMARK, nothing
+   * issued), then issued once the owner's keeper has moved the mark for it. */
+  tu_clock_add_ms(&a->clock, 5000);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    alarm(20);
+    uint64_t id;
+    int first = idgen_snowflake_gen_next(g, &id), rc, tries = 0;
+    /* Each try moves the clock on by its budget (the test clock's sleeps),
+     * so a try comes only after the keeper has had time to look (every
+     * 250 ms for file:). */
+    do
+      usleep(1000000);
+    while ((rc = idgen_snowflake_gen_next(g, &id)) == IDGEN_EMARK && ++tries < 5);
+    a->ids[0][0] = id;
+    _exit(first != IDGEN_EMARK ? 4 : rc != 0 ? 5 : 0);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fail_msg("child above the mark: status %d", st);
+  int64_t t = id_ms(&tw, a->ids[0][0], NULL);
+  assert_true(t >= tu_clock_ms(&a->clock));
+  assert_true(t <= file_mark(0));
+
+  /* The owner ends it (final mark, ceiling 0): a child is refused. */
+  idgen_snowflake_gen_fini_shared(g);
+  pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    uint64_t id;
+    _exit(idgen_snowflake_gen_next(g, &id) == IDGEN_ELEASE ? 0 : 6);
+  }
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  idgen_lease_release(lease);
+  idgen_registry_close(r);
+  munmap(mem, size + sizeof(shared_area));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
@@ -1015,6 +1146,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_bound_lease_lost, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bound_threads, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bound_once_and_fork, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_shared_generator, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
