@@ -363,6 +363,7 @@ void idgen_worker_main(Datum arg) {
     }
     cur = slot;
     sh->retired[cur] = 0;
+    pg_write_barrier(); /* the generator's memory before the slot's number */
     pg_atomic_write_u32(&sh->current, (uint32)cur);
     pg_atomic_add_fetch_u64(&sh->swaps, 1);
     set_state(ST_READY, "", info);
@@ -457,8 +458,10 @@ static idgen_snowflake_gen_t *enter(pg_atomic_uint64 **seen) {
     char why[512];
     pg_atomic_exchange_u64(*seen, pg_atomic_read_u64(&sh->swaps));
     cur = pg_atomic_read_u32(&sh->current);
-    if (cur < NSLOTS)
+    if (cur < NSLOTS) {
+      pg_read_barrier(); /* pairs with the worker's write barrier */
       return slot_gen((int)cur);
+    }
     pg_atomic_write_u64(*seen, PG_UINT64_MAX);
     status = pg_atomic_read_u32(&sh->status);
     if (status == ST_STARTING && waited < START_WAIT_MS) {
