@@ -36,6 +36,10 @@
 #include <signal.h>
 #include <pthread.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "access/xlog.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -50,6 +54,7 @@
 #include "storage/spin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/wait_event.h"
 
 #include "idgen.h"
@@ -84,6 +89,10 @@ typedef struct {
 
 static idgen_shared *sh;
 static char *registry_setting, *node_setting, *lease_field_setting;
+/* idgen.layout as the postmaster loaded us: the generator's layout for the
+ * server's life, also across crash restarts after a reload changed it
+ * (the workers are forked from the postmaster, which keeps this copy). */
+static char *start_layout;
 static int lease_ttl_setting;
 static shmem_request_hook_type prev_request;
 static shmem_startup_hook_type prev_startup;
@@ -185,9 +194,13 @@ static bool nap(long ms) {
  * false with a message. */
 static bool read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, char *uri, size_t n,
                           const char **field, char *err, size_t errlen) {
-  const char *spec = GetConfigOption("idgen.layout", false, false);
+  const char *spec = start_layout, *now = GetConfigOption("idgen.layout", false, false);
   unsigned given = 0;
   char e[300];
+  if (now != NULL && strcmp(now, spec) != 0)
+    ereport(LOG, (errmsg("idgen: idgen.layout is now %s; idgen_snowflake() keeps the layout the "
+                         "server started with, %s, until the server is restarted",
+                         now, spec)));
   if (idgen_layout_parse(l, spec, e, sizeof e) < 0) {
     snprintf(err, errlen, "idgen.layout: %s", e);
     return false;
@@ -200,6 +213,10 @@ static bool read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, char
   idgen_snowflake_settings_init(s);
   if (node_setting && node_setting[0]) {
     char buf[512];
+    if (strlen(node_setting) >= sizeof buf) {
+      snprintf(err, errlen, "idgen.node is longer than %zu bytes", sizeof buf - 1);
+      return false;
+    }
     strlcpy(buf, node_setting, sizeof buf);
     for (char *save = NULL, *item = strtok_r(buf, ",", &save); item;
          item = strtok_r(NULL, ",", &save)) {
@@ -218,10 +235,16 @@ static bool read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, char
       }
     }
   }
-  if (registry_setting && registry_setting[0])
+  if (registry_setting && registry_setting[0]) {
+    if (strlen(registry_setting) >= n) {
+      snprintf(err, errlen, "idgen.registry is longer than %zu bytes", n - 1);
+      return false;
+    }
     strlcpy(uri, registry_setting, n);
-  else
-    snprintf(uri, n, "file:%s/pg_idgen", DataDir);
+  } else if ((size_t)snprintf(uri, n, "file:%s/pg_idgen", DataDir) >= n) {
+    snprintf(err, errlen, "the data directory's path is longer than %zu bytes", n - 20);
+    return false;
+  }
   *field = lease_field_setting && lease_field_setting[0] ? lease_field_setting : NULL;
   if (strcmp(uri, "static") != 0) {
     int f = idgen_lease_field(l, *field, e, sizeof e);
@@ -236,6 +259,52 @@ static bool read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, char
                l->fields[f].name, registry_setting && registry_setting[0] ? uri : "(the default)");
       return false;
     }
+  }
+  return true;
+}
+
+/* The default registry lives in the data directory, and a copy of the
+ * directory (a standby's base backup, a restore, a `cp -a` clone) copies
+ * its leases and marks: the copy would lease the same worker ID as the
+ * original, and its marks may be behind what the original issued since.
+ * So the directory records which data directory made it (path, inode,
+ * system identifier) in pg_idgen.owner; another one refuses to use it, with
+ * what to do.  true, or false with a message. */
+static bool owner_check(char *err, size_t errlen) {
+  char path[MAXPGPATH], tmp[MAXPGPATH], want[MAXPGPATH + 100], have[MAXPGPATH + 100];
+  struct stat st;
+  FILE *f;
+  snprintf(path, sizeof path, "%s/pg_idgen.owner", DataDir);
+  if (stat(DataDir, &st) != 0) {
+    snprintf(err, errlen, "cannot stat the data directory %s: %m", DataDir);
+    return false;
+  }
+  snprintf(want, sizeof want, "data_directory=%s inode=%llu system_identifier=" UINT64_FORMAT "\n",
+           DataDir, (unsigned long long)st.st_ino, GetSystemIdentifier());
+  if ((f = fopen(path, "r")) != NULL) {
+    bool same = fgets(have, sizeof have, f) != NULL && strcmp(have, want) == 0;
+    fclose(f);
+    if (same)
+      return true;
+    snprintf(err, errlen,
+             "the registry %s/pg_idgen was made by another data directory (%.*s), of which this "
+             "one is a copy (a standby, a restore, a clone): it may lease the same worker ID and "
+             "start below IDs the original issued.  Servers that share data need a registry "
+             "they share (idgen.registry = 'postgres://...'); if the original will never issue "
+             "again and the clocks agree, remove %s and %s/pg_idgen and restart",
+             DataDir, (int)strcspn(have, "\n"), have, path, DataDir);
+    return false;
+  }
+  if (errno != ENOENT) {
+    snprintf(err, errlen, "cannot read %s: %m", path);
+    return false;
+  }
+  /* First use: written durably before any lease is taken. */
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  if ((f = fopen(tmp, "w")) == NULL || fputs(want, f) < 0 || fflush(f) != 0 ||
+      fsync(fileno(f)) != 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+    snprintf(err, errlen, "cannot write %s: %m", path);
+    return false;
   }
   return true;
 }
@@ -300,16 +369,27 @@ void idgen_worker_main(Datum arg) {
   BackgroundWorkerUnblockSignals();
   before_shmem_exit(worker_exit, 0);
 
-  if (!read_settings(&l, &s, uri, sizeof uri, &field, err, sizeof err)) {
+  if (!read_settings(&l, &s, uri, sizeof uri, &field, err, sizeof err) ||
+      (!(registry_setting && registry_setting[0]) && !owner_check(err, sizeof err))) {
     set_state(ST_FAILED, err, NULL);
-    ereport(LOG, (errmsg("idgen: idgen_snowflake() is off: %s", err)));
+    ereport(LOG, (errmsg("idgen: idgen_snowflake() is off until the server restarts: %s", err)));
     proc_exit(0); /* not restarted: the settings need fixing */
   }
-  WITHOUT_SIGNALS(rc = idgen_registry_open(&reg, uri, err, sizeof err));
-  if (rc < 0) {
+  /* A registry that cannot be reached yet (a database starting, this very
+   * server among them) is tried again; a malformed URI is a setting. */
+  for (;;) {
+    WITHOUT_SIGNALS(rc = idgen_registry_open(&reg, uri, err, sizeof err));
+    if (rc == 0)
+      break;
     set_state(ST_FAILED, err, NULL);
-    ereport(LOG, (errmsg("idgen: idgen_snowflake() is off: %s", err)));
-    proc_exit(0);
+    if (rc == IDGEN_EINVAL) {
+      ereport(LOG, (errmsg("idgen: idgen_snowflake() is off until the server restarts: %s", err)));
+      proc_exit(0);
+    }
+    ereport(LOG, (errmsg("idgen: cannot open the registry (retrying in %d ms): %s", RETRY_MS,
+                         err)));
+    if (!nap(RETRY_MS))
+      proc_exit(1);
   }
 
   while (!stopping) {
@@ -323,7 +403,13 @@ void idgen_worker_main(Datum arg) {
       break;
     g = slot_gen(slot);
     if (strcmp(uri, "static") == 0) {
+      /* No mark: what an earlier run (a crash restart a moment ago) may
+       * have issued by borrowing is at most max_borrow_ms and a tick ahead
+       * of its clock.  Wait that out first (it does not cover a clock
+       * stepped back: static keeps no record). */
       lease = NULL;
+      if (!nap((long)(s.max_borrow_ms + l.unit_ms + 1)))
+        break;
       WITHOUT_SIGNALS(rc = idgen_snowflake_gen_init_shared(g, &l, &bs, err, sizeof err));
     } else {
       idgen_lease_request_t req = {0};
@@ -393,16 +479,21 @@ void idgen_worker_main(Datum arg) {
     }
     end_current();
   }
-  set_state(ST_FAILED, "the server is shutting down", NULL);
+  /* SIGTERM: the server is shutting down, or someone stopped the worker;
+   * exit code 1 has the postmaster start it again in the second case. */
+  set_state(ST_FAILED, "the idgen background worker was stopped (SIGTERM); it restarts within "
+            "a second unless the server is shutting down", NULL);
   idgen_registry_close(reg);
-  proc_exit(0);
+  proc_exit(1);
 }
 
 static void register_worker(void) {
   BackgroundWorker w;
   memset(&w, 0, sizeof w);
   w.bgw_flags = BGWORKER_SHMEM_ACCESS;
-  w.bgw_start_time = BgWorkerStart_PostmasterStart;
+  /* Not on a standby: it would issue what its primary issues (its
+   * registry, the default one in the data directory, is a copy). */
+  w.bgw_start_time = BgWorkerStart_RecoveryFinished;
   w.bgw_restart_time = 1;
   strlcpy(w.bgw_library_name, "idgen", sizeof w.bgw_library_name);
   strlcpy(w.bgw_function_name, "idgen_worker_main", sizeof w.bgw_function_name);
@@ -415,6 +506,7 @@ void idgen_pg_snowflake_init(void) {
   /* Settings of the postmaster can only be made while it loads us. */
   if (!process_shared_preload_libraries_in_progress)
     return;
+  start_layout = MemoryContextStrdup(TopMemoryContext, GetConfigOption("idgen.layout", false, false));
   DefineCustomStringVariable(
       "idgen.registry", "Where idgen_snowflake() leases its node value from.",
       "file:DIR (servers on one host), postgres://... or etcd://HOST:PORT (a fleet), or static "
@@ -449,6 +541,11 @@ static idgen_snowflake_gen_t *enter(pg_atomic_uint64 **seen) {
              errmsg("idgen: idgen_snowflake() needs the library loaded at server start"),
              errhint("Add idgen to shared_preload_libraries in postgresql.conf and restart the "
                      "server: the generator lives in shared memory, one for all sessions.")));
+  if (RecoveryInProgress())
+    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                    errmsg("idgen: idgen_snowflake() does not run on a standby (the server is in "
+                           "recovery): a standby would issue its primary's IDs; it starts once "
+                           "the server is promoted")));
   if (MyBackendId == InvalidBackendId || MyBackendId >= sh->nseen)
     ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                     errmsg("idgen: idgen_snowflake() cannot run in this kind of process")));

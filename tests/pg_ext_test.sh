@@ -20,7 +20,11 @@
 #     new one and inserts go on, still unique;
 #   - the server restarts with its clock 10 s behind (libfaketime), both
 #     workers' marks ahead of it (`idgen snowflake` marked the second): every
-#     new ID is above every old one.
+#     new ID is above every old one;
+#   - the background worker stopped with SIGTERM comes back;
+#   - a standby made with pg_basebackup refuses idgen_snowflake() (it would
+#     issue its primary's IDs), and once promoted refuses its copy of the
+#     primary's registry, saying what to do.
 # Stops the servers and removes their data.  PG_EXT_ROWS changes the
 # 1,000,000.
 #
@@ -42,6 +46,9 @@ chmod 755 "$work" # the postgres user reaches its data directory below
 cleanup() {
   "$ROOT/tests/pg_server.sh" stop "$work/pg" >/dev/null 2>&1 || true
   "$ROOT/tests/pg_server.sh" stop "$work/pg2" >/dev/null 2>&1 || true
+  [ ! -f "$work/pg3/data/postmaster.pid" ] ||
+    runuser -u postgres -- /usr/lib/postgresql/15/bin/pg_ctl -D "$work/pg3/data" -m immediate \
+      stop >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -81,6 +88,7 @@ echo "ok   pg extension: 200000 rows from 4 sessions, no unique violation"
 ROWS=${PG_EXT_ROWS:-1000000}
 LAYOUT='time:41,worker:1,sequence:12,epoch=1288834974657'
 FAKETIME_SO=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1
+PGBIN=/usr/lib/postgresql/15/bin
 fail() {
   echo "FAIL pg extension: $*" >&2
   grep idgen "$work/pg2/log" | tail -20 >&2 || true
@@ -166,3 +174,32 @@ q_when_ready "INSERT INTO sf (s, n) SELECT 9, g FROM generate_series(1, 100000) 
 got=$(q "SELECT count(*), min(id) > $old FROM sf WHERE s = 9")
 [ "$got" = "100000|t" ] || fail "after the restart: rows|all above the old maximum = $got"
 echo "ok   pg extension: restarted $((-behind)) ms behind; 100000 new IDs, all above the old maximum"
+
+echo "== the idgen background worker stopped (SIGTERM): it comes back"
+before=$(ready_count)
+wpid=$(pgrep -f "idgen lease keeper" | head -1)
+[ -n "$wpid" ] || fail "no idgen lease keeper process"
+kill -TERM "$wpid"
+q_when_ready "SELECT idgen_snowflake()" >/dev/null || fail "idgen_snowflake() did not come back after SIGTERM"
+[ "$(ready_count)" -gt "$before" ] || fail "the worker did not take a new lease after SIGTERM"
+echo "ok   pg extension: the worker came back after SIGTERM"
+
+echo "== a standby refuses; promoted, its copied registry is refused"
+port3=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mkdir -p "$work/pg3" && chown postgres "$work/pg3"
+runuser -u postgres -- "$PGBIN/pg_basebackup" -h "$work/pg2" -p "$port2" -U postgres \
+  -D "$work/pg3/data" -R -X stream >/dev/null 2>&1 || fail "pg_basebackup"
+pg3() { runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/pg3/data" -l "$work/pg3/log" -w "$@" >/dev/null; }
+pg3 -o "-p $port3 -k $work/pg3 -c listen_addresses=''" start || fail "the standby did not start"
+standby_stop() { pg3 -m fast stop || true; }
+err=$(PGHOST=$work/pg3 PGPORT=$port3 psql -qAtX -c "SELECT idgen_snowflake()" 2>&1) &&
+  { standby_stop; fail "a standby issued an ID: $err"; }
+grep -q "does not run on a standby" <<<"$err" || { standby_stop; fail "the standby's error: $err"; }
+echo "ok   pg extension: a standby refuses: ${err#ERROR:  }"
+pg3 promote || { standby_stop; fail "promote"; }
+for i in $(seq 1 40); do grep -q "idgen_snowflake() is off" "$work/pg3/log" && break; sleep 0.25; done
+err=$(PGHOST=$work/pg3 PGPORT=$port3 psql -qAtX -c "SELECT idgen_snowflake()" 2>&1) &&
+  { standby_stop; fail "the promoted copy issued an ID: $err"; }
+standby_stop
+grep -q "made by another data directory" <<<"$err" || fail "the promoted copy's error: $err"
+echo "ok   pg extension: the promoted copy refuses: $(cut -c1-150 <<<"${err#ERROR:  }")..."

@@ -189,8 +189,13 @@ static int mark_once(idgen_snowflake_gen_t *g, int64_t target) {
 static void *io_main(void *arg) {
   idgen_snowflake_gen_t *g = arg;
   idgen__keeper_t *k = g->keeper;
-  /* How often the headroom is looked at: a quarter step, 10..250 ms. */
+  /* How often the headroom is looked at: a quarter step, 10..250 ms; for
+   * a generator shared with other processes every 10 ms, since their calls
+   * cannot poke (they raise remote_want, looked at here) and wait at most
+   * their budget, max_wait_ms plus a tick. */
   int64_t look = k->step_ms / 4 < 10 ? 10 : k->step_ms / 4 > 250 ? 250 : k->step_ms / 4;
+  if (g->shared)
+    look = 10;
   pthread_mutex_lock(&k->mu);
   while (!k->stop && !k->fenced) {
     int64_t now = idgen__mono_ms(), wake = now + look;
