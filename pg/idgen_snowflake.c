@@ -78,9 +78,11 @@ typedef struct {
   pg_atomic_uint32 current;  /* slot index, or NSLOTS: none */
   pg_atomic_uint64 swaps;    /* how many times `current` changed */
   slock_t mu;                /* guards reason and info */
-  char reason[512];          /* why it is not ready */
+  char reason[2048];         /* why it is not ready */
   char info[512];            /* the lease, for the log and messages */
   uint64 retired[NSLOTS];    /* the worker's own: swap count at retirement, 0 never used */
+  int64 after_ms;            /* the worker's own: a new generator starts above this (the
+                              * last ones' IDs), kept across the worker's restarts */
   Size gen_size;
   Size gens_off;             /* from the struct's start, aligned */
   int nseen;                 /* MaxBackends + 1 */
@@ -242,7 +244,7 @@ static bool read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, char
     }
     strlcpy(uri, registry_setting, n);
   } else if ((size_t)snprintf(uri, n, "file:%s/pg_idgen", DataDir) >= n) {
-    snprintf(err, errlen, "the data directory's path is longer than %zu bytes", n - 20);
+    snprintf(err, errlen, "the data directory's path is longer than %zu bytes", n - sizeof "file:/pg_idgen");
     return false;
   }
   *field = lease_field_setting && lease_field_setting[0] ? lease_field_setting : NULL;
@@ -267,40 +269,80 @@ static bool read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, char
  * directory (a standby's base backup, a restore, a `cp -a` clone) copies
  * its leases and marks: the copy would lease the same worker ID as the
  * original, and its marks may be behind what the original issued since.
- * So the directory records which data directory made it (path, inode,
- * system identifier) in pg_idgen.owner; another one refuses to use it, with
- * what to do.  true, or false with a message. */
+ * So $PGDATA/pg_idgen.owner records which server made the registry: the
+ * data directory (its real path and inode), the system identifier and the
+ * WAL timeline.  A promotion or a point-in-time restore starts a new
+ * timeline, a copy has another inode or path: the registry is then refused,
+ * with what to do.  A first use on a timeline after the first (a server
+ * that was promoted or restored) is refused too: its data may have come
+ * from a server that issued IDs under a registry of its own.  An explicit
+ * idgen.registry skips all of this.  true, or false with a message. */
 static bool owner_check(char *err, size_t errlen) {
-  char path[MAXPGPATH], tmp[MAXPGPATH], want[MAXPGPATH + 100], have[MAXPGPATH + 100];
+  char path[MAXPGPATH], tmp[MAXPGPATH], reg[MAXPGPATH], real[PATH_MAX];
+  char want[PATH_MAX + 200], have[PATH_MAX + 200] = "";
   struct stat st;
   FILE *f;
-  snprintf(path, sizeof path, "%s/pg_idgen.owner", DataDir);
-  if (stat(DataDir, &st) != 0) {
-    snprintf(err, errlen, "cannot stat the data directory %s: %m", DataDir);
+  TimeLineID tli = GetWALInsertionTimeLine();
+  static const char *const fix =
+      "Servers that share data need a registry they share (idgen.registry = "
+      "'postgres://...'); if the server that made it will never issue again and the clocks "
+      "agree, set idgen.registry = 'file:%s' to use it as it is (its marks stay a floor)";
+  if (snprintf(path, sizeof path, "%s/pg_idgen.owner", DataDir) >= (int)sizeof path ||
+      snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp ||
+      snprintf(reg, sizeof reg, "%s/pg_idgen", DataDir) >= (int)sizeof reg) {
+    snprintf(err, errlen, "the data directory's path is too long");
     return false;
   }
-  snprintf(want, sizeof want, "data_directory=%s inode=%llu system_identifier=" UINT64_FORMAT "\n",
-           DataDir, (unsigned long long)st.st_ino, GetSystemIdentifier());
+  if (realpath(DataDir, real) == NULL || stat(real, &st) != 0) {
+    snprintf(err, errlen, "cannot resolve the data directory %s: %m", DataDir);
+    return false;
+  }
+  snprintf(want, sizeof want,
+           "data_directory=%s inode=%llu system_identifier=" UINT64_FORMAT " timeline=%u\n", real,
+           (unsigned long long)st.st_ino, GetSystemIdentifier(), (unsigned)tli);
   if ((f = fopen(path, "r")) != NULL) {
-    bool same = fgets(have, sizeof have, f) != NULL && strcmp(have, want) == 0;
+    bool same;
+    int n;
+    const char *h;
+    if (fgets(have, sizeof have, f) == NULL)
+      have[0] = '\0';
     fclose(f);
+    same = strcmp(have, want) == 0;
     if (same)
       return true;
-    snprintf(err, errlen,
-             "the registry %s/pg_idgen was made by another data directory (%.*s), of which this "
-             "one is a copy (a standby, a restore, a clone): it may lease the same worker ID and "
-             "start below IDs the original issued.  Servers that share data need a registry "
-             "they share (idgen.registry = 'postgres://...'); if the original will never issue "
-             "again and the clocks agree, remove %s and %s/pg_idgen and restart",
-             DataDir, (int)strcspn(have, "\n"), have, path, DataDir);
+    h = have[0] ? have : "an empty record";
+    n = snprintf(err, errlen,
+                 "the registry %s was made by another server (%.*s; this one is %.*s): a copy of "
+                 "the data directory (a promoted standby, a restore, a clone, or a move) may "
+                 "lease the worker ID the original holds and start below IDs it issued.  ",
+                 reg, (int)strcspn(h, "\n"), h, (int)strcspn(want, "\n"), want);
+    if (n >= 0 && (size_t)n < errlen)
+      snprintf(err + n, errlen - (size_t)n, fix, reg);
     return false;
   }
   if (errno != ENOENT) {
     snprintf(err, errlen, "cannot read %s: %m", path);
     return false;
   }
+  if (tli > 1) {
+    snprintf(err, errlen,
+             "this server is on WAL timeline %u (it was promoted or restored), and its default "
+             "registry has no record of its own: it may lease the worker ID of the server its "
+             "data came from.  Set idgen.registry to a registry shared with that server, or, if "
+             "it will never issue again and the clocks agree, to 'file:%s' to use this one",
+             (unsigned)tli, reg);
+    return false;
+  }
+  if (stat(reg, &st) == 0) {
+    int n = snprintf(err, errlen,
+                     "%s exists without %s (copied without it?): its leases may be another "
+                     "server's.  ",
+                     reg, path);
+    if (n >= 0 && (size_t)n < errlen)
+      snprintf(err + n, errlen - (size_t)n, fix, reg);
+    return false;
+  }
   /* First use: written durably before any lease is taken. */
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
   if ((f = fopen(tmp, "w")) == NULL || fputs(want, f) < 0 || fflush(f) != 0 ||
       fsync(fileno(f)) != 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
     snprintf(err, errlen, "cannot write %s: %m", path);
@@ -324,7 +366,6 @@ static bool owner_check(char *err, size_t errlen) {
 static int cur = -1;
 static idgen_lease_t *lease;
 static idgen_layout_t l;
-static int64_t after_ms; /* the next generator starts above this (the last one's IDs) */
 
 /* Ends the current generator: no call starts on it, the keeper stops with a
  * final mark, the lease goes back. */
@@ -335,14 +376,16 @@ static void end_current(void) {
     return;
   g = slot_gen(cur);
   retire(cur);
+  idgen_snowflake_gen_fini_shared(g); /* the final mark; the ceiling is 0 */
+  /* After the ceiling went to 0: a call still on the slot cannot issue a
+   * value taken from now on, so `next` covers everything issued. */
   idgen_snowflake_gen_stats(g, &gs);
   if (gs.last_id != 0) {
     uint64_t values[IDGEN_LAYOUT_MAX_FIELDS];
     int64_t ms;
-    if (idgen_layout_decompose(&l, gs.last_id, values, &ms) == 0 && ms > after_ms)
-      after_ms = ms;
+    if (idgen_layout_decompose(&l, gs.last_id, values, &ms) == 0 && ms > sh->after_ms)
+      sh->after_ms = ms;
   }
-  idgen_snowflake_gen_fini_shared(g); /* the final mark; the ceiling is 0 */
   if (lease != NULL)
     idgen_lease_release(lease);
   lease = NULL;
@@ -356,12 +399,25 @@ static void worker_exit(int code, Datum arg) {
   end_current();
 }
 
+/* A setting needs fixing: the reason stays for every call to see, and the
+ * worker idles until it is stopped (exit code 1: after a crash restart,
+ * which resets the shared memory, it runs again and says it again). */
+static void off(const char *why) pg_attribute_noreturn();
+static void off(const char *why) {
+  set_state(ST_FAILED, why, NULL);
+  ereport(LOG, (errmsg("idgen: idgen_snowflake() is off until the settings change and the "
+                       "server restarts: %s", why)));
+  while (nap(60000))
+    ;
+  proc_exit(1);
+}
+
 PGDLLEXPORT void idgen_worker_main(Datum arg);
 void idgen_worker_main(Datum arg) {
   idgen_snowflake_settings_t s;
   idgen_registry_t *reg = NULL;
   const char *field;
-  char uri[1024], err[600], info[512];
+  char uri[1024], err[2048], info[512];
   int rc;
 
   (void)arg;
@@ -369,12 +425,10 @@ void idgen_worker_main(Datum arg) {
   BackgroundWorkerUnblockSignals();
   before_shmem_exit(worker_exit, 0);
 
+  set_state(ST_STARTING, "the idgen background worker is starting", NULL);
   if (!read_settings(&l, &s, uri, sizeof uri, &field, err, sizeof err) ||
-      (!(registry_setting && registry_setting[0]) && !owner_check(err, sizeof err))) {
-    set_state(ST_FAILED, err, NULL);
-    ereport(LOG, (errmsg("idgen: idgen_snowflake() is off until the server restarts: %s", err)));
-    proc_exit(0); /* not restarted: the settings need fixing */
-  }
+      (!(registry_setting && registry_setting[0]) && !owner_check(err, sizeof err)))
+    off(err);
   /* A registry that cannot be reached yet (a database starting, this very
    * server among them) is tried again; a malformed URI is a setting. */
   for (;;) {
@@ -382,10 +436,8 @@ void idgen_worker_main(Datum arg) {
     if (rc == 0)
       break;
     set_state(ST_FAILED, err, NULL);
-    if (rc == IDGEN_EINVAL) {
-      ereport(LOG, (errmsg("idgen: idgen_snowflake() is off until the server restarts: %s", err)));
-      proc_exit(0);
-    }
+    if (rc == IDGEN_EINVAL)
+      off(err);
     ereport(LOG, (errmsg("idgen: cannot open the registry (retrying in %d ms): %s", RETRY_MS,
                          err)));
     if (!nap(RETRY_MS))
@@ -422,7 +474,7 @@ void idgen_worker_main(Datum arg) {
       WITHOUT_SIGNALS(rc = idgen_registry_acquire(reg, &req, &lease, err, sizeof err));
       if (rc == 0) {
         bs.lease = lease;
-        bs.start_after_ms = after_ms;
+        bs.start_after_ms = sh->after_ms;
         WITHOUT_SIGNALS(rc = idgen_snowflake_gen_init_shared(g, &l, &bs, err, sizeof err));
         if (rc < 0) {
           idgen_lease_release(lease);

@@ -18,13 +18,15 @@
 #     increasing;
 #   - the lease's lock file is removed (the lease is lost): the worker takes a
 #     new one and inserts go on, still unique;
+#   - the background worker stopped with SIGTERM comes back;
 #   - the server restarts with its clock 10 s behind (libfaketime), both
 #     workers' marks ahead of it (`idgen snowflake` marked the second): every
 #     new ID is above every old one;
-#   - the background worker stopped with SIGTERM comes back;
 #   - a standby made with pg_basebackup refuses idgen_snowflake() (it would
 #     issue its primary's IDs), and once promoted refuses its copy of the
-#     primary's registry, saying what to do.
+#     primary's registry, saying what to do; without that registry it refuses
+#     a first use on timeline 2, and with the registry set explicitly (the way
+#     out it names) it issues.
 # Stops the servers and removes their data.  PG_EXT_ROWS changes the
 # 1,000,000.
 #
@@ -158,6 +160,15 @@ q_when_ready "INSERT INTO sf (s, n) SELECT 10, g FROM generate_series(1, 100000)
 echo "ok   pg extension: $(grep "idgen:.*lost" "$work/pg2/log" | tail -1 | sed 's/.*idgen: //' | cut -c1-120)"
 echo "ok   pg extension: 100000 more rows on the new lease, no unique violation"
 
+echo "== the idgen background worker stopped (SIGTERM): it comes back"
+before=$(ready_count)
+wpid=$(pgrep -f "idgen lease keeper" | head -1)
+[ -n "$wpid" ] || fail "no idgen lease keeper process"
+kill -TERM "$wpid"
+q_when_ready "SELECT idgen_snowflake()" >/dev/null || fail "idgen_snowflake() did not come back after SIGTERM"
+[ "$(ready_count)" -gt "$before" ] || fail "the worker did not take a new lease after SIGTERM"
+echo "ok   pg extension: the worker came back after SIGTERM"
+
 echo "== a restart with the clock 10 s behind (libfaketime): every new ID above every old one"
 old=$(q "SELECT max(id) FROM sf")
 # the other worker ID's mark ahead too, so that the restart cannot start on a
@@ -175,20 +186,11 @@ got=$(q "SELECT count(*), min(id) > $old FROM sf WHERE s = 9")
 [ "$got" = "100000|t" ] || fail "after the restart: rows|all above the old maximum = $got"
 echo "ok   pg extension: restarted $((-behind)) ms behind; 100000 new IDs, all above the old maximum"
 
-echo "== the idgen background worker stopped (SIGTERM): it comes back"
-before=$(ready_count)
-wpid=$(pgrep -f "idgen lease keeper" | head -1)
-[ -n "$wpid" ] || fail "no idgen lease keeper process"
-kill -TERM "$wpid"
-q_when_ready "SELECT idgen_snowflake()" >/dev/null || fail "idgen_snowflake() did not come back after SIGTERM"
-[ "$(ready_count)" -gt "$before" ] || fail "the worker did not take a new lease after SIGTERM"
-echo "ok   pg extension: the worker came back after SIGTERM"
-
 echo "== a standby refuses; promoted, its copied registry is refused"
 port3=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 mkdir -p "$work/pg3" && chown postgres "$work/pg3"
 runuser -u postgres -- "$PGBIN/pg_basebackup" -h "$work/pg2" -p "$port2" -U postgres \
-  -D "$work/pg3/data" -R -X stream >/dev/null 2>&1 || fail "pg_basebackup"
+  -D "$work/pg3/data" -R -X stream -c fast >/dev/null 2>&1 || fail "pg_basebackup"
 pg3() { runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/pg3/data" -l "$work/pg3/log" -w "$@" >/dev/null; }
 pg3 -o "-p $port3 -k $work/pg3 -c listen_addresses=''" start || fail "the standby did not start"
 standby_stop() { pg3 -m fast stop || true; }
@@ -200,6 +202,22 @@ pg3 promote || { standby_stop; fail "promote"; }
 for i in $(seq 1 40); do grep -q "idgen_snowflake() is off" "$work/pg3/log" && break; sleep 0.25; done
 err=$(PGHOST=$work/pg3 PGPORT=$port3 psql -qAtX -c "SELECT idgen_snowflake()" 2>&1) &&
   { standby_stop; fail "the promoted copy issued an ID: $err"; }
-standby_stop
-grep -q "made by another data directory" <<<"$err" || fail "the promoted copy's error: $err"
+grep -q "was made by another server" <<<"$err" || { standby_stop; fail "the promoted copy's error: $err"; }
 echo "ok   pg extension: the promoted copy refuses: $(cut -c1-150 <<<"${err#ERROR:  }")..."
+# Without the copied registry (as a standby made before the primary first
+# used idgen): a server on timeline 2 has no record of its own.
+standby_stop
+rm -rf "$work/pg3/data/pg_idgen" "$work/pg3/data/pg_idgen.owner"
+pg3 -o "-p $port3 -k $work/pg3 -c listen_addresses=''" start || fail "the promoted server did not start"
+# (a call waits while the worker starts, then gets its reason)
+err=$(PGHOST=$work/pg3 PGPORT=$port3 psql -qAtX -c "SELECT idgen_snowflake()" 2>&1) &&
+  { standby_stop; fail "the promoted server without a registry issued an ID: $err"; }
+grep -q "on WAL timeline 2" <<<"$err" || { standby_stop; fail "timeline 2's error: $err"; }
+echo "ok   pg extension: a first use on timeline 2 refuses: $(cut -c1-110 <<<"${err#ERROR:  }")..."
+# The way out it names: the registry set explicitly.
+echo "idgen.registry = 'file:$work/pg3/data/pg_idgen'" >>"$work/pg3/data/postgresql.conf"
+pg3 -m fast restart -o "-p $port3 -k $work/pg3 -c listen_addresses=''" || fail "restart"
+got=$(PGHOST=$work/pg3 PGPORT=$port3 q_when_ready "SELECT idgen_snowflake() > 0") || true
+standby_stop
+[ "$got" = t ] || fail "with idgen.registry set explicitly the promoted server still refuses: $got"
+echo "ok   pg extension: with idgen.registry set explicitly it issues"
