@@ -604,7 +604,7 @@ static idgen_snowflake_gen_t *enter(pg_atomic_uint64 **seen) {
   *seen = &sh->seen[MyBackendId].v;
   for (;;) {
     uint32 cur, status;
-    char why[512];
+    char why[sizeof sh->reason];
     pg_atomic_exchange_u64(*seen, pg_atomic_read_u64(&sh->swaps));
     cur = pg_atomic_read_u32(&sh->current);
     if (cur < NSLOTS) {
@@ -628,14 +628,15 @@ static idgen_snowflake_gen_t *enter(pg_atomic_uint64 **seen) {
   }
 }
 
+/* Clears the announcement, after everything the call read and wrote (an
+ * exchange: a full barrier, so also on weakly ordered CPUs). */
 static void leave(pg_atomic_uint64 *seen) {
-  pg_write_barrier();
-  pg_atomic_write_u64(seen, PG_UINT64_MAX);
+  pg_atomic_exchange_u64(seen, PG_UINT64_MAX);
 }
 
 /* An ERROR for a refused call, with the lease's state when it is the cause. */
 static void refused(int rc) {
-  char why[512];
+  char why[sizeof sh->reason];
   SpinLockAcquire(&sh->mu);
   strlcpy(why, rc == IDGEN_ELEASE || rc == IDGEN_EMARK ? sh->reason : "", sizeof why);
   SpinLockRelease(&sh->mu);
