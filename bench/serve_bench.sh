@@ -451,6 +451,11 @@ redis_version=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
 nginx_version=$("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///')
 wrk_version=$(wrk --version 2>&1 | head -1 | awk '{print $2}')
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null ||
+  echo unknown)
+# whether idgen's fast clock and SIMD codecs are on here: the first line of `idgen bench`
+idgen_clock=$("$idgen" bench --only none --runs 1 --seconds 0.01 2>/dev/null | head -1 |
+  sed -n 's/.*\(TSC fast clock.*\)/\1/p')
 log "$prog: $idgen_version vs Redis $redis_version and nginx $nginx_version; $rounds round(s); temp dir $tmp"
 
 start_idgen main --http 127.0.0.1:0 --resp 127.0.0.1:0 || exit 1
@@ -621,7 +626,7 @@ report() {
   echo "## idgen serve beside Redis and nginx: $started, \`bench/serve_bench.sh$([ "$quick" = 1 ] && echo ' --quick')\`"
   echo
   echo "$idgen_version (\`serve\`: $main_threads threads, defaults otherwise) · Redis $redis_version · nginx $nginx_version ·"
-  echo "redis-benchmark $redis_version · wrk $wrk_version · $(nproc) cores ($cpu) · load average $load_start at the start, $load_end at the end."
+  echo "redis-benchmark $redis_version · wrk $wrk_version · $(nproc) cores ($cpu) · clocksource $clocksource · ${idgen_clock:-idgen bench did not say which clock} · load average $load_start at the start, $load_end at the end."
   echo "Clients and servers share the cores. Each figure: $rounds run(s), the servers alternating; \"median\" is of those runs."
   [ "$quick" = 1 ] && echo "**Quick run** (smoke test): short runs, one round; the figures are indicative only."
   echo

@@ -996,8 +996,8 @@ static void test_bound_once_and_fork(void **state) {
  * (idgen_snowflake_gen_init_shared), used by forked children at once: no
  * duplicate, each process's IDs increase, none above the durable mark; a
  * child's view of the lease is empty and its fini does nothing.  A child
- * whose values are above the mark gets IDGEN_EMARK (nothing issued), asks
- * for more (remote_want), and the owner's keeper moves the mark for it.
+ * whose values are above the mark is served once the owner's keeper has
+ * moved the mark (IDGEN_EMARK until then), and never above it.
  * After the owner's fini, a child's call is refused with IDGEN_ELEASE. */
 enum { SH_PROCS = 3, SH_PER = 100000 };
 typedef struct {
@@ -1080,23 +1080,26 @@ static void test_shared_generator(void **state) {
   assert_true(id_ms(&tw, all[n - 1], NULL) <= mark);
   free(all);
 
-  /* Above the mark, in a child: refused at first (IDGEN_EMARK, nothing
-   * issued), then issued once the owner's keeper has moved the mark for it. */
+  /* Above the mark, in a child: issued once the owner's keeper has moved
+   * the mark for it (refused with IDGEN_EMARK until then), never above the
+   * durable mark. */
   tu_clock_add_ms(&a->clock, 5000);
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
     alarm(20);
     uint64_t id;
-    int first = idgen_snowflake_gen_next(g, &id), rc, tries = 0;
-    /* Each try moves the clock on by its budget (the test clock's sleeps),
-     * so a try comes only after the keeper has had time to look (every
-     * 250 ms for file:). */
-    do
-      usleep(1000000);
-    while ((rc = idgen_snowflake_gen_next(g, &id)) == IDGEN_EMARK && ++tries < 5);
+    /* The first try is refused (IDGEN_EMARK) unless the keeper, which
+     * looks every 10 ms for a shared generator, moved the mark first.
+     * Each try moves the clock on by its budget (the test clock's sleeps),
+     * so a retry comes only after the keeper has had time to look. */
+    int rc = idgen_snowflake_gen_next(g, &id), tries = 0;
+    while (rc == IDGEN_EMARK && tries++ < 5) {
+      usleep(200000);
+      rc = idgen_snowflake_gen_next(g, &id);
+    }
     a->ids[0][0] = id;
-    _exit(first != IDGEN_EMARK ? 4 : rc != 0 ? 5 : 0);
+    _exit(rc != 0 ? 5 : 0);
   }
   int st;
   assert_int_equal(waitpid(pid, &st, 0), pid);
