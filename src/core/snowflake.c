@@ -246,9 +246,9 @@ int idgen__sf_remote(const idgen_snowflake_gen_t *g) {
 
 /* bind->wait for a call in a process other than the keeper's, which it
  * cannot reach: it asks by raising `remote_want` (the keeper's I/O thread
- * looks at it every 10 ms for a shared generator) and looks at the ceiling.  0 when it covers `want`,
- * IDGEN_ELEASE while it is 0 (the lease cannot be shown valid), else
- * IDGEN_EAGAIN. */
+ * looks at it every 10 ms for a shared generator) and looks at the
+ * ceiling.  0 when it covers `want`, IDGEN_ELEASE while it is 0 (the lease
+ * cannot be shown valid), else IDGEN_EAGAIN. */
 static int64_t remote_wait(idgen_snowflake_gen_t *g, uint64_t want) {
   uint64_t c = atomic_load_explicit(&g->ceiling, memory_order_acquire);
   if (c >= want)
