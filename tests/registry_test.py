@@ -606,10 +606,18 @@ def mix_run(registry, label, remove):
     got = {d.name: [] for d in daemons}
 
     def run_all(clis, what):
-        """Takes IDs from every daemon while the command-line holders run."""
+        """Takes IDs from every daemon while the command-line holders run:
+        3 batches each, within 20 s (a daemon just restarted may still be
+        taking its lease: under TSan, beside the other tests, that has taken
+        longer than its first requests)."""
+        deadline = time.time() + 20
         for _ in range(3):
             for d in daemons:
-                got[d.name] += d.ids(2000) or []
+                ids = d.ids(2000)
+                while ids is None and time.time() < deadline:
+                    time.sleep(0.1)
+                    ids = d.ids(2000)
+                got[d.name] += ids or []
         results = [cli_done(h) for h in clis]
         bad = [(n, rc, m) for n, rc, ids, m in results if rc != 0]
         short = [(d.name, len(got[d.name])) for d in daemons if len(got[d.name]) < 6000]
