@@ -23,6 +23,7 @@ packages=(
   thrift-compiler python3-thrift     # the Thrift service's tests: the real Apache Thrift client
   iproute2 nftables                  # the cluster test: hosts in network namespaces, partitions
   python3-matplotlib                 # the cluster test's timeline (PNG)
+  chromium python3-websocket         # the status page in a real browser (DevTools protocol)
 )
 
 missing=()

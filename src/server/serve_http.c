@@ -66,7 +66,7 @@ static void respond_as(serve_worker_t *w, serve_conn_t *c, int minor, int head, 
   if (c->stop_parsing && close == KEEP)
     close = CLOSE; /* Connection: close from the client */
   size_t sent = head ? 0 : len;
-  serve_buf_reserve(&w->out, sent + 256);
+  serve_buf_reserve(&w->out, sent + 200 + strlen(ctype) + strlen(extra)); /* the head's length */
   char *p = w->out.p + w->out.len;
   p += sprintf(p, "HTTP/1.1 %d %s\r\n%sContent-Type: %s\r\nContent-Length: %zu\r\n%s", status,
                reason_phrase(status), date_header(w), ctype, len, extra);
@@ -275,8 +275,10 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   int kind = str_eq(path, "/id") ? KIND_SNOWFLAKE
              : str_eq(path, "/ulid") ? KIND_ULID
              : str_eq(path, "/uuid7") ? KIND_UUID7 : -1;
-  int known = kind >= 0 || str_eq(path, "/health") || str_eq(path, "/info") ||
-              str_eq(path, "/metrics") || (path->len > 8 && memcmp(path->ptr, "/decode/", 8) == 0);
+  int page = str_eq(path, "/") || str_eq(path, "/status"), status_json = str_eq(path, "/status.json");
+  int known = kind >= 0 || page || status_json || str_eq(path, "/health") ||
+              str_eq(path, "/info") || str_eq(path, "/metrics") ||
+              (path->len > 8 && memcmp(path->ptr, "/decode/", 8) == 0);
   if (!known) {
     snprintf(err, sizeof err, "no such path: %s", IDGEN_QUOTE(path->ptr, path->len, 0, 60));
     respond_error(w, c, &req, 404, err, req.content_length > 0 ? CLOSE_BROKEN : KEEP, NULL);
@@ -306,6 +308,19 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   }
   if (kind >= 0) {
     route_ids(w, c, &req, kind, q);
+  } else if (page) { /* self-contained: it fetches only /status.json */
+    respond(w, c, &req, 200, "text/html; charset=utf-8", serve_status_html, serve_status_html_len,
+            KEEP,
+            "Cache-Control: no-cache\r\nContent-Security-Policy: default-src 'none'; "
+            "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
+            "connect-src 'self'\r\n");
+  } else if (status_json) {
+    w->body.len = 0;
+    if (serve_status_json(w->srv, &w->body) < 0)
+      respond_error(w, c, &req, 500, "out of memory", KEEP, NULL);
+    else
+      respond(w, c, &req, 200, "application/json", w->body.p, w->body.len, KEEP,
+              "Cache-Control: no-store\r\n");
   } else if (path->ptr[1] == 'd') {
     route_decode(w, c, &req);
   } else if (path->ptr[1] == 'h') {

@@ -415,7 +415,8 @@ void serve_info_text(serve_daemon_t *s, serve_buf_t *b) {
              cs.recalibrations, cs.cooldowns);
 }
 
-int serve_info_json(serve_daemon_t *s, serve_buf_t *b) {
+/* The facts of /info as a JSON object (NULL: out of memory). */
+static json_t *info_object(serve_daemon_t *s) {
   const idgen_layout_t *l = s->layout;
   json_t *o = json_object(), *node = json_object(), *lease = json_object(),
          *clock = json_object();
@@ -424,7 +425,7 @@ int serve_info_json(serve_daemon_t *s, serve_buf_t *b) {
     json_decref(node);
     json_decref(lease);
     json_decref(clock);
-    return -1;
+    return NULL;
   }
   idgen_clock_stats_t cs;
   idgen_clock_stats(&cs);
@@ -492,7 +493,12 @@ int serve_info_json(serve_daemon_t *s, serve_buf_t *b) {
     json_object_set_new(o, "cache", json_null());
   }
   json_object_set_new(o, "connections", json_integer(atomic_load(&s->nconns)));
-  char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  return o;
+}
+
+/* Appends o as one line of compact JSON and drops o. */
+static int put_json(json_t *o, serve_buf_t *b) {
+  char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
   json_decref(o);
   if (text == NULL)
     return -1;
@@ -500,6 +506,88 @@ int serve_info_json(serve_daemon_t *s, serve_buf_t *b) {
   serve_buf_put(b, "\n", 1);
   free(text);
   return 0;
+}
+
+int serve_info_json(serve_daemon_t *s, serve_buf_t *b) {
+  return put_json(info_object(s), b);
+}
+
+/* /status.json: /info's facts and the counters behind the status page.
+ * Counters are totals since the start; the page turns two successive
+ * snapshots into rates and a recent p99. */
+int serve_status_json(serve_daemon_t *s, serve_buf_t *b) {
+  json_t *o = info_object(s);
+  if (o == NULL)
+    return -1;
+  int64_t now = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE);
+  char why[400], when[IDGEN_TIME_BUFSIZE];
+  int sick = serve_unhealthy(s, why, sizeof why);
+  json_object_set_new(o, "now_ms", json_integer(now));
+  json_object_set_new(o, "mono_ms", json_integer(serve_mono_ms()));
+  json_object_set_new(o, "health", json_pack("{sbss?}", "ok", !sick, "reason", sick ? why : NULL));
+
+  json_t *ids = json_array();
+  int nagents = atomic_load(&s->nagents);
+  for (int k = 0; k < NKINDS; k++)
+    for (int a = 0; a < nagents; a++) {
+      uint64_t v = ids_total(s, k, a);
+      if (v)
+        json_array_append_new(ids, json_pack("{sssssI}", "kind", serve_kind_name(k), "agent",
+                                             s->agent_names[a], "total", (json_int_t)v));
+    }
+  json_object_set_new(o, "ids", ids);
+
+  idgen_snowflake_stats_t st;
+  idgen_snowflake_gen_stats(server_sf(s), &st);
+  json_object_set_new(o, "generator",
+                      json_pack("{sIsIsIsIsI}", "borrowed_ms", (json_int_t)st.borrowed_ms,
+                                "clock_waits", (json_int_t)st.clock_waits, "clock_refusals",
+                                (json_int_t)st.clock_refusals, "sequence_exhausted",
+                                (json_int_t)st.sequence_exhausted, "capacity",
+                                (json_int_t)idgen_snowflake_gen_capacity(server_sf(s))));
+  idgen_snowflake_lease_status_t ls = lease_now(s);
+  json_t *lease = json_object_get(o, "lease");
+  if (ls.bound && lease != NULL && ls.mark_ms > 0) {
+    json_object_set_new(lease, "mark_ms", json_integer(ls.mark_ms));
+    json_object_set_new(lease, "mark_ahead_ms", json_integer(ls.mark_ms - now));
+  }
+  int64_t horizon = idgen_layout_horizon_ms(s->layout);
+  idgen_time_format(horizon, when);
+  json_object_set_new(o, "layout_end", json_string(when));
+  json_object_set_new(o, "layout_days_left", json_real((double)(horizon - now) / 86400000.0));
+
+  /* Requests and the latency histogram, by protocol (cumulative bucket
+   * counts; "le_us" null is +Inf). */
+  json_t *req = json_object(), *lat = json_object(), *le = json_array(), *conns = json_object();
+  for (int i = 0; i < NBUCKETS; i++)
+    json_array_append_new(le, serve_bucket_ns[i] == INT64_MAX
+                                  ? json_null()
+                                  : json_integer(serve_bucket_ns[i] / 1000));
+  json_object_set_new(lat, "le_us", le);
+  uint64_t http = 0;
+  for (int c = 0; c < NHTTP_CODES; c++)
+    http += SUM(s, http[c]);
+  json_object_set_new(req, "http", json_integer((json_int_t)http));
+  json_object_set_new(req, "resp", json_integer((json_int_t)(SUM(s, resp_ok) + SUM(s, resp_err))));
+  json_object_set_new(req, "thrift",
+                      json_integer((json_int_t)(SUM(s, thrift_ok) + SUM(s, thrift_err))));
+  json_object_set_new(req, "errors", json_integer((json_int_t)(http - SUM(s, http[HC_200]) +
+                                                               SUM(s, resp_err) +
+                                                               SUM(s, thrift_err))));
+  for (int p = 0; p < NPROTO; p++) {
+    json_t *cum = json_array();
+    uint64_t c = 0;
+    for (int i = 0; i < NBUCKETS; i++) {
+      c += SUM(s, hist[p][i]);
+      json_array_append_new(cum, json_integer((json_int_t)c));
+    }
+    json_object_set_new(lat, serve_proto_names[p], cum);
+    json_object_set_new(conns, serve_proto_names[p], json_integer((json_int_t)SUM(s, open[p])));
+  }
+  json_object_set_new(o, "requests", req);
+  json_object_set_new(o, "latency", lat);
+  json_object_set_new(o, "connections_by_proto", conns);
+  return put_json(o, b);
 }
 
 int serve_health_text(serve_daemon_t *s, serve_buf_t *b) {

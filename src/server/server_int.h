@@ -321,6 +321,9 @@ int serve_agent_setup(serve_daemon_t *s, int64_t max_agents);
 void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b);
 void serve_info_text(serve_daemon_t *s, serve_buf_t *b);      /* RESP INFO's key:value lines */
 int serve_info_json(serve_daemon_t *s, serve_buf_t *b);       /* GET /info */
+int serve_status_json(serve_daemon_t *s, serve_buf_t *b); /* GET /status.json */
+extern const char serve_status_html[]; /* GET / and /status (src/server/status.html) */
+extern const size_t serve_status_html_len;
 /* GET /health: "ok" or the reason, then the lease's line when one is held;
  * returns 1 when unhealthy (503). */
 int serve_health_text(serve_daemon_t *s, serve_buf_t *b);

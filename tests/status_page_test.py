@@ -1,0 +1,358 @@
+#!/usr/bin/python3
+"""The daemon's status page (GET /) in a real browser: headless Chromium,
+driven over the DevTools protocol (python3-websocket).
+
+  status_page_test.py IDGEN OUTDIR
+
+1. A daemon under libfaketime (its clock can be stepped) serves IDs to a
+   client thread; Chromium loads http://ADDR/ and the test waits for the
+   live numbers to appear and change (IDs/s above 0, the update count and
+   the ID totals growing), with the banner green; every request the page
+   made went to the daemon (self-contained: no CDN, font or script from
+   elsewhere).  Screenshot: OUTDIR/status-page.png.
+2. The wall clock steps back 10 s: the page turns red and shows the
+   daemon's reason ("clock: the wall clock is ... ms behind"); when the
+   clock returns, green again.  Screenshot: OUTDIR/status-page-clock.png.
+3. A daemon on a postgres:// registry (a throwaway PostgreSQL,
+   tests/pg_server.sh) whose server stops: the lease runs out and the page
+   shows "lease lost: ..." in red.  Screenshot: OUTDIR/status-page-lease.png.
+
+Exits 77 (skipped) with a message when Chromium or python3-websocket is
+missing; prints "N passed, N failed" and exits 1 on any failure.
+"""
+import base64
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
+try:
+    import websocket  # python3-websocket (websocket-client)
+except ImportError:
+    websocket = None
+
+passed = failed = 0
+
+
+def check(what, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print("ok   " + what)
+    else:
+        failed += 1
+        print("FAIL " + what + ("\n     " + str(detail)[:600] if detail != "" else ""))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Daemon:
+    def __init__(self, idgen, tmp, name, args, env=None):
+        self.log_path = os.path.join(tmp, name + ".log")
+        self.port = free_port()
+        e = dict(os.environ)
+        e.update(env or {})
+        self.p = subprocess.Popen([idgen, "serve", "--http", "127.0.0.1:%d" % self.port,
+                                   "--resp", "off"] + args,
+                                  stdout=subprocess.DEVNULL, stderr=open(self.log_path, "w"), env=e)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.p.poll() is not None:
+                raise RuntimeError("daemon exited: " + self.log())
+            if "event=listen proto=http" in self.log():
+                try:
+                    self.get("/health")
+                    return
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        raise RuntimeError("daemon did not serve: " + self.log())
+
+    def log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def get(self, path):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.port, path), timeout=5) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+
+
+class Browser:
+    """Headless Chromium and one page, spoken to over the DevTools protocol."""
+
+    def __init__(self, tmp):
+        self.profile = os.path.join(tmp, "chromium-profile")
+        os.mkdir(self.profile)
+        self.p = subprocess.Popen(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+             "--no-first-run", "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", "--disable-extensions", "--user-data-dir=" + self.profile,
+             "--remote-debugging-port=0", "--remote-allow-origins=*", "--window-size=1280,1000",
+             "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "chromium.log"), "w"))
+        port_file = os.path.join(self.profile, "DevToolsActivePort")
+        deadline = time.monotonic() + 30
+        while not os.path.exists(port_file):
+            if time.monotonic() > deadline or self.p.poll() is not None:
+                raise RuntimeError("chromium did not start its DevTools endpoint")
+            time.sleep(0.1)
+        time.sleep(0.1)
+        port = int(open(port_file).read().split()[0])
+        targets = json.load(urllib.request.urlopen("http://127.0.0.1:%d/json/list" % port, timeout=10))
+        page = next(t for t in targets if t["type"] == "page")
+        self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30,
+                                              suppress_origin=True)
+        self.next_id = 0
+        self.requests = []
+        self.console_errors = []
+        self.call("Network.enable")
+        self.call("Runtime.enable")
+        self.call("Page.enable")
+
+    def _event(self, m):
+        if m.get("method") == "Network.requestWillBeSent":
+            self.requests.append(m["params"]["request"]["url"])
+        elif m.get("method") == "Runtime.exceptionThrown":
+            self.console_errors.append(m["params"]["exceptionDetails"].get("text", ""))
+
+    def call(self, method, **params):
+        self.next_id += 1
+        mid = self.next_id
+        self.ws.send(json.dumps({"id": mid, "method": method, "params": params}))
+        while True:
+            m = json.loads(self.ws.recv())
+            if m.get("id") == mid:
+                if "error" in m:
+                    raise RuntimeError("%s: %s" % (method, m["error"]))
+                return m.get("result", {})
+            self._event(m)
+
+    def eval(self, expr):
+        r = self.call("Runtime.evaluate", expression=expr, returnByValue=True)
+        return r.get("result", {}).get("value")
+
+    def text(self, element_id):
+        return self.eval("(document.getElementById(%s)||{}).textContent" % json.dumps(element_id))
+
+    def wait(self, what, pred, seconds):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            v = pred()
+            if v:
+                return v
+            time.sleep(0.2)
+        return None
+
+    def screenshot(self, path):
+        r = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(r["data"]))
+
+    def close(self):
+        try:
+            self.ws.close()
+        except Exception:
+            pass
+        self.p.terminate()
+        try:
+            self.p.wait(10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
+
+def load(browser, d):
+    browser.call("Page.navigate", url="http://127.0.0.1:%d/" % d.port)
+    return browser.wait("first update", lambda: (browser.text("updates") or "0") not in ("0", ""), 15)
+
+
+def number(text):
+    """'1,234' or '1.50 M' from the page, as a float (None if no number)."""
+    m = re.match(r"^\s*([0-9][0-9,]*(?:\.[0-9]+)?)\s*(M?)", text or "")
+    if not m:
+        return None
+    return float(m.group(1).replace(",", "")) * (1e6 if m.group(2) else 1)
+
+
+def client(d, stop):
+    """Makes IDs while the page watches: Snowflake IDs for two agents, ULIDs."""
+    paths = ["/id?agent=billing", "/id?count=5&agent=orders", "/ulid"]
+    i = 0
+    while not stop.is_set():
+        try:
+            d.get(paths[i % 3])
+        except OSError:
+            pass
+        i += 1
+        time.sleep(0.005)
+
+
+def live_phase(idgen, tmp, out, browser):
+    clock_file = os.path.join(tmp, "faketime")
+    with open(clock_file, "w") as f:
+        f.write("+0\n")
+    env = {"LD_PRELOAD": FAKETIME, "FAKETIME_TIMESTAMP_FILE": clock_file, "FAKETIME_NO_CACHE": "1",
+           "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    d = Daemon(idgen, tmp, "live", ["--registry", "file:" + os.path.join(tmp, "reg"),
+                                    "--node", "datacenter=3", "--max-wait-ms", "0"], env)
+    stop = threading.Event()
+    t = threading.Thread(target=client, args=(d, stop), daemon=True)
+    t.start()
+    try:
+        check("the page loads and its script updates it", load(browser, d))
+        first = browser.wait("IDs/s above 0",
+                             lambda: (number(browser.text("ids-rate")) or 0) > 0 and
+                             (browser.text("ids-rate"), browser.text("updates"),
+                              browser.text("ids-table")), 15)
+        check("live numbers appear: IDs per second above 0", first, browser.text("ids-rate"))
+        changed = first and browser.wait(
+            "numbers change",
+            lambda: int(browser.text("updates")) >= int(first[1]) + 2 and
+            browser.text("ids-table") != first[2], 15)
+        check("the numbers change from one second to the next (updates %s -> %s)"
+              % (first and first[1], browser.text("updates")), changed)
+        table = browser.text("ids-table") or ""
+        check("IDs/s by kind and agent: snowflake for billing and orders, ulid",
+              "snowflake · billing" in table and "snowflake · orders" in table and
+              "ulid · no agent" in table, table)
+        check("banner green: OK", browser.eval("document.getElementById('banner').className") == "ok",
+              browser.text("banner"))
+        check("the lease: held, worker field shown", (browser.text("lease-state") or "").startswith("held · worker"),
+              browser.text("lease-state"))
+        check("node values shown", "datacenter=3" in (browser.text("node") or ""), browser.text("node"))
+        check("mark ahead of the clock shown",
+              re.match(r"^\d+(\.\d+)? (ms|s)$", browser.text("mark-ahead") or ""), browser.text("mark-ahead"))
+        check("p99 latency shown", (browser.text("p99") or "").startswith("≤"), browser.text("p99"))
+        check("the layout's end and days left (twitter: 2080)",
+              (browser.text("layout-end") or "").startswith("2080-") and
+              (number(browser.text("days-left")) or 0) > 19000,
+              (browser.text("layout-end"), browser.text("days-left")))
+        check("connections shown", re.match(r"^\d+ \(http \d+", browser.text("conns") or ""),
+              browser.text("conns"))
+        browser.screenshot(os.path.join(out, "status-page.png"))
+        check("screenshot saved", os.path.getsize(os.path.join(out, "status-page.png")) > 10000)
+        outside = [u for u in browser.requests if not u.startswith("http://127.0.0.1:%d/" % d.port)]
+        check("the page asked only its daemon (no CDN, font or script from elsewhere)", not outside,
+              outside)
+        check("no script errors on the page", not browser.console_errors, browser.console_errors)
+
+        # The clock steps back 10 s: requests are refused (G3), and the page says why.
+        with open(clock_file, "w") as f:
+            f.write("-10s\n")
+        red = browser.wait("red", lambda: browser.eval(
+            "document.getElementById('banner').className") == "bad" and
+            "clock: the wall clock is" in (browser.text("banner") or ""), 15)
+        check("clock stepped back: banner red with the daemon's reason", red, browser.text("banner"))
+        check("clock card red, naming the wait",
+              browser.eval("document.getElementById('card-clock').className") == "bad" and
+              re.search(r"\d+ ms behind the generator", browser.text("clock-why") or ""),
+              browser.text("clock-why"))
+        check("refusals counted and shown red",
+              browser.eval("document.getElementById('refusals').className") == "bad-text" and
+              (number(browser.text("refusals")) or 0) > 0, browser.text("refusals"))
+        browser.screenshot(os.path.join(out, "status-page-clock.png"))
+        with open(clock_file, "w") as f:
+            f.write("+0\n")
+        green = browser.wait("green", lambda: browser.eval(
+            "document.getElementById('banner').className") == "ok", 15)
+        check("clock back: banner green again", green, browser.text("banner"))
+    finally:
+        stop.set()
+        t.join()
+        d.stop()
+
+
+def lease_phase(idgen, tmp, out, browser):
+    pgdir = os.path.join(tmp, "pg")
+    r = subprocess.run([os.path.join(HERE, "pg_server.sh"), "start", pgdir, str(free_port())],
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        check("a throwaway PostgreSQL starts (tests/pg_server.sh)", False, r.stderr)
+        return
+    uri = r.stdout.strip()
+    d = None
+    try:
+        d = Daemon(idgen, tmp, "lease", ["--registry", uri, "--lease-ttl-ms", "2000",
+                                         "--node", "datacenter=4"])
+        check("postgres:// daemon: page green", load(browser, d) and browser.wait(
+            "green", lambda: browser.eval("document.getElementById('banner').className") == "ok", 10),
+            browser.text("banner"))
+        subprocess.run([os.path.join(HERE, "pg_server.sh"), "pause", pgdir], capture_output=True,
+                       timeout=120)
+        red = browser.wait("lease lost", lambda: "lease lost" in (browser.text("banner") or ""), 20)
+        check("registry stopped: banner red, 'lease lost' and why", red and browser.eval(
+            "document.getElementById('banner').className") == "bad", browser.text("banner"))
+        check("lease card red with the reason (not renewed within its TTL)",
+              browser.eval("document.getElementById('card-lease').className") == "bad" and
+              "not renewed within its TTL" in (browser.text("lease-why") or ""),
+              browser.text("lease-why"))
+        check("lease state shown red", browser.eval(
+            "document.getElementById('lease-state').className") == "bad-text",
+            browser.text("lease-state"))
+        browser.screenshot(os.path.join(out, "status-page-lease.png"))
+    finally:
+        if d:
+            d.stop()
+        subprocess.run([os.path.join(HERE, "pg_server.sh"), "stop", pgdir], capture_output=True,
+                       timeout=120)
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: status_page_test.py IDGEN OUTDIR")
+    idgen, out = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    if CHROMIUM is None or websocket is None:
+        print("SKIP: the browser test needs Debian's chromium and python3-websocket "
+              "(scripts/install-deps.sh installs both)")
+        sys.exit(77)
+    if not os.path.exists(FAKETIME):
+        check("libfaketime present (%s)" % FAKETIME, False)
+    os.makedirs(out, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="idgen-status-")
+    os.chmod(tmp, 0o755)  # the throwaway PostgreSQL runs as the postgres user
+    browser = None
+    try:
+        browser = Browser(tmp)
+        if os.path.exists(FAKETIME):
+            live_phase(idgen, tmp, out, browser)
+        if os.geteuid() == 0 and os.path.exists("/usr/lib/postgresql/15/bin/initdb"):
+            lease_phase(idgen, tmp, out, browser)
+        else:
+            print("SKIP: the lease-lost phase (needs root and PostgreSQL 15)")
+    finally:
+        if browser:
+            browser.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("%d passed, %d failed" % (passed, failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
