@@ -544,6 +544,7 @@ static void *worker_main(void *arg) {
       break;
     }
     w->now_ms = serve_mono_ms();
+    atomic_store_explicit(&w->turned_ms, w->now_ms, memory_order_relaxed);
     for (int i = 0; i < n; i++) {
       int tag = *(int *)evs[i].data.ptr;
       if (tag == TAG_CONN) {
@@ -598,6 +599,7 @@ static int setup_worker(serve_daemon_t *s, serve_worker_t *w, int i) {
   w->st.ids = calloc(NKINDS * (size_t)(AGENT_FIRST + s->cfg->max_agents), sizeof(serve_counter_t));
   w->wake_tag = TAG_WAKE;
   w->now_ms = w->last_sweep_ms = serve_mono_ms();
+  atomic_init(&w->turned_ms, w->now_ms);
   if (w->epfd < 0 || w->wakefd < 0 || !w->rbuf || !w->ids || !w->st.ids)
     return -1;
   struct epoll_event e = {.events = EPOLLIN, .data.ptr = &w->wake_tag};
@@ -635,6 +637,22 @@ static void free_caches(serve_daemon_t *s) {
     idgen_cached_gen_free(s->retired_cache[i]);
     s->retired_cache[i] = NULL;
   }
+}
+
+/* systemd's watchdog: WATCHDOG=1 only while every event loop turns (each
+ * turns at least every SWEEP_MS when idle).  A stalled loop withholds it,
+ * so that systemd restarts a daemon whose clients would wait forever. */
+static void watchdog_tick(serve_daemon_t *s, int64_t interval_ms) {
+  int64_t now = serve_mono_ms(), limit = interval_ms > 4 * SWEEP_MS ? interval_ms : 4 * SWEEP_MS;
+  for (int i = 0; i < s->nworkers; i++) {
+    int64_t t = atomic_load_explicit(&s->workers[i].turned_ms, memory_order_relaxed);
+    if (now - t > limit) {
+      log_limited(&s->clock_log, "error", "watchdog",
+                  "loop=%d stalled_ms=%" PRId64 " action=\"WATCHDOG=1 withheld\"", i, now - t);
+      return;
+    }
+  }
+  serve_notify("WATCHDOG=1");
 }
 
 static const char *signame(int sig) {
@@ -731,9 +749,32 @@ int serve_run(const serve_config_t *cfg) {
   if (started < s->nworkers) {
     log_event("error", "thread", "error=\"cannot start event loop %d\"", started);
   } else {
+    /* Ready for systemd (Type=notify): every listener bound, the worker ID
+     * leased (serve_make_generators), every loop started. */
+    char note[sizeof s->http_addr * 3 + sizeof s->registry_shown + 128];
+    int nlen = snprintf(note, sizeof note, "READY=1\nSTATUS=serving: http %s, resp %s, thrift %s; registry %s",
+             s->http_addr[0] ? s->http_addr : "off", s->resp_addr[0] ? s->resp_addr : "off",
+             s->thrift_addr[0] ? s->thrift_addr : "off", s->registry_shown);
+    if (nlen < 0 || (size_t)nlen >= sizeof note) /* cannot be: the sizes above */
+      snprintf(note, sizeof note, "READY=1");
+    int nrc = serve_notify(note);
+    if (nrc < 0)
+      log_event("error", "sd_notify", "error=\"%s\"", strerror(-nrc));
+    int64_t wd = serve_watchdog_interval_ms(), next_wd = serve_mono_ms();
     for (;;) {
       siginfo_t si;
-      sig = sigwaitinfo(&set, &si);
+      if (wd > 0) {
+        int64_t now = serve_mono_ms();
+        if (now >= next_wd) {
+          watchdog_tick(s, wd);
+          next_wd = now + wd;
+        }
+        int64_t left = next_wd - now;
+        struct timespec t = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
+        sig = sigtimedwait(&set, &si, &t);
+      } else {
+        sig = sigwaitinfo(&set, &si);
+      }
       if (sig < 0)
         continue;
       if (sig == SIGHUP && s->audit_fd >= 0) { /* the same descriptor, a new file under it */
@@ -760,6 +801,7 @@ int serve_run(const serve_config_t *cfg) {
     }
     log_event("info", "stop", "signal=%s connections=%ld", signame(sig),
               (long)atomic_load(&s->nconns));
+    serve_notify("STOPPING=1\nSTATUS=draining: no new connections, answering the open ones");
   }
   atomic_store(&s->stopping, 1);
   for (int i = 0; i < started; i++) {

@@ -187,6 +187,7 @@ typedef struct serve_worker {
    * never used after a swap): the lease thread frees a retired generator
    * once every loop has seen its swap.  UINT64_MAX once the loop ended. */
   _Atomic uint64_t swaps_seen;
+  _Atomic int64_t turned_ms; /* now_ms of its last turn: the systemd watchdog's evidence */
 } serve_worker_t;
 
 /* Registry calls counted for the metrics. */
@@ -311,6 +312,13 @@ void serve_ids_count(serve_worker_t *w, int kind, int agent, size_t n);
  * be issued again for a clock refusal; returns that wait in ms. */
 int64_t serve_ids_error_text(serve_daemon_t *s, int rc, size_t count, char *buf, size_t n);
 const char *serve_kind_name(int kind);
+
+/* ---- sd_notify.c: systemd's notification protocol ---- */
+/* Sends msg ("READY=1\nSTATUS=...") to $NOTIFY_SOCKET; 0 when sent or when
+ * there is no such socket, else -errno. */
+int serve_notify(const char *msg);
+/* How often to send WATCHDOG=1 (half of $WATCHDOG_USEC), 0: no watchdog. */
+int64_t serve_watchdog_interval_ms(void);
 
 /* ---- serve_stats.c: agents, metrics, facts ---- */
 int serve_agent_valid(const char *s, size_t n);
