@@ -231,6 +231,28 @@ def group_http_routes(d):
               and all(isinstance(ck.get(k), int) and ck[k] >= 0
                       for k in ("fallbacks", "recalibrations", "cooldowns", "cooldown_ms", "tsc_hz")), repr(ck))
 
+    # the status page and its data (the page itself runs in Chromium: serve.status_page)
+    for path in ("/", "/status"):
+        r, det = curl(d.http, path)
+        body = r.body if r else b""
+        check("GET %s: 200 text/html, the status page, self-contained (CSP default-src 'none', "
+              "no external URL)" % path,
+              r is not None and r.status == 200 and (r.h("content-type") or "").startswith("text/html")
+              and b"<title>idgen status</title>" in body and b"/status.json" in body
+              and "default-src 'none'" in (r.h("content-security-policy") or "")
+              and not re.search(rb"(src|href)=\"(https?:)?//", body), det or repr(r))
+    r, det = curl(d.http, "/status.json", "-H", "Accept: application/json")
+    st = json_body(r) if r is not None and r.status == 200 else None
+    check("GET /status.json: health ok, ids by kind and agent, generator, latency buckets, layout end",
+          isinstance(st, dict) and st.get("health") == {"ok": True, "reason": None}
+          and isinstance(st.get("ids"), list) and all({"kind", "agent", "total"} <= set(x) for x in st["ids"])
+          and {"borrowed_ms", "clock_refusals", "capacity"} <= set(st.get("generator", {}))
+          and len(st.get("latency", {}).get("le_us", [])) == len(st.get("latency", {}).get("http", [None]))
+          and str(st.get("layout_end", "")).startswith("2080-") and st.get("layout_days_left", 0) > 0,
+          det or repr(st)[:600])
+    r, det = curl(d.http, "/", "-X", "POST")
+    check("POST /: 405", r is not None and r.status == 405, det or repr(r))
+
     # health
     r, det = curl(d.http, "/health")
     check("GET /health: 200 ok", r is not None and r.status == 200 and r.body.strip() == b"ok", det or repr(r))
