@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: test-cluster demo bench-serve bench-thrift bench-registry bench-latency all deps build run test sanitize tsan fuzz bench install clean ci
+.PHONY: test-cluster demo bench-serve bench-thrift bench-registry bench-latency all deps build run test sanitize tsan fuzz bench install uninstall clean ci
 
 all: build
 
@@ -101,8 +101,16 @@ bench-thrift: build
 bench-serve: build
 	bench/serve_bench.sh $(BUILD)/idgen
 
+# make install [PREFIX=DIR] [DESTDIR=STAGING]: the binary, libraries, header,
+# pkg-config files, man pages, bash completion and systemd unit (default
+# prefix /usr/local).  make uninstall removes what the last install from
+# $(BUILD) put there, and the directories it made that are empty again.
+PREFIX ?=
 install: build
-	cmake --install $(BUILD)
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) $(if $(PREFIX),--prefix "$(PREFIX)")
+
+uninstall:
+	cmake -DBUILD="$(abspath $(BUILD))" -P dist/uninstall.cmake
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz

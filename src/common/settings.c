@@ -705,3 +705,89 @@ void settings_markdown(unsigned cmd, FILE *out) {
     fputs("|\n", out);
   }
 }
+
+/* Text for roff: `marks` in bold, with hyphens in them as \- (so that a flag
+ * can be copied), a backslash as \e, and UTF-8 as \[uXXXX] (no preconv
+ * needed); a line never starts with a control character. */
+static void man_text(FILE *out, const char *text) {
+  int mark = 0;
+  if (*text == '.' || *text == '\'')
+    fputs("\\&", out);
+  for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+    if (*p == '`') {
+      fputs(mark ? "\\fR" : "\\fB", out);
+      mark = !mark;
+    } else if (*p == '\\')
+      fputs("\\e", out);
+    else if (*p == '-' && mark)
+      fputs("\\-", out);
+    else if (*p >= 0xC0 && (p[1] & 0xC0) == 0x80) {
+      unsigned cp, n = *p >= 0xF0 ? 3 : *p >= 0xE0 ? 2 : 1;
+      cp = *p & (0x3F >> n);
+      for (unsigned i = 1; i <= n && (p[i] & 0xC0) == 0x80; i++)
+        cp = cp << 6 | (p[i] & 0x3F);
+      fprintf(out, "\\[u%04X]", cp);
+      while ((p[1] & 0xC0) == 0x80)
+        p++;
+    } else
+      fputc(*p, out);
+  }
+  if (mark)
+    fputs("\\fR", out);
+}
+
+/* A flag or its argument for roff: hyphens as \-. */
+static void man_flag(FILE *out, const char *s) {
+  for (; *s; s++)
+    if (*s == '-')
+      fputs("\\-", out);
+    else if (*s == '\\')
+      fputs("\\e", out);
+    else
+      fputc(*s, out);
+}
+
+void settings_man(unsigned cmd, FILE *out) {
+  for (int k = 0; k < SETTINGS_NKEYS; k++) {
+    const settings_def_t *d = &settings_defs[k];
+    if (!takes(cmd, k))
+      continue;
+    char flag[64], env[64];
+    flag_name(k, flag, sizeof flag);
+    env_name(k, env, sizeof env);
+    fputs(".TP\n", out);
+    if (d->short_opt)
+      fprintf(out, "\\fB\\-%c\\fR, ", d->short_opt);
+    fputs("\\fB", out);
+    man_flag(out, flag);
+    fputs("\\fR", out);
+    if (d->type == ST_BOOL) { /* "[=BOOL]" */
+      fputs("[=\\fIBOOL\\fR]", out);
+    } else {
+      fputs(" \\fI", out);
+      man_flag(out, d->arg);
+      fputs("\\fR", out);
+    }
+    fputc('\n', out);
+    int cap = islower((unsigned char)d->help[0]) != 0; /* a sentence of its own here */
+    if (cap)
+      fputc(toupper((unsigned char)d->help[0]), out);
+    man_text(out, d->help + cap);
+    fputs(".\n.br\nDefault: ", out);
+    if (d->snowflake_defval != NULL && (cmd & SETTINGS_SNOWFLAKE) == 0) {
+      man_text(out, d->default_doc);
+      fputs(" (\\fBidgen snowflake\\fR: \\fB", out);
+      man_flag(out, d->snowflake_defval);
+      fputs("\\fR)", out);
+    } else if (d->default_doc != NULL)
+      man_text(out, d->default_doc);
+    else {
+      fputs("\\fB", out);
+      man_flag(out, d->defval);
+      fputs("\\fR", out);
+    }
+    if (d->type == ST_INT)
+      fprintf(out, "; from %" PRId64 " to %" PRId64, d->min, d->max);
+    fprintf(out, ".\n.br\nEnvironment: \\fB%s\\fR; config key: \\fB%s\\fR.\n", env, d->name);
+  }
+}

@@ -156,6 +156,11 @@ void settings_print(const settings_t *s, FILE *out);
 /* docs/SERVE.md's table of `cmd`'s settings, in Markdown. */
 void settings_markdown(unsigned cmd, FILE *out);
 
+/* The same settings as roff for a man page's SETTINGS section (idgen-serve(1),
+ * `idgen serve --settings-man`): one .TP entry each, with its flag, default,
+ * range, environment variable and config-file key. */
+void settings_man(unsigned cmd, FILE *out);
+
 /* A quoted setting or argument in messages: printable ASCII, other bytes as
  * \xHH (idgen_quote), at most 100 characters. */
 #define SETTINGS_Q(s) IDGEN_QUOTE((s), strlen(s), '"', 100)

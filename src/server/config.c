@@ -30,6 +30,7 @@ static const char usage_head[] =
     "      --config FILE          read key = value settings from FILE (or IDGEN_CONFIG)\n"
     "      --check-config         validate, print the effective settings, and exit\n"
     "      --settings-markdown    print the settings as docs/SERVE.md's table, and exit\n"
+    "      --settings-man         print the settings as idgen-serve(1)'s roff, and exit\n"
     "  -h, --help                 show this help\n"
     "\n"
     "Settings:\n";
@@ -160,11 +161,16 @@ static int on_option(settings_t *s, void *ctx, int opt, const char *arg) {
     settings_markdown(SETTINGS_SERVE, stdout);
     return 1;
   }
+  if (opt == 2) { /* --settings-man: idgen-serve(1)'s SETTINGS section */
+    settings_man(SETTINGS_SERVE, stdout);
+    return 1;
+  }
   return 2;
 }
 
 int serve_config_load(serve_config_t *c, int argc, char **argv) {
   static const struct option extra[] = {{"settings-markdown", no_argument, 0, 1},
+                                        {"settings-man", no_argument, 0, 2},
                                         {0, 0, 0, 0}};
   memset(c, 0, sizeof *c);
   const settings_spec_t spec = {SETTINGS_SERVE, "serve", 1, extra, NULL, on_option, check_key,
