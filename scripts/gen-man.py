@@ -332,6 +332,8 @@ def md_table(md, header_re):
 def table_roff(rows):
     out = []
     for cells in rows:
+        # "(below)" points into docs/SERVE.md, not into this page.
+        cells = [re.sub(r"\s*\(below\)|;[^;]*\bbelow$", "", c) for c in cells]
         out += [".TP", line(md_inline(cells[0])), line(md_inline(cells[1]))]
     return out
 
@@ -550,11 +552,6 @@ def parse_header(path):
     if cur[0] or cur[2]:
         sections.append(cur)
     return top or [], sections
-
-
-def functions_in(code_lines):
-    text = " ".join(code_lines)
-    return re.findall(r"\b(idgen_[a-z0-9_]+)\s*\(", text)
 
 
 def wrap_proto(p, width=72):
