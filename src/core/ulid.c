@@ -10,8 +10,12 @@
  * the input again to name the first bad character.
  *
  * The monotonic generator keeps the last ULID (time and 80 bits) under a
- * fork-aware spin lock (see random.c); the clock and the random bytes are
- * read before the lock is taken.
+ * fork-aware spin lock (see random.c); the clock is read before the lock is
+ * taken.  Random bits are drawn only for a new millisecond: within one, the
+ * next ULID is the last plus one, and drawing bytes to throw away cost more
+ * than the rest of the call.  Whether the millisecond is new is first
+ * guessed without the lock (seen_ms), so that the usual draw happens outside
+ * it; the lock decides, and draws inside when the guess was wrong.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -176,6 +180,7 @@ void idgen_ulid_from_uuid(const idgen_uuid_t *u, idgen_ulid_t *out) {
 struct idgen_ulid_gen {
   idgen__gen128_t c;    /* lock, clock, random source */
   int64_t last_ms;      /* -1: nothing issued (in this process) */
+  _Atomic int64_t seen_ms; /* last_ms as stored under the lock, for the guess */
   uint16_t last_hi;     /* random bits 79..64 */
   uint64_t last_lo;     /* random bits 63..0 */
 };
@@ -187,25 +192,44 @@ int idgen_ulid_gen_new(idgen_ulid_gen_t **out, const idgen_gen128_settings_t *s)
     return IDGEN_ENOMEM;
   idgen__gen128_init(&g->c, s);
   g->last_ms = -1;
+  atomic_init(&g->seen_ms, -1);
   *out = g;
   return 0;
 }
 
 void idgen_ulid_gen_free(idgen_ulid_gen_t *g) { free(g); }
 
-int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t now, idgen_ulid_t *out) {
+static int draw80(idgen_ulid_gen_t *g, uint16_t *hi, uint64_t *lo) {
   uint8_t r[10];
-  if (now < 0 || now > IDGEN_ULID_MAX_MS)
-    return IDGEN_ECLOCK;
   int rc = idgen__random(g->c.randomp, r, sizeof r);
   if (rc < 0)
     return rc;
-  uint16_t hi = (uint16_t)(r[0] << 8 | r[1]);
-  uint64_t lo = be64(r + 2);
+  *hi = (uint16_t)(r[0] << 8 | r[1]);
+  *lo = be64(r + 2);
+  return 0;
+}
+
+int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t now, idgen_ulid_t *out) {
+  if (now < 0 || now > IDGEN_ULID_MAX_MS)
+    return IDGEN_ECLOCK;
+  uint16_t hi = 0;
+  uint64_t lo = 0;
+  int drawn = 0, rc;
+  /* The guess: a stale seen_ms only makes this draw needless, or the draw
+   * below necessary. */
+  if (now > atomic_load_explicit(&g->seen_ms, memory_order_relaxed)) {
+    if ((rc = draw80(g, &hi, &lo)) < 0)
+      return rc;
+    drawn = 1;
+  }
 
   if (idgen__lock_acquire(&g->c.lock))
     g->last_ms = -1; /* first use in a child after fork(): fresh random bits */
   int64_t ms = now;
+  if (now > g->last_ms && !drawn && (rc = draw80(g, &hi, &lo)) < 0) {
+    idgen__lock_release(&g->c.lock);
+    return rc;
+  }
   if (now <= g->last_ms) {
     /* Same millisecond, or the clock stepped back: previous plus one. */
     ms = g->last_ms;
@@ -222,6 +246,7 @@ int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t now, idgen_ulid_t *out) 
   g->last_ms = ms;
   g->last_hi = hi;
   g->last_lo = lo;
+  atomic_store_explicit(&g->seen_ms, ms, memory_order_relaxed);
   idgen__lock_release(&g->c.lock);
 
   store_be64(out->bytes, (uint64_t)ms << 16 | hi);

@@ -132,10 +132,17 @@ int idgen_uuid7_make(idgen_uuid_t *out) {
   return 0;
 }
 
+/* The monotonic generator (RFC 9562 section 6.2, method 1): a 42-bit
+ * counter under the lock, seeded with random bits (its top bit clear) at
+ * each new millisecond and incremented within one; rand_b's low 32 bits are
+ * random on every call.  As in ulid.c, the seed is drawn only for a new
+ * millisecond, guessed without the lock (seen_ms) and drawn inside it when
+ * the guess was wrong. */
 struct idgen_uuid7_gen {
   idgen__gen128_t c;   /* lock, clock, random source */
   int64_t last_ms;     /* -1: nothing issued (in this process) */
   uint64_t counter;
+  _Atomic int64_t seen_ms; /* last_ms as stored under the lock, for the guess */
 };
 
 int idgen_uuid7_gen_new(idgen_uuid7_gen_t **out, const idgen_gen128_settings_t *s) {
@@ -145,6 +152,7 @@ int idgen_uuid7_gen_new(idgen_uuid7_gen_t **out, const idgen_gen128_settings_t *
     return IDGEN_ENOMEM;
   idgen__gen128_init(&g->c, s);
   g->last_ms = -1;
+  atomic_init(&g->seen_ms, -1);
   *out = g;
   return 0;
 }
@@ -155,40 +163,50 @@ void idgen__uuid7_gen_set(idgen_uuid7_gen_t *g, int64_t ms, uint64_t counter) {
   idgen__lock_acquire(&g->c.lock);
   g->last_ms = ms;
   g->counter = counter;
+  atomic_store_explicit(&g->seen_ms, ms, memory_order_relaxed);
   idgen__lock_release(&g->c.lock);
 }
 
 int idgen_uuid7_gen_next(idgen_uuid7_gen_t *g, idgen_uuid_t *out) {
-  uint64_t r[2];
+  uint64_t seed = 0;
+  uint32_t tail;
   int64_t now = idgen__gen128_now_ms(&g->c);
   if (now < 0 || now > UUID7_MAX_MS)
     return IDGEN_ECLOCK;
-  int rc = idgen__random(g->c.randomp, r, sizeof r);
-  if (rc < 0)
+  int seeded = 0, rc;
+  if (now > atomic_load_explicit(&g->seen_ms, memory_order_relaxed)) {
+    if ((rc = idgen__random(g->c.randomp, &seed, sizeof seed)) < 0)
+      return rc;
+    seeded = 1;
+  }
+  if ((rc = idgen__random(g->c.randomp, &tail, sizeof tail)) < 0)
     return rc;
 
   if (idgen__lock_acquire(&g->c.lock))
     g->last_ms = -1; /* first use in a child after fork(): start afresh */
   int64_t ms = g->last_ms;
   uint64_t counter;
-  if (now > ms) {
-    ms = now;
-    counter = r[0] & (COUNTER_MAX >> 1);
-  } else if (g->counter < COUNTER_MAX) {
+  if (now <= ms && g->counter < COUNTER_MAX) {
     counter = g->counter + 1;
-  } else if (ms < UUID7_MAX_MS) {
-    ms++; /* counter used up: run one millisecond ahead of the clock */
-    counter = r[0] & (COUNTER_MAX >> 1);
-  } else {
+  } else if (now <= ms && ms >= UUID7_MAX_MS) {
     idgen__lock_release(&g->c.lock);
     return IDGEN_EOVERFLOW;
+  } else {
+    /* A new millisecond, or the counter used up: then run one millisecond
+     * ahead of the clock.  Either way a fresh seed. */
+    if (!seeded && (rc = idgen__random(g->c.randomp, &seed, sizeof seed)) < 0) {
+      idgen__lock_release(&g->c.lock);
+      return rc;
+    }
+    ms = now > ms ? now : ms + 1;
+    counter = seed & (COUNTER_MAX >> 1);
   }
   g->last_ms = ms;
   g->counter = counter;
+  atomic_store_explicit(&g->seen_ms, ms, memory_order_relaxed);
   idgen__lock_release(&g->c.lock);
 
   /* rand_a = counter's top 12 bits; rand_b = counter's low 30 bits, 32 random. */
-  uuid7_pack(out, ms, counter >> 30, (counter & ((UINT64_C(1) << 30) - 1)) << 32 |
-                                         (r[1] & UINT64_C(0xffffffff)));
+  uuid7_pack(out, ms, counter >> 30, (counter & ((UINT64_C(1) << 30) - 1)) << 32 | tail);
   return 0;
 }
