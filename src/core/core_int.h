@@ -116,6 +116,8 @@ int idgen__simd_available(void);
 void idgen__simd_enable(int on); /* 0: scalar only (tests); 1: use if the CPU has it */
 int idgen__ulid_decode_simd(const char *s26, int lenient, uint8_t *out);
 int idgen__uuid_parse36_simd(const char *s36, uint8_t *out);
+/* Writes the 26 characters and a NUL of the ULID hi:lo (big-endian halves). */
+void idgen__ulid_encode_simd(uint64_t hi, uint64_t lo, char *out);
 
 /* Tests only: puts a UUIDv7 generator's state at (ms, counter). */
 void idgen__uuid7_gen_set(idgen_uuid7_gen_t *g, int64_t ms, uint64_t counter);
@@ -137,9 +139,18 @@ typedef struct idgen__lock {
 } idgen__lock_t;
 
 void idgen__lock_init(idgen__lock_t *l);
+int idgen__lock_acquire_slow(idgen__lock_t *l);
 /* Takes the lock; returns 1 if this is the first use in a new process (the
- * caller must reset the guarded state), else 0. */
-int idgen__lock_acquire(idgen__lock_t *l);
+ * caller must reset the guarded state), else 0.  Inline: one compare-and-
+ * swap from "free in this process" to "held" when uncontended. */
+static inline int idgen__lock_acquire(idgen__lock_t *l) {
+  unsigned free_word = idgen__fork_gen() << 1;
+  if (IDGEN_LIKELY(atomic_compare_exchange_weak_explicit(&l->word, &free_word, free_word | 1u,
+                                                         memory_order_acquire,
+                                                         memory_order_relaxed)))
+    return 0;
+  return idgen__lock_acquire_slow(l);
+}
 static inline void idgen__lock_release(idgen__lock_t *l) {
   atomic_store_explicit(&l->word, atomic_load_explicit(&l->word, memory_order_relaxed) & ~1u,
                         memory_order_release);

@@ -94,7 +94,7 @@ int idgen_random_bytes(void *buf, size_t n) { return idgen__random(NULL, buf, n)
 
 void idgen__lock_init(idgen__lock_t *l) { atomic_init(&l->word, idgen__fork_gen() << 1); }
 
-int idgen__lock_acquire(idgen__lock_t *l) {
+int idgen__lock_acquire_slow(idgen__lock_t *l) {
   unsigned gen = idgen__fork_gen();
   for (unsigned spins = 0;; spins++) {
     unsigned v = atomic_load_explicit(&l->word, memory_order_relaxed);

@@ -1,7 +1,8 @@
 /*
- * simd.c -- AVX-512 VBMI fast paths for ULID decoding and UUID parsing.
+ * simd.c -- AVX-512 VBMI fast paths for ULID decoding and encoding and UUID
+ * parsing.
  *
- * These only *accept*: given a string of the right length, they decode it if
+ * The decoders only *accept*: given a string of the right length, they decode it if
  * every character is valid and report failure otherwise, and the caller then
  * runs the portable scalar code, which decides and words the error.  So the
  * scalar code stays the single source of truth for what is valid, and the
@@ -99,6 +100,34 @@ VBMI int idgen__ulid_decode_simd(const char *s, int lenient, uint8_t *out) {
   return 0;
 }
 
+/* ULID encoding: each of the 26 characters is a 5-bit group of the 130-bit
+ * number (2 zero bits, then the 128), character i at bits 125-5i and up.
+ * vpmultishiftqb takes 8 bits at any offset within a qword, so each of 4
+ * qwords holds a window of the number that contains its characters' groups
+ * whole: the number >> 66 (characters 0-7; its top 2 bits are the zero
+ * padding), >> 50 (8-15), >> 10 (16-23) and itself (24-25).  Masked to 5
+ * bits, vpermb looks them up in the alphabet. */
+VBMI void idgen__ulid_encode_simd(uint64_t hi, uint64_t lo, char *out) {
+  static const uint8_t offsets[32] = {59, 54, 49, 44, 39, 34, 29, 24, 35, 30, 25, 20, 15, 10, 5, 0,
+                                      35, 30, 25, 20, 15, 10, 5,  0,  5,  0};
+  static const char alphabet[33] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+  __m256i windows = _mm256_set_epi64x((long long)lo, (long long)(hi << 54 | lo >> 10),
+                                      (long long)(hi << 14 | lo >> 50), (long long)(hi >> 2));
+  __m256i groups = _mm256_and_si256(
+      _mm256_multishift_epi64_epi8(_mm256_loadu_si256((const void *)offsets), windows),
+      _mm256_set1_epi8(0x1f));
+  __m256i chars = _mm256_permutexvar_epi8(groups, _mm256_loadu_si256((const void *)alphabet));
+  /* Plain stores: 16 + 8 characters, then the last 2 and the NUL (a masked
+   * byte store is slow on some CPUs). */
+  __m128i upper = _mm256_extracti128_si256(chars, 1);
+  _mm_storeu_si128((__m128i *)out, _mm256_castsi256_si128(chars));
+  _mm_storel_epi64((__m128i *)(out + 16), upper);
+  uint32_t last = (uint32_t)_mm_extract_epi16(upper, 4);
+  out[24] = (char)last;
+  out[25] = (char)(last >> 8);
+  out[26] = '\0';
+}
+
 VBMI int idgen__uuid_parse36_simd(const char *s, uint8_t *out) {
   __m512i in = _mm512_maskz_loadu_epi8((1ULL << 36) - 1, s);
   const __mmask64 dashes = (1ULL << 8) | (1ULL << 13) | (1ULL << 18) | (1ULL << 23);
@@ -127,6 +156,10 @@ int idgen__ulid_decode_simd(const char *s, int lenient, uint8_t *out) {
 int idgen__uuid_parse36_simd(const char *s, uint8_t *out) {
   (void)s, (void)out;
   return -1;
+}
+
+void idgen__ulid_encode_simd(uint64_t hi, uint64_t lo, char *out) {
+  (void)hi, (void)lo, (void)out;
 }
 
 #endif

@@ -68,6 +68,10 @@ static inline void enc_pairs(char *o, uint64_t v, int k) {
 
 void idgen_ulid_format(const idgen_ulid_t *u, char *out) {
   uint64_t hi = be64(u->bytes), lo = be64(u->bytes + 8);
+  if (idgen__simd_available()) {
+    idgen__ulid_encode_simd(hi, lo, out);
+    return;
+  }
   enc_pairs(out, hi >> 16, 5);                                /* time: 50 bits */
   enc_pairs(out + 10, (hi & 0xffff) << 24 | lo >> 40, 4);    /* random 79..40 */
   enc_pairs(out + 18, lo & ((UINT64_C(1) << 40) - 1), 4);    /* random 39..0 */
