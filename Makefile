@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: test-cluster demo bench-serve bench-thrift bench-registry bench-latency all deps build run test sanitize tsan fuzz bench install uninstall clean ci
+.PHONY: deb bench-peers test-cluster demo bench-serve bench-thrift bench-registry bench-latency all deps build run test sanitize tsan fuzz bench install uninstall clean ci
 
 all: build
 
@@ -92,6 +92,18 @@ bench-registry: build
 # never sleeps): a saturated twitter daemon, and a slow layout's batch.
 bench-latency: build
 	/usr/bin/python3 bench/latency_bench.py $(BUILD)/idgen
+
+# The Debian packages idgen, libidgen0 and libidgen-dev in $(BUILD)/deb/
+# (built on a copy of the tree; tests/deb_test.sh checks them with lintian).
+deb:
+	scripts/build-deb.sh $(BUILD)/deb
+
+# idgen beside yitter/IdGenerator (C, classic method) and skeeto/ulid-c in one
+# process, with the clock_gettime and rdtsc+fetch_add floors (issue 16; where
+# the peers' sources come from: bench/peers.sh --help; exit 77 if they are
+# missing).  PEERS_FLAGS=--quick for a short run.
+bench-peers: build
+	bench/peers.sh --idgen-build $(BUILD) $(PEERS_FLAGS)
 
 # The Thrift service beside RESP and HTTP on one daemon, one load client.
 bench-thrift: build

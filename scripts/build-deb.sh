@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# build-deb.sh -- the Debian packages idgen, libidgen0 and libidgen-dev.
+#
+#   scripts/build-deb.sh [OUTDIR]      (default: build/deb)
+#
+# dpkg-buildpackage writes into the source tree it builds (obj-*/,
+# debian/tmp, ../*.deb), so this builds a copy of the working tree (the files
+# git lists, committed or not) in a temporary directory and leaves only the
+# .deb files, the .changes and .buildinfo in OUTDIR.  Needs dpkg-dev and
+# debhelper (scripts/install-deps.sh).  tests/deb_test.sh builds the same
+# way and checks the result with lintian.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+out=$(mkdir -p "${1:-$src/build/deb}" && cd "${1:-$src/build/deb}" && pwd)
+for tool in dpkg-buildpackage dh git; do
+  command -v "$tool" >/dev/null || { echo "build-deb: $tool is missing: run scripts/install-deps.sh" >&2; exit 1; }
+done
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/idgen-build-deb.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/idgen"
+(cd "$src" && git ls-files -co --exclude-standard -z | tar --null -T - -c --ignore-failed-read) |
+  tar -x -C "$tmp/idgen"
+(cd "$tmp/idgen" && env -u MAKEFLAGS DEB_BUILD_OPTIONS="nocheck parallel=2" dpkg-buildpackage -us -uc -b >"$tmp/build.log" 2>&1) || {
+  tail -40 "$tmp/build.log" >&2
+  echo "build-deb: dpkg-buildpackage failed (the log's end is above)" >&2
+  exit 1
+}
+mv "$tmp"/*.deb "$tmp"/*.changes "$tmp"/*.buildinfo "$out"/
+ls -1 "$out"/*.deb
