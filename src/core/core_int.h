@@ -113,11 +113,20 @@ static inline unsigned idgen__fork_gen(void) {
  * valid, nonzero otherwise (the caller then runs the scalar code, which
  * decides and words the error).  Call only when idgen__simd_available(). */
 int idgen__simd_available(void);
+/* The same, inline once known (the codecs ask on every call). */
+extern __attribute__((visibility("hidden"))) _Atomic int idgen__simd_state; /* -1 unknown, 0 off, 1 on */
+static inline int idgen__simd_on(void) {
+  int s = atomic_load_explicit(&idgen__simd_state, memory_order_relaxed);
+  return IDGEN_LIKELY(s >= 0) ? s : idgen__simd_available();
+}
 void idgen__simd_enable(int on); /* 0: scalar only (tests); 1: use if the CPU has it */
 int idgen__ulid_decode_simd(const char *s26, int lenient, uint8_t *out);
 int idgen__uuid_parse36_simd(const char *s36, uint8_t *out);
-/* Writes the 26 characters and a NUL of the ULID hi:lo (big-endian halves). */
-void idgen__ulid_encode_simd(uint64_t hi, uint64_t lo, char *out);
+/* Write the 26 characters and a NUL of the ULID hi:lo (big-endian halves):
+ * the scalar encoder (ulid.c), and the AVX-512 one where the CPU has it, else
+ * the scalar (simd.c). */
+void idgen__ulid_encode_scalar(uint64_t hi, uint64_t lo, char *out);
+void idgen__ulid_encode_fast(uint64_t hi, uint64_t lo, char *out);
 
 /* Tests only: puts a UUIDv7 generator's state at (ms, counter). */
 void idgen__uuid7_gen_set(idgen_uuid7_gen_t *g, int64_t ms, uint64_t counter);

@@ -35,18 +35,18 @@
 #define HAVE_VBMI 0
 #endif
 
-static _Atomic int simd_state = -1; /* -1 unknown, 0 off, 1 on */
+_Atomic int idgen__simd_state = -1; /* -1 unknown, 0 off, 1 on */
 
 void idgen__simd_enable(int on) {
   if (!on) {
-    atomic_store_explicit(&simd_state, 0, memory_order_relaxed);
+    atomic_store_explicit(&idgen__simd_state, 0, memory_order_relaxed);
     return;
   }
-  atomic_store_explicit(&simd_state, -1, memory_order_relaxed);
+  atomic_store_explicit(&idgen__simd_state, -1, memory_order_relaxed);
 }
 
 int idgen__simd_available(void) {
-  int s = atomic_load_explicit(&simd_state, memory_order_relaxed);
+  int s = atomic_load_explicit(&idgen__simd_state, memory_order_relaxed);
   if (s < 0) {
 #if HAVE_VBMI
     __builtin_cpu_init();
@@ -55,7 +55,7 @@ int idgen__simd_available(void) {
 #else
     s = 0;
 #endif
-    atomic_store_explicit(&simd_state, s, memory_order_relaxed);
+    atomic_store_explicit(&idgen__simd_state, s, memory_order_relaxed);
   }
   return s;
 }
@@ -107,7 +107,7 @@ VBMI int idgen__ulid_decode_simd(const char *s, int lenient, uint8_t *out) {
  * whole: the number >> 66 (characters 0-7; its top 2 bits are the zero
  * padding), >> 50 (8-15), >> 10 (16-23) and itself (24-25).  Masked to 5
  * bits, vpermb looks them up in the alphabet. */
-VBMI void idgen__ulid_encode_simd(uint64_t hi, uint64_t lo, char *out) {
+VBMI static void ulid_encode_simd(uint64_t hi, uint64_t lo, char *out) {
   static const uint8_t offsets[32] = {59, 54, 49, 44, 39, 34, 29, 24, 35, 30, 25, 20, 15, 10, 5, 0,
                                       35, 30, 25, 20, 15, 10, 5,  0,  5,  0};
   static const char alphabet[33] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -158,8 +158,14 @@ int idgen__uuid_parse36_simd(const char *s, uint8_t *out) {
   return -1;
 }
 
-void idgen__ulid_encode_simd(uint64_t hi, uint64_t lo, char *out) {
-  (void)hi, (void)lo, (void)out;
-}
-
 #endif
+
+void idgen__ulid_encode_fast(uint64_t hi, uint64_t lo, char *out) {
+#if HAVE_VBMI
+  if (idgen__simd_available()) {
+    ulid_encode_simd(hi, lo, out);
+    return;
+  }
+#endif
+  idgen__ulid_encode_scalar(hi, lo, out);
+}

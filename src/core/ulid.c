@@ -66,16 +66,24 @@ static inline void enc_pairs(char *o, uint64_t v, int k) {
     memcpy(o + 2 * i, idgen__ulid_pairs + 2 * ((v >> (10 * (k - 1 - i))) & 1023), 2);
 }
 
-void idgen_ulid_format(const idgen_ulid_t *u, char *out) {
-  uint64_t hi = be64(u->bytes), lo = be64(u->bytes + 8);
-  if (idgen__simd_available()) {
-    idgen__ulid_encode_simd(hi, lo, out);
-    return;
-  }
+static inline void encode_scalar(uint64_t hi, uint64_t lo, char *out) {
   enc_pairs(out, hi >> 16, 5);                                /* time: 50 bits */
   enc_pairs(out + 10, (hi & 0xffff) << 24 | lo >> 40, 4);    /* random 79..40 */
   enc_pairs(out + 18, lo & ((UINT64_C(1) << 40) - 1), 4);    /* random 39..0 */
   out[26] = '\0';
+}
+
+void idgen__ulid_encode_scalar(uint64_t hi, uint64_t lo, char *out) { encode_scalar(hi, lo, out); }
+
+void idgen_ulid_format(const idgen_ulid_t *u, char *out) {
+  uint64_t hi = be64(u->bytes), lo = be64(u->bytes + 8);
+  /* AVX-512 on, or not yet known: a tail call that decides (simd.c), so that
+   * the scalar path below pays one load and no call's register saves. */
+  if (atomic_load_explicit(&idgen__simd_state, memory_order_relaxed) != 0) {
+    idgen__ulid_encode_fast(hi, lo, out);
+    return;
+  }
+  encode_scalar(hi, lo, out);
 }
 
 /* Names the first bad character of s (strict or lenient), for the message. */
@@ -153,7 +161,7 @@ int idgen_ulid_parse(idgen_ulid_t *out, const char *s, size_t len, idgen_ulid_pa
     s = packed;
   } else if (len != IDGEN_ULID_STRLEN) {
     return idgen__err(err, errlen, IDGEN_EPARSE, "ULID: %zu characters, want 26", len);
-  } else if (idgen__simd_available() && idgen__ulid_decode_simd(s, lenient, out->bytes) == 0) {
+  } else if (idgen__simd_on() && idgen__ulid_decode_simd(s, lenient, out->bytes) == 0) {
     return 0;
   }
 
