@@ -692,6 +692,115 @@ static void test_underscore_fork(void **state) {
   check_child_fresh(1);
 }
 
+/* A random source that fails while *fail is set, counting its calls and
+ * filling with a byte pattern otherwise. */
+struct flaky {
+  int fail, byte, calls;
+};
+static int fill_flaky(void *ctx, void *buf, size_t n) {
+  struct flaky *f = ctx;
+  f->calls++;
+  if (f->fail)
+    return -77;
+  memset(buf, f->byte, n);
+  return 0;
+}
+
+/* Random bits are drawn only for a new millisecond; a failed draw is
+ * returned as the source's error and changes nothing; within a millisecond
+ * no draw is made, so a failing source does not stop the increments. */
+static void test_ulid_failing_random(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, 1700000000000);
+  struct flaky f = {1, 0x11, 0};
+  idgen_random_t rnd = {fill_flaky, &f};
+  idgen_gen128_settings_t s = {IDGEN_CLOCK_FAST, &c.clock, &rnd};
+  idgen_ulid_gen_t *g;
+  idgen_ulid_t u, v;
+  tu_ok(idgen_ulid_gen_new(&g, &s));
+  assert_int_equal(-77, idgen_ulid_gen_next(g, &u)); /* a new millisecond: the draw fails */
+  f.fail = 0;
+  tu_ok(idgen_ulid_gen_next(g, &u));
+  assert_int_equal(1700000000000, idgen_ulid_time(&u));
+  assert_int_equal(0x11, u.bytes[6]);
+  assert_int_equal(0x11, u.bytes[15]); /* the fresh bits, not a value left by the failure */
+  int calls = f.calls;
+  f.fail = 1;
+  tu_ok(idgen_ulid_gen_next(g, &v)); /* same millisecond: the last plus one, nothing drawn */
+  assert_int_equal(calls, f.calls);
+  assert_int_equal(u.bytes[15] + 1, v.bytes[15]);
+  assert_memory_equal(u.bytes, v.bytes, 15);
+  tu_clock_add_ms(&c, 1);
+  assert_int_equal(-77, idgen_ulid_gen_next(g, &v)); /* the next millisecond needs a draw */
+  f.fail = 0;
+  f.byte = 0x22;
+  tu_ok(idgen_ulid_gen_next(g, &v));
+  assert_int_equal(1700000000001, idgen_ulid_time(&v));
+  assert_int_equal(0x22, v.bytes[15]);
+
+  /* After fork() the child's first call draws inside the lock: a failure
+   * there is returned and releases the lock, and the next call has fresh
+   * bits, never the parent's last plus one. */
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    idgen_ulid_t w;
+    f.fail = 1;
+    if (idgen_ulid_gen_next(g, &w) != -77)
+      _exit(1);
+    f.fail = 0;
+    f.byte = 0x33;
+    if (idgen_ulid_gen_next(g, &w) != 0 || idgen_ulid_time(&w) != 1700000000001 ||
+        w.bytes[15] != 0x33 || w.bytes[6] != 0x33)
+      _exit(2);
+    if (idgen_ulid_gen_next(g, &w) != 0 || w.bytes[15] != 0x34) /* then the increments */
+      _exit(3);
+    _exit(0);
+  }
+  int st;
+  assert_int_equal(pid, waitpid(pid, &st, 0));
+  assert_true(WIFEXITED(st));
+  assert_int_equal(0, WEXITSTATUS(st));
+  idgen_ulid_gen_free(g);
+}
+
+/* UUIDv7: the counter's seed is drawn for a new millisecond, 32 bits of
+ * rand_b on every call; a failed draw changes nothing, so the call after it
+ * continues the counter exactly. */
+static void test_uuid7_failing_random(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, 1700000000000);
+  struct flaky f = {0, 0x01, 0};
+  idgen_random_t rnd = {fill_flaky, &f};
+  idgen_gen128_settings_t s = {IDGEN_CLOCK_FAST, &c.clock, &rnd};
+  idgen_uuid7_gen_t *g;
+  idgen_uuid_t u, v;
+  tu_ok(idgen_uuid7_gen_new(&g, &s));
+  tu_ok(idgen_uuid7_gen_next(g, &u));
+  f.fail = 1;
+  assert_int_equal(-77, idgen_uuid7_gen_next(g, &v)); /* the per-call bits fail */
+  f.fail = 0;
+  tu_ok(idgen_uuid7_gen_next(g, &v));
+  /* The counter (rand_a and rand_b's top 30 bits) went up by exactly one. */
+  uint64_t cu = (uint64_t)(u.bytes[6] & 0x0f) << 38 | (uint64_t)u.bytes[7] << 30 |
+                (uint64_t)(u.bytes[8] & 0x3f) << 24 | (uint64_t)u.bytes[9] << 16 |
+                (uint64_t)u.bytes[10] << 8 | u.bytes[11];
+  uint64_t cv = (uint64_t)(v.bytes[6] & 0x0f) << 38 | (uint64_t)v.bytes[7] << 30 |
+                (uint64_t)(v.bytes[8] & 0x3f) << 24 | (uint64_t)v.bytes[9] << 16 |
+                (uint64_t)v.bytes[10] << 8 | v.bytes[11];
+  assert_int_equal(cu + 1, cv);
+  assert_int_equal(idgen_uuid7_time(&u), idgen_uuid7_time(&v));
+  tu_clock_add_ms(&c, 1);
+  f.fail = 1;
+  assert_int_equal(-77, idgen_uuid7_gen_next(g, &v));
+  f.fail = 0;
+  tu_ok(idgen_uuid7_gen_next(g, &v));
+  assert_int_equal(1700000000001, idgen_uuid7_time(&v));
+  idgen_uuid7_gen_free(g);
+}
+
 /* The AVX-512 fast paths must agree with the scalar code on every input:
  * ULIDs encoded, valid ULIDs and UUIDs decoded, and the same with one byte
  * changed. */
@@ -768,6 +877,8 @@ int main(void) {
       cmocka_unit_test(test_threads_ulid),
       cmocka_unit_test(test_threads_uuid7),
       cmocka_unit_test(test_simd_matches_scalar),
+      cmocka_unit_test(test_ulid_failing_random),
+      cmocka_unit_test(test_uuid7_failing_random),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,7 @@
  * next ULID is the last plus one, and drawing bytes to throw away cost more
  * than the rest of the call.  Whether the millisecond is new is first
  * guessed without the lock (seen_ms), so that the usual draw happens outside
- * it; the lock decides, and draws inside when the guess was wrong.
+ * it; the lock decides, and draws inside it only after fork() reset the state.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -227,8 +227,8 @@ int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t now, idgen_ulid_t *out) 
   uint16_t hi = 0;
   uint64_t lo = 0;
   int drawn = 0, rc;
-  /* The guess: a stale seen_ms only makes this draw needless, or the draw
-   * below necessary. */
+  /* The guess: seen_ms only grows, so a stale value only makes this draw
+   * needless; the draw under the lock below is for a state reset by fork(). */
   if (now > atomic_load_explicit(&g->seen_ms, memory_order_relaxed)) {
     if ((rc = draw80(g, &hi, &lo)) < 0)
       return rc;

@@ -136,8 +136,9 @@ int idgen_uuid7_make(idgen_uuid_t *out) {
  * counter under the lock, seeded with random bits (its top bit clear) at
  * each new millisecond and incremented within one; rand_b's low 32 bits are
  * random on every call.  As in ulid.c, the seed is drawn only for a new
- * millisecond, guessed without the lock (seen_ms) and drawn inside it when
- * the guess was wrong. */
+ * millisecond, guessed without the lock (seen_ms, which only grows, so a
+ * stale guess only wastes a draw) and drawn inside it after fork() reset the
+ * state or when the counter is used up. */
 struct idgen_uuid7_gen {
   idgen__gen128_t c;   /* lock, clock, random source */
   int64_t last_ms;     /* -1: nothing issued (in this process) */
