@@ -17,6 +17,7 @@
 
 #include "core_int.h"
 #include "idgen.h"
+#include "machine.h"
 
 int idgen_bench_main(int argc, char **argv);
 
@@ -608,29 +609,6 @@ static void burst(const struct opts *o) {
   idgen_snowflake_gen_free(g);
 }
 
-/* The value of the first line of `path` starting with `key` (after its
- * colon), or the file's first line when key is NULL; "unknown" if none. */
-static void first_line(const char *path, const char *key, char *out, size_t n) {
-  char line[512];
-  FILE *f = fopen(path, "r");
-  snprintf(out, n, "unknown");
-  if (f == NULL)
-    return;
-  while (fgets(line, sizeof line, f) != NULL) {
-    const char *v = line;
-    if (key != NULL) {
-      if (strncmp(line, key, strlen(key)) != 0 || (v = strchr(line, ':')) == NULL)
-        continue;
-      v++;
-      while (*v == ' ' || *v == '\t')
-        v++;
-    }
-    snprintf(out, n, "%.*s", (int)strcspn(v, "\n"), v);
-    break;
-  }
-  fclose(f);
-}
-
 int idgen_bench_main(int argc, char **argv) {
   static const struct option lopts[] = {{"runs", required_argument, 0, 'r'},
                                         {"seconds", required_argument, 0, 's'},
@@ -683,9 +661,7 @@ int idgen_bench_main(int argc, char **argv) {
   if (o.ops > 0)
     return fixed_ops(o.ops, o.only);
   char cpu[160], clocksource[64];
-  first_line("/proc/cpuinfo", "model name", cpu, sizeof cpu);
-  first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource", NULL,
-             clocksource, sizeof clocksource);
+  bench_machine(cpu, sizeof cpu, clocksource, sizeof clocksource);
   printf("idgen %s bench: median of %d runs of %.1f s; CPU %s (%ld cores); clocksource %s; "
          "TSC fast clock %s; AVX-512 VBMI codecs %s\n",
          idgen_version(), o.runs, o.seconds, cpu, sysconf(_SC_NPROCESSORS_ONLN), clocksource,

@@ -40,6 +40,7 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
+#include "machine.h"
 #define HAVE_RDTSC 1
 #else
 #define HAVE_RDTSC 0
@@ -373,27 +374,6 @@ static struct ratio ratio(int idg, int peer, int runs) {
   return x;
 }
 
-static void first_line(const char *path, const char *key, char *out, size_t n) {
-  char line[512];
-  FILE *f = fopen(path, "r");
-  snprintf(out, n, "unknown");
-  if (f == NULL)
-    return;
-  while (fgets(line, sizeof line, f) != NULL) {
-    const char *v = line;
-    if (key != NULL) {
-      if (strncmp(line, key, strlen(key)) != 0 || (v = strchr(line, ':')) == NULL)
-        continue;
-      v++;
-      while (*v == ' ' || *v == '\t')
-        v++;
-    }
-    snprintf(out, n, "%.*s", (int)strcspn(v, "\n"), v);
-    break;
-  }
-  fclose(f);
-}
-
 static const char *met(int ok) { return ok ? "met" : "**not met**"; }
 
 int main(int argc, char **argv) {
@@ -447,9 +427,7 @@ int main(int argc, char **argv) {
   } while (cs0.state == IDGEN_CLOCK_STATE_CALIBRATING && mono() - t < 3.0);
 
   char cpu[160], clocksource[64];
-  first_line("/proc/cpuinfo", "model name", cpu, sizeof cpu);
-  first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource", NULL,
-             clocksource, sizeof clocksource);
+  bench_machine(cpu, sizeof cpu, clocksource, sizeof clocksource);
   printf("idgen %s beside its peers: median of %d interleaved rounds of %.2f s\n",
          idgen_version(), runs, seconds);
   printf("CPU %s (%ld cores); clocksource %s; TSC fast clock %s (state %s)\n", cpu,

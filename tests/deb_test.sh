@@ -215,40 +215,8 @@ check grep -qE '^[0-9]+ 01ARZ3NDEK' <(LD_LIBRARY_PATH=$root/$lib "$tmp/app")
 
 # libidgen-registry comes as its archive only: -lidgen-registry finds it, on
 # top of libidgen.so.0, with its dependencies' shared libraries.
-cat >"$tmp/leased.c" <<'C'
-#include <idgen.h>
-#include <stdio.h>
-int main(int argc, char **argv) {
-  char err[256];
-  idgen_layout_t l;
-  idgen_registry_t *r;
-  idgen_lease_t *lease;
-  idgen_snowflake_gen_t *g;
-  idgen_snowflake_settings_t s;
-  uint64_t id;
-  if (argc < 2 || idgen_layout_parse(&l, "twitter", NULL, 0) ||
-      idgen_registry_open(&r, argv[1], err, sizeof err))
-    return 1;
-  idgen_lease_request_t req = {&l, NULL, NULL, -1, NULL};
-  if (idgen_registry_acquire(r, &req, &lease, err, sizeof err)) {
-    fprintf(stderr, "%s\n", err);
-    return 1;
-  }
-  idgen_snowflake_settings_init(&s);
-  s.lease = lease;
-  if (idgen_snowflake_gen_new(&g, &l, &s, err, sizeof err) || idgen_snowflake_gen_next(g, &id)) {
-    fprintf(stderr, "%s\n", err);
-    return 1;
-  }
-  printf("%llu\n", (unsigned long long)id);
-  idgen_snowflake_gen_free(g);
-  idgen_lease_release(lease);
-  idgen_registry_close(r);
-  return 0;
-}
-C
 # shellcheck disable=SC2046
-check cc -o "$tmp/leased" "$tmp/leased.c" $(pkg-config --cflags --libs idgen-registry) \
+check cc -o "$tmp/leased" "$src/tests/leased.c" $(pkg-config --cflags --libs idgen-registry) \
   $(pkg-config --libs libpq libcurl jansson libcrypto) -lpthread
 check grep -qxE '[0-9]+' <(LD_LIBRARY_PATH=$root/$lib "$tmp/leased" "file:$tmp/leases")
 check test -n "$(find "$tmp/leases" -name '*.lock')"

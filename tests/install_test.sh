@@ -70,46 +70,14 @@ check "$tmp/app-static"
 check test -z "$(env LD_LIBRARY_PATH="$libdir/.." ldd "$tmp/app-shared" | grep -E 'libpq|libidgen-registry')"
 
 # A generator bound to a lease from a file: registry, through libidgen-registry.
-cat >"$tmp/leased.c" <<'C'
-#include <idgen.h>
-#include <stdio.h>
-int main(int argc, char **argv) {
-  char err[256];
-  idgen_layout_t l;
-  idgen_registry_t *r;
-  idgen_lease_t *lease;
-  idgen_snowflake_gen_t *g;
-  idgen_snowflake_settings_t s;
-  uint64_t id;
-  if (argc < 2 || idgen_layout_parse(&l, "twitter", NULL, 0) ||
-      idgen_registry_open(&r, argv[1], err, sizeof err))
-    return 1;
-  idgen_lease_request_t req = {&l, NULL, NULL, -1, NULL};
-  if (idgen_registry_acquire(r, &req, &lease, err, sizeof err)) {
-    fprintf(stderr, "%s\n", err);
-    return 1;
-  }
-  idgen_snowflake_settings_init(&s);
-  s.lease = lease;
-  if (idgen_snowflake_gen_new(&g, &l, &s, err, sizeof err) || idgen_snowflake_gen_next(g, &id)) {
-    fprintf(stderr, "%s\n", err);
-    return 1;
-  }
-  printf("%llu\n", (unsigned long long)id);
-  idgen_snowflake_gen_free(g);
-  idgen_lease_release(lease);
-  idgen_registry_close(r);
-  return 0;
-}
-C
 # shellcheck disable=SC2046
-check cc -o "$tmp/leased-shared" "$tmp/leased.c" $(pkg-config --cflags --libs idgen-registry)
+check cc -o "$tmp/leased-shared" "$src/tests/leased.c" $(pkg-config --cflags --libs idgen-registry)
 check env LD_LIBRARY_PATH="$libdir/.." "$tmp/leased-shared" "file:$tmp/reg"
 check test -n "$(find "$tmp/reg" -name '*.lock')"
 # Both archives, with libpq, libcurl, jansson and libcrypto shared (Debian ships no static
 # libpgcommon, so a wholly static libpq is not an option there).
 # shellcheck disable=SC2046
-check cc -o "$tmp/leased-static" "$tmp/leased.c" $(pkg-config --cflags idgen-registry) \
+check cc -o "$tmp/leased-static" "$src/tests/leased.c" $(pkg-config --cflags idgen-registry) \
   "$libdir/../libidgen-registry.a" "$libdir/../libidgen.a" $(pkg-config --libs libpq libcurl jansson libcrypto) \
   -lpthread
 check "$tmp/leased-static" "file:$tmp/reg"
