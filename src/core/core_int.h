@@ -114,7 +114,8 @@ static inline unsigned idgen__fork_gen(void) {
  * decides and words the error).  Call only when idgen__simd_available(). */
 int idgen__simd_available(void);
 /* The same, inline once known (the codecs ask on every call). */
-extern __attribute__((visibility("hidden"))) _Atomic int idgen__simd_state; /* -1 unknown, 0 off, 1 on */
+/* -1 unknown, 0 off, 1 on */
+extern __attribute__((visibility("hidden"))) _Atomic int idgen__simd_state;
 static inline int idgen__simd_on(void) {
   int s = atomic_load_explicit(&idgen__simd_state, memory_order_relaxed);
   return IDGEN_LIKELY(s >= 0) ? s : idgen__simd_available();

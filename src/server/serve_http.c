@@ -275,7 +275,8 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   int kind = str_eq(path, "/id") ? KIND_SNOWFLAKE
              : str_eq(path, "/ulid") ? KIND_ULID
              : str_eq(path, "/uuid7") ? KIND_UUID7 : -1;
-  int page = str_eq(path, "/") || str_eq(path, "/status"), status_json = str_eq(path, "/status.json");
+  int page = str_eq(path, "/") || str_eq(path, "/status");
+  int status_json = str_eq(path, "/status.json");
   int known = kind >= 0 || page || status_json || str_eq(path, "/health") ||
               str_eq(path, "/info") || str_eq(path, "/metrics") ||
               (path->len > 8 && memcmp(path->ptr, "/decode/", 8) == 0);

@@ -647,7 +647,7 @@ static void watchdog_tick(serve_daemon_t *s, int64_t interval_ms) {
   for (int i = 0; i < s->nworkers; i++) {
     int64_t t = atomic_load_explicit(&s->workers[i].turned_ms, memory_order_relaxed);
     if (now - t > limit) {
-      log_limited(&s->clock_log, "error", "watchdog",
+      log_limited(&s->watchdog_log, "error", "watchdog",
                   "loop=%d stalled_ms=%" PRId64 " action=\"WATCHDOG=1 withheld\"", i, now - t);
       return;
     }
@@ -672,6 +672,7 @@ int serve_run(const serve_config_t *cfg) {
   s->accept_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->clock_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->mark_log = (log_limit_t)LOG_LIMIT_INIT(10);
+  s->watchdog_log = (log_limit_t)LOG_LIMIT_INIT(10);
 
   s->audit_fd = -1;
   if (cfg->audit_log[0] != '\0' &&
@@ -752,9 +753,11 @@ int serve_run(const serve_config_t *cfg) {
     /* Ready for systemd (Type=notify): every listener bound, the worker ID
      * leased (serve_make_generators), every loop started. */
     char note[sizeof s->http_addr * 3 + sizeof s->registry_shown + 128];
-    int nlen = snprintf(note, sizeof note, "READY=1\nSTATUS=serving: http %s, resp %s, thrift %s; registry %s",
-             s->http_addr[0] ? s->http_addr : "off", s->resp_addr[0] ? s->resp_addr : "off",
-             s->thrift_addr[0] ? s->thrift_addr : "off", s->registry_shown);
+    int nlen = snprintf(note, sizeof note,
+                        "READY=1\nSTATUS=serving: http %s, resp %s, thrift %s; registry %s",
+                        s->http_addr[0] ? s->http_addr : "off",
+                        s->resp_addr[0] ? s->resp_addr : "off",
+                        s->thrift_addr[0] ? s->thrift_addr : "off", s->registry_shown);
     if (nlen < 0 || (size_t)nlen >= sizeof note) /* cannot be: the sizes above */
       snprintf(note, sizeof note, "READY=1");
     int nrc = serve_notify(note);

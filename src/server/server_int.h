@@ -244,7 +244,8 @@ typedef struct serve_daemon {
   char (*agent_names)[AGENT_NAME_MAX + 1];
   _Atomic uint32_t *agent_slots; /* open hash: index + 1, or 0 */
   uint32_t agent_mask;
-  log_limit_t client_log, close_log, accept_log, clock_log, mark_log; /* one limit per kind */
+  /* one limit per kind */
+  log_limit_t client_log, close_log, accept_log, clock_log, mark_log, watchdog_log;
   uint64_t mark_failures_seen;   /* the lease thread's last look */
   /* Registry calls since the start, over every lease this daemon held
    * (idgen_registry_operations_total): the lease thread publishes them on
