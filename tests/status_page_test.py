@@ -222,6 +222,8 @@ def live_phase(idgen, tmp, out, browser):
            "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
     d = Daemon(idgen, tmp, "live", ["--registry", "file:" + os.path.join(tmp, "reg"),
                                     "--node", "datacenter=3", "--max-wait-ms", "0"], env)
+    for i in range(25):  # more agents than the page lists: the busiest 20, then a count
+        d.get("/id?agent=bulk%d" % i)
     stop = threading.Event()
     t = threading.Thread(target=client, args=(d, stop), daemon=True)
     t.start()
@@ -242,6 +244,8 @@ def live_phase(idgen, tmp, out, browser):
         check("IDs/s by kind and agent: snowflake for billing and orders, ulid",
               "snowflake · billing" in table and "snowflake · orders" in table and
               "ulid · no agent" in table, table)
+        check("28 kinds and agents: the busiest 20 listed, then 'and 8 more'",
+              table.count("/s ·") == 20 and "and 8 more kinds and agents" in table, table)
         check("banner green: OK", browser.eval("document.getElementById('banner').className") == "ok",
               browser.text("banner"))
         check("the lease: held, worker field shown", (browser.text("lease-state") or "").startswith("held · worker"),
