@@ -46,12 +46,6 @@ static const char usage[] =
 /* For the cached generator: a ring of 2^18 << 3 slots. */
 #define CACHED_LAYOUT "time:41@1ms,worker:4,sequence:18,epoch=1288834974657"
 
-static double mono(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 struct opts {
   long ops;
   int runs;
@@ -60,41 +54,7 @@ struct opts {
   const char *only;
 };
 
-/* One measurement: IDs made and seconds taken. */
-struct sample {
-  double ids;
-  double secs;
-};
-
 typedef struct sample (*bench_fn)(double seconds, void *arg);
-
-static volatile uint64_t sink;
-
-/* A timed loop: BODY runs 1024 times between clock checks, with `i` counting.
- * BODY adds something of each result to the local `acc`, written to the
- * volatile sink once at the end: a volatile update per operation would add a
- * store-to-load dependency (about 2 ns here) to every measurement. */
-#define TIMED(result, seconds, BODY)                                               \
-  do {                                                                             \
-    double t0_ = mono(), t_;                                                       \
-    uint64_t n_ = 0, acc = 0;                                                      \
-    do {                                                                           \
-      for (uint64_t i = n_; i < n_ + 1024; i++) {                                  \
-        BODY;                                                                      \
-      }                                                                            \
-      n_ += 1024;                                                                  \
-    } while ((t_ = mono()) - t0_ < (seconds));                                     \
-    sink = acc;                                                                    \
-    (result) = (struct sample){(double)n_, t_ - t0_};                              \
-  } while (0)
-
-#define TIMED_LOOP(seconds, BODY)                                                  \
-  do {                                                                             \
-    struct sample r_;                                                              \
-    TIMED(r_, seconds, BODY);                                                      \
-    return r_;                                                                     \
-  } while (0)
-
 
 static struct sample run_clock(double seconds, void *arg) {
   (void)arg;

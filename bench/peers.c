@@ -74,40 +74,11 @@ static const char usage[] =
 
 #define MAXRUNS 64
 
-struct sample {
-  double ids;
-  double secs;
-};
-
-static double mono(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static int64_t now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_REALTIME, &t);
   return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
-
-static volatile uint64_t sink;
-
-/* A timed loop: BODY runs 1024 times between clock checks, `i` counting;
- * BODY adds something of each result to `acc`. */
-#define TIMED_LOOP(seconds, BODY)                                                  \
-  do {                                                                             \
-    double t0_ = mono(), t_;                                                       \
-    uint64_t n_ = 0, acc = 0;                                                      \
-    do {                                                                           \
-      for (uint64_t i = n_; i < n_ + 1024; i++) {                                  \
-        BODY;                                                                      \
-      }                                                                            \
-      n_ += 1024;                                                                  \
-    } while ((t_ = mono()) - t0_ < (seconds));                                     \
-    sink = acc;                                                                    \
-    return (struct sample){(double)n_, t_ - t0_};                                  \
-  } while (0)
 
 static void die(const char *what, int rc) {
   fprintf(stderr, "peers: %s failed: %s\n", what, rc < 0 ? idgen_strerror(rc) : "");

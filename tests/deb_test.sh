@@ -190,26 +190,8 @@ check test "$status" = 0
 # ---- a program on the tree's libidgen-dev -----------------------------------
 # The .pc files find their prefix from where they are: no sysroot needed.
 export PKG_CONFIG_PATH=$root/$lib/pkgconfig
-cat >"$tmp/app.c" <<'C'
-#include <idgen.h>
-#include <stdio.h>
-int main(void) {
-  idgen_layout_t l;
-  idgen_snowflake_gen_t *g;
-  idgen_ulid_t u;
-  uint64_t id;
-  char text[IDGEN_ULID_STRLEN + 1];
-  if (idgen_layout_parse(&l, "twitter", NULL, 0) || idgen_snowflake_gen_new(&g, &l, NULL, NULL, 0) ||
-      idgen_snowflake_gen_next(g, &id) || idgen_ulid_make(&u, 1469922850259, NULL))
-    return 1;
-  idgen_ulid_format(&u, text);
-  printf("%llu %s\n", (unsigned long long)id, text);
-  idgen_snowflake_gen_free(g);
-  return 0;
-}
-C
 # shellcheck disable=SC2046
-check cc -o "$tmp/app" "$tmp/app.c" $(pkg-config --cflags --libs idgen)
+check cc -o "$tmp/app" "$src/tests/app.c" $(pkg-config --cflags --libs idgen)
 check grep -q "$root/$lib/libidgen.so.0" <(LD_LIBRARY_PATH=$root/$lib ldd "$tmp/app")
 check grep -qE '^[0-9]+ 01ARZ3NDEK' <(LD_LIBRARY_PATH=$root/$lib "$tmp/app")
 

@@ -40,29 +40,11 @@ check test -x "$tmp/usr/bin/idgen"
 check test -n "$(find "$tmp/usr" -name 'libidgen.a')"
 check test -n "$(find "$tmp/usr" -name 'libidgen.so*')"
 
-cat >"$tmp/app.c" <<'C'
-#include <idgen.h>
-#include <stdio.h>
-int main(void) {
-  idgen_layout_t l;
-  idgen_snowflake_gen_t *g;
-  idgen_ulid_t u;
-  uint64_t id;
-  char text[IDGEN_ULID_STRLEN + 1];
-  if (idgen_layout_parse(&l, "twitter", NULL, 0) || idgen_snowflake_gen_new(&g, &l, NULL, NULL, 0) ||
-      idgen_snowflake_gen_next(g, &id) || idgen_ulid_make(&u, 1469922850259, NULL))
-    return 1;
-  idgen_ulid_format(&u, text);
-  printf("%llu %s\n", (unsigned long long)id, text);
-  idgen_snowflake_gen_free(g);
-  return 0;
-}
-C
 # shellcheck disable=SC2046
-check cc -o "$tmp/app-shared" "$tmp/app.c" $(pkg-config --cflags --libs idgen)
+check cc -o "$tmp/app-shared" "$src/tests/app.c" $(pkg-config --cflags --libs idgen)
 check env LD_LIBRARY_PATH="$libdir/.." "$tmp/app-shared"
 # shellcheck disable=SC2046
-check cc -o "$tmp/app-static" "$tmp/app.c" $(pkg-config --cflags idgen) "$libdir/../libidgen.a" \
+check cc -o "$tmp/app-static" "$src/tests/app.c" $(pkg-config --cflags idgen) "$libdir/../libidgen.a" \
   $(pkg-config --libs-only-l --static idgen | sed 's/-lidgen//')
 check "$tmp/app-static"
 # A program that only makes IDs loads no PostgreSQL client (libpq and what

@@ -26,23 +26,8 @@ import tempfile
 import time
 import urllib.request
 
-passed = failed = 0
-
-
-def check(what, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("ok   " + what)
-    else:
-        failed += 1
-        print("FAIL " + what + ("\n     " + str(detail)[:800] if detail != "" else ""))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import check, finish, free_port  # noqa: E402
 
 
 def notify_session(idgen, tmp, label, address, bind_name, env_extra, expect_watchdog):
@@ -165,8 +150,7 @@ def main():
         unit_checks(idgen, template, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    finish()
 
 
 if __name__ == "__main__":
