@@ -1,31 +1,42 @@
-"""What the stand-alone Python tests share (status_page_test.py,
-systemd_test.py): named checks counted for the closing "N passed, N failed"
-line, and a free loopback port."""
-import socket
-import sys
+"""The tally shared by the Python tests: one line per check ("ok   NAME" or
+"FAIL NAME: DETAIL"), and the counts for the closing "N passed, M failed"."""
 
-passed = failed = 0
+passed = 0
+failed = 0
+failures = []  # the names of the failed checks
 
 
-def check(what, ok, detail=""):
-    """Prints "ok   WHAT" or "FAIL WHAT" with the detail; returns ok."""
+def report(name, cond, detail="", limit=None):
+    """Prints and counts one check; returns whether it passed.  `limit`
+    cuts the detail (str()'d) to that many characters."""
     global passed, failed
-    if ok:
+    if cond:
         passed += 1
-        print("ok   " + what)
+        print("ok   " + name, flush=True)
     else:
         failed += 1
-        print("FAIL " + what + ("\n     " + str(detail)[:800] if detail != "" else ""))
-    return ok
+        failures.append(name)
+        detail = str(detail) if detail else ""
+        if limit:
+            detail = detail[:limit]
+        print("FAIL " + name + (": " + detail if detail else ""), flush=True)
+    return bool(cond)
+
+
+def summary():
+    """The closing line."""
+    return "%d passed, %d failed" % (passed, failed)
 
 
 def finish():
-    """The closing line; exits 1 if any check failed."""
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    """Prints the closing line and exits: 1 if any check failed."""
+    print(summary(), flush=True)
+    raise SystemExit(1 if failed else 0)
 
 
 def free_port():
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
