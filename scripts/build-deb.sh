@@ -7,8 +7,8 @@
 # debian/tmp, ../*.deb), so this builds a copy of the working tree (the files
 # git lists, committed or not) in a temporary directory and leaves only the
 # .deb files, the .changes and .buildinfo in OUTDIR.  Needs dpkg-dev and
-# debhelper (scripts/install-deps.sh).  tests/deb_test.sh builds the same
-# way and checks the result with lintian.
+# debhelper (scripts/install-deps.sh).  tests/deb_test.sh builds with it and
+# checks the result with lintian.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mkdir -p "${1:-$src/build/deb}" && cd "${1:-$src/build/deb}" && pwd)
@@ -20,10 +20,15 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/idgen"
 (cd "$src" && git ls-files -co --exclude-standard -z | tar --null -T - -c --ignore-failed-read) |
   tar -x -C "$tmp/idgen"
-(cd "$tmp/idgen" && env -u MAKEFLAGS DEB_BUILD_OPTIONS="nocheck parallel=2" dpkg-buildpackage -us -uc -b >"$tmp/build.log" 2>&1) || {
+# Not an outer make's jobserver (make deb, make test): dpkg-buildpackage sets
+# its own -j.
+(cd "$tmp/idgen" && unset MAKEFLAGS MFLAGS MAKELEVEL &&
+  DEB_BUILD_OPTIONS="nocheck parallel=2" dpkg-buildpackage -us -uc -b >"$tmp/build.log" 2>&1) || {
   tail -40 "$tmp/build.log" >&2
   echo "build-deb: dpkg-buildpackage failed (the log's end is above)" >&2
   exit 1
 }
+# dpkg-gensymbols's diff (new symbols: debian/libidgen0.symbols wants them).
+grep -A30 'dpkg-gensymbols: warning' "$tmp/build.log" >&2 || true
 mv "$tmp"/*.deb "$tmp"/*.changes "$tmp"/*.buildinfo "$out"/
 ls -1 "$out"/*.deb

@@ -3,10 +3,11 @@
 #
 #   tests/deb_test.sh [SOURCE_DIR]     (default: this script's ../)
 #
-# Copies the source tree (the files git lists: tracked and untracked but not
-# ignored, as they are in the working tree, so uncommitted changes are
-# tested) into a temporary directory and runs `dpkg-buildpackage -us -uc -b`
-# there (DEB_BUILD_OPTIONS="nocheck parallel=2"), then:
+# Builds the packages as `make deb` does (scripts/build-deb.sh: the files git
+# lists, tracked and untracked but not ignored, as they are in the working
+# tree, so uncommitted changes are tested, copied into a temporary directory,
+# then `dpkg-buildpackage -us -uc -b` there with
+# DEB_BUILD_OPTIONS="nocheck parallel=2"), then:
 #   - lintian on the .changes: no error or warning (info tags are printed);
 #   - `dpkg-deb -c`: idgen, libidgen0 and libidgen-dev each hold what belongs
 #     there (and no libidgen-registry.so); idgen's postinst enables the unit,
@@ -53,28 +54,19 @@ finish() { echo "$pass passed, $fail failed"; [ "$fail" = 0 ]; exit; }
 t0=$SECONDS
 
 # ---- the build --------------------------------------------------------------
-mkdir "$tmp/src"
-(cd "$src" && git ls-files -z -co --exclude-standard |
-  while IFS= read -r -d '' f; do
-    [ -e "$f" ] || [ -L "$f" ] || continue        # deleted in the working tree
-    printf '%s\0' "$f"
-  done | xargs -0 -r cp -P --parents -t "$tmp/src")
-version=$(cd "$tmp/src" && dpkg-parsechangelog -S Version)
+# The same build as `make deb` (scripts/build-deb.sh: a copy of the working
+# tree, dpkg-buildpackage -us -uc -b), its products into $tmp.
+version=$(dpkg-parsechangelog -l "$src/debian/changelog" -S Version)
 upstream=${version%-*}
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 triplet=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
-echo "deb_test: dpkg-buildpackage -us -uc -b (idgen $version, $arch)"
-# Not an outer make's jobserver (make test): dpkg-buildpackage sets its own -j.
-if ! (cd "$tmp/src" && unset MAKEFLAGS MFLAGS MAKELEVEL &&
-      DEB_BUILD_OPTIONS="nocheck parallel=2" dpkg-buildpackage -us -uc -b >"$tmp/build.log" 2>&1); then
-  tail -40 "$tmp/build.log" >&2
-  echo "FAIL: dpkg-buildpackage (the log's last lines are above)" >&2
+echo "deb_test: scripts/build-deb.sh (idgen $version, $arch)"
+if ! "$src/scripts/build-deb.sh" "$tmp" >/dev/null; then
+  echo "FAIL: scripts/build-deb.sh" >&2
   fail=$((fail + 1))
   finish
 fi
 echo "deb_test: built in $((SECONDS - t0)) s"
-# dpkg-gensymbols's diff (new symbols: debian/libidgen0.symbols wants them).
-grep -A30 'dpkg-gensymbols: warning' "$tmp/build.log" >&2
 changes=$tmp/idgen_${version}_${arch}.changes
 deb() { echo "$tmp/${1}_${version}_${arch}.deb"; }
 for p in idgen libidgen0 libidgen-dev; do check test -f "$(deb $p)"; done
