@@ -14,7 +14,7 @@
  * taken.  Random bits are drawn only for a new millisecond: within one, the
  * next ULID is the last plus one, and drawing bytes to throw away cost more
  * than the rest of the call.  Whether the millisecond is new is first
- * guessed without the lock (seen_ms), so that the usual draw happens outside
+ * guessed without the lock (last_ms, read racily), so that the usual draw happens outside
  * it; the lock decides, and draws inside it only after fork() reset the state.
  */
 #include <pthread.h>
@@ -191,8 +191,9 @@ void idgen_ulid_from_uuid(const idgen_uuid_t *u, idgen_ulid_t *out) {
 
 struct idgen_ulid_gen {
   idgen__gen128_t c;    /* lock, clock, random source */
-  int64_t last_ms;      /* -1: nothing issued (in this process) */
-  _Atomic int64_t seen_ms; /* last_ms as stored under the lock, for the guess */
+  /* -1: nothing issued (in this process).  Written under the lock; also
+   * read without it, for the guess whether a millisecond is new. */
+  _Atomic int64_t last_ms;
   uint16_t last_hi;     /* random bits 79..64 */
   uint64_t last_lo;     /* random bits 63..0 */
 };
@@ -203,8 +204,7 @@ int idgen_ulid_gen_new(idgen_ulid_gen_t **out, const idgen_gen128_settings_t *s)
   if (g == NULL)
     return IDGEN_ENOMEM;
   idgen__gen128_init(&g->c, s);
-  g->last_ms = -1;
-  atomic_init(&g->seen_ms, -1);
+  atomic_init(&g->last_ms, -1);
   *out = g;
   return 0;
 }
@@ -227,24 +227,27 @@ int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t now, idgen_ulid_t *out) 
   uint16_t hi = 0;
   uint64_t lo = 0;
   int drawn = 0, rc;
-  /* The guess: seen_ms only grows, so a stale value only makes this draw
-   * needless; the draw under the lock below is for a state reset by fork(). */
-  if (now > atomic_load_explicit(&g->seen_ms, memory_order_relaxed)) {
+  /* The guess: last_ms only grows (but for the reset below), so a stale
+   * value only makes this draw needless; the draw under the lock below is
+   * for a state reset by fork(). */
+  if (now > atomic_load_explicit(&g->last_ms, memory_order_relaxed)) {
     if ((rc = draw80(g, &hi, &lo)) < 0)
       return rc;
     drawn = 1;
   }
 
-  if (idgen__lock_acquire(&g->c.lock))
-    g->last_ms = -1; /* first use in a child after fork(): fresh random bits */
+  int64_t last = -1; /* first use in a child after fork(): fresh random bits */
+  if (!idgen__lock_acquire(&g->c.lock))
+    last = atomic_load_explicit(&g->last_ms, memory_order_relaxed);
   int64_t ms = now;
-  if (now > g->last_ms && !drawn && (rc = draw80(g, &hi, &lo)) < 0) {
+  if (now > last && !drawn && (rc = draw80(g, &hi, &lo)) < 0) {
+    atomic_store_explicit(&g->last_ms, last, memory_order_relaxed); /* the reset, if any */
     idgen__lock_release(&g->c.lock);
     return rc;
   }
-  if (now <= g->last_ms) {
+  if (now <= last) {
     /* Same millisecond, or the clock stepped back: previous plus one. */
-    ms = g->last_ms;
+    ms = last;
     hi = g->last_hi;
     lo = g->last_lo + 1;
     if (lo == 0) {
@@ -255,10 +258,9 @@ int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t now, idgen_ulid_t *out) 
       hi++;
     }
   }
-  g->last_ms = ms;
+  atomic_store_explicit(&g->last_ms, ms, memory_order_relaxed);
   g->last_hi = hi;
   g->last_lo = lo;
-  atomic_store_explicit(&g->seen_ms, ms, memory_order_relaxed);
   idgen__lock_release(&g->c.lock);
 
   store_be64(out->bytes, (uint64_t)ms << 16 | hi);

@@ -136,14 +136,15 @@ int idgen_uuid7_make(idgen_uuid_t *out) {
  * counter under the lock, seeded with random bits (its top bit clear) at
  * each new millisecond and incremented within one; rand_b's low 32 bits are
  * random on every call.  As in ulid.c, the seed is drawn only for a new
- * millisecond, guessed without the lock (seen_ms, which only grows, so a
- * stale guess only wastes a draw) and drawn inside it after fork() reset the
+ * millisecond, guessed without the lock (last_ms read racily: it only
+ * grows, but for fork()'s reset, so a stale guess only wastes a draw) and drawn inside it after fork() reset the
  * state or when the counter is used up. */
 struct idgen_uuid7_gen {
   idgen__gen128_t c;   /* lock, clock, random source */
-  int64_t last_ms;     /* -1: nothing issued (in this process) */
+  /* -1: nothing issued (in this process).  Written under the lock; also
+   * read without it, for the guess whether a millisecond is new. */
+  _Atomic int64_t last_ms;
   uint64_t counter;
-  _Atomic int64_t seen_ms; /* last_ms as stored under the lock, for the guess */
 };
 
 int idgen_uuid7_gen_new(idgen_uuid7_gen_t **out, const idgen_gen128_settings_t *s) {
@@ -152,8 +153,7 @@ int idgen_uuid7_gen_new(idgen_uuid7_gen_t **out, const idgen_gen128_settings_t *
   if (g == NULL)
     return IDGEN_ENOMEM;
   idgen__gen128_init(&g->c, s);
-  g->last_ms = -1;
-  atomic_init(&g->seen_ms, -1);
+  atomic_init(&g->last_ms, -1);
   *out = g;
   return 0;
 }
@@ -162,9 +162,8 @@ void idgen_uuid7_gen_free(idgen_uuid7_gen_t *g) { free(g); }
 
 void idgen__uuid7_gen_set(idgen_uuid7_gen_t *g, int64_t ms, uint64_t counter) {
   idgen__lock_acquire(&g->c.lock);
-  g->last_ms = ms;
+  atomic_store_explicit(&g->last_ms, ms, memory_order_relaxed);
   g->counter = counter;
-  atomic_store_explicit(&g->seen_ms, ms, memory_order_relaxed);
   idgen__lock_release(&g->c.lock);
 }
 
@@ -175,7 +174,7 @@ int idgen_uuid7_gen_next(idgen_uuid7_gen_t *g, idgen_uuid_t *out) {
   if (now < 0 || now > UUID7_MAX_MS)
     return IDGEN_ECLOCK;
   int seeded = 0, rc;
-  if (now > atomic_load_explicit(&g->seen_ms, memory_order_relaxed)) {
+  if (now > atomic_load_explicit(&g->last_ms, memory_order_relaxed)) {
     if ((rc = idgen__random(g->c.randomp, &seed, sizeof seed)) < 0)
       return rc;
     seeded = 1;
@@ -183,9 +182,9 @@ int idgen_uuid7_gen_next(idgen_uuid7_gen_t *g, idgen_uuid_t *out) {
   if ((rc = idgen__random(g->c.randomp, &tail, sizeof tail)) < 0)
     return rc;
 
-  if (idgen__lock_acquire(&g->c.lock))
-    g->last_ms = -1; /* first use in a child after fork(): start afresh */
-  int64_t ms = g->last_ms;
+  int64_t ms = -1; /* first use in a child after fork(): start afresh */
+  if (!idgen__lock_acquire(&g->c.lock))
+    ms = atomic_load_explicit(&g->last_ms, memory_order_relaxed);
   uint64_t counter;
   if (now <= ms && g->counter < COUNTER_MAX) {
     counter = g->counter + 1;
@@ -196,15 +195,15 @@ int idgen_uuid7_gen_next(idgen_uuid7_gen_t *g, idgen_uuid_t *out) {
     /* A new millisecond, or the counter used up: then run one millisecond
      * ahead of the clock.  Either way a fresh seed. */
     if (!seeded && (rc = idgen__random(g->c.randomp, &seed, sizeof seed)) < 0) {
+      atomic_store_explicit(&g->last_ms, ms, memory_order_relaxed); /* the reset, if any */
       idgen__lock_release(&g->c.lock);
       return rc;
     }
     ms = now > ms ? now : ms + 1;
     counter = seed & (COUNTER_MAX >> 1);
   }
-  g->last_ms = ms;
+  atomic_store_explicit(&g->last_ms, ms, memory_order_relaxed);
   g->counter = counter;
-  atomic_store_explicit(&g->seen_ms, ms, memory_order_relaxed);
   idgen__lock_release(&g->c.lock);
 
   /* rand_a = counter's top 12 bits; rand_b = counter's low 30 bits, 32 random. */
