@@ -236,17 +236,11 @@ static void route_decode(serve_worker_t *w, serve_conn_t *c, const http_request_
     respond_error(w, c, req, 400, err, KEEP, NULL);
     return;
   }
-  json_t *o = decoded_json(&d);
-  char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-  json_decref(o);
-  if (text == NULL) {
+  w->body.len = 0;
+  if (serve_json_line(decoded_json(&d), &w->body) < 0) {
     respond_error(w, c, req, 500, "out of memory", KEEP, NULL);
     return;
   }
-  w->body.len = 0;
-  serve_buf_put(&w->body, text, strlen(text));
-  serve_buf_put(&w->body, "\n", 1);
-  free(text);
   respond(w, c, req, 200, "application/json", w->body.p, w->body.len, KEEP, "");
 }
 

@@ -496,8 +496,7 @@ static json_t *info_object(serve_daemon_t *s) {
   return o;
 }
 
-/* Appends o as one line of compact JSON and drops o. */
-static int put_json(json_t *o, serve_buf_t *b) {
+int serve_json_line(struct json_t *o, serve_buf_t *b) {
   char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
   json_decref(o);
   if (text == NULL)
@@ -509,7 +508,7 @@ static int put_json(json_t *o, serve_buf_t *b) {
 }
 
 int serve_info_json(serve_daemon_t *s, serve_buf_t *b) {
-  return put_json(info_object(s), b);
+  return serve_json_line(info_object(s), b);
 }
 
 /* /status.json: /info's facts and the counters behind the status page.
@@ -587,7 +586,7 @@ int serve_status_json(serve_daemon_t *s, serve_buf_t *b) {
   json_object_set_new(o, "requests", req);
   json_object_set_new(o, "latency", lat);
   json_object_set_new(o, "connections_by_proto", conns);
-  return put_json(o, b);
+  return serve_json_line(o, b);
 }
 
 int serve_health_text(serve_daemon_t *s, serve_buf_t *b) {

@@ -331,6 +331,10 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b);
 void serve_info_text(serve_daemon_t *s, serve_buf_t *b);      /* RESP INFO's key:value lines */
 int serve_info_json(serve_daemon_t *s, serve_buf_t *b);       /* GET /info */
 int serve_status_json(serve_daemon_t *s, serve_buf_t *b); /* GET /status.json */
+/* Appends o (NULL: out of memory) as one line of compact JSON and drops it;
+ * -1 if it could not be written. */
+struct json_t; /* jansson's json_t */
+int serve_json_line(struct json_t *o, serve_buf_t *b);
 extern const char serve_status_html[]; /* GET / and /status (src/server/status.html) */
 extern const size_t serve_status_html_len;
 /* GET /health: "ok" or the reason, then the lease's line when one is held;
