@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include <getopt.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,13 +48,16 @@
 #endif
 
 static const char usage[] =
-    "Usage: peers [--runs N] [--seconds S] [--yitter-rev REV] [--skeeto-rev REV]\n"
-    "             [--peer-cflags FLAGS]\n"
+    "Usage: peers [--threaded] [--runs N] [--seconds S] [--yitter-rev REV]\n"
+    "             [--skeeto-rev REV] [--peer-cflags FLAGS]\n"
     "\n"
     "idgen beside yitter/IdGenerator (C, classic method) and skeeto/ulid-c, and two\n"
     "floors, in one process: interleaved rounds, the median of N. Normally run by\n"
     "bench/peers.sh, which builds the peers and this program.\n"
     "\n"
+    "  --threaded          start (and join) a second thread first, so that the process\n"
+    "                      is multi-threaded, as a server is: glibc's mutexes (yitter's)\n"
+    "                      and idgen's hot paths then use locked instructions\n"
     "  --runs N            rounds (default 7)\n"
     "  --seconds S         length of each timed run (default 0.5)\n"
     "  --yitter-rev REV    --skeeto-rev REV   --peer-cflags FLAGS\n"
@@ -154,6 +158,20 @@ static struct sample run_skeeto(double seconds) {
   });
 }
 
+/* skeeto's generator is not thread-safe: a program that shares one between
+ * threads calls it under a lock, as here (free in a process with one thread,
+ * where glibc skips the mutex's atomic instructions). */
+static pthread_mutex_t skeeto_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sample run_skeeto_mutex(double seconds) {
+  TIMED_LOOP(seconds, {
+    char text[27];
+    pthread_mutex_lock(&skeeto_mu);
+    ulid_generate(&skeeto, text);
+    pthread_mutex_unlock(&skeeto_mu);
+    acc += (uint64_t)(unsigned char)text[25] + (uint64_t)(unsigned char)text[9];
+  });
+}
+
 static struct sample run_uuid7(double seconds) {
   TIMED_LOOP(seconds, {
     idgen_uuid_t u;
@@ -173,6 +191,7 @@ enum {
   C_YITTER,
   C_ULID,
   C_SKEETO,
+  C_SKEETO_MUTEX,
   C_UUID7,
   NCONT
 };
@@ -194,6 +213,8 @@ static const struct contender {
     [C_YITTER] = {"yitter_m2", "yitter C NextId, Method 2 (classic)", run_yitter},
     [C_ULID] = {"idgen_ulid_mono_encode", "idgen ULID monotonic + encode", run_ulid},
     [C_SKEETO] = {"skeeto_ulid_generate", "skeeto ulid_generate (26 chars)", run_skeeto},
+    [C_SKEETO_MUTEX] = {"skeeto_ulid_generate_mutex", "skeeto ulid_generate under a mutex",
+                        run_skeeto_mutex},
     [C_UUID7] = {"idgen_uuid7_mono", "idgen UUIDv7 monotonic", run_uuid7},
 };
 
@@ -347,15 +368,18 @@ static struct ratio ratio(int idg, int peer, int runs) {
 
 static const char *met(int ok) { return ok ? "met" : "**not met**"; }
 
+static void *idle_thread(void *arg) { return arg; }
+
 int main(int argc, char **argv) {
   static const struct option lopts[] = {{"runs", required_argument, 0, 'r'},
                                         {"seconds", required_argument, 0, 's'},
                                         {"yitter-rev", required_argument, 0, 'y'},
                                         {"skeeto-rev", required_argument, 0, 'k'},
                                         {"peer-cflags", required_argument, 0, 'f'},
+                                        {"threaded", no_argument, 0, 't'},
                                         {"help", no_argument, 0, 'h'},
                                         {0, 0, 0, 0}};
-  int runs = 7, c;
+  int runs = 7, c, threaded = 0;
   double seconds = 0.5;
   const char *yrev = "unknown", *krev = "unknown", *pflags = "unknown";
   while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -375,6 +399,9 @@ int main(int argc, char **argv) {
     case 'f':
       pflags = optarg;
       break;
+    case 't':
+      threaded = 1;
+      break;
     case 'h':
       fputs(usage, stdout);
       return 0;
@@ -386,6 +413,14 @@ int main(int argc, char **argv) {
   if (optind != argc || runs < 1 || runs > MAXRUNS || !(seconds > 0 && seconds <= 60)) {
     fprintf(stderr, "peers: --runs must be 1..%d and --seconds in (0, 60]\n", MAXRUNS);
     return 2;
+  }
+
+  if (threaded) {
+    pthread_t th;
+    if (pthread_create(&th, NULL, idle_thread, NULL) != 0 || pthread_join(th, NULL) != 0) {
+      fprintf(stderr, "peers: could not start a thread\n");
+      return 1;
+    }
   }
 
   /* The fast clock calibrates on first use (about 20 ms): wait for it. */
@@ -408,8 +443,13 @@ int main(int argc, char **argv) {
   printf("peers: yitter/IdGenerator C %s, skeeto/ulid-c %s, built with %s; harness built "
          "with gcc %s\n",
          yrev, krev, pflags, __VERSION__);
-  printf("layout %s; yitter Method 2, BaseTime %lld, WorkerIdBitLength %d, SeqBitLength %d\n\n",
+  printf("layout %s; yitter Method 2, BaseTime %lld, WorkerIdBitLength %d, SeqBitLength %d\n",
          LAYOUT, (long long)EPOCH_MS, YITTER_WORKER_BITS, YITTER_SEQ_BITS);
+  printf("process: %s\n\n",
+         threaded ? "multi-threaded (a second thread was started first): locked instructions "
+                    "in glibc's mutexes and in idgen's hot paths, as in a server"
+                  : "one thread: glibc's mutexes (yitter's) skip their atomic instructions, and "
+                    "idgen its lock prefixes (DESIGN §1)");
   fflush(stdout);
 
   setup();
@@ -462,10 +502,12 @@ int main(int argc, char **argv) {
   struct ratio sf_c = ratio(C_SF_FAST, C_CLOCK, runs);
   struct ratio sp_y = ratio(C_SF_PRECISE, C_YITTER, runs);
   struct ratio ul_k = ratio(C_ULID, C_SKEETO, runs);
+  struct ratio ul_km = ratio(C_ULID, C_SKEETO_MUTEX, runs);
   double ul_above = ns(C_ULID) - ns(C_CLOCK);
   double u7_above = ns(C_UUID7) - ns(C_CLOCK);
-  printf("\n| operation | idgen | peer or floor, same run | ratio (>1 = idgen better) | "
-         "target |\n|---|---|---|---|---|\n");
+  printf("\n%s process:\n\n| operation | idgen | peer or floor, same run | ratio (>1 = idgen "
+         "better) | target |\n|---|---|---|---|---|\n",
+         threaded ? "Multi-threaded" : "One-thread");
   printf("| floor: bare `clock_gettime(CLOCK_REALTIME)` loop | | %.1f ns (%.1f M/s) | | |\n",
          ns(C_CLOCK), med[C_CLOCK] / 1e6);
   if (have(C_RDTSC))
@@ -493,6 +535,9 @@ int main(int argc, char **argv) {
          "skeeto (rounds %.2f-%.2f); clock %+.1f ns | clock + 5 ns: %s; > 1x skeeto: %s |\n",
          ns(C_ULID), med[C_ULID] / 1e6, ns(C_SKEETO), ns(C_CLOCK), ul_k.v, ul_k.rmin, ul_k.rmax,
          ul_above, met(ul_above <= 5.0), met(ul_k.v > 1.0));
+  printf("| same, skeeto under a mutex (shared by threads) | %.1f ns | skeeto + mutex %.1f ns | "
+         "%.2fx (rounds %.2f-%.2f) | |\n",
+         ns(C_ULID), ns(C_SKEETO_MUTEX), ul_km.v, ul_km.rmin, ul_km.rmax);
   printf("| UUIDv7 monotonic | %.1f ns (%.1f M/s) | clock loop %.1f ns | clock %+.1f ns | "
          "clock + 4 ns: %s |\n",
          ns(C_UUID7), med[C_UUID7] / 1e6, ns(C_CLOCK), u7_above, met(u7_above <= 4.0));
@@ -501,20 +546,22 @@ int main(int argc, char **argv) {
          ns(C_COARSE), ns(C_SKEETO) - ns(C_COARSE));
 
   /* Machine-readable lines. */
+  const char *pr = threaded ? "peers.threaded" : "peers";
   printf("\n");
   for (int k = 0; k < NCONT; k++)
     if (have(k))
-      printf("peers.result %s ns=%.3f mops=%.3f min_mops=%.3f max_mops=%.3f\n", cont[k].key,
+      printf("%s.result %s ns=%.3f mops=%.3f min_mops=%.3f max_mops=%.3f\n", pr, cont[k].key,
              ns(k), med[k] / 1e6, lo[k] / 1e6, hi[k] / 1e6);
-  printf("peers.ratio next_fast_vs_yitter %.4f\n", sf_y.v);
-  printf("peers.ratio next_precise_vs_yitter %.4f\n", sp_y.v);
-  printf("peers.ratio next_fast_vs_clock %.4f\n", sf_c.v);
+  printf("%s.ratio next_fast_vs_yitter %.4f\n", pr, sf_y.v);
+  printf("%s.ratio next_precise_vs_yitter %.4f\n", pr, sp_y.v);
+  printf("%s.ratio next_fast_vs_clock %.4f\n", pr, sf_c.v);
   if (have(C_RDTSC))
-    printf("peers.ratio next_fast_time_over_rdtsc_fetch_add %.4f\n",
+    printf("%s.ratio next_fast_time_over_rdtsc_fetch_add %.4f\n", pr,
            ns(C_SF_FAST) / ns(C_RDTSC));
-  printf("peers.ratio ulid_vs_skeeto %.4f\n", ul_k.v);
-  printf("peers.above_clock ulid_ns %.3f\n", ul_above);
-  printf("peers.above_clock uuid7_ns %.3f\n", u7_above);
+  printf("%s.ratio ulid_vs_skeeto %.4f\n", pr, ul_k.v);
+  printf("%s.ratio ulid_vs_skeeto_mutex %.4f\n", pr, ul_km.v);
+  printf("%s.above_clock ulid_ns %.3f\n", pr, ul_above);
+  printf("%s.above_clock uuid7_ns %.3f\n", pr, u7_above);
 
   idgen_snowflake_gen_free(sf_fast);
   idgen_snowflake_gen_free(sf_precise);

@@ -3,6 +3,7 @@
 #
 #   bench/peers.sh [--yitter DIR] [--skeeto DIR] [--idgen-build DIR] [--build-dir DIR]
 #                  [--peer-cflags FLAGS] [--runs N] [--seconds S] [--quick]
+#                  [--only one|threaded]
 #
 # Builds, in --build-dir (default /tmp/idgen-peers-$UID), from the peers' own public sources:
 #   yitter/IdGenerator's C port (https://github.com/yitter/IdGenerator, directory C/source)
@@ -11,6 +12,9 @@
 # project's static libidgen (DIR/libidgen.a of --idgen-build, default build/; configured and
 # built, target idgen_static only, if missing), and runs it: one process, interleaved rounds,
 # median of --runs (default 7) runs of --seconds (default 0.5) each. --quick: 3 runs of 0.2 s.
+# It runs twice: in a process with one thread, where glibc's mutexes (yitter's) and idgen's hot
+# paths skip their atomic instructions, then in one that has started a second thread, as a
+# server has (--only one|threaded: just that one).
 # Nothing of the peers is copied into this repository.
 #
 # --yitter and --skeeto (or $IDGEN_PEER_YITTER and $IDGEN_PEER_SKEETO) take a checkout (a git
@@ -32,6 +36,7 @@ peer_cflags=-O3
 cc=${CC:-cc}
 runs=7
 seconds=0.5
+only=''
 
 usage() { sed -n '2,23s/^# \{0,1\}//p' "$0"; }
 die() { echo "peers.sh: $*" >&2; exit 1; }
@@ -47,6 +52,8 @@ while [[ $# -gt 0 ]]; do
     --runs) need_arg "$@"; runs=$2; shift 2 ;;
     --seconds) need_arg "$@"; seconds=$2; shift 2 ;;
     --quick) runs=3; seconds=0.2; shift ;;
+    --only) need_arg "$@"; only=$2; shift 2
+            [[ $only == one || $only == threaded ]] || die "--only takes one or threaded" ;;
     -h|--help) usage; exit 0 ;;
     *) echo "peers.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -148,5 +155,14 @@ ar rcs "$build_dir/libulid.a" "$build_dir/obj/skeeto/ulid.o"
   die "building bench/peers.c failed"
 
 cd "$build_dir"
-exec "$build_dir/peers" --runs "$runs" --seconds "$seconds" --yitter-rev "$yrev" \
-  --skeeto-rev "$krev" --peer-cflags "$peer_cflags"
+args=(--runs "$runs" --seconds "$seconds" --yitter-rev "$yrev" --skeeto-rev "$krev"
+      --peer-cflags "$peer_cflags")
+if [[ $only != threaded ]]; then
+  "$build_dir/peers" "${args[@]}"
+fi
+if [[ -z $only ]]; then
+  printf '\n'
+fi
+if [[ $only != one ]]; then
+  "$build_dir/peers" --threaded "${args[@]}"
+fi
