@@ -57,7 +57,7 @@ static const char usage[] =
     "\n"
     "  --threaded          start (and join) a second thread first, so that the process\n"
     "                      is multi-threaded, as a server is: glibc's mutexes (yitter's)\n"
-    "                      and idgen's hot paths then use locked instructions\n"
+    "                      then use locked instructions\n"
     "  --runs N            rounds (default 7)\n"
     "  --seconds S         length of each timed run (default 0.5)\n"
     "  --yitter-rev REV    --skeeto-rev REV   --peer-cflags FLAGS\n"
@@ -446,10 +446,10 @@ int main(int argc, char **argv) {
   printf("layout %s; yitter Method 2, BaseTime %lld, WorkerIdBitLength %d, SeqBitLength %d\n",
          LAYOUT, (long long)EPOCH_MS, YITTER_WORKER_BITS, YITTER_SEQ_BITS);
   printf("process: %s\n\n",
-         threaded ? "multi-threaded (a second thread was started first): locked instructions "
-                    "in glibc's mutexes and in idgen's hot paths, as in a server"
-                  : "one thread: glibc's mutexes (yitter's) skip their atomic instructions, and "
-                    "idgen its lock prefixes (DESIGN §1)");
+         threaded ? "multi-threaded (a second thread was started first): glibc's mutexes use "
+                    "locked instructions, as in a server"
+                  : "one thread: glibc's mutexes (yitter's) skip their atomic instructions; "
+                    "idgen's hot paths keep theirs (DESIGN §1)");
   fflush(stdout);
 
   setup();

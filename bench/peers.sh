@@ -12,9 +12,9 @@
 # project's static libidgen (DIR/libidgen.a of --idgen-build, default build/; configured and
 # built, target idgen_static only, if missing), and runs it: one process, interleaved rounds,
 # median of --runs (default 7) runs of --seconds (default 0.5) each. --quick: 3 runs of 0.2 s.
-# It runs twice: in a process with one thread, where glibc's mutexes (yitter's) and idgen's hot
-# paths skip their atomic instructions, then in one that has started a second thread, as a
-# server has (--only one|threaded: just that one).
+# It runs twice: in a process with one thread, where glibc's mutexes (yitter's) skip their
+# atomic instructions, then in one that has started a second thread, as a server has
+# (--only one|threaded: just that one).
 # Nothing of the peers is copied into this repository.
 #
 # --yitter and --skeeto (or $IDGEN_PEER_YITTER and $IDGEN_PEER_SKEETO) take a checkout (a git

@@ -100,47 +100,6 @@ static inline int64_t idgen__clock_precise_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + (int32_t)ts.tv_nsec / 1000000;
 }
 
-/*
- * One thread, no lock prefix.  While glibc says the process has one thread
- * (__libc_single_threaded: the test its own malloc and mutexes make, and the
- * use its manual describes), an atomic read-modify-write on memory private to
- * the process needs no lock prefix: the only code that can run between its
- * read and its write is a signal handler on this same thread, and a handler
- * never splits an instruction.  So idgen__take() is then one `xadd` without
- * `lock`: the same value, without waiting for the store buffer to drain (4 to
- * 14 ns a call on the CPUs measured, docs/BENCHMARKS.md).  A thread made later
- * by pthread_create() is ordered after these writes by pthread_create itself,
- * and glibc clears the flag before the new thread runs.  Memory shared with
- * other processes (a shared Snowflake generator) is never taken this way: the
- * callers pass solo = 0 for it.  Where glibc cannot tell (another libc, not
- * x86-64), the locked form always.
- */
-#if defined(__x86_64__) && defined(__has_include)
-#if __has_include(<sys/single_threaded.h>)
-#include <sys/single_threaded.h>
-#define IDGEN__SOLO 1
-#endif
-#endif
-static inline int idgen__solo(void) {
-#ifdef IDGEN__SOLO
-  return __libc_single_threaded;
-#else
-  return 0;
-#endif
-}
-static inline uint64_t idgen__take(_Atomic uint64_t *p, int solo) {
-#ifdef IDGEN__SOLO
-  if (solo) {
-    uint64_t v = 1;
-    __asm__ volatile("xaddq %0, %1" : "+r"(v), "+m"(*(uint64_t *)p) : : "memory");
-    return v;
-  }
-#else
-  (void)solo;
-#endif
-  return atomic_fetch_add_explicit(p, 1, memory_order_acq_rel);
-}
-
 /* Fork detection (clock.c): the process's generation, nonzero, different in
  * every child from its parent's.  One load on the hot path. */
 extern IDGEN_INTERNAL _Atomic unsigned *idgen__fork_word;
@@ -196,16 +155,6 @@ int idgen__lock_acquire_slow(idgen__lock_t *l);
  * swap from "free in this process" to "held" when uncontended. */
 static inline int idgen__lock_acquire(idgen__lock_t *l) {
   unsigned free_word = idgen__fork_gen() << 1;
-  if (idgen__solo()) {
-    /* One thread (see idgen__take): only a signal handler could come between
-     * the look and the store, and it would leave the word as it found it. */
-    if (IDGEN_LIKELY(atomic_load_explicit(&l->word, memory_order_relaxed) == free_word)) {
-      atomic_store_explicit(&l->word, free_word | 1u, memory_order_relaxed);
-      atomic_signal_fence(memory_order_acquire);
-      return 0;
-    }
-    return idgen__lock_acquire_slow(l);
-  }
   if (IDGEN_LIKELY(atomic_compare_exchange_weak_explicit(&l->word, &free_word, free_word | 1u,
                                                          memory_order_acquire,
                                                          memory_order_relaxed)))

@@ -368,7 +368,7 @@ static inline __attribute__((always_inline)) int fast_take(idgen_snowflake_gen_t
   /* The ceiling is read after the value is taken: a fence (ceiling 0) that
    * comes before the take in `next`'s order is seen (DESIGN §11). */
   if (IDGEN_LIKELY(!atomic_load_explicit(&g->ahead, memory_order_relaxed))) {
-    c = idgen__take(&g->next, !g->shared && idgen__solo());
+    c = atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
     if (IDGEN_LIKELY(c - base <= g->fast_span &&
                      c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed))) {
       *id = compose(g, c);
