@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include <getopt.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -436,8 +437,12 @@ int main(int argc, char **argv) {
   bench_machine(cpu, sizeof cpu, clocksource, sizeof clocksource);
   printf("idgen %s beside its peers: median of %d interleaved rounds of %.2f s\n",
          idgen_version(), runs, seconds);
-  printf("CPU %s (%ld cores); clocksource %s; TSC fast clock %s (state %s)\n", cpu,
-         sysconf(_SC_NPROCESSORS_ONLN), clocksource,
+  cpu_set_t set;
+  int pinned = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
+  printf("CPU %s (%ld cores); running on CPU %d (%s); clocksource %s; TSC fast clock %s "
+         "(state %s)\n",
+         cpu, sysconf(_SC_NPROCESSORS_ONLN), sched_getcpu(),
+         pinned == 1 ? "pinned" : "not pinned: the scheduler may move it", clocksource,
          cs0.state == IDGEN_CLOCK_STATE_UNAVAILABLE ? "not available" : "available",
          idgen_clock_state_name(cs0.state));
   printf("peers: yitter/IdGenerator C %s, skeeto/ulid-c %s, built with %s; harness built "

@@ -3,7 +3,7 @@
 #
 #   bench/peers.sh [--yitter DIR] [--skeeto DIR] [--idgen-build DIR] [--build-dir DIR]
 #                  [--peer-cflags FLAGS] [--runs N] [--seconds S] [--quick]
-#                  [--only one|threaded]
+#                  [--only one|threaded] [--cpu N]
 #
 # Builds, in --build-dir (default /tmp/idgen-peers-$UID), from the peers' own public sources:
 #   yitter/IdGenerator's C port (https://github.com/yitter/IdGenerator, directory C/source)
@@ -14,7 +14,9 @@
 # median of --runs (default 7) runs of --seconds (default 0.5) each. --quick: 3 runs of 0.2 s.
 # It runs twice: in a process with one thread, where glibc's mutexes (yitter's) skip their
 # atomic instructions, then in one that has started a second thread, as a server has
-# (--only one|threaded: just that one).
+# (--only one|threaded: just that one). Both runs are pinned to one CPU, --cpu (default the last
+# online one): on this VM the two vCPUs differ (skeeto's call costs 13 ns on one and 21 ns on the
+# other), and a run that the scheduler moves from one to the other compares nothing.
 # Nothing of the peers is copied into this repository.
 #
 # --yitter and --skeeto (or $IDGEN_PEER_YITTER and $IDGEN_PEER_SKEETO) take a checkout (a git
@@ -37,6 +39,7 @@ cc=${CC:-cc}
 runs=7
 seconds=0.5
 only=''
+cpu=$(( $(nproc) - 1 ))
 
 usage() { sed -n '2,23s/^# \{0,1\}//p' "$0"; }
 die() { echo "peers.sh: $*" >&2; exit 1; }
@@ -52,6 +55,8 @@ while [[ $# -gt 0 ]]; do
     --runs) need_arg "$@"; runs=$2; shift 2 ;;
     --seconds) need_arg "$@"; seconds=$2; shift 2 ;;
     --quick) runs=3; seconds=0.2; shift ;;
+    --cpu) need_arg "$@"; cpu=$2; shift 2
+           [[ $cpu =~ ^[0-9]+$ ]] || die "--cpu takes a CPU number" ;;
     --only) need_arg "$@"; only=$2; shift 2
             [[ $only == one || $only == threaded ]] || die "--only takes one or threaded" ;;
     -h|--help) usage; exit 0 ;;
@@ -157,12 +162,18 @@ ar rcs "$build_dir/libulid.a" "$build_dir/obj/skeeto/ulid.o"
 cd "$build_dir"
 args=(--runs "$runs" --seconds "$seconds" --yitter-rev "$yrev" --skeeto-rev "$krev"
       --peer-cflags "$peer_cflags")
+pin=()
+if command -v taskset >/dev/null; then
+  pin=(taskset -c "$cpu")
+else
+  echo "peers.sh: taskset not found (util-linux): the runs are not pinned" >&2
+fi
 if [[ $only != threaded ]]; then
-  "$build_dir/peers" "${args[@]}"
+  "${pin[@]}" "$build_dir/peers" "${args[@]}"
 fi
 if [[ -z $only ]]; then
   printf '\n'
 fi
 if [[ $only != one ]]; then
-  "$build_dir/peers" --threaded "${args[@]}"
+  "${pin[@]}" "$build_dir/peers" --threaded "${args[@]}"
 fi
