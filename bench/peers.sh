@@ -41,7 +41,7 @@ seconds=0.5
 only=''
 cpu=$(( $(nproc) - 1 ))
 
-usage() { sed -n '2,23s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//p}' "$0"; }
 die() { echo "peers.sh: $*" >&2; exit 1; }
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "peers.sh: $1 needs a value" >&2; exit 2; }; }
 
@@ -56,9 +56,10 @@ while [[ $# -gt 0 ]]; do
     --seconds) need_arg "$@"; seconds=$2; shift 2 ;;
     --quick) runs=3; seconds=0.2; shift ;;
     --cpu) need_arg "$@"; cpu=$2; shift 2
-           [[ $cpu =~ ^[0-9]+$ ]] || die "--cpu takes a CPU number" ;;
+           [[ $cpu =~ ^[0-9]+$ ]] || { echo "peers.sh: --cpu takes a CPU number" >&2; exit 2; } ;;
     --only) need_arg "$@"; only=$2; shift 2
-            [[ $only == one || $only == threaded ]] || die "--only takes one or threaded" ;;
+            [[ $only == one || $only == threaded ]] ||
+              { echo "peers.sh: --only takes one or threaded" >&2; exit 2; } ;;
     -h|--help) usage; exit 0 ;;
     *) echo "peers.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
