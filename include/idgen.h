@@ -54,6 +54,9 @@
  *   - Pointers documented as inputs must not be NULL unless stated.
  *   - Thread safety is stated per object.  Layouts are plain values: once
  *     parsed they are read-only and may be shared freely between threads.
+ *   - Nothing here is async-signal-safe.  In particular a ULID or UUIDv7
+ *     generator called from a signal handler that interrupted a call to the
+ *     same generator waits forever for its own lock.
  *
  * Names:
  *   - A value is idgen_<kind>_t (idgen_ulid_t, idgen_uuid_t; a Snowflake ID
