@@ -350,5 +350,51 @@ expect "node name quoted" 2 "" \
   -- snowflake --node $'w\xe9=1'
 expect "count quoted" 2 "" 'idgen: --count: "1\x7F" is not a whole number' -- snowflake -n $'1\x7f'
 
+# --- libpq and libcurl are loaded only for their registries ------------------
+# The binary links neither; a missing one is named when its scheme is used,
+# and file: and static go on without them.  A private mount namespace hides
+# each library behind an empty file (root only; skipped elsewhere).
+if ldd "$IDGEN" | grep -qE 'libpq|libcurl'; then
+  bad "the idgen binary links libpq or libcurl: $(ldd "$IDGEN" | grep -E 'libpq|libcurl' | tr '\n' ' ')"
+else
+  ok
+fi
+hide() { # hide SONAME... -- COMMAND...: runs COMMAND with those libraries unloadable
+  local binds="" path
+  while [ "$1" != -- ]; do
+    path=$(ldconfig -p | awk -v so="$1" '$1 == so {print $NF; exit}')
+    [ -n "$path" ] || return 77
+    binds="$binds mount --bind /dev/null $path &&"
+    shift
+  done
+  shift
+  unshare -m sh -c "$binds"' exec "$@"' hide "$@"
+}
+if [ "$(id -u)" = 0 ] && hide libpq.so.5 -- true 2>/dev/null; then
+  hide libpq.so.5 -- "$IDGEN" registry list --registry postgres://127.0.0.1:1/x >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ "$rc" = 1 ] && grep -q '^idgen: registry: postgres: needs libpq.so.5 (Debian package libpq5): ' "$tmp/err"; then
+    ok
+  else
+    bad "postgres:// without libpq: exit $rc, stderr: $(cat "$tmp/err")"
+  fi
+  hide libcurl.so.4 -- "$IDGEN" registry list --registry etcd://127.0.0.1:1 >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ "$rc" = 1 ] && grep -q '^idgen: registry: etcd: needs libcurl.so.4 (Debian package libcurl4): ' "$tmp/err"; then
+    ok
+  else
+    bad "etcd:// without libcurl: exit $rc, stderr: $(cat "$tmp/err")"
+  fi
+  mkdir "$tmp/reg-nolibs"
+  if hide libpq.so.5 libcurl.so.4 -- "$IDGEN" snowflake --registry "file:$tmp/reg-nolibs" -n 2 >"$tmp/out" 2>"$tmp/err" &&
+     [ "$(wc -l <"$tmp/out")" = 2 ]; then
+    ok
+  else
+    bad "file: without libpq and libcurl: stderr: $(cat "$tmp/err")"
+  fi
+else
+  echo "skipped: the missing-library checks need root and unshare -m"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

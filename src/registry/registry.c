@@ -3,6 +3,7 @@
  * and its pool, and the `static` backend (SPEC section 8).
  */
 #include <assert.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -537,3 +538,30 @@ const idgen__registry_ops_t idgen__registry_static = {
     .mark = static_mark,
     .release = static_release,
 };
+
+/* ---- client libraries loaded on first use ---- */
+
+static _Thread_local idgen__dynlib_t *loading; /* pthread_once's routine takes no argument */
+
+static void dynlib_load(void) {
+  idgen__dynlib_t *d = loading;
+  void *h = dlopen(d->soname, RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL) {
+    snprintf(d->why, sizeof d->why, "%s", dlerror());
+    return;
+  }
+  for (size_t i = 0; i < d->n; i++)
+    if ((d->fns[i] = dlsym(h, d->names[i])) == NULL) {
+      snprintf(d->why, sizeof d->why, "%s has no %s", d->soname, d->names[i]);
+      return; /* the handle stays: a library that has been loaded is never unloaded */
+    }
+}
+
+int idgen__dynlib_need(idgen__dynlib_t *d, const char *pfx, char *err, size_t errlen) {
+  loading = d;
+  pthread_once(&d->once, dynlib_load);
+  if (d->why[0] == '\0')
+    return 0;
+  return idgen__err(err, errlen, IDGEN_EREGISTRY, "%sneeds %s (Debian package %s): %s", pfx,
+                    d->soname, d->package, d->why);
+}

@@ -65,6 +65,8 @@
  * own.
  */
 #define _GNU_SOURCE
+/* Calls go through a table (below), where curl's type-checking macros cannot follow. */
+#define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -80,6 +82,26 @@
 #include "registry_int.h"
 
 #define PFX "registry: etcd: "
+
+/* libcurl, loaded when an etcd:// registry is first checked or opened
+ * (registry_int.h, idgen__dynlib_need): every call goes through cu. */
+#define CURL_FUNCS(X)                                                                   \
+  X(curl_easy_cleanup) X(curl_easy_getinfo) X(curl_easy_init) X(curl_easy_perform)         \
+  X(curl_easy_reset) X(curl_easy_setopt) X(curl_easy_strerror) X(curl_getdate)             \
+  X(curl_global_init) X(curl_slist_append) X(curl_slist_free_all)
+#define CURL_COUNT(f) +1
+#define CURL_FIELD(f) __typeof__(f) *f;
+#define CURL_NAME(f) #f,
+static union {
+  struct {
+    CURL_FUNCS(CURL_FIELD)
+  };
+  void *slot[0 CURL_FUNCS(CURL_COUNT)];
+} cu;
+static const char *const cu_names[] = {CURL_FUNCS(CURL_NAME)};
+static idgen__dynlib_t libcurl = {"libcurl.so.4", "libcurl4", cu_names, 0 CURL_FUNCS(CURL_COUNT),
+                                  cu.slot, PTHREAD_ONCE_INIT, ""};
+
 #define REQUEST_TIMEOUT_MS 5000 /* the longest; see request_timeout() */
 #define REQUEST_TIMEOUT_MIN_MS 250
 #define CONNECT_TIMEOUT_MS 2000
@@ -247,10 +269,13 @@ static int etcd_parse(etcd_t *e, const char *rest, char *err, size_t errlen) {
 
 static int etcd_check(const char *uri, const char *rest, char *err, size_t errlen) {
   (void)uri;
+  int rc = idgen__dynlib_need(&libcurl, PFX, err, errlen);
+  if (rc < 0)
+    return rc;
   etcd_t *scratch = malloc(sizeof *scratch);
   if (scratch == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
-  int rc = etcd_parse(scratch, rest, err, errlen);
+  rc = etcd_parse(scratch, rest, err, errlen);
   free(scratch);
   return rc;
 }
@@ -307,7 +332,7 @@ static json_t *jnum(int64_t v) {
 /* ---- requests --------------------------------------------------------------------- */
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_ALL); }
+static void curl_init_once(void) { cu.curl_global_init(CURL_GLOBAL_ALL); }
 
 static size_t on_body(char *data, size_t size, size_t n, void *ctx) {
   etcd_t *e = ctx;
@@ -336,7 +361,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *ctx) {
   if (len > 5 && strncasecmp(data, "Date:", 5) == 0) {
     char d[128];
     snprintf(d, sizeof d, "%.*s", (int)(len - 5 < 120 ? len - 5 : 120), data + 5);
-    time_t t = curl_getdate(d, NULL);
+    time_t t = cu.curl_getdate(d, NULL);
     e->date = t > 0 ? t : 0;
   }
   return len;
@@ -365,51 +390,51 @@ static int post_once(etcd_t *e, int i, const char *path, const char *body, json_
                      char *err, size_t errlen) {
   *reply = NULL;
   if (e->curl == NULL) {
-    if ((e->curl = curl_easy_init()) == NULL)
+    if ((e->curl = cu.curl_easy_init()) == NULL)
       return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
   }
   CURL *c = e->curl;
   char url[400];
   snprintf(url, sizeof url, "%s%s", e->endpoint[i], path);
-  curl_slist_free_all(e->headers);
-  e->headers = curl_slist_append(NULL, "Content-Type: application/json");
+  cu.curl_slist_free_all(e->headers);
+  e->headers = cu.curl_slist_append(NULL, "Content-Type: application/json");
   if (e->token[0] && strcmp(path, "/v3/auth/authenticate") != 0) {
     char h[1100];
     snprintf(h, sizeof h, "Authorization: %s", e->token);
-    e->headers = curl_slist_append(e->headers, h);
+    e->headers = cu.curl_slist_append(e->headers, h);
   }
-  curl_easy_reset(c);
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, e->headers);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, e);
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, e);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  cu.curl_easy_reset(c);
+  cu.curl_easy_setopt(c, CURLOPT_URL, url);
+  cu.curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+  cu.curl_easy_setopt(c, CURLOPT_HTTPHEADER, e->headers);
+  cu.curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  cu.curl_easy_setopt(c, CURLOPT_WRITEDATA, e);
+  cu.curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  cu.curl_easy_setopt(c, CURLOPT_HEADERDATA, e);
+  cu.curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   long timeout = e->timeout_ms > 0 ? e->timeout_ms : REQUEST_TIMEOUT_MS;
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+  cu.curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout);
+  cu.curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
                    timeout < CONNECT_TIMEOUT_MS ? timeout : (long)CONNECT_TIMEOUT_MS);
-  curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  cu.curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+  cu.curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   if (e->cacert[0])
-    curl_easy_setopt(c, CURLOPT_CAINFO, e->cacert);
+    cu.curl_easy_setopt(c, CURLOPT_CAINFO, e->cacert);
   if (e->cert[0]) {
-    curl_easy_setopt(c, CURLOPT_SSLCERT, e->cert);
-    curl_easy_setopt(c, CURLOPT_SSLKEY, e->key);
+    cu.curl_easy_setopt(c, CURLOPT_SSLCERT, e->cert);
+    cu.curl_easy_setopt(c, CURLOPT_SSLKEY, e->key);
   }
   e->len = 0;
   e->date = 0;
   if (e->body)
     e->body[0] = '\0';
-  CURLcode cc = curl_easy_perform(c);
+  CURLcode cc = cu.curl_easy_perform(c);
   if (cc != CURLE_OK) {
-    idgen__err(err, errlen, IDGEN_EREGISTRY, PFX "%s: %s", e->endpoint[i], curl_easy_strerror(cc));
+    idgen__err(err, errlen, IDGEN_EREGISTRY, PFX "%s: %s", e->endpoint[i], cu.curl_easy_strerror(cc));
     return cc == CURLE_SSL_CACERT_BADFILE || cc == CURLE_SSL_CERTPROBLEM ? IDGEN_EREGISTRY : 1;
   }
   long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  cu.curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   json_error_t je;
   json_t *j = json_loadb(e->body ? e->body : "", e->len, 0, &je);
   if (status == 200 && json_is_object(j)) {
@@ -682,8 +707,8 @@ static void etcd_close(idgen_registry_t *r) {
     return;
   if (e->fork_gen == idgen__fork_gen()) {
     if (e->curl)
-      curl_easy_cleanup(e->curl);
-    curl_slist_free_all(e->headers);
+      cu.curl_easy_cleanup(e->curl);
+    cu.curl_slist_free_all(e->headers);
     pthread_mutex_destroy(&e->mu);
   }
   free(e->body);
@@ -692,11 +717,14 @@ static void etcd_close(idgen_registry_t *r) {
 }
 
 static int etcd_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
+  int rc = idgen__dynlib_need(&libcurl, PFX, err, errlen);
+  if (rc < 0)
+    return rc;
   pthread_once(&curl_once, curl_init_once);
   etcd_t *e = calloc(1, sizeof *e);
   if (e == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
-  int rc = etcd_parse(e, rest, err, errlen);
+  rc = etcd_parse(e, rest, err, errlen);
   if (rc < 0) {
     free(e);
     return rc;

@@ -5,8 +5,11 @@
 #ifndef IDGEN_REGISTRY_INT_H
 #define IDGEN_REGISTRY_INT_H
 
+#include <pthread.h>
+
 #include "core_int.h"
 #include "snowflake_int.h"
+
 #include "idgen.h"
 
 /*
@@ -189,5 +192,24 @@ int idgen__pool_full(const char *pfx, const idgen__pool_t *p, const char *extra,
 int idgen__start_wait(const char *pfx, const idgen_lease_request_t *req, const idgen__pool_t *p,
                       uint64_t v, int64_t mark, int64_t now, int64_t *waited, const char *why,
                       char *err, size_t errlen);
+
+/*
+ * A client library loaded on first use, so that a process whose registry is
+ * file: or static maps neither libpq nor libcurl and the 30 libraries they
+ * pull in (an idle daemon: 8.5 MB resident with them linked, DESIGN §11).
+ * d->soname is dlopen()ed once (thread-safe, first caller) and each of
+ * d->names[0..d->n) looked up into d->fns.  0 when loaded, else IDGEN_EREGISTRY
+ * with `pfx` and what is missing in err; later calls give the same answer.
+ */
+typedef struct idgen__dynlib {
+  const char *soname;        /* "libpq.so.5" */
+  const char *package;       /* the Debian package that has it, for the message */
+  const char *const *names;  /* the functions, in the order of fns */
+  size_t n;
+  void **fns;                /* n slots */
+  pthread_once_t once;
+  char why[200];             /* empty once loaded */
+} idgen__dynlib_t;
+int idgen__dynlib_need(idgen__dynlib_t *d, const char *pfx, char *err, size_t errlen);
 
 #endif

@@ -76,6 +76,27 @@
 #include "registry_int.h"
 
 #define PFX "registry: postgres: "
+
+/* libpq, loaded when a postgres:// registry is first checked or opened
+ * (registry_int.h, idgen__dynlib_need): every call goes through pq. */
+#define PQ_FUNCS(X)                                                                     \
+  X(PQclear) X(PQconnectdbParams) X(PQconninfoFree) X(PQconninfoParse) X(PQconsumeInput)    \
+  X(PQerrorMessage) X(PQfinish) X(PQfreemem) X(PQgetResult) X(PQgetisnull) X(PQgetvalue)   \
+  X(PQisBusy) X(PQntuples) X(PQresultErrorField) X(PQresultStatus) X(PQsendQueryParams)     \
+  X(PQsetNoticeProcessor) X(PQsetnonblocking) X(PQsocket) X(PQstatus)
+#define PQ_COUNT(f) +1
+#define PQ_FIELD(f) __typeof__(f) *f;
+#define PQ_NAME(f) #f,
+static union {
+  struct {
+    PQ_FUNCS(PQ_FIELD)
+  };
+  void *slot[0 PQ_FUNCS(PQ_COUNT)];
+} pq;
+static const char *const pq_names[] = {PQ_FUNCS(PQ_NAME)};
+static idgen__dynlib_t libpq = {"libpq.so.5", "libpq5", pq_names, 0 PQ_FUNCS(PQ_COUNT),
+                                pq.slot, PTHREAD_ONCE_INIT, ""};
+
 #define QUERY_TIMEOUT_MS 5000 /* per statement, on this side; the server's is 4 s */
 #define ACQUIRE_ROUNDS 64     /* rescans of a pool after lost races or a start wait */
 #define LIST_PAGE "500"
@@ -340,8 +361,8 @@ static void pg_no_notices(void *ctx, const char *msg) {
 static void pg_drop(pg_t *pg) {
   if (pg->conn == NULL)
     return;
-  PQsetnonblocking(pg->conn, 1);
-  PQfinish(pg->conn);
+  pq.PQsetnonblocking(pg->conn, 1);
+  pq.PQfinish(pg->conn);
   pg->conn = NULL;
 }
 
@@ -351,8 +372,8 @@ static void pg_drop(pg_t *pg) {
 static void pg_lock(pg_t *pg) {
   unsigned gen = idgen__fork_gen();
   if (pg->fork_gen != gen) {
-    if (pg->conn && PQsocket(pg->conn) >= 0)
-      close(PQsocket(pg->conn)); /* the PGconn is leaked: freeing it would talk */
+    if (pg->conn && pq.PQsocket(pg->conn) >= 0)
+      close(pq.PQsocket(pg->conn)); /* the PGconn is leaked: freeing it would talk */
     pg->conn = NULL;
     pthread_mutex_init(&pg->mu, NULL);
     pg->fork_gen = gen;
@@ -372,20 +393,20 @@ static int pg_connect(pg_t *pg, char *err, size_t errlen) {
                                      "keepalives_interval", "keepalives_count", "tcp_user_timeout",
                                      "application_name",    "dbname",           NULL};
   const char *vals[] = {"2", "1", "2", "1", "2", "4000", "idgen", pg->uri, NULL};
-  PGconn *c = PQconnectdbParams(keys, vals, 1);
+  PGconn *c = pq.PQconnectdbParams(keys, vals, 1);
   if (c == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
-  if (PQstatus(c) != CONNECTION_OK) {
-    int rc = pg_fail(err, errlen, IDGEN_EREGISTRY, "cannot connect", PQerrorMessage(c));
-    PQfinish(c);
+  if (pq.PQstatus(c) != CONNECTION_OK) {
+    int rc = pg_fail(err, errlen, IDGEN_EREGISTRY, "cannot connect", pq.PQerrorMessage(c));
+    pq.PQfinish(c);
     return rc;
   }
-  PQsetNoticeProcessor(c, pg_no_notices, NULL);
+  pq.PQsetNoticeProcessor(c, pg_no_notices, NULL);
   pg->conn = c;
   PGresult *res;
   int lost;
   int rc = pg_run(pg, &res, SQL_SESSION, 0, NULL, NULL, &lost, err, errlen);
-  PQclear(res);
+  pq.PQclear(res);
   return rc;
 }
 
@@ -403,49 +424,49 @@ static int pg_run(pg_t *pg, PGresult **out, const char *sql, int n, const char *
   *lost = 0;
   if (state)
     state[0] = '\0';
-  if (!PQsendQueryParams(c, sql, n, NULL, v, NULL, NULL, 0))
+  if (!pq.PQsendQueryParams(c, sql, n, NULL, v, NULL, NULL, 0))
     broken = 1;
   int64_t deadline = idgen__mono_ms() + QUERY_TIMEOUT_MS;
   while (!broken) {
-    while (!broken && PQisBusy(c)) {
+    while (!broken && pq.PQisBusy(c)) {
       int64_t left = deadline - idgen__mono_ms();
       if (left <= 0) {
-        PQclear(res);
+        pq.PQclear(res);
         pg_drop(pg);
         return idgen__err(err, errlen, IDGEN_EREGISTRY,
                           PFX "no answer from the server within %d ms (connection dropped)",
                           QUERY_TIMEOUT_MS);
       }
-      struct pollfd p = {PQsocket(c), POLLIN, 0};
-      if ((poll(&p, 1, (int)left) < 0 && errno != EINTR) || !PQconsumeInput(c))
+      struct pollfd p = {pq.PQsocket(c), POLLIN, 0};
+      if ((poll(&p, 1, (int)left) < 0 && errno != EINTR) || !pq.PQconsumeInput(c))
         broken = 1;
     }
-    PGresult *x = broken ? NULL : PQgetResult(c);
+    PGresult *x = broken ? NULL : pq.PQgetResult(c);
     if (x == NULL)
       break;
     if (res == NULL)
       res = x;
     else
-      PQclear(x);
+      pq.PQclear(x);
   }
-  ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+  ExecStatusType st = res ? pq.PQresultStatus(res) : PGRES_FATAL_ERROR;
   if (!broken && (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)) {
     *out = res;
     return 0;
   }
   int rc;
-  if (broken || PQstatus(c) == CONNECTION_BAD) {
+  if (broken || pq.PQstatus(c) == CONNECTION_BAD) {
     *lost = 1;
-    rc = pg_fail(err, errlen, IDGEN_EREGISTRY, "connection failed", PQerrorMessage(c));
+    rc = pg_fail(err, errlen, IDGEN_EREGISTRY, "connection failed", pq.PQerrorMessage(c));
     pg_drop(pg);
   } else {
-    const char *code = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *code = res ? pq.PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     if (state && code)
       snprintf(state, 6, "%s", code);
-    const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    rc = pg_fail(err, errlen, IDGEN_EREGISTRY, "server error", msg ? msg : PQerrorMessage(c));
+    const char *msg = res ? pq.PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    rc = pg_fail(err, errlen, IDGEN_EREGISTRY, "server error", msg ? msg : pq.PQerrorMessage(c));
   }
-  PQclear(res);
+  pq.PQclear(res);
   return rc;
 }
 
@@ -456,7 +477,7 @@ static int pg_run(pg_t *pg, PGresult **out, const char *sql, int n, const char *
 static int pg_query(pg_t *pg, PGresult **out, const char *sql, int n, const char *const *v,
                     int retry, char *state, char *err, size_t errlen) {
   *out = NULL;
-  if (pg->conn && PQstatus(pg->conn) != CONNECTION_OK)
+  if (pg->conn && pq.PQstatus(pg->conn) != CONNECTION_OK)
     pg_drop(pg);
   int fresh = pg->conn == NULL, lost = 0;
   if (fresh) {
@@ -497,7 +518,7 @@ static int pg_query_patient(pg_t *pg, PGresult **out, const char *sql, int n,
 }
 
 static int64_t pg_i64(const PGresult *res, int row, int col) {
-  return PQgetisnull(res, row, col) ? 0 : strtoll(PQgetvalue(res, row, col), NULL, 10);
+  return pq.PQgetisnull(res, row, col) ? 0 : strtoll(pq.PQgetvalue(res, row, col), NULL, 10);
 }
 
 /* ---- open, close ------------------------------------------------------------- */
@@ -509,14 +530,14 @@ static int pg_schema_txn(pg_t *pg, char *err, size_t errlen) {
   PGresult *res;
   char state[6] = "";
   int rc = pg_query(pg, &res, "BEGIN", 0, NULL, 1, NULL, err, errlen);
-  PQclear(res);
+  pq.PQclear(res);
   if (rc == 0 && (rc = pg_query(pg, &res, SQL_SCHEMA_LOCK, 0, NULL, 0, NULL, err, errlen)) == 0) {
-    rc = PQgetvalue(res, 0, 0)[0] == 't' ? 0 : 1;
-    PQclear(res);
+    rc = pq.PQgetvalue(res, 0, 0)[0] == 't' ? 0 : 1;
+    pq.PQclear(res);
   }
   for (int i = 0; rc == 0 && SQL_SCHEMA[i]; i++) {
     rc = pg_query(pg, &res, SQL_SCHEMA[i], 0, NULL, 0, state, err, errlen);
-    PQclear(res);
+    pq.PQclear(res);
     if (rc < 0 && strcmp(state, "55P03") == 0)
       rc = 1;
   }
@@ -524,9 +545,9 @@ static int pg_schema_txn(pg_t *pg, char *err, size_t errlen) {
     PGresult *end = NULL;
     pg_query(pg, &end, rc == 0 ? "COMMIT" : "ROLLBACK", 0, NULL, 0, NULL,
              rc == 0 ? err : NULL, rc == 0 ? errlen : 0);
-    if (rc == 0 && (end == NULL || PQresultStatus(end) != PGRES_COMMAND_OK))
+    if (rc == 0 && (end == NULL || pq.PQresultStatus(end) != PGRES_COMMAND_OK))
       rc = IDGEN_EREGISTRY;
-    PQclear(end);
+    pq.PQclear(end);
   }
   return rc;
 }
@@ -541,8 +562,8 @@ static int pg_create_schema(pg_t *pg, char *err, size_t errlen) {
   for (int64_t deadline = idgen__mono_ms() + LOCK_WAIT_MS;;) {
     if ((rc = pg_query(pg, &res, SQL_EXISTS, 0, NULL, 1, NULL, err, errlen)) < 0)
       return rc;
-    int exists = PQgetvalue(res, 0, 0)[0] == 't';
-    PQclear(res);
+    int exists = pq.PQgetvalue(res, 0, 0)[0] == 't';
+    pq.PQclear(res);
     if (exists || (rc = pg_schema_txn(pg, err, errlen)) == 0)
       break;
     if (rc < 0)
@@ -557,7 +578,7 @@ static int pg_create_schema(pg_t *pg, char *err, size_t errlen) {
   }
   char state[6] = "";
   rc = pg_query(pg, &res, SQL_CHECK, 0, NULL, 1, state, err, errlen);
-  PQclear(res);
+  pq.PQclear(res);
   if (rc < 0 && strcmp(state, "42703") == 0) { /* undefined column */
     char why[300];
     snprintf(why, sizeof why, "%s", err ? err : "");
@@ -571,27 +592,33 @@ static int pg_create_schema(pg_t *pg, char *err, size_t errlen) {
 
 static int pg_check(const char *uri, const char *rest, char *err, size_t errlen) {
   (void)rest; /* libpq takes the whole URI */
+  int rc = idgen__dynlib_need(&libpq, PFX, err, errlen);
+  if (rc < 0)
+    return rc;
   char *perr = NULL;
-  PQconninfoOption *opts = PQconninfoParse(uri, &perr);
+  PQconninfoOption *opts = pq.PQconninfoParse(uri, &perr);
   if (opts == NULL) {
-    int rc = pg_fail(err, errlen, perr ? IDGEN_EINVAL : IDGEN_ENOMEM, "bad URI",
-                     perr ? perr : "out of memory");
-    PQfreemem(perr);
+    rc = pg_fail(err, errlen, perr ? IDGEN_EINVAL : IDGEN_ENOMEM, "bad URI",
+                 perr ? perr : "out of memory");
+    pq.PQfreemem(perr);
     return rc;
   }
-  PQconninfoFree(opts);
+  pq.PQconninfoFree(opts);
   return 0;
 }
 
 static int pg_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
-  (void)rest, (void)err, (void)errlen;
+  (void)rest;
+  int rc = idgen__dynlib_need(&libpq, PFX, err, errlen);
+  if (rc < 0)
+    return rc;
   pg_t *pg = calloc(1, sizeof *pg);
   if (pg == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
   pthread_mutex_init(&pg->mu, NULL);
   pg->fork_gen = idgen__fork_gen();
   pg->uri = r->uri;
-  int rc = pg_create_schema(pg, err, errlen);
+  rc = pg_create_schema(pg, err, errlen);
   if (rc < 0) {
     pg_drop(pg);
     pthread_mutex_destroy(&pg->mu);
@@ -609,8 +636,8 @@ static void pg_close(idgen_registry_t *r) {
   if (pg->fork_gen == idgen__fork_gen()) {
     pg_drop(pg);
     pthread_mutex_destroy(&pg->mu);
-  } else if (pg->conn && PQsocket(pg->conn) >= 0) {
-    close(PQsocket(pg->conn)); /* the parent's session: leaked, not ended */
+  } else if (pg->conn && pq.PQsocket(pg->conn) >= 0) {
+    close(pq.PQsocket(pg->conn)); /* the parent's session: leaked, not ended */
   }
   free(pg);
   r->be = NULL;
@@ -661,7 +688,7 @@ static int pg_claim(pg_t *pg, idgen_lease_t *l, uint64_t id, const char *ttl, co
     return 0;
   if (rc < 0)
     return rc;
-  int won = PQntuples(res) == 1;
+  int won = pq.PQntuples(res) == 1;
   if (won) {
     l->worker = id;
     l->key = l->pool.fixed | id << l->pool.shift;
@@ -670,7 +697,7 @@ static int pg_claim(pg_t *pg, idgen_lease_t *l, uint64_t id, const char *ttl, co
     l->expires_ms = pg_i64(res, 0, 2);
     l->expires_in_ms = pg_i64(res, 0, 3);
   }
-  PQclear(res);
+  pq.PQclear(res);
   return won;
 }
 
@@ -687,13 +714,13 @@ static int pg_scan(pg_t *pg, idgen_lease_t *l, int64_t now, int with_new, const 
     int rc = pg_query(pg, &res, SQL_CANDIDATES, 9, a.v, 1, NULL, err, errlen);
     if (rc < 0)
       return rc;
-    int n = PQntuples(res);
+    int n = pq.PQntuples(res);
     for (int i = 0; i < n && rc == 0; i++) {
       uint64_t id = (uint64_t)pg_i64(res, i, 0);
       rc = pg_claim(pg, l, id, ttl, q, a.wall, err, errlen);
       from = id + 1;
     }
-    PQclear(res);
+    pq.PQclear(res);
     if (rc != 0 || n == 0)
       return rc;
   }
@@ -708,8 +735,8 @@ static int64_t pg_first_new(pg_t *pg, idgen_lease_t *l, char *err, size_t errlen
   *rc = pg_query(pg, &res, SQL_CANDIDATES, 9, a.v, 1, NULL, err, errlen);
   if (*rc < 0)
     return -1;
-  int64_t v = PQntuples(res) > 0 ? pg_i64(res, 0, 0) : -1;
-  PQclear(res);
+  int64_t v = pq.PQntuples(res) > 0 ? pg_i64(res, 0, 0) : -1;
+  pq.PQclear(res);
   return v;
 }
 
@@ -727,14 +754,14 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
   long long legacy = 0, legacy_held = 0;
   pg_lock(pg);
   int rc = pg_query(pg, &res, SQL_LEGACY_EXISTS, 0, NULL, 1, NULL, err, errlen);
-  int old_table = rc == 0 && PQgetvalue(res, 0, 0)[0] == 't';
-  PQclear(res);
+  int old_table = rc == 0 && pq.PQgetvalue(res, 0, 0)[0] == 't';
+  pq.PQclear(res);
   res = NULL;
   if (old_table && (rc = pg_query(pg, &res, SQL_LEGACY, 0, NULL, 1, NULL, err, errlen)) == 0) {
     legacy = pg_i64(res, 0, 0);
     legacy_held = pg_i64(res, 0, 1);
   }
-  PQclear(res);
+  pq.PQclear(res);
   res = NULL;
   char floor_text[24];
   snprintf(floor_text, sizeof floor_text, "%lld", legacy);
@@ -747,12 +774,12 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
                     legacy_held);
   if (rc == 0)
     rc = pg_query_patient(pg, &res, SQL_POOL, 3, pv, err, errlen);
-  PQclear(res);
+  pq.PQclear(res);
   res = NULL;
   if (rc == 0 && legacy > 0)
     rc = pg_query_patient(pg, &res, SQL_POOL_RAISE, 3, pv, err, errlen);
   pg_unlock(pg);
-  PQclear(res);
+  pq.PQclear(res);
   if (rc < 0)
     return rc;
   for (int round = 0; round < ACQUIRE_ROUNDS; round++) {
@@ -761,8 +788,8 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
     pg_lock(pg);
     rc = pg_query(pg, &res, SQL_FLOOR, 1, pv, 1, NULL, err, errlen);
     if (rc == 0) {
-      floor = PQntuples(res) ? pg_i64(res, 0, 0) : 0;
-      PQclear(res);
+      floor = pq.PQntuples(res) ? pg_i64(res, 0, 0) : 0;
+      pq.PQclear(res);
       res = NULL;
       /* A never-leased tuple's mark is the floor. */
       rc = pg_scan(pg, l, now, floor < now, ttl, q, err, errlen);
@@ -776,9 +803,9 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
     if (rc != 0)
       return rc < 0 ? rc : 0;
     uint64_t used = (uint64_t)pg_i64(res, 0, 0), best = (uint64_t)pg_i64(res, 0, 1);
-    int none = PQgetisnull(res, 0, 1);
+    int none = pq.PQgetisnull(res, 0, 1);
     int64_t mark = pg_i64(res, 0, 2), quarantined = pg_i64(res, 0, 3), next_ms = pg_i64(res, 0, 4);
-    PQclear(res);
+    pq.PQclear(res);
     int fresh = used < p->size; /* never-leased values are left */
     if ((!none && mark < now) || (fresh && floor < now))
       continue; /* freed or released since the scan: scan again */
@@ -830,11 +857,11 @@ static int pg_fenced(pg_t *pg, idgen_lease_t *l, const char *what, char *err, si
   const char *v[] = {l->pool.name, key};
   PGresult *res;
   if (pg_query(pg, &res, SQL_ROW, 2, v, 1, NULL, NULL, 0) == 0) {
-    if (PQntuples(res) == 0) {
+    if (pq.PQntuples(res) == 0) {
       snprintf(why, sizeof why, ": its row is gone");
     } else {
       uint64_t gen = (uint64_t)pg_i64(res, 0, 0);
-      const char *holder = PQgetvalue(res, 0, 1);
+      const char *holder = pq.PQgetvalue(res, 0, 1);
       if (gen != l->generation && holder[0])
         snprintf(why, sizeof why, ": granted again, generation %" PRIu64 " to %.100s", gen, holder);
       else if (gen != l->generation)
@@ -842,7 +869,7 @@ static int pg_fenced(pg_t *pg, idgen_lease_t *l, const char *what, char *err, si
       else
         snprintf(why, sizeof why, ": released");
     }
-    PQclear(res);
+    pq.PQclear(res);
   }
   return idgen__fenced(PFX, l, what, why, err, errlen);
 }
@@ -860,8 +887,8 @@ static int pg_lease_write(idgen_lease_t *l, const char *sql, const char *extra1,
   PGresult *res;
   pg_lock(pg);
   int rc = pg_query(pg, &res, sql, n, v, 1, NULL, err, errlen);
-  if (rc == 0 && PQntuples(res) == 0 && PQresultStatus(res) == PGRES_TUPLES_OK) {
-    PQclear(res);
+  if (rc == 0 && pq.PQntuples(res) == 0 && pq.PQresultStatus(res) == PGRES_TUPLES_OK) {
+    pq.PQclear(res);
     res = NULL;
     rc = pg_fenced(pg, l, what, err, errlen);
   }
@@ -869,7 +896,7 @@ static int pg_lease_write(idgen_lease_t *l, const char *sql, const char *extra1,
   if (out && rc == 0)
     *out = res;
   else
-    PQclear(res);
+    pq.PQclear(res);
   return rc;
 }
 
@@ -882,7 +909,7 @@ static int pg_renew(idgen_lease_t *l, char *err, size_t errlen) {
   if (rc == 0) {
     l->expires_ms = pg_i64(res, 0, 0);
     l->expires_in_ms = pg_i64(res, 0, 1);
-    PQclear(res);
+    pq.PQclear(res);
   }
   return rc;
 }
@@ -908,7 +935,7 @@ static void pg_release(idgen_lease_t *l) {
 /* Fills row from columns `c`.. of ROW_COLS. */
 static void pg_row_from(const PGresult *res, int i, int c, idgen_lease_row_t *row) {
   row->generation = (uint64_t)pg_i64(res, i, c);
-  snprintf(row->holder, sizeof row->holder, "%s", PQgetvalue(res, i, c + 1));
+  snprintf(row->holder, sizeof row->holder, "%s", pq.PQgetvalue(res, i, c + 1));
   int64_t st = pg_i64(res, i, c + 2);
   row->state = st == 1 ? IDGEN_LEASE_HELD : st == 2 ? IDGEN_LEASE_QUARANTINE : IDGEN_LEASE_FREE;
   row->expires_in_ms = row->state == IDGEN_LEASE_FREE ? -1 : pg_i64(res, i, c + 3);
@@ -933,13 +960,13 @@ static int pg_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx,
     pg_unlock(pg);
     if (rc < 0)
       return rc;
-    int n = PQntuples(res);
+    int n = pq.PQntuples(res);
     for (int i = 0; i < n && rc == 0; i++) {
       idgen_lease_row_t row;
       memset(&row, 0, sizeof row);
-      snprintf(row.pool, sizeof row.pool, "%s", PQgetvalue(res, i, 0));
+      snprintf(row.pool, sizeof row.pool, "%s", pq.PQgetvalue(res, i, 0));
       row.key = (uint64_t)pg_i64(res, i, 1);
-      snprintf(row.layout, sizeof row.layout, "%s", PQgetvalue(res, i, 2));
+      snprintf(row.layout, sizeof row.layout, "%s", pq.PQgetvalue(res, i, 2));
       if (strcmp(row.layout, parsed_spec) != 0) {
         snprintf(parsed_spec, sizeof parsed_spec, "%s", row.layout);
         known = row.layout[0] && idgen_layout_parse(&lay, row.layout, NULL, 0) == 0;
@@ -950,10 +977,10 @@ static int pg_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx,
       rc = cb(ctx, &row);
     }
     if (n > 0) {
-      snprintf(after_pool, sizeof after_pool, "%s", PQgetvalue(res, n - 1, 0));
-      snprintf(after_key, sizeof after_key, "%s", PQgetvalue(res, n - 1, 1));
+      snprintf(after_pool, sizeof after_pool, "%s", pq.PQgetvalue(res, n - 1, 0));
+      snprintf(after_key, sizeof after_key, "%s", pq.PQgetvalue(res, n - 1, 1));
     }
-    PQclear(res);
+    pq.PQclear(res);
     if (rc != 0 || n < atoi(LIST_PAGE))
       return rc;
   }
@@ -971,10 +998,10 @@ static int pg_free(idgen_registry_t *r, const char *pool, const char *node, int 
     pg_unlock(pg);
     return rc;
   }
-  int pool_known = PQntuples(res) > 0;
+  int pool_known = pq.PQntuples(res) > 0;
   idgen_layout_t lay;
-  int known = pool_known && idgen_layout_parse(&lay, PQgetvalue(res, 0, 0), NULL, 0) == 0;
-  PQclear(res);
+  int known = pool_known && idgen_layout_parse(&lay, pq.PQgetvalue(res, 0, 0), NULL, 0) == 0;
+  pq.PQclear(res);
   uint64_t k;
   if (!pool_known) {
     pg_unlock(pg);
@@ -990,8 +1017,8 @@ static int pg_free(idgen_registry_t *r, const char *pool, const char *node, int 
   for (int attempt = 0; attempt < 3; attempt++) {
     if ((rc = pg_query(pg, &res, SQL_ROW, 2, v, 1, NULL, err, errlen)) < 0)
       break;
-    if (PQntuples(res) == 0) {
-      PQclear(res);
+    if (pq.PQntuples(res) == 0) {
+      pq.PQclear(res);
       rc = idgen__err(err, errlen, IDGEN_EINVAL, PFX "%.100s of %.100s was never leased", node,
                       pool);
       break;
@@ -999,7 +1026,7 @@ static int pg_free(idgen_registry_t *r, const char *pool, const char *node, int 
     idgen_lease_row_t row;
     pg_row_from(res, 0, 0, &row);
     int64_t left = pg_i64(res, 0, 3);
-    PQclear(res);
+    pq.PQclear(res);
     if (row.state == IDGEN_LEASE_HELD && !force) {
       rc = idgen__err(err, errlen, IDGEN_ELEASE,
                       PFX "%.100s in %.100s is held by %s (its lease expires in %" PRId64
@@ -1021,15 +1048,15 @@ static int pg_free(idgen_registry_t *r, const char *pool, const char *node, int 
     snprintf(gen, sizeof gen, "%" PRIu64, row.generation);
     if ((rc = pg_query(pg, &res, SQL_FREE, 4, v, 0, NULL, err, errlen)) < 0)
       break;
-    if (PQntuples(res) == 1) {
+    if (pq.PQntuples(res) == 1) {
       rc = idgen__err(err, errlen, 0,
                       PFX "%.100s in %.100s freed: generation %" PRIu64 " (%s) fenced out; "
                           "back in the pool in %" PRId64 " ms",
                       node, pool, row.generation, row.holder, pg_i64(res, 0, 1));
-      PQclear(res);
+      pq.PQclear(res);
       break;
     }
-    PQclear(res);
+    pq.PQclear(res);
     rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
                     PFX "%.100s in %.100s kept changing while being freed; try again", node, pool);
   }
@@ -1049,7 +1076,7 @@ static int pg_clock(idgen_registry_t *r, int64_t *unix_ms, char *err, size_t err
   if (rc < 0)
     return rc;
   *unix_ms = pg_i64(res, 0, 0);
-  PQclear(res);
+  pq.PQclear(res);
   return 0;
 }
 
