@@ -89,18 +89,7 @@
   X(curl_easy_cleanup) X(curl_easy_getinfo) X(curl_easy_init) X(curl_easy_perform)         \
   X(curl_easy_reset) X(curl_easy_setopt) X(curl_easy_strerror) X(curl_getdate)             \
   X(curl_global_init) X(curl_slist_append) X(curl_slist_free_all)
-#define CURL_COUNT(f) +1
-#define CURL_FIELD(f) __typeof__(f) *f;
-#define CURL_NAME(f) #f,
-static union {
-  struct {
-    CURL_FUNCS(CURL_FIELD)
-  };
-  void *slot[0 CURL_FUNCS(CURL_COUNT)];
-} cu;
-static const char *const cu_names[] = {CURL_FUNCS(CURL_NAME)};
-static idgen__dynlib_t libcurl = {"libcurl.so.4", "libcurl4", cu_names, 0 CURL_FUNCS(CURL_COUNT),
-                                  cu.slot, PTHREAD_ONCE_INIT, ""};
+IDGEN__DYNLIB(cu, libcurl, CURL_FUNCS, "libcurl.so.4", "libcurl4");
 
 #define REQUEST_TIMEOUT_MS 5000 /* the longest; see request_timeout() */
 #define REQUEST_TIMEOUT_MIN_MS 250

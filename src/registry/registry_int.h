@@ -212,4 +212,21 @@ typedef struct idgen__dynlib {
 } idgen__dynlib_t;
 int idgen__dynlib_need(idgen__dynlib_t *d, const char *pfx, char *err, size_t errlen);
 
+/* Defines `tab`, a union with one field per function of FUNCS (a list
+ * FUNCS(X) of X(name)), named and typed as the function, and `lib`, the
+ * idgen__dynlib_t that fills it from `soname`.  Calls go through tab.name(...). */
+#define IDGEN__DYNLIB(tab, lib, FUNCS, soname, package)                                     \
+  static union {                                                                            \
+    struct {                                                                                \
+      FUNCS(IDGEN__DYN_FIELD)                                                               \
+    };                                                                                      \
+    void *slot[0 FUNCS(IDGEN__DYN_COUNT)];                                                  \
+  } tab;                                                                                    \
+  static const char *const lib##_names[] = {FUNCS(IDGEN__DYN_NAME)};                        \
+  static idgen__dynlib_t lib = {soname,       package,           lib##_names,               \
+                                0 FUNCS(IDGEN__DYN_COUNT), tab.slot, PTHREAD_ONCE_INIT, ""}
+#define IDGEN__DYN_FIELD(f) __typeof__(f) *f;
+#define IDGEN__DYN_COUNT(f) +1
+#define IDGEN__DYN_NAME(f) #f,
+
 #endif

@@ -84,18 +84,7 @@
   X(PQerrorMessage) X(PQfinish) X(PQfreemem) X(PQgetResult) X(PQgetisnull) X(PQgetvalue)   \
   X(PQisBusy) X(PQntuples) X(PQresultErrorField) X(PQresultStatus) X(PQsendQueryParams)     \
   X(PQsetNoticeProcessor) X(PQsetnonblocking) X(PQsocket) X(PQstatus)
-#define PQ_COUNT(f) +1
-#define PQ_FIELD(f) __typeof__(f) *f;
-#define PQ_NAME(f) #f,
-static union {
-  struct {
-    PQ_FUNCS(PQ_FIELD)
-  };
-  void *slot[0 PQ_FUNCS(PQ_COUNT)];
-} pq;
-static const char *const pq_names[] = {PQ_FUNCS(PQ_NAME)};
-static idgen__dynlib_t libpq = {"libpq.so.5", "libpq5", pq_names, 0 PQ_FUNCS(PQ_COUNT),
-                                pq.slot, PTHREAD_ONCE_INIT, ""};
+IDGEN__DYNLIB(pq, libpq, PQ_FUNCS, "libpq.so.5", "libpq5");
 
 #define QUERY_TIMEOUT_MS 5000 /* per statement, on this side; the server's is 4 s */
 #define ACQUIRE_ROUNDS 64     /* rescans of a pool after lost races or a start wait */
