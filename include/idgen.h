@@ -901,10 +901,12 @@ IDGEN_API int idgen_lease_field(const idgen_layout_t *l, const char *field, char
  * needed).  Close with idgen_registry_close(). */
 IDGEN_API int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err,
                                   size_t errlen);
-/* Checks a registry URI without opening it (no file or network I/O): a known
- * scheme with a well-formed argument (static: none; file: a directory name;
- * postgres:// a URI libpq can parse).  0, or IDGEN_EINVAL with the message
- * idgen_registry_open would give. */
+/* Checks a registry URI without opening it (no network I/O): a known scheme
+ * with a well-formed argument (static: none; file: a directory name;
+ * postgres:// a URI libpq can parse).  For postgres:// it loads libpq (the
+ * first time; its only file access); where libpq cannot be loaded the URI is
+ * left to idgen_registry_open, which names the missing library.  0, or
+ * IDGEN_EINVAL with the message idgen_registry_open would give. */
 IDGEN_API int idgen_registry_check(const char *uri, char *err, size_t errlen);
 
 /* How far this host's wall clock is ahead of the registry's own (negative:

@@ -378,6 +378,14 @@ if [ "$(id -u)" = 0 ] && hide libpq.so.5 -- true 2>/dev/null; then
   else
     bad "postgres:// without libpq: exit $rc, stderr: $(cat "$tmp/err")"
   fi
+  # Settings validation leaves the URI to the open: exit 1 (failure), not 2 (bad usage).
+  hide libpq.so.5 -- "$IDGEN" snowflake --registry postgres://127.0.0.1:1/x -n 1 >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ "$rc" = 1 ] && grep -q '^idgen: registry: postgres: needs libpq.so.5 ' "$tmp/err"; then
+    ok
+  else
+    bad "snowflake on postgres:// without libpq: exit $rc, stderr: $(cat "$tmp/err")"
+  fi
   hide libcurl.so.4 -- "$IDGEN" registry list --registry etcd://127.0.0.1:1 >"$tmp/out" 2>"$tmp/err"
   rc=$?
   if [ "$rc" = 1 ] && grep -q '^idgen: registry: etcd: needs libcurl.so.4 (Debian package libcurl4): ' "$tmp/err"; then

@@ -552,7 +552,7 @@ static void dynlib_load(void) {
   }
   for (size_t i = 0; i < d->n; i++)
     if ((d->fns[i] = dlsym(h, d->names[i])) == NULL) {
-      snprintf(d->why, sizeof d->why, "%s has no %s", d->soname, d->names[i]);
+      snprintf(d->why, sizeof d->why, "%s has no %s (too old)", d->soname, d->names[i]);
       return; /* the handle stays: a library that has been loaded is never unloaded */
     }
 }

@@ -256,15 +256,13 @@ static int etcd_parse(etcd_t *e, const char *rest, char *err, size_t errlen) {
   return 0;
 }
 
+/* The URI only: libcurl is loaded by etcd_open. */
 static int etcd_check(const char *uri, const char *rest, char *err, size_t errlen) {
   (void)uri;
-  int rc = idgen__dynlib_need(&libcurl, PFX, err, errlen);
-  if (rc < 0)
-    return rc;
   etcd_t *scratch = malloc(sizeof *scratch);
   if (scratch == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
-  rc = etcd_parse(scratch, rest, err, errlen);
+  int rc = etcd_parse(scratch, rest, err, errlen);
   free(scratch);
   return rc;
 }

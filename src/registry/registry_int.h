@@ -222,6 +222,7 @@ int idgen__dynlib_need(idgen__dynlib_t *d, const char *pfx, char *err, size_t er
     };                                                                                      \
     void *slot[0 FUNCS(IDGEN__DYN_COUNT)];                                                  \
   } tab;                                                                                    \
+  _Static_assert(sizeof tab == sizeof tab.slot, #tab ": a slot per function, no padding");  \
   static const char *const lib##_names[] = {FUNCS(IDGEN__DYN_NAME)};                        \
   static idgen__dynlib_t lib = {soname,       package,           lib##_names,               \
                                 0 FUNCS(IDGEN__DYN_COUNT), tab.slot, PTHREAD_ONCE_INIT, ""}

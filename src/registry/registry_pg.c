@@ -579,11 +579,13 @@ static int pg_create_schema(pg_t *pg, char *err, size_t errlen) {
   return rc;
 }
 
+/* libpq parses the URI.  Without libpq the URI is left to pg_open, which
+ * names the missing library (a check is about the URI, not the host). */
 static int pg_check(const char *uri, const char *rest, char *err, size_t errlen) {
   (void)rest; /* libpq takes the whole URI */
-  int rc = idgen__dynlib_need(&libpq, PFX, err, errlen);
-  if (rc < 0)
-    return rc;
+  if (idgen__dynlib_need(&libpq, PFX, NULL, 0) < 0)
+    return 0;
+  int rc;
   char *perr = NULL;
   PQconninfoOption *opts = pq.PQconninfoParse(uri, &perr);
   if (opts == NULL) {
