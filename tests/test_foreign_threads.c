@@ -3,11 +3,12 @@
  *
  * A generator's hot path must stay a locked read-modify-write whatever the
  * process looks like from inside.  Two callers that a "one thread, skip the
- * lock prefix" shortcut (glibc's __libc_single_threaded) gets wrong:
+ * lock prefix" shortcut (glibc's __libc_single_threaded) must survive:
  *
  *  - a signal handler taking IDs from the generator its thread is in the
  *    middle of (Snowflake: its take is one instruction, which a handler can
- *    come before or after but never inside);
+ *    come before or after but never inside; a take written as a load and a
+ *    store would lose to it);
  *  - a thread started by a second copy of glibc in the process, a plug-in
  *    loaded with dlmopen(): the main copy's flag still says "one thread".
  *    A build that trusted the flag issued 141,902 duplicate Snowflake IDs
