@@ -137,8 +137,9 @@ int idgen_uuid7_make(idgen_uuid_t *out) {
  * each new millisecond and incremented within one; rand_b's low 32 bits are
  * random on every call.  As in ulid.c, the seed is drawn only for a new
  * millisecond, guessed without the lock (last_ms read racily: it only
- * grows, but for fork()'s reset, so a stale guess only wastes a draw) and drawn inside it after fork() reset the
- * state or when the counter is used up. */
+ * grows, but for fork()'s reset, so a stale guess only wastes a draw) and
+ * drawn inside it after fork() reset the state or when the counter is used
+ * up. */
 struct idgen_uuid7_gen {
   idgen__gen128_t c;   /* lock, clock, random source */
   /* -1: nothing issued (in this process).  Written under the lock; also

@@ -83,8 +83,8 @@
 
 #define PFX "registry: etcd: "
 
-/* libcurl, loaded when an etcd:// registry is first checked or opened
- * (registry_int.h, idgen__dynlib_need): every call goes through cu. */
+/* libcurl, loaded when an etcd:// registry is first opened (registry_int.h,
+ * idgen__dynlib_need): every call goes through cu. */
 #define CURL_FUNCS(X)                                                                   \
   X(curl_easy_cleanup) X(curl_easy_getinfo) X(curl_easy_init) X(curl_easy_perform)         \
   X(curl_easy_reset) X(curl_easy_setopt) X(curl_easy_strerror) X(curl_getdate)             \
@@ -417,7 +417,8 @@ static int post_once(etcd_t *e, int i, const char *path, const char *body, json_
     e->body[0] = '\0';
   CURLcode cc = cu.curl_easy_perform(c);
   if (cc != CURLE_OK) {
-    idgen__err(err, errlen, IDGEN_EREGISTRY, PFX "%s: %s", e->endpoint[i], cu.curl_easy_strerror(cc));
+    idgen__err(err, errlen, IDGEN_EREGISTRY, PFX "%s: %s", e->endpoint[i],
+               cu.curl_easy_strerror(cc));
     return cc == CURLE_SSL_CACERT_BADFILE || cc == CURLE_SSL_CERTPROBLEM ? IDGEN_EREGISTRY : 1;
   }
   long status = 0;
