@@ -541,10 +541,18 @@ const idgen__registry_ops_t idgen__registry_static = {
 
 /* ---- client libraries loaded on first use ---- */
 
-static _Thread_local idgen__dynlib_t *loading; /* pthread_once's routine takes no argument */
+/* One lock for every load.  fork() takes it first (the handlers below,
+ * registered when the library is loaded), so a child is never made while
+ * another thread is inside dlopen(): that child's dynamic loader would be
+ * half-updated, and its own first open failed or crashed. */
+static pthread_mutex_t dynlib_mu = PTHREAD_MUTEX_INITIALIZER;
+static void dynlib_lock(void) { pthread_mutex_lock(&dynlib_mu); }
+static void dynlib_unlock(void) { pthread_mutex_unlock(&dynlib_mu); }
+__attribute__((constructor)) static void dynlib_init(void) {
+  pthread_atfork(dynlib_lock, dynlib_unlock, dynlib_unlock);
+}
 
-static void dynlib_load(void) {
-  idgen__dynlib_t *d = loading;
+static void dynlib_load(idgen__dynlib_t *d) {
   void *h = dlopen(d->soname, RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) {
     snprintf(d->why, sizeof d->why, "%s", dlerror());
@@ -558,9 +566,16 @@ static void dynlib_load(void) {
 }
 
 int idgen__dynlib_need(idgen__dynlib_t *d, const char *pfx, char *err, size_t errlen) {
-  loading = d;
-  pthread_once(&d->once, dynlib_load);
-  if (d->why[0] == '\0')
+  dynlib_lock();
+  if (!d->tried) {
+    dynlib_load(d);
+    if (d->why[0] == '\0' && d->init != NULL)
+      d->init(); /* a library's own global set-up: a fork must not split it either */
+    d->tried = 1;
+  }
+  int loaded = d->why[0] == '\0';
+  dynlib_unlock();
+  if (loaded)
     return 0;
   return idgen__err(err, errlen, IDGEN_EREGISTRY, "%sneeds %s (Debian package %s): %s", pfx,
                     d->soname, d->package, d->why);

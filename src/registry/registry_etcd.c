@@ -89,7 +89,12 @@
   X(curl_easy_cleanup) X(curl_easy_getinfo) X(curl_easy_init) X(curl_easy_perform)         \
   X(curl_easy_reset) X(curl_easy_setopt) X(curl_easy_strerror) X(curl_getdate)             \
   X(curl_global_init) X(curl_slist_append) X(curl_slist_free_all)
-IDGEN__DYNLIB(cu, libcurl, CURL_FUNCS, "libcurl.so.4", "libcurl4");
+static void curl_init(void);
+IDGEN__DYNLIB(cu, libcurl, CURL_FUNCS, "libcurl.so.4", "libcurl4", curl_init);
+/* curl's global set-up, once, as the library is loaded (under the loading
+ * lock: a fork() in the middle of it left the child spinning on curl's own
+ * lock). */
+static void curl_init(void) { cu.curl_global_init(CURL_GLOBAL_ALL); }
 
 #define REQUEST_TIMEOUT_MS 5000 /* the longest; see request_timeout() */
 #define REQUEST_TIMEOUT_MIN_MS 250
@@ -317,9 +322,6 @@ static json_t *jnum(int64_t v) {
 }
 
 /* ---- requests --------------------------------------------------------------------- */
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void) { cu.curl_global_init(CURL_GLOBAL_ALL); }
 
 static size_t on_body(char *data, size_t size, size_t n, void *ctx) {
   etcd_t *e = ctx;
@@ -708,7 +710,6 @@ static int etcd_open(idgen_registry_t *r, const char *rest, char *err, size_t er
   int rc = idgen__dynlib_need(&libcurl, PFX, err, errlen);
   if (rc < 0)
     return rc;
-  pthread_once(&curl_once, curl_init_once);
   etcd_t *e = calloc(1, sizeof *e);
   if (e == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");

@@ -197,7 +197,8 @@ int idgen__start_wait(const char *pfx, const idgen_lease_request_t *req, const i
  * A client library loaded on first use, so that a process whose registry is
  * file: or static maps neither libpq nor libcurl and the 30 libraries they
  * pull in (an idle daemon: 8.5 MB resident with them linked, DESIGN §11).
- * d->soname is dlopen()ed once (thread-safe, first caller) and each of
+ * d->soname is dlopen()ed once (by the first caller, under a lock that fork()
+ * waits for, so that no child is made in the middle of a load) and each of
  * d->names[0..d->n) looked up into d->fns.  0 when loaded, else IDGEN_EREGISTRY
  * with `pfx` and what is missing in err; later calls give the same answer.
  */
@@ -207,15 +208,16 @@ typedef struct idgen__dynlib {
   const char *const *names;  /* the functions, in the order of fns */
   size_t n;
   void **fns;                /* n slots */
-  pthread_once_t once;
+  void (*init)(void);        /* run once loaded, under the same lock, or NULL */
+  int tried;                 /* under the loading lock */
   char why[200];             /* empty once loaded */
 } idgen__dynlib_t;
 int idgen__dynlib_need(idgen__dynlib_t *d, const char *pfx, char *err, size_t errlen);
 
 /* Defines `tab`, a union with one field per function of FUNCS (a list
  * FUNCS(X) of X(name)), named and typed as the function, and `lib`, the
- * idgen__dynlib_t that fills it from `soname`.  Calls go through tab.name(...). */
-#define IDGEN__DYNLIB(tab, lib, FUNCS, soname, package)                                     \
+ * idgen__dynlib_t that fills it from `soname` and then calls `init` (NULL: none).  Calls go through tab.name(...). */
+#define IDGEN__DYNLIB(tab, lib, FUNCS, soname, package, init)                               \
   static union {                                                                            \
     struct {                                                                                \
       FUNCS(IDGEN__DYN_FIELD)                                                               \
@@ -225,7 +227,7 @@ int idgen__dynlib_need(idgen__dynlib_t *d, const char *pfx, char *err, size_t er
   _Static_assert(sizeof tab == sizeof tab.slot, #tab ": a slot per function, no padding");  \
   static const char *const lib##_names[] = {FUNCS(IDGEN__DYN_NAME)};                        \
   static idgen__dynlib_t lib = {soname,       package,           lib##_names,               \
-                                0 FUNCS(IDGEN__DYN_COUNT), tab.slot, PTHREAD_ONCE_INIT, ""}
+                                0 FUNCS(IDGEN__DYN_COUNT), tab.slot, init, 0, ""}
 #define IDGEN__DYN_FIELD(f) __typeof__(f) *f;
 #define IDGEN__DYN_COUNT(f) +1
 #define IDGEN__DYN_NAME(f) #f,

@@ -84,7 +84,7 @@
   X(PQerrorMessage) X(PQfinish) X(PQfreemem) X(PQgetResult) X(PQgetisnull) X(PQgetvalue)   \
   X(PQisBusy) X(PQntuples) X(PQresultErrorField) X(PQresultStatus) X(PQsendQueryParams)     \
   X(PQsetNoticeProcessor) X(PQsetnonblocking) X(PQsocket) X(PQstatus)
-IDGEN__DYNLIB(pq, libpq, PQ_FUNCS, "libpq.so.5", "libpq5");
+IDGEN__DYNLIB(pq, libpq, PQ_FUNCS, "libpq.so.5", "libpq5", NULL);
 
 #define QUERY_TIMEOUT_MS 5000 /* per statement, on this side; the server's is 4 s */
 #define ACQUIRE_ROUNDS 64     /* rescans of a pool after lost races or a start wait */
