@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -142,6 +143,11 @@ static void hammer(void *arg) {
 
 static void test_dlmopen_plugin_thread(void **state) {
   (void)state;
+  /* Both copies of glibc move the same program break: the main copy must not
+   * grow its heap with brk() while the plug-in's copy does, or its malloc
+   * aborts ("malloc assertion failure in sysmalloc").  Every allocation of
+   * the main copy from here on is its own mapping. */
+  mallopt(M_MMAP_THRESHOLD, 0);
   void *h = dlmopen(LM_ID_NEWLM, PLUGIN_THREAD_PATH, RTLD_NOW);
   if (h == NULL) {
     print_message("dlmopen(%s): %s\n", PLUGIN_THREAD_PATH, dlerror());
