@@ -3,7 +3,9 @@
  * yitter/IdGenerator's C port (its classic method, SnowWorkerM2) and
  * skeeto/ulid-c (ulid_generate), with two floors: a bare
  * clock_gettime(CLOCK_REALTIME) loop and one rdtsc plus one atomic
- * fetch_add on a shared counter.
+ * fetch_add on a shared counter; and two for the precise mode: the clock read
+ * plus one fetch_add (the least a thread-safe call that reads the clock can
+ * cost) and the clock read under a pthread mutex (yitter's locking).
  *
  * Built and run by bench/peers.sh, which compiles the peers from their own
  * public sources (no peer code lives in this repository) and links this file
@@ -106,6 +108,30 @@ static struct sample run_clock(double seconds) {
   });
 }
 
+/* The precise mode's floors: the clock to ms, as the generators use it, then
+ * one fetch_add; or the same under a mutex, as yitter takes its lock. */
+static pthread_mutex_t floor_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t floor_plain;
+static struct sample run_clock_xadd(double seconds) {
+  TIMED_LOOP(seconds, {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    acc += (uint64_t)ms + atomic_fetch_add(&shared_counter, 1);
+  });
+}
+static struct sample run_clock_mutex(double seconds) {
+  TIMED_LOOP(seconds, {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    pthread_mutex_lock(&floor_mu);
+    uint64_t v = floor_plain++;
+    pthread_mutex_unlock(&floor_mu);
+    acc += (uint64_t)ms + v;
+  });
+}
+
 static struct sample run_coarse(double seconds) {
   TIMED_LOOP(seconds, {
     struct timespec ts;
@@ -187,6 +213,8 @@ enum {
   C_CLOCK,
   C_COARSE,
   C_RDTSC,
+  C_CLOCK_XADD,
+  C_CLOCK_MUTEX,
   C_SF_FAST,
   C_SF_PRECISE,
   C_YITTER,
@@ -209,6 +237,9 @@ static const struct contender {
 #else
     [C_RDTSC] = {"rdtsc_fetch_add", "rdtsc + fetch_add (not x86: skipped)", NULL},
 #endif
+    [C_CLOCK_XADD] = {"clock_fetch_add", "clock_gettime + fetch_add (shared counter)",
+                      run_clock_xadd},
+    [C_CLOCK_MUTEX] = {"clock_mutex", "clock_gettime + pthread mutex", run_clock_mutex},
     [C_SF_FAST] = {"idgen_next_fast", "idgen next, fast clock", run_sf_fast},
     [C_SF_PRECISE] = {"idgen_next_precise", "idgen next, IDGEN_CLOCK_PRECISE", run_sf_precise},
     [C_YITTER] = {"yitter_m2", "yitter C NextId, Method 2 (classic)", run_yitter},
@@ -518,6 +549,10 @@ int main(int argc, char **argv) {
   if (have(C_RDTSC))
     printf("| floor: `rdtsc` + `fetch_add` on a shared counter | | %.1f ns (%.1f M/s) | | |\n",
            ns(C_RDTSC), med[C_RDTSC] / 1e6);
+  printf("| floor: `clock_gettime` + `fetch_add` | | %.1f ns (%.1f M/s) | | |\n",
+         ns(C_CLOCK_XADD), med[C_CLOCK_XADD] / 1e6);
+  printf("| floor: `clock_gettime` + pthread mutex | | %.1f ns (%.1f M/s) | | |\n",
+         ns(C_CLOCK_MUTEX), med[C_CLOCK_MUTEX] / 1e6);
   printf("| Snowflake `next`, 1 thread, `time:41,sequence:22` | %.1f ns (%.1f M/s) | "
          "yitter C (-O3, Method 2, worker:%d,sequence:%d) %.1f ns | %.2fx yitter (rounds "
          "%.2f-%.2f); %.2fx the clock loop |",
@@ -532,8 +567,10 @@ int main(int argc, char **argv) {
     printf(" (no rdtsc floor on this CPU) |\n");
   }
   printf("| same, `IDGEN_CLOCK_PRECISE` | %.1f ns (%.1f M/s) | yitter %.1f ns | %.2fx yitter "
-         "(rounds %.2f-%.2f) | >= 1.00x yitter: %s |\n",
+         "(rounds %.2f-%.2f); %.2fx the time of `clock_gettime + fetch_add`; yitter %.2fx the "
+         "time of `clock_gettime` + mutex | >= 1.00x yitter: %s |\n",
          ns(C_SF_PRECISE), med[C_SF_PRECISE] / 1e6, ns(C_YITTER), sp_y.v, sp_y.rmin, sp_y.rmax,
+         ns(C_SF_PRECISE) / ns(C_CLOCK_XADD), ns(C_YITTER) / ns(C_CLOCK_MUTEX),
          met(sp_y.v >= 1.0));
   printf("| monotonic ULID new + encode (26 chars) | %.1f ns (%.1f M/s) | skeeto/ulid-c "
          "(-O3, default flags: 4 ms coarse clock, RC4) %.1f ns; clock loop %.1f ns | %.2fx "
@@ -560,6 +597,10 @@ int main(int argc, char **argv) {
   printf("%s.ratio next_fast_vs_yitter %.4f\n", pr, sf_y.v);
   printf("%s.ratio next_precise_vs_yitter %.4f\n", pr, sp_y.v);
   printf("%s.ratio next_fast_vs_clock %.4f\n", pr, sf_c.v);
+  printf("%s.ratio next_precise_time_over_clock_fetch_add %.4f\n", pr,
+         ns(C_SF_PRECISE) / ns(C_CLOCK_XADD));
+  printf("%s.ratio clock_mutex_vs_clock_fetch_add %.4f\n", pr,
+         ratio(C_CLOCK_MUTEX, C_CLOCK_XADD, runs).v);
   if (have(C_RDTSC))
     printf("%s.ratio next_fast_time_over_rdtsc_fetch_add %.4f\n", pr,
            ns(C_SF_FAST) / ns(C_RDTSC));

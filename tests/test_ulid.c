@@ -284,6 +284,41 @@ static void test_ulid_monotonic(void **state) {
   idgen_ulid_gen_free(g);
 }
 
+/* Within a millisecond the 80 random bits count up by one: the low 64 carry
+ * into the high 16 (the usual call leaves that step to the full path), each
+ * step checked whole, through next() and next_at() alike. */
+static void test_ulid_carry(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, 1469918176385);
+  uint8_t bits[10] = {0x12, 0x34, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe};
+  idgen_random_t rnd = {fill_copy, bits};
+  idgen_gen128_settings_t s = {IDGEN_CLOCK_FAST, &c.clock, &rnd};
+  idgen_ulid_gen_t *g;
+  idgen_ulid_t u;
+  char text[IDGEN_ULID_STRLEN + 1];
+  static const char *const want[] = {
+      "01ARYZ6S4128TFZZZZZZZZZZZY", /* the draw */
+      "01ARYZ6S4128TFZZZZZZZZZZZZ", /* + 1: low 64 bits all ones */
+      "01ARYZ6S4128TG000000000000", /* + 1: carried into the high 16 */
+      "01ARYZ6S4128TG000000000001",
+  };
+  tu_ok(idgen_ulid_gen_new(&g, &s));
+  for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+    if (k % 2)
+      tu_ok(idgen_ulid_gen_next(g, &u));
+    else
+      tu_ok(idgen_ulid_gen_next_at(g, 1469918176385, &u));
+    idgen_ulid_format(&u, text);
+    assert_string_equal(want[k], text);
+  }
+  /* An earlier time through next_at: the same count goes on. */
+  tu_ok(idgen_ulid_gen_next_at(g, 1469918176000, &u));
+  idgen_ulid_format(&u, text);
+  assert_string_equal("01ARYZ6S4128TG000000000002", text);
+  idgen_ulid_gen_free(g);
+}
+
 static void test_uuid_rfc_example(void **state) {
   (void)state;
   json_t *ex = json_object_get(json_object_get(tu_vectors(), "uuidv7"), "rfc9562_example");
@@ -866,6 +901,7 @@ int main(void) {
       cmocka_unit_test(test_ulid_lenient),
       cmocka_unit_test(test_ulid_roundtrip_and_order),
       cmocka_unit_test(test_ulid_monotonic),
+      cmocka_unit_test(test_ulid_carry),
       cmocka_unit_test(test_uuid_rfc_example),
       cmocka_unit_test(test_uuid_parse_errors),
       cmocka_unit_test(test_uuid_roundtrip),

@@ -150,14 +150,19 @@ typedef struct idgen__lock {
 
 void idgen__lock_init(idgen__lock_t *l);
 int idgen__lock_acquire_slow(idgen__lock_t *l);
-/* Takes the lock; returns 1 if this is the first use in a new process (the
- * caller must reset the guarded state), else 0.  Inline: one compare-and-
- * swap from "free in this process" to "held" when uncontended. */
-static inline int idgen__lock_acquire(idgen__lock_t *l) {
+/* One try: 1 if it took the lock, free and last used in this process (the
+ * guarded state is this process's), with one compare-and-swap; 0 if the lock
+ * is held or was last used before a fork, and nothing changed. */
+static inline int idgen__lock_try(idgen__lock_t *l) {
   unsigned free_word = idgen__fork_gen() << 1;
-  if (IDGEN_LIKELY(atomic_compare_exchange_weak_explicit(&l->word, &free_word, free_word | 1u,
-                                                         memory_order_acquire,
-                                                         memory_order_relaxed)))
+  return atomic_compare_exchange_strong_explicit(&l->word, &free_word, free_word | 1u,
+                                                 memory_order_acquire, memory_order_relaxed);
+}
+/* Takes the lock; returns 1 if this is the first use in a new process (the
+ * caller must reset the guarded state), else 0.  Inline: the one try, then
+ * the slow path (spinning, or the first use after fork). */
+static inline int idgen__lock_acquire(idgen__lock_t *l) {
+  if (IDGEN_LIKELY(idgen__lock_try(l)))
     return 0;
   return idgen__lock_acquire_slow(l);
 }
@@ -178,7 +183,14 @@ typedef struct idgen__gen128 {
 } idgen__gen128_t;
 
 void idgen__gen128_init(idgen__gen128_t *c, const idgen_gen128_settings_t *s);
-/* Unix ms from the generator's clock; -1 for a clock before 1970. */
-int64_t idgen__gen128_now_ms(const idgen__gen128_t *c);
+int64_t idgen__gen128_injected_ms(const idgen__gen128_t *c);
+/* Unix ms from the generator's clock; -1 for a clock before 1970.  Inline:
+ * the ULID and UUIDv7 hot paths call it once per ID. */
+static inline int64_t idgen__gen128_now_ms(const idgen__gen128_t *c) {
+  if (IDGEN_UNLIKELY(c->clockp != NULL))
+    return idgen__gen128_injected_ms(c);
+  return IDGEN_LIKELY(c->mode != IDGEN_CLOCK_PRECISE) ? idgen__clock_fast_ms()
+                                                      : idgen__clock_precise_ms();
+}
 
 #endif

@@ -139,10 +139,7 @@ void idgen__gen128_init(idgen__gen128_t *c, const idgen_gen128_settings_t *s) {
   }
 }
 
-int64_t idgen__gen128_now_ms(const idgen__gen128_t *c) {
-  if (c->clockp != NULL) {
-    int64_t ns = c->clock.now_ns(c->clock.ctx);
-    return ns >= 0 ? ns / 1000000 : -1;
-  }
-  return c->mode == IDGEN_CLOCK_PRECISE ? idgen__clock_precise_ms() : idgen__clock_fast_ms();
+int64_t idgen__gen128_injected_ms(const idgen__gen128_t *c) {
+  int64_t ns = c->clock.now_ns(c->clock.ctx);
+  return ns >= 0 ? ns / 1000000 : -1;
 }

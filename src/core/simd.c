@@ -87,8 +87,8 @@ VBMI int idgen__ulid_decode_simd(const char *s, int lenient, uint8_t *out) {
   __m256i w10 = _mm256_maddubs_epi16(vals, _mm256_set1_epi16(0x0120));          /* a*32+b */
   __m256i w20 = _mm256_madd_epi16(w10, _mm256_set1_epi32(0x00010400));          /* a*1024+b */
   /* Each qword: low dword A (first 20 bits), high dword B: want A << 20 | B. */
-  __m256i q40 = _mm256_or_si256(_mm256_slli_epi64(_mm256_and_si256(w20, _mm256_set1_epi64x(0xfffff)), 20),
-                                _mm256_srli_epi64(w20, 32));
+  __m256i a20 = _mm256_and_si256(w20, _mm256_set1_epi64x(0xfffff));
+  __m256i q40 = _mm256_or_si256(_mm256_slli_epi64(a20, 20), _mm256_srli_epi64(w20, 32));
   /* The top 32 of the 160 bits (qword 0, bits 39..8) must be zero: a first
    * character above 7 overflows 128 bits. */
   if ((uint64_t)_mm256_extract_epi64(q40, 0) >> 8)
@@ -105,27 +105,23 @@ VBMI int idgen__ulid_decode_simd(const char *s, int lenient, uint8_t *out) {
  * vpmultishiftqb takes 8 bits at any offset within a qword, so each of 4
  * qwords holds a window of the number that contains its characters' groups
  * whole: the number >> 66 (characters 0-7; its top 2 bits are the zero
- * padding), >> 50 (8-15), >> 10 (16-23) and itself (24-25).  Masked to 5
- * bits, vpermb looks them up in the alphabet. */
+ * padding), >> 50 (8-15), >> 35 (11-18) and itself (19-25).  Masked to 5
+ * bits, vpermb looks them up in the alphabet, with the last byte zeroed: the
+ * low lane is characters 0-15, the high lane 11-25 and the NUL, stored as two
+ * overlapping 16-byte stores (characters 11-15 twice, equal). */
 VBMI static void ulid_encode_simd(uint64_t hi, uint64_t lo, char *out) {
   static const uint8_t offsets[32] = {59, 54, 49, 44, 39, 34, 29, 24, 35, 30, 25, 20, 15, 10, 5, 0,
-                                      35, 30, 25, 20, 15, 10, 5,  0,  5,  0};
+                                      35, 30, 25, 20, 15, 10, 5,  0,  30, 25, 20, 15, 10, 5, 0, 0};
   static const char alphabet[33] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-  __m256i windows = _mm256_set_epi64x((long long)lo, (long long)(hi << 54 | lo >> 10),
+  __m256i windows = _mm256_set_epi64x((long long)lo, (long long)(hi << 29 | lo >> 35),
                                       (long long)(hi << 14 | lo >> 50), (long long)(hi >> 2));
   __m256i groups = _mm256_and_si256(
       _mm256_multishift_epi64_epi8(_mm256_loadu_si256((const void *)offsets), windows),
       _mm256_set1_epi8(0x1f));
-  __m256i chars = _mm256_permutexvar_epi8(groups, _mm256_loadu_si256((const void *)alphabet));
-  /* Plain stores: 16 + 8 characters, then the last 2 and the NUL (a masked
-   * byte store is slow on some CPUs). */
-  __m128i upper = _mm256_extracti128_si256(chars, 1);
+  __m256i chars = _mm256_maskz_permutexvar_epi8(0x7fffffffu, groups,
+                                                _mm256_loadu_si256((const void *)alphabet));
   _mm_storeu_si128((__m128i *)out, _mm256_castsi256_si128(chars));
-  _mm_storel_epi64((__m128i *)(out + 16), upper);
-  uint32_t last = (uint32_t)_mm_extract_epi16(upper, 4);
-  out[24] = (char)last;
-  out[25] = (char)(last >> 8);
-  out[26] = '\0';
+  _mm_storeu_si128((__m128i *)(out + 11), _mm256_extracti128_si256(chars, 1));
 }
 
 VBMI int idgen__uuid_parse36_simd(const char *s, uint8_t *out) {
