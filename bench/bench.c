@@ -235,7 +235,7 @@ static double measure(const char *name, const struct opts *o, bench_fn fn, void 
   if (floor_rate > 0)
     printf("  %5.0f%% of clock loop", 100.0 * med / floor_rate);
   else if (floor_rate < 0) /* -floor_rate is the clock loop's rate: show the cost above it */
-    printf("  clock + %5.2f ns", 1e9 / med - 1e9 / -floor_rate);
+    printf("  clock %+6.2f ns", 1e9 / med - 1e9 / -floor_rate);
   printf("   [min %.2f, max %.2f M/s]", rates[0] / 1e6, rates[runs - 1] / 1e6);
   if (note != NULL)
     printf("  %s", note);
