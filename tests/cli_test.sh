@@ -388,7 +388,7 @@ if [ "$(id -u)" = 0 ] && hide libpq.so.5 -- true 2>/dev/null; then
   fi
   hide libcurl.so.4 -- "$IDGEN" registry list --registry etcd://127.0.0.1:1 >"$tmp/out" 2>"$tmp/err"
   rc=$?
-  if [ "$rc" = 1 ] && grep -q '^idgen: registry: etcd: needs libcurl.so.4 (Debian package libcurl4): ' "$tmp/err"; then
+  if [ "$rc" = 1 ] && grep -q '^idgen: registry: etcd: needs libcurl.so.4 (Debian package libcurl4 or libcurl4t64): ' "$tmp/err"; then
     ok
   else
     bad "etcd:// without libcurl: exit $rc, stderr: $(cat "$tmp/err")"

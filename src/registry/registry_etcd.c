@@ -90,7 +90,7 @@
   X(curl_easy_reset) X(curl_easy_setopt) X(curl_easy_strerror) X(curl_getdate)             \
   X(curl_global_init) X(curl_slist_append) X(curl_slist_free_all)
 static void curl_init(void);
-IDGEN__DYNLIB(cu, libcurl, CURL_FUNCS, "libcurl.so.4", "libcurl4", curl_init);
+IDGEN__DYNLIB(cu, libcurl, CURL_FUNCS, "libcurl.so.4", "libcurl4 or libcurl4t64", curl_init);
 /* curl's global set-up, once, as the library is loaded (under the loading
  * lock: a fork() in the middle of it left the child spinning on curl's own
  * lock). */
@@ -1268,7 +1268,8 @@ static int etcd_free(idgen_registry_t *r, const char *pool, const char *node, in
      * holder's lease revoked.  The holder can issue nothing above the
      * record's mark, which it can no longer raise, and the next holder
      * starts above it. */
-    int64_t ttl_s = left + 1 > (q + 999) / 1000 ? left + 1 : (q + 999) / 1000; /* TTLs are cut to whole seconds */
+    /* TTLs are cut to whole seconds */
+    int64_t ttl_s = left + 1 > (q + 999) / 1000 ? left + 1 : (q + 999) / 1000;
     if (ttl_s < 1)
       ttl_s = 1;
     int64_t id = lease_grant(e, ttl_s, err, errlen);
