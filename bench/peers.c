@@ -199,6 +199,52 @@ static struct sample run_skeeto_mutex(double seconds) {
   });
 }
 
+/* Two threads sharing one generator, for `seconds` each, started together:
+ * the IDs of both over the longer of the two times.  Only in a --threaded
+ * run (a one-thread process would stop being one).  The two threads may run
+ * on every online CPU, whatever the process is pinned to: pinned to one,
+ * they would take turns instead of contending. */
+struct pair_arg {
+  struct sample (*fn)(double);
+  double seconds;
+  pthread_barrier_t *start;
+  struct sample s;
+};
+static void *pair_main(void *p) {
+  struct pair_arg *a = p;
+  pthread_barrier_wait(a->start);
+  a->s = a->fn(a->seconds);
+  return NULL;
+}
+static struct sample run_pair(double seconds, struct sample (*fn)(double)) {
+  pthread_t th[2];
+  pthread_barrier_t start;
+  pthread_attr_t attr;
+  cpu_set_t all;
+  struct pair_arg a[2];
+  CPU_ZERO(&all);
+  for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; c++)
+    CPU_SET((int)c, &all);
+  pthread_attr_init(&attr);
+  pthread_attr_setaffinity_np(&attr, sizeof all, &all);
+  pthread_barrier_init(&start, NULL, 2);
+  for (int i = 0; i < 2; i++) {
+    a[i] = (struct pair_arg){fn, seconds, &start, {0, 0}};
+    if (pthread_create(&th[i], &attr, pair_main, &a[i]) != 0) {
+      fprintf(stderr, "peers: could not start a thread\n");
+      exit(1);
+    }
+  }
+  for (int i = 0; i < 2; i++)
+    pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&start);
+  pthread_attr_destroy(&attr);
+  return (struct sample){a[0].s.ids + a[1].s.ids,
+                         a[0].s.secs > a[1].s.secs ? a[0].s.secs : a[1].s.secs};
+}
+static struct sample run_ulid_pair(double s) { return run_pair(s, run_ulid); }
+static struct sample run_skeeto_mutex_pair(double s) { return run_pair(s, run_skeeto_mutex); }
+
 static struct sample run_uuid7(double seconds) {
   TIMED_LOOP(seconds, {
     idgen_uuid_t u;
@@ -222,6 +268,8 @@ enum {
   C_SKEETO,
   C_SKEETO_MUTEX,
   C_UUID7,
+  C_ULID_PAIR,
+  C_SKEETO_MUTEX_PAIR,
   NCONT
 };
 
@@ -229,6 +277,7 @@ static const struct contender {
   const char *key;
   const char *name;
   struct sample (*fn)(double);
+  int pair; /* two threads: --threaded runs only */
 } cont[NCONT] = {
     [C_CLOCK] = {"clock", "clock_gettime(CLOCK_REALTIME) loop", run_clock},
     [C_COARSE] = {"clock_coarse", "clock_gettime(CLOCK_REALTIME_COARSE) loop", run_coarse},
@@ -248,6 +297,11 @@ static const struct contender {
     [C_SKEETO_MUTEX] = {"skeeto_ulid_generate_mutex", "skeeto ulid_generate under a mutex",
                         run_skeeto_mutex},
     [C_UUID7] = {"idgen_uuid7_mono", "idgen UUIDv7 monotonic", run_uuid7},
+    [C_ULID_PAIR] = {"idgen_ulid_mono_encode_2t", "idgen ULID, 2 threads sharing one",
+                     run_ulid_pair, 1},
+    [C_SKEETO_MUTEX_PAIR] = {"skeeto_ulid_generate_mutex_2t",
+                             "skeeto under a mutex, 2 threads sharing one", run_skeeto_mutex_pair,
+                             1},
 };
 
 /* ---- set-up and sanity ----------------------------------------------- */
@@ -380,7 +434,10 @@ static double median(double *v, int n, double *mn, double *mx) {
   return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
-static int have(int c) { return cont[c].fn != NULL && med[c] > 0; }
+static int threaded; /* --threaded */
+/* Whether contender c runs in this process. */
+static int runs_here(int c) { return cont[c].fn != NULL && (!cont[c].pair || threaded); }
+static int have(int c) { return runs_here(c) && med[c] > 0; }
 static double ns(int c) { return 1e9 / med[c]; }
 
 /* idgen is better by this factor: the peer's time over idgen's (median over
@@ -411,7 +468,7 @@ int main(int argc, char **argv) {
                                         {"threaded", no_argument, 0, 't'},
                                         {"help", no_argument, 0, 'h'},
                                         {0, 0, 0, 0}};
-  int runs = 7, c, threaded = 0;
+  int runs = 7, c;
   double seconds = 0.5;
   const char *yrev = "unknown", *krev = "unknown", *pflags = "unknown";
   while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -494,14 +551,14 @@ int main(int argc, char **argv) {
   /* Warm-up: each contender once, untimed. */
   double warm = seconds < 0.2 ? seconds : 0.2;
   for (int k = 0; k < NCONT; k++)
-    if (cont[k].fn != NULL)
+    if (runs_here(k))
       cont[k].fn(warm);
   idgen_clock_stats(&cs0);
 
   for (int r = 0; r < runs; r++) {
     for (int j = 0; j < NCONT; j++) {
       int k = (j + r) % NCONT;
-      if (cont[k].fn == NULL)
+      if (!runs_here(k))
         continue;
       struct sample s = cont[k].fn(seconds);
       rate[k][r] = s.ids / s.secs;
@@ -511,7 +568,7 @@ int main(int argc, char **argv) {
   idgen_clock_stats(&cs1);
 
   for (int k = 0; k < NCONT; k++)
-    if (cont[k].fn != NULL)
+    if (runs_here(k))
       med[k] = median(rate[k], runs, &lo[k], &hi[k]);
 
   /* All figures, one per contender. */
@@ -583,6 +640,14 @@ int main(int argc, char **argv) {
   printf("| UUIDv7 monotonic | %.1f ns (%.1f M/s) | clock loop %.1f ns | clock %+.1f ns | "
          "clock + 4 ns: %s |\n",
          ns(C_UUID7), med[C_UUID7] / 1e6, ns(C_CLOCK), u7_above, met(u7_above <= 4.0));
+  if (have(C_ULID_PAIR) && have(C_SKEETO_MUTEX_PAIR)) {
+    struct ratio p2 = ratio(C_ULID_PAIR, C_SKEETO_MUTEX_PAIR, runs);
+    printf("| monotonic ULID + encode, 2 threads sharing one generator (unpinned) | %.1f ns an "
+           "ID (%.1f M/s together) | skeeto under a mutex, same: %.1f ns | %.2fx (rounds "
+           "%.2f-%.2f) | |\n",
+           ns(C_ULID_PAIR), med[C_ULID_PAIR] / 1e6, ns(C_SKEETO_MUTEX_PAIR), p2.v, p2.rmin,
+           p2.rmax);
+  }
   printf("\nskeeto's own floor, `clock_gettime(CLOCK_REALTIME_COARSE)` loop: %.1f ns "
          "(skeeto = coarse clock %+.1f ns)\n",
          ns(C_COARSE), ns(C_SKEETO) - ns(C_COARSE));
@@ -606,6 +671,9 @@ int main(int argc, char **argv) {
            ns(C_SF_FAST) / ns(C_RDTSC));
   printf("%s.ratio ulid_vs_skeeto %.4f\n", pr, ul_k.v);
   printf("%s.ratio ulid_vs_skeeto_mutex %.4f\n", pr, ul_km.v);
+  if (have(C_ULID_PAIR) && have(C_SKEETO_MUTEX_PAIR))
+    printf("%s.ratio ulid_2t_vs_skeeto_mutex_2t %.4f\n", pr,
+           ratio(C_ULID_PAIR, C_SKEETO_MUTEX_PAIR, runs).v);
   printf("%s.above_clock ulid_ns %.3f\n", pr, ul_above);
   printf("%s.above_clock uuid7_ns %.3f\n", pr, u7_above);
 
