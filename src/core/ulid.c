@@ -273,9 +273,9 @@ static __attribute__((noinline)) int next_full(idgen_ulid_gen_t *g, int64_t now,
 /* The usual call: a millisecond that is not new (by the racy guess, then
  * under the lock), taken with the lock's one compare-and-swap, in this
  * process's generation, without a carry out of the low 64 bits.  It makes
- * no call, so it saves no registers: the stores a locked instruction waits
- * for are only the state's.  Anything else goes to next_full, from the
- * start (the lock released first). */
+ * no call, so it saves no registers (DESIGN §6 on why that mattered).
+ * Anything else goes to next_full, from the start (the lock released
+ * first). */
 static inline __attribute__((always_inline)) int next_at(idgen_ulid_gen_t *g, int64_t now,
                                                          idgen_ulid_t *out) {
   if (IDGEN_LIKELY(now <= atomic_load_explicit(&g->last_ms, memory_order_relaxed) && now >= 0)) {
