@@ -25,14 +25,6 @@
 
 #include "testutil.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define UNDER_SANITIZER 1
-#endif
-#endif
-
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return (x > y) - (x < y);
@@ -112,7 +104,7 @@ static void test_signal_handler_takes_between(void **state) {
 
 /* ---- a thread from a second C library ---- */
 
-#ifndef UNDER_SANITIZER
+#ifndef TU_UNDER_SANITIZER
 enum { PLUGIN_N = 1000000 };
 
 static struct shared {

@@ -17,6 +17,17 @@
 
 #include "idgen.h"
 
+/* Defined when built with ASan or TSan (GCC says so one way, clang another):
+ * some tests fork beside running threads, which the sanitizers' runtimes do
+ * not survive (TSan kills such a child; ASan's locks can be copied held). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TU_UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TU_UNDER_SANITIZER 1
+#endif
+#endif
+
 /* The parsed vectors.json ($IDGEN_VECTORS); fails the test if unreadable. */
 json_t *tu_vectors(void);
 

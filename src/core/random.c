@@ -11,11 +11,23 @@
  * bytes its parent also had.  Bytes handed out are not wiped from the
  * buffer: they become public ID bits anyway; the buffer is cleansed when its
  * thread exits.
+ *
+ * fork() beside a thread inside RAND_bytes() copies OpenSSL's lock held,
+ * and the child's first refill waited for it forever (a review: about 1
+ * fork in 100 with four threads drawing).  So refills pass a gate that
+ * fork() closes and waits on (pthread_atfork), and a process that was not made
+ * by a fork() that waited for it (_Fork(), clone()) refills from getrandom()
+ * instead, for good: OpenSSL's locks may be held there by threads that do
+ * not exist.  openssl_gen is the fork generation in which RAND_bytes() is
+ * safe: the one the library was loaded in, or the one a fork() child's
+ * handler found.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/random.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +61,85 @@ static void rbuf_free(void *p) {
 
 static void rbuf_init_key(void) { rbuf_key_ok = pthread_key_create(&rbuf_key, rbuf_free) == 0; }
 
+/* A gate that fork() closes: refills count themselves in, and fork()'s
+ * prepare handler marks a fork pending and waits until none is in.  Plain
+ * atomics, not a pthread lock: the child could not unlock a lock its
+ * parent's thread took (another thread ID), and a fresh one at the same
+ * address confuses ThreadSanitizer. */
+static _Atomic int fork_pending, in_refill;
+static _Atomic unsigned openssl_gen;
+/* Set in the thread that calls fork(), between the handlers: its own draws
+ * (another fork handler's, run after ours) do not wait at the gate. */
+static __thread int forking __attribute__((tls_model("initial-exec")));
+
+static void gate_enter(void) {
+  for (;;) {
+    atomic_fetch_add(&in_refill, 1);
+    if (!atomic_load(&fork_pending))
+      return;
+    atomic_fetch_sub(&in_refill, 1);
+    while (atomic_load_explicit(&fork_pending, memory_order_relaxed))
+      sched_yield();
+  }
+}
+static void gate_leave(void) { atomic_fetch_sub_explicit(&in_refill, 1, memory_order_release); }
+
+static void fork_prepare(void) {
+  atomic_store(&fork_pending, 1);
+  while (atomic_load(&in_refill) > 0)
+    sched_yield();
+  forking = 1;
+}
+static void fork_parent(void) {
+  forking = 0;
+  atomic_store(&fork_pending, 0);
+}
+static void fork_child(void) {
+  forking = 0;
+  atomic_store(&in_refill, 0); /* only this thread exists: no refill is under way */
+  atomic_store(&fork_pending, 0);
+  atomic_store_explicit(&openssl_gen, idgen__fork_gen(), memory_order_relaxed);
+}
+
+__attribute__((constructor)) static void random_init(void) {
+  atomic_store_explicit(&openssl_gen, idgen__fork_gen(), memory_order_relaxed);
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+/* n bytes from getrandom(), which may return fewer or be interrupted. */
+static int from_kernel(unsigned char *out, size_t n) {
+  while (n > 0) {
+    ssize_t k = getrandom(out, n, 0);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      return IDGEN_ERANDOM;
+    out += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+/* n bytes from OpenSSL, or from the kernel in a process where OpenSSL's
+ * locks may be held by threads that are not there (see the top). */
+static int source(unsigned char *out, size_t n) {
+  if (atomic_load_explicit(&openssl_gen, memory_order_relaxed) != idgen__fork_gen())
+    return from_kernel(out, n);
+  int gated = !forking;
+  if (gated)
+    gate_enter();
+  int rc = 0;
+  for (size_t off = 0; off < n && rc == 0;) { /* 1 MiB at a time: RAND_bytes takes an int */
+    size_t k = n - off < ((size_t)1 << 20) ? n - off : (size_t)1 << 20;
+    if (RAND_bytes(out + off, (int)k) != 1)
+      rc = IDGEN_ERANDOM;
+    off += k;
+  }
+  if (gated)
+    gate_leave();
+  return rc;
+}
+
 static int refill(size_t n, void *out) {
   struct rbuf *b = tls_rbuf;
   if (b == NULL) {
@@ -62,16 +153,9 @@ static int refill(size_t n, void *out) {
   }
   b->gen = idgen__fork_gen();
   b->pos = RBUF_SIZE;
-  if (n > RBUF_SIZE / 4) { /* large requests go straight to the source, 1 MiB at a time */
-    for (size_t off = 0; off < n;) {
-      size_t k = n - off < ((size_t)1 << 20) ? n - off : (size_t)1 << 20;
-      if (RAND_bytes((unsigned char *)out + off, (int)k) != 1)
-        return IDGEN_ERANDOM;
-      off += k;
-    }
-    return 0;
-  }
-  if (RAND_bytes(b->bytes, RBUF_SIZE) != 1)
+  if (n > RBUF_SIZE / 4) /* large requests go straight to the source */
+    return source(out, n);
+  if (source(b->bytes, RBUF_SIZE) < 0)
     return IDGEN_ERANDOM;
   memcpy(out, b->bytes, n);
   b->pos = n;
@@ -111,20 +195,23 @@ int idgen__lock_acquire_slow(idgen__lock_t *l) {
         return 0;
       continue;
     }
-    /* Held: the holder runs a few dozen instructions.  Wait 1, 2, 4 ... 256
+    /* Held: the holder runs a few dozen instructions.  Wait 1, 2, 4, 8, 16
      * pauses between looks: a waiter that looks less often steals the line
-     * from the holder less often, so it finishes sooner (two threads sharing
-     * one ULID generator: 63-70 ns an ID with one pause between looks, 48-55
-     * with this).  On 2 cores the holder may have been preempted, so after
-     * about 1,000 pauses yield instead of burning the slice. */
-    if (spins < 1024) {
+     * from the holder less often (two threads sharing one ULID generator:
+     * 72-82 ns an ID with one pause between looks, 61-63 with this).  The
+     * holder may have been preempted (more threads than CPUs), so after 64
+     * pauses yield instead of burning the slice.  Not longer: a waiter that
+     * spun for 1,024 pauses before yielding could starve for most of a second
+     * among 64 threads on 2 CPUs, because the scheduler kept pushing back the
+     * one thread that yielded (review, 2026-11-26). */
+    if (spins < 64) {
       for (unsigned i = 0; i < backoff; i++) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
       }
       spins += backoff;
-      if (backoff < 256)
+      if (backoff < 16)
         backoff <<= 1;
     } else {
       sched_yield();
