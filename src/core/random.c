@@ -61,44 +61,68 @@ static void rbuf_free(void *p) {
 
 static void rbuf_init_key(void) { rbuf_key_ok = pthread_key_create(&rbuf_key, rbuf_free) == 0; }
 
-/* A gate that fork() closes: refills count themselves in, and fork()'s
- * prepare handler marks a fork pending and waits until none is in.  Plain
- * atomics, not a pthread lock: the child could not unlock a lock its
- * parent's thread took (another thread ID), and a fresh one at the same
- * address confuses ThreadSanitizer. */
+/* A gate that fork() closes: each RAND_bytes() call counts itself in, and
+ * fork()'s prepare handler counts a fork pending and waits until no call is
+ * in but its own thread's (fork() from a signal handler that interrupted a
+ * refill: that one cannot finish first).  Counts, because glibc runs the
+ * prepare handlers of forks from several threads at once.  Plain atomics,
+ * not a pthread lock: a child could not unlock a lock its parent's thread
+ * took (another thread ID).  A process that does not use OpenSSL (see
+ * openssl_gen) does not wait at all: its counts may be stale copies. */
 static _Atomic int fork_pending, in_refill;
 static _Atomic unsigned openssl_gen;
-/* Set in the thread that calls fork(), between the handlers: its own draws
- * (another fork handler's, run after ours) do not wait at the gate. */
+/* This thread's RAND_bytes() calls under way (0 or 1), and whether it is
+ * between the handlers of its own fork(): then its draws (another fork
+ * handler's, run after ours) do not wait at the gate. */
+static __thread int my_refill __attribute__((tls_model("initial-exec")));
 static __thread int forking __attribute__((tls_model("initial-exec")));
+/* The generation fork() was called in (prepare), for the child handler. */
+static _Atomic unsigned forked_from;
 
 static void gate_enter(void) {
   for (;;) {
     atomic_fetch_add(&in_refill, 1);
-    if (!atomic_load(&fork_pending))
-      return;
+    if (atomic_load(&fork_pending) == 0)
+      break;
     atomic_fetch_sub(&in_refill, 1);
-    while (atomic_load_explicit(&fork_pending, memory_order_relaxed))
+    while (atomic_load_explicit(&fork_pending, memory_order_relaxed) != 0)
       sched_yield();
   }
+  my_refill++;
 }
-static void gate_leave(void) { atomic_fetch_sub_explicit(&in_refill, 1, memory_order_release); }
+static void gate_leave(void) {
+  my_refill--;
+  atomic_fetch_sub_explicit(&in_refill, 1, memory_order_release);
+}
 
 static void fork_prepare(void) {
-  atomic_store(&fork_pending, 1);
-  while (atomic_load(&in_refill) > 0)
-    sched_yield();
+  unsigned gen = idgen__fork_gen();
+  /* A fork() from a signal handler that interrupted this thread's own
+   * RAND_bytes() copies whatever that call holds: the child gets 0, no
+   * generation, and stays on getrandom(). */
+  atomic_store_explicit(&forked_from, my_refill ? 0 : gen, memory_order_relaxed);
   forking = 1;
+  if (atomic_load_explicit(&openssl_gen, memory_order_relaxed) != gen)
+    return; /* no OpenSSL here: nothing to wait for */
+  atomic_fetch_add(&fork_pending, 1);
+  while (atomic_load(&in_refill) > my_refill)
+    sched_yield();
 }
 static void fork_parent(void) {
   forking = 0;
-  atomic_store(&fork_pending, 0);
+  if (atomic_load_explicit(&openssl_gen, memory_order_relaxed) == idgen__fork_gen())
+    atomic_fetch_sub(&fork_pending, 1);
 }
 static void fork_child(void) {
+  unsigned from = atomic_load_explicit(&forked_from, memory_order_relaxed);
   forking = 0;
+  my_refill = 0;
   atomic_store(&in_refill, 0); /* only this thread exists: no refill is under way */
   atomic_store(&fork_pending, 0);
-  atomic_store_explicit(&openssl_gen, idgen__fork_gen(), memory_order_relaxed);
+  /* OpenSSL stays usable only if the parent used it (then its refills were
+   * waited for); a child of a getrandom() process stays on getrandom(). */
+  if (atomic_load_explicit(&openssl_gen, memory_order_relaxed) == from)
+    atomic_store_explicit(&openssl_gen, idgen__fork_gen(), memory_order_relaxed);
 }
 
 __attribute__((constructor)) static void random_init(void) {
@@ -121,23 +145,25 @@ static int from_kernel(unsigned char *out, size_t n) {
 }
 
 /* n bytes from OpenSSL, or from the kernel in a process where OpenSSL's
- * locks may be held by threads that are not there (see the top). */
+ * locks may be held by threads that are not there (see the top).  The gate
+ * is passed per call of at most 1 MiB, so that a large draw holds fork()
+ * off no longer than one such call. */
 static int source(unsigned char *out, size_t n) {
   if (atomic_load_explicit(&openssl_gen, memory_order_relaxed) != idgen__fork_gen())
     return from_kernel(out, n);
-  int gated = !forking;
-  if (gated)
-    gate_enter();
-  int rc = 0;
-  for (size_t off = 0; off < n && rc == 0;) { /* 1 MiB at a time: RAND_bytes takes an int */
+  for (size_t off = 0; off < n;) { /* RAND_bytes takes an int */
     size_t k = n - off < ((size_t)1 << 20) ? n - off : (size_t)1 << 20;
-    if (RAND_bytes(out + off, (int)k) != 1)
-      rc = IDGEN_ERANDOM;
+    int gated = !forking;
+    if (gated)
+      gate_enter();
+    int ok = RAND_bytes(out + off, (int)k) == 1;
+    if (gated)
+      gate_leave();
+    if (!ok)
+      return IDGEN_ERANDOM;
     off += k;
   }
-  if (gated)
-    gate_leave();
-  return rc;
+  return 0;
 }
 
 static int refill(size_t n, void *out) {
