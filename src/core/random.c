@@ -14,10 +14,11 @@
  *
  * fork() beside a thread inside RAND_bytes() copies OpenSSL's lock held,
  * and the child's first refill waited for it forever (a review: about 1
- * fork in 100 with four threads drawing).  So refills pass a gate that
- * fork() closes and waits on (pthread_atfork), and a process that was not made
- * by a fork() that waited for it (_Fork(), clone()) refills from getrandom()
- * instead, for good: OpenSSL's locks may be held there by threads that do
+ * fork in 100 with four threads drawing).  So a fork() waits for the
+ * RAND_bytes() calls under way in other threads (pthread_atfork), calls
+ * made while a fork is pending draw from getrandom(), and a process that was
+ * not made by a fork() that waited (_Fork(), clone()) refills from
+ * getrandom() for good: OpenSSL's locks may be held there by threads that do
  * not exist.  openssl_gen is the fork generation in which RAND_bytes() is
  * safe: the one the library was loaded in, or the one a fork() child's
  * handler found.
@@ -61,67 +62,55 @@ static void rbuf_free(void *p) {
 
 static void rbuf_init_key(void) { rbuf_key_ok = pthread_key_create(&rbuf_key, rbuf_free) == 0; }
 
-/* A gate that fork() closes: each RAND_bytes() call counts itself in, and
- * fork()'s prepare handler counts a fork pending and waits until no call is
- * in but its own thread's (fork() from a signal handler that interrupted a
- * refill: that one cannot finish first).  Counts, because glibc runs the
- * prepare handlers of forks from several threads at once.  Plain atomics,
- * not a pthread lock: a child could not unlock a lock its parent's thread
- * took (another thread ID).  A process that does not use OpenSSL (see
- * openssl_gen) does not wait at all: its counts may be stale copies. */
+/* A gate between RAND_bytes() and fork(): each call counts itself in
+ * (in_refill), and fork()'s prepare handler counts a fork pending and waits
+ * until no call is in but its own thread's.  A call never waits: while a
+ * fork is pending it takes its bytes from getrandom() instead, so no lock
+ * of anyone else's (an earlier fork handler's, an application's) can be
+ * held by a thread that waits here.  Counts, because glibc runs the prepare
+ * handlers of forks from several threads at once.  Plain atomics: a child
+ * could not unlock a lock its parent's thread took (another thread ID).  A
+ * process that does not use OpenSSL (see openssl_gen) does not wait at all:
+ * its counts may be stale copies. */
 static _Atomic int fork_pending, in_refill;
 static _Atomic unsigned openssl_gen;
-/* This thread's RAND_bytes() calls under way (0 or 1), and whether it is
- * between the handlers of its own fork(): then its draws (another fork
- * handler's, run after ours) do not wait at the gate. */
+/* Per thread: its calls counted in in_refill, never fewer (it goes up before
+ * the count and down after it, so a fork() from a signal handler never
+ * waits for its own thread); the forks it has pending (its fork_parent
+ * takes back only its own, also after a fork() nested in a handler); the
+ * generation its last fork() was called in, 0 when the child must stay on
+ * getrandom(); and its cancellation state while a call is in. */
 static __thread int my_refill __attribute__((tls_model("initial-exec")));
-static __thread int forking __attribute__((tls_model("initial-exec")));
-/* The generation fork() was called in (prepare), for the child handler. */
-static _Atomic unsigned forked_from;
-
-static void gate_enter(void) {
-  for (;;) {
-    atomic_fetch_add(&in_refill, 1);
-    if (atomic_load(&fork_pending) == 0)
-      break;
-    atomic_fetch_sub(&in_refill, 1);
-    while (atomic_load_explicit(&fork_pending, memory_order_relaxed) != 0)
-      sched_yield();
-  }
-  my_refill++;
-}
-static void gate_leave(void) {
-  my_refill--;
-  atomic_fetch_sub_explicit(&in_refill, 1, memory_order_release);
-}
+static __thread int my_forks __attribute__((tls_model("initial-exec")));
+static __thread unsigned forked_from __attribute__((tls_model("initial-exec")));
+static __thread int cancel_state __attribute__((tls_model("initial-exec")));
 
 static void fork_prepare(void) {
   unsigned gen = idgen__fork_gen();
-  /* A fork() from a signal handler that interrupted this thread's own
-   * RAND_bytes() copies whatever that call holds: the child gets 0, no
-   * generation, and stays on getrandom(). */
-  atomic_store_explicit(&forked_from, my_refill ? 0 : gen, memory_order_relaxed);
-  forking = 1;
-  if (atomic_load_explicit(&openssl_gen, memory_order_relaxed) != gen)
+  int openssl = atomic_load_explicit(&openssl_gen, memory_order_relaxed) == gen;
+  /* A fork() from a signal handler that interrupted this thread's own call
+   * copies whatever that call holds: its child stays on getrandom(). */
+  forked_from = openssl && my_refill == 0 ? gen : 0;
+  if (!openssl)
     return; /* no OpenSSL here: nothing to wait for */
+  my_forks++;
   atomic_fetch_add(&fork_pending, 1);
   while (atomic_load(&in_refill) > my_refill)
     sched_yield();
 }
 static void fork_parent(void) {
-  forking = 0;
-  if (atomic_load_explicit(&openssl_gen, memory_order_relaxed) == idgen__fork_gen())
+  if (my_forks > 0) {
+    my_forks--;
     atomic_fetch_sub(&fork_pending, 1);
+  }
 }
 static void fork_child(void) {
-  unsigned from = atomic_load_explicit(&forked_from, memory_order_relaxed);
-  forking = 0;
+  my_forks = 0;
   my_refill = 0;
-  atomic_store(&in_refill, 0); /* only this thread exists: no refill is under way */
+  atomic_store(&in_refill, 0); /* only this thread exists: no call is under way */
   atomic_store(&fork_pending, 0);
-  /* OpenSSL stays usable only if the parent used it (then its refills were
-   * waited for); a child of a getrandom() process stays on getrandom(). */
-  if (atomic_load_explicit(&openssl_gen, memory_order_relaxed) == from)
+  /* OpenSSL stays usable only where the parent's calls were waited for. */
+  if (forked_from != 0 && atomic_load_explicit(&openssl_gen, memory_order_relaxed) == forked_from)
     atomic_store_explicit(&openssl_gen, idgen__fork_gen(), memory_order_relaxed);
 }
 
@@ -145,20 +134,33 @@ static int from_kernel(unsigned char *out, size_t n) {
 }
 
 /* n bytes from OpenSSL, or from the kernel in a process where OpenSSL's
- * locks may be held by threads that are not there (see the top).  The gate
- * is passed per call of at most 1 MiB, so that a large draw holds fork()
- * off no longer than one such call. */
+ * locks may be held by threads that are not there (see the top) and while
+ * a fork is pending.  The gate is passed per call of at most 1 MiB, so that
+ * a large draw holds fork() off no longer than one such call.  Cancellation
+ * is off while a call is in (RAND_bytes may read a file, a cancellation
+ * point): a thread cancelled there would leave in_refill counting it. */
 static int source(unsigned char *out, size_t n) {
   if (atomic_load_explicit(&openssl_gen, memory_order_relaxed) != idgen__fork_gen())
     return from_kernel(out, n);
   for (size_t off = 0; off < n;) { /* RAND_bytes takes an int */
     size_t k = n - off < ((size_t)1 << 20) ? n - off : (size_t)1 << 20;
-    int gated = !forking;
-    if (gated)
-      gate_enter();
-    int ok = RAND_bytes(out + off, (int)k) == 1;
-    if (gated)
-      gate_leave();
+    int ok;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+    my_refill++;
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_fetch_add(&in_refill, 1);
+    if (atomic_load(&fork_pending) != 0) {
+      atomic_fetch_sub(&in_refill, 1);
+      atomic_signal_fence(memory_order_seq_cst);
+      my_refill--;
+      ok = from_kernel(out + off, k) == 0;
+    } else {
+      ok = RAND_bytes(out + off, (int)k) == 1;
+      atomic_fetch_sub_explicit(&in_refill, 1, memory_order_release);
+      atomic_signal_fence(memory_order_seq_cst);
+      my_refill--;
+    }
+    pthread_setcancelstate(cancel_state, NULL);
     if (!ok)
       return IDGEN_ERANDOM;
     off += k;
