@@ -741,9 +741,6 @@ static int fill_flaky(void *ctx, void *buf, size_t n) {
   return 0;
 }
 
-/* Random bits are drawn only for a new millisecond; a failed draw is
- * returned as the source's error and changes nothing; within a millisecond
- * no draw is made, so a failing source does not stop the increments. */
 /* fork() and _Fork() while other threads are inside OpenSSL's RAND_bytes
  * (large draws go straight to it): the child's first draw must not wait for
  * a lock a thread of the parent held.  Before the fix about 1 fork in 100
@@ -797,6 +794,9 @@ static void test_fork_beside_draws(void **state) {
     fail_msg("%d of %d children hung or failed drawing random bytes", stuck, forks);
 }
 
+/* Random bits are drawn only for a new millisecond; a failed draw is
+ * returned as the source's error and changes nothing; within a millisecond
+ * no draw is made, so a failing source does not stop the increments. */
 static void test_ulid_failing_random(void **state) {
   (void)state;
   tu_clock_t c;
