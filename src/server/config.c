@@ -184,6 +184,7 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
   c->max_request_bytes = s->num[SK_MAX_REQUEST_BYTES];
   c->max_batch = s->num[SK_MAX_BATCH];
   c->max_output_bytes = s->num[SK_MAX_OUTPUT_BYTES];
+  c->busy_poll_ns = s->num[SK_BUSY_POLL_US] * 1000;
   c->idle_timeout_ms = s->num[SK_IDLE_TIMEOUT_MS];
   c->slow_timeout_ms = s->num[SK_SLOW_TIMEOUT_MS];
   c->shutdown_timeout_ms = s->num[SK_SHUTDOWN_TIMEOUT_MS];

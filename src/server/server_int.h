@@ -77,6 +77,8 @@ typedef struct serve_wstats {
   serve_counter_t open[NPROTO], accepted[NPROTO];
   serve_counter_t closed[NCR];
   serve_counter_t parked;                 /* requests that waited parked */
+  serve_counter_t sleeps;                 /* blocking waits for events */
+  serve_counter_t polls[2];               /* busy polls that found no work, found work */
 } serve_wstats_t;
 
 typedef struct serve_buf {
@@ -177,6 +179,9 @@ typedef struct serve_worker {
   int64_t read_ns;               /* when the current batch of requests was read */
   size_t replies;                /* requests answered in the current batch */
   int read_eagain;               /* the last conn_readable() found nothing to read */
+  int worked;                    /* the last turn had events (busy polling) */
+  int poll_credit;               /* busy polls' recent luck: -8 to 8 */
+  unsigned poll_probes;          /* idle turns while the credit is negative */
   int draining;
   int64_t drain_deadline_ms;
   int64_t date_sec;

@@ -29,6 +29,30 @@ def group_benchmark(d):
     errs = (mget(m1, "idgen_requests_total", proto="resp", code="err") or 0) - \
         (mget(m0, "idgen_requests_total", proto="resp", code="err") or 0)
     check("redis-benchmark ID: no RESP error replies (CONFIG GET answered)", errs == 0, "err +%r" % errs)
+    polls = {f: (mget(m1, "idgen_busy_polls_total", found=f) or 0) - (mget(m0, "idgen_busy_polls_total", found=f)
+                                                                      or 0) for f in ("work", "none")}
+    sleeps = (mget(m1, "idgen_loop_sleeps_total") or 0) - (mget(m0, "idgen_loop_sleeps_total") or 0)
+    # 50 clients, each sending its next request as its reply comes: a loop that has
+    # just answered finds the next request by polling, often (busy_poll_us, default 20).
+    check("busy polling (default 20 us): polls found work during redis-benchmark, and the "
+          "loops still slept", polls["work"] > 0 and sleeps > 0, (polls, sleeps))
+
+
+def group_busy_poll_off():
+    """--busy-poll-us 0: the loops never poll, and every request is still answered."""
+    d = Daemon("nopoll", ["--busy-poll-us", "0"])
+    try:
+        p = subprocess.run(["redis-benchmark", "-h", HOST, "-p", str(d.resp), "-n", "20000", "-q", "ID"],
+                           capture_output=True, timeout=60)
+        m, _ = get_metrics(d)
+        issued = msum(m, "idgen_ids_issued_total", kind="snowflake")
+        polls = msum(m, "idgen_busy_polls_total")
+        check("--busy-poll-us 0: redis-benchmark's 20000 ID answered (%r issued), no busy poll (%r), "
+              "the loops slept (%r)" % (issued, polls, mget(m, "idgen_loop_sleeps_total")),
+              p.returncode == 0 and issued == 20000 and polls == 0
+              and (mget(m, "idgen_loop_sleeps_total") or 0) > 0, p.stderr.decode()[-300:])
+    finally:
+        d.stop()
 
 
 SLOW_LAYOUT = "time:41@1s,worker:10,sequence:4,epoch=1288834974000"  # 16 IDs a second
@@ -340,5 +364,6 @@ if __name__ == "__main__":
     run_suite("limits",
               before=[],
               with_daemon=[('redis-benchmark', group_benchmark)],
-              after=[('requests that wait for their tick', group_waiting), ('agents and max_connections', group_agents_and_limit), ('metrics series unique (agent other)', group_metrics_unique), ('10000 connections', group_many_connections)],
+              after=[('busy polling off', group_busy_poll_off),
+                     ('requests that wait for their tick', group_waiting), ('agents and max_connections', group_agents_and_limit), ('metrics series unique (agent other)', group_metrics_unique), ('10000 connections', group_many_connections)],
               snow_kinds=None)
