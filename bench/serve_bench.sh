@@ -243,7 +243,7 @@ start_nginx() {
 }
 
 # ---------------------------------------------------------------- measurements
-declare -A RPS P99 CMD BYTES SCPU CCPU
+declare -A RPS P99 CMD BYTES SCPU CCPU IPI
 # add KEY RPS P99_MS SERVER_CPU_US_PER_REQUEST CLIENT_CPU_PERCENT
 add() {
   RPS[$1]="${RPS[$1]-}${RPS[$1]:+ }$2"; P99[$1]="${P99[$1]-}${P99[$1]:+ }$3"
@@ -253,22 +253,28 @@ add() {
 # waited-for children (the benchmark client, reaped through timeout).
 ticks() { local p; for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null; done | awk '{s += $1} END {print s + 0}'; }
 child_ticks() { awk '{print $16 + $17}' "/proc/$$/stat"; }
+# Inter-processor interrupts so far, all CPUs: function calls and reschedules, which is how
+# a wake-up reaches a sleeping thread's idle CPU (the price a client pays to wake a server).
+ipis() { awk '$1 == "CAL:" || $1 == "RES:" { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i }
+  END { print s + 0 }' /proc/interrupts 2>/dev/null; }
 hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
 now() { date +%s.%N; }
 
 # run_client OUTFILE SECONDS "SERVER_PIDS" COMMAND...: in the background, so that a Ctrl-C runs
 # the trap at once (bash defers a trap until a foreground command ends, and skips it when that
 # command catches SIGINT itself, as wrk does); cleanup() stops it.  Sets RUN_SERVER_TICKS
-# (CPU the servers used meanwhile), RUN_CLIENT_PCT (the client's CPU, % of one core).
+# (CPU the servers used meanwhile), RUN_CLIENT_PCT (the client's CPU, % of one core),
+# RUN_IPIS (inter-processor interrupts meanwhile).
 CLIENT_PID=""
 run_client() {
-  local f=$1 t=$2 spids=$3 rc s0 c0 w0 s1 c1 w1; shift 3
-  s0=$(ticks $spids) c0=$(child_ticks) w0=$(now)
+  local f=$1 t=$2 spids=$3 rc s0 c0 w0 i0 s1 c1 w1; shift 3
+  s0=$(ticks $spids) c0=$(child_ticks) w0=$(now) i0=$(ipis)
   timeout "$t" "$@" >"$f" 2>&1 &
   CLIENT_PID=$!
   wait "$CLIENT_PID"; rc=$?
   CLIENT_PID=""
   s1=$(ticks $spids) c1=$(child_ticks) w1=$(now)
+  RUN_IPIS=$(($(ipis) - i0))
   RUN_SERVER_TICKS=$((s1 - s0))
   RUN_CLIENT_PCT=$(awk -v c=$((c1 - c0)) -v hz="$hz" -v w0="$w0" -v w1="$w1" 'BEGIN{ printf "%.0f", c / hz / (w1 - w0) * 100 }')
   return "$rc"
@@ -293,9 +299,11 @@ resp_run() {
   if grep -q 'Error from server' "$f"; then
     err "$key: error replies: $(grep -m1 'Error from server' "$f")"
   fi
-  local cpu; cpu=$(cpu_per_req "$resp_n")
+  local cpu ipi; cpu=$(cpu_per_req "$resp_n")
+  ipi=$(awk -v i="$RUN_IPIS" -v n="$resp_n" 'BEGIN{ printf "%.3f", i / n }')
   add "$key" "$rps" "$p99" "$cpu" "$RUN_CLIENT_PCT"
-  log "$key: $(fmt_int "$rps") requests/s, p99 $p99 ms, server CPU $cpu µs/request, client CPU $RUN_CLIENT_PCT%"
+  IPI[$key]="${IPI[$key]-}${IPI[$key]:+ }$ipi"
+  log "$key: $(fmt_int "$rps") requests/s, p99 $p99 ms, server CPU $cpu µs/request, client CPU $RUN_CLIENT_PCT%, $ipi IPIs/request"
 }
 
 # wrk_run KEY "SERVER_PIDS" URL
@@ -339,6 +347,12 @@ med_p99() { median ${P99[$1]-}; }
 med_cpu() { local m; m=$(median ${SCPU[$1]-}); [ -n "$m" ] && echo "$m µs" || echo "–"; }
 med_ccpu() { local m; m=$(median ${CCPU[$1]-}); echo "${m:-–}"; }
 runs() { local v out=""; for v in ${RPS[$1]-}; do out="$out${out:+ · }$(fmt_int "$v")"; done; echo "${out:-failed}"; }
+# pairs A B: "r1, r2, ... (median m)", each run of A over the run of B made next to it.
+pairs() { local a b rs="" out=""; read -ra a <<<"${RPS[$1]-}"; read -ra b <<<"${RPS[$2]-}"
+  for i in "${!a[@]}"; do [ -n "${b[$i]-}" ] || continue; rs="$rs $(ratio "${a[$i]}" "${b[$i]}")"; done
+  for x in $rs; do out="$out${out:+, }$x"; done
+  # shellcheck disable=SC2086
+  [ -n "$out" ] && echo "$out (median $(median $rs))" || echo "–"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a == "" || b == "" || b == 0) print ""; else printf "%.2f", a / b }'; }
 verdict() { awk -v v="$1" -v t="$2" 'BEGIN{ if (v == "") print "no result"; else if (v >= t) print "met"; else print "**not met**" }'; }
 mb() { awk -v k="$1" 'BEGIN{ if (k == "") print "–"; else printf "%.1f MB", k / 1024 }'; }
@@ -644,11 +658,19 @@ report() {
   echo "| idgen \`ID\`, -P 16, \`--threads 2\` | $(runs resp_idgen_P16T2) | $(fmt_int "$m1") | $(med_p99 resp_idgen_P16T2) ms | $(med_cpu resp_idgen_P16T2) | ${rt:-–}× | for information | |"
   echo "| Redis \`INCR counter\`, -P 16, \`--threads 2\` | $(runs resp_redis_P16T2) | $(fmt_int "$m2") | $(med_p99 resp_redis_P16T2) ms | $(med_cpu resp_redis_P16T2) | | | |"
   echo
+  echo "Round by round (each idgen run over the Redis run made next to it, which cancels the"
+  echo "machine's drift between minutes): -P 1 $(pairs resp_idgen_P1 resp_redis_P1); -P 16 $(pairs resp_idgen_P16 resp_redis_P16)."
+  echo
   echo "redis-benchmark's CPU (median, % of one core): -P 1 $(med_ccpu resp_idgen_P1)% beside idgen, $(med_ccpu resp_redis_P1)% beside Redis;"
   echo "-P 16 $(med_ccpu resp_idgen_P16)% and $(med_ccpu resp_redis_P16)%; -P 16 with \`--threads 2\` $(med_ccpu resp_idgen_P16T2)% and $(med_ccpu resp_redis_P16T2)%. With one client thread near"
-  echo "100%, the client sets the pace (and idgen's 19-digit integer replies cost it more to parse than"
-  echo "Redis's small counter); the server CPU per request (all the server's threads, from /proc/PID/stat)"
-  echo "is then the fairer comparison. The \`--threads 2\` rows leave the server less CPU on two cores."
+  echo "100%, the client sets the pace, and what it pays in its own system calls decides the rate: above"
+  echo "all, waking a server thread asleep in \`epoll_wait\` (an inter-processor interrupt to its idle CPU)."
+  # shellcheck disable=SC2086
+  echo "IPIs per request (median, whole machine): -P 1 $(median ${IPI[resp_idgen_P1]-}) beside idgen, $(median ${IPI[resp_redis_P1]-}) beside Redis;"
+  # shellcheck disable=SC2086
+  echo "-P 16 $(median ${IPI[resp_idgen_P16]-}) and $(median ${IPI[resp_redis_P16]-}) (idgen's loops poll before they sleep: \`busy_poll_us\`, docs/DESIGN.md §10)."
+  echo "The server CPU per request (all the server's threads, from /proc/PID/stat) includes that polling."
+  echo "The \`--threads 2\` rows leave the server less CPU on two cores."
   echo
   echo "### HTTP: \`wrk -t$wrk_t -c$wrk_c -d$wrk_d\` on \`/id\`, idgen against nginx \`return 200 \"$nginx_body\\n\"\`"
   echo
@@ -712,7 +734,7 @@ report() {
   echo
   echo "### Daemon counters after the runs (\`/metrics\`)"
   echo
-  echo "- main: $(metric "$metrics_main" 'idgen_requests_total|idgen_connections_closed_total|idgen_clock_refusals_total|idgen_sequence_exhausted_total')"
+  echo "- main: $(metric "$metrics_main" 'idgen_requests_total|idgen_connections_closed_total|idgen_clock_refusals_total|idgen_sequence_exhausted_total|idgen_busy_polls_total|idgen_loop_sleeps_total')"
   echo "- wide: $(metric "$metrics_wide" 'idgen_requests_total|idgen_clock_waits_total|idgen_sequence_exhausted_total|idgen_clock_refusals_total')"
   echo "- twitter: $(metric "$metrics_tw" 'idgen_requests_total|idgen_clock_waits_total|idgen_sequence_exhausted_total|idgen_clock_refusals_total')"
   if [ ${#errors[@]} -gt 0 ] || [ ${#notes[@]} -gt 0 ]; then
