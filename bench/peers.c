@@ -112,19 +112,20 @@ static struct sample run_clock(double seconds) {
  * one fetch_add; or the same under a mutex, as yitter takes its lock. */
 static pthread_mutex_t floor_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t floor_plain;
+static inline int64_t realtime_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 static struct sample run_clock_xadd(double seconds) {
   TIMED_LOOP(seconds, {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t ms = realtime_ms();
     acc += (uint64_t)ms + atomic_fetch_add(&shared_counter, 1);
   });
 }
 static struct sample run_clock_mutex(double seconds) {
   TIMED_LOOP(seconds, {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t ms = realtime_ms();
     pthread_mutex_lock(&floor_mu);
     uint64_t v = floor_plain++;
     pthread_mutex_unlock(&floor_mu);
