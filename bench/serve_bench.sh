@@ -734,7 +734,7 @@ report() {
   echo
   echo "### Daemon counters after the runs (\`/metrics\`)"
   echo
-  echo "- main: $(metric "$metrics_main" 'idgen_requests_total|idgen_connections_closed_total|idgen_clock_refusals_total|idgen_sequence_exhausted_total|idgen_busy_polls_total|idgen_loop_sleeps_total')"
+  echo "- main: $(metric "$metrics_main" 'idgen_requests_total|idgen_connections_closed_total|idgen_clock_refusals_total|idgen_sequence_exhausted_total|idgen_busy_polls_total|idgen_loop_waits_total')"
   echo "- wide: $(metric "$metrics_wide" 'idgen_requests_total|idgen_clock_waits_total|idgen_sequence_exhausted_total|idgen_clock_refusals_total')"
   echo "- twitter: $(metric "$metrics_tw" 'idgen_requests_total|idgen_clock_waits_total|idgen_sequence_exhausted_total|idgen_clock_refusals_total')"
   if [ ${#errors[@]} -gt 0 ] || [ ${#notes[@]} -gt 0 ]; then

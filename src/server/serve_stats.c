@@ -317,14 +317,15 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
                 "a timer, without holding their event loop.\n"
                 "# TYPE idgen_requests_parked_total counter\nidgen_requests_parked_total %" PRIu64
                 "\n"
-                "# HELP idgen_loop_sleeps_total Times an event loop slept waiting for work.\n"
-                "# TYPE idgen_loop_sleeps_total counter\nidgen_loop_sleeps_total %" PRIu64 "\n"
-                "# HELP idgen_busy_polls_total Times an event loop polled for work before "
-                "sleeping (busy_poll_us), by whether it found any.\n"
+                "# HELP idgen_loop_waits_total Blocking waits for work by the event loops "
+                "(one that finds work ready returns at once).\n"
+                "# TYPE idgen_loop_waits_total counter\nidgen_loop_waits_total %" PRIu64 "\n"
+                "# HELP idgen_busy_polls_total Times an event loop polled for work instead of "
+                "waiting at once (busy_poll_us), by whether it found some in time.\n"
                 "# TYPE idgen_busy_polls_total counter\n"
                 "idgen_busy_polls_total{found=\"work\"} %" PRIu64 "\n"
                 "idgen_busy_polls_total{found=\"none\"} %" PRIu64 "\n",
-             ls.mark_failures, SUM(s, parked), SUM(s, sleeps), SUM(s, polls[1]),
+             ls.mark_failures, SUM(s, parked), SUM(s, waits), SUM(s, polls[1]),
              SUM(s, polls[0]));
   if (s->lease_field >= 0) { /* bound to a registry's lease */
     static const char *const op_names[SERVE_REG_OPS] = {"acquire", "renew", "mark"};

@@ -43,7 +43,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -526,35 +525,41 @@ static void start_drain(serve_worker_t *w) {
 }
 
 /* Waits up to wait_ns for events.  After a turn with work the loop first
- * polls (epoll_wait without blocking, yielding the CPU between looks) for up
- * to busy_poll_ns: a loop that sleeps costs the client that wakes it an
- * inter-processor interrupt and a wake-up, on every request of a
- * request-reply client that is about as fast as the loop (DESIGN §10).  The
- * credit stops the polling while polls seldom find work: a hit raises it by
- * one, a miss lowers it by two, so polling lasts while two in three polls
- * find work; while it is negative only every eighth idle turn polls, to
- * notice when the load comes back.  Light or bursty traffic thus costs at
- * most an eighth of busy_poll_ns per turn, and an idle loop nothing. */
+ * polls (epoll_wait without blocking) for up to busy_poll_ns: a loop that
+ * sleeps costs the client that wakes it an inter-processor interrupt and a
+ * wake-up, on every request of a request-reply client that is about as fast
+ * as the loop (DESIGN §10).  So polling costs at most busy_poll_ns per turn
+ * with work, which is at most that per request answered.  The credit stops
+ * it while polls seldom find work: a hit raises it by one, a miss lowers it
+ * by two, so polling lasts while two in three polls find work; while it is
+ * negative only every eighth turn after work polls, to notice when the load
+ * comes back.  No sched_yield between looks: a yield to a busy task on the
+ * same CPU keeps the loop runnable, not asleep, so a request arriving
+ * meanwhile waits for the next scheduler tick instead of waking it.  A find
+ * after twice the budget (the thread lost its CPU meanwhile) is a miss. */
 static int wait_events(serve_worker_t *w, struct epoll_event *evs, int64_t wait_ns) {
   int64_t budget = w->srv->cfg->busy_poll_ns;
   if (budget > wait_ns)
     budget = wait_ns;
   int n = 0;
   if (budget > 0 && w->worked && (w->poll_credit >= 0 || (++w->poll_probes & 7) == 0)) {
-    int64_t start = serve_mono_ns(), spent = 0;
-    while ((n = epoll_wait(w->epfd, evs, 256, 0)) == 0 &&
-           (spent = serve_mono_ns() - start) < budget)
-      sched_yield();
-    if (n > 0)
-      w->poll_credit += w->poll_credit < 8;
-    else if (n == 0 && (w->poll_credit -= 2) < -8)
-      w->poll_credit = -8;
-    if (n >= 0)
-      CNT_ADD(w->st.polls[n > 0], 1);
+    int64_t start = serve_mono_ns(), spent;
+    do {
+      n = epoll_wait(w->epfd, evs, 256, 0);
+      spent = serve_mono_ns() - start;
+    } while (n == 0 && spent < budget);
+    if (n >= 0) {
+      int hit = n > 0 && spent < 2 * budget;
+      if (hit)
+        w->poll_credit += w->poll_credit < 8;
+      else if ((w->poll_credit -= 2) < -8)
+        w->poll_credit = -8;
+      CNT_ADD(w->st.polls[hit], 1);
+    }
     wait_ns = spent < wait_ns ? wait_ns - spent : 0;
   }
   if (n == 0) {
-    CNT_ADD(w->st.sleeps, 1);
+    CNT_ADD(w->st.waits, 1);
     struct timespec ts = {(time_t)(wait_ns / 1000000000), (long)(wait_ns % 1000000000)};
     n = epoll_pwait2(w->epfd, evs, 256, &ts, NULL);
     if (n < 0 && errno == ENOSYS) /* a kernel before 5.11 */

@@ -77,8 +77,8 @@ typedef struct serve_wstats {
   serve_counter_t open[NPROTO], accepted[NPROTO];
   serve_counter_t closed[NCR];
   serve_counter_t parked;                 /* requests that waited parked */
-  serve_counter_t sleeps;                 /* blocking waits for events */
-  serve_counter_t polls[2];               /* busy polls that found no work, found work */
+  serve_counter_t waits;                  /* blocking waits for events (epoll_pwait2) */
+  serve_counter_t polls[2];               /* busy polls that missed, that found work in time */
 } serve_wstats_t;
 
 typedef struct serve_buf {
