@@ -529,7 +529,7 @@ static void start_drain(serve_worker_t *w) {
  * sleeps costs the client that wakes it an inter-processor interrupt and a
  * wake-up, on every request of a request-reply client that is about as fast
  * as the loop (DESIGN §10).  So polling costs at most busy_poll_ns per turn
- * with work, which is at most that per request answered.  The credit stops
+ * with work (requests read, a connection accepted or closed).  The credit stops
  * it while polls seldom find work: a hit raises it by one, a miss lowers it
  * by two, so polling lasts while two in three polls find work; while it is
  * negative only every eighth turn after work polls, to notice when the load

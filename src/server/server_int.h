@@ -181,7 +181,7 @@ typedef struct serve_worker {
   int read_eagain;               /* the last conn_readable() found nothing to read */
   int worked;                    /* the last turn had events (busy polling) */
   int poll_credit;               /* busy polls' recent luck: -8 to 8 */
-  unsigned poll_probes;          /* idle turns while the credit is negative */
+  unsigned poll_probes;          /* turns after work while the credit is negative */
   int draining;
   int64_t drain_deadline_ms;
   int64_t date_sec;
