@@ -29,27 +29,26 @@ def group_benchmark(d):
     errs = (mget(m1, "idgen_requests_total", proto="resp", code="err") or 0) - \
         (mget(m0, "idgen_requests_total", proto="resp", code="err") or 0)
     check("redis-benchmark ID: no RESP error replies (CONFIG GET answered)", errs == 0, "err +%r" % errs)
-    polls = {f: (mget(m1, "idgen_busy_polls_total", found=f) or 0) - (mget(m0, "idgen_busy_polls_total", found=f)
-                                                                      or 0) for f in ("work", "none")}
+    polls = msum(m1, "idgen_busy_polls_total")
     waits = (mget(m1, "idgen_loop_waits_total") or 0) - (mget(m0, "idgen_loop_waits_total") or 0)
-    # 50 clients, each sending its next request as its reply comes: a loop that has
-    # just answered finds the next request by polling, often (busy_poll_us, default 20).
-    check("busy polling (default 20 us): polls found work during redis-benchmark, and the "
-          "loops still waited", polls["work"] > 0 and waits > 0, (polls, waits))
+    check("busy polling is off by default: no poll (%r), the loops waited (%r)" % (polls, waits),
+          polls == 0 and waits > 0)
 
 
-def group_busy_poll_off():
-    """--busy-poll-us 0: the loops never poll, and every request is still answered."""
-    d = Daemon("nopoll", ["--busy-poll-us", "0"])
+def group_busy_poll():
+    """--busy-poll-us 20: 50 clients, each sending its next request as its reply comes; a
+    loop that has just answered finds the next request by polling, often, and every request
+    is answered."""
+    d = Daemon("poll", ["--busy-poll-us", "20"])
     try:
         p = subprocess.run(["redis-benchmark", "-h", HOST, "-p", str(d.resp), "-n", "20000", "-q", "ID"],
                            capture_output=True, timeout=60)
         m, _ = get_metrics(d)
         issued = msum(m, "idgen_ids_issued_total", kind="snowflake")
-        polls = msum(m, "idgen_busy_polls_total")
-        check("--busy-poll-us 0: redis-benchmark's 20000 ID answered (%r issued), no busy poll (%r), "
-              "the loops waited (%r)" % (issued, polls, mget(m, "idgen_loop_waits_total")),
-              p.returncode == 0 and issued == 20000 and polls == 0
+        polls = {f: mget(m, "idgen_busy_polls_total", found=f) or 0 for f in ("work", "none")}
+        check("--busy-poll-us 20: redis-benchmark's 20000 ID answered (%r issued), polls found work "
+              "(%r), the loops still waited (%r)" % (issued, polls, mget(m, "idgen_loop_waits_total")),
+              p.returncode == 0 and issued == 20000 and polls["work"] > 0
               and (mget(m, "idgen_loop_waits_total") or 0) > 0, p.stderr.decode()[-300:])
     finally:
         d.stop()
@@ -364,6 +363,6 @@ if __name__ == "__main__":
     run_suite("limits",
               before=[],
               with_daemon=[('redis-benchmark', group_benchmark)],
-              after=[('busy polling off', group_busy_poll_off),
+              after=[('busy polling on', group_busy_poll),
                      ('requests that wait for their tick', group_waiting), ('agents and max_connections', group_agents_and_limit), ('metrics series unique (agent other)', group_metrics_unique), ('10000 connections', group_many_connections)],
               snow_kinds=None)
