@@ -7,16 +7,16 @@ Starts one redis-server and one `idgen serve` per LABEL=ARGS (ARGS: extra
 `idgen serve` options, comma-separated; `default=` for none), then runs
 `redis-benchmark -c 50 -n N -P P` against each in turn, N rounds, the order
 reversed every other round, and prints for each server the medians of:
-requests/s; the ratio to the Redis run of the same round (adjacent runs,
-which cancels this machine's drift between minutes); inter-processor
+requests/s; the ratio to the Redis run of the same round (made within
+seconds of it, which cancels this machine's drift between minutes); inter-processor
 interrupts per request, whole machine (CAL and RES in /proc/interrupts: how a
 wake-up reaches a sleeping thread's idle CPU); the server's voluntary
 context switches per request (its sleeps); its CPU per request; and the
 client's CPU per request.
 
 Without LABEL=ARGS it compares the defaults (no busy polling),
-`--busy-poll-us 20`, and `--threads 1 --busy-poll-us 20`.  Needs redis-server and redis-benchmark (Debian's
-redis-server and redis-tools).  Exit status 0, or 1 when a client failed.
+`--busy-poll-us 20`, and `--threads 1 --busy-poll-us 20`.  Needs
+redis-server and redis-benchmark (Debian's redis-server and redis-tools).  Exit status 0, or 1 when a client failed.
 """
 
 import argparse
