@@ -14,8 +14,8 @@ wake-up reaches a sleeping thread's idle CPU); the server's voluntary
 context switches per request (its sleeps); its CPU per request; and the
 client's CPU per request.
 
-Without LABEL=ARGS it compares the defaults (no busy polling),
-`--busy-poll-us 20`, and `--threads 1 --busy-poll-us 20`.  Needs
+Without LABEL=ARGS it compares the defaults (busy polling, 20 us, onto
+idle CPUs), `--busy-poll-us 0` (never polling), and `--threads 1`.  Needs
 redis-server and redis-benchmark (Debian's redis-server and redis-tools).  Exit status 0, or 1 when a client failed.
 """
 
@@ -88,7 +88,7 @@ def main():
     ap.add_argument("--idgen", default=os.path.join(HERE, "..", "build", "idgen"))
     ap.add_argument("servers", nargs="*", metavar="LABEL=ARGS")
     a = ap.parse_args()
-    specs = a.servers or ["default=", "poll-20=--busy-poll-us,20", "1-loop-poll=--threads,1,--busy-poll-us,20"]
+    specs = a.servers or ["default=", "no-poll=--busy-poll-us,0", "1-loop=--threads,1"]
     for tool in ("redis-server", "redis-benchmark"):
         if subprocess.run(["sh", "-c", "command -v " + tool], capture_output=True).returncode:
             sys.exit("resp_wakeups: %s not found (apt-get install -y redis-server redis-tools)" % tool)

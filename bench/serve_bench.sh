@@ -7,7 +7,7 @@
 #
 #   RESP     redis-benchmark -c 50 -n 2000000: `ID` against idgen, `INCR counter` against a
 #            redis-server started here; at -P 1 and -P 16; idgen and Redis alternate, N rounds.
-#            At -P 1 also an idgen with --busy-poll-us 20 (off by default).
+#            At -P 1 also an idgen with --busy-poll-us 0 (never polling; the default polls).
 #            For information also -P 16 with `redis-benchmark --threads 2`.
 #   HTTP     wrk -t2 -c64 -d10s on /id: idgen against nginx answering `return 200 "…\n"`
 #            (bench/nginx.conf.in); alternating, N rounds.
@@ -480,9 +480,9 @@ start_idgen wide --http 127.0.0.1:0 --resp off --layout "$wide_layout" || exit 1
 wide_pid=$IDGEN_PID wide_http=$HTTP_PORT
 start_idgen twitter --http 127.0.0.1:0 --resp off --layout twitter --max-borrow-ms 0 || exit 1
 tw_pid=$IDGEN_PID tw_http=$HTTP_PORT
-# The same as main with busy polling (off by default: docs/DESIGN.md §10), for RESP -P 1.
-start_idgen poll --http off --resp 127.0.0.1:0 --busy-poll-us 20 || exit 1
-poll_pid=$IDGEN_PID poll_resp=$RESP_PORT
+# The same as main without busy polling (docs/DESIGN.md §10), for RESP -P 1.
+start_idgen nopoll --http off --resp 127.0.0.1:0 --busy-poll-us 0 || exit 1
+nopoll_pid=$IDGEN_PID nopoll_resp=$RESP_PORT
 start_redis bench || exit 1
 redis_pid=$REDIS_PID redis_port=$REDIS_PORT
 start_nginx || exit 1
@@ -516,7 +516,7 @@ for P in 1 16; do
   for ((r = 1; r <= rounds; r++)); do
     log "RESP -P $P, round $r/$rounds"
     resp_run "resp_idgen_P$P" "$main_pid" "$main_resp" "$P" ID
-    [ "$P" = 1 ] && resp_run resp_poll_P1 "$poll_pid" "$poll_resp" 1 ID
+    [ "$P" = 1 ] && resp_run resp_nopoll_P1 "$nopoll_pid" "$nopoll_resp" 1 ID
     resp_run "resp_redis_P$P" "$redis_pid" "$redis_port" "$P" INCR counter
   done
 done
@@ -549,7 +549,7 @@ metrics_main=$(http_get "$main_http" /metrics 2>/dev/null || true)
 metrics_wide=$(http_get "$wide_http" /metrics 2>/dev/null || true)
 metrics_tw=$(http_get "$tw_http" /metrics 2>/dev/null || true)
 
-for pid in "$main_pid" "$wide_pid" "$tw_pid" "$poll_pid"; do
+for pid in "$main_pid" "$wide_pid" "$tw_pid" "$nopoll_pid"; do
   name=$(for i in "${!pids[@]}"; do [ "${pids[$i]}" = "$pid" ] && echo "${names[$i]}"; done)
   if ! kill -0 "$pid" 2>/dev/null; then err "$name died during the benchmarks"; fi
   stop_pid "$pid" "$name"; st=$?
@@ -659,8 +659,8 @@ report() {
     echo "| idgen \`ID\`, -P $p | $(runs "resp_idgen_P$p") | **$(fmt_int "$m1")** | $(med_p99 "resp_idgen_P$p") ms | $(med_cpu "resp_idgen_P$p") | **${rt:-–}×** | ≥ ${t}× | $(verdict "$rt" "$t") |"
     echo "| Redis \`INCR counter\`, -P $p | $(runs "resp_redis_P$p") | $(fmt_int "$m2") | $(med_p99 "resp_redis_P$p") ms | $(med_cpu "resp_redis_P$p") | | | |"
     if [ "$p" = 1 ]; then
-      m1=$(med resp_poll_P1) rt=$(ratio "$m1" "$m2")
-      echo "| idgen \`ID\`, -P 1, \`--busy-poll-us 20\` | $(runs resp_poll_P1) | **$(fmt_int "$m1")** | $(med_p99 resp_poll_P1) ms | $(med_cpu resp_poll_P1) | **${rt:-–}×** | ≥ 1.0× | $(verdict "$rt" 1.0) |"
+      m1=$(med resp_nopoll_P1) rt=$(ratio "$m1" "$m2")
+      echo "| idgen \`ID\`, -P 1, \`--busy-poll-us 0\` | $(runs resp_nopoll_P1) | $(fmt_int "$m1") | $(med_p99 resp_nopoll_P1) ms | $(med_cpu resp_nopoll_P1) | ${rt:-–}× | for information | |"
     fi
   done
   m1=$(med resp_idgen_P16T2) m2=$(med resp_redis_P16T2) rt=$(ratio "$m1" "$m2")
@@ -668,16 +668,16 @@ report() {
   echo "| Redis \`INCR counter\`, -P 16, \`--threads 2\` | $(runs resp_redis_P16T2) | $(fmt_int "$m2") | $(med_p99 resp_redis_P16T2) ms | $(med_cpu resp_redis_P16T2) | | | |"
   echo
   echo "Round by round (each idgen run over the Redis run made next to it, which cancels the"
-  echo "machine's drift between minutes): -P 1 $(pairs resp_idgen_P1 resp_redis_P1); -P 1 with \`--busy-poll-us 20\` $(pairs resp_poll_P1 resp_redis_P1); -P 16 $(pairs resp_idgen_P16 resp_redis_P16)."
+  echo "machine's drift between minutes): -P 1 $(pairs resp_idgen_P1 resp_redis_P1); -P 1 with \`--busy-poll-us 0\` $(pairs resp_nopoll_P1 resp_redis_P1); -P 16 $(pairs resp_idgen_P16 resp_redis_P16)."
   echo
   echo "redis-benchmark's CPU (median, % of one core): -P 1 $(med_ccpu resp_idgen_P1)% beside idgen, $(med_ccpu resp_redis_P1)% beside Redis;"
   echo "-P 16 $(med_ccpu resp_idgen_P16)% and $(med_ccpu resp_redis_P16)%; -P 16 with \`--threads 2\` $(med_ccpu resp_idgen_P16T2)% and $(med_ccpu resp_redis_P16T2)%. With one client thread near"
   echo "100%, the client sets the pace, and what it pays in its own system calls decides the rate: above"
   echo "all, waking a server thread asleep in \`epoll_wait\` (an inter-processor interrupt to its idle CPU)."
   # shellcheck disable=SC2086
-  echo "IPIs per request (median, whole machine): -P 1 $(median ${IPI[resp_idgen_P1]-}) beside idgen, $(median ${IPI[resp_poll_P1]-}) beside idgen polling, $(median ${IPI[resp_redis_P1]-}) beside Redis;"
+  echo "IPIs per request (median, whole machine): -P 1 $(median ${IPI[resp_idgen_P1]-}) beside idgen, $(median ${IPI[resp_nopoll_P1]-}) beside idgen never polling, $(median ${IPI[resp_redis_P1]-}) beside Redis;"
   # shellcheck disable=SC2086
-  echo "-P 16 $(median ${IPI[resp_idgen_P16]-}) and $(median ${IPI[resp_redis_P16]-}) (\`--busy-poll-us 20\` cuts idgen's: bench/resp_wakeups.py, docs/DESIGN.md §10)."
+  echo "-P 16 $(median ${IPI[resp_idgen_P16]-}) and $(median ${IPI[resp_redis_P16]-}) (busy polling cuts idgen's: bench/resp_wakeups.py, docs/DESIGN.md §10)."
   echo "The \`--threads 2\` rows leave the server less CPU on two cores."
   echo
   echo "### HTTP: \`wrk -t$wrk_t -c$wrk_c -d$wrk_d\` on \`/id\`, idgen against nginx \`return 200 \"$nginx_body\\n\"\`"
@@ -730,12 +730,12 @@ report() {
   echo
   echo '```sh'
   echo "$idgen serve --http 127.0.0.1:0 --resp 127.0.0.1:0                       # RESP and /id"
-  echo "$idgen serve --http off --resp 127.0.0.1:0 --busy-poll-us 20                # RESP -P 1, polling"
+  echo "$idgen serve --http off --resp 127.0.0.1:0 --busy-poll-us 0                 # RESP -P 1, never polling"
   echo "$idgen serve --http 127.0.0.1:0 --resp off --layout $wide_layout"
   echo "$idgen serve --http 127.0.0.1:0 --resp off --layout twitter --max-borrow-ms 0"
   echo "redis-server --bind 127.0.0.1 --port PORT --save '' --appendonly no"
   echo "nginx -p DIR -e DIR/error.log -c DIR/nginx.conf                        # from bench/nginx.conf.in"
-  for k in resp_idgen_P1 resp_poll_P1 resp_redis_P1 resp_idgen_P16 resp_redis_P16 resp_idgen_P16T2 resp_redis_P16T2 http_idgen http_nginx batch_wide batch_twitter; do
+  for k in resp_idgen_P1 resp_nopoll_P1 resp_redis_P1 resp_idgen_P16 resp_redis_P16 resp_idgen_P16T2 resp_redis_P16T2 http_idgen http_nginx batch_wide batch_twitter; do
     [ -n "${CMD[$k]-}" ] && echo "${CMD[$k]}"
   done
   echo "python3 holder.py    # opens ${mem_levels[*]} connections, reads VmRSS from /proc/PID/status"
@@ -743,7 +743,7 @@ report() {
   echo
   echo "### Daemon counters after the runs (\`/metrics\`)"
   echo
-  echo "- main: $(metric "$metrics_main" 'idgen_requests_total|idgen_connections_closed_total|idgen_clock_refusals_total|idgen_sequence_exhausted_total|idgen_busy_polls_total|idgen_loop_waits_total')"
+  echo "- main: $(metric "$metrics_main" 'idgen_requests_total|idgen_connections_closed_total|idgen_clock_refusals_total|idgen_sequence_exhausted_total|idgen_busy_polls_total|idgen_busy_poll_loops_allowed|idgen_host_other_runnable_threads|idgen_loop_waits_total')"
   echo "- wide: $(metric "$metrics_wide" 'idgen_requests_total|idgen_clock_waits_total|idgen_sequence_exhausted_total|idgen_clock_refusals_total')"
   echo "- twitter: $(metric "$metrics_tw" 'idgen_requests_total|idgen_clock_waits_total|idgen_sequence_exhausted_total|idgen_clock_refusals_total')"
   if [ ${#errors[@]} -gt 0 ] || [ ${#notes[@]} -gt 0 ]; then

@@ -93,11 +93,11 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                               "past 10 s from its peers; 0: do not check"},
     [SK_THREADS] = {"threads", ST_INT, SERVE, 0, "0", NULL, NULL, INT(0, 256), "N",
                     "event-loop threads; 0 is one per online CPU"},
-    [SK_BUSY_POLL_US] = {"busy_poll_us", ST_INT, SERVE, 0, "0", NULL, NULL, INT(0, 1000), "N",
+    [SK_BUSY_POLL_US] = {"busy_poll_us", ST_INT, SERVE, 0, "20", NULL, NULL, INT(0, 1000), "N",
                          "after a turn with work, a loop polls up to this long for more "
-                         "before it waits (at most this much CPU per turn with work), and "
-                         "stops polling while polls seldom find work (0: never; 20 suits "
-                         "clients on the same host with a CPU to spare; docs/DESIGN.md §10)"},
+                         "before it waits (at most this much CPU per turn with work), only "
+                         "while the host's other runnable threads leave over a third of a "
+                         "CPU idle and polls keep finding work (0: never; docs/DESIGN.md §10)"},
     [SK_MAX_CONNECTIONS] = {"max_connections", ST_INT, SERVE, 0, "16384", NULL, NULL,
                             INT(1, 1000000), "N",
                             "open client connections, all listeners together; more are "

@@ -324,9 +324,17 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
                 "waiting at once (busy_poll_us), by whether it found some in time.\n"
                 "# TYPE idgen_busy_polls_total counter\n"
                 "idgen_busy_polls_total{found=\"work\"} %" PRIu64 "\n"
-                "idgen_busy_polls_total{found=\"none\"} %" PRIu64 "\n",
+                "idgen_busy_polls_total{found=\"none\"} %" PRIu64 "\n"
+                "# HELP idgen_busy_poll_loops_allowed How many event loops may busy-poll at "
+                "once, from the CPUs the host's other runnable threads leave idle.\n"
+                "# TYPE idgen_busy_poll_loops_allowed gauge\nidgen_busy_poll_loops_allowed %d\n"
+                "# HELP idgen_host_other_runnable_threads The host's runnable threads that are "
+                "not this daemon's event loops, averaged over the last few hundred ms.\n"
+                "# TYPE idgen_host_other_runnable_threads gauge\n"
+                "idgen_host_other_runnable_threads %.2f\n",
              ls.mark_failures, SUM(s, parked), SUM(s, waits), SUM(s, polls[1]),
-             SUM(s, polls[0]));
+             SUM(s, polls[0]), atomic_load_explicit(&s->pollers_max, memory_order_relaxed),
+             atomic_load_explicit(&s->others_x64, memory_order_relaxed) / 64.0);
   if (s->lease_field >= 0) { /* bound to a registry's lease */
     static const char *const op_names[SERVE_REG_OPS] = {"acquire", "renew", "mark"};
     serve_buf_printf(b, "# HELP idgen_registry_operations_total Calls to the registry since "

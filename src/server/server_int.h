@@ -182,6 +182,8 @@ typedef struct serve_worker {
   int worked;                    /* the last turn had events (busy polling) */
   int poll_credit;               /* busy polls' recent luck: -8 to 8 */
   unsigned poll_probes;          /* turns after work while the credit is negative */
+  atomic_int waiting;            /* in its blocking wait for events */
+  atomic_int statfd;             /* its /proc/thread-self/stat, or -1 */
   int draining;
   int64_t drain_deadline_ms;
   int64_t date_sec;
@@ -197,6 +199,8 @@ typedef struct serve_worker {
 
 /* Registry calls counted for the metrics. */
 enum { SERVE_REG_ACQUIRE, SERVE_REG_RENEW, SERVE_REG_MARK, SERVE_REG_OPS };
+
+#define LOAD_SAMPLES 32 /* busy polling's gate: samples averaged */
 
 typedef struct serve_daemon {
   const serve_config_t *cfg;
@@ -223,6 +227,16 @@ typedef struct serve_daemon {
   serve_worker_t *workers;
   atomic_int stopping;
   atomic_long nconns;            /* open connections, all workers */
+  /* Busy polling's gate (server.c, DESIGN §10): the first loop samples the
+   * host's runnable threads; the others' average says how many loops may
+   * poll at once (pollers_max); `pollers` are polling now. */
+  int loadavg_fd;                /* /proc/loadavg, or -1: no polling */
+  int ncpus;                     /* CPUs this process may run on */
+  atomic_int others_x64;         /* runnable threads not ours, averaged, times 64 */
+  int64_t load_sampled_ms, load_every_ms;
+  uint8_t load_ring[LOAD_SAMPLES]; /* the last samples of the others */
+  int load_next, load_sum;
+  atomic_int pollers, pollers_max;
   atomic_uint_fast64_t next_client_id;
   int64_t start_mono_ms;
   char http_addr[128], resp_addr[128], thrift_addr[128]; /* as bound */

@@ -29,29 +29,63 @@ def group_benchmark(d):
     errs = (mget(m1, "idgen_requests_total", proto="resp", code="err") or 0) - \
         (mget(m0, "idgen_requests_total", proto="resp", code="err") or 0)
     check("redis-benchmark ID: no RESP error replies (CONFIG GET answered)", errs == 0, "err +%r" % errs)
-    polls = msum(m1, "idgen_busy_polls_total")
     waits = (mget(m1, "idgen_loop_waits_total") or 0) - (mget(m0, "idgen_loop_waits_total") or 0)
-    check("busy polling is off by default: no poll (%r), the loops waited (%r)" % (polls, waits),
-          polls == 0 and waits > 0)
+    allowed = mget(m1, "idgen_busy_poll_loops_allowed")
+    others = mget(m1, "idgen_host_other_runnable_threads")
+    check("the loops waited for work (%r); the busy-poll gate's gauges are present and in range: "
+          "%r loops may poll (of 2), %r other runnable threads" % (waits, allowed, others),
+          waits > 0 and allowed is not None and 0 <= allowed <= 2 and others is not None
+          and others >= 0)
 
 
-def group_busy_poll():
-    """--busy-poll-us 20: 50 clients, each sending its next request as its reply comes; a
-    loop that has just answered finds the next request by polling, often, and every request
-    is answered."""
-    d = Daemon("poll", ["--busy-poll-us", "20"])
+def write_loadavg(name, running):
+    """A stand-in for /proc/loadavg saying `running` threads are runnable (IDGEN_TEST_LOADAVG)."""
+    path = os.path.join(TMP, name)
+    with open(path, "w") as f:
+        f.write("0.50 0.40 0.30 %d/300 4242\n" % running)
+    return path
+
+
+def poll_run(name, running, extra=()):
+    """redis-benchmark -n 20000 ID (50 clients, each sending its next request as its reply
+    comes) against a daemon that reads the host's runnable threads from a file; the metrics
+    after it."""
+    d = Daemon(name, list(extra), env_extra={"IDGEN_TEST_LOADAVG": write_loadavg(name + ".loadavg", running)})
     try:
         p = subprocess.run(["redis-benchmark", "-h", HOST, "-p", str(d.resp), "-n", "20000", "-q", "ID"],
                            capture_output=True, timeout=60)
         m, _ = get_metrics(d)
-        issued = msum(m, "idgen_ids_issued_total", kind="snowflake")
-        polls = {f: mget(m, "idgen_busy_polls_total", found=f) or 0 for f in ("work", "none")}
-        check("--busy-poll-us 20: redis-benchmark's 20000 ID answered (%r issued), polls found work "
-              "(%r), the loops still waited (%r)" % (issued, polls, mget(m, "idgen_loop_waits_total")),
-              p.returncode == 0 and issued == 20000 and polls["work"] > 0
-              and (mget(m, "idgen_loop_waits_total") or 0) > 0, p.stderr.decode()[-300:])
+        return p, m
     finally:
         d.stop()
+
+
+def group_busy_poll():
+    """Busy polling is on by default (20 us) but only onto idle CPUs.  With nothing else
+    runnable, a loop that has just answered finds the next request by polling, often, and
+    every request is answered; with the host's CPUs taken by other threads, or with
+    --busy-poll-us 0, no loop polls."""
+    for name, running, extra, want_polls in (("poll-idle-host", 1, (), True),
+                                             ("poll-busy-host", 64, (), False),
+                                             ("poll-off", 1, ("--busy-poll-us", "0"), False)):
+        p, m = poll_run(name, running, extra)
+        issued = msum(m, "idgen_ids_issued_total", kind="snowflake")
+        polls = {f: mget(m, "idgen_busy_polls_total", found=f) or 0 for f in ("work", "none")}
+        waits = mget(m, "idgen_loop_waits_total") or 0
+        allowed = mget(m, "idgen_busy_poll_loops_allowed")
+        others = mget(m, "idgen_host_other_runnable_threads")
+        ok = p.returncode == 0 and issued == 20000 and waits > 0
+        if name == "poll-idle-host":
+            ok = ok and polls["work"] > 0 and allowed is not None and allowed >= 1 and others < 0.5
+        elif name == "poll-busy-host":
+            ok = ok and polls["work"] + polls["none"] == 0 and allowed == 0 and others > 60
+        else:
+            ok = ok and polls["work"] + polls["none"] == 0
+        check("%s (%d runnable%s): redis-benchmark's 20000 ID answered (%r issued), %s (%r); "
+              "loops allowed to poll %r, others %r; the loops waited (%r)"
+              % (name, running, " " + " ".join(extra) if extra else "", issued,
+                 "polls found work" if want_polls else "no poll", polls, allowed, others, waits),
+              ok, p.stderr.decode()[-300:])
 
 
 SLOW_LAYOUT = "time:41@1s,worker:10,sequence:4,epoch=1288834974000"  # 16 IDs a second
@@ -363,6 +397,6 @@ if __name__ == "__main__":
     run_suite("limits",
               before=[],
               with_daemon=[('redis-benchmark', group_benchmark)],
-              after=[('busy polling on', group_busy_poll),
+              after=[('busy polling and its gate', group_busy_poll),
                      ('requests that wait for their tick', group_waiting), ('agents and max_connections', group_agents_and_limit), ('metrics series unique (agent other)', group_metrics_unique), ('10000 connections', group_many_connections)],
               snow_kinds=None)
