@@ -684,7 +684,7 @@ static void *worker_main(void *arg) {
     due_ns = w->parked ? serve_ids_run_parked(w) : -1;
     if (w->audit.len > 0)
       serve_audit_flush(w);
-    if (w->index == 0 && w->now_ms - s->load_sampled_ms >= s->load_every_ms) {
+    if (w->index == 0 && n > 0 && w->now_ms - s->load_sampled_ms >= s->load_every_ms) {
       s->load_sampled_ms = w->now_ms;
       sample_load(s);
     }
