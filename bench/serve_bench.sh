@@ -528,9 +528,14 @@ for ((r = 1; r <= rounds; r++)); do
 done
 
 # ---------------------------------------------------------------- HTTP
+# busy polls so far (both kinds) of the daemon on HTTP port $1
+polls_of() { http_get "$1" /metrics 2>/dev/null | awk '/^idgen_busy_polls_total/ {s += $2} END {print s + 0}'; }
+http_polls=()
 for ((r = 1; r <= rounds; r++)); do
   log "HTTP /id, round $r/$rounds"
+  p0=$(polls_of "$main_http")
   wrk_run http_idgen "$main_pid" "http://127.0.0.1:$main_http/id"
+  http_polls+=($(( $(polls_of "$main_http") - p0 )))
   wrk_run http_nginx "$nginx_pids" "http://127.0.0.1:$NGINX_PORT/id"
 done
 
@@ -690,6 +695,7 @@ report() {
   echo
   echo "nginx: \`worker_processes auto\` ($(( $(wc -w <<<"$nginx_pids") - 1 )) workers), \`access_log off\`, \`keepalive_requests\` raised so that wrk never"
   echo "reconnects (bench/nginx.conf.in). wrk's CPU (median, % of one core, $wrk_t threads): $(med_ccpu http_idgen)% beside idgen, $(med_ccpu http_nginx)% beside nginx."
+  echo "idgen's busy polls in each run: ${http_polls[*]:-–} (the gate lets loops poll only onto CPUs that the wrk threads leave idle: docs/DESIGN.md §10)."
   echo
   echo "### Batches: \`wrk -t$wrk_t -c$wrk_c -d$wrk_d\` on \`/id?count=$batch\` (keep-alive)"
   echo
