@@ -329,7 +329,9 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
                 "once, from the CPUs the host's other runnable threads leave idle.\n"
                 "# TYPE idgen_busy_poll_loops_allowed gauge\nidgen_busy_poll_loops_allowed %d\n"
                 "# HELP idgen_host_other_runnable_threads The host's runnable threads that are "
-                "not this daemon's event loops, averaged over the last few hundred ms.\n"
+                "not this daemon's event loops, at most the CPU count: the mean of the last 32 "
+                "samples, taken at most every 5 ms after turns with work (the CPU count before "
+                "the first, and always with busy_poll_us 0).\n"
                 "# TYPE idgen_host_other_runnable_threads gauge\n"
                 "idgen_host_other_runnable_threads %.2f\n",
              ls.mark_failures, SUM(s, parked), SUM(s, waits), SUM(s, polls[1]),

@@ -530,22 +530,27 @@ static void start_drain(serve_worker_t *w) {
 /* Polling pays only on a CPU that nothing else wants.  With clients on the
  * same host and no CPU to spare (wrk -t2 on two CPUs), a polling loop looks
  * CPU-bound to the scheduler, is preempted, waits out a time slice, and the
- * HTTP p99 rose from 1-3 ms to 7-8 ms.  So the first loop samples how many
- * threads the host has runnable (/proc/loadavg's fourth field) and takes away
- * this daemon's loops that are runnable: the rest are the others.  The mean
- * of the last LOAD_SAMPLES samples decides: while the others leave more than
- * a third of a CPU idle, that idle CPUs' worth of loops (rounded up) may poll
- * at once; else none.  A sample every LOAD_SAMPLE_MS per four loops (each
- * costs a read of /proc/loadavg and one per loop in its wait), so the mean
- * covers the last 160 ms with up to four loops.  IDGEN_TEST_LOADAVG names a
- * file read instead of /proc/loadavg (the tests' way to set the load). */
+ * HTTP p99 rose from 1-3 ms to 7-8 ms.  So a loop that has just had work
+ * samples, at most every load_every_ms across all loops, how many threads the
+ * host has runnable (/proc/loadavg's fourth field) and takes away this
+ * daemon's loops that are runnable: the rest are the others (at most the
+ * CPU count: more leave no CPU idle either).  The mean of the last
+ * LOAD_SAMPLES samples decides: while the others leave more than a third of
+ * a CPU idle, that idle CPUs' worth of loops (rounded up) may poll at once;
+ * else none.  A loop counts as runnable when it is out of its wait and, with
+ * up to LOAD_STAT_LOOPS loops, also when /proc says it was woken and has not
+ * run yet (one read of a small /proc file per waiting loop, about 3 us; past
+ * that many loops the reads would cost more than the correction is worth).
+ * IDGEN_TEST_LOADAVG names a file read instead of /proc/loadavg (the tests'
+ * way to set the load). */
 #define LOAD_SAMPLE_MS 5
+#define LOAD_STAT_LOOPS 8
 
 /* 1 if the loop's thread is runnable ('R' in /proc/thread-self/stat): one
  * that was woken but has not run yet is out of its wait but not yet awake. */
 static int loop_runnable(serve_worker_t *w) {
   char b[256];
-  int fd = atomic_load_explicit(&w->statfd, memory_order_relaxed);
+  int fd = atomic_load_explicit(&w->statfd, memory_order_acquire);
   ssize_t n = fd >= 0 ? pread(fd, b, sizeof b - 1, 0) : -1;
   if (n <= 0)
     return 0;
@@ -554,29 +559,39 @@ static int loop_runnable(serve_worker_t *w) {
   return p != NULL && p[1] == ' ' && p[2] == 'R';
 }
 
+/* The runnable-thread count in a /proc/loadavg text ("0.52 0.58 0.59 3/467
+ * 12345"), or -1 if there is none. */
+static long loadavg_running(char *b, ssize_t n) {
+  if (n <= 0)
+    return -1;
+  b[n] = '\0';
+  const char *p = strchr(b, '/');
+  if (p == NULL)
+    return -1;
+  const char *start = p;
+  while (start > b && start[-1] >= '0' && start[-1] <= '9')
+    start--;
+  if (start == p || p - start > 9 || (start > b && start[-1] != ' ')) /* not a count */
+    return -1;
+  return strtol(start, NULL, 10);
+}
+
+/* Called by the loop that won the sample (s->sampling held). */
 static void sample_load(serve_daemon_t *s) {
-  int others = s->ncpus; /* unknown: as if every CPU were taken */
   char b[128];
   ssize_t n = s->loadavg_fd >= 0 ? pread(s->loadavg_fd, b, sizeof b - 1, 0) : -1;
   int ours = 0;
   for (int i = 0; i < s->nworkers; i++) {
     serve_worker_t *w = &s->workers[i];
-    ours += !atomic_load_explicit(&w->waiting, memory_order_relaxed) || loop_runnable(w);
+    ours += !atomic_load_explicit(&w->waiting, memory_order_relaxed) ||
+            (s->nworkers <= LOAD_STAT_LOOPS && loop_runnable(w));
   }
-  if (n > 0) {
-    b[n] = '\0';
-    const char *p = strchr(b, '/'); /* "0.52 0.58 0.59 3/467 12345" */
-    if (p != NULL) {
-      while (p > b && p[-1] != ' ')
-        p--;
-      long running = strtol(p, NULL, 10);
-      others = running > ours ? (int)(running - ours) : 0;
-    }
-  }
-  if (others > 255)
-    others = 255;
+  long running = loadavg_running(b, n);
+  int others = s->ncpus; /* unknown: as if every CPU were taken */
+  if (running >= 0)
+    others = running <= ours ? 0 : running - ours >= s->ncpus ? s->ncpus : (int)(running - ours);
   s->load_sum += others - s->load_ring[s->load_next];
-  s->load_ring[s->load_next] = (uint8_t)others;
+  s->load_ring[s->load_next] = others;
   s->load_next = (s->load_next + 1) % LOAD_SAMPLES;
   /* spare CPUs, in 1/LOAD_SAMPLES of a CPU */
   int spare = s->ncpus * LOAD_SAMPLES - s->load_sum;
@@ -584,6 +599,22 @@ static void sample_load(serve_daemon_t *s) {
   atomic_store_explicit(&s->pollers_max,
                         spare > LOAD_SAMPLES / 3 ? (spare + LOAD_SAMPLES - 1) / LOAD_SAMPLES : 0,
                         memory_order_relaxed);
+}
+
+/* After a turn with work: samples the load if it is time and no other loop
+ * is sampling.  One relaxed load on the way, unless it is time. */
+static void maybe_sample_load(serve_worker_t *w) {
+  serve_daemon_t *s = w->srv;
+  if (w->now_ms - atomic_load_explicit(&s->load_sampled_ms, memory_order_relaxed) <
+          LOAD_SAMPLE_MS ||
+      atomic_flag_test_and_set_explicit(&s->sampling, memory_order_acquire))
+    return;
+  if (w->now_ms - atomic_load_explicit(&s->load_sampled_ms, memory_order_relaxed) >=
+      LOAD_SAMPLE_MS) {
+    atomic_store_explicit(&s->load_sampled_ms, w->now_ms, memory_order_relaxed);
+    sample_load(s);
+  }
+  atomic_flag_clear_explicit(&s->sampling, memory_order_release);
 }
 
 /* A place among the loops that may poll now: 1, or 0 if they are taken. */
@@ -650,7 +681,8 @@ static void *worker_main(void *arg) {
   serve_daemon_t *s = w->srv;
   struct epoll_event evs[256];
   int64_t due_ns = -1; /* until the first parked request is due */
-  atomic_store(&w->statfd, open("/proc/thread-self/stat", O_RDONLY | O_CLOEXEC));
+  atomic_store_explicit(&w->statfd, open("/proc/thread-self/stat", O_RDONLY | O_CLOEXEC),
+                        memory_order_release);
   for (;;) {
     /* No generator held here but parked requests' (see swaps_seen). */
     atomic_store(&w->swaps_seen, server_swaps(s));
@@ -684,10 +716,8 @@ static void *worker_main(void *arg) {
     due_ns = w->parked ? serve_ids_run_parked(w) : -1;
     if (w->audit.len > 0)
       serve_audit_flush(w);
-    if (w->index == 0 && n > 0 && w->now_ms - s->load_sampled_ms >= s->load_every_ms) {
-      s->load_sampled_ms = w->now_ms;
-      sample_load(s);
-    }
+    if (n > 0 && s->cfg->busy_poll_ns > 0)
+      maybe_sample_load(w);
     if (w->now_ms - w->last_sweep_ms >= SWEEP_MS)
       sweep(w);
     if (atomic_load(&s->stopping) && !w->draining)
@@ -703,6 +733,7 @@ static void *worker_main(void *arg) {
     }
   }
   atomic_store(&w->swaps_seen, UINT64_MAX); /* holds nothing from here on */
+  atomic_store_explicit(&w->waiting, 1, memory_order_relaxed); /* not runnable for the gate */
   return NULL;
 }
 
@@ -865,12 +896,12 @@ int serve_run(const serve_config_t *cfg) {
   cpu_set_t cpus;
   s->ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
   for (int i = 0; i < LOAD_SAMPLES; i++) /* no polling until the first samples */
-    s->load_ring[i] = (uint8_t)(s->ncpus < 255 ? s->ncpus : 255);
-  s->load_sum = s->load_ring[0] * LOAD_SAMPLES;
+    s->load_ring[i] = s->ncpus;
+  s->load_sum = s->ncpus * LOAD_SAMPLES;
   atomic_init(&s->others_x64, s->load_sum * 64 / LOAD_SAMPLES);
+  atomic_flag_clear(&s->sampling);
   const char *loadavg = getenv("IDGEN_TEST_LOADAVG");
   s->loadavg_fd = open(loadavg ? loadavg : "/proc/loadavg", O_RDONLY | O_CLOEXEC);
-  s->load_every_ms = LOAD_SAMPLE_MS * ((s->nworkers + 3) / 4);
   int started = 0;
   for (; started < s->nworkers; started++) {
     serve_worker_t *w = &s->workers[started];

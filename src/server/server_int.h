@@ -233,8 +233,9 @@ typedef struct serve_daemon {
   int loadavg_fd;                /* /proc/loadavg, or -1: no polling */
   int ncpus;                     /* CPUs this process may run on */
   atomic_int others_x64;         /* runnable threads not ours, averaged, times 64 */
-  int64_t load_sampled_ms, load_every_ms;
-  uint8_t load_ring[LOAD_SAMPLES]; /* the last samples of the others */
+  _Atomic int64_t load_sampled_ms;
+  atomic_flag sampling;          /* held by the loop taking a sample */
+  int load_ring[LOAD_SAMPLES];   /* the last samples of the others (sampling held) */
   int load_next, load_sum;
   atomic_int pollers, pollers_max;
   atomic_uint_fast64_t next_client_id;

@@ -39,21 +39,22 @@ def group_benchmark(d):
 
 
 def write_loadavg(name, running):
-    """A stand-in for /proc/loadavg saying `running` threads are runnable (IDGEN_TEST_LOADAVG)."""
+    """A stand-in for /proc/loadavg (IDGEN_TEST_LOADAVG): `running` threads runnable, or the
+    text itself when it is a str."""
     path = os.path.join(TMP, name)
     with open(path, "w") as f:
-        f.write("0.50 0.40 0.30 %d/300 4242\n" % running)
+        f.write(running if isinstance(running, str) else "0.50 0.40 0.30 %d/300 4242\n" % running)
     return path
 
 
-def poll_run(name, running, extra=()):
-    """redis-benchmark -n 20000 ID (50 clients, each sending its next request as its reply
-    comes) against a daemon that reads the host's runnable threads from a file; the metrics
-    after it."""
+def poll_run(name, running, extra=(), clients=50):
+    """redis-benchmark -n 20000 ID (`clients` connections, each sending its next request as
+    its reply comes) against a daemon that reads the host's runnable threads from a file; the
+    metrics after it."""
     d = Daemon(name, list(extra), env_extra={"IDGEN_TEST_LOADAVG": write_loadavg(name + ".loadavg", running)})
     try:
-        p = subprocess.run(["redis-benchmark", "-h", HOST, "-p", str(d.resp), "-n", "20000", "-q", "ID"],
-                           capture_output=True, timeout=60)
+        p = subprocess.run(["redis-benchmark", "-h", HOST, "-p", str(d.resp), "-c", str(clients), "-n", "20000",
+                            "-q", "ID"], capture_output=True, timeout=60)
         m, _ = get_metrics(d)
         return p, m
     finally:
@@ -63,28 +64,35 @@ def poll_run(name, running, extra=()):
 def group_busy_poll():
     """Busy polling is on by default (20 us) but only onto idle CPUs.  With nothing else
     runnable, a loop that has just answered finds the next request by polling, often, and
-    every request is answered; with the host's CPUs taken by other threads, or with
-    --busy-poll-us 0, no loop polls."""
-    for name, running, extra, want_polls in (("poll-idle-host", 1, (), True),
-                                             ("poll-busy-host", 64, (), False),
-                                             ("poll-off", 1, ("--busy-poll-us", "0"), False)):
-        p, m = poll_run(name, running, extra)
+    every request is answered: also when the only connection is on a loop other than the
+    first (any loop with work takes the samples); with the host's CPUs taken by other
+    threads, with a load file that cannot be read as one, or with --busy-poll-us 0, no loop
+    polls."""
+    ncpus = len(os.sched_getaffinity(0))
+    cases = (("poll-idle-host", 1, (), 50, True),
+             ("poll-one-conn-8-loops", 1, ("--threads", "8"), 1, True),
+             ("poll-busy-host", 64, (), 50, False),
+             ("poll-garbage-load", "0.1 0.1 0.1 x/300 1\n", (), 50, False),
+             ("poll-negative-load", "0.1 0.1 0.1 -5/300 1\n", (), 50, False),
+             ("poll-off", 1, ("--busy-poll-us", "0"), 50, False))
+    for name, running, extra, clients, want_polls in cases:
+        p, m = poll_run(name, running, extra, clients)
         issued = msum(m, "idgen_ids_issued_total", kind="snowflake")
         polls = {f: mget(m, "idgen_busy_polls_total", found=f) or 0 for f in ("work", "none")}
         waits = mget(m, "idgen_loop_waits_total") or 0
         allowed = mget(m, "idgen_busy_poll_loops_allowed")
         others = mget(m, "idgen_host_other_runnable_threads")
         ok = p.returncode == 0 and issued == 20000 and waits > 0
-        if name == "poll-idle-host":
+        if want_polls:
             ok = ok and polls["work"] > 0 and allowed is not None and allowed >= 1 and others < 0.5
-        elif name == "poll-busy-host":
-            ok = ok and polls["work"] + polls["none"] == 0 and allowed == 0 and others > 60
         else:
-            ok = ok and polls["work"] + polls["none"] == 0
-        check("%s (%d runnable%s): redis-benchmark's 20000 ID answered (%r issued), %s (%r); "
-              "loops allowed to poll %r, others %r; the loops waited (%r)"
-              % (name, running, " " + " ".join(extra) if extra else "", issued,
-                 "polls found work" if want_polls else "no poll", polls, allowed, others, waits),
+            ok = ok and polls["work"] + polls["none"] == 0 and allowed == 0
+            if name != "poll-off":  # the others: at most (and here all) the CPU count
+                ok = ok and others is not None and abs(others - ncpus) < 0.01
+        check("%s (load %r%s, %d clients): redis-benchmark's 20000 ID answered (%r issued), %s (%r); "
+              "loops allowed to poll %r, others %r (of %d CPUs); the loops waited (%r)"
+              % (name, running, " " + " ".join(extra) if extra else "", clients, issued,
+                 "polls found work" if want_polls else "no poll", polls, allowed, others, ncpus, waits),
               ok, p.stderr.decode()[-300:])
 
 
