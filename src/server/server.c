@@ -596,8 +596,8 @@ static void sample_load(serve_daemon_t *s) {
   /* spare CPUs, in 1/LOAD_SAMPLES of a CPU */
   int spare = s->ncpus * LOAD_SAMPLES - s->load_sum;
   atomic_store_explicit(&s->others_x64, s->load_sum * 64 / LOAD_SAMPLES, memory_order_relaxed);
-  atomic_store_explicit(&s->pollers_max,
-                        spare > LOAD_SAMPLES / 3 ? (spare + LOAD_SAMPLES - 1) / LOAD_SAMPLES : 0,
+  int allowed = spare > LOAD_SAMPLES / 3 ? (spare + LOAD_SAMPLES - 1) / LOAD_SAMPLES : 0;
+  atomic_store_explicit(&s->pollers_max, allowed < s->nworkers ? allowed : s->nworkers,
                         memory_order_relaxed);
 }
 
