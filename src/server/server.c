@@ -531,7 +531,7 @@ static void start_drain(serve_worker_t *w) {
  * same host and no CPU to spare (wrk -t2 on two CPUs), a polling loop looks
  * CPU-bound to the scheduler, is preempted, waits out a time slice, and the
  * HTTP p99 rose from 1-3 ms to 7-8 ms.  So a loop that has just had work
- * samples, at most every load_every_ms across all loops, how many threads the
+ * samples, at most every LOAD_SAMPLE_MS across all loops, how many threads the
  * host has runnable (/proc/loadavg's fourth field) and takes away this
  * daemon's loops that are runnable: the rest are the others (at most the
  * CPU count: more leave no CPU idle either).  The mean of the last

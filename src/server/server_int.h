@@ -227,9 +227,9 @@ typedef struct serve_daemon {
   serve_worker_t *workers;
   atomic_int stopping;
   atomic_long nconns;            /* open connections, all workers */
-  /* Busy polling's gate (server.c, DESIGN §10): the first loop samples the
-   * host's runnable threads; the others' average says how many loops may
-   * poll at once (pollers_max); `pollers` are polling now. */
+  /* Busy polling's gate (server.c, DESIGN §10): a loop with work samples the
+   * host's runnable threads; the others' mean says how many loops may poll
+   * at once (pollers_max); `pollers` are polling now. */
   int loadavg_fd;                /* /proc/loadavg, or -1: no polling */
   int ncpus;                     /* CPUs this process may run on */
   atomic_int others_x64;         /* runnable threads not ours, averaged, times 64 */
