@@ -489,15 +489,17 @@ static int pg_query(pg_t *pg, PGresult **out, const char *sql, int n, const char
 
 /* pg_query for a statement that waits for other starters' transactions
  * (the pool row's insert): one that meets lock_timeout (55P03; a server so
- * slow that another's commit took 2 s) is sent again, LOCK_POLL_MS apart
- * with pg->mu let go, for up to LOCK_WAIT_MS.  Call with pg->mu held. */
+ * slow that another's commit took 2 s) or is a deadlock's victim (40P01;
+ * rolled back, so nothing was done) is sent again, LOCK_POLL_MS apart with
+ * pg->mu let go, for up to LOCK_WAIT_MS.  Call with pg->mu held. */
 static int pg_query_patient(pg_t *pg, PGresult **out, const char *sql, int n,
                             const char *const *v, char *err, size_t errlen) {
   char state[6] = "";
   int64_t deadline = idgen__mono_ms() + LOCK_WAIT_MS;
   for (;;) {
     int rc = pg_query(pg, out, sql, n, v, 1, state, err, errlen);
-    if (rc == 0 || strcmp(state, "55P03") != 0 || idgen__mono_ms() >= deadline)
+    if (rc == 0 || (strcmp(state, "55P03") != 0 && strcmp(state, "40P01") != 0) ||
+        idgen__mono_ms() >= deadline)
       return rc;
     pg_unlock(pg);
     struct timespec t = {0, LOCK_POLL_MS * 1000000L};
@@ -513,8 +515,11 @@ static int64_t pg_i64(const PGresult *res, int row, int col) {
 /* ---- open, close ------------------------------------------------------------- */
 
 /* Runs SQL_SCHEMA in one transaction: 0, 1 if another session holds the
- * schema lock or a statement met lock_timeout (55P03; nothing was done:
- * try again), or the first failure. */
+ * schema lock or a statement met lock_timeout (55P03) or a deadlock (40P01;
+ * nothing was done: try again), or the first failure.  Under the lock it
+ * looks again: a starter that found no tables while another made them
+ * would otherwise re-run the DDL, whose table locks then deadlock with the
+ * pool and node rows that starters who found the tables are writing. */
 static int pg_schema_txn(pg_t *pg, char *err, size_t errlen) {
   PGresult *res;
   char state[6] = "";
@@ -524,10 +529,15 @@ static int pg_schema_txn(pg_t *pg, char *err, size_t errlen) {
     rc = pq.PQgetvalue(res, 0, 0)[0] == 't' ? 0 : 1;
     pq.PQclear(res);
   }
-  for (int i = 0; rc == 0 && SQL_SCHEMA[i]; i++) {
+  int made = 0;
+  if (rc == 0 && (rc = pg_query(pg, &res, SQL_EXISTS, 0, NULL, 0, NULL, err, errlen)) == 0) {
+    made = pq.PQgetvalue(res, 0, 0)[0] == 't';
+    pq.PQclear(res);
+  }
+  for (int i = 0; rc == 0 && !made && SQL_SCHEMA[i]; i++) {
     rc = pg_query(pg, &res, SQL_SCHEMA[i], 0, NULL, 0, state, err, errlen);
     pq.PQclear(res);
-    if (rc < 0 && strcmp(state, "55P03") == 0)
+    if (rc < 0 && (strcmp(state, "55P03") == 0 || strcmp(state, "40P01") == 0))
       rc = 1;
   }
   if (pg->conn != NULL) {
