@@ -547,7 +547,8 @@ static void start_drain(serve_worker_t *w) {
 #define LOAD_STAT_LOOPS 8
 
 /* 1 if the loop's thread is runnable ('R' in /proc/thread-self/stat): one
- * that was woken but has not run yet is out of its wait but not yet awake. */
+ * that was woken but has not run yet is out of its wait but not yet awake.
+ * 0 without the file (opened only with up to LOAD_STAT_LOOPS loops). */
 static int loop_runnable(serve_worker_t *w) {
   char b[256];
   int fd = atomic_load_explicit(&w->statfd, memory_order_acquire);
@@ -583,8 +584,7 @@ static void sample_load(serve_daemon_t *s) {
   int ours = 0;
   for (int i = 0; i < s->nworkers; i++) {
     serve_worker_t *w = &s->workers[i];
-    ours += !atomic_load_explicit(&w->waiting, memory_order_relaxed) ||
-            (s->nworkers <= LOAD_STAT_LOOPS && loop_runnable(w));
+    ours += !atomic_load_explicit(&w->waiting, memory_order_relaxed) || loop_runnable(w);
   }
   long running = loadavg_running(b, n);
   int others = s->ncpus; /* unknown: as if every CPU were taken */
@@ -620,10 +620,11 @@ static void maybe_sample_load(serve_worker_t *w) {
 /* A place among the loops that may poll now: 1, or 0 if they are taken. */
 static int poll_slot(serve_daemon_t *s) {
   int max = atomic_load_explicit(&s->pollers_max, memory_order_relaxed);
-  if (max > 0 && atomic_fetch_add_explicit(&s->pollers, 1, memory_order_relaxed) < max)
+  if (max <= 0)
+    return 0;
+  if (atomic_fetch_add_explicit(&s->pollers, 1, memory_order_relaxed) < max)
     return 1;
-  if (max > 0)
-    atomic_fetch_sub_explicit(&s->pollers, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&s->pollers, 1, memory_order_relaxed);
   return 0;
 }
 
@@ -681,8 +682,9 @@ static void *worker_main(void *arg) {
   serve_daemon_t *s = w->srv;
   struct epoll_event evs[256];
   int64_t due_ns = -1; /* until the first parked request is due */
-  atomic_store_explicit(&w->statfd, open("/proc/thread-self/stat", O_RDONLY | O_CLOEXEC),
-                        memory_order_release);
+  if (s->cfg->busy_poll_ns > 0 && s->nworkers <= LOAD_STAT_LOOPS) /* read by sample_load */
+    atomic_store_explicit(&w->statfd, open("/proc/thread-self/stat", O_RDONLY | O_CLOEXEC),
+                          memory_order_release);
   for (;;) {
     /* No generator held here but parked requests' (see swaps_seen). */
     atomic_store(&w->swaps_seen, server_swaps(s));
@@ -901,7 +903,8 @@ int serve_run(const serve_config_t *cfg) {
   atomic_init(&s->others_x64, s->load_sum * 64 / LOAD_SAMPLES);
   atomic_flag_clear(&s->sampling);
   const char *loadavg = getenv("IDGEN_TEST_LOADAVG");
-  s->loadavg_fd = open(loadavg ? loadavg : "/proc/loadavg", O_RDONLY | O_CLOEXEC);
+  if (cfg->busy_poll_ns > 0) /* the load is sampled only for busy polling */
+    s->loadavg_fd = open(loadavg ? loadavg : "/proc/loadavg", O_RDONLY | O_CLOEXEC);
   int started = 0;
   for (; started < s->nworkers; started++) {
     serve_worker_t *w = &s->workers[started];
