@@ -1138,6 +1138,21 @@ def clock_skew(pg, label):
     d.stop()
 
 
+def wait_sleeping(uri, timeout=20):
+    """Until a session on uri's server is inside pg_sleep(): the psql started
+    just before has taken the lock its earlier statements ask for (a fixed
+    sleep was too short on a loaded machine, and the test then measured no
+    wait at all)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = subprocess.run(["psql", "-qtAX", uri, "-c", "SELECT count(*) FROM pg_stat_activity"
+                            " WHERE wait_event = 'PgSleep'"], capture_output=True, text=True)
+        if r.returncode == 0 and r.stdout.strip() not in ("", "0"):
+            return
+        time.sleep(0.05)
+    check("a psql session reached pg_sleep within %d s" % timeout, False)
+
+
 def hostile_defaults(pg, label):
     """A database whose defaults would break the registry (REPEATABLE READ,
     a 60 s statement timeout, asynchronous commit): the registry's session
@@ -1161,7 +1176,7 @@ def hostile_defaults(pg, label):
                              " AND node = %d FOR UPDATE; SELECT pg_sleep(8); COMMIT;"
                              % (TWITTER_POOL, 15 << 17)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.5)
+    wait_sleeping(pg.uri)
     t = time.monotonic()
     r = idgen("snowflake", "--registry", pg.uri, "--datacenter", "15")
     took = time.monotonic() - t
@@ -1185,7 +1200,7 @@ def schema_wait(pg, label):
                              "BEGIN; SELECT pg_advisory_xact_lock(7283920174628301);"
                              " SELECT pg_sleep(3.5); COMMIT;"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.5)
+    wait_sleeping(uri)
     t = time.monotonic()
     procs = [subprocess.Popen([IDGEN, "snowflake", "-n", "5", "--registry", uri, "--datacenter",
                                "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -1203,13 +1218,55 @@ def schema_wait(pg, label):
                              "BEGIN; LOCK TABLE idgen_pools IN EXCLUSIVE MODE;"
                              " SELECT pg_sleep(3.5); COMMIT;"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.5)
+    wait_sleeping(uri)
     t = time.monotonic()
     r = idgen("snowflake", "--registry", uri, "--layout", "sonyflake")
     took = time.monotonic() - t
     lock.wait()
     check("%s: a starter of a new pool waited %.1f s for idgen_pools (locked 3 s more)"
           % (label, took), r.returncode == 0 and took > 2.5, r.stderr)
+
+
+def schema_mended(pg, label):
+    """A floor-keeping trigger dropped or disabled by hand is put back by the
+    next starter: without the truncate trigger, a TRUNCATE of idgen_nodes
+    handed a live holder's worker ID to a newcomer with the floor unraised
+    (a hostile review shared 1,067,728 IDs that way)."""
+    r = subprocess.run(["psql", "-q", "-X", pg.uri, "-c", "CREATE DATABASE schema_mend"],
+                       capture_output=True, text=True)
+    if not check("%s: an empty database" % label, r.returncode == 0, r.stderr):
+        return
+    uri = pg.uri.rsplit("/", 1)[0] + "/schema_mend"
+
+    def sql(q):
+        return subprocess.run(["psql", "-qtAX", uri, "-c", q], capture_output=True, text=True)
+    count = ("SELECT count(*) FROM pg_trigger WHERE tgenabled IN ('O', 'A') AND tgname IN"
+             " ('idgen_nodes_removed', 'idgen_nodes_truncated', 'idgen_pools_kept')")
+    r = idgen("snowflake", "--registry", uri, "--datacenter", "4")
+    check("%s: a first starter makes the schema" % label,
+          r.returncode == 0 and sql(count).stdout.strip() == "3", r.stderr)
+    for breaker in ("DROP TRIGGER idgen_nodes_truncated ON idgen_nodes",
+                    "ALTER TABLE idgen_pools DISABLE TRIGGER idgen_pools_kept",
+                    "DROP TRIGGER idgen_nodes_removed ON idgen_nodes"):
+        b = sql(breaker)
+        r = idgen("snowflake", "--registry", uri, "--datacenter", "4")
+        n = sql(count).stdout.strip()
+        check("%s: after %s, the next starter puts it back (%s of 3 triggers)"
+              % (label, breaker, n), b.returncode == 0 and r.returncode == 0 and n == "3",
+              b.stderr + r.stderr)
+    # And it works: a TRUNCATE raises the pool's floor to the marks it removes.
+    sql("DROP TRIGGER idgen_nodes_truncated ON idgen_nodes")
+    idgen("snowflake", "--registry", uri, "--datacenter", "4")
+    floor_q = "SELECT floor_ms FROM idgen_pools WHERE pool = '%s'" % TWITTER_POOL
+    before = sql(floor_q).stdout.strip()
+    mark = sql("SELECT max(mark_ms) FROM idgen_nodes WHERE pool = '%s'" % TWITTER_POOL)
+    t = sql("TRUNCATE idgen_nodes")
+    after = sql(floor_q).stdout.strip()
+    mark = mark.stdout.strip()
+    check("%s: a TRUNCATE after the mend raised the floor from %s to the marks' %s (now %s)"
+          % (label, before, mark, after),
+          t.returncode == 0 and mark.isdigit() and before.isdigit() and after.isdigit()
+          and int(mark) > int(before) and int(after) >= int(mark), t.stderr)
 
 
 def etcd_members(etcd, label):
@@ -1454,6 +1511,7 @@ def main():
                 clock_skew(pg, "postgres clock skew")
                 hostile_defaults(pg, "postgres hostile defaults")
                 schema_wait(pg, "postgres schema lock")
+                schema_mended(pg, "postgres schema mended")
             finally:
                 pg.stop()
     finally:

@@ -120,10 +120,18 @@ static const char SQL_SESSION[] =
     " set_config('default_transaction_isolation', 'read committed', false),"
     " set_config('default_transaction_read_only', 'off', false)";
 
+/* The schema is whole: both tables, and the three triggers that keep the
+ * floors (a row deleted or changed, idgen_nodes truncated, idgen_pools
+ * emptied), each firing in normal sessions ('O'rigin or 'A'lways).  A
+ * trigger dropped or disabled by hand makes the next starter run SQL_SCHEMA
+ * again, which puts it back (a missing truncate trigger let a TRUNCATE of
+ * idgen_nodes hand out a live holder's worker ID with its floor unraised). */
 static const char SQL_EXISTS[] =
     "SELECT to_regclass('idgen_nodes') IS NOT NULL AND to_regclass('idgen_pools') IS NOT NULL"
-    " AND EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'idgen_nodes_removed'"
-    " AND tgrelid = to_regclass('idgen_nodes'))";
+    " AND (SELECT count(*) FROM pg_trigger WHERE tgenabled IN ('O', 'A') AND"
+    " ((tgname IN ('idgen_nodes_removed', 'idgen_nodes_truncated')"
+    " AND tgrelid = to_regclass('idgen_nodes'))"
+    " OR (tgname = 'idgen_pools_kept' AND tgrelid = to_regclass('idgen_pools')))) = 3";
 
 /* The schema, made once under an advisory lock (many processes may start
  * at once), taken with pg_try_: a starter never waits for it inside the
@@ -132,6 +140,10 @@ static const char SQL_EXISTS[] =
  * The other statements run in order in the same transaction. */
 static const char SQL_SCHEMA_LOCK[] = "SELECT pg_try_advisory_xact_lock(7283920174628301)";
 static const char *const SQL_SCHEMA[] = {
+    /* DROP TRIGGER holds ACCESS EXCLUSIVE on its table to the end of the
+     * transaction: a statement waiting for the other table's lock (a
+     * pg_dump) must not keep live holders' renewals out for long. */
+    "SET LOCAL lock_timeout = '250ms'",
     "CREATE TABLE IF NOT EXISTS idgen_pools ("
     " pool text PRIMARY KEY,"
     " layout text NOT NULL,"
@@ -514,9 +526,10 @@ static int64_t pg_i64(const PGresult *res, int row, int col) {
 
 /* ---- open, close ------------------------------------------------------------- */
 
-/* Runs SQL_SCHEMA in one transaction: 0, 1 if another session holds the
- * schema lock or a statement met lock_timeout (55P03) or a deadlock (40P01;
- * nothing was done: try again), or the first failure.  Under the lock it
+/* Runs SQL_SCHEMA in one transaction: 0; 1 if another session holds the
+ * schema lock, 2 if a statement met lock_timeout (55P03) or a deadlock
+ * (40P01) on a table, with the server's words in err (nothing was done: try
+ * again); or the first failure.  Under the lock it
  * looks again: a starter that found no tables while another made them
  * would otherwise re-run the DDL, whose table locks then deadlock with the
  * pool and node rows that starters who found the tables are writing. */
@@ -538,7 +551,7 @@ static int pg_schema_txn(pg_t *pg, char *err, size_t errlen) {
     rc = pg_query(pg, &res, SQL_SCHEMA[i], 0, NULL, 0, state, err, errlen);
     pq.PQclear(res);
     if (rc < 0 && (strcmp(state, "55P03") == 0 || strcmp(state, "40P01") == 0))
-      rc = 1;
+      rc = 2;
   }
   if (pg->conn != NULL) {
     PGresult *end = NULL;
@@ -558,15 +571,22 @@ static int pg_schema_txn(pg_t *pg, char *err, size_t errlen) {
 static int pg_create_schema(pg_t *pg, char *err, size_t errlen) {
   PGresult *res;
   int rc;
+  char last[512] = "";
   for (int64_t deadline = idgen__mono_ms() + LOCK_WAIT_MS;;) {
     if ((rc = pg_query(pg, &res, SQL_EXISTS, 0, NULL, 1, NULL, err, errlen)) < 0)
       return rc;
     int exists = pq.PQgetvalue(res, 0, 0)[0] == 't';
     pq.PQclear(res);
-    if (exists || (rc = pg_schema_txn(pg, err, errlen)) == 0)
+    if (exists || (rc = pg_schema_txn(pg, last, sizeof last)) == 0)
       break;
     if (rc < 0)
-      return rc;
+      return idgen__err(err, errlen, rc, "%s", last);
+    if (idgen__mono_ms() >= deadline && rc == 2)
+      return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                        PFX "could not make or mend idgen's tables for %d ms: another session "
+                            "holds a lock on idgen_nodes or idgen_pools (%s)",
+                        LOCK_WAIT_MS,
+                        strncmp(last, PFX, sizeof PFX - 1) == 0 ? last + sizeof PFX - 1 : last);
     if (idgen__mono_ms() >= deadline)
       return idgen__err(err, errlen, IDGEN_EREGISTRY,
                         PFX "another session has been creating idgen's tables for %d ms (it "
