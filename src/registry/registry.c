@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "registry_int.h"
 
 static const idgen__registry_ops_t *const backends[] = {
@@ -550,6 +552,12 @@ static void dynlib_lock(void) { pthread_mutex_lock(&dynlib_mu); }
 static void dynlib_unlock(void) { pthread_mutex_unlock(&dynlib_mu); }
 __attribute__((constructor)) static void dynlib_init(void) {
   pthread_atfork(dynlib_lock, dynlib_unlock, dynlib_unlock);
+  /* jansson seeds its hash tables on the first json_object(); a thread
+   * that is not first spins (sched_yield) until the first is done, and a
+   * child forked while the first was inside spins for ever: its etcd://
+   * open hung in registry.fork_first_open (etcd, 3000 us, gdb: spinning in
+   * json_object_seed).  Seeded here, before the program's threads. */
+  json_object_seed(0);
 }
 
 static void dynlib_load(idgen__dynlib_t *d) {
