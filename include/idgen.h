@@ -500,13 +500,7 @@ IDGEN_API void idgen_snowflake_gen_fini_shared(idgen_snowflake_gen_t *g);
 /*
  * Issues one ID into *id.  Thread-safe and lock-free: any number of threads
  * may call it on one generator.  IDs strictly increase in real-time order
- * (increasing).  The one wait: the first call from a second thread takes
- * from the generator's first caller its take without the lock prefix, with
- * one membarrier(2), and waits until that thread is out of a section of a
- * few instructions; once per generator (DESIGN §1).  Callers must be
- * threads with their own thread-local storage (any C library's threads and
- * signal handlers are; a raw clone(CLONE_VM) without CLONE_SETTLS is not).
- * Returns 0, or:
+ * (increasing).  Returns 0, or:
  *   IDGEN_ECLOCK      the wall clock is more than max_borrow_ms behind the
  *                     generator and did not catch up within max_wait_ms (the
  *                     generator works again once it does);
