@@ -109,28 +109,6 @@ static inline unsigned idgen__fork_gen(void) {
   return IDGEN_LIKELY(g != 0) ? g : idgen__fork_renew();
 }
 
-/*
- * Ownership of a generator by one thread (bias.c): the owner takes without a
- * locked instruction, other threads revoke the ownership first.  Only where
- * an unlocked read-modify-write is one instruction (x86-64).
- */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
-#define IDGEN_BIAS_TAKE 1
-#else
-#define IDGEN_BIAS_TAKE 0
-#endif
-/* The calling thread's name as an owner: the address of its byte. */
-extern __thread __attribute__((visibility("hidden"), tls_model("initial-exec"))) char
-    idgen__bias_token;
-static inline uintptr_t idgen__bias_me(void) { return (uintptr_t)&idgen__bias_token; }
-/* 1 if this process may make owners (membarrier registered; asks once per
- * process, again after fork). */
-int idgen__bias_available(void);
-/* A full memory barrier on every running thread of the process, before it
- * returns; aborts if the kernel refuses both ways of doing it. */
-void idgen__bias_barrier(void);
-void idgen__bias_enable(int on); /* tests and benchmarks: 0 = no new owners */
-
 /* AVX-512 VBMI fast paths (simd.c): 0 and the 16 bytes if the input is
  * valid, nonzero otherwise (the caller then runs the scalar code, which
  * decides and words the error).  Call only when idgen__simd_available(). */

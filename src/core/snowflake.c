@@ -39,7 +39,6 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -131,8 +130,6 @@ static void budget_start(const idgen_snowflake_gen_t *g, idgen_snowflake_wait_t 
   w->charged_ns = 0;
 }
 
-static inline int bias_enter(idgen_snowflake_gen_t *g, uintptr_t me);
-
 /* One decision on w->n values at wall ms `ms` within w's budget: CL_NOW or
  * CL_RESERVED with [*first, *last] taken; CL_MARK (nothing taken) when the
  * last is above a bound generator's ceiling (*last: the state needed);
@@ -168,9 +165,6 @@ static int claim_once(idgen_snowflake_gen_t *g, const idgen_snowflake_wait_t *w,
   /* A bound generator's high-water mark (max_state when unbound). */
   uint64_t ceil = atomic_load_explicit(&g->ceiling, memory_order_acquire);
 
-  /* The compare-and-swap below is locked; what matters is that no other
-   * thread still owns g and takes unlocked meanwhile. */
-  (void)bias_enter(g, idgen__bias_me());
   uint64_t cur = atomic_load_explicit(&g->next, memory_order_acquire);
   for (;;) {
     if (cur > g->max_state)
@@ -360,29 +354,21 @@ static int call(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n, int64_t ms,
   return run(g, w, ms, 0, blocking);
 }
 
-/* One take from `next`: a locked fetch_add, or for the owner inside its
- * section the same instruction without the lock prefix (bias.c). */
-static inline __attribute__((always_inline)) uint64_t take(idgen_snowflake_gen_t *g, int owner) {
-#if IDGEN_BIAS_TAKE
-  if (owner) {
-    uint64_t v = 1;
-    __asm__ volatile("xaddq %0, %1" : "+r"(v), "+m"(*(uint64_t *)&g->next) : : "memory");
-    return v;
-  }
-#else
-  (void)owner;
-#endif
-  return atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
-}
-
-/* The hot path's decision for one take; see fast_take. */
-static inline __attribute__((always_inline)) int fast_body(idgen_snowflake_gen_t *g, uint64_t base,
-                                                            uint64_t *id, int owner) {
-  uint64_t c;
+/* The hot path: one fetch_add when the clock allows it.  1 with *id, or 0
+ * for the slow path (nothing issued). */
+static inline __attribute__((always_inline)) int fast_take(idgen_snowflake_gen_t *g, int64_t ms,
+                                                            uint64_t *id) {
+  if (IDGEN_UNLIKELY(!g->fast))
+    return 0;
+  /* Unsigned: a clock before the epoch gives a huge x and takes the slow path. */
+  uint64_t x = (uint64_t)(ms - g->epoch);
+  if (IDGEN_UNLIKELY(x > g->max_tick))
+    return 0;
+  uint64_t base = x << g->seq_bits, c;
   /* The ceiling is read after the value is taken: a fence (ceiling 0) that
    * comes before the take in `next`'s order is seen (DESIGN §11). */
   if (IDGEN_LIKELY(!atomic_load_explicit(&g->ahead, memory_order_relaxed))) {
-    c = take(g, owner);
+    c = atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
     if (IDGEN_LIKELY(c - base <= g->fast_span &&
                      c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed))) {
       *id = compose(g, c);
@@ -397,7 +383,7 @@ static inline __attribute__((always_inline)) int fast_body(idgen_snowflake_gen_t
     c = atomic_load_explicit(&g->next, memory_order_relaxed);
     if (c - base <= g->fast_span && c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed)) {
       atomic_store_explicit(&g->ahead, 0, memory_order_relaxed);
-      c = take(g, owner);
+      c = atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
       if (IDGEN_LIKELY(c - base <= g->fast_span &&
                        c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed))) {
         *id = compose(g, c);
@@ -406,89 +392,6 @@ static inline __attribute__((always_inline)) int fast_body(idgen_snowflake_gen_t
     }
   }
   return 0;
-}
-
-/*
- * Ownership (bias.c, DESIGN §1).  1 if the calling thread owns g: it may take
- * without the lock prefix inside its section (fast_take).  0 if it must take
- * locked, and from now on may: no other thread takes unlocked any more.
- */
-static int bias_enter_slow(idgen_snowflake_gen_t *g, uintptr_t me) {
-  for (;;) {
-    uintptr_t b = atomic_load_explicit(&g->bias, memory_order_acquire);
-    if (b == me)
-      return 1;
-    /* Shared; or this thread is the owner being revoked: its own unlocked
-     * takes are all behind it, so it takes locked at once. */
-    if (b == BIAS_SHARED || (b & ~BIAS_REVOKING) == me)
-      return 0;
-    if (b == BIAS_FREE) {
-      uintptr_t want = idgen__bias_available() ? me : BIAS_SHARED;
-      if (atomic_compare_exchange_strong_explicit(&g->bias, &b, want, memory_order_acq_rel,
-                                                  memory_order_acquire))
-        return want == me;
-      continue;
-    }
-    if (!(b & BIAS_REVOKING)) {
-      atomic_compare_exchange_strong_explicit(&g->bias, &b, b | BIAS_REVOKING,
-                                              memory_order_acq_rel, memory_order_acquire);
-      continue;
-    }
-    /* Another thread owns g and is being revoked (by this thread or
-     * another: each waiter makes sure for itself).  After the barrier the
-     * owner either shows its section in in_owner, or sees the mark when it
-     * looks again inside the section and takes locked. */
-    idgen__bias_barrier();
-    for (unsigned i = 0; atomic_load_explicit(&g->in_owner, memory_order_acquire) != 0; i++) {
-      if (i < 64) {
-#if IDGEN_BIAS_TAKE
-        __builtin_ia32_pause();
-#endif
-      } else {
-        sched_yield(); /* the owner was preempted inside its section */
-      }
-    }
-    atomic_compare_exchange_strong_explicit(&g->bias, &b, BIAS_SHARED, memory_order_acq_rel,
-                                            memory_order_acquire);
-  }
-}
-
-static inline int bias_enter(idgen_snowflake_gen_t *g, uintptr_t me) {
-  uintptr_t b = atomic_load_explicit(&g->bias, memory_order_acquire);
-  if (IDGEN_LIKELY(b == me))
-    return 1;
-  if (IDGEN_LIKELY(b == BIAS_SHARED))
-    return 0;
-  return bias_enter_slow(g, me);
-}
-
-/* The hot path: one fetch_add when the clock allows it.  1 with *id, or 0
- * for the slow path (nothing issued). */
-static inline __attribute__((always_inline)) int fast_take(idgen_snowflake_gen_t *g, int64_t ms,
-                                                            uint64_t *id) {
-  if (IDGEN_UNLIKELY(!g->fast))
-    return 0;
-  /* Unsigned: a clock before the epoch gives a huge x and takes the slow path. */
-  uint64_t x = (uint64_t)(ms - g->epoch);
-  if (IDGEN_UNLIKELY(x > g->max_tick))
-    return 0;
-  uint64_t base = x << g->seq_bits;
-  uintptr_t me = idgen__bias_me();
-  if (bias_enter(g, me)) {
-    /* The owner's section: in_owner is raised before the owner looks again
-     * at `bias`, and put back after the take (a signal handler's section
-     * inside it raises and puts back the same word). */
-    unsigned depth = atomic_load_explicit(&g->in_owner, memory_order_relaxed);
-    atomic_store_explicit(&g->in_owner, depth + 1, memory_order_relaxed);
-    atomic_signal_fence(memory_order_seq_cst);
-    int r = -1;
-    if (IDGEN_LIKELY(atomic_load_explicit(&g->bias, memory_order_relaxed) == me))
-      r = fast_body(g, base, id, 1);
-    atomic_store_explicit(&g->in_owner, depth, memory_order_release);
-    if (IDGEN_LIKELY(r >= 0))
-      return r;
-  }
-  return fast_body(g, base, id, 0);
 }
 
 int idgen_snowflake_gen_next(idgen_snowflake_gen_t *g, uint64_t *id) {
@@ -659,10 +562,6 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
   else
     g->fast_span = UINT64_C(1) << 63;
   g->fork_gen = idgen__fork_gen();
-  /* Only the hot path takes unlocked; a bound generator's fences (DESIGN
-   * §11) and another process's takes need every take locked. */
-  atomic_init(&g->bias, g->fast && !shared && s->lease == NULL ? BIAS_FREE : BIAS_SHARED);
-  atomic_init(&g->in_owner, 0);
   atomic_init(&g->next, 0);
   atomic_init(&g->ahead, 0);
   atomic_init(&g->ceiling, g->max_state);

@@ -16,11 +16,6 @@ typedef struct idgen__keeper idgen__keeper_t;
 
 enum { CLOCK_KIND_FAST, CLOCK_KIND_PRECISE, CLOCK_KIND_INJECTED };
 
-/* idgen_snowflake_gen.bias; an owner's token is aligned to 8. */
-#define BIAS_FREE ((uintptr_t)0)
-#define BIAS_REVOKING ((uintptr_t)1)
-#define BIAS_SHARED ((uintptr_t)2)
-
 struct idgen_snowflake_gen {
   /* Read-only after creation; shared by all threads. */
   int64_t epoch;
@@ -55,17 +50,8 @@ struct idgen_snowflake_gen {
    * second at most; read (relaxed) on every call. */
   _Atomic uint64_t ceiling;
 
-  /* Who may take without a locked instruction (bias.c, DESIGN §1): BIAS_FREE
-   * until the first take, then the owner's idgen__bias_me(), | BIAS_REVOKING
-   * while another thread waits the owner out, then BIAS_SHARED for good.
-   * Bound and shared generators are BIAS_SHARED from the start. */
-  _Atomic uintptr_t bias;
-
-  /* The state word, alone on its cache line but for `in_owner`: nonzero
-   * while the owner is inside its unlocked take (only the owner writes it;
-   * a signal handler's take nests). */
+  /* The state word, alone on its cache line. */
   _Alignas(IDGEN_CACHELINE) _Atomic uint64_t next;
-  _Atomic unsigned in_owner;
 
   /* Set while the generator is ahead of the clock; read on every call and
    * written only when that changes, so it has a line of its own. */
