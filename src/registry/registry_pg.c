@@ -573,8 +573,15 @@ static int pg_create_schema(pg_t *pg, char *err, size_t errlen) {
   int rc;
   char last[512] = "";
   for (int64_t deadline = idgen__mono_ms() + LOCK_WAIT_MS;;) {
-    if ((rc = pg_query(pg, &res, SQL_EXISTS, 0, NULL, 1, NULL, err, errlen)) < 0)
+    char st[6] = "";
+    if ((rc = pg_query(pg, &res, SQL_EXISTS, 0, NULL, 1, st, err, errlen)) < 0) {
+      if (strcmp(st, "55P03") == 0)
+        return idgen__err(err, errlen, rc,
+                          PFX "looking for idgen's tables: a lock on the system catalogs "
+                              "(pg_class, pg_trigger) was not granted within lock_timeout (2 s); "
+                              "another session holds one");
       return rc;
+    }
     int exists = pq.PQgetvalue(res, 0, 0)[0] == 't';
     pq.PQclear(res);
     if (exists || (rc = pg_schema_txn(pg, last, sizeof last)) == 0)
