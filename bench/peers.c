@@ -4,8 +4,11 @@
  * skeeto/ulid-c (ulid_generate), with two floors: a bare
  * clock_gettime(CLOCK_REALTIME) loop and one rdtsc plus one atomic
  * fetch_add on a shared counter; and two for the precise mode: the clock read
- * plus one fetch_add (the least a thread-safe call that reads the clock can
- * cost) and the clock read under a pthread mutex (yitter's locking).
+ * plus one fetch_add (what a take locked on every call costs) and the clock
+ * read under a pthread mutex (yitter's locking).  idgen's precise mode is
+ * measured twice: as a program uses it (its first caller owns the generator
+ * and takes without the lock prefix, DESIGN §1), and with every take locked,
+ * as a generator that threads share.
  *
  * Built and run by bench/peers.sh, which compiles the peers from their own
  * public sources (no peer code lives in this repository) and links this file
@@ -94,7 +97,10 @@ static void die(const char *what, int rc) {
 
 /* ---- the contenders -------------------------------------------------- */
 
-static idgen_snowflake_gen_t *sf_fast, *sf_precise;
+static idgen_snowflake_gen_t *sf_fast, *sf_precise, *sf_precise_locked;
+/* libidgen's internal switch (src/core/bias.c): 0 = generators made from
+ * now on get no owner, every take locked.  For the "locked" row only. */
+void idgen__bias_enable(int on);
 static idgen_ulid_gen_t *ulid_fast;
 static idgen_uuid7_gen_t *uuid7_fast;
 static struct ulid_generator skeeto;
@@ -161,6 +167,7 @@ static struct sample run_sf(double seconds, idgen_snowflake_gen_t *g) {
 }
 static struct sample run_sf_fast(double s) { return run_sf(s, sf_fast); }
 static struct sample run_sf_precise(double s) { return run_sf(s, sf_precise); }
+static struct sample run_sf_precise_locked(double s) { return run_sf(s, sf_precise_locked); }
 
 static struct sample run_yitter(double seconds) {
   TIMED_LOOP(seconds, { acc += (uint64_t)NextId(); });
@@ -264,6 +271,7 @@ enum {
   C_CLOCK_MUTEX,
   C_SF_FAST,
   C_SF_PRECISE,
+  C_SF_PRECISE_LOCKED,
   C_YITTER,
   C_ULID,
   C_SKEETO,
@@ -292,6 +300,9 @@ static const struct contender {
     [C_CLOCK_MUTEX] = {"clock_mutex", "clock_gettime + pthread mutex", run_clock_mutex},
     [C_SF_FAST] = {"idgen_next_fast", "idgen next, fast clock", run_sf_fast},
     [C_SF_PRECISE] = {"idgen_next_precise", "idgen next, IDGEN_CLOCK_PRECISE", run_sf_precise},
+    [C_SF_PRECISE_LOCKED] = {"idgen_next_precise_locked",
+                             "idgen next, IDGEN_CLOCK_PRECISE, no owner (every take locked)",
+                             run_sf_precise_locked},
     [C_YITTER] = {"yitter_m2", "yitter C NextId, Method 2 (classic)", run_yitter},
     [C_ULID] = {"idgen_ulid_mono_encode", "idgen ULID monotonic + encode", run_ulid},
     [C_SKEETO] = {"skeeto_ulid_generate", "skeeto ulid_generate (26 chars)", run_skeeto},
@@ -323,10 +334,17 @@ static void setup(void) {
     exit(1);
   }
   s.clock_mode = IDGEN_CLOCK_PRECISE;
-  if ((rc = idgen_snowflake_gen_new(&sf_precise, &l, &s, err, sizeof err)) < 0) {
+  if ((rc = idgen_snowflake_gen_new(&sf_precise, &l, &s, err, sizeof err)) < 0 ||
+      (rc = idgen_snowflake_gen_new(&sf_precise_locked, &l, &s, err, sizeof err)) < 0) {
     fprintf(stderr, "peers: %s\n", err);
     exit(1);
   }
+  /* Ownership is settled by a generator's first take. */
+  uint64_t first;
+  idgen__bias_enable(0);
+  if ((rc = idgen_snowflake_gen_next(sf_precise_locked, &first)) < 0)
+    die("idgen_snowflake_gen_next", rc);
+  idgen__bias_enable(1);
   idgen_gen128_settings_t g = {.clock_mode = IDGEN_CLOCK_FAST};
   if ((rc = idgen_ulid_gen_new(&ulid_fast, &g)) < 0)
     die("idgen_ulid_gen_new", rc);
@@ -630,6 +648,12 @@ int main(int argc, char **argv) {
          ns(C_SF_PRECISE), med[C_SF_PRECISE] / 1e6, ns(C_YITTER), sp_y.v, sp_y.rmin, sp_y.rmax,
          ns(C_SF_PRECISE) / ns(C_CLOCK_XADD), ns(C_YITTER) / ns(C_CLOCK_MUTEX),
          met(sp_y.v >= 1.0));
+  struct ratio spl_y = ratio(C_SF_PRECISE_LOCKED, C_YITTER, runs);
+  printf("| same, no owner: every take locked (a generator shared by threads) | %.1f ns | "
+         "yitter %.1f ns | %.2fx yitter (rounds %.2f-%.2f); %.2fx the time of `clock_gettime + "
+         "fetch_add` | |\n",
+         ns(C_SF_PRECISE_LOCKED), ns(C_YITTER), spl_y.v, spl_y.rmin, spl_y.rmax,
+         ns(C_SF_PRECISE_LOCKED) / ns(C_CLOCK_XADD));
   printf("| monotonic ULID new + encode (26 chars) | %.1f ns (%.1f M/s) | skeeto/ulid-c "
          "(-O3, default flags: 4 ms coarse clock, RC4) %.1f ns; clock loop %.1f ns | %.2fx "
          "skeeto (rounds %.2f-%.2f); clock %+.1f ns | clock + 5 ns: %s; > 1x skeeto: %s |\n",
@@ -662,6 +686,7 @@ int main(int argc, char **argv) {
              ns(k), med[k] / 1e6, lo[k] / 1e6, hi[k] / 1e6);
   printf("%s.ratio next_fast_vs_yitter %.4f\n", pr, sf_y.v);
   printf("%s.ratio next_precise_vs_yitter %.4f\n", pr, sp_y.v);
+  printf("%s.ratio next_precise_locked_vs_yitter %.4f\n", pr, spl_y.v);
   printf("%s.ratio next_fast_vs_clock %.4f\n", pr, sf_c.v);
   printf("%s.ratio next_precise_time_over_clock_fetch_add %.4f\n", pr,
          ns(C_SF_PRECISE) / ns(C_CLOCK_XADD));
@@ -680,6 +705,7 @@ int main(int argc, char **argv) {
 
   idgen_snowflake_gen_free(sf_fast);
   idgen_snowflake_gen_free(sf_precise);
+  idgen_snowflake_gen_free(sf_precise_locked);
   idgen_ulid_gen_free(ulid_fast);
   idgen_uuid7_gen_free(uuid7_fast);
   return 0;

@@ -500,13 +500,21 @@ IDGEN_API void idgen_snowflake_gen_fini_shared(idgen_snowflake_gen_t *g);
 /*
  * Issues one ID into *id.  Thread-safe and lock-free: any number of threads
  * may call it on one generator.  IDs strictly increase in real-time order
- * (increasing).  Returns 0, or:
+ * (increasing).  The generator's first caller takes without a locked
+ * instruction until another thread calls; that call first revokes it with
+ * one membarrier(2), without waiting for the first (DESIGN §1).  Callers
+ * must be threads with their own thread-local storage (any C library's
+ * threads and signal handlers are; a raw clone(CLONE_VM) without
+ * CLONE_SETTLS is not).  Returns 0, or:
  *   IDGEN_ECLOCK      the wall clock is more than max_borrow_ms behind the
  *                     generator and did not catch up within max_wait_ms (the
  *                     generator works again once it does);
  *   IDGEN_EEXHAUSTED  the time field has run out (never wraps);
  *   IDGEN_EFORKED     called in a child process after fork(): a child must
  *                     make its own generator (unique);
+ *   IDGEN_EINVAL      another thread owns the generator and the kernel now
+ *                     refuses membarrier(2) (a seccomp filter installed after
+ *                     the first call): it cannot be shared safely;
  *   IDGEN_ELEASE, IDGEN_EMARK  (a generator bound to a lease) the lease
  *                     cannot be shown valid, or the high-water mark could not
  *                     be moved ahead within max_wait_ms (at once when the

@@ -109,6 +109,84 @@ static inline unsigned idgen__fork_gen(void) {
   return IDGEN_LIKELY(g != 0) ? g : idgen__fork_renew();
 }
 
+/*
+ * Ownership of a generator by one thread (bias.c): the owner takes with a
+ * restartable sequence (rseq, registered for every thread by glibc 2.35+),
+ * other threads revoke the ownership first with a barrier that restarts
+ * every section in progress.  x86-64 only.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && \
+    defined(__has_include)
+#if __has_include(<sys/rseq.h>)
+#define IDGEN_BIAS_TAKE 1
+#endif
+#endif
+#ifndef IDGEN_BIAS_TAKE
+#define IDGEN_BIAS_TAKE 0
+#endif
+/* The calling thread's name as an owner: the address of its byte. */
+extern __thread __attribute__((visibility("hidden"), tls_model("initial-exec"))) char
+    idgen__bias_token;
+static inline uintptr_t idgen__bias_me(void) { return (uintptr_t)&idgen__bias_token; }
+/* 1 if the calling thread may own a generator: the process has registered
+ * the restarting barrier, and the thread's rseq area is the one the kernel
+ * knows (asked once per thread; the process's part again after fork). */
+int idgen__bias_can_own(void);
+/* Restarts every rseq section of the process running on another CPU, and
+ * is a full barrier there, before it returns; 0, or -1 if the kernel
+ * refused it. */
+int idgen__bias_barrier(void);
+void idgen__bias_enable(int on); /* tests and benchmarks: 0 = no new owners */
+#if IDGEN_BIAS_TAKE
+#include <sys/rseq.h>
+/* The owner's take: inside a restartable sequence, if *bias is still `me`,
+ * *out = *next and *next + 1 is committed with one plain store.  1 if it
+ * committed; 0 if *bias was not `me` or the kernel aborted the sequence
+ * (preempted, migrated, signalled, or another thread's barrier): nothing
+ * was taken.  The descriptor's abort address is preceded by glibc's
+ * RSEQ_SIG, as the kernel checks. */
+static inline __attribute__((always_inline)) int idgen__owner_take(uint64_t *next,
+                                                                   const uintptr_t *bias,
+                                                                   uintptr_t me, uint64_t *out) {
+  uint64_t *cs = (uint64_t *)((char *)__builtin_thread_pointer() + __rseq_offset + 8);
+  uint64_t v = 0, t;
+  int ok;
+  __asm__ __volatile__(".pushsection __rseq_cs, \"aw\"\n\t"
+                       ".balign 32\n\t"
+                       "3:\n\t"
+                       ".long 0, 0\n\t"
+                       ".quad 1f, (2f - 1f), 4f\n\t"
+                       ".popsection\n\t"
+                       "leaq 3b(%%rip), %[t]\n\t"
+                       "movq %[t], %[cs]\n\t"
+                       "1:\n\t"
+                       "movq %[bias], %[t]\n\t"
+                       "cmpq %[t], %[me]\n\t"
+                       "jne 5f\n\t"
+                       "movq %[next], %[v]\n\t"
+                       "leaq 1(%[v]), %[t]\n\t"
+                       "movq %[t], %[next]\n\t"
+                       "2:\n\t"
+                       "movl $1, %[ok]\n\t"
+                       "jmp 6f\n\t"
+                       ".pushsection __rseq_failure, \"ax\"\n\t"
+                       ".byte 0x0f, 0xb9, 0x3d\n\t"
+                       ".long 0x53053053\n\t"
+                       "4:\n\t"
+                       "jmp 5f\n\t"
+                       ".popsection\n\t"
+                       "5:\n\t"
+                       "xorl %[ok], %[ok]\n\t"
+                       "6:\n\t"
+                       : [v] "+&r"(v), [t] "=&r"(t), [ok] "=&r"(ok), [next] "+m"(*next),
+                         [cs] "=m"(*cs)
+                       : [bias] "m"(*bias), [me] "r"(me)
+                       : "memory", "cc");
+  *out = v;
+  return ok;
+}
+#endif
+
 /* AVX-512 VBMI fast paths (simd.c): 0 and the 16 bytes if the input is
  * valid, nonzero otherwise (the caller then runs the scalar code, which
  * decides and words the error).  Call only when idgen__simd_available(). */

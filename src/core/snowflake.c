@@ -21,6 +21,10 @@
  * that finds the window open clears the flag.  Looking on every call instead
  * would cost a second transfer of the contended line: 84 against 50 million
  * IDs/s with two threads here.
+ * The generator's first caller owns it and takes with the same instruction
+ * without the lock prefix, inside a section; another thread revokes the
+ * ownership (a membarrier, a wait for the section) before its first take,
+ * and from then every take is locked (bias_enter, src/core/bias.c).
  * fetch_add cannot wrap: `next` stays below 2^63 + (number of calls), and for
  * 64-bit state (T+S = 64) the generator only uses compare-and-swap.
  *
@@ -39,6 +43,7 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -130,6 +135,8 @@ static void budget_start(const idgen_snowflake_gen_t *g, idgen_snowflake_wait_t 
   w->charged_ns = 0;
 }
 
+static inline int bias_enter(idgen_snowflake_gen_t *g, uintptr_t me);
+
 /* One decision on w->n values at wall ms `ms` within w's budget: CL_NOW or
  * CL_RESERVED with [*first, *last] taken; CL_MARK (nothing taken) when the
  * last is above a bound generator's ceiling (*last: the state needed);
@@ -165,6 +172,10 @@ static int claim_once(idgen_snowflake_gen_t *g, const idgen_snowflake_wait_t *w,
   /* A bound generator's high-water mark (max_state when unbound). */
   uint64_t ceil = atomic_load_explicit(&g->ceiling, memory_order_acquire);
 
+  /* The compare-and-swap below is locked; what matters is that no other
+   * thread still owns g and takes unlocked meanwhile. */
+  if (bias_enter(g, idgen__bias_me()) < 0)
+    return IDGEN_EINVAL;
   uint64_t cur = atomic_load_explicit(&g->next, memory_order_acquire);
   for (;;) {
     if (cur > g->max_state)
@@ -354,21 +365,33 @@ static int call(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n, int64_t ms,
   return run(g, w, ms, 0, blocking);
 }
 
-/* The hot path: one fetch_add when the clock allows it.  1 with *id, or 0
- * for the slow path (nothing issued). */
-static inline __attribute__((always_inline)) int fast_take(idgen_snowflake_gen_t *g, int64_t ms,
-                                                            uint64_t *id) {
-  if (IDGEN_UNLIKELY(!g->fast))
-    return 0;
-  /* Unsigned: a clock before the epoch gives a huge x and takes the slow path. */
-  uint64_t x = (uint64_t)(ms - g->epoch);
-  if (IDGEN_UNLIKELY(x > g->max_tick))
-    return 0;
-  uint64_t base = x << g->seq_bits, c;
+/* One take from `next`: a locked fetch_add, or for the owner a restartable
+ * sequence (bias.c) that looks at `bias` and commits next + 1 with a plain
+ * store.  A section that the kernel aborts (preemption, a signal, another
+ * thread's revoking barrier) falls back to the locked take, which is always
+ * safe for the owner. */
+static inline __attribute__((always_inline)) uint64_t take(idgen_snowflake_gen_t *g, int owner) {
+#if IDGEN_BIAS_TAKE
+  if (owner) {
+    uint64_t c;
+    if (IDGEN_LIKELY(idgen__owner_take((uint64_t *)&g->next, (const uintptr_t *)&g->bias,
+                                       idgen__bias_me(), &c)))
+      return c;
+  }
+#else
+  (void)owner;
+#endif
+  return atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
+}
+
+/* The hot path's decision for one take; see fast_take. */
+static inline __attribute__((always_inline)) int fast_body(idgen_snowflake_gen_t *g, uint64_t base,
+                                                            uint64_t *id, int owner) {
+  uint64_t c;
   /* The ceiling is read after the value is taken: a fence (ceiling 0) that
    * comes before the take in `next`'s order is seen (DESIGN §11). */
   if (IDGEN_LIKELY(!atomic_load_explicit(&g->ahead, memory_order_relaxed))) {
-    c = atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
+    c = take(g, owner);
     if (IDGEN_LIKELY(c - base <= g->fast_span &&
                      c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed))) {
       *id = compose(g, c);
@@ -383,7 +406,7 @@ static inline __attribute__((always_inline)) int fast_take(idgen_snowflake_gen_t
     c = atomic_load_explicit(&g->next, memory_order_relaxed);
     if (c - base <= g->fast_span && c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed)) {
       atomic_store_explicit(&g->ahead, 0, memory_order_relaxed);
-      c = atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
+      c = take(g, owner);
       if (IDGEN_LIKELY(c - base <= g->fast_span &&
                        c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed))) {
         *id = compose(g, c);
@@ -392,6 +415,75 @@ static inline __attribute__((always_inline)) int fast_take(idgen_snowflake_gen_t
     }
   }
   return 0;
+}
+
+/*
+ * Ownership (bias.c, DESIGN §1).  1 if the calling thread owns g: it may
+ * take with the restartable sequence.  0 if it must take locked, and from
+ * now on may: no owner's section that began before can still commit.
+ * IDGEN_EINVAL if the ownership cannot be revoked (the barrier refused
+ * after it was registered: a seccomp filter installed since).
+ */
+static int bias_enter_slow(idgen_snowflake_gen_t *g, uintptr_t me) {
+  for (;;) {
+    uintptr_t b = atomic_load_explicit(&g->bias, memory_order_acquire);
+    if (b == me)
+      return 1;
+    /* Shared; or this thread is the owner being revoked: its own sections
+     * are behind it in program order (a signal aborts one in progress). */
+    if (b == BIAS_SHARED || (b & ~BIAS_REVOKING) == me)
+      return 0;
+    if (b == BIAS_FREE) {
+      uintptr_t want = idgen__bias_can_own() ? me : BIAS_SHARED;
+      if (atomic_compare_exchange_strong_explicit(&g->bias, &b, want, memory_order_acq_rel,
+                                                  memory_order_acquire))
+        return want == me;
+      continue;
+    }
+    if (!(b & BIAS_REVOKING)) {
+      atomic_compare_exchange_strong_explicit(&g->bias, &b, b | BIAS_REVOKING,
+                                              memory_order_acq_rel, memory_order_acquire);
+      continue;
+    }
+    /* Owned by another thread and marked.  The barrier restarts every
+     * section running on another CPU (one preempted is restarted when it
+     * runs again); a section that restarts, or starts later, sees the mark.
+     * Each thread that saw the mark makes sure for itself: nothing waits
+     * for another thread. */
+    if (idgen__bias_barrier() != 0)
+      return IDGEN_EINVAL;
+    atomic_compare_exchange_strong_explicit(&g->bias, &b, BIAS_SHARED, memory_order_acq_rel,
+                                            memory_order_acquire);
+    return 0;
+  }
+}
+
+static inline int bias_enter(idgen_snowflake_gen_t *g, uintptr_t me) {
+  uintptr_t b = atomic_load_explicit(&g->bias, memory_order_acquire);
+  if (IDGEN_LIKELY(b == me))
+    return 1;
+  if (IDGEN_LIKELY(b == BIAS_SHARED))
+    return 0;
+  return bias_enter_slow(g, me);
+}
+
+/* The hot path: one fetch_add when the clock allows it.  1 with *id, or 0
+ * for the slow path (nothing issued). */
+static inline __attribute__((always_inline)) int fast_take(idgen_snowflake_gen_t *g, int64_t ms,
+                                                            uint64_t *id) {
+  if (IDGEN_UNLIKELY(!g->fast))
+    return 0;
+  /* Unsigned: a clock before the epoch gives a huge x and takes the slow path. */
+  uint64_t x = (uint64_t)(ms - g->epoch);
+  if (IDGEN_UNLIKELY(x > g->max_tick))
+    return 0;
+  uint64_t base = x << g->seq_bits;
+  int own = bias_enter(g, idgen__bias_me());
+  if (IDGEN_LIKELY(own > 0))
+    return fast_body(g, base, id, 1);
+  if (IDGEN_UNLIKELY(own < 0))
+    return 0; /* the slow path reports it */
+  return fast_body(g, base, id, 0);
 }
 
 int idgen_snowflake_gen_next(idgen_snowflake_gen_t *g, uint64_t *id) {
@@ -562,6 +654,9 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
   else
     g->fast_span = UINT64_C(1) << 63;
   g->fork_gen = idgen__fork_gen();
+  /* Only the hot path takes unlocked; a bound generator's fences (DESIGN
+   * §11) and another process's takes need every take locked. */
+  atomic_init(&g->bias, g->fast && !shared && s->lease == NULL ? BIAS_FREE : BIAS_SHARED);
   atomic_init(&g->next, 0);
   atomic_init(&g->ahead, 0);
   atomic_init(&g->ceiling, g->max_state);

@@ -16,6 +16,11 @@ typedef struct idgen__keeper idgen__keeper_t;
 
 enum { CLOCK_KIND_FAST, CLOCK_KIND_PRECISE, CLOCK_KIND_INJECTED };
 
+/* idgen_snowflake_gen.bias; an owner's token is aligned to 8. */
+#define BIAS_FREE ((uintptr_t)0)
+#define BIAS_REVOKING ((uintptr_t)1)
+#define BIAS_SHARED ((uintptr_t)2)
+
 struct idgen_snowflake_gen {
   /* Read-only after creation; shared by all threads. */
   int64_t epoch;
@@ -49,6 +54,12 @@ struct idgen_snowflake_gen {
    * while the lease is valid, else 0.  Written by the keeper a few times a
    * second at most; read (relaxed) on every call. */
   _Atomic uint64_t ceiling;
+
+  /* Who may take without a locked instruction (bias.c, DESIGN §1): BIAS_FREE
+   * until the first take, then the owner's idgen__bias_me(), | BIAS_REVOKING
+   * while another thread waits the owner out, then BIAS_SHARED for good.
+   * Bound and shared generators are BIAS_SHARED from the start. */
+  _Atomic uintptr_t bias;
 
   /* The state word, alone on its cache line. */
   _Alignas(IDGEN_CACHELINE) _Atomic uint64_t next;

@@ -1,0 +1,341 @@
+/*
+ * test_owner.c -- a Snowflake generator's owner takes without the lock
+ * prefix; other threads revoke the ownership first (src/core/bias.c,
+ * DESIGN §1).  What must hold across the handover:
+ *   - no ID repeats, whoever took it (owner, other threads, signal handlers);
+ *   - real-time order both ways: an ID taken after another thread's take
+ *     returned is larger (G2), in the owner and in the revokers;
+ *   - the states: first taker owns, a second thread leaves it shared for
+ *     good, bound-to-nothing but not hot-path generators never own, a child
+ *     of fork() can own its own generators.
+ * Each round's handover happens once per generator, so the rounds make many
+ * generators and start the other threads while the owner is taking.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "snowflake_int.h"
+#include "testutil.h"
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static uintptr_t bias_of(idgen_snowflake_gen_t *g) {
+  return atomic_load_explicit(&g->bias, memory_order_acquire);
+}
+
+static idgen_snowflake_gen_t *make(int precise) {
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+  s.clock_mode = precise ? IDGEN_CLOCK_PRECISE : IDGEN_CLOCK_FAST;
+  return tu_gen("time:41@1ms,sequence:22", &s);
+}
+
+/* Ownership needs Linux 5.10+, glibc 2.35+ with rseq on, x86-64: where it is
+ * off (GLIBC_TUNABLES=glibc.pthread.rseq=0, valgrind) these tests skip,
+ * unless IDGEN_TEST_OWNER_REQUIRED is set (this project's CI machines). */
+static void need_owner(void) {
+  if (idgen__bias_can_own())
+    return;
+  if (getenv("IDGEN_TEST_OWNER_REQUIRED") != NULL)
+    fail_msg("this machine cannot make owners (rseq or membarrier unavailable)");
+  skip();
+}
+
+static void test_first_taker_owns(void **state) {
+  (void)state;
+  need_owner();
+  idgen_snowflake_gen_t *g = make(1);
+  assert_int_equal(bias_of(g), BIAS_FREE);
+  uint64_t a, b;
+  assert_int_equal(idgen_snowflake_gen_next(g, &a), 0);
+  assert_int_equal(bias_of(g), idgen__bias_me());
+  assert_int_equal(idgen_snowflake_gen_next(g, &b), 0);
+  assert_true(b > a);
+  idgen_snowflake_gen_free(g);
+
+  /* A batch first (the slow path) also makes its caller the owner. */
+  g = make(0);
+  uint64_t ids[3];
+  assert_int_equal(idgen_snowflake_gen_next_n(g, ids, 3), 0);
+  assert_int_equal(bias_of(g), idgen__bias_me());
+  idgen_snowflake_gen_free(g);
+
+  /* Off (tests, benchmarks): generators stay shared. */
+  idgen__bias_enable(0);
+  g = make(1);
+  assert_int_equal(idgen_snowflake_gen_next(g, &a), 0);
+  assert_int_equal(bias_of(g), BIAS_SHARED);
+  idgen_snowflake_gen_free(g);
+  idgen__bias_enable(1);
+}
+
+/* Generators whose takes are not all the hot path's are shared from the
+ * start: seconds as the unit (compare-and-swap only), an injected clock. */
+static void test_not_hot_path_never_owned(void **state) {
+  (void)state;
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+  idgen_snowflake_gen_t *g = tu_gen("time:32@1s,sequence:20", &s);
+  uint64_t id;
+  assert_int_equal(idgen_snowflake_gen_next(g, &id), 0);
+  assert_int_equal(bias_of(g), BIAS_SHARED);
+  idgen_snowflake_gen_free(g);
+  tu_clock_t c;
+  tu_clock_init(&c, 1700000000000);
+  idgen_snowflake_settings_init(&s);
+  s.clock = &c.clock;
+  g = tu_gen("time:41@1ms,sequence:22", &s);
+  assert_int_equal(idgen_snowflake_gen_next(g, &id), 0);
+  assert_int_equal(bias_of(g), BIAS_SHARED);
+  idgen_snowflake_gen_free(g);
+}
+
+/* ---- the handover under load ---- */
+
+enum { OTHERS = 3, HANDLER_MAX = 4096 };
+
+static struct round {
+  idgen_snowflake_gen_t *g;
+  size_t n;                         /* IDs per thread */
+  uint64_t *ids[OTHERS + 1];        /* [0]: the owner's */
+  _Atomic uint64_t last[OTHERS + 1]; /* each thread's last returned ID */
+  _Atomic int go;
+  _Atomic int failed;
+} rd;
+
+static uint64_t handler_ids[HANDLER_MAX];
+static _Atomic int handler_n;
+static _Atomic int handler_failed;
+
+static void on_alarm(int signo) {
+  (void)signo;
+  int i = atomic_fetch_add(&handler_n, 1);
+  if (i >= HANDLER_MAX)
+    return;
+  if (idgen_snowflake_gen_next(rd.g, &handler_ids[i]) != 0)
+    atomic_store(&handler_failed, 1);
+}
+
+/* Takes n IDs as thread k.  Before each take it reads what every other
+ * thread had returned last; the take must come out above all of them. */
+static void run_thread(int k) {
+  for (size_t i = 0; i < rd.n; i++) {
+    uint64_t floor = 0;
+    for (int j = 0; j <= OTHERS; j++) {
+      uint64_t v = atomic_load_explicit(&rd.last[j], memory_order_acquire);
+      if (j != k && v > floor)
+        floor = v;
+    }
+    uint64_t id;
+    if (idgen_snowflake_gen_next(rd.g, &id) != 0 || id <= floor ||
+        (i > 0 && id <= rd.ids[k][i - 1])) {
+      atomic_store(&rd.failed, 1);
+      return;
+    }
+    rd.ids[k][i] = id;
+    atomic_store_explicit(&rd.last[k], id, memory_order_release);
+  }
+}
+
+static void *other(void *arg) {
+  while (!atomic_load(&rd.go))
+    ;
+  run_thread((int)(intptr_t)arg);
+  return NULL;
+}
+
+static void test_handover_under_load(void **state) {
+  (void)state;
+  need_owner();
+  const int rounds = (int)tu_scaled(300);
+  rd.n = tu_scaled(3000);
+  for (int k = 0; k <= OTHERS; k++)
+    rd.ids[k] = malloc(rd.n * sizeof(uint64_t));
+  uint64_t *all = malloc(((OTHERS + 1) * rd.n + HANDLER_MAX) * sizeof(uint64_t));
+  assert_non_null(all);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_alarm;
+  sa.sa_flags = SA_RESTART;
+  assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
+  size_t handled = 0;
+
+  for (int r = 0; r < rounds; r++) {
+    rd.g = make(r % 2);
+    for (int k = 0; k <= OTHERS; k++)
+      atomic_store(&rd.last[k], 0);
+    atomic_store(&rd.go, 0);
+    atomic_store(&handler_n, 0);
+    /* This thread owns the generator before the others exist. */
+    uint64_t first;
+    assert_int_equal(idgen_snowflake_gen_next(rd.g, &first), 0);
+    assert_int_equal(bias_of(rd.g), idgen__bias_me());
+    atomic_store(&rd.last[0], first);
+    pthread_t t[OTHERS];
+    for (int k = 1; k <= OTHERS; k++)
+      assert_int_equal(pthread_create(&t[k - 1], NULL, other, (void *)(intptr_t)k), 0);
+    /* Signals to the process land on any of the four threads, inside or
+     * between their takes, during the handover. */
+    struct itimerval it = {{0, 50}, {0, 50}};
+    assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+    atomic_store(&rd.go, 1);
+    run_thread(0);
+    for (int k = 0; k < OTHERS; k++)
+      pthread_join(t[k], NULL);
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    assert_false(atomic_load(&rd.failed));
+    assert_false(atomic_load(&handler_failed));
+    assert_int_equal(bias_of(rd.g), BIAS_SHARED);
+
+    size_t m = 0;
+    all[m++] = first;
+    for (int k = 0; k <= OTHERS; k++) {
+      memcpy(all + m, rd.ids[k], rd.n * sizeof(uint64_t));
+      m += rd.n;
+    }
+    int h = atomic_load(&handler_n);
+    h = h > HANDLER_MAX ? HANDLER_MAX : h;
+    memcpy(all + m, handler_ids, (size_t)h * sizeof(uint64_t));
+    m += (size_t)h;
+    handled += (size_t)h;
+    qsort(all, m, sizeof *all, cmp_u64);
+    for (size_t i = 1; i < m; i++)
+      if (all[i] == all[i - 1])
+        fail_msg("round %d: ID %llu taken twice", r, (unsigned long long)all[i]);
+    idgen_snowflake_gen_free(rd.g);
+  }
+  signal(SIGALRM, SIG_DFL);
+  print_message("%d handovers, %zu IDs taken by signal handlers among them\n", rounds, handled);
+  assert_true(handled > 0);
+  for (int k = 0; k <= OTHERS; k++)
+    free(rd.ids[k]);
+  free(all);
+}
+
+/* ---- the kernel restarts the owner's sequence ---- */
+
+static volatile sig_atomic_t alarms;
+static void count_alarm(int signo) {
+  (void)signo;
+  alarms = alarms + 1;
+}
+
+/* Signals delivered inside the owner's restartable sequence send it to its
+ * abort address (the kernel checks the signature before it, and kills the
+ * process if it is wrong): such takes report nothing taken, and the values
+ * that were taken follow each other with no gap and no repeat. */
+static void test_sections_restart(void **state) {
+  (void)state;
+  need_owner();
+#ifdef TU_UNDER_SANITIZER
+  /* ThreadSanitizer holds signals back until the next call it intercepts,
+   * which the loop below never makes. */
+  skip();
+#endif
+  idgen_snowflake_gen_t *g = make(1);
+  uint64_t first, c, prev;
+  assert_int_equal(idgen_snowflake_gen_next(g, &first), 0);
+  assert_int_equal(bias_of(g), idgen__bias_me());
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = count_alarm;
+  sa.sa_flags = SA_RESTART;
+  assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
+  struct itimerval it = {{0, 20}, {0, 20}};
+  alarms = 0;
+  assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+  prev = atomic_load(&g->next) - 1;
+  long taken = 0, aborted = 0;
+  for (long n = 0; alarms < 3000; n++) {
+    if (n > 4000000000L)
+      fail_msg("3000 signals did not arrive");
+    if (idgen__owner_take((uint64_t *)&g->next, (const uintptr_t *)&g->bias, idgen__bias_me(),
+                          &c)) {
+      if (c != prev + 1)
+        fail_msg("took %llu after %llu", (unsigned long long)c, (unsigned long long)prev);
+      prev = c;
+      taken++;
+    } else {
+      aborted++;
+    }
+  }
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, NULL);
+  signal(SIGALRM, SIG_DFL);
+  print_message("%ld takes, %ld restarted by %d signals\n", taken, aborted, (int)alarms);
+  assert_true(aborted > 0);
+  assert_int_equal(atomic_load(&g->next), prev + 1);
+  idgen_snowflake_gen_free(g);
+}
+
+/* ---- fork ---- */
+
+static void *take_many(void *arg) {
+  uint64_t *out = arg;
+  for (int i = 0; i < 100000; i++)
+    if (idgen_snowflake_gen_next(rd.g, &out[i]) != 0)
+      return (void *)1;
+  return NULL;
+}
+
+/* The membarrier registration is the process's: a child of fork() must
+ * register again before it can revoke its own generators' owners. */
+static void test_child_owns_its_generators(void **state) {
+  (void)state;
+  need_owner();
+  idgen_snowflake_gen_t *parent = make(1);
+  uint64_t id;
+  assert_int_equal(idgen_snowflake_gen_next(parent, &id), 0);
+  assert_int_equal(bias_of(parent), idgen__bias_me());
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (idgen_snowflake_gen_next(parent, &id) != IDGEN_EFORKED)
+      _exit(2);
+    rd.g = make(1);
+    uint64_t *a = malloc(200000 * sizeof *a);
+    if (a == NULL || idgen_snowflake_gen_next(rd.g, &a[0]) != 0 ||
+        bias_of(rd.g) != idgen__bias_me())
+      _exit(3);
+    pthread_t t;
+    if (pthread_create(&t, NULL, take_many, a + 100000) != 0)
+      _exit(4);
+    void *r1 = take_many(a);
+    void *r2;
+    pthread_join(t, &r2);
+    if (r1 != NULL || r2 != NULL || bias_of(rd.g) != BIAS_SHARED)
+      _exit(5);
+    qsort(a, 200000, sizeof *a, cmp_u64);
+    for (int i = 1; i < 200000; i++)
+      if (a[i] == a[i - 1])
+        _exit(6);
+    _exit(0);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  idgen_snowflake_gen_free(parent);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_first_taker_owns),
+      cmocka_unit_test(test_not_hot_path_never_owned),
+      cmocka_unit_test(test_sections_restart),
+      cmocka_unit_test(test_handover_under_load),
+      cmocka_unit_test(test_child_owns_its_generators),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
