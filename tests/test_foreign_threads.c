@@ -168,8 +168,8 @@ static void test_dlmopen_plugin_thread(void **state) {
 
   /* This thread owns the Snowflake generator before the plug-in's thread
    * starts: that thread's first take revokes the ownership (bias.c) while
-   * this one keeps taking, and must wait it out although glibc's copy of
-   * ours never heard of it. */
+   * this one keeps taking, although glibc's copy of ours never heard of
+   * that thread. */
   uint64_t first;
   assert_int_equal(idgen_snowflake_gen_next(sh.sf, &first), 0);
   int owned = idgen__bias_can_own(); /* off without rseq: then all takes are locked */

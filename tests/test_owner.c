@@ -5,6 +5,7 @@
  *   - no ID repeats, whoever took it (owner, other threads, signal handlers);
  *   - real-time order both ways: an ID taken after another thread's take
  *     returned is larger (G2), in the owner and in the revokers;
+ *   - the kernel restarts the owner's sequence when a signal comes inside;
  *   - the states: first taker owns, a second thread leaves it shared for
  *     good, bound-to-nothing but not hot-path generators never own, a child
  *     of fork() can own its own generators.

@@ -21,10 +21,10 @@
  * that finds the window open clears the flag.  Looking on every call instead
  * would cost a second transfer of the contended line: 84 against 50 million
  * IDs/s with two threads here.
- * The generator's first caller owns it and takes with the same instruction
- * without the lock prefix, inside a section; another thread revokes the
- * ownership (a membarrier, a wait for the section) before its first take,
- * and from then every take is locked (bias_enter, src/core/bias.c).
+ * The generator's first caller owns it and takes without the lock prefix,
+ * inside a restartable sequence; another thread revokes the ownership (a
+ * membarrier that restarts any sequence in progress, no waiting) before its
+ * first take, and from then every take is locked (bias_enter, bias.c).
  * fetch_add cannot wrap: `next` stays below 2^63 + (number of calls), and for
  * 64-bit state (T+S = 64) the generator only uses compare-and-swap.
  *
@@ -43,7 +43,6 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 

@@ -57,7 +57,7 @@ struct idgen_snowflake_gen {
 
   /* Who may take without a locked instruction (bias.c, DESIGN §1): BIAS_FREE
    * until the first take, then the owner's idgen__bias_me(), | BIAS_REVOKING
-   * while another thread waits the owner out, then BIAS_SHARED for good.
+   * once another thread has marked it for its barrier, then BIAS_SHARED.
    * Bound and shared generators are BIAS_SHARED from the start. */
   _Atomic uintptr_t bias;
 
