@@ -1138,15 +1138,19 @@ def clock_skew(pg, label):
     d.stop()
 
 
-def wait_sleeping(uri, timeout=20):
-    """Until a session on uri's server is inside pg_sleep(): the psql started
-    just before has taken the lock its earlier statements ask for (a fixed
-    sleep was too short on a loaded machine, and the test then measured no
-    wait at all)."""
+def wait_sleeping(uri, needle, timeout=20):
+    """Until the session on uri's database whose query holds `needle` is
+    inside pg_sleep(): the psql started just before has taken the lock its
+    earlier statements ask for (a fixed sleep was too short on a loaded
+    machine, and the test then measured no wait at all).  The needle and the
+    database matter: an earlier test's killed psql leaves its backend
+    sleeping on."""
     deadline = time.monotonic() + timeout
+    q = ("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'"
+         " AND datname = current_database() AND pid <> pg_backend_pid()"
+         " AND position('%s' in query) > 0" % needle)
     while time.monotonic() < deadline:
-        r = subprocess.run(["psql", "-qtAX", uri, "-c", "SELECT count(*) FROM pg_stat_activity"
-                            " WHERE wait_event = 'PgSleep'"], capture_output=True, text=True)
+        r = subprocess.run(["psql", "-qtAX", uri, "-c", q], capture_output=True, text=True)
         if r.returncode == 0 and r.stdout.strip() not in ("", "0"):
             return
         time.sleep(0.05)
@@ -1176,7 +1180,7 @@ def hostile_defaults(pg, label):
                              " AND node = %d FOR UPDATE; SELECT pg_sleep(8); COMMIT;"
                              % (TWITTER_POOL, 15 << 17)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_sleeping(pg.uri)
+    wait_sleeping(pg.uri, "FOR UPDATE")
     t = time.monotonic()
     r = idgen("snowflake", "--registry", pg.uri, "--datacenter", "15")
     took = time.monotonic() - t
@@ -1200,7 +1204,7 @@ def schema_wait(pg, label):
                              "BEGIN; SELECT pg_advisory_xact_lock(7283920174628301);"
                              " SELECT pg_sleep(3.5); COMMIT;"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_sleeping(uri)
+    wait_sleeping(uri, "pg_advisory_xact_lock")
     t = time.monotonic()
     procs = [subprocess.Popen([IDGEN, "snowflake", "-n", "5", "--registry", uri, "--datacenter",
                                "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -1218,7 +1222,7 @@ def schema_wait(pg, label):
                              "BEGIN; LOCK TABLE idgen_pools IN EXCLUSIVE MODE;"
                              " SELECT pg_sleep(3.5); COMMIT;"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_sleeping(uri)
+    wait_sleeping(uri, "LOCK TABLE idgen_pools")
     t = time.monotonic()
     r = idgen("snowflake", "--registry", uri, "--layout", "sonyflake")
     took = time.monotonic() - t
