@@ -552,7 +552,10 @@ IDGEN_API uint64_t idgen_snowflake_gen_capacity(idgen_snowflake_gen_t *g);
  * would wait returns IDGEN_EAGAIN instead, with the time to go on in
  * w->due_ns (Unix ns by the generator's clock), and the caller calls
  * idgen_snowflake_gen_resume() at or after that time, as often as it returns
- * IDGEN_EAGAIN.  The call keeps its place meanwhile: values it reserved are
+ * IDGEN_EAGAIN.  A resume that comes early (a loop that polls) is answered
+ * IDGEN_EAGAIN again and costs the call only the time that really passed,
+ * measured on the monotonic clock (with an injected clock, the whole wait
+ * asked is spent at each resume).  The call keeps its place meanwhile: values it reserved are
  * its own, and it is bounded by the same per-call wait as next_n().  When
  * next_n_async or resume returns 0, the `ids` of that call hold the n IDs,
  * which may be handed out at once (resume takes the array anew, so that a
@@ -567,6 +570,7 @@ typedef struct idgen_snowflake_wait {
   uint64_t *ids;
   size_t n;
   int64_t start_ns, deadline_ns, charged_ns;
+  int64_t asked_mono_ns;   /* when the wait last asked for ends, monotonic (0: none) */
   int phase;
   size_t offset;           /* resume() fills from ids + offset (a cache's direct take) */
 } idgen_snowflake_wait_t;

@@ -407,6 +407,7 @@ int idgen_cached_gen_resume(idgen_cached_gen_t *c, idgen_snowflake_wait_t *w, ui
    * issues now.  Claiming from the generator alone here would hand out IDs
    * above ring IDs that a later take then gets (the attack on this code
    * found such replies going backwards).  The call keeps its budget. */
+  idgen__sf_wait_early(w);
   int64_t start_ns = w->start_ns, deadline_ns = w->deadline_ns, charged_ns = w->charged_ns;
   size_t off = w->offset, rest = w->n;
   pthread_mutex_lock(&c->fill_mu);

@@ -211,6 +211,26 @@ static int claim_once(idgen_snowflake_gen_t *g, const idgen_snowflake_wait_t *w,
   }
 }
 
+/* A wait of `ns` asked of the caller: charged to the call's budget now.
+ * Its end on the monotonic clock is kept, so that a resume that comes
+ * before it gives back what was not waited (idgen__sf_wait_early). */
+static void ask(const idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ns) {
+  w->charged_ns += ns;
+  w->asked_mono_ns = g->clock.now_ns != NULL ? 0 : idgen__mono_ns() + ns;
+}
+
+void idgen__sf_wait_early(idgen_snowflake_wait_t *w) {
+  if (w->asked_mono_ns == 0)
+    return;
+  int64_t left = w->asked_mono_ns - idgen__mono_ns();
+  w->asked_mono_ns = 0;
+  /* Polled before the end of what it asked: only the time that passed is
+   * spent.  (A wall clock that stands still while the caller waits out the
+   * whole wait spends it all, as before, and so ends the call.) */
+  if (left > 0)
+    w->charged_ns -= left < w->charged_ns ? left : w->charged_ns;
+}
+
 /* A reserved call: 0 once its last value's tick is within max_borrow_ms of
  * the wall clock (and the lease still covers it); IDGEN_EAGAIN with
  * w->due_ns while it must wait and may; or a refusal (the reserved values
@@ -229,7 +249,7 @@ static int reserved_check(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w) {
   int64_t need = target_ms * NS_PER_MS - t_ns;
   if (w->charged_ns + need > allowance)
     return refuse(g);
-  w->charged_ns += need;
+  ask(g, w, need);
   w->due_ns = target_ms * NS_PER_MS;
   return IDGEN_EAGAIN;
 }
@@ -326,7 +346,7 @@ static int run(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms, 
         /* Look again in a millisecond, within the budget. */
         if (w->charged_ns + NS_PER_MS > w->deadline_ns - w->start_ns)
           return IDGEN_EMARK;
-        w->charged_ns += NS_PER_MS;
+        ask(g, w, NS_PER_MS);
         w->due_ns = now_ns(g) + NS_PER_MS;
         return IDGEN_EAGAIN;
       }
@@ -520,6 +540,7 @@ int idgen_snowflake_gen_resume(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t 
   if (IDGEN_UNLIKELY(g->fork_gen != idgen__fork_gen()) && !g->shared)
     return IDGEN_EFORKED;
   w->ids = ids + w->offset;
+  idgen__sf_wait_early(w);
   return run(g, w, idgen__ns_to_ms(now_ns(g)), 1, 0);
 }
 
