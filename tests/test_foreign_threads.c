@@ -22,7 +22,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 #include "snowflake_int.h"
 #include "testutil.h"
@@ -75,13 +74,7 @@ static void test_signal_handler_takes_between(void **state) {
   uint64_t *ids = malloc((cap + HANDLER_MAX) * sizeof *ids);
   assert_non_null(ids);
 
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_alarm;
-  sa.sa_flags = SA_RESTART;
-  assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
-  struct itimerval it = {{0, 20}, {0, 20}}; /* every 20 us */
-  assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+  tu_alarm_every_us(on_alarm, 20);
   size_t n = 0;
   while (n < cap && sig_n < HANDLER_MAX / 2) {
     uint64_t id;
@@ -90,9 +83,7 @@ static void test_signal_handler_takes_between(void **state) {
       fail_msg("ID %llu after %llu", (unsigned long long)id, (unsigned long long)ids[n - 1]);
     ids[n++] = id;
   }
-  struct itimerval off = {{0, 0}, {0, 0}};
-  setitimer(ITIMER_REAL, &off, NULL);
-  signal(SIGALRM, SIG_DFL);
+  tu_alarm_off();
   assert_false(sig_failed);
   print_message("%zu IDs taken by the caller, %d by the handler between them\n", n, (int)sig_n);
   assert_true(sig_n > 100); /* the handler did come between the caller's takes */

@@ -18,7 +18,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -164,11 +163,6 @@ static void test_handover_under_load(void **state) {
     rd.ids[k] = malloc(rd.n * sizeof(uint64_t));
   uint64_t *all = malloc(((OTHERS + 1) * rd.n + HANDLER_MAX) * sizeof(uint64_t));
   assert_non_null(all);
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_alarm;
-  sa.sa_flags = SA_RESTART;
-  assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
   size_t handled = 0;
 
   for (int r = 0; r < rounds; r++) {
@@ -187,14 +181,12 @@ static void test_handover_under_load(void **state) {
       assert_int_equal(pthread_create(&t[k - 1], NULL, other, (void *)(intptr_t)k), 0);
     /* Signals to the process land on any of the four threads, inside or
      * between their takes, during the handover. */
-    struct itimerval it = {{0, 50}, {0, 50}};
-    assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+    tu_alarm_every_us(on_alarm, 50);
     atomic_store(&rd.go, 1);
     run_thread(0);
     for (int k = 0; k < OTHERS; k++)
       pthread_join(t[k], NULL);
-    struct itimerval off = {{0, 0}, {0, 0}};
-    setitimer(ITIMER_REAL, &off, NULL);
+    tu_alarm_off();
     assert_false(atomic_load(&rd.failed));
     assert_false(atomic_load(&handler_failed));
     assert_int_equal(bias_of(rd.g), BIAS_SHARED);
@@ -216,7 +208,6 @@ static void test_handover_under_load(void **state) {
         fail_msg("round %d: ID %llu taken twice", r, (unsigned long long)all[i]);
     idgen_snowflake_gen_free(rd.g);
   }
-  signal(SIGALRM, SIG_DFL);
   print_message("%d handovers, %zu IDs taken by signal handlers among them\n", rounds, handled);
   assert_true(handled > 0);
   for (int k = 0; k <= OTHERS; k++)
@@ -248,14 +239,8 @@ static void test_sections_restart(void **state) {
   uint64_t first, c, prev;
   assert_int_equal(idgen_snowflake_gen_next(g, &first), 0);
   assert_int_equal(bias_of(g), idgen__bias_me());
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = count_alarm;
-  sa.sa_flags = SA_RESTART;
-  assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
-  struct itimerval it = {{0, 20}, {0, 20}};
   alarms = 0;
-  assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+  tu_alarm_every_us(count_alarm, 20);
   prev = atomic_load(&g->next) - 1;
   long taken = 0, aborted = 0;
   for (long n = 0; alarms < 3000; n++) {
@@ -271,9 +256,7 @@ static void test_sections_restart(void **state) {
       aborted++;
     }
   }
-  struct itimerval off = {{0, 0}, {0, 0}};
-  setitimer(ITIMER_REAL, &off, NULL);
-  signal(SIGALRM, SIG_DFL);
+  tu_alarm_off();
   print_message("%ld takes, %ld restarted by %d signals\n", taken, aborted, (int)alarms);
   assert_true(aborted > 0);
   assert_int_equal(atomic_load(&g->next), prev + 1);

@@ -1,10 +1,14 @@
 /*
  * testutil.c -- see testutil.h.
  */
+#define _GNU_SOURCE
 #include "testutil.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,6 +65,22 @@ idgen_snowflake_gen_t *tu_gen(const char *spec, const idgen_snowflake_settings_t
   if (rc < 0)
     fail_msg("idgen_snowflake_gen_new: %s (%s)", err, idgen_strerror(rc));
   return g;
+}
+
+void tu_alarm_every_us(void (*handler)(int), long us) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = handler;
+  sa.sa_flags = SA_RESTART;
+  assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
+  struct itimerval it = {{0, us}, {0, us}};
+  assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+}
+
+void tu_alarm_off(void) {
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, NULL);
+  signal(SIGALRM, SIG_DFL);
 }
 
 size_t tu_scaled(size_t n) {

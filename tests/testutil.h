@@ -75,6 +75,11 @@ void tu_sleep_ms(int64_t ms);
 void tu_fork_holders(const char *uri, const idgen_lease_request_t *req, int n, int settle_ms,
                      const int ctl[2], pid_t *pids, uint64_t *workers);
 
+/* SIGALRM to `handler` (SA_RESTART) every `us` microseconds of real time;
+ * tu_alarm_off() stops the timer and restores the default action. */
+void tu_alarm_every_us(void (*handler)(int), long us);
+void tu_alarm_off(void);
+
 /* n divided by $IDGEN_TEST_SCALE (default 1), at least 1000. */
 size_t tu_scaled(size_t n);
 
