@@ -8,16 +8,24 @@
  *   - the kernel restarts the owner's sequence when a signal comes inside;
  *   - the states: first taker owns, a second thread leaves it shared for
  *     good, bound-to-nothing but not hot-path generators never own, a child
- *     of fork() can own its own generators.
+ *     of fork() can own its own generators;
+ *   - a barrier the kernel refuses (a seccomp filter installed after the
+ *     owner was made) leaves the other threads no ID at all.
  * Each round's handover happens once per generator, so the rounds make many
  * generators and start the other threads while the owner is taking.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -313,6 +321,64 @@ static void test_child_owns_its_generators(void **state) {
   idgen_snowflake_gen_free(parent);
 }
 
+/* A seccomp filter installed after a thread owns a generator makes
+ * membarrier() fail with EPERM (a legal setting: idgen.h names it).  Then
+ * the ownership cannot be revoked, and another thread must get no ID
+ * (IDGEN_EINVAL) rather than take beside an owner whose section may still
+ * commit; the owner carries on, and no new owners are made.  A revocation
+ * that skipped the barrier would hand that thread IDs here. */
+static void *take_one(void *arg) {
+  uint64_t id;
+  return (void *)(intptr_t)idgen_snowflake_gen_next(arg, &id);
+}
+
+static int refuse_membarrier(void) {
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_membarrier, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    return -1;
+  return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+}
+
+static void test_refused_barrier_gives_others_nothing(void **state) {
+  (void)state;
+  need_owner();
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) { /* the filter stays in the child */
+    idgen_snowflake_gen_t *g = make(1);
+    uint64_t a, b;
+    if (idgen_snowflake_gen_next(g, &a) != 0 || bias_of(g) != idgen__bias_me())
+      _exit(2);
+    if (refuse_membarrier() != 0)
+      _exit(3);
+    pthread_t t;
+    void *r;
+    if (pthread_create(&t, NULL, take_one, g) != 0 || pthread_join(t, &r) != 0)
+      _exit(4);
+    if ((intptr_t)r != IDGEN_EINVAL)
+      _exit(5); /* the other thread took beside the owner */
+    if (idgen_snowflake_gen_next(g, &b) != 0 || b <= a)
+      _exit(6); /* the owner carries on */
+    idgen_snowflake_gen_t *g2 = make(1);
+    if (idgen_snowflake_gen_next(g2, &a) != 0 || bias_of(g2) != BIAS_SHARED)
+      _exit(7); /* no new owner: its takes are locked */
+    if (pthread_create(&t, NULL, take_one, g2) != 0 || pthread_join(t, &r) != 0 || r != NULL)
+      _exit(8);
+    _exit(0);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  if (WEXITSTATUS(st) != 0)
+    fail_msg("the child failed at step %d", WEXITSTATUS(st));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_first_taker_owns),
@@ -320,6 +386,7 @@ int main(void) {
       cmocka_unit_test(test_sections_restart),
       cmocka_unit_test(test_handover_under_load),
       cmocka_unit_test(test_child_owns_its_generators),
+      cmocka_unit_test(test_refused_barrier_gives_others_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
