@@ -86,7 +86,7 @@ enum { PHASE_CLAIM = 0, PHASE_RESERVED = 1 };
 
 /* Before an async call is resumed: if it comes before the end of the wait
  * it was asked, the part not waited is given back to its budget. */
-void idgen__sf_wait_early(idgen_snowflake_wait_t *w);
+IDGEN_INTERNAL void idgen__sf_wait_early(idgen_snowflake_wait_t *w);
 
 /* The wall clock in ns of g (injected or system). */
 static inline int64_t idgen__sf_now_ns(const idgen_snowflake_gen_t *g) {
