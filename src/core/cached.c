@@ -408,7 +408,8 @@ int idgen_cached_gen_resume(idgen_cached_gen_t *c, idgen_snowflake_wait_t *w, ui
    * above ring IDs that a later take then gets (the attack on this code
    * found such replies going backwards).  The call keeps its budget. */
   idgen__sf_wait_early(w);
-  int64_t start_ns = w->start_ns, deadline_ns = w->deadline_ns, charged_ns = w->charged_ns;
+  int64_t deadline_ns = w->deadline_ns, charged_ns = w->charged_ns;
+  int32_t allowance_ms = w->allowance_ms;
   size_t off = w->offset, rest = w->n;
   pthread_mutex_lock(&c->fill_mu);
   int64_t m = claim_ready(c, ids + off, rest);
@@ -418,9 +419,9 @@ int idgen_cached_gen_resume(idgen_cached_gen_t *c, idgen_snowflake_wait_t *w, ui
     w->offset = off + (size_t)m;
     if (rc == IDGEN_EAGAIN) { /* the first call's budget, not a new one */
       w->charged_ns += charged_ns;
-      w->start_ns = start_ns;
+      w->allowance_ms = allowance_ms;
       w->deadline_ns = deadline_ns;
-      if (w->charged_ns > deadline_ns - start_ns)
+      if (w->charged_ns > idgen__sf_allowance_ns(w))
         rc = w->phase == PHASE_RESERVED ? IDGEN_ECLOCK : IDGEN_EMARK;
     }
   }

@@ -44,9 +44,16 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "snowflake_int.h"
+
+/* Callers allocate idgen_snowflake_wait_t: its size is part of the ABI. */
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(idgen_snowflake_wait_t) == 80, "idgen_snowflake_wait_t changed size");
+#endif
 
 #define BORROW_MAX_MS ((long long)IDGEN_MAX_BORROW_MS_MAX)
 #define WAIT_MAX_MS ((long long)IDGEN_MAX_WAIT_MS_MAX)
@@ -129,8 +136,8 @@ enum { CL_NOW, CL_RESERVED, CL_MARK, CL_STALE };
 /* The budget of a call whose first reading is Unix ms `ms`. */
 static void budget_start(const idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms) {
   int64_t end_ms = ms < g->epoch ? ms + 1 : g->epoch + ((ms - g->epoch) / g->unit + 1) * g->unit;
-  w->start_ns = ms * NS_PER_MS;
   w->deadline_ns = (end_ms + g->wait_ms) * NS_PER_MS;
+  w->allowance_ms = (int32_t)(end_ms + g->wait_ms - ms); /* <= a day's tick + an hour */
   w->charged_ns = 0;
 }
 
@@ -211,18 +218,28 @@ static int claim_once(idgen_snowflake_gen_t *g, const idgen_snowflake_wait_t *w,
   }
 }
 
+/* The kernel's CLOCK_MONOTONIC, by a system call: a clock faker loaded
+ * with LD_PRELOAD (libfaketime, which stops this clock too unless told not
+ * to) cannot make the budget's real time stand still.  Slow path only. */
+static int64_t kernel_mono_ns(void) {
+  struct timespec ts;
+  if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts) != 0)
+    return idgen__mono_ns();
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* A wait of `ns` asked of the caller: charged to the call's budget now.
  * Its end on the monotonic clock is kept, so that a resume that comes
  * before it gives back what was not waited (idgen__sf_wait_early). */
 static void ask(const idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ns) {
   w->charged_ns += ns;
-  w->asked_mono_ns = g->clock.now_ns != NULL ? 0 : idgen__mono_ns() + ns;
+  w->asked_mono_ns = g->clock.now_ns != NULL ? 0 : kernel_mono_ns() + ns;
 }
 
 void idgen__sf_wait_early(idgen_snowflake_wait_t *w) {
   if (w->asked_mono_ns == 0)
     return;
-  int64_t left = w->asked_mono_ns - idgen__mono_ns();
+  int64_t left = w->asked_mono_ns - kernel_mono_ns();
   w->asked_mono_ns = 0;
   /* Polled before the end of what it asked: only the time that passed is
    * spent.  (A wall clock that stands still while the caller waits out the
@@ -242,7 +259,7 @@ static int reserved_check(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w) {
   int64_t target_ms = g->epoch + (int64_t)(w->last >> g->seq_bits) * g->unit - g->borrow_ms;
   if (target_ms <= ms) /* and the lease did not go while it waited */
     return w->last <= atomic_load_explicit(&g->ceiling, memory_order_acquire) ? 0 : IDGEN_ELEASE;
-  int64_t allowance = w->deadline_ns - w->start_ns;
+  int64_t allowance = idgen__sf_allowance_ns(w);
   /* Far out of reach (the clock stepped back meanwhile): no ns arithmetic. */
   if (target_ms - ms > allowance / NS_PER_MS + 1)
     return refuse(g);
@@ -328,13 +345,13 @@ static int run(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms, 
     if (r == CL_MARK) {
       /* Within the clock's window, above the mark: the keeper moves the
        * mark (or the lease is gone); the budget bounds the wait. */
-      int64_t left = w->deadline_ns - w->start_ns - w->charged_ns;
+      int64_t left = idgen__sf_allowance_ns(w) - w->charged_ns;
       int64_t rc = idgen__sf_remote(g)
                        ? remote_wait(g, last)
                        : g->bind->wait(g, last, blocking ? (left > 0 ? left : 0) : -1);
       if (rc == IDGEN_EAGAIN && blocking) {
         /* Another process's keeper: look again in a millisecond. */
-        if (w->charged_ns + NS_PER_MS > w->deadline_ns - w->start_ns)
+        if (w->charged_ns + NS_PER_MS > idgen__sf_allowance_ns(w))
           return IDGEN_EMARK;
         w->charged_ns += NS_PER_MS;
         sleep_ns(g, NS_PER_MS);
@@ -344,7 +361,7 @@ static int run(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms, 
       }
       if (rc == IDGEN_EAGAIN) {
         /* Look again in a millisecond, within the budget. */
-        if (w->charged_ns + NS_PER_MS > w->deadline_ns - w->start_ns)
+        if (w->charged_ns + NS_PER_MS > idgen__sf_allowance_ns(w))
           return IDGEN_EMARK;
         ask(g, w, NS_PER_MS);
         w->due_ns = now_ns(g) + NS_PER_MS;

@@ -88,6 +88,11 @@ enum { PHASE_CLAIM = 0, PHASE_RESERVED = 1 };
  * it was asked, the part not waited is given back to its budget. */
 IDGEN_INTERNAL void idgen__sf_wait_early(idgen_snowflake_wait_t *w);
 
+/* A call's budget in ns: how long its waits may add up to. */
+static inline int64_t idgen__sf_allowance_ns(const idgen_snowflake_wait_t *w) {
+  return (int64_t)w->allowance_ms * 1000000;
+}
+
 /* The wall clock in ns of g (injected or system). */
 static inline int64_t idgen__sf_now_ns(const idgen_snowflake_gen_t *g) {
   if (g->clock.now_ns != NULL)
