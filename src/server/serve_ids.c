@@ -313,7 +313,7 @@ static int64_t due_mono(const idgen_snowflake_wait_t *w) {
   struct timespec t;
   clock_gettime(CLOCK_REALTIME, &t);
   int64_t left = w->due_ns - ((int64_t)t.tv_sec * 1000000000 + t.tv_nsec);
-  return serve_mono_ns() + (left > 0 ? left : 0);
+  return serve_kernel_mono_ns() + (left > 0 ? left : 0);
 }
 
 void serve_ids_request(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh) {
@@ -387,7 +387,7 @@ void serve_ids_unpark(serve_worker_t *w, serve_conn_t *c) {
 
 
 int64_t serve_ids_run_parked(serve_worker_t *w) {
-  int64_t now = serve_mono_ns(), next = -1;
+  int64_t now = serve_kernel_mono_ns(), next = -1;
   for (serve_parked_t *p = w->parked, *nx; p; p = nx) {
     nx = p->next;
     if (p->due_mono_ns > now) {
@@ -407,7 +407,7 @@ int64_t serve_ids_run_parked(serve_worker_t *w) {
       rc = start_snowflakes(w, &p->g, &p->cache, &p->swaps, p->ids, p->shape.count, &p->wait);
     if (rc == IDGEN_EAGAIN) {
       p->due_mono_ns = due_mono(&p->wait);
-      int64_t left = p->due_mono_ns - serve_mono_ns();
+      int64_t left = p->due_mono_ns - serve_kernel_mono_ns();
       if (next < 0 || left < next)
         next = left > 0 ? left : 0;
       continue;

@@ -114,7 +114,7 @@ typedef struct serve_parked {
   uint64_t swaps;                /* server_swaps() before g and cache were read: after a
                                   * swap they are not touched again (maybe freed) */
   idgen_snowflake_wait_t wait;
-  int64_t due_mono_ns;           /* wait.due_ns on CLOCK_MONOTONIC: a step of the
+  int64_t due_mono_ns;           /* wait.due_ns on the kernel's CLOCK_MONOTONIC: a step of the
                                   * wall clock must not move the wake-up */
   serve_reply_shape_t shape;
   int64_t read_ns;               /* when the request was read */
@@ -311,6 +311,7 @@ void serve_lease_start(serve_daemon_t *s);
 /* The client's address as "ip:port" into buf[64], for log lines. */
 const char *serve_peer_text(const serve_conn_t *c, char *buf);
 int64_t serve_mono_ns(void);
+int64_t serve_kernel_mono_ns(void); /* past LD_PRELOAD clock fakers: parked requests */
 
 /* ---- server.c: a connection whose parked request was answered ---- */
 /* Sends the reply in w->out, then goes on with the connection's waiting

@@ -213,6 +213,44 @@ def group_waiting():
         d.stop()
 
 
+FAKETIME_SO = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+def sanitized(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    return b"__asan_init" in data or b"__tsan_init" in data
+
+
+def group_frozen_clock():
+    """Under libfaketime given a fixed date (no '@'), the wall clock and the
+    C library's CLOCK_MONOTONIC both stand still.  A request that must wait
+    for the next tick can never have it: it is answered 503 within its
+    budget (the rest of the tick + max_wait_ms), not left parked for ever,
+    because parked requests' due times and the generator's budget read the
+    kernel's clock by a system call (before, curl waited until it gave up).
+    Not for a sanitizer build: ASan and a preloaded libfaketime deadlock."""
+    if sanitized(IDGEN):
+        print("skip frozen clock: a sanitizer build cannot have libfaketime preloaded")
+        return
+    d = Daemon("frozen", ["--threads", "1", "--max-borrow-ms", "0", "--max-wait-ms", "100"],
+               env_extra={"LD_PRELOAD": FAKETIME_SO, "FAKETIME": "2026-11-26 13:00:00"},
+               node_args=["--layout", SLOW_LAYOUT, "--registry", "static", "--node", "worker=5"])
+    try:
+        r1, d1 = curl(d.http, "/id?count=16")  # the frozen second's 16 IDs
+        t0 = time.monotonic()
+        r2, d2 = curl(d.http, "/id?count=4", timeout=8)
+        t = time.monotonic() - t0
+        check("frozen clock: the second's 16 IDs, then count=4 is a 503 within its budget "
+              "(%.2f s, the rest of the second + 100 ms), not parked for ever" % t,
+              r1 and r1.status == 200 and r2 and r2.status == 503 and t < 4,
+              (r1 and r1.status, d1, r2 and (r2.status, short(r2.body)), d2))
+        r, _ = curl(d.http, "/health")
+        check("frozen clock: /health answered meanwhile and after", r and r.status == 200)
+    finally:
+        d.stop()
+
+
 def group_agents_and_limit():
     d = Daemon("agents", ["--max-agents", "2", "--max-connections", "20"])
     try:
@@ -408,5 +446,6 @@ if __name__ == "__main__":
               before=[],
               with_daemon=[('redis-benchmark', group_benchmark)],
               after=[('busy polling and its gate', group_busy_poll),
-                     ('requests that wait for their tick', group_waiting), ('agents and max_connections', group_agents_and_limit), ('metrics series unique (agent other)', group_metrics_unique), ('10000 connections', group_many_connections)],
+                     ('requests that wait for their tick', group_waiting),
+                     ('a clock that stands still', group_frozen_clock), ('agents and max_connections', group_agents_and_limit), ('metrics series unique (agent other)', group_metrics_unique), ('10000 connections', group_many_connections)],
               snow_kinds=None)
