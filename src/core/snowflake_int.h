@@ -86,7 +86,7 @@ enum { PHASE_CLAIM = 0, PHASE_RESERVED = 1 };
 
 /* Before an async call is resumed: if it comes before the end of the wait
  * it was asked, the part not waited is given back to its budget. */
-IDGEN_INTERNAL void idgen__sf_wait_early(idgen_snowflake_wait_t *w);
+void idgen__sf_wait_early(idgen_snowflake_wait_t *w);
 
 /* A call's budget in ns: how long its waits may add up to. */
 static inline int64_t idgen__sf_allowance_ns(const idgen_snowflake_wait_t *w) {
