@@ -569,7 +569,8 @@ typedef struct idgen_snowflake_wait {
   uint64_t first, last;    /* the states reserved */
   uint64_t *ids;
   size_t n;
-  int64_t asked_mono_ns;   /* when the wait last asked for ends, monotonic (0: none) */
+  int64_t asked_mono_ns;   /* when the wait last asked for ends, monotonic; during a
+                              resume, minus its reading; 0: none */
   int64_t deadline_ns, charged_ns;
   int phase;
   int32_t allowance_ms;    /* the budget: deadline less the first reading */

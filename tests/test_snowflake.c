@@ -425,7 +425,14 @@ static void test_async_wait_and_resume(void **state) {
  * ends with the IDs however often it is polled.  (Before, each early resume
  * was charged the whole remaining wait again, and a few polls ended the
  * call with IDGEN_ECLOCK.)  Ticks of 10 ms and no max_wait_ms: the budget
- * is what is left of the tick, and the wait is to the next one. */
+ * is what is left of the tick, and the wait is to the next one.  The
+ * budget it spends is never less than the real time it has waited. */
+static int64_t mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
 static void test_async_polled_early(void **state) {
   (void)state;
   idgen_snowflake_settings_t s;
@@ -449,9 +456,20 @@ static void test_async_polled_early(void **state) {
     if (rc == 0)
       continue; /* a new tick came between the two calls */
     assert_int_equal(IDGEN_EAGAIN, rc);
+    int64_t t_asked = mono_ns();
     polls = 0;
-    while ((rc = idgen_snowflake_gen_resume(g, &w, &one)) == IDGEN_EAGAIN)
+    for (;;) {
+      int64_t t_before = mono_ns();
+      if ((rc = idgen_snowflake_gen_resume(g, &w, &one)) != IDGEN_EAGAIN)
+        break;
       polls++;
+      /* Spent: at least the real time it has waited.  (Each resume once
+       * read the clock twice and gave back the time in between: a loop
+       * that resumed without pause was charged about 64% of its wait.) */
+      if (w.charged_ns < t_before - t_asked)
+        fail_msg("charged %lld ns after %lld ns of waiting", (long long)w.charged_ns,
+                 (long long)(t_before - t_asked));
+    }
     tu_ok(rc);
     assert_true(one > ids[3]);
   }

@@ -408,14 +408,14 @@ int idgen_cached_gen_resume(idgen_cached_gen_t *c, idgen_snowflake_wait_t *w, ui
    * above ring IDs that a later take then gets (the attack on this code
    * found such replies going backwards).  The call keeps its budget. */
   idgen__sf_wait_early(w);
-  int64_t deadline_ns = w->deadline_ns, charged_ns = w->charged_ns;
+  int64_t deadline_ns = w->deadline_ns, charged_ns = w->charged_ns, from = w->asked_mono_ns;
   int32_t allowance_ms = w->allowance_ms;
   size_t off = w->offset, rest = w->n;
   pthread_mutex_lock(&c->fill_mu);
   int64_t m = claim_ready(c, ids + off, rest);
   int rc = m < 0 ? (int)m : 0;
   if (m >= 0 && (size_t)m < rest) {
-    rc = idgen_snowflake_gen_next_n_async(c->g, ids + off + m, rest - (size_t)m, w);
+    rc = idgen__sf_next_n_async_from(c->g, ids + off + m, rest - (size_t)m, w, from);
     w->offset = off + (size_t)m;
     if (rc == IDGEN_EAGAIN) { /* the first call's budget, not a new one */
       w->charged_ns += charged_ns;

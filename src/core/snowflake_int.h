@@ -87,6 +87,10 @@ enum { PHASE_CLAIM = 0, PHASE_RESERVED = 1 };
 /* Before an async call is resumed: if it comes before the end of the wait
  * it was asked, the part not waited is given back to its budget. */
 void idgen__sf_wait_early(idgen_snowflake_wait_t *w);
+/* idgen_snowflake_gen_next_n_async for a resume that starts a call anew
+ * (a cache's): `from` is w->asked_mono_ns after idgen__sf_wait_early. */
+int idgen__sf_next_n_async_from(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n,
+                                idgen_snowflake_wait_t *w, int64_t from);
 
 /* A call's budget in ns: how long its waits may add up to. */
 static inline int64_t idgen__sf_allowance_ns(const idgen_snowflake_wait_t *w) {
