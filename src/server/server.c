@@ -155,6 +155,14 @@ static int flush_replies(serve_worker_t *w, serve_conn_t *c) {
 
 static int conn_readable(serve_worker_t *w, serve_conn_t *c);
 
+/* The drain's time is up, on either clock: the kernel's is read by a system
+ * call, for a clock faker (libfaketime given a fixed date) that stops the C
+ * library's monotonic clock; otherwise SIGTERM with a client that stays
+ * would never end.  Read only while draining. */
+static int drain_over(serve_worker_t *w, int64_t now_ms) {
+  return now_ms >= w->drain_deadline_ms || serve_kernel_mono_ns() / 1000000 >= w->drain_kernel_ms;
+}
+
 /* Sets c's epoll interest from its state, or finishes it (-1: closed). */
 static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
   /* The flags' invariants: nothing is sent past a reply's end, and the
@@ -179,7 +187,7 @@ static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
     if (c->drain_reading)
       return 0;
     /* (A client that never stops sending is cut off at the deadline.) */
-    while (!c->drain_read && serve_mono_ms() < w->drain_deadline_ms) {
+    while (!c->drain_read && !drain_over(w, serve_mono_ms())) {
       c->drain_reading = 1;
       w->read_eagain = 0;
       if (conn_readable(w, c) < 0)
@@ -506,6 +514,7 @@ static void sweep(serve_worker_t *w) {
 static void start_drain(serve_worker_t *w) {
   w->draining = 1;
   w->drain_deadline_ms = w->now_ms + w->srv->cfg->shutdown_timeout_ms;
+  w->drain_kernel_ms = serve_kernel_mono_ns() / 1000000 + w->srv->cfg->shutdown_timeout_ms;
   for (int p = 0; p < NPROTO; p++)
     if (w->listeners[p].fd >= 0) {
       close(w->listeners[p].fd); /* stop accepting; also leaves the epoll set */
@@ -727,7 +736,7 @@ static void *worker_main(void *arg) {
     if (w->draining) {
       if (w->nconns == 0)
         break;
-      if (w->now_ms >= w->drain_deadline_ms) {
+      if (drain_over(w, w->now_ms)) {
         while (w->conns)
           conn_close(w, w->conns, CR_SHUTDOWN);
         break;

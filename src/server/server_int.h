@@ -186,6 +186,8 @@ typedef struct serve_worker {
   atomic_int statfd;             /* its /proc/thread-self/stat, or -1 */
   int draining;
   int64_t drain_deadline_ms;
+  int64_t drain_kernel_ms;        /* the same on the kernel's clock (serve_kernel_mono_ns):
+                                  * a drain ends under a clock faker that stops the other */
   int64_t date_sec;
   char date[40];                 /* "Date: ...\r\n" */
   serve_wstats_t st;

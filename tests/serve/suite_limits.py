@@ -228,12 +228,15 @@ def group_frozen_clock():
     for the next tick can never have it: it is answered 503 within its
     budget (the rest of the tick + max_wait_ms), not left parked for ever,
     because parked requests' due times and the generator's budget read the
-    kernel's clock by a system call (before, curl waited until it gave up).
+    kernel's clock by a system call (before, curl waited until it gave up);
+    and SIGTERM still ends the daemon when a client stays (the drain's time
+    limit reads that clock too; before, it never exited).
     Not for a sanitizer build: ASan and a preloaded libfaketime deadlock."""
     if sanitized(IDGEN):
         print("skip frozen clock: a sanitizer build cannot have libfaketime preloaded")
         return
-    d = Daemon("frozen", ["--threads", "1", "--max-borrow-ms", "0", "--max-wait-ms", "100"],
+    d = Daemon("frozen", ["--threads", "1", "--max-borrow-ms", "0", "--max-wait-ms", "100",
+                          "--shutdown-timeout-ms", "1000"],
                env_extra={"LD_PRELOAD": FAKETIME_SO, "FAKETIME": "2026-11-26 13:00:00"},
                node_args=["--layout", SLOW_LAYOUT, "--registry", "static", "--node", "worker=5"])
     try:
@@ -247,6 +250,14 @@ def group_frozen_clock():
               (r1 and r1.status, d1, r2 and (r2.status, short(r2.body)), d2))
         r, _ = curl(d.http, "/health")
         check("frozen clock: /health answered meanwhile and after", r and r.status == 200)
+        # A client that stays connected: the drain's time limit (1 s) still ends it.
+        idle = Conn(d.http)
+        t0 = time.monotonic()
+        rc = d.stop(timeout=8)
+        t = time.monotonic() - t0
+        idle.close()
+        check("frozen clock: SIGTERM with an idle client connected exits 0 after the 1 s drain "
+              "limit (%.2f s)" % t, rc == 0 and t < 4, "exit %r" % rc)
     finally:
         d.stop()
 
