@@ -552,7 +552,11 @@ IDGEN_API uint64_t idgen_snowflake_gen_capacity(idgen_snowflake_gen_t *g);
  * would wait returns IDGEN_EAGAIN instead, with the time to go on in
  * w->due_ns (Unix ns by the generator's clock), and the caller calls
  * idgen_snowflake_gen_resume() at or after that time, as often as it returns
- * IDGEN_EAGAIN.  A resume that comes early (a loop that polls) is answered
+ * IDGEN_EAGAIN.  Wait for it on a monotonic timer (due_ns less the clock
+ * read when the call returned), not for the wall clock to show due_ns: if
+ * the wall clock steps back meanwhile, the resume then sees the step and
+ * ends the call within its budget (IDGEN_ECLOCK), where a caller that waits
+ * for the wall clock waits out the step itself.  A resume that comes early (a loop that polls) is answered
  * IDGEN_EAGAIN again and costs the call only the time that really passed,
  * measured on the monotonic clock (with an injected clock, the whole wait
  * asked is spent at each resume).  The call keeps its place meanwhile:
