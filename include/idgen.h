@@ -556,16 +556,17 @@ IDGEN_API uint64_t idgen_snowflake_gen_capacity(idgen_snowflake_gen_t *g);
  * read when the call returned), not for the wall clock to show due_ns: if
  * the wall clock steps back meanwhile, the resume then sees the step and
  * ends the call within its budget (IDGEN_ECLOCK), where a caller that waits
- * for the wall clock waits out the step itself.  A resume that comes early (a loop that polls) is answered
- * IDGEN_EAGAIN again and costs the call only the time that really passed,
- * measured on the monotonic clock (with an injected clock, the whole wait
- * asked is spent at each resume).  The call keeps its place meanwhile:
- * values it reserved are its own, and it is bounded by the same per-call
- * wait as next_n().  When next_n_async or resume returns 0, the `ids` of
- * that call hold the n IDs, which may be handed out at once (resume takes
- * the array anew, so that a waiting call may move it); any other return
- * ends the call, with nothing to hand out.  `w` belongs to the caller; a call that is abandoned only
- * loses the values it reserved (never reissued).  Same errors as next_n().
+ * for the wall clock waits out the step itself.  A resume that comes early
+ * (a loop that polls) is answered IDGEN_EAGAIN again and costs the call
+ * only the time that really passed, measured on the monotonic clock (with
+ * an injected clock, the whole wait asked is spent at each resume).  The
+ * call keeps its place meanwhile: values it reserved are its own, and it is
+ * bounded by the same per-call wait as next_n().  When next_n_async or
+ * resume returns 0, the `ids` of that call hold the n IDs, which may be
+ * handed out at once (resume takes the array anew, so that a waiting call
+ * may move it); any other return ends the call, with nothing to hand out.
+ * `w` belongs to the caller; a call that is abandoned only loses the values
+ * it reserved (never reissued).  Same errors as next_n().
  */
 typedef struct idgen_snowflake_wait {
   int64_t due_ns;          /* when to call idgen_snowflake_gen_resume() */
