@@ -489,20 +489,14 @@ struct async_arg {
   int index;
 };
 
-static int64_t mono_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 static void *async_taker(void *arg) {
   struct async_arg *a = arg;
   unsigned seed = (unsigned)a->index * 7919u + 1;
   uint64_t ids[40];
-  while (mono_ns() < a->until_ns && a->nrec < a->cap) {
+  while (tu_mono_ns() < a->until_ns && a->nrec < a->cap) {
     size_t n = 1 + (size_t)rand_r(&seed) % 40;
     idgen_snowflake_wait_t w;
-    int64_t t0 = mono_ns();
+    int64_t t0 = tu_mono_ns();
     int rc = idgen_cached_gen_take_n_async(a->c, ids, n, &w);
     while (rc == IDGEN_EAGAIN) {
       struct timespec now;
@@ -519,7 +513,7 @@ static void *async_taker(void *arg) {
     for (size_t k = 1; k < n; k++)
       if (ids[k] <= ids[k - 1])
         fail_msg("a reply not increasing at %zu", k);
-    a->recs[a->nrec++] = (struct rec){t0, mono_ns(), ids[0], ids[n - 1]};
+    a->recs[a->nrec++] = (struct rec){t0, tu_mono_ns(), ids[0], ids[n - 1]};
   }
   return NULL;
 }
@@ -629,7 +623,7 @@ static void test_async_resume_order(void **state) {
   enum { T = 3 };
   struct async_arg a[T];
   pthread_t th[T];
-  int64_t until = mono_ns() + 3 * INT64_C(1000000000);
+  int64_t until = tu_mono_ns() + 3 * INT64_C(1000000000);
   for (int i = 0; i < T; i++) {
     a[i] = (struct async_arg){c, until, malloc(200000 * sizeof(struct rec)), 0, 200000, i};
     assert_non_null(a[i].recs);

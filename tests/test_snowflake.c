@@ -427,12 +427,6 @@ static void test_async_wait_and_resume(void **state) {
  * call with IDGEN_ECLOCK.)  Ticks of 10 ms and no max_wait_ms: the budget
  * is what is left of the tick, and the wait is to the next one.  The
  * budget it spends is never less than the real time it has waited. */
-static int64_t mono_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 static void test_async_polled_early(void **state) {
   (void)state;
   idgen_snowflake_settings_t s;
@@ -456,10 +450,10 @@ static void test_async_polled_early(void **state) {
     if (rc == 0)
       continue; /* a new tick came between the two calls */
     assert_int_equal(IDGEN_EAGAIN, rc);
-    int64_t t_asked = mono_ns();
+    int64_t t_asked = tu_mono_ns();
     polls = 0;
     for (;;) {
-      int64_t t_before = mono_ns();
+      int64_t t_before = tu_mono_ns();
       if ((rc = idgen_snowflake_gen_resume(g, &w, &one)) != IDGEN_EAGAIN)
         break;
       polls++;

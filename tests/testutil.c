@@ -112,6 +112,12 @@ void tu_hold_until_eof(int fd) {
     ;
 }
 
+int64_t tu_mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
 void tu_sleep_ms(int64_t ms) {
   struct timespec t = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
   while (nanosleep(&t, &t) != 0)

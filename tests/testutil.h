@@ -66,6 +66,8 @@ void tu_hold_until_eof(int fd);
 
 /* Sleeps for real (tests of a registry's own clock). */
 void tu_sleep_ms(int64_t ms);
+/* CLOCK_MONOTONIC in ns (the C library's). */
+int64_t tu_mono_ns(void);
 
 /* Forks n holders.  Each opens the registry at `uri`, acquires with *req
  * and holds its lease until end of file on ctl[0]; with settle_ms >= 0 they
