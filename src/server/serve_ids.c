@@ -308,12 +308,13 @@ static int start_snowflakes(serve_worker_t *w, idgen_snowflake_gen_t **g,
 /* When a call waiting until wall-clock time w->due_ns is due, on the
  * monotonic clock.  The generator's budget is real time: if the wall clock
  * steps back meanwhile, the resumed call sees it and is refused or asks
- * again within its budget, instead of the timer waiting for the step. */
-static int64_t due_mono(const idgen_snowflake_wait_t *w) {
+ * again within its budget, instead of the timer waiting for the step.
+ * `now_mono`: the kernel's monotonic clock read by the caller. */
+static int64_t due_mono(const idgen_snowflake_wait_t *w, int64_t now_mono) {
   struct timespec t;
   clock_gettime(CLOCK_REALTIME, &t);
   int64_t left = w->due_ns - ((int64_t)t.tv_sec * 1000000000 + t.tv_nsec);
-  return serve_kernel_mono_ns() + (left > 0 ? left : 0);
+  return now_mono + (left > 0 ? left : 0);
 }
 
 void serve_ids_request(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh) {
@@ -351,7 +352,7 @@ void serve_ids_request(serve_worker_t *w, serve_conn_t *c, const serve_reply_sha
     /* With --cache, the ring's IDs already taken come first (the generator's
      * resume fills from ids + wait.offset). */
     memcpy(p->ids, w->ids, wait.offset * sizeof p->ids[0]);
-    p->due_mono_ns = due_mono(&wait);
+    p->due_mono_ns = due_mono(&wait, serve_kernel_mono_ns());
     p->shape = *sh;
     p->read_ns = w->read_ns;
     p->prev = NULL;
@@ -406,8 +407,9 @@ int64_t serve_ids_run_parked(serve_worker_t *w) {
     if (rc == IDGEN_ELEASE && server_swaps(w->srv) != p->swaps)
       rc = start_snowflakes(w, &p->g, &p->cache, &p->swaps, p->ids, p->shape.count, &p->wait);
     if (rc == IDGEN_EAGAIN) {
-      p->due_mono_ns = due_mono(&p->wait);
-      int64_t left = p->due_mono_ns - serve_kernel_mono_ns();
+      int64_t t = serve_kernel_mono_ns();
+      p->due_mono_ns = due_mono(&p->wait, t);
+      int64_t left = p->due_mono_ns - t;
       if (next < 0 || left < next)
         next = left > 0 ? left : 0;
       continue;
