@@ -252,7 +252,7 @@ void idgen__sf_wait_early(idgen_snowflake_wait_t *w) {
    * whole wait spends it all, as before, and so ends the call.)  So the
    * budget spent is the real time since the first wait began plus the wait
    * asked now. */
-  if (w->asked_mono_ns > 0 && w->asked_mono_ns > now) {
+  if (w->asked_mono_ns > now) { /* now > 0: a reading kept negated never is */
     int64_t left = w->asked_mono_ns - now;
     w->charged_ns -= left < w->charged_ns ? left : w->charged_ns;
   }
