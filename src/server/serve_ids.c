@@ -74,6 +74,13 @@ int64_t serve_ids_error_text(serve_daemon_t *s, int rc, size_t count, char *buf,
              ls.reason[0] ? ls.reason : idgen_strerror(rc));
     return 1000;
   }
+  if (rc == SERVE_ESHUTDOWN) {
+    snprintf(buf, n,
+             "shutting down: this request's IDs are not due before the drain's time limit "
+             "(shutdown_timeout_ms %" PRId64 "); ask another instance, or again once it is back",
+             s->cfg->shutdown_timeout_ms);
+    return 1000;
+  }
   if (rc == IDGEN_EEMPTY) {
     snprintf(buf, n,
              "cache: fewer than %zu IDs are ready and cache_on_empty is fail; ask again "
@@ -337,6 +344,12 @@ void serve_ids_request(serve_worker_t *w, serve_conn_t *c, const serve_reply_sha
   idgen_snowflake_wait_t wait;
   uint64_t swaps;
   int rc = start_snowflakes(w, &g, &cache, &swaps, w->ids, n, &wait);
+  int64_t due = 0;
+  if (rc == IDGEN_EAGAIN) {
+    due = due_mono(&wait, serve_kernel_mono_ns());
+    if (due > w->park_until_ns)
+      rc = SERVE_ESHUTDOWN; /* its reserved values are dropped */
+  }
   if (rc == IDGEN_EAGAIN) {
     serve_parked_t *p = malloc(sizeof *p + n * sizeof p->ids[0]);
     if (p == NULL) {
@@ -352,7 +365,7 @@ void serve_ids_request(serve_worker_t *w, serve_conn_t *c, const serve_reply_sha
     /* With --cache, the ring's IDs already taken come first (the generator's
      * resume fills from ids + wait.offset). */
     memcpy(p->ids, w->ids, wait.offset * sizeof p->ids[0]);
-    p->due_mono_ns = due_mono(&wait, serve_kernel_mono_ns());
+    p->due_mono_ns = due;
     p->shape = *sh;
     p->read_ns = w->read_ns;
     p->prev = NULL;
@@ -391,28 +404,35 @@ int64_t serve_ids_run_parked(serve_worker_t *w) {
   int64_t now = serve_kernel_mono_ns(), next = -1;
   for (serve_parked_t *p = w->parked, *nx; p; p = nx) {
     nx = p->next;
-    if (p->due_mono_ns > now) {
+    int rc;
+    if (p->due_mono_ns > w->park_until_ns) {
+      rc = SERVE_ESHUTDOWN; /* a drain began, and it is due after its limit */
+    } else if (p->due_mono_ns > now) {
       int64_t left = p->due_mono_ns - now;
       if (next < 0 || left < next)
         next = left;
       continue;
+    } else {
+      /* A new lease since it parked: its generator is fenced (it would only
+       * fail) and may be freed; start again on the new one.  Else resume, and
+       * if the lease was lost meanwhile and a new one is in, start there. */
+      rc = IDGEN_ELEASE;
+      if (p->swaps == server_swaps(w->srv))
+        rc = p->cache ? idgen_cached_gen_resume(p->cache, &p->wait, p->ids)
+                      : idgen_snowflake_gen_resume(p->g, &p->wait, p->ids);
+      if (rc == IDGEN_ELEASE && server_swaps(w->srv) != p->swaps)
+        rc = start_snowflakes(w, &p->g, &p->cache, &p->swaps, p->ids, p->shape.count, &p->wait);
     }
-    /* A new lease since it parked: its generator is fenced (it would only
-     * fail) and may be freed; start again on the new one.  Else resume, and
-     * if the lease was lost meanwhile and a new one is in, start there. */
-    int rc = IDGEN_ELEASE;
-    if (p->swaps == server_swaps(w->srv))
-      rc = p->cache ? idgen_cached_gen_resume(p->cache, &p->wait, p->ids)
-                    : idgen_snowflake_gen_resume(p->g, &p->wait, p->ids);
-    if (rc == IDGEN_ELEASE && server_swaps(w->srv) != p->swaps)
-      rc = start_snowflakes(w, &p->g, &p->cache, &p->swaps, p->ids, p->shape.count, &p->wait);
     if (rc == IDGEN_EAGAIN) {
       int64_t t = serve_kernel_mono_ns();
       p->due_mono_ns = due_mono(&p->wait, t);
-      int64_t left = p->due_mono_ns - t;
-      if (next < 0 || left < next)
-        next = left > 0 ? left : 0;
-      continue;
+      if (p->due_mono_ns <= w->park_until_ns) {
+        int64_t left = p->due_mono_ns - t;
+        if (next < 0 || left < next)
+          next = left > 0 ? left : 0;
+        continue;
+      }
+      rc = SERVE_ESHUTDOWN;
     }
     serve_conn_t *c = p->c;
     int64_t read_ns = p->read_ns;

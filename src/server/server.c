@@ -515,6 +515,7 @@ static void start_drain(serve_worker_t *w) {
   w->draining = 1;
   w->drain_deadline_ms = w->now_ms + w->srv->cfg->shutdown_timeout_ms;
   w->drain_kernel_ms = serve_kernel_mono_ns() / 1000000 + w->srv->cfg->shutdown_timeout_ms;
+  w->park_until_ns = w->drain_kernel_ms * 1000000;
   for (int p = 0; p < NPROTO; p++)
     if (w->listeners[p].fd >= 0) {
       close(w->listeners[p].fd); /* stop accepting; also leaves the epoll set */
@@ -731,12 +732,21 @@ static void *worker_main(void *arg) {
       maybe_sample_load(w);
     if (w->now_ms - w->last_sweep_ms >= SWEEP_MS)
       sweep(w);
-    if (atomic_load(&s->stopping) && !w->draining)
+    if (atomic_load(&s->stopping) && !w->draining) {
       start_drain(w);
+      if (w->parked) /* refuses at once those due after the drain's limit */
+        due_ns = serve_ids_run_parked(w);
+    }
     if (w->draining) {
       if (w->nconns == 0)
         break;
       if (drain_over(w, w->now_ms)) {
+        /* Still parked (the C library's clock, which decides here, can run
+         * ahead of the kernel's, which due times are on): answered if due,
+         * else refused, rather than closed without a reply. */
+        w->park_until_ns = serve_kernel_mono_ns();
+        if (w->parked)
+          serve_ids_run_parked(w);
         while (w->conns)
           conn_close(w, w->conns, CR_SHUTDOWN);
         break;
@@ -764,6 +774,7 @@ static int setup_worker(serve_daemon_t *s, serve_worker_t *w, int i) {
   w->st.ids = calloc(NKINDS * (size_t)(AGENT_FIRST + s->cfg->max_agents), sizeof(serve_counter_t));
   w->wake_tag = TAG_WAKE;
   w->now_ms = w->last_sweep_ms = serve_mono_ms();
+  w->park_until_ns = INT64_MAX;
   atomic_init(&w->turned_ms, w->now_ms);
   if (w->epfd < 0 || w->wakefd < 0 || !w->rbuf || !w->ids || !w->st.ids)
     return -1;

@@ -188,6 +188,8 @@ typedef struct serve_worker {
   int64_t drain_deadline_ms;
   int64_t drain_kernel_ms;        /* the same on the kernel's clock (serve_kernel_mono_ns):
                                   * a drain ends under a clock faker that stops the other */
+  int64_t park_until_ns;          /* a request due later than this (kernel clock) is refused
+                                  * SERVE_ESHUTDOWN: INT64_MAX until a drain sets its limit */
   int64_t date_sec;
   char date[40];                 /* "Date: ...\r\n" */
   serve_wstats_t st;
@@ -321,6 +323,10 @@ int64_t serve_kernel_mono_ns(void); /* past LD_PRELOAD clock fakers: parked requ
 int serve_conn_resume(serve_worker_t *w, serve_conn_t *c, int64_t read_ns);
 
 /* ---- serve_ids.c: making IDs ---- */
+/* The daemon's own failure beside idgen's codes (all above -100): a request
+ * that would come due only after the drain's time limit, refused at once
+ * rather than cut off at the limit without a reply. */
+#define SERVE_ESHUTDOWN (-1000)
 /* Answers the ID request `sh` of connection c into w->out, or parks it
  * (c->parked set) when it must wait: it never sleeps. */
 void serve_ids_request(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh);

@@ -198,9 +198,74 @@ def group_close_cleanly():
         d.kill()
 
 
+def group_parked_at_stop():
+    """SIGTERM while requests are parked for their tick.  One that comes due
+    within the drain's time limit is answered with its IDs; one that would
+    come due only after it is refused at once (503 / -ERR "shutting down"),
+    and the requests behind it on its connection are still answered.  Before,
+    such a request was cut off at the limit: its connection closed with no
+    reply."""
+    layout = "time:41@1s,worker:10,sequence:2,epoch=1288834974000"  # 4 IDs a second
+    d = Daemon("parked-stop", ["--threads", "1", "--max-borrow-ms", "0", "--max-wait-ms", "10000",
+                               "--shutdown-timeout-ms", "2000"],
+               node_args=["--layout", layout, "--registry", "static", "--node", "worker=5"])
+    conns = []
+    try:
+        r, _ = curl(d.http, "/id?count=4")  # this second's IDs
+        check("parked at stop: this second's 4 IDs", r is not None and r.status == 200)
+        soon, late, resp = Conn(d.http), Conn(d.http), Conn(d.resp)
+        conns += [soon, late, resp]
+        # In this order: `soon` takes the next second's IDs, the others the
+        # four seconds after (due after the 2 s limit).
+        soon.send(http_req("/id?count=4"))
+        time.sleep(0.05)
+        late.send(http_req("/id?count=16"))
+        time.sleep(0.05)
+        resp.send(resp_cmd("ID", "16") + resp_cmd("PING"))
+        time.sleep(0.05)
+        m, _ = get_metrics(d)
+        parked = mget(m, "idgen_requests_parked_total")
+        t0 = time.monotonic()
+        d.p.send_signal(signal.SIGTERM)
+        try:
+            r_late, t_late = late.http(timeout=5), time.monotonic() - t0
+        except (EOFError, TimeoutError) as e:
+            r_late, t_late = e, time.monotonic() - t0
+        ok = (isinstance(r_late, HttpResp) and r_late.status == 503
+              and b"shutting down" in r_late.body and r_late.h("retry-after") == "1")
+        check("parked at stop: a request due after the drain's limit is refused at once: 503 "
+              "shutting down, Retry-After: 1 (%.2f s after SIGTERM, limit 2 s)" % t_late,
+              ok and t_late < 1.0, "parked %r; %s" % (parked, r_late if not isinstance(r_late, HttpResp)
+                                                    else (r_late.status, short(r_late.body))))
+        try:
+            got = resp.resp_n(2, timeout=5)
+        except (EOFError, TimeoutError) as e:
+            got = [repr(e)]
+        check("parked at stop: RESP ID 16 gets -ERR shutting down, the PING behind it PONG",
+              len(got) == 2 and isinstance(got[0], RErr) and "shutting down" in got[0]
+              and got[1] == "PONG", repr(got))
+        try:
+            r_soon = soon.http(timeout=5)
+        except (EOFError, TimeoutError) as e:
+            r_soon = e
+        ids = digits_lines(r_soon.body) if isinstance(r_soon, HttpResp) else None
+        check("parked at stop: a request due within the limit gets its 4 IDs",
+              isinstance(r_soon, HttpResp) and r_soon.status == 200 and ids is not None
+              and len(ids) == 4, repr(r_soon))
+        eofs = [c.read_to_eof(5) for c in conns]
+        check("parked at stop: each connection then ends (EOF)", all(eofs), repr(eofs))
+        rc = d.stop(timeout=8)
+        check("parked at stop: the daemon exits 0", rc == 0, "exit %r" % rc)
+    finally:
+        for c in conns:
+            c.close()
+        d.kill()
+
+
 if __name__ == "__main__":
     run_suite("shutdown",
               before=[],
               with_daemon=[],
-              after=[('graceful shutdown under load', group_shutdown), ('closing without losing replies', group_close_cleanly)],
+              after=[('graceful shutdown under load', group_shutdown), ('closing without losing replies', group_close_cleanly),
+                     ('requests parked at SIGTERM', group_parked_at_stop)],
               snow_kinds=None)
