@@ -374,6 +374,7 @@ void serve_ids_request(serve_worker_t *w, serve_conn_t *c, const serve_reply_sha
       w->parked->prev = p;
     w->parked = p;
     c->parked = p;
+    w->parks++;
     CNT_ADD(w->st.parked, 1);
     ids_shrink(w);
     return;
@@ -402,6 +403,7 @@ void serve_ids_unpark(serve_worker_t *w, serve_conn_t *c) {
 
 int64_t serve_ids_run_parked(serve_worker_t *w) {
   int64_t now = serve_kernel_mono_ns(), next = -1;
+  uint64_t parks = w->parks;
   for (serve_parked_t *p = w->parked, *nx; p; p = nx) {
     nx = p->next;
     int rc;
@@ -444,5 +446,28 @@ int64_t serve_ids_run_parked(serve_worker_t *w) {
     serve_ids_unpark(w, c); /* p is freed; nx is still the next */
     serve_conn_resume(w, c, read_ns);
   }
+  /* Requests that serve_conn_resume parked (the ones behind an answered
+   * one) went to the list's head, before the walk: among its first `added`
+   * entries.  Without them the loop would sleep a sweep (100 ms) past a
+   * due time. */
+  uint64_t added = w->parks - parks;
+  if (added > 0) {
+    int64_t t = serve_kernel_mono_ns();
+    for (serve_parked_t *p = w->parked; p && added > 0; p = p->next, added--) {
+      int64_t left = p->due_mono_ns > t ? p->due_mono_ns - t : 0;
+      if (next < 0 || left < next)
+        next = left;
+    }
+  }
   return next;
+}
+
+void serve_ids_end_parked(serve_worker_t *w) {
+  /* Before this reading, so that one asking to wait again is refused;
+   * answers and refusals only: what waits behind them would be cut off
+   * by the close (a large reply made now could not be sent in time). */
+  w->park_until_ns = serve_kernel_mono_ns() - 1;
+  for (serve_parked_t *p = w->parked; p; p = p->next)
+    p->c->stop_parsing = 1;
+  serve_ids_run_parked(w);
 }

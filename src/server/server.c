@@ -193,6 +193,8 @@ static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
       if (conn_readable(w, c) < 0)
         return -1;
       c->drain_reading = 0;
+      if (c->parked) /* read on once it is answered (serve_conn_resume) */
+        return 0;
       if (w->read_eagain)
         c->drain_read = 1;
       else if (c->lingering)
@@ -514,8 +516,9 @@ static void sweep(serve_worker_t *w) {
 static void start_drain(serve_worker_t *w) {
   w->draining = 1;
   w->drain_deadline_ms = w->now_ms + w->srv->cfg->shutdown_timeout_ms;
-  w->drain_kernel_ms = serve_kernel_mono_ns() / 1000000 + w->srv->cfg->shutdown_timeout_ms;
-  w->park_until_ns = w->drain_kernel_ms * 1000000;
+  int64_t now_ns = serve_kernel_mono_ns();
+  w->drain_kernel_ms = now_ns / 1000000 + w->srv->cfg->shutdown_timeout_ms;
+  w->park_until_ns = now_ns + w->srv->cfg->shutdown_timeout_ms * 1000000;
   for (int p = 0; p < NPROTO; p++)
     if (w->listeners[p].fd >= 0) {
       close(w->listeners[p].fd); /* stop accepting; also leaves the epoll set */
@@ -741,12 +744,8 @@ static void *worker_main(void *arg) {
       if (w->nconns == 0)
         break;
       if (drain_over(w, w->now_ms)) {
-        /* Still parked (the C library's clock, which decides here, can run
-         * ahead of the kernel's, which due times are on): answered if due,
-         * else refused, rather than closed without a reply. */
-        w->park_until_ns = serve_kernel_mono_ns();
         if (w->parked)
-          serve_ids_run_parked(w);
+          serve_ids_end_parked(w);
         while (w->conns)
           conn_close(w, w->conns, CR_SHUTDOWN);
         break;

@@ -190,6 +190,7 @@ typedef struct serve_worker {
                                   * a drain ends under a clock faker that stops the other */
   int64_t park_until_ns;          /* a request due later than this (kernel clock) is refused
                                   * SERVE_ESHUTDOWN: INT64_MAX until a drain sets its limit */
+  uint64_t parks;                 /* requests parked so far (serve_ids_run_parked's `next`) */
   int64_t date_sec;
   char date[40];                 /* "Date: ...\r\n" */
   serve_wstats_t st;
@@ -333,6 +334,10 @@ void serve_ids_request(serve_worker_t *w, serve_conn_t *c, const serve_reply_sha
 /* Answers the parked requests that are due.  Returns the ns until the next
  * one is due, or -1 if none waits. */
 int64_t serve_ids_run_parked(serve_worker_t *w);
+/* At the drain's time limit, before the connections close: each request
+ * still parked is answered if due and refused if not, and nothing more is
+ * parsed on its connection. */
+void serve_ids_end_parked(serve_worker_t *w);
 /* Forgets c's parked request (its connection closes). */
 void serve_ids_unpark(serve_worker_t *w, serve_conn_t *c);
 /* 1 and a reason when /health should say 503 (lease, clock). */

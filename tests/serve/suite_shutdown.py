@@ -266,10 +266,58 @@ def group_parked_at_stop():
         d.kill()
 
 
+def group_parked_in_turn():
+    """Requests that park one after another on one connection, on a layout
+    of 4 IDs every 10 ms.  Pipelined, each is answered when its tick comes:
+    one parked while the one before it was answered was left out of the
+    loop's next wake-up, which slept a sweep (100 ms) past it (40 took
+    1.8 s, not 0.4 s).  And during a drain, a request that the drain's read loop read
+    and parked lost its reply, and so did those behind it: the loop read
+    on, found nothing more and half-closed the connection under it."""
+    layout = "time:41@10ms,worker:10,sequence:2,epoch=1288834974000"
+    d = Daemon("parked-turn", ["--threads", "1", "--max-borrow-ms", "0", "--max-wait-ms", "10000",
+                               "--shutdown-timeout-ms", "2000"],
+               node_args=["--layout", layout, "--registry", "static", "--node", "worker=5"])
+    c = None
+    try:
+        c = Conn(d.resp)
+        t0 = time.monotonic()
+        c.send(resp_cmd("ID", "4") * 40)
+        try:
+            got = c.resp_n(40, timeout=5)
+        except (EOFError, TimeoutError) as e:
+            got = [repr(e)]
+        t = time.monotonic() - t0
+        ids = [i for r in got if isinstance(r, list) for i in r]
+        check("parked in turn: 40 pipelined ID 4, 160 increasing IDs over 40 ticks of 10 ms, "
+              "in %.2f s (under 1 s; sleeping a sweep past due times took 1.8 s)" % t,
+              len(ids) == 160 and increasing(ids) and t < 1.0, short(repr(got)))
+        c.send(resp_cmd("ID", "40"))  # parks for 10 ticks
+        time.sleep(0.02)
+        c.send(resp_cmd("ID", "40"))  # in the kernel behind it: read by the drain, then parked
+        time.sleep(0.02)
+        d.p.send_signal(signal.SIGTERM)
+        try:
+            got = c.resp_n(2, timeout=5)
+        except (EOFError, TimeoutError) as e:
+            got = [repr(e)]
+        ids = [i for r in got if isinstance(r, list) for i in r]
+        check("parked in turn, SIGTERM: the parked request and the one behind it both get "
+              "their 40 IDs within the drain", len(ids) == 80 and increasing(ids), short(repr(got)))
+        check("parked in turn, SIGTERM: then EOF", c.read_to_eof(5), short(c.buf))
+        rc = d.stop(timeout=8)
+        check("parked-turn daemon: exits 0", rc == 0, "exit %r" % rc)
+    finally:
+        if c is not None:
+            c.close()
+        d.kill()
+
+
 if __name__ == "__main__":
     run_suite("shutdown",
               before=[],
               with_daemon=[],
               after=[('graceful shutdown under load', group_shutdown), ('closing without losing replies', group_close_cleanly),
-                     ('requests parked at SIGTERM', group_parked_at_stop)],
+                     ('requests parked at SIGTERM', group_parked_at_stop),
+                     ('requests parked one after another', group_parked_in_turn)],
               snow_kinds=None)
