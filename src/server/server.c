@@ -209,7 +209,7 @@ static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
   uint32_t ev = 0;
   if (!c->stop_parsing && !c->blocked && !w->draining)
     ev |= EPOLLIN;
-  if (queued)
+  if (queued || c->blocked) /* blocked with nothing queued: at once, next turn */
     ev |= EPOLLOUT;
   set_events(w, c, ev);
   return 0;
@@ -220,7 +220,7 @@ static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
  * Returns -1 if c was closed. */
 static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t len, int scratch) {
   const serve_config_t *cfg = w->srv->cfg;
-  size_t pos = 0;
+  size_t pos = 0, made = 0; /* made: the replies' bytes flushed so far */
   w->out.len = 0;
   w->replies = 0;
   c->blocked = 0;
@@ -231,9 +231,15 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
                   len <= (size_t)cfg->max_request_bytes &&
                   memchr(data + c->parsed_len, '\n', len - c->parsed_len) == NULL;
   while (!need_more && pos < len && !c->stop_parsing && !c->parked) {
-    if (w->out.len >= OUT_SOFT_LIMIT && flush_replies(w, c) < 0)
-      return -1;
-    if (c->out.len - c->out_off >= OUT_SOFT_LIMIT) { /* the kernel took too little */
+    if (w->out.len >= OUT_SOFT_LIMIT) {
+      made += w->out.len;
+      if (flush_replies(w, c) < 0)
+        return -1;
+    }
+    /* The kernel took too little, or this turn has made enough for one
+     * connection: the rest waits for EPOLLOUT (the next turn, if the kernel
+     * took it all), after the other connections' events. */
+    if (c->out.len - c->out_off >= OUT_SOFT_LIMIT || made + w->out.len >= TURN_OUT_LIMIT) {
       c->blocked = 1;
       c->blocked_read_ns = w->read_ns;
       break;
@@ -515,6 +521,7 @@ static void sweep(serve_worker_t *w) {
 
 static void start_drain(serve_worker_t *w) {
   w->draining = 1;
+  w->now_ms = serve_mono_ms(); /* not the turn's start: a long turn would shorten the drain */
   w->drain_deadline_ms = w->now_ms + w->srv->cfg->shutdown_timeout_ms;
   int64_t now_ns = serve_kernel_mono_ns();
   w->drain_kernel_ms = now_ns / 1000000 + w->srv->cfg->shutdown_timeout_ms;
@@ -704,6 +711,8 @@ static void *worker_main(void *arg) {
     /* Parked requests are due on the clock's ticks: wait to the
      * nanosecond, not to the next whole millisecond. */
     int64_t wait_ns = due_ns >= 0 && due_ns < SWEEP_MS * 1000000LL ? due_ns : SWEEP_MS * 1000000LL;
+    if (w->draining && (w->drain_deadline_ms - w->now_ms) * 1000000 < wait_ns) /* ends on time */
+      wait_ns = w->drain_deadline_ms > w->now_ms ? (w->drain_deadline_ms - w->now_ms) * 1000000 : 0;
     int n = wait_events(w, evs, wait_ns);
     if (n < 0 && errno != EINTR) {
       log_event("error", "epoll_wait", "error=\"%s\"", strerror(errno));
@@ -737,7 +746,9 @@ static void *worker_main(void *arg) {
       sweep(w);
     if (atomic_load(&s->stopping) && !w->draining) {
       start_drain(w);
-      if (w->parked) /* refuses at once those due after the drain's limit */
+      /* Refuses at once those due after the drain's limit (unless the limit
+       * is already here: then only their own replies, below). */
+      if (w->parked && !drain_over(w, w->now_ms))
         due_ns = serve_ids_run_parked(w);
     }
     if (w->draining) {

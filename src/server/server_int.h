@@ -20,6 +20,9 @@
 #define RBUF_SIZE (64 * 1024)       /* one read(2) into the worker's scratch */
 #define OUT_SOFT_LIMIT (64 * 1024)  /* queued replies past which a client's
                                        further requests wait (backpressure) */
+#define TURN_OUT_LIMIT (1024 * 1024) /* replies one connection makes in one loop turn: then the
+                                       loop serves the others first (a fast reader of large
+                                       batches would hold it) */
 #define AGENT_NAME_MAX 64
 #define SWEEP_MS 100                /* timer resolution */
 #define LINGER_MS 2000              /* read-and-discard after the last reply */

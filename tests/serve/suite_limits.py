@@ -222,6 +222,54 @@ def sanitized(path):
     return b"__asan_init" in data or b"__tsan_init" in data
 
 
+def group_fast_reader():
+    """One loop, one client pipelining 200 `ULID 100000` (3.3 MB each) and
+    reading as fast as it can: the kernel takes every reply whole, so
+    nothing was ever queued and one turn made all 200 while every other
+    connection of the loop waited (a PING took 2.2 s behind 300); SIGTERM
+    waited too (the drain ran 1.3 s past a 1 s limit).  A connection now
+    makes at most TURN_OUT_LIMIT (1 MiB) of replies per turn, then the
+    others' events come first: the PINGs are answered while the reader has
+    had less than half of its replies (without the limit, only after all of
+    them were made), whatever the build's speed."""
+    n, size = 200, 3300009
+    d = Daemon("fast-reader", ["--threads", "1", "--max-batch", "100000"])
+    a = b = None
+    try:
+        a, b = Conn(d.resp, timeout=120), Conn(d.resp)
+        got = [0]
+
+        def drain():
+            while got[0] < n * size:
+                try:
+                    x = a.s.recv(1 << 22)
+                except OSError:
+                    return
+                if not x:
+                    return
+                got[0] += len(x)
+        th = threading.Thread(target=drain, daemon=True)
+        th.start()
+        a.send(resp_cmd("ULID", "100000") * n)
+        time.sleep(0.05)
+        seen, pongs = [], []
+        for _ in range(5):
+            b.send(resp_cmd("PING"))
+            pongs.append(b.resp(timeout=120))
+            seen.append(got[0])
+        th.join(120)
+        check("fast reader of large batches: another connection's 5 PINGs are answered while "
+              "the reader has had under half its replies (at most %.0f of %d)" % (max(seen) / size, n),
+              pongs == ["PONG"] * 5 and max(seen) < n * size / 2, "%r %r" % (pongs, seen))
+        check("fast reader of large batches: all %d replies arrive (%d bytes)" % (n, got[0]),
+              got[0] == n * size)
+    finally:
+        for c in (a, b):
+            if c is not None:
+                c.close()
+        d.stop()
+
+
 def group_frozen_clock():
     """Under libfaketime given a fixed date (no '@'), the wall clock and the
     C library's CLOCK_MONOTONIC both stand still.  A request that must wait
@@ -458,5 +506,6 @@ if __name__ == "__main__":
               with_daemon=[('redis-benchmark', group_benchmark)],
               after=[('busy polling and its gate', group_busy_poll),
                      ('requests that wait for their tick', group_waiting),
+                     ('a fast reader of large batches', group_fast_reader),
                      ('a clock that stands still', group_frozen_clock), ('agents and max_connections', group_agents_and_limit), ('metrics series unique (agent other)', group_metrics_unique), ('10000 connections', group_many_connections)],
               snow_kinds=None)

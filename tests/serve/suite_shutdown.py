@@ -313,11 +313,37 @@ def group_parked_in_turn():
         d.kill()
 
 
+def group_drain_on_time():
+    """A drain that a client outlasts ends at its limit, not at the loop's
+    next sweep: the loop's wait stops at the limit (it slept up to 100 ms
+    past it).  Timed from the daemon's own log (event=stop to event=exit)."""
+    d = Daemon("on-time", ["--threads", "1", "--shutdown-timeout-ms", "50"])
+    c = None
+    try:
+        c = Conn(d.resp)
+        c.send(resp_cmd("PING"))
+        c.resp()
+        d.p.send_signal(signal.SIGTERM)
+        rc = d.stop(timeout=8)
+        stamps = {}
+        for m in re.finditer(r"ts=\S+T(\d\d):(\d\d):(\d\d\.\d{3})Z level=\w+ event=(stop|exit)", d.log()):
+            stamps[m.group(4)] = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
+        took = stamps.get("exit", 0) - stamps.get("stop", 1e9)
+        check("drain on time: a client that stays; the 50 ms limit ends the drain in %.0f ms "
+              "(at least 50, under 85)" % (took * 1000), rc == 0 and 0.049 <= took < 0.085,
+              "exit %r; %r" % (rc, stamps))
+    finally:
+        if c is not None:
+            c.close()
+        d.kill()
+
+
 if __name__ == "__main__":
     run_suite("shutdown",
               before=[],
               with_daemon=[],
               after=[('graceful shutdown under load', group_shutdown), ('closing without losing replies', group_close_cleanly),
                      ('requests parked at SIGTERM', group_parked_at_stop),
-                     ('requests parked one after another', group_parked_in_turn)],
+                     ('requests parked one after another', group_parked_in_turn),
+                     ('a drain ends at its limit', group_drain_on_time)],
               snow_kinds=None)
