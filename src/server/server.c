@@ -42,6 +42,7 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <linux/sockios.h>
 #include <arpa/inet.h>
 #include <sched.h>
 #include <signal.h>
@@ -51,6 +52,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -240,6 +242,8 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
      * connection: the rest waits for EPOLLOUT (the next turn, if the kernel
      * took it all), after the other connections' events. */
     if (c->out.len - c->out_off >= OUT_SOFT_LIMIT || made + w->out.len >= TURN_OUT_LIMIT) {
+      if (c->out.len == c->out_off)
+        c->write_ms = w->now_ms; /* the sweep's slow check counts from here */
       c->blocked = 1;
       c->blocked_read_ns = w->read_ns;
       break;
@@ -502,10 +506,23 @@ static void sweep(serve_worker_t *w) {
     if (c->lingering) {
       if (now >= c->linger_until_ms)
         reason = c->close_reason;
-    } else if (c->out.len > c->out_off) {
+    } else if (c->out.len > c->out_off || c->blocked) {
+      /* (Blocked with nothing queued: waiting for EPOLLOUT, which a client
+       * that does not read never gives.)  The kernel's queue shrinking is progress too: once both socket
+       * buffers are full, a slow but steady reader frees room in steps too
+       * small to wake EPOLLOUT (a third of the send buffer, over 1 MB), so
+       * no write shows it (82 KB/s was closed as slow at the default 10 s). */
+      int q;
+      if (ioctl(c->fd, SIOCOUTQ, &q) == 0) {
+        if ((uint32_t)q < c->outq)
+          c->write_ms = now;
+        c->outq = (uint32_t)q;
+      }
       if (now - c->write_ms >= cfg->slow_timeout_ms)
         reason = CR_SLOW;
-    } else if (c->req_start_ms && now - c->req_start_ms >= cfg->slow_timeout_ms) {
+    } else if (c->req_start_ms && !c->blocked && now - c->req_start_ms >= cfg->slow_timeout_ms) {
+      /* (A blocked connection's requests are whole and wait for the loop:
+       * its turn's output limit, not the client, holds them.) */
       reason = CR_SLOW;
     } else if (cfg->idle_timeout_ms && now - c->active_ms >= cfg->idle_timeout_ms) {
       reason = CR_IDLE;

@@ -154,6 +154,7 @@ typedef struct serve_conn {
   int64_t blocked_read_ns;       /* when requests waiting behind replies were read */
   int64_t active_ms;             /* last read or write progress */
   int64_t write_ms;              /* last write progress while replies wait */
+  uint32_t outq;                 /* the kernel's unsent bytes at the last sweep (SIOCOUTQ) */
   int64_t linger_until_ms;
   uint64_t id;                   /* CLIENT ID */
   int agent;                     /* CLIENT SETNAME's agent index */

@@ -270,6 +270,52 @@ def group_fast_reader():
         d.stop()
 
 
+def group_steady_reader():
+    """slow_timeout_ms closes a client whose replies make no progress, not
+    one that reads slowly but steadily.  Once both socket buffers are full,
+    such a reader frees room in steps too small to wake EPOLLOUT (a third of
+    the send buffer, over 1 MB), so no write showed its progress and it was
+    closed as slow (82 KB/s at the default 10 s; here 1.3 MB/s at 500 ms).
+    The sweep now also counts the kernel's send queue shrinking.  A client
+    that never reads is still closed."""
+    n, size = 2, 3300009
+    d = Daemon("steady", ["--threads", "1", "--max-batch", "100000", "--slow-timeout-ms", "500"])
+    a = b = None
+    try:
+        a, b = Conn(d.resp, timeout=10), Conn(d.resp, timeout=10)
+        b.send(resp_cmd("ULID", "100000") * 4)  # and never reads
+        a.send(resp_cmd("ULID", "100000") * n)
+        got, t0, ended = 0, time.monotonic(), None
+        while got < n * size and time.monotonic() - t0 < 20:
+            try:
+                x = a.s.recv(65536)
+            except OSError as e:
+                ended = repr(e)
+                break
+            if not x:
+                ended = "EOF"
+                break
+            got += len(x)
+            time.sleep(0.05)
+        t = time.monotonic() - t0
+        log = d.log()
+        check("steady reader: 64 KiB every 50 ms (%.1f s) gets all %d bytes, not closed as slow "
+              "(slow_timeout_ms 500)" % (t, n * size), got == n * size and ended is None,
+              "%d bytes, %s" % (got, ended))
+        try:
+            b_closed = b.read_to_eof(10)
+        except OSError:
+            b_closed = True
+        slow = re.findall(r"event=client_closed reason=slow", log + d.log())
+        check("steady reader: a client that never reads is still closed as slow", b_closed and slow,
+              short(d.log()[-600:]))
+    finally:
+        for c in (a, b):
+            if c is not None:
+                c.close()
+        d.stop()
+
+
 def group_frozen_clock():
     """Under libfaketime given a fixed date (no '@'), the wall clock and the
     C library's CLOCK_MONOTONIC both stand still.  A request that must wait
@@ -507,5 +553,6 @@ if __name__ == "__main__":
               after=[('busy polling and its gate', group_busy_poll),
                      ('requests that wait for their tick', group_waiting),
                      ('a fast reader of large batches', group_fast_reader),
+                     ('a slow but steady reader', group_steady_reader),
                      ('a clock that stands still', group_frozen_clock), ('agents and max_connections', group_agents_and_limit), ('metrics series unique (agent other)', group_metrics_unique), ('10000 connections', group_many_connections)],
               snow_kinds=None)
