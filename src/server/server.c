@@ -508,10 +508,11 @@ static void sweep(serve_worker_t *w) {
         reason = c->close_reason;
     } else if (c->out.len > c->out_off || c->blocked) {
       /* (Blocked with nothing queued: waiting for EPOLLOUT, which a client
-       * that does not read never gives.)  The kernel's queue shrinking is progress too: once both socket
-       * buffers are full, a slow but steady reader frees room in steps too
-       * small to wake EPOLLOUT (a third of the send buffer, over 1 MB), so
-       * no write shows it (82 KB/s was closed as slow at the default 10 s). */
+       * that does not read never gives.)  The kernel's queue shrinking is
+       * progress too: once both socket buffers are full, a slow but steady
+       * reader frees room in steps too small to wake EPOLLOUT (a third of
+       * the send buffer, over 1 MB), so no write shows it (82 KB/s was
+       * closed as slow at the default 10 s). */
       int q;
       if (ioctl(c->fd, SIOCOUTQ, &q) == 0) {
         if ((uint32_t)q < c->outq)
