@@ -401,6 +401,13 @@ void serve_ids_unpark(serve_worker_t *w, serve_conn_t *c) {
 }
 
 
+/* `next` (the ns until the first parked request is due, or -1) with p's
+ * due time, from the kernel clock's reading t, taken in. */
+static int64_t sooner(int64_t next, const serve_parked_t *p, int64_t t) {
+  int64_t left = p->due_mono_ns > t ? p->due_mono_ns - t : 0;
+  return next < 0 || left < next ? left : next;
+}
+
 int64_t serve_ids_run_parked(serve_worker_t *w) {
   int64_t now = serve_kernel_mono_ns(), next = -1;
   uint64_t parks = w->parks;
@@ -410,9 +417,7 @@ int64_t serve_ids_run_parked(serve_worker_t *w) {
     if (p->due_mono_ns > w->park_until_ns) {
       rc = SERVE_ESHUTDOWN; /* a drain began, and it is due after its limit */
     } else if (p->due_mono_ns > now) {
-      int64_t left = p->due_mono_ns - now;
-      if (next < 0 || left < next)
-        next = left;
+      next = sooner(next, p, now);
       continue;
     } else {
       /* A new lease since it parked: its generator is fenced (it would only
@@ -429,9 +434,7 @@ int64_t serve_ids_run_parked(serve_worker_t *w) {
       int64_t t = serve_kernel_mono_ns();
       p->due_mono_ns = due_mono(&p->wait, t);
       if (p->due_mono_ns <= w->park_until_ns) {
-        int64_t left = p->due_mono_ns - t;
-        if (next < 0 || left < next)
-          next = left > 0 ? left : 0;
+        next = sooner(next, p, t);
         continue;
       }
       rc = SERVE_ESHUTDOWN;
@@ -453,11 +456,8 @@ int64_t serve_ids_run_parked(serve_worker_t *w) {
   uint64_t added = w->parks - parks;
   if (added > 0) {
     int64_t t = serve_kernel_mono_ns();
-    for (serve_parked_t *p = w->parked; p && added > 0; p = p->next, added--) {
-      int64_t left = p->due_mono_ns > t ? p->due_mono_ns - t : 0;
-      if (next < 0 || left < next)
-        next = left;
-    }
+    for (serve_parked_t *p = w->parked; p && added > 0; p = p->next, added--)
+      next = sooner(next, p, t);
   }
   return next;
 }

@@ -729,8 +729,11 @@ static void *worker_main(void *arg) {
     /* Parked requests are due on the clock's ticks: wait to the
      * nanosecond, not to the next whole millisecond. */
     int64_t wait_ns = due_ns >= 0 && due_ns < SWEEP_MS * 1000000LL ? due_ns : SWEEP_MS * 1000000LL;
-    if (w->draining && (w->drain_deadline_ms - w->now_ms) * 1000000 < wait_ns) /* ends on time */
-      wait_ns = w->drain_deadline_ms > w->now_ms ? (w->drain_deadline_ms - w->now_ms) * 1000000 : 0;
+    if (w->draining) { /* it ends on time */
+      int64_t left = (w->drain_deadline_ms - w->now_ms) * 1000000;
+      if (left < wait_ns)
+        wait_ns = left > 0 ? left : 0;
+    }
     int n = wait_events(w, evs, wait_ns);
     if (n < 0 && errno != EINTR) {
       log_event("error", "epoll_wait", "error=\"%s\"", strerror(errno));
