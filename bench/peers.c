@@ -48,6 +48,11 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 #include "machine.h"
+
+/* simd.c, in libidgen.a: whether the codecs' AVX-512 VBMI paths are on,
+ * and a switch (bench.c uses the same pair for its "scalar path" rows). */
+int idgen__simd_available(void);
+void idgen__simd_enable(int on);
 #define HAVE_RDTSC 1
 #else
 #define HAVE_RDTSC 0
@@ -185,6 +190,16 @@ static struct sample run_ulid(double seconds) {
   });
 }
 
+/* The same with the scalar codecs, which CPUs without AVX-512 VBMI run
+ * (Intel before Ice Lake, AMD before Zen 4): only where the CPU has it, so
+ * that this row differs from the one above. */
+static struct sample run_ulid_scalar(double seconds) {
+  idgen__simd_enable(0);
+  struct sample s = run_ulid(seconds);
+  idgen__simd_enable(1);
+  return s;
+}
+
 static struct sample run_skeeto(double seconds) {
   TIMED_LOOP(seconds, {
     char text[27];
@@ -274,6 +289,7 @@ enum {
   C_SF_PRECISE_LOCKED,
   C_YITTER,
   C_ULID,
+  C_ULID_SCALAR,
   C_SKEETO,
   C_SKEETO_MUTEX,
   C_UUID7,
@@ -305,6 +321,8 @@ static const struct contender {
                              run_sf_precise_locked},
     [C_YITTER] = {"yitter_m2", "yitter C NextId, Method 2 (classic)", run_yitter},
     [C_ULID] = {"idgen_ulid_mono_encode", "idgen ULID monotonic + encode", run_ulid},
+    [C_ULID_SCALAR] = {"idgen_ulid_mono_encode_scalar",
+                       "idgen ULID monotonic + encode, scalar codecs", run_ulid_scalar},
     [C_SKEETO] = {"skeeto_ulid_generate", "skeeto ulid_generate (26 chars)", run_skeeto},
     [C_SKEETO_MUTEX] = {"skeeto_ulid_generate_mutex", "skeeto ulid_generate under a mutex",
                         run_skeeto_mutex},
@@ -455,7 +473,10 @@ static double median(double *v, int n, double *mn, double *mx) {
 
 static int threaded; /* --threaded */
 /* Whether contender c runs in this process. */
-static int runs_here(int c) { return cont[c].fn != NULL && (!cont[c].pair || threaded); }
+static int runs_here(int c) {
+  return cont[c].fn != NULL && (!cont[c].pair || threaded) &&
+         (c != C_ULID_SCALAR || idgen__simd_available());
+}
 static int have(int c) { return runs_here(c) && med[c] > 0; }
 static double ns(int c) { return 1e9 / med[c]; }
 
@@ -547,11 +568,11 @@ int main(int argc, char **argv) {
   cpu_set_t set;
   int pinned = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
   printf("CPU %s (%ld cores); running on CPU %d (%s); clocksource %s; TSC fast clock %s "
-         "(state %s)\n",
+         "(state %s); AVX-512 VBMI codecs %s\n",
          cpu, sysconf(_SC_NPROCESSORS_ONLN), sched_getcpu(),
          pinned == 1 ? "pinned" : "not pinned: the scheduler may move it", clocksource,
          cs0.state == IDGEN_CLOCK_STATE_UNAVAILABLE ? "not available" : "available",
-         idgen_clock_state_name(cs0.state));
+         idgen_clock_state_name(cs0.state), idgen__simd_available() ? "on" : "off");
   printf("peers: yitter/IdGenerator C %s, skeeto/ulid-c %s, built with %s; harness built "
          "with gcc %s\n",
          yrev, krev, pflags, __VERSION__);
@@ -659,6 +680,13 @@ int main(int argc, char **argv) {
          "skeeto (rounds %.2f-%.2f); clock %+.1f ns | clock + 5 ns: %s; > 1x skeeto: %s |\n",
          ns(C_ULID), med[C_ULID] / 1e6, ns(C_SKEETO), ns(C_CLOCK), ul_k.v, ul_k.rmin, ul_k.rmax,
          ul_above, met(ul_above <= 5.0), met(ul_k.v > 1.0));
+  if (have(C_ULID_SCALAR)) {
+    struct ratio us_k = ratio(C_ULID_SCALAR, C_SKEETO, runs);
+    printf("| same, scalar codecs (as on CPUs without AVX-512 VBMI) | %.1f ns | skeeto %.1f ns | "
+           "%.2fx skeeto (rounds %.2f-%.2f); clock %+.1f ns | |\n",
+           ns(C_ULID_SCALAR), ns(C_SKEETO), us_k.v, us_k.rmin, us_k.rmax,
+           ns(C_ULID_SCALAR) - ns(C_CLOCK));
+  }
   printf("| same, skeeto under a mutex (shared by threads) | %.1f ns | skeeto + mutex %.1f ns | "
          "%.2fx (rounds %.2f-%.2f) | |\n",
          ns(C_ULID), ns(C_SKEETO_MUTEX), ul_km.v, ul_km.rmin, ul_km.rmax);
@@ -697,6 +725,8 @@ int main(int argc, char **argv) {
            ns(C_SF_FAST) / ns(C_RDTSC));
   printf("%s.ratio ulid_vs_skeeto %.4f\n", pr, ul_k.v);
   printf("%s.ratio ulid_vs_skeeto_mutex %.4f\n", pr, ul_km.v);
+  if (have(C_ULID_SCALAR))
+    printf("%s.ratio ulid_scalar_vs_skeeto %.4f\n", pr, ratio(C_ULID_SCALAR, C_SKEETO, runs).v);
   if (have(C_ULID_PAIR) && have(C_SKEETO_MUTEX_PAIR))
     printf("%s.ratio ulid_2t_vs_skeeto_mutex_2t %.4f\n", pr,
            ratio(C_ULID_PAIR, C_SKEETO_MUTEX_PAIR, runs).v);
