@@ -49,10 +49,12 @@
 #include <x86intrin.h>
 #include "machine.h"
 
-/* simd.c, in libidgen.a: whether the codecs' AVX-512 VBMI paths are on,
- * and a switch (bench.c uses the same pair for its "scalar path" rows). */
+/* simd.c, in libidgen.a (core_int.h): the codecs' SIMD level in use (2
+ * AVX-512 VBMI, 1 AVX2, 0 none), and a cap on it, as bench.c's "scalar
+ * path" rows use them. */
 int idgen__simd_available(void);
-void idgen__simd_enable(int on);
+void idgen__simd_enable(int level);
+const char *idgen__simd_name(int level);
 #define HAVE_RDTSC 1
 #else
 #define HAVE_RDTSC 0
@@ -196,7 +198,7 @@ static struct sample run_ulid(double seconds) {
 static struct sample run_ulid_scalar(double seconds) {
   idgen__simd_enable(0);
   struct sample s = run_ulid(seconds);
-  idgen__simd_enable(1);
+  idgen__simd_enable(2);
   return s;
 }
 
@@ -475,7 +477,7 @@ static int threaded; /* --threaded */
 /* Whether contender c runs in this process. */
 static int runs_here(int c) {
   return cont[c].fn != NULL && (!cont[c].pair || threaded) &&
-         (c != C_ULID_SCALAR || idgen__simd_available());
+         (c != C_ULID_SCALAR || idgen__simd_available() >= 2);
 }
 static int have(int c) { return runs_here(c) && med[c] > 0; }
 static double ns(int c) { return 1e9 / med[c]; }
@@ -568,11 +570,11 @@ int main(int argc, char **argv) {
   cpu_set_t set;
   int pinned = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
   printf("CPU %s (%ld cores); running on CPU %d (%s); clocksource %s; TSC fast clock %s "
-         "(state %s); AVX-512 VBMI codecs %s\n",
+         "(state %s); SIMD codecs: %s\n",
          cpu, sysconf(_SC_NPROCESSORS_ONLN), sched_getcpu(),
          pinned == 1 ? "pinned" : "not pinned: the scheduler may move it", clocksource,
          cs0.state == IDGEN_CLOCK_STATE_UNAVAILABLE ? "not available" : "available",
-         idgen_clock_state_name(cs0.state), idgen__simd_available() ? "on" : "off");
+         idgen_clock_state_name(cs0.state), idgen__simd_name(idgen__simd_available()));
   printf("peers: yitter/IdGenerator C %s, skeeto/ulid-c %s, built with %s; harness built "
          "with gcc %s\n",
          yrev, krev, pflags, __VERSION__);

@@ -23,7 +23,7 @@
 # work tree or an unpacked archive; for yitter the repository's root or its C/source) or a bare
 # git directory (its HEAD is used). Defaults: the snapshots in /work/.mirror, if present.
 #
-# Prints the machine (CPU, cores, clocksource, fast clock, AVX-512 VBMI codecs), a table per
+# Prints the machine (CPU, cores, clocksource, fast clock, SIMD codecs), a table per
 # contender (with the monotonic ULID on the scalar codecs too, where the CPU has AVX-512 VBMI:
 # what a CPU without it gets), a markdown table for docs/BENCHMARKS.md and `peers.*` lines
 # for scripts. Exit status: 0 done (targets are reported, not enforced), 1 a build or a

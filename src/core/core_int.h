@@ -187,20 +187,31 @@ static inline __attribute__((always_inline)) int idgen__owner_take(uint64_t *nex
 }
 #endif
 
-/* AVX-512 VBMI fast paths (simd.c): 0 and the 16 bytes if the input is
- * valid, nonzero otherwise (the caller then runs the scalar code, which
- * decides and words the error).  Call only when idgen__simd_available(). */
+/* SIMD fast paths (simd.c), by level: AVX2 decodes ULIDs and parses UUIDs;
+ * AVX-512 VBMI does those and encodes ULIDs. */
+#define IDGEN__SIMD_OFF 0
+#define IDGEN__SIMD_AVX2 1
+#define IDGEN__SIMD_VBMI 2
+/* The level in use: the CPU's, capped by idgen__simd_enable. */
 int idgen__simd_available(void);
 /* The same, inline once known (the codecs ask on every call). */
-/* -1 unknown, 0 off, 1 on */
+/* -1 unknown, else the level */
 extern __attribute__((visibility("hidden"))) _Atomic int idgen__simd_state;
 static inline int idgen__simd_on(void) {
   int s = atomic_load_explicit(&idgen__simd_state, memory_order_relaxed);
   return IDGEN_LIKELY(s >= 0) ? s : idgen__simd_available();
 }
-void idgen__simd_enable(int on); /* 0: scalar only (tests); 1: use if the CPU has it */
-int idgen__ulid_decode_simd(const char *s26, int lenient, uint8_t *out);
-int idgen__uuid_parse36_simd(const char *s36, uint8_t *out);
+/* Caps the level (tests and benchmarks): IDGEN__SIMD_OFF is scalar only,
+ * IDGEN__SIMD_VBMI whatever the CPU has. */
+void idgen__simd_enable(int level);
+const char *idgen__simd_name(int level); /* "AVX-512 VBMI", "AVX2", "scalar" */
+/* 0 and the 16 bytes if the input is valid, nonzero otherwise (the caller
+ * then runs the scalar code, which decides and words the error).  Call each
+ * only at its level or above. */
+int idgen__ulid_decode_vbmi(const char *s26, int lenient, uint8_t *out);
+int idgen__ulid_decode_avx2(const char *s26, int lenient, uint8_t *out);
+int idgen__uuid_parse36_vbmi(const char *s36, uint8_t *out);
+int idgen__uuid_parse36_avx2(const char *s36, uint8_t *out);
 /* Write the 26 characters and a NUL of the ULID hi:lo (big-endian halves):
  * the scalar encoder (ulid.c), and the AVX-512 one where the CPU has it, else
  * the scalar (simd.c). */

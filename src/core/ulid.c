@@ -79,7 +79,8 @@ void idgen_ulid_format(const idgen_ulid_t *u, char *out) {
   uint64_t hi = be64(u->bytes), lo = be64(u->bytes + 8);
   /* AVX-512 on, or not yet known: a tail call that decides (simd.c), so that
    * the scalar path below pays one load and no call's register saves. */
-  if (atomic_load_explicit(&idgen__simd_state, memory_order_relaxed) != 0) {
+  int level = atomic_load_explicit(&idgen__simd_state, memory_order_relaxed);
+  if (level != IDGEN__SIMD_OFF && level != IDGEN__SIMD_AVX2) {
     idgen__ulid_encode_fast(hi, lo, out);
     return;
   }
@@ -161,8 +162,12 @@ int idgen_ulid_parse(idgen_ulid_t *out, const char *s, size_t len, idgen_ulid_pa
     s = packed;
   } else if (len != IDGEN_ULID_STRLEN) {
     return idgen__err(err, errlen, IDGEN_EPARSE, "ULID: %zu characters, want 26", len);
-  } else if (idgen__simd_on() && idgen__ulid_decode_simd(s, lenient, out->bytes) == 0) {
-    return 0;
+  } else {
+    int level = idgen__simd_on();
+    if (level >= IDGEN__SIMD_VBMI ? idgen__ulid_decode_vbmi(s, lenient, out->bytes) == 0
+        : level == IDGEN__SIMD_AVX2 ? idgen__ulid_decode_avx2(s, lenient, out->bytes) == 0
+                                    : 0)
+      return 0;
   }
 
   unsigned bad = 0;

@@ -85,7 +85,10 @@ int idgen_uuid_parse(idgen_uuid_t *u, const char *s, size_t len, char *err, size
                       "UUID: %zu characters, want 36 (8-4-4-4-12) or 32 hex digits", len + base);
   int hyphens = len == 36;
   unsigned bad;
-  if (hyphens && idgen__simd_on() && idgen__uuid_parse36_simd(s, u->bytes) == 0)
+  int level = hyphens ? idgen__simd_on() : IDGEN__SIMD_OFF;
+  if (level >= IDGEN__SIMD_VBMI ? idgen__uuid_parse36_vbmi(s, u->bytes) == 0
+      : level == IDGEN__SIMD_AVX2 ? idgen__uuid_parse36_avx2(s, u->bytes) == 0
+                                  : 0)
     return 0;
   if (hyphens) {
     if ((s[8] != '-') | (s[13] != '-') | (s[18] != '-') | (s[23] != '-'))
