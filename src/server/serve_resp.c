@@ -142,6 +142,30 @@ static void cmd_ids(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r,
     w->replies--; /* answered later, when its tick comes */
 }
 
+/* CLIENT SETNAME and HELLO's SETNAME: Redis's rule (no spaces, newlines or
+ * other bytes outside '!'..'~'; empty clears the name), so that a client
+ * library's handshake with a name such as "my_app:1" works.  A name that is
+ * also an agent name ([a-zA-Z][a-zA-Z0-9-]*) is the agent counted in the
+ * metrics; any other counts under "other".  0, or -1 with the error sent. */
+static int set_client_name(serve_worker_t *w, serve_conn_t *c, const resp_arg_t *a) {
+  for (size_t i = 0; i < a->len; i++)
+    if (a->ptr[i] < '!' || a->ptr[i] > '~') {
+      reply_err(w, c, "ERR Client names cannot contain spaces, newlines or special characters.");
+      return -1;
+    }
+  if (a->len > AGENT_NAME_MAX) {
+    reply_err(w, c, "ERR Client names of more than %d characters are not kept (idgen)",
+              AGENT_NAME_MAX);
+    return -1;
+  }
+  memcpy(c->name, a->ptr, a->len);
+  c->name[a->len] = '\0';
+  c->agent = a->len == 0                           ? AGENT_NONE
+             : serve_agent_valid(a->ptr, a->len) ? serve_agent_index(w->srv, a->ptr, a->len)
+                                                 : AGENT_OTHER;
+  return 0;
+}
+
 static void cmd_client(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   const resp_arg_t *sub = &r->argv[1];
   if (arg_is(sub, "setname")) {
@@ -149,16 +173,8 @@ static void cmd_client(serve_worker_t *w, serve_conn_t *c, const resp_request_t 
       wrong_arity(w, c, "client|setname");
       return;
     }
-    const resp_arg_t *a = &r->argv[2];
-    if (a->len > 0 && !serve_agent_valid(a->ptr, a->len)) {
-      reply_err(w, c, "ERR Client names must match [a-zA-Z][a-zA-Z0-9-]* (at most %d "
-                      "characters): they name the agent in metrics",
-                AGENT_NAME_MAX);
+    if (set_client_name(w, c, &r->argv[2]) < 0)
       return;
-    }
-    memcpy(c->name, a->ptr, a->len);
-    c->name[a->len] = '\0';
-    c->agent = a->len ? serve_agent_index(w->srv, a->ptr, a->len) : AGENT_NONE;
     reply(w, "+OK\r\n");
   } else if (arg_is(sub, "getname") && r->argc == 2) {
     if (c->name[0])
@@ -230,15 +246,8 @@ static void cmd_hello(serve_worker_t *w, serve_conn_t *c, const resp_request_t *
       return;
     }
   }
-  if (setname) {
-    if (setname->len > 0 && !serve_agent_valid(setname->ptr, setname->len)) {
-      reply_err(w, c, "ERR Client names must match [a-zA-Z][a-zA-Z0-9-]*");
-      return;
-    }
-    memcpy(c->name, setname->ptr, setname->len);
-    c->name[setname->len] = '\0';
-    c->agent = setname->len ? serve_agent_index(w->srv, setname->ptr, setname->len) : AGENT_NONE;
-  }
+  if (setname && set_client_name(w, c, setname) < 0)
+    return;
   const char *v = idgen_version();
   serve_buf_printf(&w->out,
              "*14\r\n$6\r\nserver\r\n$5\r\nidgen\r\n$7\r\nversion\r\n$%zu\r\n%s\r\n"

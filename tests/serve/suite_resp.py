@@ -85,8 +85,25 @@ def group_resp_cli(d):
     b1 = mget(m1, "idgen_ids_issued_total", kind="snowflake", agent="cli-agent")
     check('metrics: ids issued to CLIENT SETNAME cli-agent counted under agent="cli-agent"',
           b1 is not None and b1 - b0 == 3, "%r (before %r)" % (b1, b0))
-    one(["CLIENT", "SETNAME", "bad_name"], r"\(error\) ERR .+\n", "CLIENT SETNAME bad_name: an -ERR (agent rule)")
-    one(["CLIENT", "SETNAME", "a b"], r"\(error\) ERR .+\n", "CLIENT SETNAME 'a b': an -ERR")
+    # Redis's rule for names, so that client libraries' handshakes work; a name
+    # that is not an agent name counts under agent="other".
+    o0 = mget(m1, "idgen_ids_issued_total", kind="snowflake", agent="other") or 0
+    rc, out, err = rcli(p, stdin="CLIENT SETNAME my_app:1\nCLIENT GETNAME\nID 2\n"
+                              "HELLO 2 SETNAME app.v2\nCLIENT GETNAME\n")
+    check("redis-cli CLIENT SETNAME my_app:1 and HELLO 2 SETNAME app.v2 (not agent names): OK, "
+          "GETNAME gives them back, ID 2 answered",
+          rc == 0 and out.startswith('OK\n"my_app:1"\n1) (integer) ') and out.endswith('"app.v2"\n'),
+          "exit %d out %r err %r" % (rc, out, err))
+    m2, _ = get_metrics(d)
+    o1 = mget(m2, "idgen_ids_issued_total", kind="snowflake", agent="other")
+    check('metrics: the 2 IDs issued to CLIENT SETNAME my_app:1 counted under agent="other"',
+          o1 is not None and o1 - o0 == 2, "%r (before %r)" % (o1, o0))
+    one(["CLIENT", "SETNAME", "a b"], r"\(error\) ERR Client names cannot contain spaces.+\n",
+        "CLIENT SETNAME 'a b': Redis's -ERR")
+    one(["CLIENT", "SETNAME", "x" * 65], r"\(error\) ERR Client names of more than 64 .+\n",
+        "CLIENT SETNAME of 65 characters: an -ERR naming the limit")
+    one(["HELLO", "2", "SETNAME", "a\tb"], r"\(error\) ERR Client names cannot contain spaces.+\n",
+        "HELLO 2 SETNAME with a tab: Redis's -ERR")
     one(["CLIENT", "ID"], r"\(integer\) \d+\n", "CLIENT ID: integer")
     # COMMAND
     rc, out, err = rcli(p, "COMMAND", "COUNT")
