@@ -1,5 +1,5 @@
 # A thin wrapper over CMake for the README's two commands and CI.
-#   make run    build, then make and decode IDs of each kind (a real job)
+#   make run    build, then start the daemon on its embedded defaults (the README's first command)
 #   make test   build, then run every test (ctest)
 #   make sanitize / make tsan / make fuzz   what CI runs besides
 BUILD ?= build

@@ -869,7 +869,10 @@ IDGEN_API int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t unix_ms, idgen
 
 /* ------------------------------------------------------------------------
  * Registry (libidgen-registry): node tuples leased across processes and
- * machines.
+ * machines.  These functions are in their own library: link with
+ * `pkg-config --libs idgen-registry` (which adds libidgen), not `idgen`
+ * alone.  libpq and libcurl are loaded at run time, by the first
+ * postgres:// or etcd:// registry opened.
  *
  * A registry is opened from a URI:
  *   "static"        the node values as given; nothing is coordinated;
@@ -878,7 +881,12 @@ IDGEN_API int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t unix_ms, idgen
  *                   high-water mark stored in it and fsync'ed;
  *   "postgres://…"  machines sharing a PostgreSQL database (a libpq URI):
  *                   tables idgen_nodes and idgen_pools, created if missing,
- *                   with lease expiry by the database's clock.
+ *                   with lease expiry by the database's clock;
+ *   "etcd://HOST:PORT[,HOST:PORT…]"  machines sharing an etcd v3 cluster,
+ *                   through its JSON gateway (?cacert=&cert=&key= for TLS):
+ *                   one key per tuple, leases by etcd's own leases.  etcd
+ *                   keeps no pool-wide mark (below): a tuple whose keys are
+ *                   deleted by hand starts again at the wall clock.
  *
  * What a lease stands for.  A lease holds a whole node tuple: the values of
  * every node field of the layout, the leased field's assigned, the others
@@ -922,10 +930,11 @@ IDGEN_API int idgen_registry_open(idgen_registry_t **out, const char *uri, char 
                                   size_t errlen);
 /* Checks a registry URI without opening it (no network I/O): a known scheme
  * with a well-formed argument (static: none; file: a directory name;
- * postgres:// a URI libpq can parse).  For postgres:// it loads libpq (the
- * first time; its only file access); where libpq cannot be loaded the URI is
- * left to idgen_registry_open, which names the missing library.  0, or
- * IDGEN_EINVAL with the message idgen_registry_open would give. */
+ * postgres:// a URI libpq can parse; etcd:// a list of endpoints).  For
+ * postgres:// it loads libpq (the first time; its only file access); where
+ * libpq cannot be loaded the URI is left to idgen_registry_open, which names
+ * the missing library.  0, or IDGEN_EINVAL with the message
+ * idgen_registry_open would give. */
 IDGEN_API int idgen_registry_check(const char *uri, char *err, size_t errlen);
 
 /* How far this host's wall clock is ahead of the registry's own (negative:

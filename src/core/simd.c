@@ -196,13 +196,12 @@ AVX2 int idgen__ulid_decode_avx2(const char *s, int lenient, uint8_t *out) {
   __m256i ok = _mm256_and_si256(row, _mm256_shuffle_epi8(in, lo));
   if (_mm256_movemask_epi8(_mm256_cmpeq_epi8(ok, _mm256_setzero_si256())) != 0)
     return -1;
-  __m256i vals = _mm256_blendv_epi8(
-      lo, _mm256_shuffle_epi8(LANES(0, 10, 11, 12, 13, 14, 15, 16, 17, 1, 18, 19, 1, 20, 21, 0), lo),
-      _mm256_cmpeq_epi8(row, _mm256_set1_epi8(2)));
-  vals = _mm256_blendv_epi8(
-      vals,
-      _mm256_shuffle_epi8(LANES(22, 23, 24, 25, 26, 0, 27, 28, 29, 30, 31, 0, 0, 0, 0, 0), lo),
-      _mm256_cmpeq_epi8(row, _mm256_set1_epi8(4)));
+  const __m256i a_to_o = LANES(0, 10, 11, 12, 13, 14, 15, 16, 17, 1, 18, 19, 1, 20, 21, 0);
+  const __m256i p_to_z = LANES(22, 23, 24, 25, 26, 0, 27, 28, 29, 30, 31, 0, 0, 0, 0, 0);
+  __m256i vals = _mm256_blendv_epi8(lo, _mm256_shuffle_epi8(a_to_o, lo),
+                                    _mm256_cmpeq_epi8(row, _mm256_set1_epi8(2)));
+  vals = _mm256_blendv_epi8(vals, _mm256_shuffle_epi8(p_to_z, lo),
+                            _mm256_cmpeq_epi8(row, _mm256_set1_epi8(4)));
   __m256i w10 = _mm256_maddubs_epi16(vals, _mm256_set1_epi16(0x0120));          /* a*32+b */
   __m256i w20 = _mm256_madd_epi16(w10, _mm256_set1_epi32(0x00010400));          /* a*1024+b */
   __m256i a20 = _mm256_and_si256(w20, _mm256_set1_epi64x(0xfffff));

@@ -144,7 +144,7 @@ static int query_unescape(const char *s, size_t len, char *buf, size_t *out, cha
  * first; 0 or -1 with a reason in err. */
 static int parse_query(serve_worker_t *w, const http_str_t *q, query_t *out, char *err, size_t n) {
   const serve_config_t *cfg = w->srv->cfg;
-  int seen_count = 0, seen_agent = 0;
+  int seen_count = 0, seen_agent = 0, seen_format = 0;
   out->count = 1;
   out->agent = AGENT_NONE;
   out->json = -1;
@@ -166,21 +166,26 @@ static int parse_query(serve_worker_t *w, const http_str_t *q, query_t *out, cha
     if (rawklen == 0 && rawvlen == 0)
       continue; /* "a=1&&b=2" */
 #define KEY(lit) (klen == sizeof lit - 1 && memcmp(key, lit, klen) == 0)
+    int *seen = KEY("count") ? &seen_count : KEY("agent") ? &seen_agent
+                : KEY("format") ? &seen_format : NULL;
+    if (seen != NULL && (*seen)++) { /* key is one of the three: printable */
+      snprintf(err, n, "query parameter \"%.*s\" given twice", (int)klen, key);
+      return -1;
+    }
     if (KEY("count")) {
       uint64_t v = 0;
       size_t i = 0;
       for (; i < vlen && i < 12 && val[i] >= '0' && val[i] <= '9'; i++)
         v = v * 10 + (uint64_t)(val[i] - '0');
-      if (seen_count++ || vlen == 0 || i != vlen || v < 1 || v > (uint64_t)cfg->max_batch) {
-        snprintf(err, n, "%s: count must be a whole number from 1 to %" PRId64 " (max_batch), "
-                         "not \"%s\"",
-                 seen_count > 1 ? "count given twice" : "bad count", cfg->max_batch,
-                 IDGEN_QUOTE(val, vlen, '"', 40));
+      if (vlen == 0 || i != vlen || v < 1 || v > (uint64_t)cfg->max_batch) {
+        snprintf(err, n, "bad count: count must be a whole number from 1 to %" PRId64
+                         " (max_batch), not \"%s\"",
+                 cfg->max_batch, IDGEN_QUOTE(val, vlen, '"', 40));
         return -1;
       }
       out->count = (size_t)v;
     } else if (KEY("agent")) {
-      if (seen_agent++ || !serve_agent_valid(val, vlen)) {
+      if (!serve_agent_valid(val, vlen)) {
         snprintf(err, n, "bad agent \"%s\": a name matches [a-zA-Z][a-zA-Z0-9-]* and has at "
                          "most %d characters",
                  IDGEN_QUOTE(val, vlen, '"', 40), AGENT_NAME_MAX);

@@ -516,7 +516,10 @@ static json_t *info_object(serve_daemon_t *s) {
 }
 
 int serve_json_line(struct json_t *o, serve_buf_t *b) {
-  char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+  /* 15 significant digits: a double's shortest round trip needs 17, and
+   * printed /info's uptime_s 3.191 as 3.1909999999999998. */
+  char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
+                 : NULL;
   json_decref(o);
   if (text == NULL)
     return -1;

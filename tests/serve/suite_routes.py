@@ -120,6 +120,14 @@ def group_http_routes(d):
         r, det = curl(d.http, "/id?" + q)
         check("GET /id?%s: 400 with a one-line text body" % q[:40],
               r is not None and r.status == 400 and one_line_error(r), det or repr(r))
+    # a parameter given twice is named as such, whatever its values
+    for q, key in (("agent=x&agent=y", "agent"), ("count=2&count=3", "count"),
+                   ("format=json&format=text", "format")):
+        r, det = curl(d.http, "/id?" + q)
+        check("GET /id?%s: 400 'query parameter \"%s\" given twice'" % (q, key),
+              r is not None and r.status == 400
+              and r.body.strip() == ('query parameter "%s" given twice' % key).encode(),
+              det or repr(r))
     served(d, "bad counts and parameters")
     # SERVE.md: a 400 for a bad query, a 404, or a 405 without a body keeps the connection open
     for name, first, status in (("GET /id?count=0", http_req("/id?count=0"), 400),
