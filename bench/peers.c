@@ -45,16 +45,17 @@
 #include "YitIdHelper.h"
 #include "ulid.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
 #include "machine.h"
 
-/* simd.c, in libidgen.a (core_int.h): the codecs' SIMD level in use (2
- * AVX-512 VBMI, 1 AVX2, 0 none), and a cap on it, as bench.c's "scalar
- * path" rows use them. */
+/* simd.c, in libidgen.a (core_int.h): the codecs' SIMD level in use, and a
+ * cap on it, as bench.c's "scalar path" rows use them. */
 int idgen__simd_available(void);
 void idgen__simd_enable(int level);
 const char *idgen__simd_name(int level);
+enum { SIMD_OFF = 0, SIMD_VBMI = 2 }; /* IDGEN__SIMD_OFF, IDGEN__SIMD_VBMI */
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
 #define HAVE_RDTSC 1
 #else
 #define HAVE_RDTSC 0
@@ -196,9 +197,9 @@ static struct sample run_ulid(double seconds) {
  * (Intel before Ice Lake, AMD before Zen 4): only where the CPU has it, so
  * that this row differs from the one above. */
 static struct sample run_ulid_scalar(double seconds) {
-  idgen__simd_enable(0);
+  idgen__simd_enable(SIMD_OFF);
   struct sample s = run_ulid(seconds);
-  idgen__simd_enable(2);
+  idgen__simd_enable(SIMD_VBMI);
   return s;
 }
 
@@ -477,7 +478,7 @@ static int threaded; /* --threaded */
 /* Whether contender c runs in this process. */
 static int runs_here(int c) {
   return cont[c].fn != NULL && (!cont[c].pair || threaded) &&
-         (c != C_ULID_SCALAR || idgen__simd_available() >= 2);
+         (c != C_ULID_SCALAR || idgen__simd_available() >= SIMD_VBMI);
 }
 static int have(int c) { return runs_here(c) && med[c] > 0; }
 static double ns(int c) { return 1e9 / med[c]; }

@@ -957,8 +957,9 @@ static void test_simd_matches_scalar(void **state) {
 }
 
 /* Every byte value at every position of a valid ULID and UUID, at each
- * SIMD level against the scalar tables: the AVX2 decoders classify by
- * comparisons, not by the tables, so each of the 256 values is tried. */
+ * SIMD level against the scalar tables: the AVX2 decoders classify by their
+ * own nibble tables and comparisons, so each of the 256 values is tried, and
+ * each fast path must accept exactly what the scalar code accepts. */
 static void test_simd_every_byte(void **state) {
   (void)state;
   int top = idgen__simd_available();
@@ -982,10 +983,22 @@ static void test_simd_every_byte(void **state) {
         accepted += r == 0;
         for (int level = IDGEN__SIMD_AVX2; level <= top; level++) {
           idgen__simd_enable(level);
+          assert_int_equal(idgen__simd_available(), level); /* the cap holds */
           memset(&got, 0, sizeof got);
           assert_int_equal(idgen_ulid_parse(&got, us, 26, mode, NULL, 0), r);
           if (r == 0)
             assert_memory_equal(got.bytes, want.bytes, 16);
+          /* The fast path itself takes exactly what the scalar code takes
+           * (a hyphen sends lenient decoding elsewhere): a path that
+           * refused too much would pass the checks above unseen. */
+          if (!(mode == IDGEN_ULID_LENIENT && memchr(us, '-', 26) != NULL)) {
+            memset(&got, 0, sizeof got);
+            int fast = level == IDGEN__SIMD_AVX2 ? idgen__ulid_decode_avx2(us, mode, got.bytes)
+                                                 : idgen__ulid_decode_vbmi(us, mode, got.bytes);
+            assert_int_equal(fast == 0, r == 0);
+            if (r == 0)
+              assert_memory_equal(got.bytes, want.bytes, 16);
+          }
         }
       }
       idgen_uuid_t wantv, gotv;
@@ -997,6 +1010,12 @@ static void test_simd_every_byte(void **state) {
         idgen__simd_enable(level);
         memset(&gotv, 0, sizeof gotv);
         assert_int_equal(idgen_uuid_parse(&gotv, vs, 36, NULL, 0), r);
+        if (r == 0)
+          assert_memory_equal(gotv.bytes, wantv.bytes, 16);
+        memset(&gotv, 0, sizeof gotv);
+        int fast = level == IDGEN__SIMD_AVX2 ? idgen__uuid_parse36_avx2(vs, gotv.bytes)
+                                             : idgen__uuid_parse36_vbmi(vs, gotv.bytes);
+        assert_int_equal(fast == 0, r == 0);
         if (r == 0)
           assert_memory_equal(gotv.bytes, wantv.bytes, 16);
       }
