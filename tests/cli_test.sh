@@ -131,6 +131,12 @@ expect "lease field without a registry" 2 "" 'idgen: snowflake: lease_field = "w
   -- snowflake --lease-field worker
 expect "bad count text" 2 "" 'idgen: --count: "many" is not a whole number' -- snowflake -n many
 expect "baidu refused" 1 "" "idgen: layout ran out on 2024-11-20" -- snowflake --layout baidu
+# With a registry too: the run-out named first (not the 22-bit worker field a
+# registry cannot lease), and nothing leased for it.
+expect "baidu refused with a file: registry, nothing leased" 1 "" \
+  "idgen: layout ran out on 2024-11-20" -- snowflake --layout baidu --registry "file:$tmp/reg-baidu"
+[ -z "$(ls -A "$tmp/reg-baidu" 2>/dev/null)" ] && ok ||
+  bad "a file: registry holds a record for baidu's run-out layout: $(ls -A "$tmp/reg-baidu")"
 expect "unknown preset" 2 "" \
   'idgen: snowflake: layout = "twiter" (from flag --layout): layout: unknown preset "twiter" (presets: twitter, discord, sonyflake, baidu, instagram, mastodon, js53)' \
   -- snowflake --layout twiter

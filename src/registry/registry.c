@@ -305,6 +305,18 @@ static int make_pool(const idgen_lease_request_t *req, idgen__pool_t *p, char *e
                      size_t errlen) {
   const idgen_layout_t *l = req->layout;
   memset(p, 0, sizeof *p);
+  /* A layout that has run out can make no ID whatever its node: say so
+   * first, as a generator would, and lease nothing (a file: record was
+   * made for baidu's layout, and its 22-bit worker named instead). */
+  int64_t horizon = idgen_layout_horizon_ms(l);
+  if (idgen__req_now_ms(req) >= horizon) {
+    char date[IDGEN_TIME_BUFSIZE];
+    idgen_time_format(horizon, date);
+    char *t = strchr(date, 'T');
+    if (t != NULL)
+      *t = '\0';
+    return idgen__err(err, errlen, IDGEN_EEXHAUSTED, "layout ran out on %s", date);
+  }
   int f = idgen_lease_field(l, req->field, err, errlen);
   if (f < 0)
     return f;

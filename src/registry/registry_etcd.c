@@ -810,6 +810,14 @@ static int scan_pool(etcd_t *e, const idgen_lease_t *l, slot_t **out, size_t *n,
 
 static int64_t time_to_live(etcd_t *e, int64_t id, char *err, size_t errlen, int *rc);
 
+/* Whether a held key whose etcd lease has `left_s` seconds left (as etcd
+ * says them: cut to whole seconds, so up to one more) may still be its
+ * holder's, whose lease is valid while more than its quarantine `q_ms`
+ * remains.  Counted in the holder's favour: with a TTL of 1000 ms the etcd
+ * lease is 2 s, reads "1" for most of each renewal period, and `registry
+ * free` without --force took the tuple from its live holder. */
+static int may_be_held(int64_t left_s, int64_t q_ms) { return (left_s + 1) * 1000 > q_ms; }
+
 /* How many of the n slots s are held keys in quarantine (expired or freed
  * by hand), and the ms until the first is back: for the full pool's
  * message.  Looks at 64 at most. */
@@ -823,12 +831,12 @@ static int in_quarantine(etcd_t *e, const slot_t *s, size_t n, int64_t *next_ms)
     if (!s[i].held || held_parse(s[i].held_kv.value, &q, who, sizeof who) < 0)
       continue;
     looked++;
-    int64_t left = time_to_live(e, s[i].held_kv.lease, NULL, 0, &rc) * 1000;
-    if (rc < 0 || left < 0 || (who[0] && left > q))
+    int64_t left_s = time_to_live(e, s[i].held_kv.lease, NULL, 0, &rc);
+    if (rc < 0 || left_s < 0 || (who[0] && may_be_held(left_s, q)))
       continue;
     count++;
-    if (left < *next_ms)
-      *next_ms = left;
+    if (left_s * 1000 < *next_ms)
+      *next_ms = left_s * 1000;
   }
   return count;
 }
@@ -1123,17 +1131,17 @@ static int row_state(etcd_t *e, const kv_t *held, idgen_lease_row_t *row, char *
   if (held == NULL || held_parse(held->value, &q, who, sizeof who) < 0)
     return 0;
   int rc;
-  int64_t left = time_to_live(e, held->lease, err, errlen, &rc) * 1000;
+  int64_t left_s = time_to_live(e, held->lease, err, errlen, &rc), left = left_s * 1000;
   if (rc < 0 || left < 0)
     return rc;
-  if (who[0] == '\0' || left <= q) {
+  if (who[0] == '\0' || !may_be_held(left_s, q)) {
     row->state = IDGEN_LEASE_QUARANTINE;
     row->expires_in_ms = left;
     if (who[0] == '\0')
       row->holder[0] = '\0';
   } else {
     row->state = IDGEN_LEASE_HELD;
-    row->expires_in_ms = left - q;
+    row->expires_in_ms = left + 1000 - q; /* at most: etcd cut the second */
   }
   return 0;
 }
@@ -1257,11 +1265,11 @@ static int etcd_free(idgen_registry_t *r, const char *pool, const char *node, in
                         PFX "%.100s in %.100s is already freed: back in the pool in %" PRId64
                             " ms",
                         node, pool, left * 1000);
-    if (left * 1000 > q && !force)
+    if (may_be_held(left, q) && !force)
       return idgen__err(err, errlen, IDGEN_ELEASE,
                         PFX "%.100s in %.100s is held by %s (its lease expires in %" PRId64
                             " ms unless renewed); force to fence the holder out",
-                        node, pool, rec.holder, left * 1000 - q);
+                        node, pool, rec.holder, (left + 1) * 1000 - q);
     /* Fence: held/KEY onto a lease of its own for the rest of the holder's
      * countdown (etcd says whole seconds, cut: one more) and at least a
      * whole quarantine, the next generation in the record, then the
