@@ -25,9 +25,10 @@
  *
  * The AVX2 decoders have no byte-masked loads, so they read only inside the
  * input, with overlapping loads, and gather with vpshufb within each 16-byte
- * lane.  With no 128-entry lookup either, they classify by comparisons (the
- * alphabet is a few ranges less four letters); the differential tests and
- * fuzz targets hold them to the scalar tables byte for byte.
+ * lane.  With no 128-entry lookup either, the ULID decoder looks characters
+ * up by their two nibbles (16-entry vpshufb tables) and the UUID parser
+ * classifies hex digits by comparisons; the differential tests and fuzz
+ * targets hold both to the scalar tables byte for byte.
  */
 #include <stdatomic.h>
 #include <string.h>
