@@ -404,28 +404,30 @@ enum { OP_ULID_ENCODE, OP_ULID_DECODE, OP_ULID_MONOTONIC, OP_UUID_FORMAT, OP_UUI
 /* The codec operation `which` names, or -1.  "-scalar" after a decoder's
  * name: the same on the scalar path (the SIMD level in use otherwise: under
  * valgrind, which hides AVX-512, that is AVX2). */
-static int codec_op(const char *which) {
+static int codec_op(const char *which, int *scalar) {
   static const struct {
     const char *name;
-    int op;
-  } ops[] = {{"ulid-encode", OP_ULID_ENCODE},
-             {"ulid-decode", OP_ULID_DECODE},
-             {"ulid-decode-scalar", OP_ULID_DECODE},
-             {"ulid-monotonic", OP_ULID_MONOTONIC},
-             {"uuid-format", OP_UUID_FORMAT},
-             {"uuid-parse", OP_UUID_PARSE},
-             {"uuid-parse-scalar", OP_UUID_PARSE},
-             {"uuid7-monotonic", OP_UUID7_MONOTONIC}};
+    int op, scalar;
+  } ops[] = {{"ulid-encode", OP_ULID_ENCODE, 0},
+             {"ulid-decode", OP_ULID_DECODE, 0},
+             {"ulid-decode-scalar", OP_ULID_DECODE, 1},
+             {"ulid-monotonic", OP_ULID_MONOTONIC, 0},
+             {"uuid-format", OP_UUID_FORMAT, 0},
+             {"uuid-parse", OP_UUID_PARSE, 0},
+             {"uuid-parse-scalar", OP_UUID_PARSE, 1},
+             {"uuid7-monotonic", OP_UUID7_MONOTONIC, 0}};
   for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
-    if (strcmp(which, ops[k].name) == 0)
+    if (strcmp(which, ops[k].name) == 0) {
+      *scalar = ops[k].scalar;
       return ops[k].op;
+    }
   return -1;
 }
 
 /* Exactly `ops` operations of one kind, for instruction counting. */
 static int fixed_ops(long ops, const char *which) {
   struct gen_arg wide = {WIDE, IDGEN_CLOCK_FAST, 1000, 1, 0};
-  int op;
+  int op, scalar = 0;
   uint64_t acc = 0, buf[1000], v[IDGEN_LAYOUT_MAX_FIELDS] = {0};
   idgen_layout_t l;
   idgen_layout_parse(&l, "twitter", NULL, 0);
@@ -461,7 +463,7 @@ static int fixed_ops(long ops, const char *which) {
       idgen_layout_compose(&l, 1505914988849 + i, v, &id, NULL, 0);
       acc += id;
     }
-  } else if ((op = codec_op(which)) >= 0) {
+  } else if ((op = codec_op(which, &scalar)) >= 0) {
     make_inputs();
     idgen_ulid_t u = {{0}};
     idgen_uuid_t vv = {{0}};
@@ -470,7 +472,7 @@ static int fixed_ops(long ops, const char *which) {
     idgen_uuid7_gen_t *vg = NULL;
     idgen_ulid_gen_new(&ug, NULL);
     idgen_uuid7_gen_new(&vg, NULL);
-    if (strstr(which, "-scalar") != NULL)
+    if (scalar)
       idgen__simd_enable(IDGEN__SIMD_OFF);
     for (long i = 0; i < ops; i++) {
       switch (op) { /* decided once: the count is the operation's, not the choice's */
