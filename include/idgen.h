@@ -116,7 +116,8 @@ IDGEN_API const char *idgen_version(void);
   XX(EMARK, -14, "the high-water mark could not be advanced in time")                \
   XX(EBATCH, -15, "the batch is larger than the generator can fill within max_wait_ms now") \
   XX(EAGAIN, -16, "not yet: the call waits for its tick (resume it when due)") \
-  XX(EEMPTY, -17, "the cache holds no ready ID")
+  XX(EEMPTY, -17, "the cache holds no ready ID")                              \
+  XX(ESPACE, -18, "another layout holds the registry's ID space")
 
 typedef enum idgen_errno {
 #define IDGEN__ERRNO_ENUM(name, code, msg) IDGEN_##name = (code),
@@ -912,6 +913,8 @@ IDGEN_API int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t unix_ms, idgen
 #define IDGEN_REASON_MAX 256     /* bytes of a lease status's reason, with its NUL */
 /* Bytes of a node tuple's text, such as "datacenter=1,worker=7", with its NUL. */
 #define IDGEN_NODE_TEXT_MAX 768
+/* Bytes of an ID space's name ("default", or [a-z][a-z0-9_-]*), with its NUL. */
+#define IDGEN_SPACE_NAME_MAX 33
 
 /* The leased field of layout `l` for a lease request naming `field` (NULL:
  * the default): `field` if it is a node field; else "worker" if the layout
@@ -1080,6 +1083,10 @@ typedef struct idgen_lease_info {
   char holder[IDGEN_HOLDER_MAX]; /* "host:pid:token" */
   char pool[IDGEN_POOL_NAME_MAX];  /* "epoch=1288834974657,tick=1ms,time@22,sequence@0:12" */
   char node[IDGEN_NODE_TEXT_MAX];  /* the tuple: "datacenter=1,worker=7" */
+  int64_t floor_ms;        /* the floor of its layout in the registry's ID
+                            * space, Unix ms: a bound generator starts above
+                            * it as above mark_ms (0: none) */
+  char space[IDGEN_SPACE_NAME_MAX]; /* the ID space ("default", or its name) */
 } idgen_lease_info_t;
 
 IDGEN_API void idgen_lease_info(const idgen_lease_t *l, idgen_lease_info_t *out);
@@ -1131,6 +1138,7 @@ typedef struct idgen_lease_row {
                             * it (file: every mark ever recorded in the pool;
                             * postgres: the marks of deleted rows) */
   char holder[IDGEN_HOLDER_MAX]; /* the last holder ("" if never held or freed) */
+  char space[IDGEN_SPACE_NAME_MAX]; /* the ID space of the pool ("default", or its name) */
 } idgen_lease_row_t;
 
 /* Calls cb once per node tuple the registry knows of (tuples never leased
@@ -1141,6 +1149,51 @@ typedef int (*idgen_registry_list_cb)(void *ctx, const idgen_lease_row_t *row);
 
 IDGEN_API int idgen_registry_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx,
                                   char *err, size_t errlen);
+
+/*
+ * ID spaces (SPEC section 8).  Every holder of one registry draws from one
+ * ID space, whatever its layout: the default space, or the space named by
+ * the URI's `space=NAME` parameter (file:DIR?space=billing,
+ * postgres://h/db?space=billing, etcd://h:2379?space=billing), whose pools
+ * and marks are its own.  A layout whose IDs could equal those of a layout
+ * live in the space is refused (IDGEN_ESPACE, naming that layout, its
+ * holders and the remedy); once the other layout's holders have stopped
+ * (and their quarantine passed), it takes the space over above the highest
+ * ID the space issued.  Layouts whose ID ranges cannot meet share a space.
+ */
+#define IDGEN_SPACE_LAYOUTS_MAX 16
+
+/* The registry's ID space: "default", or the name its URI gave. */
+IDGEN_API const char *idgen_registry_space(const idgen_registry_t *r);
+
+typedef struct idgen_space_layout {
+  char pool[IDGEN_POOL_NAME_MAX];     /* its geometry, as in idgen_lease_row_t */
+  char layout[IDGEN_LAYOUT_SPEC_MAX]; /* canonical spec */
+  int64_t floor_ms;        /* its holders start above this time, Unix ms */
+  int live;                /* tuples of its pool held or in quarantine now */
+  int has_highest;         /* highest_id is set: its pool has a mark */
+  uint64_t highest_id;     /* at or above every ID its pool may have issued */
+} idgen_space_layout_t;
+
+typedef struct idgen_space_info {
+  char name[IDGEN_SPACE_NAME_MAX];
+  int has_highest;         /* highest_id is set: the space issued IDs */
+  uint64_t highest_id;     /* at or above every ID the space may have issued,
+                            * by its layouts' marks and those that left */
+  int has_retired;
+  uint64_t retired_highest; /* the same, of the layouts that left only */
+  int nlayouts;
+  idgen_space_layout_t layouts[IDGEN_SPACE_LAYOUTS_MAX];
+} idgen_space_info_t;
+
+typedef int (*idgen_registry_spaces_cb)(void *ctx, const idgen_space_info_t *info);
+
+/* Calls cb once per ID space of the registry (only its own when its URI
+ * named one), in name order with "default" first; a nonzero return from cb
+ * stops the walk and is returned.  0 for `static` (it keeps nothing);
+ * IDGEN_EREGISTRY on failure. */
+IDGEN_API int idgen_registry_spaces(idgen_registry_t *r, idgen_registry_spaces_cb cb, void *ctx,
+                                    char *err, size_t errlen);
 
 /* Frees the lease of tuple `node` in `pool` by hand: `node` as listed
  * ("datacenter=1,worker=7", in the pool's layout), or its key in hex

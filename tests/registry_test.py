@@ -338,6 +338,11 @@ def clock_step(registry, label):
 # --------------------------------------------------- field choice, full pool
 
 
+def in_space(registry, name):
+    """REGISTRY's URI with ?space=NAME (or &space=NAME)."""
+    return registry + ("&" if "?" in registry else "?") + "space=" + name
+
+
 def field_choice(registry, label):
     r = idgen("snowflake", "--registry", registry, "--layout", "mastodon")
     check("%s: mastodon is refused: no node field to lease" % label,
@@ -345,20 +350,24 @@ def field_choice(registry, label):
     r = idgen("serve", "--registry", registry, "--layout", "mastodon", "--http", "127.0.0.1:0")
     check("%s: serve refuses mastodon too" % label,
           r.returncode != 0 and "no node field to lease" in r.stderr, r.stderr)
-    r = idgen("snowflake", "-n", "2", "--registry", registry, "--layout", "sonyflake")
+    # Each layout in an ID space of its own: their IDs could be equal.
+    sony = in_space(registry, "fields-sony")
+    r = idgen("snowflake", "-n", "2", "--registry", sony, "--layout", "sonyflake")
     ok = r.returncode == 0
     check("%s: sonyflake (no worker field) leases its only node field" % label, ok, r.stderr)
-    r = idgen("snowflake", "--registry", registry, "--layout", "discord")
+    disc = in_space(registry, "fields-discord")
+    r = idgen("snowflake", "--registry", disc, "--layout", "discord")
     check("%s: discord leases worker; process is a namespace" % label, r.returncode == 0, r.stderr)
-    r = idgen("snowflake", "--registry", registry, "--layout", "discord", "--lease-field",
+    r = idgen("snowflake", "--registry", disc, "--layout", "discord", "--lease-field",
               "process", "--node", "worker=3")
     check("%s: --lease-field process" % label, r.returncode == 0, r.stderr)
     # A pool of two: two holders, a third is refused naming size and field.
+    full = in_space(registry, "fields-full")
     lay = ["--layout", "time:41@1ms,rack:3,worker:1,sequence:12,epoch=1288834974657",
            "--node", "rack=5"]
-    a = Daemon(label + "-full-a", ["--registry", registry] + lay)
-    b = Daemon(label + "-full-b", ["--registry", registry] + lay)
-    r = idgen("snowflake", "--registry", registry, *lay)
+    a = Daemon(label + "-full-a", ["--registry", full] + lay)
+    b = Daemon(label + "-full-b", ["--registry", full] + lay)
+    r = idgen("snowflake", "--registry", full, *lay)
     check("%s: a full pool names its size and the field" % label,
           r.returncode == 1 and 'all 2 values of field "worker" (1 bits) with rack=5 are held'
           in r.stderr, r.stderr)

@@ -598,14 +598,24 @@ static void test_tuple_same_ids_other_names(void **state) {
   assert_string_equal(ia.pool, "epoch=1288834974657,tick=1ms,time@22,sequence@0:12");
   assert_string_equal(ia.node, "datacenter=0,worker=0");
   assert_string_equal(ib.node, "dc=0,w=1"); /* not dc=0,w=0: that is ia's tuple */
-  /* a layout of another geometry is another pool */
+  /* a layout of another geometry is another pool: its IDs can equal
+   * these, so it is refused in the same ID space while they are held */
   idgen_layout_t sf = tu_layout("sonyflake");
   idgen_lease_t *c = try_take(r, &sf, NULL, zero, &rc);
+  assert_null(c);
+  assert_int_equal(rc, IDGEN_ESPACE);
+  /* ... and leases in a space of its own, from its own pool */
+  char named[400];
+  snprintf(named, sizeof named, "%s?space=sony", uri);
+  idgen_registry_t *r2 = tu_registry(named);
+  assert_string_equal(idgen_registry_space(r2), "sony");
+  c = try_take(r2, &sf, NULL, zero, &rc);
   assert_non_null(c);
   assert_int_equal(tu_worker(c), 0);
   idgen_lease_release(a);
   idgen_lease_release(b);
   idgen_lease_release(c);
+  idgen_registry_close(r2);
   idgen_registry_close(r);
 }
 

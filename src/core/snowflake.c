@@ -734,6 +734,8 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
     uint64_t from = 0, v;
     if ((v = idgen__sf_state_of_ms(g, lease.mark_ms)) != 0)
       from = v + 1;
+    if ((v = idgen__sf_state_of_ms(g, lease.floor_ms)) != 0 && v + 1 > from)
+      from = v + 1; /* its layout's floor in the registry's ID space */
     if ((v = idgen__sf_state_of_ms(g, s->start_after_ms)) != 0 && v + 1 > from)
       from = v + 1;
     if (from > g->max_state) {

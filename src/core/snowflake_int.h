@@ -139,7 +139,7 @@ static inline int64_t idgen__sf_ms_of_state(const idgen_snowflake_gen_t *g, uint
  * `version` is IDGEN__BIND_VERSION of the registry that filled the table; a
  * core of another version refuses the lease rather than misread it.
  */
-#define IDGEN__BIND_VERSION 1
+#define IDGEN__BIND_VERSION 2
 typedef struct idgen__bind_ops {
   int version;
   void (*info)(const idgen_lease_t *lease, idgen_lease_info_t *out);

@@ -69,27 +69,67 @@ int idgen_registry_clock_skew(idgen_registry_t *r, int64_t *skew_ms, int64_t *re
   return 0;
 }
 
+/* uri without its space= parameter (a malloc'ed copy in *bare), the space's
+ * name into space[] ("" if none), the backend and what follows its colon:
+ * the backend, or NULL with a message. */
+static const idgen__registry_ops_t *parse_uri(const char *uri, char **bare, char *space,
+                                              const char **rest, char *err, size_t errlen) {
+  *bare = NULL;
+  if (uri == NULL)
+    return backend_of(uri, rest, err, errlen);
+  size_t n = strlen(uri) + 1;
+  if ((*bare = malloc(n)) == NULL) {
+    idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+    return NULL;
+  }
+  const idgen__registry_ops_t *ops = NULL;
+  if (idgen__uri_take_space(uri, *bare, n, space, err, errlen) == 0 &&
+      (ops = backend_of(*bare, rest, err, errlen)) != NULL && space[0] != '\0' &&
+      ops == &idgen__registry_static) {
+    idgen__err(err, errlen, IDGEN_EINVAL, "registry: static keeps no ID spaces (space=%s)",
+               space);
+    ops = NULL;
+  }
+  if (ops == NULL) {
+    free(*bare);
+    *bare = NULL;
+  }
+  return ops;
+}
+
 int idgen_registry_check(const char *uri, char *err, size_t errlen) {
   const char *rest;
-  const idgen__registry_ops_t *ops = backend_of(uri, &rest, err, errlen);
-  return ops == NULL ? IDGEN_EINVAL : ops->check(uri, rest, err, errlen);
+  char *bare, space[IDGEN_SPACE_NAME_MAX];
+  const idgen__registry_ops_t *ops = parse_uri(uri, &bare, space, &rest, err, errlen);
+  if (ops == NULL)
+    return IDGEN_EINVAL;
+  int rc = ops->check(bare, rest, err, errlen);
+  free(bare);
+  return rc;
 }
 
 int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err, size_t errlen) {
   *out = NULL;
   const char *rest;
-  const idgen__registry_ops_t *ops = backend_of(uri, &rest, err, errlen);
+  char *bare, space[IDGEN_SPACE_NAME_MAX];
+  const idgen__registry_ops_t *ops = parse_uri(uri, &bare, space, &rest, err, errlen);
   if (ops == NULL)
     return IDGEN_EINVAL;
-  int rc = ops->check(uri, rest, err, errlen);
-  if (rc < 0)
+  int rc = ops->check(bare, rest, err, errlen);
+  idgen_registry_t *r = rc < 0 ? NULL : calloc(1, sizeof *r);
+  if (rc == 0 && r == NULL)
+    rc = idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  if (rc < 0) {
+    free(bare);
     return rc;
-  idgen_registry_t *r = calloc(1, sizeof *r);
-  if (r == NULL)
-    return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  }
   r->ops = ops;
-  r->uri = strdup(uri);
-  rc = r->uri ? ops->open(r, rest, err, errlen) : IDGEN_ENOMEM;
+  r->uri = bare;
+  r->space_given = space[0] != '\0';
+  snprintf(r->space, sizeof r->space, "%s", space[0] ? space : "default");
+  if (r->space_given && strcmp(space, "default") != 0)
+    snprintf(r->space_path, sizeof r->space_path, "spaces/%s/", space);
+  rc = ops->open(r, rest, err, errlen);
   if (rc < 0) {
     free(r->uri);
     free(r);
@@ -98,6 +138,8 @@ int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err, size
   *out = r;
   return 0;
 }
+
+const char *idgen_registry_space(const idgen_registry_t *r) { return r->space; }
 
 void idgen_registry_close(idgen_registry_t *r) {
   if (r == NULL)
@@ -301,8 +343,8 @@ int idgen_lease_field(const idgen_layout_t *l, const char *field, char *err, siz
 
 /* The leased field (SPEC section 8), the other node fields' bits, and the
  * pool's name. */
-static int make_pool(const idgen_lease_request_t *req, idgen__pool_t *p, char *err,
-                     size_t errlen) {
+static int make_pool(const idgen_lease_request_t *req, const char *space_path,
+                     idgen__pool_t *p, char *err, size_t errlen) {
   const idgen_layout_t *l = req->layout;
   memset(p, 0, sizeof *p);
   /* A layout that has run out can make no ID whatever its node: say so
@@ -345,6 +387,7 @@ static int make_pool(const idgen_lease_request_t *req, idgen__pool_t *p, char *e
   idgen__pool_name(l, p->name);
   if (idgen_layout_format(l, p->layout, sizeof p->layout) < 0)
     p->layout[0] = '\0';
+  snprintf(p->store, sizeof p->store, "%s%s", space_path, p->name);
   return 0;
 }
 
@@ -375,7 +418,7 @@ int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req
                     l->ttl_ms, IDGEN_LEASE_TTL_MIN_MS, IDGEN_LEASE_TTL_MAX_MS, l->quarantine_ms,
                     l->mark_step_ms);
   if (rc == 0)
-    rc = make_pool(req, &l->pool, err, errlen);
+    rc = make_pool(req, r->space_path, &l->pool, err, errlen);
   if (rc == 0) {
     char host[64] = "localhost";
     uint8_t tok[4] = {0};
@@ -402,6 +445,7 @@ void idgen_lease_info(const idgen_lease_t *l, idgen_lease_info_t *out) {
   out->worker = l->worker;
   out->generation = l->generation;
   out->mark_ms = l->mark_ms;
+  out->floor_ms = l->floor_ms;
   out->ttl_ms = l->ttl_ms;
   out->mark_step_ms = l->mark_step_ms;
   out->expires_ms = l->expires_ms;
@@ -410,6 +454,7 @@ void idgen_lease_info(const idgen_lease_t *l, idgen_lease_info_t *out) {
   snprintf(out->holder, sizeof out->holder, "%s", l->holder);
   snprintf(out->pool, sizeof out->pool, "%s", l->pool.name);
   snprintf(out->node, sizeof out->node, "%s", l->node);
+  snprintf(out->space, sizeof out->space, "%s", l->r->space);
 }
 
 int idgen_lease_record_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen) {
@@ -437,6 +482,65 @@ int idgen_registry_list(idgen_registry_t *r, idgen_registry_list_cb cb,
   if (r->ops->list == NULL)
     return 0; /* static: nothing is kept */
   return r->ops->list(r, cb, ctx, err, errlen);
+}
+
+typedef struct spaces_ctx {
+  idgen_registry_spaces_cb cb;
+  void *ctx;
+  char *err;
+  size_t errlen;
+  idgen_space_info_t info;
+} spaces_ctx_t;
+
+/* One space's record as idgen_space_info_t: each layout's live tuples and
+ * highest possible ID from its pool's marks. */
+static int space_info(void *ctx, const char *space, const idgen__space_t *s,
+                      const idgen__space_probe_t *probe) {
+  spaces_ctx_t *c = ctx;
+  idgen_space_info_t *in = &c->info;
+  memset(in, 0, sizeof *in);
+  snprintf(in->name, sizeof in->name, "%s", space);
+  if (s->nretired > 0) {
+    in->has_retired = in->has_highest = 1;
+    in->retired_highest = in->highest_id = s->hi[s->nretired - 1];
+  }
+  for (int i = 0; i < s->n && i < IDGEN_SPACE_LAYOUTS_MAX; i++) {
+    idgen_space_layout_t *o = &in->layouts[in->nlayouts++];
+    char holders[8];
+    int64_t mark = 0;
+    idgen_layout_t l;
+    snprintf(o->pool, sizeof o->pool, "%s", s->m[i].pool);
+    snprintf(o->layout, sizeof o->layout, "%s", s->m[i].spec);
+    o->floor_ms = s->m[i].floor_ms;
+    int live = probe->live(probe->ctx, o->pool, holders, sizeof holders, c->err, c->errlen);
+    if (live < 0 || probe->max_mark(probe->ctx, o->pool, &mark, c->err, c->errlen) < 0)
+      return live < 0 ? live : IDGEN_EREGISTRY;
+    o->live = live;
+    if (idgen_layout_parse(&l, o->layout, NULL, 0) == 0 &&
+        idgen__space_high_id(&l, mark, &o->highest_id)) {
+      o->has_highest = 1;
+      if (!in->has_highest || o->highest_id > in->highest_id)
+        in->highest_id = o->highest_id;
+      in->has_highest = 1;
+    }
+  }
+  return c->cb(c->ctx, in);
+}
+
+int idgen_registry_spaces(idgen_registry_t *r, idgen_registry_spaces_cb cb, void *ctx,
+                          char *err, size_t errlen) {
+  if (r->ops->spaces == NULL)
+    return 0; /* static: nothing is kept */
+  spaces_ctx_t *c = malloc(sizeof *c);
+  if (c == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  c->cb = cb;
+  c->ctx = ctx;
+  c->err = err;
+  c->errlen = errlen;
+  int rc = r->ops->spaces(r, space_info, c, err, errlen);
+  free(c);
+  return rc;
 }
 
 #define PLAIN "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_=,@:."

@@ -240,8 +240,8 @@ typedef struct file_lease {
   int fd;                     /* the held lock file */
   int64_t slot_mark;          /* its tuple's mark in the pool file, as this
                                * holder last wrote it */
-  char path[1024];            /* the lock file's path */
-  char dir[1024];             /* its pool's directory */
+  char path[1400];            /* the lock file's path */
+  char dir[1200];             /* its pool's directory */
 } file_lease_t;
 
 /* Reads a tuple's record: REC_VALID with *rec, REC_EMPTY for an empty file
@@ -576,6 +576,9 @@ static int pool_read(const char *dir, int64_t *mark, char *layout, size_t layout
  * every pool, so that a tuple starts above anything they issued.  0 with
  * *max, or an error naming the live holder's file. */
 static int probe_held(const char *path);
+static int strcmp_ptr(const void *a, const void *b);
+static uint64_t *pool_keys(const char *dir, size_t *n);
+static int pool_layout(const char *dir, idgen_layout_t *l, char *spec, size_t speclen);
 
 static int legacy_check(const char *root, int64_t *max, char *err, size_t errlen) {
   *max = 0;
@@ -701,26 +704,238 @@ static int try_key(const char *dir, uint64_t key, char *path, size_t pathlen) {
   return -2;
 }
 
-static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
-                        size_t errlen) {
-  const idgen__pool_t *p = &l->pool;
-  file_lease_t *f = calloc(1, sizeof *f);
-  if (f == NULL)
+/* ---- ID spaces (space.c) ----------------------------------------------------- */
+
+/* The directory of the space at `space_path` ("" or "spaces/NAME/"): the
+ * registry's own, or DIR/spaces/NAME.  Its record is `space.rec` there,
+ * replaced whole (rename) under an exclusive flock on `space.lock`. */
+static int space_dir(const idgen_registry_t *r, const char *space_path, char *buf, size_t n) {
+  size_t k = strlen(space_path);
+  int w = snprintf(buf, n, "%s%s%.*s", root(r), k ? "/" : "", k ? (int)k - 1 : 0, space_path);
+  return w < 0 || (size_t)w >= n ? -1 : 0;
+}
+
+static int space_lock(const char *sdir) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/space.lock", sdir);
+  int fd = open_held(path, O_RDWR | O_CREAT | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  while (flock(fd, LOCK_EX) < 0) {
+    if (errno != EINTR) {
+      int e = errno;
+      close_held(fd);
+      errno = e;
+      return -1;
+    }
+  }
+  return fd;
+}
+
+static void space_unlock(int fd) {
+  flock(fd, LOCK_UN);
+  close_held(fd);
+}
+
+/* The names of the pool directories of space directory `sdir`, sorted: a
+ * malloc'ed array of *n malloc'ed names. */
+static char **pool_names(const char *sdir, size_t *n) {
+  DIR *d = opendir(sdir);
+  char **pools = NULL;
+  size_t cap = 0;
+  *n = 0;
+  if (d == NULL)
+    return NULL;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (strncmp(e->d_name, "epoch=", 6) != 0)
+      continue; /* not a pool (an older idgen's directories are not read) */
+    if (*n == cap) {
+      char **m = realloc(pools, (cap = cap ? 2 * cap : 16) * sizeof *pools);
+      if (m == NULL)
+        break;
+      pools = m;
+    }
+    if ((pools[*n] = strdup(e->d_name)) != NULL)
+      (*n)++;
+  }
+  closedir(d);
+  if (*n)
+    qsort(pools, *n, sizeof *pools, strcmp_ptr);
+  return pools;
+}
+
+static void names_free(char **names, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(names[i]);
+  free(names);
+}
+
+/* The record of the space in `sdir`; without one, its pools as found (each
+ * with the layout its pool file names).  0, or IDGEN_EREGISTRY naming the
+ * file. */
+static int space_load(const char *sdir, idgen__space_t *s, char *err, size_t errlen) {
+  char path[1200], why[300];
+  snprintf(path, sizeof path, "%s/space.rec", sdir);
+  memset(s, 0, sizeof *s);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && errno != ENOENT)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", path, strerror(errno));
+  if (fd >= 0) {
+    char *buf = malloc(IDGEN__SPACE_TEXT_MAX + 1);
+    ssize_t got = buf ? pread(fd, buf, IDGEN__SPACE_TEXT_MAX + 1, 0) : -1;
+    int e = errno;
+    close(fd);
+    int rc = got < 0 ? idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", path,
+                                  strerror(buf ? e : ENOMEM))
+             : got > IDGEN__SPACE_TEXT_MAX
+                 ? idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: too long", path)
+             : idgen__space_parse(buf, (size_t)got, s, why, sizeof why) < 0
+                 ? idgen__err(err, errlen, IDGEN_EREGISTRY,
+                              "registry: %s: %s (the layouts of the ID space; it is never "
+                              "guessed: restore it, or remove it to have it rebuilt from the "
+                              "pools)",
+                              path, why)
+                 : 0;
+    free(buf);
+    return rc;
+  }
+  size_t n;
+  char **pools = pool_names(sdir, &n);
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    char dir[1200], spec[IDGEN_LAYOUT_SPEC_MAX] = "";
+    int64_t mark;
+    snprintf(dir, sizeof dir, "%s/%s", sdir, pools[i]);
+    pool_read(dir, &mark, spec, sizeof spec);
+    if (idgen__space_add_pool(s, pools[i], spec) < 0)
+      rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      "registry: %s holds more than %d pools, or one whose name is not a pool's "
+                      "(%s): an ID space takes at most %d layouts",
+                      sdir, IDGEN__SPACE_MAX, pools[i], IDGEN__SPACE_MAX);
+  }
+  names_free(pools, n);
+  return rc;
+}
+
+/* Replaces the record of the space in `sdir`, durably, with its lock held. */
+static int space_store(const char *sdir, const idgen__space_t *s, char *err, size_t errlen) {
+  char path[1200], tmp[1200];
+  snprintf(path, sizeof path, "%s/space.rec", sdir);
+  snprintf(tmp, sizeof tmp, "%s/space.rec.new", sdir);
+  char *buf = malloc(IDGEN__SPACE_TEXT_MAX);
+  int len = buf ? idgen__space_format(s, buf, IDGEN__SPACE_TEXT_MAX) : -1;
+  int fd = len < 0 ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int rc = fd < 0 || write(fd, buf, (size_t)len) != len || fdatasync(fd) < 0 ? -1 : 0;
+  int e = errno;
+  if (fd >= 0)
+    close(fd);
+  free(buf);
+  if (rc == 0 && (rename(tmp, path) < 0 || fsync_dir(sdir) < 0))
+    rc = -1, e = errno;
+  if (rc < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot write %s: %s", path,
+                      len < 0 ? "too many layouts" : strerror(e));
+  return 0;
+}
+
+/* The probe of space.c for the pools of space directory ctx. */
+static int file_live(void *ctx, const char *pool, char *holders, size_t n, char *err,
+                     size_t errlen) {
+  (void)err, (void)errlen;
+  char dir[1200], spec[IDGEN_LAYOUT_SPEC_MAX];
+  snprintf(dir, sizeof dir, "%s/%s", (const char *)ctx, pool);
+  idgen_layout_t lay;
+  int known = pool_layout(dir, &lay, spec, sizeof spec) == 0;
+  size_t nkeys, used = 0;
+  uint64_t *keys = pool_keys(dir, &nkeys);
+  int live = 0;
+  if (n)
+    holders[0] = '\0';
+  for (size_t i = 0; i < nkeys; i++) {
+    char path[1300], node[IDGEN_NODE_TEXT_MAX];
+    snprintf(path, sizeof path, "%s/%016" PRIx64 ".lock", dir, keys[i]);
+    if (probe_held(path) != 1)
+      continue;
+    idgen__lease_record_t rec;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || read_record(fd, &rec) != REC_VALID)
+      snprintf(rec.holder, sizeof rec.holder, "?");
+    if (fd >= 0)
+      close(fd);
+    idgen__node_text(known ? &lay : NULL, keys[i], node);
+    if (live++ < 3 && used < n)
+      used += (size_t)snprintf(holders + used, n - used, "%s%s (%s)", used ? ", " : "",
+                               rec.holder, node);
+  }
+  if (live > 3 && used < n)
+    snprintf(holders + used, n - used, ", ...");
+  free(keys);
+  return live;
+}
+
+static int file_max_mark(void *ctx, const char *pool, int64_t *mark, char *err, size_t errlen) {
+  char dir[1200];
+  snprintf(dir, sizeof dir, "%s/%s", (const char *)ctx, pool);
+  int64_t recs = 0;
+  int rc = pool_read(dir, mark, NULL, 0);
+  if (rc < 0 && errno != ENOENT)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      "registry: %s/pool: %s (the highest mark of a layout the space retires; "
+                      "never guessed)",
+                      dir, errno == EINVAL ? "not a valid idgen pool file" : strerror(errno));
+  if (rc != 0)
+    *mark = 0;
+  if (records_max(dir, &recs) == 0 && recs > *mark)
+    *mark = recs; /* a pool file rolled back: the records remember */
+  return 0;
+}
+
+/* The space step of an acquisition, with the space's lock held: joins l's
+ * layout to the space (space.c), storing the record if it changed. */
+static int file_space_join(idgen_lease_t *l, const idgen_lease_request_t *req,
+                           const char *sdir, int64_t *floor, char *err, size_t errlen) {
+  idgen__space_t *s = malloc(sizeof *s);
+  if (s == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
-  f->fd = -1;
-  l->be = f; /* freed with l, also when this fails */
-  char *dir = f->dir, path[1100], best_path[1100] = "", bad[1100] = "";
-  if ((size_t)snprintf(dir, sizeof f->dir, "%s/%s", root(l->r), p->name) >= sizeof f->dir)
-    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: pool path too long");
+  idgen__space_probe_t probe = {(void *)sdir, file_live, file_max_mark};
+  idgen__space_plan_t plan;
+  int rc = space_load(sdir, s, err, errlen);
+  if (rc == 0)
+    rc = idgen__space_join(s, l->r->space, &l->pool, req->layout, req, idgen__req_now_ms(req),
+                           &probe, &plan, err, errlen);
+  if (rc == 0 && plan.changed)
+    rc = space_store(sdir, s, err, errlen);
+  free(s);
+  *floor = rc == 0 ? plan.floor_ms : 0;
+  return rc;
+}
+
+/* What a claim found: the tuple's locked file and where it starts. */
+typedef struct claim {
+  int fd, fresh;
+  uint64_t id, gen;
+  int64_t mark;
+  char path[1100];
+} claim_t;
+
+/* Chooses and locks l's tuple in pool directory f->dir (SPEC section 8)
+ * and writes its slot: 0 with *c (c->mark the tuple's mark), or an error
+ * (nothing held).  Every tuple starts above `floor` too (its space's floor
+ * for the layout), which is not written into the tuple's slot. */
+static int file_claim(idgen_lease_t *l, const idgen_lease_request_t *req, int64_t floor,
+                      claim_t *c, char *err, size_t errlen) {
+  const idgen__pool_t *p = &l->pool;
+  file_lease_t *f = l->be;
+  char *dir = f->dir, path[1100], bad[1100] = "";
   if (make_dirs(dir) < 0)
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot create %s: %s", dir,
                       strerror(errno));
   /* Where each tuple would start, for choosing (read again once the chosen
    * file is locked: the protocol above): its slot's mark, or the pool mark
    * for a tuple without one; at least the marks of an earlier version's
-   * records. */
-  int64_t legacy;
-  int rc = legacy_check(root(l->r), &legacy, err, errlen);
+   * records, and the space's floor. */
+  int64_t legacy = 0;
+  int rc = l->r->space_path[0] ? 0 : legacy_check(root(l->r), &legacy, err, errlen);
   pool_file_t pf;
   memset(&pf, 0, sizeof pf);
   int dfd = rc == 0 ? pool_lock(dir) : -1;
@@ -733,30 +948,30 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
   }
   if (rc < 0)
     return rc;
-  int64_t now = idgen__req_now_ms(req);
-  int best_fd = -1, best_fresh = 0;
-  uint64_t best_id = 0, best_gen = 0;
-  int64_t best_mark = 0, best_rec = 0;
+  int64_t now = idgen__req_now_ms(req), best_rec = 0;
+  c->fd = -1;
   /* Two passes: `idgen registry list` holds each lock shared for a moment,
    * so a tuple can look held once; a pool that looks full is looked at
    * again.  A value that cannot start lower than the best so far is not
    * opened (opening creates its file). */
-  for (int pass = 0; pass < 2 && best_fd < 0 && !bad[0]; pass++)
+  for (int pass = 0; pass < 2 && c->fd < 0 && !bad[0]; pass++)
     for (uint64_t id = 0; id < p->size; id++) {
       uint64_t key = p->fixed | id << p->shift;
       long ix = pool_find(&pf, key);
       int64_t mark = ix >= 0 ? pf.marks[ix] : pf.mark;
       if (mark < legacy)
         mark = legacy;
-      if (best_fd >= 0 && mark >= best_mark)
+      if (mark < floor)
+        mark = floor; /* where it would start */
+      if (c->fd >= 0 && mark >= c->mark)
         continue;
       int fd = try_key(dir, key, path, sizeof path);
       if (fd == -1)
         continue;
       if (fd == -2) {
         int e = errno;
-        if (best_fd >= 0)
-          close_held(best_fd);
+        if (c->fd >= 0)
+          close_held(c->fd);
         pool_free(&pf);
         return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", path, strerror(e));
       }
@@ -766,87 +981,121 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
         snprintf(bad, sizeof bad, "%s", path);
         continue;
       }
-      if (best_fd >= 0)
-        close_held(best_fd);
-      best_fd = fd;
-      best_id = id;
-      best_gen = rec.key == key ? rec.generation : 0;
+      if (c->fd >= 0)
+        close_held(c->fd);
+      c->fd = fd;
+      c->id = id;
+      c->gen = rec.key == key ? rec.generation : 0;
       best_rec = rec.key == key ? rec.mark_ms : 0;
-      best_mark = mark;
-      best_fresh = ix < 0;
-      snprintf(best_path, sizeof best_path, "%s", path);
-      if (best_mark < now)
+      c->mark = mark;
+      c->fresh = ix < 0;
+      snprintf(c->path, sizeof c->path, "%s", path);
+      if (c->mark < now)
         break; /* the lowest free value whose mark is behind the clock */
     }
   pool_free(&pf);
-  if (best_fd < 0 && bad[0])
+  if (c->fd < 0 && bad[0])
     return idgen__err(err, errlen, IDGEN_EREGISTRY,
                       "registry: no usable tuple: %s is not a valid idgen lease record "
                       "(refusing to guess its mark) and the others are held",
                       bad);
-  if (best_fd < 0)
+  if (c->fd < 0)
     return idgen__pool_full("registry: ", p, "", err, errlen);
   /* Read after the file is ours: any holder whose file this replaced is
    * fenced before it can raise its ceiling past what this sees.  The slot
    * is written now, with where this holder starts, so that a holder whose
    * file this replaced finds its slot moved. */
-  uint64_t key = p->fixed | best_id << p->shift;
+  uint64_t key = p->fixed | c->id << p->shift;
   dfd = pool_lock(dir);
   if (dfd < 0)
     rc = idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s", dir,
                     strerror(errno));
   if (rc == 0 && (rc = pool_open_locked(dir, p->layout, &pf, err, errlen)) == 0) {
     long ix = pool_find(&pf, key);
-    best_mark = ix >= 0 ? pf.marks[ix] : pf.mark;
-    best_fresh = ix < 0;
-    if (best_mark < legacy)
-      best_mark = legacy;
+    c->mark = ix >= 0 ? pf.marks[ix] : pf.mark;
+    c->fresh = ix < 0;
+    if (c->mark < legacy)
+      c->mark = legacy;
     /* The tuple's own record is a copy of its slot, never above it, unless
      * the pool file lost the slot or was put back older: then the record
      * (if it is the live copy) remembers what the slot forgot. */
-    if (best_mark < best_rec)
-      best_mark = best_rec;
-    rc = pool_set_locked(dir, &pf, key, best_mark, NULL, err, errlen);
+    if (c->mark < best_rec)
+      c->mark = best_rec;
+    rc = pool_set_locked(dir, &pf, key, c->mark, NULL, err, errlen);
   }
   pool_free(&pf);
   if (dfd >= 0)
     pool_unlock(dfd);
   if (rc < 0) {
-    close_held(best_fd);
-    return rc;
+    close_held(c->fd);
+    c->fd = -1;
   }
-  f->slot_mark = best_mark;
+  return rc;
+}
+
+static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
+                        size_t errlen) {
+  const idgen__pool_t *p = &l->pool;
+  file_lease_t *f = calloc(1, sizeof *f);
+  if (f == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  f->fd = -1;
+  l->be = f; /* freed with l, also when this fails */
+  char sdir[1100];
+  if ((size_t)snprintf(f->dir, sizeof f->dir, "%s/%s", root(l->r), p->store) >= sizeof f->dir ||
+      space_dir(l->r, l->r->space_path, sdir, sizeof sdir) < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: pool path too long");
+  /* The space first (space.c), and the tuple's claim under the same lock:
+   * a layout that could repeat this one's IDs cannot join in between. */
+  int64_t floor = 0;
+  claim_t c;
+  int sfd = -1, rc = make_dirs(sdir) < 0 || (sfd = space_lock(sdir)) < 0
+                         ? idgen__err(err, errlen, IDGEN_EREGISTRY,
+                                      "registry: cannot lock %s/space.lock: %s", sdir,
+                                      strerror(errno))
+                         : 0;
+  if (rc == 0)
+    rc = file_space_join(l, req, sdir, &floor, err, errlen);
+  if (rc == 0)
+    rc = file_claim(l, req, floor, &c, err, errlen);
+  if (sfd >= 0)
+    space_unlock(sfd);
+  if (rc < 0)
+    return rc;
+  f->slot_mark = c.mark;
+  l->floor_ms = floor;
   /* Start above the mark: wait, reading the wall clock again after each
    * sleep (a sleep is measured on another clock), at most max_start_wait. */
-  int64_t waited = 0;
+  int64_t waited = 0, now = idgen__req_now_ms(req);
   int64_t borrow = req->start_borrow_ms > 0 ? req->start_borrow_ms : 0;
-  while (best_mark >= now + borrow) {
+  int64_t start = c.mark > floor ? c.mark : floor;
+  while (start >= now + borrow) {
     int wrc = idgen__start_wait(
-        "registry: ", req, p, best_id, best_mark, now, &waited,
-        best_fresh ? "; it is new to the pool, so it starts above the pool-wide mark" : "", err,
+        "registry: ", req, p, c.id, start, now, &waited,
+        c.fresh ? "; it is new to the pool, so it starts above the pool-wide mark" : "", err,
         errlen);
     if (wrc < 0) {
-      close_held(best_fd);
+      close_held(c.fd);
       return wrc;
     }
     now = idgen__req_now_ms(req);
   }
-  f->fd = best_fd;
-  l->worker = best_id;
-  l->key = p->fixed | best_id << p->shift;
-  l->generation = best_gen + 1;
-  snprintf(f->path, sizeof f->path, "%s", best_path);
+  f->fd = c.fd;
+  l->worker = c.id;
+  l->key = p->fixed | c.id << p->shift;
+  l->generation = c.gen + 1;
+  snprintf(f->path, sizeof f->path, "%s", c.path);
   /* The record is relied on from here: its file's name must be durable too,
    * whoever created it (a creator may have died before its own fsync). */
-  rc = write_record(l, best_mark);
-  if (rc == 0 && (fsync_dir(dir) < 0 || fsync_dir(root(l->r)) < 0))
+  rc = write_record(l, c.mark);
+  if (rc == 0 && (fsync_dir(f->dir) < 0 || fsync_dir(sdir) < 0))
     rc = IDGEN_EREGISTRY;
   if (rc < 0) {
     int e = errno;
-    close_held(best_fd);
+    close_held(c.fd);
     f->fd = -1;
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot make %s durable: %s",
-                      best_path, strerror(e));
+                      c.path, strerror(e));
   }
   return 0;
 }
@@ -965,7 +1214,7 @@ static int pool_layout(const char *dir, idgen_layout_t *l, char *spec, size_t sp
   return idgen_layout_parse(l, spec, NULL, 0) == 0 ? 0 : -1;
 }
 
-static int list_pool(const char *dir, const char *pool,
+static int list_pool(const char *dir, const char *space, const char *pool,
                      idgen_registry_list_cb cb, void *ctx) {
   idgen_lease_row_t row;
   idgen_layout_t lay;
@@ -980,13 +1229,15 @@ static int list_pool(const char *dir, const char *pool,
   uint64_t *keys = pool_keys(dir, &n);
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) {
-    char path[1200];
+    char path[1600];
     snprintf(row.pool, sizeof row.pool, "%s", pool);
+    snprintf(row.space, sizeof row.space, "%s", space);
     row.key = keys[i];
     row.pool_mark_ms = pm;
     row.expires_in_ms = -1;
     idgen__node_text(known ? &lay : NULL, keys[i], row.node);
-    snprintf(path, sizeof path, "%s/%016" PRIx64 ".lock", dir, keys[i]);
+    if ((size_t)snprintf(path, sizeof path, "%s/%016" PRIx64 ".lock", dir, keys[i]) >= sizeof path)
+      continue;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
       continue;
@@ -1014,48 +1265,104 @@ static int list_pool(const char *dir, const char *pool,
   return rc;
 }
 
-static int file_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx,
-                     char *err, size_t errlen) {
-  DIR *d = opendir(root(r));
-  if (d == NULL)
-    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot read %s: %s", root(r),
-                      strerror(errno));
-  char **pools = NULL;
+/* The spaces of r, in order ("default", then DIR/spaces/ by name), or only
+ * r's own when its URI named it: fn(ctx, name, its directory) for each,
+ * until one returns nonzero. */
+static int each_space(idgen_registry_t *r, int (*fn)(void *ctx, const char *name,
+                                                      const char *sdir),
+                      void *ctx) {
+  char sdir[1400], spaces[1100];
+  if (r->space_given) {
+    if (space_dir(r, r->space_path, sdir, sizeof sdir) < 0)
+      return IDGEN_EREGISTRY;
+    return fn(ctx, r->space, sdir);
+  }
+  int rc = fn(ctx, "default", root(r));
+  snprintf(spaces, sizeof spaces, "%s/spaces", root(r));
+  DIR *d = opendir(spaces);
+  char **names = NULL;
   size_t n = 0, cap = 0;
-  for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    if (strncmp(e->d_name, "epoch=", 6) != 0)
-      continue; /* not a pool (an older idgen's directories are not read) */
+  for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
+    if (e->d_name[0] == '.' || idgen__space_name_check(e->d_name, NULL, 0) < 0)
+      continue;
     if (n == cap) {
-      char **m = realloc(pools, (cap = cap ? 2 * cap : 16) * sizeof *pools);
+      char **m = realloc(names, (cap = cap ? 2 * cap : 16) * sizeof *names);
       if (m == NULL)
         break;
-      pools = m;
+      names = m;
     }
-    if ((pools[n] = strdup(e->d_name)) != NULL)
+    if ((names[n] = strdup(e->d_name)) != NULL)
       n++;
   }
-  closedir(d);
+  if (d != NULL)
+    closedir(d);
   if (n)
-    qsort(pools, n, sizeof *pools, strcmp_ptr);
-  int rc = 0;
-  for (size_t i = 0; i < n; i++) {
-    char dir[1100];
-    snprintf(dir, sizeof dir, "%s/%s", root(r), pools[i]);
-    if (rc == 0)
-      rc = list_pool(dir, pools[i], cb, ctx);
-    free(pools[i]);
+    qsort(names, n, sizeof *names, strcmp_ptr);
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    snprintf(sdir, sizeof sdir, "%s/%s", spaces, names[i]);
+    rc = fn(ctx, names[i], sdir);
   }
-  free(pools);
+  names_free(names, n);
   return rc;
+}
+
+typedef struct list_ctx {
+  idgen_registry_list_cb cb;
+  idgen__space_list_cb scb;
+  void *ctx;
+  char *err;
+  size_t errlen;
+} list_ctx_t;
+
+static int list_space(void *ctx, const char *name, const char *sdir) {
+  list_ctx_t *c = ctx;
+  size_t n;
+  char **pools = pool_names(sdir, &n);
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    char dir[1600];
+    snprintf(dir, sizeof dir, "%s/%s", sdir, pools[i]);
+    rc = list_pool(dir, name, pools[i], c->cb, c->ctx);
+  }
+  names_free(pools, n);
+  return rc;
+}
+
+static int file_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx,
+                     char *err, size_t errlen) {
+  if (access(root(r), R_OK | X_OK) != 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot read %s: %s", root(r),
+                      strerror(errno));
+  list_ctx_t c = {cb, NULL, ctx, err, errlen};
+  return each_space(r, list_space, &c);
+}
+
+static int spaces_one(void *ctx, const char *name, const char *sdir) {
+  list_ctx_t *c = ctx;
+  idgen__space_t *s = malloc(sizeof *s);
+  if (s == NULL)
+    return idgen__err(c->err, c->errlen, IDGEN_ENOMEM, "registry: out of memory");
+  idgen__space_probe_t probe = {(void *)sdir, file_live, file_max_mark};
+  int rc = space_load(sdir, s, c->err, c->errlen);
+  if (rc == 0)
+    rc = c->scb(c->ctx, name, s, &probe);
+  free(s);
+  return rc;
+}
+
+static int file_spaces(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, char *err,
+                       size_t errlen) {
+  list_ctx_t c = {NULL, cb, ctx, err, errlen};
+  return each_space(r, spaces_one, &c);
 }
 
 static int file_free(idgen_registry_t *r, const char *pool, const char *node, int force,
                      char *err, size_t errlen) {
-  char dir[1100], path[1200], spec[IDGEN_LAYOUT_SPEC_MAX], why[300];
-  if ((size_t)snprintf(dir, sizeof dir, "%s/%s", root(r), pool) >= sizeof dir)
+  char dir[1200], path[1300], spec[IDGEN_LAYOUT_SPEC_MAX], why[300];
+  if ((size_t)snprintf(dir, sizeof dir, "%s/%s%s", root(r), r->space_path, pool) >= sizeof dir)
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: pool name too long");
   if (access(dir, F_OK) != 0)
-    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no pool %s in %s", pool, root(r));
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no pool %s in space %s of %s", pool, r->space, root(r));
   idgen_layout_t lay;
   uint64_t key;
   int known = pool_layout(dir, &lay, spec, sizeof spec) == 0;
@@ -1098,4 +1405,5 @@ const idgen__registry_ops_t idgen__registry_file = {
     .list = file_list,
     .free = file_free,
     .close = file_close,
+    .spaces = file_spaces,
 };

@@ -12,6 +12,9 @@
 
 #include "idgen.h"
 
+/* "spaces/NAME/": where a named space's pools and record are kept. */
+#define IDGEN__SPACE_PATH_MAX (IDGEN_SPACE_NAME_MAX + 8)
+
 /*
  * The pool a lease comes from (SPEC section 8, idgen.h "What a lease stands
  * for").  A pool is named by the layout's geometry -- epoch, tick, and the
@@ -30,6 +33,9 @@ typedef struct idgen__pool {
   char name[IDGEN_POOL_NAME_MAX]; /* "epoch=1288834974657,tick=1ms,time@22,sequence@0:12" */
   char others[IDGEN_NODE_TEXT_MAX]; /* "datacenter=1" (the fixed fields), or "" */
   char layout[IDGEN_LAYOUT_SPEC_MAX]; /* the requester's layout, canonical */
+  /* Where the backend keeps it: the name, after the space's path
+   * ("spaces/NAME/" for a named space, "" for the default one). */
+  char store[IDGEN__SPACE_PATH_MAX + IDGEN_POOL_NAME_MAX];
 } idgen__pool_t;
 
 /* The pool name of layout `l` into buf[IDGEN_POOL_NAME_MAX]. */
@@ -44,6 +50,94 @@ void idgen__node_text(const idgen_layout_t *l, uint64_t key, char *buf);
  * with a message naming what is wrong.  l may be NULL (hex only). */
 int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, char *err,
                     size_t errlen);
+
+/*
+ * ID spaces (space.c, SPEC section 8): the layouts that lease in one space.
+ * A space's record is text, the same in every backend (a file, a row, a
+ * key):
+ *     idgen-space v1
+ *     retired lo=L hi=H                       (IDs layouts that left issued)
+ *     layout floor_ms=F pool=POOL spec=LAYOUT  (one line per layout in it)
+ * Each `retired` range holds every ID that layouts no longer in the record
+ * may have issued (ranges that meet are merged); a layout's holders start
+ * above its floor (Unix ms).
+ */
+#define IDGEN__SPACE_MAX 16
+#define IDGEN__SPACE_RETIRED_MAX 8
+typedef struct idgen__space_member {
+  char pool[IDGEN_POOL_NAME_MAX];
+  char spec[IDGEN_LAYOUT_SPEC_MAX];
+  int64_t floor_ms;
+} idgen__space_member_t;
+typedef struct idgen__space {
+  int nretired;
+  uint64_t lo[IDGEN__SPACE_RETIRED_MAX], hi[IDGEN__SPACE_RETIRED_MAX]; /* sorted, apart */
+  int n;
+  idgen__space_member_t m[IDGEN__SPACE_MAX];
+} idgen__space_t;
+/* Longest record text, with its NUL. */
+#define IDGEN__SPACE_TEXT_MAX                                      \
+  (64 + IDGEN__SPACE_RETIRED_MAX * 56 +                            \
+   IDGEN__SPACE_MAX * (48 + IDGEN_POOL_NAME_MAX + IDGEN_LAYOUT_SPEC_MAX))
+
+/* The backend's answers about the pools of one space, for joining:
+ *   live      how many of pool's tuples are held or in quarantine (0 if the
+ *             pool has none, or no storage), and some of their holders as
+ *             "host:pid:token (node), ..." into holders[n]; or an error;
+ *   max_mark  the pool's highest mark over every tuple it ever had
+ *             (its pool-wide mark where it keeps one), 0 if none. */
+typedef struct idgen__space_probe {
+  void *ctx;
+  int (*live)(void *ctx, const char *pool, char *holders, size_t n, char *err, size_t errlen);
+  int (*max_mark)(void *ctx, const char *pool, int64_t *mark, char *err, size_t errlen);
+} idgen__space_probe_t;
+
+/* What a join decided: where the newcomer's tuples start (above floor_ms),
+ * whether the record changed (the backend stores it, in the same step as
+ * the claim that follows), and which pools it retired (postgres fences
+ * their rows). */
+typedef struct idgen__space_plan {
+  int64_t floor_ms;
+  int changed;
+  int nretired;
+  char retired[IDGEN__SPACE_MAX][IDGEN_POOL_NAME_MAX];
+} idgen__space_plan_t;
+
+typedef int (*idgen__space_list_cb)(void *ctx, const char *space, const idgen__space_t *s,
+                                    const idgen__space_probe_t *probe);
+
+/* 0, or IDGEN_EINVAL naming a bad space name. */
+int idgen__space_name_check(const char *name, char *err, size_t errlen);
+/* uri without its space= parameter into out[outlen], the name into
+ * space[IDGEN_SPACE_NAME_MAX] ("" if none): 0, or IDGEN_EINVAL. */
+int idgen__uri_take_space(const char *uri, char *out, size_t outlen, char *space, char *err,
+                          size_t errlen);
+/* The record's text: 0, or IDGEN_EREGISTRY naming what is wrong. */
+int idgen__space_parse(const char *text, size_t n, idgen__space_t *s, char *err, size_t errlen);
+/* Into buf[n]: the length, or -1 if it does not fit. */
+int idgen__space_format(const idgen__space_t *s, char *buf, size_t n);
+/* For a space without a record: pool (first used with layout spec, "" if
+ * unknown) as a member with floor 0.  0, or -1 if it is full or the pool's
+ * name is not one. */
+int idgen__space_add_pool(idgen__space_t *s, const char *pool, const char *spec);
+/* The widest layout of pool name `pool`'s geometry: 0, or -1. */
+int idgen__pool_guess_layout(const char *pool, idgen_layout_t *l);
+/* The highest ID layout l may have issued by mark_ms, into *id: 1, or 0
+ * when the mark is before the epoch (nothing issued). */
+int idgen__space_high_id(const idgen_layout_t *l, int64_t mark_ms, uint64_t *id);
+/*
+ * Decides whether a holder of pool p (layout l, requested by req, whose
+ * clock reads `now`) may lease in space s (named `space`, for messages).
+ * 0 with *plan: s updated when plan->changed.  IDGEN_ESPACE: a live layout
+ * of another pool could issue the same IDs, or the space is past this
+ * layout's end; IDGEN_ECLOCK: this layout could start above the space's
+ * highest ID only later than max_start_wait_ms from now (the message gives
+ * the date); a probe's error.  Run under the backend's space lock.
+ */
+int idgen__space_join(idgen__space_t *s, const char *space, const idgen__pool_t *p,
+                      const idgen_layout_t *l, const idgen_lease_request_t *req, int64_t now,
+                      const idgen__space_probe_t *probe, idgen__space_plan_t *plan, char *err,
+                      size_t errlen);
 
 /*
  * A backend.  Every operation that can fail returns 0 or a negative
@@ -74,7 +168,7 @@ int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, ch
 /* A backend's table.  `version` is the IDGEN__REGISTRY_OPS_VERSION it was
  * written for: a table of another version is refused when the registry is
  * opened (a later version may add members at the end). */
-#define IDGEN__REGISTRY_OPS_VERSION 1
+#define IDGEN__REGISTRY_OPS_VERSION 2
 typedef struct idgen__registry_ops {
   int version;
   const char *scheme;         /* "static", "file", "postgres", "etcd" */
@@ -97,11 +191,20 @@ typedef struct idgen__registry_ops {
   /* The registry's own clock, Unix ms, read once (NULL: it has none, its
    * time is this host's). */
   int (*clock)(idgen_registry_t *r, int64_t *unix_ms, char *err, size_t errlen);
+  /* Version 2.  Calls cb once per ID space of the registry (only r's own
+   * when r->space_given), with its record (made up from the pools found
+   * when the space has none yet) and a probe of its pools; NULL: the
+   * backend keeps no spaces (static). */
+  int (*spaces)(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, char *err,
+                size_t errlen);
 } idgen__registry_ops_t;
 
 struct idgen_registry {
   const idgen__registry_ops_t *ops;
-  char *uri;                  /* as opened (file: made absolute) */
+  char *uri;                  /* as opened (file: made absolute), without space= */
+  char space[IDGEN_SPACE_NAME_MAX];      /* "default", or the name given */
+  char space_path[IDGEN__SPACE_PATH_MAX]; /* "" or "spaces/NAME/" */
+  int space_given;            /* the URI named the space (list shows only it) */
   void *be;                   /* backend state (file: the directory; postgres:
                                * the connection), the backend's to free in close */
 };
@@ -114,6 +217,8 @@ struct idgen_lease {
   uint64_t key;               /* pool.fixed | worker << pool.shift */
   char node[IDGEN_NODE_TEXT_MAX]; /* the tuple, in the requester's field names */
   int64_t mark_ms;
+  int64_t floor_ms;           /* its layout's floor in the space: the
+                               * generator starts above it too (space.c) */
   int64_t ttl_ms, quarantine_ms, mark_step_ms;
   int64_t expires_ms;         /* the registry's expiry, Unix ms by its clock; 0: none */
   int64_t expires_in_ms;      /* the same as the registry measured it; -1: none */
