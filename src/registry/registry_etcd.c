@@ -276,11 +276,17 @@ static int etcd_check(const char *uri, const char *rest, char *err, size_t errle
 
 /* A new JSON string of n bytes of s in base64. */
 static json_t *b64(const char *s, size_t n) {
-  char out[4 * ((KEY_MAX + VALUE_MAX + 2) / 3) + 4];
-  if (n > KEY_MAX + VALUE_MAX)
+  char small[4 * ((KEY_MAX + VALUE_MAX + 2) / 3) + 4];
+  if (n > IDGEN__SPACE_TEXT_MAX)
+    return NULL;
+  char *out = n <= KEY_MAX + VALUE_MAX ? small : malloc(4 * ((n + 2) / 3) + 4);
+  if (out == NULL)
     return NULL;
   EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
-  return json_string(out);
+  json_t *j = json_string(out);
+  if (out != small)
+    free(out);
+  return j;
 }
 
 static json_t *b64s(const char *s) { return b64(s, strlen(s)); }
@@ -755,7 +761,7 @@ static int scan_pool(etcd_t *e, const idgen_lease_t *l, slot_t **out, size_t *n,
                      size_t errlen) {
   const idgen__pool_t *p = &l->pool;
   char from[KEY_MAX];
-  snprintf(from, sizeof from, "%s/%s/", e->prefix, p->name);
+  snprintf(from, sizeof from, "%s/%s/", e->prefix, p->store);
   json_t *reply;
   int rc = range_prefix(e, from, &reply, err, errlen);
   *out = NULL;
@@ -844,7 +850,7 @@ static int in_quarantine(etcd_t *e, const slot_t *s, size_t n, int64_t *next_ms)
 /* Makes the pool key if missing (the layout it was first used with). */
 static int ensure_pool(etcd_t *e, const idgen_lease_t *l, char *err, size_t errlen) {
   char key[KEY_MAX];
-  snprintf(key, sizeof key, "%s/%s/pool", e->prefix, l->pool.name);
+  snprintf(key, sizeof key, "%s/%s/pool", e->prefix, l->pool.store);
   json_t *txn = json_pack("{s:[o],s:[o]}", "compare", cmp(key, "CREATE", "EQUAL", jnum(0)),
                           "success", op_put(key, l->pool.layout, 0));
   json_t *reply;
@@ -853,26 +859,237 @@ static int ensure_pool(etcd_t *e, const idgen_lease_t *l, char *err, size_t errl
   return rc;
 }
 
-/* Claims value v (its record as scanned: rec) if it is still as scanned:
+/* ---- ID spaces (space.c) ------------------------------------------------------------- */
+
+/* The key of the record of the space at `path` ("" or "spaces/NAME/"). */
+static void space_key(const etcd_t *e, const char *path, char *out) {
+  snprintf(out, KEY_MAX, "%s/%sspace", e->prefix, path);
+}
+
+/* A range's first value, whole (a space's record is longer than a tuple's):
+ * 0 with *text (malloc'ed, NUL-terminated; NULL if the key is absent) and
+ * *mod_rev (0 if absent), or an error. */
+static int get_big(etcd_t *e, const char *key, char **text, int64_t *mod_rev, char *err,
+                   size_t errlen) {
+  json_t *reply;
+  *text = NULL;
+  *mod_rev = 0;
+  int rc = call(e, "/v3/kv/range", json_pack("{s:o}", "key", b64s(key)), &reply, err, errlen);
+  if (rc < 0)
+    return rc;
+  const json_t *kv = json_array_get(json_object_get(reply, "kvs"), 0);
+  if (kv != NULL) {
+    const char *v = json_string_value(json_object_get(kv, "value"));
+    size_t n = v ? strlen(v) : 0;
+    *text = malloc(n / 4 * 3 + 4);
+    if (*text == NULL || unb64(json_object_get(kv, "value"), *text, n / 4 * 3 + 4) < 0) {
+      free(*text);
+      *text = NULL;
+      rc = idgen__err(err, errlen, IDGEN_EREGISTRY, PFX "%s: a value idgen did not write", key);
+    }
+    *mod_rev = jint(kv, "mod_revision");
+  }
+  json_decref(reply);
+  return rc;
+}
+
+/* The probe of space.c: pools of the space at `path`. */
+typedef struct etcd_probe {
+  etcd_t *e;
+  const char *path;
+} etcd_probe_t;
+
+static int etcd_live(void *ctx, const char *pool, char *holders, size_t n, char *err,
+                     size_t errlen) {
+  etcd_probe_t *pp = ctx;
+  char from[KEY_MAX];
+  snprintf(from, sizeof from, "%s/%s%s/held/", pp->e->prefix, pp->path, pool);
+  json_t *reply;
+  int rc = range_prefix(pp->e, from, &reply, err, errlen);
+  if (rc < 0)
+    return rc;
+  const json_t *kvs = json_object_get(reply, "kvs");
+  int live = (int)json_array_size(kvs);
+  size_t used = 0;
+  if (n)
+    holders[0] = '\0';
+  for (int i = 0; i < live && i < 3 && used < n; i++) {
+    kv_t kv;
+    int64_t q;
+    char who[IDGEN_HOLDER_MAX] = "?";
+    if (kv_of(json_array_get(kvs, (size_t)i), &kv) == 0 &&
+        held_parse(kv.value, &q, who, sizeof who) == 0 && who[0] == '\0')
+      snprintf(who, sizeof who, "(freed)");
+    used += (size_t)snprintf(holders + used, n - used, "%s%s (key 0x%s)", i ? ", " : "", who,
+                             kv.key + strlen(from));
+  }
+  if (live > 3 && used < n)
+    snprintf(holders + used, n - used, ", ...");
+  json_decref(reply);
+  return live;
+}
+
+static int etcd_max_mark(void *ctx, const char *pool, int64_t *mark, char *err, size_t errlen) {
+  etcd_probe_t *pp = ctx;
+  char from[KEY_MAX];
+  snprintf(from, sizeof from, "%s/%s%s/node/", pp->e->prefix, pp->path, pool);
+  json_t *reply;
+  int rc = range_prefix(pp->e, from, &reply, err, errlen);
+  *mark = 0;
+  if (rc < 0)
+    return rc;
+  const json_t *kvs = json_object_get(reply, "kvs");
+  for (size_t i = 0; i < json_array_size(kvs); i++) {
+    kv_t kv;
+    record_t rec;
+    if (kv_of(json_array_get(kvs, i), &kv) < 0 || record_parse(kv.value, &rec) < 0)
+      continue;
+    if (rec.mark_ms > *mark)
+      *mark = rec.mark_ms;
+  }
+  json_decref(reply);
+  return 0;
+}
+
+/* The record of the space at `path`, and its key's revision (0: none yet);
+ * without one, its pools as found (PREFIX/PATH/POOL/pool keys). */
+static int space_load(etcd_t *e, const char *path, idgen__space_t *s, int64_t *rev, char *err,
+                      size_t errlen) {
+  char key[KEY_MAX], why[300], *text;
+  space_key(e, path, key);
+  memset(s, 0, sizeof *s);
+  int rc = get_big(e, key, &text, rev, err, errlen);
+  if (rc < 0)
+    return rc;
+  if (text != NULL) {
+    rc = idgen__space_parse(text, strlen(text), s, why, sizeof why) < 0
+             ? idgen__err(err, errlen, IDGEN_EREGISTRY,
+                          PFX "%s: %s (the layouts of the ID space; never guessed: restore it, "
+                              "or delete the key to have it made again from the pools)",
+                          key, why)
+             : 0;
+    free(text);
+    return rc;
+  }
+  char from[KEY_MAX];
+  snprintf(from, sizeof from, "%s/%s", e->prefix, path);
+  json_t *reply;
+  /* Every key under the space, keys only; then each pool key's value. */
+  char to[KEY_MAX];
+  snprintf(to, sizeof to, "%s", from);
+  to[strlen(to) - 1] = '0';
+  rc = call(e, "/v3/kv/range",
+            json_pack("{s:o,s:o,s:b}", "key", b64s(from), "range_end", b64s(to), "keys_only", 1),
+            &reply, err, errlen);
+  if (rc < 0)
+    return rc;
+  const json_t *kvs = json_object_get(reply, "kvs");
+  for (size_t i = 0; rc == 0 && i < json_array_size(kvs); i++) {
+    kv_t kv;
+    if (kv_of(json_array_get(kvs, i), &kv) < 0)
+      continue;
+    const char *pool = kv.key + strlen(from), *slash = strchr(pool, '/');
+    if (strncmp(pool, "epoch=", 6) != 0 || slash == NULL || strcmp(slash, "/pool") != 0)
+      continue;
+    char name[IDGEN_POOL_NAME_MAX], *layout;
+    int64_t unused;
+    snprintf(name, sizeof name, "%.*s", (int)(slash - pool), pool);
+    if ((rc = get_big(e, kv.key, &layout, &unused, err, errlen)) < 0)
+      break;
+    if (idgen__space_add_pool(s, name, layout ? layout : "") < 0)
+      rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      PFX "the ID space has more than %d pools, or one whose name is not a "
+                          "pool's (%s)",
+                      IDGEN__SPACE_MAX, name);
+    free(layout);
+  }
+  json_decref(reply);
+  return rc;
+}
+
+/* The space step of an acquisition: l's layout in its space (space.c),
+ * joined if it is not yet, by one transaction that compares the space
+ * key's revision and, for every pool it retires, that none of its held/
+ * keys exists.  0 with *rev (the revision every claim compares) and
+ * *floor; 1: the space moved meanwhile, look again. */
+static int space_step(etcd_t *e, idgen_lease_t *l, const idgen_lease_request_t *req,
+                      int64_t *rev, int64_t *floor, char *err, size_t errlen) {
+  idgen__space_t *s = malloc(sizeof *s);
+  if (s == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
+  int rc = space_load(e, l->r->space_path, s, rev, err, errlen);
+  if (rc < 0 || idgen__space_member(s, &l->pool, floor)) {
+    free(s);
+    return rc;
+  }
+  etcd_probe_t probe = {e, l->r->space_path};
+  idgen__space_probe_t pr = {&probe, etcd_live, etcd_max_mark};
+  idgen__space_plan_t plan;
+  rc = idgen__space_join(s, l->r->space, &l->pool, req->layout, req, idgen__req_now_ms(req), &pr,
+                         &plan, err, errlen);
+  char *text = rc == 0 ? malloc(IDGEN__SPACE_TEXT_MAX) : NULL;
+  int len = text ? idgen__space_format(s, text, IDGEN__SPACE_TEXT_MAX) : -1;
+  free(s);
+  if (rc < 0 || !plan.changed) {
+    free(text);
+    *floor = plan.floor_ms;
+    return rc;
+  }
+  if (len < 0) {
+    free(text);
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, PFX "the space's record is too long");
+  }
+  char key[KEY_MAX];
+  space_key(e, l->r->space_path, key);
+  json_t *compare = json_pack("[o]", cmp(key, "MOD", "EQUAL", jnum(*rev)));
+  for (int i = 0; i < plan.nretired; i++) {
+    char from[KEY_MAX], to[KEY_MAX];
+    snprintf(from, sizeof from, "%s/%s%s/held/", e->prefix, l->r->space_path, plan.retired[i]);
+    snprintf(to, sizeof to, "%s", from);
+    to[strlen(to) - 1] = '0';
+    json_t *c = cmp(from, "CREATE", "EQUAL", jnum(0));
+    json_object_set_new(c, "range_end", b64s(to));
+    json_array_append_new(compare, c);
+  }
+  json_t *put = json_pack("{s:{s:o,s:o}}", "request_put", "key", b64s(key), "value",
+                          b64(text, (size_t)len));
+  free(text);
+  json_t *reply;
+  rc = call(e, "/v3/kv/txn", json_pack("{s:o,s:[o]}", "compare", compare, "success", put),
+            &reply, err, errlen);
+  if (rc < 0)
+    return rc;
+  int ok = json_is_true(json_object_get(reply, "succeeded"));
+  *rev = jint(json_object_get(reply, "header"), "revision");
+  json_decref(reply);
+  *floor = plan.floor_ms;
+  return ok ? 0 : 1;
+}
+
+/* Claims value v (its record as scanned: rec) if it is still as scanned
+ * and the space's key is at revision `space_rev` (no layout joined since):
  * 1 won (l filled in), 0 lost, or an error. */
-static int claim(etcd_t *e, idgen_lease_t *l, uint64_t v, const record_t *rec, char *err,
-                 size_t errlen) {
+static int claim(etcd_t *e, idgen_lease_t *l, uint64_t v, const record_t *rec,
+                 int64_t space_rev, char *err, size_t errlen) {
   int64_t ttl_s = (l->ttl_ms + l->quarantine_ms + 999) / 1000;
   int64_t id = lease_grant(e, ttl_s, err, errlen);
   if (id == 0)
     return IDGEN_EREGISTRY;
   uint64_t key = l->pool.fixed | v << l->pool.shift;
   char held[KEY_MAX], node[KEY_MAX], value[VALUE_MAX], hv[VALUE_MAX];
-  key_of(e, l->pool.name, "held", key, held);
-  key_of(e, l->pool.name, "node", key, node);
+  key_of(e, l->pool.store, "held", key, held);
+  key_of(e, l->pool.store, "node", key, node);
   held_text(hv, l->quarantine_ms, l->holder);
   uint64_t gen = rec->present ? rec->generation + 1 : 1;
   int64_t mark = rec->present ? rec->mark_ms : 0;
   record_text(value, mark, gen, l->holder);
-  json_t *txn = json_pack("{s:[o,o],s:[o,o]}", "compare",
+  char sk[KEY_MAX];
+  space_key(e, l->r->space_path, sk);
+  json_t *txn = json_pack("{s:[o,o,o],s:[o,o]}", "compare",
                           cmp(held, "CREATE", "EQUAL", jnum(0)),
                           cmp(node, "MOD", "EQUAL", jnum(rec->present ? rec->mod_rev : 0)),
-                          "success", op_put(held, hv, id), op_put(node, value, 0));
+                          cmp(sk, "MOD", "EQUAL", jnum(space_rev)), "success",
+                          op_put(held, hv, id), op_put(node, value, 0));
   json_t *reply;
   int rc = call(e, "/v3/kv/txn", txn, &reply, err, errlen);
   if (rc < 0 || !json_is_true(json_object_get(reply, "succeeded"))) {
@@ -917,11 +1134,26 @@ static int etcd_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
   const idgen__pool_t *p = &l->pool;
   request_timeout(e, l->ttl_ms);
   int64_t borrow = req->start_borrow_ms > 0 ? req->start_borrow_ms : 0, waited = 0;
-  int rc = ensure_pool(e, l, err, errlen);
-  if (rc < 0)
-    return rc;
+  int rc = 0, made = 0;
   for (int round = 0; round < ACQUIRE_ROUNDS; round++) {
+    /* The space first: the revision the claim compares, and the floor. */
+    int64_t space_rev = 0, floor = 0;
+    if ((rc = space_step(e, l, req, &space_rev, &floor, err, errlen)) < 0)
+      return rc;
+    if (rc == 1)
+      continue; /* another layout joined meanwhile */
+    l->floor_ms = floor;
+    if (!made && (rc = ensure_pool(e, l, err, errlen)) < 0)
+      return rc;
+    made = 1;
     int64_t now = idgen__req_now_ms(req);
+    if (floor >= now + borrow) { /* the layout's floor in the space is ahead */
+      if ((rc = idgen__start_wait(PFX, req, p, 0, floor, now, &waited,
+                                  "; its layout's floor in the ID space is ahead", err,
+                                  errlen)) < 0)
+        return rc;
+      continue;
+    }
     slot_t *s;
     size_t n;
     if ((rc = scan_pool(e, l, &s, &n, err, errlen)) < 0)
@@ -969,7 +1201,7 @@ static int etcd_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
         return rc;
       continue;
     }
-    if ((rc = claim(e, l, v, &chosen, err, errlen)) != 0)
+    if ((rc = claim(e, l, v, &chosen, space_rev, err, errlen)) != 0)
       return rc < 0 ? rc : 0;
   }
   return idgen__err(err, errlen, IDGEN_EREGISTRY,
@@ -981,8 +1213,8 @@ static int etcd_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
 /* Says why l's fencing token no longer matches: IDGEN_ELEASE. */
 static int fenced(etcd_t *e, idgen_lease_t *l, const char *what, char *err, size_t errlen) {
   char held[KEY_MAX], node[KEY_MAX], why[200] = "";
-  key_of(e, l->pool.name, "held", l->key, held);
-  key_of(e, l->pool.name, "node", l->key, node);
+  key_of(e, l->pool.store, "held", l->key, held);
+  key_of(e, l->pool.store, "node", l->key, node);
   json_t *reply;
   json_t *txn = json_pack("{s:[],s:[o,o]}", "compare", "success", op_range(held), op_range(node));
   if (call(e, "/v3/kv/txn", txn, &reply, NULL, 0) == 0) {
@@ -1018,7 +1250,7 @@ static int etcd_renew(idgen_lease_t *l, char *err, size_t errlen) {
     return fenced(e, l, "renew", err, errlen);
   /* The lease is alive; is held/KEY still this grant's? */
   char held[KEY_MAX];
-  key_of(e, l->pool.name, "held", l->key, held);
+  key_of(e, l->pool.store, "held", l->key, held);
   if ((rc = call(e, "/v3/kv/range", json_pack("{s:o}", "key", b64s(held)), &reply, err,
                  errlen)) < 0)
     return rc;
@@ -1042,8 +1274,8 @@ static int token_txn(etcd_t *e, idgen_lease_t *l, json_t *extra, json_t *ops, co
                      record_t *now_rec, char *err, size_t errlen) {
   etcd_lease_t *b = l->be;
   char held[KEY_MAX], node[KEY_MAX];
-  key_of(e, l->pool.name, "held", l->key, held);
-  key_of(e, l->pool.name, "node", l->key, node);
+  key_of(e, l->pool.store, "held", l->key, held);
+  key_of(e, l->pool.store, "node", l->key, node);
   json_t *compare = json_pack("[o,o]", cmp(held, "CREATE", "EQUAL", jnum(b->grant_rev)),
                               cmp(held, "LEASE", "EQUAL", jnum(b->lease_id)));
   if (extra)
@@ -1073,7 +1305,7 @@ static int token_txn(etcd_t *e, idgen_lease_t *l, json_t *extra, json_t *ops, co
 static int etcd_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen) {
   etcd_t *e = l->r->be;
   char node[KEY_MAX], value[VALUE_MAX];
-  key_of(e, l->pool.name, "node", l->key, node);
+  key_of(e, l->pool.store, "node", l->key, node);
   record_text(value, mark_ms, l->generation, l->holder);
   int final = mark_ms < l->mark_ms;
   /* Forward only: the stored record must be below the new one (its mark
@@ -1100,8 +1332,8 @@ static void etcd_release(idgen_lease_t *l) {
   if (b == NULL)
     return;
   char held[KEY_MAX], node[KEY_MAX], value[VALUE_MAX];
-  key_of(e, l->pool.name, "held", l->key, held);
-  key_of(e, l->pool.name, "node", l->key, node);
+  key_of(e, l->pool.store, "held", l->key, held);
+  key_of(e, l->pool.store, "node", l->key, node);
   record_text(value, l->mark_ms, l->generation, "");
   token_txn(e, l, NULL, json_pack("[o,o]", op_delete(held), op_put(node, value, 0)), "release",
             NULL, NULL, 0);
@@ -1174,11 +1406,19 @@ static int etcd_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx, 
     const char *k = all[i].key;
     if (strlen(k) < plen)
       continue;
-    const char *pool = k + plen, *slash = strchr(pool, '/');
-    if (slash == NULL || strncmp(slash, "/node/", 6) != 0 || strlen(slash + 6) != 16)
-      continue;
     idgen_lease_row_t row;
     memset(&row, 0, sizeof row);
+    const char *pool = k + plen, *slash;
+    snprintf(row.space, sizeof row.space, "default");
+    if (strncmp(pool, "spaces/", 7) == 0 && (slash = strchr(pool + 7, '/')) != NULL &&
+        slash - pool - 7 < IDGEN_SPACE_NAME_MAX) {
+      snprintf(row.space, sizeof row.space, "%.*s", (int)(slash - pool - 7), pool + 7);
+      pool = slash + 1;
+    }
+    slash = strchr(pool, '/');
+    if (strncmp(pool, "epoch=", 6) != 0 || slash == NULL || strncmp(slash, "/node/", 6) != 0 ||
+        strlen(slash + 6) != 16 || (r->space_given && strcmp(row.space, r->space) != 0))
+      continue;
     snprintf(row.pool, sizeof row.pool, "%.*s", (int)(slash - pool), pool);
     row.key = strtoull(slash + 6, NULL, 16);
     record_t rec;
@@ -1190,13 +1430,14 @@ static int etcd_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx, 
     /* Its pool key and held key. */
     char want[KEY_MAX];
     layout[0] = '\0';
-    snprintf(want, sizeof want, "%s%s/pool", from, row.pool);
+    int sp = (int)(pool - k - (int)plen); /* "spaces/NAME/" or "" */
+    snprintf(want, sizeof want, "%s%.*s%s/pool", from, sp, k + plen, row.pool);
     kv_t *held = NULL;
     for (size_t j = 0; j < n; j++) {
       if (strcmp(all[j].key, want) == 0)
         snprintf(layout, sizeof layout, "%s", all[j].value);
     }
-    snprintf(want, sizeof want, "%s%s/held/%s", from, row.pool, slash + 6);
+    snprintf(want, sizeof want, "%s%.*s%s/held/%s", from, sp, k + plen, row.pool, slash + 6);
     for (size_t j = 0; j < n && held == NULL; j++)
       if (strcmp(all[j].key, want) == 0)
         held = &all[j];
@@ -1216,8 +1457,9 @@ static int etcd_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx, 
 static int etcd_free(idgen_registry_t *r, const char *pool, const char *node, int force,
                      char *err, size_t errlen) {
   etcd_t *e = r->be;
-  char pk[KEY_MAX], why[300];
-  snprintf(pk, sizeof pk, "%s/%s/pool", e->prefix, pool);
+  char pk[KEY_MAX], why[300], stored[IDGEN__SPACE_PATH_MAX + IDGEN_POOL_NAME_MAX];
+  snprintf(stored, sizeof stored, "%s%s", r->space_path, pool);
+  snprintf(pk, sizeof pk, "%s/%s/pool", e->prefix, stored);
   json_t *reply;
   int rc = call(e, "/v3/kv/range", json_pack("{s:o}", "key", b64s(pk)), &reply, err, errlen);
   if (rc < 0)
@@ -1227,15 +1469,16 @@ static int etcd_free(idgen_registry_t *r, const char *pool, const char *node, in
                    kv_of(json_array_get(json_object_get(reply, "kvs"), 0), &pkv) == 0;
   json_decref(reply);
   if (!pool_known)
-    return idgen__err(err, errlen, IDGEN_EINVAL, PFX "no pool %.100s in the registry", pool);
+    return idgen__err(err, errlen, IDGEN_EINVAL, PFX "no pool %.100s in space %s", pool,
+                      r->space);
   idgen_layout_t lay;
   int known = idgen_layout_parse(&lay, pkv.value, NULL, 0) == 0;
   uint64_t k;
   if (idgen__node_key(known ? &lay : NULL, node, &k, why, sizeof why) < 0)
     return idgen__err(err, errlen, IDGEN_EINVAL, PFX "%s", why);
   char held[KEY_MAX], nk[KEY_MAX];
-  key_of(e, pool, "held", k, held);
-  key_of(e, pool, "node", k, nk);
+  key_of(e, stored, "held", k, held);
+  key_of(e, stored, "node", k, nk);
   for (int attempt = 0; attempt < 3; attempt++) {
     json_t *txn = json_pack("{s:[],s:[o,o]}", "compare", "success", op_range(held), op_range(nk));
     if ((rc = call(e, "/v3/kv/txn", txn, &reply, err, errlen)) < 0)
@@ -1309,6 +1552,58 @@ static int etcd_free(idgen_registry_t *r, const char *pool, const char *node, in
                     PFX "%.100s in %.100s kept changing while being freed; try again", node, pool);
 }
 
+/* Every space: the default one, and each PREFIX/spaces/NAME/ with keys. */
+static int etcd_spaces(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, char *err,
+                       size_t errlen) {
+  etcd_t *e = r->be;
+  char from[KEY_MAX], to[KEY_MAX];
+  snprintf(from, sizeof from, "%s/spaces/", e->prefix);
+  snprintf(to, sizeof to, "%s", from);
+  to[strlen(to) - 1] = '0';
+  json_t *reply;
+  int rc = 0;
+  if (!r->space_given)
+    rc = call(e, "/v3/kv/range",
+              json_pack("{s:o,s:o,s:b}", "key", b64s(from), "range_end", b64s(to), "keys_only",
+                        1),
+              &reply, err, errlen);
+  if (rc < 0)
+    return rc;
+  char names[64][IDGEN_SPACE_NAME_MAX];
+  int n = 0;
+  snprintf(names[n++], IDGEN_SPACE_NAME_MAX, "%s", r->space_given ? r->space : "default");
+  const json_t *kvs = r->space_given ? NULL : json_object_get(reply, "kvs");
+  for (size_t i = 0; i < json_array_size(kvs) && n < 64; i++) {
+    kv_t kv;
+    if (kv_of(json_array_get(kvs, i), &kv) < 0)
+      continue;
+    const char *name = kv.key + strlen(from), *slash = strchr(name, '/');
+    char one[IDGEN_SPACE_NAME_MAX];
+    if (slash == NULL || slash - name >= IDGEN_SPACE_NAME_MAX)
+      continue;
+    snprintf(one, sizeof one, "%.*s", (int)(slash - name), name);
+    if (idgen__space_name_check(one, NULL, 0) == 0 && strcmp(one, names[n - 1]) != 0)
+      snprintf(names[n++], IDGEN_SPACE_NAME_MAX, "%s", one); /* keys come sorted */
+  }
+  if (!r->space_given)
+    json_decref(reply);
+  idgen__space_t *s = malloc(sizeof *s);
+  if (s == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
+  for (int i = 0; i < n && rc == 0; i++) {
+    char path[IDGEN__SPACE_PATH_MAX] = "";
+    int64_t rev;
+    if (strcmp(names[i], "default") != 0)
+      snprintf(path, sizeof path, "spaces/%.32s/", names[i]);
+    etcd_probe_t probe = {e, path};
+    idgen__space_probe_t pr = {&probe, etcd_live, etcd_max_mark};
+    if ((rc = space_load(e, path, s, &rev, err, errlen)) == 0)
+      rc = cb(ctx, names[i], s, &pr);
+  }
+  free(s);
+  return rc;
+}
+
 /* etcd has no clock to read; its replies carry an HTTP Date (whole
  * seconds): the middle of that second. */
 static int etcd_clock(idgen_registry_t *r, int64_t *unix_ms, char *err, size_t errlen) {
@@ -1342,4 +1637,5 @@ const idgen__registry_ops_t idgen__registry_etcd = {
     .free = etcd_free,
     .close = etcd_close,
     .clock = etcd_clock,
+    .spaces = etcd_spaces,
 };

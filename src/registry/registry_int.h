@@ -125,6 +125,9 @@ int idgen__pool_guess_layout(const char *pool, idgen_layout_t *l);
 /* The highest ID layout l may have issued by mark_ms, into *id: 1, or 0
  * when the mark is before the epoch (nothing issued). */
 int idgen__space_high_id(const idgen_layout_t *l, int64_t mark_ms, uint64_t *id);
+/* 1 with *floor_ms if p's layout is in s (it may lease: nothing to decide),
+ * else 0. */
+int idgen__space_member(const idgen__space_t *s, const idgen__pool_t *p, int64_t *floor_ms);
 /*
  * Decides whether a holder of pool p (layout l, requested by req, whose
  * clock reads `now`) may lease in space s (named `space`, for messages).

@@ -128,6 +128,7 @@ static const char SQL_SESSION[] =
  * idgen_nodes hand out a live holder's worker ID with its floor unraised). */
 static const char SQL_EXISTS[] =
     "SELECT to_regclass('idgen_nodes') IS NOT NULL AND to_regclass('idgen_pools') IS NOT NULL"
+    " AND to_regclass('idgen_spaces') IS NOT NULL"
     " AND (SELECT count(*) FROM pg_trigger WHERE tgenabled IN ('O', 'A') AND"
     " ((tgname IN ('idgen_nodes_removed', 'idgen_nodes_truncated')"
     " AND tgrelid = to_regclass('idgen_nodes'))"
@@ -148,6 +149,13 @@ static const char *const SQL_SCHEMA[] = {
     " pool text PRIMARY KEY,"
     " layout text NOT NULL,"
     " floor_ms bigint NOT NULL DEFAULT 0)",
+    /* One row per ID space (space.c): its record, and a version that
+     * every claim compares under FOR SHARE, so that a layout joining
+     * (FOR UPDATE) and a claim of another layout are never both done. */
+    "CREATE TABLE IF NOT EXISTS idgen_spaces ("
+    " space text PRIMARY KEY,"
+    " version bigint NOT NULL DEFAULT 0,"
+    " state text NOT NULL DEFAULT '')",
     "CREATE TABLE IF NOT EXISTS idgen_nodes ("
     " pool text NOT NULL,"
     " node bigint NOT NULL,"
@@ -194,7 +202,41 @@ static const char *const SQL_SCHEMA[] = {
 
 static const char SQL_CHECK[] =
     "SELECT n.pool, n.node, n.holder, n.generation, n.expires_at, n.free_at, n.mark_ms,"
-    " p.layout, p.floor_ms FROM idgen_nodes n, idgen_pools p LIMIT 0";
+    " p.layout, p.floor_ms, s.space, s.version, s.state"
+    " FROM idgen_nodes n, idgen_pools p, idgen_spaces s LIMIT 0";
+
+/* ID spaces (space.c).  $1 the space's name. */
+static const char SQL_SPACE_MAKE[] =
+    "INSERT INTO idgen_spaces (space) VALUES ($1) ON CONFLICT (space) DO NOTHING";
+static const char SQL_SPACE_GET[] = "SELECT version, state FROM idgen_spaces WHERE space = $1";
+static const char SQL_SPACE_LOCK[] =
+    "SELECT version, state FROM idgen_spaces WHERE space = $1 FOR UPDATE";
+static const char SQL_SPACE_SET[] =
+    "UPDATE idgen_spaces SET version = version + 1, state = $2 WHERE space = $1"
+    " RETURNING version";
+/* The pools of the space whose pools are named with prefix $1 ('' or
+ * 'spaces/NAME/'), and their layouts: a record made up for a space that
+ * has none yet. */
+static const char SQL_SPACE_POOLS[] =
+    "SELECT substr(pool, length($1) + 1), layout FROM idgen_pools"
+    " WHERE left(pool, length($1)) = $1 AND substr(pool, length($1) + 1) LIKE 'epoch=%'"
+    " ORDER BY pool";
+/* $1 a pool (as stored) a joining layout retires: every row a holder might
+ * still renew or mark is fenced first, in the same transaction, so that
+ * the count that follows cannot miss a late renewal (it waits for these
+ * row locks, then fails on the generation). */
+static const char SQL_POOL_FENCE[] =
+    "UPDATE idgen_nodes SET generation = generation + 1, holder = NULL"
+    " WHERE pool = $1 AND holder IS NOT NULL";
+/* Its tuples held or in quarantine: how many, and the first three. */
+static const char SQL_POOL_LIVE[] =
+    "SELECT count(*) OVER (), coalesce(holder, '(freed)'), node,"
+    " " MS("free_at - now()") " FROM idgen_nodes"
+    " WHERE pool = $1 AND free_at > now() ORDER BY node LIMIT 3";
+/* The highest mark any of its tuples ever had. */
+static const char SQL_POOL_MAX[] =
+    "SELECT greatest(coalesce((SELECT max(mark_ms) FROM idgen_nodes WHERE pool = $1), 0),"
+    " coalesce((SELECT floor_ms FROM idgen_pools WHERE pool = $1), 0))";
 
 /* $1 pool, $2 layout, $3 a floor: the pool's row, made on first use.  DO
  * NOTHING, not DO UPDATE ... WHERE: that locks the existing row even when
@@ -261,14 +303,19 @@ static const char SQL_BEST[] =
     " WHERE $2::bigint IS NOT NULL AND $3::bigint IS NOT NULL AND $4::bigint IS NOT NULL"
     " AND $9::boolean IS NOT NULL";
 
-/* $1 pool, $2 node, $3 holder, $4 ttl ms, $5 quarantine ms, $6 wall clock.
+/* $1 pool, $2 node, $3 holder, $4 ttl ms, $5 quarantine ms, $6 wall clock,
+ * $7 the space, $8 its version as the acquirer read it.
  * A new row starts at the pool's floor, read FOR SHARE: a delete's trigger
- * that raised it commits first. */
+ * that raised it commits first.  The space's row is read FOR SHARE too,
+ * and nothing is claimed if its version moved: a layout that joined
+ * meanwhile (FOR UPDATE) may have retired this one's pool. */
 static const char SQL_CLAIM[] =
-    "WITH p AS (SELECT floor_ms FROM idgen_pools WHERE pool = $1 FOR SHARE)"
+    "WITH p AS (SELECT floor_ms FROM idgen_pools WHERE pool = $1 FOR SHARE),"
+    " s AS (SELECT version FROM idgen_spaces WHERE space = $7 FOR SHARE)"
     " INSERT INTO idgen_nodes AS t (pool, node, holder, generation, expires_at, free_at,"
-    " mark_ms) VALUES ($1, $2::bigint, $3, 1, now() + " MSEC("$4") ","
-    " now() + " MSEC("$4") " + " MSEC("$5") ", coalesce((SELECT floor_ms FROM p), 0))"
+    " mark_ms) SELECT $1, $2::bigint, $3, 1, now() + " MSEC("$4") ","
+    " now() + " MSEC("$4") " + " MSEC("$5") ", coalesce((SELECT floor_ms FROM p), 0)"
+    " WHERE (SELECT version FROM s) = $8::bigint"
     " ON CONFLICT (pool, node) DO UPDATE SET holder = excluded.holder,"
     " generation = t.generation + 1, expires_at = excluded.expires_at, free_at = excluded.free_at"
     " WHERE t.free_at <= now() AND t.mark_ms < $6::bigint"
@@ -693,21 +740,28 @@ static void scan_args(scan_args_t *a, const idgen_lease_t *l, uint64_t from, int
   key_text(~((p->size - 1) << p->shift), a->inv);
   snprintf(a->shift, sizeof a->shift, "%u", p->shift);
   snprintf(a->max, sizeof a->max, "%" PRIu64, p->size - 1);
-  const char *v[] = {l->pool.name, a->from, a->size, a->wall, a->fixed,
+  const char *v[] = {l->pool.store, a->from, a->size, a->wall, a->fixed,
                      a->inv, a->shift, a->max, with_new ? "true" : "false"};
   memcpy(a->v, v, sizeof v);
 }
 
+/* What every claim of one acquisition sends besides the tuple. */
+typedef struct claim_args {
+  char ttl[24], q[24], version[24];
+  const char *space;
+} claim_args_t;
+
 /* Claims value `id` if its tuple is free and its mark is behind `wall`: 1
- * won (l filled in), 0 lost to someone else, or an error. */
-static int pg_claim(pg_t *pg, idgen_lease_t *l, uint64_t id, const char *ttl, const char *q,
+ * won (l filled in), 0 lost to someone else, 2 the space's version moved
+ * (look at the space again), or an error. */
+static int pg_claim(pg_t *pg, idgen_lease_t *l, uint64_t id, const claim_args_t *c,
                     const char *wall, char *err, size_t errlen) {
   char key[24];
   key_text(l->pool.fixed | id << l->pool.shift, key);
-  const char *v[] = {l->pool.name, key, l->holder, ttl, q, wall};
+  const char *v[] = {l->pool.store, key, l->holder, c->ttl, c->q, wall, c->space, c->version};
   PGresult *res;
   char state[6] = "";
-  int rc = pg_query(pg, &res, SQL_CLAIM, 6, v, 0, state, err, errlen);
+  int rc = pg_query(pg, &res, SQL_CLAIM, 8, v, 0, state, err, errlen);
   /* The row locked elsewhere past lock_timeout (55P03), a serialization
    * failure (40001) or a deadlock with a delete by hand (40P01): lost to
    * someone else, as a claim that returns no row. */
@@ -726,15 +780,23 @@ static int pg_claim(pg_t *pg, idgen_lease_t *l, uint64_t id, const char *ttl, co
     l->expires_in_ms = pg_i64(res, 0, 3);
   }
   pq.PQclear(res);
-  return won;
+  if (won)
+    return 1;
+  /* Lost: to another acquirer of the tuple, or to a layout that joined. */
+  const char *sv[] = {c->space};
+  if ((rc = pg_query(pg, &res, SQL_SPACE_GET, 1, sv, 1, NULL, err, errlen)) < 0)
+    return rc;
+  int moved = pq.PQntuples(res) != 1 || strcmp(pq.PQgetvalue(res, 0, 0), c->version) != 0;
+  pq.PQclear(res);
+  return moved ? 2 : 0;
 }
 
 /* Scans the pool from value 0 for the lowest free one whose mark is behind
  * `now` (never-leased ones too if `with_new`) and claims it: 1 won, 0 none
- * left, or an error.  A candidate lost to a concurrent acquirer moves the
- * scan past it, so it ends. */
-static int pg_scan(pg_t *pg, idgen_lease_t *l, int64_t now, int with_new, const char *ttl,
-                   const char *q, char *err, size_t errlen) {
+ * left, 2 the space moved, or an error.  A candidate lost to a concurrent
+ * acquirer moves the scan past it, so it ends. */
+static int pg_scan(pg_t *pg, idgen_lease_t *l, int64_t now, int with_new, const claim_args_t *c,
+                   char *err, size_t errlen) {
   for (uint64_t from = 0; from < l->pool.size;) {
     scan_args_t a;
     scan_args(&a, l, from, now, with_new);
@@ -745,7 +807,7 @@ static int pg_scan(pg_t *pg, idgen_lease_t *l, int64_t now, int with_new, const 
     int n = pq.PQntuples(res);
     for (int i = 0; i < n && rc == 0; i++) {
       uint64_t id = (uint64_t)pg_i64(res, i, 0);
-      rc = pg_claim(pg, l, id, ttl, q, a.wall, err, errlen);
+      rc = pg_claim(pg, l, id, c, a.wall, err, errlen);
       from = id + 1;
     }
     pq.PQclear(res);
@@ -768,13 +830,196 @@ static int64_t pg_first_new(pg_t *pg, idgen_lease_t *l, char *err, size_t errlen
   return v;
 }
 
+/* ---- ID spaces (space.c) ------------------------------------------------------- */
+
+/* The probe of space.c: pools of the space whose pools are named with
+ * prefix `path`; `fence`: in the joining transaction, where a pool is
+ * fenced before its tuples are counted (SQL_POOL_FENCE). */
+typedef struct pg_probe {
+  pg_t *pg;
+  const char *path;
+  int fence;
+} pg_probe_t;
+
+static int pg_live(void *ctx, const char *pool, char *holders, size_t n, char *err,
+                   size_t errlen) {
+  pg_probe_t *pp = ctx;
+  char stored[IDGEN__SPACE_PATH_MAX + IDGEN_POOL_NAME_MAX];
+  snprintf(stored, sizeof stored, "%s%s", pp->path, pool);
+  const char *v[] = {stored};
+  PGresult *res;
+  int live = 0;
+  /* Counted before the fence (the holders' names), and again after it: a
+   * renewal that landed in between shows (and the fence is rolled back). */
+  for (int pass = 0; pass < 1 + pp->fence && live == 0; pass++) {
+    int rc = 0;
+    if (pass == 1) {
+      rc = pg_query(pp->pg, &res, SQL_POOL_FENCE, 1, v, 0, NULL, err, errlen);
+      pq.PQclear(res);
+    }
+    if (rc == 0)
+      rc = pg_query(pp->pg, &res, SQL_POOL_LIVE, 1, v, !pp->fence, NULL, err, errlen);
+    if (rc < 0)
+      return rc;
+    int rows = pq.PQntuples(res);
+    live = rows ? (int)pg_i64(res, 0, 0) : 0;
+    size_t used = 0;
+    if (n)
+      holders[0] = '\0';
+    for (int i = 0; i < rows && used < n; i++)
+      used += (size_t)snprintf(holders + used, n - used,
+                               "%s%.100s (key 0x%016" PRIx64 ", free in %.1f s)", i ? ", " : "",
+                               pq.PQgetvalue(res, i, 1), (uint64_t)pg_i64(res, i, 2),
+                               (double)pg_i64(res, i, 3) / 1000.0);
+    if (live > rows && used < n)
+      snprintf(holders + used, n - used, ", ...");
+    pq.PQclear(res);
+  }
+  return live;
+}
+
+static int pg_max_mark(void *ctx, const char *pool, int64_t *mark, char *err, size_t errlen) {
+  pg_probe_t *pp = ctx;
+  char stored[IDGEN__SPACE_PATH_MAX + IDGEN_POOL_NAME_MAX];
+  snprintf(stored, sizeof stored, "%s%s", pp->path, pool);
+  const char *v[] = {stored};
+  PGresult *res;
+  int rc = pg_query(pp->pg, &res, SQL_POOL_MAX, 1, v, !pp->fence, NULL, err, errlen);
+  if (rc < 0)
+    return rc;
+  *mark = pg_i64(res, 0, 0);
+  pq.PQclear(res);
+  return 0;
+}
+
+/* The probe for listing, outside any transaction: takes pg->mu itself. */
+static int pg_live_locked(void *ctx, const char *pool, char *holders, size_t n, char *err,
+                          size_t errlen) {
+  pg_probe_t *pp = ctx;
+  pg_lock(pp->pg);
+  int rc = pg_live(ctx, pool, holders, n, err, errlen);
+  pg_unlock(pp->pg);
+  return rc;
+}
+
+static int pg_max_mark_locked(void *ctx, const char *pool, int64_t *mark, char *err,
+                              size_t errlen) {
+  pg_probe_t *pp = ctx;
+  pg_lock(pp->pg);
+  int rc = pg_max_mark(ctx, pool, mark, err, errlen);
+  pg_unlock(pp->pg);
+  return rc;
+}
+
+/* The record of the space whose row `res` (version, state) is, into *s and
+ * *version; a row without one yet: made up from the space's pools. */
+static int pg_space_read(pg_t *pg, PGresult *res, const char *path, idgen__space_t *s,
+                         int64_t *version, int retry, char *err, size_t errlen) {
+  char why[300];
+  if (pq.PQntuples(res) != 1)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, PFX "the ID space's row is missing");
+  *version = pg_i64(res, 0, 0);
+  const char *state = pq.PQgetvalue(res, 0, 1);
+  if (state[0] != '\0') {
+    if (idgen__space_parse(state, strlen(state), s, why, sizeof why) < 0)
+      return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                        PFX "idgen_spaces: %s (the layouts of the ID space; never guessed: "
+                            "restore the row, or set its state to '' to have it made again "
+                            "from the pools)",
+                        why);
+    return 0;
+  }
+  memset(s, 0, sizeof *s);
+  PGresult *pools;
+  const char *v[] = {path};
+  int rc = pg_query(pg, &pools, SQL_SPACE_POOLS, 1, v, retry, NULL, err, errlen);
+  for (int i = 0; rc == 0 && i < pq.PQntuples(pools); i++)
+    if (idgen__space_add_pool(s, pq.PQgetvalue(pools, i, 0), pq.PQgetvalue(pools, i, 1)) < 0)
+      rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      PFX "the ID space has more than %d pools, or one whose name is not a "
+                          "pool's (%s)",
+                      IDGEN__SPACE_MAX, pq.PQgetvalue(pools, i, 0));
+  pq.PQclear(pools);
+  return rc;
+}
+
+/* The space step of an acquisition: l's layout in its space (space.c),
+ * joined if it is not yet, in one transaction under the row's FOR UPDATE.
+ * 0 with *version (what the claims compare) and *floor. */
+static int pg_space(pg_t *pg, idgen_lease_t *l, const idgen_lease_request_t *req,
+                    int64_t *version, int64_t *floor, char *err, size_t errlen) {
+  idgen__space_t *s = malloc(sizeof *s);
+  if (s == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
+  const char *v[] = {l->r->space};
+  PGresult *res = NULL;
+  pg_lock(pg);
+  int rc = pg_query_patient(pg, &res, SQL_SPACE_MAKE, 1, v, err, errlen);
+  pq.PQclear(res);
+  if (rc == 0 && (rc = pg_query(pg, &res, SQL_SPACE_GET, 1, v, 1, NULL, err, errlen)) == 0) {
+    rc = pg_space_read(pg, res, l->r->space_path, s, version, 1, err, errlen);
+    pq.PQclear(res);
+  }
+  if (rc < 0 || idgen__space_member(s, &l->pool, floor)) {
+    pg_unlock(pg);
+    free(s);
+    return rc;
+  }
+  /* Not a member: decide under the row's lock, in one transaction with
+   * the fences of the pools it retires. */
+  char state[6] = "";
+  rc = pg_query(pg, &res, "BEGIN", 0, NULL, 1, NULL, err, errlen);
+  pq.PQclear(res);
+  if (rc == 0 && (rc = pg_query(pg, &res, SQL_SPACE_LOCK, 1, v, 0, state, err, errlen)) == 0) {
+    rc = pg_space_read(pg, res, l->r->space_path, s, version, 0, err, errlen);
+    pq.PQclear(res);
+  }
+  idgen__space_plan_t plan = {0};
+  pg_probe_t probe = {pg, l->r->space_path, 1};
+  idgen__space_probe_t pr = {&probe, pg_live, pg_max_mark};
+  if (rc == 0)
+    rc = idgen__space_join(s, l->r->space, &l->pool, req->layout, req, idgen__req_now_ms(req),
+                           &pr, &plan, err, errlen);
+  if (rc == 0 && plan.changed) {
+    char *text = malloc(IDGEN__SPACE_TEXT_MAX);
+    int len = text ? idgen__space_format(s, text, IDGEN__SPACE_TEXT_MAX) : -1;
+    const char *sv[] = {l->r->space, text};
+    rc = len < 0 ? idgen__err(err, errlen, IDGEN_EREGISTRY, PFX "the space's record is too long")
+                 : pg_query(pg, &res, SQL_SPACE_SET, 2, sv, 0, NULL, err, errlen);
+    if (len >= 0 && rc == 0) {
+      *version = pg_i64(res, 0, 0);
+      pq.PQclear(res);
+    }
+    free(text);
+  }
+  if (pg->conn != NULL) {
+    PGresult *end = NULL;
+    int ok = rc == 0;
+    pg_query(pg, &end, ok ? "COMMIT" : "ROLLBACK", 0, NULL, 0, NULL, ok ? err : NULL,
+             ok ? errlen : 0);
+    if (ok && (end == NULL || pq.PQresultStatus(end) != PGRES_COMMAND_OK))
+      rc = IDGEN_EREGISTRY;
+    pq.PQclear(end);
+  } else if (rc == 0) {
+    rc = IDGEN_EREGISTRY; /* the connection broke: nothing was committed */
+  }
+  pg_unlock(pg);
+  free(s);
+  /* The row locked past lock_timeout, or a deadlock: another joined; look
+   * again (the caller's next round). */
+  if (rc < 0 && (strcmp(state, "55P03") == 0 || strcmp(state, "40P01") == 0))
+    return 1;
+  *floor = plan.floor_ms;
+  return rc;
+}
+
 static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
                       size_t errlen) {
   pg_t *pg = l->r->be;
   const idgen__pool_t *p = &l->pool;
-  char ttl[24], q[24];
-  snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
-  snprintf(q, sizeof q, "%" PRId64, l->quarantine_ms);
+  claim_args_t c = {.space = l->r->space};
+  snprintf(c.ttl, sizeof c.ttl, "%" PRId64, l->ttl_ms);
+  snprintf(c.q, sizeof c.q, "%" PRId64, l->quarantine_ms);
   int64_t waited = 0;
   int64_t borrow = req->start_borrow_ms > 0 ? req->start_borrow_ms : 0;
   PGresult *res = NULL;
@@ -791,27 +1036,50 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
   }
   pq.PQclear(res);
   res = NULL;
-  char floor_text[24];
-  snprintf(floor_text, sizeof floor_text, "%lld", legacy);
-  const char *pv[] = {p->name, p->layout, floor_text};
+  pg_unlock(pg);
   if (rc == 0 && legacy_held > 0)
     rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
                     PFX "%lld lease(s) of table idgen_leases are held by an earlier idgen, whose "
                         "leases this version cannot see: stop the earlier version's holders first "
                         "(their marks are kept)",
                     legacy_held);
-  if (rc == 0)
-    rc = pg_query_patient(pg, &res, SQL_POOL, 3, pv, err, errlen);
-  pq.PQclear(res);
-  res = NULL;
-  if (rc == 0 && legacy > 0)
-    rc = pg_query_patient(pg, &res, SQL_POOL_RAISE, 3, pv, err, errlen);
-  pg_unlock(pg);
-  pq.PQclear(res);
   if (rc < 0)
     return rc;
+  char floor_text[24];
+  snprintf(floor_text, sizeof floor_text, "%lld", legacy);
+  const char *pv[] = {p->store, p->layout, floor_text};
+  int made = 0;
   for (int round = 0; round < ACQUIRE_ROUNDS; round++) {
+    /* The space first: the version the claims compare, and the floor. */
+    int64_t version = 0, space_floor = 0;
+    if ((rc = pg_space(pg, l, req, &version, &space_floor, err, errlen)) < 0)
+      return rc;
+    if (rc == 1)
+      continue;
+    snprintf(c.version, sizeof c.version, "%" PRId64, version);
+    l->floor_ms = space_floor;
     int64_t now = idgen__req_now_ms(req), floor = 0;
+    if (space_floor >= now + borrow) { /* the space's floor is ahead: wait for it */
+      if ((rc = idgen__start_wait(PFX, req, p, 0, space_floor, now, &waited,
+                                  "; its layout's floor in the ID space is ahead", err,
+                                  errlen)) < 0)
+        return rc;
+      continue;
+    }
+    if (!made) { /* the pool's row, once the space has the layout */
+      pg_lock(pg);
+      rc = pg_query_patient(pg, &res, SQL_POOL, 3, pv, err, errlen);
+      pq.PQclear(res);
+      res = NULL;
+      if (rc == 0 && legacy > 0)
+        rc = pg_query_patient(pg, &res, SQL_POOL_RAISE, 3, pv, err, errlen);
+      pq.PQclear(res);
+      res = NULL;
+      pg_unlock(pg);
+      if (rc < 0)
+        return rc;
+      made = 1;
+    }
     res = NULL;
     pg_lock(pg);
     rc = pg_query(pg, &res, SQL_FLOOR, 1, pv, 1, NULL, err, errlen);
@@ -820,7 +1088,7 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
       pq.PQclear(res);
       res = NULL;
       /* A never-leased tuple's mark is the floor. */
-      rc = pg_scan(pg, l, now, floor < now, ttl, q, err, errlen);
+      rc = pg_scan(pg, l, now, floor < now, &c, err, errlen);
     }
     if (rc == 0) {
       scan_args_t a;
@@ -828,6 +1096,8 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
       rc = pg_query(pg, &res, SQL_BEST, 9, a.v, 1, NULL, err, errlen);
     }
     pg_unlock(pg);
+    if (rc == 2)
+      continue; /* the space moved: look at it again */
     if (rc != 0)
       return rc < 0 ? rc : 0;
     uint64_t used = (uint64_t)pg_i64(res, 0, 0), best = (uint64_t)pg_i64(res, 0, 1);
@@ -863,11 +1133,11 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
       char wall[24];
       snprintf(wall, sizeof wall, "%" PRId64, now + borrow);
       pg_lock(pg);
-      rc = pg_claim(pg, l, best, ttl, q, wall, err, errlen);
+      rc = pg_claim(pg, l, best, &c, wall, err, errlen);
       pg_unlock(pg);
-      if (rc != 0)
+      if (rc == 1 || rc < 0)
         return rc < 0 ? rc : 0;
-      continue; /* lost it */
+      continue; /* lost it, or the space moved */
     }
     if ((rc = idgen__start_wait(PFX, req, p, best, mark, now, &waited, "", err, errlen)) < 0)
       return rc;
@@ -882,7 +1152,7 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
 static int pg_fenced(pg_t *pg, idgen_lease_t *l, const char *what, char *err, size_t errlen) {
   char key[24], why[200] = "";
   key_text(l->key, key);
-  const char *v[] = {l->pool.name, key};
+  const char *v[] = {l->pool.store, key};
   PGresult *res;
   if (pg_query(pg, &res, SQL_ROW, 2, v, 1, NULL, NULL, 0) == 0) {
     if (pq.PQntuples(res) == 0) {
@@ -910,7 +1180,7 @@ static int pg_lease_write(idgen_lease_t *l, const char *sql, const char *extra1,
   char key[24], gen[24];
   key_text(l->key, key);
   snprintf(gen, sizeof gen, "%" PRIu64, l->generation);
-  const char *v[] = {l->pool.name, key, gen, l->holder, extra1, extra2};
+  const char *v[] = {l->pool.store, key, gen, l->holder, extra1, extra2};
   int n = extra2 ? 6 : extra1 ? 5 : 4;
   PGresult *res;
   pg_lock(pg);
@@ -970,6 +1240,84 @@ static void pg_row_from(const PGresult *res, int i, int c, idgen_lease_row_t *ro
   row->mark_ms = pg_i64(res, i, c + 4);
 }
 
+/* A stored pool name's space and pool: "spaces/NAME/POOL" or "POOL" (the
+ * default space).  0, or -1 for a name of neither form. */
+static int space_of(const char *stored, char space[IDGEN_SPACE_NAME_MAX],
+                    char pool[IDGEN_POOL_NAME_MAX]) {
+  const char *p = stored;
+  snprintf(space, IDGEN_SPACE_NAME_MAX, "default");
+  if (strncmp(stored, "spaces/", 7) == 0) {
+    const char *slash = strchr(stored + 7, '/');
+    size_t n = slash ? (size_t)(slash - stored - 7) : 0;
+    if (n == 0 || n >= IDGEN_SPACE_NAME_MAX)
+      return -1;
+    memcpy(space, stored + 7, n);
+    space[n] = '\0';
+    p = slash + 1;
+  }
+  if (strncmp(p, "epoch=", 6) != 0 || strlen(p) >= IDGEN_POOL_NAME_MAX)
+    return -1;
+  snprintf(pool, IDGEN_POOL_NAME_MAX, "%s", p);
+  return 0;
+}
+
+/* Every space: those with a row, and those with pools but none yet. */
+static const char SQL_SPACES[] =
+    "SELECT space FROM idgen_spaces UNION SELECT CASE WHEN pool LIKE 'spaces/%' THEN"
+    " split_part(pool, '/', 2) ELSE 'default' END FROM idgen_pools"
+    " ORDER BY 1";
+
+static int pg_spaces(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, char *err,
+                     size_t errlen) {
+  pg_t *pg = r->be;
+  PGresult *names;
+  pg_lock(pg);
+  int rc = pg_query(pg, &names, SQL_SPACES, 0, NULL, 1, NULL, err, errlen);
+  pg_unlock(pg);
+  if (rc < 0)
+    return rc;
+  idgen__space_t *s = malloc(sizeof *s);
+  if (s == NULL) {
+    pq.PQclear(names);
+    return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
+  }
+  /* "default" first, then by name */
+  int n = pq.PQntuples(names);
+  for (int pass = 0; pass < 2 && rc == 0; pass++)
+    for (int i = 0; i < n && rc == 0; i++) {
+      const char *name = pq.PQgetvalue(names, i, 0);
+      int is_default = strcmp(name, "default") == 0;
+      if (pass == is_default || (r->space_given && strcmp(name, r->space) != 0) ||
+          idgen__space_name_check(name, NULL, 0) < 0)
+        continue;
+      char path[IDGEN__SPACE_PATH_MAX] = "";
+      if (!is_default)
+        snprintf(path, sizeof path, "spaces/%s/", name);
+      const char *v[] = {name};
+      PGresult *res;
+      int64_t version;
+      pg_lock(pg);
+      rc = pg_query(pg, &res, SQL_SPACE_GET, 1, v, 1, NULL, err, errlen);
+      if (rc == 0 && pq.PQntuples(res) == 0) {
+        /* pools without a row: read as a row without a record */
+        pq.PQclear(res);
+        rc = pg_query(pg, &res, "SELECT 0, ''", 0, NULL, 1, NULL, err, errlen);
+      }
+      if (rc == 0) {
+        rc = pg_space_read(pg, res, path, s, &version, 1, err, errlen);
+        pq.PQclear(res);
+      }
+      pg_unlock(pg);
+      pg_probe_t probe = {pg, path, 0};
+      idgen__space_probe_t pr = {&probe, pg_live_locked, pg_max_mark_locked};
+      if (rc == 0)
+        rc = cb(ctx, name, s, &pr);
+    }
+  free(s);
+  pq.PQclear(names);
+  return rc;
+}
+
 static int pg_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx,
                    char *err, size_t errlen) {
   pg_t *pg = r->be;
@@ -992,7 +1340,9 @@ static int pg_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx,
     for (int i = 0; i < n && rc == 0; i++) {
       idgen_lease_row_t row;
       memset(&row, 0, sizeof row);
-      snprintf(row.pool, sizeof row.pool, "%s", pq.PQgetvalue(res, i, 0));
+      if (space_of(pq.PQgetvalue(res, i, 0), row.space, row.pool) < 0 ||
+          (r->space_given && strcmp(row.space, r->space) != 0))
+        continue;
       row.key = (uint64_t)pg_i64(res, i, 1);
       snprintf(row.layout, sizeof row.layout, "%s", pq.PQgetvalue(res, i, 2));
       if (strcmp(row.layout, parsed_spec) != 0) {
@@ -1017,8 +1367,9 @@ static int pg_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx,
 static int pg_free(idgen_registry_t *r, const char *pool, const char *node, int force, char *err,
                    size_t errlen) {
   pg_t *pg = r->be;
-  char key[24], gen[24], why[300];
-  const char *v[] = {pool, key, gen, force ? "true" : "false"};
+  char key[24], gen[24], why[300], stored[IDGEN__SPACE_PATH_MAX + IDGEN_POOL_NAME_MAX];
+  snprintf(stored, sizeof stored, "%s%s", r->space_path, pool);
+  const char *v[] = {stored, key, gen, force ? "true" : "false"};
   int rc = 0;
   PGresult *res;
   pg_lock(pg);
@@ -1033,7 +1384,8 @@ static int pg_free(idgen_registry_t *r, const char *pool, const char *node, int 
   uint64_t k;
   if (!pool_known) {
     pg_unlock(pg);
-    return idgen__err(err, errlen, IDGEN_EINVAL, PFX "no pool %.100s in the registry", pool);
+    return idgen__err(err, errlen, IDGEN_EINVAL, PFX "no pool %.100s in space %s", pool,
+                      r->space);
   }
   if (idgen__node_key(known ? &lay : NULL, node, &k, why, sizeof why) < 0) {
     pg_unlock(pg);
@@ -1112,7 +1464,7 @@ static int pg_clock(idgen_registry_t *r, int64_t *unix_ms, char *err, size_t err
   {                                                                                                \
     .version = IDGEN__REGISTRY_OPS_VERSION, .scheme = name, .mark_step_ms = 0, .expires = 1, .check = pg_check, .open = pg_open, .acquire = pg_acquire,       \
     .renew = pg_renew, .mark = pg_mark, .release = pg_release, .list = pg_list, .free = pg_free,   \
-    .close = pg_close, .clock = pg_clock,                                                          \
+    .close = pg_close, .clock = pg_clock, .spaces = pg_spaces,                                     \
   }
 
 const idgen__registry_ops_t idgen__registry_postgres = PG_OPS("postgres");

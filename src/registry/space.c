@@ -440,6 +440,15 @@ static int above_retired(const idgen__space_t *s, const idgen_layout_t *l, int64
   return 0;
 }
 
+int idgen__space_member(const idgen__space_t *s, const idgen__pool_t *p, int64_t *floor_ms) {
+  for (int i = 0; i < s->n; i++)
+    if (strcmp(s->m[i].pool, p->name) == 0 && strcmp(s->m[i].spec, p->layout) == 0) {
+      *floor_ms = s->m[i].floor_ms;
+      return 1;
+    }
+  return 0;
+}
+
 int idgen__space_join(idgen__space_t *s, const char *space, const idgen__pool_t *p,
                       const idgen_layout_t *l, const idgen_lease_request_t *req, int64_t now,
                       const idgen__space_probe_t *probe, idgen__space_plan_t *plan, char *err,
