@@ -42,6 +42,12 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                      "`etcd://HOST:PORT[,HOST:PORT...]` (machines sharing an etcd cluster), or "
                      "`static` (the `node` values, unchecked: two processes given the same "
                      "ones make duplicate IDs)"},
+    [SK_SPACE] = {"space", ST_SPACE, BOTH, 0, "", NULL, "`default`, or the registry URI's "
+                  "`?space=NAME`", NONE, "NAME",
+                  "the registry's ID space: within one, a layout whose IDs could equal those of "
+                  "a layout in use is refused, and a new layout starts above the IDs of the "
+                  "one it replaces; services whose IDs never share a column may take a space "
+                  "each (`[a-z][a-z0-9_-]*`)"},
     [SK_LEASE_FIELD] = {"lease_field", ST_FIELD, BOTH, 0, "", NULL,
                         "`worker`, or the layout's only node field", NONE, "NAME",
                         "the node field the registry assigns"},
@@ -343,6 +349,33 @@ static int check_nodes(settings_t *s, int k) {
   return 0;
 }
 
+/* `space`: the registry URI with ?space=NAME, which the registry checks (the
+ * name's rules are the library's); not also in the URI, and not for static. */
+static int check_space(settings_t *s, int k) {
+  const char *v = s->value[k], *uri = s->registry;
+  char err[1100];
+  if (v[0] == '\0' || uri == NULL)
+    return 0;
+  if (strcmp(uri, "static") == 0)
+    return settings_fail(s, k, "the static registry keeps no ID spaces");
+  const char *q = strchr(uri, '?');
+  for (const char *p = q; p != NULL; p = strchr(p + 1, '&'))
+    if (strncmp(p + 1, "space=", 6) == 0)
+      return settings_fail(s, k, "the registry URI names a space already (%s)",
+                           IDGEN_QUOTE(p + 1, strcspn(p + 1, "&"), 0, 60));
+  size_t n = strlen(uri) + strlen(v) + 8;
+  free(s->registry_space);
+  if ((s->registry_space = malloc(n)) == NULL)
+    return settings_fail(s, k, "out of memory");
+  snprintf(s->registry_space, n, "%s%sspace=%s", uri, q ? "&" : "?", v);
+  if (idgen_registry_check(s->registry_space, err, sizeof err) < 0) {
+    const char *m = strncmp(err, "registry: ", 10) == 0 ? err + 10 : err;
+    return settings_fail(s, k, "%s", m);
+  }
+  s->registry = s->registry_space;
+  return 0;
+}
+
 static int check(settings_t *s, int k) {
   const settings_def_t *d = &settings_defs[k];
   const char *v = s->value[k];
@@ -371,6 +404,8 @@ static int check(settings_t *s, int k) {
       return settings_fail(s, k, "%s", err);
     s->registry = v;
     return 0;
+  case ST_SPACE:
+    return check_space(s, k);
   case ST_FIELD:
     if (v[0] && idgen_lease_field(&s->layout, v, err, sizeof err) < 0)
       return settings_fail(s, k, "%s", err);
@@ -578,6 +613,8 @@ void settings_free(settings_t *s) {
     free(s->flag_source[k]);
     s->value[k] = s->source[k] = s->flag_value[k] = s->flag_source[k] = NULL;
   }
+  free(s->registry_space);
+  s->registry_space = NULL;
 }
 
 /* Text with its `marks` dropped (help) or kept (Markdown), wrapped at

@@ -30,7 +30,8 @@
 /* The settings, in the order they are validated (a layout before the node
  * values it names, borrow and wait before the batch they bound). */
 enum settings_key {
-  SK_HTTP, SK_RESP, SK_THRIFT, SK_LAYOUT, SK_NODE, SK_REGISTRY, SK_LEASE_FIELD, SK_LEASE_TTL_MS,
+  SK_HTTP, SK_RESP, SK_THRIFT, SK_LAYOUT, SK_NODE, SK_REGISTRY, SK_SPACE, SK_LEASE_FIELD,
+  SK_LEASE_TTL_MS,
   SK_MAX_START_WAIT_MS, SK_MAX_BORROW_MS, SK_MAX_WAIT_MS, SK_CLOCK, SK_RANDOM_SEQUENCE_START,
   SK_CACHE, SK_CACHE_BOOST_POWER, SK_CACHE_PADDING_PERCENT, SK_CACHE_SCHEDULE_MS,
   SK_CACHE_ON_EMPTY, SK_MAX_CLOCK_SKEW_MS,
@@ -47,6 +48,7 @@ enum settings_type {
   ST_LAYOUT,   /* idgen_layout_parse */
   ST_NODE,     /* NAME=V[,NAME=V...], idgen_layout_node_set; flags repeat */
   ST_REGISTRY, /* idgen_registry_check; "" is the default registry */
+  ST_SPACE,    /* an ID space's name, checked with the registry (idgen_registry_check) */
   ST_FIELD,    /* idgen_lease_field */
   ST_INT,      /* a whole number within [min, max] */
   ST_CLOCK,    /* fast | precise */
@@ -107,7 +109,8 @@ struct settings {
   /* Node values taken from the host (NAME=@ip, NAME=@mac), as text for the
    * log and /info: "worker=@ip eth0 10.1.2.3 -> 3"; "" if none. */
   char host_nodes[512];
-  const char *registry;         /* into value[] */
+  const char *registry;         /* into value[], or registry_space */
+  char *registry_space;         /* the registry URI with ?space=NAME, or NULL (owned) */
   const char *lease_field;      /* NULL: the registry's choice */
   int64_t lease_ttl_ms, max_start_wait_ms;
   int64_t num[SETTINGS_NKEYS];  /* each ST_INT's value */
