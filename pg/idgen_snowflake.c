@@ -36,7 +36,9 @@
 #include <signal.h>
 #include <pthread.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "access/xlog.h"
@@ -90,7 +92,7 @@ typedef struct {
 } idgen_shared;
 
 static idgen_shared *sh;
-static char *registry_setting, *node_setting, *lease_field_setting;
+static char *registry_setting, *node_setting, *lease_field_setting, *space_setting;
 /* idgen.layout as the postmaster loaded us: the generator's layout for the
  * server's life, also across crash restarts after a reload changed it
  * (the workers are forked from the postmaster, which keeps this copy). */
@@ -247,6 +249,18 @@ static bool read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, char
     snprintf(err, errlen, "the data directory's path is longer than %zu bytes", n - sizeof "file:/pg_idgen");
     return false;
   }
+  if (space_setting && space_setting[0]) {
+    size_t used = strlen(uri);
+    if (strcmp(uri, "static") == 0) {
+      snprintf(err, errlen, "idgen.space: the static registry keeps no ID spaces");
+      return false;
+    }
+    if ((size_t)snprintf(uri + used, n - used, "%sspace=%s", strchr(uri, '?') ? "&" : "?",
+                         space_setting) >= n - used) {
+      snprintf(err, errlen, "idgen.registry with idgen.space is longer than %zu bytes", n - 1);
+      return false;
+    }
+  }
   *field = lease_field_setting && lease_field_setting[0] ? lease_field_setting : NULL;
   if (strcmp(uri, "static") != 0) {
     int f = idgen_lease_field(l, *field, e, sizeof e);
@@ -362,6 +376,100 @@ static bool owner_check(char *err, size_t errlen) {
     pthread_sigmask(SIG_SETMASK, &old_, NULL);      \
   } while (0)
 
+/* ---- order across restarts ------------------------------------------------ */
+
+/*
+ * A DBA replacing nextval() expects a database's IDs to keep increasing
+ * across restarts.  Within one run of the server, sh->after_ms does that
+ * (a new generator starts above the last one's IDs); a restart resets the
+ * shared memory, and the new lease may take another worker ID whose mark is
+ * behind (a clock stepped back: 995,000 of 1,700,000 new IDs were below the
+ * old maximum in a review).  So $PGDATA/pg_idgen.last names the tuple this
+ * server leased last ("registry=URI space=NAME pool=POOL key=HEX"), written
+ * durably before the generator on it is published; at the next start the
+ * worker reads that tuple's mark in the registry (at or above every ID
+ * issued under it: the final mark of a clean stop, the mark kept ahead
+ * after a crash, or more if another holder used it since) and starts above
+ * it, whichever tuple it now holds.
+ */
+static void last_path(char *buf, size_t n, const char *suffix) {
+  snprintf(buf, n, "%s/pg_idgen.last%s", DataDir, suffix);
+}
+
+static bool last_write(idgen_registry_t *reg, idgen_lease_t *ls, char *err, size_t errlen) {
+  char path[MAXPGPATH], tmp[MAXPGPATH];
+  idgen_lease_info_t li;
+  FILE *f;
+  int dfd;
+  idgen_lease_info(ls, &li);
+  last_path(path, sizeof path, "");
+  last_path(tmp, sizeof tmp, ".tmp");
+  if ((f = fopen(tmp, "w")) == NULL ||
+      fprintf(f, "registry=%s space=%s pool=%s key=%016llx\n", idgen_registry_uri(reg), li.space,
+              li.pool, (unsigned long long)li.key) < 0 ||
+      fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+    snprintf(err, errlen, "cannot write %s: %m", path);
+    return false;
+  }
+  if ((dfd = open(DataDir, O_RDONLY)) >= 0) {
+    (void)fsync(dfd);
+    close(dfd);
+  }
+  return true;
+}
+
+typedef struct {
+  char space[IDGEN_SPACE_NAME_MAX], pool[IDGEN_POOL_NAME_MAX];
+  unsigned long long key;
+  int64 mark;
+  bool found;
+} last_find;
+
+static int last_row(void *ctx, const idgen_lease_row_t *row) {
+  last_find *lf = ctx;
+  if (row->key == lf->key && strcmp(row->pool, lf->pool) == 0 &&
+      strcmp(row->space, lf->space) == 0) {
+    lf->mark = row->mark_ms;
+    lf->found = true;
+    return 1;
+  }
+  return 0;
+}
+
+/* The mark of the tuple this server held last on `reg` (0: none known),
+ * and what was found, for the log. */
+static int64 last_mark(idgen_registry_t *reg) {
+  char path[MAXPGPATH], line[2048], uri[1100], err[512];
+  last_find lf;
+  FILE *f;
+  int rc;
+  memset(&lf, 0, sizeof lf);
+  last_path(path, sizeof path, "");
+  if ((f = fopen(path, "r")) == NULL)
+    return 0; /* the first start with a lease */
+  if (fgets(line, sizeof line, f) == NULL)
+    line[0] = '\0';
+  fclose(f);
+  if (sscanf(line, "registry=%1099s space=%32s pool=%127s key=%llx", uri, lf.space, lf.pool,
+             &lf.key) != 4) {
+    ereport(LOG, (errmsg("idgen: %s is not a record of this extension's; ignored", path)));
+    return 0;
+  }
+  if (strcmp(uri, idgen_registry_uri(reg)) != 0) {
+    ereport(LOG, (errmsg("idgen: the last lease was from registry %s, not %s: the new IDs are "
+                         "ordered only after the registry's own marks",
+                         uri, idgen_registry_uri(reg))));
+    return 0;
+  }
+  WITHOUT_SIGNALS(rc = idgen_registry_list(reg, last_row, &lf, err, sizeof err));
+  if (rc < 0 && rc != 1) {
+    ereport(LOG, (errmsg("idgen: cannot read the last lease's mark: %s", err)));
+    return -1;
+  }
+  return lf.found ? lf.mark : 0;
+}
+
+
 /* The worker's generator and lease: current slot, or -1. */
 static int cur = -1;
 static idgen_lease_t *lease;
@@ -443,6 +551,19 @@ void idgen_worker_main(Datum arg) {
     if (!nap(RETRY_MS))
       proc_exit(1);
   }
+  /* Above everything the last run issued, whichever tuple this run gets. */
+  for (;;) {
+    int64 m = strcmp(uri, "static") == 0 ? 0 : last_mark(reg);
+    if (m >= 0) {
+      if (m > sh->after_ms)
+        sh->after_ms = m;
+      break;
+    }
+    set_state(ST_FAILED, "cannot read the mark of the last lease from the registry (retrying)",
+              NULL);
+    if (!nap(RETRY_MS))
+      proc_exit(1);
+  }
 
   while (!stopping) {
     idgen_snowflake_settings_t bs = s;
@@ -482,6 +603,12 @@ void idgen_worker_main(Datum arg) {
         }
       }
     }
+    if (rc == 0 && lease != NULL && !last_write(reg, lease, err, sizeof err)) {
+      idgen_snowflake_gen_fini_shared(g);
+      idgen_lease_release(lease);
+      lease = NULL;
+      rc = IDGEN_EREGISTRY;
+    }
     if (rc < 0) {
       set_state(ST_FAILED, err, NULL);
       ereport(LOG, (errmsg("idgen: cannot start the generator (retrying in %d ms): %s",
@@ -489,6 +616,34 @@ void idgen_worker_main(Datum arg) {
       if (!nap(RETRY_MS))
         break;
       continue;
+    }
+    /* The last run's IDs may be ahead of this clock (it was stepped back,
+     * or a mark step ahead after a crash): calls wait, saying so, rather
+     * than fail one by one until it passes them. */
+    for (;;) {
+      struct timespec ts;
+      int64 now_ms, ahead;
+      char at[IDGEN_TIME_BUFSIZE], why[300];
+      clock_gettime(CLOCK_REALTIME, &ts);
+      now_ms = (int64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+      ahead = sh->after_ms - s.max_borrow_ms - now_ms;
+      if (ahead <= 0)
+        break;
+      idgen_time_format(sh->after_ms, at);
+      snprintf(why, sizeof why,
+               "idgen_snowflake() starts in %lld ms: this database issued IDs up to %s, "
+               "ahead of this server's clock, and its new IDs come after them",
+               (long long)ahead, at);
+      set_state(ST_STARTING, why, NULL);
+      if (!nap(ahead < 250 ? (long)ahead : 250))
+        break;
+    }
+    if (stopping) {
+      idgen_snowflake_gen_fini_shared(g);
+      if (lease != NULL)
+        idgen_lease_release(lease);
+      lease = NULL;
+      break;
     }
     if (lease != NULL) {
       idgen_lease_info_t li;
@@ -533,8 +688,9 @@ void idgen_worker_main(Datum arg) {
   }
   /* SIGTERM: the server is shutting down, or someone stopped the worker;
    * exit code 1 has the postmaster start it again in the second case. */
-  set_state(ST_FAILED, "the idgen background worker was stopped (SIGTERM); it restarts within "
-            "a second unless the server is shutting down", NULL);
+  set_state(ST_FAILED, "the idgen background worker was stopped (SIGTERM): unless the server "
+            "is shutting down, it is started again within a second and takes a new lease, "
+            "above the IDs issued so far (calls wait up to 10 s for it)", NULL);
   idgen_registry_close(reg);
   proc_exit(1);
 }
@@ -568,6 +724,11 @@ void idgen_pg_snowflake_init(void) {
       "idgen.node", "idgen_snowflake()'s node values the registry does not assign.",
       "NAME=VALUE, comma-separated, as `idgen --node`: datacenter=1,worker=2.", &node_setting, "",
       PGC_POSTMASTER, 0, NULL, NULL, NULL);
+  DefineCustomStringVariable(
+      "idgen.space", "The registry's ID space idgen_snowflake() leases in.",
+      "Empty: the default space, or the one idgen.registry names with ?space=NAME.  Within a "
+      "space a layout whose IDs could equal a live one's is refused.",
+      &space_setting, "", PGC_POSTMASTER, 0, NULL, NULL, NULL);
   DefineCustomStringVariable("idgen.lease_field", "The node field the registry assigns.",
                              "Empty: worker, or the layout's only node field.",
                              &lease_field_setting, "", PGC_POSTMASTER, 0, NULL, NULL, NULL);
@@ -585,22 +746,22 @@ void idgen_pg_snowflake_init(void) {
 
 /* The generator to use, announced in `seen`: ERRORs (announcement cleared)
  * when there is none. */
-static idgen_snowflake_gen_t *enter(pg_atomic_uint64 **seen) {
+static idgen_snowflake_gen_t *enter(const char *fn, pg_atomic_uint64 **seen) {
   int waited = 0;
   if (sh == NULL)
     ereport(ERROR,
             (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-             errmsg("idgen: idgen_snowflake() needs the library loaded at server start"),
+             errmsg("idgen: %s needs the library loaded at server start", fn),
              errhint("Add idgen to shared_preload_libraries in postgresql.conf and restart the "
                      "server: the generator lives in shared memory, one for all sessions.")));
   if (RecoveryInProgress())
     ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                    errmsg("idgen: idgen_snowflake() does not run on a standby (the server is in "
+                    errmsg("idgen: %s does not run on a standby (the server is in "
                            "recovery): a standby would issue its primary's IDs; it starts once "
-                           "the server is promoted")));
+                           "the server is promoted", fn)));
   if (MyBackendId == InvalidBackendId || MyBackendId >= sh->nseen)
     ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                    errmsg("idgen: idgen_snowflake() cannot run in this kind of process")));
+                    errmsg("idgen: %s cannot run in this kind of process", fn)));
   *seen = &sh->seen[MyBackendId].v;
   for (;;) {
     uint32 cur, status;
@@ -624,7 +785,7 @@ static idgen_snowflake_gen_t *enter(pg_atomic_uint64 **seen) {
     strlcpy(why, sh->reason, sizeof why);
     SpinLockRelease(&sh->mu);
     ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                    errmsg("idgen: idgen_snowflake() has no generator: %s", why)));
+                    errmsg("idgen: %s has no generator: %s", fn, why)));
   }
 }
 
@@ -635,26 +796,26 @@ static void leave(pg_atomic_uint64 *seen) {
 }
 
 /* An ERROR for a refused call, with the lease's state when it is the cause. */
-static void refused(int rc) {
+static void refused(const char *fn, int rc) {
   char why[sizeof sh->reason];
   SpinLockAcquire(&sh->mu);
   strlcpy(why, rc == IDGEN_ELEASE || rc == IDGEN_EMARK ? sh->reason : "", sizeof why);
   SpinLockRelease(&sh->mu);
   ereport(ERROR, (errcode(rc == IDGEN_EEXHAUSTED ? ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE
                                                   : ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                  errmsg("idgen: idgen_snowflake(): %s%s%s", idgen_strerror(rc),
-                         why[0] ? ": " : "", why)));
+                  errmsg("idgen: %s: %s%s%s", fn, idgen_strerror(rc), why[0] ? ": " : "",
+                         why)));
 }
 
 PG_FUNCTION_INFO_V1(idgen_pg_snowflake);
 Datum idgen_pg_snowflake(PG_FUNCTION_ARGS) {
   pg_atomic_uint64 *seen;
-  idgen_snowflake_gen_t *g = enter(&seen);
+  idgen_snowflake_gen_t *g = enter("idgen_snowflake()", &seen);
   uint64_t id;
   int rc = idgen_snowflake_gen_next(g, &id);
   leave(seen);
   if (rc < 0)
-    refused(rc);
+    refused("idgen_snowflake()", rc);
   PG_RETURN_INT64((int64)id);
 }
 
@@ -687,11 +848,11 @@ Datum idgen_pg_snowflake_n(PG_FUNCTION_ARGS) {
     /* the next chunk: one claim, each within the per-call budget (G3) */
     pg_atomic_uint64 *seen;
     int k = b->left < CHUNK ? (int)b->left : CHUNK, rc;
-    idgen_snowflake_gen_t *g = enter(&seen);
+    idgen_snowflake_gen_t *g = enter("idgen_snowflake_n()", &seen);
     rc = idgen_snowflake_gen_next_n(g, b->buf, (size_t)k);
     leave(seen);
     if (rc < 0)
-      refused(rc);
+      refused("idgen_snowflake_n()", rc);
     b->have = k;
     b->next = 0;
     b->left -= k;

@@ -48,6 +48,7 @@ chmod 755 "$work" # the postgres user reaches its data directory below
 cleanup() {
   "$ROOT/tests/pg_server.sh" stop "$work/pg" >/dev/null 2>&1 || true
   "$ROOT/tests/pg_server.sh" stop "$work/pg2" >/dev/null 2>&1 || true
+  "$ROOT/tests/pg_server.sh" stop "$work/pgr" >/dev/null 2>&1 || true
   [ ! -f "$work/pg3/data/postmaster.pid" ] ||
     runuser -u postgres -- /usr/lib/postgresql/15/bin/pg_ctl -D "$work/pg3/data" -m immediate \
       stop >/dev/null 2>&1 || true
@@ -185,6 +186,45 @@ q_when_ready "INSERT INTO sf (s, n) SELECT 9, g FROM generate_series(1, 100000) 
 got=$(q "SELECT count(*), min(id) > $old FROM sf WHERE s = 9")
 [ "$got" = "100000|t" ] || fail "after the restart: rows|all above the old maximum = $got"
 echo "ok   pg extension: restarted $((-behind)) ms behind; 100000 new IDs, all above the old maximum"
+
+echo "== a shared postgres:// registry: restarted 10 s behind, above the old IDs on any worker ID"
+# Another holder used worker 0 a minute ago (its mark is behind the clock);
+# the server then leases worker 0 and issues; restarted 10 s behind, worker
+# 0's mark is ahead of its clock and worker 1 is new to the pool, so the
+# lease goes to worker 1 -- whose IDs must still come after worker 0's.
+portr=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+REG=$("$ROOT/tests/pg_server.sh" start "$work/pgr" "$portr")
+FAKETIME=-60s FAKETIME_DONT_FAKE_MONOTONIC=1 LD_PRELOAD=$FAKETIME_SO \
+  "$BUILD/idgen" snowflake -n 1 --layout "$LAYOUT" --registry "$REG" >/dev/null ||
+  fail "idgen snowflake on the shared registry a minute back"
+echo "idgen.registry = '$REG'" >>"$work/pg2/data/postgresql.conf"
+"$ROOT/tests/pg_server.sh" pause "$work/pg2"
+"$ROOT/tests/pg_server.sh" resume "$work/pg2"
+q_when_ready "INSERT INTO sf (s, n) SELECT 20, g FROM generate_series(1, 100000) g" >/dev/null ||
+  fail "inserts on the shared registry failed"
+old=$(q "SELECT max(id) FROM sf")
+w_before=$(q "SELECT (max(id) >> 12) & 1 FROM sf WHERE s = 20")
+# Another layout beside it in the same ID space is refused, naming it.
+err=$("$BUILD/idgen" snowflake -n 1 --layout twitter --registry "$REG" 2>&1) &&
+  fail "a second layout leased beside the extension's: $err"
+grep -q "is in use by layout $LAYOUT\|is in use by layout time:41@1ms,worker:1" <<<"$err" ||
+  fail "the second layout's refusal: $err"
+echo "ok   pg extension: another layout on its ID space is refused: $(cut -c1-100 <<<"${err#idgen: }")..."
+"$ROOT/tests/pg_server.sh" pause "$work/pg2"
+FAKETIME=-10s FAKETIME_DONT_FAKE_MONOTONIC=1 LD_PRELOAD=$FAKETIME_SO \
+  "$ROOT/tests/pg_server.sh" resume "$work/pg2"
+q_when_ready "INSERT INTO sf (s, n) SELECT 21, g FROM generate_series(1, 100000) g" >/dev/null ||
+  fail "inserts after the restart on the shared registry failed"
+got=$(q "SELECT count(*), min(id) > $old, (min(id) >> 12) & 1 FROM sf WHERE s = 21")
+[ "${got%|*}" = "100000|t" ] ||
+  fail "after the restart 10 s behind: rows|all above the old maximum = $got (old worker $w_before)"
+echo "ok   pg extension: restarted 10 s behind on worker ${got##*|} (was $w_before): 100000 new IDs, all above the old maximum"
+grep -q "idgen_snowflake() starts in" "$work/pg2/log" ||
+  echo "note pg extension: the restart did not have to wait for the clock"
+"$ROOT/tests/pg_server.sh" pause "$work/pg2"
+sed -i '/^idgen.registry = /d' "$work/pg2/data/postgresql.conf"
+"$ROOT/tests/pg_server.sh" resume "$work/pg2"
+"$ROOT/tests/pg_server.sh" stop "$work/pgr" >/dev/null
 
 echo "== a standby refuses; promoted, its copied registry is refused"
 port3=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

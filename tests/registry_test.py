@@ -375,6 +375,62 @@ def field_choice(registry, label):
     b.stop()
 
 
+# ------------------------------------------------------------ ID spaces
+
+
+SEQ11 = "time:41@1ms,datacenter:5,worker:6,sequence:11,epoch=1288834974657"
+
+
+def spaces(registry, label):
+    """One registry, one ID space (SPEC section 8).  Twitter's 10 node bits
+    split 5+6 with an 11-bit sequence made 250,144 duplicates of 1,000,000
+    beside twitter's layout on one registry, silently.  Now: while a
+    twitter daemon holds a tuple, that layout is refused (CLI and daemon),
+    naming the layout in use and its holder; a named space takes it; once
+    the twitter daemon has stopped, the new layout takes the space over and
+    its first ID is above every ID the space issued; `registry list` groups
+    by space and shows the highest ID."""
+    mig, other = in_space(registry, label.split()[0] + "-mig"), in_space(registry, "other")
+    a = Daemon(label + "-space-a", ["--registry", mig, "--lease-ttl-ms", "1000"])
+    old = first_ids(a, 1000, "%s: a twitter daemon leases in the space" % label)
+    if old is None:
+        return
+    r = idgen("snowflake", "-n", "1", "--registry", mig, "--layout", SEQ11)
+    check("%s: another layout on the same space is refused while twitter's is held (CLI)" % label,
+          r.returncode == 1 and "is in use by layout time:41@1ms,datacenter:5,worker:5,"
+          "sequence:12" in r.stderr and "held or in quarantine" in r.stderr
+          and "--space NAME" in r.stderr, r.stderr)
+    check("%s: the refusal names the live holder" % label,
+          (":%d:" % a.p.pid) in r.stderr, r.stderr)
+    b = Daemon(label + "-space-b", ["--registry", mig, "--layout", SEQ11], wait=False)
+    code = b.p.wait(30)
+    check("%s: ... and refused by the daemon too, which exits" % label,
+          code != 0 and "is in use by layout" in b.log(), b.log()[-600:])
+    r = idgen("snowflake", "-n", "3", "--registry", other, "--layout", SEQ11)
+    check("%s: a named space takes that layout beside twitter's" % label, r.returncode == 0,
+          r.stderr)
+    more = a.ids(1000) or []
+    a.stop()
+    old_max = max(old + more)
+    # The old holder stopped (released: free at once): the new layout takes over.
+    c = Daemon(label + "-space-c", ["--registry", mig, "--layout", SEQ11])
+    new = first_ids(c, 1000, "%s: after the twitter daemon stopped, the new layout leases" % label)
+    if new is not None:
+        check("%s: the new layout's IDs are all above every ID the space issued before" % label,
+              min(new) > old_max, "min new %d, old max %d" % (min(new), old_max))
+    r = idgen("snowflake", "-n", "1", "--registry", mig)
+    check("%s: now twitter's layout is the one refused" % label,
+          r.returncode == 1 and "is in use by layout " + SEQ11 in r.stderr, r.stderr)
+    lst = idgen("registry", "list", "--registry", registry)
+    m = re.search(r"\nspace %s\n  highest ID (\d+)" % re.escape(label.split()[0] + "-mig"),
+                  lst.stdout)
+    check("%s: registry list shows the space with its highest ID and layout" % label,
+          lst.returncode == 0 and m is not None and int(m.group(1)) >= max(new or [0])
+          and ("  layout     " + SEQ11) in lst.stdout and "\nspace other\n" in lst.stdout,
+          lst.stdout[-1500:] + lst.stderr)
+    c.stop()
+
+
 def swap_daemon(registry, label, dc, extra, n):
     """A daemon on file: REGISTRY with datacenter DC and a 900 ms TTL, and
     its first N IDs; (None, None) if it does not serve."""
@@ -1433,6 +1489,7 @@ def contract(backend, uri):
                             ["--lease-ttl-ms", "1000"])
         d.stop()
     mix_pairs(uri, backend + " pairs")
+    spaces(uri, backend + " spaces")
 
 
 def fence_by_hand(pg, label):

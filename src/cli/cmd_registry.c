@@ -267,15 +267,18 @@ int cmd_registry(int argc, char **argv) {
     rc = idgen_registry_spaces(r, keep_space, &ls, err, sizeof err);
     for (int i = 0; rc == 0 && i < ls.nspaces; i++) {
       char one[1200];
-      idgen_registry_t *rs;
+      idgen_registry_t *rs = r;
       print_space(&ls, &ls.spaces[i]);
-      snprintf(one, sizeof one, "%s%sspace=%s", ls.uri, strchr(ls.uri, '?') ? "&" : "?",
-               ls.spaces[i].name);
       ls.pool[0] = '\0';
-      if ((rc = idgen_registry_open(&rs, one, err, sizeof err)) == 0) {
-        rc = idgen_registry_list(rs, print_row, &ls, err, sizeof err);
-        idgen_registry_close(rs);
+      if (space == NULL && !strstr(ls.uri, "?space=") && !strstr(ls.uri, "&space=")) {
+        snprintf(one, sizeof one, "%s%sspace=%s", ls.uri, strchr(ls.uri, '?') ? "&" : "?",
+                 ls.spaces[i].name);
+        rc = idgen_registry_open(&rs, one, err, sizeof err);
       }
+      if (rc == 0)
+        rc = idgen_registry_list(rs, print_row, &ls, err, sizeof err);
+      if (rs != r)
+        idgen_registry_close(rs);
     }
     free(ls.spaces);
   } else {

@@ -130,6 +130,17 @@ int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err, size
   if (r->space_given && strcmp(space, "default") != 0)
     snprintf(r->space_path, sizeof r->space_path, "spaces/%s/", space);
   rc = ops->open(r, rest, err, errlen);
+  if (rc == 0) { /* what is shown: the URI as opened, with its space */
+    size_t n = strlen(r->uri) + strlen(r->space) + 8;
+    if ((r->shown = malloc(n)) == NULL)
+      rc = idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+    else if (r->space_given)
+      snprintf(r->shown, n, "%s%sspace=%s", r->uri, strchr(r->uri, '?') ? "&" : "?", r->space);
+    else
+      snprintf(r->shown, n, "%s", r->uri);
+    if (rc < 0 && ops->close)
+      ops->close(r);
+  }
   if (rc < 0) {
     free(r->uri);
     free(r);
@@ -147,6 +158,7 @@ void idgen_registry_close(idgen_registry_t *r) {
   if (r->ops->close)
     r->ops->close(r);
   free(r->uri);
+  free(r->shown);
   free(r);
 }
 
@@ -566,7 +578,7 @@ int idgen_registry_free(idgen_registry_t *r, const char *pool, const char *node,
   return r->ops->free(r, pool, node, force, err, errlen);
 }
 
-const char *idgen_registry_uri(const idgen_registry_t *r) { return r->uri; }
+const char *idgen_registry_uri(const idgen_registry_t *r) { return r->shown; }
 
 /* An absolute directory from the environment variable `name`, or NULL. */
 static const char *abs_env(const char *name) {

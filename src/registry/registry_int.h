@@ -205,6 +205,7 @@ typedef struct idgen__registry_ops {
 struct idgen_registry {
   const idgen__registry_ops_t *ops;
   char *uri;                  /* as opened (file: made absolute), without space= */
+  char *shown;                /* uri, with ?space=NAME if one was named */
   char space[IDGEN_SPACE_NAME_MAX];      /* "default", or the name given */
   char space_path[IDGEN__SPACE_PATH_MAX]; /* "" or "spaces/NAME/" */
   int space_given;            /* the URI named the space (list shows only it) */
