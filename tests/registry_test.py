@@ -726,6 +726,65 @@ def mix_run(registry, label, remove):
     apart(label, holders)
 
 
+def mix_spaces(registry, label):
+    """Two layouts (twitter's, and its 10 node bits split 5+6 with an 11-bit
+    sequence) and two named spaces on one registry, 12 holders started at
+    once: in each space 3 daemons and 3 `idgen snowflake` holders, of both
+    layouts.  In each space one layout wins and the other's holders are
+    refused, naming it (IDGEN_ESPACE; counted); no ID is issued twice within
+    a space (across spaces they may be: a space is its own ID space)."""
+    lays = {"twitter": ["--layout", "twitter"], "seq11": ["--layout", SEQ11]}
+    daemons, clis, refused, other = [], [], {}, []
+    plan = {"alpha": (["twitter", "seq11", "twitter"], ["seq11", "twitter", "seq11"]),
+            "beta": (["seq11", "twitter", "seq11"], ["twitter", "seq11", "twitter"])}
+    for sp, (ds, cs) in plan.items():
+        reg = in_space(registry, sp)
+        for k, lay in enumerate(ds):
+            d = Daemon("%s-%s-d%d-%s" % (label, sp, k, lay), ["--registry", reg] + lays[lay],
+                       wait=False)
+            daemons.append((sp, lay, d))
+        for k, lay in enumerate(cs):
+            clis.append((sp, lay, cli_holder("%s-%s-c%d-%s" % (label, sp, k, lay), reg, None,
+                                             None, n=200000 // SCALE, extra=lays[lay])))
+    ids = {sp: [] for sp in plan}
+    served = {sp: set() for sp in plan}
+    for sp, lay, d in daemons:
+        if d.wait_listening(30):
+            got = []
+            for _ in range(3):
+                got += d.ids(2000) or []
+            ids[sp] += got
+            if got:
+                served[sp].add(lay)
+        else:
+            log = d.log()
+            if "is in use by layout" in log:
+                refused[sp] = refused.get(sp, 0) + 1
+            else:
+                other.append((d.name, log[-300:]))
+    for sp, lay, h in clis:
+        name, rc, got, msg = cli_done(h)
+        if rc == 0:
+            ids[sp] += got
+            served[sp].add(lay)
+        elif rc == 1 and "is in use by layout" in msg:
+            refused[sp] = refused.get(sp, 0) + 1
+        else:
+            other.append((name, rc, msg))
+    for _, _, d in daemons:
+        d.stop()
+    check("%s: every holder served or was refused for the ID space, nothing else" % label,
+          not other, other[:3])
+    for sp in plan:
+        every = ids[sp]
+        check("%s: space %s: no duplicate among %d IDs (layouts that served: %s)" %
+              (label, sp, len(every), ", ".join(sorted(served[sp]))),
+              every and len(set(every)) == len(every),
+              "%d duplicates" % (len(every) - len(set(every))))
+        check("%s: space %s: %d of 6 holders refused (two layouts raced)" %
+              (label, sp, refused.get(sp, 0)), refused.get(sp, 0) >= 1, refused)
+
+
 def file_remover(registry):
     root = registry[len("file:"):]
 
@@ -1549,12 +1608,19 @@ def main():
         if "mix" in OTHER:  # node tuples: holders of every lease field mixed, with removals
             reg = "file:" + os.path.join(TMP, "reg-mix")
             mix_run(reg, "file mix", file_remover(reg))
+            mix_spaces(reg, "file spaces mix")
             default_registry("default registry")
             pg = Postgres()
             try:
                 mix_run(pg.uri, "postgres mix", pg_remover(pg))
+                mix_spaces(pg.uri, "postgres spaces mix")
             finally:
                 pg.stop()
+            etcd = Etcd()
+            try:
+                mix_spaces(etcd.uri, "etcd spaces mix")
+            finally:
+                etcd.stop()
         if "file" in OTHER:  # what only file: has
             reg = "file:" + os.path.join(TMP, "reg")
             swap(reg, "file lease replaced")
