@@ -897,9 +897,10 @@ IDGEN_API int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t unix_ms, idgen
  * layout geometry (epoch, tick, and the positions of the time and sequence
  * fields), so layouts that differ only in names or in the time field's
  * width, and so make the same IDs, share a pool.  Layouts of different
- * geometry make different IDs and never meet.  Each pool also keeps a
- * pool-wide mark: a tuple whose record is new, removed or replaced starts
- * above it (see idgen_lease_row_t.pool_mark_ms).
+ * geometry are other pools, but their IDs can be equal: the registry's ID
+ * space (below, idgen_registry_space) refuses one beside the other.  Each
+ * pool also keeps a pool-wide mark: a tuple whose record is new, removed or
+ * replaced starts above it (see idgen_lease_row_t.pool_mark_ms).
  *
  * A lease is bound to a generator with idgen_snowflake_settings_t.lease.
  * One registry may be used from many threads; one lease from one thread at a
@@ -1042,8 +1043,14 @@ typedef struct idgen_lease_request {
  *                    or a bad TTL;
  *   IDGEN_EPOOLFULL  every value of the leased field is held (names the
  *                    field, its size and the other node values);
+ *   IDGEN_ESPACE     a layout whose IDs could equal this one's holds the
+ *                    registry's ID space (names it, its holders and the
+ *                    remedy), or the space issued IDs above all of this
+ *                    layout's;
  *   IDGEN_ECLOCK     every free value's mark is ahead by more than the
- *                    start wait (names how long until one can start);
+ *                    start wait (names how long until one can start), or
+ *                    the layout takes the ID space over above IDs it can
+ *                    reach only later than that (names the date);
  *   IDGEN_EREGISTRY  the registry failed (names the file or server error).
  * Thread-safe for distinct leases.  Release with idgen_lease_release().
  */

@@ -620,7 +620,7 @@ void idgen_worker_main(Datum arg) {
     /* The last run's IDs may be ahead of this clock (it was stepped back,
      * or a mark step ahead after a crash): calls wait, saying so, rather
      * than fail one by one until it passes them. */
-    for (;;) {
+    for (bool told = false;;) {
       struct timespec ts;
       int64 now_ms, ahead;
       char at[IDGEN_TIME_BUFSIZE], why[300];
@@ -634,6 +634,9 @@ void idgen_worker_main(Datum arg) {
                "idgen_snowflake() starts in %lld ms: this database issued IDs up to %s, "
                "ahead of this server's clock, and its new IDs come after them",
                (long long)ahead, at);
+      if (!told)
+        ereport(LOG, (errmsg("idgen: %s", why)));
+      told = true;
       set_state(ST_STARTING, why, NULL);
       if (!nap(ahead < 250 ? (long)ahead : 250))
         break;

@@ -256,8 +256,17 @@ static void retire_range(idgen__space_t *s, uint64_t lo, uint64_t hi) {
   s->nretired = k;
 }
 
+static int parse(const char *text, size_t n, idgen__space_t *s, char *err, size_t errlen);
+
 int idgen__space_parse(const char *text, size_t n, idgen__space_t *s, char *err,
                        size_t errlen) {
+  int rc = parse(text, n, s, err, errlen);
+  if (rc < 0)
+    memset(s, 0, sizeof *s); /* nothing half-read is left behind */
+  return rc;
+}
+
+static int parse(const char *text, size_t n, idgen__space_t *s, char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
   static const char head[] = "idgen-space v1\n";
   const char *p = text, *end = text + n, *eol;
