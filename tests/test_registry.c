@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -574,6 +575,44 @@ static void test_tuple_random_mix(void **state) {
     for (int i = 0; i < n; i++)
       idgen_lease_release(held[i]);
   }
+  idgen_registry_close(r);
+}
+
+/* A registry whose space has no record (made before ID spaces, or the
+ * record removed) is read as a space holding every pool found; a layout
+ * found there is still compared with the others before it leases, so two
+ * layouts that both have pools cannot both lease (each was a "member"). */
+static void test_space_without_record(void **state) {
+  (void)state;
+  idgen_layout_t tw = tu_layout("twitter");
+  idgen_layout_t s11 =
+      tu_layout("time:41@1ms,datacenter:5,worker:6,sequence:11,epoch=1288834974657");
+  idgen_registry_t *r = tu_registry(uri);
+  uint64_t zero[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  int rc;
+  idgen_lease_t *b = try_take(r, &s11, NULL, zero, &rc); /* its pool, then gone */
+  assert_non_null(b);
+  idgen_lease_release(b);
+  idgen_lease_t *a = try_take(r, &tw, NULL, zero, &rc); /* takes the space over */
+  assert_non_null(a);
+  int64_t now = (int64_t)time(NULL) * 1000;
+  assert_int_equal(idgen_lease_record_mark(a, now + 500, NULL, 0), 0); /* "issued" up to it */
+  char path[700];
+  snprintf(path, sizeof path, "%s/reg/space.rec", dir);
+  assert_int_equal(unlink(path), 0);
+  /* both pools are on disk; twitter's is held: the other is refused */
+  b = try_take(r, &s11, NULL, zero, &rc);
+  assert_null(b);
+  assert_int_equal(rc, IDGEN_ESPACE);
+  idgen_lease_release(a);
+  /* twitter's gone: it takes the space over, above twitter's IDs */
+  b = try_take(r, &s11, NULL, zero, &rc);
+  assert_non_null(b);
+  idgen_lease_info_t ib;
+  idgen_lease_info(b, &ib);
+  if (ib.floor_ms < now + 500) /* its first tick's IDs above twitter's by that mark */
+    fail_msg("floor %lld, twitter's mark %lld", (long long)ib.floor_ms, (long long)now + 500);
+  idgen_lease_release(b);
   idgen_registry_close(r);
 }
 
@@ -1150,6 +1189,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_tuple_every_pair_of_fields, setup, teardown),
       cmocka_unit_test_setup_teardown(test_tuple_random_mix, setup, teardown),
       cmocka_unit_test_setup_teardown(test_tuple_same_ids_other_names, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_space_without_record, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pool_mark_removed_file, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pool_mark_after_exit_and_step_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pool_file_missing_or_corrupt, setup, teardown),

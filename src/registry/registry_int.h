@@ -70,6 +70,10 @@ typedef struct idgen__space_member {
   int64_t floor_ms;
 } idgen__space_member_t;
 typedef struct idgen__space {
+  /* Made up from the pools found (the space has no record yet: a registry
+   * from before ID spaces, or a record removed): every acquisition joins,
+   * so that two layouts found there are compared before either leases. */
+  int provisional;
   int nretired;
   uint64_t lo[IDGEN__SPACE_RETIRED_MAX], hi[IDGEN__SPACE_RETIRED_MAX]; /* sorted, apart */
   int n;

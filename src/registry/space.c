@@ -375,6 +375,7 @@ int idgen__space_format(const idgen__space_t *s, char *buf, size_t n) {
 }
 
 int idgen__space_add_pool(idgen__space_t *s, const char *pool, const char *spec) {
+  s->provisional = 1;
   for (int i = 0; i < s->n; i++)
     if (strcmp(s->m[i].pool, pool) == 0)
       return 0;
@@ -450,7 +451,7 @@ static int above_retired(const idgen__space_t *s, const idgen_layout_t *l, int64
 }
 
 int idgen__space_member(const idgen__space_t *s, const idgen__pool_t *p, int64_t *floor_ms) {
-  for (int i = 0; i < s->n; i++)
+  for (int i = 0; !s->provisional && i < s->n; i++)
     if (strcmp(s->m[i].pool, p->name) == 0 && strcmp(s->m[i].spec, p->layout) == 0) {
       *floor_ms = s->m[i].floor_ms;
       return 1;
@@ -469,8 +470,10 @@ int idgen__space_join(idgen__space_t *s, const char *space, const idgen__pool_t 
     if (strcmp(s->m[i].pool, p->name) != 0)
       continue;
     if (strcmp(s->m[i].spec, p->layout) == 0) {
-      plan->floor_ms = s->m[i].floor_ms; /* a member: nothing to decide */
-      return 0;
+      if (!s->provisional) {
+        plan->floor_ms = s->m[i].floor_ms; /* a member: nothing to decide */
+        return 0;
+      } /* else found in a record made up from the pools: compared below */
     }
     in_pool = 1; /* a new layout of a pool in the space: its floor */
     floor = s->m[i].floor_ms;
@@ -561,15 +564,21 @@ int idgen__space_join(idgen__space_t *s, const char *space, const idgen__pool_t 
                       "own (--space NAME)",
                       space, p->layout, upto, date, wait, max);
   }
+  if (in_pool)
+    for (int i = 0; i < s->n; i++)
+      if (strcmp(s->m[i].pool, p->name) == 0 && s->m[i].floor_ms < floor)
+        s->m[i].floor_ms = floor; /* the pool's new holders start above it, any layout */
+  s->provisional = 0; /* from now on a record */
+  plan->floor_ms = floor;
+  plan->changed = 1;
+  for (int i = 0; i < s->n; i++)
+    if (strcmp(s->m[i].pool, p->name) == 0 && strcmp(s->m[i].spec, p->layout) == 0)
+      return 0; /* it was in the made-up record: kept, with its floor raised */
   if (s->n == IDGEN__SPACE_MAX)
     return idgen__err(err, errlen, IDGEN_ESPACE,
                       "registry: space \"%s\" already has %d layouts: stop the holders of one "
                       "of them, or use a space of its own (--space NAME)",
                       space, IDGEN__SPACE_MAX);
-  if (in_pool)
-    for (int i = 0; i < s->n; i++)
-      if (strcmp(s->m[i].pool, p->name) == 0 && s->m[i].floor_ms < floor)
-        s->m[i].floor_ms = floor; /* the pool's new holders start above it, any layout */
   idgen__space_member_t *m = &s->m[s->n++];
   memset(m, 0, sizeof *m);
   snprintf(m->pool, sizeof m->pool, "%s", p->name);
