@@ -616,6 +616,39 @@ static void test_space_without_record(void **state) {
   idgen_registry_close(r);
 }
 
+/* A layout that takes a space over starts above the IDs of the one it
+ * replaces; one that could do so only later than max_start_wait_ms is
+ * refused with the date it could start (its epoch an hour later: its IDs
+ * reach twitter's an hour from now). */
+static void test_space_takeover_date(void **state) {
+  (void)state;
+  idgen_layout_t tw = tu_layout("twitter");
+  idgen_layout_t later =
+      tu_layout("time:41@1ms,datacenter:5,worker:6,sequence:11,epoch=1288838574657");
+  idgen_registry_t *r = tu_registry(uri);
+  uint64_t zero[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  int rc;
+  char err[600];
+  idgen_lease_t *a = try_take(r, &tw, NULL, zero, &rc), *b;
+  assert_non_null(a);
+  int64_t now = (int64_t)time(NULL) * 1000;
+  assert_int_equal(idgen_lease_record_mark(a, now, NULL, 0), 0);
+  idgen_lease_release(a);
+  idgen_lease_request_t req = {&later, zero, NULL, -1, NULL};
+  assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), IDGEN_ECLOCK);
+  char date[IDGEN_TIME_BUFSIZE];
+  idgen_time_format(now + 3600000, date);
+  date[13] = '\0'; /* "YYYY-MM-DDTHH": the hour it could start */
+  if (strstr(err, "starts above the IDs its space issued before it") == NULL ||
+      strstr(err, date) == NULL)
+    fail_msg("%s (wanted %s)", err, date);
+  /* the space still belongs to twitter's layout: it leases at once */
+  a = try_take(r, &tw, NULL, zero, &rc);
+  assert_non_null(a);
+  idgen_lease_release(a);
+  idgen_registry_close(r);
+}
+
 /* Layouts that make the same IDs -- other field names, a wider time field
  * -- share a pool and meet on the same tuples. */
 static void test_tuple_same_ids_other_names(void **state) {
@@ -1190,6 +1223,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_tuple_random_mix, setup, teardown),
       cmocka_unit_test_setup_teardown(test_tuple_same_ids_other_names, setup, teardown),
       cmocka_unit_test_setup_teardown(test_space_without_record, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_space_takeover_date, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pool_mark_removed_file, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pool_mark_after_exit_and_step_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pool_file_missing_or_corrupt, setup, teardown),
