@@ -1210,7 +1210,7 @@ def node_above_time(registry, label):
           before and all(i >> 53 == 1 for i in before), before[:1])
     r = idgen("registry", "list", "--registry", registry, "--json")
     pools = {json.loads(l)["pool"] for l in r.stdout.splitlines()
-             if l.startswith("{") and json.loads(l)["layout"].startswith("worker:3,")}
+             if l.startswith("{") and json.loads(l).get("layout", "").startswith("worker:3,")}
     r = idgen("registry", "free", "--registry", registry, "--force", *(list(pools)[:1]), "worker=1")
     check("%s: free --force fences it" % label, r.returncode == 0 and len(pools) == 1,
           (pools, r.stderr))
@@ -1348,7 +1348,7 @@ def schema_wait(pg, label):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_sleeping(uri, "LOCK TABLE idgen_pools")
     t = time.monotonic()
-    r = idgen("snowflake", "--registry", uri, "--layout", "sonyflake")
+    r = idgen("snowflake", "--registry", in_space(uri, "sony"), "--layout", "sonyflake")
     took = time.monotonic() - t
     lock.wait()
     check("%s: a starter of a new pool waited %.1f s for idgen_pools (locked 3 s more)"
@@ -1651,7 +1651,7 @@ def main():
                 fence_by_hand(pg, "postgres fence")
                 pg_outage(pg, "postgres outage")
                 paused_holder(pg, "postgres SIGSTOP")
-                node_above_time(pg.uri, "postgres node above time")
+                node_above_time(in_space(pg.uri, "high"), "postgres node above time")
                 clock_skew(pg, "postgres clock skew")
                 hostile_defaults(pg, "postgres hostile defaults")
                 schema_wait(pg, "postgres schema lock")

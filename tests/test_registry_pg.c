@@ -6,7 +6,10 @@
  *
  * Each test works in pools of its own: the layouts have a node field `run`
  * whose value is new for every test (random base + counter), so tests, and
- * runs sharing one server, never see each other's worker IDs.  Expiry and
+ * runs sharing one server, never see each other's worker IDs; and each test
+ * in an ID space of its own (?space=t<run base>-<n>), since tests of
+ * several layouts take turns (the registry's ID space refuses a layout
+ * beside another whose IDs could be equal).  Expiry and
  * quarantine are by the database's clock, so those tests sleep (for real,
  * under 3 s each); marks are compared with the wall clock, which the start
  * wait test injects.
@@ -27,7 +30,9 @@
 #include "registry_int.h" /* idgen__lease_final_mark */
 #include "testutil.h"
 
-static const char *uri;
+static const char *base_uri; /* $IDGEN_TEST_PG_URI */
+static char uri[560];        /* base_uri in an ID space of the running test's own */
+static char space[64];       /* its name */
 static uint64_t run_base, run_next;
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -43,6 +48,7 @@ typedef struct pool {
   uint64_t run;
   unsigned run_shift;
   char name[IDGEN_POOL_NAME_MAX];
+  char stored[IDGEN_POOL_NAME_MAX + 80]; /* its rows' `pool`: in the test's space */
 } pool_t;
 
 static pool_t new_pool(const char *spec) {
@@ -54,6 +60,7 @@ static pool_t new_pool(const char *spec) {
   p.node[i] = p.run;
   p.run_shift = p.layout.fields[i].shift;
   idgen__pool_name(&p.layout, p.name);
+  snprintf(p.stored, sizeof p.stored, "spaces/%s/%s", space, p.name);
   return p;
 }
 
@@ -529,7 +536,7 @@ static void test_bound_generator(void **state) {
 
 /* SQL by hand, as an operator would run it; asserts success. */
 static void psql(const char *sql) {
-  PGconn *c = PQconnectdb(uri);
+  PGconn *c = PQconnectdb(base_uri);
   assert_int_equal(PQstatus(c), CONNECTION_OK);
   PGresult *res = PQexec(c, sql);
   if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
@@ -595,7 +602,7 @@ static void test_floor_after_delete(void **state) {
   int64_t m = now_ms() + 60000;
   assert_int_equal(idgen_lease_record_mark(a, m, NULL, 0), 0);
   char sql[600];
-  snprintf(sql, sizeof sql, "DELETE FROM idgen_nodes WHERE pool = '%s' AND node = %lld", p.name,
+  snprintf(sql, sizeof sql, "DELETE FROM idgen_nodes WHERE pool = '%s' AND node = %lld", p.stored,
            (long long)info_of(a).key);
   psql(sql);
   rows_t rs = list_pool(r, &p);
@@ -624,8 +631,8 @@ static void test_floor_after_delete(void **state) {
   assert_int_equal(rs.row[0].pool_mark_ms, m);
   idgen_lease_release(b);
   /* idgen_pools keeps its rows */
-  snprintf(sql, sizeof sql, "DELETE FROM idgen_pools WHERE pool = '%s'", p.name);
-  PGconn *c = PQconnectdb(uri);
+  snprintf(sql, sizeof sql, "DELETE FROM idgen_pools WHERE pool = '%s'", p.stored);
+  PGconn *c = PQconnectdb(base_uri);
   PGresult *res = PQexec(c, sql);
   assert_int_equal(PQresultStatus(res), PGRES_FATAL_ERROR);
   assert_non_null(strstr(PQerrorMessage(c), "never deleted"));
@@ -691,9 +698,18 @@ static void test_earlier_version_table(void **state) {
   idgen_registry_close(r);
 }
 
+/* Each test's own ID space. */
+static int own_space(void **state) {
+  (void)state;
+  static unsigned n;
+  snprintf(space, sizeof space, "t%llu-%u", (unsigned long long)run_base, n++);
+  snprintf(uri, sizeof uri, "%s%sspace=%s", base_uri, strchr(base_uri, '?') ? "&" : "?", space);
+  return 0;
+}
+
 int main(void) {
-  uri = getenv("IDGEN_TEST_PG_URI");
-  if (uri == NULL || uri[0] == '\0') {
+  base_uri = getenv("IDGEN_TEST_PG_URI");
+  if (base_uri == NULL || base_uri[0] == '\0') {
     const char *skip = getenv("IDGEN_TEST_PG_SKIP");
     if (skip && strcmp(skip, "1") == 0) {
       fprintf(stderr, "test_registry_pg: skipped (IDGEN_TEST_PG_SKIP=1)\n");
@@ -708,21 +724,21 @@ int main(void) {
     seed = (uint16_t)(getpid() ^ time(NULL));
   run_base = seed;
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_open),
-      cmocka_unit_test(test_lowest_free_release_and_marks),
-      cmocka_unit_test(test_concurrent_processes),
-      cmocka_unit_test(test_threads_share_a_registry),
-      cmocka_unit_test(test_expiry_and_quarantine),
-      cmocka_unit_test(test_full_pool),
-      cmocka_unit_test(test_start_wait),
-      cmocka_unit_test(test_list_states),
-      cmocka_unit_test(test_list_stops),
-      cmocka_unit_test(test_free_by_hand),
-      cmocka_unit_test(test_bound_generator),
-      cmocka_unit_test(test_fork),
-      cmocka_unit_test(test_tuple_whichever_field),
-      cmocka_unit_test(test_floor_after_delete),
-      cmocka_unit_test(test_earlier_version_table),
+      cmocka_unit_test_setup(test_open, own_space),
+      cmocka_unit_test_setup(test_lowest_free_release_and_marks, own_space),
+      cmocka_unit_test_setup(test_concurrent_processes, own_space),
+      cmocka_unit_test_setup(test_threads_share_a_registry, own_space),
+      cmocka_unit_test_setup(test_expiry_and_quarantine, own_space),
+      cmocka_unit_test_setup(test_full_pool, own_space),
+      cmocka_unit_test_setup(test_start_wait, own_space),
+      cmocka_unit_test_setup(test_list_states, own_space),
+      cmocka_unit_test_setup(test_list_stops, own_space),
+      cmocka_unit_test_setup(test_free_by_hand, own_space),
+      cmocka_unit_test_setup(test_bound_generator, own_space),
+      cmocka_unit_test_setup(test_fork, own_space),
+      cmocka_unit_test_setup(test_tuple_whichever_field, own_space),
+      cmocka_unit_test_setup(test_floor_after_delete, own_space),
+      cmocka_unit_test_setup(test_earlier_version_table, own_space),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
