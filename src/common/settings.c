@@ -310,7 +310,7 @@ int settings_int(settings_t *s, int k, int64_t *v) {
 /* "datacenter=1,worker=7" into s->gen.node[] by the layout's field indexes,
  * each by the library's one NAME=VALUE rule. */
 static int check_nodes(settings_t *s, int k) {
-  char buf[512], err[300];
+  char buf[512], err[1200]; /* @ip's refusal lists the routes and interfaces found */
   if (strlen(s->value[k]) >= sizeof buf)
     return settings_fail(s, k, "too long");
   strcpy(buf, s->value[k]);
