@@ -309,8 +309,12 @@ static int dump(int fd, uint32_t seq, uint16_t type, int (*take)(const struct nl
     }
     if (from.nl_pid != 0) /* only the kernel's answers */
       continue;
-    int n = (int)got;
-    for (const struct nlmsghdr *h = (const void *)buf; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
+    /* NLMSG_OK and NLMSG_NEXT, without their signed/unsigned comparison */
+    for (size_t off = 0, n = (size_t)got; off + sizeof(struct nlmsghdr) <= n;) {
+      const struct nlmsghdr *h = (const void *)(buf + off);
+      if (h->nlmsg_len < sizeof *h || h->nlmsg_len > n - off)
+        break;
+      off += NLMSG_ALIGN(h->nlmsg_len);
       if (h->nlmsg_seq != seq)
         continue;
       if (h->nlmsg_flags & NLM_F_DUMP_INTR) {
