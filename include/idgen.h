@@ -982,8 +982,10 @@ IDGEN_API int idgen_registry_default_uri(char *buf, size_t n, char *err, size_t 
  * default route in the main table; a default route via a bridge or, by
  * name, a virtual interface of containers or VMs (docker*, br-*, virbr*,
  * veth*, cni*); an address many hosts hold by convention (Docker's default
- * bridge network 172.17.0.0/16, libvirt's 192.168.122.0/24, the user-mode NAT
- * guest 10.0.2.15; MACs 02:42:ac:11:*, which Docker derives from those, and
+ * bridge network 172.17.0.0/16, Podman's 10.88.0.0/16, libvirt's
+ * 192.168.122.0/24, the user-mode NAT guest 10.0.2.15, slirp4netns's
+ * 10.0.2.100, and any address whose interface has the MAC Docker makes from
+ * it, 02:42 and its four bytes; for "@mac" such a MAC, 02:42:ac:11:*, and
  * QEMU's default 52:54:00:12:34:56); an interface without such an address.
  * The message names the default routes and the interfaces found.
  * Fills out (the value, the interface, the address as text); zeroes it on

@@ -136,6 +136,16 @@ conventional "a QEMU/VirtualBox NAT guest" 10.0.2.15/24 10.0.2.2 "the guest addr
 conventional "a Docker container" 172.17.0.2/16 172.17.0.1 "Docker's default bridge network"
 conventional "a libvirt guest" 192.168.122.87/24 192.168.122.1 "libvirt's default network"
 conventional "the host side of docker0" 172.17.0.1/16 172.17.0.254 "Docker's default bridge network"
+conventional "a Podman container" 10.88.0.5/16 10.88.0.1 "Podman's default network"
+# A container on a Docker network other than the default one: its address is
+# Docker's choice (the same order on every host), told by the MAC Docker made
+# from it.
+ip link set eth0 address 02:42:ac:12:00:02
+conventional "a container of a compose network" 172.18.0.2/16 172.18.0.1 \
+  "an address Docker assigned on one of its bridge networks"
+refused "a container of a compose network, @mac" worker=@mac \
+  "eth0 has MAC 02:42:ac:12:00:02, a MAC Docker made from the interface's address"
+ip link set eth0 address 02:00:00:ab:cd:ef
 # ...and neighbours of those, which are not conventional, are taken.
 ip addr flush dev eth0 scope global && ip addr add 10.0.2.16/24 dev eth0 &&
   ip route replace default via 10.0.2.2 dev eth0 metric 200

@@ -103,9 +103,24 @@ static const struct {
                       "are given 172.17.0.2, .3, ... in the same order on every Docker host)"},
     {0xC0A87A00u, 24, "libvirt's default network (virbr0 is 192.168.122.1 and guests are "
                       "leased addresses from the same range on every libvirt host)"},
+    {0x0A580000u, 16, "Podman's default network (the same order of addresses on every "
+                      "Podman host)"},
     {0x0A00020Fu, 32, "the guest address of QEMU's and VirtualBox's user-mode NAT, the same "
                       "in every such VM"},
+    {0x0A000264u, 32, "the address slirp4netns gives every rootless container"},
 };
+
+/* Docker makes a container's MAC on its bridge networks from its IPv4
+ * address: 02:42 and the address's four bytes.  Such an address is Docker's
+ * choice, made in the same order on every host (172.18.0.2 is the first
+ * container of the first compose network everywhere), and so is the MAC. */
+static const char docker_made[] = "an address Docker assigned on one of its bridge networks (the "
+                                  "interface's MAC is made from it), the same on every Docker "
+                                  "host that starts the same containers";
+
+static int docker_mac(const unsigned char *mac, unsigned maclen, const unsigned char *a) {
+  return maclen == 6 && mac[0] == 0x02 && mac[1] == 0x42 && memcmp(mac + 2, a, 4) == 0;
+}
 
 static const struct {
   unsigned char mac[6];
@@ -567,7 +582,10 @@ int idgen_host_node_value(const char *source, unsigned bits, idgen_host_value_t 
       goto done;
     }
     addr_text(x, a, sizeof a);
-    if (x->family == AF_INET && (why = shared_v4_why(x->a)) != NULL) {
+    if (x->family == AF_INET && (why = shared_v4_why(x->a)) == NULL &&
+        docker_mac(l->mac, l->maclen, x->a))
+      why = docker_made;
+    if (x->family == AF_INET && why != NULL) {
       rc = idgen__err(err, errlen, IDGEN_ERANGE,
                       "%s: the default route's interface %s has %s, an address of %s (%s)" HOST_REMEDY,
                       source, name, a, why, seen);
@@ -591,7 +609,13 @@ int idgen_host_node_value(const char *source, unsigned bits, idgen_host_value_t 
     const unsigned char *m = l->mac;
     snprintf(out->addr, sizeof out->addr, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2],
              m[3], m[4], m[5]);
-    if ((why = shared_mac_why(m)) != NULL) {
+    why = shared_mac_why(m);
+    for (size_t k = 0; why == NULL && k < net.naddrs; k++)
+      if (net.addrs[k].index == l->index && net.addrs[k].family == AF_INET &&
+          docker_mac(m, l->maclen, net.addrs[k].a))
+        why = "a MAC Docker made from the interface's address on one of its bridge networks, "
+              "the same on every Docker host that starts the same containers";
+    if (why != NULL) {
       rc = idgen__err(err, errlen, IDGEN_ERANGE,
                       "%s: the default route's interface %s has MAC %s, %s (%s)" HOST_REMEDY,
                       source, name, out->addr, why, seen);
