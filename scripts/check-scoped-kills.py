@@ -22,7 +22,8 @@ The rules:
     pkill and pgrep without -P/--parent, killall, killall5, pidof, fuser
     (it names whoever uses a file or port), lsof -t, ps over all processes
     (-e, -A, ax, aux), a listing or glob of /proc (/proc/*, /proc/[0-9]*,
-    os.listdir("/proc")), psutil, and xargs kill.
+    os.listdir("/proc")), psutil, xargs kill, and stopping a system service
+    (systemctl stop/kill/restart, service NAME stop).
  2. Shell `kill` (also inside trap '...', eval, sh -c and $(...)): each
     target must be recorded: a parameter ($pid, "${pids[@]}", or -"$pgid" as
     a process group), $!, a job (%1, $(jobs -p)), a PID file the script
@@ -80,6 +81,10 @@ NAME_RULES = [
                 r"((?<![\w./-])ls\s+(-\w+\s+)*/proc/?(?=\s|$|[;|&)]))"),
      "a scan of every process in /proc: find this script's own by PID or parent instead"),
     (re.compile(r"\b(psutil)\b"), "psutil scans every process on the machine"),
+    (re.compile(r"(?<![\w.-])(systemctl[\s\"',]+(?:-[^\s\"',]+[\s\"',]+)*(?:stop|kill|restart|"
+                r"try-restart|reload-or-restart|isolate)|service[\s\"',]+[^\s\"',]+[\s\"',]+"
+                r"(?:stop|restart))\b"),
+     "{0}: a system service, not a process this script started"),
     (re.compile(r"\b(xargs)\b[^|;&\n]*(?<![\w.-])kill\b"),
      "xargs kill: the targets come from a pipe and cannot be judged"),
 ]
@@ -119,8 +124,8 @@ class Report:
 def name_rules(rep, text, lines):
     for rx, what in NAME_RULES:
         for m in rx.finditer(text):
-            word = next(g for g in m.groups() if g)
-            rep.flag(lines, what.format(word.strip()))
+            word = re.sub(r"[\s\"',]+", " ", next(g for g in m.groups() if g)).strip()
+            rep.flag(lines, what.format(word))
 
 
 # ------------------------------------------------------------------- shell
