@@ -129,14 +129,18 @@ ip route del default via 198.51.100.1 dev eth1 metric 100
 conventional() { # WHAT ADDR/PREFIX GATEWAY TEXT
   ip addr flush dev eth0 scope global && ip addr add "$2" dev eth0 &&
     ip route replace default via "$3" dev eth0 metric 200
-  refused "$1" worker=@ip "the default route's interface eth0 has ${2%/*}, an address of $4" \
+  refused "$1" worker=@ip "the default route's interface eth0 has ${2%/*}, $4" \
     "default IPv4 route via eth0 (metric 200)"
 }
 conventional "a QEMU/VirtualBox NAT guest" 10.0.2.15/24 10.0.2.2 "the guest address of QEMU"
-conventional "a Docker container" 172.17.0.2/16 172.17.0.1 "Docker's default bridge network"
-conventional "a libvirt guest" 192.168.122.87/24 192.168.122.1 "libvirt's default network"
-conventional "the host side of docker0" 172.17.0.1/16 172.17.0.254 "Docker's default bridge network"
-conventional "a Podman container" 10.88.0.5/16 10.88.0.1 "Podman's default network"
+conventional "a Docker container" 172.17.0.2/16 172.17.0.1 \
+  "an address of Docker's default bridge network"
+conventional "a libvirt guest" 192.168.122.87/24 192.168.122.1 "an address of libvirt's default network"
+conventional "the host side of docker0" 172.17.0.1/16 172.17.0.254 \
+  "an address of Docker's default bridge network"
+conventional "a rootless container (slirp4netns)" 10.0.2.100/24 10.0.2.2 \
+  "the address slirp4netns gives every rootless container"
+conventional "a Podman container" 10.88.0.5/16 10.88.0.1 "an address of Podman's default network"
 # A container on a Docker network other than the default one: its address is
 # Docker's choice (the same order on every host), told by the MAC Docker made
 # from it.

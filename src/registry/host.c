@@ -99,12 +99,13 @@ static const struct {
   unsigned prefix;
   const char *what;
 } shared_v4[] = {
-    {0xAC110000u, 16, "Docker's default bridge network (docker0 is 172.17.0.1 and containers "
-                      "are given 172.17.0.2, .3, ... in the same order on every Docker host)"},
-    {0xC0A87A00u, 24, "libvirt's default network (virbr0 is 192.168.122.1 and guests are "
-                      "leased addresses from the same range on every libvirt host)"},
-    {0x0A580000u, 16, "Podman's default network (the same order of addresses on every "
-                      "Podman host)"},
+    {0xAC110000u, 16, "an address of Docker's default bridge network (docker0 is 172.17.0.1 "
+                      "and containers are given 172.17.0.2, .3, ... in the same order on every "
+                      "Docker host)"},
+    {0xC0A87A00u, 24, "an address of libvirt's default network (virbr0 is 192.168.122.1 and "
+                      "guests are leased addresses from the same range on every libvirt host)"},
+    {0x0A580000u, 16, "an address of Podman's default network (the same order of addresses on "
+                      "every Podman host)"},
     {0x0A00020Fu, 32, "the guest address of QEMU's and VirtualBox's user-mode NAT, the same "
                       "in every such VM"},
     {0x0A000264u, 32, "the address slirp4netns gives every rootless container"},
@@ -576,9 +577,10 @@ int idgen_host_node_value(const char *source, unsigned bits, idgen_host_value_t 
     const char *fam = r->family == AF_INET ? "IPv4" : "IPv6";
     if (x == NULL) {
       rc = idgen__err(err, errlen, IDGEN_ERANGE,
-                      "%s: the default route's interface %s has no global %s address%s (%s)" HOST_REMEDY,
-                      source, name, fam,
-                      r->has_src ? " equal to the route's preferred source" : "", seen);
+                      "%s: the default route's interface %s has no global %s address%s "
+                      "(%s)" HOST_REMEDY,
+                      source, name, fam, r->has_src ? " equal to the route's preferred source" : "",
+                      seen);
       goto done;
     }
     addr_text(x, a, sizeof a);
@@ -587,8 +589,8 @@ int idgen_host_node_value(const char *source, unsigned bits, idgen_host_value_t 
       why = docker_made;
     if (x->family == AF_INET && why != NULL) {
       rc = idgen__err(err, errlen, IDGEN_ERANGE,
-                      "%s: the default route's interface %s has %s, an address of %s (%s)" HOST_REMEDY,
-                      source, name, a, why, seen);
+                      "%s: the default route's interface %s has %s, %s (%s)" HOST_REMEDY, source,
+                      name, a, why, seen);
       goto done;
     }
     uint64_t v = 0;
