@@ -971,18 +971,32 @@ IDGEN_API int idgen_registry_default_uri(char *buf, size_t n, char *err, size_t 
 /*
  * Node values from the host, for those who want no registry (seed 000 takes
  * the machine's MAC or IP; Sonyflake's default machine ID is the low 16 bits
- * of the private IPv4 address).  `source` is
- *   "@ip":  the low `bits` bits of the first private IPv4 address (10/8,
- *           172.16/12, 192.168/16, 100.64/10) of an interface that is up,
- *           loopback aside, in the kernel's order (Sonyflake's rule, which
- *           also skips loopback);
- *   "@mac": the low `bits` bits of the MAC address of the interface that is
- *           up, loopback aside, with the lowest index and a non-zero one.
- * Fills out (the value, the interface, the address as text).  IDGEN_EINVAL
- * for another source; IDGEN_ERANGE when the host has no such address; the
- * message names what was looked for.  UNCHECKED: two hosts whose addresses
- * share those low bits get the same value and make the same IDs (Sonyflake's
- * users met it in Kubernetes); a registry leases node values and checks them.
+ * of the IPv4 address).  Both come from the interface of the host's default
+ * route, read from the kernel (rtnetlink, nothing is sent): the IPv4 default
+ * route of the main table with the lowest metric, or the IPv6 one on a host
+ * with none.  `source` is
+ *   "@ip":  the low `bits` bits of that interface's address the kernel sends
+ *           from (for IPv4 the route's preferred source, else the first
+ *           primary address whose subnet holds the gateway, else the first
+ *           primary one; for IPv6 the preferred source, else a global
+ *           address neither temporary, deprecated nor tentative, static
+ *           ones first, then the lowest);
+ *   "@mac": the low `bits` bits of that interface's MAC address.
+ * Refused (IDGEN_ERANGE), never passed over for another interface: no
+ * default route in the main table; a default route via a bridge or, by
+ * name, a virtual interface of containers or VMs (docker*, br-*, virbr*,
+ * veth*, cni*); an address many hosts hold by convention (Docker's default
+ * bridge network 172.17.0.0/16, Podman's 10.88.0.0/16, libvirt's
+ * 192.168.122.0/24, the user-mode NAT guest 10.0.2.15, slirp4netns's
+ * 10.0.2.100, and any address whose interface has the MAC Docker makes from
+ * it, 02:42 and its four bytes; for "@mac" such a MAC, 02:42:ac:11:*, and
+ * QEMU's default 52:54:00:12:34:56); an interface without such an address.
+ * The message names the default routes and the interfaces found.
+ * Fills out (the value, the interface, the address as text); zeroes it on
+ * failure.  IDGEN_EINVAL for another source; IDGEN_ENOMEM.  Thread-safe.
+ * UNCHECKED: two hosts whose addresses share those low bits get the same
+ * value and make the same IDs (Sonyflake's users met it in Kubernetes); a
+ * registry leases node values and checks them.
  */
 #define IDGEN_IFNAME_MAX 16
 typedef struct idgen_host_value {

@@ -163,7 +163,9 @@ echo "ok   pg extension: 100000 more rows on the new lease, no unique violation"
 
 echo "== the idgen background worker stopped (SIGTERM): it comes back"
 before=$(ready_count)
-wpid=$(pgrep -f "idgen lease keeper" | head -1)
+# only our own server's worker: a child of its postmaster (never another
+# server's: `pgrep -f` alone took the first on the machine)
+wpid=$(pgrep -P "$(head -n 1 "$work/pg2/data/postmaster.pid")" -f "idgen lease keeper" | head -1)
 [ -n "$wpid" ] || fail "no idgen lease keeper process"
 kill -TERM "$wpid"
 q_when_ready "SELECT idgen_snowflake()" >/dev/null || fail "idgen_snowflake() did not come back after SIGTERM"

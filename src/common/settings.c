@@ -30,9 +30,11 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
     [SK_NODE] = {"node", ST_NODE, BOTH, 0, "", NULL, "all 0", NONE, "NAME=V",
                  "the value of a node field the registry does not assign; repeat the flag "
                  "for each field, or give them comma-separated: `datacenter=1,rack=7`; with "
-                 "registry `static`, `NAME=@ip` takes the low bits of the first private IPv4 "
-                 "address (Sonyflake's machine ID), `NAME=@mac` of the first MAC address: "
-                 "unchecked, two hosts may share them"},
+                 "registry `static`, `NAME=@ip` takes the low bits of the address of the "
+                 "default route's interface (Sonyflake's machine ID), `NAME=@mac` of its MAC "
+                 "address; never a bridge, a veth or an address many hosts share such as "
+                 "docker0's 172.17.0.1 (refused, naming what was found); unchecked: two hosts "
+                 "may share the low bits"},
     [SK_REGISTRY] = {"registry", ST_REGISTRY, BOTH, 0, "", "static",
                      "`file:/var/lib/idgen` as root, else `file:$XDG_STATE_HOME/idgen` or "
                      "`file:~/.local/state/idgen`",
@@ -316,7 +318,7 @@ int settings_int(settings_t *s, int k, int64_t *v) {
 /* "datacenter=1,worker=7" into s->gen.node[] by the layout's field indexes,
  * each by the library's one NAME=VALUE rule. */
 static int check_nodes(settings_t *s, int k) {
-  char buf[512], err[300];
+  char buf[512], err[1200]; /* @ip's refusal lists the routes and interfaces found */
   if (strlen(s->value[k]) >= sizeof buf)
     return settings_fail(s, k, "too long");
   strcpy(buf, s->value[k]);

@@ -116,7 +116,7 @@ def delete_ns(ns):
     pids = run(["ip", "netns", "pids", ns], check=False).stdout.split()
     for p in pids:
         try:
-            os.kill(int(p), signal.SIGKILL)
+            os.kill(int(p), signal.SIGKILL)  # scoped: in an idgc namespace this test made
         except (ProcessLookupError, ValueError):
             pass
     run(["ip", "netns", "del", ns], check=False)
@@ -222,7 +222,7 @@ class Postgres:
             pid = int(open(os.path.join(self.dir, "data/postmaster.pid")).readline())
         except (OSError, ValueError):
             return []
-        return [pid] + [int(c) for c in os.listdir("/proc") if c.isdigit() and parent(c) == pid]
+        return [pid] + children(pid)
 
     def restart(self):
         """Fault: a fast restart.  Returns when it takes connections again."""
@@ -232,11 +232,11 @@ class Postgres:
     def leader_kill(self, down_s):
         """Fault: the postmaster killed (crash recovery on restart)."""
         pid = int(open(os.path.join(self.dir, "data/postmaster.pid")).readline())
-        children = [c for c in os.listdir("/proc") if c.isdigit() and parent(c) == pid]
-        os.kill(pid, signal.SIGKILL)
+        backends = children(pid)
+        os.kill(pid, signal.SIGKILL)  # scoped: our server's, from its data directory
         time.sleep(down_s)
         for _ in range(200):  # its backends notice the postmaster is gone and exit
-            if not any(os.path.exists("/proc/" + c) for c in children):
+            if not any(os.path.exists("/proc/%d" % c) for c in backends):
                 break
             time.sleep(0.05)
         self._script("resume", self.dir)
@@ -254,6 +254,12 @@ def cpu_ms(pids):
         except (OSError, IndexError, ValueError):
             pass
     return total * 1000.0 / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid):
+    """The processes whose parent is PID (pgrep -P), as ints."""
+    return [int(c) for c in os.listdir("/proc")  # scoped: only those whose parent is pid
+            if c.isdigit() and parent(c) == pid]
 
 
 def parent(pid):
