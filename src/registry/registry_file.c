@@ -324,10 +324,10 @@ static int make_dirs(const char *path) {
 
 /* ---- the pool's mark ------------------------------------------------------ */
 
-/* Takes the pool's lock: an exclusive flock on its directory.  The
- * directory's descriptor, or -1 with errno. */
-static int pool_lock(const char *dir) {
-  int fd = open_held(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+/* An exclusive flock on `path` opened with `flags` (waiting for it): the
+ * descriptor, or -1 with errno.  Undone by pool_unlock. */
+static int lock_exclusive(const char *path, int flags) {
+  int fd = open_held(path, flags);
   if (fd < 0)
     return -1;
   while (flock(fd, LOCK_EX) < 0) {
@@ -344,6 +344,12 @@ static int pool_lock(const char *dir) {
 static void pool_unlock(int fd) {
   flock(fd, LOCK_UN);
   close_held(fd);
+}
+
+/* Takes the pool's lock: an exclusive flock on its directory (which stays
+ * while the pool is used, unlike the files in it). */
+static int pool_lock(const char *dir) {
+  return lock_exclusive(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 static int is_lock_name(const char *name, uint64_t *key) {
@@ -718,23 +724,7 @@ static int space_dir(const idgen_registry_t *r, const char *space_path, char *bu
 static int space_lock(const char *sdir) {
   char path[1200];
   snprintf(path, sizeof path, "%s/space.lock", sdir);
-  int fd = open_held(path, O_RDWR | O_CREAT | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  while (flock(fd, LOCK_EX) < 0) {
-    if (errno != EINTR) {
-      int e = errno;
-      close_held(fd);
-      errno = e;
-      return -1;
-    }
-  }
-  return fd;
-}
-
-static void space_unlock(int fd) {
-  flock(fd, LOCK_UN);
-  close_held(fd);
+  return lock_exclusive(path, O_RDWR | O_CREAT | O_CLOEXEC);
 }
 
 /* The names of the pool directories of space directory `sdir`, sorted: a
@@ -1059,7 +1049,7 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
   if (rc == 0)
     rc = file_claim(l, req, floor, &c, err, errlen);
   if (sfd >= 0)
-    space_unlock(sfd);
+    pool_unlock(sfd);
   if (rc < 0)
     return rc;
   f->slot_mark = c.mark;
