@@ -213,21 +213,6 @@ int idgen__start_wait(const char *pfx, const idgen_lease_request_t *req, const i
   return 0;
 }
 
-void idgen__pool_name(const idgen_layout_t *l, char *buf) {
-  const idgen_field_t *t = &l->fields[l->time_index], *q = &l->fields[l->sequence_index];
-  char tick[32];
-  if (l->unit_ms % 1000 == 0)
-    snprintf(tick, sizeof tick, "%llds", (long long)(l->unit_ms / 1000));
-  else
-    snprintf(tick, sizeof tick, "%lldms", (long long)l->unit_ms);
-  int n = snprintf(buf, IDGEN_POOL_NAME_MAX, "epoch=%lld,tick=%s,time@%u,sequence@%u:%u",
-                   (long long)l->epoch_ms, tick, t->shift, q->shift, q->bits);
-  /* At most 77 characters (an epoch of 20, a tick of 22, three numbers of
-   * 2, 29 others): it fits, so two geometries never share a cut name. */
-  assert(n > 0 && n < IDGEN_POOL_NAME_MAX);
-  (void)n;
-}
-
 void idgen__node_text(const idgen_layout_t *l, uint64_t key, char *buf) {
   size_t used = 0;
   buf[0] = '\0';

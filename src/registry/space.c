@@ -37,6 +37,7 @@
  * postgres also fences the pool's rows), so they cannot issue again
  * without joining anew, above what their pool issued.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,23 @@ int idgen__uri_take_space(const char *uri, char *out, size_t outlen, char *space
       p++;
   }
   return 0;
+}
+
+/* ---- pools ---------------------------------------------------------------------- */
+
+void idgen__pool_name(const idgen_layout_t *l, char *buf) {
+  const idgen_field_t *t = &l->fields[l->time_index], *q = &l->fields[l->sequence_index];
+  char tick[32];
+  if (l->unit_ms % 1000 == 0)
+    snprintf(tick, sizeof tick, "%llds", (long long)(l->unit_ms / 1000));
+  else
+    snprintf(tick, sizeof tick, "%lldms", (long long)l->unit_ms);
+  int n = snprintf(buf, IDGEN_POOL_NAME_MAX, "epoch=%lld,tick=%s,time@%u,sequence@%u:%u",
+                   (long long)l->epoch_ms, tick, t->shift, q->shift, q->bits);
+  /* At most 77 characters (an epoch of 20, a tick of 22, three numbers of
+   * 2, 29 others): it fits, so two geometries never share a cut name. */
+  assert(n > 0 && n < IDGEN_POOL_NAME_MAX);
+  (void)n;
 }
 
 /* ---- IDs and ticks of a layout ---------------------------------------------------- */
