@@ -28,9 +28,11 @@ static int live(void *ctx, const char *pool, char *holders, size_t n, char *err,
   return (int)(h & 1);
 }
 
-static int max_mark(void *ctx, const char *pool, int64_t *mark, char *err, size_t errlen) {
+static int issued(void *ctx, const char *pool, int64_t *mark, uint64_t *keys, char *err,
+                  size_t errlen) {
   (void)ctx, (void)err, (void)errlen;
   *mark = (int64_t)strlen(pool) * 1000000007;
+  *keys = (uint64_t)strlen(pool) << 12;
   return 0;
 }
 
@@ -41,7 +43,7 @@ static void join(const idgen__space_t *in, const char *spec) {
   idgen__pool_t p;
   idgen_lease_request_t req = {0};
   idgen__space_plan_t plan;
-  idgen__space_probe_t probe = {NULL, live, max_mark};
+  idgen__space_probe_t probe = {NULL, live, issued};
   char err[2048];
   if (idgen_layout_parse(&l, spec, NULL, 0) < 0)
     abort();
@@ -61,7 +63,7 @@ static void join(const idgen__space_t *in, const char *spec) {
   int64_t floor;
   int len = idgen__space_format(&s, text, sizeof text);
   if (len < 0 || idgen__space_parse(text, (size_t)len, &back, err, sizeof err) < 0 ||
-      !idgen__space_member(&back, &p, &floor) || floor != plan.floor_ms)
+      !idgen__space_member(&back, &p, &l, &floor) || floor != plan.floor_ms)
     abort();
 }
 

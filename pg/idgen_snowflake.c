@@ -275,6 +275,18 @@ static bool read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, char
                l->fields[f].name, registry_setting && registry_setting[0] ? uri : "(the default)");
       return false;
     }
+    /* IDs are ordered by a field above the time field first: a lease of
+     * another value after a restart (or a lost lease) would issue below the
+     * IDs before it (100,000 of 100,000 in a review).  A sequence's promise
+     * cannot be kept then. */
+    if (l->fields[f].shift > l->fields[l->time_index].shift) {
+      snprintf(err, errlen,
+               "idgen.layout puts %s, which the registry assigns, above the time field: a "
+               "restart on another %s would issue IDs below earlier ones.  Put the time field "
+               "above it, or give %s by hand with idgen.registry = 'static'",
+               l->fields[f].name, l->fields[f].name, l->fields[f].name);
+      return false;
+    }
   }
   return true;
 }
@@ -396,26 +408,39 @@ static void last_path(char *buf, size_t n, const char *suffix) {
   snprintf(buf, n, "%s/pg_idgen.last%s", DataDir, suffix);
 }
 
-static bool last_write(idgen_registry_t *reg, idgen_lease_t *ls, char *err, size_t errlen) {
+/* The lease part of the record ("registry=... key=..."), and the time up
+ * to which this run may have issued, as last written. */
+static char last_lease[1500];
+static int64 last_issued;
+
+/* Writes the record durably: the lease, and `issued_ms`. */
+static bool last_store(int64 issued_ms, char *err, size_t errlen) {
   char path[MAXPGPATH], tmp[MAXPGPATH];
-  idgen_lease_info_t li;
   FILE *f;
   int dfd;
-  idgen_lease_info(ls, &li);
   last_path(path, sizeof path, "");
   last_path(tmp, sizeof tmp, ".tmp");
   if ((f = fopen(tmp, "w")) == NULL ||
-      fprintf(f, "registry=%s space=%s pool=%s key=%016llx\n", idgen_registry_uri(reg), li.space,
-              li.pool, (unsigned long long)li.key) < 0 ||
+      fprintf(f, "%s issued_ms=%lld\n", last_lease, (long long)issued_ms) < 0 ||
       fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
-    snprintf(err, errlen, "cannot write %s: %m", path);
+    if (err)
+      snprintf(err, errlen, "cannot write %s: %m", path);
     return false;
   }
   if ((dfd = open(DataDir, O_RDONLY)) >= 0) {
     (void)fsync(dfd);
     close(dfd);
   }
+  last_issued = issued_ms;
   return true;
+}
+
+static bool last_write(idgen_registry_t *reg, idgen_lease_t *ls, char *err, size_t errlen) {
+  idgen_lease_info_t li;
+  idgen_lease_info(ls, &li);
+  snprintf(last_lease, sizeof last_lease, "registry=%s space=%s pool=%s key=%016llx",
+           idgen_registry_uri(reg), li.space, li.pool, (unsigned long long)li.key);
+  return last_store(sh->after_ms > li.mark_ms ? sh->after_ms : li.mark_ms, err, errlen);
 }
 
 typedef struct {
@@ -436,13 +461,15 @@ static int last_row(void *ctx, const idgen_lease_row_t *row) {
   return 0;
 }
 
-/* The mark of the tuple this server held last on `reg` (0: none known),
- * and what was found, for the log. */
+/* Where this server's last run left off on `reg`: the mark of the tuple it
+ * held last (or, on another registry or one spelled otherwise, the time it
+ * last recorded); 0 if nothing is known, -1 if the registry cannot be read. */
 static int64 last_mark(idgen_registry_t *reg) {
   char path[MAXPGPATH], line[2048], uri[1100], err[512];
   last_find lf;
   FILE *f;
   int rc;
+  long long issued = 0;
   memset(&lf, 0, sizeof lf);
   last_path(path, sizeof path, "");
   if ((f = fopen(path, "r")) == NULL)
@@ -450,23 +477,26 @@ static int64 last_mark(idgen_registry_t *reg) {
   if (fgets(line, sizeof line, f) == NULL)
     line[0] = '\0';
   fclose(f);
-  if (sscanf(line, "registry=%1099s space=%32s pool=%127s key=%llx", uri, lf.space, lf.pool,
-             &lf.key) != 4) {
+  if (sscanf(line, "registry=%1099s space=%32s pool=%127s key=%llx issued_ms=%lld", uri,
+             lf.space, lf.pool, &lf.key, &issued) != 5) {
     ereport(LOG, (errmsg("idgen: %s is not a record of this extension's; ignored", path)));
     return 0;
   }
   if (strcmp(uri, idgen_registry_uri(reg)) != 0) {
-    ereport(LOG, (errmsg("idgen: the last lease was from registry %s, not %s: the new IDs are "
-                         "ordered only after the registry's own marks",
+    /* Another registry, or the same one spelled otherwise: the time this
+     * run last recorded (the final one at a clean stop; at most a second
+     * old after a crash, and then a mark step ahead of the IDs). */
+    ereport(LOG, (errmsg("idgen: the last lease was from registry %s, not %s: the new IDs start "
+                         "above the time the last run recorded",
                          uri, idgen_registry_uri(reg))));
-    return 0;
+    return issued;
   }
   WITHOUT_SIGNALS(rc = idgen_registry_list(reg, last_row, &lf, err, sizeof err));
   if (rc < 0 && rc != 1) {
     ereport(LOG, (errmsg("idgen: cannot read the last lease's mark: %s", err)));
     return -1;
   }
-  return lf.found ? lf.mark : 0;
+  return lf.found && lf.mark > issued ? lf.mark : issued;
 }
 
 
@@ -494,6 +524,8 @@ static void end_current(void) {
     if (idgen_layout_decompose(&l, gs.last_id, values, &ms) == 0 && ms > sh->after_ms)
       sh->after_ms = ms;
   }
+  if (lease != NULL && last_lease[0] != '\0')
+    (void)last_store(sh->after_ms, NULL, 0); /* what this generator issued, exactly */
   if (lease != NULL)
     idgen_lease_release(lease);
   lease = NULL;
@@ -666,13 +698,18 @@ void idgen_worker_main(Datum arg) {
     ereport(LOG, (errmsg("idgen: idgen_snowflake() is ready: %s", info)));
 
     /* Watch the lease: lost for good (fenced) means a new one. */
-    for (;;) {
+    for (int turn = 1;; turn++) {
       idgen_snowflake_lease_status_t st;
       if (!nap(100))
         break;
       if (lease == NULL)
         continue;
       idgen_snowflake_gen_lease_status(g, &st);
+      /* Once a second, the durable mark (at or above every ID issued) into
+       * $PGDATA/pg_idgen.last, for a restart on a registry spelled
+       * otherwise. */
+      if (turn % 10 == 0 && st.mark_ms > last_issued)
+        (void)last_store(st.mark_ms, NULL, 0);
       if (st.fenced) {
         snprintf(err, sizeof err, "the lease (%s) was lost: %s; taking a new one", info,
                  st.reason);

@@ -505,16 +505,17 @@ static int space_info(void *ctx, const char *space, const idgen__space_t *s,
     idgen_space_layout_t *o = &in->layouts[in->nlayouts++];
     char holders[8];
     int64_t mark = 0;
+    uint64_t keys = 0;
     idgen_layout_t l;
     snprintf(o->pool, sizeof o->pool, "%s", s->m[i].pool);
     snprintf(o->layout, sizeof o->layout, "%s", s->m[i].spec);
     o->floor_ms = s->m[i].floor_ms;
     int live = probe->live(probe->ctx, o->pool, holders, sizeof holders, c->err, c->errlen);
-    if (live < 0 || probe->max_mark(probe->ctx, o->pool, &mark, c->err, c->errlen) < 0)
+    if (live < 0 || probe->issued(probe->ctx, o->pool, &mark, &keys, c->err, c->errlen) < 0)
       return live < 0 ? live : IDGEN_EREGISTRY;
     o->live = live;
     if (idgen_layout_parse(&l, o->layout, NULL, 0) == 0 &&
-        idgen__space_high_id(&l, mark, &o->highest_id)) {
+        idgen__space_high_id(&l, mark, keys, &o->highest_id)) {
       o->has_highest = 1;
       if (!in->has_highest || o->highest_id > in->highest_id)
         in->highest_id = o->highest_id;

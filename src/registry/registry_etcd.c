@@ -929,20 +929,25 @@ static int etcd_live(void *ctx, const char *pool, char *holders, size_t n, char 
   return live;
 }
 
-static int etcd_max_mark(void *ctx, const char *pool, int64_t *mark, char *err, size_t errlen) {
+static int etcd_issued(void *ctx, const char *pool, int64_t *mark, uint64_t *keys, char *err,
+                       size_t errlen) {
   etcd_probe_t *pp = ctx;
   char from[KEY_MAX];
   snprintf(from, sizeof from, "%s/%s%s/node/", pp->e->prefix, pp->path, pool);
   json_t *reply;
   int rc = range_prefix(pp->e, from, &reply, err, errlen);
   *mark = 0;
+  *keys = 0;
   if (rc < 0)
     return rc;
   const json_t *kvs = json_object_get(reply, "kvs");
   for (size_t i = 0; i < json_array_size(kvs); i++) {
     kv_t kv;
     record_t rec;
-    if (kv_of(json_array_get(kvs, i), &kv) < 0 || record_parse(kv.value, &rec) < 0)
+    if (kv_of(json_array_get(kvs, i), &kv) < 0)
+      continue;
+    *keys |= strtoull(kv.key + strlen(from), NULL, 16); /* node/KEY */
+    if (record_parse(kv.value, &rec) < 0)
       continue;
     if (rec.mark_ms > *mark)
       *mark = rec.mark_ms;
@@ -974,7 +979,7 @@ static int space_load(etcd_t *e, const char *path, idgen__space_t *s, int64_t *r
   char from[KEY_MAX];
   snprintf(from, sizeof from, "%s/%s", e->prefix, path);
   json_t *reply;
-  /* Every key under the space, keys only; then each pool key's value. */
+  /* Every key under the space, keys only: its pools' names. */
   char to[KEY_MAX];
   snprintf(to, sizeof to, "%s", from);
   to[strlen(to) - 1] = '0';
@@ -991,17 +996,13 @@ static int space_load(etcd_t *e, const char *path, idgen__space_t *s, int64_t *r
     const char *pool = kv.key + strlen(from), *slash = strchr(pool, '/');
     if (strncmp(pool, "epoch=", 6) != 0 || slash == NULL || strcmp(slash, "/pool") != 0)
       continue;
-    char name[IDGEN_POOL_NAME_MAX], *layout;
-    int64_t unused;
+    char name[IDGEN_POOL_NAME_MAX];
     snprintf(name, sizeof name, "%.*s", (int)(slash - pool), pool);
-    if ((rc = get_big(e, kv.key, &layout, &unused, err, errlen)) < 0)
-      break;
-    if (idgen__space_add_pool(s, name, layout ? layout : "") < 0)
+    if (idgen__space_add_pool(s, name) < 0)
       rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
                       PFX "the ID space has more than %d pools, or one whose name is not a "
                           "pool's (%s)",
                       IDGEN__SPACE_MAX, name);
-    free(layout);
   }
   json_decref(reply);
   return rc;
@@ -1018,12 +1019,12 @@ static int space_step(etcd_t *e, idgen_lease_t *l, const idgen_lease_request_t *
   if (s == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
   int rc = space_load(e, l->r->space_path, s, rev, err, errlen);
-  if (rc < 0 || idgen__space_member(s, &l->pool, floor)) {
+  if (rc < 0 || idgen__space_member(s, &l->pool, req->layout, floor)) {
     free(s);
     return rc;
   }
   etcd_probe_t probe = {e, l->r->space_path};
-  idgen__space_probe_t pr = {&probe, etcd_live, etcd_max_mark};
+  idgen__space_probe_t pr = {&probe, etcd_live, etcd_issued};
   idgen__space_plan_t plan;
   rc = idgen__space_join(s, l->r->space, &l->pool, req->layout, req, idgen__req_now_ms(req), &pr,
                          &plan, err, errlen);
@@ -1596,7 +1597,7 @@ static int etcd_spaces(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, 
     if (strcmp(names[i], "default") != 0)
       snprintf(path, sizeof path, "spaces/%.32s/", names[i]);
     etcd_probe_t probe = {e, path};
-    idgen__space_probe_t pr = {&probe, etcd_live, etcd_max_mark};
+    idgen__space_probe_t pr = {&probe, etcd_live, etcd_issued};
     if ((rc = space_load(e, path, s, &rev, err, errlen)) == 0)
       rc = cb(ctx, names[i], s, &pr);
   }

@@ -793,11 +793,7 @@ static int space_load(const char *sdir, idgen__space_t *s, char *err, size_t err
   char **pools = pool_names(sdir, &n);
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) {
-    char dir[1200], spec[IDGEN_LAYOUT_SPEC_MAX] = "";
-    int64_t mark;
-    snprintf(dir, sizeof dir, "%s/%s", sdir, pools[i]);
-    pool_read(dir, &mark, spec, sizeof spec);
-    if (idgen__space_add_pool(s, pools[i], spec) < 0)
+    if (idgen__space_add_pool(s, pools[i]) < 0)
       rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
                       "registry: %s holds more than %d pools, or one whose name is not a pool's "
                       "(%s): an ID space takes at most %d layouts",
@@ -863,20 +859,30 @@ static int file_live(void *ctx, const char *pool, char *holders, size_t n, char 
   return live;
 }
 
-static int file_max_mark(void *ctx, const char *pool, int64_t *mark, char *err, size_t errlen) {
+static int file_issued(void *ctx, const char *pool, int64_t *mark, uint64_t *keys, char *err,
+                       size_t errlen) {
   char dir[1200];
   snprintf(dir, sizeof dir, "%s/%s", (const char *)ctx, pool);
   int64_t recs = 0;
-  int rc = pool_read(dir, mark, NULL, 0);
+  pool_file_t pf;
+  int rc = pool_load(dir, &pf);
   if (rc < 0 && errno != ENOENT)
     return idgen__err(err, errlen, IDGEN_EREGISTRY,
                       "registry: %s/pool: %s (the highest mark of a layout the space retires; "
                       "never guessed)",
                       dir, errno == EINVAL ? "not a valid idgen pool file" : strerror(errno));
-  if (rc != 0)
-    *mark = 0;
+  *mark = rc == 0 ? pf.mark : 0;
+  *keys = 0;
+  for (size_t i = 0; rc == 0 && i < pf.n; i++)
+    *keys |= pf.keys[i]; /* the slots' tuples */
+  pool_free(&pf);
   if (records_max(dir, &recs) == 0 && recs > *mark)
     *mark = recs; /* a pool file rolled back: the records remember */
+  size_t n;
+  uint64_t *ks = pool_keys(dir, &n); /* and the lock files' */
+  for (size_t i = 0; i < n; i++)
+    *keys |= ks[i];
+  free(ks);
   return 0;
 }
 
@@ -887,7 +893,7 @@ static int file_space_join(idgen_lease_t *l, const idgen_lease_request_t *req,
   idgen__space_t *s = malloc(sizeof *s);
   if (s == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
-  idgen__space_probe_t probe = {(void *)sdir, file_live, file_max_mark};
+  idgen__space_probe_t probe = {(void *)sdir, file_live, file_issued};
   idgen__space_plan_t plan;
   int rc = space_load(sdir, s, err, errlen);
   if (rc == 0)
@@ -1332,7 +1338,7 @@ static int spaces_one(void *ctx, const char *name, const char *sdir) {
   idgen__space_t *s = malloc(sizeof *s);
   if (s == NULL)
     return idgen__err(c->err, c->errlen, IDGEN_ENOMEM, "registry: out of memory");
-  idgen__space_probe_t probe = {(void *)sdir, file_live, file_max_mark};
+  idgen__space_probe_t probe = {(void *)sdir, file_live, file_issued};
   int rc = space_load(sdir, s, c->err, c->errlen);
   if (rc == 0)
     rc = c->scb(c->ctx, name, s, &probe);

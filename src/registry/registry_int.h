@@ -57,7 +57,8 @@ int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, ch
  * key):
  *     idgen-space v1
  *     retired lo=L hi=H                       (IDs layouts that left issued)
- *     layout floor_ms=F pool=POOL spec=LAYOUT  (one line per layout in it)
+ *     layout floor_ms=F pool=POOL spec=LAYOUT  (one line per pool in it: the
+ *                                              widest of its layouts seen)
  * Each `retired` range holds every ID that layouts no longer in the record
  * may have issued (ranges that meet are merged); a layout's holders start
  * above its floor (Unix ms).
@@ -88,12 +89,15 @@ typedef struct idgen__space {
  *   live      how many of pool's tuples are held or in quarantine (0 if the
  *             pool has none, or no storage), and some of their holders as
  *             "host:pid:token (node), ..." into holders[n]; or an error;
- *   max_mark  the pool's highest mark over every tuple it ever had
- *             (its pool-wide mark where it keeps one), 0 if none. */
+ *   issued    what the pool may have issued: its highest mark over every
+ *             tuple it ever had (its pool-wide mark where it keeps one; 0 if
+ *             none) and the OR of every tuple's key (node bits above the
+ *             time field count, whatever layout put them there). */
 typedef struct idgen__space_probe {
   void *ctx;
   int (*live)(void *ctx, const char *pool, char *holders, size_t n, char *err, size_t errlen);
-  int (*max_mark)(void *ctx, const char *pool, int64_t *mark, char *err, size_t errlen);
+  int (*issued)(void *ctx, const char *pool, int64_t *mark, uint64_t *keys, char *err,
+                size_t errlen);
 } idgen__space_probe_t;
 
 /* What a join decided: where the newcomer's tuples start (above floor_ms),
@@ -120,18 +124,22 @@ int idgen__uri_take_space(const char *uri, char *out, size_t outlen, char *space
 int idgen__space_parse(const char *text, size_t n, idgen__space_t *s, char *err, size_t errlen);
 /* Into buf[n]: the length, or -1 if it does not fit. */
 int idgen__space_format(const idgen__space_t *s, char *buf, size_t n);
-/* For a space without a record: pool (first used with layout spec, "" if
- * unknown) as a member with floor 0.  0, or -1 if it is full or the pool's
- * name is not one. */
-int idgen__space_add_pool(idgen__space_t *s, const char *pool, const char *spec);
+/* For a space without a record: pool as a member with floor 0 and the
+ * widest layout of its geometry (s becomes provisional).  0, or -1 if it is
+ * full or the pool's name is not one. */
+int idgen__space_add_pool(idgen__space_t *s, const char *pool);
 /* The widest layout of pool name `pool`'s geometry: 0, or -1. */
 int idgen__pool_guess_layout(const char *pool, idgen_layout_t *l);
-/* The highest ID layout l may have issued by mark_ms, into *id: 1, or 0
- * when the mark is before the epoch (nothing issued). */
-int idgen__space_high_id(const idgen_layout_t *l, int64_t mark_ms, uint64_t *id);
-/* 1 with *floor_ms if p's layout is in s (it may lease: nothing to decide),
- * else 0. */
-int idgen__space_member(const idgen__space_t *s, const idgen__pool_t *p, int64_t *floor_ms);
+/* The highest ID a pool of layout l's geometry may have issued by mark_ms
+ * with tuples whose keys OR to `keys`, into *id: 1, or 0 when the mark is
+ * before the epoch (nothing issued). */
+int idgen__space_high_id(const idgen_layout_t *l, int64_t mark_ms, uint64_t keys, uint64_t *id);
+/* 1 with *floor_ms if p's pool is in s (not provisional) with a layout at
+ * least as wide as l: it may lease, nothing to decide; else 0.  (One entry
+ * per pool: layouts of one geometry differ only in names and in how many
+ * bits they hold.) */
+int idgen__space_member(const idgen__space_t *s, const idgen__pool_t *p,
+                        const idgen_layout_t *l, int64_t *floor_ms);
 /*
  * Decides whether a holder of pool p (layout l, requested by req, whose
  * clock reads `now`) may lease in space s (named `space`, for messages).

@@ -215,10 +215,9 @@ static const char SQL_SPACE_SET[] =
     "UPDATE idgen_spaces SET version = version + 1, state = $2 WHERE space = $1"
     " RETURNING version";
 /* The pools of the space whose pools are named with prefix $1 ('' or
- * 'spaces/NAME/'), and their layouts: a record made up for a space that
- * has none yet. */
+ * 'spaces/NAME/'): a record made up for a space that has none yet. */
 static const char SQL_SPACE_POOLS[] =
-    "SELECT substr(pool, length($1) + 1), layout FROM idgen_pools"
+    "SELECT substr(pool, length($1) + 1) FROM idgen_pools"
     " WHERE left(pool, length($1)) = $1 AND substr(pool, length($1) + 1) LIKE 'epoch=%'"
     " ORDER BY pool";
 /* $1 a pool (as stored) a joining layout retires: every row a holder might
@@ -233,10 +232,11 @@ static const char SQL_POOL_LIVE[] =
     "SELECT count(*) OVER (), coalesce(holder, '(freed)'), node,"
     " " MS("free_at - now()") " FROM idgen_nodes"
     " WHERE pool = $1 AND free_at > now() ORDER BY node LIMIT 3";
-/* The highest mark any of its tuples ever had. */
+/* The highest mark any of its tuples ever had, and the OR of their keys. */
 static const char SQL_POOL_MAX[] =
     "SELECT greatest(coalesce((SELECT max(mark_ms) FROM idgen_nodes WHERE pool = $1), 0),"
-    " coalesce((SELECT floor_ms FROM idgen_pools WHERE pool = $1), 0))";
+    " coalesce((SELECT floor_ms FROM idgen_pools WHERE pool = $1), 0)),"
+    " coalesce((SELECT bit_or(node) FROM idgen_nodes WHERE pool = $1), 0)";
 
 /* $1 pool, $2 layout, $3 a floor: the pool's row, made on first use.  DO
  * NOTHING, not DO UPDATE ... WHERE: that locks the existing row even when
@@ -878,7 +878,8 @@ static int pg_live(void *ctx, const char *pool, char *holders, size_t n, char *e
   return live;
 }
 
-static int pg_max_mark(void *ctx, const char *pool, int64_t *mark, char *err, size_t errlen) {
+static int pg_issued(void *ctx, const char *pool, int64_t *mark, uint64_t *keys, char *err,
+                     size_t errlen) {
   pg_probe_t *pp = ctx;
   char stored[IDGEN__SPACE_PATH_MAX + IDGEN_POOL_NAME_MAX];
   snprintf(stored, sizeof stored, "%s%s", pp->path, pool);
@@ -888,6 +889,7 @@ static int pg_max_mark(void *ctx, const char *pool, int64_t *mark, char *err, si
   if (rc < 0)
     return rc;
   *mark = pg_i64(res, 0, 0);
+  *keys = (uint64_t)pg_i64(res, 0, 1);
   pq.PQclear(res);
   return 0;
 }
@@ -902,11 +904,11 @@ static int pg_live_locked(void *ctx, const char *pool, char *holders, size_t n, 
   return rc;
 }
 
-static int pg_max_mark_locked(void *ctx, const char *pool, int64_t *mark, char *err,
-                              size_t errlen) {
+static int pg_issued_locked(void *ctx, const char *pool, int64_t *mark, uint64_t *keys,
+                            char *err, size_t errlen) {
   pg_probe_t *pp = ctx;
   pg_lock(pp->pg);
-  int rc = pg_max_mark(ctx, pool, mark, err, errlen);
+  int rc = pg_issued(ctx, pool, mark, keys, err, errlen);
   pg_unlock(pp->pg);
   return rc;
 }
@@ -934,7 +936,7 @@ static int pg_space_read(pg_t *pg, PGresult *res, const char *path, idgen__space
   const char *v[] = {path};
   int rc = pg_query(pg, &pools, SQL_SPACE_POOLS, 1, v, retry, NULL, err, errlen);
   for (int i = 0; rc == 0 && i < pq.PQntuples(pools); i++)
-    if (idgen__space_add_pool(s, pq.PQgetvalue(pools, i, 0), pq.PQgetvalue(pools, i, 1)) < 0)
+    if (idgen__space_add_pool(s, pq.PQgetvalue(pools, i, 0)) < 0)
       rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
                       PFX "the ID space has more than %d pools, or one whose name is not a "
                           "pool's (%s)",
@@ -960,7 +962,7 @@ static int pg_space(pg_t *pg, idgen_lease_t *l, const idgen_lease_request_t *req
     rc = pg_space_read(pg, res, l->r->space_path, s, version, 1, err, errlen);
     pq.PQclear(res);
   }
-  if (rc < 0 || idgen__space_member(s, &l->pool, floor)) {
+  if (rc < 0 || idgen__space_member(s, &l->pool, req->layout, floor)) {
     pg_unlock(pg);
     free(s);
     return rc;
@@ -976,7 +978,7 @@ static int pg_space(pg_t *pg, idgen_lease_t *l, const idgen_lease_request_t *req
   }
   idgen__space_plan_t plan = {0};
   pg_probe_t probe = {pg, l->r->space_path, 1};
-  idgen__space_probe_t pr = {&probe, pg_live, pg_max_mark};
+  idgen__space_probe_t pr = {&probe, pg_live, pg_issued};
   if (rc == 0)
     rc = idgen__space_join(s, l->r->space, &l->pool, req->layout, req, idgen__req_now_ms(req),
                            &pr, &plan, err, errlen);
@@ -1309,7 +1311,7 @@ static int pg_spaces(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, ch
       }
       pg_unlock(pg);
       pg_probe_t probe = {pg, path, 0};
-      idgen__space_probe_t pr = {&probe, pg_live_locked, pg_max_mark_locked};
+      idgen__space_probe_t pr = {&probe, pg_live_locked, pg_issued_locked};
       if (rc == 0)
         rc = cb(ctx, name, s, &pr);
     }

@@ -150,7 +150,7 @@ static uint64_t tick_low(const idgen_layout_t *l, uint64_t t) {
   return t << l->fields[l->time_index].shift;
 }
 
-int idgen__space_high_id(const idgen_layout_t *l, int64_t mark_ms, uint64_t *id) {
+int idgen__space_high_id(const idgen_layout_t *l, int64_t mark_ms, uint64_t keys, uint64_t *id) {
   *id = 0;
   if (mark_ms < l->epoch_ms)
     return 0; /* nothing issued */
@@ -158,10 +158,14 @@ int idgen__space_high_id(const idgen_layout_t *l, int64_t mark_ms, uint64_t *id)
   uint64_t tick = (uint64_t)(mark_ms - l->epoch_ms) / (uint64_t)l->unit_ms;
   if (tick > max_tick(l))
     tick = max_tick(l);
-  uint64_t below = (UINT64_C(1) << t->shift) - 1; /* node and sequence bits under time */
-  unsigned top = t->shift + t->bits;
-  uint64_t above = top >= 64 ? 0 : layout_max_id(l) & ~((UINT64_C(1) << top) - 1);
-  *id = tick << t->shift | below | above;
+  /* Every ID of a tuple with key k up to that tick is at most
+   * tick << shift | k | (the bits under the time field): its bits above
+   * the time field are k's, a subset of `keys` (the OR of every key), and
+   * its time field is at most tick.  This holds whatever layout of the
+   * pool's geometry issued it (node fields above the time field too), so a
+   * layout only guessed from the pool's name loses nothing. */
+  uint64_t below = (UINT64_C(1) << t->shift) - 1;
+  *id = tick << t->shift | below | keys;
   return 1;
 }
 
@@ -356,9 +360,9 @@ static int parse(const char *text, size_t n, idgen__space_t *s, char *err, size_
                         "space record: line %d: layout %s does not make pool %s", line, m->spec,
                         m->pool);
     for (int i = 0; i < s->n; i++)
-      if (strcmp(s->m[i].spec, m->spec) == 0)
+      if (strcmp(s->m[i].pool, m->pool) == 0)
         return idgen__err(err, errlen, IDGEN_EREGISTRY,
-                          "space record: line %d: layout %s twice", line, m->spec);
+                          "space record: line %d: pool %s twice", line, m->pool);
     s->n++;
     continue;
   bad:
@@ -392,7 +396,7 @@ int idgen__space_format(const idgen__space_t *s, char *buf, size_t n) {
   return (int)used;
 }
 
-int idgen__space_add_pool(idgen__space_t *s, const char *pool, const char *spec) {
+int idgen__space_add_pool(idgen__space_t *s, const char *pool) {
   s->provisional = 1;
   for (int i = 0; i < s->n; i++)
     if (strcmp(s->m[i].pool, pool) == 0)
@@ -402,16 +406,11 @@ int idgen__space_add_pool(idgen__space_t *s, const char *pool, const char *spec)
   idgen__space_member_t *m = &s->m[s->n];
   memset(m, 0, sizeof *m);
   snprintf(m->pool, sizeof m->pool, "%s", pool);
+  /* Whatever layouts used the pool (its file names only the first, and a
+   * wider one of the same geometry may have run since: 749,568 of 60,000,000
+   * IDs repeated in a review that trusted the first): the widest of its
+   * geometry, whose range holds every ID any of them can make. */
   idgen_layout_t l;
-  if (spec != NULL && spec[0] != '\0') {
-    snprintf(m->spec, sizeof m->spec, "%s", spec);
-    if (member_layout(m, &l) == 0) {
-      s->n++;
-      return 0;
-    }
-  }
-  /* The layout is not known (or does not make the pool): the widest of
-   * the pool's geometry. */
   if (idgen__pool_guess_layout(pool, &l) < 0 ||
       idgen_layout_format(&l, m->spec, sizeof m->spec) < 0)
     return -1;
@@ -433,14 +432,6 @@ static int overlaps(const idgen__space_member_t *m, uint64_t lo, uint64_t hi) {
   return mlo <= hi && lo <= mhi;
 }
 
-/* The layouts of pool `pool` in s, "A or B", into buf[n]. */
-static void pool_specs(const idgen__space_t *s, const char *pool, char *buf, size_t n) {
-  size_t used = 0;
-  buf[0] = '\0';
-  for (int i = 0; i < s->n && used < n; i++)
-    if (strcmp(s->m[i].pool, pool) == 0)
-      used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? " or " : "", s->m[i].spec);
-}
 
 /* [lo, hi]: the IDs layout l can issue with its holders above `floor`. */
 static void range_of(const idgen_layout_t *l, int64_t floor, uint64_t *lo, uint64_t *hi) {
@@ -468,12 +459,64 @@ static int above_retired(const idgen__space_t *s, const idgen_layout_t *l, int64
   return 0;
 }
 
-int idgen__space_member(const idgen__space_t *s, const idgen__pool_t *p, int64_t *floor_ms) {
-  for (int i = 0; !s->provisional && i < s->n; i++)
-    if (strcmp(s->m[i].pool, p->name) == 0 && strcmp(s->m[i].spec, p->layout) == 0) {
-      *floor_ms = s->m[i].floor_ms;
-      return 1;
-    }
+/* The entry of pool `pool` in s, or -1. */
+static int pool_entry(const idgen__space_t *s, const char *pool) {
+  for (int i = 0; i < s->n; i++)
+    if (strcmp(s->m[i].pool, pool) == 0)
+      return i;
+  return -1;
+}
+
+/* Whether layout l's IDs are all within the range of entry m's layout (the
+ * same pool): the same floor, and no more bits. */
+static int covered(const idgen__space_member_t *m, const idgen_layout_t *l) {
+  idgen_layout_t ml;
+  return member_layout(m, &ml) == 0 && layout_max_id(l) <= layout_max_id(&ml);
+}
+
+int idgen__space_member(const idgen__space_t *s, const idgen__pool_t *p,
+                        const idgen_layout_t *l, int64_t *floor_ms) {
+  int i = s->provisional ? -1 : pool_entry(s, p->name);
+  if (i < 0 || !covered(&s->m[i], l))
+    return 0;
+  *floor_ms = s->m[i].floor_ms;
+  return 1;
+}
+
+/* A minute before now, at a tick's end (so that its holders can start in
+ * the tick of `now`; a floor inside it would make them wait for the next,
+ * a whole minute or day on long ticks), or 0 before the epoch. */
+static int64_t margin_floor(const idgen_layout_t *l, int64_t now) {
+  int64_t at = now - JOIN_MARGIN_MS;
+  if (at < l->epoch_ms)
+    return 0;
+  uint64_t t = (uint64_t)(at - l->epoch_ms) / (uint64_t)l->unit_ms;
+  return t == 0 ? 0 : l->epoch_ms + (int64_t)t * l->unit_ms - 1;
+}
+
+/* Retires entry i of s (none of its pool's tuples is live): the IDs it may
+ * have issued, from its range's low end to the highest of its tuples by its
+ * highest mark, become a retired range.  0, or the probe's error. */
+static int retire(idgen__space_t *s, int i, const idgen__space_probe_t *probe,
+                  idgen__space_plan_t *plan, char *err, size_t errlen) {
+  int64_t mark = 0;
+  uint64_t keys = 0, lo, hi, top;
+  idgen_layout_t ml;
+  int rc = probe->issued(probe->ctx, s->m[i].pool, &mark, &keys, err, errlen);
+  if (rc < 0)
+    return rc;
+  if (member_layout(&s->m[i], &ml) < 0 && idgen__pool_guess_layout(s->m[i].pool, &ml) < 0) {
+    retire_range(s, 0, UINT64_MAX); /* cannot tell: all of it */
+  } else {
+    range_of(&ml, s->m[i].floor_ms, &lo, &hi);
+    if (idgen__space_high_id(&ml, mark, keys, &top) && top >= lo)
+      retire_range(s, lo, top); /* else nothing issued above its floor */
+  }
+  if (plan->nretired < IDGEN__SPACE_MAX)
+    snprintf(plan->retired[plan->nretired++], IDGEN_POOL_NAME_MAX, "%s", s->m[i].pool);
+  memmove(&s->m[i], &s->m[i + 1], (size_t)(s->n - i - 1) * sizeof s->m[0]);
+  s->n--;
+  plan->changed = 1;
   return 0;
 }
 
@@ -482,23 +525,18 @@ int idgen__space_join(idgen__space_t *s, const char *space, const idgen__pool_t 
                       const idgen__space_probe_t *probe, idgen__space_plan_t *plan, char *err,
                       size_t errlen) {
   memset(plan, 0, sizeof *plan);
-  int in_pool = 0;
-  int64_t floor = now - JOIN_MARGIN_MS;
-  for (int i = 0; i < s->n; i++) {
-    if (strcmp(s->m[i].pool, p->name) != 0)
-      continue;
-    if (strcmp(s->m[i].spec, p->layout) == 0) {
-      if (!s->provisional) {
-        plan->floor_ms = s->m[i].floor_ms; /* a member: nothing to decide */
-        return 0;
-      } /* else found in a record made up from the pools: compared below */
-    }
-    in_pool = 1; /* a new layout of a pool in the space: its floor */
-    floor = s->m[i].floor_ms;
+  int64_t floor;
+  if (idgen__space_member(s, p, l, &floor)) {
+    plan->floor_ms = floor; /* its pool is in the space, as wide: nothing to decide */
+    return 0;
   }
-  /* A new layout.  Its range from the floor it would get now; every other
-   * pool whose range meets it is retired if none of its tuples is live
-   * (its IDs kept as a retired range), else the newcomer is refused. */
+  /* A new pool, a wider layout of a pool in the space, or a record made up
+   * from the pools found: compared with every other pool in the space.  Its
+   * range from the floor it would get now (its pool's, if the pool is in
+   * the space); every other pool whose range meets it is retired if none of
+   * its tuples is live, else the newcomer is refused. */
+  int self = pool_entry(s, p->name);
+  floor = self >= 0 ? s->m[self].floor_ms : margin_floor(l, now);
   uint64_t hit = 0, lo, hi;
   int cannot = above_retired(s, l, &floor, &hit);
   range_of(l, floor, &lo, &hi);
@@ -506,11 +544,10 @@ int idgen__space_join(idgen__space_t *s, const char *space, const idgen__pool_t 
     idgen__space_member_t *m = &s->m[i];
     if (strcmp(m->pool, p->name) == 0 || !overlaps(m, lo, hi))
       continue;
-    char holders[400] = "", specs[3 * IDGEN_LAYOUT_SPEC_MAX];
+    char holders[400] = "";
     int live = probe->live(probe->ctx, m->pool, holders, sizeof holders, err, errlen);
     if (live < 0)
       return live;
-    pool_specs(s, m->pool, specs, sizeof specs);
     if (live > 0)
       return idgen__err(err, errlen, IDGEN_ESPACE,
                         "registry: space \"%s\" is in use by layout %s: %d tuple%s held or in "
@@ -518,43 +555,10 @@ int idgen__space_join(idgen__space_t *s, const char *space, const idgen__pool_t 
                         "holders first (this layout then starts above every ID the space "
                         "issued), or give this service a space of its own (--space NAME, or "
                         "?space=NAME in the registry URI)",
-                        space, specs, live, live == 1 ? " is" : "s are", holders, p->layout);
-    int64_t mark = 0;
-    int rc = probe->max_mark(probe->ctx, m->pool, &mark, err, errlen);
+                        space, m->spec, live, live == 1 ? " is" : "s are", holders, p->layout);
+    int rc = retire(s, i, probe, plan, err, errlen);
     if (rc < 0)
       return rc;
-    /* Retire the pool: every layout of it; what it may have issued, from
-     * the lowest floor to the highest ID by its mark, kept. */
-    char gone[IDGEN_POOL_NAME_MAX];
-    int issued = 0;
-    uint64_t rlo = UINT64_MAX, rhi = 0;
-    snprintf(gone, sizeof gone, "%s", m->pool);
-    for (int j = s->n - 1; j >= 0; j--) {
-      if (strcmp(s->m[j].pool, gone) != 0)
-        continue;
-      idgen_layout_t ml;
-      uint64_t a, b, top;
-      if (member_layout(&s->m[j], &ml) < 0 && idgen__pool_guess_layout(gone, &ml) < 0) {
-        a = 0, top = UINT64_MAX, issued = 1; /* cannot tell: all of it */
-      } else {
-        range_of(&ml, s->m[j].floor_ms, &a, &b);
-        if (!idgen__space_high_id(&ml, mark, &top) || top < a)
-          top = 0, a = UINT64_MAX; /* nothing issued above its floor */
-        else
-          issued = 1;
-      }
-      if (a < rlo)
-        rlo = a;
-      if (top > rhi)
-        rhi = top;
-      memmove(&s->m[j], &s->m[j + 1], (size_t)(s->n - j - 1) * sizeof s->m[0]);
-      s->n--;
-    }
-    if (issued)
-      retire_range(s, rlo, rhi);
-    if (plan->nretired < IDGEN__SPACE_MAX)
-      snprintf(plan->retired[plan->nretired++], IDGEN_POOL_NAME_MAX, "%s", gone);
-    plan->changed = 1;
     /* The array moved and the floor may rise: look again from the start. */
     cannot = above_retired(s, l, &floor, &hit);
     range_of(l, floor, &lo, &hi);
@@ -570,9 +574,8 @@ int idgen__space_join(idgen__space_t *s, const char *space, const idgen__pool_t 
   int64_t max = req->max_start_wait_ms < 0 ? IDGEN_START_WAIT_MS_DEFAULT : req->max_start_wait_ms;
   int64_t wait = floor + 1 - borrow - now;
   if (wait > max) {
-    char date[IDGEN_TIME_BUFSIZE];
+    char date[IDGEN_TIME_BUFSIZE], upto[64] = "";
     idgen_time_format(floor + 1 - borrow, date);
-    char upto[64] = "";
     if (hit)
       snprintf(upto, sizeof upto, " (up to %" PRIu64 ")", hit);
     return idgen__err(err, errlen, IDGEN_ECLOCK,
@@ -582,26 +585,49 @@ int idgen__space_join(idgen__space_t *s, const char *space, const idgen__pool_t 
                       "own (--space NAME)",
                       space, p->layout, upto, date, wait, max);
   }
-  if (in_pool)
-    for (int i = 0; i < s->n; i++)
-      if (strcmp(s->m[i].pool, p->name) == 0 && s->m[i].floor_ms < floor)
-        s->m[i].floor_ms = floor; /* the pool's new holders start above it, any layout */
-  s->provisional = 0; /* from now on a record */
-  plan->floor_ms = floor;
-  plan->changed = 1;
-  for (int i = 0; i < s->n; i++)
-    if (strcmp(s->m[i].pool, p->name) == 0 && strcmp(s->m[i].spec, p->layout) == 0)
-      return 0; /* it was in the made-up record: kept, with its floor raised */
-  if (s->n == IDGEN__SPACE_MAX)
-    return idgen__err(err, errlen, IDGEN_ESPACE,
-                      "registry: space \"%s\" already has %d layouts: stop the holders of one "
-                      "of them, or use a space of its own (--space NAME)",
-                      space, IDGEN__SPACE_MAX);
-  idgen__space_member_t *m = &s->m[s->n++];
-  memset(m, 0, sizeof *m);
-  snprintf(m->pool, sizeof m->pool, "%s", p->name);
-  snprintf(m->spec, sizeof m->spec, "%s", p->layout);
+  self = pool_entry(s, p->name);
+  if (self < 0 && s->n == IDGEN__SPACE_MAX) {
+    /* Full: a pool none of whose tuples is live makes room (retiring only
+     * ever makes the space stricter). */
+    for (int i = 0; self < 0 && i < s->n; i++) {
+      char holders[8];
+      int live = probe->live(probe->ctx, s->m[i].pool, holders, sizeof holders, err, errlen);
+      if (live < 0)
+        return live;
+      if (live == 0) {
+        int rc = retire(s, i, probe, plan, err, errlen);
+        if (rc < 0)
+          return rc;
+        if (above_retired(s, l, &floor, &hit) < 0 || floor + 1 - borrow - now > max)
+          return idgen__err(err, errlen, IDGEN_ESPACE,
+                            "registry: space \"%s\" already has %d pools and the one that gave "
+                            "way issued IDs this layout cannot start above soon: use a space of "
+                            "its own (--space NAME)",
+                            space, IDGEN__SPACE_MAX);
+        self = -2; /* made room */
+      }
+    }
+    if (self == -1)
+      return idgen__err(err, errlen, IDGEN_ESPACE,
+                        "registry: space \"%s\" already has %d pools, each with live tuples: "
+                        "stop the holders of one of them, or use a space of its own (--space "
+                        "NAME)",
+                        space, IDGEN__SPACE_MAX);
+    self = -1;
+  }
+  idgen__space_member_t *m;
+  if (self >= 0) {
+    m = &s->m[self]; /* a wider layout of the pool: its range is the pool's now */
+    if (!covered(m, l))
+      idgen_layout_format(l, m->spec, sizeof m->spec);
+  } else {
+    m = &s->m[s->n++];
+    memset(m, 0, sizeof *m);
+    snprintf(m->pool, sizeof m->pool, "%s", p->name);
+    snprintf(m->spec, sizeof m->spec, "%s", p->layout);
+  }
   m->floor_ms = floor;
+  s->provisional = 0; /* from now on a record */
   plan->floor_ms = floor;
   plan->changed = 1;
   return 0;
