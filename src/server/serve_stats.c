@@ -312,8 +312,8 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   serve_buf_printf(b,
                    "# HELP idgen_clock_waiting_requests ID requests waiting now for their tick "
                    "or high-water mark (parked on a timer, not holding their event loop).\n"
-                   "# TYPE idgen_clock_waiting_requests gauge\nidgen_clock_waiting_requests %" PRIu64
-                   "\n"
+                   "# TYPE idgen_clock_waiting_requests gauge\n"
+                   "idgen_clock_waiting_requests %" PRIu64 "\n"
                    "# HELP idgen_clock_oldest_wait_seconds How long the longest-waiting request "
                    "has waited so far (0 when none waits).\n"
                    "# TYPE idgen_clock_oldest_wait_seconds gauge\n"
