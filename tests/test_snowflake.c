@@ -274,6 +274,20 @@ static void test_long_tick_rest_counts(void **state) {
     idgen_snowflake_gen_free(g);
   }
   assert_int_equal(0, bad);
+  /* A batch is one call: five at mid-minute, the fifth in the next minute,
+   * is refused before anything is taken, at once (5b10abb waited 30 s);
+   * the four that fit are there after it. */
+  tu_clock_init(&c, m0 + 30000);
+  idgen_snowflake_settings_t s = settings(&c, 0, 100);
+  idgen_snowflake_gen_t *g = tu_gen(minute, &s);
+  uint64_t five[5];
+  assert_int_equal(4, idgen_snowflake_gen_capacity(g));
+  assert_int_equal(IDGEN_EBATCH, idgen_snowflake_gen_next_n(g, five, 5));
+  assert_int_equal(0, atomic_load(&c.sleeps));
+  tu_ok(idgen_snowflake_gen_next_n(g, five, 4));
+  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_gen_next_n(g, five, 2));
+  assert_int_equal(0, atomic_load(&c.sleeps));
+  idgen_snowflake_gen_free(g);
 }
 
 /* A used-up tick and a step back together (D2 of the g3-stepback branch):
