@@ -25,11 +25,13 @@
  *              step back, or a burst that used up the sequence), the
  *              generator keeps issuing from its own clock while that is at
  *              most max_borrow_ms ahead of the wall clock; past that one call
- *              waits at most the rest of the current tick plus max_wait_ms in
- *              all (a batch included), then fails with IDGEN_ECLOCK.  It
- *              never sleeps without bound and never silently repeats an ID.
- *              The fast clock may notice a step of the wall clock up to one
- *              tick late.
+ *              waits at most max_wait_ms in all (a batch included), then
+ *              fails with IDGEN_ECLOCK.  Only the rest of a used-up tick of
+ *              at most one second is waited out beside max_wait_ms; a step
+ *              back never is, so with max_borrow_ms = max_wait_ms = 0 a call
+ *              after a step back is refused at once.  It never sleeps without
+ *              bound and never silently repeats an ID.  The fast clock may
+ *              notice a step of the wall clock up to one tick late.
  *   fenced     A generator whose lease can no longer be shown valid stops
  *              issuing (IDGEN_ELEASE) before the registry could grant its
  *              tuple to anyone else; every renewal and mark write is
@@ -419,8 +421,10 @@ typedef struct idgen_snowflake_settings {
   /* How far (ms) the generator's clock may run ahead of the wall clock, after
    * a step back or a burst that used up the sequence.  Default 1000. */
   int64_t max_borrow_ms;
-  /* How long (ms) a call may wait, beyond the rest of the current tick, for
-   * the wall clock to come within max_borrow_ms.  Default 100. */
+  /* How long (ms) a call may wait for the wall clock to come within
+   * max_borrow_ms.  Waiting out the rest of a used-up tick of at most one
+   * second does not count against it (unless the clock stepped back); on
+   * longer ticks it does.  Default 100. */
   int64_t max_wait_ms;
   /* Nonzero: start the sequence of each new tick at a random value in the
    * lower half of its range, so that IDs spread over `id % N` shards.
@@ -520,28 +524,30 @@ IDGEN_API void idgen_snowflake_gen_fini_shared(idgen_snowflake_gen_t *g);
  *                     cannot be shown valid, or the high-water mark could not
  *                     be moved ahead within max_wait_ms (at once when the
  *                     last mark write failed and none is under way).
- * May sleep: one call waits at most the rest of the current tick plus
- * max_wait_ms in all (bounded), for its tick or for the mark.
+ * May sleep: one call waits at most max_wait_ms in all, plus the rest of a
+ * used-up tick of at most one second (bounded), for its tick or for the
+ * mark; after a step back of the clock, at most max_wait_ms.
  */
 IDGEN_API int idgen_snowflake_gen_next(idgen_snowflake_gen_t *g, uint64_t *id);
 
 /*
  * Issues `n` IDs into ids[0..n-1], increasing: one atomic step claims them
  * all, so a batch costs about one call plus the stores.  The batch is one
- * call (bounded): it waits no longer in total than next() may (the rest of the
- * current tick plus max_wait_ms).  A batch that cannot be filled within that
- * is refused before anything is claimed: IDGEN_EBATCH
- * (idgen_snowflake_gen_capacity() tells how many can be made now); so is one
- * that would run past the layout's end (IDGEN_EEXHAUSTED), leaving the last
- * IDs to smaller calls.  Otherwise the same errors as next(); on error the
+ * call (bounded): it waits no longer in total than next() may (max_wait_ms,
+ * plus the rest of a used-up tick of at most one second).  A batch that
+ * cannot be filled within that is refused before anything is claimed:
+ * IDGEN_EBATCH (idgen_snowflake_gen_capacity() tells how many can be made
+ * now); so is one that would run past the layout's end (IDGEN_EEXHAUSTED),
+ * leaving the last IDs to smaller calls.  Otherwise the same errors as next(); on error the
  * content of `ids` is unspecified (IDs already claimed are skipped, never
  * reissued).  n = 0 returns 0.
  */
 IDGEN_API int idgen_snowflake_gen_next_n(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n);
 
 /*
- * How many IDs one call could make now without waiting beyond the rest of
- * the current tick plus max_wait_ms: the room left in the window the clock
+ * How many IDs one call could make now within the wait next_n() allows
+ * (max_wait_ms, plus the rest of a used-up tick of at most one second when
+ * the clock has not stepped back): the room left in the window the clock
  * allows (0 when the generator is further ahead of the wall clock than that
  * window).  A bound generator may still have to wait for its mark.  For
  * messages and for sizing batches; the answer may be out of date at once.
@@ -578,7 +584,8 @@ typedef struct idgen_snowflake_wait {
   int64_t asked_mono_ns;   /* when the wait last asked for ends, monotonic; during a
                               resume, minus its reading; 0: none */
   int64_t deadline_ns, charged_ns;
-  int phase;
+  int16_t phase;
+  int16_t stepped;         /* the budget began after a step back of the clock */
   int32_t allowance_ms;    /* the budget: deadline less the first reading */
   size_t offset;           /* resume() fills from ids + offset (a cache's direct take) */
 } idgen_snowflake_wait_t;

@@ -16,6 +16,12 @@ driven over the DevTools protocol (python3-websocket).
 3. A daemon on a postgres:// registry (a throwaway PostgreSQL,
    tests/pg_server.sh) whose server stops: the lease runs out and the page
    shows "lease lost: ..." in red.  Screenshot: OUTDIR/status-page-lease.png.
+4. Requests that wait for their tick (4 IDs a second, a client asking for
+   the next second's all the time): the clock card shows them waiting and
+   the oldest wait, the banner green; with the bound lowered
+   (IDGEN_TEST_WAIT_BOUND_MS) and two such clients, /health and the page
+   turn red naming the wait.
+   Screenshot: OUTDIR/status-page-waiting.png.
 
 Exits 77 (skipped) with a message when Chromium or python3-websocket is
 missing; prints "N passed, N failed" and exits 1 on any failure.
@@ -283,6 +289,67 @@ def live_phase(idgen, tmp, out, browser):
         d.stop()
 
 
+def waiting_client(d, stop):
+    """Asks for a second's four IDs again and again: each request waits for
+    the next second, so one is nearly always waiting."""
+    while not stop.is_set():
+        try:
+            d.get("/id?count=4")
+        except OSError:
+            time.sleep(0.05)
+
+
+def waiting_phase(idgen, tmp, out, browser):
+    slow = ["--layout", "time:41@1s,worker:10,sequence:2,epoch=1288834974000", "--registry",
+            "static", "--node", "worker=5", "--max-borrow-ms", "0", "--max-wait-ms", "2000"]
+    for overdue in (False, True):
+        d = Daemon(idgen, tmp, "waiting-%d" % overdue, slow,
+                   {"IDGEN_TEST_WAIT_BOUND_MS": "0"} if overdue else None)
+        stop = threading.Event()
+        # Past the bound, two clients: one of them has always waited for
+        # most of a second (with one, each wait starts anew at the second's
+        # turn, and a page that fetches early in every second sees none).
+        ts = [threading.Thread(target=waiting_client, args=(d, stop), daemon=True)
+              for _ in range(2 if overdue else 1)]
+        for t in ts:
+            t.start()
+        try:
+            check("waiting phase%s: the page loads" % (" (past the bound)" if overdue else ""),
+                  load(browser, d))
+            if not overdue:
+                seen = browser.wait("a waiting request", lambda: browser.text("waiting") == "1" and
+                                    re.match(r"^\d+ ms \(bound 3000 ms\)$", browser.text("oldest-wait") or "")
+                                    and browser.text("oldest-wait"), 15)
+                check("requests waiting for their tick: the clock card shows 1 waiting and the "
+                      "oldest wait against its bound", seen, (browser.text("waiting"), browser.text("oldest-wait")))
+                check("... and the banner stays green (waiting for a tick is no fault)",
+                      browser.eval("document.getElementById('banner').className") == "ok",
+                      browser.text("banner"))
+                browser.screenshot(os.path.join(out, "status-page-waiting.png"))
+            else:
+                said = []
+
+                def daemon_says():
+                    said.append(d.get("/health"))
+                    return said[-1][0] == 503 and said[-1][1].startswith("waiting: ")
+                check("a request waiting past its bound: /health says so",
+                      browser.wait("/health 503", daemon_says, 20), said[-3:])
+                red = browser.wait("overdue", lambda: browser.eval(
+                    "document.getElementById('banner').className") == "bad" and
+                    "waiting: a request has waited" in (browser.text("banner") or ""), 20)
+                check("a request waiting past its bound: banner red, naming the wait", red,
+                      (browser.text("banner"), browser.text("updates"), d.get("/health")))
+                check("... and the clock card red with the same reason",
+                      browser.eval("document.getElementById('card-clock').className") == "bad" and
+                      "longer than its bound" in (browser.text("clock-why") or ""),
+                      browser.text("clock-why"))
+        finally:
+            stop.set()
+            d.stop()
+            for t in ts:
+                t.join()
+
+
 def lease_phase(idgen, tmp, out, browser):
     pgdir = os.path.join(tmp, "pg")
     r = subprocess.run([os.path.join(HERE, "pg_server.sh"), "start", pgdir, str(free_port())],
@@ -336,6 +403,7 @@ def main():
         browser = Browser(tmp)
         if os.path.exists(FAKETIME):
             live_phase(idgen, tmp, out, browser)
+        waiting_phase(idgen, tmp, out, browser)
         if os.geteuid() == 0 and os.path.exists("/usr/lib/postgresql/15/bin/initdb"):
             lease_phase(idgen, tmp, out, browser)
         else:

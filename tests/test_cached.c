@@ -11,7 +11,9 @@
  *   - a lost lease (the generator's ceiling at 0, as the lease keeper
  *     fences it) empties the ring; a child after fork() cannot take;
  *   - processes with their own caches on distinct workers never collide;
- *   - the age of the IDs handed out, in the stats.
+ *   - the age of the IDs handed out, in the stats;
+ *   - on a `@60s` layout with no wait, a direct take is refused at once
+ *     for a used-up minute and after a step back (G3).
  * Sizes are divided by $IDGEN_TEST_SCALE (the sanitizer builds use it).
  */
 #define _GNU_SOURCE
@@ -202,6 +204,44 @@ static void test_direct_policy(void **state) {
   tu_clock_add_ms(&clk, 1000);
   tu_ok(idgen_snowflake_gen_resume(g, &w, &id));
   assert_true(id > ids[8191]);
+  idgen_cached_gen_free(c);
+  idgen_snowflake_gen_free(g);
+}
+
+/* G3 through the cache, on a `@60s` layout with no borrow and no wait: a
+ * take the ring cannot serve asks the generator, which refuses at once,
+ * blocking or async: after the ring took the whole minute (waiting out
+ * the rest of a tick longer than a second counts against max_wait_ms: it
+ * waited 50 s here before, or parked the async take for them), and after
+ * a step back of the clock.  Once the clock is in the next minute, the
+ * ring fills and serves again. */
+static void test_direct_long_tick(void **state) {
+  (void)state;
+  const int64_t m = T0_MS - T0_MS % 60000 + 10000; /* 10 s into a minute */
+  tu_clock_t clk;
+  tu_clock_init(&clk, m);
+  idgen_snowflake_settings_t gs;
+  idgen_snowflake_settings_init(&gs);
+  gs.clock = &clk.clock;
+  gs.max_borrow_ms = 0;
+  gs.max_wait_ms = 0;
+  idgen_snowflake_gen_t *g = tu_gen("time:41@60s,worker:10,sequence:4", &gs);
+  idgen_cached_gen_t *c = cache_of(g, NULL);
+  uint64_t ids[16], id;
+  idgen_snowflake_wait_t w;
+  tu_ok(idgen_cached_gen_take_n(c, ids, 16)); /* the minute's 16, from the ring */
+  for (int back = 0; back < 2; back++) {
+    tu_clock_set_ms(&clk, back ? m - 50000 : m); /* then 50 s back: the minute before */
+    int rc = idgen_cached_gen_take(c, &id);
+    if (rc != IDGEN_ECLOCK || atomic_load(&clk.sleeps) != 0)
+      fail_msg("%s: a direct take returned %d after waiting %lld ms",
+               back ? "stepped back" : "used-up minute", rc,
+               (long long)(atomic_load(&clk.slept_ns) / 1000000));
+    assert_int_equal(IDGEN_ECLOCK, idgen_cached_gen_take_n_async(c, &id, 1, &w));
+  }
+  tu_clock_set_ms(&clk, m + 60000); /* the next minute */
+  tu_ok(idgen_cached_gen_take(c, &id));
+  assert_true(id > ids[15]);
   idgen_cached_gen_free(c);
   idgen_snowflake_gen_free(g);
 }
@@ -673,6 +713,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_settings_refused),  cmocka_unit_test(test_filled_within_borrow),
       cmocka_unit_test(test_wait_policy),       cmocka_unit_test(test_direct_policy),
+      cmocka_unit_test(test_direct_long_tick),
       cmocka_unit_test(test_two_threads_order), cmocka_unit_test(test_fenced_empties),
       cmocka_unit_test(test_fork),              cmocka_unit_test(test_processes),
       cmocka_unit_test(test_age),               cmocka_unit_test(test_bound_to_a_lease),

@@ -5,6 +5,8 @@
  *   - real-time order: an ID obtained after another call returned is larger;
  *   - the same while an injected clock jumps back and forth under the threads;
  *   - sequence exhaustion under contention (twitter layout, waiting);
+ *   - after full load on the hot path, a step back of the clock is refused
+ *     at once by both threads with no borrow and no wait (G3);
  *   - several processes with distinct worker values never collide.
  * Sizes are divided by $IDGEN_TEST_SCALE (the sanitizer builds use it).
  */
@@ -16,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "snowflake_int.h"
 #include "testutil.h"
 
 #define WIDE "time:41@1ms,sequence:22,epoch=1288834974657"
@@ -241,6 +244,110 @@ static void test_tiny_sequence_no_livelock(void **state) {
   idgen_snowflake_gen_free(g);
 }
 
+/* G3 under full load, two threads (D1 of the g3-stepback branch): on the
+ * hot path and an injected clock that moves only when a call waits, the
+ * threads use up every tick; each tick is reached because the one before
+ * ran out (a waiting call reserved it), and then issued from on the hot
+ * path.  Waiting out those ticks is free: no refusal.  Then the clock steps
+ * back into the tick before the generator's: every call of both threads is
+ * refused at once, none waits (before, the step was waited out as a used-up
+ * tick, and the calls went on). */
+struct load {
+  idgen_snowflake_gen_t *g;
+  pthread_barrier_t *bar;
+  size_t n;
+  uint64_t *ids;
+  int failures, order_errors, after_ok, after_other;
+};
+
+static void *load_main(void *arg) {
+  struct load *l = arg;
+  pthread_barrier_wait(l->bar);
+  for (size_t i = 0; i < l->n; i++) {
+    if (idgen_snowflake_gen_next(l->g, &l->ids[i]) != 0) {
+      l->failures++;
+      l->ids[i] = i ? l->ids[i - 1] + 1 : 0; /* keeps the list sorted */
+    } else if (i > 0 && l->ids[i] <= l->ids[i - 1]) {
+      l->order_errors++;
+    }
+  }
+  pthread_barrier_wait(l->bar); /* the main thread steps the clock back */
+  pthread_barrier_wait(l->bar);
+  for (int i = 0; i < 50; i++) {
+    uint64_t id;
+    int rc = idgen_snowflake_gen_next(l->g, &id);
+    if (rc == 0)
+      l->after_ok++;
+    else if (rc != IDGEN_ECLOCK)
+      l->after_other++;
+  }
+  return NULL;
+}
+
+static void test_step_back_after_full_load(void **state) {
+  (void)state;
+  const int64_t t0 = 1700000000000;
+  tu_clock_t c;
+  tu_clock_init(&c, t0);
+  atomic_fetch_add(&c.ns, 300000);
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+  s.clock = &c.clock;
+  s.max_borrow_ms = 0;
+  s.max_wait_ms = 0;
+  idgen_snowflake_gen_t *g = tu_gen("time:41,sequence:4,epoch=0", &s); /* 16 a tick */
+  g->fast = 1; /* the hot path, which the injected clock turns off */
+  size_t n = tu_scaled(40000);
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, 3);
+  struct load l[2];
+  pthread_t th[2];
+  for (int t = 0; t < 2; t++) {
+    l[t] = (struct load){g, &bar, n, malloc(n * sizeof(uint64_t)), 0, 0, 0, 0};
+    assert_non_null(l[t].ids);
+    assert_int_equal(0, pthread_create(&th[t], NULL, load_main, &l[t]));
+  }
+  pthread_barrier_wait(&bar);
+  pthread_barrier_wait(&bar); /* both have made theirs */
+  /* One more, until its tick still has room: the generator is then in the
+   * clock's tick, reached by a wait or by the hot path. */
+  uint64_t id;
+  do
+    tu_ok(idgen_snowflake_gen_next(g, &id));
+  while ((id & 15) == 15);
+  assert_int_equal(id >> 4, (uint64_t)tu_clock_ms(&c));
+  /* Back to the middle of the tick before: less than two ticks back. */
+  atomic_store(&c.ns, (int64_t)(id >> 4) * 1000000 - 500000);
+  int64_t sleeps = atomic_load(&c.sleeps);
+  pthread_barrier_wait(&bar);
+  for (int t = 0; t < 2; t++)
+    pthread_join(th[t], NULL);
+  pthread_barrier_destroy(&bar);
+  for (int t = 0; t < 2; t++) {
+    assert_int_equal(0, l[t].failures); /* used-up ticks are waited out */
+    assert_int_equal(0, l[t].order_errors);
+    assert_int_equal(0, l[t].after_ok);    /* the step back: refused ... */
+    assert_int_equal(0, l[t].after_other);
+  }
+  assert_int_equal(sleeps, atomic_load(&c.sleeps)); /* ... at once */
+  size_t a = 0, b = 0;
+  while (a < n && b < n) {
+    if (l[0].ids[a] == l[1].ids[b])
+      fail_msg("ID %llu issued to both threads", (unsigned long long)l[0].ids[a]);
+    if (l[0].ids[a] < l[1].ids[b])
+      a++;
+    else
+      b++;
+  }
+  idgen_snowflake_stats_t st;
+  idgen_snowflake_gen_stats(g, &st);
+  assert_true(st.sequence_exhausted > 0);
+  assert_int_equal(100, st.clock_refusals);
+  free(l[0].ids);
+  free(l[1].ids);
+  idgen_snowflake_gen_free(g);
+}
+
 /* Processes with distinct worker values (the static registry's contract). */
 static void test_processes(void **state) {
   (void)state;
@@ -302,6 +409,7 @@ int main(void) {
       cmocka_unit_test(test_two_threads_sequence_exhaustion),
       cmocka_unit_test(test_two_threads_clock_chaos),
       cmocka_unit_test(test_tiny_sequence_no_livelock),
+      cmocka_unit_test(test_step_back_after_full_load),
       cmocka_unit_test(test_processes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "snowflake_int.h"
 #include "testutil.h"
 
 #define T0 1505914988849 /* the design document's worked example */
@@ -127,6 +128,284 @@ static void test_step_back_table(void **state) {
     assert_true(id > prev);
     idgen_snowflake_gen_free(g);
   }
+}
+
+/* The clock at Unix ns `ns` exactly. */
+static void clock_set_ns(tu_clock_t *c, int64_t ns) { atomic_store(&c->ns, ns); }
+
+/* The hot path (one fetch_add), which an injected clock otherwise turns
+ * off: its calls give the same answers, and these tests need it to make
+ * the generator's own state as full load makes it. */
+static void hot_path_on(idgen_snowflake_gen_t *g) {
+  assert_int_equal(1, g->unit);
+  g->fast = 1;
+}
+
+/* G3: with max_borrow_ms = max_wait_ms = 0, a call after the clock moved
+ * back, by a whole tick or by part of one across a tick boundary, is
+ * refused at once (IDGEN_ECLOCK): next, and next_n of one and of three;
+ * on every tick length.  Before, a step back into the tick just below the
+ * generator's was waited out as if that tick were used up: 48.8 s on
+ * `@60s` after a 50 s step, about 12 h on `@86400s` after a 12 h one.
+ * A step back within one tick needs no wait and issues at once, and when
+ * the clock is back the IDs go on increasing. */
+static const struct back_case {
+  const char *what, *layout;
+  int64_t at_ns;   /* the clock when the generator issues its first ID */
+  int64_t back_ns; /* how far the clock then steps back */
+  int rc;          /* of the next calls */
+} back_cases[] = {
+    {"twitter, 0.7 ms back across a tick boundary", "twitter", (T0 * 1000000) + 500000, 700000,
+     IDGEN_ECLOCK},
+    {"twitter, 1 tick back", "twitter", T0 * 1000000 + 500000, 1000000, IDGEN_ECLOCK},
+    {"twitter, 5 ticks back", "twitter", T0 * 1000000 + 500000, 5000000, IDGEN_ECLOCK},
+    {"@1s, 0.5 s back across a second", "time:41@1s,worker:10,sequence:12",
+     (T0 - T0 % 1000 + 300) * 1000000, 500000000, IDGEN_ECLOCK},
+    {"@1s, 3 s back", "time:41@1s,worker:10,sequence:12", (T0 - T0 % 1000 + 300) * 1000000,
+     3000000000, IDGEN_ECLOCK},
+    {"@60s, 50 s back across a minute (the issue's case)", "time:41@60s,worker:10,sequence:12",
+     (T0 - T0 % 60000 + 10000) * 1000000, 50000000000, IDGEN_ECLOCK},
+    {"@60s, 5 minutes back", "time:41@60s,worker:10,sequence:12",
+     (T0 - T0 % 60000 + 10000) * 1000000, 300000000000, IDGEN_ECLOCK},
+    {"@86400s, 12 h back across a day (the issue's case)", "time:31@86400s,worker:10,sequence:12",
+     (T0 - T0 % 86400000 + 21600000) * 1000000, 43200000000000, IDGEN_ECLOCK},
+    {"@86400s, 3 days back", "time:31@86400s,worker:10,sequence:12",
+     (T0 - T0 % 86400000 + 21600000) * 1000000, 3 * 86400000000000, IDGEN_ECLOCK},
+    {"@60s, 5 s back within the minute: issued at once", "time:41@60s,worker:10,sequence:12",
+     (T0 - T0 % 60000 + 10000) * 1000000, 5000000000, 0},
+};
+
+static void test_step_back_refused_at_once(void **state) {
+  (void)state;
+  int bad = 0;
+  for (size_t i = 0; i < sizeof back_cases / sizeof back_cases[0]; i++) {
+    const struct back_case *k = &back_cases[i];
+    print_message("step back, no borrow, no wait: %s\n", k->what);
+    tu_clock_t c;
+    tu_clock_init(&c, 0);
+    clock_set_ns(&c, k->at_ns);
+    idgen_snowflake_settings_t s = settings(&c, 0, 0);
+    idgen_snowflake_gen_t *g = tu_gen(k->layout, &s);
+    uint64_t prev, id, ids[3];
+    tu_ok(idgen_snowflake_gen_next(g, &prev));
+    clock_set_ns(&c, k->at_ns - k->back_ns);
+    int rc = idgen_snowflake_gen_next(g, &id);
+    if (rc != k->rc || atomic_load(&c.sleeps) != 0) {
+      /* Every case is tried, so that a failure lists them all. */
+      print_error("  %s: next() returned %d after waiting %.3f s; want %d at once\n", k->what,
+                  rc, (double)atomic_load(&c.slept_ns) / 1e9, k->rc);
+      bad++;
+      idgen_snowflake_gen_free(g);
+      continue;
+    }
+    assert_int_equal(k->rc, idgen_snowflake_gen_next_n(g, ids, 1));
+    assert_int_equal(k->rc, idgen_snowflake_gen_next_n(g, ids, 3));
+    assert_int_equal(0, atomic_load(&c.sleeps)); /* at once */
+    idgen_snowflake_stats_t st;
+    idgen_snowflake_gen_stats(g, &st);
+    assert_int_equal(k->rc ? 3 : 0, st.clock_refusals);
+    assert_int_equal(0, st.clock_waits + st.sequence_exhausted);
+    if (k->rc == 0)
+      assert_true(id > prev && ids[0] > id);
+    /* /health's question: nothing can be issued now. */
+    assert_int_equal(k->rc ? 0 : 1, idgen_snowflake_gen_capacity(g) > 0);
+    /* The clock back where it was: IDs again, above the ones before. */
+    clock_set_ns(&c, k->at_ns);
+    tu_ok(idgen_snowflake_gen_next(g, &id));
+    assert_true(id > prev && (k->rc || id > ids[2]));
+    idgen_snowflake_gen_free(g);
+  }
+  assert_int_equal(0, bad);
+}
+
+/* G3 on ticks longer than a second: the rest of a used-up tick counts
+ * against max_wait_ms like any other wait (it was always allowed: 30 s on
+ * `@60s` with max_wait_ms = 0).  Within max_wait_ms of the tick's end it
+ * is waited out, and counted as a used-up tick.  On a tick of one second
+ * or less it is still waited out beside max_wait_ms. */
+static void test_long_tick_rest_counts(void **state) {
+  (void)state;
+  const char *minute = "time:41@60s,worker:10,sequence:2", *day = "time:31@86400s,sequence:2";
+  const int64_t m0 = T0 - T0 % 60000, d0 = T0 - T0 % 86400000;
+  uint64_t id, ids[4];
+  idgen_snowflake_stats_t st;
+  tu_clock_t c;
+  struct {
+    const char *layout;
+    int64_t at_ms, wait, slept_ms;
+    int rc;
+  } cases[] = {
+      {minute, m0 + 30000, 0, 0, IDGEN_ECLOCK},     /* 30 s left, no wait: refused */
+      {minute, m0 + 30000, 100, 0, IDGEN_ECLOCK},   /* 30 s left, 100 ms wait: refused */
+      {minute, m0 + 59950, 100, 50, 0},             /* 50 ms left, 100 ms wait: waits */
+      {minute, m0 + 59950, 0, 0, IDGEN_ECLOCK},     /* 50 ms left, no wait: refused */
+      {day, d0 + 43200000, 3600000, 0, IDGEN_ECLOCK}, /* 12 h left, an hour's wait */
+      {day, d0 + 86400000 - 1000, 3600000, 1000, 0},  /* a second left: waits it */
+      {"time:41@1s,worker:10,sequence:2", m0 + 300, 0, 700, 0}, /* a second's rest: free */
+  };
+  int bad = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    print_message("used-up tick: %s, %lld ms before its end, max_wait_ms %lld\n",
+                  cases[i].layout,
+                  (long long)(tu_layout(cases[i].layout).unit_ms -
+                              cases[i].at_ms % tu_layout(cases[i].layout).unit_ms),
+                  (long long)cases[i].wait);
+    tu_clock_init(&c, cases[i].at_ms);
+    idgen_snowflake_settings_t s = settings(&c, 0, cases[i].wait);
+    idgen_snowflake_gen_t *g = tu_gen(cases[i].layout, &s);
+    tu_ok(idgen_snowflake_gen_next_n(g, ids, 4)); /* the tick's four */
+    int rc = idgen_snowflake_gen_next(g, &id);
+    if (rc != cases[i].rc || atomic_load(&c.slept_ns) != cases[i].slept_ms * 1000000) {
+      print_error("  returned %d after waiting %.3f s; want %d after %.3f s\n", rc,
+                  (double)atomic_load(&c.slept_ns) / 1e9, cases[i].rc,
+                  (double)cases[i].slept_ms / 1e3);
+      bad++;
+      idgen_snowflake_gen_free(g);
+      continue;
+    }
+    if (cases[i].rc == 0)
+      assert_true(id > ids[3]);
+    else
+      assert_int_equal(0, idgen_snowflake_gen_capacity(g));
+    idgen_snowflake_gen_stats(g, &st);
+    assert_int_equal(cases[i].rc ? 0 : 1, st.sequence_exhausted);
+    assert_int_equal(0, st.clock_waits);
+    assert_int_equal(cases[i].rc ? 1 : 0, st.clock_refusals);
+    idgen_snowflake_gen_free(g);
+  }
+  assert_int_equal(0, bad);
+  /* A batch is one call: five at mid-minute, the fifth in the next minute,
+   * is refused before anything is taken, at once (5b10abb waited 30 s);
+   * the four that fit are there after it. */
+  tu_clock_init(&c, m0 + 30000);
+  idgen_snowflake_settings_t s = settings(&c, 0, 100);
+  idgen_snowflake_gen_t *g = tu_gen(minute, &s);
+  uint64_t five[5];
+  assert_int_equal(4, idgen_snowflake_gen_capacity(g));
+  assert_int_equal(IDGEN_EBATCH, idgen_snowflake_gen_next_n(g, five, 5));
+  assert_int_equal(0, atomic_load(&c.sleeps));
+  tu_ok(idgen_snowflake_gen_next_n(g, five, 4));
+  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_gen_next_n(g, five, 2));
+  assert_int_equal(0, atomic_load(&c.sleeps));
+  idgen_snowflake_gen_free(g);
+}
+
+/* A used-up tick and a step back together (D2 of the g3-stepback branch):
+ * sequence:1, max_wait_ms 10.  The step counts against max_wait_ms, the
+ * rest of the used-up tick after the highest reading does not: a 9.5 ms
+ * step from 0.2 ms into a tick is served after 10.3 ms (the step and the
+ * rest 0.8 ms), as before; a 10.5 ms step is more than max_wait_ms and is
+ * refused at once.  (The branch counted the rest of the tick too and
+ * refused the first.) */
+static void test_used_up_tick_after_step_back(void **state) {
+  (void)state;
+  const int64_t at = T0 * 1000000 + 200000;
+  for (int k = 0; k < 2; k++) {
+    int64_t back = k ? 10500000 : 9500000;
+    tu_clock_t c;
+    tu_clock_init(&c, 0);
+    clock_set_ns(&c, at);
+    idgen_snowflake_settings_t s = settings(&c, 0, 10);
+    idgen_snowflake_gen_t *g = tu_gen("time:41,sequence:1,epoch=0", &s);
+    uint64_t a, b, id;
+    tu_ok(idgen_snowflake_gen_next(g, &a));
+    tu_ok(idgen_snowflake_gen_next(g, &b)); /* the tick is used up */
+    clock_set_ns(&c, at - back);
+    idgen_snowflake_stats_t st;
+    if (k == 0) {
+      tu_ok(idgen_snowflake_gen_next(g, &id));
+      assert_int_equal((uint64_t)(T0 + 1) << 1, id); /* the next tick, sequence 0 */
+      assert_int_equal(10300000, atomic_load(&c.slept_ns));
+      idgen_snowflake_gen_stats(g, &st);
+      assert_int_equal(1, st.clock_waits); /* a wait for the clock, not a used-up tick */
+      assert_int_equal(0, st.sequence_exhausted);
+    } else {
+      assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_gen_next(g, &id));
+      assert_int_equal(0, atomic_load(&c.sleeps));
+    }
+    idgen_snowflake_gen_free(g);
+  }
+}
+
+/* Under full load a tick is reached because the one before ran out, not
+ * because a reading moved the generator to it (D1 of the g3-stepback
+ * branch, which recorded only such moves).  Here a waiting call reaches
+ * tick T0+1, the hot path then issues from it at T0+1, and the clock steps
+ * back 0.5 ms into T0: the step is seen, and refused at once with no
+ * borrow and no wait (before: waited out as a used-up tick).  Likewise
+ * when the ticks were reached by borrowing on the hot path alone (borrow
+ * 1 ms, a 1 ms step). */
+static void test_full_load_step_back(void **state) {
+  (void)state;
+  const char *eight = "time:41,sequence:3,epoch=1288834974657"; /* 8 IDs a tick */
+  const char *what[] = {"a tick reached by a waiting call", "... then issued from on the hot path",
+                        "ticks reached by borrowing on the hot path"};
+  int bad = 0;
+  for (int v = 0; v < 3; v++) {
+    tu_clock_t c;
+    tu_clock_init(&c, 0);
+    clock_set_ns(&c, T0 * 1000000 + 300000);
+    idgen_snowflake_settings_t s = settings(&c, v == 2 ? 1 : 0, 0);
+    idgen_snowflake_gen_t *g = tu_gen(eight, &s);
+    hot_path_on(g);
+    uint64_t id, prev = 0;
+    int n = v == 2 ? 16 : 9; /* borrow 1: T0's and T0+1's at once */
+    for (int i = 0; i < n; i++) {
+      tu_ok(idgen_snowflake_gen_next(g, &id));
+      assert_true(id > prev);
+      prev = id;
+    }
+    if (v < 2) {
+      /* the ninth waited out the rest of T0 (free) and took from T0+1 */
+      assert_int_equal(700000, atomic_load(&c.slept_ns));
+      assert_int_equal(TW_TICK0 + 1, id >> 3);
+    } else {
+      assert_int_equal(0, atomic_load(&c.sleeps));
+      clock_set_ns(&c, (T0 + 1) * 1000000 + 200000);
+    }
+    if (v >= 1) /* and the hot path issues from that tick at it */
+      for (int i = 0; i < v; i++) {
+        int64_t sleeps = atomic_load(&c.sleeps);
+        tu_ok(idgen_snowflake_gen_next(g, &id));
+        assert_int_equal(sleeps, atomic_load(&c.sleeps));
+        assert_true(id > prev);
+        prev = id;
+      }
+    atomic_fetch_sub(&c.ns, v == 2 ? 1000000 : 500000);
+    int64_t slept = atomic_load(&c.slept_ns);
+    int rc = idgen_snowflake_gen_next(g, &id);
+    if (rc != IDGEN_ECLOCK || atomic_load(&c.slept_ns) != slept) {
+      print_error("  %s: after the step back next() returned %d after waiting %lld ns\n",
+                  what[v], rc, (long long)(atomic_load(&c.slept_ns) - slept));
+      bad++;
+    } else {
+      assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_gen_next_n(g, &id, 1));
+      assert_int_equal(slept, atomic_load(&c.slept_ns));
+    }
+    idgen_snowflake_gen_free(g);
+  }
+  assert_int_equal(0, bad);
+}
+
+/* The same step back while an event loop's call waits: a call reserved
+ * T0+1 at T0 and was resumed at T0+1; the clock then steps back into T0;
+ * the next async call is refused at once, not asked to wait. */
+static void test_async_step_back_refused(void **state) {
+  (void)state;
+  tu_clock_t c;
+  tu_clock_init(&c, 0);
+  clock_set_ns(&c, T0 * 1000000 + 300000);
+  idgen_snowflake_settings_t s = settings(&c, 0, 0);
+  idgen_snowflake_gen_t *g = tu_gen("time:41,sequence:1,epoch=0", &s);
+  uint64_t ids[2], id;
+  idgen_snowflake_wait_t w;
+  tu_ok(idgen_snowflake_gen_next_n_async(g, ids, 2, &w));
+  assert_int_equal(IDGEN_EAGAIN, idgen_snowflake_gen_next_n_async(g, &id, 1, &w));
+  clock_set_ns(&c, (T0 + 1) * 1000000);
+  tu_ok(idgen_snowflake_gen_resume(g, &w, &id));
+  clock_set_ns(&c, T0 * 1000000 + 600000);
+  assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_gen_next_n_async(g, &id, 1, &w));
+  idgen_snowflake_gen_free(g);
 }
 
 /* Refused calls take nothing: after 100 refusals the next ID is the very
@@ -729,6 +1008,11 @@ int main(void) {
       cmocka_unit_test(test_known_answer),
       cmocka_unit_test(test_step_back_within_borrow),
       cmocka_unit_test(test_step_back_table),
+      cmocka_unit_test(test_step_back_refused_at_once),
+      cmocka_unit_test(test_long_tick_rest_counts),
+      cmocka_unit_test(test_used_up_tick_after_step_back),
+      cmocka_unit_test(test_full_load_step_back),
+      cmocka_unit_test(test_async_step_back_refused),
       cmocka_unit_test(test_refusals_consume_nothing),
       cmocka_unit_test(test_sequence_exhausted_borrows),
       cmocka_unit_test(test_sequence_exhausted_waits),

@@ -67,8 +67,10 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                           "a tick's sequence runs out"},
     [SK_MAX_WAIT_MS] = {"max_wait_ms", ST_INT, BOTH, 0, IDGEN_STR(IDGEN_MAX_WAIT_MS_DEFAULT), NULL,
                         NULL, INT(0, IDGEN_MAX_WAIT_MS_MAX), "N",
-                        "how long a call may wait, beyond the current tick, for a clock that "
-                        "is behind; the daemon parks a request that waits, so a wait holds no loop"},
+                        "how long a call may wait for a clock that is behind (the rest of a "
+                        "used-up tick of at most a second is waited out beside it; a longer "
+                        "tick's, or a step back, counts); the daemon parks a request that "
+                        "waits, so a wait holds no loop"},
     [SK_CLOCK] = {"clock", ST_CLOCK, BOTH, 0, "fast", NULL, NULL, NONE, "fast|precise",
                   "`fast` (a calibrated cycle counter, re-checked against the system clock) "
                   "or `precise` (the system clock on every call)"},

@@ -15,12 +15,16 @@
  * wall clock nor further ahead than max_borrow_ms allows.  Otherwise c is
  * dropped (never issued, so never repeated) and the slow path decides with a
  * compare-and-swap: jump to the wall clock's tick, or wait, or refuse.  A c
- * that was *ahead* of the window sets the `ahead` flag; while it is set, calls
- * look at `next` before taking, so they do not each drop a future value (with
- * a small sequence that outran the clock and livelocked).  The first look
- * that finds the window open clears the flag.  Looking on every call instead
- * would cost a second transfer of the contended line: 84 against 50 million
- * IDs/s with two threads here.
+ * that was *ahead* of the window sets the `ahead` flag (in `seen`); while it
+ * is set, calls look at `next` before taking, so they do not each drop a
+ * future value (with a small sequence that outran the clock and livelocked).
+ * The first look that finds the window open clears the flag.  Looking on
+ * every call instead would cost a second transfer of the contended line: 84
+ * against 50 million IDs/s with two threads here.  The same word holds the
+ * highest millisecond any call has read, so that the slow path can tell a
+ * step back from a used-up tick; the hot path compares the whole word with
+ * its own millisecond, one comparison as for the flag alone, and the first
+ * call of each millisecond records it.
  * The generator's first caller owns it and takes without the lock prefix,
  * inside a restartable sequence; another thread revokes the ownership (a
  * membarrier that restarts any sequence in progress, no waiting) before its
@@ -30,11 +34,13 @@
  *
  * Waiting (G3).  When the next value's tick is more than max_borrow_ms ahead
  * of the wall clock, the call reserves it and sleeps until it may be issued.
- * Sleeping to the end of the current wall tick is always allowed (a used-up
- * sequence); anything beyond counts against max_wait_ms.  If the needed wait
- * is larger, the call fails at once with IDGEN_ECLOCK instead of sleeping in
- * vain.  Reserving first makes waiting calls take their turn in order, so
- * every wait is bounded (see claim()).
+ * Sleeping to the end of a used-up tick of at most one second is allowed
+ * beside max_wait_ms; anything else counts against it: a longer tick's rest,
+ * and every wait for a clock that stepped back, which a call knows by its
+ * reading being below `seen`, the highest reading any call made.  If the
+ * needed wait is larger, the call fails at once with IDGEN_ECLOCK instead of
+ * sleeping in vain.  Reserving first makes waiting calls take their turn in
+ * order, so every wait is bounded (see claim()).
  *
  * A batch (next_n) claims as much of the allowed window as it needs in one
  * compare-and-swap and writes the IDs tick by tick with additions.
@@ -116,9 +122,9 @@ static int refuse(idgen_snowflake_gen_t *g) {
  * blocking call sleeps between its steps, an event loop parks it.
  *
  * The budget (G3 per call).  From the call's first reading of the clock,
- * ms, the call may wait until the end of that tick (waiting out a used-up
- * sequence is always allowed) plus max_wait_ms: its deadline.  Every value
- * it takes must be issuable by then, so a batch is claimed whole or not at
+ * ms, the call may wait max_wait_ms, and beside it the rest of a used-up
+ * tick of at most one second: its deadline (budget_start).  Every value it
+ * takes must be issuable by then, so a batch is claimed whole or not at
  * all; and the waits it asks for add up to at most deadline - start, so a
  * clock that stands still or steps back while it waits ends it too.
  *
@@ -133,12 +139,51 @@ static int refuse(idgen_snowflake_gen_t *g) {
  */
 enum { CL_NOW, CL_RESERVED, CL_MARK, CL_STALE };
 
-/* The budget of a call whose first reading is Unix ms `ms`. */
-static void budget_start(const idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms) {
-  int64_t end_ms = ms < g->epoch ? ms + 1 : g->epoch + ((ms - g->epoch) / g->unit + 1) * g->unit;
-  w->deadline_ns = (end_ms + g->wait_ms) * NS_PER_MS;
-  w->allowance_ms = (int32_t)(end_ms + g->wait_ms - ms); /* <= a day's tick + an hour */
+/* The end (Unix ms) of the tick holding Unix ms `ms` (>= the epoch). */
+static inline int64_t tick_end_ms(const idgen_snowflake_gen_t *g, int64_t ms) {
+  return g->epoch + ((ms - g->epoch) / g->unit + 1) * g->unit;
+}
+
+/*
+ * The budget of a call whose first reading is Unix ms `ms`; `seen` is
+ * g->seen loaded before that reading was taken (a fresh reading), or after
+ * it (the caller's, which may be old: a budget too small for it only makes
+ * the call read the clock again, see run()).
+ *
+ * The highest reading any call made, h, tells a step back: the clock went
+ * back by `back` = h - ms.  What the call may wait counts that part in
+ * full; only the rest of the tick after h (that tick used up) is free, and
+ * only on ticks of at most a second.  So with back <= max_wait_ms the
+ * deadline is ms + max_wait_ms + (end of h's tick - h), and with back >
+ * max_wait_ms it is ms + max_wait_ms: the step alone is more than the call
+ * may wait, so it may wait only for what lies before h.  Without a step
+ * (back = 0) this is the end of the current tick plus max_wait_ms, as
+ * always.  (Both in whole milliseconds, as readings are kept.)
+ */
+static void budget_start(const idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms,
+                         uint64_t seen) {
+  int64_t h = g->epoch + (int64_t)(seen & ~SEEN_AHEAD);
+  int64_t back = h > ms ? h - ms : 0, dl;
+  if (ms < g->epoch) /* refused: no value can be issued */
+    dl = ms + 1 + g->wait_ms;
+  else if (g->unit > FREE_TICK_MAX_MS || back > g->wait_ms)
+    dl = ms + g->wait_ms;
+  else
+    dl = tick_end_ms(g, back ? h : ms) + g->wait_ms - back;
+  w->deadline_ns = dl * NS_PER_MS;
+  w->allowance_ms = (int32_t)(dl - ms); /* <= an hour and a second */
   w->charged_ns = 0;
+  w->stepped = back > 0;
+}
+
+/* Records a reading of the clock (Unix ms, >= the epoch) in g->seen. */
+static void see(idgen_snowflake_gen_t *g, int64_t ms) {
+  uint64_t v = (uint64_t)(ms - g->epoch);
+  uint64_t a = atomic_load_explicit(&g->seen, memory_order_relaxed);
+  while ((a & ~SEEN_AHEAD) < v &&
+         !atomic_compare_exchange_weak_explicit(&g->seen, &a, (a & SEEN_AHEAD) | v,
+                                                memory_order_relaxed, memory_order_relaxed))
+    ;
 }
 
 static inline int bias_enter(idgen_snowflake_gen_t *g, uintptr_t me);
@@ -158,6 +203,7 @@ static int claim_once(idgen_snowflake_gen_t *g, const idgen_snowflake_wait_t *w,
   uint64_t x = (uint64_t)(ms - g->epoch) / (uint64_t)g->unit;
   if (x > g->max_tick)
     return IDGEN_EEXHAUSTED;
+  see(g, ms);
   /* Ticks issuable now (tl), and by the deadline (tr). */
   int64_t dl_ms = w->deadline_ns / NS_PER_MS;
   uint64_t tl = (uint64_t)(ms - g->epoch + g->borrow_ms) / (uint64_t)g->unit;
@@ -267,6 +313,7 @@ static int reserved_check(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w) {
   int64_t t_ns = now_ns(g), ms = idgen__ns_to_ms(t_ns);
   if (ms < g->epoch)
     return refuse(g); /* stepped back past the epoch while waiting */
+  see(g, ms); /* a tick reached by waiting, then stepped back from, is a step */
   int64_t target_ms = g->epoch + (int64_t)(w->last >> g->seq_bits) * g->unit - g->borrow_ms;
   if (target_ms <= ms) /* and the lease did not go while it waited */
     return w->last <= atomic_load_explicit(&g->ceiling, memory_order_acquire) ? 0 : IDGEN_ELEASE;
@@ -346,9 +393,12 @@ static int run(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms, 
        * preempted while other threads moved `next` on). */
       if (!fresh) {
         fresh = 1;
+        /* `seen` first: every reading it holds was taken before this one,
+         * so it is above this one only if the clock stepped back. */
+        uint64_t seen = atomic_load_explicit(&g->seen, memory_order_acquire);
         ms = idgen__ns_to_ms(now_ns(g));
         if (w->charged_ns == 0)
-          budget_start(g, w, ms);
+          budget_start(g, w, ms, seen);
         continue;
       }
       return w->n > 1 && first <= last ? IDGEN_EBATCH : refuse(g);
@@ -393,11 +443,12 @@ static int run(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms, 
       return 0;
     }
     /* Reserved: counted once, as waiting out a used-up tick or as waiting
-     * for the clock beyond it. */
-    int64_t end_ms = g->epoch + ((ms - g->epoch) / g->unit + 1) * g->unit;
+     * for the clock beyond it (or for a clock that stepped back). */
     int64_t target_ms = g->epoch + (int64_t)(last >> g->seq_bits) * g->unit - g->borrow_ms;
-    atomic_fetch_add_explicit(target_ms <= end_ms ? &g->sequence_exhausted : &g->clock_waits, 1,
-                              memory_order_relaxed);
+    atomic_fetch_add_explicit(target_ms <= tick_end_ms(g, ms) && !w->stepped
+                                  ? &g->sequence_exhausted
+                                  : &g->clock_waits,
+                              1, memory_order_relaxed);
     w->phase = PHASE_RESERVED;
   }
 }
@@ -410,7 +461,7 @@ static int call(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n, int64_t ms,
   w->asked_mono_ns = from;
   w->ids = ids;
   w->n = n;
-  budget_start(g, w, ms);
+  budget_start(g, w, ms, atomic_load_explicit(&g->seen, memory_order_acquire));
   return run(g, w, ms, 0, blocking);
 }
 
@@ -433,37 +484,56 @@ static inline __attribute__((always_inline)) uint64_t take(idgen_snowflake_gen_t
   return atomic_fetch_add_explicit(&g->next, 1, memory_order_acq_rel);
 }
 
-/* The hot path's decision for one take; see fast_take. */
-static inline __attribute__((always_inline)) int fast_body(idgen_snowflake_gen_t *g, uint64_t base,
-                                                            uint64_t *id, int owner) {
-  uint64_t c;
-  /* The ceiling is read after the value is taken: a fence (ceiling 0) that
-   * comes before the take in `next`'s order is seen (DESIGN §11). */
-  if (IDGEN_LIKELY(!atomic_load_explicit(&g->ahead, memory_order_relaxed))) {
-    c = take(g, owner);
-    if (IDGEN_LIKELY(c - base <= g->fast_span &&
-                     c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed))) {
-      *id = compose(g, c);
-      return 1;
-    }
-    /* c was past the window: the generator is ahead of the clock.  Until it
-     * is not, look before taking (below), so that calls made while it is
-     * ahead do not each throw away a future value. */
-    if (c >= base)
-      atomic_store_explicit(&g->ahead, 1, memory_order_relaxed);
-  } else {
-    c = atomic_load_explicit(&g->next, memory_order_relaxed);
-    if (c - base <= g->fast_span && c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed)) {
-      atomic_store_explicit(&g->ahead, 0, memory_order_relaxed);
-      c = take(g, owner);
-      if (IDGEN_LIKELY(c - base <= g->fast_span &&
-                       c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed))) {
-        *id = compose(g, c);
-        return 1;
-      }
-    }
+/* One take and its check: 1 with *id, or 0 (c dropped; if it was ahead
+ * of the window, the generator is marked ahead).  The ceiling is read after
+ * the value is taken: a fence (ceiling 0) that comes before the take in
+ * `next`'s order is seen (DESIGN §11). */
+static inline __attribute__((always_inline)) int fast_try(idgen_snowflake_gen_t *g, uint64_t base,
+                                                           uint64_t *id, int owner) {
+  uint64_t c = take(g, owner);
+  if (IDGEN_LIKELY(c - base <= g->fast_span &&
+                   c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed))) {
+    *id = compose(g, c);
+    return 1;
+  }
+  /* c was past the window: the generator is ahead of the clock.  Until it
+   * is not, look before taking (fast_other), so that calls made while it
+   * is ahead do not each throw away a future value. */
+  if (c >= base)
+    atomic_fetch_or_explicit(&g->seen, SEEN_AHEAD, memory_order_relaxed);
+  return 0;
+}
+
+/* The hot path's other cases (`a`: g->seen as loaded): the first call of a
+ * millisecond, which records it; a reading below `seen` (the clock stepped
+ * back, or another thread's reading is newer); and the generator ahead. */
+static __attribute__((noinline)) int fast_other(idgen_snowflake_gen_t *g, uint64_t x,
+                                                uint64_t base, uint64_t *id, int owner,
+                                                uint64_t a) {
+  while ((a & ~SEEN_AHEAD) < x &&
+         !atomic_compare_exchange_weak_explicit(&g->seen, &a, (a & SEEN_AHEAD) | x,
+                                                memory_order_relaxed, memory_order_relaxed))
+    ;
+  if (!(a & SEEN_AHEAD))
+    return fast_try(g, base, id, owner);
+  uint64_t c = atomic_load_explicit(&g->next, memory_order_relaxed);
+  if (c - base <= g->fast_span && c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed)) {
+    atomic_fetch_and_explicit(&g->seen, ~SEEN_AHEAD, memory_order_relaxed);
+    return fast_try(g, base, id, owner);
   }
   return 0;
+}
+
+/* The hot path's decision for one take at tick x (= base >> S); see
+ * fast_take.  `seen` equal to x says both that x is recorded and that the
+ * generator is not ahead: one comparison, as the flag's test was. */
+static inline __attribute__((always_inline)) int fast_body(idgen_snowflake_gen_t *g, uint64_t x,
+                                                            uint64_t base, uint64_t *id,
+                                                            int owner) {
+  uint64_t a = atomic_load_explicit(&g->seen, memory_order_relaxed);
+  if (IDGEN_LIKELY(a == x))
+    return fast_try(g, base, id, owner);
+  return fast_other(g, x, base, id, owner, a);
 }
 
 /*
@@ -529,10 +599,10 @@ static inline __attribute__((always_inline)) int fast_take(idgen_snowflake_gen_t
   uint64_t base = x << g->seq_bits;
   int own = bias_enter(g, idgen__bias_me());
   if (IDGEN_LIKELY(own > 0))
-    return fast_body(g, base, id, 1);
+    return fast_body(g, x, base, id, 1);
   if (IDGEN_UNLIKELY(own < 0))
     return 0; /* the slow path reports it */
-  return fast_body(g, base, id, 0);
+  return fast_body(g, x, base, id, 0);
 }
 
 int idgen_snowflake_gen_next(idgen_snowflake_gen_t *g, uint64_t *id) {
@@ -581,11 +651,12 @@ int idgen_snowflake_gen_resume(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t 
 
 uint64_t idgen_snowflake_gen_capacity(idgen_snowflake_gen_t *g) {
   idgen_snowflake_wait_t w;
+  uint64_t seen = atomic_load_explicit(&g->seen, memory_order_acquire);
   int64_t ms = idgen__ns_to_ms(now_ns(g));
   if (ms < g->epoch)
     return 0;
   memset(&w, 0, sizeof w);
-  budget_start(g, &w, ms);
+  budget_start(g, &w, ms, seen);
   const unsigned S = g->seq_bits;
   uint64_t x = (uint64_t)(ms - g->epoch) / (uint64_t)g->unit;
   uint64_t tr = (uint64_t)(w.deadline_ns / NS_PER_MS + g->borrow_ms - g->epoch) / (uint64_t)g->unit;
@@ -713,7 +784,7 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
    * §11) and another process's takes need every take locked. */
   atomic_init(&g->bias, g->fast && !shared && s->lease == NULL ? BIAS_FREE : BIAS_SHARED);
   atomic_init(&g->next, 0);
-  atomic_init(&g->ahead, 0);
+  atomic_init(&g->seen, 0);
   atomic_init(&g->ceiling, g->max_state);
 
   int64_t ms = idgen__ns_to_ms(now_ns(g));

@@ -64,9 +64,15 @@ struct idgen_snowflake_gen {
   /* The state word, alone on its cache line. */
   _Alignas(IDGEN_CACHELINE) _Atomic uint64_t next;
 
-  /* Set while the generator is ahead of the clock; read on every call and
-   * written only when that changes, so it has a line of its own. */
-  _Alignas(IDGEN_CACHELINE) _Atomic int ahead;
+  /* The highest reading of the wall clock any call has made, in ms since
+   * the epoch (bits 0-62), and SEEN_AHEAD while the generator is ahead of
+   * the clock.  A call whose reading is below it knows that the clock
+   * stepped back: its wait for that step counts against max_wait_ms (G3,
+   * DESIGN §1 "Waiting").  The hot path compares it with its own reading
+   * in one instruction, as it tested the flag alone before: equal means
+   * "this millisecond is recorded and the generator is not ahead".  Written
+   * once per millisecond and when the flag changes; a line of its own. */
+  _Alignas(IDGEN_CACHELINE) _Atomic uint64_t seen;
 
   /* Slow-path counters, on their own line so they never disturb `next`. */
   _Alignas(IDGEN_CACHELINE) _Atomic uint64_t clock_waits;
@@ -76,6 +82,13 @@ struct idgen_snowflake_gen {
    * above the ceiling: the keeper moves the mark to cover it (its poke). */
   _Atomic uint64_t remote_want;
 };
+
+/* g->seen's flag: the generator is ahead of the clock (DESIGN §1). */
+#define SEEN_AHEAD (UINT64_C(1) << 63)
+
+/* The longest tick whose used-up rest a call may wait out without counting
+ * it against max_wait_ms (G3): Twitter's millisecond, Baidu's second. */
+#define FREE_TICK_MAX_MS 1000
 
 /* Whether the calling process is not the one that may reach g's keeper. */
 IDGEN_INTERNAL int idgen__sf_remote(const idgen_snowflake_gen_t *g);

@@ -20,6 +20,41 @@ const char *serve_kind_name(int kind) {
   return names[kind];
 }
 
+int64_t serve_wait_bound_ms(const serve_daemon_t *s) {
+  /* Tests only: a bound that a request waiting by the rules passes, to see
+   * /health's 503 without a fault to cause it. */
+  const char *t = getenv("IDGEN_TEST_WAIT_BOUND_MS");
+  if (t != NULL)
+    return strtoll(t, NULL, 10);
+  int64_t unit = s->layout->unit_ms;
+  return s->cfg->s.gen.max_wait_ms + (unit <= 1000 ? unit : 0);
+}
+
+serve_waiting_t serve_waiting(serve_daemon_t *s) {
+  serve_waiting_t wt = {0, 0, serve_wait_bound_ms(s)};
+  int64_t oldest = 0;
+  for (int i = 0; i < s->nworkers; i++) {
+    serve_worker_t *w = &s->workers[i];
+    uint64_t k = atomic_load_explicit(&w->ids_waiting, memory_order_relaxed);
+    int64_t since = atomic_load_explicit(&w->ids_waiting_since, memory_order_relaxed);
+    wt.requests += k;
+    if (k > 0 && since > 0 && (oldest == 0 || since < oldest))
+      oldest = since;
+  }
+  if (oldest > 0) {
+    int64_t age = serve_kernel_mono_ns() - oldest;
+    wt.oldest_ms = age > 0 ? age / 1000000 : 0;
+  }
+  return wt;
+}
+
+/* This loop's waiting requests, for the other loops to read. */
+static void publish_waiting(serve_worker_t *w) {
+  atomic_store_explicit(&w->ids_waiting_since, w->parked_last ? w->parked_last->since_mono_ns : 0,
+                        memory_order_relaxed);
+  atomic_store_explicit(&w->ids_waiting, w->nparked, memory_order_relaxed);
+}
+
 /* Asks the generator itself (no copy kept by the daemon): ID requests are
  * answered from the generator's own errors, and /health from its status. */
 int serve_unhealthy(serve_daemon_t *s, char *why, size_t n) {
@@ -41,8 +76,20 @@ int serve_unhealthy(serve_daemon_t *s, char *why, size_t n) {
              ls.reason[0] ? ": " : "", ls.reason);
     return 1;
   }
-  /* A request waiting for its tick is no fault; one that would be refused
-   * is: the generator is further ahead than borrow and wait allow. */
+  /* A request waiting for its tick is no fault, unless it has waited
+   * longer than G3 allows (a loop that did not resume it in time, or a
+   * wait the generator should have refused). */
+  serve_waiting_t wt = serve_waiting(s);
+  if (wt.oldest_ms > wt.bound_ms + WAIT_MARGIN_MS) {
+    snprintf(why, n,
+             "waiting: a request has waited %" PRId64 " ms, longer than its bound of %" PRId64
+             " ms (max_wait_ms %" PRId64 " and the rest of a used-up tick of at most a second); "
+             "%" PRIu64 " waiting",
+             wt.oldest_ms, wt.bound_ms, s->cfg->s.gen.max_wait_ms, wt.requests);
+    return 1;
+  }
+  /* One that would be refused is: the generator is further ahead than
+   * borrow and wait allow. */
   idgen_cached_gen_t *c = server_cache(s);
   idgen_cached_stats_t cst = {0};
   if (c != NULL)
@@ -368,11 +415,16 @@ void serve_ids_request(serve_worker_t *w, serve_conn_t *c, const serve_reply_sha
     p->due_mono_ns = due;
     p->shape = *sh;
     p->read_ns = w->read_ns;
+    p->since_mono_ns = serve_kernel_mono_ns();
     p->prev = NULL;
     p->next = w->parked;
     if (w->parked)
       w->parked->prev = p;
+    else
+      w->parked_last = p;
     w->parked = p;
+    w->nparked++;
+    publish_waiting(w);
     c->parked = p;
     w->parks++;
     CNT_ADD(w->st.parked, 1);
@@ -396,6 +448,10 @@ void serve_ids_unpark(serve_worker_t *w, serve_conn_t *c) {
     w->parked = p->next;
   if (p->next)
     p->next->prev = p->prev;
+  else
+    w->parked_last = p->prev;
+  w->nparked--;
+  publish_waiting(w);
   c->parked = NULL;
   free(p);
 }

@@ -308,6 +308,23 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
              "idgen_layout_seconds_remaining %.3f\n",
              st.borrowed_ms, st.clock_waits, st.clock_refusals, st.sequence_exhausted,
              lease_valid_text(s, valid, sizeof valid), (double)(horizon - now) / 1000.0);
+  serve_waiting_t wt = serve_waiting(s);
+  serve_buf_printf(b,
+                   "# HELP idgen_clock_waiting_requests ID requests waiting now for their tick "
+                   "or high-water mark (parked on a timer, not holding their event loop).\n"
+                   "# TYPE idgen_clock_waiting_requests gauge\n"
+                   "idgen_clock_waiting_requests %" PRIu64 "\n"
+                   "# HELP idgen_clock_oldest_wait_seconds How long the longest-waiting request "
+                   "has waited so far (0 when none waits).\n"
+                   "# TYPE idgen_clock_oldest_wait_seconds gauge\n"
+                   "idgen_clock_oldest_wait_seconds %.3f\n"
+                   "# HELP idgen_clock_wait_bound_seconds The longest one request may wait: "
+                   "max_wait_ms, plus the rest of a used-up tick of at most a second; /health is "
+                   "503 while the oldest wait is past it by more than %.3f s.\n"
+                   "# TYPE idgen_clock_wait_bound_seconds gauge\n"
+                   "idgen_clock_wait_bound_seconds %.3f\n",
+                   wt.requests, (double)wt.oldest_ms / 1000.0, WAIT_MARGIN_MS / 1000.0,
+                   (double)wt.bound_ms / 1000.0);
   idgen_snowflake_lease_status_t ls = lease_now(s);
   serve_buf_printf(b, "# HELP idgen_lease_mark_failures_total High-water mark writes that failed "
                 "(the registry did not take them; issuing stops at the last durable mark).\n"
@@ -432,6 +449,11 @@ void serve_info_text(serve_daemon_t *s, serve_buf_t *b) {
                 "\r\n",
              st.clock_waits, st.clock_refusals, st.sequence_exhausted, cs.fallbacks,
              cs.recalibrations, cs.cooldowns);
+  serve_waiting_t wt = serve_waiting(s);
+  serve_buf_printf(b,
+                   "clock_waiting_requests:%" PRIu64 "\r\nclock_oldest_wait_ms:%" PRId64
+                   "\r\nclock_wait_bound_ms:%" PRId64 "\r\n",
+                   wt.requests, wt.oldest_ms, wt.bound_ms);
 }
 
 /* The facts of /info as a JSON object (NULL: out of memory). */
@@ -496,6 +518,11 @@ static json_t *info_object(serve_daemon_t *s) {
   json_object_set_new(o, "max_borrow_ms", json_integer(s->cfg->s.gen.max_borrow_ms));
   json_object_set_new(o, "max_wait_ms", json_integer(s->cfg->s.gen.max_wait_ms));
   json_object_set_new(o, "clock", clock);
+  /* Requests waiting now for their tick or mark (G3), and the bound. */
+  serve_waiting_t wt = serve_waiting(s);
+  json_object_set_new(o, "waiting",
+                      json_pack("{sIsIsI}", "requests", (json_int_t)wt.requests, "oldest_ms",
+                                (json_int_t)wt.oldest_ms, "bound_ms", (json_int_t)wt.bound_ms));
   idgen_cached_gen_t *c = server_cache(s);
   if (c != NULL) {
     idgen_cached_stats_t st;
@@ -615,6 +642,10 @@ int serve_health_text(serve_daemon_t *s, serve_buf_t *b) {
   char why[400];
   int sick = serve_unhealthy(s, why, sizeof why);
   serve_buf_printf(b, "%s\n", sick ? why : "ok");
+  serve_waiting_t wt = serve_waiting(s);
+  if (wt.requests > 0) /* durations, by this host's monotonic clock */
+    serve_buf_printf(b, "waiting requests=%" PRIu64 " oldest_ms=%" PRId64 " bound_ms=%" PRId64 "\n",
+                     wt.requests, wt.oldest_ms, wt.bound_ms);
   idgen_snowflake_lease_status_t ls = lease_now(s);
   if (ls.bound) {
     /* Durations (valid_ms by this host, expires_in_ms by the registry) and

@@ -121,6 +121,8 @@ typedef struct serve_parked {
                                   * wall clock must not move the wake-up */
   serve_reply_shape_t shape;
   int64_t read_ns;               /* when the request was read */
+  int64_t since_mono_ns;         /* when it began to wait (kernel clock): the oldest wait
+                                  * in /health, /info, /metrics */
   uint64_t ids[];                /* room for shape.count IDs */
 } serve_parked_t;
 
@@ -172,7 +174,14 @@ typedef struct serve_worker {
   serve_listener_t listeners[NPROTO];
   serve_conn_t *conns;                 /* doubly linked */
   size_t nconns;
-  serve_parked_t *parked;              /* requests waiting for a tick */
+  serve_parked_t *parked;              /* requests waiting for a tick, the newest first */
+  serve_parked_t *parked_last;         /* ... and the oldest (the list is in park order) */
+  uint64_t nparked;
+  /* Published for the other loops' /health and /metrics: how many of this
+   * loop's requests wait now, and since when the oldest (kernel clock; 0:
+   * none).  Written by this loop after each change. */
+  _Atomic uint64_t ids_waiting;
+  _Atomic int64_t ids_waiting_since;
   char *rbuf;                    /* RBUF_SIZE */
   serve_buf_t out;                     /* replies to the requests of one read */
   serve_buf_t body;                    /* an HTTP body before its head is known */
@@ -344,8 +353,23 @@ int64_t serve_ids_run_parked(serve_worker_t *w);
 void serve_ids_end_parked(serve_worker_t *w);
 /* Forgets c's parked request (its connection closes). */
 void serve_ids_unpark(serve_worker_t *w, serve_conn_t *c);
-/* 1 and a reason when /health should say 503 (lease, clock). */
+/* 1 and a reason when /health should say 503 (lease, clock, a request that
+ * has waited past its bound). */
 int serve_unhealthy(serve_daemon_t *s, char *why, size_t n);
+/* Requests waiting now (parked for their tick or mark), over every loop,
+ * and how long the oldest has waited (ms, 0 when none waits). */
+typedef struct serve_waiting {
+  uint64_t requests;
+  int64_t oldest_ms;
+  int64_t bound_ms; /* what one may wait (serve_wait_bound_ms) */
+} serve_waiting_t;
+serve_waiting_t serve_waiting(serve_daemon_t *s);
+/* The longest a request may wait by G3: max_wait_ms, plus the rest of a
+ * used-up tick when the layout's tick is a second or shorter. */
+int64_t serve_wait_bound_ms(const serve_daemon_t *s);
+/* /health is 503 once a request has waited this much longer than the bound
+ * (a loop late to resume it, or a wait the generator should not allow). */
+#define WAIT_MARGIN_MS 250
 void serve_ids_count(serve_worker_t *w, int kind, int agent, size_t n);
 /* The reason an ID request failed with rc, naming how long until IDs can
  * be issued again for a clock refusal; returns that wait in ms. */
