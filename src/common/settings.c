@@ -105,6 +105,10 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
     [SK_MAX_REQUEST_BYTES] = {"max_request_bytes", ST_INT, SERVE, 0, "65536", NULL, NULL,
                               INT(1024, 64 << 20), "N",
                               "the largest HTTP request head, or RESP command"},
+    [SK_MAX_HEADERS] = {"max_headers", ST_INT, SERVE, 0, "100", NULL, NULL, INT(1, 10000), "N",
+                        "header lines in one HTTP request; more is a 431 naming this limit "
+                        "(proxies, meshes and tracing add headers: 100 is Apache's, Envoy's "
+                        "and Tomcat's limit, so what passes them passes here)"},
     [SK_MAX_BATCH] = {"max_batch", ST_INT, SERVE, 0, "", NULL,
                       "what the layout makes within `max_borrow_ms` + `max_wait_ms`, at most "
                       "100000 (twitter 100000, sonyflake 28416)",

@@ -182,6 +182,7 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
     return rc;
   c->max_connections = s->num[SK_MAX_CONNECTIONS];
   c->max_request_bytes = s->num[SK_MAX_REQUEST_BYTES];
+  c->max_headers = s->num[SK_MAX_HEADERS];
   c->max_batch = s->num[SK_MAX_BATCH];
   c->max_output_bytes = s->num[SK_MAX_OUTPUT_BYTES];
   c->busy_poll_ns = s->num[SK_BUSY_POLL_US] * 1000;

@@ -58,6 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http.h"
 #include "server_int.h"
 
 /* ---- connections ---------------------------------------------------------- */
@@ -388,6 +389,7 @@ static const char *refusal_text(int proto) {
     return "";
   return proto == PROTO_RESP ? "-ERR max number of clients reached\r\n"
                              : "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+                               "X-Content-Type-Options: nosniff\r\n"
                                "Content-Length: 32\r\nConnection: close\r\n\r\n"
                                "too many connections; try later\n";
 }
@@ -803,11 +805,12 @@ static int setup_worker(serve_daemon_t *s, serve_worker_t *w, int i) {
   w->ids_cap = 1024;
   w->ids = malloc(w->ids_cap * sizeof *w->ids);
   w->st.ids = calloc(NKINDS * (size_t)(AGENT_FIRST + s->cfg->max_agents), sizeof(serve_counter_t));
+  w->http_headers = calloc((size_t)s->cfg->max_headers, sizeof *w->http_headers);
   w->wake_tag = TAG_WAKE;
   w->now_ms = w->last_sweep_ms = serve_mono_ms();
   w->park_until_ns = INT64_MAX;
   atomic_init(&w->turned_ms, w->now_ms);
-  if (w->epfd < 0 || w->wakefd < 0 || !w->rbuf || !w->ids || !w->st.ids)
+  if (w->epfd < 0 || w->wakefd < 0 || !w->rbuf || !w->ids || !w->st.ids || !w->http_headers)
     return -1;
   struct epoll_event e = {.events = EPOLLIN, .data.ptr = &w->wake_tag};
   return epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wakefd, &e);
@@ -830,6 +833,7 @@ static void free_worker(serve_worker_t *w) {
   free(w->rbuf);
   free(w->ids);
   free(w->st.ids);
+  free(w->http_headers);
   if (w->audit.len > 0 && w->srv->audit_fd >= 0)
     serve_audit_flush(w);
   serve_buf_free(&w->out);
@@ -881,7 +885,6 @@ int serve_run(const serve_config_t *cfg) {
   s->close_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->accept_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->clock_log = (log_limit_t)LOG_LIMIT_INIT(10);
-  s->mark_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->watchdog_log = (log_limit_t)LOG_LIMIT_INIT(10);
 
   s->audit_fd = -1;

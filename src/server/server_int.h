@@ -177,6 +177,7 @@ typedef struct serve_worker {
   serve_buf_t out;                     /* replies to the requests of one read */
   serve_buf_t body;                    /* an HTTP body before its head is known */
   serve_buf_t audit;                   /* audit lines not yet written */
+  struct http_header *http_headers;    /* room for max_headers parsed headers (http.h) */
   uint64_t *ids;                 /* room for ids_cap Snowflake IDs, grown on demand */
   size_t ids_cap;
   int64_t now_ms, last_sweep_ms, paused_until_ms;
@@ -274,8 +275,9 @@ typedef struct serve_daemon {
   _Atomic uint32_t *agent_slots; /* open hash: index + 1, or 0 */
   uint32_t agent_mask;
   /* one limit per kind */
-  log_limit_t client_log, close_log, accept_log, clock_log, mark_log, watchdog_log;
-  uint64_t mark_failures_seen;   /* the lease thread's last look */
+  log_limit_t client_log, close_log, accept_log, clock_log, watchdog_log;
+  uint64_t mark_failures_seen;   /* the lease thread's: failed mark writes logged */
+  int64_t mark_logged_ms;        /* ... and when it last logged them */
   /* Registry calls since the start, over every lease this daemon held
    * (idgen_registry_operations_total): the lease thread publishes them on
    * each look, adding a retired lease's final counts to reg_before. */
