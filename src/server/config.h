@@ -34,6 +34,8 @@ typedef struct serve_config {
   int64_t busy_poll_ns;
   int64_t idle_timeout_ms, slow_timeout_ms, shutdown_timeout_ms, max_agents;
   const char *pid_file, *log_file, *audit_log; /* into s.value[]; "" for none */
+  int audit_mode;                /* 0 count, 1 require (settings.c's order) */
+  int64_t audit_queue_bytes;
 } serve_config_t;
 
 /*

@@ -352,6 +352,7 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   }
   clock_metrics(b);
   cache_metrics(s, b);
+  serve_audit_metrics(s, b);
   if (atomic_load(&s->clock_skew_known))
     serve_buf_printf(b,
                      "# HELP idgen_registry_clock_skew_ms This host's wall clock minus the "
@@ -511,6 +512,7 @@ static json_t *info_object(serve_daemon_t *s) {
   } else {
     json_object_set_new(o, "cache", json_null());
   }
+  json_object_set_new(o, "audit", serve_audit_json(s));
   json_object_set_new(o, "connections", json_integer(atomic_load(&s->nconns)));
   return o;
 }
@@ -614,7 +616,8 @@ int serve_status_json(serve_daemon_t *s, serve_buf_t *b) {
 int serve_health_text(serve_daemon_t *s, serve_buf_t *b) {
   char why[400];
   int sick = serve_unhealthy(s, why, sizeof why);
-  serve_buf_printf(b, "%s\n", sick ? why : "ok");
+  /* A 200 may say "degraded: ..." (the audit log loses lines: IDs go on). */
+  serve_buf_printf(b, "%s\n", sick || serve_audit_degraded(s, why, sizeof why) ? why : "ok");
   idgen_snowflake_lease_status_t ls = lease_now(s);
   if (ls.bound) {
     /* Durations (valid_ms by this host, expires_in_ms by the registry) and
@@ -627,5 +630,6 @@ int serve_health_text(serve_daemon_t *s, serve_buf_t *b) {
                ms_or(ls.valid_ms, valid, sizeof valid, "never"),
                ms_or(ls.expires_in_ms, in, sizeof in, "never"), time_or(ls.mark_ms, mark, "none"));
   }
+  serve_audit_health_line(s, b);
   return sick;
 }
