@@ -579,8 +579,10 @@ static void give_up(serve_audit_t *a) {
   for (int i = 0; i < a->nlanes; i++) {
     audit_lane_t *l = &a->lanes[i];
     pthread_mutex_lock(&l->mu);
-    records += count_records(l->w.p + l->w_off, l->w.len - l->w_off) +
-               count_records(l->q.p, l->q.len);
+    if (l->w.len > l->w_off)
+      records += count_records(l->w.p + l->w_off, l->w.len - l->w_off);
+    if (l->q.len > 0)
+      records += count_records(l->q.p, l->q.len);
     bytes += l->w.len - l->w_off + l->q.len;
     pthread_mutex_unlock(&l->mu);
   }

@@ -471,8 +471,8 @@ def group_frozen_count():
             times.append(t)
             bodies.append((st, body.split("\n")[0]))
             time.sleep(0.2)
+        n_during = len(got)  # before the scrape: one loop timed each in a turn before the scrape's
         m1, tm = metrics_timed(d, timeout=8)
-        n_during = len(got)
         stop.set()
         th.join(30)
         check("frozen, count: /health answered at once all through the freeze (%d looks, slowest "
