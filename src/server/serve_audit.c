@@ -82,7 +82,12 @@ struct serve_audit {
   pthread_t thread;
   int thread_on;
   int cut;                       /* the writer's: the lane whose line is cut in the file, or -1 */
-  serve_buf_t marker;            /* the writer's: a loss line to write before anything else */
+  /* The writer's own loss line, written before anything else: the records
+   * and bytes it reports (0: none), its text as rendered, and how much of
+   * that is in the file (a reopen renders it again, whole, for the new one). */
+  uint64_t mk_records, mk_bytes;
+  serve_buf_t marker;
+  size_t mk_off;
   /* Figures: relaxed atomics, read by anyone. */
   _Atomic uint64_t made, written, lost, lost_bytes, queued_bytes, errors, refused;
   _Atomic int64_t blocked_since_ms; /* 0, or when the write (or open) in progress began */
@@ -349,7 +354,7 @@ static void kick(serve_audit_t *a) {
 
 void serve_audit_handoff(serve_worker_t *w) {
   serve_audit_t *a = w->srv->audit;
-  if (a == NULL || w->audit.len == 0)
+  if (a == NULL || (w->audit.len == 0 && a->lanes[w->index].gap_records == 0))
     return;
   audit_lane_t *l = &a->lanes[w->index];
   size_t n = w->audit.len;
@@ -358,7 +363,7 @@ void serve_audit_handoff(serve_worker_t *w) {
   w->audit_lines = 0;
   atomic_fetch_add(&a->made, lines);
   uint64_t q = atomic_fetch_add(&a->queued_bytes, n);
-  if (a->mode == AUDIT_COUNT && q + n > a->cap) {
+  if (a->mode == AUDIT_COUNT && q + n > a->cap && n > 0) {
     atomic_fetch_sub(&a->queued_bytes, n);
     l->gap_records += lines;
     l->gap_bytes += n;
@@ -465,22 +470,26 @@ static void wrote(serve_audit_t *a, audit_lane_t *l, size_t n) {
   }
 }
 
-/* Writes the loss line that must come first: 0 when it is out, -1. */
+/* Writes the writer's loss line, which must come first: 0 when it is out
+ * (or there is none), -1. */
 static int write_marker(serve_audit_t *a) {
-  size_t off = 0;
-  while (off < a->marker.len) {
-    ssize_t n = timed_write(a, a->marker.p + off, a->marker.len - off);
+  if (a->mk_records == 0 && a->mk_bytes == 0)
+    return 0;
+  if (a->marker.len == 0) {
+    loss_line(&a->marker, a->mk_records, a->mk_bytes, "lines cut by a failed write and left "
+              "incomplete in the file reopened away from (SIGHUP)");
+    a->mk_off = 0;
+  }
+  while (a->mk_off < a->marker.len) {
+    ssize_t n = timed_write(a, a->marker.p + a->mk_off, a->marker.len - a->mk_off);
     if (n < 0) {
       failed(a, errno, "write");
-      /* What is out stays out: the rest must complete it. */
-      memmove(a->marker.p, a->marker.p + off, a->marker.len - off);
-      a->marker.len -= off;
       return -1;
     }
-    off += (size_t)n;
-    wrote(a, NULL, (size_t)n);
+    a->mk_off += (size_t)n;
   }
-  a->marker.len = 0;
+  a->marker.len = a->mk_off = 0;
+  a->mk_records = a->mk_bytes = 0;
   return 0;
 }
 
@@ -517,7 +526,7 @@ static int write_lane(serve_audit_t *a, int i) {
 /* One round: the loss line, a cut line's lane, then every lane.  0 when
  * everything taken is out, -1 when a write failed. */
 static int write_round(serve_audit_t *a) {
-  if (a->marker.len > 0 && write_marker(a) < 0)
+  if (write_marker(a) < 0)
     return -1;
   if (a->cut >= 0 && write_lane(a, a->cut) < 0)
     return -1;
@@ -535,28 +544,6 @@ static int reopen(serve_audit_t *a) {
     write_lane(a, a->cut); /* one more try to complete it where it began */
   if (a->cut >= 0 && a->mode == AUDIT_REQUIRE)
     return -1; /* its reply waits for it: the old file keeps it */
-  if (a->cut >= 0) { /* count: its rest is given up, counted, and marked in the new file */
-    audit_lane_t *l = &a->lanes[a->cut];
-    const char *p = l->w.p + l->w_off;
-    const char *nl = memchr(p, '\n', l->w.len - l->w_off); /* lines are handed whole */
-    size_t rest = (size_t)(nl + 1 - p);
-    uint64_t rec = !is_loss_line(l->w.p + l->line_start);
-    l->w_off += rest;
-    l->line_start = l->w_off;
-    atomic_fetch_sub(&a->queued_bytes, rest);
-    atomic_store_explicit(&l->done, atomic_load_explicit(&l->done, memory_order_relaxed) + rest,
-                          memory_order_release);
-    atomic_fetch_add(&a->lost, rec);
-    atomic_fetch_add(&a->lost_bytes, rest);
-    atomic_store(&a->lost_ms, now_ms());
-    serve_buf_t m = {0};
-    loss_line(&m, rec, rest, "a line cut by a failed write, left incomplete in the file "
-              "reopened away from (SIGHUP)");
-    serve_buf_put(&a->marker, m.p, m.len);
-    atomic_fetch_add(&a->queued_bytes, m.len);
-    serve_buf_free(&m);
-    a->cut = -1;
-  }
   atomic_store(&a->blocked_since_ms, now_ms());
   int fd = open(a->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   int e = errno;
@@ -565,17 +552,44 @@ static int reopen(serve_audit_t *a) {
     failed(a, e, "reopen");
     log_event("error", "reopen_audit_log", "signal=HUP audit_log=%s error=\"%s\"", a->path,
               strerror(e));
-    return 0; /* the old file goes on */
+    return 0; /* the old file goes on, a cut line in it still to be completed */
   }
   close(a->fd);
   a->fd = fd;
+  /* count: what is cut in the old file stays there, half; the new file gets
+   * a loss line for it, whole.  The writer's own loss line, if the old file
+   * has part of it, is rendered again, whole, for the new one. */
+  a->marker.len = a->mk_off = 0;
+  if (a->cut >= 0) {
+    audit_lane_t *l = &a->lanes[a->cut];
+    const char *p = l->w.p + l->w_off, *line = l->w.p + l->line_start;
+    const char *nl = memchr(p, '\n', l->w.len - l->w_off); /* lines are handed whole */
+    size_t rest = (size_t)(nl + 1 - p);
+    unsigned long long rec = 1, bytes = rest;
+    if (is_loss_line(line)) { /* what it reported goes to the new file's */
+      rec = bytes = 0;
+      sscanf(strstr(line, " lost="), " lost=%llu bytes=%llu", &rec, &bytes);
+    } else {
+      atomic_fetch_add(&a->lost, 1);
+      atomic_fetch_add(&a->lost_bytes, rest);
+      atomic_store(&a->lost_ms, now_ms());
+    }
+    a->mk_records += rec;
+    a->mk_bytes += bytes;
+    l->w_off += rest;
+    l->line_start = l->w_off;
+    atomic_fetch_sub(&a->queued_bytes, rest);
+    atomic_store_explicit(&l->done, atomic_load_explicit(&l->done, memory_order_relaxed) + rest,
+                          memory_order_release);
+    a->cut = -1;
+  }
   log_event("info", "reopen_audit_log", "signal=HUP audit_log=%s", a->path);
   return 0;
 }
 
 /* What is left at the end: counted as lost and logged. */
 static void give_up(serve_audit_t *a) {
-  uint64_t records = 0, bytes = a->marker.len;
+  uint64_t records = 0, bytes = 0;
   for (int i = 0; i < a->nlanes; i++) {
     audit_lane_t *l = &a->lanes[i];
     pthread_mutex_lock(&l->mu);
@@ -661,17 +675,19 @@ int serve_audit_start(serve_daemon_t *s) {
     return 0;
   a->nlanes = s->nworkers;
   a->lanes = calloc((size_t)a->nlanes, sizeof *a->lanes);
-  a->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (a->lanes == NULL || a->efd < 0)
+  if (a->lanes == NULL)
     goto fail;
-  for (int i = 0; i < a->nlanes; i++)
-    a->lanes[i].wakefd = -1;
   for (int i = 0; i < a->nlanes; i++) {
+    a->lanes[i].wakefd = -1;
     pthread_mutex_init(&a->lanes[i].mu, NULL);
+  }
+  for (int i = 0; i < a->nlanes; i++) {
     a->lanes[i].wakefd = fcntl(s->workers[i].wakefd, F_DUPFD_CLOEXEC, 0);
     if (a->lanes[i].wakefd < 0)
       goto fail;
   }
+  if ((a->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+    goto fail;
   if (pthread_create(&a->thread, NULL, writer_main, a) != 0)
     goto fail;
   a->thread_on = 1;
@@ -756,6 +772,11 @@ void serve_audit_stop(serve_daemon_t *s) {
       return;
     }
   }
+  audit_figures_t f;
+  figures(a, &f);
+  if (f.lost > 0) /* after the fact: the file's lost= lines and this say where and how many */
+    log_event("warn", "audit_summary", "audit_log=%s written=%" PRIu64 " lost=%" PRIu64
+              " lost_bytes=%" PRIu64, a->path, f.written, f.lost, f.lost_bytes);
   s->audit = NULL;
   audit_free(a);
 }

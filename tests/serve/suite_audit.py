@@ -431,6 +431,62 @@ def group_reopen_cut():
         unmount(mnt)
 
 
+def group_reopen_cut_require():
+    """SIGHUP while a line is cut at the end of the full file (require): the
+    reopen waits (logged as pending) until the line is completed where it
+    began, so its request's ID is recorded whole; then the file is reopened."""
+    mnt = mount_tmpfs("reopen-require", "64k")
+    path = os.path.join(mnt, "audit.log")
+    d = Daemon("reopen-require", ["--threads", "1", "--audit-log", path],
+               env_extra={"IDGEN_AUDIT_MODE": "require"})
+    c = Conn(d.resp, timeout=5)
+    try:
+        held = False
+        for _ in range(5000):
+            c.send(b"ID\r\n")
+            try:
+                r = c.resp(2)
+            except TimeoutError:
+                held = True
+                break
+            if not isinstance(r, int):
+                break
+        check("reopen, require: a request waits for its line on the full disk", held)
+        with open(path, "rb") as f:
+            old = f.read()
+        cut = not old.endswith(b"\n")
+        os.rename(path, path + ".1")
+        d.p.send_signal(signal.SIGHUP)
+        if cut:
+            pending = wait_for(lambda: "event=reopen_audit_log signal=HUP audit_log=%s state=pending" % path
+                               in d.log(), 3)
+            check("reopen, require: with a line cut in the old file the reopen waits (state=pending)",
+                  pending and not os.path.exists(path), d.log()[-500:])
+        run("mount", "-o", "remount,size=16m", mnt)
+        try:
+            late = c.resp(5)
+        except Exception as ex:  # noqa: BLE001
+            late = ex
+        reopened = wait_for(lambda: re.search(r"event=reopen_audit_log signal=HUP audit_log=\S+\n", d.log()), 3)
+        check("reopen, require: once the disk takes lines, the file is reopened", reopened, d.log()[-500:])
+        more, errs = resp_ids(d.resp, 50, batch=10)
+        wait_for(lambda: drained(d), 5)
+        old_lines, old_whole = read_lines(path + ".1")
+        new_lines, new_whole = read_lines(path)
+        of, ol, ob = parse_file(old_lines)
+        nf, nl, nb = parse_file(new_lines)
+        check("reopen, require: the waiting request's ID arrives, its line whole in the old file",
+              isinstance(late, int) and late in of and old_whole and not ob, "%r; bad %s" % (late, short(ob[:2])))
+        check("reopen, require: the requests after it are in the new file, whole, nothing lost",
+              len(more) == 50 and set(more) <= set(nf) and new_whole and not nb and not nl and not ol,
+              short(nb[:2]))
+    finally:
+        c.close()
+        rc = d.stop()
+        check("reopen-require daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
+        unmount(mnt)
+
+
 # ---------------------------------------------------------- frozen file system
 
 
@@ -621,6 +677,8 @@ if __name__ == "__main__":
                   after=[("a full disk, audit_mode count", group_full_count),
                          ("a full disk, audit_mode require", group_full_require),
                          ("SIGHUP with a line cut by a full disk", group_reopen_cut),
+                         ("SIGHUP with a line cut by a full disk, audit_mode require",
+                          group_reopen_cut_require),
                          ("a frozen file system, audit_mode count", group_frozen_count),
                          ("a frozen file system, audit_mode require", group_frozen_require)],
                   watchdog_s=240)
