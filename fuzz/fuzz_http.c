@@ -24,7 +24,9 @@ static int inside(http_str_t s, const char *buf, ssize_t n) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *buf = (const char *)data;
-  http_request_t r, again;
+  /* Room for 32 headers each, as a daemon with max_headers = 32 has. */
+  http_header_t h1[32], h2[32];
+  http_request_t r = {.headers = h1, .max_headers = 32}, again = {.headers = h2, .max_headers = 32};
   int st = 0;
   char err[HTTP_ERR_MAX] = "";
   ssize_t n = http_parse(buf, size, CAP, &r, &st, err);

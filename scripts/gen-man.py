@@ -396,7 +396,9 @@ def gen_serve(idgen, serve_md, out_path, sysconfdir):
         ".SH SIGNALS",
         ".TP", "\\fBSIGTERM\\fR, \\fBSIGINT\\fR",
         "Drain and stop: accept no more connections, answer every whole request that has "
-        "arrived, send the replies, within \\fBshutdown_timeout_ms\\fR; then record the "
+        "arrived, send the replies, within \\fBshutdown_timeout_ms\\fR; then write the "
+        "audit lines that wait (within \\fBshutdown_timeout_ms\\fR more; those left are "
+        "logged as \\fBevent=audit_lost\\fR), record the "
         "high-water mark, release the lease, remove the pid file and exit 0.",
         ".TP", "\\fBSIGHUP\\fR",
         "Reopen \\fBlog_file\\fR and \\fBaudit_log\\fR (after logrotate has moved them); "

@@ -22,6 +22,10 @@ driven over the DevTools protocol (python3-websocket).
    (IDGEN_TEST_WAIT_BOUND_MS) and two such clients, /health and the page
    turn red naming the wait.
    Screenshot: OUTDIR/status-page-waiting.png.
+5. A daemon whose audit log is on a 64 KiB tmpfs (root: the test mounts
+   it) that fills: the banner turns amber ("Serving IDs, but: degraded:
+   audit log: ... No space left on device"), the audit card says failing;
+   grown, green again.  Screenshot: OUTDIR/status-page-audit.png.
 
 Exits 77 (skipped) with a message when Chromium or python3-websocket is
 missing; prints "N passed, N failed" and exits 1 on any failure.
@@ -385,6 +389,49 @@ def lease_phase(idgen, tmp, out, browser):
                        timeout=120)
 
 
+def audit_phase(idgen, tmp, out, browser):
+    mnt = os.path.join(tmp, "audit-fs")
+    os.mkdir(mnt)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "idgen-status-audit", mnt],
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        print("SKIP: the audit log phase (cannot mount a tmpfs: %s)" % r.stderr.strip())
+        return
+    d = None
+    try:
+        d = Daemon(idgen, tmp, "audit", ["--registry", "static", "--node", "datacenter=5",
+                                         "--audit-log", os.path.join(mnt, "audit.log")])
+        check("audit log: page green, the audit card ok", load(browser, d) and browser.wait(
+            "green", lambda: browser.eval("document.getElementById('banner').className") == "ok"
+            and browser.text("audit-state") == "ok", 10), browser.text("banner"))
+        for _ in range(1500):  # about 920 lines fill 64 KiB
+            d.get("/id")
+        amber = browser.wait("amber", lambda: browser.eval(
+            "document.getElementById('banner').className") == "warn" and
+            "degraded: audit log" in (browser.text("banner") or ""), 15)
+        check("audit log's disk full: banner amber, IDs served, the daemon's reason",
+              amber and "No space left on device" in (browser.text("banner") or ""),
+              browser.text("banner"))
+        check("audit card: failing, with the reason; lines waiting shown",
+              browser.text("audit-state") == "failing" and
+              browser.eval("document.getElementById('card-audit').className") == "bad" and
+              "No space left on device" in (browser.text("audit-why") or "") and
+              (number(browser.text("audit-queued")) or 0) > 0,
+              (browser.text("audit-state"), browser.text("audit-why"), browser.text("audit-queued")))
+        browser.screenshot(os.path.join(out, "status-page-audit.png"))
+        subprocess.run(["mount", "-o", "remount,size=16m", mnt], capture_output=True, timeout=30)
+        green = browser.wait("green", lambda: browser.eval(
+            "document.getElementById('banner').className") == "ok" and
+            browser.text("audit-state") == "ok", 15)
+        check("audit log's disk grown: what waited is written, green again", green,
+              (browser.text("banner"), browser.text("audit-state")))
+    finally:
+        if d:
+            d.stop()
+        if subprocess.run(["umount", mnt], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", mnt], capture_output=True)
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: status_page_test.py IDGEN OUTDIR")
@@ -408,6 +455,10 @@ def main():
             lease_phase(idgen, tmp, out, browser)
         else:
             print("SKIP: the lease-lost phase (needs root and PostgreSQL 15)")
+        if os.geteuid() == 0:
+            audit_phase(idgen, tmp, out, browser)
+        else:
+            print("SKIP: the audit log phase (needs root to mount a tmpfs)")
     finally:
         if browser:
             browser.close()

@@ -12,6 +12,11 @@
 #include "testutil.h"
 
 #define MAX_HEAD 8192
+#define MAX_HEADERS 32
+
+/* A request with room for MAX_HEADERS headers (the caller's, as the daemon's
+ * max_headers array is its loop's). */
+#define REQUEST {.headers = (http_header_t[MAX_HEADERS]){{{0}}}, .max_headers = MAX_HEADERS}
 
 static ssize_t parse(const char *s, http_request_t *r, int *status, char *err) {
   return http_parse(s, strlen(s), MAX_HEAD, r, status, err);
@@ -35,7 +40,7 @@ static void parse_ok(char *in, size_t n, const char *target, const char *version
 
 static void test_valid(void **state) {
   (void)state;
-  http_request_t r;
+  http_request_t r = REQUEST;
   int st = 0;
   char err[HTTP_ERR_MAX];
   const char *in = "GET /id?count=3&agent=billing HTTP/1.1\r\nHost: localhost\r\n"
@@ -82,7 +87,7 @@ static void test_absolute_form(void **state) {
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     char in[256];
-    http_request_t r;
+    http_request_t r = REQUEST;
     parse_ok(in, sizeof in, t[i].target, "1.1", "", &r);
     assert_true(str_is(r.target, t[i].target));
     if (!str_is(r.path, t[i].path) || !str_is(r.query, t[i].query))
@@ -116,7 +121,7 @@ static void test_connection(void **state) {
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     char in[256];
-    http_request_t r;
+    http_request_t r = REQUEST;
     parse_ok(in, sizeof in, "/id", t[i].version, t[i].headers, &r);
     if (r.keep_alive != t[i].keep_alive)
       fail_msg("case %zu (%s): keep_alive %d, want %d", i, t[i].headers, r.keep_alive,
@@ -167,7 +172,7 @@ static void test_accept(void **state) {
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     char in[256];
-    http_request_t r;
+    http_request_t r = REQUEST;
     parse_ok(in, sizeof in, "/id", "1.1", t[i].headers, &r);
     int q = http_accept_q(&r, "application/json");
     if (q != t[i].q)
@@ -221,7 +226,7 @@ static void test_unescape(void **state) {
 static void test_pipelined(void **state) {
   (void)state;
   const char *in = "GET /id HTTP/1.1\r\nHost: x\r\n\r\nGET /ulid HTTP/1.1\r\nHost: x\r\n\r\n";
-  http_request_t r;
+  http_request_t r = REQUEST;
   int st;
   char err[HTTP_ERR_MAX];
   ssize_t n = http_parse(in, strlen(in), MAX_HEAD, &r, &st, err);
@@ -294,7 +299,7 @@ static void test_rejections(void **state) {
       {"GET /id HTTP/1.1\r\nHost: \xc3\xa9\r\n\r\n", 400, "header: bad Host value"},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-    http_request_t r;
+    http_request_t r = REQUEST;
     int st = 0;
     char err[HTTP_ERR_MAX] = "";
     ssize_t rc = parse(t[i].in, &r, &st, err);
@@ -320,7 +325,7 @@ static void test_host(void **state) {
       "GET /id HTTP/1.1\r\nX: 1\r\nhost: a\r\n\r\n",
   };
   for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-    http_request_t r;
+    http_request_t r = REQUEST;
     int st = 0;
     char err[HTTP_ERR_MAX] = "";
     ssize_t rc = parse(ok[i], &r, &st, err);
@@ -331,7 +336,7 @@ static void test_host(void **state) {
 
 static void test_limits(void **state) {
   (void)state;
-  http_request_t r;
+  http_request_t r = REQUEST;
   int st;
   char err[HTTP_ERR_MAX];
   /* A head over the cap, complete or not: 431. */
@@ -346,14 +351,27 @@ static void test_limits(void **state) {
   assert_int_equal(HTTP_MALFORMED, http_parse(big, n, MAX_HEAD, &r, &st, err));
   assert_int_equal(431, st);
   free(big);
-  /* Too many headers: 431. */
+  /* Too many headers: 431, naming the limit and its setting; exactly the
+   * limit is taken. */
   char many[4096] = "GET / HTTP/1.1\r\nHost: x\r\n";
-  for (int i = 1; i <= HTTP_MAX_HEADERS; i++)
+  for (int i = 2; i <= MAX_HEADERS; i++)
     strcat(many, "X: y\r\n");
   strcat(many, "\r\n");
+  assert_int_equal(strlen(many), parse(many, &r, &st, err));
+  assert_int_equal(MAX_HEADERS, r.nheaders);
+  many[strlen(many) - 2] = '\0';
+  strcat(many, "X: y\r\n\r\n");
   assert_int_equal(HTTP_MALFORMED, parse(many, &r, &st, err));
   assert_int_equal(431, st);
-  assert_string_equal("more than 32 headers", err);
+  assert_string_equal("more than 32 headers (max_headers)", err);
+  /* A smaller room is the limit: one header (Host) passes, two do not. */
+  http_header_t one[1];
+  http_request_t small = {.headers = one, .max_headers = 1};
+  const char *host_only = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  assert_int_equal(strlen(host_only), parse(host_only, &small, &st, err));
+  assert_int_equal(HTTP_MALFORMED, parse("GET / HTTP/1.1\r\nHost: x\r\nA: b\r\n\r\n", &small, &st, err));
+  assert_int_equal(431, st);
+  assert_string_equal("more than 1 headers (max_headers)", err);
 }
 
 static void test_prefixes_need_more(void **state) {
@@ -367,7 +385,7 @@ static void test_prefixes_need_more(void **state) {
   };
   for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
     size_t len = strlen(valid[i]);
-    http_request_t r;
+    http_request_t r = REQUEST;
     int st;
     char err[HTTP_ERR_MAX];
     assert_int_equal(len, http_parse(valid[i], len, MAX_HEAD, &r, &st, err));

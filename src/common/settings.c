@@ -115,6 +115,10 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
     [SK_MAX_REQUEST_BYTES] = {"max_request_bytes", ST_INT, SERVE, 0, "65536", NULL, NULL,
                               INT(1024, 64 << 20), "N",
                               "the largest HTTP request head, or RESP command"},
+    [SK_MAX_HEADERS] = {"max_headers", ST_INT, SERVE, 0, "100", NULL, NULL, INT(1, 10000), "N",
+                        "header lines in one HTTP request; more is a 431 naming this limit "
+                        "(proxies, meshes and tracing add headers: 100 is Apache's, Envoy's "
+                        "and Tomcat's limit, so what passes them passes here)"},
     [SK_MAX_BATCH] = {"max_batch", ST_INT, SERVE, 0, "", NULL,
                       "what the layout makes within `max_borrow_ms` + `max_wait_ms`, at most "
                       "100000 (twitter 100000, sonyflake 28416)",
@@ -143,7 +147,21 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                      "log here instead of stderr; SIGHUP reopens it"},
     [SK_AUDIT_LOG] = {"audit_log", ST_PATH, SERVE, 0, "", NULL, "none", NONE, "PATH",
                       "one line per Snowflake request answered (time, protocol, first ID, count, "
-                      "agent), as Twitter's server audited each ID; SIGHUP reopens it"},
+                      "agent), as Twitter's server audited each ID; written by a thread of its "
+                      "own (no event loop waits for the file); SIGHUP reopens it"},
+    [SK_AUDIT_MODE] = {"audit_mode", ST_CHOICE, SERVE, 0, "count", NULL, NULL, NONE,
+                       "count|require",
+                       "when the audit log cannot take lines (a full or failing disk, a write "
+                       "blocked for a second, the queue full): `count` hands out IDs still and "
+                       "counts the lines lost (`idgen_audit_lost_records_total`, `/health` says "
+                       "`degraded`, the file a `lost=` line); `require` sends no ID before its "
+                       "line is written and refuses ID requests meanwhile (503 / `-ERR audit "
+                       "log: ...`)"},
+    [SK_AUDIT_QUEUE_BYTES] = {"audit_queue_bytes", ST_INT, SERVE, 0, "16777216", NULL, NULL,
+                              INT(65536, INT64_C(1) << 30), "N",
+                              "audit lines waiting for the file, at most (about 200,000 lines): "
+                              "past it, lines are lost (`count`) or ID requests refused "
+                              "(`require`)"},
 };
 
 /* "max_batch" -> "--max-batch" or "IDGEN_MAX_BATCH". */

@@ -182,6 +182,7 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
     return rc;
   c->max_connections = s->num[SK_MAX_CONNECTIONS];
   c->max_request_bytes = s->num[SK_MAX_REQUEST_BYTES];
+  c->max_headers = s->num[SK_MAX_HEADERS];
   c->max_batch = s->num[SK_MAX_BATCH];
   c->max_output_bytes = s->num[SK_MAX_OUTPUT_BYTES];
   c->busy_poll_ns = s->num[SK_BUSY_POLL_US] * 1000;
@@ -192,6 +193,8 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
   c->pid_file = s->value[SK_PID_FILE];
   c->log_file = s->value[SK_LOG_FILE];
   c->audit_log = s->value[SK_AUDIT_LOG];
+  c->audit_mode = (int)s->num[SK_AUDIT_MODE];
+  c->audit_queue_bytes = s->num[SK_AUDIT_QUEUE_BYTES];
   const serve_addr_t *ls[] = {&c->http, &c->resp, &c->thrift};
   static const char *const names[] = {"http", "resp", "thrift"};
   if (!c->http.enabled && !c->resp.enabled && !c->thrift.enabled)

@@ -13,7 +13,7 @@
  * without Host, any request with two Host lines or a Host that is not
  * host[:port] (RFC 9112 section 3.2).  Any Transfer-Encoding is 501: the
  * daemon's requests have no bodies worth streaming.  Other versions than 1.x: 505.
- * More than HTTP_MAX_HEADERS headers, or a head over max_head bytes: 431.
+ * More than req->max_headers headers, or a head over max_head bytes: 431.
  */
 #include "http.h"
 
@@ -213,8 +213,8 @@ ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t 
       a++;
     while (b > a && (buf[b - 1] == ' ' || buf[b - 1] == '\t'))
       b--;
-    if (req->nheaders == HTTP_MAX_HEADERS) {
-      snprintf(msg, sizeof msg, "more than %d headers", HTTP_MAX_HEADERS);
+    if (req->nheaders == req->max_headers) {
+      snprintf(msg, sizeof msg, "more than %zu headers (max_headers)", req->max_headers);
       return fail(status, err, 431, msg);
     }
     http_header_t *h = &req->headers[req->nheaders++];

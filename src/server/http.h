@@ -15,7 +15,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define HTTP_MAX_HEADERS 32
 #define HTTP_ERR_MAX 96 /* room for any reason, with its NUL */
 
 enum { HTTP_NEED_MORE = 0, HTTP_MALFORMED = -1 };
@@ -39,7 +38,10 @@ typedef struct http_request {
   int keep_alive;         /* after the version's default and Connection */
   int64_t content_length; /* -1: none given */
   size_t nheaders;
-  http_header_t headers[HTTP_MAX_HEADERS];
+  /* The caller's, set before http_parse: room for max_headers headers (the
+   * limit: a request with more is refused 431).  The parser never allocates. */
+  http_header_t *headers;
+  size_t max_headers;
 } http_request_t;
 
 /*
@@ -49,7 +51,10 @@ typedef struct http_request {
  * *status (400, 431, 501 or 505) and a reason in err (the caller's,
  * HTTP_ERR_MAX bytes), and req->method set if the request line got that far
  * (else of length 0), so that the answer to a bad HEAD can leave out its
- * body.  `max_head` caps the head: more without its end is 431.
+ * body.  `max_head` caps the head: more without its end is 431; so is a
+ * head with more than req->max_headers headers (req->headers is the
+ * caller's array of that many, set before the call; the other fields are
+ * the parser's).
  */
 ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t *req,
                    int *status, char *err);

@@ -66,10 +66,14 @@ static void respond_as(serve_worker_t *w, serve_conn_t *c, int minor, int head, 
   if (c->stop_parsing && close == KEEP)
     close = CLOSE; /* Connection: close from the client */
   size_t sent = head ? 0 : len;
-  serve_buf_reserve(&w->out, sent + 200 + strlen(ctype) + strlen(extra)); /* the head's length */
+  serve_buf_reserve(&w->out, sent + 240 + strlen(ctype) + strlen(extra)); /* the head's length */
   char *p = w->out.p + w->out.len;
-  p += sprintf(p, "HTTP/1.1 %d %s\r\n%sContent-Type: %s\r\nContent-Length: %zu\r\n%s", status,
-               reason_phrase(status), date_header(w), ctype, len, extra);
+  /* nosniff on every answer: an error echoes what the client sent (a bad
+   * /decode/<text>), and a browser must not read text/plain as HTML. */
+  p += sprintf(p,
+               "HTTP/1.1 %d %s\r\n%sContent-Type: %s\r\nX-Content-Type-Options: nosniff\r\n"
+               "Content-Length: %zu\r\n%s",
+               status, reason_phrase(status), date_header(w), ctype, len, extra);
   if (close != KEEP)
     p += sprintf(p, "Connection: close\r\n");
   else if (minor == 0)
@@ -251,7 +255,7 @@ static void route_decode(serve_worker_t *w, serve_conn_t *c, const http_request_
 
 size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len) {
   const serve_config_t *cfg = w->srv->cfg;
-  http_request_t req;
+  http_request_t req = {.headers = w->http_headers, .max_headers = (size_t)cfg->max_headers};
   int status;
   char err[HTTP_ERR_MAX];
   ssize_t head = http_parse(buf, len, (size_t)cfg->max_request_bytes, &req, &status, err);

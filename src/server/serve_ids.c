@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <errno.h>
-#include <unistd.h>
 
 #include "log.h"
 
@@ -103,7 +101,7 @@ int serve_unhealthy(serve_daemon_t *s, char *why, size_t n) {
              st.borrowed_ms, s->cfg->s.gen.max_borrow_ms, s->cfg->s.gen.max_wait_ms);
     return 1;
   }
-  return 0;
+  return serve_audit_unhealthy(s, why, n); /* audit_mode require: IDs are refused */
 }
 
 int64_t serve_ids_error_text(serve_daemon_t *s, int rc, size_t count, char *buf, size_t n) {
@@ -128,6 +126,10 @@ int64_t serve_ids_error_text(serve_daemon_t *s, int rc, size_t count, char *buf,
              s->cfg->shutdown_timeout_ms);
     return 1000;
   }
+  if (rc == SERVE_EAUDIT) {
+    serve_audit_refusal_text(s, buf, n);
+    return 1000;
+  }
   if (rc == IDGEN_EEMPTY) {
     snprintf(buf, n,
              "cache: fewer than %zu IDs are ready and cache_on_empty is fail; ask again "
@@ -149,33 +151,6 @@ int64_t serve_ids_error_text(serve_daemon_t *s, int rc, size_t count, char *buf,
            "); IDs resume in about %" PRId64 " ms",
            st.borrowed_ms, s->cfg->s.gen.max_borrow_ms, wait);
   return wait;
-}
-
-void serve_audit(serve_worker_t *w, const serve_reply_shape_t *sh, uint64_t first) {
-  serve_daemon_t *s = w->srv;
-  if (s->audit_fd < 0)
-    return;
-  serve_buf_printf(&w->audit, "ms=%" PRId64 " proto=%s first=%" PRIu64 " count=%zu agent=%s\n",
-                   idgen_clock_now_ms(IDGEN_CLOCK_FAST), serve_proto_names[sh->proto], first,
-                   sh->count, s->agent_names[sh->agent]);
-  if (w->audit.len >= 65536)
-    serve_audit_flush(w);
-}
-
-void serve_audit_flush(serve_worker_t *w) {
-  size_t off = 0;
-  while (off < w->audit.len) { /* O_APPEND: each write lands whole at the end */
-    ssize_t n = write(w->srv->audit_fd, w->audit.p + off, w->audit.len - off);
-    if (n <= 0) {
-      if (n < 0 && errno == EINTR)
-        continue;
-      log_limited(&w->srv->close_log, "error", "audit_log", "error=\"%s\" lost_bytes=%zu",
-                  n < 0 ? strerror(errno) : "short write", w->audit.len - off);
-      break;
-    }
-    off += (size_t)n;
-  }
-  w->audit.len = 0;
 }
 
 void serve_ids_count(serve_worker_t *w, int kind, int agent, size_t n) {
@@ -301,6 +276,12 @@ static void answer_error(serve_worker_t *w, serve_conn_t *c, const serve_reply_s
 /* The reply to an ID request whose IDs are made (Snowflake: in `ids`). */
 static void answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
                    const uint64_t *ids) {
+  /* audit_mode require: no IDs while their lines cannot be written (the
+   * IDs made are dropped, never reissued, as for a client that goes). */
+  if (sh->kind == KIND_SNOWFLAKE && !sh->head && serve_audit_refuses(w->srv)) {
+    answer_error(w, c, sh, SERVE_EAUDIT);
+    return;
+  }
   if (sh->proto == PROTO_THRIFT) { /* get_id: one Snowflake ID, an i64 */
     if (ids[0] > INT64_MAX) {
       serve_thrift_error(w, c, "get_id", sh->seqid, 6 /* INTERNAL_ERROR */,
@@ -308,7 +289,7 @@ static void answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t
       return;
     }
     serve_ids_count(w, sh->kind, sh->agent, 1);
-    serve_audit(w, sh, ids[0]);
+    serve_audit(w, c, sh, ids[0]);
     serve_thrift_id(w, c, sh->seqid, ids[0]);
     return;
   }
@@ -323,7 +304,7 @@ static void answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t
   if (!sh->head) { /* HEAD makes the IDs only to know the length; no one receives them */
     serve_ids_count(w, sh->kind, sh->agent, sh->count);
     if (sh->kind == KIND_SNOWFLAKE)
-      serve_audit(w, sh, ids[0]);
+      serve_audit(w, c, sh, ids[0]);
   }
   if (sh->proto == PROTO_RESP)
     CNT_ADD(w->st.resp_ok, 1);

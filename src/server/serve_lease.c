@@ -120,12 +120,18 @@ static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
   else if (!was && st.valid)
     log_event("info", "lease_valid", "worker=%" PRIu64 " generation=%" PRIu64, st.worker,
               st.generation);
-  /* Failing mark writes: requests above the mark fail at once meanwhile. */
-  if (st.mark_failures > s->mark_failures_seen)
-    log_limited(&s->mark_log, "error", "mark_failed",
-                "worker=%" PRIu64 " failures=%" PRIu64 " reason=%s", st.worker, st.mark_failures,
-                log_quote(st.reason, strlen(st.reason), (char[600]){0}, 600));
-  s->mark_failures_seen = st.mark_failures;
+  /* Failing mark writes: requests above the mark fail at once meanwhile.
+   * They are retried every 100 ms: a line a second at most, with count=N,
+   * the failures since the line before (each of which had a line of its
+   * own before); the last ones are reported once they stop, not lost. */
+  if (st.mark_failures > s->mark_failures_seen && serve_mono_ms() - s->mark_logged_ms >= 1000) {
+    log_event("error", "mark_failed",
+              "worker=%" PRIu64 " failures=%" PRIu64 " count=%" PRIu64 " reason=%s", st.worker,
+              st.mark_failures, st.mark_failures - s->mark_failures_seen,
+              log_quote(st.reason, strlen(st.reason), (char[600]){0}, 600));
+    s->mark_failures_seen = st.mark_failures;
+    s->mark_logged_ms = serve_mono_ms();
+  }
   s->fence_logged = st.fenced;
   if (!st.fenced || serve_mono_ms() < *next_try)
     return;

@@ -369,6 +369,7 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   }
   clock_metrics(b);
   cache_metrics(s, b);
+  serve_audit_metrics(s, b);
   if (atomic_load(&s->clock_skew_known))
     serve_buf_printf(b,
                      "# HELP idgen_registry_clock_skew_ms This host's wall clock minus the "
@@ -538,6 +539,7 @@ static json_t *info_object(serve_daemon_t *s) {
   } else {
     json_object_set_new(o, "cache", json_null());
   }
+  json_object_set_new(o, "audit", serve_audit_json(s));
   json_object_set_new(o, "connections", json_integer(atomic_load(&s->nconns)));
   return o;
 }
@@ -641,7 +643,8 @@ int serve_status_json(serve_daemon_t *s, serve_buf_t *b) {
 int serve_health_text(serve_daemon_t *s, serve_buf_t *b) {
   char why[400];
   int sick = serve_unhealthy(s, why, sizeof why);
-  serve_buf_printf(b, "%s\n", sick ? why : "ok");
+  /* A 200 may say "degraded: ..." (the audit log loses lines: IDs go on). */
+  serve_buf_printf(b, "%s\n", sick || serve_audit_degraded(s, why, sizeof why) ? why : "ok");
   serve_waiting_t wt = serve_waiting(s);
   if (wt.requests > 0) /* durations, by this host's monotonic clock */
     serve_buf_printf(b, "waiting requests=%" PRIu64 " oldest_ms=%" PRId64 " bound_ms=%" PRId64 "\n",
@@ -658,5 +661,6 @@ int serve_health_text(serve_daemon_t *s, serve_buf_t *b) {
                ms_or(ls.valid_ms, valid, sizeof valid, "never"),
                ms_or(ls.expires_in_ms, in, sizeof in, "never"), time_or(ls.mark_ms, mark, "none"));
   }
+  serve_audit_health_line(s, b);
   return sick;
 }

@@ -58,6 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http.h"
 #include "server_int.h"
 
 /* ---- connections ---------------------------------------------------------- */
@@ -84,8 +85,34 @@ static void set_events(serve_worker_t *w, serve_conn_t *c, uint32_t ev) {
 /* A failed read or write: the client reset the connection, or an error. */
 static int io_close_reason(int e) { return e == ECONNRESET || e == EPIPE ? CR_RESET : CR_ERROR; }
 
+/* audit_mode require: c's replies wait for the loop's audit lines (on the
+ * loop's `held` list until released). */
+static void held_add(serve_worker_t *w, serve_conn_t *c) {
+  if (c->held_on)
+    return;
+  c->held_on = 1;
+  c->held_prev = NULL;
+  c->held_next = w->held;
+  if (w->held)
+    w->held->held_prev = c;
+  w->held = c;
+}
+
+static void held_remove(serve_worker_t *w, serve_conn_t *c) {
+  if (!c->held_on)
+    return;
+  if (c->held_prev)
+    c->held_prev->held_next = c->held_next;
+  else
+    w->held = c->held_next;
+  if (c->held_next)
+    c->held_next->held_prev = c->held_prev;
+  c->held_on = 0;
+}
+
 static void conn_close(serve_worker_t *w, serve_conn_t *c, int reason) {
   serve_ids_unpark(w, c); /* a waiting request goes with its connection */
+  held_remove(w, c);      /* and replies held for their audit lines */
   close(c->fd);
   if (c->prev)
     c->prev->next = c->next;
@@ -122,13 +149,15 @@ static int conn_finish(serve_worker_t *w, serve_conn_t *c) {
 static int flush_replies(serve_worker_t *w, serve_conn_t *c) {
   if (w->out.len == 0)
     return 0;
-  if (c->out.len > c->out_off) {
+  if (c->out.len > c->out_off || c->audit_seq) { /* behind queued replies, or held */
     if (c->out_off > c->out.len / 2) { /* keep the queue from creeping forward forever */
       memmove(c->out.p, c->out.p + c->out_off, c->out.len - c->out_off);
       c->out.len -= c->out_off;
       c->out_off = 0;
     }
     serve_buf_put(&c->out, w->out.p, w->out.len);
+    if (c->audit_seq)
+      held_add(w, c);
   } else {
     ssize_t n = write(c->fd, w->out.p, w->out.len);
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
@@ -176,6 +205,10 @@ static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
     serve_buf_free(&c->out);
     c->out_off = 0;
   }
+  if (c->audit_seq) { /* its replies wait for their audit lines: no EPOLLOUT until then */
+    set_events(w, c, c->parked || c->stop_parsing || c->blocked || w->draining ? 0 : EPOLLIN);
+    return 0;
+  }
   if (c->parked) { /* its next requests wait in the kernel until it is answered */
     set_events(w, c, queued ? EPOLLOUT : 0);
     return 0;
@@ -215,6 +248,18 @@ static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
     ev |= EPOLLOUT;
   set_events(w, c, ev);
   return 0;
+}
+
+/* The latency of n replies to requests read at read_ns: observed now, or
+ * when they are sent if they are held for their audit lines. */
+static void observe(serve_worker_t *w, serve_conn_t *c, int64_t read_ns, size_t n) {
+  if (c->audit_seq) {
+    if (c->held_replies == 0 || read_ns < c->held_read_ns)
+      c->held_read_ns = read_ns;
+    c->held_replies += n;
+    return;
+  }
+  serve_observe_latency(w, c->proto, serve_mono_ns() - read_ns, n);
 }
 
 /* Parses and answers the whole requests in data[0..len) (the worker's
@@ -293,7 +338,7 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
   if (w->body.cap > SCRATCH_KEEP)
     serve_buf_free(&w->body);
   if (nreq > 0)
-    serve_observe_latency(w, c->proto, serve_mono_ns() - w->read_ns, nreq);
+    observe(w, c, w->read_ns, nreq);
   return conn_settle(w, c);
 }
 
@@ -319,7 +364,7 @@ static int conn_readable(serve_worker_t *w, serve_conn_t *c) {
     if (c->out.len > c->out_off) {
       c->stop_parsing = 1;
       c->close_reason = CR_EOF;
-      set_events(w, c, EPOLLOUT);
+      set_events(w, c, c->audit_seq ? 0 : EPOLLOUT); /* held: sent once released */
       return 0;
     }
     conn_close(w, c, CR_EOF);
@@ -343,6 +388,8 @@ static int conn_readable(serve_worker_t *w, serve_conn_t *c) {
 
 /* Sends queued replies.  Returns -1 if c was closed. */
 static int conn_writable(serve_worker_t *w, serve_conn_t *c) {
+  if (c->audit_seq) /* held for their audit lines (an EPOLLOUT of before) */
+    return 0;
   size_t left = c->out.len - c->out_off;
   ssize_t n = left ? write(c->fd, c->out.p + c->out_off, left) : 0;
   if (n < 0) {
@@ -369,7 +416,7 @@ static int conn_writable(serve_worker_t *w, serve_conn_t *c) {
 
 int serve_conn_resume(serve_worker_t *w, serve_conn_t *c, int64_t read_ns) {
   if (w->replies > 0 || w->out.len > 0)
-    serve_observe_latency(w, c->proto, serve_mono_ns() - read_ns, 1);
+    observe(w, c, read_ns, 1);
   w->replies = 0;
   if (flush_replies(w, c) < 0)
     return -1;
@@ -380,6 +427,36 @@ int serve_conn_resume(serve_worker_t *w, serve_conn_t *c, int64_t read_ns) {
   return conn_settle(w, c);
 }
 
+/* audit_mode require: sends the held replies whose audit lines are written
+ * (the writer wakes the loop when it has written some), then goes on with
+ * their connections' waiting requests. */
+static void release_held(serve_worker_t *w) {
+  int waiting = w->held != NULL;
+  if (waiting != w->held_waiting) /* before the look below: a write after it wakes the loop */
+    serve_audit_waiting(w, w->held_waiting = waiting);
+  if (!waiting)
+    return;
+  uint64_t done = serve_audit_written(w);
+  for (serve_conn_t *c = w->held, *next; c; c = next) {
+    next = c->held_next;
+    if (c->audit_seq > done)
+      continue;
+    held_remove(w, c);
+    c->audit_seq = 0;
+    if (c->held_replies > 0) {
+      serve_observe_latency(w, c->proto, serve_mono_ns() - c->held_read_ns, c->held_replies);
+      c->held_replies = 0;
+    }
+    c->write_ms = w->now_ms; /* the slow check counts from here */
+    if (conn_writable(w, c) < 0)
+      continue;
+    if (c->out.len > c->out_off && !c->audit_seq) /* the kernel took part: EPOLLOUT */
+      conn_settle(w, c);
+  }
+  if (w->held == NULL && w->held_waiting)
+    serve_audit_waiting(w, w->held_waiting = 0);
+}
+
 /* ---- accepting ----------------------------------------------------------- */
 
 /* A reply for a client refused for lack of room (max_connections). */
@@ -388,6 +465,7 @@ static const char *refusal_text(int proto) {
     return "";
   return proto == PROTO_RESP ? "-ERR max number of clients reached\r\n"
                              : "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+                               "X-Content-Type-Options: nosniff\r\n"
                                "Content-Length: 32\r\nConnection: close\r\n\r\n"
                                "too many connections; try later\n";
 }
@@ -501,8 +579,9 @@ static void sweep(serve_worker_t *w) {
   for (serve_conn_t *c = w->conns, *next; c; c = next) {
     next = c->next;
     int reason = -1;
-    if (c->parked)
-      continue; /* its request is bounded by the generator (G3) */
+    if (c->parked || c->audit_seq)
+      continue; /* its request is bounded by the generator (G3), or its replies wait for
+                   their audit lines (released when written; refused meanwhile) */
     if (c->lingering) {
       if (now >= c->linger_until_ms)
         reason = c->close_reason;
@@ -760,7 +839,9 @@ static void *worker_main(void *arg) {
     }
     due_ns = w->parked ? serve_ids_run_parked(w) : -1;
     if (w->audit.len > 0)
-      serve_audit_flush(w);
+      serve_audit_handoff(w);
+    if (w->held || w->held_waiting)
+      release_held(w);
     if (n > 0 && s->cfg->busy_poll_ns > 0)
       maybe_sample_load(w);
     if (w->now_ms - w->last_sweep_ms >= SWEEP_MS)
@@ -784,6 +865,7 @@ static void *worker_main(void *arg) {
       }
     }
   }
+  serve_audit_handoff(w); /* the last lines (the writer writes them before it ends) */
   atomic_store(&w->swaps_seen, UINT64_MAX); /* holds nothing from here on */
   atomic_store_explicit(&w->waiting, 1, memory_order_relaxed); /* not runnable for the gate */
   return NULL;
@@ -803,11 +885,12 @@ static int setup_worker(serve_daemon_t *s, serve_worker_t *w, int i) {
   w->ids_cap = 1024;
   w->ids = malloc(w->ids_cap * sizeof *w->ids);
   w->st.ids = calloc(NKINDS * (size_t)(AGENT_FIRST + s->cfg->max_agents), sizeof(serve_counter_t));
+  w->http_headers = calloc((size_t)s->cfg->max_headers, sizeof *w->http_headers);
   w->wake_tag = TAG_WAKE;
   w->now_ms = w->last_sweep_ms = serve_mono_ms();
   w->park_until_ns = INT64_MAX;
   atomic_init(&w->turned_ms, w->now_ms);
-  if (w->epfd < 0 || w->wakefd < 0 || !w->rbuf || !w->ids || !w->st.ids)
+  if (w->epfd < 0 || w->wakefd < 0 || !w->rbuf || !w->ids || !w->st.ids || !w->http_headers)
     return -1;
   struct epoll_event e = {.events = EPOLLIN, .data.ptr = &w->wake_tag};
   return epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wakefd, &e);
@@ -830,8 +913,7 @@ static void free_worker(serve_worker_t *w) {
   free(w->rbuf);
   free(w->ids);
   free(w->st.ids);
-  if (w->audit.len > 0 && w->srv->audit_fd >= 0)
-    serve_audit_flush(w);
+  free(w->http_headers);
   serve_buf_free(&w->out);
   serve_buf_free(&w->body);
   serve_buf_free(&w->audit);
@@ -881,15 +963,10 @@ int serve_run(const serve_config_t *cfg) {
   s->close_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->accept_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->clock_log = (log_limit_t)LOG_LIMIT_INIT(10);
-  s->mark_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->watchdog_log = (log_limit_t)LOG_LIMIT_INIT(10);
 
-  s->audit_fd = -1;
-  if (cfg->audit_log[0] != '\0' &&
-      (s->audit_fd = open(cfg->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644)) < 0) {
-    fprintf(stderr, "idgen: serve: audit_log %s: %s\n", cfg->audit_log, strerror(errno));
+  if (serve_audit_open(s) < 0)
     return 1;
-  }
   if (cfg->log_file[0] != '\0') {
     int rc = log_reopen(cfg->log_file);
     if (rc < 0) {
@@ -925,6 +1002,8 @@ int serve_run(const serve_config_t *cfg) {
       fprintf(stderr, "idgen: serve: cannot set up event loop %d: %s\n", i, strerror(errno));
       goto out;
     }
+  if (serve_audit_start(s) < 0)
+    goto out;
   if ((cfg->http.enabled &&
        serve_bind_all(s, PROTO_HTTP, &cfg->http, s->http_addr, sizeof s->http_addr) < 0) ||
       (cfg->resp.enabled &&
@@ -1001,16 +1080,8 @@ int serve_run(const serve_config_t *cfg) {
       }
       if (sig < 0)
         continue;
-      if (sig == SIGHUP && s->audit_fd >= 0) { /* the same descriptor, a new file under it */
-        int fd = open(cfg->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0 || dup3(fd, s->audit_fd, O_CLOEXEC) < 0)
-          log_event("error", "reopen_audit_log", "signal=HUP audit_log=%s error=\"%s\"",
-                    cfg->audit_log, strerror(errno));
-        else
-          log_event("info", "reopen_audit_log", "signal=HUP audit_log=%s", cfg->audit_log);
-        if (fd >= 0)
-          close(fd);
-      }
+      if (sig == SIGHUP) /* by its writer, which may wait for the file: never here */
+        serve_audit_reopen(s);
       if (sig == SIGHUP) {
         if (cfg->log_file[0] == '\0') {
           log_event("info", "reopen_log", "signal=HUP log=stderr action=none");
@@ -1035,6 +1106,7 @@ int serve_run(const serve_config_t *cfg) {
   }
   for (int i = 0; i < started; i++)
     pthread_join(s->workers[i].thread, NULL);
+  serve_audit_stop(s); /* the loops' last lines are handed off */
   if (s->lease_thread_on)
     pthread_join(s->lease_thread, NULL);
   free_caches(s); /* their fillers use the generators freed below */
@@ -1070,8 +1142,7 @@ out:
   leased_close(&s->lx);
   idgen_ulid_gen_free(s->ulid);
   idgen_uuid7_gen_free(s->uuid7);
-  if (s->audit_fd >= 0)
-    close(s->audit_fd);
+  serve_audit_stop(s); /* (a start that failed) */
   if (s->loadavg_fd >= 0)
     close(s->loadavg_fd);
   return rc;

@@ -161,6 +161,14 @@ typedef struct serve_conn {
   uint64_t id;                   /* CLIENT ID */
   int agent;                     /* CLIENT SETNAME's agent index */
   char name[AGENT_NAME_MAX + 1]; /* CLIENT SETNAME's name */
+  /* audit_mode require: its replies (all of c->out) wait until the loop's
+   * audit lines are written up to here (serve_audit_written); 0: none wait.
+   * Then it is on the loop's `held` list. */
+  uint64_t audit_seq;
+  struct serve_conn *held_prev, *held_next;
+  uint8_t held_on;
+  size_t held_replies;           /* replies held, and when the first one's request was read: */
+  int64_t held_read_ns;          /* their latency counts until they are sent */
 } serve_conn_t;
 
 struct serve_daemon;
@@ -185,7 +193,12 @@ typedef struct serve_worker {
   char *rbuf;                    /* RBUF_SIZE */
   serve_buf_t out;                     /* replies to the requests of one read */
   serve_buf_t body;                    /* an HTTP body before its head is known */
-  serve_buf_t audit;                   /* audit lines not yet written */
+  serve_buf_t audit;                   /* this turn's audit lines, handed off at its end */
+  uint64_t audit_lines;                /* lines in it */
+  uint64_t audit_handed;               /* bytes handed to its audit lane since the start */
+  serve_conn_t *held;                  /* connections whose replies wait for audit lines */
+  int held_waiting;                    /* told the writer so (serve_audit_waiting) */
+  struct http_header *http_headers;    /* room for max_headers parsed headers (http.h) */
   uint64_t *ids;                 /* room for ids_cap Snowflake IDs, grown on demand */
   size_t ids_cap;
   int64_t now_ms, last_sweep_ms, paused_until_ms;
@@ -266,7 +279,7 @@ typedef struct serve_daemon {
   int lease_field;               /* layout index of the leased field, or -1 */
   /* This host's clock minus the registry's, measured at start and by the
    * lease thread every 10 s (registries with a clock of their own). */
-  int audit_fd;                  /* --audit-log, or -1; SIGHUP dup2()s a new file onto it */
+  struct serve_audit *audit;     /* --audit-log and its writer (serve_audit.c), or NULL */
   atomic_int clock_skew_known;
   _Atomic int64_t clock_skew_ms;
   leased_t lx;                   /* the registry, lease and generator in use */
@@ -283,8 +296,9 @@ typedef struct serve_daemon {
   _Atomic uint32_t *agent_slots; /* open hash: index + 1, or 0 */
   uint32_t agent_mask;
   /* one limit per kind */
-  log_limit_t client_log, close_log, accept_log, clock_log, mark_log, watchdog_log;
-  uint64_t mark_failures_seen;   /* the lease thread's last look */
+  log_limit_t client_log, close_log, accept_log, clock_log, watchdog_log;
+  uint64_t mark_failures_seen;   /* the lease thread's: failed mark writes logged */
+  int64_t mark_logged_ms;        /* ... and when it last logged them */
   /* Registry calls since the start, over every lease this daemon held
    * (idgen_registry_operations_total): the lease thread publishes them on
    * each look, adding a retired lease's final counts to reg_before. */
@@ -341,6 +355,8 @@ int serve_conn_resume(serve_worker_t *w, serve_conn_t *c, int64_t read_ns);
  * that would come due only after the drain's time limit, refused at once
  * rather than cut off at the limit without a reply. */
 #define SERVE_ESHUTDOWN (-1000)
+/* audit_mode require: the audit log takes no lines now (serve_audit.c). */
+#define SERVE_EAUDIT (-1001)
 /* Answers the ID request `sh` of connection c into w->out, or parks it
  * (c->parked set) when it must wait: it never sleeps. */
 void serve_ids_request(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh);
@@ -412,11 +428,40 @@ void serve_http_answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_sha
 /* A RESP error "-ERR ..." appended to w->out. */
 /* Node field `field`'s value in use (the lease's for the leased field). */
 uint64_t serve_node_value(serve_daemon_t *s, int field);
-/* The audit log: a line for an answered Snowflake request (its first ID),
- * kept in the loop's buffer; serve_audit_flush() writes it (once a loop
- * iteration, and when it grows past 64 KiB). */
-void serve_audit(serve_worker_t *w, const serve_reply_shape_t *sh, uint64_t first);
-void serve_audit_flush(serve_worker_t *w);
+/* ---- serve_audit.c: the audit log, written by a thread of its own ---- */
+typedef struct serve_audit serve_audit_t;
+/* Opens cfg->audit_log (none: s->audit stays NULL): 0, or -1 with a
+ * message on stderr.  serve_audit_start starts its writer once the loops
+ * are set up; serve_audit_stop gives it shutdown_timeout_ms to write what
+ * waits (once the loops have ended), then frees it (or leaves it to a write
+ * that blocks).  serve_audit_reopen: SIGHUP. */
+int serve_audit_open(serve_daemon_t *s);
+int serve_audit_start(serve_daemon_t *s);
+void serve_audit_reopen(serve_daemon_t *s);
+void serve_audit_stop(serve_daemon_t *s);
+/* A line for an answered Snowflake request (its first ID) into the loop's
+ * buffer; in require mode c's replies must then wait (c->audit_seq).
+ * serve_audit_handoff hands the loop's lines to the writer (at the end of
+ * each turn, and when they pass 64 KiB). */
+void serve_audit(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
+                 uint64_t first);
+void serve_audit_handoff(serve_worker_t *w);
+/* The bytes of the loop's lines written so far (against c->audit_seq), and
+ * whether the loop waits for more (the writer wakes it then). */
+uint64_t serve_audit_written(serve_worker_t *w);
+void serve_audit_waiting(serve_worker_t *w, int on);
+/* require mode: 1 (counted) when an ID request must be refused now, and
+ * the reason for its answer. */
+int serve_audit_refuses(serve_daemon_t *s);
+void serve_audit_refusal_text(serve_daemon_t *s, char *buf, size_t n);
+/* /health: 1 and a reason for a 503 (require), or for a 200 that says
+ * "degraded: ..." (count); the "audit ..." line of figures. */
+int serve_audit_unhealthy(serve_daemon_t *s, char *why, size_t n);
+int serve_audit_degraded(serve_daemon_t *s, char *why, size_t n);
+void serve_audit_health_line(serve_daemon_t *s, serve_buf_t *b);
+/* /info's and /status.json's "audit" (null without), and /metrics' lines. */
+struct json_t *serve_audit_json(serve_daemon_t *s);
+void serve_audit_metrics(serve_daemon_t *s, serve_buf_t *b);
 /* The Thrift service (serve_thrift.c): one framed call, as serve_resp_handle. */
 size_t serve_thrift_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len);
 /* A TApplicationException for the call `name` (get_id), message `msg`. */

@@ -356,6 +356,70 @@ def group_frozen_clock():
         d.stop()
 
 
+def group_mark_failed_log():
+    """A registry whose mark writes fail (the file: registry's fdatasync made
+    to fail with EIO by tests/fault_preload.c) is retried every 100 ms; the
+    log says so at most once a second, each line with count=N, the failures
+    since the line before (each had a line of its own before), and the last
+    ones are reported once they stop: the counts add up to
+    idgen_lease_mark_failures_total.  Issue 30: event=mark_failed came every
+    100 ms (10 lines a second) through the whole outage."""
+    so = os.environ.get("IDGEN_TEST_FAULT_SO")
+    if not so or not os.path.exists(so):
+        check("mark_failed: the fault injector is built (IDGEN_TEST_FAULT_SO)", False, repr(so))
+        return
+    fault = os.path.join(TMP, "mark.fault")
+    reg = os.path.join(TMP, "mark-registry")
+    d = Daemon("mark-failed", ["--threads", "1", "--max-wait-ms", "100"],
+               env_extra={"LD_PRELOAD": so, "IDGEN_TEST_FAULT_FILE": fault},
+               node_args=["--registry", "file:" + reg, "--node", "datacenter=1"])
+    try:
+        open(fault, "w").close()
+        # Borrowing pushes the generator to its durable mark: the writes begin.
+        t_end = time.monotonic() + 5
+        st = 200
+        while time.monotonic() < t_end and st == 200:
+            r, _ = curl(d.http, "/id?count=4096")
+            st = r.status if r else 0
+        check("mark_failed: requests above the mark fail (503) once mark writes fail", st == 503, st)
+        t_end = time.monotonic() + 3.5  # an outage of some seconds, requests going on
+        while time.monotonic() < t_end:
+            curl(d.http, "/id")
+            time.sleep(0.05)
+        os.unlink(fault)
+        back = False
+        for _ in range(100):
+            r, _ = curl(d.http, "/id")
+            if r and r.status == 200:
+                back = True
+                break
+            time.sleep(0.05)
+        check("mark_failed: served again once mark writes work", back)
+        time.sleep(1.3)  # a second on: the failures since the last line are reported
+        m, _ = get_metrics(d)
+        failures = int(mget(m, "idgen_lease_mark_failures_total") or 0)
+        lines = [ln for ln in d.log().splitlines() if "event=mark_failed" in ln]
+        stamps = []
+        for ln in lines:
+            t = re.match(r"ts=\d{4}-\d\d-\d\dT(\d\d):(\d\d):(\d\d\.\d+)Z ", ln)
+            stamps.append(int(t.group(1)) * 3600 + int(t.group(2)) * 60 + float(t.group(3)) if t else -1)
+        gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+        check("mark_failed: at most one line a second through a %d-failure outage (%d lines, "
+              "smallest gap %.3f s)" % (failures, len(lines), min(gaps) if gaps else -1),
+              failures >= 20 and len(lines) >= 3 and min(gaps) >= 0.99 and len(lines) <= 8,
+              short("\n".join(lines), 1500))
+        counts = [int(re.search(r" count=(\d+) ", ln).group(1)) if re.search(r" count=(\d+) ", ln) else -1
+                  for ln in lines]
+        check("mark_failed: each line counts the failures it stands for (count=%s), adding up to "
+              "idgen_lease_mark_failures_total (%d)" % (counts, failures),
+              all(c > 0 for c in counts) and sum(counts) == failures, short("\n".join(lines), 1500))
+    finally:
+        if os.path.exists(fault):
+            os.unlink(fault)
+        rc = d.stop()
+        check("mark-failed daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
+
+
 def group_agents_and_limit():
     d = Daemon("agents", ["--max-agents", "2", "--max-connections", "20"])
     try:
@@ -554,5 +618,7 @@ if __name__ == "__main__":
                      ('requests that wait for their tick', group_waiting),
                      ('a fast reader of large batches', group_fast_reader),
                      ('a slow but steady reader', group_steady_reader),
-                     ('a clock that stands still', group_frozen_clock), ('agents and max_connections', group_agents_and_limit), ('metrics series unique (agent other)', group_metrics_unique), ('10000 connections', group_many_connections)],
+                     ('a clock that stands still', group_frozen_clock),
+                     ('failing mark writes, logged once a second', group_mark_failed_log),
+                     ('agents and max_connections', group_agents_and_limit), ('metrics series unique (agent other)', group_metrics_unique), ('10000 connections', group_many_connections)],
               snow_kinds=None)

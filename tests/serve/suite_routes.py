@@ -605,6 +605,105 @@ def group_quoting(d):
           short(bad_lines[:3]) + " " + short(log[-400:]))
 
 
+def nosniff_once(r):
+    return isinstance(r, HttpResp) and [v for n, v in r.headers if n == "x-content-type-options"] == ["nosniff"]
+
+
+def one_answer(port, data, head=False):
+    """The first response to raw bytes on a new connection, or the exception."""
+    c = Conn(port)
+    try:
+        c.send(data)
+        return c.http(head=head)
+    except Exception as e:  # noqa: BLE001
+        return e
+    finally:
+        c.close()
+
+
+def group_nosniff(d):
+    """X-Content-Type-Options: nosniff on every HTTP answer, on every route and
+    every kind of error, so that no browser reads an echoed text/plain error as
+    HTML (issue 30: GET /decode/<script>... echoed it in a 400 without it)."""
+    routes = ["/", "/status", "/status.json", "/id", "/id?count=3&format=json", "/ulid", "/uuid7",
+              "/decode/1", "/info", "/health", "/metrics"]
+    for path in routes:
+        for method in ("GET", "HEAD"):
+            r = one_answer(d.http, http_req(path, method=method), head=method == "HEAD")
+            check("%s %s: %s with X-Content-Type-Options: nosniff (once)" % (
+                method, path, getattr(r, "status", "?")), nosniff_once(r) and r.status == 200, repr(r))
+    junk = "/decode/%3Cscript%3Ealert(1)%3C%2Fscript%3E"
+    errors = [
+        ("400, /decode/ of markup (echoed)", http_req(junk), 400),
+        ("400, a bad query", http_req("/id?count=0"), 400),
+        ("404", http_req("/nope"), 404),
+        ("405", http_req("/id", method="POST"), 405),
+        ("400, a GET with a body", b"GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nab", 400),
+        ("400, a bad request line", b"GET\r\n\r\n", 400),
+        ("400, HTTP/1.1 without Host", b"GET /health HTTP/1.1\r\n\r\n", 400),
+        ("413", b"POST /id HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n", 413),
+        ("431, a head over max_request_bytes",
+         b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (MAX_REQ + 100) + b"\r\n\r\n", 431),
+        ("431, more than max_headers headers", http_req("/health", headers=["X-H: 1"] * 200), 431),
+        ("501", b"GET /health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", 501),
+        ("505", b"GET /health HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+    ]
+    for name, data, status in errors:
+        r = one_answer(d.http, data)
+        check("%s: X-Content-Type-Options: nosniff (once)" % name,
+              nosniff_once(r) and r.status == status, repr(r))
+    # 503s: a refused request (a batch the generator cannot make within its
+    # wait), and a connection past max_connections (its own canned answer).
+    e = Daemon("nosniff-503", ["--threads", "1", "--max-borrow-ms", "0", "--max-wait-ms", "0",
+                               "--max-batch", "100", "--max-connections", "1"],
+               node_args=["--layout", "time:41@1ms,sequence:2", "--registry", "static"])
+    try:
+        c = Conn(e.http)
+        c.send(http_req("/id?count=100"))
+        r = c.http()
+        check("503, a batch the generator cannot make: X-Content-Type-Options: nosniff (once)",
+              nosniff_once(r) and r.status == 503, repr(r))
+        r = one_answer(e.http, http_req("/health"))
+        check("503, past max_connections: X-Content-Type-Options: nosniff (once)",
+              nosniff_once(r) and r.status == 503, repr(r))
+        c.close()
+    finally:
+        e.stop()
+
+
+def group_max_headers(d):
+    """max_headers (default 100: proxies, meshes and tracing add headers):
+    exactly the limit is served, one more is a 431 naming the limit and its
+    setting, and the setting moves it (it was a fixed 32: a request through
+    a mesh with 33 headers was refused)."""
+    r = one_answer(d.http, http_req("/health", headers=["X-H%d: v" % i for i in range(99)]))
+    check("max_headers default 100: Host and 99 more headers are served (200)",
+          isinstance(r, HttpResp) and r.status == 200, repr(r))
+    r, closed, rest = http_then_eof(d.http, http_req("/health", headers=["X-H%d: v" % i for i in range(100)]))
+    check("max_headers default 100: 101 headers are a 431 naming the limit and the setting, then closed",
+          isinstance(r, HttpResp) and r.status == 431 and one_line_error(r)
+          and r.body.strip() == b"more than 100 headers (max_headers)" and closed, "%r closed=%s" % (r, closed))
+    served(d, "too many headers")
+    e = Daemon("max-headers", ["--threads", "1", "--max-headers", "5"])
+    try:
+        r = one_answer(e.http, http_req("/health", headers=["A: 1", "B: 2", "C: 3", "D: 4"]))
+        check("--max-headers 5: 5 headers are served", isinstance(r, HttpResp) and r.status == 200, repr(r))
+        r = one_answer(e.http, http_req("/health", headers=["A: 1", "B: 2", "C: 3", "D: 4", "E: 5"]))
+        check("--max-headers 5: 6 headers are a 431 naming 5",
+              isinstance(r, HttpResp) and r.status == 431 and b"more than 5 headers (max_headers)" in r.body,
+              repr(r))
+    finally:
+        e.stop()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IDGEN_")}
+    for bad, src in (("0", "IDGEN_MAX_HEADERS"), ("lots", "IDGEN_MAX_HEADERS")):
+        p = subprocess.run([IDGEN, "serve", "--check-config"], capture_output=True, timeout=10,
+                           env=dict(env, IDGEN_MAX_HEADERS=bad))
+        err = p.stderr.decode().strip()
+        check("IDGEN_MAX_HEADERS=%s: exit 2 naming the key, the value and the bounds" % bad,
+              p.returncode == 2 and err.startswith('idgen: serve: max_headers = "%s" (from %s): ' % (bad, src))
+              and "1 to 10000" in err, err)
+
+
 def group_metrics(d):
     m, text = get_metrics(d)
     types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M))
@@ -672,6 +771,8 @@ def group_metrics(d):
 if __name__ == "__main__":
     run_suite("routes",
               before=[('settings', group_settings)],
-              with_daemon=[('HTTP routes (curl)', group_http_routes), ('keep-alive and pipelining', group_keepalive), ('HTTP conformance', group_http_conformance), ('quoted errors', group_quoting), ('metrics', group_metrics)],
+              with_daemon=[('HTTP routes (curl)', group_http_routes), ('keep-alive and pipelining', group_keepalive), ('HTTP conformance', group_http_conformance), ('quoted errors', group_quoting), ('metrics', group_metrics),
+                           ('X-Content-Type-Options: nosniff on every answer', group_nosniff),
+                           ('max_headers', group_max_headers)],
               after=[],
               snow_kinds=['curl', 'raw'])
