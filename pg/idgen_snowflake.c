@@ -482,15 +482,16 @@ static int64 last_mark(idgen_registry_t *reg) {
     ereport(LOG, (errmsg("idgen: %s is not a record of this extension's; ignored", path)));
     return 0;
   }
-  if (strcmp(uri, idgen_registry_uri(reg)) != 0) {
-    /* Another registry, or the same one spelled otherwise: the time this
-     * run last recorded (the final one at a clean stop; at most a second
-     * old after a crash, and then a mark step ahead of the IDs). */
+  if (strcmp(uri, idgen_registry_uri(reg)) != 0)
+    /* Another registry, or the same one spelled otherwise (localhost for
+     * 127.0.0.1): the tuple is looked for all the same (found, its mark
+     * is exact; in another registry a namesake's mark is only stricter),
+     * and the time the last run recorded counts (the final one at a clean
+     * stop; after a crash, the durable mark of up to a second before). */
     ereport(LOG, (errmsg("idgen: the last lease was from registry %s, not %s: the new IDs start "
-                         "above the time the last run recorded",
+                         "above the time the last run recorded, and above that tuple's mark if "
+                         "this registry has it",
                          uri, idgen_registry_uri(reg))));
-    return issued;
-  }
   WITHOUT_SIGNALS(rc = idgen_registry_list(reg, last_row, &lf, err, sizeof err));
   if (rc < 0 && rc != 1) {
     ereport(LOG, (errmsg("idgen: cannot read the last lease's mark: %s", err)));

@@ -1355,6 +1355,40 @@ def schema_wait(pg, label):
           % (label, took), r.returncode == 0 and took > 2.5, r.stderr)
 
 
+def deleted_row_takeover(pg, label):
+    """A row of idgen_nodes deleted by hand (a decommissioned host's tuple)
+    keeps its mark in the pool's floor, and now its key too: a layout that
+    takes the ID space over is refused, or starts above that tuple's IDs,
+    though its node field sits above the time field (helper-5's review:
+    1,500,864 of 30,000,000 IDs repeated when the key was lost)."""
+    y = "w:1,time:41,sequence:12,epoch=1288834974657"
+    sp = in_space(pg.uri, "deleted-row")
+    a = Daemon(label + "-y0", ["--registry", sp, "--layout", y, "--lease-ttl-ms", "1000"])
+    b = Daemon(label + "-y1", ["--registry", sp, "--layout", y, "--lease-ttl-ms", "1000"])
+    old = (a.ids(50000) or []) + (b.ids(50000) or [])
+    a.stop()
+    b.stop()
+    w1 = [i for i in old if i >> 53 == 1]
+    if not check("%s: two holders of %s, one on w=1 (above the time field)" % (label, y),
+                 len(old) == 100000 and len(w1) == 50000, (len(old), len(w1))):
+        return
+    r = subprocess.run(["psql", "-qAtX", pg.uri, "-c",
+                        "DELETE FROM idgen_nodes WHERE pool LIKE 'spaces/deleted-row/%%' "
+                        "AND node = %d" % (1 << 53)], capture_output=True, text=True)
+    check("%s: its row deleted by hand" % label, r.returncode == 0 and "DELETE 1" not in r.stderr,
+          r.stderr)
+    ticks = [(i >> 12) & ((1 << 41) - 1) for i in w1]
+    # A layout whose IDs at this moment land on w=1's (its epoch chosen so).
+    ez = int(time.time() * 1000) + 4000 - (2 ** 40 + (min(ticks) + max(ticks)) // 4)
+    z = "time:41,worker:1,sequence:12,epoch=%d" % ez
+    r = idgen("snowflake", "-n", "3000000", "--registry", sp, "--layout", z)
+    new = [int(x) for x in r.stdout.split()]
+    check("%s: the new layout is refused or starts above every ID of the deleted tuple" % label,
+          (r.returncode != 0 and "above every ID" in r.stderr)
+          or (new and min(new) > max(w1) and not set(new) & set(old)),
+          (r.returncode, r.stderr[:300], len(set(new) & set(old))))
+
+
 def schema_mended(pg, label):
     """A floor-keeping trigger dropped or disabled by hand is put back by the
     next starter: without the truncate trigger, a TRUNCATE of idgen_nodes
@@ -1656,6 +1690,7 @@ def main():
                 hostile_defaults(pg, "postgres hostile defaults")
                 schema_wait(pg, "postgres schema lock")
                 schema_mended(pg, "postgres schema mended")
+                deleted_row_takeover(pg, "postgres deleted row")
             finally:
                 pg.stop()
     finally:

@@ -129,6 +129,8 @@ static const char SQL_SESSION[] =
 static const char SQL_EXISTS[] =
     "SELECT to_regclass('idgen_nodes') IS NOT NULL AND to_regclass('idgen_pools') IS NOT NULL"
     " AND to_regclass('idgen_spaces') IS NOT NULL"
+    " AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('idgen_pools')"
+    " AND attname = 'keys' AND NOT attisdropped)"
     " AND (SELECT count(*) FROM pg_trigger WHERE tgenabled IN ('O', 'A') AND"
     " ((tgname IN ('idgen_nodes_removed', 'idgen_nodes_truncated')"
     " AND tgrelid = to_regclass('idgen_nodes'))"
@@ -149,6 +151,10 @@ static const char *const SQL_SCHEMA[] = {
     " pool text PRIMARY KEY,"
     " layout text NOT NULL,"
     " floor_ms bigint NOT NULL DEFAULT 0)",
+    /* The OR of the keys of rows that left: with the floor, what a tuple
+     * whose row is gone may have issued (its node bits above the time field
+     * too), for an ID space that retires the pool (space.c). */
+    "ALTER TABLE idgen_pools ADD COLUMN IF NOT EXISTS keys bigint NOT NULL DEFAULT 0",
     /* One row per ID space (space.c): its record, and a version that
      * every claim compares under FOR SHARE, so that a layout joining
      * (FOR UPDATE) and a claim of another layout are never both done. */
@@ -171,16 +177,19 @@ static const char *const SQL_SCHEMA[] = {
     "CREATE OR REPLACE FUNCTION idgen_nodes_removed() RETURNS trigger LANGUAGE plpgsql AS $f$"
     " BEGIN"
     "  IF TG_OP = 'TRUNCATE' THEN"
-    "   INSERT INTO idgen_pools AS p (pool, layout, floor_ms)"
-    "    SELECT pool, '', max(mark_ms) FROM idgen_nodes GROUP BY pool"
-    "    ON CONFLICT (pool) DO UPDATE SET floor_ms = greatest(p.floor_ms, excluded.floor_ms);"
+    "   INSERT INTO idgen_pools AS p (pool, layout, floor_ms, keys)"
+    "    SELECT pool, '', max(mark_ms), bit_or(node) FROM idgen_nodes GROUP BY pool"
+    "    ON CONFLICT (pool) DO UPDATE SET floor_ms = greatest(p.floor_ms, excluded.floor_ms),"
+    "    keys = p.keys | excluded.keys;"
     "   RETURN NULL;"
     "  END IF;"
     "  IF TG_OP = 'UPDATE' AND NEW.pool = OLD.pool AND NEW.node = OLD.node THEN"
     "   RETURN NEW;"
     "  END IF;"
-    "  INSERT INTO idgen_pools AS p (pool, layout, floor_ms) VALUES (OLD.pool, '', OLD.mark_ms)"
-    "   ON CONFLICT (pool) DO UPDATE SET floor_ms = greatest(p.floor_ms, excluded.floor_ms);"
+    "  INSERT INTO idgen_pools AS p (pool, layout, floor_ms, keys)"
+    "   VALUES (OLD.pool, '', OLD.mark_ms, OLD.node)"
+    "   ON CONFLICT (pool) DO UPDATE SET floor_ms = greatest(p.floor_ms, excluded.floor_ms),"
+    "   keys = p.keys | excluded.keys;"
     "  IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;"
     "  RETURN NEW;"
     " END $f$",
@@ -202,7 +211,7 @@ static const char *const SQL_SCHEMA[] = {
 
 static const char SQL_CHECK[] =
     "SELECT n.pool, n.node, n.holder, n.generation, n.expires_at, n.free_at, n.mark_ms,"
-    " p.layout, p.floor_ms, s.space, s.version, s.state"
+    " p.layout, p.floor_ms, p.keys, s.space, s.version, s.state"
     " FROM idgen_nodes n, idgen_pools p, idgen_spaces s LIMIT 0";
 
 /* ID spaces (space.c).  $1 the space's name. */
@@ -232,11 +241,13 @@ static const char SQL_POOL_LIVE[] =
     "SELECT count(*) OVER (), coalesce(holder, '(freed)'), node,"
     " " MS("free_at - now()") " FROM idgen_nodes"
     " WHERE pool = $1 AND free_at > now() ORDER BY node LIMIT 3";
-/* The highest mark any of its tuples ever had, and the OR of their keys. */
+/* The highest mark any of its tuples ever had, and the OR of their keys
+ * (of rows deleted by hand too: the trigger keeps them in idgen_pools). */
 static const char SQL_POOL_MAX[] =
     "SELECT greatest(coalesce((SELECT max(mark_ms) FROM idgen_nodes WHERE pool = $1), 0),"
     " coalesce((SELECT floor_ms FROM idgen_pools WHERE pool = $1), 0)),"
-    " coalesce((SELECT bit_or(node) FROM idgen_nodes WHERE pool = $1), 0)";
+    " coalesce((SELECT bit_or(node) FROM idgen_nodes WHERE pool = $1), 0)"
+    " | coalesce((SELECT keys FROM idgen_pools WHERE pool = $1), 0)";
 
 /* $1 pool, $2 layout, $3 a floor: the pool's row, made on first use.  DO
  * NOTHING, not DO UPDATE ... WHERE: that locks the existing row even when
