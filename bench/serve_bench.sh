@@ -185,8 +185,10 @@ EOF
 start_idgen() {
   local name=$1 i; shift
   local logf=$tmp/idgen-$name.log
-  # A registry of its own (the default, /var/lib/idgen as root, is the host's).
-  "$idgen" serve --registry "file:$tmp/registry" "$@" 2>"$logf" &
+  # A registry of its own (the default, /var/lib/idgen as root, is the host's),
+  # and an ID space per daemon: their layouts differ (wide beside twitter),
+  # and one space refuses a layout whose IDs could equal a live one's.
+  "$idgen" serve --registry "file:$tmp/registry" --space "$name" "$@" 2>"$logf" &
   IDGEN_PID=$!
   pids+=("$IDGEN_PID"); names+=("idgen serve ($name)")
   HTTP_PORT="" RESP_PORT=""
