@@ -10,13 +10,16 @@
  *
  * The promises the Snowflake generator keeps, named here and referred to by
  * name below:
- *   unique     For one layout and one node tuple (the values of all its node
- *              fields), no two IDs are ever equal: not between threads, not
- *              between processes or machines sharing a registry, not across
- *              restarts, not after the wall clock steps back.  (With no
- *              registry, keeping node tuples apart across processes is the
- *              caller's job.)  A child process after fork() never issues from
- *              its parent's generator: its calls fail (IDGEN_EFORKED).
+ *   unique     No two IDs issued through one registry are ever equal,
+ *              whichever layouts and node tuples its holders use: not between
+ *              threads, not between processes or machines sharing the
+ *              registry, not across restarts, not after the wall clock steps
+ *              back, not when a service changes layout (a registry is one ID
+ *              space: idgen_registry_space).  With no registry (static), one
+ *              generator's IDs are unique and keeping node tuples and layouts
+ *              apart across processes is the caller's job.  A child process
+ *              after fork() never issues from its parent's generator: its
+ *              calls fail (IDGEN_EFORKED).
  *   increasing One generator's IDs strictly increase, also when the wall
  *              clock steps back, and in real-time order: if one call returns
  *              before another starts, on whatever threads, the later call's
@@ -976,8 +979,8 @@ IDGEN_API const char *idgen_registry_uri(const idgen_registry_t *r);
 IDGEN_API int idgen_registry_default_uri(char *buf, size_t n, char *err, size_t errlen);
 
 /*
- * Node values from the host, for those who want no registry (seed 000 takes
- * the machine's MAC or IP; Sonyflake's default machine ID is the low 16 bits
+ * Node values from the host, for those who want no registry (Twitter's
+ * Snowflake took the machine's MAC or IP; Sonyflake's default machine ID is the low 16 bits
  * of the IPv4 address).  Both come from the interface of the host's default
  * route, read from the kernel (rtnetlink, nothing is sent): the IPv4 default
  * route of the main table with the lowest metric, or the IPv6 one on a host
@@ -1179,7 +1182,7 @@ IDGEN_API int idgen_registry_list(idgen_registry_t *r, idgen_registry_list_cb cb
                                   char *err, size_t errlen);
 
 /*
- * ID spaces (SPEC section 8).  Every holder of one registry draws from one
+ * ID spaces (docs/DESIGN.md §11).  Every holder of one registry draws from one
  * ID space, whatever its layout: the default space, or the space named by
  * the URI's `space=NAME` parameter (file:DIR?space=billing,
  * postgres://h/db?space=billing, etcd://h:2379?space=billing), whose pools

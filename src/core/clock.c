@@ -26,9 +26,9 @@
  * switches the fast path off for good but a CPU without an invariant TSC.
  * A wall-clock step is seen at the next millisecond boundary, at most 1 ms
  * late: as if the step had happened up to 1 ms later, which the generator's
- * step-back handling (G3) covers either way.
+ * step-back handling (bounded) covers either way.
  *
- * Fork detection: see fork_init() below (G1).
+ * Fork detection: see fork_init() below (unique).
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -1,5 +1,6 @@
 /*
- * snowflake.c -- the lock-free Snowflake generator (SPEC section 2, G1-G3).
+ * snowflake.c -- the lock-free Snowflake generator: unique, increasing and
+ * bounded (idgen.h's promises; docs/DESIGN.md §1).
  *
  * DESIGN.  The whole mutable state is one atomic 64-bit word, `next`: the
  * next (tick, sequence) pair to issue, packed as tick << S | sequence where S
@@ -8,7 +9,7 @@
  * borrowing from the future.  Every ID is the value of `next` before some
  * atomic read-modify-write that moved it up, so IDs follow the word's
  * modification order: they are unique and increase in real-time order across
- * threads (G1, G2) without a lock.
+ * threads (unique, increasing) without a lock.
  *
  * The hot path (millisecond ticks, no injected clock, T+S <= 63 bits) is one
  * fetch_add: take c = next++, and keep c if its tick is neither behind the
@@ -32,7 +33,7 @@
  * fetch_add cannot wrap: `next` stays below 2^63 + (number of calls), and for
  * 64-bit state (T+S = 64) the generator only uses compare-and-swap.
  *
- * Waiting (G3).  When the next value's tick is more than max_borrow_ms ahead
+ * Waiting (bounded).  When the next value's tick is more than max_borrow_ms ahead
  * of the wall clock, the call reserves it and sleeps until it may be issued.
  * Sleeping to the end of a used-up tick of at most one second is allowed
  * beside max_wait_ms; anything else counts against it: a longer tick's rest,
@@ -121,7 +122,7 @@ static int refuse(idgen_snowflake_gen_t *g) {
  * One call's slow path, as a state machine that never sleeps by itself: a
  * blocking call sleeps between its steps, an event loop parks it.
  *
- * The budget (G3 per call).  From the call's first reading of the clock,
+ * The budget (bounded: per call).  From the call's first reading of the clock,
  * ms, the call may wait max_wait_ms, and beside it the rest of a used-up
  * tick of at most one second: its deadline (budget_start).  Every value it
  * takes must be issuable by then, so a batch is claimed whole or not at
@@ -801,7 +802,7 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
   }
   if (s->lease != NULL) {
     /* Start above everything the worker ID's earlier holders may have
-     * issued (G6), and above start_after_ms. */
+     * issued (durable), and above start_after_ms. */
     uint64_t from = 0, v;
     if ((v = idgen__sf_state_of_ms(g, lease.mark_ms)) != 0)
       from = v + 1;

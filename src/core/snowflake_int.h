@@ -67,7 +67,7 @@ struct idgen_snowflake_gen {
   /* The highest reading of the wall clock any call has made, in ms since
    * the epoch (bits 0-62), and SEEN_AHEAD while the generator is ahead of
    * the clock.  A call whose reading is below it knows that the clock
-   * stepped back: its wait for that step counts against max_wait_ms (G3,
+   * stepped back: its wait for that step counts against max_wait_ms (bounded,
    * DESIGN §1 "Waiting").  The hot path compares it with its own reading
    * in one instruction, as it tested the flag alone before: equal means
    * "this millisecond is recorded and the generator is not ahead".  Written
@@ -87,7 +87,7 @@ struct idgen_snowflake_gen {
 #define SEEN_AHEAD (UINT64_C(1) << 63)
 
 /* The longest tick whose used-up rest a call may wait out without counting
- * it against max_wait_ms (G3): Twitter's millisecond, Baidu's second. */
+ * it against max_wait_ms (bounded): Twitter's millisecond, Baidu's second. */
 #define FREE_TICK_MAX_MS 1000
 
 /* Whether the calling process is not the one that may reach g's keeper. */

@@ -1,5 +1,5 @@
 /*
- * ulid.c -- ULIDs (SPEC section 4): make, encode, decode (strict and
+ * ulid.c -- ULIDs (docs/DESIGN.md §6): make, encode, decode (strict and
  * lenient), UUID conversion, and the monotonic generator.
  *
  * Text form: 26 Crockford base32 characters, 10 for the 48-bit time (the

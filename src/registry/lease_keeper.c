@@ -1,6 +1,6 @@
 /*
- * lease_keeper.c -- what keeps a generator bound to a lease honest (SPEC G4,
- * G6): a durable high-water mark ahead of the IDs, and a lease that is known
+ * lease_keeper.c -- what keeps a generator bound to a lease honest (fenced,
+ * durable): a durable high-water mark ahead of the IDs, and a lease that is known
  * valid.
  *
  * DESIGN.  The hot path already compares each state it takes with a limit;
@@ -27,7 +27,7 @@
  * The ceiling never exceeds a mark that is durable, so even a holder that
  * was paused past its deadline (SIGSTOP), whose watchdog has not run yet,
  * issues nothing above its recorded mark; the next holder starts above it
- * (G6).  A renewal or mark write that fails on the fencing generation
+ * (durable).  A renewal or mark write that fails on the fencing generation
  * (IDGEN_ELEASE) ends the binding for good: the ID may be someone else's.
  * A registry that cannot be reached only suspends issuing: renewals go on,
  * and the first success restores it (the generation proves nobody else got

@@ -1,6 +1,6 @@
 /*
  * registry.c -- opening a registry by URI scheme, choosing the leased field
- * and its pool, and the `static` backend (SPEC section 8).
+ * and its pool, and the `static` backend (docs/DESIGN.md §11).
  */
 #include <assert.h>
 #include <dlfcn.h>
@@ -338,7 +338,7 @@ int idgen_lease_field(const idgen_layout_t *l, const char *field, char *err, siz
   return f;
 }
 
-/* The leased field (SPEC section 8), the other node fields' bits, and the
+/* The leased field (docs/DESIGN.md §11), the other node fields' bits, and the
  * pool's name. */
 static int make_pool(const idgen_lease_request_t *req, const char *space_path,
                      idgen__pool_t *p, char *err, size_t errlen) {

@@ -1,5 +1,5 @@
 /*
- * registry_etcd.c -- the `etcd://` registry (SPEC section 8): machines share
+ * registry_etcd.c -- the `etcd://` registry (docs/DESIGN.md §11): machines share
  * node tuples through an etcd v3 cluster, spoken to through its JSON gateway
  * (POST /v3/...) with libcurl and jansson.
  *

@@ -1,5 +1,5 @@
 /*
- * registry_file.c -- the `file:DIR` registry (SPEC section 8): processes on
+ * registry_file.c -- the `file:DIR` registry (docs/DESIGN.md §11): processes on
  * one host share node tuples through lock files.
  *
  * DIR/<pool>/<key>.lock holds one node tuple's record (registry_int.h): the
@@ -914,7 +914,7 @@ typedef struct claim {
   char path[1100];
 } claim_t;
 
-/* Chooses and locks l's tuple in pool directory f->dir (SPEC section 8)
+/* Chooses and locks l's tuple in pool directory f->dir (docs/DESIGN.md §11)
  * and writes its slot: 0 with *c (c->mark the tuple's mark), or an error
  * (nothing held).  Every tuple starts above `floor` too (its space's floor
  * for the layout), which is not written into the tuple's slot. */

@@ -16,7 +16,7 @@
 #define IDGEN__SPACE_PATH_MAX (IDGEN_SPACE_NAME_MAX + 8)
 
 /*
- * The pool a lease comes from (SPEC section 8, idgen.h "What a lease stands
+ * The pool a lease comes from (docs/DESIGN.md §11, idgen.h "What a lease stands
  * for").  A pool is named by the layout's geometry -- epoch, tick, and the
  * positions of the time and sequence fields -- so that two layouts that make
  * the same IDs share it.  Within a pool a node tuple is its key: every node
@@ -52,7 +52,7 @@ int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, ch
                     size_t errlen);
 
 /*
- * ID spaces (space.c, SPEC section 8): the layouts that lease in one space.
+ * ID spaces (space.c, docs/DESIGN.md §11): the layouts that lease in one space.
  * A space's record is text, the same in every backend (a file, a row, a
  * key):
  *     idgen-space v1
@@ -165,7 +165,7 @@ int idgen__space_join(idgen__space_t *s, const char *space, const idgen__pool_t 
  *   acquire  fills l->worker, l->key, l->generation (> every earlier grant
  *            of that tuple), l->mark_ms (where the holder starts: the
  *            tuple's recorded mark, or the pool-wide mark for a tuple
- *            new to the pool) following SPEC section 8; l->pool,
+ *            new to the pool) following docs/DESIGN.md §11; l->pool,
  *            l->holder, l->ttl_ms, l->quarantine_ms are set.
  *   renew    shows the lease is still held, conditional on l->generation:
  *            IDGEN_ELEASE when it is not (fenced out), IDGEN_EREGISTRY when
@@ -296,7 +296,7 @@ int idgen__lease_final_mark(idgen_lease_t *l, int64_t mark_ms);
 int64_t idgen__req_now_ms(const idgen_lease_request_t *req);
 void idgen__req_sleep_ms(const idgen_lease_request_t *req, int64_t ms);
 
-/* The rules every backend's acquire shares (SPEC section 8), one wording,
+/* The rules every backend's acquire shares (docs/DESIGN.md §11), one wording,
  * each message after the backend's prefix `pfx`:
  *   pool_full   IDGEN_EPOOLFULL naming the pool's size and field; `extra`
  *               follows "are held" ("" or " (N of them in quarantine...)").

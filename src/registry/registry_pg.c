@@ -1,11 +1,13 @@
 /*
- * registry_pg.c -- the `postgres://` (and `postgresql://`) registry (SPEC
- * section 8): machines share node tuples through two PostgreSQL tables.
+ * registry_pg.c -- the `postgres://` (and `postgresql://`) registry
+ * (docs/DESIGN.md §11): machines share node tuples through PostgreSQL tables.
  *
- *   idgen_pools(pool text primary key, layout text, floor_ms bigint)
+ *   idgen_pools(pool text primary key, layout text, floor_ms bigint,
+ *               keys bigint)
  *   idgen_nodes(pool text, node bigint, holder text, generation bigint,
  *               expires_at timestamptz, free_at timestamptz, mark_ms bigint,
  *               primary key (pool, node))
+ *   idgen_spaces(space text primary key, version bigint, state text)
  *
  * A pool is a layout geometry (registry_int.h); `node` is a tuple's key,
  * its node bits in the ID, as a signed 64-bit integer; holders meet on it
@@ -13,7 +15,7 @@
  * never deletes rows, so a generation only grows.  Times are the database's
  * clock (now()), never the caller's.
  *
- * The pool-wide mark (SPEC section 8).  A row deleted or moved by hand
+ * The pool-wide mark (docs/DESIGN.md §11).  A row deleted or moved by hand
  * would let its tuple start again from nothing, under a holder that may
  * still be alive.  So a trigger on idgen_nodes raises the pool's floor_ms
  * to the mark of every row deleted, truncated or moved out (in the same
@@ -111,7 +113,7 @@ typedef struct pg {
 /* Every session: statements end on the server before the client gives up
  * on them (QUERY_TIMEOUT_MS), so no write the client took for failed can
  * land later; a row lock held elsewhere fails fast; commits are durable
- * when they return (G6); and READ COMMITTED, whose ON CONFLICT re-checks
+ * when they return (durable); and READ COMMITTED, whose ON CONFLICT re-checks
  * the newest row version, whatever the role's or database's defaults. */
 static const char SQL_SESSION[] =
     "SELECT set_config('statement_timeout', '4s', false),"

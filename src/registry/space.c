@@ -1,5 +1,5 @@
 /*
- * space.c -- one registry, one ID space (SPEC section 8): which layouts may
+ * space.c -- one registry, one ID space (docs/DESIGN.md §11): which layouts may
  * lease beside which, and where a layout that takes a space over starts.
  *
  * A pool (registry_int.h) keeps the holders of one layout geometry apart;
