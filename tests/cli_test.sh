@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Black-box tests of the idgen command: outputs, exit codes, error lines,
-# JSON exactly as SPEC section 6 shows it.  Usage: cli_test.sh PATH/TO/idgen
+# JSON exactly as the README shows it.  Usage: cli_test.sh PATH/TO/idgen
 # Ends with the line "N passed, N failed".
 set -u
 IDGEN=${1:?usage: cli_test.sh PATH/TO/idgen}
@@ -211,7 +211,7 @@ expect "registry free: node values by the one NAME=VALUE rule" 2 "" \
   datacenter=0,worker=99
 
 
-# --- ULID and UUID: decode (SPEC section 6 shows the JSON exactly) ----------
+# --- ULID and UUID: decode (the README shows the JSON exactly) ----------
 expect "decode json ulid" 0 \
   '{"id":"01ARZ3NDEKTSV4RRFFQ69G5FAV","kind":"ulid","unix_ms":1469922850259,"time":"2016-07-30T23:54:10.259Z","uuid":"01563e3a-b5d3-d676-4c61-efb99302bd5b"}' \
   "" -- decode --json 01ARZ3NDEKTSV4RRFFQ69G5FAV

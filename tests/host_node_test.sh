@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Node values from the host (--node NAME=@ip / NAME=@mac): from the interface
 # of the default route, never a bridge, a container/VM tool's virtual
-# interface or an address many hosts share by convention (SPEC.md section 8).
+# interface or an address many hosts share by convention (docs/DESIGN.md §11).
 # Runs in a network namespace of its own (unshare --net: the kernel removes
 # it with this process, also when the test fails or is killed), built like a
 # public host that runs Docker: a docker0 bridge on 172.17.0.1, made first so

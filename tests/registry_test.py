@@ -1,4 +1,5 @@
-"""The worker-ID registry end to end (SPEC G1, G4, G6 and section 8).
+"""The worker-ID registry end to end: unique, fenced and durable (idgen.h),
+and the registry of docs/DESIGN.md §11.
 
 Usage: python3 tests/registry_test.py PATH/TO/idgen [contract file|postgres|etcd] [file|pg|etcd|swap|faults|mix]...
 
@@ -290,7 +291,7 @@ def kill9(registry, label, args=(), free_after_s=0.0):
 
 def clock_step(registry, label):
     """A restart under a wall clock stepped back 10 s keeps its worker ID
-    (the pool has no other free one) and follows G3: it refuses at start
+    (the pool has no other free one) and stays bounded: it refuses at start
     naming the wait, or it borrows; no ID repeats."""
     if not faketime_usable(label):
         return
@@ -382,7 +383,7 @@ SEQ11 = "time:41@1ms,datacenter:5,worker:6,sequence:11,epoch=1288834974657"
 
 
 def spaces(registry, label):
-    """One registry, one ID space (SPEC section 8).  Twitter's 10 node bits
+    """One registry, one ID space (docs/DESIGN.md §11).  Twitter's 10 node bits
     split 5+6 with an 11-bit sequence made 250,144 duplicates of 1,000,000
     beside twitter's layout on one registry, silently.  Now: while a
     twitter daemon holds a tuple, that layout is refused (CLI and daemon),
@@ -1359,7 +1360,7 @@ def deleted_row_takeover(pg, label):
     """A row of idgen_nodes deleted by hand (a decommissioned host's tuple)
     keeps its mark in the pool's floor, and now its key too: a layout that
     takes the ID space over is refused, or starts above that tuple's IDs,
-    though its node field sits above the time field (helper-5's review:
+    though its node field sits above the time field (a hostile review:
     1,500,864 of 30,000,000 IDs repeated when the key was lost)."""
     y = "w:1,time:41,sequence:12,epoch=1288834974657"
     sp = in_space(pg.uri, "deleted-row")
@@ -1577,7 +1578,7 @@ def contract(backend, uri):
         # The shortest TTL: etcd says a lease's time left in whole seconds,
         # cut, and a 2 s etcd lease (TTL 1 s + quarantine 1 s) read "1 s
         # left" as "in quarantine", so a free without --force took the tuple
-        # from its live holder (helper-43).
+        # from its live holder.
         d, _ = registry_cli(uri, backend + " registry, TTL 1 s", BACKENDS[backend]["held"],
                             ["--lease-ttl-ms", "1000"])
         d.stop()

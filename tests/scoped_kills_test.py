@@ -21,7 +21,7 @@ spec.loader.exec_module(ck)
 
 # (name, file suffix, text, line of the finding) -- must be flagged.
 BAD = [
-    ("issue 30: pg_ext_test.sh's pgrep -f", ".sh",
+    ("pg_ext_test.sh's old pgrep -f", ".sh",
      'before=$(ready_count)\nwpid=$(pgrep -f "idgen lease keeper" | head -1)\n'
      '[ -n "$wpid" ] || fail "no idgen lease keeper process"\nkill -TERM "$wpid"\n', 2),
     ("pgrep by name", ".sh", "pids=$(pgrep postgres)\n", 1),

@@ -267,7 +267,7 @@ def live_phase(idgen, tmp, out, browser):
               outside)
         check("no script errors on the page", not browser.console_errors, browser.console_errors)
 
-        # The clock steps back 10 s: requests are refused (G3), and the page says why.
+        # The clock steps back 10 s: requests are refused (bounded), and the page says why.
         with open(clock_file, "w") as f:
             f.write("-10s\n")
         red = browser.wait("red", lambda: browser.eval(

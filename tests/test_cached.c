@@ -13,7 +13,7 @@
  *   - processes with their own caches on distinct workers never collide;
  *   - the age of the IDs handed out, in the stats;
  *   - on a `@60s` layout with no wait, a direct take is refused at once
- *     for a used-up minute and after a step back (G3).
+ *     for a used-up minute and after a step back (bounded).
  * Sizes are divided by $IDGEN_TEST_SCALE (the sanitizer builds use it).
  */
 #define _GNU_SOURCE
@@ -208,7 +208,7 @@ static void test_direct_policy(void **state) {
   idgen_snowflake_gen_free(g);
 }
 
-/* G3 through the cache, on a `@60s` layout with no borrow and no wait: a
+/* Bounded through the cache, on a `@60s` layout with no borrow and no wait: a
  * take the ring cannot serve asks the generator, which refuses at once,
  * blocking or async: after the ring took the whole minute (waiting out
  * the rest of a tick longer than a second counts against max_wait_ms: it

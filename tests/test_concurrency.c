@@ -6,7 +6,7 @@
  *   - the same while an injected clock jumps back and forth under the threads;
  *   - sequence exhaustion under contention (twitter layout, waiting);
  *   - after full load on the hot path, a step back of the clock is refused
- *     at once by both threads with no borrow and no wait (G3);
+ *     at once by both threads with no borrow and no wait (bounded);
  *   - several processes with distinct worker values never collide.
  * Sizes are divided by $IDGEN_TEST_SCALE (the sanitizer builds use it).
  */
@@ -244,7 +244,8 @@ static void test_tiny_sequence_no_livelock(void **state) {
   idgen_snowflake_gen_free(g);
 }
 
-/* G3 under full load, two threads (D1 of the g3-stepback branch): on the
+/* Bounded under full load, two threads (a tick reached by using up the
+ * previous one still counts as a reading): on the
  * hot path and an injected clock that moves only when a call waits, the
  * threads use up every tick; each tick is reached because the one before
  * ran out (a waiting call reserved it), and then issued from on the hot

@@ -3,7 +3,7 @@
  * '@': CLOCK_REALTIME and CLOCK_MONOTONIC both stand still (libfaketime's
  * default), as a user may run a program to see it at a fixed time.
  *
- * G3 still holds for the non-blocking calls resumed by a loop that polls
+ * The bound still holds for the non-blocking calls resumed by a loop that polls
  * every millisecond: the waits they ask for cannot be had on a clock that
  * does not move, and the call ends with IDGEN_ECLOCK within its budget of
  * real time.  An early resume is charged only the real time that passed

@@ -4,7 +4,7 @@
  * DESIGN §1).  What must hold across the handover:
  *   - no ID repeats, whoever took it (owner, other threads, signal handlers);
  *   - real-time order both ways: an ID taken after another thread's take
- *     returned is larger (G2), in the owner and in the revokers;
+ *     returned is larger (increasing), in the owner and in the revokers;
  *   - the kernel restarts the owner's sequence when a signal comes inside;
  *   - the states: first taker owns, a second thread leaves it shared for
  *     good, bound-to-nothing but not hot-path generators never own, a child

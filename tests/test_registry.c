@@ -1,6 +1,6 @@
 /*
  * test_registry.c -- the registry's file: backend and the choice of pool
- * (SPEC section 8): lowest free ID, marks that survive, the start wait, a
+ * (docs/DESIGN.md §11): lowest free ID, marks that survive, the start wait, a
  * full pool, namespaces, many processes, a killed holder, a forked child.
  * And a generator bound to a lease: the durable mark, a lost lease, threads.
  */
@@ -484,7 +484,7 @@ static int64_t pool_mark_of(const idgen_layout_t *l) {
   return m;
 }
 
-/* ---- a lease is a whole node tuple (SPEC section 8) ----------------------- */
+/* ---- a lease is a whole node tuple (DESIGN §11) ------------------------------ */
 
 /* Acquires with lease field `field` and node values v[] (by field index);
  * the lease, or NULL with *rc set. */
@@ -941,7 +941,7 @@ static void test_bound_marks(void **state) {
   tu_clock_set_ms(&ck, t0); /* and the clock stepped back far */
   g = bind_gen(&tw, lease, &ck.clock);
   /* it cannot go back below the mark: borrowing is 1 s, the clock is 14 s
-   * behind, so it refuses (G3) rather than repeat */
+   * behind, so it refuses (bounded) rather than repeat */
   assert_int_equal(idgen_snowflake_gen_next(g, &id), IDGEN_ECLOCK);
   tu_clock_set_ms(&ck, last_ms - 500); /* within the borrowing */
   tu_ok(idgen_snowflake_gen_next(g, &id));

@@ -1,5 +1,5 @@
 /*
- * test_registry_pg.c -- the postgres:// registry (SPEC section 8, G4, G6)
+ * test_registry_pg.c -- the postgres:// registry (docs/DESIGN.md §11; fenced, durable)
  * against a real server: $IDGEN_TEST_PG_URI, such as the one
  * tests/pg_server.sh starts.  Without it the test fails, unless
  * IDGEN_TEST_PG_SKIP=1 (then it reports "skipped", exit 77).
@@ -511,13 +511,13 @@ static void test_bound_generator(void **state) {
   }
   assert_int_equal(idgen_layout_decompose(&p.layout, last, v, &ms), 0);
   assert_int_equal(v[idgen_layout_field_index(&p.layout, "worker")], worker);
-  assert_true(ms <= list_pool(r, &p).row[0].mark_ms); /* durable first (G6) */
+  assert_true(ms <= list_pool(r, &p).row[0].mark_ms); /* durable first */
   idgen_snowflake_lease_status_t st;
   idgen_snowflake_gen_lease_status(g, &st);
   assert_true(st.bound && st.valid && !st.fenced);
   assert_true(st.renewals >= 3);
   assert_true(st.mark_writes >= 2);
-  /* freed by force: the generator stops at its next renewal (G4) */
+  /* freed by force: the generator stops at its next renewal (fenced) */
   assert_int_equal(idgen_registry_free(r, p.name, tuple(&p, worker), 1, NULL, 0), 0);
   int rc = 0;
   for (int i = 0; i < 200 && rc == 0; i++) {

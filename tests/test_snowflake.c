@@ -141,7 +141,7 @@ static void hot_path_on(idgen_snowflake_gen_t *g) {
   g->fast = 1;
 }
 
-/* G3: with max_borrow_ms = max_wait_ms = 0, a call after the clock moved
+/* Bounded: with max_borrow_ms = max_wait_ms = 0, a call after the clock moved
  * back, by a whole tick or by part of one across a tick boundary, is
  * refused at once (IDGEN_ECLOCK): next, and next_n of one and of three;
  * on every tick length.  Before, a step back into the tick just below the
@@ -218,7 +218,7 @@ static void test_step_back_refused_at_once(void **state) {
   assert_int_equal(0, bad);
 }
 
-/* G3 on ticks longer than a second: the rest of a used-up tick counts
+/* Bounded, on ticks longer than a second: the rest of a used-up tick counts
  * against max_wait_ms like any other wait (it was always allowed: 30 s on
  * `@60s` with max_wait_ms = 0).  Within max_wait_ms of the tick's end it
  * is waited out, and counted as a used-up tick.  On a tick of one second
@@ -581,7 +581,7 @@ static void test_batches_cross_ticks(void **state) {
   idgen_snowflake_gen_free(g);
 }
 
-/* A batch is one call for G3: with no borrowing and no wait it may wait out
+/* A batch is one call for the bound: with no borrowing and no wait it may wait out
  * the rest of the current tick, no more, so at the start of a tick twitter
  * can fill two ticks' worth; a larger batch is refused before anything is
  * claimed (52df1fb granted a fresh wait per tick: 3 ticks here). */

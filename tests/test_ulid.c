@@ -71,7 +71,7 @@ static void test_ulid_decode_time_vectors(void **state) {
     decode_ok(&u, json_string_value(json_object_get(v, "input")), IDGEN_ULID_STRICT);
     assert_int_equal(json_integer_value(json_object_get(v, "expected_ms")), idgen_ulid_time(&u));
     idgen_time_format(idgen_ulid_time(&u), t);
-    /* SPEC section 6 writes years past 9999 with a '+' (ISO 8601 expanded
+    /* Years past 9999 are written with a '+' (ISO 8601 expanded
      * form); the vectors file writes the plain digits. */
     const char *want = json_string_value(json_object_get(v, "expected_utc"));
     assert_string_equal(want, t[0] == '+' ? t + 1 : t);
