@@ -41,7 +41,7 @@
  * reading being below `seen`, the highest reading any call made.  If the
  * needed wait is larger, the call fails at once with IDGEN_ECLOCK instead of
  * sleeping in vain.  Reserving first makes waiting calls take their turn in
- * order, so every wait is bounded (see claim()).
+ * order, so every wait is bounded (see claim_once()).
  *
  * A batch (next_n) claims as much of the allowed window as it needs in one
  * compare-and-swap and writes the IDs tick by tick with additions.

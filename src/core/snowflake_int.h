@@ -1,7 +1,9 @@
 /*
  * snowflake_int.h -- the Snowflake generator's state, shared by snowflake.c
- * (issuing) and the registry library's lease_keeper.c (the background thread
- * of a generator bound to a lease), which reaches it through the table below.
+ * (issuing), cached.c (Baidu's ring, which fills from a generator) and the
+ * registry library's lease_keeper.c (the background threads of a generator
+ * bound to a lease, which the core reaches only through the bind table
+ * below, idgen__bind_ops_t).
  */
 #ifndef IDGEN_SNOWFLAKE_INT_H
 #define IDGEN_SNOWFLAKE_INT_H
