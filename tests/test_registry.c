@@ -1,8 +1,11 @@
 /*
- * test_registry.c -- the registry's file: backend and the choice of pool
- * (docs/DESIGN.md §11): lowest free ID, marks that survive, the start wait, a
- * full pool, namespaces, many processes, a killed holder, a forked child.
- * And a generator bound to a lease: the durable mark, a lost lease, threads.
+ * test_registry.c -- what only the file: backend has, and the choice of pool
+ * (docs/DESIGN.md §11): lock files and the pool file removed, replaced or put
+ * back, bad records, a killed holder, a forked child's copy of the lock,
+ * every pair of lease fields, the ID space without a record, the default
+ * and relative URIs; and a generator bound to a lease: the durable mark, a
+ * lost lease, threads.  What every backend must do is in
+ * test_registry_contract.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -113,74 +116,6 @@ static void test_field_choice(void **state) {
   idgen_lease_info(l, &info);
   assert_int_equal(info.field, idgen_layout_field_index(&sony, "machine"));
   idgen_lease_release(l);
-  idgen_registry_close(r);
-}
-
-static void test_lowest_free_and_marks(void **state) {
-  (void)state;
-  idgen_registry_t *r;
-  tu_clock_t ck;
-  tu_clock_init(&ck, 1800000000000);
-  r = tu_registry(uri);
-  idgen_layout_t tw = tu_layout("twitter");
-  uint64_t node[IDGEN_LAYOUT_MAX_FIELDS] = {0};
-  node[idgen_layout_field_index(&tw, "datacenter")] = 1;
-  idgen_lease_t *a = take(r, &tw, node, &ck.clock), *b = take(r, &tw, node, &ck.clock);
-  assert_int_equal(tu_worker(a), 0);
-  assert_int_equal(tu_worker(b), 1);
-  idgen_lease_info_t ia;
-  idgen_lease_info(a, &ia);
-  assert_int_equal(ia.generation, 1);
-  assert_int_equal(ia.mark_ms, 0);
-  /* a mark survives the release; the next holder sees it, one generation on */
-  assert_int_equal(idgen_lease_record_mark(a, 1800000000500, NULL, 0), 0);
-  assert_int_equal(idgen_lease_record_mark(a, 1800000000100, NULL, 0), 0); /* never back */
-  assert_int_equal(idgen_lease_renew(a, NULL, 0), 0);
-  idgen_lease_release(a);
-  tu_clock_add_ms(&ck, 1000); /* the mark is now behind the clock */
-  idgen_lease_t *c = take(r, &tw, node, &ck.clock);
-  idgen_lease_info(c, &ia);
-  assert_int_equal(ia.worker, 0);
-  assert_int_equal(ia.generation, 2);
-  assert_int_equal(ia.mark_ms, 1800000000500);
-  /* another namespace is another pool */
-  node[idgen_layout_field_index(&tw, "datacenter")] = 2;
-  idgen_lease_t *d = take(r, &tw, node, &ck.clock);
-  assert_int_equal(tu_worker(d), 0);
-  idgen_lease_release(b);
-  idgen_lease_release(c);
-  idgen_lease_release(d);
-  idgen_registry_close(r);
-}
-
-static void test_start_wait_and_full_pool(void **state) {
-  (void)state;
-  idgen_registry_t *r;
-  char err[300];
-  tu_clock_t ck;
-  tu_clock_init(&ck, 1800000000000);
-  r = tu_registry(uri);
-  idgen_layout_t l = tu_layout("time:41,worker:1,sequence:12"); /* a pool of 2 */
-  idgen_lease_t *a = take(r, &l, NULL, &ck.clock), *b = take(r, &l, NULL, &ck.clock);
-  idgen_lease_request_t req = {&l, NULL, NULL, -1, &ck.clock};
-  idgen_lease_t *x;
-  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), IDGEN_EPOOLFULL);
-  assert_non_null(strstr(err, "all 2 values of field \"worker\" (1 bits)"));
-  /* both marks ahead: 300 ms and 5 s; the lower one is taken after a wait
-   * (each tuple starts above its own mark, kept in the pool file) */
-  assert_int_equal(idgen_lease_record_mark(a, 1800000005000, NULL, 0), 0);
-  assert_int_equal(idgen_lease_record_mark(b, 1800000000300, NULL, 0), 0);
-  idgen_lease_release(a);
-  idgen_lease_release(b);
-  req.max_start_wait_ms = 100;
-  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), IDGEN_ECLOCK);
-  assert_non_null(strstr(err, "the nearest (worker 1) can start in 301 ms"));
-  req.max_start_wait_ms = 1000;
-  int64_t before = tu_clock_ms(&ck);
-  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), 0);
-  assert_int_equal(tu_worker(x), 1);
-  assert_int_equal(tu_clock_ms(&ck) - before, 301); /* waited on the injected clock */
-  idgen_lease_release(x);
   idgen_registry_close(r);
 }
 
@@ -1210,8 +1145,6 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_field_choice, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_lowest_free_and_marks, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_start_wait_and_full_pool, setup, teardown),
       cmocka_unit_test_setup_teardown(test_record_put_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pool_file_put_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_file_put_back_under_holder, setup, teardown),

@@ -1,6 +1,9 @@
 /*
- * test_registry_pg.c -- the postgres:// registry (docs/DESIGN.md §11; fenced, durable)
- * against a real server: $IDGEN_TEST_PG_URI, such as the one
+ * test_registry_pg.c -- what only the postgres:// registry has (docs/DESIGN.md
+ * §11; fenced, durable: expiry and quarantine by the database's clock,
+ * listing and freeing by hand, the floor of deleted rows, an earlier
+ * version's table; what every backend must do is in
+ * test_registry_contract.c), against a real server: $IDGEN_TEST_PG_URI, such as the one
  * tests/pg_server.sh starts.  Without it the test fails, unless
  * IDGEN_TEST_PG_SKIP=1 (then it reports "skipped", exit 77).
  *
@@ -201,34 +204,6 @@ static void test_lowest_free_release_and_marks(void **state) {
   idgen_registry_close(r);
 }
 
-/* 32 processes acquire from one pool at once: 32 distinct IDs. */
-static void test_concurrent_processes(void **state) {
-  (void)state;
-  enum { N = 32 };
-  pool_t p = new_pool("time:41,run:16,worker:6,sequence:1");
-  int ctl[2];
-  pid_t pids[N];
-  uint64_t w[N];
-  assert_int_equal(pipe(ctl), 0);
-  idgen_lease_request_t req = request(&p, 0, 0);
-  tu_fork_holders(uri, &req, N, 300, ctl, pids, w); /* all connected, then together */
-  unsigned char seen[64] = {0};
-  for (int i = 0; i < N; i++) {
-    assert_true(w[i] < 64);
-    assert_int_equal(seen[w[i]]++, 0); /* distinct while all hold theirs */
-  }
-  for (int i = 0; i < N; i++) /* the lowest ones */
-    assert_int_equal(seen[i], 1);
-  idgen_registry_t *r = tu_registry(uri);
-  rows_t rs = list_pool(r, &p);
-  assert_int_equal(rs.n, 16); /* list_pool keeps 16 */
-  idgen_registry_close(r);
-  close(ctl[1]); /* the children exit */
-  close(ctl[0]);
-  for (int i = 0; i < N; i++)
-    waitpid(pids[i], NULL, 0);
-}
-
 /* Threads share one registry (one connection behind a mutex): each
  * acquires, renews and marks at the same time as the others. */
 typedef struct thread_arg {
@@ -341,46 +316,6 @@ static void test_full_pool(void **state) {
   assert_non_null(strstr(err, "(1 of them in quarantine, the first back in "));
   for (int i = 0; i < 4; i++)
     idgen_lease_release(l[i]);
-  idgen_registry_close(r);
-}
-
-/* Marks ahead of the (injected) wall clock: the start wait. */
-static void test_start_wait(void **state) {
-  (void)state;
-  idgen_registry_t *r = tu_registry(uri);
-  pool_t p = new_pool("time:41,run:16,worker:1,sequence:6"); /* a pool of 2 */
-  char err[300];
-  tu_clock_t ck;
-  tu_clock_init(&ck, now_ms());
-  int64_t t = tu_clock_ms(&ck);
-  idgen_lease_request_t req = request(&p, 0, 0);
-  req.clock = &ck.clock;
-  idgen_lease_t *a, *b, *x;
-  assert_int_equal(idgen_registry_acquire(r, &req, &a, err, sizeof err), 0);
-  assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), 0);
-  assert_int_equal(idgen_lease_record_mark(a, t + 5000, NULL, 0), 0);
-  assert_int_equal(idgen_lease_record_mark(b, t + 300, NULL, 0), 0);
-  idgen_lease_release(a);
-  idgen_lease_release(b);
-  /* a generator that may borrow 400 ms starts above the nearer mark at once */
-  req.start_borrow_ms = 400;
-  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), 0);
-  assert_int_equal(tu_worker(x), 1);
-  assert_int_equal(tu_clock_ms(&ck), t);
-  idgen_lease_release(x);
-  req.start_borrow_ms = 0;
-  req.max_start_wait_ms = 100;
-  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), IDGEN_ECLOCK);
-  char want[400];
-  snprintf(want, sizeof want, "the nearest (worker 1 with run=%llu) can start in 301 ms, more "
-           "than max_start_wait_ms (100)", (unsigned long long)p.run);
-  assert_non_null(strstr(err, want));
-  req.max_start_wait_ms = 1000;
-  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), 0);
-  assert_int_equal(tu_worker(x), 1);
-  assert_int_equal(info_of(x).mark_ms, t + 300);
-  assert_int_equal(tu_clock_ms(&ck) - t, 301); /* waited on the injected clock */
-  idgen_lease_release(x);
   idgen_registry_close(r);
 }
 
@@ -545,48 +480,6 @@ static void psql(const char *sql) {
   PQfinish(c);
 }
 
-/* A tuple is one row whichever field its holders lease (52df1fb kept the
- * pools worker@dc=0,run=N and dc@run=N,worker=0 apart and granted the
- * tuple (run N, dc 0, worker 0) to both). */
-static void test_tuple_whichever_field(void **state) {
-  (void)state;
-  idgen_registry_t *r = tu_registry(uri);
-  pool_t p = new_pool("time:41,run:16,dc:1,worker:1,sequence:5");
-  idgen_lease_request_t req = request(&p, 0, 0); /* dc = 0; leases worker */
-  idgen_lease_t *x, *y, *z;
-  char err[300];
-  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), 0);
-  req.field = "dc"; /* worker = 0 given; leases dc */
-  assert_int_equal(idgen_registry_acquire(r, &req, &y, err, sizeof err), 0);
-  assert_true(info_of(y).key != info_of(x).key);
-  assert_int_equal(tu_worker(y), 1); /* dc 1: dc 0 with worker 0 is x's */
-  /* the two remaining tuples go to whoever asks, then the run is full */
-  req.field = "worker";
-  uint64_t node[IDGEN_LAYOUT_MAX_FIELDS];
-  memcpy(node, p.node, sizeof node);
-  node[idgen_layout_field_index(&p.layout, "dc")] = 1;
-  req.node = node; /* dc = 1: worker 0 is y's */
-  assert_int_equal(idgen_registry_acquire(r, &req, &z, err, sizeof err), 0);
-  assert_int_equal(tu_worker(z), 1);
-  idgen_lease_t *w;
-  req.node = p.node; /* dc = 0: worker 0 is x's, worker 1 is free */
-  assert_int_equal(idgen_registry_acquire(r, &req, &w, err, sizeof err), 0);
-  assert_int_equal(tu_worker(w), 1);
-  idgen_lease_t *none;
-  assert_int_equal(idgen_registry_acquire(r, &req, &none, err, sizeof err), IDGEN_EPOOLFULL);
-  req.field = "dc";
-  assert_int_equal(idgen_registry_acquire(r, &req, &none, err, sizeof err), IDGEN_EPOOLFULL);
-  uint64_t keys[4] = {info_of(x).key, info_of(y).key, info_of(z).key, info_of(w).key};
-  for (int i = 0; i < 4; i++)
-    for (int j = i + 1; j < 4; j++)
-      assert_true(keys[i] != keys[j]);
-  idgen_lease_release(x);
-  idgen_lease_release(y);
-  idgen_lease_release(z);
-  idgen_lease_release(w);
-  idgen_registry_close(r);
-}
-
 /* A row deleted by hand (or truncated) raises its pool's floor to its mark:
  * the next holder of that tuple starts above every ID issued under it,
  * even while the old holder lives (52df1fb re-created the row at mark 0). */
@@ -638,33 +531,6 @@ static void test_floor_after_delete(void **state) {
   assert_non_null(strstr(PQerrorMessage(c), "never deleted"));
   PQclear(res);
   PQfinish(c);
-  idgen_registry_close(r);
-}
-
-/* A forked child gets a connection of its own; closing the registry there
- * does not end its parent's session. */
-static void test_fork(void **state) {
-  (void)state;
-  idgen_registry_t *r = tu_registry(uri);
-  pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
-  idgen_lease_t *a = take(r, &p, 0, 0);
-  pid_t child = fork();
-  assert_true(child >= 0);
-  if (child == 0) {
-    int ok = idgen_lease_renew(a, NULL, 0) == IDGEN_EFORKED;
-    rows_t rs;
-    memset(&rs, 0, sizeof rs);
-    rs.p = &p;
-    ok = ok && idgen_registry_list(r, collect, &rs, NULL, 0) == 0 && rs.n == 1;
-    idgen_registry_close(r);
-    _exit(ok ? 0 : 1);
-  }
-  int st;
-  assert_int_equal(waitpid(child, &st, 0), child);
-  assert_true(WIFEXITED(st));
-  assert_int_equal(WEXITSTATUS(st), 0);
-  assert_int_equal(idgen_lease_renew(a, NULL, 0), 0);
-  idgen_lease_release(a);
   idgen_registry_close(r);
 }
 
@@ -726,17 +592,13 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_open, own_space),
       cmocka_unit_test_setup(test_lowest_free_release_and_marks, own_space),
-      cmocka_unit_test_setup(test_concurrent_processes, own_space),
       cmocka_unit_test_setup(test_threads_share_a_registry, own_space),
       cmocka_unit_test_setup(test_expiry_and_quarantine, own_space),
       cmocka_unit_test_setup(test_full_pool, own_space),
-      cmocka_unit_test_setup(test_start_wait, own_space),
       cmocka_unit_test_setup(test_list_states, own_space),
       cmocka_unit_test_setup(test_list_stops, own_space),
       cmocka_unit_test_setup(test_free_by_hand, own_space),
       cmocka_unit_test_setup(test_bound_generator, own_space),
-      cmocka_unit_test_setup(test_fork, own_space),
-      cmocka_unit_test_setup(test_tuple_whichever_field, own_space),
       cmocka_unit_test_setup(test_floor_after_delete, own_space),
       cmocka_unit_test_setup(test_earlier_version_table, own_space),
   };

@@ -171,3 +171,13 @@ void tu_fork_holders(const char *uri, const idgen_lease_request_t *req, int n, i
   }
   free(fds);
 }
+
+/* IDGEN_TEST_ONLY=NAME (a glob) runs only the test cases of that name, in
+ * every unit test that links this file: `IDGEN_TEST_ONLY=test_step_back*
+ * build/tests/test_snowflake`.  (test_registry_contract takes it as its
+ * second argument too.) */
+__attribute__((constructor)) static void tu_only(void) {
+  const char *only = getenv("IDGEN_TEST_ONLY");
+  if (only != NULL && only[0] != '\0')
+    cmocka_set_test_filter(only);
+}

@@ -1,0 +1,381 @@
+/*
+ * test_registry_contract.c -- the lease scenarios every registry backend
+ * must pass, word for word (docs/DESIGN.md §11): the lowest free tuple and
+ * marks that survive a release; a full pool and the start wait; many
+ * processes at once; a tuple met whichever field each holder leases; a
+ * generator bound to a lease (durable, fenced, increasing across holders);
+ * a forked child; and the ID space (a layout refused beside another whose
+ * IDs could equal its own, a named space, a takeover above the old IDs).
+ *
+ *   test_registry_contract file|postgres|etcd [TEST_NAME]
+ *
+ * postgres reads $IDGEN_TEST_PG_URI and etcd $IDGEN_TEST_ETCD_URI (the
+ * fixtures of tests/CMakeLists.txt start those servers); each test works in
+ * an ID space of its own (a new directory for file:), so tests, and runs
+ * sharing one server, never meet.  TEST_NAME (a glob) runs one test alone.
+ * The backends' own behaviour (file:'s lock files and pool file, postgres's
+ * expiry by the database's clock and its tables, etcd's leases) is tested
+ * in test_registry.c, test_registry_pg.c and tests/registry_test.py.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static const char *backend, *base_uri;
+static char dir[256], uri[700];
+static unsigned run;
+
+/* Each test's registry: a new directory, or a new ID space on the server. */
+static int fresh(void **state) {
+  (void)state;
+  static unsigned n;
+  if (strcmp(backend, "file") == 0) {
+    snprintf(dir, sizeof dir, "/tmp/idgen-contract-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    snprintf(uri, sizeof uri, "file:%s/reg", dir);
+  } else {
+    snprintf(uri, sizeof uri, "%s%sspace=c%u-%u", base_uri, strchr(base_uri, '?') ? "&" : "?",
+             run, n++);
+  }
+  return 0;
+}
+
+static int cleanup(void **state) {
+  (void)state;
+  if (dir[0] != '\0') {
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    dir[0] = '\0';
+    return system(cmd) == 0 ? 0 : -1;
+  }
+  return 0;
+}
+
+static int64_t now_ms(void) { return (int64_t)time(NULL) * 1000; }
+
+/* Acquires layout l with node values `node` (NULL: all 0); *rc gets the
+ * code; NULL on failure with the message in err. */
+static idgen_lease_t *try_take(idgen_registry_t *r, const idgen_layout_t *l, const char *field,
+                               const uint64_t *node, const idgen_clock_t *clock,
+                               int64_t max_wait, int *rc, char *err, size_t errlen) {
+  idgen_lease_request_t req = {l, node, field, max_wait, clock};
+  idgen_lease_t *lease = NULL;
+  *rc = idgen_registry_acquire(r, &req, &lease, err, errlen);
+  return *rc == 0 ? lease : NULL;
+}
+
+static idgen_lease_t *take(idgen_registry_t *r, const idgen_layout_t *l, const uint64_t *node,
+                           const idgen_clock_t *clock) {
+  char err[600];
+  int rc;
+  idgen_lease_t *lease = try_take(r, l, NULL, node, clock, -1, &rc, err, sizeof err);
+  if (lease == NULL)
+    fail_msg("acquire: %s", err);
+  return lease;
+}
+
+static idgen_lease_info_t info(const idgen_lease_t *l) {
+  idgen_lease_info_t i;
+  idgen_lease_info(l, &i);
+  return i;
+}
+
+/* The lowest free tuple; a mark survives the release and never goes back;
+ * the tuple's next holder sees it, one generation on. */
+static void test_lowest_free_and_marks(void **state) {
+  (void)state;
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t tw = tu_layout("twitter");
+  uint64_t node[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  node[idgen_layout_field_index(&tw, "datacenter")] = 1;
+  tu_clock_t ck;
+  int64_t t0 = now_ms();
+  tu_clock_init(&ck, t0);
+  idgen_lease_t *a = take(r, &tw, node, &ck.clock), *b = take(r, &tw, node, &ck.clock);
+  assert_int_equal(tu_worker(a), 0);
+  assert_int_equal(tu_worker(b), 1);
+  assert_int_equal(info(a).generation, 1);
+  assert_int_equal(info(a).mark_ms, 0); /* a tuple new to an empty pool */
+  assert_string_equal(info(a).node, "datacenter=1,worker=0");
+  assert_int_equal(idgen_lease_record_mark(a, t0 + 500, NULL, 0), 0);
+  assert_int_equal(idgen_lease_record_mark(a, t0 + 100, NULL, 0), 0); /* never back */
+  assert_int_equal(info(a).mark_ms, t0 + 500);
+  assert_int_equal(idgen_lease_renew(a, NULL, 0), 0);
+  idgen_lease_release(a);
+  tu_clock_add_ms(&ck, 1000); /* the mark is behind the clock now */
+  idgen_lease_t *c = take(r, &tw, node, &ck.clock);
+  assert_int_equal(tu_worker(c), 0);
+  assert_int_equal(info(c).generation, 2);
+  assert_true(info(c).mark_ms >= t0 + 500);
+  /* another namespace (the other node values) is another set of tuples */
+  node[idgen_layout_field_index(&tw, "datacenter")] = 2;
+  idgen_lease_t *d = take(r, &tw, node, &ck.clock);
+  assert_int_equal(tu_worker(d), 0);
+  idgen_lease_release(b);
+  idgen_lease_release(c);
+  idgen_lease_release(d);
+  idgen_registry_close(r);
+}
+
+/* A pool of two: a third holder is refused naming the size and field.
+ * Both freed with marks ahead (5 s and 300 ms): a generator that may borrow
+ * 400 ms starts above the nearer at once; without borrowing, the start waits
+ * for it on the (injected) clock within max_start_wait_ms, or is refused
+ * naming the wait; each tuple starts above its own mark. */
+static void test_full_pool_and_start_wait(void **state) {
+  (void)state;
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t l = tu_layout("time:41,rack:3,worker:1,sequence:12,epoch=1288834974657");
+  uint64_t node[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  node[idgen_layout_field_index(&l, "rack")] = 5;
+  tu_clock_t ck;
+  int64_t t = now_ms();
+  tu_clock_init(&ck, t);
+  idgen_lease_t *a = take(r, &l, node, &ck.clock), *b = take(r, &l, node, &ck.clock);
+  char err[600];
+  int rc;
+  assert_null(try_take(r, &l, NULL, node, &ck.clock, -1, &rc, err, sizeof err));
+  assert_int_equal(rc, IDGEN_EPOOLFULL);
+  if (strstr(err, "all 2 values of field \"worker\" (1 bits) with rack=5 are held") == NULL)
+    fail_msg("%s", err);
+  assert_int_equal(idgen_lease_record_mark(a, t + 5000, NULL, 0), 0);
+  assert_int_equal(idgen_lease_record_mark(b, t + 300, NULL, 0), 0);
+  idgen_lease_release(a);
+  idgen_lease_release(b);
+  idgen_lease_request_t req = {&l, node, NULL, -1, &ck.clock};
+  req.start_borrow_ms = 400;
+  idgen_lease_t *x;
+  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), 0);
+  assert_int_equal(tu_worker(x), 1);
+  assert_int_equal(tu_clock_ms(&ck), t); /* no wait */
+  idgen_lease_release(x);
+  req.start_borrow_ms = 0;
+  req.max_start_wait_ms = 100;
+  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), IDGEN_ECLOCK);
+  if (strstr(err, "the nearest (worker 1 with rack=5) can start in 301 ms, more than "
+                  "max_start_wait_ms (100)") == NULL)
+    fail_msg("%s", err);
+  req.max_start_wait_ms = 1000;
+  assert_int_equal(idgen_registry_acquire(r, &req, &x, err, sizeof err), 0);
+  assert_int_equal(tu_worker(x), 1);
+  assert_int_equal(info(x).mark_ms, t + 300);
+  assert_int_equal(tu_clock_ms(&ck) - t, 301); /* waited on the injected clock */
+  idgen_lease_release(x);
+  idgen_registry_close(r);
+}
+
+/* 16 processes acquire from one pool at once: 16 distinct values, the
+ * lowest. */
+static void test_processes_at_once(void **state) {
+  (void)state;
+  enum { N = 16 };
+  idgen_layout_t l = tu_layout("time:41,worker:6,sequence:16,epoch=1288834974657");
+  idgen_lease_request_t req = {&l, NULL, NULL, -1, NULL};
+  int ctl[2];
+  pid_t pids[N];
+  uint64_t w[N];
+  assert_int_equal(pipe(ctl), 0);
+  tu_fork_holders(uri, &req, N, 300, ctl, pids, w);
+  unsigned char seen[64] = {0};
+  for (int i = 0; i < N; i++) {
+    assert_true(w[i] < 64);
+    assert_int_equal(seen[w[i]]++, 0);
+  }
+  for (int i = 0; i < N; i++)
+    assert_int_equal(seen[i], 1);
+  close(ctl[1]);
+  close(ctl[0]);
+  for (int i = 0; i < N; i++)
+    waitpid(pids[i], NULL, 0);
+}
+
+/* A lease holds the whole node tuple: a holder leasing `worker` with dc=0
+ * and one leasing `dc` with worker=0 never both get (dc 0, worker 0). */
+static void test_tuple_whichever_field(void **state) {
+  (void)state;
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t l = tu_layout("time:41,dc:1,worker:1,sequence:12,epoch=1288834974657");
+  uint64_t zero[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  char err[600];
+  int rc;
+  idgen_lease_t *x = try_take(r, &l, "worker", zero, NULL, -1, &rc, err, sizeof err);
+  assert_non_null(x);
+  idgen_lease_t *y = try_take(r, &l, "dc", zero, NULL, -1, &rc, err, sizeof err);
+  assert_non_null(y);
+  assert_true(info(x).key != info(y).key);
+  assert_string_equal(info(x).node, "dc=0,worker=0");
+  assert_string_equal(info(y).node, "dc=1,worker=0");
+  uint64_t dc1[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  dc1[idgen_layout_field_index(&l, "dc")] = 1;
+  idgen_lease_t *z = try_take(r, &l, "worker", dc1, NULL, -1, &rc, err, sizeof err);
+  assert_non_null(z);
+  assert_string_equal(info(z).node, "dc=1,worker=1"); /* dc=1,worker=0 is y's */
+  idgen_lease_release(x);
+  idgen_lease_release(y);
+  idgen_lease_release(z);
+  idgen_registry_close(r);
+}
+
+/* A generator bound to a lease: its mark is recorded before it issues
+ * above it (durable), the tuple's next holder starts above its last ID
+ * (also after a release with the final mark), and a fenced-out lease
+ * stops it (a forced free, on the backends that take one). */
+static void test_bound_generator(void **state) {
+  (void)state;
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t l = tu_layout("time:41,worker:1,sequence:12,epoch=1288834974657");
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+  idgen_lease_t *lease;
+  idgen_snowflake_gen_t *g;
+  char err[600];
+  uint64_t last = 0, id, worker = UINT64_MAX;
+  for (int round = 0; round < 3; round++) {
+    int rc = idgen_registry_bind(r, &l, &s, NULL, 1000, -1, &lease, &g, err, sizeof err);
+    if (rc != 0)
+      fail_msg("bind: %s", err);
+    /* The same tuple again (its final mark behind the clock) or the other
+     * one: on the same tuple, the new holder starts above the last ID. */
+    int same = tu_worker(lease) == worker;
+    worker = tu_worker(lease);
+    for (int i = 0; i < 5000; i++) {
+      tu_ok(idgen_snowflake_gen_next(g, &id));
+      if (i > 0 || same)
+        assert_true(id > last); /* increasing, across holders of the tuple too */
+      last = id;
+    }
+    tu_sleep_ms(2); /* past the final mark's millisecond */
+    idgen_snowflake_lease_status_t st;
+    idgen_snowflake_gen_lease_status(g, &st);
+    assert_true(st.bound && st.valid);
+    uint64_t values[IDGEN_LAYOUT_MAX_FIELDS];
+    int64_t ms;
+    assert_int_equal(idgen_layout_decompose(&l, last, values, &ms), 0);
+    assert_true(st.mark_ms >= ms); /* durable: recorded before issued */
+    idgen_snowflake_gen_free(g);
+    idgen_lease_release(lease);
+  }
+  idgen_registry_close(r);
+}
+
+static int count_row(void *ctx, const idgen_lease_row_t *row) {
+  (void)row;
+  ++*(int *)ctx;
+  return 0;
+}
+
+/* A forked child cannot use its parent's lease (it may use the registry);
+ * the parent still can. */
+static void test_forked_child(void **state) {
+  (void)state;
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t tw = tu_layout("twitter");
+  idgen_lease_t *a = take(r, &tw, NULL, NULL);
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    int rc = idgen_lease_renew(a, NULL, 0);
+    int rc2 = idgen_lease_record_mark(a, now_ms() + 5000, NULL, 0);
+    int rows = 0; /* the registry itself still works in the child */
+    int rc3 = idgen_registry_list(r, count_row, &rows, NULL, 0);
+    _exit(rc == IDGEN_EFORKED && rc2 == IDGEN_EFORKED && rc3 == 0 && rows == 1 ? 0 : 1);
+  }
+  int st;
+  assert_int_equal(waitpid(child, &st, 0), child);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  assert_int_equal(idgen_lease_renew(a, NULL, 0), 0);
+  close(p[0]);
+  close(p[1]);
+  idgen_lease_release(a);
+  idgen_registry_close(r);
+}
+
+/* One registry, one ID space: a layout whose IDs could equal a held one's
+ * is refused naming it; a named space takes it; once the first layout's
+ * holder is gone, it takes the space over above every ID issued there. */
+static void test_id_space(void **state) {
+  (void)state;
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t tw = tu_layout("twitter");
+  idgen_layout_t s11 =
+      tu_layout("time:41@1ms,datacenter:5,worker:6,sequence:11,epoch=1288834974657");
+  uint64_t zero[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  char err[1200];
+  int rc;
+  idgen_lease_t *a = take(r, &tw, NULL, NULL);
+  int64_t t0 = now_ms();
+  assert_int_equal(idgen_lease_record_mark(a, t0 + 200, NULL, 0), 0); /* "issued" up to it */
+  idgen_lease_t *b = try_take(r, &s11, NULL, zero, NULL, -1, &rc, err, sizeof err);
+  assert_null(b);
+  assert_int_equal(rc, IDGEN_ESPACE);
+  if (strstr(err, "is in use by layout time:41@1ms,datacenter:5,worker:5,sequence:12") == NULL ||
+      strstr(err, info(a).holder) == NULL)
+    fail_msg("%s", err);
+  /* a space of its own */
+  char other[800];
+  if (strstr(uri, "space=") != NULL) /* a network registry's test space: another name */
+    snprintf(other, sizeof other, "%s-other", uri);
+  else
+    snprintf(other, sizeof other, "%s?space=other", uri);
+  idgen_registry_t *r2 = tu_registry(other);
+  b = take(r2, &s11, zero, NULL);
+  idgen_lease_release(b);
+  idgen_registry_close(r2);
+  /* the holder gone: a takeover, its floor above twitter's IDs */
+  idgen_lease_release(a);
+  b = take(r, &s11, zero, NULL);
+  uint64_t top = 0, values[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  assert_int_equal(idgen_layout_compose(&tw, t0 + 200, values, &top, NULL, 0), 0);
+  top |= (UINT64_C(1) << 22) - 1; /* twitter's largest ID of that millisecond */
+  uint64_t first = 0;
+  int64_t floor = info(b).floor_ms;
+  assert_int_equal(idgen_layout_compose(&s11, floor + 1, values, &first, NULL, 0), 0);
+  assert_true(first > top);
+  /* now twitter's layout is the one refused while this one is held */
+  assert_null(try_take(r, &tw, NULL, zero, NULL, -1, &rc, err, sizeof err));
+  assert_int_equal(rc, IDGEN_ESPACE);
+  idgen_lease_release(b);
+  idgen_registry_close(r);
+}
+
+int main(int argc, char **argv) {
+  backend = argc > 1 ? argv[1] : "file";
+  if (strcmp(backend, "postgres") == 0 || strcmp(backend, "etcd") == 0) {
+    const char *var = backend[0] == 'p' ? "IDGEN_TEST_PG_URI" : "IDGEN_TEST_ETCD_URI";
+    base_uri = getenv(var);
+    if (base_uri == NULL || base_uri[0] == '\0') {
+      fprintf(stderr, "test_registry_contract %s: set %s (the ctest fixtures do)\n", backend,
+              var);
+      return 1;
+    }
+  } else if (strcmp(backend, "file") != 0) {
+    fprintf(stderr, "usage: test_registry_contract file|postgres|etcd [TEST_NAME]\n");
+    return 2;
+  }
+  if (getrandom(&run, sizeof run, 0) != sizeof run)
+    run = (unsigned)getpid();
+  run %= 1000000;
+  if (argc > 2)
+    cmocka_set_test_filter(argv[2]);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_lowest_free_and_marks, fresh, cleanup),
+      cmocka_unit_test_setup_teardown(test_full_pool_and_start_wait, fresh, cleanup),
+      cmocka_unit_test_setup_teardown(test_processes_at_once, fresh, cleanup),
+      cmocka_unit_test_setup_teardown(test_tuple_whichever_field, fresh, cleanup),
+      cmocka_unit_test_setup_teardown(test_bound_generator, fresh, cleanup),
+      cmocka_unit_test_setup_teardown(test_forked_child, fresh, cleanup),
+      cmocka_unit_test_setup_teardown(test_id_space, fresh, cleanup),
+  };
+  return cmocka_run_group_tests_name(backend, tests, NULL, NULL);
+}
