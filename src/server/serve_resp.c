@@ -113,7 +113,8 @@ static void reply_command_entry(serve_worker_t *w, const struct cmdinfo *ci) {
              strlen(ci->name), ci->name, ci->arity, ci->flag);
 }
 
-static void cmd_ids(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r, int kind) {
+/* The commands that take more than a line: on_NAME answers NAME. */
+static void on_ids(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r, int kind) {
   const char *name = serve_kind_name(kind);
   int64_t n = 1;
   if (r->argc > 2) {
@@ -166,7 +167,7 @@ static int set_client_name(serve_worker_t *w, serve_conn_t *c, const resp_arg_t 
   return 0;
 }
 
-static void cmd_client(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+static void on_client(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   const resp_arg_t *sub = &r->argv[1];
   if (arg_is(sub, "setname")) {
     if (r->argc != 3) {
@@ -192,7 +193,7 @@ static void cmd_client(serve_worker_t *w, serve_conn_t *c, const resp_request_t 
   CNT_ADD(w->st.resp_ok, 1);
 }
 
-static void cmd_command(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+static void on_command(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   if (r->argc == 1) {
     serve_buf_printf(&w->out, "*%zu\r\n", NCOMMANDS);
     for (size_t i = 0; i < NCOMMANDS; i++)
@@ -221,7 +222,7 @@ static void cmd_command(serve_worker_t *w, serve_conn_t *c, const resp_request_t
   CNT_ADD(w->st.resp_ok, 1);
 }
 
-static void cmd_hello(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+static void on_hello(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   size_t i = 1;
   if (r->argc >= 2) {
     int64_t v;
@@ -257,7 +258,7 @@ static void cmd_hello(serve_worker_t *w, serve_conn_t *c, const resp_request_t *
   CNT_ADD(w->st.resp_ok, 1);
 }
 
-static void cmd_decode(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+static void on_decode(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   decoded_t d;
   char err[400];
   if (decode_id(w->srv->layout, r->argv[1].ptr, r->argv[1].len, 0, &d, err, sizeof err) < 0) {
@@ -318,11 +319,11 @@ size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
       name[i] = (char)tolower((unsigned char)a0->ptr[i]);
   size_t argc = r.argc;
   if (strcmp(name, "id") == 0) {
-    cmd_ids(w, c, &r, KIND_SNOWFLAKE);
+    on_ids(w, c, &r, KIND_SNOWFLAKE);
   } else if (strcmp(name, "ulid") == 0) {
-    cmd_ids(w, c, &r, KIND_ULID);
+    on_ids(w, c, &r, KIND_ULID);
   } else if (strcmp(name, "uuid7") == 0) {
-    cmd_ids(w, c, &r, KIND_UUID7);
+    on_ids(w, c, &r, KIND_UUID7);
   } else if (strcmp(name, "ping") == 0) {
     if (argc > 2)
       return wrong_arity(w, c, "ping"), (size_t)used;
@@ -339,7 +340,7 @@ size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   } else if (strcmp(name, "decode") == 0) {
     if (argc != 2)
       return wrong_arity(w, c, "decode"), (size_t)used;
-    cmd_decode(w, c, &r);
+    on_decode(w, c, &r);
   } else if (strcmp(name, "info") == 0) {
     size_t start = w->out.len;
     reply(w, "$0000000000\r\n"); /* the length is filled in below */
@@ -361,11 +362,11 @@ size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   } else if (strcmp(name, "client") == 0) {
     if (argc < 2)
       return wrong_arity(w, c, "client"), (size_t)used;
-    cmd_client(w, c, &r);
+    on_client(w, c, &r);
   } else if (strcmp(name, "command") == 0) {
-    cmd_command(w, c, &r);
+    on_command(w, c, &r);
   } else if (strcmp(name, "hello") == 0) {
-    cmd_hello(w, c, &r);
+    on_hello(w, c, &r);
   } else if (strcmp(name, "config") == 0) {
     if (argc < 2)
       return wrong_arity(w, c, "config"), (size_t)used;
