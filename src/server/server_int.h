@@ -258,7 +258,7 @@ typedef struct serve_daemon {
   serve_worker_t *workers;
   atomic_int stopping;
   atomic_long nconns;            /* open connections, all workers */
-  /* Busy polling's gate (server.c, DESIGN §10): a loop with work samples the
+  /* Busy polling's gate (serve_poll.c, DESIGN §10): a loop with work samples the
    * host's runnable threads; the others' mean says how many loops may poll
    * at once (pollers_max); `pollers` are polling now. */
   int loadavg_fd;                /* /proc/loadavg, or -1: no polling */
@@ -344,6 +344,22 @@ void serve_lease_start(serve_daemon_t *s);
 const char *serve_peer_text(const serve_conn_t *c, char *buf);
 int64_t serve_mono_ns(void);
 int64_t serve_kernel_mono_ns(void); /* past LD_PRELOAD clock fakers: parked requests */
+
+/* ---- serve_poll.c: busy polling (DESIGN §10) ---- */
+struct epoll_event;
+/* The gate at the start: the CPUs this process may run on, every sample as
+ * if each CPU were taken (no polling until real samples come), and
+ * /proc/loadavg opened when busy_poll_ns is set (s->loadavg_fd). */
+void serve_poll_setup(serve_daemon_t *s);
+/* In a loop's own thread, before its first turn: its /proc/thread-self/stat
+ * (w->statfd), read by the samples. */
+void serve_poll_loop_start(serve_worker_t *w);
+/* The loop's wait: up to wait_ns for events into evs[256], polling first
+ * after a turn with work while the gate lets it.  Their count, or -1 with
+ * errno. */
+int serve_poll_wait(serve_worker_t *w, struct epoll_event *evs, int64_t wait_ns);
+/* After a turn with work: samples the host's load if it is time. */
+void serve_poll_sample(serve_worker_t *w);
 
 /* ---- server.c: a connection whose parked request was answered ---- */
 /* Sends the reply in w->out, then goes on with the connection's waiting
