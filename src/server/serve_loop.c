@@ -63,16 +63,6 @@
 /* ---- connections ---------------------------------------------------------- */
 
 
-const char *serve_peer_text(const serve_conn_t *c, char *buf) {
-  struct sockaddr_storage ss;
-  socklen_t len = sizeof ss;
-  if (getpeername(c->fd, (struct sockaddr *)&ss, &len) < 0)
-    snprintf(buf, 64, "unknown");
-  else
-    serve_addr_text(&ss, buf, 64);
-  return buf;
-}
-
 static void set_events(serve_worker_t *w, serve_conn_t *c, uint32_t ev) {
   if (c->events == ev)
     return;
@@ -227,7 +217,7 @@ static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
       if (conn_readable(w, c) < 0)
         return -1;
       c->drain_reading = 0;
-      if (c->parked) /* read on once it is answered (serve_conn_resume) */
+      if (c->parked) /* read on once it is answered (conn_resume) */
         return 0;
       if (w->read_eagain)
         c->drain_read = 1;
@@ -413,7 +403,8 @@ static int conn_writable(serve_worker_t *w, serve_conn_t *c) {
   return conn_settle(w, c);
 }
 
-int serve_conn_resume(serve_worker_t *w, serve_conn_t *c, int64_t read_ns) {
+/* A connection whose parked request was answered (serve_resume_cb). */
+static int conn_resume(serve_worker_t *w, serve_conn_t *c, int64_t read_ns) {
   if (w->replies > 0 || w->out.len > 0)
     observe(w, c, read_ns, 1);
   w->replies = 0;
@@ -579,7 +570,7 @@ static void sweep(serve_worker_t *w) {
     next = c->next;
     int reason = -1;
     if (c->parked || c->audit_seq)
-      continue; /* its request is bounded by the generator (G3), or its replies wait for
+      continue; /* its request's wait is bounded by the generator, or its replies wait for
                    their audit lines (released when written; refused meanwhile) */
     if (c->lingering) {
       if (now >= c->linger_until_ms)
@@ -610,7 +601,7 @@ static void sweep(serve_worker_t *w) {
       continue;
     if (reason == CR_SLOW)
       log_limited(&w->srv->close_log, "warn", "client_closed", "reason=slow proto=%s peer=%s",
-                  serve_proto_names[c->proto], serve_peer_text(c, (char[64]){0}));
+                  serve_proto_name(c->proto), serve_peer_text(c, (char[64]){0}));
     conn_close(w, c, reason);
   }
 }
@@ -682,7 +673,7 @@ static void *worker_main(void *arg) {
         (void)r;
       }
     }
-    due_ns = w->parked ? serve_ids_run_parked(w) : -1;
+    due_ns = w->parked ? serve_ids_run_parked(w, conn_resume) : -1;
     if (w->audit.len > 0)
       serve_audit_handoff(w);
     if (w->held || w->held_waiting)
@@ -696,14 +687,14 @@ static void *worker_main(void *arg) {
       /* Refuses at once those due after the drain's limit (unless the limit
        * is already here: then only their own replies, below). */
       if (w->parked && !drain_over(w, w->now_ms))
-        due_ns = serve_ids_run_parked(w);
+        due_ns = serve_ids_run_parked(w, conn_resume);
     }
     if (w->draining) {
       if (w->nconns == 0)
         break;
       if (drain_over(w, w->now_ms)) {
         if (w->parked)
-          serve_ids_end_parked(w);
+          serve_ids_end_parked(w, conn_resume);
         while (w->conns)
           conn_close(w, w->conns, CR_SHUTDOWN);
         break;
@@ -867,7 +858,7 @@ int serve_run(const serve_config_t *cfg) {
   for (int p = 0; p < NPROTO; p++) {
     const char *bound = p == PROTO_HTTP ? s->http_addr : p == PROTO_RESP ? s->resp_addr : s->thrift_addr;
     if (bound[0])
-      log_event("info", "listen", "proto=%s addr=%s", serve_proto_names[p], bound);
+      log_event("info", "listen", "proto=%s addr=%s", serve_proto_name(p), bound);
   }
 
   serve_poll_setup(s);

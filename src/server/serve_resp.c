@@ -1,5 +1,5 @@
 /*
- * serve_resp.c -- the RESP2 side of `idgen serve` (SPEC section 7).
+ * serve_resp.c -- the RESP2 side of `idgen serve` (docs/SERVE.md, DESIGN §10).
  *
  * One command at a time from the connection's buffer, parsed by resp.c;
  * replies follow Redis's forms so that any Redis client works, including
@@ -36,7 +36,8 @@ static void reply_int(serve_worker_t *w, int64_t v) {
 
 /* "-ERR ..." with CR and LF made spaces, as Redis does (arguments are
  * quoted before, so only the message's own text could hold them). */
-void serve_resp_error(serve_worker_t *w, serve_conn_t *c, const char *fmt, ...) {
+__attribute__((format(printf, 3, 4))) static void reply_err(serve_worker_t *w, serve_conn_t *c,
+                                                             const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -51,8 +52,6 @@ void serve_resp_error(serve_worker_t *w, serve_conn_t *c, const char *fmt, ...) 
   CNT_ADD(w->st.resp_err, 1);
   (void)c;
 }
-
-#define reply_err serve_resp_error
 
 static int arg_is(const resp_arg_t *a, const char *lit) {
   size_t n = strlen(lit);
@@ -113,6 +112,47 @@ static void reply_command_entry(serve_worker_t *w, const struct cmdinfo *ci) {
              strlen(ci->name), ci->name, ci->arity, ci->flag);
 }
 
+/* ID, ULID, UUID7's reply: an integer for each Snowflake ID that fits in
+ * one, else a bulk string; an array for ID N (sh->array). */
+static int reply_ids(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
+                     const uint64_t *ids) {
+  serve_buf_t *b = &w->out;
+  size_t start = b->len, n = sh->count;
+  serve_buf_reserve(b, n * 44 + 32);
+  char *p = b->p + b->len;
+  if (sh->array)
+    p += snprintf(p, 24, "*%zu\r\n", n);
+  for (size_t i = 0; i < n; i++) {
+    char text[40];
+    int len = serve_id_text(w, sh, ids, i, text);
+    if (len < 0) {
+      b->len = start;
+      return len;
+    }
+    if (sh->kind == KIND_SNOWFLAKE && ids[i] <= INT64_MAX) {
+      *p++ = ':';
+    } else { /* 128-bit, or past INT64_MAX (a RESP integer cannot carry it) */
+      p += snprintf(p, 8, "$%d\r\n", len);
+    }
+    memcpy(p, text, (size_t)len);
+    p += len;
+    *p++ = '\r';
+    *p++ = '\n';
+  }
+  b->len = (size_t)(p - b->p);
+  CNT_ADD(w->st.resp_ok, 1);
+  (void)c;
+  return 0;
+}
+
+static void reply_ids_error(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
+                            int rc, const char *why, int64_t wait_ms) {
+  (void)sh, (void)rc, (void)wait_ms;
+  reply_err(w, c, "ERR %s", why);
+}
+
+static const serve_replies_t resp_replies = {reply_ids, reply_ids_error};
+
 /* The commands that take more than a line: on_NAME answers NAME. */
 static void on_ids(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r, int kind) {
   const char *name = serve_kind_name(kind);
@@ -133,7 +173,8 @@ static void on_ids(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r, 
     }
   }
   /* ID N is an array even for N = 1; a bare ID is one value. */
-  serve_reply_shape_t sh = {.proto = PROTO_RESP,
+  serve_reply_shape_t sh = {.replies = &resp_replies,
+                            .proto = PROTO_RESP,
                       .kind = (uint8_t)kind,
                       .array = r->argc == 2,
                       .agent = c->agent,
