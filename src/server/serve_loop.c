@@ -786,9 +786,8 @@ static const char *signame(int sig) {
   return sig == SIGTERM ? "TERM" : sig == SIGINT ? "INT" : sig == SIGHUP ? "HUP" : "?";
 }
 
-int serve_run(const serve_config_t *cfg) {
-  static serve_daemon_t srv; /* one daemon per process */
-  serve_daemon_t *s = &srv;
+/* The daemon's state before anything is opened. */
+static void daemon_init(serve_daemon_t *s, const serve_config_t *cfg) {
   memset(s, 0, sizeof *s);
   s->cfg = cfg;
   s->nworkers = cfg->threads;
@@ -800,30 +799,41 @@ int serve_run(const serve_config_t *cfg) {
   s->accept_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->clock_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->watchdog_log = (log_limit_t)LOG_LIMIT_INIT(10);
+}
 
-  if (serve_audit_open(s) < 0)
-    return 1;
-  if (cfg->log_file[0] != '\0') {
-    int rc = log_reopen(cfg->log_file);
-    if (rc < 0) {
-      fprintf(stderr, "idgen: serve: log_file %s: %s\n", cfg->log_file, strerror(-rc));
-      return 1;
-    }
+/* The log file, if one is set (else the log is stderr): 0, or -1 with a
+ * message on stderr. */
+static int open_log(const serve_config_t *cfg) {
+  if (cfg->log_file[0] == '\0')
+    return 0;
+  int rc = log_reopen(cfg->log_file);
+  if (rc < 0) {
+    fprintf(stderr, "idgen: serve: log_file %s: %s\n", cfg->log_file, strerror(-rc));
+    return -1;
   }
-  /* Signals: the loops never see them; this thread waits for them. */
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &set, NULL);
-  signal(SIGPIPE, SIG_IGN);
-  serve_raise_fd_limit(cfg);
+  return 0;
+}
 
-  int rc = 1;
+/* Signals: the loops never see them (blocked before the loops start, so
+ * they inherit the mask); the main thread waits for those in `set`. */
+static void block_signals(sigset_t *set) {
+  sigemptyset(set);
+  sigaddset(set, SIGTERM);
+  sigaddset(set, SIGINT);
+  sigaddset(set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, set, NULL);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+/* Everything the loops need before they start: the generators (and the
+ * lease), the agents, each loop's epoll set and buffers, the audit log's
+ * writer, the listening sockets and the pid file.  0, or -1 with a message
+ * on stderr; free_daemon frees what was made either way. */
+static int set_up(serve_daemon_t *s) {
+  const serve_config_t *cfg = s->cfg;
   s->workers = calloc((size_t)s->nworkers, sizeof *s->workers);
   if (s->workers == NULL)
-    goto out;
+    return -1;
   for (int i = 0; i < s->nworkers; i++) {
     serve_worker_t *w = &s->workers[i];
     w->epfd = w->wakefd = w->reserve_fd = -1;
@@ -832,24 +842,28 @@ int serve_run(const serve_config_t *cfg) {
       w->listeners[p].fd = -1;
   }
   if (serve_make_generators(s) < 0 || serve_agent_setup(s, cfg->max_agents) < 0)
-    goto out;
+    return -1;
   for (int i = 0; i < s->nworkers; i++)
     if (setup_worker(s, &s->workers[i], i) < 0) {
       fprintf(stderr, "idgen: serve: cannot set up event loop %d: %s\n", i, strerror(errno));
-      goto out;
+      return -1;
     }
   if (serve_audit_start(s) < 0)
-    goto out;
+    return -1;
   if ((cfg->http.enabled &&
        serve_bind_all(s, PROTO_HTTP, &cfg->http, s->http_addr, sizeof s->http_addr) < 0) ||
       (cfg->resp.enabled &&
        serve_bind_all(s, PROTO_RESP, &cfg->resp, s->resp_addr, sizeof s->resp_addr) < 0) ||
       (cfg->thrift.enabled && serve_bind_all(s, PROTO_THRIFT, &cfg->thrift, s->thrift_addr,
                                              sizeof s->thrift_addr) < 0))
-    goto out;
+    return -1;
   if (cfg->pid_file[0] != '\0' && serve_write_pid_file(cfg->pid_file) < 0)
-    goto out;
+    return -1;
+  return 0;
+}
 
+/* The start's log lines, and the lease thread. */
+static void announce(serve_daemon_t *s) {
   s->start_mono_ms = serve_mono_ms();
   const char *lname = s->layout->preset[0] ? s->layout->preset : s->layout_spec;
   log_event("info", "start", "version=%s pid=%ld layout=%s threads=%d registry=%s",
@@ -860,8 +874,12 @@ int serve_run(const serve_config_t *cfg) {
     if (bound[0])
       log_event("info", "listen", "proto=%s addr=%s", serve_proto_name(p), bound);
   }
+}
 
-  serve_poll_setup(s);
+/* Starts the loops' threads, each with its listeners in its epoll set:
+ * returns how many started (all of them, unless a thread could not be
+ * made). */
+static int start_loops(serve_daemon_t *s) {
   int started = 0;
   for (; started < s->nworkers; started++) {
     serve_worker_t *w = &s->workers[started];
@@ -873,58 +891,72 @@ int serve_run(const serve_config_t *cfg) {
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
       break;
   }
-  int sig = 0;
-  if (started < s->nworkers) {
+  if (started < s->nworkers)
     log_event("error", "thread", "error=\"cannot start event loop %d\"", started);
-  } else {
-    /* Ready for systemd (Type=notify): every listener bound, the worker ID
-     * leased (serve_make_generators), every loop started. */
-    char note[sizeof s->http_addr * 3 + sizeof s->registry_shown + 128];
-    int nlen = snprintf(note, sizeof note,
-                        "READY=1\nSTATUS=serving: http %s, resp %s, thrift %s; registry %s",
-                        s->http_addr[0] ? s->http_addr : "off",
-                        s->resp_addr[0] ? s->resp_addr : "off",
-                        s->thrift_addr[0] ? s->thrift_addr : "off", s->registry_shown);
-    if (nlen < 0 || (size_t)nlen >= sizeof note) /* cannot be: the sizes above */
-      snprintf(note, sizeof note, "READY=1");
-    int nrc = serve_notify(note);
-    if (nrc < 0)
-      log_event("error", "sd_notify", "error=\"%s\"", strerror(-nrc));
-    int64_t wd = serve_watchdog_interval_ms(), next_wd = serve_mono_ms();
-    for (;;) {
-      siginfo_t si;
-      if (wd > 0) {
-        int64_t now = serve_mono_ms();
-        if (now >= next_wd) {
-          watchdog_tick(s, wd);
-          next_wd = now + wd;
-        }
-        int64_t left = next_wd - now;
-        struct timespec t = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
-        sig = sigtimedwait(&set, &si, &t);
-      } else {
-        sig = sigwaitinfo(&set, &si);
-      }
-      if (sig < 0)
-        continue;
-      if (sig == SIGHUP) /* by its writer, which may wait for the file: never here */
-        serve_audit_reopen(s);
-      if (sig == SIGHUP) {
-        if (cfg->log_file[0] == '\0') {
-          log_event("info", "reopen_log", "signal=HUP log=stderr action=none");
-        } else {
-          int r = log_reopen(cfg->log_file);
-          log_event(r < 0 ? "error" : "info", "reopen_log", "signal=HUP log=%s%s%s",
-                    cfg->log_file, r < 0 ? " error=" : "", r < 0 ? strerror(-r) : "");
-        }
-        continue;
-      }
-      break;
-    }
-    log_event("info", "stop", "signal=%s connections=%ld", signame(sig),
-              (long)atomic_load(&s->nconns));
-    serve_notify("STOPPING=1\nSTATUS=draining: no new connections, answering the open ones");
+  return started;
+}
+
+/* Ready for systemd (Type=notify): every listener bound, the worker ID
+ * leased (serve_make_generators), every loop started. */
+static void notify_ready(serve_daemon_t *s) {
+  char note[sizeof s->http_addr * 3 + sizeof s->registry_shown + 128];
+  int nlen = snprintf(note, sizeof note,
+                      "READY=1\nSTATUS=serving: http %s, resp %s, thrift %s; registry %s",
+                      s->http_addr[0] ? s->http_addr : "off",
+                      s->resp_addr[0] ? s->resp_addr : "off",
+                      s->thrift_addr[0] ? s->thrift_addr : "off", s->registry_shown);
+  if (nlen < 0 || (size_t)nlen >= sizeof note) /* cannot be: the sizes above */
+    snprintf(note, sizeof note, "READY=1");
+  int nrc = serve_notify(note);
+  if (nrc < 0)
+    log_event("error", "sd_notify", "error=\"%s\"", strerror(-nrc));
+}
+
+/* SIGHUP: the audit log and the log file are opened again (logrotate). */
+static void reopen_logs(serve_daemon_t *s) {
+  const serve_config_t *cfg = s->cfg;
+  serve_audit_reopen(s); /* by its writer, which may wait for the file: never here */
+  if (cfg->log_file[0] == '\0') {
+    log_event("info", "reopen_log", "signal=HUP log=stderr action=none");
+    return;
   }
+  int r = log_reopen(cfg->log_file);
+  log_event(r < 0 ? "error" : "info", "reopen_log", "signal=HUP log=%s%s%s", cfg->log_file,
+            r < 0 ? " error=" : "", r < 0 ? strerror(-r) : "");
+}
+
+/* The main thread while the loops serve: waits for SIGTERM or SIGINT,
+ * handling SIGHUP, and meanwhile sends systemd's watchdog its WATCHDOG=1.
+ * Returns the signal that stops the daemon. */
+static int wait_for_stop(serve_daemon_t *s, const sigset_t *set) {
+  int64_t wd = serve_watchdog_interval_ms(), next_wd = serve_mono_ms();
+  for (;;) {
+    siginfo_t si;
+    int sig;
+    if (wd > 0) {
+      int64_t now = serve_mono_ms();
+      if (now >= next_wd) {
+        watchdog_tick(s, wd);
+        next_wd = now + wd;
+      }
+      int64_t left = next_wd - now;
+      struct timespec t = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
+      sig = sigtimedwait(set, &si, &t);
+    } else {
+      sig = sigwaitinfo(set, &si);
+    }
+    if (sig < 0)
+      continue;
+    if (sig != SIGHUP)
+      return sig;
+    reopen_logs(s);
+  }
+}
+
+/* The drain: every started loop is told to stop (it answers what it has,
+ * within shutdown_timeout_ms) and joined; then the audit log's writer
+ * writes their last lines, and the lease thread ends. */
+static void stop_loops(serve_daemon_t *s, int started) {
   atomic_store(&s->stopping, 1);
   for (int i = 0; i < started; i++) {
     uint64_t one = 1;
@@ -936,18 +968,23 @@ int serve_run(const serve_config_t *cfg) {
   serve_audit_stop(s); /* the loops' last lines are handed off */
   if (s->lease_thread_on)
     pthread_join(s->lease_thread, NULL);
+}
+
+/* The final mark and the lease's release (durable: the next holder of this
+ * worker ID starts past every ID issued here; DESIGN §11). */
+static void release_lease(serve_daemon_t *s) {
   free_caches(s); /* their fillers use the generators freed below */
-  /* The final mark and the lease's release (SPEC section 7). */
-  if (s->lx.lease != NULL) {
-    idgen_snowflake_lease_status_t li;
-    idgen_snowflake_gen_lease_status(s->lx.gen, &li);
-    leased_release(&s->lx);
-    log_event("info", "lease_released", "worker=%" PRIu64 " generation=%" PRIu64, li.worker,
-              li.generation);
-  }
-  rc = started == s->nworkers ? 0 : 1;
-  if (cfg->pid_file[0] != '\0')
-    unlink(cfg->pid_file);
+  if (s->lx.lease == NULL)
+    return;
+  idgen_snowflake_lease_status_t li;
+  idgen_snowflake_gen_lease_status(s->lx.gen, &li);
+  leased_release(&s->lx);
+  log_event("info", "lease_released", "worker=%" PRIu64 " generation=%" PRIu64, li.worker,
+            li.generation);
+}
+
+/* Requests answered over every loop, for the exit line. */
+static uint64_t requests_served(serve_daemon_t *s) {
   uint64_t served = 0;
   for (int i = 0; i < s->nworkers; i++) {
     for (int k = 0; k < NHTTP_CODES; k++)
@@ -955,8 +992,11 @@ int serve_run(const serve_config_t *cfg) {
     served += CNT_GET(s->workers[i].st.resp_ok) + CNT_GET(s->workers[i].st.resp_err) +
               CNT_GET(s->workers[i].st.thrift_ok) + CNT_GET(s->workers[i].st.thrift_err);
   }
-  log_event("info", "exit", "code=%d requests=%llu", rc, (unsigned long long)served);
-out:
+  return served;
+}
+
+/* Frees what set_up made, also after a start that failed part way. */
+static void free_daemon(serve_daemon_t *s) {
   if (s->workers)
     for (int i = 0; i < s->nworkers; i++)
       free_worker(&s->workers[i]);
@@ -972,5 +1012,37 @@ out:
   serve_audit_stop(s); /* (a start that failed) */
   if (s->loadavg_fd >= 0)
     close(s->loadavg_fd);
+}
+
+int serve_run(const serve_config_t *cfg) {
+  static serve_daemon_t srv; /* one daemon per process */
+  serve_daemon_t *s = &srv;
+  daemon_init(s, cfg);
+  if (serve_audit_open(s) < 0 || open_log(cfg) < 0)
+    return 1;
+  sigset_t set;
+  block_signals(&set);
+  serve_raise_fd_limit(cfg);
+  if (set_up(s) < 0) {
+    free_daemon(s);
+    return 1;
+  }
+  announce(s);
+  serve_poll_setup(s);
+  int started = start_loops(s);
+  if (started == s->nworkers) {
+    notify_ready(s);
+    int sig = wait_for_stop(s, &set);
+    log_event("info", "stop", "signal=%s connections=%ld", signame(sig),
+              (long)atomic_load(&s->nconns));
+    serve_notify("STOPPING=1\nSTATUS=draining: no new connections, answering the open ones");
+  }
+  stop_loops(s, started);
+  release_lease(s);
+  int rc = started == s->nworkers ? 0 : 1;
+  if (cfg->pid_file[0] != '\0')
+    unlink(cfg->pid_file);
+  log_event("info", "exit", "code=%d requests=%llu", rc, (unsigned long long)requests_served(s));
+  free_daemon(s);
   return rc;
 }
