@@ -68,8 +68,8 @@ int serve_unhealthy(serve_daemon_t *s, char *why, size_t n) {
     return 1;
   }
   /* A request waiting for its tick is no fault, unless it has waited
-   * longer than `bounded` allows (a loop that did not resume it in time, or a
-   * wait the generator should have refused). */
+   * longer than `bounded` allows (a loop that did not resume it in time,
+   * or a wait the generator should have refused). */
   serve_waiting_t wt = serve_waiting(s);
   if (wt.oldest_ms > wt.bound_ms + WAIT_MARGIN_MS) {
     snprintf(why, n,
@@ -399,10 +399,9 @@ int64_t serve_ids_run_parked(serve_worker_t *w, serve_resume_cb resume) {
     serve_ids_unpark(w, c); /* p is freed; nx is still the next */
     resume(w, c, read_ns);
   }
-  /* Requests that resume() parked (the ones behind an answered
-   * one) went to the list's head, before the walk: among its first `added`
-   * entries.  Without them the loop would sleep a sweep (100 ms) past a
-   * due time. */
+  /* Requests that resume() parked (the ones behind an answered one) went
+   * to the list's head, before the walk: among its first `added` entries.
+   * Without them the loop would sleep a sweep (100 ms) past a due time. */
   uint64_t added = w->parks - parks;
   if (added > 0) {
     int64_t t = serve_kernel_mono_ns();
