@@ -151,9 +151,7 @@ void serve_ids_count(serve_worker_t *w, int kind, int agent, size_t n) {
   CNT_ADD(w->st.ids[(size_t)kind * per_kind + (size_t)agent], n);
 }
 
-/* One 128-bit ID of `kind` as text into out: its length, or an IDGEN_E*
- * code. */
-static int make128(serve_daemon_t *s, int kind, char *out) {
+int serve_ids_make128(serve_daemon_t *s, int kind, char *out) {
   int rc;
   if (kind == KIND_ULID) {
     idgen_ulid_t u;
@@ -167,13 +165,6 @@ static int make128(serve_daemon_t *s, int kind, char *out) {
     return rc;
   idgen_uuid_format(&u, out);
   return IDGEN_UUID_STRLEN;
-}
-
-int serve_id_text(serve_worker_t *w, const serve_reply_shape_t *sh, const uint64_t *ids,
-                  size_t i, char *out) {
-  if (sh->kind == KIND_SNOWFLAKE)
-    return (int)serve_u64_dec(out, ids[i]);
-  return make128(w->srv, sh->kind, out);
 }
 
 /* Gives back the room of a large batch (SCRATCH_KEEP bytes or more). */

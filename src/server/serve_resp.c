@@ -124,7 +124,8 @@ static int reply_ids(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape
     p += snprintf(p, 24, "*%zu\r\n", n);
   for (size_t i = 0; i < n; i++) {
     char text[40];
-    int len = serve_id_text(w, sh, ids, i, text);
+    int len = sh->kind == KIND_SNOWFLAKE ? (int)serve_u64_dec(text, ids[i])
+                                         : serve_ids_make128(w->srv, sh->kind, text);
     if (len < 0) {
       b->len = start;
       return len;

@@ -126,7 +126,7 @@ struct serve_worker;
  * in the request's shape, so that serve_ids.c answers every protocol the
  * same way.
  *   ids: the reply with sh->count IDs appended to w->out (Snowflake IDs
- *     from `ids`, 128-bit ones made by serve_id_text).  0; 1 when the
+ *     from `ids`, 128-bit ones made by serve_ids_make128).  0; 1 when the
  *     protocol refused them itself with an error reply (nothing counted,
  *     no audit line); or an IDGEN_E* code with nothing appended.
  *   error: the reply to a request refused with rc: `why` is the reason
@@ -419,11 +419,10 @@ int64_t serve_ids_run_parked(serve_worker_t *w, serve_resume_cb resume);
  * still parked is answered if due and refused if not, and nothing more is
  * parsed on its connection. */
 void serve_ids_end_parked(serve_worker_t *w, serve_resume_cb resume);
-/* The i-th ID of a reply of shape sh as text into out[40] (no NUL kept):
- * Snowflake IDs from ids, 128-bit ones made now.  Its length, or an
- * IDGEN_E* code. */
-int serve_id_text(serve_worker_t *w, const serve_reply_shape_t *sh, const uint64_t *ids,
-                  size_t i, char *out);
+/* A 128-bit ID of `kind` (KIND_ULID, KIND_UUID7) made now, as text into
+ * out[40] (no NUL kept): its length, or an IDGEN_E* code.  (A reply's
+ * Snowflake IDs are made before it, and written with serve_u64_dec.) */
+int serve_ids_make128(serve_daemon_t *s, int kind, char *out);
 /* Forgets c's parked request (its connection closes). */
 void serve_ids_unpark(serve_worker_t *w, serve_conn_t *c);
 /* 1 and a reason when /health should say 503 (lease, clock, a request that
