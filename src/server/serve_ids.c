@@ -11,7 +11,9 @@
 
 #include "server_int.h"
 
-int64_t serve_wait_bound_ms(const serve_daemon_t *s) {
+/* The longest a request may wait (bounded): max_wait_ms, plus the rest of a
+ * used-up tick when the layout's tick is a second or shorter. */
+static int64_t wait_bound_ms(const serve_daemon_t *s) {
   /* Tests only: a bound that a request waiting by the rules passes, to see
    * /health's 503 without a fault to cause it. */
   const char *t = getenv("IDGEN_TEST_WAIT_BOUND_MS");
@@ -22,7 +24,7 @@ int64_t serve_wait_bound_ms(const serve_daemon_t *s) {
 }
 
 serve_waiting_t serve_waiting(serve_daemon_t *s) {
-  serve_waiting_t wt = {0, 0, serve_wait_bound_ms(s)};
+  serve_waiting_t wt = {0, 0, wait_bound_ms(s)};
   int64_t oldest = 0;
   for (int i = 0; i < s->nworkers; i++) {
     serve_worker_t *w = &s->workers[i];
@@ -97,7 +99,9 @@ int serve_unhealthy(serve_daemon_t *s, char *why, size_t n) {
   return serve_audit_unhealthy(s, why, n); /* audit_mode require: IDs are refused */
 }
 
-int64_t serve_ids_error_text(serve_daemon_t *s, int rc, size_t count, char *buf, size_t n) {
+/* The reason an ID request failed with rc, naming how long until IDs can
+ * be issued again for a clock refusal; returns that wait in ms. */
+static int64_t error_text(serve_daemon_t *s, int rc, size_t count, char *buf, size_t n) {
   if (rc == IDGEN_EBATCH) {
     snprintf(buf, n,
              "count %zu: the generator can make at most %" PRIu64
@@ -146,7 +150,8 @@ int64_t serve_ids_error_text(serve_daemon_t *s, int rc, size_t count, char *buf,
   return wait;
 }
 
-void serve_ids_count(serve_worker_t *w, int kind, int agent, size_t n) {
+/* n IDs of `kind` given to `agent`, for the metrics. */
+static void count_ids(serve_worker_t *w, int kind, int agent, size_t n) {
   size_t per_kind = (size_t)(AGENT_FIRST + w->srv->cfg->max_agents);
   CNT_ADD(w->st.ids[(size_t)kind * per_kind + (size_t)agent], n);
 }
@@ -182,7 +187,7 @@ static void ids_shrink(serve_worker_t *w) {
 static void answer_error(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
                          int rc) {
   char why[400];
-  int64_t wait_ms = serve_ids_error_text(w->srv, rc, sh->count, why, sizeof why);
+  int64_t wait_ms = error_text(w->srv, rc, sh->count, why, sizeof why);
   if (rc == IDGEN_ECLOCK) {
     idgen_snowflake_stats_t st;
     idgen_snowflake_gen_stats(server_sf(w->srv), &st);
@@ -211,7 +216,7 @@ static void answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t
   }
   /* HEAD makes the IDs only to know the length; no one receives them */
   if (rc == 0 && !sh->head) {
-    serve_ids_count(w, sh->kind, sh->agent, sh->count);
+    count_ids(w, sh->kind, sh->agent, sh->count);
     if (sh->kind == KIND_SNOWFLAKE)
       serve_audit(w, c, sh, ids[0]);
   }

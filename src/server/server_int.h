@@ -130,7 +130,7 @@ struct serve_worker;
  *     protocol refused them itself with an error reply (nothing counted,
  *     no audit line); or an IDGEN_E* code with nothing appended.
  *   error: the reply to a request refused with rc: `why` is the reason
- *     (serve_ids_error_text), `wait_ms` how long until IDs can be issued
+ *     (serve_ids.c words it), `wait_ms` how long until IDs can be issued
  *     again. */
 typedef struct serve_replies {
   int (*ids)(struct serve_worker *w, struct serve_conn *c, const struct serve_reply_shape *sh,
@@ -433,19 +433,13 @@ int serve_unhealthy(serve_daemon_t *s, char *why, size_t n);
 typedef struct serve_waiting {
   uint64_t requests;
   int64_t oldest_ms;
-  int64_t bound_ms; /* what one may wait (serve_wait_bound_ms) */
+  int64_t bound_ms; /* what one may wait (bounded): max_wait_ms, and the rest of a
+                     * used-up tick when the layout's tick is a second or shorter */
 } serve_waiting_t;
 serve_waiting_t serve_waiting(serve_daemon_t *s);
-/* The longest a request may wait (bounded): max_wait_ms, plus the rest of a
- * used-up tick when the layout's tick is a second or shorter. */
-int64_t serve_wait_bound_ms(const serve_daemon_t *s);
 /* /health is 503 once a request has waited this much longer than the bound
  * (a loop late to resume it, or a wait the generator should not allow). */
 #define WAIT_MARGIN_MS 250
-void serve_ids_count(serve_worker_t *w, int kind, int agent, size_t n);
-/* The reason an ID request failed with rc, naming how long until IDs can
- * be issued again for a clock refusal; returns that wait in ms. */
-int64_t serve_ids_error_text(serve_daemon_t *s, int rc, size_t count, char *buf, size_t n);
 
 /* ---- sd_notify.c: systemd's notification protocol ---- */
 /* Sends msg ("READY=1\nSTATUS=...") to $NOTIFY_SOCKET; 0 when sent or when
