@@ -1,6 +1,6 @@
 /*
  * cli.h -- shared pieces of the idgen command-line tool: error reporting with
- * the SPEC's exit codes, number parsing, layout and node options, output.
+ * its exit codes, number parsing, layout and node options, output.
  */
 #ifndef IDGEN_CLI_H
 #define IDGEN_CLI_H
@@ -12,7 +12,8 @@
 #include "idgen.h"
 #include "idgen.h"
 
-/* Exit codes (SPEC section 6). */
+/* Exit status: 0 success, 1 an ID could not be made or read, 2 bad usage
+ * (idgen --help says so). */
 enum { EXIT_OK = 0, EXIT_ID = 1, EXIT_USAGE = 2 };
 
 #if defined(__GNUC__)

@@ -110,7 +110,7 @@ int cmd_snowflake(int argc, char **argv) {
   if (json)
     fputs("{\"ids\":[", stdout);
   for (int64_t done = 0, one = 0; done < n;) {
-    /* A call waits at most max_wait_ms and the rest of a short tick (G3), so a
+    /* A call waits at most max_wait_ms and the rest of a short tick (bounded), so a
      * batch is no larger than what the clock allows now; at least one ID,
      * which waits or is refused as next() would. */
     uint64_t room = one ? 1 : idgen_snowflake_gen_capacity(g);

@@ -1,7 +1,7 @@
 /*
  * decode.c -- recognise an ID's kind by its form and read it back.
  *
- * The kind is recognised by form (SPEC section 6): 26 characters is a ULID,
+ * The kind is recognised by form (DESIGN §4): 26 characters is a ULID,
  * a 36-character UUID (optionally behind "urn:uuid:") or 32 hex digits is a
  * UUID, 1 to 20 decimal digits is a Snowflake ID.
  */

@@ -1,7 +1,7 @@
 /*
  * decode.h -- reading an ID of any kind back into its parts: shared by
  * `idgen decode` and the daemon's `/decode/ID` and RESP `DECODE`, so that
- * both give the same JSON (SPEC section 6).
+ * both give the same JSON (DESIGN §4).
  */
 #ifndef IDGEN_DECODE_H
 #define IDGEN_DECODE_H
@@ -31,7 +31,7 @@ typedef struct decoded {
 } decoded_t;
 
 /*
- * Decodes s[0..len), recognising its kind by its form (SPEC section 6);
+ * Decodes s[0..len), recognising its kind by its form (DESIGN §4);
  * Snowflake IDs are read in layout `l` (which must outlive *d).  `lenient`
  * removes hyphens first and reads ULIDs leniently.  Returns 0, or -1 with a
  * one-line message in err[errlen] that names the input and what is wrong.

@@ -1,6 +1,6 @@
 /*
  * leased.h -- a Snowflake generator whose leased node field comes from a
- * registry (SPEC section 8): open the registry, acquire a lease, bind a
+ * registry (DESIGN §11): open the registry, acquire a lease, bind a
  * generator to it; and undo all three.  Shared by `idgen snowflake` and the
  * daemon, on idgen_registry_bind (which, with the `static` registry,
  * leases and binds nothing: the generator takes the node values as given).

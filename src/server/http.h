@@ -1,5 +1,5 @@
 /*
- * http.h -- the HTTP/1.1 request-head parser of `idgen serve` (SPEC section 7).
+ * http.h -- the HTTP/1.1 request-head parser of `idgen serve` (DESIGN §9).
  *
  * Pure and allocation-free: it reads the request line and headers at the
  * start of a buffer and returns pointers into it.  The body, if any, is the

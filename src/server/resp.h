@@ -1,5 +1,5 @@
 /*
- * resp.h -- the RESP2 request parser of `idgen serve` (SPEC section 7).
+ * resp.h -- the RESP2 request parser of `idgen serve` (DESIGN §9).
  *
  * Pure and allocation-free: it reads one request from the start of a buffer
  * and returns pointers into that buffer.  It accepts what Redis accepts --

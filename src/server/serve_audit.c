@@ -333,7 +333,7 @@ void serve_audit(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *
   if (s->audit == NULL)
     return;
   serve_buf_printf(&w->audit, "ms=%" PRId64 " proto=%s first=%" PRIu64 " count=%zu agent=%s\n",
-                   idgen_clock_now_ms(IDGEN_CLOCK_FAST), serve_proto_names[sh->proto], first,
+                   idgen_clock_now_ms(IDGEN_CLOCK_FAST), serve_proto_name(sh->proto), first,
                    sh->count, s->agent_names[sh->agent]);
   w->audit_lines++;
   /* In require mode nothing but these lines enters the lane (no loss

@@ -91,7 +91,7 @@ int64_t serve_mono_ms(void) { return serve_mono_ns() / 1000000; }
 /* The kernel's CLOCK_MONOTONIC by a system call, past a clock faker loaded
  * with LD_PRELOAD (libfaketime given a fixed date stops the C library's):
  * parked requests' due times only, read once a loop turn while one is
- * parked, so that such a request still comes to its end (G3). */
+ * parked, so that such a request still comes to its end (bounded). */
 int64_t serve_kernel_mono_ns(void) {
   struct timespec t;
   if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &t) != 0)

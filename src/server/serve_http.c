@@ -1,5 +1,5 @@
 /*
- * serve_http.c -- the HTTP/1.1 side of `idgen serve` (SPEC section 7).
+ * serve_http.c -- the HTTP/1.1 side of `idgen serve` (docs/SERVE.md, DESIGN §10).
  *
  * One request at a time from the connection's buffer: parse the head
  * (http.c), refuse a body (GET and HEAD have none; anything else is 405),
@@ -95,12 +95,6 @@ static void respond(serve_worker_t *w, serve_conn_t *c, const http_request_t *re
                     const char *extra) {
   respond_as(w, c, req ? req->minor : 1, req && str_eq(&req->method, "HEAD"), status, ctype, body,
              len, close, extra);
-}
-
-void serve_http_answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
-                       int status, const char *ctype, const char *body, size_t len,
-                       const char *extra) {
-  respond_as(w, c, sh->minor, sh->head, status, ctype, body, len, KEEP, extra);
 }
 
 static void respond_error(serve_worker_t *w, serve_conn_t *c, const http_request_t *req, int status,
@@ -222,11 +216,66 @@ static int wants_json(const http_request_t *req) {
   return http_accept_q(req, "application/json") > 0;
 }
 
+/* The IDs' reply: a line each, or {"ids":[...]} (sh->json); the body is
+ * made for HEAD too, for its length. */
+static int reply_ids(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
+                     const uint64_t *ids) {
+  serve_buf_t *b = &w->body;
+  size_t n = sh->count;
+  int json = sh->json;
+  b->len = 0;
+  serve_buf_reserve(b, n * 44 + 32);
+  char *p = b->p;
+  if (json)
+    p += sprintf(p, "{\"ids\":[");
+  for (size_t i = 0; i < n; i++) {
+    char text[40];
+    int len = sh->kind == KIND_SNOWFLAKE ? (int)serve_u64_dec(text, ids[i])
+                                         : serve_ids_make128(w->srv, sh->kind, text);
+    if (len < 0) {
+      b->len = 0;
+      return len;
+    }
+    if (json) {
+      p += sprintf(p, "%s\"", i ? "," : "");
+      memcpy(p, text, (size_t)len);
+      p += len;
+      *p++ = '"';
+    } else {
+      memcpy(p, text, (size_t)len);
+      p += len;
+      *p++ = '\n';
+    }
+  }
+  if (json)
+    p += sprintf(p, "]}\n");
+  b->len = (size_t)(p - b->p);
+  respond_as(w, c, sh->minor, sh->head, 200, json ? "application/json" : "text/plain; charset=utf-8",
+             b->p, b->len, KEEP, "");
+  return 0;
+}
+
+/* A refused ID request: 503, and when to ask again. */
+static void reply_ids_error(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
+                            int rc, const char *why, int64_t wait_ms) {
+  (void)rc;
+  char retry[48], body[512];
+  snprintf(retry, sizeof retry, "Retry-After: %" PRId64 "\r\n", (wait_ms + 999) / 1000);
+  int n = snprintf(body, sizeof body, "%s\n", why);
+  if (n >= (int)sizeof body)
+    n = (int)sizeof body - 1;
+  respond_as(w, c, sh->minor, sh->head, 503, "text/plain; charset=utf-8", body, (size_t)n, KEEP,
+             retry);
+}
+
+static const serve_replies_t http_replies = {reply_ids, reply_ids_error};
+
 static void route_ids(serve_worker_t *w, serve_conn_t *c, const http_request_t *req, int kind,
                       query_t q) {
   /* A lost lease is the generator's error (IDGEN_ELEASE), answered as a 503
    * by serve_ids_request; ULIDs and UUIDv7s need no lease. */
-  serve_reply_shape_t sh = {.proto = PROTO_HTTP,
+  serve_reply_shape_t sh = {.replies = &http_replies,
+                      .proto = PROTO_HTTP,
                       .kind = (uint8_t)kind,
                       .json = (uint8_t)(q.json >= 0 ? q.json : wants_json(req)),
                       .head = (uint8_t)str_eq(&req->method, "HEAD"),

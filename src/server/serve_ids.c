@@ -11,14 +11,9 @@
 
 #include "server_int.h"
 
-const char *const serve_proto_names[NPROTO] = {"http", "resp", "thrift"};
-
-const char *serve_kind_name(int kind) {
-  static const char *const names[NKINDS] = {"snowflake", "ulid", "uuid7"};
-  return names[kind];
-}
-
-int64_t serve_wait_bound_ms(const serve_daemon_t *s) {
+/* The longest a request may wait (bounded): max_wait_ms, plus the rest of a
+ * used-up tick when the layout's tick is a second or shorter. */
+static int64_t wait_bound_ms(const serve_daemon_t *s) {
   /* Tests only: a bound that a request waiting by the rules passes, to see
    * /health's 503 without a fault to cause it. */
   const char *t = getenv("IDGEN_TEST_WAIT_BOUND_MS");
@@ -29,7 +24,7 @@ int64_t serve_wait_bound_ms(const serve_daemon_t *s) {
 }
 
 serve_waiting_t serve_waiting(serve_daemon_t *s) {
-  serve_waiting_t wt = {0, 0, serve_wait_bound_ms(s)};
+  serve_waiting_t wt = {0, 0, wait_bound_ms(s)};
   int64_t oldest = 0;
   for (int i = 0; i < s->nworkers; i++) {
     serve_worker_t *w = &s->workers[i];
@@ -75,8 +70,8 @@ int serve_unhealthy(serve_daemon_t *s, char *why, size_t n) {
     return 1;
   }
   /* A request waiting for its tick is no fault, unless it has waited
-   * longer than G3 allows (a loop that did not resume it in time, or a
-   * wait the generator should have refused). */
+   * longer than `bounded` allows (a loop that did not resume it in time,
+   * or a wait the generator should have refused). */
   serve_waiting_t wt = serve_waiting(s);
   if (wt.oldest_ms > wt.bound_ms + WAIT_MARGIN_MS) {
     snprintf(why, n,
@@ -104,7 +99,9 @@ int serve_unhealthy(serve_daemon_t *s, char *why, size_t n) {
   return serve_audit_unhealthy(s, why, n); /* audit_mode require: IDs are refused */
 }
 
-int64_t serve_ids_error_text(serve_daemon_t *s, int rc, size_t count, char *buf, size_t n) {
+/* The reason an ID request failed with rc, naming how long until IDs can
+ * be issued again for a clock refusal; returns that wait in ms. */
+static int64_t error_text(serve_daemon_t *s, int rc, size_t count, char *buf, size_t n) {
   if (rc == IDGEN_EBATCH) {
     snprintf(buf, n,
              "count %zu: the generator can make at most %" PRIu64
@@ -153,29 +150,26 @@ int64_t serve_ids_error_text(serve_daemon_t *s, int rc, size_t count, char *buf,
   return wait;
 }
 
-void serve_ids_count(serve_worker_t *w, int kind, int agent, size_t n) {
+/* n IDs of `kind` given to `agent`, for the metrics. */
+static void count_ids(serve_worker_t *w, int kind, int agent, size_t n) {
   size_t per_kind = (size_t)(AGENT_FIRST + w->srv->cfg->max_agents);
   CNT_ADD(w->st.ids[(size_t)kind * per_kind + (size_t)agent], n);
 }
 
-/* One 128-bit ID of `kind` as text into out (26 or 36 characters, and a
- * NUL after them: out has room for it, and the caller writes over it). */
-static int make128(serve_daemon_t *s, int kind, char *out, size_t *len) {
+int serve_ids_make128(serve_daemon_t *s, int kind, char *out) {
   int rc;
   if (kind == KIND_ULID) {
     idgen_ulid_t u;
-    if ((rc = idgen_ulid_gen_next(s->ulid, &u)) == 0) {
-      idgen_ulid_format(&u, out);
-      *len = IDGEN_ULID_STRLEN;
-    }
-  } else {
-    idgen_uuid_t u;
-    if ((rc = idgen_uuid7_gen_next(s->uuid7, &u)) == 0) {
-      idgen_uuid_format(&u, out);
-      *len = IDGEN_UUID_STRLEN;
-    }
+    if ((rc = idgen_ulid_gen_next(s->ulid, &u)) < 0)
+      return rc;
+    idgen_ulid_format(&u, out); /* and a NUL, which out has room for */
+    return IDGEN_ULID_STRLEN;
   }
-  return rc;
+  idgen_uuid_t u;
+  if ((rc = idgen_uuid7_gen_next(s->uuid7, &u)) < 0)
+    return rc;
+  idgen_uuid_format(&u, out);
+  return IDGEN_UUID_STRLEN;
 }
 
 /* Gives back the room of a large batch (SCRATCH_KEEP bytes or more). */
@@ -189,65 +183,11 @@ static void ids_shrink(serve_worker_t *w) {
   }
 }
 
-/* Appends the reply body of n IDs to b in the shape's form: lines "ID\n",
- * RESP items, or {"ids":[...]}.  Snowflake IDs come from `ids`; 128-bit
- * ones are made here.  0, or an IDGEN_E* code with b cut back. */
-static int format_ids(serve_worker_t *w, serve_buf_t *b, const serve_reply_shape_t *sh,
-                      const uint64_t *ids) {
-  size_t start = b->len, n = sh->count;
-  int resp = sh->proto == PROTO_RESP, json = !resp && sh->json;
-  serve_buf_reserve(b, n * 44 + 32);
-  char *p = b->p + b->len;
-  if (resp && sh->array)
-    p += snprintf(p, 24, "*%zu\r\n", n);
-  if (json)
-    p += sprintf(p, "{\"ids\":[");
-  for (size_t i = 0; i < n; i++) {
-    char text[40];
-    size_t len;
-    if (sh->kind == KIND_SNOWFLAKE) {
-      len = serve_u64_dec(text, ids[i]);
-    } else {
-      int rc = make128(w->srv, sh->kind, text, &len);
-      if (rc < 0) {
-        b->len = start;
-        return rc;
-      }
-    }
-    if (json) {
-      p += sprintf(p, "%s\"", i ? "," : "");
-      memcpy(p, text, len);
-      p += len;
-      *p++ = '"';
-    } else if (!resp) {
-      memcpy(p, text, len);
-      p += len;
-      *p++ = '\n';
-    } else if (sh->kind == KIND_SNOWFLAKE && ids[i] <= INT64_MAX) {
-      *p++ = ':';
-      memcpy(p, text, len);
-      p += len;
-      *p++ = '\r';
-      *p++ = '\n';
-    } else { /* 128-bit, or past INT64_MAX (a RESP integer cannot carry it) */
-      p += snprintf(p, 8, "$%zu\r\n", len);
-      memcpy(p, text, len);
-      p += len;
-      *p++ = '\r';
-      *p++ = '\n';
-    }
-  }
-  if (json)
-    p += sprintf(p, "]}\n");
-  b->len = (size_t)(p - b->p);
-  return 0;
-}
-
 /* The reply to an ID request that failed with rc. */
 static void answer_error(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
                          int rc) {
-  char why[400], retry[48];
-  int64_t wait_ms = serve_ids_error_text(w->srv, rc, sh->count, why, sizeof why);
+  char why[400];
+  int64_t wait_ms = error_text(w->srv, rc, sh->count, why, sizeof why);
   if (rc == IDGEN_ECLOCK) {
     idgen_snowflake_stats_t st;
     idgen_snowflake_gen_stats(server_sf(w->srv), &st);
@@ -257,20 +197,7 @@ static void answer_error(serve_worker_t *w, serve_conn_t *c, const serve_reply_s
                 st.borrowed_ms, w->srv->cfg->s.gen.max_borrow_ms, w->srv->cfg->s.gen.max_wait_ms,
                 st.clock_refusals);
   }
-  if (sh->proto == PROTO_RESP) {
-    serve_resp_error(w, c, "ERR %s", why);
-    return;
-  }
-  if (sh->proto == PROTO_THRIFT) { /* as Twitter's clients saw InvalidSystemClock */
-    char msg[sizeof why + 32];
-    snprintf(msg, sizeof msg, "%s%s", rc == IDGEN_ECLOCK ? "InvalidSystemClock: " : "", why);
-    serve_thrift_error(w, c, "get_id", sh->seqid, 6 /* INTERNAL_ERROR */, msg);
-    return;
-  }
-  snprintf(retry, sizeof retry, "Retry-After: %" PRId64 "\r\n", (wait_ms + 999) / 1000);
-  char body[sizeof why + 1];
-  int n = snprintf(body, sizeof body, "%s\n", why);
-  serve_http_answer(w, c, sh, 503, "text/plain; charset=utf-8", body, (size_t)n, retry);
+  sh->replies->error(w, c, sh, rc, why, wait_ms);
 }
 
 /* The reply to an ID request whose IDs are made (Snowflake: in `ids`). */
@@ -282,35 +209,17 @@ static void answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t
     answer_error(w, c, sh, SERVE_EAUDIT);
     return;
   }
-  if (sh->proto == PROTO_THRIFT) { /* get_id: one Snowflake ID, an i64 */
-    if (ids[0] > INT64_MAX) {
-      serve_thrift_error(w, c, "get_id", sh->seqid, 6 /* INTERNAL_ERROR */,
-                         "the ID does not fit in an i64 (a layout of 64 bits)");
-      return;
-    }
-    serve_ids_count(w, sh->kind, sh->agent, 1);
-    serve_audit(w, c, sh, ids[0]);
-    serve_thrift_id(w, c, sh->seqid, ids[0]);
-    return;
-  }
-  serve_buf_t *b = sh->proto == PROTO_RESP ? &w->out : &w->body;
-  if (b == &w->body)
-    b->len = 0;
-  int rc = format_ids(w, b, sh, ids);
+  int rc = sh->replies->ids(w, c, sh, ids);
   if (rc < 0) {
     answer_error(w, c, sh, rc);
     return;
   }
-  if (!sh->head) { /* HEAD makes the IDs only to know the length; no one receives them */
-    serve_ids_count(w, sh->kind, sh->agent, sh->count);
+  /* HEAD makes the IDs only to know the length; no one receives them */
+  if (rc == 0 && !sh->head) {
+    count_ids(w, sh->kind, sh->agent, sh->count);
     if (sh->kind == KIND_SNOWFLAKE)
       serve_audit(w, c, sh, ids[0]);
   }
-  if (sh->proto == PROTO_RESP)
-    CNT_ADD(w->st.resp_ok, 1);
-  else
-    serve_http_answer(w, c, sh, 200, sh->json ? "application/json" : "text/plain; charset=utf-8",
-                b->p, b->len, "");
 }
 
 /* Starts (or, after a lost lease, restarts on the generator now in use) a
@@ -445,7 +354,7 @@ static int64_t sooner(int64_t next, const serve_parked_t *p, int64_t t) {
   return next < 0 || left < next ? left : next;
 }
 
-int64_t serve_ids_run_parked(serve_worker_t *w) {
+int64_t serve_ids_run_parked(serve_worker_t *w, serve_resume_cb resume) {
   int64_t now = serve_kernel_mono_ns(), next = -1;
   uint64_t parks = w->parks;
   for (serve_parked_t *p = w->parked, *nx; p; p = nx) {
@@ -484,12 +393,11 @@ int64_t serve_ids_run_parked(serve_worker_t *w) {
     else
       answer_error(w, c, &p->shape, rc);
     serve_ids_unpark(w, c); /* p is freed; nx is still the next */
-    serve_conn_resume(w, c, read_ns);
+    resume(w, c, read_ns);
   }
-  /* Requests that serve_conn_resume parked (the ones behind an answered
-   * one) went to the list's head, before the walk: among its first `added`
-   * entries.  Without them the loop would sleep a sweep (100 ms) past a
-   * due time. */
+  /* Requests that resume() parked (the ones behind an answered one) went
+   * to the list's head, before the walk: among its first `added` entries.
+   * Without them the loop would sleep a sweep (100 ms) past a due time. */
   uint64_t added = w->parks - parks;
   if (added > 0) {
     int64_t t = serve_kernel_mono_ns();
@@ -499,12 +407,12 @@ int64_t serve_ids_run_parked(serve_worker_t *w) {
   return next;
 }
 
-void serve_ids_end_parked(serve_worker_t *w) {
+void serve_ids_end_parked(serve_worker_t *w, serve_resume_cb resume) {
   /* Before this reading, so that one asking to wait again is refused;
    * answers and refusals only: what waits behind them would be cut off
    * by the close (a large reply made now could not be sent in time). */
   w->park_until_ns = serve_kernel_mono_ns() - 1;
   for (serve_parked_t *p = w->parked; p; p = p->next)
     p->c->stop_parsing = 1;
-  serve_ids_run_parked(w);
+  serve_ids_run_parked(w, resume);
 }

@@ -97,7 +97,7 @@ static void reclaim_retired(serve_daemon_t *s) {
 /* Logs changes of the bound generator's lease (lost, valid again, failing
  * mark writes); on a lease lost for good, acquires a new one (at most once a
  * second) and swaps in a generator bound to it, starting above the old one's
- * last ID (G2). */
+ * last ID (increasing). */
 static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
   if (s->nretired > 0)
     reclaim_retired(s);

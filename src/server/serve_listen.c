@@ -1,7 +1,7 @@
 /*
  * serve_listen.c -- the daemon's sockets and process set-up: listening
- * sockets (one per loop and protocol, SO_REUSEPORT), addresses as text, the
- * pid file, and the descriptor limit.
+ * sockets (one per loop and protocol, SO_REUSEPORT), addresses as text (a
+ * client's too, for log lines), the pid file, and the descriptor limit.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -69,7 +69,7 @@ int serve_bind_all(serve_daemon_t *s, int proto, const serve_addr_t *a, char *bo
   memcpy(&sa, &a->sa, sizeof sa);
   int probe = listen_one(&sa, a->salen, 0);
   if (probe < 0) {
-    fprintf(stderr, "idgen: serve: cannot listen on %s %s: %s\n", serve_proto_names[proto],
+    fprintf(stderr, "idgen: serve: cannot listen on %s %s: %s\n", serve_proto_name(proto),
             a->text, strerror(-probe));
     return -1;
   }
@@ -77,7 +77,7 @@ int serve_bind_all(serve_daemon_t *s, int proto, const serve_addr_t *a, char *bo
   for (int i = 0; i < s->nworkers; i++) {
     int fd = listen_one(&sa, a->salen, 1);
     if (fd < 0) {
-      fprintf(stderr, "idgen: serve: cannot listen on %s %s: %s\n", serve_proto_names[proto],
+      fprintf(stderr, "idgen: serve: cannot listen on %s %s: %s\n", serve_proto_name(proto),
               a->text, strerror(-fd));
       return -1;
     }
@@ -127,4 +127,14 @@ void serve_raise_fd_limit(const serve_config_t *cfg) {
               "limit=%llu max_connections=%" PRId64
               " note=\"connections past the limit are accepted and closed at once\"",
               (unsigned long long)r.rlim_cur, cfg->max_connections);
+}
+
+const char *serve_peer_text(const serve_conn_t *c, char *buf) {
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  if (getpeername(c->fd, (struct sockaddr *)&ss, &len) < 0)
+    snprintf(buf, 64, "unknown");
+  else
+    serve_addr_text(&ss, buf, 64);
+  return buf;
 }

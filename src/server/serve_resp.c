@@ -1,5 +1,5 @@
 /*
- * serve_resp.c -- the RESP2 side of `idgen serve` (SPEC section 7).
+ * serve_resp.c -- the RESP2 side of `idgen serve` (docs/SERVE.md, DESIGN §10).
  *
  * One command at a time from the connection's buffer, parsed by resp.c;
  * replies follow Redis's forms so that any Redis client works, including
@@ -36,7 +36,8 @@ static void reply_int(serve_worker_t *w, int64_t v) {
 
 /* "-ERR ..." with CR and LF made spaces, as Redis does (arguments are
  * quoted before, so only the message's own text could hold them). */
-void serve_resp_error(serve_worker_t *w, serve_conn_t *c, const char *fmt, ...) {
+__attribute__((format(printf, 3, 4))) static void reply_err(serve_worker_t *w, serve_conn_t *c,
+                                                             const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -51,8 +52,6 @@ void serve_resp_error(serve_worker_t *w, serve_conn_t *c, const char *fmt, ...) 
   CNT_ADD(w->st.resp_err, 1);
   (void)c;
 }
-
-#define reply_err serve_resp_error
 
 static int arg_is(const resp_arg_t *a, const char *lit) {
   size_t n = strlen(lit);
@@ -113,7 +112,50 @@ static void reply_command_entry(serve_worker_t *w, const struct cmdinfo *ci) {
              strlen(ci->name), ci->name, ci->arity, ci->flag);
 }
 
-static void cmd_ids(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r, int kind) {
+/* ID, ULID, UUID7's reply: an integer for each Snowflake ID that fits in
+ * one, else a bulk string; an array for ID N (sh->array). */
+static int reply_ids(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
+                     const uint64_t *ids) {
+  serve_buf_t *b = &w->out;
+  size_t start = b->len, n = sh->count;
+  serve_buf_reserve(b, n * 44 + 32);
+  char *p = b->p + b->len;
+  if (sh->array)
+    p += snprintf(p, 24, "*%zu\r\n", n);
+  for (size_t i = 0; i < n; i++) {
+    char text[40];
+    int len = sh->kind == KIND_SNOWFLAKE ? (int)serve_u64_dec(text, ids[i])
+                                         : serve_ids_make128(w->srv, sh->kind, text);
+    if (len < 0) {
+      b->len = start;
+      return len;
+    }
+    if (sh->kind == KIND_SNOWFLAKE && ids[i] <= INT64_MAX) {
+      *p++ = ':';
+    } else { /* 128-bit, or past INT64_MAX (a RESP integer cannot carry it) */
+      p += snprintf(p, 8, "$%d\r\n", len);
+    }
+    memcpy(p, text, (size_t)len);
+    p += len;
+    *p++ = '\r';
+    *p++ = '\n';
+  }
+  b->len = (size_t)(p - b->p);
+  CNT_ADD(w->st.resp_ok, 1);
+  (void)c;
+  return 0;
+}
+
+static void reply_ids_error(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
+                            int rc, const char *why, int64_t wait_ms) {
+  (void)sh, (void)rc, (void)wait_ms;
+  reply_err(w, c, "ERR %s", why);
+}
+
+static const serve_replies_t resp_replies = {reply_ids, reply_ids_error};
+
+/* The commands that take more than a line: on_NAME answers NAME. */
+static void on_ids(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r, int kind) {
   const char *name = serve_kind_name(kind);
   int64_t n = 1;
   if (r->argc > 2) {
@@ -132,7 +174,8 @@ static void cmd_ids(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r,
     }
   }
   /* ID N is an array even for N = 1; a bare ID is one value. */
-  serve_reply_shape_t sh = {.proto = PROTO_RESP,
+  serve_reply_shape_t sh = {.replies = &resp_replies,
+                            .proto = PROTO_RESP,
                       .kind = (uint8_t)kind,
                       .array = r->argc == 2,
                       .agent = c->agent,
@@ -166,7 +209,7 @@ static int set_client_name(serve_worker_t *w, serve_conn_t *c, const resp_arg_t 
   return 0;
 }
 
-static void cmd_client(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+static void on_client(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   const resp_arg_t *sub = &r->argv[1];
   if (arg_is(sub, "setname")) {
     if (r->argc != 3) {
@@ -192,7 +235,7 @@ static void cmd_client(serve_worker_t *w, serve_conn_t *c, const resp_request_t 
   CNT_ADD(w->st.resp_ok, 1);
 }
 
-static void cmd_command(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+static void on_command(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   if (r->argc == 1) {
     serve_buf_printf(&w->out, "*%zu\r\n", NCOMMANDS);
     for (size_t i = 0; i < NCOMMANDS; i++)
@@ -221,7 +264,7 @@ static void cmd_command(serve_worker_t *w, serve_conn_t *c, const resp_request_t
   CNT_ADD(w->st.resp_ok, 1);
 }
 
-static void cmd_hello(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+static void on_hello(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   size_t i = 1;
   if (r->argc >= 2) {
     int64_t v;
@@ -257,7 +300,7 @@ static void cmd_hello(serve_worker_t *w, serve_conn_t *c, const resp_request_t *
   CNT_ADD(w->st.resp_ok, 1);
 }
 
-static void cmd_decode(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+static void on_decode(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   decoded_t d;
   char err[400];
   if (decode_id(w->srv->layout, r->argv[1].ptr, r->argv[1].len, 0, &d, err, sizeof err) < 0) {
@@ -318,11 +361,11 @@ size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
       name[i] = (char)tolower((unsigned char)a0->ptr[i]);
   size_t argc = r.argc;
   if (strcmp(name, "id") == 0) {
-    cmd_ids(w, c, &r, KIND_SNOWFLAKE);
+    on_ids(w, c, &r, KIND_SNOWFLAKE);
   } else if (strcmp(name, "ulid") == 0) {
-    cmd_ids(w, c, &r, KIND_ULID);
+    on_ids(w, c, &r, KIND_ULID);
   } else if (strcmp(name, "uuid7") == 0) {
-    cmd_ids(w, c, &r, KIND_UUID7);
+    on_ids(w, c, &r, KIND_UUID7);
   } else if (strcmp(name, "ping") == 0) {
     if (argc > 2)
       return wrong_arity(w, c, "ping"), (size_t)used;
@@ -339,7 +382,7 @@ size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   } else if (strcmp(name, "decode") == 0) {
     if (argc != 2)
       return wrong_arity(w, c, "decode"), (size_t)used;
-    cmd_decode(w, c, &r);
+    on_decode(w, c, &r);
   } else if (strcmp(name, "info") == 0) {
     size_t start = w->out.len;
     reply(w, "$0000000000\r\n"); /* the length is filled in below */
@@ -361,11 +404,11 @@ size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   } else if (strcmp(name, "client") == 0) {
     if (argc < 2)
       return wrong_arity(w, c, "client"), (size_t)used;
-    cmd_client(w, c, &r);
+    on_client(w, c, &r);
   } else if (strcmp(name, "command") == 0) {
-    cmd_command(w, c, &r);
+    on_command(w, c, &r);
   } else if (strcmp(name, "hello") == 0) {
-    cmd_hello(w, c, &r);
+    on_hello(w, c, &r);
   } else if (strcmp(name, "config") == 0) {
     if (argc < 2)
       return wrong_arity(w, c, "config"), (size_t)used;

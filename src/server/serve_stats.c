@@ -267,7 +267,7 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
                    "to the write of its reply.\n"
                    "# TYPE idgen_request_duration_seconds histogram\n");
   for (int p = 0; p < NPROTO; p++) {
-    const char *pn = serve_proto_names[p];
+    const char *pn = serve_proto_name(p);
     uint64_t cum = 0;
     for (int i = 0; i < NBUCKETS; i++) {
       cum += SUM(s, hist[p][i]);
@@ -381,7 +381,7 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
                 "# TYPE idgen_connections gauge\n");
   for (int p = 0; p < NPROTO; p++)
     serve_buf_printf(b, "idgen_connections{proto=\"%s\"} %" PRId64 "\n",
-               serve_proto_names[p], (int64_t)SUM(s, open[p]));
+               serve_proto_name(p), (int64_t)SUM(s, open[p]));
   serve_buf_printf(b, "# HELP idgen_connections_closed_total Connections closed, by reason.\n"
                 "# TYPE idgen_connections_closed_total counter\n");
   for (int r = 0; r < NCR; r++)
@@ -519,7 +519,7 @@ static json_t *info_object(serve_daemon_t *s) {
   json_object_set_new(o, "max_borrow_ms", json_integer(s->cfg->s.gen.max_borrow_ms));
   json_object_set_new(o, "max_wait_ms", json_integer(s->cfg->s.gen.max_wait_ms));
   json_object_set_new(o, "clock", clock);
-  /* Requests waiting now for their tick or mark (G3), and the bound. */
+  /* Requests waiting now for their tick or mark (bounded), and the bound. */
   serve_waiting_t wt = serve_waiting(s);
   json_object_set_new(o, "waiting",
                       json_pack("{sIsIsI}", "requests", (json_int_t)wt.requests, "oldest_ms",
@@ -631,8 +631,8 @@ int serve_status_json(serve_daemon_t *s, serve_buf_t *b) {
       c += SUM(s, hist[p][i]);
       json_array_append_new(cum, json_integer((json_int_t)c));
     }
-    json_object_set_new(lat, serve_proto_names[p], cum);
-    json_object_set_new(conns, serve_proto_names[p], json_integer((json_int_t)SUM(s, open[p])));
+    json_object_set_new(lat, serve_proto_name(p), cum);
+    json_object_set_new(conns, serve_proto_name(p), json_integer((json_int_t)SUM(s, open[p])));
   }
   json_object_set_new(o, "requests", req);
   json_object_set_new(o, "latency", lat);

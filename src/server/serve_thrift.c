@@ -1,7 +1,7 @@
 /*
  * serve_thrift.c -- Twitter's Snowflake service on `idgen serve --thrift`
- * (seeds 001 and 003; the IDL is docs/snowflake.thrift): framed transport,
- * binary protocol, parsed by thrift.c.
+ * (the IDL is docs/snowflake.thrift; DESIGN §9): framed transport, binary
+ * protocol, parsed by thrift.c.
  *
  * get_id(useragent) follows the same rule for agent names as HTTP's agent=
  * and RESP's CLIENT SETNAME, and counts under the agent in metrics; it takes
@@ -58,22 +58,35 @@ static void error_named(serve_worker_t *w, const char *name, size_t name_len, in
   CNT_ADD(w->st.thrift_err, 1);
 }
 
-void serve_thrift_error(serve_worker_t *w, serve_conn_t *c, const char *name, int32_t seqid,
-                        int type, const char *msg) {
-  (void)c;
-  error_named(w, name, strlen(name), seqid, type, msg);
-}
-
 static void reply_i64(serve_worker_t *w, const char *name, int32_t seqid, int64_t v) {
   struct i64_arg a = {name, seqid, v};
   put_frame(w, write_i64, &a);
   CNT_ADD(w->st.thrift_ok, 1);
 }
 
-void serve_thrift_id(serve_worker_t *w, serve_conn_t *c, int32_t seqid, uint64_t id) {
+/* get_id's reply: one Snowflake ID, an i64. */
+static int reply_ids(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
+                     const uint64_t *ids) {
   (void)c;
-  reply_i64(w, "get_id", seqid, (int64_t)id);
+  if (ids[0] > INT64_MAX) {
+    error_named(w, "get_id", 6, sh->seqid, THRIFT_EX_INTERNAL_ERROR,
+                "the ID does not fit in an i64 (a layout of 64 bits)");
+    return 1;
+  }
+  reply_i64(w, "get_id", sh->seqid, (int64_t)ids[0]);
+  return 0;
 }
+
+/* A refused get_id: as Twitter's clients saw InvalidSystemClock. */
+static void reply_ids_error(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
+                            int rc, const char *why, int64_t wait_ms) {
+  (void)c, (void)wait_ms;
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s%s", rc == IDGEN_ECLOCK ? "InvalidSystemClock: " : "", why);
+  error_named(w, "get_id", 6, sh->seqid, THRIFT_EX_INTERNAL_ERROR, msg);
+}
+
+static const serve_replies_t thrift_replies = {reply_ids, reply_ids_error};
 
 /* get_worker_id / get_datacenter_id: the node field of that name. */
 static void node_field(serve_worker_t *w, const thrift_call_t *t, const char *field,
@@ -136,7 +149,8 @@ size_t serve_thrift_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, 
       error_named(w, "get_id", 6, t.seqid, THRIFT_EX_INTERNAL_ERROR, msg);
       break;
     }
-    serve_reply_shape_t sh = {.proto = PROTO_THRIFT,
+    serve_reply_shape_t sh = {.replies = &thrift_replies,
+                              .proto = PROTO_THRIFT,
                               .kind = KIND_SNOWFLAKE,
                               .agent = serve_agent_index(w->srv, t.useragent, t.useragent_len),
                               .count = 1,

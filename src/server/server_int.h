@@ -1,7 +1,13 @@
 /*
- * server_int.h -- the daemon's insides, shared by the event loop
- * (server.c), the protocols (serve_http.c, serve_resp.c) and the
- * facts and metrics (serve_stats.c).
+ * server_int.h -- the daemon's insides, shared by its files: the event
+ * loops and the lifecycle (serve_loop.c) on top; below them the protocols
+ * (serve_http.c, serve_resp.c, serve_thrift.c), which hand ID requests to
+ * serve_ids.c with a table of their own replies (serve_replies_t) and take
+ * facts from serve_stats.c; at the bottom buffers and clocks
+ * (serve_buf.c), sockets (serve_listen.c), the lease (serve_lease.c), the
+ * audit log (serve_audit.c) and busy polling (serve_poll.c).  Calls run
+ * downward only: what a lower file needs from a higher one it is handed
+ * (a reply table, serve_resume_cb).  The sections below follow the files.
  */
 #ifndef IDGEN_SERVER_INT_H
 #define IDGEN_SERVER_INT_H
@@ -30,8 +36,16 @@
 
 enum proto { PROTO_HTTP, PROTO_RESP, PROTO_THRIFT, NPROTO };
 /* "http", "resp", "thrift": in logs and metric labels. */
-extern const char *const serve_proto_names[NPROTO];
+static inline const char *serve_proto_name(int proto) {
+  static const char *const names[NPROTO] = {"http", "resp", "thrift"};
+  return names[proto];
+}
 enum id_kind { KIND_SNOWFLAKE, KIND_ULID, KIND_UUID7, NKINDS };
+/* "snowflake", "ulid", "uuid7". */
+static inline const char *serve_kind_name(int kind) {
+  static const char *const names[NKINDS] = {"snowflake", "ulid", "uuid7"};
+  return names[kind];
+}
 /* Why a connection was closed: the enum and the metric's labels. */
 #define CLOSE_REASONS(X)                                                                  \
   X(EOF, "eof") X(RESET, "reset") X(IDLE, "idle") X(SLOW, "slow") X(OUTPUT, "output")     \
@@ -89,9 +103,12 @@ typedef struct serve_buf {
   size_t len, cap;
 } serve_buf_t;
 
+struct serve_replies;
+
 /* What an ID request's reply looks like: kept while the request waits. */
 typedef struct serve_reply_shape {
-  uint8_t proto;                 /* PROTO_HTTP or PROTO_RESP */
+  const struct serve_replies *replies; /* its protocol's answers (below) */
+  uint8_t proto;                 /* PROTO_* */
   uint8_t kind;                  /* KIND_* */
   uint8_t json;                  /* HTTP: {"ids":[...]} */
   uint8_t head;                  /* HTTP: HEAD, headers only */
@@ -103,6 +120,24 @@ typedef struct serve_reply_shape {
 } serve_reply_shape_t;
 
 struct serve_conn;
+struct serve_worker;
+
+/* How a protocol answers an ID request: each protocol's own table, carried
+ * in the request's shape, so that serve_ids.c answers every protocol the
+ * same way.
+ *   ids: the reply with sh->count IDs appended to w->out (Snowflake IDs
+ *     from `ids`, 128-bit ones made by serve_ids_make128).  0; 1 when the
+ *     protocol refused them itself with an error reply (nothing counted,
+ *     no audit line); or an IDGEN_E* code with nothing appended.
+ *   error: the reply to a request refused with rc: `why` is the reason
+ *     (serve_ids.c words it), `wait_ms` how long until IDs can be issued
+ *     again. */
+typedef struct serve_replies {
+  int (*ids)(struct serve_worker *w, struct serve_conn *c, const struct serve_reply_shape *sh,
+             const uint64_t *ids);
+  void (*error)(struct serve_worker *w, struct serve_conn *c,
+                const struct serve_reply_shape *sh, int rc, const char *why, int64_t wait_ms);
+} serve_replies_t;
 
 /* A Snowflake request that must wait for its tick or its mark.  It is
  * parked on its loop's timer instead of sleeping in the loop, and answered
@@ -258,7 +293,7 @@ typedef struct serve_daemon {
   serve_worker_t *workers;
   atomic_int stopping;
   atomic_long nconns;            /* open connections, all workers */
-  /* Busy polling's gate (server.c, DESIGN §10): a loop with work samples the
+  /* Busy polling's gate (serve_poll.c, DESIGN §10): a loop with work samples the
    * host's runnable threads; the others' mean says how many loops may poll
    * at once (pollers_max); `pollers` are polling now. */
   int loadavg_fd;                /* /proc/loadavg, or -1: no polling */
@@ -273,7 +308,7 @@ typedef struct serve_daemon {
   int64_t start_mono_ms;
   char http_addr[128], resp_addr[128], thrift_addr[128]; /* as bound */
   /* The lease.  Requests ask the generator (its errors, its status); the
-   * lease thread (server.c) only logs changes and replaces a lease lost for
+   * lease thread (serve_lease.c) only logs changes and replaces a lease lost for
    * good.  lease_was_valid: its last look, its own. */
   int lease_was_valid;
   int lease_field;               /* layout index of the leased field, or -1 */
@@ -318,15 +353,18 @@ static inline idgen_cached_gen_t *server_cache(serve_daemon_t *s) {
  * with a read-modify-write this load synchronizes with). */
 static inline uint64_t server_swaps(serve_daemon_t *s) { return atomic_load(&s->swaps); }
 
-/* ---- server.c: buffers and time ---- */
+/* ---- serve_buf.c: buffers, numbers as text, and clocks ---- */
 void serve_buf_reserve(serve_buf_t *b, size_t more);
 void serve_buf_put(serve_buf_t *b, const void *p, size_t n);
 void serve_buf_printf(serve_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void serve_buf_free(serve_buf_t *b);
 size_t serve_u64_dec(char *dst, uint64_t v); /* no NUL; at most 20 bytes */
 int64_t serve_mono_ms(void);
+int64_t serve_mono_ns(void);
+int64_t serve_kernel_mono_ns(void); /* past LD_PRELOAD clock fakers: parked requests */
 
-/* serve_listen.c: an address as "a.b.c.d:port" or "[v6]:port" into buf[n];
+/* ---- serve_listen.c: sockets, addresses, the pid file ---- */
+/* An address as "a.b.c.d:port" or "[v6]:port" into buf[n];
  * binds protocol `proto` on every loop (the bound address, port 0 resolved,
  * into bound[n]); writes the pid file; raises the descriptor limit for
  * max_connections.  0, or -1 with a message on stderr. */
@@ -334,21 +372,31 @@ void serve_addr_text(const struct sockaddr_storage *ss, char *buf, size_t n);
 int serve_bind_all(serve_daemon_t *s, int proto, const serve_addr_t *a, char *bound, size_t n);
 int serve_write_pid_file(const char *path);
 void serve_raise_fd_limit(const serve_config_t *cfg);
-
-/* serve_lease.c: the generators (leased, or static) made at start (0, or
- * -1 with a message on stderr); logs the lease and starts the lease thread
- * (joined by serve_run). */
-int serve_make_generators(serve_daemon_t *s);
-void serve_lease_start(serve_daemon_t *s);
 /* The client's address as "ip:port" into buf[64], for log lines. */
 const char *serve_peer_text(const serve_conn_t *c, char *buf);
-int64_t serve_mono_ns(void);
-int64_t serve_kernel_mono_ns(void); /* past LD_PRELOAD clock fakers: parked requests */
 
-/* ---- server.c: a connection whose parked request was answered ---- */
-/* Sends the reply in w->out, then goes on with the connection's waiting
- * requests.  Returns -1 if c was closed. */
-int serve_conn_resume(serve_worker_t *w, serve_conn_t *c, int64_t read_ns);
+/* ---- serve_lease.c: the generators and the lease thread ---- */
+/* The generators (leased, or static) made at start (0, or -1 with a
+ * message on stderr); logs the lease and starts the lease thread (joined
+ * by serve_run). */
+int serve_make_generators(serve_daemon_t *s);
+void serve_lease_start(serve_daemon_t *s);
+
+/* ---- serve_poll.c: busy polling (DESIGN §10) ---- */
+struct epoll_event;
+/* The gate at the start: the CPUs this process may run on, every sample as
+ * if each CPU were taken (no polling until real samples come), and
+ * /proc/loadavg opened when busy_poll_ns is set (s->loadavg_fd). */
+void serve_poll_setup(serve_daemon_t *s);
+/* In a loop's own thread, before its first turn: its /proc/thread-self/stat
+ * (w->statfd), read by the samples. */
+void serve_poll_loop_start(serve_worker_t *w);
+/* The loop's wait: up to wait_ns for events into evs[256], polling first
+ * after a turn with work while the gate lets it.  Their count, or -1 with
+ * errno. */
+int serve_poll_wait(serve_worker_t *w, struct epoll_event *evs, int64_t wait_ns);
+/* After a turn with work: samples the host's load if it is time. */
+void serve_poll_sample(serve_worker_t *w);
 
 /* ---- serve_ids.c: making IDs ---- */
 /* The daemon's own failure beside idgen's codes (all above -100): a request
@@ -360,13 +408,21 @@ int serve_conn_resume(serve_worker_t *w, serve_conn_t *c, int64_t read_ns);
 /* Answers the ID request `sh` of connection c into w->out, or parks it
  * (c->parked set) when it must wait: it never sleeps. */
 void serve_ids_request(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh);
-/* Answers the parked requests that are due.  Returns the ns until the next
- * one is due, or -1 if none waits. */
-int64_t serve_ids_run_parked(serve_worker_t *w);
+/* The event loop's: sends the reply to c's parked request (in w->out),
+ * then goes on with the connection's requests that waited behind it.
+ * Returns -1 if c was closed. */
+typedef int (*serve_resume_cb)(serve_worker_t *w, serve_conn_t *c, int64_t read_ns);
+/* Answers the parked requests that are due, each followed by resume().
+ * Returns the ns until the next one is due, or -1 if none waits. */
+int64_t serve_ids_run_parked(serve_worker_t *w, serve_resume_cb resume);
 /* At the drain's time limit, before the connections close: each request
  * still parked is answered if due and refused if not, and nothing more is
  * parsed on its connection. */
-void serve_ids_end_parked(serve_worker_t *w);
+void serve_ids_end_parked(serve_worker_t *w, serve_resume_cb resume);
+/* A 128-bit ID of `kind` (KIND_ULID, KIND_UUID7) made now, as text into
+ * out[40] (no NUL kept): its length, or an IDGEN_E* code.  (A reply's
+ * Snowflake IDs are made before it, and written with serve_u64_dec.) */
+int serve_ids_make128(serve_daemon_t *s, int kind, char *out);
 /* Forgets c's parked request (its connection closes). */
 void serve_ids_unpark(serve_worker_t *w, serve_conn_t *c);
 /* 1 and a reason when /health should say 503 (lease, clock, a request that
@@ -377,20 +433,13 @@ int serve_unhealthy(serve_daemon_t *s, char *why, size_t n);
 typedef struct serve_waiting {
   uint64_t requests;
   int64_t oldest_ms;
-  int64_t bound_ms; /* what one may wait (serve_wait_bound_ms) */
+  int64_t bound_ms; /* what one may wait (bounded): max_wait_ms, and the rest of a
+                     * used-up tick when the layout's tick is a second or shorter */
 } serve_waiting_t;
 serve_waiting_t serve_waiting(serve_daemon_t *s);
-/* The longest a request may wait by G3: max_wait_ms, plus the rest of a
- * used-up tick when the layout's tick is a second or shorter. */
-int64_t serve_wait_bound_ms(const serve_daemon_t *s);
 /* /health is 503 once a request has waited this much longer than the bound
  * (a loop late to resume it, or a wait the generator should not allow). */
 #define WAIT_MARGIN_MS 250
-void serve_ids_count(serve_worker_t *w, int kind, int agent, size_t n);
-/* The reason an ID request failed with rc, naming how long until IDs can
- * be issued again for a clock refusal; returns that wait in ms. */
-int64_t serve_ids_error_text(serve_daemon_t *s, int rc, size_t count, char *buf, size_t n);
-const char *serve_kind_name(int kind);
 
 /* ---- sd_notify.c: systemd's notification protocol ---- */
 /* Sends msg ("READY=1\nSTATUS=...") to $NOTIFY_SOCKET; 0 when sent or when
@@ -419,15 +468,9 @@ extern const size_t serve_status_html_len;
  * returns 1 when unhealthy (503). */
 int serve_health_text(serve_daemon_t *s, serve_buf_t *b);
 void serve_observe_latency(serve_worker_t *w, int proto, int64_t ns, size_t n);
-
-/* ---- serve_http.c / serve_resp.c: one request each ---- */
-/* An HTTP response for shape sh appended to w->out (body omitted for HEAD). */
-void serve_http_answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
-                       int status, const char *ctype, const char *body, size_t len,
-                       const char *extra);
-/* A RESP error "-ERR ..." appended to w->out. */
 /* Node field `field`'s value in use (the lease's for the leased field). */
 uint64_t serve_node_value(serve_daemon_t *s, int field);
+
 /* ---- serve_audit.c: the audit log, written by a thread of its own ---- */
 typedef struct serve_audit serve_audit_t;
 /* Opens cfg->audit_log (none: s->audit stays NULL): 0, or -1 with a
@@ -462,20 +505,14 @@ void serve_audit_health_line(serve_daemon_t *s, serve_buf_t *b);
 /* /info's and /status.json's "audit" (null without), and /metrics' lines. */
 struct json_t *serve_audit_json(serve_daemon_t *s);
 void serve_audit_metrics(serve_daemon_t *s, serve_buf_t *b);
-/* The Thrift service (serve_thrift.c): one framed call, as serve_resp_handle. */
-size_t serve_thrift_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len);
-/* A TApplicationException for the call `name` (get_id), message `msg`. */
-void serve_thrift_error(serve_worker_t *w, serve_conn_t *c, const char *name, int32_t seqid,
-                        int type, const char *msg);
-/* get_id's reply with `id`. */
-void serve_thrift_id(serve_worker_t *w, serve_conn_t *c, int32_t seqid, uint64_t id);
-void serve_resp_error(serve_worker_t *w, serve_conn_t *c, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Handles the first request in buf[0..len) of connection c, appending its
- * reply to w->out.  Returns the bytes it used, or 0 if the request is not
- * whole yet.  Sets c->stop_parsing when the connection should close after
- * its replies. */
+/* ---- the protocols (serve_http.c, serve_resp.c, serve_thrift.c) ---- */
+/* Handles the first request (a Thrift call: one frame) in buf[0..len) of
+ * connection c, appending its reply to w->out; an ID request goes to
+ * serve_ids_request with the protocol's serve_replies_t.  Returns the
+ * bytes it used, or 0 if the request is not whole yet.  Sets
+ * c->stop_parsing when the connection should close after its replies. */
 size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len);
 size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len);
+size_t serve_thrift_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len);
 
 #endif

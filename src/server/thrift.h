@@ -1,6 +1,6 @@
 /*
- * thrift.h -- Twitter's Snowflake service over Apache Thrift (seeds 001 and
- * 003): the framed transport and the binary protocol, for `idgen serve
+ * thrift.h -- Twitter's Snowflake service over Apache Thrift (DESIGN §9):
+ * the framed transport and the binary protocol, for `idgen serve
  * --thrift`.  The IDL is docs/snowflake.thrift:
  *
  *   exception InvalidSystemClock { 1: string message }

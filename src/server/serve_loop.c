@@ -1,5 +1,5 @@
 /*
- * server.c -- the event loops and the lifecycle of `idgen serve`.
+ * serve_loop.c -- the event loops and the lifecycle of `idgen serve`.
  *
  * Threads.  One event loop per thread (--threads, default one per CPU).
  * Each loop has its own listening sockets, bound with SO_REUSEPORT to the
@@ -44,7 +44,6 @@
 #include <netinet/tcp.h>
 #include <linux/sockios.h>
 #include <arpa/inet.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -63,16 +62,6 @@
 
 /* ---- connections ---------------------------------------------------------- */
 
-
-const char *serve_peer_text(const serve_conn_t *c, char *buf) {
-  struct sockaddr_storage ss;
-  socklen_t len = sizeof ss;
-  if (getpeername(c->fd, (struct sockaddr *)&ss, &len) < 0)
-    snprintf(buf, 64, "unknown");
-  else
-    serve_addr_text(&ss, buf, 64);
-  return buf;
-}
 
 static void set_events(serve_worker_t *w, serve_conn_t *c, uint32_t ev) {
   if (c->events == ev)
@@ -228,7 +217,7 @@ static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
       if (conn_readable(w, c) < 0)
         return -1;
       c->drain_reading = 0;
-      if (c->parked) /* read on once it is answered (serve_conn_resume) */
+      if (c->parked) /* read on once it is answered (conn_resume) */
         return 0;
       if (w->read_eagain)
         c->drain_read = 1;
@@ -414,7 +403,8 @@ static int conn_writable(serve_worker_t *w, serve_conn_t *c) {
   return conn_settle(w, c);
 }
 
-int serve_conn_resume(serve_worker_t *w, serve_conn_t *c, int64_t read_ns) {
+/* A connection whose parked request was answered (serve_resume_cb). */
+static int conn_resume(serve_worker_t *w, serve_conn_t *c, int64_t read_ns) {
   if (w->replies > 0 || w->out.len > 0)
     observe(w, c, read_ns, 1);
   w->replies = 0;
@@ -580,7 +570,7 @@ static void sweep(serve_worker_t *w) {
     next = c->next;
     int reason = -1;
     if (c->parked || c->audit_seq)
-      continue; /* its request is bounded by the generator (G3), or its replies wait for
+      continue; /* its request's wait is bounded by the generator, or its replies wait for
                    their audit lines (released when written; refused meanwhile) */
     if (c->lingering) {
       if (now >= c->linger_until_ms)
@@ -611,7 +601,7 @@ static void sweep(serve_worker_t *w) {
       continue;
     if (reason == CR_SLOW)
       log_limited(&w->srv->close_log, "warn", "client_closed", "reason=slow proto=%s peer=%s",
-                  serve_proto_names[c->proto], serve_peer_text(c, (char[64]){0}));
+                  serve_proto_name(c->proto), serve_peer_text(c, (char[64]){0}));
     conn_close(w, c, reason);
   }
 }
@@ -642,166 +632,12 @@ static void start_drain(serve_worker_t *w) {
   }
 }
 
-/* ---- busy polling ---------------------------------------------------------- */
-
-/* Polling pays only on a CPU that nothing else wants.  With clients on the
- * same host and no CPU to spare (wrk -t2 on two CPUs), a polling loop looks
- * CPU-bound to the scheduler, is preempted, waits out a time slice, and the
- * HTTP p99 rose from 1-3 ms to 7-8 ms.  So a loop that has just had work
- * samples, at most every LOAD_SAMPLE_MS across all loops, how many threads the
- * host has runnable (/proc/loadavg's fourth field) and takes away this
- * daemon's loops that are runnable: the rest are the others (at most the
- * CPU count: more leave no CPU idle either).  The mean of the last
- * LOAD_SAMPLES samples decides: while the others leave more than a third of
- * a CPU idle, that idle CPUs' worth of loops (rounded up) may poll at once;
- * else none.  A loop counts as runnable when it is out of its wait and, with
- * up to LOAD_STAT_LOOPS loops, also when /proc says it was woken and has not
- * run yet (one read of a small /proc file per waiting loop, about 3 us; past
- * that many loops the reads would cost more than the correction is worth).
- * IDGEN_TEST_LOADAVG names a file read instead of /proc/loadavg (the tests'
- * way to set the load). */
-#define LOAD_SAMPLE_MS 5
-#define LOAD_STAT_LOOPS 8
-
-/* 1 if the loop's thread is runnable ('R' in /proc/thread-self/stat): one
- * that was woken but has not run yet is out of its wait but not yet awake.
- * 0 without the file (opened only with up to LOAD_STAT_LOOPS loops). */
-static int loop_runnable(serve_worker_t *w) {
-  char b[256];
-  int fd = atomic_load_explicit(&w->statfd, memory_order_acquire);
-  ssize_t n = fd >= 0 ? pread(fd, b, sizeof b - 1, 0) : -1;
-  if (n <= 0)
-    return 0;
-  b[n] = '\0';
-  const char *p = strrchr(b, ')'); /* "1234 (idgen) R 1 ..." */
-  return p != NULL && p[1] == ' ' && p[2] == 'R';
-}
-
-/* The runnable-thread count in a /proc/loadavg text ("0.52 0.58 0.59 3/467
- * 12345"), or -1 if there is none. */
-static long loadavg_running(char *b, ssize_t n) {
-  if (n <= 0)
-    return -1;
-  b[n] = '\0';
-  const char *p = strchr(b, '/');
-  if (p == NULL)
-    return -1;
-  const char *start = p;
-  while (start > b && start[-1] >= '0' && start[-1] <= '9')
-    start--;
-  if (start == p || p - start > 9 || (start > b && start[-1] != ' ')) /* not a count */
-    return -1;
-  return strtol(start, NULL, 10);
-}
-
-/* Called by the loop that won the sample (s->sampling held). */
-static void sample_load(serve_daemon_t *s) {
-  char b[128];
-  ssize_t n = s->loadavg_fd >= 0 ? pread(s->loadavg_fd, b, sizeof b - 1, 0) : -1;
-  int ours = 0;
-  for (int i = 0; i < s->nworkers; i++) {
-    serve_worker_t *w = &s->workers[i];
-    ours += !atomic_load_explicit(&w->waiting, memory_order_relaxed) || loop_runnable(w);
-  }
-  long running = loadavg_running(b, n);
-  int others = s->ncpus; /* unknown: as if every CPU were taken */
-  if (running >= 0)
-    others = running <= ours ? 0 : running - ours >= s->ncpus ? s->ncpus : (int)(running - ours);
-  s->load_sum += others - s->load_ring[s->load_next];
-  s->load_ring[s->load_next] = others;
-  s->load_next = (s->load_next + 1) % LOAD_SAMPLES;
-  /* spare CPUs, in 1/LOAD_SAMPLES of a CPU */
-  int spare = s->ncpus * LOAD_SAMPLES - s->load_sum;
-  atomic_store_explicit(&s->others_x64, s->load_sum * 64 / LOAD_SAMPLES, memory_order_relaxed);
-  int allowed = spare > LOAD_SAMPLES / 3 ? (spare + LOAD_SAMPLES - 1) / LOAD_SAMPLES : 0;
-  atomic_store_explicit(&s->pollers_max, allowed < s->nworkers ? allowed : s->nworkers,
-                        memory_order_relaxed);
-}
-
-/* After a turn with work: samples the load if it is time and no other loop
- * is sampling.  One relaxed load on the way, unless it is time. */
-static void maybe_sample_load(serve_worker_t *w) {
-  serve_daemon_t *s = w->srv;
-  if (w->now_ms - atomic_load_explicit(&s->load_sampled_ms, memory_order_relaxed) <
-          LOAD_SAMPLE_MS ||
-      atomic_flag_test_and_set_explicit(&s->sampling, memory_order_acquire))
-    return;
-  if (w->now_ms - atomic_load_explicit(&s->load_sampled_ms, memory_order_relaxed) >=
-      LOAD_SAMPLE_MS) {
-    atomic_store_explicit(&s->load_sampled_ms, w->now_ms, memory_order_relaxed);
-    sample_load(s);
-  }
-  atomic_flag_clear_explicit(&s->sampling, memory_order_release);
-}
-
-/* A place among the loops that may poll now: 1, or 0 if they are taken. */
-static int poll_slot(serve_daemon_t *s) {
-  int max = atomic_load_explicit(&s->pollers_max, memory_order_relaxed);
-  if (max <= 0)
-    return 0;
-  if (atomic_fetch_add_explicit(&s->pollers, 1, memory_order_relaxed) < max)
-    return 1;
-  atomic_fetch_sub_explicit(&s->pollers, 1, memory_order_relaxed);
-  return 0;
-}
-
-/* Waits up to wait_ns for events.  After a turn with work the loop first
- * polls (epoll_wait without blocking) for up to busy_poll_ns: a loop that
- * sleeps costs the client that wakes it an inter-processor interrupt and a
- * wake-up, on every request of a request-reply client that is about as fast
- * as the loop (DESIGN §10).  So polling costs at most busy_poll_ns per turn
- * with work (requests read, a connection accepted or closed).  The credit stops
- * it while polls seldom find work: a hit raises it by one, a miss lowers it
- * by two, so polling lasts while two in three polls find work; while it is
- * negative only every eighth turn after work polls, to notice when the load
- * comes back.  No sched_yield between looks: a yield to a busy task on the
- * same CPU keeps the loop runnable, not asleep, so a request arriving
- * meanwhile waits for the next scheduler tick instead of waking it.  A find
- * after twice the budget (the thread lost its CPU meanwhile) is a miss. */
-static int wait_events(serve_worker_t *w, struct epoll_event *evs, int64_t wait_ns) {
-  int64_t budget = w->srv->cfg->busy_poll_ns;
-  if (budget > wait_ns)
-    budget = wait_ns;
-  int n = 0;
-  if (budget > 0 && w->worked && (w->poll_credit >= 0 || (++w->poll_probes & 7) == 0) &&
-      poll_slot(w->srv)) {
-    int64_t start = serve_mono_ns(), spent;
-    do {
-      n = epoll_wait(w->epfd, evs, 256, 0);
-      spent = serve_mono_ns() - start;
-    } while (n == 0 && spent < budget);
-    if (n >= 0) {
-      int hit = n > 0 && spent < 2 * budget;
-      if (hit)
-        w->poll_credit += w->poll_credit < 8;
-      else if ((w->poll_credit -= 2) < -8)
-        w->poll_credit = -8;
-      CNT_ADD(w->st.polls[hit], 1);
-    }
-    atomic_fetch_sub_explicit(&w->srv->pollers, 1, memory_order_relaxed);
-    wait_ns = spent < wait_ns ? wait_ns - spent : 0;
-  }
-  if (n == 0) {
-    CNT_ADD(w->st.waits, 1);
-    struct timespec ts = {(time_t)(wait_ns / 1000000000), (long)(wait_ns % 1000000000)};
-    atomic_store_explicit(&w->waiting, 1, memory_order_relaxed);
-    n = epoll_pwait2(w->epfd, evs, 256, &ts, NULL);
-    if (n < 0 && errno == ENOSYS) /* a kernel before 5.11 */
-      n = epoll_wait(w->epfd, evs, 256, (int)((wait_ns + 999999) / 1000000));
-    atomic_store_explicit(&w->waiting, 0, memory_order_relaxed);
-  }
-  w->worked = n > 0;
-  return n;
-}
-
 static void *worker_main(void *arg) {
   serve_worker_t *w = arg;
   serve_daemon_t *s = w->srv;
   struct epoll_event evs[256];
   int64_t due_ns = -1; /* until the first parked request is due */
-  if (s->cfg->busy_poll_ns > 0 && s->nworkers <= LOAD_STAT_LOOPS) /* read by sample_load */
-    atomic_store_explicit(&w->statfd, open("/proc/thread-self/stat", O_RDONLY | O_CLOEXEC),
-                          memory_order_release);
+  serve_poll_loop_start(w);
   for (;;) {
     /* No generator held here but parked requests' (see swaps_seen). */
     atomic_store(&w->swaps_seen, server_swaps(s));
@@ -813,7 +649,7 @@ static void *worker_main(void *arg) {
       if (left < wait_ns)
         wait_ns = left > 0 ? left : 0;
     }
-    int n = wait_events(w, evs, wait_ns);
+    int n = serve_poll_wait(w, evs, wait_ns);
     if (n < 0 && errno != EINTR) {
       log_event("error", "epoll_wait", "error=\"%s\"", strerror(errno));
       break;
@@ -837,13 +673,13 @@ static void *worker_main(void *arg) {
         (void)r;
       }
     }
-    due_ns = w->parked ? serve_ids_run_parked(w) : -1;
+    due_ns = w->parked ? serve_ids_run_parked(w, conn_resume) : -1;
     if (w->audit.len > 0)
       serve_audit_handoff(w);
     if (w->held || w->held_waiting)
       release_held(w);
     if (n > 0 && s->cfg->busy_poll_ns > 0)
-      maybe_sample_load(w);
+      serve_poll_sample(w);
     if (w->now_ms - w->last_sweep_ms >= SWEEP_MS)
       sweep(w);
     if (atomic_load(&s->stopping) && !w->draining) {
@@ -851,14 +687,14 @@ static void *worker_main(void *arg) {
       /* Refuses at once those due after the drain's limit (unless the limit
        * is already here: then only their own replies, below). */
       if (w->parked && !drain_over(w, w->now_ms))
-        due_ns = serve_ids_run_parked(w);
+        due_ns = serve_ids_run_parked(w, conn_resume);
     }
     if (w->draining) {
       if (w->nconns == 0)
         break;
       if (drain_over(w, w->now_ms)) {
         if (w->parked)
-          serve_ids_end_parked(w);
+          serve_ids_end_parked(w, conn_resume);
         while (w->conns)
           conn_close(w, w->conns, CR_SHUTDOWN);
         break;
@@ -950,9 +786,8 @@ static const char *signame(int sig) {
   return sig == SIGTERM ? "TERM" : sig == SIGINT ? "INT" : sig == SIGHUP ? "HUP" : "?";
 }
 
-int serve_run(const serve_config_t *cfg) {
-  static serve_daemon_t srv; /* one daemon per process */
-  serve_daemon_t *s = &srv;
+/* The daemon's state before anything is opened. */
+static void daemon_init(serve_daemon_t *s, const serve_config_t *cfg) {
   memset(s, 0, sizeof *s);
   s->cfg = cfg;
   s->nworkers = cfg->threads;
@@ -964,30 +799,41 @@ int serve_run(const serve_config_t *cfg) {
   s->accept_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->clock_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->watchdog_log = (log_limit_t)LOG_LIMIT_INIT(10);
+}
 
-  if (serve_audit_open(s) < 0)
-    return 1;
-  if (cfg->log_file[0] != '\0') {
-    int rc = log_reopen(cfg->log_file);
-    if (rc < 0) {
-      fprintf(stderr, "idgen: serve: log_file %s: %s\n", cfg->log_file, strerror(-rc));
-      return 1;
-    }
+/* The log file, if one is set (else the log is stderr): 0, or -1 with a
+ * message on stderr. */
+static int open_log(const serve_config_t *cfg) {
+  if (cfg->log_file[0] == '\0')
+    return 0;
+  int rc = log_reopen(cfg->log_file);
+  if (rc < 0) {
+    fprintf(stderr, "idgen: serve: log_file %s: %s\n", cfg->log_file, strerror(-rc));
+    return -1;
   }
-  /* Signals: the loops never see them; this thread waits for them. */
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &set, NULL);
-  signal(SIGPIPE, SIG_IGN);
-  serve_raise_fd_limit(cfg);
+  return 0;
+}
 
-  int rc = 1;
+/* Signals: the loops never see them (blocked before the loops start, so
+ * they inherit the mask); the main thread waits for those in `set`. */
+static void block_signals(sigset_t *set) {
+  sigemptyset(set);
+  sigaddset(set, SIGTERM);
+  sigaddset(set, SIGINT);
+  sigaddset(set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, set, NULL);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+/* Everything the loops need before they start: the generators (and the
+ * lease), the agents, each loop's epoll set and buffers, the audit log's
+ * writer, the listening sockets and the pid file.  0, or -1 with a message
+ * on stderr; free_daemon frees what was made either way. */
+static int set_up(serve_daemon_t *s) {
+  const serve_config_t *cfg = s->cfg;
   s->workers = calloc((size_t)s->nworkers, sizeof *s->workers);
   if (s->workers == NULL)
-    goto out;
+    return -1;
   for (int i = 0; i < s->nworkers; i++) {
     serve_worker_t *w = &s->workers[i];
     w->epfd = w->wakefd = w->reserve_fd = -1;
@@ -996,24 +842,28 @@ int serve_run(const serve_config_t *cfg) {
       w->listeners[p].fd = -1;
   }
   if (serve_make_generators(s) < 0 || serve_agent_setup(s, cfg->max_agents) < 0)
-    goto out;
+    return -1;
   for (int i = 0; i < s->nworkers; i++)
     if (setup_worker(s, &s->workers[i], i) < 0) {
       fprintf(stderr, "idgen: serve: cannot set up event loop %d: %s\n", i, strerror(errno));
-      goto out;
+      return -1;
     }
   if (serve_audit_start(s) < 0)
-    goto out;
+    return -1;
   if ((cfg->http.enabled &&
        serve_bind_all(s, PROTO_HTTP, &cfg->http, s->http_addr, sizeof s->http_addr) < 0) ||
       (cfg->resp.enabled &&
        serve_bind_all(s, PROTO_RESP, &cfg->resp, s->resp_addr, sizeof s->resp_addr) < 0) ||
       (cfg->thrift.enabled && serve_bind_all(s, PROTO_THRIFT, &cfg->thrift, s->thrift_addr,
                                              sizeof s->thrift_addr) < 0))
-    goto out;
+    return -1;
   if (cfg->pid_file[0] != '\0' && serve_write_pid_file(cfg->pid_file) < 0)
-    goto out;
+    return -1;
+  return 0;
+}
 
+/* The start's log lines, and the lease thread. */
+static void announce(serve_daemon_t *s) {
   s->start_mono_ms = serve_mono_ms();
   const char *lname = s->layout->preset[0] ? s->layout->preset : s->layout_spec;
   log_event("info", "start", "version=%s pid=%ld layout=%s threads=%d registry=%s",
@@ -1022,19 +872,14 @@ int serve_run(const serve_config_t *cfg) {
   for (int p = 0; p < NPROTO; p++) {
     const char *bound = p == PROTO_HTTP ? s->http_addr : p == PROTO_RESP ? s->resp_addr : s->thrift_addr;
     if (bound[0])
-      log_event("info", "listen", "proto=%s addr=%s", serve_proto_names[p], bound);
+      log_event("info", "listen", "proto=%s addr=%s", serve_proto_name(p), bound);
   }
+}
 
-  cpu_set_t cpus;
-  s->ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  for (int i = 0; i < LOAD_SAMPLES; i++) /* no polling until the first samples */
-    s->load_ring[i] = s->ncpus;
-  s->load_sum = s->ncpus * LOAD_SAMPLES;
-  atomic_init(&s->others_x64, s->load_sum * 64 / LOAD_SAMPLES);
-  atomic_flag_clear(&s->sampling);
-  const char *loadavg = getenv("IDGEN_TEST_LOADAVG");
-  if (cfg->busy_poll_ns > 0) /* the load is sampled only for busy polling */
-    s->loadavg_fd = open(loadavg ? loadavg : "/proc/loadavg", O_RDONLY | O_CLOEXEC);
+/* Starts the loops' threads, each with its listeners in its epoll set:
+ * returns how many started (all of them, unless a thread could not be
+ * made). */
+static int start_loops(serve_daemon_t *s) {
   int started = 0;
   for (; started < s->nworkers; started++) {
     serve_worker_t *w = &s->workers[started];
@@ -1046,58 +891,72 @@ int serve_run(const serve_config_t *cfg) {
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
       break;
   }
-  int sig = 0;
-  if (started < s->nworkers) {
+  if (started < s->nworkers)
     log_event("error", "thread", "error=\"cannot start event loop %d\"", started);
-  } else {
-    /* Ready for systemd (Type=notify): every listener bound, the worker ID
-     * leased (serve_make_generators), every loop started. */
-    char note[sizeof s->http_addr * 3 + sizeof s->registry_shown + 128];
-    int nlen = snprintf(note, sizeof note,
-                        "READY=1\nSTATUS=serving: http %s, resp %s, thrift %s; registry %s",
-                        s->http_addr[0] ? s->http_addr : "off",
-                        s->resp_addr[0] ? s->resp_addr : "off",
-                        s->thrift_addr[0] ? s->thrift_addr : "off", s->registry_shown);
-    if (nlen < 0 || (size_t)nlen >= sizeof note) /* cannot be: the sizes above */
-      snprintf(note, sizeof note, "READY=1");
-    int nrc = serve_notify(note);
-    if (nrc < 0)
-      log_event("error", "sd_notify", "error=\"%s\"", strerror(-nrc));
-    int64_t wd = serve_watchdog_interval_ms(), next_wd = serve_mono_ms();
-    for (;;) {
-      siginfo_t si;
-      if (wd > 0) {
-        int64_t now = serve_mono_ms();
-        if (now >= next_wd) {
-          watchdog_tick(s, wd);
-          next_wd = now + wd;
-        }
-        int64_t left = next_wd - now;
-        struct timespec t = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
-        sig = sigtimedwait(&set, &si, &t);
-      } else {
-        sig = sigwaitinfo(&set, &si);
-      }
-      if (sig < 0)
-        continue;
-      if (sig == SIGHUP) /* by its writer, which may wait for the file: never here */
-        serve_audit_reopen(s);
-      if (sig == SIGHUP) {
-        if (cfg->log_file[0] == '\0') {
-          log_event("info", "reopen_log", "signal=HUP log=stderr action=none");
-        } else {
-          int r = log_reopen(cfg->log_file);
-          log_event(r < 0 ? "error" : "info", "reopen_log", "signal=HUP log=%s%s%s",
-                    cfg->log_file, r < 0 ? " error=" : "", r < 0 ? strerror(-r) : "");
-        }
-        continue;
-      }
-      break;
-    }
-    log_event("info", "stop", "signal=%s connections=%ld", signame(sig),
-              (long)atomic_load(&s->nconns));
-    serve_notify("STOPPING=1\nSTATUS=draining: no new connections, answering the open ones");
+  return started;
+}
+
+/* Ready for systemd (Type=notify): every listener bound, the worker ID
+ * leased (serve_make_generators), every loop started. */
+static void notify_ready(serve_daemon_t *s) {
+  char note[sizeof s->http_addr * 3 + sizeof s->registry_shown + 128];
+  int nlen = snprintf(note, sizeof note,
+                      "READY=1\nSTATUS=serving: http %s, resp %s, thrift %s; registry %s",
+                      s->http_addr[0] ? s->http_addr : "off",
+                      s->resp_addr[0] ? s->resp_addr : "off",
+                      s->thrift_addr[0] ? s->thrift_addr : "off", s->registry_shown);
+  if (nlen < 0 || (size_t)nlen >= sizeof note) /* cannot be: the sizes above */
+    snprintf(note, sizeof note, "READY=1");
+  int nrc = serve_notify(note);
+  if (nrc < 0)
+    log_event("error", "sd_notify", "error=\"%s\"", strerror(-nrc));
+}
+
+/* SIGHUP: the audit log and the log file are opened again (logrotate). */
+static void reopen_logs(serve_daemon_t *s) {
+  const serve_config_t *cfg = s->cfg;
+  serve_audit_reopen(s); /* by its writer, which may wait for the file: never here */
+  if (cfg->log_file[0] == '\0') {
+    log_event("info", "reopen_log", "signal=HUP log=stderr action=none");
+    return;
   }
+  int r = log_reopen(cfg->log_file);
+  log_event(r < 0 ? "error" : "info", "reopen_log", "signal=HUP log=%s%s%s", cfg->log_file,
+            r < 0 ? " error=" : "", r < 0 ? strerror(-r) : "");
+}
+
+/* The main thread while the loops serve: waits for SIGTERM or SIGINT,
+ * handling SIGHUP, and meanwhile sends systemd's watchdog its WATCHDOG=1.
+ * Returns the signal that stops the daemon. */
+static int wait_for_stop(serve_daemon_t *s, const sigset_t *set) {
+  int64_t wd = serve_watchdog_interval_ms(), next_wd = serve_mono_ms();
+  for (;;) {
+    siginfo_t si;
+    int sig;
+    if (wd > 0) {
+      int64_t now = serve_mono_ms();
+      if (now >= next_wd) {
+        watchdog_tick(s, wd);
+        next_wd = now + wd;
+      }
+      int64_t left = next_wd - now;
+      struct timespec t = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
+      sig = sigtimedwait(set, &si, &t);
+    } else {
+      sig = sigwaitinfo(set, &si);
+    }
+    if (sig < 0)
+      continue;
+    if (sig != SIGHUP)
+      return sig;
+    reopen_logs(s);
+  }
+}
+
+/* The drain: every started loop is told to stop (it answers what it has,
+ * within shutdown_timeout_ms) and joined; then the audit log's writer
+ * writes their last lines, and the lease thread ends. */
+static void stop_loops(serve_daemon_t *s, int started) {
   atomic_store(&s->stopping, 1);
   for (int i = 0; i < started; i++) {
     uint64_t one = 1;
@@ -1109,18 +968,23 @@ int serve_run(const serve_config_t *cfg) {
   serve_audit_stop(s); /* the loops' last lines are handed off */
   if (s->lease_thread_on)
     pthread_join(s->lease_thread, NULL);
+}
+
+/* The final mark and the lease's release (durable: the next holder of this
+ * worker ID starts past every ID issued here; DESIGN §11). */
+static void release_lease(serve_daemon_t *s) {
   free_caches(s); /* their fillers use the generators freed below */
-  /* The final mark and the lease's release (SPEC section 7). */
-  if (s->lx.lease != NULL) {
-    idgen_snowflake_lease_status_t li;
-    idgen_snowflake_gen_lease_status(s->lx.gen, &li);
-    leased_release(&s->lx);
-    log_event("info", "lease_released", "worker=%" PRIu64 " generation=%" PRIu64, li.worker,
-              li.generation);
-  }
-  rc = started == s->nworkers ? 0 : 1;
-  if (cfg->pid_file[0] != '\0')
-    unlink(cfg->pid_file);
+  if (s->lx.lease == NULL)
+    return;
+  idgen_snowflake_lease_status_t li;
+  idgen_snowflake_gen_lease_status(s->lx.gen, &li);
+  leased_release(&s->lx);
+  log_event("info", "lease_released", "worker=%" PRIu64 " generation=%" PRIu64, li.worker,
+            li.generation);
+}
+
+/* Requests answered over every loop, for the exit line. */
+static uint64_t requests_served(serve_daemon_t *s) {
   uint64_t served = 0;
   for (int i = 0; i < s->nworkers; i++) {
     for (int k = 0; k < NHTTP_CODES; k++)
@@ -1128,8 +992,11 @@ int serve_run(const serve_config_t *cfg) {
     served += CNT_GET(s->workers[i].st.resp_ok) + CNT_GET(s->workers[i].st.resp_err) +
               CNT_GET(s->workers[i].st.thrift_ok) + CNT_GET(s->workers[i].st.thrift_err);
   }
-  log_event("info", "exit", "code=%d requests=%llu", rc, (unsigned long long)served);
-out:
+  return served;
+}
+
+/* Frees what set_up made, also after a start that failed part way. */
+static void free_daemon(serve_daemon_t *s) {
   if (s->workers)
     for (int i = 0; i < s->nworkers; i++)
       free_worker(&s->workers[i]);
@@ -1145,5 +1012,37 @@ out:
   serve_audit_stop(s); /* (a start that failed) */
   if (s->loadavg_fd >= 0)
     close(s->loadavg_fd);
+}
+
+int serve_run(const serve_config_t *cfg) {
+  static serve_daemon_t srv; /* one daemon per process */
+  serve_daemon_t *s = &srv;
+  daemon_init(s, cfg);
+  if (serve_audit_open(s) < 0 || open_log(cfg) < 0)
+    return 1;
+  sigset_t set;
+  block_signals(&set);
+  serve_raise_fd_limit(cfg);
+  if (set_up(s) < 0) {
+    free_daemon(s);
+    return 1;
+  }
+  announce(s);
+  serve_poll_setup(s);
+  int started = start_loops(s);
+  if (started == s->nworkers) {
+    notify_ready(s);
+    int sig = wait_for_stop(s, &set);
+    log_event("info", "stop", "signal=%s connections=%ld", signame(sig),
+              (long)atomic_load(&s->nconns));
+    serve_notify("STOPPING=1\nSTATUS=draining: no new connections, answering the open ones");
+  }
+  stop_loops(s, started);
+  release_lease(s);
+  int rc = started == s->nworkers ? 0 : 1;
+  if (cfg->pid_file[0] != '\0')
+    unlink(cfg->pid_file);
+  log_event("info", "exit", "code=%d requests=%llu", rc, (unsigned long long)requests_served(s));
+  free_daemon(s);
   return rc;
 }
