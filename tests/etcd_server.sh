@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # etcd_server.sh -- a throwaway etcd 3.4 cluster on loopback for the etcd://
-# registry tests (tests/registry_test.py).
+# registry tests (tests/registry/, through tests/components.py).
 #
 #   tests/etcd_server.sh start DIR PORT [N [tls]]
 #                                            N members (default 1) with data
