@@ -62,10 +62,10 @@ except ImportError:
 
 HOST = "127.0.0.1"
 TWITTER_EPOCH = 1288834974657
-TWITTER_SPEC = "time:41@1ms,datacenter:5,worker:5,sequence:12,epoch=1288834974657"
+TWITTER_LAYOUT = "time:41@1ms,datacenter:5,worker:5,sequence:12,epoch=1288834974657"
 DC, WORKER = 3, 17
 # The static registry: these tests pin the node values (the registry's own
-# behaviour is tested in tests/registry_test.py).
+# behaviour is tested in tests/registry/).
 NODE_ARGS = ["--layout", "twitter", "--registry", "static", "--node", "datacenter=%d" % DC,
              "--node", "worker=%d" % WORKER]
 MAX_BATCH = 1000
