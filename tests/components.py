@@ -219,12 +219,8 @@ class Daemon:
             return None
 
     def kill(self):
-        """SIGKILL (after a SIGCONT, in case it was stopped) and reap."""
+        """SIGKILL (which also ends a stopped process) and reap."""
         if self.p.poll() is None:
-            try:
-                self.p.send_signal(signal.SIGCONT)
-            except OSError:
-                pass
             self.p.kill()
         self.p.wait()
 
