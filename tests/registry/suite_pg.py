@@ -173,6 +173,16 @@ def hostile_defaults(pg, label):
     lock.wait()
 
 
+def hold_for_3_5_s(uri, statement):
+    """A psql session that runs `statement` in a transaction held open for
+    3.5 s, once it has taken what the statement asks for (it is sleeping)."""
+    lock = subprocess.Popen(["psql", "-q", "-X", uri, "-c",
+                             "BEGIN; %s; SELECT pg_sleep(3.5); COMMIT;" % statement],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_sleeping(uri, statement)
+    return lock
+
+
 def schema_wait(pg, label):
     """Starters on an empty database while another session holds the schema
     lock (a server slow to create the tables, as under load in CI): they
@@ -183,11 +193,7 @@ def schema_wait(pg, label):
     if not check("%s: an empty database" % label, r.returncode == 0, r.stderr):
         return
     uri = pg.uri.rsplit("/", 1)[0] + "/schema_wait"
-    lock = subprocess.Popen(["psql", "-q", "-X", uri, "-c",
-                             "BEGIN; SELECT pg_advisory_xact_lock(7283920174628301);"
-                             " SELECT pg_sleep(3.5); COMMIT;"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_sleeping(uri, "pg_advisory_xact_lock")
+    lock = hold_for_3_5_s(uri, "SELECT pg_advisory_xact_lock(7283920174628301)")
     t = time.monotonic()
     procs = [subprocess.Popen([IDGEN, "snowflake", "-n", "5", "--registry", uri, "--datacenter",
                                "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -201,11 +207,7 @@ def schema_wait(pg, label):
           and took > 2.5, [e for _, e in outs if e])
     # The same for the pool row's insert: idgen_pools locked against writes
     # for 3.5 s (by hand here; a slow commit of another starter's insert).
-    lock = subprocess.Popen(["psql", "-q", "-X", uri, "-c",
-                             "BEGIN; LOCK TABLE idgen_pools IN EXCLUSIVE MODE;"
-                             " SELECT pg_sleep(3.5); COMMIT;"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_sleeping(uri, "LOCK TABLE idgen_pools")
+    lock = hold_for_3_5_s(uri, "LOCK TABLE idgen_pools IN EXCLUSIVE MODE")
     t = time.monotonic()
     r = idgen("snowflake", "--registry", in_space(uri, "sony"), "--layout", "sonyflake")
     took = time.monotonic() - t
