@@ -281,22 +281,37 @@ class Postgres:
 
 class Etcd:
     """A throwaway etcd cluster of `members` (tests/etcd_server.sh) with its
-    data in `dir`, on free ports below the ephemeral range (member I: client
-    port PORT+2I, peer port PORT+2I+1); `tls`: clients must show a
-    certificate of its CA.  self.uri is its registry URI."""
+    data in `dir`; member I's client port is PORT+2I, its peer port
+    PORT+2I+1, PORT by default the first of free ports below the ephemeral
+    range.  `tls`: clients must show a certificate of its CA.  `hosts` and
+    `netns` (the cluster test): member I listens on hosts[I], inside network
+    namespace netns[I].  self.uri is its registry URI."""
 
-    def __init__(self, dir, members=1, tls=False):
+    def __init__(self, dir, members=1, tls=False, hosts=None, netns=None, port=None, start=True):
         self.dir = dir
         self.members = members
-        port = free_ports_below_ephemeral(2 * members, 22000, 2)
-        r = run_script(ETCD_SERVER, "start", dir, port, members, *(["tls"] if tls else []))
+        self.tls = tls
+        self.port = port or free_ports_below_ephemeral(2 * members, 22000, 2)
+        self.env = {}
+        if hosts:
+            self.env["ETCD_HOSTS"] = ",".join(hosts)
+        if netns:
+            self.env["ETCD_NETNS"] = ",".join(netns)
+        self.uri = "etcd://" + ",".join("%s:%d" % (h, self.port + 2 * i) for i, h in
+                                        enumerate(hosts or ["127.0.0.1"] * members))
+        if start:
+            self.start()
+
+    def start(self):
+        r = run_script(ETCD_SERVER, "start", self.dir, self.port, self.members,
+                       *(["tls"] if self.tls else []), env=self.env)
         if r.returncode != 0:
             raise RuntimeError("etcd_server.sh start: " + r.stderr)
         self.uri = r.stdout.strip().splitlines()[-1]
 
     def ctl(self, action, *args):
-        """kill|restart|pause|resume I, or leader: the script's output, or
-        None (its complaint printed) if it failed."""
+        """kill|term|pause|resume I, restart I..., or leader: the script's
+        output, or None (its complaint printed) if it failed."""
         r = run_script(ETCD_SERVER, action, self.dir, *args)
         if r.returncode != 0:
             print(r.stderr)
@@ -304,3 +319,17 @@ class Etcd:
 
     def stop(self):
         self.ctl("stop")
+
+    def pids(self):
+        """The members' pids, from the PID files the script wrote, of those
+        still running."""
+        out = []
+        for i in range(self.members):
+            try:
+                with open(os.path.join(self.dir, "m%d.pid" % i)) as f:
+                    pid = int(f.read())
+            except (OSError, ValueError):
+                continue
+            if os.path.exists("/proc/%d" % pid):
+                out.append(pid)
+        return out

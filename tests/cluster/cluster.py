@@ -270,94 +270,45 @@ def parent(pid):
         return 0
 
 
-class Etcd:
+class Etcd(components.Etcd):
+    """The throwaway etcd cluster of tests/components.py
+    (tests/etcd_server.sh): three members, each in a namespace of its own."""
     name = "etcd"
 
     def __init__(self, prefix, out):
-        self.prefix = prefix
-        self.dir = os.path.join(out, "etcd")
         self.ips = list(ETCD_IPS)
         self.namespaces = ["%s-e%d" % (prefix, i) for i in (1, 2, 3)]
-        self.uri = "etcd://" + ",".join("%s:%d" % (ip, ETCD_PORT) for ip in ETCD_IPS)
-        self.procs = [None, None, None]
         self.out = out
+        super().__init__("/tmp/%s-etcd" % prefix, 3, hosts=ETCD_IPS, netns=self.namespaces,
+                         port=ETCD_PORT, start=False)
 
-    def _cmd(self, i):
-        ip = ETCD_IPS[i]
-        cluster = ",".join("e%d=http://%s:2380" % (j + 1, ETCD_IPS[j]) for j in range(3))
-        return in_ns(self.namespaces[i], [
-            "etcd", "--name", "e%d" % (i + 1), "--data-dir", os.path.join(self.dir, "e%d" % (i + 1)),
-            "--listen-client-urls", "http://%s:%d" % (ip, ETCD_PORT),
-            "--advertise-client-urls", "http://%s:%d" % (ip, ETCD_PORT),
-            "--listen-peer-urls", "http://%s:2380" % ip,
-            "--initial-advertise-peer-urls", "http://%s:2380" % ip,
-            "--initial-cluster", cluster, "--initial-cluster-state", "new",
-            "--initial-cluster-token", self.prefix,
-            "--heartbeat-interval", "50", "--election-timeout", "500"])
-
-    def _start_member(self, i):
-        logf = open(os.path.join(self.out, "etcd-e%d.log" % (i + 1)), "a")
-        self.procs[i] = subprocess.Popen(self._cmd(i), stdout=logf, stderr=logf)
-
-    def _healthy(self):
-        r = run(["etcdctl", "--endpoints", ",".join("%s:%d" % (ip, ETCD_PORT) for ip in ETCD_IPS),
-                 "--command-timeout=1s", "endpoint", "health"], check=False)
-        return r.returncode == 0
-
-    def _wait_healthy(self):
-        for _ in range(200):
-            if self._healthy():
-                return
-            time.sleep(0.1)
-        raise RuntimeError("etcd did not become healthy")
-
-    def start(self):
-        os.makedirs(self.dir, exist_ok=True)
-        for i in range(3):
-            self._start_member(i)
-        self._wait_healthy()
-
-    def _stop_member(self, i, sig=signal.SIGTERM):
-        p = self.procs[i]
-        if p and p.poll() is None:
-            p.send_signal(sig)
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+    def _ctl(self, action, *args):
+        out = self.ctl(action, *args)
+        if out is None:
+            raise RuntimeError("etcd_server.sh %s %s failed" % (action, self.dir))
+        return out
 
     def stop(self):
         for i in range(3):
-            self._stop_member(i)
-
-    def pids(self):
-        return [p.pid for p in self.procs if p and p.poll() is None]
+            log = os.path.join(self.dir, "m%d.log" % i)
+            if os.path.exists(log):
+                shutil.copy(log, os.path.join(self.out, "etcd-e%d.log" % (i + 1)))
+        self._ctl("stop")
 
     def restart(self):
+        """Fault: every member stopped (SIGTERM), then all started again."""
         for i in range(3):
-            self._stop_member(i)
-        for i in range(3):
-            self._start_member(i)
-        self._wait_healthy()
+            self._ctl("term", i)
+        self._ctl("restart", 0, 1, 2)
 
     def leader(self):
-        r = run(["etcdctl", "--endpoints", ",".join("%s:%d" % (ip, ETCD_PORT) for ip in ETCD_IPS),
-                 "--command-timeout=1s", "endpoint", "status", "-w", "json"], check=False)
-        try:
-            for st in json.loads(r.stdout):
-                if st["Status"]["header"]["member_id"] == st["Status"]["leader"]:
-                    return ETCD_IPS.index(st["Endpoint"].split(":")[0])
-        except (ValueError, KeyError, TypeError):
-            pass
-        return 0
+        return int(self.ctl("leader") or 0)
 
     def leader_kill(self, down_s):
         i = self.leader()
-        self._stop_member(i, signal.SIGKILL)
+        self._ctl("kill", i)
         time.sleep(down_s)
-        self._start_member(i)
-        self._wait_healthy()
+        self._ctl("restart", i)
         return "e%d" % (i + 1)
 
 
