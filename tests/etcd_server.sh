@@ -118,16 +118,25 @@ start_member() {
   echo $! >"$dir/m$i.pid"
 }
 
+# Whether process PID has exited: gone, or a zombie (it is not this
+# script's child: whoever inherited it reaps it in its own time).
+exited() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+  stat=${stat##*) } # the fields after the command name: the state first
+  [ "${stat:0:1}" = Z ]
+}
+
 # Waits (at most $3 tenths of a second) until member I's recorded process
 # has exited; false if it has not.
 wait_gone() {
   local pid
   pid=$(cat "$1/m$2.pid")
   for _ in $(seq 1 "$3"); do
-    kill -0 "$pid" 2>/dev/null || return 0
+    exited "$pid" && return 0
     sleep 0.1
   done
-  ! kill -0 "$pid" 2>/dev/null
+  exited "$pid"
 }
 
 # Waits until member I answers /health with a leader (at most 20 s).
