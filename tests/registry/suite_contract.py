@@ -223,7 +223,7 @@ def main():
     if backend not in BACKENDS:
         sys.exit("usage: suite_contract.py PATH/TO/idgen file|postgres|etcd")
     if backend == "file":
-        contract("file", "file:" + os.path.join(TMP, "reg-contract"))
+        contract("file", WORK.registry("reg-contract"))
     elif backend == "etcd":
         etcd = etcd_cluster()
         try:

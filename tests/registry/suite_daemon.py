@@ -244,14 +244,14 @@ def file_pause(registry, label):
 
 def main():
     if "faults" not in ARGS:
-        reg = "file:" + os.path.join(TMP, "reg-swap")
+        reg = WORK.registry("reg-swap")
         swap(reg, "file lease replaced")
         swap(reg, "file lease replaced, cached", ["--cache"])
         swap_many(reg, "file lease replaced 20 times")
         swap_many(reg, "file lease replaced 20 times, cached", ["--cache"])
         kill9(reg, "file kill -9")
     # A file: holder paused, its file removed, failing marks.
-    reg = "file:" + os.path.join(TMP, "reg-faults")
+    reg = WORK.registry("reg-faults")
     file_pause(reg, "file SIGSTOP")
     removed_while_alive(reg, "file lock removed")
     mark_fails_fast(reg, "file mark fails")

@@ -14,7 +14,7 @@ from shared import *  # noqa: F401,F403  scenarios shared with other suites
 
 
 def main():
-    reg = "file:" + os.path.join(TMP, "reg")
+    reg = WORK.registry("reg")
     swap(reg, "file lease replaced")
     start = []
     for i in range(7):

@@ -225,7 +225,7 @@ def default_registry(label):
 
 
 def main():
-    reg = "file:" + os.path.join(TMP, "reg-mix")
+    reg = WORK.registry("reg-mix")
     mix_run(reg, "file mix", file_remover(reg))
     mix_spaces(reg, "file spaces mix")
     default_registry("default registry")
