@@ -33,10 +33,3 @@ def finish():
     print(summary(), flush=True)
     raise SystemExit(1 if failed else 0)
 
-
-def free_port():
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -233,9 +233,9 @@ check "exit logged" has "$tmp/daemon.log" "event=exit code=0"
 check "pid file removed" [ ! -e "$tmp/pid" ]
 
 # --- the wall clock steps back 10 s under a running daemon (libfaketime) ---
-# G3: it refuses with 503 / -ERR naming how long until it can go on, /health
-# says why, the refusal is logged and counted; when the clock returns, it
-# serves again, and no ID repeats or goes back.
+# Bounded (include/idgen.h): it refuses with 503 / -ERR naming how long
+# until it can go on, /health says why, the refusal is logged and counted;
+# when the clock returns, it serves again, and no ID repeats or goes back.
 faketime_lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1
 if [ ! -e "$faketime_lib" ]; then
   bad "libfaketime missing ($faketime_lib): run scripts/install-deps.sh"

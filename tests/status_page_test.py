@@ -35,18 +35,13 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 try:
     import websocket  # python3-websocket (websocket-client)
 except ImportError:
@@ -54,54 +49,24 @@ except ImportError:
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checks  # noqa: E402  tests/checks.py: the tally
-from checks import finish, free_port  # noqa: E402
+import components  # noqa: E402  tests/components.py: the daemon, PostgreSQL
+from checks import finish  # noqa: E402
+
+FAKETIME = components.FAKETIME
 
 
 def check(what, ok, detail=""):
     return checks.report(what, ok, detail, limit=800)
 
 
-class Daemon:
-    def __init__(self, idgen, tmp, name, args, env=None):
-        self.log_path = os.path.join(tmp, name + ".log")
-        self.port = free_port()
-        e = dict(os.environ)
-        e.update(env or {})
-        self.p = subprocess.Popen([idgen, "serve", "--http", "127.0.0.1:%d" % self.port,
-                                   "--resp", "off"] + args,
-                                  stdout=subprocess.DEVNULL, stderr=open(self.log_path, "w"), env=e)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.p.poll() is not None:
-                raise RuntimeError("daemon exited: " + self.log())
-            if "event=listen proto=http" in self.log():
-                try:
-                    self.get("/health")
-                    return
-                except OSError:
-                    pass
-            time.sleep(0.05)
-        raise RuntimeError("daemon did not serve: " + self.log())
-
-    def log(self):
-        with open(self.log_path) as f:
-            return f.read()
-
-    def get(self, path):
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.port, path), timeout=5) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(10)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
+def start_daemon(idgen, tmp, name, args, env=None):
+    """`idgen serve` on a free loopback port (tests/components.py), HTTP
+    only; RuntimeError if it does not listen within 20 s."""
+    d = components.Daemon(idgen, tmp, name, args, env=env, wait=20)
+    if d.port is None:
+        d.kill()
+        raise RuntimeError("daemon did not serve: " + d.log())
+    return d
 
 
 class Browser:
@@ -216,12 +181,9 @@ def client(d, stop):
 
 def live_phase(idgen, tmp, out, browser):
     clock_file = os.path.join(tmp, "faketime")
-    with open(clock_file, "w") as f:
-        f.write("+0\n")
-    env = {"LD_PRELOAD": FAKETIME, "FAKETIME_TIMESTAMP_FILE": clock_file, "FAKETIME_NO_CACHE": "1",
-           "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
-    d = Daemon(idgen, tmp, "live", ["--registry", "file:" + os.path.join(tmp, "reg"),
-                                    "--node", "datacenter=3", "--max-wait-ms", "0"], env)
+    env = components.faketime_env(clock_file, "+0")
+    d = start_daemon(idgen, tmp, "live", ["--registry", "file:" + os.path.join(tmp, "reg"),
+                                          "--node", "datacenter=3", "--max-wait-ms", "0"], env)
     for i in range(25):  # more agents than the page lists: the busiest 20, then a count
         d.get("/id?agent=bulk%d" % i)
     stop = threading.Event()
@@ -307,8 +269,8 @@ def waiting_phase(idgen, tmp, out, browser):
     slow = ["--layout", "time:41@1s,worker:10,sequence:2,epoch=1288834974000", "--registry",
             "static", "--node", "worker=5", "--max-borrow-ms", "0", "--max-wait-ms", "2000"]
     for overdue in (False, True):
-        d = Daemon(idgen, tmp, "waiting-%d" % overdue, slow,
-                   {"IDGEN_TEST_WAIT_BOUND_MS": "0"} if overdue else None)
+        d = start_daemon(idgen, tmp, "waiting-%d" % overdue, slow,
+                         {"IDGEN_TEST_WAIT_BOUND_MS": "0"} if overdue else None)
         stop = threading.Event()
         # Past the bound, two clients: one of them has always waited for
         # most of a second (with one, each wait starts anew at the second's
@@ -355,22 +317,19 @@ def waiting_phase(idgen, tmp, out, browser):
 
 
 def lease_phase(idgen, tmp, out, browser):
-    pgdir = os.path.join(tmp, "pg")
-    r = subprocess.run([os.path.join(HERE, "pg_server.sh"), "start", pgdir, str(free_port())],
-                       capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        check("a throwaway PostgreSQL starts (tests/pg_server.sh)", False, r.stderr)
+    try:
+        pg = components.Postgres(os.path.join(tmp, "pg"))
+    except RuntimeError as e:
+        check("a throwaway PostgreSQL starts (tests/pg_server.sh)", False, str(e))
         return
-    uri = r.stdout.strip()
     d = None
     try:
-        d = Daemon(idgen, tmp, "lease", ["--registry", uri, "--lease-ttl-ms", "2000",
-                                         "--node", "datacenter=4"])
+        d = start_daemon(idgen, tmp, "lease", ["--registry", pg.uri, "--lease-ttl-ms", "2000",
+                                               "--node", "datacenter=4"])
         check("postgres:// daemon: page green", load(browser, d) and browser.wait(
             "green", lambda: browser.eval("document.getElementById('banner').className") == "ok", 10),
             browser.text("banner"))
-        subprocess.run([os.path.join(HERE, "pg_server.sh"), "pause", pgdir], capture_output=True,
-                       timeout=120)
+        pg.ctl("pause")
         red = browser.wait("lease lost", lambda: "lease lost" in (browser.text("banner") or ""), 20)
         check("registry stopped: banner red, 'lease lost' and why", red and browser.eval(
             "document.getElementById('banner').className") == "bad", browser.text("banner"))
@@ -385,8 +344,7 @@ def lease_phase(idgen, tmp, out, browser):
     finally:
         if d:
             d.stop()
-        subprocess.run([os.path.join(HERE, "pg_server.sh"), "stop", pgdir], capture_output=True,
-                       timeout=120)
+        pg.stop()
 
 
 def audit_phase(idgen, tmp, out, browser):
@@ -399,8 +357,8 @@ def audit_phase(idgen, tmp, out, browser):
         return
     d = None
     try:
-        d = Daemon(idgen, tmp, "audit", ["--registry", "static", "--node", "datacenter=5",
-                                         "--audit-log", os.path.join(mnt, "audit.log")])
+        d = start_daemon(idgen, tmp, "audit", ["--registry", "static", "--node", "datacenter=5",
+                                               "--audit-log", os.path.join(mnt, "audit.log")])
         check("audit log: page green, the audit card ok", load(browser, d) and browser.wait(
             "green", lambda: browser.eval("document.getElementById('banner').className") == "ok"
             and browser.text("audit-state") == "ok", 10), browser.text("banner"))
@@ -443,8 +401,8 @@ def main():
     if not os.path.exists(FAKETIME):
         check("libfaketime present (%s)" % FAKETIME, False)
     os.makedirs(out, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="idgen-status-")
-    os.chmod(tmp, 0o755)  # the throwaway PostgreSQL runs as the postgres user
+    work = components.Workdir("idgen-status-")  # readable by the throwaway PostgreSQL's user
+    tmp = work.path
     browser = None
     try:
         browser = Browser(tmp)
@@ -462,7 +420,7 @@ def main():
     finally:
         if browser:
             browser.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+        work.remove()
     finish()
 
 

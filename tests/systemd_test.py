@@ -28,7 +28,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checks  # noqa: E402  tests/checks.py: the tally
-from checks import finish, free_port  # noqa: E402
+from checks import finish  # noqa: E402
+from components import free_port  # noqa: E402
 
 
 def check(what, ok, detail=""):

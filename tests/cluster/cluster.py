@@ -52,8 +52,10 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
+sys.path.insert(0, os.path.dirname(HERE))
+import components  # noqa: E402  tests/components.py: the daemon, PostgreSQL
+
+FAKETIME = components.FAKETIME
 NET = "198.18.0."            # a /24 inside the namespaces only
 CLIENT_IP, PG_IP = NET + "2", NET + "10"
 ETCD_IPS = [NET + "11", NET + "12", NET + "13"]
@@ -193,45 +195,42 @@ def outer(a):
 
 # ---------------------------------------------------------------- the registry
 
-class Postgres:
+class Postgres(components.Postgres):
+    """The throwaway PostgreSQL of tests/components.py (tests/pg_server.sh),
+    run in a namespace of its own on PG_IP."""
     name = "postgres"
 
     def __init__(self, prefix, out):
         self.ns = prefix + "-pg"
-        self.dir = "/tmp/%s-pg" % prefix  # the postgres user must reach it; socket path short
-        self.uri = "postgres://postgres@%s:%d/postgres" % (PG_IP, PG_PORT)
+        # The postgres user must reach the directory; its socket path short.
+        super().__init__("/tmp/%s-pg" % prefix, PG_PORT, host=PG_IP, wrap=in_ns(self.ns, []),
+                         start=False)
         self.ips = [PG_IP]
         self.namespaces = [self.ns]
         self.out = out
 
-    def _script(self, *args):
-        env = dict(os.environ, PG_HOST=PG_IP)
-        return run(in_ns(self.ns, [os.path.join(ROOT, "tests/pg_server.sh")] + list(args)), env=env)
-
-    def start(self):
-        self._script("start", self.dir, str(PG_PORT))
+    def _ctl(self, action):
+        if not self.ctl(action):
+            raise RuntimeError("pg_server.sh %s %s failed" % (action, self.dir))
 
     def stop(self):
         if os.path.exists(os.path.join(self.dir, "data")):
             shutil.copy(os.path.join(self.dir, "log"), os.path.join(self.out, "postgres.log"))
-        self._script("stop", self.dir)
+        self._ctl("stop")
 
     def pids(self):
         """The server's processes: the postmaster and its children."""
-        try:
-            pid = int(open(os.path.join(self.dir, "data/postmaster.pid")).readline())
-        except (OSError, ValueError):
-            return []
-        return [pid] + children(pid)
+        pid = self.postmaster_pid()
+        return [pid] + children(pid) if pid else []
 
     def restart(self):
         """Fault: a fast restart.  Returns when it takes connections again."""
-        self._script("pause", self.dir)
-        self._script("resume", self.dir)
+        self._ctl("pause")
+        self._ctl("resume")
 
     def leader_kill(self, down_s):
         """Fault: the postmaster killed (crash recovery on restart)."""
-        pid = int(open(os.path.join(self.dir, "data/postmaster.pid")).readline())
+        pid = self.postmaster_pid()
         backends = children(pid)
         os.kill(pid, signal.SIGKILL)  # scoped: our server's, from its data directory
         time.sleep(down_s)
@@ -239,7 +238,7 @@ class Postgres:
             if not any(os.path.exists("/proc/%d" % c) for c in backends):
                 break
             time.sleep(0.05)
-        self._script("resume", self.dir)
+        self._ctl("resume")
         return "postmaster"
 
 
@@ -271,134 +270,89 @@ def parent(pid):
         return 0
 
 
-class Etcd:
+class Etcd(components.Etcd):
+    """The throwaway etcd cluster of tests/components.py
+    (tests/etcd_server.sh): three members, each in a namespace of its own."""
     name = "etcd"
 
     def __init__(self, prefix, out):
-        self.prefix = prefix
-        self.dir = os.path.join(out, "etcd")
         self.ips = list(ETCD_IPS)
         self.namespaces = ["%s-e%d" % (prefix, i) for i in (1, 2, 3)]
-        self.uri = "etcd://" + ",".join("%s:%d" % (ip, ETCD_PORT) for ip in ETCD_IPS)
-        self.procs = [None, None, None]
         self.out = out
+        super().__init__("/tmp/%s-etcd" % prefix, 3, hosts=ETCD_IPS, netns=self.namespaces,
+                         port=ETCD_PORT, start=False)
 
-    def _cmd(self, i):
-        ip = ETCD_IPS[i]
-        cluster = ",".join("e%d=http://%s:2380" % (j + 1, ETCD_IPS[j]) for j in range(3))
-        return in_ns(self.namespaces[i], [
-            "etcd", "--name", "e%d" % (i + 1), "--data-dir", os.path.join(self.dir, "e%d" % (i + 1)),
-            "--listen-client-urls", "http://%s:%d" % (ip, ETCD_PORT),
-            "--advertise-client-urls", "http://%s:%d" % (ip, ETCD_PORT),
-            "--listen-peer-urls", "http://%s:2380" % ip,
-            "--initial-advertise-peer-urls", "http://%s:2380" % ip,
-            "--initial-cluster", cluster, "--initial-cluster-state", "new",
-            "--initial-cluster-token", self.prefix,
-            "--heartbeat-interval", "50", "--election-timeout", "500"])
-
-    def _start_member(self, i):
-        logf = open(os.path.join(self.out, "etcd-e%d.log" % (i + 1)), "a")
-        self.procs[i] = subprocess.Popen(self._cmd(i), stdout=logf, stderr=logf)
-
-    def _healthy(self):
-        r = run(["etcdctl", "--endpoints", ",".join("%s:%d" % (ip, ETCD_PORT) for ip in ETCD_IPS),
-                 "--command-timeout=1s", "endpoint", "health"], check=False)
-        return r.returncode == 0
-
-    def _wait_healthy(self):
-        for _ in range(200):
-            if self._healthy():
-                return
-            time.sleep(0.1)
-        raise RuntimeError("etcd did not become healthy")
-
-    def start(self):
-        os.makedirs(self.dir, exist_ok=True)
-        for i in range(3):
-            self._start_member(i)
-        self._wait_healthy()
-
-    def _stop_member(self, i, sig=signal.SIGTERM):
-        p = self.procs[i]
-        if p and p.poll() is None:
-            p.send_signal(sig)
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+    def _ctl(self, action, *args):
+        out = self.ctl(action, *args)
+        if out is None:
+            raise RuntimeError("etcd_server.sh %s %s failed" % (action, self.dir))
+        return out
 
     def stop(self):
         for i in range(3):
-            self._stop_member(i)
-
-    def pids(self):
-        return [p.pid for p in self.procs if p and p.poll() is None]
+            log = os.path.join(self.dir, "m%d.log" % i)
+            if os.path.exists(log):
+                shutil.copy(log, os.path.join(self.out, "etcd-e%d.log" % (i + 1)))
+        self._ctl("stop")
 
     def restart(self):
+        """Fault: every member stopped (SIGTERM), then all started again."""
         for i in range(3):
-            self._stop_member(i)
-        for i in range(3):
-            self._start_member(i)
-        self._wait_healthy()
+            self._ctl("term", i)
+        self._ctl("restart", 0, 1, 2)
 
     def leader(self):
-        r = run(["etcdctl", "--endpoints", ",".join("%s:%d" % (ip, ETCD_PORT) for ip in ETCD_IPS),
-                 "--command-timeout=1s", "endpoint", "status", "-w", "json"], check=False)
-        try:
-            for st in json.loads(r.stdout):
-                if st["Status"]["header"]["member_id"] == st["Status"]["leader"]:
-                    return ETCD_IPS.index(st["Endpoint"].split(":")[0])
-        except (ValueError, KeyError, TypeError):
-            pass
-        return 0
+        return int(self.ctl("leader") or 0)
 
     def leader_kill(self, down_s):
         i = self.leader()
-        self._stop_member(i, signal.SIGKILL)
+        self._ctl("kill", i)
         time.sleep(down_s)
-        self._start_member(i)
-        self._wait_healthy()
+        self._ctl("restart", i)
         return "e%d" % (i + 1)
 
 
 # ---------------------------------------------------------------- the daemons
 
 class Daemon:
+    """One host's `idgen serve` (tests/components.py's Daemon, run in the
+    host's namespace under libfaketime), started again after a kill; each
+    start is an incarnation in the history."""
+
     def __init__(self, prefix, name, a, uri, out, incarnations):
         self.name, self.ip = name, host_ip(name)
         self.ns = "%s-%s" % (prefix, name)
         self.idgen, self.uri, self.out = a.idgen, uri, out
         self.clock_file = os.path.join(out, name + ".faketime")
-        self.proc = None
+        self.d = None
         self.stopped = False  # SIGSTOPped
         self.incarnations = incarnations
         with open(self.clock_file, "w") as f:
             f.write("+0\n")
 
+    @property
+    def proc(self):
+        return self.d.p if self.d else None
+
     def start(self):
+        # The preload goes to the daemon alone, not to `ip netns exec`.
         env = ["env", "LD_PRELOAD=" + FAKETIME, "FAKETIME_NO_CACHE=1",
                "FAKETIME_DONT_FAKE_MONOTONIC=1", "FAKETIME_TIMESTAMP_FILE=" + self.clock_file]
-        cmd = in_ns(self.ns, env + [
-            self.idgen, "serve", "--registry", self.uri, "--threads", "1",
-            "--http", "%s:%d" % (self.ip, HTTP_PORT), "--resp", "%s:%d" % (self.ip, RESP_PORT),
-            "--lease-ttl-ms", str(TTL_MS), "--max-clock-skew-ms", "30000"])
-        logf = open(os.path.join(self.out, self.name + ".log"), "a")
         start = mono()
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=logf)
+        self.d = components.Daemon(
+            self.idgen, self.out, self.name,
+            ["--registry", self.uri, "--threads", "1", "--lease-ttl-ms", str(TTL_MS),
+             "--max-clock-skew-ms", "30000"],
+            http="%s:%d" % (self.ip, HTTP_PORT), resp="%s:%d" % (self.ip, RESP_PORT),
+            wrap=in_ns(self.ns, env), wait=0)
         self.incarnations.append([self.name, self.proc.pid, start, None])
-        # Up when it answers /health (the lease is held before it listens).
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                self.end()
-                raise RuntimeError("%s exited %d at start (see %s.log)" %
-                                   (self.name, self.proc.returncode, self.name))
-            try:
-                with socket.create_connection((self.ip, HTTP_PORT), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.05)
+        # Up when it listens (the lease is held before it listens).
+        if self.d.wait_listening(15):
+            return
+        if self.proc.poll() is not None:
+            self.end()
+            raise RuntimeError("%s exited %d at start (see %s.log)" %
+                               (self.name, self.proc.returncode, self.name))
         self.kill9()
         raise RuntimeError("%s does not listen after 15 s" % self.name)
 
@@ -408,7 +362,7 @@ class Daemon:
                 inc[3] = mono()
 
     def alive(self):
-        return self.proc is not None and self.proc.poll() is None
+        return self.d is not None and self.d.alive()
 
     def signal(self, sig):
         if self.alive():
@@ -416,8 +370,7 @@ class Daemon:
 
     def kill9(self):
         self.end()
-        self.signal(signal.SIGKILL)
-        self.proc.wait()
+        self.d.kill()
 
     def stop(self):
         """Graceful (SIGTERM), at the end of the run."""
@@ -426,12 +379,7 @@ class Daemon:
         if self.stopped:
             self.signal(signal.SIGCONT)
         self.end()
-        self.signal(signal.SIGTERM)
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        self.d.stop(timeout=10)
 
     def set_clock(self, offset):
         tmp = self.clock_file + ".new"

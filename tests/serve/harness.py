@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The harness of the daemon's black-box suites (tests/serve/suite_*.py).
 
-Each suite is one area of `idgen serve` (SPEC section 7, docs/SERVE.md) and
+Each suite is one area of `idgen serve` (docs/SERVE.md) and
 runs alone: `python3 tests/serve/suite_resp.py PATH/TO/idgen`, or through
 CTest as `ctest -R serve.resp`.  A suite starts the real daemon on free
 loopback ports (port 0, read back from its `event=listen` log lines) and
@@ -10,7 +10,8 @@ python3-redis module, and raw sockets for the exact bytes and for abuse.  It
 prints one line per check and ends with "N passed, M failed"; exit 1 if any
 check failed.
 
-This file holds what the suites share: the daemon (Daemon), wire parsers for
+This file holds what the suites share: the daemon (Daemon, on
+tests/components.py, which the other Python suites use too), wire parsers for
 RESP and HTTP, clients (Conn, curl, rcli), metrics parsing, the Snowflake IDs
 collected in the order obtained (SNOW) and the suite runner (run_suite).
 Checks that depend on timing are in the suites labelled `timing` in
@@ -40,6 +41,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import checks  # noqa: E402  tests/checks.py: the tally
+import components  # noqa: E402  tests/components.py: the daemon
 
 if len(sys.argv) != 2:
     sys.exit("usage: %s PATH/TO/idgen" % os.path.basename(sys.argv[0]))
@@ -60,10 +62,10 @@ except ImportError:
 
 HOST = "127.0.0.1"
 TWITTER_EPOCH = 1288834974657
-TWITTER_SPEC = "time:41@1ms,datacenter:5,worker:5,sequence:12,epoch=1288834974657"
+TWITTER_LAYOUT = "time:41@1ms,datacenter:5,worker:5,sequence:12,epoch=1288834974657"
 DC, WORKER = 3, 17
 # The static registry: these tests pin the node values (the registry's own
-# behaviour is tested in tests/registry_test.py).
+# behaviour is tested in tests/registry/).
 NODE_ARGS = ["--layout", "twitter", "--registry", "static", "--node", "datacenter=%d" % DC,
              "--node", "worker=%d" % WORKER]
 MAX_BATCH = 1000
@@ -75,8 +77,9 @@ ULID_RE = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
 UUID7_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 T_START_MS = int(time.time() * 1000)
 
-TMP = tempfile.mkdtemp(prefix="idgen-serve-test-")
-DAEMONS = []  # every daemon started, killed at exit if still running
+WORK = components.Workdir("idgen-serve-test-")
+TMP = WORK.path
+DAEMONS = components.DAEMONS  # every daemon started, killed at exit if still running
 CHILDREN = []  # other long-running children (redis-benchmark)
 
 
@@ -117,61 +120,22 @@ class StartError(Exception):
     pass
 
 
-class Daemon:
-    """One `idgen serve` process, its log in a file, its ports from the log."""
+class Daemon(components.Daemon):
+    """One `idgen serve` process (tests/components.py) on free loopback
+    ports for HTTP and RESP, NODE_ARGS and `extra` its settings, its log and
+    its standard output in TMP; StartError if it does not listen within 10 s."""
 
     def __init__(self, name, extra=(), nofile_soft=None, env_extra=None, node_args=NODE_ARGS):
-        self.name = name
-        self.logpath = os.path.join(TMP, name + ".log")
-        self.outpath = os.path.join(TMP, name + ".out")
-        self.args = [IDGEN, "serve", "--http", HOST + ":0", "--resp", HOST + ":0"] + list(node_args) + list(extra)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("IDGEN_")}
-        env.update(env_extra or {})
-
-        def pre():
-            if nofile_soft is not None:
-                _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile_soft, hard))
-
-        with open(self.logpath, "wb") as log, open(self.outpath, "wb") as out:
-            self.p = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=out, stderr=log,
-                                      env=env, preexec_fn=pre)
-        DAEMONS.append(self)
-        self.http = self.resp = None
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            text = self.log()
-            m1 = re.search(r"event=listen proto=http addr=127\.0\.0\.1:(\d+)", text)
-            m2 = re.search(r"event=listen proto=resp addr=127\.0\.0\.1:(\d+)", text)
-            if m1 and m2:
-                self.http, self.resp = int(m1.group(1)), int(m2.group(1))
-                return
-            if self.p.poll() is not None:
-                break
-            time.sleep(0.02)
-        self.kill()
-        raise StartError("%s: no listen lines (exit %s); log:\n%s" % (name, self.p.poll(), self.log()[-2000:]))
-
-    def log(self):
-        with open(self.logpath, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-
-    def alive(self):
-        return self.p.poll() is None
+        super().__init__(IDGEN, TMP, name, list(node_args) + list(extra), http=HOST + ":0",
+                         resp=HOST + ":0", env=env_extra, nofile_soft=nofile_soft,
+                         stdout=os.path.join(TMP, name + ".out"), wait=10)
+        if self.http is None:
+            self.kill()
+            raise StartError("%s: no listen lines (exit %s); log:\n%s"
+                             % (name, self.p.poll(), self.log()[-2000:]))
 
     def stop(self, sig=signal.SIGTERM, timeout=10):
-        if self.p.poll() is None:
-            self.p.send_signal(sig)
-        try:
-            return self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return None
-
-    def kill(self):
-        if self.p.poll() is None:
-            self.p.kill()
-            self.p.wait()
+        return super().stop(sig, timeout)
 
 
 # ------------------------------------------------------------- wire parsers
@@ -699,6 +663,6 @@ def run_suite(name, before=(), with_daemon=(), after=(), snow_kinds=None, watchd
                                                      if stood > 0.5 else ""))
     else:
         print("# %.1fs" % took)
-        shutil.rmtree(TMP, ignore_errors=True)
+        WORK.remove()
     print(checks.summary())
     sys.exit(1 if checks.failed else 0)

@@ -276,7 +276,7 @@ def group_full_count():
         lines, whole = read_lines(path)
         firsts, losses, bad = parse_file(lines)
         check("full disk, count: the file holds whole lines only (records and lost= lines, none "
-              "glued or cut; issue 30: 'first=212646ms=...')", whole and not bad and lines,
+              "glued or cut; a cut record once read 'first=212646ms=...')", whole and not bad and lines,
               "%d bad, e.g. %s" % (len(bad), short(bad[:3])))
         f = audit_figures(d)
         total = 20200
@@ -507,7 +507,7 @@ def load(port, stop, out, batch=200):
 def group_frozen_count():
     """fsfreeze of the audit log's file system for 5 s, audit_mode count,
     one event loop under load: /health and /metrics answer at once
-    throughout (issue 30: 12.0 s for a 12 s freeze), requests are answered,
+    throughout (they once took 12.0 s for a 12 s freeze), requests are answered,
     the blocked write shows; thawed, the lines are whole and add up."""
     mnt = mount_ext4("frozen-count")
     path = os.path.join(mnt, "audit.log")

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The daemon and G3 at every tick length (SPEC section 2, docs/SERVE.md
+"""The daemon's clock promises at every tick length: increasing and bounded
+(include/idgen.h; docs/DESIGN.md section 1, "Waiting"; docs/SERVE.md
 "Requests that wait"):
 
 - `@60s` and `@86400s` layouts with max_borrow_ms = max_wait_ms = 0, their

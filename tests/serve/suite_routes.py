@@ -221,7 +221,7 @@ def group_http_routes(d):
         check("/info: version matches idgen --version", any(p and p[-1] == "version" and v == ver for p, v in flat.items()),
               "want %s in %r" % (ver, info))
         check("/info: layout twitter (name or spec)",
-              any("layout" in "/".join(p) and isinstance(v, str) and (v == "twitter" or TWITTER_SPEC in v)
+              any("layout" in "/".join(p) and isinstance(v, str) and (v == "twitter" or TWITTER_LAYOUT in v)
                   for p, v in flat.items()), repr(info))
         check("/info: node values datacenter=3 worker=17",
               any(p and p[-1] == "datacenter" and v in (DC, str(DC)) for p, v in flat.items())
@@ -624,7 +624,7 @@ def one_answer(port, data, head=False):
 def group_nosniff(d):
     """X-Content-Type-Options: nosniff on every HTTP answer, on every route and
     every kind of error, so that no browser reads an echoed text/plain error as
-    HTML (issue 30: GET /decode/<script>... echoed it in a 400 without it)."""
+    HTML (GET /decode/<script>... once echoed it in a 400 without it)."""
     routes = ["/", "/status", "/status.json", "/id", "/id?count=3&format=json", "/ulid", "/uuid7",
               "/decode/1", "/info", "/health", "/metrics"]
     for path in routes:
