@@ -335,39 +335,14 @@ int settings_int(settings_t *s, int k, int64_t *v) {
   return 0;
 }
 
-/* "datacenter=1,worker=7" into s->gen.node[] by the layout's field indexes,
- * each by the library's one NAME=VALUE rule. */
+/* The node list into s->gen.node[] by the library's one rule
+ * (idgen_layout_nodes_parse), NAME=@ip and NAME=@mac from the host
+ * (unchecked, see check_lease). */
 static int check_nodes(settings_t *s, int k) {
-  char buf[512], err[1200]; /* @ip's refusal lists the routes and interfaces found */
-  if (strlen(s->value[k]) >= sizeof buf)
-    return settings_fail(s, k, "too long");
-  strcpy(buf, s->value[k]);
-  for (char *save = NULL, *item = strtok_r(buf, ",", &save); item;
-       item = strtok_r(NULL, ",", &save)) {
-    item = trim(item);
-    char *eq = strchr(item, '=');
-    if (eq == NULL || eq == item)
-      return settings_fail(s, k, "\"%s\" is not NAME=VALUE", SETTINGS_Q(item));
-    *eq = '\0';
-    const char *value = eq + 1;
-    char num[24];
-    if (value[0] == '@') { /* from the host's address: unchecked, see check_lease */
-      int f = idgen_layout_field_index(&s->layout, item);
-      idgen_host_value_t hv;
-      if (f >= 0 && s->layout.fields[f].kind == IDGEN_FIELD_NODE) {
-        if (idgen_host_node_value(value, s->layout.fields[f].bits, &hv, err, sizeof err) < 0)
-          return settings_fail(s, k, "%s: %s", item, err);
-        snprintf(num, sizeof num, "%" PRIu64, hv.value);
-        size_t used = strlen(s->host_nodes);
-        snprintf(s->host_nodes + used, sizeof s->host_nodes - used, "%s%s=%s %s %s -> %s",
-                 used ? "," : "", item, value, hv.iface, hv.addr, num);
-        value = num;
-      }
-    }
-    if (idgen_layout_node_set(&s->layout, item, value, s->gen.node, &s->node_given, err,
-                              sizeof err) < 0)
-      return settings_fail(s, k, "%s", err);
-  }
+  char err[1200]; /* @ip's refusal lists the routes and interfaces found */
+  if (idgen_layout_nodes_parse(&s->layout, s->value[k], idgen_host_node_resolve, s->host_nodes,
+                               s->gen.node, &s->node_given, err, sizeof err) < 0)
+    return settings_fail(s, k, "%s", err);
   return 0;
 }
 
@@ -485,33 +460,17 @@ static int check(settings_t *s, int k) {
   return 0;
 }
 
-/* The rules between settings that reach the library: a leased field needs a
- * registry, and its value comes from the registry, not from `node`. */
+/* The rules between the registry, the leased field and the node values:
+ * the library's (idgen_lease_settings_check), blaming the key it names. */
 static int check_lease(settings_t *s) {
   if (!takes(s->cmd, SK_REGISTRY))
     return 0;
-  if (s->host_nodes[0] != '\0' && strcmp(s->registry, "static") != 0)
-    return settings_fail(s, SK_NODE,
-                         "values from the host's address (@ip, @mac) are unchecked and the "
-                         "registry %s leases node values instead: give registry = static to use "
-                         "them, or leave them out",
-                         IDGEN_QUOTE(s->registry, strlen(s->registry), 0, 100));
-  if (strcmp(s->registry, "static") == 0) {
-    if (s->lease_field != NULL)
-      return settings_fail(s, SK_LEASE_FIELD, "a lease field needs a registry other than "
-                                              "static");
-    return 0;
-  }
-  const idgen_layout_t *l = &s->layout;
   char why[300];
-  int f = idgen_lease_field(l, s->lease_field, why, sizeof why);
-  if (f < 0)
-    return settings_fail(s, s->lease_field ? SK_LEASE_FIELD : SK_LAYOUT, "%s", why);
-  if (s->node_given >> f & 1)
-    return settings_fail(s, SK_NODE,
-                         "the registry %s assigns %s: leave it out of node, or use "
-                         "registry = static to set it by hand",
-                         IDGEN_QUOTE(s->registry, strlen(s->registry), 0, 100), l->fields[f].name);
+  const char *at;
+  int leased;
+  if (idgen_lease_settings_check(s->registry, &s->layout, s->lease_field, s->node_given,
+                                 s->host_nodes[0] != '\0', &leased, &at, why, sizeof why) < 0)
+    return settings_fail(s, find_key(s->cmd, at), "%s", why);
   return 0;
 }
 

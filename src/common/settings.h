@@ -110,7 +110,7 @@ struct settings {
   unsigned node_given;          /* bit i: node field i was given */
   /* Node values taken from the host (NAME=@ip, NAME=@mac), as text for the
    * log and /info: "worker=@ip eth0 10.1.2.3 -> 3"; "" if none. */
-  char host_nodes[512];
+  char host_nodes[IDGEN_HOST_NODES_MAX];
   const char *registry;         /* into value[], or registry_space */
   char *registry_space;         /* the registry URI with ?space=NAME, or NULL (owned) */
   const char *lease_field;      /* NULL: the registry's choice */

@@ -48,11 +48,16 @@ const char *idgen_layout_preset_spec(const char *name) {
   return NULL;
 }
 
-int idgen_layout_field_index(const idgen_layout_t *l, const char *name) {
+/* The index of the field whose name is s[0..n), or -1. */
+static int field_index_n(const idgen_layout_t *l, const char *s, size_t n) {
   for (int i = 0; i < l->nfields; i++)
-    if (strcmp(l->fields[i].name, name) == 0)
+    if (strncmp(l->fields[i].name, s, n) == 0 && l->fields[i].name[n] == '\0')
       return i;
   return -1;
+}
+
+int idgen_layout_field_index(const idgen_layout_t *l, const char *name) {
+  return field_index_n(l, name, strlen(name));
 }
 
 /* Parses all of s[0..len) as a decimal number <= max; returns 0 or -1. */
@@ -72,10 +77,11 @@ static int parse_dec(const char *s, size_t len, uint64_t max, uint64_t *out) {
   return 0;
 }
 
-int idgen_layout_node_set(const idgen_layout_t *l, const char *name, const char *value,
-                          uint64_t node[IDGEN_LAYOUT_MAX_FIELDS], unsigned *given, char *err,
-                          size_t errlen) {
-  int i = idgen_layout_field_index(l, name);
+/* idgen_layout_node_set on a name and a value given by their lengths. */
+static int node_set_n(const idgen_layout_t *l, const char *name, size_t nlen, const char *value,
+                      size_t vlen, uint64_t node[IDGEN_LAYOUT_MAX_FIELDS], unsigned *given,
+                      char *err, size_t errlen) {
+  int i = field_index_n(l, name, nlen);
   if (i < 0 || l->fields[i].kind != IDGEN_FIELD_NODE) {
     char names[256] = "";
     for (int j = 0; j < l->nfields; j++)
@@ -84,18 +90,88 @@ int idgen_layout_node_set(const idgen_layout_t *l, const char *name, const char 
                  names[0] ? ", " : "", l->fields[j].name);
     return idgen__err(err, errlen, IDGEN_EINVAL,
                       "\"%s\" is not a node field of the layout (its node fields: %s)",
-                      IDGEN_QUOTE(name, strlen(name), '"', 40), names[0] ? names : "none");
+                      IDGEN_QUOTE(name, nlen, '"', 40), names[0] ? names : "none");
   }
   if (*given >> i & 1)
     return idgen__err(err, errlen, IDGEN_EINVAL, "%s given twice", l->fields[i].name);
   unsigned bits = l->fields[i].bits;
   uint64_t max = bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1, v;
-  if (parse_dec(value, strlen(value), max, &v) < 0)
+  if (parse_dec(value, vlen, max, &v) < 0)
     return idgen__err(err, errlen, IDGEN_ERANGE,
                       "%s value \"%s\" is not a number from 0 to %" PRIu64, l->fields[i].name,
-                      IDGEN_QUOTE(value, strlen(value), '"', 40), max);
+                      IDGEN_QUOTE(value, vlen, '"', 40), max);
   *given |= 1u << i;
   node[i] = v;
+  return 0;
+}
+
+int idgen_layout_node_set(const idgen_layout_t *l, const char *name, const char *value,
+                          uint64_t node[IDGEN_LAYOUT_MAX_FIELDS], unsigned *given, char *err,
+                          size_t errlen) {
+  return node_set_n(l, name, strlen(name), value, strlen(value), node, given, err, errlen);
+}
+
+/* s[0..*n) without the spaces and tabs around it. */
+static const char *trim_blanks(const char *s, size_t *n) {
+  while (*n > 0 && (*s == ' ' || *s == '\t')) {
+    s++;
+    (*n)--;
+  }
+  while (*n > 0 && (s[*n - 1] == ' ' || s[*n - 1] == '\t'))
+    (*n)--;
+  return s;
+}
+
+/* One NAME=VALUE item of a node list, item[0..len) without blanks around it. */
+static int node_item(const idgen_layout_t *l, const char *item, size_t len,
+                     idgen_node_resolve_cb resolve, void *ctx,
+                     uint64_t node[IDGEN_LAYOUT_MAX_FIELDS], unsigned *given, char *err,
+                     size_t errlen) {
+  const char *eq = memchr(item, '=', len);
+  size_t nlen = eq ? (size_t)(eq - item) : 0, vlen = eq ? len - nlen - 1 : 0;
+  const char *name = trim_blanks(item, &nlen), *value = eq ? trim_blanks(eq + 1, &vlen) : NULL;
+  if (nlen == 0)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "\"%s\" is not NAME=VALUE",
+                      IDGEN_QUOTE(item, len, '"', 60));
+  int f = field_index_n(l, name, nlen);
+  char source[16], num[24];
+  if (resolve != NULL && vlen > 0 && value[0] == '@' && vlen < sizeof source && f >= 0 &&
+      l->fields[f].kind == IDGEN_FIELD_NODE && !(*given >> f & 1)) {
+    /* From the host: the caller's resolver does the I/O; its message
+     * follows the field's name. */
+    memcpy(source, value, vlen);
+    source[vlen] = '\0';
+    size_t pre = 0;
+    if (err != NULL && errlen > 0) {
+      int n = snprintf(err, errlen, "%s: ", l->fields[f].name);
+      pre = n > 0 && (size_t)n < errlen ? (size_t)n : 0;
+    }
+    uint64_t v = 0;
+    int rc = resolve(ctx, l->fields[f].name, l->fields[f].bits, source, &v,
+                     err != NULL ? err + pre : NULL, errlen - pre);
+    if (rc < 0)
+      return rc;
+    vlen = (size_t)snprintf(num, sizeof num, "%" PRIu64, v);
+    value = num;
+  }
+  return node_set_n(l, name, nlen, value, vlen, node, given, err, errlen);
+}
+
+int idgen_layout_nodes_parse(const idgen_layout_t *l, const char *list,
+                             idgen_node_resolve_cb resolve, void *ctx,
+                             uint64_t node[IDGEN_LAYOUT_MAX_FIELDS], unsigned *given, char *err,
+                             size_t errlen) {
+  for (const char *p = list; p != NULL && *p != '\0';) {
+    size_t len = strcspn(p, ",");
+    const char *item = trim_blanks(p, &len);
+    if (len > 0) {
+      int rc = node_item(l, item, len, resolve, ctx, node, given, err, errlen);
+      if (rc < 0)
+        return rc;
+    }
+    p += strcspn(p, ",");
+    p += *p == ',';
+  }
   return 0;
 }
 
