@@ -1156,37 +1156,40 @@ typedef struct idgen_lease_request {
 IDGEN_API int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req,
                                      idgen_lease_t **out, char *err, size_t errlen);
 
-/*
- * A generator bound to a lease, in one call: leases a node tuple of `l` from
- * `r` (the node values and clock of `s`; the leased field `field`, NULL for
- * the default, see idgen_lease_field; `ttl_ms` and `max_start_wait_ms` as in
- * idgen_lease_request_t) and makes a generator with settings `s` bound to it,
- * whose start may borrow up to s->max_borrow_ms.  On success *g is the
- * generator and *lease its lease (free the generator first, then release the
- * lease).  With the `static` registry nothing is leased: *lease is NULL and
- * *g takes the node values as given (no lease, no keeper thread); a `field`
- * is then IDGEN_EINVAL.  Errors as idgen_registry_acquire and
- * idgen_snowflake_gen_new, with a message in err; on failure nothing is held.
- */
-IDGEN_API int idgen_registry_bind(idgen_registry_t *r, const idgen_layout_t *l,
-                                  const idgen_snowflake_settings_t *s, const char *field,
-                                  int64_t ttl_ms, int64_t max_start_wait_ms, idgen_lease_t **lease,
-                                  idgen_snowflake_gen_t **g, char *err, size_t errlen);
+/* What idgen_registry_bind() binds. */
+typedef struct idgen_bind_request {
+  const idgen_layout_t *layout;
+  /* The generator's settings (NULL: idgen_snowflake_settings_init's): its
+   * node values (the leased field's is the registry's), clock, and
+   * max_borrow_ms, which the start may borrow. */
+  const idgen_snowflake_settings_t *settings;
+  const char *field;         /* the leased field; NULL: see idgen_lease_field */
+  int64_t ttl_ms;            /* as in idgen_lease_request_t */
+  int64_t max_start_wait_ms; /* as in idgen_lease_request_t */
+  /* NULL: the generator is allocated (idgen_snowflake_gen_new).  Else the
+   * generator is made here by idgen_snowflake_gen_init_shared() (its rules:
+   * at least idgen_snowflake_gen_shared_size() bytes, aligned to 64, shared
+   * by the processes that use it), and ended with
+   * idgen_snowflake_gen_fini_shared() instead of freed. */
+  void *mem;
+} idgen_bind_request_t;
 
 /*
- * idgen_registry_bind() for a generator in caller memory: the generator is
- * made in `mem` by idgen_snowflake_gen_init_shared() (its rules: at least
- * idgen_snowflake_gen_shared_size() bytes, aligned to 64, shared by the
- * processes that use it) instead of allocated.  On success `mem` holds the
- * generator and *lease its lease (NULL with `static`); end it with
- * idgen_snowflake_gen_fini_shared(), then release the lease.  Errors as
- * idgen_registry_bind(), and IDGEN_EINVAL for a NULL or misaligned `mem`;
- * on failure nothing is held.
+ * A generator bound to a lease, in one call: leases a node tuple of
+ * req->layout from `r` (req->settings' node values and clock, req->field,
+ * req->ttl_ms, req->max_start_wait_ms) and makes a generator with
+ * req->settings bound to it, whose start may borrow up to max_borrow_ms.
+ * On success *g is the generator (req->mem when given) and *lease its lease
+ * (end the generator first, then release the lease).  With the `static`
+ * registry nothing is leased: *lease is NULL and *g takes the node values as
+ * given (no lease, no keeper thread); a `field` is then IDGEN_EINVAL.
+ * Errors as idgen_registry_acquire and idgen_snowflake_gen_new (or
+ * idgen_snowflake_gen_init_shared), with a message in err; on failure
+ * nothing is held.
  */
-IDGEN_API int idgen_registry_bind_shared(idgen_registry_t *r, const idgen_layout_t *l,
-                                         const idgen_snowflake_settings_t *s, const char *field,
-                                         int64_t ttl_ms, int64_t max_start_wait_ms, void *mem,
-                                         idgen_lease_t **lease, char *err, size_t errlen);
+IDGEN_API int idgen_registry_bind(idgen_registry_t *r, const idgen_bind_request_t *req,
+                                  idgen_lease_t **lease, idgen_snowflake_gen_t **g, char *err,
+                                  size_t errlen);
 
 typedef struct idgen_lease_info {
   int field;               /* layout field index of the leased field */

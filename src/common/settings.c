@@ -445,6 +445,11 @@ static int check(settings_t *s, int k) {
     s->num[k] = x;
     return 0;
   case ST_INT:
+    /* The lease TTL's bounds and message are the library's, as the
+     * extension's idgen.lease_ttl_ms. */
+    if (k == SK_LEASE_TTL_MS && settings_parse_int(v, &x) == 0 &&
+        idgen_lease_ttl_check(x, err, sizeof err) < 0)
+      return settings_fail(s, k, "%s", err);
     if (settings_int(s, k, &x) != 0)
       return 2;
     s->num[k] = x;

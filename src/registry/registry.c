@@ -278,33 +278,32 @@ static int make_gen(void *mem, const idgen_layout_t *l, const idgen_snowflake_se
   return rc;
 }
 
-/* idgen_registry_bind and idgen_registry_bind_shared: the generator in
- * `mem`, or allocated when it is NULL. */
-static int bind_gen(idgen_registry_t *r, const idgen_layout_t *l,
-                    const idgen_snowflake_settings_t *s, const char *field, int64_t ttl_ms,
-                    int64_t max_start_wait_ms, void *mem, idgen_lease_t **lease,
-                    idgen_snowflake_gen_t **g, char *err, size_t errlen) {
+int idgen_registry_bind(idgen_registry_t *r, const idgen_bind_request_t *breq,
+                        idgen_lease_t **lease, idgen_snowflake_gen_t **g, char *err,
+                        size_t errlen) {
   *lease = NULL;
   *g = NULL;
+  if (r == NULL || breq == NULL || breq->layout == NULL)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no registry or no layout");
+  const idgen_layout_t *l = breq->layout;
+  const idgen_snowflake_settings_t *s = breq->settings;
   idgen_snowflake_settings_t defaults;
   if (s == NULL) {
     idgen_snowflake_settings_init(&defaults);
     s = &defaults;
   }
-  if (r == NULL || l == NULL)
-    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no registry or no layout");
   if (r->ops == &idgen__registry_static) {
-    if (field != NULL)
+    if (breq->field != NULL)
       return idgen__err(err, errlen, IDGEN_EINVAL, "%s", static_field);
-    return make_gen(mem, l, s, g, err, errlen);
+    return make_gen(breq->mem, l, s, g, err, errlen);
   }
   idgen_lease_request_t req = {
       .layout = l,
       .node = s->node,
-      .field = field,
-      .max_start_wait_ms = max_start_wait_ms,
+      .field = breq->field,
+      .max_start_wait_ms = breq->max_start_wait_ms,
       .clock = s->clock,
-      .ttl_ms = ttl_ms,
+      .ttl_ms = breq->ttl_ms,
       .start_borrow_ms = s->max_borrow_ms,
   };
   int rc = idgen_registry_acquire(r, &req, lease, err, errlen);
@@ -312,28 +311,11 @@ static int bind_gen(idgen_registry_t *r, const idgen_layout_t *l,
     return rc;
   idgen_snowflake_settings_t bound = *s;
   bound.lease = *lease;
-  if ((rc = make_gen(mem, l, &bound, g, err, errlen)) < 0) {
+  if ((rc = make_gen(breq->mem, l, &bound, g, err, errlen)) < 0) {
     idgen_lease_release(*lease);
     *lease = NULL;
   }
   return rc;
-}
-
-int idgen_registry_bind(idgen_registry_t *r, const idgen_layout_t *l,
-                        const idgen_snowflake_settings_t *s, const char *field, int64_t ttl_ms,
-                        int64_t max_start_wait_ms, idgen_lease_t **lease, idgen_snowflake_gen_t **g,
-                        char *err, size_t errlen) {
-  return bind_gen(r, l, s, field, ttl_ms, max_start_wait_ms, NULL, lease, g, err, errlen);
-}
-
-int idgen_registry_bind_shared(idgen_registry_t *r, const idgen_layout_t *l,
-                               const idgen_snowflake_settings_t *s, const char *field,
-                               int64_t ttl_ms, int64_t max_start_wait_ms, void *mem,
-                               idgen_lease_t **lease, char *err, size_t errlen) {
-  idgen_snowflake_gen_t *g;
-  if (mem == NULL)
-    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no memory for the generator");
-  return bind_gen(r, l, s, field, ttl_ms, max_start_wait_ms, mem, lease, &g, err, errlen);
 }
 
 int idgen_lease_ttl_check(int64_t ttl_ms, char *err, size_t errlen) {
