@@ -694,11 +694,17 @@ typedef enum idgen_cache_empty {
 #define IDGEN_CACHE_BOOST_MAX 12
 #define IDGEN_CACHE_SLOTS_MAX (1 << 22)
 #define IDGEN_CACHE_PADDING_DEFAULT 50
+#define IDGEN_CACHE_PADDING_MIN 1
+#define IDGEN_CACHE_PADDING_MAX 100
+#define IDGEN_CACHE_SCHEDULE_MS_MAX 86400000
 
 typedef struct idgen_cached_settings {
   int boost_power;             /* ring = 2^sequence_bits << boost_power slots (0..12; default 3) */
-  int padding_percent;         /* refill below this share of ready slots (1..100; default 50) */
-  int64_t schedule_ms;         /* also refill this often (0: off, the default) */
+  /* refill below this share of ready slots (IDGEN_CACHE_PADDING_MIN..MAX;
+   * default IDGEN_CACHE_PADDING_DEFAULT) */
+  int padding_percent;
+  int64_t schedule_ms; /* also refill this often (0: off, the default; at most
+                        * IDGEN_CACHE_SCHEDULE_MS_MAX) */
   idgen_cache_empty_t on_empty; /* default IDGEN_CACHE_DIRECT */
   int64_t max_wait_ms;         /* IDGEN_CACHE_WAIT's limit (default IDGEN_MAX_WAIT_MS_DEFAULT) */
 } idgen_cached_settings_t;

@@ -16,6 +16,11 @@
 #define INT(lo, hi) (lo), (hi)
 #define NONE 0, 0
 
+/* cache_on_empty: the library's enum; audit_mode: the daemon's order. */
+static const settings_word_t on_empty_words[] = {
+    {"direct", IDGEN_CACHE_DIRECT}, {"fail", IDGEN_CACHE_FAIL}, {NULL, 0}};
+static const settings_word_t audit_mode_words[] = {{"count", 0}, {"require", 1}, {NULL, 0}};
+
 const settings_def_t settings_defs[SETTINGS_NKEYS] = {
     [SK_HTTP] = {"http", ST_ADDR, SERVE, 0, "127.0.0.1:8080", NULL, NULL, NONE, "ADDR:PORT",
                  "the HTTP listener, or `off`; port 0 picks a free port (see the `listen` "
@@ -87,15 +92,17 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                               INT(0, IDGEN_CACHE_BOOST_MAX), "N",
                               "the ring holds a tick's IDs times 2^N"},
     [SK_CACHE_PADDING_PERCENT] = {"cache_padding_percent", ST_INT, SERVE, 0,
-                                  IDGEN_STR(IDGEN_CACHE_PADDING_DEFAULT), NULL, NULL, INT(1, 100),
+                                  IDGEN_STR(IDGEN_CACHE_PADDING_DEFAULT), NULL, NULL,
+                                  INT(IDGEN_CACHE_PADDING_MIN, IDGEN_CACHE_PADDING_MAX),
                                   "N", "refill the ring when fewer than N% of it are ready"},
     [SK_CACHE_SCHEDULE_MS] = {"cache_schedule_ms", ST_INT, SERVE, 0, "0", NULL, NULL,
-                              INT(0, IDGEN_MAX_BORROW_MS_MAX), "N",
+                              INT(0, IDGEN_CACHE_SCHEDULE_MS_MAX), "N",
                               "also refill the ring this often (0: only when it runs low)"},
     [SK_CACHE_ON_EMPTY] = {"cache_on_empty", ST_CHOICE, SERVE, 0, "direct", NULL, NULL, NONE,
                            "direct|fail",
                            "when the ring cannot serve a request: `direct` asks the generator "
-                           "(the ring's IDs first), `fail` answers 503 / `-ERR`"},
+                           "(the ring's IDs first), `fail` answers 503 / `-ERR`",
+                           on_empty_words},
     [SK_MAX_CLOCK_SKEW_MS] = {"max_clock_skew_ms", ST_INT, SERVE, 0, "10000", NULL, NULL,
                               INT(0, 3600000), "N",
                               "refuse to start when this host's clock is further than this from "
@@ -156,7 +163,8 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                        "counts the lines lost (`idgen_audit_lost_records_total`, `/health` says "
                        "`degraded`, the file a `lost=` line); `require` sends no ID before its "
                        "line is written and refuses ID requests meanwhile (503 / `-ERR audit "
-                       "log: ...`)"},
+                       "log: ...`)",
+                       audit_mode_words},
     [SK_AUDIT_QUEUE_BYTES] = {"audit_queue_bytes", ST_INT, SERVE, 0, "16777216", NULL, NULL,
                               INT(65536, INT64_C(1) << 30), "N",
                               "audit lines waiting for the file, at most (about 200,000 lines): "
@@ -417,15 +425,11 @@ static int check(settings_t *s, int k) {
       return settings_fail(s, k, "expected fast or precise");
     return 0;
   case ST_CHOICE: {
-    const char *w = d->arg;
-    for (int i = 0; *w; i++) {
-      size_t n = strcspn(w, "|");
-      if (strlen(v) == n && strncmp(v, w, n) == 0) {
-        s->num[k] = i;
+    for (const settings_word_t *w = d->words; w->word != NULL; w++)
+      if (strcmp(v, w->word) == 0) {
+        s->num[k] = w->value;
         return 0;
       }
-      w += n + (w[n] == '|');
-    }
     char words[128]; /* "a|b|c" as "a, b or c" */
     size_t o = 0;
     const char *last = strrchr(d->arg, '|');

@@ -55,9 +55,16 @@ enum settings_type {
   ST_INT,      /* a whole number within [min, max] */
   ST_CLOCK,    /* fast | precise */
   ST_BOOL,     /* true | false (a flag without a value: true) */
-  ST_CHOICE,   /* one of the words of `arg` ("direct|fail"): its index in num[] */
+  ST_CHOICE,   /* one of `words` ("direct|fail" in `arg`): its value in num[] */
   ST_PATH      /* a file name, "" for none */
 };
+
+/* A word an ST_CHOICE key takes and the value it stands for; a NULL word
+ * ends the list. */
+typedef struct settings_word {
+  const char *word;
+  int value;
+} settings_word_t;
 
 typedef struct settings_def {
   const char *name;        /* the config-file key */
@@ -70,6 +77,7 @@ typedef struct settings_def {
   int64_t min, max;        /* ST_INT */
   const char *arg;         /* the flag's argument in help ("N") */
   const char *help;        /* one sentence; `marks` are code in the docs */
+  const settings_word_t *words; /* ST_CHOICE: its words, as `arg` lists them */
 } settings_def_t;
 
 extern const settings_def_t settings_defs[SETTINGS_NKEYS];
