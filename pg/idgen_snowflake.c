@@ -12,10 +12,10 @@
  * The node values: the registry idgen.registry leases the leased field
  * (idgen.lease_field: worker, or the layout's only node field), idgen.node
  * gives the others, as `idgen serve` does.  The default registry is
- * file:$PGDATA/pg_idgen, private to this server: its durable high-water mark
- * (G6) makes a restart under a clock stepped back start above every ID
- * issued before.  A fleet of servers shares a postgres:// or etcd://
- * registry.  `static` takes every value from idgen.node and keeps no mark
+ * file:$PGDATA/pg_idgen, private to this server: its high-water mark
+ * (durable, idgen.h) makes a restart under a clock stepped back start
+ * above every ID issued before.  A fleet of servers shares a postgres://
+ * or etcd:// registry.  `static` takes every value from idgen.node and keeps no mark
  * (unchecked, as in the CLI).
  *
  * One background worker holds the lease: the library's keeper threads run in
@@ -864,7 +864,7 @@ Datum idgen_pg_snowflake_n(PG_FUNCTION_ARGS) {
   fc = SRF_PERCALL_SETUP();
   b = fc->user_fctx;
   if (b->next == b->have && b->left > 0) {
-    /* the next chunk: one claim, each within the per-call budget (G3) */
+    /* the next chunk: one claim, each within the per-call wait (bounded) */
     pg_atomic_uint64 *seen;
     int k = b->left < CHUNK ? (int)b->left : CHUNK, rc;
     idgen_snowflake_gen_t *g = enter("idgen_snowflake_n()", &seen);

@@ -259,7 +259,7 @@ static void test_horizon(void **state) {
   idgen_layout_t l;
   char date[IDGEN_TIME_BUFSIZE];
   parse_ok(&l, "baidu");
-  /* SPEC: 28 bits of seconds from 2016-05-20 UTC+8 ran out on 2024-11-20. */
+  /* Baidu's 28 bits of seconds from 2016-05-20 UTC+8 ran out on 2024-11-20. */
   assert_int_equal(1463673600000 + (INT64_C(1) << 28) * 1000, idgen_layout_horizon_ms(&l));
   idgen_time_format(idgen_layout_horizon_ms(&l), date);
   assert_string_equal("2024-11-20T13:24:16.000Z", date);

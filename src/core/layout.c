@@ -4,14 +4,14 @@
  *
  * A layout is a plain value (idgen_layout_t).  The parser is strict and
  * reports the first mistake with one message that names the offending item;
- * it never allocates.  Spec grammar (SPEC section 3):
+ * it never allocates.  The grammar of a spec (docs/DESIGN.md §3):
  *
  *   spec  = preset-name | item *("," item)
  *   item  = NAME ":" BITS ["@" N ("ms" | "s")]  |  "epoch=" (MILLIS | ISO-8601)
  *
- * Spaces around items are ignored.  Besides the SPEC's rules we require the
- * sequence to come after (be less significant than) the time field: with the
- * sequence above the time, one generator's IDs would fall back every tick.
+ * Spaces around items are ignored.  The sequence must come after (be less
+ * significant than) the time field: with the sequence above the time, one
+ * generator's IDs would fall back every tick (not increasing).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -227,7 +227,7 @@ static int preset_list(char *buf, size_t n) {
 
 #define LAYOUT_ERR(...) idgen__err(err, errlen, IDGEN_ELAYOUT, "layout: " __VA_ARGS__)
 /* A piece of the spec as the messages quote it: printable, at most 48 characters. */
-#define SPEC_QUOTE(s, n) IDGEN_QUOTE((s), (n), '"', 48)
+#define ITEM_QUOTE(s, n) IDGEN_QUOTE((s), (n), '"', 48)
 
 /* Parses one "NAME:BITS[@UNIT]" item into l->fields[l->nfields]. */
 static int parse_field(idgen_layout_t *l, const char *s, size_t len, char *err,
@@ -241,10 +241,10 @@ static int parse_field(idgen_layout_t *l, const char *s, size_t len, char *err,
   uint64_t bits;
 
   if (nlen >= IDGEN_FIELD_NAME_MAX)
-    return LAYOUT_ERR("field name \"%s\" longer than %d characters", SPEC_QUOTE(s, nlen),
+    return LAYOUT_ERR("field name \"%s\" longer than %d characters", ITEM_QUOTE(s, nlen),
                       IDGEN_FIELD_NAME_MAX - 1);
   if (!valid_name(s, nlen))
-    return LAYOUT_ERR("bad field name \"%s\" (use [a-z][a-z0-9_]*)", SPEC_QUOTE(s, nlen));
+    return LAYOUT_ERR("bad field name \"%s\" (use [a-z][a-z0-9_]*)", ITEM_QUOTE(s, nlen));
   /* From here on the name is [a-z][a-z0-9_]*: safe to print as it is. */
   for (int i = 0; i < l->nfields; i++)
     if (strlen(l->fields[i].name) == nlen && memcmp(l->fields[i].name, s, nlen) == 0)
@@ -253,7 +253,7 @@ static int parse_field(idgen_layout_t *l, const char *s, size_t len, char *err,
     return LAYOUT_ERR("more than %d fields", IDGEN_LAYOUT_MAX_FIELDS);
   if (parse_dec(w, bitslen, 1000, &bits) < 0)
     return LAYOUT_ERR("field \"%.*s\" has bad width \"%s\" (use a number of bits)",
-                      (int)nlen, s, SPEC_QUOTE(w, bitslen));
+                      (int)nlen, s, ITEM_QUOTE(w, bitslen));
   if (bits == 0)
     return LAYOUT_ERR("field \"%.*s\" has 0 bits; each field needs at least 1", (int)nlen, s);
   if (bits > 63)
@@ -276,10 +276,10 @@ static int parse_field(idgen_layout_t *l, const char *s, size_t len, char *err,
     const char *u = at + 1;
     size_t ulen = wlen - bitslen - 1;
     if (f->kind != IDGEN_FIELD_TIME)
-      return LAYOUT_ERR("only the time field takes a unit (\"%s\")", SPEC_QUOTE(s, len));
+      return LAYOUT_ERR("only the time field takes a unit (\"%s\")", ITEM_QUOTE(s, len));
     if (parse_unit(u, ulen, &l->unit_ms) < 0)
       return LAYOUT_ERR("bad time unit \"%s\" (use Nms or Ns, from 1ms to 86400s)",
-                        SPEC_QUOTE(u, ulen));
+                        ITEM_QUOTE(u, ulen));
   }
   l->nfields++;
   return 0;
@@ -333,7 +333,7 @@ int idgen_layout_parse(idgen_layout_t *l, const char *spec, char *err, size_t er
     if (p == NULL) {
       char list[128];
       preset_list(list, sizeof list);
-      return LAYOUT_ERR("unknown preset \"%s\" (presets: %s)", SPEC_QUOTE(spec, strlen(spec)),
+      return LAYOUT_ERR("unknown preset \"%s\" (presets: %s)", ITEM_QUOTE(spec, strlen(spec)),
                         list);
     }
     int rc = idgen_layout_parse(l, p, err, errlen);
@@ -363,16 +363,16 @@ int idgen_layout_parse(idgen_layout_t *l, const char *spec, char *err, size_t er
       size_t vlen = len - klen - 1;
       if (klen != 5 || memcmp(item, "epoch", 5) != 0)
         return LAYOUT_ERR("unknown setting \"%s\" (the only setting is epoch=)",
-                          SPEC_QUOTE(item, klen));
+                          ITEM_QUOTE(item, klen));
       if (have_epoch)
         return LAYOUT_ERR("epoch given twice");
       if (parse_epoch(v, vlen, &l->epoch_ms) < 0)
         return LAYOUT_ERR("bad epoch \"%s\" (use Unix milliseconds or an ISO-8601 UTC "
                           "time such as 2010-11-04T01:42:54.657Z)",
-                          SPEC_QUOTE(v, vlen));
+                          ITEM_QUOTE(v, vlen));
       have_epoch = 1;
     } else {
-      return LAYOUT_ERR("item \"%s\" is not NAME:BITS or epoch=VALUE", SPEC_QUOTE(item, len));
+      return LAYOUT_ERR("item \"%s\" is not NAME:BITS or epoch=VALUE", ITEM_QUOTE(item, len));
     }
     if (end == NULL)
       break;
