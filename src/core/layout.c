@@ -151,6 +151,8 @@ static int node_item(const idgen_layout_t *l, const char *item, size_t len,
                      err != NULL ? err + pre : NULL, errlen - pre);
     if (rc < 0)
       return rc;
+    if (err != NULL && errlen > 0)
+      err[0] = '\0'; /* the prefix, unused */
     vlen = (size_t)snprintf(num, sizeof num, "%" PRIu64, v);
     value = num;
   }

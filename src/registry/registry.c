@@ -348,8 +348,12 @@ int idgen_lease_settings_check(const char *uri, const idgen_layout_t *l, const c
                       "them, or leave them out",
                       shown);
   *setting = "lease_field";
-  if (ops == &idgen__registry_static)
-    return field != NULL ? idgen__err(err, errlen, IDGEN_EINVAL, "%s", static_field) : 0;
+  if (ops == &idgen__registry_static && field != NULL)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "%s", static_field);
+  if (ops == &idgen__registry_static) {
+    *setting = "";
+    return 0;
+  }
   *setting = field != NULL ? "lease_field" : "layout";
   int f = idgen_lease_field(l, field, err, errlen);
   if (f < 0)
