@@ -9,8 +9,9 @@
  * --help, the daemon's --check-config and the table in docs/SERVE.md
  * (`idgen serve --settings-markdown`).  The values that reach the library are
  * checked by the library's own rules (idgen_layout_parse,
- * idgen_layout_node_set, idgen_lease_field, idgen_registry_check), so a rule
- * has one owner whichever command applies it.
+ * idgen_layout_nodes_parse, idgen_lease_field, idgen_lease_settings_check,
+ * idgen_lease_ttl_check, idgen_registry_check), so a rule has one owner
+ * whichever command applies it (the PostgreSQL extension applies them too).
  *
  * Values are gathered as text, lowest precedence first (default, config file,
  * environment, flags; a command may take flags only), each remembering its
@@ -48,7 +49,7 @@ enum { SETTINGS_SNOWFLAKE = 1, SETTINGS_SERVE = 2 };
 enum settings_type {
   ST_ADDR,     /* HOST:PORT or off (checked by the daemon's hook) */
   ST_LAYOUT,   /* idgen_layout_parse */
-  ST_NODE,     /* NAME=V[,NAME=V...], idgen_layout_node_set; flags repeat */
+  ST_NODE,     /* NAME=V[,NAME=V...], idgen_layout_nodes_parse; flags repeat */
   ST_REGISTRY, /* idgen_registry_check; "" is the default registry */
   ST_SPACE,    /* an ID space's name, checked with the registry (idgen_registry_check) */
   ST_FIELD,    /* idgen_lease_field */
