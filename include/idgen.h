@@ -262,6 +262,40 @@ IDGEN_API int idgen_layout_node_set(const idgen_layout_t *l, const char *name, c
                                     char *err, size_t errlen);
 
 /*
+ * A node value taken from the host rather than given as a number: called by
+ * idgen_layout_nodes_parse() for a value that starts with '@' ("@ip",
+ * "@mac"), with the field's name and width.  Writes the value into *value
+ * and returns 0, or a negative IDGEN_E* code with a message in err[errlen]
+ * (err may be NULL).  The core does no I/O: the caller brings the resolver
+ * (the registry library's idgen_host_node_resolve(), or one of its own).
+ */
+typedef int (*idgen_node_resolve_cb)(void *ctx, const char *field, unsigned bits,
+                                     const char *source, uint64_t *value, char *err,
+                                     size_t errlen);
+
+/*
+ * Parses a node list, "NAME=VALUE[,NAME=VALUE...]" (the --node flag, a
+ * config file's `node =`, the extension's idgen.node, a tuple as `idgen
+ * registry list` shows it), into node[] by layout field index, each item
+ * by idgen_layout_node_set()'s rule (*given accumulates across calls, so a
+ * field given in an earlier list counts as given).  One rule for every
+ * front end: spaces and tabs around an item, its name and its value are
+ * ignored ("datacenter = 1, worker = 2" is "datacenter=1,worker=2"); empty
+ * items (",,", a trailing comma) and an empty or NULL list give nothing.  A
+ * value that starts with '@' goes to `resolve` (with `ctx`) when it is not
+ * NULL; without a resolver it is refused as not a number.  Never allocates.
+ * Returns 0, or the first error with a message naming the item:
+ *   IDGEN_EINVAL  an item that is not NAME=VALUE, a name that is not a node
+ *                 field, a field given twice;
+ *   IDGEN_ERANGE  a value that is not a number within the field's bits;
+ *   the resolver's error, its message after the field's name ("worker: ...").
+ */
+IDGEN_API int idgen_layout_nodes_parse(const idgen_layout_t *l, const char *list,
+                                       idgen_node_resolve_cb resolve, void *ctx,
+                                       uint64_t node[IDGEN_LAYOUT_MAX_FIELDS], unsigned *given,
+                                       char *err, size_t errlen);
+
+/*
  * The horizon: the first Unix millisecond the time field cannot hold,
  * epoch + 2^time_bits * unit.  IDs can be made strictly before it.
  */
@@ -660,11 +694,17 @@ typedef enum idgen_cache_empty {
 #define IDGEN_CACHE_BOOST_MAX 12
 #define IDGEN_CACHE_SLOTS_MAX (1 << 22)
 #define IDGEN_CACHE_PADDING_DEFAULT 50
+#define IDGEN_CACHE_PADDING_MIN 1
+#define IDGEN_CACHE_PADDING_MAX 100
+#define IDGEN_CACHE_SCHEDULE_MS_MAX 86400000
 
 typedef struct idgen_cached_settings {
   int boost_power;             /* ring = 2^sequence_bits << boost_power slots (0..12; default 3) */
-  int padding_percent;         /* refill below this share of ready slots (1..100; default 50) */
-  int64_t schedule_ms;         /* also refill this often (0: off, the default) */
+  /* refill below this share of ready slots (IDGEN_CACHE_PADDING_MIN..MAX;
+   * default IDGEN_CACHE_PADDING_DEFAULT) */
+  int padding_percent;
+  int64_t schedule_ms; /* also refill this often (0: off, the default; at most
+                        * IDGEN_CACHE_SCHEDULE_MS_MAX) */
   idgen_cache_empty_t on_empty; /* default IDGEN_CACHE_DIRECT */
   int64_t max_wait_ms;         /* IDGEN_CACHE_WAIT's limit (default IDGEN_MAX_WAIT_MS_DEFAULT) */
 } idgen_cached_settings_t;
@@ -935,6 +975,27 @@ IDGEN_API int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t unix_ms, idgen
 IDGEN_API int idgen_lease_field(const idgen_layout_t *l, const char *field, char *err,
                                 size_t errlen);
 
+/*
+ * The rules between a registry, its leased field and the node values given,
+ * which every front end applies (the command, the daemon, the extension):
+ *   - `field` (NULL: the default) must be a node field of `l`;
+ *   - node values from the host (`node_from_host` nonzero: @ip, @mac) are
+ *     unchecked, so only the `static` registry takes them;
+ *   - `static` leases nothing, so it takes no `field`;
+ *   - any other registry assigns the leased field (idgen_lease_field), so
+ *     it must not be among the values given (bit i of `node_given`: field
+ *     i was given, as idgen_layout_nodes_parse() sets it).
+ * `uri` as idgen_registry_open() takes it; nothing is opened.  Returns 0
+ * with *leased the leased field's index (-1 for static), or IDGEN_EINVAL
+ * with the first broken rule's message and *setting the name of the setting
+ * to blame ("registry", "layout", "node" or "lease_field": the config key of
+ * `idgen serve`, the extension's idgen.NAME), for the caller's prefix.
+ */
+IDGEN_API int idgen_lease_settings_check(const char *uri, const idgen_layout_t *l,
+                                         const char *field, unsigned node_given,
+                                         int node_from_host, int *leased, const char **setting,
+                                         char *err, size_t errlen);
+
 /* Opens the registry named by `uri`.  A relative file: directory is made
  * absolute here, once, from the working directory (idgen_registry_uri()
  * gives the result).  IDGEN_EINVAL with a message for an unknown scheme or a
@@ -1018,11 +1079,31 @@ typedef struct idgen_host_value {
 IDGEN_API int idgen_host_node_value(const char *source, unsigned bits, idgen_host_value_t *out,
                                     char *err, size_t errlen);
 
+/* Bytes of the text idgen_host_node_resolve() keeps, with its NUL. */
+#define IDGEN_HOST_NODES_MAX 512
+
+/*
+ * idgen_host_node_value() as an idgen_node_resolve_cb, for
+ * idgen_layout_nodes_parse(): "worker=@ip" takes the low bits of the
+ * address.  `ctx` is NULL, or a string of IDGEN_HOST_NODES_MAX bytes (""
+ * at first) to which each value taken is added, for the log and status
+ * pages: "worker=@ip eth0 10.1.2.3 -> 3", comma-separated.  Errors as
+ * idgen_host_node_value().  Thread-safe for distinct ctx.
+ */
+IDGEN_API int idgen_host_node_resolve(void *ctx, const char *field, unsigned bits,
+                                      const char *source, uint64_t *value, char *err,
+                                      size_t errlen);
+
 #define IDGEN_START_WAIT_MS_DEFAULT 10000
 #define IDGEN_START_WAIT_MS_MAX 3600000
 #define IDGEN_LEASE_TTL_DEFAULT_MS 10000
 #define IDGEN_LEASE_TTL_MIN_MS 300
 #define IDGEN_LEASE_TTL_MAX_MS 3600000
+
+/* 0 if a lease TTL of `ttl_ms` is within IDGEN_LEASE_TTL_MIN_MS and
+ * IDGEN_LEASE_TTL_MAX_MS, else IDGEN_EINVAL with the message every front
+ * end shows ("lease TTL 100 ms is not from 300 to 3600000"). */
+IDGEN_API int idgen_lease_ttl_check(int64_t ttl_ms, char *err, size_t errlen);
 
 typedef struct idgen_lease_request {
   const idgen_layout_t *layout;
@@ -1081,22 +1162,40 @@ typedef struct idgen_lease_request {
 IDGEN_API int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req,
                                      idgen_lease_t **out, char *err, size_t errlen);
 
+/* What idgen_registry_bind() binds. */
+typedef struct idgen_bind_request {
+  const idgen_layout_t *layout;
+  /* The generator's settings (NULL: idgen_snowflake_settings_init's): its
+   * node values (the leased field's is the registry's), clock, and
+   * max_borrow_ms, which the start may borrow. */
+  const idgen_snowflake_settings_t *settings;
+  const char *field;         /* the leased field; NULL: see idgen_lease_field */
+  int64_t ttl_ms;            /* as in idgen_lease_request_t */
+  int64_t max_start_wait_ms; /* as in idgen_lease_request_t */
+  /* NULL: the generator is allocated (idgen_snowflake_gen_new).  Else the
+   * generator is made here by idgen_snowflake_gen_init_shared() (its rules:
+   * at least idgen_snowflake_gen_shared_size() bytes, aligned to 64, shared
+   * by the processes that use it), and ended with
+   * idgen_snowflake_gen_fini_shared() instead of freed. */
+  void *mem;
+} idgen_bind_request_t;
+
 /*
- * A generator bound to a lease, in one call: leases a node tuple of `l` from
- * `r` (the node values and clock of `s`; the leased field `field`, NULL for
- * the default, see idgen_lease_field; `ttl_ms` and `max_start_wait_ms` as in
- * idgen_lease_request_t) and makes a generator with settings `s` bound to it,
- * whose start may borrow up to s->max_borrow_ms.  On success *g is the
- * generator and *lease its lease (free the generator first, then release the
- * lease).  With the `static` registry nothing is leased: *lease is NULL and
- * *g takes the node values as given (no lease, no keeper thread); a `field`
- * is then IDGEN_EINVAL.  Errors as idgen_registry_acquire and
- * idgen_snowflake_gen_new, with a message in err; on failure nothing is held.
+ * A generator bound to a lease, in one call: leases a node tuple of
+ * req->layout from `r` (req->settings' node values and clock, req->field,
+ * req->ttl_ms, req->max_start_wait_ms) and makes a generator with
+ * req->settings bound to it, whose start may borrow up to max_borrow_ms.
+ * On success *g is the generator (req->mem when given) and *lease its lease
+ * (end the generator first, then release the lease).  With the `static`
+ * registry nothing is leased: *lease is NULL and *g takes the node values as
+ * given (no lease, no keeper thread); a `field` is then IDGEN_EINVAL.
+ * Errors as idgen_registry_acquire and idgen_snowflake_gen_new (or
+ * idgen_snowflake_gen_init_shared), with a message in err; on failure
+ * nothing is held.
  */
-IDGEN_API int idgen_registry_bind(idgen_registry_t *r, const idgen_layout_t *l,
-                                  const idgen_snowflake_settings_t *s, const char *field,
-                                  int64_t ttl_ms, int64_t max_start_wait_ms, idgen_lease_t **lease,
-                                  idgen_snowflake_gen_t **g, char *err, size_t errlen);
+IDGEN_API int idgen_registry_bind(idgen_registry_t *r, const idgen_bind_request_t *req,
+                                  idgen_lease_t **lease, idgen_snowflake_gen_t **g, char *err,
+                                  size_t errlen);
 
 typedef struct idgen_lease_info {
   int field;               /* layout field index of the leased field */

@@ -12,10 +12,10 @@
  * The node values: the registry idgen.registry leases the leased field
  * (idgen.lease_field: worker, or the layout's only node field), idgen.node
  * gives the others, as `idgen serve` does.  The default registry is
- * file:$PGDATA/pg_idgen, private to this server: its durable high-water mark
- * (G6) makes a restart under a clock stepped back start above every ID
- * issued before.  A fleet of servers shares a postgres:// or etcd://
- * registry.  `static` takes every value from idgen.node and keeps no mark
+ * file:$PGDATA/pg_idgen, private to this server: its high-water mark
+ * (durable, idgen.h) makes a restart under a clock stepped back start
+ * above every ID issued before.  A fleet of servers shares a postgres://
+ * or etcd:// registry.  `static` takes every value from idgen.node and keeps no mark
  * (unchecked, as in the CLI).
  *
  * One background worker holds the lease: the library's keeper threads run in
@@ -194,12 +194,26 @@ static bool nap(long ms) {
   return !stopping;
 }
 
+/* idgen.lease_ttl_ms: 0 (the registry's default), or within the library's
+ * bounds (idgen_lease_ttl_check; the GUC's own range is wider so that
+ * every refusal is the library's), refused with its message when set, not
+ * by the worker later. */
+static bool check_lease_ttl(int *newval, void **extra, GucSource source) {
+  char e[200];
+  if (*newval == 0 || idgen_lease_ttl_check(*newval, e, sizeof e) == 0)
+    return true;
+  GUC_check_errdetail("%s.", e);
+  return false;
+}
+
 /* The worker's settings into l, s (node values) and the registry URI;
  * false with a message. */
 static bool read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, char *uri, size_t n,
                           const char **field, char *err, size_t errlen) {
   const char *spec = start_layout, *now = GetConfigOption("idgen.layout", false, false);
+  const char *at;
   unsigned given = 0;
+  int f;
   char e[300];
   if (now != NULL && strcmp(now, spec) != 0)
     ereport(LOG, (errmsg("idgen: idgen.layout is now %s; idgen_snowflake() keeps the layout the "
@@ -215,29 +229,11 @@ static bool read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, char
     return false;
   }
   idgen_snowflake_settings_init(s);
-  if (node_setting && node_setting[0]) {
-    char buf[512];
-    if (strlen(node_setting) >= sizeof buf) {
-      snprintf(err, errlen, "idgen.node is longer than %zu bytes", sizeof buf - 1);
-      return false;
-    }
-    strlcpy(buf, node_setting, sizeof buf);
-    for (char *save = NULL, *item = strtok_r(buf, ",", &save); item;
-         item = strtok_r(NULL, ",", &save)) {
-      char *eq;
-      while (*item == ' ')
-        item++;
-      eq = strchr(item, '=');
-      if (eq == NULL || eq == item) {
-        snprintf(err, errlen, "idgen.node: \"%s\" is not NAME=VALUE", item);
-        return false;
-      }
-      *eq = '\0';
-      if (idgen_layout_node_set(l, item, eq + 1, s->node, &given, e, sizeof e) < 0) {
-        snprintf(err, errlen, "idgen.node: %s", e);
-        return false;
-      }
-    }
+  /* The library's one node-list rule, as `idgen --node`; no @ip or @mac
+   * here (unchecked, so only for a static registry of the command's). */
+  if (idgen_layout_nodes_parse(l, node_setting, NULL, NULL, s->node, &given, e, sizeof e) < 0) {
+    snprintf(err, errlen, "idgen.node: %s", e);
+    return false;
   }
   if (registry_setting && registry_setting[0]) {
     if (strlen(registry_setting) >= n) {
@@ -262,31 +258,23 @@ static bool read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, char
     }
   }
   *field = lease_field_setting && lease_field_setting[0] ? lease_field_setting : NULL;
-  if (strcmp(uri, "static") != 0) {
-    int f = idgen_lease_field(l, *field, e, sizeof e);
-    if (f < 0) {
-      snprintf(err, errlen, "%s", e);
-      return false;
-    }
-    if (given >> f & 1) {
-      snprintf(err, errlen,
-               "idgen.node gives %s, which the registry %s assigns: leave it out, or set "
-               "idgen.registry = 'static' to set every value by hand (unchecked, no mark)",
-               l->fields[f].name, registry_setting && registry_setting[0] ? uri : "(the default)");
-      return false;
-    }
-    /* IDs are ordered by a field above the time field first: a lease of
-     * another value after a restart (or a lost lease) would issue below the
-     * IDs before it (100,000 of 100,000 in a review).  A sequence's promise
-     * cannot be kept then. */
-    if (l->fields[f].shift > l->fields[l->time_index].shift) {
-      snprintf(err, errlen,
-               "idgen.layout puts %s, which the registry assigns, above the time field: a "
-               "restart on another %s would issue IDs below earlier ones.  Put the time field "
-               "above it, or give %s by hand with idgen.registry = 'static'",
-               l->fields[f].name, l->fields[f].name, l->fields[f].name);
-      return false;
-    }
+  /* The rules between the registry, the leased field and idgen.node: the
+   * library's, as the command's and the daemon's. */
+  if (idgen_lease_settings_check(uri, l, *field, given, 0, &f, &at, e, sizeof e) < 0) {
+    snprintf(err, errlen, "idgen.%s: %s", at, e);
+    return false;
+  }
+  /* IDs are ordered by a field above the time field first: a lease of
+   * another value after a restart (or a lost lease) would issue below the
+   * IDs before it (100,000 of 100,000 in a review).  A sequence's promise
+   * cannot be kept then. */
+  if (f >= 0 && l->fields[f].shift > l->fields[l->time_index].shift) {
+    snprintf(err, errlen,
+             "idgen.layout puts %s, which the registry assigns, above the time field: a "
+             "restart on another %s would issue IDs below earlier ones.  Put the time field "
+             "above it, or give %s by hand with idgen.registry = 'static'",
+             l->fields[f].name, l->fields[f].name, l->fields[f].name);
+    return false;
   }
   return true;
 }
@@ -600,6 +588,11 @@ void idgen_worker_main(Datum arg) {
 
   while (!stopping) {
     idgen_snowflake_settings_t bs = s;
+    idgen_bind_request_t req = {.layout = &l,
+                                .settings = &bs,
+                                .field = field,
+                                .ttl_ms = lease_ttl_setting,
+                                .max_start_wait_ms = -1};
     idgen_snowflake_gen_t *g;
     int slot;
     /* a free slot to make the generator in */
@@ -613,29 +606,13 @@ void idgen_worker_main(Datum arg) {
        * have issued by borrowing is at most max_borrow_ms and a tick ahead
        * of its clock.  Wait that out first (it does not cover a clock
        * stepped back: static keeps no record). */
-      lease = NULL;
       if (!nap((long)(s.max_borrow_ms + l.unit_ms + 1)))
         break;
-      WITHOUT_SIGNALS(rc = idgen_snowflake_gen_init_shared(g, &l, &bs, err, sizeof err));
     } else {
-      idgen_lease_request_t req = {0};
-      req.layout = &l;
-      req.node = s.node;
-      req.field = field;
-      req.max_start_wait_ms = -1;
-      req.ttl_ms = lease_ttl_setting;
-      req.start_borrow_ms = s.max_borrow_ms;
-      WITHOUT_SIGNALS(rc = idgen_registry_acquire(reg, &req, &lease, err, sizeof err));
-      if (rc == 0) {
-        bs.lease = lease;
-        bs.start_after_ms = sh->after_ms;
-        WITHOUT_SIGNALS(rc = idgen_snowflake_gen_init_shared(g, &l, &bs, err, sizeof err));
-        if (rc < 0) {
-          idgen_lease_release(lease);
-          lease = NULL;
-        }
-      }
+      bs.start_after_ms = sh->after_ms;
     }
+    req.mem = g;
+    WITHOUT_SIGNALS(rc = idgen_registry_bind(reg, &req, &lease, &g, err, sizeof err));
     if (rc == 0 && lease != NULL && !last_write(reg, lease, err, sizeof err)) {
       idgen_snowflake_gen_fini_shared(g);
       idgen_lease_release(lease);
@@ -775,7 +752,8 @@ void idgen_pg_snowflake_init(void) {
                              &lease_field_setting, "", PGC_POSTMASTER, 0, NULL, NULL, NULL);
   DefineCustomIntVariable("idgen.lease_ttl_ms", "The lease's TTL; renewed at a third of it.",
                           "0: the registry's default.", &lease_ttl_setting, 0, 0,
-                          IDGEN_LEASE_TTL_MAX_MS, PGC_POSTMASTER, 0, NULL, NULL, NULL);
+                          INT_MAX, PGC_POSTMASTER, 0, check_lease_ttl, NULL,
+                          NULL);
   prev_request = shmem_request_hook;
   shmem_request_hook = request_shmem;
   prev_startup = shmem_startup_hook;
@@ -886,7 +864,7 @@ Datum idgen_pg_snowflake_n(PG_FUNCTION_ARGS) {
   fc = SRF_PERCALL_SETUP();
   b = fc->user_fctx;
   if (b->next == b->have && b->left > 0) {
-    /* the next chunk: one claim, each within the per-call budget (G3) */
+    /* the next chunk: one claim, each within the per-call wait (bounded) */
     pg_atomic_uint64 *seen;
     int k = b->left < CHUNK ? (int)b->left : CHUNK, rc;
     idgen_snowflake_gen_t *g = enter("idgen_snowflake_n()", &seen);

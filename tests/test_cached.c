@@ -41,6 +41,13 @@ static idgen_cached_gen_t *cache_of(idgen_snowflake_gen_t *g, const idgen_cached
   return c;
 }
 
+/* idgen_registry_bind with the default field and TTL. */
+static int bind(idgen_registry_t *r, const idgen_layout_t *l, const idgen_snowflake_settings_t *s,
+                idgen_lease_t **lease, idgen_snowflake_gen_t **g, char *err, size_t errlen) {
+  idgen_bind_request_t req = {.layout = l, .settings = s, .max_start_wait_ms = -1};
+  return idgen_registry_bind(r, &req, lease, g, err, errlen);
+}
+
 /* A generator on `spec` reading clock `clk`, borrowing at most borrow_ms. */
 static idgen_snowflake_gen_t *gen_at(const char *spec, tu_clock_t *clk, int64_t borrow_ms) {
   idgen_snowflake_settings_t s;
@@ -481,7 +488,7 @@ static void test_bound_to_a_lease(void **state) {
   idgen_snowflake_settings_init(&s);
   idgen_lease_t *lease = NULL;
   idgen_snowflake_gen_t *g = NULL;
-  if (idgen_registry_bind(r, &l, &s, NULL, 0, -1, &lease, &g, err, sizeof err) != 0)
+  if (bind(r, &l, &s, &lease, &g, err, sizeof err) != 0)
     fail_msg("bind: %s", err);
   idgen_cached_settings_t cs;
   idgen_cached_settings_init(&cs);
@@ -584,7 +591,7 @@ static void test_resume_takes_the_ring_first(void **state) {
   s.max_wait_ms = 3000;
   idgen_lease_t *lease = NULL;
   idgen_snowflake_gen_t *g = NULL;
-  if (idgen_registry_bind(r, &l, &s, NULL, 0, -1, &lease, &g, err, sizeof err) != 0)
+  if (bind(r, &l, &s, &lease, &g, err, sizeof err) != 0)
     fail_msg("bind: %s", err);
   idgen_cached_settings_t cs;
   idgen_cached_settings_init(&cs);
@@ -654,7 +661,7 @@ static void test_async_resume_order(void **state) {
   s.node[1] = 1; /* datacenter */
   idgen_lease_t *lease = NULL;
   idgen_snowflake_gen_t *g = NULL;
-  if (idgen_registry_bind(r, &l, &s, NULL, 0, -1, &lease, &g, err, sizeof err) != 0)
+  if (bind(r, &l, &s, &lease, &g, err, sizeof err) != 0)
     fail_msg("bind: %s", err);
   idgen_cached_settings_t cs;
   idgen_cached_settings_init(&cs);

@@ -259,7 +259,7 @@ static void test_horizon(void **state) {
   idgen_layout_t l;
   char date[IDGEN_TIME_BUFSIZE];
   parse_ok(&l, "baidu");
-  /* SPEC: 28 bits of seconds from 2016-05-20 UTC+8 ran out on 2024-11-20. */
+  /* Baidu's 28 bits of seconds from 2016-05-20 UTC+8 ran out on 2024-11-20. */
   assert_int_equal(1463673600000 + (INT64_C(1) << 28) * 1000, idgen_layout_horizon_ms(&l));
   idgen_time_format(idgen_layout_horizon_ms(&l), date);
   assert_string_equal("2024-11-20T13:24:16.000Z", date);
@@ -392,6 +392,83 @@ static void test_time_format(void **state) {
     assert_int_equal(IDGEN_EPARSE, idgen_time_parse(bad[i], strlen(bad[i]), &ms));
 }
 
+/* A resolver for the tests: "@seven" is 7 (noting the field in ctx),
+ * anything else is refused. */
+static int fake_resolve(void *ctx, const char *field, unsigned bits, const char *source,
+                        uint64_t *value, char *err, size_t errlen) {
+  (void)bits;
+  if (strcmp(source, "@seven") != 0) {
+    snprintf(err, errlen, "no such source %s", source);
+    return IDGEN_EINVAL;
+  }
+  snprintf(ctx, 32, "%s", field);
+  *value = 7;
+  return 0;
+}
+
+/* The one node-list rule of the command, the daemon's config, the
+ * extension's idgen.node and the registry's tuples. */
+static void test_nodes_parse(void **state) {
+  (void)state;
+  static const struct {
+    const char *list;
+    int rc;
+    uint64_t datacenter, worker;
+    const char *msg;
+  } t[] = {
+      {"datacenter=1,worker=2", 0, 1, 2, ""},
+      {"datacenter=1 ,worker=2", 0, 1, 2, ""},
+      {" datacenter = 1 ,\tworker = 2 ", 0, 1, 2, ""},
+      {"datacenter=1,,worker=2,", 0, 1, 2, ""},
+      {"", 0, 0, 0, ""},
+      {" , ", 0, 0, 0, ""},
+      {"worker=@seven", 0, 0, 7, ""},
+      {"datacenter", IDGEN_EINVAL, 0, 0, "\"datacenter\" is not NAME=VALUE"},
+      {"=1", IDGEN_EINVAL, 0, 0, "\"=1\" is not NAME=VALUE"},
+      {"rack=1", IDGEN_EINVAL, 0, 0,
+       "\"rack\" is not a node field of the layout (its node fields: datacenter, worker)"},
+      {"sequence=1", IDGEN_EINVAL, 0, 0,
+       "\"sequence\" is not a node field of the layout (its node fields: datacenter, worker)"},
+      {"worker=1,worker = 2", IDGEN_EINVAL, 0, 0, "worker given twice"},
+      {"worker=32", IDGEN_ERANGE, 0, 0, "worker value \"32\" is not a number from 0 to 31"},
+      {"worker=1 2", IDGEN_ERANGE, 0, 0, "worker value \"1 2\" is not a number from 0 to 31"},
+      {"worker=", IDGEN_ERANGE, 0, 0, "worker value \"\" is not a number from 0 to 31"},
+      {"worker=@mac", IDGEN_EINVAL, 0, 0, "worker: no such source @mac"},
+  };
+  idgen_layout_t l;
+  parse_ok(&l, "twitter");
+  int dc = idgen_layout_field_index(&l, "datacenter"), w = idgen_layout_field_index(&l, "worker");
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    uint64_t node[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+    unsigned given = 0;
+    char err[256] = "", seen[32] = "";
+    int rc = idgen_layout_nodes_parse(&l, t[i].list, fake_resolve, seen, node, &given, err,
+                                      sizeof err);
+    if (rc != t[i].rc || strcmp(err, t[i].msg) != 0)
+      fail_msg("\"%s\": %d \"%s\", want %d \"%s\"", t[i].list, rc, err, t[i].rc, t[i].msg);
+    if (rc == 0) {
+      assert_int_equal(t[i].datacenter, node[dc]);
+      assert_int_equal(t[i].worker, node[w]);
+    }
+  }
+  /* No resolver: a value from the host is not a number.  NULL is no list;
+   * a field given by an earlier list counts as given. */
+  uint64_t node[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  unsigned given = 0;
+  char err[256], seen[32] = "";
+  assert_int_equal(IDGEN_ERANGE, idgen_layout_nodes_parse(&l, "worker=@ip", NULL, NULL, node,
+                                                          &given, err, sizeof err));
+  assert_string_equal("worker value \"@ip\" is not a number from 0 to 31", err);
+  tu_ok(idgen_layout_nodes_parse(&l, NULL, NULL, NULL, node, &given, err, sizeof err));
+  tu_ok(idgen_layout_nodes_parse(&l, "worker=@seven", fake_resolve, seen, node, &given, err,
+                                 sizeof err));
+  assert_string_equal("worker", seen);
+  assert_int_equal(1u << w, given);
+  assert_int_equal(IDGEN_EINVAL, idgen_layout_nodes_parse(&l, "worker=3", NULL, NULL, node,
+                                                          &given, err, sizeof err));
+  assert_string_equal("worker given twice", err);
+}
+
 static void test_errors(void **state) {
   (void)state;
   assert_string_equal("ECLOCK", idgen_err_name(IDGEN_ECLOCK));
@@ -407,7 +484,7 @@ int main(void) {
       cmocka_unit_test(test_valid_variants),   cmocka_unit_test(test_format_roundtrip),
       cmocka_unit_test(test_horizon),          cmocka_unit_test(test_compose_ranges),
       cmocka_unit_test(test_decimal_parse),    cmocka_unit_test(test_time_format),
-      cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_errors),           cmocka_unit_test(test_nodes_parse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1141,6 +1141,100 @@ static void test_shared_generator(void **state) {
   munmap(mem, size + sizeof(shared_area));
 }
 
+/* The rules between a registry, its leased field and the node values
+ * given, as every front end applies them (the settings.table test runs
+ * them through each). */
+static void test_lease_settings_rules(void **state) {
+  (void)state;
+  static const struct {
+    const char *uri, *layout, *field;
+    unsigned given; /* twitter: datacenter is bit 1, worker bit 2 */
+    int from_host, rc, leased;
+    const char *setting, *msg;
+  } t[] = {
+      {"static", "twitter", NULL, 6, 0, 0, -1, "", ""},
+      {"static", "twitter", NULL, 6, 1, 0, -1, "", ""},
+      {"static", "twitter", "worker", 0, 0, IDGEN_EINVAL, -1, "lease_field",
+       "a lease field needs a registry other than static"},
+      {"static", "twitter", "rack", 0, 0, IDGEN_EINVAL, -1, "lease_field",
+       "registry: \"rack\" is not a node field of the layout"},
+      {"file:/nonexistent", "twitter", NULL, 2, 0, 0, 2, "", ""},
+      {"file:/nonexistent", "twitter", "datacenter", 4, 0, 0, 1, "", ""},
+      {"file:/nonexistent", "twitter", NULL, 4, 0, IDGEN_EINVAL, -1, "node",
+       "the registry file:/nonexistent assigns worker: leave it out of node, or use registry "
+       "= static to set it by hand"},
+      {"file:/nonexistent", "twitter", NULL, 0, 1, IDGEN_EINVAL, -1, "node",
+       "values from the host's address (@ip, @mac) are unchecked and the registry "
+       "file:/nonexistent leases node values instead: give registry = static to use them, or "
+       "leave them out"},
+      {"file:/nonexistent", "time:41,a:5,b:5,sequence:12", NULL, 0, 0, IDGEN_EINVAL, -1,
+       "layout", ""},
+      {"nosuch:x", "twitter", NULL, 0, 0, IDGEN_EINVAL, -1, "registry", ""},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    idgen_layout_t l = tu_layout(t[i].layout);
+    int leased = 99;
+    const char *at = NULL;
+    char err[400] = "";
+    int rc = idgen_lease_settings_check(t[i].uri, &l, t[i].field, t[i].given, t[i].from_host,
+                                        &leased, &at, err, sizeof err);
+    if (rc != t[i].rc || leased != t[i].leased || strcmp(at, t[i].setting) != 0 ||
+        (t[i].msg[0] && strcmp(err, t[i].msg) != 0))
+      fail_msg("row %zu: %d, leased %d, at %s: \"%s\"", i, rc, leased, at, err);
+  }
+  char err[100];
+  assert_int_equal(idgen_lease_ttl_check(299, err, sizeof err), IDGEN_EINVAL);
+  assert_string_equal(err, "lease TTL 299 ms is not from 300 to 3600000");
+  assert_int_equal(idgen_lease_ttl_check(IDGEN_LEASE_TTL_MAX_MS + 1, err, sizeof err),
+                   IDGEN_EINVAL);
+  assert_int_equal(idgen_lease_ttl_check(IDGEN_LEASE_TTL_MIN_MS, err, sizeof err), 0);
+  assert_int_equal(idgen_lease_ttl_check(IDGEN_LEASE_TTL_MAX_MS, err, sizeof err), 0);
+}
+
+/* The one-call bind for a generator in caller memory: in `mem`, bound to
+ * its lease; a misaligned `mem` holds nothing (the same tuple is leased
+ * again at once); static makes it there unleased. */
+static void test_bind_in_caller_memory(void **state) {
+  (void)state;
+  idgen_registry_t *r = tu_registry(uri), *st = tu_registry("static");
+  idgen_layout_t tw = tu_layout("twitter");
+  size_t size = idgen_snowflake_gen_shared_size();
+  char *mem = mmap(NULL, size + 64, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  assert_true(mem != MAP_FAILED);
+  idgen_bind_request_t req = {.layout = &tw, .max_start_wait_ms = -1, .mem = mem + 8};
+  idgen_lease_t *lease;
+  idgen_snowflake_gen_t *g;
+  idgen_lease_info_t info;
+  uint64_t id;
+  char err[300];
+  assert_int_equal(idgen_registry_bind(r, &req, &lease, &g, err, sizeof err), IDGEN_EINVAL);
+  assert_non_null(strstr(err, "aligned"));
+  assert_null(lease);
+  assert_null(g);
+  req.mem = mem;
+  if (idgen_registry_bind(r, &req, &lease, &g, err, sizeof err) != 0)
+    fail_msg("bind: %s", err);
+  assert_ptr_equal(g, mem);
+  assert_non_null(lease);
+  idgen_lease_info(lease, &info);
+  assert_int_equal(info.worker, 0); /* the misaligned try left worker 0 free */
+  tu_ok(idgen_snowflake_gen_next(g, &id));
+  idgen_snowflake_gen_fini_shared(g);
+  idgen_lease_release(lease);
+  req.field = "worker";
+  assert_int_equal(idgen_registry_bind(st, &req, &lease, &g, err, sizeof err), IDGEN_EINVAL);
+  assert_string_equal(err, "a lease field needs a registry other than static");
+  req.field = NULL;
+  tu_ok(idgen_registry_bind(st, &req, &lease, &g, err, sizeof err));
+  assert_ptr_equal(g, mem);
+  assert_null(lease);
+  tu_ok(idgen_snowflake_gen_next(g, &id));
+  idgen_snowflake_gen_fini_shared(g);
+  idgen_registry_close(st);
+  idgen_registry_close(r);
+  munmap(mem, size + 64);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
@@ -1167,6 +1261,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_bound_threads, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bound_once_and_fork, setup, teardown),
       cmocka_unit_test_setup_teardown(test_shared_generator, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_lease_settings_rules, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bind_in_caller_memory, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

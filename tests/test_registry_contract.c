@@ -239,7 +239,9 @@ static void test_bound_generator(void **state) {
   char err[600];
   uint64_t last = 0, id, worker = UINT64_MAX;
   for (int round = 0; round < 3; round++) {
-    int rc = idgen_registry_bind(r, &l, &s, NULL, 1000, -1, &lease, &g, err, sizeof err);
+    int rc = idgen_registry_bind(
+        r, &(idgen_bind_request_t){.layout = &l, .settings = &s, .ttl_ms = 1000, .max_start_wait_ms = -1},
+        &lease, &g, err, sizeof err);
     if (rc != 0)
       fail_msg("bind: %s", err);
     /* The same tuple again (its final mark behind the clock) or the other

@@ -35,6 +35,10 @@ void cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
 /* cli_error() then exit(code). */
 CLI_NORETURN void cli_fail(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
 
+/* The most IDs one `idgen snowflake`, `idgen ulid` or `idgen uuid7` makes
+ * (--count). */
+#define CLI_COUNT_MAX 100000000
+
 /* Parses a whole decimal integer in [min, max] for option `opt`; exits 2 on error. */
 int64_t cli_int(const char *opt, const char *s, int64_t min, int64_t max);
 

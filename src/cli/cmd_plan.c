@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "settings.h"
 
 #define MS_PER_YEAR (365.2425 * 86400000.0)
 
@@ -21,7 +22,8 @@ static const char plan_usage[] =
     "\n"
     "  -l, --layout L        a preset name or a layout spec (default twitter)\n"
     "  -r, --rate N          IDs per second asked of one generator\n"
-    "      --max-borrow-ms N the generator's borrowing limit (default 1000)\n"
+    "      --max-borrow-ms N the generator's borrowing limit (default " IDGEN_STR(
+        IDGEN_MAX_BORROW_MS_DEFAULT) ")\n"
     "  -h, --help            show this help\n"
     "\n"
     "Exit status: 0 for any valid layout (also one that has run out), 2 bad usage.\n";
@@ -66,7 +68,10 @@ int cmd_plan(int argc, char **argv) {
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
   const char *spec = "twitter";
-  int64_t rate = 0, borrow = 1000;
+  /* max_borrow_ms as `idgen snowflake` and `idgen serve` take it */
+  const settings_def_t *bd = &settings_defs[SK_MAX_BORROW_MS];
+  int64_t rate = 0, borrow;
+  settings_parse_int(bd->defval, &borrow);
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":l:r:h", opts, NULL)) != -1) {
@@ -78,7 +83,7 @@ int cmd_plan(int argc, char **argv) {
       rate = cli_int("--rate", optarg, 1, INT64_MAX / 2);
       break;
     case 'b':
-      borrow = cli_int("--max-borrow-ms", optarg, 0, 86400000);
+      borrow = cli_int("--max-borrow-ms", optarg, bd->min, bd->max);
       break;
     case 'h':
       fputs(plan_usage, stdout);

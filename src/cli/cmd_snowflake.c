@@ -20,7 +20,8 @@ static const char usage_head[] =
     "is assigned, IDs start above its recorded high-water mark, and the mark is\n"
     "kept ahead of them; see 'idgen registry'.\n"
     "\n"
-    "  -n, --count N              how many IDs (default 1, at most 100000000)\n"
+    "  -n, --count N              how many IDs (default 1, at most " IDGEN_STR(
+        CLI_COUNT_MAX) ")\n"
     "      --json                 print {\"ids\":[\"...\",...]}, IDs as strings\n"
     "      --worker V             the same as --node worker=V\n"
     "      --datacenter V         the same as --node datacenter=V\n"
@@ -55,7 +56,7 @@ static int on_option(settings_t *s, void *ctx, int opt, const char *arg) {
   char node[300];
   switch (opt) {
   case 'n':
-    o->n = cli_int("--count", arg, 1, 100000000);
+    o->n = cli_int("--count", arg, 1, CLI_COUNT_MAX);
     return 0;
   case OPT_JSON:
     o->json = 1;

@@ -12,7 +12,7 @@ static const char ulid_usage[] =
     "Make N ULIDs, one per line: 26 characters, a 48-bit millisecond time and 80\n"
     "random bits from a cryptographically secure source.\n"
     "\n"
-    "  -n, --count N     how many (default 1, at most 100000000)\n"
+    "  -n, --count N     how many (default 1, at most " IDGEN_STR(CLI_COUNT_MAX) ")\n"
     "  -m, --monotonic   strictly increasing: within one millisecond each ULID is\n"
     "                    the previous plus one (fails rather than wrap if the 80\n"
     "                    bits run out); without it every ULID has fresh random bits\n"
@@ -30,7 +30,7 @@ static const char uuid7_usage[] =
     "millisecond time, a 42-bit counter that starts at a random value each\n"
     "millisecond, and 32 fresh random bits in every UUID.\n"
     "\n"
-    "  -n, --count N   how many (default 1, at most 100000000)\n"
+    "  -n, --count N   how many (default 1, at most " IDGEN_STR(CLI_COUNT_MAX) ")\n"
     "      --json      print {\"ids\":[\"...\",...]}\n"
     "  -h, --help      show this help\n"
     "\n"
@@ -60,7 +60,7 @@ int cmd_ulid(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, ":n:mh", opts, NULL)) != -1) {
     switch (c) {
     case 'n':
-      n = cli_int("--count", optarg, 1, 100000000);
+      n = cli_int("--count", optarg, 1, CLI_COUNT_MAX);
       break;
     case 'm':
       monotonic = 1;
@@ -126,7 +126,7 @@ int cmd_uuid7(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, ":n:h", opts, NULL)) != -1) {
     switch (c) {
     case 'n':
-      n = cli_int("--count", optarg, 1, 100000000);
+      n = cli_int("--count", optarg, 1, CLI_COUNT_MAX);
       break;
     case 'j':
       json = 1;

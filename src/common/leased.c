@@ -13,8 +13,12 @@ int leased_acquire(leased_t *x, const leased_opts_t *o, const idgen_layout_t *l,
   int rc = 0;
   if (x->reg == NULL && (rc = idgen_registry_open(&x->reg, o->registry, err, errlen)) < 0)
     return rc;
-  return idgen_registry_bind(x->reg, l, s, o->lease_field, o->ttl_ms, o->max_start_wait_ms,
-                             &x->lease, &x->gen, err, errlen);
+  idgen_bind_request_t req = {.layout = l,
+                              .settings = s,
+                              .field = o->lease_field,
+                              .ttl_ms = o->ttl_ms,
+                              .max_start_wait_ms = o->max_start_wait_ms};
+  return idgen_registry_bind(x->reg, &req, &x->lease, &x->gen, err, errlen);
 }
 
 void leased_release(leased_t *x) {

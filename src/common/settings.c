@@ -16,6 +16,11 @@
 #define INT(lo, hi) (lo), (hi)
 #define NONE 0, 0
 
+/* cache_on_empty: the library's enum; audit_mode: the daemon's order. */
+static const settings_word_t on_empty_words[] = {
+    {"direct", IDGEN_CACHE_DIRECT}, {"fail", IDGEN_CACHE_FAIL}, {NULL, 0}};
+static const settings_word_t audit_mode_words[] = {{"count", 0}, {"require", 1}, {NULL, 0}};
+
 const settings_def_t settings_defs[SETTINGS_NKEYS] = {
     [SK_HTTP] = {"http", ST_ADDR, SERVE, 0, "127.0.0.1:8080", NULL, NULL, NONE, "ADDR:PORT",
                  "the HTTP listener, or `off`; port 0 picks a free port (see the `listen` "
@@ -87,15 +92,17 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                               INT(0, IDGEN_CACHE_BOOST_MAX), "N",
                               "the ring holds a tick's IDs times 2^N"},
     [SK_CACHE_PADDING_PERCENT] = {"cache_padding_percent", ST_INT, SERVE, 0,
-                                  IDGEN_STR(IDGEN_CACHE_PADDING_DEFAULT), NULL, NULL, INT(1, 100),
+                                  IDGEN_STR(IDGEN_CACHE_PADDING_DEFAULT), NULL, NULL,
+                                  INT(IDGEN_CACHE_PADDING_MIN, IDGEN_CACHE_PADDING_MAX),
                                   "N", "refill the ring when fewer than N% of it are ready"},
     [SK_CACHE_SCHEDULE_MS] = {"cache_schedule_ms", ST_INT, SERVE, 0, "0", NULL, NULL,
-                              INT(0, IDGEN_MAX_BORROW_MS_MAX), "N",
+                              INT(0, IDGEN_CACHE_SCHEDULE_MS_MAX), "N",
                               "also refill the ring this often (0: only when it runs low)"},
     [SK_CACHE_ON_EMPTY] = {"cache_on_empty", ST_CHOICE, SERVE, 0, "direct", NULL, NULL, NONE,
                            "direct|fail",
                            "when the ring cannot serve a request: `direct` asks the generator "
-                           "(the ring's IDs first), `fail` answers 503 / `-ERR`"},
+                           "(the ring's IDs first), `fail` answers 503 / `-ERR`",
+                           on_empty_words},
     [SK_MAX_CLOCK_SKEW_MS] = {"max_clock_skew_ms", ST_INT, SERVE, 0, "10000", NULL, NULL,
                               INT(0, 3600000), "N",
                               "refuse to start when this host's clock is further than this from "
@@ -156,7 +163,8 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                        "counts the lines lost (`idgen_audit_lost_records_total`, `/health` says "
                        "`degraded`, the file a `lost=` line); `require` sends no ID before its "
                        "line is written and refuses ID requests meanwhile (503 / `-ERR audit "
-                       "log: ...`)"},
+                       "log: ...`)",
+                       audit_mode_words},
     [SK_AUDIT_QUEUE_BYTES] = {"audit_queue_bytes", ST_INT, SERVE, 0, "16777216", NULL, NULL,
                               INT(65536, INT64_C(1) << 30), "N",
                               "audit lines waiting for the file, at most (about 200,000 lines): "
@@ -335,39 +343,14 @@ int settings_int(settings_t *s, int k, int64_t *v) {
   return 0;
 }
 
-/* "datacenter=1,worker=7" into s->gen.node[] by the layout's field indexes,
- * each by the library's one NAME=VALUE rule. */
+/* The node list into s->gen.node[] by the library's one rule
+ * (idgen_layout_nodes_parse), NAME=@ip and NAME=@mac from the host
+ * (unchecked, see check_lease). */
 static int check_nodes(settings_t *s, int k) {
-  char buf[512], err[1200]; /* @ip's refusal lists the routes and interfaces found */
-  if (strlen(s->value[k]) >= sizeof buf)
-    return settings_fail(s, k, "too long");
-  strcpy(buf, s->value[k]);
-  for (char *save = NULL, *item = strtok_r(buf, ",", &save); item;
-       item = strtok_r(NULL, ",", &save)) {
-    item = trim(item);
-    char *eq = strchr(item, '=');
-    if (eq == NULL || eq == item)
-      return settings_fail(s, k, "\"%s\" is not NAME=VALUE", SETTINGS_Q(item));
-    *eq = '\0';
-    const char *value = eq + 1;
-    char num[24];
-    if (value[0] == '@') { /* from the host's address: unchecked, see check_lease */
-      int f = idgen_layout_field_index(&s->layout, item);
-      idgen_host_value_t hv;
-      if (f >= 0 && s->layout.fields[f].kind == IDGEN_FIELD_NODE) {
-        if (idgen_host_node_value(value, s->layout.fields[f].bits, &hv, err, sizeof err) < 0)
-          return settings_fail(s, k, "%s: %s", item, err);
-        snprintf(num, sizeof num, "%" PRIu64, hv.value);
-        size_t used = strlen(s->host_nodes);
-        snprintf(s->host_nodes + used, sizeof s->host_nodes - used, "%s%s=%s %s %s -> %s",
-                 used ? "," : "", item, value, hv.iface, hv.addr, num);
-        value = num;
-      }
-    }
-    if (idgen_layout_node_set(&s->layout, item, value, s->gen.node, &s->node_given, err,
-                              sizeof err) < 0)
-      return settings_fail(s, k, "%s", err);
-  }
+  char err[1200]; /* @ip's refusal lists the routes and interfaces found */
+  if (idgen_layout_nodes_parse(&s->layout, s->value[k], idgen_host_node_resolve, s->host_nodes,
+                               s->gen.node, &s->node_given, err, sizeof err) < 0)
+    return settings_fail(s, k, "%s", err);
   return 0;
 }
 
@@ -442,15 +425,11 @@ static int check(settings_t *s, int k) {
       return settings_fail(s, k, "expected fast or precise");
     return 0;
   case ST_CHOICE: {
-    const char *w = d->arg;
-    for (int i = 0; *w; i++) {
-      size_t n = strcspn(w, "|");
-      if (strlen(v) == n && strncmp(v, w, n) == 0) {
-        s->num[k] = i;
+    for (const settings_word_t *w = d->words; w->word != NULL; w++)
+      if (strcmp(v, w->word) == 0) {
+        s->num[k] = w->value;
         return 0;
       }
-      w += n + (w[n] == '|');
-    }
     char words[128]; /* "a|b|c" as "a, b or c" */
     size_t o = 0;
     const char *last = strrchr(d->arg, '|');
@@ -470,6 +449,11 @@ static int check(settings_t *s, int k) {
     s->num[k] = x;
     return 0;
   case ST_INT:
+    /* The lease TTL's bounds and message are the library's, as the
+     * extension's idgen.lease_ttl_ms. */
+    if (k == SK_LEASE_TTL_MS && settings_parse_int(v, &x) == 0 &&
+        idgen_lease_ttl_check(x, err, sizeof err) < 0)
+      return settings_fail(s, k, "%s", err);
     if (settings_int(s, k, &x) != 0)
       return 2;
     s->num[k] = x;
@@ -485,33 +469,17 @@ static int check(settings_t *s, int k) {
   return 0;
 }
 
-/* The rules between settings that reach the library: a leased field needs a
- * registry, and its value comes from the registry, not from `node`. */
+/* The rules between the registry, the leased field and the node values:
+ * the library's (idgen_lease_settings_check), blaming the key it names. */
 static int check_lease(settings_t *s) {
   if (!takes(s->cmd, SK_REGISTRY))
     return 0;
-  if (s->host_nodes[0] != '\0' && strcmp(s->registry, "static") != 0)
-    return settings_fail(s, SK_NODE,
-                         "values from the host's address (@ip, @mac) are unchecked and the "
-                         "registry %s leases node values instead: give registry = static to use "
-                         "them, or leave them out",
-                         IDGEN_QUOTE(s->registry, strlen(s->registry), 0, 100));
-  if (strcmp(s->registry, "static") == 0) {
-    if (s->lease_field != NULL)
-      return settings_fail(s, SK_LEASE_FIELD, "a lease field needs a registry other than "
-                                              "static");
-    return 0;
-  }
-  const idgen_layout_t *l = &s->layout;
   char why[300];
-  int f = idgen_lease_field(l, s->lease_field, why, sizeof why);
-  if (f < 0)
-    return settings_fail(s, s->lease_field ? SK_LEASE_FIELD : SK_LAYOUT, "%s", why);
-  if (s->node_given >> f & 1)
-    return settings_fail(s, SK_NODE,
-                         "the registry %s assigns %s: leave it out of node, or use "
-                         "registry = static to set it by hand",
-                         IDGEN_QUOTE(s->registry, strlen(s->registry), 0, 100), l->fields[f].name);
+  const char *at;
+  int leased;
+  if (idgen_lease_settings_check(s->registry, &s->layout, s->lease_field, s->node_given,
+                                 s->host_nodes[0] != '\0', &leased, &at, why, sizeof why) < 0)
+    return settings_fail(s, find_key(s->cmd, at), "%s", why);
   return 0;
 }
 

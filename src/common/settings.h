@@ -9,8 +9,9 @@
  * --help, the daemon's --check-config and the table in docs/SERVE.md
  * (`idgen serve --settings-markdown`).  The values that reach the library are
  * checked by the library's own rules (idgen_layout_parse,
- * idgen_layout_node_set, idgen_lease_field, idgen_registry_check), so a rule
- * has one owner whichever command applies it.
+ * idgen_layout_nodes_parse, idgen_lease_field, idgen_lease_settings_check,
+ * idgen_lease_ttl_check, idgen_registry_check), so a rule has one owner
+ * whichever command applies it (the PostgreSQL extension applies them too).
  *
  * Values are gathered as text, lowest precedence first (default, config file,
  * environment, flags; a command may take flags only), each remembering its
@@ -48,16 +49,23 @@ enum { SETTINGS_SNOWFLAKE = 1, SETTINGS_SERVE = 2 };
 enum settings_type {
   ST_ADDR,     /* HOST:PORT or off (checked by the daemon's hook) */
   ST_LAYOUT,   /* idgen_layout_parse */
-  ST_NODE,     /* NAME=V[,NAME=V...], idgen_layout_node_set; flags repeat */
+  ST_NODE,     /* NAME=V[,NAME=V...], idgen_layout_nodes_parse; flags repeat */
   ST_REGISTRY, /* idgen_registry_check; "" is the default registry */
   ST_SPACE,    /* an ID space's name, checked with the registry (idgen_registry_check) */
   ST_FIELD,    /* idgen_lease_field */
   ST_INT,      /* a whole number within [min, max] */
   ST_CLOCK,    /* fast | precise */
   ST_BOOL,     /* true | false (a flag without a value: true) */
-  ST_CHOICE,   /* one of the words of `arg` ("direct|fail"): its index in num[] */
+  ST_CHOICE,   /* one of `words` ("direct|fail" in `arg`): its value in num[] */
   ST_PATH      /* a file name, "" for none */
 };
+
+/* A word an ST_CHOICE key takes and the value it stands for; a NULL word
+ * ends the list. */
+typedef struct settings_word {
+  const char *word;
+  int value;
+} settings_word_t;
 
 typedef struct settings_def {
   const char *name;        /* the config-file key */
@@ -70,6 +78,7 @@ typedef struct settings_def {
   int64_t min, max;        /* ST_INT */
   const char *arg;         /* the flag's argument in help ("N") */
   const char *help;        /* one sentence; `marks` are code in the docs */
+  const settings_word_t *words; /* ST_CHOICE: its words, as `arg` lists them */
 } settings_def_t;
 
 extern const settings_def_t settings_defs[SETTINGS_NKEYS];
@@ -110,7 +119,7 @@ struct settings {
   unsigned node_given;          /* bit i: node field i was given */
   /* Node values taken from the host (NAME=@ip, NAME=@mac), as text for the
    * log and /info: "worker=@ip eth0 10.1.2.3 -> 3"; "" if none. */
-  char host_nodes[512];
+  char host_nodes[IDGEN_HOST_NODES_MAX];
   const char *registry;         /* into value[], or registry_space */
   char *registry_space;         /* the registry URI with ?space=NAME, or NULL (owned) */
   const char *lease_field;      /* NULL: the registry's choice */

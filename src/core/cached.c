@@ -449,13 +449,14 @@ int idgen_cached_gen_new(idgen_cached_gen_t **out, idgen_snowflake_gen_t *g,
   if (s->boost_power < 0 || s->boost_power > IDGEN_CACHE_BOOST_MAX)
     return idgen__err(err, errlen, IDGEN_EINVAL, "boost_power %d is not from 0 to %d",
                       s->boost_power, IDGEN_CACHE_BOOST_MAX);
-  if (s->padding_percent < 1 || s->padding_percent > 100)
-    return idgen__err(err, errlen, IDGEN_EINVAL, "padding_percent %d is not from 1 to 100",
-                      s->padding_percent);
-  if (s->schedule_ms < 0 || s->schedule_ms > IDGEN_MAX_BORROW_MS_MAX)
+  if (s->padding_percent < IDGEN_CACHE_PADDING_MIN ||
+      s->padding_percent > IDGEN_CACHE_PADDING_MAX)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "padding_percent %d is not from %d to %d",
+                      s->padding_percent, IDGEN_CACHE_PADDING_MIN, IDGEN_CACHE_PADDING_MAX);
+  if (s->schedule_ms < 0 || s->schedule_ms > IDGEN_CACHE_SCHEDULE_MS_MAX)
     return idgen__err(err, errlen, IDGEN_EINVAL,
                       "schedule_ms %lld is not from 0 (off) to %d", (long long)s->schedule_ms,
-                      IDGEN_MAX_BORROW_MS_MAX);
+                      IDGEN_CACHE_SCHEDULE_MS_MAX);
   if (s->on_empty != IDGEN_CACHE_DIRECT && s->on_empty != IDGEN_CACHE_WAIT &&
       s->on_empty != IDGEN_CACHE_FAIL)
     return idgen__err(err, errlen, IDGEN_EINVAL, "on_empty %d is not direct, wait or fail",

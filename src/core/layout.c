@@ -4,14 +4,14 @@
  *
  * A layout is a plain value (idgen_layout_t).  The parser is strict and
  * reports the first mistake with one message that names the offending item;
- * it never allocates.  Spec grammar (SPEC section 3):
+ * it never allocates.  The grammar of a spec (docs/DESIGN.md §3):
  *
  *   spec  = preset-name | item *("," item)
  *   item  = NAME ":" BITS ["@" N ("ms" | "s")]  |  "epoch=" (MILLIS | ISO-8601)
  *
- * Spaces around items are ignored.  Besides the SPEC's rules we require the
- * sequence to come after (be less significant than) the time field: with the
- * sequence above the time, one generator's IDs would fall back every tick.
+ * Spaces around items are ignored.  The sequence must come after (be less
+ * significant than) the time field: with the sequence above the time, one
+ * generator's IDs would fall back every tick (not increasing).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -48,11 +48,16 @@ const char *idgen_layout_preset_spec(const char *name) {
   return NULL;
 }
 
-int idgen_layout_field_index(const idgen_layout_t *l, const char *name) {
+/* The index of the field whose name is s[0..n), or -1. */
+static int field_index_n(const idgen_layout_t *l, const char *s, size_t n) {
   for (int i = 0; i < l->nfields; i++)
-    if (strcmp(l->fields[i].name, name) == 0)
+    if (strncmp(l->fields[i].name, s, n) == 0 && l->fields[i].name[n] == '\0')
       return i;
   return -1;
+}
+
+int idgen_layout_field_index(const idgen_layout_t *l, const char *name) {
+  return field_index_n(l, name, strlen(name));
 }
 
 /* Parses all of s[0..len) as a decimal number <= max; returns 0 or -1. */
@@ -72,10 +77,11 @@ static int parse_dec(const char *s, size_t len, uint64_t max, uint64_t *out) {
   return 0;
 }
 
-int idgen_layout_node_set(const idgen_layout_t *l, const char *name, const char *value,
-                          uint64_t node[IDGEN_LAYOUT_MAX_FIELDS], unsigned *given, char *err,
-                          size_t errlen) {
-  int i = idgen_layout_field_index(l, name);
+/* idgen_layout_node_set on a name and a value given by their lengths. */
+static int node_set_n(const idgen_layout_t *l, const char *name, size_t nlen, const char *value,
+                      size_t vlen, uint64_t node[IDGEN_LAYOUT_MAX_FIELDS], unsigned *given,
+                      char *err, size_t errlen) {
+  int i = field_index_n(l, name, nlen);
   if (i < 0 || l->fields[i].kind != IDGEN_FIELD_NODE) {
     char names[256] = "";
     for (int j = 0; j < l->nfields; j++)
@@ -84,18 +90,90 @@ int idgen_layout_node_set(const idgen_layout_t *l, const char *name, const char 
                  names[0] ? ", " : "", l->fields[j].name);
     return idgen__err(err, errlen, IDGEN_EINVAL,
                       "\"%s\" is not a node field of the layout (its node fields: %s)",
-                      IDGEN_QUOTE(name, strlen(name), '"', 40), names[0] ? names : "none");
+                      IDGEN_QUOTE(name, nlen, '"', 40), names[0] ? names : "none");
   }
   if (*given >> i & 1)
     return idgen__err(err, errlen, IDGEN_EINVAL, "%s given twice", l->fields[i].name);
   unsigned bits = l->fields[i].bits;
   uint64_t max = bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1, v;
-  if (parse_dec(value, strlen(value), max, &v) < 0)
+  if (parse_dec(value, vlen, max, &v) < 0)
     return idgen__err(err, errlen, IDGEN_ERANGE,
                       "%s value \"%s\" is not a number from 0 to %" PRIu64, l->fields[i].name,
-                      IDGEN_QUOTE(value, strlen(value), '"', 40), max);
+                      IDGEN_QUOTE(value, vlen, '"', 40), max);
   *given |= 1u << i;
   node[i] = v;
+  return 0;
+}
+
+int idgen_layout_node_set(const idgen_layout_t *l, const char *name, const char *value,
+                          uint64_t node[IDGEN_LAYOUT_MAX_FIELDS], unsigned *given, char *err,
+                          size_t errlen) {
+  return node_set_n(l, name, strlen(name), value, strlen(value), node, given, err, errlen);
+}
+
+/* s[0..*n) without the spaces and tabs around it. */
+static const char *trim_blanks(const char *s, size_t *n) {
+  while (*n > 0 && (*s == ' ' || *s == '\t')) {
+    s++;
+    (*n)--;
+  }
+  while (*n > 0 && (s[*n - 1] == ' ' || s[*n - 1] == '\t'))
+    (*n)--;
+  return s;
+}
+
+/* One NAME=VALUE item of a node list, item[0..len) without blanks around it. */
+static int node_item(const idgen_layout_t *l, const char *item, size_t len,
+                     idgen_node_resolve_cb resolve, void *ctx,
+                     uint64_t node[IDGEN_LAYOUT_MAX_FIELDS], unsigned *given, char *err,
+                     size_t errlen) {
+  const char *eq = memchr(item, '=', len);
+  size_t nlen = eq ? (size_t)(eq - item) : 0, vlen = eq ? len - nlen - 1 : 0;
+  const char *name = trim_blanks(item, &nlen), *value = eq ? trim_blanks(eq + 1, &vlen) : NULL;
+  if (nlen == 0)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "\"%s\" is not NAME=VALUE",
+                      IDGEN_QUOTE(item, len, '"', 60));
+  int f = field_index_n(l, name, nlen);
+  char source[16], num[24];
+  if (resolve != NULL && vlen > 0 && value[0] == '@' && vlen < sizeof source && f >= 0 &&
+      l->fields[f].kind == IDGEN_FIELD_NODE && !(*given >> f & 1)) {
+    /* From the host: the caller's resolver does the I/O; its message
+     * follows the field's name. */
+    memcpy(source, value, vlen);
+    source[vlen] = '\0';
+    size_t pre = 0;
+    if (err != NULL && errlen > 0) {
+      int n = snprintf(err, errlen, "%s: ", l->fields[f].name);
+      pre = n > 0 && (size_t)n < errlen ? (size_t)n : 0;
+    }
+    uint64_t v = 0;
+    int rc = resolve(ctx, l->fields[f].name, l->fields[f].bits, source, &v,
+                     err != NULL ? err + pre : NULL, errlen - pre);
+    if (rc < 0)
+      return rc;
+    if (err != NULL && errlen > 0)
+      err[0] = '\0'; /* the prefix, unused */
+    vlen = (size_t)snprintf(num, sizeof num, "%" PRIu64, v);
+    value = num;
+  }
+  return node_set_n(l, name, nlen, value, vlen, node, given, err, errlen);
+}
+
+int idgen_layout_nodes_parse(const idgen_layout_t *l, const char *list,
+                             idgen_node_resolve_cb resolve, void *ctx,
+                             uint64_t node[IDGEN_LAYOUT_MAX_FIELDS], unsigned *given, char *err,
+                             size_t errlen) {
+  for (const char *p = list; p != NULL && *p != '\0';) {
+    size_t len = strcspn(p, ",");
+    const char *item = trim_blanks(p, &len);
+    if (len > 0) {
+      int rc = node_item(l, item, len, resolve, ctx, node, given, err, errlen);
+      if (rc < 0)
+        return rc;
+    }
+    p += strcspn(p, ",");
+    p += *p == ',';
+  }
   return 0;
 }
 
@@ -151,7 +229,7 @@ static int preset_list(char *buf, size_t n) {
 
 #define LAYOUT_ERR(...) idgen__err(err, errlen, IDGEN_ELAYOUT, "layout: " __VA_ARGS__)
 /* A piece of the spec as the messages quote it: printable, at most 48 characters. */
-#define SPEC_QUOTE(s, n) IDGEN_QUOTE((s), (n), '"', 48)
+#define ITEM_QUOTE(s, n) IDGEN_QUOTE((s), (n), '"', 48)
 
 /* Parses one "NAME:BITS[@UNIT]" item into l->fields[l->nfields]. */
 static int parse_field(idgen_layout_t *l, const char *s, size_t len, char *err,
@@ -165,10 +243,10 @@ static int parse_field(idgen_layout_t *l, const char *s, size_t len, char *err,
   uint64_t bits;
 
   if (nlen >= IDGEN_FIELD_NAME_MAX)
-    return LAYOUT_ERR("field name \"%s\" longer than %d characters", SPEC_QUOTE(s, nlen),
+    return LAYOUT_ERR("field name \"%s\" longer than %d characters", ITEM_QUOTE(s, nlen),
                       IDGEN_FIELD_NAME_MAX - 1);
   if (!valid_name(s, nlen))
-    return LAYOUT_ERR("bad field name \"%s\" (use [a-z][a-z0-9_]*)", SPEC_QUOTE(s, nlen));
+    return LAYOUT_ERR("bad field name \"%s\" (use [a-z][a-z0-9_]*)", ITEM_QUOTE(s, nlen));
   /* From here on the name is [a-z][a-z0-9_]*: safe to print as it is. */
   for (int i = 0; i < l->nfields; i++)
     if (strlen(l->fields[i].name) == nlen && memcmp(l->fields[i].name, s, nlen) == 0)
@@ -177,7 +255,7 @@ static int parse_field(idgen_layout_t *l, const char *s, size_t len, char *err,
     return LAYOUT_ERR("more than %d fields", IDGEN_LAYOUT_MAX_FIELDS);
   if (parse_dec(w, bitslen, 1000, &bits) < 0)
     return LAYOUT_ERR("field \"%.*s\" has bad width \"%s\" (use a number of bits)",
-                      (int)nlen, s, SPEC_QUOTE(w, bitslen));
+                      (int)nlen, s, ITEM_QUOTE(w, bitslen));
   if (bits == 0)
     return LAYOUT_ERR("field \"%.*s\" has 0 bits; each field needs at least 1", (int)nlen, s);
   if (bits > 63)
@@ -200,10 +278,10 @@ static int parse_field(idgen_layout_t *l, const char *s, size_t len, char *err,
     const char *u = at + 1;
     size_t ulen = wlen - bitslen - 1;
     if (f->kind != IDGEN_FIELD_TIME)
-      return LAYOUT_ERR("only the time field takes a unit (\"%s\")", SPEC_QUOTE(s, len));
+      return LAYOUT_ERR("only the time field takes a unit (\"%s\")", ITEM_QUOTE(s, len));
     if (parse_unit(u, ulen, &l->unit_ms) < 0)
       return LAYOUT_ERR("bad time unit \"%s\" (use Nms or Ns, from 1ms to 86400s)",
-                        SPEC_QUOTE(u, ulen));
+                        ITEM_QUOTE(u, ulen));
   }
   l->nfields++;
   return 0;
@@ -257,7 +335,7 @@ int idgen_layout_parse(idgen_layout_t *l, const char *spec, char *err, size_t er
     if (p == NULL) {
       char list[128];
       preset_list(list, sizeof list);
-      return LAYOUT_ERR("unknown preset \"%s\" (presets: %s)", SPEC_QUOTE(spec, strlen(spec)),
+      return LAYOUT_ERR("unknown preset \"%s\" (presets: %s)", ITEM_QUOTE(spec, strlen(spec)),
                         list);
     }
     int rc = idgen_layout_parse(l, p, err, errlen);
@@ -287,16 +365,16 @@ int idgen_layout_parse(idgen_layout_t *l, const char *spec, char *err, size_t er
       size_t vlen = len - klen - 1;
       if (klen != 5 || memcmp(item, "epoch", 5) != 0)
         return LAYOUT_ERR("unknown setting \"%s\" (the only setting is epoch=)",
-                          SPEC_QUOTE(item, klen));
+                          ITEM_QUOTE(item, klen));
       if (have_epoch)
         return LAYOUT_ERR("epoch given twice");
       if (parse_epoch(v, vlen, &l->epoch_ms) < 0)
         return LAYOUT_ERR("bad epoch \"%s\" (use Unix milliseconds or an ISO-8601 UTC "
                           "time such as 2010-11-04T01:42:54.657Z)",
-                          SPEC_QUOTE(v, vlen));
+                          ITEM_QUOTE(v, vlen));
       have_epoch = 1;
     } else {
-      return LAYOUT_ERR("item \"%s\" is not NAME:BITS or epoch=VALUE", SPEC_QUOTE(item, len));
+      return LAYOUT_ERR("item \"%s\" is not NAME:BITS or epoch=VALUE", ITEM_QUOTE(item, len));
     }
     if (end == NULL)
       break;

@@ -44,6 +44,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
@@ -633,4 +634,20 @@ done:
     memset(out, 0, sizeof *out);
   net_free(&net);
   return rc;
+}
+
+int idgen_host_node_resolve(void *ctx, const char *field, unsigned bits, const char *source,
+                            uint64_t *value, char *err, size_t errlen) {
+  idgen_host_value_t hv;
+  int rc = idgen_host_node_value(source, bits, &hv, err, errlen);
+  if (rc < 0)
+    return rc;
+  *value = hv.value;
+  if (ctx != NULL) { /* "worker=@ip eth0 10.1.2.3 -> 3" after those before */
+    char *text = ctx;
+    size_t used = strnlen(text, IDGEN_HOST_NODES_MAX - 1);
+    snprintf(text + used, IDGEN_HOST_NODES_MAX - used, "%s%s=%s %s %s -> %" PRIu64,
+             used ? "," : "", field, source, hv.iface, hv.addr, hv.value);
+  }
+  return 0;
 }

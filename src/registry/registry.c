@@ -20,6 +20,10 @@ static const idgen__registry_ops_t *const backends[] = {
     &idgen__registry_static, &idgen__registry_file, &idgen__registry_postgres,
     &idgen__registry_postgresql, &idgen__registry_etcd};
 
+/* The rule bind and idgen_lease_settings_check share: `static` leases
+ * nothing, so there is no field for it to assign. */
+static const char static_field[] = "a lease field needs a registry other than static";
+
 /* The backend for uri's scheme, with *rest after its colon; NULL with a
  * message if the scheme is unknown or the backend of another version. */
 static const idgen__registry_ops_t *backend_of(const char *uri, const char **rest, char *err,
@@ -247,22 +251,11 @@ int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, ch
   if (l == NULL)
     return idgen__err(err, errlen, -1, "the pool's layout is unknown: give the tuple's key in "
                                        "hex (0x...), as listed");
-  char buf[IDGEN_NODE_TEXT_MAX];
-  if (strlen(node) >= sizeof buf)
-    return idgen__err(err, errlen, -1, "node tuple too long");
-  strcpy(buf, node);
   unsigned seen = 0;
   uint64_t values[IDGEN_LAYOUT_MAX_FIELDS] = {0};
-  for (char *save = NULL, *item = strtok_r(buf, ",", &save); item;
-       item = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(item, '=');
-    if (eq == NULL)
-      return idgen__err(err, errlen, -1, "\"%s\" is not NAME=VALUE",
-                        IDGEN_QUOTE(item, strlen(item), '"', 40));
-    *eq = '\0';
-    if (idgen_layout_node_set(l, item, eq + 1, values, &seen, err, errlen) < 0)
-      return -1; /* the one NAME=VALUE rule: the command's and the daemon's */
-  }
+  /* the one node-list rule: the command's, the daemon's, the extension's */
+  if (idgen_layout_nodes_parse(l, node, NULL, NULL, values, &seen, err, errlen) < 0)
+    return -1;
   for (int i = 0; i < l->nfields; i++)
     if (seen >> i & 1)
       *key |= values[i] << l->fields[i].shift;
@@ -273,32 +266,44 @@ int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, ch
   return 0;
 }
 
-int idgen_registry_bind(idgen_registry_t *r, const idgen_layout_t *l,
-                        const idgen_snowflake_settings_t *s, const char *field, int64_t ttl_ms,
-                        int64_t max_start_wait_ms, idgen_lease_t **lease, idgen_snowflake_gen_t **g,
-                        char *err, size_t errlen) {
+/* A generator made by idgen_snowflake_gen_new (mem NULL), or in `mem` by
+ * idgen_snowflake_gen_init_shared. */
+static int make_gen(void *mem, const idgen_layout_t *l, const idgen_snowflake_settings_t *s,
+                    idgen_snowflake_gen_t **g, char *err, size_t errlen) {
+  if (mem == NULL)
+    return idgen_snowflake_gen_new(g, l, s, err, errlen);
+  int rc = idgen_snowflake_gen_init_shared(mem, l, s, err, errlen);
+  if (rc == 0)
+    *g = mem;
+  return rc;
+}
+
+int idgen_registry_bind(idgen_registry_t *r, const idgen_bind_request_t *breq,
+                        idgen_lease_t **lease, idgen_snowflake_gen_t **g, char *err,
+                        size_t errlen) {
   *lease = NULL;
   *g = NULL;
+  if (r == NULL || breq == NULL || breq->layout == NULL)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no registry or no layout");
+  const idgen_layout_t *l = breq->layout;
+  const idgen_snowflake_settings_t *s = breq->settings;
   idgen_snowflake_settings_t defaults;
   if (s == NULL) {
     idgen_snowflake_settings_init(&defaults);
     s = &defaults;
   }
-  if (r == NULL || l == NULL)
-    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no registry or no layout");
   if (r->ops == &idgen__registry_static) {
-    if (field != NULL)
-      return idgen__err(err, errlen, IDGEN_EINVAL,
-                        "a lease field needs a registry other than static");
-    return idgen_snowflake_gen_new(g, l, s, err, errlen);
+    if (breq->field != NULL)
+      return idgen__err(err, errlen, IDGEN_EINVAL, "%s", static_field);
+    return make_gen(breq->mem, l, s, g, err, errlen);
   }
   idgen_lease_request_t req = {
       .layout = l,
       .node = s->node,
-      .field = field,
-      .max_start_wait_ms = max_start_wait_ms,
+      .field = breq->field,
+      .max_start_wait_ms = breq->max_start_wait_ms,
       .clock = s->clock,
-      .ttl_ms = ttl_ms,
+      .ttl_ms = breq->ttl_ms,
       .start_borrow_ms = s->max_borrow_ms,
   };
   int rc = idgen_registry_acquire(r, &req, lease, err, errlen);
@@ -306,11 +311,62 @@ int idgen_registry_bind(idgen_registry_t *r, const idgen_layout_t *l,
     return rc;
   idgen_snowflake_settings_t bound = *s;
   bound.lease = *lease;
-  if ((rc = idgen_snowflake_gen_new(g, l, &bound, err, errlen)) < 0) {
+  if ((rc = make_gen(breq->mem, l, &bound, g, err, errlen)) < 0) {
     idgen_lease_release(*lease);
     *lease = NULL;
   }
   return rc;
+}
+
+int idgen_lease_ttl_check(int64_t ttl_ms, char *err, size_t errlen) {
+  if (ttl_ms < IDGEN_LEASE_TTL_MIN_MS || ttl_ms > IDGEN_LEASE_TTL_MAX_MS)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "lease TTL %" PRId64 " ms is not from %d to %d",
+                      ttl_ms, IDGEN_LEASE_TTL_MIN_MS, IDGEN_LEASE_TTL_MAX_MS);
+  return 0;
+}
+
+int idgen_lease_settings_check(const char *uri, const idgen_layout_t *l, const char *field,
+                               unsigned node_given, int node_from_host, int *leased,
+                               const char **setting, char *err, size_t errlen) {
+  *leased = -1;
+  *setting = "registry";
+  const char *rest;
+  char *bare, space[IDGEN_SPACE_NAME_MAX];
+  const idgen__registry_ops_t *ops = parse_uri(uri, &bare, space, &rest, err, errlen);
+  if (ops == NULL)
+    return IDGEN_EINVAL;
+  free(bare);
+  *setting = "lease_field";
+  if (field != NULL && idgen_lease_field(l, field, err, errlen) < 0)
+    return IDGEN_EINVAL;
+  const char *shown = IDGEN_QUOTE(uri, strlen(uri), 0, 100);
+  *setting = "node";
+  if (node_from_host && ops != &idgen__registry_static)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "values from the host's address (@ip, @mac) are unchecked and the "
+                      "registry %s leases node values instead: give registry = static to use "
+                      "them, or leave them out",
+                      shown);
+  *setting = "lease_field";
+  if (ops == &idgen__registry_static && field != NULL)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "%s", static_field);
+  if (ops == &idgen__registry_static) {
+    *setting = "";
+    return 0;
+  }
+  *setting = field != NULL ? "lease_field" : "layout";
+  int f = idgen_lease_field(l, field, err, errlen);
+  if (f < 0)
+    return f;
+  *setting = "node";
+  if (node_given >> f & 1)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "the registry %s assigns %s: leave it out of node, or use registry = "
+                      "static to set it by hand",
+                      shown, l->fields[f].name);
+  *leased = f;
+  *setting = "";
+  return 0;
 }
 
 int idgen_lease_field(const idgen_layout_t *l, const char *field, char *err, size_t errlen) {
@@ -405,15 +461,13 @@ int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req
   l->mark_step_ms = req->mark_step_ms ? req->mark_step_ms
                     : r->ops->mark_step_ms ? r->ops->mark_step_ms
                                            : l->ttl_ms;
-  int rc = 0;
-  if (l->ttl_ms < IDGEN_LEASE_TTL_MIN_MS || l->ttl_ms > IDGEN_LEASE_TTL_MAX_MS ||
-      l->quarantine_ms < 0 ||
-      l->quarantine_ms > 86400000 || l->mark_step_ms < 1 || l->mark_step_ms > 3600000)
+  int rc = idgen_lease_ttl_check(l->ttl_ms, err, errlen);
+  if (rc == 0 && (l->quarantine_ms < 0 || l->quarantine_ms > 86400000 || l->mark_step_ms < 1 ||
+                  l->mark_step_ms > 3600000))
     rc = idgen__err(err, errlen, IDGEN_EINVAL,
-                    "registry: ttl_ms %" PRId64 " (%d..%d), quarantine_ms %" PRId64
-                    " (0..86400000) or mark_step_ms %" PRId64 " (1..3600000) out of range",
-                    l->ttl_ms, IDGEN_LEASE_TTL_MIN_MS, IDGEN_LEASE_TTL_MAX_MS, l->quarantine_ms,
-                    l->mark_step_ms);
+                    "registry: quarantine_ms %" PRId64 " (0..86400000) or mark_step_ms %" PRId64
+                    " (1..3600000) out of range",
+                    l->quarantine_ms, l->mark_step_ms);
   if (rc == 0)
     rc = make_pool(req, r->space_path, &l->pool, err, errlen);
   if (rc == 0) {

@@ -139,7 +139,7 @@ static int check_key(settings_t *s, void *ctx, int k) {
         fit = 100000;
       /* A cache that refuses when empty serves at most its ring. */
       unsigned shift = l->fields[l->sequence_index].bits + (unsigned)s->num[SK_CACHE_BOOST_POWER];
-      int capped = s->num[SK_CACHE] && s->num[SK_CACHE_ON_EMPTY] == 1 && shift <= 22 &&
+      int capped = s->num[SK_CACHE] && s->num[SK_CACHE_ON_EMPTY] == IDGEN_CACHE_FAIL && shift <= 22 &&
                    fit > (UINT64_C(1) << shift);
       if (capped)
         fit = UINT64_C(1) << shift;
@@ -216,7 +216,7 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
                        "the ring would have 2^%" PRId64 " slots (2^%d IDs a tick), more than "
                        "the %d allowed; lower it",
                        shift, l->fields[l->sequence_index].bits, IDGEN_CACHE_SLOTS_MAX);
-  if (rc == 0 && s->num[SK_CACHE] && s->num[SK_CACHE_ON_EMPTY] == 1 &&
+  if (rc == 0 && s->num[SK_CACHE] && s->num[SK_CACHE_ON_EMPTY] == IDGEN_CACHE_FAIL &&
       c->max_batch > ((int64_t)1 << shift))
     rc = settings_fail(s, -1,
                        "max_batch = %" PRId64 " (from %s) is more than the cache's %" PRId64

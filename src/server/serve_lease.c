@@ -24,7 +24,7 @@ static int make_cache(const serve_config_t *cfg, idgen_snowflake_gen_t *g,
   cs.boost_power = (int)cfg->s.num[SK_CACHE_BOOST_POWER];
   cs.padding_percent = (int)cfg->s.num[SK_CACHE_PADDING_PERCENT];
   cs.schedule_ms = cfg->s.num[SK_CACHE_SCHEDULE_MS];
-  cs.on_empty = cfg->s.num[SK_CACHE_ON_EMPTY] == 0 ? IDGEN_CACHE_DIRECT : IDGEN_CACHE_FAIL;
+  cs.on_empty = (idgen_cache_empty_t)cfg->s.num[SK_CACHE_ON_EMPTY];
   return idgen_cached_gen_new(out, g, &cs, err, n) < 0 ? -1 : 0;
 }
 

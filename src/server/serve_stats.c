@@ -533,7 +533,8 @@ static json_t *info_object(serve_daemon_t *s) {
                               (json_int_t)st.filled, "empty", (json_int_t)st.empty, "direct",
                               (json_int_t)st.direct, "age_ms", (json_int_t)st.age_ms,
                               "age_max_ms", (json_int_t)st.age_max_ms, "on_empty",
-                              s->cfg->s.num[SK_CACHE_ON_EMPTY] ? "fail" : "direct");
+                              s->cfg->s.num[SK_CACHE_ON_EMPTY] == IDGEN_CACHE_FAIL ? "fail"
+                                                                                : "direct");
     if (cache != NULL)
       json_object_set_new(o, "cache", cache);
   } else {

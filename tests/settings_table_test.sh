@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# settings_table_test.sh -- the node list, the lease-field rules and the lease
+# TTL's bounds have one owner, the library: one table of inputs, run through
+# the three front ends, gets the same verdict and the same message from each.
+#
+#   tests/settings_table_test.sh BUILD_DIR
+#
+# Each row: a registry, idgen.node / --node / `node =`, a lease field, a
+# lease TTL; the verdict (ok or refused) and, for a refusal, the library's
+# message that each front end must show.  The front ends:
+#   cli     `idgen snowflake` with the flags (ok: it prints an ID);
+#   serve   `idgen serve --config FILE --check-config` (ok: exit 0);
+#   pg      the extension in a PostgreSQL 15 with shared_preload_libraries =
+#           'idgen' (tests/pg_server.sh), the settings given by ALTER SYSTEM
+#           and the server restarted: ok when idgen_snowflake() answers, a
+#           refusal when ALTER SYSTEM refuses (the lease TTL's check) or
+#           idgen_snowflake() says the settings are wrong.
+# The layout is twitter's (datacenter and worker; the registry leases
+# worker).  `file` is a file: registry of the test's own (the extension's
+# default, file:$PGDATA/pg_idgen, there).
+#
+# Builds and installs the extension as tests/pg_ext_test.sh does (root:
+# PGXS writes under /usr).  Exit status: 0 passed, 1 failed, 77 skipped (not
+# root).  Ends with "N passed, N failed".
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(cd "${1:?usage: settings_table_test.sh BUILD_DIR}" && pwd)
+IDGEN=$BUILD/idgen
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+if [ "$(id -u)" != 0 ]; then
+  echo "SKIP settings table: installing the extension into the server's directories needs root"
+  exit 77
+fi
+
+#  registry | node                       | lease_field | ttl | verdict | message
+TABLE='
+static | datacenter=1 ,worker=2     |        |     | ok      |
+static | datacenter = 1 , worker = 2, |      |     | ok      |
+static | datacenter=1               | worker |     | refused | a lease field needs a registry other than static
+file   | datacenter=1,worker=2      |        |     | refused | assigns worker: leave it out of node
+file   | rack=1                     |        |     | refused | "rack" is not a node field of the layout
+file   | datacenter=1               |        | 100 | refused | lease TTL 100 ms is not from 300 to 3600000
+file   | datacenter=1               |        | 299 | refused | lease TTL 299 ms is not from 300 to 3600000
+file   | datacenter=1               |        | 300 | ok      |
+'
+
+work=$(mktemp -d /tmp/idgen-settings-XXXXXX)
+chmod 755 "$work" # the postgres user reaches its data directory below
+cleanup() {
+  "$ROOT/tests/pg_server.sh" stop "$work/pg" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+passed=0
+failed=0
+
+trim() {
+  local s=$1
+  s=${s#"${s%%[![:space:]]*}"}
+  printf '%s' "${s%"${s##*[![:space:]]}"}"
+}
+
+# check FRONT_END ROW RC OUTPUT VERDICT MESSAGE
+check() {
+  local what=$1 row=$2 rc=$3 out=$4 verdict=$5 msg=$6 got=ok
+  [ "$rc" = 0 ] || got=refused
+  if [ "$got" = "$verdict" ] && { [ -z "$msg" ] || [[ $out == *"$msg"* ]]; }; then
+    echo "ok   $what: $row: $got${msg:+ ($msg)}"
+    passed=$((passed + 1))
+  else
+    echo "FAIL $what: $row: $got, want $verdict${msg:+ with \"$msg\"}; said: $out" >&2
+    failed=$((failed + 1))
+  fi
+}
+
+# The command and the daemon's config file.
+n=0
+while IFS='|' read -r reg node field ttl verdict msg; do
+  reg=$(trim "$reg")
+  [ -n "$reg" ] || continue
+  node=$(trim "$node") field=$(trim "$field") ttl=$(trim "$ttl")
+  verdict=$(trim "$verdict") msg=$(trim "$msg")
+  n=$((n + 1))
+  uri=$reg
+  [ "$reg" != file ] || uri=file:$work/reg$n
+  row="registry $reg, node \"$node\"${field:+, lease_field $field}${ttl:+, lease_ttl_ms $ttl}"
+  args=(--layout twitter --registry "$uri" --node "$node")
+  conf="layout = twitter
+registry = $uri
+node = $node"
+  [ -z "$field" ] || { args+=(--lease-field "$field"); conf+=$'\n'"lease_field = $field"; }
+  [ -z "$ttl" ] || { args+=(--lease-ttl-ms "$ttl"); conf+=$'\n'"lease_ttl_ms = $ttl"; }
+  rc=0
+  out=$("$IDGEN" snowflake "${args[@]}" 2>&1) || rc=$?
+  check cli "$row" "$rc" "$out" "$verdict" "$msg"
+  printf '%s\n' "$conf" >"$work/serve$n.conf"
+  rc=0
+  out=$("$IDGEN" serve --config "$work/serve$n.conf" --check-config 2>&1) || rc=$?
+  check serve "$row" "$rc" "$out" "$verdict" "$msg"
+done <<<"$TABLE"
+
+# The extension.
+make -s -C "$ROOT/pg" PG_CONFIG="$PG_CONFIG" IDGEN_BUILD="$BUILD" install
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$ROOT/tests/pg_server.sh" start "$work/pg" "$port" >/dev/null
+printf "shared_preload_libraries = 'idgen'\nidgen.layout = 'twitter'\n" >>"$work/pg/data/postgresql.conf"
+export PGHOST=$work/pg PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+q() { psql -qAtX -v ON_ERROR_STOP=1 -c "$1" 2>&1; }
+"$ROOT/tests/pg_server.sh" pause "$work/pg"
+"$ROOT/tests/pg_server.sh" resume "$work/pg"
+q "CREATE EXTENSION idgen" >/dev/null
+
+# idgen_snowflake() once the worker has decided: an ID, or its refusal
+# (waits out the worker's start, at most 30 s).
+pg_answer() {
+  local out i
+  for i in $(seq 1 60); do
+    if out=$(q "SELECT idgen_snowflake()"); then
+      echo "$out"
+      return 0
+    fi
+    case $out in
+      *"has no generator"*starting* | *"has no generator: "*"retrying"*) ;;
+      *"has no generator"*) echo "$out"; return 1 ;;
+    esac
+    sleep 0.5
+  done
+  echo "$out"
+  return 1
+}
+
+while IFS='|' read -r reg node field ttl verdict msg; do
+  reg=$(trim "$reg")
+  [ -n "$reg" ] || continue
+  node=$(trim "$node") field=$(trim "$field") ttl=$(trim "$ttl")
+  verdict=$(trim "$verdict") msg=$(trim "$msg")
+  row="registry $reg, node \"$node\"${field:+, lease_field $field}${ttl:+, lease_ttl_ms $ttl}"
+  uri=$reg
+  [ "$reg" != file ] || uri= # the extension's default: file:$PGDATA/pg_idgen
+  rc=0
+  out=$(q "ALTER SYSTEM RESET ALL") || rc=$?
+  [ "$rc" != 0 ] || out=$(q "ALTER SYSTEM SET idgen.registry = '$uri'") || rc=$?
+  [ "$rc" != 0 ] || out=$(q "ALTER SYSTEM SET idgen.node = '$node'") || rc=$?
+  [ "$rc" != 0 ] || [ -z "$field" ] || out=$(q "ALTER SYSTEM SET idgen.lease_field = '$field'") || rc=$?
+  [ "$rc" != 0 ] || [ -z "$ttl" ] || out=$(q "ALTER SYSTEM SET idgen.lease_ttl_ms = $ttl") || rc=$?
+  if [ "$rc" = 0 ]; then
+    "$ROOT/tests/pg_server.sh" pause "$work/pg"
+    "$ROOT/tests/pg_server.sh" resume "$work/pg"
+    out=$(pg_answer) || rc=$?
+  fi
+  check pg "$row" "$rc" "$out" "$verdict" "$msg"
+done <<<"$TABLE"
+
+# At startup, a lease TTL the library refuses is refused with its message
+# (the server keeps the default) rather than taken by the worker, which
+# would retry forever.
+q "ALTER SYSTEM RESET ALL" >/dev/null
+printf "idgen.lease_ttl_ms = 299\n" >>"$work/pg/data/postgresql.conf"
+"$ROOT/tests/pg_server.sh" pause "$work/pg"
+"$ROOT/tests/pg_server.sh" resume "$work/pg"
+rc=0
+out=$(pg_answer) || rc=$?
+log=$(grep -A1 'idgen.lease_ttl_ms' "$work/pg/log" || true)
+check pg "idgen.lease_ttl_ms = 299 at startup" 1 "$log" refused \
+  "lease TTL 299 ms is not from 300 to 3600000"
+check pg "idgen.lease_ttl_ms = 299 at startup: idgen_snowflake() on the default TTL" "$rc" \
+  "$out" ok ""
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
