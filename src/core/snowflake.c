@@ -347,10 +347,6 @@ static void fill(const idgen_snowflake_gen_t *g, const idgen_snowflake_wait_t *w
   }
 }
 
-int idgen__sf_remote(const idgen_snowflake_gen_t *g) {
-  return g->shared && g->owner != (int)getpid();
-}
-
 /* idgen__keeper_wait for a call in a process other than the keeper's, which it
  * cannot reach: it asks by raising `remote_want` (the keeper's I/O thread
  * looks at it every 10 ms for a shared generator) and looks at the

@@ -8,6 +8,7 @@
 #define IDGEN_SNOWFLAKE_INT_H
 
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "core_int.h"
 
@@ -91,7 +92,9 @@ struct idgen_snowflake_gen {
 #define FREE_TICK_MAX_MS 1000
 
 /* Whether the calling process is not the one that may reach g's keeper. */
-int idgen__sf_remote(const idgen_snowflake_gen_t *g);
+static inline int idgen__sf_remote(const idgen_snowflake_gen_t *g) {
+  return g->shared && g->owner != (int)getpid();
+}
 
 /* idgen_snowflake_wait_t.phase: nothing taken yet (the call claims when it
  * runs), or values reserved (w->first..w->last) that it issues when due. */
