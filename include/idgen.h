@@ -3,9 +3,10 @@
  *
  * libidgen mints unique, time-ordered identifiers: Snowflake-family 64-bit
  * IDs in any bit layout, ULIDs and UUIDv7s.  libidgen-registry (the
- * idgen_registry_* and idgen_lease_* functions, idgen_snowflake_gen_lease_status)
- * leases node tuples from a registry shared by processes and machines; link
- * it only if you use them (pkg-config idgen-registry).  Anything not
+ * idgen_registry_* and idgen_lease_* functions) leases node tuples from a
+ * registry shared by processes and machines; link it only if you use them
+ * (pkg-config idgen-registry).  A generator bound to such a lease is still
+ * libidgen's, idgen_snowflake_gen_lease_status too.  Anything not
  * declared in this header is private and may change without notice.
  *
  * The promises the Snowflake generator keeps, named here and referred to by
@@ -1367,7 +1368,8 @@ typedef struct idgen_snowflake_lease_status {
 } idgen_snowflake_lease_status_t;
 
 /* Fills *st (zero when `g` is not bound, or in a forked child).  Takes the
- * binding's lock briefly: for monitoring, not for every ID. */
+ * binding's lock briefly: for monitoring, not for every ID.  In libidgen,
+ * with the generator. */
 
 IDGEN_API void idgen_snowflake_gen_lease_status(idgen_snowflake_gen_t *g,
                                             idgen_snowflake_lease_status_t *st);

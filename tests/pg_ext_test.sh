@@ -3,7 +3,8 @@
 #
 #   tests/pg_ext_test.sh BUILD_DIR
 #
-# Builds the extension on BUILD_DIR/libidgen.a and installs it into the
+# Builds the extension (on libidgen.a and libidgen-registry.a from its own
+# CMake build, BUILD_DIR/pg-libs, without etcd) and installs it into the
 # server's directories the PGXS way (root: it writes under /usr), starts a
 # server on a free loopback port (tests/pg_server.sh), runs the extension's
 # pg_regress suite (pg/sql/idgen.sql against pg/expected/idgen.out: known
@@ -22,6 +23,8 @@
 #   - the server restarts with its clock 10 s behind (libfaketime), both
 #     workers' marks ahead of it (`idgen snowflake` marked the second): every
 #     new ID is above every old one;
+#   - an etcd:// registry is refused with the reason (the extension's
+#     registry library is built without etcd, pg/Makefile);
 #   - a standby made with pg_basebackup refuses idgen_snowflake() (it would
 #     issue its primary's IDs), and once promoted refuses its copy of the
 #     primary's registry, saying what to do; without that registry it refuses
@@ -57,7 +60,7 @@ cleanup() {
 trap cleanup EXIT
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
-echo "== make -C pg install (PGXS, on $BUILD/libidgen.a)"
+echo "== make -C pg install (PGXS, on $BUILD/pg-libs: libidgen, libidgen-registry without etcd)"
 make -s -C "$ROOT/pg" PG_CONFIG="$PG_CONFIG" IDGEN_BUILD="$BUILD" install
 "$ROOT/tests/pg_server.sh" start "$work/pg" "$port" >/dev/null
 export PGHOST=$work/pg PGPORT=$port PGUSER=postgres PGDATABASE=postgres
@@ -225,10 +228,23 @@ got=$(q "SELECT count(*), min(id) > $old, (min(id) >> 12) & 1 FROM sf WHERE s = 
 echo "ok   pg extension: restarted 12 s behind its last IDs, on worker ${got##*|} (was $w_before): 100000 new IDs, all above the old maximum"
 waited=$(grep -o "idgen_snowflake() starts in [0-9]* ms" "$work/pg2/log" | head -1 || true)
 echo "info pg extension: ${waited:-the restart did not have to wait for the clock}"
+"$ROOT/tests/pg_server.sh" stop "$work/pgr" >/dev/null
+
+echo "== etcd:// is refused, saying why (the registry library is built without it)"
+"$ROOT/tests/pg_server.sh" pause "$work/pg2"
+sed -i "s|^idgen.registry = .*|idgen.registry = 'etcd://127.0.0.1:1'|" "$work/pg2/data/postgresql.conf"
+"$ROOT/tests/pg_server.sh" resume "$work/pg2"
+for i in $(seq 1 40); do
+  err=$(psql -qAtX -c "SELECT idgen_snowflake()" 2>&1) && fail "etcd:// issued an ID: $err"
+  grep -q "etcd:// is not available" <<<"$err" && break
+  sleep 0.5
+done
+grep -q "etcd:// is not available in this build.*cannot be linked into a server module" \
+  <<<"$err" || fail "etcd:// inside the server: $err"
+echo "ok   pg extension: etcd:// refused: $(cut -c1-110 <<<"$err")..."
 "$ROOT/tests/pg_server.sh" pause "$work/pg2"
 sed -i '/^idgen.registry = /d' "$work/pg2/data/postgresql.conf"
 "$ROOT/tests/pg_server.sh" resume "$work/pg2"
-"$ROOT/tests/pg_server.sh" stop "$work/pgr" >/dev/null
 
 echo "== a standby refuses; promoted, its copied registry is refused"
 port3=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

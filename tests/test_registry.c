@@ -1008,6 +1008,45 @@ static void test_bound_once_and_fork(void **state) {
   idgen_registry_close(r);
 }
 
+/* The two libraries meet only in the table a lease begins with
+ * (src/core/bind_int.h).  A lease whose table is of another version (a
+ * libidgen-registry of another release beside this libidgen) is refused
+ * when a generator is bound to it, before anything else of the table is
+ * read, with a message naming both versions; nothing is bound, and the same
+ * lease binds once its table is of this version. */
+static void test_bind_version_mismatch(void **state) {
+  (void)state;
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t tw = tu_layout("twitter");
+  idgen_lease_t *lease = take(r, &tw, NULL, NULL);
+  idgen__lease_bind_t *bind = idgen__lease_bind(lease);
+  assert_int_equal(bind->version, IDGEN__BIND_VERSION);
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+  s.lease = lease;
+  idgen_snowflake_gen_t *g = NULL;
+  char err[300], want[64];
+  bind->version = IDGEN__BIND_VERSION + 7;
+  assert_int_equal(idgen_snowflake_gen_new(&g, &tw, &s, err, sizeof err), IDGEN_EINVAL);
+  assert_null(g);
+  snprintf(want, sizeof want, "bind table is version %d", IDGEN__BIND_VERSION + 7);
+  if (strstr(err, want) == NULL)
+    fail_msg("no \"%s\" in: %s", want, err);
+  snprintf(want, sizeof want, "libidgen %s binds version %d", idgen_version(),
+           IDGEN__BIND_VERSION);
+  if (strstr(err, want) == NULL)
+    fail_msg("no \"%s\" in: %s", want, err);
+  assert_int_equal(atomic_load(&bind->bound), 0);
+  /* A table of this version: the same lease binds. */
+  bind->version = IDGEN__BIND_VERSION;
+  g = bind_gen(&tw, lease, NULL);
+  uint64_t id;
+  tu_ok(idgen_snowflake_gen_next(g, &id));
+  idgen_snowflake_gen_free(g);
+  idgen_lease_release(lease);
+  idgen_registry_close(r);
+}
+
 
 /* A generator in shared memory, bound to a lease held by this process
  * (idgen_snowflake_gen_init_shared), used by forked children at once: no
@@ -1260,6 +1299,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_bound_lease_lost, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bound_threads, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bound_once_and_fork, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bind_version_mismatch, setup, teardown),
       cmocka_unit_test_setup_teardown(test_shared_generator, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lease_settings_rules, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bind_in_caller_memory, setup, teardown),

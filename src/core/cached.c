@@ -134,8 +134,8 @@ static uint64_t issuable_now(const idgen_snowflake_gen_t *g) {
    * and take only what is below the ceiling now. */
   uint64_t ceiling = atomic_load_explicit(&g->ceiling, memory_order_acquire);
   if (lim > ceiling) {
-    if (g->bind != NULL && start <= lim)
-      g->bind->wait((idgen_snowflake_gen_t *)g, lim, -1); /* a poke: never waits */
+    if (g->keeper != NULL && start <= lim)
+      idgen__keeper_wait((idgen_snowflake_gen_t *)g, lim, -1); /* a poke: never waits */
     lim = ceiling;
   }
   return start > lim ? 0 : lim - start + 1;

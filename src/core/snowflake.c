@@ -55,6 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bind_int.h"
 #include "snowflake_int.h"
 
 /* Callers allocate idgen_snowflake_wait_t: its size is part of the ABI. */
@@ -346,11 +347,7 @@ static void fill(const idgen_snowflake_gen_t *g, const idgen_snowflake_wait_t *w
   }
 }
 
-int idgen__sf_remote(const idgen_snowflake_gen_t *g) {
-  return g->shared && g->owner != (int)getpid();
-}
-
-/* bind->wait for a call in a process other than the keeper's, which it
+/* idgen__keeper_wait for a call in a process other than the keeper's, which it
  * cannot reach: it asks by raising `remote_want` (the keeper's I/O thread
  * looks at it every 10 ms for a shared generator) and looks at the
  * ceiling.  0 when it covers `want`, IDGEN_ELEASE while it is 0 (the lease
@@ -410,7 +407,7 @@ static int run(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms, 
       int64_t left = idgen__sf_allowance_ns(w) - w->charged_ns;
       int64_t rc = idgen__sf_remote(g)
                        ? remote_wait(g, last)
-                       : g->bind->wait(g, last, blocking ? (left > 0 ? left : 0) : -1);
+                       : idgen__keeper_wait(g, last, blocking ? (left > 0 ? left : 0) : -1);
       if (rc == IDGEN_EAGAIN && blocking) {
         /* Another process's keeper: look again in a millisecond. */
         if (w->charged_ns + NS_PER_MS > idgen__sf_allowance_ns(w))
@@ -720,12 +717,15 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
     return idgen__err(err, errlen, IDGEN_EINVAL, "clock_mode %d unknown", (int)s->clock_mode);
 
   idgen_lease_info_t lease;
-  const idgen__bind_ops_t *bind = s->lease != NULL ? idgen__lease_bind_ops(s->lease) : NULL;
+  const idgen__lease_bind_t *bind = s->lease != NULL ? idgen__lease_bind(s->lease) : NULL;
+  /* The version first, before anything else of the table is read: a
+   * registry library of another version may lay out the rest otherwise. */
   if (bind != NULL && bind->version != IDGEN__BIND_VERSION)
     return idgen__err(err, errlen, IDGEN_EINVAL,
-                      "the lease comes from a registry library of another version (%d, this "
-                      "library binds version %d)",
-                      bind->version, IDGEN__BIND_VERSION);
+                      "the lease's bind table is version %d (from libidgen-registry of another "
+                      "release) and libidgen %s binds version %d: install libidgen and "
+                      "libidgen-registry of the same release",
+                      bind->version, idgen_version(), IDGEN__BIND_VERSION);
   if (s->lease != NULL) {
     bind->info(s->lease, &lease);
     if (lease.field < 0 || lease.field >= l->nfields ||
@@ -815,8 +815,7 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
                         "the lease's high-water mark is at the end of the layout");
     }
     atomic_init(&g->next, from ? from : 1);
-    g->bind = bind;
-    int rc = bind->start(g, s->lease, err, errlen);
+    int rc = idgen__keeper_start(g, s->lease, err, errlen);
     if (rc < 0) {
       return rc;
     }
@@ -853,13 +852,13 @@ int idgen_snowflake_gen_init_shared(void *mem, const idgen_layout_t *l,
 
 void idgen_snowflake_gen_fini_shared(idgen_snowflake_gen_t *g) {
   if (g != NULL && g->keeper != NULL && !idgen__sf_remote(g))
-    g->bind->stop(g);
+    idgen__keeper_stop(g);
 }
 
 void idgen_snowflake_gen_free(idgen_snowflake_gen_t *g) {
   if (g == NULL)
     return;
   if (g->keeper != NULL)
-    g->bind->stop(g);
+    idgen__keeper_stop(g);
   free(g);
 }

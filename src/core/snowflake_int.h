@@ -1,14 +1,14 @@
 /*
  * snowflake_int.h -- the Snowflake generator's state, shared by snowflake.c
- * (issuing), cached.c (Baidu's ring, which fills from a generator) and the
- * registry library's lease_keeper.c (the background threads of a generator
- * bound to a lease, which the core reaches only through the bind table
- * below, idgen__bind_ops_t).
+ * (issuing), cached.c (Baidu's ring, which fills from a generator) and
+ * lease_keeper.c (the background threads of a generator bound to a lease,
+ * which reach the registry only through the lease's table, bind_int.h).
  */
 #ifndef IDGEN_SNOWFLAKE_INT_H
 #define IDGEN_SNOWFLAKE_INT_H
 
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "core_int.h"
 
@@ -36,8 +36,7 @@ struct idgen_snowflake_gen {
   uint64_t seq_mask;
   uint64_t max_tick;       /* 2^T - 1 */
   uint64_t max_state;      /* largest issuable (tick, sequence), <= 2^64 - 2 */
-  idgen__keeper_t *keeper; /* bound to a lease (src/registry/lease_keeper.c), or NULL */
-  const struct idgen__bind_ops *bind; /* the lease's table while bound, or NULL */
+  idgen__keeper_t *keeper; /* bound to a lease (lease_keeper.c), or NULL */
   uint64_t fast_span;      /* hot path: c - (x << S) must be <= this */
   int fast;                /* hot path usable */
   int random_start;
@@ -93,7 +92,9 @@ struct idgen_snowflake_gen {
 #define FREE_TICK_MAX_MS 1000
 
 /* Whether the calling process is not the one that may reach g's keeper. */
-IDGEN_INTERNAL int idgen__sf_remote(const idgen_snowflake_gen_t *g);
+static inline int idgen__sf_remote(const idgen_snowflake_gen_t *g) {
+  return g->shared && g->owner != (int)getpid();
+}
 
 /* idgen_snowflake_wait_t.phase: nothing taken yet (the call claims when it
  * runs), or values reserved (w->first..w->last) that it issues when due. */
@@ -137,10 +138,8 @@ static inline int64_t idgen__sf_ms_of_state(const idgen_snowflake_gen_t *g, uint
 }
 
 /*
- * Binding a generator to a lease, without core calling the registry: the
- * registry library (src/registry/lease_keeper.c) puts a pointer to this
- * table first in every idgen_lease_t it makes, and core calls through it.
- *   info:  the lease's info (idgen_lease_info);
+ * Binding a generator to a lease (lease_keeper.c), which reaches the
+ * registry only through the lease's table (bind_int.h):
  *   start: binds g to `lease` (g->keeper set, ceiling raised after a first
  *          renewal and mark write), or fails with a message;
  *   wait:  called when a call's values are above the ceiling but not past
@@ -149,23 +148,14 @@ static inline int64_t idgen__sf_ms_of_state(const idgen_snowflake_gen_t *g, uint
  *          the ns it waited, or with max_ns < 0 only looks (0, or
  *          IDGEN_EAGAIN); IDGEN_ELEASE when the lease is not valid,
  *          IDGEN_EMARK at once when the last mark write failed and none is
- *          under way, or when the wait ran out;
- *   stop:  final mark, joins, frees.
- * `version` is IDGEN__BIND_VERSION of the registry that filled the table; a
- * core of another version refuses the lease rather than misread it.
+ *          under way, or when the wait ran out; IDGEN_EEXHAUSTED unbound;
+ *   stop:  final mark, joins, frees (g->keeper back to NULL); in a forked
+ *          child only forgets the parent's keeper.
+ * start and wait run only in the process that owns the keeper
+ * (idgen__sf_remote).
  */
-#define IDGEN__BIND_VERSION 2
-typedef struct idgen__bind_ops {
-  int version;
-  void (*info)(const idgen_lease_t *lease, idgen_lease_info_t *out);
-  int (*start)(idgen_snowflake_gen_t *g, idgen_lease_t *lease, char *err, size_t errlen);
-  int64_t (*wait)(idgen_snowflake_gen_t *g, uint64_t want, int64_t max_ns);
-  void (*stop)(idgen_snowflake_gen_t *g);
-} idgen__bind_ops_t;
-
-/* The table of a lease: its first member. */
-static inline const idgen__bind_ops_t *idgen__lease_bind_ops(const idgen_lease_t *lease) {
-  return *(const idgen__bind_ops_t *const *)(const void *)lease;
-}
+int idgen__keeper_start(idgen_snowflake_gen_t *g, idgen_lease_t *lease, char *err, size_t errlen);
+int64_t idgen__keeper_wait(idgen_snowflake_gen_t *g, uint64_t want, int64_t max_ns);
+void idgen__keeper_stop(idgen_snowflake_gen_t *g);
 
 #endif

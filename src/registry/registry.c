@@ -12,9 +12,32 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef IDGEN_NO_ETCD
 #include <jansson.h>
+#endif
 
 #include "registry_int.h"
+
+#ifdef IDGEN_NO_ETCD
+/* Built without etcd:// (cmake -DIDGEN_ETCD=OFF, as the PostgreSQL
+ * extension's libraries are: its JSON parser, jansson's, cannot be linked
+ * into a server module, docs/DESIGN.md §14): the scheme is known, and
+ * refused with the reason. */
+static int etcd_off(const char *uri, const char *rest, char *err, size_t errlen) {
+  (void)uri;
+  (void)rest;
+  return idgen__err(err, errlen, IDGEN_EINVAL,
+                    "registry: etcd:// is not available in this build (libidgen-registry built "
+                    "without etcd, as the PostgreSQL extension's is: etcd's JSON parser cannot "
+                    "be linked into a server module); use postgres:// or file:");
+}
+
+const idgen__registry_ops_t idgen__registry_etcd = {
+    .version = IDGEN__REGISTRY_OPS_VERSION,
+    .scheme = "etcd",
+    .check = etcd_off,
+};
+#endif
 
 static const idgen__registry_ops_t *const backends[] = {
     &idgen__registry_static, &idgen__registry_file, &idgen__registry_postgres,
@@ -444,6 +467,14 @@ static int make_pool(const idgen_lease_request_t *req, const char *space_path,
   return 0;
 }
 
+/* The mark written when a bound generator stops: the last tick it used,
+ * which may be below l->mark_ms (nothing above it was issued). */
+static int lease_final_mark(idgen_lease_t *l, int64_t mark_ms) {
+  if (l->fork_gen != idgen__fork_gen() || mark_ms == l->mark_ms)
+    return 0;
+  return l->r->ops->mark(l, mark_ms, NULL, 0);
+}
+
 int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req,
                            idgen_lease_t **out, char *err, size_t errlen) {
   *out = NULL;
@@ -452,7 +483,14 @@ int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req
   idgen_lease_t *l = calloc(1, sizeof *l);
   if (l == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
-  l->bind = &idgen__lease_bind;
+  /* The table the core's keeper binds through (bind_int.h). */
+  l->bind.version = IDGEN__BIND_VERSION;
+  l->bind.info = idgen_lease_info;
+  l->bind.renew = idgen_lease_renew;
+  l->bind.mark = idgen_lease_record_mark;
+  l->bind.final_mark = lease_final_mark;
+  l->bind.expires = r->ops->expires;
+  atomic_init(&l->bind.bound, 0);
   l->r = r;
   l->expires_in_ms = -1;
   l->fork_gen = idgen__fork_gen();
@@ -514,12 +552,6 @@ int idgen_lease_record_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t
   if (mark_ms <= l->mark_ms)
     return 0;
   return l->r->ops->mark(l, mark_ms, err, errlen);
-}
-
-int idgen__lease_final_mark(idgen_lease_t *l, int64_t mark_ms) {
-  if (l->fork_gen != idgen__fork_gen() || mark_ms == l->mark_ms)
-    return 0;
-  return l->r->ops->mark(l, mark_ms, NULL, 0);
 }
 
 int idgen_lease_renew(idgen_lease_t *l, char *err, size_t errlen) {
@@ -725,7 +757,9 @@ __attribute__((constructor)) static void dynlib_init(void) {
    * child forked while the first was inside spins for ever: its etcd://
    * open hung in registry.fork_first_open (etcd, 3000 us, gdb: spinning in
    * json_object_seed).  Seeded here, before the program's threads. */
+#ifndef IDGEN_NO_ETCD
   json_object_seed(0);
+#endif
 }
 
 static void dynlib_load(idgen__dynlib_t *d) {

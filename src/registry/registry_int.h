@@ -7,8 +7,8 @@
 
 #include <pthread.h>
 
+#include "bind_int.h"
 #include "core_int.h"
-#include "snowflake_int.h"
 
 #include "idgen.h"
 
@@ -226,7 +226,7 @@ struct idgen_registry {
 };
 
 struct idgen_lease {
-  const idgen__bind_ops_t *bind; /* first: how core binds a generator (snowflake_int.h) */
+  idgen__lease_bind_t bind;   /* first: how the core's keeper reaches the lease (bind_int.h) */
   idgen_registry_t *r;
   idgen__pool_t pool;
   uint64_t worker, generation;
@@ -239,14 +239,10 @@ struct idgen_lease {
   int64_t expires_ms;         /* the registry's expiry, Unix ms by its clock; 0: none */
   int64_t expires_in_ms;      /* the same as the registry measured it; -1: none */
   unsigned fork_gen;          /* the process that holds it */
-  atomic_int bound;           /* a generator is bound to it */
   void *be;                   /* the backend's state of this lease (file: its
                                * lock file), plain memory freed with the lease */
   char holder[IDGEN_HOLDER_MAX];
 };
-
-/* lease_keeper.c: the table every lease carries. */
-extern const idgen__bind_ops_t idgen__lease_bind;
 
 extern const idgen__registry_ops_t idgen__registry_static, idgen__registry_file,
     idgen__registry_postgres, idgen__registry_postgresql, idgen__registry_etcd;
@@ -287,10 +283,6 @@ int idgen__etcd_record_parse(const char *v, int64_t *mark_ms, uint64_t *generati
 int idgen__etcd_record_format(char *out, size_t outlen, int64_t mark_ms, uint64_t generation,
                               const char *holder);
 int idgen__etcd_held_parse(const char *v, int64_t *quarantine_ms, char *holder, size_t holderlen);
-
-/* The mark written when a bound generator stops: the last tick it used,
- * which may be below l->mark_ms (nothing above it was issued). */
-int idgen__lease_final_mark(idgen_lease_t *l, int64_t mark_ms);
 
 /* The wall clock of a request, in ms; and sleeping on it. */
 int64_t idgen__req_now_ms(const idgen_lease_request_t *req);

@@ -1,7 +1,10 @@
 /*
  * lease_keeper.c -- what keeps a generator bound to a lease honest (fenced,
  * durable): a durable high-water mark ahead of the IDs, and a lease that is known
- * valid.
+ * valid.  Threads and the ceiling only: every renewal and mark write goes
+ * through the table the lease carries (bind_int.h), filled by the registry
+ * library, so the core does no I/O of its own and calls nothing of the
+ * registry's by name.
  *
  * DESIGN.  The hot path already compares each state it takes with a limit;
  * for a bound generator that limit, `ceiling`, is the last state of the
@@ -42,11 +45,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "registry_int.h"
+#include "bind_int.h"
 #include "snowflake_int.h"
 
 struct idgen__keeper {
   idgen_lease_t *lease;
+  idgen__lease_bind_t *bind; /* the lease's table */
   int64_t ttl_ms, step_ms, margin_ms;
   int expires;               /* the lease expires unless renewed (network) */
   pthread_t io, watch;
@@ -120,9 +124,9 @@ static int renew_once(idgen_snowflake_gen_t *g) {
   char e[256] = "";
   int64_t sent = idgen__mono_ms();
   pthread_mutex_unlock(&k->mu);
-  int rc = idgen_lease_renew(k->lease, e, sizeof e);
+  int rc = k->bind->renew(k->lease, e, sizeof e);
   pthread_mutex_lock(&k->mu);
-  idgen_lease_info(k->lease, &k->info); /* only this thread calls the lease */
+  k->bind->info(k->lease, &k->info); /* only this thread calls the lease */
   if (rc == 0) {
     k->renewals++;
     k->failing = 0;
@@ -160,10 +164,10 @@ static int mark_once(idgen_snowflake_gen_t *g, int64_t target) {
   char e[256] = "";
   k->writing = 1;
   pthread_mutex_unlock(&k->mu);
-  int rc = idgen_lease_record_mark(k->lease, target, e, sizeof e);
+  int rc = k->bind->mark(k->lease, target, e, sizeof e);
   pthread_mutex_lock(&k->mu);
   k->writing = 0;
-  idgen_lease_info(k->lease, &k->info);
+  k->bind->info(k->lease, &k->info);
   if (rc == 0) {
     k->mark_writes++;
     k->mark_failing = 0;
@@ -277,22 +281,23 @@ static int cond_init_mono(pthread_cond_t *c) {
   return rc;
 }
 
-static int keeper_start(idgen_snowflake_gen_t *g, idgen_lease_t *lease, char *err, size_t errlen) {
-  if (lease->fork_gen != idgen__fork_gen())
-    return idgen__err(err, errlen, IDGEN_EFORKED, "the lease belongs to the parent process");
-  if (atomic_exchange(&lease->bound, 1))
+int idgen__keeper_start(idgen_snowflake_gen_t *g, idgen_lease_t *lease, char *err,
+                        size_t errlen) {
+  idgen__lease_bind_t *bind = idgen__lease_bind(lease);
+  if (atomic_exchange(&bind->bound, 1))
     return idgen__err(err, errlen, IDGEN_EINVAL,
                       "the lease is already bound to a generator (one generator per lease)");
   idgen__keeper_t *k = calloc(1, sizeof *k);
   if (k == NULL) {
-    atomic_store(&lease->bound, 0);
+    atomic_store(&bind->bound, 0);
     return idgen__err(err, errlen, IDGEN_ENOMEM, "out of memory");
   }
   idgen_lease_info_t info;
-  idgen_lease_info(lease, &info);
+  bind->info(lease, &info);
   k->lease = lease;
+  k->bind = bind;
   k->ttl_ms = info.ttl_ms;
-  k->expires = lease->r->ops->expires;
+  k->expires = bind->expires;
   k->margin_ms = info.ttl_ms / 10;
   k->step_ms = info.mark_step_ms;
   k->mark_ms = info.mark_ms;
@@ -329,13 +334,13 @@ static int keeper_start(idgen_snowflake_gen_t *g, idgen_lease_t *lease, char *er
   }
   g->keeper = NULL;
   keeper_free(k);
-  atomic_store(&lease->bound, 0);
+  atomic_store(&bind->bound, 0);
   if (rc == 0)
     return idgen__err(err, errlen, IDGEN_ENOMEM, "cannot start the lease's thread");
   return idgen__err(err, errlen, rc, "%s", why[0] ? why : idgen_strerror(rc));
 }
 
-static int64_t keeper_wait(idgen_snowflake_gen_t *g, uint64_t want, int64_t max_ns) {
+int64_t idgen__keeper_wait(idgen_snowflake_gen_t *g, uint64_t want, int64_t max_ns) {
   idgen__keeper_t *k = g->keeper;
   if (k == NULL)
     return IDGEN_EEXHAUSTED; /* unbound: the ceiling is the layout's end */
@@ -379,7 +384,7 @@ static int64_t keeper_wait(idgen_snowflake_gen_t *g, uint64_t want, int64_t max_
   return rc;
 }
 
-static void keeper_stop(idgen_snowflake_gen_t *g) {
+void idgen__keeper_stop(idgen_snowflake_gen_t *g) {
   idgen__keeper_t *k = g->keeper;
   if (g->fork_gen != idgen__fork_gen()) {
     /* A forked child: the threads are the parent's, and the mutex may have
@@ -407,9 +412,9 @@ static void keeper_stop(idgen_snowflake_gen_t *g) {
       last = ceil; /* values above the ceiling were taken but never issued */
     int64_t final = idgen__sf_ms_of_state(g, last);
     if (final < k->mark_ms)
-      idgen__lease_final_mark(k->lease, final);
+      k->bind->final_mark(k->lease, final);
   }
-  atomic_store(&k->lease->bound, 0);
+  atomic_store(&k->bind->bound, 0);
   g->keeper = NULL;
   keeper_free(k);
 }
@@ -452,7 +457,3 @@ void idgen_snowflake_gen_lease_status(idgen_snowflake_gen_t *g,
   snprintf(st->reason, sizeof st->reason, "%s", k->reason);
   pthread_mutex_unlock(&k->mu);
 }
-
-const idgen__bind_ops_t idgen__lease_bind = {
-    IDGEN__BIND_VERSION, idgen_lease_info, keeper_start, keeper_wait, keeper_stop,
-};
