@@ -12,7 +12,7 @@ usage.  ctest runs it (test `scoped_kills`) and so does .ci/run.
 Why: tests/pg_ext_test.sh found the extension's worker with
 `pgrep -f "idgen lease keeper" | head -1` and SIGTERMed it: on a machine where
 another PostgreSQL ran the extension, that was the other server's worker
-(issue 30).  A test may signal a process it recorded (its PID, a PID file it
+(a review found it).  A test may signal a process it recorded (its PID, a PID file it
 wrote, a job of its shell, a Popen it made) or a child of one
 (`pgrep -P PID`), nothing found by name or by looking at every process.
 

@@ -15,7 +15,7 @@
  * sharing one server, never meet.  TEST_NAME (a glob) runs one test alone.
  * The backends' own behaviour (file:'s lock files and pool file, postgres's
  * expiry by the database's clock and its tables, etcd's leases) is tested
- * in test_registry.c, test_registry_pg.c and tests/registry_test.py.
+ * in test_registry.c, test_registry_pg.c and tests/registry/suite_*.py.
  */
 #define _GNU_SOURCE
 #include <signal.h>

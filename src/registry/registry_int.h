@@ -261,7 +261,7 @@ typedef struct idgen__lease_record {
 int idgen__lease_record_parse(const char *buf, size_t n, idgen__lease_record_t *rec);
 int idgen__lease_record_format(char *buf, const idgen__lease_record_t *rec);
 
-/* A pool's file: "idgen-pool v1 mark_ms=P layout=SPEC", padded with spaces
+/* A pool's file: "idgen-pool v1 mark_ms=P layout=LAYOUT", padded with spaces
  * to 1023 bytes and a newline; the same rules.  Then one 64-byte slot per
  * tuple the pool has granted, "tuple key=K mark_ms=M" (K: 16 hex digits),
  * padded the same way: that tuple's mark, the one its next holder starts

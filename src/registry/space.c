@@ -335,7 +335,7 @@ static int parse(const char *text, size_t n, idgen__space_t *s, char *err, size_
                         IDGEN__SPACE_MAX);
     idgen__space_member_t *m = &s->m[s->n];
     uint64_t floor;
-    /* "layout floor_ms=F pool=POOL spec=SPEC" */
+    /* "layout floor_ms=F pool=POOL spec=LAYOUT" */
     if (len < 7 || memcmp(p, "layout ", 7) != 0)
       goto bad;
     q = p + 7, left = len - 7;
