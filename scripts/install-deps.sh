@@ -10,6 +10,7 @@ packages=(
   libssl-dev                         # OpenSSL's DRBG: ULID and UUIDv7 random bits
   libcmocka-dev                      # unit tests
   clang-14 libclang-rt-14-dev        # ASan/UBSan/TSan runtimes and libFuzzer
+  clang-format-14                    # the house style (.clang-format; the test `format`)
   python3                            # the CLI tests' JSON checks
   curl redis-tools python3-redis     # the daemon's tests: real HTTP and Redis clients
   python3-prometheus-client          # the daemon's tests: a real parser for /metrics
