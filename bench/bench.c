@@ -244,8 +244,6 @@ static double measure(const char *name, const struct opts *o, bench_fn fn, void 
   return med;
 }
 
-
-
 /* Two benchmarks in alternating runs (the machine's drift falls on both);
  * prints both medians and the ratio b/a. */
 static void measure_pair(const char *name, const struct opts *o, bench_fn fn, void *a, void *b,
@@ -300,8 +298,7 @@ static struct sample run_ulid_decode(double seconds, void *arg) {
   (void)arg;
   idgen_ulid_t u;
   TIMED_LOOP(seconds, {
-    idgen_ulid_parse(&u, in_ulid_text[i % NINPUTS], IDGEN_ULID_STRLEN, IDGEN_ULID_STRICT, NULL,
-                      0);
+    idgen_ulid_parse(&u, in_ulid_text[i % NINPUTS], IDGEN_ULID_STRLEN, IDGEN_ULID_STRICT, NULL, 0);
     acc += u.bytes[15];
   });
 }
@@ -398,8 +395,14 @@ static struct sample run_random10(double seconds, void *arg) {
   });
 }
 
-enum { OP_ULID_ENCODE, OP_ULID_DECODE, OP_ULID_MONOTONIC, OP_UUID_FORMAT, OP_UUID_PARSE,
-       OP_UUID7_MONOTONIC };
+enum {
+  OP_ULID_ENCODE,
+  OP_ULID_DECODE,
+  OP_ULID_MONOTONIC,
+  OP_UUID_FORMAT,
+  OP_UUID_PARSE,
+  OP_UUID7_MONOTONIC
+};
 
 /* The codec operation `which` names, or -1.  "-scalar" after a decoder's
  * name: the same on the scalar path (the SIMD level in use otherwise: under
@@ -408,14 +411,10 @@ static int codec_op(const char *which, int *scalar) {
   static const struct {
     const char *name;
     int op, scalar;
-  } ops[] = {{"ulid-encode", OP_ULID_ENCODE, 0},
-             {"ulid-decode", OP_ULID_DECODE, 0},
-             {"ulid-decode-scalar", OP_ULID_DECODE, 1},
-             {"ulid-monotonic", OP_ULID_MONOTONIC, 0},
-             {"uuid-format", OP_UUID_FORMAT, 0},
-             {"uuid-parse", OP_UUID_PARSE, 0},
-             {"uuid-parse-scalar", OP_UUID_PARSE, 1},
-             {"uuid7-monotonic", OP_UUID7_MONOTONIC, 0}};
+  } ops[] = {{"ulid-encode", OP_ULID_ENCODE, 0},        {"ulid-decode", OP_ULID_DECODE, 0},
+             {"ulid-decode-scalar", OP_ULID_DECODE, 1}, {"ulid-monotonic", OP_ULID_MONOTONIC, 0},
+             {"uuid-format", OP_UUID_FORMAT, 0},        {"uuid-parse", OP_UUID_PARSE, 0},
+             {"uuid-parse-scalar", OP_UUID_PARSE, 1},   {"uuid7-monotonic", OP_UUID7_MONOTONIC, 0}};
   for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
     if (strcmp(which, ops[k].name) == 0) {
       *scalar = ops[k].scalar;
@@ -546,8 +545,8 @@ static void latency(const char *name, const struct opts *o, const char *layout, 
   }
   sink = acc;
   qsort(t, N, sizeof *t, cmp_u64);
-  printf("%-34s p50 %6.1f ns  p99 %6.1f ns  p99.9 %7.1f ns  max %9.1f ns  (%d calls, TSC)\n",
-         name, (double)t[N / 2] * ns_per_tick, (double)t[N / 100 * 99] * ns_per_tick,
+  printf("%-34s p50 %6.1f ns  p99 %6.1f ns  p99.9 %7.1f ns  max %9.1f ns  (%d calls, TSC)\n", name,
+         (double)t[N / 2] * ns_per_tick, (double)t[N / 100 * 99] * ns_per_tick,
          (double)t[N / 1000 * 999] * ns_per_tick, (double)t[N - 1] * ns_per_tick, N);
   fflush(stdout);
   free(t);
@@ -652,7 +651,8 @@ int idgen_bench_main(int argc, char **argv) {
       fputs(usage, stdout);
       return 0;
     default:
-      fprintf(stderr, "idgen: bench: unknown option or missing value: %s (see 'idgen bench --help')\n",
+      fprintf(stderr,
+              "idgen: bench: unknown option or missing value: %s (see 'idgen bench --help')\n",
               argv[optind - 1]);
       return 2;
     }
@@ -682,8 +682,7 @@ int idgen_bench_main(int argc, char **argv) {
   struct gen_arg wide2p = {WIDE, IDGEN_CLOCK_PRECISE, 1000, 2, 0};
   struct gen_arg batch = {WIDE, IDGEN_CLOCK_FAST, 1000, 1, 1000};
   measure("next wide 1 thread fast-clock", &o, run_gen, &wide1, o.seconds, floor_rate, NULL);
-  measure("next wide 1 thread precise-clock", &o, run_gen, &wide1p, o.seconds, floor_rate,
-          NULL);
+  measure("next wide 1 thread precise-clock", &o, run_gen, &wide1p, o.seconds, floor_rate, NULL);
   measure("next wide 2 threads fast-clock", &o, run_gen, &wide2, o.seconds, floor_rate,
           "(both threads together)");
   measure("next wide 2 threads precise-clock", &o, run_gen, &wide2p, o.seconds, floor_rate,
@@ -710,10 +709,8 @@ int idgen_bench_main(int argc, char **argv) {
     struct gen_arg bd1 = {WIDE_LEASED, IDGEN_CLOCK_FAST, 1000, 1, 0, reguri};
     struct gen_arg un2 = {WIDE_LEASED, IDGEN_CLOCK_FAST, 1000, 2, 0, NULL};
     struct gen_arg bd2 = {WIDE_LEASED, IDGEN_CLOCK_FAST, 1000, 2, 0, reguri};
-    measure_pair("next 1 thread, bound to file:", &o, run_gen, &un1, &bd1, "unbound",
-                 "bound");
-    measure_pair("next 2 threads, bound to file:", &o, run_gen, &un2, &bd2, "unbound",
-                 "bound");
+    measure_pair("next 1 thread, bound to file:", &o, run_gen, &un1, &bd1, "unbound", "bound");
+    measure_pair("next 2 threads, bound to file:", &o, run_gen, &un2, &bd2, "unbound", "bound");
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", regdir);
     if (system(cmd) != 0)
@@ -749,16 +746,13 @@ int idgen_bench_main(int argc, char **argv) {
   if (idgen__simd_available() >= IDGEN__SIMD_AVX2) {
     measure("ulid decode, scalar path", &o, run_scalar, (void *)run_ulid_decode, o.seconds, 0,
             NULL);
-    measure("uuid parse, scalar path", &o, run_scalar, (void *)run_uuid_parse, o.seconds, 0,
-            NULL);
+    measure("uuid parse, scalar path", &o, run_scalar, (void *)run_uuid_parse, o.seconds, 0, NULL);
   }
 
   struct gen_arg tw = {"twitter", IDGEN_CLOCK_FAST, 0, 1, 0};
   char note[128];
-  snprintf(note, sizeof note, "(%.0f s runs; the layout's limit is 4.096 M/s)",
-           o.twitter_seconds);
-  double r = measure("next twitter max_borrow_ms=0", &o, run_gen, &tw, o.twitter_seconds, 0,
-                     note);
+  snprintf(note, sizeof note, "(%.0f s runs; the layout's limit is 4.096 M/s)", o.twitter_seconds);
+  double r = measure("next twitter max_borrow_ms=0", &o, run_gen, &tw, o.twitter_seconds, 0, note);
   if (r > 0)
     printf("%-34s %.2f%% of 4,096,000 IDs/s\n", "  twitter sustained", 100.0 * r / 4096000.0);
   return 0;

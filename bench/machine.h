@@ -29,26 +29,26 @@ static volatile uint64_t sink;
  * BODY adds something of each result to the local `acc`, written to the
  * volatile sink once at the end: a volatile update per operation would add a
  * store-to-load dependency (about 2 ns here) to every measurement. */
-#define TIMED(result, seconds, BODY)                                               \
-  do {                                                                             \
-    double t0_ = mono(), t_;                                                       \
-    uint64_t n_ = 0, acc = 0;                                                      \
-    do {                                                                           \
-      for (uint64_t i = n_; i < n_ + 1024; i++) {                                  \
-        BODY;                                                                      \
-      }                                                                            \
-      n_ += 1024;                                                                  \
-    } while ((t_ = mono()) - t0_ < (seconds));                                     \
-    sink = acc;                                                                    \
-    (result) = (struct sample){(double)n_, t_ - t0_};                              \
+#define TIMED(result, seconds, BODY)                                                               \
+  do {                                                                                             \
+    double t0_ = mono(), t_;                                                                       \
+    uint64_t n_ = 0, acc = 0;                                                                      \
+    do {                                                                                           \
+      for (uint64_t i = n_; i < n_ + 1024; i++) {                                                  \
+        BODY;                                                                                      \
+      }                                                                                            \
+      n_ += 1024;                                                                                  \
+    } while ((t_ = mono()) - t0_ < (seconds));                                                     \
+    sink = acc;                                                                                    \
+    (result) = (struct sample){(double)n_, t_ - t0_};                                              \
   } while (0)
 
 /* The same, returning the sample from the function it is in. */
-#define TIMED_LOOP(seconds, BODY)                                                  \
-  do {                                                                             \
-    struct sample r_;                                                              \
-    TIMED(r_, seconds, BODY);                                                      \
-    return r_;                                                                     \
+#define TIMED_LOOP(seconds, BODY)                                                                  \
+  do {                                                                                             \
+    struct sample r_;                                                                              \
+    TIMED(r_, seconds, BODY);                                                                      \
+    return r_;                                                                                     \
   } while (0)
 
 /* The value of the first line of `path` starting with `key` (after its

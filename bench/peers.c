@@ -566,8 +566,8 @@ int main(int argc, char **argv) {
 
   char cpu[160], clocksource[64];
   bench_machine(cpu, sizeof cpu, clocksource, sizeof clocksource);
-  printf("idgen %s beside its peers: median of %d interleaved rounds of %.2f s\n",
-         idgen_version(), runs, seconds);
+  printf("idgen %s beside its peers: median of %d interleaved rounds of %.2f s\n", idgen_version(),
+         runs, seconds);
   cpu_set_t set;
   int pinned = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
   printf("CPU %s (%ld cores); running on CPU %d (%s); clocksource %s; TSC fast clock %s "
@@ -621,8 +621,8 @@ int main(int argc, char **argv) {
       printf("%-44s %9s\n", cont[k].name, "-");
       continue;
     }
-    printf("%-44s %9.2f %11.2f   [%.2f, %.2f]\n", cont[k].name, ns(k), med[k] / 1e6,
-           lo[k] / 1e6, hi[k] / 1e6);
+    printf("%-44s %9.2f %11.2f   [%.2f, %.2f]\n", cont[k].name, ns(k), med[k] / 1e6, lo[k] / 1e6,
+           hi[k] / 1e6);
   }
   if (cs0.state != IDGEN_CLOCK_STATE_FAST || cs1.state != IDGEN_CLOCK_STATE_FAST ||
       cs1.fallbacks != cs0.fallbacks || cs1.cooldowns != cs0.cooldowns)
@@ -649,8 +649,8 @@ int main(int argc, char **argv) {
   if (have(C_RDTSC))
     printf("| floor: `rdtsc` + `fetch_add` on a shared counter | | %.1f ns (%.1f M/s) | | |\n",
            ns(C_RDTSC), med[C_RDTSC] / 1e6);
-  printf("| floor: `clock_gettime` + `fetch_add` | | %.1f ns (%.1f M/s) | | |\n",
-         ns(C_CLOCK_XADD), med[C_CLOCK_XADD] / 1e6);
+  printf("| floor: `clock_gettime` + `fetch_add` | | %.1f ns (%.1f M/s) | | |\n", ns(C_CLOCK_XADD),
+         med[C_CLOCK_XADD] / 1e6);
   printf("| floor: `clock_gettime` + pthread mutex | | %.1f ns (%.1f M/s) | | |\n",
          ns(C_CLOCK_MUTEX), med[C_CLOCK_MUTEX] / 1e6);
   printf("| Snowflake `next`, 1 thread, `time:41,sequence:22` | %.1f ns (%.1f M/s) | "
@@ -661,8 +661,8 @@ int main(int argc, char **argv) {
   if (have(C_RDTSC)) {
     struct ratio sf_f = ratio(C_SF_FAST, C_RDTSC, runs);
     double x = ns(C_SF_FAST) / ns(C_RDTSC);
-    printf(" %.2fx the time of `rdtsc + fetch_add` (rounds %.2f-%.2f) against <= 1.25x: %s |\n",
-           x, 1 / sf_f.rmax, 1 / sf_f.rmin, met(x <= 1.25));
+    printf(" %.2fx the time of `rdtsc + fetch_add` (rounds %.2f-%.2f) against <= 1.25x: %s |\n", x,
+           1 / sf_f.rmax, 1 / sf_f.rmin, met(x <= 1.25));
   } else {
     printf(" (no rdtsc floor on this CPU) |\n");
   }
@@ -670,8 +670,7 @@ int main(int argc, char **argv) {
          "(rounds %.2f-%.2f); %.2fx the time of `clock_gettime + fetch_add`; yitter %.2fx the "
          "time of `clock_gettime` + mutex | >= 1.00x yitter: %s |\n",
          ns(C_SF_PRECISE), med[C_SF_PRECISE] / 1e6, ns(C_YITTER), sp_y.v, sp_y.rmin, sp_y.rmax,
-         ns(C_SF_PRECISE) / ns(C_CLOCK_XADD), ns(C_YITTER) / ns(C_CLOCK_MUTEX),
-         met(sp_y.v >= 1.0));
+         ns(C_SF_PRECISE) / ns(C_CLOCK_XADD), ns(C_YITTER) / ns(C_CLOCK_MUTEX), met(sp_y.v >= 1.0));
   struct ratio spl_y = ratio(C_SF_PRECISE_LOCKED, C_YITTER, runs);
   printf("| same, no owner: every take locked (a generator shared by threads) | %.1f ns | "
          "yitter %.1f ns | %.2fx yitter (rounds %.2f-%.2f); %.2fx the time of `clock_gettime + "
@@ -713,8 +712,8 @@ int main(int argc, char **argv) {
   printf("\n");
   for (int k = 0; k < NCONT; k++)
     if (have(k))
-      printf("%s.result %s ns=%.3f mops=%.3f min_mops=%.3f max_mops=%.3f\n", pr, cont[k].key,
-             ns(k), med[k] / 1e6, lo[k] / 1e6, hi[k] / 1e6);
+      printf("%s.result %s ns=%.3f mops=%.3f min_mops=%.3f max_mops=%.3f\n", pr, cont[k].key, ns(k),
+             med[k] / 1e6, lo[k] / 1e6, hi[k] / 1e6);
   printf("%s.ratio next_fast_vs_yitter %.4f\n", pr, sf_y.v);
   printf("%s.ratio next_precise_vs_yitter %.4f\n", pr, sp_y.v);
   printf("%s.ratio next_precise_locked_vs_yitter %.4f\n", pr, spl_y.v);
@@ -724,8 +723,7 @@ int main(int argc, char **argv) {
   printf("%s.ratio clock_mutex_vs_clock_fetch_add %.4f\n", pr,
          ratio(C_CLOCK_MUTEX, C_CLOCK_XADD, runs).v);
   if (have(C_RDTSC))
-    printf("%s.ratio next_fast_time_over_rdtsc_fetch_add %.4f\n", pr,
-           ns(C_SF_FAST) / ns(C_RDTSC));
+    printf("%s.ratio next_fast_time_over_rdtsc_fetch_add %.4f\n", pr, ns(C_SF_FAST) / ns(C_RDTSC));
   printf("%s.ratio ulid_vs_skeeto %.4f\n", pr, ul_k.v);
   printf("%s.ratio ulid_vs_skeeto_mutex %.4f\n", pr, ul_km.v);
   if (have(C_ULID_SCALAR))

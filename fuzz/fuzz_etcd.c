@@ -21,7 +21,7 @@ static void uri(const char *in) {
   /* A refusal names the backend and what is wrong, or the URI's space=
    * parameter (the registry's, whatever the backend: fuzz_space). */
   if (rc < 0 && (err[0] == '\0' || (strstr(err, "registry: etcd: ") == NULL &&
-                                     strncmp(err, "registry: space", 15) != 0)))
+                                    strncmp(err, "registry: space", 15) != 0)))
     abort();
   if (rc == 0 && err[0] != '\0')
     abort();

@@ -17,8 +17,7 @@
 
 #include "registry_int.h"
 
-static int live(void *ctx, const char *pool, char *holders, size_t n, char *err,
-                size_t errlen) {
+static int live(void *ctx, const char *pool, char *holders, size_t n, char *err, size_t errlen) {
   (void)ctx, (void)err, (void)errlen;
   unsigned h = 0;
   for (const char *p = pool; *p; p++)
@@ -53,8 +52,8 @@ static void join(const idgen__space_t *in, const char *spec) {
   req.layout = &l;
   req.max_start_wait_ms = 10000;
   s = *in;
-  int rc = idgen__space_join(&s, "default", &p, &l, &req, 1795000000000, &probe, &plan, err,
-                             sizeof err);
+  int rc =
+      idgen__space_join(&s, "default", &p, &l, &req, 1795000000000, &probe, &plan, err, sizeof err);
   if (rc < 0) {
     if (err[0] == '\0')
       abort(); /* every refusal says why */

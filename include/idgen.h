@@ -105,24 +105,24 @@ IDGEN_API const char *idgen_version(void);
 /* ------------------------------------------------------------------------
  * Errors.  One list defines every code, its name and its message.
  */
-#define IDGEN_ERRNO_MAP(XX)                                                    \
-  XX(EINVAL, -1, "invalid argument")                                           \
-  XX(ENOMEM, -2, "out of memory")                                              \
-  XX(ELAYOUT, -3, "invalid layout")                                            \
-  XX(ERANGE, -4, "value out of range")                                         \
-  XX(EPARSE, -5, "malformed input")                                            \
-  XX(ECLOCK, -6, "clock is behind the generator beyond the allowed borrow and wait") \
-  XX(EEXHAUSTED, -7, "the layout's time field has run out")                    \
-  XX(EFORKED, -8, "generator belongs to the parent process")                   \
-  XX(EOVERFLOW, -9, "monotonic random bits would overflow")                    \
-  XX(ERANDOM, -10, "the random source failed")                                \
-  XX(ELEASE, -11, "the worker lease is lost or cannot be shown valid")         \
-  XX(EREGISTRY, -12, "the registry failed")                                    \
-  XX(EPOOLFULL, -13, "every worker ID of the pool is held")                   \
-  XX(EMARK, -14, "the high-water mark could not be advanced in time")                \
-  XX(EBATCH, -15, "the batch is larger than the generator can fill within max_wait_ms now") \
-  XX(EAGAIN, -16, "not yet: the call waits for its tick (resume it when due)") \
-  XX(EEMPTY, -17, "the cache holds no ready ID")                              \
+#define IDGEN_ERRNO_MAP(XX)                                                                        \
+  XX(EINVAL, -1, "invalid argument")                                                               \
+  XX(ENOMEM, -2, "out of memory")                                                                  \
+  XX(ELAYOUT, -3, "invalid layout")                                                                \
+  XX(ERANGE, -4, "value out of range")                                                             \
+  XX(EPARSE, -5, "malformed input")                                                                \
+  XX(ECLOCK, -6, "clock is behind the generator beyond the allowed borrow and wait")               \
+  XX(EEXHAUSTED, -7, "the layout's time field has run out")                                        \
+  XX(EFORKED, -8, "generator belongs to the parent process")                                       \
+  XX(EOVERFLOW, -9, "monotonic random bits would overflow")                                        \
+  XX(ERANDOM, -10, "the random source failed")                                                     \
+  XX(ELEASE, -11, "the worker lease is lost or cannot be shown valid")                             \
+  XX(EREGISTRY, -12, "the registry failed")                                                        \
+  XX(EPOOLFULL, -13, "every worker ID of the pool is held")                                        \
+  XX(EMARK, -14, "the high-water mark could not be advanced in time")                              \
+  XX(EBATCH, -15, "the batch is larger than the generator can fill within max_wait_ms now")        \
+  XX(EAGAIN, -16, "not yet: the call waits for its tick (resume it when due)")                     \
+  XX(EEMPTY, -17, "the cache holds no ready ID")                                                   \
   XX(ESPACE, -18, "another layout holds the registry's ID space")
 
 typedef enum idgen_errno {
@@ -155,7 +155,7 @@ IDGEN_API char *idgen_quote(char *buf, size_t n, const void *s, size_t len, int 
 /* idgen_quote() into a buffer of max + 1 bytes (a compound literal, so it
  * lives until the end of the enclosing block): for a printf argument, e.g.
  * printf("field \"%s\" repeated", IDGEN_QUOTE(name, strlen(name), '"', 40)). */
-#define IDGEN_QUOTE(s, len, quote, max) \
+#define IDGEN_QUOTE(s, len, quote, max)                                                            \
   idgen_quote((char[(max) + 1]){0}, (size_t)(max) + 1, (s), (len), (quote))
 
 /* ------------------------------------------------------------------------
@@ -188,32 +188,32 @@ IDGEN_API int idgen_time_parse(const char *s, size_t len, int64_t *unix_ms);
  * copied with memcpy and shared read-only between threads.
  */
 
-#define IDGEN_LAYOUT_MAX_FIELDS 16  /* fields in one layout, time and sequence included */
-#define IDGEN_PRESET_NAME_MAX 16    /* bytes in a preset's name, with its NUL */
-#define IDGEN_FIELD_NAME_MAX 32     /* bytes in a field name, with its NUL */
-#define IDGEN_LAYOUT_SPEC_MAX 640   /* bytes idgen_layout_format() may need */
+#define IDGEN_LAYOUT_MAX_FIELDS 16 /* fields in one layout, time and sequence included */
+#define IDGEN_PRESET_NAME_MAX 16   /* bytes in a preset's name, with its NUL */
+#define IDGEN_FIELD_NAME_MAX 32    /* bytes in a field name, with its NUL */
+#define IDGEN_LAYOUT_SPEC_MAX 640  /* bytes idgen_layout_format() may need */
 
 typedef enum idgen_field_kind {
-  IDGEN_FIELD_NODE = 0,     /* a node field: fixed per generator */
-  IDGEN_FIELD_TIME = 1,     /* the time field */
-  IDGEN_FIELD_SEQUENCE = 2  /* the per-tick sequence */
+  IDGEN_FIELD_NODE = 0,    /* a node field: fixed per generator */
+  IDGEN_FIELD_TIME = 1,    /* the time field */
+  IDGEN_FIELD_SEQUENCE = 2 /* the per-tick sequence */
 } idgen_field_kind_t;
 
 typedef struct idgen_field {
   char name[IDGEN_FIELD_NAME_MAX];
-  uint8_t bits;             /* width, 1..63 */
-  uint8_t shift;            /* position of the least significant bit in the ID */
-  uint8_t kind;             /* idgen_field_kind_t */
+  uint8_t bits;  /* width, 1..63 */
+  uint8_t shift; /* position of the least significant bit in the ID */
+  uint8_t kind;  /* idgen_field_kind_t */
 } idgen_field_t;
 
 typedef struct idgen_layout {
   char preset[IDGEN_PRESET_NAME_MAX]; /* preset name if parsed from one, else "" */
-  int64_t epoch_ms;         /* Unix milliseconds of time value 0 */
-  int64_t unit_ms;          /* milliseconds per time tick (>= 1) */
-  int nfields;              /* fields[0] is the most significant */
-  int time_index;           /* index of the time field in fields[] */
-  int sequence_index;       /* index of the sequence field */
-  int total_bits;           /* sum of all field widths, <= 64 */
+  int64_t epoch_ms;                   /* Unix milliseconds of time value 0 */
+  int64_t unit_ms;                    /* milliseconds per time tick (>= 1) */
+  int nfields;                        /* fields[0] is the most significant */
+  int time_index;                     /* index of the time field in fields[] */
+  int sequence_index;                 /* index of the sequence field */
+  int total_bits;                     /* sum of all field widths, <= 64 */
   idgen_field_t fields[IDGEN_LAYOUT_MAX_FIELDS];
 } idgen_layout_t;
 
@@ -227,8 +227,7 @@ typedef struct idgen_layout {
  * The sequence must be less significant than the time field (otherwise one
  * generator's IDs would not increase).
  */
-IDGEN_API int idgen_layout_parse(idgen_layout_t *out, const char *spec,
-                                 char *err, size_t errlen);
+IDGEN_API int idgen_layout_parse(idgen_layout_t *out, const char *spec, char *err, size_t errlen);
 
 /*
  * Writes the canonical spec of `l` into `buf`: every field, the time unit
@@ -271,8 +270,7 @@ IDGEN_API int idgen_layout_node_set(const idgen_layout_t *l, const char *name, c
  * (the registry library's idgen_host_node_resolve(), or one of its own).
  */
 typedef int (*idgen_node_resolve_cb)(void *ctx, const char *field, unsigned bits,
-                                     const char *source, uint64_t *value, char *err,
-                                     size_t errlen);
+                                     const char *source, uint64_t *value, char *err, size_t errlen);
 
 /*
  * Parses a node list, "NAME=VALUE[,NAME=VALUE...]" (the --node flag, a
@@ -316,9 +314,8 @@ IDGEN_API int64_t idgen_layout_sign_bit_ms(const idgen_layout_t *l);
  * IDGEN_ERANGE with a message such as "worker 32 out of range 0..31" or
  * "time 2009-01-01T00:00:00.000Z is before the layout epoch ...".
  */
-IDGEN_API int idgen_layout_compose(const idgen_layout_t *l, int64_t unix_ms,
-                                   const uint64_t *values, uint64_t *id,
-                                   char *err, size_t errlen);
+IDGEN_API int idgen_layout_compose(const idgen_layout_t *l, int64_t unix_ms, const uint64_t *values,
+                                   uint64_t *id, char *err, size_t errlen);
 
 /*
  * Splits `id` into its fields: values[i] receives l->fields[i] (values must
@@ -326,8 +323,8 @@ IDGEN_API int idgen_layout_compose(const idgen_layout_t *l, int64_t unix_ms,
  * Unix milliseconds (the start of its tick).  Returns 0, or IDGEN_ERANGE if
  * `id` has bits set above the layout's total_bits.
  */
-IDGEN_API int idgen_layout_decompose(const idgen_layout_t *l, uint64_t id,
-                                     uint64_t *values, int64_t *unix_ms);
+IDGEN_API int idgen_layout_decompose(const idgen_layout_t *l, uint64_t id, uint64_t *values,
+                                     int64_t *unix_ms);
 
 /*
  * Parses a decimal Snowflake ID of `len` bytes (1 to 20 digits, no sign, no
@@ -336,9 +333,8 @@ IDGEN_API int idgen_layout_decompose(const idgen_layout_t *l, uint64_t id,
  * problem and its position, such as `character 'x' at position 3 is not a
  * digit`.
  */
-IDGEN_API int idgen_snowflake_parse(const idgen_layout_t *l, const char *s,
-                                    size_t len, uint64_t *id, char *err,
-                                    size_t errlen);
+IDGEN_API int idgen_snowflake_parse(const idgen_layout_t *l, const char *s, size_t len,
+                                    uint64_t *id, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------
  * Clocks.
@@ -505,8 +501,8 @@ IDGEN_API void idgen_snowflake_settings_init(idgen_snowflake_settings_t *s);
  * On success *out owns a generator to be released with idgen_snowflake_gen_free().
  */
 IDGEN_API int idgen_snowflake_gen_new(idgen_snowflake_gen_t **out, const idgen_layout_t *l,
-                                  const idgen_snowflake_settings_t *s,
-                                  char *err, size_t errlen);
+                                      const idgen_snowflake_settings_t *s, char *err,
+                                      size_t errlen);
 
 /* Frees `g` (NULL is fine).  No call on `g` may be running or start later. */
 IDGEN_API void idgen_snowflake_gen_free(idgen_snowflake_gen_t *g);
@@ -614,36 +610,36 @@ IDGEN_API uint64_t idgen_snowflake_gen_capacity(idgen_snowflake_gen_t *g);
  * it reserved (never reissued).  Same errors as next_n().
  */
 typedef struct idgen_snowflake_wait {
-  int64_t due_ns;          /* when to call idgen_snowflake_gen_resume() */
+  int64_t due_ns; /* when to call idgen_snowflake_gen_resume() */
   /* Private: */
-  uint64_t first, last;    /* the states reserved */
+  uint64_t first, last; /* the states reserved */
   uint64_t *ids;
   size_t n;
-  int64_t asked_mono_ns;   /* when the wait last asked for ends, monotonic; during a
+  int64_t asked_mono_ns; /* when the wait last asked for ends, monotonic; during a
                               resume, minus its reading; 0: none */
   int64_t deadline_ns, charged_ns;
   int16_t phase;
-  int16_t stepped;         /* the budget began after a step back of the clock */
-  int32_t allowance_ms;    /* the budget: deadline less the first reading */
-  size_t offset;           /* resume() fills from ids + offset (a cache's direct take) */
+  int16_t stepped;      /* the budget began after a step back of the clock */
+  int32_t allowance_ms; /* the budget: deadline less the first reading */
+  size_t offset;        /* resume() fills from ids + offset (a cache's direct take) */
 } idgen_snowflake_wait_t;
 
 IDGEN_API int idgen_snowflake_gen_next_n_async(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n,
-                                           idgen_snowflake_wait_t *w);
+                                               idgen_snowflake_wait_t *w);
 IDGEN_API int idgen_snowflake_gen_resume(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w,
-                                     uint64_t *ids);
+                                         uint64_t *ids);
 
 /* The layout the generator was made with (a read-only view, lives as long as g). */
 IDGEN_API const idgen_layout_t *idgen_snowflake_gen_layout(const idgen_snowflake_gen_t *g);
 
 /* Counters of slow-path events, for metrics.  Reading is thread-safe. */
 typedef struct idgen_snowflake_stats {
-  uint64_t clock_waits;         /* calls that waited for the clock beyond the tick */
-  uint64_t clock_refusals;      /* calls refused with IDGEN_ECLOCK */
-  uint64_t sequence_exhausted;  /* calls that waited out a tick whose sequence was used up */
-  int64_t borrowed_ms;          /* how far the generator's clock is ahead now (>= 0),
+  uint64_t clock_waits;        /* calls that waited for the clock beyond the tick */
+  uint64_t clock_refusals;     /* calls refused with IDGEN_ECLOCK */
+  uint64_t sequence_exhausted; /* calls that waited out a tick whose sequence was used up */
+  int64_t borrowed_ms;         /* how far the generator's clock is ahead now (>= 0),
                                    counting values reserved by waiting calls */
-  uint64_t last_id;             /* the largest value taken so far, as an ID (0 if none);
+  uint64_t last_id;            /* the largest value taken so far, as an ID (0 if none);
                                    it may be one reserved by a waiting call and not yet
                                    returned, or one dropped by a refused call */
 } idgen_snowflake_stats_t;
@@ -700,14 +696,14 @@ typedef enum idgen_cache_empty {
 #define IDGEN_CACHE_SCHEDULE_MS_MAX 86400000
 
 typedef struct idgen_cached_settings {
-  int boost_power;             /* ring = 2^sequence_bits << boost_power slots (0..12; default 3) */
+  int boost_power; /* ring = 2^sequence_bits << boost_power slots (0..12; default 3) */
   /* refill below this share of ready slots (IDGEN_CACHE_PADDING_MIN..MAX;
    * default IDGEN_CACHE_PADDING_DEFAULT) */
   int padding_percent;
-  int64_t schedule_ms; /* also refill this often (0: off, the default; at most
+  int64_t schedule_ms;          /* also refill this often (0: off, the default; at most
                         * IDGEN_CACHE_SCHEDULE_MS_MAX) */
   idgen_cache_empty_t on_empty; /* default IDGEN_CACHE_DIRECT */
-  int64_t max_wait_ms;         /* IDGEN_CACHE_WAIT's limit (default IDGEN_MAX_WAIT_MS_DEFAULT) */
+  int64_t max_wait_ms;          /* IDGEN_CACHE_WAIT's limit (default IDGEN_MAX_WAIT_MS_DEFAULT) */
 } idgen_cached_settings_t;
 
 /* Fills *s with the defaults. */
@@ -751,20 +747,20 @@ IDGEN_API int idgen_cached_gen_resume(idgen_cached_gen_t *c, idgen_snowflake_wai
                                       uint64_t *ids);
 
 typedef struct idgen_cached_stats {
-  uint64_t slots;            /* the ring's size */
-  uint64_t ready;            /* IDs ready now */
-  uint64_t taken;            /* IDs handed out from the ring */
-  uint64_t filled;           /* IDs put into the ring */
-  uint64_t fills;            /* the filler's batches */
-  uint64_t empty;            /* takes that found the ring empty */
-  uint64_t direct;           /* of those, served by the generator directly */
-  uint64_t waits;            /* of those, that waited for the filler */
-  uint64_t rejected_puts;    /* scheduled refills that found the ring full (nothing
+  uint64_t slots;         /* the ring's size */
+  uint64_t ready;         /* IDs ready now */
+  uint64_t taken;         /* IDs handed out from the ring */
+  uint64_t filled;        /* IDs put into the ring */
+  uint64_t fills;         /* the filler's batches */
+  uint64_t empty;         /* takes that found the ring empty */
+  uint64_t direct;        /* of those, served by the generator directly */
+  uint64_t waits;         /* of those, that waited for the filler */
+  uint64_t rejected_puts; /* scheduled refills that found the ring full (nothing
                                 is made then, so nothing is dropped) */
-  int64_t age_ms;            /* how far the next ready ID's time lags the wall clock
+  int64_t age_ms;         /* how far the next ready ID's time lags the wall clock
                                 now (negative: ahead, borrowed); 0 when empty */
-  int64_t age_max_ms;        /* the largest age seen at a take (sampled) */
-  int filler_error;          /* the filler's last error (IDGEN_E*), or 0 */
+  int64_t age_max_ms;     /* the largest age seen at a take (sampled) */
+  int filler_error;       /* the filler's last error (IDGEN_E*), or 0 */
 } idgen_cached_stats_t;
 
 /* The generator under the cache (as given to idgen_cached_gen_new). */
@@ -772,7 +768,6 @@ IDGEN_API idgen_snowflake_gen_t *idgen_cached_gen_generator(const idgen_cached_g
 
 /* The cache's counters.  Thread-safe. */
 IDGEN_API void idgen_cached_gen_stats(idgen_cached_gen_t *c, idgen_cached_stats_t *st);
-
 
 /* ------------------------------------------------------------------------
  * Randomness.
@@ -826,9 +821,9 @@ IDGEN_API int64_t idgen_uuid7_time(const idgen_uuid_t *u);
 
 /* Settings for the ULID and UUIDv7 generators; zero means default. */
 typedef struct idgen_gen128_settings {
-  idgen_clock_mode_t clock_mode;   /* default IDGEN_CLOCK_FAST */
-  const idgen_clock_t *clock;      /* injected clock, or NULL */
-  const idgen_random_t *random;    /* injected randomness, or NULL (secure default) */
+  idgen_clock_mode_t clock_mode; /* default IDGEN_CLOCK_FAST */
+  const idgen_clock_t *clock;    /* injected clock, or NULL */
+  const idgen_random_t *random;  /* injected randomness, or NULL (secure default) */
 } idgen_gen128_settings_t;
 
 /*
@@ -961,8 +956,8 @@ IDGEN_API int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t unix_ms, idgen
 /* Bytes of a pool's name, such as
  * "epoch=1288834974657,tick=1ms,time@22,sequence@0:12", with its NUL. */
 #define IDGEN_POOL_NAME_MAX 128
-#define IDGEN_HOLDER_MAX 128     /* bytes of a holder's "host:pid:token", with its NUL */
-#define IDGEN_REASON_MAX 256     /* bytes of a lease status's reason, with its NUL */
+#define IDGEN_HOLDER_MAX 128 /* bytes of a holder's "host:pid:token", with its NUL */
+#define IDGEN_REASON_MAX 256 /* bytes of a lease status's reason, with its NUL */
 /* Bytes of a node tuple's text, such as "datacenter=1,worker=7", with its NUL. */
 #define IDGEN_NODE_TEXT_MAX 768
 /* Bytes of an ID space's name ("default", or [a-z][a-z0-9_-]*), with its NUL. */
@@ -993,9 +988,9 @@ IDGEN_API int idgen_lease_field(const idgen_layout_t *l, const char *field, char
  * `idgen serve`, the extension's idgen.NAME), for the caller's prefix.
  */
 IDGEN_API int idgen_lease_settings_check(const char *uri, const idgen_layout_t *l,
-                                         const char *field, unsigned node_given,
-                                         int node_from_host, int *leased, const char **setting,
-                                         char *err, size_t errlen);
+                                         const char *field, unsigned node_given, int node_from_host,
+                                         int *leased, const char **setting, char *err,
+                                         size_t errlen);
 
 /* Opens the registry named by `uri`.  A relative file: directory is made
  * absolute here, once, from the working directory (idgen_registry_uri()
@@ -1017,9 +1012,8 @@ IDGEN_API int idgen_registry_check(const char *uri, char *err, size_t errlen);
  * behind), read once now: *skew_ms, the registry's time *registry_ms, and
  * *uncertainty_ms (half the round trip, + 1).  IDGEN_EINVAL for a registry
  * whose time is this host's (static, file:); IDGEN_EREGISTRY. */
-IDGEN_API int idgen_registry_clock_skew(idgen_registry_t *r, int64_t *skew_ms,
-                                        int64_t *registry_ms, int64_t *uncertainty_ms, char *err,
-                                        size_t errlen);
+IDGEN_API int idgen_registry_clock_skew(idgen_registry_t *r, int64_t *skew_ms, int64_t *registry_ms,
+                                        int64_t *uncertainty_ms, char *err, size_t errlen);
 
 /* Closes `r`; its leases must have been released first. */
 IDGEN_API void idgen_registry_close(idgen_registry_t *r);
@@ -1074,7 +1068,7 @@ IDGEN_API int idgen_registry_default_uri(char *buf, size_t n, char *err, size_t 
 typedef struct idgen_host_value {
   uint64_t value;
   char iface[IDGEN_IFNAME_MAX];
-  char addr[48];               /* "10.1.2.3" or "02:00:00:ab:cd:ef" */
+  char addr[48]; /* "10.1.2.3" or "02:00:00:ab:cd:ef" */
 } idgen_host_value_t;
 
 IDGEN_API int idgen_host_node_value(const char *source, unsigned bits, idgen_host_value_t *out,
@@ -1199,22 +1193,22 @@ IDGEN_API int idgen_registry_bind(idgen_registry_t *r, const idgen_bind_request_
                                   size_t errlen);
 
 typedef struct idgen_lease_info {
-  int field;               /* layout field index of the leased field */
-  uint64_t worker;         /* its value */
-  uint64_t key;            /* the tuple: every node field's bits, in place in the ID */
-  uint64_t generation;     /* fencing generation of this grant */
-  int64_t mark_ms;         /* the recorded high-water mark: Unix ms (0: none) */
-  int64_t ttl_ms;          /* the lease's TTL */
-  int64_t mark_step_ms;    /* how far ahead a bound generator keeps the mark */
-  int64_t expires_ms;      /* expiry by the registry's clock at the last
+  int field;                        /* layout field index of the leased field */
+  uint64_t worker;                  /* its value */
+  uint64_t key;                     /* the tuple: every node field's bits, in place in the ID */
+  uint64_t generation;              /* fencing generation of this grant */
+  int64_t mark_ms;                  /* the recorded high-water mark: Unix ms (0: none) */
+  int64_t ttl_ms;                   /* the lease's TTL */
+  int64_t mark_step_ms;             /* how far ahead a bound generator keeps the mark */
+  int64_t expires_ms;               /* expiry by the registry's clock at the last
                             * renewal, Unix ms; 0 when the lease does not
                             * expire (static, file:) */
-  int64_t expires_in_ms;   /* the same as a duration measured by the
+  int64_t expires_in_ms;            /* the same as a duration measured by the
                             * registry at that renewal; -1 when none */
-  char holder[IDGEN_HOLDER_MAX]; /* "host:pid:token" */
-  char pool[IDGEN_POOL_NAME_MAX];  /* "epoch=1288834974657,tick=1ms,time@22,sequence@0:12" */
-  char node[IDGEN_NODE_TEXT_MAX];  /* the tuple: "datacenter=1,worker=7" */
-  int64_t floor_ms;        /* the floor of its layout in the registry's ID
+  char holder[IDGEN_HOLDER_MAX];    /* "host:pid:token" */
+  char pool[IDGEN_POOL_NAME_MAX];   /* "epoch=1288834974657,tick=1ms,time@22,sequence@0:12" */
+  char node[IDGEN_NODE_TEXT_MAX];   /* the tuple: "datacenter=1,worker=7" */
+  int64_t floor_ms;                 /* the floor of its layout in the registry's ID
                             * space, Unix ms: a bound generator starts above
                             * it as above mark_ms (0: none) */
   char space[IDGEN_SPACE_NAME_MAX]; /* the ID space ("default", or its name) */
@@ -1229,8 +1223,7 @@ IDGEN_API void idgen_lease_info(const idgen_lease_t *l, idgen_lease_info_t *out)
  * if the lease is lost (fenced out, or for file: its lock file was removed
  * or replaced), IDGEN_EFORKED in a child process, or IDGEN_EREGISTRY, with a
  * message in err (NULL is fine). */
-IDGEN_API int idgen_lease_record_mark(idgen_lease_t *l, int64_t mark_ms, char *err,
-                                      size_t errlen);
+IDGEN_API int idgen_lease_record_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen);
 
 /* Renews the lease, conditional on its fencing generation: 0, IDGEN_ELEASE
  * (fenced out: someone else may hold the ID), IDGEN_EREGISTRY (not reached;
@@ -1243,32 +1236,32 @@ IDGEN_API void idgen_lease_release(idgen_lease_t *l);
 
 /* One node tuple of a registry, as idgen_registry_list() reports it. */
 typedef enum idgen_lease_state {
-  IDGEN_LEASE_FREE = 0,     /* can be acquired */
-  IDGEN_LEASE_HELD = 1,     /* held (file: locked by a live process; network:
+  IDGEN_LEASE_FREE = 0,      /* can be acquired */
+  IDGEN_LEASE_HELD = 1,      /* held (file: locked by a live process; network:
                              * not expired by the registry's clock) */
   IDGEN_LEASE_QUARANTINE = 2 /* expired or freed, not yet back in the pool */
 } idgen_lease_state_t;
 
 typedef struct idgen_lease_row {
-  char pool[IDGEN_POOL_NAME_MAX];  /* the pool (layout geometry) */
+  char pool[IDGEN_POOL_NAME_MAX];     /* the pool (layout geometry) */
   char layout[IDGEN_LAYOUT_SPEC_MAX]; /* the layout the pool was first used
                                     * with, canonical; "" if unknown */
-  uint64_t key;            /* the tuple's bits in the ID */
-  char node[IDGEN_NODE_TEXT_MAX];  /* the tuple in `layout`'s field names,
+  uint64_t key;                       /* the tuple's bits in the ID */
+  char node[IDGEN_NODE_TEXT_MAX];     /* the tuple in `layout`'s field names,
                                     * "datacenter=1,worker=7"; the key in hex
                                     * ("0x0000000000021000") if unknown */
   idgen_lease_state_t state;
-  uint64_t generation;     /* of the last grant */
-  int64_t mark_ms;         /* the recorded high-water mark, Unix ms, by the
+  uint64_t generation;              /* of the last grant */
+  int64_t mark_ms;                  /* the recorded high-water mark, Unix ms, by the
                             * holders' clocks */
-  int64_t expires_in_ms;   /* held: until it expires; quarantine: until it
+  int64_t expires_in_ms;            /* held: until it expires; quarantine: until it
                             * is free again; measured by the registry's
                             * clock; -1: none (file:, or free) */
-  int64_t pool_mark_ms;    /* the pool-wide mark, Unix ms: a tuple whose
+  int64_t pool_mark_ms;             /* the pool-wide mark, Unix ms: a tuple whose
                             * record is new, removed or replaced starts above
                             * it (file: every mark ever recorded in the pool;
                             * postgres: the marks of deleted rows) */
-  char holder[IDGEN_HOLDER_MAX]; /* the last holder ("" if never held or freed) */
+  char holder[IDGEN_HOLDER_MAX];    /* the last holder ("" if never held or freed) */
   char space[IDGEN_SPACE_NAME_MAX]; /* the ID space of the pool ("default", or its name) */
 } idgen_lease_row_t;
 
@@ -1300,16 +1293,16 @@ IDGEN_API const char *idgen_registry_space(const idgen_registry_t *r);
 typedef struct idgen_space_layout {
   char pool[IDGEN_POOL_NAME_MAX];     /* its geometry, as in idgen_lease_row_t */
   char layout[IDGEN_LAYOUT_SPEC_MAX]; /* canonical spec */
-  int64_t floor_ms;        /* its holders start above this time, Unix ms */
-  int live;                /* tuples of its pool held or in quarantine now */
-  int has_highest;         /* highest_id is set: its pool has a mark */
-  uint64_t highest_id;     /* at or above every ID its pool may have issued */
+  int64_t floor_ms;                   /* its holders start above this time, Unix ms */
+  int live;                           /* tuples of its pool held or in quarantine now */
+  int has_highest;                    /* highest_id is set: its pool has a mark */
+  uint64_t highest_id;                /* at or above every ID its pool may have issued */
 } idgen_space_layout_t;
 
 typedef struct idgen_space_info {
   char name[IDGEN_SPACE_NAME_MAX];
-  int has_highest;         /* highest_id is set: the space issued IDs */
-  uint64_t highest_id;     /* at or above every ID the space may have issued,
+  int has_highest;     /* highest_id is set: the space issued IDs */
+  uint64_t highest_id; /* at or above every ID the space may have issued,
                             * by its layouts' marks and those that left */
   int has_retired;
   uint64_t retired_highest; /* the same, of the layouts that left only */
@@ -1340,29 +1333,29 @@ IDGEN_API int idgen_registry_free(idgen_registry_t *r, const char *pool, const c
 
 /* The lease state of a bound generator (idgen_snowflake_settings_t.lease). */
 typedef struct idgen_snowflake_lease_status {
-  int bound;               /* 0: not bound (the rest is zero) */
+  int bound; /* 0: not bound (the rest is zero) */
   /* 1 while IDs can be issued as far as the lease goes: the lease is known
    * valid by the monotonic clock.  0 after the deadline passed without a
    * renewal (the registry could not be reached: renewals go on, and a
    * later success restores it) or after a fenced-out write (for good). */
   int valid;
-  int fenced;              /* 1: fenced out (someone else may hold the ID); final */
-  int64_t valid_ms;        /* how long it is still known valid; 0 if not;
+  int fenced;       /* 1: fenced out (someone else may hold the ID); final */
+  int64_t valid_ms; /* how long it is still known valid; 0 if not;
                             * INT64_MAX for a lease that cannot expire (file:) */
-  int field;               /* layout field index of the leased field */
+  int field;        /* layout field index of the leased field */
   uint64_t worker, generation;
-  uint64_t key;            /* as idgen_lease_info_t */
-  int64_t mark_ms;         /* the durable high-water mark, Unix ms (this host's clock) */
-  int64_t expires_ms;      /* as idgen_lease_info_t (the registry's clock) */
-  int64_t expires_in_ms;   /* how long until the registry expires it, now:
+  uint64_t key;          /* as idgen_lease_info_t */
+  int64_t mark_ms;       /* the durable high-water mark, Unix ms (this host's clock) */
+  int64_t expires_ms;    /* as idgen_lease_info_t (the registry's clock) */
+  int64_t expires_in_ms; /* how long until the registry expires it, now:
                             * its own measure at the last renewal less the
                             * time since (monotonic); -1 when it does not
                             * expire */
   uint64_t renewals, renew_failures, mark_writes, mark_waits;
-  uint64_t mark_failures;  /* mark writes that failed (not fenced) */
-  int mark_failing;        /* the last mark write failed */
-  char reason[IDGEN_REASON_MAX]; /* why it is not valid, or the last failure; "" */
-  char pool[IDGEN_POOL_NAME_MAX];  /* as idgen_lease_info_t */
+  uint64_t mark_failures;         /* mark writes that failed (not fenced) */
+  int mark_failing;               /* the last mark write failed */
+  char reason[IDGEN_REASON_MAX];  /* why it is not valid, or the last failure; "" */
+  char pool[IDGEN_POOL_NAME_MAX]; /* as idgen_lease_info_t */
   char node[IDGEN_NODE_TEXT_MAX];
   char holder[IDGEN_HOLDER_MAX];
 } idgen_snowflake_lease_status_t;
@@ -1372,7 +1365,7 @@ typedef struct idgen_snowflake_lease_status {
  * with the generator. */
 
 IDGEN_API void idgen_snowflake_gen_lease_status(idgen_snowflake_gen_t *g,
-                                            idgen_snowflake_lease_status_t *st);
+                                                idgen_snowflake_lease_status_t *st);
 
 #ifdef __cplusplus
 }

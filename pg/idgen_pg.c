@@ -77,7 +77,7 @@ void _PG_init(void) {
 
 /* An ERROR for a failed library call without a message of its own. */
 static void fail(int rc, const char *what) {
-  ereport(ERROR, (errcode(rc == IDGEN_ECLOCK ? ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+  ereport(ERROR, (errcode(rc == IDGEN_ECLOCK   ? ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
                           : rc == IDGEN_ENOMEM ? ERRCODE_OUT_OF_MEMORY
                                                : ERRCODE_INTERNAL_ERROR),
                   errmsg("idgen: %s: %s", what, idgen_strerror(rc))));
@@ -182,7 +182,8 @@ Datum idgen_pg_time(PG_FUNCTION_ARGS) {
       !IS_VALID_TIMESTAMP(ts = (TimestampTz)(unix_ms - PG_EPOCH_UNIX_MS) * 1000))
     ereport(ERROR, (errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
                     errmsg("idgen: the time of " UINT64_FORMAT " (Unix ms " INT64_FORMAT
-                           ") is past PostgreSQL's last timestamp", id, (int64)unix_ms)));
+                           ") is past PostgreSQL's last timestamp",
+                           id, (int64)unix_ms)));
   PG_RETURN_TIMESTAMPTZ(ts);
 }
 

@@ -64,9 +64,9 @@
 
 #define NSLOTS 4
 #define CACHELINE 64
-#define CHUNK 4096             /* IDs per call to the library in idgen_snowflake_n */
-#define START_WAIT_MS 10000    /* a call waits this long for the worker's first lease */
-#define RETRY_MS 1000          /* between failed acquisitions */
+#define CHUNK 4096          /* IDs per call to the library in idgen_snowflake_n */
+#define START_WAIT_MS 10000 /* a call waits this long for the worker's first lease */
+#define RETRY_MS 1000       /* between failed acquisitions */
 
 enum { ST_STARTING = 0, ST_READY = 1, ST_FAILED = 2 };
 
@@ -76,18 +76,18 @@ typedef struct {
 } padded_u64;
 
 typedef struct {
-  pg_atomic_uint32 status;   /* ST_* */
-  pg_atomic_uint32 current;  /* slot index, or NSLOTS: none */
-  pg_atomic_uint64 swaps;    /* how many times `current` changed */
-  slock_t mu;                /* guards reason and info */
-  char reason[2048];         /* why it is not ready */
-  char info[512];            /* the lease, for the log and messages */
-  uint64 retired[NSLOTS];    /* the worker's own: swap count at retirement, 0 never used */
-  int64 after_ms;            /* the worker's own: a new generator starts above this (the
+  pg_atomic_uint32 status;  /* ST_* */
+  pg_atomic_uint32 current; /* slot index, or NSLOTS: none */
+  pg_atomic_uint64 swaps;   /* how many times `current` changed */
+  slock_t mu;               /* guards reason and info */
+  char reason[2048];        /* why it is not ready */
+  char info[512];           /* the lease, for the log and messages */
+  uint64 retired[NSLOTS];   /* the worker's own: swap count at retirement, 0 never used */
+  int64 after_ms;           /* the worker's own: a new generator starts above this (the
                               * last ones' IDs), kept across the worker's restarts */
   Size gen_size;
-  Size gens_off;             /* from the struct's start, aligned */
-  int nseen;                 /* MaxBackends + 1 */
+  Size gens_off;                          /* from the struct's start, aligned */
+  int nseen;                              /* MaxBackends + 1 */
   padded_u64 seen[FLEXIBLE_ARRAY_MEMBER]; /* by BackendId: a swap count, or PG_UINT64_MAX */
 } idgen_shared;
 
@@ -188,8 +188,7 @@ static int free_slot(void) {
 static bool nap(long ms) {
   if (stopping)
     return false;
-  (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
-                  PG_WAIT_EXTENSION);
+  (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms, PG_WAIT_EXTENSION);
   ResetLatch(MyLatch);
   return !stopping;
 }
@@ -242,7 +241,8 @@ static bool read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, char
     }
     strlcpy(uri, registry_setting, n);
   } else if ((size_t)snprintf(uri, n, "file:%s/pg_idgen", DataDir) >= n) {
-    snprintf(err, errlen, "the data directory's path is longer than %zu bytes", n - sizeof "file:/pg_idgen");
+    snprintf(err, errlen, "the data directory's path is longer than %zu bytes",
+             n - sizeof "file:/pg_idgen");
     return false;
   }
   if (space_setting && space_setting[0]) {
@@ -367,13 +367,13 @@ static bool owner_check(char *err, size_t errlen) {
 
 /* Runs fn with every signal blocked, so that threads it starts (the lease's
  * keeper, libcurl's resolver) never run PostgreSQL's signal handlers. */
-#define WITHOUT_SIGNALS(stmt)                       \
-  do {                                              \
-    sigset_t all_, old_;                            \
-    sigfillset(&all_);                              \
-    pthread_sigmask(SIG_BLOCK, &all_, &old_);       \
-    stmt;                                           \
-    pthread_sigmask(SIG_SETMASK, &old_, NULL);      \
+#define WITHOUT_SIGNALS(stmt)                                                                      \
+  do {                                                                                             \
+    sigset_t all_, old_;                                                                           \
+    sigfillset(&all_);                                                                             \
+    pthread_sigmask(SIG_BLOCK, &all_, &old_);                                                      \
+    stmt;                                                                                          \
+    pthread_sigmask(SIG_SETMASK, &old_, NULL);                                                     \
   } while (0)
 
 /* ---- order across restarts ------------------------------------------------ */
@@ -409,8 +409,8 @@ static bool last_store(int64 issued_ms, char *err, size_t errlen) {
   last_path(path, sizeof path, "");
   last_path(tmp, sizeof tmp, ".tmp");
   if ((f = fopen(tmp, "w")) == NULL ||
-      fprintf(f, "%s issued_ms=%lld\n", last_lease, (long long)issued_ms) < 0 ||
-      fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+      fprintf(f, "%s issued_ms=%lld\n", last_lease, (long long)issued_ms) < 0 || fflush(f) != 0 ||
+      fsync(fileno(f)) != 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
     if (err)
       snprintf(err, errlen, "cannot write %s: %m", path);
     return false;
@@ -465,8 +465,8 @@ static int64 last_mark(idgen_registry_t *reg) {
   if (fgets(line, sizeof line, f) == NULL)
     line[0] = '\0';
   fclose(f);
-  if (sscanf(line, "registry=%1099s space=%32s pool=%127s key=%llx issued_ms=%lld", uri,
-             lf.space, lf.pool, &lf.key, &issued) != 5) {
+  if (sscanf(line, "registry=%1099s space=%32s pool=%127s key=%llx issued_ms=%lld", uri, lf.space,
+             lf.pool, &lf.key, &issued) != 5) {
     ereport(LOG, (errmsg("idgen: %s is not a record of this extension's; ignored", path)));
     return 0;
   }
@@ -487,7 +487,6 @@ static int64 last_mark(idgen_registry_t *reg) {
   }
   return lf.found && lf.mark > issued ? lf.mark : issued;
 }
-
 
 /* The worker's generator and lease: current slot, or -1. */
 static int cur = -1;
@@ -535,7 +534,8 @@ static void off(const char *why) pg_attribute_noreturn();
 static void off(const char *why) {
   set_state(ST_FAILED, why, NULL);
   ereport(LOG, (errmsg("idgen: idgen_snowflake() is off until the settings change and the "
-                       "server restarts: %s", why)));
+                       "server restarts: %s",
+                       why)));
   while (nap(60000))
     ;
   proc_exit(1);
@@ -567,8 +567,8 @@ void idgen_worker_main(Datum arg) {
     set_state(ST_FAILED, err, NULL);
     if (rc == IDGEN_EINVAL)
       off(err);
-    ereport(LOG, (errmsg("idgen: cannot open the registry (retrying in %d ms): %s", RETRY_MS,
-                         err)));
+    ereport(LOG,
+            (errmsg("idgen: cannot open the registry (retrying in %d ms): %s", RETRY_MS, err)));
     if (!nap(RETRY_MS))
       proc_exit(1);
   }
@@ -621,8 +621,8 @@ void idgen_worker_main(Datum arg) {
     }
     if (rc < 0) {
       set_state(ST_FAILED, err, NULL);
-      ereport(LOG, (errmsg("idgen: cannot start the generator (retrying in %d ms): %s",
-                           RETRY_MS, err)));
+      ereport(LOG,
+              (errmsg("idgen: cannot start the generator (retrying in %d ms): %s", RETRY_MS, err)));
       if (!nap(RETRY_MS))
         break;
       continue;
@@ -689,8 +689,7 @@ void idgen_worker_main(Datum arg) {
       if (turn % 10 == 0 && st.mark_ms > last_issued)
         (void)last_store(st.mark_ms, NULL, 0);
       if (st.fenced) {
-        snprintf(err, sizeof err, "the lease (%s) was lost: %s; taking a new one", info,
-                 st.reason);
+        snprintf(err, sizeof err, "the lease (%s) was lost: %s; taking a new one", info, st.reason);
         ereport(LOG, (errmsg("idgen: %s", err)));
         set_state(ST_FAILED, err, NULL);
         break;
@@ -706,9 +705,11 @@ void idgen_worker_main(Datum arg) {
   }
   /* SIGTERM: the server is shutting down, or someone stopped the worker;
    * exit code 1 has the postmaster start it again in the second case. */
-  set_state(ST_FAILED, "the idgen background worker was stopped (SIGTERM): unless the server "
+  set_state(ST_FAILED,
+            "the idgen background worker was stopped (SIGTERM): unless the server "
             "is shutting down, it is started again within a second and takes a new lease, "
-            "above the IDs issued so far (calls wait up to 10 s for it)", NULL);
+            "above the IDs issued so far (calls wait up to 10 s for it)",
+            NULL);
   idgen_registry_close(reg);
   proc_exit(1);
 }
@@ -732,7 +733,8 @@ void idgen_pg_snowflake_init(void) {
   /* Settings of the postmaster can only be made while it loads us. */
   if (!process_shared_preload_libraries_in_progress)
     return;
-  start_layout = MemoryContextStrdup(TopMemoryContext, GetConfigOption("idgen.layout", false, false));
+  start_layout =
+      MemoryContextStrdup(TopMemoryContext, GetConfigOption("idgen.layout", false, false));
   DefineCustomStringVariable(
       "idgen.registry", "Where idgen_snowflake() leases its node value from.",
       "file:DIR (servers on one host), postgres://... or etcd://HOST:PORT (a fleet), or static "
@@ -751,9 +753,8 @@ void idgen_pg_snowflake_init(void) {
                              "Empty: worker, or the layout's only node field.",
                              &lease_field_setting, "", PGC_POSTMASTER, 0, NULL, NULL, NULL);
   DefineCustomIntVariable("idgen.lease_ttl_ms", "The lease's TTL; renewed at a third of it.",
-                          "0: the registry's default.", &lease_ttl_setting, 0, 0,
-                          INT_MAX, PGC_POSTMASTER, 0, check_lease_ttl, NULL,
-                          NULL);
+                          "0: the registry's default.", &lease_ttl_setting, 0, 0, INT_MAX,
+                          PGC_POSTMASTER, 0, check_lease_ttl, NULL, NULL);
   prev_request = shmem_request_hook;
   shmem_request_hook = request_shmem;
   prev_startup = shmem_startup_hook;
@@ -777,7 +778,8 @@ static idgen_snowflake_gen_t *enter(const char *fn, pg_atomic_uint64 **seen) {
     ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                     errmsg("idgen: %s does not run on a standby (the server is in "
                            "recovery): a standby would issue its primary's IDs; it starts once "
-                           "the server is promoted", fn)));
+                           "the server is promoted",
+                           fn)));
   if (MyBackendId == InvalidBackendId || MyBackendId >= sh->nseen)
     ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                     errmsg("idgen: %s cannot run in this kind of process", fn)));
@@ -810,9 +812,7 @@ static idgen_snowflake_gen_t *enter(const char *fn, pg_atomic_uint64 **seen) {
 
 /* Clears the announcement, after everything the call read and wrote (an
  * exchange: a full barrier, so also on weakly ordered CPUs). */
-static void leave(pg_atomic_uint64 *seen) {
-  pg_atomic_exchange_u64(seen, PG_UINT64_MAX);
-}
+static void leave(pg_atomic_uint64 *seen) { pg_atomic_exchange_u64(seen, PG_UINT64_MAX); }
 
 /* An ERROR for a refused call, with the lease's state when it is the cause. */
 static void refused(const char *fn, int rc) {
@@ -821,9 +821,8 @@ static void refused(const char *fn, int rc) {
   strlcpy(why, rc == IDGEN_ELEASE || rc == IDGEN_EMARK ? sh->reason : "", sizeof why);
   SpinLockRelease(&sh->mu);
   ereport(ERROR, (errcode(rc == IDGEN_EEXHAUSTED ? ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE
-                                                  : ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                  errmsg("idgen: %s: %s%s%s", fn, idgen_strerror(rc), why[0] ? ": " : "",
-                         why)));
+                                                 : ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                  errmsg("idgen: %s: %s%s%s", fn, idgen_strerror(rc), why[0] ? ": " : "", why)));
 }
 
 PG_FUNCTION_INFO_V1(idgen_pg_snowflake);

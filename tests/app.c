@@ -9,8 +9,9 @@ int main(void) {
   idgen_ulid_t u;
   uint64_t id;
   char text[IDGEN_ULID_STRLEN + 1];
-  if (idgen_layout_parse(&l, "twitter", NULL, 0) || idgen_snowflake_gen_new(&g, &l, NULL, NULL, 0) ||
-      idgen_snowflake_gen_next(g, &id) || idgen_ulid_make(&u, 1469922850259, NULL))
+  if (idgen_layout_parse(&l, "twitter", NULL, 0) ||
+      idgen_snowflake_gen_new(&g, &l, NULL, NULL, 0) || idgen_snowflake_gen_next(g, &id) ||
+      idgen_ulid_make(&u, 1469922850259, NULL))
     return 1;
   idgen_ulid_format(&u, text);
   printf("%llu %s\n", (unsigned long long)id, text);

@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (WEXITSTATUS(st) == 1)
-    fprintf(stderr, "fork_first_open %s %s: the child was told its library is missing\n",
-            argv[1], argv[2]);
+    fprintf(stderr, "fork_first_open %s %s: the child was told its library is missing\n", argv[1],
+            argv[2]);
   return WEXITSTATUS(st);
 }

@@ -74,7 +74,8 @@ static void test_settings_refused(void **state) {
       {3, 50, 0, 3600001, 0, "max_wait_ms 3600001 is not from 0 to 3600000"},
       {3, 50, 0, 100, 7, "on_empty 7 is not direct, wait or fail"},
       /* twitter has 2^12 IDs a tick: 2^(12+10) slots is the most */
-      {11, 50, 0, 100, 0, "a ring of 2^12 IDs a tick << boost_power 11 is more than the 4194304 slots"},
+      {11, 50, 0, 100, 0,
+       "a ring of 2^12 IDs a tick << boost_power 11 is more than the 4194304 slots"},
   };
   idgen_snowflake_gen_t *g = tu_gen("twitter", NULL);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -343,8 +344,7 @@ static void test_two_threads_order(void **state) {
   idgen_cached_stats_t st;
   idgen_cached_gen_stats(c, &st);
   printf("# 2 x %zu takes: %llu from the ring in %llu fills, %llu direct\n", n,
-         (unsigned long long)st.taken, (unsigned long long)st.fills,
-         (unsigned long long)st.direct);
+         (unsigned long long)st.taken, (unsigned long long)st.fills, (unsigned long long)st.direct);
   free(all);
   free(t[0].ids);
   free(t[1].ids);
@@ -501,7 +501,8 @@ static void test_bound_to_a_lease(void **state) {
     if (rc != 0)
       fail_msg("take %zu: %s", i, idgen_strerror(rc));
     if (id <= prev)
-      fail_msg("take %zu: %llu not above %llu", i, (unsigned long long)id, (unsigned long long)prev);
+      fail_msg("take %zu: %llu not above %llu", i, (unsigned long long)id,
+               (unsigned long long)prev);
     prev = id;
   }
   idgen_snowflake_lease_status_t st;
@@ -634,8 +635,8 @@ static void test_resume_takes_the_ring_first(void **state) {
     assert_true(ids[k] > ids[k - 1]);
   tu_ok(idgen_cached_gen_take(c, &one));
   if (one <= ids[63])
-    fail_msg("a take after the resumed one got %llu, below its last %llu",
-             (unsigned long long)one, (unsigned long long)ids[63]);
+    fail_msg("a take after the resumed one got %llu, below its last %llu", (unsigned long long)one,
+             (unsigned long long)ids[63]);
   idgen_cached_gen_free(c);
   idgen_snowflake_gen_free(g);
   idgen_lease_release(lease);
@@ -718,13 +719,19 @@ static void test_async_resume_order(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_settings_refused),  cmocka_unit_test(test_filled_within_borrow),
-      cmocka_unit_test(test_wait_policy),       cmocka_unit_test(test_direct_policy),
+      cmocka_unit_test(test_settings_refused),
+      cmocka_unit_test(test_filled_within_borrow),
+      cmocka_unit_test(test_wait_policy),
+      cmocka_unit_test(test_direct_policy),
       cmocka_unit_test(test_direct_long_tick),
-      cmocka_unit_test(test_two_threads_order), cmocka_unit_test(test_fenced_empties),
-      cmocka_unit_test(test_fork),              cmocka_unit_test(test_processes),
-      cmocka_unit_test(test_age),               cmocka_unit_test(test_bound_to_a_lease),
-      cmocka_unit_test(test_async_resume_order), cmocka_unit_test(test_resume_takes_the_ring_first),
+      cmocka_unit_test(test_two_threads_order),
+      cmocka_unit_test(test_fenced_empties),
+      cmocka_unit_test(test_fork),
+      cmocka_unit_test(test_processes),
+      cmocka_unit_test(test_age),
+      cmocka_unit_test(test_bound_to_a_lease),
+      cmocka_unit_test(test_async_resume_order),
+      cmocka_unit_test(test_resume_takes_the_ring_first),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,10 +18,10 @@
 
 #define MS 1000000LL
 #define US 1000LL
-#define CALIBRATE (20 * MS)      /* clock.c's CALIBRATE_NS */
-#define COOLDOWN_MIN_MS 1000     /* clock.c's COOLDOWN_MIN_NS */
-#define COOLDOWN_MAX_MS 300000   /* clock.c's COOLDOWN_MAX_NS */
-#define HEALTHY (60000 * MS)     /* clock.c's HEALTHY_NS */
+#define CALIBRATE (20 * MS)    /* clock.c's CALIBRATE_NS */
+#define COOLDOWN_MIN_MS 1000   /* clock.c's COOLDOWN_MIN_NS */
+#define COOLDOWN_MAX_MS 300000 /* clock.c's COOLDOWN_MAX_NS */
+#define HEALTHY (60000 * MS)   /* clock.c's HEALTHY_NS */
 
 /* The injected sources.  `advance` moves them together: the TSC at
  * tsc_per_ns counts per ns of the monotonic clock, the wall clock at
@@ -234,8 +234,7 @@ static void test_step_back(void **state) {
   }
   /* The window was in use, and ended before m would have ended. */
   if (old_until < 800 * US || old_until >= 900 * US || new_from > 900 * US)
-    fail_msg("pre-step ms until %" PRId64 " ns, new time from %" PRId64 " ns", old_until,
-             new_from);
+    fail_msg("pre-step ms until %" PRId64 " ns, new time from %" PRId64 " ns", old_until, new_from);
 
   to_next_ms_at(100);
   arm_check();

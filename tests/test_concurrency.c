@@ -31,8 +31,8 @@ struct worker {
   int index;
   size_t n;
   uint64_t *ids;
-  int failures;      /* calls that returned an error */
-  int order_errors;  /* real-time order violations seen */
+  int failures;     /* calls that returned an error */
+  int order_errors; /* real-time order violations seen */
   _Atomic uint64_t *published;
   tu_clock_t *chaos; /* if set, this worker also moves the clock */
   int64_t chaos_base;
@@ -72,8 +72,8 @@ static void *worker_main(void *arg) {
        * 1.2 ms per 5000 IDs) and is set back by up to 0.8 s, within the
        * borrow, so every call must succeed. */
       uint64_t ev = step / 5000;
-      tu_clock_set_ms(w->chaos, w->chaos_base + (int64_t)(2 * ev) -
-                                    (int64_t)(ev * 2654435761u % 800));
+      tu_clock_set_ms(w->chaos,
+                      w->chaos_base + (int64_t)(2 * ev) - (int64_t)(ev * 2654435761u % 800));
     }
     step++;
   }
@@ -93,8 +93,17 @@ static void run_two(idgen_snowflake_gen_t *g, enum mode mode, size_t n, tu_clock
   _Atomic uint64_t published = 0;
   pthread_barrier_init(&bar, NULL, 2);
   for (int t = 0; t < 2; t++) {
-    w[t] = (struct worker){g,        mode, t, n, malloc(n * sizeof(uint64_t)), 0, 0, &published,
-                           t == 0 ? chaos : NULL, chaos ? tu_clock_ms(chaos) : 0, &bar};
+    w[t] = (struct worker){g,
+                           mode,
+                           t,
+                           n,
+                           malloc(n * sizeof(uint64_t)),
+                           0,
+                           0,
+                           &published,
+                           t == 0 ? chaos : NULL,
+                           chaos ? tu_clock_ms(chaos) : 0,
+                           &bar};
     assert_non_null(w[t].ids);
     assert_int_equal(0, pthread_create(&th[t], NULL, worker_main, &w[t]));
   }
@@ -327,7 +336,7 @@ static void test_step_back_after_full_load(void **state) {
   for (int t = 0; t < 2; t++) {
     assert_int_equal(0, l[t].failures); /* used-up ticks are waited out */
     assert_int_equal(0, l[t].order_errors);
-    assert_int_equal(0, l[t].after_ok);    /* the step back: refused ... */
+    assert_int_equal(0, l[t].after_ok); /* the step back: refused ... */
     assert_int_equal(0, l[t].after_other);
   }
   assert_int_equal(sleeps, atomic_load(&c.sleeps)); /* ... at once */

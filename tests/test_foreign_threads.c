@@ -104,7 +104,7 @@ static struct shared {
   idgen_snowflake_gen_t *sf;
   idgen_ulid_gen_t *ulid;
   idgen_uuid7_gen_t *uuid;
-  uint64_t *sf_ids;  /* 2 * PLUGIN_N: the main thread's, then the plug-in's */
+  uint64_t *sf_ids; /* 2 * PLUGIN_N: the main thread's, then the plug-in's */
   idgen_ulid_t *ulids;
   idgen_uuid_t *uuids;
   _Atomic int ready;

@@ -16,7 +16,8 @@
 
 /* A request with room for MAX_HEADERS headers (the caller's, as the daemon's
  * max_headers array is its loop's). */
-#define REQUEST {.headers = (http_header_t[MAX_HEADERS]){{{0}}}, .max_headers = MAX_HEADERS}
+#define REQUEST                                                                                    \
+  { .headers = (http_header_t[MAX_HEADERS]){{{0}}}, .max_headers = MAX_HEADERS }
 
 static ssize_t parse(const char *s, http_request_t *r, int *status, char *err) {
   return http_parse(s, strlen(s), MAX_HEAD, r, status, err);
@@ -256,8 +257,7 @@ static void test_rejections(void **state) {
        "request line: the target's scheme must be http or https"},
       {"GET http:/id HTTP/1.1\r\nHost: h\r\n\r\n", 400,
        "request line: target must be /path or http://host/path"},
-      {"GET http:///id HTTP/1.1\r\nHost: h\r\n\r\n", 400,
-       "request line: no host in the target"},
+      {"GET http:///id HTTP/1.1\r\nHost: h\r\n\r\n", 400, "request line: no host in the target"},
       {"GET http://?count=1 HTTP/1.1\r\nHost: h\r\n\r\n", 400,
        "request line: no host in the target"},
       {"GET http://u@h/id HTTP/1.1\r\nHost: h\r\n\r\n", 400,
@@ -369,7 +369,8 @@ static void test_limits(void **state) {
   http_request_t small = {.headers = one, .max_headers = 1};
   const char *host_only = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
   assert_int_equal(strlen(host_only), parse(host_only, &small, &st, err));
-  assert_int_equal(HTTP_MALFORMED, parse("GET / HTTP/1.1\r\nHost: x\r\nA: b\r\n\r\n", &small, &st, err));
+  assert_int_equal(HTTP_MALFORMED,
+                   parse("GET / HTTP/1.1\r\nHost: x\r\nA: b\r\n\r\n", &small, &st, err));
   assert_int_equal(431, st);
   assert_string_equal("more than 1 headers (max_headers)", err);
 }
@@ -399,13 +400,11 @@ static void test_prefixes_need_more(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_valid),  cmocka_unit_test(test_absolute_form),
+      cmocka_unit_test(test_valid),      cmocka_unit_test(test_absolute_form),
       cmocka_unit_test(test_connection), cmocka_unit_test(test_accept),
-      cmocka_unit_test(test_unescape),
-      cmocka_unit_test(test_pipelined),
+      cmocka_unit_test(test_unescape),   cmocka_unit_test(test_pipelined),
       cmocka_unit_test(test_rejections), cmocka_unit_test(test_host),
-      cmocka_unit_test(test_limits),
-      cmocka_unit_test(test_prefixes_need_more),
+      cmocka_unit_test(test_limits),     cmocka_unit_test(test_prefixes_need_more),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

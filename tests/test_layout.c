@@ -62,8 +62,8 @@ static void test_vectors_twitter(void **state) {
   /* The vectors file's twitter epoch matches the preset. */
   idgen_layout_t l;
   parse_ok(&l, "twitter");
-  assert_int_equal(json_integer_value(json_object_get(
-                       json_object_get(tu_vectors(), "snowflake"), "twitter_epoch_ms")),
+  assert_int_equal(json_integer_value(json_object_get(json_object_get(tu_vectors(), "snowflake"),
+                                                      "twitter_epoch_ms")),
                    l.epoch_ms);
 }
 
@@ -130,9 +130,12 @@ static void test_invalid_layouts(void **state) {
       {"time:41,worker:11,sequence:13", "layout: fields add up to 65 bits, more than 64"},
       {"time:41,worker:0,sequence:12",
        "layout: field \"worker\" has 0 bits; each field needs at least 1"},
-      {"time:41@1m,sequence:12", "layout: bad time unit \"1m\" (use Nms or Ns, from 1ms to 86400s)"},
-      {"time:41@0ms,sequence:12", "layout: bad time unit \"0ms\" (use Nms or Ns, from 1ms to 86400s)"},
-      {"time:41@ms,sequence:12", "layout: bad time unit \"ms\" (use Nms or Ns, from 1ms to 86400s)"},
+      {"time:41@1m,sequence:12",
+       "layout: bad time unit \"1m\" (use Nms or Ns, from 1ms to 86400s)"},
+      {"time:41@0ms,sequence:12",
+       "layout: bad time unit \"0ms\" (use Nms or Ns, from 1ms to 86400s)"},
+      {"time:41@ms,sequence:12",
+       "layout: bad time unit \"ms\" (use Nms or Ns, from 1ms to 86400s)"},
       {"time:41@86401s,sequence:12",
        "layout: bad time unit \"86401s\" (use Nms or Ns, from 1ms to 86400s)"},
       {"time:41,sequence:12,epoch=yesterday",
@@ -144,9 +147,8 @@ static void test_invalid_layouts(void **state) {
       {"time:41,sequence:12,epoch=-5",
        "layout: bad epoch \"-5\" (use Unix milliseconds or an ISO-8601 UTC time such as "
        "2010-11-04T01:42:54.657Z)"},
-      {"twiter",
-       "layout: unknown preset \"twiter\" (presets: twitter, discord, sonyflake, baidu, "
-       "instagram, mastodon, js53)"},
+      {"twiter", "layout: unknown preset \"twiter\" (presets: twitter, discord, sonyflake, baidu, "
+                 "instagram, mastodon, js53)"},
       {"", "layout: empty spec"},
       {"time:41,,sequence:12", "layout: empty item 2 (a stray comma?)"},
       {"time:41,sequence:12,", "layout: empty item 3 (a stray comma?)"},
@@ -158,7 +160,8 @@ static void test_invalid_layouts(void **state) {
       {"time:41,worker:5@1ms,sequence:12",
        "layout: only the time field takes a unit (\"worker:5@1ms\")"},
       {"time:41,sequence:12,epoch=0,epoch=1", "layout: epoch given twice"},
-      {"time:41,sequence:12,start=0", "layout: unknown setting \"start\" (the only setting is epoch=)"},
+      {"time:41,sequence:12,start=0",
+       "layout: unknown setting \"start\" (the only setting is epoch=)"},
       {"time:41,worker,sequence:12", "layout: item \"worker\" is not NAME:BITS or epoch=VALUE"},
       {"sequence:12,time:41", "layout: field \"sequence\" must come after \"time\""},
       {"time:41,a:1,b:1,c:1,d:1,e:1,f:1,g:1,h:1,i:1,j:1,k:1,l:1,m:1,n:1,o:1,sequence:1",
@@ -174,12 +177,12 @@ static void test_invalid_layouts(void **state) {
       {"time:41,worker:5\xff,sequence:12",
        "layout: field \"worker\" has bad width \"5\\xFF\" (use a number of bits)"},
       {"time:41,sequence:12,\"ep\\\"=1", "layout: unknown setting \"\\x22ep\\x5C\\x22\" (the only "
-                                          "setting is epoch=)"},
+                                         "setting is epoch=)"},
       {"tw\titter", "layout: unknown preset \"tw\\x09itter\" (presets: twitter, discord, "
                     "sonyflake, baidu, instagram, mastodon, js53)"},
       {"time:41,sequence:12,epoch=\xe2\x80\x94", "layout: bad epoch \"\\xE2\\x80\\x94\" (use Unix "
-                                               "milliseconds or an ISO-8601 UTC time such as "
-                                               "2010-11-04T01:42:54.657Z)"},
+                                                 "milliseconds or an ISO-8601 UTC time such as "
+                                                 "2010-11-04T01:42:54.657Z)"},
       {"time:41,sequence:12,epoch=1234567890123456789012345678901234567890123456789012345",
        "layout: bad epoch \"123456789012345678901234567890123456789012345...\" (use Unix "
        "milliseconds or an ISO-8601 UTC time such as 2010-11-04T01:42:54.657Z)"},
@@ -354,8 +357,8 @@ static void test_decimal_parse(void **state) {
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     err[0] = '\0';
-    assert_int_equal(t[i].rc, idgen_snowflake_parse(&l, t[i].in, strlen(t[i].in), &id, err,
-                                                    sizeof err));
+    assert_int_equal(t[i].rc,
+                     idgen_snowflake_parse(&l, t[i].in, strlen(t[i].in), &id, err, sizeof err));
     assert_string_equal(t[i].msg, err);
   }
 }
@@ -385,9 +388,10 @@ static void test_time_format(void **state) {
     }
   }
   int64_t ms;
-  static const char *bad[] = {"2017-09-20", "2017-09-20T13:43:08", "2017-02-29T00:00:00Z",
-                              "2017-09-20T24:00:00Z", "2017-09-20T13:43:08.Z",
-                              "2017-09-20T13:43:08.1234Z", "2017-09-20T13:43:08Zx"};
+  static const char *bad[] = {
+      "2017-09-20",           "2017-09-20T13:43:08",   "2017-02-29T00:00:00Z",
+      "2017-09-20T24:00:00Z", "2017-09-20T13:43:08.Z", "2017-09-20T13:43:08.1234Z",
+      "2017-09-20T13:43:08Zx"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     assert_int_equal(IDGEN_EPARSE, idgen_time_parse(bad[i], strlen(bad[i]), &ms));
 }
@@ -442,8 +446,8 @@ static void test_nodes_parse(void **state) {
     uint64_t node[IDGEN_LAYOUT_MAX_FIELDS] = {0};
     unsigned given = 0;
     char err[256] = "", seen[32] = "";
-    int rc = idgen_layout_nodes_parse(&l, t[i].list, fake_resolve, seen, node, &given, err,
-                                      sizeof err);
+    int rc =
+        idgen_layout_nodes_parse(&l, t[i].list, fake_resolve, seen, node, &given, err, sizeof err);
     if (rc != t[i].rc || strcmp(err, t[i].msg) != 0)
       fail_msg("\"%s\": %d \"%s\", want %d \"%s\"", t[i].list, rc, err, t[i].rc, t[i].msg);
     if (rc == 0) {
@@ -464,8 +468,8 @@ static void test_nodes_parse(void **state) {
                                  sizeof err));
   assert_string_equal("worker", seen);
   assert_int_equal(1u << w, given);
-  assert_int_equal(IDGEN_EINVAL, idgen_layout_nodes_parse(&l, "worker=3", NULL, NULL, node,
-                                                          &given, err, sizeof err));
+  assert_int_equal(IDGEN_EINVAL, idgen_layout_nodes_parse(&l, "worker=3", NULL, NULL, node, &given,
+                                                          err, sizeof err));
   assert_string_equal("worker given twice", err);
 }
 

@@ -114,8 +114,8 @@ enum { OTHERS = 3, HANDLER_MAX = 4096 };
 
 static struct round {
   idgen_snowflake_gen_t *g;
-  size_t n;                         /* IDs per thread */
-  uint64_t *ids[OTHERS + 1];        /* [0]: the owner's */
+  size_t n;                          /* IDs per thread */
+  uint64_t *ids[OTHERS + 1];         /* [0]: the owner's */
   _Atomic uint64_t last[OTHERS + 1]; /* each thread's last returned ID */
   _Atomic int go;
   _Atomic int failed;

@@ -81,8 +81,7 @@ static void test_open_errors(void **state) {
   assert_non_null(strstr(err, "unknown scheme"));
   assert_int_equal(idgen_registry_open(&r, "file:", err, sizeof err), IDGEN_EINVAL);
   assert_non_null(strstr(err, "needs a directory"));
-  assert_int_equal(idgen_registry_open(&r, "file:/proc/nope/x", err, sizeof err),
-                   IDGEN_EREGISTRY);
+  assert_int_equal(idgen_registry_open(&r, "file:/proc/nope/x", err, sizeof err), IDGEN_EREGISTRY);
   assert_int_equal(idgen_registry_open(&r, "static", err, sizeof err), 0);
   idgen_registry_close(r);
 }
@@ -169,8 +168,8 @@ static void lock_file_of(const idgen_lease_t *a, char *path, size_t n) {
 
 /* Takes worker w again: it must start above `later` (it waits for it on
  * the test clock), i.e. above every ID the tuple's last holder issued. */
-static void retake_above(idgen_registry_t *r, const idgen_layout_t *l, tu_clock_t *ck,
-                         uint64_t w, int64_t later) {
+static void retake_above(idgen_registry_t *r, const idgen_layout_t *l, tu_clock_t *ck, uint64_t w,
+                         int64_t later) {
   char err[300];
   idgen_lease_request_t req = {l, NULL, NULL, 10000, &ck->clock};
   idgen_lease_t *b;
@@ -341,7 +340,8 @@ static void test_bad_records(void **state) {
   /* garbage; a truncated record; whole records with a sign or a space
    * before a number (sscanf would take them: not canonical, refused); a
    * record of the old format */
-  const char *bad[] = {"garbage\n", "idgen-lease v2 generation=7 mark_ms=18",
+  const char *bad[] = {"garbage\n",
+                       "idgen-lease v2 generation=7 mark_ms=18",
                        "idgen-lease v2 generation=-1 mark_ms=5 key=0000000000000000 holder=h",
                        "idgen-lease v2 generation=1 mark_ms= 5 key=0000000000000000 holder=h",
                        "idgen-lease v2 generation=1 mark_ms=5 key=0 holder=h",
@@ -368,7 +368,7 @@ static void test_bad_records(void **state) {
 /* ---- a generator bound to a lease --------------------------------------- */
 
 static idgen_snowflake_gen_t *bind_gen(const idgen_layout_t *l, idgen_lease_t *lease,
-                                   const idgen_clock_t *clock) {
+                                       const idgen_clock_t *clock) {
   idgen_snowflake_settings_t s;
   idgen_snowflake_settings_init(&s);
   s.lease = lease;
@@ -1032,8 +1032,7 @@ static void test_bind_version_mismatch(void **state) {
   snprintf(want, sizeof want, "bind table is version %d", IDGEN__BIND_VERSION + 7);
   if (strstr(err, want) == NULL)
     fail_msg("no \"%s\" in: %s", want, err);
-  snprintf(want, sizeof want, "libidgen %s binds version %d", idgen_version(),
-           IDGEN__BIND_VERSION);
+  snprintf(want, sizeof want, "libidgen %s binds version %d", idgen_version(), IDGEN__BIND_VERSION);
   if (strstr(err, want) == NULL)
     fail_msg("no \"%s\" in: %s", want, err);
   assert_int_equal(atomic_load(&bind->bound), 0);
@@ -1046,7 +1045,6 @@ static void test_bind_version_mismatch(void **state) {
   idgen_lease_release(lease);
   idgen_registry_close(r);
 }
-
 
 /* A generator in shared memory, bound to a lease held by this process
  * (idgen_snowflake_gen_init_shared), used by forked children at once: no
@@ -1065,13 +1063,14 @@ static int child_of_shared(idgen_snowflake_gen_t *g, uint64_t *out, int k) {
   idgen_snowflake_lease_status_t st;
   idgen_snowflake_gen_lease_status(g, &st);
   if (st.bound)
-    return 2; /* the keeper is the owner's, not reachable from here */
+    return 2;                         /* the keeper is the owner's, not reachable from here */
   idgen_snowflake_gen_fini_shared(g); /* a no-op outside the owner */
   for (int i = 0; i < SH_PER;) {
     int n = (k + i) % 7 == 0 ? 50 : 1;
     if (n > SH_PER - i)
       n = SH_PER - i;
-    int rc = n == 1 ? idgen_snowflake_gen_next(g, &out[i]) : idgen_snowflake_gen_next_n(g, &out[i], (size_t)n);
+    int rc = n == 1 ? idgen_snowflake_gen_next(g, &out[i])
+                    : idgen_snowflake_gen_next_n(g, &out[i], (size_t)n);
     if (rc != 0)
       return 3;
     i += n;
@@ -1206,8 +1205,8 @@ static void test_lease_settings_rules(void **state) {
        "values from the host's address (@ip, @mac) are unchecked and the registry "
        "file:/nonexistent leases node values instead: give registry = static to use them, or "
        "leave them out"},
-      {"file:/nonexistent", "time:41,a:5,b:5,sequence:12", NULL, 0, 0, IDGEN_EINVAL, -1,
-       "layout", ""},
+      {"file:/nonexistent", "time:41,a:5,b:5,sequence:12", NULL, 0, 0, IDGEN_EINVAL, -1, "layout",
+       ""},
       {"nosuch:x", "twitter", NULL, 0, 0, IDGEN_EINVAL, -1, "registry", ""},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {

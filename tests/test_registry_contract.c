@@ -42,8 +42,8 @@ static int fresh(void **state) {
     assert_non_null(mkdtemp(dir));
     snprintf(uri, sizeof uri, "file:%s/reg", dir);
   } else {
-    snprintf(uri, sizeof uri, "%s%sspace=c%u-%u", base_uri, strchr(base_uri, '?') ? "&" : "?",
-             run, n++);
+    snprintf(uri, sizeof uri, "%s%sspace=c%u-%u", base_uri, strchr(base_uri, '?') ? "&" : "?", run,
+             n++);
   }
   return 0;
 }
@@ -64,8 +64,8 @@ static int64_t now_ms(void) { return (int64_t)time(NULL) * 1000; }
 /* Acquires layout l with node values `node` (NULL: all 0); *rc gets the
  * code; NULL on failure with the message in err. */
 static idgen_lease_t *try_take(idgen_registry_t *r, const idgen_layout_t *l, const char *field,
-                               const uint64_t *node, const idgen_clock_t *clock,
-                               int64_t max_wait, int *rc, char *err, size_t errlen) {
+                               const uint64_t *node, const idgen_clock_t *clock, int64_t max_wait,
+                               int *rc, char *err, size_t errlen) {
   idgen_lease_request_t req = {l, node, field, max_wait, clock};
   idgen_lease_t *lease = NULL;
   *rc = idgen_registry_acquire(r, &req, &lease, err, errlen);
@@ -240,7 +240,9 @@ static void test_bound_generator(void **state) {
   uint64_t last = 0, id, worker = UINT64_MAX;
   for (int round = 0; round < 3; round++) {
     int rc = idgen_registry_bind(
-        r, &(idgen_bind_request_t){.layout = &l, .settings = &s, .ttl_ms = 1000, .max_start_wait_ms = -1},
+        r,
+        &(idgen_bind_request_t){
+            .layout = &l, .settings = &s, .ttl_ms = 1000, .max_start_wait_ms = -1},
         &lease, &g, err, sizeof err);
     if (rc != 0)
       fail_msg("bind: %s", err);
@@ -357,8 +359,7 @@ int main(int argc, char **argv) {
     const char *var = backend[0] == 'p' ? "IDGEN_TEST_PG_URI" : "IDGEN_TEST_ETCD_URI";
     base_uri = getenv(var);
     if (base_uri == NULL || base_uri[0] == '\0') {
-      fprintf(stderr, "test_registry_contract %s: set %s (the ctest fixtures do)\n", backend,
-              var);
+      fprintf(stderr, "test_registry_contract %s: set %s (the ctest fixtures do)\n", backend, var);
       return 1;
     }
   } else if (strcmp(backend, "file") != 0) {

@@ -105,8 +105,8 @@ typedef struct rows {
 
 static int collect(void *ctx, const idgen_lease_row_t *row) {
   rows_t *rs = ctx;
-  if (strcmp(row->pool, rs->p->name) == 0 && (row->key >> rs->p->run_shift & 0xffff) == rs->p->run &&
-      rs->n < 16)
+  if (strcmp(row->pool, rs->p->name) == 0 &&
+      (row->key >> rs->p->run_shift & 0xffff) == rs->p->run && rs->n < 16)
     rs->row[rs->n++] = *row;
   return 0;
 }
@@ -550,7 +550,8 @@ static void test_earlier_version_table(void **state) {
        " mark_ms bigint NOT NULL, PRIMARY KEY (pool, worker_id))");
   snprintf(sql, sizeof sql,
            "INSERT INTO idgen_leases VALUES ('worker@datacenter=1', 0, 'old:1:aa', 1,"
-           " now() + interval '1 hour', now() + interval '2 hours', %lld)", (long long)m);
+           " now() + interval '1 hour', now() + interval '2 hours', %lld)",
+           (long long)m);
   psql(sql);
   idgen_lease_request_t req = request(&p, 0, 0);
   req.max_start_wait_ms = 100;

@@ -37,15 +37,15 @@ static void test_arrays_and_inline(void **state) {
   expect_args("*2\r\n$2\r\nID\r\n$4\r\n1000\r\n", 22, "ID|1000");
   expect_args("*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$7\r\nbilling\r\n", 42,
               "CLIENT|SETNAME|billing");
-  expect_args("*1\r\n$0\r\n\r\n", 10, "");      /* an empty bulk string */
-  expect_args("PING\r\n", 6, "PING");             /* redis-benchmark -t ping */
+  expect_args("*1\r\n$0\r\n\r\n", 10, ""); /* an empty bulk string */
+  expect_args("PING\r\n", 6, "PING");      /* redis-benchmark -t ping */
   expect_args("PING\n", 5, "PING");
   expect_args("  ID   5 \r\n", 11, "ID|5");
   expect_args("ECHO \"hello world\"\r\n", 20, "ECHO|hello world");
   expect_args("ECHO 'a b' c\r\n", 14, "ECHO|a b|c");
-  expect_args("\r\n", 2, "");                     /* an empty query: skipped */
+  expect_args("\r\n", 2, ""); /* an empty query: skipped */
   expect_args("*0\r\n", 4, "");
-  expect_args("*-10\r\n", 6, "");                 /* Redis skips it, then answers PING */
+  expect_args("*-10\r\n", 6, ""); /* Redis skips it, then answers PING */
   /* Binary-safe bulk strings. */
   resp_request_t r;
   char err[RESP_ERR_MAX];
@@ -139,8 +139,11 @@ static void test_line_limits(void **state) {
 static void test_prefixes_need_more(void **state) {
   (void)state;
   static const char *valid[] = {
-      "*1\r\n$4\r\nPING\r\n", "*2\r\n$2\r\nID\r\n$4\r\n1000\r\n", "PING\r\n",
-      "*3\r\n$6\r\nDECODE\r\n$18\r\n910499571847892992\r\n$0\r\n\r\n", "ECHO \"a b\"\r\n",
+      "*1\r\n$4\r\nPING\r\n",
+      "*2\r\n$2\r\nID\r\n$4\r\n1000\r\n",
+      "PING\r\n",
+      "*3\r\n$6\r\nDECODE\r\n$18\r\n910499571847892992\r\n$0\r\n\r\n",
+      "ECHO \"a b\"\r\n",
   };
   for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
     size_t len = strlen(valid[i]);

@@ -82,12 +82,12 @@ static void test_step_back_within_borrow(void **state) {
 static const struct step_case {
   const char *what;
   int64_t borrow, wait, back_ms;
-  int rc;           /* of the next call (next, then next_n of one) */
+  int rc;            /* of the next call (next, then next_n of one) */
   int64_t waited_ms; /* how long that call slept on the injected clock */
 } step_cases[] = {
     {"50 ms beyond the borrow, within the wait: waits 50 ms", 1000, 100, 1050, 0, 50},
-    {"200 ms beyond the borrow, more than the wait: refused at once", 1000, 100, 1200,
-     IDGEN_ECLOCK, 0},
+    {"200 ms beyond the borrow, more than the wait: refused at once", 1000, 100, 1200, IDGEN_ECLOCK,
+     0},
     {"no borrow, no wait, 5 ms back: refused at once", 0, 0, 5, IDGEN_ECLOCK, 0},
     {"no borrow, 10 ms wait, 5 ms back: waits 5 ms", 0, 10, 5, 0, 5},
     {"borrow 10, no wait, 50 ms back: refused at once", 10, 0, 50, IDGEN_ECLOCK, 0},
@@ -192,8 +192,8 @@ static void test_step_back_refused_at_once(void **state) {
     int rc = idgen_snowflake_gen_next(g, &id);
     if (rc != k->rc || atomic_load(&c.sleeps) != 0) {
       /* Every case is tried, so that a failure lists them all. */
-      print_error("  %s: next() returned %d after waiting %.3f s; want %d at once\n", k->what,
-                  rc, (double)atomic_load(&c.slept_ns) / 1e9, k->rc);
+      print_error("  %s: next() returned %d after waiting %.3f s; want %d at once\n", k->what, rc,
+                  (double)atomic_load(&c.slept_ns) / 1e9, k->rc);
       bad++;
       idgen_snowflake_gen_free(g);
       continue;
@@ -235,18 +235,17 @@ static void test_long_tick_rest_counts(void **state) {
     int64_t at_ms, wait, slept_ms;
     int rc;
   } cases[] = {
-      {minute, m0 + 30000, 0, 0, IDGEN_ECLOCK},     /* 30 s left, no wait: refused */
-      {minute, m0 + 30000, 100, 0, IDGEN_ECLOCK},   /* 30 s left, 100 ms wait: refused */
-      {minute, m0 + 59950, 100, 50, 0},             /* 50 ms left, 100 ms wait: waits */
-      {minute, m0 + 59950, 0, 0, IDGEN_ECLOCK},     /* 50 ms left, no wait: refused */
+      {minute, m0 + 30000, 0, 0, IDGEN_ECLOCK},       /* 30 s left, no wait: refused */
+      {minute, m0 + 30000, 100, 0, IDGEN_ECLOCK},     /* 30 s left, 100 ms wait: refused */
+      {minute, m0 + 59950, 100, 50, 0},               /* 50 ms left, 100 ms wait: waits */
+      {minute, m0 + 59950, 0, 0, IDGEN_ECLOCK},       /* 50 ms left, no wait: refused */
       {day, d0 + 43200000, 3600000, 0, IDGEN_ECLOCK}, /* 12 h left, an hour's wait */
       {day, d0 + 86400000 - 1000, 3600000, 1000, 0},  /* a second left: waits it */
       {"time:41@1s,worker:10,sequence:2", m0 + 300, 0, 700, 0}, /* a second's rest: free */
   };
   int bad = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    print_message("used-up tick: %s, %lld ms before its end, max_wait_ms %lld\n",
-                  cases[i].layout,
+    print_message("used-up tick: %s, %lld ms before its end, max_wait_ms %lld\n", cases[i].layout,
                   (long long)(tu_layout(cases[i].layout).unit_ms -
                               cases[i].at_ms % tu_layout(cases[i].layout).unit_ms),
                   (long long)cases[i].wait);
@@ -375,8 +374,8 @@ static void test_full_load_step_back(void **state) {
     int64_t slept = atomic_load(&c.slept_ns);
     int rc = idgen_snowflake_gen_next(g, &id);
     if (rc != IDGEN_ECLOCK || atomic_load(&c.slept_ns) != slept) {
-      print_error("  %s: after the step back next() returned %d after waiting %lld ns\n",
-                  what[v], rc, (long long)(atomic_load(&c.slept_ns) - slept));
+      print_error("  %s: after the step back next() returned %d after waiting %lld ns\n", what[v],
+                  rc, (long long)(atomic_load(&c.slept_ns) - slept));
       bad++;
     } else {
       assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_gen_next_n(g, &id, 1));
@@ -595,7 +594,7 @@ static void test_batch_waits_for_ticks(void **state) {
   static uint64_t ids[N];
   assert_int_equal(8192, idgen_snowflake_gen_capacity(g));
   assert_int_equal(IDGEN_EBATCH, idgen_snowflake_gen_next_n(g, ids, N));
-  assert_int_equal(0, atomic_load(&c.sleeps)); /* refused at once */
+  assert_int_equal(0, atomic_load(&c.sleeps));     /* refused at once */
   tu_ok(idgen_snowflake_gen_next_n(g, ids, 8192)); /* nothing was taken before */
   for (int i = 0; i < 8192; i++) {
     assert_int_equal(TW_TICK0 + (uint64_t)i / 4096, tw_tick(ids[i]));
@@ -846,7 +845,7 @@ static void test_step_before_epoch_while_waiting(void **state) {
   idgen_snowflake_gen_t *g = tu_gen("time:41,sequence:1,epoch=2025-01-01T00:00:00Z", &s);
   uint64_t id;
   tu_ok(idgen_snowflake_gen_next(g, &id));
-  tu_ok(idgen_snowflake_gen_next(g, &id)); /* the tick is used up */
+  tu_ok(idgen_snowflake_gen_next(g, &id));                          /* the tick is used up */
   assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_gen_next(g, &id)); /* reserves, sleeps, refused */
   assert_int_equal(1, sc.sleeps);
   idgen_snowflake_gen_free(g);
@@ -989,8 +988,8 @@ static void test_real_clock_accuracy(void **state) {
       tu_ok(idgen_snowflake_gen_next(g, &id));
       int64_t after = precise_ms(), t = (int64_t)(id >> 22);
       if (t < before || t > after)
-        fail_msg("mode %d call %zu: ID time %" PRId64 " outside [%" PRId64 ", %" PRId64 "]",
-                 mode, i, t, before, after);
+        fail_msg("mode %d call %zu: ID time %" PRId64 " outside [%" PRId64 ", %" PRId64 "]", mode,
+                 i, t, before, after);
       assert_true(id > prev);
       prev = id;
     }

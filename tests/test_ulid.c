@@ -154,15 +154,15 @@ static void test_ulid_strict_messages(void **state) {
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     idgen_ulid_t u;
     char err[256] = "";
-    assert_int_equal(t[i].rc, idgen_ulid_parse(&u, t[i].in, strlen(t[i].in), IDGEN_ULID_STRICT,
-                                                err, sizeof err));
+    assert_int_equal(t[i].rc, idgen_ulid_parse(&u, t[i].in, strlen(t[i].in), IDGEN_ULID_STRICT, err,
+                                               sizeof err));
     assert_string_equal(t[i].msg, err);
   }
   /* A NUL byte inside the given length is a bad character, not the end. */
   idgen_ulid_t u;
   char err[256];
   assert_int_equal(IDGEN_EPARSE, idgen_ulid_parse(&u, "01ARZ3NDEKTSV4RR\0FQ69G5FAV", 26,
-                                                   IDGEN_ULID_STRICT, err, sizeof err));
+                                                  IDGEN_ULID_STRICT, err, sizeof err));
   assert_string_equal("ULID: byte 0x00 at position 17 is not in the alphabet", err);
 }
 
@@ -181,14 +181,15 @@ static void test_ulid_lenient(void **state) {
   assert_string_equal("01ARZ3NDEKTSV4RRFFQ69G5FA1", text);
   /* Still rejected: U, overflow, wrong length after removing hyphens. */
   assert_int_equal(IDGEN_EPARSE, idgen_ulid_parse(&b, "01ARZ3NDEK-TSV4RRFFQ69G5FAU", 27,
-                                                   IDGEN_ULID_LENIENT, err, sizeof err));
-  assert_string_equal("ULID: character 'U' at position 27 is not in the alphabet (U is never valid)",
-                      err);
+                                                  IDGEN_ULID_LENIENT, err, sizeof err));
+  assert_string_equal(
+      "ULID: character 'U' at position 27 is not in the alphabet (U is never valid)", err);
   assert_int_equal(IDGEN_ERANGE, idgen_ulid_parse(&b, "-8ZZZZZZZZZZZZZZZZZZZZZZZZZ", 27,
-                                                   IDGEN_ULID_LENIENT, err, sizeof err));
-  assert_string_equal("ULID: first character '8' at position 2 overflows 128 bits (at most 7)", err);
+                                                  IDGEN_ULID_LENIENT, err, sizeof err));
+  assert_string_equal("ULID: first character '8' at position 2 overflows 128 bits (at most 7)",
+                      err);
   assert_int_equal(IDGEN_EPARSE, idgen_ulid_parse(&b, "01ARZ3NDEK-TSV4RRFFQ69G5FA", 26,
-                                                   IDGEN_ULID_LENIENT, err, sizeof err));
+                                                  IDGEN_ULID_LENIENT, err, sizeof err));
   assert_string_equal("ULID: 25 characters without hyphens, want 26", err);
 }
 
@@ -346,14 +347,18 @@ static void test_uuid_parse_errors(void **state) {
   static const struct {
     const char *in, *msg;
   } t[] = {
-      {"017f22e2-79b0-7cc3-98c4-dc0c0c07398", "UUID: 35 characters, want 36 (8-4-4-4-12) or 32 hex digits"},
+      {"017f22e2-79b0-7cc3-98c4-dc0c0c07398",
+       "UUID: 35 characters, want 36 (8-4-4-4-12) or 32 hex digits"},
       {"", "UUID: 0 characters, want 36 (8-4-4-4-12) or 32 hex digits"},
       {"017f22e2_79b0-7cc3-98c4-dc0c0c07398f", "UUID: character '_' at position 9 is not '-'"},
-      {"017f22e2-79b0-7cc3-98c4-dc0c0c07398g", "UUID: character 'g' at position 36 is not a hex digit"},
+      {"017f22e2-79b0-7cc3-98c4-dc0c0c07398g",
+       "UUID: character 'g' at position 36 is not a hex digit"},
       {"urn:uuid:017f22e2-79b0-7cc3-98c4-dcxc0c07398f",
        "UUID: character 'x' at position 36 is not a hex digit"},
-      {"017f22e2-79b0-7cc3-98c4-dc0c0c07398\xff", "UUID: byte 0xff at position 36 is not a hex digit"},
-      {"017f22e279b0-7cc398c4dc0c0c07398f", "UUID: 33 characters, want 36 (8-4-4-4-12) or 32 hex digits"},
+      {"017f22e2-79b0-7cc3-98c4-dc0c0c07398\xff",
+       "UUID: byte 0xff at position 36 is not a hex digit"},
+      {"017f22e279b0-7cc398c4dc0c0c07398f",
+       "UUID: 33 characters, want 36 (8-4-4-4-12) or 32 hex digits"},
       {"017f22e279b07cc398c4dc0c0c07398-", "UUID: character '-' at position 32 is not a hex digit"},
       {"017f22e279b07cc398c4dc0c0c07398\\",
        "UUID: character '\\x5C' at position 32 is not a hex digit"},

@@ -161,12 +161,10 @@ static int decode_stdin(struct decode_ctx *c) {
 }
 
 int cmd_decode(int argc, char **argv) {
-  static const struct option opts[] = {{"layout", required_argument, 0, 'l'},
-                                       {"lenient", no_argument, 0, 'L'},
-                                       {"json", no_argument, 0, 'j'},
-                                       {"format", required_argument, 0, 'f'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+  static const struct option opts[] = {
+      {"layout", required_argument, 0, 'l'}, {"lenient", no_argument, 0, 'L'},
+      {"json", no_argument, 0, 'j'},         {"format", required_argument, 0, 'f'},
+      {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
   struct decode_ctx c = {0};
   const char *layout_spec = "twitter";
   int opt;
@@ -202,8 +200,7 @@ int cmd_decode(int argc, char **argv) {
     cli_fail(EXIT_USAGE, "decode needs at least one ID, or - to read them from standard input");
   int rc = EXIT_OK;
   for (int i = optind; i < argc; i++) {
-    int r = strcmp(argv[i], "-") == 0 ? decode_stdin(&c)
-                                      : decode_one(&c, argv[i], strlen(argv[i]));
+    int r = strcmp(argv[i], "-") == 0 ? decode_stdin(&c) : decode_one(&c, argv[i], strlen(argv[i]));
     if (r != EXIT_OK)
       rc = r;
   }

@@ -24,9 +24,9 @@ static const char plan_usage[] =
     "  -r, --rate N          IDs per second asked of one generator\n"
     "      --max-borrow-ms N the generator's borrowing limit (default " IDGEN_STR(
         IDGEN_MAX_BORROW_MS_DEFAULT) ")\n"
-    "  -h, --help            show this help\n"
-    "\n"
-    "Exit status: 0 for any valid layout (also one that has run out), 2 bad usage.\n";
+                                     "  -h, --help            show this help\n"
+                                     "\n"
+                                     "Exit status: 0 for any valid layout (also one that has run out), 2 bad usage.\n";
 
 static const char layouts_usage[] =
     "Usage: idgen layouts\n"

@@ -68,7 +68,7 @@ typedef struct lister {
   const char *uri;
   char pool[IDGEN_POOL_NAME_MAX]; /* the pool whose head was printed */
   int nspaces;
-  idgen_space_info_t *spaces;   /* in order */
+  idgen_space_info_t *spaces;    /* in order */
   const idgen_space_info_t *cur; /* the space being listed */
 } lister_t;
 
@@ -93,17 +93,16 @@ static int print_row(void *ctx, const idgen_lease_row_t *row) {
   if (ls->json) {
     char g[24];
     snprintf(g, sizeof g, "%" PRIu64, row->generation); /* 64-bit: a string */
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s?, s:s, s:s, s:s, s:s, s:I, s:s?, s:o, "
-                          "s:s}",
-                          "registry", ls->uri, "space", row->space, "pool", row->pool,
-                          "layout", row->layout,
-                          "pool_mark_ms", (json_int_t)row->pool_mark_ms, "pool_mark",
-                          row->pool_mark_ms > 0 ? pmark : NULL, "node", row->node, "key", key,
-                          "state", state_name(row->state), "generation", g, "mark_ms",
-                          (json_int_t)row->mark_ms, "mark", row->mark_ms > 0 ? mark : NULL,
-                          "expires_in_ms",
-                          row->expires_in_ms >= 0 ? json_integer(row->expires_in_ms) : json_null(),
-                          "holder", row->holder);
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:s, s:I, s:s?, s:s, s:s, s:s, s:s, s:I, s:s?, s:o, "
+                  "s:s}",
+                  "registry", ls->uri, "space", row->space, "pool", row->pool, "layout",
+                  row->layout, "pool_mark_ms", (json_int_t)row->pool_mark_ms, "pool_mark",
+                  row->pool_mark_ms > 0 ? pmark : NULL, "node", row->node, "key", key, "state",
+                  state_name(row->state), "generation", g, "mark_ms", (json_int_t)row->mark_ms,
+                  "mark", row->mark_ms > 0 ? mark : NULL, "expires_in_ms",
+                  row->expires_in_ms >= 0 ? json_integer(row->expires_in_ms) : json_null(),
+                  "holder", row->holder);
     put_json(o);
     return 0;
   }
@@ -121,8 +120,7 @@ static int print_row(void *ctx, const idgen_lease_row_t *row) {
            file   ? "a tuple new to the pool starts above it"
            : etcd ? "etcd keeps none: do not delete idgen's keys by hand"
                   : "a tuple whose row is new or was deleted starts above it",
-           "NODE", "STATE", "GEN",
-           "EXPIRES IN", "MARK (holder's clock)", "HOLDER");
+           "NODE", "STATE", "GEN", "EXPIRES IN", "MARK (holder's clock)", "HOLDER");
   }
   printf("  %-32s %-10s %6" PRIu64 " %-10s %-24s %s\n", row->node, state_name(row->state),
          row->generation, duration(row->expires_in_ms, in, sizeof in), mark,
@@ -193,12 +191,10 @@ static void print_space(lister_t *ls, const idgen_space_info_t *in) {
 }
 
 int cmd_registry(int argc, char **argv) {
-  static const struct option opts[] = {{"registry", required_argument, 0, 'r'},
-                                       {"space", required_argument, 0, 's'},
-                                       {"json", no_argument, 0, 'j'},
-                                       {"force", no_argument, 0, 'f'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+  static const struct option opts[] = {
+      {"registry", required_argument, 0, 'r'}, {"space", required_argument, 0, 's'},
+      {"json", no_argument, 0, 'j'},           {"force", no_argument, 0, 'f'},
+      {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
   const char *uri = NULL, *space = NULL;
   int json = 0, force = 0, c;
   opterr = 0;

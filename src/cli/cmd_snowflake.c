@@ -22,12 +22,12 @@ static const char usage_head[] =
     "\n"
     "  -n, --count N              how many IDs (default 1, at most " IDGEN_STR(
         CLI_COUNT_MAX) ")\n"
-    "      --json                 print {\"ids\":[\"...\",...]}, IDs as strings\n"
-    "      --worker V             the same as --node worker=V\n"
-    "      --datacenter V         the same as --node datacenter=V\n"
-    "  -h, --help                 show this help\n"
-    "\n"
-    "Settings:\n";
+                       "      --json                 print {\"ids\":[\"...\",...]}, IDs as strings\n"
+                       "      --worker V             the same as --node worker=V\n"
+                       "      --datacenter V         the same as --node datacenter=V\n"
+                       "  -h, --help                 show this help\n"
+                       "\n"
+                       "Settings:\n";
 
 static const char usage_tail[] =
     "\n"
@@ -48,7 +48,10 @@ static void usage(void *ctx) {
 
 enum { OPT_JSON = 256, OPT_WORKER, OPT_DC };
 
-struct own { int64_t n; int json; };
+struct own {
+  int64_t n;
+  int json;
+};
 
 /* The command's own options; --worker and --datacenter stand for --node. */
 static int on_option(settings_t *s, void *ctx, int opt, const char *arg) {
@@ -78,8 +81,8 @@ int cmd_snowflake(int argc, char **argv) {
                                         {"datacenter", required_argument, 0, OPT_DC},
                                         {0, 0, 0, 0}};
   struct own own = {1, 0};
-  const settings_spec_t spec = {SETTINGS_SNOWFLAKE, "snowflake", 0, extra, "n:", on_option,
-                                NULL, usage, &own};
+  const settings_spec_t spec = {
+      SETTINGS_SNOWFLAKE, "snowflake", 0, extra, "n:", on_option, NULL, usage, &own};
   settings_t set;
   int rc = settings_load(&set, &spec, argc, argv);
   if (rc != 0) {

@@ -12,16 +12,17 @@ static const char ulid_usage[] =
     "Make N ULIDs, one per line: 26 characters, a 48-bit millisecond time and 80\n"
     "random bits from a cryptographically secure source.\n"
     "\n"
-    "  -n, --count N     how many (default 1, at most " IDGEN_STR(CLI_COUNT_MAX) ")\n"
-    "  -m, --monotonic   strictly increasing: within one millisecond each ULID is\n"
-    "                    the previous plus one (fails rather than wrap if the 80\n"
-    "                    bits run out); without it every ULID has fresh random bits\n"
-    "      --at UNIX_MS  use this time instead of the clock (0..281474976710655)\n"
-    "      --uuid        print the same 128 bits in UUID form\n"
-    "      --json        print {\"ids\":[\"...\",...]}\n"
-    "  -h, --help        show this help\n"
-    "\n"
-    "Exit status: 0 success, 1 a ULID could not be made, 2 bad usage.\n";
+    "  -n, --count N     how many (default 1, at most " IDGEN_STR(
+        CLI_COUNT_MAX) ")\n"
+                       "  -m, --monotonic   strictly increasing: within one millisecond each ULID is\n"
+                       "                    the previous plus one (fails rather than wrap if the 80\n"
+                       "                    bits run out); without it every ULID has fresh random bits\n"
+                       "      --at UNIX_MS  use this time instead of the clock (0..281474976710655)\n"
+                       "      --uuid        print the same 128 bits in UUID form\n"
+                       "      --json        print {\"ids\":[\"...\",...]}\n"
+                       "  -h, --help        show this help\n"
+                       "\n"
+                       "Exit status: 0 success, 1 a ULID could not be made, 2 bad usage.\n";
 
 static const char uuid7_usage[] =
     "Usage: idgen uuid7 [-n N] [--json]\n"
@@ -30,11 +31,12 @@ static const char uuid7_usage[] =
     "millisecond time, a 42-bit counter that starts at a random value each\n"
     "millisecond, and 32 fresh random bits in every UUID.\n"
     "\n"
-    "  -n, --count N   how many (default 1, at most " IDGEN_STR(CLI_COUNT_MAX) ")\n"
-    "      --json      print {\"ids\":[\"...\",...]}\n"
-    "  -h, --help      show this help\n"
-    "\n"
-    "Exit status: 0 success, 1 a UUID could not be made, 2 bad usage.\n";
+    "  -n, --count N   how many (default 1, at most " IDGEN_STR(
+        CLI_COUNT_MAX) ")\n"
+                       "      --json      print {\"ids\":[\"...\",...]}\n"
+                       "  -h, --help      show this help\n"
+                       "\n"
+                       "Exit status: 0 success, 1 a UUID could not be made, 2 bad usage.\n";
 
 /* Prints one text ID, as a line or as a JSON array element. */
 static void emit(const char *s, int json, int64_t i) {

@@ -48,9 +48,9 @@ int main(int argc, char **argv) {
     const char *name;
     int (*run)(int, char **);
   } commands[] = {
-      {"snowflake", cmd_snowflake}, {"ulid", cmd_ulid},        {"uuid7", cmd_uuid7},
+      {"snowflake", cmd_snowflake}, {"ulid", cmd_ulid},       {"uuid7", cmd_uuid7},
       {"decode", cmd_decode},       {"layouts", cmd_layouts}, {"plan", cmd_plan},
-      {"bench", idgen_bench_main},  {"serve", cmd_serve},       {"registry", cmd_registry},
+      {"bench", idgen_bench_main},  {"serve", cmd_serve},     {"registry", cmd_registry},
   };
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(cmd, commands[i].name) == 0) {

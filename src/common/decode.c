@@ -12,7 +12,6 @@
 #include <string.h>
 #include <strings.h>
 
-
 enum kind { KIND_SNOWFLAKE, KIND_ULID, KIND_UUID, KIND_UNKNOWN };
 
 /* Recognises the kind of s[0..len) by its form alone.  36 or 32 characters
@@ -60,7 +59,7 @@ static int decode_ulid(const char *s, size_t len, int lenient, decoded_t *d, cha
   idgen_uuid_t uu;
   char msg[200];
   if (idgen_ulid_parse(&u, s, len, lenient ? IDGEN_ULID_LENIENT : IDGEN_ULID_STRICT, msg,
-                        sizeof msg) < 0) {
+                       sizeof msg) < 0) {
     snprintf(err, errlen, "\"%s\": %s", IDGEN_QUOTE(s, len, '"', 64), msg);
     return -1;
   }

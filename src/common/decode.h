@@ -15,19 +15,19 @@ typedef enum { DECODED_SNOWFLAKE, DECODED_ULID, DECODED_UUID } decoded_kind_t;
 
 typedef struct decoded {
   decoded_kind_t kind;
-  char id[48];                    /* the canonical text of the input */
-  int has_time;                   /* 0 only for a UUID version without a time */
+  char id[48];  /* the canonical text of the input */
+  int has_time; /* 0 only for a UUID version without a time */
   int64_t unix_ms;
   char time[IDGEN_TIME_BUFSIZE];
   /* Snowflake */
-  const idgen_layout_t *layout;   /* the caller's */
+  const idgen_layout_t *layout; /* the caller's */
   char layout_name[IDGEN_LAYOUT_SPEC_MAX];
   uint64_t values[IDGEN_LAYOUT_MAX_FIELDS];
   /* ULID: the same bits as a UUID */
   char uuid[IDGEN_UUID_STRLEN + 1];
   /* UUID */
   int version;
-  const char *variant;            /* "rfc9562", "ncs", "microsoft" or "future" */
+  const char *variant; /* "rfc9562", "ncs", "microsoft" or "future" */
 } decoded_t;
 
 /*

@@ -11,14 +11,14 @@
 #include "idgen.h"
 
 typedef struct leased_opts {
-  const char *registry;       /* URI */
-  const char *lease_field;    /* NULL: the registry's choice */
-  int64_t ttl_ms;             /* 0: the registry's default */
-  int64_t max_start_wait_ms;  /* < 0: the default */
+  const char *registry;      /* URI */
+  const char *lease_field;   /* NULL: the registry's choice */
+  int64_t ttl_ms;            /* 0: the registry's default */
+  int64_t max_start_wait_ms; /* < 0: the default */
 } leased_opts_t;
 
 typedef struct leased {
-  idgen_registry_t *reg;      /* opened once, kept across leases */
+  idgen_registry_t *reg; /* opened once, kept across leases */
   idgen_lease_t *lease;
   idgen_snowflake_gen_t *gen;
 } leased_t;

@@ -49,8 +49,10 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                      "`etcd://HOST:PORT[,HOST:PORT...]` (machines sharing an etcd cluster), or "
                      "`static` (the `node` values, unchecked: two processes given the same "
                      "ones make duplicate IDs)"},
-    [SK_SPACE] = {"space", ST_SPACE, BOTH, 0, "", NULL, "`default`, or the registry URI's "
-                  "`?space=NAME`", NONE, "NAME",
+    [SK_SPACE] = {"space", ST_SPACE, BOTH, 0, "", NULL,
+                  "`default`, or the registry URI's "
+                  "`?space=NAME`",
+                  NONE, "NAME",
                   "the registry's ID space: within one, a layout whose IDs could equal those of "
                   "a layout in use is refused, and a new layout starts above the IDs of the "
                   "one it replaces; services whose IDs never share a column may take a space "
@@ -93,8 +95,8 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                               "the ring holds a tick's IDs times 2^N"},
     [SK_CACHE_PADDING_PERCENT] = {"cache_padding_percent", ST_INT, SERVE, 0,
                                   IDGEN_STR(IDGEN_CACHE_PADDING_DEFAULT), NULL, NULL,
-                                  INT(IDGEN_CACHE_PADDING_MIN, IDGEN_CACHE_PADDING_MAX),
-                                  "N", "refill the ring when fewer than N% of it are ready"},
+                                  INT(IDGEN_CACHE_PADDING_MIN, IDGEN_CACHE_PADDING_MAX), "N",
+                                  "refill the ring when fewer than N% of it are ready"},
     [SK_CACHE_SCHEDULE_MS] = {"cache_schedule_ms", ST_INT, SERVE, 0, "0", NULL, NULL,
                               INT(0, IDGEN_CACHE_SCHEDULE_MS_MAX), "N",
                               "also refill the ring this often (0: only when it runs low)"},
@@ -233,7 +235,7 @@ void settings_flag(settings_t *s, int k, const char *value, const char *flag) {
 }
 
 __attribute__((format(printf, 3, 0))) static void vmessage(const settings_t *s, int k,
-                                                         const char *fmt, va_list ap) {
+                                                           const char *fmt, va_list ap) {
   fprintf(stderr, "idgen: %s: ", s->name);
   if (k >= 0)
     fprintf(stderr, "%s = \"%s\" (from %s): ", settings_defs[k].name, SETTINGS_Q(s->value[k]),
@@ -338,8 +340,7 @@ int settings_parse_int(const char *s, int64_t *v) {
 int settings_int(settings_t *s, int k, int64_t *v) {
   const settings_def_t *d = &settings_defs[k];
   if (settings_parse_int(s->value[k], v) < 0 || *v < d->min || *v > d->max)
-    return settings_fail(s, k, "not a whole number from %" PRId64 " to %" PRId64, d->min,
-                         d->max);
+    return settings_fail(s, k, "not a whole number from %" PRId64 " to %" PRId64, d->min, d->max);
   return 0;
 }
 
@@ -458,11 +459,20 @@ static int check(settings_t *s, int k) {
       return 2;
     s->num[k] = x;
     switch (k) {
-    case SK_LEASE_TTL_MS: s->lease_ttl_ms = x; break;
-    case SK_MAX_START_WAIT_MS: s->max_start_wait_ms = x; break;
-    case SK_MAX_BORROW_MS: s->gen.max_borrow_ms = x; break;
-    case SK_MAX_WAIT_MS: s->gen.max_wait_ms = x; break;
-    default: break;
+    case SK_LEASE_TTL_MS:
+      s->lease_ttl_ms = x;
+      break;
+    case SK_MAX_START_WAIT_MS:
+      s->max_start_wait_ms = x;
+      break;
+    case SK_MAX_BORROW_MS:
+      s->gen.max_borrow_ms = x;
+      break;
+    case SK_MAX_WAIT_MS:
+      s->gen.max_wait_ms = x;
+      break;
+    default:
+      break;
     }
     return 0;
   }
@@ -492,9 +502,9 @@ int settings_load(settings_t *s, const settings_spec_t *spec, int argc, char **a
   for (int k = 0; k < SETTINGS_NKEYS; k++)
     if (takes(cmd, k)) {
       const settings_def_t *d = &settings_defs[k];
-      settings_set(s, k, cmd == SETTINGS_SNOWFLAKE && d->snowflake_defval ? d->snowflake_defval
-                                                                          : d->defval,
-                   "default");
+      settings_set(
+          s, k, cmd == SETTINGS_SNOWFLAKE && d->snowflake_defval ? d->snowflake_defval : d->defval,
+          "default");
     }
 
   /* Options: the keys' flags, then --config and --check-config, the
@@ -562,8 +572,9 @@ int settings_load(settings_t *s, const settings_spec_t *spec, int argc, char **a
       const char *word = argv[optind - 1];
       char shortopt[3] = {'-', (char)optopt, '\0'};
       const char *name = strncmp(word, "--", 2) == 0 || optopt == 0 ? word : shortopt;
-      rc = fail_at(s, "", opt == ':' ? "option %s needs a value (see 'idgen %s --help')"
-                                     : "unknown option %s (see 'idgen %s --help')",
+      rc = fail_at(s, "",
+                   opt == ':' ? "option %s needs a value (see 'idgen %s --help')"
+                              : "unknown option %s (see 'idgen %s --help')",
                    IDGEN_QUOTE(name, strlen(name), 0, 100), spec->name);
     } else {
       rc = spec->on_option(s, spec->ctx, opt, optarg);
@@ -652,12 +663,11 @@ void settings_usage(unsigned cmd, FILE *out) {
       snprintf(left, sizeof left, "  -%c, %s %s", d->short_opt, flag, d->arg);
     else
       snprintf(left, sizeof left, "      %s%s%s", flag, d->type == ST_BOOL ? "" : " ", d->arg);
-    const char *def = cmd == SETTINGS_SNOWFLAKE && d->snowflake_defval ? d->snowflake_defval
-                                                                       : d->defval;
+    const char *def =
+        cmd == SETTINGS_SNOWFLAKE && d->snowflake_defval ? d->snowflake_defval : d->defval;
     size_t n = (size_t)snprintf(text, sizeof text, "%s", d->help);
     if (d->type == ST_INT && n < sizeof text)
-      n += (size_t)snprintf(text + n, sizeof text - n, " (%" PRId64 " to %" PRId64, d->min,
-                            d->max);
+      n += (size_t)snprintf(text + n, sizeof text - n, " (%" PRId64 " to %" PRId64, d->min, d->max);
     else if (n < sizeof text)
       n += (size_t)snprintf(text + n, sizeof text - n, " (");
     if (n < sizeof text) {

@@ -31,15 +31,42 @@
 /* The settings, in the order they are validated (a layout before the node
  * values it names, borrow and wait before the batch they bound). */
 enum settings_key {
-  SK_HTTP, SK_RESP, SK_THRIFT, SK_LAYOUT, SK_NODE, SK_REGISTRY, SK_SPACE, SK_LEASE_FIELD,
+  SK_HTTP,
+  SK_RESP,
+  SK_THRIFT,
+  SK_LAYOUT,
+  SK_NODE,
+  SK_REGISTRY,
+  SK_SPACE,
+  SK_LEASE_FIELD,
   SK_LEASE_TTL_MS,
-  SK_MAX_START_WAIT_MS, SK_MAX_BORROW_MS, SK_MAX_WAIT_MS, SK_CLOCK, SK_RANDOM_SEQUENCE_START,
-  SK_CACHE, SK_CACHE_BOOST_POWER, SK_CACHE_PADDING_PERCENT, SK_CACHE_SCHEDULE_MS,
-  SK_CACHE_ON_EMPTY, SK_MAX_CLOCK_SKEW_MS,
-  SK_THREADS, SK_BUSY_POLL_US, SK_MAX_CONNECTIONS, SK_MAX_REQUEST_BYTES, SK_MAX_HEADERS,
+  SK_MAX_START_WAIT_MS,
+  SK_MAX_BORROW_MS,
+  SK_MAX_WAIT_MS,
+  SK_CLOCK,
+  SK_RANDOM_SEQUENCE_START,
+  SK_CACHE,
+  SK_CACHE_BOOST_POWER,
+  SK_CACHE_PADDING_PERCENT,
+  SK_CACHE_SCHEDULE_MS,
+  SK_CACHE_ON_EMPTY,
+  SK_MAX_CLOCK_SKEW_MS,
+  SK_THREADS,
+  SK_BUSY_POLL_US,
+  SK_MAX_CONNECTIONS,
+  SK_MAX_REQUEST_BYTES,
+  SK_MAX_HEADERS,
   SK_MAX_BATCH,
-  SK_MAX_OUTPUT_BYTES, SK_IDLE_TIMEOUT_MS, SK_SLOW_TIMEOUT_MS, SK_SHUTDOWN_TIMEOUT_MS,
-  SK_MAX_AGENTS, SK_PID_FILE, SK_LOG_FILE, SK_AUDIT_LOG, SK_AUDIT_MODE, SK_AUDIT_QUEUE_BYTES,
+  SK_MAX_OUTPUT_BYTES,
+  SK_IDLE_TIMEOUT_MS,
+  SK_SLOW_TIMEOUT_MS,
+  SK_SHUTDOWN_TIMEOUT_MS,
+  SK_MAX_AGENTS,
+  SK_PID_FILE,
+  SK_LOG_FILE,
+  SK_AUDIT_LOG,
+  SK_AUDIT_MODE,
+  SK_AUDIT_QUEUE_BYTES,
   SETTINGS_NKEYS
 };
 
@@ -68,16 +95,16 @@ typedef struct settings_word {
 } settings_word_t;
 
 typedef struct settings_def {
-  const char *name;        /* the config-file key */
+  const char *name; /* the config-file key */
   enum settings_type type;
-  unsigned cmds;           /* SETTINGS_* bits: the commands that take it */
-  char short_opt;          /* a one-letter flag, or 0 */
-  const char *defval;      /* the default as text; "" for none or computed */
+  unsigned cmds;                /* SETTINGS_* bits: the commands that take it */
+  char short_opt;               /* a one-letter flag, or 0 */
+  const char *defval;           /* the default as text; "" for none or computed */
   const char *snowflake_defval; /* `idgen snowflake`'s default, where it differs */
-  const char *default_doc; /* the default in words, where defval does not say it */
-  int64_t min, max;        /* ST_INT */
-  const char *arg;         /* the flag's argument in help ("N") */
-  const char *help;        /* one sentence; `marks` are code in the docs */
+  const char *default_doc;      /* the default in words, where defval does not say it */
+  int64_t min, max;             /* ST_INT */
+  const char *arg;              /* the flag's argument in help ("N") */
+  const char *help;             /* one sentence; `marks` are code in the docs */
   const settings_word_t *words; /* ST_CHOICE: its words, as `arg` lists them */
 } settings_def_t;
 
@@ -87,9 +114,9 @@ typedef struct settings settings_t;
 
 /* How a command loads its settings. */
 typedef struct settings_spec {
-  unsigned cmd;            /* SETTINGS_SNOWFLAKE or SETTINGS_SERVE */
-  const char *name;        /* "serve": messages say "idgen: serve: ..." */
-  int env_and_file;        /* also IDGEN_* variables and --config / IDGEN_CONFIG */
+  unsigned cmd;     /* SETTINGS_SNOWFLAKE or SETTINGS_SERVE */
+  const char *name; /* "serve": messages say "idgen: serve: ..." */
+  int env_and_file; /* also IDGEN_* variables and --config / IDGEN_CONFIG */
   /* The command's own options (NULL-terminated; val >= 1, < 1000) and their
    * one-letter forms for getopt ("n:"). */
   const struct option *extra;
@@ -105,26 +132,26 @@ typedef struct settings_spec {
 } settings_spec_t;
 
 struct settings {
-  unsigned cmd;                 /* SETTINGS_SNOWFLAKE or SETTINGS_SERVE */
-  const char *name;             /* the command's name, as in its spec */
+  unsigned cmd;     /* SETTINGS_SNOWFLAKE or SETTINGS_SERVE */
+  const char *name; /* the command's name, as in its spec */
   /* Each key's value as text and where it came from ("default", "flag
    * --max-batch", "IDGEN_MAX_BATCH", "FILE:LINE"); NULL for keys the
    * command does not take.  Owned. */
   char *value[SETTINGS_NKEYS];
   char *source[SETTINGS_NKEYS];
-  int check_only;               /* --check-config */
+  int check_only; /* --check-config */
   /* Validated. */
   idgen_layout_t layout;
   idgen_snowflake_settings_t gen; /* node values, borrow, wait, clock, random start */
-  unsigned node_given;          /* bit i: node field i was given */
+  unsigned node_given;            /* bit i: node field i was given */
   /* Node values taken from the host (NAME=@ip, NAME=@mac), as text for the
    * log and /info: "worker=@ip eth0 10.1.2.3 -> 3"; "" if none. */
   char host_nodes[IDGEN_HOST_NODES_MAX];
-  const char *registry;         /* into value[], or registry_space */
-  char *registry_space;         /* the registry URI with ?space=NAME, or NULL (owned) */
-  const char *lease_field;      /* NULL: the registry's choice */
+  const char *registry;    /* into value[], or registry_space */
+  char *registry_space;    /* the registry URI with ?space=NAME, or NULL (owned) */
+  const char *lease_field; /* NULL: the registry's choice */
   int64_t lease_ttl_ms, max_start_wait_ms;
-  int64_t num[SETTINGS_NKEYS];  /* each ST_INT's value */
+  int64_t num[SETTINGS_NKEYS]; /* each ST_INT's value */
   /* Flags seen while loading (applied after the file and the environment). */
   char *flag_value[SETTINGS_NKEYS];
   char *flag_source[SETTINGS_NKEYS];

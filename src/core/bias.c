@@ -70,8 +70,7 @@ static int thread_ready(void) {
     int ok = 0;
     if (__rseq_size > 0) {
       void *area = (char *)__builtin_thread_pointer() + __rseq_offset;
-      ok = syscall(SYS_rseq, area, 32, RSEQ_FLAG_UNREGISTER, RSEQ_SIG ^ 1) != 0 &&
-           errno == EPERM;
+      ok = syscall(SYS_rseq, area, 32, RSEQ_FLAG_UNREGISTER, RSEQ_SIG ^ 1) != 0 && errno == EPERM;
     }
     thread_rseq = ok ? 1 : -1;
   }

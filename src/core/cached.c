@@ -39,7 +39,7 @@ struct idgen_cached_gen {
   idgen_snowflake_gen_t *g;
   slot_t *slots;
   uint64_t size, mask;
-  uint64_t low_water;          /* wake the filler below this many ready */
+  uint64_t low_water; /* wake the filler below this many ready */
   int64_t schedule_ms;
   int64_t max_wait_ms;
   idgen_cache_empty_t on_empty;
@@ -50,8 +50,8 @@ struct idgen_cached_gen {
 
   /* The filler's cursor as published (written once a batch). */
   _Alignas(IDGEN_CACHELINE) _Atomic uint64_t tail;
-  _Atomic int filler_idle;     /* the filler sleeps on fill_cv */
-  _Atomic int waiters;         /* takes sleeping on ready_cv */
+  _Atomic int filler_idle; /* the filler sleeps on fill_cv */
+  _Atomic int waiters;     /* takes sleeping on ready_cv */
   _Atomic int filler_error;
   _Atomic int64_t age_max_ms;
 
@@ -59,14 +59,14 @@ struct idgen_cached_gen {
    * while the ring has IDs, except taken, counted by the filler). */
   _Alignas(IDGEN_CACHELINE) _Atomic uint64_t filled, fills, empty, direct, waits, rejected;
 
-  pthread_mutex_t fill_mu;     /* the filler from asking the generator to publishing */
-  pthread_cond_t fill_cv;      /* the filler's sleep */
+  pthread_mutex_t fill_mu; /* the filler from asking the generator to publishing */
+  pthread_cond_t fill_cv;  /* the filler's sleep */
   pthread_mutex_t ready_mu;
-  pthread_cond_t ready_cv;     /* takes waiting for the filler */
-  int stop;                    /* under fill_mu */
+  pthread_cond_t ready_cv; /* takes waiting for the filler */
+  int stop;                /* under fill_mu */
   pthread_t filler;
-  int started;                 /* the filler thread runs */
-  uint64_t buf[4096];          /* the filler's batch, under fill_mu */
+  int started;        /* the filler thread runs */
+  uint64_t buf[4096]; /* the filler's batch, under fill_mu */
 };
 
 void idgen_cached_settings_init(idgen_cached_settings_t *s) {
@@ -253,9 +253,8 @@ static void sample_age(idgen_cached_gen_t *c, uint64_t id) {
   int64_t t = g->epoch + (int64_t)(id >> g->time_shift & g->max_tick) * g->unit;
   int64_t age = idgen__ns_to_ms(idgen__sf_now_ns(g)) - t;
   int64_t m = atomic_load_explicit(&c->age_max_ms, memory_order_relaxed);
-  while (age > m &&
-         !atomic_compare_exchange_weak_explicit(&c->age_max_ms, &m, age, memory_order_relaxed,
-                                                memory_order_relaxed))
+  while (age > m && !atomic_compare_exchange_weak_explicit(
+                        &c->age_max_ms, &m, age, memory_order_relaxed, memory_order_relaxed))
     ;
 }
 
@@ -449,14 +448,12 @@ int idgen_cached_gen_new(idgen_cached_gen_t **out, idgen_snowflake_gen_t *g,
   if (s->boost_power < 0 || s->boost_power > IDGEN_CACHE_BOOST_MAX)
     return idgen__err(err, errlen, IDGEN_EINVAL, "boost_power %d is not from 0 to %d",
                       s->boost_power, IDGEN_CACHE_BOOST_MAX);
-  if (s->padding_percent < IDGEN_CACHE_PADDING_MIN ||
-      s->padding_percent > IDGEN_CACHE_PADDING_MAX)
+  if (s->padding_percent < IDGEN_CACHE_PADDING_MIN || s->padding_percent > IDGEN_CACHE_PADDING_MAX)
     return idgen__err(err, errlen, IDGEN_EINVAL, "padding_percent %d is not from %d to %d",
                       s->padding_percent, IDGEN_CACHE_PADDING_MIN, IDGEN_CACHE_PADDING_MAX);
   if (s->schedule_ms < 0 || s->schedule_ms > IDGEN_CACHE_SCHEDULE_MS_MAX)
-    return idgen__err(err, errlen, IDGEN_EINVAL,
-                      "schedule_ms %lld is not from 0 (off) to %d", (long long)s->schedule_ms,
-                      IDGEN_CACHE_SCHEDULE_MS_MAX);
+    return idgen__err(err, errlen, IDGEN_EINVAL, "schedule_ms %lld is not from 0 (off) to %d",
+                      (long long)s->schedule_ms, IDGEN_CACHE_SCHEDULE_MS_MAX);
   if (s->on_empty != IDGEN_CACHE_DIRECT && s->on_empty != IDGEN_CACHE_WAIT &&
       s->on_empty != IDGEN_CACHE_FAIL)
     return idgen__err(err, errlen, IDGEN_EINVAL, "on_empty %d is not direct, wait or fail",

@@ -94,17 +94,17 @@ static idgen__lock_t model_lock; /* zero: its first use takes it as "new process
 static struct {
   uint64_t base_tsc; /* the calibration's start, as a (TSC, raw ns) pair */
   int64_t base_raw;
-  int calibrated;    /* a calibration has completed before */
-  int strikes;       /* rejections since the model last held HEALTHY_NS */
+  int calibrated;     /* a calibration has completed before */
+  int strikes;        /* rejections since the model last held HEALTHY_NS */
   int64_t fast_since; /* mono ns when the model in use was published */
 } cal;
 
 struct tsc_cache {
-  uint64_t start;    /* TSC count read just before the kernel clock */
-  uint64_t span;     /* counts from start until (before) the millisecond ends */
-  int64_t ms;        /* the millisecond the kernel clock read */
-  uint32_t verify;   /* fast answers left until the next check */
-  uint64_t model;    /* the model the window was computed with */
+  uint64_t start;  /* TSC count read just before the kernel clock */
+  uint64_t span;   /* counts from start until (before) the millisecond ends */
+  int64_t ms;      /* the millisecond the kernel clock read */
+  uint32_t verify; /* fast answers left until the next check */
+  uint64_t model;  /* the model the window was computed with */
 };
 static __thread struct tsc_cache tls_cache __attribute__((tls_model("initial-exec")));
 
@@ -330,10 +330,11 @@ int64_t idgen__clock_fast_ms(void) { return cached_ms(&tls_cache, __rdtsc()); }
 int idgen__clock_fast_available(void) { return (model_now() & S_MASK) != S_UNAVAILABLE; }
 
 void idgen_clock_stats(idgen_clock_stats_t *st) {
-  static const idgen_clock_state_t shown[] = {
-      [S_UNKNOWN] = IDGEN_CLOCK_STATE_CALIBRATING, [S_UNAVAILABLE] = IDGEN_CLOCK_STATE_UNAVAILABLE,
-      [S_CALIBRATING] = IDGEN_CLOCK_STATE_CALIBRATING, [S_COOLDOWN] = IDGEN_CLOCK_STATE_PRECISE,
-      [S_FAST] = IDGEN_CLOCK_STATE_FAST};
+  static const idgen_clock_state_t shown[] = {[S_UNKNOWN] = IDGEN_CLOCK_STATE_CALIBRATING,
+                                              [S_UNAVAILABLE] = IDGEN_CLOCK_STATE_UNAVAILABLE,
+                                              [S_CALIBRATING] = IDGEN_CLOCK_STATE_CALIBRATING,
+                                              [S_COOLDOWN] = IDGEN_CLOCK_STATE_PRECISE,
+                                              [S_FAST] = IDGEN_CLOCK_STATE_FAST};
   uint64_t w = model_now();
   memset(st, 0, sizeof *st);
   st->state = shown[w & S_MASK];

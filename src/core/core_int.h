@@ -55,7 +55,7 @@ static inline int64_t idgen__ns_to_ms(int64_t ns) {
 }
 
 /* Default-clock readers (clock.c). */
-IDGEN_INTERNAL int64_t idgen__clock_ns(void);      /* CLOCK_REALTIME in ns */
+IDGEN_INTERNAL int64_t idgen__clock_ns(void); /* CLOCK_REALTIME in ns */
 
 /* CLOCK_MONOTONIC in ns and ms: for deadlines and durations, never for IDs. */
 static inline int64_t idgen__mono_ns(void) {
@@ -64,8 +64,8 @@ static inline int64_t idgen__mono_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 static inline int64_t idgen__mono_ms(void) { return idgen__mono_ns() / 1000000; }
-int64_t idgen__clock_fast_ms(void);                /* TSC-cached ms (see clock.c) */
-int idgen__clock_fast_available(void);             /* 1 if the TSC path is usable */
+int64_t idgen__clock_fast_ms(void);    /* TSC-cached ms (see clock.c) */
+int idgen__clock_fast_available(void); /* 1 if the TSC path is usable */
 void idgen__sleep_ns(int64_t ns);
 
 /* The fast clock checks every this many cached answers of a thread against a
@@ -115,8 +115,7 @@ static inline unsigned idgen__fork_gen(void) {
  * other threads revoke the ownership first with a barrier that restarts
  * every section in progress.  x86-64 only.
  */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && \
-    defined(__has_include)
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && defined(__has_include)
 #if __has_include(<sys/rseq.h>)
 #define IDGEN_BIAS_TAKE 1
 #endif
@@ -125,8 +124,8 @@ static inline unsigned idgen__fork_gen(void) {
 #define IDGEN_BIAS_TAKE 0
 #endif
 /* The calling thread's name as an owner: the address of its byte. */
-extern __thread __attribute__((visibility("hidden"), tls_model("initial-exec"))) char
-    idgen__bias_token;
+extern __thread
+    __attribute__((visibility("hidden"), tls_model("initial-exec"))) char idgen__bias_token;
 static inline uintptr_t idgen__bias_me(void) { return (uintptr_t)&idgen__bias_token; }
 /* 1 if the calling thread may own a generator: the process has registered
  * the restarting barrier, and the thread's rseq area is the one the kernel
@@ -145,43 +144,42 @@ void idgen__bias_enable(int on); /* tests and benchmarks: 0 = no new owners */
  * (preempted, migrated, signalled, or another thread's barrier): nothing
  * was taken.  The descriptor's abort address is preceded by glibc's
  * RSEQ_SIG, as the kernel checks. */
-static inline __attribute__((always_inline)) int idgen__owner_take(uint64_t *next,
-                                                                   const uintptr_t *bias,
-                                                                   uintptr_t me, uint64_t *out) {
+static inline __attribute__((always_inline)) int
+idgen__owner_take(uint64_t *next, const uintptr_t *bias, uintptr_t me, uint64_t *out) {
   uint64_t *cs = (uint64_t *)((char *)__builtin_thread_pointer() + __rseq_offset + 8);
   uint64_t v = 0, t;
   int ok;
-  __asm__ __volatile__(".pushsection __rseq_cs, \"aw\"\n\t"
-                       ".balign 32\n\t"
-                       "3:\n\t"
-                       ".long 0, 0\n\t"
-                       ".quad 1f, (2f - 1f), 4f\n\t"
-                       ".popsection\n\t"
-                       "leaq 3b(%%rip), %[t]\n\t"
-                       "movq %[t], %[cs]\n\t"
-                       "1:\n\t"
-                       "movq %[bias], %[t]\n\t"
-                       "cmpq %[t], %[me]\n\t"
-                       "jne 5f\n\t"
-                       "movq %[next], %[v]\n\t"
-                       "leaq 1(%[v]), %[t]\n\t"
-                       "movq %[t], %[next]\n\t"
-                       "2:\n\t"
-                       "movl $1, %[ok]\n\t"
-                       "jmp 6f\n\t"
-                       ".pushsection __rseq_failure, \"ax\"\n\t"
-                       ".byte 0x0f, 0xb9, 0x3d\n\t"
-                       ".long 0x53053053\n\t"
-                       "4:\n\t"
-                       "jmp 5f\n\t"
-                       ".popsection\n\t"
-                       "5:\n\t"
-                       "xorl %[ok], %[ok]\n\t"
-                       "6:\n\t"
-                       : [v] "+&r"(v), [t] "=&r"(t), [ok] "=&r"(ok), [next] "+m"(*next),
-                         [cs] "=m"(*cs)
-                       : [bias] "m"(*bias), [me] "r"(me)
-                       : "memory", "cc");
+  __asm__ __volatile__(
+      ".pushsection __rseq_cs, \"aw\"\n\t"
+      ".balign 32\n\t"
+      "3:\n\t"
+      ".long 0, 0\n\t"
+      ".quad 1f, (2f - 1f), 4f\n\t"
+      ".popsection\n\t"
+      "leaq 3b(%%rip), %[t]\n\t"
+      "movq %[t], %[cs]\n\t"
+      "1:\n\t"
+      "movq %[bias], %[t]\n\t"
+      "cmpq %[t], %[me]\n\t"
+      "jne 5f\n\t"
+      "movq %[next], %[v]\n\t"
+      "leaq 1(%[v]), %[t]\n\t"
+      "movq %[t], %[next]\n\t"
+      "2:\n\t"
+      "movl $1, %[ok]\n\t"
+      "jmp 6f\n\t"
+      ".pushsection __rseq_failure, \"ax\"\n\t"
+      ".byte 0x0f, 0xb9, 0x3d\n\t"
+      ".long 0x53053053\n\t"
+      "4:\n\t"
+      "jmp 5f\n\t"
+      ".popsection\n\t"
+      "5:\n\t"
+      "xorl %[ok], %[ok]\n\t"
+      "6:\n\t"
+      : [v] "+&r"(v), [t] "=&r"(t), [ok] "=&r"(ok), [next] "+m"(*next), [cs] "=m"(*cs)
+      : [bias] "m"(*bias), [me] "r"(me)
+      : "memory", "cc");
   *out = v;
   return ok;
 }

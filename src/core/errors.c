@@ -10,8 +10,8 @@
 
 const char *idgen_strerror(int code) {
   switch (code) {
-#define IDGEN__ERRNO_MSG(name, value, msg) \
-  case value:                              \
+#define IDGEN__ERRNO_MSG(name, value, msg)                                                         \
+  case value:                                                                                      \
     return msg;
     IDGEN_ERRNO_MAP(IDGEN__ERRNO_MSG)
 #undef IDGEN__ERRNO_MSG
@@ -24,8 +24,8 @@ const char *idgen_strerror(int code) {
 
 const char *idgen_err_name(int code) {
   switch (code) {
-#define IDGEN__ERRNO_NAME(name, value, msg) \
-  case value:                               \
+#define IDGEN__ERRNO_NAME(name, value, msg)                                                        \
+  case value:                                                                                      \
     return #name;
     IDGEN_ERRNO_MAP(IDGEN__ERRNO_NAME)
 #undef IDGEN__ERRNO_NAME

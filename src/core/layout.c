@@ -86,8 +86,8 @@ static int node_set_n(const idgen_layout_t *l, const char *name, size_t nlen, co
     char names[256] = "";
     for (int j = 0; j < l->nfields; j++)
       if (l->fields[j].kind == IDGEN_FIELD_NODE)
-        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
-                 names[0] ? ", " : "", l->fields[j].name);
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "",
+                 l->fields[j].name);
     return idgen__err(err, errlen, IDGEN_EINVAL,
                       "\"%s\" is not a node field of the layout (its node fields: %s)",
                       IDGEN_QUOTE(name, nlen, '"', 40), names[0] ? names : "none");
@@ -199,8 +199,7 @@ static int parse_unit(const char *s, size_t len, int64_t *unit_ms) {
     mult = 1000;
   else
     return -1;
-  if (parse_dec(s, dl, (uint64_t)UNIT_MAX_MS, &n) < 0 || n == 0 ||
-      n * mult > (uint64_t)UNIT_MAX_MS)
+  if (parse_dec(s, dl, (uint64_t)UNIT_MAX_MS, &n) < 0 || n == 0 || n * mult > (uint64_t)UNIT_MAX_MS)
     return -1;
   *unit_ms = (int64_t)(n * mult);
   return 0;
@@ -232,8 +231,7 @@ static int preset_list(char *buf, size_t n) {
 #define ITEM_QUOTE(s, n) IDGEN_QUOTE((s), (n), '"', 48)
 
 /* Parses one "NAME:BITS[@UNIT]" item into l->fields[l->nfields]. */
-static int parse_field(idgen_layout_t *l, const char *s, size_t len, char *err,
-                       size_t errlen) {
+static int parse_field(idgen_layout_t *l, const char *s, size_t len, char *err, size_t errlen) {
   const char *colon = memchr(s, ':', len);
   size_t nlen = (size_t)(colon - s);
   const char *w = colon + 1;
@@ -254,13 +252,12 @@ static int parse_field(idgen_layout_t *l, const char *s, size_t len, char *err,
   if (l->nfields == IDGEN_LAYOUT_MAX_FIELDS)
     return LAYOUT_ERR("more than %d fields", IDGEN_LAYOUT_MAX_FIELDS);
   if (parse_dec(w, bitslen, 1000, &bits) < 0)
-    return LAYOUT_ERR("field \"%.*s\" has bad width \"%s\" (use a number of bits)",
-                      (int)nlen, s, ITEM_QUOTE(w, bitslen));
+    return LAYOUT_ERR("field \"%.*s\" has bad width \"%s\" (use a number of bits)", (int)nlen, s,
+                      ITEM_QUOTE(w, bitslen));
   if (bits == 0)
     return LAYOUT_ERR("field \"%.*s\" has 0 bits; each field needs at least 1", (int)nlen, s);
   if (bits > 63)
-    return LAYOUT_ERR("field \"%.*s\" has %" PRIu64 " bits, more than 63", (int)nlen, s,
-                      bits);
+    return LAYOUT_ERR("field \"%.*s\" has %" PRIu64 " bits, more than 63", (int)nlen, s, bits);
 
   idgen_field_t *f = &l->fields[l->nfields];
   memcpy(f->name, s, nlen);
@@ -390,8 +387,8 @@ int idgen_layout_format(const idgen_layout_t *l, char *buf, size_t buflen) {
     const idgen_field_t *f = &l->fields[i];
     if (f->kind == IDGEN_FIELD_TIME) {
       int secs = l->unit_ms % 1000 == 0;
-      n = snprintf(buf + off, buflen - off, "%stime:%d@%" PRId64 "%s", i ? "," : "",
-                   f->bits, secs ? l->unit_ms / 1000 : l->unit_ms, secs ? "s" : "ms");
+      n = snprintf(buf + off, buflen - off, "%stime:%d@%" PRId64 "%s", i ? "," : "", f->bits,
+                   secs ? l->unit_ms / 1000 : l->unit_ms, secs ? "s" : "ms");
     } else {
       n = snprintf(buf + off, buflen - off, "%s%s:%d", i ? "," : "", f->name, f->bits);
     }
@@ -423,9 +420,7 @@ int64_t idgen_layout_sign_bit_ms(const idgen_layout_t *l) {
   return l->epoch_ms + (int64_t)(UINT64_C(1) << (t->bits - 1)) * l->unit_ms;
 }
 
-static uint64_t field_max(const idgen_field_t *f) {
-  return (UINT64_C(1) << f->bits) - 1;
-}
+static uint64_t field_max(const idgen_field_t *f) { return (UINT64_C(1) << f->bits) - 1; }
 
 int idgen_layout_compose(const idgen_layout_t *l, int64_t unix_ms, const uint64_t *values,
                          uint64_t *id, char *err, size_t errlen) {
@@ -433,14 +428,14 @@ int idgen_layout_compose(const idgen_layout_t *l, int64_t unix_ms, const uint64_
   if (unix_ms < l->epoch_ms) {
     idgen_time_format(unix_ms, tbuf);
     idgen_time_format(l->epoch_ms, ebuf);
-    return idgen__err(err, errlen, IDGEN_ERANGE, "time %s is before the layout epoch %s",
-                      tbuf, ebuf);
+    return idgen__err(err, errlen, IDGEN_ERANGE, "time %s is before the layout epoch %s", tbuf,
+                      ebuf);
   }
   if (unix_ms >= idgen_layout_horizon_ms(l)) {
     idgen_time_format(unix_ms, tbuf);
     idgen_time_format(idgen_layout_horizon_ms(l), ebuf);
-    return idgen__err(err, errlen, IDGEN_ERANGE,
-                      "time %s is past the layout's horizon %s", tbuf, ebuf);
+    return idgen__err(err, errlen, IDGEN_ERANGE, "time %s is past the layout's horizon %s", tbuf,
+                      ebuf);
   }
   uint64_t v = 0;
   for (int i = 0; i < l->nfields; i++) {
@@ -482,8 +477,8 @@ int idgen_snowflake_parse(const idgen_layout_t *l, const char *s, size_t len, ui
         return idgen__err(err, errlen, IDGEN_EPARSE,
                           "character '%s' at position %zu is not a digit",
                           IDGEN_QUOTE(&s[i], 1, '\'', 4), i + 1);
-      return idgen__err(err, errlen, IDGEN_EPARSE,
-                        "byte 0x%02x at position %zu is not a digit", c, i + 1);
+      return idgen__err(err, errlen, IDGEN_EPARSE, "byte 0x%02x at position %zu is not a digit", c,
+                        i + 1);
     }
     /* The digits so far, and what follows them unread: quoted. */
     if (v > (UINT64_MAX - (c - '0')) / 10)

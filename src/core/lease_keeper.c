@@ -52,27 +52,27 @@ struct idgen__keeper {
   idgen_lease_t *lease;
   idgen__lease_bind_t *bind; /* the lease's table */
   int64_t ttl_ms, step_ms, margin_ms;
-  int expires;               /* the lease expires unless renewed (network) */
+  int expires; /* the lease expires unless renewed (network) */
   pthread_t io, watch;
-  int threads;               /* how many of them run */
+  int threads; /* how many of them run */
   pthread_mutex_t mu;
-  pthread_cond_t io_cv;      /* wakes the I/O thread: poke, stop */
-  pthread_cond_t watch_cv;   /* wakes the watchdog: a new deadline, stop */
-  pthread_cond_t mark_cv;    /* wakes callers waiting for the ceiling */
+  pthread_cond_t io_cv;    /* wakes the I/O thread: poke, stop */
+  pthread_cond_t watch_cv; /* wakes the watchdog: a new deadline, stop */
+  pthread_cond_t mark_cv;  /* wakes callers waiting for the ceiling */
   /* Under mu: */
   int stop, poke, valid, fenced;
-  int failing;               /* the last renewal failed (reason says why) */
-  int writing;               /* a mark write is under way */
-  int mark_failing;          /* the last mark write failed (not fenced) */
-  uint64_t want;             /* the highest state a waiting call needs */
-  int64_t deadline;          /* CLOCK_MONOTONIC ms until which the lease is
+  int failing;             /* the last renewal failed (reason says why) */
+  int writing;             /* a mark write is under way */
+  int mark_failing;        /* the last mark write failed (not fenced) */
+  uint64_t want;           /* the highest state a waiting call needs */
+  int64_t deadline;        /* CLOCK_MONOTONIC ms until which the lease is
                               * valid; INT64_MAX for one that does not expire */
-  int64_t renewed_at;        /* CLOCK_MONOTONIC ms of the last renewal's answer */
-  int64_t next_renew;        /* CLOCK_MONOTONIC ms */
-  int64_t mark_ms;           /* durable */
-  int64_t mark_retry_at;     /* CLOCK_MONOTONIC ms: no mark write before it
+  int64_t renewed_at;      /* CLOCK_MONOTONIC ms of the last renewal's answer */
+  int64_t next_renew;      /* CLOCK_MONOTONIC ms */
+  int64_t mark_ms;         /* durable */
+  int64_t mark_retry_at;   /* CLOCK_MONOTONIC ms: no mark write before it
                               * (after a failure, also when poked) */
-  idgen_lease_info_t info;   /* the lease as of the last registry call */
+  idgen_lease_info_t info; /* the lease as of the last registry call */
   uint64_t renewals, renew_failures, mark_writes, mark_waits, mark_failures;
   char reason[256];
 };
@@ -281,8 +281,7 @@ static int cond_init_mono(pthread_cond_t *c) {
   return rc;
 }
 
-int idgen__keeper_start(idgen_snowflake_gen_t *g, idgen_lease_t *lease, char *err,
-                        size_t errlen) {
+int idgen__keeper_start(idgen_snowflake_gen_t *g, idgen_lease_t *lease, char *err, size_t errlen) {
   idgen__lease_bind_t *bind = idgen__lease_bind(lease);
   if (atomic_exchange(&bind->bound, 1))
     return idgen__err(err, errlen, IDGEN_EINVAL,

@@ -37,8 +37,8 @@
 #define RBUF_SIZE 4096
 
 struct rbuf {
-  unsigned gen;   /* fork generation the bytes belong to */
-  size_t pos;     /* bytes before pos are used */
+  unsigned gen; /* fork generation the bytes belong to */
+  size_t pos;   /* bytes before pos are used */
   unsigned char bytes[RBUF_SIZE];
 };
 
@@ -212,8 +212,8 @@ int idgen__lock_acquire_slow(idgen__lock_t *l) {
     unsigned v = atomic_load_explicit(&l->word, memory_order_relaxed);
     if ((v >> 1) != (gen & (~0u >> 1))) {
       /* First use since fork(): whatever the parent held is gone. */
-      if (atomic_compare_exchange_weak_explicit(&l->word, &v, (gen << 1) | 1u,
-                                                memory_order_acquire, memory_order_relaxed))
+      if (atomic_compare_exchange_weak_explicit(&l->word, &v, (gen << 1) | 1u, memory_order_acquire,
+                                                memory_order_relaxed))
         return 1;
       continue;
     }

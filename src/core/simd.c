@@ -102,8 +102,8 @@ VBMI int idgen__ulid_decode_vbmi(const char *s, int lenient, uint8_t *out) {
                                      16, 17, 18, 19, 20, 21, 22, 23, 24, 25};
   __m256i vals = _mm256_maskz_permutexvar_epi8(~0x3fu, _mm256_loadu_si256((const void *)shift6),
                                                _mm512_castsi512_si256(v));
-  __m256i w10 = _mm256_maddubs_epi16(vals, _mm256_set1_epi16(0x0120));          /* a*32+b */
-  __m256i w20 = _mm256_madd_epi16(w10, _mm256_set1_epi32(0x00010400));          /* a*1024+b */
+  __m256i w10 = _mm256_maddubs_epi16(vals, _mm256_set1_epi16(0x0120)); /* a*32+b */
+  __m256i w20 = _mm256_madd_epi16(w10, _mm256_set1_epi32(0x00010400)); /* a*1024+b */
   /* Each qword: low dword A (first 20 bits), high dword B: want A << 20 | B. */
   __m256i a20 = _mm256_and_si256(w20, _mm256_set1_epi64x(0xfffff));
   __m256i q40 = _mm256_or_si256(_mm256_slli_epi64(a20, 20), _mm256_srli_epi64(w20, 32));
@@ -111,8 +111,7 @@ VBMI int idgen__ulid_decode_vbmi(const char *s, int lenient, uint8_t *out) {
    * character above 7 overflows 128 bits. */
   if ((uint64_t)_mm256_extract_epi64(q40, 0) >> 8)
     return -1;
-  static const uint8_t gather[32] = {0,  12, 11, 10, 9,  8,  20, 19, 18, 17, 16,
-                                     28, 27, 26, 25, 24};
+  static const uint8_t gather[32] = {0, 12, 11, 10, 9, 8, 20, 19, 18, 17, 16, 28, 27, 26, 25, 24};
   __m256i bytes = _mm256_permutexvar_epi8(_mm256_loadu_si256((const void *)gather), q40);
   _mm_storeu_si128((__m128i *)out, _mm256_castsi256_si128(bytes));
   return 0;
@@ -129,7 +128,7 @@ VBMI int idgen__ulid_decode_vbmi(const char *s, int lenient, uint8_t *out) {
  * overlapping 16-byte stores (characters 11-15 twice, equal). */
 VBMI static void ulid_encode_simd(uint64_t hi, uint64_t lo, char *out) {
   static const uint8_t offsets[32] = {59, 54, 49, 44, 39, 34, 29, 24, 35, 30, 25, 20, 15, 10, 5, 0,
-                                      35, 30, 25, 20, 15, 10, 5,  0,  30, 25, 20, 15, 10, 5, 0, 0};
+                                      35, 30, 25, 20, 15, 10, 5,  0,  30, 25, 20, 15, 10, 5,  0, 0};
   static const char alphabet[33] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
   __m256i windows = _mm256_set_epi64x((long long)lo, (long long)(hi << 29 | lo >> 35),
                                       (long long)(hi << 14 | lo >> 50), (long long)(hi >> 2));
@@ -185,8 +184,8 @@ AVX2 static inline __m256i is(__m256i x, char c) {
 AVX2 int idgen__ulid_decode_avx2(const char *s, int lenient, uint8_t *out) {
   __m128i a = _mm_loadu_si128((const __m128i *)s);
   __m128i b = _mm_loadu_si128((const __m128i *)(s + 10));
-  a = _mm_or_si128(_mm_slli_si128(a, 6), _mm_setr_epi8('0', '0', '0', '0', '0', '0', 0, 0, 0, 0,
-                                                       0, 0, 0, 0, 0, 0));
+  a = _mm_or_si128(_mm_slli_si128(a, 6),
+                   _mm_setr_epi8('0', '0', '0', '0', '0', '0', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
   __m256i c = _mm256_set_m128i(b, a);
   const __m256i nibble = _mm256_set1_epi8(0x0f);
   __m256i lo = _mm256_and_si256(c, nibble);
@@ -203,17 +202,17 @@ AVX2 int idgen__ulid_decode_avx2(const char *s, int lenient, uint8_t *out) {
                                     _mm256_cmpeq_epi8(row, _mm256_set1_epi8(2)));
   vals = _mm256_blendv_epi8(vals, _mm256_shuffle_epi8(p_to_z, lo),
                             _mm256_cmpeq_epi8(row, _mm256_set1_epi8(4)));
-  __m256i w10 = _mm256_maddubs_epi16(vals, _mm256_set1_epi16(0x0120));          /* a*32+b */
-  __m256i w20 = _mm256_madd_epi16(w10, _mm256_set1_epi32(0x00010400));          /* a*1024+b */
+  __m256i w10 = _mm256_maddubs_epi16(vals, _mm256_set1_epi16(0x0120)); /* a*32+b */
+  __m256i w20 = _mm256_madd_epi16(w10, _mm256_set1_epi32(0x00010400)); /* a*1024+b */
   __m256i a20 = _mm256_and_si256(w20, _mm256_set1_epi64x(0xfffff));
   __m256i q40 = _mm256_or_si256(_mm256_slli_epi64(a20, 20), _mm256_srli_epi64(w20, 32));
   if ((uint64_t)_mm_cvtsi128_si64(_mm256_castsi256_si128(q40)) >> 8) /* above 128 bits */
     return -1;
   /* Byte 0 of qword 0, then bytes 4..0 of qwords 1, 2 and 3, each lane's
    * share in its own bytes of the 16. */
-  const __m256i gather = _mm256_setr_epi8(0, 12, 11, 10, 9, 8, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                          -1, -1, -1, -1, -1, -1, -1, 4, 3, 2, 1, 0, 12, 11, 10,
-                                          9, 8);
+  const __m256i gather =
+      _mm256_setr_epi8(0, 12, 11, 10, 9, 8, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                       -1, -1, 4, 3, 2, 1, 0, 12, 11, 10, 9, 8);
   __m256i g = _mm256_shuffle_epi8(q40, gather);
   _mm_storeu_si128((__m128i *)out,
                    _mm_or_si128(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1)));
@@ -229,12 +228,11 @@ AVX2 int idgen__uuid_parse36_avx2(const char *s, uint8_t *out) {
   const unsigned dashes = 1u << 8 | 1u << 13 | 1u << 18 | 1u << 23;
   if (((unsigned)_mm256_movemask_epi8(is(v1, '-')) & dashes) != dashes)
     return -1;
-  const __m256i from1 = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, -1, -1,
-                                         3, 4, 5, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                         -1);
-  const __m256i from2 = _mm256_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                         12, 13, -1, -1, -1, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
-                                         14, 15);
+  const __m256i from1 = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, -1, -1, 3,
+                                         4, 5, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i from2 =
+      _mm256_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 12, 13, -1, -1, -1,
+                       -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   __m256i c = _mm256_or_si256(_mm256_shuffle_epi8(v1, from1), _mm256_shuffle_epi8(v2, from2));
   __m256i digit = in_range(c, '0', '9');
   __m256i alpha = in_range(_mm256_or_si256(c, _mm256_set1_epi8(0x20)), 'a', 'f');

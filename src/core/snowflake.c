@@ -110,8 +110,7 @@ static uint64_t seq_start(const idgen_snowflake_gen_t *g) {
 }
 
 static inline uint64_t compose(const idgen_snowflake_gen_t *g, uint64_t v) {
-  return g->node_bits | ((v >> g->seq_bits) << g->time_shift) |
-         ((v & g->seq_mask) << g->seq_shift);
+  return g->node_bits | ((v >> g->seq_bits) << g->time_shift) | ((v & g->seq_mask) << g->seq_shift);
 }
 
 static int refuse(idgen_snowflake_gen_t *g) {
@@ -315,7 +314,7 @@ static int reserved_check(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w) {
   int64_t t_ns = now_ns(g), ms = idgen__ns_to_ms(t_ns);
   if (ms < g->epoch)
     return refuse(g); /* stepped back past the epoch while waiting */
-  see(g, ms); /* a tick reached by waiting, then stepped back from, is a step */
+  see(g, ms);         /* a tick reached by waiting, then stepped back from, is a step */
   int64_t target_ms = g->epoch + (int64_t)(w->last >> g->seq_bits) * g->unit - g->borrow_ms;
   if (target_ms <= ms) /* and the lease did not go while it waited */
     return w->last <= atomic_load_explicit(&g->ceiling, memory_order_acquire) ? 0 : IDGEN_ELEASE;
@@ -359,9 +358,8 @@ static int64_t remote_wait(idgen_snowflake_gen_t *g, uint64_t want) {
   if (c == 0)
     return IDGEN_ELEASE;
   uint64_t cur = atomic_load_explicit(&g->remote_want, memory_order_relaxed);
-  while (cur < want && !atomic_compare_exchange_weak_explicit(&g->remote_want, &cur, want,
-                                                             memory_order_relaxed,
-                                                             memory_order_relaxed))
+  while (cur < want && !atomic_compare_exchange_weak_explicit(
+                           &g->remote_want, &cur, want, memory_order_relaxed, memory_order_relaxed))
     ;
   return IDGEN_EAGAIN;
 }
@@ -443,10 +441,9 @@ static int run(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms, 
     /* Reserved: counted once, as waiting out a used-up tick or as waiting
      * for the clock beyond it (or for a clock that stepped back). */
     int64_t target_ms = g->epoch + (int64_t)(last >> g->seq_bits) * g->unit - g->borrow_ms;
-    atomic_fetch_add_explicit(target_ms <= tick_end_ms(g, ms) && !w->stepped
-                                  ? &g->sequence_exhausted
-                                  : &g->clock_waits,
-                              1, memory_order_relaxed);
+    atomic_fetch_add_explicit(
+        target_ms <= tick_end_ms(g, ms) && !w->stepped ? &g->sequence_exhausted : &g->clock_waits,
+        1, memory_order_relaxed);
     w->phase = PHASE_RESERVED;
   }
 }
@@ -487,7 +484,7 @@ static inline __attribute__((always_inline)) uint64_t take(idgen_snowflake_gen_t
  * the value is taken: a fence (ceiling 0) that comes before the take in
  * `next`'s order is seen (DESIGN §11). */
 static inline __attribute__((always_inline)) int fast_try(idgen_snowflake_gen_t *g, uint64_t base,
-                                                           uint64_t *id, int owner) {
+                                                          uint64_t *id, int owner) {
   uint64_t c = take(g, owner);
   if (IDGEN_LIKELY(c - base <= g->fast_span &&
                    c <= atomic_load_explicit(&g->ceiling, memory_order_relaxed))) {
@@ -505,9 +502,8 @@ static inline __attribute__((always_inline)) int fast_try(idgen_snowflake_gen_t 
 /* The hot path's other cases (`a`: g->seen as loaded): the first call of a
  * millisecond, which records it; a reading below `seen` (the clock stepped
  * back, or another thread's reading is newer); and the generator ahead. */
-static __attribute__((noinline)) int fast_other(idgen_snowflake_gen_t *g, uint64_t x,
-                                                uint64_t base, uint64_t *id, int owner,
-                                                uint64_t a) {
+static __attribute__((noinline)) int fast_other(idgen_snowflake_gen_t *g, uint64_t x, uint64_t base,
+                                                uint64_t *id, int owner, uint64_t a) {
   while ((a & ~SEEN_AHEAD) < x &&
          !atomic_compare_exchange_weak_explicit(&g->seen, &a, (a & SEEN_AHEAD) | x,
                                                 memory_order_relaxed, memory_order_relaxed))
@@ -526,8 +522,7 @@ static __attribute__((noinline)) int fast_other(idgen_snowflake_gen_t *g, uint64
  * fast_take.  `seen` equal to x says both that x is recorded and that the
  * generator is not ahead: one comparison, as the flag's test was. */
 static inline __attribute__((always_inline)) int fast_body(idgen_snowflake_gen_t *g, uint64_t x,
-                                                            uint64_t base, uint64_t *id,
-                                                            int owner) {
+                                                           uint64_t base, uint64_t *id, int owner) {
   uint64_t a = atomic_load_explicit(&g->seen, memory_order_relaxed);
   if (IDGEN_LIKELY(a == x))
     return fast_try(g, base, id, owner);
@@ -558,8 +553,8 @@ static int bias_enter_slow(idgen_snowflake_gen_t *g, uintptr_t me) {
       continue;
     }
     if (!(b & BIAS_REVOKING)) {
-      atomic_compare_exchange_strong_explicit(&g->bias, &b, b | BIAS_REVOKING,
-                                              memory_order_acq_rel, memory_order_acquire);
+      atomic_compare_exchange_strong_explicit(&g->bias, &b, b | BIAS_REVOKING, memory_order_acq_rel,
+                                              memory_order_acquire);
       continue;
     }
     /* Owned by another thread and marked.  The barrier restarts every
@@ -587,7 +582,7 @@ static inline int bias_enter(idgen_snowflake_gen_t *g, uintptr_t me) {
 /* The hot path: one fetch_add when the clock allows it.  1 with *id, or 0
  * for the slow path (nothing issued). */
 static inline __attribute__((always_inline)) int fast_take(idgen_snowflake_gen_t *g, int64_t ms,
-                                                            uint64_t *id) {
+                                                           uint64_t *id) {
   if (IDGEN_UNLIKELY(!g->fast))
     return 0;
   /* Unsigned: a clock before the epoch gives a huge x and takes the slow path. */
@@ -635,7 +630,7 @@ int idgen__sf_next_n_async_from(idgen_snowflake_gen_t *g, uint64_t *ids, size_t 
 }
 
 int idgen_snowflake_gen_next_n_async(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n,
-                                 idgen_snowflake_wait_t *w) {
+                                     idgen_snowflake_wait_t *w) {
   return idgen__sf_next_n_async_from(g, ids, n, w, 0);
 }
 
@@ -707,9 +702,8 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
     s = &defaults;
   }
   if (s->max_borrow_ms < 0 || s->max_borrow_ms > BORROW_MAX_MS)
-    return idgen__err(err, errlen, IDGEN_ERANGE,
-                      "max_borrow_ms %" PRId64 " out of range 0..%lld", s->max_borrow_ms,
-                      BORROW_MAX_MS);
+    return idgen__err(err, errlen, IDGEN_ERANGE, "max_borrow_ms %" PRId64 " out of range 0..%lld",
+                      s->max_borrow_ms, BORROW_MAX_MS);
   if (s->max_wait_ms < 0 || s->max_wait_ms > WAIT_MAX_MS)
     return idgen__err(err, errlen, IDGEN_ERANGE, "max_wait_ms %" PRId64 " out of range 0..%lld",
                       s->max_wait_ms, WAIT_MAX_MS);
@@ -797,8 +791,8 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
   if (ms < l->epoch_ms) {
     idgen_time_format(l->epoch_ms, date);
     idgen_time_format(ms, now_buf);
-    return idgen__err(err, errlen, IDGEN_ECLOCK, "clock %s is before the layout epoch %s",
-                      now_buf, date);
+    return idgen__err(err, errlen, IDGEN_ECLOCK, "clock %s is before the layout epoch %s", now_buf,
+                      date);
   }
   if (s->lease != NULL) {
     /* Start above everything the worker ID's earlier holders may have
@@ -824,7 +818,7 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
 }
 
 int idgen_snowflake_gen_new(idgen_snowflake_gen_t **out, const idgen_layout_t *l,
-                        const idgen_snowflake_settings_t *s, char *err, size_t errlen) {
+                            const idgen_snowflake_settings_t *s, char *err, size_t errlen) {
   *out = NULL;
   /* aligned_alloc wants a size that is a multiple of the alignment. */
   idgen_snowflake_gen_t *g = aligned_alloc(IDGEN_CACHELINE, gen_size());
@@ -842,8 +836,7 @@ int idgen_snowflake_gen_new(idgen_snowflake_gen_t **out, const idgen_layout_t *l
 size_t idgen_snowflake_gen_shared_size(void) { return gen_size(); }
 
 int idgen_snowflake_gen_init_shared(void *mem, const idgen_layout_t *l,
-                                    const idgen_snowflake_settings_t *s, char *err,
-                                    size_t errlen) {
+                                    const idgen_snowflake_settings_t *s, char *err, size_t errlen) {
   if (mem == NULL || (uintptr_t)mem % IDGEN_CACHELINE != 0)
     return idgen__err(err, errlen, IDGEN_EINVAL,
                       "shared generator memory must be aligned to %d bytes", IDGEN_CACHELINE);

@@ -29,8 +29,8 @@ struct idgen_snowflake_gen {
   int64_t unit;
   int64_t borrow_ms;
   int64_t wait_ms;
-  uint64_t node_bits;      /* all node fields, already in place */
-  unsigned seq_bits;       /* S */
+  uint64_t node_bits; /* all node fields, already in place */
+  unsigned seq_bits;  /* S */
   unsigned seq_shift;
   unsigned time_shift;
   uint64_t seq_mask;
@@ -40,8 +40,8 @@ struct idgen_snowflake_gen {
   uint64_t fast_span;      /* hot path: c - (x << S) must be <= this */
   int fast;                /* hot path usable */
   int random_start;
-  int clock_kind;          /* CLOCK_KIND_*: where now_ms() reads the time */
-  idgen_clock_t clock;     /* clock.now_ns == NULL: the system clock */
+  int clock_kind;      /* CLOCK_KIND_*: where now_ms() reads the time */
+  idgen_clock_t clock; /* clock.now_ns == NULL: the system clock */
   unsigned fork_gen;
   /* Made by idgen_snowflake_gen_init_shared in memory shared by processes:
    * no fork check; only the process `owner` (which made it and holds its

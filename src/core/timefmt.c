@@ -64,8 +64,7 @@ int idgen_time_format(int64_t unix_ms, char *buf) {
   int64_t msday = unix_ms - days * 86400000;
   int n = idgen__date_format(unix_ms, buf);
   return n + sprintf(buf + n, "T%02d:%02d:%02d.%03dZ", (int)(msday / 3600000),
-                     (int)(msday / 60000 % 60), (int)(msday / 1000 % 60),
-                     (int)(msday % 1000));
+                     (int)(msday / 60000 % 60), (int)(msday / 1000 % 60), (int)(msday % 1000));
 }
 
 /* Reads exactly `n` digits at s[*i]; returns -1 if any is not a digit. */

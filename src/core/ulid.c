@@ -67,9 +67,9 @@ static inline void enc_pairs(char *o, uint64_t v, int k) {
 }
 
 static inline void encode_scalar(uint64_t hi, uint64_t lo, char *out) {
-  enc_pairs(out, hi >> 16, 5);                                /* time: 50 bits */
-  enc_pairs(out + 10, (hi & 0xffff) << 24 | lo >> 40, 4);    /* random 79..40 */
-  enc_pairs(out + 18, lo & ((UINT64_C(1) << 40) - 1), 4);    /* random 39..0 */
+  enc_pairs(out, hi >> 16, 5);                            /* time: 50 bits */
+  enc_pairs(out + 10, (hi & 0xffff) << 24 | lo >> 40, 4); /* random 79..40 */
+  enc_pairs(out + 18, lo & ((UINT64_C(1) << 40) - 1), 4); /* random 39..0 */
   out[26] = '\0';
 }
 
@@ -157,14 +157,14 @@ int idgen_ulid_parse(idgen_ulid_t *out, const char *s, size_t len, idgen_ulid_pa
       n++;
     }
     if (n != IDGEN_ULID_STRLEN)
-      return idgen__err(err, errlen, IDGEN_EPARSE,
-                        "ULID: %zu characters without hyphens, want 26", n);
+      return idgen__err(err, errlen, IDGEN_EPARSE, "ULID: %zu characters without hyphens, want 26",
+                        n);
     s = packed;
   } else if (len != IDGEN_ULID_STRLEN) {
     return idgen__err(err, errlen, IDGEN_EPARSE, "ULID: %zu characters, want 26", len);
   } else {
     int level = idgen__simd_on();
-    if (level >= IDGEN__SIMD_VBMI ? idgen__ulid_decode_vbmi(s, lenient, out->bytes) == 0
+    if (level >= IDGEN__SIMD_VBMI   ? idgen__ulid_decode_vbmi(s, lenient, out->bytes) == 0
         : level == IDGEN__SIMD_AVX2 ? idgen__ulid_decode_avx2(s, lenient, out->bytes) == 0
                                     : 0)
       return 0;
@@ -195,12 +195,12 @@ void idgen_ulid_from_uuid(const idgen_uuid_t *u, idgen_ulid_t *out) {
 }
 
 struct idgen_ulid_gen {
-  idgen__gen128_t c;    /* lock, clock, random source */
+  idgen__gen128_t c; /* lock, clock, random source */
   /* -1: nothing issued (in this process).  Written under the lock; also
    * read without it, for the guess whether a millisecond is new. */
   _Atomic int64_t last_ms;
-  uint16_t last_hi;     /* random bits 79..64 */
-  uint64_t last_lo;     /* random bits 63..0 */
+  uint16_t last_hi; /* random bits 79..64 */
+  uint64_t last_lo; /* random bits 63..0 */
 };
 
 int idgen_ulid_gen_new(idgen_ulid_gen_t **out, const idgen_gen128_settings_t *s) {

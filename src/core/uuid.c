@@ -86,7 +86,7 @@ int idgen_uuid_parse(idgen_uuid_t *u, const char *s, size_t len, char *err, size
   int hyphens = len == 36;
   unsigned bad;
   int level = hyphens ? idgen__simd_on() : IDGEN__SIMD_OFF;
-  if (level >= IDGEN__SIMD_VBMI ? idgen__uuid_parse36_vbmi(s, u->bytes) == 0
+  if (level >= IDGEN__SIMD_VBMI   ? idgen__uuid_parse36_vbmi(s, u->bytes) == 0
       : level == IDGEN__SIMD_AVX2 ? idgen__uuid_parse36_avx2(s, u->bytes) == 0
                                   : 0)
     return 0;
@@ -144,7 +144,7 @@ int idgen_uuid7_make(idgen_uuid_t *out) {
  * drawn inside it after fork() reset the state or when the counter is used
  * up. */
 struct idgen_uuid7_gen {
-  idgen__gen128_t c;   /* lock, clock, random source */
+  idgen__gen128_t c; /* lock, clock, random source */
   /* -1: nothing issued (in this process).  Written under the lock; also
    * read without it, for the guess whether a millisecond is new. */
   _Atomic int64_t last_ms;

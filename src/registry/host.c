@@ -100,15 +100,19 @@ static const struct {
   unsigned prefix;
   const char *what;
 } shared_v4[] = {
-    {0xAC110000u, 16, "an address of Docker's default bridge network (docker0 is 172.17.0.1 "
-                      "and containers are given 172.17.0.2, .3, ... in the same order on every "
-                      "Docker host)"},
-    {0xC0A87A00u, 24, "an address of libvirt's default network (virbr0 is 192.168.122.1 and "
-                      "guests are leased addresses from the same range on every libvirt host)"},
-    {0x0A580000u, 16, "an address of Podman's default network (the same order of addresses on "
-                      "every Podman host)"},
-    {0x0A00020Fu, 32, "the guest address of QEMU's and VirtualBox's user-mode NAT, the same "
-                      "in every such VM"},
+    {0xAC110000u, 16,
+     "an address of Docker's default bridge network (docker0 is 172.17.0.1 "
+     "and containers are given 172.17.0.2, .3, ... in the same order on every "
+     "Docker host)"},
+    {0xC0A87A00u, 24,
+     "an address of libvirt's default network (virbr0 is 192.168.122.1 and "
+     "guests are leased addresses from the same range on every libvirt host)"},
+    {0x0A580000u, 16,
+     "an address of Podman's default network (the same order of addresses on "
+     "every Podman host)"},
+    {0x0A00020Fu, 32,
+     "the guest address of QEMU's and VirtualBox's user-mode NAT, the same "
+     "in every such VM"},
     {0x0A000264u, 32, "the address slirp4netns gives every rootless container"},
 };
 
@@ -129,17 +133,21 @@ static const struct {
   unsigned len;
   const char *what;
 } shared_mac[] = {
-    {{0x02, 0x42, 0xac, 0x11}, 4, "a MAC Docker derives from an address of its default "
-                                  "bridge network, the same on every Docker host"},
-    {{0x52, 0x54, 0x00, 0x12, 0x34, 0x56}, 6, "QEMU's default MAC, the same in every VM "
-                                              "started without one"},
+    {{0x02, 0x42, 0xac, 0x11},
+     4,
+     "a MAC Docker derives from an address of its default "
+     "bridge network, the same on every Docker host"},
+    {{0x52, 0x54, 0x00, 0x12, 0x34, 0x56},
+     6,
+     "QEMU's default MAC, the same in every VM "
+     "started without one"},
 };
 
 /* Name prefixes of the virtual interfaces container and VM tools create. */
 static const char *const virtual_prefixes[] = {"docker", "br-", "virbr", "veth", "cni"};
 
-#define HOST_REMEDY                                                                          \
-  "; give the value by hand (NAME=N, different on every host) or lease it from a registry " \
+#define HOST_REMEDY                                                                                \
+  "; give the value by hand (NAME=N, different on every host) or lease it from a registry "        \
   "(--registry file:DIR, postgres://..., etcd://...)"
 
 static uint64_t low_bits(uint64_t v, unsigned bits) {
@@ -252,13 +260,29 @@ static int take_route(const struct nlmsghdr *h, host_net_t *net) {
   for (const struct rtattr *a = RTM_RTA(rt); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
     size_t n = RTA_PAYLOAD(a);
     switch (a->rta_type) {
-    case RTA_TABLE: if (n >= 4) memcpy(&table, RTA_DATA(a), 4); break;
-    case RTA_PRIORITY: if (n >= 4) memcpy(&metric, RTA_DATA(a), 4); break;
-    case RTA_OIF: if (n >= 4) memcpy(&oif, RTA_DATA(a), 4); break;
-    case RTA_GATEWAY: gw = a; break;
-    case RTA_PREFSRC: src = a; break;
-    case RTA_MULTIPATH: multipath = a; break;
-    default: break;
+    case RTA_TABLE:
+      if (n >= 4)
+        memcpy(&table, RTA_DATA(a), 4);
+      break;
+    case RTA_PRIORITY:
+      if (n >= 4)
+        memcpy(&metric, RTA_DATA(a), 4);
+      break;
+    case RTA_OIF:
+      if (n >= 4)
+        memcpy(&oif, RTA_DATA(a), 4);
+      break;
+    case RTA_GATEWAY:
+      gw = a;
+      break;
+    case RTA_PREFSRC:
+      src = a;
+      break;
+    case RTA_MULTIPATH:
+      multipath = a;
+      break;
+    default:
+      break;
     }
   }
   if (table != RT_TABLE_MAIN) {
@@ -287,9 +311,9 @@ static int take_route(const struct nlmsghdr *h, host_net_t *net) {
 
 /* One rtnetlink dump of `type`, each answer handed to take(); -1 with errno
  * on failure (EAGAIN: the tables changed while being dumped). */
-static int dump(int fd, uint32_t seq, uint16_t type, int (*take)(const struct nlmsghdr *,
-                                                                 host_net_t *),
-                host_net_t *net, char *buf, size_t bufsize) {
+static int dump(int fd, uint32_t seq, uint16_t type,
+                int (*take)(const struct nlmsghdr *, host_net_t *), host_net_t *net, char *buf,
+                size_t bufsize) {
   struct {
     struct nlmsghdr h;
     union {
@@ -313,8 +337,8 @@ static int dump(int fd, uint32_t seq, uint16_t type, int (*take)(const struct nl
   for (;;) {
     struct sockaddr_nl from;
     struct iovec iov = {buf, bufsize};
-    struct msghdr m = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &iov,
-                       .msg_iovlen = 1};
+    struct msghdr m = {
+        .msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &iov, .msg_iovlen = 1};
     ssize_t got = recvmsg(fd, &m, 0);
     if (got < 0 && errno == EINTR)
       continue;
@@ -610,8 +634,8 @@ int idgen_host_node_value(const char *source, unsigned bits, idgen_host_value_t 
       goto done;
     }
     const unsigned char *m = l->mac;
-    snprintf(out->addr, sizeof out->addr, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2],
-             m[3], m[4], m[5]);
+    snprintf(out->addr, sizeof out->addr, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3],
+             m[4], m[5]);
     why = shared_mac_why(m);
     for (size_t k = 0; why == NULL && k < net.naddrs; k++)
       if (net.addrs[k].index == l->index && net.addrs[k].family == AF_INET &&
@@ -646,8 +670,8 @@ int idgen_host_node_resolve(void *ctx, const char *field, unsigned bits, const c
   if (ctx != NULL) { /* "worker=@ip eth0 10.1.2.3 -> 3" after those before */
     char *text = ctx;
     size_t used = strnlen(text, IDGEN_HOST_NODES_MAX - 1);
-    snprintf(text + used, IDGEN_HOST_NODES_MAX - used, "%s%s=%s %s %s -> %" PRIu64,
-             used ? "," : "", field, source, hv.iface, hv.addr, hv.value);
+    snprintf(text + used, IDGEN_HOST_NODES_MAX - used, "%s%s=%s %s %s -> %" PRIu64, used ? "," : "",
+             field, source, hv.iface, hv.addr, hv.value);
   }
   return 0;
 }

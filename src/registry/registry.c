@@ -70,9 +70,10 @@ static const idgen__registry_ops_t *backend_of(const char *uri, const char **res
     *rest = colon ? colon + 1 : "";
     return ops;
   }
-  idgen__err(err, errlen, IDGEN_EINVAL,
-             "registry: unknown scheme in \"%s\" (known: static, file:DIR, postgres://..., etcd://HOST:PORT)",
-             IDGEN_QUOTE(uri, strlen(uri), '"', 100));
+  idgen__err(
+      err, errlen, IDGEN_EINVAL,
+      "registry: unknown scheme in \"%s\" (known: static, file:DIR, postgres://..., etcd://HOST:PORT)",
+      IDGEN_QUOTE(uri, strlen(uri), '"', 100));
   return NULL;
 }
 
@@ -113,8 +114,7 @@ static const idgen__registry_ops_t *parse_uri(const char *uri, char **bare, char
   if (idgen__uri_take_space(uri, *bare, n, space, err, errlen) == 0 &&
       (ops = backend_of(*bare, rest, err, errlen)) != NULL && space[0] != '\0' &&
       ops == &idgen__registry_static) {
-    idgen__err(err, errlen, IDGEN_EINVAL, "registry: static keeps no ID spaces (space=%s)",
-               space);
+    idgen__err(err, errlen, IDGEN_EINVAL, "registry: static keeps no ID spaces (space=%s)", space);
     ops = NULL;
   }
   if (ops == NULL) {
@@ -264,16 +264,19 @@ int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, ch
   *key = 0;
   if (node[0] == '0' && (node[1] == 'x' || node[1] == 'X')) {
     char *end;
-    if (node[2] == '\0' || strlen(node) > 18 || strspn(node + 2, "0123456789abcdefABCDEF") !=
-                                                    strlen(node + 2))
-      return idgen__err(err, errlen, -1, "\"%s\" is not a key in hex (0x and 1 to 16 hex "
-                                         "digits)", IDGEN_QUOTE(node, strlen(node), '"', 40));
+    if (node[2] == '\0' || strlen(node) > 18 ||
+        strspn(node + 2, "0123456789abcdefABCDEF") != strlen(node + 2))
+      return idgen__err(err, errlen, -1,
+                        "\"%s\" is not a key in hex (0x and 1 to 16 hex "
+                        "digits)",
+                        IDGEN_QUOTE(node, strlen(node), '"', 40));
     *key = strtoull(node + 2, &end, 16);
     return 0;
   }
   if (l == NULL)
-    return idgen__err(err, errlen, -1, "the pool's layout is unknown: give the tuple's key in "
-                                       "hex (0x...), as listed");
+    return idgen__err(err, errlen, -1,
+                      "the pool's layout is unknown: give the tuple's key in "
+                      "hex (0x...), as listed");
   unsigned seen = 0;
   uint64_t values[IDGEN_LAYOUT_MAX_FIELDS] = {0};
   /* the one node-list rule: the command's, the daemon's, the extension's */
@@ -284,8 +287,10 @@ int idgen__node_key(const idgen_layout_t *l, const char *node, uint64_t *key, ch
       *key |= values[i] << l->fields[i].shift;
   for (int i = 0; i < l->nfields; i++)
     if (l->fields[i].kind == IDGEN_FIELD_NODE && !(seen >> i & 1))
-      return idgen__err(err, errlen, -1, "node field %s missing (give every node field, as "
-                                         "listed)", l->fields[i].name);
+      return idgen__err(err, errlen, -1,
+                        "node field %s missing (give every node field, as "
+                        "listed)",
+                        l->fields[i].name);
   return 0;
 }
 
@@ -405,12 +410,15 @@ int idgen_lease_field(const idgen_layout_t *l, const char *field, char *err, siz
                       "registry: the layout has no node field to lease (a registry needs one; "
                       "use a layout with a worker field, or no registry)");
   if (f < 0 && field != NULL)
-    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: \"%s\" is not a node field of the "
-                                                 "layout", IDGEN_QUOTE(field, strlen(field), '"', 40));
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: \"%s\" is not a node field of the "
+                      "layout",
+                      IDGEN_QUOTE(field, strlen(field), '"', 40));
   if (f < 0 && nodes > 1)
     return idgen__err(err, errlen, IDGEN_EINVAL,
                       "registry: the layout has %d node fields and none is named worker: name "
-                      "the one to lease (--lease-field)", nodes);
+                      "the one to lease (--lease-field)",
+                      nodes);
   for (int i = 0; f < 0 && i < l->nfields; i++)
     if (l->fields[i].kind == IDGEN_FIELD_NODE)
       f = i;
@@ -419,8 +427,8 @@ int idgen_lease_field(const idgen_layout_t *l, const char *field, char *err, siz
 
 /* The leased field (docs/DESIGN.md §11), the other node fields' bits, and the
  * pool's name. */
-static int make_pool(const idgen_lease_request_t *req, const char *space_path,
-                     idgen__pool_t *p, char *err, size_t errlen) {
+static int make_pool(const idgen_lease_request_t *req, const char *space_path, idgen__pool_t *p,
+                     char *err, size_t errlen) {
   const idgen_layout_t *l = req->layout;
   memset(p, 0, sizeof *p);
   /* A layout that has run out can make no ID whatever its node: say so
@@ -496,7 +504,7 @@ int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req
   l->fork_gen = idgen__fork_gen();
   l->ttl_ms = req->ttl_ms ? req->ttl_ms : IDGEN_LEASE_TTL_DEFAULT_MS;
   l->quarantine_ms = req->quarantine_ms ? req->quarantine_ms : l->ttl_ms;
-  l->mark_step_ms = req->mark_step_ms ? req->mark_step_ms
+  l->mark_step_ms = req->mark_step_ms      ? req->mark_step_ms
                     : r->ops->mark_step_ms ? r->ops->mark_step_ms
                                            : l->ttl_ms;
   int rc = idgen_lease_ttl_check(l->ttl_ms, err, errlen);
@@ -560,8 +568,8 @@ int idgen_lease_renew(idgen_lease_t *l, char *err, size_t errlen) {
   return l->r->ops->renew(l, err, errlen);
 }
 
-int idgen_registry_list(idgen_registry_t *r, idgen_registry_list_cb cb,
-                        void *ctx, char *err, size_t errlen) {
+int idgen_registry_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx, char *err,
+                        size_t errlen) {
   if (r->ops->list == NULL)
     return 0; /* static: nothing is kept */
   return r->ops->list(r, cb, ctx, err, errlen);
@@ -611,8 +619,8 @@ static int space_info(void *ctx, const char *space, const idgen__space_t *s,
   return c->cb(c->ctx, in);
 }
 
-int idgen_registry_spaces(idgen_registry_t *r, idgen_registry_spaces_cb cb, void *ctx,
-                          char *err, size_t errlen) {
+int idgen_registry_spaces(idgen_registry_t *r, idgen_registry_spaces_cb cb, void *ctx, char *err,
+                          size_t errlen) {
   if (r->ops->spaces == NULL)
     return 0; /* static: nothing is kept */
   spaces_ctx_t *c = malloc(sizeof *c);
@@ -663,7 +671,8 @@ int idgen_registry_default_uri(char *buf, size_t n, char *err, size_t errlen) {
    * root, or where an administrator prepared it for a service user. */
   static const char sys[] = "/var/lib/idgen";
   int rc;
-  if (access(sys, W_OK | X_OK) == 0 || (access(sys, F_OK) != 0 && access("/var/lib", W_OK | X_OK) == 0))
+  if (access(sys, W_OK | X_OK) == 0 ||
+      (access(sys, F_OK) != 0 && access("/var/lib", W_OK | X_OK) == 0))
     rc = snprintf(buf, n, "file:%s", sys);
   else if (abs_env("XDG_STATE_HOME"))
     rc = snprintf(buf, n, "file:%s/idgen", abs_env("XDG_STATE_HOME"));
@@ -672,10 +681,12 @@ int idgen_registry_default_uri(char *buf, size_t n, char *err, size_t errlen) {
   else
     return idgen__err(err, errlen, IDGEN_EINVAL,
                       "registry: no default: %s is not writable and neither XDG_STATE_HOME nor "
-                      "HOME is an absolute path; give the registry (file:DIR)", sys);
+                      "HOME is an absolute path; give the registry (file:DIR)",
+                      sys);
   if (rc < 0 || (size_t)rc >= n)
-    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: the default registry's path is too "
-                                                 "long");
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: the default registry's path is too "
+                      "long");
   return 0;
 }
 

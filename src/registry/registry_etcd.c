@@ -85,10 +85,12 @@
 
 /* libcurl, loaded when an etcd:// registry is first opened (registry_int.h,
  * idgen__dynlib_need): every call goes through cu. */
+/* clang-format off */
 #define CURL_FUNCS(X)                                                                   \
   X(curl_easy_cleanup) X(curl_easy_getinfo) X(curl_easy_init) X(curl_easy_perform)         \
   X(curl_easy_reset) X(curl_easy_setopt) X(curl_easy_strerror) X(curl_getdate)             \
   X(curl_global_init) X(curl_slist_append) X(curl_slist_free_all)
+/* clang-format on */
 static void curl_init(void);
 IDGEN__DYNLIB(cu, libcurl, CURL_FUNCS, "libcurl.so.4", "libcurl4 or libcurl4t64", curl_init);
 /* curl's global set-up, once, as the library is loaded (under the loading
@@ -101,31 +103,33 @@ static void curl_init(void) { cu.curl_global_init(CURL_GLOBAL_ALL); }
 #define CONNECT_TIMEOUT_MS 2000
 #define ACQUIRE_ROUNDS 64
 #define MAX_ENDPOINTS 16
-#define KEY_MAX 512     /* PREFIX/POOL/node/KEY */
-#define VALUE_MAX 256   /* a record: 19 + 1 + 20 + 1 + holder */
+#define KEY_MAX 512   /* PREFIX/POOL/node/KEY */
+#define VALUE_MAX 256 /* a record: 19 + 1 + 20 + 1 + holder */
 
 typedef struct etcd {
-  pthread_mutex_t mu;   /* guards the rest */
-  CURL *curl;           /* NULL: made at the next request */
-  unsigned fork_gen;    /* the process that owns mu and curl */
+  pthread_mutex_t mu; /* guards the rest */
+  CURL *curl;         /* NULL: made at the next request */
+  unsigned fork_gen;  /* the process that owns mu and curl */
   struct curl_slist *headers;
-  int n_endpoints, cur; /* cur: the endpoint that answered last */
+  int n_endpoints, cur;              /* cur: the endpoint that answered last */
   char endpoint[MAX_ENDPOINTS][300]; /* "http://host:port" */
   char prefix[128];
   char user[128], password[256], token[1024];
   char cacert[1024], cert[1024], key[1024];
   int tls;
-  char *body;           /* the last reply */
+  char *body; /* the last reply */
   size_t len, cap;
-  time_t date;          /* the last reply's Date header; 0 if none */
-  long timeout_ms;      /* a request's; 0: REQUEST_TIMEOUT_MS */
+  time_t date;     /* the last reply's Date header; 0 if none */
+  long timeout_ms; /* a request's; 0: REQUEST_TIMEOUT_MS */
 } etcd_t;
 
 /* ---- the URI ----------------------------------------------------------------- */
 
 static int hexval(int c) {
-  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                      : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+  return c >= '0' && c <= '9'   ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                : -1;
 }
 
 /* Percent-decodes src[0..n) into dst[dstlen]: 0, or -1 if malformed, a
@@ -410,7 +414,7 @@ static int post_once(etcd_t *e, int i, const char *path, const char *body, json_
   long timeout = e->timeout_ms > 0 ? e->timeout_ms : REQUEST_TIMEOUT_MS;
   cu.curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout);
   cu.curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
-                   timeout < CONNECT_TIMEOUT_MS ? timeout : (long)CONNECT_TIMEOUT_MS);
+                      timeout < CONNECT_TIMEOUT_MS ? timeout : (long)CONNECT_TIMEOUT_MS);
   cu.curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
   cu.curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   if (e->cacert[0])
@@ -458,8 +462,8 @@ static int post_once(etcd_t *e, int i, const char *path, const char *body, json_
  * try the next endpoint, or an error (a wrong password). */
 static int etcd_authenticate(etcd_t *e, int i, char *err, size_t errlen) {
   json_t *reply;
-  char *text = json_dumps(json_pack("{s:s,s:s}", "name", e->user, "password", e->password),
-                          JSON_COMPACT);
+  char *text =
+      json_dumps(json_pack("{s:s,s:s}", "name", e->user, "password", e->password), JSON_COMPACT);
   if (text == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
   int rc = post_once(e, i, "/v3/auth/authenticate", text, &reply, err, errlen);
@@ -486,8 +490,7 @@ static int etcd_post(etcd_t *e, const char *path, json_t *body, json_t **reply, 
   int rc = 1, reauth = 0;
   for (int k = 0; k < e->n_endpoints; k++) {
     int i = (e->cur + k) % e->n_endpoints;
-    if (e->user[0] && e->token[0] == '\0' &&
-        (rc = etcd_authenticate(e, i, why, sizeof why)) != 0) {
+    if (e->user[0] && e->token[0] == '\0' && (rc = etcd_authenticate(e, i, why, sizeof why)) != 0) {
       if (rc < 0)
         break;
       continue;
@@ -592,8 +595,7 @@ static void held_text(char *out, int64_t quarantine_ms, const char *holder) {
   snprintf(out, VALUE_MAX, "%" PRId64 " %s", quarantine_ms, holder);
 }
 
-int idgen__etcd_held_parse(const char *v, int64_t *quarantine_ms, char *holder,
-                           size_t holderlen) {
+int idgen__etcd_held_parse(const char *v, int64_t *quarantine_ms, char *holder, size_t holderlen) {
   const char *sp = strchr(v, ' ');
   *quarantine_ms = -1;
   holder[0] = '\0';
@@ -627,12 +629,12 @@ static int kv_of(const json_t *j, kv_t *kv) {
 }
 
 static json_t *cmp(const char *key, const char *target, const char *result, json_t *val) {
-  const char *field = strcmp(target, "CREATE") == 0 ? "create_revision"
-                      : strcmp(target, "MOD") == 0  ? "mod_revision"
+  const char *field = strcmp(target, "CREATE") == 0  ? "create_revision"
+                      : strcmp(target, "MOD") == 0   ? "mod_revision"
                       : strcmp(target, "LEASE") == 0 ? "lease"
                                                      : "value";
-  return json_pack("{s:o,s:s,s:s,s:o}", "key", b64s(key), "target", target, "result", result,
-                   field, val);
+  return json_pack("{s:o,s:s,s:s,s:o}", "key", b64s(key), "target", target, "result", result, field,
+                   val);
 }
 
 static json_t *op_put(const char *key, const char *value, int64_t lease) {
@@ -653,8 +655,8 @@ static json_t *op_delete(const char *key) {
 /* The first key-value of response i of a transaction reply (a range),
  * decoded into kv: 1 if there is one, 0 if not, -1 if malformed. */
 static int txn_range_kv(const json_t *reply, size_t i, kv_t *kv) {
-  const json_t *r = json_object_get(json_array_get(json_object_get(reply, "responses"), i),
-                                    "response_range");
+  const json_t *r =
+      json_object_get(json_array_get(json_object_get(reply, "responses"), i), "response_range");
   const json_t *kvs = json_object_get(r, "kvs");
   memset(kv, 0, sizeof *kv);
   if (r == NULL)
@@ -670,9 +672,8 @@ static int range_prefix(etcd_t *e, const char *prefix, json_t **reply, char *err
   char to[KEY_MAX];
   snprintf(to, sizeof to, "%s", prefix);
   to[strlen(to) - 1] = '0';
-  return call(e, "/v3/kv/range",
-              json_pack("{s:o,s:o}", "key", b64s(prefix), "range_end", b64s(to)), reply, err,
-              errlen);
+  return call(e, "/v3/kv/range", json_pack("{s:o,s:o}", "key", b64s(prefix), "range_end", b64s(to)),
+              reply, err, errlen);
 }
 
 /* A lease of `ttl_s` seconds: its ID, or 0 with a message. */
@@ -743,8 +744,8 @@ static int etcd_open(idgen_registry_t *r, const char *rest, char *err, size_t er
 
 /* The backend's state of a lease. */
 typedef struct etcd_lease {
-  int64_t lease_id;   /* the etcd lease */
-  int64_t grant_rev;  /* held/KEY's create revision: the fencing token */
+  int64_t lease_id;  /* the etcd lease */
+  int64_t grant_rev; /* held/KEY's create revision: the fencing token */
 } etcd_lease_t;
 
 /* What a scan of a pool found about one value of the leased field. */
@@ -1013,8 +1014,8 @@ static int space_load(etcd_t *e, const char *path, idgen__space_t *s, int64_t *r
  * key's revision and, for every pool it retires, that none of its held/
  * keys exists.  0 with *rev (the revision every claim compares) and
  * *floor; 1: the space moved meanwhile, look again. */
-static int space_step(etcd_t *e, idgen_lease_t *l, const idgen_lease_request_t *req,
-                      int64_t *rev, int64_t *floor, char *err, size_t errlen) {
+static int space_step(etcd_t *e, idgen_lease_t *l, const idgen_lease_request_t *req, int64_t *rev,
+                      int64_t *floor, char *err, size_t errlen) {
   idgen__space_t *s = malloc(sizeof *s);
   if (s == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
@@ -1052,12 +1053,12 @@ static int space_step(etcd_t *e, idgen_lease_t *l, const idgen_lease_request_t *
     json_object_set_new(c, "range_end", b64s(to));
     json_array_append_new(compare, c);
   }
-  json_t *put = json_pack("{s:{s:o,s:o}}", "request_put", "key", b64s(key), "value",
-                          b64(text, (size_t)len));
+  json_t *put =
+      json_pack("{s:{s:o,s:o}}", "request_put", "key", b64s(key), "value", b64(text, (size_t)len));
   free(text);
   json_t *reply;
-  rc = call(e, "/v3/kv/txn", json_pack("{s:o,s:[o]}", "compare", compare, "success", put),
-            &reply, err, errlen);
+  rc = call(e, "/v3/kv/txn", json_pack("{s:o,s:[o]}", "compare", compare, "success", put), &reply,
+            err, errlen);
   if (rc < 0)
     return rc;
   int ok = json_is_true(json_object_get(reply, "succeeded"));
@@ -1070,8 +1071,8 @@ static int space_step(etcd_t *e, idgen_lease_t *l, const idgen_lease_request_t *
 /* Claims value v (its record as scanned: rec) if it is still as scanned
  * and the space's key is at revision `space_rev` (no layout joined since):
  * 1 won (l filled in), 0 lost, or an error. */
-static int claim(etcd_t *e, idgen_lease_t *l, uint64_t v, const record_t *rec,
-                 int64_t space_rev, char *err, size_t errlen) {
+static int claim(etcd_t *e, idgen_lease_t *l, uint64_t v, const record_t *rec, int64_t space_rev,
+                 char *err, size_t errlen) {
   int64_t ttl_s = (l->ttl_ms + l->quarantine_ms + 999) / 1000;
   int64_t id = lease_grant(e, ttl_s, err, errlen);
   if (id == 0)
@@ -1086,11 +1087,10 @@ static int claim(etcd_t *e, idgen_lease_t *l, uint64_t v, const record_t *rec,
   record_text(value, mark, gen, l->holder);
   char sk[KEY_MAX];
   space_key(e, l->r->space_path, sk);
-  json_t *txn = json_pack("{s:[o,o,o],s:[o,o]}", "compare",
-                          cmp(held, "CREATE", "EQUAL", jnum(0)),
+  json_t *txn = json_pack("{s:[o,o,o],s:[o,o]}", "compare", cmp(held, "CREATE", "EQUAL", jnum(0)),
                           cmp(node, "MOD", "EQUAL", jnum(rec->present ? rec->mod_rev : 0)),
-                          cmp(sk, "MOD", "EQUAL", jnum(space_rev)), "success",
-                          op_put(held, hv, id), op_put(node, value, 0));
+                          cmp(sk, "MOD", "EQUAL", jnum(space_rev)), "success", op_put(held, hv, id),
+                          op_put(node, value, 0));
   json_t *reply;
   int rc = call(e, "/v3/kv/txn", txn, &reply, err, errlen);
   if (rc < 0 || !json_is_true(json_object_get(reply, "succeeded"))) {
@@ -1150,8 +1150,8 @@ static int etcd_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
     int64_t now = idgen__req_now_ms(req);
     if (floor >= now + borrow) { /* the layout's floor in the space is ahead */
       if ((rc = idgen__start_wait(PFX, req, p, 0, floor, now, &waited,
-                                  "; its layout's floor in the ID space is ahead", err,
-                                  errlen)) < 0)
+                                  "; its layout's floor in the ID space is ahead", err, errlen)) <
+          0)
         return rc;
       continue;
     }
@@ -1226,8 +1226,8 @@ static int fenced(etcd_t *e, idgen_lease_t *l, const char *what, char *err, size
     int hp = txn_range_kv(reply, 0, &h), np = txn_range_kv(reply, 1, &nd);
     if (np == 1 && record_parse(nd.value, &rec) == 0 && rec.generation != l->generation &&
         rec.holder[0])
-      snprintf(why, sizeof why, ": granted again, generation %" PRIu64 " to %.100s",
-               rec.generation, rec.holder);
+      snprintf(why, sizeof why, ": granted again, generation %" PRIu64 " to %.100s", rec.generation,
+               rec.holder);
     else if (hp == 1 && held_parse(h.value, &q, who, sizeof who) == 0 && who[0] == '\0')
       snprintf(why, sizeof why, ": freed by hand");
     else if (hp == 0)
@@ -1241,8 +1241,8 @@ static int etcd_renew(idgen_lease_t *l, char *err, size_t errlen) {
   etcd_t *e = l->r->be;
   etcd_lease_t *b = l->be;
   json_t *reply;
-  int rc = call(e, "/v3/lease/keepalive", json_pack("{s:o}", "ID", jnum(b->lease_id)), &reply,
-                err, errlen);
+  int rc = call(e, "/v3/lease/keepalive", json_pack("{s:o}", "ID", jnum(b->lease_id)), &reply, err,
+                errlen);
   if (rc < 0)
     return rc;
   int64_t ttl_s = jint(json_object_get(reply, "result"), "TTL");
@@ -1252,8 +1252,8 @@ static int etcd_renew(idgen_lease_t *l, char *err, size_t errlen) {
   /* The lease is alive; is held/KEY still this grant's? */
   char held[KEY_MAX];
   key_of(e, l->pool.store, "held", l->key, held);
-  if ((rc = call(e, "/v3/kv/range", json_pack("{s:o}", "key", b64s(held)), &reply, err,
-                 errlen)) < 0)
+  if ((rc = call(e, "/v3/kv/range", json_pack("{s:o}", "key", b64s(held)), &reply, err, errlen)) <
+      0)
     return rc;
   const json_t *kvs = json_object_get(reply, "kvs");
   kv_t kv;
@@ -1292,8 +1292,8 @@ static int token_txn(etcd_t *e, idgen_lease_t *l, json_t *extra, json_t *ops, co
     return 0;
   }
   kv_t h, nd;
-  int ours = txn_range_kv(reply, 0, &h) == 1 && h.create_rev == b->grant_rev &&
-             h.lease == b->lease_id;
+  int ours =
+      txn_range_kv(reply, 0, &h) == 1 && h.create_rev == b->grant_rev && h.lease == b->lease_id;
   if (now_rec) {
     memset(now_rec, 0, sizeof *now_rec);
     if (txn_range_kv(reply, 1, &nd) == 1 && record_parse(nd.value, now_rec) == 0)
@@ -1313,13 +1313,12 @@ static int etcd_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen
    * leads the value); the final mark goes in as it is. */
   json_t *extra = final ? NULL : cmp(node, "VALUE", "LESS", b64s(value));
   record_t cur;
-  int rc = token_txn(e, l, extra, json_pack("[o]", op_put(node, value, 0)), "mark", &cur, err,
-                     errlen);
+  int rc =
+      token_txn(e, l, extra, json_pack("[o]", op_put(node, value, 0)), "mark", &cur, err, errlen);
   if (rc == 1 && cur.present && cur.mark_ms >= mark_ms && cur.generation == l->generation)
-    rc = 0; /* already there (a repeated request) */
+    rc = 0;         /* already there (a repeated request) */
   else if (rc == 1) /* the record is gone or not this grant's: write it under the token alone */
-    rc = token_txn(e, l, NULL, json_pack("[o]", op_put(node, value, 0)), "mark", NULL, err,
-                   errlen);
+    rc = token_txn(e, l, NULL, json_pack("[o]", op_put(node, value, 0)), "mark", NULL, err, errlen);
   if (rc == 1)
     rc = idgen__err(err, errlen, IDGEN_EREGISTRY, PFX "mark: the record kept changing");
   if (rc == 0)
@@ -1455,8 +1454,8 @@ static int etcd_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx, 
   return rc;
 }
 
-static int etcd_free(idgen_registry_t *r, const char *pool, const char *node, int force,
-                     char *err, size_t errlen) {
+static int etcd_free(idgen_registry_t *r, const char *pool, const char *node, int force, char *err,
+                     size_t errlen) {
   etcd_t *e = r->be;
   char pk[KEY_MAX], why[300], stored[IDGEN__SPACE_PATH_MAX + IDGEN_POOL_NAME_MAX];
   snprintf(stored, sizeof stored, "%s%s", r->space_path, pool);
@@ -1470,8 +1469,7 @@ static int etcd_free(idgen_registry_t *r, const char *pool, const char *node, in
                    kv_of(json_array_get(json_object_get(reply, "kvs"), 0), &pkv) == 0;
   json_decref(reply);
   if (!pool_known)
-    return idgen__err(err, errlen, IDGEN_EINVAL, PFX "no pool %.100s in space %s", pool,
-                      r->space);
+    return idgen__err(err, errlen, IDGEN_EINVAL, PFX "no pool %.100s in space %s", pool, r->space);
   idgen_layout_t lay;
   int known = idgen_layout_parse(&lay, pkv.value, NULL, 0) == 0;
   uint64_t k;
@@ -1506,8 +1504,7 @@ static int etcd_free(idgen_registry_t *r, const char *pool, const char *node, in
       continue; /* expired meanwhile: look again */
     if (who[0] == '\0')
       return idgen__err(err, errlen, 0,
-                        PFX "%.100s in %.100s is already freed: back in the pool in %" PRId64
-                            " ms",
+                        PFX "%.100s in %.100s is already freed: back in the pool in %" PRId64 " ms",
                         node, pool, left * 1000);
     if (may_be_held(left, q) && !force)
       return idgen__err(err, errlen, IDGEN_ELEASE,
@@ -1565,8 +1562,7 @@ static int etcd_spaces(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, 
   int rc = 0;
   if (!r->space_given)
     rc = call(e, "/v3/kv/range",
-              json_pack("{s:o,s:o,s:b}", "key", b64s(from), "range_end", b64s(to), "keys_only",
-                        1),
+              json_pack("{s:o,s:o,s:b}", "key", b64s(from), "range_end", b64s(to), "keys_only", 1),
               &reply, err, errlen);
   if (rc < 0)
     return rc;

@@ -66,7 +66,6 @@
 
 #include "registry_int.h"
 
-
 /* ---- descriptors to close in a forked child ------------------------------ */
 
 #define MAX_HELD 256
@@ -128,8 +127,7 @@ int idgen__lease_record_format(char *buf, const idgen__lease_record_t *rec) {
                    "idgen-lease v2 generation=%" PRIu64 " mark_ms=%" PRId64 " key=%016" PRIx64
                    " holder=%s",
                    rec->generation, rec->mark_ms, rec->key, rec->holder);
-  if (n < 0 || n >= IDGEN__LEASE_RECORD_SIZE - 1 || rec->mark_ms < 0 ||
-      strpbrk(rec->holder, " \n"))
+  if (n < 0 || n >= IDGEN__LEASE_RECORD_SIZE - 1 || rec->mark_ms < 0 || strpbrk(rec->holder, " \n"))
     return -1;
   buf[n] = ' ';
   buf[IDGEN__LEASE_RECORD_SIZE - 1] = '\n';
@@ -204,8 +202,8 @@ int idgen__pool_record_parse(const char *buf, size_t n, int64_t *mark, char *lay
 
 int idgen__pool_slot_format(char *buf, uint64_t key, int64_t mark) {
   memset(buf, ' ', IDGEN__POOL_SLOT_SIZE);
-  int n = snprintf(buf, IDGEN__POOL_SLOT_SIZE, "tuple key=%016" PRIx64 " mark_ms=%" PRId64, key,
-                   mark);
+  int n =
+      snprintf(buf, IDGEN__POOL_SLOT_SIZE, "tuple key=%016" PRIx64 " mark_ms=%" PRId64, key, mark);
   if (n < 0 || n >= IDGEN__POOL_SLOT_SIZE - 1 || mark < 0)
     return -1;
   buf[n] = ' ';
@@ -237,11 +235,11 @@ enum { REC_VALID, REC_EMPTY, REC_BAD };
 
 /* A file: lease's own state (idgen_lease_t.be). */
 typedef struct file_lease {
-  int fd;                     /* the held lock file */
-  int64_t slot_mark;          /* its tuple's mark in the pool file, as this
+  int fd;            /* the held lock file */
+  int64_t slot_mark; /* its tuple's mark in the pool file, as this
                                * holder last wrote it */
-  char path[1400];            /* the lock file's path */
-  char dir[1200];             /* its pool's directory */
+  char path[1400];   /* the lock file's path */
+  char dir[1200];    /* its pool's directory */
 } file_lease_t;
 
 /* Reads a tuple's record: REC_VALID with *rec, REC_EMPTY for an empty file
@@ -451,9 +449,9 @@ static int pool_load(const char *dir, pool_file_t *pf) {
     return pf->missing = 1;
   }
   int rc = 0;
-  size_t slots = got > IDGEN__POOL_RECORD_SIZE ? (size_t)(got - IDGEN__POOL_RECORD_SIZE) /
-                                                     IDGEN__POOL_SLOT_SIZE
-                                               : 0;
+  size_t slots = got > IDGEN__POOL_RECORD_SIZE
+                     ? (size_t)(got - IDGEN__POOL_RECORD_SIZE) / IDGEN__POOL_SLOT_SIZE
+                     : 0;
   if (got < IDGEN__POOL_RECORD_SIZE ||
       idgen__pool_record_parse(buf, IDGEN__POOL_RECORD_SIZE, &pf->mark, pf->layout,
                                sizeof pf->layout) < 0)
@@ -493,8 +491,8 @@ static int pool_load(const char *dir, pool_file_t *pf) {
 /* Writes the header (the pool mark and layout) and slot `ix` of pf, as
  * given, durably (and the file's name, if it is new): 0, or -1 with errno.
  * ix == pf->n appends. */
-static int pool_store(const char *dir, const pool_file_t *pf, long ix, uint64_t key,
-                      int64_t mark, int *written) {
+static int pool_store(const char *dir, const pool_file_t *pf, long ix, uint64_t key, int64_t mark,
+                      int *written) {
   char path[1100], head[IDGEN__POOL_RECORD_SIZE], slot[IDGEN__POOL_SLOT_SIZE];
   snprintf(path, sizeof path, "%s/pool", dir);
   if (idgen__pool_record_format(head, pf->mark, pf->layout) < 0 ||
@@ -507,7 +505,8 @@ static int pool_store(const char *dir, const pool_file_t *pf, long ix, uint64_t 
     return -1;
   off_t at = IDGEN__POOL_RECORD_SIZE + (off_t)ix * IDGEN__POOL_SLOT_SIZE;
   int rc = pwrite(fd, head, sizeof head, 0) == (ssize_t)sizeof head ? 0 : -1;
-  if (rc == 0 && ix >= 0 && (rc = pwrite(fd, slot, sizeof slot, at) == (ssize_t)sizeof slot ? 0 : -1) == 0 && written)
+  if (rc == 0 && ix >= 0 &&
+      (rc = pwrite(fd, slot, sizeof slot, at) == (ssize_t)sizeof slot ? 0 : -1) == 0 && written)
     *written = 1;
   if (rc == 0 && fdatasync(fd) < 0)
     rc = -1;
@@ -850,8 +849,8 @@ static int file_live(void *ctx, const char *pool, char *holders, size_t n, char 
       close(fd);
     idgen__node_text(known ? &lay : NULL, keys[i], node);
     if (live++ < 3 && used < n)
-      used += (size_t)snprintf(holders + used, n - used, "%s%s (%s)", used ? ", " : "",
-                               rec.holder, node);
+      used += (size_t)snprintf(holders + used, n - used, "%s%s (%s)", used ? ", " : "", rec.holder,
+                               node);
   }
   if (live > 3 && used < n)
     snprintf(holders + used, n - used, ", ...");
@@ -888,8 +887,8 @@ static int file_issued(void *ctx, const char *pool, int64_t *mark, uint64_t *key
 
 /* The space step of an acquisition, with the space's lock held: joins l's
  * layout to the space (space.c), storing the record if it changed. */
-static int file_space_join(idgen_lease_t *l, const idgen_lease_request_t *req,
-                           const char *sdir, int64_t *floor, char *err, size_t errlen) {
+static int file_space_join(idgen_lease_t *l, const idgen_lease_request_t *req, const char *sdir,
+                           int64_t *floor, char *err, size_t errlen) {
   idgen__space_t *s = malloc(sizeof *s);
   if (s == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
@@ -918,8 +917,8 @@ typedef struct claim {
  * and writes its slot: 0 with *c (c->mark the tuple's mark), or an error
  * (nothing held).  Every tuple starts above `floor` too (its space's floor
  * for the layout), which is not written into the tuple's slot. */
-static int file_claim(idgen_lease_t *l, const idgen_lease_request_t *req, int64_t floor,
-                      claim_t *c, char *err, size_t errlen) {
+static int file_claim(idgen_lease_t *l, const idgen_lease_request_t *req, int64_t floor, claim_t *c,
+                      char *err, size_t errlen) {
   const idgen__pool_t *p = &l->pool;
   file_lease_t *f = l->be;
   char *dir = f->dir, path[1100], bad[1100] = "";
@@ -1045,11 +1044,11 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
    * a layout that could repeat this one's IDs cannot join in between. */
   int64_t floor = 0;
   claim_t c;
-  int sfd = -1, rc = make_dirs(sdir) < 0 || (sfd = space_lock(sdir)) < 0
-                         ? idgen__err(err, errlen, IDGEN_EREGISTRY,
-                                      "registry: cannot lock %s/space.lock: %s", sdir,
-                                      strerror(errno))
-                         : 0;
+  int sfd = -1,
+      rc = make_dirs(sdir) < 0 || (sfd = space_lock(sdir)) < 0
+               ? idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s/space.lock: %s",
+                            sdir, strerror(errno))
+               : 0;
   if (rc == 0)
     rc = file_space_join(l, req, sdir, &floor, err, errlen);
   if (rc == 0)
@@ -1090,8 +1089,8 @@ static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
     int e = errno;
     close_held(c.fd);
     f->fd = -1;
-    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot make %s durable: %s",
-                      c.path, strerror(e));
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot make %s durable: %s", c.path,
+                      strerror(e));
   }
   return 0;
 }
@@ -1264,8 +1263,7 @@ static int list_pool(const char *dir, const char *space, const char *pool,
 /* The spaces of r, in order ("default", then DIR/spaces/ by name), or only
  * r's own when its URI named it: fn(ctx, name, its directory) for each,
  * until one returns nonzero. */
-static int each_space(idgen_registry_t *r, int (*fn)(void *ctx, const char *name,
-                                                      const char *sdir),
+static int each_space(idgen_registry_t *r, int (*fn)(void *ctx, const char *name, const char *sdir),
                       void *ctx) {
   char sdir[1400], spaces[1100];
   if (r->space_given) {
@@ -1324,8 +1322,8 @@ static int list_space(void *ctx, const char *name, const char *sdir) {
   return rc;
 }
 
-static int file_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx,
-                     char *err, size_t errlen) {
+static int file_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx, char *err,
+                     size_t errlen) {
   if (access(root(r), R_OK | X_OK) != 0)
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot read %s: %s", root(r),
                       strerror(errno));
@@ -1352,13 +1350,14 @@ static int file_spaces(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, 
   return each_space(r, spaces_one, &c);
 }
 
-static int file_free(idgen_registry_t *r, const char *pool, const char *node, int force,
-                     char *err, size_t errlen) {
+static int file_free(idgen_registry_t *r, const char *pool, const char *node, int force, char *err,
+                     size_t errlen) {
   char dir[1200], path[1300], spec[IDGEN_LAYOUT_SPEC_MAX], why[300];
   if ((size_t)snprintf(dir, sizeof dir, "%s/%s%s", root(r), r->space_path, pool) >= sizeof dir)
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: pool name too long");
   if (access(dir, F_OK) != 0)
-    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no pool %s in space %s of %s", pool, r->space, root(r));
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no pool %s in space %s of %s", pool,
+                      r->space, root(r));
   idgen_layout_t lay;
   uint64_t key;
   int known = pool_layout(dir, &lay, spec, sizeof spec) == 0;

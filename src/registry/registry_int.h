@@ -25,13 +25,13 @@
  * 0..size-1, and two holders meet on a key whichever fields they leased.
  */
 typedef struct idgen__pool {
-  int field;                  /* layout field index of the leased field */
+  int field; /* layout field index of the leased field */
   char field_name[IDGEN_FIELD_NAME_MAX];
-  unsigned shift;             /* its position in the ID */
-  uint64_t size;              /* 2^bits values */
-  uint64_t fixed;             /* the other node fields' bits, in place */
-  char name[IDGEN_POOL_NAME_MAX]; /* "epoch=1288834974657,tick=1ms,time@22,sequence@0:12" */
-  char others[IDGEN_NODE_TEXT_MAX]; /* "datacenter=1" (the fixed fields), or "" */
+  unsigned shift;                     /* its position in the ID */
+  uint64_t size;                      /* 2^bits values */
+  uint64_t fixed;                     /* the other node fields' bits, in place */
+  char name[IDGEN_POOL_NAME_MAX];     /* "epoch=1288834974657,tick=1ms,time@22,sequence@0:12" */
+  char others[IDGEN_NODE_TEXT_MAX];   /* "datacenter=1" (the fixed fields), or "" */
   char layout[IDGEN_LAYOUT_SPEC_MAX]; /* the requester's layout, canonical */
   /* Where the backend keeps it: the name, after the space's path
    * ("spaces/NAME/" for a named space, "" for the default one). */
@@ -81,8 +81,8 @@ typedef struct idgen__space {
   idgen__space_member_t m[IDGEN__SPACE_MAX];
 } idgen__space_t;
 /* Longest record text, with its NUL. */
-#define IDGEN__SPACE_TEXT_MAX                                      \
-  (64 + IDGEN__SPACE_RETIRED_MAX * 56 +                            \
+#define IDGEN__SPACE_TEXT_MAX                                                                      \
+  (64 + IDGEN__SPACE_RETIRED_MAX * 56 +                                                            \
    IDGEN__SPACE_MAX * (48 + IDGEN_POOL_NAME_MAX + IDGEN_LAYOUT_SPEC_MAX))
 
 /* The backend's answers about the pools of one space, for joining:
@@ -138,8 +138,8 @@ int idgen__space_high_id(const idgen_layout_t *l, int64_t mark_ms, uint64_t keys
  * least as wide as l: it may lease, nothing to decide; else 0.  (One entry
  * per pool: layouts of one geometry differ only in names and in how many
  * bits they hold.) */
-int idgen__space_member(const idgen__space_t *s, const idgen__pool_t *p,
-                        const idgen_layout_t *l, int64_t *floor_ms);
+int idgen__space_member(const idgen__space_t *s, const idgen__pool_t *p, const idgen_layout_t *l,
+                        int64_t *floor_ms);
 /*
  * Decides whether a holder of pool p (layout l, requested by req, whose
  * clock reads `now`) may lease in space s (named `space`, for messages).
@@ -186,9 +186,9 @@ int idgen__space_join(idgen__space_t *s, const char *space, const idgen__pool_t 
 #define IDGEN__REGISTRY_OPS_VERSION 2
 typedef struct idgen__registry_ops {
   int version;
-  const char *scheme;         /* "static", "file", "postgres", "etcd" */
-  int64_t mark_step_ms;       /* default mark step; 0: the lease's TTL */
-  int expires;                /* leases expire unless renewed (network
+  const char *scheme;   /* "static", "file", "postgres", "etcd" */
+  int64_t mark_step_ms; /* default mark step; 0: the lease's TTL */
+  int expires;          /* leases expire unless renewed (network
                                * registries); 0: held while the process lives */
   /* Checks the URI's syntax without I/O (rest: what follows "scheme:"); open
    * is called only after it passed. */
@@ -198,8 +198,7 @@ typedef struct idgen__registry_ops {
   int (*renew)(idgen_lease_t *l, char *err, size_t errlen);
   int (*mark)(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen);
   void (*release)(idgen_lease_t *l);
-  int (*list)(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx,
-              char *err, size_t errlen);
+  int (*list)(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx, char *err, size_t errlen);
   int (*free)(idgen_registry_t *r, const char *pool, const char *node, int force, char *err,
               size_t errlen);
   void (*close)(idgen_registry_t *r);
@@ -210,36 +209,35 @@ typedef struct idgen__registry_ops {
    * when r->space_given), with its record (made up from the pools found
    * when the space has none yet) and a probe of its pools; NULL: the
    * backend keeps no spaces (static). */
-  int (*spaces)(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, char *err,
-                size_t errlen);
+  int (*spaces)(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, char *err, size_t errlen);
 } idgen__registry_ops_t;
 
 struct idgen_registry {
   const idgen__registry_ops_t *ops;
-  char *uri;                  /* as opened (file: made absolute), without space= */
-  char *shown;                /* uri, with ?space=NAME if one was named */
-  char space[IDGEN_SPACE_NAME_MAX];      /* "default", or the name given */
+  char *uri;                              /* as opened (file: made absolute), without space= */
+  char *shown;                            /* uri, with ?space=NAME if one was named */
+  char space[IDGEN_SPACE_NAME_MAX];       /* "default", or the name given */
   char space_path[IDGEN__SPACE_PATH_MAX]; /* "" or "spaces/NAME/" */
-  int space_given;            /* the URI named the space (list shows only it) */
-  void *be;                   /* backend state (file: the directory; postgres:
+  int space_given;                        /* the URI named the space (list shows only it) */
+  void *be;                               /* backend state (file: the directory; postgres:
                                * the connection), the backend's to free in close */
 };
 
 struct idgen_lease {
-  idgen__lease_bind_t bind;   /* first: how the core's keeper reaches the lease (bind_int.h) */
+  idgen__lease_bind_t bind; /* first: how the core's keeper reaches the lease (bind_int.h) */
   idgen_registry_t *r;
   idgen__pool_t pool;
   uint64_t worker, generation;
-  uint64_t key;               /* pool.fixed | worker << pool.shift */
+  uint64_t key;                   /* pool.fixed | worker << pool.shift */
   char node[IDGEN_NODE_TEXT_MAX]; /* the tuple, in the requester's field names */
   int64_t mark_ms;
-  int64_t floor_ms;           /* its layout's floor in the space: the
+  int64_t floor_ms; /* its layout's floor in the space: the
                                * generator starts above it too (space.c) */
   int64_t ttl_ms, quarantine_ms, mark_step_ms;
-  int64_t expires_ms;         /* the registry's expiry, Unix ms by its clock; 0: none */
-  int64_t expires_in_ms;      /* the same as the registry measured it; -1: none */
-  unsigned fork_gen;          /* the process that holds it */
-  void *be;                   /* the backend's state of this lease (file: its
+  int64_t expires_ms;    /* the registry's expiry, Unix ms by its clock; 0: none */
+  int64_t expires_in_ms; /* the same as the registry measured it; -1: none */
+  unsigned fork_gen;     /* the process that holds it */
+  void *be;              /* the backend's state of this lease (file: its
                                * lock file), plain memory freed with the lease */
   char holder[IDGEN_HOLDER_MAX];
 };
@@ -316,31 +314,31 @@ int idgen__start_wait(const char *pfx, const idgen_lease_request_t *req, const i
  * with `pfx` and what is missing in err; later calls give the same answer.
  */
 typedef struct idgen__dynlib {
-  const char *soname;        /* "libpq.so.5" */
-  const char *package;       /* the Debian package that has it, for the message */
-  const char *const *names;  /* the functions, in the order of fns */
+  const char *soname;       /* "libpq.so.5" */
+  const char *package;      /* the Debian package that has it, for the message */
+  const char *const *names; /* the functions, in the order of fns */
   size_t n;
-  void **fns;                /* n slots */
-  void (*init)(void);        /* run once loaded, under the same lock, or NULL */
-  int tried;                 /* under the loading lock */
-  char why[200];             /* empty once loaded */
+  void **fns;         /* n slots */
+  void (*init)(void); /* run once loaded, under the same lock, or NULL */
+  int tried;          /* under the loading lock */
+  char why[200];      /* empty once loaded */
 } idgen__dynlib_t;
 int idgen__dynlib_need(idgen__dynlib_t *d, const char *pfx, char *err, size_t errlen);
 
 /* Defines `tab`, a union with one field per function of FUNCS (a list
  * FUNCS(X) of X(name)), named and typed as the function, and `lib`, the
  * idgen__dynlib_t that fills it from `soname` and then calls `init` (NULL: none).  Calls go through tab.name(...). */
-#define IDGEN__DYNLIB(tab, lib, FUNCS, soname, package, init)                               \
-  static union {                                                                            \
-    struct {                                                                                \
-      FUNCS(IDGEN__DYN_FIELD)                                                               \
-    };                                                                                      \
-    void *slot[0 FUNCS(IDGEN__DYN_COUNT)];                                                  \
-  } tab;                                                                                    \
-  _Static_assert(sizeof tab == sizeof tab.slot, #tab ": a slot per function, no padding");  \
-  static const char *const lib##_names[] = {FUNCS(IDGEN__DYN_NAME)};                        \
-  static idgen__dynlib_t lib = {soname,       package,           lib##_names,               \
-                                0 FUNCS(IDGEN__DYN_COUNT), tab.slot, init, 0, ""}
+#define IDGEN__DYNLIB(tab, lib, FUNCS, soname, package, init)                                      \
+  static union {                                                                                   \
+    struct {                                                                                       \
+      FUNCS(IDGEN__DYN_FIELD)                                                                      \
+    };                                                                                             \
+    void *slot[0 FUNCS(IDGEN__DYN_COUNT)];                                                         \
+  } tab;                                                                                           \
+  _Static_assert(sizeof tab == sizeof tab.slot, #tab ": a slot per function, no padding");         \
+  static const char *const lib##_names[] = {FUNCS(IDGEN__DYN_NAME)};                               \
+  static idgen__dynlib_t lib = {soname,   package, lib##_names, 0 FUNCS(IDGEN__DYN_COUNT),         \
+                                tab.slot, init,    0,           ""}
 #define IDGEN__DYN_FIELD(f) __typeof__(f) *f;
 #define IDGEN__DYN_COUNT(f) +1
 #define IDGEN__DYN_NAME(f) #f,

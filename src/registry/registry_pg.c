@@ -81,17 +81,19 @@
 
 /* libpq, loaded when a postgres:// registry is first checked or opened
  * (registry_int.h, idgen__dynlib_need): every call goes through pq. */
+/* clang-format off */
 #define PQ_FUNCS(X)                                                                     \
   X(PQclear) X(PQconnectdbParams) X(PQconninfoFree) X(PQconninfoParse) X(PQconsumeInput)    \
   X(PQerrorMessage) X(PQfinish) X(PQfreemem) X(PQgetResult) X(PQgetisnull) X(PQgetvalue)   \
   X(PQisBusy) X(PQntuples) X(PQresultErrorField) X(PQresultStatus) X(PQsendQueryParams)     \
   X(PQsetNoticeProcessor) X(PQsetnonblocking) X(PQsocket) X(PQstatus)
+/* clang-format on */
 IDGEN__DYNLIB(pq, libpq, PQ_FUNCS, "libpq.so.5", "libpq5", NULL);
 
 #define QUERY_TIMEOUT_MS 5000 /* per statement, on this side; the server's is 4 s */
 #define ACQUIRE_ROUNDS 64     /* rescans of a pool after lost races or a start wait */
 #define LIST_PAGE "500"
-#define LOCK_WAIT_MS 30000    /* for another starter's schema or pool row */
+#define LOCK_WAIT_MS 30000 /* for another starter's schema or pool row */
 #define LOCK_POLL_MS 20
 
 typedef struct pg {
@@ -564,8 +566,8 @@ static int pg_query(pg_t *pg, PGresult **out, const char *sql, int n, const char
  * slow that another's commit took 2 s) or is a deadlock's victim (40P01;
  * rolled back, so nothing was done) is sent again, LOCK_POLL_MS apart with
  * pg->mu let go, for up to LOCK_WAIT_MS.  Call with pg->mu held. */
-static int pg_query_patient(pg_t *pg, PGresult **out, const char *sql, int n,
-                            const char *const *v, char *err, size_t errlen) {
+static int pg_query_patient(pg_t *pg, PGresult **out, const char *sql, int n, const char *const *v,
+                            char *err, size_t errlen) {
   char state[6] = "";
   int64_t deadline = idgen__mono_ms() + LOCK_WAIT_MS;
   for (;;) {
@@ -615,8 +617,8 @@ static int pg_schema_txn(pg_t *pg, char *err, size_t errlen) {
   }
   if (pg->conn != NULL) {
     PGresult *end = NULL;
-    pg_query(pg, &end, rc == 0 ? "COMMIT" : "ROLLBACK", 0, NULL, 0, NULL,
-             rc == 0 ? err : NULL, rc == 0 ? errlen : 0);
+    pg_query(pg, &end, rc == 0 ? "COMMIT" : "ROLLBACK", 0, NULL, 0, NULL, rc == 0 ? err : NULL,
+             rc == 0 ? errlen : 0);
     if (rc == 0 && (end == NULL || pq.PQresultStatus(end) != PGRES_COMMAND_OK))
       rc = IDGEN_EREGISTRY;
     pq.PQclear(end);
@@ -753,8 +755,9 @@ static void scan_args(scan_args_t *a, const idgen_lease_t *l, uint64_t from, int
   key_text(~((p->size - 1) << p->shift), a->inv);
   snprintf(a->shift, sizeof a->shift, "%u", p->shift);
   snprintf(a->max, sizeof a->max, "%" PRIu64, p->size - 1);
-  const char *v[] = {l->pool.store, a->from, a->size, a->wall, a->fixed,
-                     a->inv, a->shift, a->max, with_new ? "true" : "false"};
+  const char *v[] = {l->pool.store, a->from,  a->size,
+                     a->wall,       a->fixed, a->inv,
+                     a->shift,      a->max,   with_new ? "true" : "false"};
   memcpy(a->v, v, sizeof v);
 }
 
@@ -778,8 +781,8 @@ static int pg_claim(pg_t *pg, idgen_lease_t *l, uint64_t id, const claim_args_t 
   /* The row locked elsewhere past lock_timeout (55P03), a serialization
    * failure (40001) or a deadlock with a delete by hand (40P01): lost to
    * someone else, as a claim that returns no row. */
-  if (rc < 0 && (strcmp(state, "55P03") == 0 || strcmp(state, "40001") == 0 ||
-                 strcmp(state, "40P01") == 0))
+  if (rc < 0 &&
+      (strcmp(state, "55P03") == 0 || strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0))
     return 0;
   if (rc < 0)
     return rc;
@@ -854,8 +857,7 @@ typedef struct pg_probe {
   int fence;
 } pg_probe_t;
 
-static int pg_live(void *ctx, const char *pool, char *holders, size_t n, char *err,
-                   size_t errlen) {
+static int pg_live(void *ctx, const char *pool, char *holders, size_t n, char *err, size_t errlen) {
   pg_probe_t *pp = ctx;
   char stored[IDGEN__SPACE_PATH_MAX + IDGEN_POOL_NAME_MAX];
   snprintf(stored, sizeof stored, "%s%s", pp->path, pool);
@@ -917,8 +919,8 @@ static int pg_live_locked(void *ctx, const char *pool, char *holders, size_t n, 
   return rc;
 }
 
-static int pg_issued_locked(void *ctx, const char *pool, int64_t *mark, uint64_t *keys,
-                            char *err, size_t errlen) {
+static int pg_issued_locked(void *ctx, const char *pool, int64_t *mark, uint64_t *keys, char *err,
+                            size_t errlen) {
   pg_probe_t *pp = ctx;
   pg_lock(pp->pg);
   int rc = pg_issued(ctx, pool, mark, keys, err, errlen);
@@ -961,8 +963,8 @@ static int pg_space_read(pg_t *pg, PGresult *res, const char *path, idgen__space
 /* The space step of an acquisition: l's layout in its space (space.c),
  * joined if it is not yet, in one transaction under the row's FOR UPDATE.
  * 0 with *version (what the claims compare) and *floor. */
-static int pg_space(pg_t *pg, idgen_lease_t *l, const idgen_lease_request_t *req,
-                    int64_t *version, int64_t *floor, char *err, size_t errlen) {
+static int pg_space(pg_t *pg, idgen_lease_t *l, const idgen_lease_request_t *req, int64_t *version,
+                    int64_t *floor, char *err, size_t errlen) {
   idgen__space_t *s = malloc(sizeof *s);
   if (s == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
@@ -993,8 +995,8 @@ static int pg_space(pg_t *pg, idgen_lease_t *l, const idgen_lease_request_t *req
   pg_probe_t probe = {pg, l->r->space_path, 1};
   idgen__space_probe_t pr = {&probe, pg_live, pg_issued};
   if (rc == 0)
-    rc = idgen__space_join(s, l->r->space, &l->pool, req->layout, req, idgen__req_now_ms(req),
-                           &pr, &plan, err, errlen);
+    rc = idgen__space_join(s, l->r->space, &l->pool, req->layout, req, idgen__req_now_ms(req), &pr,
+                           &plan, err, errlen);
   if (rc == 0 && plan.changed) {
     char *text = malloc(IDGEN__SPACE_TEXT_MAX);
     int len = text ? idgen__space_format(s, text, IDGEN__SPACE_TEXT_MAX) : -1;
@@ -1076,8 +1078,8 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
     int64_t now = idgen__req_now_ms(req), floor = 0;
     if (space_floor >= now + borrow) { /* the space's floor is ahead: wait for it */
       if ((rc = idgen__start_wait(PFX, req, p, 0, space_floor, now, &waited,
-                                  "; its layout's floor in the ID space is ahead", err,
-                                  errlen)) < 0)
+                                  "; its layout's floor in the ID space is ahead", err, errlen)) <
+          0)
         return rc;
       continue;
     }
@@ -1333,8 +1335,8 @@ static int pg_spaces(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, ch
   return rc;
 }
 
-static int pg_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx,
-                   char *err, size_t errlen) {
+static int pg_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx, char *err,
+                   size_t errlen) {
   pg_t *pg = r->be;
   char after_pool[IDGEN_POOL_NAME_MAX + 8] = "", after_key[24] = "";
   snprintf(after_key, sizeof after_key, "%" PRId64, INT64_MIN);
@@ -1399,8 +1401,7 @@ static int pg_free(idgen_registry_t *r, const char *pool, const char *node, int 
   uint64_t k;
   if (!pool_known) {
     pg_unlock(pg);
-    return idgen__err(err, errlen, IDGEN_EINVAL, PFX "no pool %.100s in space %s", pool,
-                      r->space);
+    return idgen__err(err, errlen, IDGEN_EINVAL, PFX "no pool %.100s in space %s", pool, r->space);
   }
   if (idgen__node_key(known ? &lay : NULL, node, &k, why, sizeof why) < 0) {
     pg_unlock(pg);
@@ -1430,8 +1431,8 @@ static int pg_free(idgen_registry_t *r, const char *pool, const char *node, int 
       break;
     }
     if (row.state == IDGEN_LEASE_FREE) {
-      rc = idgen__err(err, errlen, 0, PFX "%.100s in %.100s is already free (its mark stays)",
-                      node, pool);
+      rc = idgen__err(err, errlen, 0, PFX "%.100s in %.100s is already free (its mark stays)", node,
+                      pool);
       break;
     }
     if (row.state == IDGEN_LEASE_QUARANTINE && row.holder[0] == '\0') {
@@ -1464,9 +1465,8 @@ static int pg_clock(idgen_registry_t *r, int64_t *unix_ms, char *err, size_t err
   pg_t *pg = r->be;
   PGresult *res;
   pg_lock(pg);
-  int rc = pg_query(pg, &res,
-                    "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint", 0, NULL,
-                    1, NULL, err, errlen);
+  int rc = pg_query(pg, &res, "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+                    0, NULL, 1, NULL, err, errlen);
   pg_unlock(pg);
   if (rc < 0)
     return rc;
@@ -1477,9 +1477,10 @@ static int pg_clock(idgen_registry_t *r, int64_t *unix_ms, char *err, size_t err
 
 #define PG_OPS(name)                                                                               \
   {                                                                                                \
-    .version = IDGEN__REGISTRY_OPS_VERSION, .scheme = name, .mark_step_ms = 0, .expires = 1, .check = pg_check, .open = pg_open, .acquire = pg_acquire,       \
-    .renew = pg_renew, .mark = pg_mark, .release = pg_release, .list = pg_list, .free = pg_free,   \
-    .close = pg_close, .clock = pg_clock, .spaces = pg_spaces,                                     \
+    .version = IDGEN__REGISTRY_OPS_VERSION, .scheme = name, .mark_step_ms = 0, .expires = 1,       \
+    .check = pg_check, .open = pg_open, .acquire = pg_acquire, .renew = pg_renew, .mark = pg_mark, \
+    .release = pg_release, .list = pg_list, .free = pg_free, .close = pg_close, .clock = pg_clock, \
+    .spaces = pg_spaces,                                                                           \
   }
 
 const idgen__registry_ops_t idgen__registry_postgres = PG_OPS("postgres");

@@ -61,8 +61,8 @@ int idgen__space_name_check(const char *name, char *err, size_t errlen) {
   return 0;
 }
 
-int idgen__uri_take_space(const char *uri, char *out, size_t outlen, char *space,
-                          char *err, size_t errlen) {
+int idgen__uri_take_space(const char *uri, char *out, size_t outlen, char *space, char *err,
+                          size_t errlen) {
   space[0] = '\0';
   if (strlen(uri) >= outlen)
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: URI too long");
@@ -193,8 +193,8 @@ int idgen__pool_guess_layout(const char *pool, idgen_layout_t *l) {
   unsigned tick, t, s, b;
   char unit[3] = "", spec[256];
   int used = 0;
-  if (sscanf(pool, "epoch=%lld,tick=%u%2[ms],time@%u,sequence@%u:%u%n", &epoch, &tick, unit, &t,
-             &s, &b, &used) != 6 ||
+  if (sscanf(pool, "epoch=%lld,tick=%u%2[ms],time@%u,sequence@%u:%u%n", &epoch, &tick, unit, &t, &s,
+             &b, &used) != 6 ||
       pool[used] != '\0' || t == 0 || t >= 64 || b == 0 || s + b > t)
     return -1;
   /* time at the top, as wide as 64 bits allow; the bits between the
@@ -285,8 +285,7 @@ static void retire_range(idgen__space_t *s, uint64_t lo, uint64_t hi) {
 
 static int parse(const char *text, size_t n, idgen__space_t *s, char *err, size_t errlen);
 
-int idgen__space_parse(const char *text, size_t n, idgen__space_t *s, char *err,
-                       size_t errlen) {
+int idgen__space_parse(const char *text, size_t n, idgen__space_t *s, char *err, size_t errlen) {
   int rc = parse(text, n, s, err, errlen);
   if (rc < 0)
     memset(s, 0, sizeof *s); /* nothing half-read is left behind */
@@ -323,8 +322,8 @@ static int parse(const char *text, size_t n, idgen__space_t *s, char *err, size_
       if ((vl = field(q, left, "hi=", &v)) < 0 || (size_t)vl != left - 3 ||
           parse_u64(v, (size_t)vl, &hi) < 0 || hi < lo)
         goto bad;
-      if (s->nretired > 0 && (lo <= s->hi[s->nretired - 1] + 1 ||
-                              s->hi[s->nretired - 1] == UINT64_MAX))
+      if (s->nretired > 0 &&
+          (lo <= s->hi[s->nretired - 1] + 1 || s->hi[s->nretired - 1] == UINT64_MAX))
         goto bad;
       s->lo[s->nretired] = lo;
       s->hi[s->nretired++] = hi;
@@ -366,8 +365,8 @@ static int parse(const char *text, size_t n, idgen__space_t *s, char *err, size_
                         m->pool);
     for (int i = 0; i < s->n; i++)
       if (strcmp(s->m[i].pool, m->pool) == 0)
-        return idgen__err(err, errlen, IDGEN_EREGISTRY,
-                          "space record: line %d: pool %s twice", line, m->pool);
+        return idgen__err(err, errlen, IDGEN_EREGISTRY, "space record: line %d: pool %s twice",
+                          line, m->pool);
     s->n++;
     continue;
   bad:
@@ -437,7 +436,6 @@ static int overlaps(const idgen__space_member_t *m, uint64_t lo, uint64_t hi) {
   return mlo <= hi && lo <= mhi;
 }
 
-
 /* [lo, hi]: the IDs layout l can issue with its holders above `floor`. */
 static void range_of(const idgen_layout_t *l, int64_t floor, uint64_t *lo, uint64_t *hi) {
   uint64_t t = first_tick(l, floor);
@@ -479,8 +477,8 @@ static int covered(const idgen__space_member_t *m, const idgen_layout_t *l) {
   return member_layout(m, &ml) == 0 && layout_max_id(l) <= layout_max_id(&ml);
 }
 
-int idgen__space_member(const idgen__space_t *s, const idgen__pool_t *p,
-                        const idgen_layout_t *l, int64_t *floor_ms) {
+int idgen__space_member(const idgen__space_t *s, const idgen__pool_t *p, const idgen_layout_t *l,
+                        int64_t *floor_ms) {
   int i = s->provisional ? -1 : pool_entry(s, p->name);
   if (i < 0 || !covered(&s->m[i], l))
     return 0;

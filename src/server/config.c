@@ -36,7 +36,6 @@ static const char usage_head[] =
     "\n"
     "Settings:\n";
 
-
 static void usage(void *ctx) {
   (void)ctx;
   fputs(usage_head, stdout);
@@ -98,7 +97,6 @@ static int parse_addr(serve_addr_t *a, const char *s, char *err, size_t errlen) 
   return 0;
 }
 
-
 /* The daemon's part of each key's check (settings_spec_t.check). */
 static int check_key(settings_t *s, void *ctx, int k) {
   serve_config_t *c = ctx;
@@ -107,8 +105,10 @@ static int check_key(settings_t *s, void *ctx, int k) {
   case SK_HTTP:
   case SK_RESP:
   case SK_THRIFT:
-    if (parse_addr(k == SK_HTTP ? &c->http : k == SK_RESP ? &c->resp : &c->thrift, s->value[k],
-                   err, sizeof err) < 0)
+    if (parse_addr(k == SK_HTTP   ? &c->http
+                   : k == SK_RESP ? &c->resp
+                                  : &c->thrift,
+                   s->value[k], err, sizeof err) < 0)
       return settings_fail(s, k, "%s", err);
     return 1;
   case SK_THREADS: {
@@ -139,14 +139,15 @@ static int check_key(settings_t *s, void *ctx, int k) {
         fit = 100000;
       /* A cache that refuses when empty serves at most its ring. */
       unsigned shift = l->fields[l->sequence_index].bits + (unsigned)s->num[SK_CACHE_BOOST_POWER];
-      int capped = s->num[SK_CACHE] && s->num[SK_CACHE_ON_EMPTY] == IDGEN_CACHE_FAIL && shift <= 22 &&
-                   fit > (UINT64_C(1) << shift);
+      int capped = s->num[SK_CACHE] && s->num[SK_CACHE_ON_EMPTY] == IDGEN_CACHE_FAIL &&
+                   shift <= 22 && fit > (UINT64_C(1) << shift);
       if (capped)
         fit = UINT64_C(1) << shift;
       char buf[32];
       snprintf(buf, sizeof buf, "%" PRIu64, fit);
       settings_set(s, k, buf,
-                   capped ? "default: the cache's ring" : "default: the layout within borrow + wait");
+                   capped ? "default: the cache's ring"
+                          : "default: the layout within borrow + wait");
     }
     return 0;
   default:
@@ -170,12 +171,11 @@ static int on_option(settings_t *s, void *ctx, int opt, const char *arg) {
 }
 
 int serve_config_load(serve_config_t *c, int argc, char **argv) {
-  static const struct option extra[] = {{"settings-markdown", no_argument, 0, 1},
-                                        {"settings-man", no_argument, 0, 2},
-                                        {0, 0, 0, 0}};
+  static const struct option extra[] = {
+      {"settings-markdown", no_argument, 0, 1}, {"settings-man", no_argument, 0, 2}, {0, 0, 0, 0}};
   memset(c, 0, sizeof *c);
-  const settings_spec_t spec = {SETTINGS_SERVE, "serve", 1, extra, NULL, on_option, check_key,
-                                usage, c};
+  const settings_spec_t spec = {SETTINGS_SERVE, "serve",   1,     extra, NULL,
+                                on_option,      check_key, usage, c};
   settings_t *s = &c->s;
   int rc = settings_load(s, &spec, argc, argv);
   if (rc != 0)

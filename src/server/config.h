@@ -17,10 +17,10 @@
 #include "settings.h"
 
 typedef struct serve_addr {
-  int enabled;                  /* 0 for "off" */
+  int enabled; /* 0 for "off" */
   struct sockaddr_storage sa;
   socklen_t salen;
-  char text[128];               /* as given: "127.0.0.1:8080" */
+  char text[128]; /* as given: "127.0.0.1:8080" */
 } serve_addr_t;
 
 typedef struct serve_config {
@@ -34,7 +34,7 @@ typedef struct serve_config {
   int64_t busy_poll_ns;
   int64_t idle_timeout_ms, slow_timeout_ms, shutdown_timeout_ms, max_agents;
   const char *pid_file, *log_file, *audit_log; /* into s.value[]; "" for none */
-  int audit_mode;                /* 0 count, 1 require (settings.c's order) */
+  int audit_mode;                              /* 0 count, 1 require (settings.c's order) */
   int64_t audit_queue_bytes;
 } serve_config_t;
 

@@ -122,9 +122,9 @@ static ssize_t split_target(http_request_t *req, int *status, char *err) {
   const char *t = req->target.ptr, *end = t + req->target.len, *p = t;
   if (t[0] != '/') {
     size_t s = 0; /* scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) */
-    while (t + s < end && (((t[s] | 0x20) >= 'a' && (t[s] | 0x20) <= 'z') ||
-                           (s > 0 && ((t[s] >= '0' && t[s] <= '9') || t[s] == '+' ||
-                                      t[s] == '-' || t[s] == '.'))))
+    while (t + s < end &&
+           (((t[s] | 0x20) >= 'a' && (t[s] | 0x20) <= 'z') ||
+            (s > 0 && ((t[s] >= '0' && t[s] <= '9') || t[s] == '+' || t[s] == '-' || t[s] == '.'))))
       s++;
     if (req->target.len == 1 && t[0] == '*')
       return fail(status, err, 400, "request line: the target * (asterisk-form) is not served");
@@ -150,8 +150,8 @@ static ssize_t split_target(http_request_t *req, int *status, char *err) {
   return 0;
 }
 
-ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t *req,
-                   int *status, char *err) {
+ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t *req, int *status,
+                   char *err) {
   size_t pos = 0;
   char msg[HTTP_ERR_MAX];
   req->method = (http_str_t){buf, 0}; /* until the request line gives one */
@@ -179,8 +179,8 @@ ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t 
   if (split_target(req, status, err) < 0)
     return HTTP_MALFORMED;
   size_t v0 = i + 1, vlen = (size_t)eol - v0;
-  if (vlen != 8 || memcmp(buf + v0, "HTTP/", 5) != 0 || buf[v0 + 6] != '.' ||
-      buf[v0 + 5] < '0' || buf[v0 + 5] > '9' || buf[v0 + 7] < '0' || buf[v0 + 7] > '9')
+  if (vlen != 8 || memcmp(buf + v0, "HTTP/", 5) != 0 || buf[v0 + 6] != '.' || buf[v0 + 5] < '0' ||
+      buf[v0 + 5] > '9' || buf[v0 + 7] < '0' || buf[v0 + 7] > '9')
     return fail(status, err, 400, "request line: bad HTTP version");
   if (buf[v0 + 5] != '1')
     return fail(status, err, 505, "HTTP version not supported (use HTTP/1.1)");
@@ -346,9 +346,7 @@ int http_accept_q(const http_request_t *req, const char *type) {
   return best;
 }
 
-static int hex_value(unsigned char c) {
-  return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
-}
+static int hex_value(unsigned char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; }
 
 ssize_t http_unescape(const char *s, size_t len, char *out, size_t cap, size_t *bad) {
   size_t n = 0;

@@ -56,8 +56,8 @@ typedef struct http_request {
  * caller's array of that many, set before the call; the other fields are
  * the parser's).
  */
-ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t *req,
-                   int *status, char *err);
+ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t *req, int *status,
+                   char *err);
 
 /* The header `name` (case-insensitive), or NULL. */
 const http_str_t *http_header(const http_request_t *req, const char *name);

@@ -24,7 +24,8 @@ typedef struct log_limit {
   uint64_t suppressed;
 } log_limit_t;
 
-#define LOG_LIMIT_INIT(n) {PTHREAD_MUTEX_INITIALIZER, 0, 0, (n), 0}
+#define LOG_LIMIT_INIT(n)                                                                          \
+  { PTHREAD_MUTEX_INITIALIZER, 0, 0, (n), 0 }
 
 void log_limited(log_limit_t *l, const char *level, const char *event, const char *fmt, ...)
     LOG_PRINTF(4, 5);

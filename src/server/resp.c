@@ -22,7 +22,6 @@
 
 #include <string.h>
 
-
 /* Parses a whole signed decimal in s[0..n); 0 on success. */
 static int parse_ll(const char *s, size_t n, long long *out) {
   long long v = 0;
@@ -99,8 +98,7 @@ static ssize_t parse_inline(const char *buf, size_t len, resp_request_t *req, ch
   return (ssize_t)end + 1;
 }
 
-ssize_t resp_parse(const char *buf, size_t len, size_t max_bulk, resp_request_t *req,
-                   char *err) {
+ssize_t resp_parse(const char *buf, size_t len, size_t max_bulk, resp_request_t *req, char *err) {
   if (len == 0)
     return RESP_NEED_MORE;
   if (buf[0] != '*')

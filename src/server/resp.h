@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define RESP_MAX_ARGV 8          /* arguments kept; argc counts them all */
+#define RESP_MAX_ARGV 8 /* arguments kept; argc counts them all */
 #define RESP_MAX_MULTIBULK (1024 * 1024)
 #define RESP_MAX_LINE (64 * 1024) /* count lines and inline requests */
 #define RESP_ERR_MAX 64           /* room for any error text, with its NUL */
@@ -39,7 +39,6 @@ typedef struct resp_request {
  * RESP_ERR_MAX bytes) holding Redis's text, such as
  * "Protocol error: invalid bulk length".  Thread-safe: no shared state.
  */
-ssize_t resp_parse(const char *buf, size_t len, size_t max_bulk, resp_request_t *req,
-                   char *err);
+ssize_t resp_parse(const char *buf, size_t len, size_t max_bulk, resp_request_t *req, char *err);
 
 #endif

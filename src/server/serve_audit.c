@@ -56,10 +56,10 @@ enum { AUDIT_COUNT = 0, AUDIT_REQUIRE = 1 }; /* audit_mode's choices, in setting
 
 typedef struct audit_lane {
   pthread_mutex_t mu;
-  serve_buf_t q;         /* under mu: the loop's lines not yet taken by the writer */
-  uint64_t gap_records;  /* the loop's (count): lines dropped since the last that fit */
+  serve_buf_t q;        /* under mu: the loop's lines not yet taken by the writer */
+  uint64_t gap_records; /* the loop's (count): lines dropped since the last that fit */
   uint64_t gap_bytes;
-  serve_buf_t w;         /* the writer's: lines taken, written up to w_off */
+  serve_buf_t w; /* the writer's: lines taken, written up to w_off */
   size_t w_off;
   size_t line_start;     /* the writer's: where in w the line at w_off begins */
   int wakefd;            /* the loop's eventfd (a dup of it), the writer's to close */
@@ -70,18 +70,18 @@ typedef struct audit_lane {
 struct serve_audit {
   const char *path;
   int mode;
-  uint64_t cap;                  /* audit_queue_bytes */
-  int64_t stop_ms;               /* shutdown_timeout_ms: the writer's time at a stop */
+  uint64_t cap;    /* audit_queue_bytes */
+  int64_t stop_ms; /* shutdown_timeout_ms: the writer's time at a stop */
   int nlanes;
   audit_lane_t *lanes;
-  int fd;                        /* the writer's (the main thread's before it starts) */
-  int efd;                       /* wakes the writer */
+  int fd;  /* the writer's (the main thread's before it starts) */
+  int efd; /* wakes the writer */
   atomic_int kicked, reopen, stop, exited;
-  _Atomic uint64_t reopens;      /* reopens done */
+  _Atomic uint64_t reopens; /* reopens done */
   _Atomic int64_t stop_deadline_ms;
   pthread_t thread;
   int thread_on;
-  int cut;                       /* the writer's: the lane whose line is cut in the file, or -1 */
+  int cut; /* the writer's: the lane whose line is cut in the file, or -1 */
   /* The writer's own loss line, written before anything else: the records
    * and bytes it reports (0: none), its text as rendered, and how much of
    * that is in the file (a reopen renders it again, whole, for the new one). */
@@ -94,8 +94,8 @@ struct serve_audit {
   _Atomic int64_t lost_ms;          /* when a line was last lost (0: never) */
   atomic_int failing;               /* the last write (or open) failed */
   pthread_mutex_t err_mu;
-  char error[256];                  /* under err_mu: the last failure, in words */
-  int64_t failing_since_ms;         /* under err_mu */
+  char error[256];          /* under err_mu: the last failure, in words */
+  int64_t failing_since_ms; /* under err_mu */
 };
 
 static int64_t now_ms(void) { return serve_mono_ms(); }
@@ -140,8 +140,10 @@ static uint64_t count_records(const char *p, size_t n) {
 static int trouble(serve_audit_t *a, char *why, size_t n) {
   int64_t since = atomic_load_explicit(&a->blocked_since_ms, memory_order_relaxed), now = now_ms();
   if (since != 0 && now - since >= AUDIT_STALL_MS) {
-    snprintf(why, n, "a write to %s has been blocked for %" PRId64 " ms (a frozen or hung file "
-             "system?)", a->path, now - since);
+    snprintf(why, n,
+             "a write to %s has been blocked for %" PRId64 " ms (a frozen or hung file "
+             "system?)",
+             a->path, now - since);
     return 1;
   }
   if (atomic_load_explicit(&a->failing, memory_order_relaxed)) {
@@ -152,8 +154,9 @@ static int trouble(serve_audit_t *a, char *why, size_t n) {
   }
   uint64_t q = atomic_load_explicit(&a->queued_bytes, memory_order_relaxed);
   if (a->mode == AUDIT_REQUIRE && q >= a->cap) {
-    snprintf(why, n, "%" PRIu64 " bytes of lines wait to be written to %s (audit_queue_bytes %" PRIu64
-             ")", q, a->path, a->cap);
+    snprintf(why, n,
+             "%" PRIu64 " bytes of lines wait to be written to %s (audit_queue_bytes %" PRIu64 ")",
+             q, a->path, a->cap);
     return 1;
   }
   return 0;
@@ -174,8 +177,10 @@ void serve_audit_refusal_text(serve_daemon_t *s, char *buf, size_t n) {
   char why[300] = "";
   if (s->audit == NULL || !trouble(s->audit, why, sizeof why))
     snprintf(why, sizeof why, "it cannot take lines now");
-  snprintf(buf, n, "audit log: %.280s; IDs are not handed out while their lines cannot be written "
-           "(audit_mode require)", why);
+  snprintf(buf, n,
+           "audit log: %.280s; IDs are not handed out while their lines cannot be written "
+           "(audit_mode require)",
+           why);
 }
 
 int serve_audit_unhealthy(serve_daemon_t *s, char *why, size_t n) {
@@ -184,8 +189,10 @@ int serve_audit_unhealthy(serve_daemon_t *s, char *why, size_t n) {
   char t[300];
   if (!trouble(s->audit, t, sizeof t))
     return 0;
-  snprintf(why, n, "audit log: %.280s; ID requests are refused until it takes lines again "
-           "(audit_mode require)", t);
+  snprintf(why, n,
+           "audit log: %.280s; ID requests are refused until it takes lines again "
+           "(audit_mode require)",
+           t);
   return 1;
 }
 
@@ -205,7 +212,8 @@ static void figures(serve_audit_t *a, audit_figures_t *f) {
   f->queued_bytes = atomic_load(&a->queued_bytes);
   f->errors = atomic_load(&a->errors);
   f->refused = atomic_load(&a->refused);
-  int64_t since = atomic_load(&a->blocked_since_ms), lost = atomic_load(&a->lost_ms), now = now_ms();
+  int64_t since = atomic_load(&a->blocked_since_ms), lost = atomic_load(&a->lost_ms),
+          now = now_ms();
   f->blocked_ms = since ? now - since : 0;
   f->lost_ago_ms = lost ? now - lost : -1;
 }
@@ -222,12 +230,16 @@ int serve_audit_degraded(serve_daemon_t *s, char *why, size_t n) {
   audit_figures_t f;
   figures(a, &f);
   if (trouble(a, t, sizeof t))
-    snprintf(why, n, "degraded: audit log: %.280s; %" PRIu64 " records lost so far, IDs are still "
-             "handed out (audit_mode count)", t, f.lost);
+    snprintf(why, n,
+             "degraded: audit log: %.280s; %" PRIu64 " records lost so far, IDs are still "
+             "handed out (audit_mode count)",
+             t, f.lost);
   else if (f.lost_ago_ms >= 0 && f.lost_ago_ms < AUDIT_LOSS_MS)
-    snprintf(why, n, "degraded: audit log: %" PRIu64 " records lost so far, the last %" PRId64
+    snprintf(why, n,
+             "degraded: audit log: %" PRIu64 " records lost so far, the last %" PRId64
              " ms ago (audit_queue_bytes %" PRIu64 " full); IDs are still handed out "
-             "(audit_mode count)", f.lost, f.lost_ago_ms, a->cap);
+             "(audit_mode count)",
+             f.lost, f.lost_ago_ms, a->cap);
   else
     return 0;
   return 1;
@@ -278,10 +290,14 @@ struct json_t *serve_audit_json(serve_daemon_t *s) {
   const struct {
     const char *key;
     uint64_t v;
-  } nums[] = {{"written", f.written},       {"lost", f.lost},
-              {"lost_bytes", f.lost_bytes}, {"queued", queued_records(&f)},
-              {"queued_bytes", f.queued_bytes}, {"queue_max_bytes", a->cap},
-              {"write_errors", f.errors},   {"refused", f.refused},
+  } nums[] = {{"written", f.written},
+              {"lost", f.lost},
+              {"lost_bytes", f.lost_bytes},
+              {"queued", queued_records(&f)},
+              {"queued_bytes", f.queued_bytes},
+              {"queue_max_bytes", a->cap},
+              {"write_errors", f.errors},
+              {"refused", f.refused},
               {"blocked_ms", (uint64_t)f.blocked_ms}};
   for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
     json_object_set_new(o, nums[i].key, json_integer((json_int_t)nums[i].v));
@@ -376,8 +392,8 @@ void serve_audit_handoff(serve_worker_t *w) {
       char why[400] = "the file took no lines";
       trouble(a, why, sizeof why);
       char reason[500];
-      snprintf(reason, sizeof reason, "the audit queue was full (audit_queue_bytes %" PRIu64
-               "): %s", a->cap, why);
+      snprintf(reason, sizeof reason,
+               "the audit queue was full (audit_queue_bytes %" PRIu64 "): %s", a->cap, why);
       loss_line(&mark, l->gap_records, l->gap_bytes, reason);
       atomic_fetch_add(&a->queued_bytes, mark.len);
       l->gap_records = l->gap_bytes = 0;
@@ -476,7 +492,8 @@ static int write_marker(serve_audit_t *a) {
   if (a->mk_records == 0 && a->mk_bytes == 0)
     return 0;
   if (a->marker.len == 0) {
-    loss_line(&a->marker, a->mk_records, a->mk_bytes, "lines cut by a failed write and left "
+    loss_line(&a->marker, a->mk_records, a->mk_bytes,
+              "lines cut by a failed write and left "
               "incomplete in the file reopened away from (SIGHUP)");
     a->mk_off = 0;
   }
@@ -712,9 +729,11 @@ void serve_audit_reopen(serve_daemon_t *s) {
   for (int i = 0; i < 500 && atomic_load(&a->reopens) == before; i++)
     nanosleep(&(struct timespec){0, 2000000}, NULL);
   if (atomic_load(&a->reopens) == before)
-    log_event("warn", "reopen_audit_log", "signal=HUP audit_log=%s state=pending "
+    log_event("warn", "reopen_audit_log",
+              "signal=HUP audit_log=%s state=pending "
               "reason=\"the audit writer is waiting for the file (a blocked write, or a cut line "
-              "to complete first); it reopens it after\"", a->path);
+              "to complete first); it reopens it after\"",
+              a->path);
 }
 
 /* Frees what the writer no longer uses (it has ended, or never began). */
@@ -775,8 +794,9 @@ void serve_audit_stop(serve_daemon_t *s) {
   audit_figures_t f;
   figures(a, &f);
   if (f.lost > 0) /* after the fact: the file's lost= lines and this say where and how many */
-    log_event("warn", "audit_summary", "audit_log=%s written=%" PRIu64 " lost=%" PRIu64
-              " lost_bytes=%" PRIu64, a->path, f.written, f.lost, f.lost_bytes);
+    log_event("warn", "audit_summary",
+              "audit_log=%s written=%" PRIu64 " lost=%" PRIu64 " lost_bytes=%" PRIu64, a->path,
+              f.written, f.lost, f.lost_bytes);
   s->audit = NULL;
   audit_free(a);
 }

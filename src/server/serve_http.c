@@ -18,10 +18,13 @@
 
 static int code_index(int status) {
   switch (status) {
-#define X(n, phrase) case n: return HC_##n;
+#define X(n, phrase)                                                                               \
+  case n:                                                                                          \
+    return HC_##n;
     HTTP_CODES(X)
 #undef X
-  default: return HC_500;
+  default:
+    return HC_500;
   }
 }
 
@@ -91,8 +94,7 @@ static void respond_as(serve_worker_t *w, serve_conn_t *c, int minor, int head, 
 }
 
 static void respond(serve_worker_t *w, serve_conn_t *c, const http_request_t *req, int status,
-                    const char *ctype, const char *body, size_t len, int close,
-                    const char *extra) {
+                    const char *ctype, const char *body, size_t len, int close, const char *extra) {
   respond_as(w, c, req ? req->minor : 1, req && str_eq(&req->method, "HEAD"), status, ctype, body,
              len, close, extra);
 }
@@ -113,8 +115,8 @@ static void respond_error(serve_worker_t *w, serve_conn_t *c, const http_request
 
 typedef struct query {
   size_t count;
-  int agent;    /* AGENT_NONE if not given */
-  int json;     /* -1: not given */
+  int agent; /* AGENT_NONE if not given */
+  int json;  /* -1: not given */
 } query_t;
 
 /* Room for one decoded key or value: longer than any valid one, so that a
@@ -125,8 +127,7 @@ _Static_assert(QUERY_ITEM_MAX > AGENT_NAME_MAX, "an agent name must fit");
 /* Percent-decodes one key or value of the query into buf[QUERY_ITEM_MAX];
  * 0 and its length (at most QUERY_ITEM_MAX), or -1 with a reason naming the
  * malformed escape. */
-static int query_unescape(const char *s, size_t len, char *buf, size_t *out, char *err,
-                          size_t n) {
+static int query_unescape(const char *s, size_t len, char *buf, size_t *out, char *err, size_t n) {
   size_t bad;
   ssize_t d = http_unescape(s, len, buf, QUERY_ITEM_MAX, &bad);
   if (d < 0) {
@@ -164,8 +165,10 @@ static int parse_query(serve_worker_t *w, const http_str_t *q, query_t *out, cha
     if (rawklen == 0 && rawvlen == 0)
       continue; /* "a=1&&b=2" */
 #define KEY(lit) (klen == sizeof lit - 1 && memcmp(key, lit, klen) == 0)
-    int *seen = KEY("count") ? &seen_count : KEY("agent") ? &seen_agent
-                : KEY("format") ? &seen_format : NULL;
+    int *seen = KEY("count")    ? &seen_count
+                : KEY("agent")  ? &seen_agent
+                : KEY("format") ? &seen_format
+                                : NULL;
     if (seen != NULL && (*seen)++) { /* key is one of the three: printable */
       snprintf(err, n, "query parameter \"%.*s\" given twice", (int)klen, key);
       return -1;
@@ -176,16 +179,18 @@ static int parse_query(serve_worker_t *w, const http_str_t *q, query_t *out, cha
       for (; i < vlen && i < 12 && val[i] >= '0' && val[i] <= '9'; i++)
         v = v * 10 + (uint64_t)(val[i] - '0');
       if (vlen == 0 || i != vlen || v < 1 || v > (uint64_t)cfg->max_batch) {
-        snprintf(err, n, "bad count: count must be a whole number from 1 to %" PRId64
-                         " (max_batch), not \"%s\"",
+        snprintf(err, n,
+                 "bad count: count must be a whole number from 1 to %" PRId64
+                 " (max_batch), not \"%s\"",
                  cfg->max_batch, IDGEN_QUOTE(val, vlen, '"', 40));
         return -1;
       }
       out->count = (size_t)v;
     } else if (KEY("agent")) {
       if (!serve_agent_valid(val, vlen)) {
-        snprintf(err, n, "bad agent \"%s\": a name matches [a-zA-Z][a-zA-Z0-9-]* and has at "
-                         "most %d characters",
+        snprintf(err, n,
+                 "bad agent \"%s\": a name matches [a-zA-Z][a-zA-Z0-9-]* and has at "
+                 "most %d characters",
                  IDGEN_QUOTE(val, vlen, '"', 40), AGENT_NAME_MAX);
         return -1;
       }
@@ -250,8 +255,8 @@ static int reply_ids(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape
   if (json)
     p += sprintf(p, "]}\n");
   b->len = (size_t)(p - b->p);
-  respond_as(w, c, sh->minor, sh->head, 200, json ? "application/json" : "text/plain; charset=utf-8",
-             b->p, b->len, KEEP, "");
+  respond_as(w, c, sh->minor, sh->head, 200,
+             json ? "application/json" : "text/plain; charset=utf-8", b->p, b->len, KEEP, "");
   return 0;
 }
 
@@ -275,13 +280,13 @@ static void route_ids(serve_worker_t *w, serve_conn_t *c, const http_request_t *
   /* A lost lease is the generator's error (IDGEN_ELEASE), answered as a 503
    * by serve_ids_request; ULIDs and UUIDv7s need no lease. */
   serve_reply_shape_t sh = {.replies = &http_replies,
-                      .proto = PROTO_HTTP,
-                      .kind = (uint8_t)kind,
-                      .json = (uint8_t)(q.json >= 0 ? q.json : wants_json(req)),
-                      .head = (uint8_t)str_eq(&req->method, "HEAD"),
-                      .minor = (uint8_t)req->minor,
-                      .agent = q.agent,
-                      .count = q.count};
+                            .proto = PROTO_HTTP,
+                            .kind = (uint8_t)kind,
+                            .json = (uint8_t)(q.json >= 0 ? q.json : wants_json(req)),
+                            .head = (uint8_t)str_eq(&req->method, "HEAD"),
+                            .minor = (uint8_t)req->minor,
+                            .agent = q.agent,
+                            .count = q.count};
   serve_ids_request(w, c, &sh); /* answered, or parked until its tick */
 }
 
@@ -324,9 +329,10 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   }
   int get = str_eq(&req.method, "GET") || str_eq(&req.method, "HEAD");
   const http_str_t *path = &req.path;
-  int kind = str_eq(path, "/id") ? KIND_SNOWFLAKE
-             : str_eq(path, "/ulid") ? KIND_ULID
-             : str_eq(path, "/uuid7") ? KIND_UUID7 : -1;
+  int kind = str_eq(path, "/id")      ? KIND_SNOWFLAKE
+             : str_eq(path, "/ulid")  ? KIND_ULID
+             : str_eq(path, "/uuid7") ? KIND_UUID7
+                                      : -1;
   int page = str_eq(path, "/") || str_eq(path, "/status");
   int status_json = str_eq(path, "/status.json");
   int known = kind >= 0 || page || status_json || str_eq(path, "/health") ||
@@ -379,8 +385,8 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   } else if (path->ptr[1] == 'h') {
     w->body.len = 0;
     int sick = serve_health_text(w->srv, &w->body);
-    respond(w, c, &req, sick ? 503 : 200, "text/plain; charset=utf-8", w->body.p, w->body.len,
-            KEEP, "");
+    respond(w, c, &req, sick ? 503 : 200, "text/plain; charset=utf-8", w->body.p, w->body.len, KEEP,
+            "");
   } else if (path->ptr[1] == 'i') {
     w->body.len = 0;
     if (serve_info_json(w->srv, &w->body) < 0)

@@ -64,8 +64,9 @@ int serve_unhealthy(serve_daemon_t *s, char *why, size_t n) {
     return 1;
   }
   if (ls.bound && ls.mark_ms < idgen_clock_now_ms(IDGEN_CLOCK_PRECISE)) {
-    snprintf(why, n, "high-water mark: the registry has not recorded a mark ahead of the "
-                     "clock%s%s",
+    snprintf(why, n,
+             "high-water mark: the registry has not recorded a mark ahead of the "
+             "clock%s%s",
              ls.reason[0] ? ": " : "", ls.reason);
     return 1;
   }
@@ -345,7 +346,6 @@ void serve_ids_unpark(serve_worker_t *w, serve_conn_t *c) {
   c->parked = NULL;
   free(p);
 }
-
 
 /* `next` (the ns until the first parked request is due, or -1) with p's
  * due time, from the kernel clock's reading t, taken in. */

@@ -14,8 +14,8 @@
 
 /* With --cache, a cache over g into *out (NULL without); 0, or -1 with a
  * message in err. */
-static int make_cache(const serve_config_t *cfg, idgen_snowflake_gen_t *g,
-                      idgen_cached_gen_t **out, char *err, size_t n) {
+static int make_cache(const serve_config_t *cfg, idgen_snowflake_gen_t *g, idgen_cached_gen_t **out,
+                      char *err, size_t n) {
   *out = NULL;
   if (!cfg->s.num[SK_CACHE])
     return 0;
@@ -57,8 +57,8 @@ static void log_lease(serve_daemon_t *s, const char *event) {
   char mark[IDGEN_TIME_BUFSIZE] = "-";
   if (st.mark_ms > 0)
     idgen_time_format(st.mark_ms, mark);
-  log_event("info", event, "registry=%s pool=%s node=%s %s=%" PRIu64 " generation=%" PRIu64
-            " mark=%s holder=%s",
+  log_event("info", event,
+            "registry=%s pool=%s node=%s %s=%" PRIu64 " generation=%" PRIu64 " mark=%s holder=%s",
             s->registry_shown, st.pool, st.node, s->layout->fields[st.field].name, st.worker,
             st.generation, mark, st.holder);
 }
@@ -140,9 +140,11 @@ static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
     /* An event loop has not turned since 16 swaps: wait for it (each look
      * frees what it no longer holds), saying so once. */
     if (!s->retired_full_logged)
-      log_event("error", "lease_acquire", "error=\"%d lost leases' generators are still held "
+      log_event("error", "lease_acquire",
+                "error=\"%d lost leases' generators are still held "
                 "by an event loop that has not turned since: waiting for it before leasing "
-                "again\"", s->nretired);
+                "again\"",
+                s->nretired);
     s->retired_full_logged = 1;
     return;
   }

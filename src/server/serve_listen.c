@@ -69,8 +69,8 @@ int serve_bind_all(serve_daemon_t *s, int proto, const serve_addr_t *a, char *bo
   memcpy(&sa, &a->sa, sizeof sa);
   int probe = listen_one(&sa, a->salen, 0);
   if (probe < 0) {
-    fprintf(stderr, "idgen: serve: cannot listen on %s %s: %s\n", serve_proto_name(proto),
-            a->text, strerror(-probe));
+    fprintf(stderr, "idgen: serve: cannot listen on %s %s: %s\n", serve_proto_name(proto), a->text,
+            strerror(-probe));
     return -1;
   }
   close(probe);
@@ -93,8 +93,7 @@ int serve_write_pid_file(const char *path) {
     long pid = 0;
     if (fscanf(f, "%ld", &pid) == 1 && pid > 0 && pid != getpid() && kill((pid_t)pid, 0) == 0) {
       fclose(f);
-      fprintf(stderr, "idgen: serve: pid_file %s names process %ld, which is running\n", path,
-              pid);
+      fprintf(stderr, "idgen: serve: pid_file %s names process %ld, which is running\n", path, pid);
       return -1;
     }
     fclose(f);

@@ -62,7 +62,6 @@
 
 /* ---- connections ---------------------------------------------------------- */
 
-
 static void set_events(serve_worker_t *w, serve_conn_t *c, uint32_t ev) {
   if (c->events == ev)
     return;
@@ -139,7 +138,7 @@ static int flush_replies(serve_worker_t *w, serve_conn_t *c) {
   if (w->out.len == 0)
     return 0;
   if (c->out.len > c->out_off || c->audit_seq) { /* behind queued replies, or held */
-    if (c->out_off > c->out.len / 2) { /* keep the queue from creeping forward forever */
+    if (c->out_off > c->out.len / 2) {           /* keep the queue from creeping forward forever */
       memmove(c->out.p, c->out.p + c->out_off, c->out.len - c->out_off);
       c->out.len -= c->out_off;
       c->out_off = 0;
@@ -263,8 +262,8 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
   /* Every request ends with a line feed: while none has arrived since the
    * last attempt, a partial request is still partial, and is not parsed
    * again from its start (one byte at a time would cost quadratic time). */
-  int need_more = !scratch && c->proto != PROTO_THRIFT && c->parsed_len > 0 && len > c->parsed_len &&
-                  len <= (size_t)cfg->max_request_bytes &&
+  int need_more = !scratch && c->proto != PROTO_THRIFT && c->parsed_len > 0 &&
+                  len > c->parsed_len && len <= (size_t)cfg->max_request_bytes &&
                   memchr(data + c->parsed_len, '\n', len - c->parsed_len) == NULL;
   while (!need_more && pos < len && !c->stop_parsing && !c->parked) {
     if (w->out.len >= OUT_SOFT_LIMIT) {
@@ -702,7 +701,7 @@ static void *worker_main(void *arg) {
     }
   }
   serve_audit_handoff(w); /* the last lines (the writer writes them before it ends) */
-  atomic_store(&w->swaps_seen, UINT64_MAX); /* holds nothing from here on */
+  atomic_store(&w->swaps_seen, UINT64_MAX);                    /* holds nothing from here on */
   atomic_store_explicit(&w->waiting, 1, memory_order_relaxed); /* not runnable for the gate */
   return NULL;
 }
@@ -854,8 +853,8 @@ static int set_up(serve_daemon_t *s) {
        serve_bind_all(s, PROTO_HTTP, &cfg->http, s->http_addr, sizeof s->http_addr) < 0) ||
       (cfg->resp.enabled &&
        serve_bind_all(s, PROTO_RESP, &cfg->resp, s->resp_addr, sizeof s->resp_addr) < 0) ||
-      (cfg->thrift.enabled && serve_bind_all(s, PROTO_THRIFT, &cfg->thrift, s->thrift_addr,
-                                             sizeof s->thrift_addr) < 0))
+      (cfg->thrift.enabled &&
+       serve_bind_all(s, PROTO_THRIFT, &cfg->thrift, s->thrift_addr, sizeof s->thrift_addr) < 0))
     return -1;
   if (cfg->pid_file[0] != '\0' && serve_write_pid_file(cfg->pid_file) < 0)
     return -1;
@@ -866,11 +865,13 @@ static int set_up(serve_daemon_t *s) {
 static void announce(serve_daemon_t *s) {
   s->start_mono_ms = serve_mono_ms();
   const char *lname = s->layout->preset[0] ? s->layout->preset : s->layout_spec;
-  log_event("info", "start", "version=%s pid=%ld layout=%s threads=%d registry=%s",
-            idgen_version(), (long)getpid(), lname, s->nworkers, s->registry_shown);
+  log_event("info", "start", "version=%s pid=%ld layout=%s threads=%d registry=%s", idgen_version(),
+            (long)getpid(), lname, s->nworkers, s->registry_shown);
   serve_lease_start(s);
   for (int p = 0; p < NPROTO; p++) {
-    const char *bound = p == PROTO_HTTP ? s->http_addr : p == PROTO_RESP ? s->resp_addr : s->thrift_addr;
+    const char *bound = p == PROTO_HTTP   ? s->http_addr
+                        : p == PROTO_RESP ? s->resp_addr
+                                          : s->thrift_addr;
     if (bound[0])
       log_event("info", "listen", "proto=%s addr=%s", serve_proto_name(p), bound);
   }
@@ -900,11 +901,10 @@ static int start_loops(serve_daemon_t *s) {
  * leased (serve_make_generators), every loop started. */
 static void notify_ready(serve_daemon_t *s) {
   char note[sizeof s->http_addr * 3 + sizeof s->registry_shown + 128];
-  int nlen = snprintf(note, sizeof note,
-                      "READY=1\nSTATUS=serving: http %s, resp %s, thrift %s; registry %s",
-                      s->http_addr[0] ? s->http_addr : "off",
-                      s->resp_addr[0] ? s->resp_addr : "off",
-                      s->thrift_addr[0] ? s->thrift_addr : "off", s->registry_shown);
+  int nlen = snprintf(
+      note, sizeof note, "READY=1\nSTATUS=serving: http %s, resp %s, thrift %s; registry %s",
+      s->http_addr[0] ? s->http_addr : "off", s->resp_addr[0] ? s->resp_addr : "off",
+      s->thrift_addr[0] ? s->thrift_addr : "off", s->registry_shown);
   if (nlen < 0 || (size_t)nlen >= sizeof note) /* cannot be: the sizes above */
     snprintf(note, sizeof note, "READY=1");
   int nrc = serve_notify(note);

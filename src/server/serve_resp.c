@@ -37,7 +37,7 @@ static void reply_int(serve_worker_t *w, int64_t v) {
 /* "-ERR ..." with CR and LF made spaces, as Redis does (arguments are
  * quoted before, so only the message's own text could hold them). */
 __attribute__((format(printf, 3, 4))) static void reply_err(serve_worker_t *w, serve_conn_t *c,
-                                                             const char *fmt, ...) {
+                                                            const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -99,17 +99,17 @@ static const struct cmdinfo {
   int arity;
   const char *flag;
 } commands[] = {
-    {"id", -1, "fast"},       {"ulid", -1, "fast"},       {"uuid7", -1, "fast"},
-    {"decode", 2, "fast"},    {"info", -1, "loading"},    {"ping", -1, "fast"},
-    {"echo", 2, "fast"},      {"quit", -1, "fast"},       {"client", -2, "loading"},
-    {"command", -1, "loading"}, {"hello", -1, "fast"},    {"config", -2, "loading"},
+    {"id", -1, "fast"},         {"ulid", -1, "fast"},    {"uuid7", -1, "fast"},
+    {"decode", 2, "fast"},      {"info", -1, "loading"}, {"ping", -1, "fast"},
+    {"echo", 2, "fast"},        {"quit", -1, "fast"},    {"client", -2, "loading"},
+    {"command", -1, "loading"}, {"hello", -1, "fast"},   {"config", -2, "loading"},
     {"select", 2, "fast"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static void reply_command_entry(serve_worker_t *w, const struct cmdinfo *ci) {
   serve_buf_printf(&w->out, "*6\r\n$%zu\r\n%s\r\n:%d\r\n*1\r\n+%s\r\n:0\r\n:0\r\n:0\r\n",
-             strlen(ci->name), ci->name, ci->arity, ci->flag);
+                   strlen(ci->name), ci->name, ci->arity, ci->flag);
 }
 
 /* ID, ULID, UUID7's reply: an integer for each Snowflake ID that fits in
@@ -176,10 +176,10 @@ static void on_ids(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r, 
   /* ID N is an array even for N = 1; a bare ID is one value. */
   serve_reply_shape_t sh = {.replies = &resp_replies,
                             .proto = PROTO_RESP,
-                      .kind = (uint8_t)kind,
-                      .array = r->argc == 2,
-                      .agent = c->agent,
-                      .count = (size_t)n};
+                            .kind = (uint8_t)kind,
+                            .array = r->argc == 2,
+                            .agent = c->agent,
+                            .count = (size_t)n};
   serve_ids_request(w, c, &sh);
   if (c->parked)
     w->replies--; /* answered later, when its tick comes */
@@ -203,7 +203,7 @@ static int set_client_name(serve_worker_t *w, serve_conn_t *c, const resp_arg_t 
   }
   memcpy(c->name, a->ptr, a->len);
   c->name[a->len] = '\0';
-  c->agent = a->len == 0                           ? AGENT_NONE
+  c->agent = a->len == 0                         ? AGENT_NONE
              : serve_agent_valid(a->ptr, a->len) ? serve_agent_index(w->srv, a->ptr, a->len)
                                                  : AGENT_OTHER;
   return 0;
@@ -293,10 +293,11 @@ static void on_hello(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r
     return;
   const char *v = idgen_version();
   serve_buf_printf(&w->out,
-             "*14\r\n$6\r\nserver\r\n$5\r\nidgen\r\n$7\r\nversion\r\n$%zu\r\n%s\r\n"
-             "$5\r\nproto\r\n:2\r\n$2\r\nid\r\n:%" PRIu64 "\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n"
-             "$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n",
-             strlen(v), v, c->id);
+                   "*14\r\n$6\r\nserver\r\n$5\r\nidgen\r\n$7\r\nversion\r\n$%zu\r\n%s\r\n"
+                   "$5\r\nproto\r\n:2\r\n$2\r\nid\r\n:%" PRIu64
+                   "\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n"
+                   "$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n",
+                   strlen(v), v, c->id);
   CNT_ADD(w->st.resp_ok, 1);
 }
 

@@ -18,9 +18,9 @@
 #include "server_int.h"
 
 /* Upper bounds of the latency histogram, in ns (the last is +Inf). */
-const int64_t serve_bucket_ns[NBUCKETS] = {
-    25000,    50000,     100000,    250000,    500000,     1000000,    2500000,  5000000,
-    10000000, 25000000,  50000000,  100000000, 250000000,  1000000000, INT64_MAX};
+const int64_t serve_bucket_ns[NBUCKETS] = {25000,    50000,     100000,    250000,     500000,
+                                           1000000,  2500000,   5000000,   10000000,   25000000,
+                                           50000000, 100000000, 250000000, 1000000000, INT64_MAX};
 
 void serve_observe_latency(serve_worker_t *w, int proto, int64_t ns, size_t n) {
   int b = 0;
@@ -56,8 +56,8 @@ static uint32_t hash(const char *s, size_t n) {
 static uint32_t probe(serve_daemon_t *s, const char *name, size_t n, uint32_t *index) {
   for (uint32_t i = hash(name, n) & s->agent_mask;; i = (i + 1) & s->agent_mask) {
     uint32_t v = atomic_load_explicit(&s->agent_slots[i], memory_order_acquire);
-    if (v == 0 || (strncmp(s->agent_names[v - 1], name, n) == 0 &&
-                   s->agent_names[v - 1][n] == '\0')) {
+    if (v == 0 ||
+        (strncmp(s->agent_names[v - 1], name, n) == 0 && s->agent_names[v - 1][n] == '\0')) {
       *index = v;
       return i;
     }
@@ -108,12 +108,12 @@ int serve_agent_index(serve_daemon_t *s, const char *name, size_t n) {
 }
 
 /* Sums a counter over the loops: `off` is its offset in serve_wstats_t. */
-#define SUM(s, field)                                                                      \
-  ({                                                                                       \
-    uint64_t t_ = 0;                                                                       \
-    for (int i_ = 0; i_ < (s)->nworkers; i_++)                                             \
-      t_ += CNT_GET((s)->workers[i_].st.field);                                            \
-    t_;                                                                                    \
+#define SUM(s, field)                                                                              \
+  ({                                                                                               \
+    uint64_t t_ = 0;                                                                               \
+    for (int i_ = 0; i_ < (s)->nworkers; i_++)                                                     \
+      t_ += CNT_GET((s)->workers[i_].st.field);                                                    \
+    t_;                                                                                            \
   })
 
 static uint64_t ids_total(serve_daemon_t *s, int kind, int agent) {
@@ -184,24 +184,25 @@ static void clock_metrics(serve_buf_t *b) {
   idgen_clock_stats_t cs;
   idgen_clock_stats(&cs);
   serve_buf_printf(b, "# HELP idgen_clock_fast_mode The fast clock's state, 1 for the current one "
-                "(precise: cooling down after repeated fallbacks; unavailable: no invariant "
-                "TSC).\n# TYPE idgen_clock_fast_mode gauge\n");
+                      "(precise: cooling down after repeated fallbacks; unavailable: no invariant "
+                      "TSC).\n# TYPE idgen_clock_fast_mode gauge\n");
   for (int m = IDGEN_CLOCK_STATE_UNAVAILABLE; m <= IDGEN_CLOCK_STATE_PRECISE; m++)
     serve_buf_printf(b, "idgen_clock_fast_mode{mode=\"%s\"} %d\n",
-               idgen_clock_state_name((idgen_clock_state_t)m), (int)cs.state == m);
-  serve_buf_printf(b,
-             "# HELP idgen_clock_fast_fallbacks_total Rejections of the fast clock's TSC model "
-             "(a cached millisecond caught after its end, or an implausible calibration).\n"
-             "# TYPE idgen_clock_fast_fallbacks_total counter\n"
-             "idgen_clock_fast_fallbacks_total %" PRIu64 "\n"
-             "# HELP idgen_clock_fast_recalibrations_total Calibrations of the fast clock "
-             "completed after the first.\n"
-             "# TYPE idgen_clock_fast_recalibrations_total counter\n"
-             "idgen_clock_fast_recalibrations_total %" PRIu64 "\n"
-             "# HELP idgen_clock_fast_cooldowns_total Cool-downs on precise reads after "
-             "repeated fallbacks.\n# TYPE idgen_clock_fast_cooldowns_total counter\n"
-             "idgen_clock_fast_cooldowns_total %" PRIu64 "\n",
-             cs.fallbacks, cs.recalibrations, cs.cooldowns);
+                     idgen_clock_state_name((idgen_clock_state_t)m), (int)cs.state == m);
+  serve_buf_printf(
+      b,
+      "# HELP idgen_clock_fast_fallbacks_total Rejections of the fast clock's TSC model "
+      "(a cached millisecond caught after its end, or an implausible calibration).\n"
+      "# TYPE idgen_clock_fast_fallbacks_total counter\n"
+      "idgen_clock_fast_fallbacks_total %" PRIu64 "\n"
+      "# HELP idgen_clock_fast_recalibrations_total Calibrations of the fast clock "
+      "completed after the first.\n"
+      "# TYPE idgen_clock_fast_recalibrations_total counter\n"
+      "idgen_clock_fast_recalibrations_total %" PRIu64 "\n"
+      "# HELP idgen_clock_fast_cooldowns_total Cool-downs on precise reads after "
+      "repeated fallbacks.\n# TYPE idgen_clock_fast_cooldowns_total counter\n"
+      "idgen_clock_fast_cooldowns_total %" PRIu64 "\n",
+      cs.fallbacks, cs.recalibrations, cs.cooldowns);
 }
 
 /* With --cache: the ring, and the age of the IDs it hands out (the price
@@ -238,26 +239,26 @@ static void cache_metrics(serve_daemon_t *s, serve_buf_t *b) {
 void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   int nagents = atomic_load(&s->nagents);
   serve_buf_printf(b, "# HELP idgen_ids_issued_total IDs issued, by kind and agent.\n"
-                "# TYPE idgen_ids_issued_total counter\n");
+                      "# TYPE idgen_ids_issued_total counter\n");
   for (int k = 0; k < NKINDS; k++)
     for (int a = 0; a < nagents; a++) {
       uint64_t v = ids_total(s, k, a);
       if (v || a <= AGENT_NONE)
         serve_buf_printf(b, "idgen_ids_issued_total{kind=\"%s\",agent=\"%s\"} %" PRIu64 "\n",
-                   serve_kind_name(k), s->agent_names[a], v);
+                         serve_kind_name(k), s->agent_names[a], v);
     }
   serve_buf_printf(b, "# HELP idgen_requests_total Requests answered, by protocol and code.\n"
-                "# TYPE idgen_requests_total counter\n");
+                      "# TYPE idgen_requests_total counter\n");
   for (int c = 0; c < NHTTP_CODES; c++) {
     uint64_t v = SUM(s, http[c]);
     if (v || c == HC_200)
       serve_buf_printf(b, "idgen_requests_total{proto=\"http\",code=\"%d\"} %" PRIu64 "\n",
-                 http_code_values[c], v);
+                       http_code_values[c], v);
   }
   serve_buf_printf(b, "idgen_requests_total{proto=\"resp\",code=\"ok\"} %" PRIu64 "\n",
-             SUM(s, resp_ok));
+                   SUM(s, resp_ok));
   serve_buf_printf(b, "idgen_requests_total{proto=\"resp\",code=\"err\"} %" PRIu64 "\n",
-             SUM(s, resp_err));
+                   SUM(s, resp_err));
   serve_buf_printf(b, "idgen_requests_total{proto=\"thrift\",code=\"ok\"} %" PRIu64 "\n",
                    SUM(s, thrift_ok));
   serve_buf_printf(b, "idgen_requests_total{proto=\"thrift\",code=\"err\"} %" PRIu64 "\n",
@@ -276,38 +277,40 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
             b, "idgen_request_duration_seconds_bucket{proto=\"%s\",le=\"+Inf\"} %" PRIu64 "\n", pn,
             cum);
       else
-        serve_buf_printf(b, "idgen_request_duration_seconds_bucket{proto=\"%s\",le=\"%g\"} %" PRIu64
-                      "\n", pn, (double)serve_bucket_ns[i] / 1e9, cum);
+        serve_buf_printf(
+            b, "idgen_request_duration_seconds_bucket{proto=\"%s\",le=\"%g\"} %" PRIu64 "\n", pn,
+            (double)serve_bucket_ns[i] / 1e9, cum);
     }
     serve_buf_printf(b, "idgen_request_duration_seconds_sum{proto=\"%s\"} %.9f\n", pn,
-               (double)SUM(s, hist_sum_ns[p]) / 1e9);
+                     (double)SUM(s, hist_sum_ns[p]) / 1e9);
     serve_buf_printf(b, "idgen_request_duration_seconds_count{proto=\"%s\"} %" PRIu64 "\n", pn,
-               SUM(s, hist_count[p]));
+                     SUM(s, hist_count[p]));
   }
   idgen_snowflake_stats_t st;
   idgen_snowflake_gen_stats(server_sf(s), &st);
   char valid[32];
   int64_t horizon = idgen_layout_horizon_ms(s->layout);
   int64_t now = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE);
-  serve_buf_printf(b,
-             "# HELP idgen_clock_borrowed_ms How far the generator's clock is ahead of the wall "
-             "clock.\n# TYPE idgen_clock_borrowed_ms gauge\nidgen_clock_borrowed_ms %" PRId64 "\n"
-             "# HELP idgen_clock_waits_total Calls that waited for the wall clock to come within "
-             "max_borrow_ms (waits for the next tick are idgen_sequence_exhausted_total).\n"
-             "# TYPE idgen_clock_waits_total counter\nidgen_clock_waits_total %" PRIu64 "\n"
-             "# HELP idgen_clock_refusals_total Calls refused because the clock was too far "
-             "behind.\n# TYPE idgen_clock_refusals_total counter\n"
-             "idgen_clock_refusals_total %" PRIu64 "\n"
-             "# HELP idgen_sequence_exhausted_total Calls that waited out a used-up tick.\n"
-             "# TYPE idgen_sequence_exhausted_total counter\n"
-             "idgen_sequence_exhausted_total %" PRIu64 "\n"
-             "# HELP idgen_lease_valid_seconds How long the worker lease is known valid.\n"
-             "# TYPE idgen_lease_valid_seconds gauge\nidgen_lease_valid_seconds %s\n"
-             "# HELP idgen_layout_seconds_remaining Time left before the layout's time field "
-             "runs out.\n# TYPE idgen_layout_seconds_remaining gauge\n"
-             "idgen_layout_seconds_remaining %.3f\n",
-             st.borrowed_ms, st.clock_waits, st.clock_refusals, st.sequence_exhausted,
-             lease_valid_text(s, valid, sizeof valid), (double)(horizon - now) / 1000.0);
+  serve_buf_printf(
+      b,
+      "# HELP idgen_clock_borrowed_ms How far the generator's clock is ahead of the wall "
+      "clock.\n# TYPE idgen_clock_borrowed_ms gauge\nidgen_clock_borrowed_ms %" PRId64 "\n"
+      "# HELP idgen_clock_waits_total Calls that waited for the wall clock to come within "
+      "max_borrow_ms (waits for the next tick are idgen_sequence_exhausted_total).\n"
+      "# TYPE idgen_clock_waits_total counter\nidgen_clock_waits_total %" PRIu64 "\n"
+      "# HELP idgen_clock_refusals_total Calls refused because the clock was too far "
+      "behind.\n# TYPE idgen_clock_refusals_total counter\n"
+      "idgen_clock_refusals_total %" PRIu64 "\n"
+      "# HELP idgen_sequence_exhausted_total Calls that waited out a used-up tick.\n"
+      "# TYPE idgen_sequence_exhausted_total counter\n"
+      "idgen_sequence_exhausted_total %" PRIu64 "\n"
+      "# HELP idgen_lease_valid_seconds How long the worker lease is known valid.\n"
+      "# TYPE idgen_lease_valid_seconds gauge\nidgen_lease_valid_seconds %s\n"
+      "# HELP idgen_layout_seconds_remaining Time left before the layout's time field "
+      "runs out.\n# TYPE idgen_layout_seconds_remaining gauge\n"
+      "idgen_layout_seconds_remaining %.3f\n",
+      st.borrowed_ms, st.clock_waits, st.clock_refusals, st.sequence_exhausted,
+      lease_valid_text(s, valid, sizeof valid), (double)(horizon - now) / 1000.0);
   serve_waiting_t wt = serve_waiting(s);
   serve_buf_printf(b,
                    "# HELP idgen_clock_waiting_requests ID requests waiting now for their tick "
@@ -326,34 +329,35 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
                    wt.requests, (double)wt.oldest_ms / 1000.0, WAIT_MARGIN_MS / 1000.0,
                    (double)wt.bound_ms / 1000.0);
   idgen_snowflake_lease_status_t ls = lease_now(s);
-  serve_buf_printf(b, "# HELP idgen_lease_mark_failures_total High-water mark writes that failed "
-                "(the registry did not take them; issuing stops at the last durable mark).\n"
-                "# TYPE idgen_lease_mark_failures_total counter\n"
-                "idgen_lease_mark_failures_total %" PRIu64 "\n"
-                "# HELP idgen_requests_parked_total ID requests that waited for their tick on "
-                "a timer, without holding their event loop.\n"
-                "# TYPE idgen_requests_parked_total counter\nidgen_requests_parked_total %" PRIu64
-                "\n"
-                "# HELP idgen_loop_waits_total Blocking waits for work by the event loops "
-                "(one that finds work ready returns at once).\n"
-                "# TYPE idgen_loop_waits_total counter\nidgen_loop_waits_total %" PRIu64 "\n"
-                "# HELP idgen_busy_polls_total Times an event loop polled for work instead of "
-                "waiting at once (busy_poll_us), by whether it found some in time.\n"
-                "# TYPE idgen_busy_polls_total counter\n"
-                "idgen_busy_polls_total{found=\"work\"} %" PRIu64 "\n"
-                "idgen_busy_polls_total{found=\"none\"} %" PRIu64 "\n"
-                "# HELP idgen_busy_poll_loops_allowed How many event loops may busy-poll at "
-                "once, from the CPUs the host's other runnable threads leave idle.\n"
-                "# TYPE idgen_busy_poll_loops_allowed gauge\nidgen_busy_poll_loops_allowed %d\n"
-                "# HELP idgen_host_other_runnable_threads The host's runnable threads that are "
-                "not this daemon's event loops, at most the CPU count: the mean of the last 32 "
-                "samples, taken at most every 5 ms after turns with work (the CPU count before "
-                "the first, and always with busy_poll_us 0).\n"
-                "# TYPE idgen_host_other_runnable_threads gauge\n"
-                "idgen_host_other_runnable_threads %.2f\n",
-             ls.mark_failures, SUM(s, parked), SUM(s, waits), SUM(s, polls[1]),
-             SUM(s, polls[0]), atomic_load_explicit(&s->pollers_max, memory_order_relaxed),
-             atomic_load_explicit(&s->others_x64, memory_order_relaxed) / 64.0);
+  serve_buf_printf(
+      b,
+      "# HELP idgen_lease_mark_failures_total High-water mark writes that failed "
+      "(the registry did not take them; issuing stops at the last durable mark).\n"
+      "# TYPE idgen_lease_mark_failures_total counter\n"
+      "idgen_lease_mark_failures_total %" PRIu64 "\n"
+      "# HELP idgen_requests_parked_total ID requests that waited for their tick on "
+      "a timer, without holding their event loop.\n"
+      "# TYPE idgen_requests_parked_total counter\nidgen_requests_parked_total %" PRIu64 "\n"
+      "# HELP idgen_loop_waits_total Blocking waits for work by the event loops "
+      "(one that finds work ready returns at once).\n"
+      "# TYPE idgen_loop_waits_total counter\nidgen_loop_waits_total %" PRIu64 "\n"
+      "# HELP idgen_busy_polls_total Times an event loop polled for work instead of "
+      "waiting at once (busy_poll_us), by whether it found some in time.\n"
+      "# TYPE idgen_busy_polls_total counter\n"
+      "idgen_busy_polls_total{found=\"work\"} %" PRIu64 "\n"
+      "idgen_busy_polls_total{found=\"none\"} %" PRIu64 "\n"
+      "# HELP idgen_busy_poll_loops_allowed How many event loops may busy-poll at "
+      "once, from the CPUs the host's other runnable threads leave idle.\n"
+      "# TYPE idgen_busy_poll_loops_allowed gauge\nidgen_busy_poll_loops_allowed %d\n"
+      "# HELP idgen_host_other_runnable_threads The host's runnable threads that are "
+      "not this daemon's event loops, at most the CPU count: the mean of the last 32 "
+      "samples, taken at most every 5 ms after turns with work (the CPU count before "
+      "the first, and always with busy_poll_us 0).\n"
+      "# TYPE idgen_host_other_runnable_threads gauge\n"
+      "idgen_host_other_runnable_threads %.2f\n",
+      ls.mark_failures, SUM(s, parked), SUM(s, waits), SUM(s, polls[1]), SUM(s, polls[0]),
+      atomic_load_explicit(&s->pollers_max, memory_order_relaxed),
+      atomic_load_explicit(&s->others_x64, memory_order_relaxed) / 64.0);
   if (s->lease_field >= 0) { /* bound to a registry's lease */
     static const char *const op_names[SERVE_REG_OPS] = {"acquire", "renew", "mark"};
     serve_buf_printf(b, "# HELP idgen_registry_operations_total Calls to the registry since "
@@ -362,31 +366,30 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
                         "# TYPE idgen_registry_operations_total counter\n");
     for (int op = 0; op < SERVE_REG_OPS; op++)
       for (int f = 0; f < 2; f++)
-        serve_buf_printf(b,
-                         "idgen_registry_operations_total{op=\"%s\",result=\"%s\"} %" PRIu64 "\n",
-                         op_names[op], f ? "failed" : "ok",
-                         (uint64_t)atomic_load(&s->reg_ops[op][f]));
+        serve_buf_printf(
+            b, "idgen_registry_operations_total{op=\"%s\",result=\"%s\"} %" PRIu64 "\n",
+            op_names[op], f ? "failed" : "ok", (uint64_t)atomic_load(&s->reg_ops[op][f]));
   }
   clock_metrics(b);
   cache_metrics(s, b);
   serve_audit_metrics(s, b);
   if (atomic_load(&s->clock_skew_known))
-    serve_buf_printf(b,
-                     "# HELP idgen_registry_clock_skew_ms This host's wall clock minus the "
-                     "registry's own (PostgreSQL's), beyond the round trip's uncertainty.\n"
-                     "# TYPE idgen_registry_clock_skew_ms gauge\nidgen_registry_clock_skew_ms %" PRId64
-                     "\n",
-                     (int64_t)atomic_load(&s->clock_skew_ms));
+    serve_buf_printf(
+        b,
+        "# HELP idgen_registry_clock_skew_ms This host's wall clock minus the "
+        "registry's own (PostgreSQL's), beyond the round trip's uncertainty.\n"
+        "# TYPE idgen_registry_clock_skew_ms gauge\nidgen_registry_clock_skew_ms %" PRId64 "\n",
+        (int64_t)atomic_load(&s->clock_skew_ms));
   serve_buf_printf(b, "# HELP idgen_connections Open client connections.\n"
-                "# TYPE idgen_connections gauge\n");
+                      "# TYPE idgen_connections gauge\n");
   for (int p = 0; p < NPROTO; p++)
-    serve_buf_printf(b, "idgen_connections{proto=\"%s\"} %" PRId64 "\n",
-               serve_proto_name(p), (int64_t)SUM(s, open[p]));
+    serve_buf_printf(b, "idgen_connections{proto=\"%s\"} %" PRId64 "\n", serve_proto_name(p),
+                     (int64_t)SUM(s, open[p]));
   serve_buf_printf(b, "# HELP idgen_connections_closed_total Connections closed, by reason.\n"
-                "# TYPE idgen_connections_closed_total counter\n");
+                      "# TYPE idgen_connections_closed_total counter\n");
   for (int r = 0; r < NCR; r++)
     serve_buf_printf(b, "idgen_connections_closed_total{reason=\"%s\"} %" PRIu64 "\n",
-               close_reason_names[r], SUM(s, closed[r]));
+                     close_reason_names[r], SUM(s, closed[r]));
 }
 
 static double uptime_s(serve_daemon_t *s) {
@@ -419,24 +422,28 @@ void serve_info_text(serve_daemon_t *s, serve_buf_t *b) {
   if (s->cfg->s.host_nodes[0] != '\0')
     serve_buf_printf(b, "node_from_host:%s\r\n", s->cfg->s.host_nodes);
   serve_buf_printf(b, "registry:%s\r\nlease:%s\r\n", s->registry_shown,
-             !ls.bound ? "static" : ls.valid ? "held" : ls.fenced ? "lost" : "unconfirmed");
+                   !ls.bound   ? "static"
+                   : ls.valid  ? "held"
+                   : ls.fenced ? "lost"
+                               : "unconfirmed");
   if (ls.bound) {
     char in[24], valid[24];
     serve_buf_printf(b,
-               "lease_field:%s\r\nlease_worker:%" PRIu64 "\r\nlease_node:%s\r\n"
-               "lease_generation:%" PRIu64 "\r\nlease_valid_ms:%s\r\nlease_expires_in_ms:%s\r\n"
-               "lease_mark:%s\r\nlease_mark_failures:%" PRIu64 "\r\n",
-               l->fields[s->lease_field].name, ls.worker, ls.node, ls.generation,
-               ms_or(ls.valid_ms, valid, sizeof valid, "never"),
-               ms_or(ls.expires_in_ms, in, sizeof in, "never"), time_or(ls.mark_ms, mark, "none"),
-               ls.mark_failures);
+                     "lease_field:%s\r\nlease_worker:%" PRIu64 "\r\nlease_node:%s\r\n"
+                     "lease_generation:%" PRIu64
+                     "\r\nlease_valid_ms:%s\r\nlease_expires_in_ms:%s\r\n"
+                     "lease_mark:%s\r\nlease_mark_failures:%" PRIu64 "\r\n",
+                     l->fields[s->lease_field].name, ls.worker, ls.node, ls.generation,
+                     ms_or(ls.valid_ms, valid, sizeof valid, "never"),
+                     ms_or(ls.expires_in_ms, in, sizeof in, "never"),
+                     time_or(ls.mark_ms, mark, "none"), ls.mark_failures);
   }
   serve_buf_printf(b,
-             "max_batch:%" PRId64 "\r\nmax_borrow_ms:%" PRId64 "\r\nmax_wait_ms:%" PRId64
-             "\r\nclock_borrowed_ms:%" PRId64 "\r\nclock:%s\r\nclock_fast_mode:%s\r\n"
-             "clock_fast_tsc_hz:%" PRIu64 "\r\n\r\n",
-             s->cfg->max_batch, s->cfg->s.gen.max_borrow_ms, s->cfg->s.gen.max_wait_ms,
-             st.borrowed_ms, clock_setting(s), idgen_clock_state_name(cs.state), cs.tsc_hz);
+                   "max_batch:%" PRId64 "\r\nmax_borrow_ms:%" PRId64 "\r\nmax_wait_ms:%" PRId64
+                   "\r\nclock_borrowed_ms:%" PRId64 "\r\nclock:%s\r\nclock_fast_mode:%s\r\n"
+                   "clock_fast_tsc_hz:%" PRIu64 "\r\n\r\n",
+                   s->cfg->max_batch, s->cfg->s.gen.max_borrow_ms, s->cfg->s.gen.max_wait_ms,
+                   st.borrowed_ms, clock_setting(s), idgen_clock_state_name(cs.state), cs.tsc_hz);
   serve_buf_printf(b, "# Stats\r\nconnected_clients:%ld\r\n", (long)atomic_load(&s->nconns));
   for (int k = 0; k < NKINDS; k++) {
     uint64_t t = 0;
@@ -444,12 +451,13 @@ void serve_info_text(serve_daemon_t *s, serve_buf_t *b) {
       t += ids_total(s, k, a);
     serve_buf_printf(b, "ids_issued_%s:%" PRIu64 "\r\n", serve_kind_name(k), t);
   }
-  serve_buf_printf(b, "clock_waits:%" PRIu64 "\r\nclock_refusals:%" PRIu64
-                "\r\nsequence_exhausted:%" PRIu64 "\r\nclock_fast_fallbacks:%" PRIu64
-                "\r\nclock_fast_recalibrations:%" PRIu64 "\r\nclock_fast_cooldowns:%" PRIu64
-                "\r\n",
-             st.clock_waits, st.clock_refusals, st.sequence_exhausted, cs.fallbacks,
-             cs.recalibrations, cs.cooldowns);
+  serve_buf_printf(b,
+                   "clock_waits:%" PRIu64 "\r\nclock_refusals:%" PRIu64
+                   "\r\nsequence_exhausted:%" PRIu64 "\r\nclock_fast_fallbacks:%" PRIu64
+                   "\r\nclock_fast_recalibrations:%" PRIu64 "\r\nclock_fast_cooldowns:%" PRIu64
+                   "\r\n",
+                   st.clock_waits, st.clock_refusals, st.sequence_exhausted, cs.fallbacks,
+                   cs.recalibrations, cs.cooldowns);
   serve_waiting_t wt = serve_waiting(s);
   serve_buf_printf(b,
                    "clock_waiting_requests:%" PRIu64 "\r\nclock_oldest_wait_ms:%" PRId64
@@ -460,8 +468,7 @@ void serve_info_text(serve_daemon_t *s, serve_buf_t *b) {
 /* The facts of /info as a JSON object (NULL: out of memory). */
 static json_t *info_object(serve_daemon_t *s) {
   const idgen_layout_t *l = s->layout;
-  json_t *o = json_object(), *node = json_object(), *lease = json_object(),
-         *clock = json_object();
+  json_t *o = json_object(), *node = json_object(), *lease = json_object(), *clock = json_object();
   if (!o || !node || !lease || !clock) {
     json_decref(o);
     json_decref(node);
@@ -484,8 +491,10 @@ static json_t *info_object(serve_daemon_t *s) {
     if (l->fields[i].kind == IDGEN_FIELD_NODE)
       json_object_set_new(node, l->fields[i].name, json_integer((json_int_t)node_value(s, &ls, i)));
   json_object_set_new(lease, "state",
-                      json_string(!ls.bound ? "static" : ls.valid ? "held"
-                                                       : ls.fenced ? "lost" : "unconfirmed"));
+                      json_string(!ls.bound   ? "static"
+                                  : ls.valid  ? "held"
+                                  : ls.fenced ? "lost"
+                                              : "unconfirmed"));
   if (ls.bound) {
     snprintf(gen, sizeof gen, "%" PRIu64, ls.generation);
     json_object_set_new(lease, "field", json_string(l->fields[s->lease_field].name));
@@ -507,9 +516,8 @@ static json_t *info_object(serve_daemon_t *s) {
   json_object_set_new(o, "layout", json_string(layout_name(s)));
   json_object_set_new(o, "layout_spec", json_string(s->layout_spec));
   json_object_set_new(o, "node", node);
-  json_object_set_new(o, "node_from_host", s->cfg->s.host_nodes[0]
-                                                ? json_string(s->cfg->s.host_nodes)
-                                                : json_null());
+  json_object_set_new(o, "node_from_host",
+                      s->cfg->s.host_nodes[0] ? json_string(s->cfg->s.host_nodes) : json_null());
   json_object_set_new(o, "registry", json_string(s->registry_shown));
   json_object_set_new(o, "lease", lease);
   json_object_set_new(o, "uptime_s", json_real(uptime_s(s)));
@@ -528,13 +536,12 @@ static json_t *info_object(serve_daemon_t *s) {
   if (c != NULL) {
     idgen_cached_stats_t st;
     idgen_cached_gen_stats(c, &st);
-    json_t *cache = json_pack("{sIsIsIsIsIsIsIsIss}", "slots", (json_int_t)st.slots, "ready",
-                              (json_int_t)st.ready, "taken", (json_int_t)st.taken, "filled",
-                              (json_int_t)st.filled, "empty", (json_int_t)st.empty, "direct",
-                              (json_int_t)st.direct, "age_ms", (json_int_t)st.age_ms,
-                              "age_max_ms", (json_int_t)st.age_max_ms, "on_empty",
-                              s->cfg->s.num[SK_CACHE_ON_EMPTY] == IDGEN_CACHE_FAIL ? "fail"
-                                                                                : "direct");
+    json_t *cache = json_pack(
+        "{sIsIsIsIsIsIsIsIss}", "slots", (json_int_t)st.slots, "ready", (json_int_t)st.ready,
+        "taken", (json_int_t)st.taken, "filled", (json_int_t)st.filled, "empty",
+        (json_int_t)st.empty, "direct", (json_int_t)st.direct, "age_ms", (json_int_t)st.age_ms,
+        "age_max_ms", (json_int_t)st.age_max_ms, "on_empty",
+        s->cfg->s.num[SK_CACHE_ON_EMPTY] == IDGEN_CACHE_FAIL ? "fail" : "direct");
     if (cache != NULL)
       json_object_set_new(o, "cache", cache);
   } else {
@@ -548,8 +555,8 @@ static json_t *info_object(serve_daemon_t *s) {
 int serve_json_line(struct json_t *o, serve_buf_t *b) {
   /* 15 significant digits: a double's shortest round trip needs 17, and
    * printed /info's uptime_s 3.191 as 3.1909999999999998. */
-  char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
-                 : NULL;
+  char *text =
+      o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
   json_decref(o);
   if (text == NULL)
     return -1;
@@ -622,9 +629,9 @@ int serve_status_json(serve_daemon_t *s, serve_buf_t *b) {
   json_object_set_new(req, "resp", json_integer((json_int_t)(SUM(s, resp_ok) + SUM(s, resp_err))));
   json_object_set_new(req, "thrift",
                       json_integer((json_int_t)(SUM(s, thrift_ok) + SUM(s, thrift_err))));
-  json_object_set_new(req, "errors", json_integer((json_int_t)(http - SUM(s, http[HC_200]) +
-                                                               SUM(s, resp_err) +
-                                                               SUM(s, thrift_err))));
+  json_object_set_new(req, "errors",
+                      json_integer((json_int_t)(http - SUM(s, http[HC_200]) + SUM(s, resp_err) +
+                                                SUM(s, thrift_err))));
   for (int p = 0; p < NPROTO; p++) {
     json_t *cum = json_array();
     uint64_t c = 0;
@@ -656,11 +663,12 @@ int serve_health_text(serve_daemon_t *s, serve_buf_t *b) {
      * the mark by this host's clock: no two clocks side by side. */
     char mark[IDGEN_TIME_BUFSIZE], in[24], valid[24];
     serve_buf_printf(b,
-               "lease %s=%" PRIu64 " node=%s generation=%" PRIu64
-               " valid_ms=%s expires_in_ms=%s mark=%s\n",
-               s->layout->fields[s->lease_field].name, ls.worker, ls.node, ls.generation,
-               ms_or(ls.valid_ms, valid, sizeof valid, "never"),
-               ms_or(ls.expires_in_ms, in, sizeof in, "never"), time_or(ls.mark_ms, mark, "none"));
+                     "lease %s=%" PRIu64 " node=%s generation=%" PRIu64
+                     " valid_ms=%s expires_in_ms=%s mark=%s\n",
+                     s->layout->fields[s->lease_field].name, ls.worker, ls.node, ls.generation,
+                     ms_or(ls.valid_ms, valid, sizeof valid, "never"),
+                     ms_or(ls.expires_in_ms, in, sizeof in, "never"),
+                     time_or(ls.mark_ms, mark, "none"));
   }
   serve_audit_health_line(s, b);
   return sick;

@@ -113,7 +113,8 @@ size_t serve_thrift_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, 
       error_named(w, t.name, t.name_len, t.seqid, THRIFT_EX_PROTOCOL_ERROR, err);
     }
     log_limited(&w->srv->client_log, "warn", "client_error", "proto=thrift peer=%s reason=%s",
-                serve_peer_text(c, (char[64]){0}), log_quote(err, strlen(err), (char[160]){0}, 160));
+                serve_peer_text(c, (char[64]){0}),
+                log_quote(err, strlen(err), (char[160]){0}, 160));
     c->stop_parsing = 1;
     c->close_reason = CR_PROTOCOL;
     return len;

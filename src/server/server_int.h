@@ -23,16 +23,18 @@
 #include "leased.h"
 #include "log.h"
 
-#define RBUF_SIZE (64 * 1024)       /* one read(2) into the worker's scratch */
-#define OUT_SOFT_LIMIT (64 * 1024)  /* queued replies past which a client's
+#define RBUF_SIZE (64 * 1024) /* one read(2) into the worker's scratch */
+#define OUT_SOFT_LIMIT                                                                             \
+  (64 * 1024) /* queued replies past which a client's
                                        further requests wait (backpressure) */
-#define TURN_OUT_LIMIT (1024 * 1024) /* replies one connection makes in one loop turn: then the
+#define TURN_OUT_LIMIT                                                                             \
+  (1024 * 1024) /* replies one connection makes in one loop turn: then the
                                        loop serves the others first (a fast reader of large
                                        batches would hold it) */
 #define AGENT_NAME_MAX 64
-#define SWEEP_MS 100                /* timer resolution */
-#define LINGER_MS 2000              /* read-and-discard after the last reply */
-#define SCRATCH_KEEP (1 << 20)      /* per-loop buffers larger than this are freed after use */
+#define SWEEP_MS 100           /* timer resolution */
+#define LINGER_MS 2000         /* read-and-discard after the last reply */
+#define SCRATCH_KEEP (1 << 20) /* per-loop buffers larger than this are freed after use */
 
 enum proto { PROTO_HTTP, PROTO_RESP, PROTO_THRIFT, NPROTO };
 /* "http", "resp", "thrift": in logs and metric labels. */
@@ -47,30 +49,34 @@ static inline const char *serve_kind_name(int kind) {
   return names[kind];
 }
 /* Why a connection was closed: the enum and the metric's labels. */
+/* clang-format off */
 #define CLOSE_REASONS(X)                                                                  \
   X(EOF, "eof") X(RESET, "reset") X(IDLE, "idle") X(SLOW, "slow") X(OUTPUT, "output")     \
   X(PROTOCOL, "protocol") X(LIMIT, "limit") X(SHUTDOWN, "shutdown") X(ERROR, "error")
+/* clang-format on */
 enum close_reason {
 #define X(name, label) CR_##name,
   CLOSE_REASONS(X)
 #undef X
-  NCR
+      NCR
 };
 /* Agents: index 0 is "no agent", 1 is "other" (past max_agents). */
 enum { AGENT_NONE = 0, AGENT_OTHER = 1, AGENT_FIRST = 2 };
 
 /* The HTTP statuses the daemon answers with, and their reason phrases: the
  * status line and the requests counter's index both come from here. */
+/* clang-format off */
 #define HTTP_CODES(X)                                                                     \
   X(200, "OK") X(400, "Bad Request") X(404, "Not Found") X(405, "Method Not Allowed")      \
   X(413, "Content Too Large") X(431, "Request Header Fields Too Large")                    \
   X(500, "Internal Server Error") X(501, "Not Implemented") X(503, "Service Unavailable")  \
   X(505, "HTTP Version Not Supported")
+/* clang-format on */
 enum {
 #define X(n, phrase) HC_##n,
   HTTP_CODES(X)
 #undef X
-  NHTTP_CODES
+      NHTTP_CODES
 };
 
 #define NBUCKETS 15 /* latency histogram bounds, plus +Inf */
@@ -79,13 +85,13 @@ extern const int64_t serve_bucket_ns[NBUCKETS];
 /* A counter written by its worker only and read by any: relaxed loads and
  * stores, so that the owner's increment is a plain add (no lock prefix). */
 typedef _Atomic uint64_t serve_counter_t;
-#define CNT_ADD(c, n)                                                                    \
-  atomic_store_explicit(&(c), atomic_load_explicit(&(c), memory_order_relaxed) + (n),   \
+#define CNT_ADD(c, n)                                                                              \
+  atomic_store_explicit(&(c), atomic_load_explicit(&(c), memory_order_relaxed) + (n),              \
                         memory_order_relaxed)
 #define CNT_GET(c) atomic_load_explicit(&(c), memory_order_relaxed)
 
 typedef struct serve_wstats {
-  serve_counter_t *ids;                   /* [NKINDS * (AGENT_FIRST + max_agents)] */
+  serve_counter_t *ids; /* [NKINDS * (AGENT_FIRST + max_agents)] */
   serve_counter_t http[NHTTP_CODES];
   serve_counter_t resp_ok, resp_err;
   serve_counter_t thrift_ok, thrift_err;
@@ -93,9 +99,9 @@ typedef struct serve_wstats {
   serve_counter_t hist_sum_ns[NPROTO], hist_count[NPROTO];
   serve_counter_t open[NPROTO], accepted[NPROTO];
   serve_counter_t closed[NCR];
-  serve_counter_t parked;                 /* requests that waited parked */
-  serve_counter_t waits;                  /* blocking waits for events (epoll_pwait2) */
-  serve_counter_t polls[2];               /* busy polls that missed, that found work in time */
+  serve_counter_t parked;   /* requests that waited parked */
+  serve_counter_t waits;    /* blocking waits for events (epoll_pwait2) */
+  serve_counter_t polls[2]; /* busy polls that missed, that found work in time */
 } serve_wstats_t;
 
 typedef struct serve_buf {
@@ -108,13 +114,13 @@ struct serve_replies;
 /* What an ID request's reply looks like: kept while the request waits. */
 typedef struct serve_reply_shape {
   const struct serve_replies *replies; /* its protocol's answers (below) */
-  uint8_t proto;                 /* PROTO_* */
-  uint8_t kind;                  /* KIND_* */
-  uint8_t json;                  /* HTTP: {"ids":[...]} */
-  uint8_t head;                  /* HTTP: HEAD, headers only */
-  uint8_t minor;                 /* HTTP/1.<minor> */
-  uint8_t array;                 /* RESP: ID N, an array even for N = 1 */
-  int32_t seqid;                 /* Thrift: the call's sequence id */
+  uint8_t proto;                       /* PROTO_* */
+  uint8_t kind;                        /* KIND_* */
+  uint8_t json;                        /* HTTP: {"ids":[...]} */
+  uint8_t head;                        /* HTTP: HEAD, headers only */
+  uint8_t minor;                       /* HTTP/1.<minor> */
+  uint8_t array;                       /* RESP: ID N, an array even for N = 1 */
+  int32_t seqid;                       /* Thrift: the call's sequence id */
   int agent;
   size_t count;
 } serve_reply_shape_t;
@@ -135,8 +141,8 @@ struct serve_worker;
 typedef struct serve_replies {
   int (*ids)(struct serve_worker *w, struct serve_conn *c, const struct serve_reply_shape *sh,
              const uint64_t *ids);
-  void (*error)(struct serve_worker *w, struct serve_conn *c,
-                const struct serve_reply_shape *sh, int rc, const char *why, int64_t wait_ms);
+  void (*error)(struct serve_worker *w, struct serve_conn *c, const struct serve_reply_shape *sh,
+                int rc, const char *why, int64_t wait_ms);
 } serve_replies_t;
 
 /* A Snowflake request that must wait for its tick or its mark.  It is
@@ -144,54 +150,54 @@ typedef struct serve_replies {
  * when due; its connection's later requests wait behind it (replies stay
  * in order), while the loop serves every other connection. */
 typedef struct serve_parked {
-  struct serve_parked *prev, *next;    /* the loop's list */
+  struct serve_parked *prev, *next; /* the loop's list */
   struct serve_conn *c;
-  idgen_snowflake_gen_t *g;          /* the generator it waits on */
-  idgen_cached_gen_t *cache;         /* with --cache, the cache it came from (resumed
+  idgen_snowflake_gen_t *g;  /* the generator it waits on */
+  idgen_cached_gen_t *cache; /* with --cache, the cache it came from (resumed
                                       * through it), else NULL */
-  uint64_t swaps;                /* server_swaps() before g and cache were read: after a
+  uint64_t swaps;            /* server_swaps() before g and cache were read: after a
                                   * swap they are not touched again (maybe freed) */
   idgen_snowflake_wait_t wait;
-  int64_t due_mono_ns;           /* wait.due_ns on the kernel's CLOCK_MONOTONIC: a step of the
+  int64_t due_mono_ns; /* wait.due_ns on the kernel's CLOCK_MONOTONIC: a step of the
                                   * wall clock must not move the wake-up */
   serve_reply_shape_t shape;
-  int64_t read_ns;               /* when the request was read */
-  int64_t since_mono_ns;         /* when it began to wait (kernel clock): the oldest wait
+  int64_t read_ns;       /* when the request was read */
+  int64_t since_mono_ns; /* when it began to wait (kernel clock): the oldest wait
                                   * in /health, /info, /metrics */
-  uint64_t ids[];                /* room for shape.count IDs */
+  uint64_t ids[];        /* room for shape.count IDs */
 } serve_parked_t;
 
 enum { TAG_LISTENER = 1, TAG_WAKE, TAG_CONN };
 
 typedef struct serve_listener {
-  int tag;      /* TAG_LISTENER */
+  int tag; /* TAG_LISTENER */
   int fd;
   int proto;
 } serve_listener_t;
 
 typedef struct serve_conn {
-  int tag;                       /* TAG_CONN */
+  int tag; /* TAG_CONN */
   int fd;
   uint8_t proto;
-  uint8_t stop_parsing;          /* QUIT, an error, or Connection: close: after the
+  uint8_t stop_parsing; /* QUIT, an error, or Connection: close: after the
                                     last reply, half-close and read until EOF */
   uint8_t lingering;
-  uint8_t blocked;               /* replies over OUT_SOFT_LIMIT: requests wait */
+  uint8_t blocked; /* replies over OUT_SOFT_LIMIT: requests wait */
   uint8_t close_reason;
-  uint8_t drain_read;            /* the drain has read this connection dry */
-  uint8_t drain_reading;         /* ... and is reading it now */
-  serve_parked_t *parked;              /* its request waiting for a tick, or NULL */
-  uint32_t events;               /* the epoll mask in effect */
-  struct serve_conn *prev, *next;      /* the worker's list, for the timer sweep */
-  serve_buf_t in;                      /* a partial request (or waiting requests) */
-  serve_buf_t out;                     /* replies the kernel did not take yet */
+  uint8_t drain_read;             /* the drain has read this connection dry */
+  uint8_t drain_reading;          /* ... and is reading it now */
+  serve_parked_t *parked;         /* its request waiting for a tick, or NULL */
+  uint32_t events;                /* the epoll mask in effect */
+  struct serve_conn *prev, *next; /* the worker's list, for the timer sweep */
+  serve_buf_t in;                 /* a partial request (or waiting requests) */
+  serve_buf_t out;                /* replies the kernel did not take yet */
   size_t out_off;
-  int64_t req_start_ms;          /* first byte of a partial request, or 0 */
-  size_t parsed_len;             /* c->in's length when it was last found partial */
-  int64_t blocked_read_ns;       /* when requests waiting behind replies were read */
-  int64_t active_ms;             /* last read or write progress */
-  int64_t write_ms;              /* last write progress while replies wait */
-  uint32_t outq;                 /* the kernel's unsent bytes at the last sweep (SIOCOUTQ) */
+  int64_t req_start_ms;    /* first byte of a partial request, or 0 */
+  size_t parsed_len;       /* c->in's length when it was last found partial */
+  int64_t blocked_read_ns; /* when requests waiting behind replies were read */
+  int64_t active_ms;       /* last read or write progress */
+  int64_t write_ms;        /* last write progress while replies wait */
+  uint32_t outq;           /* the kernel's unsent bytes at the last sweep (SIOCOUTQ) */
   int64_t linger_until_ms;
   uint64_t id;                   /* CLIENT ID */
   int agent;                     /* CLIENT SETNAME's agent index */
@@ -202,8 +208,8 @@ typedef struct serve_conn {
   uint64_t audit_seq;
   struct serve_conn *held_prev, *held_next;
   uint8_t held_on;
-  size_t held_replies;           /* replies held, and when the first one's request was read: */
-  int64_t held_read_ns;          /* their latency counts until they are sent */
+  size_t held_replies;  /* replies held, and when the first one's request was read: */
+  int64_t held_read_ns; /* their latency counts until they are sent */
 } serve_conn_t;
 
 struct serve_daemon;
@@ -213,47 +219,47 @@ typedef struct serve_worker {
   int index;
   pthread_t thread;
   int epfd, wakefd, reserve_fd;
-  int wake_tag;                  /* TAG_WAKE, the wake fd's epoll data */
+  int wake_tag; /* TAG_WAKE, the wake fd's epoll data */
   serve_listener_t listeners[NPROTO];
-  serve_conn_t *conns;                 /* doubly linked */
+  serve_conn_t *conns; /* doubly linked */
   size_t nconns;
-  serve_parked_t *parked;              /* requests waiting for a tick, the newest first */
-  serve_parked_t *parked_last;         /* ... and the oldest (the list is in park order) */
+  serve_parked_t *parked;      /* requests waiting for a tick, the newest first */
+  serve_parked_t *parked_last; /* ... and the oldest (the list is in park order) */
   uint64_t nparked;
   /* Published for the other loops' /health and /metrics: how many of this
    * loop's requests wait now, and since when the oldest (kernel clock; 0:
    * none).  Written by this loop after each change. */
   _Atomic uint64_t ids_waiting;
   _Atomic int64_t ids_waiting_since;
-  char *rbuf;                    /* RBUF_SIZE */
-  serve_buf_t out;                     /* replies to the requests of one read */
-  serve_buf_t body;                    /* an HTTP body before its head is known */
-  serve_buf_t audit;                   /* this turn's audit lines, handed off at its end */
-  uint64_t audit_lines;                /* lines in it */
-  uint64_t audit_handed;               /* bytes handed to its audit lane since the start */
-  serve_conn_t *held;                  /* connections whose replies wait for audit lines */
-  int held_waiting;                    /* told the writer so (serve_audit_waiting) */
-  struct http_header *http_headers;    /* room for max_headers parsed headers (http.h) */
-  uint64_t *ids;                 /* room for ids_cap Snowflake IDs, grown on demand */
+  char *rbuf;                       /* RBUF_SIZE */
+  serve_buf_t out;                  /* replies to the requests of one read */
+  serve_buf_t body;                 /* an HTTP body before its head is known */
+  serve_buf_t audit;                /* this turn's audit lines, handed off at its end */
+  uint64_t audit_lines;             /* lines in it */
+  uint64_t audit_handed;            /* bytes handed to its audit lane since the start */
+  serve_conn_t *held;               /* connections whose replies wait for audit lines */
+  int held_waiting;                 /* told the writer so (serve_audit_waiting) */
+  struct http_header *http_headers; /* room for max_headers parsed headers (http.h) */
+  uint64_t *ids;                    /* room for ids_cap Snowflake IDs, grown on demand */
   size_t ids_cap;
   int64_t now_ms, last_sweep_ms, paused_until_ms;
-  int64_t read_ns;               /* when the current batch of requests was read */
-  size_t replies;                /* requests answered in the current batch */
-  int read_eagain;               /* the last conn_readable() found nothing to read */
-  int worked;                    /* the last turn had events (busy polling) */
-  int poll_credit;               /* busy polls' recent luck: -8 to 8 */
-  unsigned poll_probes;          /* turns after work while the credit is negative */
-  atomic_int waiting;            /* in its blocking wait for events */
-  atomic_int statfd;             /* its /proc/thread-self/stat, or -1 */
+  int64_t read_ns;      /* when the current batch of requests was read */
+  size_t replies;       /* requests answered in the current batch */
+  int read_eagain;      /* the last conn_readable() found nothing to read */
+  int worked;           /* the last turn had events (busy polling) */
+  int poll_credit;      /* busy polls' recent luck: -8 to 8 */
+  unsigned poll_probes; /* turns after work while the credit is negative */
+  atomic_int waiting;   /* in its blocking wait for events */
+  atomic_int statfd;    /* its /proc/thread-self/stat, or -1 */
   int draining;
   int64_t drain_deadline_ms;
-  int64_t drain_kernel_ms;        /* the same on the kernel's clock (serve_kernel_mono_ns):
+  int64_t drain_kernel_ms; /* the same on the kernel's clock (serve_kernel_mono_ns):
                                   * a drain ends under a clock faker that stops the other */
-  int64_t park_until_ns;          /* a request due later than this (kernel clock) is refused
+  int64_t park_until_ns;   /* a request due later than this (kernel clock) is refused
                                   * SERVE_ESHUTDOWN: INT64_MAX until a drain sets its limit */
-  uint64_t parks;                 /* requests parked so far (serve_ids_run_parked's `next`) */
+  uint64_t parks;          /* requests parked so far (serve_ids_run_parked's `next`) */
   int64_t date_sec;
-  char date[40];                 /* "Date: ...\r\n" */
+  char date[40]; /* "Date: ...\r\n" */
   serve_wstats_t st;
   /* The daemon's swap count as this loop read it at the top of its last
    * turn, when it held no generator but its parked requests' (which are
@@ -281,10 +287,10 @@ typedef struct serve_daemon {
   /* With --cache, the cache over it, replaced with it; NULL without.  Read
    * it with server_cache(). */
   _Atomic(idgen_cached_gen_t *) cache;
-  _Atomic uint64_t swaps;        /* generators swapped in since the start */
+  _Atomic uint64_t swaps;                /* generators swapped in since the start */
   idgen_cached_gen_t *retired_cache[16]; /* the caches of retired[], freed first */
-  uint64_t retired_swap[16];     /* the swap that retired each */
-  int retired_full_logged;       /* the lease thread's: said that all 16 are held */
+  uint64_t retired_swap[16];             /* the swap that retired each */
+  int retired_full_logged;               /* the lease thread's: said that all 16 are held */
   idgen_ulid_gen_t *ulid;
   idgen_uuid7_gen_t *uuid7;
   const idgen_layout_t *layout;
@@ -292,16 +298,16 @@ typedef struct serve_daemon {
   int nworkers;
   serve_worker_t *workers;
   atomic_int stopping;
-  atomic_long nconns;            /* open connections, all workers */
+  atomic_long nconns; /* open connections, all workers */
   /* Busy polling's gate (serve_poll.c, DESIGN §10): a loop with work samples the
    * host's runnable threads; the others' mean says how many loops may poll
    * at once (pollers_max); `pollers` are polling now. */
-  int loadavg_fd;                /* /proc/loadavg, or -1: no polling */
-  int ncpus;                     /* CPUs this process may run on */
-  atomic_int others_x64;         /* runnable threads not ours, averaged, times 64 */
+  int loadavg_fd;        /* /proc/loadavg, or -1: no polling */
+  int ncpus;             /* CPUs this process may run on */
+  atomic_int others_x64; /* runnable threads not ours, averaged, times 64 */
   _Atomic int64_t load_sampled_ms;
-  atomic_flag sampling;          /* held by the loop taking a sample */
-  int load_ring[LOAD_SAMPLES];   /* the last samples of the others (sampling held) */
+  atomic_flag sampling;        /* held by the loop taking a sample */
+  int load_ring[LOAD_SAMPLES]; /* the last samples of the others (sampling held) */
   int load_next, load_sum;
   atomic_int pollers, pollers_max;
   atomic_uint_fast64_t next_client_id;
@@ -311,35 +317,35 @@ typedef struct serve_daemon {
    * lease thread (serve_lease.c) only logs changes and replaces a lease lost for
    * good.  lease_was_valid: its last look, its own. */
   int lease_was_valid;
-  int lease_field;               /* layout index of the leased field, or -1 */
+  int lease_field; /* layout index of the leased field, or -1 */
   /* This host's clock minus the registry's, measured at start and by the
    * lease thread every 10 s (registries with a clock of their own). */
-  struct serve_audit *audit;     /* --audit-log and its writer (serve_audit.c), or NULL */
+  struct serve_audit *audit; /* --audit-log and its writer (serve_audit.c), or NULL */
   atomic_int clock_skew_known;
   _Atomic int64_t clock_skew_ms;
-  leased_t lx;                   /* the registry, lease and generator in use */
-  leased_t retired[16];          /* fenced ones, freed once no loop can hold them */
+  leased_t lx;          /* the registry, lease and generator in use */
+  leased_t retired[16]; /* fenced ones, freed once no loop can hold them */
   int nretired;
   pthread_t lease_thread;
   int lease_thread_on;
-  int fence_logged;              /* the generator in use was logged as fenced */
-  char registry_shown[1024];     /* cfg->s.registry without its password */
+  int fence_logged;          /* the generator in use was logged as fenced */
+  char registry_shown[1024]; /* cfg->s.registry without its password */
   /* Agent names (metrics labels): published once, never removed. */
   pthread_mutex_t agents_mu;
-  atomic_int nagents;            /* names in use, AGENT_FIRST.. */
+  atomic_int nagents; /* names in use, AGENT_FIRST.. */
   char (*agent_names)[AGENT_NAME_MAX + 1];
   _Atomic uint32_t *agent_slots; /* open hash: index + 1, or 0 */
   uint32_t agent_mask;
   /* one limit per kind */
   log_limit_t client_log, close_log, accept_log, clock_log, watchdog_log;
-  uint64_t mark_failures_seen;   /* the lease thread's: failed mark writes logged */
-  int64_t mark_logged_ms;        /* ... and when it last logged them */
+  uint64_t mark_failures_seen; /* the lease thread's: failed mark writes logged */
+  int64_t mark_logged_ms;      /* ... and when it last logged them */
   /* Registry calls since the start, over every lease this daemon held
    * (idgen_registry_operations_total): the lease thread publishes them on
    * each look, adding a retired lease's final counts to reg_before. */
   _Atomic uint64_t reg_ops[SERVE_REG_OPS][2]; /* [op][0 ok, 1 failed] */
-  uint64_t reg_before[SERVE_REG_OPS][2];     /* the lease thread's own */
-  uint64_t clock_fallbacks_seen; /* the first loop's last look */
+  uint64_t reg_before[SERVE_REG_OPS][2];      /* the lease thread's own */
+  uint64_t clock_fallbacks_seen;              /* the first loop's last look */
 } serve_daemon_t;
 
 static inline idgen_snowflake_gen_t *server_sf(serve_daemon_t *s) {
@@ -455,8 +461,8 @@ int serve_agent_valid(const char *s, size_t n);
 int serve_agent_index(serve_daemon_t *s, const char *name, size_t n);
 int serve_agent_setup(serve_daemon_t *s, int64_t max_agents);
 void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b);
-void serve_info_text(serve_daemon_t *s, serve_buf_t *b);      /* RESP INFO's key:value lines */
-int serve_info_json(serve_daemon_t *s, serve_buf_t *b);       /* GET /info */
+void serve_info_text(serve_daemon_t *s, serve_buf_t *b);  /* RESP INFO's key:value lines */
+int serve_info_json(serve_daemon_t *s, serve_buf_t *b);   /* GET /info */
 int serve_status_json(serve_daemon_t *s, serve_buf_t *b); /* GET /status.json */
 /* Appends o (NULL: out of memory) as one line of compact JSON and drops it;
  * -1 if it could not be written. */
@@ -486,8 +492,7 @@ void serve_audit_stop(serve_daemon_t *s);
  * buffer; in require mode c's replies must then wait (c->audit_seq).
  * serve_audit_handoff hands the loop's lines to the writer (at the end of
  * each turn, and when they pass 64 KiB). */
-void serve_audit(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
-                 uint64_t first);
+void serve_audit(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh, uint64_t first);
 void serve_audit_handoff(serve_worker_t *w);
 /* The bytes of the loop's lines written so far (against c->audit_seq), and
  * whether the loop waits for more (the writer wakes it then). */

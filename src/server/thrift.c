@@ -12,8 +12,18 @@
 
 /* Type ids of the binary protocol. */
 enum {
-  T_STOP = 0, T_BOOL = 2, T_BYTE = 3, T_DOUBLE = 4, T_I16 = 6, T_I32 = 8, T_I64 = 10,
-  T_STRING = 11, T_STRUCT = 12, T_MAP = 13, T_SET = 14, T_LIST = 15
+  T_STOP = 0,
+  T_BOOL = 2,
+  T_BYTE = 3,
+  T_DOUBLE = 4,
+  T_I16 = 6,
+  T_I32 = 8,
+  T_I64 = 10,
+  T_STRING = 11,
+  T_STRUCT = 12,
+  T_MAP = 13,
+  T_SET = 14,
+  T_LIST = 15
 };
 
 typedef struct rd {
@@ -216,8 +226,8 @@ static void put(wr_t *w, const void *s, size_t n) {
 }
 
 static void put_i32(wr_t *w, uint32_t v) {
-  unsigned char b[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
-                        (unsigned char)(v >> 8), (unsigned char)v};
+  unsigned char b[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16), (unsigned char)(v >> 8),
+                        (unsigned char)v};
   put(w, b, 4);
 }
 
@@ -251,8 +261,8 @@ static size_t finish(wr_t *w, char *frame) {
   if (w->over)
     return 0;
   uint32_t n = (uint32_t)(w->p - frame - 4);
-  unsigned char b[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16),
-                        (unsigned char)(n >> 8), (unsigned char)n};
+  unsigned char b[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16), (unsigned char)(n >> 8),
+                        (unsigned char)n};
   memcpy(frame, b, 4);
   return (size_t)(w->p - frame);
 }

@@ -45,17 +45,17 @@ enum {
   THRIFT_M_GET_DATACENTER_ID
 };
 
-#define THRIFT_ERR_MAX 128      /* room for any error text, with its NUL */
-#define THRIFT_NAME_MAX 64      /* longest method name echoed in a reply */
+#define THRIFT_ERR_MAX 128 /* room for any error text, with its NUL */
+#define THRIFT_NAME_MAX 64 /* longest method name echoed in a reply */
 
 typedef struct thrift_call {
-  int type;                     /* THRIFT_CALL, THRIFT_ONEWAY, or another (refused) */
-  int method;                   /* THRIFT_M_* */
-  const char *name;             /* into the buffer; not NUL-terminated */
+  int type;         /* THRIFT_CALL, THRIFT_ONEWAY, or another (refused) */
+  int method;       /* THRIFT_M_* */
+  const char *name; /* into the buffer; not NUL-terminated */
   size_t name_len;
   int32_t seqid;
-  int has_useragent;            /* get_id's field 1 was present (a string) */
-  const char *useragent;        /* into the buffer */
+  int has_useragent;     /* get_id's field 1 was present (a string) */
+  const char *useragent; /* into the buffer */
   size_t useragent_len;
 } thrift_call_t;
 
@@ -72,8 +72,7 @@ enum { THRIFT_NEED_MORE = 0, THRIFT_MALFORMED = -1 };
  * message whose head could be read, call->name and call->seqid are set (a
  * reply can name them), else call->name is NULL.
  */
-ssize_t thrift_parse(const char *buf, size_t len, size_t max_frame, thrift_call_t *call,
-                     char *err);
+ssize_t thrift_parse(const char *buf, size_t len, size_t max_frame, thrift_call_t *call, char *err);
 
 /* Appends to out[] (at most cap bytes; returns the bytes written, 0 if they
  * did not fit) a framed REPLY to `name` carrying the i64 `value`. */
