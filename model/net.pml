@@ -41,7 +41,9 @@
 #define NH 3      /* holders */
 #endif
 #define NL 2      /* layouts: layout l's epoch is l ticks earlier */
+#ifndef NK
 #define NK 2      /* tuples (node keys) of a layout */
+#endif
 #define NF 2      /* lease fields a holder can name (same tuples) */
 #ifndef TMAX
 #define TMAX 4    /* the clock's last tick */
@@ -54,12 +56,6 @@
 #endif
 #define BORROW 1  /* how far a generator may run ahead of its clock */
 #define SKEW 1    /* |clock - true time| after a step, at most */
-#ifndef ACQ_MAX
-#define ACQ_MAX 4 /* acquisitions in a run (bounds the generations) */
-#endif
-#ifndef OPS_MAX
-#define OPS_MAX 2 /* operator actions in a run */
-#endif
 #define NID ((TMAX + NL + 1) * NK)
 
 /* The ID of tick t, tuple k in layout l: one ID per tick and tuple (the
@@ -97,12 +93,10 @@ byte retired;          /* highest ID of the retired ranges + 1; 0: none */
 byte bholder[NL * NR], bfreeat[NL * NR], bmark[NL * NR];
 byte bfloor[NL], bsfloor[NL], bretired;
 bit bjoined[NL], brow[NL * NR];
-bit have_backup;
+bit have_backup, restored;
 #endif
 
 byte now;            /* true time, the database's clock */
-byte acquisitions;
-byte opsdone;
 /* unique, checked on one ID: when an ID is issued and none is watched, the
  * search goes on both with it watched and without (every ID is watched on
  * some path); a watched ID issued again is a duplicate. */
@@ -198,7 +192,7 @@ inline space_join(l, ok) {
  * the space's floor; the first mark must be written before any ID. */
 inline acquire(h) {
   atomic {
-    up[h] == 0 && acquisitions < ACQ_MAX ->
+    up[h] == 0 ->
     if
     :: skew[h] = 0
     :: skew[h] = SKEW
@@ -226,7 +220,6 @@ inline acquire(h) {
       space_join(l, ok);
       if
       :: ok ->
-        acquisitions++;
         rmark[r] = t;
         rrow[r] = 1;
         rholder[r] = h + 1;
@@ -358,13 +351,12 @@ proctype operator() {
 end:
   do
   :: atomic {
-       opsdone < OPS_MAX ->
+       true ->
        if :: l = 0 :: l = 1 fi;
        if :: r = RR(l, 0) :: r = RR(l, NR - 1) fi;
        if
        :: rrow[r] ->
          /* held or not: with --force or without */
-         opsdone++;
          rrow[r] = 1;
          rholder[r] = 0;
          rfreeat[r] = MAX(rfreeat[r], now + QUAR)
@@ -373,12 +365,11 @@ end:
        l = 0; r = 0
      }
   :: atomic {
-       opsdone < OPS_MAX ->
+       true ->
        if :: l = 0 :: l = 1 fi;
        if :: r = RR(l, 0) :: r = RR(l, NR - 1) fi;
        if
        :: rrow[r] ->
-         opsdone++;
 #ifndef MUT_NOFLOOR
          floor[l] = MAX(floor[l], rmark[r]);
 #endif
@@ -399,8 +390,8 @@ end:
        bretired = retired; i = 0
      }
   :: atomic {
-       have_backup && opsdone < OPS_MAX ->
-       opsdone++;
+       have_backup && !restored ->
+       restored = 1;
        for (i : 0 .. NL * NR - 1) {
          rrow[i] = brow[i]; rholder[i] = bholder[i];
          rfreeat[i] = bfreeat[i]; rmark[i] = bmark[i]
@@ -413,9 +404,16 @@ end:
 }
 
 active proctype clock() {
+  byte i;
 end:
   do
-  :: atomic { now < TMAX -> now++ }
+  :: atomic {
+       now < TMAX -> now++;
+       /* a time already past is as good as now: only comparisons with now
+        * and later times are made, so the past ones are folded into one */
+       for (i : 0 .. NL * NR - 1) { rfreeat[i] = MAX(rfreeat[i], now) }
+       i = 0
+     }
   od
 }
 
