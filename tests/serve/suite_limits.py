@@ -125,6 +125,7 @@ def group_busy_poll():
 
 
 SLOW_LAYOUT = "time:41@1s,worker:10,sequence:4,epoch=1288834974000"  # 16 IDs a second
+SLOW_EPOCH_S = 1288834974.0  # its epoch, in Unix seconds
 
 
 def group_waiting():
@@ -158,11 +159,18 @@ def group_waiting():
         t_c = time.monotonic() - t0
         r2 = a.http(timeout=3)
         t_a = time.monotonic() - t0
+        wall_a = time.time()
         r3 = a.http(timeout=3)
         second = digits_lines(r2.body) or []
+        # The batch can only come once the next second has begun (no borrowing): that, and
+        # the other connection answered before it, is the promise.  How long the wait was
+        # depends on where in its second the test began, which a loaded machine moves.
+        next_second = SLOW_EPOCH_S + ((first[0] >> 14) + 1 if first else 0)
         check("waiting: another HTTP connection is answered while the batch waits "
-              "(%.0f ms, the batch after %.0f ms)" % (t_b * 1000, t_a * 1000),
-              rb.status == 200 and t_b < 0.3 and t_b < t_a and t_a > 0.5, (rb.status, t_b, t_a))
+              "(%.0f ms; the batch after %.0f ms, %.3f s into the next second)"
+              % (t_b * 1000, t_a * 1000, wall_a - next_second),
+              rb.status == 200 and t_b < t_a and wall_a >= next_second - 0.005,
+              (rb.status, t_b, t_a, wall_a - next_second))
         check("waiting: and a RESP PING (%.0f ms)" % (t_c * 1000), pong == "PONG" and t_c < t_a,
               (pong, t_c))
         check("waiting: the batch is the next second's first 4 IDs, above this second's",
@@ -185,7 +193,7 @@ def group_waiting():
         pc = c.resp(timeout=3)
         check("waiting: RESP ID 2 waits for the next second (%.0f ms) while another connection's "
               "PING is answered (%.0f ms), and its own PING comes after it" % (t_ids * 1000, t_e * 1000),
-              pe == "PONG" and t_e < 0.3 and t_e < t_ids and type(ids) is list and len(ids) == 2
+              pe == "PONG" and t_e < t_ids and type(ids) is list and len(ids) == 2
               and pc == "PONG", (pe, t_e, ids, t_ids, pc))
         m, _ = get_metrics(d)
         check("waiting: idgen_requests_parked_total counts them",
