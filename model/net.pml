@@ -40,7 +40,9 @@
 #ifndef NH
 #define NH 3      /* holders */
 #endif
+#ifndef NL
 #define NL 2      /* layouts: layout l's epoch is l ticks earlier */
+#endif
 #ifndef NK
 #define NK 2      /* tuples (node keys) of a layout */
 #endif
@@ -197,10 +199,7 @@ inline acquire(h) {
     :: skew[h] = 0
     :: skew[h] = SKEW
     fi;
-    if
-    :: l = 0
-    :: l = 1
-    fi;
+    select(l : 0 .. NL - 1);
 #ifdef MUT_FIELD
     if
     :: f = 0
@@ -352,7 +351,7 @@ end:
   do
   :: atomic {
        true ->
-       if :: l = 0 :: l = 1 fi;
+       select(l : 0 .. NL - 1);
        if :: r = RR(l, 0) :: r = RR(l, NR - 1) fi;
        if
        :: rrow[r] ->
@@ -366,7 +365,7 @@ end:
      }
   :: atomic {
        true ->
-       if :: l = 0 :: l = 1 fi;
+       select(l : 0 .. NL - 1);
        if :: r = RR(l, 0) :: r = RR(l, NR - 1) fi;
        if
        :: rrow[r] ->
