@@ -5,6 +5,10 @@
  *   one layout, 1 tuple, 3 holders, TMAX 3:       503,904 states, 4.6 s;
  *   one layout, 2 tuples, 3 holders, TMAX 3:  over 22 million, unfinished in 3 GB;
  *   two layouts, 1 tuple, 2 holders, TMAX 3:  over 13 million, unfinished in 2 GB.
+ * Mutations at one layout, 1 tuple, 3 holders: MUT_UNCOND breaks fenced (6
+ * states), MUT_NOFLOOR durable (24), MUT_FIELD unique (85,500 states with
+ * -DBFS; depth-first search did not reach it in 60 s: mutations want BFS),
+ * RESTORE durable (the documented exception).
  * Next: split the ID-space rule (two layouts) from the lease and mark rules
  * (one layout), cut the state (fixed skews with one step-back event,
  * symmetric keys), and model file:'s locks and pool file beside this.
