@@ -65,6 +65,9 @@
 #ifndef QUAR
 #define QUAR 1    /* quarantine after expiry */
 #endif
+#ifndef OPMAX
+#define OPMAX 255 /* the operator's frees and deletes: 255 is no bound */
+#endif
 #define BORROW 1  /* how far a generator may run ahead of its clock */
 #define SKEW 1    /* |clock - true time| after a step, at most */
 #define NID ((TMAX + NL + 1) * NK)
@@ -113,6 +116,15 @@ byte now;            /* true time, the database's clock */
  * some path); a watched ID issued again is a duplicate. */
 #define NONE 255
 byte watch = NONE;
+/* The properties' names, so that pan's message names the one violated
+ * (model/check.sh reads it): assert(PROP && (condition)). */
+#if OPMAX < 255
+byte nops;           /* the operator's actions so far */
+#define OP_TURN nops < OPMAX -> nops++
+#else
+#define OP_TURN true
+#endif
+bit unique = 1, increasing = 1, fenced = 1, durable = 1;
 
 /* ---- the holders (one process each; DOWN between incarnations) ---- */
 byte up[NH];         /* 0 down, 1 holding */
@@ -258,15 +270,14 @@ inline issue(h) {
         MAX(tick[h] + 1, CLOCK(h)) <= TMAX ->
     t = MAX(tick[h] + 1, CLOCK(h));
     id = ID(lay[h], t, KEY(h));
-    assert(id != watch);                             /* unique */
+    assert(unique && (id != watch));
     if
     :: watch == NONE -> watch = id
     :: true
     fi;
-    assert(id > ID(lay[h], tick[h], KEY(h)));        /* increasing */
-    assert(t <= vmark[h]);                          /* fenced */
-    assert(t <= MAX(rmark[HR(h)],  /* durable */
-                    floor[lay[h]]));
+    assert(increasing && (id > ID(lay[h], tick[h], KEY(h))));
+    assert(fenced && (t <= vmark[h]));
+    assert(durable && (t <= MAX(rmark[HR(h)], floor[lay[h]])));
     tick[h] = t;
     t = 0; id = 0
   }
@@ -359,7 +370,7 @@ proctype operator() {
 end:
   do
   :: atomic {
-       true ->
+       OP_TURN;
        select(l : 0 .. NL - 1);
        if :: r = RR(l, 0) :: r = RR(l, NR - 1) fi;
        if
@@ -373,7 +384,7 @@ end:
        l = 0; r = 0
      }
   :: atomic {
-       true ->
+       OP_TURN;
        select(l : 0 .. NL - 1);
        if :: r = RR(l, 0) :: r = RR(l, NR - 1) fi;
        if
@@ -432,6 +443,8 @@ init {
     :: i < NH -> run holder(i); i++
     :: else -> break
     od;
+#if OPMAX > 0
     run operator()
+#endif
   }
 }
