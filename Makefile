@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: deb bench-peers test-cluster demo bench-serve bench-thrift bench-registry bench-latency format all deps build run test sanitize tsan fuzz bench install uninstall clean ci
+.PHONY: deb bench-peers test-cluster demo bench-serve bench-thrift bench-registry bench-latency format model all deps build run test sanitize tsan fuzz bench install uninstall clean ci
 
 all: build
 
@@ -78,6 +78,11 @@ fuzz:
 	  -DIDGEN_FUZZ=ON -DBUILD_TESTING=OFF -DIDGEN_WERROR=ON >/dev/null
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_all
 	fuzz/run.sh build-fuzz/fuzz $(FUZZ_SECONDS)
+
+# The registry protocol's models (model/*.pml), checked with spin: every
+# property within the bounds of model/*.cases, and every mutation caught.
+model:
+	model/check.sh
 
 # The house style (.clang-format) applied to every C file; the test `format` checks it.
 format:

@@ -1,18 +1,4 @@
 /*
- * WORK IN PROGRESS: not yet run by `make model`.  Measured on this machine
- * (spin 6.5.2, pan -DSAFETY -DCOLLAPSE, 2026-11-28), all without an error:
- *   one layout, 1 tuple, 2 holders, TMAX 3:        44,196 states, 0.3 s;
- *   one layout, 1 tuple, 3 holders, TMAX 3:       503,904 states, 4.6 s;
- *   one layout, 2 tuples, 3 holders, TMAX 3:  over 22 million, unfinished in 3 GB;
- *   two layouts, 1 tuple, 2 holders, TMAX 3:  over 13 million, unfinished in 2 GB.
- * Mutations at one layout, 1 tuple, 3 holders: MUT_UNCOND breaks fenced (6
- * states), MUT_NOFLOOR durable (24), MUT_FIELD unique (85,500 states with
- * -DBFS; depth-first search did not reach it in 60 s: mutations want BFS),
- * RESTORE durable (the documented exception).
- * Next: split the ID-space rule (two layouts) from the lease and mark rules
- * (one layout), cut the state (fixed skews with one step-back event,
- * symmetric keys), and model file:'s locks and pool file beside this.
- *
  * The lease protocol of the network registries (postgres://, etcd://), as
  * implemented: docs/DESIGN.md §11 ("postgres://", "etcd://", "One registry,
  * one ID space") and §16 (this model, and which code each step stands for).
@@ -42,6 +28,12 @@
  *   MUT_NOSPACE   no ID-space rule: any layout leases beside any other.
  *   MUT_UNCOND    renewals and mark writes not conditional on the
  *                 generation and holder.
+ *   MUT_UNCOND_RENEW  renewals alone not conditional: not a bug, since
+ *                 only a mark write (still conditional) raises a ceiling;
+ *                 an `ok` case shows it.
+ *   ONLY_UNIQUE   assert unique alone: a mutation then has to be shown
+ *                 to repeat an ID, not only to break the rule that
+ *                 prevents it.
  * Each MUT_ is one rule of the implementation removed; each must give a
  * counterexample (model/check.sh).
  */
@@ -232,11 +224,12 @@ inline acquire(h) {
     :: k = NK - 1
     fi;
     r = RR(l, ROW(f, k));
-    /* free (no row yet, or past expiry and quarantine), and its mark (a new
-     * row's is the pool's floor) within the borrow of the clock */
+    /* no row yet (SQL_CLAIM's INSERT: at the pool's floor, wherever the
+     * clock is), or a row free past expiry and quarantine whose mark is
+     * within the borrow of the clock (its ON CONFLICT ... WHERE) */
     t = (!rrow[r] -> floor[l] : rmark[r]);
     if
-    :: (!rrow[r] || rfreeat[r] <= now) && t <= CLOCK(h) + BORROW ->
+    :: !rrow[r] || (rfreeat[r] <= now && t <= CLOCK(h) + BORROW) ->
       space_join(l, ok);
       if
       :: ok ->
@@ -275,9 +268,11 @@ inline issue(h) {
     :: watch == NONE -> watch = id
     :: true
     fi;
+#ifndef ONLY_UNIQUE
     assert(increasing && (id > ID(lay[h], tick[h], KEY(h))));
     assert(fenced && (t <= vmark[h]));
     assert(durable && (t <= MAX(rmark[HR(h)], floor[lay[h]])));
+#endif
     tick[h] = t;
     t = 0; id = 0
   }
@@ -314,7 +309,7 @@ inline keep_mark(h) {
 inline renew(h) {
   atomic {
     up[h] == 1 && now + TTL + QUAR > rfreeat[HR(h)] ->
-#ifdef MUT_UNCOND
+#if defined(MUT_UNCOND) || defined(MUT_UNCOND_RENEW)
     rfreeat[HR(h)] = now + TTL + QUAR
 #else
     if

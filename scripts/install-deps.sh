@@ -16,6 +16,7 @@ packages=(
   python3-prometheus-client          # the daemon's tests: a real parser for /metrics
   redis-server wrk nginx-light       # bench/serve_bench.sh: the peers, and an HTTP load tool
   faketime                           # clock steps under a running daemon
+  spin                               # make model: the registry protocol's model checker
   libpq-dev                          # the postgres:// registry
   libcurl4-openssl-dev               # the etcd:// registry (etcd's JSON gateway)
   etcd-server etcd-client openssl    # a throwaway etcd cluster (and TLS certificates) for the registry's tests
