@@ -19,6 +19,9 @@
  *               would start above (its row's mark, its pool's floor).
  *
  * Switches (spin -D...):
+ *   RESTORE_ROW   the operator may put one row back as an earlier copy
+ *                 of it had it (a hand edit that lowers its mark): a
+ *                 documented exception too ("do not edit the tables").
  *   RESTORE       the operator may restore the whole registry from a
  *                 backup: the documented exception; a counterexample is
  *                 expected.
@@ -95,6 +98,11 @@ byte floor[NL];        /* the pool's floor: raised by the delete trigger */
 bit joined[NL];        /* the space's record: layouts in it */
 byte sfloor[NL];       /* the space's floor for a layout (ticks) */
 byte retired;          /* highest ID of the retired ranges + 1; 0: none */
+#ifdef RESTORE_ROW
+byte brr = 255;      /* the row copied (255: none yet), and the copy */
+byte b1holder, b1freeat, b1mark;
+bit b1row, put_back;
+#endif
 #ifdef RESTORE
 byte bholder[NL * NR], bfreeat[NL * NR], bmark[NL * NR];
 byte bfloor[NL], bsfloor[NL], bretired;
@@ -392,6 +400,22 @@ end:
        fi;
        l = 0; r = 0
      }
+#ifdef RESTORE_ROW
+  :: atomic {
+       brr == 255 ->
+       select(l : 0 .. NL - 1);
+       if :: brr = RR(l, 0) :: brr = RR(l, NR - 1) fi;
+       b1row = rrow[brr]; b1holder = rholder[brr];
+       b1freeat = rfreeat[brr]; b1mark = rmark[brr];
+       l = 0
+     }
+  :: atomic {
+       brr != 255 && !put_back ->
+       put_back = 1;
+       rrow[brr] = b1row; rholder[brr] = b1holder;
+       rfreeat[brr] = MAX(b1freeat, now); rmark[brr] = b1mark
+     }
+#endif
 #ifdef RESTORE
   :: atomic {
        !have_backup ->
