@@ -36,6 +36,12 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+# Node.js and npm for the JavaScript clients' test (ioredis and node-redis
+# against the daemon, installed from npm at test time): Debian's packages,
+# unless a node and an npm are there already (NodeSource's nodejs carries its
+# own npm, which Debian's npm package would conflict with).
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 sudo=""

@@ -99,7 +99,8 @@ static const struct cmdinfo {
   int arity;
   const char *flag;
 } commands[] = {
-    {"id", -1, "fast"},         {"ulid", -1, "fast"},    {"uuid7", -1, "fast"},
+    {"id", -1, "fast"},         {"idstr", -1, "fast"},   {"ulid", -1, "fast"},
+    {"uuid7", -1, "fast"},
     {"decode", 2, "fast"},      {"info", -1, "loading"}, {"ping", -1, "fast"},
     {"echo", 2, "fast"},        {"quit", -1, "fast"},    {"client", -2, "loading"},
     {"command", -1, "loading"}, {"hello", -1, "fast"},   {"config", -2, "loading"},
@@ -112,8 +113,11 @@ static void reply_command_entry(serve_worker_t *w, const struct cmdinfo *ci) {
                    strlen(ci->name), ci->name, ci->arity, ci->flag);
 }
 
-/* ID, ULID, UUID7's reply: an integer for each Snowflake ID that fits in
- * one, else a bulk string; an array for ID N (sh->array). */
+/* ID, IDSTR, ULID, UUID7's reply: for ID, an integer for each Snowflake ID
+ * that fits in one, else a bulk string; for IDSTR and the 128-bit kinds a
+ * bulk string; an array for ID N (sh->array).  IDSTR is the exact path for
+ * clients that read integers as doubles (JavaScript's: 2^53 and up come
+ * back rounded, several IDs as one). */
 static int reply_ids(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
                      const uint64_t *ids) {
   serve_buf_t *b = &w->out;
@@ -130,7 +134,7 @@ static int reply_ids(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape
       b->len = start;
       return len;
     }
-    if (sh->kind == KIND_SNOWFLAKE && ids[i] <= INT64_MAX) {
+    if (sh->kind == KIND_SNOWFLAKE && ids[i] <= INT64_MAX && !sh->text) {
       *p++ = ':';
     } else { /* 128-bit, or past INT64_MAX (a RESP integer cannot carry it) */
       p += snprintf(p, 8, "$%d\r\n", len);
@@ -155,11 +159,12 @@ static void reply_ids_error(serve_worker_t *w, serve_conn_t *c, const serve_repl
 static const serve_replies_t resp_replies = {reply_ids, reply_ids_error};
 
 /* The commands that take more than a line: on_NAME answers NAME. */
-static void on_ids(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r, int kind) {
+static void on_ids(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r, int kind,
+                   int text) {
   const char *name = serve_kind_name(kind);
   int64_t n = 1;
   if (r->argc > 2) {
-    wrong_arity(w, c, kind == KIND_SNOWFLAKE ? "id" : name);
+    wrong_arity(w, c, kind != KIND_SNOWFLAKE ? name : text ? "idstr" : "id");
     return;
   }
   if (r->argc == 2) {
@@ -178,6 +183,7 @@ static void on_ids(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r, 
                             .proto = PROTO_RESP,
                             .kind = (uint8_t)kind,
                             .array = r->argc == 2,
+                            .text = (uint8_t)text,
                             .agent = c->agent,
                             .count = (size_t)n};
   serve_ids_request(w, c, &sh);
@@ -362,11 +368,13 @@ size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
       name[i] = (char)tolower((unsigned char)a0->ptr[i]);
   size_t argc = r.argc;
   if (strcmp(name, "id") == 0) {
-    on_ids(w, c, &r, KIND_SNOWFLAKE);
+    on_ids(w, c, &r, KIND_SNOWFLAKE, 0);
+  } else if (strcmp(name, "idstr") == 0) {
+    on_ids(w, c, &r, KIND_SNOWFLAKE, 1);
   } else if (strcmp(name, "ulid") == 0) {
-    on_ids(w, c, &r, KIND_ULID);
+    on_ids(w, c, &r, KIND_ULID, 0);
   } else if (strcmp(name, "uuid7") == 0) {
-    on_ids(w, c, &r, KIND_UUID7);
+    on_ids(w, c, &r, KIND_UUID7, 0);
   } else if (strcmp(name, "ping") == 0) {
     if (argc > 2)
       return wrong_arity(w, c, "ping"), (size_t)used;

@@ -120,6 +120,7 @@ typedef struct serve_reply_shape {
   uint8_t head;                        /* HTTP: HEAD, headers only */
   uint8_t minor;                       /* HTTP/1.<minor> */
   uint8_t array;                       /* RESP: ID N, an array even for N = 1 */
+  uint8_t text;                        /* RESP: IDSTR, each Snowflake ID a bulk string */
   int32_t seqid;                       /* Thrift: the call's sequence id */
   int agent;
   size_t count;

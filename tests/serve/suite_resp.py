@@ -189,6 +189,27 @@ def group_resp_raw(d):
     check("RESP CLIENT ID: an integer", ok and type(rs[6]) is int, repr(rs[6:7]))
     check("RESP COMMAND: an array whose length is COMMAND COUNT", ok and type(rs[7]) is int and
           isinstance(rs[8], list) and len(rs[8]) == rs[7] > 0, repr(rs[7:9])[:300])
+    # IDSTR: the same IDs as bulk strings (exact in clients that read
+    # integers as doubles); the integer form of ID is unchanged beside it
+    c = Conn(d.resp)
+    c.send(b"IDSTR\r\n" + resp_cmd("idstr", "3") + b"ID\r\nIDSTR 1 2\r\nIDSTR 0\r\n")
+    try:
+        rs = c.resp_n(5)
+    except Exception as e:  # noqa: BLE001
+        rs = [e]
+    c.close()
+    ok = len(rs) == 5
+    dec = lambda x: isinstance(x, bytes) and re.fullmatch(rb"[1-9][0-9]*", x) is not None  # noqa: E731
+    check("RESP IDSTR: a bulk string of decimal digits", ok and dec(rs[0]), repr(rs[:1]))
+    check("RESP idstr 3: an array of 3 bulk strings", ok and isinstance(rs[1], list) and len(rs[1]) == 3
+          and all(dec(x) for x in rs[1]), repr(rs[1:2]))
+    check("RESP ID after IDSTR: still an integer", ok and type(rs[2]) is int, repr(rs[2:3]))
+    check("RESP IDSTR 1 2: wrong arity, named idstr",
+          ok and rs[3] == "ERR wrong number of arguments for 'idstr' command", repr(rs[3:4]))
+    check("RESP IDSTR 0: an -ERR naming max_batch", ok and isinstance(rs[4], RErr) and "max_batch" in rs[4],
+          repr(rs[4:5]))
+    if ok and dec(rs[0]) and isinstance(rs[1], list) and all(dec(x) for x in rs[1]) and type(rs[2]) is int:
+        add_snow("raw RESP IDSTR", [int(rs[0])] + [int(x) for x in rs[1]] + [rs[2]])
     # HELLO 3: NOPROTO, connection stays
     c = Conn(d.resp)
     c.send(b"HELLO 3\r\nPING\r\n")
