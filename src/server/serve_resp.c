@@ -99,12 +99,11 @@ static const struct cmdinfo {
   int arity;
   const char *flag;
 } commands[] = {
-    {"id", -1, "fast"},         {"idstr", -1, "fast"},   {"ulid", -1, "fast"},
-    {"uuid7", -1, "fast"},
-    {"decode", 2, "fast"},      {"info", -1, "loading"}, {"ping", -1, "fast"},
-    {"echo", 2, "fast"},        {"quit", -1, "fast"},    {"client", -2, "loading"},
-    {"command", -1, "loading"}, {"hello", -1, "fast"},   {"config", -2, "loading"},
-    {"select", 2, "fast"},
+    {"id", -1, "fast"},        {"idstr", -1, "fast"},      {"ulid", -1, "fast"},
+    {"uuid7", -1, "fast"},     {"decode", 2, "fast"},      {"info", -1, "loading"},
+    {"ping", -1, "fast"},      {"echo", 2, "fast"},        {"quit", -1, "fast"},
+    {"client", -2, "loading"}, {"command", -1, "loading"}, {"hello", -1, "fast"},
+    {"config", -2, "loading"}, {"select", 2, "fast"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
