@@ -19,7 +19,7 @@ fi
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   mapfile -t files < <(git ls-files '*.c' '*.h')
 else
-  mapfile -t files < <(find src include pg tests bench fuzz -name '*.[ch]' | sort)
+  mapfile -t files < <(find src include pg tests bench fuzz js/src -name '*.[ch]' | sort)
 fi
 if [ "$mode" = apply ]; then
   "$cf" -i "${files[@]}"

@@ -42,14 +42,28 @@ done
 # own npm, which Debian's npm package would conflict with).
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
-[ ${#missing[@]} -eq 0 ] && exit 0
+# Node-API's headers for the Node.js addon (js/), from npm: Debian's
+# libnode-dev does not install beside NodeSource's nodejs.
+napi_headers() {
+  local root
+  root=$(npm root -g 2>/dev/null) && [ -f "$root/node-api-headers/include/node_api.h" ]
+}
+need_napi=0
+command -v npm >/dev/null && napi_headers || need_napi=1
+[ ${#missing[@]} -eq 0 ] && [ $need_napi -eq 0 ] && exit 0
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
   command -v sudo >/dev/null || { echo "install-deps: need root to install: ${missing[*]}" >&2; exit 1; }
   sudo=sudo
 fi
-echo "install-deps: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if ! napi_headers; then
+  echo "install-deps: installing node-api-headers (npm)" >&2
+  $sudo npm install -g --no-audit --no-fund node-api-headers@1 >/dev/null
+fi

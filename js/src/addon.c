@@ -1,0 +1,440 @@
+/*
+ * addon.c -- idgen for Node.js, over Node-API (js/README.md).
+ *
+ * One class, Snowflake: a generator of any layout, its node values leased
+ * from a registry as the command line's are (file: by default, postgres://,
+ * etcd://, or static with the values given), and module functions for
+ * ULIDs.  Every failure is thrown as an Error whose `code` is the library's
+ * name for it ("ECLOCK", "ELEASE") and whose message is the library's, as
+ * the CLI prints it.  A generator's lease is released by close(), when the
+ * object is collected, and when the environment ends (process exit, a
+ * worker thread's end).
+ *
+ * Node-API, not V8's API: one build serves every Node.js version with
+ * Node-API 8 (Node 12.22 and later).  JavaScript runs on one thread per
+ * environment, so a generator is used by one thread at a time here; the
+ * library's own threads (the lease keeper) are the library's business.
+ */
+#define NAPI_VERSION 8
+#include <node_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "idgen.h"
+
+#define ERR_MAX 600
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* Throws Error(message) with .code = the library's name for rc. */
+static void throw_idgen(napi_env env, int rc, const char *msg) {
+  napi_value code, text, e;
+  napi_create_string_utf8(env, idgen_err_name(rc), NAPI_AUTO_LENGTH, &code);
+  napi_create_string_utf8(env, msg && msg[0] ? msg : idgen_strerror(rc), NAPI_AUTO_LENGTH, &text);
+  napi_create_error(env, code, text, &e);
+  napi_throw(env, e);
+}
+
+/* A TypeError for a wrong argument type, with .code EINVAL. */
+static void throw_type(napi_env env, const char *msg) { napi_throw_type_error(env, "EINVAL", msg); }
+
+/* ---- argument helpers -------------------------------------------------- */
+
+/* obj[name] as a string into buf: 1 found, 0 absent (undefined or null),
+ * -1 thrown (not a string, or too long). */
+static int opt_string(napi_env env, napi_value obj, const char *name, char *buf, size_t n) {
+  napi_value v;
+  napi_valuetype t;
+  if (napi_get_named_property(env, obj, name, &v) != napi_ok || napi_typeof(env, v, &t) != napi_ok)
+    return -1;
+  if (t == napi_undefined || t == napi_null)
+    return 0;
+  char msg[160];
+  if (t != napi_string) {
+    snprintf(msg, sizeof msg, "option %s must be a string", name);
+    throw_type(env, msg);
+    return -1;
+  }
+  size_t len;
+  napi_get_value_string_utf8(env, v, NULL, 0, &len);
+  if (len + 1 > n) {
+    snprintf(msg, sizeof msg, "option %s is longer than %zu bytes", name, n - 1);
+    throw_idgen(env, IDGEN_EINVAL, msg);
+    return -1;
+  }
+  napi_get_value_string_utf8(env, v, buf, n, &len);
+  if (strlen(buf) != len) {
+    snprintf(msg, sizeof msg, "option %s holds a NUL character", name);
+    throw_idgen(env, IDGEN_EINVAL, msg);
+    return -1;
+  }
+  return 1;
+}
+
+/* obj[name] as a whole number from lo to hi into *out: 1 found, 0 absent,
+ * -1 thrown. */
+static int opt_int(napi_env env, napi_value obj, const char *name, int64_t lo, int64_t hi,
+                   int64_t *out) {
+  napi_value v;
+  napi_valuetype t;
+  if (napi_get_named_property(env, obj, name, &v) != napi_ok || napi_typeof(env, v, &t) != napi_ok)
+    return -1;
+  if (t == napi_undefined || t == napi_null)
+    return 0;
+  double d;
+  char msg[200];
+  if (t != napi_number || napi_get_value_double(env, v, &d) != napi_ok || d != (double)(int64_t)d ||
+      d < (double)lo || d > (double)hi) {
+    snprintf(msg, sizeof msg, "option %s must be a whole number from %lld to %lld", name,
+             (long long)lo, (long long)hi);
+    throw_idgen(env, IDGEN_ERANGE, msg);
+    return -1;
+  }
+  *out = (int64_t)d;
+  return 1;
+}
+
+/* ---- Snowflake ----------------------------------------------------------- */
+
+typedef struct sf {
+  idgen_layout_t layout;
+  idgen_registry_t *reg;
+  idgen_lease_t *lease;
+  idgen_snowflake_gen_t *gen;
+  napi_env env;
+  struct sf *prev, *next; /* the environment's live generators, for its cleanup */
+} sf_t;
+
+/* Every environment's live generators (few: one or two per process). */
+typedef struct {
+  sf_t *head;
+} sf_list_t;
+
+static void sf_close(sf_t *s) {
+  idgen_snowflake_gen_free(s->gen);
+  idgen_lease_release(s->lease);
+  idgen_registry_close(s->reg);
+  s->gen = NULL;
+  s->lease = NULL;
+  s->reg = NULL;
+}
+
+static void sf_unlink(sf_list_t *list, sf_t *s) {
+  if (s->prev)
+    s->prev->next = s->next;
+  else if (list->head == s)
+    list->head = s->next;
+  if (s->next)
+    s->next->prev = s->prev;
+  s->prev = s->next = NULL;
+}
+
+static sf_list_t *env_list(napi_env env) {
+  sf_list_t *list = NULL;
+  napi_get_instance_data(env, (void **)&list);
+  return list;
+}
+
+/* The object was collected: its lease goes back. */
+static void sf_finalize(napi_env env, void *data, void *hint) {
+  (void)hint;
+  sf_t *s = data;
+  sf_list_t *list = env_list(env);
+  if (list)
+    sf_unlink(list, s);
+  sf_close(s);
+  free(s);
+}
+
+/* The environment ends (process exit, a worker's end): every lease goes
+ * back, before the objects' finalizers (which then find them closed). */
+static void env_cleanup(void *arg) {
+  sf_list_t *list = arg;
+  for (sf_t *s = list->head; s; s = s->next)
+    sf_close(s);
+}
+
+static void env_free(napi_env env, void *data, void *hint) {
+  (void)env, (void)hint;
+  sf_list_t *list = data;
+  while (list->head)
+    sf_unlink(list, list->head);
+  free(list);
+}
+
+/* The layout option: a preset's name or a layout spec. */
+static int parse_layout(napi_env env, const char *text, idgen_layout_t *l) {
+  char err[ERR_MAX];
+  const char *spec = idgen_layout_preset_spec(text);
+  int rc = idgen_layout_parse(l, spec ? spec : text, err, sizeof err);
+  if (rc < 0)
+    throw_idgen(env, rc, err);
+  return rc;
+}
+
+/* new Snowflake({layout, registry, node, leaseField, ttlMs, maxWaitMs,
+ * maxBorrowMs, maxStartWaitMs, randomSequenceStart}) */
+static napi_value sf_new(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], self;
+  napi_get_cb_info(env, info, &argc, argv, &self, NULL);
+  napi_valuetype t = napi_undefined;
+  if (argc >= 1)
+    napi_typeof(env, argv[0], &t);
+  if (t != napi_object && t != napi_undefined) {
+    throw_type(env, "new Snowflake(options): options must be an object");
+    return NULL;
+  }
+  napi_value o = argv[0];
+  if (t == napi_undefined)
+    napi_create_object(env, &o);
+
+  char layout[IDGEN_LAYOUT_SPEC_MAX] = "twitter", registry[2048] = "", node[1024] = "";
+  char field[64] = "", err[ERR_MAX];
+  int64_t ttl = 0, wait = -1, borrow = -1, start_wait = -1, rss = 0;
+  int has_field;
+  if (opt_string(env, o, "layout", layout, sizeof layout) < 0 ||
+      opt_string(env, o, "registry", registry, sizeof registry) < 0 ||
+      opt_string(env, o, "node", node, sizeof node) < 0 ||
+      (has_field = opt_string(env, o, "leaseField", field, sizeof field)) < 0 ||
+      opt_int(env, o, "ttlMs", 0, IDGEN_LEASE_TTL_MAX_MS, &ttl) < 0 ||
+      opt_int(env, o, "maxWaitMs", 0, 3600000, &wait) < 0 ||
+      opt_int(env, o, "maxBorrowMs", 0, 3600000, &borrow) < 0 ||
+      opt_int(env, o, "maxStartWaitMs", 0, IDGEN_START_WAIT_MS_MAX, &start_wait) < 0 ||
+      opt_int(env, o, "randomSequenceStart", 0, 1, &rss) < 0)
+    return NULL;
+
+  sf_t *s = calloc(1, sizeof *s);
+  if (s == NULL) {
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+    return NULL;
+  }
+  if (parse_layout(env, layout, &s->layout) < 0) {
+    free(s);
+    return NULL;
+  }
+  idgen_snowflake_settings_t set;
+  idgen_snowflake_settings_init(&set);
+  if (wait >= 0)
+    set.max_wait_ms = wait;
+  if (borrow >= 0)
+    set.max_borrow_ms = borrow;
+  set.random_sequence_start = (int)rss;
+  unsigned given = 0;
+  int rc = idgen_layout_nodes_parse(&s->layout, node, idgen_host_node_resolve, NULL, set.node,
+                                    &given, err, sizeof err);
+  int from_host = strchr(node, '@') != NULL;
+  if (rc == 0 && registry[0] == 0)
+    rc = idgen_registry_default_uri(registry, sizeof registry, err, sizeof err);
+  int leased = -1;
+  const char *setting = NULL;
+  char why[ERR_MAX - 80];
+  if (rc == 0 &&
+      (rc = idgen_lease_settings_check(registry, &s->layout, has_field ? field : NULL, given,
+                                       from_host, &leased, &setting, why, sizeof why)) < 0)
+    snprintf(err, sizeof err, "%s: %s", setting ? setting : "options", why);
+  if (rc == 0)
+    rc = idgen_registry_open(&s->reg, registry, err, sizeof err);
+  if (rc == 0) {
+    idgen_bind_request_t req = {.layout = &s->layout,
+                                .settings = &set,
+                                .field = has_field ? field : NULL,
+                                .ttl_ms = ttl,
+                                .max_start_wait_ms = start_wait};
+    rc = idgen_registry_bind(s->reg, &req, &s->lease, &s->gen, err, sizeof err);
+  }
+  if (rc < 0) {
+    sf_close(s);
+    free(s);
+    throw_idgen(env, rc, err);
+    return NULL;
+  }
+  s->env = env;
+  if (napi_wrap(env, self, s, sf_finalize, NULL, NULL) != napi_ok) {
+    sf_close(s);
+    free(s);
+    throw_idgen(env, IDGEN_ENOMEM, "cannot attach the generator to its object");
+    return NULL;
+  }
+  sf_list_t *list = env_list(env);
+  s->next = list->head;
+  if (list->head)
+    list->head->prev = s;
+  list->head = s;
+  return self;
+}
+
+/* this's generator, or NULL with an exception thrown (closed, or not one). */
+static sf_t *sf_this(napi_env env, napi_callback_info info, size_t *argc, napi_value *argv) {
+  napi_value self;
+  size_t n = argc ? *argc : 0;
+  napi_get_cb_info(env, info, argc ? argc : &n, argv, &self, NULL);
+  sf_t *s = NULL;
+  if (napi_unwrap(env, self, (void **)&s) != napi_ok || s == NULL) {
+    throw_type(env, "not a Snowflake generator");
+    return NULL;
+  }
+  if (s->gen == NULL) {
+    throw_idgen(env, IDGEN_EINVAL, "the generator is closed");
+    return NULL;
+  }
+  return s;
+}
+
+static int sf_next_id(napi_env env, sf_t *s, uint64_t *id) {
+  int rc = idgen_snowflake_gen_next(s->gen, id);
+  if (rc < 0)
+    throw_idgen(env, rc, NULL);
+  return rc;
+}
+
+/* next() → BigInt */
+static napi_value sf_next(napi_env env, napi_callback_info info) {
+  sf_t *s = sf_this(env, info, NULL, NULL);
+  uint64_t id;
+  napi_value v = NULL;
+  if (s && sf_next_id(env, s, &id) == 0)
+    napi_create_bigint_uint64(env, id, &v);
+  return v;
+}
+
+/* nextString() → the decimal digits */
+static napi_value sf_next_string(napi_env env, napi_callback_info info) {
+  sf_t *s = sf_this(env, info, NULL, NULL);
+  uint64_t id;
+  napi_value v = NULL;
+  if (s && sf_next_id(env, s, &id) == 0) {
+    char text[24];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)id);
+    napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v);
+  }
+  return v;
+}
+
+/* nextBatch(n) → BigUint64Array of n increasing IDs, all or none. */
+static napi_value sf_next_batch(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1] = {NULL};
+  sf_t *s = sf_this(env, info, &argc, argv);
+  if (s == NULL)
+    return NULL;
+  double d = 0;
+  napi_valuetype t = napi_undefined;
+  if (argc >= 1)
+    napi_typeof(env, argv[0], &t);
+  if (t != napi_number || napi_get_value_double(env, argv[0], &d) != napi_ok || d < 1 ||
+      d > 1000000 || d != (double)(int64_t)d) {
+    throw_idgen(env, IDGEN_ERANGE, "nextBatch(n): n must be a whole number from 1 to 1000000");
+    return NULL;
+  }
+  size_t n = (size_t)d;
+  void *data;
+  napi_value buf, arr;
+  if (napi_create_arraybuffer(env, n * sizeof(uint64_t), &data, &buf) != napi_ok) {
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+    return NULL;
+  }
+  int rc = idgen_snowflake_gen_next_n(s->gen, data, n);
+  if (rc < 0) {
+    throw_idgen(env, rc, NULL);
+    return NULL;
+  }
+  napi_create_typedarray(env, napi_biguint64_array, n, buf, 0, &arr);
+  return arr;
+}
+
+/* close(): the lease goes back now; later calls throw. */
+static napi_value sf_close_js(napi_env env, napi_callback_info info) {
+  napi_value self;
+  size_t argc = 0;
+  napi_get_cb_info(env, info, &argc, NULL, &self, NULL);
+  sf_t *s = NULL;
+  if (napi_unwrap(env, self, (void **)&s) == napi_ok && s)
+    sf_close(s);
+  return NULL;
+}
+
+static void set_str(napi_env env, napi_value o, const char *name, const char *v) {
+  napi_value x;
+  napi_create_string_utf8(env, v, NAPI_AUTO_LENGTH, &x);
+  napi_set_named_property(env, o, name, x);
+}
+
+static void set_num(napi_env env, napi_value o, const char *name, double v) {
+  napi_value x;
+  napi_create_double(env, v, &x);
+  napi_set_named_property(env, o, name, x);
+}
+
+/* lease() → {worker, node, pool, space, holder, markMs, registry} or null
+ * (static). */
+static napi_value sf_lease(napi_env env, napi_callback_info info) {
+  sf_t *s = sf_this(env, info, NULL, NULL);
+  if (s == NULL)
+    return NULL;
+  napi_value o;
+  if (s->lease == NULL) {
+    napi_get_null(env, &o);
+    return o;
+  }
+  idgen_lease_info_t li;
+  idgen_lease_info(s->lease, &li);
+  napi_create_object(env, &o);
+  set_num(env, o, "worker", (double)li.worker);
+  set_str(env, o, "node", li.node);
+  set_str(env, o, "pool", li.pool);
+  set_str(env, o, "space", li.space);
+  set_str(env, o, "holder", li.holder);
+  set_num(env, o, "markMs", (double)li.mark_ms);
+  set_str(env, o, "registry", idgen_registry_uri(s->reg));
+  return o;
+}
+
+/* ---- ULID ---------------------------------------------------------------- */
+
+/* ulid() → a new ULID's 26 characters (not monotonic). */
+static napi_value ulid_js(napi_env env, napi_callback_info info) {
+  (void)info;
+  idgen_ulid_t u;
+  int rc = idgen_ulid_make(&u, idgen_clock_now_ms(IDGEN_CLOCK_PRECISE), NULL);
+  if (rc < 0) {
+    throw_idgen(env, rc, NULL);
+    return NULL;
+  }
+  char text[27];
+  idgen_ulid_format(&u, text);
+  napi_value v;
+  napi_create_string_utf8(env, text, 26, &v);
+  return v;
+}
+
+/* ---- the module ---------------------------------------------------------- */
+
+static napi_value init(napi_env env, napi_value exports) {
+  sf_list_t *list = calloc(1, sizeof *list);
+  if (list == NULL || napi_set_instance_data(env, list, env_free, NULL) != napi_ok) {
+    free(list);
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+    return NULL;
+  }
+  napi_add_env_cleanup_hook(env, env_cleanup, list);
+  napi_property_descriptor methods[] = {
+      {"next", NULL, sf_next, NULL, NULL, NULL, napi_default, NULL},
+      {"nextString", NULL, sf_next_string, NULL, NULL, NULL, napi_default, NULL},
+      {"nextBatch", NULL, sf_next_batch, NULL, NULL, NULL, napi_default, NULL},
+      {"lease", NULL, sf_lease, NULL, NULL, NULL, napi_default, NULL},
+      {"close", NULL, sf_close_js, NULL, NULL, NULL, napi_default, NULL},
+  };
+  napi_value cls, fn, ver;
+  napi_define_class(env, "Snowflake", NAPI_AUTO_LENGTH, sf_new, NULL,
+                    sizeof methods / sizeof methods[0], methods, &cls);
+  napi_set_named_property(env, exports, "Snowflake", cls);
+  napi_create_function(env, "ulid", NAPI_AUTO_LENGTH, ulid_js, NULL, &fn);
+  napi_set_named_property(env, exports, "ulid", fn);
+  napi_create_string_utf8(env, idgen_version(), NAPI_AUTO_LENGTH, &ver);
+  napi_set_named_property(env, exports, "version", ver);
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)
