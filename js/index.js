@@ -16,4 +16,36 @@ function addonPath() {
                   '): build it with `make build` at the top of the idgen tree');
 }
 
-module.exports = require(addonPath());
+const addon = require(addonPath());
+
+// decode(id, {layout}) → the object of `idgen decode --json`: id a BigInt,
+// a number (exact below 2^53 only: a larger one is refused) or a string
+// (decimal digits, a ULID, a UUID).
+function decode(id, options) {
+  let text;
+  if (typeof id === 'bigint') {
+    text = id.toString();
+  } else if (typeof id === 'number') {
+    if (!Number.isSafeInteger(id) || id < 0) {
+      const e = new RangeError(`decode(${id}): a Number is exact only up to 2^53; pass a BigInt or a string`);
+      e.code = 'ERANGE';
+      throw e;
+    }
+    text = String(id);
+  } else {
+    text = id;
+  }
+  const layout = options && options.layout !== undefined ? options.layout : 'twitter';
+  return JSON.parse(addon.decodeJson(text, layout));
+}
+
+module.exports = {
+  Snowflake: addon.Snowflake,
+  UlidGenerator: addon.UlidGenerator,
+  Uuid7Generator: addon.Uuid7Generator,
+  ulid: addon.ulid,
+  ulidToUuid: addon.ulidToUuid,
+  uuidToUlid: addon.uuidToUlid,
+  decode,
+  version: addon.version,
+};

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode.h"
 #include "idgen.h"
 
 #define ERR_MAX 600
@@ -391,7 +392,174 @@ static napi_value sf_lease(napi_env env, napi_callback_info info) {
   return o;
 }
 
-/* ---- ULID ---------------------------------------------------------------- */
+/* ---- ULID and UUIDv7 ------------------------------------------------------ */
+
+/* A monotonic ULID or UUIDv7 generator: one class each, one struct. */
+typedef struct g128 {
+  int uuid; /* 0: ULID, 1: UUIDv7 */
+  idgen_ulid_gen_t *ulid;
+  idgen_uuid7_gen_t *uuid7;
+} g128_t;
+
+static void g128_finalize(napi_env env, void *data, void *hint) {
+  (void)env, (void)hint;
+  g128_t *g = data;
+  idgen_ulid_gen_free(g->ulid);
+  idgen_uuid7_gen_free(g->uuid7);
+  free(g);
+}
+
+static napi_value g128_new(napi_env env, napi_callback_info info, int uuid) {
+  napi_value self;
+  size_t argc = 0;
+  napi_get_cb_info(env, info, &argc, NULL, &self, NULL);
+  g128_t *g = calloc(1, sizeof *g);
+  if (g == NULL) {
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+    return NULL;
+  }
+  g->uuid = uuid;
+  int rc = uuid ? idgen_uuid7_gen_new(&g->uuid7, NULL) : idgen_ulid_gen_new(&g->ulid, NULL);
+  if (rc < 0 || napi_wrap(env, self, g, g128_finalize, NULL, NULL) != napi_ok) {
+    g128_finalize(env, g, NULL);
+    throw_idgen(env, rc < 0 ? rc : IDGEN_ENOMEM, NULL);
+    return NULL;
+  }
+  return self;
+}
+
+static napi_value ulid_gen_new(napi_env env, napi_callback_info info) {
+  return g128_new(env, info, 0);
+}
+
+static napi_value uuid7_gen_new(napi_env env, napi_callback_info info) {
+  return g128_new(env, info, 1);
+}
+
+/* next() → the next ULID (26 characters) or UUIDv7 (36), increasing. */
+static napi_value g128_next(napi_env env, napi_callback_info info) {
+  napi_value self, v;
+  size_t argc = 0;
+  napi_get_cb_info(env, info, &argc, NULL, &self, NULL);
+  g128_t *g = NULL;
+  if (napi_unwrap(env, self, (void **)&g) != napi_ok || g == NULL) {
+    throw_type(env, "not a ULID or UUIDv7 generator");
+    return NULL;
+  }
+  char text[IDGEN_UUID_STRLEN + 1];
+  int rc;
+  if (g->uuid) {
+    idgen_uuid_t u;
+    if ((rc = idgen_uuid7_gen_next(g->uuid7, &u)) == 0)
+      idgen_uuid_format(&u, text);
+  } else {
+    idgen_ulid_t u;
+    if ((rc = idgen_ulid_gen_next(g->ulid, &u)) == 0)
+      idgen_ulid_format(&u, text);
+  }
+  if (rc < 0) {
+    throw_idgen(env, rc, NULL);
+    return NULL;
+  }
+  napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v);
+  return v;
+}
+
+/* The string argument i (at most n - 1 bytes) into buf, or -1 thrown. */
+static int arg_string(napi_env env, napi_callback_info info, size_t i, const char *what,
+                      char *buf, size_t n, size_t *len) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  napi_valuetype t = napi_undefined;
+  if (i < argc)
+    napi_typeof(env, argv[i], &t);
+  char msg[120];
+  if (t != napi_string) {
+    snprintf(msg, sizeof msg, "%s must be a string", what);
+    throw_type(env, msg);
+    return -1;
+  }
+  napi_get_value_string_utf8(env, argv[i], NULL, 0, len);
+  if (*len + 1 > n) {
+    snprintf(msg, sizeof msg, "%s is %zu bytes long: longer than any ID", what, *len);
+    throw_idgen(env, IDGEN_EPARSE, msg);
+    return -1;
+  }
+  napi_get_value_string_utf8(env, argv[i], buf, n, len);
+  return 0;
+}
+
+/* ulidToUuid(text) → the same 128 bits as a UUID. */
+static napi_value ulid_to_uuid(napi_env env, napi_callback_info info) {
+  char in[128], err[ERR_MAX], text[IDGEN_UUID_STRLEN + 1];
+  size_t len;
+  if (arg_string(env, info, 0, "ulidToUuid(ulid): ulid", in, sizeof in, &len) < 0)
+    return NULL;
+  idgen_ulid_t u;
+  int rc = idgen_ulid_parse(&u, in, len, IDGEN_ULID_STRICT, err, sizeof err);
+  if (rc < 0) {
+    throw_idgen(env, rc, err);
+    return NULL;
+  }
+  idgen_uuid_t x;
+  idgen_ulid_to_uuid(&u, &x);
+  idgen_uuid_format(&x, text);
+  napi_value v;
+  napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v);
+  return v;
+}
+
+/* uuidToUlid(text) → the same 128 bits as a ULID. */
+static napi_value uuid_to_ulid(napi_env env, napi_callback_info info) {
+  char in[128], err[ERR_MAX], text[IDGEN_ULID_STRLEN + 1];
+  size_t len;
+  if (arg_string(env, info, 0, "uuidToUlid(uuid): uuid", in, sizeof in, &len) < 0)
+    return NULL;
+  idgen_uuid_t x;
+  int rc = idgen_uuid_parse(&x, in, len, err, sizeof err);
+  if (rc < 0) {
+    throw_idgen(env, rc, err);
+    return NULL;
+  }
+  idgen_ulid_t u;
+  idgen_ulid_from_uuid(&x, &u);
+  idgen_ulid_format(&u, text);
+  napi_value v;
+  napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v);
+  return v;
+}
+
+/* decodeJson(text, layout) → the JSON text of `idgen decode --json` (the
+ * wrapper in index.js parses it), or the CLI's message thrown (EPARSE). */
+static napi_value decode_json_js(napi_env env, napi_callback_info info) {
+  char in[128], layout[IDGEN_LAYOUT_SPEC_MAX], err[ERR_MAX];
+  size_t len, llen;
+  if (arg_string(env, info, 0, "decode(id): id", in, sizeof in, &len) < 0 ||
+      arg_string(env, info, 1, "decode(id, {layout}): layout", layout, sizeof layout, &llen) < 0)
+    return NULL;
+  idgen_layout_t l;
+  if (parse_layout(env, layout, &l) < 0)
+    return NULL;
+  decoded_t d;
+  if (decode_id(&l, in, len, 0, &d, err, sizeof err) < 0) {
+    throw_idgen(env, IDGEN_EPARSE, err);
+    return NULL;
+  }
+  json_t *j = decoded_json(&d);
+  char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+  json_decref(j);
+  if (text == NULL) {
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+    return NULL;
+  }
+  napi_value v;
+  napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v);
+  free(text);
+  return v;
+}
+
+/* ---- ULID (one-off) -------------------------------------------------------- */
 
 /* ulid() → a new ULID's 26 characters (not monotonic). */
 static napi_value ulid_js(napi_env env, napi_callback_info info) {
@@ -430,8 +598,26 @@ static napi_value init(napi_env env, napi_value exports) {
   napi_define_class(env, "Snowflake", NAPI_AUTO_LENGTH, sf_new, NULL,
                     sizeof methods / sizeof methods[0], methods, &cls);
   napi_set_named_property(env, exports, "Snowflake", cls);
-  napi_create_function(env, "ulid", NAPI_AUTO_LENGTH, ulid_js, NULL, &fn);
-  napi_set_named_property(env, exports, "ulid", fn);
+  napi_property_descriptor gen_methods[] = {
+      {"next", NULL, g128_next, NULL, NULL, NULL, napi_default, NULL},
+  };
+  napi_define_class(env, "UlidGenerator", NAPI_AUTO_LENGTH, ulid_gen_new, NULL, 1, gen_methods,
+                    &cls);
+  napi_set_named_property(env, exports, "UlidGenerator", cls);
+  napi_define_class(env, "Uuid7Generator", NAPI_AUTO_LENGTH, uuid7_gen_new, NULL, 1, gen_methods,
+                    &cls);
+  napi_set_named_property(env, exports, "Uuid7Generator", cls);
+  static const struct {
+    const char *name;
+    napi_callback cb;
+  } fns[] = {{"ulid", ulid_js},
+             {"ulidToUuid", ulid_to_uuid},
+             {"uuidToUlid", uuid_to_ulid},
+             {"decodeJson", decode_json_js}};
+  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+    napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].cb, NULL, &fn);
+    napi_set_named_property(env, exports, fns[i].name, fn);
+  }
   napi_create_string_utf8(env, idgen_version(), NAPI_AUTO_LENGTH, &ver);
   napi_set_named_property(env, exports, "version", ver);
   return exports;
