@@ -466,8 +466,8 @@ static napi_value g128_next(napi_env env, napi_callback_info info) {
 }
 
 /* The string argument i (at most n - 1 bytes) into buf, or -1 thrown. */
-static int arg_string(napi_env env, napi_callback_info info, size_t i, const char *what,
-                      char *buf, size_t n, size_t *len) {
+static int arg_string(napi_env env, napi_callback_info info, size_t i, const char *what, char *buf,
+                      size_t n, size_t *len) {
   size_t argc = 2;
   napi_value argv[2];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
