@@ -39,6 +39,34 @@ function decode(id, options) {
   return JSON.parse(addon.decodeJson(text, layout));
 }
 
+// nextBatchAsync(n) / nextAsync(): the same IDs as nextBatch / next, for a
+// call that would wait (its tick not come yet, the clock behind within the
+// borrow, a mark write): the event loop goes on meanwhile, and the promise
+// resolves when the IDs are due (or rejects with the library's error, at
+// the same bound the blocking call has).
+function batchAsync(g, n) {
+  return new Promise((resolve, reject) => {
+    const step = (f) => {
+      let r;
+      try {
+        r = f();
+      } catch (e) {
+        reject(e);
+        return;
+      }
+      if (r instanceof BigUint64Array) resolve(r);
+      else setTimeout(() => step(() => g._batchResume(r.wait)), r.waitMs);
+    };
+    step(() => g._batchStart(n));
+  });
+}
+addon.Snowflake.prototype.nextBatchAsync = function nextBatchAsync(n) {
+  return batchAsync(this, n);
+};
+addon.Snowflake.prototype.nextAsync = function nextAsync() {
+  return batchAsync(this, 1).then((a) => a[0]);
+};
+
 module.exports = {
   Snowflake: addon.Snowflake,
   UlidGenerator: addon.UlidGenerator,

@@ -96,6 +96,18 @@ static int opt_int(napi_env env, napi_value obj, const char *name, int64_t lo, i
   return 1;
 }
 
+static void set_str(napi_env env, napi_value o, const char *name, const char *v) {
+  napi_value x;
+  napi_create_string_utf8(env, v, NAPI_AUTO_LENGTH, &x);
+  napi_set_named_property(env, o, name, x);
+}
+
+static void set_num(napi_env env, napi_value o, const char *name, double v) {
+  napi_value x;
+  napi_create_double(env, v, &x);
+  napi_set_named_property(env, o, name, x);
+}
+
 /* ---- Snowflake ----------------------------------------------------------- */
 
 typedef struct sf {
@@ -192,12 +204,13 @@ static napi_value sf_new(napi_env env, napi_callback_info info) {
     napi_create_object(env, &o);
 
   char layout[IDGEN_LAYOUT_SPEC_MAX] = "twitter", registry[2048] = "", node[1024] = "";
-  char field[64] = "", err[ERR_MAX];
+  char field[64] = "", clock[16] = "", err[ERR_MAX];
   int64_t ttl = 0, wait = -1, borrow = -1, start_wait = -1, rss = 0;
   int has_field;
   if (opt_string(env, o, "layout", layout, sizeof layout) < 0 ||
       opt_string(env, o, "registry", registry, sizeof registry) < 0 ||
       opt_string(env, o, "node", node, sizeof node) < 0 ||
+      opt_string(env, o, "clock", clock, sizeof clock) < 0 ||
       (has_field = opt_string(env, o, "leaseField", field, sizeof field)) < 0 ||
       opt_int(env, o, "ttlMs", 0, IDGEN_LEASE_TTL_MAX_MS, &ttl) < 0 ||
       opt_int(env, o, "maxWaitMs", 0, 3600000, &wait) < 0 ||
@@ -206,6 +219,10 @@ static napi_value sf_new(napi_env env, napi_callback_info info) {
       opt_int(env, o, "randomSequenceStart", 0, 1, &rss) < 0)
     return NULL;
 
+  if (clock[0] && strcmp(clock, "fast") != 0 && strcmp(clock, "precise") != 0) {
+    throw_idgen(env, IDGEN_EINVAL, "option clock must be \"fast\" or \"precise\"");
+    return NULL;
+  }
   sf_t *s = calloc(1, sizeof *s);
   if (s == NULL) {
     throw_idgen(env, IDGEN_ENOMEM, NULL);
@@ -222,6 +239,7 @@ static napi_value sf_new(napi_env env, napi_callback_info info) {
   if (borrow >= 0)
     set.max_borrow_ms = borrow;
   set.random_sequence_start = (int)rss;
+  set.clock_mode = strcmp(clock, "precise") == 0 ? IDGEN_CLOCK_PRECISE : IDGEN_CLOCK_FAST;
   unsigned given = 0;
   int rc = idgen_layout_nodes_parse(&s->layout, node, idgen_host_node_resolve, NULL, set.node,
                                     &given, err, sizeof err);
@@ -345,6 +363,104 @@ static napi_value sf_next_batch(napi_env env, napi_callback_info info) {
   return arr;
 }
 
+/* ---- the async variant: nothing waits on the event loop -------------------- */
+
+/* A call that waits for its tick: its reserved values and where it stands. */
+typedef struct sf_wait {
+  idgen_snowflake_wait_t w;
+  size_t n;
+  uint64_t ids[];
+} sf_wait_t;
+
+static void wait_finalize(napi_env env, void *data, void *hint) {
+  (void)env, (void)hint;
+  free(data);
+}
+
+/* The outcome of a start or resume: the IDs as a BigUint64Array, or
+ * {wait, waitMs} to resume after waitMs (the index.js wrapper's timer); NULL
+ * with an exception thrown. */
+static napi_value wait_outcome(napi_env env, int rc, sf_wait_t *sw, napi_value handle) {
+  if (rc == 0) {
+    void *data;
+    napi_value buf, arr;
+    if (napi_create_arraybuffer(env, sw->n * sizeof(uint64_t), &data, &buf) != napi_ok) {
+      throw_idgen(env, IDGEN_ENOMEM, NULL);
+      return NULL;
+    }
+    memcpy(data, sw->ids, sw->n * sizeof(uint64_t));
+    napi_create_typedarray(env, napi_biguint64_array, sw->n, buf, 0, &arr);
+    return arr;
+  }
+  if (rc != IDGEN_EAGAIN) {
+    throw_idgen(env, rc, NULL);
+    return NULL;
+  }
+  /* due_ns is by the generator's clock: the wall clock's reading now gives
+   * the wait, which a timer (monotonic) then measures. */
+  int64_t now_ns = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE) * 1000000;
+  int64_t ms = (sw->w.due_ns - now_ns + 999999) / 1000000;
+  napi_value o;
+  napi_create_object(env, &o);
+  napi_set_named_property(env, o, "wait", handle);
+  set_num(env, o, "waitMs", (double)(ms < 0 ? 0 : ms > 3600000 ? 3600000 : ms));
+  return o;
+}
+
+/* _batchStart(n): see wait_outcome. */
+static napi_value sf_batch_start(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1] = {NULL};
+  sf_t *s = sf_this(env, info, &argc, argv);
+  double d = 0;
+  if (s == NULL)
+    return NULL;
+  if (argc < 1 || napi_get_value_double(env, argv[0], &d) != napi_ok || d < 1 || d > 1000000 ||
+      d != (double)(int64_t)d) {
+    throw_idgen(env, IDGEN_ERANGE, "n must be a whole number from 1 to 1000000");
+    return NULL;
+  }
+  size_t n = (size_t)d;
+  sf_wait_t *sw = calloc(1, sizeof *sw + n * sizeof(uint64_t));
+  if (sw == NULL) {
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+    return NULL;
+  }
+  sw->n = n;
+  int rc = idgen_snowflake_gen_next_n_async(s->gen, sw->ids, n, &sw->w);
+  napi_value handle = NULL;
+  if (rc == IDGEN_EAGAIN &&
+      napi_create_external(env, sw, wait_finalize, NULL, &handle) != napi_ok) {
+    free(sw);
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+    return NULL;
+  }
+  napi_value v = wait_outcome(env, rc, sw, handle);
+  if (rc != IDGEN_EAGAIN)
+    free(sw);
+  return v;
+}
+
+/* _batchResume(wait): see wait_outcome. */
+static napi_value sf_batch_resume(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1] = {NULL};
+  sf_t *s = sf_this(env, info, &argc, argv);
+  sf_wait_t *sw = NULL;
+  if (s == NULL)
+    return NULL;
+  if (argc < 1 || napi_get_value_external(env, argv[0], (void **)&sw) != napi_ok || sw == NULL ||
+      sw->n == 0) {
+    throw_type(env, "_batchResume: not a waiting call");
+    return NULL;
+  }
+  int rc = idgen_snowflake_gen_resume(s->gen, &sw->w, sw->ids);
+  napi_value v = wait_outcome(env, rc, sw, argv[0]);
+  if (rc != IDGEN_EAGAIN)
+    sw->n = 0; /* ended: a second resume is refused */
+  return v;
+}
+
 /* close(): the lease goes back now; later calls throw. */
 static napi_value sf_close_js(napi_env env, napi_callback_info info) {
   napi_value self;
@@ -354,18 +470,6 @@ static napi_value sf_close_js(napi_env env, napi_callback_info info) {
   if (napi_unwrap(env, self, (void **)&s) == napi_ok && s)
     sf_close(s);
   return NULL;
-}
-
-static void set_str(napi_env env, napi_value o, const char *name, const char *v) {
-  napi_value x;
-  napi_create_string_utf8(env, v, NAPI_AUTO_LENGTH, &x);
-  napi_set_named_property(env, o, name, x);
-}
-
-static void set_num(napi_env env, napi_value o, const char *name, double v) {
-  napi_value x;
-  napi_create_double(env, v, &x);
-  napi_set_named_property(env, o, name, x);
 }
 
 /* lease() → {worker, node, pool, space, holder, markMs, registry} or null
@@ -592,6 +696,8 @@ static napi_value init(napi_env env, napi_value exports) {
       {"nextString", NULL, sf_next_string, NULL, NULL, NULL, napi_default, NULL},
       {"nextBatch", NULL, sf_next_batch, NULL, NULL, NULL, napi_default, NULL},
       {"lease", NULL, sf_lease, NULL, NULL, NULL, napi_default, NULL},
+      {"_batchStart", NULL, sf_batch_start, NULL, NULL, NULL, napi_default, NULL},
+      {"_batchResume", NULL, sf_batch_resume, NULL, NULL, NULL, napi_default, NULL},
       {"close", NULL, sf_close_js, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_value cls, fn, ver;

@@ -94,3 +94,18 @@ test('ulid(): 26 characters of Crockford base32, current time', () => {
   }
   assert.equal(seen.size, 10000);
 });
+
+test('nextAsync and nextBatchAsync continue the same sequence', async () => {
+  const g = new idgen.Snowflake({ registry: 'static', node: 'datacenter=1,worker=3' });
+  const a = g.next();
+  const b = await g.nextAsync();
+  const c = await g.nextBatchAsync(20000); // more than a tick holds: waits for the next ticks
+  assert.equal(typeof b, 'bigint');
+  assert.ok(b > a);
+  assert.equal(c.length, 20000);
+  assert.ok(c[0] > b);
+  for (let i = 1; i < c.length; i++) assert.ok(c[i] > c[i - 1], `at ${i}`);
+  await assert.rejects(g.nextBatchAsync(0), { code: 'ERANGE' });
+  g.close();
+  await assert.rejects(g.nextAsync(), { code: 'EINVAL', message: /closed/ });
+});
