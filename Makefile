@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: deb bench-peers test-cluster demo bench-serve bench-thrift bench-registry bench-latency format model all deps build run test sanitize tsan fuzz bench install uninstall clean ci
+.PHONY: deb bench-peers test-cluster demo bench-serve bench-thrift bench-registry bench-latency format model bench-js all deps build run test sanitize tsan fuzz bench install uninstall clean ci
 
 all: build
 
@@ -113,6 +113,11 @@ deb:
 # missing).  PEERS_FLAGS=--quick for a short run.
 bench-peers: build
 	bench/peers.sh --idgen-build $(BUILD) $(PEERS_FLAGS)
+
+# The Node.js addon beside npm's ID packages (peers installed into a
+# temporary folder), speed and correctness in one run.
+bench-js: build
+	IDGEN_NODE_ADDON=$(abspath $(BUILD))/js/idgen.node bench/js/run.sh $(BENCH_JS_FLAGS)
 
 # The Thrift service beside RESP and HTTP on one daemon, one load client.
 bench-thrift: build

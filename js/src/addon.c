@@ -119,9 +119,13 @@ typedef struct sf {
   struct sf *prev, *next; /* the environment's live generators, for its cleanup */
 } sf_t;
 
-/* Every environment's live generators (few: one or two per process). */
+/* What the addon keeps per environment (its instance data): the live
+ * generators, and the layout decode() parsed last (decoding many IDs of one
+ * layout parses it once). */
 typedef struct {
   sf_t *head;
+  char layout_text[IDGEN_LAYOUT_SPEC_MAX];
+  idgen_layout_t layout;
 } sf_list_t;
 
 static void sf_close(sf_t *s) {
@@ -634,22 +638,43 @@ static napi_value uuid_to_ulid(napi_env env, napi_callback_info info) {
   return v;
 }
 
-/* decodeJson(text, layout) → the JSON text of `idgen decode --json` (the
- * wrapper in index.js parses it), or the CLI's message thrown (EPARSE). */
-static napi_value decode_json_js(napi_env env, napi_callback_info info) {
+/* The environment's parsed layout for `text` (the last one asked for is
+ * kept), or NULL with the error thrown. */
+static const idgen_layout_t *layout_cached(napi_env env, const char *text) {
+  sf_list_t *e = env_list(env);
+  if (e->layout_text[0] && strcmp(e->layout_text, text) == 0)
+    return &e->layout;
+  e->layout_text[0] = 0;
+  if (parse_layout(env, text, &e->layout) < 0)
+    return NULL;
+  snprintf(e->layout_text, sizeof e->layout_text, "%s", text);
+  return &e->layout;
+}
+
+/* Decodes argument 0 (text) in the layout of argument 1 into d, or -1
+ * thrown with the CLI's message (EPARSE). */
+static int decode_args(napi_env env, napi_callback_info info, decoded_t *d) {
   char in[128], layout[IDGEN_LAYOUT_SPEC_MAX], err[ERR_MAX];
   size_t len, llen;
   if (arg_string(env, info, 0, "decode(id): id", in, sizeof in, &len) < 0 ||
       arg_string(env, info, 1, "decode(id, {layout}): layout", layout, sizeof layout, &llen) < 0)
-    return NULL;
-  idgen_layout_t l;
-  if (parse_layout(env, layout, &l) < 0)
-    return NULL;
-  decoded_t d;
-  if (decode_id(&l, in, len, 0, &d, err, sizeof err) < 0) {
+    return -1;
+  const idgen_layout_t *l = layout_cached(env, layout);
+  if (l == NULL)
+    return -1;
+  if (decode_id(l, in, len, 0, d, err, sizeof err) < 0) {
     throw_idgen(env, IDGEN_EPARSE, err);
-    return NULL;
+    return -1;
   }
+  return 0;
+}
+
+/* decodeJson(text, layout) → the JSON text of `idgen decode --json` (the
+ * oracle the tests hold decode() to), or the CLI's message thrown. */
+static napi_value decode_json_js(napi_env env, napi_callback_info info) {
+  decoded_t d;
+  if (decode_args(env, info, &d) < 0)
+    return NULL;
   json_t *j = decoded_json(&d);
   char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
   json_decref(j);
@@ -661,6 +686,57 @@ static napi_value decode_json_js(napi_env env, napi_callback_info info) {
   napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v);
   free(text);
   return v;
+}
+
+/* A field's value: a Number when exact (below 2^53), else a BigInt. */
+static void set_u64(napi_env env, napi_value o, const char *name, uint64_t v) {
+  napi_value x;
+  if (v < (UINT64_C(1) << 53))
+    napi_create_double(env, (double)v, &x);
+  else
+    napi_create_bigint_uint64(env, v, &x);
+  napi_set_named_property(env, o, name, x);
+}
+
+/* decode(text, layout) → the object of `idgen decode --json`, made here
+ * with the same keys in the same order (decoded_json's). */
+static napi_value decode_js(napi_env env, napi_callback_info info) {
+  decoded_t d;
+  if (decode_args(env, info, &d) < 0)
+    return NULL;
+  napi_value o, f;
+  napi_create_object(env, &o);
+  set_str(env, o, "id", d.id);
+  switch (d.kind) {
+  case DECODED_SNOWFLAKE:
+    set_str(env, o, "kind", "snowflake");
+    set_str(env, o, "layout", d.layout_name);
+    set_num(env, o, "unix_ms", (double)d.unix_ms);
+    set_str(env, o, "time", d.time);
+    napi_create_object(env, &f);
+    for (int i = 0; i < d.layout->nfields; i++)
+      if (i != d.layout->time_index)
+        set_u64(env, f, d.layout->fields[i].name, d.values[i]);
+    napi_set_named_property(env, o, "fields", f);
+    break;
+  case DECODED_ULID:
+    set_str(env, o, "kind", "ulid");
+    set_num(env, o, "unix_ms", (double)d.unix_ms);
+    set_str(env, o, "time", d.time);
+    set_str(env, o, "uuid", d.uuid);
+    break;
+  case DECODED_UUID:
+    set_str(env, o, "kind", "uuid");
+    set_num(env, o, "version", d.version);
+    if (strcmp(d.variant, "rfc9562") != 0)
+      set_str(env, o, "variant", d.variant);
+    if (d.has_time) {
+      set_num(env, o, "unix_ms", (double)d.unix_ms);
+      set_str(env, o, "time", d.time);
+    }
+    break;
+  }
+  return o;
 }
 
 /* ---- ULID (one-off) -------------------------------------------------------- */
@@ -719,7 +795,8 @@ static napi_value init(napi_env env, napi_value exports) {
   } fns[] = {{"ulid", ulid_js},
              {"ulidToUuid", ulid_to_uuid},
              {"uuidToUlid", uuid_to_ulid},
-             {"decodeJson", decode_json_js}};
+             {"decodeJson", decode_json_js},
+             {"decode", decode_js}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].cb, NULL, &fn);
     napi_set_named_property(env, exports, fns[i].name, fn);

@@ -47,6 +47,17 @@ test('decode: ULIDs and UUIDs; ULID <-> UUID both ways', () => {
   assert.equal(idgen.ulidToUuid(idgen.uuidToUlid(r.uuid)), r.uuid.toLowerCase());
 });
 
+test('decode gives exactly the CLI\'s JSON, for every kind and many layouts', () => {
+  const cases = [['1862107412345683968', 'twitter'], ['175928847299117063', 'discord'],
+                 ['0', 'twitter'], ['9223372036854775807', 'time:41@1ms,node:10,sequence:12,epoch=0'], ['18446744073709551615', 'time:44@1ms,node:8,sequence:12,epoch=0'],
+                 ['432345564227567615', 'sonyflake'], [V.ulid.spec_example.ulid, 'twitter'],
+                 [V.uuidv7.rfc9562_example.uuid, 'twitter'], ['00000000-0000-4000-8000-000000000000', 'twitter'],
+                 ['6ba7b810-9dad-11d1-80b4-00c04fd430c8', 'twitter']];
+  for (const [id, layout] of cases) {
+    assert.deepEqual(idgen.decode(id, { layout }), JSON.parse(idgen._decodeJson(id, layout)), `${id} in ${layout}`);
+  }
+});
+
 test('bad input throws the message the CLI prints', () => {
   assert.throws(() => idgen.decode('01ARZ3NDEKTSV4RRFFQ69G5FAVX'),
                 { code: 'EPARSE', message: /is 27 characters \(expected 1 to 20 decimal digits, a 26-character ULID/ });
