@@ -328,9 +328,12 @@ static napi_value sf_next_string(napi_env env, napi_callback_info info) {
   uint64_t id;
   napi_value v = NULL;
   if (s && sf_next_id(env, s, &id) == 0) {
-    char text[24];
-    snprintf(text, sizeof text, "%llu", (unsigned long long)id);
-    napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v);
+    char text[24], *p = text + sizeof text;
+    do { /* the digits from the end: no printf on this path */
+      *--p = (char)('0' + id % 10);
+      id /= 10;
+    } while (id);
+    napi_create_string_latin1(env, p, (size_t)(text + sizeof text - p), &v);
   }
   return v;
 }
