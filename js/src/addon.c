@@ -601,44 +601,40 @@ static int arg_string(napi_env env, napi_callback_info info, size_t i, const cha
   return 0;
 }
 
-/* ulidToUuid(text) → the same 128 bits as a UUID. */
-static napi_value ulid_to_uuid(napi_env env, napi_callback_info info) {
+/* ulidToUuid(text) and uuidToUlid(text): the same 128 bits in the other
+ * form; to_uuid picks the direction. */
+static napi_value convert(napi_env env, napi_callback_info info, int to_uuid) {
   char in[128], err[ERR_MAX], text[IDGEN_UUID_STRLEN + 1];
   size_t len;
-  if (arg_string(env, info, 0, "ulidToUuid(ulid): ulid", in, sizeof in, &len) < 0)
+  if (arg_string(env, info, 0, to_uuid ? "ulidToUuid(ulid): ulid" : "uuidToUlid(uuid): uuid", in,
+                 sizeof in, &len) < 0)
     return NULL;
   idgen_ulid_t u;
-  int rc = idgen_ulid_parse(&u, in, len, IDGEN_ULID_STRICT, err, sizeof err);
+  idgen_uuid_t x;
+  int rc = to_uuid ? idgen_ulid_parse(&u, in, len, IDGEN_ULID_STRICT, err, sizeof err)
+                   : idgen_uuid_parse(&x, in, len, err, sizeof err);
   if (rc < 0) {
     throw_idgen(env, rc, err);
     return NULL;
   }
-  idgen_uuid_t x;
-  idgen_ulid_to_uuid(&u, &x);
-  idgen_uuid_format(&x, text);
+  if (to_uuid) {
+    idgen_ulid_to_uuid(&u, &x);
+    idgen_uuid_format(&x, text);
+  } else {
+    idgen_ulid_from_uuid(&x, &u);
+    idgen_ulid_format(&u, text);
+  }
   napi_value v;
   napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v);
   return v;
 }
 
-/* uuidToUlid(text) → the same 128 bits as a ULID. */
+static napi_value ulid_to_uuid(napi_env env, napi_callback_info info) {
+  return convert(env, info, 1);
+}
+
 static napi_value uuid_to_ulid(napi_env env, napi_callback_info info) {
-  char in[128], err[ERR_MAX], text[IDGEN_ULID_STRLEN + 1];
-  size_t len;
-  if (arg_string(env, info, 0, "uuidToUlid(uuid): uuid", in, sizeof in, &len) < 0)
-    return NULL;
-  idgen_uuid_t x;
-  int rc = idgen_uuid_parse(&x, in, len, err, sizeof err);
-  if (rc < 0) {
-    throw_idgen(env, rc, err);
-    return NULL;
-  }
-  idgen_ulid_t u;
-  idgen_ulid_from_uuid(&x, &u);
-  idgen_ulid_format(&u, text);
-  napi_value v;
-  napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v);
-  return v;
+  return convert(env, info, 0);
 }
 
 /* The environment's parsed layout for `text` (the last one asked for is
