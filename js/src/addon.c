@@ -42,15 +42,23 @@ static void throw_type(napi_env env, const char *msg) { napi_throw_type_error(en
 
 /* ---- argument helpers -------------------------------------------------- */
 
+/* obj[name] into *v and its type: 1 present, 0 absent (undefined or null),
+ * -1 on a failed call (an exception pending). */
+static int opt_get(napi_env env, napi_value obj, const char *name, napi_value *v,
+                   napi_valuetype *t) {
+  if (napi_get_named_property(env, obj, name, v) != napi_ok || napi_typeof(env, *v, t) != napi_ok)
+    return -1;
+  return *t == napi_undefined || *t == napi_null ? 0 : 1;
+}
+
 /* obj[name] as a string into buf: 1 found, 0 absent (undefined or null),
  * -1 thrown (not a string, or too long). */
 static int opt_string(napi_env env, napi_value obj, const char *name, char *buf, size_t n) {
   napi_value v;
   napi_valuetype t;
-  if (napi_get_named_property(env, obj, name, &v) != napi_ok || napi_typeof(env, v, &t) != napi_ok)
-    return -1;
-  if (t == napi_undefined || t == napi_null)
-    return 0;
+  int got = opt_get(env, obj, name, &v, &t);
+  if (got <= 0)
+    return got;
   char msg[160];
   if (t != napi_string) {
     snprintf(msg, sizeof msg, "option %s must be a string", name);
@@ -79,10 +87,9 @@ static int opt_int(napi_env env, napi_value obj, const char *name, int64_t lo, i
                    int64_t *out) {
   napi_value v;
   napi_valuetype t;
-  if (napi_get_named_property(env, obj, name, &v) != napi_ok || napi_typeof(env, v, &t) != napi_ok)
-    return -1;
-  if (t == napi_undefined || t == napi_null)
-    return 0;
+  int got = opt_get(env, obj, name, &v, &t);
+  if (got <= 0)
+    return got;
   double d;
   char msg[200];
   if (t != napi_number || napi_get_value_double(env, v, &d) != napi_ok || d != (double)(int64_t)d ||
