@@ -637,6 +637,31 @@ int idgen_registry_spaces(idgen_registry_t *r, idgen_registry_spaces_cb cb, void
 
 #define PLAIN "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_=,@:."
 
+/* node without the spaces and tabs around its items and around '=' (the
+ * node-list rule), into out[0..n); a blank inside a name or a value stays,
+ * and is refused as not plain. Returns -1 when it does not fit. */
+static int drop_item_blanks(const char *node, char *out, size_t n) {
+  size_t len = strlen(node), o = 0;
+  for (size_t i = 0; i < len; i++) {
+    char c = node[i];
+    if (c == ' ' || c == '\t') {
+      size_t j = i, k = i;
+      while (j > 0 && (node[j - 1] == ' ' || node[j - 1] == '\t'))
+        j--;
+      while (k < len && (node[k] == ' ' || node[k] == '\t'))
+        k++;
+      if (j == 0 || node[j - 1] == ',' || node[j - 1] == '=' || k == len || node[k] == ',' ||
+          node[k] == '=')
+        continue;
+    }
+    if (o + 1 >= n)
+      return -1;
+    out[o++] = c;
+  }
+  out[o] = '\0';
+  return 0;
+}
+
 int idgen_registry_free(idgen_registry_t *r, const char *pool, const char *node, int force,
                         char *err, size_t errlen) {
   if (r->ops->free == NULL)
@@ -650,12 +675,14 @@ int idgen_registry_free(idgen_registry_t *r, const char *pool, const char *node,
                       "registry: pool \"%s\" is not a pool name (epoch=...,tick=...,"
                       "time@...,sequence@...: as listed)",
                       pool ? IDGEN_QUOTE(pool, strlen(pool), '"', 100) : "");
-  if (node == NULL || node[0] == '\0' || strspn(node, PLAIN) != strlen(node))
+  char tuple[1024];
+  if (node == NULL || drop_item_blanks(node, tuple, sizeof tuple) < 0 || tuple[0] == '\0' ||
+      strspn(tuple, PLAIN) != strlen(tuple))
     return idgen__err(err, errlen, IDGEN_EINVAL,
                       "registry: \"%s\" is not a node tuple (NAME=VALUE,..., or 0x and its key, "
                       "as listed)",
                       node ? IDGEN_QUOTE(node, strlen(node), '"', 100) : "");
-  return r->ops->free(r, pool, node, force, err, errlen);
+  return r->ops->free(r, pool, tuple, force, err, errlen);
 }
 
 const char *idgen_registry_uri(const idgen_registry_t *r) { return r->shown; }
