@@ -4,7 +4,7 @@
 # daemon's node setting and the extension's idgen.node. A tuple spelled with
 # blanks gets the same answer as its plain spelling; blanks inside a name or
 # a value are still refused.
-# Usage: tests/hostile/registry_free_blanks.sh [build/idgen]
+# Usage: tests/registry_free_blanks_test.sh [build/idgen]  (or: ctest -R registry.free_blanks)
 set -u
 B=${1:-build/idgen}
 D=$(mktemp -d)
