@@ -1173,6 +1173,9 @@ typedef struct idgen_bind_request {
    * by the processes that use it), and ended with
    * idgen_snowflake_gen_fini_shared() instead of freed. */
   void *mem;
+  /* The bytes at mem: a size below idgen_snowflake_gen_shared_size() is
+   * IDGEN_EINVAL, before anything is leased (so 0 with a mem is refused). */
+  size_t mem_size;
 } idgen_bind_request_t;
 
 /*

@@ -612,6 +612,7 @@ void idgen_worker_main(Datum arg) {
       bs.start_after_ms = sh->after_ms;
     }
     req.mem = g;
+    req.mem_size = sh->gen_size;
     WITHOUT_SIGNALS(rc = idgen_registry_bind(reg, &req, &lease, &g, err, sizeof err));
     if (rc == 0 && lease != NULL && !last_write(reg, lease, err, sizeof err)) {
       idgen_snowflake_gen_fini_shared(g);

@@ -1252,7 +1252,8 @@ static void test_bind_in_caller_memory(void **state) {
   size_t size = idgen_snowflake_gen_shared_size();
   char *mem = mmap(NULL, size + 64, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   assert_true(mem != MAP_FAILED);
-  idgen_bind_request_t req = {.layout = &tw, .max_start_wait_ms = -1, .mem = mem + 8};
+  idgen_bind_request_t req = {
+      .layout = &tw, .max_start_wait_ms = -1, .mem = mem + 8, .mem_size = size};
   idgen_lease_t *lease;
   idgen_snowflake_gen_t *g;
   idgen_lease_info_t info;
@@ -1263,6 +1264,15 @@ static void test_bind_in_caller_memory(void **state) {
   assert_null(lease);
   assert_null(g);
   req.mem = mem;
+  /* too small (or no size given): refused before anything is leased */
+  for (size_t small = 0; small <= size; small += size) {
+    req.mem_size = small ? size - 1 : 0;
+    assert_int_equal(idgen_registry_bind(r, &req, &lease, &g, err, sizeof err), IDGEN_EINVAL);
+    assert_non_null(strstr(err, "smaller than a generator's"));
+    assert_null(lease);
+    assert_null(g);
+  }
+  req.mem_size = size;
   if (idgen_registry_bind(r, &req, &lease, &g, err, sizeof err) != 0)
     fail_msg("bind: %s", err);
   assert_ptr_equal(g, mem);

@@ -313,6 +313,11 @@ int idgen_registry_bind(idgen_registry_t *r, const idgen_bind_request_t *breq,
   *g = NULL;
   if (r == NULL || breq == NULL || breq->layout == NULL)
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no registry or no layout");
+  if (breq->mem != NULL && breq->mem_size < idgen_snowflake_gen_shared_size())
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: caller memory of %zu bytes is smaller than a generator's %zu "
+                      "(idgen_snowflake_gen_shared_size())",
+                      breq->mem_size, idgen_snowflake_gen_shared_size());
   const idgen_layout_t *l = breq->layout;
   const idgen_snowflake_settings_t *s = breq->settings;
   idgen_snowflake_settings_t defaults;
