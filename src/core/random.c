@@ -25,14 +25,19 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#ifndef __wasm__
 #include <openssl/rand.h>
 #include <pthread.h>
+#endif
 #include <sched.h>
 #include <sys/random.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core_int.h"
+
+#ifndef __wasm__
 
 #define RBUF_SIZE 4096
 
@@ -201,6 +206,25 @@ int idgen__random(const idgen_random_t *r, void *out, size_t n) {
   }
   return refill(n, out);
 }
+
+#else
+
+/* WebAssembly (no threads, no fork, no OpenSSL): the host's secure source,
+ * crypto.getRandomValues() behind WASI's random_get, which getentropy()
+ * calls; it takes at most 256 bytes a call. */
+int idgen__random(const idgen_random_t *r, void *out, size_t n) {
+  if (r != NULL)
+    return r->fill(r->ctx, out, n);
+  for (size_t off = 0; off < n;) {
+    size_t k = n - off < 256 ? n - off : 256;
+    if (getentropy((unsigned char *)out + off, k) != 0)
+      return IDGEN_ERANDOM;
+    off += k;
+  }
+  return 0;
+}
+
+#endif
 
 int idgen_random_bytes(void *buf, size_t n) { return idgen__random(NULL, buf, n); }
 
