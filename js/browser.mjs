@@ -306,6 +306,3 @@ export function decode(id, options) {
 
 export const version = cstr(exp.version());
 
-export default {
-  Snowflake, UlidGenerator, Uuid7Generator, ulid, ulidToUuid, uuidToUlid, decode, version,
-};

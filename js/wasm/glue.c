@@ -45,10 +45,10 @@ static int fail(int rc) {
   return rc;
 }
 
-/* A preset's name or a layout spec, as the command reads --layout. */
+/* A preset's name (kept, as `idgen decode` shows it) or a layout spec, as
+ * the command reads --layout. */
 static int parse_layout(const char *text, idgen_layout_t *l) {
-  const char *spec = idgen_layout_preset_spec(text);
-  return idgen_layout_parse(l, spec ? spec : text, err, sizeof err);
+  return idgen_layout_parse(l, text, err, sizeof err);
 }
 
 /* ---- Snowflake --------------------------------------------------------- */
