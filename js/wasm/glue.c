@@ -88,8 +88,9 @@ EXPORT(sf_next_n) int wasm_sf_next_n(idgen_snowflake_gen_t *g, uint64_t *ids, si
   err[0] = '\0';
   int rc = idgen_snowflake_gen_next_n(g, ids, n);
   if (rc == IDGEN_EBATCH)
-    snprintf(err, sizeof err, "a batch of %zu is more than the generator can make now (%" PRIu64 ")",
-             n, idgen_snowflake_gen_capacity(g));
+    snprintf(err, sizeof err,
+             "a batch of %zu is more than the generator can make now (%" PRIu64 ")", n,
+             idgen_snowflake_gen_capacity(g));
   return rc < 0 ? fail(rc) : 0;
 }
 
