@@ -160,6 +160,7 @@ const reclaim = new FinalizationRegistry(({ free, ptr, slot }) => {
 });
 
 const warned = new Set();
+const EAGAIN = -16;
 
 export class Snowflake {
   #g = 0;
@@ -220,11 +221,43 @@ export class Snowflake {
       exp.dealloc(p);
     }
   }
-  nextAsync() {
-    return new Promise((resolve) => resolve(this.next()));
-  }
+  // The same IDs as nextBatch and next, for a call that would wait (its
+  // tick not come yet, the clock behind within the borrow): the event loop
+  // goes on meanwhile, on a timer, and the promise resolves when the IDs are
+  // due (or rejects with the library's error at the bound the blocking call
+  // has).
   nextBatchAsync(n) {
-    return new Promise((resolve) => resolve(this.nextBatch(n)));
+    return new Promise((resolve, reject) => {
+      if (!Number.isSafeInteger(n) || n < 1 || n > 1000000)
+        throw idgenError(-4, 'n must be a whole number from 1 to 1000000');
+      const w = exp.alloc(exp.wait_size()), p = exp.alloc(8 * n);
+      if (w === 0 || p === 0) {
+        exp.dealloc(w);
+        exp.dealloc(p);
+        throw idgenError(-2);
+      }
+      const step = (call) => {
+        let rc;
+        try {
+          rc = call(this.#live());
+        } catch (e) {
+          rc = e;
+        }
+        if (rc === EAGAIN) {
+          setTimeout(() => step((g) => exp.sf_resume(g, w, p)), exp.wait_ms(w));
+          return;
+        }
+        if (rc instanceof Error) reject(rc);
+        else if (rc < 0) reject(idgenError(rc, cstr(ERR)));
+        else resolve(new BigUint64Array(mem.buffer, p, n).slice());
+        exp.dealloc(w);
+        exp.dealloc(p);
+      };
+      step((g) => exp.sf_start(g, w, p, n));
+    });
+  }
+  nextAsync() {
+    return this.nextBatchAsync(1).then((a) => a[0]);
   }
   lease() {
     this.#live();

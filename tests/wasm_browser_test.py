@@ -7,8 +7,9 @@ headless Chromium, driven over the DevTools protocol (python3-websocket).
 BROWSERDIR holds browser.mjs and idgen.wasm (build/js/browser).  A page
 served on a free loopback port imports the module and makes 100,000 ULIDs,
 100,000 UUIDv7s and 100,000 Snowflake IDs (node datacenter=1,worker=2,
-one next() call each), and writes every ID into the page, with the errors
-a few bad inputs throw.  The test reads the IDs back and checks them
+one next() call each), and writes every ID into the page, with a batch
+that waits for its ticks (nextBatchAsync: the event loop turns meanwhile)
+and the errors a few bad inputs throw.  The test reads the IDs back and checks them
 itself: 100,000 of each, well formed, distinct and strictly increasing,
 times within a minute of now, the Snowflake IDs' node fields the ones
 given; the errors' codes, and their messages against the ones `idgen`
@@ -50,6 +51,7 @@ pre { background: #f4f4f4; padding: 6px; white-space: pre-wrap; }
 <p id="status">running</p>
 <table id="summary"><tr><th>kind</th><th>IDs</th><th>ms</th><th>first</th><th>last</th>
 <th>distinct, increasing</th></tr></table>
+<h2>nextBatchAsync</h2><pre id="async"></pre>
 <h2>Decoded</h2><pre id="decoded"></pre>
 <h2>Errors thrown</h2><pre id="errors"></pre>
 <textarea id="ulid"></textarea>
@@ -78,6 +80,18 @@ try {
     row(kind, ids, ms, increasing(ids) && new Set(ids).size === N);
     return ids;
   };
+  // A batch that waits for its ticks (4 IDs a millisecond): the page's
+  // event loop turns meanwhile.  First, before the page holds 300,000 IDs
+  // to lay out.
+  const slow = new idgen.Snowflake({ layout: 'time:41@1ms,worker:10,sequence:2', node: 'worker=5',
+                                     maxBorrowMs: 0, maxWaitMs: 1000 });
+  let turns = 0;
+  const timer = setInterval(() => turns++, 1);
+  const t0 = performance.now();
+  const batch = [...await slow.nextBatchAsync(400)];
+  clearInterval(timer);
+  document.getElementById('async').textContent = JSON.stringify({
+    n: batch.length, increasing: increasing(batch), turns, ms: performance.now() - t0 });
   const u = new idgen.UlidGenerator();
   run('ulid', () => u.next());
   const v = new idgen.Uuid7Generator();
@@ -214,6 +228,12 @@ def run(browser_dir, out, idgen):
             text = browser.eval("document.getElementById(%s).value" % json.dumps(kind)) or ""
             check_ids(kind, text.split("\n") if text else [], now_ms)
 
+        a = json.loads(browser.text("async") or "{}")
+        print("nextBatchAsync: " + json.dumps(a))
+        check("nextBatchAsync(400) at 4 IDs a ms: increasing, the event loop turned meanwhile",
+              a.get("n") == 400 and a.get("increasing") and a.get("turns", 0) > 0, a)
+        check("nextBatchAsync(400): resolved when its 100 ticks had come (not before, not 1 s late)",
+              99 <= a.get("ms", 0) < 1000, a)
         decoded = json.loads(browser.text("decoded") or "{}")
         sf = decoded.get("snowflake", {})
         check("decode: a Snowflake ID's fields", sf.get("kind") == "snowflake" and

@@ -87,11 +87,34 @@ EXPORT(sf_free) void wasm_sf_free(idgen_snowflake_gen_t *g) { idgen_snowflake_ge
 EXPORT(sf_next_n) int wasm_sf_next_n(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n) {
   err[0] = '\0';
   int rc = idgen_snowflake_gen_next_n(g, ids, n);
-  if (rc == IDGEN_EBATCH)
-    snprintf(err, sizeof err,
-             "a batch of %zu is more than the generator can make now (%" PRIu64 ")", n,
-             idgen_snowflake_gen_capacity(g));
   return rc < 0 ? fail(rc) : 0;
+}
+
+/* The same without waiting, for nextAsync and nextBatchAsync: a call that
+ * would wait for its tick returns IDGEN_EAGAIN, and the module resumes it
+ * after wait_ms(w) on a timer.  `w` (wait_size() bytes) and `ids` are the
+ * module's, kept until the call ends. */
+EXPORT(wait_size) size_t wasm_wait_size(void) { return sizeof(idgen_snowflake_wait_t); }
+
+EXPORT(sf_start)
+int wasm_sf_start(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, uint64_t *ids, size_t n) {
+  err[0] = '\0';
+  int rc = idgen_snowflake_gen_next_n_async(g, ids, n, w);
+  return rc < 0 && rc != IDGEN_EAGAIN ? fail(rc) : rc;
+}
+
+EXPORT(sf_resume)
+int wasm_sf_resume(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, uint64_t *ids) {
+  err[0] = '\0';
+  int rc = idgen_snowflake_gen_resume(g, w, ids);
+  return rc < 0 && rc != IDGEN_EAGAIN ? fail(rc) : rc;
+}
+
+/* Milliseconds until a waiting call is due, by the wall clock now (the
+ * timer that waits them out is monotonic). */
+EXPORT(wait_ms) int wasm_wait_ms(const idgen_snowflake_wait_t *w) {
+  int64_t ms = (w->due_ns - idgen_clock_now_ms(IDGEN_CLOCK_PRECISE) * 1000000 + 999999) / 1000000;
+  return (int)(ms < 0 ? 0 : ms > 3600000 ? 3600000 : ms);
 }
 
 /* ---- ULID and UUIDv7 ----------------------------------------------------- */
