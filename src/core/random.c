@@ -211,15 +211,26 @@ int idgen__random(const idgen_random_t *r, void *out, size_t n) {
 
 /* WebAssembly (no threads, no fork, no OpenSSL): the host's secure source,
  * crypto.getRandomValues() behind WASI's random_get, which getentropy()
- * calls; it takes at most 256 bytes a call. */
+ * calls (at most 256 bytes a call), read 256 bytes at a time into one
+ * buffer: a call into the host per ID costs more than the ID. */
+static unsigned char rbuf[256];
+static size_t rbuf_pos = sizeof rbuf;
+
 int idgen__random(const idgen_random_t *r, void *out, size_t n) {
   if (r != NULL)
     return r->fill(r->ctx, out, n);
-  for (size_t off = 0; off < n;) {
-    size_t k = n - off < 256 ? n - off : 256;
-    if (getentropy((unsigned char *)out + off, k) != 0)
-      return IDGEN_ERANDOM;
-    off += k;
+  unsigned char *o = out;
+  while (n > 0) {
+    if (rbuf_pos == sizeof rbuf) {
+      if (getentropy(rbuf, sizeof rbuf) != 0)
+        return IDGEN_ERANDOM;
+      rbuf_pos = 0;
+    }
+    size_t k = sizeof rbuf - rbuf_pos < n ? sizeof rbuf - rbuf_pos : n;
+    memcpy(o, rbuf + rbuf_pos, k);
+    rbuf_pos += k;
+    o += k;
+    n -= k;
   }
   return 0;
 }
