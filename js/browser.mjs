@@ -3,8 +3,9 @@
 // where it applies.  No registry here: a Snowflake generator takes the node
 // values the caller gives (unchecked, as the command's @ip is), and every
 // ID it makes is unique only within it unless the caller keeps node values
-// apart.  The clock is performance.timeOrigin + performance.now(), the
-// random bytes crypto.getRandomValues(); one thread.
+// apart.  The wall clock is Date.now() (the system's, steps and all: the
+// generators are made for a clock that steps), durations are
+// performance.now(), the random bytes crypto.getRandomValues(); one thread.
 
 const WASM_URLS = [
   new URL('./idgen.wasm', import.meta.url),
@@ -20,7 +21,7 @@ const bytes = () => new Uint8Array(mem.buffer);
 const view = () => new DataView(mem.buffer);
 
 function nowNs() {
-  return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
+  return BigInt(Date.now()) * 1000000n;
 }
 function monoNs() {
   return BigInt(Math.round(performance.now() * 1e6));

@@ -6,7 +6,8 @@
  * IDGEN_E* code with its message in `err` (the message the command prints).
  * The clock and the random bytes come from the host through WASI
  * (clock_time_get, random_get), which browser.mjs answers from
- * performance.timeOrigin + performance.now() and crypto.getRandomValues().
+ * Date.now() (the wall clock), performance.now() (the monotonic clock) and
+ * crypto.getRandomValues().
  * One thread: nothing here locks.
  */
 #include <inttypes.h>
