@@ -1,4 +1,8 @@
-// Types of the idgen package (js/README.md).
+// Types of the idgen package (js/README.md): both builds, the Node-API addon
+// (index.js) and the WebAssembly module for browsers, Deno and Bun
+// (browser.mjs), which has no registry: a Snowflake generator there takes
+// the node values given (registry "static" only, its default), and lease()
+// is null.
 
 /** Thrown by every call that fails: `code` is the library's name for the error. */
 export interface IdgenError extends Error {
@@ -11,7 +15,7 @@ export interface IdgenError extends Error {
 export interface SnowflakeOptions {
   /** A preset ("twitter", "discord", "sonyflake", ...) or a layout spec. Default "twitter". */
   layout?: string;
-  /** "file:DIR", "postgres://...", "etcd://...", or "static". Default: the CLI's default file: directory. */
+  /** "file:DIR", "postgres://...", "etcd://...", or "static". Default: the CLI's default file: directory (WebAssembly: "static" only). */
   registry?: string;
   /** Node values, "datacenter=1,worker=2"; with a leasing registry the leased field is the registry's. */
   node?: string;

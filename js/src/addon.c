@@ -190,8 +190,7 @@ static void env_free(napi_env env, void *data, void *hint) {
 /* The layout option: a preset's name or a layout spec. */
 static int parse_layout(napi_env env, const char *text, idgen_layout_t *l) {
   char err[ERR_MAX];
-  const char *spec = idgen_layout_preset_spec(text);
-  int rc = idgen_layout_parse(l, spec ? spec : text, err, sizeof err);
+  int rc = idgen_layout_parse(l, text, err, sizeof err); /* a preset keeps its name */
   if (rc < 0)
     throw_idgen(env, rc, err);
   return rc;

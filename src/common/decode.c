@@ -172,6 +172,7 @@ int decode_id(const idgen_layout_t *l, const char *in, size_t inlen, int lenient
   return rc;
 }
 
+#ifndef __wasm__
 json_t *decoded_json(const decoded_t *d) {
   json_t *o = json_object();
   if (o == NULL)
@@ -214,3 +215,4 @@ json_t *decoded_json(const decoded_t *d) {
   }
   return o;
 }
+#endif

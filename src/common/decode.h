@@ -6,7 +6,9 @@
 #ifndef IDGEN_DECODE_H
 #define IDGEN_DECODE_H
 
+#ifndef __wasm__ /* the WebAssembly build writes its JSON itself (js/wasm/glue.c) */
 #include <jansson.h>
+#endif
 #include <stddef.h>
 
 #include "idgen.h"
@@ -40,8 +42,10 @@ typedef struct decoded {
 int decode_id(const idgen_layout_t *l, const char *s, size_t len, int lenient, decoded_t *d,
               char *err, size_t errlen);
 
+#ifndef __wasm__
 /* The JSON object of `idgen decode --json` (64-bit values as strings), or
  * NULL when out of memory.  The caller owns the reference. */
 json_t *decoded_json(const decoded_t *d);
+#endif
 
 #endif

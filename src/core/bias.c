@@ -29,21 +29,24 @@
  * without (the library asks for them once per process and thread).
  */
 #define _GNU_SOURCE
+#ifndef __wasm__ /* WebAssembly: one thread, no owner (IDGEN_BIAS_TAKE 0) */
 #include <errno.h>
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#endif
 
 #include "core_int.h"
 
 __thread _Alignas(8) char idgen__bias_token __attribute__((tls_model("initial-exec")));
 
-/* fork generation << 2 | B_OK or B_NO for this process, 0 not yet known. */
-enum { B_OK = 1, B_NO = 2 };
-static _Atomic unsigned state;
 static _Atomic int disabled; /* tests and benchmarks: idgen__bias_enable(0) */
 
 #if IDGEN_BIAS_TAKE
+/* fork generation << 2 | B_OK or B_NO for this process, 0 not yet known. */
+enum { B_OK = 1, B_NO = 2 };
+static _Atomic unsigned state;
+
 static __thread signed char thread_rseq; /* 1 registered here, -1 not, 0 unknown */
 
 static long membarrier(int cmd) { return syscall(SYS_membarrier, cmd, 0, 0); }

@@ -32,10 +32,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#ifndef __wasm__ /* WebAssembly: no threads, no fork, no mmap */
 #include <pthread.h>
+#endif
 #include <stdatomic.h>
 #include <string.h>
+#ifndef __wasm__
 #include <sys/mman.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -418,6 +422,7 @@ static _Atomic unsigned fallback_gen = 1;
 _Atomic unsigned *idgen__fork_word = &fallback_gen;
 static _Atomic unsigned last_gen = 1; /* ordinary memory: copied into children */
 
+#ifndef __wasm__ /* WebAssembly has no fork(): the generation stays 1 */
 static void on_fork_child(void) {
   unsigned g = atomic_load_explicit(&fallback_gen, memory_order_relaxed) + 1;
   atomic_store_explicit(&fallback_gen, g ? g : 1, memory_order_relaxed);
@@ -435,6 +440,7 @@ __attribute__((constructor)) static void fork_init(void) {
     munmap(p, (size_t)psz);
   pthread_atfork(NULL, NULL, on_fork_child);
 }
+#endif
 
 unsigned idgen__fork_renew(void) {
   unsigned want = atomic_load_explicit(&last_gen, memory_order_relaxed) + 1, zero = 0;

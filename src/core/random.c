@@ -25,14 +25,19 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#ifndef __wasm__
 #include <openssl/rand.h>
 #include <pthread.h>
+#endif
 #include <sched.h>
 #include <sys/random.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core_int.h"
+
+#ifndef __wasm__
 
 #define RBUF_SIZE 4096
 
@@ -201,6 +206,36 @@ int idgen__random(const idgen_random_t *r, void *out, size_t n) {
   }
   return refill(n, out);
 }
+
+#else
+
+/* WebAssembly (no threads, no fork, no OpenSSL): the host's secure source,
+ * crypto.getRandomValues() behind WASI's random_get, which getentropy()
+ * calls (at most 256 bytes a call), read 256 bytes at a time into one
+ * buffer: a call into the host per ID costs more than the ID. */
+static unsigned char rbuf[256];
+static size_t rbuf_pos = sizeof rbuf;
+
+int idgen__random(const idgen_random_t *r, void *out, size_t n) {
+  if (r != NULL)
+    return r->fill(r->ctx, out, n);
+  unsigned char *o = out;
+  while (n > 0) {
+    if (rbuf_pos == sizeof rbuf) {
+      if (getentropy(rbuf, sizeof rbuf) != 0)
+        return IDGEN_ERANDOM;
+      rbuf_pos = 0;
+    }
+    size_t k = sizeof rbuf - rbuf_pos < n ? sizeof rbuf - rbuf_pos : n;
+    memcpy(o, rbuf + rbuf_pos, k);
+    rbuf_pos += k;
+    o += k;
+    n -= k;
+  }
+  return 0;
+}
+
+#endif
 
 int idgen_random_bytes(void *buf, size_t n) { return idgen__random(NULL, buf, n); }
 

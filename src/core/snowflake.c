@@ -269,10 +269,14 @@ static int claim_once(idgen_snowflake_gen_t *g, const idgen_snowflake_wait_t *w,
  * with LD_PRELOAD (libfaketime, which stops this clock too unless told not
  * to) cannot make the budget's real time stand still.  Slow path only. */
 static int64_t kernel_mono_ns(void) {
+#ifdef SYS_clock_gettime
   struct timespec ts;
   if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts) != 0)
     return idgen__mono_ns();
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+#else /* no system calls (WebAssembly): the C library's clock */
+  return idgen__mono_ns();
+#endif
 }
 
 /* A wait of `ns` asked of the caller: charged to the call's budget now.

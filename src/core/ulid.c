@@ -17,7 +17,6 @@
  * guessed without the lock (last_ms, read racily), so that the usual draw happens outside
  * it; the lock decides, and draws inside it only after fork() reset the state.
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 

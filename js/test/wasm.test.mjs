@@ -1,0 +1,72 @@
+// The WebAssembly build (browser.mjs) under Node, where IDGEN_WASM_DIR names
+// its directory (js.node sets it when the module is built): the Snowflake
+// generator with the caller's node values, a wall clock (Date.now) that
+// steps back, the options a build without a registry refuses.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const dir = process.env.IDGEN_WASM_DIR;
+const idgen = dir ? await import(pathToFileURL(path.join(dir, 'browser.mjs'))) : null;
+const skip = dir ? false : 'IDGEN_WASM_DIR not set: the WebAssembly build is not tested here';
+
+// Runs f with Date.now() `ms` behind the real clock.
+function clockBehind(ms, f) {
+  const real = Date.now;
+  Date.now = () => real() - ms;
+  try {
+    return f();
+  } finally {
+    Date.now = real;
+  }
+}
+
+test('Snowflake: node values given, warned once as unchecked; next, nextString, nextBatch', { skip }, (t) => {
+  const warnings = [];
+  t.mock.method(console, 'warn', (m) => warnings.push(m));
+  const g = new idgen.Snowflake({ layout: 'discord', node: 'worker=3,process=4' });
+  new idgen.Snowflake({ layout: 'discord', node: 'worker=3,process=4' }).close();
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0], /worker=3,process=4\) are unchecked/);
+  const a = g.next(), b = BigInt(g.nextString()), c = g.nextBatch(10000);
+  assert.ok(a < b && b < c[0]);
+  for (let i = 1; i < c.length; i++) assert.ok(c[i - 1] < c[i]);
+  const d = idgen.decode(c[9999], { layout: 'discord' });
+  assert.equal(d.fields.worker, 3);
+  assert.equal(d.fields.process, 4);
+  assert.ok(Math.abs(d.unix_ms - Date.now()) < 5000, `${d.time}`);
+  assert.equal(g.lease(), null);
+  g.close();
+  assert.throws(() => g.next(), { code: 'EINVAL' });
+});
+
+test('a wall clock that steps back: borrowed within maxBorrowMs, else ECLOCK', { skip }, (t) => {
+  t.mock.method(console, 'warn', () => {});
+  const g = new idgen.Snowflake({ node: 'worker=1' }); // borrow 1000 ms, wait 100 ms
+  const before = g.nextBatch(1000);
+  const after = clockBehind(500, () => g.nextBatch(1000)); // borrowed: still above
+  assert.ok(after[0] > before[999]);
+  for (let i = 1; i < after.length; i++) assert.ok(after[i - 1] < after[i]);
+  const t0 = performance.now();
+  clockBehind(10000, () => assert.throws(() => g.next(), { code: 'ECLOCK' }));
+  const waited = performance.now() - t0;
+  assert.ok(waited < 1000, `waited ${waited} ms`); // at most maxWaitMs (and the spin's slack)
+  const strict = new idgen.Snowflake({ node: 'worker=2', maxBorrowMs: 0, maxWaitMs: 0 });
+  const last = strict.next();
+  clockBehind(1000, () => assert.throws(() => strict.next(), { code: 'ECLOCK' }));
+  assert.ok(strict.next() > last); // the clock back: it issues again, above
+  assert.ok(g.next() > after[999]);
+  g.close();
+  strict.close();
+});
+
+test('what a build without a registry refuses', { skip }, () => {
+  assert.throws(() => new idgen.Snowflake({ registry: 'file:/tmp/x' }),
+                { code: 'EINVAL', message: /has no registry; only "static"/ });
+  for (const o of [{ leaseField: 'worker' }, { ttlMs: 1000 }, { maxStartWaitMs: 10 }])
+    assert.throws(() => new idgen.Snowflake({ registry: 'static', ...o }), { code: 'EINVAL' });
+  assert.throws(() => new idgen.Snowflake({ node: 'worker=@ip' }), { code: 'ERANGE' });
+  assert.throws(() => new idgen.Snowflake({ layout: 'nosuch' }), { code: 'ELAYOUT' });
+  assert.throws(() => new idgen.Snowflake({ maxWaitMs: -1 }), { code: 'ERANGE' });
+});

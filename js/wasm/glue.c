@@ -1,0 +1,282 @@
+/*
+ * glue.c -- the functions the WebAssembly build exports to js/browser.mjs.
+ *
+ * Text goes in through two buffers the module writes (in1, in2: UTF-8, NUL
+ * terminated) and comes out through `out`; a failure returns a negative
+ * IDGEN_E* code with its message in `err` (the message the command prints).
+ * The clock and the random bytes come from the host through WASI
+ * (clock_time_get, random_get), which browser.mjs answers from
+ * Date.now() (the wall clock), performance.now() (the monotonic clock) and
+ * crypto.getRandomValues().
+ * One thread: nothing here locks.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "idgen.h"
+
+/* The module's exports: called from JavaScript only, so no header declares
+ * them. */
+#define EXPORT(name) __attribute__((export_name(#name)))
+#pragma clang diagnostic ignored "-Wmissing-prototypes"
+
+#define IN_MAX 2048
+#define OUT_MAX 4096
+#define ERR_MAX 600
+
+static char in1[IN_MAX], in2[IN_MAX], out[OUT_MAX], err[ERR_MAX];
+
+EXPORT(in1) char *wasm_in1(void) { return in1; }
+EXPORT(in2) char *wasm_in2(void) { return in2; }
+EXPORT(out) char *wasm_out(void) { return out; }
+EXPORT(err) char *wasm_err(void) { return err; }
+EXPORT(in_max) int wasm_in_max(void) { return IN_MAX; }
+EXPORT(err_name) const char *wasm_err_name(int rc) { return idgen_err_name(rc); }
+EXPORT(strerror) const char *wasm_strerror(int rc) { return idgen_strerror(rc); }
+EXPORT(version) const char *wasm_version(void) { return idgen_version(); }
+EXPORT(alloc) void *wasm_alloc(size_t n) { return malloc(n); }
+EXPORT(dealloc) void wasm_dealloc(void *p) { free(p); }
+
+static int fail(int rc) {
+  if (err[0] == '\0')
+    snprintf(err, sizeof err, "%s", idgen_strerror(rc));
+  return rc;
+}
+
+/* A preset's name (kept, as `idgen decode` shows it) or a layout spec, as
+ * the command reads --layout. */
+static int parse_layout(const char *text, idgen_layout_t *l) {
+  return idgen_layout_parse(l, text, err, sizeof err);
+}
+
+/* ---- Snowflake --------------------------------------------------------- */
+
+/* A generator for layout in1 with node values in2 ("datacenter=1,worker=2",
+ * unchecked: nothing leases them here).  Returns the generator's address, or
+ * a negative code. */
+EXPORT(sf_new) int wasm_sf_new(int64_t max_borrow_ms, int64_t max_wait_ms, int random_start) {
+  err[0] = '\0';
+  idgen_layout_t l;
+  int rc = parse_layout(in1, &l);
+  if (rc < 0)
+    return fail(rc);
+  idgen_snowflake_settings_t set;
+  idgen_snowflake_settings_init(&set);
+  if (max_borrow_ms >= 0)
+    set.max_borrow_ms = max_borrow_ms;
+  if (max_wait_ms >= 0)
+    set.max_wait_ms = max_wait_ms;
+  set.random_sequence_start = random_start;
+  set.clock_mode = IDGEN_CLOCK_PRECISE;
+  unsigned given = 0;
+  rc = idgen_layout_nodes_parse(&l, in2, NULL, NULL, set.node, &given, err, sizeof err);
+  if (rc < 0)
+    return fail(rc);
+  idgen_snowflake_gen_t *g;
+  rc = idgen_snowflake_gen_new(&g, &l, &set, err, sizeof err);
+  if (rc < 0)
+    return fail(rc);
+  return (int)(uintptr_t)g;
+}
+
+EXPORT(sf_free) void wasm_sf_free(idgen_snowflake_gen_t *g) { idgen_snowflake_gen_free(g); }
+
+/* n IDs into ids[0..n-1]: 0 or a negative code. */
+EXPORT(sf_next_n) int wasm_sf_next_n(idgen_snowflake_gen_t *g, uint64_t *ids, size_t n) {
+  err[0] = '\0';
+  int rc = idgen_snowflake_gen_next_n(g, ids, n);
+  return rc < 0 ? fail(rc) : 0;
+}
+
+/* The same without waiting, for nextAsync and nextBatchAsync: a call that
+ * would wait for its tick returns IDGEN_EAGAIN, and the module resumes it
+ * after wait_ms(w) on a timer.  `w` (wait_size() bytes) and `ids` are the
+ * module's, kept until the call ends. */
+EXPORT(wait_size) size_t wasm_wait_size(void) { return sizeof(idgen_snowflake_wait_t); }
+
+EXPORT(sf_start)
+int wasm_sf_start(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, uint64_t *ids, size_t n) {
+  err[0] = '\0';
+  int rc = idgen_snowflake_gen_next_n_async(g, ids, n, w);
+  return rc < 0 && rc != IDGEN_EAGAIN ? fail(rc) : rc;
+}
+
+EXPORT(sf_resume)
+int wasm_sf_resume(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, uint64_t *ids) {
+  err[0] = '\0';
+  int rc = idgen_snowflake_gen_resume(g, w, ids);
+  return rc < 0 && rc != IDGEN_EAGAIN ? fail(rc) : rc;
+}
+
+/* Milliseconds until a waiting call is due, by the wall clock now (the
+ * timer that waits them out is monotonic). */
+EXPORT(wait_ms) int wasm_wait_ms(const idgen_snowflake_wait_t *w) {
+  int64_t ms = (w->due_ns - idgen_clock_now_ms(IDGEN_CLOCK_PRECISE) * 1000000 + 999999) / 1000000;
+  return (int)(ms < 0 ? 0 : ms > 3600000 ? 3600000 : ms);
+}
+
+/* ---- ULID and UUIDv7 ----------------------------------------------------- */
+
+EXPORT(ulid_gen_new) int wasm_ulid_gen_new(void) {
+  err[0] = '\0';
+  idgen_ulid_gen_t *g;
+  int rc = idgen_ulid_gen_new(&g, NULL);
+  return rc < 0 ? fail(rc) : (int)(uintptr_t)g;
+}
+
+EXPORT(ulid_gen_free) void wasm_ulid_gen_free(idgen_ulid_gen_t *g) { idgen_ulid_gen_free(g); }
+
+/* The next ULID's 26 characters into out. */
+EXPORT(ulid_gen_next) int wasm_ulid_gen_next(idgen_ulid_gen_t *g) {
+  err[0] = '\0';
+  idgen_ulid_t u;
+  int rc = idgen_ulid_gen_next(g, &u);
+  if (rc < 0)
+    return fail(rc);
+  idgen_ulid_format(&u, out);
+  return 0;
+}
+
+EXPORT(uuid7_gen_new) int wasm_uuid7_gen_new(void) {
+  err[0] = '\0';
+  idgen_uuid7_gen_t *g;
+  int rc = idgen_uuid7_gen_new(&g, NULL);
+  return rc < 0 ? fail(rc) : (int)(uintptr_t)g;
+}
+
+EXPORT(uuid7_gen_free) void wasm_uuid7_gen_free(idgen_uuid7_gen_t *g) { idgen_uuid7_gen_free(g); }
+
+EXPORT(uuid7_gen_next) int wasm_uuid7_gen_next(idgen_uuid7_gen_t *g) {
+  err[0] = '\0';
+  idgen_uuid_t u;
+  int rc = idgen_uuid7_gen_next(g, &u);
+  if (rc < 0)
+    return fail(rc);
+  idgen_uuid_format(&u, out);
+  return 0;
+}
+
+/* A new ULID (not monotonic) into out. */
+EXPORT(ulid) int wasm_ulid(void) {
+  err[0] = '\0';
+  idgen_ulid_t u;
+  int rc = idgen_ulid_make(&u, idgen_clock_now_ms(IDGEN_CLOCK_PRECISE), NULL);
+  if (rc < 0)
+    return fail(rc);
+  idgen_ulid_format(&u, out);
+  return 0;
+}
+
+/* ---- codecs ---------------------------------------------------------------- */
+
+/* The ULID in1[0..len) as a UUID, into out. */
+EXPORT(ulid_to_uuid) int wasm_ulid_to_uuid(size_t len) {
+  err[0] = '\0';
+  idgen_ulid_t u;
+  int rc = idgen_ulid_parse(&u, in1, len, IDGEN_ULID_STRICT, err, sizeof err);
+  if (rc < 0)
+    return fail(rc);
+  idgen_uuid_t x;
+  idgen_ulid_to_uuid(&u, &x);
+  idgen_uuid_format(&x, out);
+  return 0;
+}
+
+/* The UUID in1[0..len) as a ULID, into out. */
+EXPORT(uuid_to_ulid) int wasm_uuid_to_ulid(size_t len) {
+  err[0] = '\0';
+  idgen_uuid_t x;
+  int rc = idgen_uuid_parse(&x, in1, len, err, sizeof err);
+  if (rc < 0)
+    return fail(rc);
+  idgen_ulid_t u;
+  idgen_ulid_from_uuid(&x, &u);
+  idgen_ulid_format(&u, out);
+  return 0;
+}
+
+/* Appends "key":"value" (value already plain text: IDs, times, names the
+ * layout parser accepted) or "key":number to out at *n. */
+static void put_str(size_t *n, const char *key, const char *v) {
+  *n += (size_t)snprintf(out + *n, OUT_MAX - *n, "%s\"%s\":\"%s\"", *n > 1 ? "," : "", key, v);
+}
+static void put_int(size_t *n, const char *key, int64_t v) {
+  *n += (size_t)snprintf(out + *n, OUT_MAX - *n, "%s\"%s\":%" PRId64, *n > 1 ? "," : "", key, v);
+}
+
+/* The ID in1[0..len) read as `idgen decode --json` reads it (Snowflake IDs
+ * in layout in2): its JSON object into out, the same keys in the same order
+ * as the command's.  A bad ID is EPARSE with the command's message. */
+EXPORT(decode_json) int wasm_decode_json(size_t len) {
+  err[0] = '\0';
+  idgen_layout_t l;
+  int rc = parse_layout(in2, &l);
+  if (rc < 0)
+    return fail(rc);
+  decoded_t d;
+  if (decode_id(&l, in1, len, 0, &d, err, sizeof err) < 0)
+    return fail(IDGEN_EPARSE);
+  size_t n = 1;
+  out[0] = '{';
+  out[1] = '\0';
+  put_str(&n, "id", d.id);
+  switch (d.kind) {
+  case DECODED_SNOWFLAKE:
+    put_str(&n, "kind", "snowflake");
+    put_str(&n, "layout", d.layout_name);
+    put_int(&n, "unix_ms", d.unix_ms);
+    put_str(&n, "time", d.time);
+    n += (size_t)snprintf(out + n, OUT_MAX - n, ",\"fields\":{");
+    for (int i = 0, k = 0; i < l.nfields; i++)
+      if (i != l.time_index)
+        n += (size_t)snprintf(out + n, OUT_MAX - n, "%s\"%s\":%" PRIu64, k++ ? "," : "",
+                              l.fields[i].name, d.values[i]);
+    n += (size_t)snprintf(out + n, OUT_MAX - n, "}");
+    break;
+  case DECODED_ULID:
+    put_str(&n, "kind", "ulid");
+    put_int(&n, "unix_ms", d.unix_ms);
+    put_str(&n, "time", d.time);
+    put_str(&n, "uuid", d.uuid);
+    break;
+  case DECODED_UUID:
+    put_str(&n, "kind", "uuid");
+    put_int(&n, "version", d.version);
+    if (strcmp(d.variant, "rfc9562") != 0)
+      put_str(&n, "variant", d.variant);
+    if (d.has_time) {
+      put_int(&n, "unix_ms", d.unix_ms);
+      put_str(&n, "time", d.time);
+    }
+    break;
+  }
+  snprintf(out + n, OUT_MAX - n, "}");
+  return 0;
+}
+
+/* ---- what the core cannot have here --------------------------------------- */
+
+/* Leases need a registry (files, the network) and a thread to keep them:
+ * the WebAssembly build has neither, and its generators are never bound
+ * (sf_new passes no lease), so these are never reached. */
+int idgen__keeper_start(idgen_snowflake_gen_t *g, idgen_lease_t *lease, char *e, size_t elen);
+int64_t idgen__keeper_wait(idgen_snowflake_gen_t *g, uint64_t want, int64_t max_ns);
+void idgen__keeper_stop(idgen_snowflake_gen_t *g);
+
+int idgen__keeper_start(idgen_snowflake_gen_t *g, idgen_lease_t *lease, char *e, size_t elen) {
+  (void)g;
+  (void)lease;
+  if (e != NULL && elen > 0)
+    snprintf(e, elen, "leases are not available in the WebAssembly build");
+  return IDGEN_EINVAL;
+}
+int64_t idgen__keeper_wait(idgen_snowflake_gen_t *g, uint64_t want, int64_t max_ns) {
+  (void)g;
+  (void)want;
+  (void)max_ns;
+  return IDGEN_ELEASE;
+}
+void idgen__keeper_stop(idgen_snowflake_gen_t *g) { (void)g; }
