@@ -18,8 +18,13 @@ process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc');
 
-const lockFiles = (root) => fs.readdirSync(root, { recursive: true })
-  .filter((f) => /(^|\/)[0-9a-f]{16}\.lock$/.test(f)).map((f) => path.join(root, f));
+// The tuples' lock files under a registry directory (Node 18 has no
+// recursive readdir).
+const lockFiles = (root) => fs.readdirSync(root, { withFileTypes: true }).flatMap((e) => {
+  const p = path.join(root, e.name);
+  if (e.isDirectory()) return lockFiles(p);
+  return /^[0-9a-f]{16}\.lock$/.test(e.name) ? [p] : [];
+});
 
 test('a generator that is collected gives its worker back', async () => {
   const registry = 'file:' + dir + '/gc';
