@@ -159,7 +159,11 @@ static int flush_replies(serve_worker_t *w, serve_conn_t *c) {
     if (done < w->out.len) {
       c->out.len = c->out_off = 0;
       serve_buf_put(&c->out, w->out.p + done, w->out.len - done);
-      c->write_ms = w->now_ms;
+      /* The clock now, not the turn's start: making these replies may have
+       * taken longer than slow_timeout_ms (a large batch, a slow build), and
+       * the kernel's queue only grew since the last sweep, so a stale stamp
+       * closed a steady reader as slow the moment the next sweep came. */
+      c->write_ms = serve_mono_ms();
     }
   }
   w->out.len = 0;
@@ -276,7 +280,8 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
      * took it all), after the other connections' events. */
     if (c->out.len - c->out_off >= OUT_SOFT_LIMIT || made + w->out.len >= TURN_OUT_LIMIT) {
       if (c->out.len == c->out_off)
-        c->write_ms = w->now_ms; /* the sweep's slow check counts from here */
+        c->write_ms = serve_mono_ms(); /* the sweep's slow check counts from here (now:
+                                          see flush_replies) */
       c->blocked = 1;
       c->blocked_read_ns = w->read_ns;
       break;
@@ -316,7 +321,7 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
       c->in.len = rest;
     }
     if (pos > 0 || c->req_start_ms == 0)
-      c->req_start_ms = w->now_ms;
+      c->req_start_ms = serve_mono_ms(); /* (now: see flush_replies) */
   }
   size_t nreq = w->replies;
   if (flush_replies(w, c) < 0)
@@ -388,7 +393,8 @@ static int conn_writable(serve_worker_t *w, serve_conn_t *c) {
   }
   if (n > 0) {
     c->out_off += (size_t)n;
-    c->active_ms = c->write_ms = w->now_ms;
+    /* (The clock now: earlier events of this turn may have taken long.) */
+    c->active_ms = c->write_ms = serve_mono_ms();
   }
   if (c->out.len > c->out_off) /* more to send; the interest stays */
     return 0;
@@ -436,7 +442,7 @@ static void release_held(serve_worker_t *w) {
       serve_observe_latency(w, c->proto, serve_mono_ns() - c->held_read_ns, c->held_replies);
       c->held_replies = 0;
     }
-    c->write_ms = w->now_ms; /* the slow check counts from here */
+    c->write_ms = serve_mono_ms(); /* the slow check counts from here (now: see flush_replies) */
     if (conn_writable(w, c) < 0)
       continue;
     if (c->out.len > c->out_off && !c->audit_seq) /* the kernel took part: EPOLLOUT */
