@@ -68,7 +68,11 @@ export class Uuid7Generator {
   next(): string;
 }
 
-/** The object of `idgen decode --json`. */
+/**
+ * The object of `idgen decode --json` (JSON.stringify writes exactly the
+ * command's text).  For a Snowflake ID, `id` and `time` are getters made
+ * when first read; the own properties are kind, layout, unix_ms and fields.
+ */
 export interface Decoded {
   id: string;
   kind: 'snowflake' | 'ulid' | 'uuid';
@@ -85,4 +89,35 @@ export function ulid(): string;
 export function ulidToUuid(ulid: string): string;
 export function uuidToUlid(uuid: string): string;
 export function decode(id: bigint | number | string, options?: { layout?: string }): Decoded;
+
+/** What `idgen plan` shows of a layout, as numbers. */
+export interface Plan {
+  /** the preset's name, or null for a layout spec */
+  layout: string | null;
+  spec: string;
+  totalBits: number;
+  fields: { name: string; bits: number; shift: number; kind: 'time' | 'node' | 'sequence' }[];
+  epochMs: number;
+  tickMs: number;
+  lifetimeMs: number;
+  lifetimeYears: number;
+  /** the first Unix millisecond the time field cannot hold */
+  exhaustsAtMs: number;
+  exhausted: boolean;
+  /** every ID is below 2^53 (exact as a JavaScript number) */
+  below2to53: boolean;
+  /** when IDs reach 2^63 (negative in signed 64-bit columns): a Unix
+   * millisecond, 'node' when a node field's top bit puts them there, null
+   * if never */
+  reaches2to63: number | 'node' | null;
+  idsPerTick: number;
+  idsPerSecond: number;
+  nodes: number;
+  nodeFields: { name: string; max: number }[];
+  clusterIdsPerSecond: number;
+  /** with options.rate: how one generator copes with it (burstMs: how long
+   * borrowing absorbs it, Infinity when sustained) */
+  rate?: { idsPerSecond: number; ratio: number; sustained: boolean; burstMs: number; nodesNeeded: number };
+}
+export function plan(options?: { layout?: string; rate?: number; maxBorrowMs?: number }): Plan;
 export const version: string;

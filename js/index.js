@@ -17,27 +17,21 @@ function addonPath() {
 }
 
 const addon = require(addonPath());
+const shared = require('./lib/layout.js');
 
 // decode(id, {layout}) → the object of `idgen decode --json` (a field above
-// 2^53 as a BigInt): id a BigInt,
-// a number (exact below 2^53 only: a larger one is refused) or a string
-// (decimal digits, a ULID, a UUID).
-function decode(id, options) {
-  let text;
-  if (typeof id === 'bigint') {
-    text = id.toString();
-  } else if (typeof id === 'number') {
-    if (!Number.isSafeInteger(id) || id < 0) {
-      const e = new RangeError(`decode(${id}): a Number is exact only up to 2^53; pass a BigInt or a string`);
-      e.code = 'ERANGE';
-      throw e;
-    }
-    text = String(id);
-  } else {
-    text = id;
-  }
+// 2^53 as a BigInt): id a BigInt, a number (exact below 2^53 only: a larger
+// one is refused) or a string (decimal digits, a ULID, a UUID).  Snowflake
+// IDs are read in JavaScript from the layout's shifts (lib/layout.js); the
+// rest, and every error, by the addon.
+const layoutInfo = (layout) => JSON.parse(addon.layoutInfo(layout));
+const decode = shared.makeDecode(layoutInfo, addon.decode);
+const decodeInterpreted = shared.makeDecode(layoutInfo, addon.decode, false); // the tests'
+
+// plan({layout, rate, maxBorrowMs}) → what `idgen plan` shows, as numbers.
+function plan(options) {
   const layout = options && options.layout !== undefined ? options.layout : 'twitter';
-  return addon.decode(text, layout);
+  return shared.plan(layoutInfo(layout), options, Date.now(), addon.maxBorrowMsDefault);
 }
 
 // nextBatchAsync(n) / nextAsync(): the same IDs as nextBatch / next, for a
@@ -76,6 +70,8 @@ module.exports = {
   ulidToUuid: addon.ulidToUuid,
   uuidToUlid: addon.uuidToUlid,
   decode,
+  plan,
   version: addon.version,
-  _decodeJson: addon.decodeJson, // the CLI's JSON text: the tests' oracle for decode()
+  _decodeJson: addon.decodeJson,
+  _decodeInterpreted: decodeInterpreted, // decode() where compiling is not allowed (CSP) // the CLI's JSON text: the tests' oracle for decode()
 };

@@ -656,6 +656,27 @@ static const idgen_layout_t *layout_cached(napi_env env, const char *text) {
   return &e->layout;
 }
 
+/* layoutInfo(layout) → the layout's geometry as JSON text (layout_info_json:
+ * the planner's input, and the shifts decode() reads Snowflake IDs by in
+ * JavaScript), or the CLI's message thrown. */
+static napi_value layout_info_js(napi_env env, napi_callback_info info) {
+  char text[IDGEN_LAYOUT_SPEC_MAX], json[LAYOUT_INFO_MAX];
+  size_t len;
+  if (arg_string(env, info, 0, "layout", text, sizeof text, &len) < 0)
+    return NULL;
+  const idgen_layout_t *l = layout_cached(env, text);
+  if (l == NULL)
+    return NULL;
+  int n = layout_info_json(l, json, sizeof json);
+  if (n < 0) {
+    throw_idgen(env, IDGEN_ERANGE, NULL);
+    return NULL;
+  }
+  napi_value v;
+  napi_create_string_utf8(env, json, (size_t)n, &v);
+  return v;
+}
+
 /* Decodes argument 0 (text) in the layout of argument 1 into d, or -1
  * thrown with the CLI's message (EPARSE). */
 static int decode_args(napi_env env, napi_callback_info info, decoded_t *d) {
@@ -801,13 +822,17 @@ static napi_value init(napi_env env, napi_value exports) {
              {"ulidToUuid", ulid_to_uuid},
              {"uuidToUlid", uuid_to_ulid},
              {"decodeJson", decode_json_js},
-             {"decode", decode_js}};
+             {"decode", decode_js},
+             {"layoutInfo", layout_info_js}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].cb, NULL, &fn);
     napi_set_named_property(env, exports, fns[i].name, fn);
   }
   napi_create_string_utf8(env, idgen_version(), NAPI_AUTO_LENGTH, &ver);
   napi_set_named_property(env, exports, "version", ver);
+  napi_value borrow; /* plan()'s default, as `idgen plan` has it */
+  napi_create_int64(env, IDGEN_MAX_BORROW_MS_DEFAULT, &borrow);
+  napi_set_named_property(env, exports, "maxBorrowMsDefault", borrow);
   return exports;
 }
 

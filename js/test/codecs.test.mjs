@@ -16,6 +16,9 @@ if (process.env.IDGEN_WASM_DIR)
   builds.push(['wasm', await import(pathToFileURL(path.join(process.env.IDGEN_WASM_DIR, 'browser.mjs')))]);
 const here = path.dirname(fileURLToPath(import.meta.url));
 const V = JSON.parse(fs.readFileSync(path.join(here, '..', '..', 'tests', 'vectors', 'vectors.json')));
+// what JSON.stringify writes of a decode result (Snowflake results have id
+// and time as getters), BigInts as tagged text
+const plain = (x) => JSON.parse(JSON.stringify(x, (k, v) => (typeof v === 'bigint' ? { bigint: String(v) } : v)));
 
 for (const [build, idgen] of builds) {
   test(`${build}: decode: the Snowflake vectors, as idgen decode --json gives them`, () => {
@@ -104,7 +107,7 @@ test('both builds: the same decode objects and error messages', (t) => {
   for (const v of V.ulid.invalid) inputs.push([v.input]);
   for (const [id, layout] of inputs) {
     const o = layout ? { layout } : undefined;
-    assert.deepEqual(outcome(() => w.decode(id, o)), outcome(() => a.decode(id, o)), id);
+    assert.deepEqual(outcome(() => plain(w.decode(id, o))), outcome(() => plain(a.decode(id, o))), id);
   }
   for (const v of V.ulid.invalid)
     assert.deepEqual(outcome(() => w.ulidToUuid(v.input)), outcome(() => a.ulidToUuid(v.input)));
@@ -119,6 +122,101 @@ test('addon: decode gives exactly the CLI\'s JSON, for every kind and many layou
                  [V.uuidv7.rfc9562_example.uuid, 'twitter'], ['00000000-0000-4000-8000-000000000000', 'twitter'],
                  ['6ba7b810-9dad-11d1-80b4-00c04fd430c8', 'twitter']];
   for (const [id, layout] of cases) {
-    assert.deepEqual(idgen.decode(id, { layout }), JSON.parse(idgen._decodeJson(id, layout)), `${id} in ${layout}`);
+    assert.deepEqual(plain(idgen.decode(id, { layout })), JSON.parse(idgen._decodeJson(id, layout)), `${id} in ${layout}`);
+  }
+});
+
+// A random layout spec: time, sequence (below time) and up to three node
+// fields in any order, widths to 64 bits in all, a field across the 32-bit
+// boundary more often than not; epochs and ticks that put some IDs past
+// year 9999 (read by the native path) and most before.
+function randomLayout(rand) {
+  const time = 20 + Math.floor(rand() * 34), seq = 1 + Math.floor(rand() * 16);
+  const nodes = [];
+  let room = 64 - time - seq;
+  for (let i = 0, k = Math.floor(rand() * 4); i < k && room > 0; i++) {
+    const b = 1 + Math.floor(rand() * Math.min(room, 20));
+    nodes.push(`n${i}:${b}`);
+    room -= b;
+  }
+  const order = [`time:${time}@${[1, 10, 1000][Math.floor(rand() * 3)]}ms`, ...nodes];
+  order.splice(1 + Math.floor(rand() * (order.length)), 0, `sequence:${seq}`); // below time
+  const total = time + seq + nodes.reduce((a, f) => a + Number(f.split(':')[1]), 0);
+  return [order.join(',') + `,epoch=${Math.floor(rand() * 2e12)}`, total];
+}
+
+test('decode in JavaScript (Snowflake IDs by shifts) gives exactly the CLI\'s JSON: random layouts and IDs, both builds', () => {
+  let seed = 20261128;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const oracle = builds[0][1]._decodeJson;
+  let n = 0;
+  for (let l = 0; l < 300; l++) {
+    const [spec, total] = randomLayout(rand);
+    for (let i = 0; i < 40; i++) {
+      // a random ID below 2^total, and the layout's edges
+      let id = 0n;
+      for (let b = 0; b < total; b += 16) id = (id << 16n) | BigInt(Math.floor(rand() * 65536));
+      id &= (1n << BigInt(total)) - 1n;
+      if (i === 0) id = 0n;
+      if (i === 1) id = (1n << BigInt(total)) - 1n;
+      const want = JSON.parse(oracle(String(id), spec));
+      for (const [name, idgen] of builds) {
+        const forms = [id, String(id)];
+        if (id <= BigInt(Number.MAX_SAFE_INTEGER)) forms.push(Number(id));
+        for (const x of forms) {
+          for (const [how, decode] of [['compiled', idgen.decode], ['interpreted', idgen._decodeInterpreted]]) {
+            assert.deepEqual(plain(decode(x, { layout: spec })), want, `${name} (${how}): ${typeof x} ${id} in ${spec}`);
+            n++;
+          }
+        }
+      }
+    }
+    // one past the layout's bits: the command's message, from every form
+    if (total < 64) {
+      const over = 1n << BigInt(total);
+      for (const [name, idgen] of builds)
+        assert.throws(() => idgen.decode(over, { layout: spec }), { code: 'EPARSE', message: /does not fit/ },
+                      `${name}: ${over} in ${spec}`);
+    }
+  }
+  assert.ok(n > 60000, `${n} decodes compared`);
+});
+
+test('decode: a field over 2^53 comes back a BigInt (read natively); leading zeros are dropped from id', () => {
+  for (const [name, idgen] of builds) {
+    const d = idgen.decode((2n << 62n) | (1n << 60n) | 1n, { layout: 'time:2@1ms,node:60,sequence:2,epoch=0' });
+    if (name === 'addon') assert.equal(d.fields.node, 1n << 58n);
+    assert.equal(d.unix_ms, 2);
+    const z = idgen.decode('00012345');
+    assert.equal(z.id, '12345', name);
+    assert.equal(JSON.parse(JSON.stringify(z)).id, '12345', name);
+    // the result's own keys, and the getters
+    const s = idgen.decode(1862107412345683968n);
+    assert.deepEqual(Object.keys(s), ['kind', 'layout', 'unix_ms', 'fields'], name);
+    assert.equal(s.time, '2024-11-28T12:12:58.042Z', name);
+    assert.equal(s.id, '1862107412345683968', name);
+  }
+});
+
+test('plan: what idgen plan shows, as numbers', () => {
+  for (const [name, idgen] of builds) {
+    const p = idgen.plan({ layout: 'twitter', rate: 5000000 });
+    assert.equal(p.layout, 'twitter', name);
+    assert.equal(p.spec, 'time:41@1ms,datacenter:5,worker:5,sequence:12,epoch=1288834974657');
+    assert.equal(p.totalBits, 63);
+    assert.equal(p.idsPerSecond, 4096000);
+    assert.equal(p.nodes, 1024);
+    assert.equal(p.clusterIdsPerSecond, 4096000 * 1024);
+    assert.equal(p.exhaustsAtMs, 1288834974657 + 2 ** 41);
+    assert.equal(p.reaches2to63, null);
+    assert.equal(p.rate.nodesNeeded, 2);
+    assert.ok(Math.abs(p.rate.burstMs - 1000 / (5000000 / 4096000 - 1)) < 1e-6, `${p.rate.burstMs}`);
+    assert.equal(idgen.plan({ layout: 'sonyflake', rate: 100 }).rate.sustained, true);
+    assert.equal(idgen.plan({ layout: 'baidu' }).exhausted, true); // ran out in 2024
+    assert.equal(idgen.plan({ layout: 'js53' }).below2to53, true);
+    assert.equal(idgen.plan({ layout: 'time:40@1ms,sequence:12,node:12,epoch=0' }).reaches2to63, 2 ** 39);
+    assert.equal(idgen.plan({ layout: 'node:1,time:41@1ms,sequence:22,epoch=0' }).reaches2to63, 'node');
+    assert.throws(() => idgen.plan({ layout: 'time:41' }), { code: 'ELAYOUT', message: /sequence/ });
+    assert.throws(() => idgen.plan({ rate: -1 }), { code: 'EINVAL', message: /rate/ });
   }
 });

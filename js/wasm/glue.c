@@ -37,6 +37,9 @@ EXPORT(in_max) int wasm_in_max(void) { return IN_MAX; }
 EXPORT(err_name) const char *wasm_err_name(int rc) { return idgen_err_name(rc); }
 EXPORT(strerror) const char *wasm_strerror(int rc) { return idgen_strerror(rc); }
 EXPORT(version) const char *wasm_version(void) { return idgen_version(); }
+EXPORT(max_borrow_ms_default) int wasm_max_borrow_ms_default(void) {
+  return IDGEN_MAX_BORROW_MS_DEFAULT;
+}
 EXPORT(alloc) void *wasm_alloc(size_t n) { return malloc(n); }
 EXPORT(dealloc) void wasm_dealloc(void *p) { free(p); }
 
@@ -196,6 +199,18 @@ EXPORT(uuid_to_ulid) int wasm_uuid_to_ulid(size_t len) {
   idgen_ulid_from_uuid(&x, &u);
   idgen_ulid_format(&u, out);
   return 0;
+}
+
+/* Layout in2's geometry as JSON text into out (layout_info_json), or the
+ * command's message. */
+EXPORT(layout_info) int wasm_layout_info(void) {
+  err[0] = '\0';
+  idgen_layout_t l;
+  int rc = parse_layout(in2, &l);
+  if (rc < 0)
+    return fail(rc);
+  _Static_assert(OUT_MAX >= LAYOUT_INFO_MAX, "out holds any layout's geometry");
+  return layout_info_json(&l, out, OUT_MAX) < 0 ? fail(IDGEN_ERANGE) : 0;
 }
 
 /* Appends "key":"value" (value already plain text: IDs, times, names the

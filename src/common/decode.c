@@ -172,6 +172,37 @@ int decode_id(const idgen_layout_t *l, const char *in, size_t inlen, int lenient
   return rc;
 }
 
+int layout_info_json(const idgen_layout_t *l, char *buf, size_t n) {
+  static const char *const kinds[] = {"node", "time", "sequence"};
+  char spec[IDGEN_LAYOUT_SPEC_MAX];
+  if (idgen_layout_format(l, spec, sizeof spec) < 0)
+    return -1;
+  size_t k = 0;
+  int w = snprintf(buf, n,
+                   "{\"layout\":\"%s\",\"spec\":\"%s\",\"total_bits\":%d,\"epoch_ms\":%" PRId64
+                   ",\"tick_ms\":%" PRId64 ",\"fields\":[",
+                   l->preset, spec, l->total_bits, l->epoch_ms, l->unit_ms);
+  for (int i = 0; w >= 0 && (k += (size_t)w) < n && i < l->nfields; i++)
+    w = snprintf(buf + k, n - k, "%s{\"name\":\"%s\",\"bits\":%d,\"shift\":%d,\"kind\":\"%s\"}",
+                 i ? "," : "", l->fields[i].name, l->fields[i].bits, l->fields[i].shift,
+                 kinds[l->fields[i].kind]);
+  if (w < 0 || k >= n)
+    return -1;
+  int64_t sign = idgen_layout_sign_bit_ms(l);
+  w = snprintf(buf + k, n - k,
+               "],\"horizon_ms\":%" PRId64 ",\"ids_per_tick\":%" PRIu64 ",\"sign_bit\":\"%s\"",
+               idgen_layout_horizon_ms(l), idgen_layout_ids_per_tick(l),
+               sign == INT64_MAX ? "never" : sign == INT64_MIN ? "node" : "time");
+  if (w < 0 || (k += (size_t)w) >= n)
+    return -1;
+  w = sign == INT64_MAX || sign == INT64_MIN
+          ? snprintf(buf + k, n - k, "}")
+          : snprintf(buf + k, n - k, ",\"sign_bit_ms\":%" PRId64 "}", sign);
+  if (w < 0 || (k += (size_t)w) >= n)
+    return -1;
+  return (int)k;
+}
+
 #ifndef __wasm__
 json_t *decoded_json(const decoded_t *d) {
   json_t *o = json_object();

@@ -42,6 +42,20 @@ typedef struct decoded {
 int decode_id(const idgen_layout_t *l, const char *s, size_t len, int lenient, decoded_t *d,
               char *err, size_t errlen);
 
+/*
+ * A layout's geometry as one line of JSON into buf[n], for the JavaScript
+ * package's planner and its decoder (which reads Snowflake IDs in JavaScript
+ * from these shifts): {"layout": the preset's name or "", "spec",
+ * "total_bits", "epoch_ms", "tick_ms", "fields": [{"name", "bits", "shift",
+ * "kind": "time"|"node"|"sequence"}, ...] most significant first,
+ * "horizon_ms", "ids_per_tick", "sign_bit": "never"|"time"|"node" and, for
+ * "time", "sign_bit_ms"}.  Millisecond values past 2^53 lose precision in a
+ * JavaScript number; nothing here needs more.  Returns the length, or -1 if
+ * n is too small (LAYOUT_INFO_MAX is always enough).
+ */
+#define LAYOUT_INFO_MAX (1024 + 96 * IDGEN_LAYOUT_MAX_FIELDS)
+int layout_info_json(const idgen_layout_t *l, char *buf, size_t n);
+
 #ifndef __wasm__
 /* The JSON object of `idgen decode --json` (64-bit values as strings), or
  * NULL when out of memory.  The caller owns the reference. */

@@ -1,0 +1,229 @@
+// What both builds do in JavaScript from a layout's geometry (the JSON of
+// layout_info_json in src/common/decode.c, which each build's native side
+// gives): decode() of Snowflake IDs by their fields' shifts, without a call
+// into the native code per ID, and the layout planner (`idgen plan`).
+//
+// index.js (CommonJS) requires this file; browser.mjs imports it as a
+// module, where it has no `module` and leaves its exports on globalThis.
+(function (root, make) {
+  if (typeof module === 'object' && module.exports) module.exports = make();
+  else root.__idgenLayout = make();
+})(typeof globalThis !== 'undefined' ? globalThis : this, function make() {
+  'use strict';
+
+  const U64_MAX = (1n << 64n) - 1n;
+  const TWO32 = 4294967296;
+  const ISO_MAX_MS = 253402300799999; // 9999-12-31T23:59:59.999Z: past it, C and JS write years apart
+  // A BigInt's two 32-bit halves without a BigInt operation: through memory.
+  const b64 = new BigUint64Array(1);
+  const u32 = new Uint32Array(b64.buffer);
+  b64[0] = 1n;
+  const LO = u32[0] === 1 ? 0 : 1, HI = 1 - LO;
+
+  // How a field is read from the halves (hi, lo) of an ID: bits [shift,
+  // shift+bits) as a Number, for any field of at most 53 bits.  The same
+  // reading two ways: as JavaScript source (compiled once per layout, the
+  // fast way), and as a closure where compiling is not allowed (a page
+  // whose Content-Security-Policy forbids eval).
+  function fieldParts(shift, bits) {
+    const top = shift + bits; // one past the field's top bit
+    const mask = (n) => (n === 32 ? null : 2 ** n - 1); // null: the whole half
+    if (top <= 32) return { half: 'lo', s: shift, mask: mask(bits) };
+    if (shift >= 32) return { half: 'hi', s: shift - 32, mask: mask(bits) };
+    return { half: 'both', s: shift, hiMask: mask(top - 32), scale: 2 ** (32 - shift) };
+  }
+  function fieldSource(p) {
+    if (p.half !== 'both') {
+      const v = p.s ? `(${p.half} >>> ${p.s})` : p.half;
+      return p.mask === null ? v : `(${v} & ${p.mask})`;
+    }
+    const h = p.hiMask === null ? 'hi' : `(hi & ${p.hiMask})`;
+    return `(${h} * ${p.scale} + ${p.s ? `(lo >>> ${p.s})` : 'lo'})`;
+  }
+  function fieldClosure(p) {
+    const { s, mask, hiMask, scale } = p;
+    if (p.half === 'lo') return mask === null ? (hi, lo) => lo >>> s : (hi, lo) => (lo >>> s) & mask;
+    if (p.half === 'hi') return mask === null ? (hi) => hi >>> s : (hi) => (hi >>> s) & mask;
+    return hiMask === null ? (hi, lo) => hi * scale + (lo >>> s) : (hi, lo) => (hi & hiMask) * scale + (lo >>> s);
+  }
+
+  // The result of decode() for a Snowflake ID: the object of
+  // `idgen decode --json`, as JSON.stringify writes it.  `id` (the decimal
+  // text) and `time` (ISO 8601) are getters, made when first read: most
+  // callers want a field or unix_ms, and the two strings cost ten and forty
+  // times the rest of the decode.  The own, enumerable properties are kind,
+  // layout, unix_ms and fields.
+  const INSPECT = Symbol.for('nodejs.util.inspect.custom');
+  class Decoded {
+    #id;
+    #time;
+    constructor(id, layout, unixMs, fields) {
+      this.#id = id;
+      this.kind = 'snowflake';
+      this.layout = layout;
+      this.unix_ms = unixMs;
+      this.fields = fields;
+    }
+    get id() {
+      return typeof this.#id === 'string' ? this.#id : (this.#id = String(this.#id));
+    }
+    get time() {
+      return this.#time === undefined ? (this.#time = new Date(this.unix_ms).toISOString()) : this.#time;
+    }
+    toJSON() { // the command's keys in its order
+      return { id: this.id, kind: 'snowflake', layout: this.layout, unix_ms: this.unix_ms,
+               time: this.time, fields: this.fields };
+    }
+    [INSPECT]() {
+      return this.toJSON();
+    }
+  }
+
+  // A decoder of one layout: (id) => Decoded, or null when this path does
+  // not apply (an ID outside the layout's bits, a field over 53 bits, a
+  // time past year 9999): the caller then asks the native code, which
+  // gives the command's answer or its message.  compile false: never
+  // compile (the tests read every layout both ways).
+  function makeDecoder(info, compile) {
+    if (info.fields.some((f) => f.bits > 53)) return () => null;
+    const name = info.layout || info.spec;
+    const total = info.total_bits;
+    // the halves of every ID below 2^total: hi < hiLimit, lo < loLimit
+    const hiLimit = total >= 64 ? TWO32 : total > 32 ? 2 ** (total - 32) : 1;
+    const loLimit = total >= 32 ? TWO32 : 2 ** total;
+    const nodes = info.fields.filter((f) => f.kind !== 'time');
+    const tf = info.fields.find((f) => f.kind === 'time'), time = fieldParts(tf.shift, tf.bits);
+    let fromHalves = null;
+    if (compile) {
+      // field names are [a-z][a-z0-9_]* (the layout parser's rule): plain keys
+      const src = `return function fromHalves(id, hi, lo) {
+        if (hi >= ${hiLimit} || lo >= ${loLimit}) return null;
+        const unixMs = ${info.epoch_ms} + ${fieldSource(time)} * ${info.tick_ms};
+        if (!(unixMs <= ${ISO_MAX_MS})) return null;
+        return new Decoded(id, name, unixMs, {${nodes.map((f) => `${f.name}: ${fieldSource(fieldParts(f.shift, f.bits))}`).join(', ')}});
+      };`;
+      try {
+        fromHalves = new Function('Decoded', 'name', src)(Decoded, name);
+      } catch (e) { // compiling is not allowed here: read by closures
+      }
+    }
+    if (fromHalves === null) {
+      const readers = nodes.map((f) => fieldClosure(fieldParts(f.shift, f.bits)));
+      const names = nodes.map((f) => f.name), readTime = fieldClosure(time);
+      const epoch = info.epoch_ms, tick = info.tick_ms, n = readers.length;
+      fromHalves = function (id, hi, lo) {
+        if (hi >= hiLimit || lo >= loLimit) return null;
+        const unixMs = epoch + readTime(hi, lo) * tick;
+        if (!(unixMs <= ISO_MAX_MS)) return null;
+        const fields = {};
+        for (let i = 0; i < n; i++) fields[names[i]] = readers[i](hi, lo);
+        return new Decoded(id, name, unixMs, fields);
+      };
+    }
+    return function decode(id) {
+      if (typeof id === 'bigint') {
+        if (id < 0n || id > U64_MAX) return null;
+        b64[0] = id;
+        return fromHalves(id, u32[HI], u32[LO]);
+      }
+      // a safe integer (the caller checked) or a digit string below 2^64
+      if (typeof id === 'number') return fromHalves(id, Math.floor(id / TWO32), id % TWO32);
+      const big = BigInt(id);
+      if (big > U64_MAX) return null;
+      b64[0] = big;
+      // the text as given, unless it has leading zeros (the command's is canonical)
+      return fromHalves(id.length > 1 && id[0] === '0' ? big : id, u32[HI], u32[LO]);
+    };
+  }
+
+  const DIGITS = /^[0-9]{1,20}$/;
+
+  // decode(id, options) for both builds: info(layout) gives the layout's
+  // geometry (parsed JSON, or the command's message thrown), slow(text,
+  // layout) the native decode of any ID's text.
+  function makeDecode(info, slow, compile = true) {
+    const decoders = new Map();
+    let lastLayout = 'twitter', last = null; // the layout asked for last, and its decoder
+    return function decode(id, options) {
+      const layout = options && options.layout !== undefined ? options.layout : 'twitter';
+      if (typeof id === 'number') {
+        if (!Number.isSafeInteger(id) || id < 0) {
+          const e = new RangeError(`decode(${id}): a Number is exact only up to 2^53; pass a BigInt or a string`);
+          e.code = 'ERANGE';
+          throw e;
+        }
+      } else if (typeof id !== 'bigint' && (typeof id !== 'string' || !DIGITS.test(id))) {
+        return slow(String(id), layout); // a ULID, a UUID, or the command's message
+      }
+      let d = layout === lastLayout ? last : decoders.get(layout);
+      if (d === null || d === undefined) {
+        if (typeof layout !== 'string') return slow(String(id), layout);
+        d = decoders.get(layout);
+        if (d === undefined) {
+          d = makeDecoder(info(layout), compile);
+          if (decoders.size > 64) decoders.clear(); // bounded: a layout per call would grow it
+          decoders.set(layout, d);
+        }
+      }
+      lastLayout = layout;
+      last = d;
+      const r = d(id);
+      return r !== null ? r : slow(String(id), layout);
+    };
+  }
+
+  const MS_PER_YEAR = 365.2425 * 86400000;
+
+  // plan(options) → what `idgen plan` shows, as numbers: the layout's bits,
+  // lifetime, the date its time field runs out, IDs per second per node and
+  // per cluster, and with `rate`, how one generator copes with that rate.
+  // (Milliseconds past 2^53 are approximate; no layout's dates need more.)
+  function plan(info, options, nowMs, maxBorrowDefault) {
+    const o = options || {};
+    const rate = o.rate === undefined ? 0 : o.rate;
+    const borrow = o.maxBorrowMs === undefined ? maxBorrowDefault : o.maxBorrowMs;
+    for (const [k, v] of [['rate', rate], ['maxBorrowMs', borrow]])
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
+        const e = new RangeError(`plan: option ${k} must be a number >= 0 (got ${String(v)})`);
+        e.code = 'EINVAL';
+        throw e;
+      }
+    const time = info.fields.find((f) => f.kind === 'time');
+    const seq = info.fields.find((f) => f.kind === 'sequence');
+    const nodeFields = info.fields.filter((f) => f.kind === 'node');
+    const nodeBits = info.total_bits - time.bits - seq.bits;
+    const idsPerSecond = info.ids_per_tick * 1000 / info.tick_ms;
+    const p = {
+      layout: info.layout || null,
+      spec: info.spec,
+      totalBits: info.total_bits,
+      fields: info.fields.map((f) => ({ name: f.name, bits: f.bits, shift: f.shift, kind: f.kind })),
+      epochMs: info.epoch_ms,
+      tickMs: info.tick_ms,
+      lifetimeMs: info.horizon_ms - info.epoch_ms,
+      lifetimeYears: (info.horizon_ms - info.epoch_ms) / MS_PER_YEAR,
+      exhaustsAtMs: info.horizon_ms,
+      exhausted: info.horizon_ms <= nowMs,
+      below2to53: info.total_bits <= 53,
+      // when IDs reach 2^63 (signed 64-bit columns store them as negative):
+      // null if never, 'node' if a node field's top bit puts them there
+      reaches2to63: info.sign_bit === 'never' ? null : info.sign_bit === 'node' ? 'node' : info.sign_bit_ms,
+      idsPerTick: info.ids_per_tick,
+      idsPerSecond,
+      nodes: 2 ** nodeBits,
+      nodeFields: nodeFields.map((f) => ({ name: f.name, max: 2 ** f.bits - 1 })),
+      clusterIdsPerSecond: idsPerSecond * 2 ** nodeBits,
+    };
+    if (rate > 0) {
+      const ratio = rate / idsPerSecond;
+      p.rate = ratio <= 1
+        ? { idsPerSecond: rate, ratio, sustained: true, burstMs: Infinity, nodesNeeded: 1 }
+        // the generator's clock gains (ratio - 1) ms per ms of wall time
+        : { idsPerSecond: rate, ratio, sustained: false, burstMs: borrow / (ratio - 1),
+            nodesNeeded: Math.ceil(ratio) };
+    }
+    return p;
+  }
+
+  return { makeDecode, plan, Decoded };
+});
