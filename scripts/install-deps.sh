@@ -43,6 +43,8 @@ done
 # own npm, which Debian's npm package would conflict with).
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
+# TypeScript's compiler for the declarations' check (ctest js.types).
+command -v tsc >/dev/null || missing+=(node-typescript)
 # Node-API's headers for the Node.js addon (js/), from npm: Debian's
 # libnode-dev does not install beside NodeSource's nodejs.
 napi_headers() {

@@ -1,0 +1,61 @@
+// The declarations (js/index.d.ts) against the way the README uses the
+// package: `tsc --noEmit --strict` on this file is ctest js.types.  Each
+// line marked as an expected error is a misuse the types must refuse; if a
+// declaration grew too loose to refuse it, tsc reports the unused marker and
+// the test fails.  js/test/exports.test.mjs checks that every name the
+// declarations export is exported by both builds at run time.
+import {
+  Snowflake, UlidGenerator, Uuid7Generator, ulid, ulidToUuid, uuidToUlid, decode, plan, version,
+  Decoded, Plan, LeaseInfo, IdgenError, SnowflakeOptions,
+} from '../../index';
+
+const opts: SnowflakeOptions = { layout: 'twitter', registry: 'static', node: 'datacenter=1,worker=2', clock: 'fast' };
+const g = new Snowflake(opts);
+const a: bigint = g.next();
+const s: string = g.nextString();
+const b: BigUint64Array = g.nextBatch(10);
+const p1: Promise<bigint> = g.nextAsync();
+const p2: Promise<BigUint64Array> = g.nextBatchAsync(10);
+const l: LeaseInfo | null = g.lease();
+if (l !== null) {
+  const w: number = l.worker;
+  const node: string = l.node;
+}
+g.close();
+
+const u: string = new UlidGenerator().next();
+const v: string = new Uuid7Generator().next();
+const one: string = ulid();
+const uu: string = ulidToUuid(one);
+const back: string = uuidToUlid(uu);
+const d: Decoded = decode(1862107412345683968n, { layout: 'discord' });
+const d2: Decoded = decode('01ARZ3NDEKTSV4RRFFQ69G5FAV');
+const d3: Decoded = decode(12345);
+const ms: number | undefined = d.unix_ms;
+const kind: 'snowflake' | 'ulid' | 'uuid' = d.kind;
+const pl: Plan = plan({ layout: 'sonyflake', rate: 1e6, maxBorrowMs: 500 });
+const ids: number = pl.idsPerSecond;
+const when: number | 'node' | null = pl.reaches2to63;
+const ver: string = version;
+try {
+  decode('x');
+} catch (e) {
+  const code: IdgenError['code'] = (e as IdgenError).code;
+  // @ts-expect-error: not one of the library's codes
+  const bad: IdgenError['code'] = 'ENOPE';
+}
+
+// @ts-expect-error: next() is a BigInt, not a number
+const n: number = g.next();
+// @ts-expect-error: clock is 'fast' or 'precise'
+new Snowflake({ clock: 'coarse-ish' });
+// @ts-expect-error: nextBatch takes a count
+g.nextBatch('10');
+// @ts-expect-error: decode takes no object
+decode({ id: 1 });
+// @ts-expect-error: plan's rate is a number
+plan({ rate: '5' });
+// @ts-expect-error: a ULID generator makes strings
+const ub: bigint = new UlidGenerator().next();
+
+export { a, s, b, p1, p2, u, v, back, d2, d3, ms, kind, ids, when, ver };
