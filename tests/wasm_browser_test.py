@@ -4,7 +4,7 @@ headless Chromium, driven over the DevTools protocol (python3-websocket).
 
   wasm_browser_test.py BROWSERDIR OUTDIR [IDGEN]
 
-BROWSERDIR holds browser.mjs and idgen.wasm (build/js/browser).  A page
+BROWSERDIR holds browser.mjs, lib/layout.js and idgen.wasm (build/js/browser).  A page
 served on a free loopback port imports the module and makes 100,000 ULIDs,
 100,000 UUIDv7s and 100,000 Snowflake IDs (node datacenter=1,worker=2,
 one next() call each), and writes every ID into the page, with a batch
@@ -207,8 +207,9 @@ def run(browser_dir, out, idgen):
     try:
         site = os.path.join(tmp, "site")
         os.mkdir(site)
-        for f in ("browser.mjs", "idgen.wasm"):
-            shutil.copy(os.path.join(browser_dir, f), site)
+        os.mkdir(os.path.join(site, "lib"))
+        for f in ("browser.mjs", "idgen.wasm", os.path.join("lib", "layout.js")):
+            shutil.copy(os.path.join(browser_dir, f), os.path.join(site, f))
         with open(os.path.join(site, "index.html"), "w") as f:
             f.write(PAGE.replace("@N@", str(N)))
         server = Server(site)
