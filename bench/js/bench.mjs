@@ -8,7 +8,7 @@
 // bench/js/run.sh installs the peers into a temporary folder and runs this
 // (make bench-js).  The addon comes from IDGEN_NODE_ADDON or build/js.
 import { createRequire } from 'node:module';
-import { fork } from 'node:child_process';
+import { fork, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -80,6 +80,45 @@ function correctness(f, n) {
     last = k;
   }
   return { dups, order };
+}
+
+// The addon's cost per call beside the C library's for the same operation,
+// in the same run: idgen bench (the C figure) and the same call from
+// JavaScript.  The Snowflake pair uses bench's wide layout (22 sequence
+// bits), whose rate the clock does not cap.
+function overhead(time) {
+  const bin = process.env.IDGEN_BIN || path.join(here, '..', '..', 'build', 'idgen');
+  const pairs = [
+    ['next wide 1 thread fast-clock', 'Snowflake next (BigInt), wide layout', () => {
+      const g = new idgen.Snowflake({ registry: 'static', layout: 'time:41@1ms,sequence:22,epoch=1288834974657' });
+      return [() => g.next(), () => g.close()];
+    }],
+    ['ulid monotonic+encode fast-clock', 'monotonic ULID', () => {
+      const g = new idgen.UlidGenerator();
+      return [() => g.next(), () => {}];
+    }],
+    ['uuid7 monotonic fast-clock', 'UUIDv7 (monotonic)', () => {
+      const g = new idgen.Uuid7Generator();
+      return [() => g.next(), () => {}];
+    }],
+    ['ulid new+encode fast-clock', 'ULID (one-off)', () => [() => idgen.ulid(), () => {}]],
+  ];
+  const out = spawnSync(bin, ['bench', ...(quick ? ['--quick'] : ['--runs', '5', '--seconds', '0.3']),
+                              '--only', 'fast-clock'], { encoding: 'utf8' });
+  if (out.status !== 0) {
+    console.log(`\n(per-call overhead: ${bin} bench failed: ${(out.stderr || out.error || '').toString().trim()})`);
+    return;
+  }
+  console.log('\n| operation | C library (idgen bench) | from JavaScript (addon) | the addon\'s cost per call |');
+  console.log('|---|---|---|---|');
+  for (const [cname, jsname, make] of pairs) {
+    const line = out.stdout.split('\n').find((l) => l.startsWith(cname + ' '));
+    const cns = line ? Number(/([0-9.]+) ns\/ID/.exec(line)[1]) : NaN;
+    const [f, close] = make();
+    const jns = 1e9 / time(f);
+    close();
+    console.log(`| ${jsname} | ${cns.toFixed(1)} ns | ${jns.toFixed(1)} ns | ${(jns - cns).toFixed(1)} ns |`);
+  }
 }
 
 if (role) {
@@ -161,15 +200,29 @@ if (role) {
       ? `, ${(me.rate / best.rate).toFixed(2)}x the fastest peer without duplicates (${best.name}, ${(best.rate / 1e6).toFixed(2)} M/s)`
       : ', every peer made duplicates or went out of order'));
   }
-  // decode: a Snowflake ID to its fields
+  // decode: a Snowflake ID to its fields (sapphire's deconstruct gives
+  // BigInts and no ISO time; idgen's decode the command's object, whose id
+  // and time strings are made when read: the second row reads them)
   const id = m.ops['Snowflake, BigInt'].idgen();
-  const dr = time(() => idgen.decode(id));
   const sapd = new Sapphire(BigInt(TWITTER));
-  const sr = time(() => sapd.deconstruct(id));
-  console.log(`| decode (Snowflake) | idgen | ${(dr / 1e6).toFixed(2)} M | ${(1e9 / dr).toFixed(1)} | | | |`);
-  console.log(`| decode (Snowflake) | @sapphire/snowflake | ${(sr / 1e6).toFixed(2)} M | ${(1e9 / sr).toFixed(1)} | | | |`);
-  summary.push(`decode: idgen ${(dr / sr).toFixed(2)}x @sapphire/snowflake's deconstruct`);
+  const dec = {
+    'decode (Snowflake, BigInt)': { idgen: () => idgen.decode(id).fields.worker,
+      '@sapphire/snowflake': () => sapd.deconstruct(id).workerId },
+    'decode, and id and time as text': { idgen: () => { const d = idgen.decode(id); return d.time + d.id; },
+      '@sapphire/snowflake': () => { const d = sapd.deconstruct(id); return new Date(Number(d.timestamp)).toISOString() + d.id; } },
+    'decode (Snowflake, decimal text)': { idgen: () => idgen.decode('1862107412345683968').fields.worker,
+      '@sapphire/snowflake': () => sapd.deconstruct('1862107412345683968').workerId },
+  };
+  for (const [kind, byName] of Object.entries(dec)) {
+    const r = {};
+    for (const [name, f] of Object.entries(byName)) {
+      r[name] = time(f);
+      console.log(`| ${kind} | ${name} | ${(r[name] / 1e6).toFixed(2)} M | ${(1e9 / r[name]).toFixed(1)} | | | |`);
+    }
+    summary.push(`${kind}: idgen ${(r.idgen / r['@sapphire/snowflake']).toFixed(2)}x @sapphire/snowflake's deconstruct`);
+  }
   console.log('\n' + summary.join('\n'));
+  overhead(time);
   m.close();
   fs.rmSync(regDir, { recursive: true, force: true });
 }
