@@ -126,17 +126,32 @@
         b64[0] = id;
         return fromHalves(id, u32[HI], u32[LO]);
       }
-      // a safe integer (the caller checked) or a digit string below 2^64
+      // a safe integer (the caller checked)
       if (typeof id === 'number') return fromHalves(id, Math.floor(id / TWO32), id % TWO32);
-      const big = BigInt(id);
-      if (big > U64_MAX) return null;
-      b64[0] = big;
+      // decimal text: read into the halves four digits at a time (exact:
+      // lo * 10^4 + 9999 and hi stay below 2^53); anything else is the
+      // library's to read
+      const len = id.length;
+      if (len === 0 || len > 20) return null;
+      let hi = 0, lo = 0;
+      for (let i = 0; i < len;) {
+        let chunk = 0, scale = 1;
+        for (const end = Math.min(i + 4, len); i < end; i++) {
+          const c = id.charCodeAt(i) - 48;
+          if (c < 0 || c > 9) return null;
+          chunk = chunk * 10 + c;
+          scale *= 10;
+        }
+        lo = lo * scale + chunk;
+        const carry = Math.floor(lo / TWO32);
+        lo -= carry * TWO32;
+        hi = hi * scale + carry;
+      }
+      if (hi >= TWO32) return null; // past 2^64
       // the text as given, unless it has leading zeros (the command's is canonical)
-      return fromHalves(id.length > 1 && id[0] === '0' ? big : id, u32[HI], u32[LO]);
+      return fromHalves(len > 1 && id[0] === '0' ? BigInt(id) : id, hi, lo);
     };
   }
-
-  const DIGITS = /^[0-9]{1,20}$/;
 
   // decode(id, options) for both builds: info(layout) gives the layout's
   // geometry (parsed JSON, or the command's message thrown), slow(text,
@@ -152,8 +167,8 @@
           e.code = 'ERANGE';
           throw e;
         }
-      } else if (typeof id !== 'bigint' && (typeof id !== 'string' || !DIGITS.test(id))) {
-        return slow(String(id), layout); // a ULID, a UUID, or the command's message
+      } else if (typeof id !== 'bigint' && typeof id !== 'string') {
+        return slow(String(id), layout); // the command's message
       }
       let d = layout === lastLayout ? last : decoders.get(layout);
       if (d === null || d === undefined) {

@@ -179,7 +179,7 @@ test('decode in JavaScript (Snowflake IDs by shifts) gives exactly the CLI\'s JS
                       `${name}: ${over} in ${spec}`);
     }
   }
-  assert.ok(n > 60000, `${n} decodes compared`);
+  assert.ok(n > 50000 * builds.length, `${n} decodes compared`);
 });
 
 test('decode: a field over 2^53 comes back a BigInt (read natively); leading zeros are dropped from id', () => {
