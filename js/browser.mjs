@@ -191,8 +191,9 @@ export class Snowflake {
     const wait = optInt(options, 'maxWaitMs', 0, 3600000);
     const borrow = optInt(options, 'maxBorrowMs', 0, 3600000);
     const rss = optInt(options, 'randomSequenceStart', 0, 1);
-    if (options.clock !== undefined && options.clock !== 'fast' && options.clock !== 'precise')
-      throw idgenError(-1, `option clock must be "fast" or "precise"`);
+    // (accepted for the one API; here every clock is Date.now())
+    if (options.clock !== undefined && !['fast', 'precise', 'coarse'].includes(options.clock))
+      throw idgenError(-1, `option clock must be "fast", "precise" or "coarse"`);
     this.#g = check(exp.sf_new(BigInt(borrow), BigInt(wait), rss < 0 ? 0 : rss));
     this.#slot = exp.alloc(8);
     reclaim.register(this, { free: exp.sf_free, ptr: this.#g, slot: this.#slot }, this.#token);

@@ -31,8 +31,9 @@ export interface SnowflakeOptions {
   maxStartWaitMs?: number;
   /** 1: start each tick's sequence at a random value in its lower half. */
   randomSequenceStart?: 0 | 1;
-  /** "fast" (default: the calibrated TSC) or "precise" (clock_gettime on every read). */
-  clock?: 'fast' | 'precise';
+  /** "fast" (default: the calibrated TSC), "precise" (clock_gettime on every read) or
+   * "coarse" (the kernel's last tick: behind the wall clock by one or two ticks, 4 to 8 ms). */
+  clock?: 'fast' | 'precise' | 'coarse';
 }
 
 export interface LeaseInfo {

@@ -128,7 +128,7 @@ expect_err "bad address" 'http = "localhost" (from flag --http): expected HOST:P
 expect_err "bad port" 'port "99999" is not a number from 0 to 65535' --resp 127.0.0.1:99999
 expect_err "all off" 'http, resp and thrift are all off' --http off --resp off
 expect_err "busy poll out of range" 'busy_poll_us = "1001" (from flag --busy-poll-us): not a whole number from 0 to 1000' --busy-poll-us 1001
-expect_err "bad clock" 'clock = "slow" (from flag --clock): expected fast or precise' --clock slow
+expect_err "bad clock" 'clock = "slow" (from flag --clock): expected fast, precise or coarse' --clock slow
 expect_err "same port twice" 'http and resp are both 127.0.0.1:7000: give each its own port' --http 127.0.0.1:7000 --resp 127.0.0.1:7000
 expect_err "thrift on resp's port" 'resp and thrift are both 127.0.0.1:7001: give each its own port' --resp 127.0.0.1:7001 --thrift 127.0.0.1:7001
 expect_err "output limit below one full batch" 'max_output_bytes = 65536 (from flag --max-output-bytes) is too small for one reply of max_batch = 100000 IDs (from default: the layout within borrow + wait): it needs 4369632' --max-output-bytes 65536

@@ -150,6 +150,16 @@ static void test_two_threads_next_precise_clock(void **state) {
   idgen_snowflake_gen_free(g);
 }
 
+static void test_two_threads_next_coarse_clock(void **state) {
+  (void)state;
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+  s.clock_mode = IDGEN_CLOCK_COARSE;
+  idgen_snowflake_gen_t *g = tu_gen(WIDE, &s);
+  run_two(g, MODE_MIXED, tu_scaled(4000000), NULL);
+  idgen_snowflake_gen_free(g);
+}
+
 static void test_two_threads_batches(void **state) {
   (void)state;
   idgen_snowflake_gen_t *g = tu_gen(WIDE, NULL);
@@ -414,6 +424,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_two_threads_next),
       cmocka_unit_test(test_two_threads_next_precise_clock),
+      cmocka_unit_test(test_two_threads_next_coarse_clock),
       cmocka_unit_test(test_two_threads_batches),
       cmocka_unit_test(test_two_threads_mixed),
       cmocka_unit_test(test_two_threads_sequence_exhaustion),

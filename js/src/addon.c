@@ -229,8 +229,9 @@ static napi_value sf_new(napi_env env, napi_callback_info info) {
       opt_int(env, o, "randomSequenceStart", 0, 1, &rss) < 0)
     return NULL;
 
-  if (clock[0] && strcmp(clock, "fast") != 0 && strcmp(clock, "precise") != 0) {
-    throw_idgen(env, IDGEN_EINVAL, "option clock must be \"fast\" or \"precise\"");
+  if (clock[0] && strcmp(clock, "fast") != 0 && strcmp(clock, "precise") != 0 &&
+      strcmp(clock, "coarse") != 0) {
+    throw_idgen(env, IDGEN_EINVAL, "option clock must be \"fast\", \"precise\" or \"coarse\"");
     return NULL;
   }
   sf_t *s = calloc(1, sizeof *s);
@@ -249,7 +250,9 @@ static napi_value sf_new(napi_env env, napi_callback_info info) {
   if (borrow >= 0)
     set.max_borrow_ms = borrow;
   set.random_sequence_start = (int)rss;
-  set.clock_mode = strcmp(clock, "precise") == 0 ? IDGEN_CLOCK_PRECISE : IDGEN_CLOCK_FAST;
+  set.clock_mode = strcmp(clock, "precise") == 0  ? IDGEN_CLOCK_PRECISE
+                   : strcmp(clock, "coarse") == 0 ? IDGEN_CLOCK_COARSE
+                                                  : IDGEN_CLOCK_FAST;
   unsigned given = 0;
   int rc = idgen_layout_nodes_parse(&s->layout, node, idgen_host_node_resolve, NULL, set.node,
                                     &given, err, sizeof err);

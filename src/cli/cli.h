@@ -42,6 +42,9 @@ CLI_NORETURN void cli_fail(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
 /* Parses a whole decimal integer in [min, max] for option `opt`; exits 2 on error. */
 int64_t cli_int(const char *opt, const char *s, int64_t min, int64_t max);
 
+/* Parses --clock's value (fast, precise, coarse); exits 2 naming it on error. */
+idgen_clock_mode_t cli_clock(const char *value);
+
 /* Parses --layout's value; exits 2 with the parser's message on error. */
 void cli_layout(idgen_layout_t *l, const char *spec);
 

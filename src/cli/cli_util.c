@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "settings.h"
 
 CLI_PRINTF(1, 0) static void verror(const char *fmt, va_list ap) {
   fputs("idgen: ", stderr);
@@ -42,6 +43,14 @@ int64_t cli_int(const char *opt, const char *s, int64_t min, int64_t max) {
   if (v < min || v > max)
     cli_fail(EXIT_USAGE, "%s: %lld out of range %" PRId64 "..%" PRId64, opt, v, min, max);
   return v;
+}
+
+idgen_clock_mode_t cli_clock(const char *value) {
+  idgen_clock_mode_t m;
+  if (settings_clock_mode(value, &m) < 0)
+    cli_fail(EXIT_USAGE, "--clock: \"%s\" is not a clock (expected " SETTINGS_CLOCK_WORDS ")",
+             CLI_QUOTED(value));
+  return m;
 }
 
 void cli_layout(idgen_layout_t *l, const char *spec) {

@@ -78,9 +78,11 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                         "used-up tick of at most a second is waited out beside it; a longer "
                         "tick's, or a step back, counts); the daemon parks a request that "
                         "waits, so a wait holds no loop"},
-    [SK_CLOCK] = {"clock", ST_CLOCK, BOTH, 0, "fast", NULL, NULL, NONE, "fast|precise",
-                  "`fast` (a calibrated cycle counter, re-checked against the system clock) "
-                  "or `precise` (the system clock on every call)"},
+    [SK_CLOCK] = {"clock", ST_CLOCK, BOTH, 0, "fast", NULL, NULL, NONE, "fast|precise|coarse",
+                  "`fast` (a calibrated cycle counter, re-checked against the system clock), "
+                  "`precise` (the system clock on every call) or `coarse` (the kernel's last "
+                  "timer tick: cheapest where the cycle counter is slow to read, and behind the "
+                  "wall clock by one or two ticks, typically 4 to 8 ms)"},
     [SK_RANDOM_SEQUENCE_START] = {"random_sequence_start", ST_BOOL, BOTH, 0, "false", NULL, NULL,
                                   NONE, "[=BOOL]",
                                   "start each tick's sequence at a random value (IDs spread "
@@ -325,6 +327,21 @@ static int load_file(settings_t *s, const char *path) {
   return rc;
 }
 
+int settings_clock_mode(const char *v, idgen_clock_mode_t *mode) {
+  static const struct {
+    const char *word;
+    idgen_clock_mode_t mode;
+  } words[] = {{"fast", IDGEN_CLOCK_FAST},
+               {"precise", IDGEN_CLOCK_PRECISE},
+               {"coarse", IDGEN_CLOCK_COARSE}};
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+    if (strcmp(v, words[i].word) == 0) {
+      *mode = words[i].mode;
+      return 0;
+    }
+  return -1;
+}
+
 int settings_parse_int(const char *s, int64_t *v) {
   char *end;
   if (*s == '\0' || !(isdigit((unsigned char)*s) || *s == '-'))
@@ -418,12 +435,8 @@ static int check(settings_t *s, int k) {
     s->lease_field = v[0] ? v : NULL;
     return 0;
   case ST_CLOCK:
-    if (strcmp(v, "fast") == 0)
-      s->gen.clock_mode = IDGEN_CLOCK_FAST;
-    else if (strcmp(v, "precise") == 0)
-      s->gen.clock_mode = IDGEN_CLOCK_PRECISE;
-    else
-      return settings_fail(s, k, "expected fast or precise");
+    if (settings_clock_mode(v, &s->gen.clock_mode) < 0)
+      return settings_fail(s, k, "expected " SETTINGS_CLOCK_WORDS);
     return 0;
   case ST_CHOICE: {
     for (const settings_word_t *w = d->words; w->word != NULL; w++)

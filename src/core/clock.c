@@ -401,10 +401,14 @@ const char *idgen_clock_state_name(idgen_clock_state_t s) {
   return "unknown";
 }
 
-int64_t idgen_clock_now_ms(idgen_clock_mode_t mode) {
-  if (mode == IDGEN_CLOCK_FAST)
-    return idgen__clock_fast_ms();
-  return idgen__clock_precise_ms();
+int64_t idgen_clock_now_ms(idgen_clock_mode_t mode) { return idgen__clock_mode_ms(mode); }
+
+int64_t idgen_clock_coarse_resolution_ns(void) {
+  struct timespec ts;
+  if (IDGEN__CLOCK_COARSE_ID == CLOCK_REALTIME || clock_getres(IDGEN__CLOCK_COARSE_ID, &ts) != 0)
+    return 1;
+  int64_t ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return ns > 0 ? ns : 1;
 }
 
 /*

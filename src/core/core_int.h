@@ -100,6 +100,27 @@ static inline int64_t idgen__clock_precise_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + (int32_t)ts.tv_nsec / 1000000;
 }
 
+/* IDGEN_CLOCK_COARSE: CLOCK_REALTIME_COARSE in ms (the kernel's last tick,
+ * read from the vDSO without the cycle counter); CLOCK_REALTIME where there
+ * is none. */
+#ifdef CLOCK_REALTIME_COARSE
+#define IDGEN__CLOCK_COARSE_ID CLOCK_REALTIME_COARSE
+#else
+#define IDGEN__CLOCK_COARSE_ID CLOCK_REALTIME
+#endif
+static inline int64_t idgen__clock_coarse_ms(void) {
+  struct timespec ts;
+  clock_gettime(IDGEN__CLOCK_COARSE_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000 + (int32_t)ts.tv_nsec / 1000000;
+}
+
+/* Unix ms in a generator's clock mode (not injected). */
+static inline int64_t idgen__clock_mode_ms(idgen_clock_mode_t mode) {
+  if (IDGEN_LIKELY(mode == IDGEN_CLOCK_FAST))
+    return idgen__clock_fast_ms();
+  return mode == IDGEN_CLOCK_COARSE ? idgen__clock_coarse_ms() : idgen__clock_precise_ms();
+}
+
 /* Fork detection (clock.c): the process's generation, nonzero, different in
  * every child from its parent's.  One load on the hot path. */
 extern IDGEN_INTERNAL _Atomic unsigned *idgen__fork_word;
@@ -276,8 +297,7 @@ int64_t idgen__gen128_injected_ms(const idgen__gen128_t *c);
 static inline int64_t idgen__gen128_now_ms(const idgen__gen128_t *c) {
   if (IDGEN_UNLIKELY(c->clockp != NULL))
     return idgen__gen128_injected_ms(c);
-  return IDGEN_LIKELY(c->mode != IDGEN_CLOCK_PRECISE) ? idgen__clock_fast_ms()
-                                                      : idgen__clock_precise_ms();
+  return idgen__clock_mode_ms(c->mode);
 }
 
 #endif

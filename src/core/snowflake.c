@@ -81,6 +81,8 @@ static inline int64_t now_ms(const idgen_snowflake_gen_t *g) {
     return idgen__clock_fast_ms();
   if (g->clock_kind == CLOCK_KIND_PRECISE)
     return idgen__clock_precise_ms();
+  if (g->clock_kind == CLOCK_KIND_COARSE)
+    return idgen__clock_coarse_ms();
   return idgen__ns_to_ms(g->clock.now_ns(g->clock.ctx));
 }
 
@@ -711,7 +713,8 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
   if (s->max_wait_ms < 0 || s->max_wait_ms > WAIT_MAX_MS)
     return idgen__err(err, errlen, IDGEN_ERANGE, "max_wait_ms %" PRId64 " out of range 0..%lld",
                       s->max_wait_ms, WAIT_MAX_MS);
-  if (s->clock_mode != IDGEN_CLOCK_FAST && s->clock_mode != IDGEN_CLOCK_PRECISE)
+  if (s->clock_mode != IDGEN_CLOCK_FAST && s->clock_mode != IDGEN_CLOCK_PRECISE &&
+      s->clock_mode != IDGEN_CLOCK_COARSE)
     return idgen__err(err, errlen, IDGEN_EINVAL, "clock_mode %d unknown", (int)s->clock_mode);
 
   idgen_lease_info_t lease;
@@ -767,7 +770,9 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
   /* Keep one value free in a full 64-bit state so that `next` never wraps. */
   g->max_state = state_bits == 64 ? UINT64_MAX - 1 : (UINT64_C(1) << state_bits) - 1;
   g->random_start = s->random_sequence_start != 0;
-  g->clock_kind = s->clock_mode == IDGEN_CLOCK_FAST ? CLOCK_KIND_FAST : CLOCK_KIND_PRECISE;
+  g->clock_kind = s->clock_mode == IDGEN_CLOCK_FAST      ? CLOCK_KIND_FAST
+                  : s->clock_mode == IDGEN_CLOCK_COARSE ? CLOCK_KIND_COARSE
+                                                        : CLOCK_KIND_PRECISE;
   if (s->clock != NULL) {
     g->clock = *s->clock;
     g->clock_kind = CLOCK_KIND_INJECTED;

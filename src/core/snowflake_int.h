@@ -16,7 +16,7 @@
 
 typedef struct idgen__keeper idgen__keeper_t;
 
-enum { CLOCK_KIND_FAST, CLOCK_KIND_PRECISE, CLOCK_KIND_INJECTED };
+enum { CLOCK_KIND_FAST, CLOCK_KIND_PRECISE, CLOCK_KIND_COARSE, CLOCK_KIND_INJECTED };
 
 /* idgen_snowflake_gen.bias; an owner's token is aligned to 8. */
 #define BIAS_FREE ((uintptr_t)0)

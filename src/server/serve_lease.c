@@ -254,7 +254,7 @@ int serve_make_generators(serve_daemon_t *s) {
   idgen_snowflake_lease_status_t st;
   idgen_snowflake_gen_lease_status(s->lx.gen, &st);
   s->lease_field = st.bound ? st.field : -1;
-  idgen_gen128_settings_t g = {0};
+  idgen_gen128_settings_t g = {.clock_mode = cfg->s.gen.clock_mode}; /* --clock: every generator */
   if (idgen_ulid_gen_new(&s->ulid, &g) < 0 || idgen_uuid7_gen_new(&s->uuid7, &g) < 0) {
     fprintf(stderr, "idgen: serve: cannot make the ULID and UUIDv7 generators\n");
     return -1;

@@ -175,7 +175,14 @@ static const char *time_or(int64_t ms, char *buf, const char *none) {
 }
 
 static const char *clock_setting(serve_daemon_t *s) {
-  return s->cfg->s.gen.clock_mode == IDGEN_CLOCK_PRECISE ? "precise" : "fast";
+  switch (s->cfg->s.gen.clock_mode) {
+  case IDGEN_CLOCK_PRECISE:
+    return "precise";
+  case IDGEN_CLOCK_COARSE:
+    return "coarse";
+  default:
+    return "fast";
+  }
 }
 
 /* The fast clock (docs/DESIGN.md section 2): its state as a state set, and
@@ -441,9 +448,11 @@ void serve_info_text(serve_daemon_t *s, serve_buf_t *b) {
   serve_buf_printf(b,
                    "max_batch:%" PRId64 "\r\nmax_borrow_ms:%" PRId64 "\r\nmax_wait_ms:%" PRId64
                    "\r\nclock_borrowed_ms:%" PRId64 "\r\nclock:%s\r\nclock_fast_mode:%s\r\n"
-                   "clock_fast_tsc_hz:%" PRIu64 "\r\n\r\n",
+                   "clock_fast_tsc_hz:%" PRIu64 "\r\nclock_coarse_resolution_ns:%" PRId64
+                   "\r\n\r\n",
                    s->cfg->max_batch, s->cfg->s.gen.max_borrow_ms, s->cfg->s.gen.max_wait_ms,
-                   st.borrowed_ms, clock_setting(s), idgen_clock_state_name(cs.state), cs.tsc_hz);
+                   st.borrowed_ms, clock_setting(s), idgen_clock_state_name(cs.state), cs.tsc_hz,
+                   idgen_clock_coarse_resolution_ns());
   serve_buf_printf(b, "# Stats\r\nconnected_clients:%ld\r\n", (long)atomic_load(&s->nconns));
   for (int k = 0; k < NKINDS; k++) {
     uint64_t t = 0;
@@ -485,6 +494,9 @@ static json_t *info_object(serve_daemon_t *s) {
   json_object_set_new(clock, "cooldowns", json_integer((json_int_t)cs.cooldowns));
   json_object_set_new(clock, "cooldown_ms", json_integer(cs.cooldown_ms));
   json_object_set_new(clock, "tsc_hz", json_integer((json_int_t)cs.tsc_hz));
+  /* how far behind the wall clock `coarse` stamps may be */
+  json_object_set_new(clock, "coarse_resolution_ns",
+                      json_integer((json_int_t)idgen_clock_coarse_resolution_ns()));
   idgen_snowflake_lease_status_t ls = lease_now(s);
   char mark[IDGEN_TIME_BUFSIZE], gen[24];
   for (int i = 0; i < l->nfields; i++)
