@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <getopt.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,33 @@ static struct sample run_clock(double seconds, void *arg) {
     clock_gettime(CLOCK_REALTIME, &ts);
     acc += (uint64_t)ts.tv_nsec;
   });
+}
+
+/* A loop of the clock read a generator in `mode` makes (idgen__clock_mode_ms,
+ * the same inline read): the floor its "clock +N ns" figures are against. */
+static struct sample run_clock_mode(double seconds, void *arg) {
+  idgen_clock_mode_t mode = *(const idgen_clock_mode_t *)arg;
+  TIMED_LOOP(seconds, { acc += (uint64_t)idgen__clock_mode_ms(mode); });
+}
+
+/* How far the coarse clock is behind the precise one, over n reads of
+ * both: the median and the largest, in ms. */
+static void coarse_lag(int n, int64_t *median, int64_t *max) {
+  int64_t hist[64] = {0};
+  for (int i = 0; i < n; i++) {
+    int64_t d = idgen__clock_precise_ms() - idgen__clock_coarse_ms();
+    hist[d < 0 ? 0 : d > 63 ? 63 : d]++;
+  }
+  int64_t seen = 0;
+  *median = -1;
+  *max = 0;
+  for (int d = 0; d < 64; d++) {
+    seen += hist[d];
+    if (*median < 0 && seen * 2 >= n)
+      *median = d;
+    if (hist[d])
+      *max = d;
+  }
 }
 
 struct gen_arg {
@@ -675,6 +703,18 @@ int idgen_bench_main(int argc, char **argv) {
   all.only = NULL;
   double floor_rate = measure("clock_gettime(CLOCK_REALTIME) loop", &all, run_clock, NULL,
                               o.seconds, 0, "(the floor)");
+  static const idgen_clock_mode_t fast = IDGEN_CLOCK_FAST, precise = IDGEN_CLOCK_PRECISE,
+                                  coarse = IDGEN_CLOCK_COARSE;
+  /* each mode's own clock read, the floor of its generators' figures */
+  double fast_floor = measure("clock read loop, fast (TSC)", &all, run_clock_mode, (void *)&fast,
+                              o.seconds, 0, "(the fast modes' floor)");
+  double coarse_floor = measure("clock read loop, coarse", &all, run_clock_mode, (void *)&coarse,
+                                o.seconds, 0, "(the coarse modes' floor)");
+  int64_t lag_med, lag_max;
+  coarse_lag(2000000, &lag_med, &lag_max);
+  printf("coarse clock: resolution %.1f ms; behind the precise clock by %" PRId64
+         " ms (median), %" PRId64 " ms (most) over 2,000,000 reads\n",
+         (double)idgen_clock_coarse_resolution_ns() / 1e6, lag_med, lag_max);
 
   struct gen_arg wide1 = {WIDE, IDGEN_CLOCK_FAST, 1000, 1, 0};
   struct gen_arg wide1p = {WIDE, IDGEN_CLOCK_PRECISE, 1000, 1, 0};
@@ -683,6 +723,8 @@ int idgen_bench_main(int argc, char **argv) {
   struct gen_arg batch = {WIDE, IDGEN_CLOCK_FAST, 1000, 1, 1000};
   measure("next wide 1 thread fast-clock", &o, run_gen, &wide1, o.seconds, floor_rate, NULL);
   measure("next wide 1 thread precise-clock", &o, run_gen, &wide1p, o.seconds, floor_rate, NULL);
+  struct gen_arg wide1c = {WIDE, IDGEN_CLOCK_COARSE, 1000, 1, 0};
+  measure("next wide 1 thread coarse-clock", &o, run_gen, &wide1c, o.seconds, floor_rate, NULL);
   measure("next wide 2 threads fast-clock", &o, run_gen, &wide2, o.seconds, floor_rate,
           "(both threads together)");
   measure("next wide 2 threads precise-clock", &o, run_gen, &wide2p, o.seconds, floor_rate,
@@ -719,24 +761,28 @@ int idgen_bench_main(int argc, char **argv) {
   measure("compose twitter", &o, run_compose, NULL, o.seconds, 0, NULL);
   measure("decompose twitter", &o, run_decompose, NULL, o.seconds, 0, NULL);
 
-  static const idgen_clock_mode_t fast = IDGEN_CLOCK_FAST, precise = IDGEN_CLOCK_PRECISE;
   make_inputs();
   measure("random 10 bytes", &o, run_random10, NULL, o.seconds, 0, NULL);
   measure("ulid encode", &o, run_ulid_encode, NULL, o.seconds, 0, NULL);
   measure("ulid decode (strict, validating)", &o, run_ulid_decode, NULL, o.seconds, 0, NULL);
-  measure("ulid new+encode fast-clock", &o, run_ulid_new, (void *)&fast, o.seconds, -floor_rate,
+  /* "clock +N ns": against the loop of the clock read the generator makes */
+  measure("ulid new+encode fast-clock", &o, run_ulid_new, (void *)&fast, o.seconds, -fast_floor,
           NULL);
   measure("ulid new+encode precise-clock", &o, run_ulid_new, (void *)&precise, o.seconds,
           -floor_rate, NULL);
   measure("ulid monotonic+encode fast-clock", &o, run_ulid_mono, (void *)&fast, o.seconds,
-          -floor_rate, NULL);
+          -fast_floor, NULL);
   measure("ulid monotonic+encode precise-clock", &o, run_ulid_mono, (void *)&precise, o.seconds,
           -floor_rate, NULL);
-  measure("uuid7 new (fast clock)", &o, run_uuid7_new, NULL, o.seconds, -floor_rate, NULL);
-  measure("uuid7 monotonic fast-clock", &o, run_uuid7_gen, (void *)&fast, o.seconds, -floor_rate,
+  measure("ulid monotonic+encode coarse-clock", &o, run_ulid_mono, (void *)&coarse, o.seconds,
+          -coarse_floor, NULL);
+  measure("uuid7 new (fast clock)", &o, run_uuid7_new, NULL, o.seconds, -fast_floor, NULL);
+  measure("uuid7 monotonic fast-clock", &o, run_uuid7_gen, (void *)&fast, o.seconds, -fast_floor,
           NULL);
   measure("uuid7 monotonic precise-clock", &o, run_uuid7_gen, (void *)&precise, o.seconds,
           -floor_rate, NULL);
+  measure("uuid7 monotonic coarse-clock", &o, run_uuid7_gen, (void *)&coarse, o.seconds,
+          -coarse_floor, NULL);
   measure("uuid format", &o, run_uuid_format, NULL, o.seconds, 0, NULL);
   measure("uuid parse", &o, run_uuid_parse, NULL, o.seconds, 0, NULL);
   if (idgen__simd_available() >= IDGEN__SIMD_VBMI) {
