@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,10 @@ static const char usage[] =
     "  --ops N              instead of timing, run each single-thread benchmark for\n"
     "                       exactly N operations (for callgrind instruction counts:\n"
     "                       bench/callgrind.sh)\n"
+    "  --threads N          instead, T threads sharing one generator for T = 1, 2, 4,\n"
+    "                       ... up to N (1 to 256): next on one generator and take on\n"
+    "                       one ring, beside the same-run floor of T threads each\n"
+    "                       reading the clock and adding one to a shared counter\n"
     "  -h, --help           show this help\n";
 
 #define WIDE "time:41@1ms,sequence:22,epoch=1288834974657"
@@ -49,6 +54,7 @@ static const char usage[] =
 
 struct opts {
   long ops;
+  int threads; /* --threads: the T sweep up to this, or 0 */
   int runs;
   double seconds;
   double twitter_seconds;
@@ -135,6 +141,8 @@ static idgen_snowflake_gen_t *make_gen(const struct gen_arg *a) {
   return g;
 }
 
+#define MAX_THREADS 256
+
 struct thread_arg {
   idgen_snowflake_gen_t *g;
   idgen_cached_gen_t *c; /* or NULL */
@@ -190,8 +198,8 @@ static struct sample run_gen(double seconds, void *arg) {
     fprintf(stderr, "idgen: bench: %s\n", err);
     exit(1);
   }
-  struct thread_arg ta[2];
-  pthread_t th[2];
+  struct thread_arg ta[MAX_THREADS];
+  pthread_t th[MAX_THREADS];
   pthread_barrier_t bar;
   pthread_barrier_init(&bar, NULL, (unsigned)a->threads);
   for (int i = 0; i < a->threads; i++) {
@@ -241,9 +249,91 @@ static struct sample run_decompose(double seconds, void *arg) {
   });
 }
 
+/* The floor of T threads sharing one generator: each reads the fast clock
+ * (the generator's read) and adds one to a counter all share -- the least a
+ * call that hands out IDs increasing in real time across threads must do
+ * (DESIGN section 2, "Threads sharing one generator"). */
+static _Atomic uint64_t floor_counter;
+static void *floor_thread(void *p) {
+  struct thread_arg *ta = p;
+  uint64_t n = 0, acc = 0;
+  pthread_barrier_wait(ta->start);
+  double t0 = mono(), t;
+  do {
+    for (int i = 0; i < 1024; i++)
+      acc += (uint64_t)idgen__clock_fast_ms() +
+             atomic_fetch_add_explicit(&floor_counter, 1, memory_order_relaxed);
+    n += 1024;
+  } while ((t = mono()) - t0 < ta->seconds);
+  sink = acc;
+  ta->out = (struct sample){(double)n, t - t0};
+  return NULL;
+}
+static struct sample run_floor(double seconds, void *arg) {
+  int threads = *(const int *)arg;
+  struct thread_arg ta[MAX_THREADS];
+  pthread_t th[MAX_THREADS];
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, (unsigned)threads);
+  for (int i = 0; i < threads; i++) {
+    ta[i] = (struct thread_arg){NULL, NULL, 0, seconds, &bar, {0, 0}};
+    pthread_create(&th[i], NULL, floor_thread, &ta[i]);
+  }
+  struct sample s = {0, 0};
+  for (int i = 0; i < threads; i++) {
+    pthread_join(th[i], NULL);
+    s.ids += ta[i].out.ids;
+    if (ta[i].out.secs > s.secs)
+      s.secs = ta[i].out.secs;
+  }
+  pthread_barrier_destroy(&bar);
+  return s;
+}
+
+static double median_of(double *v, int n);
+
+/* --threads N: for T = 1, 2, 4, ... N, the floor, next on one generator and
+ * take on one ring, in interleaved runs (the machine's drift falls on all
+ * three); the medians and the ratios to the floor. */
+static int thread_sweep(const struct opts *o) {
+  printf("T threads sharing one generator: IDs/s of all T together, medians of %d runs of %.1f s "
+         "(interleaved); floor = T threads each reading the fast clock and adding one to a "
+         "shared counter\n",
+         o->runs, o->seconds);
+  printf("%7s %14s %14s %14s %10s %10s %10s\n", "threads", "floor M/s", "next M/s", "take M/s",
+         "next/floor", "take/floor", "take/next");
+  for (int t = 1;; t = t * 2 > o->threads && t < o->threads ? o->threads : t * 2) {
+    struct gen_arg nx = {CACHED_LAYOUT, IDGEN_CLOCK_FAST, 1000, t, 0, NULL, 0};
+    struct gen_arg ca = {CACHED_LAYOUT, IDGEN_CLOCK_FAST, 1000, t, 0, NULL, 1};
+    double rf[64], rn[64], rc[64];
+    int runs = o->runs > 64 ? 64 : o->runs;
+    for (int i = 0; i < runs; i++) {
+      struct sample a = run_floor(o->seconds, &t), b = run_gen(o->seconds, &nx),
+                    c = run_gen(o->seconds, &ca);
+      rf[i] = a.ids / a.secs;
+      rn[i] = b.ids / b.secs;
+      rc[i] = c.ids / c.secs;
+    }
+    double f = median_of(rf, runs), n = median_of(rn, runs), c = median_of(rc, runs);
+    printf("%7d %14.2f %14.2f %14.2f %10.2f %10.2f %10.2f\n", t, f / 1e6, n / 1e6, c / 1e6, n / f,
+           c / f, c / n);
+    printf("bench.threads %d floor_mops=%.3f next_mops=%.3f take_mops=%.3f\n", t, f / 1e6,
+           n / 1e6, c / 1e6);
+    fflush(stdout);
+    if (t >= o->threads)
+      break;
+  }
+  return 0;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
+}
+
+static double median_of(double *v, int n) {
+  qsort(v, (size_t)n, sizeof v[0], cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* Runs fn `runs` times; returns the median rate in IDs/s. */
@@ -647,9 +737,10 @@ int idgen_bench_main(int argc, char **argv) {
                                         {"quick", no_argument, 0, 'q'},
                                         {"only", required_argument, 0, 'o'},
                                         {"ops", required_argument, 0, 'O'},
+                                        {"threads", required_argument, 0, 'T'},
                                         {"help", no_argument, 0, 'h'},
                                         {0, 0, 0, 0}};
-  struct opts o = {0, 5, 0.5, 10.0, NULL};
+  struct opts o = {0, 0, 5, 0.5, 10.0, NULL};
   int c;
   optind = 1;
   opterr = 0;
@@ -675,6 +766,13 @@ int idgen_bench_main(int argc, char **argv) {
     case 'O':
       o.ops = atol(optarg);
       break;
+    case 'T':
+      o.threads = atoi(optarg);
+      if (o.threads < 1 || o.threads > MAX_THREADS) {
+        fprintf(stderr, "idgen: bench: --threads must be 1..%d\n", MAX_THREADS);
+        return 2;
+      }
+      break;
     case 'h':
       fputs(usage, stdout);
       return 0;
@@ -692,6 +790,8 @@ int idgen_bench_main(int argc, char **argv) {
 
   if (o.ops > 0)
     return fixed_ops(o.ops, o.only);
+  if (o.threads > 0)
+    return thread_sweep(&o);
   char cpu[160], clocksource[64];
   bench_machine(cpu, sizeof cpu, clocksource, sizeof clocksource);
   printf("idgen %s bench: median of %d runs of %.1f s; CPU %s (%ld cores); clocksource %s; "
