@@ -179,6 +179,11 @@ expect "serve: lease field with static" 2 "" \
   'idgen: serve: lease_field = "worker" (from flag --lease-field): a lease field needs a registry other than static' \
   -- serve --registry static --lease-field worker --check-config
 expect "snowflake --clock precise" 0 '*' "" -- snowflake --clock precise -n 3
+expect "snowflake --clock coarse" 0 '*' "" -- snowflake --clock coarse -n 3
+expect "ulid --clock coarse" 0 '*' "" -- ulid --monotonic --clock coarse -n 3
+expect "uuid7 --clock coarse" 0 '*' "" -- uuid7 --clock coarse -n 3
+expect "ulid --clock bad" 2 "" 'idgen: --clock: "slow" is not a clock (expected fast, precise or coarse)' \
+  -- ulid --clock slow
 "$IDGEN" snowflake --random-sequence-start -n 2000 --layout 'time:41@1s,worker:10,sequence:12' >"$tmp/rs" &&
   [ "$(sort -u "$tmp/rs" | wc -l)" = 2000 ] && sort -c -n "$tmp/rs" 2>/dev/null && ok ||
   bad "snowflake --random-sequence-start: 2000 unique increasing IDs"

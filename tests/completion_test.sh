@@ -55,7 +55,9 @@ expect "$I snowflake --layout " twitter sonyflake discord instagram
 expect_only "$I snowflake -l so" sonyflake
 expect_only "$I serve --layout=tw" twitter
 expect "$I serve --layout=" twitter sonyflake
-expect_only "$I serve --clock " fast precise
+expect_only "$I serve --clock " fast precise coarse
+expect_only "$I ulid --clock " fast precise coarse
+expect_only "$I uuid7 --clock " fast precise coarse
 expect_only "$I serve --cache-on-empty f" fail
 expect_only "$I decode --format " text json baidu
 expect_only "$I registry " list free

@@ -253,6 +253,37 @@ def group_waiting_past_bound():
         d.stop()
 
 
+def group_coarse():
+    """--clock coarse: every generator of the daemon reads the coarse clock;
+    /info and INFO say so and give its resolution; the IDs of each kind are
+    increasing and their times no later than now and not far behind it."""
+    d = Daemon("coarse", ["--clock", "coarse", "--max-batch", "1000"])
+    try:
+        r, _ = curl(d.http, "/info")
+        ck = (json_body(r) or {}).get("clock", {}) if r else {}
+        check("--clock coarse: /info clock.setting coarse, coarse_resolution_ns 1 ns to 100 ms",
+              ck.get("setting") == "coarse" and 1 <= ck.get("coarse_resolution_ns", 0) <= 100000000, repr(ck))
+        rc, out, _ = rcli(d.resp, "--raw", "INFO")
+        check("--clock coarse: INFO clock:coarse", "clock:coarse" in out.replace("\r", ""), short(out))
+        t0 = int(time.time() * 1000)
+        got = {}
+        for kind, path in (("snowflake", "/id?count=1000"), ("ulid", "/ulid?count=1000"),
+                           ("uuid7", "/uuid7?count=1000")):
+            r, det = curl(d.http, path)
+            got[kind] = r.body.decode().split() if r and r.status == 200 else []
+            check("--clock coarse: %s: 1000 IDs, increasing" % kind,
+                  len(got[kind]) == 1000 and (kind != "snowflake" or increasing([int(x) for x in got[kind]]))
+                  and (kind == "snowflake" or got[kind] == sorted(got[kind]) and len(set(got[kind])) == 1000),
+                  det if not r else short(r.body))
+        t1 = int(time.time() * 1000)
+        if got["snowflake"]:
+            ms = [sf_fields(int(x))["unix_ms"] for x in (got["snowflake"][0], got["snowflake"][-1])]
+            check("--clock coarse: the Snowflake IDs' times are at most 1 s behind the requests, and "
+                  "not after them but by the borrow", t0 - 1000 <= ms[0] and ms[1] <= t1 + 1000, (ms, t0, t1))
+    finally:
+        d.stop()
+
+
 if __name__ == "__main__":
     run_suite("clock", after=[
         ("a @60s layout stepped back 50 s", lambda: group_step_back(
@@ -264,4 +295,5 @@ if __name__ == "__main__":
         ("a used-up minute", group_used_up_minute),
         ("requests that wait, shown", group_waiting_shown),
         ("a request past its bound", group_waiting_past_bound),
+        ("--clock coarse", group_coarse),
     ])

@@ -233,11 +233,14 @@ def group_http_routes(d):
         check("/info: limits (max_batch %d)" % MAX_BATCH,
               any("max_batch" in "/".join(p) and v in (MAX_BATCH, str(MAX_BATCH)) for p, v in flat.items()), repr(info))
         ck = info.get("clock")
-        check("/info: clock {setting fast, mode, fallbacks, recalibrations, cooldowns, cooldown_ms, tsc_hz}",
+        check("/info: clock {setting fast, mode, fallbacks, recalibrations, cooldowns, cooldown_ms, tsc_hz, "
+              "coarse_resolution_ns}",
               isinstance(ck, dict) and ck.get("setting") == "fast"
               and ck.get("mode") in ("fast", "precise", "calibrating", "unavailable")
               and all(isinstance(ck.get(k), int) and ck[k] >= 0
-                      for k in ("fallbacks", "recalibrations", "cooldowns", "cooldown_ms", "tsc_hz")), repr(ck))
+                      for k in ("fallbacks", "recalibrations", "cooldowns", "cooldown_ms", "tsc_hz"))
+              and isinstance(ck.get("coarse_resolution_ns"), int)
+              and 1 <= ck["coarse_resolution_ns"] <= 100000000, repr(ck))
 
     # the status page and its data (the page itself runs in Chromium: serve.status_page)
     for path in ("/", "/status"):
