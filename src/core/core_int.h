@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "idgen.h"
@@ -277,6 +278,41 @@ static inline int idgen__lock_acquire(idgen__lock_t *l) {
 static inline void idgen__lock_release(idgen__lock_t *l) {
   atomic_store_explicit(&l->word, atomic_load_explicit(&l->word, memory_order_relaxed) & ~1u,
                         memory_order_release);
+}
+
+/* A 64-bit value as 8 big-endian bytes (the 128-bit IDs' layout). */
+static inline void idgen__store_be64(uint8_t *p, uint64_t v) {
+  v = __builtin_bswap64(v);
+  memcpy(p, &v, 8);
+}
+
+/* The thread's buffer of random bytes (random.c), reachable from the
+ * generators' hot paths: idgen__random_quick serves n bytes from it when
+ * it has them in this process's generation (1), else 0 and the caller
+ * calls idgen__random, which refills it.  (WebAssembly: never; its one
+ * buffer is random.c's.) */
+#define IDGEN__RBUF_SIZE 4096
+struct idgen__rbuf {
+  unsigned gen; /* fork generation the bytes belong to */
+  size_t pos;   /* bytes before pos are used */
+  unsigned char bytes[IDGEN__RBUF_SIZE];
+};
+#ifndef __wasm__
+extern __thread struct idgen__rbuf *idgen__tls_rbuf __attribute__((tls_model("initial-exec")));
+#endif
+static inline int idgen__random_quick(const idgen_random_t *r, void *out, size_t n) {
+#ifndef __wasm__
+  struct idgen__rbuf *b = idgen__tls_rbuf;
+  if (IDGEN_LIKELY(r == NULL && b != NULL && IDGEN__RBUF_SIZE - b->pos >= n &&
+                   b->gen == idgen__fork_gen())) {
+    memcpy(out, b->bytes + b->pos, n);
+    b->pos += n;
+    return 1;
+  }
+#else
+  (void)r, (void)out, (void)n;
+#endif
+  return 0;
 }
 
 /* What the ULID and UUIDv7 generators share: the lock, the clock and the

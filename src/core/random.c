@@ -39,17 +39,12 @@
 
 #ifndef __wasm__
 
-#define RBUF_SIZE 4096
+#define RBUF_SIZE IDGEN__RBUF_SIZE
 
-struct rbuf {
-  unsigned gen; /* fork generation the bytes belong to */
-  size_t pos;   /* bytes before pos are used */
-  unsigned char bytes[RBUF_SIZE];
-};
-
-/* The pointer is initial-exec TLS (8 bytes, cheap to reach); the buffer
- * itself is allocated on first use and freed when the thread exits. */
-static __thread struct rbuf *tls_rbuf __attribute__((tls_model("initial-exec")));
+/* The pointer is initial-exec TLS (8 bytes, cheap to reach, also from the
+ * generators' inline idgen__random_quick); the buffer itself is allocated
+ * on first use and freed when the thread exits. */
+__thread struct idgen__rbuf *idgen__tls_rbuf __attribute__((tls_model("initial-exec")));
 static pthread_key_t rbuf_key;
 static pthread_once_t rbuf_once = PTHREAD_ONCE_INIT;
 
@@ -58,9 +53,9 @@ static int rbuf_key_ok;
 static void rbuf_free(void *p) {
   /* A later thread-exit destructor may still ask for random bytes: it gets a
    * new buffer (and this destructor runs again for it). */
-  tls_rbuf = NULL;
+  idgen__tls_rbuf = NULL;
   if (p != NULL) {
-    OPENSSL_cleanse(p, sizeof(struct rbuf));
+    OPENSSL_cleanse(p, sizeof(struct idgen__rbuf));
     free(p);
   }
 }
@@ -174,13 +169,13 @@ static int source(unsigned char *out, size_t n) {
 }
 
 static int refill(size_t n, void *out) {
-  struct rbuf *b = tls_rbuf;
+  struct idgen__rbuf *b = idgen__tls_rbuf;
   if (b == NULL) {
     pthread_once(&rbuf_once, rbuf_init_key);
     b = malloc(sizeof *b);
     if (b == NULL)
       return IDGEN_ERANDOM;
-    tls_rbuf = b;
+    idgen__tls_rbuf = b;
     if (rbuf_key_ok) /* otherwise the buffer lives as long as the process */
       pthread_setspecific(rbuf_key, b);
   }
@@ -198,12 +193,8 @@ static int refill(size_t n, void *out) {
 int idgen__random(const idgen_random_t *r, void *out, size_t n) {
   if (r != NULL)
     return r->fill(r->ctx, out, n);
-  struct rbuf *b = tls_rbuf;
-  if (IDGEN_LIKELY(b != NULL && RBUF_SIZE - b->pos >= n && b->gen == idgen__fork_gen())) {
-    memcpy(out, b->bytes + b->pos, n);
-    b->pos += n;
+  if (idgen__random_quick(NULL, out, n))
     return 0;
-  }
   return refill(n, out);
 }
 

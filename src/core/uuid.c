@@ -171,10 +171,39 @@ void idgen__uuid7_gen_set(idgen_uuid7_gen_t *g, int64_t ms, uint64_t counter) {
   idgen__lock_release(&g->c.lock);
 }
 
+/* The usual call, as ulid.c's next_at: a millisecond that is not new (by
+ * the racy guess, then under the lock), the tail from the thread's random
+ * buffer without a call, the lock's one compare-and-swap, the counter not
+ * used up.  Anything else: next_full, from the start (a tail drawn here is
+ * dropped, which costs four random bytes and nothing else). */
+static int next_full(idgen_uuid7_gen_t *g, int64_t now, idgen_uuid_t *out);
+
 int idgen_uuid7_gen_next(idgen_uuid7_gen_t *g, idgen_uuid_t *out) {
+  int64_t now = idgen__gen128_now_ms(&g->c);
+  uint32_t tail;
+  if (IDGEN_LIKELY(now >= 0 && now <= atomic_load_explicit(&g->last_ms, memory_order_relaxed) &&
+                   idgen__random_quick(g->c.randomp, &tail, sizeof tail) &&
+                   idgen__lock_try(&g->c.lock))) {
+    int64_t last = atomic_load_explicit(&g->last_ms, memory_order_relaxed);
+    uint64_t counter = g->counter + 1;
+    if (IDGEN_LIKELY(now <= last && counter <= COUNTER_MAX)) {
+      g->counter = counter;
+      idgen__lock_release(&g->c.lock);
+      /* uuid7_pack's layout: ms, version 7, the counter's top 12 bits; the
+       * variant, its low 30 bits, 32 random */
+      idgen__store_be64(out->bytes, (uint64_t)last << 16 | UINT64_C(0x7000) | (counter >> 30));
+      idgen__store_be64(out->bytes + 8, UINT64_C(0x8000000000000000) |
+                                            (counter & ((UINT64_C(1) << 30) - 1)) << 32 | tail);
+      return 0;
+    }
+    idgen__lock_release(&g->c.lock);
+  }
+  return next_full(g, now, out);
+}
+
+static int next_full(idgen_uuid7_gen_t *g, int64_t now, idgen_uuid_t *out) {
   uint64_t seed = 0;
   uint32_t tail;
-  int64_t now = idgen__gen128_now_ms(&g->c);
   if (now < 0 || now > UUID7_MAX_MS)
     return IDGEN_ECLOCK;
   int seeded = 0, rc;
