@@ -317,8 +317,8 @@ static int thread_sweep(const struct opts *o) {
     double f = median_of(rf, runs), n = median_of(rn, runs), c = median_of(rc, runs);
     printf("%7d %14.2f %14.2f %14.2f %10.2f %10.2f %10.2f\n", t, f / 1e6, n / 1e6, c / 1e6, n / f,
            c / f, c / n);
-    printf("bench.threads %d floor_mops=%.3f next_mops=%.3f take_mops=%.3f\n", t, f / 1e6,
-           n / 1e6, c / 1e6);
+    printf("bench.threads %d floor_mops=%.3f next_mops=%.3f take_mops=%.3f\n", t, f / 1e6, n / 1e6,
+           c / 1e6);
     fflush(stdout);
     if (t >= o->threads)
       break;

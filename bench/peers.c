@@ -720,8 +720,8 @@ int main(int argc, char **argv) {
   printf("| same, `IDGEN_CLOCK_COARSE` (skeeto's clock) | %.1f ns (%.1f M/s) | skeeto %.1f ns; "
          "coarse clock loop %.1f ns | %.2fx skeeto (rounds %.2f-%.2f); clock %+.1f ns | >= 1.5x "
          "skeeto: %s |\n",
-         ns(C_ULID_COARSE), med[C_ULID_COARSE] / 1e6, ns(C_SKEETO), ns(C_COARSE), uc_k.v,
-         uc_k.rmin, uc_k.rmax, ns(C_ULID_COARSE) - ns(C_COARSE), met(uc_k.v >= 1.5));
+         ns(C_ULID_COARSE), med[C_ULID_COARSE] / 1e6, ns(C_SKEETO), ns(C_COARSE), uc_k.v, uc_k.rmin,
+         uc_k.rmax, ns(C_ULID_COARSE) - ns(C_COARSE), met(uc_k.v >= 1.5));
   if (have(C_ULID_SCALAR)) {
     struct ratio us_k = ratio(C_ULID_SCALAR, C_SKEETO, runs);
     printf("| same, scalar codecs (as on CPUs without AVX-512 VBMI) | %.1f ns | skeeto %.1f ns | "

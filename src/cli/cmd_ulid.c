@@ -53,14 +53,11 @@ static void emit(const char *s, int json, int64_t i) {
 }
 
 int cmd_ulid(int argc, char **argv) {
-  static const struct option opts[] = {{"count", required_argument, 0, 'n'},
-                                       {"monotonic", no_argument, 0, 'm'},
-                                       {"at", required_argument, 0, 'a'},
-                                       {"uuid", no_argument, 0, 'u'},
-                                       {"clock", required_argument, 0, 'c'},
-                                       {"json", no_argument, 0, 'j'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+  static const struct option opts[] = {
+      {"count", required_argument, 0, 'n'}, {"monotonic", no_argument, 0, 'm'},
+      {"at", required_argument, 0, 'a'},    {"uuid", no_argument, 0, 'u'},
+      {"clock", required_argument, 0, 'c'}, {"json", no_argument, 0, 'j'},
+      {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
   int64_t n = 1, at = -1;
   int monotonic = 0, as_uuid = 0, json = 0, c;
   idgen_gen128_settings_t set = {.clock_mode = IDGEN_CLOCK_FAST};

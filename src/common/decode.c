@@ -192,7 +192,9 @@ int layout_info_json(const idgen_layout_t *l, char *buf, size_t n) {
   w = snprintf(buf + k, n - k,
                "],\"horizon_ms\":%" PRId64 ",\"ids_per_tick\":%" PRIu64 ",\"sign_bit\":\"%s\"",
                idgen_layout_horizon_ms(l), idgen_layout_ids_per_tick(l),
-               sign == INT64_MAX ? "never" : sign == INT64_MIN ? "node" : "time");
+               sign == INT64_MAX   ? "never"
+               : sign == INT64_MIN ? "node"
+                                   : "time");
   if (w < 0 || (k += (size_t)w) >= n)
     return -1;
   w = sign == INT64_MAX || sign == INT64_MIN

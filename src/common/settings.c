@@ -331,9 +331,8 @@ int settings_clock_mode(const char *v, idgen_clock_mode_t *mode) {
   static const struct {
     const char *word;
     idgen_clock_mode_t mode;
-  } words[] = {{"fast", IDGEN_CLOCK_FAST},
-               {"precise", IDGEN_CLOCK_PRECISE},
-               {"coarse", IDGEN_CLOCK_COARSE}};
+  } words[] = {
+      {"fast", IDGEN_CLOCK_FAST}, {"precise", IDGEN_CLOCK_PRECISE}, {"coarse", IDGEN_CLOCK_COARSE}};
   for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
     if (strcmp(v, words[i].word) == 0) {
       *mode = words[i].mode;

@@ -770,7 +770,7 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
   /* Keep one value free in a full 64-bit state so that `next` never wraps. */
   g->max_state = state_bits == 64 ? UINT64_MAX - 1 : (UINT64_C(1) << state_bits) - 1;
   g->random_start = s->random_sequence_start != 0;
-  g->clock_kind = s->clock_mode == IDGEN_CLOCK_FAST      ? CLOCK_KIND_FAST
+  g->clock_kind = s->clock_mode == IDGEN_CLOCK_FAST     ? CLOCK_KIND_FAST
                   : s->clock_mode == IDGEN_CLOCK_COARSE ? CLOCK_KIND_COARSE
                                                         : CLOCK_KIND_PRECISE;
   if (s->clock != NULL) {
