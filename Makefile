@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: deb bench-peers test-cluster demo bench-serve bench-thrift bench-registry bench-latency format model bench-js all deps build run test sanitize tsan fuzz bench install uninstall clean ci
+.PHONY: deb bench-peers test-cluster demo bench-serve bench-thrift bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
 
 all: build
 
@@ -122,6 +122,11 @@ bench-js: build
 # The Thrift service beside RESP and HTTP on one daemon, one load client.
 bench-thrift: build
 	bench/thrift_bench.sh $(BUILD)
+
+# Every benchmark docs/BENCHMARKS.md quotes, one after another, outputs kept
+# in /tmp/idgen-bench-all-$UID (about 20 minutes; BENCH_ALL_FLAGS=--quick: 5).
+bench-all: build
+	bench/all.sh $(BENCH_ALL_FLAGS) $(BUILD)
 
 # The daemon beside redis-server and nginx (about 5 minutes; --quick: 30 s).
 bench-serve: build
