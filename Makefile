@@ -117,7 +117,8 @@ bench-peers: build
 # The Node.js addon beside npm's ID packages (peers installed into a
 # temporary folder), speed and correctness in one run.
 bench-js: build
-	IDGEN_NODE_ADDON=$(abspath $(BUILD))/js/idgen.node bench/js/run.sh $(BENCH_JS_FLAGS)
+	IDGEN_NODE_ADDON=$(abspath $(BUILD))/js/idgen.node IDGEN_WASM_DIR=$(abspath $(BUILD))/js/browser \
+	  bench/js/run.sh $(BENCH_JS_FLAGS)
 
 # The Thrift service beside RESP and HTTP on one daemon, one load client.
 bench-thrift: build

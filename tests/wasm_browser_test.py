@@ -16,6 +16,13 @@ given; the errors' codes, and their messages against the ones `idgen`
 (IDGEN) prints for the same input.  Every request the page made went to
 the test's server.  Screenshot: OUTDIR/wasm-browser.png (its path printed).
 
+Then, in the same browser, the example page js/examples/snowflake.html,
+served as its comment says (the tree over HTTP: js/ from the source, and
+build/js/browser/ for idgen.wasm, which browser.mjs fetches there when it
+is not beside it): the page must finish without an exception and report
+its 10,000 Snowflake IDs distinct and increasing, the first decoded with
+the node values it gave, and a well-formed UUIDv7.
+
 Exits 77 (skipped) with a message when Chromium or python3-websocket is
 missing; prints "N passed, N failed" and exits 1 on any failure.
 """
@@ -201,15 +208,59 @@ def check_ids(kind, ids, now_ms):
           times and all(abs(t - now_ms) < 60000 for t in times), (times, now_ms))
 
 
+def check_example(browser, tmp, browser_dir):
+    """js/examples/snowflake.html, served as a checkout of the tree is."""
+    tree = os.path.join(tmp, "tree")
+    os.makedirs(os.path.join(tree, "build", "js"))
+    src_js = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "js")
+    os.symlink(src_js, os.path.join(tree, "js"))
+    os.symlink(browser_dir, os.path.join(tree, "build", "js", "browser"))
+    server = Server(tree)
+    try:
+        errors_before = len(browser.console_errors)
+        url = "http://127.0.0.1:%d/js/examples/snowflake.html" % server.port
+        browser.call("Page.navigate", url=url)
+        # the page writes its report over "working…" when done; an
+        # exception leaves "working…" and is caught by the driver
+        text = browser.wait("the example page", lambda: browser.eval(
+            "document.readyState === 'complete' && (document.getElementById('out') || {}).textContent")
+            not in (None, False, "", "working…") and browser.text("out"), 60) or ""
+        errors = browser.console_errors[errors_before:]
+        print("js/examples/snowflake.html reports:\n  " + text.replace("\n", "\n  "))
+        check("example: the page finishes without an exception", text and not errors,
+              (text, errors))
+        lines = text.split("\n")
+        check("example: 10000 IDs, 10000 distinct, increasing",
+              lines[0] == "10000 IDs, 10000 distinct, increasing: true", lines[0])
+        m = re.fullmatch(r"first ([0-9]+), last ([0-9]+)", lines[1] if len(lines) > 1 else "")
+        check("example: first and last IDs shown, last above first",
+              m and int(m.group(2)) > int(m.group(1)), lines[1:2])
+        d = json.loads(lines[2][len("decoded: "):]) if len(lines) > 2 and \
+            lines[2].startswith("decoded: ") else {}
+        check("example: the first ID decoded with its node values (datacenter=1, worker=1)",
+              m and d.get("id") == m.group(1) and d.get("kind") == "snowflake" and
+              d.get("fields", {}).get("datacenter") == 1 and d.get("fields", {}).get("worker") == 1,
+              d)
+        check("example: a UUIDv7 shown", len(lines) > 3 and re.fullmatch(
+            r"a UUIDv7 needs no node value: [0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-"
+            r"[0-9a-f]{12}", lines[3]), lines[3:4])
+        check("example: the page fetched the module, its layout code and idgen.wasm",
+              all(p in server.paths for p in ("/js/browser.mjs", "/js/lib/layout.js",
+                                              "/build/js/browser/idgen.wasm")), server.paths)
+    finally:
+        server.close()
+
+
 def run(browser_dir, out, idgen):
     tmp = tempfile.mkdtemp(prefix="idgen-wasm-")
     server = browser = None
     try:
         site = os.path.join(tmp, "site")
         os.mkdir(site)
-        os.mkdir(os.path.join(site, "lib"))
-        for f in ("browser.mjs", "idgen.wasm", os.path.join("lib", "layout.js")):
-            shutil.copy(os.path.join(browser_dir, f), os.path.join(site, f))
+        for f in ("browser.mjs", "idgen.wasm"):
+            shutil.copy(os.path.join(browser_dir, f), site)
+        # browser.mjs imports ./lib/layout.js (decode and plan in JavaScript)
+        shutil.copytree(os.path.join(browser_dir, "lib"), os.path.join(site, "lib"))
         with open(os.path.join(site, "index.html"), "w") as f:
             f.write(PAGE.replace("@N@", str(N)))
         server = Server(site)
@@ -285,6 +336,7 @@ def run(browser_dir, out, idgen):
         browser.screenshot(shot)
         check("screenshot saved", os.path.getsize(shot) > 1000)
         print("screenshot: " + shot)
+        check_example(browser, tmp, browser_dir)
     finally:
         if browser:
             browser.close()
