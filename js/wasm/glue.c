@@ -123,43 +123,93 @@ EXPORT(wait_ms) int wasm_wait_ms(const idgen_snowflake_wait_t *w) {
 
 /* ---- ULID and UUIDv7 ----------------------------------------------------- */
 
+/* The monotonic generators read the clock through this: the wall clock read
+ * once per fill (a read is a call out to JavaScript, dearer than an ID),
+ * every ID of the batch stamped with it. */
+static int64_t batch_ns;
+static int64_t batch_now(void *ctx) {
+  (void)ctx;
+  return batch_ns;
+}
+static const idgen_gen128_settings_t batch_clock = {
+    .clock_mode = IDGEN_CLOCK_PRECISE, .clock = &(idgen_clock_t){batch_now, NULL, NULL}};
+
 EXPORT(ulid_gen_new) int wasm_ulid_gen_new(void) {
   err[0] = '\0';
   idgen_ulid_gen_t *g;
-  int rc = idgen_ulid_gen_new(&g, NULL);
+  int rc = idgen_ulid_gen_new(&g, &batch_clock);
   return rc < 0 ? fail(rc) : (int)(uintptr_t)g;
 }
 
 EXPORT(ulid_gen_free) void wasm_ulid_gen_free(idgen_ulid_gen_t *g) { idgen_ulid_gen_free(g); }
 
-/* The next ULID's 26 characters into out. */
-EXPORT(ulid_gen_next) int wasm_ulid_gen_next(idgen_ulid_gen_t *g) {
+/* Up to n monotonic ULIDs of g (n >= 1, at most OUT_MAX / 26), their texts
+ * one after another in out with no separator, all of one millisecond (the
+ * clock is read once, before the first; a generator run ahead of it can
+ * still cross into the next): the count made, or the error.  browser.mjs hands them out
+ * one per next() while Date.now() still shows the millisecond it read
+ * before this call, and drops the rest: a call into the module per ID costs
+ * more than the ID (the glue's clock, the text's decoding). */
+EXPORT(ulid_gen_fill) int wasm_ulid_gen_fill(idgen_ulid_gen_t *g, int n) {
   err[0] = '\0';
-  idgen_ulid_t u;
-  int rc = idgen_ulid_gen_next(g, &u);
-  if (rc < 0)
-    return fail(rc);
-  idgen_ulid_format(&u, out);
-  return 0;
+  int made = 0;
+  int64_t first_ms = -1;
+  if (n > OUT_MAX / IDGEN_ULID_STRLEN)
+    n = OUT_MAX / IDGEN_ULID_STRLEN;
+  batch_ns = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE) * 1000000;
+  while (made < n) {
+    idgen_ulid_t u;
+    int rc = idgen_ulid_gen_next(g, &u);
+    if (rc < 0)
+      return made > 0 ? made : fail(rc);
+    if (first_ms < 0)
+      first_ms = idgen_ulid_time(&u);
+    else if (idgen_ulid_time(&u) != first_ms)
+      break; /* a new millisecond: this one is dropped, as unused ones are */
+    char text[IDGEN_ULID_STRLEN + 1];
+    idgen_ulid_format(&u, text);
+    memcpy(out + made * IDGEN_ULID_STRLEN, text, IDGEN_ULID_STRLEN);
+    made++;
+  }
+  return made;
 }
 
 EXPORT(uuid7_gen_new) int wasm_uuid7_gen_new(void) {
   err[0] = '\0';
   idgen_uuid7_gen_t *g;
-  int rc = idgen_uuid7_gen_new(&g, NULL);
+  int rc = idgen_uuid7_gen_new(&g, &batch_clock);
   return rc < 0 ? fail(rc) : (int)(uintptr_t)g;
 }
 
 EXPORT(uuid7_gen_free) void wasm_uuid7_gen_free(idgen_uuid7_gen_t *g) { idgen_uuid7_gen_free(g); }
 
-EXPORT(uuid7_gen_next) int wasm_uuid7_gen_next(idgen_uuid7_gen_t *g) {
+/* As ulid_gen_fill, for UUIDv7s (36 characters each): every one with its
+ * own 32 random bits, as ever. */
+EXPORT(uuid7_gen_fill) int wasm_uuid7_gen_fill(idgen_uuid7_gen_t *g, int n) {
   err[0] = '\0';
-  idgen_uuid_t u;
-  int rc = idgen_uuid7_gen_next(g, &u);
-  if (rc < 0)
-    return fail(rc);
-  idgen_uuid_format(&u, out);
-  return 0;
+  int made = 0;
+  int64_t first_ms = -1;
+  if (n > OUT_MAX / IDGEN_UUID_STRLEN)
+    n = OUT_MAX / IDGEN_UUID_STRLEN;
+  batch_ns = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE) * 1000000;
+  while (made < n) {
+    idgen_uuid_t u;
+    int rc = idgen_uuid7_gen_next(g, &u);
+    if (rc < 0)
+      return made > 0 ? made : fail(rc);
+    int64_t ms = 0;
+    for (int i = 0; i < 6; i++)
+      ms = ms << 8 | u.bytes[i];
+    if (first_ms < 0)
+      first_ms = ms;
+    else if (ms != first_ms)
+      break;
+    char text[IDGEN_UUID_STRLEN + 1];
+    idgen_uuid_format(&u, text);
+    memcpy(out + made * IDGEN_UUID_STRLEN, text, IDGEN_UUID_STRLEN);
+    made++;
+  }
+  return made;
 }
 
 /* A new ULID (not monotonic) into out. */
