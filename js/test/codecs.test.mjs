@@ -85,6 +85,33 @@ for (const [build, idgen] of builds) {
       assert.ok(ms >= t0 && ms <= Date.now() + 1, `time ${ms}`);
     }
   });
+
+  // (The WebAssembly build hands out IDs made a few at a time, while the
+  // millisecond they were made in lasts: none may be older than the moment
+  // it is handed out, at any rate of calls.)
+  test(`${build}: monotonic ULIDs and UUIDv7s are never older than the call that returns them`, async () => {
+    const timeOf = (x) => idgen.decode(x).unix_ms;
+    for (const G of [idgen.UlidGenerator, idgen.Uuid7Generator]) {
+      const g = new G();
+      let last = '', calls = 0;
+      const until = Date.now() + 300;
+      while (Date.now() < until) {
+        // bursts of 1 to 4,096 calls, then a pause of 0 to 2 ms
+        const burst = 1 << Math.floor(Math.random() * 13);
+        for (let i = 0; i < burst; i++, calls++) {
+          const t0 = Date.now();
+          const x = g.next();
+          const t1 = Date.now();
+          const ms = timeOf(x);
+          assert.ok(x > last, `${x} after ${last}`);
+          assert.ok(ms >= t0 && ms <= t1, `${G.name}: ${x} is of ${ms}, called in [${t0}, ${t1}]`);
+          last = x;
+        }
+        await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 3)));
+      }
+      assert.ok(calls > 1000, `${calls} calls`);
+    }
+  });
 }
 
 test('both builds: the same decode objects and error messages', (t) => {
