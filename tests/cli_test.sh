@@ -182,6 +182,23 @@ expect "snowflake --clock precise" 0 '*' "" -- snowflake --clock precise -n 3
 expect "snowflake --clock coarse" 0 '*' "" -- snowflake --clock coarse -n 3
 expect "ulid --clock coarse" 0 '*' "" -- ulid --monotonic --clock coarse -n 3
 expect "uuid7 --clock coarse" 0 '*' "" -- uuid7 --clock coarse -n 3
+# Holders of one worker ID on one file: registry that alternate between the
+# fast and the coarse clock (whose stamps lag by a timer tick or two): each
+# starts above the mark of the one before, so the IDs of all of them, in
+# order, strictly increase.
+mkdir "$tmp/reg-clocks"
+: >"$tmp/clocks"
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  if [ $((i % 2)) = 0 ]; then clk=fast; else clk=coarse; fi
+  "$IDGEN" snowflake --registry "file:$tmp/reg-clocks" --clock $clk -n 2000 >>"$tmp/clocks" 2>"$tmp/err" ||
+    bad "holder $i (--clock $clk): $(cat "$tmp/err")"
+done
+# 19-digit IDs of one layout: as text of equal length, sort order is numeric order
+if [ "$(wc -l <"$tmp/clocks")" = 20000 ] && LC_ALL=C sort -c -u "$tmp/clocks" 2>"$tmp/err"; then
+  ok
+else
+  bad "fast and coarse holders of one worker: IDs not strictly increasing: $(cat "$tmp/err")"
+fi
 expect "ulid --clock bad" 2 "" 'idgen: --clock: "slow" is not a clock (expected fast, precise or coarse)' \
   -- ulid --clock slow
 "$IDGEN" snowflake --random-sequence-start -n 2000 --layout 'time:41@1s,worker:10,sequence:12' >"$tmp/rs" &&
