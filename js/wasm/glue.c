@@ -143,35 +143,53 @@ EXPORT(ulid_gen_new) int wasm_ulid_gen_new(void) {
 
 EXPORT(ulid_gen_free) void wasm_ulid_gen_free(idgen_ulid_gen_t *g) { idgen_ulid_gen_free(g); }
 
-/* Up to n monotonic ULIDs of g (n >= 1, at most OUT_MAX / 26), their texts
+/* One ID of a 128-bit generator as text (len characters, no NUL) and its
+ * millisecond, or the error: what fill() needs of each kind. */
+typedef int (*next_text_fn)(void *g, char *text, int64_t *ms);
+
+/* Up to n monotonic IDs of g (n >= 1, at most OUT_MAX / len), their texts
  * one after another in out with no separator, all of one millisecond (the
  * clock is read once, before the first; a generator run ahead of it can
- * still cross into the next): the count made, or the error.  browser.mjs hands them out
- * one per next() while Date.now() still shows the millisecond it read
- * before this call, and drops the rest: a call into the module per ID costs
- * more than the ID (the glue's clock, the text's decoding). */
-EXPORT(ulid_gen_fill) int wasm_ulid_gen_fill(idgen_ulid_gen_t *g, int n) {
+ * still cross into the next): the count made, or the error.  browser.mjs
+ * hands them out one per next() while Date.now() still shows the
+ * millisecond it read before this call, and drops the rest: a call into the
+ * module per ID costs more than the ID (the glue's clock, the text's
+ * decoding). */
+static int fill(void *g, int n, int len, next_text_fn next) {
   err[0] = '\0';
   int made = 0;
   int64_t first_ms = -1;
-  if (n > OUT_MAX / IDGEN_ULID_STRLEN)
-    n = OUT_MAX / IDGEN_ULID_STRLEN;
+  if (n > OUT_MAX / len)
+    n = OUT_MAX / len;
   batch_ns = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE) * 1000000;
   while (made < n) {
-    idgen_ulid_t u;
-    int rc = idgen_ulid_gen_next(g, &u);
+    int64_t ms;
+    int rc = next(g, out + made * len, &ms);
     if (rc < 0)
       return made > 0 ? made : fail(rc);
     if (first_ms < 0)
-      first_ms = idgen_ulid_time(&u);
-    else if (idgen_ulid_time(&u) != first_ms)
+      first_ms = ms;
+    else if (ms != first_ms)
       break; /* a new millisecond: this one is dropped, as unused ones are */
-    char text[IDGEN_ULID_STRLEN + 1];
-    idgen_ulid_format(&u, text);
-    memcpy(out + made * IDGEN_ULID_STRLEN, text, IDGEN_ULID_STRLEN);
     made++;
   }
   return made;
+}
+
+static int ulid_next_text(void *g, char *text, int64_t *ms) {
+  idgen_ulid_t u;
+  char buf[IDGEN_ULID_STRLEN + 1];
+  int rc = idgen_ulid_gen_next(g, &u);
+  if (rc < 0)
+    return rc;
+  idgen_ulid_format(&u, buf);
+  memcpy(text, buf, IDGEN_ULID_STRLEN);
+  *ms = idgen_ulid_time(&u);
+  return 0;
+}
+
+EXPORT(ulid_gen_fill) int wasm_ulid_gen_fill(idgen_ulid_gen_t *g, int n) {
+  return fill(g, n, IDGEN_ULID_STRLEN, ulid_next_text);
 }
 
 EXPORT(uuid7_gen_new) int wasm_uuid7_gen_new(void) {
@@ -183,33 +201,22 @@ EXPORT(uuid7_gen_new) int wasm_uuid7_gen_new(void) {
 
 EXPORT(uuid7_gen_free) void wasm_uuid7_gen_free(idgen_uuid7_gen_t *g) { idgen_uuid7_gen_free(g); }
 
-/* As ulid_gen_fill, for UUIDv7s (36 characters each): every one with its
- * own 32 random bits, as ever. */
+/* UUIDv7s (36 characters each), as ulid_gen_fill: every one with its own
+ * 32 random bits, as ever. */
+static int uuid7_next_text(void *g, char *text, int64_t *ms) {
+  idgen_uuid_t u;
+  char buf[IDGEN_UUID_STRLEN + 1];
+  int rc = idgen_uuid7_gen_next(g, &u);
+  if (rc < 0)
+    return rc;
+  idgen_uuid_format(&u, buf);
+  memcpy(text, buf, IDGEN_UUID_STRLEN);
+  *ms = idgen_uuid7_time(&u);
+  return 0;
+}
+
 EXPORT(uuid7_gen_fill) int wasm_uuid7_gen_fill(idgen_uuid7_gen_t *g, int n) {
-  err[0] = '\0';
-  int made = 0;
-  int64_t first_ms = -1;
-  if (n > OUT_MAX / IDGEN_UUID_STRLEN)
-    n = OUT_MAX / IDGEN_UUID_STRLEN;
-  batch_ns = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE) * 1000000;
-  while (made < n) {
-    idgen_uuid_t u;
-    int rc = idgen_uuid7_gen_next(g, &u);
-    if (rc < 0)
-      return made > 0 ? made : fail(rc);
-    int64_t ms = 0;
-    for (int i = 0; i < 6; i++)
-      ms = ms << 8 | u.bytes[i];
-    if (first_ms < 0)
-      first_ms = ms;
-    else if (ms != first_ms)
-      break;
-    char text[IDGEN_UUID_STRLEN + 1];
-    idgen_uuid_format(&u, text);
-    memcpy(out + made * IDGEN_UUID_STRLEN, text, IDGEN_UUID_STRLEN);
-    made++;
-  }
-  return made;
+  return fill(g, n, IDGEN_UUID_STRLEN, uuid7_next_text);
 }
 
 /* A new ULID (not monotonic) into out. */
