@@ -140,24 +140,24 @@ static void test_two_threads_next(void **state) {
   idgen_snowflake_gen_free(g);
 }
 
-static void test_two_threads_next_precise_clock(void **state) {
-  (void)state;
+/* Two threads on one WIDE generator reading the clock in `clock`. */
+static void run_two_on_clock(idgen_clock_mode_t clock, enum mode mode, size_t n) {
   idgen_snowflake_settings_t s;
   idgen_snowflake_settings_init(&s);
-  s.clock_mode = IDGEN_CLOCK_PRECISE;
+  s.clock_mode = clock;
   idgen_snowflake_gen_t *g = tu_gen(WIDE, &s);
-  run_two(g, MODE_NEXT, tu_scaled(2000000), NULL);
+  run_two(g, mode, n, NULL);
   idgen_snowflake_gen_free(g);
+}
+
+static void test_two_threads_next_precise_clock(void **state) {
+  (void)state;
+  run_two_on_clock(IDGEN_CLOCK_PRECISE, MODE_NEXT, tu_scaled(2000000));
 }
 
 static void test_two_threads_next_coarse_clock(void **state) {
   (void)state;
-  idgen_snowflake_settings_t s;
-  idgen_snowflake_settings_init(&s);
-  s.clock_mode = IDGEN_CLOCK_COARSE;
-  idgen_snowflake_gen_t *g = tu_gen(WIDE, &s);
-  run_two(g, MODE_MIXED, tu_scaled(4000000), NULL);
-  idgen_snowflake_gen_free(g);
+  run_two_on_clock(IDGEN_CLOCK_COARSE, MODE_MIXED, tu_scaled(4000000));
 }
 
 static void test_two_threads_batches(void **state) {
