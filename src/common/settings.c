@@ -327,18 +327,26 @@ static int load_file(settings_t *s, const char *path) {
   return rc;
 }
 
+static const struct {
+  const char *word;
+  idgen_clock_mode_t mode;
+} clock_words[] = {
+    {"fast", IDGEN_CLOCK_FAST}, {"precise", IDGEN_CLOCK_PRECISE}, {"coarse", IDGEN_CLOCK_COARSE}};
+
 int settings_clock_mode(const char *v, idgen_clock_mode_t *mode) {
-  static const struct {
-    const char *word;
-    idgen_clock_mode_t mode;
-  } words[] = {
-      {"fast", IDGEN_CLOCK_FAST}, {"precise", IDGEN_CLOCK_PRECISE}, {"coarse", IDGEN_CLOCK_COARSE}};
-  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-    if (strcmp(v, words[i].word) == 0) {
-      *mode = words[i].mode;
+  for (size_t i = 0; i < sizeof clock_words / sizeof clock_words[0]; i++)
+    if (strcmp(v, clock_words[i].word) == 0) {
+      *mode = clock_words[i].mode;
       return 0;
     }
   return -1;
+}
+
+const char *settings_clock_word(idgen_clock_mode_t mode) {
+  for (size_t i = 0; i < sizeof clock_words / sizeof clock_words[0]; i++)
+    if (clock_words[i].mode == mode)
+      return clock_words[i].word;
+  return "fast"; /* the settings make no other mode */
 }
 
 int settings_parse_int(const char *s, int64_t *v) {

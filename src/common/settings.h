@@ -183,6 +183,8 @@ int settings_parse_int(const char *s, int64_t *v);
  * -1.  SETTINGS_CLOCK_WORDS names them for messages. */
 #define SETTINGS_CLOCK_WORDS "fast, precise or coarse"
 int settings_clock_mode(const char *v, idgen_clock_mode_t *mode);
+/* The word of a mode settings_clock_mode reads. */
+const char *settings_clock_word(idgen_clock_mode_t mode);
 
 /* Key k's value as a whole number within its bounds into *v: 0, or 2 after
  * a message. */

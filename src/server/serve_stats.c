@@ -175,14 +175,7 @@ static const char *time_or(int64_t ms, char *buf, const char *none) {
 }
 
 static const char *clock_setting(serve_daemon_t *s) {
-  switch (s->cfg->s.gen.clock_mode) {
-  case IDGEN_CLOCK_PRECISE:
-    return "precise";
-  case IDGEN_CLOCK_COARSE:
-    return "coarse";
-  default:
-    return "fast";
-  }
+  return settings_clock_word(s->cfg->s.gen.clock_mode);
 }
 
 /* The fast clock (docs/DESIGN.md section 2): its state as a state set, and
