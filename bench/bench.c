@@ -189,6 +189,29 @@ static void *gen_thread(void *p) {
   return NULL;
 }
 
+/* n threads running fn on copies of `proto`, started together (a barrier
+ * when n > 1): the IDs of all over the longest of their times. */
+static struct sample run_threads(int n, void *(*fn)(void *), struct thread_arg proto) {
+  struct thread_arg ta[MAX_THREADS];
+  pthread_t th[MAX_THREADS];
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, (unsigned)n);
+  for (int i = 0; i < n; i++) {
+    ta[i] = proto;
+    ta[i].start = n > 1 ? &bar : NULL;
+    pthread_create(&th[i], NULL, fn, &ta[i]);
+  }
+  struct sample s = {0, 0};
+  for (int i = 0; i < n; i++) {
+    pthread_join(th[i], NULL);
+    s.ids += ta[i].out.ids;
+    if (ta[i].out.secs > s.secs)
+      s.secs = ta[i].out.secs;
+  }
+  pthread_barrier_destroy(&bar);
+  return s;
+}
+
 static struct sample run_gen(double seconds, void *arg) {
   const struct gen_arg *a = arg;
   idgen_snowflake_gen_t *g = make_gen(a);
@@ -198,22 +221,8 @@ static struct sample run_gen(double seconds, void *arg) {
     fprintf(stderr, "idgen: bench: %s\n", err);
     exit(1);
   }
-  struct thread_arg ta[MAX_THREADS];
-  pthread_t th[MAX_THREADS];
-  pthread_barrier_t bar;
-  pthread_barrier_init(&bar, NULL, (unsigned)a->threads);
-  for (int i = 0; i < a->threads; i++) {
-    ta[i] = (struct thread_arg){g, c, a->batch, seconds, a->threads > 1 ? &bar : NULL, {0, 0}};
-    pthread_create(&th[i], NULL, gen_thread, &ta[i]);
-  }
-  struct sample s = {0, 0};
-  for (int i = 0; i < a->threads; i++) {
-    pthread_join(th[i], NULL);
-    s.ids += ta[i].out.ids;
-    if (ta[i].out.secs > s.secs)
-      s.secs = ta[i].out.secs;
-  }
-  pthread_barrier_destroy(&bar);
+  struct sample s = run_threads(a->threads, gen_thread,
+                                (struct thread_arg){g, c, a->batch, seconds, NULL, {0, 0}});
   idgen_cached_gen_free(c);
   idgen_snowflake_gen_free(g);
   idgen_lease_release(bench_lease);
@@ -257,7 +266,8 @@ static _Atomic uint64_t floor_counter;
 static void *floor_thread(void *p) {
   struct thread_arg *ta = p;
   uint64_t n = 0, acc = 0;
-  pthread_barrier_wait(ta->start);
+  if (ta->start)
+    pthread_barrier_wait(ta->start);
   double t0 = mono(), t;
   do {
     for (int i = 0; i < 1024; i++)
@@ -270,24 +280,8 @@ static void *floor_thread(void *p) {
   return NULL;
 }
 static struct sample run_floor(double seconds, void *arg) {
-  int threads = *(const int *)arg;
-  struct thread_arg ta[MAX_THREADS];
-  pthread_t th[MAX_THREADS];
-  pthread_barrier_t bar;
-  pthread_barrier_init(&bar, NULL, (unsigned)threads);
-  for (int i = 0; i < threads; i++) {
-    ta[i] = (struct thread_arg){NULL, NULL, 0, seconds, &bar, {0, 0}};
-    pthread_create(&th[i], NULL, floor_thread, &ta[i]);
-  }
-  struct sample s = {0, 0};
-  for (int i = 0; i < threads; i++) {
-    pthread_join(th[i], NULL);
-    s.ids += ta[i].out.ids;
-    if (ta[i].out.secs > s.secs)
-      s.secs = ta[i].out.secs;
-  }
-  pthread_barrier_destroy(&bar);
-  return s;
+  return run_threads(*(const int *)arg, floor_thread,
+                     (struct thread_arg){NULL, NULL, 0, seconds, NULL, {0, 0}});
 }
 
 static double median_of(double *v, int n);
