@@ -115,12 +115,8 @@ int64_t idgen_uuid7_time(const idgen_uuid_t *u) {
 
 /* Writes ms, version 7, rand_a (12 bits), variant 10 and rand_b (62 bits). */
 static void uuid7_pack(idgen_uuid_t *u, int64_t ms, uint64_t rand_a, uint64_t rand_b) {
-  uint64_t hi = (uint64_t)ms << 16 | UINT64_C(0x7000) | (rand_a & 0xfff);
-  uint64_t lo = UINT64_C(0x8000000000000000) | (rand_b & (UINT64_MAX >> 2));
-  for (int i = 0; i < 8; i++) {
-    u->bytes[i] = (uint8_t)(hi >> (56 - 8 * i));
-    u->bytes[8 + i] = (uint8_t)(lo >> (56 - 8 * i));
-  }
+  idgen__store_be64(u->bytes, (uint64_t)ms << 16 | UINT64_C(0x7000) | (rand_a & 0xfff));
+  idgen__store_be64(u->bytes + 8, UINT64_C(0x8000000000000000) | (rand_b & (UINT64_MAX >> 2)));
 }
 
 int idgen_uuid7_make(idgen_uuid_t *out) {
@@ -189,11 +185,7 @@ int idgen_uuid7_gen_next(idgen_uuid7_gen_t *g, idgen_uuid_t *out) {
     if (IDGEN_LIKELY(now <= last && counter <= COUNTER_MAX)) {
       g->counter = counter;
       idgen__lock_release(&g->c.lock);
-      /* uuid7_pack's layout: ms, version 7, the counter's top 12 bits; the
-       * variant, its low 30 bits, 32 random */
-      idgen__store_be64(out->bytes, (uint64_t)last << 16 | UINT64_C(0x7000) | (counter >> 30));
-      idgen__store_be64(out->bytes + 8, UINT64_C(0x8000000000000000) |
-                                            (counter & ((UINT64_C(1) << 30) - 1)) << 32 | tail);
+      uuid7_pack(out, last, counter >> 30, (counter & ((UINT64_C(1) << 30) - 1)) << 32 | tail);
       return 0;
     }
     idgen__lock_release(&g->c.lock);
