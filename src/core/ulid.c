@@ -41,11 +41,6 @@ static uint64_t be64(const uint8_t *p) {
   return __builtin_bswap64(v);
 }
 
-static void store_be64(uint8_t *p, uint64_t v) {
-  v = __builtin_bswap64(v);
-  memcpy(p, &v, 8);
-}
-
 int64_t idgen_ulid_time(const idgen_ulid_t *u) { return (int64_t)(be64(u->bytes) >> 16); }
 
 int idgen_ulid_make(idgen_ulid_t *out, int64_t unix_ms, const idgen_random_t *rnd) {
@@ -180,8 +175,8 @@ int idgen_ulid_parse(idgen_ulid_t *out, const char *s, size_t len, idgen_ulid_pa
     return idgen__err(err, errlen, IDGEN_ERANGE,
                       "ULID: first character '%c' at position %zu overflows 128 bits (at most 7)",
                       given[first_pos - 1], first_pos);
-  store_be64(out->bytes, t << 16 | hi >> 24);
-  store_be64(out->bytes + 8, hi << 40 | lo);
+  idgen__store_be64(out->bytes, t << 16 | hi >> 24);
+  idgen__store_be64(out->bytes + 8, hi << 40 | lo);
   return 0;
 }
 
@@ -269,8 +264,8 @@ static __attribute__((noinline)) int next_full(idgen_ulid_gen_t *g, int64_t now,
   g->last_lo = lo;
   idgen__lock_release(&g->c.lock);
 
-  store_be64(out->bytes, (uint64_t)ms << 16 | hi);
-  store_be64(out->bytes + 8, lo);
+  idgen__store_be64(out->bytes, (uint64_t)ms << 16 | hi);
+  idgen__store_be64(out->bytes + 8, lo);
   return 0;
 }
 
@@ -290,8 +285,8 @@ static inline __attribute__((always_inline)) int next_at(idgen_ulid_gen_t *g, in
         uint16_t hi = g->last_hi;
         g->last_lo = lo;
         idgen__lock_release(&g->c.lock);
-        store_be64(out->bytes, (uint64_t)last << 16 | hi);
-        store_be64(out->bytes + 8, lo);
+        idgen__store_be64(out->bytes, (uint64_t)last << 16 | hi);
+        idgen__store_be64(out->bytes + 8, lo);
         return 0;
       }
       idgen__lock_release(&g->c.lock);
