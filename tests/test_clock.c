@@ -10,7 +10,9 @@
  * counted in idgen_clock_stats().
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <time.h>
 
 #include "core_int.h"
@@ -439,6 +441,40 @@ static void test_real_clock_calibrates(void **state) {
     fast_between_precise();
 }
 
+static int64_t ts_ns(const struct timespec *t) {
+  return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/* The ID clocks' read (idgen__wall_read): the kernel's answer, between two
+ * reads of the C library's clock_gettime, for both clocks; and, where the
+ * program's clock_gettime is the C library's own (no preload, no
+ * sanitizer's interceptor) and the kernel maps a vDSO, the vDSO's entry
+ * called directly, as it should be.  (Under libfaketime: test_frozen_clock.) */
+static void test_wall_read(void **state) {
+  (void)state;
+  const clockid_t ids[] = {CLOCK_REALTIME, IDGEN__CLOCK_COARSE_ID};
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < 10000; i++) {
+      struct timespec a, b, c;
+      clock_gettime(ids[k], &a);
+      idgen__wall_read(ids[k], &b);
+      clock_gettime(ids[k], &c);
+      if (ts_ns(&a) > ts_ns(&b) || ts_ns(&b) > ts_ns(&c))
+        fail_msg("clock %d: %" PRId64 " not within [%" PRId64 ", %" PRId64 "]", (int)ids[k],
+                 ts_ns(&b), ts_ns(&a), ts_ns(&c));
+    }
+  int direct = idgen__gettime_direct();
+  print_message("ID clocks read through %s\n", direct > 0    ? "the vDSO's entry"
+                                               : direct == 0 ? "clock_gettime"
+                                                             : "(unresolved)");
+  assert_true(direct >= 0);
+#if defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_ADDRESS__) &&                 \
+    !defined(__SANITIZE_THREAD__)
+  if (getenv("LD_PRELOAD") == NULL && getauxval(AT_SYSINFO_EHDR) != 0)
+    assert_int_equal(1, direct);
+#endif
+}
+
 static void test_state_names(void **state) {
   (void)state;
   assert_string_equal("unavailable", idgen_clock_state_name(IDGEN_CLOCK_STATE_UNAVAILABLE));
@@ -458,6 +494,7 @@ int main(void) {
       cmocka_unit_test(test_real_clock_calibrates),
       cmocka_unit_test(test_coarse_clock_bounds),
       cmocka_unit_test(test_coarse_generators),
+      cmocka_unit_test(test_wall_read),
       cmocka_unit_test(test_state_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -40,6 +40,13 @@
 #ifndef __wasm__
 #include <sys/mman.h>
 #endif
+#if defined(__linux__) && !defined(__wasm__) && defined(__has_include)
+#if __has_include(<dlfcn.h>) && __has_include(<sys/auxv.h>)
+#define HAVE_DLFCN 1
+#include <dlfcn.h>
+#include <sys/auxv.h>
+#endif
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -64,9 +71,63 @@
 #define COOLDOWN_MAX_NS 300000000000LL
 #define HEALTHY_NS 60000000000LL
 
+/*
+ * The ID clocks' read (core_int.h, idgen__wall_read): the vDSO's
+ * clock_gettime where the program's is the C library's.  The C library's
+ * own is a wrapper around the same vDSO entry (a check of the clock id, an
+ * indirect call, errno); calling the entry saves that, and keeps every
+ * answer the kernel's.  The program's clock_gettime is the C library's when
+ * it lies in the same object as getauxval, which nothing that moves time
+ * replaces; otherwise (libfaketime, a sanitizer) the IDs go through it, so
+ * that they follow the time the program is shown.  Resolved once, by the
+ * first read of any thread: two threads resolving at once store the same
+ * answer.
+ */
+static int gettime_first(clockid_t id, struct timespec *ts);
+_Atomic(idgen__gettime_fn) idgen__gettime = gettime_first;
+static _Atomic int gettime_kind = -1;
+
+static idgen__gettime_fn gettime_resolve(void) {
+#if defined(__linux__) && !defined(__wasm__) && defined(HAVE_DLFCN)
+#if defined(__x86_64__)
+  const char *sym = "__vdso_clock_gettime", *ver = "LINUX_2.6";
+#elif defined(__aarch64__)
+  const char *sym = "__kernel_clock_gettime", *ver = "LINUX_2.6.39";
+#else
+  const char *sym = NULL, *ver = NULL;
+#endif
+  Dl_info theirs, libc;
+  if (sym == NULL || dladdr((void *)clock_gettime, &theirs) == 0 ||
+      dladdr((void *)getauxval, &libc) == 0 || theirs.dli_fbase != libc.dli_fbase)
+    return NULL;
+  void *h = dlopen("linux-vdso.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (h == NULL)
+    return NULL;
+  idgen__gettime_fn f = (idgen__gettime_fn)dlvsym(h, sym, ver);
+  dlclose(h);
+  struct timespec ts;
+  return f != NULL && f(CLOCK_REALTIME, &ts) == 0 ? f : NULL;
+#else
+  return NULL;
+#endif
+}
+
+static int gettime_first(clockid_t id, struct timespec *ts) {
+  idgen__gettime_fn f = gettime_resolve();
+  atomic_store_explicit(&gettime_kind, f != NULL, memory_order_relaxed);
+  if (f == NULL)
+    f = clock_gettime;
+  atomic_store_explicit(&idgen__gettime, f, memory_order_relaxed);
+  return f(id, ts);
+}
+
+int idgen__gettime_direct(void) {
+  return atomic_load_explicit(&gettime_kind, memory_order_relaxed);
+}
+
 int64_t idgen__clock_ns(void) {
   struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
+  idgen__wall_read(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 

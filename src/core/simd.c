@@ -36,7 +36,7 @@
 #include "core_int.h"
 #include "tables.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if IDGEN__HAVE_VBMI
 #include <immintrin.h>
 #define HAVE_VBMI 1
 #define VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
@@ -126,7 +126,7 @@ VBMI int idgen__ulid_decode_vbmi(const char *s, int lenient, uint8_t *out) {
  * bits, vpermb looks them up in the alphabet, with the last byte zeroed: the
  * low lane is characters 0-15, the high lane 11-25 and the NUL, stored as two
  * overlapping 16-byte stores (characters 11-15 twice, equal). */
-VBMI static void ulid_encode_simd(uint64_t hi, uint64_t lo, char *out) {
+VBMI void idgen__ulid_encode_vbmi(uint64_t hi, uint64_t lo, char *out) {
   static const uint8_t offsets[32] = {59, 54, 49, 44, 39, 34, 29, 24, 35, 30, 25, 20, 15, 10, 5, 0,
                                       35, 30, 25, 20, 15, 10, 5,  0,  30, 25, 20, 15, 10, 5,  0, 0};
   static const char alphabet[33] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -274,7 +274,7 @@ int idgen__uuid_parse36_avx2(const char *s, uint8_t *out) {
 void idgen__ulid_encode_fast(uint64_t hi, uint64_t lo, char *out) {
 #if HAVE_VBMI
   if (idgen__simd_available() >= IDGEN__SIMD_VBMI) {
-    ulid_encode_simd(hi, lo, out);
+    idgen__ulid_encode_vbmi(hi, lo, out);
     return;
   }
 #endif

@@ -71,9 +71,16 @@ void idgen__ulid_encode_scalar(uint64_t hi, uint64_t lo, char *out) { encode_sca
 
 void idgen_ulid_format(const idgen_ulid_t *u, char *out) {
   uint64_t hi = be64(u->bytes), lo = be64(u->bytes + 8);
-  /* AVX-512 on, or not yet known: a tail call that decides (simd.c), so that
-   * the scalar path below pays one load and no call's register saves. */
+  /* AVX-512 on: a tail call to its encoder; not yet known: one to the
+   * function that decides (simd.c).  So the scalar path below pays one load
+   * and no call's register saves. */
   int level = atomic_load_explicit(&idgen__simd_state, memory_order_relaxed);
+#if IDGEN__HAVE_VBMI
+  if (IDGEN_LIKELY(level == IDGEN__SIMD_VBMI)) {
+    idgen__ulid_encode_vbmi(hi, lo, out);
+    return;
+  }
+#endif
   if (level != IDGEN__SIMD_OFF && level != IDGEN__SIMD_AVX2) {
     idgen__ulid_encode_fast(hi, lo, out);
     return;

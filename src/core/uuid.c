@@ -176,13 +176,13 @@ static int next_full(idgen_uuid7_gen_t *g, int64_t now, idgen_uuid_t *out);
 
 int idgen_uuid7_gen_next(idgen_uuid7_gen_t *g, idgen_uuid_t *out) {
   int64_t now = idgen__gen128_now_ms(&g->c);
-  uint32_t tail;
   if (IDGEN_LIKELY(now >= 0 && now <= atomic_load_explicit(&g->last_ms, memory_order_relaxed) &&
-                   idgen__random_quick(g->c.randomp, &tail, sizeof tail) &&
                    idgen__lock_try(&g->c.lock))) {
     int64_t last = atomic_load_explicit(&g->last_ms, memory_order_relaxed);
     uint64_t counter = g->counter + 1;
-    if (IDGEN_LIKELY(now <= last && counter <= COUNTER_MAX)) {
+    uint32_t tail;
+    if (IDGEN_LIKELY(now <= last && counter <= COUNTER_MAX &&
+                     idgen__random_quick(g->c.randomp, &tail, sizeof tail))) {
       g->counter = counter;
       idgen__lock_release(&g->c.lock);
       uuid7_pack(out, last, counter >> 30, (counter & ((UINT64_C(1) << 30) - 1)) << 32 | tail);
