@@ -728,11 +728,12 @@ int main(int argc, char **argv) {
          "skeeto (rounds %.2f-%.2f); clock %+.1f ns | clock + 5 ns: %s |\n",
          ns(C_ULID), med[C_ULID] / 1e6, ns(C_SKEETO), ns(C_FAST_CLOCK), ul_k.v, ul_k.rmin,
          ul_k.rmax, ul_above, met(ul_above <= 5.0));
-  printf("| same, `IDGEN_CLOCK_COARSE` (skeeto's clock) | %.1f ns (%.1f M/s) | skeeto %.1f ns; "
-         "idgen's coarse clock loop %.1f ns | %.2fx skeeto (rounds %.2f-%.2f); clock %+.1f ns | >= 1.5x "
-         "skeeto: %s |\n",
-         ns(C_ULID_COARSE), med[C_ULID_COARSE] / 1e6, ns(C_SKEETO), ns(C_COARSE_CLOCK), uc_k.v,
-         uc_k.rmin, uc_k.rmax, ns(C_ULID_COARSE) - ns(C_COARSE_CLOCK), met(uc_k.v >= 1.5));
+  printf(
+      "| same, `IDGEN_CLOCK_COARSE` (skeeto's clock) | %.1f ns (%.1f M/s) | skeeto %.1f ns; "
+      "idgen's coarse clock loop %.1f ns | %.2fx skeeto (rounds %.2f-%.2f); clock %+.1f ns | >= 1.5x "
+      "skeeto: %s |\n",
+      ns(C_ULID_COARSE), med[C_ULID_COARSE] / 1e6, ns(C_SKEETO), ns(C_COARSE_CLOCK), uc_k.v,
+      uc_k.rmin, uc_k.rmax, ns(C_ULID_COARSE) - ns(C_COARSE_CLOCK), met(uc_k.v >= 1.5));
   if (have(C_ULID_SCALAR)) {
     struct ratio us_k = ratio(C_ULID_SCALAR, C_SKEETO, runs);
     printf("| same, scalar codecs (as on CPUs without AVX-512 VBMI) | %.1f ns | skeeto %.1f ns | "
