@@ -79,9 +79,9 @@
  * answer the kernel's.  The program's clock_gettime is the C library's when
  * it lies in the same object as getauxval, which nothing that moves time
  * replaces; otherwise (libfaketime, a sanitizer) the IDs go through it, so
- * that they follow the time the program is shown.  Resolved once, by the
- * first read of any thread: two threads resolving at once store the same
- * answer.
+ * that they follow the time the program is shown.  Chosen when the library
+ * loads, or by the first read if that comes first; two threads choosing at
+ * once store the same answer.
  */
 static int gettime_first(clockid_t id, struct timespec *ts);
 _Atomic(idgen__gettime_fn) idgen__gettime = gettime_first;
@@ -112,14 +112,22 @@ static idgen__gettime_fn gettime_resolve(void) {
 #endif
 }
 
-static int gettime_first(clockid_t id, struct timespec *ts) {
+static idgen__gettime_fn gettime_choose(void) {
   idgen__gettime_fn f = gettime_resolve();
   atomic_store_explicit(&gettime_kind, f != NULL, memory_order_relaxed);
   if (f == NULL)
     f = clock_gettime;
   atomic_store_explicit(&idgen__gettime, f, memory_order_relaxed);
-  return f(id, ts);
+  return f;
 }
+
+static int gettime_first(clockid_t id, struct timespec *ts) { return gettime_choose()(id, ts); }
+
+/* Chosen when the library is loaded, so that no ID's first read runs the
+ * dynamic loader's functions (not async-signal-safe: an ID made first in a
+ * signal handler).  gettime_first stays for a read made before this runs
+ * (another library's constructor). */
+__attribute__((constructor)) static void gettime_at_load(void) { (void)gettime_choose(); }
 
 int idgen__gettime_direct(void) {
   return atomic_load_explicit(&gettime_kind, memory_order_relaxed);

@@ -98,7 +98,7 @@ int idgen__clock_test_hooks(const idgen__clock_hooks_t *h);
  * not (libfaketime, a sanitizer's interceptor, any LD_PRELOAD that moves
  * time: the IDs follow what the program sees), or where no vDSO entry is
  * found (valgrind, a static program).  It saves the C library's wrapper:
- * 1.6 ns of the coarse clock's 4.7 here.  Resolved at the first call
+ * 1.6 ns of the coarse clock's 4.7 here.  Chosen when the library loads
  * (clock.c); one indirect call from then on. */
 typedef int (*idgen__gettime_fn)(clockid_t, struct timespec *);
 extern IDGEN_INTERNAL _Atomic(idgen__gettime_fn) idgen__gettime;
