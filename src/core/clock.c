@@ -41,10 +41,9 @@
 #include <sys/mman.h>
 #endif
 #if defined(__linux__) && !defined(__wasm__) && defined(__has_include)
-#if __has_include(<dlfcn.h>) && __has_include(<sys/auxv.h>)
+#if __has_include(<dlfcn.h>)
 #define HAVE_DLFCN 1
 #include <dlfcn.h>
-#include <sys/auxv.h>
 #endif
 #endif
 #include <time.h>
@@ -77,9 +76,12 @@
  * own is a wrapper around the same vDSO entry (a check of the clock id, an
  * indirect call, errno); calling the entry saves that, and keeps every
  * answer the kernel's.  The program's clock_gettime is the C library's when
- * it lies in the same object as getauxval, which nothing that moves time
- * replaces; otherwise (libfaketime, a sanitizer) the IDs go through it, so
- * that they follow the time the program is shown.  Chosen when the library
+ * the address this library calls is the one libc.so.6 itself gives for the
+ * name; otherwise (libfaketime, a sanitizer, a shim, a non-PIE program's
+ * stub) the IDs go through it, so that they follow the time the program is
+ * shown.  (A first version asked whether clock_gettime lay in the same
+ * object as getauxval: a shim that wraps both, or a non-PIE program that
+ * takes both addresses, passed it, and its IDs carried the real time.)  Chosen when the library
  * loads, or by the first read if that comes first; two threads choosing at
  * once store the same answer.
  */
@@ -96,9 +98,18 @@ static idgen__gettime_fn gettime_resolve(void) {
 #else
   const char *sym = NULL, *ver = NULL;
 #endif
-  Dl_info theirs, libc;
-  if (sym == NULL || dladdr((void *)clock_gettime, &theirs) == 0 ||
-      dladdr((void *)getauxval, &libc) == 0 || theirs.dli_fbase != libc.dli_fbase)
+  if (sym == NULL)
+    return NULL;
+  /* The C library's own clock_gettime, by its name, beside the one this
+   * library calls: anything between them (a preloaded shim, a sanitizer, a
+   * non-PIE program's stub for the function's address) makes them differ,
+   * and then the library keeps calling what the program calls. */
+  void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  if (libc == NULL)
+    return NULL;
+  void *own = dlsym(libc, "clock_gettime");
+  dlclose(libc);
+  if (own == NULL || own != (void *)clock_gettime)
     return NULL;
   void *h = dlopen("linux-vdso.so.1", RTLD_LAZY | RTLD_NOLOAD);
   if (h == NULL)
