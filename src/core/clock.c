@@ -81,9 +81,9 @@
  * stub) the IDs go through it, so that they follow the time the program is
  * shown.  (A first version asked whether clock_gettime lay in the same
  * object as getauxval: a shim that wraps both, or a non-PIE program that
- * takes both addresses, passed it, and its IDs carried the real time.)  Chosen when the library
- * loads, or by the first read if that comes first; two threads choosing at
- * once store the same answer.
+ * takes both addresses, passed it, and its IDs carried the real time.)
+ * Chosen when the library loads, or by the first read if that comes first;
+ * two threads choosing at once store the same answer.
  */
 static int gettime_first(clockid_t id, struct timespec *ts);
 _Atomic(idgen__gettime_fn) idgen__gettime = gettime_first;
