@@ -2,6 +2,7 @@
  * clock_follow.c -- the IDs carry the time the program is shown.  The
  * precise and coarse clocks call the kernel's vDSO entry directly only where
  * the program's clock_gettime is the C library's own (clock.c); run by CTest
+ *   - under libfaketime a day back;
  *   - under tests/clock_shim.c, which moves clock_gettime a day back and
  *     wraps getauxval too;
  *   - built as a non-PIE program that takes the address of clock_gettime and

@@ -18,7 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core_int.h"
 #include "testutil.h"
 
 /* Real time and real sleeps: system calls, past libfaketime. */
@@ -108,41 +107,11 @@ static void test_polled_cached_call_ends(void **state) {
   idgen_snowflake_gen_free(g);
 }
 
-/* The generators' precise and coarse clocks are the program's
- * clock_gettime when something replaces it (libfaketime here): their IDs
- * carry the frozen time, not the kernel's.  Calling the vDSO directly
- * (clock.c) would stamp the real date. */
-static void test_ids_follow_the_faked_clock(void **state) {
-  (void)state;
-  struct timespec f;
-  clock_gettime(CLOCK_REALTIME, &f);
-  int64_t faked = (int64_t)f.tv_sec * 1000 + f.tv_nsec / 1000000;
-  const idgen_clock_mode_t modes[] = {IDGEN_CLOCK_PRECISE, IDGEN_CLOCK_COARSE};
-  for (int k = 0; k < 2; k++) {
-    assert_int_equal(faked, idgen_clock_now_ms(modes[k]));
-    idgen_gen128_settings_t set = {.clock_mode = modes[k]};
-    idgen_ulid_gen_t *ug;
-    idgen_uuid7_gen_t *vg;
-    tu_ok(idgen_ulid_gen_new(&ug, &set));
-    tu_ok(idgen_uuid7_gen_new(&vg, &set));
-    idgen_ulid_t u;
-    idgen_uuid_t v;
-    tu_ok(idgen_ulid_gen_next(ug, &u));
-    tu_ok(idgen_uuid7_gen_next(vg, &v));
-    assert_int_equal(faked, idgen_ulid_time(&u));
-    assert_int_equal(faked, idgen_uuid7_time(&v));
-    idgen_ulid_gen_free(ug);
-    idgen_uuid7_gen_free(vg);
-  }
-  assert_int_equal(0, idgen__gettime_direct());
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_clocks_stand_still),
       cmocka_unit_test(test_polled_call_ends),
       cmocka_unit_test(test_polled_cached_call_ends),
-      cmocka_unit_test(test_ids_follow_the_faked_clock),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
