@@ -249,14 +249,10 @@ int idgen__ulid_decode_vbmi(const char *s26, int lenient, uint8_t *out);
 int idgen__ulid_decode_avx2(const char *s26, int lenient, uint8_t *out);
 int idgen__uuid_parse36_vbmi(const char *s36, uint8_t *out);
 int idgen__uuid_parse36_avx2(const char *s36, uint8_t *out);
-/* Write the 26 characters and a NUL of the ULID hi:lo (big-endian halves):
- * the scalar encoder (ulid.c), and the AVX-512 one where the CPU has it, else
- * the scalar (simd.c). */
-void idgen__ulid_encode_scalar(uint64_t hi, uint64_t lo, char *out);
-void idgen__ulid_encode_fast(uint64_t hi, uint64_t lo, char *out);
-/* The AVX-512 encoder itself, for idgen_ulid_format to call straight once the
- * level is known to be IDGEN__SIMD_VBMI (a call through idgen__ulid_encode_fast
- * and the level's check cost 2 ns of a monotonic ULID's 10 here). */
+/* Writes the 26 characters and a NUL of the ULID hi:lo (big-endian halves)
+ * with AVX-512 (simd.c): idgen_ulid_format calls it straight once the level
+ * is known to be IDGEN__SIMD_VBMI (a call through a function that checked the
+ * level again cost 1 ns of a monotonic ULID's 10 here). */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define IDGEN__HAVE_VBMI 1
 void idgen__ulid_encode_vbmi(uint64_t hi, uint64_t lo, char *out);

@@ -270,13 +270,3 @@ int idgen__uuid_parse36_avx2(const char *s, uint8_t *out) {
 }
 
 #endif
-
-void idgen__ulid_encode_fast(uint64_t hi, uint64_t lo, char *out) {
-#if HAVE_VBMI
-  if (idgen__simd_available() >= IDGEN__SIMD_VBMI) {
-    idgen__ulid_encode_vbmi(hi, lo, out);
-    return;
-  }
-#endif
-  idgen__ulid_encode_scalar(hi, lo, out);
-}

@@ -67,24 +67,28 @@ static inline void encode_scalar(uint64_t hi, uint64_t lo, char *out) {
   out[26] = '\0';
 }
 
-void idgen__ulid_encode_scalar(uint64_t hi, uint64_t lo, char *out) { encode_scalar(hi, lo, out); }
+/* The level not yet known (once a process, and after idgen__simd_enable):
+ * decided, then the call again. */
+static __attribute__((noinline)) void format_undecided(const idgen_ulid_t *u, char *out) {
+  (void)idgen__simd_available();
+  idgen_ulid_format(u, out);
+}
 
 void idgen_ulid_format(const idgen_ulid_t *u, char *out) {
-  uint64_t hi = be64(u->bytes), lo = be64(u->bytes + 8);
-  /* AVX-512 on: a tail call to its encoder; not yet known: one to the
-   * function that decides (simd.c).  So the scalar path below pays one load
-   * and no call's register saves. */
+  /* AVX-512 on, or the level not yet known: a tail call.  So no path pays a
+   * call's register saves. */
   int level = atomic_load_explicit(&idgen__simd_state, memory_order_relaxed);
+  if (IDGEN_UNLIKELY(level < 0)) {
+    format_undecided(u, out);
+    return;
+  }
+  uint64_t hi = be64(u->bytes), lo = be64(u->bytes + 8);
 #if IDGEN__HAVE_VBMI
   if (IDGEN_LIKELY(level == IDGEN__SIMD_VBMI)) {
     idgen__ulid_encode_vbmi(hi, lo, out);
     return;
   }
 #endif
-  if (level != IDGEN__SIMD_OFF && level != IDGEN__SIMD_AVX2) {
-    idgen__ulid_encode_fast(hi, lo, out);
-    return;
-  }
   encode_scalar(hi, lo, out);
 }
 
