@@ -147,7 +147,10 @@ resume() {
   local port
   port=$(cat "$1/port")
   HOST=$(cat "$1/host" 2>/dev/null || echo "$HOST")
-  server_up "$1" "$port" || die "the server in $1 did not start again (see $1/log)"
+  server_up "$1" "$port" || {
+    tail -n 20 "$1/log" >&2 || true
+    die "the server in $1 did not start again (its log's last lines above)"
+  }
   wait_tcp "$1" "$port"
 }
 
