@@ -85,8 +85,9 @@
  * that wraps both and by a non-PIE program that takes both addresses;
  * "what libc.so.6's dlsym gives for the name" by a shim that wraps dlsym
  * or dlopen.  What this one cannot see: a hook patched into libc's own code,
- * a shim that wraps dl_iterate_phdr; and, as before, a library loaded with
- * RTLD_DEEPBIND or dlmopen calls libc's own clock_gettime anyway.
+ * a shim that wraps dl_iterate_phdr or whose file is named libc.so.6; and,
+ * as before, a library loaded with RTLD_DEEPBIND or dlmopen calls libc's own
+ * clock_gettime anyway.
  * Chosen when the library loads, or by the first read if that comes first;
  * two threads choosing at once store the same answer.
  */
