@@ -105,8 +105,8 @@ extern IDGEN_INTERNAL _Atomic(idgen__gettime_fn) idgen__gettime;
 static inline void idgen__wall_read(clockid_t id, struct timespec *ts) {
   atomic_load_explicit(&idgen__gettime, memory_order_relaxed)(id, ts);
 }
-/* Which one idgen__gettime is: 1 the vDSO's entry, 0 clock_gettime, -1 not
- * yet resolved (tests, `idgen bench`). */
+/* Which one idgen__gettime is, for the tests: 1 the vDSO's entry, 0
+ * clock_gettime, -1 not yet chosen. */
 int idgen__gettime_direct(void);
 
 /* CLOCK_REALTIME in ms; inline because the generator's precise mode calls it
