@@ -461,7 +461,7 @@ static int64_t ts_ns(const struct timespec *t) {
  * reads of the C library's clock_gettime, for both clocks; and, where the
  * program's clock_gettime is the C library's own (no preload, no
  * sanitizer's interceptor) and the kernel maps a vDSO, the vDSO's entry
- * called directly, as it should be.  (Under libfaketime: test_frozen_clock.) */
+ * called directly, as it should be.  (Under libfaketime and shims: clock_follow.) */
 static void test_wall_read(void **state) {
   (void)state;
   const clockid_t ids[] = {CLOCK_REALTIME, IDGEN__CLOCK_COARSE_ID};

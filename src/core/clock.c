@@ -47,6 +47,9 @@
 #include <link.h>
 #endif
 #endif
+#ifndef HAVE_DLFCN
+#define HAVE_DLFCN 0
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -95,7 +98,7 @@ static int gettime_first(clockid_t id, struct timespec *ts);
 _Atomic(idgen__gettime_fn) idgen__gettime = gettime_first;
 static _Atomic int gettime_kind = -1;
 
-#if defined(__linux__) && !defined(__wasm__) && defined(HAVE_DLFCN)
+#if HAVE_DLFCN
 /* dl_iterate_phdr's visit: whether the loaded object whose code holds
  * `addr` is libc.so.6 (by its file's name); 1 stops at that object. */
 struct code_owner {
@@ -120,7 +123,7 @@ static int find_code_owner(struct dl_phdr_info *info, size_t size, void *arg) {
 #endif
 
 static idgen__gettime_fn gettime_resolve(void) {
-#if defined(__linux__) && !defined(__wasm__) && defined(HAVE_DLFCN)
+#if HAVE_DLFCN
 #if defined(__x86_64__)
   const char *sym = "__vdso_clock_gettime", *ver = "LINUX_2.6";
 #elif defined(__aarch64__)

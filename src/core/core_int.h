@@ -302,10 +302,15 @@ static inline void idgen__lock_release(idgen__lock_t *l) {
                         memory_order_release);
 }
 
-/* A 64-bit value as 8 big-endian bytes (the 128-bit IDs' layout). */
+/* A 64-bit value as 8 big-endian bytes (the 128-bit IDs' layout), and back. */
 static inline void idgen__store_be64(uint8_t *p, uint64_t v) {
   v = __builtin_bswap64(v);
   memcpy(p, &v, 8);
+}
+static inline uint64_t idgen__load_be64(const uint8_t *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return __builtin_bswap64(v);
 }
 
 /* The thread's buffer of random bytes (random.c), reachable from the

@@ -35,13 +35,9 @@ static void put_u48(uint8_t *p, uint64_t v) {
     p[i] = (uint8_t)(v >> (40 - 8 * i));
 }
 
-static uint64_t be64(const uint8_t *p) {
-  uint64_t v;
-  memcpy(&v, p, 8);
-  return __builtin_bswap64(v);
+int64_t idgen_ulid_time(const idgen_ulid_t *u) {
+  return (int64_t)(idgen__load_be64(u->bytes) >> 16);
 }
-
-int64_t idgen_ulid_time(const idgen_ulid_t *u) { return (int64_t)(be64(u->bytes) >> 16); }
 
 int idgen_ulid_make(idgen_ulid_t *out, int64_t unix_ms, const idgen_random_t *rnd) {
   if (unix_ms < 0 || unix_ms > IDGEN_ULID_MAX_MS)
@@ -82,7 +78,7 @@ void idgen_ulid_format(const idgen_ulid_t *u, char *out) {
     format_undecided(u, out);
     return;
   }
-  uint64_t hi = be64(u->bytes), lo = be64(u->bytes + 8);
+  uint64_t hi = idgen__load_be64(u->bytes), lo = idgen__load_be64(u->bytes + 8);
 #if IDGEN__HAVE_VBMI
   if (IDGEN_LIKELY(level == IDGEN__SIMD_VBMI)) {
     idgen__ulid_encode_vbmi(hi, lo, out);
@@ -227,7 +223,7 @@ static int draw80(idgen_ulid_gen_t *g, uint16_t *hi, uint64_t *lo) {
   if (rc < 0)
     return rc;
   *hi = (uint16_t)(r[0] << 8 | r[1]);
-  *lo = be64(r + 2);
+  *lo = idgen__load_be64(r + 2);
   return 0;
 }
 

@@ -107,10 +107,7 @@ int idgen_uuid_version(const idgen_uuid_t *u) { return u->bytes[6] >> 4; }
 int idgen_uuid_is_rfc_variant(const idgen_uuid_t *u) { return (u->bytes[8] & 0xc0) == 0x80; }
 
 int64_t idgen_uuid7_time(const idgen_uuid_t *u) {
-  int64_t ms = 0;
-  for (int i = 0; i < 6; i++)
-    ms = ms << 8 | u->bytes[i];
-  return ms;
+  return (int64_t)(idgen__load_be64(u->bytes) >> 16);
 }
 
 /* Writes ms, version 7, rand_a (12 bits), variant 10 and rand_b (62 bits). */
