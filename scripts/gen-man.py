@@ -408,9 +408,10 @@ def gen_serve(idgen, serve_md, out_path, sysconfdir):
         "\\fBidgen serve\\fR with \\fBType=notify\\fR: the daemon sends \\fBREADY=1\\fR once "
         "every listener is bound and the worker ID is leased, \\fBWATCHDOG=1\\fR while its "
         "event loops turn (\\fBWatchdogSec=\\fR), and \\fBSTOPPING=1\\fR when it drains.  "
-        "It runs as a dynamic user with \\fBStateDirectory=idgen\\fR, so the default "
-        "registry, \\fIfile:/var/lib/idgen\\fR, is shared by every idgen on the host, and "
-        "with the usual hardening (\\fBProtectSystem=strict\\fR, \\fBNoNewPrivileges=\\fR, "
+        "It runs as the system user \\fBidgen\\fR with \\fBStateDirectory=idgen\\fR "
+        "(mode 2770, group \\fBidgen\\fR), so the default registry, "
+        "\\fIfile:/var/lib/idgen\\fR, is shared by every idgen on the host whose user is in "
+        "group \\fBidgen\\fR, and with the usual hardening (\\fBProtectSystem=strict\\fR, \\fBNoNewPrivileges=\\fR, "
         "\\fBPrivateTmp=\\fR, a system-call filter).",
         ".PP",
         "Settings are \\fBIDGEN_*\\fR variables in \\fI%s/idgen/idgen.env\\fR, or "
@@ -430,16 +431,16 @@ def gen_serve(idgen, serve_md, out_path, sysconfdir):
           "Each setting (\\fBSETTINGS\\fR above), below the flags and above the file.",
           ".TP", "\\fBIDGEN_CONFIG\\fR",
           "The configuration file, as \\fB\\-\\-config\\fR.",
-          ".TP", "\\fBXDG_STATE_HOME\\fR, \\fBHOME\\fR",
-          "Where the default registry is for a user other than root.",
           ".TP", "\\fBNOTIFY_SOCKET\\fR",
           "Set by systemd for \\fBType=notify\\fR (\\fBSYSTEMD\\fR above).",
           ".SH FILES",
           ".TP", "\\fI/var/lib/idgen\\fR",
-          "The default registry (\\fBfile:/var/lib/idgen\\fR) when run as root: one lock file "
-          "per node tuple, so that every idgen on the host gets its own.",
-          ".TP", "\\fI$XDG_STATE_HOME/idgen\\fR, \\fI~/.local/state/idgen\\fR",
-          "The default registry for other users, whatever the working directory.",
+          "The default registry (\\fBfile:/var/lib/idgen\\fR), one per host for every user: "
+          "one lock file per node tuple, so that every idgen on the host gets its own.  A user "
+          "who may not write it is refused, with what to do (join its group, or give "
+          "\\fB\\-\\-registry\\fR); nobody gets a directory of their own unless they name "
+          "it.  The idgen package makes it for group \\fBidgen\\fR (mode 2770); files "
+          "made in a set-group-ID directory are made group-writable.",
           ".TP", "\\fI%s/idgen/idgen.env\\fR" % esc(sysconfdir),
           "The unit's settings (\\fBEnvironmentFile=\\fR), if present.",
           ".TP", "\\fIidgen.service\\fR",

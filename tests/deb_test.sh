@@ -18,7 +18,10 @@
 #     an ID with curl, IDs with redis-cli, SIGTERM, exit status 0;
 #   - the binaries hardened (PIE, RELRO, BIND_NOW, stack protector, fortify);
 #   - a C program built with the tree's pkg-config files against its header
-#     and libidgen.so.0, and one with its libidgen-registry.a taking a lease.
+#     and libidgen.so.0, and one with its libidgen-registry.a taking a lease;
+#   - the packages installed with dpkg -i in a mount namespace
+#     (tests/deb_installed.sh): the packaged daemon and a non-root
+#     application on defaults share /var/lib/idgen and lease two tuples.
 # Exits 77 (skipped) when dpkg-buildpackage, debhelper or lintian is missing.
 # Removes the temporary directory and stops the daemon on any exit.  Ends
 # with the line "N passed, N failed".
@@ -195,6 +198,21 @@ check cc -o "$tmp/leased" "$src/tests/leased.c" $(pkg-config --static --cflags -
 check test -z "$(LD_LIBRARY_PATH=$root/$lib ldd "$tmp/leased" | grep -E 'libpq|libcurl')"
 check grep -qxE '[0-9]+' <(LD_LIBRARY_PATH=$root/$lib "$tmp/leased" "file:$tmp/leases")
 check test -n "$(find "$tmp/leases" -name '*.lock')"
+
+# ---- installed with dpkg -i, beside an application --------------------------
+# In a mount namespace with overlays over /etc, /usr and /var
+# (tests/deb_installed.sh): the postinst's user, group and /var/lib/idgen,
+# an earlier DynamicUser registry moved back, and the packaged daemon and a
+# non-root application on defaults leasing two tuples of one registry.
+chmod 0755 "$tmp"
+mkdir "$tmp/installed"
+LD_LIBRARY_PATH=$root/$lib "$src/tests/deb_installed.sh" "$tmp/installed" "$(deb idgen)" \
+  "$(deb libidgen0)" "$tmp/leased"
+case $? in
+0) pass=$((pass + 1)) ;;
+77) echo "deb_test: the installed session was skipped (above)" ;;
+*) fail=$((fail + 1)) && echo "FAIL: tests/deb_installed.sh" >&2 ;;
+esac
 
 echo "deb_test: done in $((SECONDS - t0)) s"
 finish

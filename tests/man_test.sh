@@ -96,7 +96,7 @@ for r in $routes; do
   grep -qE "(^|[ ,(])$r([ ,;:?)]|ID|$)" "$tmp/idgen-serve.1.wide" && ok ||
     no "idgen-serve.1: route $r (src/server/serve_http.c) is not described"
 done
-for s in SIGTERM SIGINT SIGHUP Type=notify READY=1 /var/lib/idgen XDG_STATE_HOME; do
+for s in SIGTERM SIGINT SIGHUP Type=notify READY=1 /var/lib/idgen "group idgen"; do
   has idgen-serve.1 "$s" "word"
 done
 

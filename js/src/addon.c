@@ -24,7 +24,7 @@
 #include "decode.h"
 #include "idgen.h"
 
-#define ERR_MAX 600
+#define ERR_MAX 1100
 
 /* ---- errors ------------------------------------------------------------ */
 

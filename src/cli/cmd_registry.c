@@ -39,9 +39,8 @@ static const char usage[] =
     "          at once\n"
     "\n"
     "  -r, --registry URI   file:DIR, postgres://... or etcd://HOST:PORT[,...]\n"
-    "                       (default: the daemon's,\n"
-    "                       file:/var/lib/idgen as root, else\n"
-    "                       file:$XDG_STATE_HOME/idgen or ~/.local/state/idgen)\n"
+    "                       (default: the daemon's, the host's file:/var/lib/idgen,\n"
+    "                       shared by every user who may write it)\n"
     "      --space NAME     only this ID space (list; default: every space), or\n"
     "                       the space of POOL (free; default: default)\n"
     "      --json           list as one JSON object per line: a space's\n"
@@ -233,7 +232,7 @@ int cmd_registry(int argc, char **argv) {
   if (is_list && force)
     cli_fail(EXIT_USAGE, "registry list: --force is for free");
 
-  char err[512] = "", def[1100];
+  char err[1100] = "", def[1100];
   if (uri == NULL) {
     if (idgen_registry_default_uri(def, sizeof def, err, sizeof err) < 0)
       cli_fail(EXIT_USAGE, "%s", err);

@@ -41,8 +41,9 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                  "docker0's 172.17.0.1 (refused, naming what was found); unchecked: two hosts "
                  "may share the low bits"},
     [SK_REGISTRY] = {"registry", ST_REGISTRY, BOTH, 0, "", "static",
-                     "`file:/var/lib/idgen` as root, else `file:$XDG_STATE_HOME/idgen` or "
-                     "`file:~/.local/state/idgen`",
+                     "`file:/var/lib/idgen`, the host's: shared by every user's processes "
+                     "that take the default, refused (with what to do) to a user who may not "
+                     "write it",
                      NONE, "URI",
                      "where the leased node field's value comes from: `file:DIR` (processes "
                      "on one host), `postgres://...` (machines sharing a database), "
@@ -239,7 +240,9 @@ void settings_flag(settings_t *s, int k, const char *value, const char *flag) {
 __attribute__((format(printf, 3, 0))) static void vmessage(const settings_t *s, int k,
                                                            const char *fmt, va_list ap) {
   fprintf(stderr, "idgen: %s: ", s->name);
-  if (k >= 0)
+  if (k >= 0 && s->value[k][0] == '\0' && strcmp(s->source[k], "default") == 0)
+    fprintf(stderr, "%s (the default): ", settings_defs[k].name); /* computed, and refused */
+  else if (k >= 0)
     fprintf(stderr, "%s = \"%s\" (from %s): ", settings_defs[k].name, SETTINGS_Q(s->value[k]),
             s->source[k]);
   vfprintf(stderr, fmt, ap);

@@ -5,10 +5,14 @@
 #include <assert.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -692,33 +696,108 @@ int idgen_registry_free(idgen_registry_t *r, const char *pool, const char *node,
 
 const char *idgen_registry_uri(const idgen_registry_t *r) { return r->shown; }
 
-/* An absolute directory from the environment variable `name`, or NULL. */
-static const char *abs_env(const char *name) {
-  const char *v = getenv(name);
-  return v != NULL && v[0] == '/' ? v : NULL;
+/* The host's default registry (SPEC §8: one registry per host, whatever
+ * the user).  A build may move it (-DIDGEN_DEFAULT_REGISTRY_DIR=...); it
+ * never depends on the user, the environment or the working directory. */
+#ifndef IDGEN_DEFAULT_REGISTRY_DIR
+#define IDGEN_DEFAULT_REGISTRY_DIR "/var/lib/idgen"
+#endif
+
+/* "alice (uid 1000)" for the effective user, into buf[n]; its name alone
+ * into name[namelen] ("" if it has none). */
+static void who_am_i(char *buf, size_t n, char *name, size_t namelen) {
+  uid_t uid = geteuid();
+  struct passwd pw, *res = NULL;
+  char tmp[1024];
+  name[0] = '\0';
+  if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &res) == 0 && res != NULL)
+    snprintf(name, namelen, "%s", res->pw_name);
+  if (name[0])
+    snprintf(buf, n, "user %s (uid %u)", name, (unsigned)uid);
+  else
+    snprintf(buf, n, "uid %u", (unsigned)uid);
+}
+
+/* The name of group gid, or its number, into buf[n]. */
+static void group_name(gid_t gid, char *buf, size_t n) {
+  struct group gr, *res = NULL;
+  char tmp[1024];
+  if (getgrgid_r(gid, &gr, tmp, sizeof tmp, &res) == 0 && res != NULL)
+    snprintf(buf, n, "%s", res->gr_name);
+  else
+    snprintf(buf, n, "%u", (unsigned)gid);
+}
+
+/* "; an earlier idgen kept this user's default registry in file:DIR ..."
+ * when the per-user directory an earlier version defaulted to exists (so
+ * that its marks are not forgotten), else "". */
+static void earlier_default(char *buf, size_t n) {
+  const char *x = getenv("XDG_STATE_HOME"), *h = getenv("HOME");
+  char dir[1100] = "";
+  struct stat st;
+  buf[0] = '\0';
+  if (x != NULL && x[0] == '/')
+    snprintf(dir, sizeof dir, "%s/idgen", x);
+  if ((dir[0] == '\0' || stat(dir, &st) != 0) && h != NULL && h[0] == '/')
+    snprintf(dir, sizeof dir, "%s/.local/state/idgen", h);
+  if (dir[0] && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+    snprintf(buf, n,
+             "; an earlier idgen kept this user's default registry in file:%.600s (give it by "
+             "name to keep using it)",
+             dir);
 }
 
 int idgen_registry_default_uri(char *buf, size_t n, char *err, size_t errlen) {
-  /* The system-wide directory where this process may make or use it: as
-   * root, or where an administrator prepared it for a service user. */
-  static const char sys[] = "/var/lib/idgen";
-  int rc;
-  if (access(sys, W_OK | X_OK) == 0 ||
-      (access(sys, F_OK) != 0 && access("/var/lib", W_OK | X_OK) == 0))
-    rc = snprintf(buf, n, "file:%s", sys);
-  else if (abs_env("XDG_STATE_HOME"))
-    rc = snprintf(buf, n, "file:%s/idgen", abs_env("XDG_STATE_HOME"));
-  else if (abs_env("HOME"))
-    rc = snprintf(buf, n, "file:%s/.local/state/idgen", abs_env("HOME"));
-  else
-    return idgen__err(err, errlen, IDGEN_EINVAL,
-                      "registry: no default: %s is not writable and neither XDG_STATE_HOME nor "
-                      "HOME is an absolute path; give the registry (file:DIR)",
-                      sys);
+  static const char dir[] = IDGEN_DEFAULT_REGISTRY_DIR;
+  static const char byname[] =
+      "give a registry by name instead (--registry file:DIR for one of your own, which "
+      "no other user's processes share; postgres://... or etcd://... across machines)";
+  char who[300], name[256], earlier[700], grp[256];
+  struct stat st;
+  if (stat(dir, &st) == 0) {
+    /* It exists: used by whoever may, refused to the others (never a
+     * directory of their own instead: two registries on one host lease
+     * the same worker IDs). */
+    if (faccessat(AT_FDCWD, dir, R_OK | W_OK | X_OK, AT_EACCESS) != 0) {
+      who_am_i(who, sizeof who, name, sizeof name);
+      earlier_default(earlier, sizeof earlier);
+      group_name(st.st_gid, grp, sizeof grp);
+      if ((st.st_mode & (S_IWGRP | S_IXGRP)) == (S_IWGRP | S_IXGRP))
+        return idgen__err(err, errlen, IDGEN_EINVAL,
+                          "registry: the host's default registry %s (group %s, mode %04o) is "
+                          "not writable by %s: every process on the host that takes the "
+                          "default shares it, so join its group (as root: usermod -aG %s %s, "
+                          "then log in again), or %s%s",
+                          dir, grp, (unsigned)(st.st_mode & 07777), who, grp,
+                          name[0] ? name : "USER", byname, earlier);
+      return idgen__err(err, errlen, IDGEN_EINVAL,
+                        "registry: the host's default registry %s (group %s, mode %04o) is "
+                        "not writable by %s and not shared with a group: every process on the "
+                        "host that takes the default shares it, so share it (as root: chgrp -R "
+                        "GROUP %s && chmod -R g+rwX %s && chmod g+s %s, then add the users to "
+                        "GROUP; the idgen package makes it for group idgen), or %s%s",
+                        dir, grp, (unsigned)(st.st_mode & 07777), who, dir, dir, dir, byname,
+                        earlier);
+    }
+  } else {
+    char parent[sizeof dir];
+    snprintf(parent, sizeof parent, "%s", dir);
+    *strrchr(parent, '/') = '\0';
+    if (errno != ENOENT ||
+        faccessat(AT_FDCWD, parent[0] ? parent : "/", W_OK | X_OK, AT_EACCESS) != 0) {
+      who_am_i(who, sizeof who, name, sizeof name);
+      earlier_default(earlier, sizeof earlier);
+      return idgen__err(err, errlen, IDGEN_EINVAL,
+                        "registry: the host's default registry %s does not exist and %s cannot "
+                        "create it: make it once for every user of idgen on the host (as root: "
+                        "install -d -m 2770 -g GROUP %s, then add the users to GROUP; the idgen "
+                        "package makes it for group idgen), or %s%s",
+                        dir, who, dir, byname, earlier);
+    }
+  }
+  int rc = snprintf(buf, n, "file:%s", dir);
   if (rc < 0 || (size_t)rc >= n)
-    return idgen__err(err, errlen, IDGEN_EINVAL,
-                      "registry: the default registry's path is too "
-                      "long");
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: the default path is too long");
   return 0;
 }
 

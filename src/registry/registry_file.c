@@ -89,6 +89,31 @@ static void held_child(void) {
 
 static void register_atfork(void) { pthread_atfork(held_prepare, held_parent, held_child); }
 
+/* A directory shared by a group (set-group-ID and group-writable, as the
+ * host's default registry is made: SPEC §8) passes that on: what a holder
+ * creates in it is group-readable and -writable, and a directory also
+ * set-group-ID, whatever the holder's umask (a unit's UMask=0027), so that
+ * every member's processes can lock and write it.  Nothing changes in any
+ * other directory, nor what the caller does not own. */
+static void share_like_parent(int fd, const char *path) {
+  struct stat st, dir;
+  if (fstat(fd, &st) != 0 || st.st_uid != geteuid())
+    return;
+  mode_t want = S_ISDIR(st.st_mode) ? (mode_t)(S_IRWXG | S_ISGID) : (mode_t)(S_IRGRP | S_IWGRP);
+  if ((st.st_mode & want) == want)
+    return;
+  char parent[1200];
+  snprintf(parent, sizeof parent, "%s", path);
+  char *slash = strrchr(parent, '/');
+  if (slash == NULL)
+    snprintf(parent, sizeof parent, ".");
+  else
+    slash[slash == parent] = '\0';
+  if (stat(parent, &dir) == 0 && (dir.st_mode & S_ISGID) &&
+      (dir.st_mode & (S_IWGRP | S_IXGRP)) == (S_IWGRP | S_IXGRP) && st.st_gid == dir.st_gid)
+    (void)fchmod(fd, (st.st_mode & 07777) | want);
+}
+
 /* open(2), and list the descriptor to be closed in forked children.
  * -1 with errno (EMFILE when more than MAX_HELD are listed). */
 static int open_held(const char *path, int flags) {
@@ -102,6 +127,8 @@ static int open_held(const char *path, int flags) {
   if (fd >= 0)
     held_fds[slot] = fd + 1;
   pthread_mutex_unlock(&held_mu);
+  if (fd >= 0 && (flags & O_CREAT))
+    share_like_parent(fd, path);
   return fd;
 }
 
@@ -302,6 +329,11 @@ static int make_dirs(const char *path) {
     char save = buf[i];
     buf[i] = '\0';
     if (mkdir(buf, 0755) == 0) {
+      int dfd = open(buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (dfd >= 0) {
+        share_like_parent(dfd, buf);
+        close(dfd);
+      }
       char *slash = strrchr(buf, '/');
       if (slash == buf)
         fsync_dir("/");
@@ -503,6 +535,8 @@ static int pool_store(const char *dir, const pool_file_t *pf, long ix, uint64_t 
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0)
     return -1;
+  if (pf->missing)
+    share_like_parent(fd, path);
   off_t at = IDGEN__POOL_RECORD_SIZE + (off_t)ix * IDGEN__POOL_SLOT_SIZE;
   int rc = pwrite(fd, head, sizeof head, 0) == (ssize_t)sizeof head ? 0 : -1;
   if (rc == 0 && ix >= 0 &&
@@ -810,6 +844,8 @@ static int space_store(const char *sdir, const idgen__space_t *s, char *err, siz
   char *buf = malloc(IDGEN__SPACE_TEXT_MAX);
   int len = buf ? idgen__space_format(s, buf, IDGEN__SPACE_TEXT_MAX) : -1;
   int fd = len < 0 ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0)
+    share_like_parent(fd, tmp);
   int rc = fd < 0 || write(fd, buf, (size_t)len) != len || fdatasync(fd) < 0 ? -1 : 0;
   int e = errno;
   if (fd >= 0)

@@ -3,8 +3,9 @@
 (tests/registry/harness.py says how the suites fit).  Daemons and
 command-line holders of every lease field mixed, with restarts under a clock
 10 s behind and removed records, on file: and a PostgreSQL; two layouts
-racing for two ID spaces on file:, PostgreSQL and etcd; the default registry
-from two working directories.  (Every pair of lease fields on one tuple is
+racing for two ID spaces on file:, PostgreSQL and etcd.  (The default
+registry, from several users and working directories:
+tests/default_registry_test.sh.  Every pair of lease fields on one tuple is
 part of the contract, suite_contract.py.)
 
 Usage: python3 tests/registry/suite_mix.py PATH/TO/idgen  (or: ctest -R registry_mix)
@@ -194,41 +195,10 @@ def pg_remover(pg):
     return remove
 
 
-def default_registry(label):
-    """Two daemons on the default registry, started from two working
-    directories (as a user, whose default is under XDG_STATE_HOME): one
-    registry, two tuples (52df1fb defaulted to file:./var/idgen, and both
-    leased worker 0: 57,344 of 81,920 IDs identical); both log its absolute
-    path."""
-    xdg = os.path.join(TMP, "xdg")
-    os.makedirs(xdg, exist_ok=True)
-    os.chmod(xdg, 0o777)
-    ds = []
-    for k in range(2):
-        cwd = os.path.join(TMP, "default-cwd%d" % k)
-        os.makedirs(cwd, exist_ok=True)
-        os.chmod(cwd, 0o777)
-        ds.append(Daemon("%s-%d" % (label, k), ["--node", "datacenter=3"], cwd=cwd,
-                         user="nobody", env={"XDG_STATE_HOME": xdg}))
-    a, b = ds[0].ids(4000), ds[1].ids(4000)
-    check("%s: both serve" % label, a is not None and b is not None,
-          (ds[0].log()[-300:], ds[1].log()[-300:]))
-    if a and b:
-        check("%s: two tuples, no ID in common" % label,
-              worker_of(a[0]) != worker_of(b[0]) and not set(a) & set(b),
-              (worker_of(a[0]), worker_of(b[0])))
-    want = "registry=file:%s/idgen " % xdg
-    check("%s: both log the absolute default (%s)" % (label, want.strip()),
-          all(want in d.log() for d in ds), [d.log()[:300] for d in ds])
-    for d in ds:
-        d.stop()
-
-
 def main():
     reg = WORK.registry("reg-mix")
     mix_run(reg, "file mix", file_remover(reg))
     mix_spaces(reg, "file spaces mix")
-    default_registry("default registry")
     pg = postgres()
     try:
         mix_run(pg.uri, "postgres mix", pg_remover(pg))
