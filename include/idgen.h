@@ -1115,6 +1115,13 @@ IDGEN_API int idgen_host_node_resolve(void *ctx, const char *field, unsigned bit
 #define IDGEN_LEASE_TTL_DEFAULT_MS 10000
 #define IDGEN_LEASE_TTL_MIN_MS 300
 #define IDGEN_LEASE_TTL_MAX_MS 3600000
+/* How long a call to a file: registry may be held by its file system
+ * (frozen, a hung mount) before it fails with IDGEN_EREGISTRY: a renewal,
+ * a mark write and a release; an acquisition may take max_start_wait_ms
+ * more.  The call goes on in the background and gives back what it takes;
+ * a lease released so is freed when its file system answers.  The network
+ * registries bound their calls with their own time-outs. */
+#define IDGEN_REGISTRY_CALL_MS 2000
 
 /* 0 if a lease TTL of `ttl_ms` is within IDGEN_LEASE_TTL_MIN_MS and
  * IDGEN_LEASE_TTL_MAX_MS, else IDGEN_EINVAL with the message every front

@@ -186,11 +186,7 @@ const char *idgen_registry_space(const idgen_registry_t *r) { return r->space; }
 void idgen_registry_close(idgen_registry_t *r) {
   if (r == NULL)
     return;
-  if (r->ops->close)
-    r->ops->close(r);
-  free(r->uri);
-  free(r->shown);
-  free(r);
+  idgen__bounded_close(r);
 }
 
 int64_t idgen__req_now_ms(const idgen_lease_request_t *req) {
@@ -489,7 +485,7 @@ static int make_pool(const idgen_lease_request_t *req, const char *space_path, i
 static int lease_final_mark(idgen_lease_t *l, int64_t mark_ms) {
   if (l->fork_gen != idgen__fork_gen() || mark_ms == l->mark_ms)
     return 0;
-  return l->r->ops->mark(l, mark_ms, NULL, 0);
+  return idgen__bounded_mark(l, mark_ms, NULL, 0);
 }
 
 int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req,
@@ -532,7 +528,10 @@ int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req
     idgen_random_bytes(tok, sizeof tok);
     snprintf(l->holder, sizeof l->holder, "%s:%ld:%02x%02x%02x%02x", host, (long)getpid(), tok[0],
              tok[1], tok[2], tok[3]);
-    rc = r->ops->acquire(l, req, err, errlen);
+    int given_up = 0;
+    rc = idgen__bounded_acquire(l, req, &given_up, err, errlen);
+    if (given_up)
+      return rc; /* the lease is the call's, which gives it back */
   }
   if (rc < 0) {
     free(l->be);
@@ -568,13 +567,13 @@ int idgen_lease_record_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t
     return idgen__err(err, errlen, IDGEN_EFORKED, "registry: the lease belongs to the parent");
   if (mark_ms <= l->mark_ms)
     return 0;
-  return l->r->ops->mark(l, mark_ms, err, errlen);
+  return idgen__bounded_mark(l, mark_ms, err, errlen);
 }
 
 int idgen_lease_renew(idgen_lease_t *l, char *err, size_t errlen) {
   if (l->fork_gen != idgen__fork_gen())
     return idgen__err(err, errlen, IDGEN_EFORKED, "registry: the lease belongs to the parent");
-  return l->r->ops->renew(l, err, errlen);
+  return idgen__bounded_renew(l, err, errlen);
 }
 
 int idgen_registry_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx, char *err,
@@ -804,8 +803,10 @@ int idgen_registry_default_uri(char *buf, size_t n, char *err, size_t errlen) {
 void idgen_lease_release(idgen_lease_t *l) {
   if (l == NULL)
     return;
-  if (l->fork_gen == idgen__fork_gen())
-    l->r->ops->release(l);
+  if (l->fork_gen == idgen__fork_gen()) {
+    idgen__bounded_release(l); /* frees it, now or when its call is done */
+    return;
+  }
   free(l->be);
   free(l);
 }

@@ -328,6 +328,14 @@ static int make_dirs(const char *path) {
       continue;
     char save = buf[i];
     buf[i] = '\0';
+    struct stat st;
+    /* mkdir on a frozen file system waits even when the directory exists:
+     * one that exists is not made again (a registry's open stays free of
+     * writes). */
+    if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode)) {
+      buf[i] = save;
+      continue;
+    }
     if (mkdir(buf, 0755) == 0) {
       int dfd = open(buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       if (dfd >= 0) {
@@ -1424,6 +1432,7 @@ static void file_close(idgen_registry_t *r) {
 
 const idgen__registry_ops_t idgen__registry_file = {
     .version = IDGEN__REGISTRY_OPS_VERSION,
+    .bounded = 1, /* a frozen or hung file system holds its calls */
     .scheme = "file",
     .check = file_check,
     .mark_step_ms = 1000,

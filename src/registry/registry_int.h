@@ -183,7 +183,7 @@ int idgen__space_join(idgen__space_t *s, const char *space, const idgen__pool_t 
 /* A backend's table.  `version` is the IDGEN__REGISTRY_OPS_VERSION it was
  * written for: a table of another version is refused when the registry is
  * opened (a later version may add members at the end). */
-#define IDGEN__REGISTRY_OPS_VERSION 2
+#define IDGEN__REGISTRY_OPS_VERSION 3
 typedef struct idgen__registry_ops {
   int version;
   const char *scheme;   /* "static", "file", "postgres", "etcd" */
@@ -210,6 +210,10 @@ typedef struct idgen__registry_ops {
    * when the space has none yet) and a probe of its pools; NULL: the
    * backend keeps no spaces (static). */
   int (*spaces)(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, char *err, size_t errlen);
+  /* Version 3.  Its calls may be held by a stuck system call (a local file
+   * system frozen or hung): acquire, renew, mark and release run on a
+   * thread of their own, bounded (bounded.c). */
+  int bounded;
 } idgen__registry_ops_t;
 
 struct idgen_registry {
@@ -221,6 +225,7 @@ struct idgen_registry {
   int space_given;                        /* the URI named the space (list shows only it) */
   void *be;                               /* backend state (file: the directory; postgres:
                                * the connection), the backend's to free in close */
+  int calls, closing; /* bounded.c's, under its lock: calls running; closed by its user */
 };
 
 struct idgen_lease {
@@ -240,6 +245,8 @@ struct idgen_lease {
   void *be;              /* the backend's state of this lease (file: its
                                * lock file), plain memory freed with the lease */
   char holder[IDGEN_HOLDER_MAX];
+  int stuck, release_pending; /* bounded.c's, under its lock: a call given up runs on it; and
+                               * its release is left to that call */
 };
 
 extern const idgen__registry_ops_t idgen__registry_static, idgen__registry_file,
@@ -281,6 +288,21 @@ int idgen__etcd_record_parse(const char *v, int64_t *mark_ms, uint64_t *generati
 int idgen__etcd_record_format(char *out, size_t outlen, int64_t mark_ms, uint64_t generation,
                               const char *holder);
 int idgen__etcd_held_parse(const char *v, int64_t *quarantine_ms, char *holder, size_t holderlen);
+
+/* Bounded calls (bounded.c): the backend's call, on a thread of its own
+ * when its table says `bounded`, the caller waiting at most
+ * max_start_wait_ms + IDGEN_REGISTRY_CALL_MS (acquire) or
+ * IDGEN_REGISTRY_CALL_MS (the others), then IDGEN_EREGISTRY naming the
+ * registry.  acquire sets *given_up when the call was given up: the lease
+ * is then its thread's (not to be freed).  release frees the lease (now or
+ * when the call is done); close frees the registry (now or when its last
+ * call is done). */
+int idgen__bounded_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, int *given_up,
+                           char *err, size_t errlen);
+int idgen__bounded_renew(idgen_lease_t *l, char *err, size_t errlen);
+int idgen__bounded_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen);
+void idgen__bounded_release(idgen_lease_t *l);
+void idgen__bounded_close(idgen_registry_t *r);
 
 /* The wall clock of a request, in ms; and sleeping on it. */
 int64_t idgen__req_now_ms(const idgen_lease_request_t *req);
