@@ -33,6 +33,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,8 +178,14 @@ static int call_bounded(bcall_t *c, int64_t bound_ms, int *given_up, char *err, 
   r->calls++;
   if (c->kind == B_RENEW || c->kind == B_MARK)
     l->stuck = 1; /* a call on this lease is running */
+  /* The thread takes no signal: they are the program's, for its threads
+   * (a PostgreSQL backend's handlers must not run on it). */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
   pthread_t t;
   int started = c->efd >= 0 && pthread_create(&t, &ta, call_thread, c) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   bounded_unlock();
   pthread_attr_destroy(&ta);
   if (!started) { /* no thread (or eventfd) to be had: the call runs here, unbounded */
