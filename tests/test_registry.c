@@ -82,6 +82,19 @@ static void test_open_errors(void **state) {
   assert_int_equal(idgen_registry_open(&r, "file:", err, sizeof err), IDGEN_EINVAL);
   assert_non_null(strstr(err, "needs a directory"));
   assert_int_equal(idgen_registry_open(&r, "file:/proc/nope/x", err, sizeof err), IDGEN_EREGISTRY);
+  /* A parameter file: does not know is refused, naming it and the known
+   * one (0181e27 made ?Space=billing the default space of a directory
+   * named "x?Space=billing"). */
+  char named[600];
+  snprintf(named, sizeof named, "file:%s/q?Space=billing", dir);
+  assert_int_equal(idgen_registry_open(&r, named, err, sizeof err), IDGEN_EINVAL);
+  assert_non_null(strstr(err, "does not know the parameter \"Space\" (it knows only space=NAME"));
+  assert_int_equal(idgen_registry_check(named, err, sizeof err), IDGEN_EINVAL);
+  snprintf(named, sizeof named, "file:%s/q?space=billing&bogus=1", dir);
+  assert_int_equal(idgen_registry_check(named, err, sizeof err), IDGEN_EINVAL);
+  assert_non_null(strstr(err, "\"bogus\""));
+  snprintf(named, sizeof named, "%s/q", dir);
+  assert_int_equal(access(named, F_OK), -1); /* nothing was made */
   assert_int_equal(idgen_registry_open(&r, "static", err, sizeof err), 0);
   idgen_registry_close(r);
 }

@@ -683,6 +683,18 @@ static int file_check(const char *uri, const char *rest, char *err, size_t errle
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: file: needs a directory (file:DIR)");
   if (strlen(rest) > 512)
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: file: directory name too long");
+  /* What follows '?' is a parameter, never part of the directory's name:
+   * space= was taken out before this; anything else is refused, so that
+   * `?Space=billing` is not silently the default space (of a directory
+   * named "idgen?Space=billing"). */
+  const char *q = strchr(rest, '?');
+  if (q != NULL) {
+    size_t n = strcspn(q + 1, "=&");
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: file: does not know the parameter \"%s\" (it knows only "
+                      "space=NAME; a directory's name cannot hold '?')",
+                      IDGEN_QUOTE(q + 1, n, '"', 60));
+  }
   return 0;
 }
 
