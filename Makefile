@@ -22,9 +22,18 @@ build:
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The main job: the daemon on its embedded defaults (HTTP 127.0.0.1:8080,
-# RESP 127.0.0.1:6380) in the foreground; Ctrl-C stops it gracefully.
+# RESP 127.0.0.1:6380) in the foreground; Ctrl-C stops it gracefully.  A
+# user who may not use the host's default registry (/var/lib/idgen: root's,
+# or shared with a group) would be refused: `make run` then names a
+# registry of the user's own, and says so.
 run: build
-	exec $(BUILD)/idgen serve
+	@if $(BUILD)/idgen serve --check-config >/dev/null 2>&1; then \
+	  exec $(BUILD)/idgen serve; \
+	else \
+	  echo "make run: the host's registry /var/lib/idgen is not this user's to use" \
+	    "(idgen serve --check-config says why); this run leases from file:$$HOME/.local/state/idgen"; \
+	  exec $(BUILD)/idgen serve --registry "file:$$HOME/.local/state/idgen"; \
+	fi
 
 # A tour of the command-line tool.
 demo: build

@@ -136,7 +136,12 @@ def unit_checks(idgen, template, tmp):
     m = re.search(r"Overall exposure level for \S+: (\d+\.\d+) (\S+)", r.stdout + r.stderr)
     check("systemd-analyze security: exposure at most 2.5 (%s)" % (m and m.group(0)),
           r.returncode == 0 and m and float(m.group(1)) <= 2.5, r.stdout[-1500:] + r.stderr)
-    for key in ("Type=notify", "WatchdogSec=", "StateDirectory=idgen", "DynamicUser=yes",
+    # The default registry is the state directory, shared with group idgen:
+    # not DynamicUser=, whose directory no application could reach.
+    check("unit has no DynamicUser=",
+          not re.search(r"^DynamicUser=", open(unit).read(), re.M))
+    for key in ("Type=notify", "WatchdogSec=", "StateDirectory=idgen", "User=idgen",
+                "Group=idgen", "StateDirectoryMode=2770",
                 "ProtectSystem=strict", "NoNewPrivileges=yes", "PrivateTmp=yes",
                 "ExecStart=%s serve" % idgen):
         check("unit has %s" % key, key in open(unit).read())
