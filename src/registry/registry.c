@@ -213,13 +213,28 @@ int idgen__fenced(const char *pfx, const idgen_lease_t *l, const char *what, con
                     pfx, what, l->generation, l->node, l->pool.name, why);
 }
 
-int idgen__pool_full(const char *pfx, const idgen__pool_t *p, const char *extra, char *err,
-                     size_t errlen) {
+int idgen__pool_full(const char *pfx, const idgen_lease_request_t *req, const idgen__pool_t *p,
+                     uint64_t held, uint64_t quarantined, int64_t next_ms, int64_t *waited,
+                     char *err, size_t errlen) {
+  int64_t max = req->max_start_wait_ms < 0 ? IDGEN_START_WAIT_MS_DEFAULT : req->max_start_wait_ms;
+  if (quarantined > 0 && next_ms >= 0 && *waited + next_ms + 1 <= max) {
+    /* One comes back within the start wait: wait for it, as for a mark. */
+    idgen__req_sleep_ms(req, next_ms + 1);
+    *waited += next_ms + 1;
+    return 0;
+  }
+  char q[200] = "";
+  if (quarantined > 0)
+    snprintf(q, sizeof q,
+             ", %" PRIu64 " in quarantine after their holders stopped (the first free again in "
+             "%" PRId64 " ms, past max_start_wait_ms %" PRId64 "%s)",
+             quarantined, next_ms, max, *waited > 0 ? " with what was waited" : "");
   return idgen__err(err, errlen, IDGEN_EPOOLFULL,
                     "%sthe pool is full: all %" PRIu64 " values of field \"%s\" (%d bits)%s%s are "
-                    "held%s",
+                    "taken: %" PRIu64 " held by live holders%s; free one (stop a holder, or "
+                    "`idgen registry list` to see them) or give this holder another tuple",
                     pfx, p->size, p->field_name, (int)__builtin_ctzll(p->size),
-                    p->others[0] ? " with " : "", p->others, extra);
+                    p->others[0] ? " with " : "", p->others, held, q);
 }
 
 int idgen__start_wait(const char *pfx, const idgen_lease_request_t *req, const idgen__pool_t *p,

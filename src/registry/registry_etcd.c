@@ -1185,15 +1185,18 @@ static int etcd_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char
     } else if (best != SIZE_MAX) {
       v = s[best].v, rec = &s[best].rec, mark = rec->mark_ms;
     } else {
-      char extra[160] = "";
-      int64_t next_ms;
+      int64_t next_ms = -1;
       int quarantined = in_quarantine(e, s, n, &next_ms);
-      if (quarantined > 0)
-        snprintf(extra, sizeof extra,
-                 " (%d of them in quarantine, the first back in %" PRId64 " ms)", quarantined,
-                 next_ms);
       free(s);
-      return idgen__pool_full(PFX, p, extra, err, errlen);
+      /* etcd tells a lease's time left in whole seconds, cut: "0" is
+       * under a second, looked at again a quarter of one later (the
+       * rounds are few). */
+      if (quarantined > 0 && next_ms < 250)
+        next_ms = 250;
+      if ((rc = idgen__pool_full(PFX, req, p, p->size - (uint64_t)quarantined,
+                                 (uint64_t)quarantined, next_ms, &waited, err, errlen)) < 0)
+        return rc;
+      continue; /* waited for one to come out of quarantine */
     }
     record_t chosen = *rec;
     free(s);

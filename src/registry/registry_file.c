@@ -1050,8 +1050,10 @@ static int file_claim(idgen_lease_t *l, const idgen_lease_request_t *req, int64_
                       "registry: no usable tuple: %s is not a valid idgen lease record "
                       "(refusing to guess its mark) and the others are held",
                       bad);
-  if (c->fd < 0)
-    return idgen__pool_full("registry: ", p, "", err, errlen);
+  if (c->fd < 0) { /* file: has no quarantine: a stopped holder's tuple is free at once */
+    int64_t none = 0;
+    return idgen__pool_full("registry: ", req, p, p->size, 0, -1, &none, err, errlen);
+  }
   /* Read after the file is ours: any holder whose file this replaced is
    * fenced before it can raise its ceiling past what this sees.  The slot
    * is written now, with where this holder starts, so that a holder whose

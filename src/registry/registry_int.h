@@ -310,8 +310,11 @@ void idgen__req_sleep_ms(const idgen_lease_request_t *req, int64_t ms);
 
 /* The rules every backend's acquire shares (docs/DESIGN.md §11), one wording,
  * each message after the backend's prefix `pfx`:
- *   pool_full   IDGEN_EPOOLFULL naming the pool's size and field; `extra`
- *               follows "are held" ("" or " (N of them in quarantine...)").
+ *   pool_full   every value is taken: `held` by live holders, `quarantined`
+ *               in quarantine, the first free again in next_ms.  If that
+ *               fits in what is left of max_start_wait_ms (*waited so far),
+ *               sleeps it and returns 0 (the caller looks again); else
+ *               IDGEN_EPOOLFULL naming the pool, the counts and the fix.
  *   start_wait  value v's mark is at or past now + start_borrow_ms: sleeps
  *               until it is behind (0; the caller reads the clock and looks
  *               again) unless *waited plus that passes max_start_wait_ms:
@@ -320,8 +323,9 @@ void idgen__req_sleep_ms(const idgen_lease_request_t *req, int64_t ms);
  *               granted to another or freed; `why` says which (or ""). */
 int idgen__fenced(const char *pfx, const idgen_lease_t *l, const char *what, const char *why,
                   char *err, size_t errlen);
-int idgen__pool_full(const char *pfx, const idgen__pool_t *p, const char *extra, char *err,
-                     size_t errlen);
+int idgen__pool_full(const char *pfx, const idgen_lease_request_t *req, const idgen__pool_t *p,
+                     uint64_t held, uint64_t quarantined, int64_t next_ms, int64_t *waited,
+                     char *err, size_t errlen);
 int idgen__start_wait(const char *pfx, const idgen_lease_request_t *req, const idgen__pool_t *p,
                       uint64_t v, int64_t mark, int64_t now, int64_t *waited, const char *why,
                       char *err, size_t errlen);

@@ -1125,12 +1125,10 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
     if ((!none && mark < now) || (fresh && floor < now))
       continue; /* freed or released since the scan: scan again */
     if (none && !fresh) {
-      char extra[160] = "";
-      if (quarantined > 0)
-        snprintf(extra, sizeof extra,
-                 " (%" PRId64 " of them in quarantine, the first back in %" PRId64 " ms)",
-                 quarantined, next_ms);
-      return idgen__pool_full(PFX, p, extra, err, errlen);
+      if ((rc = idgen__pool_full(PFX, req, p, p->size - (uint64_t)quarantined,
+                                 (uint64_t)quarantined, next_ms, &waited, err, errlen)) < 0)
+        return rc;
+      continue; /* waited for one to come out of quarantine */
     }
     /* Every free tuple's mark is ahead: the generator may start above the
      * lowest by borrowing; else wait for it, reading the wall clock again

@@ -74,7 +74,8 @@ def kill9(registry, label, args=(), free_after_s=0.0):
     t_dead = time.monotonic()
     if free_after_s > 0:
         # Until expiry and quarantine pass, nobody else gets it: the pool is full.
-        r = idgen("snowflake", "--registry", registry, *lay)
+        # (No start wait: one would wait for the quarantine's end.)
+        r = idgen("snowflake", "--registry", registry, "--max-start-wait-ms", "0", *lay)
         check("%s: before expiry and quarantine the dead lease still holds (pool full)" % label,
               r.returncode == 1 and "pool is full" in r.stderr and
               time.monotonic() - t_dead < free_after_s, (r.returncode, r.stderr))

@@ -86,8 +86,8 @@ def field_choice(registry, label):
     b = Daemon(label + "-full-b", ["--registry", full] + lay)
     r = idgen("snowflake", "--registry", full, *lay)
     check("%s: a full pool names its size and the field" % label,
-          r.returncode == 1 and 'all 2 values of field "worker" (1 bits) with rack=5 are held'
-          in r.stderr, r.stderr)
+          r.returncode == 1 and 'all 2 values of field "worker" (1 bits) with rack=5 are taken: '
+          '2 held by live holders' in r.stderr, r.stderr)
     a.stop()
     b.stop()
 
