@@ -8,7 +8,8 @@
 #   1. `idgen snowflake` on a frozen registry says so, naming the registry,
 #      within max_start_wait_ms + 2 s (its exit status follows the thaw: a
 #      thread in an uninterruptible write cannot be ended, and the kernel
-#      reaps no process before all its threads end);
+#      reaps no process before all its threads end); `idgen registry list`
+#      only reads, and answers;
 #   2. a daemon started on a frozen registry logs the same and stops trying
 #      within the bound;
 #   3. a daemon whose registry freezes while it serves: `/health` answers
@@ -81,6 +82,12 @@ check "1: the CLI gives up within its bound (max_start_wait_ms 500 + 2000; took 
   test -n "$took" -a "${took:-99999}" -lt 5000
 check "1: ... naming the registry and the file system" \
   grep -q "its file system does not answer" "$tmp/cli.err"
+
+t0=$(ms)
+timeout 20 "$IDGEN" registry list --registry "$reg" >"$tmp/list.out" 2>&1
+rc=$?
+check "1: registry list reads a frozen registry (exit $rc, $(($(ms) - t0)) ms)" \
+  test "$rc" = 0 -a "$(grep -c '^registry ' "$tmp/list.out")" = 1
 
 # ---- 2. a daemon started on a frozen registry -----------------------------------
 "$IDGEN" serve --http 127.0.0.1:0 --resp off --registry "$reg" --max-start-wait-ms 0 \
