@@ -164,17 +164,26 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
     [SK_AUDIT_MODE] = {"audit_mode", ST_CHOICE, SERVE, 0, "count", NULL, NULL, NONE,
                        "count|require",
                        "when the audit log cannot take lines (a full or failing disk, a write "
-                       "blocked for a second, the queue full): `count` hands out IDs still and "
-                       "counts the lines lost (`idgen_audit_lost_records_total`, `/health` says "
-                       "`degraded`, the file a `lost=` line); `require` sends no ID before its "
-                       "line is written and refuses ID requests meanwhile (503 / `-ERR audit "
-                       "log: ...`)",
+                       "waiting past `audit_timeout_ms`, the queue full): `count` hands out IDs "
+                       "still and counts the lines lost (`idgen_audit_lost_records_total`, "
+                       "`/health` says `degraded`, the file a `lost=` line); `require` sends no "
+                       "ID before its line is written, refuses a reply whose line is not "
+                       "written within `audit_timeout_ms`, and refuses ID requests while the "
+                       "file takes no lines (503 / `-ERR audit ...`)",
                        audit_mode_words},
     [SK_AUDIT_QUEUE_BYTES] = {"audit_queue_bytes", ST_INT, SERVE, 0, "16777216", NULL, NULL,
                               INT(65536, INT64_C(1) << 30), "N",
                               "audit lines waiting for the file, at most (about 200,000 lines): "
                               "past it, lines are lost (`count`) or ID requests refused "
                               "(`require`)"},
+    [SK_AUDIT_TIMEOUT_MS] = {"audit_timeout_ms", ST_INT, SERVE, 0, "250", NULL, NULL,
+                             INT(10, 60000), "N",
+                             "how long an audit line may wait for the file: a write (open, "
+                             "stat) that waits longer is a stall (`/health` says `audit "
+                             "stalled`, `idgen_audit_stalled` is 1); with `require`, a reply "
+                             "whose line is not written within it is refused in its place "
+                             "(503 / `-ERR audit ...`; its IDs are never sent, and a `void=` "
+                             "line follows their record)"},
 };
 
 /* "max_batch" -> "--max-batch" or "IDGEN_MAX_BATCH". */

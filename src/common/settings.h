@@ -67,6 +67,7 @@ enum settings_key {
   SK_AUDIT_LOG,
   SK_AUDIT_MODE,
   SK_AUDIT_QUEUE_BYTES,
+  SK_AUDIT_TIMEOUT_MS,
   SETTINGS_NKEYS
 };
 

@@ -195,6 +195,7 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
   c->audit_log = s->value[SK_AUDIT_LOG];
   c->audit_mode = (int)s->num[SK_AUDIT_MODE];
   c->audit_queue_bytes = s->num[SK_AUDIT_QUEUE_BYTES];
+  c->audit_timeout_ms = s->num[SK_AUDIT_TIMEOUT_MS];
   const serve_addr_t *ls[] = {&c->http, &c->resp, &c->thrift};
   static const char *const names[] = {"http", "resp", "thrift"};
   if (!c->http.enabled && !c->resp.enabled && !c->thrift.enabled)

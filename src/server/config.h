@@ -36,6 +36,7 @@ typedef struct serve_config {
   const char *pid_file, *log_file, *audit_log; /* into s.value[]; "" for none */
   int audit_mode;                              /* 0 count, 1 require (settings.c's order) */
   int64_t audit_queue_bytes;
+  int64_t audit_timeout_ms; /* require: a reply's wait for its line; both: a stall */
 } serve_config_t;
 
 /*

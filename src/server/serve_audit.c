@@ -16,20 +16,33 @@
  *     /info); the loop puts a line `ms=... lost=N bytes=M reason="..."`
  *     where they would have been, before its next lines that fit.
  *   require: no ID is sent before its line is written.  A reply that
- *     carries IDs is held by its loop (server.c) until the writer has
- *     written the loop's lines up to its own (serve_audit_written); while a
- *     write fails, one has been blocked for AUDIT_STALL_MS, or the queue is
- *     full, ID requests are refused (503 / -ERR naming the reason).  Lines
- *     are never dropped while the daemon runs.
+ *     carries IDs is held by its loop (serve_loop.c) until the writer has
+ *     written the loop's lines up to its own (serve_audit_written), and for
+ *     audit_timeout_ms at most: then the loop sends a refusal in its place
+ *     and a line `ms=... void=FIRST count=N ...` after the record says that
+ *     its IDs were never sent.  While a write fails, one has waited past
+ *     audit_timeout_ms (stalled), or the queue is full, ID requests are
+ *     refused at once (503 / -ERR naming the reason).  Lines are never
+ *     dropped while the daemon runs.
+ *
+ * Written means acknowledged: after each round of writes the writer checks
+ * that the file it wrote to is still at the path (fstat's link count, and
+ * stat of the path against the open file's device and inode) before it
+ * counts the bytes as done.  A file removed under it (no link left) is
+ * opened again at the path and what was written since the last check is
+ * written there again; a file renamed away (rotation without SIGHUP) keeps
+ * what was written to it, and the path is opened again for what follows.
+ * With nothing to write the check runs every AUDIT_CHECK_MS.
  *
  * In both modes a write that fails keeps its lines and is tried again every
  * AUDIT_RETRY_MS.  A short write (a disk that fills in the middle of a
  * line) leaves a cut line at the end of the file: the writer writes nothing
  * else until that line is complete, so a record is never glued to half of
- * another.  SIGHUP reopens the file by the writer, after it has completed a
- * cut line (require), or gives up its rest, counted and marked in the new
- * file (count).  At a stop the writer has shutdown_timeout_ms to write what
- * waits; what it cannot is counted and logged (event=audit_lost).
+ * another.  SIGHUP (and a rename found) reopens the file by the writer,
+ * after it has completed a cut line (require), or gives up its rest,
+ * counted and marked in the new file (count).  At a stop the writer has
+ * shutdown_timeout_ms to write what waits; what it cannot is counted and
+ * logged (event=audit_lost).
  */
 #define _GNU_SOURCE /* pthread_timedjoin_np */
 #include <errno.h>
@@ -42,26 +55,34 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "server_int.h"
 
-#define AUDIT_STALL_MS 1000 /* a write blocked this long is a failure until it returns */
 #define AUDIT_RETRY_MS 100  /* a failed write is tried again after this */
+#define AUDIT_CHECK_MS 250  /* with nothing to write, the file is looked for this often */
 #define AUDIT_LOSS_MS 10000 /* /health says "degraded" this long after a line was lost */
 
 enum { AUDIT_COUNT = 0, AUDIT_REQUIRE = 1 }; /* audit_mode's choices, in settings.c's order */
+enum { OP_WRITE, OP_OPEN, OP_STAT };         /* what the writer waits in */
+static const char *const op_names[] = {"write", "open", "stat"};
+static const char *const op_phrases[] = {"a write to", "an open of", "a stat of"};
 
 typedef struct audit_lane {
   pthread_mutex_t mu;
   serve_buf_t q;        /* under mu: the loop's lines not yet taken by the writer */
   uint64_t gap_records; /* the loop's (count): lines dropped since the last that fit */
   uint64_t gap_bytes;
-  serve_buf_t w; /* the writer's: lines taken, written up to w_off */
-  size_t w_off;
-  size_t line_start;     /* the writer's: where in w the line at w_off begins */
+  /* The writer's: lines taken, written up to w_off and acknowledged (found
+   * in a file at the path, `done` published) up to ack_off.  w_off is
+   * behind ack_off only while what a removed file took is written again. */
+  serve_buf_t w;
+  size_t w_off, ack_off;
+  size_t line_start;     /* where in w the line at w_off begins */
+  size_t ack_line;       /* where in w the line at ack_off begins */
   int wakefd;            /* the loop's eventfd (a dup of it), the writer's to close */
   _Atomic uint64_t done; /* bytes of this lane written (or given up at a reopen) */
   atomic_int waiting;    /* the loop holds replies for its lines: wake it */
@@ -74,10 +95,16 @@ struct serve_audit {
   int64_t stop_ms; /* shutdown_timeout_ms: the writer's time at a stop */
   int nlanes;
   audit_lane_t *lanes;
-  int fd;  /* the writer's (the main thread's before it starts) */
-  int efd; /* wakes the writer */
+  int64_t stall_ms;      /* audit_timeout_ms: a write waiting longer is a stall */
+  int fd;                /* the writer's (the main thread's before it starts) */
+  int gone;              /* the writer's: fd's file was removed and the path cannot be opened */
+  int wrote;             /* the writer's: bytes written since the last acknowledgment */
+  int64_t next_check_ms; /* the writer's: when to look for the file with nothing written */
+  int efd;               /* wakes the writer */
   atomic_int kicked, reopen, stop, exited;
-  _Atomic uint64_t reopens; /* reopens done */
+  _Atomic uint64_t hups;    /* SIGHUPs the writer has acted on */
+  _Atomic uint64_t reopens; /* reopens done: SIGHUP, a file renamed or removed */
+  int move_failed;          /* the writer's: a renamed file's path could not be opened (logged) */
   _Atomic int64_t stop_deadline_ms;
   pthread_t thread;
   int thread_on;
@@ -90,7 +117,9 @@ struct serve_audit {
   size_t mk_off;
   /* Figures: relaxed atomics, read by anyone. */
   _Atomic uint64_t made, written, lost, lost_bytes, queued_bytes, errors, refused;
-  _Atomic int64_t blocked_since_ms; /* 0, or when the write (or open) in progress began */
+  _Atomic uint64_t timeouts;        /* of refused: held replies refused at audit_timeout_ms */
+  _Atomic int64_t blocked_since_ms; /* 0, or when the write (open, stat) in progress began */
+  atomic_int busy_op;               /* which: OP_* */
   _Atomic int64_t lost_ms;          /* when a line was last lost (0: never) */
   atomic_int failing;               /* the last write (or open) failed */
   pthread_mutex_t err_mu;
@@ -116,18 +145,28 @@ static int is_loss_line(const char *p) {
   return strncmp(p, " lost=", 6) == 0;
 }
 
-/* The records (lines but loss lines) in p[0..n), the last line cut or not. */
+/* Whether it is a note rather than a record: a loss line, or a void line
+ * (require: a record whose IDs were not sent). */
+static int is_note_line(const char *p) {
+  if (strncmp(p, "ms=", 3) != 0)
+    return 0;
+  for (p += 3; *p >= '0' && *p <= '9'; p++)
+    ;
+  return strncmp(p, " lost=", 6) == 0 || strncmp(p, " void=", 6) == 0;
+}
+
+/* The records (lines but notes) in p[0..n), the last line cut or not. */
 static uint64_t count_records(const char *p, size_t n) {
   uint64_t r = 0;
   const char *end = p + n;
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
-    char first[48]; /* enough to tell a loss line, NUL-ended for is_loss_line */
+    char first[48]; /* enough to tell a note, NUL-ended for is_note_line */
     size_t len = (size_t)((nl ? nl : end) - p);
     len = len < sizeof first - 1 ? len : sizeof first - 1;
     memcpy(first, p, len);
     first[len] = '\0';
-    r += !is_loss_line(first);
+    r += !is_note_line(first);
     p = nl ? nl + 1 : end;
   }
   return r;
@@ -135,39 +174,45 @@ static uint64_t count_records(const char *p, size_t n) {
 
 /* ---- what the others read -------------------------------------------------- */
 
-/* 1 and the reason when the file does not take lines now: a write blocked
- * for AUDIT_STALL_MS or more, a failed one, or (require) a full queue. */
+enum { T_OK, T_STALLED, T_FAILING, T_FULL }; /* what trouble() found */
+
+/* What keeps the file from taking lines now, with the reason: a write (or
+ * open, or stat) waiting for audit_timeout_ms or more (stalled), a failed
+ * one, or (require) a full queue; T_OK for none. */
 static int trouble(serve_audit_t *a, char *why, size_t n) {
   int64_t since = atomic_load_explicit(&a->blocked_since_ms, memory_order_relaxed), now = now_ms();
-  if (since != 0 && now - since >= AUDIT_STALL_MS) {
+  if (since != 0 && now - since >= a->stall_ms) {
     snprintf(why, n,
-             "a write to %s has been blocked for %" PRId64 " ms (a frozen or hung file "
-             "system?)",
-             a->path, now - since);
-    return 1;
+             "%s %s has been waiting for %" PRId64 " ms (audit_timeout_ms %" PRId64
+             "; a frozen or hung file system?)",
+             op_phrases[atomic_load(&a->busy_op)], a->path, now - since, a->stall_ms);
+    return T_STALLED;
   }
   if (atomic_load_explicit(&a->failing, memory_order_relaxed)) {
     pthread_mutex_lock(&a->err_mu);
     snprintf(why, n, "%s (failing for %" PRId64 " ms)", a->error, now - a->failing_since_ms);
     pthread_mutex_unlock(&a->err_mu);
-    return 1;
+    return T_FAILING;
   }
   uint64_t q = atomic_load_explicit(&a->queued_bytes, memory_order_relaxed);
   if (a->mode == AUDIT_REQUIRE && q >= a->cap) {
     snprintf(why, n,
              "%" PRIu64 " bytes of lines wait to be written to %s (audit_queue_bytes %" PRIu64 ")",
              q, a->path, a->cap);
-    return 1;
+    return T_FULL;
   }
-  return 0;
+  return T_OK;
 }
+
+/* How a reason of trouble() begins: a stall says so first. */
+static const char *trouble_head(int t) { return t == T_STALLED ? "audit stalled" : "audit log"; }
 
 int serve_audit_refuses(serve_daemon_t *s) {
   serve_audit_t *a = s->audit;
   if (a == NULL || a->mode != AUDIT_REQUIRE)
     return 0;
   char why[8];
-  if (!trouble(a, why, sizeof why))
+  if (trouble(a, why, sizeof why) == T_OK)
     return 0;
   atomic_fetch_add_explicit(&a->refused, 1, memory_order_relaxed);
   return 1;
@@ -175,30 +220,48 @@ int serve_audit_refuses(serve_daemon_t *s) {
 
 void serve_audit_refusal_text(serve_daemon_t *s, char *buf, size_t n) {
   char why[300] = "";
-  if (s->audit == NULL || !trouble(s->audit, why, sizeof why))
+  int t = s->audit != NULL ? trouble(s->audit, why, sizeof why) : T_OK;
+  if (t == T_OK)
     snprintf(why, sizeof why, "it cannot take lines now");
   snprintf(buf, n,
-           "audit log: %.280s; IDs are not handed out while their lines cannot be written "
+           "%s: %.280s; IDs are not handed out while their lines cannot be written "
            "(audit_mode require)",
-           why);
+           trouble_head(t), why);
+}
+
+void serve_audit_timeout_text(serve_daemon_t *s, char *buf, size_t n) {
+  serve_audit_t *a = s->audit;
+  char why[300];
+  int t = trouble(a, why, sizeof why);
+  int64_t since = atomic_load_explicit(&a->blocked_since_ms, memory_order_relaxed);
+  if (t == T_OK && since != 0) /* the write began after the line: not a stall yet */
+    snprintf(why, sizeof why, "%s %s has been waiting for %" PRId64 " ms",
+             op_phrases[atomic_load(&a->busy_op)], a->path, now_ms() - since);
+  else if (t == T_OK)
+    snprintf(why, sizeof why, "the audit writer is behind");
+  snprintf(buf, n,
+           "%s: this request's line was not written within audit_timeout_ms (%" PRId64
+           " ms): %.280s; its IDs are not handed out (audit_mode require)",
+           trouble_head(t), a->stall_ms, why);
 }
 
 int serve_audit_unhealthy(serve_daemon_t *s, char *why, size_t n) {
   if (s->audit == NULL || s->audit->mode != AUDIT_REQUIRE)
     return 0;
   char t[300];
-  if (!trouble(s->audit, t, sizeof t))
+  int k = trouble(s->audit, t, sizeof t);
+  if (k == T_OK)
     return 0;
   snprintf(why, n,
-           "audit log: %.280s; ID requests are refused until it takes lines again "
+           "%s: %.280s; ID requests are refused until it takes lines again "
            "(audit_mode require)",
-           t);
+           trouble_head(k), t);
   return 1;
 }
 
 /* The figures at one look. */
 typedef struct audit_figures {
-  uint64_t made, written, lost, lost_bytes, queued_bytes, errors, refused;
+  uint64_t made, written, lost, lost_bytes, queued_bytes, errors, refused, timeouts, reopens;
   int64_t blocked_ms, lost_ago_ms; /* 0: not blocked; -1: never lost */
 } audit_figures_t;
 
@@ -212,6 +275,8 @@ static void figures(serve_audit_t *a, audit_figures_t *f) {
   f->queued_bytes = atomic_load(&a->queued_bytes);
   f->errors = atomic_load(&a->errors);
   f->refused = atomic_load(&a->refused);
+  f->timeouts = atomic_load(&a->timeouts);
+  f->reopens = atomic_load(&a->reopens);
   int64_t since = atomic_load(&a->blocked_since_ms), lost = atomic_load(&a->lost_ms),
           now = now_ms();
   f->blocked_ms = since ? now - since : 0;
@@ -229,11 +294,12 @@ int serve_audit_degraded(serve_daemon_t *s, char *why, size_t n) {
   char t[300];
   audit_figures_t f;
   figures(a, &f);
-  if (trouble(a, t, sizeof t))
+  int k = trouble(a, t, sizeof t);
+  if (k != T_OK)
     snprintf(why, n,
-             "degraded: audit log: %.280s; %" PRIu64 " records lost so far, IDs are still "
+             "degraded: %s: %.280s; %" PRIu64 " records lost so far, IDs are still "
              "handed out (audit_mode count)",
-             t, f.lost);
+             trouble_head(k), t, f.lost);
   else if (f.lost_ago_ms >= 0 && f.lost_ago_ms < AUDIT_LOSS_MS)
     snprintf(why, n,
              "degraded: audit log: %" PRIu64 " records lost so far, the last %" PRId64
@@ -247,11 +313,11 @@ int serve_audit_degraded(serve_daemon_t *s, char *why, size_t n) {
 
 static const char *state_name(serve_audit_t *a, const audit_figures_t *f) {
   char t[8];
-  if (f->blocked_ms >= AUDIT_STALL_MS)
-    return "blocked";
+  if (f->blocked_ms >= a->stall_ms)
+    return "stalled";
   if (atomic_load_explicit(&a->failing, memory_order_relaxed))
     return "failing";
-  if (trouble(a, t, sizeof t))
+  if (trouble(a, t, sizeof t) != T_OK)
     return "full";
   if (f->lost_ago_ms >= 0 && f->lost_ago_ms < AUDIT_LOSS_MS)
     return "losing";
@@ -266,9 +332,11 @@ void serve_audit_health_line(serve_daemon_t *s, serve_buf_t *b) {
   figures(a, &f);
   serve_buf_printf(b,
                    "audit mode=%s state=%s written=%" PRIu64 " lost=%" PRIu64 " lost_bytes=%" PRIu64
-                   " queued=%" PRIu64 " queued_bytes=%" PRIu64 " refused=%" PRIu64 "\n",
+                   " queued=%" PRIu64 " queued_bytes=%" PRIu64 " refused=%" PRIu64
+                   " timeouts=%" PRIu64 " reopens=%" PRIu64 "\n",
                    a->mode == AUDIT_REQUIRE ? "require" : "count", state_name(a, &f), f.written,
-                   f.lost, f.lost_bytes, queued_records(&f), f.queued_bytes, f.refused);
+                   f.lost, f.lost_bytes, queued_records(&f), f.queued_bytes, f.refused, f.timeouts,
+                   f.reopens);
 }
 
 struct json_t *serve_audit_json(serve_daemon_t *s) {
@@ -290,15 +358,14 @@ struct json_t *serve_audit_json(serve_daemon_t *s) {
   const struct {
     const char *key;
     uint64_t v;
-  } nums[] = {{"written", f.written},
-              {"lost", f.lost},
-              {"lost_bytes", f.lost_bytes},
-              {"queued", queued_records(&f)},
-              {"queued_bytes", f.queued_bytes},
-              {"queue_max_bytes", a->cap},
-              {"write_errors", f.errors},
-              {"refused", f.refused},
-              {"blocked_ms", (uint64_t)f.blocked_ms}};
+  } nums[] = {
+      {"written", f.written},           {"lost", f.lost},
+      {"lost_bytes", f.lost_bytes},     {"queued", queued_records(&f)},
+      {"queued_bytes", f.queued_bytes}, {"queue_max_bytes", a->cap},
+      {"write_errors", f.errors},       {"refused", f.refused},
+      {"timeouts", f.timeouts},         {"timeout_ms", (uint64_t)a->stall_ms},
+      {"reopens", f.reopens},           {"blocked_ms", (uint64_t)f.blocked_ms},
+  };
   for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
     json_object_set_new(o, nums[i].key, json_integer((json_int_t)nums[i].v));
   return o;
@@ -331,20 +398,30 @@ void serve_audit_metrics(serve_daemon_t *s, serve_buf_t *b) {
       "# HELP idgen_audit_blocked_seconds How long the audit write in progress has been "
       "waiting for the file (0: none waits).\n"
       "# TYPE idgen_audit_blocked_seconds gauge\nidgen_audit_blocked_seconds %.3f\n"
+      "# HELP idgen_audit_stalled 1 while an audit write (open, stat) has waited for the file "
+      "longer than audit_timeout_ms.\n"
+      "# TYPE idgen_audit_stalled gauge\nidgen_audit_stalled %d\n"
       "# HELP idgen_audit_failing 1 while the audit log takes no lines: a write failed, one has "
-      "been blocked for a second, or (audit_mode require) the queue is full.\n"
+      "waited past audit_timeout_ms, or (audit_mode require) the queue is full.\n"
       "# TYPE idgen_audit_failing gauge\nidgen_audit_failing %d\n"
       "# HELP idgen_audit_refusals_total ID requests refused because their lines could not be "
-      "written (audit_mode require).\n"
-      "# TYPE idgen_audit_refusals_total counter\nidgen_audit_refusals_total %" PRIu64 "\n",
+      "written (audit_mode require), at once or at audit_timeout_ms.\n"
+      "# TYPE idgen_audit_refusals_total counter\nidgen_audit_refusals_total %" PRIu64 "\n"
+      "# HELP idgen_audit_timeouts_total ID requests whose reply was held for its line and "
+      "refused at audit_timeout_ms (audit_mode require; their IDs were never sent).\n"
+      "# TYPE idgen_audit_timeouts_total counter\nidgen_audit_timeouts_total %" PRIu64 "\n"
+      "# HELP idgen_audit_reopens_total Times the audit log was opened again: SIGHUP, or its "
+      "file found renamed or removed.\n"
+      "# TYPE idgen_audit_reopens_total counter\nidgen_audit_reopens_total %" PRIu64 "\n",
       f.written, f.lost, f.lost_bytes, queued_records(&f), f.queued_bytes, f.errors,
-      (double)f.blocked_ms / 1000.0, trouble(a, t, sizeof t), f.refused);
+      (double)f.blocked_ms / 1000.0, f.blocked_ms >= a->stall_ms, trouble(a, t, sizeof t) != T_OK,
+      f.refused, f.timeouts, f.reopens);
 }
 
 /* ---- the loops' side --------------------------------------------------------- */
 
-void serve_audit(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh,
-                 uint64_t first) {
+void serve_audit(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh, uint64_t first,
+                 size_t reply_start) {
   serve_daemon_t *s = w->srv;
   if (s->audit == NULL)
     return;
@@ -352,12 +429,38 @@ void serve_audit(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *
                    idgen_clock_now_ms(IDGEN_CLOCK_FAST), serve_proto_name(sh->proto), first,
                    sh->count, s->agent_names[sh->agent]);
   w->audit_lines++;
-  /* In require mode nothing but these lines enters the lane (no loss
-   * lines): its byte count after this line is where the reply may go. */
-  if (s->audit->mode == AUDIT_REQUIRE)
+  /* In require mode nothing enters the lane but through w->audit (no loss
+   * lines): its byte count after this line is where the reply may go, and
+   * the reply is noted for a refusal in its place (serve_loop.c). */
+  if (s->audit->mode == AUDIT_REQUIRE) {
     c->audit_seq = w->audit_handed + w->audit.len;
+    serve_held_reply_t h = {.start = reply_start,
+                            .end = w->out.len,
+                            .seq = c->audit_seq,
+                            .first = first,
+                            .held_ms = serve_mono_ms(),
+                            .shape = *sh,
+                            .closing = c->stop_parsing};
+    serve_buf_put(&c->held_ids, &h, sizeof h);
+  }
   if (w->audit.len >= 65536)
     serve_audit_handoff(w);
+}
+
+void serve_audit_void(serve_worker_t *w, const serve_held_reply_t *h) {
+  serve_daemon_t *s = w->srv;
+  serve_buf_printf(&w->audit,
+                   "ms=%" PRId64 " void=%" PRIu64 " count=%zu proto=%s agent=%s reason=\"its line "
+                   "was not written within audit_timeout_ms (%" PRId64 " ms): the IDs were "
+                   "not sent\"\n",
+                   idgen_clock_now_ms(IDGEN_CLOCK_FAST), h->first, h->shape.count,
+                   serve_proto_name(h->shape.proto), s->agent_names[h->shape.agent],
+                   s->audit->stall_ms);
+}
+
+void serve_audit_timed_out(serve_daemon_t *s, uint64_t n) {
+  atomic_fetch_add_explicit(&s->audit->timeouts, n, memory_order_relaxed);
+  atomic_fetch_add_explicit(&s->audit->refused, n, memory_order_relaxed);
 }
 
 static void kick(serve_audit_t *a) {
@@ -445,37 +548,102 @@ static void recovered(serve_audit_t *a) {
             a->path, for_ms, (uint64_t)atomic_load(&a->lost));
 }
 
-/* write(2), with the time it waits published; -1 with errno on failure (a
- * write of nothing counts as EIO: it would be tried for ever). */
+/* A system call on the file begins (its start published: a stall is one
+ * that takes audit_timeout_ms), and ends (logged if it stalled). */
+static void busy_begin(serve_audit_t *a, int op) {
+  atomic_store(&a->busy_op, op);
+  atomic_store(&a->blocked_since_ms, now_ms());
+}
+
+static void busy_end(serve_audit_t *a) {
+  int64_t took = now_ms() - atomic_exchange(&a->blocked_since_ms, 0);
+  if (took >= a->stall_ms)
+    log_event("warn", "audit_log_blocked", "audit_log=%s blocked_ms=%" PRId64 " op=%s", a->path,
+              took, op_names[atomic_load(&a->busy_op)]);
+}
+
+/* write(2), timed; -1 with errno on failure (a write of nothing counts as
+ * EIO: it would be tried for ever). */
 static ssize_t timed_write(serve_audit_t *a, const char *p, size_t n) {
-  int64_t t0 = now_ms();
-  atomic_store(&a->blocked_since_ms, t0);
+  busy_begin(a, OP_WRITE);
   ssize_t r;
   do
     r = write(a->fd, p, n);
   while (r < 0 && errno == EINTR);
   int e = r == 0 ? EIO : errno;
-  atomic_store(&a->blocked_since_ms, 0);
-  int64_t took = now_ms() - t0;
-  if (took >= AUDIT_STALL_MS)
-    log_event("warn", "audit_log_blocked", "audit_log=%s blocked_ms=%" PRId64, a->path, took);
+  busy_end(a);
+  if (r > 0)
+    a->wrote = 1;
   errno = e;
   return r > 0 ? r : -1;
 }
 
-/* Bytes of lane l (or of the loss line, l NULL) written: counted, and the
- * loop told if it waits for them. */
-static void wrote(serve_audit_t *a, audit_lane_t *l, size_t n) {
-  atomic_fetch_sub(&a->queued_bytes, n);
-  if (l == NULL)
+/* The path opened for appending (made if missing), timed: the fd, or -1
+ * with errno.  O_APPEND also puts the lines after a truncation (logrotate's
+ * copytruncate) at the start of the file, not at the old offset. */
+static int open_path(serve_audit_t *a) {
+  busy_begin(a, OP_OPEN);
+  int fd = open(a->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  int e = errno;
+  busy_end(a);
+  errno = e;
+  return fd;
+}
+
+enum { FILE_SAME, FILE_MOVED, FILE_GONE };
+
+/* Where the file the writer has open is: still at the path (FILE_SAME, also
+ * when it cannot tell), renamed away so that the path names another file or
+ * none (FILE_MOVED: rotation; what it took stays in it), or removed, no name
+ * left (FILE_GONE: what it took is gone with it).  The path is looked up
+ * only when `path` is set (every AUDIT_CHECK_MS): a rename loses nothing, so
+ * after each round of writes the link count alone decides what is
+ * acknowledged. */
+static int file_where(serve_audit_t *a, int path) {
+  struct stat fs, ps;
+  busy_begin(a, OP_STAT);
+  int rf = fstat(a->fd, &fs), rp = 0, e = 0;
+  if (path && rf == 0 && fs.st_nlink > 0) {
+    rp = stat(a->path, &ps);
+    e = errno;
+  }
+  busy_end(a);
+  if (path)
+    a->next_check_ms = now_ms() + AUDIT_CHECK_MS;
+  if (rf != 0)
+    return FILE_SAME;
+  if (fs.st_nlink == 0)
+    return FILE_GONE;
+  if (!path)
+    return FILE_SAME;
+  if (rp != 0)
+    return e == ENOENT || e == ENOTDIR ? FILE_MOVED : FILE_SAME;
+  return ps.st_dev == fs.st_dev && ps.st_ino == fs.st_ino ? FILE_SAME : FILE_MOVED;
+}
+
+/* n bytes of lane l written at w_off, not yet acknowledged. */
+static void wrote(audit_lane_t *l, size_t n) {
+  const char *nl = memrchr(l->w.p + l->w_off, '\n', n);
+  if (nl != NULL)
+    l->line_start = (size_t)(nl + 1 - l->w.p);
+  l->w_off += n;
+}
+
+/* Lane l's bytes written since its last acknowledgment are in a file at the
+ * path, or in the one it was renamed to: counted, published as done, and
+ * the loop told if it waits for them. */
+static void ack_lane(serve_audit_t *a, audit_lane_t *l) {
+  if (l->w_off <= l->ack_off)
     return;
-  const char *p = l->w.p + l->w_off, *end = p + n;
+  size_t n = l->w_off - l->ack_off;
+  const char *p = l->w.p + l->ack_off, *end = l->w.p + l->w_off;
   uint64_t records = 0;
   for (const char *nl; p < end && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL; p = nl + 1) {
-    records += !is_loss_line(l->w.p + l->line_start);
-    l->line_start = (size_t)(nl + 1 - l->w.p);
+    records += !is_note_line(l->w.p + l->ack_line);
+    l->ack_line = (size_t)(nl + 1 - l->w.p);
   }
-  l->w_off += n;
+  l->ack_off = l->w_off;
+  atomic_fetch_sub(&a->queued_bytes, n);
   atomic_fetch_add(&a->written, records);
   atomic_store_explicit(&l->done, atomic_load_explicit(&l->done, memory_order_relaxed) + n,
                         memory_order_release);
@@ -486,8 +654,19 @@ static void wrote(serve_audit_t *a, audit_lane_t *l, size_t n) {
   }
 }
 
+/* What was written since the last look is where it belongs: acknowledged. */
+static void ack_all(serve_audit_t *a) {
+  for (int i = 0; i < a->nlanes; i++)
+    ack_lane(a, &a->lanes[i]);
+  if (a->marker.len > 0 && a->mk_off == a->marker.len) {
+    a->marker.len = a->mk_off = 0;
+    a->mk_records = a->mk_bytes = 0;
+  }
+  a->wrote = 0;
+}
+
 /* Writes the writer's loss line, which must come first: 0 when it is out
- * (or there is none), -1. */
+ * (or there is none), -1.  It is dropped once acknowledged (ack_all). */
 static int write_marker(serve_audit_t *a) {
   if (a->mk_records == 0 && a->mk_bytes == 0)
     return 0;
@@ -505,17 +684,16 @@ static int write_marker(serve_audit_t *a) {
     }
     a->mk_off += (size_t)n;
   }
-  a->marker.len = a->mk_off = 0;
-  a->mk_records = a->mk_bytes = 0;
   return 0;
 }
 
-/* Writes lane i's lines (taking what the loop has handed if none are
- * taken): 0 when they are all out, -1 when a write failed (they stay). */
+/* Writes lane i's lines (taking what the loop has handed once all taken
+ * are acknowledged): 0 when they are all out, -1 when a write failed (they
+ * stay). */
 static int write_lane(serve_audit_t *a, int i) {
   audit_lane_t *l = &a->lanes[i];
-  if (l->w_off == l->w.len) {
-    l->w.len = l->w_off = l->line_start = 0;
+  if (l->ack_off == l->w.len) {
+    l->w.len = l->w_off = l->ack_off = l->line_start = l->ack_line = 0;
     if (l->w.cap > SCRATCH_KEEP)
       serve_buf_free(&l->w);
     pthread_mutex_lock(&l->mu);
@@ -532,7 +710,7 @@ static int write_lane(serve_audit_t *a, int i) {
       failed(a, errno, "write");
       return -1;
     }
-    wrote(a, l, (size_t)n);
+    wrote(l, (size_t)n);
     /* A write that ends inside a line leaves it cut in the file: nothing
      * but its rest may follow it. */
     a->cut = l->w.p[l->w_off - 1] == '\n' ? -1 : i;
@@ -554,23 +732,70 @@ static int write_round(serve_audit_t *a) {
   return 0;
 }
 
-/* SIGHUP: the same path, a new file under it.  Returns 0 when done, -1
- * when it must wait (require: a cut line to complete in the old file). */
-static int reopen(serve_audit_t *a) {
+/* fd's file was removed: the path is opened again (made), and what the
+ * removed file took since the last acknowledgment is written there again,
+ * from the start of its line.  0, or -1: the path cannot be opened (failing:
+ * nothing is written until it can, tried again every AUDIT_RETRY_MS). */
+static int reopen_gone(serve_audit_t *a, const char *why) {
+  int fd = open_path(a);
+  if (fd < 0) {
+    int e = errno;
+    if (!a->gone)
+      log_event("error", "reopen_audit_log", "%s audit_log=%s error=\"%s\"", why, a->path,
+                strerror(e));
+    failed(a, e, "reopen");
+    a->gone = 1;
+    return -1;
+  }
+  close(a->fd);
+  a->fd = fd;
+  size_t again = 0;
+  for (int i = 0; i < a->nlanes; i++) {
+    audit_lane_t *l = &a->lanes[i];
+    again += l->w_off - l->ack_line;
+    l->w_off = l->line_start = l->ack_line;
+  }
+  again += a->mk_off;
+  a->mk_off = 0;
+  a->cut = -1;
+  a->gone = 0;
+  a->wrote = 0;
+  log_event("warn", "reopen_audit_log", "%s audit_log=%s written_again_bytes=%zu", why, a->path,
+            again);
+  atomic_fetch_add(&a->reopens, 1);
+  return 0;
+}
+
+/* SIGHUP (why "signal=HUP"), or the file found renamed away ("reason=
+ * renamed"): the same path, a new file under it; what the old one took
+ * stays there.  Returns 0 when done (or when it failed: a renamed file takes
+ * lines still, and the next look tries again), -1 when it must wait
+ * (require: a cut line to complete in the old file). */
+static int reopen(serve_audit_t *a, const char *why) {
   if (a->cut >= 0)
-    write_lane(a, a->cut); /* one more try to complete it where it began */
+    write_lane(a, a->cut);             /* one more try to complete it where it began */
+  if (file_where(a, 1) == FILE_GONE) { /* removed, not renamed */
+    reopen_gone(a, why);
+    return 0;
+  }
+  ack_all(a);
   if (a->cut >= 0 && a->mode == AUDIT_REQUIRE)
     return -1; /* its reply waits for it: the old file keeps it */
-  atomic_store(&a->blocked_since_ms, now_ms());
-  int fd = open(a->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  int signalled = strcmp(why, "signal=HUP") == 0;
+  int fd = open_path(a);
   int e = errno;
-  atomic_store(&a->blocked_since_ms, 0);
   if (fd < 0) {
-    failed(a, e, "reopen");
-    log_event("error", "reopen_audit_log", "signal=HUP audit_log=%s error=\"%s\"", a->path,
-              strerror(e));
+    if (signalled)
+      failed(a, e, "reopen");
+    else
+      atomic_fetch_add(&a->errors, 1);
+    if (signalled || !a->move_failed)
+      log_event("error", "reopen_audit_log", "%s audit_log=%s error=\"%s\"", why, a->path,
+                strerror(e));
+    a->move_failed = !signalled;
     return 0; /* the old file goes on, a cut line in it still to be completed */
   }
+  a->move_failed = 0;
   close(a->fd);
   a->fd = fd;
   /* count: what is cut in the old file stays there, half; the new file gets
@@ -594,13 +819,14 @@ static int reopen(serve_audit_t *a) {
     a->mk_records += rec;
     a->mk_bytes += bytes;
     l->w_off += rest;
-    l->line_start = l->w_off;
+    l->line_start = l->ack_off = l->ack_line = l->w_off;
     atomic_fetch_sub(&a->queued_bytes, rest);
     atomic_store_explicit(&l->done, atomic_load_explicit(&l->done, memory_order_relaxed) + rest,
                           memory_order_release);
     a->cut = -1;
   }
-  log_event("info", "reopen_audit_log", "signal=HUP audit_log=%s", a->path);
+  log_event("info", "reopen_audit_log", "%s audit_log=%s", why, a->path);
+  atomic_fetch_add(&a->reopens, 1);
   return 0;
 }
 
@@ -610,11 +836,11 @@ static void give_up(serve_audit_t *a) {
   for (int i = 0; i < a->nlanes; i++) {
     audit_lane_t *l = &a->lanes[i];
     pthread_mutex_lock(&l->mu);
-    if (l->w.len > l->w_off)
-      records += count_records(l->w.p + l->w_off, l->w.len - l->w_off);
+    if (l->w.len > l->ack_off)
+      records += count_records(l->w.p + l->ack_off, l->w.len - l->ack_off);
     if (l->q.len > 0)
       records += count_records(l->q.p, l->q.len);
-    bytes += l->w.len - l->w_off + l->q.len;
+    bytes += l->w.len - l->ack_off + l->q.len;
     pthread_mutex_unlock(&l->mu);
   }
   if (records == 0 && bytes == 0)
@@ -622,7 +848,7 @@ static void give_up(serve_audit_t *a) {
   atomic_fetch_add(&a->lost, records);
   atomic_fetch_add(&a->lost_bytes, bytes);
   char why[400] = "";
-  if (!trouble(a, why, sizeof why))
+  if (trouble(a, why, sizeof why) == T_OK)
     snprintf(why, sizeof why, "not written within shutdown_timeout_ms");
   log_event("error", "audit_lost", "audit_log=%s records=%" PRIu64 " bytes=%" PRIu64 " reason=%s",
             a->path, records, bytes, log_quote(why, strlen(why), (char[500]){0}, 500));
@@ -635,17 +861,34 @@ static void *writer_main(void *arg) {
     int stop = atomic_load(&a->stop);
     if (atomic_exchange(&a->reopen, 0))
       reopen_due = 1;
-    if (reopen_due && reopen(a) == 0) {
+    if (reopen_due && reopen(a, "signal=HUP") == 0) {
       reopen_due = 0;
-      atomic_fetch_add(&a->reopens, 1);
+      atomic_fetch_add(&a->hups, 1);
     }
+    if (a->gone)
+      reopen_gone(a, "reason=removed");
     atomic_store(&a->kicked, 0); /* before the lanes are read: a later hand-off kicks again */
-    int rc = write_round(a);
+    int rc = a->gone ? -1 : write_round(a);
+    /* Nothing counts as written before the file is known to be at the path
+     * still: a removed one's lines are written again to the new file. */
+    int64_t now = now_ms();
+    if (!a->gone && (a->wrote || now >= a->next_check_ms)) {
+      int where = file_where(a, now >= a->next_check_ms);
+      if (where == FILE_GONE) {
+        if (reopen_gone(a, "reason=removed") == 0)
+          continue;
+        rc = -1;
+      } else {
+        ack_all(a);
+        if (where == FILE_MOVED)
+          reopen(a, "reason=renamed"); /* (one that must wait is tried at the next look) */
+      }
+    }
     if (stop && ((rc == 0 && atomic_load(&a->queued_bytes) == 0) ||
                  now_ms() >= atomic_load(&a->stop_deadline_ms)))
       break;
     struct pollfd p = {.fd = a->efd, .events = POLLIN};
-    int wait = rc < 0 || reopen_due ? AUDIT_RETRY_MS : stop ? 10 : 1000;
+    int wait = rc < 0 || reopen_due ? AUDIT_RETRY_MS : stop ? 10 : AUDIT_CHECK_MS;
     if (poll(&p, 1, wait) > 0) {
       uint64_t v;
       ssize_t r = read(a->efd, &v, sizeof v);
@@ -672,6 +915,7 @@ int serve_audit_open(serve_daemon_t *s) {
   a->mode = cfg->audit_mode;
   a->cap = (uint64_t)cfg->audit_queue_bytes;
   a->stop_ms = cfg->shutdown_timeout_ms;
+  a->stall_ms = cfg->audit_timeout_ms;
   a->cut = -1;
   a->efd = -1;
   pthread_mutex_init(&a->err_mu, NULL);
@@ -718,7 +962,7 @@ void serve_audit_reopen(serve_daemon_t *s) {
   serve_audit_t *a = s->audit;
   if (a == NULL || !a->thread_on)
     return;
-  uint64_t before = atomic_load(&a->reopens);
+  uint64_t before = atomic_load(&a->hups);
   atomic_store(&a->reopen, 1);
   atomic_store(&a->kicked, 1);
   uint64_t one = 1;
@@ -726,9 +970,9 @@ void serve_audit_reopen(serve_daemon_t *s) {
   (void)r;
   /* Done by the writer, which may be held by the file: its own line says
    * when.  Waited for a little, so that a log reopened next shows it. */
-  for (int i = 0; i < 500 && atomic_load(&a->reopens) == before; i++)
+  for (int i = 0; i < 500 && atomic_load(&a->hups) == before; i++)
     nanosleep(&(struct timespec){0, 2000000}, NULL);
-  if (atomic_load(&a->reopens) == before)
+  if (atomic_load(&a->hups) == before)
     log_event("warn", "reopen_audit_log",
               "signal=HUP audit_log=%s state=pending "
               "reason=\"the audit writer is waiting for the file (a blocked write, or a cut line "

@@ -210,6 +210,7 @@ static void answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t
     answer_error(w, c, sh, SERVE_EAUDIT);
     return;
   }
+  size_t start = w->out.len; /* where its reply begins (require: held, maybe refused) */
   int rc = sh->replies->ids(w, c, sh, ids);
   if (rc < 0) {
     answer_error(w, c, sh, rc);
@@ -219,7 +220,7 @@ static void answer(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t
   if (rc == 0 && !sh->head) {
     count_ids(w, sh->kind, sh->agent, sh->count);
     if (sh->kind == KIND_SNOWFLAKE)
-      serve_audit(w, c, sh, ids[0]);
+      serve_audit(w, c, sh, ids[0], start);
   }
 }
 

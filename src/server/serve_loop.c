@@ -114,6 +114,7 @@ static void conn_close(serve_worker_t *w, serve_conn_t *c, int reason) {
   atomic_fetch_sub(&w->srv->nconns, 1);
   serve_buf_free(&c->in);
   serve_buf_free(&c->out);
+  serve_buf_free(&c->held_ids);
   free(c);
 }
 
@@ -138,11 +139,18 @@ static int flush_replies(serve_worker_t *w, serve_conn_t *c) {
   if (w->out.len == 0)
     return 0;
   if (c->out.len > c->out_off || c->audit_seq) { /* behind queued replies, or held */
-    if (c->out_off > c->out.len / 2) {           /* keep the queue from creeping forward forever */
+    serve_held_reply_t *h = (serve_held_reply_t *)c->held_ids.p;
+    size_t nh = c->held_ids.len / sizeof *h;
+    if (c->out_off > c->out.len / 2) { /* keep the queue from creeping forward forever */
       memmove(c->out.p, c->out.p + c->out_off, c->out.len - c->out_off);
       c->out.len -= c->out_off;
+      for (size_t i = 0; i < c->held_flushed; i++) /* (held bytes are never sent: all after) */
+        h[i].start -= c->out_off, h[i].end -= c->out_off;
       c->out_off = 0;
     }
+    for (size_t i = c->held_flushed; i < nh; i++) /* from w->out's offsets to c->out's */
+      h[i].start += c->out.len, h[i].end += c->out.len;
+    c->held_flushed = nh;
     serve_buf_put(&c->out, w->out.p, w->out.len);
     if (c->audit_seq)
       held_add(w, c);
@@ -422,22 +430,86 @@ static int conn_resume(serve_worker_t *w, serve_conn_t *c, int64_t read_ns) {
   return conn_settle(w, c);
 }
 
+/* The first of c's held replies whose line is not written yet (by `done`):
+ * its index (they are in the order of their lines). */
+static size_t held_first_unwritten(const serve_conn_t *c, uint64_t done) {
+  const serve_held_reply_t *h = (const serve_held_reply_t *)c->held_ids.p;
+  size_t lo = 0, hi = c->held_ids.len / sizeof *h;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (h[mid].seq <= done)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* audit_mode require: c's held replies from the k-th on (their lines not
+ * written within audit_timeout_ms) are replaced, in c->out, by refusals,
+ * each made as its protocol refuses an ID request (HTTP keeps the reply's
+ * Connection header); their IDs are never sent, and a void line follows each
+ * record.  The replies in between (no IDs) stay as they were.  Later
+ * replies go with the first refused: replies keep their order. */
+static void held_refuse(serve_worker_t *w, serve_conn_t *c, size_t k) {
+  serve_held_reply_t *h = (serve_held_reply_t *)c->held_ids.p;
+  size_t nh = c->held_ids.len / sizeof *h;
+  char why[600];
+  serve_audit_timeout_text(w->srv, why, sizeof why);
+  serve_buf_t nb = {0};
+  serve_buf_put(&nb, c->out.p + c->out_off, h[k].start - c->out_off);
+  uint8_t stop = c->stop_parsing, reason = c->close_reason;
+  size_t replies = w->replies, base = w->out.len;
+  for (size_t i = k; i < nh; i++) {
+    c->stop_parsing = h[i].closing;
+    h[i].shape.replies->error(w, c, &h[i].shape, SERVE_EAUDIT, why, 1000);
+    serve_buf_put(&nb, w->out.p + base, w->out.len - base);
+    w->out.len = base;
+    size_t next = i + 1 < nh ? h[i + 1].start : c->out.len;
+    serve_buf_put(&nb, c->out.p + h[i].end, next - h[i].end);
+    serve_audit_void(w, &h[i]);
+  }
+  c->stop_parsing = stop;
+  c->close_reason = reason;
+  w->replies = replies;
+  serve_audit_timed_out(w->srv, nh - k);
+  serve_buf_free(&c->out);
+  c->out = nb;
+  c->out_off = 0;
+}
+
 /* audit_mode require: sends the held replies whose audit lines are written
- * (the writer wakes the loop when it has written some), then goes on with
- * their connections' waiting requests. */
+ * (the writer wakes the loop when it has written some), or refused once the
+ * first not written has waited audit_timeout_ms (the loop wakes for that by
+ * itself: w->held_due_ms), then goes on with their connections' waiting
+ * requests. */
 static void release_held(serve_worker_t *w) {
   int waiting = w->held != NULL;
   if (waiting != w->held_waiting) /* before the look below: a write after it wakes the loop */
     serve_audit_waiting(w, w->held_waiting = waiting);
+  w->held_due_ms = INT64_MAX;
   if (!waiting)
     return;
   uint64_t done = serve_audit_written(w);
+  int64_t now = serve_mono_ms(), bound = w->srv->cfg->audit_timeout_ms;
   for (serve_conn_t *c = w->held, *next; c; c = next) {
     next = c->held_next;
-    if (c->audit_seq > done)
-      continue;
+    if (c->audit_seq > done) {
+      size_t k = held_first_unwritten(c, done);
+      int64_t due = ((serve_held_reply_t *)c->held_ids.p)[k].held_ms + bound;
+      if (now < due) {
+        if (due < w->held_due_ms)
+          w->held_due_ms = due;
+        continue;
+      }
+      held_refuse(w, c, k);
+    }
     held_remove(w, c);
     c->audit_seq = 0;
+    c->held_flushed = 0;
+    c->held_ids.len = 0;
+    if (c->held_ids.cap > 4096)
+      serve_buf_free(&c->held_ids);
     if (c->held_replies > 0) {
       serve_observe_latency(w, c->proto, serve_mono_ns() - c->held_read_ns, c->held_replies);
       c->held_replies = 0;
@@ -450,6 +522,10 @@ static void release_held(serve_worker_t *w) {
   }
   if (w->held == NULL && w->held_waiting)
     serve_audit_waiting(w, w->held_waiting = 0);
+  else if (w->held != NULL && w->held_due_ms == INT64_MAX) /* held by the requests sent above */
+    w->held_due_ms = now + bound;
+  if (w->audit.len > 0) /* void lines, and the lines of the requests sent above */
+    serve_audit_handoff(w);
 }
 
 /* ---- accepting ----------------------------------------------------------- */
@@ -654,6 +730,11 @@ static void *worker_main(void *arg) {
       if (left < wait_ns)
         wait_ns = left > 0 ? left : 0;
     }
+    if (w->held && w->held_due_ms < INT64_MAX) { /* a held reply is refused on time */
+      int64_t left = (w->held_due_ms - serve_mono_ms()) * 1000000;
+      if (left < wait_ns)
+        wait_ns = left > 0 ? left : 0;
+    }
     int n = serve_poll_wait(w, evs, wait_ns);
     if (n < 0 && errno != EINTR) {
       log_event("error", "epoll_wait", "error=\"%s\"", strerror(errno));
@@ -730,6 +811,7 @@ static int setup_worker(serve_daemon_t *s, serve_worker_t *w, int i) {
   w->wake_tag = TAG_WAKE;
   w->now_ms = w->last_sweep_ms = serve_mono_ms();
   w->park_until_ns = INT64_MAX;
+  w->held_due_ms = INT64_MAX;
   atomic_init(&w->turned_ms, w->now_ms);
   if (w->epfd < 0 || w->wakefd < 0 || !w->rbuf || !w->ids || !w->st.ids || !w->http_headers)
     return -1;

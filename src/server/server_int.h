@@ -168,6 +168,18 @@ typedef struct serve_parked {
   uint64_t ids[];        /* room for shape.count IDs */
 } serve_parked_t;
 
+/* audit_mode require: a reply with IDs held until its audit line is written
+ * (serve_audit.c notes it; serve_loop.c releases it, or at
+ * audit_timeout_ms sends a refusal in its place). */
+typedef struct serve_held_reply {
+  size_t start, end; /* its bytes: in w->out until flushed, then in c->out */
+  uint64_t seq;      /* its line's end in the loop's lane (serve_audit_written) */
+  uint64_t first;    /* its first ID, for the void line */
+  int64_t held_ms;   /* when it was made (serve_mono_ms) */
+  serve_reply_shape_t shape;
+  uint8_t closing; /* HTTP: it said Connection: close */
+} serve_held_reply_t;
+
 enum { TAG_LISTENER = 1, TAG_WAKE, TAG_CONN };
 
 typedef struct serve_listener {
@@ -207,6 +219,10 @@ typedef struct serve_conn {
    * audit lines are written up to here (serve_audit_written); 0: none wait.
    * Then it is on the loop's `held` list. */
   uint64_t audit_seq;
+  /* ... and the held replies with IDs among them (serve_held_reply_t, in
+   * the order made); those from held_flushed on are still in w->out. */
+  serve_buf_t held_ids;
+  size_t held_flushed;
   struct serve_conn *held_prev, *held_next;
   uint8_t held_on;
   size_t held_replies;  /* replies held, and when the first one's request was read: */
@@ -240,6 +256,7 @@ typedef struct serve_worker {
   uint64_t audit_handed;            /* bytes handed to its audit lane since the start */
   serve_conn_t *held;               /* connections whose replies wait for audit lines */
   int held_waiting;                 /* told the writer so (serve_audit_waiting) */
+  int64_t held_due_ms;              /* the first held reply's audit_timeout_ms, or INT64_MAX */
   struct http_header *http_headers; /* room for max_headers parsed headers (http.h) */
   uint64_t *ids;                    /* room for ids_cap Snowflake IDs, grown on demand */
   size_t ids_cap;
@@ -489,12 +506,21 @@ int serve_audit_open(serve_daemon_t *s);
 int serve_audit_start(serve_daemon_t *s);
 void serve_audit_reopen(serve_daemon_t *s);
 void serve_audit_stop(serve_daemon_t *s);
-/* A line for an answered Snowflake request (its first ID) into the loop's
- * buffer; in require mode c's replies must then wait (c->audit_seq).
- * serve_audit_handoff hands the loop's lines to the writer (at the end of
- * each turn, and when they pass 64 KiB). */
-void serve_audit(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh, uint64_t first);
+/* A line for an answered Snowflake request (its first ID; its reply made
+ * in w->out from reply_start to the end) into the loop's buffer; in require
+ * mode c's replies must then wait (c->audit_seq), and the reply is noted in
+ * c->held_ids.  serve_audit_handoff hands the loop's lines to the writer (at
+ * the end of each turn, and when they pass 64 KiB). */
+void serve_audit(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape_t *sh, uint64_t first,
+                 size_t reply_start);
 void serve_audit_handoff(serve_worker_t *w);
+/* require: a held reply refused at audit_timeout_ms.  serve_audit_void puts
+ * the line saying its IDs were not sent into the loop's buffer (after its
+ * record, in lane order); serve_audit_timed_out counts n of them; the
+ * refusal's reason into buf[n]. */
+void serve_audit_void(serve_worker_t *w, const serve_held_reply_t *h);
+void serve_audit_timed_out(serve_daemon_t *s, uint64_t n);
+void serve_audit_timeout_text(serve_daemon_t *s, char *buf, size_t n);
 /* The bytes of the loop's lines written so far (against c->audit_seq), and
  * whether the loop waits for more (the writer wakes it then). */
 uint64_t serve_audit_written(serve_worker_t *w);
