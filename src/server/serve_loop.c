@@ -457,6 +457,7 @@ static void held_refuse(serve_worker_t *w, serve_conn_t *c, size_t k) {
   char why[600];
   serve_audit_timeout_text(w->srv, why, sizeof why);
   serve_buf_t nb = {0};
+  serve_buf_reserve(&nb, c->out.len - c->out_off + 256); /* (the held bytes: never 0) */
   serve_buf_put(&nb, c->out.p + c->out_off, h[k].start - c->out_off);
   uint8_t stop = c->stop_parsing, reason = c->close_reason;
   size_t replies = w->replies, base = w->out.len;
