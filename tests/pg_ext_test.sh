@@ -224,7 +224,7 @@ got=$(q "SELECT count(*), min(id) > $old, (min(id) >> 12) & 1 FROM sf WHERE s = 
   fail "after the restart 12 s behind: rows|all above the old maximum = $got (old worker $w_before;" \
     "per session: $(q "SELECT string_agg(s || ':' || min(id) || '..' || max(id), ' ') FROM sf GROUP BY s" |
       tr '\n' ' '); last: $(cat "$work/pg2/data/pg_idgen.last"); registry: $(psql -qAtX "$REG" -c \
-      "SELECT string_agg(node || '/' || generation || '/' || mark_ms, ' ') FROM idgen_nodes"))"
+      "SELECT string_agg(node || '/' || generation || '/' || mark_ms, ' ') FROM idgen.idgen_nodes"))"
 echo "ok   pg extension: restarted 12 s behind its last IDs, on worker ${got##*|} (was $w_before): 100000 new IDs, all above the old maximum"
 waited=$(grep -o "idgen_snowflake() starts in [0-9]* ms" "$work/pg2/log" | head -1 || true)
 echo "info pg extension: ${waited:-the restart did not have to wait for the clock}"

@@ -2,7 +2,8 @@
  * test_registry_pg.c -- what only the postgres:// registry has (docs/DESIGN.md
  * §11; fenced, durable: expiry and quarantine by the database's clock,
  * listing and freeing by hand, the floor of deleted rows, an earlier
- * version's table; what every backend must do is in
+ * version's table, one schema whatever the session's search_path, an
+ * earlier version's registry in another schema; what every backend must do is in
  * test_registry_contract.c), against a real server: $IDGEN_TEST_PG_URI, such as the one
  * tests/pg_server.sh starts.  Without it the test fails, unless
  * IDGEN_TEST_PG_SKIP=1 (then it reports "skipped", exit 77).
@@ -137,9 +138,33 @@ static void test_open(void **state) {
   assert_non_null(strstr(err, "127.0.0.1"));
   assert_null(strchr(err, '\n'));
   /* a URI libpq cannot parse */
-  assert_int_equal(idgen_registry_open(&r, "postgres://h/db?nosuch=1", err, sizeof err),
+  assert_int_equal(idgen_registry_open(&r, "postgres://h/db?host=%zz", err, sizeof err),
                    IDGEN_EINVAL);
   assert_non_null(strstr(err, "bad URI"));
+  /* a parameter neither idgen's nor libpq's is refused, naming the known
+   * ones: ?Space= never means the default space */
+  static const char *const unknown[][2] = {
+      {"postgres://h/db?Space=billing", "\"Space\" (did you mean space? names are case-sensitive)"},
+      {"postgres://h/db?bogus=1", "\"bogus\"; known: idgen's space and schema, and libpq's"},
+      {"postgres://h/db?sslmode=disable&SCHEMA=x", "\"SCHEMA\" (did you mean schema?"},
+      {"postgres://h/db?Port=5432", "did you mean port?"},
+      {"postgres://h/db?schema=Billing", "schema \"Billing\" is not a schema name idgen takes"},
+      {"postgres://h/db?schema=pg_catalog", "not starting with a digit or pg_"},
+      {"postgres://h/db?schema=", "schema \"\" is not"},
+      {"postgres://h/db?schema=a;drop", "schema \"a;drop\" is not"},
+      {"postgres://h/db?schema=a&schema=a", "schema= given twice"},
+  };
+  for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+    assert_int_equal(idgen_registry_check(unknown[i][0], err, sizeof err), IDGEN_EINVAL);
+    if (strstr(err, unknown[i][1]) == NULL)
+      fail_msg("%s: %s, want %s", unknown[i][0], err, unknown[i][1]);
+    assert_int_equal(idgen_registry_open(&r, unknown[i][0], err, sizeof err), IDGEN_EINVAL);
+  }
+  /* idgen's own parameters are not libpq's: both pass, with libpq's */
+  assert_int_equal(idgen_registry_check("postgresql://h/db?sslmode=disable&schema=a_1&space=s"
+                                        "&options=-csearch_path%3Dx",
+                                        err, sizeof err),
+                   0);
   /* postgresql:// is the same backend */
   assert_true(strncmp(uri, "postgres://", 11) == 0);
   snprintf(other, sizeof other, "postgresql://%s", uri + 11);
@@ -472,16 +497,31 @@ static void test_bound_generator(void **state) {
   idgen_registry_close(r);
 }
 
-/* SQL by hand, as an operator would run it; asserts success. */
-static void psql(const char *sql) {
-  PGconn *c = PQconnectdb(base_uri);
+static void no_notices(void *ctx, const char *msg) {
+  (void)ctx; /* "drop cascades to ...": the test's own output stays readable */
+  (void)msg;
+}
+
+/* SQL by hand on database `db` (NULL: base_uri's), as an operator would run
+ * it; asserts success.  The first column of the first row, if any, into
+ * out[n] (may be NULL). */
+static void psql_on(const char *db, const char *sql, char *out, size_t n) {
+  char dburi[600];
+  snprintf(dburi, sizeof dburi, "%.*s/%s", (int)(strrchr(base_uri, '/') - base_uri), base_uri,
+           db ? db : strrchr(base_uri, '/') + 1);
+  PGconn *c = PQconnectdb(dburi);
   assert_int_equal(PQstatus(c), CONNECTION_OK);
+  PQsetNoticeProcessor(c, no_notices, NULL);
   PGresult *res = PQexec(c, sql);
   if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
     fail_msg("%s: %s", sql, PQerrorMessage(c));
+  if (out)
+    snprintf(out, n, "%s", PQntuples(res) > 0 ? PQgetvalue(res, 0, 0) : "");
   PQclear(res);
   PQfinish(c);
 }
+
+static void psql(const char *sql) { psql_on(NULL, sql, NULL, 0); }
 
 /* A row deleted by hand (or truncated) raises its pool's floor to its mark:
  * the next holder of that tuple starts above every ID issued under it,
@@ -498,8 +538,8 @@ static void test_floor_after_delete(void **state) {
   int64_t m = now_ms() + 60000;
   assert_int_equal(idgen_lease_record_mark(a, m, NULL, 0), 0);
   char sql[600];
-  snprintf(sql, sizeof sql, "DELETE FROM idgen_nodes WHERE pool = '%s' AND node = %lld", p.stored,
-           (long long)info_of(a).key);
+  snprintf(sql, sizeof sql, "DELETE FROM idgen.idgen_nodes WHERE pool = '%s' AND node = %lld",
+           p.stored, (long long)info_of(a).key);
   psql(sql);
   rows_t rs = list_pool(r, &p);
   assert_int_equal(rs.n, 0);
@@ -527,7 +567,7 @@ static void test_floor_after_delete(void **state) {
   assert_int_equal(rs.row[0].pool_mark_ms, m);
   idgen_lease_release(b);
   /* idgen_pools keeps its rows */
-  snprintf(sql, sizeof sql, "DELETE FROM idgen_pools WHERE pool = '%s'", p.stored);
+  snprintf(sql, sizeof sql, "DELETE FROM idgen.idgen_pools WHERE pool = '%s'", p.stored);
   PGconn *c = PQconnectdb(base_uri);
   PGresult *res = PQexec(c, sql);
   assert_int_equal(PQresultStatus(res), PGRES_FATAL_ERROR);
@@ -548,11 +588,11 @@ static void test_earlier_version_table(void **state) {
            (unsigned long long)(2000 + run_base * 7 + run_next));
   pool_t p = new_pool(spec);
   int64_t m = now_ms() + 60000;
-  psql("CREATE TABLE idgen_leases (pool text NOT NULL, worker_id bigint NOT NULL, holder text,"
-       " generation bigint NOT NULL, expires_at timestamptz NOT NULL, free_at timestamptz NOT NULL,"
-       " mark_ms bigint NOT NULL, PRIMARY KEY (pool, worker_id))");
+  psql("CREATE TABLE idgen.idgen_leases (pool text NOT NULL, worker_id bigint NOT NULL,"
+       " holder text, generation bigint NOT NULL, expires_at timestamptz NOT NULL,"
+       " free_at timestamptz NOT NULL, mark_ms bigint NOT NULL, PRIMARY KEY (pool, worker_id))");
   snprintf(sql, sizeof sql,
-           "INSERT INTO idgen_leases VALUES ('worker@datacenter=1', 0, 'old:1:aa', 1,"
+           "INSERT INTO idgen.idgen_leases VALUES ('worker@datacenter=1', 0, 'old:1:aa', 1,"
            " now() + interval '1 hour', now() + interval '2 hours', %lld)",
            (long long)m);
   psql(sql);
@@ -561,11 +601,166 @@ static void test_earlier_version_table(void **state) {
   idgen_lease_t *l;
   assert_int_equal(idgen_registry_acquire(r, &req, &l, err, sizeof err), IDGEN_EREGISTRY);
   assert_non_null(strstr(err, "held by an earlier idgen"));
-  psql("UPDATE idgen_leases SET holder = NULL, expires_at = now(), free_at = now()");
+  psql("UPDATE idgen.idgen_leases SET holder = NULL, expires_at = now(), free_at = now()");
   /* released: its mark, a minute ahead, is a floor now */
   assert_int_equal(idgen_registry_acquire(r, &req, &l, err, sizeof err), IDGEN_ECLOCK);
-  psql("DROP TABLE idgen_leases");
+  psql("DROP TABLE idgen.idgen_leases");
   idgen_registry_close(r);
+}
+
+/* One registry whatever the session's search_path: a connection whose
+ * search_path names another schema (options=-csearch_path=...) leases from
+ * the same tables, so it never takes a tuple another holds (the tables
+ * were found through search_path: 1,369,216 duplicates in 4,000,000). */
+static void test_search_path(void **state) {
+  (void)state;
+  psql("CREATE SCHEMA IF NOT EXISTS other");
+  char moved[700];
+  snprintf(moved, sizeof moved, "%s&options=-csearch_path%%3Dother", uri);
+  idgen_registry_t *r = tu_registry(uri), *o = tu_registry(moved);
+  pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
+  idgen_lease_t *a = take(r, &p, 0, 0), *b = take(o, &p, 0, 0), *c = take(r, &p, 0, 0);
+  assert_int_equal(tu_worker(a), 0);
+  assert_int_equal(tu_worker(b), 1);
+  assert_int_equal(tu_worker(c), 2);
+  rows_t rs = list_pool(o, &p);
+  assert_int_equal(rs.n, 3);
+  char n[32];
+  psql_on(NULL, "SELECT count(*) FROM pg_class WHERE relnamespace = 'other'::regnamespace", n,
+          sizeof n);
+  assert_string_equal(n, "0");
+  idgen_lease_release(a);
+  idgen_lease_release(b);
+  idgen_lease_release(c);
+  idgen_registry_close(o);
+  idgen_registry_close(r);
+}
+
+/* ?schema=NAME: a registry of its own in that schema, made beside this
+ * database's `idgen` one because the URI names it; its functions name their
+ * tables and fix their own search_path. */
+static void test_schema_param(void **state) {
+  (void)state;
+  char named[700], sql[300], got[64];
+  snprintf(named, sizeof named, "%s&schema=t%llu", uri, (unsigned long long)run_base);
+  idgen_registry_t *r = tu_registry(uri), *s = tu_registry(named);
+  pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
+  idgen_lease_t *a = take(r, &p, 0, 0), *b = take(s, &p, 0, 0);
+  assert_int_equal(tu_worker(a), 0);
+  assert_int_equal(tu_worker(b), 0); /* another registry: it does not see a */
+  assert_non_null(strstr(idgen_registry_uri(s), strstr(named, "schema=")));
+  snprintf(sql, sizeof sql,
+           "SELECT count(*) FROM pg_proc WHERE pronamespace = 't%llu'::regnamespace AND"
+           " proconfig = '{\"search_path=pg_catalog, pg_temp\"}' AND prosrc LIKE '%%\"t%llu\".%%'",
+           (unsigned long long)run_base, (unsigned long long)run_base);
+  psql_on(NULL, sql, got, sizeof got);
+  assert_string_equal(got, "1"); /* idgen_nodes_removed; idgen_pools_kept names no table */
+  idgen_lease_release(a);
+  idgen_lease_release(b);
+  idgen_registry_close(s);
+  idgen_registry_close(r);
+  snprintf(sql, sizeof sql, "DROP SCHEMA t%llu CASCADE", (unsigned long long)run_base);
+  psql(sql);
+}
+
+/* The schema of an earlier version: its tables, functions that find them
+ * through search_path, and the three triggers (2026-12 and before). */
+static const char OLD_SCHEMA[] =
+    "CREATE TABLE idgen_pools (pool text PRIMARY KEY, layout text NOT NULL,"
+    " floor_ms bigint NOT NULL DEFAULT 0, keys bigint NOT NULL DEFAULT 0);"
+    "CREATE TABLE idgen_spaces (space text PRIMARY KEY, version bigint NOT NULL DEFAULT 0,"
+    " state text NOT NULL DEFAULT '');"
+    "CREATE TABLE idgen_nodes (pool text NOT NULL, node bigint NOT NULL, holder text,"
+    " generation bigint NOT NULL, expires_at timestamptz NOT NULL, free_at timestamptz NOT NULL,"
+    " mark_ms bigint NOT NULL, PRIMARY KEY (pool, node));"
+    "CREATE FUNCTION idgen_nodes_removed() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN"
+    " INSERT INTO idgen_pools AS p (pool, layout, floor_ms, keys) VALUES (OLD.pool, '',"
+    " OLD.mark_ms, OLD.node) ON CONFLICT (pool) DO UPDATE SET floor_ms = greatest(p.floor_ms,"
+    " excluded.floor_ms); IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW; END $f$;"
+    "CREATE FUNCTION idgen_pools_kept() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN"
+    " RAISE EXCEPTION 'kept'; END $f$;"
+    "CREATE TRIGGER idgen_nodes_removed BEFORE DELETE OR UPDATE ON idgen_nodes"
+    " FOR EACH ROW EXECUTE FUNCTION idgen_nodes_removed();"
+    "CREATE TRIGGER idgen_nodes_truncated BEFORE TRUNCATE ON idgen_nodes"
+    " FOR EACH STATEMENT EXECUTE FUNCTION idgen_nodes_removed();"
+    "CREATE TRIGGER idgen_pools_kept BEFORE DELETE OR TRUNCATE ON idgen_pools"
+    " FOR EACH STATEMENT EXECUTE FUNCTION idgen_pools_kept();";
+
+/* A registry an earlier version made in `public` (and one in another
+ * schema), in a database of the test's own: the default schema is refused,
+ * naming both and the fix, and nothing is made; ?schema=public uses the
+ * old registry in place (its held tuple stays held) and mends it; after
+ * that the default is still refused (the database has a registry), and a
+ * schema named on purpose is a registry of its own. */
+static void test_earlier_registry_elsewhere(void **state) {
+  (void)state;
+  char db[64], sql[2000], dburi[700], err[600], got[64];
+  snprintf(db, sizeof db, "idgen_old_%llu", (unsigned long long)run_base);
+  snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s WITH (FORCE)", db);
+  psql(sql);
+  snprintf(sql, sizeof sql, "CREATE DATABASE %s", db);
+  psql(sql);
+  psql_on(db, OLD_SCHEMA, NULL, 0);
+  pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
+  snprintf(sql, sizeof sql,
+           "INSERT INTO idgen_nodes VALUES ('%s', %llu, 'old:1:aa', 3, now() + interval '1 hour',"
+           " now() + interval '2 hours', 0)",
+           p.name, (unsigned long long)(p.run << p.run_shift));
+  psql_on(db, sql, NULL, 0);
+  snprintf(dburi, sizeof dburi, "%.*s/%s", (int)(strrchr(base_uri, '/') - base_uri), base_uri, db);
+  idgen_registry_t *r;
+  assert_int_equal(idgen_registry_open(&r, dburi, err, sizeof err), IDGEN_EREGISTRY);
+  if (!strstr(err,
+              "schema idgen has no registry, but schema public has one an earlier idgen made") ||
+      !strstr(err, "add ?schema=public to the URI to use it") ||
+      !strstr(err, "ALTER TABLE public.idgen_nodes SET SCHEMA idgen"))
+    fail_msg("default schema beside an earlier registry: %s", err);
+  psql_on(db, "SELECT count(*) FROM pg_namespace WHERE nspname = 'idgen'", got, sizeof got);
+  assert_string_equal(got, "0"); /* refused before anything was made */
+  /* another in schema legacy: both named */
+  psql_on(db, "CREATE SCHEMA legacy", NULL, 0);
+  snprintf(sql, sizeof sql, "SET search_path = legacy; %s", OLD_SCHEMA);
+  psql_on(db, sql, NULL, 0);
+  assert_int_equal(idgen_registry_open(&r, dburi, err, sizeof err), IDGEN_EREGISTRY);
+  if (!strstr(err, "but schemas legacy, public have one an earlier idgen made") ||
+      !strstr(err, "?schema=legacy"))
+    fail_msg("two earlier registries: %s", err);
+  /* named, the earlier one in public is used in place: the held tuple stays held */
+  char pub[800];
+  snprintf(pub, sizeof pub, "%s?schema=public", dburi);
+  r = tu_registry(pub);
+  idgen_lease_t *a = take(r, &p, 0, 0);
+  assert_int_equal(tu_worker(a), 1);
+  rows_t rs = list_pool(r, &p);
+  assert_int_equal(rs.n, 2);
+  assert_string_equal(rs.row[0].holder, "old:1:aa");
+  idgen_lease_release(a);
+  idgen_registry_close(r);
+  /* ... and mended: its functions name their schema and fix their search_path */
+  psql_on(db,
+          "SELECT count(*) FROM pg_proc WHERE pronamespace = 'public'::regnamespace AND"
+          " proconfig IS NOT NULL AND proname IN ('idgen_nodes_removed', 'idgen_pools_kept')",
+          got, sizeof got);
+  assert_string_equal(got, "2");
+  /* the default is refused still (legacy is an earlier one), and with legacy gone, */
+  psql_on(db, "DROP SCHEMA legacy CASCADE", NULL, 0);
+  assert_int_equal(idgen_registry_open(&r, dburi, err, sizeof err), IDGEN_EREGISTRY);
+  /* because public is this database's registry now */
+  if (!strstr(err, "schema idgen has no registry, but schema public has one: add ?schema=public") ||
+      !strstr(err, "or ?schema=idgen to make a second, separate registry"))
+    fail_msg("default schema beside this version's registry: %s", err);
+  /* a schema named on purpose is a registry of its own */
+  char own[800];
+  snprintf(own, sizeof own, "%s?schema=idgen", dburi);
+  r = tu_registry(own);
+  a = take(r, &p, 0, 0);
+  assert_int_equal(tu_worker(a), 0);
+  idgen_lease_release(a);
+  idgen_registry_close(r);
+  r = tu_registry(dburi); /* now it has one */
+  idgen_registry_close(r);
+  snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", db);
+  psql(sql);
 }
 
 /* Each test's own ID space. */
@@ -604,6 +799,9 @@ int main(void) {
       cmocka_unit_test_setup(test_free_by_hand, own_space),
       cmocka_unit_test_setup(test_bound_generator, own_space),
       cmocka_unit_test_setup(test_floor_after_delete, own_space),
+      cmocka_unit_test_setup(test_search_path, own_space),
+      cmocka_unit_test_setup(test_schema_param, own_space),
+      cmocka_unit_test_setup(test_earlier_registry_elsewhere, own_space),
       cmocka_unit_test_setup(test_earlier_version_table, own_space),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

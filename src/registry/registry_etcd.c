@@ -76,6 +76,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -219,8 +220,10 @@ static int etcd_parse(etcd_t *e, const char *rest, char *err, size_t errlen) {
     const char *amp = strchr(o, '&'), *eq = strchr(o, '=');
     size_t n = amp ? (size_t)(amp - o) : strlen(o);
     if (eq == NULL || eq > o + n)
-      return idgen__err(err, errlen, IDGEN_EINVAL, PFX "option \"%.*s\": expected NAME=VALUE",
-                        (int)(n > 100 ? 100 : n), o);
+      return idgen__err(err, errlen, IDGEN_EINVAL,
+                        PFX "option \"%s\": expected NAME=VALUE; known: space, prefix, tls, "
+                            "cacert, cert, key",
+                        IDGEN_QUOTE(o, n, '"', 100));
     size_t kn = (size_t)(eq - o);
     char val[1024];
     if (pct_decode(val, sizeof val, eq + 1, n - kn - 1) < 0)
@@ -244,9 +247,15 @@ static int etcd_parse(etcd_t *e, const char *rest, char *err, size_t errlen) {
     } else if (kn == 3 && strncmp(o, "key", 3) == 0) {
       dst = e->key, dstlen = sizeof e->key, e->tls = 1;
     } else {
+      /* space= was taken by registry.c: a parameter it did not take is unknown */
+      static const char *const known[] = {"space", "prefix", "tls", "cacert", "cert", "key"};
+      char hint[64] = "";
+      for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strlen(known[i]) == kn && strncasecmp(known[i], o, kn) == 0)
+          snprintf(hint, sizeof hint, " (did you mean %s? names are case-sensitive)", known[i]);
       return idgen__err(err, errlen, IDGEN_EINVAL,
-                        PFX "unknown option \"%.*s\" (known: prefix, tls, cacert, cert, key)",
-                        (int)(kn > 60 ? 60 : kn), o);
+                        PFX "unknown option \"%s\"%s; known: space, prefix, tls, cacert, cert, key",
+                        IDGEN_QUOTE(o, kn, '"', 60), hint);
     }
     if (dst) {
       if (val[0] == '\0')

@@ -1,6 +1,7 @@
 /*
  * registry_pg.c -- the `postgres://` (and `postgresql://`) registry
- * (docs/DESIGN.md §11): machines share node tuples through PostgreSQL tables.
+ * (docs/DESIGN.md §11): machines share node tuples through PostgreSQL tables
+ * (their SQL is registry_pg_sql.h).
  *
  *   idgen_pools(pool text primary key, layout text, floor_ms bigint,
  *               keys bigint)
@@ -8,6 +9,15 @@
  *               expires_at timestamptz, free_at timestamptz, mark_ms bigint,
  *               primary key (pool, node))
  *   idgen_spaces(space text primary key, version bigint, state text)
+ *
+ * One schema holds them: `idgen`, or the URI's ?schema=NAME, named in every
+ * statement, so a role or connection with another search_path reaches the
+ * same registry.  The schema is made with the tables.  A database where it
+ * has no registry but another schema has one is refused, naming that
+ * schema, unless that one was made by this version and ?schema= names this
+ * one on purpose: an earlier version's registry lives wherever its
+ * starters' search_path led, and a second registry beside it would repeat
+ * its IDs (pg_schema_txn).
  *
  * A pool is a layout geometry (registry_int.h); `node` is a tuple's key,
  * its node bits in the ID, as a signed 64-bit integer; holders meet on it
@@ -64,6 +74,7 @@
  * registry.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -72,6 +83,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,7 +98,7 @@
   X(PQclear) X(PQconnectdbParams) X(PQconninfoFree) X(PQconninfoParse) X(PQconsumeInput)    \
   X(PQerrorMessage) X(PQfinish) X(PQfreemem) X(PQgetResult) X(PQgetisnull) X(PQgetvalue)   \
   X(PQisBusy) X(PQntuples) X(PQresultErrorField) X(PQresultStatus) X(PQsendQueryParams)     \
-  X(PQsetNoticeProcessor) X(PQsetnonblocking) X(PQsocket) X(PQstatus)
+  X(PQsetNoticeProcessor) X(PQsetnonblocking) X(PQsocket) X(PQstatus) X(PQconndefaults)
 /* clang-format on */
 IDGEN__DYNLIB(pq, libpq, PQ_FUNCS, "libpq.so.5", "libpq5", NULL);
 
@@ -100,293 +112,13 @@ typedef struct pg {
   pthread_mutex_t mu; /* guards the rest */
   PGconn *conn;       /* NULL: connect at the next statement */
   unsigned fork_gen;  /* the process that owns mu and conn */
-  const char *uri;    /* r->uri */
+  char *conninfo;     /* r->uri without ?schema=: libpq's */
+  int schema_given;   /* ?schema= named it */
+  char schema[64];    /* the registry's schema */
+  char quoted[68];    /* ... as an identifier: what `@` in the SQL becomes */
 } pg_t;
 
-/* ---- SQL ------------------------------------------------------------------ */
-
-/* clang-format off */
-
-/* Unix ms of a timestamptz, or ms of an interval. */
-#define MS(x) "floor(extract(epoch FROM " x ") * 1000)::bigint"
-#define MSEC(p) "(" p "::bigint * interval '1 millisecond')"
-#define HELD "(holder IS NOT NULL AND expires_at > now())"
-
-/* Every session: statements end on the server before the client gives up
- * on them (QUERY_TIMEOUT_MS), so no write the client took for failed can
- * land later; a row lock held elsewhere fails fast; commits are durable
- * when they return (durable); and READ COMMITTED, whose ON CONFLICT re-checks
- * the newest row version, whatever the role's or database's defaults. */
-static const char SQL_SESSION[] =
-    "SELECT set_config('statement_timeout', '4s', false),"
-    " set_config('lock_timeout', '2s', false),"
-    " set_config('synchronous_commit', 'on', false),"
-    " set_config('default_transaction_isolation', 'read committed', false),"
-    " set_config('default_transaction_read_only', 'off', false)";
-
-/* The schema is whole: both tables, and the three triggers that keep the
- * floors (a row deleted or changed, idgen_nodes truncated, idgen_pools
- * emptied), each firing in normal sessions ('O'rigin or 'A'lways).  A
- * trigger dropped or disabled by hand makes the next starter run SQL_SCHEMA
- * again, which puts it back (a missing truncate trigger let a TRUNCATE of
- * idgen_nodes hand out a live holder's worker ID with its floor unraised). */
-static const char SQL_EXISTS[] =
-    "SELECT to_regclass('idgen_nodes') IS NOT NULL AND to_regclass('idgen_pools') IS NOT NULL"
-    " AND to_regclass('idgen_spaces') IS NOT NULL"
-    " AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('idgen_pools')"
-    " AND attname = 'keys' AND NOT attisdropped)"
-    " AND (SELECT count(*) FROM pg_trigger WHERE tgenabled IN ('O', 'A') AND"
-    " ((tgname IN ('idgen_nodes_removed', 'idgen_nodes_truncated')"
-    " AND tgrelid = to_regclass('idgen_nodes'))"
-    " OR (tgname = 'idgen_pools_kept' AND tgrelid = to_regclass('idgen_pools')))) = 3";
-
-/* The schema, made once under an advisory lock (many processes may start
- * at once), taken with pg_try_: a starter never waits for it inside the
- * server, where lock_timeout (2 s) would fail it while a slow server
- * creates the tables for another (pg_create_schema waits on this side).
- * The other statements run in order in the same transaction. */
-static const char SQL_SCHEMA_LOCK[] = "SELECT pg_try_advisory_xact_lock(7283920174628301)";
-static const char *const SQL_SCHEMA[] = {
-    /* DROP TRIGGER holds ACCESS EXCLUSIVE on its table to the end of the
-     * transaction: a statement waiting for the other table's lock (a
-     * pg_dump) must not keep live holders' renewals out for long. */
-    "SET LOCAL lock_timeout = '250ms'",
-    "CREATE TABLE IF NOT EXISTS idgen_pools ("
-    " pool text PRIMARY KEY,"
-    " layout text NOT NULL,"
-    " floor_ms bigint NOT NULL DEFAULT 0)",
-    /* The OR of the keys of rows that left: with the floor, what a tuple
-     * whose row is gone may have issued (its node bits above the time field
-     * too), for an ID space that retires the pool (space.c). */
-    "ALTER TABLE idgen_pools ADD COLUMN IF NOT EXISTS keys bigint NOT NULL DEFAULT 0",
-    /* One row per ID space (space.c): its record, and a version that
-     * every claim compares under FOR SHARE, so that a layout joining
-     * (FOR UPDATE) and a claim of another layout are never both done. */
-    "CREATE TABLE IF NOT EXISTS idgen_spaces ("
-    " space text PRIMARY KEY,"
-    " version bigint NOT NULL DEFAULT 0,"
-    " state text NOT NULL DEFAULT '')",
-    "CREATE TABLE IF NOT EXISTS idgen_nodes ("
-    " pool text NOT NULL,"
-    " node bigint NOT NULL,"
-    " holder text,"
-    " generation bigint NOT NULL,"
-    " expires_at timestamptz NOT NULL,"
-    " free_at timestamptz NOT NULL,"
-    " mark_ms bigint NOT NULL,"
-    " PRIMARY KEY (pool, node))",
-    /* A row that leaves (deleted, truncated, or its key changed by hand)
-     * raises its pool's floor to its mark: a later row of that tuple starts
-     * above every ID issued under it. */
-    "CREATE OR REPLACE FUNCTION idgen_nodes_removed() RETURNS trigger LANGUAGE plpgsql AS $f$"
-    " BEGIN"
-    "  IF TG_OP = 'TRUNCATE' THEN"
-    "   INSERT INTO idgen_pools AS p (pool, layout, floor_ms, keys)"
-    "    SELECT pool, '', max(mark_ms), bit_or(node) FROM idgen_nodes GROUP BY pool"
-    "    ON CONFLICT (pool) DO UPDATE SET floor_ms = greatest(p.floor_ms, excluded.floor_ms),"
-    "    keys = p.keys | excluded.keys;"
-    "   RETURN NULL;"
-    "  END IF;"
-    "  IF TG_OP = 'UPDATE' AND NEW.pool = OLD.pool AND NEW.node = OLD.node THEN"
-    "   RETURN NEW;"
-    "  END IF;"
-    "  INSERT INTO idgen_pools AS p (pool, layout, floor_ms, keys)"
-    "   VALUES (OLD.pool, '', OLD.mark_ms, OLD.node)"
-    "   ON CONFLICT (pool) DO UPDATE SET floor_ms = greatest(p.floor_ms, excluded.floor_ms),"
-    "   keys = p.keys | excluded.keys;"
-    "  IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;"
-    "  RETURN NEW;"
-    " END $f$",
-    "CREATE OR REPLACE FUNCTION idgen_pools_kept() RETURNS trigger LANGUAGE plpgsql AS $f$"
-    " BEGIN"
-    "  RAISE EXCEPTION 'idgen_pools keeps the floors of deleted tuples: its rows are never"
-    " deleted (drop both idgen tables to start a registry afresh)';"
-    " END $f$",
-    "DROP TRIGGER IF EXISTS idgen_nodes_removed ON idgen_nodes",
-    "CREATE TRIGGER idgen_nodes_removed BEFORE DELETE OR UPDATE ON idgen_nodes"
-    " FOR EACH ROW EXECUTE FUNCTION idgen_nodes_removed()",
-    "DROP TRIGGER IF EXISTS idgen_nodes_truncated ON idgen_nodes",
-    "CREATE TRIGGER idgen_nodes_truncated BEFORE TRUNCATE ON idgen_nodes"
-    " FOR EACH STATEMENT EXECUTE FUNCTION idgen_nodes_removed()",
-    "DROP TRIGGER IF EXISTS idgen_pools_kept ON idgen_pools",
-    "CREATE TRIGGER idgen_pools_kept BEFORE DELETE OR TRUNCATE ON idgen_pools"
-    " FOR EACH STATEMENT EXECUTE FUNCTION idgen_pools_kept()",
-    NULL};
-
-static const char SQL_CHECK[] =
-    "SELECT n.pool, n.node, n.holder, n.generation, n.expires_at, n.free_at, n.mark_ms,"
-    " p.layout, p.floor_ms, p.keys, s.space, s.version, s.state"
-    " FROM idgen_nodes n, idgen_pools p, idgen_spaces s LIMIT 0";
-
-/* ID spaces (space.c).  $1 the space's name. */
-static const char SQL_SPACE_MAKE[] =
-    "INSERT INTO idgen_spaces (space) VALUES ($1) ON CONFLICT (space) DO NOTHING";
-static const char SQL_SPACE_GET[] = "SELECT version, state FROM idgen_spaces WHERE space = $1";
-static const char SQL_SPACE_LOCK[] =
-    "SELECT version, state FROM idgen_spaces WHERE space = $1 FOR UPDATE";
-static const char SQL_SPACE_SET[] =
-    "UPDATE idgen_spaces SET version = version + 1, state = $2 WHERE space = $1"
-    " RETURNING version";
-/* The pools of the space whose pools are named with prefix $1 ('' or
- * 'spaces/NAME/'): a record made up for a space that has none yet. */
-static const char SQL_SPACE_POOLS[] =
-    "SELECT substr(pool, length($1) + 1) FROM idgen_pools"
-    " WHERE left(pool, length($1)) = $1 AND substr(pool, length($1) + 1) LIKE 'epoch=%'"
-    " ORDER BY pool";
-/* $1 a pool (as stored) a joining layout retires: every row a holder might
- * still renew or mark is fenced first, in the same transaction, so that
- * the count that follows cannot miss a late renewal (it waits for these
- * row locks, then fails on the generation). */
-static const char SQL_POOL_FENCE[] =
-    "UPDATE idgen_nodes SET generation = generation + 1, holder = NULL"
-    " WHERE pool = $1 AND holder IS NOT NULL";
-/* Its tuples held or in quarantine: how many, and the first three. */
-static const char SQL_POOL_LIVE[] =
-    "SELECT count(*) OVER (), coalesce(holder, '(freed)'), node,"
-    " " MS("free_at - now()") " FROM idgen_nodes"
-    " WHERE pool = $1 AND free_at > now() ORDER BY node LIMIT 3";
-/* The highest mark any of its tuples ever had, and the OR of their keys
- * (of rows deleted by hand too: the trigger keeps them in idgen_pools). */
-static const char SQL_POOL_MAX[] =
-    "SELECT greatest(coalesce((SELECT max(mark_ms) FROM idgen_nodes WHERE pool = $1), 0),"
-    " coalesce((SELECT floor_ms FROM idgen_pools WHERE pool = $1), 0)),"
-    " coalesce((SELECT bit_or(node) FROM idgen_nodes WHERE pool = $1), 0)"
-    " | coalesce((SELECT keys FROM idgen_pools WHERE pool = $1), 0)";
-
-/* $1 pool, $2 layout, $3 a floor: the pool's row, made on first use.  DO
- * NOTHING, not DO UPDATE ... WHERE: that locks the existing row even when
- * its condition is false, and so would queue behind every claim's FOR SHARE
- * (32 processes starting at once timed out on it). */
-static const char SQL_POOL[] =
-    "INSERT INTO idgen_pools (pool, layout, floor_ms) VALUES ($1, $2, $3::bigint)"
-    " ON CONFLICT (pool) DO NOTHING";
-
-/* The floor raised to $3 if it is lower (an earlier version's marks): the
- * row is locked only if its floor, as this statement's snapshot sees it, is
- * lower, so once one process has raised it the others pass without a wait. */
-static const char SQL_POOL_RAISE[] =
-    "UPDATE idgen_pools SET floor_ms = $3::bigint WHERE pool = $1 AND floor_ms < $3::bigint"
-    " AND $2::text IS NOT NULL";
-
-/* The first version's table (pools named by field and values, which this
- * version cannot match to its tuples): its highest mark, and how many of
- * its leases are held. */
-static const char SQL_LEGACY_EXISTS[] = "SELECT to_regclass('idgen_leases') IS NOT NULL";
-static const char SQL_LEGACY[] =
-    "SELECT coalesce(max(mark_ms), 0), count(*) FILTER (WHERE holder IS NOT NULL"
-    " AND expires_at > now()) FROM idgen_leases";
-
-static const char SQL_FLOOR[] = "SELECT floor_ms FROM idgen_pools WHERE pool = $1";
-
-/* The value v of the leased field in a row's key, and the key of value x;
- * $5 the other fields' bits, $6 the mask that clears the leased field, $7
- * its shift, $8 its largest value. */
-#define V(k) "((" k " >> $7::int) & $8::bigint)"
-#define KEY(x) "($5::bigint | ((" x ") << $7::int))"
-#define SAME "& $6::bigint = $5::bigint"
-
-/* Up to 16 candidates from value $2 on, lowest first, among $3 values of
- * pool $1: free rows whose mark is behind the wall clock $4, and, if $9,
- * the first value of each run of never-leased ones, found from the rows (no
- * series over the pool). */
-static const char SQL_CANDIDATES[] =
-    "SELECT v FROM ("
-    " (SELECT " V("node") " AS v FROM idgen_nodes WHERE pool = $1 AND node " SAME
-    "  AND " V("node") " >= $2::bigint AND free_at <= now() AND mark_ms < $4::bigint"
-    "  ORDER BY 1 LIMIT 16)"
-    " UNION ALL"
-    " (SELECT $2::bigint WHERE $9::boolean AND $2::bigint < $3::bigint AND NOT EXISTS"
-    "  (SELECT 1 FROM idgen_nodes WHERE pool = $1 AND node = " KEY("$2::bigint") "))"
-    " UNION ALL"
-    " (SELECT " V("a.node") " + 1 FROM idgen_nodes a WHERE $9::boolean AND a.pool = $1"
-    "  AND a.node " SAME " AND " V("a.node") " >= $2::bigint AND " V("a.node") " + 1 < $3::bigint"
-    "  AND NOT EXISTS (SELECT 1 FROM idgen_nodes b WHERE b.pool = $1"
-    "  AND b.node = " KEY(V("a.node") " + 1") ") ORDER BY 1 LIMIT 16)"
-    ") c ORDER BY v LIMIT 16";
-
-/* When no candidate is left: how many values have rows, the free one with
- * the lowest mark, and how many are in quarantine, the first back in how
- * many ms.  (Same parameters; $2, $4 and $9 unused but typed.) */
-static const char SQL_BEST[] =
-    "SELECT q.used, b.v, b.mark_ms, q.quarantined, q.next_ms FROM"
-    " (SELECT count(*) AS used,"
-    "  count(*) FILTER (WHERE free_at > now() AND NOT " HELD ") AS quarantined,"
-    "  " MS("min(free_at) FILTER (WHERE free_at > now() AND NOT " HELD ") - now()") " AS next_ms"
-    "  FROM idgen_nodes WHERE pool = $1 AND node " SAME ") q"
-    " LEFT JOIN LATERAL (SELECT " V("node") " AS v, mark_ms FROM idgen_nodes WHERE pool = $1"
-    "  AND node " SAME " AND free_at <= now() ORDER BY mark_ms, node LIMIT 1) b ON true"
-    " WHERE $2::bigint IS NOT NULL AND $3::bigint IS NOT NULL AND $4::bigint IS NOT NULL"
-    " AND $9::boolean IS NOT NULL";
-
-/* $1 pool, $2 node, $3 holder, $4 ttl ms, $5 quarantine ms, $6 wall clock,
- * $7 the space, $8 its version as the acquirer read it.
- * A new row starts at the pool's floor, read FOR SHARE: a delete's trigger
- * that raised it commits first.  The space's row is read FOR SHARE too,
- * and nothing is claimed if its version moved: a layout that joined
- * meanwhile (FOR UPDATE) may have retired this one's pool. */
-static const char SQL_CLAIM[] =
-    "WITH p AS (SELECT floor_ms FROM idgen_pools WHERE pool = $1 FOR SHARE),"
-    " s AS (SELECT version FROM idgen_spaces WHERE space = $7 FOR SHARE)"
-    " INSERT INTO idgen_nodes AS t (pool, node, holder, generation, expires_at, free_at,"
-    " mark_ms) SELECT $1, $2::bigint, $3, 1, now() + " MSEC("$4") ","
-    " now() + " MSEC("$4") " + " MSEC("$5") ", coalesce((SELECT floor_ms FROM p), 0)"
-    " WHERE (SELECT version FROM s) = $8::bigint"
-    " ON CONFLICT (pool, node) DO UPDATE SET holder = excluded.holder,"
-    " generation = t.generation + 1, expires_at = excluded.expires_at, free_at = excluded.free_at"
-    " WHERE t.free_at <= now() AND t.mark_ms < $6::bigint"
-    " RETURNING generation, mark_ms, " MS("expires_at") ", " MS("expires_at - now()");
-
-/* $1 pool, $2 node, $3 generation, $4 holder, then: */
-/* Expiry and the mark only move forward: a late statement cannot undo a
- * later one (the final mark, which may go lower, is SQL_FINAL_MARK). */
-static const char SQL_RENEW[] = /* $5 ttl ms, $6 quarantine ms */
-    "UPDATE idgen_nodes SET expires_at = greatest(expires_at, now() + " MSEC("$5") "),"
-    " free_at = greatest(free_at, now() + " MSEC("$5") " + " MSEC("$6") ")"
-    " WHERE pool = $1 AND node = $2::bigint AND generation = $3::bigint AND holder = $4"
-    " RETURNING " MS("expires_at") ", " MS("expires_at - now()");
-
-static const char SQL_MARK[] = /* $5 mark ms */
-    "UPDATE idgen_nodes SET mark_ms = greatest(mark_ms, $5::bigint) WHERE pool = $1"
-    " AND node = $2::bigint AND generation = $3::bigint AND holder = $4 RETURNING 1";
-
-static const char SQL_FINAL_MARK[] = /* $5 mark ms: the generator has stopped */
-    "UPDATE idgen_nodes SET mark_ms = $5::bigint WHERE pool = $1 AND node = $2::bigint"
-    " AND generation = $3::bigint AND holder = $4 RETURNING 1";
-
-static const char SQL_RELEASE[] =
-    "UPDATE idgen_nodes SET holder = NULL, expires_at = now(), free_at = now()"
-    " WHERE pool = $1 AND node = $2::bigint AND generation = $3::bigint AND holder = $4";
-
-/* One row as list and free see it: generation, holder ('' if none), state
- * (0 free, 1 held, 2 quarantine), ms until it expires (held) or is free
- * again (quarantine; 0 when free), and the mark. */
-#define ROW_COLS                                                                  \
-  "generation, coalesce(holder, ''),"                                             \
-  " CASE WHEN " HELD " THEN 1 WHEN free_at > now() THEN 2 ELSE 0 END,"            \
-  " greatest(0, " MS("CASE WHEN " HELD " THEN expires_at ELSE free_at END - now()") "),"  \
-  " mark_ms"
-
-static const char SQL_ROW[] =
-    "SELECT " ROW_COLS " FROM idgen_nodes WHERE pool = $1 AND node = $2::bigint";
-
-static const char SQL_POOL_LAYOUT[] = "SELECT layout FROM idgen_pools WHERE pool = $1";
-
-/* A page of rows after ($1, $2), with their pool's layout and floor. */
-static const char SQL_LIST[] =
-    "SELECT n.pool, n.node, coalesce(p.layout, ''), coalesce(p.floor_ms, 0), " ROW_COLS
-    " FROM idgen_nodes n LEFT JOIN idgen_pools p ON p.pool = n.pool"
-    " WHERE (n.pool, n.node) > ($1, $2::bigint) ORDER BY n.pool, n.node LIMIT " LIST_PAGE;
-
-/* $3 generation as seen, $4 force: fences the tuple and starts its quarantine. */
-static const char SQL_FREE[] =
-    "UPDATE idgen_nodes SET generation = generation + 1, holder = NULL,"
-    " free_at = greatest(free_at, now() + (free_at - expires_at)),"
-    " expires_at = least(expires_at, now())"
-    " WHERE pool = $1 AND node = $2::bigint AND generation = $3::bigint"
-    " AND ($4::boolean OR NOT " HELD ")"
-    " RETURNING generation, " MS("free_at - now()");
-
-/* clang-format on */
+#include "registry_pg_sql.h"
 
 /* ---- connection ------------------------------------------------------------- */
 
@@ -449,13 +181,33 @@ static void pg_unlock(pg_t *pg) { pthread_mutex_unlock(&pg->mu); }
 static int pg_run(pg_t *pg, PGresult **out, const char *sql, int n, const char *const *v,
                   char *state, int *lost, char *err, size_t errlen);
 
+/* sql with each `@` made the registry's schema, quoted (registry_pg_sql.h):
+ * a malloc'ed string, or NULL. */
+static char *pg_sql(const pg_t *pg, const char *sql) {
+  size_t q = strlen(pg->quoted), n = strlen(sql) + 1;
+  for (const char *at = strchr(sql, '@'); at; at = strchr(at + 1, '@'))
+    n += q - 1;
+  char *out = malloc(n), *o = out;
+  for (const char *p = sql; out && *p; p++) {
+    if (*p != '@') {
+      *o++ = *p;
+      continue;
+    }
+    memcpy(o, pg->quoted, q);
+    o += q;
+  }
+  if (out)
+    *o = '\0';
+  return out;
+}
+
 /* Connects with bounded waits: the defaults come before the URI in the
  * keyword list, so that whatever the URI sets wins. */
 static int pg_connect(pg_t *pg, char *err, size_t errlen) {
   static const char *const keys[] = {"connect_timeout",     "keepalives",       "keepalives_idle",
                                      "keepalives_interval", "keepalives_count", "tcp_user_timeout",
                                      "application_name",    "dbname",           NULL};
-  const char *vals[] = {"2", "1", "2", "1", "2", "4000", "idgen", pg->uri, NULL};
+  const char *vals[] = {"2", "1", "2", "1", "2", "4000", "idgen", pg->conninfo, NULL};
   PGconn *c = pq.PQconnectdbParams(keys, vals, 1);
   if (c == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
@@ -473,11 +225,12 @@ static int pg_connect(pg_t *pg, char *err, size_t errlen) {
   return rc;
 }
 
-/* Sends one statement and waits for its result at most QUERY_TIMEOUT_MS.
+/* Sends one statement (its `@` made the schema) and waits for its result
+ * at most QUERY_TIMEOUT_MS.
  * 0 with *out (PGRES_TUPLES_OK or PGRES_COMMAND_OK; PQclear it), or
  * IDGEN_EREGISTRY with a message, *out NULL, the SQLSTATE in state[6] if
  * the server answered with an error, and *lost set if the connection broke
- * (it is then dropped). */
+ * (it is then dropped); or IDGEN_ENOMEM. */
 static int pg_run(pg_t *pg, PGresult **out, const char *sql, int n, const char *const *v,
                   char *state, int *lost, char *err, size_t errlen) {
   PGconn *c = pg->conn;
@@ -487,8 +240,12 @@ static int pg_run(pg_t *pg, PGresult **out, const char *sql, int n, const char *
   *lost = 0;
   if (state)
     state[0] = '\0';
-  if (!pq.PQsendQueryParams(c, sql, n, NULL, v, NULL, NULL, 0))
+  char *text = pg_sql(pg, sql);
+  if (text == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
+  if (!pq.PQsendQueryParams(c, text, n, NULL, v, NULL, NULL, 0)) /* copies text */
     broken = 1;
+  free(text);
   int64_t deadline = idgen__mono_ms() + QUERY_TIMEOUT_MS;
   while (!broken) {
     while (!broken && pq.PQisBusy(c)) {
@@ -588,13 +345,53 @@ static int64_t pg_i64(const PGresult *res, int row, int col) {
 
 /* ---- open, close ------------------------------------------------------------- */
 
+/* Before a registry is made in pg's schema, in the schema transaction:
+ * refused (IDGEN_EREGISTRY) if the schema has none of idgen's tables while
+ * another schema has a registry made by an earlier version (which found its
+ * tables through the session's search_path), or by this one and the URI
+ * does not name this schema: holders of a second registry in one database
+ * would lease the first's tuples again. */
+static int pg_elsewhere(pg_t *pg, char *err, size_t errlen) {
+  PGresult *res;
+  int rc = pg_query(pg, &res, SQL_NONE_HERE, 0, NULL, 0, NULL, err, errlen);
+  int none = rc == 0 && pq.PQgetvalue(res, 0, 0)[0] == 't';
+  pq.PQclear(res);
+  if (rc < 0 || !none)
+    return rc;
+  const char *v[] = {pg->schema};
+  if ((rc = pg_query(pg, &res, SQL_ELSEWHERE, 1, v, 0, NULL, err, errlen)) < 0)
+    return rc;
+  int64_t earlier = pg_i64(res, 0, 0), ours = pg_i64(res, 0, 2);
+  char where[200], first[64];
+  snprintf(where, sizeof where, "%s", pq.PQgetvalue(res, 0, earlier > 0 ? 1 : 3));
+  pq.PQclear(res);
+  snprintf(first, sizeof first, "%.*s", (int)strcspn(where, ","), where);
+  const char *s = pg->schema, *many = (earlier > 0 ? earlier : ours) > 1 ? "s" : "";
+  if (earlier > 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      PFX "schema %s has no registry, but schema%s %s ha%s one an earlier idgen "
+                          "made (through search_path): add ?schema=%s to the URI to use it; or, "
+                          "once none of its holders runs, move its tables into %s (ALTER TABLE "
+                          "%s.idgen_nodes SET SCHEMA %s, and idgen_pools, idgen_spaces) or drop "
+                          "them.  A second registry would lease its tuples again",
+                      s, many, where, many[0] ? "ve" : "s", first, s, first, s);
+  if (ours > 0 && !pg->schema_given)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      PFX "schema %s has no registry, but schema%s %s ha%s one: add ?schema=%s "
+                          "to the URI to use it, or ?schema=%s to make a second, separate "
+                          "registry (its holders never meet the other's)",
+                      s, many, where, many[0] ? "ve" : "s", first, s);
+  return 0;
+}
+
 /* Runs SQL_SCHEMA in one transaction: 0; 1 if another session holds the
  * schema lock, 2 if a statement met lock_timeout (55P03) or a deadlock
  * (40P01) on a table, with the server's words in err (nothing was done: try
- * again); or the first failure.  Under the lock it
- * looks again: a starter that found no tables while another made them
- * would otherwise re-run the DDL, whose table locks then deadlock with the
- * pool and node rows that starters who found the tables are writing. */
+ * again); or the first failure (pg_elsewhere's refusal among them).  Under
+ * the lock it looks again: a starter that found no tables while another
+ * made them would otherwise re-run the DDL, whose table locks then deadlock
+ * with the pool and node rows that starters who found the tables are
+ * writing. */
 static int pg_schema_txn(pg_t *pg, char *err, size_t errlen) {
   PGresult *res;
   char state[6] = "";
@@ -609,6 +406,8 @@ static int pg_schema_txn(pg_t *pg, char *err, size_t errlen) {
     made = pq.PQgetvalue(res, 0, 0)[0] == 't';
     pq.PQclear(res);
   }
+  if (rc == 0 && !made)
+    rc = pg_elsewhere(pg, err, errlen);
   for (int i = 0; rc == 0 && !made && SQL_SCHEMA[i]; i++) {
     rc = pg_query(pg, &res, SQL_SCHEMA[i], 0, NULL, 0, state, err, errlen);
     pq.PQclear(res);
@@ -678,23 +477,131 @@ static int pg_create_schema(pg_t *pg, char *err, size_t errlen) {
   return rc;
 }
 
-/* libpq parses the URI.  Without libpq the URI is left to pg_open, which
- * names the missing library (a check is about the URI, not the host). */
-static int pg_check(const char *uri, const char *rest, char *err, size_t errlen) {
-  (void)rest; /* libpq takes the whole URI */
+/* ---- the URI ------------------------------------------------------------------ */
+
+/* n bytes of s, percent-decoded as libpq decodes a URI, into dst[size]: 0,
+ * or -1 (a bad escape, a NUL, or too long). */
+static int pg_decode(char *dst, size_t size, const char *s, size_t n) {
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned c = (unsigned char)s[i];
+    if (c == '%') {
+      if (i + 2 >= n || !isxdigit((unsigned char)s[i + 1]) || !isxdigit((unsigned char)s[i + 2]))
+        return -1;
+      char hex[3] = {s[i + 1], s[i + 2], 0};
+      c = (unsigned)strtoul(hex, NULL, 16);
+      i += 2;
+    }
+    if (c == 0 || o + 1 >= size)
+      return -1;
+    dst[o++] = (char)c;
+  }
+  dst[o] = '\0';
+  return 0;
+}
+
+/* Whether libpq knows `key`; a name it or idgen knows in another case
+ * (names are case-sensitive) into like[] if not. */
+static int pg_known(const PQconninfoOption *keys, const char *key, char like[64]) {
+  static const char *const ours[] = {"space", "schema"};
+  like[0] = '\0';
+  for (const PQconninfoOption *o = keys; o && o->keyword; o++) {
+    if (strcmp(o->keyword, key) == 0)
+      return 1;
+    if (strcasecmp(o->keyword, key) == 0)
+      snprintf(like, 64, "%s", o->keyword);
+  }
+  for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
+    if (strcasecmp(ours[i], key) == 0)
+      snprintf(like, 64, "%s", ours[i]);
+  return 0;
+}
+
+/* The URI's parameters (registry.c took space=): schema=NAME into pg, and
+ * quoted for the SQL; the rest left in a malloc'ed pg->conninfo, which libpq
+ * parses.  One that is neither idgen's nor libpq's is refused here, naming
+ * the known ones (libpq's own refusal names none); `keys` NULL (libpq not
+ * loaded) leaves it to the open.  0, or IDGEN_EINVAL / IDGEN_ENOMEM. */
+static int pg_params(pg_t *pg, const char *uri, const PQconninfoOption *keys, char *err,
+                     size_t errlen) {
+  const char *q = strchr(uri, '?');
+  size_t used = q ? (size_t)(q - uri) : strlen(uri);
+  snprintf(pg->schema, sizeof pg->schema, "idgen");
+  if ((pg->conninfo = malloc(strlen(uri) + 1)) == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
+  memcpy(pg->conninfo, uri, used);
+  pg->conninfo[used] = '\0';
+  for (const char *p = q ? q + 1 : ""; *p;) {
+    size_t len = strcspn(p, "&");
+    const char *eq = memchr(p, '=', len);
+    size_t kl = eq ? (size_t)(eq - p) : len;
+    char key[64], like[64];
+    if (pg_decode(key, sizeof key, p, kl) < 0)
+      key[0] = '\0'; /* libpq says what is wrong with it */
+    if (strcmp(key, "schema") == 0) {
+      const char *v = eq ? eq + 1 : p + len;
+      size_t vl = (size_t)(p + len - v), n;
+      if (pg->schema_given)
+        return idgen__err(err, errlen, IDGEN_EINVAL, PFX "schema= given twice in the URI");
+      pg->schema_given = 1;
+      if (pg_decode(pg->schema, sizeof pg->schema, v, vl) < 0 || (n = strlen(pg->schema)) == 0 ||
+          strspn(pg->schema, "abcdefghijklmnopqrstuvwxyz_0123456789") != n ||
+          isdigit((unsigned char)pg->schema[0]) || strncmp(pg->schema, "pg_", 3) == 0)
+        return idgen__err(err, errlen, IDGEN_EINVAL,
+                          PFX "schema \"%s\" is not a schema name idgen takes: 1 to 63 of a-z, "
+                              "0-9 and _, not starting with a digit or pg_",
+                          IDGEN_QUOTE(v, vl, '"', 80));
+    } else if (keys && key[0] && !pg_known(keys, key, like)) {
+      char hint[100] = "";
+      if (like[0])
+        snprintf(hint, sizeof hint, " (did you mean %s? names are case-sensitive)", like);
+      return idgen__err(err, errlen, IDGEN_EINVAL,
+                        PFX "bad URI: invalid URI query parameter: \"%s\"%s; known: idgen's "
+                            "space and schema, and libpq's connection parameters (host, port, "
+                            "dbname, user, password, options, sslmode, connect_timeout, "
+                            "application_name, ...)",
+                        IDGEN_QUOTE(p, kl, '"', 60), hint);
+    } else if (len > 0) {
+      size_t o = strlen(pg->conninfo);
+      pg->conninfo[o] = o == used ? '?' : '&';
+      memcpy(pg->conninfo + o + 1, p, len);
+      pg->conninfo[o + 1 + len] = '\0';
+    }
+    p += len;
+    if (*p == '&')
+      p++;
+  }
+  snprintf(pg->quoted, sizeof pg->quoted, "\"%s\"", pg->schema); /* nothing in it to escape */
+  return 0;
+}
+
+/* The URI's parameters, then libpq's parse of the rest.  Without libpq the
+ * rest is left to pg_open, which names the missing library (a check is
+ * about the URI, not the host). */
+static int pg_uri(pg_t *pg, const char *uri, char *err, size_t errlen) {
   if (idgen__dynlib_need(&libpq, PFX, NULL, 0) < 0)
-    return 0;
-  int rc;
+    return pg_params(pg, uri, NULL, err, errlen);
+  PQconninfoOption *keys = pq.PQconndefaults();
+  if (keys == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
+  int rc = pg_params(pg, uri, keys, err, errlen);
+  pq.PQconninfoFree(keys);
   char *perr = NULL;
-  PQconninfoOption *opts = pq.PQconninfoParse(uri, &perr);
-  if (opts == NULL) {
+  PQconninfoOption *opts = rc < 0 ? NULL : pq.PQconninfoParse(pg->conninfo, &perr);
+  if (rc == 0 && opts == NULL)
     rc = pg_fail(err, errlen, perr ? IDGEN_EINVAL : IDGEN_ENOMEM, "bad URI",
                  perr ? perr : "out of memory");
-    pq.PQfreemem(perr);
-    return rc;
-  }
+  pq.PQfreemem(perr);
   pq.PQconninfoFree(opts);
-  return 0;
+  return rc;
+}
+
+static int pg_check(const char *uri, const char *rest, char *err, size_t errlen) {
+  (void)rest; /* libpq takes the whole URI */
+  pg_t scratch = {.conninfo = NULL};
+  int rc = pg_uri(&scratch, uri, err, errlen);
+  free(scratch.conninfo);
+  return rc;
 }
 
 static int pg_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
@@ -707,11 +614,12 @@ static int pg_open(idgen_registry_t *r, const char *rest, char *err, size_t errl
     return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
   pthread_mutex_init(&pg->mu, NULL);
   pg->fork_gen = idgen__fork_gen();
-  pg->uri = r->uri;
-  rc = pg_create_schema(pg, err, errlen);
+  if ((rc = pg_uri(pg, r->uri, err, errlen)) == 0)
+    rc = pg_create_schema(pg, err, errlen);
   if (rc < 0) {
     pg_drop(pg);
     pthread_mutex_destroy(&pg->mu);
+    free(pg->conninfo);
     free(pg);
     return rc;
   }
@@ -729,6 +637,7 @@ static void pg_close(idgen_registry_t *r) {
   } else if (pg->conn && pq.PQsocket(pg->conn) >= 0) {
     close(pq.PQsocket(pg->conn)); /* the parent's session: leaked, not ended */
   }
+  free(pg->conninfo);
   free(pg);
   r->be = NULL;
 }
@@ -1275,12 +1184,6 @@ static int space_of(const char *stored, char space[IDGEN_SPACE_NAME_MAX],
   snprintf(pool, IDGEN_POOL_NAME_MAX, "%s", p);
   return 0;
 }
-
-/* Every space: those with a row, and those with pools but none yet. */
-static const char SQL_SPACES[] =
-    "SELECT space FROM idgen_spaces UNION SELECT CASE WHEN pool LIKE 'spaces/%' THEN"
-    " split_part(pool, '/', 2) ELSE 'default' END FROM idgen_pools"
-    " ORDER BY 1";
 
 static int pg_spaces(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, char *err,
                      size_t errlen) {

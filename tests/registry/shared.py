@@ -227,3 +227,19 @@ def clock_skew(pg, label):
                                 "--max-clock-skew-ms", "0"], env=env("+20s"))
     check("%s: max_clock_skew_ms = 0 does not check" % label, d.ids(1) is not None, d.log()[-300:])
     d.stop()
+
+
+def unknown_uri_params(registry, label, known):
+    """A URI parameter the backend does not know is refused at start (exit 2),
+    naming it and the known ones (SPEC section 8): ?Space=billing never means
+    the default space, and says which name was meant."""
+    for param, name, hint in (("Space=billing", "Space", "did you mean space?"),
+                              ("bogus=1", "bogus", "")):
+        uri = registry + ("&" if "?" in registry else "?") + param
+        for cmd in (["snowflake"], ["registry", "list"]):
+            r = idgen(*cmd, "--registry", uri)
+            check("%s: idgen %s with ?%s: refused, naming %s and the known parameters"
+                  % (label, cmd[0], param, name),
+                  r.returncode == 2 and not r.stdout and '"%s"' % name in r.stderr
+                  and hint in r.stderr and all(k in r.stderr for k in known),
+                  (r.returncode, r.stdout[:100], r.stderr))

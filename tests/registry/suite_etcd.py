@@ -3,7 +3,8 @@
 (tests/registry/harness.py says how the suites fit), on a cluster of 3
 members: free --force fencing, a paused holder, clock skew, members and the
 leader killed under a daemon, the majority lost and back, authentication;
-then TLS with client certificates on a member of its own.
+then TLS with client certificates on a member of its own; unknown URI
+parameters refused.
 
 Usage: python3 tests/registry/suite_etcd.py PATH/TO/idgen  (or: ctest -R registry.etcd)
 """
@@ -131,6 +132,8 @@ def main():
     finally:
         etcd.stop()
     etcd_tls("etcd TLS")
+    unknown_uri_params("etcd://127.0.0.1:1", "etcd URI",
+                       ["space", "prefix", "tls", "cacert", "cert", "key"])
 
 
 if __name__ == "__main__":

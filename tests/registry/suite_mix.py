@@ -188,7 +188,7 @@ def file_remover(registry):
 def pg_remover(pg):
     def remove(key):
         r = subprocess.run(["psql", "-q", "-X", pg.uri, "-c",
-                            "DELETE FROM idgen_nodes WHERE pool = '%s' AND node = %d" %
+                            "DELETE FROM idgen.idgen_nodes WHERE pool = '%s' AND node = %d" %
                             (MIX_POOL, key)], capture_output=True, text=True)
         if r.returncode != 0:
             raise OSError(r.stderr)

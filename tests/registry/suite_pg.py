@@ -3,7 +3,9 @@
 (tests/registry/harness.py says how the suites fit): free --force fencing a
 live holder, PostgreSQL stopped or paused under a daemon, a node field above
 the time field, clock skew, hostile database defaults, starters waiting for
-the schema lock, the schema mended, a deleted row's IDs kept.
+the schema lock, the schema mended, a deleted row's IDs kept; one registry
+whatever the session's search_path, an earlier version's registry in another
+schema refused, unknown URI parameters refused.
 
 Usage: python3 tests/registry/suite_pg.py PATH/TO/idgen  (or: ctest -R registry.postgres)
 """
@@ -159,7 +161,7 @@ def hostile_defaults(pg, label):
     check("%s: worker 0 of datacenter=15 used once (a row exists)" % label,
           r.returncode == 0 and worker_of(int(r.stdout)) == 0, r.stderr)
     lock = subprocess.Popen(["psql", "-q", "-X", pg.uri, "-c",
-                             "BEGIN; SELECT 1 FROM idgen_nodes WHERE pool = '%s'"
+                             "BEGIN; SELECT 1 FROM idgen.idgen_nodes WHERE pool = '%s'"
                              " AND node = %d FOR UPDATE; SELECT pg_sleep(8); COMMIT;"
                              % (TWITTER_POOL, 15 << 17)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -207,7 +209,7 @@ def schema_wait(pg, label):
           and took > 2.5, [e for _, e in outs if e])
     # The same for the pool row's insert: idgen_pools locked against writes
     # for 3.5 s (by hand here; a slow commit of another starter's insert).
-    lock = hold_for_3_5_s(uri, "LOCK TABLE idgen_pools IN EXCLUSIVE MODE")
+    lock = hold_for_3_5_s(uri, "LOCK TABLE idgen.idgen_pools IN EXCLUSIVE MODE")
     t = time.monotonic()
     r = idgen("snowflake", "--registry", in_space(uri, "sony"), "--layout", "sonyflake")
     took = time.monotonic() - t
@@ -234,7 +236,7 @@ def deleted_row_takeover(pg, label):
                  len(old) == 100000 and len(w1) == 50000, (len(old), len(w1))):
         return
     r = subprocess.run(["psql", "-qAtX", pg.uri, "-c",
-                        "DELETE FROM idgen_nodes WHERE pool LIKE 'spaces/deleted-row/%%' "
+                        "DELETE FROM idgen.idgen_nodes WHERE pool LIKE 'spaces/deleted-row/%%' "
                         "AND node = %d" % (1 << 53)], capture_output=True, text=True)
     check("%s: its row deleted by hand" % label, r.returncode == 0 and "DELETE 1" not in r.stderr,
           r.stderr)
@@ -268,28 +270,145 @@ def schema_mended(pg, label):
     r = idgen("snowflake", "--registry", uri, "--datacenter", "4")
     check("%s: a first starter makes the schema" % label,
           r.returncode == 0 and sql(count).stdout.strip() == "3", r.stderr)
-    for breaker in ("DROP TRIGGER idgen_nodes_truncated ON idgen_nodes",
-                    "ALTER TABLE idgen_pools DISABLE TRIGGER idgen_pools_kept",
-                    "DROP TRIGGER idgen_nodes_removed ON idgen_nodes"):
+    for breaker in ("DROP TRIGGER idgen_nodes_truncated ON idgen.idgen_nodes",
+                    "ALTER TABLE idgen.idgen_pools DISABLE TRIGGER idgen_pools_kept",
+                    "DROP TRIGGER idgen_nodes_removed ON idgen.idgen_nodes",
+                    # an earlier version's function, which found its tables
+                    # through the session's search_path
+                    "ALTER FUNCTION idgen.idgen_nodes_removed() RESET search_path"):
         b = sql(breaker)
         r = idgen("snowflake", "--registry", uri, "--datacenter", "4")
         n = sql(count).stdout.strip()
-        check("%s: after %s, the next starter puts it back (%s of 3 triggers)"
-              % (label, breaker, n), b.returncode == 0 and r.returncode == 0 and n == "3",
+        pinned = sql("SELECT count(*) FROM pg_proc WHERE proconfig IS NOT NULL AND proname IN"
+                     " ('idgen_nodes_removed', 'idgen_pools_kept')").stdout.strip()
+        check("%s: after %s, the next starter puts it back (%s of 3 triggers, %s of 2 functions"
+              " with their search_path)" % (label, breaker, n, pinned),
+              b.returncode == 0 and r.returncode == 0 and n == "3" and pinned == "2",
               b.stderr + r.stderr)
     # And it works: a TRUNCATE raises the pool's floor to the marks it removes.
-    sql("DROP TRIGGER idgen_nodes_truncated ON idgen_nodes")
+    sql("DROP TRIGGER idgen_nodes_truncated ON idgen.idgen_nodes")
     idgen("snowflake", "--registry", uri, "--datacenter", "4")
-    floor_q = "SELECT floor_ms FROM idgen_pools WHERE pool = '%s'" % TWITTER_POOL
+    floor_q = "SELECT floor_ms FROM idgen.idgen_pools WHERE pool = '%s'" % TWITTER_POOL
     before = sql(floor_q).stdout.strip()
-    mark = sql("SELECT max(mark_ms) FROM idgen_nodes WHERE pool = '%s'" % TWITTER_POOL)
-    t = sql("TRUNCATE idgen_nodes")
+    mark = sql("SELECT max(mark_ms) FROM idgen.idgen_nodes WHERE pool = '%s'" % TWITTER_POOL)
+    # as a session whose search_path has no idgen in it (the trigger's
+    # function names its tables)
+    t = sql("SET search_path = pg_catalog; TRUNCATE idgen.idgen_nodes")
     after = sql(floor_q).stdout.strip()
     mark = mark.stdout.strip()
     check("%s: a TRUNCATE after the mend raised the floor from %s to the marks' %s (now %s)"
           % (label, before, mark, after),
           t.returncode == 0 and mark.isdigit() and before.isdigit() and after.isdigit()
           and int(mark) > int(before) and int(after) >= int(mark), t.stderr)
+
+
+def psql(uri, statements):
+    """psql -c STATEMENTS on uri, stopping at the first error."""
+    return subprocess.run(["psql", "-qtAX", "-v", "ON_ERROR_STOP=1", uri, "-c", statements],
+                          capture_output=True, text=True)
+
+
+def search_path_roles(pg, label):
+    """Two roles whose search_path leads each to a schema of its own (ALTER
+    ROLE ... SET search_path), and a connection with
+    options=-csearch_path=other, on one database: one registry.  Their
+    daemons lease three tuples and, asked at the same time, never issue the
+    same ID; command-line holders under the three mixed make no duplicate
+    either.  (The tables were found through search_path: each made its own
+    and all leased worker 0, 1,369,216 duplicates in 4,000,000 IDs.)"""
+    r = psql(pg.uri, "CREATE DATABASE search_path")
+    db = pg.uri.rsplit("/", 1)[0] + "/search_path"
+    setup = psql(db, "CREATE ROLE idgen_a LOGIN; CREATE ROLE idgen_b LOGIN IN ROLE idgen_a;"
+                     "GRANT CREATE ON DATABASE search_path TO idgen_a;"
+                     "CREATE SCHEMA sa AUTHORIZATION idgen_a; CREATE SCHEMA sb AUTHORIZATION idgen_b;"
+                     "CREATE SCHEMA other;"
+                     "ALTER ROLE idgen_a SET search_path = sa; ALTER ROLE idgen_b SET search_path = sb")
+    host = db.split("@", 1)[1]
+    ua, ub = "postgres://idgen_a@" + host, "postgres://idgen_b@" + host
+    uo = db + "?options=-csearch_path%3Dother"
+    paths = [psql(u, "SHOW search_path").stdout.strip() for u in (ua, ub, uo)]
+    if not check("%s: roles idgen_a, idgen_b (a member of idgen_a) and a URI with options: "
+                 "search_path %s" % (label, ", ".join(paths)),
+                 r.returncode == 0 and setup.returncode == 0 and paths == ["sa", "sb", "other"],
+                 r.stderr + setup.stderr):
+        return
+    # idgen_a first: the registry's owner (idgen_b uses it as a member of idgen_a)
+    ds = [Daemon("%s-%s" % (label, k), ["--registry", u, "--node", "datacenter=5"])
+          for k, u in (("a", ua), ("b", ub), ("options", uo))]
+    firsts = [d.ids(1) for d in ds]
+    if not check("%s: a daemon of each serves" % label, all(firsts),
+                 [d.log()[-300:] for d in ds]):
+        return
+    workers = [worker_of(f[0]) for f in firsts]
+    check("%s: they lease three tuples (workers %s)" % (label, workers), len(set(workers)) == 3)
+    got = [[] for _ in ds]
+
+    def fetch(k):
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            got[k].extend(ds[k].ids(5000) or [])
+    threads = [threading.Thread(target=fetch, args=(k,)) for k in range(len(ds))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    every = [i for g in got for i in g]
+    check("%s: asked at the same time, %d IDs, no duplicate" % (label, len(every)),
+          all(got) and len(set(every)) == len(every), len(every) - len(set(every)))
+    r = idgen("registry", "list", "--registry", ub)
+    held = re.findall(r"^  datacenter=5,worker=\d+ +held ", r.stdout, re.M)
+    check("%s: idgen_b's registry list shows the three held" % label, len(held) == 3, r.stdout)
+    for d in ds:
+        d.stop()
+    tables = psql(db, "SELECT string_agg(DISTINCT relnamespace::regnamespace::text, ',')"
+                      " FROM pg_class WHERE relname = 'idgen_nodes'").stdout.strip()
+    check("%s: one idgen_nodes, in schema idgen (%s)" % (label, tables), tables == "idgen")
+    # Command-line holders of the three at once: 12 processes, 4 per URI.
+    procs = [subprocess.Popen([IDGEN, "snowflake", "-n", "50000", "--registry",
+                               (ua, ub, uo)[k % 3] + ("&" if k % 3 == 2 else "?")
+                               + "connect_timeout=15", "--datacenter", "6"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for k in range(12)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    ids = [int(x) for o, _ in outs for x in o.split()]
+    check("%s: 12 command-line holders, 4 per role or URI, at once: %d IDs, no duplicate"
+          % (label, len(ids)),
+          all(p.returncode == 0 for p in procs) and len(ids) == 600000 and len(set(ids)) == len(ids),
+          (len(ids) - len(set(ids)), [e[:200] for _, e in outs if e][:3]))
+
+
+def earlier_registry(pg, label):
+    """A registry an earlier version made in public (through search_path),
+    and nothing in schema idgen: a starter is refused, naming public and the
+    fix, and makes nothing (a second registry would lease its tuples
+    again); ?schema=public uses it.  (tests/test_registry_pg.c has the rest:
+    two earlier registries, the mend, a schema named on purpose.)"""
+    r = psql(pg.uri, "CREATE DATABASE earlier")
+    db = pg.uri.rsplit("/", 1)[0] + "/earlier"
+    old = psql(db, "CREATE TABLE public.idgen_pools (pool text PRIMARY KEY, layout text NOT NULL,"
+                   " floor_ms bigint NOT NULL DEFAULT 0, keys bigint NOT NULL DEFAULT 0);"
+                   "CREATE TABLE public.idgen_spaces (space text PRIMARY KEY,"
+                   " version bigint NOT NULL DEFAULT 0, state text NOT NULL DEFAULT '');"
+                   "CREATE TABLE public.idgen_nodes (pool text NOT NULL, node bigint NOT NULL,"
+                   " holder text, generation bigint NOT NULL, expires_at timestamptz NOT NULL,"
+                   " free_at timestamptz NOT NULL, mark_ms bigint NOT NULL,"
+                   " PRIMARY KEY (pool, node));"
+                   "INSERT INTO public.idgen_nodes VALUES ('%s', %d, 'old:1:aa', 1,"
+                   " now() + interval '1 hour', now() + interval '2 hours', 0)"
+                   % (TWITTER_POOL, 7 << 17))
+    if not check("%s: an earlier version's tables in public, worker 0 of datacenter 7 held"
+                 % label, r.returncode == 0 and old.returncode == 0, r.stderr + old.stderr):
+        return
+    r = idgen("snowflake", "--registry", db, "--datacenter", "7")
+    made = psql(db, "SELECT count(*) FROM pg_namespace WHERE nspname = 'idgen'").stdout.strip()
+    check("%s: refused (exit 1), naming public and ?schema=public; nothing made" % label,
+          r.returncode == 1 and not r.stdout and made == "0"
+          and "schema idgen has no registry, but schema public has one an earlier idgen made"
+          in r.stderr and "add ?schema=public to the URI" in r.stderr,
+          (r.returncode, made, r.stderr))
+    r = idgen("snowflake", "--registry", db + "?schema=public", "--datacenter", "7")
+    check("%s: with ?schema=public it is used: worker 1, 0 is held" % label,
+          r.returncode == 0 and worker_of(int(r.stdout)) == 1, (r.returncode, r.stderr))
 
 
 def main():
@@ -304,6 +423,9 @@ def main():
         schema_wait(pg, "postgres schema lock")
         schema_mended(pg, "postgres schema mended")
         deleted_row_takeover(pg, "postgres deleted row")
+        search_path_roles(pg, "postgres search_path")
+        earlier_registry(pg, "postgres earlier registry")
+        unknown_uri_params(pg.uri, "postgres URI", ["space", "schema", "libpq's"])
     finally:
         pg.stop()
 
