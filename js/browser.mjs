@@ -271,13 +271,31 @@ export class Snowflake {
     this.#live();
     return null;
   }
-  close() {
-    if (this.#g === 0) return;
-    reclaim.unregister(this.#token);
-    exp.sf_free(this.#g);
-    exp.dealloc(this.#slot);
-    this.#g = 0;
+  // The Node.js build's API: there, open() leases and close() gives the
+  // lease back off the event loop; here there is no registry, so both are
+  // done at once and their promises are settled already.
+  static open(options) {
+    try {
+      return Promise.resolve(new this(options));
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
+  close() {
+    if (this.#g !== 0) {
+      reclaim.unregister(this.#token);
+      exp.sf_free(this.#g);
+      exp.dealloc(this.#slot);
+      this.#g = 0;
+    }
+    return Promise.resolve();
+  }
+}
+// `await using g = await Snowflake.open({...})` where the runtime has it.
+if (typeof Symbol.asyncDispose === 'symbol') {
+  Snowflake.prototype[Symbol.asyncDispose] = function asyncDispose() {
+    return this.close();
+  };
 }
 
 // The monotonic 128-bit generators.  A call into the module per ID costs

@@ -47,6 +47,19 @@ export interface LeaseInfo {
 }
 
 export class Snowflake {
+  /**
+   * A generator whose node tuple is leased from the registry, the lease
+   * taken on a thread of its own: the event loop goes on meanwhile, whatever
+   * the registry does.  Rejects with the IdgenError the constructor throws.
+   * Recommended over the constructor (README: "What may block").
+   */
+  static open(options?: SnowflakeOptions): Promise<Snowflake>;
+  /**
+   * Leases on the JavaScript thread: with a leasing registry the event loop
+   * may wait for it, up to maxStartWaitMs + 2 s for a file: registry that
+   * does not answer.  The static registry (and the WebAssembly build) never
+   * waits.  Prefer Snowflake.open().
+   */
   constructor(options?: SnowflakeOptions);
   next(): bigint;
   nextString(): string;
@@ -55,8 +68,12 @@ export class Snowflake {
   nextBatchAsync(n: number): Promise<BigUint64Array>;
   /** What was leased, or null with the static registry. */
   lease(): LeaseInfo | null;
-  /** Gives the lease back; later calls throw EINVAL. */
-  close(): void;
+  /**
+   * Stops issuing at once (later calls throw EINVAL) and gives the lease back
+   * off the event loop; resolves when that is done.  A second call returns
+   * the same promise.
+   */
+  close(): Promise<void>;
 }
 
 /** Monotonic ULIDs: strictly increasing within the generator. */

@@ -62,6 +62,35 @@ addon.Snowflake.prototype.nextAsync = function nextAsync() {
   return batchAsync(this, 1).then((a) => a[0]);
 };
 
+// Snowflake.open(options) → a Promise of a Snowflake: the registry opened,
+// a node tuple leased and the generator bound on a thread of the addon's
+// own, so the event loop goes on whatever the registry does (a frozen file
+// system, a server that does not answer); rejected with the Error the
+// constructor would throw (its `code`, its message).  `new Snowflake()` does
+// the same on the JavaScript thread (README: "What may block").
+addon.Snowflake.open = function open(options) {
+  try {
+    return addon.open(options);
+  } catch (e) {
+    return Promise.reject(e); // a wrong option's type: a rejection too
+  }
+};
+
+// close() → a Promise: the generator stops issuing at once (later calls
+// throw EINVAL) and gives its lease back off the event loop; the promise
+// resolves when that is done.  A second call returns the first's promise.
+const kClosing = Symbol('idgen.closing');
+addon.Snowflake.prototype.close = function close() {
+  if (this[kClosing] === undefined) this[kClosing] = this._close();
+  return this[kClosing];
+};
+// `await using g = await Snowflake.open({...})` where the runtime has it.
+if (typeof Symbol.asyncDispose === 'symbol') {
+  addon.Snowflake.prototype[Symbol.asyncDispose] = function asyncDispose() {
+    return this.close();
+  };
+}
+
 module.exports = {
   Snowflake: addon.Snowflake,
   UlidGenerator: addon.UlidGenerator,

@@ -27,10 +27,11 @@ if (cluster.isPrimary) {
   }
 } else {
   // node: the values that are not leased; the registry leases `worker`
-  const g = new Snowflake({ layout: 'twitter', node: 'datacenter=1' });
-  const ids = Array.from(g.nextBatch(EACH), String);
-  process.send({ pid: process.pid, worker: g.lease().worker, ids }, () => {
-    g.close();
-    process.exit(0);
+  Snowflake.open({ layout: 'twitter', node: 'datacenter=1' }).then((g) => {
+    const ids = Array.from(g.nextBatch(EACH), String);
+    process.send({ pid: process.pid, worker: g.lease().worker, ids }, async () => {
+      await g.close(); // the worker value back before the process ends
+      process.exit(0);
+    });
   });
 }

@@ -7,19 +7,36 @@
  * ULIDs.  Every failure is thrown as an Error whose `code` is the library's
  * name for it ("ECLOCK", "ELEASE") and whose message is the library's, as
  * the CLI prints it.  A generator's lease is released by close(), when the
- * object is collected, and when the environment ends (process exit, a
+ * object is collected, and when the environment ends (a normal exit, a
  * worker thread's end).
+ *
+ * The event loop never waits for a registry: Snowflake.open() leases, and
+ * close(), a collected generator and the environment's end release, each on
+ * a detached thread of its own (the "jobs" below), so a registry that does
+ * not answer (a frozen file system, a server gone) holds that thread only.
+ * The library bounds those calls (IDGEN_REGISTRY_CALL_MS); the constructor,
+ * which leases on the JavaScript thread, waits up to that bound.
  *
  * Node-API, not V8's API: one build serves every Node.js version with
  * Node-API 8 (Node 12.22 and later).  JavaScript runs on one thread per
  * environment, so a generator is used by one thread at a time here; the
  * library's own threads (the lease keeper) are the library's business.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr */
+#endif
 #define NAPI_VERSION 8
 #include <node_api.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "decode.h"
 #include "idgen.h"
@@ -28,13 +45,18 @@
 
 /* ---- errors ------------------------------------------------------------ */
 
-/* Throws Error(message) with .code = the library's name for rc. */
-static void throw_idgen(napi_env env, int rc, const char *msg) {
+/* Error(message) with .code = the library's name for rc. */
+static napi_value make_error(napi_env env, int rc, const char *msg) {
   napi_value code, text, e;
   napi_create_string_utf8(env, idgen_err_name(rc), NAPI_AUTO_LENGTH, &code);
   napi_create_string_utf8(env, msg && msg[0] ? msg : idgen_strerror(rc), NAPI_AUTO_LENGTH, &text);
   napi_create_error(env, code, text, &e);
-  napi_throw(env, e);
+  return e;
+}
+
+/* Throws make_error(rc, msg). */
+static void throw_idgen(napi_env env, int rc, const char *msg) {
+  napi_throw(env, make_error(env, rc, msg));
 }
 
 /* A TypeError for a wrong argument type, with .code EINVAL. */
@@ -117,184 +139,518 @@ static void set_num(napi_env env, napi_value o, const char *name, double v) {
 
 /* ---- Snowflake ----------------------------------------------------------- */
 
-typedef struct sf {
-  idgen_layout_t layout;
+/* What a generator holds of its registry: what close() gives back. */
+typedef struct {
   idgen_registry_t *reg;
   idgen_lease_t *lease;
   idgen_snowflake_gen_t *gen;
-  napi_env env;
+} sf_hold_t;
+
+typedef struct sf {
+  sf_hold_t h;            /* all NULL once closed */
   struct sf *prev, *next; /* the environment's live generators, for its cleanup */
 } sf_t;
 
-/* What the addon keeps per environment (its instance data): the live
- * generators, and the layout decode() parsed last (decoding many IDs of one
- * layout parses it once). */
+/* The options of new Snowflake() and Snowflake.open(), as read from the
+ * object (on the JavaScript thread); made into a generator by sf_make,
+ * there or on a thread of its own. */
+typedef struct {
+  char layout[IDGEN_LAYOUT_SPEC_MAX], registry[2048], node[1024], field[64], clock[16];
+  int has_field;
+  int64_t ttl, wait, borrow, start_wait, rss;
+} sf_opts_t;
+
+/* What the addon keeps per environment (its instance data).  The first
+ * fields are the JavaScript thread's: the live generators, the layout
+ * decode() parsed last (decoding many IDs of one layout parses it once),
+ * the class (open() makes its objects) and the thread-safe function by
+ * which jobs (below) come back.  The rest is shared with the jobs' threads,
+ * under mu; the struct is freed by whichever of the environment, its
+ * thread-safe function and its jobs lets go of it last (refs). */
 typedef struct {
   sf_t *head;
   char layout_text[IDGEN_LAYOUT_SPEC_MAX];
   idgen_layout_t layout;
-} sf_list_t;
+  napi_ref cls;
+  sf_t *adopt;                  /* open()'s generator, for the constructor to take */
+  napi_threadsafe_function tsf; /* jobs back to this thread; ref'd while promised > 0 */
+  int promised;                 /* jobs whose promise is pending */
+  pthread_mutex_t mu;
+  pthread_cond_t idle; /* `running` fell (CLOCK_MONOTONIC) */
+  int refs, running;
+  int gone; /* the environment is ending: jobs may not call tsf */
+} env_t;
 
-static void sf_close(sf_t *s) {
-  idgen_snowflake_gen_free(s->gen);
-  idgen_lease_release(s->lease);
-  idgen_registry_close(s->reg);
-  s->gen = NULL;
-  s->lease = NULL;
-  s->reg = NULL;
+/* Generators of this process (every environment) holding a lease, made and
+ * neither closed nor collected: what a full pool's message counts. */
+static atomic_long unclosed;
+
+/* At an environment's end (a normal exit, a worker's end), how long it
+ * waits for the releases under way: a release's three writes (the keeper's
+ * last, the final mark, the release) each held to the library's bound.  One
+ * that takes longer is left to the process's end, which lets go of a file:
+ * lease's lock; the mark on record already covers every ID issued
+ * (durable), and a network lease expires by its TTL. */
+#define ENV_END_WAIT_MS (3 * IDGEN_REGISTRY_CALL_MS)
+
+static env_t *env_of(napi_env env) {
+  env_t *e = NULL;
+  napi_get_instance_data(env, (void **)&e);
+  return e;
 }
 
-static void sf_unlink(sf_list_t *list, sf_t *s) {
+static void env_unref(env_t *e) {
+  pthread_mutex_lock(&e->mu);
+  int last = --e->refs == 0;
+  pthread_mutex_unlock(&e->mu);
+  if (last) {
+    pthread_cond_destroy(&e->idle);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+  }
+}
+
+/* Gives everything back: the generator (its keeper threads stop, the final
+ * mark is written), the lease, the registry.  Each may wait for the
+ * registry (bounded by the library: IDGEN_REGISTRY_CALL_MS for a file:
+ * registry), so never on the JavaScript thread when a lease is held. */
+static void hold_free(sf_hold_t *h) {
+  idgen_snowflake_gen_free(h->gen);
+  idgen_lease_release(h->lease);
+  idgen_registry_close(h->reg);
+  memset(h, 0, sizeof *h);
+}
+
+/* Everything s holds, taken from it: s issues nothing from now on. */
+static sf_hold_t sf_detach(sf_t *s) {
+  sf_hold_t h = s->h;
+  memset(&s->h, 0, sizeof s->h);
+  if (h.lease)
+    atomic_fetch_sub(&unclosed, 1);
+  return h;
+}
+
+static void sf_unlink(env_t *e, sf_t *s) {
   if (s->prev)
     s->prev->next = s->next;
-  else if (list->head == s)
-    list->head = s->next;
+  else if (e->head == s)
+    e->head = s->next;
   if (s->next)
     s->next->prev = s->prev;
   s->prev = s->next = NULL;
 }
 
-static sf_list_t *env_list(napi_env env) {
-  sf_list_t *list = NULL;
-  napi_get_instance_data(env, (void **)&list);
-  return list;
-}
-
-/* The object was collected: its lease goes back. */
-static void sf_finalize(napi_env env, void *data, void *hint) {
-  (void)hint;
-  sf_t *s = data;
-  sf_list_t *list = env_list(env);
-  if (list)
-    sf_unlink(list, s);
-  sf_close(s);
-  free(s);
-}
-
-/* The environment ends (process exit, a worker's end): every lease goes
- * back, before the objects' finalizers (which then find them closed). */
-static void env_cleanup(void *arg) {
-  sf_list_t *list = arg;
-  for (sf_t *s = list->head; s; s = s->next)
-    sf_close(s);
-}
-
-static void env_free(napi_env env, void *data, void *hint) {
-  (void)env, (void)hint;
-  sf_list_t *list = data;
-  while (list->head)
-    sf_unlink(list, list->head);
-  free(list);
-}
-
-/* The layout option: a preset's name or a layout spec. */
-static int parse_layout(napi_env env, const char *text, idgen_layout_t *l) {
-  char err[ERR_MAX];
-  int rc = idgen_layout_parse(l, text, err, sizeof err); /* a preset keeps its name */
+/* Makes a generator of o into *h: the layout, the node values, the
+ * registry (its default), the lease and the binding.  No JavaScript: this
+ * runs on open()'s thread too.  0, or the error with its message in err and
+ * nothing held. */
+static int sf_make(sf_opts_t *o, sf_hold_t *h, char *err, size_t errlen) {
+  memset(h, 0, sizeof *h);
+  err[0] = 0;
+  idgen_layout_t layout;
+  int rc = idgen_layout_parse(&layout, o->layout, err, errlen); /* a preset keeps its name */
   if (rc < 0)
-    throw_idgen(env, rc, err);
-  return rc;
-}
-
-/* new Snowflake({layout, registry, node, leaseField, ttlMs, maxWaitMs,
- * maxBorrowMs, maxStartWaitMs, randomSequenceStart}) */
-static napi_value sf_new(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1], self;
-  napi_get_cb_info(env, info, &argc, argv, &self, NULL);
-  napi_valuetype t = napi_undefined;
-  if (argc >= 1)
-    napi_typeof(env, argv[0], &t);
-  if (t != napi_object && t != napi_undefined) {
-    throw_type(env, "new Snowflake(options): options must be an object");
-    return NULL;
-  }
-  napi_value o = argv[0];
-  if (t == napi_undefined)
-    napi_create_object(env, &o);
-
-  char layout[IDGEN_LAYOUT_SPEC_MAX] = "twitter", registry[2048] = "", node[1024] = "";
-  char field[64] = "", clock[16] = "", err[ERR_MAX];
-  int64_t ttl = 0, wait = -1, borrow = -1, start_wait = -1, rss = 0;
-  int has_field;
-  if (opt_string(env, o, "layout", layout, sizeof layout) < 0 ||
-      opt_string(env, o, "registry", registry, sizeof registry) < 0 ||
-      opt_string(env, o, "node", node, sizeof node) < 0 ||
-      opt_string(env, o, "clock", clock, sizeof clock) < 0 ||
-      (has_field = opt_string(env, o, "leaseField", field, sizeof field)) < 0 ||
-      opt_int(env, o, "ttlMs", 0, IDGEN_LEASE_TTL_MAX_MS, &ttl) < 0 ||
-      opt_int(env, o, "maxWaitMs", 0, 3600000, &wait) < 0 ||
-      opt_int(env, o, "maxBorrowMs", 0, 3600000, &borrow) < 0 ||
-      opt_int(env, o, "maxStartWaitMs", 0, IDGEN_START_WAIT_MS_MAX, &start_wait) < 0 ||
-      opt_int(env, o, "randomSequenceStart", 0, 1, &rss) < 0)
-    return NULL;
-
-  if (clock[0] && strcmp(clock, "fast") != 0 && strcmp(clock, "precise") != 0 &&
-      strcmp(clock, "coarse") != 0) {
-    throw_idgen(env, IDGEN_EINVAL, "option clock must be \"fast\", \"precise\" or \"coarse\"");
-    return NULL;
-  }
-  sf_t *s = calloc(1, sizeof *s);
-  if (s == NULL) {
-    throw_idgen(env, IDGEN_ENOMEM, NULL);
-    return NULL;
-  }
-  if (parse_layout(env, layout, &s->layout) < 0) {
-    free(s);
-    return NULL;
-  }
+    return rc;
   idgen_snowflake_settings_t set;
   idgen_snowflake_settings_init(&set);
-  if (wait >= 0)
-    set.max_wait_ms = wait;
-  if (borrow >= 0)
-    set.max_borrow_ms = borrow;
-  set.random_sequence_start = (int)rss;
-  set.clock_mode = strcmp(clock, "precise") == 0  ? IDGEN_CLOCK_PRECISE
-                   : strcmp(clock, "coarse") == 0 ? IDGEN_CLOCK_COARSE
-                                                  : IDGEN_CLOCK_FAST;
+  if (o->wait >= 0)
+    set.max_wait_ms = o->wait;
+  if (o->borrow >= 0)
+    set.max_borrow_ms = o->borrow;
+  set.random_sequence_start = (int)o->rss;
+  set.clock_mode = strcmp(o->clock, "precise") == 0  ? IDGEN_CLOCK_PRECISE
+                   : strcmp(o->clock, "coarse") == 0 ? IDGEN_CLOCK_COARSE
+                                                     : IDGEN_CLOCK_FAST;
   unsigned given = 0;
-  int rc = idgen_layout_nodes_parse(&s->layout, node, idgen_host_node_resolve, NULL, set.node,
-                                    &given, err, sizeof err);
-  int from_host = strchr(node, '@') != NULL;
-  if (rc == 0 && registry[0] == 0)
-    rc = idgen_registry_default_uri(registry, sizeof registry, err, sizeof err);
+  rc = idgen_layout_nodes_parse(&layout, o->node, idgen_host_node_resolve, NULL, set.node, &given,
+                                err, errlen);
+  int from_host = strchr(o->node, '@') != NULL;
+  if (rc == 0 && o->registry[0] == 0)
+    rc = idgen_registry_default_uri(o->registry, sizeof o->registry, err, errlen);
   int leased = -1;
   const char *setting = NULL;
   char why[ERR_MAX - 80];
-  if (rc == 0 &&
-      (rc = idgen_lease_settings_check(registry, &s->layout, has_field ? field : NULL, given,
-                                       from_host, &leased, &setting, why, sizeof why)) < 0)
-    snprintf(err, sizeof err, "%s: %s", setting ? setting : "options", why);
+  const char *field = o->has_field ? o->field : NULL;
+  if (rc == 0 && (rc = idgen_lease_settings_check(o->registry, &layout, field, given, from_host,
+                                                  &leased, &setting, why, sizeof why)) < 0)
+    snprintf(err, errlen, "%s: %s", setting ? setting : "options", why);
   if (rc == 0)
-    rc = idgen_registry_open(&s->reg, registry, err, sizeof err);
+    rc = idgen_registry_open(&h->reg, o->registry, err, errlen);
   if (rc == 0) {
-    idgen_bind_request_t req = {.layout = &s->layout,
+    idgen_bind_request_t req = {.layout = &layout,
                                 .settings = &set,
-                                .field = has_field ? field : NULL,
-                                .ttl_ms = ttl,
-                                .max_start_wait_ms = start_wait};
-    rc = idgen_registry_bind(s->reg, &req, &s->lease, &s->gen, err, sizeof err);
+                                .field = field,
+                                .ttl_ms = o->ttl,
+                                .max_start_wait_ms = o->start_wait};
+    rc = idgen_registry_bind(h->reg, &req, &h->lease, &h->gen, err, errlen);
   }
-  if (rc < 0) {
-    sf_close(s);
-    free(s);
-    throw_idgen(env, rc, err);
+  if (rc < 0)
+    hold_free(h); /* the registry only: nothing was leased */
+  return rc;
+}
+
+/* A full pool's message says how many of this process's own generators
+ * hold a lease without having been closed (or collected yet): a loop that
+ * drops them unclosed fills the pool before the collector gives them back. */
+static void pool_note(int rc, char *err, size_t errlen) {
+  long n = atomic_load(&unclosed);
+  size_t len = strlen(err);
+  if (rc != IDGEN_EPOOLFULL || n <= 0 || len + 1 >= errlen)
+    return;
+  snprintf(err + len, errlen - len,
+           "%s(%ld generator%s of this process %s made and not closed: call close(), or await "
+           "using)",
+           len ? " " : "", n, n == 1 ? "" : "s", n == 1 ? "was" : "were");
+}
+
+/* options into o: 0, or -1 thrown. */
+static int opts_read(napi_env env, napi_value o, sf_opts_t *out, const char *call) {
+  napi_valuetype t = napi_undefined;
+  if (o != NULL)
+    napi_typeof(env, o, &t);
+  if (t != napi_object && t != napi_undefined) {
+    char msg[120];
+    snprintf(msg, sizeof msg, "%s: options must be an object", call);
+    throw_type(env, msg);
+    return -1;
+  }
+  if (t == napi_undefined)
+    napi_create_object(env, &o);
+  memset(out, 0, sizeof *out);
+  snprintf(out->layout, sizeof out->layout, "twitter");
+  out->wait = out->borrow = out->start_wait = -1;
+  if (opt_string(env, o, "layout", out->layout, sizeof out->layout) < 0 ||
+      opt_string(env, o, "registry", out->registry, sizeof out->registry) < 0 ||
+      opt_string(env, o, "node", out->node, sizeof out->node) < 0 ||
+      opt_string(env, o, "clock", out->clock, sizeof out->clock) < 0 ||
+      (out->has_field = opt_string(env, o, "leaseField", out->field, sizeof out->field)) < 0 ||
+      opt_int(env, o, "ttlMs", 0, IDGEN_LEASE_TTL_MAX_MS, &out->ttl) < 0 ||
+      opt_int(env, o, "maxWaitMs", 0, 3600000, &out->wait) < 0 ||
+      opt_int(env, o, "maxBorrowMs", 0, 3600000, &out->borrow) < 0 ||
+      opt_int(env, o, "maxStartWaitMs", 0, IDGEN_START_WAIT_MS_MAX, &out->start_wait) < 0 ||
+      opt_int(env, o, "randomSequenceStart", 0, 1, &out->rss) < 0)
+    return -1;
+  if (out->clock[0] && strcmp(out->clock, "fast") != 0 && strcmp(out->clock, "precise") != 0 &&
+      strcmp(out->clock, "coarse") != 0) {
+    throw_idgen(env, IDGEN_EINVAL, "option clock must be \"fast\", \"precise\" or \"coarse\"");
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- jobs: registry work off the JavaScript thread --------------------- */
+
+/* An acquisition (open()) or a release (close(), a collected generator, the
+ * environment's end), on a detached thread of its own: a registry that does
+ * not answer holds that thread, never the event loop nor libuv's pool
+ * (which the program's file system calls share).  A job someone awaits
+ * comes back through the environment's thread-safe function, which keeps
+ * the event loop alive meanwhile; one nobody awaits ends on its thread. */
+typedef struct {
+  env_t *e;
+  napi_deferred deferred; /* NULL: nobody waits */
+  int open;               /* 1: sf_make of o; 0: hold_free of h */
+  sf_hold_t h;
+  int rc;
+  char err[ERR_MAX];
+  sf_opts_t o;
+} job_t;
+
+/* A job that will not come back to JavaScript: what an acquisition made is
+ * given back here (on its own thread, or at the environment's teardown). */
+static void job_drop(job_t *j) {
+  if (j->open && j->rc == 0)
+    hold_free(&j->h);
+  env_unref(j->e);
+  free(j);
+}
+
+static void *job_main(void *arg) {
+  job_t *j = arg;
+  env_t *e = j->e;
+  if (j->open)
+    j->rc = sf_make(&j->o, &j->h, j->err, sizeof j->err);
+  else
+    hold_free(&j->h);
+  pthread_mutex_lock(&e->mu);
+  int sent = 0;
+  if (j->deferred && !e->gone) {
+    /* Under mu: the environment's end sets `gone` under it before the
+     * function is finalized, so it is alive here. */
+    napi_status st = napi_call_threadsafe_function(e->tsf, j, napi_tsfn_nonblocking);
+    sent = st == napi_ok;
+    if (st == napi_closing)
+      e->gone = 1;
+  }
+  e->running--;
+  pthread_cond_broadcast(&e->idle);
+  pthread_mutex_unlock(&e->mu);
+  if (!sent)
+    job_drop(j);
+  return NULL;
+}
+
+/* Starts j on a thread of its own (the JavaScript thread only): 0, or -1
+ * if no thread could be had (j is still the caller's). */
+static int job_start(napi_env env, env_t *e, job_t *j) {
+  j->e = e;
+  pthread_mutex_lock(&e->mu);
+  e->refs++;
+  e->running++;
+  pthread_mutex_unlock(&e->mu);
+  /* The thread (and the keeper threads an acquisition starts from it)
+   * with every signal blocked: the process's handlers run on Node's. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t a;
+  pthread_t t;
+  int ok = pthread_attr_init(&a) == 0;
+  ok = ok && pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED) == 0 &&
+       pthread_create(&t, &a, job_main, j) == 0;
+  pthread_attr_destroy(&a);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (!ok) {
+    pthread_mutex_lock(&e->mu);
+    e->refs--; /* the environment holds one more: not the last */
+    e->running--;
+    pthread_mutex_unlock(&e->mu);
+    return -1;
+  }
+  if (j->deferred && e->promised++ == 0)
+    napi_ref_threadsafe_function(env, e->tsf); /* the event loop waits for it */
+  return 0;
+}
+
+/* Gives h back: at once when nothing of it can wait for a registry (closed
+ * already, or the static registry), else on a job's thread, which settles
+ * `deferred` (if not NULL) when done.  1 if a job took it (and the
+ * deferred), 0 if done here. */
+static int hold_release(napi_env env, env_t *e, sf_hold_t h, napi_deferred deferred) {
+  if (h.lease == NULL) {
+    hold_free(&h);
+    return 0;
+  }
+  job_t *j = calloc(1, sizeof *j);
+  if (j != NULL) {
+    j->h = h;
+    j->deferred = deferred;
+    if (job_start(env, e, j) == 0)
+      return 1;
+    free(j);
+  }
+  hold_free(&h); /* no memory or no thread: here, as before there were jobs */
+  return 0;
+}
+
+/* s closed: hold_release of what it held. */
+static int sf_release(napi_env env, env_t *e, sf_t *s, napi_deferred deferred) {
+  return hold_release(env, e, sf_detach(s), deferred);
+}
+
+static void sf_finalize(napi_env env, void *data, void *hint);
+
+/* Wraps s into the object self and counts it among the live ones: 0, or -1
+ * (s is still the caller's). */
+static int sf_attach(napi_env env, env_t *e, napi_value self, sf_t *s) {
+  if (napi_wrap(env, self, s, sf_finalize, NULL, NULL) != napi_ok)
+    return -1;
+  s->next = e->head;
+  if (e->head)
+    e->head->prev = s;
+  e->head = s;
+  if (s->h.lease)
+    atomic_fetch_add(&unclosed, 1);
+  return 0;
+}
+
+/* The object was collected: its lease goes back, off this thread. */
+static void sf_finalize(napi_env env, void *data, void *hint) {
+  (void)hint;
+  sf_t *s = data;
+  env_t *e = env_of(env);
+  if (e) {
+    sf_unlink(e, s);
+    sf_release(env, e, s, NULL);
+  } else {
+    sf_hold_t h = sf_detach(s);
+    hold_free(&h);
+  }
+  free(s);
+}
+
+/* A job is back on the JavaScript thread (env NULL: the environment is
+ * being torn down and the job's promise with it). */
+static void job_back(napi_env env, napi_value cb, void *context, void *data) {
+  (void)cb;
+  env_t *e = context;
+  job_t *j = data;
+  if (env == NULL) {
+    job_drop(j);
+    return;
+  }
+  if (--e->promised == 0)
+    napi_unref_threadsafe_function(env, e->tsf);
+  napi_value v = NULL, cls;
+  if (!j->open) {
+    napi_get_undefined(env, &v);
+    napi_resolve_deferred(env, j->deferred, v);
+  } else if (j->rc < 0) {
+    pool_note(j->rc, j->err, sizeof j->err);
+    napi_reject_deferred(env, j->deferred, make_error(env, j->rc, j->err));
+  } else {
+    /* The constructor takes the generator made (e->adopt) instead of
+     * making one. */
+    sf_t *s = calloc(1, sizeof *s);
+    napi_value obj = NULL;
+    if (s != NULL) {
+      s->h = j->h;
+      e->adopt = s;
+      if (napi_get_reference_value(env, e->cls, &cls) != napi_ok ||
+          napi_new_instance(env, cls, 0, NULL, &obj) != napi_ok)
+        obj = NULL;
+      if (e->adopt == s) { /* not taken: the hold is still the job's */
+        e->adopt = NULL;
+        free(s);
+        obj = NULL;
+      }
+    }
+    if (obj != NULL) {
+      napi_resolve_deferred(env, j->deferred, obj);
+    } else {
+      bool pending = false;
+      napi_value exc = NULL;
+      if (napi_is_exception_pending(env, &pending) == napi_ok && pending)
+        napi_get_and_clear_last_exception(env, &exc);
+      napi_reject_deferred(env, j->deferred,
+                           exc ? exc : make_error(env, IDGEN_ENOMEM, "cannot make the object"));
+      hold_release(env, e, j->h, NULL);
+    }
+  }
+  env_unref(e);
+  free(j);
+}
+
+static void tsf_finalize(napi_env env, void *data, void *hint) {
+  (void)env, (void)hint;
+  env_t *e = data;
+  pthread_mutex_lock(&e->mu);
+  e->gone = 1;
+  pthread_mutex_unlock(&e->mu);
+  env_unref(e);
+}
+
+/* The environment ends (a normal exit, a worker's end; not process.exit()):
+ * every lease goes back, before the objects' finalizers (which then find
+ * them closed), each on a thread of its own, all together within
+ * ENV_END_WAIT_MS. */
+static void env_cleanup(void *arg) {
+  env_t *e = arg;
+  for (sf_t *s = e->head; s; s = s->next)
+    sf_release(NULL, e, s, NULL);
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += ENV_END_WAIT_MS / 1000;
+  until.tv_nsec += (ENV_END_WAIT_MS % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&e->mu);
+  while (e->running > 0 && pthread_cond_timedwait(&e->idle, &e->mu, &until) != ETIMEDOUT)
+    ;
+  e->gone = 1; /* jobs still running end on their threads */
+  pthread_mutex_unlock(&e->mu);
+}
+
+static void env_free(napi_env env, void *data, void *hint) {
+  (void)hint;
+  env_t *e = data;
+  while (e->head)
+    sf_unlink(e, e->head);
+  if (e->cls)
+    napi_delete_reference(env, e->cls);
+  env_unref(e);
+}
+
+/* The throw for a failed sf_make. */
+static void throw_make(napi_env env, int rc, char *err, size_t errlen) {
+  pool_note(rc, err, errlen);
+  throw_idgen(env, rc, err);
+}
+
+/* new Snowflake({layout, registry, node, leaseField, ttlMs, maxWaitMs,
+ * maxBorrowMs, maxStartWaitMs, randomSequenceStart, clock}): leased here,
+ * on the JavaScript thread (open() leases on a thread of its own). */
+static napi_value sf_new(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1] = {NULL}, self;
+  napi_get_cb_info(env, info, &argc, argv, &self, NULL);
+  env_t *e = env_of(env);
+  sf_t *s = e->adopt;
+  e->adopt = NULL;
+  if (s != NULL) { /* open()'s, made on its thread */
+    if (sf_attach(env, e, self, s) < 0) {
+      e->adopt = s; /* not taken: job_back gives it back */
+      throw_idgen(env, IDGEN_ENOMEM, "cannot attach the generator to its object");
+      return NULL;
+    }
+    return self;
+  }
+  sf_opts_t *o = malloc(sizeof *o);
+  if (o == NULL) {
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
     return NULL;
   }
-  s->env = env;
-  if (napi_wrap(env, self, s, sf_finalize, NULL, NULL) != napi_ok) {
-    sf_close(s);
+  char err[ERR_MAX];
+  int rc = -1;
+  if (opts_read(env, argc ? argv[0] : NULL, o, "new Snowflake(options)") == 0 &&
+      (s = calloc(1, sizeof *s)) == NULL)
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+  else if (s != NULL && (rc = sf_make(o, &s->h, err, sizeof err)) < 0)
+    throw_make(env, rc, err, sizeof err);
+  free(o);
+  if (rc < 0) {
+    free(s);
+    return NULL;
+  }
+  if (sf_attach(env, e, self, s) < 0) {
+    hold_free(&s->h);
     free(s);
     throw_idgen(env, IDGEN_ENOMEM, "cannot attach the generator to its object");
     return NULL;
   }
-  sf_list_t *list = env_list(env);
-  s->next = list->head;
-  if (list->head)
-    list->head->prev = s;
-  list->head = s;
   return self;
+}
+
+/* open(options) → a Promise of a Snowflake: new Snowflake(options) made
+ * on a thread of its own.  Options of the wrong type are thrown here (the
+ * index.js wrapper makes them a rejection). */
+static napi_value sf_open_js(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1] = {NULL}, p;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  job_t *j = calloc(1, sizeof *j);
+  if (j == NULL) {
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+    return NULL;
+  }
+  if (opts_read(env, argc ? argv[0] : NULL, &j->o, "Snowflake.open(options)") < 0) {
+    free(j);
+    return NULL;
+  }
+  j->open = 1;
+  if (napi_create_promise(env, &j->deferred, &p) != napi_ok) {
+    free(j);
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+    return NULL;
+  }
+  if (job_start(env, env_of(env), j) < 0) {
+    napi_reject_deferred(env, j->deferred,
+                         make_error(env, IDGEN_ENOMEM, "Snowflake.open: no thread to be had"));
+    free(j);
+  }
+  return p;
 }
 
 /* this's generator, or NULL with an exception thrown (closed, or not one). */
@@ -307,7 +663,7 @@ static sf_t *sf_this(napi_env env, napi_callback_info info, size_t *argc, napi_v
     throw_type(env, "not a Snowflake generator");
     return NULL;
   }
-  if (s->gen == NULL) {
+  if (s->h.gen == NULL) {
     throw_idgen(env, IDGEN_EINVAL, "the generator is closed");
     return NULL;
   }
@@ -315,7 +671,7 @@ static sf_t *sf_this(napi_env env, napi_callback_info info, size_t *argc, napi_v
 }
 
 static int sf_next_id(napi_env env, sf_t *s, uint64_t *id) {
-  int rc = idgen_snowflake_gen_next(s->gen, id);
+  int rc = idgen_snowflake_gen_next(s->h.gen, id);
   if (rc < 0)
     throw_idgen(env, rc, NULL);
   return rc;
@@ -370,7 +726,7 @@ static napi_value sf_next_batch(napi_env env, napi_callback_info info) {
     throw_idgen(env, IDGEN_ENOMEM, NULL);
     return NULL;
   }
-  int rc = idgen_snowflake_gen_next_n(s->gen, data, n);
+  int rc = idgen_snowflake_gen_next_n(s->h.gen, data, n);
   if (rc < 0) {
     throw_idgen(env, rc, NULL);
     return NULL;
@@ -443,7 +799,7 @@ static napi_value sf_batch_start(napi_env env, napi_callback_info info) {
     return NULL;
   }
   sw->n = n;
-  int rc = idgen_snowflake_gen_next_n_async(s->gen, sw->ids, n, &sw->w);
+  int rc = idgen_snowflake_gen_next_n_async(s->h.gen, sw->ids, n, &sw->w);
   napi_value handle = NULL;
   if (rc == IDGEN_EAGAIN &&
       napi_create_external(env, sw, wait_finalize, NULL, &handle) != napi_ok) {
@@ -470,22 +826,33 @@ static napi_value sf_batch_resume(napi_env env, napi_callback_info info) {
     throw_type(env, "_batchResume: not a waiting call");
     return NULL;
   }
-  int rc = idgen_snowflake_gen_resume(s->gen, &sw->w, sw->ids);
+  int rc = idgen_snowflake_gen_resume(s->h.gen, &sw->w, sw->ids);
   napi_value v = wait_outcome(env, rc, sw, argv[0]);
   if (rc != IDGEN_EAGAIN)
     sw->n = 0; /* ended: a second resume is refused */
   return v;
 }
 
-/* close(): the lease goes back now; later calls throw. */
+/* _close() → a Promise: the generator stops issuing now (later calls
+ * throw), and its lease goes back on a thread of its own; the promise
+ * resolves when that is done (at once for the static registry, or when
+ * closed already).  index.js's close() returns the first call's promise
+ * again. */
 static napi_value sf_close_js(napi_env env, napi_callback_info info) {
-  napi_value self;
+  napi_value self, p, undef;
   size_t argc = 0;
   napi_get_cb_info(env, info, &argc, NULL, &self, NULL);
+  napi_deferred d;
+  if (napi_create_promise(env, &d, &p) != napi_ok) {
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+    return NULL;
+  }
   sf_t *s = NULL;
-  if (napi_unwrap(env, self, (void **)&s) == napi_ok && s)
-    sf_close(s);
-  return NULL;
+  if (napi_unwrap(env, self, (void **)&s) == napi_ok && s && sf_release(env, env_of(env), s, d))
+    return p; /* the job settles d */
+  napi_get_undefined(env, &undef);
+  napi_resolve_deferred(env, d, undef);
+  return p;
 }
 
 /* lease() → {worker, node, pool, space, holder, markMs, registry} or null
@@ -495,12 +862,12 @@ static napi_value sf_lease(napi_env env, napi_callback_info info) {
   if (s == NULL)
     return NULL;
   napi_value o;
-  if (s->lease == NULL) {
+  if (s->h.lease == NULL) {
     napi_get_null(env, &o);
     return o;
   }
   idgen_lease_info_t li;
-  idgen_lease_info(s->lease, &li);
+  idgen_lease_info(s->h.lease, &li);
   napi_create_object(env, &o);
   set_num(env, o, "worker", (double)li.worker);
   set_str(env, o, "node", li.node);
@@ -508,7 +875,7 @@ static napi_value sf_lease(napi_env env, napi_callback_info info) {
   set_str(env, o, "space", li.space);
   set_str(env, o, "holder", li.holder);
   set_num(env, o, "markMs", (double)li.mark_ms);
-  set_str(env, o, "registry", idgen_registry_uri(s->reg));
+  set_str(env, o, "registry", idgen_registry_uri(s->h.reg));
   return o;
 }
 
@@ -646,10 +1013,19 @@ static napi_value uuid_to_ulid(napi_env env, napi_callback_info info) {
   return convert(env, info, 0);
 }
 
+/* The layout option: a preset's name or a layout spec. */
+static int parse_layout(napi_env env, const char *text, idgen_layout_t *l) {
+  char err[ERR_MAX];
+  int rc = idgen_layout_parse(l, text, err, sizeof err); /* a preset keeps its name */
+  if (rc < 0)
+    throw_idgen(env, rc, err);
+  return rc;
+}
+
 /* The environment's parsed layout for `text` (the last one asked for is
  * kept), or NULL with the error thrown. */
 static const idgen_layout_t *layout_cached(napi_env env, const char *text) {
-  sf_list_t *e = env_list(env);
+  env_t *e = env_of(env);
   if (e->layout_text[0] && strcmp(e->layout_text, text) == 0)
     return &e->layout;
   e->layout_text[0] = 0;
@@ -788,14 +1164,52 @@ static napi_value ulid_js(napi_env env, napi_callback_info info) {
 
 /* ---- the module ---------------------------------------------------------- */
 
+/* The module is never unloaded.  Node unloads an addon with the last
+ * environment that loaded it (a worker thread's end, when the main thread
+ * has not loaded it), but threads of this code may outlive that: a release
+ * still under way, the library's bounded call waiting for a frozen file
+ * system, and every thread that made a random number here, whose exit calls
+ * the library's per-thread destructor (the worker's own thread crashed in
+ * it, at an address no longer mapped). */
+static pthread_once_t pin_once = PTHREAD_ONCE_INIT;
+static void pin_module(void) {
+  Dl_info info;
+  if (dladdr((void *)pin_module, &info) != 0 && info.dli_fname != NULL)
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 static napi_value init(napi_env env, napi_value exports) {
-  sf_list_t *list = calloc(1, sizeof *list);
-  if (list == NULL || napi_set_instance_data(env, list, env_free, NULL) != napi_ok) {
-    free(list);
+  pthread_once(&pin_once, pin_module);
+  env_t *e = calloc(1, sizeof *e);
+  if (e == NULL) {
     throw_idgen(env, IDGEN_ENOMEM, NULL);
     return NULL;
   }
-  napi_add_env_cleanup_hook(env, env_cleanup, list);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_mutex_init(&e->mu, NULL);
+  pthread_cond_init(&e->idle, &ca);
+  pthread_condattr_destroy(&ca);
+  e->refs = 2; /* the environment's and the thread-safe function's */
+  napi_value name;
+  napi_create_string_utf8(env, "idgen registry", NAPI_AUTO_LENGTH, &name);
+  if (napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, e, tsf_finalize, e, job_back,
+                                      &e->tsf) != napi_ok) {
+    pthread_cond_destroy(&e->idle);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+    return NULL;
+  }
+  napi_unref_threadsafe_function(env, e->tsf); /* ref'd only while a job is awaited */
+  if (napi_set_instance_data(env, e, env_free, NULL) != napi_ok) {
+    napi_release_threadsafe_function(e->tsf, napi_tsfn_abort); /* tsf_finalize: one ref */
+    env_unref(e);
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+    return NULL;
+  }
+  napi_add_env_cleanup_hook(env, env_cleanup, e);
   napi_property_descriptor methods[] = {
       {"next", NULL, sf_next, NULL, NULL, NULL, napi_default, NULL},
       {"nextString", NULL, sf_next_string, NULL, NULL, NULL, napi_default, NULL},
@@ -803,11 +1217,12 @@ static napi_value init(napi_env env, napi_value exports) {
       {"lease", NULL, sf_lease, NULL, NULL, NULL, napi_default, NULL},
       {"_batchStart", NULL, sf_batch_start, NULL, NULL, NULL, napi_default, NULL},
       {"_batchResume", NULL, sf_batch_resume, NULL, NULL, NULL, napi_default, NULL},
-      {"close", NULL, sf_close_js, NULL, NULL, NULL, napi_default, NULL},
+      {"_close", NULL, sf_close_js, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_value cls, fn, ver;
   napi_define_class(env, "Snowflake", NAPI_AUTO_LENGTH, sf_new, NULL,
                     sizeof methods / sizeof methods[0], methods, &cls);
+  napi_create_reference(env, cls, 1, &e->cls);
   napi_set_named_property(env, exports, "Snowflake", cls);
   napi_property_descriptor gen_methods[] = {
       {"next", NULL, g128_next, NULL, NULL, NULL, napi_default, NULL},
@@ -826,7 +1241,8 @@ static napi_value init(napi_env env, napi_value exports) {
              {"uuidToUlid", uuid_to_ulid},
              {"decodeJson", decode_json_js},
              {"decode", decode_js},
-             {"layoutInfo", layout_info_js}};
+             {"layoutInfo", layout_info_js},
+             {"open", sf_open_js}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].cb, NULL, &fn);
     napi_set_named_property(env, exports, fns[i].name, fn);

@@ -39,7 +39,7 @@ test('a generator that is collected gives its worker back', async () => {
     await tick();
     const probe = new idgen.Snowflake({ registry, node: 'datacenter=4' });
     worker = probe.lease().worker;
-    probe.close();
+    await probe.close();
   }
   assert.equal(worker, 0, 'worker 0 is free again once the first generator was collected');
 });
@@ -73,6 +73,5 @@ test('a lock file removed: ELEASE, and its successor repeats nothing', async () 
     const id = h.next();
     if (seen.has(id)) assert.fail(`the successor repeated ${id}`);
   }
-  h.close();
-  g.close();
+  await Promise.all([h.close(), g.close()]);
 });

@@ -49,7 +49,7 @@ test('nextString and nextBatch agree with next: one increasing sequence', () => 
   g.close();
 });
 
-test('file: leases a worker per generator; close gives it back', () => {
+test('file: leases a worker per generator; close gives it back', async () => {
   const registry = 'file:' + dir + '/reg1';
   const a = new idgen.Snowflake({ registry, node: 'datacenter=1' });
   const b = new idgen.Snowflake({ registry, node: 'datacenter=1' });
@@ -59,12 +59,12 @@ test('file: leases a worker per generator; close gives it back', () => {
   assert.equal(la.registry, registry);
   assert.equal(fields(a.next()).worker, 0);
   assert.equal(fields(b.next()).worker, 1);
-  a.close();
-  assert.throws(() => a.next(), { code: 'EINVAL', message: /closed/ });
+  const closing = a.close();
+  assert.throws(() => a.next(), { code: 'EINVAL', message: /closed/ }); // at once
+  await closing;
   const c = new idgen.Snowflake({ registry, node: 'datacenter=1' });
   assert.equal(c.lease().worker, 0, 'the closed one\'s worker is free again');
-  b.close();
-  c.close();
+  await Promise.all([b.close(), c.close()]);
 });
 
 test('errors carry the library\'s code and message', () => {

@@ -70,3 +70,17 @@ test('what a build without a registry refuses', { skip }, () => {
   assert.throws(() => new idgen.Snowflake({ layout: 'nosuch' }), { code: 'ELAYOUT' });
   assert.throws(() => new idgen.Snowflake({ maxWaitMs: -1 }), { code: 'ERANGE' });
 });
+
+test('open() and close(): the Node build\'s promises, settled at once', { skip }, async (t) => {
+  t.mock.method(console, 'warn', () => {});
+  const g = await idgen.Snowflake.open({ layout: 'discord', node: 'worker=5,process=6' });
+  assert.ok(g instanceof idgen.Snowflake);
+  assert.equal(idgen.decode(g.next(), { layout: 'discord' }).fields.worker, 5);
+  const closing = g.close();
+  assert.ok(closing instanceof Promise);
+  assert.throws(() => g.next(), { code: 'EINVAL' });
+  await closing;
+  await g.close();
+  await assert.rejects(idgen.Snowflake.open({ registry: 'file:/tmp/x' }),
+                       { code: 'EINVAL', message: /has no registry/ });
+});

@@ -21,7 +21,13 @@ if (l !== null) {
   const w: number = l.worker;
   const node: string = l.node;
 }
-g.close();
+const closed: Promise<void> = g.close();
+async function opened(): Promise<bigint> {
+  const h: Snowflake = await Snowflake.open({ registry: 'file:/tmp/ids', maxStartWaitMs: 500 });
+  const id = h.next();
+  await h.close();
+  return id;
+}
 
 const u: string = new UlidGenerator().next();
 const v: string = new Uuid7Generator().next();
@@ -55,7 +61,11 @@ g.nextBatch('10');
 decode({ id: 1 });
 // @ts-expect-error: plan's rate is a number
 plan({ rate: '5' });
+// @ts-expect-error: open() is a promise, not a generator
+Snowflake.open().next();
+// @ts-expect-error: open() takes the constructor's options
+Snowflake.open({ registry: 1 });
 // @ts-expect-error: a ULID generator makes strings
 const ub: bigint = new UlidGenerator().next();
 
-export { a, s, b, p1, p2, u, v, back, d2, d3, ms, kind, ids, when, ver };
+export { a, s, b, p1, p2, closed, opened, u, v, back, d2, d3, ms, kind, ids, when, ver };
