@@ -8,8 +8,9 @@
 #   1. `idgen snowflake` on a frozen registry says so, naming the registry,
 #      within max_start_wait_ms + 2 s (its exit status follows the thaw: a
 #      thread in an uninterruptible write cannot be ended, and the kernel
-#      reaps no process before all its threads end); `idgen registry list`
-#      only reads, and answers;
+#      reaps no process before all its threads end), also when the
+#      registry's directory is still to be made; `idgen registry list` only
+#      reads, and answers;
 #   2. a daemon started on a frozen registry logs the same and stops trying
 #      within the bound;
 #   3. a daemon whose registry freezes while it serves: `/health` answers
@@ -83,6 +84,11 @@ check "1: the CLI gives up within its bound (max_start_wait_ms 500 + 2000; took 
 check "1: ... naming the registry and the file system" \
   grep -q "its file system does not answer" "$tmp/cli.err"
 
+"$IDGEN" snowflake --registry "file:$mnt/new" -n 1 >"$tmp/cli-new.out" 2>"$tmp/cli-new.err" &
+pids+=($!)
+took=$(wait_for "$tmp/cli-new.err" "idgen: registry file:$mnt/new: the opening did not finish within 2000 ms" 20)
+check "1: ... and on a registry still to be made there, within 2000 ms (took ${took:-more than 20000} ms)" \
+  test -n "$took" -a "${took:-99999}" -lt 4500
 t0=$(ms)
 timeout 20 "$IDGEN" registry list --registry "$reg" >"$tmp/list.out" 2>&1
 rc=$?

@@ -55,11 +55,13 @@ static void bounded_unlock(void) { pthread_mutex_unlock(&bounded_mu); }
  * get here (fork_gen), and its own are new. */
 static void bounded_atfork(void) { pthread_atfork(bounded_lock, bounded_unlock, bounded_unlock); }
 
-typedef enum { B_ACQUIRE, B_RENEW, B_MARK, B_RELEASE } bkind_t;
+typedef enum { B_ACQUIRE, B_RENEW, B_MARK, B_RELEASE, B_OPEN } bkind_t;
 
 typedef struct bcall {
   bkind_t kind;
-  idgen_lease_t *l;
+  idgen_lease_t *l;   /* NULL for B_OPEN */
+  idgen_registry_t *r;
+  const char *rest;   /* B_OPEN: what follows "file:", in r's memory */
   /* acquire: the request, copied with what it points to (the caller's may
    * be gone when a call it gave up returns) */
   idgen_lease_request_t req;
@@ -73,11 +75,12 @@ typedef struct bcall {
   int done, abandoned;
 } bcall_t;
 
-static const char *const kind_name[] = {"acquisition", "renewal", "mark write", "release"};
+static const char *const kind_name[] = {"acquisition", "renewal", "mark write", "release",
+                                        "opening"};
 
 /* Frees r once nothing runs on it any more (bounded_mu not held). */
 static void registry_free(idgen_registry_t *r) {
-  if (r->ops->close)
+  if (r->opened && r->ops->close)
     r->ops->close(r);
   free(r->uri);
   free(r->shown);
@@ -104,6 +107,8 @@ static void call_free(bcall_t *c) {
 static int run(bcall_t *c) {
   idgen_lease_t *l = c->l;
   switch (c->kind) {
+  case B_OPEN:
+    return c->r->ops->open(c->r, c->rest, c->err, sizeof c->err);
   case B_ACQUIRE:
     return l->r->ops->acquire(l, &c->req, c->err, sizeof c->err);
   case B_RENEW:
@@ -121,7 +126,7 @@ static void *call_thread(void *arg) {
   bcall_t *c = arg;
   int rc = run(c);
   idgen_lease_t *l = c->l;
-  idgen_registry_t *r = l->r;
+  idgen_registry_t *r = c->r;
   bounded_lock();
   c->rc = rc;
   c->done = 1;
@@ -135,6 +140,10 @@ static void *call_thread(void *arg) {
   /* Given up by its caller: finish what the call left. */
   int release = 0, free_lease = 0;
   switch (c->kind) {
+  case B_OPEN: /* the caller never got r: it goes, opened or not */
+    r->opened = rc == 0;
+    r->closing = 1;
+    break;
   case B_ACQUIRE:
     release = rc == 0; /* taken after the caller left: give it back */
     free_lease = 1;
@@ -169,7 +178,7 @@ static void *call_thread(void *arg) {
  * call holds, then belong to the thread). */
 static int call_bounded(bcall_t *c, int64_t bound_ms, int *given_up, char *err, size_t errlen) {
   idgen_lease_t *l = c->l;
-  idgen_registry_t *r = l->r;
+  idgen_registry_t *r = c->r;
   pthread_attr_t ta;
   pthread_attr_init(&ta);
   pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
@@ -208,9 +217,10 @@ static int call_bounded(bcall_t *c, int64_t bound_ms, int *given_up, char *err, 
                       "registry %s: the %s did not finish within %" PRId64
                       " ms: its file system does not answer (frozen, or a hung mount?); the "
                       "call goes on in the background and gives back what it takes",
-                      r->shown, kind_name[c->kind], bound_ms);
+                      r->shown ? r->shown : r->uri, kind_name[c->kind], bound_ms);
   }
-  l->stuck = 0;
+  if (l != NULL)
+    l->stuck = 0;
   r->calls--;
   bounded_unlock();
   int rc = c->rc;
@@ -226,9 +236,28 @@ static bcall_t *call_new(bkind_t kind, idgen_lease_t *l) {
   if (c != NULL) {
     c->kind = kind;
     c->l = l;
+    c->r = l ? l->r : NULL;
     c->efd = -1;
   }
   return c;
+}
+
+int idgen__bounded_open(idgen_registry_t *r, const char *rest, int *given_up, char *err,
+                        size_t errlen) {
+  *given_up = 0;
+  int rc;
+  if (!r->ops->bounded) {
+    rc = r->ops->open(r, rest, err, errlen);
+  } else {
+    bcall_t *c = call_new(B_OPEN, NULL);
+    if (c == NULL)
+      return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+    c->r = r;
+    c->rest = rest;
+    rc = call_bounded(c, IDGEN_REGISTRY_CALL_MS, given_up, err, errlen);
+  }
+  r->opened = rc == 0 && !*given_up;
+  return rc;
 }
 
 int idgen__bounded_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, int *given_up,

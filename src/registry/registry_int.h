@@ -226,6 +226,7 @@ struct idgen_registry {
   void *be;                               /* backend state (file: the directory; postgres:
                                * the connection), the backend's to free in close */
   int calls, closing; /* bounded.c's, under its lock: calls running; closed by its user */
+  int opened;         /* the backend's open succeeded: its close is due */
 };
 
 struct idgen_lease {
@@ -293,10 +294,13 @@ int idgen__etcd_held_parse(const char *v, int64_t *quarantine_ms, char *holder, 
  * when its table says `bounded`, the caller waiting at most
  * max_start_wait_ms + IDGEN_REGISTRY_CALL_MS (acquire) or
  * IDGEN_REGISTRY_CALL_MS (the others), then IDGEN_EREGISTRY naming the
- * registry.  acquire sets *given_up when the call was given up: the lease
- * is then its thread's (not to be freed).  release frees the lease (now or
+ * registry.  open and acquire set *given_up when the call was given up: the
+ * registry (open) or the lease (acquire) is then its thread's, not to be
+ * freed; open sets r->opened when the backend's open succeeded.  release frees the lease (now or
  * when the call is done); close frees the registry (now or when its last
  * call is done). */
+int idgen__bounded_open(idgen_registry_t *r, const char *rest, int *given_up, char *err,
+                        size_t errlen);
 int idgen__bounded_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, int *given_up,
                            char *err, size_t errlen);
 int idgen__bounded_renew(idgen_lease_t *l, char *err, size_t errlen);
