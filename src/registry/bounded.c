@@ -59,9 +59,9 @@ typedef enum { B_ACQUIRE, B_RENEW, B_MARK, B_RELEASE, B_OPEN } bkind_t;
 
 typedef struct bcall {
   bkind_t kind;
-  idgen_lease_t *l;   /* NULL for B_OPEN */
+  idgen_lease_t *l; /* NULL for B_OPEN */
   idgen_registry_t *r;
-  const char *rest;   /* B_OPEN: what follows "file:", in r's memory */
+  const char *rest; /* B_OPEN: what follows "file:", in r's memory */
   /* acquire: the request, copied with what it points to (the caller's may
    * be gone when a call it gave up returns) */
   idgen_lease_request_t req;
