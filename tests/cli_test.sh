@@ -94,16 +94,22 @@ expect "decode bad layout" 2 "" 'idgen: layout: field "worker" repeated' \
   -- decode --layout 'time:41,worker:5,worker:5,sequence:12' 1
 
 # --- snowflake: make IDs ---------------------------------------------------
+# The IDs' times lie between the clock read before the command and after it
+# (a window that a busy machine widens: a fixed distance from "now" read
+# afterwards failed there), give or take 50 ms for the fast clock's
+# calibration and max_borrow_ms (1 s) ahead.
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+before_ms=$(now_ms)
 expect "snowflake 1000" 0 '*' "" -- snowflake -n 1000 --datacenter 17 --worker 25
+after_ms=$(now_ms)
 [ "$(wc -l <"$tmp/out")" = 1000 ] && ok || bad "snowflake -n 1000 prints 1000 lines"
 sort -n -c "$tmp/out" 2>/dev/null && [ "$(sort -u "$tmp/out" | wc -l)" = 1000 ] && ok ||
   bad "snowflake IDs strictly increasing"
 "$IDGEN" decode --json "$(head -1 "$tmp/out")" | grep -q '"fields":{"datacenter":17,"worker":25,' &&
   ok || bad "snowflake IDs carry the node values"
-now_ms=$(($(date +%s%N) / 1000000))
 t=$("$IDGEN" decode --json "$(tail -1 "$tmp/out")" | python3 -c 'import json,sys; print(json.load(sys.stdin)["unix_ms"])')
-[ $((now_ms - t)) -ge -1100 ] && [ $((now_ms - t)) -le 5000 ] && ok ||
-  bad "snowflake ID time $t is near now $now_ms"
+[ "$t" -ge $((before_ms - 50)) ] && [ "$t" -le $((after_ms + 1050)) ] && ok ||
+  bad "snowflake ID time $t is between $before_ms - 50 and $after_ms + 1050"
 expect "snowflake json" 0 '*' "" -- snowflake -n 3 --json
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["ids"])==3 and all(isinstance(x,str) for x in d["ids"])' "$tmp/out" &&
   ok || bad "snowflake --json gives {\"ids\":[3 strings]}"
@@ -292,12 +298,14 @@ grep -qE '^01563e3a-b5d3-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' "$tmp/out" && ok
 expect "ulid json" 0 '*' "" -- ulid -n 2 --json
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["ids"])==2' "$tmp/out" && ok || bad "ulid --json"
 expect "ulid bad at" 2 "" "idgen: --at: 281474976710656 out of range 0..281474976710655" -- ulid --at 281474976710656
+before_ms=$(now_ms)
 expect "uuid7 1000" 0 '*' "" -- uuid7 -n 1000
+after_ms=$(now_ms)
 grep -cE '^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' "$tmp/out" | grep -qx 1000 &&
   LC_ALL=C sort -c -u "$tmp/out" 2>/dev/null && ok || bad "uuid7 -n 1000: version 7, variant 10, strictly increasing"
 t=$("$IDGEN" decode --json "$(head -1 "$tmp/out")" | python3 -c 'import json,sys; print(json.load(sys.stdin)["unix_ms"])')
-now_ms=$(($(date +%s%N) / 1000000))
-[ $((now_ms - t)) -ge 0 ] && [ $((now_ms - t)) -le 5000 ] && ok || bad "uuid7 time $t near now $now_ms"
+[ "$t" -ge $((before_ms - 50)) ] && [ "$t" -le $((after_ms + 50)) ] && ok ||
+  bad "uuid7 time $t is between $before_ms - 50 and $after_ms + 50"
 expect "uuid7 json" 0 '*' "" -- uuid7 -n 3 --json
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["ids"])==3' "$tmp/out" && ok || bad "uuid7 --json"
 

@@ -131,14 +131,17 @@ class Daemon:
     wrap    a command prefix that execs it (ip netns exec NS)
     nofile_soft  its RLIMIT_NOFILE soft limit
     stdout  a file for its standard output (default: none)
-    wait    seconds to wait for its listen lines (0: do not wait)
+    wait    seconds to wait for its listen lines (0: do not wait); a start
+            takes milliseconds (a network registry's lease, a second), so
+            the default is there for a busy machine, and only a daemon that
+            never listens meets it
 
     After the wait, self.http and self.resp are the ports (None if not
     seen); self.port is self.http.  self.p is the Popen: signals go to it
     and to nothing else."""
 
     def __init__(self, idgen, workdir, name, args=(), http="127.0.0.1:0", resp="off", env=None,
-                 cwd=None, user=None, wrap=(), nofile_soft=None, stdout=None, wait=15):
+                 cwd=None, user=None, wrap=(), nofile_soft=None, stdout=None, wait=60):
         self.name = name
         self.logpath = os.path.join(workdir, name + ".log")
         pre = ["setpriv", "--reuid=" + user, "--regid=nogroup", "--clear-groups"] if user else []
@@ -167,7 +170,7 @@ class Daemon:
         if wait:
             self.wait_listening(wait)
 
-    def wait_listening(self, seconds=15):
+    def wait_listening(self, seconds=60):
         """Whether it logged a listen line for each protocol it was given
         within `seconds` (False at once if it exited); sets the ports."""
         deadline = time.monotonic() + seconds
@@ -191,9 +194,11 @@ class Daemon:
         return self.p.poll() is None
 
     def get(self, path, host="127.0.0.1"):
-        """(status, body) of GET path; (0, the error) if it did not answer."""
+        """(status, body) of GET path; (0, the error) if it did not answer
+        within 30 s (an answer takes milliseconds; a busy machine may stand
+        still for seconds)."""
         try:
-            c = http.client.HTTPConnection(host, self.port, timeout=5)
+            c = http.client.HTTPConnection(host, self.port, timeout=30)
             c.request("GET", path)
             r = c.getresponse()
             out = (r.status, r.read().decode())
@@ -207,9 +212,10 @@ class Daemon:
         st, body = self.get("/id?count=%d" % n)
         return [int(x) for x in body.split()] if st == 200 else None
 
-    def stop(self, sig=signal.SIGTERM, timeout=15):
+    def stop(self, sig=signal.SIGTERM, timeout=30):
         """Sends `sig` and waits: its exit status, or None if it had to be
-        killed after `timeout` seconds."""
+        killed after `timeout` seconds (the drain's limit, 5 s by default,
+        and the lease's release are well within it)."""
         if self.p.poll() is None:
             self.p.send_signal(sig)
         try:

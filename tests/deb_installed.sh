@@ -97,7 +97,8 @@ check "sysusers.d and tmpfiles.d name the same" \
 ) >"$work/daemon.log" 2>&1 &
 daemon=$!
 port=""
-for _ in $(seq 300); do
+# listening takes milliseconds; 60 s (600 x 0.1) are for a busy machine
+for _ in $(seq 600); do
   port=$(sed -n 's/.*event=listen proto=http addr=[^ ]*:\([0-9][0-9]*\).*/\1/p' "$work/daemon.log")
   [ -n "$port" ] && break
   kill -0 "$daemon" 2>/dev/null || break
@@ -115,7 +116,7 @@ check "an application in group idgen, on defaults, leases" grep -qxE '[0-9]+' <<
 aw=$(((${id:-0} >> 12) & 31))
 check "... another tuple than the daemon's (worker $aw, the daemon's ${dw:-?})" \
   test -n "$id" -a -n "$dw" -a "$aw" != "${dw:-x}"
-ids=$(curl -fsS --max-time 10 "http://127.0.0.1:$port/id?count=1000")
+ids=$(curl -fsS --max-time 60 "http://127.0.0.1:$port/id?count=1000")
 check "... none of the daemon's IDs is its ID" bash -c "! grep -qx '${id:-x}' <<<'$ids'"
 out=$(setpriv --reuid=idgen-test-other --regid=idgen-test-other --init-groups "$app" default 2>&1)
 check "an application outside group idgen: refused, naming the group to join" \

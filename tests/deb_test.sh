@@ -155,7 +155,8 @@ check hardened "$root/$lib/libidgen.so.0"
 daemon=$!
 http=""
 resp=""
-for _ in $(seq 100); do
+# listening takes milliseconds; 60 s (600 x 0.1) are for a busy machine
+for _ in $(seq 600); do
   http=$(sed -n 's/.*event=listen proto=http addr=[^ ]*:\([0-9][0-9]*\).*/\1/p' "$tmp/serve.log")
   resp=$(sed -n 's/.*event=listen proto=resp addr=[^ ]*:\([0-9][0-9]*\).*/\1/p' "$tmp/serve.log")
   [ -n "$http" ] && [ -n "$resp" ] && break
@@ -165,9 +166,9 @@ done
 check test -n "$http"
 check test -n "$resp"
 if [ -n "$http" ] && [ -n "$resp" ]; then
-  id=$(curl -fsS --max-time 10 "http://127.0.0.1:$http/id")
+  id=$(curl -fsS --max-time 60 "http://127.0.0.1:$http/id")
   check grep -qxE '[0-9]{10,20}' <<<"$id"
-  decoded=$(curl -fsS --max-time 10 "http://127.0.0.1:$http/decode/$id")
+  decoded=$(curl -fsS --max-time 60 "http://127.0.0.1:$http/decode/$id")
   check grep -q '"datacenter":1' <<<"$decoded"
   ids=$(redis-cli -p "$resp" ID 3)
   check test "$(grep -cxE '[0-9]{10,20}' <<<"$ids")" = 3

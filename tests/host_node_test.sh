@@ -94,7 +94,9 @@ out=$("$IDGEN" snowflake --registry "file:$tmp/reg" --node datacenter=@ip 2>&1)
 "$IDGEN" serve --registry static --layout sonyflake --node machine=@ip --http 127.0.0.1:0 \
   --resp off 2>"$tmp/log" &
 serve_pid=$!
-for _ in $(seq 100); do grep -q "event=listen" "$tmp/log" && break; sleep 0.05; done
+# listening takes milliseconds; up to 60 s for a busy machine
+end=$((SECONDS + 60))
+until grep -q "event=listen" "$tmp/log" || [ "$SECONDS" -ge "$end" ]; do sleep 0.05; done
 port=$(sed -n 's/.*event=listen proto=http addr=127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/log")
 grep -q 'level=warn event=node_from_host nodes="machine=@ip eth0 192.0.2.7 -> 519" reason="unchecked' \
   "$tmp/log" && ok || bad "serve: the warning at start: $(cat "$tmp/log")"

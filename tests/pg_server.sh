@@ -120,25 +120,28 @@ start() {
 }
 
 # Starts DIR's server on PORT (its data already made); fails as pg_ctl does.
+# A start takes about a second; the 90 s are for a busy machine.
 server_up() {
-  as_pg "$PGBIN/pg_ctl" -D "$1/data" -l "$1/log" -w -t 30 \
+  as_pg "$PGBIN/pg_ctl" -D "$1/data" -l "$1/log" -w -t 90 \
     -o "-p $2 -k $1 -c listen_addresses=$HOST -c fsync=off" start >/dev/null 2>&1
 }
 
-# pg_ctl -w waits on the socket file; wait for TCP too.
+# pg_ctl -w waits on the socket file; wait for TCP too (at once on a quiet
+# machine; up to 60 s for a busy one).
 wait_tcp() {
-  local tries
-  for tries in $(seq 100 -1 1); do
-    "$PGBIN/pg_isready" -q -h "$HOST" -p "$2" -U postgres -d postgres -t 1 && return 0
-    [ "$tries" -gt 1 ] && sleep 0.1
+  local end=$((SECONDS + 60))
+  until "$PGBIN/pg_isready" -q -h "$HOST" -p "$2" -U postgres -d postgres -t 5; do
+    if [ "$SECONDS" -ge "$end" ]; then
+      tail -n 20 "$1/log" >&2 || true
+      die "the server started but does not answer on $HOST:$2 within 60 s"
+    fi
+    sleep 0.1
   done
-  tail -n 20 "$1/log" >&2 || true
-  die "the server started but does not answer on $HOST:$2"
 }
 
 pause() {
   [ -f "$1/$MARK" ] || die "$1 was not made by pg_server.sh"
-  as_pg "$PGBIN/pg_ctl" -D "$1/data" -m fast -w -t 30 stop >/dev/null 2>&1 ||
+  as_pg "$PGBIN/pg_ctl" -D "$1/data" -m fast -w -t 90 stop >/dev/null 2>&1 ||
     die "the server in $1 did not stop (see $1/log)"
 }
 
@@ -166,7 +169,7 @@ stop() {
   }
   [ -f "$dir/$MARK" ] || die "$dir was not made by pg_server.sh: refusing to touch it"
   if running "$dir"; then
-    as_pg "$PGBIN/pg_ctl" -D "$dir/data" -m fast -w -t 30 stop >/dev/null 2>&1 ||
+    as_pg "$PGBIN/pg_ctl" -D "$dir/data" -m fast -w -t 90 stop >/dev/null 2>&1 ||
       ! running "$dir" || die "the server in $dir did not stop (see $dir/log)"
   fi
   remove_dir "$dir"

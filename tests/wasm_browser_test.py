@@ -7,14 +7,17 @@ headless Chromium, driven over the DevTools protocol (python3-websocket).
 BROWSERDIR holds browser.mjs, lib/layout.js and idgen.wasm (build/js/browser).  A page
 served on a free loopback port imports the module and makes 100,000 ULIDs,
 100,000 UUIDv7s and 100,000 Snowflake IDs (node datacenter=1,worker=2,
-one next() call each), and writes every ID into the page, with a batch
-that waits for its ticks (nextBatchAsync: the event loop turns meanwhile)
-and the errors a few bad inputs throw.  The test reads the IDs back and checks them
+one next() call each), and keeps every ID in the page (window.ids; the
+first and last 500 of each shown), with a batch that waits for its ticks
+(nextBatchAsync: the event loop turns meanwhile) and the errors a few bad
+inputs throw.  The test reads the IDs back and checks them
 itself: 100,000 of each, well formed, distinct and strictly increasing,
 times within a minute of now, the Snowflake IDs' node fields the ones
 given; the errors' codes, and their messages against the ones `idgen`
 (IDGEN) prints for the same input.  Every request the page made went to
-the test's server.  Screenshot: OUTDIR/wasm-browser.png (its path printed).
+the test's server.  Screenshot: OUTDIR/wasm-browser.png (its path printed),
+an artifact: one that does not come in time is said ("screenshot not
+taken: ...") and changes no result (status_page_test.Browser.screenshot).
 
 Then, in the same browser, the example page js/examples/snowflake.html,
 served as its comment says (the tree over HTTP: js/ from the source, and
@@ -40,9 +43,13 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checks  # noqa: E402  tests/checks.py: the tally
 from checks import finish  # noqa: E402
-from status_page_test import CHROMIUM, Browser, websocket  # noqa: E402
+from status_page_test import CHROMIUM, PAGE_S, Browser, websocket  # noqa: E402
 
 N = 100000
+# The page's run: 9 to 13 s with the machine's load at 12 to 17 (207 s when
+# every ID was laid out in the textareas).  A wait for it, long enough that
+# only a page that never finishes fails, within js.wasm's 180 s.
+RUN_S = 120
 
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>idgen: WebAssembly</title>
@@ -69,6 +76,7 @@ const status = document.getElementById('status');
 try {
   const idgen = await import('./browser.mjs');
   const N = @N@;
+  window.ids = {};
   const row = (kind, ids, ms, ok) => {
     const tr = document.createElement('tr');
     for (const v of [kind, ids.length, ms.toFixed(0), String(ids[0]), String(ids[ids.length - 1]),
@@ -76,7 +84,12 @@ try {
       tr.appendChild(document.createElement('td')).textContent = v;
     tr.className = ok ? 'ok' : 'bad';
     document.getElementById('summary').appendChild(tr);
-    document.getElementById(kind).textContent = ids.join('\\n');
+    // Every ID for the test to read back (window.ids), the first and last
+    // 500 on show: a textarea of 100,000 lines takes the browser minutes to
+    // lay out on a busy machine, and the page's thread with it.
+    window.ids[kind] = ids.join('\\n');
+    document.getElementById(kind).textContent = [...ids.slice(0, 500).map(String),
+      `... ${ids.length - 1000} more ...`, ...ids.slice(-500).map(String)].join('\\n');
   };
   const increasing = (ids) => ids.every((v, i) => i === 0 || ids[i - 1] < v);
   const run = (kind, make) => {
@@ -172,7 +185,7 @@ class Server:
 
 def cli_message(idgen, args):
     """What `idgen ARGS` prints on standard error, without "idgen: "."""
-    p = subprocess.run([idgen] + args, capture_output=True, text=True, timeout=30)
+    p = subprocess.run([idgen] + args, capture_output=True, text=True, timeout=120)
     return re.sub(r"^idgen: ", "", p.stderr.strip())
 
 
@@ -183,7 +196,7 @@ def crockford(s):
     return n
 
 
-def check_ids(kind, ids, now_ms):
+def check_ids(kind, ids, t0_ms, now_ms):
     if not check("%s: %d IDs read back from the page" % (kind, N), len(ids) == N, len(ids)) and not ids:
         return  # nothing to look at (the page failed: said above)
     if kind == "ulid":
@@ -205,8 +218,11 @@ def check_ids(kind, ids, now_ms):
     check("%s: distinct" % kind, len(set(keys)) == len(keys))
     up = all(keys[i - 1] < keys[i] for i in range(1, len(keys)))
     check("%s: strictly increasing" % kind, up)
-    check("%s: times within a minute of now" % kind,
-          times and all(abs(t - now_ms) < 60000 for t in times), (times, now_ms))
+    # made between the page's load and their reading back (however long the
+    # page took), give or take 5 s (a Snowflake generator may run ahead of
+    # its clock by max_borrow_ms, 1 s by default)
+    check("%s: times between the page's load and now" % kind,
+          times and all(t0_ms - 5000 <= t <= now_ms + 5000 for t in times), (times, t0_ms, now_ms))
 
 
 def check_example(browser, tmp, browser_dir):
@@ -225,7 +241,7 @@ def check_example(browser, tmp, browser_dir):
         # exception leaves "working…" and is caught by the driver
         text = browser.wait("the example page", lambda: browser.eval(
             "document.readyState === 'complete' && (document.getElementById('out') || {}).textContent")
-            not in (None, False, "", "working…") and browser.text("out"), 60) or ""
+            not in (None, False, "", "working…") and browser.text("out"), PAGE_S) or ""
         errors = browser.console_errors[errors_before:]
         print("js/examples/snowflake.html reports:\n  " + text.replace("\n", "\n  "))
         check("example: the page finishes without an exception", text and not errors,
@@ -267,10 +283,10 @@ def run(browser_dir, out, idgen):
         server = Server(site)
         browser = Browser(tmp)
         url = "http://127.0.0.1:%d/" % server.port
-        t0 = time.monotonic()
+        t0, t0_ms = time.monotonic(), time.time() * 1000
         browser.call("Page.navigate", url=url)
         st = browser.wait("the page's run", lambda: (browser.text("status") or "running") != "running"
-                          and browser.text("status"), 120)
+                          and browser.text("status"), RUN_S)
         print("the page ran in %.1f s" % (time.monotonic() - t0))
         check("the page loads the module and makes its IDs", st == "done", st)
         for row in browser.eval("[...document.querySelectorAll('#summary tr')]"
@@ -278,8 +294,8 @@ def run(browser_dir, out, idgen):
             print("  " + row.replace("\t", "  "))
         now_ms = time.time() * 1000
         for kind in ("ulid", "uuid7", "snowflake"):
-            text = browser.eval("document.getElementById(%s).value" % json.dumps(kind)) or ""
-            check_ids(kind, text.split("\n") if text else [], now_ms)
+            text = browser.eval("window.ids && window.ids[%s]" % json.dumps(kind)) or ""
+            check_ids(kind, text.split("\n") if text else [], t0_ms, now_ms)
 
         a = json.loads(browser.text("async") or "{}")
         print("nextBatchAsync: " + json.dumps(a))
@@ -299,7 +315,8 @@ def run(browser_dir, out, idgen):
               decoded.get("ulid"))
         if idgen:
             cli = json.loads(subprocess.run([idgen, "decode", "--json", sf.get("id", "0")],
-                                            capture_output=True, text=True).stdout or "{}")
+                                            capture_output=True, text=True, timeout=120).stdout
+                             or "{}")
             check("decode: the same object as `idgen decode --json`", cli == sf, (cli, sf))
         check("ulidToUuid, uuidToUlid: the known pair",
               decoded.get("ulidToUuid") == "01563e3a-b5d3-d676-4c61-efb99302bd5b" and
@@ -333,10 +350,7 @@ def run(browser_dir, out, idgen):
               "/idgen.wasm" in server.paths and "/browser.mjs" in server.paths, server.paths)
 
         os.makedirs(out, exist_ok=True)
-        shot = os.path.join(out, "wasm-browser.png")
-        browser.screenshot(shot)
-        check("screenshot saved", os.path.getsize(shot) > 1000)
-        print("screenshot: " + shot)
+        browser.screenshot(os.path.join(out, "wasm-browser.png"))  # an artifact: prints, never fails
         check_example(browser, tmp, browser_dir)
     finally:
         if browser:

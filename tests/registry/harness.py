@@ -90,12 +90,13 @@ def worker_of(i):
 class Daemon(components.Daemon):
     """`idgen serve` (tests/components.py) with its log in TMP: HTTP on a
     free loopback port, no RESP, one thread, then `args`.  wait: for its
-    listen line (up to 15 s); a daemon that does not start is seen in the
-    checks that use it."""
+    listen line (up to 60 s: a start takes a second at most, the rest is for
+    a busy machine); a daemon that does not start is seen in the checks that
+    use it."""
 
     def __init__(self, name, args, env=None, wait=True, cwd=None, user=None):
         super().__init__(IDGEN, TMP, name, ["--threads", "1"] + list(args), env=env, cwd=cwd,
-                         user=user, wait=15 if wait else 0)
+                         user=user, wait=60 if wait else 0)
 
 
 def first_ids(d, n, name):
@@ -111,7 +112,7 @@ def resp_call(port, *commands):
     """Each command (a list of words) sent over one RESP connection; the raw
     replies, one per command (single-line or bulk replies only)."""
     out = []
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as so:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as so:
         f = so.makefile("rb")
         for words in commands:
             so.sendall(("*%d\r\n" % len(words)).encode() +
@@ -121,6 +122,12 @@ def resp_call(port, *commands):
                 line += f.read(int(line[1:]) + 2)
             out.append(line.decode("utf-8", "replace"))
     return out
+
+
+# A wait for what a daemon will do on its own (lease again, log a line, serve
+# again): it comes within a second or two; WAIT_S is there for a busy
+# machine, and only something that never comes meets it.
+WAIT_S = 30
 
 
 def wait_for(pred, seconds, step=0.02):

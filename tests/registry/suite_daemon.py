@@ -51,14 +51,14 @@ def swap_many(registry, label, extra=(), rounds=20):
         t.start()
     done = 0
     for n in range(rounds):
-        ids = wait_for(lambda: d.ids(1), 5, 0.05)
+        ids = wait_for(lambda: d.ids(1), WAIT_S, 0.05)
         if not ids:
             break
         lock = swap_lock(registry, 15, ids[0])
         if not os.path.exists(lock):
             break
         os.rename(lock, lock + ".moved.%d" % n)
-        if not wait_for(lambda: d.log().count("event=lease_acquired") > n, 6):
+        if not wait_for(lambda: d.log().count("event=lease_acquired") > n, WAIT_S):
             break
         done += 1
     stop.set()
@@ -112,7 +112,7 @@ def removed_while_alive(registry, label):
     common = set(ids_a) & set(ids_b)
     check("%s: no ID in common with the live holder (%d and %d IDs)" %
           (label, len(ids_a), len(ids_b)), not common, "%d in common" % len(common))
-    fenced = wait_for(lambda: re.search(r"event=lease_lost .*fenced=1", a.log()), 6)
+    fenced = wait_for(lambda: re.search(r"event=lease_lost .*fenced=1", a.log()), WAIT_S)
     check("%s: the live holder is fenced at its next check" % label, fenced, a.log()[-400:])
     a.stop()
     c.stop()
@@ -178,14 +178,14 @@ def mark_fails_fast(registry, label):
     limit = (time.monotonic() - t0) * 10 + 3
     check("%s: %d requests in 1 s cost %d mark writes (at most one per 100 ms: %.0f)" %
           (label, asked, writes, limit), writes <= limit and asked > 2 * limit, (asked, writes))
-    logged = wait_for(lambda: re.search(r"event=mark_failed .*reason=", d.log()), 3)
+    logged = wait_for(lambda: re.search(r"event=mark_failed .*reason=", d.log()), WAIT_S)
     check("%s: logged as event=mark_failed with the reason" % label, logged, d.log()[-500:])
     st, body = d.get("/metrics")
     m = re.search(r"^idgen_lease_mark_failures_total (\d+)$", body, re.M)
     check("%s: counted in idgen_lease_mark_failures_total" % label, m and int(m.group(1)) > 0,
           m and m.group(0))
     os.unlink(fault)
-    back = wait_for(lambda: d.ids(10), 5, 0.05)
+    back = wait_for(lambda: d.ids(10), WAIT_S, 0.05)
     check("%s: serves again once writes work" % label, back is not None, d.log()[-300:])
     d.stop()
 

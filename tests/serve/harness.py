@@ -123,18 +123,19 @@ class StartError(Exception):
 class Daemon(components.Daemon):
     """One `idgen serve` process (tests/components.py) on free loopback
     ports for HTTP and RESP, NODE_ARGS and `extra` its settings, its log and
-    its standard output in TMP; StartError if it does not listen within 10 s."""
+    its standard output in TMP; StartError if it does not listen within 60 s
+    (a start takes milliseconds: the rest is for a busy machine)."""
 
     def __init__(self, name, extra=(), nofile_soft=None, env_extra=None, node_args=NODE_ARGS):
         super().__init__(IDGEN, TMP, name, list(node_args) + list(extra), http=HOST + ":0",
                          resp=HOST + ":0", env=env_extra, nofile_soft=nofile_soft,
-                         stdout=os.path.join(TMP, name + ".out"), wait=10)
+                         stdout=os.path.join(TMP, name + ".out"), wait=60)
         if self.http is None:
             self.kill()
             raise StartError("%s: no listen lines (exit %s); log:\n%s"
                              % (name, self.p.poll(), self.log()[-2000:]))
 
-    def stop(self, sig=signal.SIGTERM, timeout=10):
+    def stop(self, sig=signal.SIGTERM, timeout=30):
         return super().stop(sig, timeout)
 
 
@@ -587,13 +588,15 @@ def run_group(name, fn, *args):
         check("%s ran to the end" % name, False, traceback.format_exc().strip().replace("\n", " | ")[-600:])
 
 
-def run_suite(name, before=(), with_daemon=(), after=(), snow_kinds=None, watchdog_s=170):
+def run_suite(name, before=(), with_daemon=(), after=(), snow_kinds=None, watchdog_s=270):
     """Runs a suite: the groups of `before` (name, fn) with no daemon; then,
     if `with_daemon`, one daemon with MAIN_ARGS (the static registry, node
     datacenter=3 worker=17) through which each of those groups runs, and the
     order check of the Snowflake IDs from `snow_kinds`; then the groups of
     `after`, which start daemons of their own.  Exits 0 if every check
-    passed, else 1."""
+    passed, else 1.  The watchdog (a suite takes 5 to 55 s with the machine
+    busy) ends a stuck suite with its stack, before ctest's 300 s would end
+    it without one."""
     t_begin = time.monotonic()
 
     def on_alarm(signum, frame):
