@@ -163,7 +163,7 @@ int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err, size
   int given_up = 0;
   rc = idgen__bounded_open(r, rest, &given_up, err, errlen);
   if (given_up)
-    return rc; /* r is the call's, which frees it */
+    return rc;   /* r is the call's, which frees it */
   if (rc == 0) { /* what is shown: the URI as opened, with its space */
     size_t n = strlen(r->uri) + strlen(r->space) + 8;
     if ((r->shown = malloc(n)) == NULL)
