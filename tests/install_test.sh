@@ -95,6 +95,9 @@ check grep -qx "ExecStart=$tmp/usr/bin/idgen serve" "$unit"
 check grep -qx "EnvironmentFile=-$tmp/usr/etc/idgen/idgen.env" "$unit"
 check grep -qx 'Type=notify' "$unit"
 check test -z "$(grep -n '@[A-Z_]*@' "$unit")"
+# The unit's user and the host's registry: sysusers.d and tmpfiles.d files.
+check grep -q '^u idgen ' "$tmp/usr/lib/sysusers.d/idgen.conf"
+check grep -q '^d /var/lib/idgen 2770 idgen idgen' "$tmp/usr/lib/tmpfiles.d/idgen.conf"
 
 # ---- uninstall: every file, and the directories the install made -------------
 check test -f "$build/install_manifest.txt"
