@@ -100,7 +100,16 @@
   X(PQisBusy) X(PQntuples) X(PQresultErrorField) X(PQresultStatus) X(PQsendQueryParams)     \
   X(PQsetNoticeProcessor) X(PQsetnonblocking) X(PQsocket) X(PQstatus) X(PQconndefaults)
 /* clang-format on */
-IDGEN__DYNLIB(pq, libpq, PQ_FUNCS, "libpq.so.5", "libpq5", NULL);
+static void pq_init(void);
+IDGEN__DYNLIB(pq, libpq, PQ_FUNCS, "libpq.so.5", "libpq5", pq_init);
+
+/* libpq's connection parameters, read once when libpq is loaded, under the
+ * loading lock that fork() takes too: PQconndefaults() reads the user's
+ * passwd entry and libpq's own state under locks, and a child forked while
+ * another thread was inside it waited for them for ever
+ * (registry.fork_first_open, 11 of 42 runs).  Never freed. */
+static PQconninfoOption *pq_keywords;
+static void pq_init(void) { pq_keywords = pq.PQconndefaults(); }
 
 #define QUERY_TIMEOUT_MS 5000 /* per statement, on this side; the server's is 4 s */
 #define ACQUIRE_ROUNDS 64     /* rescans of a pool after lost races or a start wait */
@@ -581,11 +590,9 @@ static int pg_params(pg_t *pg, const char *uri, const PQconninfoOption *keys, ch
 static int pg_uri(pg_t *pg, const char *uri, char *err, size_t errlen) {
   if (idgen__dynlib_need(&libpq, PFX, NULL, 0) < 0)
     return pg_params(pg, uri, NULL, err, errlen);
-  PQconninfoOption *keys = pq.PQconndefaults();
-  if (keys == NULL)
+  if (pq_keywords == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
-  int rc = pg_params(pg, uri, keys, err, errlen);
-  pq.PQconninfoFree(keys);
+  int rc = pg_params(pg, uri, pq_keywords, err, errlen);
   char *perr = NULL;
   PQconninfoOption *opts = rc < 0 ? NULL : pq.PQconninfoParse(pg->conninfo, &perr);
   if (rc == 0 && opts == NULL)
