@@ -1040,9 +1040,20 @@ IDGEN_API int idgen_registry_clock_skew(idgen_registry_t *r, int64_t *skew_ms, i
 IDGEN_API void idgen_registry_close(idgen_registry_t *r);
 
 /* The registry's URI as opened, with a file: directory made absolute and
- * free of "." and ".." parts ("file:/home/me/var/idgen").  Lives as long as
- * `r`. */
+ * free of "." and ".." parts ("file:/home/me/var/idgen"), and every secret
+ * masked as idgen_registry_uri_redact() masks it: what logs, listings and
+ * status pages show.  Lives as long as `r`. */
 IDGEN_API const char *idgen_registry_uri(const idgen_registry_t *r);
+
+/* `uri` with its secrets masked, into buf[n] (cut to fit; always
+ * NUL-terminated when n > 0): the password of the user info
+ * ("postgres://app:***@db/ids", "etcd://root:***@10.0.0.1:2379") and the
+ * value of every query parameter that holds one, `password` and
+ * `sslpassword` however spelled (case, percent-encoding): "?password=***".
+ * Everything else is kept, so the result still names the registry.  Every
+ * front end shows a registry URI only through it.  Pure and thread-safe;
+ * returns buf.  A buffer of 2 * strlen(uri) + 16 bytes always fits. */
+IDGEN_API char *idgen_registry_uri_redact(const char *uri, char *buf, size_t n);
 
 /*
  * The default registry into buf[n]: "file:/var/lib/idgen"

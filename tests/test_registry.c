@@ -99,6 +99,38 @@ static void test_open_errors(void **state) {
   idgen_registry_close(r);
 }
 
+/* Every front end shows a registry URI through idgen_registry_uri_redact:
+ * a password in the user info or in a query parameter, however spelled,
+ * never shows; everything else does. */
+static void test_uri_redact(void **state) {
+  (void)state;
+  static const char *const cases[][2] = {
+      {"postgres://app:s3cret@db:5432/ids", "postgres://app:***@db:5432/ids"},
+      {"postgres://app@db/ids", "postgres://app@db/ids"},
+      {"postgres://db/ids?password=s3cret", "postgres://db/ids?password=***"},
+      {"postgres://db/ids?sslmode=require&PassWord=s3cret&space=b",
+       "postgres://db/ids?sslmode=require&PassWord=***&space=b"},
+      {"postgres://db/ids?pass%77ord=s3cret", "postgres://db/ids?pass%77ord=***"},
+      {"postgres://db/ids?sslpassword=k3y&password=",
+       "postgres://db/ids?sslpassword=***&password=***"},
+      {"postgresql://u:p%40ss@h1:1,h2:2/db?x=1#frag", "postgresql://u:***@h1:1,h2:2/db?x=1#frag"},
+      {"etcd://root:s3cret@10.0.0.1:2379,10.0.0.2:2379",
+       "etcd://root:***@10.0.0.1:2379,10.0.0.2:2379"},
+      {"etcd://10.0.0.1:2379?cacert=/c.pem", "etcd://10.0.0.1:2379?cacert=/c.pem"},
+      {"file:/var/lib/idgen?space=billing", "file:/var/lib/idgen?space=billing"},
+      {"static", "static"},
+      {"", ""},
+  };
+  char buf[300];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    idgen_registry_uri_redact(cases[i][0], buf, sizeof buf);
+    assert_string_equal(buf, cases[i][1]);
+  }
+  /* cut to fit, always terminated */
+  idgen_registry_uri_redact("postgres://app:s3cret@db/ids", buf, 12);
+  assert_string_equal(buf, "postgres://");
+}
+
 static void test_field_choice(void **state) {
   (void)state;
   idgen_registry_t *r;
@@ -1309,6 +1341,7 @@ static void test_bind_in_caller_memory(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_uri_redact, setup, teardown),
       cmocka_unit_test_setup_teardown(test_field_choice, setup, teardown),
       cmocka_unit_test_setup_teardown(test_record_put_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pool_file_put_back, setup, teardown),

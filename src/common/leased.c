@@ -35,17 +35,5 @@ void leased_close(leased_t *x) {
 }
 
 const char *leased_uri_display(const char *uri, char *buf, size_t n) {
-  snprintf(buf, n, "%s", uri);
-  char *auth = strstr(buf, "://");
-  if (auth == NULL)
-    return buf;
-  auth += 3;
-  size_t len = strcspn(auth, "/?#"); /* user:password@host:port */
-  char *at = memchr(auth, '@', len), *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-  if (colon == NULL)
-    return buf;
-  char rest[1024];
-  snprintf(rest, sizeof rest, "%s", at);
-  snprintf(colon, n - (size_t)(colon - buf), ":***%s", rest);
-  return buf;
+  return idgen_registry_uri_redact(uri, buf, n);
 }

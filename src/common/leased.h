@@ -37,8 +37,8 @@ void leased_release(leased_t *x);
 /* leased_release(), then closes the registry. */
 void leased_close(leased_t *x);
 
-/* The registry URI to show (logs, /info, INFO): a password in it
- * ("postgres://user:secret@host/db") replaced by "***".  Into buf[n]. */
+/* The registry URI to show (logs, /info, INFO): idgen_registry_uri_redact,
+ * every secret masked.  Into buf[n]. */
 const char *leased_uri_display(const char *uri, char *buf, size_t n);
 
 #endif

@@ -3,6 +3,7 @@
  * and its pool, and the `static` backend (docs/DESIGN.md §11).
  */
 #include <assert.h>
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -164,14 +165,19 @@ int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err, size
   rc = idgen__bounded_open(r, rest, &given_up, err, errlen);
   if (given_up)
     return rc;   /* r is the call's, which frees it */
-  if (rc == 0) { /* what is shown: the URI as opened, with its space */
+  if (rc == 0) { /* what is shown: the URI as opened, with its space, secrets masked */
     size_t n = strlen(r->uri) + strlen(r->space) + 8;
-    if ((r->shown = malloc(n)) == NULL)
+    char *full = malloc(n);
+    if (full == NULL || (r->shown = malloc(2 * n + 16)) == NULL) {
       rc = idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
-    else if (r->space_given)
-      snprintf(r->shown, n, "%s%sspace=%s", r->uri, strchr(r->uri, '?') ? "&" : "?", r->space);
-    else
-      snprintf(r->shown, n, "%s", r->uri);
+    } else {
+      if (r->space_given)
+        snprintf(full, n, "%s%sspace=%s", r->uri, strchr(r->uri, '?') ? "&" : "?", r->space);
+      else
+        snprintf(full, n, "%s", r->uri);
+      idgen_registry_uri_redact(full, r->shown, 2 * n + 16);
+    }
+    free(full);
     if (rc < 0 && ops->close)
       ops->close(r);
   }
@@ -709,6 +715,86 @@ int idgen_registry_free(idgen_registry_t *r, const char *pool, const char *node,
                       "as listed)",
                       node ? IDGEN_QUOTE(node, strlen(node), '"', 100) : "");
   return r->ops->free(r, pool, tuple, force, err, errlen);
+}
+
+/* 1 if the query parameter name[0..n) is one that holds a secret
+ * (libpq's password and sslpassword), compared after percent-decoding and
+ * case-folding, so that no spelling of it shows. */
+static int secret_param(const char *name, size_t n) {
+  static const char *const secrets[] = {"password", "sslpassword"};
+  char dec[32];
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    int c = (unsigned char)name[i];
+    if (c == '%' && i + 2 < n && isxdigit((unsigned char)name[i + 1]) &&
+        isxdigit((unsigned char)name[i + 2])) {
+      char hex[3] = {name[i + 1], name[i + 2], 0};
+      c = (int)strtol(hex, NULL, 16);
+      i += 2;
+    }
+    if (o + 1 >= sizeof dec)
+      return 0;
+    dec[o++] = (char)tolower(c);
+  }
+  dec[o] = '\0';
+  for (size_t k = 0; k < sizeof secrets / sizeof secrets[0]; k++)
+    if (strcmp(dec, secrets[k]) == 0)
+      return 1;
+  return 0;
+}
+
+char *idgen_registry_uri_redact(const char *uri, char *buf, size_t n) {
+  if (n == 0)
+    return buf;
+  size_t o = 0;
+#define PUT(p, len)                                                                                \
+  do {                                                                                             \
+    size_t l_ = (len);                                                                             \
+    if (o + l_ >= n)                                                                               \
+      l_ = n - 1 - o;                                                                              \
+    memcpy(buf + o, (p), l_);                                                                      \
+    o += l_;                                                                                       \
+  } while (0)
+  const char *p = uri ? uri : "", *auth = strstr(p, "://");
+  if (auth != NULL) {
+    auth += 3;
+    size_t alen = strcspn(auth, "/?#");
+    const char *at = NULL; /* the last '@' of the authority ends the user info */
+    for (size_t i = 0; i < alen; i++)
+      if (auth[i] == '@')
+        at = auth + i;
+    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    if (colon != NULL) {
+      PUT(p, (size_t)(colon - p) + 1);
+      PUT("***", 3);
+      p = at;
+    }
+  }
+  const char *q = strchr(p, '?');
+  if (q == NULL) {
+    PUT(p, strlen(p));
+  } else {
+    PUT(p, (size_t)(q - p) + 1);
+    for (const char *item = q + 1;;) {
+      size_t len = strcspn(item, "&#"), name = strcspn(item, "=&#");
+      if (name < len && secret_param(item, name)) {
+        PUT(item, name + 1);
+        PUT("***", 3);
+      } else {
+        PUT(item, len);
+      }
+      item += len;
+      if (*item != '&') {
+        PUT(item, strlen(item)); /* "" or the fragment */
+        break;
+      }
+      PUT("&", 1);
+      item++;
+    }
+  }
+#undef PUT
+  buf[o] = '\0';
+  return buf;
 }
 
 const char *idgen_registry_uri(const idgen_registry_t *r) { return r->shown; }
