@@ -1056,13 +1056,16 @@ IDGEN_API const char *idgen_registry_uri(const idgen_registry_t *r);
 IDGEN_API char *idgen_registry_uri_redact(const char *uri, char *buf, size_t n);
 
 /*
- * The default registry into buf[n]: "file:/var/lib/idgen"
- * when this process may create or write that directory (as root, or when it
- * exists and is writable), else "file:$XDG_STATE_HOME/idgen", else
- * "file:$HOME/.local/state/idgen" (only absolute XDG_STATE_HOME and HOME
- * count).  The answer does not depend on the working directory.  Returns 0,
- * or IDGEN_EINVAL with a message when neither variable gives an absolute
- * path, or `buf` is too small.  Creates nothing.
+ * The default registry into buf[n]: the host's, "file:/var/lib/idgen", one
+ * for every user's processes (SPEC §8).  It is never another directory: a
+ * process that may not use it -- it exists and this user may not write it,
+ * or it is shared with a group (set-group-ID) this user is not in, or it
+ * does not exist and this user may not make it -- gets IDGEN_EINVAL with a
+ * message naming the directory, the user and what to do (join its group,
+ * share it, or give a registry by name), and the earlier versions'
+ * per-user directory if one exists.  The answer depends neither on the
+ * working directory nor on the environment.  Also IDGEN_EINVAL when `buf`
+ * is too small.  Creates nothing.
  */
 IDGEN_API int idgen_registry_default_uri(char *buf, size_t n, char *err, size_t errlen);
 

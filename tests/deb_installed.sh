@@ -14,7 +14,9 @@
 #     file) on the default registry, and APP (tests/leased.c, built on the
 #     package's libidgen-dev) as a user in group idgen, on defaults: two
 #     tuples (SPEC §8: one registry per host);
-#   - APP as a user outside the group: refused, naming the group to join.
+#   - APP as a user outside the group: refused, naming the group to join;
+#   - the postinst again, over links to root's files planted in the
+#     registry by a member of the group: nothing of root's changes.
 # Prints check lines and "N passed, N failed"; exits 1 on a failure, 77
 # when it cannot make the namespace.
 set -u
@@ -129,4 +131,17 @@ kill -TERM "$daemon"
 wait "$daemon"
 check "the daemon stops with 0" test $? = 0
 daemon=""
+
+# An upgrade's postinst over a registry a member of the group has written
+# in: a link to root's secret changes nothing of root's (a review: the
+# first postinst's chgrp/chmod followed it and gave the group /etc's file).
+install -m 0600 /dev/null /etc/idgen-test-secret
+setpriv --reuid=idgen-test-app --regid=idgen-test-app --init-groups \
+  ln -s /etc/idgen-test-secret /var/lib/idgen/planted
+setpriv --reuid=idgen-test-app --regid=idgen-test-app --init-groups \
+  ln -s /etc/idgen-test-secret "$(ls -d /var/lib/idgen/epoch=* | head -1)/pool.planted"
+/var/lib/dpkg/info/idgen.postinst configure 0.1.0-2 >"$work/reconfigure.log" 2>&1
+check "the postinst again (an upgrade) runs" test $? = 0
+check "... and a link planted by a member of the group changed nothing of root's" \
+  test "$(stat -c '%U:%G %a' /etc/idgen-test-secret)" = "root:root 600"
 finish

@@ -17,6 +17,9 @@
 #      in that group, from other working directories, lease three tuples; no
 #      ID in common; every file the registry made is group-writable.
 #   4. A per-user directory named with --registry is used as named.
+#   5. A root-made registry shared with the commands case 1's message gives
+#      serves two users of the group on two tuples; a user outside a
+#      set-group-ID registry's group is refused even where it may write.
 #
 # It runs itself again in a private mount namespace with a tmpfs over
 # /var/lib, so the host's /var/lib/idgen is never seen nor touched; every
@@ -210,6 +213,38 @@ if [ -n "$port_a" ] && [ -n "$port_b" ]; then
 fi
 stop root3
 stop nobody3
+
+# ---- 5. made by root, then shared as the refusal says; a user outside its group ----
+rm -rf /var/lib/idgen
+start root5 / --
+stop root5
+# Only the top directory shared (as tmpfiles.d or a unit's StateDirectory=
+# would do over it): the files root made are still root's alone.
+chgrp nogroup /var/lib/idgen && chmod 2770 /var/lib/idgen
+start nobody5a / "${NOBODY[@]}" --
+check "5: the top directory alone shared: refused, naming the files and the commands" \
+  grep -q "Permission denied; this user may not write every file of the registry: share it .*chgrp -R GROUP /var/lib/idgen && chmod -R g+rwX /var/lib/idgen && find /var/lib/idgen -type d -exec chmod g+s {} +" \
+  "$tmp/nobody5a.log"
+# The commands of case 1's message, as root, with its holders stopped.
+chgrp -R nogroup /var/lib/idgen && chmod -R g+rwX /var/lib/idgen &&
+  find /var/lib/idgen -type d -exec chmod g+s {} +
+OTHER=(setpriv --reuid=65533 --regid=65534 --groups=65534) # another user in the group
+start nobody5 / "${NOBODY[@]}" --
+port_a=$PORT
+start other5 "$tmp/cwd-a" "${OTHER[@]}" --
+port_b=$PORT
+check "5: shared as the message says: a user in the group serves" test -n "$port_a"
+check "5: ... and so does another, on another tuple" \
+  test -n "$port_b" -a "$(worker_of "$(curl -sf "http://127.0.0.1:$port_a/id")")" != \
+  "$(worker_of "$(curl -sf "http://127.0.0.1:$port_b/id")")"
+stop nobody5
+stop other5
+chmod o+rwx /var/lib/idgen # others may write, but it is the group's
+start outsider5 / setpriv --reuid=65532 --regid=65532 --clear-groups --
+check "5: a user outside the set-group-ID registry's group is refused, even with the rights" \
+  grep -q "is shared with group nogroup, and uid 65532 is not in it .*usermod -aG nogroup" \
+  "$tmp/outsider5.log"
+chmod o-rwx /var/lib/idgen
 
 # ---- 4. a per-user directory, named ------------------------------------------------
 start nobody4 / "${NOBODY[@]}" -- --registry "file:$tmp/xdg-nobody/mine"

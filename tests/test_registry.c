@@ -95,6 +95,24 @@ static void test_open_errors(void **state) {
   assert_non_null(strstr(err, "\"bogus\""));
   snprintf(named, sizeof named, "%s/q", dir);
   assert_int_equal(access(named, F_OK), -1); /* nothing was made */
+  /* file:///DIR and file://localhost/DIR are file:/DIR; another host's is
+   * refused (0181e27 made /localhost/DIR: a second registry) */
+  char a[700], b[700];
+  snprintf(named, sizeof named, "file://localhost%s/u", dir);
+  snprintf(a, sizeof a, "file:%s/u", dir);
+  r = tu_registry(named);
+  snprintf(b, sizeof b, "%s", idgen_registry_uri(r));
+  idgen_registry_close(r);
+  snprintf(named, sizeof named, "file://%s/u", dir);
+  r = tu_registry(named);
+  assert_string_equal(idgen_registry_uri(r), b);
+  idgen_registry_close(r);
+  r = tu_registry(a);
+  assert_string_equal(idgen_registry_uri(r), b);
+  idgen_registry_close(r);
+  snprintf(named, sizeof named, "file://db1%s/u", dir);
+  assert_int_equal(idgen_registry_check(named, err, sizeof err), IDGEN_EINVAL);
+  assert_non_null(strstr(err, "names no directory of this host"));
   assert_int_equal(idgen_registry_open(&r, "static", err, sizeof err), 0);
   idgen_registry_close(r);
 }

@@ -831,6 +831,18 @@ static void group_name(gid_t gid, char *buf, size_t n) {
     snprintf(buf, n, "%u", (unsigned)gid);
 }
 
+/* 1 if the process is in group gid (its own or a supplementary one). */
+static int in_group(gid_t gid) {
+  if (getegid() == gid)
+    return 1;
+  gid_t groups[256];
+  int n = getgroups(256, groups);
+  for (int i = 0; i < n; i++)
+    if (groups[i] == gid)
+      return 1;
+  return 0;
+}
+
 /* "; an earlier idgen kept this user's default registry in file:DIR ..."
  * when the per-user directory an earlier version defaulted to exists (so
  * that its marks are not forgotten), else "". */
@@ -860,7 +872,20 @@ int idgen_registry_default_uri(char *buf, size_t n, char *err, size_t errlen) {
   if (stat(dir, &st) == 0) {
     /* It exists: used by whoever may, refused to the others (never a
      * directory of their own instead: two registries on one host lease
-     * the same worker IDs). */
+     * the same worker IDs).  One shared with a group (set-group-ID) is the
+     * group's members': a user let in by an ACL or by the others' bits
+     * makes directories whose set-group-ID bit the kernel clears, and the
+     * group's next members could not write in them. */
+    int outsider = (st.st_mode & S_ISGID) && geteuid() != 0 && !in_group(st.st_gid);
+    if (outsider && faccessat(AT_FDCWD, dir, R_OK | W_OK | X_OK, AT_EACCESS) == 0) {
+      who_am_i(who, sizeof who, name, sizeof name);
+      group_name(st.st_gid, grp, sizeof grp);
+      return idgen__err(err, errlen, IDGEN_EINVAL,
+                        "registry: the host's default registry %s is shared with group %s, and "
+                        "%s is not in it (what it made there would not be the group's): join "
+                        "the group (as root: usermod -aG %s %s, then log in again), or %s",
+                        dir, grp, who, grp, name[0] ? name : "USER", byname);
+    }
     if (faccessat(AT_FDCWD, dir, R_OK | W_OK | X_OK, AT_EACCESS) != 0) {
       who_am_i(who, sizeof who, name, sizeof name);
       earlier_default(earlier, sizeof earlier);
@@ -876,9 +901,10 @@ int idgen_registry_default_uri(char *buf, size_t n, char *err, size_t errlen) {
       return idgen__err(err, errlen, IDGEN_EINVAL,
                         "registry: the host's default registry %s (group %s, mode %04o) is "
                         "not writable by %s and not shared with a group: every process on the "
-                        "host that takes the default shares it, so share it (as root: chgrp -R "
-                        "GROUP %s && chmod -R g+rwX %s && chmod g+s %s, then add the users to "
-                        "GROUP; the idgen package makes it for group idgen), or %s%s",
+                        "host that takes the default shares it, so share it (as root, with "
+                        "its holders stopped: chgrp -R GROUP %s && chmod -R g+rwX %s && find %s "
+                        "-type d -exec chmod g+s {} +, then add the users to GROUP; the idgen "
+                        "package makes it for group idgen), or %s%s",
                         dir, grp, (unsigned)(st.st_mode & 07777), who, dir, dir, dir, byname,
                         earlier);
     }

@@ -60,6 +60,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -68,22 +69,33 @@
 
 /* ---- descriptors to close in a forked child ------------------------------ */
 
-#define MAX_HELD 256
-static int held_fds[MAX_HELD]; /* fd + 1, or 0; guarded by held_mu */
+#define MAX_HELD 4096
+/* fd + 1; -1 while reserved for an open under way; 0 when free.  Slots are
+ * taken and given back under held_mu, but the system calls (open, close)
+ * run outside it: one held by a frozen file system or a hung mount must not
+ * hold fork() (whose prepare handler takes held_mu) nor every other file:
+ * call of the process (a review: fork() waited out a 10 s freeze). */
+static int held_fds[MAX_HELD];
 static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
-/* fork() while a descriptor is between open and listed, or between unlisted
- * and closed, would leak a lock (or close a reused number) in the child:
- * both steps happen under held_mu, which fork() takes first. */
+/* The child closes every listed descriptor, so that it never keeps its
+ * parent's locks alive.  Two narrow windows remain: a fork between an
+ * open's return and its listing (the next instruction), or between
+ * unlisting and close.  The second is harmless (close_held unlocks first);
+ * in the first the child holds an unlocked copy that the parent then locks,
+ * and only if the parent dies first does the child's copy keep the tuple
+ * held (never issued from: a tuple held too long, not a duplicate) until
+ * the child exits or execs (the descriptors are close-on-exec). */
 static void held_prepare(void) { pthread_mutex_lock(&held_mu); }
 static void held_parent(void) { pthread_mutex_unlock(&held_mu); }
 static void held_child(void) {
-  for (int i = 0; i < MAX_HELD; i++)
-    if (held_fds[i]) {
-      close(held_fds[i] - 1);
-      held_fds[i] = 0;
-    }
+  for (int i = 0; i < MAX_HELD; i++) {
+    int v = __atomic_load_n(&held_fds[i], __ATOMIC_ACQUIRE);
+    if (v > 0)
+      close(v - 1);
+    __atomic_store_n(&held_fds[i], 0, __ATOMIC_RELAXED);
+  }
   pthread_mutex_unlock(&held_mu);
 }
 
@@ -121,24 +133,31 @@ static int open_held(const char *path, int flags) {
   pthread_mutex_lock(&held_mu);
   int slot = -1;
   for (int i = 0; i < MAX_HELD && slot < 0; i++)
-    if (held_fds[i] == 0)
+    if (__atomic_load_n(&held_fds[i], __ATOMIC_RELAXED) == 0)
       slot = i;
-  int fd = slot < 0 ? (errno = EMFILE, -1) : open(path, flags, 0644);
-  if (fd >= 0)
-    held_fds[slot] = fd + 1;
+  if (slot >= 0)
+    __atomic_store_n(&held_fds[slot], -1, __ATOMIC_RELAXED); /* reserved */
   pthread_mutex_unlock(&held_mu);
+  if (slot < 0) {
+    errno = EMFILE;
+    return -1;
+  }
+  int fd = open(path, flags, 0644);
+  /* listed at once, for a fork that comes now (the lock is not needed) */
+  __atomic_store_n(&held_fds[slot], fd >= 0 ? fd + 1 : 0, __ATOMIC_RELEASE);
   if (fd >= 0 && (flags & O_CREAT))
     share_like_parent(fd, path);
   return fd;
 }
 
 static void close_held(int fd) {
+  flock(fd, LOCK_UN); /* a copy a fork made meanwhile keeps no lock */
   pthread_mutex_lock(&held_mu);
   for (int i = 0; i < MAX_HELD; i++)
-    if (held_fds[i] == fd + 1)
-      held_fds[i] = 0;
-  close(fd);
+    if (__atomic_load_n(&held_fds[i], __ATOMIC_RELAXED) == fd + 1)
+      __atomic_store_n(&held_fds[i], 0, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&held_mu);
+  close(fd);
 }
 
 /* ---- records ------------------------------------------------------------- */
@@ -677,8 +696,31 @@ static const char *root(const idgen_registry_t *r) { return r->be; }
 
 /* ---- the backend --------------------------------------------------------- */
 
+/* The directory of file:REST: REST itself, or, in the URI forms
+ * file:///DIR and file://localhost/DIR, the /DIR after the (empty or local)
+ * host; NULL for file://OTHERHOST/..., which names no directory of this
+ * host (0181e27 read file://localhost/var/lib/idgen as /localhost/...: a
+ * second registry). */
+static const char *file_dir(const char *rest) {
+  if (strncmp(rest, "//", 2) != 0)
+    return rest;
+  const char *host = rest + 2, *slash = strchr(host, '/');
+  size_t hl = slash ? (size_t)(slash - host) : strlen(host);
+  if (slash == NULL || (hl != 0 && !(hl == 9 && strncasecmp(host, "localhost", 9) == 0)))
+    return NULL;
+  return slash;
+}
+
 static int file_check(const char *uri, const char *rest, char *err, size_t errlen) {
   (void)uri;
+  if (strncmp(rest, "//", 2) == 0) {
+    if (file_dir(rest) == NULL)
+      return idgen__err(err, errlen, IDGEN_EINVAL,
+                        "registry: file:%s names no directory of this host (file:/DIR, "
+                        "file:///DIR or file://localhost/DIR)",
+                        IDGEN_QUOTE(rest, strlen(rest), 0, 100));
+    rest = file_dir(rest);
+  }
   if (rest[0] == '\0')
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: file: needs a directory (file:DIR)");
   if (strlen(rest) > 512)
@@ -703,6 +745,7 @@ static int file_open(idgen_registry_t *r, const char *rest, char *err, size_t er
    * working directory do not move the registry, and what is shown is where
    * it is. */
   char given[1100], abs[PATH_MAX];
+  rest = file_dir(rest); /* checked: not NULL */
   if (rest[0] == '/') {
     snprintf(given, sizeof given, "%s", rest);
   } else {
@@ -977,7 +1020,7 @@ static int file_claim(idgen_lease_t *l, const idgen_lease_request_t *req, int64_
                       char *err, size_t errlen) {
   const idgen__pool_t *p = &l->pool;
   file_lease_t *f = l->be;
-  char *dir = f->dir, path[1100], bad[1100] = "";
+  char *dir = f->dir, path[1100], bad[1100] = "", denied[1100] = "";
   if (make_dirs(dir) < 0)
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot create %s: %s", dir,
                       strerror(errno));
@@ -1019,6 +1062,13 @@ static int file_claim(idgen_lease_t *l, const idgen_lease_request_t *req, int64_
       int fd = try_key(dir, key, path, sizeof path);
       if (fd == -1)
         continue;
+      if (fd == -2 && (errno == EACCES || errno == EPERM)) {
+        /* A tuple this user may not lock: another's, to be had by a user
+         * who may (never by guessing).  Said if nothing else is free. */
+        if (!denied[0])
+          snprintf(denied, sizeof denied, "%s", path);
+        continue;
+      }
       if (fd == -2) {
         int e = errno;
         if (c->fd >= 0)
@@ -1050,6 +1100,10 @@ static int file_claim(idgen_lease_t *l, const idgen_lease_request_t *req, int64_
                       "registry: no usable tuple: %s is not a valid idgen lease record "
                       "(refusing to guess its mark) and the others are held",
                       bad);
+  if (c->fd < 0 && denied[0])
+    return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      "registry: no tuple this user may lock: %s: %s, and the others are held",
+                      denied, strerror(EACCES));
   if (c->fd < 0) { /* file: has no quarantine: a stopped holder's tuple is free at once */
     int64_t none = 0;
     return idgen__pool_full("registry: ", req, p, p->size, 0, -1, &none, err, errlen);
@@ -1086,8 +1140,29 @@ static int file_claim(idgen_lease_t *l, const idgen_lease_request_t *req, int64_
   return rc;
 }
 
+static int file_acquire_(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
+                         size_t errlen);
+
+/* Acquisition, and when it was refused for want of permission on the
+ * registry's files (made by another user before the directory was shared,
+ * or by an earlier idgen that did not share them), what to do about it. */
 static int file_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
                         size_t errlen) {
+  int rc = file_acquire_(l, req, err, errlen);
+  if (rc < 0 && err != NULL && strstr(err, strerror(EACCES)) != NULL) {
+    size_t used = strlen(err);
+    const char *d = root(l->r);
+    snprintf(err + used, errlen - used,
+             "; this user may not write every file of the registry: share it with the group "
+             "of its users (as root, with its holders stopped: chgrp -R GROUP %s && chmod -R "
+             "g+rwX %s && find %s -type d -exec chmod g+s {} +)",
+             d, d, d);
+  }
+  return rc;
+}
+
+static int file_acquire_(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
+                         size_t errlen) {
   const idgen__pool_t *p = &l->pool;
   file_lease_t *f = calloc(1, sizeof *f);
   if (f == NULL)
