@@ -205,6 +205,51 @@ test('open() on a frozen file: registry', { skip }, async (t) => {
   });
 });
 
+// Each call given up holds a thread and a descriptor until the thaw: past
+// 16 in the process, new calls are refused at once instead of piling up.
+test('calls given up are capped', { skip }, async (t) => {
+  const registry = 'file:' + fx.mnt + '/reg3';
+  await (await Snowflake.open({ registry, node: 'datacenter=1' })).close();
+  const options = { registry, node: 'datacenter=1', maxStartWaitMs: 0 };
+  let first, next;
+  freeze();
+  try {
+    const opening = [];
+    for (let i = 0; i < 16; i++) opening.push(Snowflake.open(options));
+    first = await Promise.all(opening.map((p) => within(p, CALL_MS + SLACK_MS)));
+    for (const [i, got] of first.entries()) if (got === null) outstanding.push(opening[i].then((g) => g.close(), () => {}));
+    const t0 = performance.now();
+    next = await within(Snowflake.open(options), CALL_MS + SLACK_MS);
+    next = next && { ...next, ms: Math.round(performance.now() - t0) };
+  } finally {
+    thaw();
+  }
+  await t.test('16 given up, each with its error', () => {
+    for (const got of first) {
+      assert.ok(got !== null && !got.ok, 'an open() on the frozen file system did not give up');
+      assert.equal(got.error.code, 'EREGISTRY', got.error.message);
+    }
+  });
+  await t.test('the next is refused at once, saying why', () => {
+    assert.ok(next !== null && !next.ok, 'the 17th open() did not settle, or leased');
+    assert.ok(next.ms < 1000, `the 17th open() took ${next.ms} ms`);
+    assert.match(next.error.message, /16 earlier calls to file: registries have not returned/);
+  });
+  await t.test('once thawed, the calls given up end and new ones are taken', async () => {
+    let g = null, last = null;
+    for (const deadline = Date.now() + 30000; g === null && Date.now() < deadline;) {
+      try {
+        g = await Snowflake.open(options);
+      } catch (e) {
+        last = e;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    assert.ok(g !== null, `still refused 30 s after the thaw: ${last && last.message}`);
+    await g.close();
+  });
+});
+
 test('close() of a generator whose file system is then frozen', { skip }, async (t) => {
   const registry = 'file:' + fx.mnt + '/reg2';
   const g = await Snowflake.open({ registry, node: 'datacenter=1' });

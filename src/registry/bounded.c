@@ -57,6 +57,12 @@ static void bounded_atfork(void) { pthread_atfork(bounded_lock, bounded_unlock, 
 
 typedef enum { B_ACQUIRE, B_RENEW, B_MARK, B_RELEASE, B_OPEN } bkind_t;
 
+/* Calls given up and still running, in the whole process (a worker that
+ * opens a new registry for each try counts too), past which new calls (but
+ * releases) are refused at once; under bounded_mu. */
+#define GIVEN_UP_MAX 16
+static int given_up_calls;
+
 typedef struct bcall {
   bkind_t kind;
   idgen_lease_t *l; /* NULL for B_OPEN */
@@ -165,6 +171,7 @@ static void *call_thread(void *arg) {
     free(l);
   }
   bounded_lock();
+  given_up_calls--;
   int last = --r->calls == 0 && r->closing;
   bounded_unlock();
   if (last)
@@ -184,6 +191,20 @@ static int call_bounded(bcall_t *c, int64_t bound_ms, int *given_up, char *err, 
   pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
   c->efd = eventfd(0, EFD_CLOEXEC);
   bounded_lock();
+  if (given_up_calls >= GIVEN_UP_MAX && c->kind != B_RELEASE) {
+    /* Each call given up holds a thread and a descriptor until its file
+     * system answers: a caller that retries (a worker every few seconds)
+     * must not pile them up. */
+    int n = given_up_calls;
+    bounded_unlock();
+    pthread_attr_destroy(&ta);
+    *given_up = 0;
+    call_free(c);
+    return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      "registry %s: %d earlier calls to file: registries have not returned: "
+                      "a file system does not answer (frozen, or a hung mount?)",
+                      r->shown ? r->shown : r->uri, n);
+  }
   r->calls++;
   if (c->kind == B_RENEW || c->kind == B_MARK)
     l->stuck = 1; /* a call on this lease is running */
@@ -197,7 +218,20 @@ static int call_bounded(bcall_t *c, int64_t bound_ms, int *given_up, char *err, 
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   bounded_unlock();
   pthread_attr_destroy(&ta);
-  if (!started) { /* no thread (or eventfd) to be had: the call runs here, unbounded */
+  if (!started && c->kind != B_RELEASE) { /* no thread (or eventfd) to be had: refused */
+    int e = c->efd < 0 ? errno : EAGAIN;
+    bounded_lock();
+    if (l != NULL)
+      l->stuck = 0;
+    r->calls--;
+    bounded_unlock();
+    *given_up = 0;
+    call_free(c);
+    return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      "registry %s: cannot start the call's thread: %s",
+                      r->shown ? r->shown : r->uri, strerror(e));
+  }
+  if (!started) { /* a release: done here, unbounded, rather than not at all */
     c->rc = run(c);
     c->done = 1;
   }
@@ -212,12 +246,15 @@ static int call_bounded(bcall_t *c, int64_t bound_ms, int *given_up, char *err, 
   *given_up = !c->done;
   if (!c->done) {
     c->abandoned = 1;
+    given_up_calls++;
     bounded_unlock();
     return idgen__err(err, errlen, IDGEN_EREGISTRY,
-                      "registry %s: the %s did not finish within %" PRId64
-                      " ms: its file system does not answer (frozen, or a hung mount?); the "
-                      "call goes on in the background and gives back what it takes",
-                      r->shown ? r->shown : r->uri, kind_name[c->kind], bound_ms);
+                      "registry %s: the %s did not finish within %" PRId64 " ms%s: its file "
+                      "system does not answer (frozen, or a hung mount?)%s; the call goes on in "
+                      "the background and gives back what it takes",
+                      r->shown ? r->shown : r->uri, kind_name[c->kind], bound_ms,
+                      c->kind == B_ACQUIRE ? " (max_start_wait_ms and 2000)" : "",
+                      c->kind == B_ACQUIRE ? ", or waiting for a mark took that long" : "");
   }
   if (l != NULL)
     l->stuck = 0;
