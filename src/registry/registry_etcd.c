@@ -216,6 +216,7 @@ static int etcd_parse(etcd_t *e, const char *rest, char *err, size_t errlen) {
   }
   if (e->n_endpoints == 0)
     return idgen__err(err, errlen, IDGEN_EINVAL, PFX "no HOST:PORT");
+  unsigned seen = 0; /* each option once: a second prefix= would otherwise win, silently */
   for (const char *o = q ? q + 1 : NULL; o && *o;) {
     const char *amp = strchr(o, '&'), *eq = strchr(o, '=');
     size_t n = amp ? (size_t)(amp - o) : strlen(o);
@@ -231,6 +232,13 @@ static int etcd_parse(etcd_t *e, const char *rest, char *err, size_t errlen) {
                         (int)kn, o);
     char *dst = NULL;
     size_t dstlen = 0;
+    static const char *const once[] = {"prefix", "tls", "cacert", "cert", "key"};
+    for (unsigned i = 0; i < sizeof once / sizeof once[0]; i++)
+      if (strlen(once[i]) == kn && strncmp(once[i], o, kn) == 0) {
+        if (seen & (1u << i))
+          return idgen__err(err, errlen, IDGEN_EINVAL, PFX "option %s given twice", once[i]);
+        seen |= 1u << i;
+      }
     if (kn == 6 && strncmp(o, "prefix", 6) == 0) {
       if (val[0] == '\0' || strchr(val, '/') || strlen(val) >= sizeof e->prefix)
         return idgen__err(err, errlen, IDGEN_EINVAL,

@@ -134,6 +134,11 @@ def main():
     etcd_tls("etcd TLS")
     unknown_uri_params("etcd://127.0.0.1:1", "etcd URI",
                        ["space", "prefix", "tls", "cacert", "cert", "key"])
+    # An option given twice is refused, as space= and schema= are (the
+    # last prefix= won, silently: another key prefix, another registry).
+    r = idgen("registry", "list", "--registry", "etcd://127.0.0.1:1?prefix=a&prefix=b")
+    check("etcd URI: prefix= given twice is refused", r.returncode == 2 and
+          "option prefix given twice" in r.stderr, (r.returncode, r.stderr))
 
 
 if __name__ == "__main__":
