@@ -246,14 +246,25 @@ void settings_flag(settings_t *s, int k, const char *value, const char *flag) {
   replace(&s->flag_source[k], src);
 }
 
+/* A setting's value as messages and --check-config show it: a registry
+ * URI through the library's one redaction (its password never shows). */
+static const char *shown(const settings_t *s, int k, char *buf, size_t n) {
+  if (settings_defs[k].type == ST_REGISTRY)
+    return idgen_registry_uri_redact(s->value[k], buf, n);
+  return s->value[k];
+}
+
 __attribute__((format(printf, 3, 0))) static void vmessage(const settings_t *s, int k,
                                                            const char *fmt, va_list ap) {
   fprintf(stderr, "idgen: %s: ", s->name);
   if (k >= 0 && s->value[k][0] == '\0' && strcmp(s->source[k], "default") == 0)
     fprintf(stderr, "%s (the default): ", settings_defs[k].name); /* computed, and refused */
-  else if (k >= 0)
-    fprintf(stderr, "%s = \"%s\" (from %s): ", settings_defs[k].name, SETTINGS_Q(s->value[k]),
+  else if (k >= 0) {
+    char buf[2200];
+    const char *v = shown(s, k, buf, sizeof buf);
+    fprintf(stderr, "%s = \"%s\" (from %s): ", settings_defs[k].name, SETTINGS_Q(v),
             s->source[k]);
+  }
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
 }
@@ -727,7 +738,8 @@ void settings_print(const settings_t *s, FILE *out) {
   for (int k = 0; k < SETTINGS_NKEYS; k++) {
     if (s->value[k] == NULL)
       continue;
-    int n = fprintf(out, "%s = %s", settings_defs[k].name, s->value[k]);
+    char buf[2200];
+    int n = fprintf(out, "%s = %s", settings_defs[k].name, shown(s, k, buf, sizeof buf));
     fprintf(out, "%*s # %s\n", n < 40 ? 40 - n : 1, "", s->source[k]);
   }
 }
