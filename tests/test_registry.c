@@ -144,6 +144,21 @@ static void test_uri_redact(void **state) {
     idgen_registry_uri_redact(cases[i][0], buf, sizeof buf);
     assert_string_equal(buf, cases[i][1]);
   }
+  /* a client library's message quoting the URI shows no secret either
+   * (libpq's parse errors quote the token they could not read) */
+  static const char *const bad[] = {"postgres://u:s3cr%zzet@127.0.0.1:1/db",
+                                    "postgres://u:s3cret@[::1/db",
+                                    "postgres://u@h/db?password=s3cr%zz"};
+  char err[600];
+  idgen_registry_t *r;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(idgen_registry_check(bad[i], err, sizeof err), IDGEN_EINVAL);
+    if (strstr(err, "s3cr") != NULL || strstr(err, "***") == NULL)
+      fail_msg("check of %s: %s", bad[i], err);
+    assert_int_equal(idgen_registry_open(&r, bad[i], err, sizeof err), IDGEN_EINVAL);
+    if (strstr(err, "s3cr") != NULL)
+      fail_msg("open of %s: %s", bad[i], err);
+  }
   /* cut to fit, always terminated */
   idgen_registry_uri_redact("postgres://app:s3cret@db/ids", buf, 12);
   assert_string_equal(buf, "postgres://");

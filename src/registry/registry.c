@@ -23,6 +23,8 @@
 
 #include "registry_int.h"
 
+static void scrub_secrets(char *err, size_t errlen, const char *uri);
+
 #ifdef IDGEN_NO_ETCD
 /* Built without etcd:// (cmake -DIDGEN_ETCD=OFF, as the PostgreSQL
  * extension's libraries are: its JSON parser, jansson's, cannot be linked
@@ -136,6 +138,8 @@ int idgen_registry_check(const char *uri, char *err, size_t errlen) {
   if (ops == NULL)
     return IDGEN_EINVAL;
   int rc = ops->check(bare, rest, err, errlen);
+  if (rc < 0)
+    scrub_secrets(err, errlen, uri);
   free(bare);
   return rc;
 }
@@ -148,6 +152,8 @@ int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err, size
   if (ops == NULL)
     return IDGEN_EINVAL;
   int rc = ops->check(bare, rest, err, errlen);
+  if (rc < 0)
+    scrub_secrets(err, errlen, uri);
   idgen_registry_t *r = rc < 0 ? NULL : calloc(1, sizeof *r);
   if (rc == 0 && r == NULL)
     rc = idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
@@ -163,6 +169,8 @@ int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err, size
     snprintf(r->space_path, sizeof r->space_path, "spaces/%s/", space);
   int given_up = 0;
   rc = idgen__bounded_open(r, rest, &given_up, err, errlen);
+  if (rc < 0)
+    scrub_secrets(err, errlen, uri);
   if (given_up)
     return rc;   /* r is the call's, which frees it */
   if (rc == 0) { /* what is shown: the URI as opened, with its space, secrets masked */
@@ -741,6 +749,73 @@ static int secret_param(const char *name, size_t n) {
     if (strcmp(dec, secrets[k]) == 0)
       return 1;
   return 0;
+}
+
+/* Replaces every occurrence of secret[0..n) in err[errlen] with "***". */
+static void scrub_one(char *err, size_t errlen, const char *secret, size_t n) {
+  char needle[1100];
+  if (n == 0 || n >= sizeof needle)
+    return;
+  memcpy(needle, secret, n);
+  needle[n] = '\0';
+  for (char *from = err, *at; (at = strstr(from, needle)) != NULL; from = at + 3) {
+    size_t pos = (size_t)(at - err), tail = strlen(at + n);
+    if (pos + 4 > errlen) { /* no room for the mask: the message ends here */
+      *at = '\0';
+      return;
+    }
+    if (pos + 3 + tail + 1 > errlen)
+      tail = errlen - pos - 4;
+    memmove(at + 3, at + n, tail);
+    at[3 + tail] = '\0';
+    memcpy(at, "***", 3);
+  }
+}
+
+/* s[0..n) percent-decoded into out[outlen]; 0, or -1 if it does not fit. */
+static int pct_decoded(const char *s, size_t n, char *out, size_t outlen) {
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    int c = (unsigned char)s[i];
+    if (c == '%' && i + 2 < n && isxdigit((unsigned char)s[i + 1]) &&
+        isxdigit((unsigned char)s[i + 2])) {
+      char hex[3] = {s[i + 1], s[i + 2], 0};
+      c = (int)strtol(hex, NULL, 16);
+      i += 2;
+    }
+    if (o + 1 >= outlen)
+      return -1;
+    out[o++] = (char)c;
+  }
+  out[o] = '\0';
+  return 0;
+}
+
+/* A message about `uri` (a client library's, which may quote the part of
+ * it that it could not read) with the URI's secrets masked, as given and
+ * percent-decoded: what idgen_registry_uri_redact masks. */
+static void scrub_secrets(char *err, size_t errlen, const char *uri) {
+  if (err == NULL || errlen < 8 || uri == NULL || strlen(uri) >= 1000)
+    return;
+  char masked[2200], dec[1100];
+  idgen_registry_uri_redact(uri, masked, sizeof masked);
+  /* The secrets are what the mask replaced: walk both side by side. */
+  const char *u = uri, *m = masked;
+  while (*u && *m) {
+    if (*u == *m && strncmp(m, "***", 3) != 0) {
+      u++, m++;
+      continue;
+    }
+    if (strncmp(m, "***", 3) != 0)
+      return; /* cannot happen: the mask only replaces */
+    /* the secret in u runs to the byte that follows the mask in m */
+    char stop[2] = {m[3], 0};
+    size_t n = stop[0] ? strcspn(u, stop) : strlen(u);
+    scrub_one(err, errlen, u, n);
+    if (pct_decoded(u, n, dec, sizeof dec) == 0)
+      scrub_one(err, errlen, dec, strlen(dec));
+    u += n, m += 3;
+  }
 }
 
 char *idgen_registry_uri_redact(const char *uri, char *buf, size_t n) {
