@@ -11,12 +11,20 @@
  *
  * The node values: the registry idgen.registry leases the leased field
  * (idgen.lease_field: worker, or the layout's only node field), idgen.node
- * gives the others, as `idgen serve` does.  The default registry is
- * file:$PGDATA/pg_idgen, private to this server: its high-water mark
- * (durable, idgen.h) makes a restart under a clock stepped back start
- * above every ID issued before.  A fleet of servers shares a postgres://
- * or etcd:// registry.  `static` takes every value from idgen.node and keeps no mark
- * (unchecked, as in the CLI).
+ * gives the others, as `idgen serve` does.  The default registry is the
+ * host's, from the library's idgen_registry_default_uri() as the command's
+ * and the daemon's (SPEC §8: processes on one host that take the default
+ * never use two registries): when the server's user may not use it, the
+ * worker leases nothing and idgen_snowflake() says why and what to do.  A
+ * data directory that holds the registry earlier versions made by default
+ * ($PGDATA/pg_idgen) with idgen.registry unset is refused, naming both ways
+ * out: registries are never changed silently (its marks order the IDs
+ * across restarts).  A file: registry inside the data directory is copied
+ * with it, so it is used only by the server that made it (owner_check).
+ * The durable high-water mark (idgen.h) makes a restart under a clock
+ * stepped back start above every ID issued before.  A fleet of servers
+ * shares a postgres:// registry.  `static` takes every value from
+ * idgen.node and keeps no mark (unchecked, as in the CLI).
  *
  * One background worker holds the lease: the library's keeper threads run in
  * it, renew the lease and move the mark ahead, and keep the generator's
@@ -205,10 +213,11 @@ static bool check_lease_ttl(int *newval, void **extra, GucSource source) {
   return false;
 }
 
-/* The worker's settings into l, s (node values) and the registry URI;
- * false with a message. */
-static bool read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, char *uri, size_t n,
-                          const char **field, char *err, size_t errlen) {
+/* The worker's settings into l, s (node values) and the registry URI (the
+ * registry `base`, idgen.registry or the host's, with idgen.space); false
+ * with a message. */
+static bool read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, const char *base,
+                          char *uri, size_t n, const char **field, char *err, size_t errlen) {
   const char *spec = start_layout, *now = GetConfigOption("idgen.layout", false, false);
   const char *at;
   unsigned given = 0;
@@ -234,17 +243,11 @@ static bool read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, char
     snprintf(err, errlen, "idgen.node: %s", e);
     return false;
   }
-  if (registry_setting && registry_setting[0]) {
-    if (strlen(registry_setting) >= n) {
-      snprintf(err, errlen, "idgen.registry is longer than %zu bytes", n - 1);
-      return false;
-    }
-    strlcpy(uri, registry_setting, n);
-  } else if ((size_t)snprintf(uri, n, "file:%s/pg_idgen", DataDir) >= n) {
-    snprintf(err, errlen, "the data directory's path is longer than %zu bytes",
-             n - sizeof "file:/pg_idgen");
+  if (strlen(base) >= n) {
+    snprintf(err, errlen, "idgen.registry is longer than %zu bytes", n - 1);
     return false;
   }
+  strlcpy(uri, base, n);
   if (space_setting && space_setting[0]) {
     size_t used = strlen(uri);
     if (strcmp(uri, "static") == 0) {
@@ -279,20 +282,78 @@ static bool read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, char
   return true;
 }
 
-/* The default registry lives in the data directory, and a copy of the
- * directory (a standby's base backup, a restore, a `cp -a` clone) copies
- * its leases and marks: the copy would lease the same worker ID as the
- * original, and its marks may be behind what the original issued since.
- * So $PGDATA/pg_idgen.owner records which server made the registry: the
- * data directory (its real path and inode), the system identifier and the
- * WAL timeline.  A promotion or a point-in-time restore starts a new
- * timeline, a copy has another inode or path: the registry is then refused,
- * with what to do.  A first use on a timeline after the first (a server
- * that was promoted or restored) is refused too: its data may have come
- * from a server that issued IDs under a registry of its own.  An explicit
- * idgen.registry skips all of this.  true, or false with a message. */
-static bool owner_check(char *err, size_t errlen) {
-  char path[MAXPGPATH], tmp[MAXPGPATH], reg[MAXPGPATH], real[PATH_MAX];
+/* ---- which registry ------------------------------------------------------- */
+
+/* The directory of a file: registry URI (file:DIR, file:///DIR or
+ * file://localhost/DIR, without ?space=...), made absolute (a relative DIR
+ * is the data directory's, the server's working directory), into dir[n];
+ * false for any other registry. */
+static bool file_registry_dir(const char *uri, char *dir, size_t n) {
+  const char *p = uri + 5;
+  size_t len;
+  if (strncmp(uri, "file:", 5) != 0)
+    return false;
+  if (strncmp(p, "//", 2) == 0) {
+    const char *slash = strchr(p + 2, '/');
+    size_t hl = slash ? (size_t)(slash - (p + 2)) : 0;
+    if (slash == NULL || (hl != 0 && !(hl == 9 && pg_strncasecmp(p + 2, "localhost", 9) == 0)))
+      return false; /* another host's: the library refuses it */
+    p = slash;
+  }
+  len = strcspn(p, "?");
+  if (p[0] == '/')
+    snprintf(dir, n, "%.*s", (int)len, p);
+  else
+    snprintf(dir, n, "%s/%.*s", DataDir, (int)len, p);
+  return true;
+}
+
+/* Whether the directory `dir` is in the data directory (or is it), by real
+ * paths: a directory still to be made by its parent's.  Then its leases and
+ * marks are copied with the data. */
+static bool in_data_dir(const char *dir) {
+  char real[PATH_MAX], d[PATH_MAX], parent[MAXPGPATH];
+  size_t n;
+  if (realpath(DataDir, real) == NULL)
+    return true; /* owner_check says why */
+  if (realpath(dir, d) == NULL) {
+    char *slash;
+    strlcpy(parent, dir, sizeof parent);
+    while ((slash = strrchr(parent, '/')) != NULL && slash[1] == '\0' && slash != parent)
+      *slash = '\0'; /* trailing slashes */
+    slash = strrchr(parent, '/');
+    if (slash == NULL)
+      strlcpy(d, dir, sizeof d);
+    else {
+      char pr[PATH_MAX];
+      *slash = '\0';
+      if (realpath(parent[0] ? parent : "/", pr) == NULL)
+        strlcpy(d, dir, sizeof d); /* as given: deeper than one new level */
+      else
+        snprintf(d, sizeof d, "%s/%s", pr, slash + 1);
+    }
+  }
+  n = strlen(real);
+  return strncmp(d, real, n) == 0 && (d[n] == '/' || d[n] == '\0');
+}
+
+/* A registry in the data directory (the one earlier versions made by
+ * default, $PGDATA/pg_idgen, or one named there on purpose) is copied with
+ * it: a standby's base backup, a restore, a `cp -a` clone would lease the
+ * same worker ID as the original, and their marks may be behind what the
+ * original issued since.  So $PGDATA/pg_idgen.owner records which server
+ * made it: the data directory (its real path and inode), the system
+ * identifier and the WAL timeline.  A promotion or a point-in-time restore
+ * starts a new timeline, a copy has another inode or path: the registry is
+ * then refused, with what to do.  A first use on a timeline after the
+ * first (a server that was promoted or restored) is refused too: its data
+ * may have come from a server that issued IDs under a registry of its own.
+ * The way out when the original will never issue again is the word `adopt`
+ * in the record, which the next start replaces with this server's.  A
+ * registry outside the data directory (the host's, a shared one) is not
+ * copied with it and is not checked.  true, or false with a message. */
+static bool owner_check(const char *reg, char *err, size_t errlen) {
+  char path[MAXPGPATH], tmp[MAXPGPATH], real[PATH_MAX];
   char want[PATH_MAX + 200], have[PATH_MAX + 200] = "";
   struct stat st;
   FILE *f;
@@ -300,10 +361,10 @@ static bool owner_check(char *err, size_t errlen) {
   static const char *const fix =
       "Servers that share data need a registry they share (idgen.registry = "
       "'postgres://...'); if the server that made it will never issue again and the clocks "
-      "agree, set idgen.registry = 'file:%s' to use it as it is (its marks stay a floor)";
+      "agree, adopt it as this server's (its marks stay a floor): echo adopt > %s (as the "
+      "server's user), then restart the server";
   if (snprintf(path, sizeof path, "%s/pg_idgen.owner", DataDir) >= (int)sizeof path ||
-      snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp ||
-      snprintf(reg, sizeof reg, "%s/pg_idgen", DataDir) >= (int)sizeof reg) {
+      snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
     snprintf(err, errlen, "the data directory's path is too long");
     return false;
   }
@@ -315,15 +376,19 @@ static bool owner_check(char *err, size_t errlen) {
            "data_directory=%s inode=%llu system_identifier=" UINT64_FORMAT " timeline=%u\n", real,
            (unsigned long long)st.st_ino, GetSystemIdentifier(), (unsigned)tli);
   if ((f = fopen(path, "r")) != NULL) {
-    bool same;
     int n;
     const char *h;
     if (fgets(have, sizeof have, f) == NULL)
       have[0] = '\0';
     fclose(f);
-    same = strcmp(have, want) == 0;
-    if (same)
+    if (strcmp(have, want) == 0)
       return true;
+    if (strncmp(have, "adopt", 5) == 0 && strspn(have + 5, " \t\r\n") == strlen(have + 5)) {
+      ereport(LOG, (errmsg("idgen: %s said adopt: the registry %s is this server's from now on "
+                           "(%.*s)",
+                           path, reg, (int)strcspn(want, "\n"), want)));
+      goto write;
+    }
     h = have[0] ? have : "an empty record";
     n = snprintf(err, errlen,
                  "the registry %s was made by another server (%.*s; this one is %.*s): a copy of "
@@ -331,7 +396,7 @@ static bool owner_check(char *err, size_t errlen) {
                  "lease the worker ID the original holds and start below IDs it issued.  ",
                  reg, (int)strcspn(h, "\n"), h, (int)strcspn(want, "\n"), want);
     if (n >= 0 && (size_t)n < errlen)
-      snprintf(err + n, errlen - (size_t)n, fix, reg);
+      snprintf(err + n, errlen - (size_t)n, fix, path);
     return false;
   }
   if (errno != ENOENT) {
@@ -340,11 +405,12 @@ static bool owner_check(char *err, size_t errlen) {
   }
   if (tli > 1) {
     snprintf(err, errlen,
-             "this server is on WAL timeline %u (it was promoted or restored), and its default "
-             "registry has no record of its own: it may lease the worker ID of the server its "
-             "data came from.  Set idgen.registry to a registry shared with that server, or, if "
-             "it will never issue again and the clocks agree, to 'file:%s' to use this one",
-             (unsigned)tli, reg);
+             "this server is on WAL timeline %u (it was promoted or restored), and its "
+             "registry %s in the data directory has no record of its own: it may lease the "
+             "worker ID of the server its data came from.  Set idgen.registry to a registry "
+             "shared with that server, or, if it will never issue again and the clocks agree, "
+             "adopt this one: echo adopt > %s (as the server's user), then restart the server",
+             (unsigned)tli, reg, path);
     return false;
   }
   if (stat(reg, &st) == 0) {
@@ -353,10 +419,11 @@ static bool owner_check(char *err, size_t errlen) {
                      "server's.  ",
                      reg, path);
     if (n >= 0 && (size_t)n < errlen)
-      snprintf(err + n, errlen - (size_t)n, fix, reg);
+      snprintf(err + n, errlen - (size_t)n, fix, path);
     return false;
   }
-  /* First use: written durably before any lease is taken. */
+write:
+  /* Written durably before any lease is taken. */
   if ((f = fopen(tmp, "w")) == NULL || fputs(want, f) < 0 || fflush(f) != 0 ||
       fsync(fileno(f)) != 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
     snprintf(err, errlen, "cannot write %s: %m", path);
@@ -434,58 +501,203 @@ static bool last_write(idgen_registry_t *reg, idgen_lease_t *ls, char *err, size
 typedef struct {
   char space[IDGEN_SPACE_NAME_MAX], pool[IDGEN_POOL_NAME_MAX];
   unsigned long long key;
-  int64 mark;
+  int64 mark; /* the tuple's, when found */
   bool found;
+  int64 top; /* the highest mark of every tuple listed */
 } last_find;
 
 static int last_row(void *ctx, const idgen_lease_row_t *row) {
   last_find *lf = ctx;
-  if (row->key == lf->key && strcmp(row->pool, lf->pool) == 0 &&
+  if (row->mark_ms > lf->top)
+    lf->top = row->mark_ms;
+  if (row->pool_mark_ms > lf->top)
+    lf->top = row->pool_mark_ms;
+  if (!lf->found && row->key == lf->key && strcmp(row->pool, lf->pool) == 0 &&
       strcmp(row->space, lf->space) == 0) {
     lf->mark = row->mark_ms;
     lf->found = true;
-    return 1;
   }
   return 0;
 }
 
-/* Where this server's last run left off on `reg`: the mark of the tuple it
- * held last (or, on another registry or one spelled otherwise, the time it
- * last recorded); 0 if nothing is known, -1 if the registry cannot be read. */
-static int64 last_mark(idgen_registry_t *reg) {
-  char path[MAXPGPATH], line[2048], uri[1100], err[512];
-  last_find lf;
+/* The record into uri[urilen], lf (the tuple) and *issued; false (and a
+ * LOG for a file that is not one) when there is none. */
+static bool last_read(char *uri, size_t urilen, last_find *lf, int64 *issued) {
+  char path[MAXPGPATH], line[2048];
+  long long ms = 0;
   FILE *f;
-  int rc;
-  long long issued = 0;
-  memset(&lf, 0, sizeof lf);
+  memset(lf, 0, sizeof *lf);
   last_path(path, sizeof path, "");
   if ((f = fopen(path, "r")) == NULL)
-    return 0; /* the first start with a lease */
+    return false;
   if (fgets(line, sizeof line, f) == NULL)
     line[0] = '\0';
   fclose(f);
-  if (sscanf(line, "registry=%1099s space=%32s pool=%127s key=%llx issued_ms=%lld", uri, lf.space,
-             lf.pool, &lf.key, &issued) != 5) {
+  Assert(urilen >= 1100);
+  if (sscanf(line, "registry=%1099s space=%32s pool=%127s key=%llx issued_ms=%lld", uri, lf->space,
+             lf->pool, &lf->key, &ms) != 5) {
     ereport(LOG, (errmsg("idgen: %s is not a record of this extension's; ignored", path)));
-    return 0;
+    return false;
   }
-  if (strcmp(uri, idgen_registry_uri(reg)) != 0)
+  *issued = ms;
+  return true;
+}
+
+/* What a file: registry that is not this run's (the one the last lease
+ * came from, or the one earlier versions made by default) says about the
+ * IDs issued through it: the mark of the tuple lf if it is there (at or
+ * above every ID issued under it, also those a crash left out of the
+ * record), else the highest mark of all (every ID this server issued
+ * through it is below one); 0 when it is not a file: registry or its
+ * directory is gone, -1 when it cannot be read. */
+static int64 registry_floor(const char *uri, last_find *lf) {
+  char dir[MAXPGPATH], err[1100];
+  idgen_registry_t *r = NULL;
+  struct stat st;
+  int rc;
+  if (!file_registry_dir(uri, dir, sizeof dir) || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return 0;
+  WITHOUT_SIGNALS(rc = idgen_registry_open(&r, uri, err, sizeof err));
+  if (rc == 0) {
+    WITHOUT_SIGNALS(rc = idgen_registry_list(r, last_row, lf, err, sizeof err));
+    idgen_registry_close(r);
+  }
+  if (rc < 0) {
+    ereport(LOG, (errmsg("idgen: cannot read the marks of %s: %s", uri, err)));
+    return -1;
+  }
+  return lf->found ? lf->mark : lf->top;
+}
+
+/* The registry `uri` (earlier versions' default, not used now): the time
+ * up to which this server issued IDs through it, into pg_idgen.last, so
+ * that a start on another registry begins above them even when the
+ * directory has been moved aside.  Best effort: logged when it fails. */
+static void last_keep_floor(const char *uri) {
+  char rec[1100], err[300];
+  last_find lf;
+  int64 issued = 0, floor;
+  bool have = last_read(rec, sizeof rec, &lf, &issued);
+  if (!have) {
+    memset(&lf, 0, sizeof lf);
+    strlcpy(rec, uri, sizeof rec);
+  }
+  if (strcmp(rec, uri) != 0) {
+    /* the last lease was from elsewhere: a namesake here is no measure */
+    last_find any;
+    memset(&any, 0, sizeof any);
+    floor = registry_floor(uri, &any);
+  } else {
+    floor = registry_floor(uri, &lf);
+  }
+  if (floor <= issued)
+    return;
+  /* With no record of a lease (versions before it), one that names no
+   * tuple: only its time counts. */
+  if (have)
+    snprintf(last_lease, sizeof last_lease, "registry=%s space=%s pool=%s key=%016llx", rec,
+             lf.space, lf.pool, lf.key);
+  else
+    snprintf(last_lease, sizeof last_lease, "registry=%s space=default pool=none key=0", rec);
+  if (last_store(floor, err, sizeof err))
+    ereport(LOG, (errmsg("idgen: recorded in pg_idgen.last that IDs issued through %s reach "
+                         "%lld ms (its marks): a start on another registry begins above them",
+                         uri, (long long)floor)));
+  else
+    ereport(LOG, (errmsg("idgen: %s", err)));
+}
+
+/* Where this server's last run left off on `reg`: the mark of the tuple it
+ * held last, or, on another registry or one spelled otherwise, the time it
+ * last recorded and what that registry says if it is a file: directory
+ * still there; 0 if nothing is known, -1 if `reg` cannot be read. */
+static int64 last_mark(idgen_registry_t *reg) {
+  char uri[1100], err[512];
+  last_find lf;
+  int rc;
+  int64 issued = 0;
+  if (!last_read(uri, sizeof uri, &lf, &issued))
+    return 0; /* the first start with a lease */
+  if (strcmp(uri, idgen_registry_uri(reg)) != 0) {
     /* Another registry, or the same one spelled otherwise (localhost for
      * 127.0.0.1): the tuple is looked for all the same (found, its mark
      * is exact; in another registry a namesake's mark is only stricter),
      * and the time the last run recorded counts (the final one at a clean
-     * stop; after a crash, the durable mark of up to a second before). */
+     * stop; after a crash, the durable mark of up to a second before).  A
+     * file: registry left behind (the one earlier versions made in the
+     * data directory) still has the exact mark: it counts too. */
+    last_find other = lf;
+    int64 m = registry_floor(uri, &other);
     ereport(LOG, (errmsg("idgen: the last lease was from registry %s, not %s: the new IDs start "
-                         "above the time the last run recorded, and above that tuple's mark if "
-                         "this registry has it",
-                         uri, idgen_registry_uri(reg))));
+                         "above the time the last run recorded, above that tuple's mark if "
+                         "this registry has it%s",
+                         uri, idgen_registry_uri(reg),
+                         m > 0 ? ", and above the marks the other registry keeps" : "")));
+    if (m > issued)
+      issued = m;
+    lf.found = false;
+    lf.top = 0;
+  }
   WITHOUT_SIGNALS(rc = idgen_registry_list(reg, last_row, &lf, err, sizeof err));
-  if (rc < 0 && rc != 1) {
+  if (rc < 0) {
     ereport(LOG, (errmsg("idgen: cannot read the last lease's mark: %s", err)));
     return -1;
   }
   return lf.found && lf.mark > issued ? lf.mark : issued;
+}
+
+/* ---- the default: the host's registry ------------------------------------- */
+
+/* The registry earlier versions made by default in the data directory:
+ * with idgen.registry unset, its presence is refused (the earlier
+ * default's marks order this server's IDs across restarts, and the host's
+ * registry is another ID space: switching is the DBA's choice, not the
+ * upgrade's), naming both ways out.  Before refusing, the time up to which
+ * it issued goes into pg_idgen.last, so that the way out that moves it
+ * aside keeps the order.  true when it is not there, else false with the
+ * message. */
+static bool earlier_default(char *err, size_t errlen) {
+  char dir[MAXPGPATH], real[PATH_MAX], uri[PATH_MAX + 8], host[1100], why[1100];
+  struct stat st;
+  bool usable;
+  snprintf(dir, sizeof dir, "%s/pg_idgen", DataDir);
+  if (lstat(dir, &st) != 0 && errno == ENOENT)
+    return true;
+  if (realpath(dir, real) == NULL)
+    strlcpy(real, dir, sizeof real);
+  snprintf(uri, sizeof uri, "file:%s", real);
+  last_keep_floor(uri);
+  usable = idgen_registry_default_uri(host, sizeof host, why, sizeof why) == 0;
+  snprintf(err, errlen,
+           "idgen.registry is not set, and the data directory holds %s, the registry earlier "
+           "versions of idgen used by default.  The default is now the host's registry, which "
+           "every idgen on this host shares; this server does not change registries on its "
+           "own (this one keeps the marks that order its IDs across restarts).  Choose, then "
+           "restart the server: keep this server's own registry, which no other idgen on this "
+           "host shares (their IDs may equal this server's): ALTER SYSTEM SET idgen.registry = "
+           "'%s'; or share the host's registry%s%s%s by moving this one aside: mv %s "
+           "%s.retired (the new IDs start above its marks, recorded in %s/pg_idgen.last)%s%s",
+           real, uri, usable ? " (" : "", usable ? host : "", usable ? ")" : "", real, real,
+           DataDir, usable ? "" : ", once the server's user may use it: ", usable ? "" : why);
+  return false;
+}
+
+/* The host's default registry (the library's, as the command's and the
+ * daemon's) into uri[n]; false with the library's refusal and this
+ * server's ways out. */
+static bool host_registry(char *uri, size_t n, char *err, size_t errlen) {
+  char why[1100];
+  if (idgen_registry_default_uri(uri, n, why, sizeof why) == 0)
+    return true;
+  snprintf(err, errlen,
+           "idgen.registry (the default): %s.  For this server: once its user may write the "
+           "host's registry (a member of its group, as said), restart the server (its processes "
+           "keep the groups they started with); or set idgen.registry and restart: ALTER SYSTEM "
+           "SET idgen.registry = 'file:%s/pg_idgen' is a registry private to this server, "
+           "which no other idgen on this host shares (their IDs may equal this server's), "
+           "'postgres://...' one that servers and daemons on many hosts share",
+           why, DataDir);
+  return false;
 }
 
 /* The worker's generator and lease: current slot, or -1. */
@@ -546,7 +758,7 @@ void idgen_worker_main(Datum arg) {
   idgen_snowflake_settings_t s;
   idgen_registry_t *reg = NULL;
   const char *field;
-  char uri[1024], err[2048], info[512];
+  char base[1100], uri[1100], dir[MAXPGPATH], err[2048], info[512];
   int rc;
 
   (void)arg;
@@ -555,8 +767,34 @@ void idgen_worker_main(Datum arg) {
   before_shmem_exit(worker_exit, 0);
 
   set_state(ST_STARTING, "the idgen background worker is starting", NULL);
-  if (!read_settings(&l, &s, uri, sizeof uri, &field, err, sizeof err) ||
-      (!(registry_setting && registry_setting[0]) && !owner_check(err, sizeof err)))
+  if (registry_setting && registry_setting[0]) {
+    strlcpy(base, registry_setting, sizeof base);
+  } else {
+    /* The host's registry, or nothing: never one of this server's own
+     * unless named.  Refused while the server's user may not use it, and
+     * looked at again every RETRY_MS (a directory made or shared later is
+     * taken without a restart); said once, and again when it changes. */
+    if (!earlier_default(err, sizeof err))
+      off(err);
+    for (char said[sizeof err] = "";;) {
+      if (host_registry(base, sizeof base, err, sizeof err))
+        break;
+      set_state(ST_FAILED, err, NULL);
+      if (strcmp(said, err) != 0)
+        ereport(LOG, (errmsg("idgen: idgen_snowflake() leases nothing (looking again every %d "
+                             "ms): %s",
+                             RETRY_MS, err)));
+      strlcpy(said, err, sizeof said);
+      if (!nap(RETRY_MS))
+        proc_exit(1);
+    }
+  }
+  if (!read_settings(&l, &s, base, uri, sizeof uri, &field, err, sizeof err))
+    off(err);
+  /* A registry in the data directory is copied with it: only the server
+   * that made it uses it. */
+  if (file_registry_dir(uri, dir, sizeof dir) && in_data_dir(dir) &&
+      !owner_check(dir, err, sizeof err))
     off(err);
   /* A registry that cannot be reached yet (a database starting, this very
    * server among them) is tried again; a malformed URI is a setting. */
@@ -662,7 +900,7 @@ void idgen_worker_main(Datum arg) {
     if (lease != NULL) {
       idgen_lease_info_t li;
       idgen_lease_info(lease, &li);
-      snprintf(info, sizeof info, "%s from %s, generation %llu", li.node, uri,
+      snprintf(info, sizeof info, "%s from %s, generation %llu", li.node, idgen_registry_uri(reg),
                (unsigned long long)li.generation);
     } else {
       snprintf(info, sizeof info, "%s (static: unchecked, no mark)",
@@ -719,8 +957,8 @@ static void register_worker(void) {
   BackgroundWorker w;
   memset(&w, 0, sizeof w);
   w.bgw_flags = BGWORKER_SHMEM_ACCESS;
-  /* Not on a standby: it would issue what its primary issues (its
-   * registry, the default one in the data directory, is a copy). */
+  /* Not on a standby: it would issue what its primary issues (a registry
+   * in the data directory is a copy; the host's is another host's). */
   w.bgw_start_time = BgWorkerStart_RecoveryFinished;
   w.bgw_restart_time = 1;
   strlcpy(w.bgw_library_name, "idgen", sizeof w.bgw_library_name);
@@ -738,8 +976,10 @@ void idgen_pg_snowflake_init(void) {
       MemoryContextStrdup(TopMemoryContext, GetConfigOption("idgen.layout", false, false));
   DefineCustomStringVariable(
       "idgen.registry", "Where idgen_snowflake() leases its node value from.",
-      "file:DIR (servers on one host), postgres://... or etcd://HOST:PORT (a fleet), or static "
-      "(every value from idgen.node, unchecked, no durable mark).  Empty: file:$PGDATA/pg_idgen.",
+      "file:DIR (processes on one host), postgres://... (a fleet), or static (every value "
+      "from idgen.node, unchecked, no durable mark).  Empty: the host's registry "
+      "(file:/var/lib/idgen), shared with every idgen on the host; refused, saying what to do, "
+      "when the server's user may not use it.",
       &registry_setting, "", PGC_POSTMASTER, 0, NULL, NULL, NULL);
   DefineCustomStringVariable(
       "idgen.node", "idgen_snowflake()'s node values the registry does not assign.",

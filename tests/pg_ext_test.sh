@@ -12,7 +12,9 @@
 # shared_preload_libraries), then has 4 sessions at once fill one table keyed
 # by idgen_uuid7() and idgen_ulid() defaults: no unique violation, every row
 # there.  Then a second server with shared_preload_libraries = 'idgen' (its
-# registry the default file: in its data directory, a layout of 2 workers):
+# registry named on purpose, idgen.registry = 'file:pg_idgen': one private
+# to it, in its data directory, a layout of 2 workers; the default, the
+# host's registry, is tests/pg_default_registry_test.sh's):
 #   - 8 sessions at once insert 1,000,000 rows each into a table keyed by
 #     `default idgen_snowflake()`: no unique violation, every row there, each
 #     session's IDs increasing in its rows' order; idgen_snowflake_n(100000)
@@ -28,8 +30,8 @@
 #   - a standby made with pg_basebackup refuses idgen_snowflake() (it would
 #     issue its primary's IDs), and once promoted refuses its copy of the
 #     primary's registry, saying what to do; without that registry it refuses
-#     a first use on timeline 2, and with the registry set explicitly (the way
-#     out it names) it issues.
+#     a first use on timeline 2, and once told to adopt it (`adopt` in
+#     pg_idgen.owner, the way out it names) it issues.
 # Stops the servers and removes their data.  PG_EXT_ROWS changes the
 # 1,000,000.
 #
@@ -117,7 +119,11 @@ q_when_ready() {
 ready_count() { grep -c "idgen_snowflake() is ready" "$work/pg2/log" || true; }
 port2=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$ROOT/tests/pg_server.sh" start "$work/pg2" "$port2" >/dev/null
-printf "shared_preload_libraries = 'idgen'\nidgen.layout = '%s'\n" "$LAYOUT" \
+# A registry private to this server, named: relative, so in whichever data
+# directory the server runs (a copy's is the copy's, which the owner check
+# refuses below).  Never the default: the host's /var/lib/idgen.
+PRIVATE="idgen.registry = 'file:pg_idgen'"
+printf "shared_preload_libraries = 'idgen'\nidgen.layout = '%s'\n%s\n" "$LAYOUT" "$PRIVATE" \
   >>"$work/pg2/data/postgresql.conf"
 "$ROOT/tests/pg_server.sh" pause "$work/pg2"
 "$ROOT/tests/pg_server.sh" resume "$work/pg2"
@@ -244,6 +250,7 @@ grep -q "etcd:// is not available in this build.*cannot be linked into a server 
 echo "ok   pg extension: etcd:// refused: $(cut -c1-110 <<<"$err")..."
 "$ROOT/tests/pg_server.sh" pause "$work/pg2"
 sed -i '/^idgen.registry = /d' "$work/pg2/data/postgresql.conf"
+echo "$PRIVATE" >>"$work/pg2/data/postgresql.conf"
 "$ROOT/tests/pg_server.sh" resume "$work/pg2"
 
 echo "== a standby refuses; promoted, its copied registry is refused"
@@ -274,10 +281,14 @@ err=$(PGHOST=$work/pg3 PGPORT=$port3 psql -qAtX -c "SELECT idgen_snowflake()" 2>
   { standby_stop; fail "the promoted server without a registry issued an ID: $err"; }
 grep -q "on WAL timeline 2" <<<"$err" || { standby_stop; fail "timeline 2's error: $err"; }
 echo "ok   pg extension: a first use on timeline 2 refuses: $(cut -c1-110 <<<"${err#ERROR:  }")..."
-# The way out it names: the registry set explicitly.
-echo "idgen.registry = 'file:$work/pg3/data/pg_idgen'" >>"$work/pg3/data/postgresql.conf"
+grep -q "echo adopt > $work/pg3/data/pg_idgen.owner" <<<"$err" ||
+  { standby_stop; fail "timeline 2's error names no way to adopt the registry: $err"; }
+# The way out it names: adopt it (the original will never issue again).
+echo adopt >"$work/pg3/data/pg_idgen.owner"
 pg3 -m fast restart -o "-p $port3 -k $work/pg3 -c listen_addresses=''" || fail "restart"
 got=$(PGHOST=$work/pg3 PGPORT=$port3 q_when_ready "SELECT idgen_snowflake() > 0") || true
 standby_stop
-[ "$got" = t ] || fail "with idgen.registry set explicitly the promoted server still refuses: $got"
-echo "ok   pg extension: with idgen.registry set explicitly it issues"
+[ "$got" = t ] || fail "told to adopt its registry, the promoted server still refuses: $got"
+grep -q "^data_directory=.* timeline=2$" "$work/pg3/data/pg_idgen.owner" ||
+  fail "adopted, pg_idgen.owner is not this server's record: $(cat "$work/pg3/data/pg_idgen.owner")"
+echo "ok   pg extension: told to adopt it (echo adopt > pg_idgen.owner), it issues and records itself"
