@@ -50,6 +50,8 @@ make -s -C "$repo/pg" PG_CONFIG="$PG_CONFIG" IDGEN_BUILD="$build" install >&2
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$repo/tests/pg_server.sh" start "$work/pg" "$port" >/dev/null
 echo "shared_preload_libraries = 'idgen'" >>"$work/pg/data/postgresql.conf"
+# a registry of the server's own, named (the default is the host's /var/lib/idgen)
+echo "idgen.registry = 'file:pg_idgen'" >>"$work/pg/data/postgresql.conf"
 "$repo/tests/pg_server.sh" pause "$work/pg"
 "$repo/tests/pg_server.sh" resume "$work/pg"
 export PGHOST=$work/pg PGPORT=$port PGUSER=postgres PGDATABASE=postgres

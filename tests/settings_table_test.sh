@@ -17,7 +17,8 @@
 #           idgen_snowflake() says the settings are wrong.
 # The layout is twitter's (datacenter and worker; the registry leases
 # worker).  `file` is a file: registry of the test's own (the extension's
-# default, file:$PGDATA/pg_idgen, there).
+# file:pg_idgen, in its data directory, named: never the default, the
+# host's /var/lib/idgen).
 #
 # Builds and installs the extension as tests/pg_ext_test.sh does (root:
 # PGXS writes under /usr).  Exit status: 0 passed, 1 failed, 77 skipped (not
@@ -136,7 +137,7 @@ while IFS='|' read -r reg node field ttl verdict msg; do
   verdict=$(trim "$verdict") msg=$(trim "$msg")
   row="registry $reg, node \"$node\"${field:+, lease_field $field}${ttl:+, lease_ttl_ms $ttl}"
   uri=$reg
-  [ "$reg" != file ] || uri= # the extension's default: file:$PGDATA/pg_idgen
+  [ "$reg" != file ] || uri=file:pg_idgen # the server's own, in its data directory
   rc=0
   out=$(q "ALTER SYSTEM RESET ALL") || rc=$?
   [ "$rc" != 0 ] || out=$(q "ALTER SYSTEM SET idgen.registry = '$uri'") || rc=$?
@@ -155,6 +156,7 @@ done <<<"$TABLE"
 # (the server keeps the default) rather than taken by the worker, which
 # would retry forever.
 q "ALTER SYSTEM RESET ALL" >/dev/null
+q "ALTER SYSTEM SET idgen.registry = 'file:pg_idgen'" >/dev/null
 printf "idgen.lease_ttl_ms = 299\n" >>"$work/pg/data/postgresql.conf"
 "$ROOT/tests/pg_server.sh" pause "$work/pg"
 "$ROOT/tests/pg_server.sh" resume "$work/pg"

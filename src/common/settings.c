@@ -262,8 +262,7 @@ __attribute__((format(printf, 3, 0))) static void vmessage(const settings_t *s, 
   else if (k >= 0) {
     char buf[2200];
     const char *v = shown(s, k, buf, sizeof buf);
-    fprintf(stderr, "%s = \"%s\" (from %s): ", settings_defs[k].name, SETTINGS_Q(v),
-            s->source[k]);
+    fprintf(stderr, "%s = \"%s\" (from %s): ", settings_defs[k].name, SETTINGS_Q(v), s->source[k]);
   }
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
