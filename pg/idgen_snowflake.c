@@ -980,7 +980,8 @@ void idgen_pg_snowflake_init(void) {
       "from idgen.node, unchecked, no durable mark).  Empty: the host's registry "
       "(file:/var/lib/idgen), shared with every idgen on the host; refused, saying what to do, "
       "when the server's user may not use it.",
-      &registry_setting, "", PGC_POSTMASTER, 0, NULL, NULL, NULL);
+      /* superusers only: a postgres:// URI may hold a password (issue 40) */
+      &registry_setting, "", PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
   DefineCustomStringVariable(
       "idgen.node", "idgen_snowflake()'s node values the registry does not assign.",
       "NAME=VALUE, comma-separated, as `idgen --node`: datacenter=1,worker=2.", &node_setting, "",

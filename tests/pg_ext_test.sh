@@ -134,6 +134,17 @@ q "CREATE EXTENSION idgen;
    CREATE TABLE sf (id bigint PRIMARY KEY DEFAULT idgen_snowflake(), s int NOT NULL,
                     n bigint NOT NULL)"
 q_when_ready "SELECT idgen_snowflake()" >/dev/null || fail "idgen_snowflake() never became ready"
+# idgen.registry may hold a password: a role that is not a superuser reads
+# it neither with SHOW, current_setting() nor pg_settings.
+q "CREATE ROLE idgen_reader LOGIN"
+out=$(psql -qAtX -U idgen_reader -c "SHOW idgen.registry" 2>&1) &&
+  fail "a role that is not a superuser read idgen.registry: $out"
+out=$(psql -qAtX -U idgen_reader -c "SELECT current_setting('idgen.registry')" 2>&1) &&
+  fail "current_setting('idgen.registry') for a role that is not a superuser: $out"
+[ "$(psql -qAtX -U idgen_reader -c "SELECT count(*) FROM pg_settings WHERE name = 'idgen.registry'")" = 0 ] ||
+  fail "pg_settings shows idgen.registry to a role that is not a superuser"
+[ "$(q "SHOW idgen.registry")" = file:pg_idgen ] || fail "a superuser no longer reads idgen.registry"
+echo "ok   pg extension: idgen.registry is for superusers only (SHOW, current_setting, pg_settings)"
 pids=()
 for s in 1 2 3 4 5 6 7 8; do
   q "INSERT INTO sf (s, n) SELECT $s, g FROM generate_series(1, $ROWS) g" &
