@@ -3,7 +3,8 @@
  * §11; fenced, durable: expiry and quarantine by the database's clock,
  * listing and freeing by hand, the floor of deleted rows, an earlier
  * version's table, one schema whatever the session's search_path, an
- * earlier version's registry in another schema; what every backend must do is in
+ * earlier version's registry in another schema, refused, fenced or parked;
+ * what every backend must do is in
  * test_registry_contract.c), against a real server: $IDGEN_TEST_PG_URI, such as the one
  * tests/pg_server.sh starts.  Without it the test fails, unless
  * IDGEN_TEST_PG_SKIP=1 (then it reports "skipped", exit 77).
@@ -688,10 +689,12 @@ static const char OLD_SCHEMA[] =
 
 /* A registry an earlier version made in `public` (and one in another
  * schema), in a database of the test's own: the default schema is refused,
- * naming both and the fix, and nothing is made; ?schema=public uses the
- * old registry in place (its held tuple stays held) and mends it; after
- * that the default is still refused (the database has a registry), and a
- * schema named on purpose is a registry of its own. */
+ * naming both and the fix, and nothing is made; ?schema=public mends the
+ * old registry in place, but grants nothing while the other one (legacy)
+ * is beside it, until that one is parked in public_earlier; then it is
+ * used (its held tuple stays held); after that the default is still
+ * refused (the database has a registry), and a schema named on purpose is
+ * a registry of its own. */
 static void test_earlier_registry_elsewhere(void **state) {
   (void)state;
   char db[64], sql[2000], dburi[700], err[600], got[64];
@@ -725,11 +728,24 @@ static void test_earlier_registry_elsewhere(void **state) {
   if (!strstr(err, "but schemas legacy, public have one an earlier idgen made") ||
       !strstr(err, "?schema=legacy"))
     fail_msg("two earlier registries: %s", err);
-  /* named, the earlier one in public is used in place: the held tuple stays held */
+  /* named, the earlier one in public is mended in place, but nothing is
+   * granted beside the one in legacy, until it is parked where the message says */
   char pub[800];
   snprintf(pub, sizeof pub, "%s?schema=public", dburi);
   r = tu_registry(pub);
-  idgen_lease_t *a = take(r, &p, 0, 0);
+  idgen_lease_request_t req = request(&p, 0, 0);
+  idgen_lease_t *a = NULL;
+  assert_int_equal(idgen_registry_acquire(r, &req, &a, err, sizeof err), IDGEN_EREGISTRY);
+  if (!strstr(err, "schema legacy has a registry an earlier idgen made") ||
+      !strstr(err, "CREATE SCHEMA public_earlier; ALTER TABLE legacy.idgen_nodes SET SCHEMA "
+                   "public_earlier"))
+    fail_msg("?schema=public beside an earlier registry in legacy: %s", err);
+  psql_on(db,
+          "CREATE SCHEMA public_earlier; ALTER TABLE legacy.idgen_nodes SET SCHEMA public_earlier;"
+          "ALTER TABLE legacy.idgen_pools SET SCHEMA public_earlier;"
+          "ALTER TABLE legacy.idgen_spaces SET SCHEMA public_earlier",
+          NULL, 0);
+  a = take(r, &p, 0, 0);
   assert_int_equal(tu_worker(a), 1);
   rows_t rs = list_pool(r, &p);
   assert_int_equal(rs.n, 2);
@@ -742,8 +758,12 @@ static void test_earlier_registry_elsewhere(void **state) {
           " proconfig IS NOT NULL AND proname IN ('idgen_nodes_removed', 'idgen_pools_kept')",
           got, sizeof got);
   assert_string_equal(got, "2");
-  /* the default is refused still (legacy is an earlier one), and with legacy gone, */
-  psql_on(db, "DROP SCHEMA legacy CASCADE", NULL, 0);
+  /* the default is refused still (public_earlier is an earlier one, not parked for
+   * idgen), and with it gone, */
+  assert_int_equal(idgen_registry_open(&r, dburi, err, sizeof err), IDGEN_EREGISTRY);
+  if (!strstr(err, "schema public_earlier has one an earlier idgen made"))
+    fail_msg("default beside public_earlier: %s", err);
+  psql_on(db, "DROP SCHEMA legacy CASCADE; DROP SCHEMA public_earlier CASCADE", NULL, 0);
   assert_int_equal(idgen_registry_open(&r, dburi, err, sizeof err), IDGEN_EREGISTRY);
   /* because public is this database's registry now */
   if (!strstr(err, "schema idgen has no registry, but schema public has one: add ?schema=public") ||
@@ -759,6 +779,90 @@ static void test_earlier_registry_elsewhere(void **state) {
   idgen_registry_close(r);
   r = tu_registry(dburi); /* now it has one */
   idgen_registry_close(r);
+  snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", db);
+  psql(sql);
+}
+
+/* An earlier version's registry that appears in `public` beside this
+ * version's (made while no holder of this version ran, or by hand), in a
+ * database of the test's own: a renewal fences the lease out (naming it,
+ * its live holder, and the schema to park it in); acquisition is refused
+ * while any of its leases is live, and while it is not parked; parked in
+ * idgen_earlier it is harmless once none is live: a new lease starts above
+ * its marks (its floor), and is fenced if they pass that floor.  Meanwhile
+ * every session of this version holds the key an earlier version makes its
+ * tables under, so none can (docs/DESIGN.md §11). */
+static void test_earlier_registry_appears(void **state) {
+  (void)state;
+  char db[64], sql[2400], dburi[700], err[600], got[64];
+  snprintf(db, sizeof db, "idgen_appears_%llu", (unsigned long long)run_base);
+  snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s WITH (FORCE)", db);
+  psql(sql);
+  snprintf(sql, sizeof sql, "CREATE DATABASE %s", db);
+  psql(sql);
+  snprintf(dburi, sizeof dburi, "%.*s/%s", (int)(strrchr(base_uri, '/') - base_uri), base_uri, db);
+  idgen_registry_t *r = tu_registry(dburi);
+  pool_t p = new_pool("time:41,run:16,worker:4,sequence:3");
+  idgen_lease_t *a = take(r, &p, 3000, 0), *b = NULL;
+  assert_int_equal(idgen_lease_renew(a, err, sizeof err), 0);
+  /* the guard: an earlier version's try for its table lock fails */
+  psql_on(db, "SELECT pg_try_advisory_xact_lock(7283920174628301)", got, sizeof got);
+  assert_string_equal(got, "f");
+  /* the earlier registry, one lease live, its mark 1.5 s ahead */
+  int64_t mark = now_ms() + 1500;
+  snprintf(sql, sizeof sql,
+           "SET search_path = public; %s INSERT INTO idgen_nodes VALUES ('%s', %llu, 'old:1:aa',"
+           " 1, now() + interval '1 hour', now() + interval '2 hours', %lld)",
+           OLD_SCHEMA, p.name, (unsigned long long)(p.run << p.run_shift | 1u << 3),
+           (long long)mark);
+  psql_on(db, sql, NULL, 0);
+  assert_int_equal(idgen_lease_renew(a, err, sizeof err), IDGEN_ELEASE);
+  if (!strstr(err, "renew: fenced out: schema public has an earlier idgen's registry (1 lease "
+                   "live: old:1:aa)") ||
+      !strstr(err, "into schema idgen_earlier") || strlen(err) >= IDGEN_REASON_MAX)
+    fail_msg("renewal beside an earlier registry: %s", err);
+  idgen_lease_request_t req = request(&p, 3000, 0);
+  assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), IDGEN_EREGISTRY);
+  if (!strstr(err, "schema public has a registry an earlier idgen made (through search_path), 1 "
+                   "lease live (old:1:aa)") ||
+      !strstr(err, "Upgrade every holder") ||
+      !strstr(err, "CREATE SCHEMA idgen_earlier; ALTER TABLE public.idgen_nodes SET SCHEMA "
+                   "idgen_earlier") ||
+      strstr(err, "drop them") || strlen(err) >= 512 - 8)
+    fail_msg("acquisition beside a live earlier registry: %s", err);
+  /* its holder stopped: still refused, while it is where an earlier version finds it */
+  psql_on(db, "UPDATE public.idgen_nodes SET holder = NULL, expires_at = now(), free_at = now()",
+          NULL, 0);
+  assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), IDGEN_EREGISTRY);
+  if (!strstr(err, "schema public has a registry an earlier idgen made (through search_path), "
+                   "whose holders") ||
+      strstr(err, "live ("))
+    fail_msg("acquisition beside a stopped earlier registry: %s", err);
+  /* parked: a lease is granted, above its mark */
+  psql_on(db,
+          "CREATE SCHEMA idgen_earlier; ALTER TABLE public.idgen_nodes SET SCHEMA idgen_earlier;"
+          "ALTER TABLE public.idgen_pools SET SCHEMA idgen_earlier;"
+          "ALTER TABLE public.idgen_spaces SET SCHEMA idgen_earlier",
+          NULL, 0);
+  b = take(r, &p, 3000, 0);
+  assert_true(info_of(b).floor_ms >= mark);
+  assert_true(now_ms() > mark); /* waited for it (the wall clock) */
+  assert_int_equal(idgen_lease_renew(b, err, sizeof err), 0);
+  /* its marks pass the lease's floor (a pool floor raised: a holder of it
+   * ran again): fenced */
+  snprintf(sql, sizeof sql, "INSERT INTO idgen_earlier.idgen_pools VALUES ('x', '', %lld, 0)",
+           (long long)(info_of(b).floor_ms + 1));
+  psql_on(db, sql, NULL, 0);
+  assert_int_equal(idgen_lease_renew(b, err, sizeof err), IDGEN_ELEASE);
+  if (!strstr(err, "schema idgen_earlier has an earlier idgen's registry (marks above this "
+                   "lease's start)"))
+    fail_msg("renewal after the parked registry's marks moved: %s", err);
+  idgen_lease_release(a);
+  idgen_lease_release(b);
+  idgen_registry_close(r);
+  /* no session of this version left: the key is free again */
+  psql_on(db, "SELECT pg_try_advisory_xact_lock(7283920174628301)", got, sizeof got);
+  assert_string_equal(got, "t");
   snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", db);
   psql(sql);
 }
@@ -802,6 +906,7 @@ int main(void) {
       cmocka_unit_test_setup(test_search_path, own_space),
       cmocka_unit_test_setup(test_schema_param, own_space),
       cmocka_unit_test_setup(test_earlier_registry_elsewhere, own_space),
+      cmocka_unit_test_setup(test_earlier_registry_appears, own_space),
       cmocka_unit_test_setup(test_earlier_version_table, own_space),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,7 +17,10 @@
  * schema, unless that one was made by this version and ?schema= names this
  * one on purpose: an earlier version's registry lives wherever its
  * starters' search_path led, and a second registry beside it would repeat
- * its IDs (pg_schema_txn).
+ * its IDs (pg_schema_txn).  Nor is a lease granted or kept beside an
+ * earlier version's registry that appears later: every session keeps
+ * earlier versions from making one, and acquisitions and renewals look for
+ * one in the catalogs (pg_earlier).
  *
  * A pool is a layout geometry (registry_int.h); `node` is a tuple's key,
  * its node bits in the ID, as a signed 64-bit integer; holders meet on it
@@ -125,6 +128,8 @@ typedef struct pg {
   int schema_given;   /* ?schema= named it */
   char schema[64];    /* the registry's schema */
   char quoted[68];    /* ... as an identifier: what `@` in the SQL becomes */
+  char parked[64];    /* where an earlier registry is parked: SCHEMA_earlier */
+  int guard;          /* conn holds KEY_EARLIER, shared (SQL_SESSION) */
 } pg_t;
 
 #include "registry_pg_sql.h"
@@ -168,6 +173,7 @@ static void pg_drop(pg_t *pg) {
   pq.PQsetnonblocking(pg->conn, 1);
   pq.PQfinish(pg->conn);
   pg->conn = NULL;
+  pg->guard = 0; /* the session's locks ended with it */
 }
 
 /* Takes pg->mu; in a forked child, first gives up the parent's connection
@@ -179,6 +185,7 @@ static void pg_lock(pg_t *pg) {
     if (pg->conn && pq.PQsocket(pg->conn) >= 0)
       close(pq.PQsocket(pg->conn)); /* the PGconn is leaked: freeing it would talk */
     pg->conn = NULL;
+    pg->guard = 0;
     pthread_mutex_init(&pg->mu, NULL);
     pg->fork_gen = gen;
   }
@@ -230,6 +237,8 @@ static int pg_connect(pg_t *pg, char *err, size_t errlen) {
   PGresult *res;
   int lost;
   int rc = pg_run(pg, &res, SQL_SESSION, 0, NULL, NULL, &lost, err, errlen);
+  if (rc == 0)
+    pg->guard = pq.PQgetvalue(res, 0, 6)[0] == 't';
   pq.PQclear(res);
   return rc;
 }
@@ -352,14 +361,155 @@ static int64_t pg_i64(const PGresult *res, int row, int col) {
   return pq.PQgetisnull(res, row, col) ? 0 : strtoll(pq.PQgetvalue(res, row, col), NULL, 10);
 }
 
+/* ---- an earlier version's registry in another schema ------------------------ */
+
+/* Earlier versions found their tables through the session's search_path.
+ * One started after this version made its registry, or restarted after
+ * its tables were moved into this one's schema, makes a registry of its
+ * own where its search_path leads (normally public) and leases the same
+ * tuples unseen (73,504 duplicates in 1.6 M IDs in a review).  The guard
+ * (SQL_SESSION) keeps it from making one while a session of this version
+ * lasts.  One there all the same (made while none ran, by hand, restored)
+ * is looked for in the catalogs at every acquisition and renewal, and no
+ * lease is granted or kept beside it: an earlier version started later
+ * finds its tables and needs no lock to use them.  Parked, moved by an
+ * administrator into pg->parked (SCHEMA_earlier), where no search_path of
+ * theirs leads, it is harmless once none of its leases is live: its marks
+ * are a floor (docs/DESIGN.md §11). */
+
+typedef struct earlier {
+  int n, parked;     /* schemas holding one (up to 8 read); parked ones among them */
+  char schemas[160]; /* those not parked, ", " between */
+  char first[64];    /* the first of them */
+  char top[64];      /* the one with the highest mark */
+  int64_t live;      /* leases live in them all: held, or in quarantine */
+  int64_t mark;      /* the highest mark or pool floor they keep */
+  char holders[100]; /* the first live ones */
+} earlier_t;
+
+/* Takes the guard if this session does not hold it yet (its try met an
+ * earlier version making its tables).  pg->mu held. */
+static void pg_guard(pg_t *pg) {
+  if (pg->guard)
+    return;
+  PGresult *res;
+  if (pg_query(pg, &res, SQL_GUARD, 0, NULL, 1, NULL, NULL, 0) == 0)
+    pg->guard = pq.PQgetvalue(res, 0, 0)[0] == 't';
+  pq.PQclear(res);
+}
+
+/* A catalog name as a quoted identifier in which pg_sql finds no `@` to
+ * replace: U&"...", with @ and the backslash as Unicode escapes. */
+static void pg_ident(char *dst, size_t n, const char *name) {
+  size_t o = (size_t)snprintf(dst, n, "U&\"");
+  for (; *name && o + 8 < n; name++) {
+    if (*name == '@' || *name == '\\') {
+      o += (size_t)snprintf(dst + o, n - o, "\\%04X", (unsigned)(unsigned char)*name);
+    } else {
+      if (*name == '"')
+        dst[o++] = '"';
+      dst[o++] = *name;
+    }
+  }
+  snprintf(dst + o, n - o, "\"");
+}
+
+/* Looks in the catalogs for schemas other than pg's that hold an earlier
+ * version's registry, and reads what each holds (only then: the catalogs
+ * alone in the usual database, which has none).  0 with *e (e->n 0: none),
+ * or the failure: one this role may not read is not taken for harmless.
+ * `retry`: outside a transaction.  pg->mu held. */
+static int pg_earlier(pg_t *pg, earlier_t *e, int retry, char *err, size_t errlen) {
+  static const char *const table[] = {"idgen_nodes", "idgen_pools", "idgen_leases"};
+  memset(e, 0, sizeof *e);
+  PGresult *res, *one;
+  int rc = pg_query(pg, &res, SQL_EARLIER, 0, NULL, retry, NULL, err, errlen);
+  int n = rc == 0 ? pq.PQntuples(res) : 0;
+  size_t names = 0, held = 0;
+  for (int i = 0; i < n && rc == 0; i++) {
+    const char *name = pq.PQgetvalue(res, i, 0);
+    char id[340], parts[1600] = "", sql[1800], why[400];
+    pg_ident(id, sizeof id, name);
+    for (int t = 0, used = 0; t < 3; t++) {
+      if (pq.PQgetvalue(res, i, 1 + t)[0] != 't')
+        continue;
+      used += snprintf(parts + used, sizeof parts - (size_t)used, "%s", used ? " UNION ALL " : "");
+      if (t == 1)
+        used += snprintf(parts + used, sizeof parts - (size_t)used, SQL_EARLIER_POOLS, id);
+      else
+        used +=
+            snprintf(parts + used, sizeof parts - (size_t)used, SQL_EARLIER_LEASES, id, table[t]);
+    }
+    snprintf(sql, sizeof sql, SQL_EARLIER_READ, parts);
+    if ((rc = pg_query(pg, &one, sql, 0, NULL, retry, NULL, why, sizeof why)) < 0) {
+      const char *w = strncmp(why, PFX, sizeof PFX - 1) == 0 ? why + sizeof PFX - 1 : why;
+      rc = idgen__err(err, errlen, rc,
+                      PFX "schema %.63s holds a registry an earlier idgen made, and reading it "
+                          "failed (%s): whether it is in use cannot be told",
+                      name, w);
+      break;
+    }
+    int64_t live = pg_i64(one, 0, 0), mark = pg_i64(one, 0, 2);
+    e->live += live;
+    if (mark > e->mark || !e->top[0]) {
+      e->mark = mark > e->mark ? mark : e->mark;
+      snprintf(e->top, sizeof e->top, "%s", name);
+    }
+    if (live > 0 && held < sizeof e->holders)
+      held += (size_t)snprintf(e->holders + held, sizeof e->holders - held, "%s%.60s",
+                               held ? ", " : "", pq.PQgetvalue(one, 0, 1));
+    pq.PQclear(one);
+    if (strcmp(name, pg->parked) == 0) {
+      e->parked++;
+      continue;
+    }
+    if (e->n++ == 0)
+      snprintf(e->first, sizeof e->first, "%s", name);
+    if (names < sizeof e->schemas)
+      names += (size_t)snprintf(e->schemas + names, sizeof e->schemas - names, "%s%.63s",
+                                names ? ", " : "", name);
+  }
+  pq.PQclear(res);
+  return rc;
+}
+
+/* ", N lease(s) live (holders)" or "", for the messages. */
+static void earlier_live(const earlier_t *e, char *buf, size_t n) {
+  buf[0] = '\0';
+  if (e->live > 0)
+    snprintf(buf, n, ", %" PRId64 " lease%s live (%.50s%s)", e->live, e->live > 1 ? "s" : "",
+             e->holders, e->live > 2 || e->n + e->parked > 1 ? ", ..." : "");
+}
+
+/* The refusal of a lease beside an earlier registry (e->n or e->live):
+ * IDGEN_EREGISTRY naming it, its live leases and what to do. */
+static int earlier_refuse(const pg_t *pg, const earlier_t *e, char *err, size_t errlen) {
+  char live[200];
+  earlier_live(e, live, sizeof live);
+  if (e->n == 0) /* parked, but its holders run: they started before it moved */
+    return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      PFX "schema %s keeps a registry an earlier idgen made%s: none is granted "
+                          "here until none of its leases is live (stop its holders)",
+                      pg->parked, live);
+  return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                    PFX "schema%s %s ha%s a registry an earlier idgen made (through "
+                        "search_path)%s, whose holders would lease these tuples unseen. Upgrade "
+                        "every holder; then, once none of its leases is live, move it where they "
+                        "cannot find it and this version reads its marks: CREATE SCHEMA %s; ALTER "
+                        "TABLE %s.idgen_nodes SET SCHEMA %s (and idgen_pools, idgen_spaces). Never "
+                        "drop it (its marks)",
+                    e->n > 1 ? "s" : "", e->schemas, e->n > 1 ? "ve" : "s", live, pg->parked,
+                    e->first, pg->parked);
+}
+
 /* ---- open, close ------------------------------------------------------------- */
 
 /* Before a registry is made in pg's schema, in the schema transaction:
  * refused (IDGEN_EREGISTRY) if the schema has none of idgen's tables while
  * another schema has a registry made by an earlier version (which found its
- * tables through the session's search_path), or by this one and the URI
- * does not name this schema: holders of a second registry in one database
- * would lease the first's tuples again. */
+ * tables through the session's search_path), live or not, or by this one
+ * and the URI does not name this schema: holders of a second registry in
+ * one database would lease the first's tuples again. */
 static int pg_elsewhere(pg_t *pg, char *err, size_t errlen) {
   PGresult *res;
   int rc = pg_query(pg, &res, SQL_NONE_HERE, 0, NULL, 0, NULL, err, errlen);
@@ -367,23 +517,34 @@ static int pg_elsewhere(pg_t *pg, char *err, size_t errlen) {
   pq.PQclear(res);
   if (rc < 0 || !none)
     return rc;
-  const char *v[] = {pg->schema};
-  if ((rc = pg_query(pg, &res, SQL_ELSEWHERE, 1, v, 0, NULL, err, errlen)) < 0)
+  const char *v[] = {pg->schema, pg->parked};
+  if ((rc = pg_query(pg, &res, SQL_ELSEWHERE, 2, v, 0, NULL, err, errlen)) < 0)
     return rc;
   int64_t earlier = pg_i64(res, 0, 0), ours = pg_i64(res, 0, 2);
-  char where[200], first[64];
+  char where[200], first[64], live[200] = "";
   snprintf(where, sizeof where, "%s", pq.PQgetvalue(res, 0, earlier > 0 ? 1 : 3));
   pq.PQclear(res);
   snprintf(first, sizeof first, "%.*s", (int)strcspn(where, ","), where);
   const char *s = pg->schema, *many = (earlier > 0 ? earlier : ours) > 1 ? "s" : "";
-  if (earlier > 0)
+  if (earlier > 0) {
+    earlier_t e;
+    char why[400];
+    if (pg_earlier(pg, &e, 0, why, sizeof why) == 0)
+      earlier_live(&e, live, sizeof live);
+    else
+      snprintf(live, sizeof live, " (its leases could not be read)");
+    /* In place, holders of both versions share it; moved, an earlier
+     * version still running, or started later, makes a new one in public
+     * (the guard stops it only while a holder of this version runs). */
     return idgen__err(err, errlen, IDGEN_EREGISTRY,
                       PFX "schema %s has no registry, but schema%s %s ha%s one an earlier idgen "
-                          "made (through search_path): add ?schema=%s to the URI to use it; or, "
-                          "once none of its holders runs, move its tables into %s (ALTER TABLE "
-                          "%s.idgen_nodes SET SCHEMA %s, and idgen_pools, idgen_spaces) or drop "
-                          "them.  A second registry would lease its tuples again",
-                      s, many, where, many[0] ? "ve" : "s", first, s, first, s);
+                          "made (through search_path)%s: add ?schema=%s to the URI to use it in "
+                          "place, or, once every holder is upgraded and none of its leases is "
+                          "live, move it: CREATE SCHEMA IF NOT EXISTS %s; ALTER TABLE "
+                          "%s.idgen_nodes SET SCHEMA %s (and idgen_pools, idgen_spaces). Never "
+                          "drop it: its marks keep new IDs above its own",
+                      s, many, where, many[0] ? "ve" : "s", live, first, s, first, s);
+  }
   if (ours > 0 && !pg->schema_given)
     return idgen__err(err, errlen, IDGEN_EREGISTRY,
                       PFX "schema %s has no registry, but schema%s %s ha%s one: add ?schema=%s "
@@ -467,7 +628,8 @@ static int pg_create_schema(pg_t *pg, char *err, size_t errlen) {
     if (idgen__mono_ms() >= deadline)
       return idgen__err(err, errlen, IDGEN_EREGISTRY,
                         PFX "another session has been creating idgen's tables for %d ms (it "
-                            "holds advisory lock 7283920174628301): is the server overloaded?",
+                            "holds advisory lock " KEY_MAKE ", or an earlier idgen's " KEY_EARLIER
+                            "): is the server overloaded?",
                         LOCK_WAIT_MS);
     struct timespec t = {0, LOCK_POLL_MS * 1000000L};
     nanosleep(&t, NULL);
@@ -581,6 +743,8 @@ static int pg_params(pg_t *pg, const char *uri, const PQconninfoOption *keys, ch
       p++;
   }
   snprintf(pg->quoted, sizeof pg->quoted, "\"%s\"", pg->schema); /* nothing in it to escape */
+  /* cut as PostgreSQL cuts a name to 63 bytes */
+  snprintf(pg->parked, sizeof pg->parked, "%.*s_earlier", 55, pg->schema);
   return 0;
 }
 
@@ -969,6 +1133,15 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
   }
   pq.PQclear(res);
   res = NULL;
+  /* An earlier version's registry in another schema: refused unless it
+   * is parked and none of its leases is live, and then its marks are a
+   * floor.  The guard first: an earlier version making its tables after
+   * this look cannot (docs/DESIGN.md §11). */
+  earlier_t e = {0};
+  if (rc == 0) {
+    pg_guard(pg);
+    rc = pg_earlier(pg, &e, 1, err, errlen);
+  }
   pg_unlock(pg);
   if (rc == 0 && legacy_held > 0)
     rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
@@ -976,8 +1149,12 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
                         "leases this version cannot see: stop the earlier version's holders first "
                         "(their marks are kept)",
                     legacy_held);
+  if (rc == 0 && (e.n > 0 || e.live > 0))
+    rc = earlier_refuse(pg, &e, err, errlen);
   if (rc < 0)
     return rc;
+  char ahead[120];
+  snprintf(ahead, sizeof ahead, "; the earlier registry in schema %.63s has marks ahead", e.top);
   char floor_text[24];
   snprintf(floor_text, sizeof floor_text, "%lld", legacy);
   const char *pv[] = {p->store, p->layout, floor_text};
@@ -990,12 +1167,14 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
     if (rc == 1)
       continue;
     snprintf(c.version, sizeof c.version, "%" PRId64, version);
-    l->floor_ms = space_floor;
+    /* The generator starts above l->floor_ms: the earlier registry's marks
+     * go there, and pg_renew fences the lease if they pass it. */
+    l->floor_ms = space_floor > e.mark ? space_floor : e.mark;
     int64_t now = idgen__req_now_ms(req), floor = 0;
-    if (space_floor >= now + borrow) { /* the space's floor is ahead: wait for it */
-      if ((rc = idgen__start_wait(PFX, req, p, 0, space_floor, now, &waited,
-                                  "; its layout's floor in the ID space is ahead", err, errlen)) <
-          0)
+    if (l->floor_ms >= now + borrow) { /* the floor is ahead: wait for it */
+      const char *why =
+          space_floor >= e.mark ? "; its layout's floor in the ID space is ahead" : ahead;
+      if ((rc = idgen__start_wait(PFX, req, p, 0, l->floor_ms, now, &waited, why, err, errlen)) < 0)
         return rc;
       continue;
     }
@@ -1129,18 +1308,46 @@ static int pg_lease_write(idgen_lease_t *l, const char *sql, const char *extra1,
   return rc;
 }
 
+/* A renewal, which also counts the schemas holding an earlier version's
+ * registry (catalogs only); where there is one (rare), it is read, and the
+ * lease is fenced out (IDGEN_ELEASE: the generator stops at once) unless
+ * it is parked, none of its leases is live and its marks are below the
+ * floor this lease started above: else its holders may issue this tuple's
+ * IDs.  One that cannot be read fails the renewal (IDGEN_EREGISTRY: the
+ * lease lapses unless a later one succeeds).  The message fits a lease
+ * status's reason (IDGEN_REASON_MAX). */
 static int pg_renew(idgen_lease_t *l, char *err, size_t errlen) {
+  pg_t *pg = l->r->be;
   char ttl[24], q[24];
   snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
   snprintf(q, sizeof q, "%" PRId64, l->quarantine_ms);
   PGresult *res;
   int rc = pg_lease_write(l, SQL_RENEW, ttl, q, "renew", &res, err, errlen);
-  if (rc == 0) {
-    l->expires_ms = pg_i64(res, 0, 0);
-    l->expires_in_ms = pg_i64(res, 0, 1);
-    pq.PQclear(res);
-  }
-  return rc;
+  if (rc < 0)
+    return rc;
+  l->expires_ms = pg_i64(res, 0, 0);
+  l->expires_in_ms = pg_i64(res, 0, 1);
+  int64_t others = pg_i64(res, 0, 2);
+  pq.PQclear(res);
+  earlier_t e = {0};
+  pg_lock(pg);
+  pg_guard(pg);
+  if (others > 0)
+    rc = pg_earlier(pg, &e, 1, err, errlen);
+  pg_unlock(pg);
+  if (rc < 0 || (e.n == 0 && e.live == 0 && e.mark <= l->floor_ms))
+    return rc;
+  char why[100];
+  if (e.live > 0)
+    snprintf(why, sizeof why, "%" PRId64 " lease%s live: %.32s", e.live, e.live > 1 ? "s" : "",
+             e.holders);
+  else
+    snprintf(why, sizeof why, "%s", e.n > 0 ? "not parked" : "marks above this lease's start");
+  return idgen__err(err, errlen, IDGEN_ELEASE,
+                    PFX "renew: fenced out: schema %.32s has an earlier idgen's registry (%s) "
+                        "that may issue this tuple's IDs: upgrade its holders, then move its "
+                        "tables into schema %s",
+                    e.n > 0 ? e.first : pg->parked, why, pg->parked);
 }
 
 static int pg_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen) {

@@ -24,20 +24,33 @@
 #define MSEC(p) "(" p "::bigint * interval '1 millisecond')"
 #define HELD "(holder IS NOT NULL AND expires_at > now())"
 
+/* The advisory lock every earlier version made its tables under, taken
+ * with pg_try_advisory_xact_lock (exclusive); and this version's own. */
+#define KEY_EARLIER "7283920174628301"
+#define KEY_MAKE "7283920174628302"
+
 /* Every session: statements end on the server before the client gives up
  * on them (QUERY_TIMEOUT_MS), so no write the client took for failed can
  * land later; a row lock held elsewhere fails fast; commits are durable
  * when they return (durable); READ COMMITTED, whose ON CONFLICT re-checks
  * the newest row version; and only the system catalogs on the search_path
  * (every table of ours is named with its schema), whatever the role's,
- * database's or URI's (options=-csearch_path=...) defaults. */
+ * database's or URI's (options=-csearch_path=...) defaults.  Last, the
+ * guard (column 6): KEY_EARLIER, shared, for the life of the session, so
+ * that no earlier version can make a registry of its own in this database
+ * while this session lasts (its exclusive try fails; it waits 30 s on its
+ * side and gives up).  Tried, never waited for: an earlier version making
+ * its tables this very moment holds it, and those tables are then seen in
+ * the catalogs (SQL_EARLIER); pg_guard tries again later. */
 static const char SQL_SESSION[] =
     "SELECT set_config('statement_timeout', '4s', false),"
     " set_config('lock_timeout', '2s', false),"
     " set_config('synchronous_commit', 'on', false),"
     " set_config('default_transaction_isolation', 'read committed', false),"
     " set_config('default_transaction_read_only', 'off', false),"
-    " set_config('search_path', 'pg_catalog, pg_temp', false)";
+    " set_config('search_path', 'pg_catalog, pg_temp', false),"
+    " pg_try_advisory_lock_shared(" KEY_EARLIER ")";
+static const char SQL_GUARD[] = "SELECT pg_try_advisory_lock_shared(" KEY_EARLIER ")";
 
 /* What this version writes on the idgen_nodes it makes or mends: a registry
  * whose table has it is one this version made, reached by its schema's
@@ -72,10 +85,11 @@ static const char SQL_NONE_HERE[] =
     "SELECT to_regclass('@.idgen_nodes') IS NULL AND to_regclass('@.idgen_pools') IS NULL"
     " AND to_regclass('@.idgen_leases') IS NULL";
 
-/* The registries in other schemas than $1 (from the catalogs alone, which
- * every role may read): how many an earlier version made (their idgen_nodes
- * lacks OWN, or only the first version's idgen_leases is there) and their
- * schemas, then how many this one made and theirs. */
+/* The registries in other schemas than $1 and $2, where an earlier one is
+ * parked (from the catalogs alone, which every role may read): how many an
+ * earlier version made (their idgen_nodes lacks OWN, or only the first
+ * version's idgen_leases is there) and their schemas, then how many this
+ * one made and theirs. */
 static const char SQL_ELSEWHERE[] =
     "SELECT count(*) FILTER (WHERE NOT own), string_agg(nspname, ', ' ORDER BY nspname)"
     " FILTER (WHERE NOT own), count(*) FILTER (WHERE own),"
@@ -83,19 +97,52 @@ static const char SQL_ELSEWHERE[] =
     " (SELECT n.nspname, EXISTS (SELECT 1 FROM pg_class x JOIN pg_description d"
     "  ON d.objoid = x.oid AND d.classoid = 'pg_class'::regclass AND d.objsubid = 0"
     "  WHERE x.relnamespace = n.oid AND x.relname = 'idgen_nodes' AND d.description = " OWN ") AS own"
-    "  FROM pg_namespace n WHERE n.nspname <> $1 AND EXISTS (SELECT 1 FROM pg_class c"
+    "  FROM pg_namespace n WHERE n.nspname <> $1 AND n.nspname <> $2 AND EXISTS (SELECT 1 FROM pg_class c"
     "  WHERE c.relnamespace = n.oid AND c.relkind IN ('r', 'p') AND c.relpersistence <> 't'"
     "  AND c.relname IN ('idgen_nodes', 'idgen_pools', 'idgen_leases'))) r";
 
-/* The schema, made once under an advisory lock (many processes may start
- * at once), taken with pg_try_: a starter never waits for it inside the
+/* An earlier version's tables in another schema than this registry's
+ * (catalogs only, through their indexes: well under a millisecond): a
+ * table of idgen's names whose schema's idgen_nodes lacks OWN. */
+#define EARLIER_TABLE                                                                           \
+  "c.relname IN ('idgen_nodes', 'idgen_pools', 'idgen_leases') AND c.relkind IN ('r', 'p')"       \
+  " AND c.relpersistence <> 't' AND c.relnamespace IS DISTINCT FROM to_regnamespace('@')::oid"    \
+  " AND NOT EXISTS"                                                                               \
+  " (SELECT 1 FROM pg_class x JOIN pg_description d ON d.objoid = x.oid"                          \
+  " AND d.classoid = 'pg_class'::regclass AND d.objsubid = 0 WHERE x.relnamespace = c.relnamespace" \
+  " AND x.relname = 'idgen_nodes' AND d.description = " OWN ")"
+/* How many schemas have such tables: a column of SQL_RENEW. */
+#define EARLIER_COUNT "(SELECT count(DISTINCT c.relnamespace) FROM pg_class c WHERE " EARLIER_TABLE ")"
+/* Those schemas, by name, and which of the tables each has. */
+static const char SQL_EARLIER[] =
+    "SELECT n.nspname, bool_or(c.relname = 'idgen_nodes'), bool_or(c.relname = 'idgen_pools'),"
+    " bool_or(c.relname = 'idgen_leases') FROM pg_class c JOIN pg_namespace n"
+    " ON n.oid = c.relnamespace WHERE " EARLIER_TABLE " GROUP BY n.nspname ORDER BY n.nspname"
+    " LIMIT 8";
+/* What one such schema holds: pg_earlier joins a part for each table it
+ * has (the schema quoted into each) with UNION ALL, and reads its leases
+ * live (held, or expired and in quarantine: free_at ahead), the first two
+ * by name, and the highest mark or floor it keeps.  Formats for snprintf,
+ * sent by pg_run like any statement (no `@` is left in them). */
+#define SQL_EARLIER_READ                                                                       \
+  "SELECT count(*) FILTER (WHERE l), array_to_string((array_agg(w ORDER BY w) FILTER"          \
+  " (WHERE l))[1:2], ', '), coalesce(max(m), 0) FROM (%s) r(l, w, m)"
+#define SQL_EARLIER_LEASES /* the schema, the table */                                        \
+  "SELECT free_at > now(), CASE WHEN holder IS NOT NULL AND expires_at > now() THEN holder"      \
+  " ELSE 'one expired, in quarantine' END, mark_ms FROM %s.%s"
+#define SQL_EARLIER_POOLS "SELECT false, NULL::text, floor_ms FROM %s.idgen_pools"
+
+/* The schema, made once under advisory locks (many processes may start
+ * at once), taken with pg_try_: a starter never waits for them inside the
  * server, where lock_timeout (2 s) would fail it while a slow server
  * creates the tables for another (pg_create_schema waits on this side).
  * The other statements run in order in the same transaction.  One key for
- * every schema: making a registry is rare, and with the key of earlier
- * versions, which made theirs under it too, SQL_ELSEWHERE cannot miss one
- * an earlier version is making at the same moment. */
-static const char SQL_SCHEMA_LOCK[] = "SELECT pg_try_advisory_xact_lock(7283920174628301)";
+ * every schema, KEY_MAKE, exclusive among this version's starters: making
+ * a registry is rare.  And KEY_EARLIER shared: it waits for an earlier
+ * version making its tables (exclusive), so SQL_ELSEWHERE cannot miss them,
+ * yet does not wait for the guards of sessions of this version. */
+static const char SQL_SCHEMA_LOCK[] = "SELECT pg_try_advisory_xact_lock(" KEY_MAKE ")"
+                                      " AND pg_try_advisory_xact_lock_shared(" KEY_EARLIER ")";
 static const char *const SQL_SCHEMA[] = {
     /* DROP TRIGGER holds ACCESS EXCLUSIVE on its table to the end of the
      * transaction: a statement waiting for the other table's lock (a
@@ -296,11 +343,13 @@ static const char SQL_CLAIM[] =
 /* $1 pool, $2 node, $3 generation, $4 holder, then: */
 /* Expiry and the mark only move forward: a late statement cannot undo a
  * later one (the final mark, which may go lower, is SQL_FINAL_MARK). */
+/* With, last, how many other schemas hold an earlier version's registry
+ * (EARLIER_COUNT; 0 but for the rare database that has one, read then). */
 static const char SQL_RENEW[] = /* $5 ttl ms, $6 quarantine ms */
     "UPDATE @.idgen_nodes SET expires_at = greatest(expires_at, now() + " MSEC("$5") "),"
     " free_at = greatest(free_at, now() + " MSEC("$5") " + " MSEC("$6") ")"
     " WHERE pool = $1 AND node = $2::bigint AND generation = $3::bigint AND holder = $4"
-    " RETURNING " MS("expires_at") ", " MS("expires_at - now()");
+    " RETURNING " MS("expires_at") ", " MS("expires_at - now()") ", " EARLIER_COUNT;
 
 static const char SQL_MARK[] = /* $5 mark ms */
     "UPDATE @.idgen_nodes SET mark_ms = greatest(mark_ms, $5::bigint) WHERE pool = $1"

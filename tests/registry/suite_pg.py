@@ -5,7 +5,8 @@ live holder, PostgreSQL stopped or paused under a daemon, a node field above
 the time field, clock skew, hostile database defaults, starters waiting for
 the schema lock, the schema mended, a deleted row's IDs kept; one registry
 whatever the session's search_path, an earlier version's registry in another
-schema refused, unknown URI parameters refused.
+schema refused (and one that appears beside a running daemon: fenced out),
+unknown URI parameters refused.
 
 Usage: python3 tests/registry/suite_pg.py PATH/TO/idgen  (or: ctest -R registry.postgres)
 """
@@ -377,38 +378,170 @@ def search_path_roles(pg, label):
           (len(ids) - len(set(ids)), [e[:200] for _, e in outs if e][:3]))
 
 
+def new_database(pg, name):
+    """A database of its own on pg (a scenario's tables stay apart): its URI,
+    or None if it could not be made."""
+    r = psql(pg.uri, "CREATE DATABASE " + name)
+    return pg.uri.rsplit("/", 1)[0] + "/" + name if r.returncode == 0 else None
+
+
+def earlier_tables(db, rows):
+    """An earlier version's registry in public, as it made one (through
+    search_path): its three tables, and rows (datacenter, worker, holder or
+    None, the SQL of its mark) of twitter's pool, held for an hour if a
+    holder is given, else released.  psql's result."""
+    values = ",".join("('%s', %d, %s, 1, now() + interval '%s', now() + interval '%s', %s)"
+                      % (TWITTER_POOL, dc << 17 | w << 12, "'%s'" % h if h else "NULL",
+                         "1 hour" if h else "0 s", "2 hours" if h else "0 s", mark)
+                      for dc, w, h, mark in rows)
+    return psql(db, "CREATE TABLE public.idgen_pools (pool text PRIMARY KEY, layout text NOT NULL,"
+                    " floor_ms bigint NOT NULL DEFAULT 0, keys bigint NOT NULL DEFAULT 0);"
+                    "CREATE TABLE public.idgen_spaces (space text PRIMARY KEY,"
+                    " version bigint NOT NULL DEFAULT 0, state text NOT NULL DEFAULT '');"
+                    "CREATE TABLE public.idgen_nodes (pool text NOT NULL, node bigint NOT NULL,"
+                    " holder text, generation bigint NOT NULL, expires_at timestamptz NOT NULL,"
+                    " free_at timestamptz NOT NULL, mark_ms bigint NOT NULL,"
+                    " PRIMARY KEY (pool, node));"
+                    "INSERT INTO public.idgen_nodes VALUES " + values)
+
+
+def unix_ms(i):
+    return twitter_fields(i)[0]
+
+
 def earlier_registry(pg, label):
     """A registry an earlier version made in public (through search_path),
-    and nothing in schema idgen: a starter is refused, naming public and the
-    fix, and makes nothing (a second registry would lease its tuples
-    again); ?schema=public uses it.  (tests/test_registry_pg.c has the rest:
-    two earlier registries, the mend, a schema named on purpose.)"""
-    r = psql(pg.uri, "CREATE DATABASE earlier")
-    db = pg.uri.rsplit("/", 1)[0] + "/earlier"
-    old = psql(db, "CREATE TABLE public.idgen_pools (pool text PRIMARY KEY, layout text NOT NULL,"
-                   " floor_ms bigint NOT NULL DEFAULT 0, keys bigint NOT NULL DEFAULT 0);"
-                   "CREATE TABLE public.idgen_spaces (space text PRIMARY KEY,"
-                   " version bigint NOT NULL DEFAULT 0, state text NOT NULL DEFAULT '');"
-                   "CREATE TABLE public.idgen_nodes (pool text NOT NULL, node bigint NOT NULL,"
-                   " holder text, generation bigint NOT NULL, expires_at timestamptz NOT NULL,"
-                   " free_at timestamptz NOT NULL, mark_ms bigint NOT NULL,"
-                   " PRIMARY KEY (pool, node));"
-                   "INSERT INTO public.idgen_nodes VALUES ('%s', %d, 'old:1:aa', 1,"
-                   " now() + interval '1 hour', now() + interval '2 hours', 0)"
-                   % (TWITTER_POOL, 7 << 17))
+    and nothing in schema idgen: a starter is refused, naming public, its
+    live holder and the fixes, never "drop them", and makes nothing (a
+    second registry would lease its tuples again); ?schema=public uses it.
+    In another database, its holders stopped with marks 2 s ahead on every
+    worker of datacenter 9: moved into schema idgen as the message says, it
+    is this version's registry, and a holder starts above those marks.
+    (tests/test_registry_pg.c has the rest: two earlier registries, the
+    mend, a schema named on purpose.)"""
+    db = new_database(pg, "earlier")
+    old = earlier_tables(db, [(7, 0, "old:1:aa", "0")]) if db else None
     if not check("%s: an earlier version's tables in public, worker 0 of datacenter 7 held"
-                 % label, r.returncode == 0 and old.returncode == 0, r.stderr + old.stderr):
+                 % label, old is not None and old.returncode == 0, old and old.stderr):
         return
     r = idgen("snowflake", "--registry", db, "--datacenter", "7")
     made = psql(db, "SELECT count(*) FROM pg_namespace WHERE nspname = 'idgen'").stdout.strip()
-    check("%s: refused (exit 1), naming public and ?schema=public; nothing made" % label,
+    check("%s: refused (exit 1), naming public, its live holder, ?schema=public and the move; "
+          "nothing made" % label,
           r.returncode == 1 and not r.stdout and made == "0"
-          and "schema idgen has no registry, but schema public has one an earlier idgen made"
-          in r.stderr and "add ?schema=public to the URI" in r.stderr,
-          (r.returncode, made, r.stderr))
+          and "schema idgen has no registry, but schema public has one an earlier idgen made "
+          "(through search_path), 1 lease live (old:1:aa)" in r.stderr
+          and "add ?schema=public to the URI" in r.stderr
+          and "once every holder is upgraded and none of its leases is live, move it: CREATE "
+          "SCHEMA IF NOT EXISTS idgen; ALTER TABLE public.idgen_nodes SET SCHEMA idgen (and "
+          "idgen_pools, idgen_spaces). Never drop it" in r.stderr
+          and "drop them" not in r.stderr, (r.returncode, made, r.stderr))
     r = idgen("snowflake", "--registry", db + "?schema=public", "--datacenter", "7")
     check("%s: with ?schema=public it is used: worker 1, 0 is held" % label,
           r.returncode == 0 and worker_of(int(r.stdout)) == 1, (r.returncode, r.stderr))
+    # Moved, as the message says: its marks are this registry's.
+    db = new_database(pg, "earlier_moved")
+    mark = int(time.time() * 1000) + 2000
+    old = earlier_tables(db, [(9, w, None, str(mark)) for w in range(32)]) if db else None
+    r = idgen("snowflake", "--registry", db, "--datacenter", "9") if db else None
+    if not check("%s: every worker of datacenter 9 stopped, marks 2 s ahead; refused, its "
+                 "holders stopped" % label,
+                 old is not None and old.returncode == 0 and r.returncode == 1
+                 and "1 lease live" not in r.stderr and "move it: CREATE SCHEMA" in r.stderr,
+                 (old and old.stderr, r and r.stderr)):
+        return
+    mv = psql(db, "CREATE SCHEMA IF NOT EXISTS idgen; ALTER TABLE public.idgen_nodes SET SCHEMA"
+                  " idgen; ALTER TABLE public.idgen_pools SET SCHEMA idgen;"
+                  " ALTER TABLE public.idgen_spaces SET SCHEMA idgen")
+    r = idgen("snowflake", "--registry", db, "--datacenter", "9", "-n", "3")
+    ids = [int(x) for x in r.stdout.split()] if r.returncode == 0 else []
+    check("%s: moved into idgen, a holder starts above the old marks (%s > %d)"
+          % (label, ids and unix_ms(ids[0]), mark),
+          mv.returncode == 0 and len(ids) == 3 and unix_ms(ids[0]) > mark,
+          (mv.stderr, r.stderr))
+
+
+def earlier_registry_appears(pg, label):
+    """An earlier version's registry appears in public while a daemon of
+    this version serves (an earlier server started while none of this
+    version ran, or tables made by hand: the guard stops an earlier version
+    making them while one runs, which is checked first).  The daemon stops
+    issuing within a TTL, fenced out at its next renewal, and /health and
+    its log say why; a new holder beside it is refused, naming it, its live
+    holder and the fix; refused still once its holder stopped, until it is
+    parked in schema idgen_earlier as the message says; then the daemon
+    leases again by itself and new holders start, above its marks.  No ID
+    repeats.  (Before: nothing looked after the registry was made, and the
+    reviewer's daemons made 73,504 and 224,352 duplicates in 1.6 M.)"""
+    db = new_database(pg, "appears")
+    ttl = 3000
+    d = Daemon(label, ["--registry", db, "--node", "datacenter=8", "--lease-ttl-ms", str(ttl)])
+    first = first_ids(d, 10, "%s: a daemon serves" % label)
+    if first is None:
+        return
+    w = worker_of(first[0])
+    guard = psql(db, "SELECT pg_try_advisory_xact_lock(7283920174628301)").stdout.strip()
+    check("%s: while it runs, an earlier version cannot take the lock it makes its tables under"
+          % label, guard == "f", guard)
+    served, stopped = [], []
+
+    def fetch():
+        deadline = time.monotonic() + 4 * ttl / 1000 + 5
+        while time.monotonic() < deadline:
+            got = d.ids(100)
+            if got is None:
+                stopped.append(time.monotonic())
+                return
+            served.append((time.monotonic(), got))
+    t = threading.Thread(target=fetch)
+    t.start()
+    time.sleep(0.5)
+    mark = int(time.time() * 1000) + 4000
+    old = earlier_tables(db, [(8, w, "old:1:aa", str(mark))])
+    appeared = time.monotonic()
+    t.join()
+    took = stopped[0] - appeared if stopped else -1
+    check("%s: an earlier registry appeared with worker %d held: the daemon stopped issuing "
+          "%.2f s later (its TTL %.1f s, +1 s for a busy machine)" % (label, w, took, ttl / 1000),
+          old.returncode == 0 and stopped and took <= ttl / 1000 + 1, old.stderr)
+    st, body = d.get("/health")
+    check("%s: /health 503 says why: fenced out by the earlier registry in public" % label,
+          st == 503 and "lease lost: registry: postgres: renew: fenced out: schema public has an "
+          "earlier idgen's registry (1 lease live: old:1:aa)" in body
+          and "move its tables into schema idgen_earlier" in body, (st, body))
+    check("%s: logged as a fenced lease" % label,
+          wait_for(lambda: re.search(r"event=lease_lost worker=%d generation=\d+ fenced=1 "
+                                     r"reason=\"registry: postgres: renew: fenced out: schema "
+                                     r"public" % w, d.log()), WAIT_S), d.log()[-800:])
+    r = idgen("snowflake", "--registry", db, "--datacenter", "8")
+    check("%s: a new holder is refused, naming public, its live holder and the fix" % label,
+          r.returncode == 1 and not r.stdout
+          and "schema public has a registry an earlier idgen made (through search_path), 1 lease "
+          "live (old:1:aa)" in r.stderr and "Upgrade every holder" in r.stderr
+          and "CREATE SCHEMA idgen_earlier; ALTER TABLE public.idgen_nodes SET SCHEMA "
+          "idgen_earlier (and idgen_pools, idgen_spaces). Never drop it" in r.stderr
+          and "drop them" not in r.stderr, (r.returncode, r.stderr))
+    psql(db, "UPDATE public.idgen_nodes SET holder = NULL, expires_at = now(), free_at = now()")
+    r = idgen("snowflake", "--registry", db, "--datacenter", "8")
+    check("%s: its holder stopped: still refused while it is where an earlier version finds it"
+          % label, r.returncode == 1 and "lease live" not in r.stderr
+          and "CREATE SCHEMA idgen_earlier" in r.stderr, r.stderr)
+    mv = psql(db, "CREATE SCHEMA idgen_earlier; ALTER TABLE public.idgen_nodes SET SCHEMA"
+                  " idgen_earlier; ALTER TABLE public.idgen_pools SET SCHEMA idgen_earlier;"
+                  " ALTER TABLE public.idgen_spaces SET SCHEMA idgen_earlier")
+    back = wait_for(lambda: d.ids(10), WAIT_S, 0.1)
+    check("%s: parked as the message says: the daemon leases again by itself, above the old "
+          "mark (%s > %d)" % (label, back and unix_ms(back[0]), mark),
+          mv.returncode == 0 and back and unix_ms(back[0]) > mark
+          and "event=lease_acquired" in d.log(), (mv.stderr, d.log()[-600:]))
+    r = idgen("snowflake", "--registry", db, "--datacenter", "8", "-n", "1000")
+    cli = [int(x) for x in r.stdout.split()] if r.returncode == 0 else []
+    check("%s: and a new holder starts, above the old mark" % label,
+          len(cli) == 1000 and unix_ms(cli[0]) > mark, r.stderr)
+    every = first + [i for _, g in served for i in g] + (back or []) + cli
+    check("%s: %d IDs, no duplicate" % (label, len(every)), len(set(every)) == len(every),
+          len(every) - len(set(every)))
+    d.stop()
 
 
 def main():
@@ -425,6 +558,7 @@ def main():
         deleted_row_takeover(pg, "postgres deleted row")
         search_path_roles(pg, "postgres search_path")
         earlier_registry(pg, "postgres earlier registry")
+        earlier_registry_appears(pg, "postgres earlier registry appears")
         unknown_uri_params(pg.uri, "postgres URI", ["space", "schema", "libpq's"])
     finally:
         pg.stop()
