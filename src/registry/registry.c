@@ -1078,6 +1078,8 @@ const idgen__registry_ops_t idgen__registry_static = {
 static pthread_mutex_t dynlib_mu = PTHREAD_MUTEX_INITIALIZER;
 static void dynlib_lock(void) { pthread_mutex_lock(&dynlib_mu); }
 static void dynlib_unlock(void) { pthread_mutex_unlock(&dynlib_mu); }
+void idgen__fork_lock(void) { dynlib_lock(); }
+void idgen__fork_unlock(void) { dynlib_unlock(); }
 __attribute__((constructor)) static void dynlib_init(void) {
   pthread_atfork(dynlib_lock, dynlib_unlock, dynlib_unlock);
   /* jansson seeds its hash tables on the first json_object(); a thread

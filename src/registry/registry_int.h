@@ -354,6 +354,12 @@ typedef struct idgen__dynlib {
   char why[200];      /* empty once loaded */
 } idgen__dynlib_t;
 int idgen__dynlib_need(idgen__dynlib_t *d, const char *pfx, char *err, size_t errlen);
+/* The loading lock, which fork() takes too: a client library's call that
+ * takes that library's own global locks (libpq's connect) runs under it,
+ * so that no child is forked while one of them is held.  Not around a
+ * call that may load another client library (idgen__dynlib_need). */
+void idgen__fork_lock(void);
+void idgen__fork_unlock(void);
 
 /* Defines `tab`, a union with one field per function of FUNCS (a list
  * FUNCS(X) of X(name)), named and typed as the function, and `lib`, the

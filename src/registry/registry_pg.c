@@ -224,7 +224,12 @@ static int pg_connect(pg_t *pg, char *err, size_t errlen) {
                                      "keepalives_interval", "keepalives_count", "tcp_user_timeout",
                                      "application_name",    "dbname",           NULL};
   const char *vals[] = {"2", "1", "2", "1", "2", "4000", "idgen", pg->conninfo, NULL};
+  /* libpq's connect takes libpq's global locks (SSL's and the thread
+   * lock): a child forked meanwhile would wait on them for ever
+   * (registry.fork_first_open's child hung in PQconnectPoll). */
+  idgen__fork_lock();
   PGconn *c = pq.PQconnectdbParams(keys, vals, 1);
+  idgen__fork_unlock();
   if (c == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
   if (pq.PQstatus(c) != CONNECTION_OK) {
