@@ -725,26 +725,36 @@ int idgen_registry_free(idgen_registry_t *r, const char *pool, const char *node,
   return r->ops->free(r, pool, tuple, force, err, errlen);
 }
 
+int idgen__pct_decode(char *dst, size_t dstlen, const char *src, size_t n, int strict) {
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    int c = (unsigned char)src[i];
+    if (c == '%' && i + 2 < n && isxdigit((unsigned char)src[i + 1]) &&
+        isxdigit((unsigned char)src[i + 2])) {
+      char hex[3] = {src[i + 1], src[i + 2], 0};
+      c = (int)strtol(hex, NULL, 16);
+      i += 2;
+    } else if (c == '%' && strict) {
+      return -1;
+    }
+    if ((c == 0 && strict) || o + 1 >= dstlen)
+      return -1;
+    dst[o++] = (char)c;
+  }
+  dst[o] = '\0';
+  return 0;
+}
+
 /* 1 if the query parameter name[0..n) is one that holds a secret
  * (libpq's password and sslpassword), compared after percent-decoding and
  * case-folding, so that no spelling of it shows. */
 static int secret_param(const char *name, size_t n) {
   static const char *const secrets[] = {"password", "sslpassword"};
   char dec[32];
-  size_t o = 0;
-  for (size_t i = 0; i < n; i++) {
-    int c = (unsigned char)name[i];
-    if (c == '%' && i + 2 < n && isxdigit((unsigned char)name[i + 1]) &&
-        isxdigit((unsigned char)name[i + 2])) {
-      char hex[3] = {name[i + 1], name[i + 2], 0};
-      c = (int)strtol(hex, NULL, 16);
-      i += 2;
-    }
-    if (o + 1 >= sizeof dec)
-      return 0;
-    dec[o++] = (char)tolower(c);
-  }
-  dec[o] = '\0';
+  if (idgen__pct_decode(dec, sizeof dec, name, n, 0) < 0)
+    return 0;
+  for (char *c = dec; *c; c++)
+    *c = (char)tolower((unsigned char)*c);
   for (size_t k = 0; k < sizeof secrets / sizeof secrets[0]; k++)
     if (strcmp(dec, secrets[k]) == 0)
       return 1;
@@ -772,25 +782,6 @@ static void scrub_one(char *err, size_t errlen, const char *secret, size_t n) {
   }
 }
 
-/* s[0..n) percent-decoded into out[outlen]; 0, or -1 if it does not fit. */
-static int pct_decoded(const char *s, size_t n, char *out, size_t outlen) {
-  size_t o = 0;
-  for (size_t i = 0; i < n; i++) {
-    int c = (unsigned char)s[i];
-    if (c == '%' && i + 2 < n && isxdigit((unsigned char)s[i + 1]) &&
-        isxdigit((unsigned char)s[i + 2])) {
-      char hex[3] = {s[i + 1], s[i + 2], 0};
-      c = (int)strtol(hex, NULL, 16);
-      i += 2;
-    }
-    if (o + 1 >= outlen)
-      return -1;
-    out[o++] = (char)c;
-  }
-  out[o] = '\0';
-  return 0;
-}
-
 /* A message about `uri` (a client library's, which may quote the part of
  * it that it could not read) with the URI's secrets masked, as given and
  * percent-decoded: what idgen_registry_uri_redact masks. */
@@ -812,7 +803,7 @@ static void scrub_secrets(char *err, size_t errlen, const char *uri) {
     char stop[2] = {m[3], 0};
     size_t n = stop[0] ? strcspn(u, stop) : strlen(u);
     scrub_one(err, errlen, u, n);
-    if (pct_decoded(u, n, dec, sizeof dec) == 0)
+    if (idgen__pct_decode(dec, sizeof dec, u, n, 0) == 0)
       scrub_one(err, errlen, dec, strlen(dec));
     u += n, m += 3;
   }

@@ -126,34 +126,6 @@ typedef struct etcd {
 
 /* ---- the URI ----------------------------------------------------------------- */
 
-static int hexval(int c) {
-  return c >= '0' && c <= '9'   ? c - '0'
-         : c >= 'a' && c <= 'f' ? c - 'a' + 10
-         : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                : -1;
-}
-
-/* Percent-decodes src[0..n) into dst[dstlen]: 0, or -1 if malformed, a
- * NUL, or too long. */
-static int pct_decode(char *dst, size_t dstlen, const char *src, size_t n) {
-  size_t o = 0;
-  for (size_t i = 0; i < n; i++) {
-    int c = (unsigned char)src[i];
-    if (c == '%') {
-      int h = i + 2 < n ? hexval(src[i + 1]) : -1, l = i + 2 < n ? hexval(src[i + 2]) : -1;
-      if (h < 0 || l < 0)
-        return -1;
-      c = h * 16 + l;
-      i += 2;
-    }
-    if (c == 0 || o + 1 >= dstlen)
-      return -1;
-    dst[o++] = (char)c;
-  }
-  dst[o] = '\0';
-  return 0;
-}
-
 /* Parses rest ("//[user:pw@]h:p[,h:p...][?opts]") into e (which may be a
  * scratch struct): 0, or IDGEN_EINVAL naming what is wrong. */
 static int etcd_parse(etcd_t *e, const char *rest, char *err, size_t errlen) {
@@ -172,8 +144,9 @@ static int etcd_parse(etcd_t *e, const char *rest, char *err, size_t errlen) {
     const char *colon = memchr(p, ':', (size_t)(at - p));
     if (colon == NULL || colon == p)
       return idgen__err(err, errlen, IDGEN_EINVAL, PFX "expected USER:PASSWORD@ before the hosts");
-    if (pct_decode(e->user, sizeof e->user, p, (size_t)(colon - p)) < 0 ||
-        pct_decode(e->password, sizeof e->password, colon + 1, (size_t)(at - colon - 1)) < 0)
+    if (idgen__pct_decode(e->user, sizeof e->user, p, (size_t)(colon - p), 1) < 0 ||
+        idgen__pct_decode(e->password, sizeof e->password, colon + 1, (size_t)(at - colon - 1), 1) <
+            0)
       return idgen__err(err, errlen, IDGEN_EINVAL, PFX "bad user or password (percent-encoding)");
     auth_end -= (size_t)(at + 1 - p);
     p = at + 1;
@@ -227,7 +200,7 @@ static int etcd_parse(etcd_t *e, const char *rest, char *err, size_t errlen) {
                         IDGEN_QUOTE(o, n, '"', 100));
     size_t kn = (size_t)(eq - o);
     char val[1024];
-    if (pct_decode(val, sizeof val, eq + 1, n - kn - 1) < 0)
+    if (idgen__pct_decode(val, sizeof val, eq + 1, n - kn - 1, 1) < 0)
       return idgen__err(err, errlen, IDGEN_EINVAL, PFX "option %.*s: bad or too long a value",
                         (int)kn, o);
     char *dst = NULL;

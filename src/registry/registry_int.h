@@ -354,6 +354,11 @@ typedef struct idgen__dynlib {
   char why[200];      /* empty once loaded */
 } idgen__dynlib_t;
 int idgen__dynlib_need(idgen__dynlib_t *d, const char *pfx, char *err, size_t errlen);
+/* Percent-decodes src[0..n) into dst[dstlen]: 0, or -1 when it does not
+ * fit; strict: also -1 for a '%' without two hex digits or a NUL (what a
+ * URI's parser refuses); else such a '%' stays as it is. */
+int idgen__pct_decode(char *dst, size_t dstlen, const char *src, size_t n, int strict);
+
 /* The loading lock, which fork() takes too: a client library's call that
  * takes that library's own global locks (libpq's connect) runs under it,
  * so that no child is forked while one of them is held.  Not around a

@@ -655,27 +655,6 @@ static int pg_create_schema(pg_t *pg, char *err, size_t errlen) {
 
 /* ---- the URI ------------------------------------------------------------------ */
 
-/* n bytes of s, percent-decoded as libpq decodes a URI, into dst[size]: 0,
- * or -1 (a bad escape, a NUL, or too long). */
-static int pg_decode(char *dst, size_t size, const char *s, size_t n) {
-  size_t o = 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned c = (unsigned char)s[i];
-    if (c == '%') {
-      if (i + 2 >= n || !isxdigit((unsigned char)s[i + 1]) || !isxdigit((unsigned char)s[i + 2]))
-        return -1;
-      char hex[3] = {s[i + 1], s[i + 2], 0};
-      c = (unsigned)strtoul(hex, NULL, 16);
-      i += 2;
-    }
-    if (c == 0 || o + 1 >= size)
-      return -1;
-    dst[o++] = (char)c;
-  }
-  dst[o] = '\0';
-  return 0;
-}
-
 /* Whether libpq knows `key`; a name it or idgen knows in another case
  * (names are case-sensitive) into like[] if not. */
 static int pg_known(const PQconninfoOption *keys, const char *key, char like[64]) {
@@ -712,7 +691,7 @@ static int pg_params(pg_t *pg, const char *uri, const PQconninfoOption *keys, ch
     const char *eq = memchr(p, '=', len);
     size_t kl = eq ? (size_t)(eq - p) : len;
     char key[64], like[64];
-    if (pg_decode(key, sizeof key, p, kl) < 0)
+    if (idgen__pct_decode(key, sizeof key, p, kl, 1) < 0)
       key[0] = '\0'; /* libpq says what is wrong with it */
     if (strcmp(key, "schema") == 0) {
       const char *v = eq ? eq + 1 : p + len;
@@ -720,7 +699,8 @@ static int pg_params(pg_t *pg, const char *uri, const PQconninfoOption *keys, ch
       if (pg->schema_given)
         return idgen__err(err, errlen, IDGEN_EINVAL, PFX "schema= given twice in the URI");
       pg->schema_given = 1;
-      if (pg_decode(pg->schema, sizeof pg->schema, v, vl) < 0 || (n = strlen(pg->schema)) == 0 ||
+      if (idgen__pct_decode(pg->schema, sizeof pg->schema, v, vl, 1) < 0 ||
+          (n = strlen(pg->schema)) == 0 ||
           strspn(pg->schema, "abcdefghijklmnopqrstuvwxyz_0123456789") != n ||
           isdigit((unsigned char)pg->schema[0]) || strncmp(pg->schema, "pg_", 3) == 0)
         return idgen__err(err, errlen, IDGEN_EINVAL,
