@@ -28,21 +28,11 @@ if [ "${IDGEN_DEB_INSTALLED_NS:-}" != 1 ]; then
   exec env IDGEN_DEB_INSTALLED_NS=1 unshare --mount --propagation private "$0" "$@"
 fi
 
-pass=0 fail=0
-check() {
-  local what=$1
-  shift
-  if "$@" >/dev/null 2>&1; then
-    pass=$((pass + 1))
-    echo "deb_installed: ok   $what"
-  else
-    fail=$((fail + 1))
-    echo "deb_installed: FAIL $what" >&2
-  fi
-}
+# shellcheck source=tests/checks.sh
+. "$(dirname "$0")/checks.sh"
+CHECK_PREFIX="deb_installed: "
 finish() {
-  echo "deb_installed: $pass passed, $fail failed"
-  [ "$fail" = 0 ]
+  tally
   exit
 }
 daemon=""

@@ -29,17 +29,11 @@ set -u
 IDGEN=$(readlink -f "$1")
 JS=${2:+$(readlink -f "$2")}
 
+# shellcheck source=tests/checks.sh
+. "$(dirname "$0")/checks.sh"
+
 if [ "${IDGEN_DEFAULT_REGISTRY_NS:-}" != 1 ]; then
-  if [ "$(id -u)" != 0 ]; then
-    echo "skipped: needs root (a mount namespace over /var/lib)"
-    exit 77
-  fi
-  for t in unshare setpriv curl; do
-    command -v "$t" >/dev/null || {
-      echo "skipped: $t is missing"
-      exit 77
-    }
-  done
+  need_root unshare setpriv curl # a mount namespace over /var/lib
   exec env IDGEN_DEFAULT_REGISTRY_NS=1 unshare --mount --propagation private "$0" "$@"
 fi
 
@@ -53,18 +47,6 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-pass=0 fail=0
-check() {
-  local what=$1
-  shift
-  if "$@" >/dev/null 2>&1; then
-    pass=$((pass + 1))
-    echo "ok   $what"
-  else
-    fail=$((fail + 1))
-    echo "FAIL $what"
-  fi
-}
 NOBODY=(setpriv --reuid=65534 --regid=65534 --groups=65534)
 
 # start NAME CWD [PREFIX...] -- ARGS...: `idgen serve` on loopback port 0
@@ -256,5 +238,4 @@ stop nobody4
 for f in "$tmp"/*.log; do
   [ "$fail" = 0 ] || { echo "--- $f"; tail -5 "$f"; }
 done
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+tally

@@ -22,10 +22,9 @@
 # and a loop device (exit 77 otherwise).  Prints "N passed, N failed".
 set -u
 IDGEN=$(readlink -f "$1")
-[ "$(id -u)" = 0 ] || { echo "skipped: needs root (mount, fsfreeze)"; exit 77; }
-for t in fsfreeze mkfs.ext4 losetup curl; do
-  command -v "$t" >/dev/null || { echo "skipped: $t is missing"; exit 77; }
-done
+# shellcheck source=tests/checks.sh
+. "$(dirname "$0")/checks.sh"
+need_root fsfreeze mkfs.ext4 losetup curl # mount, fsfreeze
 tmp=$(mktemp -d)
 mnt=$tmp/mnt
 pids=()
@@ -46,18 +45,6 @@ mount -o loop "$tmp/fs.img" "$mnt" 2>"$tmp/mount.err" || {
 }
 reg=file:$mnt/reg
 
-pass=0 fail=0
-check() {
-  local what=$1
-  shift
-  if "$@" >/dev/null 2>&1; then
-    pass=$((pass + 1))
-    echo "ok   $what"
-  else
-    fail=$((fail + 1))
-    echo "FAIL $what"
-  fi
-}
 ms() { echo $(($(date +%s%N) / 1000000)); }
 # wait_for FILE REGEX SECONDS: until FILE has a line matching REGEX; the ms
 # it took, or nothing.
@@ -150,5 +137,4 @@ check "3: ... and none repeats" \
   test -z "$(cat "$tmp/before.ids" "$tmp/frozen.ids" "$tmp/after.ids" | grep -E '^[0-9]+$' | sort | uniq -d)"
 
 [ "${SHOW_LOGS:-}" = "" ] && [ "$fail" = 0 ] || for f in "$tmp"/*.log "$tmp"/*.err; do echo "--- $f"; tail -8 "$f"; done
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+tally

@@ -35,17 +35,11 @@ BUILD=$(cd "${1:?usage: pg_default_registry_test.sh BUILD_DIR}" && pwd)
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 FAKETIME_SO=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1
 
+# shellcheck source=tests/checks.sh
+. "$ROOT/tests/checks.sh"
+
 if [ "${IDGEN_PG_DEFAULT_NS:-}" != 1 ]; then
-  if [ "$(id -u)" != 0 ]; then
-    echo "skipped: needs root (a mount namespace over /var/lib; PGXS installs under /usr)"
-    exit 77
-  fi
-  for t in unshare curl psql; do
-    command -v "$t" >/dev/null || {
-      echo "skipped: $t is missing"
-      exit 77
-    }
-  done
+  need_root unshare curl psql # a mount namespace over /var/lib; PGXS installs under /usr
   [ -x "$PG_CONFIG" ] || {
     echo "skipped: no $PG_CONFIG (postgresql-server-dev-15)"
     exit 77
@@ -68,20 +62,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-pass=0 fail=0
-ok() {
-  pass=$((pass + 1))
-  echo "ok   $*"
-}
-bad() {
-  fail=$((fail + 1))
-  echo "FAIL $*"
-}
-check() { # WHAT CMD...: ok when CMD succeeds
-  local what=$1
-  shift
-  if "$@" >/dev/null 2>&1; then ok "$what"; else bad "$what"; fi
-}
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -90,8 +70,7 @@ finish() {
     [ -f "$work/$d/log" ] && { echo "--- $d's log"; grep idgen "$work/$d/log" | tail -8; }
   done
   [ -f "$work/daemon.log" ] && [ "$fail" != 0 ] && { echo "--- the daemon's log"; tail -5 "$work/daemon.log"; }
-  echo "$pass passed, $fail failed"
-  [ "$fail" = 0 ] && exit 0
+  tally && exit 0
   exit 1
 }
 
