@@ -159,6 +159,14 @@ static void test_uri_redact(void **state) {
     if (strstr(err, "s3cr") != NULL)
       fail_msg("open of %s: %s", bad[i], err);
   }
+  /* a short password is masked where it stands alone, not inside the
+   * message's own words ("registry" for the password "y") */
+  assert_int_equal(idgen_registry_check("etcd://u%5:y@h", err, sizeof err), IDGEN_EINVAL);
+  assert_string_equal(err, "registry: etcd: bad user or password (percent-encoding)");
+  assert_int_equal(idgen_registry_check("postgres://u:y@h/db?y=1", err, sizeof err), IDGEN_EINVAL);
+  if (strncmp(err, "registry: postgres: bad URI: ", 29) != 0 ||
+      strstr(err, "parameter: \"***\"") == NULL || strstr(err, "\"y\"") != NULL)
+    fail_msg("postgres://u:y@h/db?y=1: %s", err);
   /* cut to fit, always terminated */
   idgen_registry_uri_redact("postgres://app:s3cret@db/ids", buf, 12);
   assert_string_equal(buf, "postgres://");

@@ -761,14 +761,29 @@ static int secret_param(const char *name, size_t n) {
   return 0;
 }
 
-/* Replaces every occurrence of secret[0..n) in err[errlen] with "***". */
+/* A letter, digit or one of -._~%: a secret quoted in a message stands
+ * between quotes or URI delimiters, never next to one of these, so a match
+ * inside a word ("registry" for the password "y", "etcd:" for ":") is the
+ * message's own text.  A secret that is a whole word of the message
+ * ("etcd") is masked there too: masking too much is the safe side. */
+static int uri_word_byte(char c) {
+  return isalnum((unsigned char)c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '%';
+}
+
+/* Replaces every occurrence of secret[0..n) in err[errlen] that stands
+ * alone (no such byte on either side) with "***". */
 static void scrub_one(char *err, size_t errlen, const char *secret, size_t n) {
   char needle[1100];
   if (n == 0 || n >= sizeof needle)
     return;
   memcpy(needle, secret, n);
   needle[n] = '\0';
-  for (char *from = err, *at; (at = strstr(from, needle)) != NULL; from = at + 3) {
+  for (char *from = err, *at; (at = strstr(from, needle)) != NULL;) {
+    if ((at > err && uri_word_byte(at[-1])) || uri_word_byte(at[n])) {
+      from = at + 1;
+      continue;
+    }
+    from = at + 3;
     size_t pos = (size_t)(at - err), tail = strlen(at + n);
     if (pos + 4 > errlen) { /* no room for the mask: the message ends here */
       *at = '\0';
