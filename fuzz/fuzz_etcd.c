@@ -21,9 +21,9 @@ static void uri(const char *in) {
   /* A refusal names the backend and what is wrong, or the URI's space=
    * parameter (the registry's, whatever the backend: fuzz_space); a
    * password spelt as a word of the message ("etcd") is masked there. */
-  if (rc < 0 && (err[0] == '\0' || (strstr(err, "registry: etcd: ") == NULL &&
-                                    strncmp(err, "registry: space", 15) != 0 &&
-                                    strstr(err, "***") == NULL)))
+  if (rc < 0 &&
+      (err[0] == '\0' || (strstr(err, "registry: etcd: ") == NULL &&
+                          strncmp(err, "registry: space", 15) != 0 && strstr(err, "***") == NULL)))
     abort();
   if (rc == 0 && err[0] != '\0')
     abort();
