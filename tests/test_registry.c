@@ -146,19 +146,38 @@ static void test_uri_redact(void **state) {
   }
   /* a client library's message quoting the URI shows no secret either
    * (libpq's parse errors quote the token they could not read) */
-  static const char *const bad[] = {"postgres://u:s3cr%zzet@127.0.0.1:1/db",
-                                    "postgres://u:s3cret@[::1/db",
-                                    "postgres://u@h/db?password=s3cr%zz"};
+  static const char *const bad[] = {
+      "postgres://u:s3cr%zzet@127.0.0.1:1/db", "postgres://u:s3cret@[::1/db",
+      "postgres://u@h/db?password=s3cr%zz",    "postgress://u:s3cret@h/db",
+      "Postgres://u@h/db?password=s3cret",     "etcd://u:s3cret@h:99999",
+      "etcd://u:s3cret@h:1?nosuch=1"};
   char err[600];
   idgen_registry_t *r;
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     assert_int_equal(idgen_registry_check(bad[i], err, sizeof err), IDGEN_EINVAL);
-    if (strstr(err, "s3cr") != NULL || strstr(err, "***") == NULL)
+    /* the first five quote what holds the secret: masked, not left out */
+    if (strstr(err, "s3cr") != NULL || (i < 5 && strstr(err, "***") == NULL))
       fail_msg("check of %s: %s", bad[i], err);
     assert_int_equal(idgen_registry_open(&r, bad[i], err, sizeof err), IDGEN_EINVAL);
     if (strstr(err, "s3cr") != NULL)
       fail_msg("open of %s: %s", bad[i], err);
   }
+  /* the settings' own refusals quote the URI masked too */
+  idgen_layout_t tw;
+  const char *setting;
+  int leased;
+  assert_int_equal(idgen_layout_parse(&tw, "twitter", err, sizeof err), 0);
+  assert_int_equal(idgen_lease_settings_check("postgres://u:s3cret@h/db", &tw, NULL,
+                                              1u << idgen_layout_field_index(&tw, "worker"), 0,
+                                              &leased, &setting, err, sizeof err),
+                   IDGEN_EINVAL);
+  if (strstr(err, "s3cr") != NULL || strstr(err, "u:***@h") == NULL)
+    fail_msg("node given for the leased field: %s", err);
+  assert_int_equal(idgen_lease_settings_check("etcd://u:s3cret@h:1", &tw, NULL, 0, 1, &leased,
+                                              &setting, err, sizeof err),
+                   IDGEN_EINVAL);
+  if (strstr(err, "s3cr") != NULL || strstr(err, "u:***@h") == NULL)
+    fail_msg("@ip with a leasing registry: %s", err);
   /* a short password is masked where it stands alone, not inside the
    * message's own words ("registry" for the password "y") */
   assert_int_equal(idgen_registry_check("etcd://u%5:y@h", err, sizeof err), IDGEN_EINVAL);

@@ -264,8 +264,9 @@ int cmd_registry(int argc, char **argv) {
       idgen_registry_t *rs = r;
       print_space(&ls, &ls.spaces[i]);
       ls.pool[0] = '\0';
-      if (space == NULL && !strstr(ls.uri, "?space=") && !strstr(ls.uri, "&space=")) {
-        snprintf(one, sizeof one, "%s%sspace=%s", ls.uri, strchr(ls.uri, '?') ? "&" : "?",
+      /* (opened by the URI as given: ls.uri is shown, its password masked) */
+      if (space == NULL && !strstr(uri, "?space=") && !strstr(uri, "&space=")) {
+        snprintf(one, sizeof one, "%s%sspace=%s", uri, strchr(uri, '?') ? "&" : "?",
                  ls.spaces[i].name);
         rc = idgen_registry_open(&rs, one, err, sizeof err);
       }

@@ -77,10 +77,12 @@ static const idgen__registry_ops_t *backend_of(const char *uri, const char **res
     *rest = colon ? colon + 1 : "";
     return ops;
   }
+  char masked[1100]; /* a mistyped scheme's URI still has its password */
+  idgen_registry_uri_redact(uri, masked, sizeof masked);
   idgen__err(
       err, errlen, IDGEN_EINVAL,
       "registry: unknown scheme in \"%s\" (known: static, file:DIR, postgres://..., etcd://HOST:PORT)",
-      IDGEN_QUOTE(uri, strlen(uri), '"', 100));
+      IDGEN_QUOTE(masked, strlen(masked), '"', 100));
   return NULL;
 }
 
@@ -124,7 +126,8 @@ static const idgen__registry_ops_t *parse_uri(const char *uri, char **bare, char
     idgen__err(err, errlen, IDGEN_EINVAL, "registry: static keeps no ID spaces (space=%s)", space);
     ops = NULL;
   }
-  if (ops == NULL) {
+  if (ops == NULL) { /* the message may quote the URI (an unknown scheme) */
+    scrub_secrets(err, errlen, uri);
     free(*bare);
     *bare = NULL;
   }
@@ -404,7 +407,9 @@ int idgen_lease_settings_check(const char *uri, const idgen_layout_t *l, const c
   *setting = "lease_field";
   if (field != NULL && idgen_lease_field(l, field, err, errlen) < 0)
     return IDGEN_EINVAL;
-  const char *shown = IDGEN_QUOTE(uri, strlen(uri), 0, 100);
+  char masked[1100];
+  idgen_registry_uri_redact(uri, masked, sizeof masked);
+  const char *shown = IDGEN_QUOTE(masked, strlen(masked), 0, 100);
   *setting = "node";
   if (node_from_host && ops != &idgen__registry_static)
     return idgen__err(err, errlen, IDGEN_EINVAL,
