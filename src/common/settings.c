@@ -184,6 +184,20 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                              "whose line is not written within it is refused in its place "
                              "(503 / `-ERR audit ...`; its IDs are never sent, and a `void=` "
                              "line follows their record)"},
+    [SK_AUTH_FILE] = {"auth_file", ST_PATH, SERVE, 0, "", NULL, "none: no token asked", NONE,
+                      "PATH",
+                      "tokens the clients must show, a line `AGENT TOKEN` each (16 to 256 "
+                      "visible characters; `openssl rand -hex 32` makes one): RESP `AUTH`, "
+                      "HTTP `Authorization: Bearer TOKEN`; the token's agent is the caller's. "
+                      "Refused when others may read it; SIGHUP reads it again"},
+    [SK_AUTH_METRICS] = {"auth_metrics", ST_BOOL, SERVE, 0, "true", NULL, NULL, NONE, "[=BOOL]",
+                         "with `auth_file`, `/metrics` and the status page (`GET /`) need a "
+                         "token too (`/health` never does)"},
+    [SK_THRIFT_WITHOUT_AUTH] = {"thrift_without_auth", ST_BOOL, SERVE, 0, "false", NULL, NULL, NONE,
+                                "[=BOOL]",
+                                "with `auth_file`, serve Thrift on an address other than "
+                                "loopback all the same (Twitter's IDL has no way to show a "
+                                "token: anyone who reaches the port takes IDs)"},
 };
 
 /* "max_batch" -> "--max-batch" or "IDGEN_MAX_BATCH". */

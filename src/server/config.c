@@ -7,13 +7,25 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
+
 #define Q(s) SETTINGS_Q(s)
+
+/* Whether a listener's address is loopback (127.0.0.0/8, ::1). */
+static int is_loopback(const serve_addr_t *a) {
+  if (a->sa.ss_family == AF_INET)
+    return (ntohl(((const struct sockaddr_in *)&a->sa)->sin_addr.s_addr) >> 24) == 127;
+  if (a->sa.ss_family == AF_INET6)
+    return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)&a->sa)->sin6_addr);
+  return 0;
+}
 
 static const char usage_head[] =
     "Usage: idgen serve [--config FILE] [--check-config] [OPTIONS]\n"
@@ -235,9 +247,28 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
                        "; raise max_output_bytes or lower max_batch",
                        c->max_output_bytes, s->source[SK_MAX_OUTPUT_BYTES], c->max_batch,
                        s->source[SK_MAX_BATCH], need);
+  /* The tokens: read now, so that --check-config and the start refuse a
+   * bad file; a Thrift listener others can reach would take IDs without. */
+  c->auth_metrics = (int)s->num[SK_AUTH_METRICS];
+  const char *af = s->value[SK_AUTH_FILE];
+  char aerr[600];
+  if (rc == 0 && af[0] != '\0' && serve_auth_load(af, &c->auth, aerr, sizeof aerr) < 0)
+    rc = settings_fail(s, SK_AUTH_FILE, "%s", aerr);
+  if (rc == 0 && c->auth != NULL && c->thrift.enabled && !is_loopback(&c->thrift) &&
+      !s->num[SK_THRIFT_WITHOUT_AUTH])
+    rc = settings_fail(s, SK_THRIFT,
+                       "with auth_file, Thrift (whose IDL has no way to show a "
+                       "token) on %s, which is not loopback, would hand IDs to "
+                       "anyone who reaches it: bind it to 127.0.0.1, or set "
+                       "thrift_without_auth = true to accept that",
+                       c->thrift.text);
   return rc;
 }
 
 void serve_config_print(const serve_config_t *c, FILE *out) { settings_print(&c->s, out); }
 
-void serve_config_free(serve_config_t *c) { settings_free(&c->s); }
+void serve_config_free(serve_config_t *c) {
+  serve_auth_free(c->auth);
+  c->auth = NULL;
+  settings_free(&c->s);
+}

@@ -37,6 +37,8 @@ typedef struct serve_config {
   int audit_mode;                              /* 0 count, 1 require (settings.c's order) */
   int64_t audit_queue_bytes;
   int64_t audit_timeout_ms; /* require: a reply's wait for its line; both: a stall */
+  struct serve_auth *auth;  /* auth_file's tokens as read at the start, or NULL: none asked */
+  int auth_metrics;         /* with auth: /metrics and GET / need a token too */
 } serve_config_t;
 
 /*

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "decode.h"
@@ -105,7 +106,7 @@ static void respond_error(serve_worker_t *w, serve_conn_t *c, const http_request
   int n = snprintf(body, sizeof body, "%s\n", reason);
   if (n >= (int)sizeof body)
     n = (int)sizeof body - 1;
-  if (status != 503 && status != 404)
+  if (status != 503 && status != 404 && status != 401) /* 401: event=auth_failed */
     log_limited(&w->srv->client_log, "warn", "client_error",
                 "proto=http peer=%s status=%d reason=%s", serve_peer_text(c, (char[64]){0}), status,
                 log_quote(reason, strlen(reason), (char[300]){0}, 300));
@@ -307,6 +308,28 @@ static void route_decode(serve_worker_t *w, serve_conn_t *c, const http_request_
   respond(w, c, req, 200, "application/json", w->body.p, w->body.len, KEEP, "");
 }
 
+/* With auth_file: the caller's agent from `Authorization: Bearer TOKEN`
+ * (the scheme's name in any case, RFC 9110 section 11.1) into *agent, 0; or
+ * -1 after a 401 that names the scheme (WWW-Authenticate). */
+static int http_caller(serve_worker_t *w, serve_conn_t *c, const http_request_t *req, int *agent) {
+  const http_str_t *h = http_header(req, "authorization");
+  const char *tok = "";
+  size_t tlen = 0;
+  if (h != NULL && h->len > 7 && strncasecmp(h->ptr, "bearer ", 7) == 0) {
+    tok = h->ptr + 7;
+    tlen = h->len - 7;
+    while (tlen > 0 && *tok == ' ')
+      tok++, tlen--;
+  }
+  if (serve_auth_caller(w, c, NULL, 0, tok, tlen, agent) == 0)
+    return 0;
+  respond_error(w, c, req, 401,
+                h == NULL ? "a token is needed: Authorization: Bearer TOKEN"
+                          : "the token is not one of auth_file's (Authorization: Bearer TOKEN)",
+                KEEP, "WWW-Authenticate: Bearer realm=\"idgen\"\r\n");
+  return -1;
+}
+
 size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len) {
   const serve_config_t *cfg = w->srv->cfg;
   http_request_t req = {.headers = w->http_headers, .max_headers = (size_t)cfg->max_headers};
@@ -359,11 +382,26 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   }
   if (!req.keep_alive)
     c->stop_parsing = 1; /* after this reply (respond() adds Connection: close) */
+  /* Who asks: with auth_file, every route but /health needs a token (the
+   * status page and /metrics unless auth_metrics = false). */
+  int caller = AGENT_NONE;
+  int open_route = str_eq(path, "/health") ||
+                   (!cfg->auth_metrics && (page || status_json || str_eq(path, "/metrics")));
+  if (atomic_load_explicit(&w->srv->auth, memory_order_relaxed) != NULL && !open_route &&
+      http_caller(w, c, &req, &caller) < 0)
+    return (size_t)head;
   char why[200];
   query_t q;
   if (parse_query(w, &req.query, &q, why, sizeof why) < 0) { /* on every route */
     respond_error(w, c, &req, 400, why, KEEP, NULL);
     return (size_t)head;
+  }
+  if (caller != AGENT_NONE) { /* the token's agent is the caller's */
+    if (q.agent != AGENT_NONE && q.agent != caller) {
+      respond_error(w, c, &req, 400, "agent= names another agent than the token's", KEEP, NULL);
+      return (size_t)head;
+    }
+    q.agent = caller;
   }
   if (kind >= 0) {
     route_ids(w, c, &req, kind, q);

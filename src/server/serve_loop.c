@@ -600,6 +600,7 @@ static void on_accept(serve_worker_t *w, serve_listener_t *l) {
     c->events = EPOLLIN;
     c->active_ms = w->now_ms;
     c->id = atomic_fetch_add(&s->next_client_id, 1);
+    c->authed = atomic_load_explicit(&s->auth, memory_order_relaxed) == NULL;
     struct epoll_event e = {.events = EPOLLIN, .data.ptr = c};
     if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
       close(fd);
@@ -887,6 +888,8 @@ static void daemon_init(serve_daemon_t *s, const serve_config_t *cfg) {
   s->accept_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->clock_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->watchdog_log = (log_limit_t)LOG_LIMIT_INIT(10);
+  s->auth_log = (log_limit_t)LOG_LIMIT_INIT(10);
+  atomic_init(&s->auth, cfg->auth);
 }
 
 /* The log file, if one is set (else the log is stderr): 0, or -1 with a
@@ -1001,7 +1004,8 @@ static void notify_ready(serve_daemon_t *s) {
     log_event("error", "sd_notify", "error=\"%s\"", strerror(-nrc));
 }
 
-/* SIGHUP: the audit log and the log file are opened again (logrotate). */
+/* SIGHUP: the audit log and the log file are opened again (logrotate);
+ * then auth_file is read again (serve_auth_reload). */
 static void reopen_logs(serve_daemon_t *s) {
   const serve_config_t *cfg = s->cfg;
   serve_audit_reopen(s); /* by its writer, which may wait for the file: never here */
@@ -1039,6 +1043,7 @@ static int wait_for_stop(serve_daemon_t *s, const sigset_t *set) {
     if (sig != SIGHUP)
       return sig;
     reopen_logs(s);
+    serve_auth_reload(s);
   }
 }
 
@@ -1093,6 +1098,7 @@ static void free_daemon(serve_daemon_t *s) {
   free(s->agent_names);
   free((void *)s->agent_slots);
   free_caches(s);
+  serve_auth_fini(s);
   for (int i = 0; i < s->nretired; i++)
     leased_release(&s->retired[i]);
   leased_close(&s->lx);

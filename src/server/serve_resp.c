@@ -103,7 +103,7 @@ static const struct cmdinfo {
     {"uuid7", -1, "fast"},     {"decode", 2, "fast"},      {"info", -1, "loading"},
     {"ping", -1, "fast"},      {"echo", 2, "fast"},        {"quit", -1, "fast"},
     {"client", -2, "loading"}, {"command", -1, "loading"}, {"hello", -1, "fast"},
-    {"config", -2, "loading"}, {"select", 2, "fast"},
+    {"config", -2, "loading"}, {"select", 2, "fast"},      {"auth", -2, "fast"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -208,6 +208,8 @@ static int set_client_name(serve_worker_t *w, serve_conn_t *c, const resp_arg_t 
   }
   memcpy(c->name, a->ptr, a->len);
   c->name[a->len] = '\0';
+  if (c->auth_agent)
+    return 0; /* the agent is the token's */
   c->agent = a->len == 0                         ? AGENT_NONE
              : serve_agent_valid(a->ptr, a->len) ? serve_agent_index(w->srv, a->ptr, a->len)
                                                  : AGENT_OTHER;
@@ -269,6 +271,43 @@ static void on_command(serve_worker_t *w, serve_conn_t *c, const resp_request_t 
   CNT_ADD(w->st.resp_ok, 1);
 }
 
+/* AUTH's check, shared with HELLO's AUTH: 0 with c signed in as the
+ * token's agent, or -1 with Redis's answer sent.  Without auth_file, AUTH
+ * is an error as in a Redis with no password. */
+static int sign_in(serve_worker_t *w, serve_conn_t *c, const resp_arg_t *agent,
+                   const resp_arg_t *tok) {
+  if (atomic_load_explicit(&w->srv->auth, memory_order_relaxed) == NULL) {
+    reply_err(w, c,
+              "ERR AUTH <password> called without any password configured for the default "
+              "user. Are you sure your configuration is correct?");
+    return -1;
+  }
+  int index;
+  /* "default" is the user a Redis client names when given only a password */
+  int any = agent == NULL || arg_is(agent, "default");
+  if (serve_auth_caller(w, c, any ? NULL : agent->ptr, any ? 0 : agent->len, tok->ptr, tok->len,
+                        &index) < 0) {
+    c->authed = 0;
+    reply_err(w, c, "WRONGPASS invalid username-password pair or user is disabled.");
+    return -1;
+  }
+  c->authed = 1;
+  c->auth_agent = 1;
+  c->agent = index;
+  return 0;
+}
+
+static void on_auth(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+  if (r->argc != 2 && r->argc != 3) {
+    wrong_arity(w, c, "auth");
+    return;
+  }
+  if (sign_in(w, c, r->argc == 3 ? &r->argv[1] : NULL, &r->argv[r->argc - 1]) < 0)
+    return;
+  reply(w, "+OK\r\n");
+  CNT_ADD(w->st.resp_ok, 1);
+}
+
 static void on_hello(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   size_t i = 1;
   if (r->argc >= 2) {
@@ -283,16 +322,28 @@ static void on_hello(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r
     }
     i = 2;
   }
-  const resp_arg_t *setname = NULL;
+  const resp_arg_t *setname = NULL, *user = NULL, *pass = NULL;
   for (; i < r->argc; i++) {
     if (i < RESP_MAX_ARGV - 1 && arg_is(&r->argv[i], "setname") && i + 1 < r->argc) {
       setname = &r->argv[++i];
+    } else if (i < RESP_MAX_ARGV - 2 && arg_is(&r->argv[i], "auth") && i + 2 < r->argc) {
+      user = &r->argv[++i];
+      pass = &r->argv[++i];
     } else {
       const resp_arg_t *a = &r->argv[i < RESP_MAX_ARGV ? i : RESP_MAX_ARGV - 1];
       reply_err(w, c, "ERR Syntax error in HELLO option '%s'",
                 IDGEN_QUOTE(a->ptr, a->len, '\'', 64));
       return;
     }
+  }
+  if (pass != NULL && sign_in(w, c, user, pass) < 0)
+    return;
+  if (!c->authed) {
+    reply_err(w, c,
+              "NOAUTH HELLO must be called with the client already authenticated, otherwise "
+              "the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the "
+              "client and select the RESP protocol version at the same time");
+    return;
   }
   if (setname && set_client_name(w, c, setname) < 0)
     return;
@@ -366,6 +417,13 @@ size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
     for (size_t i = 0; i < a0->len; i++)
       name[i] = (char)tolower((unsigned char)a0->ptr[i]);
   size_t argc = r.argc;
+  if (!c->authed && strcmp(name, "auth") != 0 && strcmp(name, "hello") != 0 &&
+      strcmp(name, "quit") != 0) {
+    int index;
+    (void)serve_auth_caller(w, c, NULL, 0, "", 0, &index); /* counted and logged */
+    reply_err(w, c, "NOAUTH Authentication required.");
+    return (size_t)used;
+  }
   if (strcmp(name, "id") == 0) {
     on_ids(w, c, &r, KIND_SNOWFLAKE, 0);
   } else if (strcmp(name, "idstr") == 0) {
@@ -417,6 +475,8 @@ size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
     on_command(w, c, &r);
   } else if (strcmp(name, "hello") == 0) {
     on_hello(w, c, &r);
+  } else if (strcmp(name, "auth") == 0) {
+    on_auth(w, c, &r);
   } else if (strcmp(name, "config") == 0) {
     if (argc < 2)
       return wrong_arity(w, c, "config"), (size_t)used;

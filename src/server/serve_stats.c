@@ -263,6 +263,12 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
                    SUM(s, thrift_ok));
   serve_buf_printf(b, "idgen_requests_total{proto=\"thrift\",code=\"err\"} %" PRIu64 "\n",
                    SUM(s, thrift_err));
+  serve_buf_printf(b, "# HELP idgen_auth_failures_total Requests refused for want of a token "
+                      "of auth_file (none shown, or a wrong one), by protocol.\n"
+                      "# TYPE idgen_auth_failures_total counter\n");
+  for (int p = 0; p < NPROTO; p++)
+    serve_buf_printf(b, "idgen_auth_failures_total{proto=\"%s\"} %" PRIu64 "\n",
+                     serve_proto_name(p), SUM(s, auth_fail[p]));
   serve_buf_printf(b,
                    "# HELP idgen_request_duration_seconds From the read that completed a request "
                    "to the write of its reply.\n"

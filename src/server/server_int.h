@@ -67,7 +67,7 @@ enum { AGENT_NONE = 0, AGENT_OTHER = 1, AGENT_FIRST = 2 };
  * status line and the requests counter's index both come from here. */
 /* clang-format off */
 #define HTTP_CODES(X)                                                                     \
-  X(200, "OK") X(400, "Bad Request") X(404, "Not Found") X(405, "Method Not Allowed")      \
+  X(200, "OK") X(400, "Bad Request") X(401, "Unauthorized") X(404, "Not Found") X(405, "Method Not Allowed")      \
   X(413, "Content Too Large") X(431, "Request Header Fields Too Large")                    \
   X(500, "Internal Server Error") X(501, "Not Implemented") X(503, "Service Unavailable")  \
   X(505, "HTTP Version Not Supported")
@@ -99,9 +99,10 @@ typedef struct serve_wstats {
   serve_counter_t hist_sum_ns[NPROTO], hist_count[NPROTO];
   serve_counter_t open[NPROTO], accepted[NPROTO];
   serve_counter_t closed[NCR];
-  serve_counter_t parked;   /* requests that waited parked */
-  serve_counter_t waits;    /* blocking waits for events (epoll_pwait2) */
-  serve_counter_t polls[2]; /* busy polls that missed, that found work in time */
+  serve_counter_t parked;            /* requests that waited parked */
+  serve_counter_t waits;             /* blocking waits for events (epoll_pwait2) */
+  serve_counter_t polls[2];          /* busy polls that missed, that found work in time */
+  serve_counter_t auth_fail[NPROTO]; /* a token refused (or none shown where one is needed) */
 } serve_wstats_t;
 
 typedef struct serve_buf {
@@ -212,6 +213,8 @@ typedef struct serve_conn {
   int64_t write_ms;        /* last write progress while replies wait */
   uint32_t outq;           /* the kernel's unsent bytes at the last sweep (SIOCOUTQ) */
   int64_t linger_until_ms;
+  uint8_t authed;                /* RESP: AUTH passed, or no auth_file */
+  uint8_t auth_agent;            /* ... and c->agent is its token's (SETNAME keeps it) */
   uint64_t id;                   /* CLIENT ID */
   int agent;                     /* CLIENT SETNAME's agent index */
   char name[AGENT_NAME_MAX + 1]; /* CLIENT SETNAME's name */
@@ -355,7 +358,13 @@ typedef struct serve_daemon {
   _Atomic uint32_t *agent_slots; /* open hash: index + 1, or 0 */
   uint32_t agent_mask;
   /* one limit per kind */
-  log_limit_t client_log, close_log, accept_log, clock_log, watchdog_log;
+  log_limit_t client_log, close_log, accept_log, clock_log, watchdog_log, auth_log;
+  /* auth_file's tokens in force (NULL: none asked).  SIGHUP swaps in the
+   * file as read again; a table swapped out is kept (a loop may be reading
+   * it) until the end, in auth_old (the main thread's). */
+  _Atomic(struct serve_auth *) auth;
+  struct serve_auth **auth_old;
+  int auth_nold;
   uint64_t mark_failures_seen; /* the lease thread's: failed mark writes logged */
   int64_t mark_logged_ms;      /* ... and when it last logged them */
   /* Registry calls since the start, over every lease this daemon held
@@ -398,6 +407,18 @@ int serve_write_pid_file(const char *path);
 void serve_raise_fd_limit(const serve_config_t *cfg);
 /* The client's address as "ip:port" into buf[64], for log lines. */
 const char *serve_peer_text(const serve_conn_t *c, char *buf);
+
+/* With auth_file: the agent whose token is tok[0..tlen) (and whose name is
+ * agent[0..alen), if agent is not NULL), its index as for metrics in
+ * *agent_index; or -1, counted and logged (rate-limited, with the peer and
+ * the agent named, never the token) as a failure of c's protocol. */
+int serve_auth_caller(serve_worker_t *w, serve_conn_t *c, const char *agent, size_t alen,
+                      const char *tok, size_t tlen, int *agent_index);
+/* SIGHUP: auth_file read again and swapped in; kept as it was (and the
+ * error logged) if the new one is refused.  The main thread's. */
+void serve_auth_reload(serve_daemon_t *s);
+/* At the end, after the loops: the tables swapped out. */
+void serve_auth_fini(serve_daemon_t *s);
 
 /* ---- serve_lease.c: the generators and the lease thread ---- */
 /* The generators (leased, or static) made at start (0, or -1 with a
