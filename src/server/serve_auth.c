@@ -20,6 +20,13 @@ int serve_auth_caller(serve_worker_t *w, serve_conn_t *c, const char *agent, siz
     return 0;
   }
   CNT_ADD(w->st.auth_fail[c->proto], 1);
+  /* A wrong token (not none: a client that forgot one is told so each
+   * time): after a few, the connection ends with this reply, so that
+   * guesses cannot be pipelined on one connection. */
+  if (tlen > 0 && ++c->auth_fails >= AUTH_FAILS_MAX) {
+    c->stop_parsing = 1;
+    c->close_reason = CR_AUTH;
+  }
   char shown[AGENT_NAME_MAX + 8] = "-";
   if (agent != NULL)
     log_quote(agent, alen, shown, sizeof shown);

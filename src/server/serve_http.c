@@ -327,6 +327,8 @@ static int http_caller(serve_worker_t *w, serve_conn_t *c, const http_request_t 
                 h == NULL ? "a token is needed: Authorization: Bearer TOKEN"
                           : "the token is not one of auth_file's (Authorization: Bearer TOKEN)",
                 KEEP, "WWW-Authenticate: Bearer realm=\"idgen\"\r\n");
+  if (c->auth_fails >= AUTH_FAILS_MAX)
+    c->close_reason = CR_AUTH; /* (respond() counts a close as the client's) */
   return -1;
 }
 

@@ -32,6 +32,7 @@
                                        loop serves the others first (a fast reader of large
                                        batches would hold it) */
 #define AGENT_NAME_MAX 64
+#define AUTH_FAILS_MAX 3       /* wrong tokens on one connection before it is closed */
 #define SWEEP_MS 100           /* timer resolution */
 #define LINGER_MS 2000         /* read-and-discard after the last reply */
 #define SCRATCH_KEEP (1 << 20) /* per-loop buffers larger than this are freed after use */
@@ -52,7 +53,8 @@ static inline const char *serve_kind_name(int kind) {
 /* clang-format off */
 #define CLOSE_REASONS(X)                                                                  \
   X(EOF, "eof") X(RESET, "reset") X(IDLE, "idle") X(SLOW, "slow") X(OUTPUT, "output")     \
-  X(PROTOCOL, "protocol") X(LIMIT, "limit") X(SHUTDOWN, "shutdown") X(ERROR, "error")
+  X(PROTOCOL, "protocol") X(LIMIT, "limit") X(SHUTDOWN, "shutdown") X(ERROR, "error")  \
+  X(AUTH, "auth")
 /* clang-format on */
 enum close_reason {
 #define X(name, label) CR_##name,
@@ -215,6 +217,7 @@ typedef struct serve_conn {
   int64_t linger_until_ms;
   uint8_t authed;                /* RESP: AUTH passed, or no auth_file */
   uint8_t auth_agent;            /* ... and c->agent is its token's (SETNAME keeps it) */
+  uint8_t auth_fails;            /* wrong tokens shown on it: closed at AUTH_FAILS_MAX */
   uint64_t id;                   /* CLIENT ID */
   int agent;                     /* CLIENT SETNAME's agent index */
   char name[AGENT_NAME_MAX + 1]; /* CLIENT SETNAME's name */

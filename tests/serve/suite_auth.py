@@ -89,6 +89,24 @@ def group_http(d):
     check("HTTP: agent= naming the token's agent: 200", st == 200, detail or st)
     st, r, detail = http_status(d.http, "/id?count=5", OPS)
     check("HTTP with ops's token: 200", st == 200, detail or st)
+    c = Conn(d.http)  # wrong tokens on one keep-alive connection: closed after the third
+    try:
+        c.send(b"".join(http_req("/id", headers=["Authorization: Bearer guess%011d" % i]) for i in range(4)))
+        rs = [c.http() for _ in range(3)]
+        closed = c.read_to_eof(5)
+        check("HTTP: 4 wrong tokens on one connection: three 401s, the third with Connection: close, then EOF",
+              [x.status for x in rs] == [401] * 3 and (rs[2].h("connection") or "").lower() == "close"
+              and closed and c.buf == b"", ([x.status for x in rs], short(c.buf)))
+    finally:
+        c.close()
+    c = Conn(d.http)  # no token at all: told so each time, the connection kept
+    try:
+        c.send(http_req("/id") * 4 + http_req("/id", headers=["Authorization: Bearer " + APP]))
+        rs = [c.http() for _ in range(5)]
+        check("HTTP: 4 requests without a token on one connection: 401s, kept; then a token: 200",
+              [x.status for x in rs] == [401] * 4 + [200], [x.status for x in rs])
+    finally:
+        c.close()
 
 
 def group_resp(d):
@@ -123,6 +141,24 @@ def group_resp(d):
               isinstance(rs[0], list) and b"idgen" in rs[0] and isinstance(rs[1], int), rs)
     finally:
         c.close()
+    c = Conn(p)  # guesses pipelined on one connection: it ends after the third
+    try:
+        c.send(b"".join(resp_cmd("AUTH", "app", "guess%011d" % i) for i in range(5)) + resp_cmd("PING"))
+        rs = c.resp_n(3)
+        closed = c.read_to_eof(5)
+        check("raw RESP: 5 wrong tokens pipelined: 3 WRONGPASS, then the connection is closed",
+              all(isinstance(x, RErr) and x.startswith("WRONGPASS") for x in rs) and closed and c.buf == b"",
+              (rs, short(c.buf)))
+    finally:
+        c.close()
+    c = Conn(p)  # commands without a token are answered NOAUTH, never closed for it
+    try:
+        c.send(resp_cmd("PING") * 5 + resp_cmd("AUTH", APP) + resp_cmd("PING"))
+        rs = c.resp_n(7)
+        check("raw RESP: 5 commands without a token: 5 NOAUTH, the connection stays, AUTH then works",
+              all(x.startswith("NOAUTH") for x in rs[:5]) and rs[5] == "OK" and rs[6] == "PONG", rs)
+    finally:
+        c.close()
     if redis is None:
         check("redis-py is installed (python3-redis)", False)
         return
@@ -149,6 +185,9 @@ def group_metrics(d):
           (mget(samples, "idgen_ids_issued_total", kind="snowflake", agent="ops") or 0) >= 5)
     check("metrics: failures counted, HTTP", (mget(samples, "idgen_auth_failures_total", proto="http") or 0) >= 2 * len(ROUTES))
     check("metrics: failures counted, RESP", (mget(samples, "idgen_auth_failures_total", proto="resp") or 0) >= 4)
+    check("metrics: connections closed for wrong tokens (reason auth): the RESP and the HTTP one",
+          (mget(samples, "idgen_connections_closed_total", reason="auth") or 0) >= 2,
+          mget(samples, "idgen_connections_closed_total", reason="auth"))
     log = d.log()
     check("the log names failures (event=auth_failed with the peer) and never a token",
           "event=auth_failed" in log and APP not in log and OPS not in log and WRONG not in log)

@@ -69,9 +69,36 @@ def group_clients(d):
         print("  %s (read as a JS Number): %s" % (key, " ".join(out.get(key, []))), flush=True)
 
 
+def group_auth():
+    token = "0123456789abcdef0123456789abcdef"
+    path = os.path.join(TMP, "tokens")
+    with open(path, "w") as f:
+        f.write("app %s\n" % token)
+    os.chmod(path, 0o600)
+    d = Daemon("auth", ["--auth-file", path])
+    try:
+        p = subprocess.run(["node", os.path.join(HERE, "js_clients_auth.mjs"), os.path.join(NPM_DIR, "node_modules"),
+                            str(d.resp), "app", token], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        try:
+            out = json.loads(p.stdout.decode())
+        except ValueError:
+            check("node js_clients_auth.mjs prints its results as JSON", False,
+                  (p.stdout[:500], p.stderr.decode(errors="replace")[-1000:]))
+            return
+        for key, what in (("ioredis_options", "ioredis with username and password"),
+                          ("ioredis_url", "ioredis with redis://app:TOKEN@host:port"),
+                          ("noderedis_url", "node-redis 4 with redis://app:TOKEN@host:port")):
+            check("auth_file: %s gets an ID" % what, re.fullmatch(r"[1-9][0-9]*", out.get(key, "")), out.get(key))
+        for key, what in (("ioredis_wrong", "ioredis"), ("noderedis_wrong", "node-redis 4")):
+            check("auth_file: %s with a wrong token is refused (WRONGPASS)" % what,
+                  "WRONGPASS" in out.get(key, ""), out.get(key))
+    finally:
+        d.stop()
+
+
 if __name__ == "__main__":
     run_suite("js_clients",
               before=[("npm: ioredis 5 and node-redis 4", group_install)],
               with_daemon=[("JavaScript clients: IDSTR and stringNumbers", group_clients)],
-              after=[],
+              after=[("JavaScript clients with auth_file", group_auth)],
               snow_kinds=["ioredis", "noderedis"])
