@@ -618,6 +618,12 @@ static int64 last_mark(idgen_registry_t *reg) {
   int64 issued = 0;
   if (!last_read(uri, sizeof uri, &lf, &issued))
     return 0; /* the first start with a lease */
+  {
+    /* as shown: an earlier version wrote the URI with its password */
+    char raw[sizeof uri];
+    strlcpy(raw, uri, sizeof raw);
+    idgen_registry_uri_redact(raw, uri, sizeof uri);
+  }
   if (strcmp(uri, idgen_registry_uri(reg)) != 0) {
     /* Another registry, or the same one spelled otherwise (localhost for
      * 127.0.0.1): the tuple is looked for all the same (found, its mark
