@@ -109,6 +109,8 @@ check "setup: etcd refuses a client without the password" \
 
 # ---- the CLI ----------------------------------------------------------------
 O=$work/out
+# the three ways the passwords reach a registry: user info, ?password=, etcd
+declare -A URIS=([pg]=$PGURI [pgq]=$PGURI_Q [etcd]=$ETURI)
 withp() { # URI PARAM: URI with one more query parameter
   case $1 in
     *\?*) echo "$1&$2" ;;
@@ -129,11 +131,7 @@ run() { # NAME CMD...: runs CMD, its output and errors in $O/NAME.{out,err}
   return 1
 }
 for b in pg pgq etcd; do
-  case $b in
-    pg) U=$PGURI ;;
-    pgq) U=$PGURI_Q ;;
-    etcd) U=$ETURI ;;
-  esac
+  U=${URIS[$b]}
   checkv "cli $b: IDs from the registry with a password" \
     run "cli-$b-ids" "$IDGEN" snowflake -n 3 --registry "$U" --node datacenter=3
   checkv "cli $b: registry list" run "cli-$b-list" "$IDGEN" registry list --registry "$U"
@@ -179,11 +177,7 @@ serve() {
   done
 }
 for b in pg pgq etcd; do
-  case $b in
-    pg) U=$PGURI ;;
-    pgq) U=$PGURI_Q ;;
-    etcd) U=$ETURI ;;
-  esac
+  U=${URIS[$b]}
   serve "serve-$b" "$U"
   if [ -z "$HP" ]; then
     bad "serve $b: the daemon serves with the registry's password"
@@ -205,11 +199,7 @@ done
 # ---- the Node addon ---------------------------------------------------------
 if [ -n "$JS" ] && command -v node >/dev/null && [ -f "$BUILD/js/idgen.node" ]; then
   for b in pg pgq etcd; do
-    case $b in
-      pg) U=$PGURI ;;
-      pgq) U=$PGURI_Q ;;
-      etcd) U=$ETURI ;;
-    esac
+    U=${URIS[$b]}
     checkv "js $b: lease() from the registry with a password" \
       run "js-$b" env IDGEN_NODE_ADDON="$BUILD/js/idgen.node" U="$U" UBAD="$(withp "$U" nosuch=1)" node -e "
         const { Snowflake } = require('$JS');
