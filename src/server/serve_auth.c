@@ -27,9 +27,16 @@ int serve_auth_caller(serve_worker_t *w, serve_conn_t *c, const char *agent, siz
     c->stop_parsing = 1;
     c->close_reason = CR_AUTH;
   }
+  /* The agent named is logged only if the file has it: a client that
+   * swapped its arguments (AUTH TOKEN AGENT) must not log its token. */
   char shown[AGENT_NAME_MAX + 8] = "-";
-  if (agent != NULL)
-    log_quote(agent, alen, shown, sizeof shown);
+  for (int k = 0; agent != NULL && k <= serve_auth_count(a); k++) {
+    const char *name = k < serve_auth_count(a) ? serve_auth_agent(a, k) : "unknown";
+    if (k == serve_auth_count(a) || (strlen(name) == alen && memcmp(name, agent, alen) == 0)) {
+      snprintf(shown, sizeof shown, "%s", name);
+      break;
+    }
+  }
   log_limited(&s->auth_log, "warn", "auth_failed", "proto=%s peer=%s agent=%s reason=%s",
               serve_proto_name(c->proto), serve_peer_text(c, (char[64]){0}), shown,
               tlen == 0 ? "no-token" : "wrong-token");

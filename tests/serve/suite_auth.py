@@ -151,6 +151,13 @@ def group_resp(d):
               (rs, short(c.buf)))
     finally:
         c.close()
+    c = Conn(p)  # a token given where the agent goes is not logged
+    try:
+        c.send(resp_cmd("AUTH", OPS, "ops"))
+        rs = c.resp_n(1)
+        check("raw RESP: AUTH TOKEN AGENT (swapped) is -WRONGPASS", rs[0].startswith("WRONGPASS"), rs)
+    finally:
+        c.close()
     c = Conn(p)  # commands without a token are answered NOAUTH, never closed for it
     try:
         c.send(resp_cmd("PING") * 5 + resp_cmd("AUTH", APP) + resp_cmd("PING"))
@@ -190,7 +197,8 @@ def group_metrics(d):
           mget(samples, "idgen_connections_closed_total", reason="auth"))
     log = d.log()
     check("the log names failures (event=auth_failed with the peer) and never a token",
-          "event=auth_failed" in log and APP not in log and OPS not in log and WRONG not in log)
+          "event=auth_failed" in log and APP not in log and OPS not in log and WRONG not in log
+          and "guess" not in log)
 
 
 def get_metrics_with(d, token):
@@ -214,6 +222,18 @@ def group_reload():
     path = auth_file("reload", "app %s\n" % APP)
     d = Daemon("reload", ["--auth-file", path, "--auth-metrics=false"])
     try:
+        c = Conn(d.resp)  # first, before the log's rate limit could hide a line
+        c.send(resp_cmd("AUTH", APP, "app") + resp_cmd("AUTH", "app", WRONG))
+        rs = c.resp_n(2)
+        c.close()
+        deadline = time.monotonic() + 20
+        while d.log().count("event=auth_failed") < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        log = d.log()
+        check("log: AUTH TOKEN AGENT (swapped): agent=unknown, the token not logged; a known agent named",
+              all(x.startswith("WRONGPASS") for x in rs) and "agent=unknown reason=wrong-token" in log
+              and "agent=app reason=wrong-token" in log and APP not in log and WRONG not in log,
+              (rs, log[-600:]))
         st, r, detail = http_status(d.http, "/metrics")
         check("auth_metrics = false: /metrics without a token: 200", st == 200, detail or st)
         st, r, detail = http_status(d.http, "/")
