@@ -5,6 +5,10 @@
 #   ok WHAT / bad WHAT  count a result decided by the caller
 #   tally               prints "N passed, N failed"; 0 if none failed
 #   need_root TOOL...   exits 77 (skipped) unless root with every TOOL
+#   retry SECONDS CMD...
+#                       runs CMD every 0.5 s until it succeeds (its output on
+#                       stdout), at most SECONDS (then its last output on
+#                       stderr, status 1)
 # shellcheck shell=bash
 pass=0 fail=0
 ok() {
@@ -36,4 +40,17 @@ need_root() {
       exit 77
     }
   done
+}
+retry() {
+  local n=$(($1 * 2)) out i
+  shift
+  for ((i = 0; i < n; i++)); do
+    out=$("$@" 2>&1) && {
+      echo "$out"
+      return 0
+    }
+    sleep 0.5
+  done
+  echo "$out" >&2
+  return 1
 }

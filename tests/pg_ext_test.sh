@@ -38,6 +38,8 @@
 # Exit status: 0 passed, 1 failed, 77 skipped (not root: the message says so).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=tests/checks.sh
+. "$ROOT/tests/checks.sh" # retry
 BUILD=$(cd "${1:?usage: pg_ext_test.sh BUILD_DIR}" && pwd)
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 if [ "$(id -u)" != 0 ]; then
@@ -104,18 +106,7 @@ fail() {
 }
 q() { psql -qAtX -v ON_ERROR_STOP=1 -c "$1"; }
 # Retries a statement until it succeeds (the worker is taking a lease) or 40 s.
-q_when_ready() {
-  local out i
-  for i in $(seq 1 80); do
-    if out=$(psql -qAtX -v ON_ERROR_STOP=1 -c "$1" 2>&1); then
-      echo "$out"
-      return 0
-    fi
-    sleep 0.5
-  done
-  echo "$out" >&2
-  return 1
-}
+q_when_ready() { retry 40 q "$1"; }
 ready_count() { grep -c "idgen_snowflake() is ready" "$work/pg2/log" || true; }
 port2=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$ROOT/tests/pg_server.sh" start "$work/pg2" "$port2" >/dev/null

@@ -224,18 +224,7 @@ if ! make -s -C "$ROOT/pg" PG_CONFIG="$PG_CONFIG" IDGEN_BUILD="$BUILD" install >
 fi
 restart() { "$ROOT/tests/pg_server.sh" pause "$work/pg" && "$ROOT/tests/pg_server.sh" resume "$work/pg"; }
 # when_ready SQL: retries SQL until it answers (the worker takes its lease)
-when_ready() {
-  local out i
-  for ((i = 0; i < 120; i++)); do
-    out=$(q "$1" 2>&1) && {
-      echo "$out"
-      return 0
-    }
-    sleep 0.5
-  done
-  echo "$out" >&2
-  return 1
-}
+when_ready() { retry 60 q "$1"; }
 printf "shared_preload_libraries = 'idgen'\nidgen.registry = '%s'\n" "$PGURI" >>"$PGDATA/postgresql.conf"
 restart || {
   bad "the server did not start with the extension"
