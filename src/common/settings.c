@@ -198,6 +198,18 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                                 "with `auth_file`, serve Thrift on an address other than "
                                 "loopback all the same (Twitter's IDL has no way to show a "
                                 "token: anyone who reaches the port takes IDs)"},
+    [SK_TLS_CERT] = {"tls_cert", ST_PATH, SERVE, 0, "", NULL, "none: plain text", NONE, "PATH",
+                     "serve HTTP and RESP over TLS (1.2 and 1.3 only) with this certificate "
+                     "chain (PEM, the server's first; with `tls_key`): `https://`, "
+                     "`redis-cli --tls`, `rediss://`.  Thrift stays plain text.  SIGHUP reads "
+                     "the files again; open connections go on"},
+    [SK_TLS_KEY] = {"tls_key", ST_PATH, SERVE, 0, "", NULL, "none", NONE, "PATH",
+                    "the private key of `tls_cert` (PEM).  Refused when others may read it"},
+    [SK_TLS_CLIENT_CA] = {"tls_client_ca", ST_PATH, SERVE, 0, "", NULL,
+                          "none: no client certificate asked", NONE, "PATH",
+                          "with `tls_cert`, every client must show a certificate signed by "
+                          "these CAs (PEM), mutual TLS; its subject's CN, an agent name, is the "
+                          "caller's agent, and with `auth_file` it needs no token"},
 };
 
 /* "max_batch" -> "--max-batch" or "IDGEN_MAX_BATCH". */

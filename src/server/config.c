@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "tls.h"
 
 #define Q(s) SETTINGS_Q(s)
 
@@ -262,6 +263,23 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
                        "anyone who reaches it: bind it to 127.0.0.1, or set "
                        "thrift_without_auth = true to accept that",
                        c->thrift.text);
+  /* The certificate: read now too, for the same reasons. */
+  const char *cert = s->value[SK_TLS_CERT], *key = s->value[SK_TLS_KEY];
+  const char *ca = s->value[SK_TLS_CLIENT_CA];
+  if (rc == 0 && (cert[0] != '\0') != (key[0] != '\0'))
+    rc = settings_fail(s, cert[0] ? SK_TLS_KEY : SK_TLS_CERT,
+                       "TLS needs both tls_cert and tls_key (the certificate chain and its "
+                       "private key, PEM)");
+  if (rc == 0 && ca[0] != '\0' && cert[0] == '\0')
+    rc = settings_fail(s, SK_TLS_CLIENT_CA,
+                       "client certificates are asked only over TLS: give tls_cert and tls_key "
+                       "too");
+  char terr[1200];
+  if (rc == 0 && cert[0] != '\0' && tls_ctx_load(cert, key, ca, &c->tls, terr, sizeof terr) < 0)
+    rc = settings_fail(s, strncmp(terr, "tls_key", 7) == 0         ? SK_TLS_KEY
+                          : strncmp(terr, "tls_client_ca", 13) == 0 ? SK_TLS_CLIENT_CA
+                                                                    : SK_TLS_CERT,
+                       "%s", terr);
   return rc;
 }
 
@@ -270,5 +288,8 @@ void serve_config_print(const serve_config_t *c, FILE *out) { settings_print(&c-
 void serve_config_free(serve_config_t *c) {
   serve_auth_free(c->auth);
   c->auth = NULL;
+  if (c->tls != NULL)
+    tls_ctx_free(c->tls);
+  c->tls = NULL;
   settings_free(&c->s);
 }

@@ -39,6 +39,7 @@ typedef struct serve_config {
   int64_t audit_timeout_ms; /* require: a reply's wait for its line; both: a stall */
   struct serve_auth *auth;  /* auth_file's tokens as read at the start, or NULL: none asked */
   int auth_metrics;         /* with auth: /metrics and GET / need a token too */
+  struct ssl_ctx_st *tls;   /* tls_cert's context as read at the start, or NULL: plain text */
 } serve_config_t;
 
 /*

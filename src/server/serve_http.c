@@ -389,8 +389,10 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   int caller = AGENT_NONE;
   int open_route = str_eq(path, "/health") ||
                    (!cfg->auth_metrics && (page || status_json || str_eq(path, "/metrics")));
-  if (atomic_load_explicit(&w->srv->auth, memory_order_relaxed) != NULL && !open_route &&
-      http_caller(w, c, &req, &caller) < 0)
+  if (c->cert_authed && http_header(&req, "authorization") == NULL)
+    caller = c->cert_agent; /* a client certificate tls_client_ca signed: its CN's */
+  else if (atomic_load_explicit(&w->srv->auth, memory_order_relaxed) != NULL && !open_route &&
+           http_caller(w, c, &req, &caller) < 0)
     return (size_t)head;
   char why[200];
   query_t q;

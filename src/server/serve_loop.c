@@ -59,6 +59,7 @@
 
 #include "http.h"
 #include "server_int.h"
+#include "tls.h"
 
 /* ---- connections ---------------------------------------------------------- */
 
@@ -72,6 +73,22 @@ static void set_events(serve_worker_t *w, serve_conn_t *c, uint32_t ev) {
 
 /* A failed read or write: the client reset the connection, or an error. */
 static int io_close_reason(int e) { return e == ECONNRESET || e == EPIPE ? CR_RESET : CR_ERROR; }
+
+/* read(2) and write(2) of a connection, through TLS when it speaks it
+ * (tls.h: the same results; a read may need the socket writable first). */
+static ssize_t conn_recv(serve_conn_t *c, void *buf, size_t cap) {
+  if (c->ssl == NULL)
+    return read(c->fd, buf, cap);
+  int wants_write = 0;
+  ssize_t n = tls_read(c->ssl, buf, cap, &wants_write);
+  if (wants_write)
+    c->tls_wants_out = 1;
+  return n;
+}
+
+static ssize_t conn_send(serve_conn_t *c, const void *buf, size_t len) {
+  return c->ssl == NULL ? write(c->fd, buf, len) : tls_write(c->ssl, buf, len);
+}
 
 /* audit_mode require: c's replies wait for the loop's audit lines (on the
  * loop's `held` list until released). */
@@ -101,6 +118,8 @@ static void held_remove(serve_worker_t *w, serve_conn_t *c) {
 static void conn_close(serve_worker_t *w, serve_conn_t *c, int reason) {
   serve_ids_unpark(w, c); /* a waiting request goes with its connection */
   held_remove(w, c);      /* and replies held for their audit lines */
+  if (c->ssl != NULL)
+    tls_free(c->ssl);
   close(c->fd);
   if (c->prev)
     c->prev->next = c->next;
@@ -123,6 +142,8 @@ static void conn_close(serve_worker_t *w, serve_conn_t *c, int reason) {
  * A plain close() with unread input, or input arriving after it, makes the
  * kernel reset the connection and drop replies not yet delivered. */
 static int conn_finish(serve_worker_t *w, serve_conn_t *c) {
+  if (c->ssl != NULL)
+    tls_close_notify(c->ssl);
   shutdown(c->fd, SHUT_WR);
   c->lingering = 1;
   c->linger_until_ms = w->now_ms + LINGER_MS;
@@ -155,7 +176,7 @@ static int flush_replies(serve_worker_t *w, serve_conn_t *c) {
     if (c->audit_seq)
       held_add(w, c);
   } else {
-    ssize_t n = write(c->fd, w->out.p, w->out.len);
+    ssize_t n = conn_send(c, w->out.p, w->out.len);
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
       w->out.len = 0;
       conn_close(w, c, io_close_reason(errno));
@@ -200,6 +221,12 @@ static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
    * drain's reads happen only while the loop drains. */
   assert(c->out_off <= c->out.len);
   assert(!(c->drain_reading || c->drain_read) || w->draining);
+  if (c->tls_hs) { /* no request yet: the drain does not wait for a handshake */
+    if (!w->draining)
+      return 0;
+    conn_close(w, c, CR_SHUTDOWN);
+    return -1;
+  }
   int queued = c->out.len > c->out_off;
   if (!queued && c->out.p != NULL) {
     serve_buf_free(&c->out);
@@ -244,7 +271,7 @@ static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
   uint32_t ev = 0;
   if (!c->stop_parsing && !c->blocked && !w->draining)
     ev |= EPOLLIN;
-  if (queued || c->blocked) /* blocked with nothing queued: at once, next turn */
+  if (queued || c->blocked || c->tls_wants_out) /* blocked with nothing queued: at once */
     ev |= EPOLLOUT;
   set_events(w, c, ev);
   return 0;
@@ -360,7 +387,7 @@ static int conn_readable(serve_worker_t *w, serve_conn_t *c) {
     dst = c->in.p + c->in.len;
     cap = c->in.cap - c->in.len;
   }
-  ssize_t n = read(c->fd, dst, cap);
+  ssize_t n = conn_recv(c, dst, cap); /* (cap >= TLS_RECORD_MAX: see tls.h) */
   if (n == 0) { /* the client is done sending: finish what is queued */
     if (c->out.len > c->out_off) {
       c->stop_parsing = 1;
@@ -389,10 +416,15 @@ static int conn_readable(serve_worker_t *w, serve_conn_t *c) {
 
 /* Sends queued replies.  Returns -1 if c was closed. */
 static int conn_writable(serve_worker_t *w, serve_conn_t *c) {
+  if (c->tls_wants_out) { /* a TLS read that had to write first */
+    c->tls_wants_out = 0;
+    if (conn_readable(w, c) < 0)
+      return -1;
+  }
   if (c->audit_seq) /* held for their audit lines (an EPOLLOUT of before) */
     return 0;
   size_t left = c->out.len - c->out_off;
-  ssize_t n = left ? write(c->fd, c->out.p + c->out_off, left) : 0;
+  ssize_t n = left ? conn_send(c, c->out.p + c->out_off, left) : 0;
   if (n < 0) {
     if (errno == EAGAIN || errno == EINTR)
       return 0;
@@ -529,6 +561,58 @@ static void release_held(serve_worker_t *w) {
     serve_audit_handoff(w);
 }
 
+/* ---- TLS handshakes -------------------------------------------------------- */
+
+/* One step of a TLS connection's handshake (each event, until it is done).
+ * Its first byte tells a TLS client from one that speaks plain text, which
+ * is told so in plain text.  Returns -1 if c was closed. */
+static int conn_handshake(serve_worker_t *w, serve_conn_t *c) {
+  if (c->ssl == NULL) {
+    unsigned char b;
+    ssize_t n = recv(c->fd, &b, 1, MSG_PEEK);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+      return 0;
+    if (n <= 0) {
+      conn_close(w, c, n == 0 ? CR_EOF : io_close_reason(errno));
+      return -1;
+    }
+    if (!tls_is_handshake_byte(b)) {
+      CNT_ADD(w->st.tls_hs[TLS_PLAIN], 1);
+      const char *msg = serve_tls_plain_refusal(c->proto);
+      ssize_t wr = write(c->fd, msg, strlen(msg)); /* (a few bytes: the kernel takes them) */
+      (void)wr;
+      c->tls_hs = 0;
+      c->stop_parsing = 1;
+      c->close_reason = CR_TLS;
+      return conn_finish(w, c);
+    }
+    c->ssl = serve_tls_conn(w->srv, c->fd);
+    if (c->ssl == NULL) {
+      conn_close(w, c, CR_ERROR);
+      return -1;
+    }
+  }
+  char err[300];
+  int r = tls_handshake(c->ssl, err, sizeof err);
+  if (r == TLS_WANT_READ || r == TLS_WANT_WRITE) {
+    set_events(w, c, r == TLS_WANT_WRITE ? EPOLLOUT : EPOLLIN);
+    return 0;
+  }
+  c->tls_hs = 0;
+  if (r == TLS_FAILED) { /* OpenSSL has sent its alert: let the client read it */
+    serve_tls_failed(w, c, err);
+    tls_free(c->ssl);
+    c->ssl = NULL;
+    c->stop_parsing = 1;
+    c->close_reason = CR_TLS;
+    return conn_finish(w, c);
+  }
+  c->req_start_ms = 0;
+  c->active_ms = w->now_ms;
+  serve_tls_established(w, c);
+  return conn_settle(w, c);
+}
+
 /* ---- accepting ----------------------------------------------------------- */
 
 /* A reply for a client refused for lack of room (max_connections). */
@@ -575,9 +659,10 @@ static void on_accept(serve_worker_t *w, serve_listener_t *l) {
       pause_listener(w, l);
       return;
     }
+    int tls = s->cfg->tls != NULL && l->proto != PROTO_THRIFT;
     if (atomic_fetch_add(&s->nconns, 1) >= s->cfg->max_connections) {
       atomic_fetch_sub(&s->nconns, 1);
-      const char *msg = refusal_text(l->proto);
+      const char *msg = tls ? "" : refusal_text(l->proto); /* (TLS: the close says it) */
       ssize_t wr = write(fd, msg, strlen(msg));
       (void)wr;
       close(fd);
@@ -601,6 +686,9 @@ static void on_accept(serve_worker_t *w, serve_listener_t *l) {
     c->active_ms = w->now_ms;
     c->id = atomic_fetch_add(&s->next_client_id, 1);
     c->authed = atomic_load_explicit(&s->auth, memory_order_relaxed) == NULL;
+    c->tls_hs = (uint8_t)tls;
+    if (tls) /* a handshake is a request: it has slow_timeout_ms to finish */
+      c->req_start_ms = w->now_ms;
     struct epoll_event e = {.events = EPOLLIN, .data.ptr = c};
     if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
       close(fd);
@@ -749,6 +837,10 @@ static void *worker_main(void *arg) {
       if (tag == TAG_CONN) {
         serve_conn_t *c = evs[i].data.ptr;
         uint32_t ev = evs[i].events;
+        if (c->tls_hs) {
+          conn_handshake(w, c);
+          continue;
+        }
         if ((ev & EPOLLOUT) && conn_writable(w, c) < 0)
           continue;
         if ((ev & (EPOLLHUP | EPOLLERR)) || ((ev & EPOLLIN) && (c->events & EPOLLIN)))
@@ -890,6 +982,11 @@ static void daemon_init(serve_daemon_t *s, const serve_config_t *cfg) {
   s->watchdog_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->auth_log = (log_limit_t)LOG_LIMIT_INIT(10);
   atomic_init(&s->auth, cfg->auth);
+  s->tls_log = (log_limit_t)LOG_LIMIT_INIT(10);
+  pthread_mutex_init(&s->tls_mu, NULL);
+  s->tls = cfg->tls;
+  if (s->tls != NULL)
+    tls_ctx_ref(s->tls); /* the daemon's own, as the configuration keeps its */
 }
 
 /* The log file, if one is set (else the log is stderr): 0, or -1 with a
@@ -1044,6 +1141,7 @@ static int wait_for_stop(serve_daemon_t *s, const sigset_t *set) {
       return sig;
     reopen_logs(s);
     serve_auth_reload(s);
+    serve_tls_reload(s);
   }
 }
 
@@ -1099,6 +1197,7 @@ static void free_daemon(serve_daemon_t *s) {
   free((void *)s->agent_slots);
   free_caches(s);
   serve_auth_fini(s);
+  serve_tls_fini(s);
   for (int i = 0; i < s->nretired; i++)
     leased_release(&s->retired[i]);
   leased_close(&s->lx);

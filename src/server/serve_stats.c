@@ -269,6 +269,15 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   for (int p = 0; p < NPROTO; p++)
     serve_buf_printf(b, "idgen_auth_failures_total{proto=\"%s\"} %" PRIu64 "\n",
                      serve_proto_name(p), SUM(s, auth_fail[p]));
+  if (s->cfg->tls != NULL) {
+    static const char *const results[NTLS_RESULTS] = {"ok", "failed", "plaintext"};
+    serve_buf_printf(b, "# HELP idgen_tls_handshakes_total TLS handshakes, by result (plaintext: "
+                        "a client that spoke plain text to a TLS port).\n"
+                        "# TYPE idgen_tls_handshakes_total counter\n");
+    for (int r = 0; r < NTLS_RESULTS; r++)
+      serve_buf_printf(b, "idgen_tls_handshakes_total{result=\"%s\"} %" PRIu64 "\n", results[r],
+                       SUM(s, tls_hs[r]));
+  }
   serve_buf_printf(b,
                    "# HELP idgen_request_duration_seconds From the read that completed a request "
                    "to the write of its reply.\n"
@@ -560,6 +569,9 @@ static json_t *info_object(serve_daemon_t *s) {
   }
   json_object_set_new(o, "audit", serve_audit_json(s));
   json_object_set_new(o, "connections", json_integer(atomic_load(&s->nconns)));
+  json_object_set_new(o, "tls", json_boolean(s->cfg->tls != NULL));
+  json_object_set_new(o, "tls_client_certificates",
+                      json_boolean(s->cfg->tls != NULL && s->cfg->s.value[SK_TLS_CLIENT_CA][0]));
   return o;
 }
 

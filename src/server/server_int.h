@@ -54,7 +54,7 @@ static inline const char *serve_kind_name(int kind) {
 #define CLOSE_REASONS(X)                                                                  \
   X(EOF, "eof") X(RESET, "reset") X(IDLE, "idle") X(SLOW, "slow") X(OUTPUT, "output")     \
   X(PROTOCOL, "protocol") X(LIMIT, "limit") X(SHUTDOWN, "shutdown") X(ERROR, "error")  \
-  X(AUTH, "auth")
+  X(AUTH, "auth") X(TLS, "tls")
 /* clang-format on */
 enum close_reason {
 #define X(name, label) CR_##name,
@@ -62,6 +62,8 @@ enum close_reason {
 #undef X
       NCR
 };
+/* How a TLS handshake ended: idgen_tls_handshakes_total{result}. */
+enum { TLS_OK, TLS_FAIL, TLS_PLAIN, NTLS_RESULTS };
 /* Agents: index 0 is "no agent", 1 is "other" (past max_agents). */
 enum { AGENT_NONE = 0, AGENT_OTHER = 1, AGENT_FIRST = 2 };
 
@@ -105,6 +107,7 @@ typedef struct serve_wstats {
   serve_counter_t waits;             /* blocking waits for events (epoll_pwait2) */
   serve_counter_t polls[2];          /* busy polls that missed, that found work in time */
   serve_counter_t auth_fail[NPROTO]; /* a token refused (or none shown where one is needed) */
+  serve_counter_t tls_hs[NTLS_RESULTS]; /* TLS handshakes, by result */
 } serve_wstats_t;
 
 typedef struct serve_buf {
@@ -218,6 +221,11 @@ typedef struct serve_conn {
   uint8_t authed;                /* RESP: AUTH passed, or no auth_file */
   uint8_t auth_agent;            /* ... and c->agent is its token's (SETNAME keeps it) */
   uint8_t auth_fails;            /* wrong tokens shown on it: closed at AUTH_FAILS_MAX */
+  uint8_t tls_hs;                /* TLS: the handshake is not done (c->ssl NULL: no byte yet) */
+  uint8_t tls_wants_out;         /* TLS: a read waits for the socket to be writable */
+  uint8_t cert_authed;           /* TLS: a client certificate tls_client_ca signed */
+  int cert_agent;                /* ... its CN's agent index (AGENT_NONE: not an agent name) */
+  struct ssl_st *ssl;            /* TLS: the connection's, or NULL */
   uint64_t id;                   /* CLIENT ID */
   int agent;                     /* CLIENT SETNAME's agent index */
   char name[AGENT_NAME_MAX + 1]; /* CLIENT SETNAME's name */
@@ -368,6 +376,12 @@ typedef struct serve_daemon {
   _Atomic(struct serve_auth *) auth;
   struct serve_auth **auth_old;
   int auth_nold;
+  /* tls_cert's context in force (NULL: plain text).  SIGHUP swaps in the
+   * files as read again, under tls_mu, which the loops hold to make a
+   * connection from it (each connection keeps a reference of its own). */
+  pthread_mutex_t tls_mu;
+  struct ssl_ctx_st *tls;
+  log_limit_t tls_log;
   uint64_t mark_failures_seen; /* the lease thread's: failed mark writes logged */
   int64_t mark_logged_ms;      /* ... and when it last logged them */
   /* Registry calls since the start, over every lease this daemon held
@@ -417,6 +431,22 @@ const char *serve_peer_text(const serve_conn_t *c, char *buf);
  * the agent named, never the token) as a failure of c's protocol. */
 int serve_auth_caller(serve_worker_t *w, serve_conn_t *c, const char *agent, size_t alen,
                       const char *tok, size_t tlen, int *agent_index);
+/* ---- serve_tls.c: TLS connections ---- */
+/* The listener's protocol speaks TLS: a connection from the context in
+ * force, on fd (NULL: out of memory). */
+struct ssl_st *serve_tls_conn(serve_daemon_t *s, int fd);
+/* SIGHUP: tls_cert, tls_key and tls_client_ca read again and swapped in
+ * (new connections use them, open ones go on); kept as they were, with the
+ * error logged, when they do not load.  serve_tls_fini at the end. */
+void serve_tls_reload(serve_daemon_t *s);
+void serve_tls_fini(serve_daemon_t *s);
+/* The plain-text answer to a client that spoke plain text on a TLS port. */
+const char *serve_tls_plain_refusal(int proto);
+/* c's handshake is done: its certificate's agent taken; counted. */
+void serve_tls_established(serve_worker_t *w, serve_conn_t *c);
+/* c's handshake failed (err: why): counted, and logged rate-limited. */
+void serve_tls_failed(serve_worker_t *w, serve_conn_t *c, const char *err);
+
 /* SIGHUP: auth_file read again and swapped in; kept as it was (and the
  * error logged) if the new one is refused.  The main thread's. */
 void serve_auth_reload(serve_daemon_t *s);
