@@ -276,9 +276,10 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
                        "too");
   char terr[1200];
   if (rc == 0 && cert[0] != '\0' && tls_ctx_load(cert, key, ca, &c->tls, terr, sizeof terr) < 0)
-    rc = settings_fail(s, strncmp(terr, "tls_key", 7) == 0         ? SK_TLS_KEY
-                          : strncmp(terr, "tls_client_ca", 13) == 0 ? SK_TLS_CLIENT_CA
-                                                                    : SK_TLS_CERT,
+    rc = settings_fail(s,
+                       strncmp(terr, "tls_key", 7) == 0          ? SK_TLS_KEY
+                       : strncmp(terr, "tls_client_ca", 13) == 0 ? SK_TLS_CLIENT_CA
+                                                                 : SK_TLS_CERT,
                        "%s", terr);
   return rc;
 }

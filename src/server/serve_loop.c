@@ -388,7 +388,7 @@ static int conn_readable(serve_worker_t *w, serve_conn_t *c) {
     cap = c->in.cap - c->in.len;
   }
   ssize_t n = conn_recv(c, dst, cap); /* (cap >= TLS_RECORD_MAX: see tls.h) */
-  if (n == 0) { /* the client is done sending: finish what is queued */
+  if (n == 0) {                       /* the client is done sending: finish what is queued */
     if (c->out.len > c->out_off) {
       c->stop_parsing = 1;
       c->close_reason = CR_EOF;

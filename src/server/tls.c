@@ -72,9 +72,8 @@ int tls_ctx_load(const char *cert, const char *key, const char *ca, SSL_CTX **ou
   }
   ERR_clear_error();
   if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-    snprintf(err, errlen,
-             "tls_key %s: not a PEM private key without a passphrase (OpenSSL: %s)", key,
-             ssl_reason("unreadable"));
+    snprintf(err, errlen, "tls_key %s: not a PEM private key without a passphrase (OpenSSL: %s)",
+             key, ssl_reason("unreadable"));
     goto fail;
   }
   ERR_clear_error();
