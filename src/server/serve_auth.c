@@ -1,25 +1,113 @@
 /*
  * serve_auth.c -- the daemon's side of auth_file (SPEC §13): who the caller
- * is, failures counted and logged, and the file read again on SIGHUP.  The
- * file's parser and the constant-time lookup are auth.c.
+ * is, failures counted, logged and slowed by address, and the file read
+ * again on SIGHUP.  The file's parser and the constant-time lookup are
+ * auth.c.
+ *
+ * Slowing (server_int.h, AUTH_FREE_FAILS...): one table for the daemon,
+ * AUTH_ADDR_SLOTS entries indexed by a hash of the address; two addresses
+ * that meet in a slot share it (the later one takes it over once the
+ * earlier is forgotten).  A right token from an address never slowed costs
+ * one relaxed load: the slot's due time, which is in the past.  The rest
+ * happens under a mutex, which only wrong tokens and slowed addresses take.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "auth.h"
 #include "server_int.h"
 
+#define AUTH_ADDR_SLOTS 4096
+
+struct serve_auth_addr {
+  _Atomic int64_t due_ms; /* its answers wait until then */
+  uint8_t key[16];        /* the address (the mutex's) */
+  uint32_t fails;         /* wrong tokens in a row (the mutex's) */
+  int64_t last_ms;        /* the last one (the mutex's) */
+};
+
+int serve_auth_init(serve_daemon_t *s) {
+  pthread_mutex_init(&s->auth_addrs_mu, NULL);
+  if (s->cfg->auth == NULL)
+    return 0;
+  s->auth_addrs = calloc(AUTH_ADDR_SLOTS, sizeof *s->auth_addrs);
+  return s->auth_addrs != NULL ? 0 : -1;
+}
+
+static struct serve_auth_addr *addr_slot(serve_daemon_t *s, const uint8_t key[16]) {
+  uint64_t a, b;
+  memcpy(&a, key, 8);
+  memcpy(&b, key + 8, 8);
+  uint64_t h = (a ^ (b * 0x9E3779B97F4A7C15u)) * 0xBF58476D1CE4E5B9u;
+  return &s->auth_addrs[h >> 52]; /* 12 bits: AUTH_ADDR_SLOTS */
+}
+_Static_assert(AUTH_ADDR_SLOTS == 1 << 12, "addr_slot takes 12 bits");
+
+/* A token from c's address, before its check: the time its answer must
+ * wait for (0: none), or AUTH_LIMITED when that is too far. */
+static int64_t addr_before(serve_worker_t *w, serve_conn_t *c, struct serve_auth_addr *p) {
+  serve_daemon_t *s = w->srv;
+  int64_t now = w->now_ms, due = 0;
+  if (atomic_load_explicit(&p->due_ms, memory_order_relaxed) <= now)
+    return 0;
+  pthread_mutex_lock(&s->auth_addrs_mu);
+  if (memcmp(p->key, c->peer_key, 16) == 0)
+    due = atomic_load_explicit(&p->due_ms, memory_order_relaxed);
+  pthread_mutex_unlock(&s->auth_addrs_mu);
+  if (due - now > AUTH_HOLD_MAX_MS)
+    return AUTH_LIMITED;
+  return due > now ? due : 0;
+}
+
+/* A wrong token from c's address: the time its answer waits for (0: none). */
+static int64_t addr_failed(serve_worker_t *w, serve_conn_t *c, struct serve_auth_addr *p) {
+  serve_daemon_t *s = w->srv;
+  int64_t now = w->now_ms, due = 0;
+  pthread_mutex_lock(&s->auth_addrs_mu);
+  int64_t was = atomic_load_explicit(&p->due_ms, memory_order_relaxed);
+  if (memcmp(p->key, c->peer_key, 16) != 0 || (now - p->last_ms > AUTH_FORGET_MS && was <= now)) {
+    memcpy(p->key, c->peer_key, 16); /* (a forgotten address, or another's slot) */
+    p->fails = 0;
+    was = 0;
+  }
+  p->last_ms = now;
+  if (++p->fails > AUTH_FREE_FAILS)
+    due = (was > now ? was : now) + AUTH_STEP_MS;
+  atomic_store_explicit(&p->due_ms, due ? due : was, memory_order_relaxed);
+  pthread_mutex_unlock(&s->auth_addrs_mu);
+  return due;
+}
+
 int serve_auth_caller(serve_worker_t *w, serve_conn_t *c, const char *agent, size_t alen,
                       const char *tok, size_t tlen, int *agent_index) {
   serve_daemon_t *s = w->srv;
   const serve_auth_t *a = atomic_load_explicit(&s->auth, memory_order_acquire);
+  struct serve_auth_addr *p = tlen > 0 && s->auth_addrs ? addr_slot(s, c->peer_key) : NULL;
+  int64_t due = p != NULL ? addr_before(w, c, p) : 0;
+  if (due == AUTH_LIMITED) { /* the token is not looked at: this address is too far behind */
+    CNT_ADD(w->st.auth_refused[c->proto], 1);
+    c->stop_parsing = 1;
+    c->close_reason = CR_AUTH;
+    log_limited(&s->auth_log, "warn", "auth_failed", "proto=%s peer=%s reason=address-limited",
+                serve_proto_name(c->proto), serve_peer_text(c, (char[64]){0}));
+    return AUTH_LIMITED;
+  }
   int i = serve_auth_check(a, agent, alen, tok, tlen);
   if (i >= 0) {
     const char *name = serve_auth_agent(a, i);
     *agent_index = serve_agent_index(s, name, strlen(name));
+    if (due > 0) {
+      c->hold_until_ms = due;
+      CNT_ADD(w->st.auth_held[c->proto], 1);
+    }
     return 0;
   }
   CNT_ADD(w->st.auth_fail[c->proto], 1);
+  if (p != NULL && (due = addr_failed(w, c, p)) > 0) {
+    c->hold_until_ms = due;
+    CNT_ADD(w->st.auth_held[c->proto], 1);
+  }
   /* A wrong token (not none: a client that forgot one is told so each
    * time): after a few, the connection ends with this reply, so that
    * guesses cannot be pipelined on one connection. */
@@ -75,4 +163,6 @@ void serve_auth_fini(serve_daemon_t *s) {
   free(s->auth_old);
   s->auth_old = NULL;
   s->auth_nold = 0;
+  free(s->auth_addrs);
+  s->auth_addrs = NULL;
 }

@@ -321,8 +321,14 @@ static int http_caller(serve_worker_t *w, serve_conn_t *c, const http_request_t 
     while (tlen > 0 && *tok == ' ')
       tok++, tlen--;
   }
-  if (serve_auth_caller(w, c, NULL, 0, tok, tlen, agent) == 0)
+  int r = serve_auth_caller(w, c, NULL, 0, tok, tlen, agent);
+  if (r == 0)
     return 0;
+  if (r == AUTH_LIMITED) { /* (serve_auth_caller closes c after it) */
+    respond_error(w, c, req, 429, "too many wrong tokens from this address: try again later", KEEP,
+                  "Retry-After: 2\r\n");
+    return -1;
+  }
   respond_error(w, c, req, 401,
                 h == NULL ? "a token is needed: Authorization: Bearer TOKEN"
                           : "the token is not one of auth_file's (Authorization: Bearer TOKEN)",

@@ -159,7 +159,7 @@ static int conn_finish(serve_worker_t *w, serve_conn_t *c) {
 static int flush_replies(serve_worker_t *w, serve_conn_t *c) {
   if (w->out.len == 0)
     return 0;
-  if (c->out.len > c->out_off || c->audit_seq) { /* behind queued replies, or held */
+  if (c->out.len > c->out_off || c->audit_seq || c->hold_until_ms) { /* queued, or held */
     serve_held_reply_t *h = (serve_held_reply_t *)c->held_ids.p;
     size_t nh = c->held_ids.len / sizeof *h;
     if (c->out_off > c->out.len / 2) { /* keep the queue from creeping forward forever */
@@ -226,6 +226,13 @@ static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
       return 0;
     conn_close(w, c, CR_SHUTDOWN);
     return -1;
+  }
+  if (c->hold_until_ms) { /* an answer to a token waits (the sweep releases it) */
+    if (!w->draining) {
+      set_events(w, c, 0);
+      return 0;
+    }
+    c->hold_until_ms = 0; /* the drain sends it at once */
   }
   int queued = c->out.len > c->out_off;
   if (!queued && c->out.p != NULL) {
@@ -304,7 +311,7 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
   int need_more = !scratch && c->proto != PROTO_THRIFT && c->parsed_len > 0 &&
                   len > c->parsed_len && len <= (size_t)cfg->max_request_bytes &&
                   memchr(data + c->parsed_len, '\n', len - c->parsed_len) == NULL;
-  while (!need_more && pos < len && !c->stop_parsing && !c->parked) {
+  while (!need_more && pos < len && !c->stop_parsing && !c->parked && !c->hold_until_ms) {
     if (w->out.len >= OUT_SOFT_LIMIT) {
       made += w->out.len;
       if (flush_replies(w, c) < 0)
@@ -329,6 +336,10 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
       break;
     }
     pos += used;
+  }
+  if (c->hold_until_ms) { /* an answer to a token waits: so do the requests after it */
+    c->blocked = 1;
+    c->blocked_read_ns = w->read_ns;
   }
   size_t rest = c->stop_parsing ? 0 : len - pos;
   c->parsed_len = need_more ? rest : 0;
@@ -421,7 +432,7 @@ static int conn_writable(serve_worker_t *w, serve_conn_t *c) {
     if (conn_readable(w, c) < 0)
       return -1;
   }
-  if (c->audit_seq) /* held for their audit lines (an EPOLLOUT of before) */
+  if (c->audit_seq || c->hold_until_ms) /* held (an EPOLLOUT of before) */
     return 0;
   size_t left = c->out.len - c->out_off;
   ssize_t n = left ? conn_send(c, c->out.p + c->out_off, left) : 0;
@@ -631,10 +642,23 @@ static void pause_listener(serve_worker_t *w, serve_listener_t *l) {
   w->paused_until_ms = w->now_ms + 100;
 }
 
+/* The client's address as 16 bytes (IPv4 as ::ffff:a.b.c.d). */
+static void peer_key(const struct sockaddr_storage *ss, uint8_t key[16]) {
+  memset(key, 0, 16);
+  if (ss->ss_family == AF_INET6) {
+    memcpy(key, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+  } else if (ss->ss_family == AF_INET) {
+    key[10] = key[11] = 0xff;
+    memcpy(key + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+  }
+}
+
 static void on_accept(serve_worker_t *w, serve_listener_t *l) {
   serve_daemon_t *s = w->srv;
   for (int i = 0; i < 64; i++) {
-    int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    struct sockaddr_storage peer;
+    socklen_t peer_len = sizeof peer;
+    int fd = accept4(l->fd, (struct sockaddr *)&peer, &peer_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EAGAIN)
         return;
@@ -687,6 +711,7 @@ static void on_accept(serve_worker_t *w, serve_listener_t *l) {
     c->id = atomic_fetch_add(&s->next_client_id, 1);
     c->authed = atomic_load_explicit(&s->auth, memory_order_relaxed) == NULL;
     c->tls_hs = (uint8_t)tls;
+    peer_key(&peer, c->peer_key);
     if (tls) /* a handshake is a request: it has slow_timeout_ms to finish */
       c->req_start_ms = w->now_ms;
     struct epoll_event e = {.events = EPOLLIN, .data.ptr = c};
@@ -740,6 +765,13 @@ static void sweep(serve_worker_t *w) {
   for (serve_conn_t *c = w->conns, *next; c; c = next) {
     next = c->next;
     int reason = -1;
+    if (c->hold_until_ms) { /* an answer to a token, slowed: due? */
+      if (now >= c->hold_until_ms) {
+        c->hold_until_ms = 0;
+        conn_settle(w, c); /* blocked: sent on the next EPOLLOUT, then what waited */
+      }
+      continue;
+    }
     if (c->parked || c->audit_seq)
       continue; /* its request's wait is bounded by the generator, or its replies wait for
                    their audit lines (released when written; refused meanwhile) */
@@ -1029,7 +1061,8 @@ static int set_up(serve_daemon_t *s) {
     for (int p = 0; p < NPROTO; p++)
       w->listeners[p].fd = -1;
   }
-  if (serve_make_generators(s) < 0 || serve_agent_setup(s, cfg->max_agents) < 0)
+  if (serve_make_generators(s) < 0 || serve_agent_setup(s, cfg->max_agents) < 0 ||
+      serve_auth_init(s) < 0)
     return -1;
   for (int i = 0; i < s->nworkers; i++)
     if (setup_worker(s, &s->workers[i], i) < 0) {

@@ -285,10 +285,14 @@ static int sign_in(serve_worker_t *w, serve_conn_t *c, const resp_arg_t *agent,
   int index;
   /* "default" is the user a Redis client names when given only a password */
   int any = agent == NULL || arg_is(agent, "default");
-  if (serve_auth_caller(w, c, any ? NULL : agent->ptr, any ? 0 : agent->len, tok->ptr, tok->len,
-                        &index) < 0) {
+  int r = serve_auth_caller(w, c, any ? NULL : agent->ptr, any ? 0 : agent->len, tok->ptr, tok->len,
+                            &index);
+  if (r < 0) {
     c->authed = 0;
-    reply_err(w, c, "WRONGPASS invalid username-password pair or user is disabled.");
+    reply_err(w, c,
+              r == AUTH_LIMITED
+                  ? "ERR too many wrong tokens from this address: try again in a few seconds"
+                  : "WRONGPASS invalid username-password pair or user is disabled.");
     return -1;
   }
   c->authed = 1;

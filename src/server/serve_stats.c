@@ -269,6 +269,16 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   for (int p = 0; p < NPROTO; p++)
     serve_buf_printf(b, "idgen_auth_failures_total{proto=\"%s\"} %" PRIu64 "\n",
                      serve_proto_name(p), SUM(s, auth_fail[p]));
+  serve_buf_printf(b, "# HELP idgen_auth_slowed_total Tokens from an address that showed wrong "
+                      "ones: answers held back (held), or refused unseen (refused), by "
+                      "protocol.\n"
+                      "# TYPE idgen_auth_slowed_total counter\n");
+  for (int p = 0; p < NPROTO; p++) {
+    serve_buf_printf(b, "idgen_auth_slowed_total{proto=\"%s\",action=\"held\"} %" PRIu64 "\n",
+                     serve_proto_name(p), SUM(s, auth_held[p]));
+    serve_buf_printf(b, "idgen_auth_slowed_total{proto=\"%s\",action=\"refused\"} %" PRIu64 "\n",
+                     serve_proto_name(p), SUM(s, auth_refused[p]));
+  }
   if (s->cfg->tls != NULL) {
     static const char *const results[NTLS_RESULTS] = {"ok", "failed", "plaintext"};
     serve_buf_printf(b, "# HELP idgen_tls_handshakes_total TLS handshakes, by result (plaintext: "

@@ -32,7 +32,19 @@
                                        loop serves the others first (a fast reader of large
                                        batches would hold it) */
 #define AGENT_NAME_MAX 64
-#define AUTH_FAILS_MAX 3       /* wrong tokens on one connection before it is closed */
+#define AUTH_FAILS_MAX 3 /* wrong tokens on one connection before it is closed */
+/* Wrong tokens from one address (all its connections, every loop): the
+ * first AUTH_FREE_FAILS in a row are answered at once; each one after
+ * pushes the address's next answer AUTH_STEP_MS later, and every token it
+ * shows meanwhile, right or wrong, is answered then (a right one does not
+ * push).  An address whose answers are more than AUTH_HOLD_MAX_MS behind
+ * is refused without a look at its token.  AUTH_FORGET_MS after its last
+ * wrong token, and once its answers are due, it starts afresh. */
+#define AUTH_FREE_FAILS 5
+#define AUTH_STEP_MS 100
+#define AUTH_HOLD_MAX_MS 2000
+#define AUTH_FORGET_MS 60000
+#define AUTH_LIMITED (-2)      /* serve_auth_caller: refused, the address is too far behind */
 #define SWEEP_MS 100           /* timer resolution */
 #define LINGER_MS 2000         /* read-and-discard after the last reply */
 #define SCRATCH_KEEP (1 << 20) /* per-loop buffers larger than this are freed after use */
@@ -72,7 +84,7 @@ enum { AGENT_NONE = 0, AGENT_OTHER = 1, AGENT_FIRST = 2 };
 /* clang-format off */
 #define HTTP_CODES(X)                                                                     \
   X(200, "OK") X(400, "Bad Request") X(401, "Unauthorized") X(404, "Not Found") X(405, "Method Not Allowed")      \
-  X(413, "Content Too Large") X(431, "Request Header Fields Too Large")                    \
+  X(413, "Content Too Large") X(429, "Too Many Requests") X(431, "Request Header Fields Too Large")                    \
   X(500, "Internal Server Error") X(501, "Not Implemented") X(503, "Service Unavailable")  \
   X(505, "HTTP Version Not Supported")
 /* clang-format on */
@@ -108,6 +120,7 @@ typedef struct serve_wstats {
   serve_counter_t polls[2];             /* busy polls that missed, that found work in time */
   serve_counter_t auth_fail[NPROTO];    /* a token refused (or none shown where one is needed) */
   serve_counter_t tls_hs[NTLS_RESULTS]; /* TLS handshakes, by result */
+  serve_counter_t auth_held[NPROTO], auth_refused[NPROTO]; /* answers slowed, addresses refused */
 } serve_wstats_t;
 
 typedef struct serve_buf {
@@ -226,6 +239,8 @@ typedef struct serve_conn {
   uint8_t cert_authed;           /* TLS: a client certificate tls_client_ca signed */
   int cert_agent;                /* ... its CN's agent index (AGENT_NONE: not an agent name) */
   struct ssl_st *ssl;            /* TLS: the connection's, or NULL */
+  uint8_t peer_key[16];          /* the client's address (IPv4 as ::ffff:a.b.c.d) */
+  int64_t hold_until_ms;         /* auth: its answer waits until then (nothing read), or 0 */
   uint64_t id;                   /* CLIENT ID */
   int agent;                     /* CLIENT SETNAME's agent index */
   char name[AGENT_NAME_MAX + 1]; /* CLIENT SETNAME's name */
@@ -376,6 +391,8 @@ typedef struct serve_daemon {
   _Atomic(struct serve_auth *) auth;
   struct serve_auth **auth_old;
   int auth_nold;
+  struct serve_auth_addr *auth_addrs; /* with auth_file: wrong tokens by address (serve_auth.c) */
+  pthread_mutex_t auth_addrs_mu;
   /* tls_cert's context in force (NULL: plain text).  SIGHUP swaps in the
    * files as read again, under tls_mu, which the loops hold to make a
    * connection from it (each connection keeps a reference of its own). */
@@ -428,7 +445,10 @@ const char *serve_peer_text(const serve_conn_t *c, char *buf);
 /* With auth_file: the agent whose token is tok[0..tlen) (and whose name is
  * agent[0..alen), if agent is not NULL), its index as for metrics in
  * *agent_index; or -1, counted and logged (rate-limited, with the peer and
- * the agent named, never the token) as a failure of c's protocol. */
+ * the agent named, never the token) as a failure of c's protocol; or
+ * AUTH_LIMITED, the token not looked at: c's address showed too many wrong
+ * ones (c closes after the answer).  The answer may have to wait
+ * (c->hold_until_ms: the loop sends it then). */
 int serve_auth_caller(serve_worker_t *w, serve_conn_t *c, const char *agent, size_t alen,
                       const char *tok, size_t tlen, int *agent_index);
 /* ---- serve_tls.c: TLS connections ---- */
@@ -452,6 +472,8 @@ void serve_tls_failed(serve_worker_t *w, serve_conn_t *c, const char *err);
 void serve_auth_reload(serve_daemon_t *s);
 /* At the end, after the loops: the tables swapped out. */
 void serve_auth_fini(serve_daemon_t *s);
+/* Sets up the table of wrong tokens by address (with auth_file): 0 or -1. */
+int serve_auth_init(serve_daemon_t *s);
 
 /* ---- serve_lease.c: the generators and the lease thread ---- */
 /* The generators (leased, or static) made at start (0, or -1 with a

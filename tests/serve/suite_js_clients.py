@@ -12,6 +12,7 @@ Usage: python3 tests/serve/suite_js_clients.py PATH/TO/idgen
 """
 
 from harness import *  # noqa: F401,F403  the daemon, clients, parsers, check()
+import suite_tls  # noqa: E402  its certificates, and ioredis and node-redis over TLS
 
 PACKAGES = {"ioredis": "5", "redis": "4"}
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -96,9 +97,14 @@ def group_auth():
         d.stop()
 
 
+def group_tls():
+    suite_tls.group_js_tls(os.path.join(NPM_DIR, "node_modules"))
+
+
 if __name__ == "__main__":
     run_suite("js_clients",
               before=[("npm: ioredis 5 and node-redis 4", group_install)],
               with_daemon=[("JavaScript clients: IDSTR and stringNumbers", group_clients)],
-              after=[("JavaScript clients with auth_file", group_auth)],
+              after=[("JavaScript clients with auth_file", group_auth),
+                     ("JavaScript clients over TLS", group_tls)],
               snow_kinds=["ioredis", "noderedis"])
