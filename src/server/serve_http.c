@@ -106,7 +106,7 @@ static void respond_error(serve_worker_t *w, serve_conn_t *c, const http_request
   int n = snprintf(body, sizeof body, "%s\n", reason);
   if (n >= (int)sizeof body)
     n = (int)sizeof body - 1;
-  if (status != 503 && status != 404 && status != 401) /* 401: event=auth_failed */
+  if (status != 503 && status != 404 && status != 401 && status != 429) /* event=auth_failed */
     log_limited(&w->srv->client_log, "warn", "client_error",
                 "proto=http peer=%s status=%d reason=%s", serve_peer_text(c, (char[64]){0}), status,
                 log_quote(reason, strlen(reason), (char[300]){0}, 300));

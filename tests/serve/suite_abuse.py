@@ -375,9 +375,150 @@ def group_log(d):
           re.search(r"event=client_error.*suppressed=[1-9]", text) is not None, short(ce[-3:]))
 
 
+TOKEN = "0123456789abcdef0123456789abcdef"
+
+
+def bearer_get(sock, token, path="/id"):
+    """GET path with a Bearer token on a keep-alive socket: (status, seconds)."""
+    t0 = time.monotonic()
+    sock.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n"
+                  % (path, token)).encode())
+    buf = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ProtoError("EOF after %r" % buf[:200])
+        buf += chunk
+        r = parse_http(buf)
+        if r is not None:
+            return r[0].status, time.monotonic() - t0
+
+
+def one_attempt(port, token, source="127.0.0.1"):
+    """One token on a new connection from `source`: (status, seconds, Retry-After)."""
+    s = socket.create_connection((HOST, port), timeout=15, source_address=(source, 0))
+    try:
+        t0 = time.monotonic()
+        s.sendall(("GET /id HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n"
+                   % token).encode())
+        buf = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                raise ProtoError("EOF after %r" % buf[:200])
+            buf += chunk
+            r = parse_http(buf)
+            if r is not None:
+                return r[0].status, time.monotonic() - t0, r[0].h("retry-after")
+    finally:
+        s.close()
+
+
+def p99(xs):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * 0.99))]
+
+
+def group_auth_slowed():
+    """SPEC §13: wrong tokens are slowed by address; another address is
+    served as before."""
+    path = os.path.join(TMP, "auth-slowed")
+    with open(path, "w") as f:
+        f.write("app %s\n" % TOKEN)
+    os.chmod(path, 0o600)
+    d = Daemon("auth-slowed", MAIN_ARGS + ["--auth-file", path, "--auth-metrics=false"])
+    other = socket.create_connection((HOST, d.http), timeout=15, source_address=("127.0.0.2", 0))
+    base = [bearer_get(other, TOKEN) for _ in range(400)]
+    check("another address: 400 requests with the right token, all 200",
+          all(st == 200 for st, _ in base), repr(set(st for st, _ in base)))
+    # 100 wrong tokens from 127.0.0.1, four at a time, each on a new connection.
+    results, lock, done = [], threading.Lock(), threading.Event()
+
+    def attacker(n):
+        for i in range(n):
+            r = one_attempt(d.http, "guess-%04d-xxxxxxxxxx" % len(results))
+            with lock:
+                results.append(r)
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=attacker, args=(25,)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    during = []
+    while any(t.is_alive() for t in threads):
+        during.append(bearer_get(other, TOKEN))
+    for t in threads:
+        t.join()
+    took = time.monotonic() - t0
+    statuses = [st for st, _, _ in results]
+    check("100 wrong tokens from one address: each refused (401, or 429 past the hold)",
+          len(results) == 100 and set(statuses) <= {401, 429}, repr(sorted(set(statuses))))
+    samples, _ = get_metrics(d)
+    failed = msum(samples, "idgen_auth_failures_total", proto="http")
+    held = msum(samples, "idgen_auth_slowed_total", proto="http", action="held")
+    refused = msum(samples, "idgen_auth_slowed_total", proto="http", action="refused")
+    check("... counted: failures + refused unseen = 100", failed + refused == 100,
+          "failures %s refused %s" % (failed, refused))
+    check("... the first 5 answered at once, the rest held back (idgen_auth_slowed_total)",
+          held >= 100 - 5 - refused and refused + held <= 95, "held %s refused %s" % (held, refused))
+    check("... slowed: the held ones took 100 ms each, one after another (>= %.1f s)"
+          % (0.09 * held), took >= 0.09 * held, "%.2f s for %d held" % (took, held))
+    b99, d99 = p99([x for _, x in base]), p99([x for _, x in during])
+    check("... meanwhile another address is served unharmed: p99 %.2f ms vs %.2f ms before "
+          "(within 5 ms)" % (d99 * 1e3, b99 * 1e3),
+          len(during) >= 20 and all(st == 200 for st, _ in during) and d99 <= b99 + 0.005,
+          "%d requests, statuses %r" % (len(during), set(st for st, _ in during)))
+    # The right token from the slowed address waits its turn too (an
+    # attacker learns nothing sooner by guessing right).
+    time.sleep(0.3)
+    guesses = [threading.Thread(target=one_attempt, args=(d.http, "guess-again-xxxxxxxxxx"))
+               for _ in range(3)]
+    for t in guesses:
+        t.start()
+    time.sleep(0.02)  # (sent, not answered: they are held)
+    st, secs, _ = one_attempt(d.http, TOKEN)
+    for t in guesses:
+        t.join()
+    check("the right token from the slowed address: 200, answered only when due (>= 50 ms)",
+          st == 200 and secs >= 0.05, "%s after %.3f s" % (st, secs))
+    st, secs, _ = one_attempt(d.http, TOKEN, source="127.0.0.2")
+    check("... while from another address at once (< 50 ms)", st == 200 and secs < 0.05,
+          "%s after %.3f s" % (st, secs))
+    # Many at once: past 2 s behind, refused without a look at the token.
+    burst = []
+
+    def burster():
+        r = one_attempt(d.http, "guess-burst-xxxxxxxxxx")
+        with lock:
+            burst.append(r)
+    ts = [threading.Thread(target=burster) for _ in range(40)]
+    for t in ts:
+        t.start()
+    time.sleep(0.3)
+    t1 = time.monotonic()
+    _, out, err = rcli(d.resp, "AUTH", "guess-resp-xxxxxxxxxx")
+    rsecs = time.monotonic() - t1
+    for t in ts:
+        t.join()
+    limited = [r for r in burst if r[0] == 429]
+    check("40 at once: those past 2 s behind get 429 with Retry-After, at once",
+          limited and all(ra == "2" and secs < 1.0 for _, secs, ra in limited),
+          repr(sorted(set((st, ra) for st, _, ra in burst))))
+    check("RESP AUTH from that address meanwhile: -ERR too many wrong tokens, or held >= 1 s",
+          "too many wrong tokens" in out or ("WRONGPASS" in out and rsecs >= 1.0),
+          "%s%s after %.2f s" % (out, err, rsecs))
+    other.close()
+    rc = d.stop()
+    check("the daemon exits 0", rc == 0, "exit %r" % rc)
+    log = d.log()
+    check("the log names the address, never a token",
+          "event=auth_failed proto=http peer=127.0.0.1:" in log and "guess-" not in log
+          and TOKEN not in log,
+          short(log[-600:].encode()))
+
+
 if __name__ == "__main__":
     run_suite("abuse",
               before=[],
               with_daemon=[('HTTP abuse', group_http_abuse), ('RESP abuse', group_resp_abuse), ('slow clients', group_slow), ('idle connections', group_idle), ('a client that never reads', group_nonreader), ('log', group_log)],
-              after=[],
+              after=[('wrong tokens slowed by address', group_auth_slowed)],
               snow_kinds=None)
