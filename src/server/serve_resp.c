@@ -230,7 +230,7 @@ static void on_client(serve_worker_t *w, serve_conn_t *c, const resp_request_t *
     if (c->name[0])
       reply_bulk(w, c->name, strlen(c->name));
     else
-      reply(w, "$-1\r\n");
+      reply(w, c->resp3 ? "_\r\n" : "$-1\r\n");
   } else if (arg_is(sub, "id") && r->argc == 2) {
     reply_int(w, (int64_t)c->id);
   } else if (arg_is(sub, "setinfo") && r->argc == 4) {
@@ -262,7 +262,7 @@ static void on_command(serve_worker_t *w, serve_conn_t *c, const resp_request_t 
       if (ci)
         reply_command_entry(w, ci);
       else
-        reply(w, "*-1\r\n");
+        reply(w, c->resp3 ? "_\r\n" : "*-1\r\n");
     }
   } else {
     reply_err(w, c, "ERR unknown subcommand '%s'. Try COMMAND HELP.", ARG_QUOTE(&r->argv[1]));
@@ -314,16 +314,18 @@ static void on_auth(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r)
 
 static void on_hello(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   size_t i = 1;
+  int proto = c->resp3 ? 3 : 2; /* HELLO without a version keeps the connection's */
   if (r->argc >= 2) {
     int64_t v;
     if (arg_int(&r->argv[1], &v) < 0) {
       reply_err(w, c, "ERR Protocol version is not an integer or out of range");
       return;
     }
-    if (v != 2) {
+    if (v != 2 && v != 3) {
       reply_err(w, c, "NOPROTO sorry, this protocol version is not supported.");
       return;
     }
+    proto = (int)v;
     i = 2;
   }
   const resp_arg_t *setname = NULL, *user = NULL, *pass = NULL;
@@ -351,13 +353,16 @@ static void on_hello(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r
   }
   if (setname && set_client_name(w, c, setname) < 0)
     return;
+  /* RESP3: every reply idgen makes is the same in both but for nulls and
+   * this one, a map (Redis's HELLO's fields, in its order). */
+  c->resp3 = proto == 3;
   const char *v = idgen_version();
   serve_buf_printf(&w->out,
-                   "*14\r\n$6\r\nserver\r\n$5\r\nidgen\r\n$7\r\nversion\r\n$%zu\r\n%s\r\n"
-                   "$5\r\nproto\r\n:2\r\n$2\r\nid\r\n:%" PRIu64
+                   "%s\r\n$6\r\nserver\r\n$5\r\nidgen\r\n$7\r\nversion\r\n$%zu\r\n%s\r\n"
+                   "$5\r\nproto\r\n:%d\r\n$2\r\nid\r\n:%" PRIu64
                    "\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n"
                    "$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n",
-                   strlen(v), v, c->id);
+                   c->resp3 ? "%7" : "*14", strlen(v), v, proto, c->id);
   CNT_ADD(w->st.resp_ok, 1);
 }
 
@@ -489,12 +494,14 @@ size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
                        IDGEN_QUOTE(r.argv[1].ptr, r.argv[1].len, 0, 32)),
              (size_t)used;
     /* What redis-benchmark asks for; nothing else is configurable over RESP. */
+    /* (RESP3: a map, as Redis 7 answers) */
     if (argc == 3 && arg_is(&r.argv[2], "save"))
-      reply(w, "*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
+      reply(w, c->resp3 ? "%1\r\n$4\r\nsave\r\n$0\r\n\r\n" : "*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
     else if (argc == 3 && arg_is(&r.argv[2], "appendonly"))
-      reply(w, "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n");
+      reply(w, c->resp3 ? "%1\r\n$10\r\nappendonly\r\n$2\r\nno\r\n"
+                        : "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n");
     else
-      reply(w, "*0\r\n");
+      reply(w, c->resp3 ? "%0\r\n" : "*0\r\n");
     CNT_ADD(w->st.resp_ok, 1);
   } else if (strcmp(name, "select") == 0) {
     int64_t db;

@@ -234,6 +234,7 @@ typedef struct serve_conn {
   uint8_t authed;                /* RESP: AUTH passed, or no auth_file */
   uint8_t auth_agent;            /* ... and c->agent is its token's (SETNAME keeps it) */
   uint8_t auth_fails;            /* wrong tokens shown on it: closed at AUTH_FAILS_MAX */
+  uint8_t resp3;                 /* RESP: HELLO 3 chose RESP3 */
   uint8_t tls_hs;                /* TLS: the handshake is not done (c->ssl NULL: no byte yet) */
   uint8_t tls_wants_out;         /* TLS: a read waits for the socket to be writable */
   uint8_t cert_authed;           /* TLS: a client certificate tls_client_ca signed */

@@ -159,14 +159,19 @@ INT_RE = re.compile(rb"-?[0-9]+")
 
 
 def parse_resp(buf, pos=0):
-    """One RESP2 reply at buf[pos:]: (value, next_pos), None if incomplete;
-    ProtoError if the bytes are not RESP2."""
+    """One RESP2 reply at buf[pos:], or one of the RESP3 types idgen sends
+    after HELLO 3 (null `_` as NIL, map `%` as a dict): (value, next_pos),
+    None if incomplete; ProtoError if the bytes are neither."""
     end = buf.find(b"\r\n", pos)
     if end < 0:
-        if len(buf) > pos and buf[pos:pos + 1] not in (b"+", b"-", b":", b"$", b"*"):
+        if len(buf) > pos and buf[pos:pos + 1] not in (b"+", b"-", b":", b"$", b"*", b"%", b"_"):
             raise ProtoError("reply type byte %r" % buf[pos:pos + 1])
         return None
     t, line = buf[pos:pos + 1], buf[pos + 1:end]
+    if t == b"_":
+        if line:
+            raise ProtoError("null with %r" % line)
+        return NIL, end + 2
     if t == b"+":
         return RSimple(line.decode("latin-1")), end + 2
     if t == b"-":
@@ -199,6 +204,17 @@ def parse_resp(buf, pos=0):
             items.append(r[0])
             p = r[1]
         return items, p
+    if t == b"%":
+        if n < 0:
+            raise ProtoError("map length %d" % n)
+        items, p = {}, end + 2
+        for _ in range(2 * n):
+            r = parse_resp(buf, p)
+            if r is None:
+                return None
+            items[len(items)] = r[0]
+            p = r[1]
+        return {items[2 * i]: items[2 * i + 1] for i in range(n)}, p
     raise ProtoError("reply type byte %r" % t)
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Authentication (auth_file, SPEC §13): every route and command without a
 token, with a wrong one and with the right one; redis-cli --user/--pass,
-HELLO 2 AUTH, redis-py; the token's agent in the metrics; SIGHUP reads the
+HELLO 2 AUTH and HELLO 3 AUTH (RESP3), redis-py; the token's agent in the metrics; SIGHUP reads the
 file again; the refusals of a file others may read, of a malformed file,
 and of Thrift beyond loopback.
 
@@ -141,6 +141,21 @@ def group_resp(d):
               isinstance(rs[0], list) and b"idgen" in rs[0] and isinstance(rs[1], int), rs)
     finally:
         c.close()
+    c = Conn(p)  # RESP3, as node-redis 5 and later open: HELLO 3 AUTH
+    try:
+        c.send(resp_cmd("HELLO", "3") + resp_cmd("HELLO", "3", "AUTH", "default", WRONG)
+               + resp_cmd("HELLO", "3", "AUTH", "app", APP) + resp_cmd("ID") + resp_cmd("CLIENT", "GETNAME"))
+        rs = c.resp_n(5)
+        check("raw RESP: HELLO 3 without AUTH is -NOAUTH, with a wrong token -WRONGPASS",
+              isinstance(rs[0], RErr) and rs[0].startswith("NOAUTH") and isinstance(rs[1], RErr)
+              and rs[1].startswith("WRONGPASS"), rs[:2])
+        check("raw RESP: HELLO 3 AUTH app TOKEN: the RESP3 map (proto 3), then IDs and RESP3 nulls",
+              isinstance(rs[2], dict) and rs[2].get(b"proto") == 3 and isinstance(rs[3], int) and rs[4] is NIL,
+              rs)
+    finally:
+        c.close()
+    rc, out, err = rcli(p, "-3", "--user", "app", "--pass", APP, "--no-auth-warning", "ID")
+    check("redis-cli -3 --user app --pass TOKEN: ID an integer", re.fullmatch(r"\(integer\) \d+\n", out), out + err)
     c = Conn(p)  # guesses pipelined on one connection: it ends after the third
     try:
         c.send(b"".join(resp_cmd("AUTH", "app", "guess%011d" % i) for i in range(5)) + resp_cmd("PING"))

@@ -117,7 +117,10 @@ def group_resp_cli(d):
     rc, out, err = rcli(p, "HELLO", "2")
     check("redis-cli HELLO 2: flat array with proto 2", rc == 0 and re.search(r'"proto"\n\s*\d+\) \(integer\) 2\n', out)
           is not None and '"server"' in out, repr(out))
-    one(["HELLO", "3"], r"\(error\) NOPROTO.*\n", "HELLO 3: -NOPROTO")
+    rc, out, err = rcli(p, "-3", "HELLO", "3")
+    check("redis-cli -3 HELLO 3: a map with proto 3", rc == 0 and re.search(r'"proto" => \(integer\) 3', out)
+          is not None, repr(out))
+    one(["HELLO", "4"], r"\(error\) NOPROTO.*\n", "HELLO 4: -NOPROTO")
     one(["CONFIG", "GET", "save"], r'1\) "save"\n2\) ""\n', 'CONFIG GET save: save ""')
     one(["CONFIG", "GET", "maxmemory"], r"\(empty array\)\n", "CONFIG GET maxmemory: empty array")
     one(["SELECT", "0"], r"OK\n", "SELECT 0: OK")
@@ -210,16 +213,26 @@ def group_resp_raw(d):
           repr(rs[4:5]))
     if ok and dec(rs[0]) and isinstance(rs[1], list) and all(dec(x) for x in rs[1]) and type(rs[2]) is int:
         add_snow("raw RESP IDSTR", [int(rs[0])] + [int(x) for x in rs[1]] + [rs[2]])
-    # HELLO 3: NOPROTO, connection stays
+    # HELLO 3: RESP3, whose only differences in idgen's replies are HELLO's
+    # map and nulls; HELLO 4: NOPROTO, connection stays
     c = Conn(d.resp)
-    c.send(b"HELLO 3\r\nPING\r\n")
+    c.send(b"HELLO 3\r\nCLIENT GETNAME\r\nID\r\nCONFIG GET save\r\nHELLO 2\r\nCLIENT GETNAME\r\n"
+           b"HELLO 4\r\nPING\r\n")
     try:
-        a, b = c.resp(), c.resp()
+        rs = c.resp_n(8)
     except Exception as e:  # noqa: BLE001
-        a, b = e, None
+        rs = [e] * 8
     c.close()
-    check("RESP HELLO 3: -NOPROTO, and the connection goes on", isinstance(a, RErr) and a.startswith("NOPROTO")
-          and b == "PONG", "%r %r" % (a, b))
+    check("RESP HELLO 3: a map with proto 3 and server idgen",
+          isinstance(rs[0], dict) and rs[0].get(b"proto") == 3 and rs[0].get(b"server") == b"idgen",
+          repr(rs[0])[:300])
+    check("... then RESP3: a null is `_`, ID an integer, CONFIG GET a map",
+          rs[1] is NIL and type(rs[2]) is int and rs[3] == {b"save": b""}, repr(rs[1:4]))
+    check("... HELLO 2 goes back: a flat array with proto 2, a null is $-1",
+          isinstance(rs[4], list) and rs[4][rs[4].index(b"proto") + 1] == 2 and rs[5] is NIL,
+          repr(rs[4:6])[:300])
+    check("RESP HELLO 4: -NOPROTO, and the connection goes on",
+          isinstance(rs[6], RErr) and rs[6].startswith("NOPROTO") and rs[7] == "PONG", repr(rs[6:8]))
     # QUIT: +OK then closed
     c = Conn(d.resp)
     c.send(b"QUIT\r\nPING\r\n")
