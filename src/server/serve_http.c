@@ -392,13 +392,12 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
     c->stop_parsing = 1; /* after this reply (respond() adds Connection: close) */
   /* Who asks: with auth_file, every route but /health needs a token (the
    * status page and /metrics unless auth_metrics = false). */
-  int caller = AGENT_NONE;
+  int caller = c->cert_authed ? c->cert_agent : AGENT_NONE; /* a client certificate's CN */
   int open_route = str_eq(path, "/health") ||
                    (!cfg->auth_metrics && (page || status_json || str_eq(path, "/metrics")));
-  if (c->cert_authed && http_header(&req, "authorization") == NULL)
-    caller = c->cert_agent; /* a client certificate tls_client_ca signed: its CN's */
-  else if (atomic_load_explicit(&w->srv->auth, memory_order_relaxed) != NULL && !open_route &&
-           http_caller(w, c, &req, &caller) < 0)
+  if (atomic_load_explicit(&w->srv->auth, memory_order_relaxed) != NULL && !open_route &&
+      !(c->cert_authed && http_header(&req, "authorization") == NULL) &&
+      http_caller(w, c, &req, &caller) < 0)
     return (size_t)head;
   char why[200];
   query_t q;
