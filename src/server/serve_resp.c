@@ -459,10 +459,14 @@ size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
       return wrong_arity(w, c, "decode"), (size_t)used;
     on_decode(w, c, &r);
   } else if (strcmp(name, "info") == 0) {
+    /* INFO [section ...]: an unknown section adds nothing, as in Redis 7 */
+    int sections = argc == 1 ? INFO_ALL : 0;
+    for (size_t i = 1; i < argc && i < RESP_MAX_ARGV; i++)
+      sections |= serve_info_section(r.argv[i].ptr, r.argv[i].len);
     size_t start = w->out.len;
     reply(w, "$0000000000\r\n"); /* the length is filled in below */
     size_t body = w->out.len;
-    serve_info_text(w->srv, &w->out);
+    serve_info_text(w->srv, &w->out, sections);
     size_t n = w->out.len - body;
     char head[16];
     snprintf(head, sizeof head, "$%zu\r\n", n);

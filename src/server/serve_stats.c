@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "server_int.h"
@@ -425,7 +426,35 @@ static const char *layout_name(serve_daemon_t *s) {
   return s->layout->preset[0] ? s->layout->preset : s->layout_spec;
 }
 
-void serve_info_text(serve_daemon_t *s, serve_buf_t *b) {
+/* An INFO value that client libraries will not split: redis-py reads a
+ * value holding both ',' and '=' as `k=v,k=v` items (and fails on a layout
+ * spec), so '%', ',', '=', and any byte outside '!'..'~' are percent-encoded
+ * (RFC 3986's form: %2C, %3D). */
+static void info_value(serve_buf_t *b, const char *key, const char *v) {
+  serve_buf_printf(b, "%s:", key);
+  for (; *v; v++) {
+    unsigned char ch = (unsigned char)*v;
+    if (ch == '%' || ch == ',' || ch == '=' || ch < '!' || ch > '~')
+      serve_buf_printf(b, "%%%02X", ch);
+    else
+      serve_buf_put(b, v, 1);
+  }
+  serve_buf_put(b, "\r\n", 2);
+}
+
+int serve_info_section(const char *name, size_t n) {
+  static const char *const names[] = {"server", "clients", "generator", "stats"};
+  for (int i = 0; i < 4; i++)
+    if (strlen(names[i]) == n && strncasecmp(name, names[i], n) == 0)
+      return 1 << i;
+  if ((n == 3 && strncasecmp(name, "all", 3) == 0) ||
+      (n == 7 && strncasecmp(name, "default", 7) == 0) ||
+      (n == 10 && strncasecmp(name, "everything", 10) == 0))
+    return INFO_ALL;
+  return 0;
+}
+
+void serve_info_text(serve_daemon_t *s, serve_buf_t *b, int sections) {
   const idgen_layout_t *l = s->layout;
   idgen_snowflake_stats_t st;
   idgen_snowflake_gen_stats(server_sf(s), &st);
@@ -433,45 +462,57 @@ void serve_info_text(serve_daemon_t *s, serve_buf_t *b) {
   idgen_clock_stats_t cs;
   idgen_clock_stats(&cs);
   char mark[IDGEN_TIME_BUFSIZE];
-  serve_buf_printf(b,
-                   "# Server\r\nidgen_version:%s\r\nprocess_id:%ld\r\nuptime_in_seconds:%.0f\r\n"
-                   "event_loops:%d\r\nhttp_addr:%s\r\nresp_addr:%s\r\nthrift_addr:%s\r\n\r\n",
-                   idgen_version(), (long)getpid(), floor(uptime_s(s)), s->nworkers,
-                   s->http_addr[0] ? s->http_addr : "off", s->resp_addr[0] ? s->resp_addr : "off",
-                   s->thrift_addr[0] ? s->thrift_addr : "off");
-  serve_buf_printf(b, "# Generator\r\nlayout:%s\r\nlayout_spec:%s\r\n", layout_name(s),
-                   s->layout_spec);
-  for (int i = 0; i < l->nfields; i++)
-    if (l->fields[i].kind == IDGEN_FIELD_NODE)
-      serve_buf_printf(b, "node_%s:%" PRIu64 "\r\n", l->fields[i].name, node_value(s, &ls, i));
-  if (s->cfg->s.host_nodes[0] != '\0')
-    serve_buf_printf(b, "node_from_host:%s\r\n", s->cfg->s.host_nodes);
-  serve_buf_printf(b, "registry:%s\r\nlease:%s\r\n", s->registry_shown,
-                   !ls.bound   ? "static"
-                   : ls.valid  ? "held"
-                   : ls.fenced ? "lost"
-                               : "unconfirmed");
-  if (ls.bound) {
-    char in[24], valid[24];
+  if (sections & INFO_SERVER)
     serve_buf_printf(b,
-                     "lease_field:%s\r\nlease_worker:%" PRIu64 "\r\nlease_node:%s\r\n"
-                     "lease_generation:%" PRIu64
-                     "\r\nlease_valid_ms:%s\r\nlease_expires_in_ms:%s\r\n"
-                     "lease_mark:%s\r\nlease_mark_failures:%" PRIu64 "\r\n",
-                     l->fields[s->lease_field].name, ls.worker, ls.node, ls.generation,
-                     ms_or(ls.valid_ms, valid, sizeof valid, "never"),
-                     ms_or(ls.expires_in_ms, in, sizeof in, "never"),
-                     time_or(ls.mark_ms, mark, "none"), ls.mark_failures);
+                     "# Server\r\nidgen_version:%s\r\nprocess_id:%ld\r\nuptime_in_seconds:%.0f"
+                     "\r\nevent_loops:%d\r\nhttp_addr:%s\r\nresp_addr:%s\r\nthrift_addr:%s\r\n"
+                     "tls:%d\r\n\r\n",
+                     idgen_version(), (long)getpid(), floor(uptime_s(s)), s->nworkers,
+                     s->http_addr[0] ? s->http_addr : "off", s->resp_addr[0] ? s->resp_addr : "off",
+                     s->thrift_addr[0] ? s->thrift_addr : "off", s->cfg->tls != NULL);
+  if (sections & INFO_CLIENTS)
+    serve_buf_printf(b, "# Clients\r\nconnected_clients:%ld\r\nmaxclients:%" PRId64 "\r\n\r\n",
+                     (long)atomic_load(&s->nconns), s->cfg->max_connections);
+  if (sections & INFO_GENERATOR) {
+    serve_buf_printf(b, "# Generator\r\n");
+    info_value(b, "layout", layout_name(s));
+    info_value(b, "layout_spec", s->layout_spec);
+    for (int i = 0; i < l->nfields; i++)
+      if (l->fields[i].kind == IDGEN_FIELD_NODE)
+        serve_buf_printf(b, "node_%s:%" PRIu64 "\r\n", l->fields[i].name, node_value(s, &ls, i));
+    if (s->cfg->s.host_nodes[0] != '\0')
+      info_value(b, "node_from_host", s->cfg->s.host_nodes);
+    info_value(b, "registry", s->registry_shown);
+    serve_buf_printf(b, "lease:%s\r\n",
+                     !ls.bound   ? "static"
+                     : ls.valid  ? "held"
+                     : ls.fenced ? "lost"
+                                 : "unconfirmed");
+    if (ls.bound) {
+      char in[24], valid[24];
+      serve_buf_printf(b, "lease_field:%s\r\nlease_worker:%" PRIu64 "\r\n",
+                       l->fields[s->lease_field].name, ls.worker);
+      info_value(b, "lease_node", ls.node);
+      serve_buf_printf(b,
+                       "lease_generation:%" PRIu64
+                       "\r\nlease_valid_ms:%s\r\nlease_expires_in_ms:%s\r\n"
+                       "lease_mark:%s\r\nlease_mark_failures:%" PRIu64 "\r\n",
+                       ls.generation, ms_or(ls.valid_ms, valid, sizeof valid, "never"),
+                       ms_or(ls.expires_in_ms, in, sizeof in, "never"),
+                       time_or(ls.mark_ms, mark, "none"), ls.mark_failures);
+    }
+    serve_buf_printf(b,
+                     "max_batch:%" PRId64 "\r\nmax_borrow_ms:%" PRId64 "\r\nmax_wait_ms:%" PRId64
+                     "\r\nclock_borrowed_ms:%" PRId64 "\r\nclock:%s\r\nclock_fast_mode:%s\r\n"
+                     "clock_fast_tsc_hz:%" PRIu64 "\r\nclock_coarse_resolution_ns:%" PRId64
+                     "\r\n\r\n",
+                     s->cfg->max_batch, s->cfg->s.gen.max_borrow_ms, s->cfg->s.gen.max_wait_ms,
+                     st.borrowed_ms, clock_setting(s), idgen_clock_state_name(cs.state), cs.tsc_hz,
+                     idgen_clock_coarse_resolution_ns());
   }
-  serve_buf_printf(b,
-                   "max_batch:%" PRId64 "\r\nmax_borrow_ms:%" PRId64 "\r\nmax_wait_ms:%" PRId64
-                   "\r\nclock_borrowed_ms:%" PRId64 "\r\nclock:%s\r\nclock_fast_mode:%s\r\n"
-                   "clock_fast_tsc_hz:%" PRIu64 "\r\nclock_coarse_resolution_ns:%" PRId64
-                   "\r\n\r\n",
-                   s->cfg->max_batch, s->cfg->s.gen.max_borrow_ms, s->cfg->s.gen.max_wait_ms,
-                   st.borrowed_ms, clock_setting(s), idgen_clock_state_name(cs.state), cs.tsc_hz,
-                   idgen_clock_coarse_resolution_ns());
-  serve_buf_printf(b, "# Stats\r\nconnected_clients:%ld\r\n", (long)atomic_load(&s->nconns));
+  if (!(sections & INFO_STATS))
+    return;
+  serve_buf_printf(b, "# Stats\r\n");
   for (int k = 0; k < NKINDS; k++) {
     uint64_t t = 0;
     for (int a = 0; a < atomic_load(&s->nagents); a++)

@@ -5,6 +5,8 @@ python3-redis client.
 Usage: python3 tests/serve/suite_resp.py PATH/TO/idgen  (or: ctest -R serve.resp)
 """
 
+import urllib.parse
+
 from harness import *  # noqa: F401,F403  the daemon, clients, parsers, check()
 
 
@@ -65,6 +67,41 @@ def group_resp_cli(d):
           and all(re.fullmatch(r"\d+", info.get(k, "")) for k in (
               "clock_fast_tsc_hz", "clock_fast_fallbacks", "clock_fast_recalibrations", "clock_fast_cooldowns")),
           repr({k: v for k, v in info.items() if k.startswith("clock")}))
+    check("redis-cli INFO: the layout spec percent-encoded (no ',' or '=' for clients to split)",
+          urllib.parse.unquote(info.get("layout_spec", "")) == TWITTER_LAYOUT
+          and "," not in info.get("layout_spec", ",") and "=" not in info["layout_spec"],
+          repr(info.get("layout_spec")))
+    rc, out, err = rcli(p, "--raw", "INFO", "clients")
+    heads = re.findall(r"^# (\w+)", out, re.M)
+    check("redis-cli INFO clients: that section only, connected_clients", heads == ["Clients"]
+          and re.search(r"^connected_clients:\d+\r?$", out, re.M) is not None, repr(out))
+    rc, out, err = rcli(p, "--raw", "INFO", "server", "STATS")
+    heads = re.findall(r"^# (\w+)", out, re.M)
+    check("redis-cli INFO server STATS: those two sections", heads == ["Server", "Stats"], repr(heads))
+    rc, out, err = rcli(p, "INFO", "nosuch")
+    check("redis-cli INFO nosuch: empty, as Redis 7", rc == 0 and out.strip() in ("", '""'), repr(out))
+    c = Conn(p)
+    try:
+        c.send(resp_cmd("INFO", "nosuch"))
+        got = c.resp()
+    finally:
+        c.close()
+    check("raw RESP INFO nosuch: an empty bulk string", got == b"", repr(got))
+    if redis is not None:
+        r = redis.Redis(host=HOST, port=p)
+        try:
+            i = r.info()
+            check("redis-py info(): parses; the layout spec, clients and IDs counted",
+                  urllib.parse.unquote(i.get("layout_spec", "")) == TWITTER_LAYOUT
+                  and isinstance(i.get("connected_clients"), int)
+                  and isinstance(i.get("ids_issued_snowflake"), int), repr(i)[:400])
+            check("redis-py info('clients') and info('nosuch')",
+                  set(r.info("clients")) == {"connected_clients", "maxclients"} and r.info("nosuch") == {},
+                  repr(r.info("clients")))
+        except Exception as e:  # noqa: BLE001
+            check("redis-py info(): parses", False, repr(e))
+        finally:
+            r.close()
     # PING ECHO
     one(["PING"], r"PONG\n", "PING: PONG")
     one(["ping", "hello world"], r'"hello world"\n', "PING msg: msg as a bulk string")
