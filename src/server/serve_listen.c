@@ -128,12 +128,31 @@ void serve_raise_fd_limit(const serve_config_t *cfg) {
               (unsigned long long)r.rlim_cur, cfg->max_connections);
 }
 
+void serve_peer_set(serve_conn_t *c, const struct sockaddr_storage *ss) {
+  memset(c->peer_key, 0, sizeof c->peer_key);
+  c->peer_port = 0;
+  if (ss->ss_family == AF_INET6) {
+    const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+    memcpy(c->peer_key, &a->sin6_addr, 16);
+    c->peer_port = ntohs(a->sin6_port);
+  } else if (ss->ss_family == AF_INET) {
+    const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+    c->peer_key[10] = c->peer_key[11] = 0xff;
+    memcpy(c->peer_key + 12, &a->sin_addr, 4);
+    c->peer_port = ntohs(a->sin_port);
+  }
+}
+
+/* (From the address kept at accept: a client that reset the connection has
+ * no address left to ask the kernel for.) */
 const char *serve_peer_text(const serve_conn_t *c, char *buf) {
-  struct sockaddr_storage ss;
-  socklen_t len = sizeof ss;
-  if (getpeername(c->fd, (struct sockaddr *)&ss, &len) < 0)
+  static const uint8_t v4[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  char ip[INET6_ADDRSTRLEN];
+  int is4 = memcmp(c->peer_key, v4, 12) == 0;
+  if (inet_ntop(is4 ? AF_INET : AF_INET6, is4 ? c->peer_key + 12 : c->peer_key, ip, sizeof ip) ==
+      NULL)
     snprintf(buf, 64, "unknown");
   else
-    serve_addr_text(&ss, buf, 64);
+    snprintf(buf, 64, is4 ? "%s:%u" : "[%s]:%u", ip, (unsigned)c->peer_port);
   return buf;
 }

@@ -610,6 +610,11 @@ static int conn_handshake(serve_worker_t *w, serve_conn_t *c) {
     return 0;
   }
   c->tls_hs = 0;
+  if (r == TLS_ABORTED) { /* the client went away: not a failure of ours or its */
+    CNT_ADD(w->st.tls_hs[TLS_ABORT], 1);
+    conn_close(w, c, strcmp(err, "eof") == 0 ? CR_EOF : CR_RESET);
+    return -1;
+  }
   if (r == TLS_FAILED) { /* OpenSSL has sent its alert: let the client read it */
     serve_tls_failed(w, c, err);
     tls_free(c->ssl);
@@ -640,17 +645,6 @@ static const char *refusal_text(int proto) {
 static void pause_listener(serve_worker_t *w, serve_listener_t *l) {
   epoll_ctl(w->epfd, EPOLL_CTL_DEL, l->fd, NULL);
   w->paused_until_ms = w->now_ms + 100;
-}
-
-/* The client's address as 16 bytes (IPv4 as ::ffff:a.b.c.d). */
-static void peer_key(const struct sockaddr_storage *ss, uint8_t key[16]) {
-  memset(key, 0, 16);
-  if (ss->ss_family == AF_INET6) {
-    memcpy(key, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
-  } else if (ss->ss_family == AF_INET) {
-    key[10] = key[11] = 0xff;
-    memcpy(key + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
-  }
 }
 
 static void on_accept(serve_worker_t *w, serve_listener_t *l) {
@@ -711,7 +705,7 @@ static void on_accept(serve_worker_t *w, serve_listener_t *l) {
     c->id = atomic_fetch_add(&s->next_client_id, 1);
     c->authed = atomic_load_explicit(&s->auth, memory_order_relaxed) == NULL;
     c->tls_hs = (uint8_t)tls;
-    peer_key(&peer, c->peer_key);
+    serve_peer_set(c, &peer);
     if (tls) /* a handshake is a request: it has slow_timeout_ms to finish */
       c->req_start_ms = w->now_ms;
     struct epoll_event e = {.events = EPOLLIN, .data.ptr = c};
@@ -1239,6 +1233,30 @@ static void free_daemon(serve_daemon_t *s) {
   serve_audit_stop(s); /* (a start that failed) */
   if (s->loadavg_fd >= 0)
     close(s->loadavg_fd);
+}
+
+/* For fuzz/fuzz_serve.c: the daemon as set_up() makes it (generators,
+ * agents, the auth table, each loop's worker), with no audit log,
+ * listening socket, pid file, lease thread or loop thread, so that the
+ * protocols' handlers can be called on s->workers[i] directly.  The workers
+ * come from setup_worker() itself, idle epoll and eventfd descriptors
+ * included, so that they never drift from the daemon's.  0, or -1 with a
+ * message on stderr; what was made is left to the caller (free_daemon's,
+ * in a daemon). */
+int serve_setup_for_test(serve_daemon_t *s, const serve_config_t *cfg) {
+  daemon_init(s, cfg);
+  s->workers = calloc((size_t)s->nworkers, sizeof *s->workers);
+  if (s->workers == NULL || serve_make_generators(s) < 0 ||
+      serve_agent_setup(s, cfg->max_agents) < 0 || serve_auth_init(s) < 0)
+    return -1;
+  for (int i = 0; i < s->nworkers; i++) {
+    atomic_init(&s->workers[i].statfd, -1);
+    if (setup_worker(s, &s->workers[i], i) < 0) {
+      fprintf(stderr, "idgen: serve: cannot set up event loop %d: %s\n", i, strerror(errno));
+      return -1;
+    }
+  }
+  return 0;
 }
 
 int serve_run(const serve_config_t *cfg) {

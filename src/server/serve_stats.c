@@ -281,9 +281,11 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
                      serve_proto_name(p), SUM(s, auth_refused[p]));
   }
   if (s->cfg->tls != NULL) {
-    static const char *const results[NTLS_RESULTS] = {"ok", "failed", "plaintext"};
-    serve_buf_printf(b, "# HELP idgen_tls_handshakes_total TLS handshakes, by result (plaintext: "
-                        "a client that spoke plain text to a TLS port).\n"
+    static const char *const results[NTLS_RESULTS] = {"ok", "failed", "aborted", "plaintext"};
+    serve_buf_printf(b, "# HELP idgen_tls_handshakes_total TLS handshakes, by result (failed: "
+                        "refused by TLS, logged; aborted: the client closed or reset the "
+                        "connection halfway; plaintext: a client that spoke plain text to a TLS "
+                        "port).\n"
                         "# TYPE idgen_tls_handshakes_total counter\n");
     for (int r = 0; r < NTLS_RESULTS; r++)
       serve_buf_printf(b, "idgen_tls_handshakes_total{result=\"%s\"} %" PRIu64 "\n", results[r],

@@ -74,8 +74,9 @@ enum close_reason {
 #undef X
       NCR
 };
-/* How a TLS handshake ended: idgen_tls_handshakes_total{result}. */
-enum { TLS_OK, TLS_FAIL, TLS_PLAIN, NTLS_RESULTS };
+/* How a TLS handshake ended: idgen_tls_handshakes_total{result}; aborted: the
+ * client closed or reset the connection halfway. */
+enum { TLS_OK, TLS_FAIL, TLS_ABORT, TLS_PLAIN, NTLS_RESULTS };
 /* Agents: index 0 is "no agent", 1 is "other" (past max_agents). */
 enum { AGENT_NONE = 0, AGENT_OTHER = 1, AGENT_FIRST = 2 };
 
@@ -231,16 +232,17 @@ typedef struct serve_conn {
   int64_t write_ms;        /* last write progress while replies wait */
   uint32_t outq;           /* the kernel's unsent bytes at the last sweep (SIOCOUTQ) */
   int64_t linger_until_ms;
-  uint8_t authed;                /* RESP: AUTH passed, or no auth_file */
-  uint8_t auth_agent;            /* ... and c->agent is its token's (SETNAME keeps it) */
-  uint8_t auth_fails;            /* wrong tokens shown on it: closed at AUTH_FAILS_MAX */
-  uint8_t resp3;                 /* RESP: HELLO 3 chose RESP3 */
-  uint8_t tls_hs;                /* TLS: the handshake is not done (c->ssl NULL: no byte yet) */
-  uint8_t tls_wants_out;         /* TLS: a read waits for the socket to be writable */
-  uint8_t cert_authed;           /* TLS: a client certificate tls_client_ca signed */
-  int cert_agent;                /* ... its CN's agent index (AGENT_NONE: not an agent name) */
-  struct ssl_st *ssl;            /* TLS: the connection's, or NULL */
-  uint8_t peer_key[16];          /* the client's address (IPv4 as ::ffff:a.b.c.d) */
+  uint8_t authed;        /* RESP: AUTH passed, or no auth_file */
+  uint8_t auth_agent;    /* ... and c->agent is its token's (SETNAME keeps it) */
+  uint8_t auth_fails;    /* wrong tokens shown on it: closed at AUTH_FAILS_MAX */
+  uint8_t resp3;         /* RESP: HELLO 3 chose RESP3 */
+  uint8_t tls_hs;        /* TLS: the handshake is not done (c->ssl NULL: no byte yet) */
+  uint8_t tls_wants_out; /* TLS: a read waits for the socket to be writable */
+  uint8_t cert_authed;   /* TLS: a client certificate tls_client_ca signed */
+  int cert_agent;        /* ... its CN's agent index (AGENT_NONE: not an agent name) */
+  struct ssl_st *ssl;    /* TLS: the connection's, or NULL */
+  uint8_t peer_key[16];  /* the client's address (IPv4 as ::ffff:a.b.c.d) */
+  uint16_t peer_port;
   int64_t hold_until_ms;         /* auth: its answer waits until then (nothing read), or 0 */
   uint64_t id;                   /* CLIENT ID */
   int agent;                     /* CLIENT SETNAME's agent index */
@@ -421,6 +423,14 @@ static inline idgen_cached_gen_t *server_cache(serve_daemon_t *s) {
  * with a read-modify-write this load synchronizes with). */
 static inline uint64_t server_swaps(serve_daemon_t *s) { return atomic_load(&s->swaps); }
 
+/* ---- serve_loop.c: the daemon without its loops, for fuzz/fuzz_serve.c ---- */
+/* s (zeroed or not) set up from cfg (which must outlive it) as `idgen
+ * serve` sets it up, but with no socket, thread or audit log: the protocols'
+ * handlers (serve_http_handle, serve_resp_handle...) may be called on
+ * s->workers[0..cfg->threads) from one thread.  0, or -1 with a message on
+ * stderr.  Nothing frees it: it lives as long as the test's process. */
+int serve_setup_for_test(serve_daemon_t *s, const serve_config_t *cfg);
+
 /* ---- serve_buf.c: buffers, numbers as text, and clocks ---- */
 void serve_buf_reserve(serve_buf_t *b, size_t more);
 void serve_buf_put(serve_buf_t *b, const void *p, size_t n);
@@ -440,8 +450,10 @@ void serve_addr_text(const struct sockaddr_storage *ss, char *buf, size_t n);
 int serve_bind_all(serve_daemon_t *s, int proto, const serve_addr_t *a, char *bound, size_t n);
 int serve_write_pid_file(const char *path);
 void serve_raise_fd_limit(const serve_config_t *cfg);
-/* The client's address as "ip:port" into buf[64], for log lines. */
+/* The client's address as "ip:port" into buf[64], for log lines; kept in c
+ * at accept by serve_peer_set. */
 const char *serve_peer_text(const serve_conn_t *c, char *buf);
+void serve_peer_set(serve_conn_t *c, const struct sockaddr_storage *ss);
 
 /* With auth_file: the agent whose token is tok[0..tlen) (and whose name is
  * agent[0..alen), if agent is not NULL), its index as for metrics in
@@ -556,7 +568,12 @@ int serve_agent_valid(const char *s, size_t n);
 int serve_agent_index(serve_daemon_t *s, const char *name, size_t n);
 int serve_agent_setup(serve_daemon_t *s, int64_t max_agents);
 void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b);
-void serve_info_text(serve_daemon_t *s, serve_buf_t *b);  /* RESP INFO's key:value lines */
+/* RESP INFO's key:value lines, of the sections in the mask (INFO_*): a value
+ * with ',' '=' '%' or a byte outside '!'..'~' is percent-encoded. */
+enum { INFO_SERVER = 1, INFO_CLIENTS = 2, INFO_GENERATOR = 4, INFO_STATS = 8, INFO_ALL = 15 };
+void serve_info_text(serve_daemon_t *s, serve_buf_t *b, int sections);
+/* A section's mask (all, default and everything: INFO_ALL), or 0. */
+int serve_info_section(const char *name, size_t n);
 int serve_info_json(serve_daemon_t *s, serve_buf_t *b);   /* GET /info */
 int serve_status_json(serve_daemon_t *s, serve_buf_t *b); /* GET /status.json */
 /* Appends o (NULL: out of memory) as one line of compact JSON and drops it;

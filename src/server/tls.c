@@ -135,6 +135,8 @@ int tls_handshake(SSL *ssl, char *err, size_t errlen) {
     return TLS_WANT_WRITE;
   if (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN) {
     snprintf(err, errlen, "%s", errno ? strerror(errno) : "eof");
+    ERR_clear_error();
+    return TLS_ABORTED;
   } else {
     long v = SSL_get_verify_result(ssl);
     if (v != X509_V_OK)

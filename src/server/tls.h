@@ -43,10 +43,11 @@ void tls_ctx_ref(struct ssl_ctx_st *ctx); /* one more owner; each calls tls_ctx_
 struct ssl_st *tls_new(struct ssl_ctx_st *ctx, int fd);
 void tls_free(struct ssl_st *ssl);
 
-enum { TLS_DONE = 0, TLS_WANT_READ = 1, TLS_WANT_WRITE = 2, TLS_FAILED = -1 };
+enum { TLS_DONE = 0, TLS_WANT_READ = 1, TLS_WANT_WRITE = 2, TLS_FAILED = -1, TLS_ABORTED = -2 };
 
-/* One step of the handshake: TLS_DONE, TLS_WANT_*, or TLS_FAILED with
- * OpenSSL's reason in err (or "eof"). */
+/* One step of the handshake: TLS_DONE, TLS_WANT_*, TLS_FAILED with
+ * OpenSSL's reason in err, or TLS_ABORTED (the client closed or reset the
+ * connection: "eof" or the error in err). */
 int tls_handshake(struct ssl_st *ssl, char *err, size_t errlen);
 
 /* The verified client certificate's subject CN into buf[n]: 1; 0: none. */
