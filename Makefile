@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: deb bench-peers test-cluster demo bench-serve bench-thrift bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
+.PHONY: deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
 
 all: build
 
@@ -132,6 +132,10 @@ bench-js: build
 # The Thrift service beside RESP and HTTP on one daemon, one load client.
 bench-thrift: build
 	bench/thrift_bench.sh $(BUILD)
+
+# The daemon with and without TLS, side by side (about 6 minutes; --quick: 1).
+bench-tls: build
+	bench/tls_bench.sh $(BUILD)/idgen
 
 # Every benchmark docs/BENCHMARKS.md quotes, one after another, outputs kept
 # in /tmp/idgen-bench-all-$UID (about 20 minutes; BENCH_ALL_FLAGS=--quick: 5).

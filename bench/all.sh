@@ -12,6 +12,7 @@
 #                must be there: see bench/peers.sh)
 #   serve.txt    bench/serve_bench.sh (the daemon beside redis-server and nginx)
 #   thrift.txt   bench/thrift_bench.sh
+#   tls.txt      bench/tls_bench.sh (the daemon with and without TLS)
 #   pg.txt       bench/pg_bench.sh (the PostgreSQL extension; needs root)
 #   js.txt       bench/js/run.sh (the addon and the WebAssembly build beside npm's
 #                packages; needs the npm registry)
@@ -65,6 +66,7 @@ fi
 run peers "$repo/bench/peers.sh" --idgen-build "$build" $quick
 run serve "$repo/bench/serve_bench.sh" $quick "$build/idgen"
 run thrift "$repo/bench/thrift_bench.sh" "$build"
+run tls "$repo/bench/tls_bench.sh" $quick "$build/idgen"
 if [ -n "$quick" ]; then
   run pg "$repo/bench/pg_bench.sh" --rounds 1 --seconds 3 "$build"
 else
