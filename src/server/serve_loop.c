@@ -134,6 +134,7 @@ static void conn_close(serve_worker_t *w, serve_conn_t *c, int reason) {
   serve_buf_free(&c->in);
   serve_buf_free(&c->out);
   serve_buf_free(&c->held_ids);
+  serve_buf_free(&c->multi_q);
   free(c);
 }
 
@@ -336,6 +337,20 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
       break;
     }
     pos += used;
+    if (c->exec_pending) { /* EXEC: the queued commands come next, before the rest */
+      serve_buf_t nb = {0};
+      serve_buf_reserve(&nb, c->multi_q.len + (len - pos));
+      serve_buf_put(&nb, c->multi_q.p, c->multi_q.len);
+      serve_buf_put(&nb, data + pos, len - pos);
+      serve_buf_free(&c->multi_q);
+      serve_buf_free(&c->in);
+      c->in = nb;
+      c->exec_pending = 0;
+      data = c->in.p;
+      len = c->in.len;
+      pos = 0;
+      scratch = 0;
+    }
   }
   if (c->hold_until_ms) { /* an answer to a token waits: so do the requests after it */
     c->blocked = 1;

@@ -104,6 +104,8 @@ static const struct cmdinfo {
     {"ping", -1, "fast"},      {"echo", 2, "fast"},        {"quit", -1, "fast"},
     {"client", -2, "loading"}, {"command", -1, "loading"}, {"hello", -1, "fast"},
     {"config", -2, "loading"}, {"select", 2, "fast"},      {"auth", -2, "fast"},
+    {"multi", 1, "fast"},      {"exec", 1, "loading"},     {"discard", 1, "fast"},
+    {"watch", -2, "fast"},     {"unwatch", 1, "fast"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -398,6 +400,85 @@ static void unknown_command(serve_worker_t *w, serve_conn_t *c, const resp_reque
             args);
 }
 
+/* Ends c's transaction (EXEC, DISCARD, or an aborted EXEC). */
+static void multi_end(serve_conn_t *c) {
+  c->multi = c->multi_dirty = 0;
+  c->multi_n = 0;
+  serve_buf_free(&c->multi_q);
+}
+
+/* In a transaction: a command other than EXEC, DISCARD, MULTI, WATCH and
+ * QUIT is checked (known, its arity) and queued as it came, bytes and all,
+ * for EXEC to run (serve_loop.c's process() reads the queue before the
+ * rest of the input); a refused one spoils the transaction, as in Redis. */
+static void multi_queue(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r,
+                        const char *name, const char *bytes, size_t n) {
+  const struct cmdinfo *ci = NULL;
+  for (size_t k = 0; k < NCOMMANDS && !ci; k++)
+    if (strcmp(commands[k].name, name) == 0)
+      ci = &commands[k];
+  size_t cap = (size_t)w->srv->cfg->max_request_bytes * MULTI_QUEUE_REQUESTS;
+  c->multi_dirty = 1;
+  if (ci == NULL)
+    unknown_command(w, c, r);
+  else if (ci->arity > 0 ? r->argc != (size_t)ci->arity : r->argc < (size_t)-ci->arity)
+    wrong_arity(w, c, ci->name);
+  else if (c->multi_q.len + n > cap)
+    reply_err(w, c, "ERR the transaction is over %zu bytes (%d x max_request_bytes)", cap,
+              MULTI_QUEUE_REQUESTS);
+  else {
+    c->multi_dirty = 0;
+    serve_buf_put(&c->multi_q, bytes, n);
+    c->multi_n++;
+    reply(w, "+QUEUED\r\n");
+    CNT_ADD(w->st.resp_ok, 1);
+  }
+}
+
+/* MULTI, EXEC, DISCARD, WATCH, UNWATCH.  idgen has no keys, so WATCH has
+ * nothing to watch: a transaction is never aborted by it. */
+static void on_multi(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r,
+                     const char *name) {
+  if (strcmp(name, "multi") == 0) {
+    if (c->multi) {
+      reply_err(w, c, "ERR MULTI calls can not be nested");
+      return;
+    }
+    c->multi = 1;
+    reply(w, "+OK\r\n");
+  } else if (strcmp(name, "exec") == 0 || strcmp(name, "discard") == 0) {
+    if (!c->multi) {
+      reply_err(w, c, "ERR %s without MULTI", name[0] == 'e' ? "EXEC" : "DISCARD");
+      return;
+    }
+    if (name[0] == 'd') {
+      multi_end(c);
+      reply(w, "+OK\r\n");
+    } else if (c->multi_dirty) {
+      multi_end(c);
+      reply_err(w, c, "EXECABORT Transaction discarded because of previous errors.");
+      return;
+    } else {
+      /* The array's header now; its elements are the queued commands'
+       * replies, made next, in order (they may wait for their tick). */
+      serve_buf_printf(&w->out, "*%zu\r\n", c->multi_n);
+      c->multi = 0;
+      c->multi_n = 0;
+      c->exec_pending = c->multi_q.len > 0;
+    }
+  } else if (strcmp(name, "watch") == 0) {
+    if (c->multi) {
+      reply_err(w, c, "ERR WATCH inside MULTI is not allowed");
+      return;
+    }
+    reply(w, "+OK\r\n");
+  } else { /* unwatch */
+    reply(w, "+OK\r\n");
+  }
+  (void)r;
+  CNT_ADD(w->st.resp_ok, 1);
+}
+
 size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len) {
   resp_request_t r;
   char err[RESP_ERR_MAX];
@@ -431,6 +512,18 @@ size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
     int index;
     (void)serve_auth_caller(w, c, NULL, 0, "", 0, &index); /* counted and logged */
     reply_err(w, c, "NOAUTH Authentication required.");
+    c->multi_dirty = c->multi;
+    return (size_t)used;
+  }
+  int tx = strcmp(name, "multi") == 0 || strcmp(name, "exec") == 0 ||
+           strcmp(name, "discard") == 0 || strcmp(name, "watch") == 0 ||
+           strcmp(name, "unwatch") == 0;
+  if (c->multi && !tx && strcmp(name, "quit") != 0) {
+    multi_queue(w, c, &r, name, buf, (size_t)used);
+    return (size_t)used;
+  }
+  if (tx) {
+    on_multi(w, c, &r, name);
     return (size_t)used;
   }
   if (strcmp(name, "id") == 0) {

@@ -32,7 +32,8 @@
                                        loop serves the others first (a fast reader of large
                                        batches would hold it) */
 #define AGENT_NAME_MAX 64
-#define AUTH_FAILS_MAX 3 /* wrong tokens on one connection before it is closed */
+#define AUTH_FAILS_MAX 3        /* wrong tokens on one connection before it is closed */
+#define MULTI_QUEUE_REQUESTS 16 /* a transaction's queue: at most this many max_request_bytes */
 /* Wrong tokens from one address (all its connections, every loop): the
  * first AUTH_FREE_FAILS in a row are answered at once; each one after
  * pushes the address's next answer AUTH_STEP_MS later, and every token it
@@ -232,16 +233,20 @@ typedef struct serve_conn {
   int64_t write_ms;        /* last write progress while replies wait */
   uint32_t outq;           /* the kernel's unsent bytes at the last sweep (SIOCOUTQ) */
   int64_t linger_until_ms;
-  uint8_t authed;        /* RESP: AUTH passed, or no auth_file */
-  uint8_t auth_agent;    /* ... and c->agent is its token's (SETNAME keeps it) */
-  uint8_t auth_fails;    /* wrong tokens shown on it: closed at AUTH_FAILS_MAX */
-  uint8_t resp3;         /* RESP: HELLO 3 chose RESP3 */
-  uint8_t tls_hs;        /* TLS: the handshake is not done (c->ssl NULL: no byte yet) */
-  uint8_t tls_wants_out; /* TLS: a read waits for the socket to be writable */
-  uint8_t cert_authed;   /* TLS: a client certificate tls_client_ca signed */
-  int cert_agent;        /* ... its CN's agent index (AGENT_NONE: not an agent name) */
-  struct ssl_st *ssl;    /* TLS: the connection's, or NULL */
-  uint8_t peer_key[16];  /* the client's address (IPv4 as ::ffff:a.b.c.d) */
+  uint8_t authed;             /* RESP: AUTH passed, or no auth_file */
+  uint8_t auth_agent;         /* ... and c->agent is its token's (SETNAME keeps it) */
+  uint8_t auth_fails;         /* wrong tokens shown on it: closed at AUTH_FAILS_MAX */
+  uint8_t resp3;              /* RESP: HELLO 3 chose RESP3 */
+  uint8_t multi, multi_dirty; /* RESP: in a transaction (MULTI), spoilt by an error */
+  uint8_t exec_pending;       /* RESP: EXEC answered its header; multi_q runs next */
+  size_t multi_n;             /* ... the commands queued */
+  serve_buf_t multi_q;        /* ... their bytes, as they came */
+  uint8_t tls_hs;             /* TLS: the handshake is not done (c->ssl NULL: no byte yet) */
+  uint8_t tls_wants_out;      /* TLS: a read waits for the socket to be writable */
+  uint8_t cert_authed;        /* TLS: a client certificate tls_client_ca signed */
+  int cert_agent;             /* ... its CN's agent index (AGENT_NONE: not an agent name) */
+  struct ssl_st *ssl;         /* TLS: the connection's, or NULL */
+  uint8_t peer_key[16];       /* the client's address (IPv4 as ::ffff:a.b.c.d) */
   uint16_t peer_port;
   int64_t hold_until_ms;         /* auth: its answer waits until then (nothing read), or 0 */
   uint64_t id;                   /* CLIENT ID */

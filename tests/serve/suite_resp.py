@@ -270,6 +270,38 @@ def group_resp_raw(d):
           repr(rs[4:6])[:300])
     check("RESP HELLO 4: -NOPROTO, and the connection goes on",
           isinstance(rs[6], RErr) and rs[6].startswith("NOPROTO") and rs[7] == "PONG", repr(rs[6:8]))
+    # MULTI / EXEC / DISCARD / WATCH, as Redis answers them
+    c = Conn(d.resp)
+    c.send(resp_cmd("EXEC") + resp_cmd("DISCARD") + resp_cmd("WATCH", "k") + resp_cmd("MULTI")
+           + resp_cmd("ID") + resp_cmd("ID", "2") + resp_cmd("MULTI") + resp_cmd("WATCH", "k")
+           + resp_cmd("PING") + resp_cmd("EXEC") + resp_cmd("PING", "after")
+           + resp_cmd("MULTI") + resp_cmd("ID") + resp_cmd("ECHO", "a", "b") + resp_cmd("EXEC")
+           + resp_cmd("MULTI") + resp_cmd("ID") + resp_cmd("DISCARD") + resp_cmd("EXEC")
+           + resp_cmd("MULTI") + resp_cmd("EXEC"))
+    try:
+        rs = c.resp_n(21)
+    except Exception as e:  # noqa: BLE001
+        rs = [e] * 21
+    c.close()
+    check("RESP EXEC, DISCARD without MULTI: -ERR; WATCH: +OK (no keys to watch)",
+          rs[0] == "ERR EXEC without MULTI" and rs[1] == "ERR DISCARD without MULTI" and rs[2] == "OK", rs[:3])
+    check("RESP MULTI: +OK, commands +QUEUED, MULTI and WATCH inside are -ERR (the transaction goes on)",
+          rs[3] == "OK" and rs[4] == rs[5] == rs[8] == "QUEUED"
+          and rs[6] == "ERR MULTI calls can not be nested" and rs[7] == "ERR WATCH inside MULTI is not allowed",
+          rs[3:9])
+    ex = rs[9]
+    check("RESP EXEC: an array of the queued commands' replies, in order; then the next command",
+          isinstance(ex, list) and len(ex) == 3 and type(ex[0]) is int and isinstance(ex[1], list)
+          and len(ex[1]) == 2 and ex[2] == "PONG" and rs[10] == b"after", rs[9:11])
+    if isinstance(ex, list) and len(ex) == 3 and isinstance(ex[1], list):
+        check("RESP EXEC: its IDs strictly increasing", increasing([ex[0]] + ex[1]))
+        add_snow("raw RESP EXEC", [ex[0]] + ex[1])
+    check("RESP a command refused when queued (wrong arity) spoils the transaction: -EXECABORT",
+          rs[11] == "OK" and rs[12] == "QUEUED" and isinstance(rs[13], RErr)
+          and rs[14].startswith("EXECABORT"), rs[11:15])
+    check("RESP DISCARD: +OK, the queue dropped (EXEC after it: -ERR); MULTI EXEC: an empty array",
+          rs[15] == "OK" and rs[16] == "QUEUED" and rs[17] == "OK" and rs[18] == "ERR EXEC without MULTI"
+          and rs[19] == "OK" and rs[20] == [], rs[15:])
     # QUIT: +OK then closed
     c = Conn(d.resp)
     c.send(b"QUIT\r\nPING\r\n")
@@ -391,7 +423,39 @@ def group_python(d):
             res = pipe.execute()
             chk("python pipeline of 500 %s" % kind, [x.decode() for x in res if isinstance(x, bytes)])
 
+    def transactions(r):
+        # redis-py's default pipeline is a transaction: MULTI ... EXEC
+        pipe = r.pipeline()
+        for _ in range(300):
+            pipe.execute_command("ID")
+        pipe.execute_command("ID", 3)
+        pipe.execute_command("IDSTR")
+        pipe.execute_command("ULID")
+        pipe.execute_command("PING")
+        res = pipe.execute()
+        ids = res[:300] if isinstance(res, list) else []
+        check("python redis: pipeline() (MULTI/EXEC) of 304 commands: their replies, in order",
+              isinstance(res, list) and len(res) == 304 and all(type(x) is int for x in ids)
+              and isinstance(res[300], list) and len(res[300]) == 3 and res[301].isdigit()
+              and ULID_RE.fullmatch(res[302].decode()) is not None and res[303] is True, short(res[298:]))
+        if len(ids) == 300 and isinstance(res[300], list):
+            seq = ids + res[300] + [int(res[301])]
+            check("python redis: a transaction's IDs strictly increasing", increasing(seq))
+            add_snow("python transaction", seq)
+        pipe = r.pipeline()
+        pipe.execute_command("ID")
+        pipe.execute_command("NOSUCH", "x")
+        try:
+            pipe.execute()
+            check("python redis: a transaction with an unknown command raises (EXECABORT)", False)
+        except redis.ResponseError as e:
+            check("python redis: a transaction with an unknown command raises (EXECABORT)",
+                  "NOSUCH" in str(e) or "EXECABORT" in str(e), str(e))
+        check("python redis: the connection serves after an aborted transaction",
+              type(r.execute_command("ID")) is int)
+
     step("ping/echo/ID", basics)
+    step("transactions", transactions)
     step("ULID/UUID7", others)
     step("pipelines of 500 ULID/UUID7", small_pipelines)
     step("pipeline of 10000 ID", pipeline)
