@@ -103,7 +103,6 @@ int serve_auth_caller(serve_worker_t *w, serve_conn_t *c, const char *agent, siz
     }
     return 0;
   }
-  CNT_ADD(w->st.auth_fail[c->proto], 1);
   if (p != NULL && (due = addr_failed(w, c, p)) > 0) {
     c->hold_until_ms = due;
     CNT_ADD(w->st.auth_held[c->proto], 1);
@@ -118,13 +117,17 @@ int serve_auth_caller(serve_worker_t *w, serve_conn_t *c, const char *agent, siz
   /* The agent named is logged only if the file has it: a client that
    * swapped its arguments (AUTH TOKEN AGENT) must not log its token. */
   char shown[AGENT_NAME_MAX + 8] = "-";
+  int index = AGENT_NONE; /* ... and counted under it (an agent not in the file: `other`) */
   for (int k = 0; agent != NULL && k <= serve_auth_count(a); k++) {
     const char *name = k < serve_auth_count(a) ? serve_auth_agent(a, k) : "unknown";
     if (k == serve_auth_count(a) || (strlen(name) == alen && memcmp(name, agent, alen) == 0)) {
       snprintf(shown, sizeof shown, "%s", name);
+      index = k < serve_auth_count(a) ? serve_agent_index(s, name, alen) : AGENT_OTHER;
       break;
     }
   }
+  size_t per_proto = (size_t)(AGENT_FIRST + s->cfg->max_agents);
+  CNT_ADD(w->st.auth_fail[(size_t)c->proto * per_proto + (size_t)index], 1);
   log_limited(&s->auth_log, "warn", "auth_failed", "proto=%s peer=%s agent=%s reason=%s",
               serve_proto_name(c->proto), serve_peer_text(c, (char[64]){0}), shown,
               tlen == 0 ? "no-token" : "wrong-token");

@@ -942,13 +942,16 @@ static int setup_worker(serve_daemon_t *s, serve_worker_t *w, int i) {
   w->ids_cap = 1024;
   w->ids = malloc(w->ids_cap * sizeof *w->ids);
   w->st.ids = calloc(NKINDS * (size_t)(AGENT_FIRST + s->cfg->max_agents), sizeof(serve_counter_t));
+  w->st.auth_fail =
+      calloc(NPROTO * (size_t)(AGENT_FIRST + s->cfg->max_agents), sizeof(serve_counter_t));
   w->http_headers = calloc((size_t)s->cfg->max_headers, sizeof *w->http_headers);
   w->wake_tag = TAG_WAKE;
   w->now_ms = w->last_sweep_ms = serve_mono_ms();
   w->park_until_ns = INT64_MAX;
   w->held_due_ms = INT64_MAX;
   atomic_init(&w->turned_ms, w->now_ms);
-  if (w->epfd < 0 || w->wakefd < 0 || !w->rbuf || !w->ids || !w->st.ids || !w->http_headers)
+  if (w->epfd < 0 || w->wakefd < 0 || !w->rbuf || !w->ids || !w->st.ids || !w->st.auth_fail ||
+      !w->http_headers)
     return -1;
   struct epoll_event e = {.events = EPOLLIN, .data.ptr = &w->wake_tag};
   return epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wakefd, &e);
@@ -971,6 +974,7 @@ static void free_worker(serve_worker_t *w) {
   free(w->rbuf);
   free(w->ids);
   free(w->st.ids);
+  free(w->st.auth_fail);
   free(w->http_headers);
   serve_buf_free(&w->out);
   serve_buf_free(&w->body);

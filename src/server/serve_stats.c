@@ -265,11 +265,17 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   serve_buf_printf(b, "idgen_requests_total{proto=\"thrift\",code=\"err\"} %" PRIu64 "\n",
                    SUM(s, thrift_err));
   serve_buf_printf(b, "# HELP idgen_auth_failures_total Requests refused for want of a token "
-                      "of auth_file (none shown, or a wrong one), by protocol.\n"
+                      "of auth_file (none shown, or a wrong one), by protocol and the agent "
+                      "named (- none; other: one the file does not have).\n"
                       "# TYPE idgen_auth_failures_total counter\n");
   for (int p = 0; p < NPROTO; p++)
-    serve_buf_printf(b, "idgen_auth_failures_total{proto=\"%s\"} %" PRIu64 "\n",
-                     serve_proto_name(p), SUM(s, auth_fail[p]));
+    for (int a = 0; a < nagents; a++) {
+      uint64_t v =
+          SUM(s, auth_fail[(size_t)p * (size_t)(AGENT_FIRST + s->cfg->max_agents) + (size_t)a]);
+      if (v || a == AGENT_NONE)
+        serve_buf_printf(b, "idgen_auth_failures_total{proto=\"%s\",agent=\"%s\"} %" PRIu64 "\n",
+                         serve_proto_name(p), s->agent_names[a], v);
+    }
   serve_buf_printf(b, "# HELP idgen_auth_slowed_total Tokens from an address that showed wrong "
                       "ones: answers held back (held), or refused unseen (refused), by "
                       "protocol.\n"

@@ -117,11 +117,12 @@ typedef struct serve_wstats {
   serve_counter_t hist_sum_ns[NPROTO], hist_count[NPROTO];
   serve_counter_t open[NPROTO], accepted[NPROTO];
   serve_counter_t closed[NCR];
-  serve_counter_t parked;               /* requests that waited parked */
-  serve_counter_t waits;                /* blocking waits for events (epoll_pwait2) */
-  serve_counter_t polls[2];             /* busy polls that missed, that found work in time */
-  serve_counter_t auth_fail[NPROTO];    /* a token refused (or none shown where one is needed) */
-  serve_counter_t tls_hs[NTLS_RESULTS]; /* TLS handshakes, by result */
+  serve_counter_t parked;     /* requests that waited parked */
+  serve_counter_t waits;      /* blocking waits for events (epoll_pwait2) */
+  serve_counter_t polls[2];   /* busy polls that missed, that found work in time */
+  serve_counter_t *auth_fail; /* [NPROTO * (AGENT_FIRST + max_agents)]: a token refused (or none
+                                 shown where one is needed), by protocol and the agent named */
+  serve_counter_t tls_hs[NTLS_RESULTS];                    /* TLS handshakes, by result */
   serve_counter_t auth_held[NPROTO], auth_refused[NPROTO]; /* answers slowed, addresses refused */
 } serve_wstats_t;
 

@@ -205,8 +205,17 @@ def group_metrics(d):
           (mget(samples, "idgen_ids_issued_total", kind="snowflake", agent="app") or 0) >= 13, samples and "see /metrics")
     check("metrics: ops's IDs under ops",
           (mget(samples, "idgen_ids_issued_total", kind="snowflake", agent="ops") or 0) >= 5)
-    check("metrics: failures counted, HTTP", (mget(samples, "idgen_auth_failures_total", proto="http") or 0) >= 2 * len(ROUTES))
-    check("metrics: failures counted, RESP", (mget(samples, "idgen_auth_failures_total", proto="resp") or 0) >= 4)
+    check("metrics: failures counted, HTTP (no agent named: agent -)",
+          (mget(samples, "idgen_auth_failures_total", proto="http", agent="-") or 0) >= 2 * len(ROUTES))
+    check("metrics: failures counted, RESP", msum(samples, "idgen_auth_failures_total", proto="resp") >= 4)
+    check("metrics: RESP failures by the agent named: app (3 guesses), ops, other (not in the file)",
+          (mget(samples, "idgen_auth_failures_total", proto="resp", agent="app") or 0) >= 3
+          and (mget(samples, "idgen_auth_failures_total", proto="resp", agent="ops") or 0) >= 1
+          and (mget(samples, "idgen_auth_failures_total", proto="resp", agent="other") or 0) >= 1,
+          sorted((dict(ls).get("agent"), v) for (n, ls), v in samples.items()
+                 if n == "idgen_auth_failures_total" and dict(ls).get("proto") == "resp"))
+    check("metrics: no label holds a token (AUTH TOKEN AGENT, swapped, counts under other)",
+          not any(OPS in str(ls) or APP in str(ls) for (n, ls) in samples), "")
     check("metrics: connections closed for wrong tokens (reason auth): the RESP and the HTTP one",
           (mget(samples, "idgen_connections_closed_total", reason="auth") or 0) >= 2,
           mget(samples, "idgen_connections_closed_total", reason="auth"))
