@@ -353,6 +353,19 @@ class Conn:
             pass
 
 
+def resp_exchange(port, data, n):
+    """Sends data on a new RESP connection and reads n replies: their list,
+    or the exception n times (so that each check shows it)."""
+    c = Conn(port)
+    try:
+        c.send(data)
+        return c.resp_n(n)
+    except Exception as e:  # noqa: BLE001
+        return [e] * n
+    finally:
+        c.close()
+
+
 def http_req(path, method="GET", headers=(), version="1.1"):
     lines = ["%s %s HTTP/%s" % (method, path, version), "Host: 127.0.0.1"] + list(headers)
     return ("\r\n".join(lines) + "\r\n\r\n").encode()

@@ -252,14 +252,8 @@ def group_resp_raw(d):
         add_snow("raw RESP IDSTR", [int(rs[0])] + [int(x) for x in rs[1]] + [rs[2]])
     # HELLO 3: RESP3, whose only differences in idgen's replies are HELLO's
     # map and nulls; HELLO 4: NOPROTO, connection stays
-    c = Conn(d.resp)
-    c.send(b"HELLO 3\r\nCLIENT GETNAME\r\nID\r\nCONFIG GET save\r\nHELLO 2\r\nCLIENT GETNAME\r\n"
-           b"HELLO 4\r\nPING\r\n")
-    try:
-        rs = c.resp_n(8)
-    except Exception as e:  # noqa: BLE001
-        rs = [e] * 8
-    c.close()
+    rs = resp_exchange(d.resp, b"HELLO 3\r\nCLIENT GETNAME\r\nID\r\nCONFIG GET save\r\nHELLO 2\r\n"
+                       b"CLIENT GETNAME\r\nHELLO 4\r\nPING\r\n", 8)
     check("RESP HELLO 3: a map with proto 3 and server idgen",
           isinstance(rs[0], dict) and rs[0].get(b"proto") == 3 and rs[0].get(b"server") == b"idgen",
           repr(rs[0])[:300])
@@ -271,18 +265,11 @@ def group_resp_raw(d):
     check("RESP HELLO 4: -NOPROTO, and the connection goes on",
           isinstance(rs[6], RErr) and rs[6].startswith("NOPROTO") and rs[7] == "PONG", repr(rs[6:8]))
     # MULTI / EXEC / DISCARD / WATCH, as Redis answers them
-    c = Conn(d.resp)
-    c.send(resp_cmd("EXEC") + resp_cmd("DISCARD") + resp_cmd("WATCH", "k") + resp_cmd("MULTI")
-           + resp_cmd("ID") + resp_cmd("ID", "2") + resp_cmd("MULTI") + resp_cmd("WATCH", "k")
-           + resp_cmd("PING") + resp_cmd("EXEC") + resp_cmd("PING", "after")
-           + resp_cmd("MULTI") + resp_cmd("ID") + resp_cmd("ECHO", "a", "b") + resp_cmd("EXEC")
-           + resp_cmd("MULTI") + resp_cmd("ID") + resp_cmd("DISCARD") + resp_cmd("EXEC")
-           + resp_cmd("MULTI") + resp_cmd("EXEC"))
-    try:
-        rs = c.resp_n(21)
-    except Exception as e:  # noqa: BLE001
-        rs = [e] * 21
-    c.close()
+    tx = [("EXEC",), ("DISCARD",), ("WATCH", "k"), ("MULTI",), ("ID",), ("ID", "2"), ("MULTI",),
+          ("WATCH", "k"), ("PING",), ("EXEC",), ("PING", "after"),
+          ("MULTI",), ("ID",), ("ECHO", "a", "b"), ("EXEC",),
+          ("MULTI",), ("ID",), ("DISCARD",), ("EXEC",), ("MULTI",), ("EXEC",)]
+    rs = resp_exchange(d.resp, b"".join(resp_cmd(*x) for x in tx), len(tx))
     check("RESP EXEC, DISCARD without MULTI: -ERR; WATCH: +OK (no keys to watch)",
           rs[0] == "ERR EXEC without MULTI" and rs[1] == "ERR DISCARD without MULTI" and rs[2] == "OK", rs[:3])
     check("RESP MULTI: +OK, commands +QUEUED, MULTI and WATCH inside are -ERR (the transaction goes on)",
