@@ -14,6 +14,7 @@ packages=(
   python3                            # the CLI tests' JSON checks
   curl redis-tools python3-redis     # the daemon's tests: real HTTP and Redis clients
   python3-prometheus-client          # the daemon's tests: a real parser for /metrics
+  python3-hiredis libhiredis-dev     # the client matrix (serve.clients): redis-py's hiredis parser, hiredis in C
   redis-server wrk nginx-light       # bench/serve_bench.sh: the peers, and an HTTP load tool
   faketime                           # clock steps under a running daemon
   spin                               # make model: the registry protocol's model checker

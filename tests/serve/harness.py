@@ -353,6 +353,36 @@ class Conn:
             pass
 
 
+def slow_client(port, payload, byte_per_s, result, key):
+    """Sends `payload` (all at once if not byte_per_s, else one byte a second);
+    result[key] = seconds from the first byte to the daemon's close (None: not
+    closed within 6 s), and what it sent back."""
+    s = socket.create_connection((HOST, port), timeout=5)
+    got, t0, closed = b"", time.monotonic(), None
+    chunks = [payload[i:i + 1] for i in range(len(payload))] if byte_per_s else [payload]
+    next_send = t0
+    while time.monotonic() - t0 < 6.5 and closed is None:
+        if chunks and time.monotonic() >= next_send:
+            try:
+                s.send(chunks.pop(0))
+            except OSError:
+                closed = time.monotonic() - t0
+                break
+            next_send += 1.0
+        r, _, _ = select.select([s], [], [], 0.05)
+        if r:
+            try:
+                data = s.recv(65536)
+            except OSError:
+                data = b""
+            if data:
+                got += data
+            else:
+                closed = time.monotonic() - t0
+    s.close()
+    result[key] = (closed, got)
+
+
 def resp_exchange(port, data, n):
     """Sends data on a new RESP connection and reads n replies: their list,
     or the exception n times (so that each check shows it)."""

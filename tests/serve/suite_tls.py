@@ -507,31 +507,20 @@ def group_plaintext(d):
           and b"https" in r.body.lower(),
           repr(r))
     check("... then the connection is closed (EOF, nothing more)", closed and rest == b"", short(rest))
-    c = Conn(d.resp)
-    try:
-        c.send(resp_cmd("PING"))
+    for data, what in ((resp_cmd("PING"), "RESP"), (b"ID\r\n", "inline RESP (ID\\r\\n, as telnet sends it)")):
+        c = Conn(d.resp)
         try:
-            rep = c.resp()
-        except Exception as e:  # noqa: BLE001
-            rep = e
-        closed = c.read_to_eof(3)
-        check("plain-text RESP on the TLS port: -ERR naming TLS",
-              isinstance(rep, RErr) and rep.startswith("ERR") and "tls" in rep.lower(), repr(rep))
-        check("... then the connection is closed (EOF, nothing more)", closed and c.buf == b"", short(c.buf))
-    finally:
-        c.close()
-    c = Conn(d.resp)  # an inline command, as telnet sends it
-    try:
-        c.send(b"ID\r\n")
-        try:
-            rep = c.resp()
-        except Exception as e:  # noqa: BLE001
-            rep = e
-        closed = c.read_to_eof(3)
-        check("plain-text inline RESP (ID\\r\\n): -ERR naming TLS, then EOF",
-              isinstance(rep, RErr) and "tls" in rep.lower() and closed and c.buf == b"", (rep, short(c.buf)))
-    finally:
-        c.close()
+            c.send(data)
+            try:
+                rep = c.resp()
+            except Exception as e:  # noqa: BLE001
+                rep = e
+            closed = c.read_to_eof(3)
+            check("plain-text %s on the TLS port: -ERR naming TLS, then EOF (nothing more)" % what,
+                  isinstance(rep, RErr) and rep.startswith("ERR") and "tls" in rep.lower() and closed
+                  and c.buf == b"", (rep, short(c.buf)))
+        finally:
+            c.close()
     r, closed, rest = http_then_eof(d.http, b"G")  # the first byte decides
     check("plain text, one byte (G) and no more: the 400 at once, then EOF",
           isinstance(r, HttpResp) and r.status == 400 and closed and rest == b"", (r, short(rest)))
@@ -671,22 +660,7 @@ def group_after_handshake(d):
 def stall(port, payload, result, key):
     """Connects, sends `payload` (maybe nothing) and nothing more:
     result[key] = (seconds from connect to the daemon's close or None, bytes got)."""
-    s = socket.create_connection((HOST, port), timeout=5)
-    t0, got, closed = time.monotonic(), b"", None
-    if payload:
-        s.sendall(payload)
-    while time.monotonic() - t0 < 6 and closed is None:
-        r, _, _ = select.select([s], [], [], 0.05)
-        if r:
-            try:
-                data = s.recv(65536)
-            except OSError:
-                data = b""
-            got += data
-            if not data:
-                closed = time.monotonic() - t0
-    s.close()
-    result[key] = (closed, got)
+    slow_client(port, payload, False, result, key)
 
 
 def client_hello():
