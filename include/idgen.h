@@ -243,7 +243,10 @@ IDGEN_API const char *idgen_layout_preset_name(int i);
 /* The spec of preset `name`, or NULL if there is no such preset. */
 IDGEN_API const char *idgen_layout_preset_spec(const char *name);
 
-/* Index of the field called `name` in l->fields, or -1. */
+/* Index of the field called `name` in l->fields, or -1 (a layout without
+ * it): check before using it as an index (s.node[-1] writes outside the
+ * array).  To set node values by name, idgen_layout_node_set() and
+ * idgen_layout_nodes_parse() refuse a field the layout lacks. */
 IDGEN_API int idgen_layout_field_index(const idgen_layout_t *l, const char *name);
 
 /*

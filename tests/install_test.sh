@@ -51,9 +51,18 @@ check "$tmp/app-static"
 # it pulls: Kerberos, LDAP, GnuTLS...): that is libidgen-registry's.
 check test -z "$(env LD_LIBRARY_PATH="$libdir/.." ldd "$tmp/app-shared" | grep -E 'libpq|libidgen-registry')"
 
-# A generator bound to a lease from a file: registry, through libidgen-registry.
+# The README's program, as the README shows it, built with the line it gives.
+awk '/^## The library/ { lib = 1 } lib && /^```c$/ { on = 1; next } on && /^```$/ { exit } on' \
+  "$src/README.md" >"$tmp/readme-app.c"
+check grep -q 'int main' "$tmp/readme-app.c"
 # shellcheck disable=SC2046
-check cc -o "$tmp/leased-shared" "$src/tests/leased.c" $(pkg-config --cflags --libs idgen-registry)
+check cc -Wall -Werror -o "$tmp/readme-app" "$tmp/readme-app.c" $(pkg-config --cflags --libs idgen)
+check grep -qxE '[0-9]+' <(LD_LIBRARY_PATH="$libdir/.." "$tmp/readme-app")
+
+# A generator bound to a lease from a file: registry, through libidgen-registry,
+# with the README's line.
+# shellcheck disable=SC2046
+check cc -o "$tmp/leased-shared" "$src/tests/leased.c" $(pkg-config --cflags --libs idgen idgen-registry)
 check env LD_LIBRARY_PATH="$libdir/.." "$tmp/leased-shared" "file:$tmp/reg"
 check test -n "$(find "$tmp/reg" -name '*.lock')"
 # Both archives, with jansson and libcrypto shared: libpq and libcurl are not linked (a
