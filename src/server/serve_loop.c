@@ -1062,8 +1062,9 @@ static void block_signals(sigset_t *set) {
  * lease), the agents, each loop's epoll set and buffers, the audit log's
  * writer, the listening sockets and the pid file.  0, or -1 with a message
  * on stderr; free_daemon frees what was made either way. */
-static int set_up(serve_daemon_t *s) {
-  const serve_config_t *cfg = s->cfg;
+/* The generators, the agents, the auth table and each loop's worker: what
+ * the handlers need (serve_setup_for_test stops here). */
+static int set_up_workers(serve_daemon_t *s) {
   s->workers = calloc((size_t)s->nworkers, sizeof *s->workers);
   if (s->workers == NULL)
     return -1;
@@ -1074,7 +1075,7 @@ static int set_up(serve_daemon_t *s) {
     for (int p = 0; p < NPROTO; p++)
       w->listeners[p].fd = -1;
   }
-  if (serve_make_generators(s) < 0 || serve_agent_setup(s, cfg->max_agents) < 0 ||
+  if (serve_make_generators(s) < 0 || serve_agent_setup(s, s->cfg->max_agents) < 0 ||
       serve_auth_init(s) < 0)
     return -1;
   for (int i = 0; i < s->nworkers; i++)
@@ -1082,7 +1083,12 @@ static int set_up(serve_daemon_t *s) {
       fprintf(stderr, "idgen: serve: cannot set up event loop %d: %s\n", i, strerror(errno));
       return -1;
     }
-  if (serve_audit_start(s) < 0)
+  return 0;
+}
+
+static int set_up(serve_daemon_t *s) {
+  const serve_config_t *cfg = s->cfg;
+  if (set_up_workers(s) < 0 || serve_audit_start(s) < 0)
     return -1;
   if ((cfg->http.enabled &&
        serve_bind_all(s, PROTO_HTTP, &cfg->http, s->http_addr, sizeof s->http_addr) < 0) ||
@@ -1264,18 +1270,7 @@ static void free_daemon(serve_daemon_t *s) {
  * in a daemon). */
 int serve_setup_for_test(serve_daemon_t *s, const serve_config_t *cfg) {
   daemon_init(s, cfg);
-  s->workers = calloc((size_t)s->nworkers, sizeof *s->workers);
-  if (s->workers == NULL || serve_make_generators(s) < 0 ||
-      serve_agent_setup(s, cfg->max_agents) < 0 || serve_auth_init(s) < 0)
-    return -1;
-  for (int i = 0; i < s->nworkers; i++) {
-    atomic_init(&s->workers[i].statfd, -1);
-    if (setup_worker(s, &s->workers[i], i) < 0) {
-      fprintf(stderr, "idgen: serve: cannot set up event loop %d: %s\n", i, strerror(errno));
-      return -1;
-    }
-  }
-  return 0;
+  return set_up_workers(s);
 }
 
 int serve_run(const serve_config_t *cfg) {
