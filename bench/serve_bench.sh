@@ -35,29 +35,14 @@ set -uo pipefail
 prog=serve_bench
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 
 # ---------------------------------------------------------------- options
-quick=0 rounds=3 rounds_given=0 out="" keep=0 idgen=""
-usage() { sed -n '2,/^# shellcheck/{/^# shellcheck/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --quick) quick=1 ;;
-    --rounds) [ $# -ge 2 ] || { echo "$prog: --rounds needs a number" >&2; exit 2; }
-              rounds=$2; rounds_given=1; shift ;;
-    --rounds=*) rounds=${1#*=}; rounds_given=1 ;;
-    --out) [ $# -ge 2 ] || { echo "$prog: --out needs a file" >&2; exit 2; }; out=$2; shift ;;
-    --out=*) out=${1#*=} ;;
-    --keep) keep=1 ;;
-    -h|--help) usage; exit 0 ;;
-    -*) echo "$prog: unknown option '$1' (see --help)" >&2; exit 2 ;;
-    *) [ -z "$idgen" ] || { echo "$prog: one idgen path only" >&2; exit 2; }; idgen=$1 ;;
-  esac
-  shift
-done
-case "$rounds" in ''|*[!0-9]*|0) echo "$prog: --rounds wants a positive integer, not '$rounds'" >&2; exit 2 ;; esac
+while [ $# -gt 0 ]; do bench_option "$@"; shift "$OPT_SHIFT"; done
+bench_options_end
 if [ "$quick" = 1 ]; then
   resp_n=100000; wrk_d=2s
-  [ "$rounds_given" = 1 ] || rounds=1
 else
   resp_n=2000000; wrk_d=10s
 fi
@@ -67,22 +52,9 @@ nginx_body=1288834974657
 wide_layout=time:41,worker:4,sequence:18
 batch=1000
 
-[ -n "$idgen" ] || idgen=$repo/build/idgen
-case "$idgen" in */*) ;; *) idgen=./$idgen ;; esac
-if [ ! -x "$idgen" ]; then
-  echo "$prog: $idgen: not an executable (build it first: make build, or give its path)" >&2
-  exit 2
-fi
-idgen=$(cd "$(dirname "$idgen")" && pwd)/$(basename "$idgen")
+resolve_idgen
 
 # ---------------------------------------------------------------- tools
-missing=() pkgs=()
-need() {  # need COMMAND PACKAGE
-  if ! command -v "$1" >/dev/null 2>&1; then
-    missing+=("$1")
-    case " ${pkgs[*]-} " in *" $2 "*) ;; *) pkgs+=("$2") ;; esac
-  fi
-}
 need redis-server redis-server
 need redis-benchmark redis-tools
 need redis-cli redis-tools
@@ -90,11 +62,7 @@ need wrk wrk
 need python3 python3
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need nginx nginx-light
 nginx_bin=$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "$prog: missing ${missing[*]}: install the Debian package(s) ${pkgs[*]}" >&2
-  echo "$prog: (scripts/install-deps.sh installs them; or: apt-get install -y ${pkgs[*]})" >&2
-  exit 2
-fi
+need_end
 if ! "$idgen" serve --help >/dev/null 2>&1; then
   echo "$prog: $idgen has no working 'serve' command ('$idgen serve --help' failed)" >&2
   exit 2
@@ -107,51 +75,7 @@ else ulimit -n "$hard" 2>/dev/null || true; fi
 nofile=$(ulimit -n)
 
 # ---------------------------------------------------------------- state, cleanup
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/idgen-serve-bench.XXXXXX") || exit 2
-pids=() names=()
-errors=() notes=()
-failed=0
-
-log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-err() { errors+=("$*"); failed=1; log "ERROR: $*"; }
-note() { notes+=("$*"); log "note: $*"; }
-
-stop_pid() {  # stop_pid PID NAME: TERM, up to 8 s, then KILL; returns the exit status
-  local pid=$1 name=$2 i st
-  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return $?; }
-  kill -TERM "$pid" 2>/dev/null
-  for ((i = 0; i < 80; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    # a zombie child is "alive" for kill -0 until it is reaped
-    [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]; then
-    log "$name (pid $pid) ignored SIGTERM for 8 s: SIGKILL"
-    kill -KILL "$pid" 2>/dev/null
-  fi
-  wait "$pid" 2>/dev/null; st=$?
-  return $st
-}
-forget() {  # forget PID: no longer ours to stop
-  local i
-  for i in "${!pids[@]}"; do [ "${pids[$i]}" = "$1" ] && unset 'pids[i]' 'names[i]'; done
-}
-cleanup() {
-  local rc=$? i
-  trap - EXIT INT TERM
-  if [ -n "${CLIENT_PID-}" ]; then kill -TERM "$CLIENT_PID" 2>/dev/null; wait "$CLIENT_PID" 2>/dev/null; fi
-  if [ -n "${HOLDER_PID-}" ]; then kill -TERM "$HOLDER_PID" 2>/dev/null; wait "$HOLDER_PID" 2>/dev/null; fi
-  for i in "${!pids[@]}"; do
-    stop_pid "${pids[$i]}" "${names[$i]}" >/dev/null 2>&1
-  done
-  if [ "$rc" -eq 0 ] && [ "$keep" = 0 ]; then rm -rf "$tmp"
-  else echo "$prog: logs and configs kept in $tmp" >&2; fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'echo "$prog: interrupted" >&2; exit 130' INT
-trap 'echo "$prog: terminated" >&2; exit 143' TERM
+bench_state idgen-serve-bench "logs and configs"
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
@@ -165,8 +89,6 @@ wait_port() {  # wait_port PORT PID: until something accepts on 127.0.0.1:PORT (
   done
   return 1
 }
-rss_kb() { awk '/^VmRSS:/{print $2}' "/proc/$1/status" 2>/dev/null; }
-hwm_kb() { awk '/^VmHWM:/{print $2}' "/proc/$1/status" 2>/dev/null; }
 nfds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 http_get() {  # http_get PORT PATH: the body on stdout; fails unless the status is 200
   python3 - "$1" "$2" <<'EOF'
@@ -181,39 +103,9 @@ EOF
 }
 
 # ---------------------------------------------------------------- servers
-# start_idgen NAME ARGS...: sets IDGEN_PID, HTTP_PORT, RESP_PORT (or empty)
-start_idgen() {
-  local name=$1 i; shift
-  local logf=$tmp/idgen-$name.log
-  # A registry of its own (the default, /var/lib/idgen as root, is the host's),
-  # and an ID space per daemon: their layouts differ (wide beside twitter),
-  # and one space refuses a layout whose IDs could equal a live one's.
-  "$idgen" serve --registry "file:$tmp/registry" --space "$name" "$@" 2>"$logf" &
-  IDGEN_PID=$!
-  pids+=("$IDGEN_PID"); names+=("idgen serve ($name)")
-  HTTP_PORT="" RESP_PORT=""
-  local want_http=1 want_resp=1 a prev=""
-  for a in "$@"; do
-    [ "$prev" = --http ] && [ "$a" = off ] && want_http=0
-    [ "$prev" = --resp ] && [ "$a" = off ] && want_resp=0
-    prev=$a
-  done
-  for ((i = 0; i < 100; i++)); do
-    if ! kill -0 "$IDGEN_PID" 2>/dev/null; then
-      err "idgen serve ($name) exited at start: $(tail -3 "$logf" | tr '\n' ' ')"
-      return 1
-    fi
-    HTTP_PORT=$(sed -n 's/.*event=listen proto=http addr=[^ ]*:\([0-9][0-9]*\).*/\1/p' "$logf" | head -1)
-    RESP_PORT=$(sed -n 's/.*event=listen proto=resp addr=[^ ]*:\([0-9][0-9]*\).*/\1/p' "$logf" | head -1)
-    if { [ "$want_http" = 0 ] || [ -n "$HTTP_PORT" ]; } && { [ "$want_resp" = 0 ] || [ -n "$RESP_PORT" ]; }; then
-      log "idgen serve ($name): pid $IDGEN_PID, http ${HTTP_PORT:-off}, resp ${RESP_PORT:-off}"
-      return 0
-    fi
-    sleep 0.1
-  done
-  err "idgen serve ($name): no 'event=listen' log lines within 10 s (log: $(head -3 "$logf" | tr '\n' ' '))"
-  return 1
-}
+# start_idgen NAME ARGS...: idgen_serve with an ID space per daemon: their layouts differ
+# (wide beside twitter), and one space refuses a layout whose IDs could equal a live one's.
+start_idgen() { idgen_serve "$1" --space "$1" "${@:2}"; }
 # start_redis NAME [ARGS...]: sets REDIS_PID, REDIS_PORT
 start_redis() {
   local name=$1; shift
@@ -246,110 +138,68 @@ start_nginx() {
 }
 
 # ---------------------------------------------------------------- measurements
-declare -A RPS P99 CMD BYTES SCPU CCPU IPI
-# add KEY RPS P99_MS SERVER_CPU_US_PER_REQUEST CLIENT_CPU_PERCENT
-add() {
-  RPS[$1]="${RPS[$1]-}${RPS[$1]:+ }$2"; P99[$1]="${P99[$1]-}${P99[$1]:+ }$3"
-  SCPU[$1]="${SCPU[$1]-}${SCPU[$1]:+ }$4"; CCPU[$1]="${CCPU[$1]-}${CCPU[$1]:+ }$5"
-}
-# CPU time in clock ticks: of the given processes (all their threads), and of this shell's
-# waited-for children (the benchmark client, reaped through timeout).
-ticks() { local p; for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null; done | awk '{s += $1} END {print s + 0}'; }
+declare -A BYTES IPI
+# CPU time in clock ticks of this shell's waited-for children (the benchmark client, reaped
+# through timeout).
 child_ticks() { awk '{print $16 + $17}' "/proc/$$/stat"; }
 # Inter-processor interrupts so far, all CPUs: function calls and reschedules, which is how
 # a wake-up reaches a sleeping thread's idle CPU (the price a client pays to wake a server).
 ipis() { awk '$1 == "CAL:" || $1 == "RES:" { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i }
   END { print s + 0 }' /proc/interrupts 2>/dev/null; }
-hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
-now() { date +%s.%N; }
 
-# run_client OUTFILE SECONDS "SERVER_PIDS" COMMAND...: in the background, so that a Ctrl-C runs
-# the trap at once (bash defers a trap until a foreground command ends, and skips it when that
-# command catches SIGINT itself, as wrk does); cleanup() stops it.  Sets RUN_SERVER_TICKS
-# (CPU the servers used meanwhile), RUN_CLIENT_PCT (the client's CPU, % of one core),
-# RUN_IPIS (inter-processor interrupts meanwhile).
-CLIENT_PID=""
+# run_client OUTFILE SECONDS "SERVER_PIDS" COMMAND...: bg_client, measured.  Sets
+# RUN_SERVER_TICKS (CPU the servers used meanwhile), RUN_CLIENT_PCT (the client's CPU, % of
+# one core), RUN_IPIS (inter-processor interrupts meanwhile).
 run_client() {
   local f=$1 t=$2 spids=$3 rc s0 c0 w0 i0 s1 c1 w1; shift 3
   s0=$(ticks $spids) c0=$(child_ticks) w0=$(now) i0=$(ipis)
-  timeout "$t" "$@" >"$f" 2>&1 &
-  CLIENT_PID=$!
-  wait "$CLIENT_PID"; rc=$?
-  CLIENT_PID=""
+  bg_client "$f" "$t" "$@"; rc=$?
   s1=$(ticks $spids) c1=$(child_ticks) w1=$(now)
   RUN_IPIS=$(($(ipis) - i0))
   RUN_SERVER_TICKS=$((s1 - s0))
   RUN_CLIENT_PCT=$(awk -v c=$((c1 - c0)) -v hz="$hz" -v w0="$w0" -v w1="$w1" 'BEGIN{ printf "%.0f", c / hz / (w1 - w0) * 100 }')
   return "$rc"
 }
-# server CPU microseconds per request, from RUN_SERVER_TICKS
-cpu_per_req() { awk -v t="$RUN_SERVER_TICKS" -v hz="$hz" -v n="$1" 'BEGIN{ if (n > 0) printf "%.2f", t / hz * 1e6 / n }'; }
 
 # resp_run KEY "SERVER_PIDS" PORT PIPELINE COMMAND...
 resp_run() {
   local key=$1 spids=$2 port=$3 P=$4; shift 4
-  local f=$tmp/rb-$key-$RANDOM.log rc line rps p99
+  local f=$tmp/rb-$key-$RANDOM.log rc
   local cmd=(redis-benchmark -h 127.0.0.1 -p "$port" -c "$resp_c" -n "$resp_n" -P "$P" --csv "$@")
   [ -n "${CMD[$key]-}" ] || CMD[$key]="${cmd[*]}"
   run_client "$f" $((resp_n / 5000 + 60)) "$spids" "${cmd[@]}"; rc=$?
-  line=$(grep -v '^"test"' "$f" | grep '^"' | tail -1 | tr -d '"')
-  rps=$(printf '%s' "$line" | awk -F, '{print $2}')
-  p99=$(printf '%s' "$line" | awk -F, '{print $7}')
-  if [ "$rc" -ne 0 ] || [ -z "$rps" ]; then
-    err "$key: '${cmd[*]}' failed (exit $rc): $(grep -v '^"' "$f" | head -3 | tr '\n' ' ')"
-    return 1
-  fi
+  rb_figures "$key" "$f" "$rc" "${cmd[@]}" || return 1
   if grep -q 'Error from server' "$f"; then
     err "$key: error replies: $(grep -m1 'Error from server' "$f")"
   fi
   local cpu ipi; cpu=$(cpu_per_req "$resp_n")
   ipi=$(awk -v i="$RUN_IPIS" -v n="$resp_n" 'BEGIN{ printf "%.3f", i / n }')
-  add "$key" "$rps" "$p99" "$cpu" "$RUN_CLIENT_PCT"
-  IPI[$key]="${IPI[$key]-}${IPI[$key]:+ }$ipi"
-  log "$key: $(fmt_int "$rps") requests/s, p99 $p99 ms, server CPU $cpu µs/request, client CPU $RUN_CLIENT_PCT%, $ipi IPIs/request"
+  add "$key" "$RB_RPS" "$RB_P99" "$cpu" "$RUN_CLIENT_PCT"
+  push IPI "$key" "$ipi"
+  log "$key: $(fmt_int "$RB_RPS") requests/s, p99 $RB_P99 ms, server CPU $cpu µs/request, client CPU $RUN_CLIENT_PCT%, $ipi IPIs/request"
 }
 
 # wrk_run KEY "SERVER_PIDS" URL
 wrk_run() {
   local key=$1 spids=$2 url=$3
-  local f=$tmp/wrk-$key-$RANDOM.log rc res rps p99 bytes n st errs
+  local f=$tmp/wrk-$key-$RANDOM.log rc bytes
   local cmd=(wrk -t"$wrk_t" -c"$wrk_c" -d"$wrk_d" --latency -s "$tmp/report.lua" "$url")
   [ -n "${CMD[$key]-}" ] || CMD[$key]="wrk -t$wrk_t -c$wrk_c -d$wrk_d --latency $url"
   run_client "$f" $(( ${wrk_d%s} + 60 )) "$spids" "${cmd[@]}"; rc=$?
-  res=$(grep '^WRKRESULT' "$f" | tail -1)
-  if [ "$rc" -ne 0 ] || [ -z "$res" ]; then
-    err "$key: '${cmd[*]}' failed (exit $rc): $(head -3 "$f" | tr '\n' ' ')"
-    return 1
-  fi
-  n=$(kv "$res" requests)
-  rps=$(awk -v n="$n" -v d="$(kv "$res" duration_us)" 'BEGIN{printf "%.2f", n / (d / 1e6)}')
-  p99=$(awk -v u="$(kv "$res" p99_us)" 'BEGIN{printf "%.3f", u / 1000}')
-  bytes=$(awk -v b="$(kv "$res" bytes)" -v n="$n" 'BEGIN{ if (n > 0) printf "%.0f", b / n; else print 0 }')
-  BYTES[$key]="${BYTES[$key]-}${BYTES[$key]:+ }$bytes"
-  st=$(kv "$res" status)
-  errs="connect $(kv "$res" connect), read $(kv "$res" read), write $(kv "$res" write), timeout $(kv "$res" timeout)"
-  [ "$st" = 0 ] || err "$key: $st non-2xx/3xx responses of $n ($url)"
-  case "$errs" in "connect 0, read 0, write 0, timeout 0") ;;
-    *) err "$key: wrk socket errors: $errs ($url)" ;; esac
-  [ "$n" -gt 0 ] || { err "$key: no requests completed ($url)"; return 1; }
-  local cpu; cpu=$(cpu_per_req "$n")
-  add "$key" "$rps" "$p99" "$cpu" "$RUN_CLIENT_PCT"
-  log "$key: $(fmt_int "$rps") requests/s, p99 $p99 ms, $bytes bytes/response, server CPU $cpu µs/request, client CPU $RUN_CLIENT_PCT%"
+  wrk_figures "$key" "$f" "$rc" "$url" "${cmd[@]}"; rc=$?
+  [ "$rc" != 1 ] || return 1
+  bytes=$(awk -v b="$(kv "$WRK_RES" bytes)" -v n="$WRK_N" 'BEGIN{ if (n > 0) printf "%.0f", b / n; else print 0 }')
+  push BYTES "$key" "$bytes"
+  [ "$rc" = 0 ] || return 1
+  local cpu; cpu=$(cpu_per_req "$WRK_N")
+  add "$key" "$WRK_RPS" "$WRK_P99" "$cpu" "$RUN_CLIENT_PCT"
+  log "$key: $(fmt_int "$WRK_RPS") requests/s, p99 $WRK_P99 ms, $bytes bytes/response, server CPU $cpu µs/request, client CPU $RUN_CLIENT_PCT%"
 }
-kv() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
 # ---------------------------------------------------------------- number helpers
-fmt_int() { awk -v x="$1" 'BEGIN{ s = sprintf("%.0f", x); r = "";
-  while (length(s) > 3) { r = "," substr(s, length(s) - 2) r; s = substr(s, 1, length(s) - 3) }
-  print s r }'; }
-median() { printf '%s\n' "$@" | grep . | sort -g | awk '{a[NR] = $1}
-  END { if (NR == 0) { print ""; exit } if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-# shellcheck disable=SC2086
-med() { median ${RPS[$1]-}; }
-med_p99() { median ${P99[$1]-}; }
-med_cpu() { local m; m=$(median ${SCPU[$1]-}); [ -n "$m" ] && echo "$m µs" || echo "–"; }
-med_ccpu() { local m; m=$(median ${CCPU[$1]-}); echo "${m:-–}"; }
-runs() { local v out=""; for v in ${RPS[$1]-}; do out="$out${out:+ · }$(fmt_int "$v")"; done; echo "${out:-failed}"; }
+med_p99() { med P99 "$1"; }
+med_cpu() { local m; m=$(med SCPU "$1"); [ -n "$m" ] && echo "$m µs" || echo "–"; }
+med_ccpu() { local m; m=$(med CCPU "$1"); echo "${m:-–}"; }
 # pairs A B: "r1, r2, ... (median m)", each run of A over the run of B made next to it.
 pairs() { local a b rs="" out=""; read -ra a <<<"${RPS[$1]-}"; read -ra b <<<"${RPS[$2]-}"
   for i in "${!a[@]}"; do [ -n "${b[$i]-}" ] || continue; rs="$rs $(ratio "${a[$i]}" "${b[$i]}")"; done
@@ -358,19 +208,9 @@ pairs() { local a b rs="" out=""; read -ra a <<<"${RPS[$1]-}"; read -ra b <<<"${
   [ -n "$out" ] && echo "$out (median $(median $rs))" || echo "–"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a == "" || b == "" || b == 0) print ""; else printf "%.2f", a / b }'; }
 verdict() { awk -v v="$1" -v t="$2" 'BEGIN{ if (v == "") print "no result"; else if (v >= t) print "met"; else print "**not met**" }'; }
-mb() { awk -v k="$1" 'BEGIN{ if (k == "") print "–"; else printf "%.1f MB", k / 1024 }'; }
 
 # ---------------------------------------------------------------- helper files
-cat >"$tmp/report.lua" <<'EOF'
--- wrk's done() hook: the figures, machine-readable (latency in microseconds)
-done = function(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format(
-    "WRKRESULT requests=%d duration_us=%d bytes=%d p50_us=%d p99_us=%d max_us=%d connect=%d read=%d write=%d status=%d timeout=%d\n",
-    summary.requests, summary.duration, summary.bytes, latency:percentile(50), latency:percentile(99),
-    latency.max, e.connect, e.read, e.write, e.status, e.timeout))
-end
-EOF
+wrk_lua
 cat >"$tmp/holder.py" <<'EOF'
 # Holds idle TCP connections.  stdin commands: "open HOST PORT TOTAL" (open up to TOTAL in
 # all), "check" (how many the server has closed or written to), "request http|resp" (one
@@ -461,13 +301,9 @@ for line in sys.stdin:
 EOF
 
 # ---------------------------------------------------------------- start
-started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
-idgen_version=$("$idgen" --version 2>/dev/null | head -1)
+bench_facts
 redis_version=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
 nginx_version=$("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///')
-wrk_version=$(wrk --version 2>&1 | head -1 | awk '{print $2}')
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null ||
   echo unknown)
 # whether idgen's fast clock and SIMD codecs are on here: the first line of `idgen bench`
@@ -556,13 +392,7 @@ metrics_main=$(http_get "$main_http" /metrics 2>/dev/null || true)
 metrics_wide=$(http_get "$wide_http" /metrics 2>/dev/null || true)
 metrics_tw=$(http_get "$tw_http" /metrics 2>/dev/null || true)
 
-for pid in "$main_pid" "$wide_pid" "$tw_pid" "$nopoll_pid"; do
-  name=$(for i in "${!pids[@]}"; do [ "${pids[$i]}" = "$pid" ] && echo "${names[$i]}"; done)
-  if ! kill -0 "$pid" 2>/dev/null; then err "$name died during the benchmarks"; fi
-  stop_pid "$pid" "$name"; st=$?
-  forget "$pid"
-  [ "$st" = 0 ] || err "$name: exit status $st after SIGTERM (expected 0)"
-done
+stop_daemons "$main_pid" "$wide_pid" "$tw_pid" "$nopoll_pid"
 stop_pid "$redis_pid" redis-server; forget "$redis_pid"
 stop_pid "$NGINX_PID" nginx; forget "$NGINX_PID"
 
@@ -636,10 +466,7 @@ mem_series redis "$REDIS_PID" "$REDIS_PORT" resp
 stop_pid "$REDIS_PID" "redis-server (mem)"; forget "$REDIS_PID"
 
 # daemon log lines above info level
-for f in "$tmp"/idgen-*.log; do
-  w=$(grep -Ev 'level=info' "$f" | head -5)
-  [ -z "$w" ] || note "$(basename "$f" .log) logged: $(printf '%s' "$w" | tr '\n' '|' | cut -c1-400)"
-done
+for f in "$tmp"/idgen-*.log; do note_log "$f" 'level=info'; done
 
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -661,18 +488,18 @@ report() {
   echo "| server, pipeline | requests/s, each run | median | p99 latency | server CPU per request | idgen / Redis | target | |"
   echo "|---|---|---|---|---|---|---|---|"
   for p in 1 16; do
-    m1=$(med "resp_idgen_P$p") m2=$(med "resp_redis_P$p") rt=$(ratio "$m1" "$m2")
+    m1=$(med RPS "resp_idgen_P$p") m2=$(med RPS "resp_redis_P$p") rt=$(ratio "$m1" "$m2")
     local t=1.0; [ "$p" = 16 ] && t=1.2
-    echo "| idgen \`ID\`, -P $p | $(runs "resp_idgen_P$p") | **$(fmt_int "$m1")** | $(med_p99 "resp_idgen_P$p") ms | $(med_cpu "resp_idgen_P$p") | **${rt:-–}×** | ≥ ${t}× | $(verdict "$rt" "$t") |"
-    echo "| Redis \`INCR counter\`, -P $p | $(runs "resp_redis_P$p") | $(fmt_int "$m2") | $(med_p99 "resp_redis_P$p") ms | $(med_cpu "resp_redis_P$p") | | | |"
+    echo "| idgen \`ID\`, -P $p | $(runs "resp_idgen_P$p") | **$(fmt_int "${m1:-0}")** | $(med_p99 "resp_idgen_P$p") ms | $(med_cpu "resp_idgen_P$p") | **${rt:-–}×** | ≥ ${t}× | $(verdict "$rt" "$t") |"
+    echo "| Redis \`INCR counter\`, -P $p | $(runs "resp_redis_P$p") | $(fmt_int "${m2:-0}") | $(med_p99 "resp_redis_P$p") ms | $(med_cpu "resp_redis_P$p") | | | |"
     if [ "$p" = 1 ]; then
-      m1=$(med resp_nopoll_P1) rt=$(ratio "$m1" "$m2")
-      echo "| idgen \`ID\`, -P 1, \`--busy-poll-us 0\` | $(runs resp_nopoll_P1) | $(fmt_int "$m1") | $(med_p99 resp_nopoll_P1) ms | $(med_cpu resp_nopoll_P1) | ${rt:-–}× | for information | |"
+      m1=$(med RPS resp_nopoll_P1) rt=$(ratio "$m1" "$m2")
+      echo "| idgen \`ID\`, -P 1, \`--busy-poll-us 0\` | $(runs resp_nopoll_P1) | $(fmt_int "${m1:-0}") | $(med_p99 resp_nopoll_P1) ms | $(med_cpu resp_nopoll_P1) | ${rt:-–}× | for information | |"
     fi
   done
-  m1=$(med resp_idgen_P16T2) m2=$(med resp_redis_P16T2) rt=$(ratio "$m1" "$m2")
-  echo "| idgen \`ID\`, -P 16, \`--threads 2\` | $(runs resp_idgen_P16T2) | $(fmt_int "$m1") | $(med_p99 resp_idgen_P16T2) ms | $(med_cpu resp_idgen_P16T2) | ${rt:-–}× | for information | |"
-  echo "| Redis \`INCR counter\`, -P 16, \`--threads 2\` | $(runs resp_redis_P16T2) | $(fmt_int "$m2") | $(med_p99 resp_redis_P16T2) ms | $(med_cpu resp_redis_P16T2) | | | |"
+  m1=$(med RPS resp_idgen_P16T2) m2=$(med RPS resp_redis_P16T2) rt=$(ratio "$m1" "$m2")
+  echo "| idgen \`ID\`, -P 16, \`--threads 2\` | $(runs resp_idgen_P16T2) | $(fmt_int "${m1:-0}") | $(med_p99 resp_idgen_P16T2) ms | $(med_cpu resp_idgen_P16T2) | ${rt:-–}× | for information | |"
+  echo "| Redis \`INCR counter\`, -P 16, \`--threads 2\` | $(runs resp_redis_P16T2) | $(fmt_int "${m2:-0}") | $(med_p99 resp_redis_P16T2) ms | $(med_cpu resp_redis_P16T2) | | | |"
   echo
   echo "Round by round (each idgen run over the Redis run made next to it, which cancels the"
   echo "machine's drift between minutes): -P 1 $(pairs resp_idgen_P1 resp_redis_P1); -P 1 with \`--busy-poll-us 0\` $(pairs resp_nopoll_P1 resp_redis_P1); -P 16 $(pairs resp_idgen_P16 resp_redis_P16)."
@@ -691,9 +518,9 @@ report() {
   echo
   echo "| server | requests/s, each run | median | p99 latency | server CPU per request | idgen / nginx | target | |"
   echo "|---|---|---|---|---|---|---|---|"
-  m1=$(med http_idgen) m2=$(med http_nginx) rt=$(ratio "$m1" "$m2")
-  echo "| idgen \`GET /id\` | $(runs http_idgen) | **$(fmt_int "$m1")** | $(med_p99 http_idgen) ms | $(med_cpu http_idgen) | **${rt:-–}×** | ≥ 1.0× | $(verdict "$rt" 1.0) |"
-  echo "| nginx \`return 200\` | $(runs http_nginx) | $(fmt_int "$m2") | $(med_p99 http_nginx) ms | $(med_cpu http_nginx) | | | |"
+  m1=$(med RPS http_idgen) m2=$(med RPS http_nginx) rt=$(ratio "$m1" "$m2")
+  echo "| idgen \`GET /id\` | $(runs http_idgen) | **$(fmt_int "${m1:-0}")** | $(med_p99 http_idgen) ms | $(med_cpu http_idgen) | **${rt:-–}×** | ≥ 1.0× | $(verdict "$rt" 1.0) |"
+  echo "| nginx \`return 200\` | $(runs http_nginx) | $(fmt_int "${m2:-0}") | $(med_p99 http_nginx) ms | $(med_cpu http_nginx) | | | |"
   echo
   echo "nginx: \`worker_processes auto\` ($(( $(wc -w <<<"$nginx_pids") - 1 )) workers), \`access_log off\`, \`keepalive_requests\` raised so that wrk never"
   echo "reconnects (bench/nginx.conf.in). wrk's CPU (median, % of one core, $wrk_t threads): $(med_ccpu http_idgen)% beside idgen, $(med_ccpu http_nginx)% beside nginx."
@@ -704,9 +531,9 @@ report() {
   echo "| layout | requests/s, each run | median IDs/s | p99 latency | server CPU per request | bytes/response | target | |"
   echo "|---|---|---|---|---|---|---|---|"
   local ids pct
-  m1=$(med batch_wide); ids=$(awk -v r="$m1" -v b="$batch" 'BEGIN{ if (r != "") print r * b }')
+  m1=$(med RPS batch_wide); ids=$(awk -v r="$m1" -v b="$batch" 'BEGIN{ if (r != "") print r * b }')
   echo "| \`$wide_layout\` | $(runs batch_wide) | **$(awk -v x="$ids" 'BEGIN{ if (x == "") print "–"; else printf "%.1f M", x / 1e6 }')** | $(med_p99 batch_wide) ms | $(med_cpu batch_wide) | $(median ${BYTES[batch_wide]-}) | ≥ 20 M IDs/s | $(verdict "$ids" 20000000) |"
-  m2=$(med batch_twitter); ids=$(awk -v r="$m2" -v b="$batch" 'BEGIN{ if (r != "") print r * b }')
+  m2=$(med RPS batch_twitter); ids=$(awk -v r="$m2" -v b="$batch" 'BEGIN{ if (r != "") print r * b }')
   pct=$(awk -v x="$ids" 'BEGIN{ if (x != "") printf "%.2f", x / 4096000 * 100 }')
   echo "| \`twitter\`, \`--max-borrow-ms 0\` | $(runs batch_twitter) | **$(awk -v x="$ids" 'BEGIN{ if (x == "") print "–"; else printf "%.3f M", x / 1e6 }')** = **${pct:-–}%** of 4,096,000 | $(med_p99 batch_twitter) ms | $(med_cpu batch_twitter) | $(median ${BYTES[batch_twitter]-}) | ≥ 98% | $(verdict "$pct" 98) |"
   echo
@@ -754,16 +581,6 @@ report() {
   echo "- main: $(metric "$metrics_main" 'idgen_requests_total|idgen_connections_closed_total|idgen_clock_refusals_total|idgen_sequence_exhausted_total|idgen_busy_polls_total|idgen_busy_poll_loops_allowed|idgen_host_other_runnable_threads|idgen_loop_waits_total')"
   echo "- wide: $(metric "$metrics_wide" 'idgen_requests_total|idgen_clock_waits_total|idgen_sequence_exhausted_total|idgen_clock_refusals_total')"
   echo "- twitter: $(metric "$metrics_tw" 'idgen_requests_total|idgen_clock_waits_total|idgen_sequence_exhausted_total|idgen_clock_refusals_total')"
-  if [ ${#errors[@]} -gt 0 ] || [ ${#notes[@]} -gt 0 ]; then
-    echo
-    echo "### Problems seen"
-    echo
-    local e
-    for e in "${errors[@]}"; do echo "- error: $e"; done
-    for e in "${notes[@]}"; do echo "- $e"; done
-  fi
+  report_problems
 }
-report_text=$(report)
-printf '%s\n' "$report_text"
-[ -z "$out" ] || printf '%s\n' "$report_text" >"$out"
-exit "$failed"
+report_end

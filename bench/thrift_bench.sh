@@ -18,7 +18,7 @@ pid=$!
 for _ in $(seq 100); do [ "$(grep -c event=listen "$tmp/log")" = 3 ] && break; sleep 0.05; done
 port() { sed -n "s/.*event=listen proto=$1 addr=127.0.0.1:\([0-9]*\).*/\1/p" "$tmp/log"; }
 echo "# $(date -u +%FT%TZ) $("$build/idgen" --version | head -1); $conns connections, ${secs} s runs, $rounds rounds"
-for r in $(seq "$rounds"); do
+for _ in $(seq "$rounds"); do
   for p in thrift resp http; do
     "$build/proto_load" "$p" 127.0.0.1 "$(port $p)" "$conns" "$secs" | tee -a "$tmp/$p"
   done

@@ -37,64 +37,37 @@ set -uo pipefail
 prog=tls_bench
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 
 # ---------------------------------------------------------------- options
-quick=0 rounds=3 rounds_given=0 out="" keep=0 idgen="" key_type=ec
-usage() { sed -n '2,/^# shellcheck/{/^# shellcheck/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+key_type=ec
 while [ $# -gt 0 ]; do
   case "$1" in
-    --quick) quick=1 ;;
-    --rounds) [ $# -ge 2 ] || { echo "$prog: --rounds needs a number" >&2; exit 2; }
-              rounds=$2; rounds_given=1; shift ;;
-    --rounds=*) rounds=${1#*=}; rounds_given=1 ;;
     --key-type) [ $# -ge 2 ] || { echo "$prog: --key-type needs ec or rsa" >&2; exit 2; }
-                key_type=$2; shift ;;
-    --key-type=*) key_type=${1#*=} ;;
-    --out) [ $# -ge 2 ] || { echo "$prog: --out needs a file" >&2; exit 2; }; out=$2; shift ;;
-    --out=*) out=${1#*=} ;;
-    --keep) keep=1 ;;
-    -h|--help) usage; exit 0 ;;
-    -*) echo "$prog: unknown option '$1' (see --help)" >&2; exit 2 ;;
-    *) [ -z "$idgen" ] || { echo "$prog: one idgen path only" >&2; exit 2; }; idgen=$1 ;;
+                key_type=$2; shift 2 ;;
+    --key-type=*) key_type=${1#*=}; shift ;;
+    *) bench_option "$@"; shift "$OPT_SHIFT" ;;
   esac
-  shift
 done
-case "$rounds" in ''|*[!0-9]*|0) echo "$prog: --rounds wants a positive integer, not '$rounds'" >&2; exit 2 ;; esac
+bench_options_end
 case "$key_type" in ec|rsa) ;; *) echo "$prog: --key-type is ec or rsa, not '$key_type'" >&2; exit 2 ;; esac
 if [ "$quick" = 1 ]; then
   wrk_d=2s resp_n=100000 resp_n16=100000 resp_nk=5000
-  [ "$rounds_given" = 1 ] || rounds=1
 else
   wrk_d=10s resp_n=1000000 resp_n16=2000000 resp_nk=30000
 fi
 wrk_t=2 wrk_c=64 resp_c=50
 
-[ -n "$idgen" ] || idgen=$repo/build/idgen
-case "$idgen" in */*) ;; *) idgen=./$idgen ;; esac
-if [ ! -x "$idgen" ]; then
-  echo "$prog: $idgen: not an executable (build it first: make build, or give its path)" >&2
-  exit 2
-fi
-idgen=$(cd "$(dirname "$idgen")" && pwd)/$(basename "$idgen")
+resolve_idgen
 
 # ---------------------------------------------------------------- tools
-missing=() pkgs=()
-need() {  # need COMMAND PACKAGE
-  if ! command -v "$1" >/dev/null 2>&1; then
-    missing+=("$1")
-    case " ${pkgs[*]-} " in *" $2 "*) ;; *) pkgs+=("$2") ;; esac
-  fi
-}
 need redis-benchmark redis-tools
 need redis-cli redis-tools
 need wrk wrk
 need curl curl
 need openssl openssl
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "$prog: missing ${missing[*]}: install the Debian package(s) ${pkgs[*]}" >&2
-  echo "$prog: (scripts/install-deps.sh installs them; or: apt-get install -y ${pkgs[*]})" >&2
-  exit 2
-fi
+need_end
 if ! redis-benchmark --help 2>&1 | grep -q -- '--tls'; then
   echo "$prog: this redis-benchmark was built without TLS (no --tls option)" >&2
   exit 2
@@ -105,49 +78,7 @@ if ! "$idgen" serve --help 2>/dev/null | grep -q -- '--tls-cert'; then
 fi
 
 # ---------------------------------------------------------------- state, cleanup
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/idgen-tls-bench.XXXXXX") || exit 2
-pids=() names=()
-errors=() notes=()
-failed=0
-CLIENT_PID=""
-
-log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-err() { errors+=("$*"); failed=1; log "ERROR: $*"; }
-note() { notes+=("$*"); log "note: $*"; }
-
-stop_pid() {  # stop_pid PID NAME: TERM, up to 8 s, then KILL; returns the exit status
-  local pid=$1 name=$2 i
-  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return $?; }
-  kill -TERM "$pid" 2>/dev/null
-  for ((i = 0; i < 80; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && break  # exited, not yet reaped
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]; then
-    log "$name (pid $pid) ignored SIGTERM for 8 s: SIGKILL"
-    kill -KILL "$pid" 2>/dev/null
-  fi
-  wait "$pid" 2>/dev/null
-}
-forget() {  # forget PID: no longer ours to stop
-  local i
-  for i in "${!pids[@]}"; do [ "${pids[$i]}" = "$1" ] && unset 'pids[i]' 'names[i]'; done
-}
-cleanup() {
-  local rc=$? i
-  trap - EXIT INT TERM
-  if [ -n "$CLIENT_PID" ]; then kill -TERM "$CLIENT_PID" 2>/dev/null; wait "$CLIENT_PID" 2>/dev/null; fi
-  for i in "${!pids[@]}"; do
-    stop_pid "${pids[$i]}" "${names[$i]}" >/dev/null 2>&1
-  done
-  if [ "$rc" -eq 0 ] && [ "$keep" = 0 ]; then rm -rf "$tmp"
-  else echo "$prog: logs, certificates and client outputs kept in $tmp" >&2; fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'echo "$prog: interrupted" >&2; exit 130' INT
-trap 'echo "$prog: terminated" >&2; exit 143' TERM
+bench_state idgen-tls-bench "logs, certificates and client outputs"
 
 # ---------------------------------------------------------------- certificates
 # A CA and a server certificate for 127.0.0.1 (and localhost) signed by it.
@@ -179,64 +110,26 @@ fi
 ca=$pki/ca.pem
 
 # ---------------------------------------------------------------- daemons
-# start_idgen NAME ARGS...: sets IDGEN_PID, HTTP_PORT, RESP_PORT
-start_idgen() {
-  local name=$1 i; shift
-  local logf=$tmp/idgen-$name.log
-  # A registry of its own (the default, /var/lib/idgen as root, is the host's); one space:
-  # the two daemons lease two workers of it.
-  "$idgen" serve --registry "file:$tmp/registry" --space bench --http 127.0.0.1:0 --resp 127.0.0.1:0 \
-    "$@" </dev/null 2>"$logf" &
-  IDGEN_PID=$!
-  pids+=("$IDGEN_PID"); names+=("idgen serve ($name)")
-  HTTP_PORT="" RESP_PORT=""
-  for ((i = 0; i < 100; i++)); do
-    if ! kill -0 "$IDGEN_PID" 2>/dev/null; then
-      err "idgen serve ($name) exited at start: $(tail -3 "$logf" | tr '\n' ' ')"
-      return 1
-    fi
-    HTTP_PORT=$(sed -n 's/.*event=listen proto=http addr=[^ ]*:\([0-9][0-9]*\).*/\1/p' "$logf" | head -1)
-    RESP_PORT=$(sed -n 's/.*event=listen proto=resp addr=[^ ]*:\([0-9][0-9]*\).*/\1/p' "$logf" | head -1)
-    if [ -n "$HTTP_PORT" ] && [ -n "$RESP_PORT" ]; then
-      log "idgen serve ($name): pid $IDGEN_PID, http $HTTP_PORT, resp $RESP_PORT"
-      return 0
-    fi
-    sleep 0.1
-  done
-  err "idgen serve ($name): no 'event=listen' log lines within 10 s"
-  return 1
-}
+# start_idgen NAME ARGS...: idgen_serve with HTTP and RESP on free ports; one space: the two
+# daemons lease two workers of it.
+start_idgen() { idgen_serve "$1" --space bench --http 127.0.0.1:0 --resp 127.0.0.1:0 "${@:2}"; }
 
 # ---------------------------------------------------------------- measurements
-declare -A RPS P99 SCPU OCPU CMD
-add() {  # add KEY RPS P99_MS SERVER_CPU_US_PER_REQUEST
-  RPS[$1]="${RPS[$1]-}${RPS[$1]:+ }$2"; P99[$1]="${P99[$1]-}${P99[$1]:+ }$3"
-  SCPU[$1]="${SCPU[$1]-}${SCPU[$1]:+ }$4"
-}
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
-now() { date +%s.%N; }
-
-# run_client OUTFILE SECONDS SERVER_PID OTHER_PID COMMAND...: in the background, so that a
-# Ctrl-C runs the trap at once (wrk catches SIGINT itself).  Sets RUN_TICKS (the server's CPU
-# meanwhile) and RUN_OTHER_TICKS, RUN_OTHER_PCT (the idle daemon's CPU meanwhile, in ticks
-# and in % of one core).
+declare -A OCPU
+# run_client OUTFILE SECONDS SERVER_PID OTHER_PID COMMAND...: bg_client, measured.  Sets
+# RUN_SERVER_TICKS (the server's CPU meanwhile) and RUN_OTHER_TICKS, RUN_OTHER_PCT (the idle
+# daemon's CPU meanwhile, in ticks and in % of one core).
 run_client() {
   local f=$1 t=$2 spid=$3 opid=$4 rc s0 o0 w0 w1; shift 4
   s0=$(ticks "$spid") o0=$(ticks "$opid") w0=$(now)
-  timeout "$t" "$@" >"$f" 2>&1 &
-  CLIENT_PID=$!
-  wait "$CLIENT_PID"; rc=$?
-  CLIENT_PID=""
+  bg_client "$f" "$t" "$@"; rc=$?
   w1=$(now)
-  RUN_TICKS=$(($(ticks "$spid") - s0))
+  RUN_SERVER_TICKS=$(($(ticks "$spid") - s0))
   RUN_OTHER_TICKS=$(($(ticks "$opid") - o0))
   RUN_OTHER_PCT=$(awk -v t="$RUN_OTHER_TICKS" -v hz="$hz" -v a="$w0" -v b="$w1" \
     'BEGIN { printf "%.1f", t / hz / (b - a) * 100 }')
   return "$rc"
 }
-cpu_per_req() { awk -v t="$RUN_TICKS" -v hz="$hz" -v n="$1" 'BEGIN { if (n > 0) printf "%.2f", t / hz * 1e6 / n }'; }
-kv() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 other_cpu() {  # other_cpu KEY: note an idle daemon that was not idle
   OCPU[$1]="${OCPU[$1]-}${OCPU[$1]:+ }$RUN_OTHER_PCT"
   # more than one clock tick (10 ms: a short run's one tick is a few %), and above 2%
@@ -247,84 +140,44 @@ other_cpu() {  # other_cpu KEY: note an idle daemon that was not idle
 # wrk_run KEY SERVER_PID OTHER_PID URL [WRK_ARGS...]
 wrk_run() {
   local key=$1 spid=$2 opid=$3 url=$4; shift 4
-  local f res rps p99 n st errs cpu
+  local f cpu
   f=$tmp/wrk-$key-$RANDOM.log
   local cmd=(wrk -t"$wrk_t" -c"$wrk_c" -d"$wrk_d" --latency -s "$tmp/report.lua" "$@" "$url")
   [ -n "${CMD[$key]-}" ] || CMD[$key]="wrk -t$wrk_t -c$wrk_c -d$wrk_d --latency ${*:+$(printf "'%s' " "$@")}$url"
   run_client "$f" $((${wrk_d%s} + 60)) "$spid" "$opid" "${cmd[@]}"; local rc=$?
-  res=$(grep '^WRKRESULT' "$f" | tail -1)
-  if [ "$rc" -ne 0 ] || [ -z "$res" ]; then
-    err "$key: '${cmd[*]}' failed (exit $rc): $(head -3 "$f" | tr '\n' ' ')"
-    return 1
-  fi
-  n=$(kv "$res" requests)
-  rps=$(awk -v n="$n" -v d="$(kv "$res" duration_us)" 'BEGIN { printf "%.2f", n / (d / 1e6) }')
-  p99=$(awk -v u="$(kv "$res" p99_us)" 'BEGIN { printf "%.3f", u / 1000 }')
-  st=$(kv "$res" status)
-  errs="connect $(kv "$res" connect), read $(kv "$res" read), write $(kv "$res" write), timeout $(kv "$res" timeout)"
-  [ "$st" = 0 ] || err "$key: $st non-2xx responses of $n ($url)"
-  case "$errs" in "connect 0, read 0, write 0, timeout 0") ;;
-    *) err "$key: wrk socket errors: $errs ($url)" ;; esac
-  [ "$n" -gt 0 ] || { err "$key: no requests completed ($url)"; return 1; }
-  cpu=$(cpu_per_req "$n")
-  add "$key" "$rps" "$p99" "$cpu"
+  wrk_figures "$key" "$f" "$rc" "$url" "${cmd[@]}" || return 1
+  cpu=$(cpu_per_req "$WRK_N")
+  add "$key" "$WRK_RPS" "$WRK_P99" "$cpu"
   other_cpu "$key"
-  log "$key: $(fmt_int "$rps") requests/s, p99 $p99 ms, server CPU $cpu µs/request"
+  log "$key: $(fmt_int "$WRK_RPS") requests/s, p99 $WRK_P99 ms, server CPU $cpu µs/request"
 }
 
 # resp_run KEY SERVER_PID OTHER_PID PORT N REDIS_BENCHMARK_ARGS...
 resp_run() {
   local key=$1 spid=$2 opid=$3 port=$4 n=$5; shift 5
-  local f line rps p99 cpu
+  local f cpu
   f=$tmp/rb-$key-$RANDOM.log
   local cmd=(redis-benchmark -h 127.0.0.1 -p "$port" -c "$resp_c" -n "$n" --csv "$@" ID)
   [ -n "${CMD[$key]-}" ] || CMD[$key]="${cmd[*]}"
   run_client "$f" $((n / 500 + 120)) "$spid" "$opid" "${cmd[@]}"; local rc=$?
-  line=$(grep -v '^"test"' "$f" | grep '^"' | tail -1 | tr -d '"')
-  rps=$(printf '%s' "$line" | awk -F, '{print $2}')
-  p99=$(printf '%s' "$line" | awk -F, '{print $7}')
-  if [ "$rc" -ne 0 ] || [ -z "$rps" ]; then
-    err "$key: '${cmd[*]}' failed (exit $rc): $(grep -v '^"' "$f" | tr '\r' '\n' | grep . | tail -3 | tr '\n' ' ')"
-    return 1
-  fi
+  rb_figures "$key" "$f" "$rc" "${cmd[@]}" || return 1
   if grep -qi 'error' "$f"; then
     err "$key: errors: $(grep -i -m1 'error' "$f" | tr '\r' ' ' | cut -c1-200)"
   fi
   cpu=$(cpu_per_req "$n")
-  add "$key" "$rps" "$p99" "$cpu"
+  add "$key" "$RB_RPS" "$RB_P99" "$cpu"
   other_cpu "$key"
-  log "$key: $(fmt_int "$rps") requests/s, p99 $p99 ms, server CPU $cpu µs/request"
+  log "$key: $(fmt_int "$RB_RPS") requests/s, p99 $RB_P99 ms, server CPU $cpu µs/request"
 }
 
 # ---------------------------------------------------------------- number helpers
-fmt_int() { awk -v x="$1" 'BEGIN { if (x == "") { print "–"; exit } s = sprintf("%.0f", x); r = "";
-  while (length(s) > 3) { r = "," substr(s, length(s) - 2) r; s = substr(s, 1, length(s) - 3) }
-  print s r }'; }
-median() { printf '%s\n' "$@" | grep . | sort -g | awk '{ a[NR] = $1 }
-  END { if (NR == 0) { print ""; exit } if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-med() { local -n arr=$1; local v; read -ra v <<<"${arr[$2]-}"; median "${v[@]}"; }
-runs() { local v out="" a; read -ra a <<<"${RPS[$1]-}"; for v in "${a[@]}"; do out="$out${out:+ · }$(fmt_int "$v")"; done; echo "${out:-failed}"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "–"; else printf "%.2f", a / b }'; }
-
-cat >"$tmp/report.lua" <<'EOF'
--- wrk's done() hook: the figures, machine-readable (latency in microseconds)
-done = function(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format(
-    "WRKRESULT requests=%d duration_us=%d bytes=%d p50_us=%d p99_us=%d max_us=%d connect=%d read=%d write=%d status=%d timeout=%d\n",
-    summary.requests, summary.duration, summary.bytes, latency:percentile(50), latency:percentile(99),
-    latency.max, e.connect, e.read, e.write, e.status, e.timeout))
-end
-EOF
+wrk_lua
 
 # ---------------------------------------------------------------- start
-started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
-idgen_version=$("$idgen" --version 2>/dev/null | head -1)
-wrk_version=$(wrk --version 2>&1 | head -1 | awk '{print $2}')
+bench_facts
 rb_version=$(redis-benchmark --version 2>/dev/null | awk '{print $2}')
 ossl_version=$(openssl version | awk '{print $2}')
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 log "$prog: $idgen_version; $rounds round(s); $key_type keys; temp dir $tmp"
 
 start_idgen plain || exit 1
@@ -404,19 +257,12 @@ hs_ok1=$(handshakes ok) hs_failed1=$(handshakes failed)
 hs_ok=$(awk -v a="$hs_ok0" -v b="$hs_ok1" 'BEGIN { if (a != "" && b != "") print b - a }')
 hs_failed=$(awk -v a="$hs_failed0" -v b="$hs_failed1" 'BEGIN { if (a != "" && b != "") print b - a }')
 [ -n "$hs_ok" ] || err "no idgen_tls_handshakes_total{result=\"ok\"} in the TLS daemon's /metrics"
-tls_rss=$(awk '/^VmHWM:/ {print $2}' "/proc/$tls_pid/status" 2>/dev/null)
-plain_rss=$(awk '/^VmHWM:/ {print $2}' "/proc/$plain_pid/status" 2>/dev/null)
+tls_rss=$(hwm_kb "$tls_pid")
+plain_rss=$(hwm_kb "$plain_pid")
 
-for pid in "$plain_pid" "$tls_pid"; do
-  name=$(for i in "${!pids[@]}"; do [ "${pids[$i]}" = "$pid" ] && echo "${names[$i]}"; done)
-  kill -0 "$pid" 2>/dev/null || err "$name died during the benchmarks"
-  stop_pid "$pid" "$name"; st=$?
-  forget "$pid"
-  [ "$st" = 0 ] || err "$name: exit status $st after SIGTERM (expected 0)"
-done
+stop_daemons "$plain_pid" "$tls_pid"
 for f in "$tmp"/idgen-*.log; do
-  w=$(grep -Ev 'level=info|event=tls_failed' "$f" | head -5)
-  [ -z "$w" ] || note "$(basename "$f" .log) logged: $(printf '%s' "$w" | tr '\n' '|' | cut -c1-400)"
+  note_log "$f" 'level=info|event=tls_failed'
   w=$(sed -n 's/.*event=tls_failed.* error=\("[^"]*"\|[^ ]*\).*/\1/p' "$f" | sort | uniq -c | sort -rn |
       awk '{ c = $1; $1 = ""; printf "%s%s ×%d", (NR > 1 ? ", " : ""), substr($0, 2), c }')
   [ -z "$w" ] || note "$(basename "$f" .log) logged event=tls_failed (rate-limited): $w"
@@ -449,7 +295,7 @@ report() {
   echo
   echo "TLS daemon: $(fmt_int "${hs_ok:-}") handshakes counted ok during the runs, ${hs_failed:-?} failed ($ABANDONED of them"
   echo "in the runs of a connection per request, cut off when the client stopped: at most one per connection);"
-  echo "peak RSS $(awk -v k="${tls_rss:-}" 'BEGIN { if (k == "") print "–"; else printf "%.1f MB", k / 1024 }') (plain: $(awk -v k="${plain_rss:-}" 'BEGIN { if (k == "") print "–"; else printf "%.1f MB", k / 1024 }'))."
+  echo "peak RSS $(mb "${tls_rss:-}") (plain: $(mb "${plain_rss:-}"))."
   echo "wrk resumes TLS sessions on reconnection (abbreviated handshakes); redis-benchmark (hiredis) does not."
   echo
   echo "### Commands"
@@ -462,15 +308,6 @@ report() {
     [ -n "${CMD[$k]-}" ] && echo "${CMD[$k]}"
   done
   echo '```'
-  if [ ${#errors[@]} -gt 0 ] || [ ${#notes[@]} -gt 0 ]; then
-    echo
-    echo "### Problems seen"
-    echo
-    for k in "${errors[@]}"; do echo "- error: $k"; done
-    for k in "${notes[@]}"; do echo "- $k"; done
-  fi
+  report_problems
 }
-report_text=$(report)
-printf '%s\n' "$report_text"
-[ -z "$out" ] || printf '%s\n' "$report_text" >"$out"
-exit "$failed"
+report_end
