@@ -137,7 +137,9 @@ static int reply_ids(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape
     }
     if (sh->kind == KIND_SNOWFLAKE && ids[i] <= INT64_MAX && !sh->text) {
       *p++ = ':';
-    } else { /* 128-bit, or past INT64_MAX (a RESP integer cannot carry it) */
+    } else if (sh->kind == KIND_SNOWFLAKE && !sh->text && c->resp3) {
+      *p++ = '('; /* past INT64_MAX: RESP3's big number */
+    } else { /* 128-bit, or past INT64_MAX (a RESP2 integer cannot carry it) */
       p += snprintf(p, 8, "$%d\r\n", len);
     }
     memcpy(p, text, (size_t)len);
@@ -147,7 +149,6 @@ static int reply_ids(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape
   }
   b->len = (size_t)(p - b->p);
   CNT_ADD(w->st.resp_ok, 1);
-  (void)c;
   return 0;
 }
 

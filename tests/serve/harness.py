@@ -158,16 +158,25 @@ NIL = object()  # a RESP nil bulk string or nil array
 INT_RE = re.compile(rb"-?[0-9]+")
 
 
+class BigNum(int):
+    """A RESP3 big number (`(`), told apart from an integer (`:`)."""
+
+
 def parse_resp(buf, pos=0):
     """One RESP2 reply at buf[pos:], or one of the RESP3 types idgen sends
-    after HELLO 3 (null `_` as NIL, map `%` as a dict): (value, next_pos),
+    after HELLO 3 (null `_` as NIL, map `%` as a dict, big number `(` as a
+    BigNum, an int): (value, next_pos),
     None if incomplete; ProtoError if the bytes are neither."""
     end = buf.find(b"\r\n", pos)
     if end < 0:
-        if len(buf) > pos and buf[pos:pos + 1] not in (b"+", b"-", b":", b"$", b"*", b"%", b"_"):
+        if len(buf) > pos and buf[pos:pos + 1] not in (b"+", b"-", b":", b"$", b"*", b"%", b"_", b"("):
             raise ProtoError("reply type byte %r" % buf[pos:pos + 1])
         return None
     t, line = buf[pos:pos + 1], buf[pos + 1:end]
+    if t == b"(":
+        if not re.fullmatch(rb"-?[0-9]+", line):
+            raise ProtoError("bad big number %r" % line)
+        return BigNum(int(line)), end + 2
     if t == b"_":
         if line:
             raise ProtoError("null with %r" % line)

@@ -449,9 +449,30 @@ def group_python(d):
     served(d, "python pipelines")
 
 
+def group_top_bit():
+    """IDs past 2^63 (a layout whose top field is a node field set to 1): RESP2
+    sends them as bulk strings (a RESP integer is signed 64-bit), RESP3 as
+    big numbers; IDSTR as bulk strings in both."""
+    d = Daemon("top-bit", ["--max-batch", "100"], node_args=[
+        "--layout", "worker:1,time:41@1ms,sequence:22", "--registry", "static", "--node", "worker=1"])
+    rs = resp_exchange(d.resp, resp_cmd("ID") + resp_cmd("ID", "2") + resp_cmd("HELLO", "3") + resp_cmd("ID")
+                       + resp_cmd("ID", "2") + resp_cmd("IDSTR"), 6)
+    d.stop()
+    big = [rs[0]] + (rs[1] if isinstance(rs[1], list) else [None])
+    check("RESP2: an ID past 2^63 is a bulk string of its digits (ID, ID 2)",
+          all(isinstance(x, bytes) and x.isdigit() and int(x) >= 1 << 63 for x in big), repr(rs[:2]))
+    after = [rs[3]] + (rs[4] if isinstance(rs[4], list) else [None])
+    check("RESP3 (after HELLO 3): a big number `(` (ID, ID 2); IDSTR still a bulk string",
+          isinstance(rs[2], dict) and all(isinstance(x, BigNum) and x >= 1 << 63 for x in after)
+          and isinstance(rs[5], bytes) and int(rs[5]) >= 1 << 63, repr(rs[3:]))
+    if all(isinstance(x, bytes) and x.isdigit() for x in big) and all(isinstance(x, int) for x in after):
+        seq = [int(x) for x in big] + [int(x) for x in after]
+        check("... exact and increasing across both", increasing(seq) and seq[0] < 1 << 64, short(seq))
+
+
 if __name__ == "__main__":
     run_suite("resp",
               before=[],
               with_daemon=[('RESP commands (redis-cli)', group_resp_cli), ('RESP exact bytes', group_resp_raw), ('python3-redis', group_python)],
-              after=[],
+              after=[('IDs past 2^63', group_top_bit)],
               snow_kinds=['redis-cli', 'raw', 'python'])
