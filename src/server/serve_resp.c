@@ -139,7 +139,7 @@ static int reply_ids(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape
       *p++ = ':';
     } else if (sh->kind == KIND_SNOWFLAKE && !sh->text && c->resp3) {
       *p++ = '('; /* past INT64_MAX: RESP3's big number */
-    } else { /* 128-bit, or past INT64_MAX (a RESP2 integer cannot carry it) */
+    } else {      /* 128-bit, or past INT64_MAX (a RESP2 integer cannot carry it) */
       p += snprintf(p, 8, "$%d\r\n", len);
     }
     memcpy(p, text, (size_t)len);
