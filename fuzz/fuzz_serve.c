@@ -161,6 +161,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     fprintf(stderr, "fuzz_serve: cannot set up the daemon (%d)\n", rc);
     abort();
   }
+  srv.auth_addrs_seed = 0; /* (not the run's random one: an input replays alike) */
   w = &srv.workers[0];
   base_ms = serve_mono_ms();
   return 0;
@@ -247,6 +248,7 @@ static void connection(uint8_t flags, uint8_t peer, const uint8_t *data, size_t 
   serve_buf_free(&c->in);
   serve_buf_free(&c->out);
   serve_buf_free(&c->held_ids);
+  serve_resp_multi_forget(w->srv, c); /* (an open transaction's bytes counted no more) */
   serve_buf_free(&c->multi_q);
   free(c);
   free(buf);
@@ -276,6 +278,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     pthread_mutex_destroy(&srv.auth_addrs_mu);
     if (serve_auth_init(&srv) < 0)
       abort();
+    srv.auth_addrs_seed = 0; /* (not the run's random one: an input replays alike) */
   }
   return 0;
 }

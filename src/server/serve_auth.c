@@ -5,25 +5,27 @@
  * auth.c.
  *
  * Slowing (server_int.h, AUTH_FREE_FAILS...): one table for the daemon,
- * AUTH_ADDR_SLOTS entries indexed by a hash of the address; two addresses
- * that meet in a slot share it (the later one takes it over once the
- * earlier is forgotten).  A right token from an address never slowed costs
- * one relaxed load: the slot's due time, which is in the past.  The rest
- * happens under a mutex, which only wrong tokens and slowed addresses take.
+ * AUTH_ADDR_SLOTS entries indexed by a seeded hash of the address (IPv6:
+ * its /64); two addresses that meet in a slot share its count and pace.  A
+ * token from an address not slowed costs one relaxed load: the slot's due
+ * time, which is in the past.  Only wrong tokens take the mutex.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/rand.h>
 
 #include "auth.h"
 #include "server_int.h"
 
 #define AUTH_ADDR_SLOTS 4096
 
+/* A slot: the addresses that hash to it (one, but for a rare collision)
+ * share its count and its pace. */
 struct serve_auth_addr {
   _Atomic int64_t due_ms; /* its answers wait until then */
-  uint8_t key[16];        /* the address (the mutex's) */
-  uint32_t fails;         /* wrong tokens in a row (the mutex's) */
+  uint32_t fails;         /* wrong tokens, none AUTH_FORGET_MS apart (the mutex's) */
   int64_t last_ms;        /* the last one (the mutex's) */
 };
 
@@ -32,42 +34,45 @@ int serve_auth_init(serve_daemon_t *s) {
   if (s->cfg->auth == NULL)
     return 0;
   s->auth_addrs = calloc(AUTH_ADDR_SLOTS, sizeof *s->auth_addrs);
+  /* A seed of this run's, so that which addresses share a slot cannot be
+   * worked out beforehand (a pair that shares one slows each other, no
+   * more: a slot is never handed from one to the other). */
+  if (RAND_bytes((unsigned char *)&s->auth_addrs_seed, sizeof s->auth_addrs_seed) != 1)
+    s->auth_addrs_seed = (uint64_t)serve_kernel_mono_ns() * 0x9E3779B97F4A7C15u;
   return s->auth_addrs != NULL ? 0 : -1;
 }
 
-static struct serve_auth_addr *addr_slot(serve_daemon_t *s, const uint8_t key[16]) {
+/* The slot of c's address: IPv4 by the address, IPv6 by its /64 (one host
+ * holds a whole /64 and may use any address in it). */
+static struct serve_auth_addr *addr_slot(serve_daemon_t *s, const serve_conn_t *c) {
+  static const uint8_t v4[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
   uint64_t a, b;
-  memcpy(&a, key, 8);
-  memcpy(&b, key + 8, 8);
-  uint64_t h = (a ^ (b * 0x9E3779B97F4A7C15u)) * 0xBF58476D1CE4E5B9u;
+  memcpy(&a, c->peer_key, 8);
+  memcpy(&b, c->peer_key + 8, 8);
+  if (memcmp(c->peer_key, v4, 12) != 0)
+    b = 0;
+  uint64_t h = ((a ^ s->auth_addrs_seed) * 0x9E3779B97F4A7C15u) ^ b;
+  h = (h ^ (h >> 31)) * 0xBF58476D1CE4E5B9u;
   return &s->auth_addrs[h >> 52]; /* 12 bits: AUTH_ADDR_SLOTS */
 }
 _Static_assert(AUTH_ADDR_SLOTS == 1 << 12, "addr_slot takes 12 bits");
 
 /* A token from c's address, before its check: the time its answer must
  * wait for (0: none), or AUTH_LIMITED when that is too far. */
-static int64_t addr_before(serve_worker_t *w, serve_conn_t *c, struct serve_auth_addr *p) {
-  serve_daemon_t *s = w->srv;
-  int64_t now = w->now_ms, due = 0;
-  if (atomic_load_explicit(&p->due_ms, memory_order_relaxed) <= now)
+static int64_t addr_before(serve_worker_t *w, struct serve_auth_addr *p) {
+  int64_t now = w->now_ms, due = atomic_load_explicit(&p->due_ms, memory_order_relaxed);
+  if (due <= now)
     return 0;
-  pthread_mutex_lock(&s->auth_addrs_mu);
-  if (memcmp(p->key, c->peer_key, 16) == 0)
-    due = atomic_load_explicit(&p->due_ms, memory_order_relaxed);
-  pthread_mutex_unlock(&s->auth_addrs_mu);
-  if (due - now > AUTH_HOLD_MAX_MS)
-    return AUTH_LIMITED;
-  return due > now ? due : 0;
+  return due - now > AUTH_HOLD_MAX_MS ? AUTH_LIMITED : due;
 }
 
 /* A wrong token from c's address: the time its answer waits for (0: none). */
-static int64_t addr_failed(serve_worker_t *w, serve_conn_t *c, struct serve_auth_addr *p) {
+static int64_t addr_failed(serve_worker_t *w, struct serve_auth_addr *p) {
   serve_daemon_t *s = w->srv;
   int64_t now = w->now_ms, due = 0;
   pthread_mutex_lock(&s->auth_addrs_mu);
   int64_t was = atomic_load_explicit(&p->due_ms, memory_order_relaxed);
-  if (memcmp(p->key, c->peer_key, 16) != 0 || (now - p->last_ms > AUTH_FORGET_MS && was <= now)) {
-    memcpy(p->key, c->peer_key, 16); /* (a forgotten address, or another's slot) */
+  if (now - p->last_ms > AUTH_FORGET_MS && was <= now) { /* forgotten: afresh */
     p->fails = 0;
     was = 0;
   }
@@ -83,8 +88,8 @@ int serve_auth_caller(serve_worker_t *w, serve_conn_t *c, const char *agent, siz
                       const char *tok, size_t tlen, int *agent_index) {
   serve_daemon_t *s = w->srv;
   const serve_auth_t *a = atomic_load_explicit(&s->auth, memory_order_acquire);
-  struct serve_auth_addr *p = tlen > 0 && s->auth_addrs ? addr_slot(s, c->peer_key) : NULL;
-  int64_t due = p != NULL ? addr_before(w, c, p) : 0;
+  struct serve_auth_addr *p = tlen > 0 && s->auth_addrs ? addr_slot(s, c) : NULL;
+  int64_t due = p != NULL ? addr_before(w, p) : 0;
   if (due == AUTH_LIMITED) { /* the token is not looked at: this address is too far behind */
     CNT_ADD(w->st.auth_refused[c->proto], 1);
     c->stop_parsing = 1;
@@ -103,7 +108,7 @@ int serve_auth_caller(serve_worker_t *w, serve_conn_t *c, const char *agent, siz
     }
     return 0;
   }
-  if (p != NULL && (due = addr_failed(w, c, p)) > 0) {
+  if (p != NULL && (due = addr_failed(w, p)) > 0) {
     c->hold_until_ms = due;
     CNT_ADD(w->st.auth_held[c->proto], 1);
   }

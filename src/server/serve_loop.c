@@ -134,6 +134,7 @@ static void conn_close(serve_worker_t *w, serve_conn_t *c, int reason) {
   serve_buf_free(&c->in);
   serve_buf_free(&c->out);
   serve_buf_free(&c->held_ids);
+  serve_resp_multi_forget(w->srv, c);
   serve_buf_free(&c->multi_q);
   free(c);
 }
@@ -418,7 +419,7 @@ static int conn_readable(serve_worker_t *w, serve_conn_t *c) {
     if (c->out.len > c->out_off) {
       c->stop_parsing = 1;
       c->close_reason = CR_EOF;
-      set_events(w, c, c->audit_seq ? 0 : EPOLLOUT); /* held: sent once released */
+      set_events(w, c, c->audit_seq || c->hold_until_ms ? 0 : EPOLLOUT); /* held: once released */
       return 0;
     }
     conn_close(w, c, CR_EOF);
@@ -427,6 +428,8 @@ static int conn_readable(serve_worker_t *w, serve_conn_t *c) {
   if (n < 0) {
     if (errno == EAGAIN || errno == EINTR) {
       w->read_eagain = errno == EAGAIN;
+      if (c->tls_wants_out) /* the read goes on once the socket is writable: EPOLLOUT only */
+        set_events(w, c, EPOLLOUT);
       return 0;
     }
     conn_close(w, c, io_close_reason(errno));
@@ -442,10 +445,11 @@ static int conn_readable(serve_worker_t *w, serve_conn_t *c) {
 
 /* Sends queued replies.  Returns -1 if c was closed. */
 static int conn_writable(serve_worker_t *w, serve_conn_t *c) {
-  if (c->tls_wants_out) { /* a TLS read that had to write first */
+  if (c->tls_wants_out) { /* a TLS read that had to write first: it goes on, and settles */
     c->tls_wants_out = 0;
     if (conn_readable(w, c) < 0)
       return -1;
+    return c->tls_wants_out || c->lingering ? 0 : conn_settle(w, c);
   }
   if (c->audit_seq || c->hold_until_ms) /* held (an EPOLLOUT of before) */
     return 0;
@@ -777,6 +781,7 @@ static void sweep(serve_worker_t *w) {
     if (c->hold_until_ms) { /* an answer to a token, slowed: due? */
       if (now >= c->hold_until_ms) {
         c->hold_until_ms = 0;
+        c->write_ms = now; /* the slow check counts from here */
         conn_settle(w, c); /* blocked: sent on the next EPOLLOUT, then what waited */
       }
       continue;

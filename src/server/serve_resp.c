@@ -253,7 +253,7 @@ static void on_command(serve_worker_t *w, serve_conn_t *c, const resp_request_t 
   } else if (arg_is(&r->argv[1], "count") && r->argc == 2) {
     reply_int(w, (int64_t)NCOMMANDS);
   } else if (arg_is(&r->argv[1], "docs")) {
-    reply(w, "*0\r\n");
+    reply(w, c->resp3 ? "%0\r\n" : "*0\r\n"); /* (a map in RESP3) */
   } else if (arg_is(&r->argv[1], "info")) {
     size_t n = r->argc - 2 > RESP_MAX_ARGV - 2 ? RESP_MAX_ARGV - 2 : r->argc - 2;
     serve_buf_printf(&w->out, "*%zu\r\n", n);
@@ -401,10 +401,16 @@ static void unknown_command(serve_worker_t *w, serve_conn_t *c, const resp_reque
             args);
 }
 
-/* Ends c's transaction (EXEC, DISCARD, or an aborted EXEC). */
-static void multi_end(serve_conn_t *c) {
+void serve_resp_multi_forget(serve_daemon_t *s, serve_conn_t *c) {
+  if (c->multi)
+    atomic_fetch_sub_explicit(&s->multi_bytes, (int64_t)c->multi_q.len, memory_order_relaxed);
   c->multi = c->multi_dirty = 0;
   c->multi_n = 0;
+}
+
+/* Ends c's transaction (DISCARD, or an aborted EXEC). */
+static void multi_end(serve_worker_t *w, serve_conn_t *c) {
+  serve_resp_multi_forget(w->srv, c);
   serve_buf_free(&c->multi_q);
 }
 
@@ -418,17 +424,24 @@ static void multi_queue(serve_worker_t *w, serve_conn_t *c, const resp_request_t
   for (size_t k = 0; k < NCOMMANDS && !ci; k++)
     if (strcmp(commands[k].name, name) == 0)
       ci = &commands[k];
-  size_t cap = (size_t)w->srv->cfg->max_request_bytes * MULTI_QUEUE_REQUESTS;
-  c->multi_dirty = 1;
-  if (ci == NULL)
+  size_t cap = (size_t)w->srv->cfg->max_request_bytes;
+  _Atomic int64_t *all = &w->srv->multi_bytes;
+  if (ci == NULL) {
     unknown_command(w, c, r);
-  else if (ci->arity > 0 ? r->argc != (size_t)ci->arity : r->argc < (size_t)-ci->arity)
+    c->multi_dirty = 1;
+  } else if (ci->arity > 0 ? r->argc != (size_t)ci->arity : r->argc < (size_t)-ci->arity) {
     wrong_arity(w, c, ci->name);
-  else if (c->multi_q.len + n > cap)
-    reply_err(w, c, "ERR the transaction is over %zu bytes (%d x max_request_bytes)", cap,
-              MULTI_QUEUE_REQUESTS);
-  else {
-    c->multi_dirty = 0;
+    c->multi_dirty = 1;
+  } else if (c->multi_q.len + n > cap) {
+    reply_err(w, c, "ERR the transaction is over max_request_bytes (%zu bytes queued)", cap);
+    c->multi_dirty = 1;
+  } else if (atomic_fetch_add_explicit(all, (int64_t)n, memory_order_relaxed) + (int64_t)n >
+             MULTI_BUDGET_BYTES) {
+    atomic_fetch_sub_explicit(all, (int64_t)n, memory_order_relaxed);
+    reply_err(w, c, "ERR the transactions open on this server hold %d MiB: try later",
+              MULTI_BUDGET_BYTES >> 20);
+    c->multi_dirty = 1;
+  } else {
     serve_buf_put(&c->multi_q, bytes, n);
     c->multi_n++;
     reply(w, "+QUEUED\r\n");
@@ -453,18 +466,17 @@ static void on_multi(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r
       return;
     }
     if (name[0] == 'd') {
-      multi_end(c);
+      multi_end(w, c);
       reply(w, "+OK\r\n");
     } else if (c->multi_dirty) {
-      multi_end(c);
+      multi_end(w, c);
       reply_err(w, c, "EXECABORT Transaction discarded because of previous errors.");
       return;
     } else {
       /* The array's header now; its elements are the queued commands'
        * replies, made next, in order (they may wait for their tick). */
       serve_buf_printf(&w->out, "*%zu\r\n", c->multi_n);
-      c->multi = 0;
-      c->multi_n = 0;
+      serve_resp_multi_forget(w->srv, c);
       c->exec_pending = c->multi_q.len > 0;
     }
   } else if (strcmp(name, "watch") == 0) {
@@ -524,6 +536,8 @@ size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
     return (size_t)used;
   }
   if (tx) {
+    if ((argc == 1) != (strcmp(name, "watch") != 0)) /* WATCH key...; the others: no argument */
+      return wrong_arity(w, c, name), (size_t)used;
     on_multi(w, c, &r, name);
     return (size_t)used;
   }

@@ -32,10 +32,10 @@
                                        loop serves the others first (a fast reader of large
                                        batches would hold it) */
 #define AGENT_NAME_MAX 64
-#define AUTH_FAILS_MAX 3        /* wrong tokens on one connection before it is closed */
-#define MULTI_QUEUE_REQUESTS 16 /* a transaction's queue: at most this many max_request_bytes */
-/* Wrong tokens from one address (all its connections, every loop): the
- * first AUTH_FREE_FAILS in a row are answered at once; each one after
+#define AUTH_FAILS_MAX 3              /* wrong tokens on one connection before it is closed */
+#define MULTI_BUDGET_BYTES (64 << 20) /* the daemon's open transactions' queues, in all */
+/* Wrong tokens from one address (all its connections, every loop; IPv6: its
+ * /64): the first AUTH_FREE_FAILS are answered at once; each one after
  * pushes the address's next answer AUTH_STEP_MS later, and every token it
  * shows meanwhile, right or wrong, is answered then (a right one does not
  * push).  An address whose answers are more than AUTH_HOLD_MAX_MS behind
@@ -402,6 +402,8 @@ typedef struct serve_daemon {
   int auth_nold;
   struct serve_auth_addr *auth_addrs; /* with auth_file: wrong tokens by address (serve_auth.c) */
   pthread_mutex_t auth_addrs_mu;
+  uint64_t auth_addrs_seed;
+  _Atomic int64_t multi_bytes; /* queued in open transactions (MULTI_BUDGET_BYTES) */
   /* tls_cert's context in force (NULL: plain text).  SIGHUP swaps in the
    * files as read again, under tls_mu, which the loops hold to make a
    * connection from it (each connection keeps a reference of its own). */
@@ -645,6 +647,9 @@ void serve_audit_metrics(serve_daemon_t *s, serve_buf_t *b);
  * c->stop_parsing when the connection should close after its replies. */
 size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len);
 size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len);
+/* c's open transaction (if any) ends: its queue no longer counts toward
+ * MULTI_BUDGET_BYTES (its bytes stay in c->multi_q for the caller). */
+void serve_resp_multi_forget(serve_daemon_t *s, serve_conn_t *c);
 size_t serve_thrift_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len);
 
 #endif

@@ -268,7 +268,8 @@ def group_resp_raw(d):
     tx = [("EXEC",), ("DISCARD",), ("WATCH", "k"), ("MULTI",), ("ID",), ("ID", "2"), ("MULTI",),
           ("WATCH", "k"), ("PING",), ("EXEC",), ("PING", "after"),
           ("MULTI",), ("ID",), ("ECHO", "a", "b"), ("EXEC",),
-          ("MULTI",), ("ID",), ("DISCARD",), ("EXEC",), ("MULTI",), ("EXEC",)]
+          ("MULTI",), ("ID",), ("DISCARD",), ("EXEC",), ("MULTI",), ("EXEC",),
+          ("MULTI",), ("NOSUCH",), ("PING",), ("EXEC",), ("WATCH",), ("EXEC", "x")]
     rs = resp_exchange(d.resp, b"".join(resp_cmd(*x) for x in tx), len(tx))
     check("RESP EXEC, DISCARD without MULTI: -ERR; WATCH: +OK (no keys to watch)",
           rs[0] == "ERR EXEC without MULTI" and rs[1] == "ERR DISCARD without MULTI" and rs[2] == "OK", rs[:3])
@@ -288,7 +289,12 @@ def group_resp_raw(d):
           and rs[14].startswith("EXECABORT"), rs[11:15])
     check("RESP DISCARD: +OK, the queue dropped (EXEC after it: -ERR); MULTI EXEC: an empty array",
           rs[15] == "OK" and rs[16] == "QUEUED" and rs[17] == "OK" and rs[18] == "ERR EXEC without MULTI"
-          and rs[19] == "OK" and rs[20] == [], rs[15:])
+          and rs[19] == "OK" and rs[20] == [], rs[15:21])
+    check("RESP a refused command spoils the transaction even when valid ones follow: -EXECABORT",
+          rs[21] == "OK" and isinstance(rs[22], RErr) and rs[23] == "QUEUED"
+          and isinstance(rs[24], RErr) and rs[24].startswith("EXECABORT"), rs[21:25])
+    check("RESP WATCH without a key, EXEC with an argument: wrong number of arguments",
+          all(isinstance(x, RErr) and "wrong number of arguments" in x for x in rs[25:27]), rs[25:])
     # QUIT: +OK then closed
     c = Conn(d.resp)
     c.send(b"QUIT\r\nPING\r\n")
