@@ -48,6 +48,20 @@ const timeout = (ms) =>
   new Promise((_, reject) => setTimeout(() => reject(new Error('no reply within ' + ms + ' ms')), ms).unref());
 const within = (p) => Promise.race([p, timeout(10000)]);
 
+// The steps both clients take alike: `cmd` sends a command, `client.info()` INFO.
+const commonSteps = async (cmd, client) => {
+  await step('ID', () => cmd('ID'));
+  await step('ID 5', () => cmd('ID', '5'));
+  await step('IDSTR', () => cmd('IDSTR'));
+  await step('IDSTR 3', () => cmd('IDSTR', '3'));
+  await step('ULID 3', () => cmd('ULID', '3'));
+  await step('UUID7 2', () => cmd('UUID7', '2'));
+  const last = steps.find(([n]) => n === 'IDSTR')[1].ok;
+  await step('DECODE', () => cmd('DECODE', typeof last === 'string' ? last : '1'));
+  await step('INFO', () => within(client.info()));
+  await step('INFO clients', () => within(client.info('clients')));
+};
+
 let c, defaultProtocol;
 if (kind === 'ioredis') {
   const Redis = require('ioredis');
@@ -59,16 +73,7 @@ if (kind === 'ioredis') {
   c.on('error', (e) => events.push('error: ' + e.message));
   await within(c.connect());
   const cmd = (...a) => within(c.call(...a));
-  await step('ID', () => cmd('ID'));
-  await step('ID 5', () => cmd('ID', '5'));
-  await step('IDSTR', () => cmd('IDSTR'));
-  await step('IDSTR 3', () => cmd('IDSTR', '3'));
-  await step('ULID 3', () => cmd('ULID', '3'));
-  await step('UUID7 2', () => cmd('UUID7', '2'));
-  const last = steps.find(([n]) => n === 'IDSTR')[1].ok;
-  await step('DECODE', () => cmd('DECODE', typeof last === 'string' ? last : '1'));
-  await step('INFO', () => within(c.info()));
-  await step('INFO clients', () => within(c.info('clients')));
+  await commonSteps(cmd, c);
   await step('pipeline of 100 IDSTR', async () => {
     const p = c.pipeline();
     for (let i = 0; i < 100; i++) p.call('IDSTR');
@@ -97,16 +102,7 @@ if (kind === 'ioredis') {
   c.on('error', (e) => events.push('error: ' + e.message));
   await within(c.connect());
   const cmd = (...a) => within(c.sendCommand(a));
-  await step('ID', () => cmd('ID'));
-  await step('ID 5', () => cmd('ID', '5'));
-  await step('IDSTR', () => cmd('IDSTR'));
-  await step('IDSTR 3', () => cmd('IDSTR', '3'));
-  await step('ULID 3', () => cmd('ULID', '3'));
-  await step('UUID7 2', () => cmd('UUID7', '2'));
-  const last = steps.find(([n]) => n === 'IDSTR')[1].ok;
-  await step('DECODE', () => cmd('DECODE', typeof last === 'string' ? last : '1'));
-  await step('INFO', () => within(c.info()));
-  await step('INFO clients', () => within(c.info('clients')));
+  await commonSteps(cmd, c);
   await step('pipeline of 100 IDSTR', () => {
     const m = c.multi();
     for (let i = 0; i < 100; i++) m.addCommand(['IDSTR']);

@@ -427,11 +427,16 @@ def http_then_eof(port, data, eof_timeout=2):
     """Sends raw bytes on a new HTTP connection; returns (the first response
     or the exception met reading it, whether the daemon then closed, the
     bytes that came after the response)."""
+    return reply_then_eof(port, data, Conn.http, eof_timeout)
+
+
+def reply_then_eof(port, data, read, eof_timeout=2):
+    """http_then_eof with `read` (Conn.http, Conn.resp) reading the reply."""
     c = Conn(port)
     try:
         c.send(data)
         try:
-            r = c.http()
+            r = read(c)
         except Exception as e:  # noqa: BLE001
             r = e
         closed = c.read_to_eof(eof_timeout)

@@ -508,19 +508,10 @@ def group_plaintext(d):
           repr(r))
     check("... then the connection is closed (EOF, nothing more)", closed and rest == b"", short(rest))
     for data, what in ((resp_cmd("PING"), "RESP"), (b"ID\r\n", "inline RESP (ID\\r\\n, as telnet sends it)")):
-        c = Conn(d.resp)
-        try:
-            c.send(data)
-            try:
-                rep = c.resp()
-            except Exception as e:  # noqa: BLE001
-                rep = e
-            closed = c.read_to_eof(3)
-            check("plain-text %s on the TLS port: -ERR naming TLS, then EOF (nothing more)" % what,
-                  isinstance(rep, RErr) and rep.startswith("ERR") and "tls" in rep.lower() and closed
-                  and c.buf == b"", (rep, short(c.buf)))
-        finally:
-            c.close()
+        rep, closed, rest = reply_then_eof(d.resp, data, Conn.resp, 3)
+        check("plain-text %s on the TLS port: -ERR naming TLS, then EOF (nothing more)" % what,
+              isinstance(rep, RErr) and rep.startswith("ERR") and "tls" in rep.lower() and closed
+              and rest == b"", (rep, short(rest)))
     r, closed, rest = http_then_eof(d.http, b"G")  # the first byte decides
     check("plain text, one byte (G) and no more: the 400 at once, then EOF",
           isinstance(r, HttpResp) and r.status == 400 and closed and rest == b"", (r, short(rest)))
