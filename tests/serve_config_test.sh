@@ -235,7 +235,7 @@ check "pid file removed" [ ! -e "$tmp/pid" ]
 
 # --- the wall clock steps back 10 s under a running daemon (libfaketime) ---
 # Bounded (include/idgen.h): it refuses with 503 / -ERR naming how long
-# until it can go on, /health says why, the refusal is logged and counted;
+# until it can go on, /ready says why, the refusal is logged and counted;
 # when the clock returns, it serves again, and no ID repeats or goes back.
 faketime_lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1
 if [ ! -e "$faketime_lib" ]; then
@@ -256,7 +256,7 @@ else
   check "step back: 503" grep -q '^HTTP/1.1 503' "$tmp/h"
   check "step back: Retry-After" grep -qE '^Retry-After: (9|10)' "$tmp/h"
   check "step back: reason names the wait" grep -qE '^clock: the wall clock is [0-9]+ ms behind the generator \(max_borrow_ms 1000\); IDs resume in about [0-9]+ ms$' "$tmp/body"
-  check "step back: /health 503" [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$http/health")" = 503 ]
+  check "step back: /ready 503" [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$http/ready")" = 503 ]
   redis-cli -p "$rport" ID >"$tmp/r"
   check "step back: RESP -ERR clock" grep -q '^ERR clock: the wall clock is' "$tmp/r"
   check "step back: logged" has "$tmp/log" "event=clock_refusal"
@@ -265,7 +265,7 @@ else
   sleep 0.05
   after=$(curl -s "http://$http/id")
   check "clock back: serves again, above the ID before the step ($before < $after)" [ "$after" -gt "$before" ]
-  check "clock back: /health ok" [ "$(curl -s "http://$http/health" | head -1)" = ok ]
+  check "clock back: /ready ok" [ "$(curl -s "http://$http/ready" | head -1)" = ok ]
   kill -TERM "$dpid"; wait "$dpid"
 fi
 

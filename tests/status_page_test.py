@@ -19,7 +19,7 @@ driven over the DevTools protocol (python3-websocket).
 4. Requests that wait for their tick (4 IDs a second, a client asking for
    the next second's all the time): the clock card shows them waiting and
    the oldest wait, the banner green; with the bound lowered
-   (IDGEN_TEST_WAIT_BOUND_MS) and two such clients, /health and the page
+   (IDGEN_TEST_WAIT_BOUND_MS) and two such clients, /ready and the page
    turn red naming the wait.
    Screenshot: OUTDIR/status-page-waiting.png.
 5. A daemon whose audit log is on a 64 KiB tmpfs (root: the test mounts
@@ -366,15 +366,15 @@ def waiting_phase(idgen, tmp, out, browser):
                 said = []
 
                 def daemon_says():
-                    said.append(d.get("/health"))
+                    said.append(d.get("/ready"))
                     return said[-1][0] == 503 and said[-1][1].startswith("waiting: ")
-                check("a request waiting past its bound: /health says so",
-                      browser.wait("/health 503", daemon_says, PAGE_S), said[-3:])
+                check("a request waiting past its bound: /ready says so",
+                      browser.wait("/ready 503", daemon_says, PAGE_S), said[-3:])
                 red = browser.wait("overdue", lambda: browser.eval(
                     "document.getElementById('banner').className") == "bad" and
                     "waiting: a request has waited" in (browser.text("banner") or ""), PAGE_S)
                 check("a request waiting past its bound: banner red, naming the wait", red,
-                      (browser.text("banner"), browser.text("updates"), d.get("/health")))
+                      (browser.text("banner"), browser.text("updates"), d.get("/ready")))
                 check("... and the clock card red with the same reason",
                       browser.eval("document.getElementById('card-clock').className") == "bad" and
                       "longer than its bound" in (browser.text("clock-why") or ""),

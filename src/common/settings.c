@@ -150,6 +150,11 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
     [SK_SHUTDOWN_TIMEOUT_MS] = {"shutdown_timeout_ms", ST_INT, SERVE, 0, "5000", NULL, NULL,
                                 INT(0, 3600000), "N",
                                 "how long a graceful stop waits for replies to drain"},
+    [SK_STALL_TIMEOUT_MS] = {"stall_timeout_ms", ST_INT, SERVE, 0, "10000", NULL, NULL,
+                             INT(500, 3600000), "N",
+                             "`/health` is 503 (the daemon is not alive: a liveness probe "
+                             "restarts it) once an event loop has not turned for this long; "
+                             "an idle loop turns every 100 ms"},
     [SK_MAX_AGENTS] = {"max_agents", ST_INT, SERVE, 0, "64", NULL, NULL, INT(0, 4096), "N",
                        "agent names counted apart in metrics; the rest count under `other`"},
     [SK_PID_FILE] = {"pid_file", ST_PATH, SERVE, 0, "", NULL, "none", NONE, "PATH",
@@ -166,7 +171,7 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                        "when the audit log cannot take lines (a full or failing disk, a write "
                        "waiting past `audit_timeout_ms`, the queue full): `count` hands out IDs "
                        "still and counts the lines lost (`idgen_audit_lost_records_total`, "
-                       "`/health` says `degraded`, the file a `lost=` line); `require` sends no "
+                       "`/ready` says `degraded`, the file a `lost=` line); `require` sends no "
                        "ID before its line is written, refuses a reply whose line is not "
                        "written within `audit_timeout_ms`, and refuses ID requests while the "
                        "file takes no lines (503 / `-ERR audit ...`)",
@@ -179,7 +184,7 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
     [SK_AUDIT_TIMEOUT_MS] = {"audit_timeout_ms", ST_INT, SERVE, 0, "250", NULL, NULL,
                              INT(10, 60000), "N",
                              "how long an audit line may wait for the file: a write (open, "
-                             "stat) that waits longer is a stall (`/health` says `audit "
+                             "stat) that waits longer is a stall (`/ready` says `audit "
                              "stalled`, `idgen_audit_stalled` is 1); with `require`, a reply "
                              "whose line is not written within it is refused in its place "
                              "(503 / `-ERR audit ...`; its IDs are never sent, and a `void=` "
@@ -192,7 +197,7 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                       "Refused when others may read it; SIGHUP reads it again"},
     [SK_AUTH_METRICS] = {"auth_metrics", ST_BOOL, SERVE, 0, "true", NULL, NULL, NONE, "[=BOOL]",
                          "with `auth_file`, `/metrics` and the status page (`GET /`) need a "
-                         "token too (`/health` never does)"},
+                         "token too (`/health` and `/ready` never do)"},
     [SK_THRIFT_WITHOUT_AUTH] = {"thrift_without_auth", ST_BOOL, SERVE, 0, "false", NULL, NULL, NONE,
                                 "[=BOOL]",
                                 "with `auth_file`, serve Thrift on an address other than "

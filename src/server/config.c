@@ -32,8 +32,8 @@ static const char usage_head[] =
     "Usage: idgen serve [--config FILE] [--check-config] [OPTIONS]\n"
     "\n"
     "Hand out IDs over HTTP/1.1 (GET /id, /ulid, /uuid7, /decode/ID, /info,\n"
-    "/health, /metrics; GET / is a live status page) and RESP (ID, ULID, UUID7,\n"
-    "DECODE, INFO, PING...).\n"
+    "/health, /ready, /metrics; GET / is a live status page) and RESP (ID, ULID,\n"
+    "UUID7, DECODE, INFO, PING...).\n"
     "Every option is also an IDGEN_* environment variable (--max-batch is\n"
     "IDGEN_MAX_BATCH) and a config-file key (max_batch = 1000); flags win over\n"
     "the environment, which wins over the file.  The leased node field's value\n"
@@ -201,6 +201,7 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
   c->busy_poll_ns = s->num[SK_BUSY_POLL_US] * 1000;
   c->idle_timeout_ms = s->num[SK_IDLE_TIMEOUT_MS];
   c->slow_timeout_ms = s->num[SK_SLOW_TIMEOUT_MS];
+  c->stall_timeout_ms = s->num[SK_STALL_TIMEOUT_MS];
   c->shutdown_timeout_ms = s->num[SK_SHUTDOWN_TIMEOUT_MS];
   c->max_agents = s->num[SK_MAX_AGENTS];
   c->pid_file = s->value[SK_PID_FILE];

@@ -32,7 +32,7 @@ typedef struct serve_config {
   int threads;
   int64_t max_connections, max_request_bytes, max_headers, max_batch, max_output_bytes;
   int64_t busy_poll_ns;
-  int64_t idle_timeout_ms, slow_timeout_ms, shutdown_timeout_ms, max_agents;
+  int64_t idle_timeout_ms, slow_timeout_ms, shutdown_timeout_ms, stall_timeout_ms, max_agents;
   const char *pid_file, *log_file, *audit_log; /* into s.value[]; "" for none */
   int audit_mode;                              /* 0 count, 1 require (settings.c's order) */
   int64_t audit_queue_bytes;

@@ -12,7 +12,7 @@
  * audit_queue_bytes, and what happens past that is the mode's:
  *
  *   count (the default): IDs keep flowing.  A turn's lines that do not fit
- *     are dropped and counted (lost records and bytes, /metrics, /health,
+ *     are dropped and counted (lost records and bytes, /metrics, /ready,
  *     /info); the loop puts a line `ms=... lost=N bytes=M reason="..."`
  *     where they would have been, before its next lines that fit.
  *   require: no ID is sent before its line is written.  A reply that
@@ -64,7 +64,7 @@
 
 #define AUDIT_RETRY_MS 100  /* a failed write is tried again after this */
 #define AUDIT_CHECK_MS 250  /* with nothing to write, the file is looked for this often */
-#define AUDIT_LOSS_MS 10000 /* /health says "degraded" this long after a line was lost */
+#define AUDIT_LOSS_MS 10000 /* /ready says "degraded" this long after a line was lost */
 
 enum { AUDIT_COUNT = 0, AUDIT_REQUIRE = 1 }; /* audit_mode's choices, in settings.c's order */
 enum { OP_WRITE, OP_OPEN, OP_STAT };         /* what the writer waits in */

@@ -366,7 +366,8 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
                                       : -1;
   int page = str_eq(path, "/") || str_eq(path, "/status");
   int status_json = str_eq(path, "/status.json");
-  int known = kind >= 0 || page || status_json || str_eq(path, "/health") ||
+  int probe = str_eq(path, "/health") || str_eq(path, "/ready");
+  int known = kind >= 0 || page || status_json || probe ||
               str_eq(path, "/info") || str_eq(path, "/metrics") ||
               (path->len > 8 && memcmp(path->ptr, "/decode/", 8) == 0);
   if (!known) {
@@ -390,10 +391,10 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   }
   if (!req.keep_alive)
     c->stop_parsing = 1; /* after this reply (respond() adds Connection: close) */
-  /* Who asks: with auth_file, every route but /health needs a token (the
-   * status page and /metrics unless auth_metrics = false). */
+  /* Who asks: with auth_file, every route but the probes (/health, /ready)
+   * needs a token (the status page and /metrics unless auth_metrics = false). */
   int caller = c->cert_authed ? c->cert_agent : AGENT_NONE; /* a client certificate's CN */
-  int open_route = str_eq(path, "/health") ||
+  int open_route = probe ||
                    (!cfg->auth_metrics && (page || status_json || str_eq(path, "/metrics")));
   if (atomic_load_explicit(&w->srv->auth, memory_order_relaxed) != NULL && !open_route &&
       !(c->cert_authed && http_header(&req, "authorization") == NULL) &&
@@ -429,9 +430,10 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
               "Cache-Control: no-store\r\n");
   } else if (path->ptr[1] == 'd') {
     route_decode(w, c, &req);
-  } else if (path->ptr[1] == 'h') {
+  } else if (probe) { /* /health: alive; /ready: can issue IDs now */
     w->body.len = 0;
-    int sick = serve_health_text(w->srv, &w->body);
+    int sick = path->ptr[1] == 'h' ? serve_health_text(w->srv, &w->body)
+                                   : serve_ready_text(w->srv, &w->body);
     respond(w, c, &req, sick ? 503 : 200, "text/plain; charset=utf-8", w->body.p, w->body.len, KEEP,
             "");
   } else if (path->ptr[1] == 'i') {

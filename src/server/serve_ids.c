@@ -15,7 +15,7 @@
  * used-up tick when the layout's tick is a second or shorter. */
 static int64_t wait_bound_ms(const serve_daemon_t *s) {
   /* Tests only: a bound that a request waiting by the rules passes, to see
-   * /health's 503 without a fault to cause it. */
+   * /ready's 503 without a fault to cause it. */
   const char *t = getenv("IDGEN_TEST_WAIT_BOUND_MS");
   if (t != NULL)
     return strtoll(t, NULL, 10);
@@ -49,8 +49,13 @@ static void publish_waiting(serve_worker_t *w) {
 }
 
 /* Asks the generator itself (no copy kept by the daemon): ID requests are
- * answered from the generator's own errors, and /health from its status. */
-int serve_unhealthy(serve_daemon_t *s, char *why, size_t n) {
+ * answered from the generator's own errors, and /ready from its status. */
+int serve_not_ready(serve_daemon_t *s, char *why, size_t n) {
+  if (atomic_load(&s->stopping)) { /* a load balancer sends no new clients */
+    snprintf(why, n, "shutting down: a graceful stop is under way (shutdown_timeout_ms %" PRId64
+             ")", s->cfg->shutdown_timeout_ms);
+    return 1;
+  }
   idgen_snowflake_lease_status_t ls;
   idgen_snowflake_gen_lease_status(server_sf(s), &ls);
   if (ls.bound && !ls.valid) {

@@ -179,6 +179,17 @@ static const char *clock_setting(serve_daemon_t *s) {
   return settings_clock_word(s->cfg->s.gen.clock_mode);
 }
 
+/* A gauge first in milliseconds, now in seconds: both, the old one marked
+ * deprecated in its HELP (kept for one release). */
+static void ms_and_seconds(serve_buf_t *b, const char *name, const char *help, int64_t ms) {
+  serve_buf_printf(b,
+                   "# HELP idgen_%s_seconds %s\n# TYPE idgen_%s_seconds gauge\n"
+                   "idgen_%s_seconds %.3f\n"
+                   "# HELP idgen_%s_ms Deprecated: use idgen_%s_seconds (removed in the next "
+                   "release). %s\n# TYPE idgen_%s_ms gauge\nidgen_%s_ms %" PRId64 "\n",
+                   name, help, name, name, (double)ms / 1000.0, name, name, help, name, name, ms);
+}
+
 /* The fast clock (docs/DESIGN.md section 2): its state as a state set, and
  * its counters. */
 static void clock_metrics(serve_buf_t *b) {
@@ -228,17 +239,42 @@ static void cache_metrics(serve_daemon_t *s, serve_buf_t *b) {
       "refused, by cache_on_empty).\n"
       "# TYPE idgen_cache_empty_total counter\nidgen_cache_empty_total %" PRIu64 "\n"
       "# HELP idgen_cache_direct_total Requests served by the generator directly.\n"
-      "# TYPE idgen_cache_direct_total counter\nidgen_cache_direct_total %" PRIu64 "\n"
-      "# HELP idgen_cache_id_age_ms How far the next ready ID's time lags the wall clock "
-      "(negative: borrowed ahead).\n"
-      "# TYPE idgen_cache_id_age_ms gauge\nidgen_cache_id_age_ms %" PRId64 "\n"
-      "# HELP idgen_cache_id_age_max_ms The largest age of an ID handed out (sampled).\n"
-      "# TYPE idgen_cache_id_age_max_ms gauge\nidgen_cache_id_age_max_ms %" PRId64 "\n",
-      cs.slots, cs.ready, cs.taken, cs.filled, cs.empty, cs.direct, cs.age_ms, cs.age_max_ms);
+      "# TYPE idgen_cache_direct_total counter\nidgen_cache_direct_total %" PRIu64 "\n",
+      cs.slots, cs.ready, cs.taken, cs.filled, cs.empty, cs.direct);
+  ms_and_seconds(b, "cache_id_age",
+                 "How far the next ready ID's time lags the wall clock (negative: borrowed "
+                 "ahead).",
+                 cs.age_ms);
+  ms_and_seconds(b, "cache_id_age_max", "The largest age of an ID handed out (sampled).",
+                 cs.age_max_ms);
+}
+
+/* The probes' verdicts as gauges, and whether a lease is held. */
+static void health_metrics(serve_daemon_t *s, serve_buf_t *b) {
+  char why[400];
+  int loop;
+  int alive = serve_loop_stalled_ms(s, &loop) < s->cfg->stall_timeout_ms;
+  serve_buf_printf(b,
+                   "# HELP idgen_healthy 1 while every event loop turns (GET /health is 200), 0 "
+                   "when one has not for stall_timeout_ms.\n# TYPE idgen_healthy gauge\n"
+                   "idgen_healthy %d\n"
+                   "# HELP idgen_ready 1 when IDs can be issued now (GET /ready is 200): lease "
+                   "held, mark ahead, clock within bounds, no request past its wait, not "
+                   "stopping.\n# TYPE idgen_ready gauge\nidgen_ready %d\n",
+                   alive, !serve_not_ready(s, why, sizeof why));
+  if (s->lease_field >= 0) {
+    idgen_snowflake_lease_status_t ls = lease_now(s);
+    serve_buf_printf(b,
+                     "# HELP idgen_lease_held 1 while the daemon holds a valid lease on its "
+                     "node value from the registry.\n# TYPE idgen_lease_held gauge\n"
+                     "idgen_lease_held %d\n",
+                     ls.bound && ls.valid);
+  }
 }
 
 void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   int nagents = atomic_load(&s->nagents);
+  health_metrics(s, b);
   serve_buf_printf(b, "# HELP idgen_ids_issued_total IDs issued, by kind and agent.\n"
                       "# TYPE idgen_ids_issued_total counter\n");
   for (int k = 0; k < NKINDS; k++)
@@ -325,10 +361,13 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   char valid[32];
   int64_t horizon = idgen_layout_horizon_ms(s->layout);
   int64_t now = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE);
+  ms_and_seconds(b, "clock_borrowed", "How far the generator's clock is ahead of the wall clock.",
+                 st.borrowed_ms);
   serve_buf_printf(
       b,
-      "# HELP idgen_clock_borrowed_ms How far the generator's clock is ahead of the wall "
-      "clock.\n# TYPE idgen_clock_borrowed_ms gauge\nidgen_clock_borrowed_ms %" PRId64 "\n"
+      "# HELP idgen_clock_max_borrow_seconds The most the generator's clock may run ahead "
+      "(max_borrow_ms): past it, calls wait (up to max_wait_ms) or are refused.\n"
+      "# TYPE idgen_clock_max_borrow_seconds gauge\nidgen_clock_max_borrow_seconds %.3f\n"
       "# HELP idgen_clock_waits_total Calls that waited for the wall clock to come within "
       "max_borrow_ms (waits for the next tick are idgen_sequence_exhausted_total).\n"
       "# TYPE idgen_clock_waits_total counter\nidgen_clock_waits_total %" PRIu64 "\n"
@@ -343,7 +382,8 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
       "# HELP idgen_layout_seconds_remaining Time left before the layout's time field "
       "runs out.\n# TYPE idgen_layout_seconds_remaining gauge\n"
       "idgen_layout_seconds_remaining %.3f\n",
-      st.borrowed_ms, st.clock_waits, st.clock_refusals, st.sequence_exhausted,
+      (double)s->cfg->s.gen.max_borrow_ms / 1000.0, st.clock_waits, st.clock_refusals,
+      st.sequence_exhausted,
       lease_valid_text(s, valid, sizeof valid), (double)(horizon - now) / 1000.0);
   serve_waiting_t wt = serve_waiting(s);
   serve_buf_printf(b,
@@ -356,7 +396,7 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
                    "# TYPE idgen_clock_oldest_wait_seconds gauge\n"
                    "idgen_clock_oldest_wait_seconds %.3f\n"
                    "# HELP idgen_clock_wait_bound_seconds The longest one request may wait: "
-                   "max_wait_ms, plus the rest of a used-up tick of at most a second; /health is "
+                   "max_wait_ms, plus the rest of a used-up tick of at most a second; /ready is "
                    "503 while the oldest wait is past it by more than %.3f s.\n"
                    "# TYPE idgen_clock_wait_bound_seconds gauge\n"
                    "idgen_clock_wait_bound_seconds %.3f\n",
@@ -408,12 +448,10 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   cache_metrics(s, b);
   serve_audit_metrics(s, b);
   if (atomic_load(&s->clock_skew_known))
-    serve_buf_printf(
-        b,
-        "# HELP idgen_registry_clock_skew_ms This host's wall clock minus the "
-        "registry's own (PostgreSQL's), beyond the round trip's uncertainty.\n"
-        "# TYPE idgen_registry_clock_skew_ms gauge\nidgen_registry_clock_skew_ms %" PRId64 "\n",
-        (int64_t)atomic_load(&s->clock_skew_ms));
+    ms_and_seconds(b, "registry_clock_skew",
+                   "This host's wall clock minus the registry's own (PostgreSQL's), beyond "
+                   "the round trip's uncertainty.",
+                   (int64_t)atomic_load(&s->clock_skew_ms));
   serve_buf_printf(b, "# HELP idgen_connections Open client connections.\n"
                       "# TYPE idgen_connections gauge\n");
   for (int p = 0; p < NPROTO; p++)
@@ -424,6 +462,7 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   for (int r = 0; r < NCR; r++)
     serve_buf_printf(b, "idgen_connections_closed_total{reason=\"%s\"} %" PRIu64 "\n",
                      close_reason_names[r], SUM(s, closed[r]));
+  serve_process_metrics(b);
 }
 
 static double uptime_s(serve_daemon_t *s) {
@@ -661,7 +700,7 @@ int serve_status_json(serve_daemon_t *s, serve_buf_t *b) {
     return -1;
   int64_t now = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE);
   char why[400], when[IDGEN_TIME_BUFSIZE];
-  int sick = serve_unhealthy(s, why, sizeof why);
+  int sick = serve_not_ready(s, why, sizeof why);
   json_object_set_new(o, "now_ms", json_integer(now));
   json_object_set_new(o, "mono_ms", json_integer(serve_mono_ms()));
   json_object_set_new(o, "health", json_pack("{sbss?}", "ok", !sick, "reason", sick ? why : NULL));
@@ -730,9 +769,31 @@ int serve_status_json(serve_daemon_t *s, serve_buf_t *b) {
   return serve_json_line(o, b);
 }
 
+/* Which loop has not turned for stall_timeout_ms: 1 and why, or 0. */
+static int stalled(serve_daemon_t *s, char *why, size_t n) {
+  int loop;
+  int64_t age = serve_loop_stalled_ms(s, &loop);
+  if (age < s->cfg->stall_timeout_ms)
+    return 0;
+  snprintf(why, n,
+           "stalled: event loop %d has not turned for %" PRId64 " ms (stall_timeout_ms %" PRId64
+           ")",
+           loop, age, s->cfg->stall_timeout_ms);
+  return 1;
+}
+
 int serve_health_text(serve_daemon_t *s, serve_buf_t *b) {
   char why[400];
-  int sick = serve_unhealthy(s, why, sizeof why);
+  int dead = stalled(s, why, sizeof why);
+  serve_buf_printf(b, "%s\n", dead ? why : "ok");
+  if (serve_not_ready(s, why, sizeof why)) /* alive all the same: see /ready */
+    serve_buf_printf(b, "not ready: %s\n", why);
+  return dead;
+}
+
+int serve_ready_text(serve_daemon_t *s, serve_buf_t *b) {
+  char why[400];
+  int sick = serve_not_ready(s, why, sizeof why);
   /* A 200 may say "degraded: ..." (the audit log loses lines: IDs go on). */
   serve_buf_printf(b, "%s\n", sick || serve_audit_degraded(s, why, sizeof why) ? why : "ok");
   serve_waiting_t wt = serve_waiting(s);

@@ -186,7 +186,7 @@ typedef struct serve_parked {
   serve_reply_shape_t shape;
   int64_t read_ns;       /* when the request was read */
   int64_t since_mono_ns; /* when it began to wait (kernel clock): the oldest wait
-                                  * in /health, /info, /metrics */
+                                  * in /ready, /info, /metrics */
   uint64_t ids[];        /* room for shape.count IDs */
 } serve_parked_t;
 
@@ -281,7 +281,7 @@ typedef struct serve_worker {
   serve_parked_t *parked;      /* requests waiting for a tick, the newest first */
   serve_parked_t *parked_last; /* ... and the oldest (the list is in park order) */
   uint64_t nparked;
-  /* Published for the other loops' /health and /metrics: how many of this
+  /* Published for the other loops' /ready and /metrics: how many of this
    * loop's requests wait now, and since when the oldest (kernel clock; 0:
    * none).  Written by this loop after each change. */
   _Atomic uint64_t ids_waiting;
@@ -546,9 +546,10 @@ void serve_ids_end_parked(serve_worker_t *w, serve_resume_cb resume);
 int serve_ids_make128(serve_daemon_t *s, int kind, char *out);
 /* Forgets c's parked request (its connection closes). */
 void serve_ids_unpark(serve_worker_t *w, serve_conn_t *c);
-/* 1 and a reason when /health should say 503 (lease, clock, a request that
- * has waited past its bound). */
-int serve_unhealthy(serve_daemon_t *s, char *why, size_t n);
+/* 1 and a reason when /ready should say 503: IDs cannot be issued now
+ * (lease, mark, clock, a request that has waited past its bound, audit_mode
+ * require with the file taking no lines, a graceful stop under way). */
+int serve_not_ready(serve_daemon_t *s, char *why, size_t n);
 /* Requests waiting now (parked for their tick or mark), over every loop,
  * and how long the oldest has waited (ms, 0 when none waits). */
 typedef struct serve_waiting {
@@ -558,7 +559,7 @@ typedef struct serve_waiting {
                      * used-up tick when the layout's tick is a second or shorter */
 } serve_waiting_t;
 serve_waiting_t serve_waiting(serve_daemon_t *s);
-/* /health is 503 once a request has waited this much longer than the bound
+/* /ready is 503 once a request has waited this much longer than the bound
  * (a loop late to resume it, or a wait the generator should not allow). */
 #define WAIT_MARGIN_MS 250
 
@@ -590,9 +591,19 @@ struct json_t; /* jansson's json_t */
 int serve_json_line(struct json_t *o, serve_buf_t *b);
 extern const char serve_status_html[]; /* GET / and /status (src/server/status.html) */
 extern const size_t serve_status_html_len;
-/* GET /health: "ok" or the reason, then the lease's line when one is held;
- * returns 1 when unhealthy (503). */
+/* GET /ready: "ok" (or "degraded: ...") or the reason IDs cannot be issued
+ * now, then the waiting requests', the lease's and the audit log's lines;
+ * returns 1 when not ready (503). */
+int serve_ready_text(serve_daemon_t *s, serve_buf_t *b);
+/* GET /health: "ok" while every event loop turns, or which one has not for
+ * stall_timeout_ms; then "not ready: ..." when /ready would be 503.
+ * Returns 1 when stalled (503). */
 int serve_health_text(serve_daemon_t *s, serve_buf_t *b);
+/* idgen_build_info and the process_* metrics (serve_process.c). */
+void serve_process_metrics(serve_buf_t *b);
+/* How long the event loop that turned least recently has not (ms), and
+ * which (*loop; -1 without loops).  Each turns at least every SWEEP_MS. */
+int64_t serve_loop_stalled_ms(serve_daemon_t *s, int *loop);
 void serve_observe_latency(serve_worker_t *w, int proto, int64_t ns, size_t n);
 /* Node field `field`'s value in use (the lease's for the leased field). */
 uint64_t serve_node_value(serve_daemon_t *s, int field);
@@ -631,7 +642,7 @@ void serve_audit_waiting(serve_worker_t *w, int on);
  * the reason for its answer. */
 int serve_audit_refuses(serve_daemon_t *s);
 void serve_audit_refusal_text(serve_daemon_t *s, char *buf, size_t n);
-/* /health: 1 and a reason for a 503 (require), or for a 200 that says
+/* /ready: 1 and a reason for a 503 (require), or for a 200 that says
  * "degraded: ..." (count); the "audit ..." line of figures. */
 int serve_audit_unhealthy(serve_daemon_t *s, char *why, size_t n);
 int serve_audit_degraded(serve_daemon_t *s, char *why, size_t n);

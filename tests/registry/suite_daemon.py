@@ -159,11 +159,11 @@ def mark_fails_fast(registry, label):
     for th in threads:
         th.start()
     t = time.monotonic()
-    st, body = d.get("/health")
+    st, body = d.get("/ready")
     t_health = time.monotonic() - t
     for th in threads:
         th.join()
-    check("%s: /health answers within 100 ms while 8 clients fail (%.1f ms)" %
+    check("%s: /ready answers within 100 ms while 8 clients fail (%.1f ms)" %
           (label, t_health * 1000), t_health < 0.1 and st == 503, (st, t_health))
     # Each failing request pokes the writer; the writer still tries only
     # every 100 ms (the cluster test saw 45 failed writes in 50 ms: one per

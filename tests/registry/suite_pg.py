@@ -51,23 +51,27 @@ def pg_outage(pg, label):
           t_503 is not None and t_503 <= 3.0, body503)
     check("%s: 503 says why (lease or mark)" % label,
           "lease lost" in body503 or "high-water mark" in body503, body503)
-    st, body = d.get("/health")
-    check("%s: /health 503 with the reason and the lease line" % label,
+    st, body = d.get("/ready")
+    check("%s: /ready 503 with the reason and the lease line" % label,
           st == 503 and re.search(r"lease worker=%d node=datacenter=11,worker=%d generation=\d+ valid_ms=\S+ expires_in_ms=\S+ mark=" % (w, w), body), (st, body))
     # Nobody else can get the worker ID meanwhile (the registry is down); the
     # lease then runs out by the daemon's own clock.
     invalid = wait_for(lambda: re.search(r"^idgen_lease_valid_seconds 0(\.0+)?$",
                                          d.get("/metrics")[1], re.M), 4, 0.05)
     check("%s: the lease can no longer be shown valid within the TTL" % label, invalid)
+    mt = d.get("/metrics")[1]
+    check("%s: idgen_lease_held 0, idgen_ready 0, idgen_healthy 1 (alive: no restart wanted)" % label,
+          all(re.search(r"^%s$" % ln, mt, re.M) for ln in ("idgen_lease_held 0", "idgen_ready 0", "idgen_healthy 1")),
+          re.findall(r"^idgen_(?:lease_held|ready|healthy) .*$", mt, re.M))
     st, body = d.get("/id")
     check("%s: 503 lease lost, naming the failed renewals" % label,
           st == 503 and "lease lost: not renewed within its TTL (2000 ms)" in body, body)
-    # Once the daemon itself says the lease is lost (/health, from its lease
+    # Once the daemon itself says the lease is lost (/ready, from its lease
     # supervisor), ULIDs and UUIDv7s are still served.
-    wait_for(lambda: "lease lost" in d.get("/health")[1], 2, 0.02)
+    wait_for(lambda: "lease lost" in d.get("/ready")[1], 2, 0.02)
     st_u, body_u = d.get("/ulid")
     st_v, body_v = d.get("/uuid7")
-    check("%s: ULIDs and UUIDv7s still served while /health says lease lost" % label,
+    check("%s: ULIDs and UUIDv7s still served while /ready says lease lost" % label,
           st_u == 200 and len(body_u.strip()) == 26 and st_v == 200 and len(body_v.strip()) == 36,
           (st_u, body_u, st_v, body_v))
     m = re.search(r"event=listen proto=resp addr=127\.0\.0\.1:(\d+)", d.log())
@@ -81,6 +85,8 @@ def pg_outage(pg, label):
     back = wait_for(lambda: d.ids(5), 10, 0.05)
     check("%s: service resumes without a restart (%.2f s after PostgreSQL returned)"
           % (label, time.monotonic() - t1), back is not None and d.p.poll() is None)
+    held = wait_for(lambda: re.search(r"^idgen_lease_held 1$", d.get("/metrics")[1], re.M), 2, 0.05)
+    check("%s: idgen_lease_held 1 again" % label, held)
     every = first + served_after + (back or [])
     check("%s: the same worker ID throughout; IDs increase" % label,
           all(worker_of(i) == w for i in every) and every == sorted(set(every)))
@@ -466,7 +472,7 @@ def earlier_registry_appears(pg, label):
     this version serves (an earlier server started while none of this
     version ran, or tables made by hand: the guard stops an earlier version
     making them while one runs, which is checked first).  The daemon stops
-    issuing within a TTL, fenced out at its next renewal, and /health and
+    issuing within a TTL, fenced out at its next renewal, and /ready and
     its log say why; a new holder beside it is refused, naming it, its live
     holder and the fix; refused still once its holder stopped, until it is
     parked in schema idgen_earlier as the message says; then the daemon
@@ -504,8 +510,8 @@ def earlier_registry_appears(pg, label):
     check("%s: an earlier registry appeared with worker %d held: the daemon stopped issuing "
           "%.2f s later (its TTL %.1f s, +1 s for a busy machine)" % (label, w, took, ttl / 1000),
           old.returncode == 0 and stopped and took <= ttl / 1000 + 1, old.stderr)
-    st, body = d.get("/health")
-    check("%s: /health 503 says why: fenced out by the earlier registry in public" % label,
+    st, body = d.get("/ready")
+    check("%s: /ready 503 says why: fenced out by the earlier registry in public" % label,
           st == 503 and "lease lost: registry: postgres: renew: fenced out: schema public has an "
           "earlier idgen's registry (1 lease live: old:1:aa)" in body
           and "move its tables into schema idgen_earlier" in body, (st, body))

@@ -3,14 +3,14 @@
 system fails under it: full (a tiny tmpfs this suite mounts, then grows) and
 frozen (`fsfreeze -f` of an ext4 image this suite makes and loop-mounts, as
 snapshot hooks do).  Issue 30 found, on a 1 MiB tmpfs, 86% of the answered
-requests without a line, /health 200 and no metric saying so, and after the
+requests without a line, /ready 200 and no metric saying so, and after the
 disk was grown a record glued onto half of another; under a 12 s freeze,
-/health and /metrics took 12 s (the event loop waited in write()).
+/ready and /metrics took 12 s (the event loop waited in write()).
 
-Checked here: the loops never wait for the file (/health and /metrics fast
+Checked here: the loops never wait for the file (/ready and /metrics fast
 while it is frozen); in audit_mode count (the default) every line is either
 written or counted as lost (written + lost = requests answered, exactly),
-/health says "degraded", the file marks each gap with a `lost=` line, and no
+/ready says "degraded", the file marks each gap with a `lost=` line, and no
 line is ever glued to or cut by another; in audit_mode require every ID sent
 has its line in the file at the moment it arrives, and ID requests are
 refused (503 / -ERR naming the reason) while lines cannot be written; SIGHUP
@@ -123,11 +123,11 @@ def why_not_permitted():
 
 
 def health(d, timeout=5):
-    """(status, body text, seconds) of GET /health on a fresh connection."""
+    """(status, body text, seconds) of GET /ready on a fresh connection."""
     t = time.monotonic()
     try:
         c = Conn(d.http, timeout=timeout)
-        c.send(http_req("/health"))
+        c.send(http_req("/ready"))
         r = c.http(timeout)
         c.close()
         return r.status, r.text(), time.monotonic() - t
@@ -259,7 +259,7 @@ def drained(d):
 
 def group_full_count():
     """audit_mode count (the default) on a 64 KiB tmpfs: IDs flow, every
-    line is written or counted as lost, /health says so; grown, the file
+    line is written or counted as lost, /ready says so; grown, the file
     holds whole lines only, its gaps marked, and the sums agree."""
     mnt = mount_tmpfs("full-count", "64k")
     path = os.path.join(mnt, "audit.log")
@@ -271,10 +271,10 @@ def group_full_count():
               len(ids) == 20000 and not errs, "%d IDs, errors %s" % (len(ids), short(errs[:2])))
         st, body, t = health(d)
         first = body.split("\n")[0]
-        check("full disk, count: /health 200 and says so: \"degraded: audit log: ... No space left "
+        check("full disk, count: /ready 200 and says so: \"degraded: audit log: ... No space left "
               "on device ...\"", st == 200 and first.startswith("degraded: audit log: ")
               and "No space left on device" in first, "%r %r" % (st, body))
-        check("full disk, count: /health's audit line counts the lost records",
+        check("full disk, count: /ready's audit line counts the lost records",
               re.search(r"^audit mode=count state=failing written=\d+ lost=[1-9]", body, re.M), body)
         f = audit_figures(d)
         lost, written, queued = (f.get("lost_records_total"), f.get("written_records_total"),
@@ -312,7 +312,7 @@ def group_full_count():
         check("full disk, count: the requests after the growth all have their lines",
               set(more) <= set(firsts), short(sorted(set(more) - set(firsts))[:3]))
         st, body, t = health(d)
-        check("full disk, count: /health 200 once grown", st == 200, body)
+        check("full disk, count: /ready 200 once grown", st == 200, body)
     finally:
         rc = d.stop()
         check("full-count daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
@@ -378,7 +378,7 @@ def group_full_require():
               isinstance(r, HttpResp) and r.status == 503 and b"audit log: " in r.body
               and r.h("retry-after") is not None, repr(r))
         st, body, t = health(d)
-        check("full disk, require: /health 503 naming the audit log (%.3f s)" % t,
+        check("full disk, require: /ready 503 naming the audit log (%.3f s)" % t,
               st == 503 and body.startswith("audit log: ") and "refused" in body and t < 1, body)
         f = audit_figures(d)
         check("full disk, require: refusals counted, nothing lost (refusals %r, lost %r)" % (
@@ -529,7 +529,7 @@ def load(port, stop, out, batch=200):
 
 def group_frozen_count():
     """fsfreeze of the audit log's file system for 5 s, audit_mode count,
-    one event loop under load: /health and /metrics answer at once
+    one event loop under load: /ready and /metrics answer at once
     throughout (they once took 12.0 s for a 12 s freeze), requests are answered,
     the blocked write shows; thawed, the lines are whole and add up."""
     mnt = mount_ext4("frozen-count")
@@ -554,13 +554,13 @@ def group_frozen_count():
         m1, tm = metrics_timed(d, timeout=8)
         stop.set()
         th.join(30)
-        check("frozen, count: /health answered at once all through the freeze (%d looks, slowest "
+        check("frozen, count: /ready answered at once all through the freeze (%d looks, slowest "
               "%.3f s)" % (len(times), max(times)), max(times) < 1.0 and all(b[0] == 200 for b in bodies),
               short(bodies[-3:]))
         check("frozen, count: /metrics at once while frozen (%.3f s)" % tm, m1 is not None and tm < 1.0)
         blocked = [b for b in bodies if b[1].startswith("degraded: audit stalled: a write to ")
                    and "has been waiting for" in b[1]]
-        check("frozen, count: /health says the write has stalled (degraded: audit stalled: ...)",
+        check("frozen, count: /ready says the write has stalled (degraded: audit stalled: ...)",
               blocked, short(bodies[-3:]))
         f = {k: mget(m1, "idgen_audit_" + k) for k in ("blocked_seconds", "failing", "stalled",
                                                        "lost_records_total")} if m1 else {}
@@ -678,7 +678,7 @@ def group_frozen_require():
     for ever on a hung NFS mount).  Checked: no request is answered later
     than the bound after it was sent (with 1.5 s of slack for this shared
     machine); the requests whose lines the frozen file could not take are
-    refused (503 / -ERR audit stalled: ...), their IDs never sent; /health
+    refused (503 / -ERR audit stalled: ...), their IDs never sent; /ready
     answers at once, a 503 saying `audit stalled`, and the metrics say it
     (idgen_audit_stalled 1, idgen_audit_timeouts_total).  Thawed: IDs flow;
     every ID sent has its record and no void line, every request refused at
@@ -726,7 +726,7 @@ def group_frozen_require():
               errs and timed and all(("audit stalled: " in e or "audit log: " in e) and "audit_mode require" in e
                                      for e in errs), short(errs[:2]))
         stalled = [lk for lk in looks if lk[1] == 503 and lk[2].startswith("audit stalled: ")]
-        check("frozen, require: /health answered at once all through the freeze (slowest %.3f s) and "
+        check("frozen, require: /ready answered at once all through the freeze (slowest %.3f s) and "
               "was a 503 saying \"audit stalled: ...\"" % max(lk[3] for lk in looks),
               stalled and max(lk[3] for lk in looks) < 1.0, short(looks[-2:]))
         mm = {k: mget(m_mid, "idgen_audit_" + k) for k in ("stalled", "timeouts_total", "refusals_total")} \
@@ -737,7 +737,7 @@ def group_frozen_require():
         check("frozen, require: thawed, IDs flow again (%s answered after it)" % load.answered_since(t_thaw),
               flowed)
         st, body, _ = health(d)
-        check("frozen, require: thawed and written out, /health is 200 ok", drained_f and st == 200
+        check("frozen, require: thawed and written out, /ready is 200 ok", drained_f and st == 200
               and body.startswith("ok\n"), body)
         lines, whole = read_lines(path)
         voids = []
@@ -791,7 +791,7 @@ def group_removed():
     """The audit file removed (rm) while the daemon runs, audit_mode require,
     two loops under load, no SIGHUP.  Issue 39 found the lines going on into
     the removed file: 33,493 requests (3.35 M IDs) with no line anywhere,
-    /health `ok`, `lost=0`.  Checked: the path has a file again at once;
+    /ready `ok`, `lost=0`.  Checked: the path has a file again at once;
     every answered request has its record in the removed file (read through
     a descriptor this suite keeps open) or in the new one, and every request
     sent after the removal has it in the new one, at the path; the writer
@@ -832,7 +832,7 @@ def group_removed():
         check("removed: the new file holds whole records only, each once", whole and not parse_new[2]
               and not parse_new[1] and not twice, short(parse_new[2][:2]))
         st, body, _ = health(d)
-        check("removed: /health ok, nothing lost, the reopen counted (reopens=N)",
+        check("removed: /ready ok, nothing lost, the reopen counted (reopens=N)",
               f and st == 200 and re.search(r"^audit mode=require state=ok .* lost=0 .*reopens=[1-9]", body, re.M),
               body)
         check("removed: the writer logs it (event=reopen_audit_log reason=removed)",
@@ -900,7 +900,7 @@ def group_renamed(mode):
         check(m + ": each file holds whole records only, each once, no lost= line",
               all(ok for _, ok in files.values()), {n: ok for n, (_, ok) in files.items()})
         st, body, _ = health(d)
-        check(m + ": /health ok, nothing lost", f and st == 200 and re.search(r"^audit mode=%s state=ok .* lost=0 "
+        check(m + ": /ready ok, nothing lost", f and st == 200 and re.search(r"^audit mode=%s state=ok .* lost=0 "
                                                                             % mode, body, re.M), body)
         check(m + ": the writer logs the rename it found (event=reopen_audit_log reason=renamed)",
               "event=reopen_audit_log reason=renamed audit_log=%s" % path in d.log(), d.log()[-400:])

@@ -81,8 +81,9 @@ def group_http(d):
     check("HTTP: the scheme's name in any case (bearer)", st == 200, detail or st)
     st, r, detail = http_status(d.http, "/id", APP, scheme="Basic")
     check("HTTP: another scheme is no token (401)", st == 401, detail or st)
-    st, r, detail = http_status(d.http, "/health")
-    check("HTTP /health without a token: 200 (probes)", st == 200, detail or st)
+    for probe in ("/health", "/ready"):
+        st, r, detail = http_status(d.http, probe)
+        check("HTTP %s without a token: 200 (probes)" % probe, st == 200, detail or st)
     st, r, detail = http_status(d.http, "/id?agent=ops", APP)
     check("HTTP: agent= naming another agent than the token's: 400", st == 400, detail or st)
     st, r, detail = http_status(d.http, "/id?count=7&agent=app", APP)

@@ -7,13 +7,13 @@
   wall clock stepped back under libfaketime (by 50 s inside a minute, by 12 h
   inside a day): GET /id and RESP ID are refused within 50 ms (before, the
   request was parked for 40 s, or for 6 hours, while /health said ok and no
-  counter moved), /health says why, and once the clock is past the
+  counter moved), /ready says why, and once the clock is past the
   generator's tick the IDs go on increasing;
 - a used-up minute is not waited out with max_wait_ms = 0: refused at once;
-- requests that wait for their tick are shown while they wait: /health's
+- requests that wait for their tick are shown while they wait: /ready's
   `waiting` line, the gauges idgen_clock_waiting_requests and
   idgen_clock_oldest_wait_seconds, /info's and /status.json's `waiting`,
-  RESP INFO's clock_waiting_requests; and /health is 503 naming the wait
+  RESP INFO's clock_waiting_requests; and /ready is 503 naming the wait
   while one has waited past its bound (the bound lowered for the test with
   IDGEN_TEST_WAIT_BOUND_MS: by the rules no request outwaits it).
 
@@ -94,15 +94,22 @@ def group_step_back(what, layout, start, back_to, after):
         r, t = timed(rc, resp_cmd("ID", "3"), lambda: rc.resp(timeout=3))
         check("%s: RESP ID 3 (a batch) too (%.1f ms)" % (what, t * 1000),
               isinstance(r, RErr) and r.startswith("ERR clock: ") and t < 0.05, repr(r))
-        r, _ = curl(d.http, "/health")
-        check("%s: /health is 503 with the clock's reason" % what,
+        r, _ = curl(d.http, "/ready")
+        check("%s: /ready is 503 with the clock's reason" % what,
               r and r.status == 503 and r.body.startswith(b"clock: the wall clock is"), r and short(r.body))
+        r, _ = curl(d.http, "/health")
+        check("%s: /health (alive) stays 200 ok, saying `not ready: clock: ...` (a liveness probe "
+              "must not restart it)" % what,
+              r and r.status == 200 and r.body.startswith(b"ok\nnot ready: clock: the wall clock is"),
+              r and short(r.body))
         m, _ = get_metrics(d)
-        check("%s: idgen_clock_refusals_total counts the 3 refusals; nothing waits" % what,
+        check("%s: idgen_clock_refusals_total counts the 3 refusals; nothing waits; idgen_ready 0, "
+              "idgen_healthy 1" % what,
               mget(m, "idgen_clock_refusals_total") == 3 and mget(m, "idgen_clock_waiting_requests") == 0
-              and mget(m, "idgen_clock_waits_total") == 0,
+              and mget(m, "idgen_clock_waits_total") == 0 and mget(m, "idgen_ready") == 0
+              and mget(m, "idgen_healthy") == 1,
               repr([mget(m, k) for k in ("idgen_clock_refusals_total", "idgen_clock_waiting_requests",
-                                          "idgen_clock_waits_total")]))
+                                          "idgen_clock_waits_total", "idgen_ready", "idgen_healthy")]))
         set_clock(clock, after)
         time.sleep(0.05)
         h.send(http_req("/id"))
@@ -110,8 +117,10 @@ def group_step_back(what, layout, start, back_to, after):
         ids = digits_lines(r.body) if r.status == 200 else None
         check("%s: at %s (past the generator's tick) IDs again, above the one before" % (what, after),
               ids and first and ids[0] > first[0], repr(r))
-        r, _ = curl(d.http, "/health")
-        check("%s: /health ok again" % what, r and r.status == 200, r and short(r.body))
+        r, _ = curl(d.http, "/ready")
+        check("%s: /ready ok again" % what, r and r.status == 200, r and short(r.body))
+        m, _ = get_metrics(d)
+        check("%s: idgen_ready 1 again" % what, mget(m, "idgen_ready") == 1, repr(mget(m, "idgen_ready")))
     finally:
         for c in (h, rc):
             if c is not None:
@@ -175,10 +184,10 @@ def group_waiting_shown():
     try:
         c, t0 = park(d)
         time.sleep(0.2)
-        r, _ = curl(d.http, "/health")
+        r, _ = curl(d.http, "/ready")
         lines = r.body.decode().splitlines() if r else []
         m = re.fullmatch(r"waiting requests=1 oldest_ms=(\d+) bound_ms=3000", lines[1]) if len(lines) > 1 else None
-        check("waiting: /health stays 200 ok and says `waiting requests=1 oldest_ms=N bound_ms=3000`",
+        check("waiting: /ready stays 200 ok and says `waiting requests=1 oldest_ms=N bound_ms=3000`",
               r and r.status == 200 and lines[0] == "ok" and m and 100 <= int(m.group(1)) < 2500,
               r and short(r.body))
         ms, _ = get_metrics(d)
@@ -213,9 +222,9 @@ def group_waiting_shown():
         ids = digits_lines(r.body) if r.status == 200 else None
         check("waiting: the parked request is answered with 8 IDs within its bound (%.2f s)" % t,
               ids and len(ids) == 8 and increasing(ids) and t < 3.25, repr(r))
-        r, _ = curl(d.http, "/health")
+        r, _ = curl(d.http, "/ready")
         ms, _ = get_metrics(d)
-        check("waiting: after it, /health is `ok` alone and the gauges are 0",
+        check("waiting: after it, /ready is `ok` alone and the gauges are 0",
               r and r.status == 200 and r.body == b"ok\n" and mget(ms, "idgen_clock_waiting_requests") == 0
               and mget(ms, "idgen_clock_oldest_wait_seconds") == 0, r and short(r.body))
     finally:
@@ -226,15 +235,15 @@ def group_waiting_shown():
 
 
 def group_waiting_past_bound():
-    """A request that has waited longer than its bound makes /health 503,
+    """A request that has waited longer than its bound makes /ready 503,
     naming it, and only while it waits."""
     d = waiting_daemon("overdue", env_extra={"IDGEN_TEST_WAIT_BOUND_MS": "0"})
     c = None
     try:
         c, t0 = park(d)
         time.sleep(0.5)  # past the bound (0 here) and the margin (250 ms)
-        r, _ = curl(d.http, "/health")
-        check("waiting past its bound: /health is 503 naming the wait",
+        r, _ = curl(d.http, "/ready")
+        check("waiting past its bound: /ready is 503 naming the wait",
               r and r.status == 503 and re.match(rb"waiting: a request has waited \d+ ms, longer than its "
                                                  rb"bound of 0 ms", r.body), r and short(r.body))
         r, _ = curl(d.http, "/status.json")
@@ -244,8 +253,8 @@ def group_waiting_past_bound():
               repr(j and j.get("health")))
         r = c.http(timeout=5)
         check("waiting past its bound: the request itself is still answered", r.status == 200, repr(r))
-        r, _ = curl(d.http, "/health")
-        check("waiting past its bound: /health ok again once it is answered", r and r.status == 200,
+        r, _ = curl(d.http, "/ready")
+        check("waiting past its bound: /ready ok again once it is answered", r and r.status == 200,
               r and short(r.body))
     finally:
         if c is not None:

@@ -6,6 +6,8 @@ errors, /metrics.
 Usage: python3 tests/serve/suite_routes.py PATH/TO/idgen  (or: ctest -R serve.routes)
 """
 
+import ctypes  # noqa: E402  ptrace, to stop one event loop
+
 from harness import *  # noqa: F401,F403  the daemon, clients, parsers, check()
 
 
@@ -717,7 +719,11 @@ def group_metrics(d):
             "idgen_layout_seconds_remaining": "gauge", "idgen_connections": "gauge",
             "idgen_connections_closed_total": "counter", "idgen_clock_fast_mode": "gauge",
             "idgen_clock_fast_fallbacks_total": "counter", "idgen_clock_fast_recalibrations_total": "counter",
-            "idgen_clock_fast_cooldowns_total": "counter"}
+            "idgen_clock_fast_cooldowns_total": "counter", "idgen_clock_borrowed_seconds": "gauge",
+            "idgen_clock_max_borrow_seconds": "gauge", "idgen_healthy": "gauge", "idgen_ready": "gauge",
+            "idgen_build_info": "gauge", "process_cpu_seconds_total": "counter",
+            "process_resident_memory_bytes": "gauge", "process_virtual_memory_bytes": "gauge",
+            "process_start_time_seconds": "gauge", "process_open_fds": "gauge", "process_max_fds": "gauge"}
     for name, typ in want.items():
         present = any(n == name or (typ == "histogram" and n.startswith(name + "_")) for n, _ in m)
         check("metrics: %s present, # TYPE %s" % (name, typ), present and types.get(name) == typ,
@@ -725,6 +731,32 @@ def group_metrics(d):
     for kind in ("snowflake", "ulid", "uuid7"):
         check('metrics: idgen_ids_issued_total{kind="%s",agent="-"} > 0' % kind,
               (mget(m, "idgen_ids_issued_total", kind=kind, agent="-") or 0) > 0)
+    check("metrics: idgen_healthy 1 and idgen_ready 1; no idgen_lease_held without a registry's lease",
+          mget(m, "idgen_healthy") == 1 and mget(m, "idgen_ready") == 1
+          and not any(n == "idgen_lease_held" for n, _ in m), repr((mget(m, "idgen_healthy"), mget(m, "idgen_ready"))))
+    ver = subprocess.run([IDGEN, "--version"], capture_output=True, text=True).stdout.split()[-1]
+    info = [dict(ls) for n, ls in m if n == "idgen_build_info"]
+    check("metrics: idgen_build_info{version,commit} 1, the version `idgen --version` says and a commit "
+          "(12 hex digits, -dirty for a changed tree, or unknown)",
+          len(info) == 1 and info[0].get("version") == ver
+          and re.fullmatch(r"[0-9a-f]{12}(-dirty)?|unknown", info[0].get("commit", "")) is not None, repr((info, ver)))
+    with open("/proc/%d/stat" % d.p.pid) as f:
+        rss_now = int(f.read().rsplit(")", 1)[1].split()[21]) * os.sysconf("SC_PAGE_SIZE")
+    start = mget(m, "process_start_time_seconds") or 0
+    fds, maxfds = mget(m, "process_open_fds") or 0, mget(m, "process_max_fds") or 0
+    check("metrics: process_* are the daemon's own: started within the test, open fds below the "
+          "limit and as many as /proc lists, resident memory within 2x of /proc's, CPU seconds >= 0",
+          time.time() - 600 < start <= time.time() + 1 and 0 < fds < maxfds
+          and abs(fds - len(os.listdir("/proc/%d/fd" % d.p.pid))) <= 2
+          and rss_now / 2 <= (mget(m, "process_resident_memory_bytes") or 0) <= rss_now * 2
+          and (mget(m, "process_cpu_seconds_total") or -1) >= 0,
+          repr([(k, mget(m, k)) for k in ("process_start_time_seconds", "process_open_fds", "process_max_fds",
+                                          "process_resident_memory_bytes", "process_cpu_seconds_total")] + [rss_now]))
+    check("metrics: idgen_clock_borrowed_seconds is idgen_clock_borrowed_ms / 1000; the _ms name's HELP says "
+          "it is deprecated", mget(m, "idgen_clock_borrowed_seconds") == (mget(m, "idgen_clock_borrowed_ms") or 0) / 1000
+          and re.search(r"^# HELP idgen_clock_borrowed_ms Deprecated: use idgen_clock_borrowed_seconds", text, re.M)
+          and mget(m, "idgen_clock_max_borrow_seconds") == 1.0,
+          repr((mget(m, "idgen_clock_borrowed_seconds"), mget(m, "idgen_clock_borrowed_ms"))))
     check('metrics: idgen_lease_valid_seconds is +Inf (static registry)',
           mget(m, "idgen_lease_valid_seconds") == float("inf"), repr(mget(m, "idgen_lease_valid_seconds")))
     rem = mget(m, "idgen_layout_seconds_remaining")
@@ -771,11 +803,145 @@ def group_metrics(d):
           and (r.h("content-type") or "").startswith("text/plain"), det or repr(r))
 
 
+PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_DETACH, WALL = 0x4206, 0x4207, 17, 0x40000000
+
+
+def named_threads(pid):
+    """{name: tid} of a process's threads (their /proc comm)."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                out[f.read().strip()] = int(tid)
+        except OSError:
+            pass
+    return out
+
+
+class StoppedThread:
+    """One thread of another process stopped alone: PTRACE_SEIZE then
+    PTRACE_INTERRUPT stop that thread and no other (SIGSTOP would stop the
+    whole process), until thaw().  What a loop stuck in a system call or a
+    lock looks like from outside."""
+
+    def __init__(self, tid):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.tid = tid
+        if self.libc.ptrace(PTRACE_SEIZE, tid, None, None) != 0:
+            raise OSError(ctypes.get_errno(), "PTRACE_SEIZE %d: %s" % (tid, os.strerror(ctypes.get_errno())))
+        self.libc.ptrace(PTRACE_INTERRUPT, tid, None, None)
+        st = ctypes.c_int()
+        self.libc.waitpid(tid, ctypes.byref(st), WALL)
+
+    def state(self, pid):
+        with open("/proc/%d/task/%d/stat" % (pid, self.tid)) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+
+    def thaw(self):
+        if self.tid is not None:
+            self.libc.ptrace(PTRACE_DETACH, self.tid, None, None)
+            self.tid = None
+
+
+def ask_any_loop(port, path, want, seconds):
+    """New connections, each asking `path`, until an answer satisfies
+    `want` (those that land on a stopped loop get none and are kept open in
+    the returned list); (answer or None, seconds taken, waiting conns)."""
+    t0, waiting = time.monotonic(), []
+    while time.monotonic() - t0 < seconds:
+        c = Conn(port)
+        c.send(http_req(path))
+        try:
+            r = c.http(timeout=0.3)
+        except (TimeoutError, EOFError) as e:
+            r = e
+        if isinstance(r, HttpResp):
+            c.close()
+            if want(r):
+                return r, time.monotonic() - t0, waiting
+        else:
+            waiting.append(c)
+        time.sleep(0.02)
+    return None, time.monotonic() - t0, waiting
+
+
+def group_probes():
+    """/health says whether the daemon is alive (every event loop turns),
+    /ready whether it can issue IDs now (SERVE.md "Probes"): a liveness
+    probe on /health restarts only a daemon with a stuck loop, never one
+    whose clock is briefly behind.  One of two event loops is stopped from
+    outside (ptrace stops that thread alone): /health, answered by the other
+    loop, turns 503 naming it once stall_timeout_ms has passed, and
+    idgen_healthy 0; /ready stays 200 (IDs can be issued: the other loop
+    does); the request that waited on the stopped loop is answered once it
+    runs again, and /health is 200 again."""
+    d = Daemon("probes", ["--threads", "2", "--stall-timeout-ms", "600"])
+    stopped, waiting = None, []
+    try:
+        r, det = curl(d.http, "/health")
+        check("probes: GET /health is 200 `ok` and nothing else", r and r.status == 200 and r.body == b"ok\n",
+              det or repr(r))
+        r, det = curl(d.http, "/ready")
+        check("probes: GET /ready is 200 `ok`", r and r.status == 200 and r.body.startswith(b"ok\n"), det or repr(r))
+        threads = named_threads(d.p.pid)
+        check("probes: the event loops' threads are named idgen-loop-0 and idgen-loop-1 (top -H, ps -L)",
+              {"idgen-loop-0", "idgen-loop-1"} <= set(threads), repr(sorted(threads)))
+        if "idgen-loop-1" not in threads:
+            return
+        stopped = StoppedThread(threads["idgen-loop-1"])
+        check("probes: loop 1 is stopped (t) and loop 0 is not", stopped.state(d.p.pid) == "t"
+              and open("/proc/%d/task/%d/stat" % (d.p.pid, threads["idgen-loop-0"])).read().rsplit(")", 1)[1].split()[0]
+              != "t")
+        t0 = time.monotonic()
+        r, t, waiting = ask_any_loop(d.http, "/health", lambda r: r.status == 503, 8)
+        check("probes: loop 1 stopped: /health from loop 0 is 503 `stalled: event loop 1 has not turned "
+              "for N ms (stall_timeout_ms 600)` after 0.5-5 s (%.2f s; %d asks waited on loop 1)" % (t, len(waiting)),
+              r is not None and re.match(rb"stalled: event loop 1 has not turned for \d+ ms \(stall_timeout_ms "
+                                         rb"600\)\n$", r.body) and 0.5 <= t <= 5, r and short(r.body))
+        r, _, w2 = ask_any_loop(d.http, "/metrics", lambda r: r.status == 200, 5)
+        waiting += w2
+        m = {}
+        if r is not None:
+            for ln in r.text().splitlines():
+                if ln.startswith("idgen_healthy ") or ln.startswith("idgen_ready "):
+                    k, v = ln.split()
+                    m[k] = float(v)
+        check("probes: loop 1 stopped: idgen_healthy 0, idgen_ready 1 (loop 0 issues IDs)",
+              m == {"idgen_healthy": 0, "idgen_ready": 1}, repr(m))
+        r, _, w3 = ask_any_loop(d.http, "/ready", lambda r: True, 5)
+        waiting += w3
+        check("probes: loop 1 stopped: /ready from loop 0 is 200 (IDs are issued)", r is not None and r.status == 200,
+              r and short(r.body))
+        stopped.thaw()
+        answers = []
+        for c in waiting:
+            try:
+                answers.append(c.http(timeout=5).status)
+            except (TimeoutError, EOFError) as e:
+                answers.append(repr(e))
+        check("probes: loop 1 running again: the %d requests that waited on it are answered" % len(waiting),
+              all(isinstance(a, int) for a in answers), repr(answers))
+        r, t, w4 = ask_any_loop(d.http, "/health", lambda r: r.status == 200, 5)
+        waiting += w4
+        check("probes: loop 1 running again: /health is 200 ok (%.2f s)" % t,
+              r is not None and r.body == b"ok\n" and not w4, r and short(r.body))
+        rc = d.stop()
+        check("probes: SIGTERM exits 0", rc == 0, "exit %r" % rc)
+    except OSError as e:
+        check("probes: a thread of the daemon can be stopped (ptrace)", False, repr(e))
+    finally:
+        if stopped is not None:
+            stopped.thaw()
+        for c in waiting:
+            c.close()
+        d.kill()
+
+
 if __name__ == "__main__":
     run_suite("routes",
               before=[('settings', group_settings)],
               with_daemon=[('HTTP routes (curl)', group_http_routes), ('keep-alive and pipelining', group_keepalive), ('HTTP conformance', group_http_conformance), ('quoted errors', group_quoting), ('metrics', group_metrics),
                            ('X-Content-Type-Options: nosniff on every answer', group_nosniff),
                            ('max_headers', group_max_headers)],
-              after=[],
+              after=[('probes: /health (alive) and /ready', group_probes)],
               snow_kinds=['curl', 'raw'])

@@ -219,7 +219,7 @@ def group_parked_at_stop():
         conns += [soon, late, resp]
         # In this order: `soon` takes the next second's IDs, the others the
         # four seconds after (due after the 2 s limit).
-        soon.send(http_req("/id?count=4"))
+        soon.send(http_req("/id?count=4") + http_req("/ready"))  # /ready answered in the drain
         time.sleep(0.05)
         late.send(http_req("/id?count=16"))
         time.sleep(0.05)
@@ -256,6 +256,14 @@ def group_parked_at_stop():
               "(%.2f s after SIGTERM)" % t_soon,
               isinstance(r_soon, HttpResp) and r_soon.status == 200 and ids is not None
               and len(ids) == 4 and 0.3 < t_soon < 2.0, repr(r_soon))
+        try:
+            r_ready = soon.http(timeout=5)
+        except (EOFError, TimeoutError) as e:
+            r_ready = e
+        check("parked at stop: GET /ready behind it, answered during the drain: 503 shutting down "
+              "(a load balancer sends no new clients)",
+              isinstance(r_ready, HttpResp) and r_ready.status == 503
+              and r_ready.body.startswith(b"shutting down: a graceful stop is under way"), repr(r_ready))
         eofs = [c.read_to_eof(5) for c in conns]
         check("parked at stop: each connection then ends (EOF)", all(eofs), repr(eofs))
         rc = d.stop(timeout=8)
