@@ -362,7 +362,11 @@ def gen_serve(idgen, serve_md, out_path, sysconfdir):
         ".TP", "\\fB/info\\fR",
         "the daemon's settings, lease and clock as JSON;",
         ".TP", "\\fB/health\\fR",
-        "\\fBok\\fR, or 503 and the reason while no ID can be issued;",
+        "\\fBok\\fR while the daemon is alive (every event loop turns), or 503 naming the "
+        "stalled loop: for a liveness probe;",
+        ".TP", "\\fB/ready\\fR",
+        "\\fBok\\fR, or 503 and the reason while no ID can be issued now (lease, clock, a "
+        "graceful stop): for a readiness probe;",
         ".TP", "\\fB/metrics\\fR",
         "Prometheus metrics;",
         ".TP", "\\fB/\\fR, \\fB/status\\fR",

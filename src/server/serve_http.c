@@ -367,9 +367,8 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   int page = str_eq(path, "/") || str_eq(path, "/status");
   int status_json = str_eq(path, "/status.json");
   int probe = str_eq(path, "/health") || str_eq(path, "/ready");
-  int known = kind >= 0 || page || status_json || probe ||
-              str_eq(path, "/info") || str_eq(path, "/metrics") ||
-              (path->len > 8 && memcmp(path->ptr, "/decode/", 8) == 0);
+  int known = kind >= 0 || page || status_json || probe || str_eq(path, "/info") ||
+              str_eq(path, "/metrics") || (path->len > 8 && memcmp(path->ptr, "/decode/", 8) == 0);
   if (!known) {
     snprintf(err, sizeof err, "no such path: %s", IDGEN_QUOTE(path->ptr, path->len, 0, 60));
     respond_error(w, c, &req, 404, err, req.content_length > 0 ? CLOSE_BROKEN : KEEP, NULL);
@@ -394,8 +393,8 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   /* Who asks: with auth_file, every route but the probes (/health, /ready)
    * needs a token (the status page and /metrics unless auth_metrics = false). */
   int caller = c->cert_authed ? c->cert_agent : AGENT_NONE; /* a client certificate's CN */
-  int open_route = probe ||
-                   (!cfg->auth_metrics && (page || status_json || str_eq(path, "/metrics")));
+  int open_route =
+      probe || (!cfg->auth_metrics && (page || status_json || str_eq(path, "/metrics")));
   if (atomic_load_explicit(&w->srv->auth, memory_order_relaxed) != NULL && !open_route &&
       !(c->cert_authed && http_header(&req, "authorization") == NULL) &&
       http_caller(w, c, &req, &caller) < 0)

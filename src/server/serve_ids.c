@@ -52,8 +52,9 @@ static void publish_waiting(serve_worker_t *w) {
  * answered from the generator's own errors, and /ready from its status. */
 int serve_not_ready(serve_daemon_t *s, char *why, size_t n) {
   if (atomic_load(&s->stopping)) { /* a load balancer sends no new clients */
-    snprintf(why, n, "shutting down: a graceful stop is under way (shutdown_timeout_ms %" PRId64
-             ")", s->cfg->shutdown_timeout_ms);
+    snprintf(why, n,
+             "shutting down: a graceful stop is under way (shutdown_timeout_ms %" PRId64 ")",
+             s->cfg->shutdown_timeout_ms);
     return 1;
   }
   idgen_snowflake_lease_status_t ls;

@@ -383,8 +383,8 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
       "runs out.\n# TYPE idgen_layout_seconds_remaining gauge\n"
       "idgen_layout_seconds_remaining %.3f\n",
       (double)s->cfg->s.gen.max_borrow_ms / 1000.0, st.clock_waits, st.clock_refusals,
-      st.sequence_exhausted,
-      lease_valid_text(s, valid, sizeof valid), (double)(horizon - now) / 1000.0);
+      st.sequence_exhausted, lease_valid_text(s, valid, sizeof valid),
+      (double)(horizon - now) / 1000.0);
   serve_waiting_t wt = serve_waiting(s);
   serve_buf_printf(b,
                    "# HELP idgen_clock_waiting_requests ID requests waiting now for their tick "

@@ -217,11 +217,11 @@ def clock_skew(pg, label):
           and "max_clock_skew_ms (10000)" in r.stderr, (r.returncode, r.stderr))
     d = Daemon(label, ["--registry", pg.uri, "--node", "datacenter=21"], env=env("+3s"))
     st, body = d.get("/metrics")
-    m = re.search(r"^idgen_registry_clock_skew_ms (-?\d+)", body or "", re.M)
+    m = re.search(r"^idgen_registry_clock_skew_seconds (-?[\d.]+)", body or "", re.M)
     # etcd's clock is an HTTP Date header: whole seconds.
-    slack = 1000 if pg.uri.startswith("etcd:") else 500
-    check("%s: 3 s ahead: serves, and /metrics says idgen_registry_clock_skew_ms ~ 3000" % label,
-          d.ids(1) is not None and m and abs(int(m.group(1)) - 3000) <= slack, m and m.group(0))
+    slack = 1.0 if pg.uri.startswith("etcd:") else 0.5
+    check("%s: 3 s ahead: serves, and /metrics says idgen_registry_clock_skew_seconds ~ 3" % label,
+          d.ids(1) is not None and m and abs(float(m.group(1)) - 3.0) <= slack, m and m.group(0))
     d.stop()
     d = Daemon(label + "-off", ["--registry", pg.uri, "--node", "datacenter=21",
                                 "--max-clock-skew-ms", "0"], env=env("+20s"))

@@ -45,8 +45,10 @@ def group_cache_ids():
               taken == want, "%r vs %d" % (taken, want))
         check("metrics: no request found the ring empty", mget(m1, "idgen_cache_empty_total") == 0,
               repr(mget(m1, "idgen_cache_empty_total")))
-        age = mget(m1, "idgen_cache_id_age_ms")
-        check("metrics: idgen_cache_id_age_ms present (the price of the cache)", age is not None, repr(age))
+        age, age_ms = mget(m1, "idgen_cache_id_age_seconds"), mget(m1, "idgen_cache_id_age_ms")
+        check("metrics: idgen_cache_id_age_seconds present (the price of the cache), and the deprecated "
+              "idgen_cache_id_age_ms beside it", age is not None and age_ms is not None and age == age_ms / 1000,
+              repr((age, age_ms)))
         st, body = None, None
         r, det = curl(d.http, "/info")
         j = json_body(r) if r else None
