@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
+.PHONY: screenshots deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
 
 all: build
 
@@ -110,6 +110,10 @@ bench-registry: build
 # never sleeps): a saturated twitter daemon, and a slow layout's batch.
 bench-latency: build
 	/usr/bin/python3 bench/latency_bench.py $(BUILD)/idgen
+
+# docs/status-page*.png shot anew from daemons under load (about 2.5 minutes).
+screenshots: build
+	/usr/bin/python3 scripts/screenshots.py $(BUILD)/idgen
 
 # The Debian packages idgen, libidgen0 and libidgen-dev in $(BUILD)/deb/
 # (built on a copy of the tree; tests/deb_test.sh checks them with lintian).

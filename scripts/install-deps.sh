@@ -27,6 +27,7 @@ packages=(
   iproute2 nftables                  # the cluster test: hosts in network namespaces, partitions
   python3-matplotlib                 # the cluster test's timeline (PNG)
   chromium python3-websocket         # the status page in a real browser (DevTools protocol)
+  optipng                            # make screenshots: the status page's PNGs, made smaller (lossless)
   lld-14 wasi-libc libclang-rt-14-dev-wasm32  # the WebAssembly build (js/wasm) for browsers
   man-db groff-base                  # the man pages, rendered by man -l in the tests
   dpkg-dev debhelper lintian         # the Debian packages (dpkg-buildpackage, lintian clean)
