@@ -769,6 +769,19 @@ int serve_status_json(serve_daemon_t *s, serve_buf_t *b) {
   return serve_json_line(o, b);
 }
 
+int64_t serve_loop_stalled_ms(serve_daemon_t *s, int *loop) {
+  int64_t now = serve_mono_ms(), oldest = 0;
+  *loop = -1;
+  for (int i = 0; i < s->nworkers; i++) {
+    int64_t age = now - atomic_load_explicit(&s->workers[i].turned_ms, memory_order_relaxed);
+    if (age > oldest) {
+      oldest = age;
+      *loop = i;
+    }
+  }
+  return oldest;
+}
+
 /* Which loop has not turned for stall_timeout_ms: 1 and why, or 0. */
 static int stalled(serve_daemon_t *s, char *why, size_t n) {
   int loop;

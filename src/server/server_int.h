@@ -431,7 +431,18 @@ static inline idgen_cached_gen_t *server_cache(serve_daemon_t *s) {
  * with a read-modify-write this load synchronizes with). */
 static inline uint64_t server_swaps(serve_daemon_t *s) { return atomic_load(&s->swaps); }
 
-/* ---- serve_loop.c: the daemon without its loops, for fuzz/fuzz_serve.c ---- */
+/* ---- serve_loop.c: one event loop's making, start and end ---- */
+/* Loop i of s: its epoll set, wake-up eventfd, buffers and counters (its
+ * listeners are bound after, by serve_bind_all).  0, or -1 (errno). */
+int serve_worker_init(serve_daemon_t *s, serve_worker_t *w, int i);
+/* Its thread, named idgen-loop-N, with its listeners in its epoll set:
+ * 0, or -1 when no thread could be made. */
+int serve_worker_start(serve_worker_t *w);
+/* Closes its connections and descriptors and frees its buffers (a loop
+ * never started, or joined). */
+void serve_worker_free(serve_worker_t *w);
+
+/* ---- serve_main.c: the daemon without its loops, for fuzz/fuzz_serve.c ---- */
 /* s (zeroed or not) set up from cfg (which must outlive it) as `idgen
  * serve` sets it up, but with no socket, thread or audit log: the protocols'
  * handlers (serve_http_handle, serve_resp_handle...) may be called on
