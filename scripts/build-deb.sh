@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# build-deb.sh -- the Debian packages idgen, libidgen0 and libidgen-dev.
+# build-deb.sh -- the Debian packages idgen, libidgen0, libidgen-dev and
+# postgresql-15-idgen (CREATE EXTENSION idgen).
 #
 #   scripts/build-deb.sh [OUTDIR]      (default: build/deb)
 #
 # dpkg-buildpackage writes into the source tree it builds (obj-*/,
 # debian/tmp, ../*.deb), so this builds a copy of the working tree (the files
 # git lists, committed or not) in a temporary directory and leaves only the
-# .deb files, the .changes and .buildinfo in OUTDIR.  Needs dpkg-dev and
-# debhelper (scripts/install-deps.sh).  tests/deb_test.sh builds with it and
-# checks the result with lintian.
+# .deb files, the .changes and .buildinfo in OUTDIR.  Needs dpkg-dev,
+# debhelper and postgresql-server-dev-all (pg_buildext;
+# scripts/install-deps.sh).  tests/deb_test.sh builds with it and checks the
+# result with lintian.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mkdir -p "${1:-$src/build/deb}" && cd "${1:-$src/build/deb}" && pwd)
-for tool in dpkg-buildpackage dh git; do
+for tool in dpkg-buildpackage dh git pg_buildext; do
   command -v "$tool" >/dev/null || { echo "build-deb: $tool is missing: run scripts/install-deps.sh" >&2; exit 1; }
 done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/idgen-build-deb.XXXXXX")

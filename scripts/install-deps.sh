@@ -31,6 +31,7 @@ packages=(
   lld-14 wasi-libc libclang-rt-14-dev-wasm32  # the WebAssembly build (js/wasm) for browsers
   man-db groff-base                  # the man pages, rendered by man -l in the tests
   dpkg-dev debhelper lintian         # the Debian packages (dpkg-buildpackage, lintian clean)
+  postgresql-server-dev-all          # the Debian package postgresql-15-idgen (pg_buildext, debian/control.in)
 )
 
 missing=()
