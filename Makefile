@@ -115,7 +115,7 @@ bench-latency: build
 screenshots: build
 	/usr/bin/python3 scripts/screenshots.py $(BUILD)/idgen
 
-# The Debian packages idgen, libidgen0 and libidgen-dev in $(BUILD)/deb/
+# The Debian packages idgen, libidgen0, libidgen-dev and postgresql-15-idgen in $(BUILD)/deb/
 # (built on a copy of the tree; tests/deb_test.sh checks them with lintian).
 deb:
 	scripts/build-deb.sh $(BUILD)/deb

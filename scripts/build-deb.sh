@@ -24,7 +24,10 @@ mkdir "$tmp/idgen"
   tar -x -C "$tmp/idgen"
 # Not an outer make's jobserver (make deb, make test): dpkg-buildpackage sets
 # its own -j.
-(cd "$tmp/idgen" && unset MAKEFLAGS MFLAGS MAKELEVEL &&
+# The commit built, for idgen_build_info (debian/rules passes it to CMake).
+commit=$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+[ "$commit" = unknown ] || git -C "$src" diff-index --quiet HEAD -- || commit="$commit-dirty"
+(cd "$tmp/idgen" && unset MAKEFLAGS MFLAGS MAKELEVEL && export IDGEN_COMMIT="$commit" &&
   DEB_BUILD_OPTIONS="nocheck parallel=2" dpkg-buildpackage -us -uc -b >"$tmp/build.log" 2>&1) || {
   tail -40 "$tmp/build.log" >&2
   echo "build-deb: dpkg-buildpackage failed (the log's end is above)" >&2

@@ -401,6 +401,11 @@ if [ -n "$http" ] && [ -n "$resp" ]; then
   ids=$(redis-cli -p "$resp" ID 3)
   check test "$(grep -cxE '[0-9]{10,20}' <<<"$ids")" = 3
   check test "$(redis-cli -p "$resp" PING)" = PONG
+  # The copy dpkg-buildpackage built has no .git: build-deb.sh hands the
+  # commit over (IDGEN_COMMIT), so /metrics names the source's.
+  want=$(git -C "$src" rev-parse --short=12 HEAD)
+  check grep -qE "^idgen_build_info\{version=\"[0-9.]+\",commit=\"$want(-dirty)?\"\} 1\$" \
+    <<<"$(curl -fsS --max-time 60 "http://127.0.0.1:$http/metrics")"
 fi
 kill -TERM "$daemon" 2>/dev/null
 for _ in $(seq 300); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.1; done
