@@ -2,6 +2,8 @@
 #   make run    build, then start the daemon on its embedded defaults (the README's first command)
 #   make test   build, then run every test (ctest)
 #   make sanitize / make tsan / make fuzz   what CI runs besides
+#   make image  the daemon's OCI image, $(BUILD)/idgen-image.oci.tar (buildah, as root;
+#               IMAGE_FLAGS=--static: a static binary alone, registries file: and static only)
 BUILD ?= build
 JOBS  ?= 2
 CMAKE_FLAGS ?=
@@ -10,7 +12,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: screenshots deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
+.PHONY: screenshots image deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
 
 all: build
 
@@ -119,6 +121,12 @@ screenshots: build
 # (built on a copy of the tree; tests/deb_test.sh checks them with lintian).
 deb:
 	scripts/build-deb.sh $(BUILD)/deb
+
+# The daemon's OCI image, FROM scratch (scripts/build-image.sh; docs/SERVE.md,
+# "Containers and Kubernetes"; tests/image_test.sh checks it).
+IMAGE_FLAGS ?=
+image:
+	scripts/build-image.sh --build $(BUILD) $(IMAGE_FLAGS)
 
 # idgen beside yitter/IdGenerator (C, classic method) and skeeto/ulid-c in one
 # process, with the clock_gettime and rdtsc+fetch_add floors (issue 16; where

@@ -32,6 +32,9 @@ packages=(
   man-db groff-base                  # the man pages, rendered by man -l in the tests
   dpkg-dev debhelper lintian         # the Debian packages (dpkg-buildpackage, lintian clean)
   postgresql-server-dev-all          # the Debian package postgresql-15-idgen (pg_buildext, debian/control.in)
+  buildah skopeo umoci               # the OCI image (make image) and its test: build, inspect, unpack
+  podman crun                        # the image's test: podman run (skipped where podman cannot run one)
+  python3-yaml                       # the image's test: the Kubernetes manifests (dist/kubernetes/) parsed
 )
 
 missing=()
@@ -46,6 +49,10 @@ done
 # own npm, which Debian's npm package would conflict with).
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
+# kubectl for the image's test (`kubectl label --local` decodes
+# dist/kubernetes/; no cluster): Debian's, unless a kubectl is there already
+# (the Google Cloud SDK's owns /usr/bin/kubectl too).
+command -v kubectl >/dev/null || missing+=(kubernetes-client)
 # TypeScript's compiler for the declarations' check (ctest js.types).
 command -v tsc >/dev/null || missing+=(node-typescript)
 # Node-API's headers for the Node.js addon (js/), from npm: Debian's
