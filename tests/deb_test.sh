@@ -249,6 +249,7 @@ upstream=${version%-*}
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 triplet=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 echo "deb_test: scripts/build-deb.sh (idgen $version, $arch)"
+built_from=$(git -C "$src" rev-parse --short=12 HEAD) # idgen_build_info's commit, below
 if ! "$src/scripts/build-deb.sh" "$tmp" >/dev/null; then
   echo "FAIL: scripts/build-deb.sh" >&2
   fail=$((fail + 1))
@@ -403,8 +404,7 @@ if [ -n "$http" ] && [ -n "$resp" ]; then
   check test "$(redis-cli -p "$resp" PING)" = PONG
   # The copy dpkg-buildpackage built has no .git: build-deb.sh hands the
   # commit over (IDGEN_COMMIT), so /metrics names the source's.
-  want=$(git -C "$src" rev-parse --short=12 HEAD)
-  check grep -qE "^idgen_build_info\{version=\"[0-9.]+\",commit=\"$want(-dirty)?\"\} 1\$" \
+  check grep -qE "^idgen_build_info\{version=\"[0-9.]+\",commit=\"$built_from(-dirty)?\"\} 1\$" \
     <<<"$(curl -fsS --max-time 60 "http://127.0.0.1:$http/metrics")"
 fi
 kill -TERM "$daemon" 2>/dev/null
