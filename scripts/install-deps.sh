@@ -30,6 +30,7 @@ packages=(
   lld-14 wasi-libc libclang-rt-14-dev-wasm32  # the WebAssembly build (js/wasm) for browsers
   man-db groff-base                  # the man pages, rendered by man -l in the tests
   dpkg-dev debhelper lintian         # the Debian packages (dpkg-buildpackage, lintian clean)
+  prometheus                         # the alert rules (dist/prometheus): promtool, and a real Prometheus in ops.prometheus
 )
 
 missing=()
