@@ -301,12 +301,23 @@ def summary(alerts):
                             for (n, s), a in alerts.items())) or "none"
 
 
-def fires(prom, name, t0, also=()):
-    """Waits for alert `name` (and `also`) to fire: the seconds from t0
-    until it was seen firing, or None."""
-    got, _ = until(lambda: all(prom.firing(n) for n in (name,) + also),
-                   FIRE_S)
-    return time.monotonic() - t0 if got else None
+def fires(prom, t0, *names):
+    """Waits up to FIRE_S for the alerts `names` to fire: {name: seconds
+    from t0 until it was first seen firing, or None}."""
+    seen = dict.fromkeys(names)
+
+    def all_seen():
+        for (n, _), a in prom.alerts().items():
+            if n in seen and seen[n] is None and a["state"] == "firing":
+                seen[n] = time.monotonic() - t0
+        return None not in seen.values()
+
+    until(all_seen, FIRE_S)
+    return seen
+
+
+def secs(t):
+    return "%.1f s" % t if t is not None else "not within %d s" % FIRE_S
 
 
 def resolves(prom, name, seconds=30):
@@ -387,15 +398,13 @@ def live(idgen, work, rules_text):
         os.chmod(stamp + ".new", 0o644)
         t0 = time.monotonic()
         os.replace(stamp + ".new", stamp)
-        t_ref = fires(prom, "IdgenClockRefusing", t0)
-        t_nr = fires(prom, "IdgenNotReady", t0)
+        t = fires(prom, t0, "IdgenClockRefusing", "IdgenNotReady")
         now = prom.alerts()
         check("clock stepped back 300 s: IdgenClockRefusing fires (%s)"
-              % ("%.1f s" % t_ref if t_ref else "not within %d s" % FIRE_S),
-              t_ref is not None, summary(now))
-        check("... and IdgenNotReady (%s)"
-              % ("%.1f s" % t_nr if t_nr else "not within %d s" % FIRE_S),
-              t_nr is not None, summary(now))
+              % secs(t["IdgenClockRefusing"]),
+              t["IdgenClockRefusing"] is not None, summary(now))
+        check("... and IdgenNotReady (%s)" % secs(t["IdgenNotReady"]),
+              t["IdgenNotReady"] is not None, summary(now))
         print("     alerts now: " + summary(now))
         check("... IdgenLeaseLost does not (the lease is held)",
               all(n != "IdgenLeaseLost" for n, _ in now), summary(now))
@@ -429,14 +438,13 @@ def live(idgen, work, rules_text):
         else:  # a window of microseconds: renewals come every 3.3 s
             os.unlink(lock)
             os.chmod(pool, 0o555)
-        t_ll = fires(prom, "IdgenLeaseLost", t0)
+        t = fires(prom, t0, "IdgenLeaseLost")["IdgenLeaseLost"]
         now = prom.alerts()
         inst = "127.0.0.1:%d" % d.port
         ll = prom.firing("IdgenLeaseLost")
         check("lock file removed, pool directory unwritable: IdgenLeaseLost "
-              "fires (%s)"
-              % ("%.1f s" % t_ll if t_ll else "not within %d s" % FIRE_S),
-              t_ll is not None, summary(now) + "\n" + d.log()[-1500:])
+              "fires (%s)" % secs(t), t is not None,
+              summary(now) + "\n" + d.log()[-1500:])
         print("     alerts now: " + summary(now))
         check("... its summary names the instance (%s)" % inst,
               ll and inst in ll[0]["annotations"].get("summary", ""),
@@ -460,10 +468,9 @@ def live(idgen, work, rules_text):
         t0 = time.monotonic()
         rc = d.stop()
         check("the daemon stops on SIGTERM, exit 0", rc == 0, "exit %r" % rc)
-        t_down = fires(prom, "IdgenDown", t0)
-        check("daemon stopped: IdgenDown fires (%s)"
-              % ("%.1f s" % t_down if t_down else "not within %d s"
-                 % FIRE_S), t_down is not None, summary(prom.alerts()))
+        t = fires(prom, t0, "IdgenDown")["IdgenDown"]
+        check("daemon stopped: IdgenDown fires (%s)" % secs(t),
+              t is not None, summary(prom.alerts()))
         print("     client: %r" % client.codes)
     finally:
         if pool is not None:
