@@ -253,14 +253,16 @@ class Prometheus:
 
     def alerts(self):
         """{(alertname, severity): alert} of the idgen alerts pending or
-        firing now."""
-        data = self.api("alerts") or {}
+        firing now; None if the API did not answer."""
+        data = self.api("alerts")
+        if data is None:
+            return None
         return {(a["labels"]["alertname"], a["labels"].get("severity")): a
                 for a in data.get("alerts", [])
                 if a["labels"]["alertname"].startswith("Idgen")}
 
     def firing(self, name):
-        return [a for (n, _), a in self.alerts().items()
+        return [a for (n, _), a in (self.alerts() or {}).items()
                 if n == name and a["state"] == "firing"]
 
     def value(self, q):
@@ -297,6 +299,8 @@ class Client(threading.Thread):
 
 
 def summary(alerts):
+    if alerts is None:
+        return "/api/v1/alerts did not answer"
     return ", ".join(sorted("%s/%s %s" % (n, s, a["state"])
                             for (n, s), a in alerts.items())) or "none"
 
@@ -307,7 +311,7 @@ def fires(prom, t0, *names):
     seen = dict.fromkeys(names)
 
     def all_seen():
-        for (n, _), a in prom.alerts().items():
+        for (n, _), a in (prom.alerts() or {}).items():
             if n in seen and seen[n] is None and a["state"] == "firing":
                 seen[n] = time.monotonic() - t0
         return None not in seen.values()
@@ -320,10 +324,20 @@ def secs(t):
     return "%.1f s" % t if t is not None else "not within %d s" % FIRE_S
 
 
-def resolves(prom, name, seconds=30):
-    gone, _ = until(lambda: all(n != name for n, _ in prom.alerts()),
-                    seconds)
-    return gone
+def resolves(prom, name):
+    """Whether alert `name` is neither pending nor firing now."""
+    now = prom.alerts()
+    return now is not None and all(n != name for n, _ in now)
+
+
+def set_clock(stamp, offset):
+    """Steps the daemon's wall clock to `offset` from the real one (the
+    file replaced whole, for a reader at any moment): when, monotonic."""
+    with open(stamp + ".new", "w") as f:
+        f.write(offset + "\n")
+    os.chmod(stamp + ".new", 0o644)  # the daemon's user reads it
+    os.replace(stamp + ".new", stamp)
+    return time.monotonic()
 
 
 def live(idgen, work, rules_text):
@@ -365,18 +379,19 @@ def live(idgen, work, rules_text):
             return
         client = Client(d.port)
         client.start()
-        t0 = time.monotonic()
 
         # -- nothing wrong
         up, took = until(lambda: prom.value('up{job="idgen"}') == 1
                          and prom.value("idgen_ready") == 1, FIRE_S)
         check("Prometheus scrapes the daemon: up 1, idgen_ready 1 (%.1f s)"
               % took, up, prom.log()[-2000:])
-        quiet, took = until(lambda: not prom.alerts(), 30)
+        quiet, took = until(lambda: prom.alerts() == {}, 30)
         seen = {}
 
         def still_quiet():
-            seen.update(prom.alerts())
+            now = prom.alerts()
+            seen.update({("/api/v1/alerts unanswered", None): {
+                "state": "?"}} if now is None else now)
             return bool(seen)
 
         loud, _ = until(still_quiet, QUIET_S, 0.5)
@@ -393,11 +408,7 @@ def live(idgen, work, rules_text):
               "%d rules; %r" % (len(rules_seen), bad[:5]))
 
         # -- the wall clock stepped back while the client asks for IDs
-        with open(stamp + ".new", "w") as f:
-            f.write(STEP_BACK + "\n")
-        os.chmod(stamp + ".new", 0o644)
-        t0 = time.monotonic()
-        os.replace(stamp + ".new", stamp)
+        t0 = set_clock(stamp, STEP_BACK)
         t = fires(prom, t0, "IdgenClockRefusing", "IdgenNotReady")
         now = prom.alerts()
         check("clock stepped back 300 s: IdgenClockRefusing fires (%s)"
@@ -407,20 +418,16 @@ def live(idgen, work, rules_text):
               t["IdgenNotReady"] is not None, summary(now))
         print("     alerts now: " + summary(now))
         check("... IdgenLeaseLost does not (the lease is held)",
-              all(n != "IdgenLeaseLost" for n, _ in now), summary(now))
+              resolves(prom, "IdgenLeaseLost"), summary(now))
         check("... /api/v1/query: idgen_ready 0, refusals counted, the "
               "client got 503s",
               prom.value("idgen_ready") == 0
               and (prom.value("increase(idgen_clock_refusals_total[5m])")
                    or 0) > 0 and client.codes.get(503, 0) > 0,
               "%r %r" % (prom.value("idgen_ready"), client.codes))
-        with open(stamp + ".new", "w") as f:
-            f.write("+0\n")
-        os.chmod(stamp + ".new", 0o644)
-        t0 = time.monotonic()
-        os.replace(stamp + ".new", stamp)
+        set_clock(stamp, "+0")
         back, took = until(lambda: prom.value("idgen_ready") == 1
-                           and resolves(prom, "IdgenNotReady", 0), 30)
+                           and resolves(prom, "IdgenNotReady"), 30)
         check("clock put back: idgen_ready 1 and IdgenNotReady resolved "
               "(%.1f s)" % took, back, summary(prom.alerts()))
 
@@ -458,7 +465,7 @@ def live(idgen, work, rules_text):
         os.chmod(pool, 0o755)
         pool = None
         back, took = until(lambda: prom.value("idgen_lease_held") == 1
-                           and resolves(prom, "IdgenLeaseLost", 0), 30)
+                           and resolves(prom, "IdgenLeaseLost"), 30)
         check("pool directory writable again: leased again, IdgenLeaseLost "
               "resolved (%.1f s)" % took, back, summary(prom.alerts()))
 
