@@ -99,6 +99,13 @@ model:
 format:
 	scripts/format.sh
 
+# The alert rules (dist/prometheus): promtool's checks and unit tests, no build
+# needed (ctest -R ops.prometheus also runs them against a real Prometheus).
+.PHONY: check-rules
+check-rules:
+	promtool check rules dist/prometheus/idgen.rules.yml
+	promtool test rules dist/prometheus/idgen.rules.test.yml
+
 bench: build
 	$(BUILD)/idgen-bench
 

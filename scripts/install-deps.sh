@@ -35,6 +35,7 @@ packages=(
   buildah skopeo umoci               # the OCI image (make image) and its test: build, inspect, unpack
   podman crun                        # the image's test: podman run (skipped where podman cannot run one)
   python3-yaml                       # the image's test: the Kubernetes manifests (dist/kubernetes/) parsed
+  prometheus                         # the alert rules (dist/prometheus): promtool, and a real Prometheus in ops.prometheus
 )
 
 missing=()
