@@ -337,12 +337,15 @@ check "chroot static: postgres:// refused (exit $rc), naming libpq.so.5" \
 # --root DIR, since podman's --runtime-flag is not passed on to the clean-up
 # that conmon runs, which would make /run/crun).  With
 # PM_UNIFIED_OFF=1, also without the cgroup2 mount of a hybrid cgroup host
-# (see below), in that namespace only.  Each call at most 300 s.
+# (see below), in that namespace only.  Its /dev/shm is a directory of
+# the test's (podman's lock file, libpod_lock, lives there, kept from one
+# call to the next and removed with the rest).  Each call at most 300 s.
 pm() {
   podman_used=1
-  mkdir -p "$pstore/vartmp"
-  PM_UNIFIED_OFF=${PM_UNIFIED_OFF:-0} TMPDIR=$pstore/vartmp timeout 300 unshare --mount --propagation private -- sh -c '
+  mkdir -p "$pstore/vartmp" "$pstore/shm"
+  PM_SHM=$pstore/shm PM_UNIFIED_OFF=${PM_UNIFIED_OFF:-0} TMPDIR=$pstore/vartmp timeout 300 unshare --mount --propagation private -- sh -c '
     mount --bind /var/lib /var/lib && mount -o remount,bind,ro /var/lib || exit 125
+    mount --bind "$PM_SHM" /dev/shm || exit 125
     if [ "$PM_UNIFIED_OFF" = 1 ]; then umount /sys/fs/cgroup/unified || exit 125; fi
     exec "$@"' sh podman --root "$pstore/root" --runroot "$pstore/run" --tmpdir "$pstore/tmp" \
     --storage-driver vfs --events-backend none --cgroup-manager cgroupfs \
