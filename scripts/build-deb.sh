@@ -26,7 +26,10 @@ mkdir "$tmp/idgen"
 # its own -j.
 # The commit built, for idgen_build_info (debian/rules passes it to CMake).
 commit=$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-[ "$commit" = unknown ] || git -C "$src" diff-index --quiet HEAD -- || commit="$commit-dirty"
+if [ "$commit" != unknown ]; then
+  git -C "$src" update-index -q --refresh >/dev/null 2>&1 || true # a touched file is no change
+  git -C "$src" diff-index --quiet HEAD -- || commit="$commit-dirty"
+fi
 (cd "$tmp/idgen" && unset MAKEFLAGS MFLAGS MAKELEVEL && export IDGEN_COMMIT="$commit" &&
   DEB_BUILD_OPTIONS="nocheck parallel=2" dpkg-buildpackage -us -uc -b >"$tmp/build.log" 2>&1) || {
   tail -40 "$tmp/build.log" >&2

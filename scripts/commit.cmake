@@ -15,6 +15,9 @@ if(NOT COMMIT)
                     ERROR_QUIET)
     if(rc EQUAL 0 AND head)
       set(COMMIT "${head}")
+      # Refreshed first: a file only touched (its stat changed) is not a change.
+      execute_process(COMMAND "${GIT}" -C "${SOURCE}" update-index -q --refresh
+                      OUTPUT_QUIET ERROR_QUIET)
       execute_process(COMMAND "${GIT}" -C "${SOURCE}" diff-index --quiet HEAD --
                       RESULT_VARIABLE dirty ERROR_QUIET)
       if(NOT dirty EQUAL 0)

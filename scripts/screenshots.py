@@ -283,7 +283,9 @@ class Browser:
     def __init__(self, tmp, name):
         profile = os.path.join(tmp, name + "-chromium")
         os.mkdir(profile)
-        env = dict(os.environ, XDG_CONFIG_HOME=profile, XDG_CACHE_HOME=profile)
+        # Its profile is its home too: no ~/.pki or ~/.cache in the caller's.
+        env = dict(os.environ, HOME=profile, XDG_CONFIG_HOME=profile,
+                   XDG_CACHE_HOME=profile)
         self.p = spawn([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                         "--disable-background-networking", "--disable-component-update",
                         "--disable-sync", "--disable-extensions", "--hide-scrollbars",

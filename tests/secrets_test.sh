@@ -185,7 +185,7 @@ for b in pg pgq etcd; do
     continue
   fi
   ok "serve $b: the daemon serves with the registry's password"
-  for path in id?count=5 info status.json / metrics health; do
+  for path in id?count=5 info status.json / metrics health ready; do
     curl -sf "http://127.0.0.1:$HP/$path" >"$O/serve-$b-http-${path//[^a-z]/_}" 2>&1
   done
   check "serve $b: /info names the registry (user and host shown)" \

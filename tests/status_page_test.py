@@ -103,7 +103,10 @@ class Browser:
              "--disable-sync", "--disable-extensions", "--user-data-dir=" + self.profile,
              "--remote-debugging-port=0", "--remote-allow-origins=*", "--window-size=1280,1000",
              "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "chromium.log"), "w"))
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "chromium.log"), "w"),
+            # its profile is its home too: no ~/.pki or ~/.cache in the caller's
+            env=dict(os.environ, HOME=self.profile, XDG_CONFIG_HOME=self.profile,
+                     XDG_CACHE_HOME=self.profile))
         # DevToolsActivePort holds the port and the browser's path, one a
         # line: read it once both are there (not half written).
         port_file = os.path.join(self.profile, "DevToolsActivePort")

@@ -151,7 +151,7 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                                 INT(0, 3600000), "N",
                                 "how long a graceful stop waits for replies to drain"},
     [SK_STALL_TIMEOUT_MS] = {"stall_timeout_ms", ST_INT, SERVE, 0, "10000", NULL, NULL,
-                             INT(500, 3600000), "N",
+                             INT(2000, 3600000), "N",
                              "`/health` is 503 (the daemon is not alive: a liveness probe "
                              "restarts it) once an event loop has not turned for this long; "
                              "an idle loop turns every 100 ms"},

@@ -48,6 +48,32 @@ static void publish_waiting(serve_worker_t *w) {
   atomic_store_explicit(&w->ids_waiting, w->nparked, memory_order_relaxed);
 }
 
+/* A loop that has ended (a drain) stamps INT64_MAX: never stalled. */
+int64_t serve_loop_stalled_ms(serve_daemon_t *s, int *loop) {
+  int64_t now = serve_mono_ms(), oldest = 0;
+  *loop = -1;
+  for (int i = 0; i < s->nworkers; i++) {
+    int64_t age = now - atomic_load_explicit(&s->workers[i].turned_ms, memory_order_relaxed);
+    if (age > oldest) {
+      oldest = age;
+      *loop = i;
+    }
+  }
+  return oldest;
+}
+
+int serve_stalled(serve_daemon_t *s, char *why, size_t n) {
+  int loop;
+  int64_t age = serve_loop_stalled_ms(s, &loop);
+  if (age < s->cfg->stall_timeout_ms)
+    return 0;
+  snprintf(why, n,
+           "stalled: event loop %d has not turned for %" PRId64 " ms (stall_timeout_ms %" PRId64
+           ")",
+           loop, age, s->cfg->stall_timeout_ms);
+  return 1;
+}
+
 /* Asks the generator itself (no copy kept by the daemon): ID requests are
  * answered from the generator's own errors, and /ready from its status. */
 int serve_not_ready(serve_daemon_t *s, char *why, size_t n) {
@@ -57,6 +83,8 @@ int serve_not_ready(serve_daemon_t *s, char *why, size_t n) {
              s->cfg->shutdown_timeout_ms);
     return 1;
   }
+  if (serve_stalled(s, why, n)) /* its clients wait: ready implies alive */
+    return 1;
   idgen_snowflake_lease_status_t ls;
   idgen_snowflake_gen_lease_status(server_sf(s), &ls);
   if (ls.bound && !ls.valid) {

@@ -928,6 +928,7 @@ static void *worker_main(void *arg) {
     }
   }
   serve_audit_handoff(w); /* the last lines (the writer writes them before it ends) */
+  atomic_store_explicit(&w->turned_ms, INT64_MAX, memory_order_relaxed); /* ended: not stalled */
   atomic_store(&w->swaps_seen, UINT64_MAX);                    /* holds nothing from here on */
   atomic_store_explicit(&w->waiting, 1, memory_order_relaxed); /* not runnable for the gate */
   return NULL;

@@ -31,10 +31,14 @@ static void free_caches(serve_daemon_t *s) {
 }
 
 /* systemd's watchdog: WATCHDOG=1 only while every event loop turns (each
- * turns at least every SWEEP_MS when idle).  A stalled loop withholds it,
- * so that systemd restarts a daemon whose clients would wait forever. */
+ * turns at least every SWEEP_MS when idle).  A loop that has not turned for
+ * the watchdog's interval or stall_timeout_ms (when /health says stalled),
+ * whichever is shorter, withholds it, so that systemd restarts a daemon
+ * whose clients would wait forever. */
 static void watchdog_tick(serve_daemon_t *s, int64_t interval_ms) {
-  int64_t limit = interval_ms > 4 * SWEEP_MS ? interval_ms : 4 * SWEEP_MS;
+  int64_t limit = interval_ms < s->cfg->stall_timeout_ms ? interval_ms : s->cfg->stall_timeout_ms;
+  if (limit < 4 * SWEEP_MS)
+    limit = 4 * SWEEP_MS;
   int loop;
   int64_t age = serve_loop_stalled_ms(s, &loop);
   if (age > limit) {
@@ -56,6 +60,9 @@ static void daemon_init(serve_daemon_t *s, const serve_config_t *cfg) {
   s->nworkers = cfg->threads;
   s->lease_was_valid = 1;
   s->loadavg_fd = -1;
+  s->proc.stat_fd = s->proc.fd_dir = -1;
+  s->proc.start_s = -1;
+  pthread_mutex_init(&s->proc.fd_mu, NULL);
   atomic_init(&s->next_client_id, 1);
   s->client_log = (log_limit_t)LOG_LIMIT_INIT(10);
   s->close_log = (log_limit_t)LOG_LIMIT_INIT(10);
@@ -111,6 +118,7 @@ static int set_up_workers(serve_daemon_t *s) {
   if (serve_make_generators(s) < 0 || serve_agent_setup(s, s->cfg->max_agents) < 0 ||
       serve_auth_init(s) < 0)
     return -1;
+  serve_process_open(s);
   for (int i = 0; i < s->nworkers; i++)
     if (serve_worker_init(s, &s->workers[i], i) < 0) {
       fprintf(stderr, "idgen: serve: cannot set up event loop %d: %s\n", i, strerror(errno));
@@ -289,6 +297,7 @@ static void free_daemon(serve_daemon_t *s) {
   serve_audit_stop(s); /* (a start that failed) */
   if (s->loadavg_fd >= 0)
     close(s->loadavg_fd);
+  serve_process_close(s);
 }
 
 /* For fuzz/fuzz_serve.c: the daemon as set_up() makes it (generators,

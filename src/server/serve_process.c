@@ -2,13 +2,15 @@
  * serve_process.c -- the metrics every Prometheus exporter has: what was
  * built (idgen_build_info) and the process's own (process_*, named and
  * typed as the Prometheus client libraries name them, read from /proc at
- * each scrape).
+ * each scrape through descriptors opened at the start: a daemon out of
+ * descriptors, the case process_open_fds is there for, still answers).
  */
-#include <dirent.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "server_int.h"
@@ -23,13 +25,11 @@ typedef struct proc_stat {
   long long rss;
 } proc_stat_t;
 
-static int read_proc_stat(proc_stat_t *ps) {
+static int read_proc_stat(int fd, proc_stat_t *ps) {
   char buf[1024];
-  FILE *f = fopen("/proc/self/stat", "re");
-  if (f == NULL)
+  ssize_t n = fd < 0 ? -1 : pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0)
     return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
   buf[n] = '\0';
   const char *p = strrchr(buf, ')'); /* the command may hold spaces and ')' */
   if (p == NULL)
@@ -58,21 +58,54 @@ static long long boot_time(void) {
   return bt;
 }
 
-/* Open descriptors: the entries of /proc/self/fd (less the one reading it). */
-static long count_fds(void) {
-  DIR *d = opendir("/proc/self/fd");
-  if (d == NULL)
-    return -1;
-  long n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL)
-    if (e->d_name[0] != '.')
-      n++;
-  closedir(d);
-  return n - 1;
+void serve_process_open(serve_daemon_t *s) {
+  s->proc.stat_fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  s->proc.fd_dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  proc_stat_t ps;
+  long long bt = boot_time();
+  long ticks = sysconf(_SC_CLK_TCK);
+  if (bt >= 0 && ticks > 0 && read_proc_stat(s->proc.stat_fd, &ps) == 0)
+    s->proc.start_s = (double)bt + (double)ps.starttime / (double)ticks;
 }
 
-void serve_process_metrics(serve_buf_t *b) {
+void serve_process_close(serve_daemon_t *s) {
+  if (s->proc.stat_fd >= 0)
+    close(s->proc.stat_fd);
+  if (s->proc.fd_dir >= 0)
+    close(s->proc.fd_dir);
+  s->proc.stat_fd = s->proc.fd_dir = -1;
+}
+
+/* Open descriptors: the entries of /proc/self/fd (fd_dir itself among
+ * them: it is open), read from its start with getdents64 (no descriptor
+ * of its own, unlike opendir).  -1 when it cannot be read. */
+static long count_fds(serve_daemon_t *s) {
+  if (s->proc.fd_dir < 0)
+    return -1;
+  char buf[4096];
+  long n = 0;
+  pthread_mutex_lock(&s->proc.fd_mu);
+  if (lseek(s->proc.fd_dir, 0, SEEK_SET) < 0)
+    n = -1;
+  for (long got; n >= 0 && (got = syscall(SYS_getdents64, s->proc.fd_dir, buf, sizeof buf)) != 0;) {
+    if (got < 0) {
+      n = -1;
+      break;
+    }
+    for (long off = 0; off < got;) {
+      /* struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name */
+      unsigned short reclen;
+      memcpy(&reclen, buf + off + 16, sizeof reclen);
+      if (buf[off + 19] != '.')
+        n++;
+      off += reclen;
+    }
+  }
+  pthread_mutex_unlock(&s->proc.fd_mu);
+  return n;
+}
+
+void serve_process_metrics(serve_daemon_t *s, serve_buf_t *b) {
   serve_buf_printf(b,
                    "# HELP idgen_build_info The version and commit this daemon was built from "
                    "(always 1).\n# TYPE idgen_build_info gauge\n"
@@ -80,7 +113,7 @@ void serve_process_metrics(serve_buf_t *b) {
                    idgen_version(), serve_build_commit);
   long ticks = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
   proc_stat_t ps;
-  if (read_proc_stat(&ps) == 0 && ticks > 0 && page > 0) {
+  if (read_proc_stat(s->proc.stat_fd, &ps) == 0 && ticks > 0 && page > 0)
     serve_buf_printf(b,
                      "# HELP process_cpu_seconds_total Total user and system CPU time spent in "
                      "seconds.\n# TYPE process_cpu_seconds_total counter\n"
@@ -93,15 +126,13 @@ void serve_process_metrics(serve_buf_t *b) {
                      "process_virtual_memory_bytes %llu\n",
                      (double)(ps.utime + ps.stime) / (double)ticks, ps.rss * (long long)page,
                      ps.vsize);
-    long long bt = boot_time();
-    if (bt >= 0)
-      serve_buf_printf(b,
-                       "# HELP process_start_time_seconds Start time of the process since unix "
-                       "epoch in seconds.\n# TYPE process_start_time_seconds gauge\n"
-                       "process_start_time_seconds %.2f\n",
-                       (double)bt + (double)ps.starttime / (double)ticks);
-  }
-  long fds = count_fds();
+  if (s->proc.start_s >= 0)
+    serve_buf_printf(b,
+                     "# HELP process_start_time_seconds Start time of the process since unix "
+                     "epoch in seconds.\n# TYPE process_start_time_seconds gauge\n"
+                     "process_start_time_seconds %.2f\n",
+                     s->proc.start_s);
+  long fds = count_fds(s);
   struct rlimit rl;
   if (fds >= 0)
     serve_buf_printf(b,

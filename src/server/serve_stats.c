@@ -462,7 +462,7 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   for (int r = 0; r < NCR; r++)
     serve_buf_printf(b, "idgen_connections_closed_total{reason=\"%s\"} %" PRIu64 "\n",
                      close_reason_names[r], SUM(s, closed[r]));
-  serve_process_metrics(b);
+  serve_process_metrics(s, b);
 }
 
 static double uptime_s(serve_daemon_t *s) {
@@ -769,37 +769,11 @@ int serve_status_json(serve_daemon_t *s, serve_buf_t *b) {
   return serve_json_line(o, b);
 }
 
-int64_t serve_loop_stalled_ms(serve_daemon_t *s, int *loop) {
-  int64_t now = serve_mono_ms(), oldest = 0;
-  *loop = -1;
-  for (int i = 0; i < s->nworkers; i++) {
-    int64_t age = now - atomic_load_explicit(&s->workers[i].turned_ms, memory_order_relaxed);
-    if (age > oldest) {
-      oldest = age;
-      *loop = i;
-    }
-  }
-  return oldest;
-}
-
-/* Which loop has not turned for stall_timeout_ms: 1 and why, or 0. */
-static int stalled(serve_daemon_t *s, char *why, size_t n) {
-  int loop;
-  int64_t age = serve_loop_stalled_ms(s, &loop);
-  if (age < s->cfg->stall_timeout_ms)
-    return 0;
-  snprintf(why, n,
-           "stalled: event loop %d has not turned for %" PRId64 " ms (stall_timeout_ms %" PRId64
-           ")",
-           loop, age, s->cfg->stall_timeout_ms);
-  return 1;
-}
-
 int serve_health_text(serve_daemon_t *s, serve_buf_t *b) {
   char why[400];
-  int dead = stalled(s, why, sizeof why);
+  int dead = serve_stalled(s, why, sizeof why);
   serve_buf_printf(b, "%s\n", dead ? why : "ok");
-  if (serve_not_ready(s, why, sizeof why)) /* alive all the same: see /ready */
+  if (!dead && serve_not_ready(s, why, sizeof why)) /* alive all the same: see /ready */
     serve_buf_printf(b, "not ready: %s\n", why);
   return dead;
 }

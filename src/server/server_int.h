@@ -358,7 +358,14 @@ typedef struct serve_daemon {
   /* Busy polling's gate (serve_poll.c, DESIGN §10): a loop with work samples the
    * host's runnable threads; the others' mean says how many loops may poll
    * at once (pollers_max); `pollers` are polling now. */
-  int loadavg_fd;        /* /proc/loadavg, or -1: no polling */
+  int loadavg_fd; /* /proc/loadavg, or -1: no polling */
+  /* /metrics' process_* (serve_process.c), opened at the start so that a
+   * daemon out of descriptors still reports how many it has open. */
+  struct {
+    int stat_fd, fd_dir;   /* /proc/self/stat, /proc/self/fd; -1: none */
+    pthread_mutex_t fd_mu; /* fd_dir's offset, shared by the loops' scrapes */
+    double start_s;        /* process_start_time_seconds, or < 0 */
+  } proc;
   int ncpus;             /* CPUs this process may run on */
   atomic_int others_x64; /* runnable threads not ours, averaged, times 64 */
   _Atomic int64_t load_sampled_ms;
@@ -559,7 +566,8 @@ int serve_ids_make128(serve_daemon_t *s, int kind, char *out);
 void serve_ids_unpark(serve_worker_t *w, serve_conn_t *c);
 /* 1 and a reason when /ready should say 503: IDs cannot be issued now
  * (lease, mark, clock, a request that has waited past its bound, audit_mode
- * require with the file taking no lines, a graceful stop under way). */
+ * require with the file taking no lines, a graceful stop under way, a
+ * stalled loop whose clients wait). */
 int serve_not_ready(serve_daemon_t *s, char *why, size_t n);
 /* Requests waiting now (parked for their tick or mark), over every loop,
  * and how long the oldest has waited (ms, 0 when none waits). */
@@ -610,11 +618,18 @@ int serve_ready_text(serve_daemon_t *s, serve_buf_t *b);
  * stall_timeout_ms; then "not ready: ..." when /ready would be 503.
  * Returns 1 when stalled (503). */
 int serve_health_text(serve_daemon_t *s, serve_buf_t *b);
-/* idgen_build_info and the process_* metrics (serve_process.c). */
-void serve_process_metrics(serve_buf_t *b);
+/* idgen_build_info and the process_* metrics (serve_process.c), from the
+ * descriptors serve_process_open opened (none: fewer metrics). */
+void serve_process_metrics(serve_daemon_t *s, serve_buf_t *b);
+void serve_process_open(serve_daemon_t *s);
+void serve_process_close(serve_daemon_t *s);
 /* How long the event loop that turned least recently has not (ms), and
- * which (*loop; -1 without loops).  Each turns at least every SWEEP_MS. */
+ * which (*loop; -1 without loops).  Each turns at least every SWEEP_MS;
+ * one that has ended is left out.  (serve_ids.c) */
 int64_t serve_loop_stalled_ms(serve_daemon_t *s, int *loop);
+/* 1 and why ("stalled: event loop N ...") once a loop has not turned for
+ * stall_timeout_ms: /health's 503, and /ready's too. */
+int serve_stalled(serve_daemon_t *s, char *why, size_t n);
 void serve_observe_latency(serve_worker_t *w, int proto, int64_t ns, size_t n);
 /* Node field `field`'s value in use (the lease's for the leased field). */
 uint64_t serve_node_value(serve_daemon_t *s, int field);

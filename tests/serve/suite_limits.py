@@ -621,6 +621,9 @@ def group_many_connections():
                 break
             time.sleep(0.2)
         check("10000 connections accepted by the daemon (idgen_connections >= 10000)", cnt >= 10000, "gauge %r" % cnt)
+        fds, maxfds = mget(m, "process_open_fds"), mget(m, "process_max_fds")
+        check("process_open_fds counts them: at least 10000, below process_max_fds (%r of %r)" % (fds, maxfds),
+              fds is not None and maxfds is not None and 10000 <= fds < maxfds)
         served(d, "10000 connections open")
         for k, s in enumerate(socks):
             if k % 2:

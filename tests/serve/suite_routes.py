@@ -105,16 +105,17 @@ def group_http_routes(d):
         check("GET /%s?count=max_batch+1: 400 one line" % kind,
               r is not None and r.status == 400 and one_line_error(r), det or repr(r))
 
-    # a ULID's and a UUIDv7's time is now
-    now = int(time.time() * 1000)
-    if ULIDS:
-        dj = idgen_decode(ULIDS[-1])
-        check("a served ULID's time is now (idgen decode)", dj is not None and abs(dj["unix_ms"] - now) < 5000,
-              repr(dj))
-    if UUIDS:
-        dj = idgen_decode(UUIDS[-1])
-        check("a served UUIDv7's time is now (idgen decode)", dj is not None and dj.get("version") == 7
-              and abs(dj["unix_ms"] - now) < 5000, repr(dj))
+    # a ULID's and a UUIDv7's time is the time it was asked for (fresh ones:
+    # the lists' last may be from long ago on a slow machine)
+    for kind, path in (("ULID", "/ulid"), ("UUIDv7", "/uuid7")):
+        before = int(time.time() * 1000)
+        r, det = curl(d.http, path)
+        after = int(time.time() * 1000)
+        dj = idgen_decode(r.body.decode().strip()) if r is not None and r.status == 200 else None
+        check("a served %s's time is when it was asked for (idgen decode: %s ms within [%d, %d])"
+              % (kind, dj and dj.get("unix_ms"), before, after),
+              dj is not None and (kind == "ULID" or dj.get("version") == 7)
+              and before - 5 <= dj["unix_ms"] <= after + 5, det or repr(dj))
 
     # count errors
     for q in ("count=0", "count=-1", "count=abc", "count=", "count=%d" % (MAX_BATCH + 1),
@@ -737,9 +738,9 @@ def group_metrics(d):
     ver = subprocess.run([IDGEN, "--version"], capture_output=True, text=True).stdout.split()[-1]
     info = [dict(ls) for n, ls in m if n == "idgen_build_info"]
     check("metrics: idgen_build_info{version,commit} 1, the version `idgen --version` says and a commit "
-          "(12 hex digits, -dirty for a changed tree, or unknown)",
+          "(12 or more hex digits, -dirty for a changed tree, or unknown)",
           len(info) == 1 and info[0].get("version") == ver
-          and re.fullmatch(r"[0-9a-f]{12}(-dirty)?|unknown", info[0].get("commit", "")) is not None, repr((info, ver)))
+          and re.fullmatch(r"[0-9a-f]{12,40}(-dirty)?|unknown", info[0].get("commit", "")) is not None, repr((info, ver)))
     with open("/proc/%d/stat" % d.p.pid) as f:
         rss_now = int(f.read().rsplit(")", 1)[1].split()[21]) * os.sysconf("SC_PAGE_SIZE")
     start = mget(m, "process_start_time_seconds") or 0
@@ -829,9 +830,12 @@ class StoppedThread:
         self.tid = tid
         if self.libc.ptrace(PTRACE_SEIZE, tid, None, None) != 0:
             raise OSError(ctypes.get_errno(), "PTRACE_SEIZE %d: %s" % (tid, os.strerror(ctypes.get_errno())))
-        self.libc.ptrace(PTRACE_INTERRUPT, tid, None, None)
         st = ctypes.c_int()
-        self.libc.waitpid(tid, ctypes.byref(st), WALL)
+        if (self.libc.ptrace(PTRACE_INTERRUPT, tid, None, None) != 0
+                or self.libc.waitpid(tid, ctypes.byref(st), WALL) != tid):
+            err = ctypes.get_errno()
+            self.thaw()
+            raise OSError(err, "PTRACE_INTERRUPT %d: %s" % (tid, os.strerror(err)))
 
     def state(self, pid):
         with open("/proc/%d/task/%d/stat" % (pid, self.tid)) as f:
@@ -845,24 +849,28 @@ class StoppedThread:
 
 def ask_any_loop(port, path, want, seconds):
     """New connections, each asking `path`, until an answer satisfies
-    `want` (those that land on a stopped loop get none and are kept open in
-    the returned list); (answer or None, seconds taken, waiting conns)."""
+    `want` (those that land on a stopped loop get none within a second and
+    are kept open in the returned list); (answer or None, seconds taken,
+    waiting conns)."""
     t0, waiting = time.monotonic(), []
     while time.monotonic() - t0 < seconds:
         c = Conn(port)
         c.send(http_req(path))
         try:
-            r = c.http(timeout=0.3)
-        except (TimeoutError, EOFError) as e:
-            r = e
-        if isinstance(r, HttpResp):
-            c.close()
-            if want(r):
-                return r, time.monotonic() - t0, waiting
-        else:
+            r = c.http(timeout=1.0)
+        except TimeoutError:
             waiting.append(c)
+            continue
+        except EOFError:
+            r = None
+        c.close()
+        if r is not None and want(r):
+            return r, time.monotonic() - t0, waiting
         time.sleep(0.02)
     return None, time.monotonic() - t0, waiting
+
+
+STALLED_1 = re.compile(rb"stalled: event loop 1 has not turned for (\d+) ms \(stall_timeout_ms 2000\)\n")
 
 
 def group_probes():
@@ -871,11 +879,12 @@ def group_probes():
     probe on /health restarts only a daemon with a stuck loop, never one
     whose clock is briefly behind.  One of two event loops is stopped from
     outside (ptrace stops that thread alone): /health, answered by the other
-    loop, turns 503 naming it once stall_timeout_ms has passed, and
-    idgen_healthy 0; /ready stays 200 (IDs can be issued: the other loop
-    does); the request that waited on the stopped loop is answered once it
-    runs again, and /health is 200 again."""
-    d = Daemon("probes", ["--threads", "2", "--stall-timeout-ms", "600"])
+    loop, turns 503 naming it once stall_timeout_ms has passed, and so does
+    /ready (the clients on the stopped loop wait: ready implies alive);
+    idgen_healthy and idgen_ready are 0; the requests that waited on the
+    stopped loop are answered once it runs again, and both probes are 200
+    again."""
+    d = Daemon("probes", ["--threads", "2", "--stall-timeout-ms", "2000"])
     stopped, waiting = None, []
     try:
         r, det = curl(d.http, "/health")
@@ -888,30 +897,34 @@ def group_probes():
               {"idgen-loop-0", "idgen-loop-1"} <= set(threads), repr(sorted(threads)))
         if "idgen-loop-1" not in threads:
             return
-        stopped = StoppedThread(threads["idgen-loop-1"])
+        try:
+            stopped = StoppedThread(threads["idgen-loop-1"])
+        except OSError as e:  # a kernel or sandbox that refuses ptrace (Yama scope 3, seccomp)
+            print("skip probes with a stopped loop: %s" % e)
+            return
         check("probes: loop 1 is stopped (t) and loop 0 is not", stopped.state(d.p.pid) == "t"
               and open("/proc/%d/task/%d/stat" % (d.p.pid, threads["idgen-loop-0"])).read().rsplit(")", 1)[1].split()[0]
               != "t")
-        t0 = time.monotonic()
-        r, t, waiting = ask_any_loop(d.http, "/health", lambda r: r.status == 503, 8)
-        check("probes: loop 1 stopped: /health from loop 0 is 503 `stalled: event loop 1 has not turned "
-              "for N ms (stall_timeout_ms 600)` after 0.5-5 s (%.2f s; %d asks waited on loop 1)" % (t, len(waiting)),
-              r is not None and re.match(rb"stalled: event loop 1 has not turned for \d+ ms \(stall_timeout_ms "
-                                         rb"600\)\n$", r.body) and 0.5 <= t <= 5, r and short(r.body))
-        r, _, w2 = ask_any_loop(d.http, "/metrics", lambda r: r.status == 200, 5)
+        r, t, waiting = ask_any_loop(d.http, "/health", lambda r: STALLED_1.fullmatch(r.body) is not None, 15)
+        m = STALLED_1.fullmatch(r.body) if r is not None else None
+        check("probes: loop 1 stopped: /health from loop 0 is 503 `stalled: event loop 1 has not turned for N ms "
+              "(stall_timeout_ms 2000)`, N >= 2000 (%.2f s after the stop; %d asks waited on loop 1)" % (t, len(waiting)),
+              r is not None and r.status == 503 and m is not None and int(m.group(1)) >= 2000, r and short(r.body))
+        r, _, w2 = ask_any_loop(d.http, "/ready", lambda r: True, 10)
         waiting += w2
-        m = {}
+        check("probes: loop 1 stopped: /ready from loop 0 is 503 with the same reason (its clients wait)",
+              r is not None and r.status == 503 and STALLED_1.fullmatch(r.body.split(b"\n", 1)[0] + b"\n"),
+              r and short(r.body))
+        r, _, w3 = ask_any_loop(d.http, "/metrics", lambda r: r.status == 200, 10)
+        waiting += w3
+        g = {}
         if r is not None:
             for ln in r.text().splitlines():
                 if ln.startswith("idgen_healthy ") or ln.startswith("idgen_ready "):
                     k, v = ln.split()
-                    m[k] = float(v)
-        check("probes: loop 1 stopped: idgen_healthy 0, idgen_ready 1 (loop 0 issues IDs)",
-              m == {"idgen_healthy": 0, "idgen_ready": 1}, repr(m))
-        r, _, w3 = ask_any_loop(d.http, "/ready", lambda r: True, 5)
-        waiting += w3
-        check("probes: loop 1 stopped: /ready from loop 0 is 200 (IDs are issued)", r is not None and r.status == 200,
-              r and short(r.body))
+                    g[k] = float(v)
+        check("probes: loop 1 stopped: idgen_healthy 0, idgen_ready 0", g == {"idgen_healthy": 0, "idgen_ready": 0},
+              repr(g))
         stopped.thaw()
         answers = []
         for c in waiting:
@@ -921,14 +934,14 @@ def group_probes():
                 answers.append(repr(e))
         check("probes: loop 1 running again: the %d requests that waited on it are answered" % len(waiting),
               all(isinstance(a, int) for a in answers), repr(answers))
-        r, t, w4 = ask_any_loop(d.http, "/health", lambda r: r.status == 200, 5)
-        waiting += w4
-        check("probes: loop 1 running again: /health is 200 ok (%.2f s)" % t,
-              r is not None and r.body == b"ok\n" and not w4, r and short(r.body))
+        ok = []
+        for path in ("/health", "/ready"):
+            r, t, w4 = ask_any_loop(d.http, path, lambda r: r.status == 200, 5)
+            waiting += w4
+            ok.append(r is not None and r.body.startswith(b"ok\n") and not w4)
+        check("probes: loop 1 running again: /health and /ready are 200 ok", all(ok), repr(ok))
         rc = d.stop()
         check("probes: SIGTERM exits 0", rc == 0, "exit %r" % rc)
-    except OSError as e:
-        check("probes: a thread of the daemon can be stopped (ptrace)", False, repr(e))
     finally:
         if stopped is not None:
             stopped.thaw()
