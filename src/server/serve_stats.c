@@ -272,9 +272,10 @@ static void health_metrics(serve_daemon_t *s, serve_buf_t *b) {
   }
 }
 
-void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
+/* What was asked and answered: IDs, requests, refusals, handshakes, and
+ * how long requests took. */
+static void request_metrics(serve_daemon_t *s, serve_buf_t *b) {
   int nagents = atomic_load(&s->nagents);
-  health_metrics(s, b);
   serve_buf_printf(b, "# HELP idgen_ids_issued_total IDs issued, by kind and agent.\n"
                       "# TYPE idgen_ids_issued_total counter\n");
   for (int k = 0; k < NKINDS; k++)
@@ -356,6 +357,10 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
     serve_buf_printf(b, "idgen_request_duration_seconds_count{proto=\"%s\"} %" PRIu64 "\n", pn,
                      SUM(s, hist_count[p]));
   }
+}
+
+/* The generator, the requests waiting for it, the lease and the loops. */
+static void generator_metrics(serve_daemon_t *s, serve_buf_t *b) {
   idgen_snowflake_stats_t st;
   idgen_snowflake_gen_stats(server_sf(s), &st);
   char valid[32];
@@ -444,6 +449,12 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
             b, "idgen_registry_operations_total{op=\"%s\",result=\"%s\"} %" PRIu64 "\n",
             op_names[op], f ? "failed" : "ok", (uint64_t)atomic_load(&s->reg_ops[op][f]));
   }
+}
+
+void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
+  health_metrics(s, b);
+  request_metrics(s, b);
+  generator_metrics(s, b);
   clock_metrics(b);
   cache_metrics(s, b);
   serve_audit_metrics(s, b);
