@@ -252,15 +252,14 @@ static void cache_metrics(serve_daemon_t *s, serve_buf_t *b) {
 /* The probes' verdicts as gauges, and whether a lease is held. */
 static void health_metrics(serve_daemon_t *s, serve_buf_t *b) {
   char why[400];
-  int loop;
-  int alive = serve_loop_stalled_ms(s, &loop) < s->cfg->stall_timeout_ms;
+  int alive = !serve_stalled(s, why, sizeof why);
   serve_buf_printf(b,
                    "# HELP idgen_healthy 1 while every event loop turns (GET /health is 200), 0 "
                    "when one has not for stall_timeout_ms.\n# TYPE idgen_healthy gauge\n"
                    "idgen_healthy %d\n"
                    "# HELP idgen_ready 1 when IDs can be issued now (GET /ready is 200): lease "
-                   "held, mark ahead, clock within bounds, no request past its wait, not "
-                   "stopping.\n# TYPE idgen_ready gauge\nidgen_ready %d\n",
+                   "held, mark ahead, clock within bounds, no request past its wait, every "
+                   "event loop turning, not stopping.\n# TYPE idgen_ready gauge\nidgen_ready %d\n",
                    alive, !serve_not_ready(s, why, sizeof why));
   if (s->lease_field >= 0) {
     idgen_snowflake_lease_status_t ls = lease_now(s);

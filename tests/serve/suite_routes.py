@@ -807,6 +807,12 @@ def group_metrics(d):
 PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_DETACH, WALL = 0x4206, 0x4207, 17, 0x40000000
 
 
+def thread_state(pid, tid):
+    """A thread's state letter in /proc (R, S, t: stopped by a tracer...)."""
+    with open("/proc/%d/task/%d/stat" % (pid, tid)) as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
 def named_threads(pid):
     """{name: tid} of a process's threads (their /proc comm)."""
     out = {}
@@ -836,10 +842,6 @@ class StoppedThread:
             err = ctypes.get_errno()
             self.thaw()
             raise OSError(err, "PTRACE_INTERRUPT %d: %s" % (tid, os.strerror(err)))
-
-    def state(self, pid):
-        with open("/proc/%d/task/%d/stat" % (pid, self.tid)) as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
 
     def thaw(self):
         if self.tid is not None:
@@ -902,9 +904,9 @@ def group_probes():
         except OSError as e:  # a kernel or sandbox that refuses ptrace (Yama scope 3, seccomp)
             print("skip probes with a stopped loop: %s" % e)
             return
-        check("probes: loop 1 is stopped (t) and loop 0 is not", stopped.state(d.p.pid) == "t"
-              and open("/proc/%d/task/%d/stat" % (d.p.pid, threads["idgen-loop-0"])).read().rsplit(")", 1)[1].split()[0]
-              != "t")
+        check("probes: loop 1 is stopped (t) and loop 0 is not",
+              thread_state(d.p.pid, threads["idgen-loop-1"]) == "t"
+              and thread_state(d.p.pid, threads["idgen-loop-0"]) != "t")
         r, t, waiting = ask_any_loop(d.http, "/health", lambda r: STALLED_1.fullmatch(r.body) is not None, 15)
         m = STALLED_1.fullmatch(r.body) if r is not None else None
         check("probes: loop 1 stopped: /health from loop 0 is 503 `stalled: event loop 1 has not turned for N ms "
