@@ -9,6 +9,8 @@
 #                       runs CMD every 0.5 s until it succeeds (its output on
 #                       stdout), at most SECONDS (then its last output on
 #                       stderr, status 1)
+#   free_port [N]       a loopback port the kernel hands out, with the N-1
+#                       after it free too (etcd_server.sh takes a pair)
 # shellcheck shell=bash
 pass=0 fail=0
 ok() {
@@ -53,4 +55,27 @@ retry() {
   done
   echo "$out" >&2
   return 1
+}
+free_port() {
+  python3 - "${1:-1}" <<'PY'
+import socket, sys
+n = int(sys.argv[1])
+for _ in range(100):
+    socks = [socket.socket()]
+    socks[0].bind(("127.0.0.1", 0))
+    base = socks[0].getsockname()[1]
+    try:
+        for k in range(1, n):
+            socks.append(socket.socket())
+            socks[-1].bind(("127.0.0.1", base + k))
+    except OSError:
+        continue
+    finally:
+        for s in socks:
+            s.close()
+    print(base)
+    break
+else:
+    sys.exit("free_port: no %d free ports in a row" % n)
+PY
 }

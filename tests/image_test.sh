@@ -247,11 +247,7 @@ fi
 
 # The same binary with postgres:// (libpq and its closure from the image).
 if [ -x /usr/lib/postgresql/15/bin/initdb ] && command -v psql >/dev/null; then
-  port=0
-  for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { port=$p; break; }
-  done
+  port=$(free_port)
   pg_dir=$tmp/pg
   pw=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
   if "$src/tests/pg_server.sh" start "$pg_dir" "$port" >"$tmp/pg.uri" 2>"$tmp/pg.err" &&
@@ -290,12 +286,7 @@ fi
 
 # And etcd:// (libcurl and its closure).
 if command -v etcd >/dev/null; then
-  port=0
-  for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || (exec 3<>"/dev/tcp/127.0.0.1/$((p + 1))") 2>/dev/null ||
-      { port=$p; break; }
-  done
+  port=$(free_port 2) # etcd_server.sh takes the port and the next
   etcd_dir=$tmp/etcd
   if uri=$("$src/tests/etcd_server.sh" start "$etcd_dir" "$port" 2>"$tmp/etcd.err"); then
     if start "$rootfs" chroot-etcd IDGEN_REGISTRY="$uri"; then

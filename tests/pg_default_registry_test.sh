@@ -62,9 +62,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 finish() {
   [ "$fail" = 0 ] || for d in s u; do
     [ -f "$work/$d/log" ] && { echo "--- $d's log"; grep idgen "$work/$d/log" | tail -8; }

@@ -53,9 +53,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 finish() {
   tally && exit 0
   exit 1
@@ -88,7 +85,7 @@ PGURI_Q="postgres://idgen_app@127.0.0.1:$PGPORT/postgres?sslmode=disable&passwor
 check "setup: md5 authentication refuses the role without its password" \
   bash -c "! PGPASSWORD=wrong psql 'postgres://idgen_app@127.0.0.1:$PGPORT/postgres' -c 'SELECT 1'"
 
-ETPORT=$(free_port)
+ETPORT=$(free_port 2) # etcd_server.sh takes the port and the next
 ETURI0=$("$ROOT/tests/etcd_server.sh" start "$work/etcd" "$ETPORT") || {
   bad "etcd did not start"
   finish
