@@ -186,9 +186,9 @@ static struct sample run_yitter(double seconds) {
 static struct sample run_fast_clock(double seconds) {
   TIMED_LOOP(seconds, { acc += (uint64_t)idgen_clock_now_ms(IDGEN_CLOCK_FAST); });
 }
-/* The coarse clock's read, as the generators make it (the vDSO's entry,
- * called directly where clock_gettime is the C library's): the floor of
- * COARSE's "clock + N ns".  skeeto's floor is the C library's call. */
+/* The coarse clock's read, as the generators make it (through
+ * idgen_clock_now_ms): the floor of COARSE's "clock + N ns".  skeeto's floor
+ * is the bare clock_gettime call. */
 static struct sample run_coarse_clock(double seconds) {
   TIMED_LOOP(seconds, { acc += (uint64_t)idgen_clock_now_ms(IDGEN_CLOCK_COARSE); });
 }
@@ -720,7 +720,7 @@ int main(int argc, char **argv) {
   printf("| floor: `clock_gettime(CLOCK_REALTIME_COARSE)` (skeeto's clock) | | "
          "%.1f ns (%.1f M/s) | | |\n",
          ns(C_COARSE), med[C_COARSE] / 1e6);
-  printf("| floor: idgen's coarse clock read (the same clock, the vDSO's entry called directly) "
+  printf("| floor: idgen's coarse clock read (the same clock, through idgen_clock_now_ms) "
          "| | %.1f ns (%.1f M/s) | | |\n",
          ns(C_COARSE_CLOCK), med[C_COARSE_CLOCK] / 1e6);
   printf("| monotonic ULID new + encode (26 chars) | %.1f ns (%.1f M/s) | skeeto/ulid-c "

@@ -93,21 +93,9 @@ typedef struct idgen__clock_hooks {
 int idgen__clock_test_hooks(const idgen__clock_hooks_t *h);
 
 /* The wall-clock reads of the ID clocks (CLOCK_REALTIME and its coarse
- * kind): the kernel's vDSO entry, called directly, where the program's
- * clock_gettime is the C library's own; clock_gettime itself where it is
- * not (libfaketime, a sanitizer's interceptor, any LD_PRELOAD that moves
- * time: the IDs follow what the program sees), or where no vDSO entry is
- * found (valgrind, a static program).  It saves the C library's wrapper:
- * 1.6 ns of the coarse clock's 4.7 here.  Chosen when the library loads
- * (clock.c); one indirect call from then on. */
-typedef int (*idgen__gettime_fn)(clockid_t, struct timespec *);
-extern IDGEN_INTERNAL _Atomic(idgen__gettime_fn) idgen__gettime;
-static inline void idgen__wall_read(clockid_t id, struct timespec *ts) {
-  atomic_load_explicit(&idgen__gettime, memory_order_relaxed)(id, ts);
-}
-/* Which one idgen__gettime is, for the tests: 1 the vDSO's entry, 0
- * clock_gettime, -1 not yet chosen. */
-int idgen__gettime_direct(void);
+ * kind): the program's clock_gettime, so that IDs follow the time the
+ * program is shown (libfaketime, a sanitizer's interceptor, any shim). */
+static inline void idgen__wall_read(clockid_t id, struct timespec *ts) { clock_gettime(id, ts); }
 
 /* CLOCK_REALTIME in ms; inline because the generator's precise mode calls it
  * once per ID.  tv_nsec is in [0, 1e9), so this is floor division without a
