@@ -126,6 +126,93 @@ typedef struct etcd {
 
 /* ---- the URI ----------------------------------------------------------------- */
 
+/* One HOST:PORT of the host list (p, n bytes), checked and added to e. */
+static int parse_endpoint(etcd_t *e, const char *p, size_t n, char *err, size_t errlen) {
+  const char *colon = memrchr(p, ':', n); /* n > 0 */
+  if (colon == NULL || colon == p || colon + 1 == p + n)
+    return idgen__err(err, errlen, IDGEN_EINVAL, PFX "endpoint \"%.*s\": expected HOST:PORT",
+                      (int)(n > 100 ? 100 : n), p);
+  long port = 0;
+  for (const char *d = colon + 1; d < p + n; d++) {
+    if (*d < '0' || *d > '9' || (port = port * 10 + (*d - '0')) > 65535)
+      return idgen__err(err, errlen, IDGEN_EINVAL,
+                        PFX "endpoint \"%.*s\": the port is not a number from 1 to 65535",
+                        (int)(n > 100 ? 100 : n), p);
+  }
+  if (port == 0)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      PFX "endpoint \"%.*s\": the port is not a number from 1 to 65535",
+                      (int)(n > 100 ? 100 : n), p);
+  for (const char *d = p; d < colon; d++)
+    if (!(*d == '.' || *d == '-' || *d == '_' || *d == '[' || *d == ']' || *d == ':' ||
+          (*d >= '0' && *d <= '9') || (*d >= 'a' && *d <= 'z') || (*d >= 'A' && *d <= 'Z')))
+      return idgen__err(err, errlen, IDGEN_EINVAL,
+                        PFX "endpoint \"%.*s\": a host name has letters, digits, '.', '-'",
+                        (int)(n > 100 ? 100 : n), p);
+  if (e->n_endpoints == MAX_ENDPOINTS)
+    return idgen__err(err, errlen, IDGEN_EINVAL, PFX "more than %d endpoints", MAX_ENDPOINTS);
+  snprintf(e->endpoint[e->n_endpoints++], sizeof e->endpoint[0], "%.*s", (int)n, p);
+  return 0;
+}
+
+/* One NAME=VALUE of the options (o, n bytes) into e; seen: the options
+ * given so far (each at most once). */
+static int parse_option(etcd_t *e, const char *o, size_t n, unsigned *seen, char *err,
+                        size_t errlen) {
+  const char *eq = memchr(o, '=', n);
+  if (eq == NULL)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      PFX "option \"%s\": expected NAME=VALUE; known: space, prefix, tls, "
+                          "cacert, cert, key",
+                      IDGEN_QUOTE(o, n, '"', 100));
+  size_t kn = (size_t)(eq - o);
+  char val[1024];
+  if (idgen__pct_decode(val, sizeof val, eq + 1, n - kn - 1, 1) < 0)
+    return idgen__err(err, errlen, IDGEN_EINVAL, PFX "option %.*s: bad or too long a value",
+                      (int)kn, o);
+  char *dst = NULL;
+  size_t dstlen = 0;
+  static const char *const once[] = {"prefix", "tls", "cacert", "cert", "key"};
+  for (unsigned i = 0; i < sizeof once / sizeof once[0]; i++)
+    if (strlen(once[i]) == kn && strncmp(once[i], o, kn) == 0) {
+      if (*seen & (1u << i))
+        return idgen__err(err, errlen, IDGEN_EINVAL, PFX "option %s given twice", once[i]);
+      *seen |= 1u << i;
+    }
+  if (kn == 6 && strncmp(o, "prefix", 6) == 0) {
+    if (val[0] == '\0' || strchr(val, '/') || strlen(val) >= sizeof e->prefix)
+      return idgen__err(err, errlen, IDGEN_EINVAL, PFX "option prefix: 1 to %zu characters, no '/'",
+                        sizeof e->prefix - 1);
+    dst = e->prefix, dstlen = sizeof e->prefix;
+  } else if (kn == 3 && strncmp(o, "tls", 3) == 0) {
+    if (strcmp(val, "0") != 0 && strcmp(val, "1") != 0)
+      return idgen__err(err, errlen, IDGEN_EINVAL, PFX "option tls: 0 or 1");
+    e->tls = val[0] == '1';
+  } else if (kn == 6 && strncmp(o, "cacert", 6) == 0) {
+    dst = e->cacert, dstlen = sizeof e->cacert, e->tls = 1;
+  } else if (kn == 4 && strncmp(o, "cert", 4) == 0) {
+    dst = e->cert, dstlen = sizeof e->cert, e->tls = 1;
+  } else if (kn == 3 && strncmp(o, "key", 3) == 0) {
+    dst = e->key, dstlen = sizeof e->key, e->tls = 1;
+  } else {
+    /* space= was taken by registry.c: a parameter it did not take is unknown */
+    static const char *const known[] = {"space", "prefix", "tls", "cacert", "cert", "key"};
+    char hint[64] = "";
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+      if (strlen(known[i]) == kn && strncasecmp(known[i], o, kn) == 0)
+        snprintf(hint, sizeof hint, " (did you mean %s? names are case-sensitive)", known[i]);
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      PFX "unknown option \"%s\"%s; known: space, prefix, tls, cacert, cert, key",
+                      IDGEN_QUOTE(o, kn, '"', 60), hint);
+  }
+  if (dst) {
+    if (val[0] == '\0')
+      return idgen__err(err, errlen, IDGEN_EINVAL, PFX "option %.*s: empty", (int)kn, o);
+    snprintf(dst, dstlen, "%s", val);
+  }
+  return 0;
+}
+
 /* Parses rest ("//[user:pw@]h:p[,h:p...][?opts]") into e (which may be a
  * scratch struct): 0, or IDGEN_EINVAL naming what is wrong. */
 static int etcd_parse(etcd_t *e, const char *rest, char *err, size_t errlen) {
@@ -154,32 +241,11 @@ static int etcd_parse(etcd_t *e, const char *rest, char *err, size_t errlen) {
   while (auth_end > 0) {
     const char *comma = memchr(p, ',', auth_end);
     size_t n = comma ? (size_t)(comma - p) : auth_end;
-    const char *colon = n ? memrchr(p, ':', n) : NULL;
     if (n == 0)
       return idgen__err(err, errlen, IDGEN_EINVAL, PFX "an empty endpoint in the host list");
-    if (colon == NULL || colon == p || colon + 1 == p + n)
-      return idgen__err(err, errlen, IDGEN_EINVAL, PFX "endpoint \"%.*s\": expected HOST:PORT",
-                        (int)(n > 100 ? 100 : n), p);
-    long port = 0;
-    for (const char *d = colon + 1; d < p + n; d++) {
-      if (*d < '0' || *d > '9' || (port = port * 10 + (*d - '0')) > 65535)
-        return idgen__err(err, errlen, IDGEN_EINVAL,
-                          PFX "endpoint \"%.*s\": the port is not a number from 1 to 65535",
-                          (int)(n > 100 ? 100 : n), p);
-    }
-    if (port == 0)
-      return idgen__err(err, errlen, IDGEN_EINVAL,
-                        PFX "endpoint \"%.*s\": the port is not a number from 1 to 65535",
-                        (int)(n > 100 ? 100 : n), p);
-    for (const char *d = p; d < colon; d++)
-      if (!(*d == '.' || *d == '-' || *d == '_' || *d == '[' || *d == ']' || *d == ':' ||
-            (*d >= '0' && *d <= '9') || (*d >= 'a' && *d <= 'z') || (*d >= 'A' && *d <= 'Z')))
-        return idgen__err(err, errlen, IDGEN_EINVAL,
-                          PFX "endpoint \"%.*s\": a host name has letters, digits, '.', '-'",
-                          (int)(n > 100 ? 100 : n), p);
-    if (e->n_endpoints == MAX_ENDPOINTS)
-      return idgen__err(err, errlen, IDGEN_EINVAL, PFX "more than %d endpoints", MAX_ENDPOINTS);
-    snprintf(e->endpoint[e->n_endpoints++], sizeof e->endpoint[0], "%.*s", (int)n, p);
+    int rc = parse_endpoint(e, p, n, err, errlen);
+    if (rc != 0)
+      return rc;
     if (comma == NULL)
       break;
     auth_end -= n + 1;
@@ -191,58 +257,11 @@ static int etcd_parse(etcd_t *e, const char *rest, char *err, size_t errlen) {
     return idgen__err(err, errlen, IDGEN_EINVAL, PFX "no HOST:PORT");
   unsigned seen = 0; /* each option once: a second prefix= would otherwise win, silently */
   for (const char *o = q ? q + 1 : NULL; o && *o;) {
-    const char *amp = strchr(o, '&'), *eq = strchr(o, '=');
+    const char *amp = strchr(o, '&');
     size_t n = amp ? (size_t)(amp - o) : strlen(o);
-    if (eq == NULL || eq > o + n)
-      return idgen__err(err, errlen, IDGEN_EINVAL,
-                        PFX "option \"%s\": expected NAME=VALUE; known: space, prefix, tls, "
-                            "cacert, cert, key",
-                        IDGEN_QUOTE(o, n, '"', 100));
-    size_t kn = (size_t)(eq - o);
-    char val[1024];
-    if (idgen__pct_decode(val, sizeof val, eq + 1, n - kn - 1, 1) < 0)
-      return idgen__err(err, errlen, IDGEN_EINVAL, PFX "option %.*s: bad or too long a value",
-                        (int)kn, o);
-    char *dst = NULL;
-    size_t dstlen = 0;
-    static const char *const once[] = {"prefix", "tls", "cacert", "cert", "key"};
-    for (unsigned i = 0; i < sizeof once / sizeof once[0]; i++)
-      if (strlen(once[i]) == kn && strncmp(once[i], o, kn) == 0) {
-        if (seen & (1u << i))
-          return idgen__err(err, errlen, IDGEN_EINVAL, PFX "option %s given twice", once[i]);
-        seen |= 1u << i;
-      }
-    if (kn == 6 && strncmp(o, "prefix", 6) == 0) {
-      if (val[0] == '\0' || strchr(val, '/') || strlen(val) >= sizeof e->prefix)
-        return idgen__err(err, errlen, IDGEN_EINVAL,
-                          PFX "option prefix: 1 to %zu characters, no '/'", sizeof e->prefix - 1);
-      dst = e->prefix, dstlen = sizeof e->prefix;
-    } else if (kn == 3 && strncmp(o, "tls", 3) == 0) {
-      if (strcmp(val, "0") != 0 && strcmp(val, "1") != 0)
-        return idgen__err(err, errlen, IDGEN_EINVAL, PFX "option tls: 0 or 1");
-      e->tls = val[0] == '1';
-    } else if (kn == 6 && strncmp(o, "cacert", 6) == 0) {
-      dst = e->cacert, dstlen = sizeof e->cacert, e->tls = 1;
-    } else if (kn == 4 && strncmp(o, "cert", 4) == 0) {
-      dst = e->cert, dstlen = sizeof e->cert, e->tls = 1;
-    } else if (kn == 3 && strncmp(o, "key", 3) == 0) {
-      dst = e->key, dstlen = sizeof e->key, e->tls = 1;
-    } else {
-      /* space= was taken by registry.c: a parameter it did not take is unknown */
-      static const char *const known[] = {"space", "prefix", "tls", "cacert", "cert", "key"};
-      char hint[64] = "";
-      for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (strlen(known[i]) == kn && strncasecmp(known[i], o, kn) == 0)
-          snprintf(hint, sizeof hint, " (did you mean %s? names are case-sensitive)", known[i]);
-      return idgen__err(err, errlen, IDGEN_EINVAL,
-                        PFX "unknown option \"%s\"%s; known: space, prefix, tls, cacert, cert, key",
-                        IDGEN_QUOTE(o, kn, '"', 60), hint);
-    }
-    if (dst) {
-      if (val[0] == '\0')
-        return idgen__err(err, errlen, IDGEN_EINVAL, PFX "option %.*s: empty", (int)kn, o);
-      snprintf(dst, dstlen, "%s", val);
-    }
+    int rc = parse_option(e, o, n, &seen, err, errlen);
+    if (rc != 0)
+      return rc;
     o = amp ? amp + 1 : NULL;
   }
   if ((e->cert[0] != '\0') != (e->key[0] != '\0'))

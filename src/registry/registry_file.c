@@ -1012,6 +1012,132 @@ typedef struct claim {
   char path[1100];
 } claim_t;
 
+/* What file_claim looks at while it chooses: the pool file as read before
+ * any tuple is locked, where tuples start, and what stood in the way. */
+typedef struct claim_search {
+  const char *dir;
+  const idgen__pool_t *p;
+  pool_file_t pf;
+  /* legacy: the marks of an earlier version's records; floor: the space's
+   * floor for the layout; now: the request's clock; best_rec: the chosen
+   * tuple's own record's mark (0 if none). */
+  int64_t legacy, floor, now, best_rec;
+  char bad[1100], denied[1100];
+} claim_search_t;
+
+/* Step 1: where each tuple would start, for choosing (read again once the
+ * chosen file is locked: the protocol above): its slot's mark, or the pool
+ * mark for a tuple without one; at least the marks of an earlier version's
+ * records, and the space's floor. */
+static int claim_read_pool(idgen_lease_t *l, claim_search_t *cs, char *err, size_t errlen) {
+  cs->legacy = 0;
+  int rc = l->r->space_path[0] ? 0 : legacy_check(root(l->r), &cs->legacy, err, errlen);
+  memset(&cs->pf, 0, sizeof cs->pf);
+  int dfd = rc == 0 ? pool_lock(cs->dir) : -1;
+  if (rc == 0 && dfd < 0)
+    rc = idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s", cs->dir,
+                    strerror(errno));
+  if (rc == 0) {
+    rc = pool_open_locked(cs->dir, cs->p->layout, &cs->pf, err, errlen);
+    pool_unlock(dfd);
+  }
+  return rc;
+}
+
+/* Step 2: the lowest free value whose mark is behind the clock, else the
+ * free value that starts lowest, locked: c->fd >= 0; or c->fd < 0 with
+ * cs->bad or cs->denied naming a file that stood in the way.  Two passes:
+ * `idgen registry list` holds each lock shared for a moment, so a tuple can
+ * look held once; a pool that looks full is looked at again.  A value that
+ * cannot start lower than the best so far is not opened (opening creates
+ * its file). */
+static int claim_choose(claim_search_t *cs, claim_t *c, char *err, size_t errlen) {
+  const idgen__pool_t *p = cs->p;
+  char path[1100];
+  c->fd = -1;
+  for (int pass = 0; pass < 2 && c->fd < 0 && !cs->bad[0]; pass++)
+    for (uint64_t id = 0; id < p->size; id++) {
+      uint64_t key = p->fixed | id << p->shift;
+      long ix = pool_find(&cs->pf, key);
+      int64_t mark = ix >= 0 ? cs->pf.marks[ix] : cs->pf.mark;
+      if (mark < cs->legacy)
+        mark = cs->legacy;
+      if (mark < cs->floor)
+        mark = cs->floor; /* where it would start */
+      if (c->fd >= 0 && mark >= c->mark)
+        continue;
+      int fd = try_key(cs->dir, key, path, sizeof path);
+      if (fd == -1)
+        continue;
+      if (fd == -2 && (errno == EACCES || errno == EPERM)) {
+        /* A tuple this user may not lock: another's, to be had by a user
+         * who may (never by guessing).  Said if nothing else is free. */
+        if (!cs->denied[0])
+          snprintf(cs->denied, sizeof cs->denied, "%s", path);
+        continue;
+      }
+      if (fd == -2) {
+        int e = errno;
+        if (c->fd >= 0)
+          close_held(c->fd);
+        c->fd = -1;
+        return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", path, strerror(e));
+      }
+      idgen__lease_record_t rec;
+      if (read_record(fd, &rec) == REC_BAD) { /* never guess: skip this tuple */
+        close_held(fd);
+        snprintf(cs->bad, sizeof cs->bad, "%s", path);
+        continue;
+      }
+      if (c->fd >= 0)
+        close_held(c->fd);
+      c->fd = fd;
+      c->id = id;
+      c->gen = rec.key == key ? rec.generation : 0;
+      cs->best_rec = rec.key == key ? rec.mark_ms : 0;
+      c->mark = mark;
+      c->fresh = ix < 0;
+      snprintf(c->path, sizeof c->path, "%s", path);
+      if (c->mark < cs->now)
+        return 0; /* the lowest free value whose mark is behind the clock */
+    }
+  return 0;
+}
+
+/* Step 3, after the file is ours: the slot read again, so that any holder
+ * whose file this replaced is fenced before it can raise its ceiling past
+ * what this sees; and written now, with where this holder starts, so that
+ * a holder whose file this replaced finds its slot moved.  On an error the
+ * file is let go. */
+static int claim_write_slot(claim_search_t *cs, claim_t *c, char *err, size_t errlen) {
+  uint64_t key = cs->p->fixed | c->id << cs->p->shift;
+  int rc = 0, dfd = pool_lock(cs->dir);
+  if (dfd < 0)
+    rc = idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s", cs->dir,
+                    strerror(errno));
+  if (rc == 0 && (rc = pool_open_locked(cs->dir, cs->p->layout, &cs->pf, err, errlen)) == 0) {
+    long ix = pool_find(&cs->pf, key);
+    c->mark = ix >= 0 ? cs->pf.marks[ix] : cs->pf.mark;
+    c->fresh = ix < 0;
+    if (c->mark < cs->legacy)
+      c->mark = cs->legacy;
+    /* The tuple's own record is a copy of its slot, never above it, unless
+     * the pool file lost the slot or was put back older: then the record
+     * (if it is the live copy) remembers what the slot forgot. */
+    if (c->mark < cs->best_rec)
+      c->mark = cs->best_rec;
+    rc = pool_set_locked(cs->dir, &cs->pf, key, c->mark, NULL, err, errlen);
+  }
+  pool_free(&cs->pf);
+  if (dfd >= 0)
+    pool_unlock(dfd);
+  if (rc < 0) {
+    close_held(c->fd);
+    c->fd = -1;
+  }
+  return rc;
+}
+
 /* Chooses and locks l's tuple in pool directory f->dir (docs/DESIGN.md §11)
  * and writes its slot: 0 with *c (c->mark the tuple's mark), or an error
  * (nothing held).  Every tuple starts above `floor` too (its space's floor
@@ -1020,124 +1146,32 @@ static int file_claim(idgen_lease_t *l, const idgen_lease_request_t *req, int64_
                       char *err, size_t errlen) {
   const idgen__pool_t *p = &l->pool;
   file_lease_t *f = l->be;
-  char *dir = f->dir, path[1100], bad[1100] = "", denied[1100] = "";
-  if (make_dirs(dir) < 0)
-    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot create %s: %s", dir,
+  if (make_dirs(f->dir) < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot create %s: %s", f->dir,
                       strerror(errno));
-  /* Where each tuple would start, for choosing (read again once the chosen
-   * file is locked: the protocol above): its slot's mark, or the pool mark
-   * for a tuple without one; at least the marks of an earlier version's
-   * records, and the space's floor. */
-  int64_t legacy = 0;
-  int rc = l->r->space_path[0] ? 0 : legacy_check(root(l->r), &legacy, err, errlen);
-  pool_file_t pf;
-  memset(&pf, 0, sizeof pf);
-  int dfd = rc == 0 ? pool_lock(dir) : -1;
-  if (rc == 0 && dfd < 0)
-    rc = idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s", dir,
-                    strerror(errno));
-  if (rc == 0) {
-    rc = pool_open_locked(dir, p->layout, &pf, err, errlen);
-    pool_unlock(dfd);
-  }
+  claim_search_t cs = {.dir = f->dir, .p = p, .floor = floor};
+  int rc = claim_read_pool(l, &cs, err, errlen);
   if (rc < 0)
     return rc;
-  int64_t now = idgen__req_now_ms(req), best_rec = 0;
-  c->fd = -1;
-  /* Two passes: `idgen registry list` holds each lock shared for a moment,
-   * so a tuple can look held once; a pool that looks full is looked at
-   * again.  A value that cannot start lower than the best so far is not
-   * opened (opening creates its file). */
-  for (int pass = 0; pass < 2 && c->fd < 0 && !bad[0]; pass++)
-    for (uint64_t id = 0; id < p->size; id++) {
-      uint64_t key = p->fixed | id << p->shift;
-      long ix = pool_find(&pf, key);
-      int64_t mark = ix >= 0 ? pf.marks[ix] : pf.mark;
-      if (mark < legacy)
-        mark = legacy;
-      if (mark < floor)
-        mark = floor; /* where it would start */
-      if (c->fd >= 0 && mark >= c->mark)
-        continue;
-      int fd = try_key(dir, key, path, sizeof path);
-      if (fd == -1)
-        continue;
-      if (fd == -2 && (errno == EACCES || errno == EPERM)) {
-        /* A tuple this user may not lock: another's, to be had by a user
-         * who may (never by guessing).  Said if nothing else is free. */
-        if (!denied[0])
-          snprintf(denied, sizeof denied, "%s", path);
-        continue;
-      }
-      if (fd == -2) {
-        int e = errno;
-        if (c->fd >= 0)
-          close_held(c->fd);
-        pool_free(&pf);
-        return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", path, strerror(e));
-      }
-      idgen__lease_record_t rec;
-      if (read_record(fd, &rec) == REC_BAD) { /* never guess: skip this tuple */
-        close_held(fd);
-        snprintf(bad, sizeof bad, "%s", path);
-        continue;
-      }
-      if (c->fd >= 0)
-        close_held(c->fd);
-      c->fd = fd;
-      c->id = id;
-      c->gen = rec.key == key ? rec.generation : 0;
-      best_rec = rec.key == key ? rec.mark_ms : 0;
-      c->mark = mark;
-      c->fresh = ix < 0;
-      snprintf(c->path, sizeof c->path, "%s", path);
-      if (c->mark < now)
-        break; /* the lowest free value whose mark is behind the clock */
-    }
-  pool_free(&pf);
-  if (c->fd < 0 && bad[0])
+  cs.now = idgen__req_now_ms(req);
+  rc = claim_choose(&cs, c, err, errlen);
+  pool_free(&cs.pf);
+  if (rc < 0)
+    return rc;
+  if (c->fd < 0 && cs.bad[0])
     return idgen__err(err, errlen, IDGEN_EREGISTRY,
                       "registry: no usable tuple: %s is not a valid idgen lease record "
                       "(refusing to guess its mark) and the others are held",
-                      bad);
-  if (c->fd < 0 && denied[0])
+                      cs.bad);
+  if (c->fd < 0 && cs.denied[0])
     return idgen__err(err, errlen, IDGEN_EREGISTRY,
                       "registry: no tuple this user may lock: %s: %s, and the others are held",
-                      denied, strerror(EACCES));
+                      cs.denied, strerror(EACCES));
   if (c->fd < 0) { /* file: has no quarantine: a stopped holder's tuple is free at once */
     int64_t none = 0;
     return idgen__pool_full("registry: ", req, p, p->size, 0, -1, &none, err, errlen);
   }
-  /* Read after the file is ours: any holder whose file this replaced is
-   * fenced before it can raise its ceiling past what this sees.  The slot
-   * is written now, with where this holder starts, so that a holder whose
-   * file this replaced finds its slot moved. */
-  uint64_t key = p->fixed | c->id << p->shift;
-  dfd = pool_lock(dir);
-  if (dfd < 0)
-    rc = idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s", dir,
-                    strerror(errno));
-  if (rc == 0 && (rc = pool_open_locked(dir, p->layout, &pf, err, errlen)) == 0) {
-    long ix = pool_find(&pf, key);
-    c->mark = ix >= 0 ? pf.marks[ix] : pf.mark;
-    c->fresh = ix < 0;
-    if (c->mark < legacy)
-      c->mark = legacy;
-    /* The tuple's own record is a copy of its slot, never above it, unless
-     * the pool file lost the slot or was put back older: then the record
-     * (if it is the live copy) remembers what the slot forgot. */
-    if (c->mark < best_rec)
-      c->mark = best_rec;
-    rc = pool_set_locked(dir, &pf, key, c->mark, NULL, err, errlen);
-  }
-  pool_free(&pf);
-  if (dfd >= 0)
-    pool_unlock(dfd);
-  if (rc < 0) {
-    close_held(c->fd);
-    c->fd = -1;
-  }
-  return rc;
+  return claim_write_slot(&cs, c, err, errlen);
 }
 
 static int file_acquire_(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,

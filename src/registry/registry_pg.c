@@ -1095,6 +1095,83 @@ static int pg_space(pg_t *pg, idgen_lease_t *l, const idgen_lease_request_t *req
   return rc;
 }
 
+/* The leases of an earlier version, before any claim: *legacy the marks of
+ * its table idgen_leases (a floor), *e its registry in another schema;
+ * refused while either has a live lease. */
+static int pg_acquire_earlier(pg_t *pg, long long *legacy, earlier_t *e, char *err, size_t errlen) {
+  long long legacy_held = 0;
+  PGresult *res = NULL;
+  pg_lock(pg);
+  int rc = pg_query(pg, &res, SQL_LEGACY_EXISTS, 0, NULL, 1, NULL, err, errlen);
+  int old_table = rc == 0 && pq.PQgetvalue(res, 0, 0)[0] == 't';
+  pq.PQclear(res);
+  res = NULL;
+  if (old_table && (rc = pg_query(pg, &res, SQL_LEGACY, 0, NULL, 1, NULL, err, errlen)) == 0) {
+    *legacy = pg_i64(res, 0, 0);
+    legacy_held = pg_i64(res, 0, 1);
+  }
+  pq.PQclear(res);
+  res = NULL;
+  /* An earlier version's registry in another schema: refused unless it
+   * is parked and none of its leases is live, and then its marks are a
+   * floor.  The guard first: an earlier version making its tables after
+   * this look cannot (docs/DESIGN.md §11). */
+  if (rc == 0) {
+    pg_guard(pg);
+    rc = pg_earlier(pg, e, 1, err, errlen);
+  }
+  pg_unlock(pg);
+  if (rc == 0 && legacy_held > 0)
+    rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
+                    PFX "%lld lease(s) of table idgen_leases are held by an earlier idgen, whose "
+                        "leases this version cannot see: stop the earlier version's holders first "
+                        "(their marks are kept)",
+                    legacy_held);
+  if (rc == 0 && (e->n > 0 || e->live > 0))
+    rc = earlier_refuse(pg, e, err, errlen);
+  return rc;
+}
+
+/* The pool's row, once the space has the layout (raised to an earlier
+ * version's marks when legacy > 0). */
+static int pg_make_pool(pg_t *pg, const char *const *pv, long long legacy, char *err,
+                        size_t errlen) {
+  PGresult *res = NULL;
+  pg_lock(pg);
+  int rc = pg_query_patient(pg, &res, SQL_POOL, 3, pv, err, errlen);
+  pq.PQclear(res);
+  res = NULL;
+  if (rc == 0 && legacy > 0)
+    rc = pg_query_patient(pg, &res, SQL_POOL_RAISE, 3, pv, err, errlen);
+  pq.PQclear(res);
+  pg_unlock(pg);
+  return rc;
+}
+
+/* One round's look at the pool: its floor (*floor), a scan of its tuples,
+ * and the best free one (*res: SQL_BEST's row).  0, 2 when the space moved,
+ * or what pg_scan or pg_query gave. */
+static int pg_look(pg_t *pg, idgen_lease_t *l, const char *const *pv, int64_t now, claim_args_t *c,
+                   int64_t *floor, PGresult **res, char *err, size_t errlen) {
+  *res = NULL;
+  pg_lock(pg);
+  int rc = pg_query(pg, res, SQL_FLOOR, 1, pv, 1, NULL, err, errlen);
+  if (rc == 0) {
+    *floor = pq.PQntuples(*res) ? pg_i64(*res, 0, 0) : 0;
+    pq.PQclear(*res);
+    *res = NULL;
+    /* A never-leased tuple's mark is the floor. */
+    rc = pg_scan(pg, l, now, *floor < now, c, err, errlen);
+  }
+  if (rc == 0) {
+    scan_args_t a;
+    scan_args(&a, l, 0, now, 1);
+    rc = pg_query(pg, res, SQL_BEST, 9, a.v, 1, NULL, err, errlen);
+  }
+  pg_unlock(pg);
+  return rc;
+}
+
 static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
                       size_t errlen) {
   pg_t *pg = l->r->be;
@@ -1105,37 +1182,9 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
   int64_t waited = 0;
   int64_t borrow = req->start_borrow_ms > 0 ? req->start_borrow_ms : 0;
   PGresult *res = NULL;
-  /* An earlier version's leases: refused while held, a floor after. */
-  long long legacy = 0, legacy_held = 0;
-  pg_lock(pg);
-  int rc = pg_query(pg, &res, SQL_LEGACY_EXISTS, 0, NULL, 1, NULL, err, errlen);
-  int old_table = rc == 0 && pq.PQgetvalue(res, 0, 0)[0] == 't';
-  pq.PQclear(res);
-  res = NULL;
-  if (old_table && (rc = pg_query(pg, &res, SQL_LEGACY, 0, NULL, 1, NULL, err, errlen)) == 0) {
-    legacy = pg_i64(res, 0, 0);
-    legacy_held = pg_i64(res, 0, 1);
-  }
-  pq.PQclear(res);
-  res = NULL;
-  /* An earlier version's registry in another schema: refused unless it
-   * is parked and none of its leases is live, and then its marks are a
-   * floor.  The guard first: an earlier version making its tables after
-   * this look cannot (docs/DESIGN.md §11). */
+  long long legacy = 0;
   earlier_t e = {0};
-  if (rc == 0) {
-    pg_guard(pg);
-    rc = pg_earlier(pg, &e, 1, err, errlen);
-  }
-  pg_unlock(pg);
-  if (rc == 0 && legacy_held > 0)
-    rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
-                    PFX "%lld lease(s) of table idgen_leases are held by an earlier idgen, whose "
-                        "leases this version cannot see: stop the earlier version's holders first "
-                        "(their marks are kept)",
-                    legacy_held);
-  if (rc == 0 && (e.n > 0 || e.live > 0))
-    rc = earlier_refuse(pg, &e, err, errlen);
+  int rc = pg_acquire_earlier(pg, &legacy, &e, err, errlen);
   if (rc < 0)
     return rc;
   char ahead[120];
@@ -1163,36 +1212,12 @@ static int pg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *
         return rc;
       continue;
     }
-    if (!made) { /* the pool's row, once the space has the layout */
-      pg_lock(pg);
-      rc = pg_query_patient(pg, &res, SQL_POOL, 3, pv, err, errlen);
-      pq.PQclear(res);
-      res = NULL;
-      if (rc == 0 && legacy > 0)
-        rc = pg_query_patient(pg, &res, SQL_POOL_RAISE, 3, pv, err, errlen);
-      pq.PQclear(res);
-      res = NULL;
-      pg_unlock(pg);
-      if (rc < 0)
+    if (!made) {
+      if ((rc = pg_make_pool(pg, pv, legacy, err, errlen)) < 0)
         return rc;
       made = 1;
     }
-    res = NULL;
-    pg_lock(pg);
-    rc = pg_query(pg, &res, SQL_FLOOR, 1, pv, 1, NULL, err, errlen);
-    if (rc == 0) {
-      floor = pq.PQntuples(res) ? pg_i64(res, 0, 0) : 0;
-      pq.PQclear(res);
-      res = NULL;
-      /* A never-leased tuple's mark is the floor. */
-      rc = pg_scan(pg, l, now, floor < now, &c, err, errlen);
-    }
-    if (rc == 0) {
-      scan_args_t a;
-      scan_args(&a, l, 0, now, 1);
-      rc = pg_query(pg, &res, SQL_BEST, 9, a.v, 1, NULL, err, errlen);
-    }
-    pg_unlock(pg);
+    rc = pg_look(pg, l, pv, now, &c, &floor, &res, err, errlen);
     if (rc == 2)
       continue; /* the space moved: look at it again */
     if (rc != 0)
