@@ -13,10 +13,11 @@
  * thread exits.
  *
  * fork() beside a thread inside RAND_bytes() copies OpenSSL's lock held,
- * and the child's first refill waited for it forever (a review: about 1
- * fork in 100 with four threads drawing).  So a fork() waits for the
- * RAND_bytes() calls under way in other threads (pthread_atfork), calls
- * made while a fork is pending draw from getrandom(), and a process that was
+ * and the child's first refill waited for it forever (about 1 fork in 100
+ * with four threads drawing; test_fork_beside_draws in tests/test_ulid.c
+ * forks beside draws).  So a fork() waits for the RAND_bytes() calls under
+ * way in other threads (pthread_atfork), calls made while a fork is
+ * pending draw from getrandom(), and a process that was
  * not made by a fork() that waited (_Fork(), clone()) refills from
  * getrandom() for good: OpenSSL's locks may be held there by threads that do
  * not exist.  openssl_gen is the fork generation in which RAND_bytes() is
@@ -257,7 +258,8 @@ int idgen__lock_acquire_slow(idgen__lock_t *l) {
      * pauses yield instead of burning the slice.  Not longer: a waiter that
      * spun for 1,024 pauses before yielding could starve for most of a second
      * among 64 threads on 2 CPUs, because the scheduler kept pushing back the
-     * one thread that yielded (review, 2026-11-26). */
+     * one thread that yielded (docs/DESIGN.md §6, "Threads sharing one
+     * generator"). */
     if (spins < 64) {
       for (unsigned i = 0; i < backoff; i++) {
 #if defined(__x86_64__) || defined(__i386__)

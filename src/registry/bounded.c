@@ -6,7 +6,8 @@
  * system calls on a local file system, and a frozen file system (fsfreeze,
  * a snapshot) or a hung NFS mount holds them for as long as it lasts: the
  * caller, a CLI's main thread, a daemon starting, or the Node.js event loop,
- * was held with it (9.9 s in a review's 10 s freeze).  The network backends
+ * was held with it (9.9 s of a 10 s freeze; tests/frozen_registry_test.sh,
+ * the ctest registry.frozen, checks the bound).  The network backends
  * bound their own calls (connect and statement time-outs); a backend whose
  * table sets `bounded` has its calls run here instead: on a thread of their
  * own, the caller waiting at most

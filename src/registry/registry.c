@@ -885,9 +885,10 @@ char *idgen_registry_uri_redact(const char *uri, char *buf, size_t n) {
 
 const char *idgen_registry_uri(const idgen_registry_t *r) { return r->shown; }
 
-/* The host's default registry (SPEC §8: one registry per host, whatever
- * the user).  A build may move it (-DIDGEN_DEFAULT_REGISTRY_DIR=...); it
- * never depends on the user, the environment or the working directory. */
+/* The host's default registry (one registry per host, whatever the user:
+ * docs/DESIGN.md §11, "The default registry").  A build may move it
+ * (-DIDGEN_DEFAULT_REGISTRY_DIR=...); it never depends on the user, the
+ * environment or the working directory. */
 #ifndef IDGEN_DEFAULT_REGISTRY_DIR
 #define IDGEN_DEFAULT_REGISTRY_DIR "/var/lib/idgen"
 #endif

@@ -74,7 +74,7 @@
  * taken and given back under held_mu, but the system calls (open, close)
  * run outside it: one held by a frozen file system or a hung mount must not
  * hold fork() (whose prepare handler takes held_mu) nor every other file:
- * call of the process (a review: fork() waited out a 10 s freeze). */
+ * call of the process (fork() once waited out a whole 10 s freeze). */
 static int held_fds[MAX_HELD];
 static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -102,7 +102,8 @@ static void held_child(void) {
 static void register_atfork(void) { pthread_atfork(held_prepare, held_parent, held_child); }
 
 /* A directory shared by a group (set-group-ID and group-writable, as the
- * host's default registry is made: SPEC §8) passes that on: what a holder
+ * host's default registry is made: docs/DESIGN.md §11, "The default
+ * registry") passes that on: what a holder
  * creates in it is group-readable and -writable, and a directory also
  * set-group-ID, whatever the holder's umask (a unit's UMask=0027), so that
  * every member's processes can lock and write it.  Nothing changes in any

@@ -372,7 +372,8 @@ static int64_t pg_i64(const PGresult *res, int row, int col) {
  * One started after this version made its registry, or restarted after
  * its tables were moved into this one's schema, makes a registry of its
  * own where its search_path leads (normally public) and leases the same
- * tuples unseen (73,504 duplicates in 1.6 M IDs in a review).  The guard
+ * tuples unseen (73,504 duplicates in 1.6 M IDs; earlier_registry_appears
+ * in tests/registry/suite_pg.py holds the fix).  The guard
  * (SQL_SESSION) keeps it from making one while a session of this version
  * lasts.  One there all the same (made while none ran, by hand, restored)
  * is looked for in the catalogs at every acquisition and renewal, and no

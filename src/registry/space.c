@@ -5,7 +5,8 @@
  * A pool (registry_int.h) keeps the holders of one layout geometry apart;
  * it knows nothing of other geometries, whose IDs can be equal to its own
  * (twitter's layout and the same 10 node bits split 5+6 with an 11-bit
- * sequence repeated 250,144 of 1,000,000 IDs in a review).  So each space
+ * sequence repeated 250,144 of 1,000,000 IDs; `spaces` in
+ * tests/registry/suite_contract.py checks the refusal).  So each space
  * (a registry's default space, or one named with ?space=NAME) keeps a
  * record of the layouts that lease in it (registry_int.h,
  * idgen__space_t), and every acquisition looks at it first, under a lock
@@ -165,8 +166,9 @@ int idgen__space_high_id(const idgen_layout_t *l, int64_t mark_ms, uint64_t keys
    * pool's geometry issued it (node fields above the time field too), so a
    * layout only guessed from the pool's name loses nothing.  And every bit
    * l itself puts above its time field: a tuple whose key was lost (a row
-   * deleted by hand: 1,500,864 duplicates in a review) is still covered
-   * when the pool's layout is known. */
+   * deleted by hand: 1,500,864 duplicates before; deleted_row_takeover in
+   * tests/registry/suite_pg.py) is still covered when the pool's layout is
+   * known. */
   uint64_t below = (UINT64_C(1) << t->shift) - 1;
   unsigned top = t->shift + t->bits;
   uint64_t above = top >= 64 ? 0 : layout_max_id(l) & ~((UINT64_C(1) << top) - 1);
@@ -412,7 +414,7 @@ int idgen__space_add_pool(idgen__space_t *s, const char *pool) {
   snprintf(m->pool, sizeof m->pool, "%s", pool);
   /* Whatever layouts used the pool (its file names only the first, and a
    * wider one of the same geometry may have run since: 749,568 of 60,000,000
-   * IDs repeated in a review that trusted the first): the widest of its
+   * IDs repeated with a version that trusted the first): the widest of its
    * geometry, whose range holds every ID any of them can make. */
   idgen_layout_t l;
   if (idgen__pool_guess_layout(pool, &l) < 0 ||
