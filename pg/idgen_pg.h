@@ -1,7 +1,8 @@
 /*
- * idgen_pg.h -- between the extension's files: idgen_snowflake.c's part of
- * _PG_init (its settings; with shared_preload_libraries, its shared memory
- * and background worker).
+ * idgen_pg.h -- between the extension's files: idgen_snowflake()'s part of
+ * _PG_init, in idgen_snowflake.c (with shared_preload_libraries: its
+ * settings, its shared memory and its background worker; the files that
+ * make them share idgen_snowflake_int.h).
  */
 #ifndef IDGEN_PG_H
 #define IDGEN_PG_H
