@@ -50,10 +50,10 @@
  * call met one: a getter that threw, the environment's end).  -1. */
 static int call_failed(napi_env env, napi_status st, const char *call) {
   const napi_extended_error_info *info = NULL; /* (asked first: the next call resets it) */
-  const char *why = napi_get_last_error_info(env, &info) == napi_ok && info != NULL &&
-                            info->error_message != NULL
-                        ? info->error_message
-                        : "failed";
+  const char *why =
+      napi_get_last_error_info(env, &info) == napi_ok && info != NULL && info->error_message != NULL
+          ? info->error_message
+          : "failed";
   bool pending = false;
   if (napi_is_exception_pending(env, &pending) != napi_ok || pending)
     return -1;
@@ -874,8 +874,8 @@ static napi_value sf_batch_start(napi_env env, napi_callback_info info) {
   sw->n = n;
   int rc = idgen_snowflake_gen_next_n_async(s->h.gen, sw->ids, n, &sw->w);
   napi_value handle = NULL;
-  if (rc == IDGEN_EAGAIN && !NAPI_OK(env, napi_create_external(env, sw, wait_finalize, NULL,
-                                                               &handle))) {
+  if (rc == IDGEN_EAGAIN &&
+      !NAPI_OK(env, napi_create_external(env, sw, wait_finalize, NULL, &handle))) {
     free(sw);
     return NULL;
   }
@@ -945,7 +945,8 @@ static napi_value sf_lease(napi_env env, napi_callback_info info) {
   /* registry: idgen_registry_uri, its secrets masked (idgen_registry_uri_redact) */
   if (set_num(env, o, "worker", (double)li.worker) < 0 || set_str(env, o, "node", li.node) < 0 ||
       set_str(env, o, "pool", li.pool) < 0 || set_str(env, o, "space", li.space) < 0 ||
-      set_str(env, o, "holder", li.holder) < 0 || set_num(env, o, "markMs", (double)li.mark_ms) < 0 ||
+      set_str(env, o, "holder", li.holder) < 0 ||
+      set_num(env, o, "markMs", (double)li.mark_ms) < 0 ||
       set_str(env, o, "registry", idgen_registry_uri(s->h.reg)) < 0)
     return NULL;
   return o;
@@ -1304,8 +1305,8 @@ static int define_exports(napi_env env, env_t *e, napi_value exports) {
              {"layoutInfo", layout_info_js},
              {"open", sf_open_js}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
-    NAPI_CALL_RET(env, napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].cb, NULL, &v),
-                  -1);
+    NAPI_CALL_RET(
+        env, napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].cb, NULL, &v), -1);
     if (export_value(env, exports, fns[i].name, v) < 0)
       return -1;
   }
@@ -1333,8 +1334,8 @@ static napi_value init(napi_env env, napi_value exports) {
   e->refs = 2; /* the environment's and the thread-safe function's */
   napi_value name;
   if (!NAPI_OK(env, napi_create_string_utf8(env, "idgen registry", NAPI_AUTO_LENGTH, &name)) ||
-      !NAPI_OK(env, napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, e, tsf_finalize,
-                                                    e, job_back, &e->tsf))) {
+      !NAPI_OK(env, napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, e, tsf_finalize, e,
+                                                    job_back, &e->tsf))) {
     pthread_cond_destroy(&e->idle);
     pthread_mutex_destroy(&e->mu);
     free(e);
