@@ -386,6 +386,23 @@ typedef enum idgen_clock_mode {
   IDGEN_CLOCK_COARSE = 2
 } idgen_clock_mode_t;
 
+/* The words of the clock modes as every front end's clock setting takes
+ * them, for messages. */
+#define IDGEN_CLOCK_MODE_WORDS "fast, precise or coarse"
+
+/* The clock mode named by `word` ("fast", "precise" or "coarse", exactly)
+ * into *mode: 0, or IDGEN_EINVAL with *mode untouched and the message
+ * `"WORD" is not a clock (expected fast, precise or coarse)` in err[errlen]
+ * (err may be NULL).  The command, the daemon, the Node.js addon and the
+ * WebAssembly build read their clock setting through it.  Pure and
+ * thread-safe. */
+IDGEN_API int idgen_clock_mode_parse(const char *word, idgen_clock_mode_t *mode, char *err,
+                                     size_t errlen);
+
+/* The word idgen_clock_mode_parse() reads as `mode`; "unknown" for any
+ * other value.  A static string; thread-safe. */
+IDGEN_API const char *idgen_clock_mode_name(idgen_clock_mode_t mode);
+
 /* Unix milliseconds from the default clock in `mode`; for benchmarks and tools. */
 IDGEN_API int64_t idgen_clock_now_ms(idgen_clock_mode_t mode);
 
@@ -1057,6 +1074,23 @@ IDGEN_API const char *idgen_registry_uri(const idgen_registry_t *r);
  * front end shows a registry URI only through it.  Pure and thread-safe;
  * returns buf.  A buffer of 2 * strlen(uri) + 16 bytes always fits. */
 IDGEN_API char *idgen_registry_uri_redact(const char *uri, char *buf, size_t n);
+
+/* `uri` in the ID space `space` (below, idgen_registry_space), into buf[n]:
+ * the URI with ?space=NAME, or &space=NAME after its other parameters
+ * ("file:/var/lib/idgen?space=billing", "postgres://h/ids?sslmode=require&
+ * space=billing"); `space` NULL or "": `uri` as it is.  What every front end
+ * makes of a space given beside the registry (`idgen serve`'s `space`,
+ * `idgen registry --space`, the extension's idgen.space).  IDGEN_EINVAL
+ * with a message in err[errlen] (err may be NULL) for the static registry,
+ * which keeps no ID spaces, a URI that names a space already (a space=
+ * parameter), or a name that is not a space name; IDGEN_ERANGE if the
+ * result does not fit in n bytes (strlen(uri) + IDGEN_SPACE_NAME_MAX + 8
+ * always does).  Messages begin "registry: ", as idgen_registry_check()'s,
+ * and quote no secret of the URI.  The rest of the URI is not checked here
+ * (idgen_registry_check() does).  Pure and thread-safe; buf is "" on
+ * failure (n > 0). */
+IDGEN_API int idgen_registry_uri_with_space(const char *uri, const char *space, char *buf, size_t n,
+                                            char *err, size_t errlen);
 
 /*
  * The default registry into buf[n]: the host's, "file:/var/lib/idgen", one

@@ -152,11 +152,13 @@ function put(p, s, what) {
   return b.length;
 }
 
+// o[name], a whole number from lo to hi (the library's bounds, from the
+// module), or -1 when absent; the message is the Node.js build's.
 function optInt(o, name, lo, hi) {
   const v = o[name];
   if (v === undefined || v === null) return -1;
   if (!Number.isInteger(v) || v < lo || v > hi)
-    throw idgenError(-4, `option ${name} must be an integer from ${lo} to ${hi}`);
+    throw idgenError(-4, `option ${name} must be a whole number from ${lo} to ${hi}`);
   return v;
 }
 
@@ -184,16 +186,20 @@ export class Snowflake {
     for (const name of ['leaseField', 'ttlMs', 'maxStartWaitMs'])
       if (options[name] !== undefined && options[name] !== null)
         throw idgenError(-1, `option ${name}: leases need a registry, which the WebAssembly build has not`);
+    // The clock's word, as the library reads it (accepted for the one API;
+    // here every clock is Date.now()).
+    if (options.clock !== undefined && options.clock !== null) {
+      put(IN, options.clock, 'option clock');
+      const rc = exp.clock_mode_parse();
+      if (rc < 0) throw idgenError(rc, 'option clock: ' + cstr(ERR));
+    }
     const layout = options.layout ?? 'twitter';
     const node = options.node ?? '';
     put(IN, layout, 'option layout');
     put(IN2, node, 'option node');
-    const wait = optInt(options, 'maxWaitMs', 0, 3600000);
-    const borrow = optInt(options, 'maxBorrowMs', 0, 3600000);
+    const wait = optInt(options, 'maxWaitMs', 0, exp.max_wait_ms_max());
+    const borrow = optInt(options, 'maxBorrowMs', 0, exp.max_borrow_ms_max());
     const rss = optInt(options, 'randomSequenceStart', 0, 1);
-    // (accepted for the one API; here every clock is Date.now())
-    if (options.clock !== undefined && !['fast', 'precise', 'coarse'].includes(options.clock))
-      throw idgenError(-1, `option clock must be "fast", "precise" or "coarse"`);
     this.#g = check(exp.sf_new(BigInt(borrow), BigInt(wait), rss < 0 ? 0 : rss));
     this.#slot = exp.alloc(8);
     reclaim.register(this, { free: exp.sf_free, ptr: this.#g, slot: this.#slot }, this.#token);

@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
-# settings_table_test.sh -- the node list, the lease-field rules and the lease
-# TTL's bounds have one owner, the library: one table of inputs, run through
-# the three front ends, gets the same verdict and the same message from each.
+# settings_table_test.sh -- the node list, the lease-field rules, the lease
+# TTL's, max_borrow_ms' and max_wait_ms' bounds and the clock's words have
+# one owner, the library: one table of inputs, run through the five front
+# ends, gets the same verdict and the same message from each.
 #
 #   tests/settings_table_test.sh BUILD_DIR
 #
 # Each row: a registry, idgen.node / --node / `node =`, a lease field, a
-# lease TTL; the verdict (ok or refused) and, for a refusal, the library's
-# message that each front end must show.  The front ends:
+# lease TTL, more settings (max_borrow_ms=N, max_wait_ms=N, clock=WORD:
+# `idgen serve`'s keys); the verdict (ok or refused) and, for a refusal,
+# the library's message that each front end must show.  The front ends:
 #   cli     `idgen snowflake` with the flags (ok: it prints an ID);
 #   serve   `idgen serve --config FILE --check-config` (ok: exit 0);
+#   addon   new Snowflake({...}) of the Node.js addon (js/index.js; the
+#           keys camelCase: maxBorrowMs), ok when next() answers;
+#   wasm    the same of the WebAssembly build (js/browser.mjs on idgen.wasm,
+#           under node), which has no registry: it takes the rows of the
+#           static registry without a lease field or TTL, and refuses the
+#           others, saying that it has none;
 #   pg      the extension in a PostgreSQL 15 with shared_preload_libraries =
 #           'idgen' (tests/pg_server.sh), the settings given by ALTER SYSTEM
 #           and the server restarted: ok when idgen_snowflake() answers, a
 #           refusal when ALTER SYSTEM refuses (the lease TTL's check) or
-#           idgen_snowflake() says the settings are wrong.
+#           idgen_snowflake() says the settings are wrong.  It has no
+#           borrow, wait or clock setting: it takes the rows without them.
 # The layout is twitter's (datacenter and worker; the registry leases
 # worker).  `file` is a file: registry of the test's own (the extension's
 # file:pg_idgen, in its data directory, named: never the default, the
@@ -27,22 +36,40 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:?usage: settings_table_test.sh BUILD_DIR}" && pwd)
 IDGEN=$BUILD/idgen
+ADDON=$BUILD/js/idgen.node
+WASM=$BUILD/js/browser/browser.mjs
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 if [ "$(id -u)" != 0 ]; then
   echo "SKIP settings table: installing the extension into the server's directories needs root"
   exit 77
 fi
+for f in "$ADDON" "$WASM"; do
+  if [ ! -f "$f" ]; then
+    echo "FAIL settings table: $f was not built (node, Node-API's headers or the WebAssembly" \
+      "toolchain missing when the build was configured: scripts/install-deps.sh)" >&2
+    exit 1
+  fi
+done
 
-#  registry | node                       | lease_field | ttl | verdict | message
+#  registry | node                       | lease_field | ttl | more | verdict | message
 TABLE='
-static | datacenter=1 ,worker=2     |        |     | ok      |
-static | datacenter = 1 , worker = 2, |      |     | ok      |
-static | datacenter=1               | worker |     | refused | a lease field needs a registry other than static
-file   | datacenter=1,worker=2      |        |     | refused | assigns worker: leave it out of node
-file   | rack=1                     |        |     | refused | "rack" is not a node field of the layout
-file   | datacenter=1               |        | 100 | refused | lease TTL 100 ms is not from 300 to 3600000
-file   | datacenter=1               |        | 299 | refused | lease TTL 299 ms is not from 300 to 3600000
-file   | datacenter=1               |        | 300 | ok      |
+static | datacenter=1 ,worker=2     |        |     |                        | ok      |
+static | datacenter = 1 , worker = 2, |      |     |                        | ok      |
+static | datacenter=1               | worker |     |                        | refused | a lease field needs a registry other than static
+file   | datacenter=1,worker=2      |        |     |                        | refused | assigns worker: leave it out of node
+file   | rack=1                     |        |     |                        | refused | "rack" is not a node field of the layout
+file   | datacenter=1               |        | 100 |                        | refused | lease TTL 100 ms is not from 300 to 3600000
+file   | datacenter=1               |        | 299 |                        | refused | lease TTL 299 ms is not from 300 to 3600000
+file   | datacenter=1               |        | 300 |                        | ok      |
+static | datacenter=1,worker=2      |        |     | max_borrow_ms=86400000 | ok      |
+static | datacenter=1,worker=2      |        |     | max_borrow_ms=86400001 | refused | whole number from 0 to 86400000
+static | datacenter=1,worker=2      |        |     | max_borrow_ms=0        | ok      |
+static | datacenter=1,worker=2      |        |     | max_wait_ms=3600000    | ok      |
+static | datacenter=1,worker=2      |        |     | max_wait_ms=3600001    | refused | whole number from 0 to 3600000
+static | datacenter=1,worker=2      |        |     | clock=precise          | ok      |
+static | datacenter=1,worker=2      |        |     | clock=coarse           | ok      |
+static | datacenter=1,worker=2      |        |     | clock=sundial          | refused | expected fast, precise or coarse
+file   | datacenter=1               |        |     | max_borrow_ms=86400000 clock=coarse | ok |
 '
 
 work=$(mktemp -d /tmp/idgen-settings-XXXXXX)
@@ -55,10 +82,43 @@ trap cleanup EXIT
 passed=0
 failed=0
 
+# A generator of the options OPTIONS (JSON) from the addon (index.js) or the
+# WebAssembly build (browser.mjs): its first ID, or the refusal's code and
+# message (exit 1).
+cat >"$work/try.mjs" <<'EOF'
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+const [front, where, options] = process.argv.slice(2);
+const idgen = front === 'addon' ? createRequire(import.meta.url)(where)
+                                : await import(pathToFileURL(where).href);
+try {
+  const g = new idgen.Snowflake(JSON.parse(options));
+  console.log(String(g.next()));
+  await g.close();
+} catch (e) {
+  console.log(`${e.code}: ${e.message}`);
+  process.exit(1);
+}
+EOF
+
 trim() {
   local s=$1
   s=${s#"${s%%[![:space:]]*}"}
   printf '%s' "${s%"${s##*[![:space:]]}"}"
+}
+
+# The row's settings as the JavaScript builds' options (JSON): js_options
+# REGISTRY NODE FIELD TTL MORE, MORE's keys camelCase (max_borrow_ms:
+# maxBorrowMs).
+js_options() {
+  local o="{\"layout\":\"twitter\",\"registry\":\"$1\",\"node\":\"$2\"" kv key val
+  [ -z "$3" ] || o+=",\"leaseField\":\"$3\""
+  [ -z "$4" ] || o+=",\"ttlMs\":$4"
+  for kv in $5; do
+    key=$(sed -E 's/_(.)/\U\1/g' <<<"${kv%%=*}") val=${kv#*=}
+    if [[ $val =~ ^[0-9]+$ ]]; then o+=",\"$key\":$val"; else o+=",\"$key\":\"$val\""; fi
+  done
+  printf '%s}' "$o"
 }
 
 # check FRONT_END ROW RC OUTPUT VERDICT MESSAGE
@@ -74,23 +134,29 @@ check() {
   fi
 }
 
-# The command and the daemon's config file.
+# The command, the daemon's config file, the addon and the WebAssembly build.
 n=0
-while IFS='|' read -r reg node field ttl verdict msg; do
+while IFS='|' read -r reg node field ttl more verdict msg; do
   reg=$(trim "$reg")
   [ -n "$reg" ] || continue
-  node=$(trim "$node") field=$(trim "$field") ttl=$(trim "$ttl")
+  node=$(trim "$node") field=$(trim "$field") ttl=$(trim "$ttl") more=$(trim "$more")
   verdict=$(trim "$verdict") msg=$(trim "$msg")
   n=$((n + 1))
   uri=$reg
   [ "$reg" != file ] || uri=file:$work/reg$n
   row="registry $reg, node \"$node\"${field:+, lease_field $field}${ttl:+, lease_ttl_ms $ttl}"
+  row+=${more:+, $more}
   args=(--layout twitter --registry "$uri" --node "$node")
   conf="layout = twitter
 registry = $uri
 node = $node"
   [ -z "$field" ] || { args+=(--lease-field "$field"); conf+=$'\n'"lease_field = $field"; }
   [ -z "$ttl" ] || { args+=(--lease-ttl-ms "$ttl"); conf+=$'\n'"lease_ttl_ms = $ttl"; }
+  for kv in $more; do
+    key=${kv%%=*}
+    args+=("--${key//_/-}" "${kv#*=}")
+    conf+=$'\n'"$key = ${kv#*=}"
+  done
   rc=0
   out=$("$IDGEN" snowflake "${args[@]}" 2>&1) || rc=$?
   check cli "$row" "$rc" "$out" "$verdict" "$msg"
@@ -98,6 +164,20 @@ node = $node"
   rc=0
   out=$("$IDGEN" serve --config "$work/serve$n.conf" --check-config 2>&1) || rc=$?
   check serve "$row" "$rc" "$out" "$verdict" "$msg"
+  js_uri=$reg
+  [ "$reg" != file ] || js_uri=file:$work/addon$n
+  rc=0
+  out=$(IDGEN_NODE_ADDON=$ADDON node "$work/try.mjs" addon "$ROOT/js/index.js" \
+    "$(js_options "$js_uri" "$node" "$field" "$ttl" "$more")" 2>&1) || rc=$?
+  check addon "$row" "$rc" "$out" "$verdict" "$msg"
+  rc=0
+  out=$(node "$work/try.mjs" wasm "$WASM" \
+    "$(js_options "$js_uri" "$node" "$field" "$ttl" "$more")" 2>&1) || rc=$?
+  if [ "$reg" = static ] && [ -z "$field$ttl" ]; then
+    check wasm "$row" "$rc" "$out" "$verdict" "$msg"
+  else
+    check wasm "$row" "$rc" "$out" refused "the WebAssembly build"
+  fi
 done <<<"$TABLE"
 
 # The extension.
@@ -114,8 +194,8 @@ q "CREATE EXTENSION idgen" >/dev/null
 # idgen_snowflake() once the worker has decided: an ID, or its refusal
 # (waits out the worker's start, at most 30 s).
 pg_answer() {
-  local out i
-  for i in $(seq 1 60); do
+  local out
+  for _ in $(seq 1 60); do
     if out=$(q "SELECT idgen_snowflake()"); then
       echo "$out"
       return 0
@@ -130,9 +210,10 @@ pg_answer() {
   return 1
 }
 
-while IFS='|' read -r reg node field ttl verdict msg; do
+while IFS='|' read -r reg node field ttl more verdict msg; do
   reg=$(trim "$reg")
   [ -n "$reg" ] || continue
+  [ -z "$(trim "$more")" ] || continue # no such settings here
   node=$(trim "$node") field=$(trim "$field") ttl=$(trim "$ttl")
   verdict=$(trim "$verdict") msg=$(trim "$msg")
   row="registry $reg, node \"$node\"${field:+, lease_field $field}${ttl:+, lease_ttl_ms $ttl}"

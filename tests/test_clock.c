@@ -471,6 +471,33 @@ static void test_state_names(void **state) {
   assert_string_equal("unknown", idgen_clock_state_name((idgen_clock_state_t)42));
 }
 
+/* The clock setting's words, one way and back; anything else refused with
+ * the one message every front end shows. */
+static void test_mode_words(void **state) {
+  (void)state;
+  static const idgen_clock_mode_t modes[] = {IDGEN_CLOCK_FAST, IDGEN_CLOCK_PRECISE,
+                                             IDGEN_CLOCK_COARSE};
+  idgen_clock_mode_t m;
+  char err[200];
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+    const char *w = idgen_clock_mode_name(modes[i]);
+    assert_non_null(strstr(IDGEN_CLOCK_MODE_WORDS, w));
+    assert_int_equal(idgen_clock_mode_parse(w, &m, err, sizeof err), 0);
+    assert_int_equal(m, modes[i]);
+  }
+  assert_string_equal(idgen_clock_mode_name((idgen_clock_mode_t)42), "unknown");
+  m = IDGEN_CLOCK_COARSE;
+  static const char *const bad[] = {"", "Fast", "fast ", "sundial", "unknown"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(idgen_clock_mode_parse(bad[i], &m, err, sizeof err), IDGEN_EINVAL);
+    assert_int_equal(m, IDGEN_CLOCK_COARSE);
+  }
+  assert_string_equal(err, "\"unknown\" is not a clock (expected fast, precise or coarse)");
+  assert_int_equal(idgen_clock_mode_parse("x\n", &m, NULL, 0), IDGEN_EINVAL);
+  assert_int_equal(idgen_clock_mode_parse("x\n", &m, err, sizeof err), IDGEN_EINVAL);
+  assert_string_equal(err, "\"x\\x0A\" is not a clock (expected fast, precise or coarse)");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_forward_step_1ms, setup, teardown),
@@ -483,6 +510,7 @@ int main(void) {
       cmocka_unit_test(test_coarse_generators),
       cmocka_unit_test(test_wall_read),
       cmocka_unit_test(test_state_names),
+      cmocka_unit_test(test_mode_words),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -191,6 +191,53 @@ static void test_uri_redact(void **state) {
   assert_string_equal(buf, "postgres://");
 }
 
+/* A space given beside the registry: the URI's ?space=NAME (or &), by one
+ * rule for every front end; refusals name no secret of the URI. */
+static void test_uri_with_space(void **state) {
+  (void)state;
+  static const char *const ok[][3] = {
+      {"file:/var/lib/idgen", "billing", "file:/var/lib/idgen?space=billing"},
+      {"postgres://u:s3cret@h/ids?sslmode=require", "b-2",
+       "postgres://u:s3cret@h/ids?sslmode=require&space=b-2"},
+      {"etcd://h:2379", NULL, "etcd://h:2379"},
+      {"static", "", "static"},
+      {"file:/x?spaces=1", "a", "file:/x?spaces=1&space=a"},
+  };
+  char buf[120], err[300];
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    assert_int_equal(
+        idgen_registry_uri_with_space(ok[i][0], ok[i][1], buf, sizeof buf, err, sizeof err), 0);
+    assert_string_equal(buf, ok[i][2]);
+  }
+  static const char *const bad[][3] = {
+      {"static", "billing", "registry: the static registry keeps no ID spaces (space=billing)"},
+      {"file:/x?space=a", "b", "registry: the registry URI names a space already (space=a)"},
+      {"postgres://u:s3cret@h/ids?x=1&space", "b",
+       "registry: the registry URI names a space already (space)"},
+      {"file:/x", "Billing", "registry: space \"Billing\" is not a space name"},
+      {"file:/x", "a&password=s3cret", "registry: space \"a&password=s3cret\" is not a space"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(
+        idgen_registry_uri_with_space(bad[i][0], bad[i][1], buf, sizeof buf, err, sizeof err),
+        IDGEN_EINVAL);
+    assert_string_equal(buf, "");
+    if (strncmp(err, bad[i][2], strlen(bad[i][2])) != 0)
+      fail_msg("%s with space %s: %s", bad[i][0], bad[i][1], err);
+  }
+  /* the open refuses static?space= with the same words */
+  idgen_registry_t *r;
+  assert_int_equal(idgen_registry_open(&r, "static?space=billing", err, sizeof err), IDGEN_EINVAL);
+  assert_string_equal(err, "registry: the static registry keeps no ID spaces (space=billing)");
+  /* what fits: the URI, '?', "space=", the name and its NUL (strlen(uri) +
+   * IDGEN_SPACE_NAME_MAX + 8 always does) */
+  assert_int_equal(idgen_registry_uri_with_space("file:/x", "billing", buf, 21, err, sizeof err),
+                   IDGEN_ERANGE);
+  assert_string_equal(buf, "");
+  assert_int_equal(idgen_registry_uri_with_space("file:/x", "billing", buf, 22, NULL, 0), 0);
+  assert_string_equal(buf, "file:/x?space=billing");
+}
+
 static void test_field_choice(void **state) {
   (void)state;
   idgen_registry_t *r;
@@ -1402,6 +1449,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_uri_redact, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_uri_with_space, setup, teardown),
       cmocka_unit_test_setup_teardown(test_field_choice, setup, teardown),
       cmocka_unit_test_setup_teardown(test_record_put_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pool_file_put_back, setup, teardown),

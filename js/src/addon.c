@@ -45,31 +45,72 @@
 
 /* ---- errors ------------------------------------------------------------ */
 
-/* Error(message) with .code = the library's name for rc. */
+/* A Node-API call that did not return napi_ok: its Error thrown (code
+ * EINVAL, Node-API's message), unless an exception is pending already (the
+ * call met one: a getter that threw, the environment's end).  -1. */
+static int call_failed(napi_env env, napi_status st, const char *call) {
+  const napi_extended_error_info *info = NULL; /* (asked first: the next call resets it) */
+  const char *why =
+      napi_get_last_error_info(env, &info) == napi_ok && info != NULL && info->error_message != NULL
+          ? info->error_message
+          : "failed";
+  bool pending = false;
+  if (napi_is_exception_pending(env, &pending) != napi_ok || pending)
+    return -1;
+  char msg[200];
+  snprintf(msg, sizeof msg, "Node-API %.*s: %s (status %d)", (int)strcspn(call, "("), call, why,
+           (int)st);
+  (void)napi_throw_error(env, idgen_err_name(IDGEN_EINVAL), msg); /* (failing, no more to say) */
+  return -1;
+}
+
+static int call_ok(napi_env env, napi_status st, const char *call) {
+  return st == napi_ok || call_failed(env, st, call) == 0;
+}
+
+/* Every Node-API call goes through one of these, as Node-API's
+ * documentation has it: NAPI_OK(env, call) is 1 for napi_ok, else 0 with
+ * the Error thrown (call_failed); NAPI_CALL returns NULL from the calling
+ * function (a callback: the exception is its outcome), NAPI_CALL_RET the
+ * given value. */
+#define NAPI_OK(env, call) call_ok((env), (call), #call)
+#define NAPI_CALL_RET(env, call, ret)                                                              \
+  do {                                                                                             \
+    if (!NAPI_OK(env, call))                                                                       \
+      return ret;                                                                                  \
+  } while (0)
+#define NAPI_CALL(env, call) NAPI_CALL_RET(env, call, NULL)
+
+/* Error(message) with .code = the library's name for rc; NULL thrown. */
 static napi_value make_error(napi_env env, int rc, const char *msg) {
   napi_value code, text, e;
-  napi_create_string_utf8(env, idgen_err_name(rc), NAPI_AUTO_LENGTH, &code);
-  napi_create_string_utf8(env, msg && msg[0] ? msg : idgen_strerror(rc), NAPI_AUTO_LENGTH, &text);
-  napi_create_error(env, code, text, &e);
+  NAPI_CALL(env, napi_create_string_utf8(env, idgen_err_name(rc), NAPI_AUTO_LENGTH, &code));
+  NAPI_CALL(env, napi_create_string_utf8(env, msg && msg[0] ? msg : idgen_strerror(rc),
+                                         NAPI_AUTO_LENGTH, &text));
+  NAPI_CALL(env, napi_create_error(env, code, text, &e));
   return e;
 }
 
 /* Throws make_error(rc, msg). */
 static void throw_idgen(napi_env env, int rc, const char *msg) {
-  napi_throw(env, make_error(env, rc, msg));
+  napi_value e = make_error(env, rc, msg);
+  if (e != NULL)
+    NAPI_CALL_RET(env, napi_throw(env, e), );
 }
 
 /* A TypeError for a wrong argument type, with .code EINVAL. */
-static void throw_type(napi_env env, const char *msg) { napi_throw_type_error(env, "EINVAL", msg); }
+static void throw_type(napi_env env, const char *msg) {
+  NAPI_CALL_RET(env, napi_throw_type_error(env, "EINVAL", msg), );
+}
 
 /* ---- argument helpers -------------------------------------------------- */
 
 /* obj[name] into *v and its type: 1 present, 0 absent (undefined or null),
- * -1 on a failed call (an exception pending). */
+ * -1 thrown (a getter that threw, or a failed call). */
 static int opt_get(napi_env env, napi_value obj, const char *name, napi_value *v,
                    napi_valuetype *t) {
-  if (napi_get_named_property(env, obj, name, v) != napi_ok || napi_typeof(env, *v, t) != napi_ok)
-    return -1;
+  NAPI_CALL_RET(env, napi_get_named_property(env, obj, name, v), -1);
+  NAPI_CALL_RET(env, napi_typeof(env, *v, t), -1);
   return *t == napi_undefined || *t == napi_null ? 0 : 1;
 }
 
@@ -88,13 +129,13 @@ static int opt_string(napi_env env, napi_value obj, const char *name, char *buf,
     return -1;
   }
   size_t len;
-  napi_get_value_string_utf8(env, v, NULL, 0, &len);
+  NAPI_CALL_RET(env, napi_get_value_string_utf8(env, v, NULL, 0, &len), -1);
   if (len + 1 > n) {
     snprintf(msg, sizeof msg, "option %s is longer than %zu bytes", name, n - 1);
     throw_idgen(env, IDGEN_EINVAL, msg);
     return -1;
   }
-  napi_get_value_string_utf8(env, v, buf, n, &len);
+  NAPI_CALL_RET(env, napi_get_value_string_utf8(env, v, buf, n, &len), -1);
   if (strlen(buf) != len) {
     snprintf(msg, sizeof msg, "option %s holds a NUL character", name);
     throw_idgen(env, IDGEN_EINVAL, msg);
@@ -103,8 +144,8 @@ static int opt_string(napi_env env, napi_value obj, const char *name, char *buf,
   return 1;
 }
 
-/* obj[name] as a whole number from lo to hi into *out: 1 found, 0 absent,
- * -1 thrown. */
+/* obj[name] as a whole number from lo to hi (the library's bounds) into
+ * *out: 1 found, 0 absent, -1 thrown. */
 static int opt_int(napi_env env, napi_value obj, const char *name, int64_t lo, int64_t hi,
                    int64_t *out) {
   napi_value v;
@@ -112,10 +153,11 @@ static int opt_int(napi_env env, napi_value obj, const char *name, int64_t lo, i
   int got = opt_get(env, obj, name, &v, &t);
   if (got <= 0)
     return got;
-  double d;
+  double d = 0;
   char msg[200];
-  if (t != napi_number || napi_get_value_double(env, v, &d) != napi_ok || d != (double)(int64_t)d ||
-      d < (double)lo || d > (double)hi) {
+  if (t == napi_number)
+    NAPI_CALL_RET(env, napi_get_value_double(env, v, &d), -1);
+  if (t != napi_number || d != (double)(int64_t)d || d < (double)lo || d > (double)hi) {
     snprintf(msg, sizeof msg, "option %s must be a whole number from %lld to %lld", name,
              (long long)lo, (long long)hi);
     throw_idgen(env, IDGEN_ERANGE, msg);
@@ -125,16 +167,19 @@ static int opt_int(napi_env env, napi_value obj, const char *name, int64_t lo, i
   return 1;
 }
 
-static void set_str(napi_env env, napi_value o, const char *name, const char *v) {
+/* o[name] = a string, a number: 0, or -1 thrown. */
+static int set_str(napi_env env, napi_value o, const char *name, const char *v) {
   napi_value x;
-  napi_create_string_utf8(env, v, NAPI_AUTO_LENGTH, &x);
-  napi_set_named_property(env, o, name, x);
+  NAPI_CALL_RET(env, napi_create_string_utf8(env, v, NAPI_AUTO_LENGTH, &x), -1);
+  NAPI_CALL_RET(env, napi_set_named_property(env, o, name, x), -1);
+  return 0;
 }
 
-static void set_num(napi_env env, napi_value o, const char *name, double v) {
+static int set_num(napi_env env, napi_value o, const char *name, double v) {
   napi_value x;
-  napi_create_double(env, v, &x);
-  napi_set_named_property(env, o, name, x);
+  NAPI_CALL_RET(env, napi_create_double(env, v, &x), -1);
+  NAPI_CALL_RET(env, napi_set_named_property(env, o, name, x), -1);
+  return 0;
 }
 
 /* ---- Snowflake ----------------------------------------------------------- */
@@ -156,6 +201,7 @@ typedef struct sf {
  * there or on a thread of its own. */
 typedef struct {
   char layout[IDGEN_LAYOUT_SPEC_MAX], registry[2048], node[1024], field[64], clock[16];
+  idgen_clock_mode_t clock_mode; /* of `clock`, by the library's words */
   int has_field;
   int64_t ttl, wait, borrow, start_wait, rss;
 } sf_opts_t;
@@ -193,9 +239,10 @@ static atomic_long unclosed;
  * (durable), and a network lease expires by its TTL. */
 #define ENV_END_WAIT_MS (3 * IDGEN_REGISTRY_CALL_MS)
 
+/* The environment's env_t, or NULL thrown. */
 static env_t *env_of(napi_env env) {
   env_t *e = NULL;
-  napi_get_instance_data(env, (void **)&e);
+  NAPI_CALL(env, napi_get_instance_data(env, (void **)&e));
   return e;
 }
 
@@ -258,9 +305,7 @@ static int sf_make(sf_opts_t *o, sf_hold_t *h, char *err, size_t errlen) {
   if (o->borrow >= 0)
     set.max_borrow_ms = o->borrow;
   set.random_sequence_start = (int)o->rss;
-  set.clock_mode = strcmp(o->clock, "precise") == 0  ? IDGEN_CLOCK_PRECISE
-                   : strcmp(o->clock, "coarse") == 0 ? IDGEN_CLOCK_COARSE
-                                                     : IDGEN_CLOCK_FAST;
+  set.clock_mode = o->clock_mode;
   unsigned given = 0;
   rc = idgen_layout_nodes_parse(&layout, o->node, idgen_host_node_resolve, NULL, set.node, &given,
                                 err, errlen);
@@ -303,11 +348,12 @@ static void pool_note(int rc, char *err, size_t errlen) {
            len ? " " : "", n, n == 1 ? "" : "s", n == 1 ? "was" : "were");
 }
 
-/* options into o: 0, or -1 thrown. */
+/* options into o, each bound and the clock's word the library's: 0, or -1
+ * thrown. */
 static int opts_read(napi_env env, napi_value o, sf_opts_t *out, const char *call) {
   napi_valuetype t = napi_undefined;
   if (o != NULL)
-    napi_typeof(env, o, &t);
+    NAPI_CALL_RET(env, napi_typeof(env, o, &t), -1);
   if (t != napi_object && t != napi_undefined) {
     char msg[120];
     snprintf(msg, sizeof msg, "%s: options must be an object", call);
@@ -315,7 +361,7 @@ static int opts_read(napi_env env, napi_value o, sf_opts_t *out, const char *cal
     return -1;
   }
   if (t == napi_undefined)
-    napi_create_object(env, &o);
+    NAPI_CALL_RET(env, napi_create_object(env, &o), -1);
   memset(out, 0, sizeof *out);
   snprintf(out->layout, sizeof out->layout, "twitter");
   out->wait = out->borrow = out->start_wait = -1;
@@ -325,14 +371,16 @@ static int opts_read(napi_env env, napi_value o, sf_opts_t *out, const char *cal
       opt_string(env, o, "clock", out->clock, sizeof out->clock) < 0 ||
       (out->has_field = opt_string(env, o, "leaseField", out->field, sizeof out->field)) < 0 ||
       opt_int(env, o, "ttlMs", 0, IDGEN_LEASE_TTL_MAX_MS, &out->ttl) < 0 ||
-      opt_int(env, o, "maxWaitMs", 0, 3600000, &out->wait) < 0 ||
-      opt_int(env, o, "maxBorrowMs", 0, 3600000, &out->borrow) < 0 ||
+      opt_int(env, o, "maxWaitMs", 0, IDGEN_MAX_WAIT_MS_MAX, &out->wait) < 0 ||
+      opt_int(env, o, "maxBorrowMs", 0, IDGEN_MAX_BORROW_MS_MAX, &out->borrow) < 0 ||
       opt_int(env, o, "maxStartWaitMs", 0, IDGEN_START_WAIT_MS_MAX, &out->start_wait) < 0 ||
       opt_int(env, o, "randomSequenceStart", 0, 1, &out->rss) < 0)
     return -1;
-  if (out->clock[0] && strcmp(out->clock, "fast") != 0 && strcmp(out->clock, "precise") != 0 &&
-      strcmp(out->clock, "coarse") != 0) {
-    throw_idgen(env, IDGEN_EINVAL, "option clock must be \"fast\", \"precise\" or \"coarse\"");
+  char err[160], msg[200];
+  out->clock_mode = IDGEN_CLOCK_FAST;
+  if (out->clock[0] && idgen_clock_mode_parse(out->clock, &out->clock_mode, err, sizeof err) < 0) {
+    snprintf(msg, sizeof msg, "option clock: %s", err);
+    throw_idgen(env, IDGEN_EINVAL, msg);
     return -1;
   }
   return 0;
@@ -391,8 +439,12 @@ static void *job_main(void *arg) {
 }
 
 /* Starts j on a thread of its own (the JavaScript thread only): 0, or -1
- * if no thread could be had (j is still the caller's). */
+ * if no thread could be had, or the event loop could not be held for it
+ * (thrown; j is still the caller's).  A job someone awaits holds the event
+ * loop (the thread-safe function ref'd) from before it starts. */
 static int job_start(napi_env env, env_t *e, job_t *j) {
+  if (j->deferred && e->promised == 0)
+    NAPI_CALL_RET(env, napi_ref_threadsafe_function(env, e->tsf), -1);
   j->e = e;
   pthread_mutex_lock(&e->mu);
   e->refs++;
@@ -415,10 +467,12 @@ static int job_start(napi_env env, env_t *e, job_t *j) {
     e->refs--; /* the environment holds one more: not the last */
     e->running--;
     pthread_mutex_unlock(&e->mu);
+    if (j->deferred && e->promised == 0)
+      NAPI_CALL_RET(env, napi_unref_threadsafe_function(env, e->tsf), -1);
     return -1;
   }
-  if (j->deferred && e->promised++ == 0)
-    napi_ref_threadsafe_function(env, e->tsf); /* the event loop waits for it */
+  if (j->deferred)
+    e->promised++;
   return 0;
 }
 
@@ -451,10 +505,9 @@ static int sf_release(napi_env env, env_t *e, sf_t *s, napi_deferred deferred) {
 static void sf_finalize(napi_env env, void *data, void *hint);
 
 /* Wraps s into the object self and counts it among the live ones: 0, or -1
- * (s is still the caller's). */
+ * thrown (s is still the caller's). */
 static int sf_attach(napi_env env, env_t *e, napi_value self, sf_t *s) {
-  if (napi_wrap(env, self, s, sf_finalize, NULL, NULL) != napi_ok)
-    return -1;
+  NAPI_CALL_RET(env, napi_wrap(env, self, s, sf_finalize, NULL, NULL), -1);
   s->next = e->head;
   if (e->head)
     e->head->prev = s;
@@ -468,7 +521,9 @@ static int sf_attach(napi_env env, env_t *e, napi_value self, sf_t *s) {
 static void sf_finalize(napi_env env, void *data, void *hint) {
   (void)hint;
   sf_t *s = data;
-  env_t *e = env_of(env);
+  env_t *e = NULL; /* (no exception from a finalizer: none is thrown here) */
+  if (napi_get_instance_data(env, (void **)&e) != napi_ok)
+    e = NULL;
   if (e) {
     sf_unlink(e, s);
     sf_release(env, e, s, NULL);
@@ -477,6 +532,42 @@ static void sf_finalize(napi_env env, void *data, void *hint) {
     hold_free(&h);
   }
   free(s);
+}
+
+/* Settles d: rejected with `error` if not NULL, else resolved with v
+ * (NULL: undefined).  A failure is thrown (from a thread-safe function's
+ * call: an uncaught exception). */
+static void settle(napi_env env, napi_deferred d, napi_value v, napi_value error) {
+  if (error != NULL) {
+    NAPI_CALL_RET(env, napi_reject_deferred(env, d, error), );
+    return;
+  }
+  if (v == NULL)
+    NAPI_CALL_RET(env, napi_get_undefined(env, &v), );
+  NAPI_CALL_RET(env, napi_resolve_deferred(env, d, v), );
+}
+
+/* open()'s generator made by job j, as an object of the class: the
+ * constructor takes it (e->adopt) instead of making one.  NULL if it could
+ * not be made, the hold still j's and the reason thrown. */
+static napi_value job_adopt(napi_env env, env_t *e, job_t *j) {
+  sf_t *s = calloc(1, sizeof *s);
+  napi_value cls, obj = NULL;
+  if (s == NULL) {
+    throw_idgen(env, IDGEN_ENOMEM, "cannot make the object");
+    return NULL;
+  }
+  s->h = j->h;
+  e->adopt = s;
+  if (!NAPI_OK(env, napi_get_reference_value(env, e->cls, &cls)) ||
+      !NAPI_OK(env, napi_new_instance(env, cls, 0, NULL, &obj)))
+    obj = NULL;
+  if (e->adopt == s) { /* not taken: the hold is still the job's */
+    e->adopt = NULL;
+    free(s);
+    obj = NULL;
+  }
+  return obj;
 }
 
 /* A job is back on the JavaScript thread (env NULL: the environment is
@@ -490,40 +581,23 @@ static void job_back(napi_env env, napi_value cb, void *context, void *data) {
     return;
   }
   if (--e->promised == 0)
-    napi_unref_threadsafe_function(env, e->tsf);
-  napi_value v = NULL, cls;
+    (void)NAPI_OK(env, napi_unref_threadsafe_function(env, e->tsf));
   if (!j->open) {
-    napi_get_undefined(env, &v);
-    napi_resolve_deferred(env, j->deferred, v);
+    settle(env, j->deferred, NULL, NULL);
   } else if (j->rc < 0) {
     pool_note(j->rc, j->err, sizeof j->err);
-    napi_reject_deferred(env, j->deferred, make_error(env, j->rc, j->err));
+    settle(env, j->deferred, NULL, make_error(env, j->rc, j->err));
   } else {
-    /* The constructor takes the generator made (e->adopt) instead of
-     * making one. */
-    sf_t *s = calloc(1, sizeof *s);
-    napi_value obj = NULL;
-    if (s != NULL) {
-      s->h = j->h;
-      e->adopt = s;
-      if (napi_get_reference_value(env, e->cls, &cls) != napi_ok ||
-          napi_new_instance(env, cls, 0, NULL, &obj) != napi_ok)
-        obj = NULL;
-      if (e->adopt == s) { /* not taken: the hold is still the job's */
-        e->adopt = NULL;
-        free(s);
-        obj = NULL;
-      }
-    }
+    napi_value obj = job_adopt(env, e, j);
     if (obj != NULL) {
-      napi_resolve_deferred(env, j->deferred, obj);
+      settle(env, j->deferred, obj, NULL);
     } else {
       bool pending = false;
       napi_value exc = NULL;
-      if (napi_is_exception_pending(env, &pending) == napi_ok && pending)
-        napi_get_and_clear_last_exception(env, &exc);
-      napi_reject_deferred(env, j->deferred,
-                           exc ? exc : make_error(env, IDGEN_ENOMEM, "cannot make the object"));
+      if (NAPI_OK(env, napi_is_exception_pending(env, &pending)) && pending)
+        (void)NAPI_OK(env, napi_get_and_clear_last_exception(env, &exc));
+      settle(env, j->deferred, NULL,
+             exc ? exc : make_error(env, IDGEN_ENOMEM, "cannot make the object"));
       hold_release(env, e, j->h, NULL);
     }
   }
@@ -568,8 +642,8 @@ static void env_free(napi_env env, void *data, void *hint) {
   env_t *e = data;
   while (e->head)
     sf_unlink(e, e->head);
-  if (e->cls)
-    napi_delete_reference(env, e->cls);
+  if (e->cls && napi_delete_reference(env, e->cls) != napi_ok)
+    e->cls = NULL; /* (nobody to throw to: it goes with the environment) */
   env_unref(e);
 }
 
@@ -585,14 +659,15 @@ static void throw_make(napi_env env, int rc, char *err, size_t errlen) {
 static napi_value sf_new(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1] = {NULL}, self;
-  napi_get_cb_info(env, info, &argc, argv, &self, NULL);
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, &self, NULL));
   env_t *e = env_of(env);
+  if (e == NULL)
+    return NULL;
   sf_t *s = e->adopt;
   e->adopt = NULL;
   if (s != NULL) { /* open()'s, made on its thread */
     if (sf_attach(env, e, self, s) < 0) {
-      e->adopt = s; /* not taken: job_back gives it back */
-      throw_idgen(env, IDGEN_ENOMEM, "cannot attach the generator to its object");
+      e->adopt = s; /* not taken (thrown): job_back gives it back */
       return NULL;
     }
     return self;
@@ -614,10 +689,9 @@ static napi_value sf_new(napi_env env, napi_callback_info info) {
     free(s);
     return NULL;
   }
-  if (sf_attach(env, e, self, s) < 0) {
+  if (sf_attach(env, e, self, s) < 0) { /* thrown */
     hold_free(&s->h);
     free(s);
-    throw_idgen(env, IDGEN_ENOMEM, "cannot attach the generator to its object");
     return NULL;
   }
   return self;
@@ -629,25 +703,26 @@ static napi_value sf_new(napi_env env, napi_callback_info info) {
 static napi_value sf_open_js(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1] = {NULL}, p;
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  env_t *e = env_of(env);
+  if (e == NULL)
+    return NULL;
   job_t *j = calloc(1, sizeof *j);
   if (j == NULL) {
     throw_idgen(env, IDGEN_ENOMEM, NULL);
     return NULL;
   }
-  if (opts_read(env, argc ? argv[0] : NULL, &j->o, "Snowflake.open(options)") < 0) {
+  if (opts_read(env, argc ? argv[0] : NULL, &j->o, "Snowflake.open(options)") < 0 ||
+      !NAPI_OK(env, napi_create_promise(env, &j->deferred, &p))) {
     free(j);
     return NULL;
   }
   j->open = 1;
-  if (napi_create_promise(env, &j->deferred, &p) != napi_ok) {
-    free(j);
-    throw_idgen(env, IDGEN_ENOMEM, NULL);
-    return NULL;
-  }
-  if (job_start(env, env_of(env), j) < 0) {
-    napi_reject_deferred(env, j->deferred,
-                         make_error(env, IDGEN_ENOMEM, "Snowflake.open: no thread to be had"));
+  if (job_start(env, e, j) < 0) {
+    bool pending = false;
+    if (NAPI_OK(env, napi_is_exception_pending(env, &pending)) && !pending)
+      settle(env, j->deferred, NULL,
+             make_error(env, IDGEN_ENOMEM, "Snowflake.open: no thread to be had"));
     free(j);
   }
   return p;
@@ -657,8 +732,9 @@ static napi_value sf_open_js(napi_env env, napi_callback_info info) {
 static sf_t *sf_this(napi_env env, napi_callback_info info, size_t *argc, napi_value *argv) {
   napi_value self;
   size_t n = argc ? *argc : 0;
-  napi_get_cb_info(env, info, argc ? argc : &n, argv, &self, NULL);
+  NAPI_CALL(env, napi_get_cb_info(env, info, argc ? argc : &n, argv, &self, NULL));
   sf_t *s = NULL;
+  /* (a status other than napi_ok here is the answer: not one of ours) */
   if (napi_unwrap(env, self, (void **)&s) != napi_ok || s == NULL) {
     throw_type(env, "not a Snowflake generator");
     return NULL;
@@ -683,7 +759,7 @@ static napi_value sf_next(napi_env env, napi_callback_info info) {
   uint64_t id;
   napi_value v = NULL;
   if (s && sf_next_id(env, s, &id) == 0)
-    napi_create_bigint_uint64(env, id, &v);
+    NAPI_CALL(env, napi_create_bigint_uint64(env, id, &v));
   return v;
 }
 
@@ -698,7 +774,7 @@ static napi_value sf_next_string(napi_env env, napi_callback_info info) {
       *--p = (char)('0' + id % 10);
       id /= 10;
     } while (id);
-    napi_create_string_latin1(env, p, (size_t)(text + sizeof text - p), &v);
+    NAPI_CALL(env, napi_create_string_latin1(env, p, (size_t)(text + sizeof text - p), &v));
   }
   return v;
 }
@@ -713,25 +789,23 @@ static napi_value sf_next_batch(napi_env env, napi_callback_info info) {
   double d = 0;
   napi_valuetype t = napi_undefined;
   if (argc >= 1)
-    napi_typeof(env, argv[0], &t);
-  if (t != napi_number || napi_get_value_double(env, argv[0], &d) != napi_ok || d < 1 ||
-      d > 1000000 || d != (double)(int64_t)d) {
+    NAPI_CALL(env, napi_typeof(env, argv[0], &t));
+  if (t == napi_number)
+    NAPI_CALL(env, napi_get_value_double(env, argv[0], &d));
+  if (t != napi_number || d < 1 || d > 1000000 || d != (double)(int64_t)d) {
     throw_idgen(env, IDGEN_ERANGE, "nextBatch(n): n must be a whole number from 1 to 1000000");
     return NULL;
   }
   size_t n = (size_t)d;
   void *data;
   napi_value buf, arr;
-  if (napi_create_arraybuffer(env, n * sizeof(uint64_t), &data, &buf) != napi_ok) {
-    throw_idgen(env, IDGEN_ENOMEM, NULL);
-    return NULL;
-  }
+  NAPI_CALL(env, napi_create_arraybuffer(env, n * sizeof(uint64_t), &data, &buf));
   int rc = idgen_snowflake_gen_next_n(s->h.gen, data, n);
   if (rc < 0) {
     throw_idgen(env, rc, NULL);
     return NULL;
   }
-  napi_create_typedarray(env, napi_biguint64_array, n, buf, 0, &arr);
+  NAPI_CALL(env, napi_create_typedarray(env, napi_biguint64_array, n, buf, 0, &arr));
   return arr;
 }
 
@@ -756,12 +830,9 @@ static napi_value wait_outcome(napi_env env, int rc, sf_wait_t *sw, napi_value h
   if (rc == 0) {
     void *data;
     napi_value buf, arr;
-    if (napi_create_arraybuffer(env, sw->n * sizeof(uint64_t), &data, &buf) != napi_ok) {
-      throw_idgen(env, IDGEN_ENOMEM, NULL);
-      return NULL;
-    }
+    NAPI_CALL(env, napi_create_arraybuffer(env, sw->n * sizeof(uint64_t), &data, &buf));
     memcpy(data, sw->ids, sw->n * sizeof(uint64_t));
-    napi_create_typedarray(env, napi_biguint64_array, sw->n, buf, 0, &arr);
+    NAPI_CALL(env, napi_create_typedarray(env, napi_biguint64_array, sw->n, buf, 0, &arr));
     return arr;
   }
   if (rc != IDGEN_EAGAIN) {
@@ -773,9 +844,10 @@ static napi_value wait_outcome(napi_env env, int rc, sf_wait_t *sw, napi_value h
   int64_t now_ns = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE) * 1000000;
   int64_t ms = (sw->w.due_ns - now_ns + 999999) / 1000000;
   napi_value o;
-  napi_create_object(env, &o);
-  napi_set_named_property(env, o, "wait", handle);
-  set_num(env, o, "waitMs", (double)(ms < 0 ? 0 : ms > 3600000 ? 3600000 : ms));
+  NAPI_CALL(env, napi_create_object(env, &o));
+  NAPI_CALL(env, napi_set_named_property(env, o, "wait", handle));
+  if (set_num(env, o, "waitMs", (double)(ms < 0 ? 0 : ms > 3600000 ? 3600000 : ms)) < 0)
+    return NULL;
   return o;
 }
 
@@ -787,6 +859,7 @@ static napi_value sf_batch_start(napi_env env, napi_callback_info info) {
   double d = 0;
   if (s == NULL)
     return NULL;
+  /* (a status other than napi_ok here is the answer: not a number) */
   if (argc < 1 || napi_get_value_double(env, argv[0], &d) != napi_ok || d < 1 || d > 1000000 ||
       d != (double)(int64_t)d) {
     throw_idgen(env, IDGEN_ERANGE, "n must be a whole number from 1 to 1000000");
@@ -802,9 +875,8 @@ static napi_value sf_batch_start(napi_env env, napi_callback_info info) {
   int rc = idgen_snowflake_gen_next_n_async(s->h.gen, sw->ids, n, &sw->w);
   napi_value handle = NULL;
   if (rc == IDGEN_EAGAIN &&
-      napi_create_external(env, sw, wait_finalize, NULL, &handle) != napi_ok) {
+      !NAPI_OK(env, napi_create_external(env, sw, wait_finalize, NULL, &handle))) {
     free(sw);
-    throw_idgen(env, IDGEN_ENOMEM, NULL);
     return NULL;
   }
   napi_value v = wait_outcome(env, rc, sw, handle);
@@ -821,6 +893,7 @@ static napi_value sf_batch_resume(napi_env env, napi_callback_info info) {
   sf_wait_t *sw = NULL;
   if (s == NULL)
     return NULL;
+  /* (a status other than napi_ok here is the answer: not one of ours) */
   if (argc < 1 || napi_get_value_external(env, argv[0], (void **)&sw) != napi_ok || sw == NULL ||
       sw->n == 0) {
     throw_type(env, "_batchResume: not a waiting call");
@@ -839,19 +912,19 @@ static napi_value sf_batch_resume(napi_env env, napi_callback_info info) {
  * closed already).  index.js's close() returns the first call's promise
  * again. */
 static napi_value sf_close_js(napi_env env, napi_callback_info info) {
-  napi_value self, p, undef;
+  napi_value self, p;
   size_t argc = 0;
-  napi_get_cb_info(env, info, &argc, NULL, &self, NULL);
-  napi_deferred d;
-  if (napi_create_promise(env, &d, &p) != napi_ok) {
-    throw_idgen(env, IDGEN_ENOMEM, NULL);
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, NULL, &self, NULL));
+  env_t *e = env_of(env);
+  if (e == NULL)
     return NULL;
-  }
+  napi_deferred d;
+  NAPI_CALL(env, napi_create_promise(env, &d, &p));
   sf_t *s = NULL;
-  if (napi_unwrap(env, self, (void **)&s) == napi_ok && s && sf_release(env, env_of(env), s, d))
+  /* (unwrap's status other than napi_ok is the answer: not one of ours) */
+  if (napi_unwrap(env, self, (void **)&s) == napi_ok && s && sf_release(env, e, s, d))
     return p; /* the job settles d */
-  napi_get_undefined(env, &undef);
-  napi_resolve_deferred(env, d, undef);
+  settle(env, d, NULL, NULL);
   return p;
 }
 
@@ -863,19 +936,19 @@ static napi_value sf_lease(napi_env env, napi_callback_info info) {
     return NULL;
   napi_value o;
   if (s->h.lease == NULL) {
-    napi_get_null(env, &o);
+    NAPI_CALL(env, napi_get_null(env, &o));
     return o;
   }
   idgen_lease_info_t li;
   idgen_lease_info(s->h.lease, &li);
-  napi_create_object(env, &o);
-  set_num(env, o, "worker", (double)li.worker);
-  set_str(env, o, "node", li.node);
-  set_str(env, o, "pool", li.pool);
-  set_str(env, o, "space", li.space);
-  set_str(env, o, "holder", li.holder);
-  set_num(env, o, "markMs", (double)li.mark_ms);
-  set_str(env, o, "registry", idgen_registry_uri(s->h.reg));
+  NAPI_CALL(env, napi_create_object(env, &o));
+  /* registry: idgen_registry_uri, its secrets masked (idgen_registry_uri_redact) */
+  if (set_num(env, o, "worker", (double)li.worker) < 0 || set_str(env, o, "node", li.node) < 0 ||
+      set_str(env, o, "pool", li.pool) < 0 || set_str(env, o, "space", li.space) < 0 ||
+      set_str(env, o, "holder", li.holder) < 0 ||
+      set_num(env, o, "markMs", (double)li.mark_ms) < 0 ||
+      set_str(env, o, "registry", idgen_registry_uri(s->h.reg)) < 0)
+    return NULL;
   return o;
 }
 
@@ -899,7 +972,7 @@ static void g128_finalize(napi_env env, void *data, void *hint) {
 static napi_value g128_new(napi_env env, napi_callback_info info, int uuid) {
   napi_value self;
   size_t argc = 0;
-  napi_get_cb_info(env, info, &argc, NULL, &self, NULL);
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, NULL, &self, NULL));
   g128_t *g = calloc(1, sizeof *g);
   if (g == NULL) {
     throw_idgen(env, IDGEN_ENOMEM, NULL);
@@ -907,9 +980,10 @@ static napi_value g128_new(napi_env env, napi_callback_info info, int uuid) {
   }
   g->uuid = uuid;
   int rc = uuid ? idgen_uuid7_gen_new(&g->uuid7, NULL) : idgen_ulid_gen_new(&g->ulid, NULL);
-  if (rc < 0 || napi_wrap(env, self, g, g128_finalize, NULL, NULL) != napi_ok) {
+  if (rc < 0)
+    throw_idgen(env, rc, NULL);
+  if (rc < 0 || !NAPI_OK(env, napi_wrap(env, self, g, g128_finalize, NULL, NULL))) {
     g128_finalize(env, g, NULL);
-    throw_idgen(env, rc < 0 ? rc : IDGEN_ENOMEM, NULL);
     return NULL;
   }
   return self;
@@ -927,8 +1001,9 @@ static napi_value uuid7_gen_new(napi_env env, napi_callback_info info) {
 static napi_value g128_next(napi_env env, napi_callback_info info) {
   napi_value self, v;
   size_t argc = 0;
-  napi_get_cb_info(env, info, &argc, NULL, &self, NULL);
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, NULL, &self, NULL));
   g128_t *g = NULL;
+  /* (a status other than napi_ok here is the answer: not one of ours) */
   if (napi_unwrap(env, self, (void **)&g) != napi_ok || g == NULL) {
     throw_type(env, "not a ULID or UUIDv7 generator");
     return NULL;
@@ -948,7 +1023,7 @@ static napi_value g128_next(napi_env env, napi_callback_info info) {
     throw_idgen(env, rc, NULL);
     return NULL;
   }
-  napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v);
+  NAPI_CALL(env, napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v));
   return v;
 }
 
@@ -957,23 +1032,23 @@ static int arg_string(napi_env env, napi_callback_info info, size_t i, const cha
                       size_t n, size_t *len) {
   size_t argc = 2;
   napi_value argv[2];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  NAPI_CALL_RET(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL), -1);
   napi_valuetype t = napi_undefined;
   if (i < argc)
-    napi_typeof(env, argv[i], &t);
+    NAPI_CALL_RET(env, napi_typeof(env, argv[i], &t), -1);
   char msg[120];
   if (t != napi_string) {
     snprintf(msg, sizeof msg, "%s must be a string", what);
     throw_type(env, msg);
     return -1;
   }
-  napi_get_value_string_utf8(env, argv[i], NULL, 0, len);
+  NAPI_CALL_RET(env, napi_get_value_string_utf8(env, argv[i], NULL, 0, len), -1);
   if (*len + 1 > n) {
     snprintf(msg, sizeof msg, "%s is %zu bytes long: longer than any ID", what, *len);
     throw_idgen(env, IDGEN_EPARSE, msg);
     return -1;
   }
-  napi_get_value_string_utf8(env, argv[i], buf, n, len);
+  NAPI_CALL_RET(env, napi_get_value_string_utf8(env, argv[i], buf, n, len), -1);
   return 0;
 }
 
@@ -1001,7 +1076,7 @@ static napi_value convert(napi_env env, napi_callback_info info, int to_uuid) {
     idgen_ulid_format(&u, text);
   }
   napi_value v;
-  napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v);
+  NAPI_CALL(env, napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v));
   return v;
 }
 
@@ -1026,6 +1101,8 @@ static int parse_layout(napi_env env, const char *text, idgen_layout_t *l) {
  * kept), or NULL with the error thrown. */
 static const idgen_layout_t *layout_cached(napi_env env, const char *text) {
   env_t *e = env_of(env);
+  if (e == NULL)
+    return NULL;
   if (e->layout_text[0] && strcmp(e->layout_text, text) == 0)
     return &e->layout;
   e->layout_text[0] = 0;
@@ -1052,7 +1129,7 @@ static napi_value layout_info_js(napi_env env, napi_callback_info info) {
     return NULL;
   }
   napi_value v;
-  napi_create_string_utf8(env, json, (size_t)n, &v);
+  NAPI_CALL(env, napi_create_string_utf8(env, json, (size_t)n, &v));
   return v;
 }
 
@@ -1088,19 +1165,21 @@ static napi_value decode_json_js(napi_env env, napi_callback_info info) {
     return NULL;
   }
   napi_value v;
-  napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v);
+  if (!NAPI_OK(env, napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v)))
+    v = NULL;
   free(text);
   return v;
 }
 
-/* A field's value: a Number when exact (below 2^53), else a BigInt. */
-static void set_u64(napi_env env, napi_value o, const char *name, uint64_t v) {
-  napi_value x;
+/* A field's value: a Number when exact (below 2^53), else a BigInt.  0, or
+ * -1 thrown. */
+static int set_u64(napi_env env, napi_value o, const char *name, uint64_t v) {
   if (v < (UINT64_C(1) << 53))
-    napi_create_double(env, (double)v, &x);
-  else
-    napi_create_bigint_uint64(env, v, &x);
-  napi_set_named_property(env, o, name, x);
+    return set_num(env, o, name, (double)v);
+  napi_value x;
+  NAPI_CALL_RET(env, napi_create_bigint_uint64(env, v, &x), -1);
+  NAPI_CALL_RET(env, napi_set_named_property(env, o, name, x), -1);
+  return 0;
 }
 
 /* decode(text, layout) → the object of `idgen decode --json`, made here
@@ -1110,38 +1189,34 @@ static napi_value decode_js(napi_env env, napi_callback_info info) {
   if (decode_args(env, info, &d) < 0)
     return NULL;
   napi_value o, f;
-  napi_create_object(env, &o);
-  set_str(env, o, "id", d.id);
+  NAPI_CALL(env, napi_create_object(env, &o));
+  int bad = set_str(env, o, "id", d.id) < 0; /* from the first failure on: thrown */
   switch (d.kind) {
   case DECODED_SNOWFLAKE:
-    set_str(env, o, "kind", "snowflake");
-    set_str(env, o, "layout", d.layout_name);
-    set_num(env, o, "unix_ms", (double)d.unix_ms);
-    set_str(env, o, "time", d.time);
-    napi_create_object(env, &f);
-    for (int i = 0; i < d.layout->nfields; i++)
+    bad = bad || set_str(env, o, "kind", "snowflake") < 0 ||
+          set_str(env, o, "layout", d.layout_name) < 0 ||
+          set_num(env, o, "unix_ms", (double)d.unix_ms) < 0 || set_str(env, o, "time", d.time) < 0;
+    NAPI_CALL(env, napi_create_object(env, &f));
+    for (int i = 0; !bad && i < d.layout->nfields; i++)
       if (i != d.layout->time_index)
-        set_u64(env, f, d.layout->fields[i].name, d.values[i]);
-    napi_set_named_property(env, o, "fields", f);
+        bad = set_u64(env, f, d.layout->fields[i].name, d.values[i]) < 0;
+    bad = bad || !NAPI_OK(env, napi_set_named_property(env, o, "fields", f));
     break;
   case DECODED_ULID:
-    set_str(env, o, "kind", "ulid");
-    set_num(env, o, "unix_ms", (double)d.unix_ms);
-    set_str(env, o, "time", d.time);
-    set_str(env, o, "uuid", d.uuid);
+    bad = bad || set_str(env, o, "kind", "ulid") < 0 ||
+          set_num(env, o, "unix_ms", (double)d.unix_ms) < 0 ||
+          set_str(env, o, "time", d.time) < 0 || set_str(env, o, "uuid", d.uuid) < 0;
     break;
   case DECODED_UUID:
-    set_str(env, o, "kind", "uuid");
-    set_num(env, o, "version", d.version);
+    bad = bad || set_str(env, o, "kind", "uuid") < 0 || set_num(env, o, "version", d.version) < 0;
     if (strcmp(d.variant, "rfc9562") != 0)
-      set_str(env, o, "variant", d.variant);
-    if (d.has_time) {
-      set_num(env, o, "unix_ms", (double)d.unix_ms);
-      set_str(env, o, "time", d.time);
-    }
+      bad = bad || set_str(env, o, "variant", d.variant) < 0;
+    if (d.has_time)
+      bad = bad || set_num(env, o, "unix_ms", (double)d.unix_ms) < 0 ||
+            set_str(env, o, "time", d.time) < 0;
     break;
   }
-  return o;
+  return bad ? NULL : o;
 }
 
 /* ---- ULID (one-off) -------------------------------------------------------- */
@@ -1158,7 +1233,7 @@ static napi_value ulid_js(napi_env env, napi_callback_info info) {
   char text[27];
   idgen_ulid_format(&u, text);
   napi_value v;
-  napi_create_string_utf8(env, text, 26, &v);
+  NAPI_CALL(env, napi_create_string_utf8(env, text, 26, &v));
   return v;
 }
 
@@ -1178,6 +1253,71 @@ static void pin_module(void) {
     dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
+/* exports[name] = a class or function: 0, or -1 thrown. */
+static int export_value(napi_env env, napi_value exports, const char *name, napi_value v) {
+  NAPI_CALL_RET(env, napi_set_named_property(env, exports, name, v), -1);
+  return 0;
+}
+
+/* The classes, functions and values of the module onto exports: 0, or -1
+ * thrown. */
+static int define_exports(napi_env env, env_t *e, napi_value exports) {
+  napi_property_descriptor methods[] = {
+      {"next", NULL, sf_next, NULL, NULL, NULL, napi_default, NULL},
+      {"nextString", NULL, sf_next_string, NULL, NULL, NULL, napi_default, NULL},
+      {"nextBatch", NULL, sf_next_batch, NULL, NULL, NULL, napi_default, NULL},
+      {"lease", NULL, sf_lease, NULL, NULL, NULL, napi_default, NULL},
+      {"_batchStart", NULL, sf_batch_start, NULL, NULL, NULL, napi_default, NULL},
+      {"_batchResume", NULL, sf_batch_resume, NULL, NULL, NULL, napi_default, NULL},
+      {"_close", NULL, sf_close_js, NULL, NULL, NULL, napi_default, NULL},
+  };
+  napi_value cls, v;
+  NAPI_CALL_RET(env,
+                napi_define_class(env, "Snowflake", NAPI_AUTO_LENGTH, sf_new, NULL,
+                                  sizeof methods / sizeof methods[0], methods, &cls),
+                -1);
+  NAPI_CALL_RET(env, napi_create_reference(env, cls, 1, &e->cls), -1);
+  if (export_value(env, exports, "Snowflake", cls) < 0)
+    return -1;
+  napi_property_descriptor gen_methods[] = {
+      {"next", NULL, g128_next, NULL, NULL, NULL, napi_default, NULL},
+  };
+  NAPI_CALL_RET(env,
+                napi_define_class(env, "UlidGenerator", NAPI_AUTO_LENGTH, ulid_gen_new, NULL, 1,
+                                  gen_methods, &cls),
+                -1);
+  if (export_value(env, exports, "UlidGenerator", cls) < 0)
+    return -1;
+  NAPI_CALL_RET(env,
+                napi_define_class(env, "Uuid7Generator", NAPI_AUTO_LENGTH, uuid7_gen_new, NULL, 1,
+                                  gen_methods, &cls),
+                -1);
+  if (export_value(env, exports, "Uuid7Generator", cls) < 0)
+    return -1;
+  static const struct {
+    const char *name;
+    napi_callback cb;
+  } fns[] = {{"ulid", ulid_js},
+             {"ulidToUuid", ulid_to_uuid},
+             {"uuidToUlid", uuid_to_ulid},
+             {"decodeJson", decode_json_js},
+             {"decode", decode_js},
+             {"layoutInfo", layout_info_js},
+             {"open", sf_open_js}};
+  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+    NAPI_CALL_RET(
+        env, napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].cb, NULL, &v), -1);
+    if (export_value(env, exports, fns[i].name, v) < 0)
+      return -1;
+  }
+  NAPI_CALL_RET(env, napi_create_string_utf8(env, idgen_version(), NAPI_AUTO_LENGTH, &v), -1);
+  if (export_value(env, exports, "version", v) < 0)
+    return -1;
+  /* plan()'s default, as `idgen plan` has it */
+  NAPI_CALL_RET(env, napi_create_int64(env, IDGEN_MAX_BORROW_MS_DEFAULT, &v), -1);
+  return export_value(env, exports, "maxBorrowMsDefault", v);
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   pthread_once(&pin_once, pin_module);
   env_t *e = calloc(1, sizeof *e);
@@ -1193,65 +1333,26 @@ static napi_value init(napi_env env, napi_value exports) {
   pthread_condattr_destroy(&ca);
   e->refs = 2; /* the environment's and the thread-safe function's */
   napi_value name;
-  napi_create_string_utf8(env, "idgen registry", NAPI_AUTO_LENGTH, &name);
-  if (napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, e, tsf_finalize, e, job_back,
-                                      &e->tsf) != napi_ok) {
+  if (!NAPI_OK(env, napi_create_string_utf8(env, "idgen registry", NAPI_AUTO_LENGTH, &name)) ||
+      !NAPI_OK(env, napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, e, tsf_finalize, e,
+                                                    job_back, &e->tsf))) {
     pthread_cond_destroy(&e->idle);
     pthread_mutex_destroy(&e->mu);
     free(e);
-    throw_idgen(env, IDGEN_ENOMEM, NULL);
     return NULL;
   }
-  napi_unref_threadsafe_function(env, e->tsf); /* ref'd only while a job is awaited */
-  if (napi_set_instance_data(env, e, env_free, NULL) != napi_ok) {
-    napi_release_threadsafe_function(e->tsf, napi_tsfn_abort); /* tsf_finalize: one ref */
+  /* ref'd only while a job is awaited */
+  if (!NAPI_OK(env, napi_unref_threadsafe_function(env, e->tsf)) ||
+      !NAPI_OK(env, napi_set_instance_data(env, e, env_free, NULL))) {
+    /* tsf_finalize lets go of its ref (when the release could be made) */
+    (void)NAPI_OK(env, napi_release_threadsafe_function(e->tsf, napi_tsfn_abort));
     env_unref(e);
-    throw_idgen(env, IDGEN_ENOMEM, NULL);
     return NULL;
   }
-  napi_add_env_cleanup_hook(env, env_cleanup, e);
-  napi_property_descriptor methods[] = {
-      {"next", NULL, sf_next, NULL, NULL, NULL, napi_default, NULL},
-      {"nextString", NULL, sf_next_string, NULL, NULL, NULL, napi_default, NULL},
-      {"nextBatch", NULL, sf_next_batch, NULL, NULL, NULL, napi_default, NULL},
-      {"lease", NULL, sf_lease, NULL, NULL, NULL, napi_default, NULL},
-      {"_batchStart", NULL, sf_batch_start, NULL, NULL, NULL, napi_default, NULL},
-      {"_batchResume", NULL, sf_batch_resume, NULL, NULL, NULL, napi_default, NULL},
-      {"_close", NULL, sf_close_js, NULL, NULL, NULL, napi_default, NULL},
-  };
-  napi_value cls, fn, ver;
-  napi_define_class(env, "Snowflake", NAPI_AUTO_LENGTH, sf_new, NULL,
-                    sizeof methods / sizeof methods[0], methods, &cls);
-  napi_create_reference(env, cls, 1, &e->cls);
-  napi_set_named_property(env, exports, "Snowflake", cls);
-  napi_property_descriptor gen_methods[] = {
-      {"next", NULL, g128_next, NULL, NULL, NULL, napi_default, NULL},
-  };
-  napi_define_class(env, "UlidGenerator", NAPI_AUTO_LENGTH, ulid_gen_new, NULL, 1, gen_methods,
-                    &cls);
-  napi_set_named_property(env, exports, "UlidGenerator", cls);
-  napi_define_class(env, "Uuid7Generator", NAPI_AUTO_LENGTH, uuid7_gen_new, NULL, 1, gen_methods,
-                    &cls);
-  napi_set_named_property(env, exports, "Uuid7Generator", cls);
-  static const struct {
-    const char *name;
-    napi_callback cb;
-  } fns[] = {{"ulid", ulid_js},
-             {"ulidToUuid", ulid_to_uuid},
-             {"uuidToUlid", uuid_to_ulid},
-             {"decodeJson", decode_json_js},
-             {"decode", decode_js},
-             {"layoutInfo", layout_info_js},
-             {"open", sf_open_js}};
-  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
-    napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].cb, NULL, &fn);
-    napi_set_named_property(env, exports, fns[i].name, fn);
-  }
-  napi_create_string_utf8(env, idgen_version(), NAPI_AUTO_LENGTH, &ver);
-  napi_set_named_property(env, exports, "version", ver);
-  napi_value borrow; /* plan()'s default, as `idgen plan` has it */
-  napi_create_int64(env, IDGEN_MAX_BORROW_MS_DEFAULT, &borrow);
-  napi_set_named_property(env, exports, "maxBorrowMsDefault", borrow);
+  /* from here on, env_free frees e with the environment */
+  NAPI_CALL(env, napi_add_env_cleanup_hook(env, env_cleanup, e));
+  if (define_exports(env, e, exports) < 0)
+    return NULL;
   return exports;
 }
 

@@ -40,6 +40,10 @@ EXPORT(version) const char *wasm_version(void) { return idgen_version(); }
 EXPORT(max_borrow_ms_default) int wasm_max_borrow_ms_default(void) {
   return IDGEN_MAX_BORROW_MS_DEFAULT;
 }
+/* The settings' bounds, the library's: browser.mjs checks an option's type
+ * and range by them before it converts the number. */
+EXPORT(max_borrow_ms_max) int wasm_max_borrow_ms_max(void) { return IDGEN_MAX_BORROW_MS_MAX; }
+EXPORT(max_wait_ms_max) int wasm_max_wait_ms_max(void) { return IDGEN_MAX_WAIT_MS_MAX; }
 EXPORT(alloc) void *wasm_alloc(size_t n) { return malloc(n); }
 EXPORT(dealloc) void wasm_dealloc(void *p) { free(p); }
 
@@ -56,6 +60,16 @@ static int parse_layout(const char *text, idgen_layout_t *l) {
 }
 
 /* ---- Snowflake --------------------------------------------------------- */
+
+/* The clock word in1 as the library reads it (idgen_clock_mode_parse): the
+ * mode, or a negative code with the message.  (The generators here read
+ * Date.now() whatever the mode: the word is checked for the one API.) */
+EXPORT(clock_mode_parse) int wasm_clock_mode_parse(void) {
+  err[0] = '\0';
+  idgen_clock_mode_t mode;
+  int rc = idgen_clock_mode_parse(in1, &mode, err, sizeof err);
+  return rc < 0 ? fail(rc) : (int)mode;
+}
 
 /* A generator for layout in1 with node values in2 ("datacenter=1,worker=2",
  * unchecked: nothing leases them here).  Returns the generator's address, or

@@ -238,15 +238,15 @@ int cmd_registry(int argc, char **argv) {
       cli_fail(EXIT_USAGE, "%s", err);
     uri = def;
   }
-  char *with = NULL;
-  if (space != NULL) { /* the URI's ?space=NAME, checked with it */
-    size_t n = strlen(uri) + strlen(space) + 8;
-    if (strstr(uri, "?space=") || strstr(uri, "&space="))
-      cli_fail(EXIT_USAGE, "registry: --space %s: the registry URI names a space already",
-               CLI_QUOTED(space));
-    if ((with = malloc(n)) == NULL)
-      cli_fail(EXIT_ID, "out of memory");
-    snprintf(with, n, "%s%sspace=%s", uri, strchr(uri, '?') ? "&" : "?", space);
+  /* A URI in one of its spaces: the library's ?space=NAME (or &). */
+  size_t with_n = strlen(uri) + IDGEN_SPACE_NAME_MAX + 8;
+  char *with = malloc(with_n);
+  if (with == NULL)
+    cli_fail(EXIT_ID, "out of memory");
+  if (space != NULL) {
+    if (idgen_registry_uri_with_space(uri, space, with, with_n, err, sizeof err) < 0)
+      cli_fail(EXIT_USAGE, "registry: --space %s: %s", CLI_QUOTED(space),
+               strncmp(err, "registry: ", 10) == 0 ? err + 10 : err);
     uri = with;
   }
   idgen_registry_t *r;
@@ -260,16 +260,14 @@ int cmd_registry(int argc, char **argv) {
     /* Each space, then its pools and tuples from a listing of it alone. */
     rc = idgen_registry_spaces(r, keep_space, &ls, err, sizeof err);
     for (int i = 0; rc == 0 && i < ls.nspaces; i++) {
-      char one[1200];
       idgen_registry_t *rs = r;
       print_space(&ls, &ls.spaces[i]);
       ls.pool[0] = '\0';
-      /* (opened by the URI as given: ls.uri is shown, its password masked) */
-      if (space == NULL && !strstr(uri, "?space=") && !strstr(uri, "&space=")) {
-        snprintf(one, sizeof one, "%s%sspace=%s", uri, strchr(uri, '?') ? "&" : "?",
-                 ls.spaces[i].name);
-        rc = idgen_registry_open(&rs, one, err, sizeof err);
-      }
+      /* (opened by the URI as given: ls.uri is shown, its password masked);
+       * a URI that names its space (refused here) lists that one alone */
+      if (space == NULL &&
+          idgen_registry_uri_with_space(uri, ls.spaces[i].name, with, with_n, NULL, 0) == 0)
+        rc = idgen_registry_open(&rs, with, err, sizeof err);
       if (rc == 0)
         rc = idgen_registry_list(rs, print_row, &ls, err, sizeof err);
       if (rs != r)

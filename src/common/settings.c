@@ -380,27 +380,11 @@ static int load_file(settings_t *s, const char *path) {
   return rc;
 }
 
-static const struct {
-  const char *word;
-  idgen_clock_mode_t mode;
-} clock_words[] = {
-    {"fast", IDGEN_CLOCK_FAST}, {"precise", IDGEN_CLOCK_PRECISE}, {"coarse", IDGEN_CLOCK_COARSE}};
-
 int settings_clock_mode(const char *v, idgen_clock_mode_t *mode) {
-  for (size_t i = 0; i < sizeof clock_words / sizeof clock_words[0]; i++)
-    if (strcmp(v, clock_words[i].word) == 0) {
-      *mode = clock_words[i].mode;
-      return 0;
-    }
-  return -1;
+  return idgen_clock_mode_parse(v, mode, NULL, 0) < 0 ? -1 : 0;
 }
 
-const char *settings_clock_word(idgen_clock_mode_t mode) {
-  for (size_t i = 0; i < sizeof clock_words / sizeof clock_words[0]; i++)
-    if (clock_words[i].mode == mode)
-      return clock_words[i].word;
-  return "fast"; /* the settings make no other mode */
-}
+const char *settings_clock_word(idgen_clock_mode_t mode) { return idgen_clock_mode_name(mode); }
 
 int settings_parse_int(const char *s, int64_t *v) {
   char *end;
@@ -432,26 +416,20 @@ static int check_nodes(settings_t *s, int k) {
   return 0;
 }
 
-/* `space`: the registry URI with ?space=NAME, which the registry checks (the
- * name's rules are the library's); not also in the URI, and not for static. */
+/* `space`: the registry URI with ?space=NAME by the library's one rule
+ * (idgen_registry_uri_with_space: not for static, not also in the URI, a
+ * space name), then the URI checked. */
 static int check_space(settings_t *s, int k) {
   const char *v = s->value[k], *uri = s->registry;
   char err[1100];
   if (v[0] == '\0' || uri == NULL)
     return 0;
-  if (strcmp(uri, "static") == 0)
-    return settings_fail(s, k, "the static registry keeps no ID spaces");
-  const char *q = strchr(uri, '?');
-  for (const char *p = q; p != NULL; p = strchr(p + 1, '&'))
-    if (strncmp(p + 1, "space=", 6) == 0)
-      return settings_fail(s, k, "the registry URI names a space already (%s)",
-                           IDGEN_QUOTE(p + 1, strcspn(p + 1, "&"), 0, 60));
-  size_t n = strlen(uri) + strlen(v) + 8;
+  size_t n = strlen(uri) + IDGEN_SPACE_NAME_MAX + 8;
   free(s->registry_space);
   if ((s->registry_space = malloc(n)) == NULL)
     return settings_fail(s, k, "out of memory");
-  snprintf(s->registry_space, n, "%s%sspace=%s", uri, q ? "&" : "?", v);
-  if (idgen_registry_check(s->registry_space, err, sizeof err) < 0) {
+  if (idgen_registry_uri_with_space(uri, v, s->registry_space, n, err, sizeof err) < 0 ||
+      idgen_registry_check(s->registry_space, err, sizeof err) < 0) {
     const char *m = strncmp(err, "registry: ", 10) == 0 ? err + 10 : err;
     return settings_fail(s, k, "%s", m);
   }

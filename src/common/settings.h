@@ -187,11 +187,12 @@ void settings_set(settings_t *s, int k, const char *value, const char *source);
  * 0, or -1. */
 int settings_parse_int(const char *s, int64_t *v);
 
-/* The clock setting's word ("fast", "precise", "coarse") into *mode: 0, or
- * -1.  SETTINGS_CLOCK_WORDS names them for messages. */
-#define SETTINGS_CLOCK_WORDS "fast, precise or coarse"
+/* The clock setting's word ("fast", "precise", "coarse") into *mode
+ * (idgen_clock_mode_parse): 0, or -1.  SETTINGS_CLOCK_WORDS names them for
+ * messages. */
+#define SETTINGS_CLOCK_WORDS IDGEN_CLOCK_MODE_WORDS
 int settings_clock_mode(const char *v, idgen_clock_mode_t *mode);
-/* The word of a mode settings_clock_mode reads. */
+/* The word of a mode settings_clock_mode reads (idgen_clock_mode_name). */
 const char *settings_clock_word(idgen_clock_mode_t mode);
 
 /* Key k's value as a whole number within its bounds into *v: 0, or 2 after

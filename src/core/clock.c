@@ -401,6 +401,31 @@ const char *idgen_clock_state_name(idgen_clock_state_t s) {
   return "unknown";
 }
 
+/* The clock setting's words, in IDGEN_CLOCK_MODE_WORDS' order. */
+static const struct {
+  const char *word;
+  idgen_clock_mode_t mode;
+} clock_words[] = {
+    {"fast", IDGEN_CLOCK_FAST}, {"precise", IDGEN_CLOCK_PRECISE}, {"coarse", IDGEN_CLOCK_COARSE}};
+
+int idgen_clock_mode_parse(const char *word, idgen_clock_mode_t *mode, char *err, size_t errlen) {
+  for (size_t i = 0; i < sizeof clock_words / sizeof clock_words[0]; i++)
+    if (strcmp(word, clock_words[i].word) == 0) {
+      *mode = clock_words[i].mode;
+      return 0;
+    }
+  return idgen__err(err, errlen, IDGEN_EINVAL,
+                    "\"%s\" is not a clock (expected " IDGEN_CLOCK_MODE_WORDS ")",
+                    IDGEN_QUOTE(word, strlen(word), '"', 100));
+}
+
+const char *idgen_clock_mode_name(idgen_clock_mode_t mode) {
+  for (size_t i = 0; i < sizeof clock_words / sizeof clock_words[0]; i++)
+    if (clock_words[i].mode == mode)
+      return clock_words[i].word;
+  return "unknown";
+}
+
 int64_t idgen_clock_now_ms(idgen_clock_mode_t mode) { return idgen__clock_mode_ms(mode); }
 
 int64_t idgen_clock_coarse_resolution_ns(void) {

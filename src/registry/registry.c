@@ -106,6 +106,10 @@ int idgen_registry_clock_skew(idgen_registry_t *r, int64_t *skew_ms, int64_t *re
   return 0;
 }
 
+/* A space given to the static registry, in its URI (idgen_registry_open)
+ * or beside it (idgen_registry_uri_with_space): one refusal. */
+#define STATIC_NO_SPACES "registry: the static registry keeps no ID spaces (space=%s)"
+
 /* uri without its space= parameter (a malloc'ed copy in *bare), the space's
  * name into space[] ("" if none), the backend and what follows its colon:
  * the backend, or NULL with a message. */
@@ -123,7 +127,7 @@ static const idgen__registry_ops_t *parse_uri(const char *uri, char **bare, char
   if (idgen__uri_take_space(uri, *bare, n, space, err, errlen) == 0 &&
       (ops = backend_of(*bare, rest, err, errlen)) != NULL && space[0] != '\0' &&
       ops == &idgen__registry_static) {
-    idgen__err(err, errlen, IDGEN_EINVAL, "registry: static keeps no ID spaces (space=%s)", space);
+    idgen__err(err, errlen, IDGEN_EINVAL, STATIC_NO_SPACES, space);
     ops = NULL;
   }
   if (ops == NULL) { /* the message may quote the URI (an unknown scheme) */
@@ -177,17 +181,15 @@ int idgen_registry_open(idgen_registry_t **out, const char *uri, char *err, size
   if (given_up)
     return rc;   /* r is the call's, which frees it */
   if (rc == 0) { /* what is shown: the URI as opened, with its space, secrets masked */
-    size_t n = strlen(r->uri) + strlen(r->space) + 8;
+    size_t n = strlen(r->uri) + IDGEN_SPACE_NAME_MAX + 8;
     char *full = malloc(n);
-    if (full == NULL || (r->shown = malloc(2 * n + 16)) == NULL) {
+    rc = full == NULL ? idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory")
+                      : idgen_registry_uri_with_space(r->uri, r->space_given ? r->space : NULL,
+                                                      full, n, err, errlen);
+    if (rc == 0 && (r->shown = malloc(2 * n + 16)) == NULL)
       rc = idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
-    } else {
-      if (r->space_given)
-        snprintf(full, n, "%s%sspace=%s", r->uri, strchr(r->uri, '?') ? "&" : "?", r->space);
-      else
-        snprintf(full, n, "%s", r->uri);
+    if (rc == 0)
       idgen_registry_uri_redact(full, r->shown, 2 * n + 16);
-    }
     free(full);
     if (rc < 0 && ops->close)
       ops->close(r);
@@ -881,6 +883,38 @@ char *idgen_registry_uri_redact(const char *uri, char *buf, size_t n) {
 #undef PUT
   buf[o] = '\0';
   return buf;
+}
+
+int idgen_registry_uri_with_space(const char *uri, const char *space, char *buf, size_t n,
+                                  char *err, size_t errlen) {
+  if (n > 0)
+    buf[0] = '\0';
+  size_t ulen = strlen(uri);
+  if (space == NULL || space[0] == '\0') {
+    if (ulen >= n)
+      return idgen__err(err, errlen, IDGEN_ERANGE, "registry: the URI is longer than %zu bytes",
+                        n > 0 ? n - 1 : 0);
+    memcpy(buf, uri, ulen + 1);
+    return 0;
+  }
+  if (strcspn(uri, ":") == 6 && strncmp(uri, "static", 6) == 0)
+    return idgen__err(err, errlen, IDGEN_EINVAL, STATIC_NO_SPACES,
+                      IDGEN_QUOTE(space, strlen(space), 0, 60));
+  const char *q = strchr(uri, '?');
+  for (const char *p = q; p != NULL; p = strchr(p + 1, '&'))
+    if (strncmp(p + 1, "space", 5) == 0 && strchr("=&", p[6]) != NULL) /* (or its NUL) */
+      return idgen__err(err, errlen, IDGEN_EINVAL,
+                        "registry: the registry URI names a space already (%s)",
+                        IDGEN_QUOTE(p + 1, strcspn(p + 1, "&"), 0, 60));
+  int rc = idgen__space_name_check(space, err, errlen);
+  if (rc < 0)
+    return rc;
+  if (ulen + strlen(space) + 8 > n)
+    return idgen__err(err, errlen, IDGEN_ERANGE,
+                      "registry: the URI with space=%s is longer than %zu bytes", space,
+                      n > 0 ? n - 1 : 0);
+  snprintf(buf, n, "%s%sspace=%s", uri, q ? "&" : "?", space);
+  return 0;
 }
 
 const char *idgen_registry_uri(const idgen_registry_t *r) { return r->shown; }
