@@ -183,7 +183,7 @@ export class Snowflake {
       throw idgenError(-1, `registry ${JSON.stringify(String(registry))}: the WebAssembly build ` +
                            'has no registry; only "static" (the node values given, unchecked)');
     }
-    for (const name of ['leaseField', 'ttlMs', 'maxStartWaitMs'])
+    for (const name of ['space', 'leaseField', 'ttlMs', 'maxStartWaitMs'])
       if (options[name] !== undefined && options[name] !== null)
         throw idgenError(-1, `option ${name}: leases need a registry, which the WebAssembly build has not`);
     // The clock's word, as the library reads it (accepted for the one API;

@@ -17,6 +17,8 @@ export interface SnowflakeOptions {
   layout?: string;
   /** "file:DIR", "postgres://...", "etcd://...", or "static". Default: the CLI's default file: directory (WebAssembly: "static" only). */
   registry?: string;
+  /** The registry's ID space (as the CLI's --space: the URI's ?space=NAME); not with "static". */
+  space?: string;
   /** Node values, "datacenter=1,worker=2"; with a leasing registry the leased field is the registry's. */
   node?: string;
   /** The leased field (default "worker", or the layout's only node field). */

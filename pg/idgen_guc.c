@@ -67,18 +67,17 @@ bool idgen_pg_read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, co
     snprintf(err, errlen, "idgen.registry is longer than %zu bytes", n - 1);
     return false;
   }
-  strlcpy(uri, base, n);
-  if (space_setting && space_setting[0]) {
-    size_t used = strlen(uri);
-    if (strcmp(uri, "static") == 0) {
-      snprintf(err, errlen, "idgen.space: the static registry keeps no ID spaces");
-      return false;
-    }
-    if ((size_t)snprintf(uri + used, n - used, "%sspace=%s", strchr(uri, '?') ? "&" : "?",
-                         space_setting) >= n - used) {
-      snprintf(err, errlen, "idgen.registry with idgen.space is longer than %zu bytes", n - 1);
-      return false;
-    }
+  /* A space beside the registry: the library's one rule (the static
+   * registry keeps none; the URI names none already). */
+  int rc = idgen_registry_uri_with_space(base, space_setting, uri, n, e, sizeof e);
+  if (rc == IDGEN_ERANGE) {
+    snprintf(err, errlen, "idgen.registry with idgen.space is longer than %zu bytes", n - 1);
+    return false;
+  }
+  if (rc < 0) {
+    const char *msg = strncmp(e, "registry: ", 10) == 0 ? e + 10 : e;
+    snprintf(err, errlen, "idgen.space: %s", msg);
+    return false;
   }
   *field = lease_field_setting && lease_field_setting[0] ? lease_field_setting : NULL;
   /* The rules between the registry, the leased field and idgen.node: the

@@ -7,8 +7,8 @@
 #   tests/settings_table_test.sh BUILD_DIR
 #
 # Each row: a registry, idgen.node / --node / `node =`, a lease field, a
-# lease TTL, more settings (max_borrow_ms=N, max_wait_ms=N, clock=WORD:
-# `idgen serve`'s keys); the verdict (ok or refused) and, for a refusal,
+# lease TTL, more settings (max_borrow_ms=N, max_wait_ms=N, clock=WORD,
+# space=NAME: `idgen serve`'s keys); the verdict (ok or refused) and, for a refusal,
 # the library's message that each front end must show.  The front ends:
 #   cli     `idgen snowflake` with the flags (ok: it prints an ID);
 #   serve   `idgen serve --config FILE --check-config` (ok: exit 0);
@@ -23,7 +23,8 @@
 #           and the server restarted: ok when idgen_snowflake() answers, a
 #           refusal when ALTER SYSTEM refuses (the lease TTL's check) or
 #           idgen_snowflake() says the settings are wrong.  It has no
-#           borrow, wait or clock setting: it takes the rows without them.
+#           borrow, wait or clock setting: it takes the rows without them
+#           (idgen.space: the rows with space= alone).
 # The layout is twitter's (datacenter and worker; the registry leases
 # worker).  `file` is a file: registry of the test's own (the extension's
 # file:pg_idgen, in its data directory, named: never the default, the
@@ -70,6 +71,9 @@ static | datacenter=1,worker=2      |        |     | clock=precise          | ok
 static | datacenter=1,worker=2      |        |     | clock=coarse           | ok      |
 static | datacenter=1,worker=2      |        |     | clock=sundial          | refused | expected fast, precise or coarse
 file   | datacenter=1               |        |     | max_borrow_ms=86400000 clock=coarse | ok |
+static | datacenter=1,worker=2      |        |     | space=billing          | refused | the static registry keeps no ID spaces
+file   | datacenter=1               |        |     | space=billing          | ok      |
+file   | datacenter=1               |        |     | space=Billing          | refused | not a space name
 '
 
 work=$(mktemp -d /tmp/idgen-settings-XXXXXX)
@@ -173,7 +177,7 @@ node = $node"
   rc=0
   out=$(node "$work/try.mjs" wasm "$WASM" \
     "$(js_options "$js_uri" "$node" "$field" "$ttl" "$more")" 2>&1) || rc=$?
-  if [ "$reg" = static ] && [ -z "$field$ttl" ]; then
+  if [ "$reg" = static ] && [ -z "$field$ttl" ] && [[ $more != *space=* ]]; then
     check wasm "$row" "$rc" "$out" "$verdict" "$msg"
   else
     check wasm "$row" "$rc" "$out" refused "the WebAssembly build"
@@ -213,10 +217,13 @@ pg_answer() {
 while IFS='|' read -r reg node field ttl more verdict msg; do
   reg=$(trim "$reg")
   [ -n "$reg" ] || continue
-  [ -z "$(trim "$more")" ] || continue # no such settings here
+  more=$(trim "$more")
+  space=
+  if [[ $more == space=* ]]; then space=${more#space=}; else [ -z "$more" ] || continue; fi
   node=$(trim "$node") field=$(trim "$field") ttl=$(trim "$ttl")
   verdict=$(trim "$verdict") msg=$(trim "$msg")
   row="registry $reg, node \"$node\"${field:+, lease_field $field}${ttl:+, lease_ttl_ms $ttl}"
+  row+=${space:+, space=$space}
   uri=$reg
   [ "$reg" != file ] || uri=file:pg_idgen # the server's own, in its data directory
   rc=0
@@ -225,6 +232,7 @@ while IFS='|' read -r reg node field ttl more verdict msg; do
   [ "$rc" != 0 ] || out=$(q "ALTER SYSTEM SET idgen.node = '$node'") || rc=$?
   [ "$rc" != 0 ] || [ -z "$field" ] || out=$(q "ALTER SYSTEM SET idgen.lease_field = '$field'") || rc=$?
   [ "$rc" != 0 ] || [ -z "$ttl" ] || out=$(q "ALTER SYSTEM SET idgen.lease_ttl_ms = $ttl") || rc=$?
+  [ "$rc" != 0 ] || [ -z "$space" ] || out=$(q "ALTER SYSTEM SET idgen.space = '$space'") || rc=$?
   if [ "$rc" = 0 ]; then
     "$ROOT/tests/pg_server.sh" pause "$work/pg"
     "$ROOT/tests/pg_server.sh" resume "$work/pg"

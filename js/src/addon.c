@@ -201,6 +201,7 @@ typedef struct sf {
  * there or on a thread of its own. */
 typedef struct {
   char layout[IDGEN_LAYOUT_SPEC_MAX], registry[2048], node[1024], field[64], clock[16];
+  char space[IDGEN_SPACE_NAME_MAX];
   idgen_clock_mode_t clock_mode; /* of `clock`, by the library's words */
   int has_field;
   int64_t ttl, wait, borrow, start_wait, rss;
@@ -312,6 +313,12 @@ static int sf_make(sf_opts_t *o, sf_hold_t *h, char *err, size_t errlen) {
   int from_host = strchr(o->node, '@') != NULL;
   if (rc == 0 && o->registry[0] == 0)
     rc = idgen_registry_default_uri(o->registry, sizeof o->registry, err, errlen);
+  if (rc == 0 && o->space[0]) { /* the space option: the library's one rule */
+    char uri[sizeof o->registry];
+    if ((rc = idgen_registry_uri_with_space(o->registry, o->space, uri, sizeof uri, err,
+                                            errlen)) == 0)
+      snprintf(o->registry, sizeof o->registry, "%s", uri);
+  }
   int leased = -1;
   const char *setting = NULL;
   char why[ERR_MAX - 80];
@@ -367,6 +374,7 @@ static int opts_read(napi_env env, napi_value o, sf_opts_t *out, const char *cal
   out->wait = out->borrow = out->start_wait = -1;
   if (opt_string(env, o, "layout", out->layout, sizeof out->layout) < 0 ||
       opt_string(env, o, "registry", out->registry, sizeof out->registry) < 0 ||
+      opt_string(env, o, "space", out->space, sizeof out->space) < 0 ||
       opt_string(env, o, "node", out->node, sizeof out->node) < 0 ||
       opt_string(env, o, "clock", out->clock, sizeof out->clock) < 0 ||
       (out->has_field = opt_string(env, o, "leaseField", out->field, sizeof out->field)) < 0 ||
