@@ -315,8 +315,8 @@ static int sf_make(sf_opts_t *o, sf_hold_t *h, char *err, size_t errlen) {
     rc = idgen_registry_default_uri(o->registry, sizeof o->registry, err, errlen);
   if (rc == 0 && o->space[0]) { /* the space option: the library's one rule */
     char uri[sizeof o->registry];
-    if ((rc = idgen_registry_uri_with_space(o->registry, o->space, uri, sizeof uri, err,
-                                            errlen)) == 0)
+    if ((rc = idgen_registry_uri_with_space(o->registry, o->space, uri, sizeof uri, err, errlen)) ==
+        0)
       snprintf(o->registry, sizeof o->registry, "%s", uri);
   }
   int leased = -1;
