@@ -50,7 +50,6 @@
 
 #include "machine.h"
 
-
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 #define HAVE_RDTSC 1

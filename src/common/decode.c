@@ -223,18 +223,25 @@ __attribute__((format(printf, 2, 3))) static void put(out_t *o, const char *fmt,
   o->k = w < 0 ? o->n : o->k + (size_t)w;
 }
 
-/* ,"key":"text" (the first key of an object without the comma), the text
- * escaped as jansson escapes it: the strings here (IDs, times, layout
+/* ,"key":"text", the text escaped as jansson escapes it: the strings here (IDs, times, layout
  * specs, field names) never need it, but a writer of JSON cannot rely on
  * that. */
+/* The comma before a key, none after the object's "{" (once the text has
+ * not fit, what is appended no longer matters). */
+static const char *sep(const out_t *o) {
+  return o->k > 0 && o->k < o->n && o->buf[o->k - 1] == '{' ? "" : ",";
+}
+
 static void put_str(out_t *o, const char *key, const char *v) {
-  put(o, "%s\"%s\":\"", o->k > 0 && o->buf[o->k - 1] == '{' ? "" : ",", key);
+  put(o, "%s\"%s\":\"", sep(o), key);
+  static const char shorts[] = "\b\f\n\r\t", letters[] = "bfnrt";
   for (; *v != '\0'; v++) {
     unsigned char c = (unsigned char)*v;
+    const char *sh = strchr(shorts, c); /* c is not NUL */
     if (c == '"' || c == '\\')
       put(o, "\\%c", c);
-    else if (c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t')
-      put(o, "\\%c", "bfnrt"[strchr("\b\f\n\r\t", c) - "\b\f\n\r\t"]);
+    else if (sh != NULL)
+      put(o, "\\%c", letters[sh - shorts]);
     else if (c < 0x20)
       put(o, "\\u%04X", c);
     else
@@ -244,7 +251,7 @@ static void put_str(out_t *o, const char *key, const char *v) {
 }
 
 static void put_int(out_t *o, const char *key, int64_t v) {
-  put(o, "%s\"%s\":%" PRId64, o->k > 0 && o->buf[o->k - 1] == '{' ? "" : ",", key, v);
+  put(o, "%s\"%s\":%" PRId64, sep(o), key, v);
 }
 
 static int put_end(out_t *o) {
@@ -296,7 +303,7 @@ int decode_json(const decoded_t *d, char *buf, size_t n) {
 int layout_plan_json(const idgen_layout_t *l, const idgen_layout_plan_t *p, char *buf, size_t n) {
   out_t o = {buf, n, 0};
   put(&o, "{\"info\":");
-  int w = layout_info_json(l, buf + o.k, n - o.k);
+  int w = o.k < n ? layout_info_json(l, buf + o.k, n - o.k) : -1;
   if (w < 0)
     return -1;
   o.k += (size_t)w;

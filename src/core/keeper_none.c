@@ -8,8 +8,7 @@
  */
 #include "snowflake_int.h"
 
-int idgen__keeper_start(idgen_snowflake_gen_t *g, idgen_lease_t *lease, char *err,
-                        size_t errlen) {
+int idgen__keeper_start(idgen_snowflake_gen_t *g, idgen_lease_t *lease, char *err, size_t errlen) {
   (void)g;
   (void)lease;
   return idgen__err(err, errlen, IDGEN_EINVAL,
