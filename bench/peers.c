@@ -40,19 +40,15 @@
 #include <unistd.h>
 
 #include "idgen.h"
+/* The private header (libidgen.a has its functions): the codecs' SIMD level
+ * in use, and a cap on it, as bench.c's "scalar path" rows use them. */
+#include "core_int.h"
 
 /* The peers' own headers, from the sources bench/peers.sh was given. */
 #include "YitIdHelper.h"
 #include "ulid.h"
 
 #include "machine.h"
-
-/* simd.c, in libidgen.a (core_int.h): the codecs' SIMD level in use, and a
- * cap on it, as bench.c's "scalar path" rows use them. */
-int idgen__simd_available(void);
-void idgen__simd_enable(int level);
-const char *idgen__simd_name(int level);
-enum { SIMD_OFF = 0, SIMD_VBMI = 2 }; /* IDGEN__SIMD_OFF, IDGEN__SIMD_VBMI */
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -211,9 +207,9 @@ static struct sample run_ulid_coarse(double s) { return run_ulid_gen(s, ulid_coa
  * (Intel before Ice Lake, AMD before Zen 4): only where the CPU has it, so
  * that this row differs from the one above. */
 static struct sample run_ulid_scalar(double seconds) {
-  idgen__simd_enable(SIMD_OFF);
+  idgen__simd_enable(IDGEN__SIMD_OFF);
   struct sample s = run_ulid(seconds);
-  idgen__simd_enable(SIMD_VBMI);
+  idgen__simd_enable(IDGEN__SIMD_VBMI);
   return s;
 }
 
@@ -513,7 +509,7 @@ static int threaded; /* --threaded */
 /* Whether contender c runs in this process. */
 static int runs_here(int c) {
   return cont[c].fn != NULL && (!cont[c].pair || threaded) &&
-         (c != C_ULID_SCALAR || idgen__simd_available() >= SIMD_VBMI);
+         (c != C_ULID_SCALAR || idgen__simd_available() >= IDGEN__SIMD_VBMI);
 }
 static int have(int c) { return runs_here(c) && med[c] > 0; }
 static double ns(int c) { return 1e9 / med[c]; }

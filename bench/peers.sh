@@ -157,7 +157,8 @@ ar rcs "$build_dir/libulid.a" "$build_dir/obj/skeeto/ulid.o"
 
 # Ours: -O2 as the project's RelWithDebInfo; the peers' headers as system headers.
 # shellcheck disable=SC2086
-"$cc" -std=gnu11 -O2 -g -Wall -Wextra -I"$repo/include" -isystem "$ysrc" -isystem "$ksrc" \
+"$cc" -std=gnu11 -O2 -g -Wall -Wextra -I"$repo/include" -I"$repo/src/core" -isystem "$ysrc" \
+  -isystem "$ksrc" \
   "$repo/bench/peers.c" -o "$build_dir/peers" \
   "$build_dir/libyitter.a" "$build_dir/libulid.a" "$lib" $crypto -pthread ||
   die "building bench/peers.c failed"

@@ -311,6 +311,38 @@ IDGEN_API uint64_t idgen_layout_ids_per_tick(const idgen_layout_t *l);
  * bit, so that IDs are >= 2^63 whenever that field is in its upper half. */
 IDGEN_API int64_t idgen_layout_sign_bit_ms(const idgen_layout_t *l);
 
+/* What a layout can do, and until when: the numbers `idgen plan` shows (the
+ * command and the JavaScript package's plan() format them).  Rates are IDs
+ * per second, as doubles: a cluster's may pass 2^64. */
+typedef struct idgen_layout_plan {
+  int64_t horizon_ms;       /* idgen_layout_horizon_ms */
+  int64_t lifetime_ms;      /* horizon - epoch */
+  double lifetime_years;    /* lifetime_ms in Gregorian years of 365.2425 days */
+  int64_t remaining_ms;     /* horizon - now (<= 0: exhausted) */
+  int exhausted;            /* the horizon has come: no more IDs */
+  int64_t sign_bit_ms;      /* idgen_layout_sign_bit_ms */
+  uint64_t ids_per_tick;    /* for one node */
+  double ids_per_s;         /* for one node */
+  int node_bits;            /* the node fields' bits together */
+  uint64_t nodes;           /* 2^node_bits */
+  double cluster_ids_per_s; /* ids_per_s * nodes */
+  /* With a rate asked of one generator (rate > 0; else all 0): */
+  double rate;         /* IDs per second asked */
+  double ratio;        /* rate / ids_per_s */
+  int sustained;       /* ratio <= 1: within one node's capacity */
+  double burst_ms;     /* how long borrowing absorbs it (the generator's clock gains
+                          ratio - 1 ms a ms): max_borrow_ms / (ratio - 1); 0 when
+                          sustained (indefinitely) */
+  double nodes_needed; /* nodes that sustain it: ceil(ratio), at least 1 */
+} idgen_layout_plan_t;
+
+/* Fills *p for layout l at Unix millisecond now_ms, with `rate` IDs per
+ * second asked of one generator (0: none) whose borrowing limit is
+ * max_borrow_ms.  Returns 0, or IDGEN_EINVAL when rate or max_borrow_ms is
+ * negative, infinite or not a number (*p then unspecified).  Never allocates. */
+IDGEN_API int idgen_layout_plan(const idgen_layout_t *l, int64_t now_ms, double rate,
+                                double max_borrow_ms, idgen_layout_plan_t *p);
+
 /*
  * Composes an ID.  `values[i]` is the value of l->fields[i]; the entry for the
  * time field is ignored and computed from `unix_ms` instead.  Returns 0, or

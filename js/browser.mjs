@@ -389,7 +389,7 @@ function slowDecode(text, layout) {
   const len = put(IN, text, 'decode(id): id');
   put(IN2, layout, 'decode(id, {layout}): layout');
   check(exp.decode_json(len));
-  return JSON.parse(cstr(OUT));
+  return shared.parseDecoded(cstr(OUT));
 }
 export const decode = shared.makeDecode(layoutInfo, slowDecode);
 // decode() where compiling is not allowed (a Content-Security-Policy
@@ -398,7 +398,12 @@ export const _decodeInterpreted = shared.makeDecode(layoutInfo, slowDecode, fals
 
 export function plan(options) {
   const layout = options && options.layout !== undefined ? options.layout : 'twitter';
-  return shared.plan(layoutInfo(layout), options, Date.now(), exp.max_borrow_ms_default());
+  const native = (rate, borrow) => {
+    put(IN2, layout, 'layout');
+    check(exp.layout_plan(rate, borrow));
+    return JSON.parse(cstr(OUT));
+  };
+  return shared.plan(options, native, exp.max_borrow_ms_default());
 }
 
 export const version = cstr(exp.version());

@@ -25,13 +25,15 @@ const shared = require('./lib/layout.js');
 // IDs are read in JavaScript from the layout's shifts (lib/layout.js); the
 // rest, and every error, by the addon.
 const layoutInfo = (layout) => JSON.parse(addon.layoutInfo(layout));
-const decode = shared.makeDecode(layoutInfo, addon.decode);
-const decodeInterpreted = shared.makeDecode(layoutInfo, addon.decode, false); // the tests'
+const slowDecode = (text, layout) => shared.parseDecoded(addon.decodeJson(text, layout));
+const decode = shared.makeDecode(layoutInfo, slowDecode);
+const decodeInterpreted = shared.makeDecode(layoutInfo, slowDecode, false); // the tests'
 
 // plan({layout, rate, maxBorrowMs}) → what `idgen plan` shows, as numbers.
 function plan(options) {
   const layout = options && options.layout !== undefined ? options.layout : 'twitter';
-  return shared.plan(layoutInfo(layout), options, Date.now(), addon.maxBorrowMsDefault);
+  const native = (rate, borrow) => JSON.parse(addon.layoutPlan(layout, rate, borrow));
+  return shared.plan(options, native, addon.maxBorrowMsDefault);
 }
 
 // nextBatchAsync(n) / nextAsync(): the same IDs as nextBatch / next, for a

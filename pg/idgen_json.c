@@ -1,6 +1,6 @@
 /*
- * idgen_json.c -- idgen_decode()'s JSON, apart from PostgreSQL's headers
- * (jansson and PostgreSQL both declare json_object()).
+ * idgen_json.c -- idgen_decode()'s JSON: `idgen decode --json`'s text, from
+ * the command's own writer (decode_json, src/common/decode.c).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,10 +15,13 @@ char *idgen_pg_decode_json(const idgen_layout_t *l, uint64_t id, char *err, size
   int n = snprintf(digits, sizeof digits, "%" PRIu64, id);
   if (decode_id(l, digits, (size_t)n, 0, &d, err, errlen) < 0)
     return NULL;
-  json_t *j = decoded_json(&d);
-  char *txt = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-  json_decref(j);
+  char *txt = malloc(DECODE_JSON_MAX);
   if (txt == NULL)
     snprintf(err, errlen, "out of memory");
+  else if (decode_json(&d, txt, DECODE_JSON_MAX) < 0) { /* DECODE_JSON_MAX holds any */
+    snprintf(err, errlen, "the decoded JSON does not fit");
+    free(txt);
+    txt = NULL;
+  }
   return txt;
 }

@@ -1,7 +1,8 @@
-// What both builds do in JavaScript from a layout's geometry (the JSON of
-// layout_info_json in src/common/decode.c, which each build's native side
-// gives): decode() of Snowflake IDs by their fields' shifts, without a call
-// into the native code per ID, and the layout planner (`idgen plan`).
+// What both builds do in JavaScript from what their native side gives (the
+// JSON of layout_info_json, decode_json and layout_plan_json in
+// src/common/decode.c): decode() of Snowflake IDs by their fields' shifts,
+// without a call into the native code per ID, the native decode's text made
+// an object, and the names of the layout planner's numbers (`idgen plan`).
 //
 // index.js (CommonJS) requires this file; browser.mjs imports it as a
 // module, where it has no `module` and leaves its exports on globalThis.
@@ -187,13 +188,31 @@
     };
   }
 
-  const MS_PER_YEAR = 365.2425 * 86400000;
+  // The object of `idgen decode --json` from its text (the native side's
+  // decode_json): JSON.parse, except that a field past 2^53 comes back a
+  // BigInt, read from the text (a Number would round it).  Field names are
+  // [a-z][a-z0-9_]* and "fields" is the last key, so a field's value is
+  // found by its name after it.
+  function parseDecoded(text) {
+    const d = JSON.parse(text);
+    if (d.kind === 'snowflake') {
+      const at = text.indexOf('"fields":{');
+      for (const k of Object.keys(d.fields))
+        if (!Number.isSafeInteger(d.fields[k]))
+          d.fields[k] = BigInt(new RegExp(`[{,]"${k}":(\\d+)`).exec(text.slice(at + 9))[1]);
+    }
+    return d;
+  }
 
-  // plan(options) → what `idgen plan` shows, as numbers: the layout's bits,
-  // lifetime, the date its time field runs out, IDs per second per node and
-  // per cluster, and with `rate`, how one generator copes with that rate.
-  // (Milliseconds past 2^53 are approximate; no layout's dates need more.)
-  function plan(info, options, nowMs, maxBorrowDefault) {
+  // plan(options, native, maxBorrowDefault) → what `idgen plan` shows, as
+  // numbers: the layout's bits, lifetime, the date its time field runs out,
+  // IDs per second per node and per cluster, and with `rate`, how one
+  // generator copes with that rate.  The numbers are the library's
+  // (idgen_layout_plan): native(rate, maxBorrowMs) gives them as parsed
+  // JSON (layout_plan_json), or throws the command's message; this names
+  // them.  (Milliseconds past 2^53 are approximate; no layout's dates need
+  // more.)
+  function plan(options, native, maxBorrowDefault) {
     const o = options || {};
     const rate = o.rate === undefined ? 0 : o.rate;
     const borrow = o.maxBorrowMs === undefined ? maxBorrowDefault : o.maxBorrowMs;
@@ -203,11 +222,7 @@
         e.code = 'EINVAL';
         throw e;
       }
-    const time = info.fields.find((f) => f.kind === 'time');
-    const seq = info.fields.find((f) => f.kind === 'sequence');
-    const nodeFields = info.fields.filter((f) => f.kind === 'node');
-    const nodeBits = info.total_bits - time.bits - seq.bits;
-    const idsPerSecond = info.ids_per_tick * 1000 / info.tick_ms;
+    const n = native(rate, borrow), info = n.info;
     const p = {
       layout: info.layout || null,
       spec: info.spec,
@@ -215,30 +230,26 @@
       fields: info.fields.map((f) => ({ name: f.name, bits: f.bits, shift: f.shift, kind: f.kind })),
       epochMs: info.epoch_ms,
       tickMs: info.tick_ms,
-      lifetimeMs: info.horizon_ms - info.epoch_ms,
-      lifetimeYears: (info.horizon_ms - info.epoch_ms) / MS_PER_YEAR,
-      exhaustsAtMs: info.horizon_ms,
-      exhausted: info.horizon_ms <= nowMs,
+      lifetimeMs: n.lifetime_ms,
+      lifetimeYears: n.lifetime_years,
+      exhaustsAtMs: n.horizon_ms,
+      exhausted: n.exhausted,
       below2to53: info.total_bits <= 53,
       // when IDs reach 2^63 (signed 64-bit columns store them as negative):
       // null if never, 'node' if a node field's top bit puts them there
       reaches2to63: info.sign_bit === 'never' ? null : info.sign_bit === 'node' ? 'node' : info.sign_bit_ms,
-      idsPerTick: info.ids_per_tick,
-      idsPerSecond,
-      nodes: 2 ** nodeBits,
-      nodeFields: nodeFields.map((f) => ({ name: f.name, max: 2 ** f.bits - 1 })),
-      clusterIdsPerSecond: idsPerSecond * 2 ** nodeBits,
+      idsPerTick: n.ids_per_tick,
+      idsPerSecond: n.ids_per_s,
+      nodes: n.nodes,
+      nodeFields: n.node_fields,
+      clusterIdsPerSecond: n.cluster_ids_per_s,
     };
-    if (rate > 0) {
-      const ratio = rate / idsPerSecond;
-      p.rate = ratio <= 1
-        ? { idsPerSecond: rate, ratio, sustained: true, burstMs: Infinity, nodesNeeded: 1 }
-        // the generator's clock gains (ratio - 1) ms per ms of wall time
-        : { idsPerSecond: rate, ratio, sustained: false, burstMs: borrow / (ratio - 1),
-            nodesNeeded: Math.ceil(ratio) };
-    }
+    const r = n.rate;
+    if (r !== null)
+      p.rate = { idsPerSecond: r.ids_per_s, ratio: r.ratio, sustained: r.sustained,
+                 burstMs: r.sustained ? Infinity : r.burst_ms, nodesNeeded: r.nodes_needed };
     return p;
   }
 
-  return { makeDecode, plan, Decoded };
+  return { makeDecode, parseDecoded, plan, Decoded };
 });

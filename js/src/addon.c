@@ -1159,72 +1159,57 @@ static int decode_args(napi_env env, napi_callback_info info, decoded_t *d) {
   return 0;
 }
 
-/* decodeJson(text, layout) → the JSON text of `idgen decode --json` (the
- * oracle the tests hold decode() to), or the CLI's message thrown. */
+/* decodeJson(text, layout) → the JSON text of `idgen decode --json`
+ * (decode_json's: index.js parses it for decode() when the ID is not read in
+ * JavaScript, and the tests hold decode() to it), or the CLI's message
+ * thrown. */
 static napi_value decode_json_js(napi_env env, napi_callback_info info) {
   decoded_t d;
+  char text[DECODE_JSON_MAX];
   if (decode_args(env, info, &d) < 0)
     return NULL;
-  json_t *j = decoded_json(&d);
-  char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-  json_decref(j);
-  if (text == NULL) {
-    throw_idgen(env, IDGEN_ENOMEM, NULL);
+  int n = decode_json(&d, text, sizeof text);
+  if (n < 0) { /* DECODE_JSON_MAX holds any */
+    throw_idgen(env, IDGEN_ERANGE, NULL);
     return NULL;
   }
   napi_value v;
-  if (!NAPI_OK(env, napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v)))
-    v = NULL;
-  free(text);
+  if (!NAPI_OK(env, napi_create_string_utf8(env, text, (size_t)n, &v)))
+    return NULL;
   return v;
 }
 
-/* A field's value: a Number when exact (below 2^53), else a BigInt.  0, or
- * -1 thrown. */
-static int set_u64(napi_env env, napi_value o, const char *name, uint64_t v) {
-  if (v < (UINT64_C(1) << 53))
-    return set_num(env, o, name, (double)v);
-  napi_value x;
-  NAPI_CALL_RET(env, napi_create_bigint_uint64(env, v, &x), -1);
-  NAPI_CALL_RET(env, napi_set_named_property(env, o, name, x), -1);
-  return 0;
-}
-
-/* decode(text, layout) → the object of `idgen decode --json`, made here
- * with the same keys in the same order (decoded_json's). */
-static napi_value decode_js(napi_env env, napi_callback_info info) {
-  decoded_t d;
-  if (decode_args(env, info, &d) < 0)
+/* layoutPlan(layout, rate, maxBorrowMs) → what `idgen plan` shows of the
+ * layout as JSON text (idgen_layout_plan's numbers, layout_plan_json's
+ * text: lib/layout.js names them), or the CLI's message thrown.  rate and
+ * maxBorrowMs are numbers >= 0 (lib/layout.js checked them). */
+static napi_value layout_plan_js(napi_env env, napi_callback_info info) {
+  char text[IDGEN_LAYOUT_SPEC_MAX], json[LAYOUT_PLAN_MAX];
+  size_t len, argc = 3;
+  napi_value argv[3];
+  double rate = -1, borrow = -1;
+  if (arg_string(env, info, 0, "layout", text, sizeof text, &len) < 0)
     return NULL;
-  napi_value o, f;
-  NAPI_CALL(env, napi_create_object(env, &o));
-  int bad = set_str(env, o, "id", d.id) < 0; /* from the first failure on: thrown */
-  switch (d.kind) {
-  case DECODED_SNOWFLAKE:
-    bad = bad || set_str(env, o, "kind", "snowflake") < 0 ||
-          set_str(env, o, "layout", d.layout_name) < 0 ||
-          set_num(env, o, "unix_ms", (double)d.unix_ms) < 0 || set_str(env, o, "time", d.time) < 0;
-    NAPI_CALL(env, napi_create_object(env, &f));
-    for (int i = 0; !bad && i < d.layout->nfields; i++)
-      if (i != d.layout->time_index)
-        bad = set_u64(env, f, d.layout->fields[i].name, d.values[i]) < 0;
-    bad = bad || !NAPI_OK(env, napi_set_named_property(env, o, "fields", f));
-    break;
-  case DECODED_ULID:
-    bad = bad || set_str(env, o, "kind", "ulid") < 0 ||
-          set_num(env, o, "unix_ms", (double)d.unix_ms) < 0 ||
-          set_str(env, o, "time", d.time) < 0 || set_str(env, o, "uuid", d.uuid) < 0;
-    break;
-  case DECODED_UUID:
-    bad = bad || set_str(env, o, "kind", "uuid") < 0 || set_num(env, o, "version", d.version) < 0;
-    if (strcmp(d.variant, "rfc9562") != 0)
-      bad = bad || set_str(env, o, "variant", d.variant) < 0;
-    if (d.has_time)
-      bad = bad || set_num(env, o, "unix_ms", (double)d.unix_ms) < 0 ||
-            set_str(env, o, "time", d.time) < 0;
-    break;
+  const idgen_layout_t *l = layout_cached(env, text);
+  if (l == NULL)
+    return NULL;
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  idgen_layout_plan_t p;
+  if (argc < 3 || napi_get_value_double(env, argv[1], &rate) != napi_ok ||
+      napi_get_value_double(env, argv[2], &borrow) != napi_ok ||
+      idgen_layout_plan(l, idgen_clock_now_ms(IDGEN_CLOCK_PRECISE), rate, borrow, &p) < 0) {
+    throw_idgen(env, IDGEN_EINVAL, "plan: rate and maxBorrowMs must be numbers >= 0");
+    return NULL;
   }
-  return bad ? NULL : o;
+  int n = layout_plan_json(l, &p, json, sizeof json);
+  if (n < 0) {
+    throw_idgen(env, IDGEN_ERANGE, NULL);
+    return NULL;
+  }
+  napi_value v;
+  if (!NAPI_OK(env, napi_create_string_utf8(env, json, (size_t)n, &v)))
+    return NULL;
+  return v;
 }
 
 /* ---- ULID (one-off) -------------------------------------------------------- */
@@ -1309,7 +1294,7 @@ static int define_exports(napi_env env, env_t *e, napi_value exports) {
              {"ulidToUuid", ulid_to_uuid},
              {"uuidToUlid", uuid_to_ulid},
              {"decodeJson", decode_json_js},
-             {"decode", decode_js},
+             {"layoutPlan", layout_plan_js},
              {"layoutInfo", layout_info_js},
              {"open", sf_open_js}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {

@@ -10,7 +10,6 @@
  * crypto.getRandomValues().
  * One thread: nothing here locks.
  */
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,18 +283,27 @@ EXPORT(layout_info) int wasm_layout_info(void) {
   return layout_info_json(&l, out, OUT_MAX) < 0 ? fail(IDGEN_ERANGE) : 0;
 }
 
-/* Appends "key":"value" (value already plain text: IDs, times, names the
- * layout parser accepted) or "key":number to out at *n. */
-static void put_str(size_t *n, const char *key, const char *v) {
-  *n += (size_t)snprintf(out + *n, OUT_MAX - *n, "%s\"%s\":\"%s\"", *n > 1 ? "," : "", key, v);
-}
-static void put_int(size_t *n, const char *key, int64_t v) {
-  *n += (size_t)snprintf(out + *n, OUT_MAX - *n, "%s\"%s\":%" PRId64, *n > 1 ? "," : "", key, v);
+/* What `idgen plan` shows of layout in2, for `rate` IDs per second asked
+ * of one generator whose borrowing limit is max_borrow_ms, as JSON text into
+ * out (idgen_layout_plan's numbers, layout_plan_json's text), or the
+ * command's message. */
+EXPORT(layout_plan) int wasm_layout_plan(double rate, double max_borrow_ms) {
+  err[0] = '\0';
+  idgen_layout_t l;
+  idgen_layout_plan_t p;
+  int rc = parse_layout(in2, &l);
+  if (rc < 0)
+    return fail(rc);
+  rc = idgen_layout_plan(&l, idgen_clock_now_ms(IDGEN_CLOCK_PRECISE), rate, max_borrow_ms, &p);
+  if (rc < 0)
+    return fail(rc);
+  _Static_assert(OUT_MAX >= LAYOUT_PLAN_MAX, "out holds any layout's plan");
+  return layout_plan_json(&l, &p, out, OUT_MAX) < 0 ? fail(IDGEN_ERANGE) : 0;
 }
 
 /* The ID in1[0..len) read as `idgen decode --json` reads it (Snowflake IDs
- * in layout in2): its JSON object into out, the same keys in the same order
- * as the command's.  A bad ID is EPARSE with the command's message. */
+ * in layout in2): its JSON text into out (decode_json's, the command's).  A
+ * bad ID is EPARSE with the command's message. */
 EXPORT(decode_json) int wasm_decode_json(size_t len) {
   err[0] = '\0';
   idgen_layout_t l;
@@ -305,64 +313,6 @@ EXPORT(decode_json) int wasm_decode_json(size_t len) {
   decoded_t d;
   if (decode_id(&l, in1, len, 0, &d, err, sizeof err) < 0)
     return fail(IDGEN_EPARSE);
-  size_t n = 1;
-  out[0] = '{';
-  out[1] = '\0';
-  put_str(&n, "id", d.id);
-  switch (d.kind) {
-  case DECODED_SNOWFLAKE:
-    put_str(&n, "kind", "snowflake");
-    put_str(&n, "layout", d.layout_name);
-    put_int(&n, "unix_ms", d.unix_ms);
-    put_str(&n, "time", d.time);
-    n += (size_t)snprintf(out + n, OUT_MAX - n, ",\"fields\":{");
-    for (int i = 0, k = 0; i < l.nfields; i++)
-      if (i != l.time_index)
-        n += (size_t)snprintf(out + n, OUT_MAX - n, "%s\"%s\":%" PRIu64, k++ ? "," : "",
-                              l.fields[i].name, d.values[i]);
-    n += (size_t)snprintf(out + n, OUT_MAX - n, "}");
-    break;
-  case DECODED_ULID:
-    put_str(&n, "kind", "ulid");
-    put_int(&n, "unix_ms", d.unix_ms);
-    put_str(&n, "time", d.time);
-    put_str(&n, "uuid", d.uuid);
-    break;
-  case DECODED_UUID:
-    put_str(&n, "kind", "uuid");
-    put_int(&n, "version", d.version);
-    if (strcmp(d.variant, "rfc9562") != 0)
-      put_str(&n, "variant", d.variant);
-    if (d.has_time) {
-      put_int(&n, "unix_ms", d.unix_ms);
-      put_str(&n, "time", d.time);
-    }
-    break;
-  }
-  snprintf(out + n, OUT_MAX - n, "}");
-  return 0;
+  _Static_assert(OUT_MAX >= DECODE_JSON_MAX, "out holds any ID's JSON");
+  return decode_json(&d, out, OUT_MAX) < 0 ? fail(IDGEN_ERANGE) : 0;
 }
-
-/* ---- what the core cannot have here --------------------------------------- */
-
-/* Leases need a registry (files, the network) and a thread to keep them:
- * the WebAssembly build has neither, and its generators are never bound
- * (sf_new passes no lease), so these are never reached. */
-int idgen__keeper_start(idgen_snowflake_gen_t *g, idgen_lease_t *lease, char *e, size_t elen);
-int64_t idgen__keeper_wait(idgen_snowflake_gen_t *g, uint64_t want, int64_t max_ns);
-void idgen__keeper_stop(idgen_snowflake_gen_t *g);
-
-int idgen__keeper_start(idgen_snowflake_gen_t *g, idgen_lease_t *lease, char *e, size_t elen) {
-  (void)g;
-  (void)lease;
-  if (e != NULL && elen > 0)
-    snprintf(e, elen, "leases are not available in the WebAssembly build");
-  return IDGEN_EINVAL;
-}
-int64_t idgen__keeper_wait(idgen_snowflake_gen_t *g, uint64_t want, int64_t max_ns) {
-  (void)g;
-  (void)want;
-  (void)max_ns;
-  return IDGEN_ELEASE;
-}
-void idgen__keeper_stop(idgen_snowflake_gen_t *g) { (void)g; }

@@ -10,7 +10,6 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -132,13 +131,10 @@ static int decode_one(struct decode_ctx *c, const char *in, size_t len) {
     print_text(c, &d);
     return EXIT_OK;
   }
-  json_t *o = decoded_json(&d);
-  char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-  json_decref(o);
-  if (text == NULL)
-    cli_fail(EXIT_ID, "out of memory");
+  char text[DECODE_JSON_MAX];
+  if (decode_json(&d, text, sizeof text) < 0)
+    cli_fail(EXIT_ID, "%s: the JSON does not fit", d.id); /* DECODE_JSON_MAX holds any */
   puts(text);
-  free(text);
   return EXIT_OK;
 }
 

@@ -4,7 +4,6 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <string.h>
 
 #include "cli.h"
@@ -61,6 +60,80 @@ static void show_unit(int64_t unit_ms, char *buf, size_t n) {
     snprintf(buf, n, "%" PRId64 " ms", unit_ms);
 }
 
+/* The lines about time: epoch, tick, lifetime, exhaustion, and when IDs
+ * reach 2^63. */
+static void print_time(const idgen_layout_t *l, const idgen_layout_plan_t *p) {
+  char a[64], d[64], tbuf[IDGEN_TIME_BUFSIZE];
+  idgen_time_format(l->epoch_ms, tbuf);
+  printf("epoch         %s (%" PRId64 ")\n", tbuf, l->epoch_ms);
+  show_unit(l->unit_ms, a, sizeof a);
+  printf("tick          %s\n", a);
+  show_duration((double)p->lifetime_ms, a, sizeof a);
+  show_unit(l->unit_ms, d, sizeof d);
+  printf("lifetime      %s (2^%d ticks of %s)\n", a, l->fields[l->time_index].bits, d);
+  idgen_time_format(p->horizon_ms, tbuf);
+  tbuf[strcspn(tbuf, "T")] = '\0';
+  if (p->exhausted) {
+    printf("exhaustion    ran out on %s: idgen decodes these IDs but makes no more\n", tbuf);
+  } else {
+    show_duration((double)p->remaining_ms, a, sizeof a);
+    printf("exhaustion    %s (%s from now)\n", tbuf, a);
+    if (p->remaining_ms < 5 * MS_PER_YEAR)
+      printf("warning       the time field runs out in %s; plan a new layout\n", a);
+  }
+  if (l->total_bits <= 53)
+    printf("range         IDs stay below 2^53: JavaScript numbers hold them exactly\n");
+  else if (p->sign_bit_ms == INT64_MIN)
+    printf("range         the top bit is %s's: IDs with %s %" PRIu64 " or more are >= 2^63, which "
+           "signed 64-bit columns store as negative numbers\n",
+           l->fields[0].name, l->fields[0].name, UINT64_C(1) << (l->fields[0].bits - 1));
+  else if (p->sign_bit_ms == INT64_MAX)
+    printf("range         IDs stay below 2^63: signed 64-bit columns hold them\n");
+  else {
+    idgen_time_format(p->sign_bit_ms, tbuf);
+    printf("range         IDs reach 2^63 from %s: signed 64-bit columns store them "
+           "as negative numbers from then on\n",
+           tbuf);
+  }
+}
+
+/* The lines about capacity: per node, nodes, per cluster, and the rate. */
+static void print_capacity(const idgen_layout_t *l, const idgen_layout_plan_t *p, int64_t rate,
+                           int64_t borrow) {
+  char a[64], b[64], d[64];
+  printf("per node      %s IDs per tick = %s IDs/s\n", cli_thousands(p->ids_per_tick, a, sizeof a),
+         show_count(p->ids_per_s, b, sizeof b));
+  if (p->node_bits == 0) {
+    printf("nodes         1 (no node fields: one generator per layout)\n");
+  } else {
+    printf("nodes         %s (", cli_thousands(p->nodes, a, sizeof a));
+    for (int i = 0, first = 1; i < l->nfields; i++) {
+      if (l->fields[i].kind != IDGEN_FIELD_NODE)
+        continue;
+      printf("%s%s 0..%" PRIu64, first ? "" : " x ", l->fields[i].name,
+             (UINT64_C(1) << l->fields[i].bits) - 1);
+      first = 0;
+    }
+    printf(")\n");
+  }
+  printf("per cluster   %s IDs/s\n", show_count(p->cluster_ids_per_s, a, sizeof a));
+  if (rate <= 0)
+    return;
+  cli_thousands((uint64_t)rate, a, sizeof a);
+  if (p->sustained) {
+    printf("rate          %s IDs/s: %.1f%% of one node's capacity, sustained indefinitely\n", a,
+           p->ratio * 100.0);
+    return;
+  }
+  show_duration(p->burst_ms, b, sizeof b);
+  char rbuf[32];
+  snprintf(rbuf, sizeof rbuf, p->ratio < 1e6 ? "%.2f" : "%.3g", p->ratio);
+  printf("rate          %s IDs/s: %s times one node's capacity; borrowing "
+         "(max_borrow_ms %" PRId64 ") absorbs a burst of %s, then calls wait for the "
+         "clock; %s nodes sustain it\n",
+         a, rbuf, borrow, b, show_count(p->nodes_needed, d, sizeof d));
+}
+
 int cmd_plan(int argc, char **argv) {
   static const struct option opts[] = {{"layout", required_argument, 0, 'l'},
                                        {"rate", required_argument, 0, 'r'},
@@ -97,97 +170,22 @@ int cmd_plan(int argc, char **argv) {
              CLI_QUOTED(argv[optind]));
 
   idgen_layout_t l;
+  idgen_layout_plan_t p;
+  char fmt[IDGEN_LAYOUT_SPEC_MAX];
   cli_layout(&l, spec);
-  char fmt[IDGEN_LAYOUT_SPEC_MAX], a[64], b[64], d[64], tbuf[IDGEN_TIME_BUFSIZE];
-  const idgen_field_t *tf = &l.fields[l.time_index];
+  int rc = idgen_layout_plan(&l, idgen_clock_now_ms(IDGEN_CLOCK_PRECISE), (double)rate,
+                             (double)borrow, &p);
+  if (rc < 0) /* cannot happen: both were checked above */
+    cli_fail(EXIT_USAGE, "plan: %s", idgen_strerror(rc));
   idgen_layout_format(&l, fmt, sizeof fmt);
   printf("layout        %s\n", l.preset[0] ? l.preset : "(custom)");
   printf("spec          %s\n", fmt);
-
   printf("bits          %d of 64:", l.total_bits);
   for (int i = 0; i < l.nfields; i++)
     printf("%s %s %d", i ? "," : "", l.fields[i].name, l.fields[i].bits);
   putchar('\n');
-
-  idgen_time_format(l.epoch_ms, tbuf);
-  printf("epoch         %s (%" PRId64 ")\n", tbuf, l.epoch_ms);
-  show_unit(l.unit_ms, a, sizeof a);
-  printf("tick          %s\n", a);
-
-  int64_t horizon = idgen_layout_horizon_ms(&l);
-  int64_t now = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE);
-  show_duration((double)(horizon - l.epoch_ms), a, sizeof a);
-  show_unit(l.unit_ms, d, sizeof d);
-  printf("lifetime      %s (2^%d ticks of %s)\n", a, tf->bits, d);
-  idgen_time_format(horizon, tbuf);
-  tbuf[strcspn(tbuf, "T")] = '\0';
-  if (horizon <= now) {
-    printf("exhaustion    ran out on %s: idgen decodes these IDs but makes no more\n", tbuf);
-  } else {
-    show_duration((double)(horizon - now), a, sizeof a);
-    printf("exhaustion    %s (%s from now)\n", tbuf, a);
-    if (horizon - now < 5 * MS_PER_YEAR)
-      printf("warning       the time field runs out in %s; plan a new layout\n", a);
-  }
-
-  int64_t sign = idgen_layout_sign_bit_ms(&l);
-  if (l.total_bits <= 53)
-    printf("range         IDs stay below 2^53: JavaScript numbers hold them exactly\n");
-  else if (sign == INT64_MIN)
-    printf("range         the top bit is %s's: IDs with %s %" PRIu64 " or more are >= 2^63, which "
-           "signed 64-bit columns store as negative numbers\n",
-           l.fields[0].name, l.fields[0].name, UINT64_C(1) << (l.fields[0].bits - 1));
-  else if (sign == INT64_MAX)
-    printf("range         IDs stay below 2^63: signed 64-bit columns hold them\n");
-  else {
-    idgen_time_format(sign, tbuf);
-    printf("range         IDs reach 2^63 from %s: signed 64-bit columns store them "
-           "as negative numbers from then on\n",
-           tbuf);
-  }
-
-  uint64_t per_tick = idgen_layout_ids_per_tick(&l);
-  double per_s = (double)per_tick * 1000.0 / (double)l.unit_ms;
-  printf("per node      %s IDs per tick = %s IDs/s\n", cli_thousands(per_tick, a, sizeof a),
-         show_count(per_s, b, sizeof b));
-  int node_bits = l.total_bits - tf->bits - l.fields[l.sequence_index].bits;
-  if (node_bits == 0) {
-    printf("nodes         1 (no node fields: one generator per layout)\n");
-  } else {
-    printf("nodes         %s (", cli_thousands(UINT64_C(1) << node_bits, a, sizeof a));
-    int first = 1;
-    for (int i = 0; i < l.nfields; i++) {
-      if (l.fields[i].kind != IDGEN_FIELD_NODE)
-        continue;
-      printf("%s%s 0..%" PRIu64, first ? "" : " x ", l.fields[i].name,
-             (UINT64_C(1) << l.fields[i].bits) - 1);
-      first = 0;
-    }
-    printf(")\n");
-  }
-  printf("per cluster   %s IDs/s\n", show_count(per_s * ldexp(1.0, node_bits), a, sizeof a));
-
-  if (rate > 0) {
-    cli_thousands((uint64_t)rate, a, sizeof a);
-    double ratio = (double)rate / per_s;
-    if (ratio <= 1.0) {
-      printf("rate          %s IDs/s: %.1f%% of one node's capacity, sustained indefinitely\n", a,
-             ratio * 100.0);
-    } else {
-      /* The generator's clock gains (ratio - 1) ms per ms of wall time. */
-      double burst = (double)borrow / (ratio - 1.0);
-      show_duration(burst, b, sizeof b);
-      char rbuf[32];
-      if (ratio < 1e6)
-        snprintf(rbuf, sizeof rbuf, "%.2f", ratio);
-      else
-        snprintf(rbuf, sizeof rbuf, "%.3g", ratio);
-      printf("rate          %s IDs/s: %s times one node's capacity; borrowing "
-             "(max_borrow_ms %" PRId64 ") absorbs a burst of %s, then calls wait for the "
-             "clock; %s nodes sustain it\n",
-             a, rbuf, borrow, b, show_count(ceil(ratio), d, sizeof d));
-    }
-  }
+  print_time(&l, &p);
+  print_capacity(&l, &p, rate, borrow);
   return EXIT_OK;
 }
 

@@ -8,6 +8,7 @@
 #include "decode.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -205,47 +206,129 @@ int layout_info_json(const idgen_layout_t *l, char *buf, size_t n) {
   return (int)k;
 }
 
-#ifndef __wasm__
-json_t *decoded_json(const decoded_t *d) {
-  json_t *o = json_object();
-  if (o == NULL)
-    return NULL;
-  int bad = json_object_set_new(o, "id", json_string(d->id));
+/* Text appended to buf[n] at *k; *k past n once it did not fit (every
+ * later append is then skipped). */
+typedef struct out {
+  char *buf;
+  size_t n, k;
+} out_t;
+
+__attribute__((format(printf, 2, 3))) static void put(out_t *o, const char *fmt, ...) {
+  if (o->k >= o->n)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  int w = vsnprintf(o->buf + o->k, o->n - o->k, fmt, ap);
+  va_end(ap);
+  o->k = w < 0 ? o->n : o->k + (size_t)w;
+}
+
+/* ,"key":"text", the text escaped as jansson escapes it: the strings here (IDs, times, layout
+ * specs, field names) never need it, but a writer of JSON cannot rely on
+ * that. */
+/* The comma before a key, none after the object's "{" (once the text has
+ * not fit, what is appended no longer matters). */
+static const char *sep(const out_t *o) {
+  return o->k > 0 && o->k < o->n && o->buf[o->k - 1] == '{' ? "" : ",";
+}
+
+static void put_str(out_t *o, const char *key, const char *v) {
+  put(o, "%s\"%s\":\"", sep(o), key);
+  static const char shorts[] = "\b\f\n\r\t", letters[] = "bfnrt";
+  for (; *v != '\0'; v++) {
+    unsigned char c = (unsigned char)*v;
+    const char *sh = strchr(shorts, c); /* c is not NUL */
+    if (c == '"' || c == '\\')
+      put(o, "\\%c", c);
+    else if (sh != NULL)
+      put(o, "\\%c", letters[sh - shorts]);
+    else if (c < 0x20)
+      put(o, "\\u%04X", c);
+    else
+      put(o, "%c", c);
+  }
+  put(o, "\"");
+}
+
+static void put_int(out_t *o, const char *key, int64_t v) {
+  put(o, "%s\"%s\":%" PRId64, sep(o), key, v);
+}
+
+static int put_end(out_t *o) {
+  if (o->k >= o->n)
+    return -1;
+  return (int)o->k;
+}
+
+int decode_json(const decoded_t *d, char *buf, size_t n) {
+  out_t o = {buf, n, 0};
+  put(&o, "{");
+  put_str(&o, "id", d->id);
   switch (d->kind) {
   case DECODED_SNOWFLAKE: {
     const idgen_layout_t *l = d->layout;
-    json_t *f = json_object();
-    bad |= json_object_set_new(o, "kind", json_string("snowflake"));
-    bad |= json_object_set_new(o, "layout", json_string(d->layout_name));
-    bad |= json_object_set_new(o, "unix_ms", json_integer(d->unix_ms));
-    bad |= json_object_set_new(o, "time", json_string(d->time));
+    put_str(&o, "kind", "snowflake");
+    put_str(&o, "layout", d->layout_name);
+    put_int(&o, "unix_ms", d->unix_ms);
+    put_str(&o, "time", d->time);
+    put(&o, ",\"fields\":{");
+    /* Node and sequence values are below 2^63 (no field has 64 bits). */
     for (int i = 0; i < l->nfields; i++)
       if (i != l->time_index)
-        bad |= json_object_set_new(f, l->fields[i].name, json_integer((json_int_t)d->values[i]));
-    bad |= json_object_set_new(o, "fields", f);
+        put_int(&o, l->fields[i].name, (int64_t)d->values[i]);
+    put(&o, "}");
     break;
   }
   case DECODED_ULID:
-    bad |= json_object_set_new(o, "kind", json_string("ulid"));
-    bad |= json_object_set_new(o, "unix_ms", json_integer(d->unix_ms));
-    bad |= json_object_set_new(o, "time", json_string(d->time));
-    bad |= json_object_set_new(o, "uuid", json_string(d->uuid));
+    put_str(&o, "kind", "ulid");
+    put_int(&o, "unix_ms", d->unix_ms);
+    put_str(&o, "time", d->time);
+    put_str(&o, "uuid", d->uuid);
     break;
   case DECODED_UUID:
-    bad |= json_object_set_new(o, "kind", json_string("uuid"));
-    bad |= json_object_set_new(o, "version", json_integer(d->version));
+    put_str(&o, "kind", "uuid");
+    put_int(&o, "version", d->version);
     if (strcmp(d->variant, "rfc9562") != 0)
-      bad |= json_object_set_new(o, "variant", json_string(d->variant));
+      put_str(&o, "variant", d->variant);
     if (d->has_time) {
-      bad |= json_object_set_new(o, "unix_ms", json_integer(d->unix_ms));
-      bad |= json_object_set_new(o, "time", json_string(d->time));
+      put_int(&o, "unix_ms", d->unix_ms);
+      put_str(&o, "time", d->time);
     }
     break;
   }
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  put(&o, "}");
+  return put_end(&o);
 }
-#endif
+
+int layout_plan_json(const idgen_layout_t *l, const idgen_layout_plan_t *p, char *buf, size_t n) {
+  out_t o = {buf, n, 0};
+  put(&o, "{\"info\":");
+  int w = o.k < n ? layout_info_json(l, buf + o.k, n - o.k) : -1;
+  if (w < 0)
+    return -1;
+  o.k += (size_t)w;
+  put(&o,
+      ",\"lifetime_ms\":%" PRId64 ",\"lifetime_years\":%.17g,\"horizon_ms\":%" PRId64
+      ",\"remaining_ms\":%" PRId64 ",\"exhausted\":%s,\"ids_per_tick\":%" PRIu64
+      ",\"ids_per_s\":%.17g,\"node_bits\":%d,\"nodes\":%" PRIu64 ",\"node_fields\":[",
+      p->lifetime_ms, p->lifetime_years, p->horizon_ms, p->remaining_ms,
+      p->exhausted ? "true" : "false", p->ids_per_tick, p->ids_per_s, p->node_bits, p->nodes);
+  for (int i = 0, k = 0; i < l->nfields; i++)
+    if (l->fields[i].kind == IDGEN_FIELD_NODE)
+      put(&o, "%s{\"name\":\"%s\",\"max\":%" PRIu64 "}", k++ ? "," : "", l->fields[i].name,
+          (UINT64_C(1) << l->fields[i].bits) - 1);
+  put(&o, "],\"cluster_ids_per_s\":%.17g,\"rate\":", p->cluster_ids_per_s);
+  if (p->rate > 0) {
+    put(&o, "{\"ids_per_s\":%.17g,\"ratio\":%.17g,\"sustained\":%s,\"burst_ms\":", p->rate,
+        p->ratio, p->sustained ? "true" : "false");
+    if (p->sustained)
+      put(&o, "null");
+    else
+      put(&o, "%.17g", p->burst_ms);
+    put(&o, ",\"nodes_needed\":%.17g}", p->nodes_needed);
+  } else {
+    put(&o, "null");
+  }
+  put(&o, "}");
+  return put_end(&o);
+}

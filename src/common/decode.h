@@ -1,14 +1,13 @@
 /*
- * decode.h -- reading an ID of any kind back into its parts: shared by
- * `idgen decode` and the daemon's `/decode/ID` and RESP `DECODE`, so that
- * both give the same JSON (DESIGN §4).
+ * decode.h -- reading an ID of any kind back into its parts, and its JSON:
+ * one object library (idgen_decode) shared by `idgen decode`, the daemon's
+ * `/decode/ID` and RESP `DECODE`, the Node.js addon, the WebAssembly build
+ * and the PostgreSQL extension, so that all give the same JSON (DESIGN §4).
+ * Never allocates.
  */
 #ifndef IDGEN_DECODE_H
 #define IDGEN_DECODE_H
 
-#ifndef __wasm__ /* the WebAssembly build writes its JSON itself (js/wasm/glue.c) */
-#include <jansson.h>
-#endif
 #include <stddef.h>
 
 #include "idgen.h"
@@ -56,10 +55,31 @@ int decode_id(const idgen_layout_t *l, const char *s, size_t len, int lenient, d
 #define LAYOUT_INFO_MAX (1024 + 96 * IDGEN_LAYOUT_MAX_FIELDS)
 int layout_info_json(const idgen_layout_t *l, char *buf, size_t n);
 
-#ifndef __wasm__
-/* The JSON object of `idgen decode --json` (64-bit values as strings), or
- * NULL when out of memory.  The caller owns the reference. */
-json_t *decoded_json(const decoded_t *d);
-#endif
+/*
+ * The JSON object of `idgen decode --json` as one line of compact text (no
+ * newline) into buf[n]: "id", "kind", then by kind "layout", "unix_ms",
+ * "time" and "fields" (a Snowflake ID's node and sequence values), "unix_ms",
+ * "time" and "uuid" (a ULID), "version", "variant" unless RFC 9562's,
+ * "unix_ms" and "time" when it has a time (a UUID).  Returns the length, or
+ * -1 if n is too small (DECODE_JSON_MAX is always enough).  Thread-safe.
+ */
+#define DECODE_JSON_MAX (256 + IDGEN_LAYOUT_SPEC_MAX + 56 * IDGEN_LAYOUT_MAX_FIELDS)
+int decode_json(const decoded_t *d, char *buf, size_t n);
+
+/*
+ * What `idgen plan` shows of layout l (idgen_layout_plan's numbers, p) as
+ * one line of JSON into buf[n], for the JavaScript package's plan(): {"info":
+ * layout_info_json's object, "lifetime_ms", "lifetime_years", "horizon_ms",
+ * "remaining_ms", "exhausted", "ids_per_tick", "ids_per_s", "node_bits",
+ * "nodes", "node_fields": [{"name", "max"}, ...], "cluster_ids_per_s",
+ * "rate": null or {"ids_per_s", "ratio", "sustained", "burst_ms" (null when
+ * sustained), "nodes_needed"}}.  Fractional values with 17 significant
+ * digits (a double's round trip).  Returns the length, or -1 if n is too
+ * small (LAYOUT_PLAN_MAX is always enough: past the info, the keys and
+ * numbers take under 530 bytes, and a node field's entry under 70, for at
+ * most IDGEN_LAYOUT_MAX_FIELDS - 2 node fields).
+ */
+#define LAYOUT_PLAN_MAX (LAYOUT_INFO_MAX + 512 + 64 * IDGEN_LAYOUT_MAX_FIELDS)
+int layout_plan_json(const idgen_layout_t *l, const idgen_layout_plan_t *p, char *buf, size_t n);
 
 #endif

@@ -29,14 +29,16 @@
  * without (the library asks for them once per process and thread).
  */
 #define _GNU_SOURCE
-#ifndef __wasm__ /* WebAssembly: one thread, no owner (IDGEN_BIAS_TAKE 0) */
+#include "core_int.h"
+
+/* Elsewhere (not x86-64 Linux, WebAssembly's one thread) nothing is owned:
+ * IDGEN_BIAS_TAKE is 0 (core_int.h). */
+#if IDGEN_BIAS_TAKE
 #include <errno.h>
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
-
-#include "core_int.h"
 
 __thread _Alignas(8) char idgen__bias_token __attribute__((tls_model("initial-exec")));
 

@@ -69,14 +69,6 @@ struct idgen_cached_gen {
   uint64_t buf[4096]; /* the filler's batch, under fill_mu */
 };
 
-void idgen_cached_settings_init(idgen_cached_settings_t *s) {
-  memset(s, 0, sizeof *s);
-  s->boost_power = IDGEN_CACHE_BOOST_DEFAULT;
-  s->padding_percent = IDGEN_CACHE_PADDING_DEFAULT;
-  s->on_empty = IDGEN_CACHE_DIRECT;
-  s->max_wait_ms = IDGEN_MAX_WAIT_MS_DEFAULT;
-}
-
 static uint64_t ready_now(idgen_cached_gen_t *c) {
   uint64_t t = atomic_load_explicit(&c->tail, memory_order_acquire);
   uint64_t h = atomic_load_explicit(&c->head, memory_order_acquire);

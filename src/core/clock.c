@@ -28,18 +28,12 @@
  * late: as if the step had happened up to 1 ms later, which the generator's
  * step-back handling (bounded) covers either way.
  *
- * Fork detection: see fork_init() below (unique).
+ * Fork detection: see idgen__fork_renew() below and platform_posix.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#ifndef __wasm__ /* WebAssembly: no threads, no fork, no mmap */
-#include <pthread.h>
-#endif
 #include <stdatomic.h>
 #include <string.h>
-#ifndef __wasm__
-#include <sys/mman.h>
-#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -437,39 +431,14 @@ int64_t idgen_clock_coarse_resolution_ns(void) {
 }
 
 /*
- * Fork detection.  The current generation lives in a page marked
- * MADV_WIPEONFORK: in a child made by any kind of fork -- fork(), _Fork(),
- * clone() without CLONE_VM -- the page reads as zero, before any fork
- * handler or other code runs.  The first caller in the child then takes the
- * next generation.  Generators remember the generation they were made in
- * (or last used), so a mismatch means "this state was copied from another
- * process".  Where the kernel lacks MADV_WIPEONFORK (before Linux 4.14), a
- * pthread_atfork child handler, registered when the library loads, bumps an
- * ordinary counter instead: that covers fork() but not _Fork().
+ * Fork detection: the generation word starts as this counter, 1; the
+ * platform's file (platform_posix.c) points it at a page the kernel wipes
+ * in a child, or bumps the counter in a fork() child.  The first caller in
+ * a child takes the next generation here.
  */
 static _Atomic unsigned fallback_gen = 1;
 _Atomic unsigned *idgen__fork_word = &fallback_gen;
 static _Atomic unsigned last_gen = 1; /* ordinary memory: copied into children */
-
-#ifndef __wasm__ /* WebAssembly has no fork(): the generation stays 1 */
-static void on_fork_child(void) {
-  unsigned g = atomic_load_explicit(&fallback_gen, memory_order_relaxed) + 1;
-  atomic_store_explicit(&fallback_gen, g ? g : 1, memory_order_relaxed);
-}
-
-__attribute__((constructor)) static void fork_init(void) {
-  long psz = sysconf(_SC_PAGESIZE);
-  void *p = mmap(NULL, (size_t)psz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p != MAP_FAILED && madvise(p, (size_t)psz, MADV_WIPEONFORK) == 0) {
-    atomic_store_explicit((_Atomic unsigned *)p, 1, memory_order_relaxed);
-    idgen__fork_word = p;
-    return;
-  }
-  if (p != MAP_FAILED)
-    munmap(p, (size_t)psz);
-  pthread_atfork(NULL, NULL, on_fork_child);
-}
-#endif
 
 unsigned idgen__fork_renew(void) {
   unsigned want = atomic_load_explicit(&last_gen, memory_order_relaxed) + 1, zero = 0;

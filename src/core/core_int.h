@@ -304,19 +304,16 @@ static inline uint64_t idgen__load_be64(const uint8_t *p) {
 /* The thread's buffer of random bytes (random.c), reachable from the
  * generators' hot paths: idgen__random_quick serves n bytes from it when
  * it has them in this process's generation (1), else 0 and the caller
- * calls idgen__random, which refills it.  (WebAssembly: never; its one
- * buffer is random.c's.) */
+ * calls idgen__random, which refills it (platform_posix.c, a buffer per
+ * thread; platform_wasm.c, the one thread's). */
 #define IDGEN__RBUF_SIZE 4096
 struct idgen__rbuf {
   unsigned gen; /* fork generation the bytes belong to */
   size_t pos;   /* bytes before pos are used */
   unsigned char bytes[IDGEN__RBUF_SIZE];
 };
-#ifndef __wasm__
 extern __thread struct idgen__rbuf *idgen__tls_rbuf __attribute__((tls_model("initial-exec")));
-#endif
 static inline int idgen__random_quick(const idgen_random_t *r, void *out, size_t n) {
-#ifndef __wasm__
   struct idgen__rbuf *b = idgen__tls_rbuf;
   if (IDGEN_LIKELY(r == NULL && b != NULL && IDGEN__RBUF_SIZE - b->pos >= n &&
                    b->gen == idgen__fork_gen())) {
@@ -324,9 +321,6 @@ static inline int idgen__random_quick(const idgen_random_t *r, void *out, size_t
     b->pos += n;
     return 1;
   }
-#else
-  (void)r, (void)out, (void)n;
-#endif
   return 0;
 }
 

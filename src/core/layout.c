@@ -13,6 +13,7 @@
  * significant than) the time field: with the sequence above the time, one
  * generator's IDs would fall back every tick (not increasing).
  */
+#include <float.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -418,6 +419,40 @@ int64_t idgen_layout_sign_bit_ms(const idgen_layout_t *l) {
     return INT64_MIN; /* a node field holds the top bit: it is set by its value, not time */
   /* The top bit belongs to the time field: it is set from tick 2^(bits-1). */
   return l->epoch_ms + (int64_t)(UINT64_C(1) << (t->bits - 1)) * l->unit_ms;
+}
+
+/* The least whole number >= x > 0, without libm. */
+static double ceil_positive(double x) {
+  if (x >= 4503599627370496.0) /* 2^52: a double this large is whole */
+    return x;
+  double t = (double)(int64_t)x;
+  return t < x ? t + 1.0 : t;
+}
+
+int idgen_layout_plan(const idgen_layout_t *l, int64_t now_ms, double rate, double max_borrow_ms,
+                      idgen_layout_plan_t *p) {
+  if (!(rate >= 0 && rate <= DBL_MAX) || !(max_borrow_ms >= 0 && max_borrow_ms <= DBL_MAX))
+    return IDGEN_EINVAL;
+  memset(p, 0, sizeof *p);
+  p->horizon_ms = idgen_layout_horizon_ms(l);
+  p->lifetime_ms = p->horizon_ms - l->epoch_ms;
+  p->lifetime_years = (double)p->lifetime_ms / (365.2425 * 86400000.0);
+  p->remaining_ms = p->horizon_ms - now_ms;
+  p->exhausted = p->horizon_ms <= now_ms;
+  p->sign_bit_ms = idgen_layout_sign_bit_ms(l);
+  p->ids_per_tick = idgen_layout_ids_per_tick(l);
+  p->ids_per_s = (double)p->ids_per_tick * 1000.0 / (double)l->unit_ms;
+  p->node_bits = l->total_bits - l->fields[l->time_index].bits - l->fields[l->sequence_index].bits;
+  p->nodes = UINT64_C(1) << p->node_bits; /* at most 2^62: time and sequence take 2 bits */
+  p->cluster_ids_per_s = p->ids_per_s * (double)p->nodes;
+  if (rate > 0) {
+    p->rate = rate;
+    p->ratio = rate / p->ids_per_s;
+    p->sustained = p->ratio <= 1.0;
+    p->burst_ms = p->sustained ? 0 : max_borrow_ms / (p->ratio - 1.0);
+    p->nodes_needed = p->sustained ? 1 : ceil_positive(p->ratio);
+  }
+  return 0;
 }
 
 static uint64_t field_max(const idgen_field_t *f) { return (UINT64_C(1) << f->bits) - 1; }

@@ -73,6 +73,16 @@ void idgen_snowflake_settings_init(idgen_snowflake_settings_t *s) {
   s->clock_mode = IDGEN_CLOCK_FAST;
 }
 
+/* The cached generator's defaults live here, not in cached.c: a build
+ * without it (IDGEN_KEEPER=OFF, keeper_none.c) has them too. */
+void idgen_cached_settings_init(idgen_cached_settings_t *s) {
+  memset(s, 0, sizeof *s);
+  s->boost_power = IDGEN_CACHE_BOOST_DEFAULT;
+  s->padding_percent = IDGEN_CACHE_PADDING_DEFAULT;
+  s->on_empty = IDGEN_CACHE_DIRECT;
+  s->max_wait_ms = IDGEN_MAX_WAIT_MS_DEFAULT;
+}
+
 /* The wall clock with nanoseconds, for the slow path. */
 static int64_t now_ns(const idgen_snowflake_gen_t *g) { return idgen__sf_now_ns(g); }
 

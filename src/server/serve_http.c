@@ -300,11 +300,15 @@ static void route_decode(serve_worker_t *w, serve_conn_t *c, const http_request_
     respond_error(w, c, req, 400, err, KEEP, NULL);
     return;
   }
-  w->body.len = 0;
-  if (serve_json_line(decoded_json(&d), &w->body) < 0) {
-    respond_error(w, c, req, 500, "out of memory", KEEP, NULL);
+  char text[DECODE_JSON_MAX];
+  int n = decode_json(&d, text, sizeof text - 1);
+  if (n < 0) { /* DECODE_JSON_MAX holds any */
+    respond_error(w, c, req, 500, "the decoded JSON does not fit", KEEP, NULL);
     return;
   }
+  text[n++] = '\n';
+  w->body.len = 0;
+  serve_buf_put(&w->body, text, (size_t)n);
   respond(w, c, req, 200, "application/json", w->body.p, w->body.len, KEEP, "");
 }
 

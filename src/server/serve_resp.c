@@ -376,15 +376,13 @@ static void on_decode(serve_worker_t *w, serve_conn_t *c, const resp_request_t *
     reply_err(w, c, "ERR %s", err);
     return;
   }
-  json_t *o = decoded_json(&d);
-  char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-  json_decref(o);
-  if (text == NULL) {
-    reply_err(w, c, "ERR out of memory");
+  char text[DECODE_JSON_MAX];
+  int n = decode_json(&d, text, sizeof text);
+  if (n < 0) { /* DECODE_JSON_MAX holds any */
+    reply_err(w, c, "ERR the decoded JSON does not fit");
     return;
   }
-  reply_bulk(w, text, strlen(text));
-  free(text);
+  reply_bulk(w, text, (size_t)n);
   CNT_ADD(w->st.resp_ok, 1);
 }
 

@@ -1,0 +1,62 @@
+# cmake/sources.cmake -- the core's one source list, and the objects every
+# build of it links: the top-level CMakeLists.txt includes it for the
+# libraries, the command, the daemon and the Node.js addon, and so does the
+# WebAssembly build (the same project configured with
+# cmake/wasm32-wasi.cmake).  A new build of the core takes these lists and
+# options, never a list of file names of its own.
+#
+#   IDGEN_CORE_SOURCES          portable: no threads, no files, no sockets
+#   IDGEN_CORE_KEEPER_SOURCES   the lease keeper and the cached generator,
+#                               which run threads (IDGEN_KEEPER=ON); with
+#                               IDGEN_KEEPER=OFF src/core/keeper_none.c
+#                               stands in for them
+#   IDGEN_CORE_PLATFORM_SOURCES one file per platform, as libuv keeps them:
+#                               the random source and fork detection
+#
+# idgen_objects: the core's objects (libidgen's, shared and static alike).
+# idgen_decode: reading an ID back and its JSON (src/common/decode.c), one
+# writer for `idgen decode --json`, the daemon, the addon, idgen.wasm and
+# the PostgreSQL extension (whose PGXS build compiles this same file).
+set(IDGEN_CORE_SOURCES
+  src/core/errors.c
+  src/core/timefmt.c
+  src/core/layout.c
+  src/core/clock.c
+  src/core/bias.c
+  src/core/snowflake.c
+  src/core/random.c
+  src/core/uuid.c
+  src/core/ulid.c
+  src/core/simd.c)
+set(IDGEN_CORE_KEEPER_SOURCES
+  src/core/lease_keeper.c
+  src/core/cached.c)
+if(CMAKE_SYSTEM_NAME STREQUAL "WASI")
+  set(IDGEN_CORE_PLATFORM_SOURCES src/core/platform_wasm.c)
+else()
+  set(IDGEN_CORE_PLATFORM_SOURCES src/core/platform_posix.c)
+endif()
+
+set(_core ${IDGEN_CORE_SOURCES} ${IDGEN_CORE_PLATFORM_SOURCES})
+if(IDGEN_KEEPER)
+  list(APPEND _core ${IDGEN_CORE_KEEPER_SOURCES})
+else()
+  list(APPEND _core src/core/keeper_none.c)
+endif()
+# Position-independent for the shared libraries and the addon; WebAssembly
+# links one module, statically.
+if(CMAKE_SYSTEM_NAME STREQUAL "WASI")
+  set(_pic OFF)
+else()
+  set(_pic ON)
+endif()
+add_library(idgen_objects OBJECT ${_core})
+target_include_directories(idgen_objects PUBLIC include PRIVATE src/core ${LIBCRYPTO_INCLUDE_DIRS})
+target_compile_definitions(idgen_objects PRIVATE IDGEN_BUILDING)
+set_target_properties(idgen_objects PROPERTIES POSITION_INDEPENDENT_CODE ${_pic}
+                      C_VISIBILITY_PRESET hidden)
+
+add_library(idgen_decode OBJECT src/common/decode.c)
+target_include_directories(idgen_decode PUBLIC include src/common)
+set_target_properties(idgen_decode PROPERTIES POSITION_INDEPENDENT_CODE ${_pic}
+                      C_VISIBILITY_PRESET hidden)
