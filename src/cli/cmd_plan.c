@@ -98,7 +98,7 @@ int cmd_plan(int argc, char **argv) {
 
   idgen_layout_t l;
   cli_layout(&l, spec);
-  char fmt[IDGEN_LAYOUT_SPEC_MAX], a[64], b[64], d[64], tbuf[IDGEN_TIME_BUFSIZE];
+  char fmt[IDGEN_LAYOUT_SPEC_MAX], a[64], b[64], d[64], tbuf[IDGEN_TIME_TEXT_MAX];
   const idgen_field_t *tf = &l.fields[l.time_index];
   idgen_layout_format(&l, fmt, sizeof fmt);
   printf("layout        %s\n", l.preset[0] ? l.preset : "(custom)");
@@ -201,7 +201,7 @@ int cmd_layouts(int argc, char **argv) {
   const char *name;
   for (int i = 0; (name = idgen_layout_preset_name(i)) != NULL; i++) {
     idgen_layout_t l;
-    char date[IDGEN_TIME_BUFSIZE];
+    char date[IDGEN_TIME_TEXT_MAX];
     cli_layout(&l, name);
     int64_t horizon = idgen_layout_horizon_ms(&l);
     idgen_time_format(horizon, date);
