@@ -44,7 +44,8 @@ static idgen_cached_gen_t *cache_of(idgen_snowflake_gen_t *g, const idgen_cached
 /* idgen_registry_bind with the default field and TTL. */
 static int bind(idgen_registry_t *r, const idgen_layout_t *l, const idgen_snowflake_settings_t *s,
                 idgen_lease_t **lease, idgen_snowflake_gen_t **g, char *err, size_t errlen) {
-  idgen_bind_request_t req = {.layout = l, .settings = s, .max_start_wait_ms = -1};
+  idgen_bind_request_t req = {
+      .layout = l, .settings = s, .max_start_wait_ms = IDGEN_START_WAIT_DEFAULT};
   return idgen_registry_bind(r, &req, lease, g, err, errlen);
 }
 

@@ -936,6 +936,23 @@ static void test_default_and_relative_uri(void **state) {
   idgen_registry_close(r);
 }
 
+/* 0.1.0's idgen_snowflake_lease_status_t, the lease's fields its own: the
+ * symbol idgen_snowflake_gen_lease_status still fills it, for programs
+ * built with that header (the header's name now stands for
+ * idgen_snowflake_gen_lease_status2). */
+typedef struct {
+  int bound, valid, fenced;
+  int64_t valid_ms;
+  int field;
+  uint64_t worker, generation, key;
+  int64_t mark_ms, expires_ms, expires_in_ms;
+  uint64_t renewals, renew_failures, mark_writes, mark_waits, mark_failures;
+  int mark_failing;
+  char reason[256], pool[128], node[768], holder[128];
+} status_0_1_0_t;
+void status_0_1_0(idgen_snowflake_gen_t *g,
+                  status_0_1_0_t *st) __asm__("idgen_snowflake_gen_lease_status");
+
 /* No ID is above the durable mark; the mark moves when the clock does; the
  * next holder of the ID starts above the last one's last ID. */
 static void test_bound_marks(void **state) {
@@ -956,6 +973,21 @@ static void test_bound_marks(void **state) {
   idgen_snowflake_gen_lease_status(g, &st);
   assert_true(st.bound && st.valid && !st.fenced);
   assert_int_equal(st.lease.worker, 0);
+  status_0_1_0_t old;
+  memset(&old, 0x55, sizeof old);
+  status_0_1_0(g, &old);
+  assert_true(old.bound && old.valid && !old.fenced);
+  assert_int_equal(old.field, st.lease.field);
+  assert_int_equal(old.worker, st.lease.worker);
+  assert_int_equal(old.generation, st.lease.generation);
+  assert_int_equal(old.key, st.lease.key);
+  assert_int_equal(old.mark_ms, st.lease.mark_ms);
+  assert_int_equal(old.expires_ms, st.lease.expires_ms);
+  assert_int_equal(old.expires_in_ms, st.lease.expires_in_ms);
+  assert_string_equal(old.pool, st.lease.pool);
+  assert_string_equal(old.node, st.lease.node);
+  assert_string_equal(old.holder, st.lease.holder);
+  assert_string_equal(old.reason, st.reason);
   assert_true(st.valid_ms == INT64_MAX); /* a flock does not expire */
   assert_int_equal(file_mark(0), st.lease.mark_ms);
   assert_true(st.lease.mark_ms >= t0 + 1000); /* a step ahead (file: 1 s) */
@@ -1372,8 +1404,10 @@ static void test_bind_in_caller_memory(void **state) {
   size_t size = idgen_snowflake_gen_shared_size();
   char *mem = mmap(NULL, size + 64, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   assert_true(mem != MAP_FAILED);
-  idgen_bind_request_t req = {
-      .layout = &tw, .max_start_wait_ms = -1, .mem = mem + 8, .mem_size = size};
+  idgen_bind_request_t req = {.layout = &tw,
+                              .max_start_wait_ms = IDGEN_START_WAIT_DEFAULT,
+                              .mem = mem + 8,
+                              .mem_size = size};
   idgen_lease_t *lease;
   idgen_snowflake_gen_t *g;
   idgen_lease_info_t info;
