@@ -61,10 +61,11 @@
  *   - Zero is the default unless said: in a settings or request struct set
  *     to zero (`= {0}`, memset) a field asks for its default, and a field
  *     whose zero means something else says "unless said" where it is
- *     declared (the Snowflake and cache settings' borrow and waits, and a
- *     lease request's start wait, where 0 is none: it has always meant
- *     that).  A struct with such fields has an _init() function that fills
- *     in every default.
+ *     declared: the Snowflake and cache settings' borrow, waits and ring
+ *     size, and the lease requests' start wait, where 0 is none (it has
+ *     always meant that, and changing it would change what zeroed structs
+ *     already in use do).  For those, the settings' _init() functions fill
+ *     in every default, and IDGEN_START_WAIT_DEFAULT names the start wait's.
  *   - Thread safety is stated per object.  Layouts are plain values: once
  *     parsed they are read-only and may be shared freely between threads.
  *   - Nothing here is async-signal-safe.  In particular a ULID or UUIDv7
@@ -512,14 +513,14 @@ typedef struct idgen_snowflake_settings {
   uint64_t node[IDGEN_LAYOUT_MAX_FIELDS];
   /* How far (ms) the generator's clock may run ahead of the wall clock, after
    * a step back or a burst that used up the sequence.  Default 1000
-   * (IDGEN_MAX_BORROW_MS_DEFAULT, set by _init()); unless said: 0 is no
-   * borrowing, not the default. */
+   * (IDGEN_MAX_BORROW_MS_DEFAULT, set by _init()).  Unless said: 0 is
+   * no borrowing, not the default. */
   int64_t max_borrow_ms;
   /* How long (ms) a call may wait for the wall clock to come within
    * max_borrow_ms.  Waiting out the rest of a used-up tick of at most one
    * second does not count against it (unless the clock stepped back); on
    * longer ticks it does.  Default 100 (IDGEN_MAX_WAIT_MS_DEFAULT, set by
-   * _init()); unless said: 0 is no waiting, not the default. */
+   * _init()).  Unless said: 0 is no waiting, not the default. */
   int64_t max_wait_ms;
   /* Nonzero: start the sequence of each new tick at a random value in the
    * lower half of its range, so that IDs spread over `id % N` shards.
@@ -766,8 +767,8 @@ typedef enum idgen_cache_empty {
  */
 typedef struct idgen_cached_settings {
   /* Ring = 2^sequence_bits << boost_power slots, 0..IDGEN_CACHE_BOOST_MAX.
-   * Default IDGEN_CACHE_BOOST_DEFAULT (set by _init()); unless said: 0 is a
-   * ring of one tick's IDs, not the default. */
+   * Default IDGEN_CACHE_BOOST_DEFAULT (set by _init()).  Unless said: 0 is
+   * a ring of one tick's IDs, not the default. */
   int boost_power;
   /* Refill below this share of ready slots, IDGEN_CACHE_PADDING_MIN..MAX;
    * 0: the default, IDGEN_CACHE_PADDING_DEFAULT. */
@@ -777,7 +778,7 @@ typedef struct idgen_cached_settings {
   int64_t schedule_ms;
   idgen_cache_empty_t on_empty; /* default IDGEN_CACHE_DIRECT */
   /* IDGEN_CACHE_WAIT's limit.  Default IDGEN_MAX_WAIT_MS_DEFAULT (set by
-   * _init()); unless said: 0 is no waiting, not the default. */
+   * _init()).  Unless said: 0 is no waiting, not the default. */
   int64_t max_wait_ms;
 } idgen_cached_settings_t;
 
@@ -1248,9 +1249,9 @@ typedef struct idgen_lease_request {
   const char *field;
   /* How long acquisition may wait for a free ID's mark to fall behind the
    * wall clock, at most IDGEN_START_WAIT_MS_MAX; IDGEN_START_WAIT_DEFAULT
-   * (any value < 0) for the default IDGEN_START_WAIT_MS_DEFAULT.  Unless
-   * said: 0 is no waiting, not the default (it has always meant that, and
-   * zeroed requests rely on it). */
+   * (any value < 0) for the default IDGEN_START_WAIT_MS_DEFAULT.
+   * Unless said: 0 is no waiting, not the default (it has always meant
+   * that, and zeroed requests rely on it). */
   int64_t max_start_wait_ms;
   /* An injected clock for the wall time and the start wait, or NULL. */
   const idgen_clock_t *clock;
