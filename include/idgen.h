@@ -58,6 +58,14 @@
  *     one NUL-terminated line there.  `err` may be NULL (no detail).  The
  *     library never prints, never exits and keeps no global error state.
  *   - Pointers documented as inputs must not be NULL unless stated.
+ *   - Zero is the default unless said: in a settings or request struct set
+ *     to zero (`= {0}`, memset) a field asks for its default, and a field
+ *     whose zero means something else says "unless said" where it is
+ *     declared: the Snowflake and cache settings' borrow, waits and ring
+ *     size, and the lease requests' start wait, where 0 is none (it has
+ *     always meant that, and changing it would change what zeroed structs
+ *     already in use do).  For those, the settings' _init() functions fill
+ *     in every default, and IDGEN_START_WAIT_DEFAULT names the start wait's.
  *   - Thread safety is stated per object.  Layouts are plain values: once
  *     parsed they are read-only and may be shared freely between threads.
  *   - Nothing here is async-signal-safe.  In particular a ULID or UUIDv7
@@ -75,8 +83,10 @@
  *     (strict unless a mode says otherwise).
  *   - Modes and states are enums (idgen_clock_mode_t,
  *     idgen_ulid_parse_mode_t); sizes of caller-owned arrays are
- *     IDGEN_*_MAX or IDGEN_*_STRLEN macros; a function pointer the caller
- *     supplies has a typedef idgen_<what>_cb.
+ *     IDGEN_*_MAX macros (bytes, the NUL included) or IDGEN_*_STRLEN macros
+ *     (characters of a fixed-length text, without its NUL: the buffer is
+ *     IDGEN_*_STRLEN + 1 bytes); a function pointer the caller supplies has
+ *     a typedef idgen_<what>_cb.
  */
 #ifndef IDGEN_H
 #define IDGEN_H
@@ -152,22 +162,42 @@ IDGEN_API const char *idgen_err_name(int code);
  */
 IDGEN_API char *idgen_quote(char *buf, size_t n, const void *s, size_t len, int quote);
 
-/* idgen_quote() into a buffer of max + 1 bytes (a compound literal, so it
- * lives until the end of the enclosing block): for a printf argument, e.g.
- * printf("field \"%s\" repeated", IDGEN_QUOTE(name, strlen(name), '"', 40)). */
+/*
+ * idgen_quote() into a buffer of max + 1 bytes, for a printf argument, e.g.
+ * printf("field \"%s\" repeated", IDGEN_QUOTE(name, strlen(name), '"', 40)).
+ * `max` must be a constant.  In C the buffer is a compound literal and lives
+ * until the end of the enclosing block; in C++ it is a temporary and lives
+ * until the end of the full expression (the printf call), so there keep no
+ * pointer to it.
+ */
 #define IDGEN_QUOTE(s, len, quote, max)                                                            \
-  idgen_quote((char[(max) + 1]){0}, (size_t)(max) + 1, (s), (len), (quote))
+  idgen_quote(IDGEN_QUOTE_BUF_(max), (size_t)(max) + 1, (s), (len), (quote))
+#ifdef __cplusplus
+} /* extern "C" */
+/* Private: IDGEN_QUOTE's buffer in C++, a temporary. */
+template <size_t N> struct idgen_quote_buf_ {
+  char b[N];
+  char *p() { return b; }
+};
+#define IDGEN_QUOTE_BUF_(max) (idgen_quote_buf_<(size_t)(max) + 1>().p())
+extern "C" {
+#else
+/* Private: IDGEN_QUOTE's buffer in C, a compound literal. */
+#define IDGEN_QUOTE_BUF_(max) ((char[(max) + 1]){0})
+#endif
 
 /* ------------------------------------------------------------------------
  * Time formatting.
  */
 
-/* Longest text idgen_time_format() writes, with its NUL. */
-#define IDGEN_TIME_BUFSIZE 32
+/* Bytes of the longest text idgen_time_format() writes, with its NUL. */
+#define IDGEN_TIME_TEXT_MAX 32
+/* deprecated: use IDGEN_TIME_TEXT_MAX (the same value). */
+#define IDGEN_TIME_BUFSIZE IDGEN_TIME_TEXT_MAX
 
 /*
  * Writes `unix_ms` as ISO-8601 UTC with milliseconds,
- * "2017-09-20T13:43:08.849Z", into `buf` (IDGEN_TIME_BUFSIZE bytes).  Years
+ * "2017-09-20T13:43:08.849Z", into `buf` (IDGEN_TIME_TEXT_MAX bytes).  Years
  * past 9999 get an expanded, signed year ("+10889-08-02T05:31:50.655Z"), as
  * do years before 0.  Returns the length written (never fails).
  */
@@ -465,19 +495,21 @@ typedef enum idgen_clock_state {
 
 typedef struct idgen_clock_stats {
   idgen_clock_state_t state;
-  uint64_t fallbacks;      /* rejections of the TSC model: a check caught a cached
-                              millisecond that had already ended (a forward step
-                              of the wall clock looks the same as a TSC running
-                              slow), or a calibration measured an implausible
-                              rate; each one stops the fast path until the next
-                              calibration */
-  uint64_t recalibrations; /* calibrations completed after the first */
-  uint64_t cooldowns;      /* times rejections came too often and the fast path
-                              stayed off for a cool-down */
-  int64_t cooldown_ms;     /* in PRECISE: time left until the next calibration;
-                              else 0 */
-  uint64_t tsc_hz;         /* the TSC rate windows are computed with (the latest
-                              calibration, lowered by 1/256); 0 before the first */
+  /* Rejections of the TSC model: a check caught a cached millisecond that
+   * had already ended (a forward step of the wall clock looks the same as a
+   * TSC running slow), or a calibration measured an implausible rate; each
+   * one stops the fast path until the next calibration. */
+  uint64_t fallbacks;
+  /* Calibrations completed after the first. */
+  uint64_t recalibrations;
+  /* Times rejections came too often and the fast path stayed off for a
+   * cool-down. */
+  uint64_t cooldowns;
+  /* In PRECISE: time left until the next calibration; else 0. */
+  int64_t cooldown_ms;
+  /* The TSC rate windows are computed with (the latest calibration, lowered
+   * by 1/256); 0 before the first. */
+  uint64_t tsc_hz;
 } idgen_clock_stats_t;
 
 /*
@@ -517,21 +549,27 @@ typedef struct idgen_snowflake_gen idgen_snowflake_gen_t;
 
 /*
  * Settings for idgen_snowflake_gen_new().  Call idgen_snowflake_settings_init()
- * first: it fills in the defaults.  (Zero is not "default" here, against the
- * house rule, because max_borrow_ms = 0 and max_wait_ms = 0 are meaningful:
- * together they give the original Twitter server's behaviour.)
+ * first: it fills in the defaults (or pass NULL settings for all of them).
+ * The exception to "zero is the default": max_borrow_ms and max_wait_ms,
+ * whose zero has always meant zero (together they give the original Twitter
+ * server's behaviour, and a zeroed struct has always asked for it), so a
+ * struct set to zero without _init() refuses a call at once after a step
+ * back of the clock.  Every other field's zero is its default.
  */
 typedef struct idgen_snowflake_settings {
   /* Values of the node fields, by layout field index; time and sequence
    * entries are ignored.  Default 0. */
   uint64_t node[IDGEN_LAYOUT_MAX_FIELDS];
   /* How far (ms) the generator's clock may run ahead of the wall clock, after
-   * a step back or a burst that used up the sequence.  Default 1000. */
+   * a step back or a burst that used up the sequence.  Default 1000
+   * (IDGEN_MAX_BORROW_MS_DEFAULT, set by _init()).  Unless said: 0 is
+   * no borrowing, not the default. */
   int64_t max_borrow_ms;
   /* How long (ms) a call may wait for the wall clock to come within
    * max_borrow_ms.  Waiting out the rest of a used-up tick of at most one
    * second does not count against it (unless the clock stepped back); on
-   * longer ticks it does.  Default 100. */
+   * longer ticks it does.  Default 100 (IDGEN_MAX_WAIT_MS_DEFAULT, set by
+   * _init()).  Unless said: 0 is no waiting, not the default. */
   int64_t max_wait_ms;
   /* Nonzero: start the sequence of each new tick at a random value in the
    * lower half of its range, so that IDs spread over `id % N` shards.
@@ -688,8 +726,9 @@ typedef struct idgen_snowflake_wait {
   uint64_t first, last; /* the states reserved */
   uint64_t *ids;
   size_t n;
-  int64_t asked_mono_ns; /* when the wait last asked for ends, monotonic; during a
-                              resume, minus its reading; 0: none */
+  /* When the wait last asked for ends, monotonic; during a resume, minus
+   * its reading; 0: none. */
+  int64_t asked_mono_ns;
   int64_t deadline_ns, charged_ns;
   int16_t phase;
   int16_t stepped;      /* the budget began after a step back of the clock */
@@ -710,11 +749,13 @@ typedef struct idgen_snowflake_stats {
   uint64_t clock_waits;        /* calls that waited for the clock beyond the tick */
   uint64_t clock_refusals;     /* calls refused with IDGEN_ECLOCK */
   uint64_t sequence_exhausted; /* calls that waited out a tick whose sequence was used up */
-  int64_t borrowed_ms;         /* how far the generator's clock is ahead now (>= 0),
-                                   counting values reserved by waiting calls */
-  uint64_t last_id;            /* the largest value taken so far, as an ID (0 if none);
-                                   it may be one reserved by a waiting call and not yet
-                                   returned, or one dropped by a refused call */
+  /* How far the generator's clock is ahead now (>= 0), counting values
+   * reserved by waiting calls. */
+  int64_t borrowed_ms;
+  /* The largest value taken so far, as an ID (0 if none); it may be one
+   * reserved by a waiting call and not yet returned, or one dropped by a
+   * refused call. */
+  uint64_t last_id;
 } idgen_snowflake_stats_t;
 
 IDGEN_API void idgen_snowflake_gen_stats(idgen_snowflake_gen_t *g, idgen_snowflake_stats_t *st);
@@ -768,15 +809,26 @@ typedef enum idgen_cache_empty {
 #define IDGEN_CACHE_PADDING_MAX 100
 #define IDGEN_CACHE_SCHEDULE_MS_MAX 86400000
 
+/*
+ * Settings for idgen_cached_gen_new() (NULL: every default).  Call
+ * idgen_cached_settings_init() first: boost_power and max_wait_ms are
+ * exceptions to "zero is the default", as in the Snowflake settings.
+ */
 typedef struct idgen_cached_settings {
-  int boost_power; /* ring = 2^sequence_bits << boost_power slots (0..12; default 3) */
-  /* refill below this share of ready slots (IDGEN_CACHE_PADDING_MIN..MAX;
-   * default IDGEN_CACHE_PADDING_DEFAULT) */
+  /* Ring = 2^sequence_bits << boost_power slots, 0..IDGEN_CACHE_BOOST_MAX.
+   * Default IDGEN_CACHE_BOOST_DEFAULT (set by _init()).  Unless said: 0 is
+   * a ring of one tick's IDs, not the default. */
+  int boost_power;
+  /* Refill below this share of ready slots, IDGEN_CACHE_PADDING_MIN..MAX;
+   * 0: the default, IDGEN_CACHE_PADDING_DEFAULT. */
   int padding_percent;
-  int64_t schedule_ms;          /* also refill this often (0: off, the default; at most
-                        * IDGEN_CACHE_SCHEDULE_MS_MAX) */
+  /* Also refill this often, at most IDGEN_CACHE_SCHEDULE_MS_MAX; 0: off, the
+   * default. */
+  int64_t schedule_ms;
   idgen_cache_empty_t on_empty; /* default IDGEN_CACHE_DIRECT */
-  int64_t max_wait_ms;          /* IDGEN_CACHE_WAIT's limit (default IDGEN_MAX_WAIT_MS_DEFAULT) */
+  /* IDGEN_CACHE_WAIT's limit.  Default IDGEN_MAX_WAIT_MS_DEFAULT (set by
+   * _init()).  Unless said: 0 is no waiting, not the default. */
+  int64_t max_wait_ms;
 } idgen_cached_settings_t;
 
 /* Fills *s with the defaults. */
@@ -820,20 +872,22 @@ IDGEN_API int idgen_cached_gen_resume(idgen_cached_gen_t *c, idgen_snowflake_wai
                                       uint64_t *ids);
 
 typedef struct idgen_cached_stats {
-  uint64_t slots;         /* the ring's size */
-  uint64_t ready;         /* IDs ready now */
-  uint64_t taken;         /* IDs handed out from the ring */
-  uint64_t filled;        /* IDs put into the ring */
-  uint64_t fills;         /* the filler's batches */
-  uint64_t empty;         /* takes that found the ring empty */
-  uint64_t direct;        /* of those, served by the generator directly */
-  uint64_t waits;         /* of those, that waited for the filler */
-  uint64_t rejected_puts; /* scheduled refills that found the ring full (nothing
-                                is made then, so nothing is dropped) */
-  int64_t age_ms;         /* how far the next ready ID's time lags the wall clock
-                                now (negative: ahead, borrowed); 0 when empty */
-  int64_t age_max_ms;     /* the largest age seen at a take (sampled) */
-  int filler_error;       /* the filler's last error (IDGEN_E*), or 0 */
+  uint64_t slots;  /* the ring's size */
+  uint64_t ready;  /* IDs ready now */
+  uint64_t taken;  /* IDs handed out from the ring */
+  uint64_t filled; /* IDs put into the ring */
+  uint64_t fills;  /* the filler's batches */
+  uint64_t empty;  /* takes that found the ring empty */
+  uint64_t direct; /* of those, served by the generator directly */
+  uint64_t waits;  /* of those, that waited for the filler */
+  /* Scheduled refills that found the ring full (nothing is made then, so
+   * nothing is dropped). */
+  uint64_t rejected_puts;
+  /* How far the next ready ID's time lags the wall clock now (negative:
+   * ahead, borrowed); 0 when empty. */
+  int64_t age_ms;
+  int64_t age_max_ms; /* the largest age seen at a take (sampled) */
+  int filler_error;   /* the filler's last error (IDGEN_E*), or 0 */
 } idgen_cached_stats_t;
 
 /* The generator under the cache (as given to idgen_cached_gen_new). */
@@ -1044,22 +1098,58 @@ IDGEN_API int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t unix_ms, idgen
 IDGEN_API int idgen_lease_field(const idgen_layout_t *l, const char *field, char *err,
                                 size_t errlen);
 
+/* The setting idgen_lease_settings_verify() blames; each front end names
+ * it its own way (the command's flag, the daemon's config key, the
+ * extension's GUC, the Node addon's option). */
+typedef enum idgen_lease_setting {
+  IDGEN_LEASE_SETTING_NONE = 0,     /* no rule broken */
+  IDGEN_LEASE_SETTING_REGISTRY = 1, /* the registry URI */
+  IDGEN_LEASE_SETTING_LAYOUT = 2,   /* the layout */
+  IDGEN_LEASE_SETTING_NODE = 3,     /* the node values given */
+  IDGEN_LEASE_SETTING_FIELD = 4     /* the leased field */
+} idgen_lease_setting_t;
+
+/* What idgen_lease_settings_verify() checks (in) and finds (out). */
+typedef struct idgen_lease_settings {
+  /* In: the registry, as idgen_registry_open() takes it (nothing is
+   * opened). */
+  const char *uri;
+  /* In: the layout. */
+  const idgen_layout_t *layout;
+  /* In: the leased field; NULL: the default (idgen_lease_field). */
+  const char *field;
+  /* In: bit i set: node field i was given a value, as
+   * idgen_layout_nodes_parse() sets it. */
+  unsigned node_given;
+  /* In: nonzero: some node value came from the host (@ip, @mac). */
+  int node_from_host;
+  /* Out: the leased field's index; -1 for static or on failure. */
+  int leased;
+  /* Out: the setting to blame on failure; IDGEN_LEASE_SETTING_NONE on
+   * success. */
+  idgen_lease_setting_t blame;
+} idgen_lease_settings_t;
+
 /*
  * The rules between a registry, its leased field and the node values given,
- * which every front end applies (the command, the daemon, the extension):
- *   - `field` (NULL: the default) must be a node field of `l`;
- *   - node values from the host (`node_from_host` nonzero: @ip, @mac) are
- *     unchecked, so only the `static` registry takes them;
- *   - `static` leases nothing, so it takes no `field`;
+ * which every front end applies (the command, the daemon, the extension,
+ * the Node addon):
+ *   - s->field (NULL: the default) must be a node field of s->layout;
+ *   - node values from the host (s->node_from_host) are unchecked, so only
+ *     the `static` registry takes them;
+ *   - `static` leases nothing, so it takes no field;
  *   - any other registry assigns the leased field (idgen_lease_field), so
- *     it must not be among the values given (bit i of `node_given`: field
- *     i was given, as idgen_layout_nodes_parse() sets it).
- * `uri` as idgen_registry_open() takes it; nothing is opened.  Returns 0
- * with *leased the leased field's index (-1 for static), or IDGEN_EINVAL
- * with the first broken rule's message and *setting the name of the setting
- * to blame ("registry", "layout", "node" or "lease_field": the config key of
- * `idgen serve`, the extension's idgen.NAME), for the caller's prefix.
+ *     it must not be among the values given (s->node_given).
+ * Returns 0 with s->leased the leased field's index (-1 for static), or
+ * IDGEN_EINVAL with the first broken rule's message in err and s->blame
+ * the setting to blame, for the caller's prefix.  Pure and thread-safe.
  */
+IDGEN_API int idgen_lease_settings_verify(idgen_lease_settings_t *s, char *err, size_t errlen);
+
+/* deprecated: use idgen_lease_settings_verify().  The same check with its
+ * inputs as arguments; *setting is the name of the setting to blame
+ * ("registry", "layout", "node" or "lease_field", the daemon's config
+ * keys), "" on success. */
 IDGEN_API int idgen_lease_settings_check(const char *uri, const idgen_layout_t *l,
                                          const char *field, unsigned node_given, int node_from_host,
                                          int *leased, const char **setting, char *err,
@@ -1126,7 +1216,8 @@ IDGEN_API int idgen_registry_uri_with_space(const char *uri, const char *space, 
 
 /*
  * The default registry into buf[n]: the host's, "file:/var/lib/idgen", one
- * for every user's processes (SPEC §8).  It is never another directory: a
+ * for every user's processes (docs/DESIGN.md §11, "The default registry";
+ * the test registry.default).  It is never another directory: a
  * process that may not use it -- it exists and this user may not write it,
  * or it is shared with a group (set-group-ID) this user is not in, or it
  * does not exist and this user may not make it -- gets IDGEN_EINVAL with a
@@ -1194,6 +1285,8 @@ IDGEN_API int idgen_host_node_resolve(void *ctx, const char *field, unsigned bit
                                       size_t errlen);
 
 #define IDGEN_START_WAIT_MS_DEFAULT 10000
+/* max_start_wait_ms's value for its default (see idgen_lease_request_t). */
+#define IDGEN_START_WAIT_DEFAULT (-1)
 #define IDGEN_START_WAIT_MS_MAX 3600000
 #define IDGEN_LEASE_TTL_DEFAULT_MS 10000
 #define IDGEN_LEASE_TTL_MIN_MS 300
@@ -1221,8 +1314,10 @@ typedef struct idgen_lease_request {
    * only node field. */
   const char *field;
   /* How long acquisition may wait for a free ID's mark to fall behind the
-   * wall clock, at most IDGEN_START_WAIT_MS_MAX; < 0 for the default
-   * IDGEN_START_WAIT_MS_DEFAULT. */
+   * wall clock, at most IDGEN_START_WAIT_MS_MAX; IDGEN_START_WAIT_DEFAULT
+   * (any value < 0) for the default IDGEN_START_WAIT_MS_DEFAULT.
+   * Unless said: 0 is no waiting, not the default (it has always meant
+   * that, and zeroed requests rely on it). */
   int64_t max_start_wait_ms;
   /* An injected clock for the wall time and the start wait, or NULL. */
   const idgen_clock_t *clock;
@@ -1232,14 +1327,16 @@ typedef struct idgen_lease_request {
    * file: the lease lasts as long as the process, and the TTL only paces the
    * checks that its lock file is still the one in DIR. */
   int64_t ttl_ms;
-  /* How long an expired worker ID stays out of the pool (0: one TTL). */
+  /* How long an expired worker ID stays out of the pool (0: the default,
+   * one TTL). */
   int64_t quarantine_ms;
   /* How far ahead a bound generator keeps the mark (0: the backend's
    * default, 1000 for file:, the TTL for network registries). */
   int64_t mark_step_ms;
   /* When every free ID's mark is ahead of the wall clock, the start wait
    * ends this much early: the generator starts above the mark by borrowing
-   * (bounded).  Pass the generator's max_borrow_ms.  Default 0. */
+   * (bounded).  Pass the generator's max_borrow_ms.  Default 0 (no
+   * borrowing). */
   int64_t start_borrow_ms;
 } idgen_lease_request_t;
 
@@ -1275,9 +1372,11 @@ typedef struct idgen_bind_request {
    * node values (the leased field's is the registry's), clock, and
    * max_borrow_ms, which the start may borrow. */
   const idgen_snowflake_settings_t *settings;
-  const char *field;         /* the leased field; NULL: see idgen_lease_field */
-  int64_t ttl_ms;            /* as in idgen_lease_request_t */
-  int64_t max_start_wait_ms; /* as in idgen_lease_request_t */
+  const char *field; /* the leased field; NULL: see idgen_lease_field */
+  int64_t ttl_ms;    /* as in idgen_lease_request_t (0: the default) */
+  /* As in idgen_lease_request_t.  Unless said: 0 is no waiting, not the
+   * default (that is IDGEN_START_WAIT_DEFAULT). */
+  int64_t max_start_wait_ms;
   /* NULL: the generator is allocated (idgen_snowflake_gen_new).  Else the
    * generator is made here by idgen_snowflake_gen_init_shared() (its rules:
    * at least idgen_snowflake_gen_shared_size() bytes, aligned to 64, shared
@@ -1307,24 +1406,25 @@ IDGEN_API int idgen_registry_bind(idgen_registry_t *r, const idgen_bind_request_
                                   size_t errlen);
 
 typedef struct idgen_lease_info {
-  int field;                        /* layout field index of the leased field */
-  uint64_t worker;                  /* its value */
-  uint64_t key;                     /* the tuple: every node field's bits, in place in the ID */
-  uint64_t generation;              /* fencing generation of this grant */
-  int64_t mark_ms;                  /* the recorded high-water mark: Unix ms (0: none) */
-  int64_t ttl_ms;                   /* the lease's TTL */
-  int64_t mark_step_ms;             /* how far ahead a bound generator keeps the mark */
-  int64_t expires_ms;               /* expiry by the registry's clock at the last
-                            * renewal, Unix ms; 0 when the lease does not
-                            * expire (static, file:) */
-  int64_t expires_in_ms;            /* the same as a duration measured by the
-                            * registry at that renewal; -1 when none */
-  char holder[IDGEN_HOLDER_MAX];    /* "host:pid:token" */
-  char pool[IDGEN_POOL_NAME_MAX];   /* "epoch=1288834974657,tick=1ms,time@22,sequence@0:12" */
-  char node[IDGEN_NODE_TEXT_MAX];   /* the tuple: "datacenter=1,worker=7" */
-  int64_t floor_ms;                 /* the floor of its layout in the registry's ID
-                            * space, Unix ms: a bound generator starts above
-                            * it as above mark_ms (0: none) */
+  int field;            /* layout field index of the leased field */
+  uint64_t worker;      /* its value */
+  uint64_t key;         /* the tuple: every node field's bits, in place in the ID */
+  uint64_t generation;  /* fencing generation of this grant */
+  int64_t mark_ms;      /* the recorded high-water mark: Unix ms (0: none) */
+  int64_t ttl_ms;       /* the lease's TTL */
+  int64_t mark_step_ms; /* how far ahead a bound generator keeps the mark */
+  /* Expiry by the registry's clock at the last renewal, Unix ms; 0 when the
+   * lease does not expire (static, file:). */
+  int64_t expires_ms;
+  /* The same as a duration measured by the registry at that renewal; -1
+   * when none. */
+  int64_t expires_in_ms;
+  char holder[IDGEN_HOLDER_MAX];  /* "host:pid:token" */
+  char pool[IDGEN_POOL_NAME_MAX]; /* "epoch=1288834974657,tick=1ms,time@22,sequence@0:12" */
+  char node[IDGEN_NODE_TEXT_MAX]; /* the tuple: "datacenter=1,worker=7" */
+  /* The floor of its layout in the registry's ID space, Unix ms: a bound
+   * generator starts above it as above mark_ms (0: none). */
+  int64_t floor_ms;
   char space[IDGEN_SPACE_NAME_MAX]; /* the ID space ("default", or its name) */
 } idgen_lease_info_t;
 
@@ -1350,41 +1450,42 @@ IDGEN_API void idgen_lease_release(idgen_lease_t *l);
 
 /* One node tuple of a registry, as idgen_registry_list() reports it. */
 typedef enum idgen_lease_state {
-  IDGEN_LEASE_FREE = 0,      /* can be acquired */
-  IDGEN_LEASE_HELD = 1,      /* held (file: locked by a live process; network:
-                             * not expired by the registry's clock) */
+  IDGEN_LEASE_FREE = 0, /* can be acquired */
+  /* Held (file: locked by a live process; network: not expired by the
+   * registry's clock). */
+  IDGEN_LEASE_HELD = 1,
   IDGEN_LEASE_QUARANTINE = 2 /* expired or freed, not yet back in the pool */
 } idgen_lease_state_t;
 
 typedef struct idgen_lease_row {
-  char pool[IDGEN_POOL_NAME_MAX];     /* the pool (layout geometry) */
-  char layout[IDGEN_LAYOUT_SPEC_MAX]; /* the layout the pool was first used
-                                    * with, canonical; "" if unknown */
-  uint64_t key;                       /* the tuple's bits in the ID */
-  char node[IDGEN_NODE_TEXT_MAX];     /* the tuple in `layout`'s field names,
-                                    * "datacenter=1,worker=7"; the key in hex
-                                    * ("0x0000000000021000") if unknown */
+  char pool[IDGEN_POOL_NAME_MAX]; /* the pool (layout geometry) */
+  /* The layout the pool was first used with, canonical; "" if unknown. */
+  char layout[IDGEN_LAYOUT_SPEC_MAX];
+  uint64_t key; /* the tuple's bits in the ID */
+  /* The tuple in `layout`'s field names, "datacenter=1,worker=7"; the key
+   * in hex ("0x0000000000021000") if unknown. */
+  char node[IDGEN_NODE_TEXT_MAX];
   idgen_lease_state_t state;
-  uint64_t generation;              /* of the last grant */
-  int64_t mark_ms;                  /* the recorded high-water mark, Unix ms, by the
-                            * holders' clocks */
-  int64_t expires_in_ms;            /* held: until it expires; quarantine: until it
-                            * is free again; measured by the registry's
-                            * clock; -1: none (file:, or free) */
-  int64_t pool_mark_ms;             /* the pool-wide mark, Unix ms: a tuple whose
-                            * record is new, removed or replaced starts above
-                            * it (file: every mark ever recorded in the pool;
-                            * postgres: the marks of deleted rows) */
+  uint64_t generation; /* of the last grant */
+  /* The recorded high-water mark, Unix ms, by the holders' clocks. */
+  int64_t mark_ms;
+  /* Held: until it expires; quarantine: until it is free again; measured by
+   * the registry's clock; -1: none (file:, or free). */
+  int64_t expires_in_ms;
+  /* The pool-wide mark, Unix ms: a tuple whose record is new, removed or
+   * replaced starts above it (file: every mark ever recorded in the pool;
+   * postgres: the marks of deleted rows). */
+  int64_t pool_mark_ms;
   char holder[IDGEN_HOLDER_MAX];    /* the last holder ("" if never held or freed) */
   char space[IDGEN_SPACE_NAME_MAX]; /* the ID space of the pool ("default", or its name) */
 } idgen_lease_row_t;
 
-/* Calls cb once per node tuple the registry knows of (tuples never leased
- * are not listed), pool by pool, in increasing key order; a nonzero return
- * from cb stops the walk and is returned.  IDGEN_EREGISTRY on failure. */
 /* One row of idgen_registry_list(); nonzero stops the walk. */
 typedef int (*idgen_registry_list_cb)(void *ctx, const idgen_lease_row_t *row);
 
+/* Calls cb once per node tuple the registry knows of (tuples never leased
+ * are not listed), pool by pool, in increasing key order; a nonzero return
+ * from cb stops the walk and is returned.  IDGEN_EREGISTRY on failure. */
 IDGEN_API int idgen_registry_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx,
                                   char *err, size_t errlen);
 
@@ -1415,9 +1516,10 @@ typedef struct idgen_space_layout {
 
 typedef struct idgen_space_info {
   char name[IDGEN_SPACE_NAME_MAX];
-  int has_highest;     /* highest_id is set: the space issued IDs */
-  uint64_t highest_id; /* at or above every ID the space may have issued,
-                            * by its layouts' marks and those that left */
+  int has_highest; /* highest_id is set: the space issued IDs */
+  /* At or above every ID the space may have issued, by its layouts' marks
+   * and those that left. */
+  uint64_t highest_id;
   int has_retired;
   uint64_t retired_highest; /* the same, of the layouts that left only */
   int nlayouts;
@@ -1453,33 +1555,34 @@ typedef struct idgen_snowflake_lease_status {
    * renewal (the registry could not be reached: renewals go on, and a
    * later success restores it) or after a fenced-out write (for good). */
   int valid;
-  int fenced;       /* 1: fenced out (someone else may hold the ID); final */
-  int64_t valid_ms; /* how long it is still known valid; 0 if not;
-                            * INT64_MAX for a lease that cannot expire (file:) */
-  int field;        /* layout field index of the leased field */
-  uint64_t worker, generation;
-  uint64_t key;          /* as idgen_lease_info_t */
-  int64_t mark_ms;       /* the durable high-water mark, Unix ms (this host's clock) */
-  int64_t expires_ms;    /* as idgen_lease_info_t (the registry's clock) */
-  int64_t expires_in_ms; /* how long until the registry expires it, now:
-                            * its own measure at the last renewal less the
-                            * time since (monotonic); -1 when it does not
-                            * expire */
+  int fenced; /* 1: fenced out (someone else may hold the ID); final */
+  /* How long it is still known valid; 0 if not; INT64_MAX for a lease that
+   * cannot expire (file:). */
+  int64_t valid_ms;
+  /* The lease as of its last registry call, as idgen_lease_info() gives it,
+   * but for two fields measured now: lease.mark_ms is the durable
+   * high-water mark the generator keeps (Unix ms, this host's clock), and
+   * lease.expires_in_ms how long until the registry expires it: its own
+   * measure at the last renewal less the time since (monotonic); -1 when
+   * it does not expire. */
+  idgen_lease_info_t lease;
   uint64_t renewals, renew_failures, mark_writes, mark_waits;
-  uint64_t mark_failures;         /* mark writes that failed (not fenced) */
-  int mark_failing;               /* the last mark write failed */
-  char reason[IDGEN_REASON_MAX];  /* why it is not valid, or the last failure; "" */
-  char pool[IDGEN_POOL_NAME_MAX]; /* as idgen_lease_info_t */
-  char node[IDGEN_NODE_TEXT_MAX];
-  char holder[IDGEN_HOLDER_MAX];
+  uint64_t mark_failures;        /* mark writes that failed (not fenced) */
+  int mark_failing;              /* the last mark write failed */
+  char reason[IDGEN_REASON_MAX]; /* why it is not valid, or the last failure; "" */
 } idgen_snowflake_lease_status_t;
 
-/* Fills *st (zero when `g` is not bound, or in a forked child).  Takes the
+/*
+ * Fills *st (zero when `g` is not bound, or in a forked child).  Takes the
  * binding's lock briefly: for monitoring, not for every ID.  In libidgen,
- * with the generator. */
-
-IDGEN_API void idgen_snowflake_gen_lease_status(idgen_snowflake_gen_t *g,
-                                                idgen_snowflake_lease_status_t *st);
+ * with the generator.  The name is a macro for the symbol
+ * idgen_snowflake_gen_lease_status2: the symbol idgen_snowflake_gen_lease_status
+ * stays, for programs built with 0.1.0's header, and fills that version's
+ * struct (the lease's fields in place, not embedded).
+ */
+IDGEN_API void idgen_snowflake_gen_lease_status2(idgen_snowflake_gen_t *g,
+                                                 idgen_snowflake_lease_status_t *st);
+#define idgen_snowflake_gen_lease_status idgen_snowflake_gen_lease_status2
 
 #ifdef __cplusplus
 }

@@ -39,7 +39,12 @@ static bool check_lease_ttl(int *newval, void **extra, GucSource source) {
 bool idgen_pg_read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, const char *base,
                             char *uri, size_t n, const char **field, char *err, size_t errlen) {
   const char *spec = start_layout, *now = GetConfigOption("idgen.layout", false, false);
-  const char *at;
+  static const char *const guc[] = {[IDGEN_LEASE_SETTING_NONE] = "registry",
+                                    [IDGEN_LEASE_SETTING_REGISTRY] = "registry",
+                                    [IDGEN_LEASE_SETTING_LAYOUT] = "layout",
+                                    [IDGEN_LEASE_SETTING_NODE] = "node",
+                                    [IDGEN_LEASE_SETTING_FIELD] = "lease_field"};
+  idgen_lease_settings_t ls = {0};
   unsigned given = 0;
   int f;
   char e[300];
@@ -82,10 +87,12 @@ bool idgen_pg_read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, co
   *field = lease_field_setting && lease_field_setting[0] ? lease_field_setting : NULL;
   /* The rules between the registry, the leased field and idgen.node: the
    * library's, as the command's and the daemon's. */
-  if (idgen_lease_settings_check(uri, l, *field, given, 0, &f, &at, e, sizeof e) < 0) {
-    snprintf(err, errlen, "idgen.%s: %s", at, e);
+  ls.uri = uri, ls.layout = l, ls.field = *field, ls.node_given = given;
+  if (idgen_lease_settings_verify(&ls, e, sizeof e) < 0) {
+    snprintf(err, errlen, "idgen.%s: %s", guc[ls.blame], e);
     return false;
   }
+  f = ls.leased;
   /* IDs are ordered by a field above the time field first: a lease of
    * another value after a restart (or a lost lease) would issue below the
    * IDs before it (docs/DESIGN.md §14, "Order across restarts").  A

@@ -252,7 +252,7 @@ static void wait_for_clock(const idgen_snowflake_settings_t *s) {
   for (bool told = false;;) {
     struct timespec ts;
     int64 now_ms, ahead;
-    char at[IDGEN_TIME_BUFSIZE], why[300];
+    char at[IDGEN_TIME_TEXT_MAX], why[300];
     clock_gettime(CLOCK_REALTIME, &ts);
     now_ms = (int64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     ahead = idgen_pg_shm->after_ms - s->max_borrow_ms - now_ms;
@@ -304,8 +304,8 @@ static void watch_lease(idgen_snowflake_gen_t *g, const char *info) {
     /* Once a second, the durable mark (at or above every ID issued) into
      * $PGDATA/pg_idgen.last, for a restart on a registry spelled
      * otherwise. */
-    if (turn % 10 == 0 && st.mark_ms > idgen_pg_last_issued())
-      (void)idgen_pg_last_store(st.mark_ms, NULL, 0);
+    if (turn % 10 == 0 && st.lease.mark_ms > idgen_pg_last_issued())
+      (void)idgen_pg_last_store(st.lease.mark_ms, NULL, 0);
     if (st.fenced) {
       snprintf(err, sizeof err, "the lease (%s) was lost: %s; taking a new one", info, st.reason);
       ereport(LOG, (errmsg("idgen: %s", err)));

@@ -44,7 +44,8 @@ static idgen_cached_gen_t *cache_of(idgen_snowflake_gen_t *g, const idgen_cached
 /* idgen_registry_bind with the default field and TTL. */
 static int bind(idgen_registry_t *r, const idgen_layout_t *l, const idgen_snowflake_settings_t *s,
                 idgen_lease_t **lease, idgen_snowflake_gen_t **g, char *err, size_t errlen) {
-  idgen_bind_request_t req = {.layout = l, .settings = s, .max_start_wait_ms = -1};
+  idgen_bind_request_t req = {
+      .layout = l, .settings = s, .max_start_wait_ms = IDGEN_START_WAIT_DEFAULT};
   return idgen_registry_bind(r, &req, lease, g, err, errlen);
 }
 
@@ -67,7 +68,7 @@ static void test_settings_refused(void **state) {
   } cases[] = {
       {-1, 50, 0, 100, 0, "boost_power -1 is not from 0 to 12"},
       {13, 50, 0, 100, 0, "boost_power 13 is not from 0 to 12"},
-      {3, 0, 0, 100, 0, "padding_percent 0 is not from 1 to 100"},
+      {3, -1, 0, 100, 0, "padding_percent -1 is not from 1 to 100"},
       {3, 101, 0, 100, 0, "padding_percent 101 is not from 1 to 100"},
       {3, 50, -1, 100, 0, "schedule_ms -1 is not from 0 (off) to 86400000"},
       {3, 50, 0, -1, 0, "max_wait_ms -1 is not from 0 to 3600000"},
@@ -101,6 +102,11 @@ static void test_settings_refused(void **state) {
   idgen_cached_stats_t st;
   idgen_cached_gen_stats(c, &st);
   assert_int_equal(UINT64_C(1) << 22, st.slots);
+  idgen_cached_gen_free(c);
+  /* Zero is the default: padding_percent 0 is IDGEN_CACHE_PADDING_DEFAULT. */
+  s.boost_power = 3;
+  s.padding_percent = 0;
+  c = cache_of(g, &s);
   idgen_cached_gen_free(c);
   idgen_snowflake_gen_free(g);
 }

@@ -260,7 +260,7 @@ static void test_format_roundtrip(void **state) {
 static void test_horizon(void **state) {
   (void)state;
   idgen_layout_t l;
-  char date[IDGEN_TIME_BUFSIZE];
+  char date[IDGEN_TIME_TEXT_MAX];
   parse_ok(&l, "baidu");
   /* Baidu's 28 bits of seconds from 2016-05-20 UTC+8 ran out on 2024-11-20. */
   assert_int_equal(1463673600000 + (INT64_C(1) << 28) * 1000, idgen_layout_horizon_ms(&l));
@@ -365,7 +365,7 @@ static void test_decimal_parse(void **state) {
 
 static void test_time_format(void **state) {
   (void)state;
-  char b[IDGEN_TIME_BUFSIZE];
+  char b[IDGEN_TIME_TEXT_MAX];
   static const struct {
     int64_t ms;
     const char *s;

@@ -164,18 +164,15 @@ static void test_uri_redact(void **state) {
   }
   /* the settings' own refusals quote the URI masked too */
   idgen_layout_t tw;
-  const char *setting;
-  int leased;
   assert_int_equal(idgen_layout_parse(&tw, "twitter", err, sizeof err), 0);
-  assert_int_equal(idgen_lease_settings_check("postgres://u:s3cret@h/db", &tw, NULL,
-                                              1u << idgen_layout_field_index(&tw, "worker"), 0,
-                                              &leased, &setting, err, sizeof err),
-                   IDGEN_EINVAL);
+  idgen_lease_settings_t ls = {.uri = "postgres://u:s3cret@h/db",
+                               .layout = &tw,
+                               .node_given = 1u << idgen_layout_field_index(&tw, "worker")};
+  assert_int_equal(idgen_lease_settings_verify(&ls, err, sizeof err), IDGEN_EINVAL);
   if (strstr(err, "s3cr") != NULL || strstr(err, "u:***@h") == NULL)
     fail_msg("node given for the leased field: %s", err);
-  assert_int_equal(idgen_lease_settings_check("etcd://u:s3cret@h:1", &tw, NULL, 0, 1, &leased,
-                                              &setting, err, sizeof err),
-                   IDGEN_EINVAL);
+  ls = (idgen_lease_settings_t){.uri = "etcd://u:s3cret@h:1", .layout = &tw, .node_from_host = 1};
+  assert_int_equal(idgen_lease_settings_verify(&ls, err, sizeof err), IDGEN_EINVAL);
   if (strstr(err, "s3cr") != NULL || strstr(err, "u:***@h") == NULL)
     fail_msg("@ip with a leasing registry: %s", err);
   /* a short password is masked where it stands alone, not inside the
@@ -731,7 +728,7 @@ static void test_space_takeover_date(void **state) {
   idgen_lease_release(a);
   idgen_lease_request_t req = {&later, zero, NULL, -1, NULL};
   assert_int_equal(idgen_registry_acquire(r, &req, &b, err, sizeof err), IDGEN_ECLOCK);
-  char date[IDGEN_TIME_BUFSIZE];
+  char date[IDGEN_TIME_TEXT_MAX];
   idgen_time_format(now + 3600000, date);
   date[13] = '\0'; /* "YYYY-MM-DDTHH": the hour it could start */
   if (strstr(err, "starts above the IDs its space issued before it") == NULL ||
@@ -986,6 +983,23 @@ static void test_default_and_relative_uri(void **state) {
   idgen_registry_close(r);
 }
 
+/* 0.1.0's idgen_snowflake_lease_status_t, the lease's fields its own: the
+ * symbol idgen_snowflake_gen_lease_status still fills it, for programs
+ * built with that header (the header's name now stands for
+ * idgen_snowflake_gen_lease_status2). */
+typedef struct {
+  int bound, valid, fenced;
+  int64_t valid_ms;
+  int field;
+  uint64_t worker, generation, key;
+  int64_t mark_ms, expires_ms, expires_in_ms;
+  uint64_t renewals, renew_failures, mark_writes, mark_waits, mark_failures;
+  int mark_failing;
+  char reason[256], pool[128], node[768], holder[128];
+} status_0_1_0_t;
+void status_0_1_0(idgen_snowflake_gen_t *g,
+                  status_0_1_0_t *st) __asm__("idgen_snowflake_gen_lease_status");
+
 /* No ID is above the durable mark; the mark moves when the clock does; the
  * next holder of the ID starts above the last one's last ID. */
 static void test_bound_marks(void **state) {
@@ -1005,10 +1019,25 @@ static void test_bound_marks(void **state) {
   idgen_snowflake_lease_status_t st;
   idgen_snowflake_gen_lease_status(g, &st);
   assert_true(st.bound && st.valid && !st.fenced);
-  assert_int_equal(st.worker, 0);
+  assert_int_equal(st.lease.worker, 0);
+  status_0_1_0_t old;
+  memset(&old, 0x55, sizeof old);
+  status_0_1_0(g, &old);
+  assert_true(old.bound && old.valid && !old.fenced);
+  assert_int_equal(old.field, st.lease.field);
+  assert_int_equal(old.worker, st.lease.worker);
+  assert_int_equal(old.generation, st.lease.generation);
+  assert_int_equal(old.key, st.lease.key);
+  assert_int_equal(old.mark_ms, st.lease.mark_ms);
+  assert_int_equal(old.expires_ms, st.lease.expires_ms);
+  assert_int_equal(old.expires_in_ms, st.lease.expires_in_ms);
+  assert_string_equal(old.pool, st.lease.pool);
+  assert_string_equal(old.node, st.lease.node);
+  assert_string_equal(old.holder, st.lease.holder);
+  assert_string_equal(old.reason, st.reason);
   assert_true(st.valid_ms == INT64_MAX); /* a flock does not expire */
-  assert_int_equal(file_mark(0), st.mark_ms);
-  assert_true(st.mark_ms >= t0 + 1000); /* a step ahead (file: 1 s) */
+  assert_int_equal(file_mark(0), st.lease.mark_ms);
+  assert_true(st.lease.mark_ms >= t0 + 1000); /* a step ahead (file: 1 s) */
   uint64_t id = 0, last = 0, w;
   for (int step = 0; step < 20; step++) {
     for (int i = 0; i < 5000; i++) {
@@ -1027,7 +1056,7 @@ static void test_bound_marks(void **state) {
   }
   idgen_snowflake_gen_lease_status(g, &st);
   assert_true(st.mark_writes >= 10);
-  assert_true(st.mark_ms >= id_ms(&tw, last, NULL));
+  assert_true(st.lease.mark_ms >= id_ms(&tw, last, NULL));
   int64_t last_ms = id_ms(&tw, last, NULL);
   idgen_snowflake_gen_free(g); /* the final mark: the last tick used */
   assert_int_equal(file_mark(0), last_ms);
@@ -1371,16 +1400,37 @@ static void test_lease_settings_rules(void **state) {
        ""},
       {"nosuch:x", "twitter", NULL, 0, 0, IDGEN_EINVAL, -1, "registry", ""},
   };
+  /* the settings to blame by the daemon's config keys, as the deprecated
+   * idgen_lease_settings_check names them */
+  static const char *const key[] = {[IDGEN_LEASE_SETTING_NONE] = "",
+                                    [IDGEN_LEASE_SETTING_REGISTRY] = "registry",
+                                    [IDGEN_LEASE_SETTING_LAYOUT] = "layout",
+                                    [IDGEN_LEASE_SETTING_NODE] = "node",
+                                    [IDGEN_LEASE_SETTING_FIELD] = "lease_field"};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     idgen_layout_t l = tu_layout(t[i].layout);
+    idgen_lease_settings_t ls = {.uri = t[i].uri,
+                                 .layout = &l,
+                                 .field = t[i].field,
+                                 .node_given = t[i].given,
+                                 .node_from_host = t[i].from_host,
+                                 .leased = 99,
+                                 .blame = (idgen_lease_setting_t)99};
+    char err[400] = "";
+    int rc = idgen_lease_settings_verify(&ls, err, sizeof err);
+    if (rc != t[i].rc || ls.leased != t[i].leased || (unsigned)ls.blame > 4 ||
+        strcmp(key[ls.blame], t[i].setting) != 0 || (t[i].msg[0] && strcmp(err, t[i].msg) != 0))
+      fail_msg("row %zu: %d, leased %d, blame %d: \"%s\"", i, rc, ls.leased, (int)ls.blame, err);
+    /* the deprecated form gives the same answer, the setting by its key */
     int leased = 99;
     const char *at = NULL;
-    char err[400] = "";
-    int rc = idgen_lease_settings_check(t[i].uri, &l, t[i].field, t[i].given, t[i].from_host,
-                                        &leased, &at, err, sizeof err);
+    char old_err[400] = "";
+    rc = idgen_lease_settings_check(t[i].uri, &l, t[i].field, t[i].given, t[i].from_host, &leased,
+                                    &at, old_err, sizeof old_err);
     if (rc != t[i].rc || leased != t[i].leased || strcmp(at, t[i].setting) != 0 ||
-        (t[i].msg[0] && strcmp(err, t[i].msg) != 0))
-      fail_msg("row %zu: %d, leased %d, at %s: \"%s\"", i, rc, leased, at, err);
+        strcmp(err, old_err) != 0)
+      fail_msg("row %zu, deprecated form: %d, leased %d, at %s: \"%s\"", i, rc, leased, at,
+               old_err);
   }
   char err[100];
   assert_int_equal(idgen_lease_ttl_check(299, err, sizeof err), IDGEN_EINVAL);
@@ -1401,8 +1451,10 @@ static void test_bind_in_caller_memory(void **state) {
   size_t size = idgen_snowflake_gen_shared_size();
   char *mem = mmap(NULL, size + 64, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   assert_true(mem != MAP_FAILED);
-  idgen_bind_request_t req = {
-      .layout = &tw, .max_start_wait_ms = -1, .mem = mem + 8, .mem_size = size};
+  idgen_bind_request_t req = {.layout = &tw,
+                              .max_start_wait_ms = IDGEN_START_WAIT_DEFAULT,
+                              .mem = mem + 8,
+                              .mem_size = size};
   idgen_lease_t *lease;
   idgen_snowflake_gen_t *g;
   idgen_lease_info_t info;

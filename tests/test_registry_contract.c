@@ -312,7 +312,7 @@ static void test_bound_generator(void **state) {
     uint64_t values[IDGEN_LAYOUT_MAX_FIELDS];
     int64_t ms;
     assert_int_equal(idgen_layout_decompose(&l, last, values, &ms), 0);
-    assert_true(st.mark_ms >= ms); /* durable: recorded before issued */
+    assert_true(st.lease.mark_ms >= ms); /* durable: recorded before issued */
     idgen_snowflake_gen_free(g);
     idgen_lease_release(lease);
   }

@@ -67,7 +67,7 @@ static void test_ulid_decode_time_vectors(void **state) {
   size_t i;
   json_array_foreach(arr, i, v) {
     idgen_ulid_t u;
-    char t[IDGEN_TIME_BUFSIZE];
+    char t[IDGEN_TIME_TEXT_MAX];
     decode_ok(&u, json_string_value(json_object_get(v, "input")), IDGEN_ULID_STRICT);
     assert_int_equal(json_integer_value(json_object_get(v, "expected_ms")), idgen_ulid_time(&u));
     idgen_time_format(idgen_ulid_time(&u), t);

@@ -319,13 +319,20 @@ static int sf_make(sf_opts_t *o, sf_hold_t *h, char *err, size_t errlen) {
         0)
       snprintf(o->registry, sizeof o->registry, "%s", uri);
   }
-  int leased = -1;
-  const char *setting = NULL;
+  static const char *const option[] = {[IDGEN_LEASE_SETTING_NONE] = "options",
+                                       [IDGEN_LEASE_SETTING_REGISTRY] = "registry",
+                                       [IDGEN_LEASE_SETTING_LAYOUT] = "layout",
+                                       [IDGEN_LEASE_SETTING_NODE] = "node",
+                                       [IDGEN_LEASE_SETTING_FIELD] = "leaseField"};
   char why[ERR_MAX - 80];
   const char *field = o->has_field ? o->field : NULL;
-  if (rc == 0 && (rc = idgen_lease_settings_check(o->registry, &layout, field, given, from_host,
-                                                  &leased, &setting, why, sizeof why)) < 0)
-    snprintf(err, errlen, "%s: %s", setting ? setting : "options", why);
+  idgen_lease_settings_t ls = {.uri = o->registry,
+                               .layout = &layout,
+                               .field = field,
+                               .node_given = given,
+                               .node_from_host = from_host};
+  if (rc == 0 && (rc = idgen_lease_settings_verify(&ls, why, sizeof why)) < 0)
+    snprintf(err, errlen, "%s: %s", option[ls.blame], why);
   if (rc == 0)
     rc = idgen_registry_open(&h->reg, o->registry, err, errlen);
   if (rc == 0) {

@@ -63,7 +63,7 @@ static void show_unit(int64_t unit_ms, char *buf, size_t n) {
 /* The lines about time: epoch, tick, lifetime, exhaustion, and when IDs
  * reach 2^63. */
 static void print_time(const idgen_layout_t *l, const idgen_layout_plan_t *p) {
-  char a[64], d[64], tbuf[IDGEN_TIME_BUFSIZE];
+  char a[64], d[64], tbuf[IDGEN_TIME_TEXT_MAX];
   idgen_time_format(l->epoch_ms, tbuf);
   printf("epoch         %s (%" PRId64 ")\n", tbuf, l->epoch_ms);
   show_unit(l->unit_ms, a, sizeof a);
@@ -199,7 +199,7 @@ int cmd_layouts(int argc, char **argv) {
   const char *name;
   for (int i = 0; (name = idgen_layout_preset_name(i)) != NULL; i++) {
     idgen_layout_t l;
-    char date[IDGEN_TIME_BUFSIZE];
+    char date[IDGEN_TIME_TEXT_MAX];
     cli_layout(&l, name);
     int64_t horizon = idgen_layout_horizon_ms(&l);
     idgen_time_format(horizon, date);

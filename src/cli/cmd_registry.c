@@ -83,7 +83,7 @@ static void put_json(json_t *o);
 
 static int print_row(void *ctx, const idgen_lease_row_t *row) {
   lister_t *ls = ctx;
-  char mark[IDGEN_TIME_BUFSIZE] = "-", pmark[IDGEN_TIME_BUFSIZE] = "-", in[32], key[24];
+  char mark[IDGEN_TIME_TEXT_MAX] = "-", pmark[IDGEN_TIME_TEXT_MAX] = "-", in[32], key[24];
   if (row->mark_ms > 0)
     idgen_time_format(row->mark_ms, mark);
   if (row->pool_mark_ms > 0)
@@ -160,7 +160,7 @@ static void print_space(lister_t *ls, const idgen_space_info_t *in) {
     json_t *lays = json_array();
     for (int i = 0; i < in->nlayouts; i++) {
       const idgen_space_layout_t *y = &in->layouts[i];
-      char floor[IDGEN_TIME_BUFSIZE], h[24];
+      char floor[IDGEN_TIME_TEXT_MAX], h[24];
       idgen_time_format(y->floor_ms, floor);
       snprintf(h, sizeof h, "%" PRIu64, y->highest_id);
       json_array_append_new(lays, json_pack("{s:s, s:s, s:I, s:s, s:i, s:s?}", "layout", y->layout,
@@ -182,7 +182,7 @@ static void print_space(lister_t *ls, const idgen_space_info_t *in) {
     printf("  retired    IDs up to %s, of layouts that left it\n", rhi);
   for (int i = 0; i < in->nlayouts; i++) {
     const idgen_space_layout_t *y = &in->layouts[i];
-    char floor[IDGEN_TIME_BUFSIZE];
+    char floor[IDGEN_TIME_TEXT_MAX];
     idgen_time_format(y->floor_ms, floor);
     printf("  layout     %s\n             %d tuple%s live; holders start above %s\n", y->layout,
            y->live, y->live == 1 ? "" : "s", floor);

@@ -19,7 +19,7 @@ typedef struct decoded {
   char id[48];  /* the canonical text of the input */
   int has_time; /* 0 only for a UUID version without a time */
   int64_t unix_ms;
-  char time[IDGEN_TIME_BUFSIZE];
+  char time[IDGEN_TIME_TEXT_MAX];
   /* Snowflake */
   const idgen_layout_t *layout; /* the caller's */
   char layout_name[IDGEN_LAYOUT_SPEC_MAX];

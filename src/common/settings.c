@@ -531,16 +531,23 @@ static int check(settings_t *s, int k) {
 }
 
 /* The rules between the registry, the leased field and the node values:
- * the library's (idgen_lease_settings_check), blaming the key it names. */
+ * the library's (idgen_lease_settings_verify), blaming the key it names. */
 static int check_lease(settings_t *s) {
+  static const int key_of[] = {[IDGEN_LEASE_SETTING_NONE] = SK_REGISTRY,
+                               [IDGEN_LEASE_SETTING_REGISTRY] = SK_REGISTRY,
+                               [IDGEN_LEASE_SETTING_LAYOUT] = SK_LAYOUT,
+                               [IDGEN_LEASE_SETTING_NODE] = SK_NODE,
+                               [IDGEN_LEASE_SETTING_FIELD] = SK_LEASE_FIELD};
   if (!takes(s->cmd, SK_REGISTRY))
     return 0;
   char why[300];
-  const char *at;
-  int leased;
-  if (idgen_lease_settings_check(s->registry, &s->layout, s->lease_field, s->node_given,
-                                 s->host_nodes[0] != '\0', &leased, &at, why, sizeof why) < 0)
-    return settings_fail(s, find_key(s->cmd, at), "%s", why);
+  idgen_lease_settings_t ls = {.uri = s->registry,
+                               .layout = &s->layout,
+                               .field = s->lease_field,
+                               .node_given = s->node_given,
+                               .node_from_host = s->host_nodes[0] != '\0'};
+  if (idgen_lease_settings_verify(&ls, why, sizeof why) < 0)
+    return settings_fail(s, takes(s->cmd, key_of[ls.blame]) ? key_of[ls.blame] : -1, "%s", why);
   return 0;
 }
 

@@ -9,7 +9,7 @@
  * --help, the daemon's --check-config and the table in docs/SERVE.md
  * (`idgen serve --settings-markdown`).  The values that reach the library are
  * checked by the library's own rules (idgen_layout_parse,
- * idgen_layout_nodes_parse, idgen_lease_field, idgen_lease_settings_check,
+ * idgen_layout_nodes_parse, idgen_lease_field, idgen_lease_settings_verify,
  * idgen_lease_ttl_check, idgen_registry_check), so a rule has one owner
  * whichever command applies it (the PostgreSQL extension applies them too).
  *

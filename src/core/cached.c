@@ -440,7 +440,8 @@ int idgen_cached_gen_new(idgen_cached_gen_t **out, idgen_snowflake_gen_t *g,
   if (s->boost_power < 0 || s->boost_power > IDGEN_CACHE_BOOST_MAX)
     return idgen__err(err, errlen, IDGEN_EINVAL, "boost_power %d is not from 0 to %d",
                       s->boost_power, IDGEN_CACHE_BOOST_MAX);
-  if (s->padding_percent < IDGEN_CACHE_PADDING_MIN || s->padding_percent > IDGEN_CACHE_PADDING_MAX)
+  int padding = s->padding_percent == 0 ? IDGEN_CACHE_PADDING_DEFAULT : s->padding_percent;
+  if (padding < IDGEN_CACHE_PADDING_MIN || padding > IDGEN_CACHE_PADDING_MAX)
     return idgen__err(err, errlen, IDGEN_EINVAL, "padding_percent %d is not from %d to %d",
                       s->padding_percent, IDGEN_CACHE_PADDING_MIN, IDGEN_CACHE_PADDING_MAX);
   if (s->schedule_ms < 0 || s->schedule_ms > IDGEN_CACHE_SCHEDULE_MS_MAX)
@@ -466,7 +467,7 @@ int idgen_cached_gen_new(idgen_cached_gen_t **out, idgen_snowflake_gen_t *g,
   c->g = g;
   c->size = per_tick << s->boost_power;
   c->mask = c->size - 1;
-  c->low_water = (c->size * (uint64_t)s->padding_percent + 99) / 100;
+  c->low_water = (c->size * (uint64_t)padding + 99) / 100;
   c->schedule_ms = s->schedule_ms;
   c->max_wait_ms = s->max_wait_ms;
   c->on_empty = s->on_empty;

@@ -459,7 +459,7 @@ static uint64_t field_max(const idgen_field_t *f) { return (UINT64_C(1) << f->bi
 
 int idgen_layout_compose(const idgen_layout_t *l, int64_t unix_ms, const uint64_t *values,
                          uint64_t *id, char *err, size_t errlen) {
-  char tbuf[IDGEN_TIME_BUFSIZE], ebuf[IDGEN_TIME_BUFSIZE];
+  char tbuf[IDGEN_TIME_TEXT_MAX], ebuf[IDGEN_TIME_TEXT_MAX];
   if (unix_ms < l->epoch_ms) {
     idgen_time_format(unix_ms, tbuf);
     idgen_time_format(l->epoch_ms, ebuf);

@@ -418,35 +418,27 @@ void idgen__keeper_stop(idgen_snowflake_gen_t *g) {
   keeper_free(k);
 }
 
-void idgen_snowflake_gen_lease_status(idgen_snowflake_gen_t *g,
-                                      idgen_snowflake_lease_status_t *st) {
+void idgen_snowflake_gen_lease_status2(idgen_snowflake_gen_t *g,
+                                       idgen_snowflake_lease_status_t *st) {
   memset(st, 0, sizeof *st);
   idgen__keeper_t *k = g->keeper;
   if (k == NULL || (g->shared ? idgen__sf_remote(g) : g->fork_gen != idgen__fork_gen()))
     return; /* in a forked child (or another process) the binding is the owner's */
   pthread_mutex_lock(&k->mu);
   expire_if_due(g);
-  const idgen_lease_info_t info = k->info;
+  st->lease = k->info;
   st->bound = 1;
   st->valid = k->valid && !k->fenced;
   st->fenced = k->fenced;
   int64_t now = idgen__mono_ms(), left = k->deadline - now;
   st->valid_ms = !st->valid ? 0 : k->deadline == INT64_MAX ? INT64_MAX : left > 0 ? left : 0;
-  if (info.expires_in_ms >= 0) {
-    int64_t in = info.expires_in_ms - (now - k->renewed_at);
-    st->expires_in_ms = in > 0 ? in : 0;
+  if (k->info.expires_in_ms >= 0) {
+    int64_t in = k->info.expires_in_ms - (now - k->renewed_at);
+    st->lease.expires_in_ms = in > 0 ? in : 0;
   } else {
-    st->expires_in_ms = -1;
+    st->lease.expires_in_ms = -1;
   }
-  st->key = info.key;
-  snprintf(st->node, sizeof st->node, "%s", info.node);
-  st->field = info.field;
-  st->worker = info.worker;
-  st->generation = info.generation;
-  snprintf(st->pool, sizeof st->pool, "%s", info.pool);
-  snprintf(st->holder, sizeof st->holder, "%s", info.holder);
-  st->mark_ms = k->mark_ms;
-  st->expires_ms = info.expires_ms;
+  st->lease.mark_ms = k->mark_ms;
   st->renewals = k->renewals;
   st->renew_failures = k->renew_failures;
   st->mark_writes = k->mark_writes;
@@ -455,4 +447,51 @@ void idgen_snowflake_gen_lease_status(idgen_snowflake_gen_t *g,
   st->mark_failing = k->mark_failing;
   snprintf(st->reason, sizeof st->reason, "%s", k->reason);
   pthread_mutex_unlock(&k->mu);
+}
+
+/* 0.1.0's idgen_snowflake_lease_status_t, whose lease fields were its own
+ * rather than an embedded idgen_lease_info_t: the symbol
+ * idgen_snowflake_gen_lease_status still fills it, for programs built with
+ * that header (the header's name is now a macro for the one above). */
+typedef struct {
+  int bound, valid, fenced;
+  int64_t valid_ms;
+  int field;
+  uint64_t worker, generation, key;
+  int64_t mark_ms, expires_ms, expires_in_ms;
+  uint64_t renewals, renew_failures, mark_writes, mark_waits, mark_failures;
+  int mark_failing;
+  char reason[IDGEN_REASON_MAX];
+  char pool[IDGEN_POOL_NAME_MAX];
+  char node[IDGEN_NODE_TEXT_MAX];
+  char holder[IDGEN_HOLDER_MAX];
+} lease_status_0_1_0_t;
+
+#undef idgen_snowflake_gen_lease_status
+IDGEN_API void idgen_snowflake_gen_lease_status(idgen_snowflake_gen_t *g, lease_status_0_1_0_t *st);
+void idgen_snowflake_gen_lease_status(idgen_snowflake_gen_t *g, lease_status_0_1_0_t *st) {
+  idgen_snowflake_lease_status_t now;
+  idgen_snowflake_gen_lease_status2(g, &now);
+  memset(st, 0, sizeof *st);
+  st->bound = now.bound;
+  st->valid = now.valid;
+  st->fenced = now.fenced;
+  st->valid_ms = now.valid_ms;
+  st->field = now.lease.field;
+  st->worker = now.lease.worker;
+  st->generation = now.lease.generation;
+  st->key = now.lease.key;
+  st->mark_ms = now.lease.mark_ms;
+  st->expires_ms = now.lease.expires_ms;
+  st->expires_in_ms = now.lease.expires_in_ms;
+  st->renewals = now.renewals;
+  st->renew_failures = now.renew_failures;
+  st->mark_writes = now.mark_writes;
+  st->mark_waits = now.mark_waits;
+  st->mark_failures = now.mark_failures;
+  st->mark_failing = now.mark_failing;
+  memcpy(st->reason, now.reason, sizeof st->reason);
+  memcpy(st->pool, now.lease.pool, sizeof st->pool);
+  memcpy(st->node, now.lease.node, sizeof st->node);
+  memcpy(st->holder, now.lease.holder, sizeof st->holder);
 }

@@ -720,7 +720,7 @@ static size_t gen_size(void) {
 static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t *l,
                      const idgen_snowflake_settings_t *s, char *err, size_t errlen) {
   idgen_snowflake_settings_t defaults;
-  char date[IDGEN_TIME_BUFSIZE], now_buf[IDGEN_TIME_BUFSIZE];
+  char date[IDGEN_TIME_TEXT_MAX], now_buf[IDGEN_TIME_TEXT_MAX];
 
   if (s == NULL) {
     idgen_snowflake_settings_init(&defaults);

@@ -50,7 +50,7 @@ static const idgen__registry_ops_t *const backends[] = {
     &idgen__registry_static, &idgen__registry_file, &idgen__registry_postgres,
     &idgen__registry_postgresql, &idgen__registry_etcd};
 
-/* The rule bind and idgen_lease_settings_check share: `static` leases
+/* The rule bind and idgen_lease_settings_verify share: `static` leases
  * nothing, so there is no field for it to assign. */
 static const char static_field[] = "a lease field needs a registry other than static";
 
@@ -395,50 +395,73 @@ int idgen_lease_ttl_check(int64_t ttl_ms, char *err, size_t errlen) {
   return 0;
 }
 
-int idgen_lease_settings_check(const char *uri, const idgen_layout_t *l, const char *field,
-                               unsigned node_given, int node_from_host, int *leased,
-                               const char **setting, char *err, size_t errlen) {
-  *leased = -1;
-  *setting = "registry";
+int idgen_lease_settings_verify(idgen_lease_settings_t *s, char *err, size_t errlen) {
+  const idgen_layout_t *l = s->layout;
+  const char *field = s->field;
+  s->leased = -1;
+  s->blame = IDGEN_LEASE_SETTING_REGISTRY;
   const char *rest;
   char *bare, space[IDGEN_SPACE_NAME_MAX];
-  const idgen__registry_ops_t *ops = parse_uri(uri, &bare, space, &rest, err, errlen);
+  const idgen__registry_ops_t *ops = parse_uri(s->uri, &bare, space, &rest, err, errlen);
   if (ops == NULL)
     return IDGEN_EINVAL;
   free(bare);
-  *setting = "lease_field";
+  s->blame = IDGEN_LEASE_SETTING_FIELD;
   if (field != NULL && idgen_lease_field(l, field, err, errlen) < 0)
     return IDGEN_EINVAL;
   char masked[1100];
-  idgen_registry_uri_redact(uri, masked, sizeof masked);
+  idgen_registry_uri_redact(s->uri, masked, sizeof masked);
   const char *shown = IDGEN_QUOTE(masked, strlen(masked), 0, 100);
-  *setting = "node";
-  if (node_from_host && ops != &idgen__registry_static)
+  s->blame = IDGEN_LEASE_SETTING_NODE;
+  if (s->node_from_host && ops != &idgen__registry_static)
     return idgen__err(err, errlen, IDGEN_EINVAL,
                       "values from the host's address (@ip, @mac) are unchecked and the "
                       "registry %s leases node values instead: give registry = static to use "
                       "them, or leave them out",
                       shown);
-  *setting = "lease_field";
+  s->blame = IDGEN_LEASE_SETTING_FIELD;
   if (ops == &idgen__registry_static && field != NULL)
     return idgen__err(err, errlen, IDGEN_EINVAL, "%s", static_field);
   if (ops == &idgen__registry_static) {
-    *setting = "";
+    s->blame = IDGEN_LEASE_SETTING_NONE;
     return 0;
   }
-  *setting = field != NULL ? "lease_field" : "layout";
+  s->blame = field != NULL ? IDGEN_LEASE_SETTING_FIELD : IDGEN_LEASE_SETTING_LAYOUT;
   int f = idgen_lease_field(l, field, err, errlen);
   if (f < 0)
     return f;
-  *setting = "node";
-  if (node_given >> f & 1)
+  s->blame = IDGEN_LEASE_SETTING_NODE;
+  if (s->node_given >> f & 1)
     return idgen__err(err, errlen, IDGEN_EINVAL,
                       "the registry %s assigns %s: leave it out of node, or use registry = "
                       "static to set it by hand",
                       shown, l->fields[f].name);
-  *leased = f;
-  *setting = "";
+  s->leased = f;
+  s->blame = IDGEN_LEASE_SETTING_NONE;
   return 0;
+}
+
+/* The deprecated form of idgen_lease_settings_verify, kept for programs
+ * built with 0.1.0's header: the setting by its config key. */
+int idgen_lease_settings_check(const char *uri, const idgen_layout_t *l, const char *field,
+                               unsigned node_given, int node_from_host, int *leased,
+                               const char **setting, char *err, size_t errlen) {
+  static const char *const keys[] = {
+      [IDGEN_LEASE_SETTING_NONE] = "",
+      [IDGEN_LEASE_SETTING_REGISTRY] = "registry",
+      [IDGEN_LEASE_SETTING_LAYOUT] = "layout",
+      [IDGEN_LEASE_SETTING_NODE] = "node",
+      [IDGEN_LEASE_SETTING_FIELD] = "lease_field",
+  };
+  idgen_lease_settings_t s = {.uri = uri,
+                              .layout = l,
+                              .field = field,
+                              .node_given = node_given,
+                              .node_from_host = node_from_host};
+  int rc = idgen_lease_settings_verify(&s, err, errlen);
+  *leased = s.leased;
+  *setting = keys[s.blame];
+  return rc;
 }
 
 int idgen_lease_field(const idgen_layout_t *l, const char *field, char *err, size_t errlen) {
@@ -480,7 +503,7 @@ static int make_pool(const idgen_lease_request_t *req, const char *space_path, i
    * made for baidu's layout, and its 22-bit worker named instead). */
   int64_t horizon = idgen_layout_horizon_ms(l);
   if (idgen__req_now_ms(req) >= horizon) {
-    char date[IDGEN_TIME_BUFSIZE];
+    char date[IDGEN_TIME_TEXT_MAX];
     idgen_time_format(horizon, date);
     char *t = strchr(date, 'T');
     if (t != NULL)

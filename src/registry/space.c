@@ -579,7 +579,7 @@ int idgen__space_join(idgen__space_t *s, const char *space, const idgen__pool_t 
   int64_t max = req->max_start_wait_ms < 0 ? IDGEN_START_WAIT_MS_DEFAULT : req->max_start_wait_ms;
   int64_t wait = floor + 1 - borrow - now;
   if (wait > max) {
-    char date[IDGEN_TIME_BUFSIZE], upto[64] = "";
+    char date[IDGEN_TIME_TEXT_MAX], upto[64] = "";
     idgen_time_format(floor + 1 - borrow, date);
     if (hit)
       snprintf(upto, sizeof upto, " (up to %" PRIu64 ")", hit);

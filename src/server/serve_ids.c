@@ -97,7 +97,7 @@ int serve_not_ready(serve_daemon_t *s, char *why, size_t n) {
     snprintf(why, n, "high-water mark: the last mark write failed: %s", ls.reason);
     return 1;
   }
-  if (ls.bound && ls.mark_ms < idgen_clock_now_ms(IDGEN_CLOCK_PRECISE)) {
+  if (ls.bound && ls.lease.mark_ms < idgen_clock_now_ms(IDGEN_CLOCK_PRECISE)) {
     snprintf(why, n,
              "high-water mark: the registry has not recorded a mark ahead of the "
              "clock%s%s",

@@ -55,12 +55,12 @@ static void log_lease(serve_daemon_t *s, const char *event) {
   if (!st.bound)
     return;
   char mark[IDGEN_TIME_BUFSIZE] = "-";
-  if (st.mark_ms > 0)
-    idgen_time_format(st.mark_ms, mark);
+  if (st.lease.mark_ms > 0)
+    idgen_time_format(st.lease.mark_ms, mark);
   log_event("info", event,
             "registry=%s pool=%s node=%s %s=%" PRIu64 " generation=%" PRIu64 " mark=%s holder=%s",
-            s->registry_shown, st.pool, st.node, s->layout->fields[st.field].name, st.worker,
-            st.generation, mark, st.holder);
+            s->registry_shown, st.lease.pool, st.lease.node, s->layout->fields[st.lease.field].name,
+            st.lease.worker, st.lease.generation, mark, st.lease.holder);
 }
 
 /* Frees the retired generators (and their caches) that no event loop can
@@ -114,20 +114,20 @@ static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
   s->lease_was_valid = st.valid;
   if ((was && !st.valid) || (st.fenced && !s->fence_logged))
     log_event("error", "lease_lost",
-              "worker=%" PRIu64 " generation=%" PRIu64 " fenced=%d reason=%s", st.worker,
-              st.generation, st.fenced,
+              "worker=%" PRIu64 " generation=%" PRIu64 " fenced=%d reason=%s", st.lease.worker,
+              st.lease.generation, st.fenced,
               log_quote(st.reason, strlen(st.reason), (char[600]){0}, 600));
   else if (!was && st.valid)
-    log_event("info", "lease_valid", "worker=%" PRIu64 " generation=%" PRIu64, st.worker,
-              st.generation);
+    log_event("info", "lease_valid", "worker=%" PRIu64 " generation=%" PRIu64, st.lease.worker,
+              st.lease.generation);
   /* Failing mark writes: requests above the mark fail at once meanwhile.
    * They are retried every 100 ms: a line a second at most, with count=N,
    * the failures since the line before (each of which had a line of its
    * own before); the last ones are reported once they stop, not lost. */
   if (st.mark_failures > s->mark_failures_seen && serve_mono_ms() - s->mark_logged_ms >= 1000) {
     log_event("error", "mark_failed",
-              "worker=%" PRIu64 " failures=%" PRIu64 " count=%" PRIu64 " reason=%s", st.worker,
-              st.mark_failures, st.mark_failures - s->mark_failures_seen,
+              "worker=%" PRIu64 " failures=%" PRIu64 " count=%" PRIu64 " reason=%s",
+              st.lease.worker, st.mark_failures, st.mark_failures - s->mark_failures_seen,
               log_quote(st.reason, strlen(st.reason), (char[600]){0}, 600));
     s->mark_failures_seen = st.mark_failures;
     s->mark_logged_ms = serve_mono_ms();
@@ -188,11 +188,11 @@ static void lease_tick(serve_daemon_t *s, int64_t *next_try) {
   unsigned top = (unsigned)tf->shift + tf->bits;
   idgen_snowflake_lease_status_t now_st;
   idgen_snowflake_gen_lease_status(nx.gen, &now_st);
-  if (top < 64 && now_st.bound && now_st.key >> top < st.key >> top)
+  if (top < 64 && now_st.bound && now_st.lease.key >> top < st.lease.key >> top)
     log_event("warn", "ids_decrease",
               "reason=\"the new node tuple is lower in a node field above the time field: IDs "
               "after this swap are below the ones before it\" before=%" PRIu64 " after=%" PRIu64,
-              st.key, now_st.key);
+              st.lease.key, now_st.lease.key);
 }
 
 static void *lease_main(void *arg) {
@@ -253,7 +253,7 @@ int serve_make_generators(serve_daemon_t *s) {
   idgen_layout_format(s->layout, s->layout_spec, sizeof s->layout_spec);
   idgen_snowflake_lease_status_t st;
   idgen_snowflake_gen_lease_status(s->lx.gen, &st);
-  s->lease_field = st.bound ? st.field : -1;
+  s->lease_field = st.bound ? st.lease.field : -1;
   idgen_gen128_settings_t g = {.clock_mode = cfg->s.gen.clock_mode}; /* --clock: every generator */
   if (idgen_ulid_gen_new(&s->ulid, &g) < 0 || idgen_uuid7_gen_new(&s->uuid7, &g) < 0) {
     fprintf(stderr, "idgen: serve: cannot make the ULID and UUIDv7 generators\n");

@@ -262,8 +262,8 @@ static void release_lease(serve_daemon_t *s) {
   idgen_snowflake_lease_status_t li;
   idgen_snowflake_gen_lease_status(s->lx.gen, &li);
   leased_release(&s->lx);
-  log_event("info", "lease_released", "worker=%" PRIu64 " generation=%" PRIu64, li.worker,
-            li.generation);
+  log_event("info", "lease_released", "worker=%" PRIu64 " generation=%" PRIu64, li.lease.worker,
+            li.lease.generation);
 }
 
 /* Requests answered over every loop, for the exit line. */

@@ -151,7 +151,7 @@ static const char *lease_valid_text(serve_daemon_t *s, char *buf, size_t n) {
 
 /* A node field's value in use: the lease's for the leased field. */
 static uint64_t node_value(serve_daemon_t *s, const idgen_snowflake_lease_status_t *st, int i) {
-  return st->bound && i == s->lease_field ? st->worker : s->cfg->s.gen.node[i];
+  return st->bound && i == s->lease_field ? st->lease.worker : s->cfg->s.gen.node[i];
 }
 
 uint64_t serve_node_value(serve_daemon_t *s, int field) {
@@ -548,15 +548,15 @@ void serve_info_text(serve_daemon_t *s, serve_buf_t *b, int sections) {
     if (ls.bound) {
       char in[24], valid[24];
       serve_buf_printf(b, "lease_field:%s\r\nlease_worker:%" PRIu64 "\r\n",
-                       l->fields[s->lease_field].name, ls.worker);
-      info_value(b, "lease_node", ls.node);
+                       l->fields[s->lease_field].name, ls.lease.worker);
+      info_value(b, "lease_node", ls.lease.node);
       serve_buf_printf(b,
                        "lease_generation:%" PRIu64
                        "\r\nlease_valid_ms:%s\r\nlease_expires_in_ms:%s\r\n"
                        "lease_mark:%s\r\nlease_mark_failures:%" PRIu64 "\r\n",
-                       ls.generation, ms_or(ls.valid_ms, valid, sizeof valid, "never"),
-                       ms_or(ls.expires_in_ms, in, sizeof in, "never"),
-                       time_or(ls.mark_ms, mark, "none"), ls.mark_failures);
+                       ls.lease.generation, ms_or(ls.valid_ms, valid, sizeof valid, "never"),
+                       ms_or(ls.lease.expires_in_ms, in, sizeof in, "never"),
+                       time_or(ls.lease.mark_ms, mark, "none"), ls.mark_failures);
     }
     serve_buf_printf(b,
                      "max_batch:%" PRId64 "\r\nmax_borrow_ms:%" PRId64 "\r\nmax_wait_ms:%" PRId64
@@ -624,18 +624,19 @@ static json_t *info_object(serve_daemon_t *s) {
                                   : ls.fenced ? "lost"
                                               : "unconfirmed"));
   if (ls.bound) {
-    snprintf(gen, sizeof gen, "%" PRIu64, ls.generation);
+    snprintf(gen, sizeof gen, "%" PRIu64, ls.lease.generation);
     json_object_set_new(lease, "field", json_string(l->fields[s->lease_field].name));
-    json_object_set_new(lease, "worker", json_integer((json_int_t)ls.worker));
+    json_object_set_new(lease, "worker", json_integer((json_int_t)ls.lease.worker));
     json_object_set_new(lease, "generation", json_string(gen));
-    json_object_set_new(lease, "node", json_string(ls.node));
+    json_object_set_new(lease, "node", json_string(ls.lease.node));
     /* Durations, not times: valid_ms by this host's monotonic clock,
      * expires_in_ms as the registry measured it (null: never). */
     json_object_set_new(lease, "valid_ms",
                         ls.valid_ms == INT64_MAX ? json_null() : json_integer(ls.valid_ms));
     json_object_set_new(lease, "expires_in_ms",
-                        ls.expires_in_ms < 0 ? json_null() : json_integer(ls.expires_in_ms));
-    json_object_set_new(lease, "mark", json_string(time_or(ls.mark_ms, mark, "")));
+                        ls.lease.expires_in_ms < 0 ? json_null()
+                                                   : json_integer(ls.lease.expires_in_ms));
+    json_object_set_new(lease, "mark", json_string(time_or(ls.lease.mark_ms, mark, "")));
     json_object_set_new(lease, "mark_failures", json_integer((json_int_t)ls.mark_failures));
     if (!ls.valid)
       json_object_set_new(lease, "reason", json_string(ls.reason));
@@ -736,9 +737,9 @@ int serve_status_json(serve_daemon_t *s, serve_buf_t *b) {
                                 (json_int_t)idgen_snowflake_gen_capacity(server_sf(s))));
   idgen_snowflake_lease_status_t ls = lease_now(s);
   json_t *lease = json_object_get(o, "lease");
-  if (ls.bound && lease != NULL && ls.mark_ms > 0) {
-    json_object_set_new(lease, "mark_ms", json_integer(ls.mark_ms));
-    json_object_set_new(lease, "mark_ahead_ms", json_integer(ls.mark_ms - now));
+  if (ls.bound && lease != NULL && ls.lease.mark_ms > 0) {
+    json_object_set_new(lease, "mark_ms", json_integer(ls.lease.mark_ms));
+    json_object_set_new(lease, "mark_ahead_ms", json_integer(ls.lease.mark_ms - now));
   }
   int64_t horizon = idgen_layout_horizon_ms(s->layout);
   idgen_time_format(horizon, when);
@@ -805,10 +806,10 @@ int serve_ready_text(serve_daemon_t *s, serve_buf_t *b) {
     serve_buf_printf(b,
                      "lease %s=%" PRIu64 " node=%s generation=%" PRIu64
                      " valid_ms=%s expires_in_ms=%s mark=%s\n",
-                     s->layout->fields[s->lease_field].name, ls.worker, ls.node, ls.generation,
-                     ms_or(ls.valid_ms, valid, sizeof valid, "never"),
-                     ms_or(ls.expires_in_ms, in, sizeof in, "never"),
-                     time_or(ls.mark_ms, mark, "none"));
+                     s->layout->fields[s->lease_field].name, ls.lease.worker, ls.lease.node,
+                     ls.lease.generation, ms_or(ls.valid_ms, valid, sizeof valid, "never"),
+                     ms_or(ls.lease.expires_in_ms, in, sizeof in, "never"),
+                     time_or(ls.lease.mark_ms, mark, "none"));
   }
   serve_audit_health_line(s, b);
   return sick;
