@@ -1198,9 +1198,9 @@ IDGEN_API const char *idgen_registry_uri(const idgen_registry_t *r);
 IDGEN_API char *idgen_registry_uri_redact(const char *uri, char *buf, size_t n);
 
 /* `uri` in the ID space `space` (below, idgen_registry_space), into buf[n]:
- * the URI with ?space=NAME, or &space=NAME after its other parameters
- * ("file:/var/lib/idgen?space=billing", "postgres://h/ids?sslmode=require&
- * space=billing"); `space` NULL or "": `uri` as it is.  What every front end
+ * the URI with ?space=NAME, or with &space=NAME after its other
+ * parameters (sslmode=require and the like); `space` NULL or "": `uri` as
+ * it is.  What every front end
  * makes of a space given beside the registry (`idgen serve`'s `space`,
  * `idgen registry --space`, the extension's idgen.space).  IDGEN_EINVAL
  * with a message in err[errlen] (err may be NULL) for the static registry,

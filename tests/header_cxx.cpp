@@ -50,6 +50,7 @@ int main() {
   check(std::strcmp(IDGEN_STR(IDGEN_MAX_WAIT_MS_DEFAULT), "100") == 0, "IDGEN_STR");
 
   /* Sizes of caller-owned text. */
+  check(std::strstr(IDGEN_CLOCK_MODE_WORDS, "precise") != nullptr, "IDGEN_CLOCK_MODE_WORDS");
   char when[IDGEN_TIME_TEXT_MAX], old_when[IDGEN_TIME_BUFSIZE];
   check(idgen_time_format(0, when) == 24 && sizeof old_when == sizeof when, "IDGEN_TIME_TEXT_MAX");
   char uuid[IDGEN_UUID_STRLEN + 1], ulid[IDGEN_ULID_STRLEN + 1];
