@@ -750,7 +750,7 @@ def group_metrics(d):
           time.time() - 600 < start <= time.time() + 1 and 0 < fds < maxfds
           and abs(fds - len(os.listdir("/proc/%d/fd" % d.p.pid))) <= 2
           and rss_now / 2 <= (mget(m, "process_resident_memory_bytes") or 0) <= rss_now * 2
-          and (mget(m, "process_cpu_seconds_total") or -1) >= 0,
+          and (mget(m, "process_cpu_seconds_total") is not None and mget(m, "process_cpu_seconds_total") >= 0),
           repr([(k, mget(m, k)) for k in ("process_start_time_seconds", "process_open_fds", "process_max_fds",
                                           "process_resident_memory_bytes", "process_cpu_seconds_total")] + [rss_now]))
     check("metrics: idgen_clock_borrowed_seconds is idgen_clock_borrowed_ms / 1000; the _ms name's HELP says "
