@@ -16,10 +16,11 @@
 #define INT(lo, hi) (lo), (hi)
 #define NONE 0, 0
 
-/* cache_on_empty: the library's enum; audit_mode: the daemon's order. */
+/* cache_on_empty: the library's enum; audit_mode: settings.h's. */
 static const settings_word_t on_empty_words[] = {
     {"direct", IDGEN_CACHE_DIRECT}, {"fail", IDGEN_CACHE_FAIL}, {NULL, 0}};
-static const settings_word_t audit_mode_words[] = {{"count", 0}, {"require", 1}, {NULL, 0}};
+static const settings_word_t audit_mode_words[] = {
+    {"count", AUDIT_COUNT}, {"require", AUDIT_REQUIRE}, {NULL, 0}};
 
 const settings_def_t settings_defs[SETTINGS_NKEYS] = {
     [SK_HTTP] = {"http", ST_ADDR, SERVE, 0, "127.0.0.1:8080", NULL, NULL, NONE, "ADDR:PORT",

@@ -102,6 +102,10 @@ typedef struct settings_word {
   int value;
 } settings_word_t;
 
+/* audit_mode's values (its words: count, require), the daemon's audit log's
+ * behaviour when the file cannot take lines (serve_audit.c). */
+enum audit_mode { AUDIT_COUNT, AUDIT_REQUIRE };
+
 typedef struct settings_def {
   const char *name; /* the config-file key */
   enum settings_type type;

@@ -1,5 +1,6 @@
 /*
- * auth.h -- the daemon's tokens (`auth_file`, SPEC §13): who may take IDs.
+ * auth.h -- the daemon's tokens (`auth_file`; docs/SERVE.md, Authentication
+ * and TLS): who may take IDs.
  *
  * The file has one line per agent, `AGENT TOKEN`; blank lines and lines
  * starting with '#' are skipped.  AGENT is an agent name

@@ -207,7 +207,7 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
   c->pid_file = s->value[SK_PID_FILE];
   c->log_file = s->value[SK_LOG_FILE];
   c->audit_log = s->value[SK_AUDIT_LOG];
-  c->audit_mode = (int)s->num[SK_AUDIT_MODE];
+  c->audit_mode = (enum audit_mode)s->num[SK_AUDIT_MODE];
   c->audit_queue_bytes = s->num[SK_AUDIT_QUEUE_BYTES];
   c->audit_timeout_ms = s->num[SK_AUDIT_TIMEOUT_MS];
   const serve_addr_t *ls[] = {&c->http, &c->resp, &c->thrift};

@@ -34,7 +34,7 @@ typedef struct serve_config {
   int64_t busy_poll_ns;
   int64_t idle_timeout_ms, slow_timeout_ms, shutdown_timeout_ms, stall_timeout_ms, max_agents;
   const char *pid_file, *log_file, *audit_log; /* into s.value[]; "" for none */
-  int audit_mode;                              /* 0 count, 1 require (settings.c's order) */
+  enum audit_mode audit_mode;                  /* count or require (settings.h) */
   int64_t audit_queue_bytes;
   int64_t audit_timeout_ms; /* require: a reply's wait for its line; both: a stall */
   struct serve_auth *auth;  /* auth_file's tokens as read at the start, or NULL: none asked */

@@ -66,8 +66,7 @@
 #define AUDIT_CHECK_MS 250  /* with nothing to write, the file is looked for this often */
 #define AUDIT_LOSS_MS 10000 /* /ready says "degraded" this long after a line was lost */
 
-enum { AUDIT_COUNT = 0, AUDIT_REQUIRE = 1 }; /* audit_mode's choices, in settings.c's order */
-enum { OP_WRITE, OP_OPEN, OP_STAT };         /* what the writer waits in */
+enum { OP_WRITE, OP_OPEN, OP_STAT }; /* what the writer waits in */
 static const char *const op_names[] = {"write", "open", "stat"};
 static const char *const op_phrases[] = {"a write to", "an open of", "a stat of"};
 
@@ -90,7 +89,7 @@ typedef struct audit_lane {
 
 struct serve_audit {
   const char *path;
-  int mode;
+  enum audit_mode mode;
   uint64_t cap;    /* audit_queue_bytes */
   int64_t stop_ms; /* shutdown_timeout_ms: the writer's time at a stop */
   int nlanes;

@@ -1,8 +1,8 @@
 /*
- * serve_auth.c -- the daemon's side of auth_file (SPEC §13): who the caller
- * is, failures counted, logged and slowed by address, and the file read
- * again on SIGHUP.  The file's parser and the constant-time lookup are
- * auth.c.
+ * serve_auth.c -- the daemon's side of auth_file (docs/SERVE.md,
+ * Authentication and TLS): who the caller is, failures counted, logged and
+ * slowed by address, and the file read again on SIGHUP.  The file's parser
+ * and the constant-time lookup are auth.c.
  *
  * Slowing (server_int.h, AUTH_FREE_FAILS...): one table for the daemon,
  * AUTH_ADDR_SLOTS entries indexed by a seeded hash of the address (IPv6:

@@ -453,3 +453,19 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   }
   return (size_t)head;
 }
+
+const serve_proto_t serve_http_proto = {
+    .name = "http",
+    .index = PROTO_HTTP,
+    .handle = serve_http_handle,
+    .lf_ended = 1, /* (the head's last line) */
+    .full_refusal = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+                    "X-Content-Type-Options: nosniff\r\n"
+                    "Content-Length: 32\r\nConnection: close\r\n\r\n"
+                    "too many connections; try later\n",
+    .tls = 1,
+    .tls_plain_refusal =
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
+        "X-Content-Type-Options: nosniff\r\nContent-Length: 47\r\nConnection: close\r\n\r\n"
+        "this port speaks TLS: use https:// to reach it\n",
+};

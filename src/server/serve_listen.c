@@ -64,12 +64,13 @@ static int listen_one(struct sockaddr_storage *sa, socklen_t len, int reuseport)
  * SO_REUSEPORT makes "address in use" an error even when the other holder
  * uses SO_REUSEPORT itself (another idgen), instead of silently sharing.
  */
-int serve_bind_all(serve_daemon_t *s, int proto, const serve_addr_t *a, char *bound, size_t n) {
+int serve_bind_all(serve_daemon_t *s, const serve_proto_t *type, const serve_addr_t *a, char *bound,
+                   size_t n) {
   struct sockaddr_storage sa;
   memcpy(&sa, &a->sa, sizeof sa);
   int probe = listen_one(&sa, a->salen, 0);
   if (probe < 0) {
-    fprintf(stderr, "idgen: serve: cannot listen on %s %s: %s\n", serve_proto_name(proto), a->text,
+    fprintf(stderr, "idgen: serve: cannot listen on %s %s: %s\n", type->name, a->text,
             strerror(-probe));
     return -1;
   }
@@ -77,11 +78,11 @@ int serve_bind_all(serve_daemon_t *s, int proto, const serve_addr_t *a, char *bo
   for (int i = 0; i < s->nworkers; i++) {
     int fd = listen_one(&sa, a->salen, 1);
     if (fd < 0) {
-      fprintf(stderr, "idgen: serve: cannot listen on %s %s: %s\n", serve_proto_name(proto),
-              a->text, strerror(-fd));
+      fprintf(stderr, "idgen: serve: cannot listen on %s %s: %s\n", type->name, a->text,
+              strerror(-fd));
       return -1;
     }
-    s->workers[i].listeners[proto] = (serve_listener_t){TAG_LISTENER, fd, proto};
+    s->workers[i].listeners[type->index] = (serve_listener_t){TAG_LISTENER, fd, type};
   }
   serve_addr_text(&sa, bound, n);
   return 0;

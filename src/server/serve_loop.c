@@ -28,184 +28,31 @@
  * slow_timeout_ms, or no activity for idle_timeout_ms close the connection.
  * A walk over 10,000 connections takes tens of microseconds.
  *
- * accept(2) errors.  EMFILE/ENFILE: close a reserved descriptor, accept and
- * close the connection, reopen the reserve, so the listening socket does not
- * stay readable and spin the loop.  Other errors pause the listener for
- * 100 ms.  Past max_connections a client gets one error line and is closed.
+ * Protocols.  The loop knows a connection's protocol only by its table
+ * (c->type, serve_proto_t): it parses with it and asks it what it needs.
+ * Under the loop: new connections (serve_accept.c), TLS handshakes
+ * (serve_tls.c), a connection's bytes and its end (serve_conn.c), replies
+ * held for their audit lines (serve_held.c).
  */
-#define _GNU_SOURCE /* accept4, pthread_setname_np */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include "server.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <linux/sockios.h>
-#include <arpa/inet.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "http.h"
 #include "server_int.h"
-#include "tls.h"
-
-/* ---- connections ---------------------------------------------------------- */
-
-static void set_events(serve_worker_t *w, serve_conn_t *c, uint32_t ev) {
-  if (c->events == ev)
-    return;
-  struct epoll_event e = {.events = ev, .data.ptr = c};
-  if (epoll_ctl(w->epfd, EPOLL_CTL_MOD, c->fd, &e) == 0)
-    c->events = ev;
-}
-
-/* A failed read or write: the client reset the connection, or an error. */
-static int io_close_reason(int e) { return e == ECONNRESET || e == EPIPE ? CR_RESET : CR_ERROR; }
-
-/* read(2) and write(2) of a connection, through TLS when it speaks it
- * (tls.h: the same results; a read may need the socket writable first). */
-static ssize_t conn_recv(serve_conn_t *c, void *buf, size_t cap) {
-  if (c->ssl == NULL)
-    return read(c->fd, buf, cap);
-  int wants_write = 0;
-  ssize_t n = tls_read(c->ssl, buf, cap, &wants_write);
-  if (wants_write)
-    c->tls_wants_out = 1;
-  return n;
-}
-
-static ssize_t conn_send(serve_conn_t *c, const void *buf, size_t len) {
-  return c->ssl == NULL ? write(c->fd, buf, len) : tls_write(c->ssl, buf, len);
-}
-
-/* audit_mode require: c's replies wait for the loop's audit lines (on the
- * loop's `held` list until released). */
-static void held_add(serve_worker_t *w, serve_conn_t *c) {
-  if (c->held_on)
-    return;
-  c->held_on = 1;
-  c->held_prev = NULL;
-  c->held_next = w->held;
-  if (w->held)
-    w->held->held_prev = c;
-  w->held = c;
-}
-
-static void held_remove(serve_worker_t *w, serve_conn_t *c) {
-  if (!c->held_on)
-    return;
-  if (c->held_prev)
-    c->held_prev->held_next = c->held_next;
-  else
-    w->held = c->held_next;
-  if (c->held_next)
-    c->held_next->held_prev = c->held_prev;
-  c->held_on = 0;
-}
-
-static void conn_close(serve_worker_t *w, serve_conn_t *c, int reason) {
-  serve_ids_unpark(w, c); /* a waiting request goes with its connection */
-  held_remove(w, c);      /* and replies held for their audit lines */
-  if (c->ssl != NULL)
-    tls_free(c->ssl);
-  close(c->fd);
-  if (c->prev)
-    c->prev->next = c->next;
-  else
-    w->conns = c->next;
-  if (c->next)
-    c->next->prev = c->prev;
-  w->nconns--;
-  CNT_ADD(w->st.closed[reason], 1);
-  CNT_ADD(w->st.open[c->proto], (uint64_t)-1);
-  atomic_fetch_sub(&w->srv->nconns, 1);
-  serve_buf_free(&c->in);
-  serve_buf_free(&c->out);
-  serve_buf_free(&c->held_ids);
-  serve_resp_multi_forget(w->srv, c);
-  serve_buf_free(&c->multi_q);
-  free(c);
-}
-
-/* After the last reply of a connection that must close: a half-close that
- * keeps reading (and discarding) until the client closes or LINGER_MS pass.
- * A plain close() with unread input, or input arriving after it, makes the
- * kernel reset the connection and drop replies not yet delivered. */
-static int conn_finish(serve_worker_t *w, serve_conn_t *c) {
-  if (c->ssl != NULL)
-    tls_close_notify(c->ssl);
-  shutdown(c->fd, SHUT_WR);
-  c->lingering = 1;
-  c->linger_until_ms = w->now_ms + LINGER_MS;
-  if (w->draining && c->linger_until_ms > w->drain_deadline_ms)
-    c->linger_until_ms = w->drain_deadline_ms;
-  serve_buf_free(&c->in);
-  set_events(w, c, EPOLLIN);
-  return 0;
-}
-
-/* Hands w->out (the replies just made for c) to the kernel, queueing what it
- * does not take.  Returns -1 if c was closed. */
-static int flush_replies(serve_worker_t *w, serve_conn_t *c) {
-  if (w->out.len == 0)
-    return 0;
-  if (c->out.len > c->out_off || c->audit_seq || c->hold_until_ms) { /* queued, or held */
-    serve_held_reply_t *h = (serve_held_reply_t *)c->held_ids.p;
-    size_t nh = c->held_ids.len / sizeof *h;
-    if (c->out_off > c->out.len / 2) { /* keep the queue from creeping forward forever */
-      memmove(c->out.p, c->out.p + c->out_off, c->out.len - c->out_off);
-      c->out.len -= c->out_off;
-      for (size_t i = 0; i < c->held_flushed; i++) /* (held bytes are never sent: all after) */
-        h[i].start -= c->out_off, h[i].end -= c->out_off;
-      c->out_off = 0;
-    }
-    for (size_t i = c->held_flushed; i < nh; i++) /* from w->out's offsets to c->out's */
-      h[i].start += c->out.len, h[i].end += c->out.len;
-    c->held_flushed = nh;
-    serve_buf_put(&c->out, w->out.p, w->out.len);
-    if (c->audit_seq)
-      held_add(w, c);
-  } else {
-    ssize_t n = conn_send(c, w->out.p, w->out.len);
-    if (n < 0 && errno != EAGAIN && errno != EINTR) {
-      w->out.len = 0;
-      conn_close(w, c, io_close_reason(errno));
-      return -1;
-    }
-    size_t done = n > 0 ? (size_t)n : 0;
-    if (done > 0)
-      c->active_ms = w->now_ms;
-    if (done < w->out.len) {
-      c->out.len = c->out_off = 0;
-      serve_buf_put(&c->out, w->out.p + done, w->out.len - done);
-      /* The clock now, not the turn's start: making these replies may have
-       * taken longer than slow_timeout_ms (a large batch, a slow build), and
-       * the kernel's queue only grew since the last sweep, so a stale stamp
-       * closed a steady reader as slow the moment the next sweep came. */
-      c->write_ms = serve_mono_ms();
-    }
-  }
-  w->out.len = 0;
-  if (c->out.len - c->out_off > (size_t)w->srv->cfg->max_output_bytes) {
-    log_limited(&w->srv->close_log, "warn", "client_closed", "reason=output peer=%s queued=%zu",
-                serve_peer_text(c, (char[64]){0}), c->out.len - c->out_off);
-    conn_close(w, c, CR_OUTPUT);
-    return -1;
-  }
-  return 0;
-}
 
 static int conn_readable(serve_worker_t *w, serve_conn_t *c);
 
@@ -226,12 +73,12 @@ static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
   if (c->tls_hs) { /* no request yet: the drain does not wait for a handshake */
     if (!w->draining)
       return 0;
-    conn_close(w, c, CR_SHUTDOWN);
+    serve_conn_close(w, c, CR_SHUTDOWN);
     return -1;
   }
   if (c->hold_until_ms) { /* an answer to a token waits (the sweep releases it) */
     if (!w->draining) {
-      set_events(w, c, 0);
+      serve_conn_events(w, c, 0);
       return 0;
     }
     c->hold_until_ms = 0; /* the drain sends it at once */
@@ -242,15 +89,16 @@ static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
     c->out_off = 0;
   }
   if (c->audit_seq) { /* its replies wait for their audit lines: no EPOLLOUT until then */
-    set_events(w, c, c->parked || c->stop_parsing || c->blocked || w->draining ? 0 : EPOLLIN);
+    serve_conn_events(w, c,
+                      c->parked || c->stop_parsing || c->blocked || w->draining ? 0 : EPOLLIN);
     return 0;
   }
   if (c->parked) { /* its next requests wait in the kernel until it is answered */
-    set_events(w, c, queued ? EPOLLOUT : 0);
+    serve_conn_events(w, c, queued ? EPOLLOUT : 0);
     return 0;
   }
   if (c->stop_parsing && !queued)
-    return conn_finish(w, c);
+    return serve_conn_finish(w, c);
   if (w->draining && !queued && !c->blocked) {
     /* The replies are out: read what has arrived, until the kernel has no
      * more (every request already sent is answered), then close.  The reads
@@ -275,14 +123,14 @@ static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
     }
     c->stop_parsing = 1;
     c->close_reason = CR_SHUTDOWN;
-    return conn_finish(w, c);
+    return serve_conn_finish(w, c);
   }
   uint32_t ev = 0;
   if (!c->stop_parsing && !c->blocked && !w->draining)
     ev |= EPOLLIN;
   if (queued || c->blocked || c->tls_wants_out) /* blocked with nothing queued: at once */
     ev |= EPOLLOUT;
-  set_events(w, c, ev);
+  serve_conn_events(w, c, ev);
   return 0;
 }
 
@@ -307,16 +155,17 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
   w->out.len = 0;
   w->replies = 0;
   c->blocked = 0;
-  /* Every request ends with a line feed: while none has arrived since the
-   * last attempt, a partial request is still partial, and is not parsed
-   * again from its start (one byte at a time would cost quadratic time). */
-  int need_more = !scratch && c->proto != PROTO_THRIFT && c->parsed_len > 0 &&
-                  len > c->parsed_len && len <= (size_t)cfg->max_request_bytes &&
+  /* Where every request ends with a line feed (c->type->lf_ended): while
+   * none has arrived since the last attempt, a partial request is still
+   * partial, and is not parsed again from its start (one byte at a time
+   * would cost quadratic time). */
+  int need_more = !scratch && c->type->lf_ended && c->parsed_len > 0 && len > c->parsed_len &&
+                  len <= (size_t)cfg->max_request_bytes &&
                   memchr(data + c->parsed_len, '\n', len - c->parsed_len) == NULL;
   while (!need_more && pos < len && !c->stop_parsing && !c->parked && !c->hold_until_ms) {
     if (w->out.len >= OUT_SOFT_LIMIT) {
       made += w->out.len;
-      if (flush_replies(w, c) < 0)
+      if (serve_conn_flush(w, c) < 0)
         return -1;
     }
     /* The kernel took too little, or this turn has made enough for one
@@ -325,14 +174,12 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
     if (c->out.len - c->out_off >= OUT_SOFT_LIMIT || made + w->out.len >= TURN_OUT_LIMIT) {
       if (c->out.len == c->out_off)
         c->write_ms = serve_mono_ms(); /* the sweep's slow check counts from here (now:
-                                          see flush_replies) */
+                                          see serve_conn_flush) */
       c->blocked = 1;
       c->blocked_read_ns = w->read_ns;
       break;
     }
-    size_t used = c->proto == PROTO_HTTP   ? serve_http_handle(w, c, data + pos, len - pos)
-                  : c->proto == PROTO_RESP ? serve_resp_handle(w, c, data + pos, len - pos)
-                                           : serve_thrift_handle(w, c, data + pos, len - pos);
+    size_t used = c->type->handle(w, c, data + pos, len - pos);
     if (used == 0) {
       need_more = 1;
       break;
@@ -361,12 +208,10 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
   c->parsed_len = need_more ? rest : 0;
   if (rest > 0 && !c->blocked && !c->parked && rest > (size_t)cfg->max_request_bytes) {
     /* The parsers bound each header block and bulk string; this bounds the
-     * rest (a RESP command of many small arguments). */
-    if (c->proto == PROTO_RESP) {
-      serve_buf_printf(&w->out, "-ERR Protocol error: request over max_request_bytes\r\n");
-      CNT_ADD(w->st.resp_err, 1);
-      w->replies++;
-    }
+     * rest (a RESP command of many small arguments), with the protocol's
+     * answer if it has one. */
+    if (c->type->oversize)
+      c->type->oversize(w, c);
     c->stop_parsing = 1;
     c->close_reason = CR_PROTOCOL;
     rest = 0;
@@ -383,10 +228,10 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
       c->in.len = rest;
     }
     if (pos > 0 || c->req_start_ms == 0)
-      c->req_start_ms = serve_mono_ms(); /* (now: see flush_replies) */
+      c->req_start_ms = serve_mono_ms(); /* (now: see serve_conn_flush) */
   }
   size_t nreq = w->replies;
-  if (flush_replies(w, c) < 0)
+  if (serve_conn_flush(w, c) < 0)
     return -1;
   if (w->out.cap > SCRATCH_KEEP) /* a large batch: give its memory back */
     serve_buf_free(&w->out);
@@ -402,7 +247,7 @@ static int conn_readable(serve_worker_t *w, serve_conn_t *c) {
   if (c->lingering) {
     ssize_t n = read(c->fd, w->rbuf, RBUF_SIZE);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-      conn_close(w, c, c->close_reason);
+      serve_conn_close(w, c, c->close_reason);
       return -1;
     }
     return 0;
@@ -414,25 +259,27 @@ static int conn_readable(serve_worker_t *w, serve_conn_t *c) {
     dst = c->in.p + c->in.len;
     cap = c->in.cap - c->in.len;
   }
-  ssize_t n = conn_recv(c, dst, cap); /* (cap >= TLS_RECORD_MAX: see tls.h) */
-  if (n == 0) {                       /* the client is done sending: finish what is queued */
+  /* (cap >= TLS_RECORD_MAX: see tls.h) */
+  ssize_t n = serve_conn_recv(c, dst, cap);
+  if (n == 0) { /* the client is done sending: finish what is queued */
     if (c->out.len > c->out_off) {
       c->stop_parsing = 1;
       c->close_reason = CR_EOF;
-      set_events(w, c, c->audit_seq || c->hold_until_ms ? 0 : EPOLLOUT); /* held: once released */
+      /* (Held replies: EPOLLOUT once they are released.) */
+      serve_conn_events(w, c, c->audit_seq || c->hold_until_ms ? 0 : EPOLLOUT);
       return 0;
     }
-    conn_close(w, c, CR_EOF);
+    serve_conn_close(w, c, CR_EOF);
     return -1;
   }
   if (n < 0) {
     if (errno == EAGAIN || errno == EINTR) {
       w->read_eagain = errno == EAGAIN;
       if (c->tls_wants_out) /* the read goes on once the socket is writable: EPOLLOUT only */
-        set_events(w, c, EPOLLOUT);
+        serve_conn_events(w, c, EPOLLOUT);
       return 0;
     }
-    conn_close(w, c, io_close_reason(errno));
+    serve_conn_close(w, c, serve_conn_io_reason(errno));
     return -1;
   }
   c->active_ms = w->now_ms;
@@ -454,11 +301,11 @@ static int conn_writable(serve_worker_t *w, serve_conn_t *c) {
   if (c->audit_seq || c->hold_until_ms) /* held (an EPOLLOUT of before) */
     return 0;
   size_t left = c->out.len - c->out_off;
-  ssize_t n = left ? conn_send(c, c->out.p + c->out_off, left) : 0;
+  ssize_t n = left ? serve_conn_send(c, c->out.p + c->out_off, left) : 0;
   if (n < 0) {
     if (errno == EAGAIN || errno == EINTR)
       return 0;
-    conn_close(w, c, io_close_reason(errno));
+    serve_conn_close(w, c, serve_conn_io_reason(errno));
     return -1;
   }
   if (n > 0) {
@@ -483,7 +330,7 @@ static int conn_resume(serve_worker_t *w, serve_conn_t *c, int64_t read_ns) {
   if (w->replies > 0 || w->out.len > 0)
     observe(w, c, read_ns, 1);
   w->replies = 0;
-  if (flush_replies(w, c) < 0)
+  if (serve_conn_flush(w, c) < 0)
     return -1;
   if (c->in.len > 0 && !c->stop_parsing) { /* the requests that waited behind it */
     w->read_ns = read_ns;
@@ -492,256 +339,14 @@ static int conn_resume(serve_worker_t *w, serve_conn_t *c, int64_t read_ns) {
   return conn_settle(w, c);
 }
 
-/* The first of c's held replies whose line is not written yet (by `done`):
- * its index (they are in the order of their lines). */
-static size_t held_first_unwritten(const serve_conn_t *c, uint64_t done) {
-  const serve_held_reply_t *h = (const serve_held_reply_t *)c->held_ids.p;
-  size_t lo = 0, hi = c->held_ids.len / sizeof *h;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (h[mid].seq <= done)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-/* audit_mode require: c's held replies from the k-th on (their lines not
- * written within audit_timeout_ms) are replaced, in c->out, by refusals,
- * each made as its protocol refuses an ID request (HTTP keeps the reply's
- * Connection header); their IDs are never sent, and a void line follows each
- * record.  The replies in between (no IDs) stay as they were.  Later
- * replies go with the first refused: replies keep their order. */
-static void held_refuse(serve_worker_t *w, serve_conn_t *c, size_t k) {
-  serve_held_reply_t *h = (serve_held_reply_t *)c->held_ids.p;
-  size_t nh = c->held_ids.len / sizeof *h;
-  char why[600];
-  serve_audit_timeout_text(w->srv, why, sizeof why);
-  serve_buf_t nb = {0};
-  serve_buf_reserve(&nb, c->out.len - c->out_off + 256); /* (the held bytes: never 0) */
-  serve_buf_put(&nb, c->out.p + c->out_off, h[k].start - c->out_off);
-  uint8_t stop = c->stop_parsing, reason = c->close_reason;
-  size_t replies = w->replies, base = w->out.len;
-  for (size_t i = k; i < nh; i++) {
-    c->stop_parsing = h[i].closing;
-    h[i].shape.replies->error(w, c, &h[i].shape, SERVE_EAUDIT, why, 1000);
-    serve_buf_put(&nb, w->out.p + base, w->out.len - base);
-    w->out.len = base;
-    size_t next = i + 1 < nh ? h[i + 1].start : c->out.len;
-    serve_buf_put(&nb, c->out.p + h[i].end, next - h[i].end);
-    serve_audit_void(w, &h[i]);
-  }
-  c->stop_parsing = stop;
-  c->close_reason = reason;
-  w->replies = replies;
-  serve_audit_timed_out(w->srv, nh - k);
-  serve_buf_free(&c->out);
-  c->out = nb;
-  c->out_off = 0;
-}
-
-/* audit_mode require: sends the held replies whose audit lines are written
- * (the writer wakes the loop when it has written some), or refused once the
- * first not written has waited audit_timeout_ms (the loop wakes for that by
- * itself: w->held_due_ms), then goes on with their connections' waiting
- * requests. */
-static void release_held(serve_worker_t *w) {
-  int waiting = w->held != NULL;
-  if (waiting != w->held_waiting) /* before the look below: a write after it wakes the loop */
-    serve_audit_waiting(w, w->held_waiting = waiting);
-  w->held_due_ms = INT64_MAX;
-  if (!waiting)
-    return;
-  uint64_t done = serve_audit_written(w);
-  int64_t now = serve_mono_ms(), bound = w->srv->cfg->audit_timeout_ms;
-  for (serve_conn_t *c = w->held, *next; c; c = next) {
-    next = c->held_next;
-    if (c->audit_seq > done) {
-      size_t k = held_first_unwritten(c, done);
-      int64_t due = ((serve_held_reply_t *)c->held_ids.p)[k].held_ms + bound;
-      if (now < due) {
-        if (due < w->held_due_ms)
-          w->held_due_ms = due;
-        continue;
-      }
-      held_refuse(w, c, k);
-    }
-    held_remove(w, c);
-    c->audit_seq = 0;
-    c->held_flushed = 0;
-    c->held_ids.len = 0;
-    if (c->held_ids.cap > 4096)
-      serve_buf_free(&c->held_ids);
-    if (c->held_replies > 0) {
-      serve_observe_latency(w, c->proto, serve_mono_ns() - c->held_read_ns, c->held_replies);
-      c->held_replies = 0;
-    }
-    c->write_ms = serve_mono_ms(); /* the slow check counts from here (now: see flush_replies) */
-    if (conn_writable(w, c) < 0)
-      continue;
-    if (c->out.len > c->out_off && !c->audit_seq) /* the kernel took part: EPOLLOUT */
-      conn_settle(w, c);
-  }
-  if (w->held == NULL && w->held_waiting)
-    serve_audit_waiting(w, w->held_waiting = 0);
-  else if (w->held != NULL && w->held_due_ms == INT64_MAX) /* held by the requests sent above */
-    w->held_due_ms = now + bound;
-  if (w->audit.len > 0) /* void lines, and the lines of the requests sent above */
-    serve_audit_handoff(w);
-}
-
-/* ---- TLS handshakes -------------------------------------------------------- */
-
-/* One step of a TLS connection's handshake (each event, until it is done).
- * Its first byte tells a TLS client from one that speaks plain text, which
- * is told so in plain text.  Returns -1 if c was closed. */
-static int conn_handshake(serve_worker_t *w, serve_conn_t *c) {
-  if (c->ssl == NULL) {
-    unsigned char b;
-    ssize_t n = recv(c->fd, &b, 1, MSG_PEEK);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
-      return 0;
-    if (n <= 0) {
-      conn_close(w, c, n == 0 ? CR_EOF : io_close_reason(errno));
-      return -1;
-    }
-    if (!tls_is_handshake_byte(b)) {
-      CNT_ADD(w->st.tls_hs[TLS_PLAIN], 1);
-      const char *msg = serve_tls_plain_refusal(c->proto);
-      ssize_t wr = write(c->fd, msg, strlen(msg)); /* (a few bytes: the kernel takes them) */
-      (void)wr;
-      c->tls_hs = 0;
-      c->stop_parsing = 1;
-      c->close_reason = CR_TLS;
-      return conn_finish(w, c);
-    }
-    c->ssl = serve_tls_conn(w->srv, c->fd);
-    if (c->ssl == NULL) {
-      conn_close(w, c, CR_ERROR);
-      return -1;
-    }
-  }
-  char err[300];
-  int r = tls_handshake(c->ssl, err, sizeof err);
-  if (r == TLS_WANT_READ || r == TLS_WANT_WRITE) {
-    set_events(w, c, r == TLS_WANT_WRITE ? EPOLLOUT : EPOLLIN);
-    return 0;
-  }
-  c->tls_hs = 0;
-  if (r == TLS_ABORTED) { /* the client went away: not a failure of ours or its */
-    CNT_ADD(w->st.tls_hs[TLS_ABORT], 1);
-    conn_close(w, c, strcmp(err, "eof") == 0 ? CR_EOF : CR_RESET);
+/* A connection whose held replies were released (serve_release_cb): they
+ * go out, then the requests that waited behind them. */
+static int conn_released(serve_worker_t *w, serve_conn_t *c) {
+  if (conn_writable(w, c) < 0)
     return -1;
-  }
-  if (r == TLS_FAILED) { /* OpenSSL has sent its alert: let the client read it */
-    serve_tls_failed(w, c, err);
-    tls_free(c->ssl);
-    c->ssl = NULL;
-    c->stop_parsing = 1;
-    c->close_reason = CR_TLS;
-    return conn_finish(w, c);
-  }
-  c->req_start_ms = 0;
-  c->active_ms = w->now_ms;
-  serve_tls_established(w, c);
-  return conn_settle(w, c);
-}
-
-/* ---- accepting ----------------------------------------------------------- */
-
-/* A reply for a client refused for lack of room (max_connections). */
-static const char *refusal_text(int proto) {
-  if (proto == PROTO_THRIFT) /* no call to answer yet: the close says it */
-    return "";
-  return proto == PROTO_RESP ? "-ERR max number of clients reached\r\n"
-                             : "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
-                               "X-Content-Type-Options: nosniff\r\n"
-                               "Content-Length: 32\r\nConnection: close\r\n\r\n"
-                               "too many connections; try later\n";
-}
-
-static void pause_listener(serve_worker_t *w, serve_listener_t *l) {
-  epoll_ctl(w->epfd, EPOLL_CTL_DEL, l->fd, NULL);
-  w->paused_until_ms = w->now_ms + 100;
-}
-
-static void on_accept(serve_worker_t *w, serve_listener_t *l) {
-  serve_daemon_t *s = w->srv;
-  for (int i = 0; i < 64; i++) {
-    struct sockaddr_storage peer;
-    socklen_t peer_len = sizeof peer;
-    int fd = accept4(l->fd, (struct sockaddr *)&peer, &peer_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EAGAIN)
-        return;
-      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
-        continue;
-      int err = errno;
-      if ((err == EMFILE || err == ENFILE) && w->reserve_fd >= 0) {
-        close(w->reserve_fd);
-        fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd >= 0)
-          close(fd);
-        w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        CNT_ADD(w->st.closed[CR_LIMIT], 1);
-        log_limited(&s->accept_log, "warn", "accept_error", "error=\"%s\" action=dropped",
-                    strerror(err));
-        if (w->reserve_fd >= 0)
-          continue;
-      } else {
-        log_limited(&s->accept_log, "warn", "accept_error", "error=\"%s\" action=pause_100ms",
-                    strerror(err));
-      }
-      pause_listener(w, l);
-      return;
-    }
-    int tls = s->cfg->tls != NULL && l->proto != PROTO_THRIFT;
-    if (atomic_fetch_add(&s->nconns, 1) >= s->cfg->max_connections) {
-      atomic_fetch_sub(&s->nconns, 1);
-      const char *msg = tls ? "" : refusal_text(l->proto); /* (TLS: the close says it) */
-      ssize_t wr = write(fd, msg, strlen(msg));
-      (void)wr;
-      close(fd);
-      CNT_ADD(w->st.closed[CR_LIMIT], 1);
-      log_limited(&s->accept_log, "warn", "client_refused", "reason=max_connections limit=%" PRId64,
-                  s->cfg->max_connections);
-      continue;
-    }
-    serve_conn_t *c = calloc(1, sizeof *c);
-    int one = 1;
-    if (c == NULL) {
-      close(fd);
-      atomic_fetch_sub(&s->nconns, 1);
-      return;
-    }
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    c->tag = TAG_CONN;
-    c->fd = fd;
-    c->proto = (uint8_t)l->proto;
-    c->events = EPOLLIN;
-    c->active_ms = w->now_ms;
-    c->id = atomic_fetch_add(&s->next_client_id, 1);
-    c->authed = atomic_load_explicit(&s->auth, memory_order_relaxed) == NULL;
-    c->tls_hs = (uint8_t)tls;
-    serve_peer_set(c, &peer);
-    if (tls) /* a handshake is a request: it has slow_timeout_ms to finish */
-      c->req_start_ms = w->now_ms;
-    struct epoll_event e = {.events = EPOLLIN, .data.ptr = c};
-    if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
-      close(fd);
-      free(c);
-      atomic_fetch_sub(&s->nconns, 1);
-      continue;
-    }
-    c->next = w->conns;
-    if (w->conns)
-      w->conns->prev = c;
-    w->conns = c;
-    w->nconns++;
-    CNT_ADD(w->st.open[l->proto], 1);
-    CNT_ADD(w->st.accepted[l->proto], 1);
-  }
+  if (c->out.len > c->out_off && !c->audit_seq) /* the kernel took part: EPOLLOUT */
+    return conn_settle(w, c);
+  return 0;
 }
 
 /* ---- the loop ----------------------------------------------------------- */
@@ -768,12 +373,8 @@ static void sweep(serve_worker_t *w) {
   if (w->index == 0)
     watch_clock(w->srv);
   if (w->paused_until_ms && now >= w->paused_until_ms && !w->draining) {
-    w->paused_until_ms = 0;
-    for (int p = 0; p < NPROTO; p++)
-      if (w->listeners[p].fd >= 0) {
-        struct epoll_event e = {.events = EPOLLIN, .data.ptr = &w->listeners[p]};
-        epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->listeners[p].fd, &e);
-      }
+    w->paused_until_ms = 0; /* (an accept(2) error paused the listeners) */
+    serve_accept_start(w);
   }
   for (serve_conn_t *c = w->conns, *next; c; c = next) {
     next = c->next;
@@ -818,8 +419,8 @@ static void sweep(serve_worker_t *w) {
       continue;
     if (reason == CR_SLOW)
       log_limited(&w->srv->close_log, "warn", "client_closed", "reason=slow proto=%s peer=%s",
-                  serve_proto_name(c->proto), serve_peer_text(c, (char[64]){0}));
-    conn_close(w, c, reason);
+                  c->type->name, serve_peer_text(c, (char[64]){0}));
+    serve_conn_close(w, c, reason);
   }
 }
 
@@ -837,7 +438,7 @@ static void start_drain(serve_worker_t *w) {
     }
   /* Answer what has arrived: once its replies are out, each connection is
    * read until the kernel has nothing more (requests already sent are answered), then
-   * half-closed (conn_finish). */
+   * half-closed (serve_conn_finish). */
   for (serve_conn_t *c = w->conns, *next; c; c = next) {
     next = c->next;
     if (c->lingering) {
@@ -884,7 +485,8 @@ static void *worker_main(void *arg) {
         serve_conn_t *c = evs[i].data.ptr;
         uint32_t ev = evs[i].events;
         if (c->tls_hs) {
-          conn_handshake(w, c);
+          if (serve_tls_handshake(w, c) > 0)
+            conn_settle(w, c);
           continue;
         }
         if ((ev & EPOLLOUT) && conn_writable(w, c) < 0)
@@ -892,7 +494,7 @@ static void *worker_main(void *arg) {
         if ((ev & (EPOLLHUP | EPOLLERR)) || ((ev & EPOLLIN) && (c->events & EPOLLIN)))
           conn_readable(w, c);
       } else if (tag == TAG_LISTENER) {
-        on_accept(w, evs[i].data.ptr);
+        serve_accept(w, evs[i].data.ptr);
       } else { /* TAG_WAKE */
         uint64_t v;
         ssize_t r = read(w->wakefd, &v, sizeof v);
@@ -903,7 +505,7 @@ static void *worker_main(void *arg) {
     if (w->audit.len > 0)
       serve_audit_handoff(w);
     if (w->held || w->held_waiting)
-      release_held(w);
+      serve_held_release(w, conn_released);
     if (n > 0 && s->cfg->busy_poll_ns > 0)
       serve_poll_sample(w);
     if (w->now_ms - w->last_sweep_ms >= SWEEP_MS)
@@ -922,7 +524,7 @@ static void *worker_main(void *arg) {
         if (w->parked)
           serve_ids_end_parked(w, conn_resume);
         while (w->conns)
-          conn_close(w, w->conns, CR_SHUTDOWN);
+          serve_conn_close(w, w->conns, CR_SHUTDOWN);
         break;
       }
     }
@@ -968,7 +570,7 @@ void serve_worker_free(serve_worker_t *w) {
     if (w->listeners[p].fd >= 0)
       close(w->listeners[p].fd);
   while (w->conns)
-    conn_close(w, w->conns, CR_SHUTDOWN);
+    serve_conn_close(w, w->conns, CR_SHUTDOWN);
   if (w->epfd >= 0)
     close(w->epfd);
   if (w->wakefd >= 0)
@@ -988,11 +590,7 @@ void serve_worker_free(serve_worker_t *w) {
 }
 
 int serve_worker_start(serve_worker_t *w) {
-  for (int p = 0; p < NPROTO; p++)
-    if (w->listeners[p].fd >= 0) {
-      struct epoll_event e = {.events = EPOLLIN, .data.ptr = &w->listeners[p]};
-      epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->listeners[p].fd, &e);
-    }
+  serve_accept_start(w);
   if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
     return -1;
   char name[16]; /* for top -H, ps -L, gdb: the kernel keeps 15 bytes */

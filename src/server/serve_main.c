@@ -136,11 +136,11 @@ static int set_up(serve_daemon_t *s) {
   if (set_up_workers(s) < 0 || serve_audit_start(s) < 0)
     return -1;
   if ((cfg->http.enabled &&
-       serve_bind_all(s, PROTO_HTTP, &cfg->http, s->http_addr, sizeof s->http_addr) < 0) ||
+       serve_bind_all(s, &serve_http_proto, &cfg->http, s->http_addr, sizeof s->http_addr) < 0) ||
       (cfg->resp.enabled &&
-       serve_bind_all(s, PROTO_RESP, &cfg->resp, s->resp_addr, sizeof s->resp_addr) < 0) ||
-      (cfg->thrift.enabled &&
-       serve_bind_all(s, PROTO_THRIFT, &cfg->thrift, s->thrift_addr, sizeof s->thrift_addr) < 0))
+       serve_bind_all(s, &serve_resp_proto, &cfg->resp, s->resp_addr, sizeof s->resp_addr) < 0) ||
+      (cfg->thrift.enabled && serve_bind_all(s, &serve_thrift_proto, &cfg->thrift, s->thrift_addr,
+                                             sizeof s->thrift_addr) < 0))
     return -1;
   if (cfg->pid_file[0] != '\0' && serve_write_pid_file(cfg->pid_file) < 0)
     return -1;

@@ -220,6 +220,10 @@ static int set_client_name(serve_worker_t *w, serve_conn_t *c, const resp_arg_t 
 }
 
 static void on_client(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+  if (r->argc < 2) {
+    wrong_arity(w, c, "client");
+    return;
+  }
   const resp_arg_t *sub = &r->argv[1];
   if (arg_is(sub, "setname")) {
     if (r->argc != 3) {
@@ -372,6 +376,10 @@ static void on_hello(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r
 static void on_decode(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   decoded_t d;
   char err[400];
+  if (r->argc != 2) {
+    wrong_arity(w, c, "decode");
+    return;
+  }
   if (decode_id(w->srv->layout, r->argv[1].ptr, r->argv[1].len, 0, &d, err, sizeof err) < 0) {
     reply_err(w, c, "ERR %s", err);
     return;
@@ -490,16 +498,109 @@ static void on_multi(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r
   CNT_ADD(w->st.resp_ok, 1);
 }
 
-size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len) {
-  resp_request_t r;
+static void on_ping(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+  if (r->argc > 2) {
+    wrong_arity(w, c, "ping");
+    return;
+  }
+  if (r->argc == 2)
+    reply_bulk(w, r->argv[1].ptr, r->argv[1].len);
+  else
+    reply(w, "+PONG\r\n");
+  CNT_ADD(w->st.resp_ok, 1);
+}
+
+static void on_echo(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+  if (r->argc != 2) {
+    wrong_arity(w, c, "echo");
+    return;
+  }
+  reply_bulk(w, r->argv[1].ptr, r->argv[1].len);
+  CNT_ADD(w->st.resp_ok, 1);
+}
+
+/* INFO [section ...]: an unknown section adds nothing, as in Redis 7. */
+static void on_info(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+  (void)c;
+  int sections = r->argc == 1 ? INFO_ALL : 0;
+  for (size_t i = 1; i < r->argc && i < RESP_MAX_ARGV; i++)
+    sections |= serve_info_section(r->argv[i].ptr, r->argv[i].len);
+  size_t start = w->out.len;
+  reply(w, "$0000000000\r\n"); /* the length is filled in below */
+  size_t body = w->out.len;
+  serve_info_text(w->srv, &w->out, sections);
+  size_t n = w->out.len - body;
+  char head[16];
+  snprintf(head, sizeof head, "$%zu\r\n", n);
+  memmove(w->out.p + start + strlen(head), w->out.p + body, n);
+  memcpy(w->out.p + start, head, strlen(head));
+  w->out.len = start + strlen(head) + n;
+  reply(w, "\r\n");
+  CNT_ADD(w->st.resp_ok, 1);
+}
+
+static void on_quit(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+  (void)r;
+  reply(w, "+OK\r\n");
+  c->stop_parsing = 1;
+  c->close_reason = CR_EOF;
+  CNT_ADD(w->st.resp_ok, 1);
+}
+
+/* CONFIG GET: what redis-benchmark asks for; nothing else is configurable
+ * over RESP.  (RESP3: a map, as Redis 7 answers.) */
+static void on_config(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+  if (r->argc < 2) {
+    wrong_arity(w, c, "config");
+    return;
+  }
+  if (!arg_is(&r->argv[1], "get")) {
+    reply_err(w, c, "ERR CONFIG %s is not supported by idgen",
+              IDGEN_QUOTE(r->argv[1].ptr, r->argv[1].len, 0, 32));
+    return;
+  }
+  if (r->argc == 3 && arg_is(&r->argv[2], "save"))
+    reply(w, c->resp3 ? "%1\r\n$4\r\nsave\r\n$0\r\n\r\n" : "*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
+  else if (r->argc == 3 && arg_is(&r->argv[2], "appendonly"))
+    reply(w, c->resp3 ? "%1\r\n$10\r\nappendonly\r\n$2\r\nno\r\n"
+                      : "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n");
+  else
+    reply(w, c->resp3 ? "%0\r\n" : "*0\r\n");
+  CNT_ADD(w->st.resp_ok, 1);
+}
+
+static void on_select(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+  int64_t db;
+  if (r->argc != 2) {
+    wrong_arity(w, c, "select");
+    return;
+  }
+  if (arg_int(&r->argv[1], &db) < 0) {
+    reply_err(w, c, "ERR value is not an integer or out of range");
+    return;
+  }
+  if (db != 0) {
+    reply_err(w, c, "ERR DB index is out of range");
+    return;
+  }
+  reply(w, "+OK\r\n");
+  CNT_ADD(w->st.resp_ok, 1);
+}
+
+/* The first command in buf[0..len) into *r: 1, with the bytes it takes in
+ * *used; else 0 with *used 0 (not whole yet), or, after a protocol error,
+ * answered as Redis answers it (and the connection closes), all of buf. */
+static int parse_command(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len,
+                         resp_request_t *r, size_t *used) {
   char err[RESP_ERR_MAX];
   size_t max = (size_t)w->srv->cfg->max_request_bytes;
-  ssize_t used = resp_parse(buf, len, max, &r, err);
-  if (used == RESP_NEED_MORE)
+  ssize_t n = resp_parse(buf, len, max, r, err);
+  *used = 0;
+  if (n == RESP_NEED_MORE)
     return 0;
-  if (used > 0 && (size_t)used > max) /* whole, but over the limit all the same */
-    snprintf(err, sizeof err, "Protocol error: request over max_request_bytes"), used = -1;
-  if (used < 0) { /* Redis answers a protocol error and closes */
+  if (n > 0 && (size_t)n > max) /* whole, but over the limit all the same */
+    snprintf(err, sizeof err, "Protocol error: request over max_request_bytes"), n = -1;
+  if (n < 0) {
     w->replies++;
     reply_err(w, c, "ERR %s", err);
     log_limited(&w->srv->client_log, "warn", "client_error", "proto=resp peer=%s reason=%s",
@@ -507,124 +608,125 @@ size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
                 log_quote(err, strlen(err), (char[128]){0}, 128));
     c->stop_parsing = 1;
     c->close_reason = CR_PROTOCOL;
-    return len;
+    *used = len;
+    return 0;
   }
-  if (r.argc == 0)
-    return (size_t)used; /* an empty line or *0 / *-1: no reply */
-  w->replies++;
-  const resp_arg_t *a0 = &r.argv[0];
-  char name[16] = "";
-  if (a0->len < sizeof name && memchr(a0->ptr, '\0', a0->len) == NULL)
+  *used = (size_t)n;
+  return 1;
+}
+
+/* A command's name in lower case into name[16] ("" when it is longer, or
+ * holds a NUL: no command's). */
+static void command_name(const resp_arg_t *a0, char name[16]) {
+  memset(name, 0, 16);
+  if (a0->len < 16 && memchr(a0->ptr, '\0', a0->len) == NULL)
     for (size_t i = 0; i < a0->len; i++)
       name[i] = (char)tolower((unsigned char)a0->ptr[i]);
-  size_t argc = r.argc;
-  if (!c->authed && strcmp(name, "auth") != 0 && strcmp(name, "hello") != 0 &&
-      strcmp(name, "quit") != 0) {
-    int index;
-    (void)serve_auth_caller(w, c, NULL, 0, "", 0, &index); /* counted and logged */
-    reply_err(w, c, "NOAUTH Authentication required.");
-    c->multi_dirty = c->multi;
-    return (size_t)used;
-  }
+}
+
+/* Before AUTH (with auth_file): every command but AUTH, HELLO and QUIT is
+ * refused, counted and logged as a missing token.  1 when `name` was. */
+static int refused_unauthed(serve_worker_t *w, serve_conn_t *c, const char *name) {
+  if (c->authed || strcmp(name, "auth") == 0 || strcmp(name, "hello") == 0 ||
+      strcmp(name, "quit") == 0)
+    return 0;
+  int index;
+  (void)serve_auth_caller(w, c, NULL, 0, "", 0, &index); /* counted and logged */
+  reply_err(w, c, "NOAUTH Authentication required.");
+  c->multi_dirty = c->multi;
+  return 1;
+}
+
+/* MULTI, EXEC, DISCARD, WATCH, UNWATCH, and in a transaction any command
+ * but QUIT (queued as it came: bytes[0..n)).  1 when `name` was one. */
+static int transaction_step(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r,
+                            const char *name, const char *bytes, size_t n) {
   int tx = strcmp(name, "multi") == 0 || strcmp(name, "exec") == 0 ||
            strcmp(name, "discard") == 0 || strcmp(name, "watch") == 0 ||
            strcmp(name, "unwatch") == 0;
   if (c->multi && !tx && strcmp(name, "quit") != 0) {
-    multi_queue(w, c, &r, name, buf, (size_t)used);
-    return (size_t)used;
+    multi_queue(w, c, r, name, bytes, n);
+    return 1;
   }
-  if (tx) {
-    if ((argc == 1) != (strcmp(name, "watch") != 0)) /* WATCH key...; the others: no argument */
-      return wrong_arity(w, c, name), (size_t)used;
-    on_multi(w, c, &r, name);
-    return (size_t)used;
-  }
-  if (strcmp(name, "id") == 0) {
-    on_ids(w, c, &r, KIND_SNOWFLAKE, 0);
-  } else if (strcmp(name, "idstr") == 0) {
-    on_ids(w, c, &r, KIND_SNOWFLAKE, 1);
-  } else if (strcmp(name, "ulid") == 0) {
-    on_ids(w, c, &r, KIND_ULID, 0);
-  } else if (strcmp(name, "uuid7") == 0) {
-    on_ids(w, c, &r, KIND_UUID7, 0);
-  } else if (strcmp(name, "ping") == 0) {
-    if (argc > 2)
-      return wrong_arity(w, c, "ping"), (size_t)used;
-    if (argc == 2)
-      reply_bulk(w, r.argv[1].ptr, r.argv[1].len);
-    else
-      reply(w, "+PONG\r\n");
-    CNT_ADD(w->st.resp_ok, 1);
-  } else if (strcmp(name, "echo") == 0) {
-    if (argc != 2)
-      return wrong_arity(w, c, "echo"), (size_t)used;
-    reply_bulk(w, r.argv[1].ptr, r.argv[1].len);
-    CNT_ADD(w->st.resp_ok, 1);
-  } else if (strcmp(name, "decode") == 0) {
-    if (argc != 2)
-      return wrong_arity(w, c, "decode"), (size_t)used;
-    on_decode(w, c, &r);
-  } else if (strcmp(name, "info") == 0) {
-    /* INFO [section ...]: an unknown section adds nothing, as in Redis 7 */
-    int sections = argc == 1 ? INFO_ALL : 0;
-    for (size_t i = 1; i < argc && i < RESP_MAX_ARGV; i++)
-      sections |= serve_info_section(r.argv[i].ptr, r.argv[i].len);
-    size_t start = w->out.len;
-    reply(w, "$0000000000\r\n"); /* the length is filled in below */
-    size_t body = w->out.len;
-    serve_info_text(w->srv, &w->out, sections);
-    size_t n = w->out.len - body;
-    char head[16];
-    snprintf(head, sizeof head, "$%zu\r\n", n);
-    memmove(w->out.p + start + strlen(head), w->out.p + body, n);
-    memcpy(w->out.p + start, head, strlen(head));
-    w->out.len = start + strlen(head) + n;
-    reply(w, "\r\n");
-    CNT_ADD(w->st.resp_ok, 1);
-  } else if (strcmp(name, "quit") == 0) {
-    reply(w, "+OK\r\n");
-    c->stop_parsing = 1;
-    c->close_reason = CR_EOF;
-    CNT_ADD(w->st.resp_ok, 1);
-  } else if (strcmp(name, "client") == 0) {
-    if (argc < 2)
-      return wrong_arity(w, c, "client"), (size_t)used;
-    on_client(w, c, &r);
-  } else if (strcmp(name, "command") == 0) {
-    on_command(w, c, &r);
-  } else if (strcmp(name, "hello") == 0) {
-    on_hello(w, c, &r);
-  } else if (strcmp(name, "auth") == 0) {
-    on_auth(w, c, &r);
-  } else if (strcmp(name, "config") == 0) {
-    if (argc < 2)
-      return wrong_arity(w, c, "config"), (size_t)used;
-    if (!arg_is(&r.argv[1], "get"))
-      return reply_err(w, c, "ERR CONFIG %s is not supported by idgen",
-                       IDGEN_QUOTE(r.argv[1].ptr, r.argv[1].len, 0, 32)),
-             (size_t)used;
-    /* What redis-benchmark asks for; nothing else is configurable over RESP. */
-    /* (RESP3: a map, as Redis 7 answers) */
-    if (argc == 3 && arg_is(&r.argv[2], "save"))
-      reply(w, c->resp3 ? "%1\r\n$4\r\nsave\r\n$0\r\n\r\n" : "*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
-    else if (argc == 3 && arg_is(&r.argv[2], "appendonly"))
-      reply(w, c->resp3 ? "%1\r\n$10\r\nappendonly\r\n$2\r\nno\r\n"
-                        : "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n");
-    else
-      reply(w, c->resp3 ? "%0\r\n" : "*0\r\n");
-    CNT_ADD(w->st.resp_ok, 1);
-  } else if (strcmp(name, "select") == 0) {
-    int64_t db;
-    if (argc != 2)
-      return wrong_arity(w, c, "select"), (size_t)used;
-    if (arg_int(&r.argv[1], &db) < 0)
-      return reply_err(w, c, "ERR value is not an integer or out of range"), (size_t)used;
-    if (db != 0)
-      return reply_err(w, c, "ERR DB index is out of range"), (size_t)used;
-    reply(w, "+OK\r\n");
-    CNT_ADD(w->st.resp_ok, 1);
-  } else {
-    unknown_command(w, c, &r);
-  }
-  return (size_t)used;
+  if (!tx)
+    return 0;
+  if ((r->argc == 1) != (strcmp(name, "watch") != 0)) /* WATCH key...; the others: no argument */
+    wrong_arity(w, c, name);
+  else
+    on_multi(w, c, r, name);
+  return 1;
 }
+
+/* Any other command, by its name (lower case). */
+static void run_command(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r,
+                        const char *name) {
+  if (strcmp(name, "id") == 0)
+    on_ids(w, c, r, KIND_SNOWFLAKE, 0);
+  else if (strcmp(name, "idstr") == 0)
+    on_ids(w, c, r, KIND_SNOWFLAKE, 1);
+  else if (strcmp(name, "ulid") == 0)
+    on_ids(w, c, r, KIND_ULID, 0);
+  else if (strcmp(name, "uuid7") == 0)
+    on_ids(w, c, r, KIND_UUID7, 0);
+  else if (strcmp(name, "ping") == 0)
+    on_ping(w, c, r);
+  else if (strcmp(name, "echo") == 0)
+    on_echo(w, c, r);
+  else if (strcmp(name, "decode") == 0)
+    on_decode(w, c, r);
+  else if (strcmp(name, "info") == 0)
+    on_info(w, c, r);
+  else if (strcmp(name, "quit") == 0)
+    on_quit(w, c, r);
+  else if (strcmp(name, "client") == 0)
+    on_client(w, c, r);
+  else if (strcmp(name, "command") == 0)
+    on_command(w, c, r);
+  else if (strcmp(name, "hello") == 0)
+    on_hello(w, c, r);
+  else if (strcmp(name, "auth") == 0)
+    on_auth(w, c, r);
+  else if (strcmp(name, "config") == 0)
+    on_config(w, c, r);
+  else if (strcmp(name, "select") == 0)
+    on_select(w, c, r);
+  else
+    unknown_command(w, c, r);
+}
+
+size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len) {
+  resp_request_t r;
+  size_t used;
+  if (!parse_command(w, c, buf, len, &r, &used))
+    return used;
+  if (r.argc == 0)
+    return used; /* an empty line or *0 / *-1: no reply */
+  w->replies++;
+  char name[16];
+  command_name(&r.argv[0], name);
+  if (!refused_unauthed(w, c, name) && !transaction_step(w, c, &r, name, buf, used))
+    run_command(w, c, &r, name);
+  return used;
+}
+
+/* Input over max_request_bytes that no command bounded: a protocol error,
+ * as serve_resp_handle answers one. */
+static void resp_oversize(serve_worker_t *w, serve_conn_t *c) {
+  w->replies++;
+  reply_err(w, c, "ERR Protocol error: request over max_request_bytes");
+}
+
+static void resp_closed(serve_worker_t *w, serve_conn_t *c) { multi_end(w, c); }
+
+const serve_proto_t serve_resp_proto = {
+    .name = "resp",
+    .index = PROTO_RESP,
+    .handle = serve_resp_handle,
+    .lf_ended = 1, /* (an inline command's, or a bulk string's CRLF) */
+    .oversize = resp_oversize,
+    .closed = resp_closed,
+    .full_refusal = "-ERR max number of clients reached\r\n",
+    .tls = 1,
+    .tls_plain_refusal =
+        "-ERR this port speaks TLS: connect with TLS (redis-cli --tls, rediss://)\r\n",
+};

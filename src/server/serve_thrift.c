@@ -170,3 +170,10 @@ size_t serve_thrift_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, 
   }
   return (size_t)used;
 }
+
+const serve_proto_t serve_thrift_proto = {
+    .name = "thrift",
+    .index = PROTO_THRIFT,
+    .handle = serve_thrift_handle,
+    .full_refusal = "", /* no call to answer yet: the close says it */
+};

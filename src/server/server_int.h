@@ -1,13 +1,18 @@
 /*
- * server_int.h -- the daemon's insides, shared by its files: the event
- * loops and the lifecycle (serve_loop.c) on top; below them the protocols
- * (serve_http.c, serve_resp.c, serve_thrift.c), which hand ID requests to
- * serve_ids.c with a table of their own replies (serve_replies_t) and take
- * facts from serve_stats.c; at the bottom buffers and clocks
- * (serve_buf.c), sockets (serve_listen.c), the lease (serve_lease.c), the
- * audit log (serve_audit.c) and busy polling (serve_poll.c).  Calls run
- * downward only: what a lower file needs from a higher one it is handed
- * (a reply table, serve_resume_cb).  The sections below follow the files.
+ * server_int.h -- the daemon's insides, shared by its files: the lifecycle
+ * (serve_main.c) and the event loops (serve_loop.c) on top, which know a
+ * connection's protocol only by its table (serve_proto_t); below them TLS
+ * handshakes (serve_tls.c), a connection's bytes and its end
+ * (serve_conn.c), replies held for their audit lines (serve_held.c), new
+ * connections (serve_accept.c), and the protocols (serve_http.c,
+ * serve_resp.c, serve_thrift.c), which hand ID requests to serve_ids.c with
+ * a table of their own replies (serve_replies_t) and take facts from
+ * serve_stats.c; at the bottom buffers and clocks (serve_buf.c), sockets
+ * (serve_listen.c), the lease (serve_lease.c), the audit log
+ * (serve_audit.c) and busy polling (serve_poll.c).  Calls run downward
+ * only: what a lower file needs from a higher one it is handed (a
+ * protocol's table, a reply table, serve_resume_cb, serve_release_cb).
+ * The sections below follow the files.
  */
 #ifndef IDGEN_SERVER_INT_H
 #define IDGEN_SERVER_INT_H
@@ -24,13 +29,11 @@
 #include "log.h"
 
 #define RBUF_SIZE (64 * 1024) /* one read(2) into the worker's scratch */
-#define OUT_SOFT_LIMIT                                                                             \
-  (64 * 1024) /* queued replies past which a client's
-                                       further requests wait (backpressure) */
-#define TURN_OUT_LIMIT                                                                             \
-  (1024 * 1024) /* replies one connection makes in one loop turn: then the
-                                       loop serves the others first (a fast reader of large
-                                       batches would hold it) */
+/* Queued replies past which a client's further requests wait (backpressure). */
+#define OUT_SOFT_LIMIT (64 * 1024)
+/* Replies one connection makes in one loop turn: then the loop serves the
+ * others first (a fast reader of large batches would hold it). */
+#define TURN_OUT_LIMIT (1024 * 1024)
 #define AGENT_NAME_MAX 64
 #define AUTH_FAILS_MAX 3              /* wrong tokens on one connection before it is closed */
 #define MULTI_BUDGET_BYTES (64 << 20) /* the daemon's open transactions' queues, in all */
@@ -117,11 +120,12 @@ typedef struct serve_wstats {
   serve_counter_t hist_sum_ns[NPROTO], hist_count[NPROTO];
   serve_counter_t open[NPROTO], accepted[NPROTO];
   serve_counter_t closed[NCR];
-  serve_counter_t parked;     /* requests that waited parked */
-  serve_counter_t waits;      /* blocking waits for events (epoll_pwait2) */
-  serve_counter_t polls[2];   /* busy polls that missed, that found work in time */
-  serve_counter_t *auth_fail; /* [NPROTO * (AGENT_FIRST + max_agents)]: a token refused (or none
-                                 shown where one is needed), by protocol and the agent named */
+  serve_counter_t parked;   /* requests that waited parked */
+  serve_counter_t waits;    /* blocking waits for events (epoll_pwait2) */
+  serve_counter_t polls[2]; /* busy polls that missed, that found work in time */
+  /* [NPROTO * (AGENT_FIRST + max_agents)]: a token refused (or none shown
+   * where one is needed), by protocol and the agent named. */
+  serve_counter_t *auth_fail;
   serve_counter_t tls_hs[NTLS_RESULTS];                    /* TLS handshakes, by result */
   serve_counter_t auth_held[NPROTO], auth_refused[NPROTO]; /* answers slowed, addresses refused */
 } serve_wstats_t;
@@ -175,19 +179,22 @@ typedef struct serve_replies {
 typedef struct serve_parked {
   struct serve_parked *prev, *next; /* the loop's list */
   struct serve_conn *c;
-  idgen_snowflake_gen_t *g;  /* the generator it waits on */
-  idgen_cached_gen_t *cache; /* with --cache, the cache it came from (resumed
-                                      * through it), else NULL */
-  uint64_t swaps;            /* server_swaps() before g and cache were read: after a
-                                  * swap they are not touched again (maybe freed) */
+  idgen_snowflake_gen_t *g; /* the generator it waits on */
+  /* With --cache, the cache it came from (resumed through it), else NULL. */
+  idgen_cached_gen_t *cache;
+  /* server_swaps() before g and cache were read: after a swap they are not
+   * touched again (maybe freed). */
+  uint64_t swaps;
   idgen_snowflake_wait_t wait;
-  int64_t due_mono_ns; /* wait.due_ns on the kernel's CLOCK_MONOTONIC: a step of the
-                                  * wall clock must not move the wake-up */
+  /* wait.due_ns on the kernel's CLOCK_MONOTONIC: a step of the wall clock
+   * must not move the wake-up. */
+  int64_t due_mono_ns;
   serve_reply_shape_t shape;
-  int64_t read_ns;       /* when the request was read */
-  int64_t since_mono_ns; /* when it began to wait (kernel clock): the oldest wait
-                                  * in /ready, /info, /metrics */
-  uint64_t ids[];        /* room for shape.count IDs */
+  int64_t read_ns; /* when the request was read */
+  /* When it began to wait (kernel clock): the oldest wait in /ready, /info,
+   * /metrics. */
+  int64_t since_mono_ns;
+  uint64_t ids[]; /* room for shape.count IDs */
 } serve_parked_t;
 
 /* audit_mode require: a reply with IDs held until its audit line is written
@@ -204,18 +211,22 @@ typedef struct serve_held_reply {
 
 enum { TAG_LISTENER = 1, TAG_WAKE, TAG_CONN };
 
+struct serve_proto;
+
 typedef struct serve_listener {
   int tag; /* TAG_LISTENER */
   int fd;
-  int proto;
+  const struct serve_proto *type; /* its protocol (serve_proto_t, below) */
 } serve_listener_t;
 
 typedef struct serve_conn {
   int tag; /* TAG_CONN */
   int fd;
-  uint8_t proto;
-  uint8_t stop_parsing; /* QUIT, an error, or Connection: close: after the
-                                    last reply, half-close and read until EOF */
+  const struct serve_proto *type; /* its protocol: its listener's */
+  uint8_t proto;                  /* type->index, PROTO_*: its counters' index */
+  /* QUIT, an error, or Connection: close: after the last reply, half-close
+   * and read until EOF. */
+  uint8_t stop_parsing;
   uint8_t lingering;
   uint8_t blocked; /* replies over OUT_SOFT_LIMIT: requests wait */
   uint8_t close_reason;
@@ -309,11 +320,13 @@ typedef struct serve_worker {
   atomic_int statfd;    /* its /proc/thread-self/stat, or -1 */
   int draining;
   int64_t drain_deadline_ms;
-  int64_t drain_kernel_ms; /* the same on the kernel's clock (serve_kernel_mono_ns):
-                                  * a drain ends under a clock faker that stops the other */
-  int64_t park_until_ns;   /* a request due later than this (kernel clock) is refused
-                                  * SERVE_ESHUTDOWN: INT64_MAX until a drain sets its limit */
-  uint64_t parks;          /* requests parked so far (serve_ids_run_parked's `next`) */
+  /* The same on the kernel's clock (serve_kernel_mono_ns): a drain ends
+   * under a clock faker that stops the other. */
+  int64_t drain_kernel_ms;
+  /* A request due later than this (kernel clock) is refused
+   * SERVE_ESHUTDOWN: INT64_MAX until a drain sets its limit. */
+  int64_t park_until_ns;
+  uint64_t parks; /* requests parked so far (serve_ids_run_parked's `next`) */
   int64_t date_sec;
   char date[40]; /* "Date: ...\r\n" */
   serve_wstats_t st;
@@ -380,10 +393,10 @@ typedef struct serve_daemon {
    * lease thread (serve_lease.c) only logs changes and replaces a lease lost for
    * good.  lease_was_valid: its last look, its own. */
   int lease_was_valid;
-  int lease_field; /* layout index of the leased field, or -1 */
+  int lease_field;           /* layout index of the leased field, or -1 */
+  struct serve_audit *audit; /* --audit-log and its writer (serve_audit.c), or NULL */
   /* This host's clock minus the registry's, measured at start and by the
    * lease thread every 10 s (registries with a clock of their own). */
-  struct serve_audit *audit; /* --audit-log and its writer (serve_audit.c), or NULL */
   atomic_int clock_skew_known;
   _Atomic int64_t clock_skew_ms;
   leased_t lx;          /* the registry, lease and generator in use */
@@ -457,6 +470,53 @@ void serve_worker_free(serve_worker_t *w);
  * stderr.  Nothing frees it: it lives as long as the test's process. */
 int serve_setup_for_test(serve_daemon_t *s, const serve_config_t *cfg);
 
+/* ---- serve_accept.c: a loop's new connections ---- */
+/* Accepts what waits on l (up to 64 connections a call), each taking l's
+ * protocol; past max_connections a client gets its protocol's refusal and
+ * is closed; an accept(2) error may pause l for 100 ms (w->paused_until_ms:
+ * the sweep calls serve_accept_start then). */
+void serve_accept(serve_worker_t *w, serve_listener_t *l);
+/* Puts w's listeners in its epoll set: at its start, and after a pause. */
+void serve_accept_start(serve_worker_t *w);
+
+/* ---- serve_conn.c: a connection's bytes and its end ---- */
+/* Sets c's epoll interest to ev (one epoll_ctl, only when it changes). */
+void serve_conn_events(serve_worker_t *w, serve_conn_t *c, uint32_t ev);
+/* The close reason of a failed read or write (errno err): the client reset
+ * the connection, or an error. */
+int serve_conn_io_reason(int err);
+/* read(2) and write(2) of c, through TLS when it speaks it (tls.h: the same
+ * results; a read may need the socket writable first: c->tls_wants_out). */
+ssize_t serve_conn_recv(serve_conn_t *c, void *buf, size_t cap);
+ssize_t serve_conn_send(serve_conn_t *c, const void *buf, size_t len);
+/* Hands w->out (the replies just made for c) to the kernel, queueing what
+ * it does not take (all of it behind queued or held replies).  Returns -1
+ * if c was closed (an error, or over max_output_bytes). */
+int serve_conn_flush(serve_worker_t *w, serve_conn_t *c);
+/* After the last reply of a connection that must close: a half-close that
+ * keeps reading (and discarding) until the client closes or LINGER_MS
+ * pass.  Returns 0. */
+int serve_conn_finish(serve_worker_t *w, serve_conn_t *c);
+/* Closes c and frees it, with its parked request, its held replies and
+ * what its protocol keeps for it (c->type->closed); counted under reason. */
+void serve_conn_close(serve_worker_t *w, serve_conn_t *c, int reason);
+
+/* ---- serve_held.c: replies held for their audit lines (audit_mode require) ---- */
+/* c's replies wait for the loop's audit lines: on the loop's `held` list
+ * until released (serve_conn_flush puts it there), or until it closes. */
+void serve_held_add(serve_worker_t *w, serve_conn_t *c);
+void serve_held_remove(serve_worker_t *w, serve_conn_t *c);
+/* The loop's: c's replies are released (or refusals put in their place):
+ * it sends them, then goes on with the requests that waited behind them.
+ * Returns -1 if c was closed. */
+typedef int (*serve_release_cb)(serve_worker_t *w, serve_conn_t *c);
+/* After a turn: releases the held replies whose audit lines are written
+ * (the writer wakes the loop when it has written some), or refuses them
+ * once the first not written has waited audit_timeout_ms (the loop wakes
+ * for that by itself: w->held_due_ms), each connection then handed to
+ * sent(). */
+void serve_held_release(serve_worker_t *w, serve_release_cb sent);
+
 /* ---- serve_buf.c: buffers, numbers as text, and clocks ---- */
 void serve_buf_reserve(serve_buf_t *b, size_t more);
 void serve_buf_put(serve_buf_t *b, const void *p, size_t n);
@@ -469,11 +529,12 @@ int64_t serve_kernel_mono_ns(void); /* past LD_PRELOAD clock fakers: parked requ
 
 /* ---- serve_listen.c: sockets, addresses, the pid file ---- */
 /* An address as "a.b.c.d:port" or "[v6]:port" into buf[n];
- * binds protocol `proto` on every loop (the bound address, port 0 resolved,
+ * binds protocol `type` on every loop (the bound address, port 0 resolved,
  * into bound[n]); writes the pid file; raises the descriptor limit for
  * max_connections.  0, or -1 with a message on stderr. */
 void serve_addr_text(const struct sockaddr_storage *ss, char *buf, size_t n);
-int serve_bind_all(serve_daemon_t *s, int proto, const serve_addr_t *a, char *bound, size_t n);
+int serve_bind_all(serve_daemon_t *s, const struct serve_proto *type, const serve_addr_t *a,
+                   char *bound, size_t n);
 int serve_write_pid_file(const char *path);
 void serve_raise_fd_limit(const serve_config_t *cfg);
 /* The client's address as "ip:port" into buf[64], for log lines; kept in c
@@ -491,20 +552,17 @@ void serve_peer_set(serve_conn_t *c, const struct sockaddr_storage *ss);
 int serve_auth_caller(serve_worker_t *w, serve_conn_t *c, const char *agent, size_t alen,
                       const char *tok, size_t tlen, int *agent_index);
 /* ---- serve_tls.c: TLS connections ---- */
-/* The listener's protocol speaks TLS: a connection from the context in
- * force, on fd (NULL: out of memory). */
-struct ssl_st *serve_tls_conn(serve_daemon_t *s, int fd);
+/* One step of c's handshake (c->tls_hs: at each of its events, until it is
+ * done).  Its first byte tells a TLS client from one that speaks plain
+ * text, which is told so (c->type->tls_plain_refusal) and finished.
+ * 1: done, c's interest is the loop's to settle; 0: it waits for an event
+ * (or finishes); -1: c was closed. */
+int serve_tls_handshake(serve_worker_t *w, serve_conn_t *c);
 /* SIGHUP: tls_cert, tls_key and tls_client_ca read again and swapped in
  * (new connections use them, open ones go on); kept as they were, with the
  * error logged, when they do not load.  serve_tls_fini at the end. */
 void serve_tls_reload(serve_daemon_t *s);
 void serve_tls_fini(serve_daemon_t *s);
-/* The plain-text answer to a client that spoke plain text on a TLS port. */
-const char *serve_tls_plain_refusal(int proto);
-/* c's handshake is done: its certificate's agent taken; counted. */
-void serve_tls_established(serve_worker_t *w, serve_conn_t *c);
-/* c's handshake failed (err: why): counted, and logged rate-limited. */
-void serve_tls_failed(serve_worker_t *w, serve_conn_t *c, const char *err);
 
 /* SIGHUP: auth_file read again and swapped in; kept as it was (and the
  * error logged) if the new one is refused.  The main thread's. */
@@ -574,8 +632,9 @@ int serve_not_ready(serve_daemon_t *s, char *why, size_t n);
 typedef struct serve_waiting {
   uint64_t requests;
   int64_t oldest_ms;
-  int64_t bound_ms; /* what one may wait (bounded): max_wait_ms, and the rest of a
-                     * used-up tick when the layout's tick is a second or shorter */
+  /* What one may wait (bounded): max_wait_ms, and the rest of a used-up
+   * tick when the layout's tick is a second or shorter. */
+  int64_t bound_ms;
 } serve_waiting_t;
 serve_waiting_t serve_waiting(serve_daemon_t *s);
 /* /ready is 503 once a request has waited this much longer than the bound
@@ -677,16 +736,47 @@ void serve_audit_health_line(serve_daemon_t *s, serve_buf_t *b);
 struct json_t *serve_audit_json(serve_daemon_t *s);
 void serve_audit_metrics(serve_daemon_t *s, serve_buf_t *b);
 /* ---- the protocols (serve_http.c, serve_resp.c, serve_thrift.c) ---- */
-/* Handles the first request (a Thrift call: one frame) in buf[0..len) of
- * connection c, appending its reply to w->out; an ID request goes to
- * serve_ids_request with the protocol's serve_replies_t.  Returns the
- * bytes it used, or 0 if the request is not whole yet.  Sets
- * c->stop_parsing when the connection should close after its replies. */
+/* A protocol as the loops see it, as Redis's connection type: each
+ * protocol's file defines its table; serve_main.c hands it to the listeners
+ * it binds, and each connection carries its listener's (c->type).  The
+ * files above the protocols call through it and never ask which protocol
+ * they have. */
+typedef struct serve_proto {
+  const char *name; /* "http", "resp", "thrift" (serve_proto_name): logs, metric labels */
+  int index;        /* PROTO_*: its counters' index (c->proto) */
+  /* Handles the first request (a Thrift call: one frame) in buf[0..len) of
+   * connection c, appending its reply to w->out; an ID request goes to
+   * serve_ids_request with the protocol's serve_replies_t.  Returns the
+   * bytes it used, or 0 if the request is not whole yet.  Sets
+   * c->stop_parsing when the connection should close after its replies. */
+  size_t (*handle)(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len);
+  /* Every request ends with a line feed: a partial request is not parsed
+   * again until another has come (one byte at a time would cost quadratic
+   * time).  0 for Thrift's binary frames. */
+  int lf_ended;
+  /* Appends its answer to input over max_request_bytes that no request
+   * bounded (RESP: a command of many small arguments), counted as a reply;
+   * the connection closes after it.  NULL: it closes without one. */
+  void (*oversize)(serve_worker_t *w, serve_conn_t *c);
+  /* c closes: what the protocol keeps for it is freed.  NULL: nothing. */
+  void (*closed)(serve_worker_t *w, serve_conn_t *c);
+  /* Written to a client refused past max_connections before the close
+   * ("": the close says it). */
+  const char *full_refusal;
+  /* It speaks TLS when tls_cert is set (Thrift's clients do not: it stays
+   * plain text), and tells a client that speaks plain text to it then
+   * tls_plain_refusal. */
+  int tls;
+  const char *tls_plain_refusal;
+} serve_proto_t;
+extern const serve_proto_t serve_http_proto, serve_resp_proto, serve_thrift_proto;
+
+/* The tables' handlers, also called alone by the fuzzers. */
 size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len);
 size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len);
+size_t serve_thrift_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len);
 /* c's open transaction (if any) ends: its queue no longer counts toward
  * MULTI_BUDGET_BYTES (its bytes stay in c->multi_q for the caller). */
 void serve_resp_multi_forget(serve_daemon_t *s, serve_conn_t *c);
-size_t serve_thrift_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len);
 
 #endif

@@ -1,7 +1,8 @@
 /*
- * tls.h -- the daemon's TLS (tls_cert, tls_key, tls_client_ca; SPEC §13),
- * on OpenSSL's libssl: the context from the files, and one connection's
- * handshake, reads and writes, non-blocking, as the event loop needs them.
+ * tls.h -- the daemon's TLS (tls_cert, tls_key, tls_client_ca; docs/SERVE.md,
+ * Authentication and TLS), on OpenSSL's libssl: the context from the files,
+ * and one connection's handshake, reads and writes, non-blocking, as the
+ * event loop needs them.
  *
  * A context serves TLS 1.2 and 1.3 only, without renegotiation or
  * compression; with a client CA it asks every client for a certificate
