@@ -15,7 +15,7 @@
 LOG_PRINTF(5, 0)
 static void vlog(int64_t ms, const char *level, const char *event, uint64_t suppressed,
                  const char *fmt, va_list ap) {
-  char line[1024], ts[IDGEN_TIME_BUFSIZE];
+  char line[1024], ts[IDGEN_TIME_TEXT_MAX];
   idgen_time_format(ms, ts);
   int n = snprintf(line, sizeof line, "ts=%s level=%s event=%s", ts, level, event);
   if (fmt[0] != '\0' && n < (int)sizeof line - 1) {

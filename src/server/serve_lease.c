@@ -54,7 +54,7 @@ static void log_lease(serve_daemon_t *s, const char *event) {
   idgen_snowflake_gen_lease_status(s->lx.gen, &st);
   if (!st.bound)
     return;
-  char mark[IDGEN_TIME_BUFSIZE] = "-";
+  char mark[IDGEN_TIME_TEXT_MAX] = "-";
   if (st.lease.mark_ms > 0)
     idgen_time_format(st.lease.mark_ms, mark);
   log_event("info", event,
@@ -224,7 +224,7 @@ int serve_make_generators(serve_daemon_t *s) {
   if (s->lx.reg != NULL && measure_skew(s) == 0 && cfg->s.num[SK_MAX_CLOCK_SKEW_MS] > 0) {
     int64_t skew = atomic_load(&s->clock_skew_ms), limit = cfg->s.num[SK_MAX_CLOCK_SKEW_MS];
     if (skew > limit || skew < -limit) {
-      char here[IDGEN_TIME_BUFSIZE], there[IDGEN_TIME_BUFSIZE], uri[1024];
+      char here[IDGEN_TIME_TEXT_MAX], there[IDGEN_TIME_TEXT_MAX], uri[1024];
       int64_t now = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE);
       idgen_time_format(now, here);
       idgen_time_format(now - skew, there);

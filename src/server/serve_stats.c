@@ -518,7 +518,7 @@ void serve_info_text(serve_daemon_t *s, serve_buf_t *b, int sections) {
   idgen_snowflake_lease_status_t ls = lease_now(s);
   idgen_clock_stats_t cs;
   idgen_clock_stats(&cs);
-  char mark[IDGEN_TIME_BUFSIZE];
+  char mark[IDGEN_TIME_TEXT_MAX];
   if (sections & INFO_SERVER)
     serve_buf_printf(b,
                      "# Server\r\nidgen_version:%s\r\nprocess_id:%ld\r\nuptime_in_seconds:%.0f"
@@ -614,7 +614,7 @@ static json_t *info_object(serve_daemon_t *s) {
   json_object_set_new(clock, "coarse_resolution_ns",
                       json_integer((json_int_t)idgen_clock_coarse_resolution_ns()));
   idgen_snowflake_lease_status_t ls = lease_now(s);
-  char mark[IDGEN_TIME_BUFSIZE], gen[24];
+  char mark[IDGEN_TIME_TEXT_MAX], gen[24];
   for (int i = 0; i < l->nfields; i++)
     if (l->fields[i].kind == IDGEN_FIELD_NODE)
       json_object_set_new(node, l->fields[i].name, json_integer((json_int_t)node_value(s, &ls, i)));
@@ -710,7 +710,7 @@ int serve_status_json(serve_daemon_t *s, serve_buf_t *b) {
   if (o == NULL)
     return -1;
   int64_t now = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE);
-  char why[400], when[IDGEN_TIME_BUFSIZE];
+  char why[400], when[IDGEN_TIME_TEXT_MAX];
   int sick = serve_not_ready(s, why, sizeof why);
   json_object_set_new(o, "now_ms", json_integer(now));
   json_object_set_new(o, "mono_ms", json_integer(serve_mono_ms()));
@@ -802,7 +802,7 @@ int serve_ready_text(serve_daemon_t *s, serve_buf_t *b) {
   if (ls.bound) {
     /* Durations (valid_ms by this host, expires_in_ms by the registry) and
      * the mark by this host's clock: no two clocks side by side. */
-    char mark[IDGEN_TIME_BUFSIZE], in[24], valid[24];
+    char mark[IDGEN_TIME_TEXT_MAX], in[24], valid[24];
     serve_buf_printf(b,
                      "lease %s=%" PRIu64 " node=%s generation=%" PRIu64
                      " valid_ms=%s expires_in_ms=%s mark=%s\n",
