@@ -717,15 +717,8 @@ static size_t gen_size(void) {
 
 /* Makes a generator in g (gen_size() bytes, aligned): idgen_snowflake_gen_new's
  * checks and start.  On failure g holds nothing to release. */
-static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t *l,
-                     const idgen_snowflake_settings_t *s, char *err, size_t errlen) {
-  idgen_snowflake_settings_t defaults;
-  char date[IDGEN_TIME_TEXT_MAX], now_buf[IDGEN_TIME_TEXT_MAX];
-
-  if (s == NULL) {
-    idgen_snowflake_settings_init(&defaults);
-    s = &defaults;
-  }
+/* The settings' own bounds (gen_setup's first step). */
+static int settings_check(const idgen_snowflake_settings_t *s, char *err, size_t errlen) {
   if (s->max_borrow_ms < 0 || s->max_borrow_ms > BORROW_MAX_MS)
     return idgen__err(err, errlen, IDGEN_ERANGE, "max_borrow_ms %" PRId64 " out of range 0..%lld",
                       s->max_borrow_ms, BORROW_MAX_MS);
@@ -735,8 +728,14 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
   if (s->clock_mode != IDGEN_CLOCK_FAST && s->clock_mode != IDGEN_CLOCK_PRECISE &&
       s->clock_mode != IDGEN_CLOCK_COARSE)
     return idgen__err(err, errlen, IDGEN_EINVAL, "clock_mode %d unknown", (int)s->clock_mode);
+  return 0;
+}
 
-  idgen_lease_info_t lease;
+/* What the lease says (*lease), checked against the layout: a lease of
+ * another layout, or from a registry library of another release, is
+ * refused.  Only when s->lease is set. */
+static int lease_check(const idgen_layout_t *l, const idgen_snowflake_settings_t *s,
+                       idgen_lease_info_t *lease, char *err, size_t errlen) {
   const idgen__lease_bind_t *bind = s->lease != NULL ? idgen__lease_bind(s->lease) : NULL;
   /* The version first, before anything else of the table is read: a
    * registry library of another version may lay out the rest otherwise. */
@@ -747,28 +746,42 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
                       "libidgen-registry of the same release",
                       bind->version, idgen_version(), IDGEN__BIND_VERSION);
   if (s->lease != NULL) {
-    bind->info(s->lease, &lease);
-    if (lease.field < 0 || lease.field >= l->nfields ||
-        l->fields[lease.field].kind != IDGEN_FIELD_NODE ||
-        lease.worker >> l->fields[lease.field].bits != 0)
+    bind->info(s->lease, lease);
+    if (lease->field < 0 || lease->field >= l->nfields ||
+        l->fields[lease->field].kind != IDGEN_FIELD_NODE ||
+        lease->worker >> l->fields[lease->field].bits != 0)
       return idgen__err(err, errlen, IDGEN_EINVAL,
                         "the lease was not acquired for this layout (field %d, %s %" PRIu64 ")",
-                        lease.field, lease.pool, lease.worker);
+                        lease->field, lease->pool, lease->worker);
   }
+  return 0;
+}
+
+/* The node fields' bits of every ID (*out): the settings' values, the
+ * leased field's from the lease. */
+static int node_bits_of(const idgen_layout_t *l, const idgen_snowflake_settings_t *s,
+                        const idgen_lease_info_t *lease, uint64_t *out, char *err, size_t errlen) {
   uint64_t node_bits = 0;
   for (int i = 0; i < l->nfields; i++) {
     const idgen_field_t *f = &l->fields[i];
     if (f->kind != IDGEN_FIELD_NODE)
       continue;
     uint64_t max = (UINT64_C(1) << f->bits) - 1, v = s->node[i];
-    if (s->lease != NULL && i == lease.field)
-      v = lease.worker;
+    if (s->lease != NULL && i == lease->field)
+      v = lease->worker;
     if (v > max)
       return idgen__err(err, errlen, IDGEN_ERANGE, "%s %" PRIu64 " out of range 0..%" PRIu64,
                         f->name, v, max);
     node_bits |= v << f->shift;
   }
+  *out = node_bits;
+  return 0;
+}
 
+/* g from the layout and the settings: the fields, the hot path's spans,
+ * the bias, the atomics. */
+static void gen_fill(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t *l,
+                     const idgen_snowflake_settings_t *s, uint64_t node_bits) {
   memset(g, 0, gen_size());
   g->shared = shared;
   g->owner = (int)getpid();
@@ -809,7 +822,12 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
   atomic_init(&g->next, 0);
   atomic_init(&g->seen, 0);
   atomic_init(&g->ceiling, g->max_state);
+}
 
+/* The clock within the layout's life: after its epoch, before its end. */
+static int gen_check_now(idgen_snowflake_gen_t *g, const idgen_layout_t *l, char *err,
+                         size_t errlen) {
+  char date[IDGEN_TIME_TEXT_MAX], now_buf[IDGEN_TIME_TEXT_MAX];
   int64_t ms = idgen__ns_to_ms(now_ns(g));
   int64_t horizon = idgen_layout_horizon_ms(l);
   if (ms >= horizon) {
@@ -822,13 +840,20 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
     return idgen__err(err, errlen, IDGEN_ECLOCK, "clock %s is before the layout epoch %s", now_buf,
                       date);
   }
+  return 0;
+}
+
+/* A bound generator starts above the lease's marks and start_after_ms, and
+ * its keeper runs. */
+static int gen_start_bound(idgen_snowflake_gen_t *g, const idgen_snowflake_settings_t *s,
+                           const idgen_lease_info_t *lease, char *err, size_t errlen) {
   if (s->lease != NULL) {
     /* Start above everything the worker ID's earlier holders may have
      * issued (durable), and above start_after_ms. */
     uint64_t from = 0, v;
-    if ((v = idgen__sf_state_of_ms(g, lease.mark_ms)) != 0)
+    if ((v = idgen__sf_state_of_ms(g, lease->mark_ms)) != 0)
       from = v + 1;
-    if ((v = idgen__sf_state_of_ms(g, lease.floor_ms)) != 0 && v + 1 > from)
+    if ((v = idgen__sf_state_of_ms(g, lease->floor_ms)) != 0 && v + 1 > from)
       from = v + 1; /* its layout's floor in the registry's ID space */
     if ((v = idgen__sf_state_of_ms(g, s->start_after_ms)) != 0 && v + 1 > from)
       from = v + 1;
@@ -843,6 +868,28 @@ static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
     }
   }
   return 0;
+}
+
+static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t *l,
+                     const idgen_snowflake_settings_t *s, char *err, size_t errlen) {
+  idgen_snowflake_settings_t defaults;
+  if (s == NULL) {
+    idgen_snowflake_settings_init(&defaults);
+    s = &defaults;
+  }
+  int rc = settings_check(s, err, errlen);
+  idgen_lease_info_t lease;
+  if (rc == 0 && s->lease != NULL)
+    rc = lease_check(l, s, &lease, err, errlen);
+  uint64_t node_bits = 0;
+  if (rc == 0)
+    rc = node_bits_of(l, s, s->lease != NULL ? &lease : NULL, &node_bits, err, errlen);
+  if (rc < 0)
+    return rc;
+  gen_fill(g, shared, l, s, node_bits);
+  if ((rc = gen_check_now(g, l, err, errlen)) < 0)
+    return rc;
+  return s->lease != NULL ? gen_start_bound(g, s, &lease, err, errlen) : 0;
 }
 
 int idgen_snowflake_gen_new(idgen_snowflake_gen_t **out, const idgen_layout_t *l,
