@@ -1,12 +1,14 @@
 /*
- * idgen_pg.h -- between the extension's files: idgen_snowflake()'s part of
- * _PG_init, in idgen_snowflake.c (with shared_preload_libraries: its
- * settings, its shared memory and its background worker; the files that
- * make them share idgen_snowflake_int.h).
+ * idgen_pg.h -- between the extension's files: what _PG_init calls with
+ * shared_preload_libraries.  idgen_snowflake()'s settings and shared memory
+ * (idgen_snowflake.c) and the background worker that leases for the
+ * backends (idgen_worker.c); the files that make them share
+ * idgen_snowflake_int.h.
  */
 #ifndef IDGEN_PG_H
 #define IDGEN_PG_H
 
 void idgen_pg_snowflake_init(void);
+void idgen_pg_worker_register(void);
 
 #endif

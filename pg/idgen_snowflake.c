@@ -150,7 +150,6 @@ void idgen_pg_snowflake_init(void) {
   shmem_request_hook = request_shmem;
   prev_startup = shmem_startup_hook;
   shmem_startup_hook = startup_shmem;
-  idgen_pg_worker_register();
 }
 
 /* ---- the SQL functions ---------------------------------------------------- */

@@ -84,7 +84,6 @@ void idgen_pg_slot_retire(int cur);
 /* ---- the background worker (idgen_worker.c) ------------------------------ */
 
 /* Registers "idgen lease keeper"; only while the postmaster loads us. */
-void idgen_pg_worker_register(void);
 
 /* ---- the settings (idgen_guc.c) ------------------------------------------ */
 

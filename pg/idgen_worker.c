@@ -23,6 +23,7 @@
 #include "utils/wait_event.h"
 
 #include "idgen.h"
+#include "idgen_pg.h"
 #include "idgen_snowflake_int.h"
 
 #define RETRY_MS 1000 /* between failed acquisitions */
