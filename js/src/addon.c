@@ -1127,6 +1127,18 @@ static const idgen_layout_t *layout_cached(napi_env env, const char *text) {
   return &e->layout;
 }
 
+/* The n bytes of JSON text a writer left in text as a string; n < 0 (it
+ * did not fit): ERANGE thrown. */
+static napi_value json_text(napi_env env, const char *text, int n) {
+  if (n < 0) {
+    throw_idgen(env, IDGEN_ERANGE, NULL);
+    return NULL;
+  }
+  napi_value v;
+  NAPI_CALL(env, napi_create_string_utf8(env, text, (size_t)n, &v));
+  return v;
+}
+
 /* layoutInfo(layout) → the layout's geometry as JSON text (layout_info_json:
  * the planner's input, and the shifts decode() reads Snowflake IDs by in
  * JavaScript), or the CLI's message thrown. */
@@ -1138,14 +1150,7 @@ static napi_value layout_info_js(napi_env env, napi_callback_info info) {
   const idgen_layout_t *l = layout_cached(env, text);
   if (l == NULL)
     return NULL;
-  int n = layout_info_json(l, json, sizeof json);
-  if (n < 0) {
-    throw_idgen(env, IDGEN_ERANGE, NULL);
-    return NULL;
-  }
-  napi_value v;
-  NAPI_CALL(env, napi_create_string_utf8(env, json, (size_t)n, &v));
-  return v;
+  return json_text(env, json, layout_info_json(l, json, sizeof json));
 }
 
 /* Decodes argument 0 (text) in the layout of argument 1 into d, or -1
@@ -1175,15 +1180,7 @@ static napi_value decode_json_js(napi_env env, napi_callback_info info) {
   char text[DECODE_JSON_MAX];
   if (decode_args(env, info, &d) < 0)
     return NULL;
-  int n = decode_json(&d, text, sizeof text);
-  if (n < 0) { /* DECODE_JSON_MAX holds any */
-    throw_idgen(env, IDGEN_ERANGE, NULL);
-    return NULL;
-  }
-  napi_value v;
-  if (!NAPI_OK(env, napi_create_string_utf8(env, text, (size_t)n, &v)))
-    return NULL;
-  return v;
+  return json_text(env, text, decode_json(&d, text, sizeof text)); /* DECODE_JSON_MAX holds any */
 }
 
 /* layoutPlan(layout, rate, maxBorrowMs) → what `idgen plan` shows of the
@@ -1208,15 +1205,7 @@ static napi_value layout_plan_js(napi_env env, napi_callback_info info) {
     throw_idgen(env, IDGEN_EINVAL, "plan: rate and maxBorrowMs must be numbers >= 0");
     return NULL;
   }
-  int n = layout_plan_json(l, &p, json, sizeof json);
-  if (n < 0) {
-    throw_idgen(env, IDGEN_ERANGE, NULL);
-    return NULL;
-  }
-  napi_value v;
-  if (!NAPI_OK(env, napi_create_string_utf8(env, json, (size_t)n, &v)))
-    return NULL;
-  return v;
+  return json_text(env, json, layout_plan_json(l, &p, json, sizeof json));
 }
 
 /* ---- ULID (one-off) -------------------------------------------------------- */
