@@ -19,6 +19,7 @@
 # the PostgreSQL extension (whose PGXS build compiles this same file).
 set(IDGEN_CORE_SOURCES
   src/core/errors.c
+  src/core/compat.c
   src/core/timefmt.c
   src/core/layout.c
   src/core/clock.c

@@ -46,7 +46,7 @@ bool idgen_pg_read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, co
                                     [IDGEN_LEASE_SETTING_FIELD] = "lease_field"};
   idgen_lease_settings_t ls = {0};
   unsigned given = 0;
-  int f;
+  int f, rc;
   char e[300];
   if (now != NULL && strcmp(now, spec) != 0)
     ereport(LOG, (errmsg("idgen: idgen.layout is now %s; idgen_snowflake() keeps the layout the "
@@ -74,7 +74,7 @@ bool idgen_pg_read_settings(idgen_layout_t *l, idgen_snowflake_settings_t *s, co
   }
   /* A space beside the registry: the library's one rule (the static
    * registry keeps none; the URI names none already). */
-  int rc = idgen_registry_uri_with_space(base, space_setting, uri, n, e, sizeof e);
+  rc = idgen_registry_uri_with_space(base, space_setting, uri, n, e, sizeof e);
   if (rc == IDGEN_ERANGE) {
     snprintf(err, errlen, "idgen.registry with idgen.space is longer than %zu bytes", n - 1);
     return false;

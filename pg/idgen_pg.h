@@ -9,6 +9,7 @@
 #define IDGEN_PG_H
 
 void idgen_pg_snowflake_init(void);
+/* Registers "idgen lease keeper"; only while the postmaster loads us. */
 void idgen_pg_worker_register(void);
 
 #endif

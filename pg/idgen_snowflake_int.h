@@ -83,8 +83,6 @@ void idgen_pg_slot_retire(int cur);
 
 /* ---- the background worker (idgen_worker.c) ------------------------------ */
 
-/* Registers "idgen lease keeper"; only while the postmaster loads us. */
-
 /* ---- the settings (idgen_guc.c) ------------------------------------------ */
 
 /* The settings idgen.registry, idgen.node and idgen.lease_ttl_ms. */

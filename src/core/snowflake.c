@@ -715,8 +715,6 @@ static size_t gen_size(void) {
   return (sizeof(idgen_snowflake_gen_t) + IDGEN_CACHELINE - 1) & ~(size_t)(IDGEN_CACHELINE - 1);
 }
 
-/* Makes a generator in g (gen_size() bytes, aligned): idgen_snowflake_gen_new's
- * checks and start.  On failure g holds nothing to release. */
 /* The settings' own bounds (gen_setup's first step). */
 static int settings_check(const idgen_snowflake_settings_t *s, char *err, size_t errlen) {
   if (s->max_borrow_ms < 0 || s->max_borrow_ms > BORROW_MAX_MS)
@@ -870,6 +868,8 @@ static int gen_start_bound(idgen_snowflake_gen_t *g, const idgen_snowflake_setti
   return 0;
 }
 
+/* Makes a generator in g (gen_size() bytes, aligned): idgen_snowflake_gen_new's
+ * checks and start.  On failure g holds nothing to release. */
 static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t *l,
                      const idgen_snowflake_settings_t *s, char *err, size_t errlen) {
   idgen_snowflake_settings_t defaults;
