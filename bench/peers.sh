@@ -136,6 +136,12 @@ if [[ -n $newer ]]; then
 fi
 
 crypto=$(pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
+# The library's build options that change what core_int.h inlines into the
+# harness: the vDSO trick (off by default) needs its define here too.
+defs=()
+if grep -q '^IDGEN_VDSO_DIRECT:BOOL=ON' "$idgen_build/CMakeCache.txt" 2>/dev/null; then
+  defs+=(-DIDGEN_VDSO_DIRECT)
+fi
 
 # The peers, as they are: their own files, compiled here; warnings are theirs (-w).
 echo "peers.sh: building the peers and the harness in $build_dir" >&2
@@ -157,8 +163,8 @@ ar rcs "$build_dir/libulid.a" "$build_dir/obj/skeeto/ulid.o"
 
 # Ours: -O2 as the project's RelWithDebInfo; the peers' headers as system headers.
 # shellcheck disable=SC2086
-"$cc" -std=gnu11 -O2 -g -Wall -Wextra -I"$repo/include" -I"$repo/src/core" -isystem "$ysrc" \
-  -isystem "$ksrc" \
+"$cc" -std=gnu11 -O2 -g -Wall -Wextra "${defs[@]}" -I"$repo/include" -I"$repo/src/core" \
+  -isystem "$ysrc" -isystem "$ksrc" \
   "$repo/bench/peers.c" -o "$build_dir/peers" \
   "$build_dir/libyitter.a" "$build_dir/libulid.a" "$lib" $crypto -pthread ||
   die "building bench/peers.c failed"

@@ -12,6 +12,9 @@
 #                               stands in for them
 #   IDGEN_CORE_PLATFORM_SOURCES one file per platform, as libuv keeps them:
 #                               the random source and fork detection
+#   src/core/clock_vdso.c       with IDGEN_VDSO_DIRECT=ON only (off by
+#                               default): the vDSO's clock_gettime called
+#                               directly
 #
 # idgen_objects: the core's objects (libidgen's, shared and static alike).
 # idgen_decode: reading an ID back and its JSON (src/common/decode.c), one
@@ -39,6 +42,11 @@ else()
 endif()
 
 set(_core ${IDGEN_CORE_SOURCES} ${IDGEN_CORE_PLATFORM_SOURCES})
+# Speed tricks: each in a file of its own, behind an option that is off by
+# default (docs/CONTRIBUTING.md, "Growing").
+if(IDGEN_VDSO_DIRECT)
+  list(APPEND _core src/core/clock_vdso.c)
+endif()
 if(IDGEN_KEEPER)
   list(APPEND _core ${IDGEN_CORE_KEEPER_SOURCES})
 else()
@@ -53,7 +61,8 @@ else()
 endif()
 add_library(idgen_objects OBJECT ${_core})
 target_include_directories(idgen_objects PUBLIC include PRIVATE src/core ${LIBCRYPTO_INCLUDE_DIRS})
-target_compile_definitions(idgen_objects PRIVATE IDGEN_BUILDING)
+target_compile_definitions(idgen_objects PRIVATE IDGEN_BUILDING
+                           PUBLIC $<$<BOOL:${IDGEN_VDSO_DIRECT}>:IDGEN_VDSO_DIRECT>)
 set_target_properties(idgen_objects PROPERTIES POSITION_INDEPENDENT_CODE ${_pic}
                       C_VISIBILITY_PRESET hidden)
 

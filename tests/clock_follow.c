@@ -62,6 +62,17 @@ static void test_ids_follow_the_program_clock(void **state) {
     idgen_ulid_gen_free(ug);
     idgen_uuid7_gen_free(vg);
   }
+#ifdef IDGEN_VDSO_DIRECT
+  /* Built with the vDSO trick: which read the library chose (CTest says
+   * what it must be: 1 the vDSO's entry, with nothing preloaded; 0
+   * clock_gettime, under libfaketime, the shim, as a non-PIE program). */
+  const char *want = getenv("IDGEN_TEST_EXPECT_DIRECT");
+  if (want == NULL)
+    fail_msg("IDGEN_TEST_EXPECT_DIRECT is not set (CTest sets it)");
+  print_message("ID clocks read through %s\n",
+                idgen__gettime_direct() > 0 ? "the vDSO's entry" : "clock_gettime");
+  assert_int_equal(atoi(want), idgen__gettime_direct());
+#endif
 }
 
 int main(void) {

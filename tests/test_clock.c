@@ -460,6 +460,22 @@ static void test_wall_read(void **state) {
         fail_msg("clock %d: %" PRId64 " not within [%" PRId64 ", %" PRId64 "]", (int)ids[k],
                  ts_ns(&b), ts_ns(&a), ts_ns(&c));
     }
+#ifdef IDGEN_VDSO_DIRECT
+    /* Built with the vDSO trick: the entry called directly where the
+   * program's clock_gettime is the C library's own (no preload, no
+   * sanitizer's interceptor, which GCC and clang name differently). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  const int intercepted = 1;
+#elif defined(__has_feature)
+  const int intercepted = __has_feature(address_sanitizer) || __has_feature(thread_sanitizer);
+#else
+  const int intercepted = 0;
+#endif
+  int direct = idgen__gettime_direct();
+  print_message("ID clocks read through %s\n", direct > 0 ? "the vDSO's entry" : "clock_gettime");
+  if (!intercepted && getenv("LD_PRELOAD") == NULL)
+    assert_int_equal(1, direct);
+#endif
 }
 
 static void test_state_names(void **state) {

@@ -94,8 +94,22 @@ int idgen__clock_test_hooks(const idgen__clock_hooks_t *h);
 
 /* The wall-clock reads of the ID clocks (CLOCK_REALTIME and its coarse
  * kind): the program's clock_gettime, so that IDs follow the time the
- * program is shown (libfaketime, a sanitizer's interceptor, any shim). */
+ * program is shown (libfaketime, a sanitizer's interceptor, any shim).
+ * With -DIDGEN_VDSO_DIRECT=ON (off by default), the kernel's vDSO entry
+ * called directly where the program's clock_gettime is the C library's
+ * own, chosen when the library loads (clock_vdso.c). */
+#ifdef IDGEN_VDSO_DIRECT
+typedef int (*idgen__gettime_fn)(clockid_t, struct timespec *);
+extern IDGEN_INTERNAL _Atomic(idgen__gettime_fn) idgen__gettime;
+static inline void idgen__wall_read(clockid_t id, struct timespec *ts) {
+  atomic_load_explicit(&idgen__gettime, memory_order_relaxed)(id, ts);
+}
+/* Which one idgen__gettime is, for the tests: 1 the vDSO's entry, 0
+ * clock_gettime, -1 not yet chosen. */
+int idgen__gettime_direct(void);
+#else
 static inline void idgen__wall_read(clockid_t id, struct timespec *ts) { clock_gettime(id, ts); }
+#endif
 
 /* CLOCK_REALTIME in ms; inline because the generator's precise mode calls it
  * once per ID.  tv_nsec is in [0, 1e9), so this is floor division without a
