@@ -111,4 +111,3 @@ __attribute__((constructor)) static void gettime_at_load(void) { (void)gettime_c
 int idgen__gettime_direct(void) {
   return atomic_load_explicit(&gettime_kind, memory_order_relaxed);
 }
-
