@@ -92,20 +92,40 @@ static void wrong_arity(serve_worker_t *w, serve_conn_t *c, const char *name) {
   reply_err(w, c, "ERR wrong number of arguments for '%s' command", name);
 }
 
-/* The commands, for COMMAND and COMMAND COUNT: name, arity (negative: at
- * least), flags. */
+typedef void command_fn(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r);
+static command_fn on_id, on_idstr, on_ulid, on_uuid7, on_decode, on_info, on_ping, on_echo, on_quit,
+    on_client, on_command, on_hello, on_config, on_select, on_auth;
+
+/* The commands, as Redis's command table: the name (lower case), what runs
+ * it (NULL: the transaction's, transaction_step), and for COMMAND and
+ * COMMAND COUNT the arity (negative: at least) and a flag.  ID first: the
+ * one asked for most is found first. */
 static const struct cmdinfo {
   const char *name;
+  command_fn *run;
   int arity;
   const char *flag;
 } commands[] = {
-    {"id", -1, "fast"},        {"idstr", -1, "fast"},      {"ulid", -1, "fast"},
-    {"uuid7", -1, "fast"},     {"decode", 2, "fast"},      {"info", -1, "loading"},
-    {"ping", -1, "fast"},      {"echo", 2, "fast"},        {"quit", -1, "fast"},
-    {"client", -2, "loading"}, {"command", -1, "loading"}, {"hello", -1, "fast"},
-    {"config", -2, "loading"}, {"select", 2, "fast"},      {"auth", -2, "fast"},
-    {"multi", 1, "fast"},      {"exec", 1, "loading"},     {"discard", 1, "fast"},
-    {"watch", -2, "fast"},     {"unwatch", 1, "fast"},
+    {"id", on_id, -1, "fast"},
+    {"idstr", on_idstr, -1, "fast"},
+    {"ulid", on_ulid, -1, "fast"},
+    {"uuid7", on_uuid7, -1, "fast"},
+    {"decode", on_decode, 2, "fast"},
+    {"info", on_info, -1, "loading"},
+    {"ping", on_ping, -1, "fast"},
+    {"echo", on_echo, 2, "fast"},
+    {"quit", on_quit, -1, "fast"},
+    {"client", on_client, -2, "loading"},
+    {"command", on_command, -1, "loading"},
+    {"hello", on_hello, -1, "fast"},
+    {"config", on_config, -2, "loading"},
+    {"select", on_select, 2, "fast"},
+    {"auth", on_auth, -2, "fast"},
+    {"multi", NULL, 1, "fast"},
+    {"exec", NULL, 1, "loading"},
+    {"discard", NULL, 1, "fast"},
+    {"watch", NULL, -2, "fast"},
+    {"unwatch", NULL, 1, "fast"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -657,41 +677,28 @@ static int transaction_step(serve_worker_t *w, serve_conn_t *c, const resp_reque
   return 1;
 }
 
+static void on_id(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+  on_ids(w, c, r, KIND_SNOWFLAKE, 0);
+}
+static void on_idstr(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+  on_ids(w, c, r, KIND_SNOWFLAKE, 1);
+}
+static void on_ulid(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+  on_ids(w, c, r, KIND_ULID, 0);
+}
+static void on_uuid7(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+  on_ids(w, c, r, KIND_UUID7, 0);
+}
+
 /* Any other command, by its name (lower case). */
 static void run_command(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r,
                         const char *name) {
-  if (strcmp(name, "id") == 0)
-    on_ids(w, c, r, KIND_SNOWFLAKE, 0);
-  else if (strcmp(name, "idstr") == 0)
-    on_ids(w, c, r, KIND_SNOWFLAKE, 1);
-  else if (strcmp(name, "ulid") == 0)
-    on_ids(w, c, r, KIND_ULID, 0);
-  else if (strcmp(name, "uuid7") == 0)
-    on_ids(w, c, r, KIND_UUID7, 0);
-  else if (strcmp(name, "ping") == 0)
-    on_ping(w, c, r);
-  else if (strcmp(name, "echo") == 0)
-    on_echo(w, c, r);
-  else if (strcmp(name, "decode") == 0)
-    on_decode(w, c, r);
-  else if (strcmp(name, "info") == 0)
-    on_info(w, c, r);
-  else if (strcmp(name, "quit") == 0)
-    on_quit(w, c, r);
-  else if (strcmp(name, "client") == 0)
-    on_client(w, c, r);
-  else if (strcmp(name, "command") == 0)
-    on_command(w, c, r);
-  else if (strcmp(name, "hello") == 0)
-    on_hello(w, c, r);
-  else if (strcmp(name, "auth") == 0)
-    on_auth(w, c, r);
-  else if (strcmp(name, "config") == 0)
-    on_config(w, c, r);
-  else if (strcmp(name, "select") == 0)
-    on_select(w, c, r);
-  else
-    unknown_command(w, c, r);
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    if (commands[i].run != NULL && strcmp(name, commands[i].name) == 0) {
+      commands[i].run(w, c, r);
+      return;
+    }
+  unknown_command(w, c, r);
 }
 
 size_t serve_resp_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len) {
