@@ -247,7 +247,7 @@
     const r = n.rate;
     if (r !== null)
       p.rate = { idsPerSecond: r.ids_per_s, ratio: r.ratio, sustained: r.sustained,
-                 burstMs: r.sustained ? Infinity : r.burst_ms, nodesNeeded: r.nodes_needed };
+                 burstMs: r.burst_ms ?? Infinity, nodesNeeded: r.nodes_needed };
     return p;
   }
 

@@ -8,6 +8,7 @@
 #include "decode.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -254,6 +255,15 @@ static void put_int(out_t *o, const char *key, int64_t v) {
   put(o, "%s\"%s\":%" PRId64, sep(o), key, v);
 }
 
+/* A double as JSON: null when it is not finite (JSON has no Infinity; a
+ * plan's burst_ms overflows for a rate a hair above the layout's). */
+static void put_num(out_t *o, double v) {
+  if (isfinite(v))
+    put(o, "%.17g", v);
+  else
+    put(o, "null");
+}
+
 static int put_end(out_t *o) {
   if (o->k >= o->n)
     return -1;
@@ -307,25 +317,31 @@ int layout_plan_json(const idgen_layout_t *l, const idgen_layout_plan_t *p, char
   if (w < 0)
     return -1;
   o.k += (size_t)w;
+  put(&o, ",\"lifetime_ms\":%" PRId64 ",\"lifetime_years\":", p->lifetime_ms);
+  put_num(&o, p->lifetime_years);
   put(&o,
-      ",\"lifetime_ms\":%" PRId64 ",\"lifetime_years\":%.17g,\"horizon_ms\":%" PRId64
-      ",\"remaining_ms\":%" PRId64 ",\"exhausted\":%s,\"ids_per_tick\":%" PRIu64
-      ",\"ids_per_s\":%.17g,\"node_bits\":%d,\"nodes\":%" PRIu64 ",\"node_fields\":[",
-      p->lifetime_ms, p->lifetime_years, p->horizon_ms, p->remaining_ms,
-      p->exhausted ? "true" : "false", p->ids_per_tick, p->ids_per_s, p->node_bits, p->nodes);
+      ",\"horizon_ms\":%" PRId64 ",\"remaining_ms\":%" PRId64 ",\"exhausted\":%s"
+      ",\"ids_per_tick\":%" PRIu64 ",\"ids_per_s\":",
+      p->horizon_ms, p->remaining_ms, p->exhausted ? "true" : "false", p->ids_per_tick);
+  put_num(&o, p->ids_per_s);
+  put(&o, ",\"node_bits\":%d,\"nodes\":%" PRIu64 ",\"node_fields\":[", p->node_bits, p->nodes);
   for (int i = 0, k = 0; i < l->nfields; i++)
     if (l->fields[i].kind == IDGEN_FIELD_NODE)
       put(&o, "%s{\"name\":\"%s\",\"max\":%" PRIu64 "}", k++ ? "," : "", l->fields[i].name,
           (UINT64_C(1) << l->fields[i].bits) - 1);
-  put(&o, "],\"cluster_ids_per_s\":%.17g,\"rate\":", p->cluster_ids_per_s);
+  put(&o, "],\"cluster_ids_per_s\":");
+  put_num(&o, p->cluster_ids_per_s);
+  put(&o, ",\"rate\":");
   if (p->rate > 0) {
-    put(&o, "{\"ids_per_s\":%.17g,\"ratio\":%.17g,\"sustained\":%s,\"burst_ms\":", p->rate,
-        p->ratio, p->sustained ? "true" : "false");
-    if (p->sustained)
-      put(&o, "null");
-    else
-      put(&o, "%.17g", p->burst_ms);
-    put(&o, ",\"nodes_needed\":%.17g}", p->nodes_needed);
+    put(&o, "{\"ids_per_s\":");
+    put_num(&o, p->rate);
+    put(&o, ",\"ratio\":");
+    put_num(&o, p->ratio);
+    put(&o, ",\"sustained\":%s,\"burst_ms\":", p->sustained ? "true" : "false");
+    put_num(&o, p->sustained ? INFINITY : p->burst_ms); /* null: without end */
+    put(&o, ",\"nodes_needed\":");
+    put_num(&o, p->nodes_needed);
+    put(&o, "}");
   } else {
     put(&o, "null");
   }

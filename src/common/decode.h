@@ -72,9 +72,10 @@ int decode_json(const decoded_t *d, char *buf, size_t n);
  * layout_info_json's object, "lifetime_ms", "lifetime_years", "horizon_ms",
  * "remaining_ms", "exhausted", "ids_per_tick", "ids_per_s", "node_bits",
  * "nodes", "node_fields": [{"name", "max"}, ...], "cluster_ids_per_s",
- * "rate": null or {"ids_per_s", "ratio", "sustained", "burst_ms" (null when
- * sustained), "nodes_needed"}}.  Fractional values with 17 significant
- * digits (a double's round trip).  Returns the length, or -1 if n is too
+ * "rate": null or {"ids_per_s", "ratio", "sustained", "burst_ms" (null:
+ * without end, when sustained or past a double), "nodes_needed"}}.
+ * Fractional values with 17 significant digits (a double's round trip;
+ * null for one that is not finite).  Returns the length, or -1 if n is too
  * small (LAYOUT_PLAN_MAX is always enough: past the info, the keys and
  * numbers take under 530 bytes, and a node field's entry under 70, for at
  * most IDGEN_LAYOUT_MAX_FIELDS - 2 node fields).
