@@ -5,6 +5,13 @@
 # with it in build/wasm; by hand:
 #   cmake -S . -B build-wasm -DCMAKE_TOOLCHAIN_FILE=cmake/wasm32-wasi.cmake
 #   cmake --build build-wasm        # build-wasm/js/wasm/idgen.wasm
+# The host's flags are not the module's: a package build exports
+# dpkg-buildflags' CFLAGS and LDFLAGS (-fstack-protector-strong, which
+# wasi-libc has no guard for; -z relro), and CMake would take them from the
+# environment for this build too.
+set(ENV{CFLAGS} "")
+set(ENV{CPPFLAGS} "")
+set(ENV{LDFLAGS} "")
 set(CMAKE_SYSTEM_NAME WASI)
 set(CMAKE_SYSTEM_VERSION 1)
 set(CMAKE_SYSTEM_PROCESSOR wasm32)
