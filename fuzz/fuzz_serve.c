@@ -196,7 +196,8 @@ static void connection(uint8_t flags, uint8_t peer, const uint8_t *data, size_t 
     abort();
   c->tag = TAG_CONN;
   c->fd = -1;
-  c->proto = (flags & 1) ? PROTO_RESP : PROTO_HTTP;
+  c->type = (flags & 1) ? &serve_resp_proto : &serve_http_proto; /* as the listener gives it */
+  c->proto = c->type->index;
   c->authed = 0; /* auth_file is in force */
   c->peer_key[10] = c->peer_key[11] = 0xff;
   c->peer_key[12] = 10;
@@ -211,8 +212,7 @@ static void connection(uint8_t flags, uint8_t peer, const uint8_t *data, size_t 
     int was_authed = c->authed;
     w->out.len = 0;
     w->replies = 0;
-    size_t used = c->proto == PROTO_HTTP ? serve_http_handle(w, c, buf + pos, len - pos)
-                                         : serve_resp_handle(w, c, buf + pos, len - pos);
+    size_t used = c->type->handle(w, c, buf + pos, len - pos);
     if (used > len - pos || !reply_well_formed(c->proto, &w->out) ||
         c->auth_fails > AUTH_FAILS_MAX || (c->auth_fails == AUTH_FAILS_MAX && !c->stop_parsing))
       abort();
@@ -248,7 +248,8 @@ static void connection(uint8_t flags, uint8_t peer, const uint8_t *data, size_t 
   serve_buf_free(&c->in);
   serve_buf_free(&c->out);
   serve_buf_free(&c->held_ids);
-  serve_resp_multi_forget(w->srv, c); /* (an open transaction's bytes counted no more) */
+  if (c->type->closed != NULL) /* as conn_close(): RESP ends an open transaction */
+    c->type->closed(w, c);
   serve_buf_free(&c->multi_q);
   free(c);
   free(buf);
