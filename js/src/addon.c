@@ -1271,18 +1271,18 @@ static int define_exports(napi_env env, env_t *e, napi_value exports) {
   napi_property_descriptor gen_methods[] = {
       {"next", NULL, g128_next, NULL, NULL, NULL, napi_default, NULL},
   };
-  NAPI_CALL_RET(env,
-                napi_define_class(env, "UlidGenerator", NAPI_AUTO_LENGTH, ulid_gen_new, NULL, 1,
-                                  gen_methods, &cls),
-                -1);
-  if (export_value(env, exports, "UlidGenerator", cls) < 0)
-    return -1;
-  NAPI_CALL_RET(env,
-                napi_define_class(env, "Uuid7Generator", NAPI_AUTO_LENGTH, uuid7_gen_new, NULL, 1,
-                                  gen_methods, &cls),
-                -1);
-  if (export_value(env, exports, "Uuid7Generator", cls) < 0)
-    return -1;
+  static const struct {
+    const char *name;
+    napi_callback ctor;
+  } gens[] = {{"UlidGenerator", ulid_gen_new}, {"Uuid7Generator", uuid7_gen_new}};
+  for (size_t i = 0; i < sizeof gens / sizeof gens[0]; i++) {
+    NAPI_CALL_RET(env,
+                  napi_define_class(env, gens[i].name, NAPI_AUTO_LENGTH, gens[i].ctor, NULL, 1,
+                                    gen_methods, &cls),
+                  -1);
+    if (export_value(env, exports, gens[i].name, cls) < 0)
+      return -1;
+  }
   static const struct {
     const char *name;
     napi_callback cb;
