@@ -731,27 +731,25 @@ static int settings_check(const idgen_snowflake_settings_t *s, char *err, size_t
 
 /* What the lease says (*lease), checked against the layout: a lease of
  * another layout, or from a registry library of another release, is
- * refused.  Only when s->lease is set. */
+ * refused.  s->lease is set. */
 static int lease_check(const idgen_layout_t *l, const idgen_snowflake_settings_t *s,
                        idgen_lease_info_t *lease, char *err, size_t errlen) {
-  const idgen__lease_bind_t *bind = s->lease != NULL ? idgen__lease_bind(s->lease) : NULL;
+  const idgen__lease_bind_t *bind = idgen__lease_bind(s->lease);
   /* The version first, before anything else of the table is read: a
    * registry library of another version may lay out the rest otherwise. */
-  if (bind != NULL && bind->version != IDGEN__BIND_VERSION)
+  if (bind->version != IDGEN__BIND_VERSION)
     return idgen__err(err, errlen, IDGEN_EINVAL,
                       "the lease's bind table is version %d (from libidgen-registry of another "
                       "release) and libidgen %s binds version %d: install libidgen and "
                       "libidgen-registry of the same release",
                       bind->version, idgen_version(), IDGEN__BIND_VERSION);
-  if (s->lease != NULL) {
-    bind->info(s->lease, lease);
-    if (lease->field < 0 || lease->field >= l->nfields ||
-        l->fields[lease->field].kind != IDGEN_FIELD_NODE ||
-        lease->worker >> l->fields[lease->field].bits != 0)
-      return idgen__err(err, errlen, IDGEN_EINVAL,
-                        "the lease was not acquired for this layout (field %d, %s %" PRIu64 ")",
-                        lease->field, lease->pool, lease->worker);
-  }
+  bind->info(s->lease, lease);
+  if (lease->field < 0 || lease->field >= l->nfields ||
+      l->fields[lease->field].kind != IDGEN_FIELD_NODE ||
+      lease->worker >> l->fields[lease->field].bits != 0)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "the lease was not acquired for this layout (field %d, %s %" PRIu64 ")",
+                      lease->field, lease->pool, lease->worker);
   return 0;
 }
 
@@ -841,31 +839,24 @@ static int gen_check_now(idgen_snowflake_gen_t *g, const idgen_layout_t *l, char
   return 0;
 }
 
-/* A bound generator starts above the lease's marks and start_after_ms, and
- * its keeper runs. */
+/* A bound generator (s->lease set) starts above the lease's marks and
+ * start_after_ms, and its keeper runs. */
 static int gen_start_bound(idgen_snowflake_gen_t *g, const idgen_snowflake_settings_t *s,
                            const idgen_lease_info_t *lease, char *err, size_t errlen) {
-  if (s->lease != NULL) {
-    /* Start above everything the worker ID's earlier holders may have
-     * issued (durable), and above start_after_ms. */
-    uint64_t from = 0, v;
-    if ((v = idgen__sf_state_of_ms(g, lease->mark_ms)) != 0)
-      from = v + 1;
-    if ((v = idgen__sf_state_of_ms(g, lease->floor_ms)) != 0 && v + 1 > from)
-      from = v + 1; /* its layout's floor in the registry's ID space */
-    if ((v = idgen__sf_state_of_ms(g, s->start_after_ms)) != 0 && v + 1 > from)
-      from = v + 1;
-    if (from > g->max_state) {
-      return idgen__err(err, errlen, IDGEN_EEXHAUSTED,
-                        "the lease's high-water mark is at the end of the layout");
-    }
-    atomic_init(&g->next, from ? from : 1);
-    int rc = idgen__keeper_start(g, s->lease, err, errlen);
-    if (rc < 0) {
-      return rc;
-    }
-  }
-  return 0;
+  /* Start above everything the worker ID's earlier holders may have
+   * issued (durable), and above start_after_ms. */
+  uint64_t from = 0, v;
+  if ((v = idgen__sf_state_of_ms(g, lease->mark_ms)) != 0)
+    from = v + 1;
+  if ((v = idgen__sf_state_of_ms(g, lease->floor_ms)) != 0 && v + 1 > from)
+    from = v + 1; /* its layout's floor in the registry's ID space */
+  if ((v = idgen__sf_state_of_ms(g, s->start_after_ms)) != 0 && v + 1 > from)
+    from = v + 1;
+  if (from > g->max_state)
+    return idgen__err(err, errlen, IDGEN_EEXHAUSTED,
+                      "the lease's high-water mark is at the end of the layout");
+  atomic_init(&g->next, from ? from : 1);
+  return idgen__keeper_start(g, s->lease, err, errlen);
 }
 
 /* Makes a generator in g (gen_size() bytes, aligned): idgen_snowflake_gen_new's
