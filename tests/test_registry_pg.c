@@ -579,34 +579,48 @@ static void test_floor_after_delete(void **state) {
 }
 
 /* The first version's table: while one of its leases is held, acquisition
- * refuses; once none is, its highest mark is a floor of the pools.  (Last:
- * it leaves a floor behind in the pools it touches.) */
+ * refuses; once none is, its highest mark is a floor of the pools.  In a
+ * database of the test's own: the table is one per schema and its floor
+ * holds for every pool, so in the shared database it would refuse or delay
+ * the other suites on this server (registry.c.postgres runs beside this). */
 static void test_earlier_version_table(void **state) {
   (void)state;
-  idgen_registry_t *r = tu_registry(uri);
-  char spec[200], sql[600], err[600];
+  char db[64], spec[200], sql[600], err[600], dburi[700];
+  snprintf(db, sizeof db, "idgen_v1_%llu", (unsigned long long)run_base);
+  snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s WITH (FORCE)", db);
+  psql(sql);
+  snprintf(sql, sizeof sql, "CREATE DATABASE %s", db);
+  psql(sql);
+  snprintf(dburi, sizeof dburi, "%.*s/%s", (int)(strrchr(base_uri, '/') - base_uri), base_uri, db);
+  idgen_registry_t *r = tu_registry(dburi);
   snprintf(spec, sizeof spec, "time:41,run:16,worker:4,sequence:3,epoch=%llu",
            (unsigned long long)(2000 + run_base * 7 + run_next));
-  pool_t p = new_pool(spec);
+  pool_t first = new_pool("time:41,run:16,worker:4,sequence:3");
+  idgen_lease_release(take(r, &first, 0, 0)); /* this version's registry first */
+  pool_t p = new_pool(spec);                  /* a pool made after the table */
   int64_t m = now_ms() + 60000;
-  psql("CREATE TABLE idgen.idgen_leases (pool text NOT NULL, worker_id bigint NOT NULL,"
-       " holder text, generation bigint NOT NULL, expires_at timestamptz NOT NULL,"
-       " free_at timestamptz NOT NULL, mark_ms bigint NOT NULL, PRIMARY KEY (pool, worker_id))");
+  psql_on(db,
+          "CREATE TABLE idgen.idgen_leases (pool text NOT NULL, worker_id bigint NOT NULL,"
+          " holder text, generation bigint NOT NULL, expires_at timestamptz NOT NULL,"
+          " free_at timestamptz NOT NULL, mark_ms bigint NOT NULL, PRIMARY KEY (pool, worker_id))",
+          NULL, 0);
   snprintf(sql, sizeof sql,
            "INSERT INTO idgen.idgen_leases VALUES ('worker@datacenter=1', 0, 'old:1:aa', 1,"
            " now() + interval '1 hour', now() + interval '2 hours', %lld)",
            (long long)m);
-  psql(sql);
+  psql_on(db, sql, NULL, 0);
   idgen_lease_request_t req = request(&p, 0, 0);
   req.max_start_wait_ms = 100;
   idgen_lease_t *l;
   assert_int_equal(idgen_registry_acquire(r, &req, &l, err, sizeof err), IDGEN_EREGISTRY);
   assert_non_null(strstr(err, "held by an earlier idgen"));
-  psql("UPDATE idgen.idgen_leases SET holder = NULL, expires_at = now(), free_at = now()");
+  psql_on(db, "UPDATE idgen.idgen_leases SET holder = NULL, expires_at = now(), free_at = now()",
+          NULL, 0);
   /* released: its mark, a minute ahead, is a floor now */
   assert_int_equal(idgen_registry_acquire(r, &req, &l, err, sizeof err), IDGEN_ECLOCK);
-  psql("DROP TABLE idgen.idgen_leases");
   idgen_registry_close(r);
+  snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", db);
+  psql(sql);
 }
 
 /* One registry whatever the session's search_path: a connection whose
