@@ -1365,6 +1365,39 @@ typedef struct idgen_lease_request {
 IDGEN_API int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req,
                                      idgen_lease_t **out, char *err, size_t errlen);
 
+/*
+ * For a lease service (the daemon's `--leases`, SPEC §12), which holds
+ * tuples in its registry on behalf of clients that cannot reach it:
+ * idgen_registry_acquire() with the holder name written in the registry
+ * given (`holder`: 1..IDGEN_HOLDER_MAX-1 printable bytes, no spaces; the
+ * service writes "CLIENT via SERVICE"), so that `registry list` names the
+ * client.  Errors as idgen_registry_acquire(); IDGEN_EINVAL for a bad
+ * holder.
+ */
+IDGEN_API int idgen_registry_acquire_for(idgen_registry_t *r, const idgen_lease_request_t *req,
+                                         const char *holder, idgen_lease_t **out, char *err,
+                                         size_t errlen);
+
+/*
+ * Takes over a lease granted earlier by this registry to a process that has
+ * stopped (a lease service restarted): the tuple `key` of req's pool
+ * (req->layout, req->field),
+ * granted at `generation` to `holder`; req->node holds the tuple's other
+ * node values (the key must agree).  0 with *out a lease as
+ * idgen_registry_acquire() gives (its mark_ms the tuple's recorded mark,
+ * its holder now `new_holder`, or `holder` when NULL), renewed, when the
+ * registry still shows that grant and
+ * nobody holds it now (for file: its lock is free; for the network
+ * registries it has not expired); IDGEN_ELEASE when it does not (granted
+ * again, freed, expired, or held by a live process), IDGEN_EREGISTRY when
+ * the registry cannot be reached, IDGEN_EINVAL for the static registry.
+ * The generation stays: the holder that wrote under it may go on.
+ */
+IDGEN_API int idgen_registry_adopt(idgen_registry_t *r, const idgen_lease_request_t *req,
+                                   uint64_t key, uint64_t generation, const char *holder,
+                                   const char *new_holder, idgen_lease_t **out, char *err,
+                                   size_t errlen);
+
 /* What idgen_registry_bind() binds. */
 typedef struct idgen_bind_request {
   const idgen_layout_t *layout;

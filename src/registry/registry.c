@@ -550,11 +550,30 @@ static int lease_final_mark(idgen_lease_t *l, int64_t mark_ms) {
   return idgen__bounded_mark(l, mark_ms, NULL, 0);
 }
 
-int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req,
-                           idgen_lease_t **out, char *err, size_t errlen) {
+/* A holder name a lease service gives (idgen_registry_acquire_for): 0, or
+ * IDGEN_EINVAL. */
+static int holder_check(const char *holder, const char *what, char *err, size_t errlen) {
+  size_t n = holder ? strlen(holder) : 0;
+  int ok = n > 0 && n < IDGEN_HOLDER_MAX;
+  for (size_t i = 0; ok && i < n; i++)
+    ok = holder[i] > ' ' && holder[i] < 0x7f;
+  if (!ok)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: %s must be 1 to %d printable characters without spaces", what,
+                      IDGEN_HOLDER_MAX - 1);
+  return 0;
+}
+
+/* A new lease of r for req, before the backend is asked: its table, TTL,
+ * quarantine, mark step, pool and holder (`holder`, or this process's
+ * "host:pid:token" when NULL).  0 with *out, or an error (nothing held). */
+static int lease_new(idgen_registry_t *r, const idgen_lease_request_t *req, const char *holder,
+                     idgen_lease_t **out, char *err, size_t errlen) {
   *out = NULL;
   if (r == NULL || req == NULL || req->layout == NULL)
     return idgen__err(err, errlen, IDGEN_EINVAL, "registry: no layout");
+  if (holder != NULL && holder_check(holder, "a holder's name", err, errlen) < 0)
+    return IDGEN_EINVAL;
   idgen_lease_t *l = calloc(1, sizeof *l);
   if (l == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
@@ -583,24 +602,78 @@ int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req
                     l->quarantine_ms, l->mark_step_ms);
   if (rc == 0)
     rc = make_pool(req, r->space_path, &l->pool, err, errlen);
-  if (rc == 0) {
+  if (rc < 0) {
+    free(l);
+    return rc;
+  }
+  if (holder != NULL) {
+    snprintf(l->holder, sizeof l->holder, "%s", holder);
+  } else {
     char host[64] = "localhost";
     uint8_t tok[4] = {0};
     gethostname(host, sizeof host - 1);
     idgen_random_bytes(tok, sizeof tok);
     snprintf(l->holder, sizeof l->holder, "%s:%ld:%02x%02x%02x%02x", host, (long)getpid(), tok[0],
              tok[1], tok[2], tok[3]);
-    int given_up = 0;
-    rc = idgen__bounded_acquire(l, req, &given_up, err, errlen);
-    if (given_up)
-      return rc; /* the lease is the call's, which gives it back */
   }
+  *out = l;
+  return 0;
+}
+
+int idgen_registry_acquire_for(idgen_registry_t *r, const idgen_lease_request_t *req,
+                               const char *holder, idgen_lease_t **out, char *err, size_t errlen) {
+  *out = NULL;
+  idgen_lease_t *l;
+  int rc = lease_new(r, req, holder, &l, err, errlen);
+  if (rc < 0)
+    return rc;
+  int given_up = 0;
+  rc = idgen__bounded_acquire(l, req, &given_up, err, errlen);
+  if (given_up)
+    return rc; /* the lease is the call's, which gives it back */
   if (rc < 0) {
     free(l->be);
     free(l);
     return rc;
   }
   l->key = l->pool.fixed | l->worker << l->pool.shift;
+  idgen__node_text(req->layout, l->key, l->node);
+  *out = l;
+  return 0;
+}
+
+int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_request_t *req,
+                           idgen_lease_t **out, char *err, size_t errlen) {
+  return idgen_registry_acquire_for(r, req, NULL, out, err, errlen);
+}
+
+int idgen_registry_adopt(idgen_registry_t *r, const idgen_lease_request_t *req, uint64_t key,
+                         uint64_t generation, const char *holder, const char *new_holder,
+                         idgen_lease_t **out, char *err, size_t errlen) {
+  *out = NULL;
+  if (holder_check(holder, "the holder to take over from", err, errlen) < 0)
+    return IDGEN_EINVAL;
+  idgen_lease_t *l;
+  int rc = lease_new(r, req, new_holder ? new_holder : holder, &l, err, errlen);
+  if (rc < 0)
+    return rc;
+  l->worker = (key >> l->pool.shift) & (l->pool.size - 1);
+  l->key = key;
+  l->generation = generation;
+  if ((key & ~((l->pool.size - 1) << l->pool.shift)) != l->pool.fixed)
+    rc = idgen__err(err, errlen, IDGEN_EINVAL,
+                    "registry: key 0x%016" PRIx64 " is not a tuple with the node values given (%s)",
+                    key, l->pool.others[0] ? l->pool.others : "none");
+  else if (r->ops->adopt == NULL)
+    rc = idgen__err(err, errlen, IDGEN_ELEASE,
+                    "registry: %s: cannot take over another process's lease", r->ops->scheme);
+  else
+    rc = r->ops->adopt(l, holder, err, errlen);
+  if (rc < 0) {
+    free(l->be);
+    free(l);
+    return rc;
+  }
   idgen__node_text(req->layout, l->key, l->node);
   *out = l;
   return 0;

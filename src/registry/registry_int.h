@@ -183,7 +183,7 @@ int idgen__space_join(idgen__space_t *s, const char *space, const idgen__pool_t 
 /* A backend's table.  `version` is the IDGEN__REGISTRY_OPS_VERSION it was
  * written for: a table of another version is refused when the registry is
  * opened (a later version may add members at the end). */
-#define IDGEN__REGISTRY_OPS_VERSION 3
+#define IDGEN__REGISTRY_OPS_VERSION 4
 typedef struct idgen__registry_ops {
   int version;
   const char *scheme;   /* "static", "file", "postgres", "etcd" */
@@ -214,6 +214,13 @@ typedef struct idgen__registry_ops {
    * system frozen or hung): acquire, renew, mark and release run on a
    * thread of their own, bounded (bounded.c). */
   int bounded;
+  /* Version 4.  idgen_registry_adopt(): l is filled as for acquire (pool,
+   * holder: the new one, ttl_ms, quarantine_ms, r) and l->key, l->worker and
+   * l->generation are the grant to take over, `was` its holder as recorded;
+   * fills l->mark_ms (and floor_ms, expires_ms) and takes the tuple for l,
+   * recording l->holder, conditional on the generation.  NULL: the backend
+   * cannot (IDGEN_ELEASE). */
+  int (*adopt)(idgen_lease_t *l, const char *was, char *err, size_t errlen);
 } idgen__registry_ops_t;
 
 struct idgen_registry {
