@@ -1,11 +1,14 @@
 // idgen for browsers, Deno and Bun: the core compiled to WebAssembly
 // (idgen.wasm, built by js/wasm/CMakeLists.txt), with the API of index.js
-// where it applies.  No registry here: a Snowflake generator takes the node
-// values the caller gives (unchecked, as the command's @ip is), and every
-// ID it makes is unique only within it unless the caller keeps node values
-// apart.  The wall clock is Date.now() (the system's, steps and all: the
-// generators are made for a clock that steps), durations are
-// performance.now(), the random bytes crypto.getRandomValues(); one thread.
+// where it applies.  A Snowflake generator either leases its node tuple from
+// a daemon (`Snowflake.open({registry: 'idgen://HOST:PORT'})`, the daemon
+// started with `idgen serve --leases`: docs/SERVE.md "Leases for clients"),
+// or takes the node values the caller gives (unchecked, as the command's
+// @ip is: every ID it makes is unique only within it unless the caller
+// keeps node values apart).  The wall clock is Date.now() (the system's,
+// steps and all: the generators are made for a clock that steps),
+// durations are performance.now(), the random bytes
+// crypto.getRandomValues(); one thread.
 
 import * as layoutModule from './lib/layout.js';
 
@@ -171,6 +174,215 @@ const reclaim = new FinalizationRegistry(({ free, ptr, slot }) => {
 const warned = new Set();
 const EAGAIN = -16;
 
+// ---- Leases from a daemon (idgen serve --leases) --------------------------
+//
+// Here no thread keeps the lease: the lease below does it from timers, and
+// the generator (sf_lease_start) issues nothing above the mark it was told
+// is recorded (sf_keep).  The rules are the native keeper's
+// (src/core/lease_keeper.c): renew at a third of the TTL; the lease is
+// valid until the last successful renewal's *send* time plus the TTL less a
+// tenth, by performance.now(), checked before each ID, so a page frozen or
+// in a background tab past that issues nothing when it wakes until it holds
+// a new lease; the mark is moved ahead (half a TTL a step) before the IDs
+// reach it; a refusal of the lease (409) ends it for good.
+
+const LEASE_CODES = { invalid: -1, lease: -11, registry: -12, pool_full: -13, limit: -13,
+                      clock: -6, space: -18, auth: -12, off: -12 };
+const live = new Set(); // the leases open, released when the page goes away
+
+function hex(n) {
+  const b = crypto.getRandomValues(new Uint8Array(n));
+  return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}
+
+// idgen://[AGENT:TOKEN@]HOST:PORT (idgens:// over HTTPS; http:// and
+// https:// URLs as they are), with an optional ?space=NAME.
+function leaseTarget(registry) {
+  const text = String(registry);
+  const m = /^(idgens?|https?):\/\//.exec(text);
+  if (!m) return null;
+  const proto = m[1] === 'idgen' || m[1] === 'http' ? 'http:' : 'https:';
+  let u;
+  try {
+    u = new URL(proto + text.slice(m[1].length + 1));
+  } catch (e) {
+    throw idgenError(-1, `registry: not a URL: ${e.message}`);
+  }
+  const shown = `${m[1]}://${u.username ? u.username + ':***@' : ''}${u.host}`;
+  if (u.pathname !== '/' && u.pathname !== '')
+    throw idgenError(-1, `registry ${shown}: a path is not part of an idgen:// URI`);
+  let space = null;
+  for (const [k, v] of u.searchParams) {
+    if (k !== 'space' || space !== null)
+      throw idgenError(-1, `registry ${shown}: unknown parameter "${k}" (known: space)`);
+    space = v;
+  }
+  return { url: `${proto}//${u.host}`, token: decodeURIComponent(u.password), space, shown };
+}
+
+class Lease {
+  constructor(target, opts) {
+    this.t = target;
+    this.ttl = opts.ttl;
+    this.busy = false;
+    this.lost = null; // why the lease ended, once it has
+    this.timer = null;
+  }
+  async call(path, body, keepalive = false) {
+    const headers = { 'Content-Type': 'text/plain' }; // a simple request: no preflight
+    if (this.t.token) headers.Authorization = 'Bearer ' + this.t.token;
+    const init = { method: 'POST', headers, body: JSON.stringify(body), keepalive };
+    if (typeof AbortSignal !== 'undefined' && AbortSignal.timeout)
+      init.signal = AbortSignal.timeout(Math.max(1000, this.ttl / 3));
+    let r;
+    try {
+      r = await fetch(this.t.url + path, init);
+    } catch (e) {
+      throw idgenError(-12, `registry: ${this.t.shown}: ${e.message}`);
+    }
+    let j = null;
+    try {
+      j = await r.json();
+    } catch (e) {
+      j = null;
+    }
+    if (!r.ok || j === null || typeof j !== 'object') {
+      const word = j && typeof j.error === 'string' ? j.error : 'registry';
+      const msg = j && typeof j.message === 'string' ? j.message : `HTTP ${r.status}`;
+      const e = idgenError(LEASE_CODES[word] ?? -12, `registry: ${this.t.shown}: ${msg}`);
+      e.status = r.status;
+      e.retryAfter = Number(r.headers.get('Retry-After')) || 0;
+      throw e;
+    }
+    return j;
+  }
+  identity() {
+    const i = this.info;
+    return { space: i.space, layout: i.layout, field: i.field, node: i.node,
+             generation: i.generation, holder: this.holder, secret: this.secret };
+  }
+}
+
+// Leases a tuple for `options` and makes a generator on it.
+async function openLeased(cls, options, target) {
+  const ttl = options.ttlMs ?? 10000;
+  if (!Number.isInteger(ttl) || ttl < 300 || ttl > 3600000)
+    throw idgenError(-1, `option ttlMs must be a whole number from 300 to 3600000`);
+  const wait = options.maxStartWaitMs ?? 10000;
+  if (!Number.isInteger(wait) || wait < 0 || wait > 3600000)
+    throw idgenError(-1, `option maxStartWaitMs must be a whole number from 0 to 3600000`);
+  const l = new Lease(target, { ttl });
+  l.holder = `browser:0:${hex(4)}`;
+  l.secret = hex(16);
+  const body = { layout: options.layout ?? 'twitter', holder: l.holder, secret: l.secret,
+                 ttl_ms: ttl, max_start_wait_ms: 0, clock_ms: Date.now() };
+  if (options.node) body.node = options.node;
+  if (options.leaseField) body.field = options.leaseField;
+  const space = options.space ?? target.space;
+  if (space) body.space = space;
+  // The start wait, as the native client waits: the daemon answers at once
+  // (max_start_wait_ms 0) and says when to look again.
+  const until = performance.now() + wait;
+  let sent;
+  for (;;) {
+    sent = performance.now();
+    try {
+      l.info = await l.call('/lease', body);
+      break;
+    } catch (e) {
+      const again = e.retryAfter > 0 ? e.retryAfter * 1000 : 0;
+      if (!again || (e.status !== 503) || performance.now() + again > until) throw e;
+      await new Promise((res) => setTimeout(res, again));
+    }
+  }
+  l.deadline = sent + ttl - ttl / 10;
+  l.renewAt = sent + ttl / 3;
+  l.step = l.info.mark_step_ms || Math.floor(ttl / 2);
+  const g = new cls({ layout: options.layout ?? 'twitter', node: l.info.node,
+                      maxWaitMs: options.maxWaitMs, maxBorrowMs: options.maxBorrowMs,
+                      randomSequenceStart: options.randomSequenceStart, _leased: true });
+  try {
+    check(exp.sf_lease_start(g._handle(), BigInt(l.info.mark_ms), BigInt(l.info.floor_ms || 0)));
+    l.mark = 0;
+    await markAhead(l, g);
+  } catch (e) {
+    l.call('/lease/release', l.identity()).catch(() => {});
+    g._drop();
+    throw e;
+  }
+  g._lease(l);
+  return g;
+}
+
+// Records a mark one step beyond what the generator needs now, then lets
+// it issue up to it.
+async function markAhead(l, g) {
+  const want = Number(exp.sf_needed_ms(g._handle())) + l.step;
+  const r = await l.call('/lease/mark', { ...l.identity(), mark_ms: want });
+  l.mark = r.mark_ms;
+  if (performance.now() < l.deadline) setCeiling(l, g, l.mark);
+}
+
+// The mark the generator may issue up to (0: nothing), unless it is closed
+// or its lease ended meanwhile (the timers' answers come after awaits).
+function setCeiling(l, g, mark) {
+  if (g._alive() && (!l.lost || mark === 0)) exp.sf_keep(g._handle(), BigInt(mark));
+}
+
+function endLease(l, g, why) {
+  if (l.lost) return;
+  setCeiling(l, g, 0);
+  l.lost = why;
+}
+
+// One turn of the lease's timer: renew when due, move the mark when less
+// than half a step is left, end the lease at its deadline.
+async function keep(l, g) {
+  if (l.busy || l.lost || !g._alive()) return;
+  l.busy = true;
+  try {
+    const now = performance.now();
+    if (now >= l.deadline) setCeiling(l, g, 0); // until a renewal shows it valid
+    if (now >= l.renewAt) {
+      const sent = performance.now();
+      try {
+        await l.call('/lease/renew', { ...l.identity(), ttl_ms: l.ttl });
+        l.renewAt = sent + l.ttl / 3;
+        if (sent + l.ttl - l.ttl / 10 > performance.now()) {
+          l.deadline = sent + l.ttl - l.ttl / 10;
+          if (l.mark) setCeiling(l, g, l.mark);
+        }
+      } catch (e) {
+        if (e.code === 'ELEASE') return endLease(l, g, e.message);
+        l.renewAt = performance.now() + Math.min(1000, Math.max(100, l.ttl / 10));
+        l.failure = e.message;
+        return;
+      }
+    }
+    if (g._alive() && !l.lost && Number(exp.sf_needed_ms(g._handle())) + l.step / 2 > l.mark) {
+      try {
+        await markAhead(l, g);
+      } catch (e) {
+        if (e.code === 'ELEASE') return endLease(l, g, e.message);
+        l.failure = e.message;
+      }
+    }
+  } finally {
+    l.busy = false;
+  }
+}
+
+function releaseOnExit() {
+  for (const { l } of live) {
+    const body = JSON.stringify(l.identity());
+    if (!l.t.token && typeof navigator !== 'undefined' && navigator.sendBeacon)
+      navigator.sendBeacon(l.t.url + '/lease/release', body);
+    else l.call('/lease/release', l.identity(), true).catch(() => {});
+  }
+}
+if (typeof addEventListener === 'function' && typeof window !== 'undefined')
+  addEventListener('pagehide', releaseOnExit);
+
 export class Snowflake {
   #g = 0;
   #slot = 0;
@@ -179,13 +391,18 @@ export class Snowflake {
     if (options === null || typeof options !== 'object')
       throw typeError('new Snowflake(options): options must be an object');
     const registry = options.registry ?? 'static';
-    if (registry !== 'static') {
+    const leased = options._leased === true;
+    if (!leased && registry !== 'static') {
+      if (leaseTarget(registry) !== null)
+        throw idgenError(-1, `registry ${leaseTarget(registry).shown}: a lease takes a round trip: ` +
+                             'make the generator with `await Snowflake.open({...})`');
       throw idgenError(-1, `registry ${JSON.stringify(String(registry))}: the WebAssembly build ` +
-                           'has no registry; only "static" (the node values given, unchecked)');
+                           'leases from a daemon (idgen://HOST:PORT, idgens://, http(s)://) or ' +
+                           'takes "static" (the node values given, unchecked)');
     }
     for (const name of ['space', 'leaseField', 'ttlMs', 'maxStartWaitMs'])
-      if (options[name] !== undefined && options[name] !== null)
-        throw idgenError(-1, `option ${name}: leases need a registry, which the WebAssembly build has not`);
+      if (!leased && options[name] !== undefined && options[name] !== null)
+        throw idgenError(-1, `option ${name}: leases need a registry (idgen://HOST:PORT)`);
     // The clock's word, as the library reads it (accepted for the one API;
     // here every clock is Date.now()).
     if (options.clock !== undefined && options.clock !== null) {
@@ -203,16 +420,42 @@ export class Snowflake {
     this.#g = check(exp.sf_new(BigInt(borrow), BigInt(wait), rss < 0 ? 0 : rss));
     this.#slot = exp.alloc(8);
     reclaim.register(this, { free: exp.sf_free, ptr: this.#g, slot: this.#slot }, this.#token);
-    if (node.trim() !== '' && !warned.has(node)) {
+    if (!leased && node.trim() !== '' && !warned.has(node)) {
       warned.add(node);
       console.warn(`warning: node values given (${node}) are unchecked: another page, worker or ` +
                    'process with the same values makes the same IDs; a registry leases node ' +
-                   'values and checks them (the Node.js build)');
+                   'values and checks them (Snowflake.open({registry: "idgen://HOST:PORT"}))');
     }
   }
+  #lease = null;
   #live() {
     if (this.#g === 0) throw idgenError(-1, 'the generator is closed');
+    const l = this.#lease;
+    if (l !== null && (l.lost || performance.now() >= l.deadline)) {
+      exp.sf_keep(this.#g, 0n);
+      throw idgenError(-11, `the lease ${l.info.node} is ${l.lost ? 'lost: ' + l.lost :
+                            'not valid: not renewed within its TTL' +
+                            (l.failure ? ` (${l.failure})` : '')}`);
+    }
     return this.#g;
+  }
+  // (for openLeased)
+  _handle() { return this.#g; }
+  _alive() { return this.#g !== 0; }
+  _drop() { this.close(); }
+  _lease(l) {
+    this.#lease = l;
+    const turn = () => {
+      keep(l, this).finally(() => {
+        if (this.#g !== 0 && !l.lost) {
+          l.timer = setTimeout(turn, Math.max(20, Math.min(250, l.ttl / 10)));
+          // (Node, Deno, Bun: the lease alone does not keep the program running)
+          if (typeof l.timer === 'object' && l.timer.unref) l.timer.unref();
+        }
+      });
+    };
+    l.timer = setTimeout(turn, 0);
+    live.add({ l, g: this });
   }
   next() {
     check(exp.sf_next_n(this.#live(), this.#slot, 1));
@@ -275,26 +518,40 @@ export class Snowflake {
   }
   lease() {
     this.#live();
-    return null;
+    const l = this.#lease;
+    if (l === null) return null;
+    const i = l.info;
+    return { registry: l.t.shown, space: i.space, pool: i.pool ?? null, field: i.field,
+             worker: i.worker, node: i.node, generation: i.generation, markMs: l.mark,
+             ttlMs: l.ttl, holder: i.holder, validMs: Math.max(0, Math.round(l.deadline - performance.now())) };
   }
-  // The Node.js build's API: there, open() leases and close() gives the
-  // lease back off the event loop; here there is no registry, so both are
-  // done at once and their promises are settled already.
+  // As the Node.js build: open() leases (from a daemon, with an
+  // idgen:// registry) and close() gives the lease back; without a registry
+  // both are done at once and their promises are settled already.
   static open(options) {
     try {
+      const target = options && options.registry != null ? leaseTarget(options.registry) : null;
+      if (target !== null) return openLeased(this, options, target);
       return Promise.resolve(new this(options));
     } catch (e) {
       return Promise.reject(e);
     }
   }
   close() {
+    const l = this.#lease;
     if (this.#g !== 0) {
       reclaim.unregister(this.#token);
       exp.sf_free(this.#g);
       exp.dealloc(this.#slot);
       this.#g = 0;
     }
-    return Promise.resolve();
+    if (l === null) return Promise.resolve();
+    this.#lease = null;
+    clearTimeout(l.timer);
+    for (const e of live) if (e.l === l) live.delete(e);
+    if (l.lost) return Promise.resolve();
+    l.lost = 'released';
+    return l.call('/lease/release', l.identity()).then(() => undefined);
   }
 }
 // `await using g = await Snowflake.open({...})` where the runtime has it.

@@ -61,9 +61,21 @@ test('a wall clock that steps back: borrowed within maxBorrowMs, else ECLOCK', {
   strict.close();
 });
 
-test('what a build without a registry refuses', { skip }, () => {
+test('what the WebAssembly build refuses: registries it cannot reach, leases without open()', { skip }, async () => {
   assert.throws(() => new idgen.Snowflake({ registry: 'file:/tmp/x' }),
-                { code: 'EINVAL', message: /has no registry; only "static"/ });
+                { code: 'EINVAL', message: /leases from a daemon \(idgen:\/\/HOST:PORT.*or takes "static"/ });
+  assert.throws(() => new idgen.Snowflake({ registry: 'idgen://u:secret@127.0.0.1:1' }),
+                { code: 'EINVAL', message: /^registry idgen:\/\/u:\*\*\*@127\.0\.0\.1:1: a lease takes a round trip/ });
+  await assert.rejects(idgen.Snowflake.open({ registry: 'idgen://127.0.0.1:1/x' }),
+                       { code: 'EINVAL', message: /a path is not part of/ });
+  await assert.rejects(idgen.Snowflake.open({ registry: 'idgen://127.0.0.1:1?spaec=a' }),
+                       { code: 'EINVAL', message: /unknown parameter "spaec"/ });
+  await assert.rejects(idgen.Snowflake.open({ registry: 'idgen://127.0.0.1:1', ttlMs: 100 }),
+                       { code: 'EINVAL', message: /ttlMs/ });
+  // nothing listens on port 1: the registry's error, naming it without the token
+  await assert.rejects(idgen.Snowflake.open({ registry: 'idgen://a:tok@127.0.0.1:1' }),
+                       (e) => e.code === 'EREGISTRY' && /idgen:\/\/a:\*\*\*@127\.0\.0\.1:1/.test(e.message) &&
+                              !/tok/.test(e.message));
   for (const o of [{ leaseField: 'worker' }, { ttlMs: 1000 }, { maxStartWaitMs: 10 }])
     assert.throws(() => new idgen.Snowflake({ registry: 'static', ...o }), { code: 'EINVAL' });
   assert.throws(() => new idgen.Snowflake({ node: 'worker=@ip' }), { code: 'ERANGE' });
@@ -82,5 +94,5 @@ test('open() and close(): the Node build\'s promises, settled at once', { skip }
   await closing;
   await g.close();
   await assert.rejects(idgen.Snowflake.open({ registry: 'file:/tmp/x' }),
-                       { code: 'EINVAL', message: /has no registry/ });
+                       { code: 'EINVAL', message: /or takes "static"/ });
 });

@@ -16,6 +16,7 @@
 
 #include "decode.h"
 #include "idgen.h"
+#include "snowflake_int.h" /* idgen__sf_external_*: the lease kept from JavaScript */
 
 /* The module's exports: called from JavaScript only, so no header declares
  * them. */
@@ -96,6 +97,24 @@ EXPORT(sf_new) int wasm_sf_new(int64_t max_borrow_ms, int64_t max_wait_ms, int r
   if (rc < 0)
     return fail(rc);
   return (int)(uintptr_t)g;
+}
+
+/* A generator made by sf_new with a leased tuple's node values, kept by
+ * browser.mjs (snowflake_int.h, idgen__sf_external_*): it starts above the
+ * lease's marks (mark_ms, floor_ms) and issues nothing until sf_keep says
+ * which mark is recorded; sf_keep(g, 0) when the lease cannot be shown
+ * valid; sf_needed_ms: the mark it needs now. */
+EXPORT(sf_lease_start)
+int wasm_sf_lease_start(idgen_snowflake_gen_t *g, int64_t mark_ms, int64_t floor_ms) {
+  err[0] = '\0';
+  int rc = idgen__sf_external_start(g, mark_ms, floor_ms, err, sizeof err);
+  return rc < 0 ? fail(rc) : 0;
+}
+EXPORT(sf_keep) void wasm_sf_keep(idgen_snowflake_gen_t *g, int64_t mark_ms) {
+  idgen__sf_external_keep(g, mark_ms);
+}
+EXPORT(sf_needed_ms) int64_t wasm_sf_needed_ms(idgen_snowflake_gen_t *g) {
+  return idgen__sf_external_needed_ms(g);
 }
 
 EXPORT(sf_free) void wasm_sf_free(idgen_snowflake_gen_t *g) { idgen_snowflake_gen_free(g); }

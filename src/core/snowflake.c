@@ -859,6 +859,41 @@ static int gen_start_bound(idgen_snowflake_gen_t *g, const idgen_snowflake_setti
   return idgen__keeper_start(g, s->lease, err, errlen);
 }
 
+/* The start of a generator its host keeps (snowflake_int.h): above the
+ * marks, as gen_start_bound starts a bound one. */
+int idgen__sf_external_start(idgen_snowflake_gen_t *g, int64_t mark_ms, int64_t floor_ms, char *err,
+                             size_t errlen) {
+  uint64_t from = 0, v;
+  if ((v = idgen__sf_state_of_ms(g, mark_ms)) != 0)
+    from = v + 1;
+  if ((v = idgen__sf_state_of_ms(g, floor_ms)) != 0 && v + 1 > from)
+    from = v + 1;
+  if (from > g->max_state)
+    return idgen__err(err, errlen, IDGEN_EEXHAUSTED,
+                      "the lease's high-water mark is at the end of the layout");
+  g->external = 1;
+  atomic_store(&g->bias, BIAS_SHARED);
+  atomic_store(&g->ceiling, 0);
+  atomic_store(&g->remote_want, 0);
+  atomic_store(&g->next, from ? from : 1);
+  return 0;
+}
+
+void idgen__sf_external_keep(idgen_snowflake_gen_t *g, int64_t mark_ms) {
+  atomic_store_explicit(&g->ceiling, mark_ms > 0 ? idgen__sf_state_of_ms(g, mark_ms) : 0,
+                        memory_order_release);
+}
+
+int64_t idgen__sf_external_needed_ms(idgen_snowflake_gen_t *g) {
+  int64_t wall = idgen__ns_to_ms(now_ns(g));
+  uint64_t nx = atomic_load_explicit(&g->next, memory_order_acquire);
+  uint64_t want = atomic_load_explicit(&g->remote_want, memory_order_relaxed);
+  if (want > nx)
+    nx = want;
+  int64_t own = idgen__sf_ms_of_state(g, nx > g->max_state ? g->max_state : nx);
+  return own > wall ? own : wall;
+}
+
 /* Makes a generator in g (gen_size() bytes, aligned): idgen_snowflake_gen_new's
  * checks and start.  On failure g holds nothing to release. */
 static int gen_setup(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t *l,

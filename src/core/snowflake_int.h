@@ -48,6 +48,11 @@ struct idgen_snowflake_gen {
    * keeper) may reach the keeper, others wait for the ceiling by looking. */
   int shared;
   int owner; /* pid */
+  /* Kept by the host program instead of a keeper thread (a host without
+   * threads: the WebAssembly build's JavaScript holds the lease and moves
+   * the mark, idgen__sf_external_*); its calls wait for the ceiling by
+   * looking, as another process's calls on a shared generator do. */
+  int external;
   idgen_layout_t layout;
 
   /* The largest state that may be issued now: max_state for an unbound
@@ -93,8 +98,26 @@ struct idgen_snowflake_gen {
 
 /* Whether the calling process is not the one that may reach g's keeper. */
 static inline int idgen__sf_remote(const idgen_snowflake_gen_t *g) {
-  return g->shared && g->owner != (int)getpid();
+  return g->external || (g->shared && g->owner != (int)getpid());
 }
+
+/*
+ * A generator kept by its host program (g->external): the host leases the
+ * tuple (the generator was made with its node values, unbound) and keeps
+ * the mark, with these three calls on the generator's one thread:
+ *   start:  before the first call: IDs start above the ticks of mark_ms and
+ *           floor_ms (the lease's), and none is issued until keep;
+ *   keep:   the mark now recorded (durable) in the registry, Unix ms: calls
+ *           may issue up to its tick; 0 when the lease cannot be shown
+ *           valid: nothing more is issued (IDGEN_ELEASE);
+ *   needed: the mark the generator needs now (the later of the wall clock
+ *           and the tick of the highest state a call asked for), Unix ms.
+ * start fails (IDGEN_EEXHAUSTED) when the marks are at the layout's end.
+ */
+int idgen__sf_external_start(idgen_snowflake_gen_t *g, int64_t mark_ms, int64_t floor_ms, char *err,
+                             size_t errlen);
+void idgen__sf_external_keep(idgen_snowflake_gen_t *g, int64_t mark_ms);
+int64_t idgen__sf_external_needed_ms(idgen_snowflake_gen_t *g);
 
 /* idgen_snowflake_wait_t.phase: nothing taken yet (the call claims when it
  * runs), or values reserved (w->first..w->last) that it issues when due. */
