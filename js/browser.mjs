@@ -233,7 +233,7 @@ class Lease {
     if (this.t.token) headers.Authorization = 'Bearer ' + this.t.token;
     const init = { method: 'POST', headers, body: JSON.stringify(body), keepalive };
     if (typeof AbortSignal !== 'undefined' && AbortSignal.timeout)
-      init.signal = AbortSignal.timeout(Math.max(1000, this.ttl / 3));
+      init.signal = AbortSignal.timeout(Math.max(1000, Math.floor(this.ttl / 3)));
     let r;
     try {
       r = await fetch(this.t.url + path, init);
