@@ -12,7 +12,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: screenshots image deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
+.PHONY: bench-leases screenshots image deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
 
 all: build
 
@@ -114,6 +114,11 @@ bench: build
 bench-registry: build
 	$(BUILD)/idgen-bench --only bound --runs 9
 	/usr/bin/python3 bench/start_bench.py $(BUILD)/idgen 21
+
+# Leasing from the daemon (idgen serve --leases, idgen://) against the
+# registry direct and against fetching every ID (docs/BENCHMARKS.md).
+bench-leases: build
+	bench/lease_bench.sh $(BUILD)
 
 # /health and PING latency while requests wait for their tick (the loop
 # never sleeps): a saturated twitter daemon, and a slow layout's batch.
