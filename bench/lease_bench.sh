@@ -20,9 +20,9 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
-# The daemon's own generator on another layout (sonyflake): the twitter
-# pool is the clients'.
-"$idgen" serve --leases --registry "file:$tmp/reg" --layout sonyflake \
+# The daemon's own generator on datacenter 0 (its default); the clients
+# lease on datacenter 1.
+"$idgen" serve --leases --registry "file:$tmp/reg" \
   --http 127.0.0.1:0 --resp off 2>"$tmp/daemon.log" &
 pid=$!
 port=

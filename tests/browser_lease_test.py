@@ -116,11 +116,10 @@ def run(browser_dir, idgen):
         server = Server(tree)
         origin = "http://127.0.0.1:%d" % server.port
         reg = os.path.join(tmp, "registry")
-        # The daemon's own generator on another layout's pool (sonyflake):
-        # the pages' twitter pool is theirs alone.
+        # The daemon's own generator on datacenter 0 (its default), the
+        # pages on datacenter 1: one ID space, one layout, apart by tuple.
         d = Daemon(idgen, tmp, "daemon",
-                   ["--leases", "--lease-cors-origins", origin, "--registry", "file:" + reg,
-                    "--layout", "sonyflake"])
+                   ["--leases", "--lease-cors-origins", origin, "--registry", "file:" + reg])
         if not check("the daemon starts with --leases", d.http is not None, d.log()[-800:]):
             return
         registry = "idgen://127.0.0.1:%d" % d.http
