@@ -623,6 +623,39 @@ static void test_adopt_live_holder(void **state) {
   idgen_registry_close(r);
 }
 
+/* (d) Network registries: a grant left to expire (its holder killed) is
+ * not taken over, also while its tuple is in quarantine. */
+static void test_adopt_expired(void **state) {
+  (void)state;
+  if (strcmp(backend, "file") == 0)
+    skip(); /* no expiry: a dead holder's lock is free at once */
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t l = tu_layout("time:41,worker:1,sequence:12,epoch=1288834974657");
+  idgen_lease_request_t req = {&l, NULL, NULL, -1, NULL};
+  req.ttl_ms = IDGEN_LEASE_TTL_MIN_MS;
+  req.quarantine_ms = 5000; /* still in quarantine when looked at */
+  int cmd, ans;
+  grant_t g;
+  pid_t pid = grant_child(&req, D1, wall_ms() + 200, &cmd, &ans, &g);
+  child_end(pid, cmd, ans, 1);
+  char err[1000];
+  find_row_t f = {.key = g.key};
+  for (int i = 0; i < 100; i++) { /* until it expires: 300 ms (etcd: its second) */
+    f.found = 0;
+    assert_int_equal(idgen_registry_list(r, find_row, &f, err, sizeof err), 0);
+    assert_int_equal(f.found, 1);
+    if (f.row.state != IDGEN_LEASE_HELD)
+      break;
+    tu_sleep_ms(50);
+  }
+  assert_int_equal(f.row.state, IDGEN_LEASE_QUARANTINE);
+  idgen_lease_t *a;
+  assert_int_equal(adopt(r, &req, &g, g.generation, D1, D2, &a, err, sizeof err), IDGEN_ELEASE);
+  if (strstr(err, "expired") == NULL)
+    fail_msg("%s", err);
+  idgen_registry_close(r);
+}
+
 int main(int argc, char **argv) {
   backend = argc > 1 ? argv[1] : "file";
   if (strcmp(backend, "postgres") == 0 || strcmp(backend, "etcd") == 0) {
@@ -652,6 +685,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_id_space, fresh, cleanup),
       cmocka_unit_test_setup_teardown(test_adopt, fresh, cleanup),
       cmocka_unit_test_setup_teardown(test_adopt_live_holder, fresh, cleanup),
+      cmocka_unit_test_setup_teardown(test_adopt_expired, fresh, cleanup),
   };
   return cmocka_run_group_tests_name(backend, tests, NULL, NULL);
 }

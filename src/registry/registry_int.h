@@ -218,8 +218,10 @@ typedef struct idgen__registry_ops {
    * holder: the new one, ttl_ms, quarantine_ms, r) and l->key, l->worker and
    * l->generation are the grant to take over, `was` its holder as recorded;
    * fills l->mark_ms (and floor_ms, expires_ms) and takes the tuple for l,
-   * recording l->holder, conditional on the generation.  NULL: the backend
-   * cannot (IDGEN_ELEASE). */
+   * recording l->holder, conditional on the generation, and leaves l->be
+   * as acquire does (renew, mark and release then work unchanged; a
+   * network backend's previous holder is fenced out by them).  Bounded
+   * like acquire (bounded.c).  NULL: the backend cannot (IDGEN_ELEASE). */
   int (*adopt)(idgen_lease_t *l, const char *was, char *err, size_t errlen);
 } idgen__registry_ops_t;
 
