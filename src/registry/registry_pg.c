@@ -1418,9 +1418,9 @@ static int pg_adopt_refused(pg_t *pg, idgen_lease_t *l, const char *was, char *e
  * its client's secret).  Unexpired since its grant, the tuple's pool cannot
  * have been retired from the ID space (retiring fences every row of it), so
  * the pool's floor in the space is the one of the grant: l->floor_ms, as
- * acquire gives.  Then the guards of a renewal (pg_renew: an earlier
- * version's registry beside this one); refused there, the tuple is given
- * back.
+ * acquire gives.  An earlier version's registry beside this one is refused
+ * before, as acquire refuses it, and looked for after, as a renewal does
+ * (pg_renew); refused there, the tuple is given back.
  */
 static int pg_adopt(idgen_lease_t *l, const char *was, char *err, size_t errlen) {
   pg_t *pg = l->r->be;
@@ -1432,8 +1432,18 @@ static int pg_adopt(idgen_lease_t *l, const char *was, char *err, size_t errlen)
   int64_t version, floor = 0;
   idgen_layout_t lay;
   int member = 0;
+  /* An earlier version's registry: refused as acquire refuses, and its
+   * marks part of the floor as they were for the grant (parked, they do
+   * not move). */
+  long long legacy = 0;
+  earlier_t e = {0};
+  int rc = pg_acquire_earlier(pg, &legacy, &e, err, errlen);
+  if (rc < 0) {
+    free(s);
+    return rc;
+  }
   pg_lock(pg);
-  int rc = pg_query(pg, &res, SQL_SPACE_GET, 1, sv, 1, NULL, err, errlen);
+  rc = pg_query(pg, &res, SQL_SPACE_GET, 1, sv, 1, NULL, err, errlen);
   if (rc == 0 && pq.PQntuples(res) == 1 &&
       (rc = pg_space_read(pg, res, l->r->space_path, s, &version, 1, err, errlen)) == 0)
     member = idgen_layout_parse(&lay, l->pool.layout, NULL, 0) == 0 &&
@@ -1450,12 +1460,14 @@ static int pg_adopt(idgen_lease_t *l, const char *was, char *err, size_t errlen)
   snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
   snprintf(q, sizeof q, "%" PRId64, l->quarantine_ms);
   const char *v[] = {l->pool.store, key, gen, was, l->holder, ttl, q};
-  if (rc == 0 && (rc = pg_query(pg, &res, SQL_ADOPT, 7, v, 1, NULL, err, errlen)) == 0) {
+  /* Not sent again on a new connection (retry 0): the first may have
+   * landed.  SQL_SPACE_GET has just found the connection working. */
+  if (rc == 0 && (rc = pg_query(pg, &res, SQL_ADOPT, 7, v, 0, NULL, err, errlen)) == 0) {
     if (pq.PQntuples(res) == 1) {
       l->mark_ms = pg_i64(res, 0, 0);
       l->expires_ms = pg_i64(res, 0, 1);
       l->expires_in_ms = pg_i64(res, 0, 2);
-      l->floor_ms = floor;
+      l->floor_ms = floor > e.mark ? floor : e.mark;
     } else {
       rc = pg_adopt_refused(pg, l, was, err, errlen);
     }

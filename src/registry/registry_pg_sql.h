@@ -352,16 +352,15 @@ static const char SQL_RENEW[] = /* $5 ttl ms, $6 quarantine ms */
     " RETURNING " MS("expires_at") ", " MS("expires_at - now()") ", " EARLIER_COUNT;
 
 /* Takes grant ($3, $4) over for holder $5 (idgen_registry_adopt): only while
- * it is held (its holder set, its expiry ahead: not released, freed by hand
- * or expired) and not granted again, renewed as SQL_RENEW does.  A row
- * already $5's at that generation is the same adoption, sent again (the
- * statement can be repeated). */
+ * it is held (its holder $4, its expiry ahead: not released, freed by hand
+ * or expired) and not granted again, renewed as SQL_RENEW does.  Not to be
+ * sent again (a second one finds holder $5). */
 static const char SQL_ADOPT[] = /* $5 the new holder, $6 ttl ms, $7 quarantine ms */
     "UPDATE @.idgen_nodes SET holder = $5,"
     " expires_at = greatest(expires_at, now() + " MSEC("$6") "),"
     " free_at = greatest(free_at, now() + " MSEC("$6") " + " MSEC("$7") ")"
     " WHERE pool = $1 AND node = $2::bigint AND generation = $3::bigint"
-    " AND (holder = $4 OR holder = $5) AND expires_at > now()"
+    " AND holder = $4 AND expires_at > now()"
     " RETURNING mark_ms, " MS("expires_at") ", " MS("expires_at - now()");
 
 static const char SQL_MARK[] = /* $5 mark ms */
