@@ -1626,6 +1626,23 @@ static void test_adopt_refusals(void **state) {
   assert_string_equal(rec.holder, "");
   assert_int_equal(rec.generation, g.generation);
   assert_int_equal(rec.mark_ms, g.mark_ms);
+  /* an earlier idgen's live holder beside it: refused, as acquire refuses */
+  v[idgen_layout_field_index(&tw, "datacenter")] = 4;
+  dead_grant_t g4 = grant_and_die(&tw, v, DEAD, now + 300);
+  char old_dir[700], old_path[800];
+  snprintf(old_dir, sizeof old_dir, "%s/reg/worker@datacenter=0", dir);
+  assert_int_equal(mkdir(old_dir, 0755), 0);
+  snprintf(old_path, sizeof old_path, "%s/0.lock", old_dir);
+  fd = open(old_path, O_RDWR | O_CREAT, 0644);
+  assert_true(fd >= 0);
+  assert_int_equal(flock(fd, LOCK_EX), 0);
+  assert_int_equal(adopt_of(r, &tw, v, &g4, DEAD, &a, err, sizeof err), IDGEN_EREGISTRY);
+  if (strstr(err, "held by a live process of an earlier idgen") == NULL)
+    fail_msg("%s", err);
+  close(fd); /* it stopped */
+  if (adopt_of(r, &tw, v, &g4, DEAD, &a, err, sizeof err) != 0)
+    fail_msg("adopt: %s", err);
+  idgen_lease_release(a);
   idgen_registry_close(r);
 }
 

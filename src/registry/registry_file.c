@@ -1502,11 +1502,17 @@ static int file_adopt(idgen_lease_t *l, const char *was, char *err, size_t errle
                                         l->pool.name, root(l->r))
                            : idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", f->dir,
                                         strerror(errno));
+  /* An earlier idgen's live holder is refused as acquire refuses it (its
+   * marks were part of where the grant started). */
+  int64_t legacy = 0;
+  int rc = l->r->space_path[0] ? 0 : legacy_check(root(l->r), &legacy, err, errlen);
+  if (rc < 0)
+    return rc;
   int sfd = space_lock(sdir);
   if (sfd < 0)
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s/space.lock: %s", sdir,
                       strerror(errno));
-  int rc = adopt_locked(l, was, sdir, err, errlen);
+  rc = adopt_locked(l, was, sdir, err, errlen);
   pool_unlock(sfd);
   return rc;
 }
