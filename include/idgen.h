@@ -1385,13 +1385,25 @@ IDGEN_API int idgen_registry_acquire_for(idgen_registry_t *r, const idgen_lease_
  * granted at `generation` to `holder`; req->node holds the tuple's other
  * node values (the key must agree).  0 with *out a lease as
  * idgen_registry_acquire() gives (its mark_ms the tuple's recorded mark,
- * its holder now `new_holder`, or `holder` when NULL), renewed, when the
- * registry still shows that grant and
- * nobody holds it now (for file: its lock is free; for the network
- * registries it has not expired); IDGEN_ELEASE when it does not (granted
- * again, freed, expired, or held by a live process), IDGEN_EREGISTRY when
- * the registry cannot be reached, IDGEN_EINVAL for the static registry.
- * The generation stays: the holder that wrote under it may go on.
+ * its floor_ms its layout's floor in the space, its holder now
+ * `new_holder`, or `holder` when NULL), renewed, when the registry still
+ * shows that grant, held:
+ *   file:     nobody holds its lock (a live process's lock is never taken),
+ *             its holder recorded a mark above the floor, and its layout is
+ *             still in the ID space (a grant whose mark is at or below the
+ *             floor may predate another layout's takeover of the space);
+ *   network   it has not expired.  The registry cannot tell a stopped
+ *             holder from a live one: a live one is fenced out (its next
+ *             renewal or mark write gets IDGEN_ELEASE), so whether it may
+ *             be taken over is the caller's to check (a lease service: its
+ *             client's secret).
+ * IDGEN_ELEASE when it does not (granted again, released, freed, expired,
+ * another holder recorded, a lock held by a live process; and for the
+ * static registry, which keeps no grants), IDGEN_EREGISTRY when the
+ * registry cannot be reached (or, file:, a call held past
+ * IDGEN_REGISTRY_CALL_MS by its file system), IDGEN_EINVAL for a bad
+ * holder or a key outside req's node values.  The generation stays: the
+ * holder that wrote under it may go on.
  */
 IDGEN_API int idgen_registry_adopt(idgen_registry_t *r, const idgen_lease_request_t *req,
                                    uint64_t key, uint64_t generation, const char *holder,

@@ -3,7 +3,7 @@
  * (docs/DESIGN.md §11): lock files and the pool file removed, replaced or put
  * back, bad records, a killed holder, a forked child's copy of the lock,
  * every pair of lease fields, the ID space without a record, the default
- * and relative URIs; and a generator bound to a lease: the durable mark, a
+ * and relative URIs, a dead process's grant taken over (adopt); and a generator bound to a lease: the durable mark, a
  * lost lease, threads.  What every backend must do is in
  * test_registry_contract.c.
  */
@@ -1497,6 +1497,192 @@ static void test_bind_in_caller_memory(void **state) {
   munmap(mem, size + 64);
 }
 
+/* ---- adopting a dead process's grant (file: only) ------------------------------ */
+
+typedef struct dead_grant {
+  int rc;
+  uint64_t key, generation;
+  int64_t mark_ms;
+} dead_grant_t;
+
+/* A child acquires layout l with node values v for `holder`, records
+ * mark_ms (0: none) and exits without releasing: its lock is free, its
+ * record names it. */
+static dead_grant_t grant_and_die(const idgen_layout_t *l, const uint64_t *v, const char *holder,
+                                  int64_t mark_ms) {
+  int p[2];
+  dead_grant_t g = {IDGEN_EREGISTRY, 0, 0, 0};
+  assert_int_equal(pipe(p), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    idgen_registry_t *r;
+    idgen_lease_t *lease = NULL;
+    idgen_lease_request_t req = {l, v, NULL, -1, NULL};
+    char err[600] = "";
+    if ((g.rc = idgen_registry_open(&r, uri, err, sizeof err)) == 0 &&
+        (g.rc = idgen_registry_acquire_for(r, &req, holder, &lease, err, sizeof err)) == 0 &&
+        mark_ms > 0)
+      g.rc = idgen_lease_record_mark(lease, mark_ms, err, sizeof err);
+    if (g.rc != 0)
+      fprintf(stderr, "grant_and_die: %s\n", err);
+    if (lease != NULL) {
+      idgen_lease_info_t i;
+      idgen_lease_info(lease, &i);
+      g.key = i.key;
+      g.generation = i.generation;
+      g.mark_ms = i.mark_ms;
+    }
+    _exit(write(p[1], &g, sizeof g) == sizeof g ? 0 : 1);
+  }
+  close(p[1]);
+  assert_int_equal(read(p[0], &g, sizeof g), sizeof g);
+  close(p[0]);
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_int_equal(g.rc, 0);
+  return g;
+}
+
+static int adopt_of(idgen_registry_t *r, const idgen_layout_t *l, const uint64_t *v,
+                    const dead_grant_t *g, const char *was, idgen_lease_t **out, char *err,
+                    size_t errlen) {
+  idgen_lease_request_t req = {l, v, NULL, -1, NULL};
+  err[0] = '\0';
+  return idgen_registry_adopt(r, &req, g->key, g->generation, was, "svc:2:beef", out, err, errlen);
+}
+
+#define DEAD "client:1:ab-via-svc:1:dead"
+
+/* What file: refuses to take over beyond the contract's cases: the static
+ * registry (nothing kept), a pool never used, a grant whose holder recorded
+ * no mark above its floor, a key outside the node values given, and a
+ * record whose mark is not its slot's; the record once taken over and once
+ * released. */
+static void test_adopt_refusals(void **state) {
+  (void)state;
+  idgen_layout_t tw = tu_layout("twitter");
+  uint64_t v[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  char err[800];
+  idgen_lease_t *a;
+  idgen_registry_t *st;
+  assert_int_equal(idgen_registry_open(&st, "static", err, sizeof err), 0);
+  idgen_lease_request_t sreq = {&tw, v, NULL, -1, NULL};
+  assert_int_equal(idgen_registry_adopt(st, &sreq, 0, 1, DEAD, NULL, &a, err, sizeof err),
+                   IDGEN_ELEASE);
+  assert_null(a);
+  assert_string_equal(err, "registry: static: cannot take over another process's lease");
+  idgen_registry_close(st);
+  idgen_registry_t *r = tu_registry(uri);
+  dead_grant_t none = {0, 0, 1, 0};
+  assert_int_equal(adopt_of(r, &tw, v, &none, DEAD, &a, err, sizeof err), IDGEN_ELEASE);
+  if (strstr(err, "the pool was never used") == NULL)
+    fail_msg("%s", err);
+  /* a holder that recorded no mark above its floor (it issued nothing: in
+   * a pool new to the space, its mark is 0) */
+  v[idgen_layout_field_index(&tw, "datacenter")] = 3;
+  dead_grant_t g0 = grant_and_die(&tw, v, DEAD, 0);
+  assert_int_equal(g0.mark_ms, 0);
+  assert_int_equal(adopt_of(r, &tw, v, &g0, DEAD, &a, err, sizeof err), IDGEN_ELEASE);
+  if (strstr(err, "is not above its layout's floor") == NULL)
+    fail_msg("%s", err);
+  v[idgen_layout_field_index(&tw, "datacenter")] = 0;
+  int64_t now = (int64_t)time(NULL) * 1000;
+  dead_grant_t g = grant_and_die(&tw, v, DEAD, now + 300);
+  /* datacenter 1 given, the grant's key has datacenter 0 */
+  v[idgen_layout_field_index(&tw, "datacenter")] = 1;
+  assert_int_equal(adopt_of(r, &tw, v, &g, DEAD, &a, err, sizeof err), IDGEN_EINVAL);
+  v[idgen_layout_field_index(&tw, "datacenter")] = 0;
+  /* the record's mark moved apart from its slot in the pool file */
+  const char *path = lock_path(&tw, g.key);
+  char buf[IDGEN__LEASE_RECORD_SIZE];
+  idgen__lease_record_t rec = {g.generation, g.key, g.mark_ms + 1, DEAD};
+  assert_int_equal(idgen__lease_record_format(buf, &rec), 0);
+  int fd = open(path, O_WRONLY);
+  assert_true(fd >= 0);
+  assert_int_equal(pwrite(fd, buf, sizeof buf, 0), sizeof buf);
+  assert_int_equal(adopt_of(r, &tw, v, &g, DEAD, &a, err, sizeof err), IDGEN_ELEASE);
+  if (strstr(err, "as its record says") == NULL)
+    fail_msg("%s", err);
+  rec.mark_ms = g.mark_ms; /* put right: adopted, the record now names the new holder */
+  assert_int_equal(idgen__lease_record_format(buf, &rec), 0);
+  assert_int_equal(pwrite(fd, buf, sizeof buf, 0), sizeof buf);
+  close(fd);
+  if (adopt_of(r, &tw, v, &g, DEAD, &a, err, sizeof err) != 0)
+    fail_msg("adopt: %s", err);
+  char text[IDGEN__LEASE_RECORD_SIZE + 1] = "";
+  fd = open(path, O_RDONLY);
+  assert_int_equal(pread(fd, text, IDGEN__LEASE_RECORD_SIZE, 0), IDGEN__LEASE_RECORD_SIZE);
+  close(fd);
+  assert_int_equal(idgen__lease_record_parse(text, IDGEN__LEASE_RECORD_SIZE, &rec), 0);
+  assert_string_equal(rec.holder, "svc:2:beef");
+  assert_int_equal(rec.generation, g.generation);
+  idgen_lease_release(a);
+  /* released: the record keeps the generation and mark, without a holder */
+  fd = open(path, O_RDONLY);
+  assert_int_equal(pread(fd, text, IDGEN__LEASE_RECORD_SIZE, 0), IDGEN__LEASE_RECORD_SIZE);
+  close(fd);
+  assert_int_equal(idgen__lease_record_parse(text, IDGEN__LEASE_RECORD_SIZE, &rec), 0);
+  assert_string_equal(rec.holder, "");
+  assert_int_equal(rec.generation, g.generation);
+  assert_int_equal(rec.mark_ms, g.mark_ms);
+  /* an earlier idgen's live holder beside it: refused, as acquire refuses */
+  v[idgen_layout_field_index(&tw, "datacenter")] = 4;
+  dead_grant_t g4 = grant_and_die(&tw, v, DEAD, now + 300);
+  char old_dir[700], old_path[800];
+  snprintf(old_dir, sizeof old_dir, "%s/reg/worker@datacenter=0", dir);
+  assert_int_equal(mkdir(old_dir, 0755), 0);
+  snprintf(old_path, sizeof old_path, "%s/0.lock", old_dir);
+  fd = open(old_path, O_RDWR | O_CREAT, 0644);
+  assert_true(fd >= 0);
+  assert_int_equal(flock(fd, LOCK_EX), 0);
+  assert_int_equal(adopt_of(r, &tw, v, &g4, DEAD, &a, err, sizeof err), IDGEN_EREGISTRY);
+  if (strstr(err, "held by a live process of an earlier idgen") == NULL)
+    fail_msg("%s", err);
+  close(fd); /* it stopped */
+  if (adopt_of(r, &tw, v, &g4, DEAD, &a, err, sizeof err) != 0)
+    fail_msg("adopt: %s", err);
+  idgen_lease_release(a);
+  idgen_registry_close(r);
+}
+
+/* While a grant's process was dead, its lock free, another layout took the
+ * ID space over (retiring the grant's pool): the grant is not taken over,
+ * neither then, nor once its layout has joined the space again (its floor
+ * now above the grant's mark: the IDs above it may be the other layout's). */
+static void test_adopt_after_space_takeover(void **state) {
+  (void)state;
+  idgen_layout_t tw = tu_layout("twitter");
+  idgen_layout_t s11 =
+      tu_layout("time:41@1ms,datacenter:5,worker:6,sequence:11,epoch=1288834974657");
+  uint64_t v[IDGEN_LAYOUT_MAX_FIELDS] = {0}, zero[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  v[idgen_layout_field_index(&tw, "datacenter")] = 1;
+  char err[800];
+  idgen_lease_t *a;
+  idgen_registry_t *r = tu_registry(uri);
+  int64_t now = (int64_t)time(NULL) * 1000;
+  dead_grant_t g = grant_and_die(&tw, v, DEAD, now + 200);
+  int rc;
+  idgen_lease_t *b = try_take(r, &s11, NULL, zero, &rc); /* takes the space over */
+  assert_non_null(b);
+  assert_int_equal(adopt_of(r, &tw, v, &g, DEAD, &a, err, sizeof err), IDGEN_ELEASE);
+  if (strstr(err, "is no longer in ID space \"default\"") == NULL)
+    fail_msg("%s", err);
+  idgen_lease_release(b);
+  uint64_t v2[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  v2[idgen_layout_field_index(&tw, "datacenter")] = 2;
+  b = try_take(r, &tw, NULL, v2, &rc); /* twitter's layout back, on another tuple */
+  assert_non_null(b);
+  idgen_lease_info_t ib;
+  idgen_lease_info(b, &ib);
+  assert_true(ib.floor_ms >= g.mark_ms);
+  assert_int_equal(adopt_of(r, &tw, v, &g, DEAD, &a, err, sizeof err), IDGEN_ELEASE);
+  if (strstr(err, "is not above its layout's floor") == NULL)
+    fail_msg("%s", err);
+  idgen_lease_release(b);
+  idgen_registry_close(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
@@ -1515,6 +1701,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_tuple_same_ids_other_names, setup, teardown),
       cmocka_unit_test_setup_teardown(test_space_without_record, setup, teardown),
       cmocka_unit_test_setup_teardown(test_space_takeover_date, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_adopt_refusals, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_adopt_after_space_takeover, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pool_mark_removed_file, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pool_mark_after_exit_and_step_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pool_file_missing_or_corrupt, setup, teardown),

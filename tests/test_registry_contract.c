@@ -4,8 +4,9 @@
  * marks that survive a release; a full pool and the start wait; many
  * processes at once; a tuple met whichever field each holder leases; a
  * generator bound to a lease (durable, fenced, increasing across holders);
- * a forked child; and the ID space (a layout refused beside another whose
- * IDs could equal its own, a named space, a takeover above the old IDs).
+ * a forked child; the ID space (a layout refused beside another whose
+ * IDs could equal its own, a named space, a takeover above the old IDs);
+ * and a grant taken over from a process that was killed (adopt).
  *
  *   test_registry_contract file|postgres|etcd [TEST_NAME]
  *
@@ -402,6 +403,259 @@ static void test_id_space(void **state) {
   idgen_registry_close(r);
 }
 
+/* Adoption (idgen_registry_adopt): a lease service restarted takes over
+ * the grants its previous process made, so that their clients go on. */
+typedef struct grant {
+  int rc;
+  uint64_t key, generation;
+  int64_t mark_ms;
+} grant_t;
+
+static int64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A child process, with a registry of its own, acquires for `holder` and
+ * records mark_ms, and says what it got (*g).  Then each byte the parent
+ * writes to *cmd has it renew, answering the code; EOF ends it. */
+static pid_t grant_child(const idgen_lease_request_t *req, const char *holder, int64_t mark_ms,
+                         int *cmd, int *ans, grant_t *g) {
+  int c[2], a[2];
+  assert_int_equal(pipe(c), 0);
+  assert_int_equal(pipe(a), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(c[1]);
+    close(a[0]);
+    idgen_registry_t *r;
+    idgen_lease_t *l = NULL;
+    char err[600] = "";
+    grant_t out = {IDGEN_EREGISTRY, 0, 0, 0};
+    if ((out.rc = idgen_registry_open(&r, uri, err, sizeof err)) == 0 &&
+        (out.rc = idgen_registry_acquire_for(r, req, holder, &l, err, sizeof err)) == 0)
+      out.rc = idgen_lease_record_mark(l, mark_ms, err, sizeof err);
+    if (out.rc != 0)
+      fprintf(stderr, "grant child: %s\n", err);
+    if (l != NULL) {
+      out.key = info(l).key;
+      out.generation = info(l).generation;
+      out.mark_ms = info(l).mark_ms;
+    }
+    if (write(a[1], &out, sizeof out) != sizeof out)
+      _exit(2);
+    for (char b; read(c[0], &b, 1) == 1;) {
+      int rc = l ? idgen_lease_renew(l, NULL, 0) : IDGEN_EINVAL;
+      if (write(a[1], &rc, sizeof rc) != sizeof rc)
+        _exit(2);
+    }
+    _exit(0);
+  }
+  close(c[0]);
+  close(a[1]);
+  *cmd = c[1];
+  *ans = a[0];
+  assert_int_equal(read(*ans, g, sizeof *g), sizeof *g);
+  assert_int_equal(g->rc, 0);
+  return pid;
+}
+
+static int child_renew(int cmd, int ans) {
+  int rc = IDGEN_EINVAL;
+  assert_int_equal(write(cmd, "r", 1), 1);
+  assert_int_equal(read(ans, &rc, sizeof rc), sizeof rc);
+  return rc;
+}
+
+static void child_end(pid_t pid, int cmd, int ans, int kill9) {
+  if (kill9)
+    kill(pid, SIGKILL);
+  close(cmd);
+  close(ans);
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+}
+
+typedef struct find_row {
+  uint64_t key;
+  int found;
+  idgen_lease_row_t row;
+} find_row_t;
+
+static int find_row(void *ctx, const idgen_lease_row_t *row) {
+  find_row_t *f = ctx;
+  if (row->key == f->key) {
+    f->found++;
+    f->row = *row;
+  }
+  return 0;
+}
+
+static int adopt(idgen_registry_t *r, const idgen_lease_request_t *req, const grant_t *g,
+                 uint64_t generation, const char *was, const char *holder, idgen_lease_t **out,
+                 char *err, size_t errlen) {
+  *out = NULL;
+  err[0] = '\0';
+  return idgen_registry_adopt(r, req, g->key, generation, was, holder, out, err, errlen);
+}
+
+#define D1 "client:1:0a1b-via-daemon:11:c0ffee01"
+#define D2 "client:1:0a1b-via-daemon:22:c0ffee02"
+
+/* A grant whose process was killed (-9) is taken over with its generation
+ * and mark, and renews, marks, lists and releases as its own; a wrong
+ * generation or holder is refused; so is the grant once released, and once
+ * granted again. */
+static void test_adopt(void **state) {
+  (void)state;
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t l = tu_layout("time:41,worker:1,sequence:12,epoch=1288834974657");
+  idgen_lease_request_t req = {&l, NULL, NULL, -1, NULL};
+  req.ttl_ms = 5000; /* long enough to adopt before it expires (network) */
+  int cmd, ans;
+  grant_t g;
+  int64_t mark = wall_ms() + 400;
+  pid_t pid = grant_child(&req, D1, mark, &cmd, &ans, &g);
+  assert_int_equal(g.mark_ms, mark);
+  idgen_lease_t *other = take(r, &l, NULL, NULL); /* the pool's other tuple: held */
+  assert_true(info(other).key != g.key);
+  child_end(pid, cmd, ans, 1); /* killed: file: frees its lock; the row stays */
+  char err[1000];
+  idgen_lease_t *a;
+  /* (b) a wrong generation, a wrong holder */
+  assert_int_equal(adopt(r, &req, &g, g.generation + 1, D1, D2, &a, err, sizeof err), IDGEN_ELEASE);
+  assert_null(a);
+  assert_int_equal(adopt(r, &req, &g, g.generation, "someone:else:1", D2, &a, err, sizeof err),
+                   IDGEN_ELEASE);
+  if (strstr(err, "someone:else:1") == NULL)
+    fail_msg("%s", err);
+  /* (a) taken over: the same generation and mark */
+  if (adopt(r, &req, &g, g.generation, D1, D2, &a, err, sizeof err) != 0)
+    fail_msg("adopt: %s", err);
+  idgen_lease_info_t ia = info(a);
+  assert_int_equal(ia.key, g.key);
+  assert_int_equal(ia.generation, g.generation);
+  assert_int_equal(ia.mark_ms, g.mark_ms);
+  assert_string_equal(ia.holder, D2);
+  assert_int_equal(ia.floor_ms, info(other).floor_ms); /* the pool's floor in the space */
+  assert_true(ia.floor_ms < ia.mark_ms);
+  assert_int_equal(idgen_lease_renew(a, err, sizeof err), 0);
+  assert_int_equal(idgen_lease_record_mark(a, mark + 100, err, sizeof err), 0);
+  assert_int_equal(info(a).mark_ms, mark + 100);
+  find_row_t f = {.key = g.key};
+  assert_int_equal(idgen_registry_list(r, find_row, &f, err, sizeof err), 0);
+  assert_int_equal(f.found, 1);
+  assert_string_equal(f.row.holder, D2);
+  assert_int_equal(f.row.generation, g.generation);
+  assert_int_equal(f.row.state, IDGEN_LEASE_HELD);
+  assert_true(f.row.mark_ms >= mark + 100);
+  /* held by this process now: not to be taken over again */
+  idgen_lease_t *again;
+  assert_int_equal(adopt(r, &req, &g, g.generation, D2, D1, &again, err, sizeof err),
+                   strcmp(backend, "file") == 0 ? IDGEN_ELEASE : 0);
+  if (again != NULL) { /* network: possible by design; the previous holder is fenced */
+    assert_int_equal(idgen_lease_renew(a, err, sizeof err), IDGEN_ELEASE);
+    idgen_lease_release(a);
+    a = again;
+    assert_int_equal(adopt(r, &req, &g, g.generation, D1, D2, &again, err, sizeof err), 0);
+    idgen_lease_release(a);
+    a = again;
+    assert_int_equal(idgen_lease_renew(a, err, sizeof err), 0);
+  }
+  /* (e) released: no grant to take over, by either name */
+  idgen_lease_release(a);
+  assert_int_equal(adopt(r, &req, &g, g.generation, D2, D1, &a, err, sizeof err), IDGEN_ELEASE);
+  if (strstr(err, "released") == NULL)
+    fail_msg("%s", err);
+  assert_int_equal(adopt(r, &req, &g, g.generation, D1, D2, &a, err, sizeof err), IDGEN_ELEASE);
+  /* (d) granted again (the only free tuple, once its mark is behind the
+   * clock): neither while held nor after */
+  idgen_lease_request_t wait = req;
+  wait.max_start_wait_ms = 5000;
+  idgen_lease_t *next;
+  if (idgen_registry_acquire(r, &wait, &next, err, sizeof err) != 0)
+    fail_msg("acquire: %s", err);
+  assert_int_equal(info(next).key, g.key);
+  assert_int_equal(info(next).generation, g.generation + 1);
+  assert_true(info(next).mark_ms >= mark + 100);
+  assert_int_equal(adopt(r, &req, &g, g.generation, D2, D1, &a, err, sizeof err), IDGEN_ELEASE);
+  idgen_lease_release(next);
+  assert_int_equal(adopt(r, &req, &g, g.generation, D2, D1, &a, err, sizeof err), IDGEN_ELEASE);
+  if (strstr(err, "generation") == NULL)
+    fail_msg("%s", err);
+  idgen_lease_release(other);
+  idgen_registry_close(r);
+}
+
+/* (c) The grant's holder is alive.  file: its lock is held, so it is not
+ * taken over.  Network registries cannot tell a live holder from a stopped
+ * one before its lease expires: the grant is taken over (what guards it is
+ * the caller's check, a lease service's client secret), and the previous
+ * holder is fenced at its next renewal. */
+static void test_adopt_live_holder(void **state) {
+  (void)state;
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t l = tu_layout("time:41,worker:1,sequence:12,epoch=1288834974657");
+  idgen_lease_request_t req = {&l, NULL, NULL, -1, NULL};
+  req.ttl_ms = 5000;
+  int cmd, ans;
+  grant_t g;
+  pid_t pid = grant_child(&req, D1, wall_ms() + 300, &cmd, &ans, &g);
+  char err[1000];
+  idgen_lease_t *a;
+  int rc = adopt(r, &req, &g, g.generation, D1, D2, &a, err, sizeof err);
+  if (strcmp(backend, "file") == 0) {
+    assert_int_equal(rc, IDGEN_ELEASE);
+    if (strstr(err, "a live process holds its lock") == NULL)
+      fail_msg("%s", err);
+    assert_int_equal(child_renew(cmd, ans), 0); /* undisturbed */
+  } else {
+    if (rc != 0)
+      fail_msg("adopt: %s", err);
+    assert_int_equal(info(a).generation, g.generation);
+    assert_int_equal(child_renew(cmd, ans), IDGEN_ELEASE);
+    assert_int_equal(idgen_lease_renew(a, err, sizeof err), 0);
+    idgen_lease_release(a);
+  }
+  child_end(pid, cmd, ans, 0);
+  idgen_registry_close(r);
+}
+
+/* (d) Network registries: a grant left to expire (its holder killed) is
+ * not taken over, also while its tuple is in quarantine. */
+static void test_adopt_expired(void **state) {
+  (void)state;
+  if (strcmp(backend, "file") == 0)
+    skip(); /* no expiry: a dead holder's lock is free at once */
+  idgen_registry_t *r = tu_registry(uri);
+  idgen_layout_t l = tu_layout("time:41,worker:1,sequence:12,epoch=1288834974657");
+  idgen_lease_request_t req = {&l, NULL, NULL, -1, NULL};
+  req.ttl_ms = IDGEN_LEASE_TTL_MIN_MS;
+  req.quarantine_ms = 5000; /* still in quarantine when looked at */
+  int cmd, ans;
+  grant_t g;
+  pid_t pid = grant_child(&req, D1, wall_ms() + 200, &cmd, &ans, &g);
+  child_end(pid, cmd, ans, 1);
+  char err[1000];
+  find_row_t f = {.key = g.key};
+  for (int i = 0; i < 100; i++) { /* until it expires: 300 ms (etcd: its second) */
+    f.found = 0;
+    assert_int_equal(idgen_registry_list(r, find_row, &f, err, sizeof err), 0);
+    assert_int_equal(f.found, 1);
+    if (f.row.state != IDGEN_LEASE_HELD)
+      break;
+    tu_sleep_ms(50);
+  }
+  assert_int_equal(f.row.state, IDGEN_LEASE_QUARANTINE);
+  idgen_lease_t *a;
+  assert_int_equal(adopt(r, &req, &g, g.generation, D1, D2, &a, err, sizeof err), IDGEN_ELEASE);
+  if (strstr(err, "expired") == NULL)
+    fail_msg("%s", err);
+  idgen_registry_close(r);
+}
+
 int main(int argc, char **argv) {
   backend = argc > 1 ? argv[1] : "file";
   if (strcmp(backend, "postgres") == 0 || strcmp(backend, "etcd") == 0) {
@@ -429,6 +683,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_bound_generator, fresh, cleanup),
       cmocka_unit_test_setup_teardown(test_forked_child, fresh, cleanup),
       cmocka_unit_test_setup_teardown(test_id_space, fresh, cleanup),
+      cmocka_unit_test_setup_teardown(test_adopt, fresh, cleanup),
+      cmocka_unit_test_setup_teardown(test_adopt_live_holder, fresh, cleanup),
+      cmocka_unit_test_setup_teardown(test_adopt_expired, fresh, cleanup),
   };
   return cmocka_run_group_tests_name(backend, tests, NULL, NULL);
 }

@@ -14,7 +14,7 @@
  *
  *   acquire   max_start_wait_ms + IDGEN_REGISTRY_CALL_MS (its own waits
  *             for a mark to pass are part of the call),
- *   renew, mark, release   IDGEN_REGISTRY_CALL_MS,
+ *   renew, mark, release, adopt   IDGEN_REGISTRY_CALL_MS,
  *
  * and then getting IDGEN_EREGISTRY naming the registry.  The call goes on
  * in the background and owns what it holds: an acquisition that succeeds
@@ -56,7 +56,7 @@ static void bounded_unlock(void) { pthread_mutex_unlock(&bounded_mu); }
  * get here (fork_gen), and its own are new. */
 static void bounded_atfork(void) { pthread_atfork(bounded_lock, bounded_unlock, bounded_unlock); }
 
-typedef enum { B_ACQUIRE, B_RENEW, B_MARK, B_RELEASE, B_OPEN } bkind_t;
+typedef enum { B_ACQUIRE, B_RENEW, B_MARK, B_RELEASE, B_OPEN, B_ADOPT } bkind_t;
 
 /* Calls given up and still running, in the whole process (a worker that
  * opens a new registry for each try counts too), past which new calls (but
@@ -75,6 +75,7 @@ typedef struct bcall {
   idgen_layout_t layout;
   uint64_t node[IDGEN_LAYOUT_MAX_FIELDS];
   char field[IDGEN_FIELD_NAME_MAX + 1];
+  char was[IDGEN_HOLDER_MAX]; /* adopt: the holder to take over from, copied */
   int64_t mark_ms;
   int rc;
   char err[1024];
@@ -82,8 +83,8 @@ typedef struct bcall {
   int done, abandoned;
 } bcall_t;
 
-static const char *const kind_name[] = {"acquisition", "renewal", "mark write", "release",
-                                        "opening"};
+static const char *const kind_name[] = {"acquisition", "renewal", "mark write",
+                                        "release",     "opening", "adoption"};
 
 /* Frees r once nothing runs on it any more (bounded_mu not held). */
 static void registry_free(idgen_registry_t *r) {
@@ -125,6 +126,8 @@ static int run(bcall_t *c) {
   case B_RELEASE:
     l->r->ops->release(l);
     return 0;
+  case B_ADOPT:
+    return l->r->ops->adopt(l, c->was, c->err, sizeof c->err);
   }
   return IDGEN_EINVAL;
 }
@@ -152,6 +155,7 @@ static void *call_thread(void *arg) {
     r->closing = 1;
     break;
   case B_ACQUIRE:
+  case B_ADOPT:
     release = rc == 0; /* taken after the caller left: give it back */
     free_lease = 1;
     break;
@@ -322,6 +326,19 @@ int idgen__bounded_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, i
   }
   int64_t wait = req->max_start_wait_ms < 0 ? IDGEN_START_WAIT_MS_DEFAULT : req->max_start_wait_ms;
   return call_bounded(c, wait + IDGEN_REGISTRY_CALL_MS, given_up, err, errlen);
+}
+
+int idgen__bounded_adopt(idgen_lease_t *l, const char *was, int *given_up, char *err,
+                         size_t errlen) {
+  const idgen__registry_ops_t *ops = l->r->ops;
+  *given_up = 0;
+  if (!ops->bounded)
+    return ops->adopt(l, was, err, errlen);
+  bcall_t *c = call_new(B_ADOPT, l);
+  if (c == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  snprintf(c->was, sizeof c->was, "%s", was);
+  return call_bounded(c, IDGEN_REGISTRY_CALL_MS, given_up, err, errlen);
 }
 
 /* renew and mark: at once IDGEN_EREGISTRY while an earlier call that was

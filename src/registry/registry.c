@@ -660,6 +660,7 @@ int idgen_registry_adopt(idgen_registry_t *r, const idgen_lease_request_t *req, 
   l->worker = (key >> l->pool.shift) & (l->pool.size - 1);
   l->key = key;
   l->generation = generation;
+  idgen__node_text(req->layout, key, l->node); /* the backend's messages name it */
   if ((key & ~((l->pool.size - 1) << l->pool.shift)) != l->pool.fixed)
     rc = idgen__err(err, errlen, IDGEN_EINVAL,
                     "registry: key 0x%016" PRIx64 " is not a tuple with the node values given (%s)",
@@ -667,14 +668,17 @@ int idgen_registry_adopt(idgen_registry_t *r, const idgen_lease_request_t *req, 
   else if (r->ops->adopt == NULL)
     rc = idgen__err(err, errlen, IDGEN_ELEASE,
                     "registry: %s: cannot take over another process's lease", r->ops->scheme);
-  else
-    rc = r->ops->adopt(l, holder, err, errlen);
+  else {
+    int given_up = 0;
+    rc = idgen__bounded_adopt(l, holder, &given_up, err, errlen);
+    if (given_up)
+      return rc; /* the lease is the call's, which gives it back */
+  }
   if (rc < 0) {
     free(l->be);
     free(l);
     return rc;
   }
-  idgen__node_text(req->layout, l->key, l->node);
   *out = l;
   return 0;
 }

@@ -1352,6 +1352,146 @@ static void etcd_release(idgen_lease_t *l) {
   lease_revoke(e, b->lease_id);
 }
 
+/* ---- adopt --------------------------------------------------------------------------- */
+
+/* What an adoption found of grant (l->key, l->generation) of `was`: 0 with
+ * *h (held/KEY) and *nd (node/KEY), the grant still held by `was` and not
+ * expired; IDGEN_ELEASE saying why not; or an error. */
+static int adopt_look(etcd_t *e, idgen_lease_t *l, const char *was, kv_t *h, kv_t *nd,
+                      record_t *rec, char *err, size_t errlen) {
+  char held[KEY_MAX], node[KEY_MAX], why[260] = "", who[IDGEN_HOLDER_MAX];
+  key_of(e, l->pool.store, "held", l->key, held);
+  key_of(e, l->pool.store, "node", l->key, node);
+  json_t *reply;
+  json_t *txn = json_pack("{s:[],s:[o,o]}", "compare", "success", op_range(held), op_range(node));
+  int rc = call(e, "/v3/kv/txn", txn, &reply, err, errlen);
+  if (rc < 0)
+    return rc;
+  int hp = txn_range_kv(reply, 0, h), np = txn_range_kv(reply, 1, nd);
+  json_decref(reply);
+  int64_t q = 0;
+  if (hp < 0 || np < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, PFX "adopt: a malformed reply");
+  if (np == 0)
+    snprintf(why, sizeof why, "it was never granted");
+  else if (record_parse(nd->value, rec) < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, PFX "%s: a value idgen did not write", node);
+  else if (rec->generation != l->generation && rec->holder[0])
+    snprintf(why, sizeof why, "granted again, generation %" PRIu64 " to %.100s", rec->generation,
+             rec->holder);
+  else if (rec->generation != l->generation)
+    snprintf(why, sizeof why, "freed (now generation %" PRIu64 ")", rec->generation);
+  else if (hp == 0)
+    snprintf(why, sizeof why, "%s", rec->holder[0] ? "its etcd lease expired" : "released");
+  else if (held_parse(h->value, &q, who, sizeof who) < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, PFX "%s: a value idgen did not write", held);
+  else if (who[0] == '\0')
+    snprintf(why, sizeof why, "freed by hand");
+  else if (strcmp(rec->holder, was) != 0 || strcmp(who, was) != 0)
+    snprintf(why, sizeof why, "recorded for %.100s, not %.100s", rec->holder, was);
+  if (!why[0]) {
+    int64_t left_s = time_to_live(e, h->lease, err, errlen, &rc);
+    if (rc < 0)
+      return rc;
+    if (left_s < 0 || !may_be_held(left_s, q))
+      snprintf(why, sizeof why, "it expired (in quarantine)");
+  }
+  if (why[0])
+    return idgen__err(err, errlen, IDGEN_ELEASE,
+                      PFX "cannot take over generation %" PRIu64 " of %s in %s: %s", l->generation,
+                      l->node, l->pool.name, why);
+  rec->mod_rev = nd->mod_rev;
+  return 0;
+}
+
+/*
+ * Takes over grant (l->key, l->generation) of `was` (idgen_registry_adopt)
+ * while it is held and not expired: one transaction that compares held/KEY
+ * (its grant revision, etcd lease and value: not freed nor granted again
+ * meanwhile) and the record (no mark written meanwhile), and moves held/KEY
+ * onto an etcd lease of this process, with the new holder in it and in the
+ * record, generation and mark unchanged.  held/KEY keeps its create
+ * revision, the fencing token, so renew, mark and release work unchanged on
+ * the new etcd lease; the old one is revoked, so that a holder still alive
+ * is fenced at its next keep-alive or mark write (etcd cannot tell a
+ * stopped holder from a live one: whether it may be taken over is the
+ * caller's to decide, a lease service by its client's secret).  Held and
+ * unexpired since its grant, the tuple's pool cannot have been retired
+ * from the ID space (that needs none of its held/ keys to exist), so its
+ * floor there is the grant's: l->floor_ms, as acquire gives.
+ */
+static int etcd_adopt(idgen_lease_t *l, const char *was, char *err, size_t errlen) {
+  etcd_t *e = l->r->be;
+  request_timeout(e, l->ttl_ms);
+  idgen__space_t *s = malloc(sizeof *s);
+  if (s == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
+  int64_t rev, floor = 0;
+  idgen_layout_t lay;
+  int rc = space_load(e, l->r->space_path, s, &rev, err, errlen);
+  int member = rc == 0 && idgen_layout_parse(&lay, l->pool.layout, NULL, 0) == 0 &&
+               idgen__space_member(s, &l->pool, &lay, &floor);
+  free(s);
+  if (rc < 0)
+    return rc;
+  if (!member)
+    return idgen__err(err, errlen, IDGEN_ELEASE,
+                      PFX "cannot take over %s of %s: its layout is not in ID space \"%s\"",
+                      l->node, l->pool.name, l->r->space);
+  char held[KEY_MAX], node[KEY_MAX], value[VALUE_MAX], hv[VALUE_MAX];
+  key_of(e, l->pool.store, "held", l->key, held);
+  key_of(e, l->pool.store, "node", l->key, node);
+  held_text(hv, l->quarantine_ms, l->holder);
+  int64_t ttl_s = (l->ttl_ms + l->quarantine_ms + 999) / 1000;
+  /* A live holder's mark write between the look and the transaction makes
+   * it fail: looked at again. */
+  for (int round = 0; round < 8; round++) {
+    kv_t h, nd;
+    record_t rec;
+    if ((rc = adopt_look(e, l, was, &h, &nd, &rec, err, errlen)) < 0)
+      return rc;
+    int64_t id = lease_grant(e, ttl_s, err, errlen);
+    if (id == 0)
+      return IDGEN_EREGISTRY;
+    record_text(value, rec.mark_ms, l->generation, l->holder);
+    json_t *txn = json_pack(
+        "{s:[o,o,o,o],s:[o,o]}", "compare", cmp(held, "CREATE", "EQUAL", jnum(h.create_rev)),
+        cmp(held, "LEASE", "EQUAL", jnum(h.lease)), cmp(held, "MOD", "EQUAL", jnum(h.mod_rev)),
+        cmp(node, "MOD", "EQUAL", jnum(rec.mod_rev)), "success", op_put(held, hv, id),
+        op_put(node, value, 0));
+    json_t *reply;
+    rc = call(e, "/v3/kv/txn", txn, &reply, err, errlen);
+    if (rc < 0 || !json_is_true(json_object_get(reply, "succeeded"))) {
+      json_decref(reply);
+      /* What a late-landing attempt wrote goes with its lease: the tuple
+       * is then free, above the mark that covers its holder's IDs. */
+      lease_revoke(e, id);
+      if (rc < 0)
+        return rc;
+      continue;
+    }
+    json_decref(reply);
+    etcd_lease_t *b = calloc(1, sizeof *b);
+    if (b == NULL) {
+      lease_revoke(e, id);
+      return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
+    }
+    b->lease_id = id;
+    b->grant_rev = h.create_rev;
+    l->be = b;
+    lease_revoke(e, h.lease); /* nothing else is on it: fences the previous process */
+    l->mark_ms = rec.mark_ms;
+    l->floor_ms = floor;
+    l->expires_in_ms = ttl_s * 1000 - l->quarantine_ms;
+    l->expires_ms = idgen__clock_precise_ms() + l->expires_in_ms;
+    return 0;
+  }
+  return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                    PFX "adopt: the record of %s in %s kept changing (its holder is alive and "
+                        "writing marks)",
+                    l->node, l->pool.name);
+}
+
 /* ---- list and free ------------------------------------------------------------------- */
 
 /* The seconds left of lease id: >= 0, or -1 if it is gone. */
@@ -1647,4 +1787,5 @@ const idgen__registry_ops_t idgen__registry_etcd = {
     .close = etcd_close,
     .clock = etcd_clock,
     .spaces = etcd_spaces,
+    .adopt = etcd_adopt,
 };

@@ -1315,8 +1315,231 @@ static int file_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen
 
 static void file_release(idgen_lease_t *l) {
   file_lease_t *f = l->be;
+  /* The record says the grant ended (no holder; its generation and mark
+   * stay), so that file_adopt tells a released tuple from one whose holder
+   * died.  Not fdatasync'ed: releasing is best effort, and a record that
+   * loses this write in a crash still names a grant nobody else was given
+   * (file_adopt also wants the generation, and the lock free), whose mark
+   * covers every ID it issued. */
+  char buf[IDGEN__LEASE_RECORD_SIZE];
+  idgen__lease_record_t rec = {.generation = l->generation, .key = l->key, .mark_ms = l->mark_ms};
+  if (idgen__lease_record_format(buf, &rec) == 0 &&
+      pwrite(f->fd, buf, sizeof buf, 0) != (ssize_t)sizeof buf) {
+    /* dropped, as release's errors are */
+  }
   close_held(f->fd); /* drops the lock; the record, and its mark, stay */
   f->fd = -1;
+}
+
+/* ---- adopt ------------------------------------------------------------------ */
+
+/* Tuple l->key's lock file, locked without waiting: the descriptor, or -1
+ * with *rc: IDGEN_ELEASE when there is none or a live process holds it.
+ * A lock held for a moment by `idgen registry list` (a shared look) is not
+ * a holder: looked at again. */
+static int adopt_lock(idgen_lease_t *l, const char *path, int *rc, char *err, size_t errlen) {
+  *rc = 0;
+  for (int attempt = 0; attempt < 4; attempt++) {
+    if (attempt)
+      usleep(5000);
+    int fd = open_held(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+      *rc = errno == ENOENT ? idgen__err(err, errlen, IDGEN_ELEASE,
+                                         "registry: cannot take over %s of %s: it was never "
+                                         "granted (no %s)",
+                                         l->node, l->pool.name, path)
+                            : idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", path,
+                                         strerror(errno));
+      return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+      int e = errno;
+      close_held(fd);
+      if (e == EWOULDBLOCK)
+        continue;
+      *rc = idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", path, strerror(e));
+      return -1;
+    }
+    struct stat a, b;
+    if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+      return fd;
+    close_held(fd); /* replaced meanwhile: the file at the path is the one */
+  }
+  *rc = idgen__err(err, errlen, IDGEN_ELEASE,
+                   "registry: cannot take over %s of %s: a live process holds its lock (%s)",
+                   l->node, l->pool.name, path);
+  return -1;
+}
+
+/* Whether the locked record `fd` is still the grant to take over, its mark
+ * above `floor`: 0 with *rec, or why not. */
+static int adopt_record(idgen_lease_t *l, const char *was, int fd, const char *path, int64_t floor,
+                        idgen__lease_record_t *rec, char *err, size_t errlen) {
+  int kind = read_record(fd, rec);
+  char why[300] = "";
+  if (kind == REC_BAD)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      "registry: %s is not a valid idgen lease record (refusing to guess its mark)",
+                      path);
+  if (kind == REC_EMPTY || rec->key != l->key)
+    snprintf(why, sizeof why, "its record is %s", kind == REC_EMPTY ? "empty" : "another tuple's");
+  else if (rec->generation > l->generation && rec->holder[0])
+    snprintf(why, sizeof why, "granted again, generation %" PRIu64 " to %.100s", rec->generation,
+             rec->holder);
+  else if (rec->generation > l->generation)
+    snprintf(why, sizeof why, "granted again (generation %" PRIu64 ") and released since",
+             rec->generation);
+  else if (rec->generation != l->generation)
+    snprintf(why, sizeof why, "its record shows generation %" PRIu64, rec->generation);
+  else if (rec->holder[0] == '\0')
+    snprintf(why, sizeof why, "released by its holder");
+  else if (strcmp(rec->holder, was) != 0)
+    snprintf(why, sizeof why, "generation %" PRIu64 " is recorded for %.100s, not %.100s",
+             rec->generation, rec->holder, was);
+  else if (rec->mark_ms <= floor)
+    snprintf(why, sizeof why,
+             "its mark %" PRId64 " is not above its layout's floor %" PRId64
+             " in the ID space: the grant may predate a takeover of the space",
+             rec->mark_ms, floor);
+  if (why[0])
+    return idgen__err(err, errlen, IDGEN_ELEASE,
+                      "registry: cannot take over generation %" PRIu64 " of %s in %s: %s",
+                      l->generation, l->node, l->pool.name, why);
+  return 0;
+}
+
+/* The tuple's slot in the pool file, which must hold the record's mark:
+ * 0 with *slot, or why not. */
+static int adopt_slot(idgen_lease_t *l, int64_t mark, int64_t *slot, char *err, size_t errlen) {
+  file_lease_t *f = l->be;
+  int dfd = pool_lock(f->dir);
+  if (dfd < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s", f->dir,
+                      strerror(errno));
+  pool_file_t pf;
+  memset(&pf, 0, sizeof pf);
+  int rc = pool_open_locked(f->dir, l->pool.layout, &pf, err, errlen);
+  long ix = rc == 0 ? pool_find(&pf, l->key) : -1;
+  *slot = ix >= 0 ? pf.marks[ix] : -1;
+  pool_free(&pf);
+  pool_unlock(dfd);
+  if (rc == 0 && *slot != mark)
+    rc = idgen__err(err, errlen, IDGEN_ELEASE,
+                    "registry: cannot take over generation %" PRIu64 " of %s in %s: its mark in "
+                    "%s/pool is %s%" PRId64 ", not %" PRId64 " as its record says (a mark write "
+                    "cut short, or another holder took it while its lock file was away)",
+                    l->generation, l->node, l->pool.name, f->dir, *slot < 0 ? "missing, " : "",
+                    *slot, mark);
+  return rc;
+}
+
+/* file_adopt's steps, with the space's lock held (see file_adopt). */
+static int adopt_locked(idgen_lease_t *l, const char *was, const char *sdir, char *err,
+                        size_t errlen) {
+  file_lease_t *f = l->be;
+  idgen__space_t *s = malloc(sizeof *s);
+  if (s == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  int64_t floor = 0, slot = -1;
+  idgen_layout_t lay;
+  int rc = space_load(sdir, s, err, errlen);
+  int member = rc == 0 && idgen_layout_parse(&lay, l->pool.layout, NULL, 0) == 0 &&
+               idgen__space_member(s, &l->pool, &lay, &floor);
+  free(s);
+  if (rc < 0)
+    return rc;
+  if (!member)
+    return idgen__err(err, errlen, IDGEN_ELEASE,
+                      "registry: cannot take over %s of %s: its layout is no longer in ID space "
+                      "\"%s\" (another layout took the space over while it was not held)",
+                      l->node, l->pool.name, l->r->space);
+  char path[1400];
+  snprintf(path, sizeof path, "%s/%016" PRIx64 ".lock", f->dir, l->key);
+  int fd = adopt_lock(l, path, &rc, err, errlen);
+  if (fd < 0)
+    return rc;
+  idgen__lease_record_t rec;
+  rc = adopt_record(l, was, fd, path, floor, &rec, err, errlen);
+  if (rc == 0)
+    rc = adopt_slot(l, rec.mark_ms, &slot, err, errlen);
+  if (rc == 0) {
+    f->fd = fd;
+    f->slot_mark = slot;
+    snprintf(f->path, sizeof f->path, "%s", path);
+    l->floor_ms = floor;
+    if (write_record(l, rec.mark_ms) < 0) /* the new holder, durably */
+      rc = idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot write %s: %s", path,
+                      strerror(errno));
+  }
+  if (rc < 0) {
+    close_held(fd);
+    f->fd = -1;
+  }
+  return rc;
+}
+
+/*
+ * Takes over grant (l->key, l->generation) of `was`, whose process died
+ * (registry_int.h, idgen_registry_adopt).  The lock is the fence: a live
+ * holder keeps its file locked, so a lock that cannot be had at once is a
+ * live process's (IDGEN_ELEASE).  With the lock, the record must still be
+ * that grant: the same key, generation and holder; a released tuple's
+ * record has no holder (file_release), one granted again a later
+ * generation.  The tuple's slot in the pool file must hold the record's
+ * mark, as every complete mark write leaves it: a slot that differs is
+ * either a mark write cut short or another holder's, who took the tuple
+ * while its lock file was away (the protocol at the top of this file), and
+ * the two cannot be told apart, so neither is adopted.
+ *
+ * The floor.  file: has no expiry: while the grant's process was dead, no
+ * tuple of its pool may have been live, and a layout joining the ID space
+ * then may have retired the pool (space.c), the IDs above its old ones
+ * going to the newcomer.  So the pool must still be in the space's record
+ * (read under the space's lock, held until the tuple is ours: nothing
+ * joins in between), and its floor there is l->floor_ms, as acquire gives.
+ * What matters for an adopted grant is the floor of its grant, which the
+ * record does not keep; it is the floor read now unless the pool was
+ * retired and joined again since, and then the new floor is at or above
+ * the pool's mark at its retirement (the retired range's top), so at or
+ * above this tuple's mark.  A grant whose holder recorded a mark above
+ * the floor is therefore adopted (every ID it issued is under its mark,
+ * and the space is as it was for it), and one whose mark is at or below
+ * the floor is refused: it may predate a takeover, and a holder that never
+ * recorded a mark above its floor issued nothing, so it loses nothing but
+ * a restart.
+ */
+static int file_adopt(idgen_lease_t *l, const char *was, char *err, size_t errlen) {
+  file_lease_t *f = calloc(1, sizeof *f);
+  if (f == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  f->fd = -1;
+  l->be = f; /* freed with l, also when this fails */
+  char sdir[1100];
+  if ((size_t)snprintf(f->dir, sizeof f->dir, "%s/%s", root(l->r), l->pool.store) >=
+          sizeof f->dir ||
+      space_dir(l->r, l->r->space_path, sdir, sizeof sdir) < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: pool path too long");
+  struct stat st;
+  if (stat(f->dir, &st) != 0)
+    return errno == ENOENT ? idgen__err(err, errlen, IDGEN_ELEASE,
+                                        "registry: cannot take over a tuple of %s: the pool was "
+                                        "never used in %s",
+                                        l->pool.name, root(l->r))
+                           : idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s", f->dir,
+                                        strerror(errno));
+  /* An earlier idgen's live holder is refused as acquire refuses it (its
+   * marks were part of where the grant started). */
+  int64_t legacy = 0;
+  int rc = l->r->space_path[0] ? 0 : legacy_check(root(l->r), &legacy, err, errlen);
+  if (rc < 0)
+    return rc;
+  int sfd = space_lock(sdir);
+  if (sfd < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s/space.lock: %s", sdir,
+                      strerror(errno));
+  rc = adopt_locked(l, was, sdir, err, errlen);
+  pool_unlock(sfd);
+  return rc;
 }
 
 /* ---- list and free ------------------------------------------------------- */
@@ -1570,4 +1793,5 @@ const idgen__registry_ops_t idgen__registry_file = {
     .free = file_free,
     .close = file_close,
     .spaces = file_spaces,
+    .adopt = file_adopt,
 };

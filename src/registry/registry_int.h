@@ -218,8 +218,10 @@ typedef struct idgen__registry_ops {
    * holder: the new one, ttl_ms, quarantine_ms, r) and l->key, l->worker and
    * l->generation are the grant to take over, `was` its holder as recorded;
    * fills l->mark_ms (and floor_ms, expires_ms) and takes the tuple for l,
-   * recording l->holder, conditional on the generation.  NULL: the backend
-   * cannot (IDGEN_ELEASE). */
+   * recording l->holder, conditional on the generation, and leaves l->be
+   * as acquire does (renew, mark and release then work unchanged; a
+   * network backend's previous holder is fenced out by them).  Bounded
+   * like acquire (bounded.c).  NULL: the backend cannot (IDGEN_ELEASE). */
   int (*adopt)(idgen_lease_t *l, const char *was, char *err, size_t errlen);
 } idgen__registry_ops_t;
 
@@ -301,7 +303,7 @@ int idgen__etcd_held_parse(const char *v, int64_t *quarantine_ms, char *holder, 
  * when its table says `bounded`, the caller waiting at most
  * max_start_wait_ms + IDGEN_REGISTRY_CALL_MS (acquire) or
  * IDGEN_REGISTRY_CALL_MS (the others), then IDGEN_EREGISTRY naming the
- * registry.  open and acquire set *given_up when the call was given up: the
+ * registry.  open, acquire and adopt set *given_up when the call was given up: the
  * registry (open) or the lease (acquire) is then its thread's, not to be
  * freed; open sets r->opened when the backend's open succeeded.  release frees the lease (now or
  * when the call is done); close frees the registry (now or when its last
@@ -311,6 +313,10 @@ int idgen__bounded_open(idgen_registry_t *r, const char *rest, int *given_up, ch
 int idgen__bounded_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, int *given_up,
                            char *err, size_t errlen);
 int idgen__bounded_renew(idgen_lease_t *l, char *err, size_t errlen);
+/* adopt: as acquire, bounded by IDGEN_REGISTRY_CALL_MS (`was` is copied);
+ * a call given up that succeeds later releases what it took. */
+int idgen__bounded_adopt(idgen_lease_t *l, const char *was, int *given_up, char *err,
+                         size_t errlen);
 int idgen__bounded_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen);
 void idgen__bounded_release(idgen_lease_t *l);
 void idgen__bounded_close(idgen_registry_t *r);

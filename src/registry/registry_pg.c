@@ -1377,6 +1377,108 @@ static void pg_release(idgen_lease_t *l) {
   pg_lease_write(l, SQL_RELEASE, NULL, NULL, "release", NULL, NULL, 0);
 }
 
+/* ---- adopt -------------------------------------------------------------------- */
+
+/* Says why SQL_ADOPT found no row: IDGEN_ELEASE.  pg->mu held. */
+static int pg_adopt_refused(pg_t *pg, idgen_lease_t *l, const char *was, char *err, size_t errlen) {
+  char key[24], why[260] = "";
+  key_text(l->key, key);
+  const char *v[] = {l->pool.store, key};
+  PGresult *res;
+  if (pg_query(pg, &res, SQL_ROW, 2, v, 1, NULL, NULL, 0) == 0) {
+    if (pq.PQntuples(res) == 0) {
+      snprintf(why, sizeof why, ": it was never granted");
+    } else {
+      uint64_t gen = (uint64_t)pg_i64(res, 0, 0);
+      const char *holder = pq.PQgetvalue(res, 0, 1);
+      if (gen != l->generation && holder[0])
+        snprintf(why, sizeof why, ": granted again, generation %" PRIu64 " to %.100s", gen, holder);
+      else if (gen != l->generation)
+        snprintf(why, sizeof why, ": freed (now generation %" PRIu64 ")", gen);
+      else if (!holder[0])
+        snprintf(why, sizeof why, ": released");
+      else if (strcmp(holder, was) != 0)
+        snprintf(why, sizeof why, ": recorded for %.100s, not %.100s", holder, was);
+      else
+        snprintf(why, sizeof why, ": it expired");
+    }
+    pq.PQclear(res);
+  }
+  return idgen__err(err, errlen, IDGEN_ELEASE,
+                    PFX "cannot take over generation %" PRIu64 " of %s in %s%s", l->generation,
+                    l->node, l->pool.name, why);
+}
+
+/*
+ * Takes over grant (l->key, l->generation) of `was` (idgen_registry_adopt):
+ * one conditional UPDATE (SQL_ADOPT) while it is held and unexpired.  The
+ * database cannot tell a stopped holder from a live one: a live one's next
+ * renewal or mark write is fenced (they compare the holder), and whether it
+ * may be taken over at all is the caller's to decide (a lease service checks
+ * its client's secret).  Unexpired since its grant, the tuple's pool cannot
+ * have been retired from the ID space (retiring fences every row of it), so
+ * the pool's floor in the space is the one of the grant: l->floor_ms, as
+ * acquire gives.  An earlier version's registry beside this one is refused
+ * before, as acquire refuses it, and looked for after, as a renewal does
+ * (pg_renew); refused there, the tuple is given back.
+ */
+static int pg_adopt(idgen_lease_t *l, const char *was, char *err, size_t errlen) {
+  pg_t *pg = l->r->be;
+  idgen__space_t *s = malloc(sizeof *s);
+  if (s == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
+  const char *sv[] = {l->r->space};
+  PGresult *res = NULL;
+  int64_t version, floor = 0;
+  idgen_layout_t lay;
+  int member = 0;
+  /* An earlier version's registry: refused as acquire refuses, and its
+   * marks part of the floor as they were for the grant (parked, they do
+   * not move). */
+  long long legacy = 0;
+  earlier_t e = {0};
+  int rc = pg_acquire_earlier(pg, &legacy, &e, err, errlen);
+  if (rc < 0) {
+    free(s);
+    return rc;
+  }
+  pg_lock(pg);
+  rc = pg_query(pg, &res, SQL_SPACE_GET, 1, sv, 1, NULL, err, errlen);
+  if (rc == 0 && pq.PQntuples(res) == 1 &&
+      (rc = pg_space_read(pg, res, l->r->space_path, s, &version, 1, err, errlen)) == 0)
+    member = idgen_layout_parse(&lay, l->pool.layout, NULL, 0) == 0 &&
+             idgen__space_member(s, &l->pool, &lay, &floor);
+  pq.PQclear(res);
+  free(s);
+  if (rc == 0 && !member)
+    rc = idgen__err(err, errlen, IDGEN_ELEASE,
+                    PFX "cannot take over %s of %s: its layout is not in ID space \"%s\"", l->node,
+                    l->pool.name, l->r->space);
+  char key[24], gen[24], ttl[24], q[24];
+  key_text(l->key, key);
+  snprintf(gen, sizeof gen, "%" PRIu64, l->generation);
+  snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
+  snprintf(q, sizeof q, "%" PRId64, l->quarantine_ms);
+  const char *v[] = {l->pool.store, key, gen, was, l->holder, ttl, q};
+  /* Not sent again on a new connection (retry 0): the first may have
+   * landed.  SQL_SPACE_GET has just found the connection working. */
+  if (rc == 0 && (rc = pg_query(pg, &res, SQL_ADOPT, 7, v, 0, NULL, err, errlen)) == 0) {
+    if (pq.PQntuples(res) == 1) {
+      l->mark_ms = pg_i64(res, 0, 0);
+      l->expires_ms = pg_i64(res, 0, 1);
+      l->expires_in_ms = pg_i64(res, 0, 2);
+      l->floor_ms = floor > e.mark ? floor : e.mark;
+    } else {
+      rc = pg_adopt_refused(pg, l, was, err, errlen);
+    }
+    pq.PQclear(res);
+  }
+  pg_unlock(pg);
+  if (rc == 0 && (rc = pg_renew(l, err, errlen)) < 0)
+    pg_release(l); /* taken, but not to be kept */
+  return rc;
+}
+
 /* ---- list and free ------------------------------------------------------------ */
 
 /* Fills row from columns `c`.. of ROW_COLS. */
@@ -1606,7 +1708,7 @@ static int pg_clock(idgen_registry_t *r, int64_t *unix_ms, char *err, size_t err
     .version = IDGEN__REGISTRY_OPS_VERSION, .scheme = name, .mark_step_ms = 0, .expires = 1,       \
     .check = pg_check, .open = pg_open, .acquire = pg_acquire, .renew = pg_renew, .mark = pg_mark, \
     .release = pg_release, .list = pg_list, .free = pg_free, .close = pg_close, .clock = pg_clock, \
-    .spaces = pg_spaces,                                                                           \
+    .spaces = pg_spaces, .adopt = pg_adopt,                                                        \
   }
 
 const idgen__registry_ops_t idgen__registry_postgres = PG_OPS("postgres");

@@ -351,6 +351,18 @@ static const char SQL_RENEW[] = /* $5 ttl ms, $6 quarantine ms */
     " WHERE pool = $1 AND node = $2::bigint AND generation = $3::bigint AND holder = $4"
     " RETURNING " MS("expires_at") ", " MS("expires_at - now()") ", " EARLIER_COUNT;
 
+/* Takes grant ($3, $4) over for holder $5 (idgen_registry_adopt): only while
+ * it is held (its holder $4, its expiry ahead: not released, freed by hand
+ * or expired) and not granted again, renewed as SQL_RENEW does.  Not to be
+ * sent again (a second one finds holder $5). */
+static const char SQL_ADOPT[] = /* $5 the new holder, $6 ttl ms, $7 quarantine ms */
+    "UPDATE @.idgen_nodes SET holder = $5,"
+    " expires_at = greatest(expires_at, now() + " MSEC("$6") "),"
+    " free_at = greatest(free_at, now() + " MSEC("$6") " + " MSEC("$7") ")"
+    " WHERE pool = $1 AND node = $2::bigint AND generation = $3::bigint"
+    " AND holder = $4 AND expires_at > now()"
+    " RETURNING mark_ms, " MS("expires_at") ", " MS("expires_at - now()");
+
 static const char SQL_MARK[] = /* $5 mark ms */
     "UPDATE @.idgen_nodes SET mark_ms = greatest(mark_ms, $5::bigint) WHERE pool = $1"
     " AND node = $2::bigint AND generation = $3::bigint AND holder = $4 RETURNING 1";
