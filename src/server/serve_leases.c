@@ -364,7 +364,6 @@ static void route_acquire(struct serve_leases *L, serve_lease_job_t *j) {
   idgen_lease_t *lease;
   int rc = idgen_registry_acquire_for(r, &req, holder, &lease, err, sizeof err);
   if (rc < 0) {
-    atomic_fetch_add(&L->refusals, 1);
     answer_registry_error(j, rc, err);
     if (rc == IDGEN_EPOOLFULL)
       snprintf(j->extra + strlen(j->extra), sizeof j->extra - strlen(j->extra),
@@ -617,7 +616,7 @@ static void *service_main(void *arg) {
       default:
         route_release(L, j);
       }
-      if (j->status >= 400 && j->body.route != LR_ACQUIRE)
+      if (j->status >= 400)
         atomic_fetch_add(&L->refusals, 1);
       deliver(L, j);
     }
