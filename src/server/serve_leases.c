@@ -413,6 +413,25 @@ static void route_acquire(struct serve_leases *L, serve_lease_job_t *j) {
                         "holder", li.holder, "clock_ms", (json_int_t)wall_ms()));
 }
 
+/* A grant the registry shows: the tuple `key` at `generation` in `space`,
+ * last held by this client through a lease service ("CLIENT_via_..."),
+ * whose holder name adoption needs. */
+typedef struct grant_find {
+  uint64_t key, generation;
+  const char *space, *client;
+  char holder[IDGEN_HOLDER_MAX];
+} grant_find_t;
+
+static int grant_row(void *ctx, const idgen_lease_row_t *row) {
+  grant_find_t *f = ctx;
+  size_t n = strlen(f->client);
+  if (row->key != f->key || row->generation != f->generation || strcmp(row->space, f->space) != 0 ||
+      strncmp(row->holder, f->client, n) != 0 || strncmp(row->holder + n, "_via_", 5) != 0)
+    return 0;
+  snprintf(f->holder, sizeof f->holder, "%s", row->holder);
+  return 1;
+}
+
 /* The entry of an identity route's lease, taken over after a restart if
  * the table lacks it; NULL after an answer. */
 static client_t *identify(struct serve_leases *L, serve_lease_job_t *j) {
@@ -441,9 +460,25 @@ static client_t *identify(struct serve_leases *L, serve_lease_job_t *j) {
   req.ttl_ms = L->s->cfg->s.lease_ttl_ms ? L->s->cfg->s.lease_ttl_ms : IDGEN_LEASE_TTL_DEFAULT_MS;
   char holder[IDGEN_HOLDER_MAX + 64], err[1200];
   snprintf(holder, sizeof holder, "%s%s", b->holder, L->holder_suffix);
+  /* The grant as the registry shows it: this client's, at this
+   * generation (its holder name, the service's before, is adopt's). */
+  grant_find_t f = {
+      .key = tuple_key(b), .generation = b->generation, .space = space, .client = b->holder};
+  int rc = idgen_registry_list(r, grant_row, &f, err, sizeof err);
+  if (rc < 0) {
+    answer_registry_error(j, IDGEN_EREGISTRY, err);
+    return NULL;
+  }
+  if (rc == 0) {
+    answer_error(j, 409, "lease",
+                 "an unknown grant: the registry shows no grant of %s at generation %" PRIu64
+                 " to %s through a lease service",
+                 b->layout_spec, b->generation, b->holder);
+    return NULL;
+  }
   idgen_lease_t *lease;
-  int rc = idgen_registry_adopt(r, &req, tuple_key(b), b->generation, b->holder, holder, &lease,
-                                err, sizeof err);
+  rc = idgen_registry_adopt(r, &req, f.key, b->generation, f.holder, holder, &lease, err,
+                            sizeof err);
   if (rc < 0) {
     if (rc == IDGEN_EREGISTRY)
       answer_registry_error(j, rc, err);
