@@ -346,7 +346,8 @@ def group_auth_and_cors():
     with open(tokens, "w") as f:
         f.write("app %s\n" % token)
     os.chmod(tokens, 0o600)
-    d = lease_daemon("auth", "auth", ["--auth-file", tokens, "--lease-cors-origins",
+    d = lease_daemon("auth", "auth", ["--auth-file", tokens, "--lease-max-per-agent", "1",
+                                      "--lease-cors-origins",
                                       "https://app.example,http://localhost:3000"])
     try:
         st, o, r = acquire(d, "a:1:a")
@@ -362,6 +363,9 @@ def group_auth_and_cors():
                         "Origin: https://evil.example")
         check("another origin: no Access-Control-Allow-Origin",
               r.h("access-control-allow-origin") is None, r)
+        check("lease_max_per_agent 1: the agent's second lease is 429 limit",
+              st == 429 and o and o["error"] == "limit" and "lease_max_per_agent" in o["message"],
+              r)
         r, detail = curl(d.http, "/lease/renew", "-X", "OPTIONS", "-H",
                          "Origin: http://localhost:3000", "-H",
                          "Access-Control-Request-Method: POST")
