@@ -179,14 +179,21 @@ static client_t *find(struct serve_leases *L, const lease_body_t *b) {
   return NULL;
 }
 
+/* Refusals are logged at most 10 a second (a client may send many). */
+static log_limit_t refusal_log = LOG_LIMIT_INIT(10);
+
 static void log_client(const char *level, const char *action, const client_t *c, const char *more) {
-  char h[120], n[IDGEN_NODE_TEXT_MAX];
+  char h[120], n[IDGEN_NODE_TEXT_MAX], line[IDGEN_NODE_TEXT_MAX + 400];
   idgen_lease_info_t li;
   idgen_lease_info(c->lease, &li);
-  log_event(
-      level, "client_lease", "action=%s holder=%s space=%s node=%s generation=%" PRIu64 "%s%s",
-      action, log_quote(c->holder, strlen(c->holder), h, sizeof h), c->space,
-      log_quote(li.node, strlen(li.node), n, sizeof n), c->generation, more[0] ? " " : "", more);
+  snprintf(line, sizeof line, "action=%s holder=%s space=%s node=%s generation=%" PRIu64 "%s%s",
+           action, log_quote(c->holder, strlen(c->holder), h, sizeof h), c->space,
+           log_quote(li.node, strlen(li.node), n, sizeof n), c->generation, more[0] ? " " : "",
+           more);
+  if (strcmp(action, "renew_refused") == 0)
+    log_limited(&refusal_log, level, "client_lease", "%s", line);
+  else
+    log_event(level, "client_lease", "%s", line);
 }
 
 static void set_live(struct serve_leases *L, client_t *c, int live) {
@@ -439,12 +446,14 @@ static client_t *identify(struct serve_leases *L, serve_lease_job_t *j) {
   client_t *c = find(L, b);
   if (c != NULL) {
     if (strcmp(c->holder, b->holder) != 0 || !secret_eq(c->secret, b->secret)) {
+      log_client("warn", "renew_refused", c, "reason=not_this_holder");
       answer_error(j, 409, "lease", "the lease is not this holder's (a wrong holder or secret)");
       return NULL;
     }
     if (c->state == CL_LIVE && serve_mono_ms() >= c->expires_ms)
       expire(L, c, serve_mono_ms());
     if (c->state != CL_LIVE) {
+      log_client("warn", "renew_refused", c, "reason=expired");
       answer_error(j, 409, "lease", "the lease expired: it was not renewed within its TTL");
       return NULL;
     }

@@ -302,7 +302,9 @@ def group_expiry():
         freed = poll(lambda: registry_rows("expiry").get(a["node"], {}).get("state") == "free")
         check("then freed once the quarantine is over", freed and time.monotonic() - t0 >= 1.5,
               registry_rows("expiry").get(a["node"]))
-        check("log: action=expire, then action=release", "action=expire holder=exp:1:a" in d.log()
+        check("log: action=expire, renew_refused, then action=release",
+              "action=expire holder=exp:1:a" in d.log()
+              and "action=renew_refused holder=exp:1:a" in d.log()
               and "reason=quarantine_over" in d.log(), d.log()[-800:])
     finally:
         d.stop()
