@@ -138,16 +138,28 @@ def group_routes(d):
     check("renew after the release: 409 lease", st == 409 and o and o["error"] == "lease", r)
     st, o, r = post(d, "/lease/release", identity(b, "laptop:2:cd", OTHER_SECRET))
     check("the second client's release: 200", st == 200, r)
+    st, c, r = acquire(d, "laptop:3:ef", space="billing")
+    check("a lease in another ID space (the registry opened for it)",
+          st == 200 and c["space"] == "billing", r)
+    if st == 200:
+        p = subprocess.run([IDGEN, "registry", "list", "--registry", WORK.registry("routes"),
+                            "--space", "billing", "--json"], capture_output=True, timeout=30)
+        rows = [json.loads(x) for x in p.stdout.decode().splitlines()]
+        check("registry list --space billing: the tuple held there",
+              any(o.get("node") == c["node"] and o.get("space") == "billing"
+                  and o.get("state") == "held" for o in rows), rows)
+        st, o, r = post(d, "/lease/release", identity(c, "laptop:3:ef"))
+        check("its release: 200", st == 200, r)
     st, body = d.get("/info")
     info = json.loads(body) if st == 200 else {}
     lz = info.get("leases") or {}
-    check("/info: leases live 0, acquisitions 2, renewals 1, marks 1, releases 2",
-          lz.get("live") == 0 and lz.get("acquisitions") == 2 and lz.get("renewals") == 1
-          and lz.get("marks") == 1 and lz.get("releases") == 2 and lz.get("refusals", 0) >= 3, lz)
+    check("/info: leases live 0, acquisitions 3, renewals 1, marks 1, releases 3",
+          lz.get("live") == 0 and lz.get("acquisitions") == 3 and lz.get("renewals") == 1
+          and lz.get("marks") == 1 and lz.get("releases") == 3 and lz.get("refusals", 0) >= 3, lz)
     st, body = d.get("/metrics")
     check("/metrics: idgen_client_leases{state=...}",
           'idgen_client_leases{state="live"} 0' in body
-          and 'idgen_client_lease_operations_total{op="acquire"} 2' in body, body[-800:])
+          and 'idgen_client_lease_operations_total{op="acquire"} 3' in body, body[-800:])
     log = d.log()
     check("log: event=client_lease action=acquire and release with the holder, never the secret",
           "event=client_lease action=acquire holder=laptop:1:ab" in log
