@@ -8,7 +8,9 @@ Groups: the routes (acquire, renew, mark, release, as the registry shows
 them); bodies the daemon refuses, each with its status and the member
 named, while another connection keeps getting IDs; pipelining (replies in
 order behind a parked lease request); limits (429); a mark too far ahead
-and a client clock too far off; expiry and quarantine (a 600 ms TTL); an
+and a client clock too far off; expiry and quarantine (a 600 ms TTL), on
+file: and on a throwaway etcd (tests/etcd_server.sh, through
+tests/components.py), whose leases the daemon must renew meanwhile; an
 exhausted pool (503 pool_full with Retry-After); a daemon without
 --leases (404) and --leases with the static registry (refused at start);
 auth_file (401); CORS; and a restart (kill -9) whose clients go on by
@@ -63,8 +65,10 @@ def identity(lease, holder, secret=SECRET, layout="twitter"):
 
 
 def registry_rows(reg):
-    """The tuples of file: registry `reg` ({node: row}), by `registry list --json`."""
-    p = subprocess.run([IDGEN, "registry", "list", "--registry", WORK.registry(reg), "--json"],
+    """The tuples of file: registry `reg` (or of the registry URI `reg`)
+    ({node: row}), by `registry list --json`."""
+    uri = reg if ":" in reg else WORK.registry(reg)
+    p = subprocess.run([IDGEN, "registry", "list", "--registry", uri, "--json"],
                        capture_output=True, timeout=30)
     rows = {}
     for line in p.stdout.decode().splitlines():
@@ -322,6 +326,42 @@ def group_expiry():
         d.stop()
 
 
+def group_etcd():
+    """On a registry whose leases expire (etcd): a client that stops
+    renewing keeps its tuple held through the quarantine, the daemon
+    renewing it there every TTL/3, past the registry's own TTL; then it is
+    released."""
+    import components
+    try:
+        e = components.Etcd(WORK.join("etcd"))
+    except Exception as ex:  # noqa: BLE001
+        check("etcd starts (tests/etcd_server.sh)", False, str(ex))
+        return
+    d = None
+    try:
+        d = Daemon("etcd", ["--leases", "--lease-quarantine-ms", "3000"],
+                   node_args=["--layout", "twitter", "--registry", e.uri, "--node",
+                              "datacenter=1"])
+        st, a, r = acquire(d, "e:1:a", ttl_ms=600)
+        check("etcd: a lease with ttl_ms 600", st == 200, r)
+        if st != 200:
+            return
+        t0 = time.monotonic()
+        time.sleep(2.0)
+        st, o, r = post(d, "/lease/renew", identity(a, "e:1:a"))
+        check("etcd: renew after the TTL: 409 lease", st == 409, r)
+        row = registry_rows(e.uri).get(a["node"], {})
+        check("etcd: 2 s on (past the registry's own 600 ms TTL), the tuple still held",
+              row.get("state") == "held" and time.monotonic() - t0 < 3.0, row)
+        freed = poll(lambda: registry_rows(e.uri).get(a["node"], {}).get("state") != "held")
+        check("etcd: released once the quarantine is over", freed and
+              time.monotonic() - t0 >= 3.0, registry_rows(e.uri).get(a["node"]))
+    finally:
+        if d:
+            d.stop()
+        e.stop()
+
+
 def group_pool_full():
     # The daemon holds datacenter=1,worker=0 of SMALL: one tuple of that
     # datacenter is left.
@@ -445,6 +485,7 @@ if __name__ == "__main__":
     socket.setdefaulttimeout(30)
     run_suite("leases",
               after=[("the routes", group_main), ("limits", group_limits),
-                     ("expiry and quarantine", group_expiry), ("an exhausted pool", group_pool_full),
+                     ("expiry and quarantine", group_expiry),
+                     ("expiry on etcd", group_etcd), ("an exhausted pool", group_pool_full),
                      ("off, and static", group_off_and_static),
                      ("auth_file and CORS", group_auth_and_cors), ("restart", group_restart)])
