@@ -251,6 +251,8 @@ static int64_t tick(struct serve_leases *L) {
         log_client("warn", "renew_refused", c, "reason=fenced");
         drop(L, c);
         continue;
+      } else { /* not reached: again in 200 ms, not at once (no loop on a registry down) */
+        c->renewed_ms = now + 200 - c->ttl_ms / 3;
       }
     }
     int64_t due = c->state == CL_LIVE ? c->expires_ms : c->hold_until_ms;
