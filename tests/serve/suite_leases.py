@@ -392,6 +392,12 @@ def group_off_and_static():
     err = p.stderr.decode()
     check("--leases with the static registry: refused at start, saying why",
           p.returncode == 2 and "static registry keeps no leases" in err, (p.returncode, err))
+    p = subprocess.run([IDGEN, "serve", "--registry", WORK.registry("cors"), "--node",
+                        "datacenter=1", "--lease-cors-origins", "https://a.example,ftp://x",
+                        "--check-config"], capture_output=True, timeout=30)
+    err = p.stderr.decode()
+    check("lease_cors_origins with an origin that is not http[s]://host[:port]: refused, naming it",
+          p.returncode == 2 and 'bad origin "ftp://x"' in err, (p.returncode, err))
 
 
 def group_auth_and_cors():
