@@ -12,7 +12,8 @@
  * Transfer-Encoding (the request-smuggling pair), an HTTP/1.1 request
  * without Host, any request with two Host lines or a Host that is not
  * host[:port] (RFC 9112 section 3.2).  Any Transfer-Encoding is 501: the
- * daemon's requests have no bodies worth streaming.  Other versions than 1.x: 505.
+ * daemon's requests have no bodies worth streaming (the lease routes take a
+ * small body with a Content-Length: http_body).  Other versions than 1.x: 505.
  * More than req->max_headers headers, or a head over max_head bytes: 431.
  */
 #include "http.h"
@@ -253,6 +254,20 @@ ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t 
     return fail(status, err, 400, "header: no Host (HTTP/1.1 requires one)");
   req->keep_alive = !conn_close && (req->minor >= 1 || conn_keep_alive);
   return (ssize_t)pos + 2;
+}
+
+ssize_t http_body(size_t len, size_t head, const http_request_t *req, size_t max_body, int *status,
+                  char *err) {
+  char msg[HTTP_ERR_MAX];
+  if (req->content_length < 0)
+    return fail(status, err, 411, "a body needs a Content-Length (chunked bodies are not taken)");
+  if ((uint64_t)req->content_length > max_body) {
+    snprintf(msg, sizeof msg, "a body of %lld bytes is over this route's %zu",
+             (long long)req->content_length, max_body);
+    return fail(status, err, 413, msg);
+  }
+  size_t whole = head + (size_t)req->content_length;
+  return len < whole ? HTTP_NEED_MORE : (ssize_t)whole;
 }
 
 const http_str_t *http_header(const http_request_t *req, const char *name) {
