@@ -17,9 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef IDGEN_NO_ETCD
 #include <jansson.h>
-#endif
 
 #include "registry_int.h"
 
@@ -47,8 +45,9 @@ const idgen__registry_ops_t idgen__registry_etcd = {
 #endif
 
 static const idgen__registry_ops_t *const backends[] = {
-    &idgen__registry_static, &idgen__registry_file, &idgen__registry_postgres,
-    &idgen__registry_postgresql, &idgen__registry_etcd};
+    &idgen__registry_static,     &idgen__registry_file, &idgen__registry_postgres,
+    &idgen__registry_postgresql, &idgen__registry_etcd, &idgen__registry_idgen,
+    &idgen__registry_idgens};
 
 /* The rule bind and idgen_lease_settings_verify share: `static` leases
  * nothing, so there is no field for it to assign. */
@@ -81,7 +80,8 @@ static const idgen__registry_ops_t *backend_of(const char *uri, const char **res
   idgen_registry_uri_redact(uri, masked, sizeof masked);
   idgen__err(
       err, errlen, IDGEN_EINVAL,
-      "registry: unknown scheme in \"%s\" (known: static, file:DIR, postgres://..., etcd://HOST:PORT)",
+      "registry: unknown scheme in \"%s\" (known: static, file:DIR, postgres://..., etcd://HOST:PORT, "
+      "idgen://HOST:PORT)",
       IDGEN_QUOTE(masked, strlen(masked), '"', 100));
   return NULL;
 }
@@ -1228,10 +1228,9 @@ __attribute__((constructor)) static void dynlib_init(void) {
    * that is not first spins (sched_yield) until the first is done, and a
    * child forked while the first was inside spins for ever: its etcd://
    * open hung in registry.fork_first_open (etcd, 3000 us, gdb: spinning in
-   * json_object_seed).  Seeded here, before the program's threads. */
-#ifndef IDGEN_NO_ETCD
+   * json_object_seed).  Seeded here, before the program's threads (idgen://
+   * uses jansson in every build, the extension's too). */
   json_object_seed(0);
-#endif
 }
 
 static void dynlib_load(idgen__dynlib_t *d) {

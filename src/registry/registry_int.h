@@ -186,7 +186,7 @@ int idgen__space_join(idgen__space_t *s, const char *space, const idgen__pool_t 
 #define IDGEN__REGISTRY_OPS_VERSION 4
 typedef struct idgen__registry_ops {
   int version;
-  const char *scheme;   /* "static", "file", "postgres", "etcd" */
+  const char *scheme;   /* "static", "file", "postgres", "etcd", "idgen", "idgens" */
   int64_t mark_step_ms; /* default mark step; 0: the lease's TTL */
   int expires;          /* leases expire unless renewed (network
                                * registries); 0: held while the process lives */
@@ -258,7 +258,8 @@ struct idgen_lease {
 };
 
 extern const idgen__registry_ops_t idgen__registry_static, idgen__registry_file,
-    idgen__registry_postgres, idgen__registry_postgresql, idgen__registry_etcd;
+    idgen__registry_postgres, idgen__registry_postgresql, idgen__registry_etcd,
+    idgen__registry_idgen, idgen__registry_idgens;
 
 /* file: records (registry_file.c).  A tuple's lock file holds
  * "idgen-lease v2 generation=N mark_ms=M key=K holder=H" (K: 16 hex

@@ -1,0 +1,721 @@
+/*
+ * registry_idgen.c -- the `idgen://` registry: node tuples leased from a
+ * daemon running `idgen serve --leases`, which holds them in its own
+ * registry for its clients (docs/SERVE.md, "Leases for clients").
+ *
+ *   idgen://[AGENT:TOKEN@]HOST:PORT[/]             HTTP
+ *   idgens://[AGENT:TOKEN@]HOST:PORT[/][?cacert=FILE]   HTTPS, peers verified
+ *
+ * TOKEN goes as `Authorization: Bearer TOKEN` (the daemon's --auth-file);
+ * AGENT only names whose token it is.  `?space=NAME` is taken by
+ * registry.c before check and open see the URI, and sent with each lease.
+ *
+ * The daemon does the registry's work (the pool, the space, the fencing
+ * generation, the durable mark); this file turns each backend operation
+ * into one POST with a JSON body (jansson), over libcurl, loaded on first
+ * use as etcd:// loads it:
+ *
+ *   acquire   POST /lease          the lease: tuple, generation, mark, floor
+ *   renew     POST /lease/renew    the lease's identity
+ *   mark      POST /lease/mark     its identity and the mark
+ *   release   POST /lease/release  its identity and the final mark
+ *
+ * The identity is the tuple, its generation, the holder's name and a secret
+ * of 32 random hex digits drawn at acquisition, which only this lease knows.
+ *
+ * Time.  A renewal is valid for the TTL from when it was *sent*, by this
+ * process's monotonic clock (the keeper measures it, lease_keeper.c), and
+ * the daemon counts from when it answered: the client's validity always
+ * ends first.  The mark step is half the TTL (unless the request set one):
+ * a client paused past its TTL finds its mark behind the clock on waking,
+ * so its next ID waits for a mark write, which the daemon refuses
+ * (`409 lease`): it stops instead of issuing on a tuple another may hold.
+ * Every request is bounded by a time-out, a quarter of the shortest TTL
+ * leased through the registry (250 ms to 5 s; an acquisition also gets the
+ * start wait it lets the daemon spend); a daemon that cannot be reached in
+ * time is IDGEN_EREGISTRY, after which the keeper suspends issuing and
+ * tries again, as for etcd://.
+ *
+ * Open makes one `GET /health` (any answer will do), so that a wrong
+ * address, port or certificate fails at open, with a clear message.
+ *
+ * One HTTP connection per registry (libcurl keeps it alive), behind a
+ * mutex; a forked child leaks its parent's handle and makes its own.
+ */
+#define _GNU_SOURCE
+/* Calls go through a table (below), where curl's type-checking macros cannot follow. */
+#define CURL_DISABLE_TYPECHECK
+#include <ctype.h>
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "registry_int.h"
+
+/* libcurl, loaded when an idgen:// registry is first opened
+ * (registry_int.h, idgen__dynlib_need): every call goes through cu. */
+/* clang-format off */
+#define CURL_FUNCS(X)                                                                   \
+  X(curl_easy_cleanup) X(curl_easy_getinfo) X(curl_easy_init) X(curl_easy_perform)         \
+  X(curl_easy_reset) X(curl_easy_setopt) X(curl_easy_strerror) X(curl_global_init)         \
+  X(curl_slist_append) X(curl_slist_free_all)
+/* clang-format on */
+static void curl_init(void);
+IDGEN__DYNLIB(cu, libcurl, CURL_FUNCS, "libcurl.so.4", "libcurl4 or libcurl4t64", curl_init);
+/* Under the loading lock, as etcd's: a fork cannot split curl's set-up. */
+static void curl_init(void) { cu.curl_global_init(CURL_GLOBAL_ALL); }
+
+#define REQUEST_TIMEOUT_MS 5000 /* the longest; see request_timeout() */
+#define REQUEST_TIMEOUT_MIN_MS 250
+#define CONNECT_TIMEOUT_MS 2000
+#define BODY_MAX 65536 /* the daemon's answers are a few hundred bytes */
+/* The protocol's holder: 1 to 56 printable characters, no spaces. */
+#define WIRE_HOLDER_MAX 56
+#define SECRET_HEX 32
+#define ACQUIRE_TRIES 64
+
+typedef struct idg {
+  pthread_mutex_t mu; /* guards the rest */
+  CURL *curl;         /* NULL: made at the next request */
+  unsigned fork_gen;  /* the process that owns mu and curl */
+  int tls;
+  char base[300];  /* "http://host:port" */
+  char shown[320]; /* "idgen://host:port": every message's prefix */
+  char token[260]; /* "" without one */
+  char cacert[1024];
+  char *body; /* the last answer */
+  size_t len, cap;
+  int64_t retry_after_ms; /* the last answer's Retry-After; -1: none */
+  long timeout_ms;        /* a request's; 0: REQUEST_TIMEOUT_MS */
+} idg_t;
+
+/* The backend's state of a lease. */
+typedef struct idg_lease {
+  char holder[WIRE_HOLDER_MAX + 1];
+  char secret[SECRET_HEX + 1];
+} idg_lease_t;
+
+/* ---- the URI ----------------------------------------------------------------- */
+
+#define URI_FORM "expected %s://[AGENT:TOKEN@]HOST:PORT[/]%s"
+
+/* HOST:PORT (p, n bytes): a name, an IPv4 address or an [IPv6] one, and a
+ * port from 1 to 65535. */
+static int parse_hostport(idg_t *g, const char *scheme, const char *p, size_t n, char *err,
+                          size_t errlen) {
+  const char *colon = memrchr(p, ':', n);
+  if (n == 0 || colon == NULL || colon == p || colon + 1 == p + n)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: %s: \"%s\": expected HOST:PORT (the daemon's HTTP address)",
+                      scheme, IDGEN_QUOTE(p, n, '"', 100));
+  long port = 0;
+  for (const char *d = colon + 1; d < p + n && port <= 65535; d++)
+    port = *d >= '0' && *d <= '9' ? port * 10 + (*d - '0') : 65536;
+  if (port < 1 || port > 65535)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: %s: \"%s\": the port is not a number from 1 to 65535", scheme,
+                      IDGEN_QUOTE(p, n, '"', 100));
+  size_t hn = (size_t)(colon - p);
+  int v6 = p[0] == '[';
+  if (v6 && (hn < 3 || p[hn - 1] != ']' || strspn(p + 1, "0123456789abcdefABCDEF:.") != hn - 2))
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: %s: \"%s\": an IPv6 address goes between [ and ]", scheme,
+                      IDGEN_QUOTE(p, n, '"', 100));
+  for (size_t i = 0; !v6 && i < hn; i++)
+    if (!(isalnum((unsigned char)p[i]) || p[i] == '.' || p[i] == '-' || p[i] == '_'))
+      return idgen__err(err, errlen, IDGEN_EINVAL,
+                        "registry: %s: \"%s\": a host name has letters, digits, '.', '-'", scheme,
+                        IDGEN_QUOTE(p, n, '"', 100));
+  snprintf(g->base, sizeof g->base, "%s://%.*s", g->tls ? "https" : "http", (int)n, p);
+  snprintf(g->shown, sizeof g->shown, "%s://%.*s", scheme, (int)n, p);
+  return 0;
+}
+
+/* AGENT:TOKEN (p, n bytes, before the '@'): the token, percent-decoded. */
+static int parse_userinfo(idg_t *g, const char *scheme, const char *p, size_t n, char *err,
+                          size_t errlen) {
+  const char *colon = memchr(p, ':', n);
+  size_t an = colon ? (size_t)(colon - p) : 0;
+  int agent_ok = an > 0 && isalpha((unsigned char)p[0]);
+  for (size_t i = 0; agent_ok && i < an; i++)
+    agent_ok = isalnum((unsigned char)p[i]) || p[i] == '-';
+  if (!agent_ok)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: %s: expected AGENT:TOKEN@ before the host (AGENT: a letter, "
+                      "then letters, digits and '-', as in the daemon's --auth-file)",
+                      scheme);
+  size_t tn = 0;
+  if (idgen__pct_decode(g->token, sizeof g->token, colon + 1, n - an - 1, 1) < 0 ||
+      (tn = strlen(g->token)) < 16 || tn > 256)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: %s: the token is not 16 to 256 visible characters "
+                      "(percent-encoded in the URI)",
+                      scheme);
+  for (size_t i = 0; i < tn; i++)
+    if ((unsigned char)g->token[i] <= ' ' || (unsigned char)g->token[i] >= 0x7f)
+      return idgen__err(err, errlen, IDGEN_EINVAL,
+                        "registry: %s: the token is not 16 to 256 visible characters "
+                        "(percent-encoded in the URI)",
+                        scheme);
+  return 0;
+}
+
+/* The query (q, after '?'): cacert=FILE, with idgens:// only. */
+static int parse_query(idg_t *g, const char *scheme, const char *q, char *err, size_t errlen) {
+  for (const char *o = q; o && *o;) {
+    const char *amp = strchr(o, '&');
+    size_t n = amp ? (size_t)(amp - o) : strlen(o);
+    const char *eq = memchr(o, '=', n);
+    size_t kn = eq ? (size_t)(eq - o) : n;
+    if (kn != 6 || strncmp(o, "cacert", 6) != 0)
+      return idgen__err(err, errlen, IDGEN_EINVAL,
+                        "registry: %s: unknown parameter \"%s\"; known: space, cacert "
+                        "(idgens:// only)",
+                        scheme, IDGEN_QUOTE(o, kn, '"', 60));
+    if (!g->tls)
+      return idgen__err(err, errlen, IDGEN_EINVAL,
+                        "registry: %s: cacert= is for idgens:// (HTTPS); idgen:// is plain HTTP",
+                        scheme);
+    if (g->cacert[0])
+      return idgen__err(err, errlen, IDGEN_EINVAL, "registry: %s: cacert= given twice", scheme);
+    if (eq == NULL || idgen__pct_decode(g->cacert, sizeof g->cacert, eq + 1, n - kn - 1, 1) < 0 ||
+        g->cacert[0] == '\0')
+      return idgen__err(err, errlen, IDGEN_EINVAL,
+                        "registry: %s: cacert= needs a file name (percent-encoded, under %zu "
+                        "bytes)",
+                        scheme, sizeof g->cacert);
+    o = amp ? amp + 1 : NULL;
+  }
+  return 0;
+}
+
+/* Parses uri (its scheme, then rest: "//[a:t@]h:p[/][?q]") into g, which
+ * may be scratch: 0, or IDGEN_EINVAL naming what is wrong. */
+static int idg_parse(idg_t *g, const char *uri, const char *rest, char *err, size_t errlen) {
+  memset(g, 0, sizeof *g);
+  g->tls = strncmp(uri, "idgens:", 7) == 0;
+  const char *scheme = g->tls ? "idgens" : "idgen";
+  if (strncmp(rest, "//", 2) != 0)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: %s: " URI_FORM, scheme, scheme,
+                      g->tls ? "[?cacert=FILE]" : "");
+  const char *p = rest + 2, *q = strchr(p, '?');
+  size_t an = q ? (size_t)(q - p) : strlen(p);
+  const char *slash = memchr(p, '/', an);
+  if (slash != NULL && slash + 1 != p + an)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: %s: no path after HOST:PORT (\"%s\"): the daemon's lease "
+                      "routes are its own",
+                      scheme, IDGEN_QUOTE(slash, (size_t)(p + an - slash), '"', 60));
+  if (slash != NULL)
+    an--;
+  const char *at = NULL; /* the last '@' ends the user info */
+  for (size_t i = 0; i < an; i++)
+    if (p[i] == '@')
+      at = p + i;
+  int rc = 0;
+  if (at != NULL) {
+    if ((rc = parse_userinfo(g, scheme, p, (size_t)(at - p), err, errlen)) < 0)
+      return rc;
+    an -= (size_t)(at + 1 - p);
+    p = at + 1;
+  }
+  if ((rc = parse_hostport(g, scheme, p, an, err, errlen)) < 0)
+    return rc;
+  return q ? parse_query(g, scheme, q + 1, err, errlen) : 0;
+}
+
+/* The URI only: libcurl is loaded by idg_open. */
+static int idg_check(const char *uri, const char *rest, char *err, size_t errlen) {
+  idg_t *scratch = malloc(sizeof *scratch);
+  if (scratch == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  int rc = idg_parse(scratch, uri, rest, err, errlen);
+  free(scratch);
+  return rc;
+}
+
+/* ---- requests --------------------------------------------------------------------- */
+
+static size_t on_body(char *data, size_t size, size_t n, void *ctx) {
+  idg_t *g = ctx;
+  size_t add = size * n;
+  if (g->len + add + 1 > BODY_MAX)
+    return 0; /* no answer of the protocol is this long: fail the transfer */
+  if (g->len + add + 1 > g->cap) {
+    size_t cap = g->cap ? g->cap : 1024;
+    while (cap < g->len + add + 1)
+      cap *= 2;
+    char *b = realloc(g->body, cap);
+    if (b == NULL)
+      return 0;
+    g->body = b;
+    g->cap = cap;
+  }
+  memcpy(g->body + g->len, data, add);
+  g->len += add;
+  g->body[g->len] = '\0';
+  return add;
+}
+
+/* Retry-After: whole seconds (HTTP's form), or seconds with a fraction. */
+static size_t on_header(char *data, size_t size, size_t n, void *ctx) {
+  idg_t *g = ctx;
+  size_t len = size * n;
+  if (len > 12 && strncasecmp(data, "Retry-After:", 12) == 0) {
+    char v[40];
+    snprintf(v, sizeof v, "%.*s", (int)(len - 12 < 39 ? len - 12 : 39), data + 12);
+    char *end;
+    double s = strtod(v, &end);
+    while (*end == ' ' || *end == '\r' || *end == '\n')
+      end++;
+    if (end != v && *end == '\0' && s >= 0 && s < 86400)
+      g->retry_after_ms = (int64_t)(s * 1000 + 0.5);
+  }
+  return len;
+}
+
+static void idg_lock(idg_t *g) {
+  unsigned gen = idgen__fork_gen();
+  if (g->fork_gen != gen) { /* a child: the parent's handle and mutex are not ours */
+    g->curl = NULL;
+    pthread_mutex_init(&g->mu, NULL);
+    g->fork_gen = gen;
+  }
+  pthread_mutex_lock(&g->mu);
+}
+
+/* One request to path (POST of body, or GET when body is NULL), waiting at
+ * most timeout_ms (0: the registry's).  0 with *status and g->body, or
+ * IDGEN_EREGISTRY naming why no answer came.  Call with g->mu held. */
+static int perform(idg_t *g, const char *path, const char *body, long timeout_ms, long *status,
+                   char *err, size_t errlen) {
+  *status = 0;
+  if (g->curl == NULL && (g->curl = cu.curl_easy_init()) == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: %s: out of memory", g->shown);
+  CURL *c = g->curl;
+  char url[400], auth[300];
+  snprintf(url, sizeof url, "%s%s", g->base, path);
+  struct curl_slist *h = cu.curl_slist_append(NULL, "Content-Type: application/json");
+  if (g->token[0]) {
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", g->token);
+    h = cu.curl_slist_append(h, auth);
+  }
+  h = cu.curl_slist_append(h, "Expect:"); /* no 100-continue round trip */
+  cu.curl_easy_reset(c);
+  cu.curl_easy_setopt(c, CURLOPT_URL, url);
+  if (body)
+    cu.curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+  cu.curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  cu.curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  cu.curl_easy_setopt(c, CURLOPT_WRITEDATA, g);
+  cu.curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  cu.curl_easy_setopt(c, CURLOPT_HEADERDATA, g);
+  cu.curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  long t = timeout_ms > 0 ? timeout_ms : g->timeout_ms > 0 ? g->timeout_ms : REQUEST_TIMEOUT_MS;
+  cu.curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, t);
+  cu.curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                      t < CONNECT_TIMEOUT_MS ? t : (long)CONNECT_TIMEOUT_MS);
+  cu.curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+  cu.curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, g->tls ? "https" : "http");
+  if (g->cacert[0])
+    cu.curl_easy_setopt(c, CURLOPT_CAINFO, g->cacert);
+  g->len = 0;
+  g->retry_after_ms = -1;
+  if (g->body)
+    g->body[0] = '\0';
+  CURLcode cc = cu.curl_easy_perform(c);
+  cu.curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+  cu.curl_slist_free_all(h);
+  if (cc != CURLE_OK)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: cannot reach the daemon: %s",
+                      g->shown, cu.curl_easy_strerror(cc));
+  cu.curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+  return 0;
+}
+
+/* The idgen error of an answer's `error` word (docs/SERVE.md's table). */
+static int error_code(const char *word, long status) {
+  static const struct {
+    const char *word;
+    int code;
+  } map[] = {
+      {"invalid", IDGEN_EINVAL},      {"auth", IDGEN_EREGISTRY}, {"off", IDGEN_EREGISTRY},
+      {"lease", IDGEN_ELEASE},        {"space", IDGEN_ESPACE},   {"limit", IDGEN_EPOOLFULL},
+      {"pool_full", IDGEN_EPOOLFULL}, {"clock", IDGEN_ECLOCK},   {"registry", IDGEN_EREGISTRY}};
+  for (size_t i = 0; word && i < sizeof map / sizeof map[0]; i++)
+    if (strcmp(word, map[i].word) == 0)
+      return map[i].code;
+  return status == 400 || status == 411 || status == 413 ? IDGEN_EINVAL : IDGEN_EREGISTRY;
+}
+
+/* POSTs body (stolen) to path.  0 with *reply (a JSON object of a 200
+ * answer: json_decref it), or the error the answer's `error` word maps
+ * to, with "registry: idgen://HOST:PORT: " and the daemon's message;
+ * *word (if not NULL) gets that word ("" for none). */
+static int post(idg_t *g, const char *path, json_t *body, long timeout_ms, json_t **reply,
+                char *word, size_t wordlen, char *err, size_t errlen) {
+  *reply = NULL;
+  if (word)
+    word[0] = '\0';
+  char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+  json_decref(body);
+  if (text == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  idg_lock(g);
+  long status;
+  int rc = perform(g, path, text, timeout_ms, &status, err, errlen);
+  free(text);
+  json_t *j = NULL;
+  if (rc == 0) {
+    json_error_t je;
+    j = json_loadb(g->body ? g->body : "", g->len, 0, &je);
+    if (status == 200 && json_is_object(j)) {
+      *reply = j;
+      pthread_mutex_unlock(&g->mu);
+      return 0;
+    }
+    const char *w = json_string_value(json_object_get(j, "error"));
+    const char *m = json_string_value(json_object_get(j, "message"));
+    rc = error_code(w, status);
+    if (word)
+      snprintf(word, wordlen, "%s", w ? w : "");
+    if (m != NULL && m[0])
+      idgen__err(err, errlen, rc, "registry: %s: %s", g->shown, IDGEN_QUOTE(m, strlen(m), 0, 600));
+    else if (status == 200)
+      rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      "registry: %s: %s: the answer is not a JSON object", g->shown, path);
+    else
+      idgen__err(err, errlen, rc, "registry: %s: %s: HTTP %ld%s%s", g->shown, path, status,
+                 status == 404 ? " (is it an idgen daemon started with --leases?)" : "",
+                 status == 401 ? " (give the token: idgen://AGENT:TOKEN@HOST:PORT)" : "");
+  }
+  json_decref(j);
+  pthread_mutex_unlock(&g->mu);
+  return rc;
+}
+
+/* Requests on behalf of a lease of ttl_ms wait at most a quarter of it
+ * (the keeper renews at a third: a late answer leaves time to try again);
+ * the shortest TTL wins. */
+static void request_timeout(idg_t *g, int64_t ttl_ms) {
+  long t = ttl_ms / 4 < REQUEST_TIMEOUT_MIN_MS ? REQUEST_TIMEOUT_MIN_MS
+           : ttl_ms / 4 > REQUEST_TIMEOUT_MS   ? REQUEST_TIMEOUT_MS
+                                               : (long)(ttl_ms / 4);
+  idg_lock(g);
+  if (g->timeout_ms == 0 || t < g->timeout_ms)
+    g->timeout_ms = t;
+  pthread_mutex_unlock(&g->mu);
+}
+
+/* ---- answers ----------------------------------------------------------------------- */
+
+/* Member `name` of answer j, a whole number from 0 to max, into *v: 0, or
+ * IDGEN_EREGISTRY naming the member. */
+static int answer_int(const idg_t *g, const json_t *j, const char *route, const char *name,
+                      int64_t max, int64_t *v, char *err, size_t errlen) {
+  const json_t *m = json_object_get(j, name);
+  if (!json_is_integer(m) || json_integer_value(m) < 0 || json_integer_value(m) > max)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      "registry: %s: %s: the answer's \"%s\" is %s, not a whole number from 0 "
+                      "to %" PRId64,
+                      g->shown, route, name, m == NULL ? "missing" : "something else", max);
+  *v = (int64_t)json_integer_value(m);
+  return 0;
+}
+
+/* Member `name`, a string, or NULL after an error naming it. */
+static const char *answer_str(const idg_t *g, const json_t *j, const char *route, const char *name,
+                              char *err, size_t errlen) {
+  const char *s = json_string_value(json_object_get(j, name));
+  if (s == NULL)
+    idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s: the answer has no string \"%s\"",
+               g->shown, route, name);
+  return s;
+}
+
+/* The answer to POST /lease into l, checked against what was asked: the
+ * same space and pool, a tuple of l's pool whose key and worker agree. */
+static int take_lease(idg_t *g, idgen_lease_t *l, const idgen_lease_request_t *req, const json_t *a,
+                      char *err, size_t errlen) {
+  static const char route[] = "/lease";
+  int64_t worker, generation, mark, floor, ttl, quarantine, expires_in = -1;
+  const char *space = answer_str(g, a, route, "space", err, errlen);
+  const char *layout = space ? answer_str(g, a, route, "layout", err, errlen) : NULL;
+  const char *key = layout ? answer_str(g, a, route, "key", err, errlen) : NULL;
+  if (key == NULL ||
+      answer_int(g, a, route, "worker", (int64_t)l->pool.size - 1, &worker, err, errlen) < 0 ||
+      answer_int(g, a, route, "generation", INT64_MAX, &generation, err, errlen) < 0 ||
+      answer_int(g, a, route, "mark_ms", INT64_MAX, &mark, err, errlen) < 0 ||
+      answer_int(g, a, route, "floor_ms", INT64_MAX, &floor, err, errlen) < 0 ||
+      answer_int(g, a, route, "ttl_ms", IDGEN_LEASE_TTL_MAX_MS, &ttl, err, errlen) < 0 ||
+      answer_int(g, a, route, "quarantine_ms", INT64_MAX, &quarantine, err, errlen) < 0)
+    return IDGEN_EREGISTRY;
+  if (json_object_get(a, "expires_in_ms") != NULL &&
+      answer_int(g, a, route, "expires_in_ms", INT64_MAX, &expires_in, err, errlen) < 0)
+    return IDGEN_EREGISTRY;
+  idgen_layout_t theirs;
+  char pool[IDGEN_POOL_NAME_MAX] = "";
+  if (idgen_layout_parse(&theirs, layout, NULL, 0) == 0)
+    idgen__pool_name(&theirs, pool);
+  uint64_t want = l->pool.fixed | (uint64_t)worker << l->pool.shift;
+  char *end;
+  uint64_t k = strlen(key) == 18 && strncmp(key, "0x", 2) == 0 ? strtoull(key + 2, &end, 16) : 0;
+  if (strcmp(space, l->r->space) != 0 || strcmp(pool, l->pool.name) != 0 || k != want ||
+      generation < 1 || ttl < IDGEN_LEASE_TTL_MIN_MS)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      "registry: %s: /lease: the answer is not a lease of what was asked (space "
+                      "%s, pool %s, key 0x%016" PRIx64 ", generation %" PRId64 ", ttl_ms %" PRId64
+                      "; asked: space %s, pool %s, %s %" PRId64 ")",
+                      g->shown, IDGEN_QUOTE(space, strlen(space), 0, 40), pool, k, generation, ttl,
+                      l->r->space, l->pool.name, l->pool.field_name, worker);
+  l->worker = (uint64_t)worker;
+  l->generation = (uint64_t)generation;
+  l->mark_ms = mark;
+  l->floor_ms = floor;
+  if (ttl < l->ttl_ms)
+    l->ttl_ms = ttl; /* the daemon's is shorter: the keeper counts by it */
+  l->quarantine_ms = quarantine;
+  /* Half the TTL (docs/SERVE.md, "Mark"): a client paused past its TTL
+   * finds its mark behind the clock, and its next ID waits for a mark
+   * write that the daemon refuses. */
+  if (req->mark_step_ms == 0)
+    l->mark_step_ms = l->ttl_ms / 2;
+  l->expires_in_ms = expires_in >= 0 ? expires_in : l->ttl_ms;
+  l->expires_ms = idgen__clock_precise_ms() + l->expires_in_ms;
+  return 0;
+}
+
+/* ---- open, close --------------------------------------------------------------------- */
+
+static void idg_close(idgen_registry_t *r) {
+  idg_t *g = r->be;
+  if (g == NULL)
+    return;
+  if (g->fork_gen == idgen__fork_gen()) { /* a child leaves its parent's alone */
+    if (g->curl)
+      cu.curl_easy_cleanup(g->curl);
+    pthread_mutex_destroy(&g->mu);
+  }
+  free(g->body);
+  free(g);
+  r->be = NULL;
+}
+
+static int idg_open(idgen_registry_t *r, const char *rest, char *err, size_t errlen) {
+  int rc = idgen__dynlib_need(
+      &libcurl, r->uri[5] == 's' ? "registry: idgens: " : "registry: idgen: ", err, errlen);
+  if (rc < 0)
+    return rc;
+  idg_t *g = calloc(1, sizeof *g);
+  if (g == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  if ((rc = idg_parse(g, r->uri, rest, err, errlen)) < 0) {
+    free(g);
+    return rc;
+  }
+  pthread_mutex_init(&g->mu, NULL);
+  g->fork_gen = idgen__fork_gen();
+  r->be = g;
+  /* Reach the daemon now (any answer will do: /health needs no token), so
+   * that a wrong address, port or certificate fails at open. */
+  long status;
+  idg_lock(g);
+  rc = perform(g, "/health", NULL, REQUEST_TIMEOUT_MS, &status, err, errlen);
+  pthread_mutex_unlock(&g->mu);
+  if (rc < 0)
+    idg_close(r);
+  return rc;
+}
+
+/* ---- leases ----------------------------------------------------------------------------- */
+
+/* The lease's identity (docs/SERVE.md, "The identity"), a new object. */
+static json_t *identity(const idgen_lease_t *l) {
+  const idg_lease_t *b = l->be;
+  return json_pack("{s:s,s:s,s:s,s:s,s:I,s:s,s:s}", "space", l->r->space, "layout", l->pool.layout,
+                   "node", l->node, "field", l->pool.field_name, "generation",
+                   (json_int_t)l->generation, "holder", b->holder, "secret", b->secret);
+}
+
+/* The holder's name as the protocol takes it: blanks made '_', and a long
+ * name cut in its host part, so that ":pid:token" stays. */
+static void wire_holder(const char *holder, char *out) {
+  size_t n = strlen(holder);
+  if (n <= WIRE_HOLDER_MAX) {
+    memcpy(out, holder, n + 1);
+  } else {
+    const char *tail = strchr(holder, ':');
+    size_t tn = tail ? strlen(tail) : 0;
+    if (tn >= WIRE_HOLDER_MAX)
+      tn = 0;
+    snprintf(out, WIRE_HOLDER_MAX + 1, "%.*s%s", (int)(WIRE_HOLDER_MAX - tn), holder,
+             tn ? tail : "");
+  }
+  for (char *c = out; *c; c++)
+    if ((unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f)
+      *c = '_';
+}
+
+/* The request's start wait (what is left of it) and the body of one try. */
+static json_t *lease_body(const idgen_lease_t *l, const idgen_lease_request_t *req,
+                          int64_t wait_left) {
+  const idg_lease_t *b = l->be;
+  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "layout", l->pool.layout, "field",
+                        l->pool.field_name, "space", l->r->space, "holder", b->holder, "secret",
+                        b->secret, "ttl_ms", (json_int_t)l->ttl_ms, "max_start_wait_ms",
+                        (json_int_t)wait_left, "start_borrow_ms",
+                        (json_int_t)(req->start_borrow_ms > 0 ? req->start_borrow_ms : 0),
+                        "clock_ms", (json_int_t)idgen__req_now_ms(req));
+  if (o != NULL && l->pool.others[0])
+    json_object_set_new(o, "node", json_string(l->pool.others));
+  return o;
+}
+
+static int idg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
+                       size_t errlen) {
+  idg_t *g = l->r->be;
+  idg_lease_t *b = calloc(1, sizeof *b);
+  if (b == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  uint8_t raw[SECRET_HEX / 2];
+  idgen_random_bytes(raw, sizeof raw);
+  for (size_t i = 0; i < sizeof raw; i++)
+    snprintf(b->secret + 2 * i, 3, "%02x", raw[i]);
+  wire_holder(l->holder, b->holder);
+  l->be = b;
+  request_timeout(g, l->ttl_ms);
+  int64_t max = req->max_start_wait_ms < 0 ? IDGEN_START_WAIT_MS_DEFAULT : req->max_start_wait_ms;
+  int64_t waited = 0;
+  int rc = IDGEN_EREGISTRY;
+  for (int tries = 0; tries < ACQUIRE_TRIES; tries++) {
+    json_t *reply;
+    char word[16];
+    int64_t left = max - waited;
+    /* The daemon may spend the start wait before it answers. */
+    rc = post(g, "/lease", lease_body(l, req, left), (long)(left + REQUEST_TIMEOUT_MS), &reply,
+              word, sizeof word, err, errlen);
+    if (rc == 0) {
+      rc = take_lease(g, l, req, reply, err, errlen);
+      json_decref(reply);
+      if (rc < 0)
+        break;
+      return 0;
+    }
+    /* Every tuple held, or every free one's mark ahead: wait as the other
+     * backends do (idgen__pool_full, idgen__start_wait), when the daemon
+     * says when and that is within the start wait.  Retry-After is whole
+     * seconds, rounded up: a second more may still find one in time. */
+    int64_t after = g->retry_after_ms;
+    if ((strcmp(word, "pool_full") != 0 && strcmp(word, "clock") != 0) || after < 0 || left <= 0 ||
+        after > left + 999)
+      break;
+    int64_t nap = after < left ? after : left;
+    if (nap < 10)
+      nap = 10;
+    idgen__req_sleep_ms(req, nap);
+    waited += nap;
+  }
+  free(l->be);
+  l->be = NULL;
+  return rc;
+}
+
+static int idg_renew(idgen_lease_t *l, char *err, size_t errlen) {
+  idg_t *g = l->r->be;
+  json_t *reply;
+  int rc = post(g, "/lease/renew", identity(l), 0, &reply, NULL, 0, err, errlen);
+  if (rc < 0)
+    return rc;
+  int64_t ttl, in, mark;
+  if (answer_int(g, reply, "/lease/renew", "ttl_ms", IDGEN_LEASE_TTL_MAX_MS, &ttl, err, errlen) <
+          0 ||
+      answer_int(g, reply, "/lease/renew", "expires_in_ms", INT64_MAX, &in, err, errlen) < 0 ||
+      answer_int(g, reply, "/lease/renew", "mark_ms", INT64_MAX, &mark, err, errlen) < 0) {
+    json_decref(reply);
+    return IDGEN_EREGISTRY;
+  }
+  json_decref(reply);
+  l->expires_in_ms = in;
+  l->expires_ms = idgen__clock_precise_ms() + in;
+  return 0;
+}
+
+static int idg_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen) {
+  if (mark_ms < l->mark_ms) {
+    /* The final mark, below the one recorded (the generator has stopped):
+     * it goes with the release; until then the higher one stands. */
+    l->mark_ms = mark_ms;
+    return 0;
+  }
+  idg_t *g = l->r->be;
+  json_t *body = identity(l), *reply;
+  json_object_set_new(body, "mark_ms", json_integer((json_int_t)mark_ms));
+  int rc = post(g, "/lease/mark", body, 0, &reply, NULL, 0, err, errlen);
+  if (rc < 0)
+    return rc;
+  int64_t recorded;
+  rc = answer_int(g, reply, "/lease/mark", "mark_ms", INT64_MAX, &recorded, err, errlen);
+  json_decref(reply);
+  if (rc == 0 && recorded < mark_ms)
+    rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
+                    "registry: %s: /lease/mark: the daemon recorded %" PRId64 ", not %" PRId64,
+                    g->shown, recorded, mark_ms);
+  if (rc == 0)
+    l->mark_ms = mark_ms;
+  return rc;
+}
+
+static void idg_release(idgen_lease_t *l) {
+  idg_t *g = l->r->be;
+  if (l->be == NULL)
+    return;
+  json_t *body = identity(l), *reply;
+  json_object_set_new(body, "mark_ms", json_integer((json_int_t)l->mark_ms));
+  if (post(g, "/lease/release", body, 0, &reply, NULL, 0, NULL, 0) == 0)
+    json_decref(reply);
+}
+
+/* ---- what the daemon does not lend out ----------------------------------------------- */
+
+/* list, free and spaces: the tuples are the daemon's registry's. */
+static int refuse(const idgen_registry_t *r, const char *cmd, char *err, size_t errlen) {
+  const idg_t *g = r->be;
+  return idgen__err(err, errlen, IDGEN_EINVAL,
+                    "registry: %s: a lease service keeps no registry a client can read; the "
+                    "tuples it lends are in the daemon's own registry: idgen registry %s "
+                    "--registry URI with the daemon's --registry",
+                    g->shown, cmd);
+}
+
+static int idg_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx, char *err,
+                    size_t errlen) {
+  (void)cb, (void)ctx;
+  return refuse(r, "list", err, errlen);
+}
+
+static int idg_free(idgen_registry_t *r, const char *pool, const char *node, int force, char *err,
+                    size_t errlen) {
+  (void)pool, (void)node, (void)force;
+  return refuse(r, "free", err, errlen);
+}
+
+static int idg_spaces(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, char *err,
+                      size_t errlen) {
+  (void)cb, (void)ctx;
+  return refuse(r, "spaces", err, errlen);
+}
+
+#define IDG_OPS(name)                                                                              \
+  {                                                                                                \
+    .version = IDGEN__REGISTRY_OPS_VERSION, .scheme = name, .mark_step_ms = 0, .expires = 1,       \
+    .check = idg_check, .open = idg_open, .acquire = idg_acquire, .renew = idg_renew,              \
+    .mark = idg_mark, .release = idg_release, .list = idg_list, .free = idg_free,                  \
+    .close = idg_close, .spaces = idg_spaces,                                                      \
+  }
+const idgen__registry_ops_t idgen__registry_idgen = IDG_OPS("idgen"),
+                            idgen__registry_idgens = IDG_OPS("idgens");
