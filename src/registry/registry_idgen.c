@@ -683,31 +683,31 @@ static void idg_release(idgen_lease_t *l) {
 /* ---- what the daemon does not lend out ----------------------------------------------- */
 
 /* list, free and spaces: the tuples are the daemon's registry's. */
-static int refuse(const idgen_registry_t *r, const char *cmd, char *err, size_t errlen) {
+static int refuse(const idgen_registry_t *r, char *err, size_t errlen) {
   const idg_t *g = r->be;
   return idgen__err(err, errlen, IDGEN_EINVAL,
-                    "registry: %s: a lease service keeps no registry a client can read; the "
-                    "tuples it lends are in the daemon's own registry: idgen registry %s "
-                    "--registry URI with the daemon's --registry",
-                    g->shown, cmd);
+                    "registry: %s: a lease service keeps no registry a client can read: the "
+                    "tuples it lends are in the daemon's own registry (give the daemon's "
+                    "--registry to idgen registry list or free)",
+                    g->shown);
 }
 
 static int idg_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx, char *err,
                     size_t errlen) {
   (void)cb, (void)ctx;
-  return refuse(r, "list", err, errlen);
+  return refuse(r, err, errlen);
 }
 
 static int idg_free(idgen_registry_t *r, const char *pool, const char *node, int force, char *err,
                     size_t errlen) {
   (void)pool, (void)node, (void)force;
-  return refuse(r, "free", err, errlen);
+  return refuse(r, err, errlen);
 }
 
 static int idg_spaces(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, char *err,
                       size_t errlen) {
   (void)cb, (void)ctx;
-  return refuse(r, "spaces", err, errlen);
+  return refuse(r, err, errlen);
 }
 
 #define IDG_OPS(name)                                                                              \

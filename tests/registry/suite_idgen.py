@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""The idgen:// registry end to end (src/registry/registry_idgen.c;
+docs/SERVE.md, "Leases for clients"): real `idgen snowflake` clients leasing
+their node tuples from a real `idgen serve --leases` on a file: registry of
+the test's own (tests/registry/harness.py says how the suites fit).
+
+- two clients at once: distinct tuples, none the daemon's own, 1,000,000
+  IDs without a duplicate, each client's strictly increasing; the daemon's
+  registry shows them as "CLIENT via DAEMON";
+- refusals: a daemon without --leases, and list on an idgen:// registry;
+- fencing: in a pool of two tuples (a 1-bit worker, in a space of its own,
+  so the daemon's lease is not in it), one held by a live client, a client
+  stopped (SIGSTOP) past its TTL and the quarantine loses its tuple to a
+  new client; on SIGCONT it issues nothing more and exits with the lease
+  error, and the two never share an ID.
+
+Usage: python3 tests/registry/suite_idgen.py PATH/TO/idgen  (or: ctest -R registry.idgen)
+"""
+
+from harness import *  # noqa: F401,F403  the daemon, servers, clients, check()
+
+N = 500000 // SCALE
+FENCE_LAYOUT = "time:41@1ms,worker:1,sequence:12,epoch=1288834974657"
+TTL_MS = 600
+QUARANTINE_MS = TTL_MS + 1000  # the daemon's default: the TTL + lease_max_skew_ms
+
+
+def fence_fields(i):
+    """(unix_ms, worker) of an ID of FENCE_LAYOUT."""
+    return ((i >> 13) + TWITTER_EPOCH, (i >> 12) & 1)
+
+
+def increasing(ids):
+    return all(a < b for a, b in zip(ids, ids[1:]))
+
+
+def two_clients(d, reg, uri):
+    own = first_ids(d, 1, "daemon with --leases serves its own IDs")
+    a = cli_holder("client-a", uri, None, TMP, n=N)
+    b = cli_holder("client-b", uri, None, TMP, n=N)
+    got = [cli_done(a), cli_done(b)]
+    tuples = []
+    for name, rc, ids, msg in got:
+        check("%s: exit 0 with %d IDs" % (name, N), rc == 0 and len(ids) == N,
+              "rc %d, %d IDs: %s" % (rc, len(ids), msg))
+        check("%s: strictly increasing" % name, increasing(ids))
+        t = {twitter_fields(i)[1:3] for i in ids}
+        check("%s: one tuple" % name, len(t) == 1, t)
+        tuples.append(t)
+    check("the two clients' tuples differ", tuples[0] != tuples[1], tuples)
+    if own:
+        mine = {twitter_fields(own[0])[1:3]}
+        check("neither is the daemon's own tuple", mine != tuples[0] and mine != tuples[1],
+              (mine, tuples))
+    every = got[0][2] + got[1][2]
+    check("no duplicate among %d IDs" % len(every), len(set(every)) == len(every),
+          len(every) - len(set(every)))
+    r = idgen("registry", "list", "--registry", reg)
+    check("the daemon's registry names the clients as CLIENT via DAEMON",
+          r.returncode == 0 and " via " in r.stdout, r.stdout[-600:] + r.stderr)
+
+
+def refusals(uri):
+    r = idgen("registry", "list", "--registry", uri)
+    check("registry list on idgen:// is refused, naming the daemon's registry",
+          r.returncode != 0 and "the daemon's own registry" in r.stderr, r.stderr)
+    off = Daemon("no-leases", ["--registry", WORK.registry("other"), "--node", "datacenter=3"])
+    r = idgen("snowflake", "--registry", "idgen://127.0.0.1:%d" % off.port)
+    check("a daemon without --leases: exit 1, the message after idgen://HOST:PORT",
+          r.returncode == 1 and ("registry: idgen://127.0.0.1:%d: " % off.port) in r.stderr,
+          r.stderr)
+    off.stop()
+
+
+def fencing(uri):
+    fence = in_space(uri, "fence")
+    args = ["snowflake", "-n", "100000000", "--layout", FENCE_LAYOUT, "--registry", fence,
+            "--lease-ttl-ms", str(TTL_MS)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IDGEN_")}
+    err1 = open(os.path.join(TMP, "paused.err"), "wb+")
+    # Its output is a pipe this test reads: it issues only as fast as read.
+    p1 = subprocess.Popen([IDGEN] + args, stdout=subprocess.PIPE, stderr=err1, env=env)
+    first = []
+    for _ in range(200):
+        line = p1.stdout.readline()
+        if not line:
+            break
+        first.append(int(line))
+        time.sleep(0.002)
+    if not check("paused client: started and issuing", len(first) == 200,
+                 open(err1.name).read()[:300]):
+        p1.kill()
+        p1.wait()
+        return
+    w1 = fence_fields(first[0])[1]
+    # The pool's other tuple, held by a live client that never gets read.
+    holder = subprocess.Popen([IDGEN] + args, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, env=env)
+    line = holder.stdout.readline()
+    check("the second tuple is held by a live client",
+          line and fence_fields(int(line))[1] != w1, line)
+    p1.send_signal(signal.SIGSTOP)
+    stopped_ms = int(time.time() * 1000)
+    time.sleep((TTL_MS + QUARANTINE_MS + 1000) / 1000.0)
+    r = idgen("snowflake", "-n", str(100000 // SCALE), "--layout", FENCE_LAYOUT, "--registry",
+              fence, "--lease-ttl-ms", str(TTL_MS), timeout=120)
+    ids2 = [int(x) for x in r.stdout.split()]
+    check("a new client takes the stopped client's tuple",
+          r.returncode == 0 and ids2 and {fence_fields(i)[1] for i in ids2} == {w1},
+          "rc %d: %s" % (r.returncode, r.stderr[:300]))
+    resumed_ms = int(time.time() * 1000)
+    p1.send_signal(signal.SIGCONT)
+    rest, _ = p1.communicate(timeout=60)
+    ids1 = first + [int(x) for x in rest.split()]
+    err1.seek(0)
+    msg = err1.read().decode()
+    err1.close()
+    check("the resumed client exits 1 with the lease error",
+          p1.returncode == 1 and "lease" in msg and "registry: idgen://" in msg,
+          "rc %s: %s" % (p1.returncode, msg[:400]))
+    late = [i for i in ids1 if fence_fields(i)[0] >= resumed_ms]
+    check("the resumed client issued nothing after SIGCONT", not late,
+          "%d IDs stamped after the resume (stopped at %d, resumed at %d)"
+          % (len(late), stopped_ms, resumed_ms))
+    check("the resumed client's IDs strictly increase", increasing(ids1))
+    check("no ID of the stopped client's is the new client's",
+          not set(ids1) & set(ids2), len(set(ids1) & set(ids2)))
+    check("the new client starts above everything the stopped one issued",
+          ids2 and max(ids1) < min(ids2), (max(ids1), min(ids2) if ids2 else None))
+    holder.kill()
+    holder.wait()
+
+
+def main():
+    reg = WORK.registry("reg")
+    d = Daemon("leases", ["--leases", "--registry", reg])
+    if not check("idgen serve --leases starts", d.port is not None, d.log()[-600:]):
+        return
+    uri = "idgen://127.0.0.1:%d" % d.port
+    two_clients(d, reg, uri)
+    refusals(uri)
+    fencing(uri)
+    d.stop()
+
+
+if __name__ == "__main__":
+    run(main)
