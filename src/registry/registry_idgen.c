@@ -356,12 +356,15 @@ static int error_code(const char *word, long status) {
 /* POSTs body (stolen) to path.  0 with *reply (a JSON object of a 200
  * answer: json_decref it), or the error the answer's `error` word maps
  * to, with "registry: idgen://HOST:PORT: " and the daemon's message;
- * *word (if not NULL) gets that word ("" for none). */
+ * *word (if not NULL) gets that word ("" for none) and *retry_ms the
+ * answer's Retry-After (-1: none). */
 static int post(idg_t *g, const char *path, json_t *body, long timeout_ms, json_t **reply,
-                char *word, size_t wordlen, char *err, size_t errlen) {
+                char *word, size_t wordlen, int64_t *retry_ms, char *err, size_t errlen) {
   *reply = NULL;
   if (word)
     word[0] = '\0';
+  if (retry_ms)
+    *retry_ms = -1;
   char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
   json_decref(body);
   if (text == NULL)
@@ -382,6 +385,8 @@ static int post(idg_t *g, const char *path, json_t *body, long timeout_ms, json_
     const char *w = json_string_value(json_object_get(j, "error"));
     const char *m = json_string_value(json_object_get(j, "message"));
     rc = error_code(w, status);
+    if (retry_ms)
+      *retry_ms = g->retry_after_ms;
     if (word)
       snprintf(word, wordlen, "%s", w ? w : "");
     if (m != NULL && m[0])
@@ -463,8 +468,10 @@ static int take_lease(idg_t *g, idgen_lease_t *l, const idgen_lease_request_t *r
   if (idgen_layout_parse(&theirs, layout, NULL, 0) == 0)
     idgen__pool_name(&theirs, pool);
   uint64_t want = l->pool.fixed | (uint64_t)worker << l->pool.shift;
-  char *end;
-  uint64_t k = strlen(key) == 18 && strncmp(key, "0x", 2) == 0 ? strtoull(key + 2, &end, 16) : 0;
+  uint64_t k = strlen(key) == 18 && strncmp(key, "0x", 2) == 0 &&
+                       strspn(key + 2, "0123456789abcdefABCDEF") == 16
+                   ? strtoull(key + 2, NULL, 16)
+                   : ~want; /* not a key: never the one asked for */
   if (strcmp(space, l->r->space) != 0 || strcmp(pool, l->pool.name) != 0 || k != want ||
       generation < 1 || ttl < IDGEN_LEASE_TTL_MIN_MS)
     return idgen__err(err, errlen, IDGEN_EREGISTRY,
@@ -595,10 +602,10 @@ static int idg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char 
   for (int tries = 0; tries < ACQUIRE_TRIES; tries++) {
     json_t *reply;
     char word[16];
-    int64_t left = max - waited;
+    int64_t left = max - waited, after;
     /* The daemon may spend the start wait before it answers. */
     rc = post(g, "/lease", lease_body(l, req, left), (long)(left + REQUEST_TIMEOUT_MS), &reply,
-              word, sizeof word, err, errlen);
+              word, sizeof word, &after, err, errlen);
     if (rc == 0) {
       rc = take_lease(g, l, req, reply, err, errlen);
       json_decref(reply);
@@ -610,7 +617,6 @@ static int idg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char 
      * backends do (idgen__pool_full, idgen__start_wait), when the daemon
      * says when and that is within the start wait.  Retry-After is whole
      * seconds, rounded up: a second more may still find one in time. */
-    int64_t after = g->retry_after_ms;
     if ((strcmp(word, "pool_full") != 0 && strcmp(word, "clock") != 0) || after < 0 || left <= 0 ||
         after > left + 999)
       break;
@@ -628,7 +634,7 @@ static int idg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char 
 static int idg_renew(idgen_lease_t *l, char *err, size_t errlen) {
   idg_t *g = l->r->be;
   json_t *reply;
-  int rc = post(g, "/lease/renew", identity(l), 0, &reply, NULL, 0, err, errlen);
+  int rc = post(g, "/lease/renew", identity(l), 0, &reply, NULL, 0, NULL, err, errlen);
   if (rc < 0)
     return rc;
   int64_t ttl, in, mark;
@@ -655,7 +661,7 @@ static int idg_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen)
   idg_t *g = l->r->be;
   json_t *body = identity(l), *reply;
   json_object_set_new(body, "mark_ms", json_integer((json_int_t)mark_ms));
-  int rc = post(g, "/lease/mark", body, 0, &reply, NULL, 0, err, errlen);
+  int rc = post(g, "/lease/mark", body, 0, &reply, NULL, 0, NULL, err, errlen);
   if (rc < 0)
     return rc;
   int64_t recorded;
@@ -676,7 +682,7 @@ static void idg_release(idgen_lease_t *l) {
     return;
   json_t *body = identity(l), *reply;
   json_object_set_new(body, "mark_ms", json_integer((json_int_t)l->mark_ms));
-  if (post(g, "/lease/release", body, 0, &reply, NULL, 0, NULL, 0) == 0)
+  if (post(g, "/lease/release", body, 0, &reply, NULL, 0, NULL, NULL, 0) == 0)
     json_decref(reply);
 }
 
