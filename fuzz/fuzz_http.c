@@ -6,7 +6,10 @@
  * the cap, its strings lie inside it (but for the "/" of an absolute-form
  * target with an empty path), it parses the same on its own, every proper
  * prefix of it asks for more, its Accept weight is -1 or 0..1000, and its
- * query decodes to no more bytes than it has, or names a '%' that is bad.
+ * query decodes to no more bytes than it has, or names a '%' that is bad;
+ * its body (http_body, as a /lease route takes one) is refused 411 or 413
+ * with a reason, or asked for while the input is short, or ends within the
+ * input exactly Content-Length bytes after the head.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -57,6 +60,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t bad = 0;
   ssize_t d = http_unescape(r.query.ptr, r.query.len, dec, sizeof dec, &bad);
   if (d > (ssize_t)r.query.len || (d < 0 && (bad >= r.query.len || r.query.ptr[bad] != '%')))
+    abort();
+  ssize_t whole = http_body(size, (size_t)n, &r, 64, &st, err);
+  if (whole == HTTP_MALFORMED ? (st != 411 && st != 413) || err[0] == '\0'
+      : whole == HTTP_NEED_MORE
+          ? r.content_length < 0 || (size_t)n + (size_t)r.content_length <= size
+          : whole != n + r.content_length || (size_t)whole > size)
     abort();
   for (size_t k = 0; k < (size_t)n; k += 1 + k / 8)
     if (http_parse(buf, k, CAP, &again, &st, err) != HTTP_NEED_MORE)

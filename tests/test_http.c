@@ -237,6 +237,46 @@ static void test_pipelined(void **state) {
   assert_true(str_is(r.path, "/ulid"));
 }
 
+/* http_body: a POST's body after its head, a second request pipelined
+ * behind it, and each refusal (no Content-Length, too large), with the
+ * path still known after a Transfer-Encoding's 501. */
+static void test_body(void **state) {
+  (void)state;
+  const char *in = "POST /lease HTTP/1.1\r\nHost: x\r\nContent-Length: 7\r\n\r\n{\"a\":1}"
+                   "GET /id HTTP/1.1\r\nHost: x\r\n\r\n";
+  http_request_t r = REQUEST;
+  int st = 0;
+  char err[HTTP_ERR_MAX] = "";
+  ssize_t head = http_parse(in, strlen(in), MAX_HEAD, &r, &st, err);
+  assert_int_equal(52, head);
+  assert_int_equal(7, r.content_length);
+  for (size_t len = 0; len < 59; len++)
+    assert_int_equal(HTTP_NEED_MORE, http_body(len, (size_t)head, &r, 4096, &st, err));
+  ssize_t whole = http_body(strlen(in), (size_t)head, &r, 4096, &st, err);
+  assert_int_equal(59, whole);
+  assert_memory_equal("{\"a\":1}", in + head, 7);
+  assert_int_equal(29, http_parse(in + whole, strlen(in) - (size_t)whole, MAX_HEAD, &r, &st, err));
+  assert_true(str_is(r.path, "/id"));
+
+  const char *big = "POST /lease HTTP/1.1\r\nHost: x\r\nContent-Length: 4097\r\n\r\n";
+  head = parse(big, &r, &st, err);
+  assert_int_equal((ssize_t)strlen(big), head);
+  assert_int_equal(HTTP_MALFORMED, http_body(strlen(big), (size_t)head, &r, 4096, &st, err));
+  assert_int_equal(413, st);
+  assert_string_equal("a body of 4097 bytes is over this route's 4096", err);
+
+  const char *none = "POST /lease HTTP/1.1\r\nHost: x\r\n\r\n";
+  head = parse(none, &r, &st, err);
+  assert_int_equal(HTTP_MALFORMED, http_body(strlen(none), (size_t)head, &r, 4096, &st, err));
+  assert_int_equal(411, st);
+  assert_string_equal("a body needs a Content-Length (chunked bodies are not taken)", err);
+
+  const char *chunked = "POST /lease HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  assert_int_equal(HTTP_MALFORMED, parse(chunked, &r, &st, err));
+  assert_int_equal(501, st);
+  assert_true(str_is(r.path, "/lease"));
+}
+
 static void test_rejections(void **state) {
   (void)state;
   static const struct {
@@ -405,6 +445,7 @@ int main(void) {
       cmocka_unit_test(test_unescape),   cmocka_unit_test(test_pipelined),
       cmocka_unit_test(test_rejections), cmocka_unit_test(test_host),
       cmocka_unit_test(test_limits),     cmocka_unit_test(test_prefixes_need_more),
+      cmocka_unit_test(test_body),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

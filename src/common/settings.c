@@ -218,6 +218,37 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                           "with `tls_cert`, every client must show a certificate signed by "
                           "these CAs (PEM), mutual TLS; its subject's CN, an agent name, is the "
                           "caller's agent, and with `auth_file` it needs no token"},
+    [SK_LEASES] = {"leases", ST_BOOL, SERVE, 0, "false", NULL, NULL, NONE, "[=BOOL]",
+                   "lease node tuples to clients that cannot reach the registry (`POST "
+                   "/lease`; clients take `--registry idgen://HOST:PORT`); needs a registry "
+                   "other than `static`"},
+    [SK_LEASE_MAX_PER_CLIENT] = {"lease_max_per_client", ST_INT, SERVE, 0, "64", NULL, NULL,
+                                 INT(1, 1000000), "N",
+                                 "with `leases`, live leases one client address may hold; more "
+                                 "is a 429"},
+    [SK_LEASE_MAX_PER_AGENT] = {"lease_max_per_agent", ST_INT, SERVE, 0, "1024", NULL, NULL,
+                                INT(1, 1000000), "N",
+                                "with `leases` and `auth_file`, live leases one agent may hold; "
+                                "more is a 429"},
+    [SK_LEASE_MAX_PER_SPACE] = {"lease_max_per_space", ST_INT, SERVE, 0, "4096", NULL, NULL,
+                                INT(1, 1000000), "N",
+                                "with `leases`, live leases lent in one ID space (at most 16 "
+                                "spaces); more is a 429"},
+    [SK_LEASE_MAX_SKEW_MS] = {"lease_max_skew_ms", ST_INT, SERVE, 0, "1000", NULL, NULL,
+                              INT(0, 3600000), "N",
+                              "with `leases`, refuse a client whose wall clock is further than "
+                              "this from the daemon's (503 `clock`); added to the quarantine"},
+    [SK_LEASE_QUARANTINE_MS] = {"lease_quarantine_ms", ST_INT, SERVE, 0, "0", NULL,
+                                "0: the lease's TTL plus `lease_max_skew_ms`",
+                                INT(0, INT64_C(86400000)), "N",
+                                "with `leases`, how long the daemon keeps holding the tuple of "
+                                "a client that stopped renewing, before it frees it"},
+    [SK_LEASE_CORS_ORIGINS] = {"lease_cors_origins", ST_PATH, SERVE, 0, "", NULL,
+                               "none: no CORS headers", NONE, "ORIGINS",
+                               "with `leases`, the browser origins (`https://app.example`, "
+                               "comma-separated, or `*`) whose pages may call the `/lease` "
+                               "routes: they get `Access-Control-Allow-Origin` and preflight "
+                               "answers"},
 };
 
 /* "max_batch" -> "--max-batch" or "IDGEN_MAX_BATCH". */

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <stdlib.h>
@@ -110,6 +111,31 @@ static int parse_addr(serve_addr_t *a, const char *s, char *err, size_t errlen) 
   return 0;
 }
 
+/* lease_cors_origins: "" (none), "*", or comma-separated origins, each
+ * http[s]://host[:port] without a path (what a browser sends in Origin).
+ * 0, or -1 naming the bad origin in err. */
+static int cors_origins_check(const char *v, char *err, size_t errlen) {
+  if (v[0] == '\0' || strcmp(v, "*") == 0)
+    return 0;
+  for (const char *p = v; *p;) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    size_t skip = strncmp(p, "https://", 8) == 0 ? 8 : strncmp(p, "http://", 7) == 0 ? 7 : 0;
+    int ok = skip > 0 && n > skip;
+    for (size_t i = skip; ok && i < n; i++)
+      ok = isalnum((unsigned char)p[i]) || strchr("-._:[]", p[i]) != NULL;
+    if (!ok) {
+      snprintf(err, errlen,
+               "bad origin \"%.*s\": give `*`, or origins such as https://app.example:8443, "
+               "comma-separated (a scheme, a host, a port; no path)",
+               (int)(n > 80 ? 80 : n), p);
+      return -1;
+    }
+    p += n + (e != NULL);
+  }
+  return 0;
+}
+
 /* The daemon's part of each key's check (settings_spec_t.check). */
 static int check_key(settings_t *s, void *ctx, int k) {
   serve_config_t *c = ctx;
@@ -137,6 +163,10 @@ static int check_key(settings_t *s, void *ctx, int k) {
     }
     return 1;
   }
+  case SK_LEASE_CORS_ORIGINS:
+    if (cors_origins_check(s->value[k], err, sizeof err) < 0)
+      return settings_fail(s, k, "%s", err);
+    return 1;
   case SK_MAX_BATCH:
     if (s->value[k][0] == '\0' && strcmp(s->source[k], "default") == 0) {
       /* What one request can always get while the generator is not ahead:
@@ -210,6 +240,20 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
   c->audit_mode = (enum audit_mode)s->num[SK_AUDIT_MODE];
   c->audit_queue_bytes = s->num[SK_AUDIT_QUEUE_BYTES];
   c->audit_timeout_ms = s->num[SK_AUDIT_TIMEOUT_MS];
+  c->leases = (int)s->num[SK_LEASES];
+  c->lease_max_per_client = s->num[SK_LEASE_MAX_PER_CLIENT];
+  c->lease_max_per_agent = s->num[SK_LEASE_MAX_PER_AGENT];
+  c->lease_max_per_space = s->num[SK_LEASE_MAX_PER_SPACE];
+  c->lease_max_skew_ms = s->num[SK_LEASE_MAX_SKEW_MS];
+  c->lease_quarantine_ms = s->num[SK_LEASE_QUARANTINE_MS];
+  c->lease_cors_origins = s->value[SK_LEASE_CORS_ORIGINS];
+  /* Nothing to lend from the static registry: it keeps no leases. */
+  if (rc == 0 && c->leases && !c->http.enabled)
+    rc = settings_fail(s, SK_LEASES, "the lease service speaks HTTP: give an http listener");
+  if (rc == 0 && c->leases && strcmp(s->value[SK_REGISTRY], "static") == 0)
+    rc = settings_fail(s, SK_LEASES,
+                       "the static registry keeps no leases, so there is nothing to lend "
+                       "clients: give a file:, postgres:// or etcd:// registry");
   const serve_addr_t *ls[] = {&c->http, &c->resp, &c->thrift};
   static const char *const names[] = {"http", "resp", "thrift"};
   if (!c->http.enabled && !c->resp.enabled && !c->thrift.enabled)

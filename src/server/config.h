@@ -40,6 +40,12 @@ typedef struct serve_config {
   struct serve_auth *auth;  /* auth_file's tokens as read at the start, or NULL: none asked */
   int auth_metrics;         /* with auth: /metrics and GET / need a token too */
   struct ssl_ctx_st *tls;   /* tls_cert's context as read at the start, or NULL: plain text */
+  /* --leases (serve_leases.c): the lease service, its limits, and the
+   * browser origins allowed (lease_cors_origins, into s.value[]; "" none). */
+  int leases;
+  int64_t lease_max_per_client, lease_max_per_agent, lease_max_per_space;
+  int64_t lease_max_skew_ms, lease_quarantine_ms;
+  const char *lease_cors_origins;
 } serve_config_t;
 
 /*

@@ -255,6 +255,20 @@ ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t 
   return (ssize_t)pos + 2;
 }
 
+ssize_t http_body(size_t len, size_t head, const http_request_t *req, size_t max_body, int *status,
+                  char *err) {
+  char msg[HTTP_ERR_MAX];
+  if (req->content_length < 0)
+    return fail(status, err, 411, "a body needs a Content-Length (chunked bodies are not taken)");
+  if ((uint64_t)req->content_length > max_body) {
+    snprintf(msg, sizeof msg, "a body of %lld bytes is over this route's %zu",
+             (long long)req->content_length, max_body);
+    return fail(status, err, 413, msg);
+  }
+  size_t whole = head + (size_t)req->content_length;
+  return len < whole ? HTTP_NEED_MORE : (ssize_t)whole;
+}
+
 const http_str_t *http_header(const http_request_t *req, const char *name) {
   for (size_t i = 0; i < req->nheaders; i++)
     if (token_is(req->headers[i].name, name))

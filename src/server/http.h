@@ -51,13 +51,26 @@ typedef struct http_request {
  * *status (400, 431, 501 or 505) and a reason in err (the caller's,
  * HTTP_ERR_MAX bytes), and req->method set if the request line got that far
  * (else of length 0), so that the answer to a bad HEAD can leave out its
- * body.  `max_head` caps the head: more without its end is 431; so is a
+ * body; for a Transfer-Encoding (501) req->path is set too, so that a route
+ * that takes bodies can say 411 instead.  `max_head` caps the head: more without its end is 431; so is a
  * head with more than req->max_headers headers (req->headers is the
  * caller's array of that many, set before the call; the other fields are
  * the parser's).
  */
 ssize_t http_parse(const char *buf, size_t len, size_t max_head, http_request_t *req, int *status,
                    char *err);
+
+/*
+ * The body of a request whose head http_parse() read (head bytes at buf[0])
+ * on a route that takes one, as a POST of at most max_body bytes with a
+ * Content-Length: the whole request's length (head + body, > 0) with the
+ * body at buf[head..) of req->content_length bytes; HTTP_NEED_MORE while
+ * buf[0..len) does not hold it all; or HTTP_MALFORMED with *status and a
+ * reason in err: 411 for a body without a Content-Length, 413 for one over
+ * max_body.  Pure: it reads only the head's fields and len.
+ */
+ssize_t http_body(size_t len, size_t head, const http_request_t *req, size_t max_body, int *status,
+                  char *err);
 
 /* The header `name` (case-insensitive), or NULL. */
 const http_str_t *http_header(const http_request_t *req, const char *name);

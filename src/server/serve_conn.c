@@ -43,6 +43,7 @@ ssize_t serve_conn_send(serve_conn_t *c, const void *buf, size_t len) {
 
 void serve_conn_close(serve_worker_t *w, serve_conn_t *c, int reason) {
   serve_ids_unpark(w, c);  /* a waiting request goes with its connection */
+  serve_leases_forget(c);  /* ... and a lease request's answer is dropped */
   serve_held_remove(w, c); /* and replies held for their audit lines */
   if (c->type->closed)     /* and what its protocol keeps for it */
     c->type->closed(w, c);

@@ -8,6 +8,8 @@
  * a body) close the connection after the reply; errors in the query do not.
  */
 #include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -315,7 +317,11 @@ static void route_decode(serve_worker_t *w, serve_conn_t *c, const http_request_
 /* With auth_file: the caller's agent from `Authorization: Bearer TOKEN`
  * (the scheme's name in any case, RFC 9110 section 11.1) into *agent, 0; or
  * -1 after a 401 that names the scheme (WWW-Authenticate). */
-static int http_caller(serve_worker_t *w, serve_conn_t *c, const http_request_t *req, int *agent) {
+static void lease_error(serve_worker_t *w, serve_conn_t *c, const http_request_t *req, int status,
+                        const char *word, const char *msg, int close, const char *extra);
+
+static int http_caller(serve_worker_t *w, serve_conn_t *c, const http_request_t *req, int *agent,
+                       const char *lease_cors) {
   const http_str_t *h = http_header(req, "authorization");
   const char *tok = "";
   size_t tlen = 0;
@@ -328,18 +334,150 @@ static int http_caller(serve_worker_t *w, serve_conn_t *c, const http_request_t 
   int r = serve_auth_caller(w, c, NULL, 0, tok, tlen, agent);
   if (r == 0)
     return 0;
+  char extra[400];
+  const char *why = h == NULL ? "a token is needed: Authorization: Bearer TOKEN"
+                              : "the token is not one of auth_file's (Authorization: Bearer TOKEN)";
   if (r == AUTH_LIMITED) { /* (serve_auth_caller closes c after it) */
-    respond_error(w, c, req, 429, "too many wrong tokens from this address: try again later", KEEP,
-                  "Retry-After: 2\r\n");
+    const char *tm = "too many wrong tokens from this address: try again later";
+    snprintf(extra, sizeof extra, "Retry-After: 2\r\n%s", lease_cors ? lease_cors : "");
+    if (lease_cors)
+      lease_error(w, c, req, 429, "limit", tm, KEEP, extra);
+    else
+      respond_error(w, c, req, 429, tm, KEEP, extra);
     return -1;
   }
-  respond_error(w, c, req, 401,
-                h == NULL ? "a token is needed: Authorization: Bearer TOKEN"
-                          : "the token is not one of auth_file's (Authorization: Bearer TOKEN)",
-                KEEP, "WWW-Authenticate: Bearer realm=\"idgen\"\r\n");
+  snprintf(extra, sizeof extra, "WWW-Authenticate: Bearer realm=\"idgen\"\r\n%s",
+           lease_cors ? lease_cors : "");
+  if (lease_cors)
+    lease_error(w, c, req, 401, "auth", why, KEEP, extra);
+  else
+    respond_error(w, c, req, 401, why, KEEP, extra);
   if (c->auth_fails >= AUTH_FAILS_MAX)
     c->close_reason = CR_AUTH; /* (respond() counts a close as the client's) */
   return -1;
+}
+
+/* ---- the lease routes (--leases; the service: serve_leases.c) ---- */
+
+/* An answer of the lease routes from the loop itself: {"error", "message"}. */
+static void lease_error(serve_worker_t *w, serve_conn_t *c, const http_request_t *req, int status,
+                        const char *word, const char *msg, int close, const char *extra) {
+  if (status == 400 || status == 411 || status == 413)
+    log_limited(&w->srv->client_log, "warn", "client_error",
+                "proto=http peer=%s status=%d reason=%s", serve_peer_text(c, (char[64]){0}), status,
+                log_quote(msg, strlen(msg), (char[300]){0}, 300));
+  json_t *o = json_pack("{s:s,s:s}", "error", word, "message", msg);
+  char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+  json_decref(o);
+  const char *body = text ? text : "{\"error\":\"invalid\"}";
+  respond(w, c, req, status, "application/json", body, strlen(body), close, extra);
+  free(text);
+}
+
+/* The service's answer, when it comes (serve_lease_job_t.answer). */
+static void lease_answer(serve_worker_t *w, serve_conn_t *c, serve_lease_job_t *j) {
+  respond_as(w, c, j->minor, 0, j->status, "application/json", j->json ? j->json : "{}",
+             j->json ? j->json_len : 2, KEEP, j->extra);
+}
+
+/* lease_cors_origins: the header line for the request's Origin into
+ * out[n] ("" when it names none of them, or none is set). */
+static void lease_cors_line(const serve_config_t *cfg, const http_request_t *req, char *out,
+                            size_t n) {
+  out[0] = '\0';
+  const char *list = cfg->lease_cors_origins;
+  const http_str_t *o = http_header(req, "origin");
+  if (list == NULL || list[0] == '\0' || o == NULL)
+    return;
+  if (strcmp(list, "*") == 0) {
+    snprintf(out, n, "Access-Control-Allow-Origin: *\r\n");
+    return;
+  }
+  for (const char *p = list; *p;) {
+    const char *e = strchr(p, ',');
+    size_t k = e ? (size_t)(e - p) : strlen(p);
+    if (k == o->len && memcmp(p, o->ptr, k) == 0) { /* a configured origin: safe to echo */
+      snprintf(out, n, "Access-Control-Allow-Origin: %.*s\r\nVary: Origin\r\n", (int)k, p);
+      return;
+    }
+    p += k + (e != NULL);
+  }
+}
+
+/* POST /lease, /lease/renew, /lease/mark, /lease/release (and their
+ * OPTIONS preflights): the body read whole (http_body), then parsed here
+ * and handed to the service thread, the connection parked until it
+ * answers.  Returns the bytes used, 0 while the body is not all there. */
+static size_t route_lease(serve_worker_t *w, serve_conn_t *c, const http_request_t *req,
+                          const char *buf, size_t len, size_t head, int route, int caller) {
+  const serve_config_t *cfg = w->srv->cfg;
+  int on = w->srv->leases != NULL, has_body = req->content_length > 0;
+  char cors[300], extra[600], err[HTTP_ERR_MAX];
+  lease_cors_line(cfg, req, cors, sizeof cors);
+  int post = str_eq(&req->method, "POST");
+  if (!post) {
+    int close = has_body ? CLOSE_BROKEN : KEEP;
+    if (!on)
+      lease_error(w, c, req, 404, "off", "this daemon lends no leases (it runs without --leases)",
+                  close, "");
+    else if (str_eq(&req->method, "OPTIONS")) { /* a browser's preflight: no token in it */
+      snprintf(extra, sizeof extra,
+               "%sAccess-Control-Allow-Methods: POST\r\nAccess-Control-Allow-Headers: "
+               "Content-Type, Authorization\r\nAccess-Control-Max-Age: 600\r\n",
+               cors);
+      respond(w, c, req, 204, "application/json", "", 0, close, cors[0] ? extra : "");
+    } else {
+      snprintf(err, sizeof err, "method %s not allowed: use POST",
+               IDGEN_QUOTE(req->method.ptr, req->method.len, 0, 20));
+      snprintf(extra, sizeof extra, "Allow: POST, OPTIONS\r\n%s", cors);
+      lease_error(w, c, req, 405, "invalid", err, close, extra);
+    }
+    return has_body ? len : head;
+  }
+  int status;
+  ssize_t whole = http_body(len, head, req, LEASE_BODY_MAX, &status, err);
+  if (whole == HTTP_NEED_MORE) {
+    c->want_len = head + (size_t)req->content_length;
+    return 0;
+  }
+  c->want_len = 0;
+  if (whole < 0) {
+    lease_error(w, c, req, status, "invalid", err, CLOSE_BROKEN, cors);
+    return len;
+  }
+  if (!req->keep_alive)
+    c->stop_parsing = 1; /* after this reply */
+  if (!on) {
+    lease_error(w, c, req, 404, "off", "this daemon lends no leases (it runs without --leases)",
+                KEEP, "");
+    return (size_t)whole;
+  }
+  if (atomic_load_explicit(&w->srv->auth, memory_order_relaxed) != NULL &&
+      !(c->cert_authed && http_header(req, "authorization") == NULL) &&
+      http_caller(w, c, req, &caller, cors) < 0)
+    return (size_t)whole;
+  serve_lease_job_t *j = calloc(1, sizeof *j);
+  if (j == NULL) {
+    lease_error(w, c, req, 500, "registry", "out of memory", KEEP, cors);
+    return (size_t)whole;
+  }
+  char why[LEASE_ERR_MAX];
+  if (lease_body_parse(route, buf + head, (size_t)req->content_length, &j->body, why) < 0) {
+    free(j);
+    lease_error(w, c, req, 400, "invalid", why, KEEP, cors);
+    return (size_t)whole;
+  }
+  j->c = c;
+  j->worker = w->index;
+  j->read_ns = w->read_ns;
+  memcpy(j->peer_key, c->peer_key, sizeof j->peer_key);
+  j->agent = caller;
+  j->minor = (uint8_t)req->minor;
+  snprintf(j->extra, sizeof j->extra, "%s", cors);
+  j->answer = lease_answer;
+  c->lease_job = j;
+  serve_leases_submit(w->srv, j);
+  return (size_t)whole;
 }
 
 size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len) {
@@ -350,12 +488,23 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   ssize_t head = http_parse(buf, len, (size_t)cfg->max_request_bytes, &req, &status, err);
   if (head == HTTP_NEED_MORE)
     return 0;
+  if (head < 0 && status == 501 && lease_body_route(req.path.ptr, req.path.len) >= 0) {
+    /* A chunked body on a lease route: what it needs is a Content-Length. */
+    http_request_t bad = {.method = req.method, .minor = 1};
+    lease_error(w, c, &bad, 411, "invalid",
+                "a body needs a Content-Length (chunked bodies are not taken)", CLOSE_BROKEN, "");
+    return len;
+  }
   if (head < 0) {
     /* Only the method, if the request line got that far: HEAD gets no body. */
     http_request_t bad = {.method = req.method, .minor = 1};
     respond_error(w, c, &bad, status, err, CLOSE_BROKEN, NULL);
     return len;
   }
+  int lroute = lease_body_route(req.path.ptr, req.path.len);
+  if (lroute >= 0)
+    return route_lease(w, c, &req, buf, len, (size_t)head, lroute,
+                       c->cert_authed ? c->cert_agent : AGENT_NONE);
   if (req.content_length > cfg->max_request_bytes) {
     snprintf(err, sizeof err, "a body of %" PRId64 " bytes is over max_request_bytes (%" PRId64 ")",
              req.content_length, cfg->max_request_bytes);
@@ -401,7 +550,7 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
       probe || (!cfg->auth_metrics && (page || status_json || str_eq(path, "/metrics")));
   if (atomic_load_explicit(&w->srv->auth, memory_order_relaxed) != NULL && !open_route &&
       !(c->cert_authed && http_header(&req, "authorization") == NULL) &&
-      http_caller(w, c, &req, &caller) < 0)
+      http_caller(w, c, &req, &caller, NULL) < 0)
     return (size_t)head;
   char why[200];
   query_t q;

@@ -89,11 +89,12 @@ static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
     c->out_off = 0;
   }
   if (c->audit_seq) { /* its replies wait for their audit lines: no EPOLLOUT until then */
-    serve_conn_events(w, c,
-                      c->parked || c->stop_parsing || c->blocked || w->draining ? 0 : EPOLLIN);
+    serve_conn_events(
+        w, c,
+        c->parked || c->lease_job || c->stop_parsing || c->blocked || w->draining ? 0 : EPOLLIN);
     return 0;
   }
-  if (c->parked) { /* its next requests wait in the kernel until it is answered */
+  if (c->parked || c->lease_job) { /* its next requests wait in the kernel until it is answered */
     serve_conn_events(w, c, queued ? EPOLLOUT : 0);
     return 0;
   }
@@ -112,7 +113,7 @@ static int conn_settle(serve_worker_t *w, serve_conn_t *c) {
       if (conn_readable(w, c) < 0)
         return -1;
       c->drain_reading = 0;
-      if (c->parked) /* read on once it is answered (conn_resume) */
+      if (c->parked || c->lease_job) /* read on once it is answered (conn_resume) */
         return 0;
       if (w->read_eagain)
         c->drain_read = 1;
@@ -162,7 +163,10 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
   int need_more = !scratch && c->type->lf_ended && c->parsed_len > 0 && len > c->parsed_len &&
                   len <= (size_t)cfg->max_request_bytes &&
                   memchr(data + c->parsed_len, '\n', len - c->parsed_len) == NULL;
-  while (!need_more && pos < len && !c->stop_parsing && !c->parked && !c->hold_until_ms) {
+  if (!scratch && c->want_len > 0) /* an HTTP body: whole, or not yet (no line feed to wait for) */
+    need_more = len < c->want_len;
+  while (!need_more && pos < len && !c->stop_parsing && !c->parked && !c->lease_job &&
+         !c->hold_until_ms) {
     if (w->out.len >= OUT_SOFT_LIMIT) {
       made += w->out.len;
       if (serve_conn_flush(w, c) < 0)
@@ -206,7 +210,8 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
   }
   size_t rest = c->stop_parsing ? 0 : len - pos;
   c->parsed_len = need_more ? rest : 0;
-  if (rest > 0 && !c->blocked && !c->parked && rest > (size_t)cfg->max_request_bytes) {
+  if (rest > 0 && !c->blocked && !c->parked && !c->lease_job &&
+      rest > (size_t)cfg->max_request_bytes) {
     /* The parsers bound each header block and bulk string; this bounds the
      * rest (a RESP command of many small arguments), with the protocol's
      * answer if it has one. */
@@ -387,7 +392,7 @@ static void sweep(serve_worker_t *w) {
       }
       continue;
     }
-    if (c->parked || c->audit_seq)
+    if (c->parked || c->audit_seq || c->lease_job)
       continue; /* its request's wait is bounded by the generator, or its replies wait for
                    their audit lines (released when written; refused meanwhile) */
     if (c->lingering) {
@@ -502,6 +507,7 @@ static void *worker_main(void *arg) {
       }
     }
     due_ns = w->parked ? serve_ids_run_parked(w, conn_resume) : -1;
+    serve_leases_run_done(w, conn_resume); /* answers of the lease service */
     if (w->audit.len > 0)
       serve_audit_handoff(w);
     if (w->held || w->held_waiting)

@@ -133,7 +133,7 @@ static int set_up_workers(serve_daemon_t *s) {
  * on stderr; free_daemon frees what was made either way. */
 static int set_up(serve_daemon_t *s) {
   const serve_config_t *cfg = s->cfg;
-  if (set_up_workers(s) < 0 || serve_audit_start(s) < 0)
+  if (set_up_workers(s) < 0 || serve_audit_start(s) < 0 || serve_leases_start(s) < 0)
     return -1;
   if ((cfg->http.enabled &&
        serve_bind_all(s, &serve_http_proto, &cfg->http, s->http_addr, sizeof s->http_addr) < 0) ||
@@ -248,7 +248,8 @@ static void stop_loops(serve_daemon_t *s, int started) {
   }
   for (int i = 0; i < started; i++)
     pthread_join(s->workers[i].thread, NULL);
-  serve_audit_stop(s); /* the loops' last lines are handed off */
+  serve_audit_stop(s);  /* the loops' last lines are handed off */
+  serve_leases_stop(s); /* (its registry calls use the lease's registry: before it goes) */
   if (s->lease_thread_on)
     pthread_join(s->lease_thread, NULL);
 }
@@ -280,6 +281,7 @@ static uint64_t requests_served(serve_daemon_t *s) {
 
 /* Frees what set_up made, also after a start that failed part way. */
 static void free_daemon(serve_daemon_t *s) {
+  serve_leases_stop(s); /* (a start that failed: the loops never ran) */
   if (s->workers)
     for (int i = 0; i < s->nworkers; i++)
       serve_worker_free(&s->workers[i]);

@@ -457,6 +457,7 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   clock_metrics(b);
   cache_metrics(s, b);
   serve_audit_metrics(s, b);
+  serve_leases_metrics(s, b);
   if (atomic_load(&s->clock_skew_known))
     ms_and_seconds(b, "registry_clock_skew",
                    "This host's wall clock minus the registry's own (PostgreSQL's), beyond "
@@ -677,6 +678,7 @@ static json_t *info_object(serve_daemon_t *s) {
     json_object_set_new(o, "cache", json_null());
   }
   json_object_set_new(o, "audit", serve_audit_json(s));
+  json_object_set_new(o, "leases", serve_leases_json(s));
   json_object_set_new(o, "connections", json_integer(atomic_load(&s->nconns)));
   json_object_set_new(o, "tls", json_boolean(s->cfg->tls != NULL));
   json_object_set_new(o, "tls_client_certificates",

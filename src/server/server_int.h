@@ -25,6 +25,7 @@
 
 #include "config.h"
 #include "idgen.h"
+#include "lease_body.h"
 #include "leased.h"
 #include "log.h"
 
@@ -88,8 +89,9 @@ enum { AGENT_NONE = 0, AGENT_OTHER = 1, AGENT_FIRST = 2 };
  * status line and the requests counter's index both come from here. */
 /* clang-format off */
 #define HTTP_CODES(X)                                                                     \
-  X(200, "OK") X(400, "Bad Request") X(401, "Unauthorized") X(404, "Not Found") X(405, "Method Not Allowed")      \
-  X(413, "Content Too Large") X(429, "Too Many Requests") X(431, "Request Header Fields Too Large")                    \
+  X(200, "OK") X(204, "No Content") X(400, "Bad Request") X(401, "Unauthorized") X(404, "Not Found")               \
+  X(405, "Method Not Allowed") X(409, "Conflict") X(411, "Length Required") X(413, "Content Too Large")            \
+  X(429, "Too Many Requests") X(431, "Request Header Fields Too Large")                    \
   X(500, "Internal Server Error") X(501, "Not Implemented") X(503, "Service Unavailable")  \
   X(505, "HTTP Version Not Supported")
 /* clang-format on */
@@ -276,6 +278,12 @@ typedef struct serve_conn {
   uint8_t held_on;
   size_t held_replies;  /* replies held, and when the first one's request was read: */
   int64_t held_read_ns; /* their latency counts until they are sent */
+  /* --leases: its request the lease service is answering (its later
+   * requests wait, as behind a parked one), or NULL. */
+  struct serve_lease_job *lease_job;
+  /* HTTP: the bytes of c->in its request needs before it is parsed again
+   * (a body does not end with a line feed), or 0. */
+  size_t want_len;
 } serve_conn_t;
 
 struct serve_daemon;
@@ -438,6 +446,7 @@ typedef struct serve_daemon {
   _Atomic uint64_t reg_ops[SERVE_REG_OPS][2]; /* [op][0 ok, 1 failed] */
   uint64_t reg_before[SERVE_REG_OPS][2];      /* the lease thread's own */
   uint64_t clock_fallbacks_seen;              /* the first loop's last look */
+  struct serve_leases *leases;                /* --leases (serve_leases.c), or NULL */
 } serve_daemon_t;
 
 static inline idgen_snowflake_gen_t *server_sf(serve_daemon_t *s) {
@@ -640,6 +649,44 @@ serve_waiting_t serve_waiting(serve_daemon_t *s);
 /* /ready is 503 once a request has waited this much longer than the bound
  * (a loop late to resume it, or a wait the generator should not allow). */
 #define WAIT_MARGIN_MS 250
+
+/* ---- serve_leases.c: the lease service for clients (--leases) ---- */
+/* A request of the lease service: made by its loop (serve_http.c), which
+ * parks its connection; answered by the service thread, which hands it
+ * back; the loop calls answer() and resumes the connection. */
+typedef struct serve_lease_job {
+  struct serve_lease_job *next;
+  serve_conn_t *c; /* the loop's: NULL once c has closed (the answer is dropped) */
+  int worker;      /* its loop's index */
+  int64_t read_ns;
+  lease_body_t body;
+  uint8_t peer_key[16]; /* the client's address (lease_max_per_client) */
+  int agent;            /* the token's agent, or AGENT_NONE (lease_max_per_agent) */
+  uint8_t minor;        /* HTTP/1.<minor> */
+  /* The answer: a status, its JSON (malloc'd) and more header lines (the
+   * loop's CORS line, the service's Retry-After). */
+  int status;
+  char *json;
+  size_t json_len;
+  char extra[512];
+  void (*answer)(serve_worker_t *w, serve_conn_t *c, struct serve_lease_job *j);
+} serve_lease_job_t;
+/* Starts the service thread when cfg->leases (after the daemon's lease is
+ * held): 0, or -1 with a message on stderr.  serve_leases_stop ends it once
+ * the loops have ended, dropping the answers nobody waits for; the client
+ * leases stay held (a daemon restarted takes them over). */
+int serve_leases_start(serve_daemon_t *s);
+void serve_leases_stop(serve_daemon_t *s);
+/* Hands j to the service thread (c->lease_job set by the caller). */
+void serve_leases_submit(serve_daemon_t *s, serve_lease_job_t *j);
+/* The loop's, after each turn: the answers for its connections, each
+ * followed by resume(). */
+void serve_leases_run_done(serve_worker_t *w, serve_resume_cb resume);
+/* c closes: its job's answer is dropped when it comes. */
+void serve_leases_forget(serve_conn_t *c);
+/* /info's and /status.json's "leases" (null without --leases), /metrics' lines. */
+struct json_t *serve_leases_json(serve_daemon_t *s);
+void serve_leases_metrics(serve_daemon_t *s, serve_buf_t *b);
 
 /* ---- sd_notify.c: systemd's notification protocol ---- */
 /* Sends msg ("READY=1\nSTATUS=...") to $NOTIFY_SOCKET; 0 when sent or when
