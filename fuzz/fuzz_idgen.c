@@ -24,9 +24,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int rc = idgen_registry_check(buf, err, sizeof err);
   char want[32];
   snprintf(want, sizeof want, "registry: %s: ", scheme);
-  if (rc < 0 && (err[0] == '\0' || (strstr(err, want) == NULL &&
-                                    strncmp(err, "registry: space", 15) != 0 &&
-                                    strstr(err, "***") == NULL)))
+  if (rc < 0 &&
+      (err[0] == '\0' || (strstr(err, want) == NULL && strncmp(err, "registry: space", 15) != 0 &&
+                          strstr(err, "***") == NULL)))
     abort();
   if (rc == 0 && err[0] != '\0')
     abort();

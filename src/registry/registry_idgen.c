@@ -583,6 +583,37 @@ static json_t *lease_body(const idgen_lease_t *l, const idgen_lease_request_t *r
   return o;
 }
 
+/* What is left of the start wait `max` begun at t0, by the request's clock. */
+static int64_t start_wait_left(const idgen_lease_request_t *req, int64_t t0, int64_t max) {
+  int64_t waited = idgen__req_now_ms(req) - t0;
+  return waited < 0 ? max : waited > max ? 0 : max - waited;
+}
+
+/* How long to wait before asking again after a refusal `word` with
+ * Retry-After `after` (-1: none), `left` of the start wait remaining; -1:
+ * do not.  Every tuple held (pool_full) or every free one's mark ahead
+ * (clock): wait as the other backends do (idgen__pool_full,
+ * idgen__start_wait), within the start wait.  Retry-After is whole seconds,
+ * rounded up: a second more may still find one in time.  A `clock` refusal
+ * without it is the daemon's own start wait used up (it waits at most a
+ * second for a client, docs/SERVE.md): ask again a second later, until the
+ * client's start wait is over; the last answer is the message. */
+static int64_t retry_nap(const char *word, int64_t after, int64_t left) {
+  int64_t nap;
+  if (left <= 0)
+    return -1;
+  if (strcmp(word, "pool_full") == 0 || strcmp(word, "clock") == 0) {
+    if (after >= 0 && after > left + 999)
+      return -1;
+    if (after < 0 && strcmp(word, "clock") != 0)
+      return -1;
+    nap = after >= 0 ? after : 1000;
+    nap = nap < left ? nap : left;
+    return nap < 10 ? 10 : nap;
+  }
+  return -1;
+}
+
 static int idg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
                        size_t errlen) {
   idg_t *g = l->r->be;
@@ -597,13 +628,13 @@ static int idg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char 
   l->be = b;
   request_timeout(g, l->ttl_ms);
   int64_t max = req->max_start_wait_ms < 0 ? IDGEN_START_WAIT_MS_DEFAULT : req->max_start_wait_ms;
-  int64_t waited = 0;
+  int64_t t0 = idgen__req_now_ms(req);
   int rc = IDGEN_EREGISTRY;
   for (int tries = 0; tries < ACQUIRE_TRIES; tries++) {
     json_t *reply;
     char word[16];
-    int64_t left = max - waited, after;
-    /* The daemon may spend the start wait before it answers. */
+    int64_t left = start_wait_left(req, t0, max), after;
+    /* The daemon may spend (some of) the start wait before it answers. */
     rc = post(g, "/lease", lease_body(l, req, left), (long)(left + REQUEST_TIMEOUT_MS), &reply,
               word, sizeof word, &after, err, errlen);
     if (rc == 0) {
@@ -613,18 +644,10 @@ static int idg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char 
         break;
       return 0;
     }
-    /* Every tuple held, or every free one's mark ahead: wait as the other
-     * backends do (idgen__pool_full, idgen__start_wait), when the daemon
-     * says when and that is within the start wait.  Retry-After is whole
-     * seconds, rounded up: a second more may still find one in time. */
-    if ((strcmp(word, "pool_full") != 0 && strcmp(word, "clock") != 0) || after < 0 || left <= 0 ||
-        after > left + 999)
+    int64_t nap = retry_nap(word, after, start_wait_left(req, t0, max));
+    if (nap < 0)
       break;
-    int64_t nap = after < left ? after : left;
-    if (nap < 10)
-      nap = 10;
     idgen__req_sleep_ms(req, nap);
-    waited += nap;
   }
   free(l->be);
   l->be = NULL;

@@ -168,8 +168,7 @@ static int check_tuple(int route, const char *layout, const char *field, const c
   if (space[0] != '\0') {
     char uri[IDGEN_SPACE_NAME_MAX + 64];
     if (idgen_registry_uri_with_space("file:/", space, uri, sizeof uri, e, sizeof e) < 0)
-      return refuse(err, "member \"space\": %s",
-                    strncmp(e, "registry: ", 10) == 0 ? e + 10 : e);
+      return refuse(err, "member \"space\": %s", strncmp(e, "registry: ", 10) == 0 ? e + 10 : e);
     memcpy(out->space, space, strlen(space) + 1);
   }
   return 0;
@@ -195,8 +194,7 @@ int lease_body_parse(int route, const char *body, size_t len, lease_body_t *out,
   char(*s)[IDGEN_NODE_TEXT_MAX] = calloc(NMEMBERS, IDGEN_NODE_TEXT_MAX);
   json_int_t num[NMEMBERS] = {0};
   unsigned seen = 0;
-  int rc = s == NULL ? refuse(err, "out of memory")
-                     : read_members(route, o, s, num, &seen, err);
+  int rc = s == NULL ? refuse(err, "out of memory") : read_members(route, o, s, num, &seen, err);
   json_decref(o);
   if (rc == 0)
     rc = check_names(s[1], s[2], out, err);

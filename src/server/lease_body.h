@@ -20,10 +20,10 @@
 
 enum lease_route { LR_ACQUIRE, LR_RENEW, LR_MARK, LR_RELEASE, NLEASE_ROUTES };
 
-#define LEASE_BODY_MAX 4096   /* bytes of a body, at most */
-#define LEASE_HOLDER_MAX 56   /* characters of a client's holder name */
-#define LEASE_SECRET_HEX 32   /* hex digits of a lease's secret */
-#define LEASE_ERR_MAX 400     /* room for any refusal's message */
+#define LEASE_BODY_MAX 4096 /* bytes of a body, at most */
+#define LEASE_HOLDER_MAX 56 /* characters of a client's holder name */
+#define LEASE_SECRET_HEX 32 /* hex digits of a lease's secret */
+#define LEASE_ERR_MAX 400   /* room for any refusal's message */
 
 /* Members seen (lease_body_t.have). */
 enum {

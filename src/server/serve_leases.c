@@ -112,8 +112,7 @@ static void answer_json(serve_lease_job_t *j, int status, json_t *o) {
 
 static void answer_error(serve_lease_job_t *j, int status, const char *word, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static void answer_error(serve_lease_job_t *j, int status, const char *word, const char *fmt,
-                         ...) {
+static void answer_error(serve_lease_job_t *j, int status, const char *word, const char *fmt, ...) {
   char msg[1200];
   va_list ap;
   va_start(ap, fmt);
@@ -184,11 +183,10 @@ static void log_client(const char *level, const char *action, const client_t *c,
   char h[120], n[IDGEN_NODE_TEXT_MAX];
   idgen_lease_info_t li;
   idgen_lease_info(c->lease, &li);
-  log_event(level, "client_lease",
-            "action=%s holder=%s space=%s node=%s generation=%" PRIu64 "%s%s", action,
-            log_quote(c->holder, strlen(c->holder), h, sizeof h), c->space,
-            log_quote(li.node, strlen(li.node), n, sizeof n), c->generation, more[0] ? " " : "",
-            more);
+  log_event(
+      level, "client_lease", "action=%s holder=%s space=%s node=%s generation=%" PRIu64 "%s%s",
+      action, log_quote(c->holder, strlen(c->holder), h, sizeof h), c->space,
+      log_quote(li.node, strlen(li.node), n, sizeof n), c->generation, more[0] ? " " : "", more);
 }
 
 static void set_live(struct serve_leases *L, client_t *c, int live) {
@@ -269,8 +267,7 @@ static idgen_registry_t *space_registry(struct serve_leases *L, const char *spac
     if (strcmp(L->spaces[i].name, space) == 0)
       return L->spaces[i].reg;
   if (L->nspaces == SPACES_MAX) {
-    answer_error(j, 429, "limit", "the daemon lends in %d ID spaces already, its most",
-                 SPACES_MAX);
+    answer_error(j, 429, "limit", "the daemon lends in %d ID spaces already, its most", SPACES_MAX);
     return NULL;
   }
   char uri[sizeof L->base_uri + IDGEN_SPACE_NAME_MAX + 8], err[1200];
@@ -314,13 +311,13 @@ static int over_limit(struct serve_leases *L, serve_lease_job_t *j, const char *
     agent += j->agent != AGENT_NONE && c->agent == j->agent;
     in_space += strcmp(c->space, space) == 0;
   }
-  const char *which = peer >= cfg->lease_max_per_client  ? "lease_max_per_client"
-                      : agent >= cfg->lease_max_per_agent ? "lease_max_per_agent"
+  const char *which = peer >= cfg->lease_max_per_client      ? "lease_max_per_client"
+                      : agent >= cfg->lease_max_per_agent    ? "lease_max_per_agent"
                       : in_space >= cfg->lease_max_per_space ? "lease_max_per_space"
                                                              : NULL;
   if (which == NULL)
     return 0;
-  int64_t n = which[10] == 'c' ? cfg->lease_max_per_client
+  int64_t n = which[10] == 'c'   ? cfg->lease_max_per_client
               : which[10] == 'a' ? cfg->lease_max_per_agent
                                  : cfg->lease_max_per_space;
   answer_error(j, 429, "limit", "%s (%" PRId64 ") reached: release a lease first", which, n);
@@ -410,9 +407,9 @@ static void route_acquire(struct serve_leases *L, serve_lease_job_t *j) {
               json_pack("{s:s,s:s,s:s,s:s,s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:I}", "space",
                         li.space[0] ? li.space : space, "layout", b->layout_spec, "field",
                         b->layout.fields[b->field].name, "node", li.node, "worker",
-                        (json_int_t)li.worker, "key", key, "generation",
-                        (json_int_t)li.generation, "mark_ms", (json_int_t)li.mark_ms, "floor_ms",
-                        (json_int_t)li.floor_ms, "ttl_ms", (json_int_t)c->ttl_ms, "quarantine_ms",
+                        (json_int_t)li.worker, "key", key, "generation", (json_int_t)li.generation,
+                        "mark_ms", (json_int_t)li.mark_ms, "floor_ms", (json_int_t)li.floor_ms,
+                        "ttl_ms", (json_int_t)c->ttl_ms, "quarantine_ms",
                         (json_int_t)c->quarantine_ms, "mark_step_ms", (json_int_t)(c->ttl_ms / 2),
                         "holder", li.holder, "clock_ms", (json_int_t)wall_ms()));
 }

@@ -8,6 +8,11 @@ the test's own (tests/registry/harness.py says how the suites fit).
   IDs without a duplicate, each client's strictly increasing; the daemon's
   registry shows them as "CLIENT via DAEMON";
 - refusals: a daemon without --leases, and list on an idgen:// registry;
+- another daemon whose registry is idgen:// (it leases, renews and marks
+  through its keeper as on any network registry);
+- idgens:// with ?cacert= to a daemon with TLS and --auth-file: served with
+  the token, refused without it (401) or without the CA (peer not
+  verified), the token never shown;
 - fencing: in a pool of two tuples (a 1-bit worker, in a space of its own,
   so the daemon's lease is not in it), one held by a live client, a client
   stopped (SIGSTOP) past its TTL and the quarantine loses its tuple to a
@@ -74,6 +79,58 @@ def refusals(uri):
     off.stop()
 
 
+def relay(d, uri):
+    # The clients before it left the pool's mark up to a mark step (half
+    # their TTL) ahead: a start wait that covers it.
+    r = Daemon("relay", ["--registry", uri, "--max-start-wait-ms", "10000"])
+    if not check("a daemon with --registry idgen:// starts", r.port is not None, r.log()[-600:]):
+        return
+    ids = first_ids(r, 1000, "a daemon with --registry idgen:// serves IDs")
+    own = d.ids(1)
+    if ids and own:
+        check("its tuple is not the lending daemon's",
+              twitter_fields(ids[0])[1:3] != twitter_fields(own[0])[1:3],
+              (twitter_fields(ids[0]), twitter_fields(own[0])))
+    check("it stops cleanly, releasing its lease", r.stop() == 0, r.log()[-600:])
+
+
+def tls_and_token():
+    cert, key = os.path.join(TMP, "cert.pem"), os.path.join(TMP, "key.pem")
+    p = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
+                        "-days", "2", "-subj", "/CN=127.0.0.1", "-addext",
+                        "subjectAltName=IP:127.0.0.1"], capture_output=True, text=True,
+                       timeout=60, stdin=subprocess.DEVNULL)
+    if not check("openssl made a certificate for 127.0.0.1", p.returncode == 0, p.stderr[-300:]):
+        return
+    os.chmod(key, 0o600)
+    token = "t0k3n-" + os.urandom(12).hex()
+    tokens = os.path.join(TMP, "tokens")
+    with open(tokens, "w") as f:
+        f.write("orders %s\n" % token)
+    os.chmod(tokens, 0o600)
+    d = Daemon("tls", ["--leases", "--registry", WORK.registry("tls-reg"), "--auth-file", tokens,
+                       "--tls-cert", cert, "--tls-key", key])
+    if not check("idgen serve --leases with TLS and tokens starts", d.port is not None,
+                 d.log()[-600:]):
+        return
+    hp = "127.0.0.1:%d" % d.port
+    r = idgen("snowflake", "-n", "1000", "--registry",
+              "idgens://orders:%s@%s/?cacert=%s" % (token, hp, cert))
+    check("idgens:// with the CA and the token: 1000 IDs",
+          r.returncode == 0 and len(r.stdout.split()) == 1000, r.stderr[-400:])
+    r = idgen("snowflake", "--registry", "idgens://%s?cacert=%s" % (hp, cert))
+    check("idgens:// without a token: exit 1, the daemon's refusal after idgens://HOST:PORT",
+          r.returncode == 1 and ("registry: idgens://%s: " % hp) in r.stderr, r.stderr[-400:])
+    r = idgen("snowflake", "--registry", "idgens://orders:%s@%s" % (token, hp))
+    check("idgens:// without the CA: exit 1, the peer not verified",
+          r.returncode == 1 and "cannot reach the daemon" in r.stderr, r.stderr[-400:])
+    r2 = idgen("snowflake", "--registry", "idgens://orders:%s@%s/?cacert=/nonexistent" % (token, hp))
+    check("no message shows the token", token not in r.stderr + r2.stderr + d.log(),
+          r.stderr + r2.stderr)
+    d.stop()
+
+
 def fencing(uri):
     fence = in_space(uri, "fence")
     args = ["snowflake", "-n", "100000000", "--layout", FENCE_LAYOUT, "--registry", fence,
@@ -118,7 +175,7 @@ def fencing(uri):
     msg = err1.read().decode()
     err1.close()
     check("the resumed client exits 1 with the lease error",
-          p1.returncode == 1 and "lease" in msg and "registry: idgen://" in msg,
+          p1.returncode == 1 and "lease is lost" in msg,
           "rc %s: %s" % (p1.returncode, msg[:400]))
     late = [i for i in ids1 if fence_fields(i)[0] >= resumed_ms]
     check("the resumed client issued nothing after SIGCONT", not late,
@@ -141,6 +198,8 @@ def main():
     uri = "idgen://127.0.0.1:%d" % d.port
     two_clients(d, reg, uri)
     refusals(uri)
+    relay(d, uri)
+    tls_and_token()
     fencing(uri)
     d.stop()
 
