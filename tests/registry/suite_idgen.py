@@ -9,7 +9,8 @@ the test's own (tests/registry/harness.py says how the suites fit).
   registry shows them as "CLIENT via DAEMON";
 - refusals: a daemon without --leases, and list on an idgen:// registry;
 - another daemon whose registry is idgen:// (it leases, renews and marks
-  through its keeper as on any network registry);
+  through its keeper as on any network registry), and the Node.js addon's
+  Snowflake (when the build made it);
 - idgens:// with ?cacert= to a daemon with TLS and --auth-file: served with
   the token, refused without it (401) or without the CA (peer not
   verified), the token never shown;
@@ -23,6 +24,8 @@ Usage: python3 tests/registry/suite_idgen.py PATH/TO/idgen  (or: ctest -R regist
 """
 
 from harness import *  # noqa: F401,F403  the daemon, servers, clients, check()
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 N = 500000 // SCALE
 FENCE_LAYOUT = "time:41@1ms,worker:1,sequence:12,epoch=1288834974657"
@@ -92,6 +95,36 @@ def relay(d, uri):
               twitter_fields(ids[0])[1:3] != twitter_fields(own[0])[1:3],
               (twitter_fields(ids[0]), twitter_fields(own[0])))
     check("it stops cleanly, releasing its lease", r.stop() == 0, r.log()[-600:])
+
+
+ADDON = os.path.join(os.path.dirname(IDGEN), "js", "idgen.node")
+INDEX_JS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "js", "index.js")
+NODE_SCRIPT = """
+const idgen = require(process.argv[1]);
+(async () => {
+  const g = new idgen.Snowflake({ registry: process.argv[2] });
+  const ids = [];
+  for (let i = 0; i < 1000; i++) ids.push(String(g.next()));
+  console.log(ids.join("\\n"));
+  await g.close();
+})().catch((e) => { console.error(`${e.code}: ${e.message}`); process.exit(1); });
+"""
+
+
+def addon(d, uri):
+    if not os.path.exists(ADDON) or shutil.which("node") is None:
+        print("SKIP the Node.js addon: %s not built or node missing" % ADDON)
+        return
+    env = dict(os.environ, IDGEN_NODE_ADDON=ADDON)
+    p = subprocess.run(["node", "-e", NODE_SCRIPT, INDEX_JS, uri], capture_output=True, text=True,
+                       timeout=60, env=env)
+    ids = [int(x) for x in p.stdout.split()]
+    check("the Node.js addon leases through idgen://: 1000 increasing IDs",
+          p.returncode == 0 and len(ids) == 1000 and increasing(ids), p.stderr[-400:])
+    own = d.ids(1)
+    if ids and own:
+        check("the addon's tuple is not the lending daemon's",
+              twitter_fields(ids[0])[1:3] != twitter_fields(own[0])[1:3])
 
 
 def tls_and_token():
@@ -199,6 +232,7 @@ def main():
     two_clients(d, reg, uri)
     refusals(uri)
     relay(d, uri)
+    addon(d, uri)
     tls_and_token()
     fencing(uri)
     d.stop()
