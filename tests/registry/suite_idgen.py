@@ -6,7 +6,7 @@ the test's own (tests/registry/harness.py says how the suites fit).
 
 - two clients at once: distinct tuples, none the daemon's own, 1,000,000
   IDs without a duplicate, each client's strictly increasing; the daemon's
-  registry shows them as "CLIENT via DAEMON";
+  registry shows them as "CLIENT_via_DAEMON";
 - refusals: a daemon without --leases, and list on an idgen:// registry;
 - another daemon whose registry is idgen:// (it leases, renews and marks
   through its keeper as on any network registry), and the Node.js addon's
