@@ -42,11 +42,39 @@ def increasing(ids):
     return all(a < b for a, b in zip(ids, ids[1:]))
 
 
+def concurrent_clients(uri, names):
+    """`idgen snowflake -n N` for each name, holding their leases at once:
+    each writes into a pipe read only once every one has printed its first
+    ID (a client blocks on a full pipe, so none can finish and give its tuple
+    back before the others have theirs).  [(name, rc, ids, stderr)]."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IDGEN_")}
+    # Read through the buffer readline() filled (communicate() with a
+    # time-out reads the descriptor, past it).
+    errs = [open(os.path.join(TMP, n + ".err"), "wb+") for n in names]
+    procs = [subprocess.Popen([IDGEN, "snowflake", "-n", str(N), "--registry", uri],
+                              stdout=subprocess.PIPE, stderr=e, env=env) for e in errs]
+    firsts = [p.stdout.readline() for p in procs]
+    out = [None] * len(procs)
+
+    def drain(i):
+        rest = procs[i].stdout.read()
+        procs[i].wait(120)
+        errs[i].seek(0)
+        out[i] = (names[i], procs[i].returncode, [int(x) for x in (firsts[i] + rest).split()],
+                  errs[i].read().decode()[:300])
+        errs[i].close()
+
+    threads = [threading.Thread(target=drain, args=(i,)) for i in range(len(procs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
 def two_clients(d, reg, uri):
     own = first_ids(d, 1, "daemon with --leases serves its own IDs")
-    a = cli_holder("client-a", uri, None, TMP, n=N)
-    b = cli_holder("client-b", uri, None, TMP, n=N)
-    got = [cli_done(a), cli_done(b)]
+    got = concurrent_clients(uri, ["client-a", "client-b"])
     tuples = []
     for name, rc, ids, msg in got:
         check("%s: exit 0 with %d IDs" % (name, N), rc == 0 and len(ids) == N,
@@ -184,8 +212,9 @@ def fencing(uri):
         p1.wait()
         return
     w1 = fence_fields(first[0])[1]
-    # The pool's other tuple, held by a live client that never gets read.
-    holder = subprocess.Popen([IDGEN] + args, stdout=subprocess.PIPE,
+    # The pool's other tuple, held by a live client that never gets read
+    # (the default TTL: a busy machine must not make it lose its tuple).
+    holder = subprocess.Popen([IDGEN] + args[:-2], stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, env=env)
     line = holder.stdout.readline()
     check("the second tuple is held by a live client",
@@ -201,7 +230,8 @@ def fencing(uri):
           "rc %d: %s" % (r.returncode, r.stderr[:300]))
     resumed_ms = int(time.time() * 1000)
     p1.send_signal(signal.SIGCONT)
-    rest, _ = p1.communicate(timeout=60)
+    rest = p1.stdout.read()  # through the buffer readline() filled
+    p1.wait(60)
     ids1 = first + [int(x) for x in rest.split()]
     err1.seek(0)
     msg = err1.read().decode()
