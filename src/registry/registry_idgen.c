@@ -614,19 +614,50 @@ static int64_t retry_nap(const char *word, int64_t after, int64_t left) {
   return -1;
 }
 
+/* A connection of its own for an acquisition, which may wait (the daemon
+ * waits up to a second for a mark): renewals and mark writes of the
+ * registry's other leases go on meanwhile on the shared one. */
+static idg_t *idg_clone(idg_t *g) {
+  idg_t *c = calloc(1, sizeof *c);
+  if (c == NULL)
+    return NULL;
+  idg_lock(g);
+  c->tls = g->tls;
+  c->timeout_ms = g->timeout_ms;
+  memcpy(c->base, g->base, sizeof c->base);
+  memcpy(c->shown, g->shown, sizeof c->shown);
+  memcpy(c->token, g->token, sizeof c->token);
+  memcpy(c->cacert, g->cacert, sizeof c->cacert);
+  pthread_mutex_unlock(&g->mu);
+  pthread_mutex_init(&c->mu, NULL);
+  c->fork_gen = idgen__fork_gen();
+  return c;
+}
+
+static void idg_drop(idg_t *c) {
+  if (c->curl)
+    cu.curl_easy_cleanup(c->curl);
+  pthread_mutex_destroy(&c->mu);
+  free(c->body);
+  free(c);
+}
+
 static int idg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
                        size_t errlen) {
-  idg_t *g = l->r->be;
-  idg_lease_t *b = calloc(1, sizeof *b);
-  if (b == NULL)
+  request_timeout(l->r->be, l->ttl_ms);
+  idg_t *g = idg_clone(l->r->be);
+  idg_lease_t *b = g ? calloc(1, sizeof *b) : NULL;
+  if (b == NULL) {
+    if (g)
+      idg_drop(g);
     return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  }
   uint8_t raw[SECRET_HEX / 2];
   idgen_random_bytes(raw, sizeof raw);
   for (size_t i = 0; i < sizeof raw; i++)
     snprintf(b->secret + 2 * i, 3, "%02x", raw[i]);
   wire_holder(l->holder, b->holder);
   l->be = b;
-  request_timeout(g, l->ttl_ms);
   int64_t max = req->max_start_wait_ms < 0 ? IDGEN_START_WAIT_MS_DEFAULT : req->max_start_wait_ms;
   int64_t t0 = idgen__req_now_ms(req);
   int rc = IDGEN_EREGISTRY;
@@ -642,6 +673,7 @@ static int idg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char 
       json_decref(reply);
       if (rc < 0)
         break;
+      idg_drop(g);
       return 0;
     }
     int64_t nap = retry_nap(word, after, start_wait_left(req, t0, max));
@@ -649,6 +681,7 @@ static int idg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char 
       break;
     idgen__req_sleep_ms(req, nap);
   }
+  idg_drop(g);
   free(l->be);
   l->be = NULL;
   return rc;
