@@ -17,7 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef IDGEN_NO_ETCD
 #include <jansson.h>
+#endif
 
 #include "registry_int.h"
 
@@ -1228,9 +1230,10 @@ __attribute__((constructor)) static void dynlib_init(void) {
    * that is not first spins (sched_yield) until the first is done, and a
    * child forked while the first was inside spins for ever: its etcd://
    * open hung in registry.fork_first_open (etcd, 3000 us, gdb: spinning in
-   * json_object_seed).  Seeded here, before the program's threads (idgen://
-   * uses jansson in every build, the extension's too). */
+   * json_object_seed).  Seeded here, before the program's threads. */
+#ifndef IDGEN_NO_ETCD
   json_object_seed(0);
+#endif
 }
 
 static void dynlib_load(idgen__dynlib_t *d) {

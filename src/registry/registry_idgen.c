@@ -12,8 +12,11 @@
  *
  * The daemon does the registry's work (the pool, the space, the fencing
  * generation, the durable mark); this file turns each backend operation
- * into one POST with a JSON body (jansson), over libcurl, loaded on first
- * use as etcd:// loads it:
+ * into one POST with a JSON body, over libcurl, loaded on first use as
+ * etcd:// loads it.  The bodies are written and the answers (flat JSON
+ * objects) read here, without jansson: the PostgreSQL extension's build
+ * cannot link jansson's objects into its shared module (docs/DESIGN.md §14),
+ * and idgen:// is in every build of the registry library:
  *
  *   acquire   POST /lease          the lease: tuple, generation, mark, floor
  *   renew     POST /lease/renew    the lease's identity
@@ -48,8 +51,8 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,6 +242,299 @@ static int idg_check(const char *uri, const char *rest, char *err, size_t errlen
   return rc;
 }
 
+/* ---- JSON: the request bodies and the answers --------------------------------------- */
+
+/* A request body: a flat object of strings and integers, at most the 4096
+ * bytes the daemon takes (docs/SERVE.md, "The protocol"). */
+typedef struct jbody {
+  char s[4096];
+  size_t n;
+  int full; /* something did not fit: the body is not sent */
+} jbody_t;
+
+static void jb_put(jbody_t *b, const char *fmt, ...) IDGEN_PRINTF(2, 3);
+static void jb_put(jbody_t *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int k = b->full ? -1 : vsnprintf(b->s + b->n, sizeof b->s - b->n, fmt, ap);
+  va_end(ap);
+  if (k < 0 || (size_t)k >= sizeof b->s - b->n - 1) /* room left for the closing '}' */
+    b->full = 1;
+  else
+    b->n += (size_t)k;
+}
+
+static void jb_key(jbody_t *b, const char *key) {
+  jb_put(b, "%s\"%s\":", b->n > 1 ? "," : "", key);
+}
+
+/* "key":"value", with '"', '\\' and control bytes escaped. */
+static void jb_str(jbody_t *b, const char *key, const char *v) {
+  jb_key(b, key);
+  jb_put(b, "\"");
+  for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
+    if (*c == '"' || *c == '\\')
+      jb_put(b, "\\%c", *c);
+    else if (*c < 0x20)
+      jb_put(b, "\\u%04x", *c);
+    else
+      jb_put(b, "%c", *c);
+  }
+  jb_put(b, "\"");
+}
+
+static void jb_int(jbody_t *b, const char *key, int64_t v) {
+  jb_key(b, key);
+  jb_put(b, "%" PRId64, v);
+}
+
+static void jb_start(jbody_t *b) {
+  b->n = 0;
+  b->full = 0;
+  jb_put(b, "{");
+}
+
+static void jb_end(jbody_t *b) {
+  if (!b->full)
+    b->s[b->n++] = '}', b->s[b->n] = '\0';
+}
+
+/* An answer: a flat JSON object, read strictly (one value per member name,
+ * no bytes after it); members whose values are not strings or whole
+ * numbers (fractions, true, nested objects) are kept as OTHER, for a later
+ * daemon may add such. */
+#define ANSWER_MEMBERS 48
+enum { J_STR, J_INT, J_OTHER };
+typedef struct answer {
+  int n;
+  struct {
+    char key[48];
+    int kind;
+    int64_t num;
+    const char *str; /* in text */
+  } m[ANSWER_MEMBERS];
+  char text[BODY_MAX]; /* the decoded strings */
+  size_t used;
+} answer_t;
+
+typedef struct jread {
+  const char *start, *p, *end;
+  answer_t *a;
+  char *why;
+  size_t whylen;
+} jread_t;
+
+static int jr_fail(jread_t *r, const char *what) {
+  idgen__err(r->why, r->whylen, -1, "%s at byte %td", what, r->p - r->start);
+  return -1;
+}
+
+static void jr_ws(jread_t *r) {
+  while (r->p < r->end && (*r->p == ' ' || *r->p == '\t' || *r->p == '\n' || *r->p == '\r'))
+    r->p++;
+}
+
+static int hex4(const char *p, unsigned *v) {
+  *v = 0;
+  for (int i = 0; i < 4; i++) {
+    int c = (unsigned char)p[i], d = c >= '0' && c <= '9'   ? c - '0'
+                                     : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                     : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                            : -1;
+    if (d < 0)
+      return -1;
+    *v = *v << 4 | (unsigned)d;
+  }
+  return 0;
+}
+
+/* A string (r->p at its '"') into the answer's text: its start, or NULL. */
+static const char *jr_string(jread_t *r) {
+  answer_t *a = r->a;
+  char *out = a->text + a->used, *o = out, *lim = a->text + sizeof a->text - 5;
+  r->p++;
+  while (r->p < r->end && *r->p != '"') {
+    unsigned char c = (unsigned char)*r->p++;
+    if (c < 0x20)
+      return jr_fail(r, "a control byte in a string"), NULL;
+    if (o >= lim)
+      return jr_fail(r, "strings too long"), NULL;
+    if (c != '\\') {
+      *o++ = (char)c;
+      continue;
+    }
+    if (r->p >= r->end)
+      break;
+    c = (unsigned char)*r->p++;
+    char simple = c == '"' || c == '\\' || c == '/' ? (char)c
+                  : c == 'b'                        ? '\b'
+                  : c == 'f'                        ? '\f'
+                  : c == 'n'                        ? '\n'
+                  : c == 'r'                        ? '\r'
+                  : c == 't'                        ? '\t'
+                                                    : 0;
+    if (simple) {
+      *o++ = simple;
+      continue;
+    }
+    unsigned u, lo;
+    if (c != 'u' || r->end - r->p < 4 || hex4(r->p, &u) < 0)
+      return jr_fail(r, "a bad escape in a string"), NULL;
+    r->p += 4;
+    if (u >= 0xd800 && u < 0xdc00) { /* a surrogate pair */
+      if (r->end - r->p < 6 || r->p[0] != '\\' || r->p[1] != 'u' || hex4(r->p + 2, &lo) < 0 ||
+          lo < 0xdc00 || lo > 0xdfff)
+        return jr_fail(r, "a lone surrogate in a string"), NULL;
+      r->p += 6;
+      u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+    } else if ((u >= 0xdc00 && u < 0xe000) || u == 0) {
+      return jr_fail(r, "a lone surrogate or a NUL in a string"), NULL;
+    }
+    if (u < 0x80) {
+      *o++ = (char)u;
+    } else if (u < 0x800) {
+      *o++ = (char)(0xc0 | u >> 6), *o++ = (char)(0x80 | (u & 0x3f));
+    } else if (u < 0x10000) {
+      *o++ = (char)(0xe0 | u >> 12), *o++ = (char)(0x80 | (u >> 6 & 0x3f));
+      *o++ = (char)(0x80 | (u & 0x3f));
+    } else {
+      *o++ = (char)(0xf0 | u >> 18), *o++ = (char)(0x80 | (u >> 12 & 0x3f));
+      *o++ = (char)(0x80 | (u >> 6 & 0x3f)), *o++ = (char)(0x80 | (u & 0x3f));
+    }
+  }
+  if (r->p >= r->end)
+    return jr_fail(r, "a string without its closing quote"), NULL;
+  r->p++;
+  *o++ = '\0';
+  a->used = (size_t)(o - a->text);
+  return out;
+}
+
+/* A value that is not a string: a whole number (J_INT), or a number with
+ * a fraction, a literal, or a nested object or array, skipped (J_OTHER). */
+static int jr_other(jread_t *r, int *kind, int64_t *num) {
+  const char *s = r->p;
+  *kind = J_OTHER;
+  if (*s == '-' || (*s >= '0' && *s <= '9')) {
+    const char *d = s + (*s == '-'), *e = d;
+    while (e < r->end && *e >= '0' && *e <= '9')
+      e++;
+    if (e == d || (e - d > 1 && *d == '0'))
+      return jr_fail(r, "a malformed number");
+    r->p = e;
+    if (r->p < r->end && strchr(".eE", *r->p) != NULL) { /* not whole: kept as OTHER */
+      while (r->p < r->end && strchr("0123456789.eE+-", *r->p) != NULL)
+        r->p++;
+    } else if (e - d <= 18) {
+      *num = 0;
+      for (const char *c = d; c < e; c++)
+        *num = *num * 10 + (*c - '0');
+      if (*s == '-')
+        *num = -*num;
+      *kind = J_INT;
+    }
+    return 0;
+  }
+  static const char *const lit[] = {"true", "false", "null"};
+  for (int i = 0; i < 3; i++)
+    if ((size_t)(r->end - s) >= strlen(lit[i]) && strncmp(s, lit[i], strlen(lit[i])) == 0) {
+      r->p += strlen(lit[i]);
+      return 0;
+    }
+  if (*s != '{' && *s != '[')
+    return jr_fail(r, "not a JSON value");
+  int depth = 0; /* a nested value: brackets counted outside strings */
+  for (; r->p < r->end; r->p++) {
+    if (*r->p == '"') {
+      const char *q = r->p + 1;
+      while (q < r->end && *q != '"')
+        q += *q == '\\' ? 2 : 1;
+      if (q >= r->end)
+        break;
+      r->p = q;
+    } else if (*r->p == '{' || *r->p == '[') {
+      depth++;
+    } else if ((*r->p == '}' || *r->p == ']') && --depth == 0) {
+      r->p++;
+      return 0;
+    }
+  }
+  return jr_fail(r, "an unterminated nested value");
+}
+
+/* The answer text[0..n) into *a: 0, or -1 with why naming what is wrong. */
+static int answer_parse(const char *text, size_t n, answer_t *a, char *why, size_t whylen) {
+  jread_t r = {text, text, text + n, a, why, whylen};
+  a->n = 0;
+  a->used = 0;
+  jr_ws(&r);
+  if (r.p >= r.end || *r.p != '{')
+    return jr_fail(&r, "not a JSON object");
+  r.p++;
+  jr_ws(&r);
+  if (r.p < r.end && *r.p == '}') {
+    r.p++;
+  } else {
+    for (;;) {
+      jr_ws(&r);
+      if (r.p >= r.end || *r.p != '"')
+        return jr_fail(&r, "expected a member name");
+      const char *key = jr_string(&r);
+      if (key == NULL)
+        return -1;
+      if (strlen(key) >= sizeof a->m[0].key || a->n == ANSWER_MEMBERS)
+        return jr_fail(&r, "a member name too long, or too many members");
+      for (int i = 0; i < a->n; i++)
+        if (strcmp(a->m[i].key, key) == 0)
+          return jr_fail(&r, "a member given twice");
+      snprintf(a->m[a->n].key, sizeof a->m[0].key, "%s", key);
+      jr_ws(&r);
+      if (r.p >= r.end || *r.p != ':')
+        return jr_fail(&r, "expected ':'");
+      r.p++;
+      jr_ws(&r);
+      if (r.p >= r.end)
+        return jr_fail(&r, "expected a value");
+      a->m[a->n].str = NULL;
+      if (*r.p == '"') {
+        if ((a->m[a->n].str = jr_string(&r)) == NULL)
+          return -1;
+        a->m[a->n].kind = J_STR;
+      } else if (jr_other(&r, &a->m[a->n].kind, &a->m[a->n].num) < 0) {
+        return -1;
+      }
+      a->n++;
+      jr_ws(&r);
+      if (r.p < r.end && *r.p == ',') {
+        r.p++;
+        continue;
+      }
+      if (r.p < r.end && *r.p == '}') {
+        r.p++;
+        break;
+      }
+      return jr_fail(&r, "expected ',' or '}'");
+    }
+  }
+  jr_ws(&r);
+  return r.p == r.end ? 0 : jr_fail(&r, "bytes after the object");
+}
+
+/* The value of member `key` if it is of `kind`, else NULL. */
+static const void *answer_get(const answer_t *a, const char *key, int kind, int *present) {
+  for (int i = 0; i < a->n; i++)
+    if (strcmp(a->m[i].key, key) == 0) {
+      if (present)
+        *present = 1;
+      if (a->m[i].kind != kind)
+        return NULL;
+      return kind == J_STR ? (const void *)a->m[i].str : (const void *)&a->m[i].num;
+    }
+  if (present)
+    *present = 0;
+  return NULL;
+}
+
 /* ---- requests --------------------------------------------------------------------- */
 
 static size_t on_body(char *data, size_t size, size_t n, void *ctx) {
@@ -353,37 +649,39 @@ static int error_code(const char *word, long status) {
   return status == 400 || status == 411 || status == 413 ? IDGEN_EINVAL : IDGEN_EREGISTRY;
 }
 
-/* POSTs body (stolen) to path.  0 with *reply (a JSON object of a 200
- * answer: json_decref it), or the error the answer's `error` word maps
- * to, with "registry: idgen://HOST:PORT: " and the daemon's message;
- * *word (if not NULL) gets that word ("" for none) and *retry_ms the
- * answer's Retry-After (-1: none). */
-static int post(idg_t *g, const char *path, json_t *body, long timeout_ms, json_t **reply,
+/* POSTs body to path.  0 with *reply (the answer of a 200, a JSON object:
+ * free() it), or the error the answer's `error` word maps to, with
+ * "registry: idgen://HOST:PORT: " and the daemon's message; *word (if not
+ * NULL) gets that word ("" for none) and *retry_ms the answer's
+ * Retry-After (-1: none). */
+static int post(idg_t *g, const char *path, const jbody_t *body, long timeout_ms, answer_t **reply,
                 char *word, size_t wordlen, int64_t *retry_ms, char *err, size_t errlen) {
   *reply = NULL;
   if (word)
     word[0] = '\0';
   if (retry_ms)
     *retry_ms = -1;
-  char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-  json_decref(body);
-  if (text == NULL)
+  if (body->full)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      "registry: %s: %s: the request is longer than the %zu bytes the daemon "
+                      "takes",
+                      g->shown, path, sizeof body->s);
+  answer_t *a = malloc(sizeof *a);
+  if (a == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
   idg_lock(g);
   long status;
-  int rc = perform(g, path, text, timeout_ms, &status, err, errlen);
-  free(text);
-  json_t *j = NULL;
+  char why[200] = "";
+  int rc = perform(g, path, body->s, timeout_ms, &status, err, errlen);
+  int parsed = rc == 0 && answer_parse(g->body ? g->body : "", g->len, a, why, sizeof why) == 0;
+  if (rc == 0 && status == 200 && parsed) {
+    pthread_mutex_unlock(&g->mu);
+    *reply = a;
+    return 0;
+  }
   if (rc == 0) {
-    json_error_t je;
-    j = json_loadb(g->body ? g->body : "", g->len, 0, &je);
-    if (status == 200 && json_is_object(j)) {
-      *reply = j;
-      pthread_mutex_unlock(&g->mu);
-      return 0;
-    }
-    const char *w = json_string_value(json_object_get(j, "error"));
-    const char *m = json_string_value(json_object_get(j, "message"));
+    const char *w = parsed ? answer_get(a, "error", J_STR, NULL) : NULL;
+    const char *m = parsed ? answer_get(a, "message", J_STR, NULL) : NULL;
     rc = error_code(w, status);
     if (retry_ms)
       *retry_ms = g->retry_after_ms;
@@ -393,14 +691,14 @@ static int post(idg_t *g, const char *path, json_t *body, long timeout_ms, json_
       idgen__err(err, errlen, rc, "registry: %s: %s", g->shown, IDGEN_QUOTE(m, strlen(m), 0, 600));
     else if (status == 200)
       rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
-                      "registry: %s: %s: the answer is not a JSON object", g->shown, path);
+                      "registry: %s: %s: the answer is not a JSON object: %s", g->shown, path, why);
     else
       idgen__err(err, errlen, rc, "registry: %s: %s: HTTP %ld%s%s", g->shown, path, status,
                  status == 404 ? " (is it an idgen daemon started with --leases?)" : "",
                  status == 401 ? " (give the token: idgen://AGENT:TOKEN@HOST:PORT)" : "");
   }
-  json_decref(j);
   pthread_mutex_unlock(&g->mu);
+  free(a);
   return rc;
 }
 
@@ -421,22 +719,23 @@ static void request_timeout(idg_t *g, int64_t ttl_ms) {
 
 /* Member `name` of answer j, a whole number from 0 to max, into *v: 0, or
  * IDGEN_EREGISTRY naming the member. */
-static int answer_int(const idg_t *g, const json_t *j, const char *route, const char *name,
+static int answer_int(const idg_t *g, const answer_t *j, const char *route, const char *name,
                       int64_t max, int64_t *v, char *err, size_t errlen) {
-  const json_t *m = json_object_get(j, name);
-  if (!json_is_integer(m) || json_integer_value(m) < 0 || json_integer_value(m) > max)
+  int present;
+  const int64_t *m = answer_get(j, name, J_INT, &present);
+  if (m == NULL || *m < 0 || *m > max)
     return idgen__err(err, errlen, IDGEN_EREGISTRY,
                       "registry: %s: %s: the answer's \"%s\" is %s, not a whole number from 0 "
                       "to %" PRId64,
-                      g->shown, route, name, m == NULL ? "missing" : "something else", max);
-  *v = (int64_t)json_integer_value(m);
+                      g->shown, route, name, present ? "something else" : "missing", max);
+  *v = *m;
   return 0;
 }
 
 /* Member `name`, a string, or NULL after an error naming it. */
-static const char *answer_str(const idg_t *g, const json_t *j, const char *route, const char *name,
-                              char *err, size_t errlen) {
-  const char *s = json_string_value(json_object_get(j, name));
+static const char *answer_str(const idg_t *g, const answer_t *j, const char *route,
+                              const char *name, char *err, size_t errlen) {
+  const char *s = answer_get(j, name, J_STR, NULL);
   if (s == NULL)
     idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: %s: the answer has no string \"%s\"",
                g->shown, route, name);
@@ -445,8 +744,8 @@ static const char *answer_str(const idg_t *g, const json_t *j, const char *route
 
 /* The answer to POST /lease into l, checked against what was asked: the
  * same space and pool, a tuple of l's pool whose key and worker agree. */
-static int take_lease(idg_t *g, idgen_lease_t *l, const idgen_lease_request_t *req, const json_t *a,
-                      char *err, size_t errlen) {
+static int take_lease(idg_t *g, idgen_lease_t *l, const idgen_lease_request_t *req,
+                      const answer_t *a, char *err, size_t errlen) {
   static const char route[] = "/lease";
   int64_t worker, generation, mark, floor, ttl, quarantine, expires_in = -1;
   const char *space = answer_str(g, a, route, "space", err, errlen);
@@ -460,8 +759,9 @@ static int take_lease(idg_t *g, idgen_lease_t *l, const idgen_lease_request_t *r
       answer_int(g, a, route, "ttl_ms", IDGEN_LEASE_TTL_MAX_MS, &ttl, err, errlen) < 0 ||
       answer_int(g, a, route, "quarantine_ms", INT64_MAX, &quarantine, err, errlen) < 0)
     return IDGEN_EREGISTRY;
-  if (json_object_get(a, "expires_in_ms") != NULL &&
-      answer_int(g, a, route, "expires_in_ms", INT64_MAX, &expires_in, err, errlen) < 0)
+  int in_given = 0;
+  answer_get(a, "expires_in_ms", J_INT, &in_given);
+  if (in_given && answer_int(g, a, route, "expires_in_ms", INT64_MAX, &expires_in, err, errlen) < 0)
     return IDGEN_EREGISTRY;
   idgen_layout_t theirs;
   char pool[IDGEN_POOL_NAME_MAX] = "";
@@ -541,12 +841,17 @@ static int idg_open(idgen_registry_t *r, const char *rest, char *err, size_t err
 
 /* ---- leases ----------------------------------------------------------------------------- */
 
-/* The lease's identity (docs/SERVE.md, "The identity"), a new object. */
-static json_t *identity(const idgen_lease_t *l) {
-  const idg_lease_t *b = l->be;
-  return json_pack("{s:s,s:s,s:s,s:s,s:I,s:s,s:s}", "space", l->r->space, "layout", l->pool.layout,
-                   "node", l->node, "field", l->pool.field_name, "generation",
-                   (json_int_t)l->generation, "holder", b->holder, "secret", b->secret);
+/* The lease's identity (docs/SERVE.md, "The identity") into b, opened. */
+static void identity(const idgen_lease_t *l, jbody_t *b) {
+  const idg_lease_t *s = l->be;
+  jb_start(b);
+  jb_str(b, "space", l->r->space);
+  jb_str(b, "layout", l->pool.layout);
+  jb_str(b, "node", l->node);
+  jb_str(b, "field", l->pool.field_name);
+  jb_int(b, "generation", (int64_t)l->generation);
+  jb_str(b, "holder", s->holder);
+  jb_str(b, "secret", s->secret);
 }
 
 /* The holder's name as the protocol takes it: blanks made '_', and a long
@@ -568,19 +873,23 @@ static void wire_holder(const char *holder, char *out) {
       *c = '_';
 }
 
-/* The request's start wait (what is left of it) and the body of one try. */
-static json_t *lease_body(const idgen_lease_t *l, const idgen_lease_request_t *req,
-                          int64_t wait_left) {
-  const idg_lease_t *b = l->be;
-  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "layout", l->pool.layout, "field",
-                        l->pool.field_name, "space", l->r->space, "holder", b->holder, "secret",
-                        b->secret, "ttl_ms", (json_int_t)l->ttl_ms, "max_start_wait_ms",
-                        (json_int_t)wait_left, "start_borrow_ms",
-                        (json_int_t)(req->start_borrow_ms > 0 ? req->start_borrow_ms : 0),
-                        "clock_ms", (json_int_t)idgen__req_now_ms(req));
-  if (o != NULL && l->pool.others[0])
-    json_object_set_new(o, "node", json_string(l->pool.others));
-  return o;
+/* The body of one try, with what is left of the start wait. */
+static void lease_body(const idgen_lease_t *l, const idgen_lease_request_t *req, int64_t wait_left,
+                       jbody_t *b) {
+  const idg_lease_t *s = l->be;
+  jb_start(b);
+  jb_str(b, "layout", l->pool.layout);
+  if (l->pool.others[0])
+    jb_str(b, "node", l->pool.others);
+  jb_str(b, "field", l->pool.field_name);
+  jb_str(b, "space", l->r->space);
+  jb_str(b, "holder", s->holder);
+  jb_str(b, "secret", s->secret);
+  jb_int(b, "ttl_ms", l->ttl_ms);
+  jb_int(b, "max_start_wait_ms", wait_left);
+  jb_int(b, "start_borrow_ms", req->start_borrow_ms > 0 ? req->start_borrow_ms : 0);
+  jb_int(b, "clock_ms", idgen__req_now_ms(req));
+  jb_end(b);
 }
 
 /* What is left of the start wait `max` begun at t0, by the request's clock. */
@@ -662,15 +971,17 @@ static int idg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char 
   int64_t t0 = idgen__req_now_ms(req);
   int rc = IDGEN_EREGISTRY;
   for (int tries = 0; tries < ACQUIRE_TRIES; tries++) {
-    json_t *reply;
+    answer_t *reply;
     char word[16];
     int64_t left = start_wait_left(req, t0, max), after;
+    jbody_t body;
+    lease_body(l, req, left, &body);
     /* The daemon may spend (some of) the start wait before it answers. */
-    rc = post(g, "/lease", lease_body(l, req, left), (long)(left + REQUEST_TIMEOUT_MS), &reply,
-              word, sizeof word, &after, err, errlen);
+    rc = post(g, "/lease", &body, (long)(left + REQUEST_TIMEOUT_MS), &reply, word, sizeof word,
+              &after, err, errlen);
     if (rc == 0) {
       rc = take_lease(g, l, req, reply, err, errlen);
-      json_decref(reply);
+      free(reply);
       if (rc < 0)
         break;
       idg_drop(g);
@@ -689,8 +1000,11 @@ static int idg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char 
 
 static int idg_renew(idgen_lease_t *l, char *err, size_t errlen) {
   idg_t *g = l->r->be;
-  json_t *reply;
-  int rc = post(g, "/lease/renew", identity(l), 0, &reply, NULL, 0, NULL, err, errlen);
+  answer_t *reply;
+  jbody_t body;
+  identity(l, &body);
+  jb_end(&body);
+  int rc = post(g, "/lease/renew", &body, 0, &reply, NULL, 0, NULL, err, errlen);
   if (rc < 0)
     return rc;
   int64_t ttl, in, mark;
@@ -698,10 +1012,10 @@ static int idg_renew(idgen_lease_t *l, char *err, size_t errlen) {
           0 ||
       answer_int(g, reply, "/lease/renew", "expires_in_ms", INT64_MAX, &in, err, errlen) < 0 ||
       answer_int(g, reply, "/lease/renew", "mark_ms", INT64_MAX, &mark, err, errlen) < 0) {
-    json_decref(reply);
+    free(reply);
     return IDGEN_EREGISTRY;
   }
-  json_decref(reply);
+  free(reply);
   l->expires_in_ms = in;
   l->expires_ms = idgen__clock_precise_ms() + in;
   return 0;
@@ -715,14 +1029,17 @@ static int idg_mark(idgen_lease_t *l, int64_t mark_ms, char *err, size_t errlen)
     return 0;
   }
   idg_t *g = l->r->be;
-  json_t *body = identity(l), *reply;
-  json_object_set_new(body, "mark_ms", json_integer((json_int_t)mark_ms));
-  int rc = post(g, "/lease/mark", body, 0, &reply, NULL, 0, NULL, err, errlen);
+  answer_t *reply;
+  jbody_t body;
+  identity(l, &body);
+  jb_int(&body, "mark_ms", mark_ms);
+  jb_end(&body);
+  int rc = post(g, "/lease/mark", &body, 0, &reply, NULL, 0, NULL, err, errlen);
   if (rc < 0)
     return rc;
   int64_t recorded;
   rc = answer_int(g, reply, "/lease/mark", "mark_ms", INT64_MAX, &recorded, err, errlen);
-  json_decref(reply);
+  free(reply);
   if (rc == 0 && recorded < mark_ms)
     rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
                     "registry: %s: /lease/mark: the daemon recorded %" PRId64 ", not %" PRId64,
@@ -736,10 +1053,13 @@ static void idg_release(idgen_lease_t *l) {
   idg_t *g = l->r->be;
   if (l->be == NULL)
     return;
-  json_t *body = identity(l), *reply;
-  json_object_set_new(body, "mark_ms", json_integer((json_int_t)l->mark_ms));
-  if (post(g, "/lease/release", body, 0, &reply, NULL, 0, NULL, NULL, 0) == 0)
-    json_decref(reply);
+  answer_t *reply;
+  jbody_t body;
+  identity(l, &body);
+  jb_int(&body, "mark_ms", l->mark_ms);
+  jb_end(&body);
+  if (post(g, "/lease/release", &body, 0, &reply, NULL, 0, NULL, NULL, 0) == 0)
+    free(reply);
 }
 
 /* ---- what the daemon does not lend out ----------------------------------------------- */
