@@ -1,9 +1,11 @@
 /*
- * fuzz_idgen.c -- libFuzzer target for the idgen:// and idgens:// URIs
- * (src/registry/registry_idgen.c), through idgen_registry_check (no I/O).
- * The first byte picks the scheme.  An accepted URI has a message-free
- * success; a rejected one names the scheme and what is wrong (a bad space=
- * is the registry's own message), and shows no token but masked.
+ * fuzz_idgen.c -- libFuzzer target for what the idgen:// registry parses
+ * (src/registry/registry_idgen.c): its URIs, through idgen_registry_check
+ * (no I/O), and the daemon's answers.  The first byte picks: an idgen:// or
+ * idgens:// URI, or an answer.  An accepted URI has a message-free success;
+ * a rejected one names the scheme and what is wrong (a bad space= is the
+ * registry's own message), and shows no token but masked.  An answer is
+ * read without a fault, any member count or a refusal with its reason.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +21,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *in = malloc(size), buf[4200], err[512] = "";
   memcpy(in, data + 1, size - 1);
   in[size - 1] = '\0';
+  if (data[0] % 3 == 2) { /* the bytes as they are, without the NUL */
+    int n = idgen__idgen_answer_parse(in, size - 1, err, sizeof err);
+    if (n < 0 && err[0] == '\0')
+      abort();
+    free(in);
+    return 0;
+  }
   const char *scheme = data[0] & 1 ? "idgens" : "idgen";
   snprintf(buf, sizeof buf, "%s:%s", scheme, in);
   int rc = idgen_registry_check(buf, err, sizeof err);

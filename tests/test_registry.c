@@ -278,6 +278,48 @@ static void test_idgen_uri_check(void **state) {
   close(fd);
 }
 
+/* The daemon's answers (registry_idgen.c's reader of flat JSON objects):
+ * what it takes (unknown members of any kind kept for a later daemon) and
+ * what it refuses, each with its reason. */
+static void test_idgen_answers(void **state) {
+  (void)state;
+  char why[200];
+  static const struct {
+    const char *text;
+    int n;
+    const char *why;
+  } cases[] = {
+      {"{}", 0, NULL},
+      {" {\"mark_ms\" : 1796220005000 }\r\n", 1, NULL},
+      {"{\"a\":\"\\u00e9\\ud83d\\ude00\\\"\\\\\\/\\n\",\"b\":-3,\"c\":1.5e3,\"d\":null,"
+       "\"e\":[1,{\"x\":\"]\"}],\"f\":true}",
+       6, NULL},
+      {"", -1, "not a JSON object at byte 0"},
+      {"[1]", -1, "not a JSON object at byte 0"},
+      {"{\"a\":1,\"a\":2}", -1, "a member given twice at byte 10"},
+      {"{\"a\":1} x", -1, "bytes after the object at byte 8"},
+      {"{\"a\":01}", -1, "a malformed number at byte 5"},
+      {"{\"a\":\"\\x\"}", -1, "a bad escape in a string at byte 8"},
+      {"{\"a\":\"\\ud800\"}", -1, "a lone surrogate in a string at byte 12"},
+      {"{\"a\":\"\\u0000\"}", -1, "a lone surrogate or a NUL in a string at byte 12"},
+      {"{\"a\":\"x", -1, "a string without its closing quote at byte 7"},
+      {"{\"a\" 1}", -1, "expected ':' at byte 5"},
+      {"{\"a\":1 \"b\":2}", -1, "expected ',' or '}' at byte 7"},
+      {"{\"a\":[1,2}", -1, "mismatched brackets at byte 9"},
+      {"{\"a\":{]}", -1, "mismatched brackets at byte 6"},
+      {"{\"a\":[[1]", -1, "an unterminated nested value at byte 9"},
+      {"{\"a\":tru}", -1, "not a JSON value at byte 5"},
+      {"{\"a\":\"\x01\"}", -1, "a control byte in a string at byte 7"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    why[0] = '\0';
+    int n = idgen__idgen_answer_parse(cases[i].text, strlen(cases[i].text), why, sizeof why);
+    if (n != cases[i].n || (cases[i].why && strcmp(why, cases[i].why) != 0))
+      fail_msg("%s: %d \"%s\", wanted %d \"%s\"", cases[i].text, n, why, cases[i].n,
+               cases[i].why ? cases[i].why : "");
+  }
+}
+
 /* A space given beside the registry: the URI's ?space=NAME (or &), by one
  * rule for every front end; refusals name no secret of the URI. */
 static void test_uri_with_space(void **state) {
@@ -1593,6 +1635,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_uri_redact, setup, teardown),
       cmocka_unit_test_setup_teardown(test_uri_with_space, setup, teardown),
       cmocka_unit_test_setup_teardown(test_idgen_uri_check, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_idgen_answers, setup, teardown),
       cmocka_unit_test_setup_teardown(test_field_choice, setup, teardown),
       cmocka_unit_test_setup_teardown(test_record_put_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pool_file_put_back, setup, teardown),

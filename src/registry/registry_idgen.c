@@ -443,7 +443,8 @@ static int jr_other(jread_t *r, int *kind, int64_t *num) {
     }
   if (*s != '{' && *s != '[')
     return jr_fail(r, "not a JSON value");
-  int depth = 0; /* a nested value: brackets counted outside strings */
+  char open[32]; /* a nested value: its brackets matched, outside strings */
+  int depth = 0;
   for (; r->p < r->end; r->p++) {
     if (*r->p == '"') {
       const char *q = r->p + 1;
@@ -453,10 +454,16 @@ static int jr_other(jread_t *r, int *kind, int64_t *num) {
         break;
       r->p = q;
     } else if (*r->p == '{' || *r->p == '[') {
-      depth++;
-    } else if ((*r->p == '}' || *r->p == ']') && --depth == 0) {
-      r->p++;
-      return 0;
+      if (depth == (int)sizeof open)
+        return jr_fail(r, "a value nested too deep");
+      open[depth++] = *r->p == '{' ? '}' : ']';
+    } else if (*r->p == '}' || *r->p == ']') {
+      if (*r->p != open[--depth])
+        return jr_fail(r, "mismatched brackets");
+      if (depth == 0) {
+        r->p++;
+        return 0;
+      }
     }
   }
   return jr_fail(r, "an unterminated nested value");
@@ -518,6 +525,17 @@ static int answer_parse(const char *text, size_t n, answer_t *a, char *why, size
   }
   jr_ws(&r);
   return r.p == r.end ? 0 : jr_fail(&r, "bytes after the object");
+}
+
+int idgen__idgen_answer_parse(const char *text, size_t n, char *why, size_t whylen) {
+  answer_t *a = malloc(sizeof *a);
+  if (a == NULL)
+    return idgen__err(why, whylen, -1, "out of memory");
+  int rc = answer_parse(text, n, a, why, whylen);
+  if (rc == 0)
+    rc = a->n;
+  free(a);
+  return rc;
 }
 
 /* The value of member `key` if it is of `kind`, else NULL. */

@@ -298,6 +298,11 @@ int idgen__etcd_record_format(char *out, size_t outlen, int64_t mark_ms, uint64_
                               const char *holder);
 int idgen__etcd_held_parse(const char *v, int64_t *quarantine_ms, char *holder, size_t holderlen);
 
+/* idgen:// answers (registry_idgen.c): text[0..n) read as the daemon's
+ * answer, a flat JSON object: its member count, or -1 with why naming what
+ * is wrong (for the fuzz target and the tests). */
+int idgen__idgen_answer_parse(const char *text, size_t n, char *why, size_t whylen);
+
 /* Bounded calls (bounded.c): the backend's call, on a thread of its own
  * when its table says `bounded`, the caller waiting at most
  * max_start_wait_ms + IDGEN_REGISTRY_CALL_MS (acquire) or
