@@ -12,7 +12,8 @@
  * Transfer-Encoding (the request-smuggling pair), an HTTP/1.1 request
  * without Host, any request with two Host lines or a Host that is not
  * host[:port] (RFC 9112 section 3.2).  Any Transfer-Encoding is 501: the
- * daemon's requests have no bodies worth streaming.  Other versions than 1.x: 505.
+ * daemon's requests have no bodies worth streaming (the lease routes take a
+ * small body with a Content-Length: http_body).  Other versions than 1.x: 505.
  * More than req->max_headers headers, or a head over max_head bytes: 431.
  */
 #include "http.h"

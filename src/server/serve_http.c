@@ -4,7 +4,11 @@
  * One request at a time from the connection's buffer: parse the head
  * (http.c), refuse a body (GET and HEAD have none; anything else is 405),
  * route, and append the reply with a Content-Length (for HEAD, GET's
- * headers without the body).  Errors in the framing (a bad head,
+ * headers without the body).  The lease routes (--leases) alone take a
+ * body: a POST of at most LEASE_BODY_MAX bytes with a Content-Length, read
+ * whole (http_body) before the next request is parsed, handed to the lease
+ * service (serve_leases.c), which answers later: the connection is parked
+ * until then.  Errors in the framing (a bad head,
  * a body) close the connection after the reply; errors in the query do not.
  */
 #include <inttypes.h>

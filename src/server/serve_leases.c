@@ -179,14 +179,21 @@ static client_t *find(struct serve_leases *L, const lease_body_t *b) {
   return NULL;
 }
 
+/* Refusals are logged at most 10 a second (a client may send many). */
+static log_limit_t refusal_log = LOG_LIMIT_INIT(10);
+
 static void log_client(const char *level, const char *action, const client_t *c, const char *more) {
-  char h[120], n[IDGEN_NODE_TEXT_MAX];
+  char h[120], n[IDGEN_NODE_TEXT_MAX], line[IDGEN_NODE_TEXT_MAX + 400];
   idgen_lease_info_t li;
   idgen_lease_info(c->lease, &li);
-  log_event(
-      level, "client_lease", "action=%s holder=%s space=%s node=%s generation=%" PRIu64 "%s%s",
-      action, log_quote(c->holder, strlen(c->holder), h, sizeof h), c->space,
-      log_quote(li.node, strlen(li.node), n, sizeof n), c->generation, more[0] ? " " : "", more);
+  snprintf(line, sizeof line, "action=%s holder=%s space=%s node=%s generation=%" PRIu64 "%s%s",
+           action, log_quote(c->holder, strlen(c->holder), h, sizeof h), c->space,
+           log_quote(li.node, strlen(li.node), n, sizeof n), c->generation, more[0] ? " " : "",
+           more);
+  if (strcmp(action, "renew_refused") == 0)
+    log_limited(&refusal_log, level, "client_lease", "%s", line);
+  else
+    log_event(level, "client_lease", "%s", line);
 }
 
 static void set_live(struct serve_leases *L, client_t *c, int live) {
@@ -244,6 +251,8 @@ static int64_t tick(struct serve_leases *L) {
         log_client("warn", "renew_refused", c, "reason=fenced");
         drop(L, c);
         continue;
+      } else { /* not reached: again in 200 ms, not at once (no loop on a registry down) */
+        c->renewed_ms = now + 200 - c->ttl_ms / 3;
       }
     }
     int64_t due = c->state == CL_LIVE ? c->expires_ms : c->hold_until_ms;
@@ -364,7 +373,6 @@ static void route_acquire(struct serve_leases *L, serve_lease_job_t *j) {
   idgen_lease_t *lease;
   int rc = idgen_registry_acquire_for(r, &req, holder, &lease, err, sizeof err);
   if (rc < 0) {
-    atomic_fetch_add(&L->refusals, 1);
     answer_registry_error(j, rc, err);
     if (rc == IDGEN_EPOOLFULL)
       snprintf(j->extra + strlen(j->extra), sizeof j->extra - strlen(j->extra),
@@ -414,6 +422,25 @@ static void route_acquire(struct serve_leases *L, serve_lease_job_t *j) {
                         "holder", li.holder, "clock_ms", (json_int_t)wall_ms()));
 }
 
+/* A grant the registry shows: the tuple `key` at `generation` in `space`,
+ * last held by this client through a lease service ("CLIENT_via_..."),
+ * whose holder name adoption needs. */
+typedef struct grant_find {
+  uint64_t key, generation;
+  const char *space, *client;
+  char holder[IDGEN_HOLDER_MAX];
+} grant_find_t;
+
+static int grant_row(void *ctx, const idgen_lease_row_t *row) {
+  grant_find_t *f = ctx;
+  size_t n = strlen(f->client);
+  if (row->key != f->key || row->generation != f->generation || strcmp(row->space, f->space) != 0 ||
+      strncmp(row->holder, f->client, n) != 0 || strncmp(row->holder + n, "_via_", 5) != 0)
+    return 0;
+  snprintf(f->holder, sizeof f->holder, "%s", row->holder);
+  return 1;
+}
+
 /* The entry of an identity route's lease, taken over after a restart if
  * the table lacks it; NULL after an answer. */
 static client_t *identify(struct serve_leases *L, serve_lease_job_t *j) {
@@ -421,12 +448,14 @@ static client_t *identify(struct serve_leases *L, serve_lease_job_t *j) {
   client_t *c = find(L, b);
   if (c != NULL) {
     if (strcmp(c->holder, b->holder) != 0 || !secret_eq(c->secret, b->secret)) {
+      log_client("warn", "renew_refused", c, "reason=not_this_holder");
       answer_error(j, 409, "lease", "the lease is not this holder's (a wrong holder or secret)");
       return NULL;
     }
     if (c->state == CL_LIVE && serve_mono_ms() >= c->expires_ms)
       expire(L, c, serve_mono_ms());
     if (c->state != CL_LIVE) {
+      log_client("warn", "renew_refused", c, "reason=expired");
       answer_error(j, 409, "lease", "the lease expired: it was not renewed within its TTL");
       return NULL;
     }
@@ -442,9 +471,25 @@ static client_t *identify(struct serve_leases *L, serve_lease_job_t *j) {
   req.ttl_ms = L->s->cfg->s.lease_ttl_ms ? L->s->cfg->s.lease_ttl_ms : IDGEN_LEASE_TTL_DEFAULT_MS;
   char holder[IDGEN_HOLDER_MAX + 64], err[1200];
   snprintf(holder, sizeof holder, "%s%s", b->holder, L->holder_suffix);
+  /* The grant as the registry shows it: this client's, at this
+   * generation (its holder name, the service's before, is adopt's). */
+  grant_find_t f = {
+      .key = tuple_key(b), .generation = b->generation, .space = space, .client = b->holder};
+  int rc = idgen_registry_list(r, grant_row, &f, err, sizeof err);
+  if (rc < 0) {
+    answer_registry_error(j, IDGEN_EREGISTRY, err);
+    return NULL;
+  }
+  if (rc == 0) {
+    answer_error(j, 409, "lease",
+                 "an unknown grant: the registry shows no grant of %s at generation %" PRIu64
+                 " to %s through a lease service",
+                 b->layout_spec, b->generation, b->holder);
+    return NULL;
+  }
   idgen_lease_t *lease;
-  int rc = idgen_registry_adopt(r, &req, tuple_key(b), b->generation, b->holder, holder, &lease,
-                                err, sizeof err);
+  rc = idgen_registry_adopt(r, &req, f.key, b->generation, f.holder, holder, &lease, err,
+                            sizeof err);
   if (rc < 0) {
     if (rc == IDGEN_EREGISTRY)
       answer_registry_error(j, rc, err);
@@ -617,7 +662,7 @@ static void *service_main(void *arg) {
       default:
         route_release(L, j);
       }
-      if (j->status >= 400 && j->body.route != LR_ACQUIRE)
+      if (j->status >= 400)
         atomic_fetch_add(&L->refusals, 1);
       deliver(L, j);
     }

@@ -8,7 +8,9 @@ Groups: the routes (acquire, renew, mark, release, as the registry shows
 them); bodies the daemon refuses, each with its status and the member
 named, while another connection keeps getting IDs; pipelining (replies in
 order behind a parked lease request); limits (429); a mark too far ahead
-and a client clock too far off; expiry and quarantine (a 600 ms TTL); an
+and a client clock too far off; expiry and quarantine (a 600 ms TTL), on
+file: and on a throwaway etcd (tests/etcd_server.sh, through
+tests/components.py), whose leases the daemon must renew meanwhile; an
 exhausted pool (503 pool_full with Retry-After); a daemon without
 --leases (404) and --leases with the static registry (refused at start);
 auth_file (401); CORS; and a restart (kill -9) whose clients go on by
@@ -63,8 +65,10 @@ def identity(lease, holder, secret=SECRET, layout="twitter"):
 
 
 def registry_rows(reg):
-    """The tuples of file: registry `reg` ({node: row}), by `registry list --json`."""
-    p = subprocess.run([IDGEN, "registry", "list", "--registry", WORK.registry(reg), "--json"],
+    """The tuples of file: registry `reg` (or of the registry URI `reg`)
+    ({node: row}), by `registry list --json`."""
+    uri = reg if ":" in reg else WORK.registry(reg)
+    p = subprocess.run([IDGEN, "registry", "list", "--registry", uri, "--json"],
                        capture_output=True, timeout=30)
     rows = {}
     for line in p.stdout.decode().splitlines():
@@ -138,16 +142,28 @@ def group_routes(d):
     check("renew after the release: 409 lease", st == 409 and o and o["error"] == "lease", r)
     st, o, r = post(d, "/lease/release", identity(b, "laptop:2:cd", OTHER_SECRET))
     check("the second client's release: 200", st == 200, r)
+    st, c, r = acquire(d, "laptop:3:ef", space="billing")
+    check("a lease in another ID space (the registry opened for it)",
+          st == 200 and c["space"] == "billing", r)
+    if st == 200:
+        p = subprocess.run([IDGEN, "registry", "list", "--registry", WORK.registry("routes"),
+                            "--space", "billing", "--json"], capture_output=True, timeout=30)
+        rows = [json.loads(x) for x in p.stdout.decode().splitlines()]
+        check("registry list --space billing: the tuple held there",
+              any(o.get("node") == c["node"] and o.get("space") == "billing"
+                  and o.get("state") == "held" for o in rows), rows)
+        st, o, r = post(d, "/lease/release", identity(c, "laptop:3:ef"))
+        check("its release: 200", st == 200, r)
     st, body = d.get("/info")
     info = json.loads(body) if st == 200 else {}
     lz = info.get("leases") or {}
-    check("/info: leases live 0, acquisitions 2, renewals 1, marks 1, releases 2",
-          lz.get("live") == 0 and lz.get("acquisitions") == 2 and lz.get("renewals") == 1
-          and lz.get("marks") == 1 and lz.get("releases") == 2 and lz.get("refusals", 0) >= 3, lz)
+    check("/info: leases live 0, acquisitions 3, renewals 1, marks 1, releases 3",
+          lz.get("live") == 0 and lz.get("acquisitions") == 3 and lz.get("renewals") == 1
+          and lz.get("marks") == 1 and lz.get("releases") == 3 and lz.get("refusals", 0) >= 3, lz)
     st, body = d.get("/metrics")
     check("/metrics: idgen_client_leases{state=...}",
           'idgen_client_leases{state="live"} 0' in body
-          and 'idgen_client_lease_operations_total{op="acquire"} 2' in body, body[-800:])
+          and 'idgen_client_lease_operations_total{op="acquire"} 3' in body, body[-800:])
     log = d.log()
     check("log: event=client_lease action=acquire and release with the holder, never the secret",
           "event=client_lease action=acquire holder=laptop:1:ab" in log
@@ -302,10 +318,48 @@ def group_expiry():
         freed = poll(lambda: registry_rows("expiry").get(a["node"], {}).get("state") == "free")
         check("then freed once the quarantine is over", freed and time.monotonic() - t0 >= 1.5,
               registry_rows("expiry").get(a["node"]))
-        check("log: action=expire, then action=release", "action=expire holder=exp:1:a" in d.log()
+        check("log: action=expire, renew_refused, then action=release",
+              "action=expire holder=exp:1:a" in d.log()
+              and "action=renew_refused holder=exp:1:a" in d.log()
               and "reason=quarantine_over" in d.log(), d.log()[-800:])
     finally:
         d.stop()
+
+
+def group_etcd():
+    """On a registry whose leases expire (etcd): a client that stops
+    renewing keeps its tuple held through the quarantine, the daemon
+    renewing it there every TTL/3, past the registry's own TTL; then it is
+    released."""
+    import components
+    try:
+        e = components.Etcd(WORK.join("etcd"))
+    except Exception as ex:  # noqa: BLE001
+        check("etcd starts (tests/etcd_server.sh)", False, str(ex))
+        return
+    d = None
+    try:
+        d = Daemon("etcd", ["--leases", "--lease-quarantine-ms", "3000"],
+                   node_args=["--layout", "twitter", "--registry", e.uri, "--node",
+                              "datacenter=1"])
+        st, a, r = acquire(d, "e:1:a", ttl_ms=600)
+        check("etcd: a lease with ttl_ms 600", st == 200, r)
+        if st != 200:
+            return
+        t0 = time.monotonic()
+        time.sleep(2.0)
+        st, o, r = post(d, "/lease/renew", identity(a, "e:1:a"))
+        check("etcd: renew after the TTL: 409 lease", st == 409, r)
+        row = registry_rows(e.uri).get(a["node"], {})
+        check("etcd: 2 s on (past the registry's own 600 ms TTL), the tuple still held",
+              row.get("state") == "held" and time.monotonic() - t0 < 3.0, row)
+        freed = poll(lambda: registry_rows(e.uri).get(a["node"], {}).get("state") != "held")
+        check("etcd: released once the quarantine is over", freed and
+              time.monotonic() - t0 >= 3.0, registry_rows(e.uri).get(a["node"]))
+    finally:
+        if d:
+            d.stop()
+        e.stop()
 
 
 def group_pool_full():
@@ -338,6 +392,12 @@ def group_off_and_static():
     err = p.stderr.decode()
     check("--leases with the static registry: refused at start, saying why",
           p.returncode == 2 and "static registry keeps no leases" in err, (p.returncode, err))
+    p = subprocess.run([IDGEN, "serve", "--registry", WORK.registry("cors"), "--node",
+                        "datacenter=1", "--lease-cors-origins", "https://a.example,ftp://x",
+                        "--check-config"], capture_output=True, timeout=30)
+    err = p.stderr.decode()
+    check("lease_cors_origins with an origin that is not http[s]://host[:port]: refused, naming it",
+          p.returncode == 2 and 'bad origin "ftp://x"' in err, (p.returncode, err))
 
 
 def group_auth_and_cors():
@@ -346,7 +406,8 @@ def group_auth_and_cors():
     with open(tokens, "w") as f:
         f.write("app %s\n" % token)
     os.chmod(tokens, 0o600)
-    d = lease_daemon("auth", "auth", ["--auth-file", tokens, "--lease-cors-origins",
+    d = lease_daemon("auth", "auth", ["--auth-file", tokens, "--lease-max-per-agent", "1",
+                                      "--lease-cors-origins",
                                       "https://app.example,http://localhost:3000"])
     try:
         st, o, r = acquire(d, "a:1:a")
@@ -362,6 +423,9 @@ def group_auth_and_cors():
                         "Origin: https://evil.example")
         check("another origin: no Access-Control-Allow-Origin",
               r.h("access-control-allow-origin") is None, r)
+        check("lease_max_per_agent 1: the agent's second lease is 429 limit",
+              st == 429 and o and o["error"] == "limit" and "lease_max_per_agent" in o["message"],
+              r)
         r, detail = curl(d.http, "/lease/renew", "-X", "OPTIONS", "-H",
                          "Origin: http://localhost:3000", "-H",
                          "Access-Control-Request-Method: POST")
@@ -427,6 +491,7 @@ if __name__ == "__main__":
     socket.setdefaulttimeout(30)
     run_suite("leases",
               after=[("the routes", group_main), ("limits", group_limits),
-                     ("expiry and quarantine", group_expiry), ("an exhausted pool", group_pool_full),
+                     ("expiry and quarantine", group_expiry),
+                     ("expiry on etcd", group_etcd), ("an exhausted pool", group_pool_full),
                      ("off, and static", group_off_and_static),
                      ("auth_file and CORS", group_auth_and_cors), ("restart", group_restart)])
