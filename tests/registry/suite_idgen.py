@@ -18,7 +18,10 @@ the test's own (tests/registry/harness.py says how the suites fit).
   so the daemon's lease is not in it), one held by a live client, a client
   stopped (SIGSTOP) past its TTL and the quarantine loses its tuple to a
   new client; on SIGCONT it issues nothing more and exits with the lease
-  error, and the two never share an ID.
+  error, and the two never share an ID;
+- an unreachable daemon (stopped with SIGSTOP): a streaming client issues
+  nothing stamped past its last renewal's TTL and exits with the lease
+  error.
 
 Usage: python3 tests/registry/suite_idgen.py PATH/TO/idgen  (or: ctest -R registry.idgen)
 """
@@ -252,6 +255,38 @@ def fencing(uri):
     holder.wait()
 
 
+def daemon_paused(d, uri):
+    ttl = 900
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IDGEN_")}
+    err = open(os.path.join(TMP, "unreachable.err"), "wb+")
+    # No borrowing: every ID is stamped with the time it was made.
+    p = subprocess.Popen([IDGEN, "snowflake", "-n", "100000000", "--registry",
+                          in_space(uri, "pause"), "--lease-ttl-ms", str(ttl),
+                          "--max-borrow-ms", "0"], stdout=subprocess.PIPE, stderr=err, env=env)
+    first = [p.stdout.readline() for _ in range(100)]
+    if not check("a streaming client starts", all(first), open(err.name).read()[:300]):
+        p.kill()
+        p.wait()
+        return
+    d.p.send_signal(signal.SIGSTOP)
+    stopped_ms = int(time.time() * 1000)
+    time.sleep((ttl * 3 + 1000) / 1000.0)
+    d.p.send_signal(signal.SIGCONT)
+    rest = p.stdout.read()  # through the buffer readline() filled
+    p.wait(60)
+    ids = [int(x) for x in first] + [int(x) for x in rest.split()]
+    err.seek(0)
+    msg = err.read().decode()
+    err.close()
+    late = [i for i in ids if twitter_fields(i)[0] > stopped_ms + ttl]
+    check("with the daemon unreachable, nothing stamped past the last renewal's TTL",
+          not late, "%d IDs, the last at +%d ms" % (len(late), twitter_fields(max(ids))[0] -
+                                                   stopped_ms))
+    check("the client exits 1 with the lease error (lost at its TTL)",
+          p.returncode == 1 and "lease" in msg, "rc %s: %s" % (p.returncode, msg[:400]))
+    check("its IDs strictly increase", increasing(ids))
+
+
 def main():
     reg = WORK.registry("reg")
     d = Daemon("leases", ["--leases", "--registry", reg])
@@ -264,6 +299,7 @@ def main():
     addon(d, uri)
     tls_and_token()
     fencing(uri)
+    daemon_paused(d, uri)
     d.stop()
 
 
