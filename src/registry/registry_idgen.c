@@ -42,8 +42,14 @@
  * Open makes one `GET /health` (any answer will do), so that a wrong
  * address, port or certificate fails at open, with a clear message.
  *
- * One HTTP connection per registry (libcurl keeps it alive), behind a
- * mutex; a forked child leaks its parent's handle and makes its own.
+ * One HTTP connection per registry (libcurl keeps it alive) for renewals,
+ * mark writes and releases, behind a mutex; an acquisition, which may
+ * wait, has one of its own.  A forked child leaks its parent's handle and
+ * makes its own.
+ *
+ * Tested by test_registry (the URI, the answers' reader), fuzz_idgen and
+ * the ctest registry.idgen (tests/registry/suite_idgen.py, against a real
+ * daemon).
  */
 #define _GNU_SOURCE
 /* Calls go through a table (below), where curl's type-checking macros cannot follow. */
