@@ -288,6 +288,42 @@ def group_mark_and_clock(d):
           st == 503 and o and o["error"] == "clock", r)
 
 
+def group_loop_free():
+    """A registry call that waits (an acquisition waiting for the pool's
+    mark, on the service thread) holds no event loop: with one loop, IDs
+    keep coming meanwhile."""
+    import threading
+    d = lease_daemon("busy", "busy", ["--threads", "1"])
+    try:
+        st, a, r = acquire(d, "b:1:a")
+        body = identity(a, "b:1:a") if st == 200 else {}
+        body["mark_ms"] = int(time.time() * 1000) + 900  # (file: raises the pool's mark too)
+        st, o, r = post(d, "/lease/mark", body)
+        check("a mark 900 ms ahead", st == 200, r)
+        out = {}
+
+        def slow():
+            t = time.monotonic()
+            out["st"] = acquire(d, "b:2:a", node="datacenter=3")[0]
+            out["s"] = time.monotonic() - t
+        th = threading.Thread(target=slow)
+        th.start()
+        time.sleep(0.15)
+        worst = 0.0
+        while th.is_alive():
+            t = time.monotonic()
+            ok = ids_ok(d)
+            worst = max(worst, time.monotonic() - t if ok else 99)
+            time.sleep(0.02)
+        th.join()
+        check("an acquisition that waits for the pool's mark (about 0.9 s): 200",
+              out.get("st") == 200 and out.get("s", 0) >= 0.4, out)
+        check("meanwhile the one event loop answers /id, each in less than half the wait",
+              0 < worst < out.get("s", 0) / 2, (worst, out))
+    finally:
+        d.stop()
+
+
 def group_limits():
     d = lease_daemon("limits", "limits", ["--lease-max-per-client", "2"])
     try:
@@ -490,7 +526,8 @@ def group_main():
 if __name__ == "__main__":
     socket.setdefaulttimeout(30)
     run_suite("leases",
-              after=[("the routes", group_main), ("limits", group_limits),
+              after=[("the routes", group_main), ("one loop, a slow registry call", group_loop_free),
+                     ("limits", group_limits),
                      ("expiry and quarantine", group_expiry),
                      ("expiry on etcd", group_etcd), ("an exhausted pool", group_pool_full),
                      ("off, and static", group_off_and_static),
