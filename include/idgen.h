@@ -1061,6 +1061,11 @@ IDGEN_API int idgen_ulid_gen_next_at(idgen_ulid_gen_t *g, int64_t unix_ms, idgen
  *                   one key per tuple, leases by etcd's own leases.  etcd
  *                   keeps no pool-wide mark (below): a tuple whose keys are
  *                   deleted by hand starts again at the wall clock.
+ *   "idgen://[AGENT:TOKEN@]HOST:PORT"  a tuple leased from a daemon run with
+ *                   `idgen serve --leases`, which holds it in its own
+ *                   registry (docs/SERVE.md, "Leases for clients");
+ *                   "idgens://" for HTTPS (?cacert=FILE).  The mark step is
+ *                   half the TTL; list and free are the daemon registry's.
  *
  * What a lease stands for.  A lease holds a whole node tuple: the values of
  * every node field of the layout, the leased field's assigned, the others

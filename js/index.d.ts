@@ -15,7 +15,7 @@ export interface IdgenError extends Error {
 export interface SnowflakeOptions {
   /** A preset ("twitter", "discord", "sonyflake", ...) or a layout spec. Default "twitter". */
   layout?: string;
-  /** "file:DIR", "postgres://...", "etcd://...", or "static". Default: the CLI's default file: directory (WebAssembly: "static" only). */
+  /** "file:DIR", "postgres://...", "etcd://...", "idgen://HOST:PORT" (a daemon run with --leases), or "static". Default: the CLI's default file: directory (WebAssembly: "static" only). */
   registry?: string;
   /** The registry's ID space (as the CLI's --space: the URI's ?space=NAME); not with "static". */
   space?: string;

@@ -21,11 +21,13 @@
 #                        IDGEN__DYNLIB in src/registry: libpq, libcurl), each
 #                        Debian package's copyright file and a list of the
 #                        packages (/usr/share/doc/idgen-image/packages.txt),
-#                        the CA bundle (etcd:// over https); every registry works
+#                        the CA bundle (etcd:// and idgens:// over https);
+#                        every registry works
 #   --static:            the binary linked -static (IDGEN_STATIC_EXE) and
 #                        nothing else besides the files above: file: and
-#                        static registries only, postgres:// and etcd:// are
-#                        refused at start naming the library they lack
+#                        static registries only, postgres://, etcd:// and
+#                        idgen:// are refused at start naming the library
+#                        they lack
 # ENV IDGEN_HTTP=0.0.0.0:8080 IDGEN_RESP=0.0.0.0:6380 (every other setting is
 # the daemon's default; flags after the image name, and -e IDGEN_*, win),
 # EXPOSE 8080 6380, USER 65532:65532, labels org.opencontainers.image.*.
@@ -149,7 +151,7 @@ if [ "$flavour" = dynamic ]; then
     command -v "$tool" >/dev/null || die "$tool is missing"
   done
   # What the binary needs at start, and what it loads with dlopen when a
-  # postgres:// or etcd:// registry is used (its sonames, from the source).
+  # postgres://, etcd:// or idgen:// registry is used (its sonames, from the source).
   mapfile -t sonames < <(grep -ho 'IDGEN__DYNLIB([^;]*' "$src"/src/registry/*.c |
     grep -o '"lib[^"]*\.so\.[0-9]*"' | tr -d '"' | sort -u)
   [ ${#sonames[@]} -gt 0 ] || die "no IDGEN__DYNLIB sonames found in src/registry"

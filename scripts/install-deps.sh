@@ -19,7 +19,7 @@ packages=(
   faketime                           # clock steps under a running daemon
   spin                               # make model: the registry protocol's model checker
   libpq-dev                          # the postgres:// registry
-  libcurl4-openssl-dev               # the etcd:// registry (etcd's JSON gateway)
+  libcurl4-openssl-dev               # the etcd:// registry (etcd's JSON gateway) and idgen://
   etcd-server etcd-client openssl    # a throwaway etcd cluster (and TLS certificates) for the registry's tests
   postgresql                         # a throwaway PostgreSQL server for the registry's tests
   postgresql-server-dev-15           # CREATE EXTENSION idgen (pg/): PGXS and the server headers

@@ -218,13 +218,13 @@ expect "unknown option" 2 "" "idgen: snowflake: unknown option --bogus (see 'idg
 expect "missing value" 2 "" "idgen: snowflake: option --layout needs a value (see 'idgen snowflake --help')" \
   -- snowflake --layout
 expect "registry unknown scheme" 2 "" \
-  'idgen: snowflake: registry = "redis://x" (from flag --registry): registry: unknown scheme in "redis://x" (known: static, file:DIR, postgres://..., etcd://HOST:PORT)' \
+  'idgen: snowflake: registry = "redis://x" (from flag --registry): registry: unknown scheme in "redis://x" (known: static, file:DIR, postgres://..., etcd://HOST:PORT, idgen://HOST:PORT)' \
   -- snowflake --registry redis://x
 expect "negative borrow" 2 "" 'idgen: snowflake: max_borrow_ms = "-1" (from flag --max-borrow-ms): not a whole number from 0 to 86400000' \
   -- snowflake --max-borrow-ms -1
 # Registry messages quote what they echo: no raw bytes.
 expect "registry scheme quoted" 2 "" \
-  'idgen: snowflake: registry = "no\xC1pe:x" (from flag --registry): registry: unknown scheme in "no\xC1pe:x" (known: static, file:DIR, postgres://..., etcd://HOST:PORT)' \
+  'idgen: snowflake: registry = "no\xC1pe:x" (from flag --registry): registry: unknown scheme in "no\xC1pe:x" (known: static, file:DIR, postgres://..., etcd://HOST:PORT, idgen://HOST:PORT)' \
   -- snowflake --registry $'no\xc1pe:x'
 expect "registry free: pool quoted" 2 "" \
   'idgen: registry: pool "epoch=\x7F" is not a pool name (epoch=...,tick=...,time@...,sequence@...: as listed)' \

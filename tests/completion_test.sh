@@ -66,7 +66,7 @@ expect_only "$I decode " # IDs: nothing to offer
 expect "$I snowflake " --count --worker --layout --node
 expect_only "$I ulid --m" --monotonic
 expect_only "$I plan --max-b" --max-borrow-ms
-expect "$I serve --registry " static file: postgres:// etcd://
+expect "$I serve --registry " static file: postgres:// etcd:// idgen:// idgens://
 # After "postgres:" readline replaces only what follows the colon.
 expect_only "$I serve --registry postgres:" //
 dir=$(mktemp -d)

@@ -26,7 +26,8 @@
 #           borrow, wait or clock setting: it takes the rows without them
 #           (idgen.space: the rows with space= alone).
 # The layout is twitter's (datacenter and worker; the registry leases
-# worker).  `file` is a file: registry of the test's own (the extension's
+# worker).  The idgen:// rows are refused before anything is reached (no
+# daemon runs here: registry.idgen runs one).  `file` is a file: registry of the test's own (the extension's
 # file:pg_idgen, in its data directory, named: never the default, the
 # host's /var/lib/idgen).
 #
@@ -74,6 +75,8 @@ file   | datacenter=1               |        |     | max_borrow_ms=86400000 cloc
 static | datacenter=1,worker=2      |        |     | space=billing          | refused | the static registry keeps no ID spaces
 file   | datacenter=1               |        |     | space=billing          | ok      |
 file   | datacenter=1               |        |     | space=Billing          | refused | not a space name
+idgen://127.0.0.1:1?bogus=1 | datacenter=1 |  |     |                        | refused | unknown parameter "bogus"; known: space, cacert
+idgen://127.0.0.1:1 | datacenter=1,worker=2 |       |     |                        | refused | assigns worker: leave it out of node
 '
 
 work=$(mktemp -d /tmp/idgen-settings-XXXXXX)

@@ -19,6 +19,9 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -135,6 +138,9 @@ static void test_uri_redact(void **state) {
       {"etcd://root:s3cret@10.0.0.1:2379,10.0.0.2:2379",
        "etcd://root:***@10.0.0.1:2379,10.0.0.2:2379"},
       {"etcd://10.0.0.1:2379?cacert=/c.pem", "etcd://10.0.0.1:2379?cacert=/c.pem"},
+      {"idgen://orders:0123456789abcdef@ids:8080", "idgen://orders:***@ids:8080"},
+      {"idgens://orders:s3cret-s3cret-s3cret@ids:8443/?cacert=/c.pem&space=b",
+       "idgens://orders:***@ids:8443/?cacert=/c.pem&space=b"},
       {"file:/var/lib/idgen?space=billing", "file:/var/lib/idgen?space=billing"},
       {"static", "static"},
       {"", ""},
@@ -146,11 +152,15 @@ static void test_uri_redact(void **state) {
   }
   /* a client library's message quoting the URI shows no secret either
    * (libpq's parse errors quote the token they could not read) */
-  static const char *const bad[] = {
-      "postgres://u:s3cr%zzet@127.0.0.1:1/db", "postgres://u:s3cret@[::1/db",
-      "postgres://u@h/db?password=s3cr%zz",    "postgress://u:s3cret@h/db",
-      "Postgres://u@h/db?password=s3cret",     "etcd://u:s3cret@h:99999",
-      "etcd://u:s3cret@h:1?nosuch=1"};
+  static const char *const bad[] = {"postgres://u:s3cr%zzet@127.0.0.1:1/db",
+                                    "postgres://u:s3cret@[::1/db",
+                                    "postgres://u@h/db?password=s3cr%zz",
+                                    "postgress://u:s3cret@h/db",
+                                    "Postgres://u@h/db?password=s3cret",
+                                    "etcd://u:s3cret@h:99999",
+                                    "etcd://u:s3cret@h:1?nosuch=1",
+                                    "idgen://a:s3cret-0123456789@h:99999",
+                                    "idgens://a:s3cret-0123456789@h:1?nosuch=1"};
   char err[600];
   idgen_registry_t *r;
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -186,6 +196,128 @@ static void test_uri_redact(void **state) {
   /* cut to fit, always terminated */
   idgen_registry_uri_redact("postgres://app:s3cret@db/ids", buf, 12);
   assert_string_equal(buf, "postgres://");
+}
+
+/* idgen:// and idgens:// (registry_idgen.c): the URI is checked without
+ * I/O, each refusal naming what is wrong; open reaches the daemon, and a
+ * port nobody listens on is IDGEN_EREGISTRY, saying so. */
+static void test_idgen_uri_check(void **state) {
+  (void)state;
+  static const char *const good[] = {
+      "idgen://127.0.0.1:8080",
+      "idgen://ids.internal:8080/",
+      "idgen://[::1]:8080",
+      "idgen://orders:0123456789abcdef@ids:8080",
+      "idgen://orders:s3cret%2Fs3cret%40xyz@ids:8080",
+      "idgen://ids:8080?space=billing",
+      "idgens://ids:8443",
+      "idgens://orders:0123456789abcdef@ids:8443/?cacert=/etc/idgen/ca.pem",
+      "idgens://ids:8443?space=b&cacert=%2Fetc%2Fca.pem",
+  };
+  char err[400];
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+    if (idgen_registry_check(good[i], err, sizeof err) != 0)
+      fail_msg("%s: %s", good[i], err);
+  static const char *const bad[][2] = {
+      {"idgen:ids:8080", "registry: idgen: expected idgen://[AGENT:TOKEN@]HOST:PORT[/]"},
+      {"idgens:ids:8080",
+       "registry: idgens: expected idgens://[AGENT:TOKEN@]HOST:PORT[/][?cacert=FILE]"},
+      {"idgen://ids", "registry: idgen: \"ids\": expected HOST:PORT (the daemon's HTTP address)"},
+      {"idgen://", "registry: idgen: \"\": expected HOST:PORT (the daemon's HTTP address)"},
+      {"idgen://:8080",
+       "registry: idgen: \":8080\": expected HOST:PORT (the daemon's HTTP address)"},
+      {"idgen://ids:0", "registry: idgen: \"ids:0\": the port is not a number from 1 to 65535"},
+      {"idgen://ids:65536",
+       "registry: idgen: \"ids:65536\": the port is not a number from 1 to 65535"},
+      {"idgen://ids:80x", "registry: idgen: \"ids:80x\": the port is not a number from 1 to 65535"},
+      {"idgen://i d:80", "registry: idgen: \"i d:80\": a host name has letters, digits, '.', '-'"},
+      {"idgen://[::1:80", "registry: idgen: \"[::1:80\": an IPv6 address goes between [ and ]"},
+      {"idgen://ids:8080/lease",
+       "registry: idgen: no path after HOST:PORT (\"/lease\"): the daemon's lease routes are its "
+       "own"},
+      {"idgen://0123456789abcdef@ids:8080",
+       "registry: idgen: expected AGENT:TOKEN@ before the host (AGENT: a letter, then letters, "
+       "digits and '-', as in the daemon's --auth-file)"},
+      {"idgen://9a:0123456789abcdef@ids:8080",
+       "registry: idgen: expected AGENT:TOKEN@ before the host (AGENT: a letter, then letters, "
+       "digits and '-', as in the daemon's --auth-file)"},
+      {"idgen://a:short@ids:8080", "registry: idgen: the token is not 16 to 256 visible "
+                                   "characters (percent-encoded in the URI)"},
+      {"idgen://a:0123456789%20abcdef@ids:8080", "registry: idgen: the token is not 16 to 256 "
+                                                 "visible characters (percent-encoded in the URI)"},
+      {"idgen://ids:8080?cacert=/ca.pem",
+       "registry: idgen: cacert= is for idgens:// (HTTPS); idgen:// is plain HTTP"},
+      {"idgens://ids:8080?cacert=", "registry: idgens: cacert= needs a file name "
+                                    "(percent-encoded, under 1024 bytes)"},
+      {"idgens://ids:8080?cacert=/a&cacert=/b", "registry: idgens: cacert= given twice"},
+      {"idgen://ids:8080?prefix=x",
+       "registry: idgen: unknown parameter \"prefix\"; known: space, cacert (idgens:// only)"},
+      {"idgen://ids:8080?Space=b",
+       "registry: idgen: unknown parameter \"Space\"; known: space, cacert (idgens:// only)"},
+      {"idgen://ids:8080?space=B", "registry: space \"B\" is not a space name (a lower-case "
+                                   "letter, then up to 31 of a-z, 0-9, _ and -)"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    int rc = idgen_registry_check(bad[i][0], err, sizeof err);
+    if (rc != IDGEN_EINVAL || strcmp(err, bad[i][1]) != 0)
+      fail_msg("%s: %d %s\n  wanted: %s", bad[i][0], rc, err, bad[i][1]);
+  }
+  /* A port bound but not listening: refused at once, at open. */
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t alen = sizeof a;
+  assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+  char target[100];
+  snprintf(target, sizeof target, "idgen://127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+  idgen_registry_t *r;
+  assert_int_equal(idgen_registry_open(&r, target, err, sizeof err), IDGEN_EREGISTRY);
+  if (strncmp(err, "registry: idgen://127.0.0.1:", 28) != 0 ||
+      strstr(err, ": cannot reach the daemon: ") == NULL)
+    fail_msg("%s: %s", target, err);
+  close(fd);
+}
+
+/* The daemon's answers (registry_idgen.c's reader of flat JSON objects):
+ * what it takes (unknown members of any kind kept for a later daemon) and
+ * what it refuses, each with its reason. */
+static void test_idgen_answers(void **state) {
+  (void)state;
+  char why[200];
+  static const struct {
+    const char *text;
+    int n;
+    const char *why;
+  } cases[] = {
+      {"{}", 0, NULL},
+      {" {\"mark_ms\" : 1796220005000 }\r\n", 1, NULL},
+      {"{\"a\":\"\\u00e9\\ud83d\\ude00\\\"\\\\\\/\\n\",\"b\":-3,\"c\":1.5e3,\"d\":null,"
+       "\"e\":[1,{\"x\":\"]\"}],\"f\":true}",
+       6, NULL},
+      {"", -1, "not a JSON object at byte 0"},
+      {"[1]", -1, "not a JSON object at byte 0"},
+      {"{\"a\":1,\"a\":2}", -1, "a member given twice at byte 10"},
+      {"{\"a\":1} x", -1, "bytes after the object at byte 8"},
+      {"{\"a\":01}", -1, "a malformed number at byte 5"},
+      {"{\"a\":\"\\x\"}", -1, "a bad escape in a string at byte 8"},
+      {"{\"a\":\"\\ud800\"}", -1, "a lone surrogate in a string at byte 12"},
+      {"{\"a\":\"\\u0000\"}", -1, "a lone surrogate or a NUL in a string at byte 12"},
+      {"{\"a\":\"x", -1, "a string without its closing quote at byte 7"},
+      {"{\"a\" 1}", -1, "expected ':' at byte 5"},
+      {"{\"a\":1 \"b\":2}", -1, "expected ',' or '}' at byte 7"},
+      {"{\"a\":[1,2}", -1, "mismatched brackets at byte 9"},
+      {"{\"a\":{]}", -1, "mismatched brackets at byte 6"},
+      {"{\"a\":[[1]", -1, "an unterminated nested value at byte 9"},
+      {"{\"a\":tru}", -1, "not a JSON value at byte 5"},
+      {"{\"a\":\"\x01\"}", -1, "a control byte in a string at byte 7"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    why[0] = '\0';
+    int n = idgen__idgen_answer_parse(cases[i].text, strlen(cases[i].text), why, sizeof why);
+    if (n != cases[i].n || (cases[i].why && strcmp(why, cases[i].why) != 0))
+      fail_msg("%s: %d \"%s\", wanted %d \"%s\"", cases[i].text, n, why, cases[i].n,
+               cases[i].why ? cases[i].why : "");
+  }
 }
 
 /* A space given beside the registry: the URI's ?space=NAME (or &), by one
@@ -1688,6 +1820,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_uri_redact, setup, teardown),
       cmocka_unit_test_setup_teardown(test_uri_with_space, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_idgen_uri_check, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_idgen_answers, setup, teardown),
       cmocka_unit_test_setup_teardown(test_field_choice, setup, teardown),
       cmocka_unit_test_setup_teardown(test_record_put_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pool_file_put_back, setup, teardown),

@@ -39,6 +39,7 @@ static const char usage[] =
     "          at once\n"
     "\n"
     "  -r, --registry URI   file:DIR, postgres://... or etcd://HOST:PORT[,...]\n"
+    "                       (an idgen:// client's tuples: the daemon's registry)\n"
     "                       (default: the daemon's, the host's file:/var/lib/idgen,\n"
     "                       shared by every user who may write it)\n"
     "      --space NAME     only this ID space (list; default: every space), or\n"

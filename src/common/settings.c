@@ -48,7 +48,9 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                      NONE, "URI",
                      "where the leased node field's value comes from: `file:DIR` (processes "
                      "on one host), `postgres://...` (machines sharing a database), "
-                     "`etcd://HOST:PORT[,HOST:PORT...]` (machines sharing an etcd cluster), or "
+                     "`etcd://HOST:PORT[,HOST:PORT...]` (machines sharing an etcd cluster), "
+                     "`idgen://[AGENT:TOKEN@]HOST:PORT` (leased from a daemon run with "
+                     "`--leases`; `idgens://` for HTTPS), or "
                      "`static` (the `node` values, unchecked: two processes given the same "
                      "ones make duplicate IDs)"},
     [SK_SPACE] = {"space", ST_SPACE, BOTH, 0, "", NULL,

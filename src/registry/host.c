@@ -148,7 +148,7 @@ static const char *const virtual_prefixes[] = {"docker", "br-", "virbr", "veth",
 
 #define HOST_REMEDY                                                                                \
   "; give the value by hand (NAME=N, different on every host) or lease it from a registry "        \
-  "(--registry file:DIR, postgres://..., etcd://...)"
+  "(--registry file:DIR, postgres://..., etcd://..., idgen://...)"
 
 static uint64_t low_bits(uint64_t v, unsigned bits) {
   return bits >= 64 ? v : v & ((UINT64_C(1) << bits) - 1);

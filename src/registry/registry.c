@@ -47,8 +47,9 @@ const idgen__registry_ops_t idgen__registry_etcd = {
 #endif
 
 static const idgen__registry_ops_t *const backends[] = {
-    &idgen__registry_static, &idgen__registry_file, &idgen__registry_postgres,
-    &idgen__registry_postgresql, &idgen__registry_etcd};
+    &idgen__registry_static,     &idgen__registry_file, &idgen__registry_postgres,
+    &idgen__registry_postgresql, &idgen__registry_etcd, &idgen__registry_idgen,
+    &idgen__registry_idgens};
 
 /* The rule bind and idgen_lease_settings_verify share: `static` leases
  * nothing, so there is no field for it to assign. */
@@ -81,7 +82,8 @@ static const idgen__registry_ops_t *backend_of(const char *uri, const char **res
   idgen_registry_uri_redact(uri, masked, sizeof masked);
   idgen__err(
       err, errlen, IDGEN_EINVAL,
-      "registry: unknown scheme in \"%s\" (known: static, file:DIR, postgres://..., etcd://HOST:PORT)",
+      "registry: unknown scheme in \"%s\" (known: static, file:DIR, postgres://..., etcd://HOST:PORT, "
+      "idgen://HOST:PORT)",
       IDGEN_QUOTE(masked, strlen(masked), '"', 100));
   return NULL;
 }

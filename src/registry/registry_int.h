@@ -186,7 +186,7 @@ int idgen__space_join(idgen__space_t *s, const char *space, const idgen__pool_t 
 #define IDGEN__REGISTRY_OPS_VERSION 4
 typedef struct idgen__registry_ops {
   int version;
-  const char *scheme;   /* "static", "file", "postgres", "etcd" */
+  const char *scheme;   /* "static", "file", "postgres", "etcd", "idgen", "idgens" */
   int64_t mark_step_ms; /* default mark step; 0: the lease's TTL */
   int expires;          /* leases expire unless renewed (network
                                * registries); 0: held while the process lives */
@@ -260,7 +260,8 @@ struct idgen_lease {
 };
 
 extern const idgen__registry_ops_t idgen__registry_static, idgen__registry_file,
-    idgen__registry_postgres, idgen__registry_postgresql, idgen__registry_etcd;
+    idgen__registry_postgres, idgen__registry_postgresql, idgen__registry_etcd,
+    idgen__registry_idgen, idgen__registry_idgens;
 
 /* file: records (registry_file.c).  A tuple's lock file holds
  * "idgen-lease v2 generation=N mark_ms=M key=K holder=H" (K: 16 hex
@@ -298,6 +299,11 @@ int idgen__etcd_record_parse(const char *v, int64_t *mark_ms, uint64_t *generati
 int idgen__etcd_record_format(char *out, size_t outlen, int64_t mark_ms, uint64_t generation,
                               const char *holder);
 int idgen__etcd_held_parse(const char *v, int64_t *quarantine_ms, char *holder, size_t holderlen);
+
+/* idgen:// answers (registry_idgen.c): text[0..n) read as the daemon's
+ * answer, a flat JSON object: its member count, or -1 with why naming what
+ * is wrong (for the fuzz target and the tests). */
+int idgen__idgen_answer_parse(const char *text, size_t n, char *why, size_t whylen);
 
 /* Bounded calls (bounded.c): the backend's call, on a thread of its own
  * when its table says `bounded`, the caller waiting at most
