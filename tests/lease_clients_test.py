@@ -26,7 +26,7 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -116,36 +116,40 @@ def run(idgen, js, kind):
         port = d.http
         reg = "idgen://127.0.0.1:%d" % port
 
-        # 1. Two CLI and two Node.js clients at once.
-        cli = [subprocess.Popen([idgen, "snowflake", "-n", str(N), "--registry", reg,
-                                 "--node", "datacenter=1"], stdout=open(wd.join("cli%d" % i), "w"),
-                                stderr=open(wd.join("cli%d.err" % i), "w"))
-               for i in range(2)]
-        nodes = [Client(wd, "node%d" % i, js, reg, N) for i in range(2)]
-        for p in cli:
-            p.wait(timeout=300)
-        for c in nodes:
-            c.p.wait(timeout=300)
+        # 1. Two CLI and two Node.js clients at once, holding their leases
+        # together: each writes into a pipe read only once every one has
+        # written its first line (a client blocks on the full pipe, so none
+        # finishes and gives its tuple back before the others have theirs).
+        procs = [subprocess.Popen([idgen, "snowflake", "-n", str(N), "--registry", reg,
+                                   "--node", "datacenter=1"], stdout=subprocess.PIPE,
+                                  stderr=open(wd.join("cli%d.err" % i), "w")) for i in range(2)]
+        procs += [subprocess.Popen(["node", os.path.join(HERE, "lease", "client.mjs"), reg,
+                                    str(N)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   env=dict(os.environ, IDGEN_JS=js)) for _ in range(2)]
+        names = ["CLI 1", "CLI 2", "Node.js 1", "Node.js 2"]
+        firsts = [p.stdout.readline() for p in procs]
+        outs = [None] * 4
+
+        def drain(i):
+            outs[i] = firsts[i] + procs[i].stdout.read()
+            procs[i].wait(300)
+
+        threads = [threading.Thread(target=drain, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         every, workers = [], []
-        for i, p in enumerate(cli):
-            with open(wd.join("cli%d" % i)) as f:
-                ids = [int(x) for x in f.read().split()]
-            with open(wd.join("cli%d.err" % i)) as f:
-                err = f.read()
-            check("%s: CLI %d makes %d IDs on its lease (exit 0)" % (kind, i + 1, N),
-                  p.returncode == 0 and len(ids) == N, (p.returncode, len(ids), err[-300:]))
-            check("%s: CLI %d's IDs strictly increasing" % (kind, i + 1), increasing(ids))
+        for i, p in enumerate(procs):
+            lines = outs[i].decode().split("\n")
+            ids = [int(x) for x in lines if x.isdigit()]
+            bad = [x for x in lines if x and not x.isdigit() and not x.startswith("lease ")]
+            check("%s: %d IDs on its lease (exit 0)" % (names[i], N),
+                  p.returncode == 0 and len(ids) == N and not bad, (p.returncode, len(ids), bad[:2]))
+            check("%s: its IDs strictly increasing" % names[i], increasing(ids))
             workers.append({worker_of(x) for x in ids})
             every += ids
-        for i, c in enumerate(nodes):
-            node, ids, error = c.result()
-            check("%s: Node.js %d makes %d IDs on its lease (exit 0)" % (kind, i + 1, N),
-                  c.p.returncode == 0 and len(ids) == N and error is None,
-                  (c.p.returncode, len(ids), error))
-            check("%s: Node.js %d's IDs strictly increasing" % (kind, i + 1), increasing(ids))
-            workers.append({worker_of(x) for x in ids})
-            every += ids
-        check("%s: four processes, four distinct worker values" % kind,
+        check("%s: four processes at once, four distinct worker values" % kind,
               all(len(w) == 1 for w in workers) and len(set().union(*workers)) == 4, workers)
         check("%s: 0 duplicates over %d IDs" % (kind, len(every)),
               len(every) == 4 * N and len(set(every)) == len(every),
