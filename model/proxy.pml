@@ -27,13 +27,18 @@
  *   NDH direct holders of the registry, as net.pml's (no watchdog).
  *   the clock     true time, 0..TMAX ticks: the registry's clock.
  *
- * Messages: each client has one request out at a time (creq) and one
- * answer slot (cans); between the send, the daemon's step and the client
- * taking the answer, any number of other steps and ticks may pass (delays).
- * A request the daemon has not answered when it is killed fails (the
- * connection is reset); an answer already sent is still delivered.  A
- * crashed client's requests are gone (its holder and secret die with it:
- * the daemon would refuse them).
+ * Messages: an acquisition or a renewal is a request (creq) and an answer
+ * (cans), one out per client at a time; between the send, the daemon's
+ * step and the client taking the answer, any number of other steps and
+ * ticks may pass (delays).  A request the daemon has not answered when it
+ * is killed fails (the connection is reset); an answer already sent is
+ * still delivered.  A crashed client's requests are gone (its holder and
+ * secret die with it: the daemon would refuse them).  A mark request and a
+ * release are one step each, the daemon's included: the mark asked is
+ * computed from the client's state, which cannot pass its ceiling while it
+ * waits, so asking later covers a delayed request, and a delayed answer is
+ * a pause; a mark recorded whose answer is lost only raises the mark; a
+ * release lost, or refused, is a crash.
  *
  * Clocks and rates (the assumptions, explicit):
  *   - true time is the registry's clock; IDs carry a wall clock that is
@@ -68,6 +73,8 @@
  *                    background renewal may come later, or never).
  *   MUT_NOQUAR       the daemon releases the tuple at the client's expiry,
  *                    without the quarantine.
+ *   MUT_VALID_FROM_ANSWER  the client counts its lease valid from the
+ *                    answer's arrival, not from the request's send time.
  *   EMPTY            the daemon may be restarted on an empty registry (its
  *                    rows and marks lost): a documented exception, as
  *                    net.pml's RESTORE; a counterexample is expected.
@@ -133,19 +140,17 @@ bit unique = 1, valid = 1, durable = 1;
 /* ---- the clients ---- */
 #define ACQ 1
 #define RENEW 2
-#define MARK 3
-#define REL 4
 #define A_OK 1
 #define A_LOST 2   /* 409 lease (or 503 pool_full for an acquisition) */
 #define A_FAIL 3   /* no answer: the daemon was killed */
-byte cup[NC];      /* 0 down, 1 holding, 2 releasing */
+byte cup[NC];      /* 0 down, 1 holding */
 byte ck[NC];       /* its tuple */
 byte ctick[NC];    /* the last tick issued (start: the grant's mark) */
 byte cceil[NC];    /* its ceiling: the last mark the daemon recorded */
 byte cval[NC];     /* valid while now < cval (true time) */
 byte cskew[NC];
 byte creq[NC];     /* the request out */
-byte creqt[NC];    /* its send time (ACQ, RENEW) or mark (MARK, REL) */
+byte creqt[NC];    /* its send time */
 byte cans[NC];     /* the answer, when it came */
 byte cansk[NC], cansm[NC]; /* an acquisition's tuple and mark */
 
@@ -181,6 +186,17 @@ inline issued(k, t, c) {
   id = 0
 }
 
+/* The daemon forgets a grant; the daemon answers a grant or a renewal:
+ * its deadlines, by its own clock, in true time. */
+inline dforget(k) {
+  dc[k] = 0; dq[k] = 0; dexp[k] = 0; drel[k] = 0
+}
+inline dlive(k) {
+  dq[k] = 0;
+  dexp[k] = now + TTL - DFAST;
+  drel[k] = now + TTL + DQUAR - DFAST
+}
+
 inline cdown(c) {
   cup[c] = 0; ck[c] = 0; ctick[c] = 0; cceil[c] = 0; cval[c] = 0; cskew[c] = 0;
   creq[c] = 0; creqt[c] = 0; cans[c] = 0; cansk[c] = 0; cansm[c] = 0
@@ -191,10 +207,15 @@ inline cdown(c) {
 #else
 #define CVALID(c) true
 #endif
+#ifndef MUT_VALID_FROM_ANSWER
+#define VFROM(c) creqt[c]  /* valid from the request's send time */
+#else
+#define VFROM(c) now
+#endif
 #define CNEXT(c) MAX(ctick[c] + 1, CLK(cskew[c]))
 
 proctype client(byte c) {
-  byte t, id;
+  byte k, t, id;
 end:
   do
   /* acquire: POST /lease */
@@ -214,22 +235,45 @@ end:
        ctick[c] = t;
        t = 0
      }
-  /* a mark ahead, before an ID beyond it: POST /lease/mark */
+  /* a mark ahead, before an ID beyond it: POST /lease/mark, the daemon's
+   * step and its answer in one (see "Messages" above) */
   :: atomic {
        cup[c] == 1 && creq[c] == 0 && MAX(ctick[c], CLK(cskew[c])) + 1 > cceil[c] &&
            cceil[c] < TMAX ->
-       creq[c] = MARK;
-       creqt[c] = MIN(MAX(ctick[c], CLK(cskew[c])) + STEP, TMAX)
+       t = MIN(MAX(ctick[c], CLK(cskew[c])) + STEP, TMAX);
+       k = ck[c];
+       if
+       :: dc[k] == 1 + c && !dq[k] && rholder[k] == 1 + c ->
+#ifndef MUT_ASYNC_MARK
+         rmark[k] = MAX(rmark[k], t);
+#else
+         dpend[k] = MAX(dpend[k], t);
+#endif
+         cceil[c] = t
+       :: dc[k] == 1 + c && !dq[k] && rholder[k] != 1 + c ->
+         dforget(k); cdown(c)
+       :: else -> cdown(c)
+       fi;
+       t = 0; k = 0
      }
   /* a renewal: POST /lease/renew */
   :: atomic {
        cup[c] == 1 && creq[c] == 0 && now + TTL > cval[c] ->
        creq[c] = RENEW; creqt[c] = now
      }
-  /* release: POST /lease/release with the last tick used */
+  /* release: POST /lease/release with the last tick used; the client is
+   * gone (a release refused, or lost, is a crash) */
   :: atomic {
        cup[c] == 1 && creq[c] == 0 ->
-       cup[c] = 2; creq[c] = REL; creqt[c] = ctick[c]
+       k = ck[c];
+       if
+       :: dc[k] == 1 + c && !dq[k] && rholder[k] == 1 + c ->
+         rmark[k] = ctick[c]; rholder[k] = 0; rexp[k] = 0;
+         dforget(k)
+       :: else -> skip
+       fi;
+       cdown(c);
+       k = 0
      }
   /* an answer */
   :: atomic {
@@ -240,22 +284,15 @@ end:
          :: cans[c] == A_OK ->
            cup[c] = 1; ck[c] = cansk[c];
            ctick[c] = cansm[c]; cceil[c] = cansm[c];
-           cval[c] = creqt[c] + TTL
+           cval[c] = VFROM(c) + TTL
          :: else -> skip
          fi
        :: creq[c] == RENEW ->
          if
-         :: cans[c] == A_OK -> cval[c] = MAX(cval[c], creqt[c] + TTL)
+         :: cans[c] == A_OK -> cval[c] = MAX(cval[c], VFROM(c) + TTL)
          :: cans[c] == A_LOST -> cdown(c)
          :: cans[c] == A_FAIL -> skip
          fi
-       :: creq[c] == MARK ->
-         if
-         :: cans[c] == A_OK -> cceil[c] = MAX(cceil[c], creqt[c])
-         :: cans[c] == A_LOST -> cdown(c)
-         :: cans[c] == A_FAIL -> skip
-         fi
-       :: creq[c] == REL -> cdown(c)
        fi;
        if
        :: cup[c] == 0 -> cdown(c)
@@ -267,16 +304,9 @@ end:
   od
 }
 
-/* The daemon's answer to client c's request (one registry call, then the
- * answer).  The grant is named by the request's tuple and holder. */
-inline dforget(k) {
-  dc[k] = 0; dq[k] = 0; dexp[k] = 0; drel[k] = 0
-}
-inline dlive(k) {
-  dq[k] = 0;
-  dexp[k] = now + TTL - DFAST;
-  drel[k] = now + TTL + DQUAR - DFAST
-}
+/* The daemon's answer to client c's acquisition or renewal (one registry
+ * call, then the answer).  The grant is named by the request's tuple and
+ * holder. */
 
 proctype dserve(byte c) {
   byte k;
@@ -320,26 +350,6 @@ end:
            dc[k] = 1 + c; dlive(k); cans[c] = A_OK
          :: else -> cans[c] = A_LOST
          fi
-       :: creq[c] == MARK ->
-         if
-         :: dc[k] == 1 + c && !dq[k] && rholder[k] == 1 + c ->
-#ifndef MUT_ASYNC_MARK
-           rmark[k] = MAX(rmark[k], creqt[c]);
-#else
-           dpend[k] = MAX(dpend[k], creqt[c]);
-#endif
-           cans[c] = A_OK
-         :: dc[k] == 1 + c && !dq[k] && rholder[k] != 1 + c ->
-           dforget(k); cans[c] = A_LOST
-         :: else -> cans[c] = A_LOST
-         fi
-       :: creq[c] == REL ->
-         if
-         :: dc[k] == 1 + c && !dq[k] && rholder[k] == 1 + c ->
-           rmark[k] = creqt[c]; rholder[k] = 0; rexp[k] = 0;
-           dforget(k); cans[c] = A_OK
-         :: else -> cans[c] = A_LOST
-         fi
        fi;
        k = 0
      }
@@ -372,9 +382,10 @@ end:
        fi;
        dforget(k)
      }
-  /* its registry lease renewed in the background */
+  /* its registry lease renewed in the background while in quarantine (a
+   * live grant's is renewed by the client's renewals) */
   :: atomic {
-       dc[k] != 0 && now + TTL > rexp[k] ->
+       dc[k] != 0 && dq[k] && now + TTL > rexp[k] ->
        if
        :: rholder[k] == dc[k] -> rexp[k] = now + TTL
        :: else -> dforget(k)
@@ -511,6 +522,11 @@ end:
        for (i : 0 .. NC - 1) {
          if
          :: cup[i] == 1 && now >= CSLOW && cval[i] < now - CSLOW -> cval[i] = now - CSLOW
+         :: else -> skip
+         fi;
+         if /* a send time, only ever added TTL to */
+         :: (creq[i] == ACQ || creq[i] == RENEW) && now >= TTL + CSLOW &&
+               creqt[i] < now - TTL - CSLOW -> creqt[i] = now - TTL - CSLOW
          :: else -> skip
          fi
        }
