@@ -69,8 +69,8 @@
  *   MUT_ASYNC_MARK   the daemon answers a mark request before recording
  *                    it (the write follows, or is lost with the daemon).
  *   MUT_LATE_RENEW   the daemon extends a client's expiry and answers its
- *                    renewal without renewing the registry first (the
- *                    background renewal may come later, or never).
+ *                    renewal before renewing the registry (the registry's
+ *                    renewal follows, or is lost with the daemon).
  *   MUT_NOQUAR       the daemon releases the tuple at the client's expiry,
  *                    without the quarantine.
  *   MUT_VALID_FROM_ANSWER  the client counts its lease valid from the
@@ -161,6 +161,9 @@ byte dexp[NK];     /* it may expire the client from this (true time) */
 byte drel[NK];     /* it may release the tuple from this */
 #ifdef MUT_ASYNC_MARK
 byte dpend[NK];    /* a mark answered, not yet written */
+#endif
+#ifdef MUT_LATE_RENEW
+bit dren[NK];      /* a renewal answered, not yet made in the registry */
 #endif
 byte restarts;
 
@@ -340,6 +343,8 @@ end:
            :: rholder[k] == 1 + c ->
 #ifndef MUT_LATE_RENEW
              rexp[k] = now + TTL;
+#else
+             dren[k] = 1;
 #endif
              dlive(k); cans[c] = A_OK
            :: else -> dforget(k); cans[c] = A_LOST
@@ -391,6 +396,17 @@ end:
        :: else -> dforget(k)
        fi
      }
+#ifdef MUT_LATE_RENEW
+  /* the renewal answered earlier, made in the registry now (conditional) */
+  :: atomic {
+       dren[k] ->
+       if
+       :: dc[k] != 0 && rholder[k] == dc[k] -> rexp[k] = now + TTL
+       :: else -> skip
+       fi;
+       dren[k] = 0
+     }
+#endif
 #ifdef MUT_ASYNC_MARK
   /* the mark answered earlier, written now (conditional) */
   :: atomic {
@@ -418,6 +434,9 @@ end:
          dforget(i);
 #ifdef MUT_ASYNC_MARK
          dpend[i] = 0;
+#endif
+#ifdef MUT_LATE_RENEW
+         dren[i] = 0;
 #endif
        }
        for (i : 0 .. NC - 1) {
