@@ -274,8 +274,14 @@ async function openLeased(cls, options, target) {
   const l = new Lease(target, { ttl });
   l.holder = `browser:0:${hex(4)}`;
   l.secret = hex(16);
+  // The start may borrow as the generator will (a tuple whose mark is a
+  // little ahead starts at once, above it); a wait beyond that is the
+  // daemon's to say (it waits at most a second for a client, then answers
+  // 503 and is asked again here, within maxStartWaitMs).
+  const borrow = options.maxBorrowMs ?? exp.max_borrow_ms_default();
   const body = { layout: options.layout ?? 'twitter', holder: l.holder, secret: l.secret,
-                 ttl_ms: ttl, max_start_wait_ms: 0, clock_ms: Date.now() };
+                 ttl_ms: ttl, max_start_wait_ms: Math.min(wait, 1000), start_borrow_ms: borrow,
+                 clock_ms: Date.now() };
   if (options.node) body.node = options.node;
   if (options.leaseField) body.field = options.leaseField;
   const space = options.space ?? target.space;
@@ -290,9 +296,12 @@ async function openLeased(cls, options, target) {
       l.info = await l.call('/lease', body);
       break;
     } catch (e) {
-      const again = e.retryAfter > 0 ? e.retryAfter * 1000 : 0;
-      if (!again || (e.status !== 503) || performance.now() + again > until) throw e;
+      const again = e.retryAfter > 0 ? e.retryAfter * 1000 : 1000;
+      if (e.status !== 503 || !['ECLOCK', 'EPOOLFULL'].includes(e.code) ||
+          performance.now() + again > until)
+        throw e;
       await new Promise((res) => setTimeout(res, again));
+      body.clock_ms = Date.now();
     }
   }
   l.deadline = sent + ttl - ttl / 10;

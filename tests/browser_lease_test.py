@@ -83,7 +83,8 @@ class Tab:
     def __init__(self, browser, url):
         self.b = browser
         tid = browser.call("Target.createTarget", url="about:blank")["targetId"]
-        port = int(re.search(r":(\d+)/", browser.ws.url).group(1))
+        with open(os.path.join(browser.profile, "DevToolsActivePort")) as f:
+            port = int(f.readline())
         targets = json.load(urllib.request.urlopen("http://127.0.0.1:%d/json/list" % port,
                                                    timeout=30))
         t = next(t for t in targets if t["id"] == tid)
@@ -140,8 +141,8 @@ def run(browser_dir, idgen):
             lease = json.loads(lines[-1][len("lease: "):]) if lines[-1].startswith("lease: ") \
                 else {}
             workers.append(lease.get("worker"))
-            check("tab %d: its lease is the daemon's (held for browser:… via the daemon)" % (i + 1),
-                  " via " in str(lease.get("holder", "")) and
+            check("tab %d: its lease is the daemon's (held for browser:…_via_ the daemon)" % (i + 1),
+                  "_via_" in str(lease.get("holder", "")) and
                   str(lease.get("registry", "")).startswith("idgen://"), lease)
             got = (p.eval("window.ids") or "").split("\n")
             ids.extend(int(x) for x in got if x.isdigit())
@@ -177,6 +178,8 @@ def run(browser_dir, idgen):
         before = browser.eval("window.tryNext()")
         check("a lease with a %d ms TTL issues IDs" % TTL_MS, str(before).isdigit(),
               (opened, before))
+        check("its tuple is held before the freeze", held_by_browsers(idgen, reg),
+              held_by_browsers(idgen, reg))
         browser.call("Page.setWebLifecycleState", state="frozen")
         # TTL + quarantine (TTL + lease_max_skew_ms 1000) and some: the
         # daemon has released the tuple by then

@@ -22,7 +22,9 @@ try {
   process.exit(3);
 }
 out('lease ' + g.lease().node);
+let closing = false;
 process.on('SIGTERM', async () => {
+  closing = true; // no turn after this one
   await g.close();
   process.exit(0);
 });
@@ -43,6 +45,7 @@ if (!stream) {
 } else {
   let made = 0;
   const turn = () => {
+    if (closing) return;
     const lines = [];
     try {
       for (let i = 0; i < 100; i++) lines.push(g.next());
