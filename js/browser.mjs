@@ -214,7 +214,7 @@ function leaseTarget(registry) {
   let space = null;
   for (const [k, v] of u.searchParams) {
     if (k !== 'space' || space !== null)
-      throw idgenError(-1, `registry ${shown}: unknown parameter "${k}" (known: space)`);
+      throw idgenError(-1, `registry ${shown}: unknown parameter "${k}"; known: space`);
     space = v;
   }
   return { url: `${proto}//${u.host}`, token: decodeURIComponent(u.password), space, shown };
@@ -409,9 +409,15 @@ export class Snowflake {
                            'leases from a daemon (idgen://HOST:PORT, idgens://, http(s)://) or ' +
                            'takes "static" (the node values given, unchecked)');
     }
+    // The library's words for these (registry.c, idgen_lease_settings_verify
+    // and idgen_registry_uri_with_space; tests/settings_table_test.sh holds
+    // them equal): this build has no registry library to ask.
+    const staticWords = { leaseField: 'a lease field needs a registry other than static',
+                          space: 'the static registry keeps no ID spaces' };
     for (const name of ['space', 'leaseField', 'ttlMs', 'maxStartWaitMs'])
       if (!leased && options[name] !== undefined && options[name] !== null)
-        throw idgenError(-1, `option ${name}: leases need a registry (idgen://HOST:PORT)`);
+        throw idgenError(-1, `option ${name}: ` + (staticWords[name] ??
+                                                   'leases need a registry (idgen://HOST:PORT)'));
     // The clock's word, as the library reads it (accepted for the one API;
     // here every clock is Date.now()).
     if (options.clock !== undefined && options.clock !== null) {

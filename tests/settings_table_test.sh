@@ -15,9 +15,12 @@
 #   addon   new Snowflake({...}) of the Node.js addon (js/index.js; the
 #           keys camelCase: maxBorrowMs), ok when next() answers;
 #   wasm    the same of the WebAssembly build (js/browser.mjs on idgen.wasm,
-#           under node), which has no registry: it takes the rows of the
-#           static registry without a lease field or TTL, and refuses the
-#           others, saying that it has none;
+#           under node), which leases only from a daemon: it takes the rows
+#           of the static registry and the idgen:// ones through
+#           Snowflake.open() (an idgen:// row it cannot reach is refused
+#           naming the registry: no daemon runs here, and the node rule of
+#           a lease is the daemon's, tests/serve/suite_leases.py), and
+#           refuses the file: ones, saying it leases from a daemon;
 #   pg      the extension in a PostgreSQL 15 with shared_preload_libraries =
 #           'idgen' (tests/pg_server.sh), the settings given by ALTER SYSTEM
 #           and the server restarted: ok when idgen_snowflake() answers, a
@@ -75,7 +78,7 @@ file   | datacenter=1               |        |     | max_borrow_ms=86400000 cloc
 static | datacenter=1,worker=2      |        |     | space=billing          | refused | the static registry keeps no ID spaces
 file   | datacenter=1               |        |     | space=billing          | ok      |
 file   | datacenter=1               |        |     | space=Billing          | refused | not a space name
-idgen://127.0.0.1:1?bogus=1 | datacenter=1 |  |     |                        | refused | unknown parameter "bogus"; known: space, cacert
+idgen://127.0.0.1:1?bogus=1 | datacenter=1 |  |     |                        | refused | unknown parameter "bogus"; known: space
 idgen://127.0.0.1:1 | datacenter=1,worker=2 |       |     |                        | refused | assigns worker: leave it out of node
 '
 
@@ -99,7 +102,8 @@ const [front, where, options] = process.argv.slice(2);
 const idgen = front === 'addon' ? createRequire(import.meta.url)(where)
                                 : await import(pathToFileURL(where).href);
 try {
-  const g = new idgen.Snowflake(JSON.parse(options));
+  const g = front === 'addon' ? new idgen.Snowflake(JSON.parse(options))
+                              : await idgen.Snowflake.open(JSON.parse(options));
   console.log(String(g.next()));
   await g.close();
 } catch (e) {
@@ -180,10 +184,14 @@ node = $node"
   rc=0
   out=$(node "$work/try.mjs" wasm "$WASM" \
     "$(js_options "$js_uri" "$node" "$field" "$ttl" "$more")" 2>&1) || rc=$?
-  if [ "$reg" = static ] && [ -z "$field$ttl" ] && [[ $more != *space=* ]]; then
+  if [ "$reg" = static ] && [ -z "$ttl" ]; then
     check wasm "$row" "$rc" "$out" "$verdict" "$msg"
+  elif [[ $reg == idgen://* && $verdict == refused && $msg == *"unknown parameter"* ]]; then
+    check wasm "$row" "$rc" "$out" "$verdict" "$msg"
+  elif [[ $reg == idgen://* ]]; then
+    check wasm "$row" "$rc" "$out" refused "EREGISTRY: registry: idgen://127.0.0.1:1:"
   else
-    check wasm "$row" "$rc" "$out" refused "the WebAssembly build"
+    check wasm "$row" "$rc" "$out" refused "leases from a daemon"
   fi
 done <<<"$TABLE"
 
