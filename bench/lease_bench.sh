@@ -22,7 +22,8 @@ cleanup() {
 trap cleanup EXIT INT TERM
 # The daemon's own generator on datacenter 0 (its default); the clients
 # lease on datacenter 1.
-"$idgen" serve --leases --registry "file:$tmp/reg" \
+layout=time:41@1ms,datacenter:2,worker:4,sequence:16,epoch=1288834974657 # as lease_bench.c's
+"$idgen" serve --leases --registry "file:$tmp/reg" --layout "$layout" \
   --http 127.0.0.1:0 --resp off 2>"$tmp/daemon.log" &
 pid=$!
 port=
@@ -40,5 +41,5 @@ echo
 "$build/lease_bench" fetch 3 127.0.0.1 "$port" 1 100
 if [ -f "$build/js/idgen.node" ] && command -v node >/dev/null; then
   echo
-  IDGEN_NODE_ADDON="$build/js/idgen.node" node "$(dirname "$0")/js/lease.mjs" "127.0.0.1:$port"
+  IDGEN_NODE_ADDON="$build/js/idgen.node" node "$(dirname "$0")/js/lease.mjs" "127.0.0.1:$port" "$layout"
 fi

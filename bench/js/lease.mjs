@@ -2,14 +2,14 @@
 // Snowflake minting locally on a lease from the daemon (idgen://) against
 // the static registry's, and of fetching the IDs from the daemon instead
 // (GET /id?count=1 and count=100 with fetch, one request at a time).
-// Usage: node bench/js/lease.mjs HOST:PORT
+// Usage: node bench/js/lease.mjs HOST:PORT LAYOUT
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
 const require = createRequire(import.meta.url);
 const idgen = require(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'js'));
-const target = process.argv[2];
+const [target, layout] = process.argv.slice(2);
 const RUNS = 5, N = 2000000;
 
 function median(xs) {
@@ -18,8 +18,8 @@ function median(xs) {
 }
 
 const gens = [
-  ['static', new idgen.Snowflake({ layout: 'twitter', node: 'datacenter=1,worker=30' })],
-  [`idgen://${target}`, await idgen.Snowflake.open({ layout: 'twitter', node: 'datacenter=1',
+  ['static', new idgen.Snowflake({ layout, node: 'datacenter=1,worker=15', registry: 'static' })],
+  [`idgen://${target}`, await idgen.Snowflake.open({ layout, node: 'datacenter=1',
                                                      registry: `idgen://${target}` })],
 ];
 const rates = gens.map(() => []);
