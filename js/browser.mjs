@@ -275,12 +275,10 @@ async function openLeased(cls, options, target) {
   l.holder = `browser:0:${hex(4)}`;
   l.secret = hex(16);
   // The start may borrow as the generator will (a tuple whose mark is a
-  // little ahead starts at once, above it); a wait beyond that is the
-  // daemon's to say (it waits at most a second for a client, then answers
-  // 503 and is asked again here, within maxStartWaitMs).
+  // little ahead starts at once, above it); the rest is waited below.
   const borrow = options.maxBorrowMs ?? exp.max_borrow_ms_default();
   const body = { layout: options.layout ?? 'twitter', holder: l.holder, secret: l.secret,
-                 ttl_ms: ttl, max_start_wait_ms: Math.min(wait, 1000), start_borrow_ms: borrow,
+                 ttl_ms: ttl, max_start_wait_ms: wait, start_borrow_ms: borrow,
                  clock_ms: Date.now() };
   if (options.node) body.node = options.node;
   if (options.leaseField) body.field = options.leaseField;
@@ -307,6 +305,25 @@ async function openLeased(cls, options, target) {
   l.deadline = sent + ttl - ttl / 10;
   l.renewAt = sent + ttl / 3;
   l.step = l.info.mark_step_ms || Math.floor(ttl / 2);
+  // The daemon lends at once, whatever the tuple's marks: the page starts
+  // above them, so it waits here until the clock is within its borrow of
+  // them (within maxStartWaitMs), renewing meanwhile.
+  const start = Math.max(l.info.mark_ms, l.info.floor_ms || 0) - borrow;
+  if (start - Date.now() > until - performance.now()) {
+    l.call('/lease/release', l.identity()).catch(() => {});
+    throw idgenError(-6, `registry: ${target.shown}: the ${l.info.field} lent ` +
+                         `(${l.info.worker}) can start in ${start - Date.now()} ms, above its mark, ` +
+                         `more than maxStartWaitMs (${Math.round(until - performance.now())})`);
+  }
+  while (Date.now() < start) {
+    await new Promise((res) => setTimeout(res, Math.min(start - Date.now(), ttl / 3)));
+    if (Date.now() < start) {
+      const t = performance.now();
+      await l.call('/lease/renew', { ...l.identity(), ttl_ms: ttl });
+      l.deadline = t + ttl - ttl / 10;
+      l.renewAt = t + ttl / 3;
+    }
+  }
   const g = new cls({ layout: options.layout ?? 'twitter', node: l.info.node,
                       maxWaitMs: options.maxWaitMs, maxBorrowMs: options.maxBorrowMs,
                       randomSequenceStart: options.randomSequenceStart, _leased: true });
@@ -355,7 +372,11 @@ async function keep(l, g) {
     if (now >= l.renewAt) {
       const sent = performance.now();
       try {
-        await l.call('/lease/renew', { ...l.identity(), ttl_ms: l.ttl });
+        const r = await l.call('/lease/renew', { ...l.identity(), ttl_ms: l.ttl });
+        // (validity is counted by this TTL: a daemon holding it less is no renewal)
+        if (!(r.ttl_ms >= l.ttl))
+          throw idgenError(-12, `registry: ${l.t.shown}: renewed for ${r.ttl_ms} ms, less ` +
+                                `than the lease's TTL (${l.ttl} ms)`);
         l.renewAt = sent + l.ttl / 3;
         if (sent + l.ttl - l.ttl / 10 > performance.now()) {
           l.deadline = sent + l.ttl - l.ttl / 10;

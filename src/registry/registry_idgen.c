@@ -975,6 +975,42 @@ static void idg_drop(idg_t *c) {
   free(c);
 }
 
+/* The daemon grants at once, whatever the tuple's marks (its one thread
+ * waits for no client): the holder starts above mark_ms and floor_ms, so
+ * it waits here until the clock is within its borrow of them, at most
+ * `left` ms, renewing at a third of the TTL meanwhile.  0, or an error with
+ * the lease given back. */
+static int idg_renew(idgen_lease_t *l, char *err, size_t errlen);
+static void idg_release(idgen_lease_t *l);
+static int start_wait(idg_t *g, idgen_lease_t *l, const idgen_lease_request_t *req, int64_t left,
+                      char *err, size_t errlen) {
+  (void)g;
+  int64_t start = l->mark_ms > l->floor_ms ? l->mark_ms : l->floor_ms;
+  int64_t borrow = req->start_borrow_ms > 0 ? req->start_borrow_ms : 0;
+  int64_t need = start - borrow - idgen__req_now_ms(req);
+  if (need <= 0)
+    return 0;
+  /* The identity the renewals below carry (registry.c sets them again). */
+  l->key = l->pool.fixed | l->worker << l->pool.shift;
+  idgen__node_text(req->layout, l->key, l->node);
+  int rc = 0;
+  if (need > left)
+    rc = idgen__err(err, errlen, IDGEN_ECLOCK,
+                    "registry: %s: the %s lent (%" PRIu64 ") can start in %" PRId64
+                    " ms, above its mark, more than max_start_wait_ms (%" PRId64 ")",
+                    ((idg_t *)l->r->be)->shown, l->pool.field_name, l->worker, need, left);
+  while (rc == 0 && need > 0) {
+    int64_t nap = need < l->ttl_ms / 3 ? need : l->ttl_ms / 3;
+    idgen__req_sleep_ms(req, nap > 0 ? nap : 1);
+    need = start - borrow - idgen__req_now_ms(req);
+    if (need > 0)
+      rc = idg_renew(l, err, errlen);
+  }
+  if (rc < 0)
+    idg_release(l);
+  return rc;
+}
+
 static int idg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char *err,
                        size_t errlen) {
   request_timeout(l->r->be, l->ttl_ms);
@@ -1006,6 +1042,8 @@ static int idg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char 
     if (rc == 0) {
       rc = take_lease(g, l, req, reply, err, errlen);
       free(reply);
+      if (rc == 0)
+        rc = start_wait(g, l, req, start_wait_left(req, t0, max), err, errlen);
       if (rc < 0)
         break;
       idg_drop(g);
@@ -1027,6 +1065,7 @@ static int idg_renew(idgen_lease_t *l, char *err, size_t errlen) {
   answer_t *reply;
   jbody_t body;
   identity(l, &body);
+  jb_int(&body, "ttl_ms", l->ttl_ms); /* a restarted daemon takes the grant over for it */
   jb_end(&body);
   int rc = post(g, "/lease/renew", &body, 0, &reply, NULL, 0, NULL, err, errlen);
   if (rc < 0)
@@ -1040,6 +1079,11 @@ static int idg_renew(idgen_lease_t *l, char *err, size_t errlen) {
     return IDGEN_EREGISTRY;
   }
   free(reply);
+  if (ttl < l->ttl_ms) /* the keeper counts by l->ttl_ms: the daemon's is the one that holds */
+    return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      "registry: %s: /lease/renew: renewed for %" PRId64
+                      " ms, less than the lease's TTL (%" PRId64 " ms)",
+                      g->shown, ttl, l->ttl_ms);
   l->expires_in_ms = in;
   l->expires_ms = idgen__clock_precise_ms() + in;
   return 0;

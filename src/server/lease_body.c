@@ -35,7 +35,7 @@ static const member_t members[] = {
     {"field", T_STR, R_ALL, 0, IDGEN_FIELD_NAME_MAX},
     {"space", T_STR, R_ALL, 0, IDGEN_SPACE_NAME_MAX},
     {"generation", T_INT, R_ID, R_ID, 0},
-    {"ttl_ms", T_INT, R_ACQ, 0, 0},
+    {"ttl_ms", T_INT, R_ACQ | (1u << LR_RENEW), 0, 0},
     {"max_start_wait_ms", T_INT, R_ACQ, 0, 0},
     {"start_borrow_ms", T_INT, R_ACQ, 0, 0},
     {"clock_ms", T_INT, R_ACQ, 0, 0},
@@ -125,6 +125,8 @@ static int check_names(const char *holder, const char *secret, lease_body_t *out
   for (size_t i = 0; i < n; i++)
     if (holder[i] <= ' ' || holder[i] >= 0x7f)
       return refuse(err, "member \"holder\": character %zu is a space or not printable", i + 1);
+  if (strstr(holder, "_via_") != NULL) /* the service's own mark in the registry's name */
+    return refuse(err, "member \"holder\": \"_via_\" is the lease service's, not a client's");
   memcpy(out->holder, holder, n + 1);
   if (strlen(secret) != LEASE_SECRET_HEX)
     return refuse(err, "member \"secret\" must be %d hex digits", LEASE_SECRET_HEX);

@@ -58,6 +58,7 @@ typedef struct client {
   idgen_lease_t *lease; /* in the daemon's registry */
   int reg_expires;      /* the registry's lease expires unless renewed */
   int64_t ttl_ms, quarantine_ms;
+  int64_t ahead_ms;      /* how far ahead of the daemon's clock its marks may go */
   int64_t expires_ms;    /* LIVE: the client's expiry (monotonic, ms) */
   int64_t hold_until_ms; /* HOLD: released then */
   int64_t renewed_ms;    /* the registry lease's last renewal */
@@ -342,6 +343,52 @@ static int64_t retry_after_s(struct serve_leases *L, const char *space, int64_t 
   return best <= 0 ? 1 : (best + 999) / 1000;
 }
 
+/* A client's lease, held now in the registry (`lease`), into the table:
+ * acquired or adopted (`action`, logged and counted).  NULL, the lease
+ * released and the answer given, when out of memory. */
+static client_t *client_add(struct serve_leases *L, serve_lease_job_t *j, const lease_body_t *b,
+                            const char *space, idgen_lease_t *lease, int64_t ttl_ms,
+                            const char *action) {
+  client_t *c = calloc(1, sizeof *c);
+  if (c == NULL) {
+    idgen_lease_release(lease);
+    answer_error(j, 503, "registry", "out of memory");
+    return NULL;
+  }
+  idgen_lease_info_t li;
+  idgen_lease_info(lease, &li);
+  int64_t now = serve_mono_ms();
+  *c = (client_t){.state = CL_LIVE,
+                  .field = b->field,
+                  .key = li.key,
+                  .generation = li.generation,
+                  .agent = j->agent,
+                  .lease = lease,
+                  .reg_expires = li.expires_ms != 0,
+                  .ttl_ms = ttl_ms,
+                  .quarantine_ms = quarantine_of(L, ttl_ms),
+                  .expires_ms = now + ttl_ms,
+                  .renewed_ms = now};
+  /* Its marks: its own clock may run ahead by its borrow (the acquisition's
+   * start_borrow_ms, which clients give as their max_borrow_ms), its wall
+   * clock by lease_max_skew_ms, and a mark is a step (half a TTL) beyond;
+   * a grant taken over after a restart (no borrow said): a day. */
+  c->ahead_ms = ((b->have & LB_BORROW) && strcmp(action, "adopt") != 0 ? b->start_borrow_ms
+                                                                       : MARK_AHEAD_MAX_MS) +
+                L->s->cfg->lease_max_skew_ms + 2 * ttl_ms;
+  snprintf(c->space, sizeof c->space, "%s", space);
+  snprintf(c->layout_spec, sizeof c->layout_spec, "%s", b->layout_spec);
+  memcpy(c->holder, b->holder, sizeof c->holder);
+  memcpy(c->secret, b->secret, sizeof c->secret);
+  memcpy(c->peer_key, j->peer_key, 16);
+  c->next = L->table;
+  L->table = c;
+  atomic_fetch_add(&L->live, 1);
+  atomic_fetch_add(strcmp(action, "adopt") == 0 ? &L->adoptions : &L->acquisitions, 1);
+  log_client("info", action, c, "");
+  return c;
+}
+
 static void route_acquire(struct serve_leases *L, serve_lease_job_t *j) {
   const lease_body_t *b = &j->body;
   const serve_config_t *cfg = L->s->cfg;
@@ -362,12 +409,15 @@ static void route_acquire(struct serve_leases *L, serve_lease_job_t *j) {
   idgen_lease_request_t req;
   request_of(b, &req);
   req.ttl_ms = b->ttl_ms ? b->ttl_ms : IDGEN_LEASE_TTL_DEFAULT_MS;
-  /* One thread serves every client: an acquisition waits for a mark at
-   * most a second here; the client waits out the rest of its own start
-   * wait by asking again (503 clock). */
+  /* One thread serves every client, so it never waits for a mark here:
+   * the tuple is granted at once, within the client's start wait and
+   * borrow, and the client waits out the rest itself, renewing meanwhile
+   * (registry_idgen.c, browser.mjs: it starts above mark_ms and floor_ms).
+   * Asking again instead would never end while other clients' mark steps
+   * keep a file: pool's mark further ahead than the daemon would wait. */
   int64_t wait = (b->have & LB_START_WAIT) ? b->max_start_wait_ms : IDGEN_START_WAIT_MS_DEFAULT;
-  req.max_start_wait_ms = wait < 1000 ? wait : 1000;
-  req.start_borrow_ms = b->start_borrow_ms;
+  req.max_start_wait_ms = 0;
+  req.start_borrow_ms = b->start_borrow_ms + wait;
   char holder[IDGEN_HOLDER_MAX + 64], err[1200];
   snprintf(holder, sizeof holder, "%s%s", b->holder, L->holder_suffix);
   idgen_lease_t *lease;
@@ -379,36 +429,11 @@ static void route_acquire(struct serve_leases *L, serve_lease_job_t *j) {
                "Retry-After: %" PRId64 "\r\n", retry_after_s(L, space, req.ttl_ms));
     return;
   }
-  client_t *c = calloc(1, sizeof *c);
-  if (c == NULL) {
-    idgen_lease_release(lease);
-    answer_error(j, 503, "registry", "out of memory");
+  client_t *c = client_add(L, j, b, space, lease, req.ttl_ms, "acquire");
+  if (c == NULL)
     return;
-  }
   idgen_lease_info_t li;
   idgen_lease_info(lease, &li);
-  int64_t now = serve_mono_ms();
-  *c = (client_t){.state = CL_LIVE,
-                  .field = b->field,
-                  .key = li.key,
-                  .generation = li.generation,
-                  .agent = j->agent,
-                  .lease = lease,
-                  .reg_expires = li.expires_ms != 0,
-                  .ttl_ms = req.ttl_ms,
-                  .quarantine_ms = quarantine_of(L, req.ttl_ms),
-                  .expires_ms = now + req.ttl_ms,
-                  .renewed_ms = now};
-  snprintf(c->space, sizeof c->space, "%s", space);
-  snprintf(c->layout_spec, sizeof c->layout_spec, "%s", b->layout_spec);
-  memcpy(c->holder, b->holder, sizeof c->holder);
-  memcpy(c->secret, b->secret, sizeof c->secret);
-  memcpy(c->peer_key, j->peer_key, 16);
-  c->next = L->table;
-  L->table = c;
-  atomic_fetch_add(&L->live, 1);
-  atomic_fetch_add(&L->acquisitions, 1);
-  log_client("info", "acquire", c, "");
   char key[24];
   snprintf(key, sizeof key, "0x%016" PRIx64, li.key);
   answer_json(j, 200,
@@ -461,14 +486,25 @@ static client_t *identify(struct serve_leases *L, serve_lease_job_t *j) {
     }
     return c;
   }
-  /* Not in the table: a grant of a daemon that ran before on this registry? */
+  /* Not in the table: a grant of a daemon that ran before on this registry?
+   * Not if this daemon holds the tuple, for whichever client (the identity
+   * named it in another layout's words or by another field). */
   const char *space = space_of(L, b);
+  for (client_t *o = L->table; o; o = o->next)
+    if (o->key == tuple_key(b) && strcmp(o->space, space) == 0) {
+      log_client("warn", "renew_refused", o, "reason=another_identity");
+      answer_error(j, 409, "lease", "the lease is not this holder's (a wrong holder or secret)");
+      return NULL;
+    }
   idgen_registry_t *r = space_registry(L, space, j);
   if (r == NULL)
     return NULL;
   idgen_lease_request_t req;
   request_of(b, &req);
-  req.ttl_ms = L->s->cfg->s.lease_ttl_ms ? L->s->cfg->s.lease_ttl_ms : IDGEN_LEASE_TTL_DEFAULT_MS;
+  /* The client's TTL, which its renewal carries (else the daemon's). */
+  req.ttl_ms = b->ttl_ms                   ? b->ttl_ms
+               : L->s->cfg->s.lease_ttl_ms ? L->s->cfg->s.lease_ttl_ms
+                                           : IDGEN_LEASE_TTL_DEFAULT_MS;
   char holder[IDGEN_HOLDER_MAX + 64], err[1200];
   snprintf(holder, sizeof holder, "%s%s", b->holder, L->holder_suffix);
   /* The grant as the registry shows it: this client's, at this
@@ -480,7 +516,8 @@ static client_t *identify(struct serve_leases *L, serve_lease_job_t *j) {
     answer_registry_error(j, IDGEN_EREGISTRY, err);
     return NULL;
   }
-  if (rc == 0) {
+  size_t hn = strlen(f.holder), sn = strlen(L->holder_suffix);
+  if (rc == 0 || (hn >= sn && strcmp(f.holder + hn - sn, L->holder_suffix) == 0)) {
     answer_error(j, 409, "lease",
                  "an unknown grant: the registry shows no grant of %s at generation %" PRIu64
                  " to %s through a lease service",
@@ -498,35 +535,7 @@ static client_t *identify(struct serve_leases *L, serve_lease_job_t *j) {
                    err);
     return NULL;
   }
-  if ((c = calloc(1, sizeof *c)) == NULL) {
-    idgen_lease_release(lease);
-    answer_error(j, 503, "registry", "out of memory");
-    return NULL;
-  }
-  idgen_lease_info_t li;
-  idgen_lease_info(lease, &li);
-  int64_t now = serve_mono_ms();
-  *c = (client_t){.state = CL_LIVE,
-                  .field = b->field,
-                  .key = li.key,
-                  .generation = li.generation,
-                  .agent = j->agent,
-                  .lease = lease,
-                  .reg_expires = li.expires_ms != 0,
-                  .ttl_ms = req.ttl_ms,
-                  .quarantine_ms = quarantine_of(L, req.ttl_ms),
-                  .expires_ms = now + req.ttl_ms,
-                  .renewed_ms = now};
-  snprintf(c->space, sizeof c->space, "%s", space);
-  snprintf(c->layout_spec, sizeof c->layout_spec, "%s", b->layout_spec);
-  memcpy(c->holder, b->holder, sizeof c->holder);
-  memcpy(c->secret, b->secret, sizeof c->secret);
-  memcpy(c->peer_key, j->peer_key, 16);
-  c->next = L->table;
-  L->table = c;
-  atomic_fetch_add(&L->live, 1);
-  atomic_fetch_add(&L->adoptions, 1);
-  log_client("info", "adopt", c, "");
+  c = client_add(L, j, b, space, lease, req.ttl_ms, "adopt");
   return c;
 }
 
@@ -563,12 +572,12 @@ static void route_renew(struct serve_leases *L, serve_lease_job_t *j) {
 
 /* A mark the daemon takes: at most a day and two TTLs past its clock. */
 static int mark_ok(serve_lease_job_t *j, const client_t *c, int64_t mark_ms) {
-  int64_t limit = wall_ms() + MARK_AHEAD_MAX_MS + 2 * c->ttl_ms;
+  int64_t limit = wall_ms() + c->ahead_ms;
   if (mark_ms <= limit)
     return 1;
   answer_error(j, 400, "invalid",
-               "member \"mark_ms\": %" PRId64 " is more than a day and two TTLs ahead of the "
-               "daemon's clock (%" PRId64 ")",
+               "member \"mark_ms\": %" PRId64 " is further ahead of the daemon's clock than "
+               "the lease's borrow, lease_max_skew_ms and two TTLs allow (%" PRId64 ")",
                mark_ms, limit);
   return 0;
 }
