@@ -123,7 +123,7 @@ expect_err "two node fields, none named worker" \
   'registry: the layout has 2 node fields and none is named worker: name the one to lease' \
   --layout 'time:41,a:5,b:5,sequence:12'
 expect_err "bad registry" \
-  'registry = "redis://x" (from flag --registry): registry: unknown scheme in "redis://x" (known: static, file:DIR, postgres://..., etcd://HOST:PORT)' \
+  'registry = "redis://x" (from flag --registry): registry: unknown scheme in "redis://x" (known: static, file:DIR, postgres://..., etcd://HOST:PORT, idgen://HOST:PORT)' \
   --registry redis://x
 expect_err "bad postgres URI, caught before connecting" \
   'registry = "postgres://h/db?nope=1" (from flag --registry): registry: postgres: bad URI: invalid URI query parameter: "nope"' \
