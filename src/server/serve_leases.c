@@ -570,7 +570,8 @@ static void route_renew(struct serve_leases *L, serve_lease_job_t *j) {
                         (json_int_t)c->ttl_ms, "mark_ms", (json_int_t)li.mark_ms));
 }
 
-/* A mark the daemon takes: at most a day and two TTLs past its clock. */
+/* A mark the daemon takes: no further past its clock than the lease may
+ * run ahead (client_add: its borrow, lease_max_skew_ms, two TTLs). */
 static int mark_ok(serve_lease_job_t *j, const client_t *c, int64_t mark_ms) {
   int64_t limit = wall_ms() + c->ahead_ms;
   if (mark_ms <= limit)
