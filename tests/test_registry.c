@@ -1693,6 +1693,10 @@ static int adopt_of(idgen_registry_t *r, const idgen_layout_t *l, const uint64_t
  * released. */
 static void test_adopt_refusals(void **state) {
   (void)state;
+#ifdef TU_UNDER_TSAN
+  skip(); /* its dead holder is a forked child that acquires (a thread: TSan ends it); the
+           * plain build and ASan + UBSan run it */
+#endif
   idgen_layout_t tw = tu_layout("twitter");
   uint64_t v[IDGEN_LAYOUT_MAX_FIELDS] = {0};
   char err[800];
@@ -1784,6 +1788,10 @@ static void test_adopt_refusals(void **state) {
  * now above the grant's mark: the IDs above it may be the other layout's). */
 static void test_adopt_after_space_takeover(void **state) {
   (void)state;
+#ifdef TU_UNDER_TSAN
+  skip(); /* its dead holder is a forked child that acquires (a thread: TSan ends it); the
+           * plain build and ASan + UBSan run it */
+#endif
   idgen_layout_t tw = tu_layout("twitter");
   idgen_layout_t s11 =
       tu_layout("time:41@1ms,datacenter:5,worker:6,sequence:11,epoch=1288834974657");

@@ -28,6 +28,16 @@
 #endif
 #endif
 
+/* Defined under TSan alone, which ends a child that starts a thread after
+ * a fork beside running threads (a file: acquisition in a forked child). */
+#if defined(__SANITIZE_THREAD__)
+#define TU_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TU_UNDER_TSAN 1
+#endif
+#endif
+
 /* The parsed vectors.json ($IDGEN_VECTORS); fails the test if unreadable. */
 json_t *tu_vectors(void);
 
