@@ -596,6 +596,10 @@ static void test_adopt(void **state) {
  * holder is fenced at its next renewal. */
 static void test_adopt_live_holder(void **state) {
   (void)state;
+#ifdef TU_UNDER_TSAN
+  skip(); /* its live holder is a child forked after test_adopt's threads, which acquires (a
+           * thread: TSan ends it); the plain build and ASan + UBSan run it */
+#endif
   idgen_registry_t *r = tu_registry(uri);
   idgen_layout_t l = tu_layout("time:41,worker:1,sequence:12,epoch=1288834974657");
   idgen_lease_request_t req = {&l, NULL, NULL, -1, NULL};
