@@ -510,6 +510,12 @@ static int adopt(idgen_registry_t *r, const idgen_lease_request_t *req, const gr
  * granted again. */
 static void test_adopt(void **state) {
   (void)state;
+#ifdef TU_UNDER_TSAN
+  if (strcmp(backend, "file") == 0)
+    skip(); /* its dead holder is a child forked while file:'s bounded calls may still run
+             * threads, and it acquires (a thread: TSan ends it); the plain build and ASan
+             * run it, and TSan on etcd */
+#endif
   idgen_registry_t *r = tu_registry(uri);
   idgen_layout_t l = tu_layout("time:41,worker:1,sequence:12,epoch=1288834974657");
   idgen_lease_request_t req = {&l, NULL, NULL, -1, NULL};
@@ -597,8 +603,8 @@ static void test_adopt(void **state) {
 static void test_adopt_live_holder(void **state) {
   (void)state;
 #ifdef TU_UNDER_TSAN
-  skip(); /* its live holder is a child forked after test_adopt's threads, which acquires (a
-           * thread: TSan ends it); the plain build and ASan + UBSan run it */
+  if (strcmp(backend, "file") == 0)
+    skip(); /* the same, for its live holder */
 #endif
   idgen_registry_t *r = tu_registry(uri);
   idgen_layout_t l = tu_layout("time:41,worker:1,sequence:12,epoch=1288834974657");
