@@ -317,12 +317,7 @@ async function openLeased(cls, options, target) {
   }
   while (Date.now() < start) {
     await new Promise((res) => setTimeout(res, Math.min(start - Date.now(), ttl / 3)));
-    if (Date.now() < start) {
-      const t = performance.now();
-      await l.call('/lease/renew', { ...l.identity(), ttl_ms: ttl });
-      l.deadline = t + ttl - ttl / 10;
-      l.renewAt = t + ttl / 3;
-    }
+    if (Date.now() < start) await renewOnce(l);
   }
   const g = new cls({ layout: options.layout ?? 'twitter', node: l.info.node,
                       maxWaitMs: options.maxWaitMs, maxBorrowMs: options.maxBorrowMs,
@@ -361,6 +356,22 @@ function endLease(l, g, why) {
   l.lost = why;
 }
 
+// One renewal: valid for the TTL less a tenth from when it was sent (by
+// performance.now()), unless that has passed by the answer; whether it
+// made the lease valid.  A daemon holding it for less than the lease's TTL
+// (by which validity is counted) is no renewal.
+async function renewOnce(l) {
+  const sent = performance.now();
+  const r = await l.call('/lease/renew', { ...l.identity(), ttl_ms: l.ttl });
+  if (!(r.ttl_ms >= l.ttl))
+    throw idgenError(-12, `registry: ${l.t.shown}: renewed for ${r.ttl_ms} ms, less ` +
+                          `than the lease's TTL (${l.ttl} ms)`);
+  l.renewAt = sent + l.ttl / 3;
+  if (sent + l.ttl - l.ttl / 10 <= performance.now()) return false;
+  l.deadline = sent + l.ttl - l.ttl / 10;
+  return true;
+}
+
 // One turn of the lease's timer: renew when due, move the mark when less
 // than half a step is left, end the lease at its deadline.
 async function keep(l, g) {
@@ -370,18 +381,8 @@ async function keep(l, g) {
     const now = performance.now();
     if (now >= l.deadline) setCeiling(l, g, 0); // until a renewal shows it valid
     if (now >= l.renewAt) {
-      const sent = performance.now();
       try {
-        const r = await l.call('/lease/renew', { ...l.identity(), ttl_ms: l.ttl });
-        // (validity is counted by this TTL: a daemon holding it less is no renewal)
-        if (!(r.ttl_ms >= l.ttl))
-          throw idgenError(-12, `registry: ${l.t.shown}: renewed for ${r.ttl_ms} ms, less ` +
-                                `than the lease's TTL (${l.ttl} ms)`);
-        l.renewAt = sent + l.ttl / 3;
-        if (sent + l.ttl - l.ttl / 10 > performance.now()) {
-          l.deadline = sent + l.ttl - l.ttl / 10;
-          if (l.mark) setCeiling(l, g, l.mark);
-        }
+        if (await renewOnce(l) && l.mark) setCeiling(l, g, l.mark);
       } catch (e) {
         if (e.code === 'ELEASE') return endLease(l, g, e.message);
         l.renewAt = performance.now() + Math.min(1000, Math.max(100, l.ttl / 10));
