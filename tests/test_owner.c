@@ -10,7 +10,11 @@
  *     good, bound-to-nothing but not hot-path generators never own, a child
  *     of fork() can own its own generators;
  *   - a barrier the kernel refuses (a seccomp filter installed after the
- *     owner was made) leaves the other threads no ID at all.
+ *     owner was made) leaves the other threads no ID at all;
+ *   - a generator bound to a lease is owned too; once its lease is fenced,
+ *     the stats' reading (what the daemon starts its next lease above)
+ *     revokes the owner, so nothing it issued is above that reading, and
+ *     with the barrier refused the reading is the durable mark.
  * Each round's handover happens once per generator, so the rounds make many
  * generators and start the other threads while the owner is taking.
  */
@@ -26,6 +30,7 @@
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -379,6 +384,175 @@ static void test_refused_barrier_gives_others_nothing(void **state) {
     fail_msg("the child failed at step %d", WEXITSTATUS(st));
 }
 
+
+typedef struct {
+  idgen_snowflake_gen_t *g;
+  idgen_snowflake_stats_t *out;
+} stats_arg_t;
+
+static void *read_stats(void *arg) {
+  stats_arg_t *a = arg;
+  idgen_snowflake_gen_stats(a->g, a->out);
+  return NULL;
+}
+
+/* ---- bound to a lease ---------------------------------------------------- */
+
+/* A file: registry in a fresh directory, a lease of twitter's layout with a
+ * short TTL, and a generator bound to it (the system clock: the hot path). */
+typedef struct {
+  char dir[64];
+  idgen_layout_t tw;
+  idgen_registry_t *r;
+  idgen_lease_t *lease;
+  idgen_snowflake_gen_t *g;
+} bound_t;
+
+static int bound_open(bound_t *b) {
+  snprintf(b->dir, sizeof b->dir, "/tmp/idgen-owner-XXXXXX");
+  if (mkdtemp(b->dir) == NULL)
+    return -1;
+  char uri[100], err[300];
+  snprintf(uri, sizeof uri, "file:%s", b->dir);
+  b->tw = tu_layout("twitter");
+  if (idgen_registry_open(&b->r, uri, err, sizeof err) != 0)
+    return -1;
+  idgen_lease_request_t req = {&b->tw, NULL, NULL, -1, NULL, .ttl_ms = 300};
+  if (idgen_registry_acquire(b->r, &req, &b->lease, err, sizeof err) != 0)
+    return -1;
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+  s.lease = b->lease;
+  s.max_wait_ms = 0;
+  return idgen_snowflake_gen_new(&b->g, &b->tw, &s, err, sizeof err);
+}
+
+/* The lease's lock file replaced (another process could lock the new one):
+ * its next renewal fences the generator.  0 once it is fenced. */
+static int bound_fence(bound_t *b) {
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "f=$(find '%s' -name '*.lock' | head -n 1) && "
+           "[ -n \"$f\" ] && mv \"$f\" \"$f.moved\"", b->dir);
+  if (system(cmd) != 0)
+    return -1;
+  for (int i = 0; i < 500; i++) { /* renewed every 100 ms */
+    idgen_snowflake_lease_status_t st;
+    idgen_snowflake_gen_lease_status(b->g, &st);
+    if (st.fenced)
+      return 0;
+    usleep(10000);
+  }
+  return -1;
+}
+
+static void bound_close(bound_t *b) {
+  char cmd[100];
+  idgen_snowflake_gen_free(b->g);
+  idgen_lease_release(b->lease);
+  idgen_registry_close(b->r);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", b->dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", b->dir);
+}
+
+typedef struct {
+  idgen_snowflake_gen_t *g;
+  uintptr_t token;  /* the thread's idgen__bias_me() */
+  uint64_t last;    /* the largest ID it was given */
+  long n;
+  _Atomic int owned; /* 1 once its first take made it the owner */
+} taker_t;
+
+/* Takes until the generator refuses. */
+static void *take_until_refused(void *arg) {
+  taker_t *t = arg;
+  t->token = idgen__bias_me();
+  uint64_t id;
+  while (idgen_snowflake_gen_next(t->g, &id) == 0) {
+    if (id <= t->last && t->n > 0)
+      return (void *)1; /* not increasing */
+    t->last = id;
+    if (t->n++ == 0)
+      atomic_store(&t->owned, bias_of(t->g) == t->token);
+  }
+  return NULL;
+}
+
+static void test_bound_owned_then_fenced(void **state) {
+  (void)state;
+  need_owner();
+  for (int round = 0; round < 3; round++) {
+    bound_t b;
+    if (bound_open(&b) != 0)
+      fail_msg("a bound generator in a fresh file: registry");
+    taker_t t = {.g = b.g};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, take_until_refused, &t), 0);
+    while (t.n == 0 && !atomic_load(&t.owned))
+      sched_yield();
+    assert_int_equal(bound_fence(&b), 0);
+    /* Read while the owner may still be taking: the reading revokes it. */
+    idgen_snowflake_stats_t st;
+    idgen_snowflake_gen_stats(b.g, &st);
+    assert_int_equal(bias_of(b.g), BIAS_SHARED);
+    void *r;
+    assert_int_equal(pthread_join(th, &r), 0);
+    assert_null(r);
+    assert_true(atomic_load(&t.owned)); /* it was the owner: its takes were unlocked */
+    assert_true(t.n > 0);
+    if (t.last > st.last_id)
+      fail_msg("round %d: the owner issued %llu above the fenced reading %llu", round,
+               (unsigned long long)t.last, (unsigned long long)st.last_id);
+    bound_close(&b);
+  }
+}
+
+/* With the barrier refused since the owner was made, the owner cannot be
+ * revoked: the fenced reading is the durable mark, above all it issued. */
+static void test_bound_refused_barrier_reads_the_mark(void **state) {
+  (void)state;
+  need_owner();
+#ifdef TU_UNDER_TSAN
+  skip(); /* the child starts threads after a fork */
+#endif
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    bound_t b;
+    if (bound_open(&b) != 0)
+      _exit(2);
+    uint64_t a;
+    if (idgen_snowflake_gen_next(b.g, &a) != 0 || bias_of(b.g) != idgen__bias_me())
+      _exit(3);
+    if (refuse_membarrier() != 0)
+      _exit(4);
+    if (bound_fence(&b) != 0)
+      _exit(5);
+    idgen_snowflake_lease_status_t ls;
+    idgen_snowflake_gen_lease_status(b.g, &ls);
+    pthread_t t;
+    idgen_snowflake_stats_t st = {0};
+    if (pthread_create(&t, NULL, read_stats, &(stats_arg_t){b.g, &st}) != 0 ||
+        pthread_join(t, NULL) != 0)
+      _exit(6);
+    if (bias_of(b.g) == BIAS_SHARED)
+      _exit(7); /* revoked although the barrier is refused? */
+    uint64_t v[IDGEN_LAYOUT_MAX_FIELDS];
+    int64_t ms;
+    if (st.last_id < a || idgen_layout_decompose(idgen_snowflake_gen_layout(b.g), st.last_id, v,
+                                                 &ms) != 0 ||
+        ms < ls.lease.mark_ms)
+      _exit(8); /* below the durable mark: an owner's take could be above it */
+    bound_close(&b);
+    _exit(0);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  if (WEXITSTATUS(st) != 0)
+    fail_msg("the child failed at step %d", WEXITSTATUS(st));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_first_taker_owns),
@@ -387,6 +561,8 @@ int main(void) {
       cmocka_unit_test(test_handover_under_load),
       cmocka_unit_test(test_child_owns_its_generators),
       cmocka_unit_test(test_refused_barrier_gives_others_nothing),
+      cmocka_unit_test(test_bound_owned_then_fenced),
+      cmocka_unit_test(test_bound_refused_barrier_reads_the_mark),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -595,6 +595,22 @@ static int bias_enter_slow(idgen_snowflake_gen_t *g, uintptr_t me) {
   }
 }
 
+/* Makes g shared for good, revoking another thread's ownership; the caller
+ * never becomes the owner.  An owner calling it stays one: its own takes
+ * are behind it in program order.  0, or IDGEN_EINVAL as bias_enter_slow. */
+static int bias_share(idgen_snowflake_gen_t *g, uintptr_t me) {
+  for (;;) {
+    uintptr_t b = atomic_load_explicit(&g->bias, memory_order_acquire);
+    if (b == BIAS_SHARED || (b & ~BIAS_REVOKING) == me)
+      return 0;
+    if (b != BIAS_FREE)
+      return bias_enter_slow(g, me) < 0 ? IDGEN_EINVAL : 0;
+    if (atomic_compare_exchange_strong_explicit(&g->bias, &b, BIAS_SHARED, memory_order_acq_rel,
+                                                memory_order_acquire))
+      return 0;
+  }
+}
+
 static inline int bias_enter(idgen_snowflake_gen_t *g, uintptr_t me) {
   uintptr_t b = atomic_load_explicit(&g->bias, memory_order_acquire);
   if (IDGEN_LIKELY(b == me))
@@ -698,13 +714,32 @@ void idgen_snowflake_gen_stats(idgen_snowflake_gen_t *g, idgen_snowflake_stats_t
   st->clock_waits = atomic_load_explicit(&g->clock_waits, memory_order_relaxed);
   st->clock_refusals = atomic_load_explicit(&g->clock_refusals, memory_order_relaxed);
   st->sequence_exhausted = atomic_load_explicit(&g->sequence_exhausted, memory_order_relaxed);
+  /* After a fence (ceiling 0) no owner may take unlocked any more: an
+   * owner's plain store of next + 1 can still sit in its CPU's store buffer
+   * while its look at the ceiling already passed, and the read below would
+   * miss the value it issues.  Revoking waits for no one (the owner's
+   * committed takes are visible after the barrier, the rest restart
+   * locked); an owned generator is then shared for good, which only a
+   * fenced or suspended lease costs. */
+  int unsure = 0;
+  if (atomic_load_explicit(&g->ceiling, memory_order_acquire) == 0)
+    unsure = bias_share(g, idgen__bias_me()) < 0;
   /* A read-modify-write, not a load: every value taken later in `next`'s
    * order is then seen with the ceiling as it is now, so after a fence
    * nothing can be issued above last_id (DESIGN §11). */
   uint64_t nx = atomic_fetch_add_explicit(&g->next, 0, memory_order_acq_rel);
-  if (nx == 0)
+  uint64_t last = nx == 0 ? 0 : nx - 1 > g->max_state ? g->max_state : nx - 1;
+  if (unsure) {
+    /* The owner could not be revoked (bias.c: the barrier refused since):
+     * it issues nothing above the durable mark, the ceiling's last value. */
+    idgen_snowflake_lease_status_t ls;
+    idgen_snowflake_gen_lease_status(g, &ls);
+    uint64_t m = ls.bound ? idgen__sf_state_of_ms(g, ls.lease.mark_ms) : g->max_state;
+    if (m > last)
+      last = m;
+  }
+  if (last == 0 && nx == 0)
     return;
-  uint64_t last = nx - 1 > g->max_state ? g->max_state : nx - 1;
   st->last_id = compose(g, last);
   int64_t ahead = g->epoch + (int64_t)(last >> g->seq_bits) * g->unit - now_ms(g);
   st->borrowed_ms = ahead > 0 ? ahead : 0;
@@ -812,9 +847,10 @@ static void gen_fill(idgen_snowflake_gen_t *g, int shared, const idgen_layout_t 
   else
     g->fast_span = UINT64_C(1) << 63;
   g->fork_gen = idgen__fork_gen();
-  /* Only the hot path takes unlocked; a bound generator's fences (DESIGN
-   * §11) and another process's takes need every take locked. */
-  atomic_init(&g->bias, g->fast && !shared && s->lease == NULL ? BIAS_FREE : BIAS_SHARED);
+  /* Only the hot path takes unlocked, and only in one process: another
+   * process's takes need every take locked.  A bound generator may be
+   * owned too: its fence's reading revokes the owner (gen_stats). */
+  atomic_init(&g->bias, g->fast && !shared ? BIAS_FREE : BIAS_SHARED);
   atomic_init(&g->next, 0);
   atomic_init(&g->seen, 0);
   atomic_init(&g->ceiling, g->max_state);

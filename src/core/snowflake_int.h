@@ -64,7 +64,8 @@ struct idgen_snowflake_gen {
   /* Who may take without a locked instruction (bias.c, DESIGN §1): BIAS_FREE
    * until the first take, then the owner's idgen__bias_me(), | BIAS_REVOKING
    * once another thread has marked it for its barrier, then BIAS_SHARED.
-   * Bound and shared generators are BIAS_SHARED from the start. */
+   * Shared generators (other processes take too) are BIAS_SHARED from the
+   * start; a bound one is owned until its fenced reading revokes it. */
   _Atomic uintptr_t bias;
 
   /* The state word, alone on its cache line. */
