@@ -384,7 +384,6 @@ static void test_refused_barrier_gives_others_nothing(void **state) {
     fail_msg("the child failed at step %d", WEXITSTATUS(st));
 }
 
-
 typedef struct {
   idgen_snowflake_gen_t *g;
   idgen_snowflake_stats_t *out;
@@ -431,8 +430,10 @@ static int bound_open(bound_t *b) {
  * its next renewal fences the generator.  0 once it is fenced. */
 static int bound_fence(bound_t *b) {
   char cmd[700];
-  snprintf(cmd, sizeof cmd, "f=$(find '%s' -name '*.lock' | head -n 1) && "
-           "[ -n \"$f\" ] && mv \"$f\" \"$f.moved\"", b->dir);
+  snprintf(cmd, sizeof cmd,
+           "f=$(find '%s' -name '*.lock' | head -n 1) && "
+           "[ -n \"$f\" ] && mv \"$f\" \"$f.moved\"",
+           b->dir);
   if (system(cmd) != 0)
     return -1;
   for (int i = 0; i < 500; i++) { /* renewed every 100 ms */
@@ -457,8 +458,8 @@ static void bound_close(bound_t *b) {
 
 typedef struct {
   idgen_snowflake_gen_t *g;
-  uintptr_t token;  /* the thread's idgen__bias_me() */
-  uint64_t last;    /* the largest ID it was given */
+  uintptr_t token; /* the thread's idgen__bias_me() */
+  uint64_t last;   /* the largest ID it was given */
   long n;
   _Atomic int owned; /* 1 once its first take made it the owner */
 } taker_t;
@@ -539,8 +540,8 @@ static void test_bound_refused_barrier_reads_the_mark(void **state) {
       _exit(7); /* revoked although the barrier is refused? */
     uint64_t v[IDGEN_LAYOUT_MAX_FIELDS];
     int64_t ms;
-    if (st.last_id < a || idgen_layout_decompose(idgen_snowflake_gen_layout(b.g), st.last_id, v,
-                                                 &ms) != 0 ||
+    if (st.last_id < a ||
+        idgen_layout_decompose(idgen_snowflake_gen_layout(b.g), st.last_id, v, &ms) != 0 ||
         ms < ls.lease.mark_ms)
       _exit(8); /* below the durable mark: an owner's take could be above it */
     bound_close(&b);
