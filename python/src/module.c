@@ -1,0 +1,1218 @@
+/*
+ * module.c -- idgen for Python: the extension module idgen._idgen, over the
+ * C API of include/idgen.h (python/README.md).  python/idgen/__init__.py
+ * wraps it (asyncio forms, uuid.UUID, JSON into dicts, release at exit).
+ *
+ * One class, Snowflake: a generator of any layout, its node values leased
+ * from a registry as the command line's are (file: by default, postgres://,
+ * etcd://, idgen://, or static with the values given).  Every option goes
+ * through the library's own checks in the order of the settings table
+ * (src/common/settings.c: layout, node, registry, space, lease field, TTL,
+ * waits, clock), and a refusal reads as the command's, `key = "value":
+ * MESSAGE`; an option the table does not have is refused, naming the known
+ * ones.  Each failure is raised as the subclass of idgen.Error for the
+ * library's code (ELEASE: idgen.LeaseError), with .code the code's name and
+ * .errno its number.
+ *
+ * The GIL is released around every call that may wait: opening, leasing,
+ * next() and next_batch() (the clock, the mark), close().  A call in
+ * progress keeps the generator alive (`busy`): close() from another thread
+ * meanwhile stops new calls at once and leaves the release to the last call
+ * to return, as the library forbids freeing a generator in use.  In a child
+ * process after fork() the library refuses the parent's generator
+ * (idgen.ForkedError) and the child never releases the parent's lease: its
+ * close() and collection only forget it.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "decode.h"
+#include "idgen.h"
+
+#define ERR_MAX 1400
+
+/* ---- errors -------------------------------------------------------------- */
+
+/* The library's codes, in order (-1 .. -18), and the class each raises. */
+static const struct {
+  int code;
+  const char *cls;
+  const char *doc;
+} err_table[] = {
+#define XX(name, val, msg) {val, #name, msg},
+    IDGEN_ERRNO_MAP(XX)
+#undef XX
+};
+#define NERR (sizeof err_table / sizeof err_table[0])
+
+/* Python names of the classes, by code (index -code - 1). */
+static const char *const err_pyname[] = {
+    "InvalidArgumentError", "OutOfMemoryError", "LayoutError",
+    "RangeError",           "ParseError",       "ClockError",
+    "ExhaustedError",       "ForkedError",      "MonotonicOverflowError",
+    "RandomError",          "LeaseError",       "RegistryError",
+    "PoolFullError",        "MarkError",        "BatchError",
+    "AgainError",           "EmptyError",       "SpaceError"};
+
+static PyObject *Error;
+static PyObject *err_class[sizeof err_pyname / sizeof err_pyname[0]];
+
+/* Raises the class of `rc` with `msg` (NULL or "": the library's text for
+ * rc), .code its name, .errno rc.  Returns NULL. */
+static PyObject *raise_idgen(int rc, const char *msg) {
+  size_t i = (size_t)(-rc - 1);
+  PyObject *cls = rc < 0 && i < NERR ? err_class[i] : Error;
+  PyObject *e = PyObject_CallFunction(cls, "s", msg && msg[0] ? msg : idgen_strerror(rc));
+  if (e == NULL)
+    return NULL;
+  PyObject *code = PyUnicode_FromString(idgen_err_name(rc));
+  PyObject *no = PyLong_FromLong(rc);
+  if (code != NULL && no != NULL && PyObject_SetAttrString(e, "code", code) == 0 &&
+      PyObject_SetAttrString(e, "errno", no) == 0)
+    PyErr_SetObject(cls, e);
+  Py_XDECREF(code);
+  Py_XDECREF(no);
+  Py_DECREF(e);
+  return NULL;
+}
+
+/* `key = "value": message`, as the command says it less its prefix and the
+ * value's source (src/common/settings.c, settings_fail). */
+static PyObject *raise_key(int rc, const char *key, const char *value, const char *msg) {
+  char q[420], text[ERR_MAX + 600];
+  if (value != NULL)
+    snprintf(text, sizeof text, "%s = \"%s\": %s", key,
+             idgen_quote(q, sizeof q, value, strlen(value), '"'), msg);
+  else
+    snprintf(text, sizeof text, "%s: %s", key, msg);
+  return raise_idgen(rc, text);
+}
+
+/* ---- an injected clock ---------------------------------------------------- */
+
+/* ManualClock: the generator's idgen_clock_t, moved by the program
+ * (set/advance).  A generator's wait (sleep_ns) blocks on a condition until
+ * the clock is moved to its end (or, with auto_advance, moves the clock
+ * itself and returns); a wait nobody ends returns after 30 real seconds,
+ * the clock moved, so a forgotten test cannot hang.  Its calls take only
+ * its own mutex: never the GIL. */
+typedef struct {
+  PyObject_HEAD idgen_clock_t clk;
+  pthread_mutex_t mu;
+  pthread_cond_t moved;
+  int64_t now_ns;
+  int auto_advance;
+  int sleepers;
+} mclock_t;
+
+static int64_t mclock_now(void *ctx) {
+  mclock_t *c = ctx;
+  pthread_mutex_lock(&c->mu);
+  int64_t t = c->now_ns;
+  pthread_mutex_unlock(&c->mu);
+  return t;
+}
+
+static void mclock_sleep(void *ctx, int64_t ns) {
+  mclock_t *c = ctx;
+  pthread_mutex_lock(&c->mu);
+  int64_t end = c->now_ns + ns;
+  if (c->auto_advance) {
+    c->now_ns = end;
+    pthread_mutex_unlock(&c->mu);
+    return;
+  }
+  struct timespec limit;
+  clock_gettime(CLOCK_REALTIME, &limit);
+  limit.tv_sec += 30;
+  c->sleepers++;
+  pthread_cond_broadcast(&c->moved); /* (waiting() watchers) */
+  while (c->now_ns < end)
+    if (pthread_cond_timedwait(&c->moved, &c->mu, &limit) == ETIMEDOUT) {
+      c->now_ns = end > c->now_ns ? end : c->now_ns;
+      break;
+    }
+  c->sleepers--;
+  pthread_mutex_unlock(&c->mu);
+}
+
+static PyObject *mclock_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"now_ns", "auto_advance", NULL};
+  long long now = 0;
+  int autoadv = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|Lp", kwlist, &now, &autoadv))
+    return NULL;
+  mclock_t *c = (mclock_t *)type->tp_alloc(type, 0);
+  if (c == NULL)
+    return NULL;
+  pthread_mutex_init(&c->mu, NULL);
+  pthread_cond_init(&c->moved, NULL);
+  c->now_ns = now ? now : (int64_t)time(NULL) * 1000000000;
+  c->auto_advance = autoadv;
+  c->clk.now_ns = mclock_now;
+  c->clk.sleep_ns = mclock_sleep;
+  c->clk.ctx = c;
+  return (PyObject *)c;
+}
+
+static void mclock_dealloc(mclock_t *c) {
+  pthread_cond_destroy(&c->moved);
+  pthread_mutex_destroy(&c->mu);
+  Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static PyObject *mclock_set(mclock_t *c, PyObject *arg) {
+  long long t = PyLong_AsLongLong(arg);
+  if (t == -1 && PyErr_Occurred())
+    return NULL;
+  pthread_mutex_lock(&c->mu);
+  c->now_ns = t;
+  pthread_cond_broadcast(&c->moved);
+  pthread_mutex_unlock(&c->mu);
+  Py_RETURN_NONE;
+}
+
+static PyObject *mclock_advance(mclock_t *c, PyObject *arg) {
+  long long d = PyLong_AsLongLong(arg);
+  if (d == -1 && PyErr_Occurred())
+    return NULL;
+  pthread_mutex_lock(&c->mu);
+  c->now_ns += d;
+  pthread_cond_broadcast(&c->moved);
+  pthread_mutex_unlock(&c->mu);
+  Py_RETURN_NONE;
+}
+
+static PyObject *mclock_get_now(mclock_t *c, void *closure) {
+  (void)closure;
+  return PyLong_FromLongLong(mclock_now(c));
+}
+
+static PyObject *mclock_get_waiting(mclock_t *c, void *closure) {
+  (void)closure;
+  pthread_mutex_lock(&c->mu);
+  int n = c->sleepers;
+  pthread_mutex_unlock(&c->mu);
+  return PyLong_FromLong(n);
+}
+
+static PyMethodDef mclock_methods[] = {
+    {"set", (PyCFunction)mclock_set, METH_O, "set(now_ns): the clock reads now_ns from now on"},
+    {"advance", (PyCFunction)mclock_advance, METH_O, "advance(ns): moves the clock by ns"},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef mclock_getset[] = {
+    {"now_ns", (getter)mclock_get_now, NULL, "the time it reads, Unix ns", NULL},
+    {"waiting", (getter)mclock_get_waiting, NULL, "calls waiting on it now", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject ManualClockType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "idgen._idgen.ManualClock",
+    .tp_basicsize = sizeof(mclock_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "ManualClock(now_ns=now, auto_advance=False): an injected clock for tests",
+    .tp_new = mclock_new,
+    .tp_dealloc = (destructor)mclock_dealloc,
+    .tp_methods = mclock_methods,
+    .tp_getset = mclock_getset};
+
+/* ---- Snowflake ------------------------------------------------------------ */
+
+typedef struct {
+  idgen_registry_t *reg;
+  idgen_lease_t *lease;
+  idgen_snowflake_gen_t *gen;
+} hold_t;
+
+typedef struct sf {
+  PyObject_HEAD hold_t h; /* all NULL once closed */
+  hold_t pending;         /* closed while calls ran: the last one frees it */
+  PyObject *clock;        /* a ManualClock the generator reads (kept alive) */
+  pid_t pid;              /* the process that made it */
+  int busy;               /* calls running without the GIL (changed under it) */
+  struct sf *prev, *next; /* the live generators, for release at exit */
+  PyObject *weakrefs;
+} sf_t;
+
+static sf_t *live;
+
+/* Gives back the generator (the final mark), the lease and the registry;
+ * each bounded by the library.  Without the GIL. */
+static void hold_free(hold_t *h) {
+  idgen_snowflake_gen_free(h->gen);
+  idgen_lease_release(h->lease);
+  idgen_registry_close(h->reg);
+  memset(h, 0, sizeof *h);
+}
+
+static void hold_free_nogil(hold_t *h) {
+  if (h->gen == NULL && h->lease == NULL && h->reg == NULL)
+    return;
+  Py_BEGIN_ALLOW_THREADS hold_free(h);
+  Py_END_ALLOW_THREADS
+}
+
+static void sf_unlink(sf_t *s) {
+  if (s->prev)
+    s->prev->next = s->next;
+  else if (live == s)
+    live = s->next;
+  if (s->next)
+    s->next->prev = s->prev;
+  s->prev = s->next = NULL;
+}
+
+/* Stops s: nothing is issued from now on; what it held is given back now,
+ * or by the last call running (busy), or never in a forked child (the
+ * parent's). */
+static void sf_close_now(sf_t *s) {
+  hold_t h = s->h;
+  memset(&s->h, 0, sizeof s->h);
+  sf_unlink(s);
+  if (getpid() != s->pid)
+    return; /* the parent's lease: a child neither writes nor releases it */
+  if (s->busy > 0) {
+    s->pending = h;
+    return;
+  }
+  hold_free_nogil(&h);
+}
+
+/* After a call without the GIL: the release close() left to it. */
+static void sf_call_done(sf_t *s) {
+  if (--s->busy == 0 && (s->pending.gen || s->pending.reg)) {
+    hold_t h = s->pending;
+    memset(&s->pending, 0, sizeof s->pending);
+    hold_free_nogil(&h);
+  }
+}
+
+/* The options, as the settings table names them (src/common/settings.c):
+ * the command's keys, but `ttl_ms` for lease_ttl_ms as the issue and the
+ * Node addon name it. */
+static char *sf_kwlist[] = {"layout",
+                            "registry",
+                            "node",
+                            "lease_field",
+                            "ttl_ms",
+                            "max_start_wait_ms",
+                            "max_borrow_ms",
+                            "max_wait_ms",
+                            "clock",
+                            "space",
+                            "random_sequence_start",
+                            NULL};
+
+/* An option's text: str; node also takes a mapping {field: value}. */
+static int opt_text(const char *key, PyObject *v, char *buf, size_t n, int mapping) {
+  if (v == NULL || v == Py_None)
+    return 0;
+  if (mapping && PyDict_Check(v)) {
+    PyObject *k, *x;
+    Py_ssize_t pos = 0;
+    size_t o = 0;
+    buf[0] = 0;
+    while (PyDict_Next(v, &pos, &k, &x)) {
+      PyObject *ks = PyObject_Str(k), *xs = PyObject_Str(x);
+      const char *kc = ks ? PyUnicode_AsUTF8(ks) : NULL, *xc = xs ? PyUnicode_AsUTF8(xs) : NULL;
+      if (kc && xc && o < n)
+        o += (size_t)snprintf(buf + o, n - o, "%s%s=%s", o ? "," : "", kc, xc);
+      Py_XDECREF(ks);
+      Py_XDECREF(xs);
+      if (kc == NULL || xc == NULL)
+        return -1;
+    }
+    if (o >= n) {
+      raise_key(IDGEN_EINVAL, key, NULL, "too long");
+      return -1;
+    }
+    return 1;
+  }
+  if (!PyUnicode_Check(v)) {
+    PyErr_Format(err_class[0], "%s: expected a string%s, not %.80s", key,
+                 mapping ? " or a dict" : "", Py_TYPE(v)->tp_name);
+    return -1;
+  }
+  Py_ssize_t len;
+  const char *s = PyUnicode_AsUTF8AndSize(v, &len);
+  if (s == NULL)
+    return -1;
+  if ((size_t)len >= n || strlen(s) != (size_t)len) {
+    raise_key(IDGEN_EINVAL, key, NULL, (size_t)len >= n ? "too long" : "holds a NUL character");
+    return -1;
+  }
+  memcpy(buf, s, (size_t)len + 1);
+  return 1;
+}
+
+/* An integer option within [lo, hi], the command's message otherwise. */
+static int opt_int(const char *key, PyObject *v, int64_t lo, int64_t hi, int64_t *out) {
+  if (v == NULL || v == Py_None)
+    return 0;
+  char text[64], msg[96];
+  snprintf(msg, sizeof msg, "not a whole number from %lld to %lld", (long long)lo, (long long)hi);
+  if (!PyLong_Check(v) || PyBool_Check(v)) {
+    PyObject *r = PyObject_Repr(v);
+    const char *rc = r ? PyUnicode_AsUTF8(r) : NULL;
+    snprintf(text, sizeof text, "%s", rc ? rc : "?");
+    Py_XDECREF(r);
+    PyErr_Clear();
+    raise_key(IDGEN_ERANGE, key, text, msg);
+    return -1;
+  }
+  int over = 0;
+  long long x = PyLong_AsLongLongAndOverflow(v, &over);
+  if (over || x < lo || x > hi) {
+    PyObject *r = PyObject_Str(v);
+    const char *rc = r ? PyUnicode_AsUTF8(r) : NULL;
+    snprintf(text, sizeof text, "%s", rc ? rc : "?");
+    Py_XDECREF(r);
+    PyErr_Clear();
+    raise_key(IDGEN_ERANGE, key, text, msg);
+    return -1;
+  }
+  *out = x;
+  return 1;
+}
+
+/* The unknown option's refusal: the name and the known ones. */
+static int check_kwargs(PyObject *kw, char **known, const char *who) {
+  if (kw == NULL)
+    return 0;
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(kw, &pos, &k, &v)) {
+    const char *name = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+    int found = 0;
+    for (char **p = known; name && *p; p++)
+      found |= strcmp(*p, name) == 0;
+    if (!found) {
+      char list[600];
+      size_t o = 0;
+      for (char **p = known; *p && o < sizeof list; p++)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", o ? ", " : "", *p);
+      char msg[800];
+      snprintf(msg, sizeof msg, "%s: unknown option %s (known: %s)", who, name ? name : "?", list);
+      raise_idgen(IDGEN_EINVAL, msg);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static PyTypeObject SnowflakeType;
+
+static int sf_init(sf_t *self, PyObject *args, PyObject *kw) {
+  if (self->h.gen != NULL || self->pending.gen != NULL) {
+    raise_idgen(IDGEN_EINVAL, "Snowflake: already made");
+    return -1;
+  }
+  if (PyTuple_GET_SIZE(args) != 0) {
+    raise_idgen(IDGEN_EINVAL, "Snowflake: options are given by name (Snowflake(layout=..., "
+                              "registry=..., node=...))");
+    return -1;
+  }
+  if (check_kwargs(kw, sf_kwlist, "Snowflake") < 0)
+    return -1;
+  PyObject *o[11] = {0};
+  for (int i = 0; i < 11 && kw; i++)
+    o[i] = PyDict_GetItemString(kw, sf_kwlist[i]);
+
+  char layout_s[IDGEN_LAYOUT_SPEC_MAX] = "twitter", registry[2048] = "", node[1024] = "";
+  char field[IDGEN_FIELD_NAME_MAX + 32] = "", clock_s[32] = "",
+                                    space[IDGEN_SPACE_NAME_MAX + 32] = "";
+  int64_t ttl = 0, start_wait = IDGEN_START_WAIT_DEFAULT, borrow = -1, wait = -1;
+  int has_field, has_registry, given_registry;
+  if (opt_text("layout", o[0], layout_s, sizeof layout_s, 0) < 0 ||
+      (given_registry = opt_text("registry", o[1], registry, sizeof registry, 0)) < 0 ||
+      opt_text("node", o[2], node, sizeof node, 1) < 0 ||
+      (has_field = opt_text("lease_field", o[3], field, sizeof field, 0)) < 0 ||
+      opt_text("space", o[9], space, sizeof space, 0) < 0)
+    return -1;
+  has_registry = given_registry > 0 && registry[0];
+
+  char err[ERR_MAX] = "";
+  idgen_layout_t layout;
+  int rc = idgen_layout_parse(&layout, layout_s, err, sizeof err); /* a preset keeps its name */
+  if (rc < 0) {
+    raise_key(rc, "layout", layout_s, err);
+    return -1;
+  }
+  idgen_snowflake_settings_t set;
+  idgen_snowflake_settings_init(&set);
+  unsigned given = 0;
+  rc = idgen_layout_nodes_parse(&layout, node, idgen_host_node_resolve, NULL, set.node, &given, err,
+                                sizeof err);
+  if (rc < 0) {
+    raise_key(rc, "node", node, err);
+    return -1;
+  }
+  int from_host = strchr(node, '@') != NULL;
+  /* registry: the host's default (never the working directory's), checked */
+  if (!has_registry) {
+    if ((rc = idgen_registry_default_uri(registry, sizeof registry, err, sizeof err)) < 0) {
+      raise_key(rc, "registry", NULL, err);
+      return -1;
+    }
+  }
+  if ((rc = idgen_registry_check(registry, err, sizeof err)) < 0) {
+    raise_key(rc, "registry", registry, err);
+    return -1;
+  }
+  if (space[0]) {
+    char uri[sizeof registry];
+    if ((rc = idgen_registry_uri_with_space(registry, space, uri, sizeof uri, err, sizeof err)) <
+            0 ||
+        (rc = idgen_registry_check(uri, err, sizeof err)) < 0) {
+      raise_key(rc, "space", space, strncmp(err, "registry: ", 10) == 0 ? err + 10 : err);
+      return -1;
+    }
+    snprintf(registry, sizeof registry, "%s", uri);
+  }
+  if (has_field > 0 && field[0] && (rc = idgen_lease_field(&layout, field, err, sizeof err)) < 0) {
+    raise_key(rc, "lease_field", field, err);
+    return -1;
+  }
+  if (o[4] != NULL && o[4] != Py_None && PyLong_Check(o[4]) && !PyBool_Check(o[4])) {
+    int over = 0;
+    long long x = PyLong_AsLongLongAndOverflow(o[4], &over);
+    if (!over && !(x == -1 && PyErr_Occurred()) &&
+        (rc = idgen_lease_ttl_check(x, err, sizeof err)) < 0) {
+      char t[32];
+      snprintf(t, sizeof t, "%lld", x);
+      raise_key(rc, "ttl_ms", t, err);
+      return -1;
+    }
+    PyErr_Clear();
+  }
+  if (opt_int("ttl_ms", o[4], IDGEN_LEASE_TTL_MIN_MS, IDGEN_LEASE_TTL_MAX_MS, &ttl) < 0 ||
+      opt_int("max_start_wait_ms", o[5], 0, IDGEN_START_WAIT_MS_MAX, &start_wait) < 0 ||
+      opt_int("max_borrow_ms", o[6], 0, IDGEN_MAX_BORROW_MS_MAX, &borrow) < 0 ||
+      opt_int("max_wait_ms", o[7], 0, IDGEN_MAX_WAIT_MS_MAX, &wait) < 0)
+    return -1;
+  if (borrow >= 0)
+    set.max_borrow_ms = borrow;
+  if (wait >= 0)
+    set.max_wait_ms = wait;
+  PyObject *clock_obj = NULL;
+  if (o[8] != NULL && o[8] != Py_None) {
+    if (PyObject_TypeCheck(o[8], &ManualClockType)) {
+      clock_obj = o[8];
+      set.clock = &((mclock_t *)clock_obj)->clk;
+    } else {
+      if (opt_text("clock", o[8], clock_s, sizeof clock_s, 0) < 0)
+        return -1;
+      if (idgen_clock_mode_parse(clock_s, &set.clock_mode, NULL, 0) < 0) {
+        raise_key(IDGEN_EINVAL, "clock", clock_s, "expected " IDGEN_CLOCK_MODE_WORDS);
+        return -1;
+      }
+    }
+  }
+  if (o[10] != NULL && o[10] != Py_None) {
+    int b = PyObject_IsTrue(o[10]);
+    if (b < 0)
+      return -1;
+    set.random_sequence_start = b;
+  }
+  /* the rules between registry, field and node values: the library's */
+  static const char *const blame[] = {[IDGEN_LEASE_SETTING_NONE] = "options",
+                                      [IDGEN_LEASE_SETTING_REGISTRY] = "registry",
+                                      [IDGEN_LEASE_SETTING_LAYOUT] = "layout",
+                                      [IDGEN_LEASE_SETTING_NODE] = "node",
+                                      [IDGEN_LEASE_SETTING_FIELD] = "lease_field"};
+  const char *fieldp = has_field > 0 && field[0] ? field : NULL;
+  idgen_lease_settings_t ls = {.uri = registry,
+                               .layout = &layout,
+                               .field = fieldp,
+                               .node_given = given,
+                               .node_from_host = from_host};
+  if ((rc = idgen_lease_settings_verify(&ls, err, sizeof err)) < 0) {
+    const char *k = blame[ls.blame];
+    const char *v = ls.blame == IDGEN_LEASE_SETTING_REGISTRY ? registry
+                    : ls.blame == IDGEN_LEASE_SETTING_LAYOUT ? layout_s
+                    : ls.blame == IDGEN_LEASE_SETTING_NODE   ? node
+                    : ls.blame == IDGEN_LEASE_SETTING_FIELD  ? field
+                                                             : NULL;
+    raise_key(rc, k, v, err);
+    return -1;
+  }
+
+  hold_t h = {0};
+  idgen_bind_request_t req = {.layout = &layout,
+                              .settings = &set,
+                              .field = fieldp,
+                              .ttl_ms = ttl,
+                              .max_start_wait_ms = start_wait};
+  Py_BEGIN_ALLOW_THREADS rc = idgen_registry_open(&h.reg, registry, err, sizeof err);
+  if (rc == 0)
+    rc = idgen_registry_bind(h.reg, &req, &h.lease, &h.gen, err, sizeof err);
+  if (rc < 0)
+    hold_free(&h);
+  Py_END_ALLOW_THREADS if (rc < 0) {
+    raise_idgen(rc, err);
+    return -1;
+  }
+  self->h = h;
+  self->pid = getpid();
+  Py_XINCREF(clock_obj);
+  Py_XSETREF(self->clock, clock_obj);
+  self->next = live;
+  if (live)
+    live->prev = self;
+  live = self;
+  return 0;
+}
+
+static void sf_dealloc(sf_t *self) {
+  PyObject_GC_UnTrack(self);
+  if (self->weakrefs)
+    PyObject_ClearWeakRefs((PyObject *)self);
+  sf_close_now(self);
+  Py_CLEAR(self->clock);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int sf_traverse(sf_t *self, visitproc visit, void *arg) {
+  Py_VISIT(self->clock);
+  return 0;
+}
+
+static int sf_clear(sf_t *self) {
+  Py_CLEAR(self->clock); /* (sf_close_now frees the generator first, in dealloc) */
+  return 0;
+}
+
+/* The generator, or NULL raised (closed). */
+static idgen_snowflake_gen_t *sf_gen(sf_t *s) {
+  if (s->h.gen == NULL)
+    raise_idgen(IDGEN_EINVAL, "Snowflake: closed");
+  return s->h.gen;
+}
+
+/* A failed call's error: the command's "cannot make an ID: ..." and the
+ * lease's reason when there is one. */
+static PyObject *raise_next(sf_t *s, idgen_snowflake_gen_t *g, int rc) {
+  char msg[IDGEN_REASON_MAX + 200];
+  idgen_snowflake_lease_status_t st;
+  st.reason[0] = 0;
+  if (rc == IDGEN_ELEASE || rc == IDGEN_EMARK)
+    idgen_snowflake_gen_lease_status(g, &st);
+  snprintf(msg, sizeof msg, "cannot make an ID: %s%s%s%s", idgen_strerror(rc),
+           st.reason[0] ? ": " : "", st.reason,
+           rc == IDGEN_EFORKED ? " (make a new Snowflake in the child process)" : "");
+  (void)s;
+  return raise_idgen(rc, msg);
+}
+
+static PyObject *sf_next(sf_t *self, PyObject *unused) {
+  (void)unused;
+  idgen_snowflake_gen_t *g = sf_gen(self);
+  if (g == NULL)
+    return NULL;
+  uint64_t id;
+  int rc;
+  self->busy++;
+  Py_BEGIN_ALLOW_THREADS rc = idgen_snowflake_gen_next(g, &id);
+  Py_END_ALLOW_THREADS if (rc < 0) raise_next(self, g, rc);
+  sf_call_done(self);
+  if (rc < 0)
+    return NULL;
+  return PyLong_FromUnsignedLongLong(id);
+}
+
+/* next_batch(n): n IDs, increasing.  A batch larger than one call can fill
+ * within max_wait_ms is made in parts of what the clock allows, as the
+ * command makes `-n N` (each part one call, bounded). */
+static PyObject *sf_next_batch(sf_t *self, PyObject *arg) {
+  Py_ssize_t n = PyLong_AsSsize_t(arg);
+  if (n == -1 && PyErr_Occurred())
+    return NULL;
+  if (n < 0)
+    return raise_idgen(IDGEN_EINVAL, "next_batch(n): n must be >= 0");
+  idgen_snowflake_gen_t *g = sf_gen(self);
+  if (g == NULL)
+    return NULL;
+  uint64_t *ids = PyMem_RawMalloc(n ? (size_t)n * sizeof *ids : 1);
+  if (ids == NULL)
+    return PyErr_NoMemory();
+  int rc = 0;
+  self->busy++;
+  Py_BEGIN_ALLOW_THREADS size_t done = 0;
+  int one = 0;
+  while (done < (size_t)n) {
+    uint64_t room = one ? 1 : idgen_snowflake_gen_capacity(g);
+    size_t k = (size_t)n - done;
+    if (room < k)
+      k = room > 0 ? (size_t)room : 1;
+    rc = idgen_snowflake_gen_next_n(g, ids + done, k);
+    one = rc == IDGEN_EBATCH;
+    if (one)
+      continue;
+    if (rc < 0)
+      break;
+    done += k;
+  }
+  Py_END_ALLOW_THREADS PyObject *list = NULL;
+  if (rc < 0)
+    raise_next(self, g, rc);
+  sf_call_done(self);
+  if (rc == 0 && (list = PyList_New(n)) != NULL)
+    for (Py_ssize_t i = 0; i < n; i++) {
+      PyObject *v = PyLong_FromUnsignedLongLong(ids[i]);
+      if (v == NULL) {
+        Py_CLEAR(list);
+        break;
+      }
+      PyList_SET_ITEM(list, i, v);
+    }
+  PyMem_RawFree(ids);
+  return list;
+}
+
+static PyObject *sf_close(sf_t *self, PyObject *unused) {
+  (void)unused;
+  sf_close_now(self);
+  Py_RETURN_NONE;
+}
+
+static PyObject *sf_closed(sf_t *self, void *closure) {
+  (void)closure;
+  return PyBool_FromLong(self->h.gen == NULL);
+}
+
+/* Sets d[key] = v (stolen); -1 on failure. */
+static int put(PyObject *d, const char *key, PyObject *v) {
+  if (v == NULL)
+    return -1;
+  int rc = PyDict_SetItemString(d, key, v);
+  Py_DECREF(v);
+  return rc;
+}
+
+/* lease() -> dict, or None (static: nothing leased).  registry is
+ * idgen_registry_uri's: every secret masked (idgen_registry_uri_redact). */
+static PyObject *sf_lease(sf_t *self, PyObject *unused) {
+  (void)unused;
+  if (sf_gen(self) == NULL)
+    return NULL;
+  if (self->h.lease == NULL)
+    Py_RETURN_NONE;
+  idgen_lease_info_t li;
+  idgen_lease_info(self->h.lease, &li);
+  PyObject *d = PyDict_New();
+  if (d == NULL || put(d, "worker", PyLong_FromUnsignedLongLong(li.worker)) < 0 ||
+      put(d, "node", PyUnicode_FromString(li.node)) < 0 ||
+      put(d, "pool", PyUnicode_FromString(li.pool)) < 0 ||
+      put(d, "space", PyUnicode_FromString(li.space)) < 0 ||
+      put(d, "holder", PyUnicode_FromString(li.holder)) < 0 ||
+      put(d, "generation", PyLong_FromUnsignedLongLong(li.generation)) < 0 ||
+      put(d, "mark_ms", PyLong_FromLongLong(li.mark_ms)) < 0 ||
+      put(d, "ttl_ms", PyLong_FromLongLong(li.ttl_ms)) < 0 ||
+      put(d, "expires_ms", PyLong_FromLongLong(li.expires_ms)) < 0 ||
+      put(d, "registry", PyUnicode_FromString(idgen_registry_uri(self->h.reg))) < 0) {
+    Py_XDECREF(d);
+    return NULL;
+  }
+  return d;
+}
+
+/* layout_spec: the generator's layout as text. */
+static PyObject *sf_layout(sf_t *self, void *closure) {
+  (void)closure;
+  idgen_snowflake_gen_t *g = sf_gen(self);
+  if (g == NULL)
+    return NULL;
+  const idgen_layout_t *l = idgen_snowflake_gen_layout(g);
+  if (l->preset[0])
+    return PyUnicode_FromString(l->preset);
+  char buf[IDGEN_LAYOUT_SPEC_MAX];
+  if (idgen_layout_format(l, buf, sizeof buf) < 0)
+    return raise_idgen(IDGEN_ERANGE, NULL);
+  return PyUnicode_FromString(buf);
+}
+
+static PyMethodDef sf_methods[] = {
+    {"next", (PyCFunction)sf_next, METH_NOARGS,
+     "next() -> int: the next ID (may wait: GIL released)"},
+    {"next_batch", (PyCFunction)sf_next_batch, METH_O, "next_batch(n) -> list[int], increasing"},
+    {"lease", (PyCFunction)sf_lease, METH_NOARGS, "lease() -> dict or None (static)"},
+    {"close", (PyCFunction)sf_close, METH_NOARGS, "close(): releases the lease; idempotent"},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef sf_getset[] = {
+    {"closed", (getter)sf_closed, NULL, "True once closed", NULL},
+    {"layout", (getter)sf_layout, NULL, "the layout: a preset's name or its spec", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject SnowflakeType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "idgen._idgen.Snowflake",
+    .tp_basicsize = sizeof(sf_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Snowflake(**options): a generator of Snowflake IDs (see idgen.Snowflake)",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)sf_init,
+    .tp_dealloc = (destructor)sf_dealloc,
+    .tp_traverse = (traverseproc)sf_traverse,
+    .tp_clear = (inquiry)sf_clear,
+    .tp_weaklistoffset = offsetof(sf_t, weakrefs),
+    .tp_methods = sf_methods,
+    .tp_getset = sf_getset};
+
+/* ---- ULID and UUIDv7 ------------------------------------------------------ */
+
+static PyObject *uuid_cls, *uuid_int_descr, *uuid_safe_descr, *safe_unknown;
+
+/* A uuid.UUID of 16 big-endian bytes, made as uuid.UUID(int=...) makes it
+ * (its two slots set), without its argument checks. */
+static PyObject *make_uuid(const uint8_t b[16]) {
+  PyObject *i = _PyLong_FromByteArray(b, 16, 0, 0);
+  if (i == NULL)
+    return NULL;
+  PyTypeObject *t = (PyTypeObject *)uuid_cls;
+  PyObject *u = t->tp_alloc(t, 0);
+  if (u == NULL || Py_TYPE(uuid_int_descr)->tp_descr_set(uuid_int_descr, u, i) < 0 ||
+      Py_TYPE(uuid_safe_descr)->tp_descr_set(uuid_safe_descr, u, safe_unknown) < 0)
+    Py_CLEAR(u);
+  Py_DECREF(i);
+  return u;
+}
+
+/* The 16 bytes of a uuid.UUID or its text. */
+static int uuid_arg(PyObject *v, idgen_uuid_t *out) {
+  if (PyObject_TypeCheck(v, (PyTypeObject *)uuid_cls)) {
+    PyObject *i = PyObject_GetAttrString(v, "int");
+    if (i == NULL)
+      return -1;
+    int rc = _PyLong_AsByteArray((PyLongObject *)i, out->bytes, 16, 0, 0);
+    Py_DECREF(i);
+    return rc;
+  }
+  Py_ssize_t len;
+  const char *s = PyUnicode_Check(v) ? PyUnicode_AsUTF8AndSize(v, &len) : NULL;
+  if (s == NULL) {
+    if (!PyErr_Occurred())
+      raise_idgen(IDGEN_EINVAL, "expected a uuid.UUID or its text");
+    return -1;
+  }
+  char err[ERR_MAX];
+  int rc = idgen_uuid_parse(out, s, (size_t)len, err, sizeof err);
+  if (rc < 0) {
+    raise_idgen(rc, err);
+    return -1;
+  }
+  return 0;
+}
+
+static PyObject *ulid_text(const idgen_ulid_t *u) {
+  char text[IDGEN_ULID_STRLEN + 1];
+  idgen_ulid_format(u, text);
+  return PyUnicode_FromStringAndSize(text, IDGEN_ULID_STRLEN);
+}
+
+static PyObject *mod_ulid(PyObject *m, PyObject *unused) {
+  (void)m, (void)unused;
+  idgen_ulid_t u;
+  int rc = idgen_ulid_make(&u, idgen_clock_now_ms(IDGEN_CLOCK_FAST), NULL);
+  if (rc < 0)
+    return raise_idgen(rc, NULL);
+  return ulid_text(&u);
+}
+
+static PyObject *mod_uuid7(PyObject *m, PyObject *unused) {
+  (void)m, (void)unused;
+  idgen_uuid_t u;
+  int rc = idgen_uuid7_make(&u);
+  if (rc < 0)
+    return raise_idgen(rc, NULL);
+  return make_uuid(u.bytes);
+}
+
+static PyObject *mod_ulid_to_uuid(PyObject *m, PyObject *arg) {
+  (void)m;
+  Py_ssize_t len;
+  const char *s = PyUnicode_Check(arg) ? PyUnicode_AsUTF8AndSize(arg, &len) : NULL;
+  if (s == NULL)
+    return PyErr_Occurred() ? NULL : raise_idgen(IDGEN_EINVAL, "ulid_to_uuid: expected a str");
+  char err[ERR_MAX];
+  idgen_ulid_t u;
+  int rc = idgen_ulid_parse(&u, s, (size_t)len, IDGEN_ULID_STRICT, err, sizeof err);
+  if (rc < 0)
+    return raise_idgen(rc, err);
+  idgen_uuid_t x;
+  idgen_ulid_to_uuid(&u, &x);
+  return make_uuid(x.bytes);
+}
+
+static PyObject *mod_uuid_to_ulid(PyObject *m, PyObject *arg) {
+  (void)m;
+  idgen_uuid_t x;
+  if (uuid_arg(arg, &x) < 0)
+    return NULL;
+  idgen_ulid_t u;
+  idgen_ulid_from_uuid(&x, &u);
+  return ulid_text(&u);
+}
+
+/* Monotonic ULID and UUIDv7 generators: one type each over one struct. */
+typedef struct {
+  PyObject_HEAD int uuid;
+  idgen_ulid_gen_t *ulid;
+  idgen_uuid7_gen_t *uuid7;
+  PyObject *clock;
+} g128_t;
+
+static char *g128_kwlist[] = {"clock", NULL};
+
+static PyObject *g128_make(PyTypeObject *type, PyObject *args, PyObject *kw, int uuid) {
+  if (PyTuple_GET_SIZE(args) != 0)
+    return raise_idgen(IDGEN_EINVAL, "options are given by name (clock=...)");
+  if (check_kwargs(kw, g128_kwlist, uuid ? "UUID7Generator" : "ULIDGenerator") < 0)
+    return NULL;
+  PyObject *c = kw ? PyDict_GetItemString(kw, "clock") : NULL;
+  idgen_gen128_settings_t s = {0};
+  char word[32];
+  if (c != NULL && c != Py_None) {
+    if (PyObject_TypeCheck(c, &ManualClockType))
+      s.clock = &((mclock_t *)c)->clk;
+    else if (opt_text("clock", c, word, sizeof word, 0) < 0)
+      return NULL;
+    else if (idgen_clock_mode_parse(word, &s.clock_mode, NULL, 0) < 0)
+      return raise_key(IDGEN_EINVAL, "clock", word, "expected " IDGEN_CLOCK_MODE_WORDS);
+  }
+  g128_t *g = (g128_t *)type->tp_alloc(type, 0);
+  if (g == NULL)
+    return NULL;
+  g->uuid = uuid;
+  int rc = uuid ? idgen_uuid7_gen_new(&g->uuid7, &s) : idgen_ulid_gen_new(&g->ulid, &s);
+  if (rc < 0) {
+    Py_DECREF(g);
+    return raise_idgen(rc, NULL);
+  }
+  if (s.clock) {
+    Py_INCREF(c);
+    g->clock = c;
+  }
+  return (PyObject *)g;
+}
+
+static PyObject *ulidgen_new(PyTypeObject *t, PyObject *a, PyObject *k) {
+  return g128_make(t, a, k, 0);
+}
+static PyObject *uuid7gen_new(PyTypeObject *t, PyObject *a, PyObject *k) {
+  return g128_make(t, a, k, 1);
+}
+
+static void g128_dealloc(g128_t *g) {
+  idgen_ulid_gen_free(g->ulid);
+  idgen_uuid7_gen_free(g->uuid7);
+  Py_CLEAR(g->clock);
+  Py_TYPE(g)->tp_free((PyObject *)g);
+}
+
+static PyObject *g128_next(g128_t *g, PyObject *unused) {
+  (void)unused;
+  int rc;
+  if (g->uuid) {
+    idgen_uuid_t u;
+    if ((rc = idgen_uuid7_gen_next(g->uuid7, &u)) == 0)
+      return make_uuid(u.bytes);
+  } else {
+    idgen_ulid_t u;
+    if ((rc = idgen_ulid_gen_next(g->ulid, &u)) == 0)
+      return ulid_text(&u);
+  }
+  return raise_idgen(rc, NULL);
+}
+
+static PyMethodDef g128_methods[] = {
+    {"next", (PyCFunction)g128_next, METH_NOARGS, "next(): the next value, increasing"},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject ULIDGeneratorType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "idgen._idgen.ULIDGenerator",
+    .tp_basicsize = sizeof(g128_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "ULIDGenerator(clock=None): monotonic ULIDs (str), strictly increasing",
+    .tp_new = ulidgen_new,
+    .tp_dealloc = (destructor)g128_dealloc,
+    .tp_methods = g128_methods};
+
+static PyTypeObject UUID7GeneratorType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "idgen._idgen.UUID7Generator",
+    .tp_basicsize = sizeof(g128_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "UUID7Generator(clock=None): monotonic UUIDv7s (uuid.UUID), strictly increasing",
+    .tp_new = uuid7gen_new,
+    .tp_dealloc = (destructor)g128_dealloc,
+    .tp_methods = g128_methods};
+
+/* ---- layouts: decode, plan, info, compose --------------------------------- */
+
+/* The layout named by `text` (the last one asked for is kept: decoding
+ * many IDs of one layout parses it once; under the GIL), or NULL raised
+ * with the command's message. */
+static char cached_text[IDGEN_LAYOUT_SPEC_MAX];
+static idgen_layout_t cached_layout;
+
+static const idgen_layout_t *layout_of(const char *text) {
+  if (cached_text[0] && strcmp(cached_text, text) == 0)
+    return &cached_layout;
+  cached_text[0] = 0;
+  char err[ERR_MAX];
+  int rc = idgen_layout_parse(&cached_layout, text, err, sizeof err);
+  if (rc < 0) {
+    raise_key(rc, "layout", text, err);
+    return NULL;
+  }
+  snprintf(cached_text, sizeof cached_text, "%s", text);
+  return &cached_layout;
+}
+
+/* _decode_json(id, layout, lenient) -> the JSON text of `idgen decode --json`. */
+static PyObject *mod_decode_json(PyObject *m, PyObject *args) {
+  (void)m;
+  PyObject *idv;
+  const char *layout;
+  int lenient = 0;
+  if (!PyArg_ParseTuple(args, "Os|p", &idv, &layout, &lenient))
+    return NULL;
+  PyObject *str = PyLong_Check(idv) ? PyObject_Str(idv) : PyObject_Str(idv);
+  if (str == NULL)
+    return NULL;
+  if (!PyLong_Check(idv) && !PyUnicode_Check(idv) &&
+      !PyObject_TypeCheck(idv, (PyTypeObject *)uuid_cls)) {
+    Py_DECREF(str);
+    return raise_idgen(IDGEN_EINVAL, "decode(id): id must be an int, a str or a uuid.UUID");
+  }
+  Py_ssize_t len;
+  const char *s = PyUnicode_AsUTF8AndSize(str, &len);
+  const idgen_layout_t *l = s ? layout_of(layout) : NULL;
+  PyObject *out = NULL;
+  if (l != NULL) {
+    decoded_t d;
+    char err[ERR_MAX], text[DECODE_JSON_MAX];
+    if (decode_id(l, s, (size_t)len, lenient, &d, err, sizeof err) < 0)
+      raise_idgen(IDGEN_EPARSE, err);
+    else {
+      int n = decode_json(&d, text, sizeof text);
+      out = n < 0 ? raise_idgen(IDGEN_ERANGE, NULL) : PyUnicode_FromStringAndSize(text, n);
+    }
+  }
+  Py_DECREF(str);
+  return out;
+}
+
+static PyObject *mod_layout_info_json(PyObject *m, PyObject *arg) {
+  (void)m;
+  const char *text = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+  if (text == NULL)
+    return PyErr_Occurred() ? NULL : raise_idgen(IDGEN_EINVAL, "layout must be a str");
+  const idgen_layout_t *l = layout_of(text);
+  if (l == NULL)
+    return NULL;
+  char json[LAYOUT_INFO_MAX];
+  int n = layout_info_json(l, json, sizeof json);
+  return n < 0 ? raise_idgen(IDGEN_ERANGE, NULL) : PyUnicode_FromStringAndSize(json, n);
+}
+
+static PyObject *mod_layout_plan_json(PyObject *m, PyObject *args) {
+  (void)m;
+  const char *text;
+  double rate = 0, borrow = IDGEN_MAX_BORROW_MS_DEFAULT;
+  if (!PyArg_ParseTuple(args, "s|dd", &text, &rate, &borrow))
+    return NULL;
+  const idgen_layout_t *l = layout_of(text);
+  if (l == NULL)
+    return NULL;
+  idgen_layout_plan_t p;
+  if (idgen_layout_plan(l, idgen_clock_now_ms(IDGEN_CLOCK_PRECISE), rate, borrow, &p) < 0)
+    return raise_idgen(IDGEN_EINVAL, "plan: rate and max_borrow_ms must be numbers >= 0");
+  char json[LAYOUT_PLAN_MAX];
+  int n = layout_plan_json(l, &p, json, sizeof json);
+  return n < 0 ? raise_idgen(IDGEN_ERANGE, NULL) : PyUnicode_FromStringAndSize(json, n);
+}
+
+/* compose(layout, unix_ms, fields) -> int: an ID of the layout from its time
+ * and its node and sequence values (a dict by field name; 0 if absent). */
+static PyObject *mod_compose(PyObject *m, PyObject *args) {
+  (void)m;
+  const char *text;
+  long long unix_ms;
+  PyObject *fields = NULL;
+  if (!PyArg_ParseTuple(args, "sL|O!", &text, &unix_ms, &PyDict_Type, &fields))
+    return NULL;
+  const idgen_layout_t *l = layout_of(text);
+  if (l == NULL)
+    return NULL;
+  uint64_t values[IDGEN_LAYOUT_MAX_FIELDS] = {0};
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  char err[ERR_MAX];
+  while (fields && PyDict_Next(fields, &pos, &k, &v)) {
+    const char *name = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+    int i = name ? idgen_layout_field_index(l, name) : -1;
+    if (i < 0) {
+      snprintf(err, sizeof err, "compose: %s is not a field of the layout", name ? name : "?");
+      return raise_idgen(IDGEN_EINVAL, err);
+    }
+    values[i] = PyLong_AsUnsignedLongLong(v);
+    if (PyErr_Occurred())
+      return NULL;
+  }
+  uint64_t id;
+  int rc = idgen_layout_compose(l, unix_ms, values, &id, err, sizeof err);
+  if (rc < 0)
+    return raise_idgen(rc, err);
+  return PyLong_FromUnsignedLongLong(id);
+}
+
+static PyObject *mod_redact(PyObject *m, PyObject *arg) {
+  (void)m;
+  const char *uri = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+  if (uri == NULL)
+    return PyErr_Occurred() ? NULL : raise_idgen(IDGEN_EINVAL, "redact(uri): uri must be a str");
+  size_t n = 2 * strlen(uri) + 16;
+  char *buf = PyMem_Malloc(n);
+  if (buf == NULL)
+    return PyErr_NoMemory();
+  PyObject *r = PyUnicode_FromString(idgen_registry_uri_redact(uri, buf, n));
+  PyMem_Free(buf);
+  return r;
+}
+
+static PyObject *mod_default_registry(PyObject *m, PyObject *unused) {
+  (void)m, (void)unused;
+  char buf[2048], err[ERR_MAX];
+  int rc = idgen_registry_default_uri(buf, sizeof buf, err, sizeof err);
+  if (rc < 0)
+    return raise_key(rc, "registry", NULL, err);
+  return PyUnicode_FromString(buf);
+}
+
+static PyObject *mod_presets(PyObject *m, PyObject *unused) {
+  (void)m, (void)unused;
+  PyObject *d = PyDict_New();
+  for (int i = 0; d && idgen_layout_preset_name(i) != NULL; i++) {
+    const char *name = idgen_layout_preset_name(i);
+    if (put(d, name, PyUnicode_FromString(idgen_layout_preset_spec(name))) < 0)
+      Py_CLEAR(d);
+  }
+  return d;
+}
+
+/* _close_all(): every live generator of this process closed (at exit). */
+static PyObject *mod_close_all(PyObject *m, PyObject *unused) {
+  (void)m, (void)unused;
+  while (live != NULL)
+    sf_close_now(live);
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef mod_methods[] = {
+    {"ulid", mod_ulid, METH_NOARGS, "ulid() -> str: a new ULID (not monotonic)"},
+    {"uuid7", mod_uuid7, METH_NOARGS,
+     "uuid7() -> uuid.UUID: a new UUIDv7 (time now, 74 random bits)"},
+    {"ulid_to_uuid", mod_ulid_to_uuid, METH_O, "ulid_to_uuid(text) -> uuid.UUID, same bits"},
+    {"uuid_to_ulid", mod_uuid_to_ulid, METH_O, "uuid_to_ulid(uuid) -> str, same bits"},
+    {"_decode_json", mod_decode_json, METH_VARARGS, "the JSON of `idgen decode --json`"},
+    {"_layout_info_json", mod_layout_info_json, METH_O, "a layout's geometry as JSON"},
+    {"_layout_plan_json", mod_layout_plan_json, METH_VARARGS, "`idgen plan` as JSON"},
+    {"compose", mod_compose, METH_VARARGS, "compose(layout, unix_ms, fields) -> int"},
+    {"redact", mod_redact, METH_O, "redact(uri) -> str: a registry URI, its secrets masked"},
+    {"default_registry", mod_default_registry, METH_NOARGS, "the host's default registry"},
+    {"presets", mod_presets, METH_NOARGS, "presets() -> {name: spec}"},
+    {"_close_all", mod_close_all, METH_NOARGS, "closes every live generator (at exit)"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_idgen",
+                                    "idgen's C extension (use the package idgen)", -1, mod_methods};
+
+static int add_type(PyObject *m, PyTypeObject *t, const char *name) {
+  if (PyType_Ready(t) < 0)
+    return -1;
+  Py_INCREF(t);
+  if (PyModule_AddObject(m, name, (PyObject *)t) < 0) {
+    Py_DECREF(t);
+    return -1;
+  }
+  return 0;
+}
+
+/* The error classes: Error, and one subclass per code (InvalidArgumentError
+ * and ParseError are ValueErrors too, RangeError also a ValueError,
+ * OutOfMemoryError a MemoryError). */
+static int add_errors(PyObject *m) {
+  Error = PyErr_NewExceptionWithDoc(
+      "idgen.Error", "idgen's errors: .code is the library's name (\"ELEASE\"), .errno its number",
+      PyExc_Exception, NULL);
+  if (Error == NULL || PyModule_AddObject(m, "Error", Error) < 0)
+    return -1;
+  Py_INCREF(Error);
+  for (size_t i = 0; i < NERR; i++) {
+    char name[80];
+    snprintf(name, sizeof name, "idgen.%s", err_pyname[i]);
+    int code = err_table[i].code;
+    PyObject *extra = code == IDGEN_EINVAL || code == IDGEN_EPARSE || code == IDGEN_ERANGE ||
+                              code == IDGEN_ELAYOUT
+                          ? PyExc_ValueError
+                      : code == IDGEN_ENOMEM ? PyExc_MemoryError
+                                             : NULL;
+    PyObject *bases = extra ? PyTuple_Pack(2, Error, extra) : PyTuple_Pack(1, Error);
+    if (bases == NULL)
+      return -1;
+    char doc[160];
+    snprintf(doc, sizeof doc, "%s (%s): %s", err_table[i].cls, err_pyname[i], err_table[i].doc);
+    err_class[i] = PyErr_NewExceptionWithDoc(name, doc, bases, NULL);
+    Py_DECREF(bases);
+    if (err_class[i] == NULL || PyModule_AddObject(m, err_pyname[i], err_class[i]) < 0)
+      return -1;
+    Py_INCREF(err_class[i]);
+  }
+  return 0;
+}
+
+PyMODINIT_FUNC PyInit__idgen(void);
+PyMODINIT_FUNC PyInit__idgen(void) {
+  PyObject *m = PyModule_Create(&moddef);
+  if (m == NULL)
+    return NULL;
+  PyObject *uuid_mod = PyImport_ImportModule("uuid");
+  if (uuid_mod == NULL)
+    goto fail;
+  uuid_cls = PyObject_GetAttrString(uuid_mod, "UUID");
+  PyObject *safe = PyObject_GetAttrString(uuid_mod, "SafeUUID");
+  Py_DECREF(uuid_mod);
+  if (uuid_cls == NULL || safe == NULL)
+    goto fail;
+  safe_unknown = PyObject_GetAttrString(safe, "unknown");
+  Py_DECREF(safe);
+  uuid_int_descr = PyObject_GetAttrString(uuid_cls, "int");
+  uuid_safe_descr = PyObject_GetAttrString(uuid_cls, "is_safe");
+  if (safe_unknown == NULL || uuid_int_descr == NULL || uuid_safe_descr == NULL ||
+      Py_TYPE(uuid_int_descr)->tp_descr_set == NULL ||
+      Py_TYPE(uuid_safe_descr)->tp_descr_set == NULL) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_ImportError, "idgen: this Python's uuid.UUID has no slots");
+    goto fail;
+  }
+  if (add_errors(m) < 0 || add_type(m, &SnowflakeType, "Snowflake") < 0 ||
+      add_type(m, &ManualClockType, "ManualClock") < 0 ||
+      add_type(m, &ULIDGeneratorType, "ULIDGenerator") < 0 ||
+      add_type(m, &UUID7GeneratorType, "UUID7Generator") < 0 ||
+      PyModule_AddStringConstant(m, "library_version", idgen_version()) < 0)
+    goto fail;
+  return m;
+fail:
+  Py_DECREF(m);
+  return NULL;
+}
