@@ -716,6 +716,7 @@ static PyObject *sf_lease(sf_t *self, PyObject *unused) {
       put(d, "space", PyUnicode_FromString(li.space)) < 0 ||
       put(d, "holder", PyUnicode_FromString(li.holder)) < 0 ||
       put(d, "generation", PyLong_FromUnsignedLongLong(li.generation)) < 0 ||
+      put(d, "key", PyLong_FromUnsignedLongLong(li.key)) < 0 ||
       put(d, "mark_ms", PyLong_FromLongLong(li.mark_ms)) < 0 ||
       put(d, "ttl_ms", PyLong_FromLongLong(li.ttl_ms)) < 0 ||
       put(d, "expires_ms", PyLong_FromLongLong(li.expires_ms)) < 0 ||

@@ -1,0 +1,471 @@
+"""python.package: idgen's Python package as a user installs it.
+
+A fresh virtual environment outside the tree (python3 -m venv
+--system-site-packages: Debian's setuptools), `pip install
+--no-build-isolation --no-index ./python`, then the installed package,
+imported from that environment's site-packages, against: the known-answer
+vectors shared with the C tests (tests/vectors/vectors.json); 8 processes
+x 200,000 IDs on one file: registry (0 duplicates, each increasing); 8
+threads on one generator; a lost lease (its lock file removed) raises and
+never repeats; a wait on an injected clock does not hold the GIL; bad
+options raise with the `idgen` command's message; 10 million calls with a
+flat RSS; fork, asyncio, close/collection, the type stubs (mypy --strict);
+postgres:// and etcd:// leases on throwaway servers (tests/pg_server.sh,
+tests/etcd_server.sh) where they can start.
+
+    IDGEN_SOURCE_DIR=TREE IDGEN_CLI=BUILD/idgen python3 -m pytest python/tests/test_package.py
+"""
+import asyncio
+import gc
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+import pytest
+
+TREE = os.environ.get("IDGEN_SOURCE_DIR") or os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLI = os.environ.get("IDGEN_CLI") or os.path.join(TREE, "build", "idgen")
+
+idgen = None  # the installed package (the fixture imports it)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def installed(tmp_path_factory):
+    """The package pip-installed into a fresh venv outside the tree,
+    imported from there."""
+    global idgen
+    base = tmp_path_factory.mktemp("venv")
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    env = dict(os.environ, IDGEN_BUILD_DIR=str(base / "cmake"), PIP_NO_INDEX="1")
+    t0 = time.monotonic()
+    r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-build-isolation",
+                        "--no-index", os.path.join(TREE, "python")],
+                       env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    print("pip install: %.1f s" % (time.monotonic() - t0))
+    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    sys.path.insert(0, site)
+    import idgen as mod
+    assert mod.__file__.startswith(site), mod.__file__
+    idgen = mod
+    yield {"python": str(py), "site": site}
+
+
+@pytest.fixture
+def registry():
+    d = tempfile.mkdtemp(prefix="idgen-py-")
+    yield "file:" + d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+# ---- the README's example, in the environment's own interpreter ----------
+
+def test_readme_example(installed, registry):
+    code = ("import idgen\n"
+            "with idgen.Snowflake(registry=%r) as gen:\n"
+            "    print(gen.next())\n" % registry)
+    r = subprocess.run([installed["python"], "-c", code], capture_output=True, text=True,
+                       cwd=tempfile.gettempdir())
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout) > 0
+
+
+# ---- known answers ------------------------------------------------------
+
+def vectors():
+    with open(os.path.join(TREE, "tests", "vectors", "vectors.json")) as f:
+        return json.load(f)
+
+
+def test_vectors_snowflake():
+    v = vectors()["snowflake"]
+    for row in v["twitter_compose"] + v["epoch0_compose"]:
+        assert idgen.compose(row["layout"], row["unix_ms"], row["fields"]) == int(row["id"])
+        d = idgen.decode(int(row["id"]), layout=row["layout"])
+        assert d["kind"] == "snowflake"
+        assert d["unix_ms"] == row["unix_ms"]
+        for k, x in row["fields"].items():
+            assert d["fields"][k] == x
+    assert idgen.layout_info("twitter")["epoch_ms"] == v["twitter_epoch_ms"]
+
+
+def test_vectors_ulid_uuid():
+    v = vectors()
+    u = v["ulid"]
+    for row in u["encode"]:
+        b = bytes.fromhex(row["bytes_hex"])
+        assert idgen.uuid_to_ulid(uuid.UUID(bytes=b)) == row["expected"]
+        assert idgen.ulid_to_uuid(row["expected"]).bytes == b
+    for row in u["decode_time"]:
+        assert idgen.decode(row["input"])["unix_ms"] == row["expected_ms"]
+    for row in u["invalid"]:
+        with pytest.raises(idgen.Error):
+            idgen.ulid_to_uuid(row["input"])
+    seq = [idgen.ulid_to_uuid(s).int for s in u["monotonic"][0]["same_ms_sequence"]]
+    assert all(b - a == 1 for a, b in zip(seq, seq[1:]))
+    ex = u["spec_example"]
+    assert str(idgen.ulid_to_uuid(ex["ulid"])) == ex["uuid"]
+    assert idgen.decode(ex["ulid"])["uuid"] == ex["uuid"]
+    r = v["uuidv7"]["rfc9562_example"]
+    d = idgen.decode(r["uuid"])
+    assert d["version"] == 7 and d["unix_ms"] == r["unix_ts_ms"]
+    assert idgen.decode(uuid.UUID(r["uuid"]))["unix_ms"] == r["unix_ts_ms"]
+
+
+def test_ulid_uuid7_kinds():
+    a, b = idgen.ulid(), idgen.uuid7()
+    assert len(a) == 26 and isinstance(b, uuid.UUID) and b.version == 7
+    assert b == uuid.UUID(str(b)) and hash(b) == hash(uuid.UUID(str(b)))
+    g, h = idgen.ULIDGenerator(), idgen.UUID7Generator()
+    xs = [g.next() for _ in range(10000)]
+    ys = [h.next() for _ in range(10000)]
+    assert xs == sorted(set(xs)) and ys == sorted(set(ys))
+    assert idgen.decode(xs[0])["kind"] == "ulid" and idgen.decode(ys[0])["kind"] == "uuid"
+
+
+def test_plan():
+    p = idgen.plan("twitter", rate=8_192_000)
+    assert p["ids_per_tick"] == 4096 and p["rate"]["nodes_needed"] == 2
+
+
+# ---- processes and threads ----------------------------------------------
+
+def _proc_ids(registry, n, out):
+    with idgen.Snowflake(registry=registry) as g:
+        ids = [g.next() for _ in range(n)]
+    with open(out, "w") as f:
+        f.write("\n".join(map(str, ids)))
+
+
+def test_processes_one_registry(registry, tmp_path):
+    ctx = multiprocessing.get_context("fork")
+    n = 200_000
+    outs = [str(tmp_path / ("p%d" % i)) for i in range(8)]
+    ps = [ctx.Process(target=_proc_ids, args=(registry, n, o)) for o in outs]
+    for p in ps:
+        p.start()
+    for p in ps:
+        p.join(120)
+        assert p.exitcode == 0
+    seen = set()
+    for o in outs:
+        with open(o) as f:
+            ids = [int(x) for x in f.read().split()]
+        assert len(ids) == n
+        assert all(a < b for a, b in zip(ids, ids[1:])), "not increasing in " + o
+        seen.update(ids)
+    assert len(seen) == 8 * n, "duplicates: %d" % (8 * n - len(seen))
+
+
+def test_threads_one_generator():
+    g = idgen.Snowflake(registry="static", node="datacenter=1,worker=1")
+    res = [None] * 8
+
+    def run(i):
+        res[i] = [g.next() for _ in range(50_000)] + g.next_batch(1000)
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    all_ids = set()
+    for r in res:
+        assert all(a < b for a, b in zip(r, r[1:]))
+        all_ids.update(r)
+    assert len(all_ids) == 8 * 51_000
+    g.close()
+
+
+# ---- leases -------------------------------------------------------------
+
+def test_lease_lost_raises_never_repeats(registry):
+    g = idgen.Snowflake(registry=registry)
+    info = g.lease()
+    assert info["registry"] == registry and info["node"].endswith("worker=%d" % info["worker"])
+    ids = [g.next()]
+    os.unlink(os.path.join(registry[5:], info["pool"], "%016x.lock" % info["key"]))
+    deadline = time.monotonic() + 20
+    with pytest.raises(idgen.LeaseError) as e:
+        while time.monotonic() < deadline:
+            ids.append(g.next())
+    assert e.value.code == "ELEASE" and e.value.errno == -11
+    assert "cannot make an ID" in str(e.value)
+    with pytest.raises(idgen.LeaseError):
+        g.next()
+    g.close()
+    with idgen.Snowflake(registry=registry) as h:
+        again = h.next_batch(1000)
+    assert min(again) > max(ids)
+    assert not set(again) & set(ids)
+
+
+def test_close_and_collection_release(registry):
+    g = idgen.Snowflake(registry=registry)
+    w = g.lease()["worker"]
+    g.close()
+    g.close()  # idempotent
+    assert g.closed
+    with pytest.raises(idgen.InvalidArgumentError):
+        g.next()
+    h = idgen.Snowflake(registry=registry)
+    assert h.lease()["worker"] == w  # given back by close()
+    del h
+    gc.collect()
+    k = idgen.Snowflake(registry=registry)
+    assert k.lease()["worker"] == w  # given back when collected
+    k.close()
+
+
+def test_release_at_exit(installed, registry):
+    code = ("import idgen, os\n"
+            "g = idgen.Snowflake(registry=%r)\n"
+            "print(g.lease()['worker'], os.getpid())\n" % registry)
+    for _ in range(2):
+        r = subprocess.run([installed["python"], "-c", code], capture_output=True, text=True)
+        assert r.returncode == 0 and r.stdout.split()[0] == "0", r.stderr
+
+
+def test_redacted_registry():
+    assert idgen.redact("postgres://app:secret@db/ids") == "postgres://app:***@db/ids"
+
+
+def test_fork():
+    g = idgen.Snowflake(registry="static", node="datacenter=2,worker=3")
+    g.next()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            try:
+                g.next()
+            except idgen.ForkedError as e:
+                code = 0 if e.code == "EFORKED" else 2
+            h = idgen.Snowflake(registry="static", node="datacenter=2,worker=4")
+            h.next()
+            g.close()
+            os.write(w, b"%d" % code)
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    assert os.read(r, 10) == b"0"
+    g.next()  # the parent's, untouched by the child
+    g.close()
+
+
+def test_asyncio(registry):
+    async def main():
+        async with await idgen.Snowflake.open(registry=registry) as g:
+            a = await g.next_async()
+            b = await g.next_batch_async(5)
+            assert a < b[0] and b == sorted(b)
+            return g
+    g = asyncio.run(main())
+    assert g.closed
+
+
+# ---- the GIL --------------------------------------------------------------
+
+def test_wait_releases_gil():
+    clock = idgen.ManualClock(now_ns=1_700_000_000_000_000_000)
+    g = idgen.Snowflake(registry="static", node="worker=1", clock=clock, max_borrow_ms=0,
+                        max_wait_ms=5000)
+    first = g.next()
+    clock.advance(-50_000_000)  # a step back: the next call waits for the clock
+    out = []
+    t = threading.Thread(target=lambda: out.append(g.next()))
+    t.start()
+    deadline = time.monotonic() + 10
+    while clock.waiting == 0 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert clock.waiting == 1, "the call did not wait on the clock"
+    # This thread runs Python while the other waits inside the library.
+    n = sum(i for i in range(200_000))
+    assert n > 0 and t.is_alive() and not out
+    clock.advance(60_000_000)
+    t.join(10)
+    assert out and out[0] > first
+
+
+def test_clock_refusal():
+    clock = idgen.ManualClock(now_ns=1_700_000_000_000_000_000, auto_advance=False)
+    g = idgen.Snowflake(registry="static", node="worker=1", clock=clock, max_borrow_ms=0,
+                        max_wait_ms=0)
+    g.next()
+    clock.advance(-5_000_000)
+    with pytest.raises(idgen.ClockError) as e:
+        g.next()
+    assert e.value.code == "ECLOCK"
+
+
+# ---- bad options: the command's messages ----------------------------------
+
+CASES = [
+    # (Snowflake options, the same as `idgen snowflake` flags)
+    ({"layout": "bogus"}, ["--layout", "bogus"]),
+    ({"registry": "static", "node": "worker=99999"}, ["--registry", "static", "--node", "worker=99999"]),
+    ({"registry": "static", "node": "wrker=1"}, ["--registry", "static", "--node", "wrker=1"]),
+    ({"registry": "file:/nonexistent/x", "node": "worker=1"},
+     ["--registry", "file:/nonexistent/x", "--node", "worker=1"]),
+    ({"registry": "static", "clock": "slow"}, ["--registry", "static", "--clock", "slow"]),
+    ({"registry": "static", "max_wait_ms": -1}, ["--registry", "static", "--max-wait-ms", "-1"]),
+    ({"registry": "static", "max_borrow_ms": 86400001},
+     ["--registry", "static", "--max-borrow-ms", "86400001"]),
+    ({"registry": "nope://"}, ["--registry", "nope://"]),
+    ({"registry": "file:/nonexistent/x", "ttl_ms": 5},
+     ["--registry", "file:/nonexistent/x", "--lease-ttl-ms", "5"]),
+    ({"registry": "static", "lease_field": "worker"},
+     ["--registry", "static", "--lease-field", "worker"]),
+    ({"registry": "file:/nonexistent/x", "lease_field": "sequence"},
+     ["--registry", "file:/nonexistent/x", "--lease-field", "sequence"]),
+    ({"registry": "static", "space": "blue"}, ["--registry", "static", "--space", "blue"]),
+]
+
+
+@pytest.mark.parametrize("opts,flags", CASES)
+def test_bad_options_cli_message(opts, flags):
+    if not os.access(CLI, os.X_OK):
+        pytest.skip("no idgen command at " + CLI)
+    r = subprocess.run([CLI, "snowflake"] + flags, capture_output=True, text=True)
+    assert r.returncode != 0
+    m = re.match(r'idgen: snowflake: (\S+) = ("[^"]*") \(from [^)]*\): (.*)$', r.stderr.strip())
+    assert m, r.stderr
+    with pytest.raises(idgen.Error) as e:
+        idgen.Snowflake(**opts)
+    key = {"lease_ttl_ms": "ttl_ms"}.get(m.group(1), m.group(1))
+    assert str(e.value) == "%s = %s: %s" % (key, m.group(2), m.group(3))
+
+
+def test_unknown_option():
+    with pytest.raises(idgen.InvalidArgumentError) as e:
+        idgen.Snowflake(registry="static", nod="datacenter=1")
+    assert "unknown option nod" in str(e.value) and "node" in str(e.value)
+    with pytest.raises(idgen.InvalidArgumentError):
+        idgen.Snowflake("static")
+    with pytest.raises(idgen.ParseError) as e:
+        idgen.decode("01ARZ3NDEKTSV4RRFFQ69G5FAVX")
+    assert e.value.code == "EPARSE"
+    with pytest.raises(idgen.LayoutError):
+        idgen.decode(1, layout="nope")
+
+
+# ---- memory -----------------------------------------------------------------
+
+def _rss_kb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+
+
+def test_rss_flat_10m_calls():
+    g = idgen.Snowflake(registry="static", node="worker=5")
+    nxt, ul, u7, dec = g.next, idgen.ulid, idgen.uuid7, idgen.decode
+    for _ in range(500_000):
+        nxt()
+    before = _rss_kb()
+    for _ in range(8_000_000):
+        nxt()
+    for _ in range(1_000_000):
+        ul()
+    for _ in range(900_000):
+        u7()
+    for _ in range(1000):
+        g.next_batch(100)
+    for _ in range(10_000):
+        dec(nxt())
+    after = _rss_kb()
+    g.close()
+    assert after - before < 2048, "RSS grew %d kB over 10 million calls" % (after - before)
+
+
+# ---- the stubs ----------------------------------------------------------------
+
+SAMPLE = '''
+import asyncio
+import uuid
+from typing import Any, Dict, List, Optional
+import idgen
+
+def make() -> int:
+    with idgen.Snowflake(registry="static", node={"worker": 1}, max_wait_ms=10) as g:
+        ids: List[int] = g.next_batch(3)
+        lease: Optional[Dict[str, Any]] = g.lease()
+        return g.next() + ids[0]
+
+async def amake() -> int:
+    async with await idgen.Snowflake.open(registry="static") as g:
+        return await g.next_async()
+
+u: uuid.UUID = idgen.uuid7()
+s: str = idgen.ulid()
+d: Dict[str, Any] = idgen.decode(make())
+try:
+    idgen.Snowflake(layout="x")
+except idgen.Error as e:
+    code: str = e.code
+'''
+
+
+def test_stubs_mypy_strict(installed, tmp_path):
+    if shutil.which("mypy") is None:
+        pytest.skip("mypy (Debian's mypy) not installed")
+    (tmp_path / "sample.py").write_text(SAMPLE)
+    r = subprocess.run(["mypy", "--strict", "--no-incremental", "--python-executable",
+                        installed["python"], str(tmp_path / "sample.py")],
+                       capture_output=True, text=True, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    (tmp_path / "bad.py").write_text("import idgen\nx: str = idgen.Snowflake().next()\n")
+    r = subprocess.run(["mypy", "--strict", "--no-incremental", "--python-executable",
+                        installed["python"], str(tmp_path / "bad.py")],
+                       capture_output=True, text=True, cwd=str(tmp_path))
+    assert r.returncode == 1 and "Incompatible types" in r.stdout, r.stdout
+
+
+# ---- postgres:// and etcd:// ---------------------------------------------------
+
+def _free_port(n=1):
+    for _ in range(50):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        p = s.getsockname()[1]
+        s.close()
+        if p + 2 * n < 65535:
+            return p
+    raise OSError("no free port")
+
+
+def _server(script, kind):
+    d = tempfile.mkdtemp(prefix="idgen-py-" + kind + "-")
+    os.rmdir(d)
+    r = subprocess.run([os.path.join(TREE, "tests", script), "start", d, str(_free_port(2))],
+                       capture_output=True, text=True, timeout=90)
+    if r.returncode != 0:
+        pytest.skip("%s did not start: %s" % (script, r.stderr.strip()[-300:]))
+    return d, r.stdout.strip()
+
+
+@pytest.mark.parametrize("script,kind", [("pg_server.sh", "postgres"), ("etcd_server.sh", "etcd")])
+def test_network_registries(script, kind):
+    d, uri = _server(script, kind)
+    try:
+        with idgen.Snowflake(registry=uri, ttl_ms=3000) as a, idgen.Snowflake(registry=uri) as b:
+            la, lb = a.lease(), b.lease()
+            assert la["worker"] != lb["worker"] and la["registry"] == idgen.redact(uri)
+            ids = a.next_batch(10_000) + b.next_batch(10_000) + [a.next(), b.next()]
+            assert len(set(ids)) == len(ids)
+    finally:
+        subprocess.run([os.path.join(TREE, "tests", script), "stop", d], capture_output=True)
