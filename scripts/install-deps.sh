@@ -12,6 +12,8 @@ packages=(
   clang-14 libclang-rt-14-dev        # ASan/UBSan/TSan runtimes and libFuzzer
   clang-format-14                    # the house style (.clang-format; the test `format`)
   python3                            # the CLI tests' JSON checks
+  python3-dev python3-venv python3-pip  # the Python package (python/): its headers, pip install into a venv
+  python3-pytest mypy                # the Python package's test (python.package) and its stubs' check
   curl redis-tools python3-redis     # the daemon's tests: real HTTP and Redis clients
   python3-prometheus-client          # the daemon's tests: a real parser for /metrics
   python3-hiredis libhiredis-dev     # the client matrix (serve.clients): redis-py's hiredis parser, hiredis in C

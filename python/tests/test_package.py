@@ -469,3 +469,24 @@ def test_network_registries(script, kind):
             assert len(set(ids)) == len(ids)
     finally:
         subprocess.run([os.path.join(TREE, "tests", script), "stop", d], capture_output=True)
+
+
+def test_idgen_daemon_registry(registry):
+    """idgen://: leases from `idgen serve --leases` (tests/components.py's Daemon)."""
+    if not os.access(CLI, os.X_OK):
+        pytest.skip("no idgen command at " + CLI)
+    sys.path.insert(0, os.path.join(TREE, "tests"))
+    import components
+    wd = components.Workdir("idgen-py-serve-")
+    d = components.Daemon(CLI, wd.path, "daemon", ["--leases", "--registry", registry])
+    try:
+        assert d.http, d.log()[-600:]
+        uri = "idgen://127.0.0.1:%d" % d.http
+        with idgen.Snowflake(registry=uri, node="datacenter=1") as a, \
+                idgen.Snowflake(registry=uri, node="datacenter=1") as b:
+            assert a.lease()["worker"] != b.lease()["worker"]
+            ids = a.next_batch(5000) + b.next_batch(5000) + [a.next(), b.next()]
+            assert len(set(ids)) == len(ids)
+    finally:
+        d.stop()
+        shutil.rmtree(wd.path, ignore_errors=True)
