@@ -12,7 +12,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: bench-leases screenshots image deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
+.PHONY: bench-python bench-leases screenshots image deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
 
 all: build
 
@@ -152,6 +152,12 @@ bench-peers: build
 bench-js: build
 	IDGEN_NODE_ADDON=$(abspath $(BUILD))/js/idgen.node IDGEN_WASM_DIR=$(abspath $(BUILD))/js/browser \
 	  bench/js/run.sh $(BENCH_JS_FLAGS)
+
+# The Python package beside the stdlib, python-ulid, uuid6 and snowflake-id
+# (bench/python_bench.py: peers from PyPI into a venv under /tmp, or from
+# their repositories' sources in IDGEN_PY_PEERS=DIR when PyPI is out of reach).
+bench-python: build
+	/usr/bin/python3 bench/python_bench.py $(BUILD)
 
 # The Thrift service beside RESP and HTTP on one daemon, one load client.
 bench-thrift: build
