@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # settings_table_test.sh -- the node list, the lease-field rules, the lease
 # TTL's, max_borrow_ms' and max_wait_ms' bounds and the clock's words have
-# one owner, the library: one table of inputs, run through the five front
+# one owner, the library: one table of inputs, run through the six front
 # ends, gets the same verdict and the same message from each.
 #
 #   tests/settings_table_test.sh BUILD_DIR
@@ -14,6 +14,9 @@
 #   serve   `idgen serve --config FILE --check-config` (ok: exit 0);
 #   addon   new Snowflake({...}) of the Node.js addon (js/index.js; the
 #           keys camelCase: maxBorrowMs), ok when next() answers;
+#   python  idgen.Snowflake(**options) of the Python extension (BUILD/python,
+#           python/; the keys as here, lease_ttl_ms as ttl_ms), ok when
+#           next() answers;
 #   wasm    the same of the WebAssembly build (js/browser.mjs on idgen.wasm,
 #           under node), which leases only from a daemon: it takes the rows
 #           of the static registry and the idgen:// ones through
@@ -42,16 +45,18 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:?usage: settings_table_test.sh BUILD_DIR}" && pwd)
 IDGEN=$BUILD/idgen
 ADDON=$BUILD/js/idgen.node
+PYDIR=$BUILD/python
 WASM=$BUILD/js/browser/browser.mjs
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 if [ "$(id -u)" != 0 ]; then
   echo "SKIP settings table: installing the extension into the server's directories needs root"
   exit 77
 fi
-for f in "$ADDON" "$WASM"; do
+for f in "$ADDON" "$WASM" "$PYDIR/idgen/__init__.py"; do
   if [ ! -f "$f" ]; then
     echo "FAIL settings table: $f was not built (node, Node-API's headers or the WebAssembly" \
-      "toolchain missing when the build was configured: scripts/install-deps.sh)" >&2
+      "toolchain or Python's headers missing when the build was configured:" \
+      "scripts/install-deps.sh)" >&2
     exit 1
   fi
 done
@@ -112,6 +117,31 @@ try {
 }
 EOF
 
+# The same from the Python extension: its first ID, or "CODE: message"
+# (exit 1).
+cat >"$work/try.py" <<'EOF'
+import json, sys
+import idgen
+try:
+    with idgen.Snowflake(**json.loads(sys.argv[1])) as g:
+        print(g.next())
+except idgen.Error as e:
+    print("%s: %s" % (e.code, e))
+    sys.exit(1)
+EOF
+
+# The row's settings as the Python extension's keyword options (JSON).
+py_options() {
+  local o="{\"layout\":\"twitter\",\"registry\":\"$1\",\"node\":\"$2\"" kv val
+  [ -z "$3" ] || o+=",\"lease_field\":\"$3\""
+  [ -z "$4" ] || o+=",\"ttl_ms\":$4"
+  for kv in $5; do
+    val=${kv#*=}
+    if [[ $val =~ ^[0-9]+$ ]]; then o+=",\"${kv%%=*}\":$val"; else o+=",\"${kv%%=*}\":\"$val\""; fi
+  done
+  printf '%s}' "$o"
+}
+
 trim() {
   local s=$1
   s=${s#"${s%%[![:space:]]*}"}
@@ -145,7 +175,8 @@ check() {
   fi
 }
 
-# The command, the daemon's config file, the addon and the WebAssembly build.
+# The command, the daemon's config file, the addon, the Python extension and the
+# WebAssembly build.
 n=0
 while IFS='|' read -r reg node field ttl more verdict msg; do
   reg=$(trim "$reg")
@@ -181,6 +212,12 @@ node = $node"
   out=$(IDGEN_NODE_ADDON=$ADDON node "$work/try.mjs" addon "$ROOT/js/index.js" \
     "$(js_options "$js_uri" "$node" "$field" "$ttl" "$more")" 2>&1) || rc=$?
   check addon "$row" "$rc" "$out" "$verdict" "$msg"
+  py_uri=$reg
+  [ "$reg" != file ] || py_uri=file:$work/python$n
+  rc=0
+  out=$(PYTHONPATH=$PYDIR /usr/bin/python3 "$work/try.py" \
+    "$(py_options "$py_uri" "$node" "$field" "$ttl" "$more")" 2>&1) || rc=$?
+  check python "$row" "$rc" "$out" "$verdict" "$msg"
   rc=0
   out=$(node "$work/try.mjs" wasm "$WASM" \
     "$(js_options "$js_uri" "$node" "$field" "$ttl" "$more")" 2>&1) || rc=$?
