@@ -587,8 +587,10 @@ static int sf_traverse(sf_t *self, visitproc visit, void *arg) {
   return 0;
 }
 
+/* Nothing to break: a ManualClock holds no references, so the clock is in
+ * no cycle, and the generator reads it until dealloc has freed it. */
 static int sf_clear(sf_t *self) {
-  Py_CLEAR(self->clock); /* (sf_close_now frees the generator first, in dealloc) */
+  (void)self;
   return 0;
 }
 
@@ -794,9 +796,16 @@ static int uuid_arg(PyObject *v, idgen_uuid_t *out) {
     PyObject *i = PyObject_GetAttrString(v, "int");
     if (i == NULL)
       return -1;
-    int rc = _PyLong_AsByteArray((PyLongObject *)i, out->bytes, 16, 0, 0);
+    /* int.to_bytes: _PyLong_AsByteArray's arguments changed in 3.13 */
+    PyObject *b = PyObject_CallMethod(i, "to_bytes", "is", 16, "big");
     Py_DECREF(i);
-    return rc;
+    if (b == NULL)
+      return -1;
+    int ok = PyBytes_Check(b) && PyBytes_GET_SIZE(b) == 16;
+    if (ok)
+      memcpy(out->bytes, PyBytes_AS_STRING(b), 16);
+    Py_DECREF(b);
+    return ok ? 0 : -1;
   }
   Py_ssize_t len;
   const char *s = PyUnicode_Check(v) ? PyUnicode_AsUTF8AndSize(v, &len) : NULL;
