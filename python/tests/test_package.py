@@ -268,6 +268,26 @@ def test_fork():
     g.close()
 
 
+def test_fork_child_keeps_parents_lease(registry):
+    """A child's close() and exit leave the parent's file: lease alone."""
+    g = idgen.Snowflake(registry=registry)
+    w = g.lease()["worker"]
+    before = g.next()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            g.close()
+            del g
+            gc.collect()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert g.next() > before
+    with idgen.Snowflake(registry=registry) as h:
+        assert h.lease()["worker"] != w  # still the parent's
+    g.close()
+
+
 def test_asyncio(registry):
     async def main():
         async with await idgen.Snowflake.open(registry=registry) as g:
