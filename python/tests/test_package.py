@@ -48,11 +48,16 @@ def installed(tmp_path_factory):
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     py = venv / "bin" / "python"
-    env = dict(os.environ, IDGEN_BUILD_DIR=str(base / "cmake"), PIP_NO_INDEX="1")
+    # python/ copied out, the tree named by IDGEN_SOURCE_DIR: pip's build
+    # files stay out of the tree (and out of a parallel run's way).
+    src = base / "python"
+    shutil.copytree(os.path.join(TREE, "python"), str(src),
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    env = dict(os.environ, IDGEN_SOURCE_DIR=TREE, IDGEN_BUILD_DIR=str(base / "cmake"),
+               PIP_NO_INDEX="1")
     t0 = time.monotonic()
     r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-build-isolation",
-                        "--no-index", os.path.join(TREE, "python")],
-                       env=env, capture_output=True, text=True)
+                        "--no-index", str(src)], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     print("pip install: %.1f s" % (time.monotonic() - t0))
     site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
