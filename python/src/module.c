@@ -980,8 +980,8 @@ static const idgen_layout_t *layout_of(const char *text) {
   cached_text[0] = 0;
   char err[ERR_MAX];
   int rc = idgen_layout_parse(&cached_layout, text, err, sizeof err);
-  if (rc < 0) {
-    raise_key(rc, "layout", text, err);
+  if (rc < 0) { /* as `idgen decode --layout` and `idgen plan --layout` say it */
+    raise_idgen(rc, err);
     return NULL;
   }
   snprintf(cached_text, sizeof cached_text, "%s", text);

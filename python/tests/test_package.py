@@ -376,6 +376,18 @@ def test_bad_options_cli_message(opts, flags):
     assert str(e.value) == "%s = %s: %s" % (key, m.group(2), m.group(3))
 
 
+@pytest.mark.parametrize("args", [["12a4"], ["01ARZ3NDEKTSV4RRFFQ69G5FAVX"], ["--layout", "nope", "1"],
+                                  ["01ARZ3NDEKTSV4RRFFQ69G5FAV!"], ["99999999999999999999"]])
+def test_decode_cli_message(args):
+    if not os.access(CLI, os.X_OK):
+        pytest.skip("no idgen command at " + CLI)
+    r = subprocess.run([CLI, "decode"] + args, capture_output=True, text=True)
+    assert r.returncode != 0 and r.stderr.startswith("idgen: "), r.stderr
+    with pytest.raises(idgen.Error) as e:
+        idgen.decode(args[-1], **({"layout": args[1]} if len(args) == 3 else {}))
+    assert str(e.value) == r.stderr.strip()[len("idgen: "):]
+
+
 def test_unknown_option():
     with pytest.raises(idgen.InvalidArgumentError) as e:
         idgen.Snowflake(registry="static", nod="datacenter=1")
