@@ -754,7 +754,10 @@ typedef struct idgen_snowflake_stats {
   int64_t borrowed_ms;
   /* The largest value taken so far, as an ID (0 if none); it may be one
    * reserved by a waiting call and not yet returned, or one dropped by a
-   * refused call. */
+   * refused call.  While the generator's lease is fenced (its ceiling at
+   * 0), it is every value taken, by any thread: the reading first revokes
+   * a thread's ownership of the generator (docs/DESIGN.md §1), which then
+   * takes with a locked instruction for good. */
   uint64_t last_id;
 } idgen_snowflake_stats_t;
 
