@@ -1374,7 +1374,7 @@ IDGEN_API int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_requ
                                      idgen_lease_t **out, char *err, size_t errlen);
 
 /*
- * For a lease service (the daemon's `--leases`, SPEC §12), which holds
+ * For a lease service (the daemon's `--leases`, SERVE.md "Leases for clients"), which holds
  * tuples in its registry on behalf of clients that cannot reach it:
  * idgen_registry_acquire() with the holder name written in the registry
  * given (`holder`: 1..IDGEN_HOLDER_MAX-1 printable bytes, no spaces; the
