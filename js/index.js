@@ -139,6 +139,7 @@ module.exports = {
   decode,
   plan,
   version: addon.version,
+  init: () => Promise.resolve(), // browser.mjs's, where it loads idgen.wasm; nothing to load here
   _decodeJson: addon.decodeJson,
   _addonPath: found.path, // the addon loaded (null: the WebAssembly build)
   _decodeInterpreted: decodeInterpreted, // decode() where compiling is not allowed (CSP) // the CLI's JSON text: the tests' oracle for decode()

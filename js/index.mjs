@@ -14,6 +14,7 @@ export const {
   decode,
   plan,
   version,
+  init,
   _decodeJson,
   _decodeInterpreted,
   _addonPath,

@@ -75,6 +75,7 @@ pre { background: #f4f4f4; padding: 6px; white-space: pre-wrap; }
 const status = document.getElementById('status');
 try {
   const idgen = await import('./browser.mjs');
+  await idgen.init();
   const N = @N@;
   window.ids = {};
   const row = (kind, ids, ms, ok) => {

@@ -89,6 +89,7 @@ async function correctness(f, n) {
 }
 try {
   const idgen = await import('/idgen/browser.mjs');
+  await idgen.init();
   const { v7: uuidV7 } = await import('uuid');
   const ulidPkg = await import('ulid');
   const ulidx = await import('ulidx');

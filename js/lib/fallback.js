@@ -12,6 +12,7 @@ module.exports = function fallback(platform, failed) {
   const why = `no native addon loads for ${platform}`;
   const w = make(shared, {
     noPagehide: true,
+    quietNodes: true, // the one warning below says it
     registryNote: ` (${why}: this is idgen's WebAssembly build; install where the prebuilt ` +
                   'binary fits, or allow install scripts with a C compiler and cmake, for ' +
                   'file:, postgres:// and etcd:// registries)',
@@ -25,8 +26,8 @@ module.exports = function fallback(platform, failed) {
   const instance = new WebAssembly.Instance(new WebAssembly.Module(fs.readFileSync(file)), w.imports);
   w.attach(instance);
   process.emitWarning(`${why} (tried ${failed.join('; ')}): using the WebAssembly build: ULIDs, ` +
-                      'UUIDv7s and Snowflake IDs of node values given or leased from ' +
-                      'idgen://; no file:, postgres:// or etcd:// registries',
+                      'UUIDv7s and Snowflake IDs of node values given (unchecked: keep them apart) or ' +
+                      'leased from idgen://; no file:, postgres:// or etcd:// registries',
                       { type: 'IdgenWarning', code: 'IDGEN_WASM_FALLBACK' });
   return {
     Snowflake: w.Snowflake,
@@ -38,6 +39,7 @@ module.exports = function fallback(platform, failed) {
     decode: w.decode,
     plan: w.plan,
     version: w.version(),
+    init: () => Promise.resolve(), // loaded above already
     _decodeJson: undefined,
     _decodeInterpreted: w._decodeInterpreted,
     _addonPath: null,

@@ -22,6 +22,7 @@
 //   notReady      the message of a call made before the module is loaded
 //   registryNote  added to the refusal of a registry this build cannot use
 //   noPagehide    no pagehide listener (Node)
+//   quietNodes    no warning per unchecked node value (the caller warned once)
 // and it returns the API, `imports` (the module's), attach(instance) and
 // version() (null until attached).
 (function (root, make) {
@@ -462,7 +463,7 @@
       this.#g = check(exp.sf_new(BigInt(borrow), BigInt(wait), rss < 0 ? 0 : rss));
       this.#slot = exp.alloc(8);
       reclaim.register(this, { free: exp.sf_free, ptr: this.#g, slot: this.#slot }, this.#token);
-      if (!leased && node.trim() !== '' && !warned.has(node)) {
+      if (!leased && node.trim() !== '' && !warned.has(node) && !host.quietNodes) {
         warned.add(node);
         console.warn(`warning: node values given (${node}) are unchecked: another page, worker or ` +
                      'process with the same values makes the same IDs; a registry leases node ' +

@@ -8,6 +8,7 @@ const args = globalThis.Deno ? Deno.args : process.argv.slice(2);
 const runtime = globalThis.Deno ? `deno ${Deno.version.deno}` : globalThis.Bun ? `bun ${Bun.version}` : 'node';
 const dir = new URL(args[0].endsWith('/') ? args[0] : args[0] + '/', 'file://' + (globalThis.Deno ? Deno.cwd() : process.cwd()) + '/');
 const m = await import(new URL('browser.mjs', dir).href);
+await m.init();
 const V = (await import(new URL('../../tests/vectors/vectors.json', import.meta.url).href, { with: { type: 'json' } })).default;
 
 let failed = 0;

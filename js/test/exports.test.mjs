@@ -17,6 +17,7 @@ const declared = [...dts.matchAll(/^export (?:class|function|const) (\w+)/gm)].m
 const builds = [['addon', require('../index.js')]];
 if (process.env.IDGEN_WASM_DIR)
   builds.push(['wasm', await import(pathToFileURL(path.join(process.env.IDGEN_WASM_DIR, 'browser.mjs')))]);
+for (const [, mod] of builds) await mod.init();
 
 test('every declared value is exported by each build, and nothing public is undeclared', () => {
   assert.ok(declared.includes('Snowflake') && declared.includes('plan'), declared.join(' '));

@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 
 const dir = process.env.IDGEN_WASM_DIR;
 const idgen = dir ? await import(pathToFileURL(path.join(dir, 'browser.mjs'))) : null;
+if (idgen) await idgen.init();
 const skip = dir ? false : 'IDGEN_WASM_DIR not set: the WebAssembly build is not tested here';
 
 // Runs f with Date.now() `ms` behind the real clock.
