@@ -4,7 +4,7 @@ headless Chromium, driven over the DevTools protocol (python3-websocket).
 
   wasm_browser_test.py BROWSERDIR OUTDIR [IDGEN]
 
-BROWSERDIR holds browser.mjs, lib/layout.js and idgen.wasm (build/js/browser).  A page
+BROWSERDIR holds browser.mjs, lib/layout.js, lib/wasm.js and idgen.wasm (build/js/browser).  A page
 served on a free loopback port imports the module and makes 100,000 ULIDs,
 100,000 UUIDv7s and 100,000 Snowflake IDs (node datacenter=1,worker=2,
 one next() call each), and keeps every ID in the page (window.ids; the
@@ -279,7 +279,7 @@ def run(browser_dir, out, idgen):
         os.mkdir(site)
         for f in ("browser.mjs", "idgen.wasm"):
             shutil.copy(os.path.join(browser_dir, f), site)
-        # browser.mjs imports ./lib/layout.js (decode and plan in JavaScript)
+        # browser.mjs imports ./lib/wasm.js and ./lib/layout.js (the API; decode and plan)
         shutil.copytree(os.path.join(browser_dir, "lib"), os.path.join(site, "lib"))
         with open(os.path.join(site, "index.html"), "w") as f:
             f.write(PAGE.replace("@N@", str(N)))

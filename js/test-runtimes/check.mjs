@@ -1,7 +1,7 @@
 // The WebAssembly build (browser.mjs) under Deno and Bun, the runtimes its
 // package exports name: run by js/test-runtimes/run.sh (ctest js.runtimes)
 // as `deno run --allow-read check.mjs DIR` and `bun check.mjs DIR`, DIR
-// holding browser.mjs, lib/layout.js and idgen.wasm.  Plain code, no test
+// holding browser.mjs, lib/layout.js, lib/wasm.js and idgen.wasm.  Plain code, no test
 // framework (each runtime has its own): prints a line per check, exits 1 if
 // any failed.  (Not under js/test/: node --test runs every file there.)
 const args = globalThis.Deno ? Deno.args : process.argv.slice(2);
