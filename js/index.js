@@ -13,14 +13,7 @@
 const path = require('node:path');
 const fs = require('node:fs');
 
-// 'gnu' or 'musl' on Linux (as esbuild and other native packages name
-// their binaries); nothing elsewhere.
-function libc() {
-  if (process.platform !== 'linux') return '';
-  const r = process.report && process.report.getReport ? process.report.getReport() : null;
-  return r && r.header && r.header.glibcVersionRuntime ? 'gnu' : 'musl';
-}
-const platform = [process.platform, process.arch, libc()].filter(Boolean).join('-');
+const platform = require('./lib/platform.js')();
 
 function loadAddon() {
   if (process.env.IDGEN_NODE_ADDON) {

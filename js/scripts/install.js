@@ -14,12 +14,7 @@ const { spawnSync } = require('node:child_process');
 const pkgDir = path.join(__dirname, '..');
 const say = (msg) => console.error(`@idgen/idgen install: ${msg}`);
 
-function libc() {
-  if (process.platform !== 'linux') return '';
-  const r = process.report.getReport();
-  return r.header && r.header.glibcVersionRuntime ? 'gnu' : 'musl';
-}
-const platform = [process.platform, process.arch, libc()].filter(Boolean).join('-');
+const platform = require('../lib/platform.js')();
 
 function loads(p) {
   if (!fs.existsSync(p)) return false;

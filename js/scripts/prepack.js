@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // npm pack's prepack step (package.json): gathers from the idgen tree into
-// this folder what the package ships and git does not hold (js/.gitignore):
+// this folder what the package ships and git does not hold (js/.gitignore;
+// `--clean`, the postpack step, removes it again):
 //   prebuilds/<platform>-<arch>-<libc>/idgen.node  the addon built by the
 //       tree's `make build` (debug sections stripped where `strip` is here)
 //   idgen.wasm   the WebAssembly build (browser.mjs, and index.js's fallback)
@@ -17,6 +18,15 @@ const { spawnSync } = require('node:child_process');
 
 const pkgDir = path.join(__dirname, '..');
 const tree = path.join(pkgDir, '..');
+const gathered = ['prebuilds', 'idgen.wasm', 'sources'];
+
+// --clean (npm's postpack): the gathered files removed again, so that the
+// tree's js/ never loads a copy older than the build (index.js tries
+// prebuilds/ before ../build/js).
+if (process.argv[2] === '--clean') {
+  for (const f of gathered) fs.rmSync(path.join(pkgDir, f), { recursive: true, force: true });
+  process.exit(0);
+}
 const build = path.resolve(process.env.IDGEN_BUILD_DIR || path.join(tree, 'build'));
 
 function fail(msg) {
@@ -35,13 +45,7 @@ if (pkg.version !== hv[1] || pkg.version !== cv[1])
   fail(`package.json's version ${pkg.version} is not the library's (include/idgen.h ${hv[1]}, ` +
        `CMakeLists.txt ${cv[1]}): make them one`);
 
-// The same name index.js looks for.
-function libc() {
-  if (process.platform !== 'linux') return '';
-  const r = process.report.getReport();
-  return r.header && r.header.glibcVersionRuntime ? 'gnu' : 'musl';
-}
-const platform = [process.platform, process.arch, libc()].filter(Boolean).join('-');
+const platform = require('../lib/platform.js')();
 
 function need(p, what) {
   if (!fs.existsSync(p))
