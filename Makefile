@@ -12,7 +12,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: bench-python bench-leases screenshots image deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
+.PHONY: bench-python bench-npm bench-leases screenshots image deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
 
 all: build
 
@@ -149,6 +149,11 @@ bench-peers: build
 
 # The Node.js addon beside npm's ID packages (peers installed into a
 # temporary folder), speed and correctness in one run.
+# The npm package's install time (bench/npm_install_bench.sh): prebuilt, and
+# built from its sources; medians of 3.
+bench-npm: build
+	bench/npm_install_bench.sh $(BUILD) 3
+
 bench-js: build
 	IDGEN_NODE_ADDON=$(abspath $(BUILD))/js/idgen.node IDGEN_WASM_DIR=$(abspath $(BUILD))/js/browser \
 	  bench/js/run.sh $(BENCH_JS_FLAGS)

@@ -12,6 +12,10 @@
 #                               stands in for them
 #   IDGEN_CORE_PLATFORM_SOURCES one file per platform, as libuv keeps them:
 #                               the random source and fork detection
+#   IDGEN_REGISTRY_SOURCES      libidgen-registry's (src/registry), etcd://
+#                               with IDGEN_ETCD=ON only; native builds
+#                               only (the npm package's standalone addon
+#                               build, js/scripts/addon.cmake, takes it too)
 #   src/core/clock_vdso.c       with IDGEN_VDSO_DIRECT=ON only (off by
 #                               default): the vDSO's clock_gettime called
 #                               directly
@@ -39,6 +43,18 @@ if(CMAKE_SYSTEM_NAME STREQUAL "WASI")
   set(IDGEN_CORE_PLATFORM_SOURCES src/core/platform_wasm.c)
 else()
   set(IDGEN_CORE_PLATFORM_SOURCES src/core/platform_posix.c)
+endif()
+
+set(IDGEN_REGISTRY_SOURCES
+  src/registry/registry.c
+  src/registry/bounded.c
+  src/registry/space.c
+  src/registry/registry_file.c
+  src/registry/registry_pg.c
+  src/registry/registry_idgen.c
+  src/registry/host.c)
+if(IDGEN_ETCD)
+  list(APPEND IDGEN_REGISTRY_SOURCES src/registry/registry_etcd.c)
 endif()
 
 set(_core ${IDGEN_CORE_SOURCES} ${IDGEN_CORE_PLATFORM_SOURCES})
@@ -69,4 +85,11 @@ set_target_properties(idgen_objects PROPERTIES POSITION_INDEPENDENT_CODE ${_pic}
 add_library(idgen_decode OBJECT src/common/decode.c)
 target_include_directories(idgen_decode PUBLIC include src/common)
 set_target_properties(idgen_decode PROPERTIES POSITION_INDEPENDENT_CODE ${_pic}
+                      C_VISIBILITY_PRESET hidden)
+
+# idgen_options: the names a JavaScript Snowflake generator takes
+# (src/common/options.c), one list for the addon and idgen.wasm.
+add_library(idgen_options OBJECT src/common/options.c)
+target_include_directories(idgen_options PUBLIC src/common)
+set_target_properties(idgen_options PROPERTIES POSITION_INDEPENDENT_CODE ${_pic}
                       C_VISIBILITY_PRESET hidden)

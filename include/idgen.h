@@ -754,7 +754,10 @@ typedef struct idgen_snowflake_stats {
   int64_t borrowed_ms;
   /* The largest value taken so far, as an ID (0 if none); it may be one
    * reserved by a waiting call and not yet returned, or one dropped by a
-   * refused call. */
+   * refused call.  While the generator's lease is fenced (its ceiling at
+   * 0), it is every value taken, by any thread: the reading first revokes
+   * a thread's ownership of the generator (docs/DESIGN.md §1), which then
+   * takes with a locked instruction for good. */
   uint64_t last_id;
 } idgen_snowflake_stats_t;
 
@@ -1371,7 +1374,7 @@ IDGEN_API int idgen_registry_acquire(idgen_registry_t *r, const idgen_lease_requ
                                      idgen_lease_t **out, char *err, size_t errlen);
 
 /*
- * For a lease service (the daemon's `--leases`, SPEC §12), which holds
+ * For a lease service (the daemon's `--leases`, SERVE.md "Leases for clients"), which holds
  * tuples in its registry on behalf of clients that cannot reach it:
  * idgen_registry_acquire() with the holder name written in the registry
  * given (`holder`: 1..IDGEN_HOLDER_MAX-1 printable bytes, no spaces; the

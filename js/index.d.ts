@@ -1,8 +1,12 @@
-// Types of the idgen package (js/README.md): both builds, the Node-API addon
-// (index.js) and the WebAssembly module for browsers, Deno and Bun
-// (browser.mjs), which has no registry: a Snowflake generator there takes
-// the node values given (registry "static" only, its default), and lease()
-// is null.
+// Types of the @idgen/idgen package (js/README.md): both builds, the
+// Node-API addon (index.js, index.mjs) and the WebAssembly module for
+// browsers, Deno, Bun and bundlers (browser.mjs), which has no file:,
+// postgres:// or etcd:// registry: a Snowflake generator there takes the
+// node values given (registry "static", its default) or leases them from a
+// daemon (idgen://).
+//
+// Needs `"target": "es2020"` or later, or `"lib": ["es2020"]` (BigInt,
+// BigUint64Array); checked with `tsc --strict --module nodenext`.
 
 /** Thrown by every call that fails: `code` is the library's name for the error. */
 export interface IdgenError extends Error {
@@ -140,4 +144,21 @@ export interface Plan {
   rate?: { idsPerSecond: number; ratio: number; sustained: boolean; burstMs: number; nodesNeeded: number };
 }
 export function plan(options?: { layout?: string; rate?: number; maxBorrowMs?: number }): Plan;
+/** The library's version (browser.mjs: null until init() has resolved). */
 export const version: string;
+
+/** Where browser.mjs finds idgen.wasm: a URL (or its text), a fetch() Response
+ * (or its promise), the bytes, or a compiled WebAssembly.Module. */
+export type WasmSource =
+  | string
+  | { readonly href: string }
+  | ArrayBuffer
+  | ArrayBufferView
+  | { arrayBuffer(): Promise<ArrayBuffer> }
+  | PromiseLike<{ arrayBuffer(): Promise<ArrayBuffer> }>
+  | object;
+/** browser.mjs: loads idgen.wasm (default: new URL('./idgen.wasm',
+ * import.meta.url)); await it once before any other call (Snowflake.open()
+ * awaits it itself).  Under Node (index.js) the module is ready at once and
+ * this resolves at once. */
+export function init(source?: WasmSource): Promise<void>;

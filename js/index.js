@@ -1,22 +1,51 @@
 'use strict';
-// idgen for Node.js: the addon (src/addon.c), found where the build put it.
-// IDGEN_NODE_ADDON names it explicitly (the tests use it); otherwise the
-// project's build directory beside this package, or ./build.
+// idgen for Node.js: the addon (src/addon.c), the first of these that loads:
+//   1. IDGEN_NODE_ADDON, a path (the tests use it; no fallback from it)
+//   2. the prebuilt binary for this platform, prebuilds/<platform>-<arch>-<libc>/
+//      idgen.node (in the npm package: scripts/prepack.js puts it there)
+//   3. the one built from the package's sources by its install script
+//      (scripts/install.js: build/idgen.node), where install scripts run
+//   4. the build of the idgen tree this folder sits in (../build/js)
+// and where none does, the WebAssembly build (lib/wasm.js on idgen.wasm),
+// with one warning: ULIDs, UUIDv7s, decode, plan and Snowflake IDs of node
+// values given (unchecked) or leased from a daemon (idgen://); no file:,
+// postgres:// or etcd:// registry.
 const path = require('node:path');
 const fs = require('node:fs');
 
-function addonPath() {
-  if (process.env.IDGEN_NODE_ADDON) return path.resolve(process.env.IDGEN_NODE_ADDON);
+const platform = require('./lib/platform.js')();
+
+function loadAddon() {
+  if (process.env.IDGEN_NODE_ADDON) {
+    const p = path.resolve(process.env.IDGEN_NODE_ADDON);
+    return { addon: require(p), path: p };
+  }
   const tries = [
+    path.join(__dirname, 'prebuilds', platform, 'idgen.node'),
     path.join(__dirname, 'build', 'idgen.node'),
     path.join(__dirname, '..', 'build', 'js', 'idgen.node'),
   ];
-  for (const p of tries) if (fs.existsSync(p)) return p;
-  throw new Error('idgen.node not found (looked in ' + tries.join(', ') +
-                  '): build it with `make build` at the top of the idgen tree');
+  const failed = [];
+  for (const p of tries) {
+    if (!fs.existsSync(p)) {
+      failed.push(`${p} (absent)`);
+      continue;
+    }
+    try {
+      return { addon: require(p), path: p };
+    } catch (e) {
+      failed.push(`${p} (${e.message.split('\n')[0]})`);
+    }
+  }
+  return { addon: null, path: null, failed };
 }
 
-const addon = require(addonPath());
+const found = loadAddon();
+if (found.addon === null) {
+  module.exports = require('./lib/fallback.js')(platform, found.failed);
+  return;
+}
+const addon = found.addon;
 const shared = require('./lib/layout.js');
 
 // decode(id, {layout}) → the object of `idgen decode --json` (a field above
@@ -103,6 +132,8 @@ module.exports = {
   decode,
   plan,
   version: addon.version,
+  init: () => Promise.resolve(), // browser.mjs's, where it loads idgen.wasm; nothing to load here
   _decodeJson: addon.decodeJson,
+  _addonPath: found.path, // the addon loaded (null: the WebAssembly build)
   _decodeInterpreted: decodeInterpreted, // decode() where compiling is not allowed (CSP) // the CLI's JSON text: the tests' oracle for decode()
 };

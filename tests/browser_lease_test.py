@@ -6,7 +6,7 @@ clients", SPEC §12).
 
   browser_lease_test.py BROWSERDIR IDGEN
 
-BROWSERDIR holds browser.mjs, lib/layout.js and idgen.wasm (build/js/browser).
+BROWSERDIR holds browser.mjs, lib/layout.js, lib/wasm.js and idgen.wasm (build/js/browser).
 The example page js/examples/snowflake.html is served from a checkout-like
 tree on one free loopback port; the daemon listens on another and lets that
 origin call it (--lease-cors-origins).  Then:

@@ -350,6 +350,14 @@ static int refuse_membarrier(void) {
   return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
 }
 
+/* The forked child's steps exit with the number of the one that failed. */
+static void child_passed(pid_t pid) {
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  if (WEXITSTATUS(st) != 0)
+    fail_msg("the child failed at step %d", WEXITSTATUS(st));
+}
 static void test_refused_barrier_gives_others_nothing(void **state) {
   (void)state;
   need_owner();
@@ -377,11 +385,7 @@ static void test_refused_barrier_gives_others_nothing(void **state) {
       _exit(8);
     _exit(0);
   }
-  int st;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  assert_true(WIFEXITED(st));
-  if (WEXITSTATUS(st) != 0)
-    fail_msg("the child failed at step %d", WEXITSTATUS(st));
+  child_passed(pid);
 }
 
 typedef struct {
@@ -547,11 +551,7 @@ static void test_bound_refused_barrier_reads_the_mark(void **state) {
     bound_close(&b);
     _exit(0);
   }
-  int st;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  assert_true(WIFEXITED(st));
-  if (WEXITSTATUS(st) != 0)
-    fail_msg("the child failed at step %d", WEXITSTATUS(st));
+  child_passed(pid);
 }
 
 int main(void) {

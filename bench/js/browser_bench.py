@@ -89,6 +89,7 @@ async function correctness(f, n) {
 }
 try {
   const idgen = await import('/idgen/browser.mjs');
+  await idgen.init();
   const { v7: uuidV7 } = await import('uuid');
   const ulidPkg = await import('ulid');
   const ulidx = await import('ulidx');
@@ -266,7 +267,8 @@ def main():
         print("browser_bench.py: skipped: needs Debian's chromium and python3-websocket "
               "(scripts/install-deps.sh installs both)", file=sys.stderr)
         sys.exit(77)
-    for f in ("browser.mjs", "idgen.wasm", os.path.join("lib", "layout.js")):
+    for f in ("browser.mjs", "idgen.wasm", os.path.join("lib", "layout.js"),
+              os.path.join("lib", "wasm.js")):
         if not os.path.exists(os.path.join(browser_dir, f)):
             sys.exit("browser_bench.py: %s not found: build it with `make build` (or set IDGEN_WASM_DIR)"
                      % os.path.join(browser_dir, f))

@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "decode.h"
+#include "options.h"
 #include "idgen.h"
 
 #define ERR_MAX 1100
@@ -362,6 +363,32 @@ static void pool_note(int rc, char *err, size_t errlen) {
            len ? " " : "", n, n == 1 ? "" : "s", n == 1 ? "was" : "were");
 }
 
+/* Every own enumerable name of the options object is a known one
+ * (src/common/options.c): a misspelt name is refused, never read as its
+ * default.  0, or -1 thrown. */
+static int opts_names_check(napi_env env, napi_value o) {
+  napi_value keys, k;
+  uint32_t n = 0;
+  NAPI_CALL_RET(env,
+                napi_get_all_property_names(env, o, napi_key_own_only,
+                                            napi_key_enumerable | napi_key_skip_symbols,
+                                            napi_key_numbers_to_strings, &keys),
+                -1);
+  NAPI_CALL_RET(env, napi_get_array_length(env, keys, &n), -1);
+  for (uint32_t i = 0; i < n; i++) {
+    char name[64], msg[300];
+    size_t len = 0;
+    NAPI_CALL_RET(env, napi_get_element(env, keys, i, &k), -1);
+    NAPI_CALL_RET(env, napi_get_value_string_utf8(env, k, name, sizeof name, &len), -1);
+    if (len + 1 >= sizeof name || !options_known(name)) {
+      options_unknown_message(name, msg, sizeof msg);
+      throw_idgen(env, IDGEN_EINVAL, msg);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 /* options into o, each bound and the clock's word the library's: 0, or -1
  * thrown. */
 static int opts_read(napi_env env, napi_value o, sf_opts_t *out, const char *call) {
@@ -376,6 +403,8 @@ static int opts_read(napi_env env, napi_value o, sf_opts_t *out, const char *cal
   }
   if (t == napi_undefined)
     NAPI_CALL_RET(env, napi_create_object(env, &o), -1);
+  else if (opts_names_check(env, o) < 0)
+    return -1;
   memset(out, 0, sizeof *out);
   snprintf(out->layout, sizeof out->layout, "twitter");
   out->wait = out->borrow = out->start_wait = -1;

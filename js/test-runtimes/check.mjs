@@ -1,13 +1,14 @@
 // The WebAssembly build (browser.mjs) under Deno and Bun, the runtimes its
 // package exports name: run by js/test-runtimes/run.sh (ctest js.runtimes)
 // as `deno run --allow-read check.mjs DIR` and `bun check.mjs DIR`, DIR
-// holding browser.mjs, lib/layout.js and idgen.wasm.  Plain code, no test
+// holding browser.mjs, lib/layout.js, lib/wasm.js and idgen.wasm.  Plain code, no test
 // framework (each runtime has its own): prints a line per check, exits 1 if
 // any failed.  (Not under js/test/: node --test runs every file there.)
 const args = globalThis.Deno ? Deno.args : process.argv.slice(2);
 const runtime = globalThis.Deno ? `deno ${Deno.version.deno}` : globalThis.Bun ? `bun ${Bun.version}` : 'node';
 const dir = new URL(args[0].endsWith('/') ? args[0] : args[0] + '/', 'file://' + (globalThis.Deno ? Deno.cwd() : process.cwd()) + '/');
 const m = await import(new URL('browser.mjs', dir).href);
+await m.init();
 const V = (await import(new URL('../../tests/vectors/vectors.json', import.meta.url).href, { with: { type: 'json' } })).default;
 
 let failed = 0;

@@ -14,6 +14,7 @@ const require = createRequire(import.meta.url);
 const builds = [['addon', require('../index.js')]];
 if (process.env.IDGEN_WASM_DIR)
   builds.push(['wasm', await import(pathToFileURL(path.join(process.env.IDGEN_WASM_DIR, 'browser.mjs')))]);
+for (const [, mod] of builds) await mod.init();
 const here = path.dirname(fileURLToPath(import.meta.url));
 const V = JSON.parse(fs.readFileSync(path.join(here, '..', '..', 'tests', 'vectors', 'vectors.json')));
 // what JSON.stringify writes of a decode result (Snowflake results have id

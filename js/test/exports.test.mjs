@@ -17,6 +17,7 @@ const declared = [...dts.matchAll(/^export (?:class|function|const) (\w+)/gm)].m
 const builds = [['addon', require('../index.js')]];
 if (process.env.IDGEN_WASM_DIR)
   builds.push(['wasm', await import(pathToFileURL(path.join(process.env.IDGEN_WASM_DIR, 'browser.mjs')))]);
+for (const [, mod] of builds) await mod.init();
 
 test('every declared value is exported by each build, and nothing public is undeclared', () => {
   assert.ok(declared.includes('Snowflake') && declared.includes('plan'), declared.join(' '));
@@ -24,5 +25,32 @@ test('every declared value is exported by each build, and nothing public is unde
     for (const k of declared) assert.notEqual(mod[k], undefined, `${name} lacks ${k}`);
     const pub = Object.keys(mod).filter((k) => !k.startsWith('_') && k !== 'default');
     assert.deepEqual(pub.filter((k) => !declared.includes(k)), [], `${name} exports undeclared names`);
+  }
+});
+
+// index.mjs names each of index.js's exports (Node cannot detect them in
+// the CommonJS file: they are the addon's values), the same values.
+test('index.mjs names every export of index.js', async () => {
+  const esm = await import('../index.mjs');
+  const cjs = require('../index.js');
+  const missing = Object.keys(cjs).filter((k) => !(k in esm) || esm[k] !== cjs[k]);
+  assert.deepEqual(missing, [], 'index.mjs lacks these of index.js');
+  const extra = Object.keys(esm).filter((k) => k !== 'default' && !(k in cjs));
+  assert.deepEqual(extra, [], 'index.mjs names what index.js does not export');
+});
+
+// One list of option names (src/common/options.c): a misspelt one is
+// refused by both builds, naming it and the known ones, never read as its
+// default; Snowflake.open() refuses it too.
+test('an unknown option is refused by each build, with one message', async () => {
+  const want = /^unknown option "nod"; known: layout, registry, space, node, leaseField, ttlMs, maxWaitMs, maxBorrowMs, maxStartWaitMs, randomSequenceStart, clock$/;
+  for (const [name, mod] of builds) {
+    assert.throws(() => new mod.Snowflake({ registry: 'static', nod: 'datacenter=1' }),
+                  { code: 'EINVAL', message: want }, name);
+    await assert.rejects(mod.Snowflake.open({ registry: 'static', nod: 'datacenter=1' }),
+                         { code: 'EINVAL', message: want }, name);
+    const g = new mod.Snowflake({ registry: 'static', node: 'datacenter=1,worker=1' }); // known ones
+    assert.equal(typeof g.next(), 'bigint', name);
+    await g.close();
   }
 });

@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 
 const dir = process.env.IDGEN_WASM_DIR;
 const idgen = dir ? await import(pathToFileURL(path.join(dir, 'browser.mjs'))) : null;
+if (idgen) await idgen.init();
 const skip = dir ? false : 'IDGEN_WASM_DIR not set: the WebAssembly build is not tested here';
 
 // Runs f with Date.now() `ms` behind the real clock.
@@ -95,4 +96,29 @@ test('open() and close(): the Node build\'s promises, settled at once', { skip }
   await g.close();
   await assert.rejects(idgen.Snowflake.open({ registry: 'file:/tmp/x' }),
                        { code: 'EINVAL', message: /or takes "static"/ });
+});
+
+// init(): no top-level await in browser.mjs, so a call made before the
+// module is loaded throws, saying what to do; Snowflake.open() loads it
+// itself; init() takes the bytes too, and a wrong source says where it
+// looked.  (A fresh instance of the module: its own load.)
+test('init: sync calls before it throw a clear error; open() and bytes load it', { skip }, async () => {
+  const url = pathToFileURL(path.join(dir, 'browser.mjs')).href;
+  const a = await import(url + '?before-init');
+  assert.equal(a.version, null);
+  assert.throws(() => a.ulid(), { code: 'EINVAL', message: /not loaded yet: `await init\(\)`/ });
+  assert.throws(() => new a.UlidGenerator(), /await init\(\)/);
+  assert.throws(() => new a.Snowflake({ node: 'datacenter=1,worker=1' }), /await init\(\)/);
+  const g = await a.Snowflake.open({ registry: 'static', node: 'datacenter=1,worker=1' });
+  assert.equal(typeof g.next(), 'bigint');
+  assert.match(a.ulid(), /^[0-9A-Z]{26}$/);
+  assert.equal(a.version, idgen.version);
+  await g.close();
+
+  const b = await import(url + '?bytes');
+  await assert.rejects(b.init(new URL('file:///nonexistent/idgen.wasm')),
+                       /idgen\.wasm not loaded from file:\/\/\/nonexistent\/idgen\.wasm/);
+  const fs = await import('node:fs');
+  await b.init(fs.readFileSync(path.join(dir, 'idgen.wasm'))); // a failed init() may be retried
+  assert.match(new b.Uuid7Generator().next(), /^[0-9a-f]{8}-[0-9a-f]{4}-7/);
 });

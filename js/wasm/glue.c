@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "decode.h"
+#include "options.h"
 #include "idgen.h"
 #include "snowflake_int.h" /* idgen__sf_external_*: the lease kept from JavaScript */
 
@@ -37,6 +38,12 @@ EXPORT(in_max) int wasm_in_max(void) { return IN_MAX; }
 EXPORT(err_name) const char *wasm_err_name(int rc) { return idgen_err_name(rc); }
 EXPORT(strerror) const char *wasm_strerror(int rc) { return idgen_strerror(rc); }
 EXPORT(version) const char *wasm_version(void) { return idgen_version(); }
+/* The option names a Snowflake generator takes (src/common/options.c):
+ * js/lib/wasm.js refuses any other, with the addon's message. */
+EXPORT(option_known) int wasm_option_known(void) { return options_known(in1); }
+EXPORT(option_unknown) void wasm_option_unknown(void) {
+  options_unknown_message(in1, err, sizeof err);
+}
 EXPORT(max_borrow_ms_default) int wasm_max_borrow_ms_default(void) {
   return IDGEN_MAX_BORROW_MS_DEFAULT;
 }

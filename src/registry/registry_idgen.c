@@ -898,8 +898,8 @@ static void wire_holder(const char *holder, char *out) {
 }
 
 /* The body of one try, with what is left of the start wait. */
-static void lease_body(const idgen_lease_t *l, const idgen_lease_request_t *req, int64_t wait_left,
-                       jbody_t *b) {
+static void acquire_body(const idgen_lease_t *l, const idgen_lease_request_t *req,
+                         int64_t wait_left, jbody_t *b) {
   const idg_lease_t *s = l->be;
   jb_start(b);
   jb_str(b, "layout", l->pool.layout);
@@ -1035,7 +1035,7 @@ static int idg_acquire(idgen_lease_t *l, const idgen_lease_request_t *req, char 
     char word[16];
     int64_t left = start_wait_left(req, t0, max), after;
     jbody_t body;
-    lease_body(l, req, left, &body);
+    acquire_body(l, req, left, &body);
     /* The daemon may spend (some of) the start wait before it answers. */
     rc = post(g, "/lease", &body, (long)(left + REQUEST_TIMEOUT_MS), &reply, word, sizeof word,
               &after, err, errlen);

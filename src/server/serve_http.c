@@ -484,6 +484,16 @@ static size_t route_lease(serve_worker_t *w, serve_conn_t *c, const http_request
   return (size_t)whole;
 }
 
+/* GET /info and /status.json: a JSON document the daemon writes. */
+static void respond_json(serve_worker_t *w, serve_conn_t *c, const http_request_t *req,
+                         int (*write_json)(serve_daemon_t *, serve_buf_t *), const char *extra) {
+  w->body.len = 0;
+  if (write_json(w->srv, &w->body) < 0)
+    respond_error(w, c, req, 500, "out of memory", KEEP, NULL);
+  else
+    respond(w, c, req, 200, "application/json", w->body.p, w->body.len, KEEP, extra);
+}
+
 size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, size_t len) {
   const serve_config_t *cfg = w->srv->cfg;
   http_request_t req = {.headers = w->http_headers, .max_headers = (size_t)cfg->max_headers};
@@ -578,12 +588,7 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
             "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
             "connect-src 'self'\r\n");
   } else if (status_json) {
-    w->body.len = 0;
-    if (serve_status_json(w->srv, &w->body) < 0)
-      respond_error(w, c, &req, 500, "out of memory", KEEP, NULL);
-    else
-      respond(w, c, &req, 200, "application/json", w->body.p, w->body.len, KEEP,
-              "Cache-Control: no-store\r\n");
+    respond_json(w, c, &req, serve_status_json, "Cache-Control: no-store\r\n");
   } else if (path->ptr[1] == 'd') {
     route_decode(w, c, &req);
   } else if (probe) { /* /health: alive; /ready: can issue IDs now */
@@ -593,11 +598,7 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
     respond(w, c, &req, sick ? 503 : 200, "text/plain; charset=utf-8", w->body.p, w->body.len, KEEP,
             "");
   } else if (path->ptr[1] == 'i') {
-    w->body.len = 0;
-    if (serve_info_json(w->srv, &w->body) < 0)
-      respond_error(w, c, &req, 500, "out of memory", KEEP, NULL);
-    else
-      respond(w, c, &req, 200, "application/json", w->body.p, w->body.len, KEEP, "");
+    respond_json(w, c, &req, serve_info_json, "");
   } else {
     w->body.len = 0;
     serve_metrics_text(w->srv, &w->body);

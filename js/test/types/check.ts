@@ -5,7 +5,7 @@
 // the test fails.  js/test/exports.test.mjs checks that every name the
 // declarations export is exported by both builds at run time.
 import {
-  Snowflake, UlidGenerator, Uuid7Generator, ulid, ulidToUuid, uuidToUlid, decode, plan, version,
+  Snowflake, UlidGenerator, Uuid7Generator, ulid, ulidToUuid, uuidToUlid, decode, plan, version, init,
   Decoded, Plan, LeaseInfo, IdgenError, SnowflakeOptions,
 } from '../../index';
 
@@ -43,6 +43,9 @@ const pl: Plan = plan({ layout: 'sonyflake', rate: 1e6, maxBorrowMs: 500 });
 const ids: number = pl.idsPerSecond;
 const when: number | 'node' | null = pl.reaches2to63;
 const ver: string = version;
+const loaded: Promise<void> = init();
+const loadedFrom: Promise<void> = init('/assets/idgen.wasm');
+const loadedBytes: Promise<void> = init(new Uint8Array(8));
 try {
   decode('x');
 } catch (e) {
