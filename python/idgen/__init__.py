@@ -113,7 +113,7 @@ class Snowflake(_idgen.Snowflake):
 def decode(id: Union[int, str, _uuid.UUID], layout: str = "twitter",
            lenient: bool = False) -> Dict[str, Any]:
     """The parts of an ID of any kind: the JSON of ``idgen decode --json`` as a dict."""
-    return json.loads(_idgen._decode_json(id, layout, lenient))  # type: ignore[no-any-return]
+    return _idgen._decode(id, layout, lenient)  # type: ignore[no-any-return]
 
 
 def layout_info(layout: str = "twitter") -> Dict[str, Any]:

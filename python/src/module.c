@@ -988,34 +988,106 @@ static const idgen_layout_t *layout_of(const char *text) {
   return &cached_layout;
 }
 
-/* _decode_json(id, layout, lenient) -> the JSON text of `idgen decode --json`. */
-static PyObject *mod_decode_json(PyObject *m, PyObject *args) {
+/* decode_visit's calls as a dict: the object of `idgen decode --json`,
+ * key by key, without its text. */
+typedef struct dict_sink {
+  PyObject *top, *cur; /* cur: top, or the nested object being filled */
+  int failed;
+} dict_sink_t;
+
+/* The dict's keys as str objects made once (under the GIL): decode_visit's
+ * keys are few, the kinds' and a layout's field names.  A slot is known by
+ * the text's address and checked by its content (a layout parsed again
+ * may put other names at the same address). */
+static PyObject *key_str(const char *key) {
+  static struct {
+    const char *at;
+    char text[32];
+    PyObject *str;
+  } keys[32];
+  static unsigned next;
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (keys[i].at == key && strcmp(keys[i].text, key) == 0) {
+      Py_INCREF(keys[i].str);
+      return keys[i].str;
+    }
+  PyObject *str = PyUnicode_InternFromString(key);
+  if (str == NULL || strlen(key) >= sizeof keys[0].text)
+    return str;
+  unsigned i = next++ % (sizeof keys / sizeof keys[0]);
+  Py_XSETREF(keys[i].str, (Py_INCREF(str), str));
+  keys[i].at = key;
+  strcpy(keys[i].text, key);
+  return str;
+}
+
+static void dict_put(dict_sink_t *ds, const char *key, PyObject *v) {
+  PyObject *k = v != NULL ? key_str(key) : NULL;
+  if (k == NULL || PyDict_SetItem(ds->cur, k, v) < 0)
+    ds->failed = 1;
+  Py_XDECREF(k);
+  Py_XDECREF(v);
+}
+
+static void dict_text(void *ctx, const char *key, const char *v) {
+  dict_sink_t *ds = ctx;
+  if (!ds->failed)
+    dict_put(ds, key, PyUnicode_FromString(v));
+}
+
+static void dict_number(void *ctx, const char *key, int64_t v) {
+  dict_sink_t *ds = ctx;
+  if (!ds->failed)
+    dict_put(ds, key, PyLong_FromLongLong(v));
+}
+
+static void dict_object(void *ctx, const char *key) {
+  dict_sink_t *ds = ctx;
+  if (ds->failed)
+    return;
+  PyObject *inner = PyDict_New(), *k = inner != NULL ? key_str(key) : NULL;
+  if (k != NULL && PyDict_SetItem(ds->cur, k, inner) == 0)
+    ds->cur = inner; /* the outer dict holds it */
+  else
+    ds->failed = 1;
+  Py_XDECREF(k);
+  Py_XDECREF(inner);
+}
+
+static void dict_end(void *ctx) {
+  dict_sink_t *ds = ctx;
+  ds->cur = ds->top;
+}
+
+/* _decode(id, layout, lenient) -> the object of `idgen decode --json` as a dict. */
+static PyObject *mod_decode(PyObject *m, PyObject *args) {
+  static const decode_sink_t sink = {dict_text, dict_number, dict_object, dict_end};
   (void)m;
   PyObject *idv;
   const char *layout;
   int lenient = 0;
   if (!PyArg_ParseTuple(args, "Os|p", &idv, &layout, &lenient))
     return NULL;
-  PyObject *str = PyLong_Check(idv) ? PyObject_Str(idv) : PyObject_Str(idv);
+  if (!PyLong_Check(idv) && !PyUnicode_Check(idv) &&
+      !PyObject_TypeCheck(idv, (PyTypeObject *)uuid_cls))
+    return raise_idgen(IDGEN_EINVAL, "decode(id): id must be an int, a str or a uuid.UUID");
+  PyObject *str = PyUnicode_Check(idv) ? (Py_INCREF(idv), idv) : PyObject_Str(idv);
   if (str == NULL)
     return NULL;
-  if (!PyLong_Check(idv) && !PyUnicode_Check(idv) &&
-      !PyObject_TypeCheck(idv, (PyTypeObject *)uuid_cls)) {
-    Py_DECREF(str);
-    return raise_idgen(IDGEN_EINVAL, "decode(id): id must be an int, a str or a uuid.UUID");
-  }
   Py_ssize_t len;
   const char *s = PyUnicode_AsUTF8AndSize(str, &len);
   const idgen_layout_t *l = s ? layout_of(layout) : NULL;
   PyObject *out = NULL;
   if (l != NULL) {
     decoded_t d;
-    char err[ERR_MAX], text[DECODE_JSON_MAX];
-    if (decode_id(l, s, (size_t)len, lenient, &d, err, sizeof err) < 0)
+    char err[ERR_MAX];
+    if (decode_id(l, s, (size_t)len, lenient, &d, err, sizeof err) < 0) {
       raise_idgen(IDGEN_EPARSE, err);
-    else {
-      int n = decode_json(&d, text, sizeof text);
-      out = n < 0 ? raise_idgen(IDGEN_ERANGE, NULL) : PyUnicode_FromStringAndSize(text, n);
+    } else if ((out = PyDict_New()) != NULL) {
+      dict_sink_t ds = {out, out, 0};
+      decode_visit(&d, &sink, &ds);
+      if (ds.failed)
+        Py_CLEAR(out);
     }
   }
   Py_DECREF(str);
@@ -1134,7 +1206,7 @@ static PyMethodDef mod_methods[] = {
      "uuid7() -> uuid.UUID: a new UUIDv7 (time now, 74 random bits)"},
     {"ulid_to_uuid", mod_ulid_to_uuid, METH_O, "ulid_to_uuid(text) -> uuid.UUID, same bits"},
     {"uuid_to_ulid", mod_uuid_to_ulid, METH_O, "uuid_to_ulid(uuid) -> str, same bits"},
-    {"_decode_json", mod_decode_json, METH_VARARGS, "the JSON of `idgen decode --json`"},
+    {"_decode", mod_decode, METH_VARARGS, "the object of `idgen decode --json`"},
     {"_layout_info_json", mod_layout_info_json, METH_O, "a layout's geometry as JSON"},
     {"_layout_plan_json", mod_layout_plan_json, METH_VARARGS, "`idgen plan` as JSON"},
     {"compose", mod_compose, METH_VARARGS, "compose(layout, unix_ms, fields) -> int"},

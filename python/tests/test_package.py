@@ -376,6 +376,25 @@ def test_bad_options_cli_message(opts, flags):
     assert str(e.value) == "%s = %s: %s" % (key, m.group(2), m.group(3))
 
 
+@pytest.mark.parametrize("args", [["1288834974657"], ["--layout", "sonyflake", "1288834974657"],
+                                  ["--layout", "time:41@10ms,dc:3,machine:7,sequence:12", "9"],
+                                  ["0"], ["01ARZ3NDEKTSV4RRFFQ69G5FAV"],
+                                  ["018f3e4f-8c7b-7abc-8def-0123456789ab"],
+                                  ["6ba7b810-9dad-11d1-80b4-00c04fd430c8"],
+                                  ["00000000-0000-0000-0000-000000000000"]])
+def test_decode_is_the_cli_json(args):
+    """decode()'s dict is `idgen decode --json`'s object: same keys, order, values."""
+    if not os.access(CLI, os.X_OK):
+        pytest.skip("no idgen command at " + CLI)
+    r = subprocess.run([CLI, "decode", "--json"] + args, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    want = json.loads(r.stdout)
+    got = idgen.decode(args[-1], **({"layout": args[1]} if len(args) == 3 else {}))
+    assert got == want and list(got) == list(want)
+    if "fields" in want:
+        assert list(got["fields"]) == list(want["fields"])
+
+
 @pytest.mark.parametrize("args", [["12a4"], ["01ARZ3NDEKTSV4RRFFQ69G5FAVX"], ["--layout", "nope", "1"],
                                   ["01ARZ3NDEKTSV4RRFFQ69G5FAV!"], ["99999999999999999999"]])
 def test_decode_cli_message(args):

@@ -38,6 +38,20 @@ static enum kind classify(const char *s, size_t len) {
   return KIND_UNKNOWN;
 }
 
+/* v in decimal, NUL-terminated, into out[21]; its length.  printf would
+ * parse a format for it (decode() is called an ID at a time). */
+static size_t u64_decimal(uint64_t v, char *out) {
+  char t[20], *p = t + sizeof t;
+  size_t n;
+  do
+    *--p = (char)('0' + v % 10);
+  while ((v /= 10) != 0);
+  n = (size_t)(t + sizeof t - p);
+  memcpy(out, p, n);
+  out[n] = '\0';
+  return n;
+}
+
 static int decode_snowflake(const idgen_layout_t *l, const char *s, size_t len, decoded_t *d,
                             char *err, size_t errlen) {
   uint64_t id;
@@ -47,9 +61,9 @@ static int decode_snowflake(const idgen_layout_t *l, const char *s, size_t len, 
   d->layout = l;
   idgen_layout_decompose(l, id, d->values, &d->unix_ms);
   d->has_time = 1;
-  snprintf(d->id, sizeof d->id, "%" PRIu64, id);
-  if (l->preset[0] != '\0')
-    snprintf(d->layout_name, sizeof d->layout_name, "%s", l->preset);
+  u64_decimal(id, d->id);
+  if (l->preset[0] != '\0' && strlen(l->preset) < sizeof d->layout_name)
+    memcpy(d->layout_name, l->preset, strlen(l->preset) + 1);
   else if (idgen_layout_format(l, d->layout_name, sizeof d->layout_name) < 0)
     d->layout_name[0] = '\0'; /* cannot happen: IDGEN_LAYOUT_SPEC_MAX holds any spec */
   return 0;
@@ -207,8 +221,8 @@ int layout_info_json(const idgen_layout_t *l, char *buf, size_t n) {
   return (int)k;
 }
 
-/* Text appended to buf[n] at *k; *k past n once it did not fit (every
- * later append is then skipped). */
+/* Text appended to buf[n] at *k, NUL-terminated; *k past n once it did
+ * not fit (every later append is then skipped). */
 typedef struct out {
   char *buf;
   size_t n, k;
@@ -224,35 +238,63 @@ __attribute__((format(printf, 2, 3))) static void put(out_t *o, const char *fmt,
   o->k = w < 0 ? o->n : o->k + (size_t)w;
 }
 
-/* ,"key":"text", the text escaped as jansson escapes it: the strings here (IDs, times, layout
- * specs, field names) never need it, but a writer of JSON cannot rely on
- * that. */
-/* The comma before a key, none after the object's "{" (once the text has
- * not fit, what is appended no longer matters). */
-static const char *sep(const out_t *o) {
-  return o->k > 0 && o->k < o->n && o->buf[o->k - 1] == '{' ? "" : ",";
+/* s[0..len) as it is: the hot part of decode_json, which printf would
+ * parse a format for, a character at a time. */
+static void put_raw(out_t *o, const char *s, size_t len) {
+  if (o->k >= o->n)
+    return;
+  if (len >= o->n - o->k) { /* no room for it and its NUL */
+    o->k = o->n;
+    return;
+  }
+  memcpy(o->buf + o->k, s, len);
+  o->k += len;
+  o->buf[o->k] = '\0';
 }
 
-static void put_str(out_t *o, const char *key, const char *v) {
-  put(o, "%s\"%s\":\"", sep(o), key);
+static void put_i64(out_t *o, int64_t v) {
+  char t[22];
+  t[0] = '-';
+  size_t n = u64_decimal(v < 0 ? 0 - (uint64_t)v : (uint64_t)v, t + 1);
+  put_raw(o, v < 0 ? t : t + 1, v < 0 ? n + 1 : n);
+}
+
+/* ,"key": with no comma after the object's "{" (once the text has not
+ * fit, what is appended no longer matters). */
+static void put_key(out_t *o, const char *key) {
+  if (!(o->k > 0 && o->k < o->n && o->buf[o->k - 1] == '{'))
+    put_raw(o, ",", 1);
+  put_raw(o, "\"", 1);
+  put_raw(o, key, strlen(key));
+  put_raw(o, "\":", 2);
+}
+
+/* "text", escaped as jansson escapes it: the strings here (IDs, times,
+ * layout specs, field names) never need it, but a writer of JSON cannot
+ * rely on that.  Runs of plain characters are copied whole. */
+static void put_quoted(out_t *o, const char *v) {
   static const char shorts[] = "\b\f\n\r\t", letters[] = "bfnrt";
-  for (; *v != '\0'; v++) {
-    unsigned char c = (unsigned char)*v;
-    const char *sh = strchr(shorts, c); /* c is not NUL */
+  put_raw(o, "\"", 1);
+  for (;;) {
+    size_t run = 0;
+    unsigned char c;
+    const char *sh;
+    while ((unsigned char)v[run] >= 0x20 && v[run] != '"' && v[run] != '\\')
+      run++;
+    put_raw(o, v, run);
+    v += run;
+    if (*v == '\0')
+      break;
+    c = (unsigned char)*v++;
+    sh = strchr(shorts, c); /* c is not NUL */
     if (c == '"' || c == '\\')
       put(o, "\\%c", c);
     else if (sh != NULL)
       put(o, "\\%c", letters[sh - shorts]);
-    else if (c < 0x20)
-      put(o, "\\u%04X", c);
     else
-      put(o, "%c", c);
+      put(o, "\\u%04X", c);
   }
-  put(o, "\"");
-}
-
-static void put_int(out_t *o, const char *key, int64_t v) {
-  put(o, "%s\"%s\":%" PRId64, sep(o), key, v);
+  put_raw(o, "\"", 1);
 }
 
 /* A double as JSON: null when it is not finite (JSON has no Infinity; a
@@ -270,43 +312,66 @@ static int put_end(out_t *o) {
   return (int)o->k;
 }
 
-int decode_json(const decoded_t *d, char *buf, size_t n) {
-  out_t o = {buf, n, 0};
-  put(&o, "{");
-  put_str(&o, "id", d->id);
+void decode_visit(const decoded_t *d, const decode_sink_t *sink, void *ctx) {
+  sink->text(ctx, "id", d->id);
   switch (d->kind) {
   case DECODED_SNOWFLAKE: {
     const idgen_layout_t *l = d->layout;
-    put_str(&o, "kind", "snowflake");
-    put_str(&o, "layout", d->layout_name);
-    put_int(&o, "unix_ms", d->unix_ms);
-    put_str(&o, "time", d->time);
-    put(&o, ",\"fields\":{");
+    sink->text(ctx, "kind", "snowflake");
+    sink->text(ctx, "layout", d->layout_name);
+    sink->number(ctx, "unix_ms", d->unix_ms);
+    sink->text(ctx, "time", d->time);
+    sink->object(ctx, "fields");
     /* Node and sequence values are below 2^63 (no field has 64 bits). */
     for (int i = 0; i < l->nfields; i++)
       if (i != l->time_index)
-        put_int(&o, l->fields[i].name, (int64_t)d->values[i]);
-    put(&o, "}");
+        sink->number(ctx, l->fields[i].name, (int64_t)d->values[i]);
+    sink->end(ctx);
     break;
   }
   case DECODED_ULID:
-    put_str(&o, "kind", "ulid");
-    put_int(&o, "unix_ms", d->unix_ms);
-    put_str(&o, "time", d->time);
-    put_str(&o, "uuid", d->uuid);
+    sink->text(ctx, "kind", "ulid");
+    sink->number(ctx, "unix_ms", d->unix_ms);
+    sink->text(ctx, "time", d->time);
+    sink->text(ctx, "uuid", d->uuid);
     break;
   case DECODED_UUID:
-    put_str(&o, "kind", "uuid");
-    put_int(&o, "version", d->version);
+    sink->text(ctx, "kind", "uuid");
+    sink->number(ctx, "version", d->version);
     if (strcmp(d->variant, "rfc9562") != 0)
-      put_str(&o, "variant", d->variant);
+      sink->text(ctx, "variant", d->variant);
     if (d->has_time) {
-      put_int(&o, "unix_ms", d->unix_ms);
-      put_str(&o, "time", d->time);
+      sink->number(ctx, "unix_ms", d->unix_ms);
+      sink->text(ctx, "time", d->time);
     }
     break;
   }
-  put(&o, "}");
+}
+
+/* decode_visit's calls written as JSON. */
+static void json_text(void *ctx, const char *key, const char *v) {
+  put_key(ctx, key);
+  put_quoted(ctx, v);
+}
+
+static void json_number(void *ctx, const char *key, int64_t v) {
+  put_key(ctx, key);
+  put_i64(ctx, v);
+}
+
+static void json_object(void *ctx, const char *key) {
+  put_key(ctx, key);
+  put_raw(ctx, "{", 1);
+}
+
+static void json_end(void *ctx) { put_raw(ctx, "}", 1); }
+
+int decode_json(const decoded_t *d, char *buf, size_t n) {
+  static const decode_sink_t json = {json_text, json_number, json_object, json_end};
+  out_t o = {buf, n, 0};
+  put_raw(&o, "{", 1);
+  decode_visit(d, &json, &o);
+  put_raw(&o, "}", 1);
   return put_end(&o);
 }
 

@@ -56,6 +56,21 @@ int decode_id(const idgen_layout_t *l, const char *s, size_t len, int lenient, d
 int layout_info_json(const idgen_layout_t *l, char *buf, size_t n);
 
 /*
+ * decode_json's object, key by key in its order, given to a sink instead
+ * of written as text: a front end that builds its own objects (the Python
+ * package's dict) takes these calls, so that its keys and their shape are
+ * decode_json's.  `object` opens a nested object under `key` (a Snowflake
+ * ID's "fields"), `end` closes it.  Thread-safe.
+ */
+typedef struct decode_sink {
+  void (*text)(void *ctx, const char *key, const char *v);
+  void (*number)(void *ctx, const char *key, int64_t v);
+  void (*object)(void *ctx, const char *key);
+  void (*end)(void *ctx);
+} decode_sink_t;
+void decode_visit(const decoded_t *d, const decode_sink_t *sink, void *ctx);
+
+/*
  * The JSON object of `idgen decode --json` as one line of compact text (no
  * newline) into buf[n]: "id", "kind", then by kind "layout", "unix_ms",
  * "time" and "fields" (a Snowflake ID's node and sequence values), "unix_ms",

@@ -45,26 +45,49 @@ static int64_t floor_div(int64_t a, int64_t b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-static int year_format(int64_t y, char *buf) {
-  if (y >= 0 && y <= 9999)
-    return sprintf(buf, "%04lld", (long long)y);
-  return sprintf(buf, "%+05lld", (long long)y);
+/* Two decimal digits of v (< 100) at p; the end.  printf would parse a
+ * format for each: `idgen decode` and the packages' decode() write a time
+ * an ID. */
+static char *two_digits(char *p, unsigned v) {
+  p[0] = (char)('0' + v / 10);
+  p[1] = (char)('0' + v % 10);
+  return p + 2;
 }
 
 int idgen__date_format(int64_t unix_ms, char *buf) {
   int64_t days = floor_div(unix_ms, 86400000), y;
   unsigned m, d;
   idgen__civil_from_days(days, &y, &m, &d);
-  int n = year_format(y, buf);
-  return n + sprintf(buf + n, "-%02u-%02u", m, d);
+  if (y < 0 || y > 9999) { /* ISO 8601's expanded years: a sign, at least 4 digits */
+    int n = sprintf(buf, "%+05lld", (long long)y);
+    return n + sprintf(buf + n, "-%02u-%02u", m, d);
+  }
+  char *p = two_digits(buf, (unsigned)(y / 100));
+  p = two_digits(p, (unsigned)(y % 100));
+  *p++ = '-';
+  p = two_digits(p, m);
+  *p++ = '-';
+  p = two_digits(p, d);
+  *p = '\0';
+  return (int)(p - buf);
 }
 
 int idgen_time_format(int64_t unix_ms, char *buf) {
   int64_t days = floor_div(unix_ms, 86400000);
-  int64_t msday = unix_ms - days * 86400000;
-  int n = idgen__date_format(unix_ms, buf);
-  return n + sprintf(buf + n, "T%02d:%02d:%02d.%03dZ", (int)(msday / 3600000),
-                     (int)(msday / 60000 % 60), (int)(msday / 1000 % 60), (int)(msday % 1000));
+  unsigned msday = (unsigned)(unix_ms - days * 86400000);
+  char *p = buf + idgen__date_format(unix_ms, buf);
+  *p++ = 'T';
+  p = two_digits(p, msday / 3600000);
+  *p++ = ':';
+  p = two_digits(p, msday / 60000 % 60);
+  *p++ = ':';
+  p = two_digits(p, msday / 1000 % 60);
+  *p++ = '.';
+  *p++ = (char)('0' + msday % 1000 / 100);
+  p = two_digits(p, msday % 100);
+  *p++ = 'Z';
+  *p = '\0';
+  return (int)(p - buf);
 }
 
 /* Reads exactly `n` digits at s[*i]; returns -1 if any is not a digit. */
