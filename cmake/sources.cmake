@@ -21,6 +21,8 @@
 #                               directly
 #
 # idgen_objects: the core's objects (libidgen's, shared and static alike).
+# idgen_registry_objects: libidgen-registry's (native builds: it needs the
+# LIBPQ_, LIBCURL_ and JANSSON_ include folders that pkg-config found).
 # idgen_decode: reading an ID back and its JSON (src/common/decode.c), one
 # writer for `idgen decode --json`, the daemon, the addon, idgen.wasm and
 # the PostgreSQL extension (whose PGXS build compiles this same file).
@@ -81,6 +83,17 @@ target_compile_definitions(idgen_objects PRIVATE IDGEN_BUILDING
                            PUBLIC $<$<BOOL:${IDGEN_VDSO_DIRECT}>:IDGEN_VDSO_DIRECT>)
 set_target_properties(idgen_objects PROPERTIES POSITION_INDEPENDENT_CODE ${_pic}
                       C_VISIBILITY_PRESET hidden)
+
+if(NOT CMAKE_SYSTEM_NAME STREQUAL "WASI")
+  add_library(idgen_registry_objects OBJECT ${IDGEN_REGISTRY_SOURCES})
+  target_include_directories(idgen_registry_objects PUBLIC include
+                             PRIVATE src/core src/registry ${LIBPQ_INCLUDE_DIRS}
+                             ${LIBCURL_INCLUDE_DIRS} ${JANSSON_INCLUDE_DIRS})
+  target_compile_definitions(idgen_registry_objects PRIVATE IDGEN_BUILDING
+                             $<$<NOT:$<BOOL:${IDGEN_ETCD}>>:IDGEN_NO_ETCD>)
+  set_target_properties(idgen_registry_objects PROPERTIES POSITION_INDEPENDENT_CODE ON
+                        C_VISIBILITY_PRESET hidden)
+endif()
 
 add_library(idgen_decode OBJECT src/common/decode.c)
 target_include_directories(idgen_decode PUBLIC include src/common)

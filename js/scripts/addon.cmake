@@ -41,14 +41,6 @@ if(NOT NODE_API_INCLUDE)
 endif()
 
 include(cmake/sources.cmake)
-add_library(idgen_registry_objects OBJECT ${IDGEN_REGISTRY_SOURCES})
-target_include_directories(idgen_registry_objects PUBLIC include
-                           PRIVATE src/core src/registry ${LIBPQ_INCLUDE_DIRS}
-                           ${LIBCURL_INCLUDE_DIRS} ${JANSSON_INCLUDE_DIRS})
-target_compile_definitions(idgen_registry_objects PRIVATE IDGEN_BUILDING
-                           $<$<NOT:$<BOOL:${IDGEN_ETCD}>>:IDGEN_NO_ETCD>)
-set_target_properties(idgen_registry_objects PROPERTIES POSITION_INDEPENDENT_CODE ON
-                      C_VISIBILITY_PRESET hidden)
 
 add_library(idgen_node MODULE js/src/addon.c)
 target_include_directories(idgen_node PRIVATE include src/common)
