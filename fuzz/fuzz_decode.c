@@ -68,7 +68,8 @@ static void check_keys(const json_t *o, const visits_t *v, int *i) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static const char *const specs[] = {"twitter", "sonyflake", "time:41@10ms,dc:3,machine:7,sequence:12"};
+  static const char *const specs[] = {"twitter", "sonyflake",
+                                      "time:41@10ms,dc:3,machine:7,sequence:12"};
   static idgen_layout_t layouts[3];
   static int init;
   if (!init) {

@@ -166,14 +166,20 @@ g.close();
 
 FALLBACK = r"""
 const idgen = require('@idgen/idgen');
-const g = new idgen.Snowflake({ node: 'datacenter=2,worker=5' });
-const h = new idgen.Snowflake({ node: 'datacenter=2,worker=6' });
+const g = new idgen.Snowflake({ registry: 'static', node: 'datacenter=2,worker=5' });
+const h = new idgen.Snowflake({ registry: 'static', node: 'datacenter=2,worker=6' });
 const a = g.nextBatch(1000);
-let refused = null;
+let refused = null, noRegistry = null, noRegistryOpen = null;
 try { new idgen.Snowflake({ registry: 'file:' + process.argv[2] }); } catch (e) { refused = e.code + ': ' + e.message; }
-console.log(JSON.stringify({ addon: idgen._addonPath, ulid: new idgen.UlidGenerator().next(),
-  uuid7: new idgen.Uuid7Generator().next(), first: String(a[0]), other: String(h.next()),
-  worker: idgen.decode(a[0]).fields.worker, distinct: new Set(a).size, refused }));
+// The addon's default is the host's registry: here the same code is refused, not static.
+try { new idgen.Snowflake({ node: 'datacenter=1' }); } catch (e) { noRegistry = e.code + ': ' + e.message; }
+idgen.Snowflake.open({ layout: 'twitter' }).then(() => null, (e) => e.code + ': ' + e.message).then((o) => {
+  noRegistryOpen = o;
+  console.log(JSON.stringify({ addon: idgen._addonPath, ulid: new idgen.UlidGenerator().next(),
+    uuid7: new idgen.Uuid7Generator().next(), first: String(a[0]), other: String(h.next()),
+    worker: idgen.decode(a[0]).fields.worker, distinct: new Set(a).size, refused, noRegistry,
+    noRegistryOpen }));
+});
 """
 
 ULID_RE = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
@@ -390,6 +396,10 @@ def main():
         check("the WebAssembly build makes ULIDs and Snowflake IDs of the node values given",
               ULID_RE.fullmatch(r.get("ulid", "")) and UUID7_RE.fullmatch(r.get("uuid7", ""))
               and r.get("worker") == 5 and r.get("distinct") == 1000, r)
+        check("the WebAssembly build refuses a Snowflake without a registry (the addon's default "
+              "is the host's registry; static must be asked for), in new and in open()",
+              all("registry not given" in (r.get(k) or "") and "static" in (r.get(k) or "")
+                  for k in ("noRegistry", "noRegistryOpen")), r)
         check("the WebAssembly build refuses a file: registry, saying why",
               "WebAssembly" in (r.get("refused") or "") and
               "no native addon loads" in (r.get("refused") or ""), r)

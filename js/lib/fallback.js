@@ -13,6 +13,7 @@ module.exports = function fallback(platform, failed) {
   const w = make(shared, {
     noPagehide: true,
     quietNodes: true, // the one warning below says it
+    defaultRegistryRefused: true, // the addon's default is file:/var/lib/idgen
     registryNote: ` (${why}: this is idgen's WebAssembly build; install where the prebuilt ` +
                   'binary fits, or allow install scripts with a C compiler and cmake, for ' +
                   'file:, postgres:// and etcd:// registries)',

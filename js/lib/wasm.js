@@ -426,6 +426,14 @@
       if (options === null || typeof options !== 'object')
         throw typeError('new Snowflake(options): options must be an object');
       checkNames(options);
+      // Under Node, the native addon's default is the host's registry
+      // (file:/var/lib/idgen), which this build cannot reach: the same code
+      // must not quietly mean static node values here.
+      if (host.defaultRegistryRefused && (options.registry === undefined || options.registry === null))
+        throw idgenError(-1, 'registry not given: the native addon leases from the host\'s registry ' +
+                             '(file:/var/lib/idgen) by default, which this build cannot reach; give ' +
+                             'registry "idgen://HOST:PORT" (a daemon with --leases) or "static" with ' +
+                             'node values kept apart by hand' + (host.registryNote || ''));
       const registry = options.registry ?? 'static';
       const leased = options._leased === true;
       if (!leased && registry !== 'static') {
@@ -463,11 +471,13 @@
       this.#g = check(exp.sf_new(BigInt(borrow), BigInt(wait), rss < 0 ? 0 : rss));
       this.#slot = exp.alloc(8);
       reclaim.register(this, { free: exp.sf_free, ptr: this.#g, slot: this.#slot }, this.#token);
-      if (!leased && node.trim() !== '' && !warned.has(node) && !host.quietNodes) {
+      if (!leased && !warned.has(node) && !host.quietNodes) { /* with no node values too: all 0 */
         warned.add(node);
-        console.warn(`warning: node values given (${node}) are unchecked: another page, worker or ` +
-                     'process with the same values makes the same IDs; a registry leases node ' +
-                     'values and checks them (Snowflake.open({registry: "idgen://HOST:PORT"}))');
+        const what = node.trim() !== '' ? `node values given (${node}) are`
+                                         : 'no node values given (every node field 0):';
+        console.warn(`warning: ${what} unchecked: another page, worker or process with the same ` +
+                     'values makes the same IDs; a registry leases node values and checks them ' +
+                     '(Snowflake.open({registry: "idgen://HOST:PORT"}))');
       }
     }
     #lease = null;

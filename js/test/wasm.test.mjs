@@ -30,6 +30,10 @@ test('Snowflake: node values given, warned once as unchecked; next, nextString, 
   new idgen.Snowflake({ layout: 'discord', node: 'worker=3,process=4' }).close();
   assert.equal(warnings.length, 1);
   assert.match(warnings[0], /worker=3,process=4\) are unchecked/);
+  // No node values at all is every node field 0: unchecked too, and said so.
+  new idgen.Snowflake({ layout: 'discord' }).close();
+  assert.equal(warnings.length, 2);
+  assert.match(warnings[1], /no node values given \(every node field 0\): unchecked/);
   const a = g.next(), b = BigInt(g.nextString()), c = g.nextBatch(10000);
   assert.ok(a < b && b < c[0]);
   for (let i = 1; i < c.length; i++) assert.ok(c[i - 1] < c[i]);

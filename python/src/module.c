@@ -277,6 +277,8 @@ static void sf_unlink(sf_t *s) {
  * parent's). */
 static void sf_close_now(sf_t *s) {
   hold_t h = s->h;
+  if (h.gen == NULL && h.lease == NULL && h.reg == NULL)
+    return; /* closed already: what a running call will give back stays its */
   memset(&s->h, 0, sizeof s->h);
   sf_unlink(s);
   if (getpid() != s->pid)

@@ -327,6 +327,30 @@ def test_wait_releases_gil():
     assert out and out[0] > first
 
 
+def test_close_twice_while_a_call_waits(tmp_path):
+    """close() inside a with block while another thread's call waits, then __exit__'s close():
+    the running call gives the lease back when it returns, and the second close() does not
+    take that from it (a new generator gets the same worker value back)."""
+    reg = "file:" + str(tmp_path / "reg")
+    clock = idgen.ManualClock(now_ns=1_700_000_000_000_000_000)
+    with idgen.Snowflake(registry=reg, clock=clock, max_borrow_ms=0, max_wait_ms=5000) as g:
+        node = g.lease()["node"]
+        g.next()
+        clock.advance(-50_000_000)  # the next call waits for the clock
+        t = threading.Thread(target=g.next)
+        t.start()
+        deadline = time.monotonic() + 10
+        while clock.waiting == 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert clock.waiting == 1, "the call did not wait on the clock"
+        g.close()
+    clock.advance(60_000_000)
+    t.join(10)
+    assert not t.is_alive()
+    with idgen.Snowflake(registry=reg) as k:
+        assert k.lease()["node"] == node
+
+
 def test_clock_refusal():
     clock = idgen.ManualClock(now_ns=1_700_000_000_000_000_000, auto_advance=False)
     g = idgen.Snowflake(registry="static", node="worker=1", clock=clock, max_borrow_ms=0,
