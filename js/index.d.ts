@@ -2,8 +2,9 @@
 // Node-API addon (index.js, index.mjs) and the WebAssembly module for
 // browsers, Deno, Bun and bundlers (browser.mjs), which has no file:,
 // postgres:// or etcd:// registry: a Snowflake generator there takes the
-// node values given (registry "static", its default) or leases them from a
-// daemon (idgen://).
+// node values given (registry "static", its default in browsers; under Node,
+// where the addon's default is the host's registry, it must be named) or
+// leases them from a daemon (idgen://).
 //
 // Needs `"target": "es2020"` or later, or `"lib": ["es2020"]` (BigInt,
 // BigUint64Array); checked with `tsc --strict --module nodenext`.
@@ -19,7 +20,7 @@ export interface IdgenError extends Error {
 export interface SnowflakeOptions {
   /** A preset ("twitter", "discord", "sonyflake", ...) or a layout spec. Default "twitter". */
   layout?: string;
-  /** "file:DIR", "postgres://...", "etcd://...", "idgen://HOST:PORT" (a daemon run with --leases), or "static". Default: the CLI's default file: directory (WebAssembly: "static" only). */
+  /** "file:DIR", "postgres://...", "etcd://...", "idgen://HOST:PORT" (a daemon run with --leases), or "static". Default: the host's registry, file:/var/lib/idgen (WebAssembly: "static" in browsers; the Node fallback takes no default). */
   registry?: string;
   /** The registry's ID space (as the CLI's --space: the URI's ?space=NAME); not with "static". */
   space?: string;
