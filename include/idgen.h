@@ -1637,6 +1637,181 @@ IDGEN_API void idgen_snowflake_gen_lease_status2(idgen_snowflake_gen_t *g,
                                                  idgen_snowflake_lease_status_t *st);
 #define idgen_snowflake_gen_lease_status idgen_snowflake_gen_lease_status2
 
+/* ------------------------------------------------------------------------
+ * Sequences (docs/DESIGN.md "Sequences"): dense numbers from a registry.
+ *
+ * A sequence is a named 63-bit counter in a registry's ID space (file:,
+ * postgres://, etcd://, idgen://; not static).  A holder -- one
+ * idgen_seq_t, one open of one sequence in one process -- claims ranges
+ * [a, a+step) of the counter and hands numbers out of them in memory:
+ *
+ *   S1 unique      a number is issued at most once, whatever the threads,
+ *                  processes, machines, restarts and pauses: a range is
+ *                  claimed by one conditional write and never claimed again
+ *                  (only its holder gives back what it never issued, and
+ *                  only while nobody claimed after it);
+ *   S2 increasing  one holder's numbers strictly increase; a strict
+ *                  sequence has one holder at a time, which starts above
+ *                  every number claimed before it;
+ *   S3 counted     the registry counts, per sequence, the numbers claimed,
+ *                  issued (as its holders report them), given back and lost
+ *                  (the rest of a crashed or reaped holder's ranges).
+ *
+ * Each holder is registered in the sequence's record with a fencing
+ * generation (grown by every open) and an expiry by the registry's clock,
+ * renewed at a third of ttl_ms.  Every claim is conditional on the holder's
+ * entry still being there with its generation: a holder that was paused
+ * past its expiry and reaped (its unissued numbers counted lost) gets
+ * IDGEN_ELEASE on its next claim, drops the ranges in hand and registers
+ * anew.  A strict sequence's claims are also conditional on the holder
+ * being its owner, and the owner stops issuing once it cannot show its
+ * entry valid by its own clock (as a lease, G4).
+ * ------------------------------------------------------------------------ */
+typedef struct idgen_seq idgen_seq_t;
+
+#define IDGEN_SEQ_NAME_MAX 65 /* bytes of a name, [a-z][a-z0-9_-]{0,63}, with its NUL */
+/* Bytes of a counter's key: the name, '@' and a period ("orders@20261203"). */
+#define IDGEN_SEQ_KEY_MAX (IDGEN_SEQ_NAME_MAX + 64)
+#define IDGEN_SEQ_COUNTER_MAX ((uint64_t)INT64_MAX) /* the highest number */
+
+/* 0, or IDGEN_EINVAL naming what is wrong with `name`. */
+IDGEN_API int idgen_seq_name_check(const char *name, char *err, size_t errlen);
+
+/* Zero means "the default" for every member (idgen_seq_settings_init
+ * writes the defaults). */
+typedef struct idgen_seq_settings {
+  uint64_t min_step;         /* default 1,000 */
+  uint64_t max_step;         /* default 100,000,000 (at most 2^39) */
+  uint64_t step;             /* the first claim's; default min_step */
+  double prefetch;           /* claim ahead once this share of a range is
+                              * used; (0, 1), default 0.25 */
+  int ahead;                 /* ranges kept claimed ahead, 1..4, default 1 */
+  int64_t segment_target_ms; /* default 60,000: the step doubles when a range
+                              * lasts less, halves when it lasts over twice */
+  int64_t ttl_ms;            /* the holder's entry; default 10,000 */
+  int64_t wait_ms;           /* how long next() waits for a claim when nothing
+                              * is in hand; default 5,000; -1: not at all */
+  int strict;                /* one holder at a time (see above) */
+  /* Business numbers: a template (idgen_seq_format_parse) and its time
+   * zone (NULL: UTC).  With a {date:...} field the counter restarts each
+   * period: the holder claims from the counter "NAME@PERIOD". */
+  const char *format;
+  const char *tz;
+  const char *holder;       /* this holder's name; NULL: "host:pid:token" */
+  const idgen_clock_t *clock; /* NULL: the system's (Unix ns) */
+  int no_thread;            /* nonzero: no background thread; claims and
+                             * renewals run in the callers (tests, one-shot
+                             * tools) */
+} idgen_seq_settings_t;
+
+IDGEN_API void idgen_seq_settings_init(idgen_seq_settings_t *s);
+
+/* Opens sequence `name` (created at 1 if the registry has none) in r's
+ * space: registers the holder and claims a first range (unless
+ * s->no_thread, where the first next() claims).  r must outlive the
+ * sequence.  IDGEN_EINVAL naming a bad name or setting; IDGEN_EREGISTRY
+ * when the registry cannot be reached; IDGEN_ELEASE when a strict
+ * sequence is held by another live holder (the message names it and when
+ * its entry expires). */
+IDGEN_API int idgen_seq_open(idgen_seq_t **out, idgen_registry_t *r, const char *name,
+                             const idgen_seq_settings_t *s, char *err, size_t errlen);
+
+/* One number.  Thread-safe; without waiting while a claimed range has
+ * numbers.  When none is in hand, waits for the claim under way at most
+ * wait_ms, then IDGEN_EREGISTRY (the registry cannot be reached) or
+ * IDGEN_ELEASE (fenced out and could not register again).  IDGEN_ERANGE
+ * past 2^63-1; IDGEN_EFORKED in a forked child. */
+IDGEN_API int idgen_seq_next(idgen_seq_t *s, uint64_t *n);
+/* n numbers into out[] (each increasing, not always adjacent): 0, or an
+ * error as next's, out[] then holding nothing issued. */
+IDGEN_API int idgen_seq_next_n(idgen_seq_t *s, uint64_t *out, size_t n);
+/* A business number: the template rendered with the next number of the
+ * current period's counter, into buf[buflen]; its length, or a negative
+ * error (IDGEN_EINVAL: the sequence has no format; IDGEN_ERANGE: buf too
+ * small).  *n (may be NULL) gets the counter's number. */
+IDGEN_API int idgen_seq_next_text(idgen_seq_t *s, char *buf, size_t buflen, uint64_t *n);
+
+/* Stops: no claim after it; gives back the unissued rest of the last
+ * ranges when nobody claimed after them, reports what was issued and
+ * removes the holder's entry (best effort: on failure the entry expires
+ * and is reaped).  Waits for calls under way. */
+IDGEN_API void idgen_seq_close(idgen_seq_t *s);
+
+typedef struct idgen_seq_stats {
+  char key[IDGEN_SEQ_KEY_MAX]; /* the counter in use */
+  uint64_t generation;         /* this holder's */
+  uint64_t step;               /* the next claim's */
+  uint64_t in_hand;            /* numbers claimed here, not yet issued */
+  uint64_t issued, claimed, claims, given_back;
+  uint64_t claim_failures; /* claims that failed (the last error: reason) */
+  int failing;             /* the last claim or renewal failed */
+  double rate;             /* numbers per second, recent */
+  int64_t lasts_ms;        /* how long in_hand lasts at that rate; -1: no rate */
+  int64_t claim_ns_last, claim_ns_max; /* claim latency */
+  char reason[IDGEN_REASON_MAX];
+} idgen_seq_stats_t;
+IDGEN_API void idgen_seq_stats(idgen_seq_t *s, idgen_seq_stats_t *st);
+
+/* One sequence counter as the registry records it (idgen_seq_list). */
+typedef struct idgen_seq_holder_row {
+  char holder[IDGEN_HOLDER_MAX];
+  uint64_t generation;
+  uint64_t lo, hi;       /* its last range claimed */
+  uint64_t claimed, issued; /* as last reported */
+  double rate;           /* as last reported, numbers/s */
+  int64_t expires_in_ms; /* by the registry's clock; <= 0: expired */
+  int owner;             /* holds the strict sequence */
+} idgen_seq_holder_row_t;
+#define IDGEN_SEQ_HOLDERS_MAX 64
+typedef struct idgen_seq_row {
+  char space[IDGEN_SPACE_NAME_MAX];
+  char key[IDGEN_SEQ_KEY_MAX]; /* "orders" or "orders@20261203" */
+  uint64_t next;               /* the next number no one claimed */
+  uint64_t generation;         /* the last holder's */
+  uint64_t claimed, issued, given_back, lost;
+  int strict;
+  int nholders;
+  idgen_seq_holder_row_t holders[IDGEN_SEQ_HOLDERS_MAX];
+} idgen_seq_row_t;
+typedef int (*idgen_seq_list_cb)(void *ctx, const idgen_seq_row_t *row);
+/* Calls cb once per sequence counter in r's space (every space when r's
+ * URI named none), in name order.  0, cb's nonzero, or IDGEN_EREGISTRY. */
+IDGEN_API int idgen_seq_list(idgen_registry_t *r, idgen_seq_list_cb cb, void *ctx, char *err,
+                             size_t errlen);
+/* Moves counter `key` forward so that the next number claimed is `next`:
+ * 0; IDGEN_ERANGE when next is not above what was claimed (forward only,
+ * the message says the counter's value); IDGEN_EREGISTRY. */
+IDGEN_API int idgen_seq_set(idgen_registry_t *r, const char *key, uint64_t next, char *err,
+                            size_t errlen);
+
+/* Business-number templates: literal text, one {seq:0N} or {seq} (at least
+ * N digits, never cut), and {date:STRFTIME} fields (%Y %y %m %d %j %H %M
+ * %G %V %u and %%), rendered in time zone tz (an IANA name from the
+ * system's tzdata, or NULL: UTC).  The period is the finest unit the date
+ * fields tell apart (year, month, week, day, hour, minute): the counter
+ * restarts at each.  Refused (IDGEN_EINVAL, naming why): unknown fields,
+ * no {seq}, a date field with a coarser unit missing (%m without %Y),
+ * and templates that could render one text for two (period, number)
+ * pairs (a {seq} without a fixed width next to digits, two periods that
+ * render alike).  Immutable once parsed: thread-safe. */
+typedef struct idgen_seq_format idgen_seq_format_t;
+IDGEN_API int idgen_seq_format_parse(idgen_seq_format_t **out, const char *tmpl, const char *tz,
+                                     char *err, size_t errlen);
+IDGEN_API void idgen_seq_format_free(idgen_seq_format_t *f);
+/* The period of unix_ms as a key ("20261203"; "" without date fields) into
+ * key[n], and in *end_ms (may be NULL) when it ends (INT64_MAX: never).  0
+ * or IDGEN_ERANGE. */
+IDGEN_API int idgen_seq_format_period(const idgen_seq_format_t *f, int64_t unix_ms, char *key,
+                                      size_t n, int64_t *end_ms);
+/* The text of number `n` at unix_ms into buf[n]: its length, or
+ * IDGEN_ERANGE when it does not fit. */
+IDGEN_API int idgen_seq_format_render(const idgen_seq_format_t *f, int64_t unix_ms, uint64_t n,
+                                      char *buf, size_t buflen);
+/* The width of {seq} (0: none given) and the periods per year (0: no
+ * date), for idgen plan --seq. */
+IDGEN_API int idgen_seq_format_width(const idgen_seq_format_t *f);
+IDGEN_API double idgen_seq_format_periods_per_year(const idgen_seq_format_t *f);
+
 #ifdef __cplusplus
 }
 #endif

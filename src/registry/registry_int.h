@@ -183,7 +183,7 @@ int idgen__space_join(idgen__space_t *s, const char *space, const idgen__pool_t 
 /* A backend's table.  `version` is the IDGEN__REGISTRY_OPS_VERSION it was
  * written for: a table of another version is refused when the registry is
  * opened (a later version may add members at the end). */
-#define IDGEN__REGISTRY_OPS_VERSION 4
+#define IDGEN__REGISTRY_OPS_VERSION 5
 typedef struct idgen__registry_ops {
   int version;
   const char *scheme;   /* "static", "file", "postgres", "etcd", "idgen", "idgens" */
@@ -223,6 +223,27 @@ typedef struct idgen__registry_ops {
    * network backend's previous holder is fenced out by them).  Bounded
    * like acquire (bounded.c).  NULL: the backend cannot (IDGEN_ELEASE). */
   int (*adopt)(idgen_lease_t *l, const char *was, char *err, size_t errlen);
+  /* Version 5.  Sequences (seq.c, docs/DESIGN.md "Sequences").  A counter's
+   * record is text, the same in every backend (seq_record.c), kept per
+   * space under its key ("orders", "orders@20261203"):
+   *   seq_load   *text (malloc'd, the caller frees; NULL when the counter
+   *              has no record) and *version, which grows with every store
+   *              (0 when none);
+   *   seq_store  one conditional write: stores text only if the record's
+   *              version is still `version` (0: only if there is none), and
+   *              durably (file: fsynced; postgres: committed; etcd: by the
+   *              cluster), then 0; IDGEN_EAGAIN when the version moved (the
+   *              caller loads again); IDGEN_EREGISTRY;
+   *   seq_keys   calls cb once per counter key of r's space (of every space
+   *              when !r->space_given), in key order; cb's nonzero stops.
+   * Safe beside the lease calls on the same registry from other threads.
+   * NULL: the backend keeps no sequences (static; IDGEN_EINVAL). */
+  int (*seq_load)(idgen_registry_t *r, const char *key, char **text, uint64_t *version, char *err,
+                  size_t errlen);
+  int (*seq_store)(idgen_registry_t *r, const char *key, const char *text, uint64_t version,
+                   char *err, size_t errlen);
+  int (*seq_keys)(idgen_registry_t *r, int (*cb)(void *ctx, const char *space, const char *key),
+                  void *ctx, char *err, size_t errlen);
 } idgen__registry_ops_t;
 
 struct idgen_registry {
