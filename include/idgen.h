@@ -1697,9 +1697,9 @@ typedef struct idgen_seq_settings {
    * period: the holder claims from the counter "NAME@PERIOD". */
   const char *format;
   const char *tz;
-  const char *holder;       /* this holder's name; NULL: "host:pid:token" */
+  const char *holder;         /* this holder's name; NULL: "host:pid:token" */
   const idgen_clock_t *clock; /* NULL: the system's (Unix ns) */
-  int no_thread;            /* nonzero: no background thread; claims and
+  int no_thread;              /* nonzero: no background thread; claims and
                              * renewals run in the callers (tests, one-shot
                              * tools) */
 } idgen_seq_settings_t;
@@ -1743,10 +1743,10 @@ typedef struct idgen_seq_stats {
   uint64_t step;               /* the next claim's */
   uint64_t in_hand;            /* numbers claimed here, not yet issued */
   uint64_t issued, claimed, claims, given_back;
-  uint64_t claim_failures; /* claims that failed (the last error: reason) */
-  int failing;             /* the last claim or renewal failed */
-  double rate;             /* numbers per second, recent */
-  int64_t lasts_ms;        /* how long in_hand lasts at that rate; -1: no rate */
+  uint64_t claim_failures;             /* claims that failed (the last error: reason) */
+  int failing;                         /* the last claim or renewal failed */
+  double rate;                         /* numbers per second, recent */
+  int64_t lasts_ms;                    /* how long in_hand lasts at that rate; -1: no rate */
   int64_t claim_ns_last, claim_ns_max; /* claim latency */
   char reason[IDGEN_REASON_MAX];
 } idgen_seq_stats_t;
@@ -1756,11 +1756,11 @@ IDGEN_API void idgen_seq_stats(idgen_seq_t *s, idgen_seq_stats_t *st);
 typedef struct idgen_seq_holder_row {
   char holder[IDGEN_HOLDER_MAX];
   uint64_t generation;
-  uint64_t lo, hi;       /* its last range claimed */
+  uint64_t lo, hi;          /* its last range claimed */
   uint64_t claimed, issued; /* as last reported */
-  double rate;           /* as last reported, numbers/s */
-  int64_t expires_in_ms; /* by the registry's clock; <= 0: expired */
-  int owner;             /* holds the strict sequence */
+  double rate;              /* as last reported, numbers/s */
+  int64_t expires_in_ms;    /* by the registry's clock; <= 0: expired */
+  int owner;                /* holds the strict sequence */
 } idgen_seq_holder_row_t;
 #define IDGEN_SEQ_HOLDERS_MAX 64
 typedef struct idgen_seq_row {
