@@ -54,6 +54,7 @@ set(IDGEN_REGISTRY_SOURCES
   src/registry/registry_file.c
   src/registry/registry_pg.c
   src/registry/registry_idgen.c
+  src/registry/seq_store.c
   src/registry/host.c)
 if(IDGEN_ETCD)
   list(APPEND IDGEN_REGISTRY_SOURCES src/registry/registry_etcd.c)
