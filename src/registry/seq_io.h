@@ -28,7 +28,8 @@ int idgen__seq_io_store(idgen_registry_t *r, const char *key, const char *text, 
                         char *err, size_t errlen);
 /* cb once per counter key (of r's space, or of every space when r's URI
  * named none); cb's nonzero stops. */
-int idgen__seq_io_keys(idgen_registry_t *r, int (*cb)(void *ctx, const char *space, const char *key),
-                       void *ctx, char *err, size_t errlen);
+int idgen__seq_io_keys(idgen_registry_t *r,
+                       int (*cb)(void *ctx, const char *space, const char *key), void *ctx,
+                       char *err, size_t errlen);
 
 #endif

@@ -28,14 +28,13 @@ int idgen__seq_key_check(const char *key, char *err, size_t errlen) {
   const char *k = key ? key : "";
   int ok = k[0] >= 'a' && k[0] <= 'z';
   for (n = 1; ok && k[n] != '\0' && k[n] != '@'; n++)
-    ok = (k[n] >= 'a' && k[n] <= 'z') || (k[n] >= '0' && k[n] <= '9') || k[n] == '_' ||
-         k[n] == '-';
+    ok = (k[n] >= 'a' && k[n] <= 'z') || (k[n] >= '0' && k[n] <= '9') || k[n] == '_' || k[n] == '-';
   ok = ok && n <= 64;
   if (ok && k[n] == '@') {
     size_t p = n + 1, m = 0;
-    while (k[p + m] != '\0' && ((k[p + m] >= '0' && k[p + m] <= '9') ||
-                                (k[p + m] >= 'a' && k[p + m] <= 'z') ||
-                                (k[p + m] >= 'A' && k[p + m] <= 'Z')))
+    while (k[p + m] != '\0' &&
+           ((k[p + m] >= '0' && k[p + m] <= '9') || (k[p + m] >= 'a' && k[p + m] <= 'z') ||
+            (k[p + m] >= 'A' && k[p + m] <= 'Z')))
       m++;
     ok = m >= 1 && m <= 63 && k[p + m] == '\0';
   }
@@ -67,8 +66,9 @@ int idgen__seq_io_store(idgen_registry_t *r, const char *key, const char *text, 
   return rc < 0 ? rc : r->ops->seq_store(r, key, text, version, err, errlen);
 }
 
-int idgen__seq_io_keys(idgen_registry_t *r, int (*cb)(void *ctx, const char *space, const char *key),
-                       void *ctx, char *err, size_t errlen) {
+int idgen__seq_io_keys(idgen_registry_t *r,
+                       int (*cb)(void *ctx, const char *space, const char *key), void *ctx,
+                       char *err, size_t errlen) {
   int rc = seq_able(r, err, errlen);
   return rc < 0 ? rc : r->ops->seq_keys(r, cb, ctx, err, errlen);
 }
