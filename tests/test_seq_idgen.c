@@ -314,10 +314,13 @@ int main(int argc, char **argv) {
   if (argc > 1)
     cmocka_set_test_filter(argv[1]);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_static_refused),    cmocka_unit_test(test_load_store_versions),
-      cmocka_unit_test(test_concurrent_increments), cmocka_unit_test(test_keys),
+      cmocka_unit_test(test_static_refused),
+      cmocka_unit_test(test_load_store_versions),
+      cmocka_unit_test(test_concurrent_increments),
+      cmocka_unit_test(test_keys),
       cmocka_unit_test(test_keys_pages),
-      cmocka_unit_test(test_refusals),          cmocka_unit_test(test_auth),
+      cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_auth),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
