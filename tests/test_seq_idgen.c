@@ -7,13 +7,17 @@
  *   IDGEN_TEST_SEQ_AUTH_URI   idgen://AGENT:TOKEN@... (a daemon with --auth-file)
  *   IDGEN_TEST_SEQ_NOAUTH_URI that daemon without the token
  *
+ * What every backend does with sequence records (load, conditional store,
+ * keys, concurrent compare-and-set) is test_registry_contract.c's, which
+ * the same suite runs on idgen:// too; here, what idgen:// adds: keys over
+ * several pages, the daemon's refusals, its token.
+ *
  * Each run works in an ID space of its own (?space=sNNN), so runs never
  * meet.  Without IDGEN_TEST_SEQ_URI only the tests that need no daemon run.
  *
  *   test_seq_idgen [TEST_NAME]   (a glob: one test alone)
  */
 #define _GNU_SOURCE
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,115 +50,6 @@ static int skip_without_daemon(void) {
   return 0;
 }
 
-/* A record's text: a counter and a second line (a line feed must survive
- * the JSON both ways), a quote and a backslash. */
-static void record(char *buf, size_t n, long count) {
-  snprintf(buf, n, "idgen-seq-test v1\ncount=%ld\nnote=\"a\\b\"\ttab\n", count);
-}
-
-static long count_of(const char *text) {
-  const char *c = strstr(text, "\ncount=");
-  return c ? strtol(c + 7, NULL, 10) : -1;
-}
-
-/* load missing; store(0) creates; a second store(0) and a stale version
- * are refused with IDGEN_EAGAIN; versions grow; the text round-trips. */
-static void test_load_store_versions(void **state) {
-  (void)state;
-  if (skip_without_daemon())
-    return;
-  idgen_registry_t *r = open_in(uri, "cas");
-  char err[600], *text = NULL, want[200];
-  uint64_t v0 = 99, v1, v2;
-  assert_int_equal(idgen__seq_io_load(r, "orders", &text, &v0, err, sizeof err), 0);
-  assert_null(text);
-  assert_int_equal(v0, 0);
-  record(want, sizeof want, 1);
-  int rc = idgen__seq_io_store(r, "orders", want, 0, err, sizeof err);
-  if (rc != 0)
-    fail_msg("store(0): %d %s", rc, err);
-  assert_int_equal(idgen__seq_io_store(r, "orders", want, 0, err, sizeof err), IDGEN_EAGAIN);
-  assert_int_equal(idgen__seq_io_load(r, "orders", &text, &v1, err, sizeof err), 0);
-  assert_non_null(text);
-  assert_string_equal(text, want);
-  free(text);
-  assert_true(v1 > 0);
-  record(want, sizeof want, 2);
-  assert_int_equal(idgen__seq_io_store(r, "orders", want, v1, err, sizeof err), 0);
-  assert_int_equal(idgen__seq_io_load(r, "orders", &text, &v2, err, sizeof err), 0);
-  assert_string_equal(text, want);
-  free(text);
-  assert_true(v2 > v1);
-  /* the version it was: stale */
-  assert_int_equal(idgen__seq_io_store(r, "orders", want, v1, err, sizeof err), IDGEN_EAGAIN);
-  assert_non_null(strstr(err, "idgen://127.0.0.1:"));
-  /* a period's counter is a key of its own */
-  assert_int_equal(idgen__seq_io_load(r, "orders@20261203", &text, &v0, err, sizeof err), 0);
-  assert_null(text);
-  idgen_registry_close(r);
-}
-
-typedef struct incr {
-  idgen_registry_t *r;
-  int n, again, failed;
-  char err[600];
-} incr_t;
-
-/* n increments of the counter, each a load and a conditional store, again
- * on IDGEN_EAGAIN. */
-static void *incr_main(void *arg) {
-  incr_t *t = arg;
-  for (int i = 0; i < t->n && !t->failed;) {
-    char *text = NULL, next[200];
-    uint64_t v;
-    if (idgen__seq_io_load(t->r, "hits", &text, &v, t->err, sizeof t->err) < 0) {
-      t->failed = 1;
-      break;
-    }
-    long c = text ? count_of(text) : 0;
-    free(text);
-    record(next, sizeof next, c + 1);
-    int rc = idgen__seq_io_store(t->r, "hits", next, v, t->err, sizeof t->err);
-    if (rc == 0)
-      i++;
-    else if (rc == IDGEN_EAGAIN)
-      t->again++;
-    else
-      t->failed = 1;
-  }
-  return NULL;
-}
-
-/* 4 threads x 500 compare-and-set increments: exactly 2000. */
-static void test_concurrent_increments(void **state) {
-  (void)state;
-  if (skip_without_daemon())
-    return;
-  idgen_registry_t *r = open_in(uri, "inc");
-  enum { THREADS = 4, EACH = 500 };
-  incr_t t[THREADS];
-  pthread_t th[THREADS];
-  for (int i = 0; i < THREADS; i++) {
-    t[i] = (incr_t){.r = r, .n = EACH};
-    assert_int_equal(pthread_create(&th[i], NULL, incr_main, &t[i]), 0);
-  }
-  int again = 0;
-  for (int i = 0; i < THREADS; i++) {
-    pthread_join(th[i], NULL);
-    if (t[i].failed)
-      fail_msg("thread %d: %s", i, t[i].err);
-    again += t[i].again;
-  }
-  char *text, err[600];
-  uint64_t v;
-  assert_int_equal(idgen__seq_io_load(r, "hits", &text, &v, err, sizeof err), 0);
-  print_message("2000 increments, %d refused as stale and done again; version %llu\n", again,
-                (unsigned long long)v);
-  assert_int_equal(count_of(text), THREADS * EACH);
-  free(text);
-  idgen_registry_close(r);
-}
-
 typedef struct keys {
   char got[16][IDGEN_SEQ_KEY_MAX + IDGEN_SPACE_NAME_MAX];
   int n;
@@ -165,30 +60,6 @@ static int key_cb(void *ctx, const char *space, const char *key) {
   if (k->n < 16)
     snprintf(k->got[k->n++], sizeof k->got[0], "%s %s", space, key);
   return 0;
-}
-
-/* The keys of the space, in key order. */
-static void test_keys(void **state) {
-  (void)state;
-  if (skip_without_daemon())
-    return;
-  idgen_registry_t *r = open_in(uri, "keys");
-  char err[600], want[3][80], space[40];
-  snprintf(space, sizeof space, "s%u-keys", run);
-  const char *names[3] = {"b-seq", "a_seq", "b-seq@2026"};
-  for (int i = 0; i < 3; i++)
-    assert_int_equal(idgen__seq_io_store(r, names[i], "x\n", 0, err, sizeof err), 0);
-  keys_t k = {0};
-  int rc = idgen__seq_io_keys(r, key_cb, &k, err, sizeof err);
-  if (rc != 0)
-    fail_msg("keys: %s", err);
-  assert_int_equal(k.n, 3);
-  snprintf(want[0], sizeof want[0], "%s a_seq", space);
-  snprintf(want[1], sizeof want[1], "%s b-seq", space);
-  snprintf(want[2], sizeof want[2], "%s b-seq@2026", space);
-  for (int i = 0; i < 3; i++)
-    assert_string_equal(k.got[i], want[i]);
-  idgen_registry_close(r);
 }
 
 static int count_cb(void *ctx, const char *space, const char *key) {
@@ -315,9 +186,6 @@ int main(int argc, char **argv) {
     cmocka_set_test_filter(argv[1]);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_static_refused),
-      cmocka_unit_test(test_load_store_versions),
-      cmocka_unit_test(test_concurrent_increments),
-      cmocka_unit_test(test_keys),
       cmocka_unit_test(test_keys_pages),
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_auth),

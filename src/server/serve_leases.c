@@ -805,8 +805,8 @@ static void *service_main(void *arg) {
       default:
         route_release(L, j);
       }
-      if (j->status >= 400)
-        atomic_fetch_add(&L->refusals, 1);
+      if (j->status >= 400 && !(j->body.route == LR_SEQ_STORE && j->status == 409))
+        atomic_fetch_add(&L->refusals, 1); /* (a store's `again` is the protocol's, not one) */
       deliver(L, j);
     }
     next = tick(L);

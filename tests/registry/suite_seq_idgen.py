@@ -5,20 +5,25 @@ and /keys in src/server/serve_leases.c; docs/SERVE.md, "Leases for
 clients").  Starts a real `idgen serve --leases` on a file: registry of the
 test's own, and another with --auth-file, then:
 
-- runs tests/test_seq_idgen.c against them (load missing, store(0) creates,
-  a second store(0) and a stale version refused as `again`, versions grow,
-  4 threads x 500 compare-and-set increments make exactly 2000, the keys
-  listed, a malformed key and an oversized text refused with a message,
-  the token required, a static registry refused);
+- runs the registry contract's sequence tests (tests/test_registry_contract.c
+  idgen 'test_seq_*': load missing, store(0) creates, a second store(0) and
+  a stale version refused as `again`, versions grow, a text with line feeds
+  round-trips, 4 threads x 500 compare-and-set increments make exactly
+  2000, the keys listed in order) through idgen://;
+- runs tests/test_seq_idgen.c (keys over several pages, a malformed key and
+  an oversized text refused with the daemon's message, the token required,
+  a static registry refused);
 - the raw routes: the answers' JSON, 400 `invalid` naming the member, 409
   `again`, 401 without the token, a body over the route's limit refused.
 
-Usage: python3 tests/registry/suite_seq_idgen.py PATH/TO/idgen PATH/TO/test_seq_idgen
+Usage: python3 tests/registry/suite_seq_idgen.py PATH/TO/idgen PATH/TO/test_seq_idgen \
+           PATH/TO/test_registry_contract
 """
 
 from harness import *  # noqa: F401,F403  the daemon, servers, clients, check()
 
 TEST = os.path.abspath(ARGS[0]) if ARGS else None
+CONTRACT = os.path.abspath(ARGS[1]) if len(ARGS) > 1 else None
 
 
 def post(port, path, body, token=None, raw=None):
@@ -111,6 +116,14 @@ def body():
     env["IDGEN_TEST_SEQ_URI"] = "idgen://127.0.0.1:%d" % d.port
     env["IDGEN_TEST_SEQ_AUTH_URI"] = "idgen://orders:%s@127.0.0.1:%d" % (token, a.port)
     env["IDGEN_TEST_SEQ_NOAUTH_URI"] = "idgen://127.0.0.1:%d" % a.port
+    if CONTRACT:
+        env["IDGEN_TEST_IDGEN_URI"] = env["IDGEN_TEST_SEQ_URI"]
+        p = subprocess.run([CONTRACT, "idgen", "test_seq_*"], env=env, capture_output=True,
+                           text=True, timeout=240)
+        out = p.stdout + p.stderr
+        check("the registry contract's sequence tests pass through idgen://",
+              p.returncode == 0 and "[  PASSED  ] 3 test(s)" in out, out[-3000:])
+        print(out[-1500:])
     if TEST:
         p = subprocess.run([TEST], env=env, capture_output=True, text=True, timeout=240)
         check("test_seq_idgen passes against the daemons", p.returncode == 0,
