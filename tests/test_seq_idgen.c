@@ -26,7 +26,7 @@
 #include "registry_int.h"
 #include "testutil.h"
 
-#define LEASE_SEQ_TEXT_TEST 16384 /* the daemon's LEASE_SEQ_TEXT_MAX */
+#define LEASE_SEQ_TEXT_TEST 32768 /* the daemon's LEASE_SEQ_TEXT_MAX */
 
 static char uri[600], auth_uri[600], noauth_uri[600];
 static unsigned run;

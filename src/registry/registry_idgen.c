@@ -262,7 +262,7 @@ typedef struct jbody {
   int full; /* something did not fit: the body is not sent */
   char small[4096];
 } jbody_t;
-#define SEQ_BODY_MAX 40960 /* the daemon's LEASE_SEQ_BODY_MAX */
+#define SEQ_BODY_MAX 49152 /* the daemon's LEASE_SEQ_BODY_MAX */
 
 static void jb_put(jbody_t *b, const char *fmt, ...) IDGEN_PRINTF(2, 3);
 static void jb_put(jbody_t *b, const char *fmt, ...) {

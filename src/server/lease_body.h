@@ -33,8 +33,8 @@ enum lease_route {
 #define LEASE_BODY_MAX 4096 /* bytes of a body, at most */
 /* A sequence record's text, at most (bytes, without its NUL), and the body
  * of /lease/seq/store that carries it (escaped: a line feed is 2 bytes). */
-#define LEASE_SEQ_TEXT_MAX 16384
-#define LEASE_SEQ_BODY_MAX 40960
+#define LEASE_SEQ_TEXT_MAX 32768
+#define LEASE_SEQ_BODY_MAX 49152
 /* /lease/seq/keys's "after": "SPACE KEY". */
 #define LEASE_SEQ_AFTER_MAX (IDGEN_SPACE_NAME_MAX + IDGEN_SEQ_KEY_MAX + 1)
 #define LEASE_HOLDER_MAX 56 /* characters of a client's holder name */

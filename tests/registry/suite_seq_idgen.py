@@ -79,9 +79,9 @@ def raw_routes(port):
         check("load %s: 400 invalid naming \"%s\"" % (json.dumps(body)[:60], member),
               s == 400 and j and j.get("error") == "invalid" and member in j.get("message", ""),
               (s, t))
-    s, j, t = post(port, "/lease/seq/store", {"space": sp, "key": "big", "text": "x" * 16385,
+    s, j, t = post(port, "/lease/seq/store", {"space": sp, "key": "big", "text": "x" * 32769,
                                                "version": 0})
-    check("a text over 16384 bytes: 400 invalid naming \"text\"",
+    check("a text over 32768 bytes: 400 invalid naming \"text\"",
           s == 400 and j and "text" in j.get("message", ""), (s, t))
     s, j, t = post(port, "/lease/seq/store", {"space": sp, "key": "big", "text": "x",
                                                "version": -1})
