@@ -69,6 +69,11 @@ def raw_routes(port):
     s, j, t = post(port, "/lease/seq/keys", {"space": sp})
     check("keys: SPACE KEY lines, more false", s == 200 and j == {"keys": sp + " orders\n",
                                                                   "more": False}, (s, t))
+    s, j, t = post(port, "/lease/seq/keys", {"every": 1})
+    check("keys of every space: this space's among them", s == 200 and j
+          and (sp + " orders\n") in j.get("keys", ""), (s, t[-300:]))
+    s, j, t = post(port, "/lease/seq/keys", {"every": 1, "space": sp})
+    check("every beside a space: 400 invalid", s == 400, (s, t))
     for body, member in (({"space": sp, "key": "Bad"}, "key"),
                          ({"space": sp, "key": "a" * 65}, "key"),
                          ({"space": sp, "key": "a@"}, "key"),
