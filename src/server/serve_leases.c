@@ -651,6 +651,21 @@ static void route_seq_load(struct serve_leases *L, serve_lease_job_t *j) {
   free(text);
 }
 
+/* The answer to a store that succeeded: {"ok":true,"version":V}, V read
+ * back (a backend's versions need not count by one: etcd's are revisions);
+ * without "version" when the record read back is not this text (another
+ * store came between) or cannot be read. */
+static json_t *stored_version(idgen_registry_t *r, const lease_body_t *b) {
+  char *text = NULL, err[600];
+  uint64_t v = 0;
+  json_t *o = json_pack("{s:b}", "ok", 1);
+  if (idgen__seq_io_load(r, b->key, &text, &v, err, sizeof err) == 0 && text != NULL &&
+      strcmp(text, b->text) == 0 && v > b->version)
+    json_object_set_new(o, "version", json_integer((json_int_t)v));
+  free(text);
+  return o;
+}
+
 static void route_seq_store(struct serve_leases *L, serve_lease_job_t *j) {
   idgen_registry_t *r = seq_registry(L, j);
   if (r == NULL)
@@ -663,8 +678,8 @@ static void route_seq_store(struct serve_leases *L, serve_lease_job_t *j) {
                  b->version);
   else if (rc < 0)
     answer_registry_error(j, rc == IDGEN_EINVAL ? rc : IDGEN_EREGISTRY, err);
-  else /* the backends count a record's versions by one (the client does not rely on it) */
-    answer_json(j, 200, json_pack("{s:b,s:I}", "ok", 1, "version", (json_int_t)(b->version + 1)));
+  else
+    answer_json(j, 200, stored_version(r, b));
 }
 
 /* The keys as "SPACE KEY" lines, sorted, after `after`. */
