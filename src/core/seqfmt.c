@@ -26,8 +26,8 @@
 #include "core_int.h"
 #include "tzif.h"
 
-#define FMT_MAX 256      /* bytes of a template */
-#define SEQ_WIDTH_MAX 19 /* digits of 2^63-1 */
+#define FMT_MAX 256                         /* bytes of a template */
+#define SEQ_WIDTH_MAX 19                    /* digits of 2^63-1 */
 #define FMT_YEAR_MIN_MS (-62135596800000LL) /* 0001-01-01T00:00:00Z */
 #define FMT_YEAR_MAX_MS (253402300799999LL) /* 9999-12-31T23:59:59.999Z */
 
@@ -192,7 +192,7 @@ static int check_units(fmt_parse_t *p) {
     return fmt_fail(p, COL(p, 'V'),
                     "the ISO week (%G%V) with the calendar year or month names no period "
                     "(a week can span two months or years): add the day or drop one");
-  p->f->unit = HAS(p, 'M') ? U_MINUTE
+  p->f->unit = HAS(p, 'M')   ? U_MINUTE
                : HAS(p, 'H') ? U_HOUR
                : day         ? U_DAY
                : HAS(p, 'V') ? U_WEEK
@@ -257,8 +257,7 @@ void idgen_seq_format_free(idgen_seq_format_t *f) {
 int idgen_seq_format_width(const idgen_seq_format_t *f) { return f->width; }
 
 double idgen_seq_format_periods_per_year(const idgen_seq_format_t *f) {
-  static const double per[] = {0, 1, 12, 365.2425 / 7, 365.2425, 365.2425 * 24,
-                               365.2425 * 1440};
+  static const double per[] = {0, 1, 12, 365.2425 / 7, 365.2425, 365.2425 * 24, 365.2425 * 1440};
   return per[f->unit];
 }
 
@@ -290,7 +289,9 @@ static void fmt_local(const idgen_seq_format_t *f, int64_t t, int32_t off, fmt_t
   tm->V = (int)((thu - idgen__days_from_civil(gy, 1, 1)) / 7) + 1;
 }
 
-static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+static int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - (a % b != 0 && (a < 0) != (b < 0));
+}
 
 /* Local time of unix_ms: 0, or IDGEN_ERANGE outside years 1..9999 (with
  * room for the offset and the ISO year). */

@@ -172,8 +172,7 @@ static void rule_times(const tz_rule_t *r, int64_t y, int64_t t[6], int dst[6]) 
     dst[k++] = 1;
   }
   for (int i = 1; i < 6; i++) /* insertion sort; on a tie the end comes first */
-    for (int j = i; j > 0 && (t[j] < t[j - 1] || (t[j] == t[j - 1] && dst[j] < dst[j - 1]));
-         j--) {
+    for (int j = i; j > 0 && (t[j] < t[j - 1] || (t[j] == t[j - 1] && dst[j] < dst[j - 1])); j--) {
       int64_t a = t[j];
       int b = dst[j];
       t[j] = t[j - 1], dst[j] = dst[j - 1];
@@ -259,8 +258,8 @@ static int tz_header(const uint8_t *p, size_t len, tz_counts_t *c, int *version)
   *version = p[4] == 0 ? 1 : p[4] - '0';
   c->isut = be32(p + 20), c->isstd = be32(p + 24), c->leap = be32(p + 28);
   c->time = be32(p + 32), c->type = be32(p + 36), c->chr = be32(p + 40);
-  if (c->time > TZ_TIMES_MAX || c->type == 0 || c->type > 256 || c->chr == 0 ||
-      c->chr > 256 || c->leap > TZ_TIMES_MAX || (c->isut != 0 && c->isut != c->type) ||
+  if (c->time > TZ_TIMES_MAX || c->type == 0 || c->type > 256 || c->chr == 0 || c->chr > 256 ||
+      c->leap > TZ_TIMES_MAX || (c->isut != 0 && c->isut != c->type) ||
       (c->isstd != 0 && c->isstd != c->type))
     return -1;
   return 0;
