@@ -19,8 +19,8 @@
 #include "tzif.h"
 
 /* 2026-12-03T10:00:00Z and friends. */
-#define MS(y, mo, d, h, mi, s)                                                                   \
-  ((((int64_t)days_from_civil(y, mo, d) * 24 + (h)) * 60 + (mi)) * 60000 + (int64_t)(s) * 1000)
+#define MS(y, mo, d, h, mi, s)                                                                     \
+  ((((int64_t)days_from_civil(y, mo, d) * 24 + (h)) * 60 + (mi)) * 60000 + (int64_t)(s)*1000)
 
 static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
   y -= m <= 2;
@@ -289,10 +289,20 @@ static int compare_zone(const char *zone) {
 static void test_tzif_vs_glibc(void **state) {
   (void)state;
   static const char *zones[] = {
-      "UTC",           "America/New_York", "Europe/London",   "Asia/Shanghai",
-      "Asia/Kolkata",  "Australia/Sydney", "Europe/Dublin",   "Pacific/Chatham",
-      "America/Sao_Paulo", "Africa/Casablanca", "Australia/Lord_Howe", "Pacific/Apia",
-      "America/St_Johns", "Europe/Moscow",
+      "UTC",
+      "America/New_York",
+      "Europe/London",
+      "Asia/Shanghai",
+      "Asia/Kolkata",
+      "Australia/Sydney",
+      "Europe/Dublin",
+      "Pacific/Chatham",
+      "America/Sao_Paulo",
+      "Africa/Casablanca",
+      "Australia/Lord_Howe",
+      "Pacific/Apia",
+      "America/St_Johns",
+      "Europe/Moscow",
   };
   for (size_t i = 0; i < sizeof zones / sizeof zones[0]; i++) {
     char path[256];
@@ -343,10 +353,10 @@ static void test_tzif_malformed(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_known_answers),     cmocka_unit_test(test_shanghai_midnight),
-      cmocka_unit_test(test_new_york_dst),      cmocka_unit_test(test_iso_week),
-      cmocka_unit_test(test_periods_per_year),  cmocka_unit_test(test_refused),
-      cmocka_unit_test(test_tzif_vs_glibc),     cmocka_unit_test(test_tzif_malformed),
+      cmocka_unit_test(test_known_answers),    cmocka_unit_test(test_shanghai_midnight),
+      cmocka_unit_test(test_new_york_dst),     cmocka_unit_test(test_iso_week),
+      cmocka_unit_test(test_periods_per_year), cmocka_unit_test(test_refused),
+      cmocka_unit_test(test_tzif_vs_glibc),    cmocka_unit_test(test_tzif_malformed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
