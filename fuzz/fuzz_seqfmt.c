@@ -26,8 +26,9 @@ static uint64_t le64(const uint8_t *p) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static const char *zones[] = {NULL, "UTC", "America/New_York", "Asia/Shanghai",
-                                "Australia/Lord_Howe", "Asia/Kolkata", "../etc/passwd", "Nowhere"};
+  static const char *zones[] = {
+      NULL,           "UTC",           "America/New_York", "Asia/Shanghai", "Australia/Lord_Howe",
+      "Asia/Kolkata", "../etc/passwd", "Nowhere"};
   char tmpl[512], err[256];
   if (size < 17 || size - 17 >= sizeof tmpl)
     return 0;

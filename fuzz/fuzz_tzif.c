@@ -31,8 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       abort();
     return 0;
   }
-  static const int64_t starts[] = {-62000000000LL, -2208988800LL, 0, 1796299200LL,
-                                   4102444800LL,   253402000000LL};
+  static const int64_t starts[] = {-62000000000LL, -2208988800LL, 0,
+                                   1796299200LL,   4102444800LL,  253402000000LL};
   for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++) {
     int64_t t = starts[i];
     for (int k = 0; k < 8; k++) {

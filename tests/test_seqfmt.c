@@ -249,6 +249,37 @@ static void test_refused(void **state) {
   assert_string_equal(err, "format: longer than 255 bytes");
 }
 
+/* Each period, walked through 1970..2050 in several zones and units, ends
+ * at the first instant whose key differs: its last millisecond has its key,
+ * its end has another. */
+static void test_period_ends(void **state) {
+  (void)state;
+  static const char *zones[] = {"America/New_York", "Europe/London", "Australia/Lord_Howe",
+                                "Asia/Kolkata",     "Pacific/Apia",  "America/Sao_Paulo",
+                                "Africa/Casablanca"};
+  static const char *tmpls[] = {"{date:%Y}-{seq}",       "{date:%Y%m}-{seq}",
+                                "{date:%G%V}-{seq}",     "{date:%Y%m%d}-{seq}",
+                                "{date:%Y%m%d%H}-{seq}", "{date:%Y%m%d%H%M}-{seq}"};
+  for (size_t z = 0; z < sizeof zones / sizeof zones[0]; z++) {
+    for (size_t k = 0; k < sizeof tmpls / sizeof tmpls[0]; k++) {
+      idgen_seq_format_t *f = parse_ok(tmpls[k], zones[z]);
+      for (int64_t t = 0; t < MS(2050, 1, 1, 0, 0, 0);
+           t += (int64_t)(13 * 3600 + 7 * 60 + 3) * 1000) {
+        char key[32], last[32], next[32];
+        int64_t end;
+        assert_int_equal(idgen_seq_format_period(f, t, key, sizeof key, &end), 0);
+        assert_true(end > t);
+        assert_int_equal(idgen_seq_format_period(f, end - 1, last, sizeof last, NULL), 0);
+        assert_int_equal(idgen_seq_format_period(f, end, next, sizeof next, NULL), 0);
+        if (strcmp(key, last) != 0 || strcmp(key, next) == 0)
+          fail_msg("%s %s at %" PRId64 ": key %s ends at %" PRId64 " (%s just before, %s at it)",
+                   zones[z], tmpls[k], t, key, end, last, next);
+      }
+      idgen_seq_format_free(f);
+    }
+  }
+}
+
 /* The reader's offsets against glibc's localtime_r, in a child with TZ set:
  * every transition of the years sampled, a second either side, and a
  * walk in steps of 9 hours 17 minutes from 1900 to 2100. */
@@ -264,6 +295,12 @@ static int compare_zone(const char *zone) {
   setenv("TZ", env, 1);
   tzset();
   int bad = 0;
+  idgen_seq_format_t *f = NULL;
+  if (idgen_seq_format_parse(&f, "{date:%Y%m%d%H%M-%G-%V-%u-%j-%y}-{seq}", zone, err, sizeof err) !=
+      0) {
+    fprintf(stderr, "%s: %s\n", zone, err);
+    return 1;
+  }
   int64_t from = -2208988800LL, to = 4102444800LL; /* 1900 .. 2100 */
   for (int64_t t = from; t < to && bad < 5; t += 9 * 3600 + 17 * 60) {
     int64_t probe[] = {t, 0, 0, 0};
@@ -280,9 +317,18 @@ static int compare_zone(const char *zone) {
                 idgen__tz_offset(tz, probe[i]));
         bad++;
       }
+      char want[64], got[64];
+      size_t n = strftime(want, sizeof want - 8, "%Y%m%d%H%M-%G-%V-%u-%j-", &tm);
+      snprintf(want + n, sizeof want - n, "%02d-1", (tm.tm_year + 1900) % 100); /* %y */
+      if (idgen_seq_format_render(f, probe[i] * 1000, 1, got, sizeof got) < 0 ||
+          strcmp(got, want) != 0) {
+        fprintf(stderr, "%s at %" PRId64 ": strftime %s, ours %s\n", zone, probe[i], want, got);
+        bad++;
+      }
     }
   }
   idgen__tz_free(tz);
+  idgen_seq_format_free(f);
   return bad;
 }
 
@@ -356,7 +402,8 @@ int main(void) {
       cmocka_unit_test(test_known_answers),    cmocka_unit_test(test_shanghai_midnight),
       cmocka_unit_test(test_new_york_dst),     cmocka_unit_test(test_iso_week),
       cmocka_unit_test(test_periods_per_year), cmocka_unit_test(test_refused),
-      cmocka_unit_test(test_tzif_vs_glibc),    cmocka_unit_test(test_tzif_malformed),
+      cmocka_unit_test(test_period_ends),      cmocka_unit_test(test_tzif_vs_glibc),
+      cmocka_unit_test(test_tzif_malformed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
