@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,6 +74,10 @@ static void test_known_answers(void **state) {
   assert_int_equal(idgen_seq_format_render(f, t, 42, small, 18), 17);
   char key[8];
   assert_int_equal(idgen_seq_format_period(f, t, key, 8, NULL), IDGEN_ERANGE);
+  idgen_seq_format_free(f);
+
+  f = parse_ok("ORD{date:%Y%m%d}{seq}", NULL); /* digits before {seq}: fine */
+  render_is(f, t, 42, "ORD2026120342");
   idgen_seq_format_free(f);
 
   f = parse_ok("INV-{date:%Y}-{seq:04} {{x}} 100%", NULL);
@@ -280,6 +285,50 @@ static void test_period_ends(void **state) {
   }
 }
 
+/* A zone of our own under $TZDIR: no transitions, a southern rule in the
+ * footer ("AAA-10BBB,M10.1.0,M4.1.0/3", as Sydney's). */
+static void test_tzdir_rule(void **state) {
+  (void)state;
+  uint8_t head[44] = {'T', 'Z', 'i', 'f', '2'};
+  head[39] = 1; /* one local time type */
+  head[43] = 4; /* four bytes of abbreviations */
+  static const uint8_t type[] = {0, 0, 0x8c, 0xa0, 0, 0, 'A', 'A', 'A', 0}; /* +10:00 */
+  static const char foot[] = "\nAAA-10BBB,M10.1.0,M4.1.0/3\n";
+  char dir[] = "/tmp/test_seqfmt.XXXXXX", path[256];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/Test", dir);
+  assert_int_equal(mkdir(path, 0700), 0);
+  snprintf(path, sizeof path, "%s/Test/South", dir);
+  FILE *fp = fopen(path, "wb");
+  assert_non_null(fp);
+  for (int block = 0; block < 2; block++) {
+    fwrite(head, 1, sizeof head, fp);
+    fwrite(type, 1, sizeof type, fp);
+  }
+  fwrite(foot, 1, sizeof foot - 1, fp);
+  fclose(fp);
+  setenv("TZDIR", dir, 1);
+  char err[256];
+  idgen_seq_format_t *f = NULL;
+  int rc = idgen_seq_format_parse(&f, "{date:%Y%m%d%H}-{seq}", "Test/South", err, sizeof err);
+  unsetenv("TZDIR");
+  if (rc != 0)
+    fail_msg("Test/South: %s", err);
+  render_is(f, MS(2026, 1, 15, 0, 0, 0), 1, "2026011511-1"); /* DST: +11 */
+  render_is(f, MS(2026, 7, 1, 0, 0, 0), 1, "2026070110-1");  /* +10 */
+  /* DST ends on Sunday 2026-04-05 at 03:00 local (16:00Z the day before):
+   * the hour 02 repeats, one period of two hours. */
+  period_is(f, MS(2026, 4, 4, 15, 0, 0), "2026040502", MS(2026, 4, 4, 17, 0, 0));
+  /* It starts on Sunday 2026-10-04 at 02:00 local (16:00Z the day before). */
+  period_is(f, MS(2026, 10, 3, 15, 30, 0), "2026100401", MS(2026, 10, 3, 16, 0, 0));
+  render_is(f, MS(2026, 10, 3, 16, 0, 0), 1, "2026100403-1");
+  idgen_seq_format_free(f);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/Test", dir);
+  rmdir(path);
+  rmdir(dir);
+}
+
 /* The reader's offsets against glibc's localtime_r, in a child with TZ set:
  * every transition of the years sampled, a second either side, and a
  * walk in steps of 9 hours 17 minutes from 1900 to 2100. */
@@ -402,8 +451,8 @@ int main(void) {
       cmocka_unit_test(test_known_answers),    cmocka_unit_test(test_shanghai_midnight),
       cmocka_unit_test(test_new_york_dst),     cmocka_unit_test(test_iso_week),
       cmocka_unit_test(test_periods_per_year), cmocka_unit_test(test_refused),
-      cmocka_unit_test(test_period_ends),      cmocka_unit_test(test_tzif_vs_glibc),
-      cmocka_unit_test(test_tzif_malformed),
+      cmocka_unit_test(test_period_ends),      cmocka_unit_test(test_tzdir_rule),
+      cmocka_unit_test(test_tzif_vs_glibc),    cmocka_unit_test(test_tzif_malformed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
