@@ -269,10 +269,9 @@ typedef struct fmt_tm {
   int y, m, d, yday, H, M, G, V, u;
 } fmt_tm_t;
 
-static void fmt_local(const idgen_seq_format_t *f, int64_t t, int32_t off, fmt_tm_t *tm) {
+static void fmt_local(int64_t t, int32_t off, fmt_tm_t *tm) {
   int64_t y;
   unsigned m, d;
-  (void)f;
   tm->local = t + off;
   tm->days = tm->local / 86400 - (tm->local % 86400 < 0);
   int64_t sec = tm->local - tm->days * 86400;
@@ -299,7 +298,7 @@ static int fmt_at(const idgen_seq_format_t *f, int64_t unix_ms, fmt_tm_t *tm) {
   if (unix_ms < FMT_YEAR_MIN_MS + 4 * 86400000LL || unix_ms > FMT_YEAR_MAX_MS - 4 * 86400000LL)
     return IDGEN_ERANGE;
   int64_t t = floor_div(unix_ms, 1000);
-  fmt_local(f, t, idgen__tz_offset(f->tz, t), tm);
+  fmt_local(t, idgen__tz_offset(f->tz, t), tm);
   return 0;
 }
 
@@ -376,7 +375,7 @@ int idgen_seq_format_period(const idgen_seq_format_t *f, int64_t unix_ms, char *
       return 0;
     }
     off = idgen__tz_offset(f->tz, tr);
-    fmt_local(f, tr, off, &at);
+    fmt_local(tr, off, &at);
     fmt_key(f->unit, &at, k1, sizeof k1);
     if (strcmp(k0, k1) != 0) {
       *end_ms = tr * 1000;
