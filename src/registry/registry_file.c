@@ -1787,8 +1787,7 @@ static void file_close(idgen_registry_t *r) {
  * fsynced. */
 #define SEQ_FILE_HEAD "idgen-seqfile v1 version="
 
-static int seq_path(idgen_registry_t *r, const char *key, const char *suffix, char *buf,
-                    size_t n) {
+static int seq_path(idgen_registry_t *r, const char *key, const char *suffix, char *buf, size_t n) {
   char sdir[1400];
   if (space_dir(r, r->space_path, sdir, sizeof sdir) < 0)
     return -1;
@@ -1870,10 +1869,10 @@ static int seq_write(const char *dir, const char *path, const char *tmp, const c
   char head[64];
   int hn = snprintf(head, sizeof head, SEQ_FILE_HEAD "%" PRIu64 "\n", version);
   size_t tn = strlen(text);
-  int rc = write(fd, head, (size_t)hn) != hn || write(fd, text, tn) != (ssize_t)tn ||
-                   fdatasync(fd) < 0
-               ? -1
-               : 0;
+  int rc =
+      write(fd, head, (size_t)hn) != hn || write(fd, text, tn) != (ssize_t)tn || fdatasync(fd) < 0
+          ? -1
+          : 0;
   int e = errno;
   close(fd);
   if (rc == 0 && (rename(tmp, path) < 0 || fsync_dir(dir) < 0))
@@ -1884,8 +1883,8 @@ static int seq_write(const char *dir, const char *path, const char *tmp, const c
   return rc;
 }
 
-static int file_seq_store(idgen_registry_t *r, const char *key, const char *text,
-                          uint64_t version, char *err, size_t errlen) {
+static int file_seq_store(idgen_registry_t *r, const char *key, const char *text, uint64_t version,
+                          char *err, size_t errlen) {
   char dir[1600], path[1600], tmp[1700], lock[1700];
   if (seq_path(r, NULL, "", dir, sizeof dir) < 0 || seq_path(r, key, "", path, sizeof path) < 0 ||
       seq_path(r, key, ".new", tmp, sizeof tmp) < 0 ||

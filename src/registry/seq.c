@@ -65,10 +65,10 @@ struct idgen_seq {
   uint64_t gen;
   uint64_t epoch, installed; /* full counts; the cursor holds epoch & EPOCH_MASK */
   uint64_t rb[RING], rl[RING];
-  int64_t range_start_ns; /* when the current range became current */
-  uint64_t issued_retired;     /* by the ranges the cursor left */
-  uint64_t issued_base;        /* issued_total at this generation's register */
-  uint64_t reported;           /* issued_total in the last report that went through */
+  int64_t range_start_ns;  /* when the current range became current */
+  uint64_t issued_retired; /* by the ranges the cursor left */
+  uint64_t issued_base;    /* issued_total at this generation's register */
+  uint64_t reported;       /* issued_total in the last report that went through */
   uint64_t misses;
   uint64_t step, claimed, claims, given_back, claim_failures;
   int failing, fatal_rc, last_rc;
@@ -121,8 +121,8 @@ typedef int (*seq_tx_fn)(idgen__seq_rec_t *rec, void *arg, int64_t now_ms, char 
 /* Loads r's counter `key` (a new one when it has none), applies fn and
  * stores the result conditionally, again from the load while another
  * writer got in between (bounded, with jitter). */
-static int seq_apply(idgen_registry_t *r, const char *key, const idgen_clock_t *clock,
-                     seq_tx_fn fn, void *arg, char *err, size_t errlen) {
+static int seq_apply(idgen_registry_t *r, const char *key, const idgen_clock_t *clock, seq_tx_fn fn,
+                     void *arg, char *err, size_t errlen) {
   if (r->ops->seq_load == NULL || r->ops->seq_store == NULL)
     return idgen__err(err, errlen, IDGEN_EINVAL, "sequence: the %s registry keeps no sequences",
                       r->ops->scheme);
@@ -285,8 +285,8 @@ static int advance(idgen_seq_t *s) {
  * ascending (when not NULL): how many. */
 static int drop_ranges(idgen_seq_t *s, uint64_t *u, uint64_t *h) {
   uint64_t e2 = s->installed + 1;
-  uint64_t w = atomic_exchange_explicit(&s->cursor, (e2 & EPOCH_MASK) << OFF_BITS,
-                                        memory_order_acq_rel);
+  uint64_t w =
+      atomic_exchange_explicit(&s->cursor, (e2 & EPOCH_MASK) << OFF_BITS, memory_order_acq_rel);
   uint64_t slot = s->epoch & (RING - 1), len = s->rl[slot], off = min_u64(w & OFF_MASK, len);
   int n = 0;
   s->issued_retired += off;
@@ -340,7 +340,10 @@ static int claim_once(idgen_seq_t *s) {
   char err[IDGEN_REASON_MAX];
   int64_t t0 = real_mono_ns(), sent = s_now_ns(s);
   uint64_t total = issued_total(s);
-  tx_arg_t a = {.s = s, .gen = s->gen, .step = s->step, .issued = total - s->issued_base,
+  tx_arg_t a = {.s = s,
+                .gen = s->gen,
+                .step = s->step,
+                .issued = total - s->issued_base,
                 .rate = (uint64_t)s->rate};
   pthread_mutex_unlock(&s->mu);
   int rc = seq_apply(s->r, s->key, s->clock, tx_claim, &a, err, sizeof err);
@@ -662,8 +665,8 @@ static idgen_seq_t *seq_alloc(idgen_registry_t *r, const idgen_seq_settings_t *s
       if (*p <= ' ' || *p >= 0x7f)
         *p = '_';
     idgen_random_bytes(tok, sizeof tok);
-    snprintf(s->who, sizeof s->who, "%s:%ld:%02x%02x%02x%02x", host, (long)getpid(), tok[0],
-             tok[1], tok[2], tok[3]);
+    snprintf(s->who, sizeof s->who, "%s:%ld:%02x%02x%02x%02x", host, (long)getpid(), tok[0], tok[1],
+             tok[2], tok[3]);
   }
   return s;
 }
@@ -827,7 +830,11 @@ void idgen_seq_close(idgen_seq_t *s) {
     char err[IDGEN_REASON_MAX];
     pthread_mutex_lock(&s->mu);
     int k = drop_ranges(s, u, h);
-    tx_arg_t a = {.s = s, .gen = s->gen, .u = u, .h = h, .n = k,
+    tx_arg_t a = {.s = s,
+                  .gen = s->gen,
+                  .u = u,
+                  .h = h,
+                  .n = k,
                   .issued = s->issued_retired - s->issued_base,
                   .reported = s->reported - s->issued_base};
     pthread_mutex_unlock(&s->mu);
@@ -918,8 +925,7 @@ static int list_one(void *ctx, const char *space, const char *key) {
   return a->cb(a->ctx, &a->row);
 }
 
-int idgen_seq_list(idgen_registry_t *r, idgen_seq_list_cb cb, void *ctx, char *err,
-                   size_t errlen) {
+int idgen_seq_list(idgen_registry_t *r, idgen_seq_list_cb cb, void *ctx, char *err, size_t errlen) {
   if (r->ops->seq_keys == NULL)
     return idgen__err(err, errlen, IDGEN_EINVAL, "sequence: the %s registry keeps no sequences",
                       r->ops->scheme);
@@ -936,8 +942,8 @@ int idgen_seq_set(idgen_registry_t *r, const char *key, uint64_t next, char *err
   const char *at = strchr(key, '@');
   char name[IDGEN_SEQ_NAME_MAX];
   size_t k = at ? (size_t)(at - key) : strlen(key);
-  if (k >= sizeof name || strlen(key) >= IDGEN_SEQ_KEY_MAX || (at && (!at[1] || strchr(at + 1, '/') ||
-                                                                      strchr(at + 1, '.'))))
+  if (k >= sizeof name || strlen(key) >= IDGEN_SEQ_KEY_MAX ||
+      (at && (!at[1] || strchr(at + 1, '/') || strchr(at + 1, '.'))))
     return idgen__err(err, errlen, IDGEN_EINVAL, "sequence: key \"%.80s\" is not NAME[@PERIOD]",
                       key);
   memcpy(name, key, k);

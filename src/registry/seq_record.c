@@ -127,7 +127,11 @@ int idgen__seq_rec_parse(const char *text, size_t n, idgen__seq_rec_t *rec, char
   uint64_t held = 0;
   while (p < end) {
     if (rec->n == IDGEN_SEQ_HOLDERS_MAX)
-      return bad(err, errlen, rec, "more than " "64" " holders", rec->n + 2);
+      return bad(err, errlen, rec,
+                 "more than "
+                 "64"
+                 " holders",
+                 rec->n + 2);
     idgen__seq_holder_t *h = &rec->h[rec->n];
     if (parse_holder(&p, end, h) < 0)
       return bad(err, errlen, rec,
@@ -152,12 +156,12 @@ int idgen__seq_rec_parse(const char *text, size_t n, idgen__seq_rec_t *rec, char
 
 int idgen__seq_rec_format(const idgen__seq_rec_t *rec, char *buf, size_t n) {
   size_t k = 0;
-  int w = snprintf(buf, n,
-                   "idgen-seq v1 next=%" PRIu64 " gen=%" PRIu64 " claimed=%" PRIu64
-                   " issued=%" PRIu64 " given=%" PRIu64 " lost=%" PRIu64 " strict=%d owner=%" PRIu64
-                   "\n",
-                   rec->next, rec->gen, rec->claimed, rec->issued, rec->given, rec->lost,
-                   rec->strict ? 1 : 0, rec->owner);
+  int w =
+      snprintf(buf, n,
+               "idgen-seq v1 next=%" PRIu64 " gen=%" PRIu64 " claimed=%" PRIu64 " issued=%" PRIu64
+               " given=%" PRIu64 " lost=%" PRIu64 " strict=%d owner=%" PRIu64 "\n",
+               rec->next, rec->gen, rec->claimed, rec->issued, rec->given, rec->lost,
+               rec->strict ? 1 : 0, rec->owner);
   if (w < 0 || (size_t)w >= n)
     return -1;
   k = (size_t)w;
@@ -254,12 +258,11 @@ int idgen__seq_register(idgen__seq_rec_t *rec, const char *who, int64_t now_ms, 
   if (strict && rec->owner != 0) {
     int i = find(rec, rec->owner);
     if (i >= 0)
-      return idgen__err(err, errlen, IDGEN_ELEASE,
-                        "sequence: strict, held by %s (generation %" PRIu64
-                        "), whose entry expires at %" PRId64 " ms (in %" PRId64
-                        " ms by the registry's clock, then %" PRId64 " ms of quarantine)",
-                        rec->h[i].who, rec->owner, rec->h[i].expires_ms,
-                        rec->h[i].expires_ms - now_ms, ttl_ms);
+      return idgen__err(
+          err, errlen, IDGEN_ELEASE,
+          "sequence: strict, held by %s (generation %" PRIu64 "), whose entry expires at %" PRId64
+          " ms (in %" PRId64 " ms by the registry's clock, then %" PRId64 " ms of quarantine)",
+          rec->h[i].who, rec->owner, rec->h[i].expires_ms, rec->h[i].expires_ms - now_ms, ttl_ms);
   }
   if (rec->n == IDGEN_SEQ_HOLDERS_MAX)
     return idgen__err(err, errlen, IDGEN_ERANGE,
