@@ -116,13 +116,13 @@ static void test_record_fencing(void **state) {
   uint64_t bl, bh;
   assert_int_equal(idgen__seq_claim(&r, b, 10, 1205, 100, 0, 0, &bl, &bh, err, sizeof err), 0);
   uint64_t u = 25;
-  assert_int_equal(
-      idgen__seq_close(&r, a2, 1206, 100, &u, &hi, 1, 4, 0, &given, err, sizeof err), 0);
+  assert_int_equal(idgen__seq_close(&r, a2, 1206, 100, &u, &hi, 1, 4, 0, &given, err, sizeof err),
+                   0);
   assert_int_equal(given, 0);
   identity(&r);
   u = 33;
-  assert_int_equal(
-      idgen__seq_close(&r, b, 1207, 100, &u, &bh, 1, 12, 0, &given, err, sizeof err), 0);
+  assert_int_equal(idgen__seq_close(&r, b, 1207, 100, &u, &bh, 1, 12, 0, &given, err, sizeof err),
+                   0);
   assert_int_equal(given, 8);
   assert_int_equal(r.next, 33);
   assert_int_equal(r.n, 0);
