@@ -83,7 +83,7 @@ static int parse_holder(const char **p, const char *end, idgen__seq_holder_t *h)
   for (; s + k < end && s[k] != '\n'; k++)
     if (s[k] <= ' ' || s[k] >= 0x7f)
       return -1;
-  if (k == 0 || k >= sizeof h->who || v[0] == 0 || v[1] > INT64_MAX || v[2] > v[3])
+  if (k == 0 || k >= sizeof h->who || v[0] == 0 || v[1] > INT64_MAX / 2 || v[2] > v[3])
     return -1;
   memcpy(h->who, s, k);
   h->who[k] = '\0';
@@ -107,7 +107,8 @@ static int parse_head(const char **p, const char *end, idgen__seq_rec_t *rec) {
   for (int i = 0; i < 8; i++)
     if (read_field(&s, end, names[i], i == 0, &v[i]) < 0)
       return -1;
-  if (read_line_end(&s, end) < 0 || v[0] == 0 || v[0] > IDGEN_SEQ_COUNTER_MAX + 1 || v[6] > 1)
+  if (read_line_end(&s, end) < 0 || v[0] == 0 || v[0] > IDGEN_SEQ_COUNTER_MAX + 1 || v[6] > 1 ||
+      v[2] > IDGEN_SEQ_COUNTER_MAX + 1)
     return -1;
   rec->next = v[0], rec->gen = v[1], rec->claimed = v[2], rec->issued = v[3];
   rec->given = v[4], rec->lost = v[5], rec->strict = (int)v[6], rec->owner = v[7];
@@ -189,7 +190,9 @@ void idgen__seq_reap(idgen__seq_rec_t *rec, int64_t now_ms, int64_t ttl_ms) {
   for (int i = 0; i < rec->n;) {
     idgen__seq_holder_t *h = &rec->h[i];
     int owner = rec->strict && rec->owner == h->gen;
-    int64_t until = owner ? h->expires_ms + ttl_ms : h->expires_ms;
+    int64_t until = h->expires_ms;
+    if (owner && until <= INT64_MAX - ttl_ms)
+      until += ttl_ms;
     if (until >= now_ms) {
       i++;
       continue;
