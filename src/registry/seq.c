@@ -51,8 +51,9 @@ struct idgen_seq {
   /* Read by every take, written once at open. */
   unsigned fork_gen;
   int strict;
+  int formatted;                  /* has a format: next() goes through next_text */
   _Atomic int64_t valid_until_ns; /* strict: by s_now_ns */
-  char pad1[48];
+  char pad1[40];
 
   pthread_mutex_t mu;
   pthread_cond_t cv_thread, cv_wait; /* monotonic */
@@ -466,7 +467,7 @@ static void *seq_thread(void *arg) {
 
 /* ---- taking --------------------------------------------------------------- */
 
-static void kick(idgen_seq_t *s) {
+__attribute__((noinline)) static void kick(idgen_seq_t *s) {
   pthread_mutex_lock(&s->mu);
   s->kicked = 1;
   pthread_cond_signal(&s->cv_thread);
@@ -501,7 +502,7 @@ static int slow_error(idgen_seq_t *s) {
 
 /* The slow path: under the mutex, the next range in hand, a claim (in the
  * caller without a thread), or a wait for the thread's claim. */
-static int take_slow(idgen_seq_t *s, uint64_t *n) {
+__attribute__((noinline)) static int take_slow(idgen_seq_t *s, uint64_t *n) {
   int rc = 0;
   int64_t deadline = s->set.wait_ms > 0 ? real_mono_ns() + s->set.wait_ms * 1000000 : 0;
   pthread_mutex_lock(&s->mu);
@@ -537,20 +538,29 @@ static int take_slow(idgen_seq_t *s, uint64_t *n) {
   return rc;
 }
 
-static int next_plain(idgen_seq_t *s, uint64_t *n) {
-  if (IDGEN_UNLIKELY(s->fork_gen != idgen__fork_gen()))
-    return IDGEN_EFORKED;
-  if (IDGEN_UNLIKELY(s->strict) &&
-      s_now_ns(s) > atomic_load_explicit(&s->valid_until_ns, memory_order_acquire))
-    return IDGEN_ELEASE;
-  int got = take(s, n);
-  if (IDGEN_LIKELY(got == 1))
-    return 0;
+/* A strict holder that cannot show its entry valid by its own clock. */
+__attribute__((noinline)) static int strict_expired(idgen_seq_t *s) {
+  return s_now_ns(s) > atomic_load_explicit(&s->valid_until_ns, memory_order_acquire);
+}
+
+/* After a take that was not a plain hit: the claim ahead to wake, or the
+ * slow path. */
+__attribute__((noinline)) static int after_take(idgen_seq_t *s, uint64_t *n, int got) {
   if (got == 2) {
     kick(s);
     return 0;
   }
   return take_slow(s, n);
+}
+
+/* A number with every check: fork, strict validity. */
+__attribute__((noinline)) static int next_plain(idgen_seq_t *s, uint64_t *n) {
+  if (s->fork_gen != idgen__fork_gen())
+    return IDGEN_EFORKED;
+  if (s->strict && strict_expired(s))
+    return IDGEN_ELEASE;
+  int got = take(s, n);
+  return got == 1 ? 0 : after_take(s, n, got);
 }
 
 /* ---- the API -------------------------------------------------------------- */
@@ -761,6 +771,7 @@ int idgen_seq_open(idgen_seq_t **out, idgen_registry_t *r, const char *name,
   if (s == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, "out of memory");
   snprintf(s->name, sizeof s->name, "%s", name);
+  s->formatted = 1;
   rc = idgen_seq_format_parse(&s->fmt, set.format, set.tz, err, errlen);
   if (rc == 0)
     rc = rotate(s, wall_ms(s), err, errlen);
@@ -773,13 +784,24 @@ int idgen_seq_open(idgen_seq_t **out, idgen_registry_t *r, const char *name,
   return 0;
 }
 
-int idgen_seq_next(idgen_seq_t *s, uint64_t *n) {
-  if (IDGEN_UNLIKELY(s->fmt != NULL)) {
+__attribute__((noinline)) static int next_formatted(idgen_seq_t *s, uint64_t *n) {
+  {
     char buf[8];
     int rc = idgen_seq_next_text(s, buf, sizeof buf, n);
     return rc == IDGEN_ERANGE || rc >= 0 ? 0 : rc;
   }
-  return next_plain(s, n);
+}
+
+int idgen_seq_next(idgen_seq_t *s, uint64_t *n) {
+  /* The common case in a few instructions and tail calls: a holder that is
+   * neither strict nor formatted, in the process that opened it. */
+  unsigned g = atomic_load_explicit(idgen__fork_word, memory_order_relaxed);
+  if (IDGEN_UNLIKELY((s->fork_gen ^ g) | (unsigned)s->strict | (unsigned)s->formatted))
+    return s->formatted ? next_formatted(s, n) : next_plain(s, n);
+  int got = take(s, n);
+  if (IDGEN_LIKELY(got == 1))
+    return 0;
+  return after_take(s, n, got);
 }
 
 int idgen_seq_next_n(idgen_seq_t *s, uint64_t *out, size_t n) {
