@@ -420,7 +420,7 @@ static int need_claim(idgen_seq_t *s) {
     return 1;
   uint64_t w = atomic_load_explicit(&s->cursor, memory_order_relaxed);
   uint64_t len = s->rl[s->epoch & (RING - 1)], off = w & OFF_MASK;
-  return s->installed > s->epoch ? 0 : off >= (uint64_t)((double)len * s->set.prefetch);
+  return off >= (uint64_t)((double)len * s->set.prefetch);
 }
 
 static void wait_until(idgen_seq_t *s, pthread_cond_t *cv, int64_t mono_ns) {
@@ -467,10 +467,15 @@ static void *seq_thread(void *arg) {
 
 /* ---- taking --------------------------------------------------------------- */
 
+/* The take that crossed the prefetch share: the thread claims ahead (or,
+ * without one, this caller does). */
 __attribute__((noinline)) static void kick(idgen_seq_t *s) {
   pthread_mutex_lock(&s->mu);
   s->kicked = 1;
-  pthread_cond_signal(&s->cv_thread);
+  if (s->has_thread)
+    pthread_cond_signal(&s->cv_thread);
+  else if (need_claim(s) && claim_once(s) == 0)
+    s->kicked = 0;
   pthread_mutex_unlock(&s->mu);
 }
 
@@ -835,6 +840,14 @@ int idgen_seq_next_text(idgen_seq_t *s, char *buf, size_t buflen, uint64_t *n) {
 void idgen_seq_close(idgen_seq_t *s) {
   if (s == NULL)
     return;
+  if (s->fork_gen != idgen__fork_gen()) {
+    /* A forked child's copy: the parent's thread is not in this process and
+     * its ranges are not the child's to give back. */
+    if (s->fmt != NULL)
+      idgen_seq_close(s->inner);
+    free(s);
+    return;
+  }
   if (s->fmt != NULL) {
     idgen_seq_close(s->inner);
     idgen_seq_format_free(s->fmt);
@@ -847,7 +860,7 @@ void idgen_seq_close(idgen_seq_t *s) {
   pthread_mutex_unlock(&s->mu);
   if (s->has_thread)
     pthread_join(s->thread, NULL);
-  if (s->fork_gen == idgen__fork_gen()) {
+  {
     uint64_t u[RING], h[RING];
     char err[IDGEN_REASON_MAX];
     pthread_mutex_lock(&s->mu);
