@@ -217,11 +217,12 @@ static uint64_t in_hand(idgen_seq_t *s) {
 }
 
 static void desc_write(seq_desc_t *d, uint64_t e, uint64_t base, uint64_t len, uint64_t thr) {
+  /* Release stores (plain moves on x86): none is seen before the
+   * invalid tag. */
   atomic_store_explicit(&d->tag, TAG_NONE, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
-  atomic_store_explicit(&d->base, base, memory_order_relaxed);
-  atomic_store_explicit(&d->len, len, memory_order_relaxed);
-  atomic_store_explicit(&d->thr, thr, memory_order_relaxed);
+  atomic_store_explicit(&d->base, base, memory_order_release);
+  atomic_store_explicit(&d->len, len, memory_order_release);
+  atomic_store_explicit(&d->thr, thr, memory_order_release);
   atomic_store_explicit(&d->tag, e & EPOCH_MASK, memory_order_release);
 }
 
@@ -487,10 +488,11 @@ static inline int take(idgen_seq_t *s, uint64_t *n) {
   uint64_t e = w >> OFF_BITS, off = w & OFF_MASK;
   seq_desc_t *d = &s->ring[e & (RING - 1)];
   if (IDGEN_LIKELY(atomic_load_explicit(&d->tag, memory_order_acquire) == e)) {
-    uint64_t base = atomic_load_explicit(&d->base, memory_order_relaxed);
-    uint64_t len = atomic_load_explicit(&d->len, memory_order_relaxed);
-    uint64_t thr = atomic_load_explicit(&d->thr, memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
+    /* Acquire loads (plain moves on x86) keep the tag's second read
+     * after them. */
+    uint64_t base = atomic_load_explicit(&d->base, memory_order_acquire);
+    uint64_t len = atomic_load_explicit(&d->len, memory_order_acquire);
+    uint64_t thr = atomic_load_explicit(&d->thr, memory_order_acquire);
     if (IDGEN_LIKELY(off < len && atomic_load_explicit(&d->tag, memory_order_relaxed) == e)) {
       *n = base + off;
       return IDGEN_UNLIKELY(off == thr) ? 2 : 1;
@@ -706,17 +708,19 @@ static int open_key(idgen_seq_t **out, idgen_registry_t *r, const char *key,
   if (!set->no_thread) {
     pthread_mutex_lock(&s->mu);
     rc = claim_once(s);
-    pthread_mutex_unlock(&s->mu);
     if (rc < 0)
       snprintf(err, errlen, "%s", s->reason);
-    if (rc == 0 && pthread_create(&s->thread, NULL, seq_thread, s) != 0)
+    s->has_thread = rc == 0;
+    s->renew_at = real_mono_ns() + s->set.ttl_ms * 1000000 / 3;
+    pthread_mutex_unlock(&s->mu);
+    if (rc == 0 && pthread_create(&s->thread, NULL, seq_thread, s) != 0) {
+      s->has_thread = 0;
       rc = idgen__err(err, errlen, IDGEN_ENOMEM, "sequence: cannot start its thread");
+    }
     if (rc < 0) {
       idgen_seq_close(s);
       return rc;
     }
-    s->has_thread = 1;
-    s->renew_at = real_mono_ns() + s->set.ttl_ms * 1000000 / 3;
   }
   *out = s;
   return 0;
