@@ -1,7 +1,9 @@
 /*
  * seq_bench.c -- a sequence's hot path (idgen_seq_next) against a bare
  * atomic_fetch_add on a shared counter, at 1 and 2 threads: ns per number
- * (per thread), numbers/s (all threads) and the ratio, medians of 5 runs.
+ * (per thread, wall clock), numbers/s (all threads) and the ratio, and
+ * the same by the threads' CPU time (on a machine shared with other work),
+ * medians of 5 runs of each, alternating.
  * The sequence is on a file: registry in a temporary directory, with
  * step = max_step so that claims (one fsync'ed write each, in the
  * background) are rare.
@@ -24,6 +26,15 @@ static idgen_seq_t *seq;
 static long per_thread;
 static pthread_barrier_t start;
 static _Atomic uint64_t sink;
+/* The threads' CPU time in the last run, ns, summed: on a machine shared
+ * with other work, time a thread was not running does not count. */
+static _Atomic int64_t cpu_ns;
+
+static int64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static double now_s(void) {
   struct timespec ts;
@@ -35,8 +46,10 @@ static void *run_atomic(void *arg) {
   (void)arg;
   uint64_t x = 0;
   pthread_barrier_wait(&start);
+  int64_t c0 = thread_cpu_ns();
   for (long i = 0; i < per_thread; i++)
     x += atomic_fetch_add_explicit(&shared_counter, 1, memory_order_relaxed);
+  atomic_fetch_add(&cpu_ns, thread_cpu_ns() - c0);
   atomic_fetch_add(&sink, x);
   return NULL;
 }
@@ -45,6 +58,7 @@ static void *run_seq(void *arg) {
   (void)arg;
   uint64_t x = 0, n;
   pthread_barrier_wait(&start);
+  int64_t c0 = thread_cpu_ns();
   for (long i = 0; i < per_thread; i++) {
     if (idgen_seq_next(seq, &n) != 0) {
       fprintf(stderr, "seq_bench: idgen_seq_next failed\n");
@@ -52,13 +66,16 @@ static void *run_seq(void *arg) {
     }
     x += n;
   }
+  atomic_fetch_add(&cpu_ns, thread_cpu_ns() - c0);
   atomic_fetch_add(&sink, x);
   return NULL;
 }
 
-/* Seconds for one run of `threads` threads doing per_thread each. */
-static double one_run(void *(*fn)(void *), int threads) {
+/* Seconds for one run of `threads` threads doing per_thread each; *cpu:
+ * their CPU time per number, ns. */
+static double one_run(void *(*fn)(void *), int threads, double *cpu) {
   pthread_t th[8];
+  atomic_store(&cpu_ns, 0);
   pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
   for (int t = 0; t < threads; t++)
     pthread_create(&th[t], NULL, fn, NULL);
@@ -68,6 +85,8 @@ static double one_run(void *(*fn)(void *), int threads) {
     pthread_join(th[t], NULL);
   double dt = now_s() - t0;
   pthread_barrier_destroy(&start);
+  if (cpu != NULL)
+    *cpu = (double)atomic_load(&cpu_ns) / ((double)per_thread * threads);
   return dt;
 }
 
@@ -78,16 +97,18 @@ static int cmp_d(const void *a, const void *b) {
 
 /* Medians of RUNS runs of each, alternating (so that a machine's other
  * load weighs on both alike). */
-static void median_pair(int threads, double *a, double *s) {
-  double ra[RUNS], rs[RUNS];
+static double median(double *v) {
+  qsort(v, RUNS, sizeof v[0], cmp_d);
+  return v[RUNS / 2];
+}
+
+static void median_pair(int threads, double *a, double *s, double *ca, double *cs) {
+  double ra[RUNS], rs[RUNS], pa[RUNS], ps[RUNS];
   for (int i = 0; i < RUNS; i++) {
-    ra[i] = one_run(run_atomic, threads);
-    rs[i] = one_run(run_seq, threads);
+    ra[i] = one_run(run_atomic, threads, &pa[i]);
+    rs[i] = one_run(run_seq, threads, &ps[i]);
   }
-  qsort(ra, RUNS, sizeof ra[0], cmp_d);
-  qsort(rs, RUNS, sizeof rs[0], cmp_d);
-  *a = ra[RUNS / 2];
-  *s = rs[RUNS / 2];
+  *a = median(ra), *s = median(rs), *ca = median(pa), *cs = median(ps);
 }
 
 int main(int argc, char **argv) {
@@ -108,16 +129,17 @@ int main(int argc, char **argv) {
   }
   printf("seq_bench: %ld numbers per thread, median of %d runs, step %" PRIu64 "\n", per_thread,
          RUNS, set.step);
-  printf("%-8s %-22s %10s %14s %8s\n", "threads", "what", "ns/op", "numbers/s", "ratio");
+  printf("%-8s %-22s %10s %14s %8s %12s %10s\n", "threads", "what", "ns/op", "numbers/s", "ratio",
+         "cpu ns/op", "cpu ratio");
   for (int threads = 1; threads <= 2; threads++) {
-    one_run(run_seq, threads); /* warm up: the first claims */
-    double a, s;
-    median_pair(threads, &a, &s);
+    one_run(run_seq, threads, NULL); /* warm up: the first claims */
+    double a, s, ca, cs;
+    median_pair(threads, &a, &s, &ca, &cs);
     double na = a * 1e9 / (double)per_thread, ns = s * 1e9 / (double)per_thread;
-    printf("%-8d %-22s %10.2f %14.0f %8s\n", threads, "atomic_fetch_add", na,
-           (double)per_thread * threads / a, "");
-    printf("%-8d %-22s %10.2f %14.0f %8.2f\n", threads, "idgen_seq_next (file:)", ns,
-           (double)per_thread * threads / s, ns / na);
+    printf("%-8d %-22s %10.2f %14.0f %8s %12.2f %10s\n", threads, "atomic_fetch_add", na,
+           (double)per_thread * threads / a, "", ca, "");
+    printf("%-8d %-22s %10.2f %14.0f %8.2f %12.2f %10.2f\n", threads, "idgen_seq_next (file:)",
+           ns, (double)per_thread * threads / s, ns / na, cs, cs / ca);
   }
   idgen_seq_stats_t st;
   idgen_seq_stats(seq, &st);
