@@ -883,7 +883,37 @@ int idgen_seq_next(idgen_seq_t *s, uint64_t *n) {
 }
 
 int idgen_seq_next_n(idgen_seq_t *s, uint64_t *out, size_t n) {
-  for (size_t i = 0; i < n; i++) {
+  size_t i = 0;
+  /* A batch from the thread's cached range with one fetch_add; what does
+   * not fit there (the offsets past its end are misses) one by one. */
+  if (n > 1 && n <= OVERRUN && s->fast == 1) {
+    seq_tls_t *t = &seq_tls;
+    uint64_t id = s->id, wraps = atomic_load_explicit(&s->wraps, memory_order_acquire);
+    uint64_t w = atomic_fetch_add_explicit(&s->cursor, n, memory_order_acquire);
+    uint64_t e = w >> OFF_BITS, off = w & OFF_MASK;
+    if (!(t->id == id && t->e == e && t->wraps == wraps)) {
+      /* Not the cached range: its descriptor from the ring (the offsets
+       * taken are this range's all the same). */
+      seq_desc_t *d = &s->ring[e & (RING - 1)];
+      if (atomic_load_explicit(&d->tag, memory_order_acquire) == e) {
+        seq_tls_t c = {id,
+                       wraps,
+                       e,
+                       atomic_load_explicit(&d->base, memory_order_acquire),
+                       atomic_load_explicit(&d->len, memory_order_acquire),
+                       atomic_load_explicit(&d->thr, memory_order_acquire)};
+        if (atomic_load_explicit(&d->tag, memory_order_relaxed) == e)
+          *t = c;
+      }
+    }
+    if (t->id == id && t->e == e && t->wraps == wraps && off < t->len) {
+      for (; i < n && off + i < t->len; i++)
+        out[i] = t->base + off + i;
+      if (off <= t->thr && t->thr < off + i)
+        kick(s);
+    }
+  }
+  for (; i < n; i++) {
     int rc = idgen_seq_next(s, &out[i]);
     if (rc < 0)
       return rc;
