@@ -1,5 +1,5 @@
 /*
- * Sequences (SPEC §10; docs/DESIGN.md, "Sequences", "The model"): a counter
+ * Sequences (SPEC §10; docs/DESIGN.md §17, "The model"): a counter
  * record per sequence in a registry, holders that claim ranges of it with
  * conditional writes and issue numbers from memory.
  *
@@ -216,15 +216,20 @@ inline fenced(h) {
 }
 
 /* register: a new generation and an entry; strict: refused while the
- * owner's expiry and quarantine have not passed. */
+ * owner's expiry and quarantine have not passed (the reap is made either
+ * way: it changes nothing any later step would not change). */
+#ifdef STRICT
+#define REFUSED (owner != 0 && oexp + QUAR >= now)
+#else
+#define REFUSED false
+#endif
 inline register(h) {
   atomic {
     up[h] == 0 && egen[h] == 0 && gen < GMAX ->
     reap();
-#ifdef STRICT
     if
-    :: owner == 0 || oexp + QUAR < now ->
-#endif
+    :: REFUSED -> skip
+    :: else ->
       gen++;
       egen[h] = gen; eexp[h] = now + TTL;
       up[h] = 1; hgen[h] = gen;
@@ -233,10 +238,9 @@ inline register(h) {
 #ifdef STRICT
       owner = gen; oexp = eexp[h];
       sent[h] = now;
-    :: else -> skip
-    fi;
 #endif
-    skip
+      skip
+    fi
   }
 }
 
