@@ -14,7 +14,7 @@
  * report issued is lost.
  *
  * Actors: NH holders (a process's open sequence), each of which registers,
- * claims ranges of 1 or 2 numbers (at most two in hand: the current one
+ * claims ranges of 1..SMAX numbers (at most two in hand: the current one
  * and one claimed ahead), issues from them without the registry, renews,
  * closes (giving back the rest of its last ranges when nobody claimed
  * after them), crashes and pauses (any interleaving is a pause, however
@@ -45,6 +45,9 @@
  *   MUT_GIVEBACK a close gives back the rest of its last range without
  *                checking that nobody claimed after it.
  *   MUT_NOVALID  the strict owner issues without checking its validity.
+ *   MUT_NOOWNER  strict: a registration is not refused while the owner's
+ *                expiry and quarantine have not passed (the new holder
+ *                becomes the owner at once).
  *   ONLY_UNIQUE  assert unique alone: a mutation then has to be shown to
  *                repeat a number, not only to break the rule that
  *                prevents it.
@@ -223,7 +226,7 @@ inline fenced(h) {
 /* register: a new generation and an entry; strict: refused while the
  * owner's expiry and quarantine have not passed (the reap is made either
  * way: it changes nothing any later step would not change). */
-#ifdef STRICT
+#if defined(STRICT) && !defined(MUT_NOOWNER)
 #define REFUSED (owner != 0 && oexp + QUAR >= now)
 #else
 #define REFUSED false
