@@ -53,6 +53,8 @@ set(IDGEN_REGISTRY_SOURCES
   src/registry/registry.c
   src/registry/bounded.c
   src/registry/space.c
+  src/registry/seq_record.c
+  src/registry/seq.c
   src/registry/registry_file.c
   src/registry/registry_pg.c
   src/registry/registry_idgen.c
