@@ -122,8 +122,27 @@ if (typeof Symbol.asyncDispose === 'symbol') {
   };
 }
 
+// Sequence: close() as a Snowflake's (a Promise; the sequence stops at once,
+// the unissued rest of its ranges goes back off the event loop; a second
+// call returns the first's promise), `using` and `await using`.
+addon.Sequence.prototype.close = function close() {
+  if (this[kClosing] === undefined) this[kClosing] = this._close();
+  return this[kClosing];
+};
+if (typeof Symbol.dispose === 'symbol') {
+  addon.Sequence.prototype[Symbol.dispose] = function dispose() {
+    this.close();
+  };
+}
+if (typeof Symbol.asyncDispose === 'symbol') {
+  addon.Sequence.prototype[Symbol.asyncDispose] = function asyncDispose() {
+    return this.close();
+  };
+}
+
 module.exports = {
   Snowflake: addon.Snowflake,
+  Sequence: addon.Sequence,
   UlidGenerator: addon.UlidGenerator,
   Uuid7Generator: addon.Uuid7Generator,
   ulid: addon.ulid,
