@@ -102,7 +102,7 @@ export interface SequenceOptions {
   segmentTargetMs?: number;
   /** The holder's entry in the registry (default 10,000). */
   ttlMs?: number;
-  /** How long next() waits for a claim when nothing is in hand (default 5,000; -1: not at all). */
+  /** How long next() waits for a claim when nothing is in hand (default 5,000; 0 or -1: not at all). */
   waitMs?: number;
   /** One holder at a time, strictly increasing across holders. */
   strict?: boolean;

@@ -1064,8 +1064,7 @@ static int seq_opts_read(napi_env env, napi_value o, seq_opts_t *out) {
   napi_valuetype t = napi_undefined;
   if (o != NULL)
     NAPI_CALL_RET(env, napi_typeof(env, o, &t), -1);
-  memset(out, 0, sizeof *out);
-  idgen_seq_settings_init(&out->set);
+  memset(out, 0, sizeof *out); /* zero: the library's default, each setting */
   if (t == napi_undefined || t == napi_null)
     return 0;
   if (t != napi_object) {
@@ -1105,7 +1104,7 @@ static int seq_opts_read(napi_env env, napi_value o, seq_opts_t *out) {
   if (got_ttl)
     s->ttl_ms = ttl;
   if (got_wait)
-    s->wait_ms = wait;
+    s->wait_ms = wait == 0 ? -1 : wait; /* 0: no wait, as -1 (the library's 0 is its default) */
   s->format = got_fmt > 0 ? out->format : NULL;
   s->tz = got_tz > 0 && out->tz[0] ? out->tz : NULL;
   return 0;

@@ -1,0 +1,107 @@
+// Sequence: dense numbers of a named counter in a registry (README:
+// "Sequences"): each holder's increase, four processes on one file:
+// registry repeat none, close() gives the rest back (the next holder goes on
+// right after), and an unknown option is refused by name.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fork } from 'node:child_process';
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const require = createRequire(import.meta.url);
+const idgen = require('../index.js');
+const here = path.dirname(fileURLToPath(import.meta.url));
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-js-seq-'));
+process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+
+test('numbers increase: next(), nextBatch(), BigInts from 1', async () => {
+  const s = new idgen.Sequence('orders', { registry: 'file:' + dir + '/inc', minStep: 10, maxStep: 40 });
+  let last = s.next();
+  assert.equal(typeof last, 'bigint');
+  assert.equal(last, 1n);
+  for (let i = 0; i < 500; i++) {
+    const b = s.nextBatch(7);
+    assert.ok(b instanceof BigUint64Array && b.length === 7);
+    for (const v of b) {
+      assert.ok(v > last, `${v} after ${last}`);
+      last = v;
+    }
+    const v = s.next();
+    assert.ok(v > last, `${v} after ${last}`);
+    last = v;
+  }
+  const st = s.stats();
+  assert.equal(st.key, 'orders');
+  assert.equal(st.issued, 4001);
+  assert.ok(st.claimed >= st.issued && st.claims >= 1, JSON.stringify(st));
+  await s.close();
+  assert.throws(() => s.next(), { code: 'EINVAL', message: /closed/ });
+  assert.throws(() => s.nextBatch(0), { code: 'EINVAL' }); // closed comes first
+});
+
+test('4 processes x 100,000 numbers on one file: registry: no duplicates, each increasing', async () => {
+  const registry = 'file:' + dir + '/procs';
+  const N = 100000, P = 4;
+  const runs = [], opened = [], children = [];
+  for (let p = 0; p < P; p++) {
+    const out = path.join(dir, `nums.${p}`);
+    const child = fork(path.join(here, '..', 'fixtures', 'seq_numbers.cjs'),
+                       [registry, 'invoices', String(N), out, p % 2 ? 'batch' : 'next']);
+    children.push(child);
+    opened.push(new Promise((resolve) => child.once('message', resolve)));
+    runs.push(new Promise((resolve, reject) => {
+      child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`process ${p} exited ${code}`))));
+    }));
+  }
+  await Promise.all(opened); // every holder registered before any takes a number
+  for (const c of children) c.send('go');
+  const done = await Promise.all(runs);
+  const all = new BigUint64Array(N * P);
+  done.forEach((out, p) => {
+    const buf = fs.readFileSync(out);
+    const nums = new BigUint64Array(buf.buffer, buf.byteOffset, buf.length / 8);
+    assert.equal(nums.length, N);
+    for (let i = 1; i < N; i++) if (!(nums[i] > nums[i - 1])) assert.fail(`process ${p}: number ${i} not above the one before`);
+    all.set(nums, p * N);
+  });
+  all.sort();
+  let dups = 0;
+  for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) dups++;
+  assert.equal(dups, 0, `${dups} duplicate numbers among ${all.length}`);
+});
+
+test('close() gives the rest back: a second holder continues right after', async () => {
+  const registry = 'file:' + dir + '/giveback';
+  const a = new idgen.Sequence('tickets', { registry, minStep: 1000 });
+  const got = a.nextBatch(5);
+  assert.deepEqual([...got], [1n, 2n, 3n, 4n, 5n]);
+  assert.ok(a.stats().inHand > 0);
+  const p = a.close();
+  assert.equal(a.close(), p, 'a second close() returns the first promise');
+  await p;
+  const b = new idgen.Sequence('tickets', { registry });
+  assert.equal(b.next(), 6n);
+  b[Symbol.dispose] ? b[Symbol.dispose]() : b.close();
+  await b.close();
+  const c = new idgen.Sequence('tickets', { registry });
+  assert.equal(c.next(), 7n, 'dispose gave back too');
+  await c.close();
+});
+
+test('an unknown option is refused, naming it and the known ones', () => {
+  const want = /^unknown option "minstep"; known: registry, space, minStep, maxStep, step, prefetch, ahead, segmentTargetMs, ttlMs, waitMs, strict, format, tz$/;
+  assert.throws(() => new idgen.Sequence('orders', { registry: 'file:' + dir + '/opt', minstep: 5 }),
+                { code: 'EINVAL', message: want });
+  assert.throws(() => new idgen.Sequence('orders', { registry: 'file:' + dir + '/opt', ahead: 9 }),
+                { code: 'ERANGE', message: /ahead/ });
+  assert.throws(() => new idgen.Sequence(5), { code: 'EINVAL', name: 'TypeError' });
+  assert.throws(() => new idgen.Sequence('Bad Name', { registry: 'file:' + dir + '/opt' }),
+                { code: 'EINVAL' });
+  assert.throws(() => new idgen.Sequence('orders', { registry: 'static' }), { code: 'EINVAL' });
+  const s = new idgen.Sequence('plain', { registry: 'file:' + dir + '/opt' });
+  assert.throws(() => s.nextText(), { code: 'EINVAL', message: /no format/ });
+  s.close();
+});
