@@ -1012,8 +1012,8 @@ typedef struct {
   idgen_seq_settings_t set;
 } seq_opts_t;
 
-/* obj[name] as a number within [lo, hi] into *out: 1 found, 0 absent, -1
- * thrown. */
+/* obj[name] as a number strictly between lo and hi into *out: 1 found, 0
+ * absent, -1 thrown. */
 static int opt_double(napi_env env, napi_value obj, const char *name, double lo, double hi,
                       double *out) {
   napi_value v;
@@ -1024,9 +1024,10 @@ static int opt_double(napi_env env, napi_value obj, const char *name, double lo,
   double d = 0;
   if (t == napi_number)
     NAPI_CALL_RET(env, napi_get_value_double(env, v, &d), -1);
-  if (t != napi_number || !(d >= lo && d <= hi)) {
+  if (t != napi_number || !(d > lo && d < hi)) {
     char msg[160];
-    snprintf(msg, sizeof msg, "option %s must be a number from %g to %g", name, lo, hi);
+    snprintf(msg, sizeof msg, "option %s must be a number strictly between %g and %g", name, lo,
+             hi);
     throw_idgen(env, IDGEN_ERANGE, msg);
     return -1;
   }

@@ -97,6 +97,8 @@ test('an unknown option is refused, naming it and the known ones', () => {
                 { code: 'EINVAL', message: want });
   assert.throws(() => new idgen.Sequence('orders', { registry: 'file:' + dir + '/opt', ahead: 9 }),
                 { code: 'ERANGE', message: /ahead/ });
+  assert.throws(() => new idgen.Sequence('orders', { registry: 'file:' + dir + '/opt', prefetch: 0 }),
+                { code: 'ERANGE', message: /prefetch/ });
   assert.throws(() => new idgen.Sequence(5), { code: 'EINVAL', name: 'TypeError' });
   assert.throws(() => new idgen.Sequence('Bad Name', { registry: 'file:' + dir + '/opt' }),
                 { code: 'EINVAL' });
