@@ -4,7 +4,8 @@
  * One class, Snowflake: a generator of any layout, its node values leased
  * from a registry as the command line's are (file: by default, postgres://,
  * etcd://, or static with the values given), and module functions for
- * ULIDs.  Every failure is thrown as an Error whose `code` is the library's
+ * ULIDs; and Sequence, dense numbers of a named counter in a registry
+ * (idgen_seq_*), released as a generator's lease is.  Every failure is thrown as an Error whose `code` is the library's
  * name for it ("ECLOCK", "ELEASE") and whose message is the library's, as
  * the CLI prints it.  A generator's lease is released by close(), when the
  * object is collected, and when the environment ends (a normal exit, a

@@ -5,7 +5,9 @@
  *
  * One class, Snowflake: a generator of any layout, its node values leased
  * from a registry as the command line's are (file: by default, postgres://,
- * etcd://, idgen://, or static with the values given).  Every option goes
+ * etcd://, idgen://, or static with the values given); and Sequence, dense
+ * numbers of a named counter in a registry (idgen_seq_*), released as a
+ * generator's lease is.  Every option goes
  * through the library's own checks in the order of the settings table
  * (src/common/settings.c: layout, node, registry, space, lease field, TTL,
  * waits, clock), and a refusal reads as the command's, `key = "value":
