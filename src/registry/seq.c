@@ -51,8 +51,9 @@ struct idgen_seq {
   /* Read by every take, written once at open. */
   unsigned fork_gen;
   int strict;
+  int formatted;                  /* has a format: next() goes through next_text */
   _Atomic int64_t valid_until_ns; /* strict: by s_now_ns */
-  char pad1[48];
+  char pad1[40];
 
   pthread_mutex_t mu;
   pthread_cond_t cv_thread, cv_wait; /* monotonic */
@@ -216,11 +217,12 @@ static uint64_t in_hand(idgen_seq_t *s) {
 }
 
 static void desc_write(seq_desc_t *d, uint64_t e, uint64_t base, uint64_t len, uint64_t thr) {
+  /* Release stores (plain moves on x86): none is seen before the
+   * invalid tag. */
   atomic_store_explicit(&d->tag, TAG_NONE, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
-  atomic_store_explicit(&d->base, base, memory_order_relaxed);
-  atomic_store_explicit(&d->len, len, memory_order_relaxed);
-  atomic_store_explicit(&d->thr, thr, memory_order_relaxed);
+  atomic_store_explicit(&d->base, base, memory_order_release);
+  atomic_store_explicit(&d->len, len, memory_order_release);
+  atomic_store_explicit(&d->thr, thr, memory_order_release);
   atomic_store_explicit(&d->tag, e & EPOCH_MASK, memory_order_release);
 }
 
@@ -419,7 +421,7 @@ static int need_claim(idgen_seq_t *s) {
     return 1;
   uint64_t w = atomic_load_explicit(&s->cursor, memory_order_relaxed);
   uint64_t len = s->rl[s->epoch & (RING - 1)], off = w & OFF_MASK;
-  return s->installed > s->epoch ? 0 : off >= (uint64_t)((double)len * s->set.prefetch);
+  return off >= (uint64_t)((double)len * s->set.prefetch);
 }
 
 static void wait_until(idgen_seq_t *s, pthread_cond_t *cv, int64_t mono_ns) {
@@ -466,10 +468,15 @@ static void *seq_thread(void *arg) {
 
 /* ---- taking --------------------------------------------------------------- */
 
-static void kick(idgen_seq_t *s) {
+/* The take that crossed the prefetch share: the thread claims ahead (or,
+ * without one, this caller does). */
+__attribute__((noinline)) static void kick(idgen_seq_t *s) {
   pthread_mutex_lock(&s->mu);
   s->kicked = 1;
-  pthread_cond_signal(&s->cv_thread);
+  if (s->has_thread)
+    pthread_cond_signal(&s->cv_thread);
+  else if (need_claim(s) && claim_once(s) == 0)
+    s->kicked = 0;
   pthread_mutex_unlock(&s->mu);
 }
 
@@ -481,10 +488,11 @@ static inline int take(idgen_seq_t *s, uint64_t *n) {
   uint64_t e = w >> OFF_BITS, off = w & OFF_MASK;
   seq_desc_t *d = &s->ring[e & (RING - 1)];
   if (IDGEN_LIKELY(atomic_load_explicit(&d->tag, memory_order_acquire) == e)) {
-    uint64_t base = atomic_load_explicit(&d->base, memory_order_relaxed);
-    uint64_t len = atomic_load_explicit(&d->len, memory_order_relaxed);
-    uint64_t thr = atomic_load_explicit(&d->thr, memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
+    /* Acquire loads (plain moves on x86) keep the tag's second read
+     * after them. */
+    uint64_t base = atomic_load_explicit(&d->base, memory_order_acquire);
+    uint64_t len = atomic_load_explicit(&d->len, memory_order_acquire);
+    uint64_t thr = atomic_load_explicit(&d->thr, memory_order_acquire);
     if (IDGEN_LIKELY(off < len && atomic_load_explicit(&d->tag, memory_order_relaxed) == e)) {
       *n = base + off;
       return IDGEN_UNLIKELY(off == thr) ? 2 : 1;
@@ -501,7 +509,7 @@ static int slow_error(idgen_seq_t *s) {
 
 /* The slow path: under the mutex, the next range in hand, a claim (in the
  * caller without a thread), or a wait for the thread's claim. */
-static int take_slow(idgen_seq_t *s, uint64_t *n) {
+__attribute__((noinline)) static int take_slow(idgen_seq_t *s, uint64_t *n) {
   int rc = 0;
   int64_t deadline = s->set.wait_ms > 0 ? real_mono_ns() + s->set.wait_ms * 1000000 : 0;
   pthread_mutex_lock(&s->mu);
@@ -537,20 +545,29 @@ static int take_slow(idgen_seq_t *s, uint64_t *n) {
   return rc;
 }
 
-static int next_plain(idgen_seq_t *s, uint64_t *n) {
-  if (IDGEN_UNLIKELY(s->fork_gen != idgen__fork_gen()))
-    return IDGEN_EFORKED;
-  if (IDGEN_UNLIKELY(s->strict) &&
-      s_now_ns(s) > atomic_load_explicit(&s->valid_until_ns, memory_order_acquire))
-    return IDGEN_ELEASE;
-  int got = take(s, n);
-  if (IDGEN_LIKELY(got == 1))
-    return 0;
+/* A strict holder that cannot show its entry valid by its own clock. */
+__attribute__((noinline)) static int strict_expired(idgen_seq_t *s) {
+  return s_now_ns(s) > atomic_load_explicit(&s->valid_until_ns, memory_order_acquire);
+}
+
+/* After a take that was not a plain hit: the claim ahead to wake, or the
+ * slow path. */
+__attribute__((noinline)) static int after_take(idgen_seq_t *s, uint64_t *n, int got) {
   if (got == 2) {
     kick(s);
     return 0;
   }
   return take_slow(s, n);
+}
+
+/* A number with every check: fork, strict validity. */
+__attribute__((noinline)) static int next_plain(idgen_seq_t *s, uint64_t *n) {
+  if (s->fork_gen != idgen__fork_gen())
+    return IDGEN_EFORKED;
+  if (s->strict && strict_expired(s))
+    return IDGEN_ELEASE;
+  int got = take(s, n);
+  return got == 1 ? 0 : after_take(s, n, got);
 }
 
 /* ---- the API -------------------------------------------------------------- */
@@ -691,17 +708,19 @@ static int open_key(idgen_seq_t **out, idgen_registry_t *r, const char *key,
   if (!set->no_thread) {
     pthread_mutex_lock(&s->mu);
     rc = claim_once(s);
-    pthread_mutex_unlock(&s->mu);
     if (rc < 0)
       snprintf(err, errlen, "%s", s->reason);
-    if (rc == 0 && pthread_create(&s->thread, NULL, seq_thread, s) != 0)
+    s->has_thread = rc == 0;
+    s->renew_at = real_mono_ns() + s->set.ttl_ms * 1000000 / 3;
+    pthread_mutex_unlock(&s->mu);
+    if (rc == 0 && pthread_create(&s->thread, NULL, seq_thread, s) != 0) {
+      s->has_thread = 0;
       rc = idgen__err(err, errlen, IDGEN_ENOMEM, "sequence: cannot start its thread");
+    }
     if (rc < 0) {
       idgen_seq_close(s);
       return rc;
     }
-    s->has_thread = 1;
-    s->renew_at = real_mono_ns() + s->set.ttl_ms * 1000000 / 3;
   }
   *out = s;
   return 0;
@@ -761,6 +780,7 @@ int idgen_seq_open(idgen_seq_t **out, idgen_registry_t *r, const char *name,
   if (s == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, "out of memory");
   snprintf(s->name, sizeof s->name, "%s", name);
+  s->formatted = 1;
   rc = idgen_seq_format_parse(&s->fmt, set.format, set.tz, err, errlen);
   if (rc == 0)
     rc = rotate(s, wall_ms(s), err, errlen);
@@ -773,13 +793,24 @@ int idgen_seq_open(idgen_seq_t **out, idgen_registry_t *r, const char *name,
   return 0;
 }
 
-int idgen_seq_next(idgen_seq_t *s, uint64_t *n) {
-  if (IDGEN_UNLIKELY(s->fmt != NULL)) {
+__attribute__((noinline)) static int next_formatted(idgen_seq_t *s, uint64_t *n) {
+  {
     char buf[8];
     int rc = idgen_seq_next_text(s, buf, sizeof buf, n);
     return rc == IDGEN_ERANGE || rc >= 0 ? 0 : rc;
   }
-  return next_plain(s, n);
+}
+
+int idgen_seq_next(idgen_seq_t *s, uint64_t *n) {
+  /* The common case in a few instructions and tail calls: a holder that is
+   * neither strict nor formatted, in the process that opened it. */
+  unsigned g = atomic_load_explicit(idgen__fork_word, memory_order_relaxed);
+  if (IDGEN_UNLIKELY((s->fork_gen ^ g) | (unsigned)s->strict | (unsigned)s->formatted))
+    return s->formatted ? next_formatted(s, n) : next_plain(s, n);
+  int got = take(s, n);
+  if (IDGEN_LIKELY(got == 1))
+    return 0;
+  return after_take(s, n, got);
 }
 
 int idgen_seq_next_n(idgen_seq_t *s, uint64_t *out, size_t n) {
@@ -813,6 +844,14 @@ int idgen_seq_next_text(idgen_seq_t *s, char *buf, size_t buflen, uint64_t *n) {
 void idgen_seq_close(idgen_seq_t *s) {
   if (s == NULL)
     return;
+  if (s->fork_gen != idgen__fork_gen()) {
+    /* A forked child's copy: the parent's thread is not in this process and
+     * its ranges are not the child's to give back. */
+    if (s->fmt != NULL)
+      idgen_seq_close(s->inner);
+    free(s);
+    return;
+  }
   if (s->fmt != NULL) {
     idgen_seq_close(s->inner);
     idgen_seq_format_free(s->fmt);
@@ -825,7 +864,7 @@ void idgen_seq_close(idgen_seq_t *s) {
   pthread_mutex_unlock(&s->mu);
   if (s->has_thread)
     pthread_join(s->thread, NULL);
-  if (s->fork_gen == idgen__fork_gen()) {
+  {
     uint64_t u[RING], h[RING];
     char err[IDGEN_REASON_MAX];
     pthread_mutex_lock(&s->mu);
