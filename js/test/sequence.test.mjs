@@ -107,3 +107,39 @@ test('an unknown option is refused, naming it and the known ones', () => {
   assert.throws(() => s.nextText(), { code: 'EINVAL', message: /no format/ });
   s.close();
 });
+
+test('strict: one holder at a time; the next starts above every number claimed', async () => {
+  const registry = 'file:' + dir + '/strict';
+  const a = new idgen.Sequence('receipts', { registry, strict: true, minStep: 10 });
+  assert.equal(a.next(), 1n);
+  assert.throws(() => new idgen.Sequence('receipts', { registry, strict: true }),
+                { code: 'ELEASE', message: /strict, held by/ });
+  await a.close();
+  const b = new idgen.Sequence('receipts', { registry, strict: true });
+  assert.equal(b.next(), 2n);
+  await b.close();
+});
+
+test('a Sequence collected gives its rest back', async () => {
+  const v8 = await import('node:v8');
+  const vm = await import('node:vm');
+  const { setImmediate: tick } = await import('node:timers/promises');
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc');
+  const registry = 'file:' + dir + '/gc';
+  (() => {
+    const s = new idgen.Sequence('dropped', { registry, minStep: 1000 });
+    assert.equal(s.next(), 1n);
+  })();
+  // collected, then given back on a thread of the addon's: a probe before
+  // that would claim past the range, so the probe comes after a second
+  for (let i = 0; i < 20; i++) {
+    gc();
+    await tick();
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const probe = new idgen.Sequence('dropped', { registry, minStep: 1 });
+  const next = probe.next();
+  await probe.close();
+  assert.equal(next, 2n, 'the collected sequence gave its range back');
+});

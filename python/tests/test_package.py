@@ -584,6 +584,25 @@ def test_sequence_fork(registry):
     q.close()
 
 
+def test_sequence_strict(registry):
+    a = idgen.Sequence("receipts", registry=registry, strict=True, min_step=10)
+    assert a.next() == 1
+    with pytest.raises(idgen.LeaseError, match="strict, held by"):
+        idgen.Sequence("receipts", registry=registry, strict=True)
+    a.close()
+    with idgen.Sequence("receipts", registry=registry, strict=True) as b:
+        assert b.next() == 2
+
+
+def test_sequence_collected_gives_back(registry):
+    q = idgen.Sequence("dropped", registry=registry, min_step=1000)
+    assert q.next() == 1
+    del q
+    gc.collect()
+    with idgen.Sequence("dropped", registry=registry, min_step=1) as p:
+        assert p.next() == 2
+
+
 def test_sequence_wait_releases_gil(registry):
     """Threads share one holder: next() runs without the GIL, the numbers
     stay unique."""
