@@ -138,8 +138,8 @@ int main(int argc, char **argv) {
     double na = a * 1e9 / (double)per_thread, ns = s * 1e9 / (double)per_thread;
     printf("%-8d %-22s %10.2f %14.0f %8s %12.2f %10s\n", threads, "atomic_fetch_add", na,
            (double)per_thread * threads / a, "", ca, "");
-    printf("%-8d %-22s %10.2f %14.0f %8.2f %12.2f %10.2f\n", threads, "idgen_seq_next (file:)",
-           ns, (double)per_thread * threads / s, ns / na, cs, cs / ca);
+    printf("%-8d %-22s %10.2f %14.0f %8.2f %12.2f %10.2f\n", threads, "idgen_seq_next (file:)", ns,
+           (double)per_thread * threads / s, ns / na, cs, cs / ca);
   }
   idgen_seq_stats_t st;
   idgen_seq_stats(seq, &st);

@@ -137,6 +137,13 @@ export interface SequenceStats {
  * `await using` close it where the runtime has Symbol.dispose.
  */
 export class Sequence {
+  /**
+   * Registers the holder and claims the first range on a thread of the
+   * addon's own: the event loop goes on meanwhile.  Rejects with the
+   * IdgenError the constructor throws.
+   */
+  static open(name: string, options?: SequenceOptions): Promise<Sequence>;
+  /** The same on the JavaScript thread, which waits for the registry meanwhile. */
   constructor(name: string, options?: SequenceOptions);
   next(): bigint;
   nextBatch(n: number): BigUint64Array;

@@ -122,6 +122,17 @@ if (typeof Symbol.asyncDispose === 'symbol') {
   };
 }
 
+// Sequence.open(name, options) → a Promise of a Sequence: the holder
+// registered and the first range claimed on a thread of the addon's own, so
+// the event loop goes on whatever the registry does; rejected with the
+// Error the constructor would throw.
+addon.Sequence.open = function open(name, options) {
+  try {
+    return addon.seqOpen(name, options);
+  } catch (e) {
+    return Promise.reject(e); // a wrong name or option: a rejection too
+  }
+};
 // Sequence: close() as a Snowflake's (a Promise; the sequence stops at once,
 // the unissued rest of its ranges goes back off the event loop; a second
 // call returns the first's promise), `using` and `await using`.

@@ -223,8 +223,8 @@ typedef struct {
   sf_t *head;
   char layout_text[IDGEN_LAYOUT_SPEC_MAX];
   idgen_layout_t layout;
-  napi_ref cls;
-  sf_t *adopt;                  /* open()'s generator, for the constructor to take */
+  napi_ref cls, seq_cls;
+  sf_t *adopt; /* open()'s generator (or Sequence.open()'s), for the constructor to take */
   napi_threadsafe_function tsf; /* jobs back to this thread; ref'd while promised > 0 */
   int promised;                 /* jobs whose promise is pending */
   pthread_mutex_t mu;
@@ -447,15 +447,26 @@ static int opts_read(napi_env env, napi_value o, sf_opts_t *out, const char *cal
  * (which the program's file system calls share).  A job someone awaits
  * comes back through the environment's thread-safe function, which keeps
  * the event loop alive meanwhile; one nobody awaits ends on its thread. */
+/* The options of new Sequence(name, {...}), read on the JavaScript thread. */
+typedef struct {
+  char registry[2048], space[IDGEN_SPACE_NAME_MAX], format[512], tz[128];
+  idgen_seq_settings_t set;
+} seq_opts_t;
+
 typedef struct {
   env_t *e;
   napi_deferred deferred; /* NULL: nobody waits */
-  int open;               /* 1: sf_make of o; 0: hold_free of h */
+  int open;               /* 1: sf_make of o (seq_make of name, so); 0: hold_free of h */
+  int seq;                /* Sequence.open()'s */
   sf_hold_t h;
   int rc;
   char err[ERR_MAX];
   sf_opts_t o;
+  char name[IDGEN_SEQ_NAME_MAX + 8];
+  seq_opts_t so;
 } job_t;
+
+static int seq_make(const char *name, seq_opts_t *o, sf_hold_t *h, char *err, size_t errlen);
 
 /* A job that will not come back to JavaScript: what an acquisition made is
  * given back here (on its own thread, or at the environment's teardown). */
@@ -469,7 +480,9 @@ static void job_drop(job_t *j) {
 static void *job_main(void *arg) {
   job_t *j = arg;
   env_t *e = j->e;
-  if (j->open)
+  if (j->open && j->seq)
+    j->rc = seq_make(j->name, &j->so, &j->h, j->err, sizeof j->err);
+  else if (j->open)
     j->rc = sf_make(&j->o, &j->h, j->err, sizeof j->err);
   else
     hold_free(&j->h);
@@ -611,8 +624,9 @@ static napi_value job_adopt(napi_env env, env_t *e, job_t *j) {
     return NULL;
   }
   s->h = j->h;
+  s->is_seq = j->seq;
   e->adopt = s;
-  if (!NAPI_OK(env, napi_get_reference_value(env, e->cls, &cls)) ||
+  if (!NAPI_OK(env, napi_get_reference_value(env, j->seq ? e->seq_cls : e->cls, &cls)) ||
       !NAPI_OK(env, napi_new_instance(env, cls, 0, NULL, &obj)))
     obj = NULL;
   if (e->adopt == s) { /* not taken: the hold is still the job's */
@@ -697,6 +711,8 @@ static void env_free(napi_env env, void *data, void *hint) {
     sf_unlink(e, e->head);
   if (e->cls && napi_delete_reference(env, e->cls) != napi_ok)
     e->cls = NULL; /* (nobody to throw to: it goes with the environment) */
+  if (e->seq_cls && napi_delete_reference(env, e->seq_cls) != napi_ok)
+    e->seq_cls = NULL;
   env_unref(e);
 }
 
@@ -1007,12 +1023,6 @@ static napi_value sf_lease(napi_env env, napi_callback_info info) {
 
 /* ---- Sequence ------------------------------------------------------------ */
 
-/* The options of new Sequence(name, {...}), read on the JavaScript thread. */
-typedef struct {
-  char registry[2048], space[IDGEN_SPACE_NAME_MAX], format[512], tz[128];
-  idgen_seq_settings_t set;
-} seq_opts_t;
-
 /* obj[name] as a number strictly between lo and hi into *out: 1 found, 0
  * absent, -1 thrown. */
 static int opt_double(napi_env env, napi_value obj, const char *name, double lo, double hi,
@@ -1147,6 +1157,15 @@ static napi_value seq_new(napi_env env, napi_callback_info info) {
   env_t *e = env_of(env);
   if (e == NULL)
     return NULL;
+  sf_t *s = e->adopt;
+  e->adopt = NULL;
+  if (s != NULL) { /* Sequence.open()'s, made on its thread */
+    if (sf_attach(env, e, self, s) < 0) {
+      e->adopt = s; /* not taken (thrown): job_back gives it back */
+      return NULL;
+    }
+    return self;
+  }
   char name[IDGEN_SEQ_NAME_MAX + 8] = "", err[ERR_MAX];
   napi_valuetype t = napi_undefined;
   size_t len = 0;
@@ -1158,7 +1177,6 @@ static napi_value seq_new(napi_env env, napi_callback_info info) {
   }
   NAPI_CALL(env, napi_get_value_string_utf8(env, argv[0], name, sizeof name, &len));
   seq_opts_t *o = malloc(sizeof *o);
-  sf_t *s = NULL;
   int rc = -1;
   if (o == NULL)
     throw_idgen(env, IDGEN_ENOMEM, NULL);
@@ -1179,6 +1197,46 @@ static napi_value seq_new(napi_env env, napi_callback_info info) {
     return NULL;
   }
   return self;
+}
+
+/* seqOpen(name, options) → a Promise of a Sequence: new Sequence(name,
+ * options) made on a thread of its own.  A wrong name or option is thrown
+ * here (index.js makes it a rejection). */
+static napi_value seq_open_js(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2] = {NULL, NULL}, p;
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  env_t *e = env_of(env);
+  if (e == NULL)
+    return NULL;
+  napi_valuetype t = napi_undefined;
+  if (argc >= 1)
+    NAPI_CALL(env, napi_typeof(env, argv[0], &t));
+  if (t != napi_string) {
+    throw_type(env, "Sequence.open(name, options): name must be a string");
+    return NULL;
+  }
+  job_t *j = calloc(1, sizeof *j);
+  if (j == NULL) {
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+    return NULL;
+  }
+  size_t len = 0;
+  if (!NAPI_OK(env, napi_get_value_string_utf8(env, argv[0], j->name, sizeof j->name, &len)) ||
+      seq_opts_read(env, argc >= 2 ? argv[1] : NULL, &j->so) < 0 ||
+      !NAPI_OK(env, napi_create_promise(env, &j->deferred, &p))) {
+    free(j);
+    return NULL;
+  }
+  j->open = j->seq = 1;
+  if (job_start(env, e, j) < 0) {
+    bool pending = false;
+    if (NAPI_OK(env, napi_is_exception_pending(env, &pending)) && !pending)
+      settle(env, j->deferred, NULL,
+             make_error(env, IDGEN_ENOMEM, "Sequence.open: no thread to be had"));
+    free(j);
+  }
+  return p;
 }
 
 /* this's sequence, or NULL thrown (closed, or not one). */
@@ -1623,6 +1681,7 @@ static int define_exports(napi_env env, env_t *e, napi_value exports) {
                 napi_define_class(env, "Sequence", NAPI_AUTO_LENGTH, seq_new, NULL,
                                   sizeof seq_methods / sizeof seq_methods[0], seq_methods, &cls),
                 -1);
+  NAPI_CALL_RET(env, napi_create_reference(env, cls, 1, &e->seq_cls), -1);
   if (export_value(env, exports, "Sequence", cls) < 0)
     return -1;
   static const struct {
@@ -1646,7 +1705,8 @@ static int define_exports(napi_env env, env_t *e, napi_value exports) {
              {"decodeJson", decode_json_js},
              {"layoutPlan", layout_plan_js},
              {"layoutInfo", layout_info_js},
-             {"open", sf_open_js}};
+             {"open", sf_open_js},
+             {"seqOpen", seq_open_js}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     NAPI_CALL_RET(
         env, napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].cb, NULL, &v), -1);

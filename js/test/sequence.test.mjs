@@ -143,3 +143,18 @@ test('a Sequence collected gives its rest back', async () => {
   await probe.close();
   assert.equal(next, 2n, 'the collected sequence gave its range back');
 });
+
+test('Sequence.open() opens off the event loop; a bad option is a rejection', async () => {
+  const registry = 'file:' + dir + '/open';
+  const a = await idgen.Sequence.open('orders', { registry, minStep: 10 });
+  assert.ok(a instanceof idgen.Sequence);
+  assert.equal(a.next(), 1n);
+  await a.close();
+  const b = await idgen.Sequence.open('orders', { registry });
+  assert.equal(b.next(), 2n);
+  await b.close();
+  await assert.rejects(idgen.Sequence.open('orders', { registry, minstep: 1 }),
+                       { code: 'EINVAL', message: /^unknown option "minstep"/ });
+  await assert.rejects(idgen.Sequence.open('Bad Name', { registry }), { code: 'EINVAL' });
+  await assert.rejects(idgen.Sequence.open(7), { code: 'EINVAL', name: 'TypeError' });
+});

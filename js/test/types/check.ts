@@ -79,9 +79,10 @@ const qt: string = q.nextText();
 const qs: SequenceStats = q.stats();
 const qi: number = qs.inHand;
 const qc: Promise<void> = q.close();
+const qo: Promise<Sequence> = Sequence.open('orders', { registry: 'file:/tmp/ids' });
 // @ts-expect-error: a sequence's numbers are BigInts
 const qx: number = q.next();
 // @ts-expect-error: minStep is a number
 new Sequence('orders', { minStep: '100' });
 
-export { qn, qb, qt, qi, qc, a, s, b, p1, p2, closed, opened, u, v, back, d2, d3, ms, kind, ids, when, ver };
+export { qn, qb, qt, qi, qc, qo, a, s, b, p1, p2, closed, opened, u, v, back, d2, d3, ms, kind, ids, when, ver };
