@@ -130,6 +130,26 @@ class Sequence(_idgen.Sequence):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    async def __aenter__(self) -> "Sequence":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close_async()
+
+    async def next_async(self) -> int:
+        return await asyncio.get_running_loop().run_in_executor(None, self.next)
+
+    async def next_batch_async(self, n: int) -> List[int]:
+        return await asyncio.get_running_loop().run_in_executor(None, self.next_batch, n)
+
+    async def close_async(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+    @classmethod
+    async def open(cls, name: str, **options: Any) -> "Sequence":
+        """The constructor in the event loop's executor (the first claim may wait)."""
+        return await asyncio.get_running_loop().run_in_executor(None, lambda: cls(name, **options))
+
     def __repr__(self) -> str:
         if self.closed:
             return "<idgen.Sequence closed>"

@@ -603,6 +603,17 @@ def test_sequence_collected_gives_back(registry):
         assert p.next() == 2
 
 
+def test_sequence_asyncio(registry):
+    async def main():
+        async with await idgen.Sequence.open("queued", registry=registry, min_step=10) as q:
+            a = await q.next_async()
+            b = await q.next_batch_async(3)
+            return [a] + b
+    assert asyncio.run(main()) == [1, 2, 3, 4]
+    with idgen.Sequence("queued", registry=registry) as q:
+        assert q.next() == 5
+
+
 def test_sequence_wait_releases_gil(registry):
     """Threads share one holder: next() runs without the GIL, the numbers
     stay unique."""
@@ -642,6 +653,11 @@ def seq(registry: str) -> int:
         nums: List[int] = q.next_batch(2)
         st: Dict[str, Any] = q.stats()
         return q.next() + nums[0] + int(st["issued"])
+
+async def aseq(registry: str) -> int:
+    async with await idgen.Sequence.open("orders", registry=registry) as q:
+        nums: List[int] = await q.next_batch_async(2)
+        return await q.next_async() + nums[0]
 
 u: uuid.UUID = idgen.uuid7()
 s: str = idgen.ulid()
