@@ -1146,6 +1146,35 @@ static int seq_make(const char *name, seq_opts_t *o, sf_hold_t *h, char *err, si
   return rc;
 }
 
+/* The name argument into buf[n]: 0, or -1 thrown (not a string: a
+ * TypeError; too long or holding a NUL: EINVAL; the rest is the library's
+ * rule, at the open). */
+static int seq_name_read(napi_env env, napi_value v, char *buf, size_t n, const char *call) {
+  napi_valuetype t = napi_undefined;
+  size_t len = 0;
+  char msg[160];
+  if (v != NULL)
+    NAPI_CALL_RET(env, napi_typeof(env, v, &t), -1);
+  if (t != napi_string) {
+    snprintf(msg, sizeof msg, "%s(name, options): name must be a string", call);
+    throw_type(env, msg);
+    return -1;
+  }
+  NAPI_CALL_RET(env, napi_get_value_string_utf8(env, v, NULL, 0, &len), -1);
+  if (len + 1 > n) {
+    snprintf(msg, sizeof msg, "%s: the name is longer than %d bytes", call, IDGEN_SEQ_NAME_MAX - 1);
+    throw_idgen(env, IDGEN_EINVAL, msg);
+    return -1;
+  }
+  NAPI_CALL_RET(env, napi_get_value_string_utf8(env, v, buf, n, &len), -1);
+  if (strlen(buf) != len) {
+    snprintf(msg, sizeof msg, "%s: the name holds a NUL character", call);
+    throw_idgen(env, IDGEN_EINVAL, msg);
+    return -1;
+  }
+  return 0;
+}
+
 /* new Sequence(name, {registry, space, minStep, maxStep, step, prefetch,
  * ahead, segmentTargetMs, ttlMs, waitMs, strict, format, tz}): opened here,
  * on the JavaScript thread (it registers the holder and claims a first
@@ -1167,15 +1196,8 @@ static napi_value seq_new(napi_env env, napi_callback_info info) {
     return self;
   }
   char name[IDGEN_SEQ_NAME_MAX + 8] = "", err[ERR_MAX];
-  napi_valuetype t = napi_undefined;
-  size_t len = 0;
-  if (argc >= 1)
-    NAPI_CALL(env, napi_typeof(env, argv[0], &t));
-  if (t != napi_string) {
-    throw_type(env, "new Sequence(name, options): name must be a string");
+  if (seq_name_read(env, argc >= 1 ? argv[0] : NULL, name, sizeof name, "new Sequence") < 0)
     return NULL;
-  }
-  NAPI_CALL(env, napi_get_value_string_utf8(env, argv[0], name, sizeof name, &len));
   seq_opts_t *o = malloc(sizeof *o);
   int rc = -1;
   if (o == NULL)
@@ -1209,20 +1231,13 @@ static napi_value seq_open_js(napi_env env, napi_callback_info info) {
   env_t *e = env_of(env);
   if (e == NULL)
     return NULL;
-  napi_valuetype t = napi_undefined;
-  if (argc >= 1)
-    NAPI_CALL(env, napi_typeof(env, argv[0], &t));
-  if (t != napi_string) {
-    throw_type(env, "Sequence.open(name, options): name must be a string");
-    return NULL;
-  }
   job_t *j = calloc(1, sizeof *j);
   if (j == NULL) {
     throw_idgen(env, IDGEN_ENOMEM, NULL);
     return NULL;
   }
-  size_t len = 0;
-  if (!NAPI_OK(env, napi_get_value_string_utf8(env, argv[0], j->name, sizeof j->name, &len)) ||
+  if (seq_name_read(env, argc >= 1 ? argv[0] : NULL, j->name, sizeof j->name, "Sequence.open") <
+          0 ||
       seq_opts_read(env, argc >= 2 ? argv[1] : NULL, &j->so) < 0 ||
       !NAPI_OK(env, napi_create_promise(env, &j->deferred, &p))) {
     free(j);

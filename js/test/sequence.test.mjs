@@ -100,6 +100,10 @@ test('an unknown option is refused, naming it and the known ones', () => {
   assert.throws(() => new idgen.Sequence('orders', { registry: 'file:' + dir + '/opt', prefetch: 0 }),
                 { code: 'ERANGE', message: /prefetch/ });
   assert.throws(() => new idgen.Sequence(5), { code: 'EINVAL', name: 'TypeError' });
+  assert.throws(() => new idgen.Sequence('a\0b', { registry: 'file:' + dir + '/opt' }),
+                { code: 'EINVAL', message: /NUL/ });
+  assert.throws(() => new idgen.Sequence('a'.repeat(100), { registry: 'file:' + dir + '/opt' }),
+                { code: 'EINVAL', message: /longer/ });
   assert.throws(() => new idgen.Sequence('Bad Name', { registry: 'file:' + dir + '/opt' }),
                 { code: 'EINVAL' });
   assert.throws(() => new idgen.Sequence('orders', { registry: 'static' }), { code: 'EINVAL' });
