@@ -38,7 +38,8 @@ set(IDGEN_CORE_SOURCES
   src/core/uuid.c
   src/core/ulid.c
   src/core/simd.c
-  src/core/seqfmt_stub.c)
+  src/core/tzif.c
+  src/core/seqfmt.c)
 set(IDGEN_CORE_KEEPER_SOURCES
   src/core/lease_keeper.c
   src/core/cached.c)
