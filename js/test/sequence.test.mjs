@@ -162,3 +162,22 @@ test('Sequence.open() opens off the event loop; a bad option is a rejection', as
   await assert.rejects(idgen.Sequence.open('Bad Name', { registry }), { code: 'EINVAL' });
   await assert.rejects(idgen.Sequence.open(7), { code: 'EINVAL', name: 'TypeError' });
 });
+
+test('business numbers: nextText() renders the format in its time zone; an ambiguous one is refused', async () => {
+  const registry = 'file:' + dir + '/biz';
+  const day = () => new Date(Date.now() + 8 * 3600e3).toISOString().slice(0, 10).replace(/-/g, ''); // Shanghai: UTC+8, no DST
+  const before = day();
+  const s = new idgen.Sequence('inv', { registry, format: 'INV{date:%Y%m%d}-{seq:04}', tz: 'Asia/Shanghai' });
+  const a = s.nextText(), b = s.nextText();
+  const after = day();
+  const m = /^INV(\d{8})-(\d{4})$/.exec(a);
+  assert.ok(m, a);
+  assert.ok(m[1] === before || m[1] === after, `${a}: not Shanghai's day (${before})`);
+  assert.deepEqual([m[2], b.slice(-4)], ['0001', '0002']);
+  assert.equal(s.stats().key, 'inv@' + m[1]);
+  await s.close();
+  assert.throws(() => new idgen.Sequence('inv2', { registry, format: 'A{seq}{date:%Y}' }),
+                { code: 'EINVAL', message: /runs into the digits/ });
+  assert.throws(() => new idgen.Sequence('inv3', { registry, format: 'A{seq:04}', tz: 'Nowhere/None' }),
+                { code: 'EINVAL' });
+});

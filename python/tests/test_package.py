@@ -614,6 +614,22 @@ def test_sequence_asyncio(registry):
         assert q.next() == 5
 
 
+def test_sequence_business_numbers(registry):
+    import datetime
+    tz8 = datetime.timezone(datetime.timedelta(hours=8))  # Shanghai: no DST
+    before = datetime.datetime.now(tz8).strftime("%Y%m%d")
+    with idgen.Sequence("inv", registry=registry, format="INV{date:%Y%m%d}-{seq:04}",
+                        tz="Asia/Shanghai") as q:
+        a, b = q.next_text(), q.next_text()
+        after = datetime.datetime.now(tz8).strftime("%Y%m%d")
+        m = re.fullmatch(r"INV(\d{8})-(\d{4})", a)
+        assert m and m.group(1) in (before, after), a
+        assert (m.group(2), b[-4:]) == ("0001", "0002")
+        assert q.stats()["key"] == "inv@" + m.group(1)
+    with pytest.raises(idgen.InvalidArgumentError, match="runs into the digits"):
+        idgen.Sequence("inv2", registry=registry, format="A{seq}{date:%Y}")
+
+
 def test_sequence_wait_releases_gil(registry):
     """Threads share one holder: next() runs without the GIL, the numbers
     stay unique."""
