@@ -181,3 +181,12 @@ test('business numbers: nextText() renders the format in its time zone; an ambig
   assert.throws(() => new idgen.Sequence('inv3', { registry, format: 'A{seq:04}', tz: 'Nowhere/None' }),
                 { code: 'EINVAL' });
 });
+
+test('a Sequence left open gives its rest back at a normal exit', async () => {
+  const { execFileSync } = await import('node:child_process');
+  const registry = 'file:' + dir + '/exit';
+  const code = `const s = new (require(${JSON.stringify(path.join(here, '..', 'index.js'))}).Sequence)` +
+               `('atexit', { registry: ${JSON.stringify(registry)}, minStep: 1000 }); console.log(String(s.next()));`;
+  for (const want of ['1', '2'])
+    assert.equal(execFileSync(process.execPath, ['-e', code], { encoding: 'utf8' }).trim(), want);
+});

@@ -630,6 +630,16 @@ def test_sequence_business_numbers(registry):
         idgen.Sequence("inv2", registry=registry, format="A{seq}{date:%Y}")
 
 
+def test_sequence_given_back_at_exit(installed, registry):
+    """A Sequence left open gives its rest back at interpreter exit."""
+    code = ("import idgen\n"
+            "q = idgen.Sequence('atexit', registry=%r, min_step=1000)\n"
+            "print(q.next())\n" % registry)
+    for want in ("1", "2"):
+        r = subprocess.run([installed["python"], "-c", code], capture_output=True, text=True)
+        assert r.returncode == 0 and r.stdout.split() == [want], r.stdout + r.stderr
+
+
 def test_sequence_wait_releases_gil(registry):
     """Threads share one holder: next() runs without the GIL, the numbers
     stay unique."""
