@@ -3,7 +3,9 @@
  * atomic_fetch_add on a shared counter, at 1 and 2 threads: ns per number
  * (per thread, wall clock), numbers/s (all threads) and the ratio, and
  * the same by the threads' CPU time (on a machine shared with other work),
- * medians of 5 runs of each, alternating.
+ * medians of 5 runs of each, alternating; and, as the floor of any
+ * function that returns a number through a pointer, the same fetch_add
+ * behind a call that is not inlined.
  * The sequence is on a file: registry in a temporary directory, with
  * step = max_step so that claims (one fsync'ed write each, in the
  * background) are rare.
@@ -49,6 +51,28 @@ static void *run_atomic(void *arg) {
   int64_t c0 = thread_cpu_ns();
   for (long i = 0; i < per_thread; i++)
     x += atomic_fetch_add_explicit(&shared_counter, 1, memory_order_relaxed);
+  atomic_fetch_add(&cpu_ns, thread_cpu_ns() - c0);
+  atomic_fetch_add(&sink, x);
+  return NULL;
+}
+
+/* The floor for any call that returns its number through a pointer: a
+ * bare fetch_add behind a function call that is not inlined. */
+__attribute__((noinline)) static int called_add(uint64_t *n) {
+  *n = atomic_fetch_add_explicit(&shared_counter, 1, memory_order_relaxed);
+  return 0;
+}
+
+static void *run_called(void *arg) {
+  (void)arg;
+  uint64_t x = 0, n;
+  pthread_barrier_wait(&start);
+  int64_t c0 = thread_cpu_ns();
+  for (long i = 0; i < per_thread; i++) {
+    if (called_add(&n) != 0)
+      exit(1);
+    x += n;
+  }
   atomic_fetch_add(&cpu_ns, thread_cpu_ns() - c0);
   atomic_fetch_add(&sink, x);
   return NULL;
@@ -102,13 +126,16 @@ static double median(double *v) {
   return v[RUNS / 2];
 }
 
-static void median_pair(int threads, double *a, double *s, double *ca, double *cs) {
-  double ra[RUNS], rs[RUNS], pa[RUNS], ps[RUNS];
+static void median_three(int threads, double *a, double *s, double *c, double *ca, double *cs,
+                         double *cc) {
+  double ra[RUNS], rs[RUNS], rc[RUNS], pa[RUNS], ps[RUNS], pc[RUNS];
   for (int i = 0; i < RUNS; i++) {
     ra[i] = one_run(run_atomic, threads, &pa[i]);
     rs[i] = one_run(run_seq, threads, &ps[i]);
+    rc[i] = one_run(run_called, threads, &pc[i]);
   }
-  *a = median(ra), *s = median(rs), *ca = median(pa), *cs = median(ps);
+  *a = median(ra), *s = median(rs), *c = median(rc);
+  *ca = median(pa), *cs = median(ps), *cc = median(pc);
 }
 
 int main(int argc, char **argv) {
@@ -133,11 +160,14 @@ int main(int argc, char **argv) {
          "cpu ns/op", "cpu ratio");
   for (int threads = 1; threads <= 2; threads++) {
     one_run(run_seq, threads, NULL); /* warm up: the first claims */
-    double a, s, ca, cs;
-    median_pair(threads, &a, &s, &ca, &cs);
+    double a, s, c, ca, cs, cc;
+    median_three(threads, &a, &s, &c, &ca, &cs, &cc);
     double na = a * 1e9 / (double)per_thread, ns = s * 1e9 / (double)per_thread;
+    double nc = c * 1e9 / (double)per_thread;
     printf("%-8d %-22s %10.2f %14.0f %8s %12.2f %10s\n", threads, "atomic_fetch_add", na,
            (double)per_thread * threads / a, "", ca, "");
+    printf("%-8d %-22s %10.2f %14.0f %8.2f %12.2f %10.2f\n", threads, "fetch_add in a call", nc,
+           (double)per_thread * threads / c, nc / na, cc, cc / ca);
     printf("%-8d %-22s %10.2f %14.0f %8.2f %12.2f %10.2f\n", threads, "idgen_seq_next (file:)", ns,
            (double)per_thread * threads / s, ns / na, cs, cs / ca);
   }

@@ -393,6 +393,36 @@ static void test_seq_threads(void **state) {
   threads(4);
 }
 
+static void test_seq_next_n(void **state) {
+  (void)state;
+  idgen_seq_settings_t set;
+  idgen_seq_settings_init(&set);
+  set.min_step = 100;
+  set.step = 100;
+  set.max_step = 100;
+  idgen_seq_t *s;
+  char err[256];
+  assert_int_equal(idgen_seq_open(&s, reg, "batches", &set, err, sizeof err), 0);
+  uint64_t out[250], prev = 0, total = 0;
+  for (int r = 0; r < 40; r++) {
+    size_t k = (size_t)(r % 7) * 40 + 1;
+    if (k > 250)
+      k = 250;
+    assert_int_equal(idgen_seq_next_n(s, out, k), 0);
+    for (size_t i = 0; i < k; i++) {
+      assert_true(out[i] > prev);
+      prev = out[i];
+    }
+    total += k;
+  }
+  idgen_seq_close(s);
+  idgen__seq_rec_t *rec = malloc(sizeof *rec);
+  load("batches", rec);
+  assert_int_equal(rec->issued, total);
+  assert_int_equal(rec->claimed, rec->issued + rec->given + rec->lost);
+  free(rec);
+}
+
 static void test_seq_fork(void **state) {
   (void)state;
   idgen_seq_t *s;
@@ -482,6 +512,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_seq_prefetch_no_wait, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seq_registry_down, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seq_threads, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_seq_next_n, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seq_fork, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seq_list_set_static, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seq_strict, setup, teardown),

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "registry_int.h"
@@ -51,9 +52,16 @@ struct idgen_seq {
   /* Read by every take, written once at open. */
   unsigned fork_gen;
   int strict;
-  int formatted;                  /* has a format: next() goes through next_text */
+  int formatted; /* has a format: next() goes through next_text */
+  /* 1: none of the above, and this memory is wiped in a forked child
+   * (MADV_WIPEONFORK), so that one load of this line decides the fast path
+   * (a child reads 0 and goes the checked way: its fork_gen, 0 too, is not
+   * the process's). */
+  unsigned fast;
   _Atomic int64_t valid_until_ns; /* strict: by s_now_ns */
-  char pad1[40];
+  uint64_t id;                    /* this holder's, unique in the process */
+  _Atomic uint64_t wraps;         /* the cursor's full epoch >> 24 */
+  char pad1[20];
 
   pthread_mutex_t mu;
   pthread_cond_t cv_thread, cv_wait; /* monotonic */
@@ -268,6 +276,7 @@ static int advance(idgen_seq_t *s) {
       continue;
     }
     uint64_t next = ((s->epoch + 1) & EPOCH_MASK) << OFF_BITS;
+    atomic_store_explicit(&s->wraps, (s->epoch + 1) >> 24, memory_order_release);
     if (!atomic_compare_exchange_weak_explicit(&s->cursor, &w, next, memory_order_release,
                                                memory_order_relaxed))
       continue;
@@ -545,6 +554,42 @@ __attribute__((noinline)) static int take_slow(idgen_seq_t *s, uint64_t *n) {
   return rc;
 }
 
+/*
+ * Each thread keeps the descriptor of the range it last took from, keyed by
+ * the holder's id and the cursor's full epoch (wraps, epoch): a range's
+ * base and length never change once published for an epoch, so a take
+ * whose fetch_add lands in the same epoch needs no read of the ring (the
+ * chain after the fetch_add is arithmetic only).  The wrap count is read
+ * before the fetch_add: a wrap of 2^24 ranges between the two is the same
+ * hole as the ring's (docs/DESIGN.md "Sequences").
+ */
+static int after_take(idgen_seq_t *s, uint64_t *n, int got);
+
+typedef struct seq_tls {
+  uint64_t id, wraps, e, base, len, thr;
+} seq_tls_t;
+static __thread seq_tls_t seq_tls __attribute__((tls_model("initial-exec")));
+static _Atomic uint64_t seq_ids;
+
+/* A take from the ring, for cursor word w (the epoch not in this thread's
+ * cache): the thread's cache filled on a hit. */
+__attribute__((noinline)) static int take_ring(idgen_seq_t *s, uint64_t *n, uint64_t w,
+                                               uint64_t wraps) {
+  uint64_t e = w >> OFF_BITS, off = w & OFF_MASK;
+  seq_desc_t *d = &s->ring[e & (RING - 1)];
+  if (atomic_load_explicit(&d->tag, memory_order_acquire) == e) {
+    uint64_t base = atomic_load_explicit(&d->base, memory_order_acquire);
+    uint64_t len = atomic_load_explicit(&d->len, memory_order_acquire);
+    uint64_t thr = atomic_load_explicit(&d->thr, memory_order_acquire);
+    if (off < len && atomic_load_explicit(&d->tag, memory_order_relaxed) == e) {
+      seq_tls = (seq_tls_t){s->id, wraps, e, base, len, thr};
+      *n = base + off;
+      return off == thr ? after_take(s, n, 2) : 0;
+    }
+  }
+  return take_slow(s, n);
+}
+
 /* A strict holder that cannot show its entry valid by its own clock. */
 __attribute__((noinline)) static int strict_expired(idgen_seq_t *s) {
   return s_now_ns(s) > atomic_load_explicit(&s->valid_until_ns, memory_order_acquire);
@@ -560,10 +605,14 @@ __attribute__((noinline)) static int after_take(idgen_seq_t *s, uint64_t *n, int
   return take_slow(s, n);
 }
 
-/* A number with every check: fork, strict validity. */
+static int next_formatted(idgen_seq_t *s, uint64_t *n);
+
+/* A number with every check: fork, format, strict validity. */
 __attribute__((noinline)) static int next_plain(idgen_seq_t *s, uint64_t *n) {
   if (s->fork_gen != idgen__fork_gen())
     return IDGEN_EFORKED;
+  if (s->formatted)
+    return next_formatted(s, n);
   if (s->strict && strict_expired(s))
     return IDGEN_ELEASE;
   int got = take(s, n);
@@ -645,18 +694,32 @@ static int settings_fill(idgen_seq_settings_t *o, const idgen_seq_settings_t *in
   return 0;
 }
 
+/* The holder's memory: pages of its own, wiped in a forked child. */
+static size_t seq_map_size(void) {
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  return (sizeof(idgen_seq_t) + pg - 1) / pg * pg;
+}
+
+static void seq_unmap(idgen_seq_t *s) { munmap(s, seq_map_size()); }
+
 static void seq_free(idgen_seq_t *s) {
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->cv_thread);
   pthread_cond_destroy(&s->cv_wait);
-  free(s);
+  seq_unmap(s);
 }
 
 static idgen_seq_t *seq_alloc(idgen_registry_t *r, const idgen_seq_settings_t *set) {
-  idgen_seq_t *s = aligned_alloc(64, sizeof *s);
-  if (s == NULL)
+  void *mem =
+      mmap(NULL, seq_map_size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED)
     return NULL;
-  memset(s, 0, sizeof *s);
+  idgen_seq_t *s = mem;
+#ifdef MADV_WIPEONFORK
+  int wiped = madvise(mem, seq_map_size(), MADV_WIPEONFORK) == 0;
+#else
+  int wiped = 0;
+#endif
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -670,8 +733,10 @@ static idgen_seq_t *seq_alloc(idgen_registry_t *r, const idgen_seq_settings_t *s
   s->set = *set;
   s->clock = set->clock;
   s->strict = set->strict;
+  s->fast = wiped && !set->strict && set->format == NULL;
   s->step = set->step;
   s->fork_gen = idgen__fork_gen();
+  s->id = atomic_fetch_add(&seq_ids, 1) + 1;
   if (set->holder != NULL) {
     snprintf(s->who, sizeof s->who, "%s", set->holder);
   } else {
@@ -804,17 +869,51 @@ __attribute__((noinline)) static int next_formatted(idgen_seq_t *s, uint64_t *n)
 int idgen_seq_next(idgen_seq_t *s, uint64_t *n) {
   /* The common case in a few instructions and tail calls: a holder that is
    * neither strict nor formatted, in the process that opened it. */
-  unsigned g = atomic_load_explicit(idgen__fork_word, memory_order_relaxed);
-  if (IDGEN_UNLIKELY((s->fork_gen ^ g) | (unsigned)s->strict | (unsigned)s->formatted))
-    return s->formatted ? next_formatted(s, n) : next_plain(s, n);
-  int got = take(s, n);
-  if (IDGEN_LIKELY(got == 1))
-    return 0;
-  return after_take(s, n, got);
+  if (IDGEN_UNLIKELY(s->fast != 1))
+    return next_plain(s, n);
+  seq_tls_t *t = &seq_tls;
+  uint64_t id = s->id, wraps = atomic_load_explicit(&s->wraps, memory_order_acquire);
+  uint64_t w = atomic_fetch_add_explicit(&s->cursor, 1, memory_order_acquire);
+  uint64_t e = w >> OFF_BITS, off = w & OFF_MASK;
+  if (IDGEN_LIKELY(t->id == id && t->e == e && t->wraps == wraps && off < t->len)) {
+    *n = t->base + off;
+    return IDGEN_LIKELY(off != t->thr) ? 0 : after_take(s, n, 2);
+  }
+  return take_ring(s, n, w, wraps);
 }
 
 int idgen_seq_next_n(idgen_seq_t *s, uint64_t *out, size_t n) {
-  for (size_t i = 0; i < n; i++) {
+  size_t i = 0;
+  /* A batch from the thread's cached range with one fetch_add; what does
+   * not fit there (the offsets past its end are misses) one by one. */
+  if (n > 1 && n <= OVERRUN && s->fast == 1) {
+    seq_tls_t *t = &seq_tls;
+    uint64_t id = s->id, wraps = atomic_load_explicit(&s->wraps, memory_order_acquire);
+    uint64_t w = atomic_fetch_add_explicit(&s->cursor, n, memory_order_acquire);
+    uint64_t e = w >> OFF_BITS, off = w & OFF_MASK;
+    if (!(t->id == id && t->e == e && t->wraps == wraps)) {
+      /* Not the cached range: its descriptor from the ring (the offsets
+       * taken are this range's all the same). */
+      seq_desc_t *d = &s->ring[e & (RING - 1)];
+      if (atomic_load_explicit(&d->tag, memory_order_acquire) == e) {
+        seq_tls_t c = {id,
+                       wraps,
+                       e,
+                       atomic_load_explicit(&d->base, memory_order_acquire),
+                       atomic_load_explicit(&d->len, memory_order_acquire),
+                       atomic_load_explicit(&d->thr, memory_order_acquire)};
+        if (atomic_load_explicit(&d->tag, memory_order_relaxed) == e)
+          *t = c;
+      }
+    }
+    if (t->id == id && t->e == e && t->wraps == wraps && off < t->len) {
+      for (; i < n && off + i < t->len; i++)
+        out[i] = t->base + off + i;
+      if (off <= t->thr && t->thr < off + i)
+        kick(s);
+    }
+  }
+  for (; i < n; i++) {
     int rc = idgen_seq_next(s, &out[i]);
     if (rc < 0)
       return rc;
@@ -847,9 +946,7 @@ void idgen_seq_close(idgen_seq_t *s) {
   if (s->fork_gen != idgen__fork_gen()) {
     /* A forked child's copy: the parent's thread is not in this process and
      * its ranges are not the child's to give back. */
-    if (s->fmt != NULL)
-      idgen_seq_close(s->inner);
-    free(s);
+    seq_unmap(s); /* all zeros where the kernel wiped it */
     return;
   }
   if (s->fmt != NULL) {
