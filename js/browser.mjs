@@ -66,6 +66,7 @@ export function init(source) {
 }
 
 export const Snowflake = w.Snowflake;
+export const Sequence = w.Sequence;
 export const UlidGenerator = w.UlidGenerator;
 export const Uuid7Generator = w.Uuid7Generator;
 export const ulid = w.ulid;

@@ -83,6 +83,77 @@ export class Snowflake {
   close(): Promise<void>;
 }
 
+/** The options of `new Sequence(name, options)` (README: "Sequences"). */
+export interface SequenceOptions {
+  /** file:DIR, postgres://..., etcd://... (not static); default: the host's registry. */
+  registry?: string;
+  /** The registry's ID space (the URI's ?space=NAME). */
+  space?: string;
+  /** Bounds of the adaptive step (defaults 1,000 and 100,000,000; at most 2^39). */
+  minStep?: number;
+  maxStep?: number;
+  /** The first claim's step (default minStep). */
+  step?: number;
+  /** Claim ahead once this share of a range is used: (0, 1), default 0.25. */
+  prefetch?: number;
+  /** Ranges kept claimed ahead, 1 to 4 (default 1). */
+  ahead?: number;
+  /** The step doubles when a range lasts less, halves when over twice (default 60,000). */
+  segmentTargetMs?: number;
+  /** The holder's entry in the registry (default 10,000). */
+  ttlMs?: number;
+  /** How long next() waits for a claim when nothing is in hand (default 5,000; 0 or -1: not at all). */
+  waitMs?: number;
+  /** One holder at a time, strictly increasing across holders. */
+  strict?: boolean;
+  /** A business-number template ("INV{date:%Y%m%d}{seq:04}"), for nextText(). */
+  format?: string;
+  /** The template's time zone (an IANA name; default UTC). */
+  tz?: string;
+}
+
+export interface SequenceStats {
+  key: string;
+  generation: number;
+  step: number;
+  inHand: number;
+  issued: number;
+  claimed: number;
+  claims: number;
+  givenBack: number;
+  claimFailures: number;
+  failing: boolean;
+  rate: number;
+  lastsMs: number;
+  claimNsLast: number;
+  claimNsMax: number;
+  reason: string;
+}
+
+/**
+ * Dense numbers of a named counter in a registry (the native addon only: the
+ * WebAssembly builds throw EINVAL from the constructor).  Numbers are BigInts,
+ * as Snowflake IDs are (a sequence goes up to 2^63-1).  `using` and
+ * `await using` close it where the runtime has Symbol.dispose.
+ */
+export class Sequence {
+  /**
+   * Registers the holder and claims the first range on a thread of the
+   * addon's own: the event loop goes on meanwhile.  Rejects with the
+   * IdgenError the constructor throws.
+   */
+  static open(name: string, options?: SequenceOptions): Promise<Sequence>;
+  /** The same on the JavaScript thread, which waits for the registry meanwhile. */
+  constructor(name: string, options?: SequenceOptions);
+  next(): bigint;
+  nextBatch(n: number): BigUint64Array;
+  /** The business number: the format rendered with the next number of its period's counter. */
+  nextText(): string;
+  stats(): SequenceStats;
+  /** Stops at once; the unissued rest goes back off the event loop; resolves when done. */
+  close(): Promise<void>;
+}
+
 /** Monotonic ULIDs: strictly increasing within the generator. */
 export class UlidGenerator {
   next(): string;

@@ -122,8 +122,38 @@ if (typeof Symbol.asyncDispose === 'symbol') {
   };
 }
 
+// Sequence.open(name, options) → a Promise of a Sequence: the holder
+// registered and the first range claimed on a thread of the addon's own, so
+// the event loop goes on whatever the registry does; rejected with the
+// Error the constructor would throw.
+addon.Sequence.open = function open(name, options) {
+  try {
+    return addon.seqOpen(name, options);
+  } catch (e) {
+    return Promise.reject(e); // a wrong name or option: a rejection too
+  }
+};
+// Sequence: close() as a Snowflake's (a Promise; the sequence stops at once,
+// the unissued rest of its ranges goes back off the event loop; a second
+// call returns the first's promise), `using` and `await using`.
+addon.Sequence.prototype.close = function close() {
+  if (this[kClosing] === undefined) this[kClosing] = this._close();
+  return this[kClosing];
+};
+if (typeof Symbol.dispose === 'symbol') {
+  addon.Sequence.prototype[Symbol.dispose] = function dispose() {
+    this.close();
+  };
+}
+if (typeof Symbol.asyncDispose === 'symbol') {
+  addon.Sequence.prototype[Symbol.asyncDispose] = function asyncDispose() {
+    return this.close();
+  };
+}
+
 module.exports = {
   Snowflake: addon.Snowflake,
+  Sequence: addon.Sequence,
   UlidGenerator: addon.UlidGenerator,
   Uuid7Generator: addon.Uuid7Generator,
   ulid: addon.ulid,

@@ -6,6 +6,7 @@ import idgen from './index.js';
 
 export const {
   Snowflake,
+  Sequence,
   UlidGenerator,
   Uuid7Generator,
   ulid,

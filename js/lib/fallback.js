@@ -32,6 +32,7 @@ module.exports = function fallback(platform, failed) {
                       { type: 'IdgenWarning', code: 'IDGEN_WASM_FALLBACK' });
   return {
     Snowflake: w.Snowflake,
+    Sequence: w.Sequence,
     UlidGenerator: w.UlidGenerator,
     Uuid7Generator: w.Uuid7Generator,
     ulid: w.ulid,

@@ -417,6 +417,19 @@
   if (typeof addEventListener === 'function' && typeof window !== 'undefined' && !host.noPagehide)
     addEventListener('pagehide', releaseOnExit);
 
+  // Sequences need a registry's conditional writes (file:, postgres://,
+  // etcd://), which this build has not: the class is here so that the
+  // exports match the addon's, and its constructor says why.
+  class Sequence {
+    constructor() {
+      const e = new Error('Sequence is not available in the WebAssembly build: sequences are ' +
+                          "the native addon's (Node.js with idgen.node loaded; file:, " +
+                          'postgres:// or etcd:// registries)' + (host.registryNote || ''));
+      e.code = 'EINVAL';
+      throw e;
+    }
+  }
+
   class Snowflake {
     #g = 0;
     #slot = 0;
@@ -742,7 +755,7 @@
   }
 
   return {
-    Snowflake, UlidGenerator, Uuid7Generator, ulid, ulidToUuid, uuidToUlid, decode,
+    Snowflake, Sequence, UlidGenerator, Uuid7Generator, ulid, ulidToUuid, uuidToUlid, decode,
     _decodeInterpreted, plan,
     imports: { wasi_snapshot_preview1: wasi },
     attach,

@@ -4,7 +4,8 @@
  * One class, Snowflake: a generator of any layout, its node values leased
  * from a registry as the command line's are (file: by default, postgres://,
  * etcd://, or static with the values given), and module functions for
- * ULIDs.  Every failure is thrown as an Error whose `code` is the library's
+ * ULIDs; and Sequence, dense numbers of a named counter in a registry
+ * (idgen_seq_*), released as a generator's lease is.  Every failure is thrown as an Error whose `code` is the library's
  * name for it ("ECLOCK", "ELEASE") and whose message is the library's, as
  * the CLI prints it.  A generator's lease is released by close(), when the
  * object is collected, and when the environment ends (a normal exit, a
@@ -185,16 +186,19 @@ static int set_num(napi_env env, napi_value o, const char *name, double v) {
 
 /* ---- Snowflake ----------------------------------------------------------- */
 
-/* What a generator holds of its registry: what close() gives back. */
+/* What a generator holds of its registry: what close() gives back.  A
+ * Sequence holds the registry and its sequence (seq), no lease. */
 typedef struct {
   idgen_registry_t *reg;
   idgen_lease_t *lease;
   idgen_snowflake_gen_t *gen;
+  idgen_seq_t *seq;
 } sf_hold_t;
 
 typedef struct sf {
   sf_hold_t h;            /* all NULL once closed */
-  struct sf *prev, *next; /* the environment's live generators, for its cleanup */
+  int is_seq;             /* a Sequence's, not a Snowflake's */
+  struct sf *prev, *next; /* the environment's live objects, for its cleanup */
 } sf_t;
 
 /* The options of new Snowflake() and Snowflake.open(), as read from the
@@ -219,8 +223,8 @@ typedef struct {
   sf_t *head;
   char layout_text[IDGEN_LAYOUT_SPEC_MAX];
   idgen_layout_t layout;
-  napi_ref cls;
-  sf_t *adopt;                  /* open()'s generator, for the constructor to take */
+  napi_ref cls, seq_cls;
+  sf_t *adopt; /* open()'s generator (or Sequence.open()'s), for the constructor to take */
   napi_threadsafe_function tsf; /* jobs back to this thread; ref'd while promised > 0 */
   int promised;                 /* jobs whose promise is pending */
   pthread_mutex_t mu;
@@ -264,6 +268,8 @@ static void env_unref(env_t *e) {
  * registry (bounded by the library: IDGEN_REGISTRY_CALL_MS for a file:
  * registry), so never on the JavaScript thread when a lease is held. */
 static void hold_free(sf_hold_t *h) {
+  if (h->seq)
+    idgen_seq_close(h->seq); /* gives back the unissued rest */
   idgen_snowflake_gen_free(h->gen);
   idgen_lease_release(h->lease);
   idgen_registry_close(h->reg);
@@ -364,9 +370,9 @@ static void pool_note(int rc, char *err, size_t errlen) {
 }
 
 /* Every own enumerable name of the options object is a known one
- * (src/common/options.c): a misspelt name is refused, never read as its
- * default.  0, or -1 thrown. */
-static int opts_names_check(napi_env env, napi_value o) {
+ * (src/common/options.c; a Sequence's list when seq): a misspelt name is
+ * refused, never read as its default.  0, or -1 thrown. */
+static int opts_names_check(napi_env env, napi_value o, int seq) {
   napi_value keys, k;
   uint32_t n = 0;
   NAPI_CALL_RET(env,
@@ -380,8 +386,11 @@ static int opts_names_check(napi_env env, napi_value o) {
     size_t len = 0;
     NAPI_CALL_RET(env, napi_get_element(env, keys, i, &k), -1);
     NAPI_CALL_RET(env, napi_get_value_string_utf8(env, k, name, sizeof name, &len), -1);
-    if (len + 1 >= sizeof name || !options_known(name)) {
-      options_unknown_message(name, msg, sizeof msg);
+    if (len + 1 >= sizeof name || !(seq ? seq_options_known(name) : options_known(name))) {
+      if (seq)
+        seq_options_unknown_message(name, msg, sizeof msg);
+      else
+        options_unknown_message(name, msg, sizeof msg);
       throw_idgen(env, IDGEN_EINVAL, msg);
       return -1;
     }
@@ -403,7 +412,7 @@ static int opts_read(napi_env env, napi_value o, sf_opts_t *out, const char *cal
   }
   if (t == napi_undefined)
     NAPI_CALL_RET(env, napi_create_object(env, &o), -1);
-  else if (opts_names_check(env, o) < 0)
+  else if (opts_names_check(env, o, 0) < 0)
     return -1;
   memset(out, 0, sizeof *out);
   snprintf(out->layout, sizeof out->layout, "twitter");
@@ -438,15 +447,26 @@ static int opts_read(napi_env env, napi_value o, sf_opts_t *out, const char *cal
  * (which the program's file system calls share).  A job someone awaits
  * comes back through the environment's thread-safe function, which keeps
  * the event loop alive meanwhile; one nobody awaits ends on its thread. */
+/* The options of new Sequence(name, {...}), read on the JavaScript thread. */
+typedef struct {
+  char registry[2048], space[IDGEN_SPACE_NAME_MAX], format[512], tz[128];
+  idgen_seq_settings_t set;
+} seq_opts_t;
+
 typedef struct {
   env_t *e;
   napi_deferred deferred; /* NULL: nobody waits */
-  int open;               /* 1: sf_make of o; 0: hold_free of h */
+  int open;               /* 1: sf_make of o (seq_make of name, so); 0: hold_free of h */
+  int seq;                /* Sequence.open()'s */
   sf_hold_t h;
   int rc;
   char err[ERR_MAX];
   sf_opts_t o;
+  char name[IDGEN_SEQ_NAME_MAX + 8];
+  seq_opts_t so;
 } job_t;
+
+static int seq_make(const char *name, seq_opts_t *o, sf_hold_t *h, char *err, size_t errlen);
 
 /* A job that will not come back to JavaScript: what an acquisition made is
  * given back here (on its own thread, or at the environment's teardown). */
@@ -460,7 +480,9 @@ static void job_drop(job_t *j) {
 static void *job_main(void *arg) {
   job_t *j = arg;
   env_t *e = j->e;
-  if (j->open)
+  if (j->open && j->seq)
+    j->rc = seq_make(j->name, &j->so, &j->h, j->err, sizeof j->err);
+  else if (j->open)
     j->rc = sf_make(&j->o, &j->h, j->err, sizeof j->err);
   else
     hold_free(&j->h);
@@ -525,7 +547,7 @@ static int job_start(napi_env env, env_t *e, job_t *j) {
  * `deferred` (if not NULL) when done.  1 if a job took it (and the
  * deferred), 0 if done here. */
 static int hold_release(napi_env env, env_t *e, sf_hold_t h, napi_deferred deferred) {
-  if (h.lease == NULL) {
+  if (h.lease == NULL && h.seq == NULL) {
     hold_free(&h);
     return 0;
   }
@@ -602,8 +624,9 @@ static napi_value job_adopt(napi_env env, env_t *e, job_t *j) {
     return NULL;
   }
   s->h = j->h;
+  s->is_seq = j->seq;
   e->adopt = s;
-  if (!NAPI_OK(env, napi_get_reference_value(env, e->cls, &cls)) ||
+  if (!NAPI_OK(env, napi_get_reference_value(env, j->seq ? e->seq_cls : e->cls, &cls)) ||
       !NAPI_OK(env, napi_new_instance(env, cls, 0, NULL, &obj)))
     obj = NULL;
   if (e->adopt == s) { /* not taken: the hold is still the job's */
@@ -688,6 +711,8 @@ static void env_free(napi_env env, void *data, void *hint) {
     sf_unlink(e, e->head);
   if (e->cls && napi_delete_reference(env, e->cls) != napi_ok)
     e->cls = NULL; /* (nobody to throw to: it goes with the environment) */
+  if (e->seq_cls && napi_delete_reference(env, e->seq_cls) != napi_ok)
+    e->seq_cls = NULL;
   env_unref(e);
 }
 
@@ -779,7 +804,7 @@ static sf_t *sf_this(napi_env env, napi_callback_info info, size_t *argc, napi_v
   NAPI_CALL(env, napi_get_cb_info(env, info, argc ? argc : &n, argv, &self, NULL));
   sf_t *s = NULL;
   /* (a status other than napi_ok here is the answer: not one of ours) */
-  if (napi_unwrap(env, self, (void **)&s) != napi_ok || s == NULL) {
+  if (napi_unwrap(env, self, (void **)&s) != napi_ok || s == NULL || s->is_seq) {
     throw_type(env, "not a Snowflake generator");
     return NULL;
   }
@@ -992,6 +1017,366 @@ static napi_value sf_lease(napi_env env, napi_callback_info info) {
       set_str(env, o, "holder", li.holder) < 0 ||
       set_num(env, o, "markMs", (double)li.mark_ms) < 0 ||
       set_str(env, o, "registry", idgen_registry_uri(s->h.reg)) < 0)
+    return NULL;
+  return o;
+}
+
+/* ---- Sequence ------------------------------------------------------------ */
+
+/* obj[name] as a number strictly between lo and hi into *out: 1 found, 0
+ * absent, -1 thrown. */
+static int opt_double(napi_env env, napi_value obj, const char *name, double lo, double hi,
+                      double *out) {
+  napi_value v;
+  napi_valuetype t;
+  int got = opt_get(env, obj, name, &v, &t);
+  if (got <= 0)
+    return got;
+  double d = 0;
+  if (t == napi_number)
+    NAPI_CALL_RET(env, napi_get_value_double(env, v, &d), -1);
+  if (t != napi_number || !(d > lo && d < hi)) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "option %s must be a number strictly between %g and %g", name, lo,
+             hi);
+    throw_idgen(env, IDGEN_ERANGE, msg);
+    return -1;
+  }
+  *out = d;
+  return 1;
+}
+
+/* obj[name] as a boolean (true/false, or 0/1) into *out: 1, 0 absent, -1
+ * thrown. */
+static int opt_bool(napi_env env, napi_value obj, const char *name, int *out) {
+  napi_value v;
+  napi_valuetype t;
+  int got = opt_get(env, obj, name, &v, &t);
+  if (got <= 0)
+    return got;
+  bool b = false;
+  double d = -1;
+  if (t == napi_boolean)
+    NAPI_CALL_RET(env, napi_get_value_bool(env, v, &b), -1);
+  else if (t == napi_number)
+    NAPI_CALL_RET(env, napi_get_value_double(env, v, &d), -1);
+  if (t != napi_boolean && d != 0 && d != 1) {
+    char msg[120];
+    snprintf(msg, sizeof msg, "option %s must be true or false", name);
+    throw_idgen(env, IDGEN_EINVAL, msg);
+    return -1;
+  }
+  *out = t == napi_boolean ? b : d == 1;
+  return 1;
+}
+
+/* The options object into o (the library's settings; its checks are
+ * idgen_seq_open's): 0, or -1 thrown. */
+static int seq_opts_read(napi_env env, napi_value o, seq_opts_t *out) {
+  napi_valuetype t = napi_undefined;
+  if (o != NULL)
+    NAPI_CALL_RET(env, napi_typeof(env, o, &t), -1);
+  memset(out, 0, sizeof *out); /* zero: the library's default, each setting */
+  if (t == napi_undefined || t == napi_null)
+    return 0;
+  if (t != napi_object) {
+    throw_type(env, "new Sequence(name, options): options must be an object");
+    return -1;
+  }
+  if (opts_names_check(env, o, 1) < 0)
+    return -1;
+  idgen_seq_settings_t *s = &out->set;
+  const int64_t big = ((int64_t)1 << 53) - 1; /* Number.MAX_SAFE_INTEGER */
+  int64_t min_step = 0, max_step = 0, step = 0, ahead = 0, target = 0, ttl = 0, wait = 0;
+  int got_ahead, got_target, got_ttl, got_wait, got_fmt, got_tz;
+  if (opt_string(env, o, "registry", out->registry, sizeof out->registry) < 0 ||
+      opt_string(env, o, "space", out->space, sizeof out->space) < 0 ||
+      (got_fmt = opt_string(env, o, "format", out->format, sizeof out->format)) < 0 ||
+      (got_tz = opt_string(env, o, "tz", out->tz, sizeof out->tz)) < 0 ||
+      opt_int(env, o, "minStep", 1, big, &min_step) < 0 ||
+      opt_int(env, o, "maxStep", 1, big, &max_step) < 0 ||
+      opt_int(env, o, "step", 1, big, &step) < 0 ||
+      opt_double(env, o, "prefetch", 0, 1, &s->prefetch) < 0 ||
+      (got_ahead = opt_int(env, o, "ahead", 1, 4, &ahead)) < 0 ||
+      (got_target = opt_int(env, o, "segmentTargetMs", 1, big, &target)) < 0 ||
+      (got_ttl = opt_int(env, o, "ttlMs", 1, big, &ttl)) < 0 ||
+      (got_wait = opt_int(env, o, "waitMs", -1, big, &wait)) < 0 ||
+      opt_bool(env, o, "strict", &s->strict) < 0)
+    return -1;
+  if (min_step)
+    s->min_step = (uint64_t)min_step;
+  if (max_step)
+    s->max_step = (uint64_t)max_step;
+  if (step)
+    s->step = (uint64_t)step;
+  if (got_ahead)
+    s->ahead = (int)ahead;
+  if (got_target)
+    s->segment_target_ms = target;
+  if (got_ttl)
+    s->ttl_ms = ttl;
+  if (got_wait)
+    s->wait_ms = wait == 0 ? -1 : wait; /* 0: no wait, as -1 (the library's 0 is its default) */
+  s->format = got_fmt > 0 ? out->format : NULL;
+  s->tz = got_tz > 0 && out->tz[0] ? out->tz : NULL;
+  return 0;
+}
+
+/* Opens sequence `name` of o into h: the registry (the host's by default,
+ * as a Snowflake's), its space, the sequence.  0, or the error in err and
+ * nothing held. */
+static int seq_make(const char *name, seq_opts_t *o, sf_hold_t *h, char *err, size_t errlen) {
+  memset(h, 0, sizeof *h);
+  err[0] = 0;
+  int rc = 0;
+  if (o->registry[0] == 0)
+    rc = idgen_registry_default_uri(o->registry, sizeof o->registry, err, errlen);
+  if (rc == 0 && o->space[0]) {
+    char uri[sizeof o->registry];
+    if ((rc = idgen_registry_uri_with_space(o->registry, o->space, uri, sizeof uri, err, errlen)) ==
+        0)
+      snprintf(o->registry, sizeof o->registry, "%s", uri);
+  }
+  if (rc == 0)
+    rc = idgen_registry_open(&h->reg, o->registry, err, errlen);
+  if (rc == 0)
+    rc = idgen_seq_open(&h->seq, h->reg, name, &o->set, err, errlen);
+  if (rc < 0)
+    hold_free(h);
+  return rc;
+}
+
+/* The name argument into buf[n]: 0, or -1 thrown (not a string: a
+ * TypeError; too long or holding a NUL: EINVAL; the rest is the library's
+ * rule, at the open). */
+static int seq_name_read(napi_env env, napi_value v, char *buf, size_t n, const char *call) {
+  napi_valuetype t = napi_undefined;
+  size_t len = 0;
+  char msg[160];
+  if (v != NULL)
+    NAPI_CALL_RET(env, napi_typeof(env, v, &t), -1);
+  if (t != napi_string) {
+    snprintf(msg, sizeof msg, "%s(name, options): name must be a string", call);
+    throw_type(env, msg);
+    return -1;
+  }
+  NAPI_CALL_RET(env, napi_get_value_string_utf8(env, v, NULL, 0, &len), -1);
+  if (len + 1 > n) {
+    snprintf(msg, sizeof msg, "%s: the name is longer than %d bytes", call, IDGEN_SEQ_NAME_MAX - 1);
+    throw_idgen(env, IDGEN_EINVAL, msg);
+    return -1;
+  }
+  NAPI_CALL_RET(env, napi_get_value_string_utf8(env, v, buf, n, &len), -1);
+  if (strlen(buf) != len) {
+    snprintf(msg, sizeof msg, "%s: the name holds a NUL character", call);
+    throw_idgen(env, IDGEN_EINVAL, msg);
+    return -1;
+  }
+  return 0;
+}
+
+/* new Sequence(name, {registry, space, minStep, maxStep, step, prefetch,
+ * ahead, segmentTargetMs, ttlMs, waitMs, strict, format, tz}): opened here,
+ * on the JavaScript thread (it registers the holder and claims a first
+ * range, each bounded by the library). */
+static napi_value seq_new(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2] = {NULL, NULL}, self;
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, &self, NULL));
+  env_t *e = env_of(env);
+  if (e == NULL)
+    return NULL;
+  sf_t *s = e->adopt;
+  e->adopt = NULL;
+  if (s != NULL) { /* Sequence.open()'s, made on its thread */
+    if (sf_attach(env, e, self, s) < 0) {
+      e->adopt = s; /* not taken (thrown): job_back gives it back */
+      return NULL;
+    }
+    return self;
+  }
+  char name[IDGEN_SEQ_NAME_MAX + 8] = "", err[ERR_MAX];
+  if (seq_name_read(env, argc >= 1 ? argv[0] : NULL, name, sizeof name, "new Sequence") < 0)
+    return NULL;
+  seq_opts_t *o = malloc(sizeof *o);
+  int rc = -1;
+  if (o == NULL)
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+  else if (seq_opts_read(env, argc >= 2 ? argv[1] : NULL, o) == 0 &&
+           (s = calloc(1, sizeof *s)) == NULL)
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+  else if (s != NULL && (rc = seq_make(name, o, &s->h, err, sizeof err)) < 0)
+    throw_idgen(env, rc, err);
+  free(o);
+  if (rc < 0) {
+    free(s);
+    return NULL;
+  }
+  s->is_seq = 1;
+  if (sf_attach(env, e, self, s) < 0) {
+    hold_free(&s->h);
+    free(s);
+    return NULL;
+  }
+  return self;
+}
+
+/* seqOpen(name, options) → a Promise of a Sequence: new Sequence(name,
+ * options) made on a thread of its own.  A wrong name or option is thrown
+ * here (index.js makes it a rejection). */
+static napi_value seq_open_js(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2] = {NULL, NULL}, p;
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  env_t *e = env_of(env);
+  if (e == NULL)
+    return NULL;
+  job_t *j = calloc(1, sizeof *j);
+  if (j == NULL) {
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+    return NULL;
+  }
+  if (seq_name_read(env, argc >= 1 ? argv[0] : NULL, j->name, sizeof j->name, "Sequence.open") <
+          0 ||
+      seq_opts_read(env, argc >= 2 ? argv[1] : NULL, &j->so) < 0 ||
+      !NAPI_OK(env, napi_create_promise(env, &j->deferred, &p))) {
+    free(j);
+    return NULL;
+  }
+  j->open = j->seq = 1;
+  if (job_start(env, e, j) < 0) {
+    bool pending = false;
+    if (NAPI_OK(env, napi_is_exception_pending(env, &pending)) && !pending)
+      settle(env, j->deferred, NULL,
+             make_error(env, IDGEN_ENOMEM, "Sequence.open: no thread to be had"));
+    free(j);
+  }
+  return p;
+}
+
+/* this's sequence, or NULL thrown (closed, or not one). */
+static sf_t *seq_this(napi_env env, napi_callback_info info, size_t *argc, napi_value *argv) {
+  napi_value self;
+  size_t n = argc ? *argc : 0;
+  NAPI_CALL(env, napi_get_cb_info(env, info, argc ? argc : &n, argv, &self, NULL));
+  sf_t *s = NULL;
+  /* (a status other than napi_ok here is the answer: not one of ours) */
+  if (napi_unwrap(env, self, (void **)&s) != napi_ok || s == NULL || !s->is_seq) {
+    throw_type(env, "not a Sequence");
+    return NULL;
+  }
+  if (s->h.seq == NULL) {
+    throw_idgen(env, IDGEN_EINVAL, "the sequence is closed");
+    return NULL;
+  }
+  return s;
+}
+
+/* A failed call's error: "cannot take a number: ..." and the last claim's
+ * reason when there is one. */
+static void seq_throw(napi_env env, sf_t *s, int rc) {
+  idgen_seq_stats_t st;
+  char msg[IDGEN_REASON_MAX + 200];
+  st.reason[0] = 0;
+  if (rc == IDGEN_EREGISTRY || rc == IDGEN_ELEASE)
+    idgen_seq_stats(s->h.seq, &st);
+  snprintf(msg, sizeof msg, "cannot take a number: %s%s%s%s", idgen_strerror(rc),
+           st.reason[0] ? ": " : "", st.reason,
+           rc == IDGEN_EFORKED ? " (open the sequence again in the child process)" : "");
+  throw_idgen(env, rc, msg);
+}
+
+/* next() → BigInt */
+static napi_value seq_next(napi_env env, napi_callback_info info) {
+  sf_t *s = seq_this(env, info, NULL, NULL);
+  uint64_t n;
+  napi_value v = NULL;
+  if (s == NULL)
+    return NULL;
+  int rc = idgen_seq_next(s->h.seq, &n);
+  if (rc < 0)
+    seq_throw(env, s, rc);
+  else
+    NAPI_CALL(env, napi_create_bigint_uint64(env, n, &v));
+  return v;
+}
+
+/* nextBatch(n) → BigUint64Array of n increasing numbers, all or none. */
+static napi_value seq_next_batch(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1] = {NULL};
+  sf_t *s = seq_this(env, info, &argc, argv);
+  if (s == NULL)
+    return NULL;
+  double d = 0;
+  napi_valuetype t = napi_undefined;
+  if (argc >= 1)
+    NAPI_CALL(env, napi_typeof(env, argv[0], &t));
+  if (t == napi_number)
+    NAPI_CALL(env, napi_get_value_double(env, argv[0], &d));
+  if (t != napi_number || d < 1 || d > 1000000 || d != (double)(int64_t)d) {
+    throw_idgen(env, IDGEN_ERANGE, "nextBatch(n): n must be a whole number from 1 to 1000000");
+    return NULL;
+  }
+  size_t n = (size_t)d;
+  void *data;
+  napi_value buf, arr;
+  NAPI_CALL(env, napi_create_arraybuffer(env, n * sizeof(uint64_t), &data, &buf));
+  int rc = idgen_seq_next_n(s->h.seq, data, n);
+  if (rc < 0) {
+    seq_throw(env, s, rc);
+    return NULL;
+  }
+  NAPI_CALL(env, napi_create_typedarray(env, napi_biguint64_array, n, buf, 0, &arr));
+  return arr;
+}
+
+/* nextText() → the business number (the sequence's format rendered). */
+static napi_value seq_next_text(napi_env env, napi_callback_info info) {
+  sf_t *s = seq_this(env, info, NULL, NULL);
+  if (s == NULL)
+    return NULL;
+  char text[1024];
+  int rc = idgen_seq_next_text(s->h.seq, text, sizeof text, NULL);
+  if (rc == IDGEN_EINVAL) {
+    throw_idgen(env, rc, "nextText(): the sequence has no format (new Sequence(name, {format}))");
+    return NULL;
+  }
+  if (rc < 0) {
+    seq_throw(env, s, rc);
+    return NULL;
+  }
+  napi_value v;
+  NAPI_CALL(env, napi_create_string_utf8(env, text, (size_t)rc, &v));
+  return v;
+}
+
+/* stats() → {key, generation, step, inHand, issued, claimed, claims,
+ * givenBack, claimFailures, failing, rate, lastsMs, claimNsLast, claimNsMax,
+ * reason} (numbers: the counts stay far below 2^53 in a process's life). */
+static napi_value seq_stats_js(napi_env env, napi_callback_info info) {
+  sf_t *s = seq_this(env, info, NULL, NULL);
+  if (s == NULL)
+    return NULL;
+  idgen_seq_stats_t st;
+  idgen_seq_stats(s->h.seq, &st);
+  napi_value o, b;
+  NAPI_CALL(env, napi_create_object(env, &o));
+  NAPI_CALL(env, napi_get_boolean(env, st.failing != 0, &b));
+  NAPI_CALL(env, napi_set_named_property(env, o, "failing", b));
+  if (set_str(env, o, "key", st.key) < 0 ||
+      set_num(env, o, "generation", (double)st.generation) < 0 ||
+      set_num(env, o, "step", (double)st.step) < 0 ||
+      set_num(env, o, "inHand", (double)st.in_hand) < 0 ||
+      set_num(env, o, "issued", (double)st.issued) < 0 ||
+      set_num(env, o, "claimed", (double)st.claimed) < 0 ||
+      set_num(env, o, "claims", (double)st.claims) < 0 ||
+      set_num(env, o, "givenBack", (double)st.given_back) < 0 ||
+      set_num(env, o, "claimFailures", (double)st.claim_failures) < 0 ||
+      set_num(env, o, "rate", st.rate) < 0 || set_num(env, o, "lastsMs", (double)st.lasts_ms) < 0 ||
+      set_num(env, o, "claimNsLast", (double)st.claim_ns_last) < 0 ||
+      set_num(env, o, "claimNsMax", (double)st.claim_ns_max) < 0 ||
+      set_str(env, o, "reason", st.reason) < 0)
     return NULL;
   return o;
 }
@@ -1300,6 +1685,20 @@ static int define_exports(napi_env env, env_t *e, napi_value exports) {
   napi_property_descriptor gen_methods[] = {
       {"next", NULL, g128_next, NULL, NULL, NULL, napi_default, NULL},
   };
+  napi_property_descriptor seq_methods[] = {
+      {"next", NULL, seq_next, NULL, NULL, NULL, napi_default, NULL},
+      {"nextBatch", NULL, seq_next_batch, NULL, NULL, NULL, napi_default, NULL},
+      {"nextText", NULL, seq_next_text, NULL, NULL, NULL, napi_default, NULL},
+      {"stats", NULL, seq_stats_js, NULL, NULL, NULL, napi_default, NULL},
+      {"_close", NULL, sf_close_js, NULL, NULL, NULL, napi_default, NULL},
+  };
+  NAPI_CALL_RET(env,
+                napi_define_class(env, "Sequence", NAPI_AUTO_LENGTH, seq_new, NULL,
+                                  sizeof seq_methods / sizeof seq_methods[0], seq_methods, &cls),
+                -1);
+  NAPI_CALL_RET(env, napi_create_reference(env, cls, 1, &e->seq_cls), -1);
+  if (export_value(env, exports, "Sequence", cls) < 0)
+    return -1;
   static const struct {
     const char *name;
     napi_callback ctor;
@@ -1321,7 +1720,8 @@ static int define_exports(napi_env env, env_t *e, napi_value exports) {
              {"decodeJson", decode_json_js},
              {"layoutPlan", layout_plan_js},
              {"layoutInfo", layout_info_js},
-             {"open", sf_open_js}};
+             {"open", sf_open_js},
+             {"seqOpen", seq_open_js}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     NAPI_CALL_RET(
         env, napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].cb, NULL, &v), -1);

@@ -54,3 +54,13 @@ test('an unknown option is refused by each build, with one message', async () =>
     await g.close();
   }
 });
+
+// Sequence is the native addon's: the WebAssembly build's constructor
+// refuses, saying so.
+test('the WebAssembly build has no Sequence, and says so', () => {
+  for (const [name, mod] of builds) {
+    if (name !== 'wasm') continue;
+    assert.throws(() => new mod.Sequence('orders', { registry: 'file:/tmp/x' }),
+                  { code: 'EINVAL', message: /not available in the WebAssembly build/ }, name);
+  }
+});

@@ -55,7 +55,7 @@ from ._idgen import (  # noqa: F401  (re-exported)
 )
 
 __all__ = [
-    "Snowflake", "ULIDGenerator", "UUID7Generator", "ManualClock", "ulid", "uuid7",
+    "Snowflake", "Sequence", "ULIDGenerator", "UUID7Generator", "ManualClock", "ulid", "uuid7",
     "decode", "plan", "layout_info", "compose", "ulid_to_uuid", "uuid_to_ulid",
     "redact", "default_registry", "presets", "Error", "InvalidArgumentError",
     "OutOfMemoryError", "LayoutError", "RangeError", "ParseError", "ClockError",
@@ -110,6 +110,52 @@ class Snowflake(_idgen.Snowflake):
         return f"<idgen.Snowflake {self.layout} {where}>"
 
 
+class Sequence(_idgen.Sequence):
+    """Sequence(name, registry=<the host's default>, space=None, min_step=None,
+    max_step=None, step=None, prefetch=None, ahead=None, segment_target_ms=None,
+    ttl_ms=None, wait_ms=None, strict=False, format=None, tz=None)
+
+    Dense numbers of the counter `name` in a registry (file:, postgres://,
+    etcd://): next(), next_batch(n) and, with a format, next_text().  The
+    ranges are claimed by the library (in the background, ahead of need);
+    close() (or the end of a ``with`` block, collection, exit) gives back
+    the unissued rest of the last range when nobody claimed after it.
+    Options other than the name are keyword-only; an unknown one raises
+    InvalidArgumentError naming it.
+    """
+
+    def __enter__(self) -> "Sequence":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "Sequence":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close_async()
+
+    async def next_async(self) -> int:
+        return await asyncio.get_running_loop().run_in_executor(None, self.next)
+
+    async def next_batch_async(self, n: int) -> List[int]:
+        return await asyncio.get_running_loop().run_in_executor(None, self.next_batch, n)
+
+    async def close_async(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+    @classmethod
+    async def open(cls, name: str, **options: Any) -> "Sequence":
+        """The constructor in the event loop's executor (the first claim may wait)."""
+        return await asyncio.get_running_loop().run_in_executor(None, lambda: cls(name, **options))
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "<idgen.Sequence closed>"
+        return f"<idgen.Sequence {self.stats()['key']}>"
+
+
 def decode(id: Union[int, str, _uuid.UUID], layout: str = "twitter",
            lenient: bool = False) -> Dict[str, Any]:
     """The parts of an ID of any kind: the JSON of ``idgen decode --json`` as a dict."""
@@ -128,6 +174,6 @@ def plan(layout: str = "twitter", rate: float = 0.0,
     return json.loads(_idgen._layout_plan_json(layout, rate, max_borrow_ms))  # type: ignore[no-any-return]
 
 
-# Leases go back at exit (a normal exit; os._exit and signals skip it: a
+# Leases (and sequences' unissued ranges) go back at exit (a normal exit; os._exit and signals skip it: a
 # file: lease's lock goes with the process, a network lease expires).
 atexit.register(_idgen._close_all)

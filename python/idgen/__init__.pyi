@@ -94,6 +94,69 @@ class Snowflake:
         tb: Optional[TracebackType],
     ) -> None: ...
 
+class Sequence:
+    def __init__(
+        self,
+        name: str,
+        *,
+        registry: Optional[str] = ...,
+        space: Optional[str] = ...,
+        min_step: Optional[int] = ...,
+        max_step: Optional[int] = ...,
+        step: Optional[int] = ...,
+        prefetch: Optional[float] = ...,
+        ahead: Optional[int] = ...,
+        segment_target_ms: Optional[int] = ...,
+        ttl_ms: Optional[int] = ...,
+        wait_ms: Optional[int] = ...,
+        strict: bool = ...,
+        format: Optional[str] = ...,
+        tz: Optional[str] = ...,
+    ) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    def next(self) -> int: ...
+    def next_batch(self, n: int) -> List[int]: ...
+    @classmethod
+    async def open(
+        cls,
+        name: str,
+        *,
+        registry: Optional[str] = ...,
+        space: Optional[str] = ...,
+        min_step: Optional[int] = ...,
+        max_step: Optional[int] = ...,
+        step: Optional[int] = ...,
+        prefetch: Optional[float] = ...,
+        ahead: Optional[int] = ...,
+        segment_target_ms: Optional[int] = ...,
+        ttl_ms: Optional[int] = ...,
+        wait_ms: Optional[int] = ...,
+        strict: bool = ...,
+        format: Optional[str] = ...,
+        tz: Optional[str] = ...,
+    ) -> Sequence: ...
+    def next_text(self) -> str: ...
+    def stats(self) -> Dict[str, Any]: ...
+    def close(self) -> None: ...
+    async def next_async(self) -> int: ...
+    async def next_batch_async(self, n: int) -> List[int]: ...
+    async def close_async(self) -> None: ...
+    async def __aenter__(self) -> Sequence: ...
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None: ...
+    def __enter__(self) -> Sequence: ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None: ...
+
 class ULIDGenerator:
     def __init__(self, *, clock: Union[str, ManualClock, None] = ...) -> None: ...
     def next(self) -> str: ...

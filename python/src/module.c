@@ -5,7 +5,9 @@
  *
  * One class, Snowflake: a generator of any layout, its node values leased
  * from a registry as the command line's are (file: by default, postgres://,
- * etcd://, idgen://, or static with the values given).  Every option goes
+ * etcd://, idgen://, or static with the values given); and Sequence, dense
+ * numbers of a named counter in a registry (idgen_seq_*), released as a
+ * generator's lease is.  Every option goes
  * through the library's own checks in the order of the settings table
  * (src/common/settings.c: layout, node, registry, space, lease field, TTL,
  * waits, clock), and a refusal reads as the command's, `key = "value":
@@ -773,6 +775,349 @@ static PyTypeObject SnowflakeType = {
     .tp_methods = sf_methods,
     .tp_getset = sf_getset};
 
+/* ---- Sequence ------------------------------------------------------------- */
+
+/* A named sequence's holder (idgen_seq_*): dense numbers of a counter in a
+ * registry.  Released as a Snowflake's lease is: close(), collection, exit;
+ * a call running without the GIL keeps it alive (busy); a forked child
+ * never closes the parent's holder. */
+typedef struct {
+  idgen_registry_t *reg;
+  idgen_seq_t *seq;
+} seq_hold_t;
+
+typedef struct sq {
+  PyObject_HEAD seq_hold_t h; /* all NULL once closed */
+  seq_hold_t pending;         /* closed while calls ran: the last one frees it */
+  pid_t pid;
+  int busy;
+  struct sq *prev, *next; /* the live sequences, for release at exit */
+  PyObject *weakrefs;
+} sq_t;
+
+static sq_t *live_seqs;
+
+/* Gives back the unissued rest and the holder's entry, then the registry;
+ * without the GIL. */
+static void seq_hold_free_nogil(seq_hold_t *h) {
+  if (h->seq == NULL && h->reg == NULL)
+    return;
+  seq_hold_t x = *h;
+  memset(h, 0, sizeof *h);
+  Py_BEGIN_ALLOW_THREADS if (x.seq) idgen_seq_close(x.seq);
+  idgen_registry_close(x.reg);
+  Py_END_ALLOW_THREADS
+}
+
+static void sq_unlink(sq_t *s) {
+  if (s->prev)
+    s->prev->next = s->next;
+  else if (live_seqs == s)
+    live_seqs = s->next;
+  if (s->next)
+    s->next->prev = s->prev;
+  s->prev = s->next = NULL;
+}
+
+/* Stops s: nothing is issued from now on; the rest goes back now, or by
+ * the last call running, or never in a forked child (the parent's). */
+static void sq_close_now(sq_t *s) {
+  seq_hold_t h = s->h;
+  if (h.seq == NULL && h.reg == NULL)
+    return;
+  memset(&s->h, 0, sizeof s->h);
+  sq_unlink(s);
+  if (getpid() != s->pid)
+    return;
+  if (s->busy > 0) {
+    s->pending = h;
+    return;
+  }
+  seq_hold_free_nogil(&h);
+}
+
+static void sq_call_done(sq_t *s) {
+  if (--s->busy == 0 && (s->pending.seq || s->pending.reg)) {
+    seq_hold_t h = s->pending;
+    memset(&s->pending, 0, sizeof s->pending);
+    seq_hold_free_nogil(&h);
+  }
+}
+
+/* The keywords of Sequence(name, ...): idgen_seq_settings_t's names. */
+static char *sq_kwlist[] = {"name",   "registry",          "space",  "min_step", "max_step",
+                            "step",   "prefetch",          "ahead",  "ttl_ms",   "wait_ms",
+                            "strict", "segment_target_ms", "format", "tz",       NULL};
+
+/* A float option within (lo, hi) exclusive, the command's message
+ * otherwise: 1 given, 0 absent, -1 raised. */
+static int opt_float(const char *key, PyObject *v, double lo, double hi, double *out) {
+  if (v == NULL || v == Py_None)
+    return 0;
+  double d = PyFloat_AsDouble(v);
+  if ((d == -1.0 && PyErr_Occurred()) || PyBool_Check(v) || !(d > lo && d < hi)) {
+    PyErr_Clear();
+    char msg[96];
+    snprintf(msg, sizeof msg, "not a number between %g and %g", lo, hi);
+    raise_key(IDGEN_ERANGE, key, NULL, msg);
+    return -1;
+  }
+  *out = d;
+  return 1;
+}
+
+/* The keywords into set (zero: the library's default) and the texts into
+ * the buffers: 0, or -1 raised. */
+static int sq_settings(PyObject **o, idgen_seq_settings_t *set, char *registry, size_t rn,
+                       char *space, size_t sn, char *format, size_t fn, char *tz, size_t tn) {
+  const int64_t big = INT64_MAX;
+  int64_t min_step = 0, max_step = 0, step = 0, ahead = 0, ttl = 0, wait = 0, target = 0;
+  int got_fmt, got_tz, got_wait;
+  if (opt_text("registry", o[1], registry, rn, 0) < 0 ||
+      opt_text("space", o[2], space, sn, 0) < 0 ||
+      opt_int("min_step", o[3], 1, big, &min_step) < 0 ||
+      opt_int("max_step", o[4], 1, big, &max_step) < 0 ||
+      opt_int("step", o[5], 1, big, &step) < 0 ||
+      opt_float("prefetch", o[6], 0, 1, &set->prefetch) < 0 ||
+      opt_int("ahead", o[7], 1, 4, &ahead) < 0 || opt_int("ttl_ms", o[8], 1, big, &ttl) < 0 ||
+      (got_wait = opt_int("wait_ms", o[9], -1, big, &wait)) < 0 ||
+      opt_int("segment_target_ms", o[11], 1, big, &target) < 0 ||
+      (got_fmt = opt_text("format", o[12], format, fn, 0)) < 0 ||
+      (got_tz = opt_text("tz", o[13], tz, tn, 0)) < 0)
+    return -1;
+  if (o[10] != NULL && o[10] != Py_None && (set->strict = PyObject_IsTrue(o[10])) < 0)
+    return -1;
+  set->min_step = (uint64_t)min_step;
+  set->max_step = (uint64_t)max_step;
+  set->step = (uint64_t)step;
+  set->ahead = (int)ahead;
+  set->ttl_ms = ttl;
+  set->segment_target_ms = target;
+  if (got_wait > 0)
+    set->wait_ms = wait == 0 ? -1 : wait; /* 0: no wait (the library's 0 is its default) */
+  set->format = got_fmt > 0 ? format : NULL;
+  set->tz = got_tz > 0 && tz[0] ? tz : NULL;
+  return 0;
+}
+
+static int sq_init(sq_t *self, PyObject *args, PyObject *kw) {
+  if (self->h.seq != NULL || self->pending.seq != NULL) {
+    raise_idgen(IDGEN_EINVAL, "Sequence: already made");
+    return -1;
+  }
+  if (check_kwargs(kw, sq_kwlist, "Sequence") < 0)
+    return -1;
+  PyObject *o[14] = {0};
+  for (int i = 0; i < 14 && kw; i++)
+    o[i] = PyDict_GetItemString(kw, sq_kwlist[i]);
+  Py_ssize_t na = PyTuple_GET_SIZE(args);
+  if (na > 1 || (na == 1 && o[0] != NULL)) {
+    raise_idgen(IDGEN_EINVAL, "Sequence: one name, then options by keyword (Sequence(\"orders\", "
+                              "registry=...))");
+    return -1;
+  }
+  if (na == 1)
+    o[0] = PyTuple_GET_ITEM(args, 0);
+  char name[IDGEN_SEQ_NAME_MAX + 8] = "", registry[2048] = "",
+                                 space[IDGEN_SPACE_NAME_MAX + 32] = "";
+  char format[512] = "", tz[128] = "", err[ERR_MAX] = "";
+  idgen_seq_settings_t set;
+  memset(&set, 0, sizeof set);
+  if (o[0] == NULL) {
+    raise_idgen(IDGEN_EINVAL, "Sequence: a name is needed (Sequence(\"orders\", ...))");
+    return -1;
+  }
+  if (opt_text("name", o[0], name, sizeof name, 0) < 0 ||
+      sq_settings(o, &set, registry, sizeof registry, space, sizeof space, format, sizeof format,
+                  tz, sizeof tz) < 0)
+    return -1;
+  int rc = 0;
+  if (!registry[0] &&
+      (rc = idgen_registry_default_uri(registry, sizeof registry, err, sizeof err)) < 0)
+    return raise_key(rc, "registry", NULL, err), -1;
+  if ((rc = idgen_registry_check(registry, err, sizeof err)) < 0)
+    return raise_key(rc, "registry", registry, err), -1;
+  if (space[0]) {
+    char uri[sizeof registry];
+    if ((rc = idgen_registry_uri_with_space(registry, space, uri, sizeof uri, err, sizeof err)) < 0)
+      return raise_key(rc, "space", space, err), -1;
+    snprintf(registry, sizeof registry, "%s", uri);
+  }
+  seq_hold_t h = {0};
+  Py_BEGIN_ALLOW_THREADS rc = idgen_registry_open(&h.reg, registry, err, sizeof err);
+  if (rc == 0)
+    rc = idgen_seq_open(&h.seq, h.reg, name, &set, err, sizeof err);
+  if (rc < 0) {
+    idgen_registry_close(h.reg);
+    h.reg = NULL;
+  }
+  Py_END_ALLOW_THREADS if (rc < 0) {
+    raise_idgen(rc, err);
+    return -1;
+  }
+  self->h = h;
+  self->pid = getpid();
+  self->next = live_seqs;
+  if (live_seqs)
+    live_seqs->prev = self;
+  live_seqs = self;
+  return 0;
+}
+
+static void sq_dealloc(sq_t *self) {
+  if (self->weakrefs)
+    PyObject_ClearWeakRefs((PyObject *)self);
+  sq_close_now(self);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The sequence, or NULL raised (closed). */
+static idgen_seq_t *sq_seq(sq_t *s) {
+  if (s->h.seq == NULL)
+    raise_idgen(IDGEN_EINVAL, "Sequence: closed");
+  return s->h.seq;
+}
+
+/* A failed call's error, with the last claim's reason when there is one. */
+static PyObject *raise_seq(idgen_seq_t *q, int rc) {
+  char msg[IDGEN_REASON_MAX + 200];
+  idgen_seq_stats_t st;
+  st.reason[0] = 0;
+  if (rc == IDGEN_EREGISTRY || rc == IDGEN_ELEASE)
+    idgen_seq_stats(q, &st);
+  snprintf(msg, sizeof msg, "cannot take a number: %s%s%s%s", idgen_strerror(rc),
+           st.reason[0] ? ": " : "", st.reason,
+           rc == IDGEN_EFORKED ? " (open the Sequence again in the child process)" : "");
+  return raise_idgen(rc, msg);
+}
+
+static PyObject *sq_next(sq_t *self, PyObject *unused) {
+  (void)unused;
+  idgen_seq_t *q = sq_seq(self);
+  if (q == NULL)
+    return NULL;
+  uint64_t n = 0;
+  int rc;
+  self->busy++;
+  Py_BEGIN_ALLOW_THREADS rc = idgen_seq_next(q, &n);
+  Py_END_ALLOW_THREADS if (rc < 0) raise_seq(q, rc);
+  sq_call_done(self);
+  return rc < 0 ? NULL : PyLong_FromUnsignedLongLong(n);
+}
+
+static PyObject *sq_next_batch(sq_t *self, PyObject *arg) {
+  Py_ssize_t n = PyLong_AsSsize_t(arg);
+  if (n == -1 && PyErr_Occurred())
+    return NULL;
+  if (n < 0 || n > 100000000)
+    return raise_idgen(IDGEN_EINVAL, "next_batch(n): n must be from 0 to 100,000,000");
+  idgen_seq_t *q = sq_seq(self);
+  if (q == NULL)
+    return NULL;
+  uint64_t *v = PyMem_RawMalloc(n ? (size_t)n * sizeof *v : 1);
+  if (v == NULL)
+    return PyErr_NoMemory();
+  int rc = 0;
+  self->busy++;
+  Py_BEGIN_ALLOW_THREADS if (n > 0) rc = idgen_seq_next_n(q, v, (size_t)n);
+  Py_END_ALLOW_THREADS if (rc < 0) raise_seq(q, rc);
+  sq_call_done(self);
+  PyObject *list = NULL;
+  if (rc == 0 && (list = PyList_New(n)) != NULL)
+    for (Py_ssize_t i = 0; i < n; i++) {
+      PyObject *x = PyLong_FromUnsignedLongLong(v[i]);
+      if (x == NULL) {
+        Py_CLEAR(list);
+        break;
+      }
+      PyList_SET_ITEM(list, i, x);
+    }
+  PyMem_RawFree(v);
+  return list;
+}
+
+static PyObject *sq_next_text(sq_t *self, PyObject *unused) {
+  (void)unused;
+  idgen_seq_t *q = sq_seq(self);
+  if (q == NULL)
+    return NULL;
+  char text[1024];
+  int rc;
+  self->busy++;
+  Py_BEGIN_ALLOW_THREADS rc = idgen_seq_next_text(q, text, sizeof text, NULL);
+  Py_END_ALLOW_THREADS if (rc == IDGEN_EINVAL)
+      raise_idgen(rc, "next_text(): the sequence has no format (Sequence(name, format=...))");
+  else if (rc < 0) raise_seq(q, rc);
+  sq_call_done(self);
+  return rc < 0 ? NULL : PyUnicode_FromStringAndSize(text, rc);
+}
+
+static PyObject *sq_stats(sq_t *self, PyObject *unused) {
+  (void)unused;
+  idgen_seq_t *q = sq_seq(self);
+  if (q == NULL)
+    return NULL;
+  idgen_seq_stats_t st;
+  idgen_seq_stats(q, &st);
+  PyObject *d = PyDict_New();
+  if (d == NULL || put(d, "key", PyUnicode_FromString(st.key)) < 0 ||
+      put(d, "generation", PyLong_FromUnsignedLongLong(st.generation)) < 0 ||
+      put(d, "step", PyLong_FromUnsignedLongLong(st.step)) < 0 ||
+      put(d, "in_hand", PyLong_FromUnsignedLongLong(st.in_hand)) < 0 ||
+      put(d, "issued", PyLong_FromUnsignedLongLong(st.issued)) < 0 ||
+      put(d, "claimed", PyLong_FromUnsignedLongLong(st.claimed)) < 0 ||
+      put(d, "claims", PyLong_FromUnsignedLongLong(st.claims)) < 0 ||
+      put(d, "given_back", PyLong_FromUnsignedLongLong(st.given_back)) < 0 ||
+      put(d, "claim_failures", PyLong_FromUnsignedLongLong(st.claim_failures)) < 0 ||
+      put(d, "failing", PyBool_FromLong(st.failing)) < 0 ||
+      put(d, "rate", PyFloat_FromDouble(st.rate)) < 0 ||
+      put(d, "lasts_ms", PyLong_FromLongLong(st.lasts_ms)) < 0 ||
+      put(d, "claim_ns_last", PyLong_FromLongLong(st.claim_ns_last)) < 0 ||
+      put(d, "claim_ns_max", PyLong_FromLongLong(st.claim_ns_max)) < 0 ||
+      put(d, "reason", PyUnicode_FromString(st.reason)) < 0) {
+    Py_XDECREF(d);
+    return NULL;
+  }
+  return d;
+}
+
+static PyObject *sq_close(sq_t *self, PyObject *unused) {
+  (void)unused;
+  sq_close_now(self);
+  Py_RETURN_NONE;
+}
+
+static PyObject *sq_closed(sq_t *self, void *closure) {
+  (void)closure;
+  return PyBool_FromLong(self->h.seq == NULL);
+}
+
+static PyMethodDef sq_methods[] = {
+    {"next", (PyCFunction)sq_next, METH_NOARGS,
+     "next() -> int: the next number (may wait for a claim: GIL released)"},
+    {"next_batch", (PyCFunction)sq_next_batch, METH_O, "next_batch(n) -> list[int], increasing"},
+    {"next_text", (PyCFunction)sq_next_text, METH_NOARGS,
+     "next_text() -> str: the business number (the format rendered)"},
+    {"stats", (PyCFunction)sq_stats, METH_NOARGS, "stats() -> dict: this holder's counts"},
+    {"close", (PyCFunction)sq_close, METH_NOARGS,
+     "close(): gives back the unissued rest; idempotent"},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef sq_getset[] = {{"closed", (getter)sq_closed, NULL, "True once closed", NULL},
+                                  {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject SequenceType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "idgen._idgen.Sequence",
+    .tp_basicsize = sizeof(sq_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Sequence(name, **options): dense numbers of a named counter (see idgen.Sequence)",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)sq_init,
+    .tp_dealloc = (destructor)sq_dealloc,
+    .tp_weaklistoffset = offsetof(sq_t, weakrefs),
+    .tp_methods = sq_methods,
+    .tp_getset = sq_getset};
+
 /* ---- ULID and UUIDv7 ------------------------------------------------------ */
 
 static PyObject *uuid_cls, *uuid_int_descr, *uuid_safe_descr, *safe_unknown;
@@ -1194,11 +1539,14 @@ static PyObject *mod_presets(PyObject *m, PyObject *unused) {
   return d;
 }
 
-/* _close_all(): every live generator of this process closed (at exit). */
+/* _close_all(): every live generator and sequence of this process closed
+ * (at exit). */
 static PyObject *mod_close_all(PyObject *m, PyObject *unused) {
   (void)m, (void)unused;
   while (live != NULL)
     sf_close_now(live);
+  while (live_seqs != NULL)
+    sq_close_now(live_seqs);
   Py_RETURN_NONE;
 }
 
@@ -1290,6 +1638,7 @@ PyMODINIT_FUNC PyInit__idgen(void) {
     goto fail;
   }
   if (add_errors(m) < 0 || add_type(m, &SnowflakeType, "Snowflake") < 0 ||
+      add_type(m, &SequenceType, "Sequence") < 0 ||
       add_type(m, &ManualClockType, "ManualClock") < 0 ||
       add_type(m, &ULIDGeneratorType, "ULIDGenerator") < 0 ||
       add_type(m, &UUID7GeneratorType, "UUID7Generator") < 0 ||

@@ -472,6 +472,190 @@ def test_rss_flat_10m_calls():
     assert after - before < 2048, "RSS grew %d kB over 10 million calls" % (after - before)
 
 
+# ---- Sequence ---------------------------------------------------------------------
+
+
+def test_sequence_increasing(registry):
+    with idgen.Sequence("orders", registry=registry, min_step=10, max_step=40) as q:
+        last = q.next()
+        assert last == 1
+        for _ in range(500):
+            for v in q.next_batch(7) + [q.next()]:
+                assert v > last, (v, last)
+                last = v
+        st = q.stats()
+        assert st["key"] == "orders" and st["issued"] == 4001
+        assert st["claimed"] >= st["issued"] and st["claims"] >= 1
+    assert q.closed
+    with pytest.raises(idgen.InvalidArgumentError, match="closed"):
+        q.next()
+
+
+def _proc_seq(registry, n, out, ready, go):
+    with idgen.Sequence("invoices", registry=registry, min_step=100) as q:
+        ready.put(1)
+        go.wait(60)
+        if "batch" in out:
+            nums = []
+            while len(nums) < n:
+                nums += q.next_batch(min(1000, n - len(nums)))
+        else:
+            nums = [q.next() for _ in range(n)]
+    with open(out, "w") as f:
+        f.write("\n".join(map(str, nums)))
+
+
+def test_sequence_processes_one_registry(registry, tmp_path):
+    """4 processes x 100,000 numbers of one sequence on one file: registry."""
+    ctx = multiprocessing.get_context("fork")
+    n = 100_000
+    ready, go = ctx.Queue(), ctx.Event()
+    outs = [str(tmp_path / ("p%d%s" % (i, ".batch" if i % 2 else ""))) for i in range(4)]
+    ps = [ctx.Process(target=_proc_seq, args=(registry, n, o, ready, go)) for o in outs]
+    for p in ps:
+        p.start()
+    for _ in ps:
+        ready.get(timeout=60)  # every holder registered before any takes a number
+    go.set()
+    for p in ps:
+        p.join(120)
+        assert p.exitcode == 0
+    seen = set()
+    for o in outs:
+        with open(o) as f:
+            nums = [int(x) for x in f.read().split()]
+        assert len(nums) == n
+        assert all(a < b for a, b in zip(nums, nums[1:])), "not increasing in " + o
+        seen.update(nums)
+    assert len(seen) == 4 * n, "duplicates: %d" % (4 * n - len(seen))
+
+
+def test_sequence_close_gives_back(registry):
+    a = idgen.Sequence("tickets", registry=registry, min_step=1000)
+    assert a.next_batch(5) == [1, 2, 3, 4, 5]
+    assert a.stats()["in_hand"] > 0
+    a.close()
+    a.close()  # idempotent
+    with idgen.Sequence("tickets", registry=registry) as b:
+        assert b.next() == 6  # right after: the rest came back
+    with idgen.Sequence("tickets", registry=registry) as c:
+        assert c.next() == 7  # the with block gave back too
+
+
+def test_sequence_unknown_keyword(registry):
+    with pytest.raises(idgen.InvalidArgumentError, match=r"unknown option minstep \(known: name, "):
+        idgen.Sequence("orders", registry=registry, minstep=5)
+    with pytest.raises(idgen.RangeError, match="ahead"):
+        idgen.Sequence("orders", registry=registry, ahead=9)
+    with pytest.raises(idgen.InvalidArgumentError):
+        idgen.Sequence("Bad Name", registry=registry)
+    with pytest.raises(idgen.InvalidArgumentError):
+        idgen.Sequence("orders", registry="static")
+    with idgen.Sequence("plain", registry=registry) as q:
+        with pytest.raises(idgen.InvalidArgumentError, match="no format"):
+            q.next_text()
+
+
+def test_sequence_fork(registry):
+    """The child gets ForkedError from the parent's holder, and its close()
+    leaves the parent's holder alone; a Sequence of its own works."""
+    q = idgen.Sequence("forked", registry=registry, min_step=10)
+    before = q.next()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            try:
+                q.next()
+            except idgen.ForkedError as e:
+                code = 0 if e.code == "EFORKED" else 2
+            q.close()
+            with idgen.Sequence("forked", registry=registry, min_step=10) as own:
+                if own.next() <= before:
+                    code = 3
+            os.write(w, b"%d" % code)
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    assert os.read(r, 10) == b"0"
+    assert q.next() > before  # the parent's, untouched by the child
+    q.close()
+
+
+def test_sequence_strict(registry):
+    a = idgen.Sequence("receipts", registry=registry, strict=True, min_step=10)
+    assert a.next() == 1
+    with pytest.raises(idgen.LeaseError, match="strict, held by"):
+        idgen.Sequence("receipts", registry=registry, strict=True)
+    a.close()
+    with idgen.Sequence("receipts", registry=registry, strict=True) as b:
+        assert b.next() == 2
+
+
+def test_sequence_collected_gives_back(registry):
+    q = idgen.Sequence("dropped", registry=registry, min_step=1000)
+    assert q.next() == 1
+    del q
+    gc.collect()
+    with idgen.Sequence("dropped", registry=registry, min_step=1) as p:
+        assert p.next() == 2
+
+
+def test_sequence_asyncio(registry):
+    async def main():
+        async with await idgen.Sequence.open("queued", registry=registry, min_step=10) as q:
+            a = await q.next_async()
+            b = await q.next_batch_async(3)
+            return [a] + b
+    assert asyncio.run(main()) == [1, 2, 3, 4]
+    with idgen.Sequence("queued", registry=registry) as q:
+        assert q.next() == 5
+
+
+def test_sequence_business_numbers(registry):
+    import datetime
+    tz8 = datetime.timezone(datetime.timedelta(hours=8))  # Shanghai: no DST
+    before = datetime.datetime.now(tz8).strftime("%Y%m%d")
+    with idgen.Sequence("inv", registry=registry, format="INV{date:%Y%m%d}-{seq:04}",
+                        tz="Asia/Shanghai") as q:
+        a, b = q.next_text(), q.next_text()
+        after = datetime.datetime.now(tz8).strftime("%Y%m%d")
+        m = re.fullmatch(r"INV(\d{8})-(\d{4})", a)
+        assert m and m.group(1) in (before, after), a
+        assert (m.group(2), b[-4:]) == ("0001", "0002")
+        assert q.stats()["key"] == "inv@" + m.group(1)
+    with pytest.raises(idgen.InvalidArgumentError, match="runs into the digits"):
+        idgen.Sequence("inv2", registry=registry, format="A{seq}{date:%Y}")
+
+
+def test_sequence_given_back_at_exit(installed, registry):
+    """A Sequence left open gives its rest back at interpreter exit."""
+    code = ("import idgen\n"
+            "q = idgen.Sequence('atexit', registry=%r, min_step=1000)\n"
+            "print(q.next())\n" % registry)
+    for want in ("1", "2"):
+        r = subprocess.run([installed["python"], "-c", code], capture_output=True, text=True)
+        assert r.returncode == 0 and r.stdout.split() == [want], r.stdout + r.stderr
+
+
+def test_sequence_wait_releases_gil(registry):
+    """Threads share one holder: next() runs without the GIL, the numbers
+    stay unique."""
+    q = idgen.Sequence("threads", registry=registry, min_step=10)
+    out = [[] for _ in range(4)]
+    ts = [threading.Thread(target=lambda o=o: o.extend(q.next() for _ in range(20000))) for o in out]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    q.close()
+    nums = [v for o in out for v in o]
+    assert len(set(nums)) == len(nums) == 80000
+    assert all(all(a < b for a, b in zip(o, o[1:])) for o in out)
+
+
 # ---- the stubs ----------------------------------------------------------------
 
 SAMPLE = '''
@@ -489,6 +673,17 @@ def make() -> int:
 async def amake() -> int:
     async with await idgen.Snowflake.open(registry="static") as g:
         return await g.next_async()
+
+def seq(registry: str) -> int:
+    with idgen.Sequence("orders", registry=registry, min_step=100, prefetch=0.5) as q:
+        nums: List[int] = q.next_batch(2)
+        st: Dict[str, Any] = q.stats()
+        return q.next() + nums[0] + int(st["issued"])
+
+async def aseq(registry: str) -> int:
+    async with await idgen.Sequence.open("orders", registry=registry) as q:
+        nums: List[int] = await q.next_batch_async(2)
+        return await q.next_async() + nums[0]
 
 u: uuid.UUID = idgen.uuid7()
 s: str = idgen.ulid()

@@ -22,4 +22,10 @@ const char *options_list(void);
  * n bytes): `unknown option "NAME"; known: LIST`. */
 void options_unknown_message(const char *name, char *buf, size_t n);
 
+/* The same for a Sequence's options (`new Sequence(name, {...})`, the
+ * addon only: the WebAssembly build has no Sequence). */
+int seq_options_known(const char *name);
+const char *seq_options_list(void);
+void seq_options_unknown_message(const char *name, char *buf, size_t n);
+
 #endif

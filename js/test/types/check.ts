@@ -6,7 +6,7 @@
 // declarations export is exported by both builds at run time.
 import {
   Snowflake, UlidGenerator, Uuid7Generator, ulid, ulidToUuid, uuidToUlid, decode, plan, version, init,
-  Decoded, Plan, LeaseInfo, IdgenError, SnowflakeOptions,
+  Decoded, Plan, LeaseInfo, IdgenError, SnowflakeOptions, Sequence, SequenceOptions, SequenceStats,
 } from '../../index';
 
 const opts: SnowflakeOptions = { layout: 'twitter', registry: 'static', node: 'datacenter=1,worker=2', clock: 'fast' };
@@ -71,4 +71,18 @@ Snowflake.open({ registry: 1 });
 // @ts-expect-error: a ULID generator makes strings
 const ub: bigint = new UlidGenerator().next();
 
-export { a, s, b, p1, p2, closed, opened, u, v, back, d2, d3, ms, kind, ids, when, ver };
+const sopts: SequenceOptions = { registry: 'file:/tmp/ids', minStep: 100, strict: false, format: 'INV{seq:04}' };
+const q = new Sequence('orders', sopts);
+const qn: bigint = q.next();
+const qb: BigUint64Array = q.nextBatch(10);
+const qt: string = q.nextText();
+const qs: SequenceStats = q.stats();
+const qi: number = qs.inHand;
+const qc: Promise<void> = q.close();
+const qo: Promise<Sequence> = Sequence.open('orders', { registry: 'file:/tmp/ids' });
+// @ts-expect-error: a sequence's numbers are BigInts
+const qx: number = q.next();
+// @ts-expect-error: minStep is a number
+new Sequence('orders', { minStep: '100' });
+
+export { qn, qb, qt, qi, qc, qo, a, s, b, p1, p2, closed, opened, u, v, back, d2, d3, ms, kind, ids, when, ver };
