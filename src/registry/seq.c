@@ -92,6 +92,8 @@ struct idgen_seq {
   idgen_seq_t *inner;
   char name[IDGEN_SEQ_NAME_MAX];
   int64_t period_end_ms;
+  int64_t wall_last_ms; /* the latest wall time rendered: a clock stepped
+                         * back renders no earlier period than the counter's */
 };
 
 /* ---- clocks --------------------------------------------------------------- */
@@ -929,6 +931,11 @@ int idgen_seq_next_text(idgen_seq_t *s, char *buf, size_t buflen, uint64_t *n) {
   uint64_t v = 0;
   pthread_mutex_lock(&s->mu);
   int64_t now = wall_ms(s);
+  /* A clock stepped back keeps the current period: its counter is the one
+   * in hand, and an earlier period's counter issued its numbers already. */
+  if (now < s->wall_last_ms)
+    now = s->wall_last_ms;
+  s->wall_last_ms = now;
   int rc = now >= s->period_end_ms ? rotate(s, now, s->reason, sizeof s->reason) : 0;
   if (rc == 0)
     rc = next_plain(s->inner, &v);

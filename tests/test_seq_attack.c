@@ -1,0 +1,90 @@
+/*
+ * test_seq_attack.c -- sequences attacked with legal settings and ordinary
+ * user actions: each test is a way a number (or a business number's text)
+ * came out twice.  An injected clock; file: registries in temporary
+ * directories.
+ */
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "registry_int.h"
+#include "seq_int.h"
+
+typedef struct fake_clock {
+  _Atomic int64_t ns;
+} fake_clock_t;
+
+static int64_t fake_now(void *ctx) { return atomic_load(&((fake_clock_t *)ctx)->ns); }
+static void fake_sleep(void *ctx, int64_t ns) { atomic_fetch_add(&((fake_clock_t *)ctx)->ns, ns); }
+
+static void rm_rf(const char *dir) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* The wall clock steps back across a day's start while a formatted holder
+ * runs (an NTP correction after a step forward): the holder keeps the new
+ * day's counter, so it must not render the old day's date with it -- the
+ * old day's counter already issued those numbers. */
+static void test_clock_back_across_period(void **state) {
+  (void)state;
+  char dir[] = "/tmp/idgen-seqatk-XXXXXX", uri[64], err[256], text[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(uri, sizeof uri, "file:%s", dir);
+  idgen_registry_t *r;
+  assert_int_equal(idgen_registry_open(&r, uri, err, sizeof err), 0);
+  fake_clock_t fc = {INT64_C(1796342398000000000)}; /* 2026-12-03T23:59:58Z */
+  idgen_clock_t clk = {fake_now, fake_sleep, &fc};
+  idgen_seq_settings_t set;
+  idgen_seq_settings_init(&set);
+  set.clock = &clk;
+  set.format = "ORD{date:%Y%m%d}{seq:06}";
+  set.ttl_ms = 86400000;
+  set.no_thread = 1;
+  idgen_seq_t *s;
+  assert_int_equal(idgen_seq_open(&s, r, "orders", &set, err, sizeof err), 0);
+  char seen[8][64];
+  int k = 0;
+  for (int i = 0; i < 3; i++)
+    assert_true(idgen_seq_next_text(s, seen[k++], sizeof seen[0], NULL) > 0);
+  assert_string_equal(seen[0], "ORD20261203000001");
+  fake_sleep(&fc, INT64_C(4000000000)); /* 2026-12-04T00:00:02Z */
+  assert_true(idgen_seq_next_text(s, seen[k++], sizeof seen[0], NULL) > 0);
+  assert_string_equal(seen[3], "ORD20261204000001");
+  atomic_store(&fc.ns, INT64_C(1796342399000000000)); /* back to 23:59:59 */
+  for (int i = 0; i < 3; i++)
+    assert_true(idgen_seq_next_text(s, seen[k++], sizeof seen[0], NULL) > 0);
+  for (int i = 0; i < k; i++)
+    for (int j = i + 1; j < k; j++) {
+      if (strcmp(seen[i], seen[j]) == 0)
+        fail_msg("issued twice: %s (the %dth and the %dth)", seen[i], i + 1, j + 1);
+    }
+  /* Another holder opened now (its clock on the old day) continues the old
+   * day's counter: no text of it repeats either. */
+  idgen_seq_t *s2;
+  assert_int_equal(idgen_seq_open(&s2, r, "orders", &set, err, sizeof err), 0);
+  assert_true(idgen_seq_next_text(s2, text, sizeof text, NULL) > 0);
+  for (int i = 0; i < k; i++)
+    assert_string_not_equal(text, seen[i]);
+  idgen_seq_close(s2);
+  idgen_seq_close(s);
+  idgen_registry_close(r);
+  rm_rf(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_clock_back_across_period),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
