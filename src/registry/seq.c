@@ -80,6 +80,7 @@ struct idgen_seq {
   uint64_t reported;       /* issued_total in the last report that went through */
   uint64_t misses;
   uint64_t step, claimed, claims, given_back, claim_failures;
+  uint64_t claimed_hi; /* the end of the highest range claimed here */
   int failing, fatal_rc, last_rc;
   char reason[IDGEN_REASON_MAX];
   double rate;
@@ -178,27 +179,54 @@ typedef struct tx_arg {
   uint64_t gen, step, issued, reported, rate, lo, hi, given, next;
   const uint64_t *u, *h;
   int n;
+  uint64_t floor_next, floor_gen; /* what this holder saw: the record is not below */
 } tx_arg_t;
+
+/* A record below what this holder already saw (removed, or replaced by an
+ * older copy): claiming from it would hand out numbers claimed before. */
+static int went_back(const idgen__seq_rec_t *rec, const tx_arg_t *a, char *err, size_t errlen) {
+  if (rec->next >= a->floor_next && rec->gen >= a->floor_gen)
+    return 0;
+  return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                    "sequence: the counter's record went back (next %" PRIu64
+                    ", generation %" PRIu64 "; this holder claimed up to %" PRIu64
+                    " as generation %" PRIu64
+                    "): removed or restored from an old copy? Set it forward (idgen seq set) "
+                    "past every number issued",
+                    rec->next, rec->gen, a->floor_next, a->floor_gen);
+}
 
 static int tx_register(idgen__seq_rec_t *rec, void *arg, int64_t now, char *err, size_t errlen) {
   tx_arg_t *a = arg;
+  int rc = went_back(rec, a, err, errlen);
+  if (rc < 0)
+    return rc;
   return idgen__seq_register(rec, a->s->who, now, a->s->set.ttl_ms, a->s->set.strict, a->late,
                              &a->gen, err, errlen);
 }
 
 static int tx_claim(idgen__seq_rec_t *rec, void *arg, int64_t now, char *err, size_t errlen) {
   tx_arg_t *a = arg;
+  int rc = went_back(rec, a, err, errlen);
+  if (rc < 0)
+    return rc;
   return idgen__seq_claim(rec, a->gen, a->step, now, a->s->set.ttl_ms, a->issued, a->rate, &a->lo,
                           &a->hi, err, errlen);
 }
 
 static int tx_renew(idgen__seq_rec_t *rec, void *arg, int64_t now, char *err, size_t errlen) {
   tx_arg_t *a = arg;
+  int rc = went_back(rec, a, err, errlen);
+  if (rc < 0)
+    return rc;
   return idgen__seq_renew(rec, a->gen, now, a->s->set.ttl_ms, a->issued, a->rate, err, errlen);
 }
 
 static int tx_close(idgen__seq_rec_t *rec, void *arg, int64_t now, char *err, size_t errlen) {
   tx_arg_t *a = arg;
+  int rc = went_back(rec, a, err, errlen);
+  if (rc < 0)
+    return rc;
   return idgen__seq_close(rec, a->gen, now, a->s->set.ttl_ms, a->u, a->h, a->n, a->issued,
                           a->reported, &a->given, err, errlen);
 }
@@ -336,7 +364,7 @@ static int reregister(idgen_seq_t *s, char *err, size_t errlen) {
   drop_ranges(s, NULL, NULL);
   uint64_t total = s->issued_retired;
   idgen__seq_late_t late = {s->gen, total > s->reported ? total - s->reported : 0};
-  tx_arg_t a = {.s = s, .late = &late};
+  tx_arg_t a = {.s = s, .late = &late, .floor_next = s->claimed_hi, .floor_gen = s->gen};
   pthread_mutex_unlock(&s->mu);
   int rc = seq_apply(s->r, s->key, s->clock, tx_register, &a, err, errlen);
   pthread_mutex_lock(&s->mu);
@@ -357,7 +385,9 @@ static int claim_once(idgen_seq_t *s) {
                 .gen = s->gen,
                 .step = s->step,
                 .issued = total - s->issued_base,
-                .rate = (uint64_t)s->rate};
+                .rate = (uint64_t)s->rate,
+                .floor_next = s->claimed_hi,
+                .floor_gen = s->gen};
   pthread_mutex_unlock(&s->mu);
   int rc = seq_apply(s->r, s->key, s->clock, tx_claim, &a, err, sizeof err);
   pthread_mutex_lock(&s->mu);
@@ -379,6 +409,8 @@ static int claim_once(idgen_seq_t *s) {
   if (s->installed == s->epoch && s->rl[s->epoch & (RING - 1)] == 0)
     s->range_start_ns = s_now_ns(s);
   install(s, a.lo, a.hi);
+  if (a.hi > s->claimed_hi)
+    s->claimed_hi = a.hi;
   s->reported = total;
   s->claimed += a.hi - a.lo;
   s->claims++;
@@ -395,7 +427,12 @@ static int renew_once(idgen_seq_t *s) {
   char err[IDGEN_REASON_MAX];
   int64_t sent = s_now_ns(s);
   uint64_t total = issued_total(s);
-  tx_arg_t a = {.s = s, .gen = s->gen, .issued = total - s->issued_base, .rate = (uint64_t)s->rate};
+  tx_arg_t a = {.s = s,
+                .gen = s->gen,
+                .issued = total - s->issued_base,
+                .rate = (uint64_t)s->rate,
+                .floor_next = s->claimed_hi,
+                .floor_gen = s->gen};
   pthread_mutex_unlock(&s->mu);
   int rc = seq_apply(s->r, s->key, s->clock, tx_renew, &a, err, sizeof err);
   pthread_mutex_lock(&s->mu);
@@ -979,7 +1016,9 @@ void idgen_seq_close(idgen_seq_t *s) {
                   .h = h,
                   .n = k,
                   .issued = s->issued_retired - s->issued_base,
-                  .reported = s->reported - s->issued_base};
+                  .reported = s->reported - s->issued_base,
+                  .floor_next = s->claimed_hi,
+                  .floor_gen = s->gen};
     pthread_mutex_unlock(&s->mu);
     if (seq_apply(s->r, s->key, s->clock, tx_close, &a, err, sizeof err) == 0)
       s->given_back += a.given;
