@@ -106,6 +106,9 @@ static void curl_init(void) { cu.curl_global_init(CURL_GLOBAL_ALL); }
 #define MAX_ENDPOINTS 16
 #define KEY_MAX 512   /* PREFIX/POOL/node/KEY */
 #define VALUE_MAX 256 /* a record: 19 + 1 + 20 + 1 + holder */
+/* The longest value written (a space's or a sequence's record): well
+ * under etcd's request limit (1.5 MiB by default). */
+#define BIG_MAX (1 << 20)
 
 typedef struct etcd {
   pthread_mutex_t mu; /* guards the rest */
@@ -290,7 +293,7 @@ static int etcd_check(const char *uri, const char *rest, char *err, size_t errle
 /* A new JSON string of n bytes of s in base64. */
 static json_t *b64(const char *s, size_t n) {
   char small[4 * ((KEY_MAX + VALUE_MAX + 2) / 3) + 4];
-  if (n > IDGEN__SPACE_TEXT_MAX)
+  if (n > BIG_MAX)
     return NULL;
   char *out = n <= KEY_MAX + VALUE_MAX ? small : malloc(4 * ((n + 2) / 3) + 4);
   if (out == NULL)
@@ -1753,6 +1756,106 @@ static int etcd_spaces(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, 
   return rc;
 }
 
+/* ---- sequences ---------------------------------------------------------------------- */
+
+/* A counter's record is the value of PREFIX/seq/SPACE/KEY, and its version
+ * the key's mod revision (revisions only grow, cluster-wide); a store is a
+ * transaction that compares it (or, for a new counter, that the key was
+ * never created) and puts.  A request sent again to the next endpoint after
+ * no answer may find its own earlier send landed: it then answers
+ * IDGEN_EAGAIN, and the caller loads again (no claim is used before its
+ * store returned 0). */
+static void seq_key(const etcd_t *e, const char *space, const char *key, char *out) {
+  snprintf(out, KEY_MAX, "%s/seq/%s/%s", e->prefix, space, key);
+}
+
+/* A failed sequence operation's message, naming the registry (as shown:
+ * its password masked) and the counter; why is the request's, after PFX. */
+static int seq_fail(const idgen_registry_t *r, const char *key, const char *what, int rc,
+                    const char *why, char *err, size_t errlen) {
+  if (strncmp(why, PFX, sizeof PFX - 1) == 0)
+    why += sizeof PFX - 1;
+  return idgen__err(err, errlen, rc, PFX "%s: counter %.140s of space %s: %s: %s",
+                    r->shown ? r->shown : "etcd", key, r->space, what, why);
+}
+
+static int etcd_seq_load(idgen_registry_t *r, const char *key, char **text, uint64_t *version,
+                         char *err, size_t errlen) {
+  etcd_t *e = r->be;
+  char k[KEY_MAX], why[512] = "";
+  int64_t rev;
+  seq_key(e, r->space, key, k);
+  int rc = get_big(e, k, text, &rev, why, sizeof why);
+  if (rc < 0)
+    return seq_fail(r, key, "load", rc, why, err, errlen);
+  *version = *text ? (uint64_t)rev : 0;
+  return 0;
+}
+
+static int etcd_seq_store(idgen_registry_t *r, const char *key, const char *text, uint64_t version,
+                          char *err, size_t errlen) {
+  etcd_t *e = r->be;
+  char k[KEY_MAX], why[512] = "";
+  seq_key(e, r->space, key, k);
+  if (strlen(text) > BIG_MAX || version > INT64_MAX)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      PFX "counter %.140s: a record over %d bytes, or a version no revision has",
+                      key, BIG_MAX);
+  json_t *c = version == 0 ? cmp(k, "CREATE", "EQUAL", jnum(0))
+                           : cmp(k, "MOD", "EQUAL", jnum((int64_t)version));
+  json_t *txn = json_pack("{s:[o],s:[o]}", "compare", c, "success", op_put(k, text, 0));
+  json_t *reply;
+  if (txn == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
+  int rc = call(e, "/v3/kv/txn", txn, &reply, why, sizeof why);
+  if (rc < 0)
+    return seq_fail(r, key, "store", rc, why, err, errlen);
+  int won = json_is_true(json_object_get(reply, "succeeded"));
+  json_decref(reply);
+  if (!won)
+    return idgen__err(err, errlen, IDGEN_EAGAIN,
+                      PFX "counter %.140s of space %s: its record changed since version %" PRIu64
+                          " was read",
+                      key, r->space, version);
+  return 0;
+}
+
+/* Keys only, in byte order: one space's (r's, when its URI named one), or
+ * every space's. */
+static int etcd_seq_keys(idgen_registry_t *r,
+                         int (*cb)(void *ctx, const char *space, const char *key), void *ctx,
+                         char *err, size_t errlen) {
+  etcd_t *e = r->be;
+  char from[KEY_MAX], to[KEY_MAX], why[512] = "";
+  if (r->space_given)
+    snprintf(from, sizeof from, "%s/seq/%s/", e->prefix, r->space);
+  else
+    snprintf(from, sizeof from, "%s/seq/", e->prefix);
+  snprintf(to, sizeof to, "%s", from);
+  to[strlen(to) - 1] = '0';
+  json_t *reply;
+  int rc =
+      call(e, "/v3/kv/range",
+           json_pack("{s:o,s:o,s:b}", "key", b64s(from), "range_end", b64s(to), "keys_only", 1),
+           &reply, why, sizeof why);
+  if (rc < 0)
+    return seq_fail(r, "(every one)", "list", rc, why, err, errlen);
+  const json_t *kvs = json_object_get(reply, "kvs");
+  size_t base = strlen(e->prefix) + 5; /* PREFIX/seq/ */
+  for (size_t i = 0; i < json_array_size(kvs) && rc == 0; i++) {
+    kv_t kv;
+    if (kv_of(json_array_get(kvs, i), &kv) < 0 || strlen(kv.key) <= base)
+      continue;
+    char *space = kv.key + base, *slash = strchr(space, '/');
+    if (slash == NULL || slash == space || slash[1] == '\0' || strchr(slash + 1, '/'))
+      continue; /* not a counter's key */
+    *slash = '\0';
+    rc = cb(ctx, space, slash + 1);
+  }
+  json_decref(reply);
+  return rc;
+}
+
 /* etcd has no clock to read; its replies carry an HTTP Date (whole
  * seconds): the middle of that second. */
 static int etcd_clock(idgen_registry_t *r, int64_t *unix_ms, char *err, size_t errlen) {
@@ -1788,4 +1891,7 @@ const idgen__registry_ops_t idgen__registry_etcd = {
     .clock = etcd_clock,
     .spaces = etcd_spaces,
     .adopt = etcd_adopt,
+    .seq_load = etcd_seq_load,
+    .seq_store = etcd_seq_store,
+    .seq_keys = etcd_seq_keys,
 };

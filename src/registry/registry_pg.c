@@ -1703,12 +1703,102 @@ static int pg_clock(idgen_registry_t *r, int64_t *unix_ms, char *err, size_t err
   return 0;
 }
 
+/* ---- sequences ---------------------------------------------------------------- */
+
+/* A failed sequence operation's message, naming the registry (as shown:
+ * its password masked) and the counter: why is pg_query's, after PFX. */
+static int pg_seq_fail(const idgen_registry_t *r, const char *key, const char *what, int rc,
+                       const char *why, char *err, size_t errlen) {
+  if (strncmp(why, PFX, sizeof PFX - 1) == 0)
+    why += sizeof PFX - 1;
+  return idgen__err(err, errlen, rc, PFX "%s: counter %.140s of space %s: %s: %s",
+                    r->shown ? r->shown : "postgres", key, r->space, what, why);
+}
+
+static int pg_seq_load(idgen_registry_t *r, const char *key, char **text, uint64_t *version,
+                       char *err, size_t errlen) {
+  pg_t *pg = r->be;
+  const char *v[] = {r->space, key};
+  char why[512] = "";
+  PGresult *res;
+  *text = NULL;
+  *version = 0;
+  pg_lock(pg);
+  int rc = pg_query(pg, &res, SQL_SEQ_LOAD, 2, v, 1, NULL, why, sizeof why);
+  pg_unlock(pg);
+  if (rc < 0)
+    return pg_seq_fail(r, key, "load", rc, why, err, errlen);
+  if (pq.PQntuples(res) > 0) {
+    *version = (uint64_t)pg_i64(res, 0, 0);
+    if ((*text = strdup(pq.PQgetvalue(res, 0, 1))) == NULL)
+      rc = idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
+  }
+  pq.PQclear(res);
+  if (rc < 0)
+    *version = 0;
+  return rc;
+}
+
+/* Not sent again on a new connection when the old one broke: the write may
+ * have landed, and a second send would then be refused as stale; the
+ * caller gets IDGEN_EREGISTRY (the outcome is unknown) and loads again. */
+static int pg_seq_store(idgen_registry_t *r, const char *key, const char *text, uint64_t version,
+                        char *err, size_t errlen) {
+  pg_t *pg = r->be;
+  char ver[24], why[512] = "";
+  snprintf(ver, sizeof ver, "%" PRIu64, version);
+  const char *v[] = {r->space, key, text, ver};
+  PGresult *res;
+  pg_lock(pg);
+  int rc = pg_query(pg, &res, version == 0 ? SQL_SEQ_MAKE : SQL_SEQ_STORE, version == 0 ? 3 : 4, v,
+                    0, NULL, why, sizeof why);
+  pg_unlock(pg);
+  if (rc < 0)
+    return pg_seq_fail(r, key, "store", rc, why, err, errlen);
+  int stored = pq.PQntuples(res) == 1;
+  pq.PQclear(res);
+  if (!stored)
+    return idgen__err(err, errlen, IDGEN_EAGAIN,
+                      PFX "counter %.140s of space %s: its record changed since version %" PRIu64
+                          " was read",
+                      key, r->space, version);
+  return 0;
+}
+
+static int pg_seq_keys(idgen_registry_t *r,
+                       int (*cb)(void *ctx, const char *space, const char *key), void *ctx,
+                       char *err, size_t errlen) {
+  pg_t *pg = r->be;
+  char after_space[IDGEN_SPACE_NAME_MAX] = "", after_key[IDGEN_SEQ_KEY_MAX] = "", why[512] = "";
+  for (;;) {
+    /* A page at a time, and cb without the lock: cb may use the registry. */
+    const char *v[] = {r->space_given ? r->space : NULL, after_space, after_key};
+    PGresult *res;
+    pg_lock(pg);
+    int rc = pg_query(pg, &res, SQL_SEQ_KEYS, 3, v, 1, NULL, why, sizeof why);
+    pg_unlock(pg);
+    if (rc < 0)
+      return pg_seq_fail(r, "(every one)", "list", rc, why, err, errlen);
+    int n = pq.PQntuples(res);
+    for (int i = 0; i < n && rc == 0; i++)
+      rc = cb(ctx, pq.PQgetvalue(res, i, 0), pq.PQgetvalue(res, i, 1));
+    if (n > 0) {
+      snprintf(after_space, sizeof after_space, "%s", pq.PQgetvalue(res, n - 1, 0));
+      snprintf(after_key, sizeof after_key, "%s", pq.PQgetvalue(res, n - 1, 1));
+    }
+    pq.PQclear(res);
+    if (rc != 0 || n < atoi(LIST_PAGE))
+      return rc;
+  }
+}
+
 #define PG_OPS(name)                                                                               \
   {                                                                                                \
     .version = IDGEN__REGISTRY_OPS_VERSION, .scheme = name, .mark_step_ms = 0, .expires = 1,       \
     .check = pg_check, .open = pg_open, .acquire = pg_acquire, .renew = pg_renew, .mark = pg_mark, \
     .release = pg_release, .list = pg_list, .free = pg_free, .close = pg_close, .clock = pg_clock, \
-    .spaces = pg_spaces, .adopt = pg_adopt,                                                        \
+    .spaces = pg_spaces, .adopt = pg_adopt, .seq_load = pg_seq_load, .seq_store = pg_seq_store,    \
+    .seq_keys = pg_seq_keys,                                                                       \
   }
 
 const idgen__registry_ops_t idgen__registry_postgres = PG_OPS("postgres");

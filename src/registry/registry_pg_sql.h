@@ -69,7 +69,7 @@ static const char SQL_GUARD[] = "SELECT pg_try_advisory_lock_shared(" KEY_EARLIE
  * session's search_path. */
 static const char SQL_EXISTS[] =
     "SELECT to_regclass('@.idgen_nodes') IS NOT NULL AND to_regclass('@.idgen_pools') IS NOT NULL"
-    " AND to_regclass('@.idgen_spaces') IS NOT NULL"
+    " AND to_regclass('@.idgen_spaces') IS NOT NULL AND to_regclass('@.idgen_seqs') IS NOT NULL"
     " AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('@.idgen_pools')"
     " AND attname = 'keys' AND NOT attisdropped)"
     " AND (SELECT count(*) FROM pg_trigger t JOIN pg_proc f ON f.oid = t.tgfoid"
@@ -167,6 +167,14 @@ static const char *const SQL_SCHEMA[] = {
     " space text PRIMARY KEY,"
     " version bigint NOT NULL DEFAULT 0,"
     " state text NOT NULL DEFAULT '')",
+    /* One row per sequence counter (seq.c): its record, opaque here, and
+     * a version that every store compares (a conditional write). */
+    "CREATE TABLE IF NOT EXISTS @.idgen_seqs ("
+    " space text NOT NULL,"
+    " key text NOT NULL,"
+    " version bigint NOT NULL,"
+    " record text NOT NULL,"
+    " PRIMARY KEY (space, key))",
     "CREATE TABLE IF NOT EXISTS @.idgen_nodes ("
     " pool text NOT NULL,"
     " node bigint NOT NULL,"
@@ -219,8 +227,9 @@ static const char *const SQL_SCHEMA[] = {
 
 static const char SQL_CHECK[] =
     "SELECT n.pool, n.node, n.holder, n.generation, n.expires_at, n.free_at, n.mark_ms,"
-    " p.layout, p.floor_ms, p.keys, s.space, s.version, s.state"
-    " FROM @.idgen_nodes n, @.idgen_pools p, @.idgen_spaces s LIMIT 0";
+    " p.layout, p.floor_ms, p.keys, s.space, s.version, s.state,"
+    " q.space, q.key, q.version, q.record"
+    " FROM @.idgen_nodes n, @.idgen_pools p, @.idgen_spaces s, @.idgen_seqs q LIMIT 0";
 
 /* ID spaces (space.c).  $1 the space's name. */
 static const char SQL_SPACE_MAKE[] =
@@ -409,6 +418,25 @@ static const char SQL_SPACES[] =
     "SELECT space FROM @.idgen_spaces UNION SELECT CASE WHEN pool LIKE 'spaces/%' THEN"
     " split_part(pool, '/', 2) ELSE 'default' END FROM @.idgen_pools"
     " ORDER BY 1";
+
+/* Sequence counters (seq.c): $1 the space, $2 the key.  Each store is one
+ * conditional write: the record is replaced only at the version its
+ * writer read ($4), or made only if there is none; no row back means the
+ * version moved (or the row appeared) meanwhile. */
+static const char SQL_SEQ_LOAD[] =
+    "SELECT version, record FROM @.idgen_seqs WHERE space = $1 AND key = $2";
+static const char SQL_SEQ_MAKE[] = /* $3 the record */
+    "INSERT INTO @.idgen_seqs (space, key, version, record) VALUES ($1, $2, 1, $3)"
+    " ON CONFLICT (space, key) DO NOTHING RETURNING version";
+static const char SQL_SEQ_STORE[] = /* $3 the record, $4 the version read */
+    "UPDATE @.idgen_seqs SET record = $3, version = version + 1"
+    " WHERE space = $1 AND key = $2 AND version = $4::bigint RETURNING version";
+/* A page of counters after ($2, $3), of space $1 (NULL: every space), in
+ * byte order (as file: and etcd:// list them). */
+static const char SQL_SEQ_KEYS[] =
+    "SELECT space, key FROM @.idgen_seqs WHERE ($1::text IS NULL OR space = $1)"
+    " AND (space COLLATE \"C\", key COLLATE \"C\") > ($2, $3)"
+    " ORDER BY space COLLATE \"C\", key COLLATE \"C\" LIMIT " LIST_PAGE;
 
 /* clang-format on */
 
