@@ -410,6 +410,41 @@ static void test_pg_other_role(void **state) {
   idgen_registry_close(r);
 }
 
+/* A registry made before sequences (no idgen_seqs): the next open adds
+ * the table, under the lock tables are made under, and sequences work. */
+static void test_pg_upgrade(void **state) {
+  (void)state;
+  if (strcmp(backend, "postgres") != 0)
+    skip();
+  char schema[64], named[800], sql[300], *text;
+  uint64_t v;
+  snprintf(schema, sizeof schema, "sequp%u_%u", run, nth);
+  snprintf(named, sizeof named, "%s&schema=%s", uri, schema);
+  idgen_registry_t *r0 = tu_registry(named);
+  idgen_layout_t l = tu_layout("time:41,worker:10,sequence:12,epoch=1288834974657");
+  idgen_lease_request_t req = {&l, NULL, NULL, -1, NULL};
+  idgen_lease_t *lease;
+  char err[600];
+  if (idgen_registry_acquire(r0, &req, &lease, err, sizeof err) < 0)
+    fail_msg("acquire: %s", err);
+  snprintf(sql, sizeof sql, "DROP TABLE %s.idgen_seqs", schema);
+  pg_exec(sql); /* as the earlier version made it */
+  idgen_registry_t *r = tu_registry(named);
+  assert_int_equal(load(r, "orders", &text, &v), 0);
+  assert_null(text);
+  assert_int_equal(store(r, "orders", "one", 0), 0);
+  assert_int_equal(load(r, "orders", &text, &v), 0);
+  assert_string_equal(text, "one");
+  free(text);
+  /* the lease made before the upgrade is still there, renewed */
+  assert_int_equal(idgen_lease_renew(lease, err, sizeof err), 0);
+  idgen_lease_release(lease);
+  idgen_registry_close(r);
+  idgen_registry_close(r0);
+  snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", schema);
+  pg_exec(sql);
+}
+
 /* ---- the registry down ---------------------------------------------------------------- */
 
 /* A TCP relay on a loopback port of its own to the server's port. */
@@ -584,6 +619,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_concurrent_cas, fresh, cleanup),
       cmocka_unit_test_setup_teardown(test_keys_and_spaces, fresh, cleanup),
       cmocka_unit_test_setup_teardown(test_pg_other_role, fresh, cleanup),
+      cmocka_unit_test_setup_teardown(test_pg_upgrade, fresh, cleanup),
       cmocka_unit_test_setup_teardown(test_down, fresh, cleanup),
   };
   return cmocka_run_group_tests_name(backend, tests, NULL, NULL);

@@ -18,7 +18,9 @@
  *                          only); never deleted by idgen
  *   PREFIX/POOL/held/KEY   the holder, attached to an etcd lease: present
  *                          exactly while the tuple is held or in quarantine
- * KEY is the tuple's key in 16 hex digits: keys sort as numbers.
+ * KEY is the tuple's key in 16 hex digits: keys sort as numbers.  And
+ *   PREFIX/seq/SPACE/NAME  a sequence counter's record, versioned by the
+ *                          key's mod revision (see "sequences" below)
  *
  * A grant.  Each attempt gets an etcd lease of ceil((ttl + quarantine) / 1 s)
  * and sends one transaction: if held/KEY does not exist and node/KEY has not

@@ -9,6 +9,8 @@
  *               expires_at timestamptz, free_at timestamptz, mark_ms bigint,
  *               primary key (pool, node))
  *   idgen_spaces(space text primary key, version bigint, state text)
+ *   idgen_seqs(space text, key text, version bigint, record text,
+ *              primary key (space, key))
  *
  * One schema holds them: `idgen`, or the URI's ?schema=NAME, named in every
  * statement, so a role or connection with another search_path reaches the
