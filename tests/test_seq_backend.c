@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,7 +181,7 @@ static void *cas_thread(void *p) {
 
 typedef struct lease_arg {
   idgen_registry_t *r;
-  volatile int stop;
+  atomic_int stop;
   int rounds;
   char err[600];
 } lease_arg_t;
@@ -196,7 +197,7 @@ static int count_row(void *ctx, const idgen_lease_row_t *row) {
 static void *lease_thread(void *p) {
   lease_arg_t *a = p;
   idgen_layout_t l = tu_layout("time:41,worker:10,sequence:12,epoch=1288834974657");
-  while (!a->stop) {
+  while (!atomic_load(&a->stop)) {
     idgen_lease_request_t req = {&l, NULL, NULL, -1, NULL};
     idgen_lease_t *lease;
     int rows = 0;
@@ -238,7 +239,7 @@ static void test_concurrent_cas(void **state) {
       fail_msg("thread %d: %s", i, a[i].err);
     retries += a[i].retries;
   }
-  la.stop = 1;
+  atomic_store(&la.stop, 1);
   pthread_join(lt, NULL);
   if (la.err[0])
     fail_msg("lease thread: %s", la.err);
@@ -359,10 +360,16 @@ static void test_keys_and_spaces(void **state) {
 
 /* ---- postgres: another role, another search_path ----------------------------------- */
 
+static void pg_quiet(void *ctx, const char *msg) {
+  (void)ctx;
+  (void)msg;
+}
+
 static void pg_exec(const char *sql) {
   PGconn *c = PQconnectdb(base_uri);
   if (PQstatus(c) != CONNECTION_OK)
     fail_msg("psql: %s", PQerrorMessage(c));
+  PQsetNoticeProcessor(c, pg_quiet, NULL); /* DROP SCHEMA ... CASCADE lists what it drops */
   PGresult *res = PQexec(c, sql);
   if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
     fail_msg("%s: %s", sql, PQerrorMessage(c));
@@ -586,6 +593,78 @@ static void test_down(void **state) {
   idgen_registry_close(r);
 }
 
+/* A loopback port the kernel hands out whose next one is free too
+ * (etcd_server.sh takes a pair). */
+static int free_port_pair(void) {
+  for (int tries = 0; tries < 50; tries++) {
+    int a = socket(AF_INET, SOCK_STREAM, 0), b = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in s = {.sin_family = AF_INET};
+    s.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t n = sizeof s;
+    int port = 0;
+    if (bind(a, (struct sockaddr *)&s, sizeof s) == 0 &&
+        getsockname(a, (struct sockaddr *)&s, &n) == 0 && ntohs(s.sin_port) < 65535) {
+      s.sin_port = htons((uint16_t)(ntohs(s.sin_port) + 1));
+      if (bind(b, (struct sockaddr *)&s, sizeof s) == 0)
+        port = ntohs(s.sin_port) - 1;
+    }
+    close(a);
+    close(b);
+    if (port > 0)
+      return port;
+  }
+  return -1;
+}
+
+/* etcd with users: an etcd of the test's own with authentication on (the
+ * shared one has no users, and a password makes the registry
+ * authenticate), stopped under the registry: the error names the registry
+ * with its password masked. */
+static void test_etcd_down_password(void **state) {
+  (void)state;
+  if (strcmp(backend, "etcd") != 0)
+    skip();
+  char work[64] = "/tmp/idgen-seqbe-etcd-XXXXXX", cmd[1200], via[300], err[1000] = "";
+  assert_non_null(mkdtemp(work));
+  int port = free_port_pair();
+  assert_true(port > 0);
+  const char *pw = "Et3dSekr3t";
+  snprintf(cmd, sizeof cmd,
+           "set -e; S='%s/etcd_server.sh'; \"$S\" start %s/etcd %d >/dev/null;"
+           " E='etcdctl --endpoints=127.0.0.1:%d'; export ETCDCTL_API=3;"
+           " $E user add root:R00tPw >/dev/null; $E user add app:%s >/dev/null;"
+           " $E user grant-role app root >/dev/null; $E auth enable >/dev/null",
+           IDGEN_TESTS_DIR, work, port, port, pw);
+  int rc = system(cmd);
+  if (rc != 0)
+    snprintf(err, sizeof err, "an etcd with users could not be started in %s", work);
+  snprintf(via, sizeof via, "etcd://app:%s@127.0.0.1:%d?space=d%u-%u", pw, port, run, nth);
+  idgen_registry_t *r = NULL;
+  /* nothing here may fail the test before the etcd is stopped */
+  if (rc == 0 && (rc = idgen_registry_open(&r, via, err, sizeof err)) == 0)
+    rc = r->ops->seq_store(r, "orders", "one", 0, err, sizeof err);
+  if (rc == 0) {
+    snprintf(cmd, sizeof cmd, "'%s/etcd_server.sh' stop %s/etcd >/dev/null 2>&1", IDGEN_TESTS_DIR,
+             work);
+    rc = system(cmd);
+    char *text = (char *)1;
+    uint64_t v;
+    rc = rc != 0 ? -1000 : r->ops->seq_load(r, "orders", &text, &v, err, sizeof err);
+    print_message("%s\n", err);
+  }
+  idgen_registry_close(r);
+  snprintf(cmd, sizeof cmd, "'%s/etcd_server.sh' stop %s/etcd >/dev/null 2>&1; rm -rf %s",
+           IDGEN_TESTS_DIR, work, work);
+  if (system(cmd) != 0)
+    print_message("cleanup: %s failed\n", cmd);
+  if (rc != IDGEN_EREGISTRY)
+    fail_msg("rc %d: %s", rc, err);
+  char want[64];
+  snprintf(want, sizeof want, "etcd://app:***@127.0.0.1:%d", port);
+  if (strstr(err, want) == NULL || strstr(err, pw) != NULL || strstr(err, "orders") == NULL)
+    fail_msg("load: %s", err);
+}
+
 int main(int argc, char **argv) {
   backend = argc > 1 ? argv[1] : "file";
   if (strcmp(backend, "postgres") == 0 || strcmp(backend, "etcd") == 0) {
@@ -621,6 +700,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_pg_other_role, fresh, cleanup),
       cmocka_unit_test_setup_teardown(test_pg_upgrade, fresh, cleanup),
       cmocka_unit_test_setup_teardown(test_down, fresh, cleanup),
+      cmocka_unit_test_setup_teardown(test_etcd_down_password, fresh, cleanup),
   };
   return cmocka_run_group_tests_name(backend, tests, NULL, NULL);
 }
