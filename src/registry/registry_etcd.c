@@ -476,8 +476,9 @@ static int post_once(etcd_t *e, int i, const char *path, const char *body, json_
  * try the next endpoint, or an error (a wrong password). */
 static int etcd_authenticate(etcd_t *e, int i, char *err, size_t errlen) {
   json_t *reply;
-  char *text =
-      json_dumps(json_pack("{s:s,s:s}", "name", e->user, "password", e->password), JSON_COMPACT);
+  json_t *creds = json_pack("{s:s,s:s}", "name", e->user, "password", e->password);
+  char *text = creds ? json_dumps(creds, JSON_COMPACT) : NULL;
+  json_decref(creds); /* (leaked at every authentication before) */
   if (text == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
   int rc = post_once(e, i, "/v3/auth/authenticate", text, &reply, err, errlen);
