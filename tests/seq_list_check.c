@@ -52,13 +52,13 @@ int main(int argc, char **argv) {
   printf("seq_list_check: space=%s key=%s next=%" PRIu64 " claimed=%" PRIu64 " issued=%" PRIu64
          " given_back=%" PRIu64 " lost=%" PRIu64 " holders=%d\n",
          w->space, w->key, w->next, w->claimed, w->issued, w->given_back, w->lost, w->nholders);
-  const char *why = f.n != 1                                             ? "not listed once"
-                    : w->nholders != 0                                   ? "a holder is left"
+  const char *why = f.n != 1                                            ? "not listed once"
+                    : w->nholders != 0                                  ? "a holder is left"
                     : w->claimed != w->issued + w->given_back + w->lost ? "claimed != issued + "
-                                                                           "given back + lost"
-                    : w->issued != want                                  ? "issued != the numbers taken"
+                                                                          "given back + lost"
+                    : w->issued != want                         ? "issued != the numbers taken"
                     : w->next != w->claimed - w->given_back + 1 ? "next != claimed - given back + 1"
-                                                                         : NULL;
+                                                                : NULL;
   if (why != NULL) {
     fprintf(stderr, "seq_list_check: %s\n", why);
     return 1;

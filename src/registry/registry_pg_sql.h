@@ -67,9 +67,13 @@ static const char SQL_GUARD[] = "SELECT pg_try_advisory_lock_shared(" KEY_EARLIE
  * worker ID with its floor unraised); so does an earlier version's registry
  * named with ?schema=, whose functions found their tables through the
  * session's search_path. */
+/* Column 0: the schema is whole; column 1: whole but for idgen_seqs (a
+ * registry made before sequences: leases work, sequences wait for a role
+ * that may add the table, pg_create_schema). */
 static const char SQL_EXISTS[] =
-    "SELECT to_regclass('@.idgen_nodes') IS NOT NULL AND to_regclass('@.idgen_pools') IS NOT NULL"
-    " AND to_regclass('@.idgen_spaces') IS NOT NULL AND to_regclass('@.idgen_seqs') IS NOT NULL"
+    "SELECT leases AND to_regclass('@.idgen_seqs') IS NOT NULL, leases FROM (SELECT"
+    " to_regclass('@.idgen_nodes') IS NOT NULL AND to_regclass('@.idgen_pools') IS NOT NULL"
+    " AND to_regclass('@.idgen_spaces') IS NOT NULL"
     " AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('@.idgen_pools')"
     " AND attname = 'keys' AND NOT attisdropped)"
     " AND (SELECT count(*) FROM pg_trigger t JOIN pg_proc f ON f.oid = t.tgfoid"
@@ -78,7 +82,7 @@ static const char SQL_EXISTS[] =
     " ((t.tgname IN ('idgen_nodes_removed', 'idgen_nodes_truncated')"
     " AND t.tgrelid = to_regclass('@.idgen_nodes'))"
     " OR (t.tgname = 'idgen_pools_kept' AND t.tgrelid = to_regclass('@.idgen_pools')))) = 3"
-    " AND obj_description(to_regclass('@.idgen_nodes'), 'pg_class') = " OWN;
+    " AND obj_description(to_regclass('@.idgen_nodes'), 'pg_class') = " OWN " AS leases) w";
 
 /* Whether the schema has none of idgen's tables: a registry would be new. */
 static const char SQL_NONE_HERE[] =
@@ -227,9 +231,8 @@ static const char *const SQL_SCHEMA[] = {
 
 static const char SQL_CHECK[] =
     "SELECT n.pool, n.node, n.holder, n.generation, n.expires_at, n.free_at, n.mark_ms,"
-    " p.layout, p.floor_ms, p.keys, s.space, s.version, s.state,"
-    " q.space, q.key, q.version, q.record"
-    " FROM @.idgen_nodes n, @.idgen_pools p, @.idgen_spaces s, @.idgen_seqs q LIMIT 0";
+    " p.layout, p.floor_ms, p.keys, s.space, s.version, s.state"
+    " FROM @.idgen_nodes n, @.idgen_pools p, @.idgen_spaces s LIMIT 0";
 
 /* ID spaces (space.c).  $1 the space's name. */
 static const char SQL_SPACE_MAKE[] =
