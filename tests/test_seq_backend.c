@@ -293,6 +293,18 @@ static int stop_at_first(void *ctx, const char *space, const char *key) {
   return 7;
 }
 
+typedef struct lease_rows {
+  const char *holder[2];
+  int n;
+} lease_rows_t;
+
+static int lease_rows(void *ctx, const idgen_lease_row_t *row) {
+  lease_rows_t *lr = ctx;
+  lr->n += (strcmp(row->holder, lr->holder[0]) == 0 || strcmp(row->holder, lr->holder[1]) == 0) &&
+           row->state == IDGEN_LEASE_HELD;
+  return 0;
+}
+
 static void test_keys_and_spaces(void **state) {
   (void)state;
   idgen_registry_t *r = tu_registry(uri), *x = tu_registry(other_uri);
@@ -347,6 +359,23 @@ static void test_keys_and_spaces(void **state) {
   }
   assert_int_equal(in_r, 5);
   assert_int_equal(in_x, 1);
+  /* the lease listing beside the counters: leases in two spaces are
+   * listed by the registry of every space (etcd:// lists every key but the
+   * counters') */
+  idgen_layout_t l = tu_layout("time:41,worker:10,sequence:12,epoch=1288834974657");
+  idgen_lease_request_t req = {&l, NULL, NULL, -1, NULL};
+  idgen_lease_t *in_d, *in_s;
+  if (idgen_registry_acquire(x, &req, &in_d, err, sizeof err) < 0 ||
+      idgen_registry_acquire(r, &req, &in_s, err, sizeof err) < 0)
+    fail_msg("acquire: %s", err);
+  idgen_lease_info_t id, ir;
+  idgen_lease_info(in_d, &id);
+  idgen_lease_info(in_s, &ir);
+  lease_rows_t lr = {.holder = {id.holder, ir.holder}};
+  assert_int_equal(idgen_registry_list(d, lease_rows, &lr, err, sizeof err), 0);
+  assert_int_equal(lr.n, 2); /* one lease in each space */
+  idgen_lease_release(in_d);
+  idgen_lease_release(in_s);
   keys_t def = keys_of(d, "default", NULL);
   int found = 0;
   for (int i = 0; i < def.n && i < 16; i++)

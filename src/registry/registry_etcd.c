@@ -1539,13 +1539,31 @@ static int row_state(etcd_t *e, const kv_t *held, idgen_lease_row_t *row, char *
 static int etcd_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx, char *err,
                      size_t errlen) {
   etcd_t *e = r->be;
-  char from[KEY_MAX];
+  char from[KEY_MAX], seq[KEY_MAX], past[KEY_MAX], to[KEY_MAX];
   snprintf(from, sizeof from, "%s/", e->prefix);
-  json_t *reply;
-  int rc = range_prefix(e, from, &reply, err, errlen);
+  /* Every key but the sequences' (PREFIX/seq/..., records of any size,
+   * not the list's): the ranges before and after them, one reply. */
+  snprintf(seq, sizeof seq, "%s/seq/", e->prefix);
+  snprintf(past, sizeof past, "%s/seq0", e->prefix);
+  snprintf(to, sizeof to, "%s0", e->prefix);
+  json_t *reply, *after = NULL;
+  int rc =
+      call(e, "/v3/kv/range", json_pack("{s:o,s:o}", "key", b64s(from), "range_end", b64s(seq)),
+           &reply, err, errlen);
+  if (rc == 0 && (rc = call(e, "/v3/kv/range",
+                            json_pack("{s:o,s:o}", "key", b64s(past), "range_end", b64s(to)),
+                            &after, err, errlen)) < 0)
+    json_decref(reply);
   if (rc < 0)
     return rc;
-  const json_t *kvs = json_object_get(reply, "kvs");
+  json_t *kvs = json_object_get(reply, "kvs");
+  if (!json_is_array(kvs)) { /* etcd leaves an empty list out */
+    kvs = json_array();
+    json_object_set_new(reply, "kvs", kvs);
+  }
+  if (json_is_array(json_object_get(after, "kvs")))
+    json_array_extend(kvs, json_object_get(after, "kvs"));
+  json_decref(after);
   size_t n = json_array_size(kvs), plen = strlen(from);
   kv_t *all = calloc(n + 1, sizeof *all);
   if (all == NULL) {
