@@ -66,10 +66,9 @@ static const char SQL_GUARD[] = "SELECT pg_try_advisory_lock_shared(" KEY_EARLIE
  * truncate trigger let a TRUNCATE of idgen_nodes hand out a live holder's
  * worker ID with its floor unraised); so does an earlier version's registry
  * named with ?schema=, whose functions found their tables through the
- * session's search_path. */
-/* Column 0: the schema is whole; column 1: whole but for idgen_seqs (a
- * registry made before sequences: leases work, sequences wait for a role
- * that may add the table, pg_create_schema). */
+ * session's search_path.  Column 0: the schema is whole; column 1: whole
+ * but for idgen_seqs (a registry made before sequences: leases work,
+ * sequences wait for a role that may add the table, pg_create_schema). */
 static const char SQL_EXISTS[] =
     "SELECT leases AND to_regclass('@.idgen_seqs') IS NOT NULL, leases FROM (SELECT"
     " to_regclass('@.idgen_nodes') IS NOT NULL AND to_regclass('@.idgen_pools') IS NOT NULL"
