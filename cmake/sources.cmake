@@ -37,7 +37,9 @@ set(IDGEN_CORE_SOURCES
   src/core/random.c
   src/core/uuid.c
   src/core/ulid.c
-  src/core/simd.c)
+  src/core/simd.c
+  src/core/tzif.c
+  src/core/seqfmt.c)
 set(IDGEN_CORE_KEEPER_SOURCES
   src/core/lease_keeper.c
   src/core/cached.c)
@@ -51,6 +53,8 @@ set(IDGEN_REGISTRY_SOURCES
   src/registry/registry.c
   src/registry/bounded.c
   src/registry/space.c
+  src/registry/seq_record.c
+  src/registry/seq.c
   src/registry/registry_file.c
   src/registry/registry_pg.c
   src/registry/registry_idgen.c
