@@ -364,7 +364,7 @@ static void test_keys_and_spaces(void **state) {
    * counters') */
   idgen_layout_t l = tu_layout("time:41,worker:10,sequence:12,epoch=1288834974657");
   idgen_lease_request_t req = {&l, NULL, NULL, -1, NULL};
-  idgen_lease_t *in_d, *in_s;
+  idgen_lease_t *in_d = NULL, *in_s = NULL;
   if (idgen_registry_acquire(x, &req, &in_d, err, sizeof err) < 0 ||
       idgen_registry_acquire(r, &req, &in_s, err, sizeof err) < 0)
     fail_msg("acquire: %s", err);
