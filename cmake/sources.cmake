@@ -54,7 +54,8 @@ set(IDGEN_REGISTRY_SOURCES
   src/registry/registry_file.c
   src/registry/registry_pg.c
   src/registry/registry_idgen.c
-  src/registry/host.c)
+  src/registry/host.c
+  src/registry/seq_stub_cli.c) # TEMPORARY (branch seqcli): deleted when seq.c lands
 if(IDGEN_ETCD)
   list(APPEND IDGEN_REGISTRY_SOURCES src/registry/registry_etcd.c)
 endif()

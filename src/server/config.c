@@ -247,6 +247,7 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
   c->lease_max_skew_ms = s->num[SK_LEASE_MAX_SKEW_MS];
   c->lease_quarantine_ms = s->num[SK_LEASE_QUARANTINE_MS];
   c->lease_cors_origins = s->value[SK_LEASE_CORS_ORIGINS];
+  c->seq_max_open = s->num[SK_SEQ_MAX_OPEN];
   /* Nothing to lend from the static registry: it keeps no leases. */
   if (rc == 0 && c->leases && !c->http.enabled)
     rc = settings_fail(s, SK_LEASES, "the lease service speaks HTTP: give an http listener");

@@ -458,6 +458,7 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   cache_metrics(s, b);
   serve_audit_metrics(s, b);
   serve_leases_metrics(s, b);
+  serve_seq_metrics(s, b);
   if (atomic_load(&s->clock_skew_known))
     ms_and_seconds(b, "registry_clock_skew",
                    "This host's wall clock minus the registry's own (PostgreSQL's), beyond "
@@ -701,7 +702,10 @@ int serve_json_line(struct json_t *o, serve_buf_t *b) {
 }
 
 int serve_info_json(serve_daemon_t *s, serve_buf_t *b) {
-  return serve_json_line(info_object(s), b);
+  json_t *o = info_object(s);
+  if (o != NULL)
+    json_object_set_new(o, "sequences", serve_seq_info(s));
+  return serve_json_line(o, b);
 }
 
 /* /status.json: /info's facts and the counters behind the status page.
@@ -788,6 +792,7 @@ int serve_health_text(serve_daemon_t *s, serve_buf_t *b) {
   serve_buf_printf(b, "%s\n", dead ? why : "ok");
   if (!dead && serve_not_ready(s, why, sizeof why)) /* alive all the same: see /ready */
     serve_buf_printf(b, "not ready: %s\n", why);
+  serve_seq_health(s, b); /* a sequence whose claims fail: said, alive all the same */
   return dead;
 }
 
