@@ -254,12 +254,12 @@ static int print_row(void *ctx, const idgen_seq_row_t *row) {
     json_t *hs = json_array();
     for (int i = 0; i < row->nholders && i < IDGEN_SEQ_HOLDERS_MAX; i++)
       json_array_append_new(hs, holder_json(&row->holders[i]));
-    json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:o}", "registry",
-                          ls->uri, "space", row->space, "key", row->key, "next",
-                          (json_int_t)row->next, "generation", (json_int_t)row->generation,
-                          "claimed", (json_int_t)row->claimed, "issued", (json_int_t)row->issued,
-                          "given_back", (json_int_t)row->given_back, "lost",
-                          (json_int_t)row->lost, "strict", row->strict, "holders", hs);
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:o}", "registry", ls->uri,
+                  "space", row->space, "key", row->key, "next", (json_int_t)row->next, "generation",
+                  (json_int_t)row->generation, "claimed", (json_int_t)row->claimed, "issued",
+                  (json_int_t)row->issued, "given_back", (json_int_t)row->given_back, "lost",
+                  (json_int_t)row->lost, "strict", row->strict, "holders", hs);
     char *txt = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     if (txt == NULL)
@@ -377,12 +377,10 @@ int cmd_seq(int argc, char **argv) {
   char err[300];
   if (idgen_seq_name_check(first, err, sizeof err) < 0)
     cli_fail(EXIT_USAGE, "seq: %s", err);
-  static const struct option extra[] = {{"count", required_argument, 0, 'n'},
-                                        {"json", no_argument, 0, OPT_JSON},
-                                        {"format", required_argument, 0, OPT_FORMAT},
-                                        {"tz", required_argument, 0, OPT_TZ},
-                                        {"strict", no_argument, 0, OPT_STRICT},
-                                        {0, 0, 0, 0}};
+  static const struct option extra[] = {
+      {"count", required_argument, 0, 'n'},         {"json", no_argument, 0, OPT_JSON},
+      {"format", required_argument, 0, OPT_FORMAT}, {"tz", required_argument, 0, OPT_TZ},
+      {"strict", no_argument, 0, OPT_STRICT},       {0, 0, 0, 0}};
   const settings_spec_t spec = {SETTINGS_SEQ, "seq", 0, extra, "n:", on_option, NULL, usage, &own};
   settings_t set;
   int rc = settings_load(&set, &spec, argc - 1, argv + 1);

@@ -38,8 +38,8 @@ int idgen_seq_name_check(const char *name, char *err, size_t errlen) {
   size_t n = name ? strlen(name) : 0;
   int ok = n >= 1 && n < IDGEN_SEQ_NAME_MAX && name[0] >= 'a' && name[0] <= 'z';
   for (size_t i = 1; ok && i < n; i++)
-    ok = (name[i] >= 'a' && name[i] <= 'z') || isdigit((unsigned char)name[i]) ||
-         name[i] == '_' || name[i] == '-';
+    ok = (name[i] >= 'a' && name[i] <= 'z') || isdigit((unsigned char)name[i]) || name[i] == '_' ||
+         name[i] == '-';
   if (!ok) {
     if (err && errlen)
       snprintf(err, errlen, "sequence name \"%s\" is not [a-z][a-z0-9_-]{0,63}",
@@ -106,6 +106,10 @@ int idgen_seq_open(idgen_seq_t **out, idgen_registry_t *r, const char *name,
                    const idgen_seq_settings_t *s, char *err, size_t errlen) {
   if (idgen_seq_name_check(name, err, errlen) < 0)
     return IDGEN_EINVAL;
+  if (r != NULL && strncmp(idgen_registry_uri(r), "static", 6) == 0) {
+    snprintf(err, errlen, "sequence %s: the static registry keeps no counters", name);
+    return IDGEN_EINVAL;
+  }
   idgen_seq_t *q = calloc(1, sizeof *q);
   if (q == NULL)
     return IDGEN_ENOMEM;
@@ -197,8 +201,7 @@ void idgen_seq_stats(idgen_seq_t *s, idgen_seq_stats_t *st) {
   pthread_mutex_unlock(&s->mu);
 }
 
-int idgen_seq_list(idgen_registry_t *r, idgen_seq_list_cb cb, void *ctx, char *err,
-                   size_t errlen) {
+int idgen_seq_list(idgen_registry_t *r, idgen_seq_list_cb cb, void *ctx, char *err, size_t errlen) {
   char dir[1024];
   if (dir_of(r, dir, sizeof dir) < 0)
     return 0;

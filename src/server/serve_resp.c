@@ -219,7 +219,7 @@ static void on_ids(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r, 
  * it has a template), or N of them as an array. */
 static void on_seq(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
   int64_t n = 1;
-  if (r->argc > 3) {
+  if (r->argc < 2 || r->argc > 3) {
     wrong_arity(w, c, "seq");
     return;
   }

@@ -22,7 +22,7 @@
 typedef struct seq_entry {
   char name[IDGEN_SEQ_NAME_MAX];
   idgen_seq_t *q;
-  int text;                   /* has a template: business numbers */
+  int text; /* has a template: business numbers */
   /* Counted by every loop (read-modify-write: the loops share an entry). */
   _Atomic uint64_t requests; /* requests answered with numbers */
   _Atomic uint64_t failures; /* requests refused by the library */
@@ -62,8 +62,8 @@ void serve_seqs_close(serve_daemon_t *s) {
     idgen_seq_stats_t st;
     idgen_seq_stats(t->e[i]->q, &st);
     idgen_seq_close(t->e[i]->q); /* gives back what it did not issue */
-    log_event("info", "seq_closed", "seq=%s issued=%" PRIu64 " given_back=%" PRIu64,
-              t->e[i]->name, st.issued, st.in_hand);
+    log_event("info", "seq_closed", "seq=%s issued=%" PRIu64 " given_back=%" PRIu64, t->e[i]->name,
+              st.issued, st.in_hand);
     free(t->e[i]);
   }
   if (t->r != NULL)
@@ -107,8 +107,8 @@ static seq_entry_t *get(serve_daemon_t *s, const char *name, int *status, char *
     *status = 429;
     rc = -1;
   }
-  if (rc == 0 && t->r == NULL && (rc = idgen_registry_open(&t->r, s->cfg->s.registry, err,
-                                                           sizeof err)) < 0)
+  if (rc == 0 && t->r == NULL &&
+      (rc = idgen_registry_open(&t->r, s->cfg->s.registry, err, sizeof err)) < 0)
     snprintf(why, n, "sequence %s: %s", name, err);
   idgen_seq_settings_t ss;
   settings_seq_for(&s->cfg->s, name, &ss, t->tmpl, sizeof t->tmpl);
@@ -223,10 +223,12 @@ void serve_seq_metrics(serve_daemon_t *s, serve_buf_t *b) {
       serve_buf_printf(b, "%s{seq=\"%s\",key=\"%s\"} ", fams[f].name, e->name, x->key);
       switch (f) {
       case 0:
-        serve_buf_printf(b, "%" PRIu64 "\n", atomic_load_explicit(&e->requests, memory_order_relaxed));
+        serve_buf_printf(b, "%" PRIu64 "\n",
+                         atomic_load_explicit(&e->requests, memory_order_relaxed));
         break;
       case 1:
-        serve_buf_printf(b, "%" PRIu64 "\n", atomic_load_explicit(&e->failures, memory_order_relaxed));
+        serve_buf_printf(b, "%" PRIu64 "\n",
+                         atomic_load_explicit(&e->failures, memory_order_relaxed));
         break;
       case 2:
         serve_buf_printf(b, "%" PRIu64 "\n", x->issued);
