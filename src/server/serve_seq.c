@@ -26,6 +26,9 @@ typedef struct seq_entry {
   /* Counted by every loop (read-modify-write: the loops share an entry). */
   _Atomic uint64_t requests; /* requests answered with numbers */
   _Atomic uint64_t failures; /* requests refused by the library */
+  /* The registry's counts, from the lister's last idgen_seq_list (every
+   * period's counter of the name together). */
+  _Atomic uint64_t lost;
 } seq_entry_t;
 
 struct serve_seqs {
@@ -35,7 +38,15 @@ struct serve_seqs {
   atomic_int n; /* published entries */
   seq_entry_t **e;
   char tmpl[1100]; /* scratch for settings_seq_for, under mu */
+  /* The lister: a thread that reads the registry's counts every
+   * LIST_EVERY_MS (lost numbers are the registry's to count), started with
+   * the first sequence. */
+  pthread_t lister;
+  int lister_on, stop;
+  pthread_cond_t cv; /* with mu: stop */
 };
+
+#define LIST_EVERY_MS 30000
 
 int serve_seqs_init(serve_daemon_t *s) {
   struct serve_seqs *t = calloc(1, sizeof *t);
@@ -48,15 +59,69 @@ int serve_seqs_init(serve_daemon_t *s) {
     return -1;
   }
   pthread_mutex_init(&t->mu, NULL);
+  pthread_cond_init(&t->cv, NULL);
   atomic_init(&t->n, 0);
   s->seqs = t;
   return 0;
+}
+
+typedef struct listed {
+  struct serve_seqs *t;
+  const char *space;
+  uint64_t *lost; /* per entry, summed over its periods */
+} listed_t;
+
+static int on_row(void *ctx, const idgen_seq_row_t *row) {
+  listed_t *l = ctx;
+  if (strcmp(row->space, l->space) != 0)
+    return 0;
+  int n = atomic_load_explicit(&l->t->n, memory_order_acquire);
+  for (int i = 0; i < n; i++) {
+    size_t k = strlen(l->t->e[i]->name);
+    if (strncmp(row->key, l->t->e[i]->name, k) == 0 && (row->key[k] == '\0' || row->key[k] == '@'))
+      l->lost[i] += row->lost;
+  }
+  return 0;
+}
+
+static void *lister_main(void *arg) {
+  serve_daemon_t *s = arg;
+  struct serve_seqs *t = s->seqs;
+  const char *space = s->cfg->s.value[SK_SPACE];
+  uint64_t *lost = calloc(t->max > 0 ? (size_t)t->max : 1, sizeof *lost);
+  pthread_mutex_lock(&t->mu);
+  while (!t->stop && lost != NULL) {
+    pthread_mutex_unlock(&t->mu);
+    int n = atomic_load_explicit(&t->n, memory_order_acquire);
+    memset(lost, 0, (size_t)n * sizeof *lost);
+    listed_t l = {t, space && space[0] ? space : "default", lost};
+    char err[600];
+    if (idgen_seq_list(t->r, on_row, &l, err, sizeof err) == 0)
+      for (int i = 0; i < n; i++)
+        atomic_store_explicit(&t->e[i]->lost, lost[i], memory_order_relaxed);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += LIST_EVERY_MS / 1000;
+    pthread_mutex_lock(&t->mu);
+    while (!t->stop && pthread_cond_timedwait(&t->cv, &t->mu, &until) == 0) {
+    }
+  }
+  pthread_mutex_unlock(&t->mu);
+  free(lost);
+  return NULL;
 }
 
 void serve_seqs_close(serve_daemon_t *s) {
   struct serve_seqs *t = s->seqs;
   if (t == NULL)
     return;
+  pthread_mutex_lock(&t->mu);
+  t->stop = 1;
+  pthread_cond_broadcast(&t->cv);
+  pthread_mutex_unlock(&t->mu);
+  if (t->lister_on)
+    pthread_join(t->lister, NULL);
+  pthread_cond_destroy(&t->cv);
   int n = atomic_load(&t->n);
   for (int i = 0; i < n; i++) {
     idgen_seq_stats_t st;
@@ -131,6 +196,8 @@ static seq_entry_t *get(serve_daemon_t *s, const char *name, int *status, char *
     atomic_store_explicit(&t->n, cnt + 1, memory_order_release);
     log_event("info", "seq_opened", "seq=%s format=%s strict=%d", name,
               ss.format ? ss.format : "none", ss.strict);
+    if (!t->lister_on && pthread_create(&t->lister, NULL, lister_main, s) == 0)
+      t->lister_on = 1; /* (without it: no lost counts in the metrics) */
   }
   pthread_mutex_unlock(&t->mu);
   return e;
@@ -214,6 +281,9 @@ void serve_seq_metrics(serve_daemon_t *s, serve_buf_t *b) {
       {"idgen_seq_in_hand_lasts_seconds", "gauge",
        "How long the numbers in hand last at that rate (-1: no rate yet)."},
       {"idgen_seq_failing", "gauge", "1 while the last claim or renewal failed."},
+      {"idgen_seq_numbers_lost", "gauge",
+       "Numbers the registry counts lost (ranges of holders that died or were reaped), every "
+       "period's counter of the sequence, as last listed (every 30 s)."},
   };
   for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++) {
     family(b, fams[f].name, fams[f].type, fams[f].help);
@@ -263,8 +333,11 @@ void serve_seq_metrics(serve_daemon_t *s, serve_buf_t *b) {
       case 12:
         serve_buf_printf(b, "%.3f\n", x->lasts_ms < 0 ? -1.0 : (double)x->lasts_ms / 1000.0);
         break;
-      default:
+      case 13:
         serve_buf_printf(b, "%d\n", x->failing ? 1 : 0);
+        break;
+      default:
+        serve_buf_printf(b, "%" PRIu64 "\n", atomic_load_explicit(&e->lost, memory_order_relaxed));
         break;
       }
     }

@@ -152,7 +152,7 @@ def group_routes():
           (mget(samples, "idgen_seq_requests_total", seq="orders", key="orders") or 0) >= 4, text[-400:])
     for fam in ("idgen_seq_claims_total", "idgen_seq_claim_seconds_max", "idgen_seq_numbers_issued_total",
                 "idgen_seq_numbers_given_back_total", "idgen_seq_in_hand",
-                "idgen_seq_in_hand_lasts_seconds", "idgen_seq_failing"):
+                "idgen_seq_in_hand_lasts_seconds", "idgen_seq_failing", "idgen_seq_numbers_lost"):
         check("metrics: %s{seq=\"shared\"}" % fam,
               any(n == fam and ("seq", "shared") in ls for (n, ls) in samples), fam)
     check("metrics: 4000 numbers issued for shared",
