@@ -1666,7 +1666,7 @@ IDGEN_API void idgen_snowflake_gen_lease_status2(idgen_snowflake_gen_t *g,
  * anew.  A strict sequence's claims are also conditional on the holder
  * being its owner, and the owner stops issuing once it cannot show its
  * entry valid by its own clock (as a lease, G4).
- * ------------------------------------------------------------------------ */
+ */
 typedef struct idgen_seq idgen_seq_t;
 
 #define IDGEN_SEQ_NAME_MAX 65 /* bytes of a name, [a-z][a-z0-9_-]{0,63}, with its NUL */
