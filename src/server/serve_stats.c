@@ -680,6 +680,7 @@ static json_t *info_object(serve_daemon_t *s) {
   }
   json_object_set_new(o, "audit", serve_audit_json(s));
   json_object_set_new(o, "leases", serve_leases_json(s));
+  json_object_set_new(o, "sequences", serve_seq_info(s));
   json_object_set_new(o, "connections", json_integer(atomic_load(&s->nconns)));
   json_object_set_new(o, "tls", json_boolean(s->cfg->tls != NULL));
   json_object_set_new(o, "tls_client_certificates",
@@ -702,10 +703,7 @@ int serve_json_line(struct json_t *o, serve_buf_t *b) {
 }
 
 int serve_info_json(serve_daemon_t *s, serve_buf_t *b) {
-  json_t *o = info_object(s);
-  if (o != NULL)
-    json_object_set_new(o, "sequences", serve_seq_info(s));
-  return serve_json_line(o, b);
+  return serve_json_line(info_object(s), b);
 }
 
 /* /status.json: /info's facts and the counters behind the status page.
