@@ -37,7 +37,9 @@ set(IDGEN_CORE_SOURCES
   src/core/random.c
   src/core/uuid.c
   src/core/ulid.c
-  src/core/simd.c)
+  src/core/simd.c
+  src/core/tzif.c
+  src/core/seqfmt.c)
 set(IDGEN_CORE_KEEPER_SOURCES
   src/core/lease_keeper.c
   src/core/cached.c)

@@ -1785,26 +1785,38 @@ IDGEN_API int idgen_seq_set(idgen_registry_t *r, const char *key, uint64_t next,
                             size_t errlen);
 
 /* Business-number templates: literal text, one {seq:0N} or {seq} (at least
- * N digits, never cut), and {date:STRFTIME} fields (%Y %y %m %d %j %H %M
- * %G %V %u and %%), rendered in time zone tz (an IANA name from the
- * system's tzdata, or NULL: UTC).  The period is the finest unit the date
- * fields tell apart (year, month, week, day, hour, minute): the counter
- * restarts at each.  Refused (IDGEN_EINVAL, naming why): unknown fields,
- * no {seq}, a date field with a coarser unit missing (%m without %Y),
- * and templates that could render one text for two (period, number)
- * pairs (a {seq} without a fixed width next to digits, two periods that
- * render alike).  Immutable once parsed: thread-safe. */
+ * N digits, never cut; N at most 19), {date:STRFTIME} fields (%Y %y %m %d
+ * %j %H %M %G %V %u and %%, each zero-padded to a fixed width; years 1 to
+ * 9999) and {{ }} for literal braces, at most 255 bytes, rendered in time
+ * zone tz (an IANA name read from the system's tzdata, $TZDIR or
+ * /usr/share/zoneinfo, never through the process's TZ; NULL: UTC).  The
+ * period is the finest unit the date fields tell apart (year, month, ISO
+ * week, day, hour, minute): the counter restarts at each.  Refused
+ * (IDGEN_EINVAL, "format: column C: ..." naming why, or "tz: ..."):
+ * unknown fields, no {seq}, a date field with a coarser unit missing (%m
+ * without %Y, %d without %m, %V without %G, %H without a day, %M without
+ * %H; the ISO week with a calendar month or year but no day), and a {seq}
+ * followed by a digit ("{seq}{date:%Y%m%d}": where the number ends would
+ * show only by the text's length).  Since the other fields have fixed
+ * widths, a text then names one (period, number) pair; but %y's texts
+ * repeat a century apart (the counters do not: the key has the full year).
+ * Immutable once parsed: thread-safe. */
 typedef struct idgen_seq_format idgen_seq_format_t;
 IDGEN_API int idgen_seq_format_parse(idgen_seq_format_t **out, const char *tmpl, const char *tz,
                                      char *err, size_t errlen);
 IDGEN_API void idgen_seq_format_free(idgen_seq_format_t *f);
-/* The period of unix_ms as a key ("20261203"; "" without date fields) into
- * key[n], and in *end_ms (may be NULL) when it ends (INT64_MAX: never).  0
- * or IDGEN_ERANGE. */
+/* The period of unix_ms as a key into key[n] ("2026" year, "202612" month,
+ * "2026W49" ISO week, "20261203" day, "2026120306" hour, "202612030615"
+ * minute, in the format's time zone; "" without date fields), and in
+ * *end_ms (may be NULL) the first instant of another period (INT64_MAX:
+ * never), DST changes counted: a day may last 23 or 25 hours, and an hour
+ * the clock repeats is one period of two.  0, or IDGEN_ERANGE (key[n] too
+ * small, or a time outside years 1 to 9999). */
 IDGEN_API int idgen_seq_format_period(const idgen_seq_format_t *f, int64_t unix_ms, char *key,
                                       size_t n, int64_t *end_ms);
-/* The text of number `n` at unix_ms into buf[n]: its length, or
- * IDGEN_ERANGE when it does not fit. */
+/* The text of number `n` at unix_ms into buf[buflen], NUL-terminated: its
+ * length, or IDGEN_ERANGE when it does not fit (or the time is outside
+ * years 1 to 9999). */
 IDGEN_API int idgen_seq_format_render(const idgen_seq_format_t *f, int64_t unix_ms, uint64_t n,
                                       char *buf, size_t buflen);
 /* The width of {seq} (0: none given) and the periods per year (0: no

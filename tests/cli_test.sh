@@ -348,6 +348,24 @@ expect "plan rate burst" 0 '*' "" -- plan --rate 8192000
 grep -q '2.00 times one node.s capacity; borrowing (max_borrow_ms 1000) absorbs a burst of 1.0 s' "$tmp/out" &&
   ok || bad "plan --rate burst figure"
 expect "plan bad layout" 2 "" 'idgen: layout: no "sequence" field' -- plan --layout time:41
+# plan --seq: the counter's lifetime, and a format's width against a rate
+expect "plan seq" 0 '*' "" -- plan --seq --rate 1000
+grep -q '^counter       63 bits: 9,223,372,036,854,775,807 numbers, 1 to 9,223,372,036,854,775,807$' "$tmp/out" &&
+  grep -q '^rate          1,000 numbers/s: the counter lasts 292,277,025 years$' "$tmp/out" &&
+  ok || bad "plan --seq lifetime"
+expect "plan seq format widens" 0 '*' "" -- plan --seq --format 'ORD{date:%Y%m%d}{seq:06}' --rate 2000/s --tz Asia/Shanghai
+grep -q '^period        day (365.243 a year)' "$tmp/out" &&
+  grep -q '^warning       at 2,000/s a day needs 172,800,000 numbers: {seq:06} widens after 999,999, about 8 min into each day$' "$tmp/out" &&
+  grep -Eq '^example       ORD[0-9]{8}000001 \.\.\. ORD[0-9]{8}999999, then ORD[0-9]{8}1000000$' "$tmp/out" &&
+  ok || bad "plan --seq --format warns of the width"
+expect "plan seq format fits" 0 '*' "" -- plan --seq --format 'A{date:%Y%m%d%H%M}-{seq:03}' --rate 3 --start 0
+grep -q '^fits          at 3/s a minute needs 180 numbers: 18.0% of what {seq:03} holds$' "$tmp/out" &&
+  ok || bad "plan --seq --format fits"
+expect "plan seq ambiguous" 2 "" 'idgen: plan: format: column 2: {seq} runs into the digits after it ("{seq}{date:%d}" reads 1|12 or 11|2 once the number grows): put a separator after {seq}' \
+  -- plan --seq --format 'T{seq}{date:%Y%m%d}'
+expect "plan seq bad tz" 2 "" '*' -- plan --seq --format 'T{seq}' --tz ../etc/passwd
+expect "plan seq layout" 2 "" "idgen: plan: --layout is for IDs, not --seq (see 'idgen plan --help')" -- plan --seq --layout twitter
+expect "plan format without seq" 2 "" "idgen: plan: --format needs --seq (see 'idgen plan --help')" -- plan --format 'T{seq}'
 expect "version" 0 "idgen 0.1.0" "" -- --version
 for c in snowflake ulid uuid7 decode plan layouts bench; do
   expect "$c --help" 0 '*' "" -- $c --help

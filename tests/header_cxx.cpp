@@ -124,6 +124,20 @@ int main() {
             ls.blame == IDGEN_LEASE_SETTING_FIELD,
         "idgen_lease_settings_verify");
 
+  /* Sequences: the sizes a caller allocates, and a business-number template. */
+  idgen_seq_row_t srow = {};
+  check(sizeof srow.key == IDGEN_SEQ_KEY_MAX && IDGEN_SEQ_KEY_MAX > IDGEN_SEQ_NAME_MAX &&
+            sizeof srow.holders / sizeof srow.holders[0] == IDGEN_SEQ_HOLDERS_MAX &&
+            IDGEN_SEQ_COUNTER_MAX == (uint64_t)INT64_MAX,
+        "IDGEN_SEQ_*");
+  idgen_seq_format_t *fmt = NULL;
+  char text[64];
+  check(idgen_seq_format_parse(&fmt, "ORD{date:%Y%m%d}{seq:06}", NULL, err, sizeof err) == 0 &&
+            idgen_seq_format_render(fmt, 1796292000000, 42, text, sizeof text) == 17 &&
+            std::strcmp(text, "ORD20261203000042") == 0,
+        "idgen_seq_format_*");
+  idgen_seq_format_free(fmt);
+
   if (failures == 0)
     std::printf("header_cxx: ok\n");
   return failures == 0 ? 0 : 1;

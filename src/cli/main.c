@@ -17,7 +17,7 @@ static const char usage[] =
     "  uuid7       make UUIDv7s (RFC 9562)\n"
     "  decode      read IDs back: time, node fields, sequence; ULID; UUID\n"
     "  layouts     list the preset layouts and their specs\n"
-    "  plan        lifetime, exhaustion date and capacity of a layout\n"
+    "  plan        lifetime, exhaustion date and capacity of a layout (or --seq)\n"
     "  bench       measure the generator on this machine\n"
     "  registry    list the worker-ID leases of a registry; free a stale one\n"
     "  seq         dense numbers and business numbers (INV-2026-000042) from a registry\n"
