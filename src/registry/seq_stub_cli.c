@@ -26,12 +26,10 @@ struct idgen_seq {
   char key[IDGEN_SEQ_KEY_MAX];
   char dir[1024];
   uint64_t lo, hi, step, issued, claimed, claims;
-  char *format;
+  idgen_seq_format_t *format;
+  char name[IDGEN_SEQ_NAME_MAX];
+  int64_t period_end_ms;
   uint64_t mem; /* the counter when there is no directory */
-};
-
-struct idgen_seq_format {
-  char *tmpl;
 };
 
 int idgen_seq_name_check(const char *name, char *err, size_t errlen) {
@@ -119,8 +117,10 @@ int idgen_seq_open(idgen_seq_t **out, idgen_registry_t *r, const char *name,
     q->dir[0] = '\0';
   q->step = s && s->step ? s->step : s && s->min_step ? s->min_step : 1000;
   q->mem = 1;
-  if (s && s->format) {
-    q->format = strdup(s->format);
+  snprintf(q->name, sizeof q->name, "%s", name);
+  if (s && s->format && idgen_seq_format_parse(&q->format, s->format, s->tz, err, errlen) < 0) {
+    free(q);
+    return IDGEN_EINVAL;
   }
   *out = q;
   return 0;
@@ -165,15 +165,33 @@ int idgen_seq_next(idgen_seq_t *s, uint64_t *n) { return idgen_seq_next_n(s, n, 
 int idgen_seq_next_text(idgen_seq_t *s, char *buf, size_t buflen, uint64_t *n) {
   if (s->format == NULL)
     return IDGEN_EINVAL;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  char period[64];
+  int64_t end;
+  if (idgen_seq_format_period(s->format, now, period, sizeof period, &end) < 0)
+    return IDGEN_ERANGE;
+  pthread_mutex_lock(&s->mu);
+  char key[IDGEN_SEQ_KEY_MAX];
+  snprintf(key, sizeof key, "%s%s%s", s->name, period[0] ? "@" : "", period);
+  if (strcmp(key, s->key) != 0) { /* a new period: its own counter */
+    if (s->dir[0] && s->lo < s->hi) {
+      uint64_t v = s->hi;
+      with_counter(s->dir, s->key, &v, s->lo, 1);
+    }
+    snprintf(s->key, sizeof s->key, "%s", key);
+    s->lo = s->hi = 0;
+    s->mem = 1;
+  }
+  pthread_mutex_unlock(&s->mu);
   uint64_t v;
   int rc = idgen_seq_next(s, &v);
   if (rc < 0)
     return rc;
   if (n)
     *n = v;
-  const char *b = strchr(s->format, '{');
-  int len = snprintf(buf, buflen, "%.*s%06" PRIu64, b ? (int)(b - s->format) : 0, s->format, v);
-  return len < 0 || (size_t)len >= buflen ? IDGEN_ERANGE : len;
+  return idgen_seq_format_render(s->format, now, v, buf, buflen);
 }
 
 void idgen_seq_close(idgen_seq_t *s) {
@@ -183,7 +201,7 @@ void idgen_seq_close(idgen_seq_t *s) {
     uint64_t v = s->hi;
     with_counter(s->dir, s->key, &v, s->lo, 1);
   }
-  free(s->format);
+  idgen_seq_format_free(s->format);
   pthread_mutex_destroy(&s->mu);
   free(s);
 }
@@ -241,27 +259,4 @@ int idgen_seq_set(idgen_registry_t *r, const char *key, uint64_t next, char *err
              "): a counter only moves forward",
              key, next, cur);
   return rc;
-}
-
-int idgen_seq_format_parse(idgen_seq_format_t **out, const char *tmpl, const char *tz, char *err,
-                           size_t errlen) {
-  (void)tz;
-  if (strstr(tmpl, "{seq") == NULL) {
-    snprintf(err, errlen, "format \"%s\": no {seq} field", tmpl);
-    return IDGEN_EINVAL;
-  }
-  idgen_seq_format_t *f = calloc(1, sizeof *f);
-  if (f == NULL || (f->tmpl = strdup(tmpl)) == NULL) {
-    free(f);
-    return IDGEN_ENOMEM;
-  }
-  *out = f;
-  return 0;
-}
-
-void idgen_seq_format_free(idgen_seq_format_t *f) {
-  if (f) {
-    free(f->tmpl);
-    free(f);
-  }
 }
