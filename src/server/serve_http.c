@@ -599,6 +599,13 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
     respond_error(w, c, &req, 404, err, req.content_length > 0 ? CLOSE_BROKEN : KEEP, NULL);
     return req.content_length > 0 ? len : (size_t)head;
   }
+  if (seq && get && req.method.len == 4) { /* HEAD: numbers taken and thrown away are gaps */
+    respond_error(w, c, &req, 405,
+                  "method HEAD not allowed on /seq/NAME: it would take numbers and drop them "
+                  "(gaps in a dense sequence); use GET",
+                  req.content_length > 0 ? CLOSE_BROKEN : KEEP, "Allow: GET\r\n");
+    return req.content_length > 0 ? len : (size_t)head;
+  }
   if (!get) {
     snprintf(err, sizeof err, "method %s not allowed: use GET or HEAD",
              IDGEN_QUOTE(req.method.ptr, req.method.len, 0, 20));

@@ -103,6 +103,11 @@ def group_routes():
         r, det = curl(d.http, path)
         check("GET %s: 400 naming the name" % path[:20],
               r is not None and r.status == 400 and want in r.body.decode(), det or (r and r.body[:200]))
+    r, det = curl(d.http, "/seq/orders", "-I")
+    check("HEAD /seq/orders: 405 (it would drop numbers), Allow: GET",
+          r is not None and r.status == 405 and r.h("allow") == "GET", det or r)
+    r, det = curl(d.http, "/seq/orders", "-X", "POST")
+    check("POST /seq/orders: 405", r is not None and r.status == 405, det or r)
     r, det = curl(d.http, "/seq/orders?count=%d" % (MAX_BATCH + 1))
     check("count over max_batch: 400 naming it",
           r is not None and r.status == 400 and "max_batch" in r.body.decode(), det or r)
