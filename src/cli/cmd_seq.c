@@ -13,8 +13,8 @@
 #include "settings.h"
 
 static const char usage_head[] =
-    "Usage: idgen seq NAME [-n N] [--format TEMPLATE] [--tz ZONE] [--strict] [--json]\n"
-    "                 [--registry URI] [--space NAME] [SETTINGS]\n"
+    "Usage: idgen seq NAME [-n N] [--format TEMPLATE] [--tz ZONE] [--strict]\n"
+    "                 [--json] [--registry URI] [--space NAME] [SETTINGS]\n"
     "       idgen seq list [--registry URI] [--space NAME] [--json]\n"
     "       idgen seq set NAME VALUE [--registry URI] [--space NAME]\n"
     "\n"
@@ -43,12 +43,9 @@ static const char usage_head[] =
     "\n"
     "  -n, --count N              how many numbers (default 1, at most " IDGEN_STR(
         CLI_COUNT_MAX) ")\n"
-                       "      --format TEMPLATE      business numbers (the same as --seq-format "
-                       "NAME=TEMPLATE)\n"
-                       "      --tz ZONE              the template's time zone (the same as "
-                       "--seq-tz)\n"
-                       "      --strict               one holder at a time (the same as "
-                       "--seq-strict NAME)\n"
+                       "      --format TEMPLATE      business numbers (as --seq-format NAME=TEMPLATE)\n"
+                       "      --tz ZONE              the template's time zone (as --seq-tz ZONE)\n"
+                       "      --strict               one holder at a time (as --seq-strict NAME)\n"
                        "      --json                 print one JSON object: {\"sequence\":NAME,\n"
                        "                             \"numbers\":[...]} (and \"texts\" with "
                        "--format)\n"
