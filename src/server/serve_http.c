@@ -303,18 +303,15 @@ static void route_seq(serve_worker_t *w, serve_conn_t *c, const http_request_t *
   const char *name = req->path.ptr + 5;
   size_t len = req->path.len - 5;
   uint64_t *nums = malloc(q.count * sizeof *nums);
-  char *texts = malloc(q.count * SERVE_SEQ_TEXT_MAX), why[600];
-  int text = 0;
-  if (nums == NULL || texts == NULL) {
-    free(nums);
-    free(texts);
+  char *texts = NULL, why[600];
+  if (nums == NULL) {
     respond_error(w, c, req, 500, "out of memory", KEEP, NULL);
     return;
   }
-  int status = serve_seq_take(w->srv, name, len, q.count, nums, texts, &text, why, sizeof why);
+  int status = serve_seq_take(w->srv, name, len, q.count, nums, &texts, why, sizeof why);
+  int text = texts != NULL;
   if (status != 0) {
     free(nums);
-    free(texts);
     respond_error(w, c, req, status, why, KEEP, status == 503 ? "Retry-After: 1\r\n" : NULL);
     return;
   }

@@ -235,13 +235,14 @@ static void on_seq(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) 
     }
   }
   uint64_t *nums = malloc((size_t)n * sizeof *nums);
-  char *texts = malloc((size_t)n * SERVE_SEQ_TEXT_MAX), why[600];
-  int text = 0, status = nums && texts ? 0 : 500;
+  char *texts = NULL, why[600];
+  int status = nums ? 0 : 500;
   if (status != 0)
     snprintf(why, sizeof why, "out of memory");
   else
-    status = serve_seq_take(w->srv, r->argv[1].ptr, r->argv[1].len, (size_t)n, nums, texts, &text,
-                            why, sizeof why);
+    status = serve_seq_take(w->srv, r->argv[1].ptr, r->argv[1].len, (size_t)n, nums, &texts, why,
+                            sizeof why);
+  int text = texts != NULL;
   if (status != 0) {
     reply_err(w, c, "ERR %s", why);
   } else {

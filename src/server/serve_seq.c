@@ -209,7 +209,7 @@ static void count(seq_entry_t *e, uint64_t req, uint64_t fails) {
 }
 
 int serve_seq_take(serve_daemon_t *s, const char *name, size_t len, size_t cnt, uint64_t *nums,
-                   char *texts, int *text, char *why, size_t n) {
+                   char **texts, char *why, size_t n) {
   char nm[IDGEN_SEQ_NAME_MAX], err[300];
   if (len >= sizeof nm || memchr(name, '\0', len) != NULL) {
     snprintf(why, n, "sequence name \"%s\" is not [a-z][a-z0-9_-]{0,63}",
@@ -226,11 +226,15 @@ int serve_seq_take(serve_daemon_t *s, const char *name, size_t len, size_t cnt, 
   seq_entry_t *e = get(s, nm, &status, why, n);
   if (e == NULL)
     return status;
-  *text = e->text && texts != NULL;
+  *texts = NULL;
   int rc = 0;
-  if (*text) {
+  if (e->text) { /* room for the texts only when there are texts */
+    if ((*texts = malloc(cnt * SERVE_SEQ_TEXT_MAX)) == NULL) {
+      snprintf(why, n, "out of memory");
+      return 500;
+    }
     for (size_t i = 0; rc >= 0 && i < cnt; i++)
-      rc = idgen_seq_next_text(e->q, texts + i * SERVE_SEQ_TEXT_MAX, SERVE_SEQ_TEXT_MAX, &nums[i]);
+      rc = idgen_seq_next_text(e->q, *texts + i * SERVE_SEQ_TEXT_MAX, SERVE_SEQ_TEXT_MAX, &nums[i]);
   } else {
     rc = idgen_seq_next_n(e->q, nums, cnt);
   }
@@ -240,7 +244,9 @@ int serve_seq_take(serve_daemon_t *s, const char *name, size_t len, size_t cnt, 
     snprintf(why, n, "sequence %s: %s%s%s", nm, idgen_strerror(rc), st.reason[0] ? ": " : "",
              st.reason);
     count(e, 0, 1);
-    return rc == IDGEN_ERANGE && *text ? 500 : 503;
+    free(*texts);
+    *texts = NULL;
+    return rc == IDGEN_ERANGE && e->text ? 500 : 503;
   }
   count(e, 1, 0);
   return 0;

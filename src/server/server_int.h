@@ -704,12 +704,12 @@ int serve_seqs_init(serve_daemon_t *s);
  * registry they use; after the loops have stopped. */
 void serve_seqs_close(serve_daemon_t *s);
 /* cnt numbers of sequence name[len] into nums[] and, when the sequence has
- * a template and texts is not NULL, its business numbers into texts (cnt
- * times SERVE_SEQ_TEXT_MAX bytes; *text set): 0, or an HTTP status (400 a
- * bad name, 429 seq_max_open reached, 503 no number could be taken) with
- * why. */
+ * a template, its business numbers into *texts (malloc'd: cnt times
+ * SERVE_SEQ_TEXT_MAX bytes, the caller frees; else NULL): 0, or an HTTP
+ * status (400 a bad name, 429 seq_max_open reached, 503 no number could be
+ * taken) with why. */
 int serve_seq_take(serve_daemon_t *s, const char *name, size_t len, size_t cnt, uint64_t *nums,
-                   char *texts, int *text, char *why, size_t n);
+                   char **texts, char *why, size_t n);
 void serve_seq_metrics(serve_daemon_t *s, serve_buf_t *b);
 /* /health's line per sequence; the number whose claims fail. */
 int serve_seq_health(serve_daemon_t *s, serve_buf_t *b);
