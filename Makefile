@@ -12,7 +12,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: bench-python bench-npm bench-leases screenshots image deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
+.PHONY: bench-seq bench-python bench-npm bench-leases screenshots image deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
 
 all: build
 
@@ -114,6 +114,11 @@ bench: build
 bench-registry: build
 	$(BUILD)/idgen-bench --only bound --runs 9
 	/usr/bin/python3 bench/start_bench.py $(BUILD)/idgen 21
+
+# A sequence's hot path, idgen_seq_next on file:, against a bare
+# atomic_fetch_add at 1 and 2 threads (bench/seq_bench.c).
+bench-seq: build
+	$(BUILD)/seq_bench
 
 # Leasing from the daemon (idgen serve --leases, idgen://) against the
 # registry direct and against fetching every ID (docs/BENCHMARKS.md).

@@ -53,11 +53,13 @@ set(IDGEN_REGISTRY_SOURCES
   src/registry/registry.c
   src/registry/bounded.c
   src/registry/space.c
+  src/registry/seq_record.c
+  src/registry/seq.c
   src/registry/registry_file.c
   src/registry/registry_pg.c
   src/registry/registry_idgen.c
-  src/registry/host.c
-  src/registry/seq_stub_cli.c) # TEMPORARY (branch seqcli): deleted when seq.c lands
+  src/registry/seq_store.c
+  src/registry/host.c)
 if(IDGEN_ETCD)
   list(APPEND IDGEN_REGISTRY_SOURCES src/registry/registry_etcd.c)
 endif()

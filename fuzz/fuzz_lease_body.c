@@ -1,7 +1,7 @@
 /*
  * fuzz_lease_body.c -- libFuzzer target for the lease service's request
  * bodies (src/server/lease_body.c), the JSON of POST /lease, /lease/renew,
- * /lease/mark and /lease/release.
+ * /lease/mark and /lease/release, and of /lease/seq/load, /store, /keys.
  *
  * The first byte picks the route, the rest is the body.  Properties: never
  * crashes or reads outside the input; a refusal has a message; an accepted
@@ -9,13 +9,16 @@
  * secret of 32 lower-case hex digits, a leased field that is a node field
  * of its layout, a canonical layout that parses to the same layout, for an
  * acquisition no value of the leased field and for the other routes the
- * whole tuple; and parsing it again gives the same result.
+ * whole tuple; a sequence route's body has a well-formed key (load,
+ * store), a text within LEASE_SEQ_TEXT_MAX (store), every 0 or 1 and not
+ * beside a space (keys); and parsing it again gives the same result.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lease_body.h"
+#include "seq_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -30,6 +33,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char err[LEASE_ERR_MAX];
   if (lease_body_parse(route, body, len, &a, err) < 0) {
     if (err[0] == '\0' || strlen(err) >= LEASE_ERR_MAX)
+      abort();
+    return 0;
+  }
+  if (LEASE_ROUTE_IS_SEQ(route)) {
+    if (route != LR_SEQ_KEYS && idgen__seq_key_check(a.key, NULL, 0) != 0)
+      abort();
+    if (strlen(a.text) > LEASE_SEQ_TEXT_MAX || (a.every != 0 && a.every != 1) ||
+        (a.every && a.space[0]) || a.holder[0] != '\0')
+      abort();
+    if (lease_body_parse(route, body, len, &b, err) != 0 || memcmp(&a, &b, sizeof a) != 0)
       abort();
     return 0;
   }

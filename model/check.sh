@@ -4,13 +4,13 @@
 #   model/check.sh [--keep DIR] [--jobs N] [--list] [NAME_PATTERN]
 #
 # A case line is `NAME MODEL EXPECT SWITCH...`:
-#   MODEL   a file in model/ (net.pml, file.pml, proxy.pml)
+#   MODEL   a file in model/ (net.pml, file.pml, proxy.pml, seq.pml)
 #   EXPECT  ok            every property holds: the search finishes with no
 #                         error, within the depth and memory limits;
 #           fail:PROP     spin must find a counterexample to property PROP
-#                         (unique, increasing, fenced, durable, valid): a mutation
-#                         (one rule of the implementation removed) or a
-#                         documented exception.
+#                         (unique, increasing, fenced, durable, valid,
+#                         ordered, counted): a mutation (one rule of the
+#                         implementation removed) or a documented exception.
 #   SWITCH  -DNAME[=VALUE] for spin's preprocessor (the bounds, MUT_*, ...).
 # `ok` cases search depth-first with COLLAPSE compression; `fail:` cases
 # breadth-first, which finds a shortest counterexample and does not get lost
@@ -129,7 +129,7 @@ running=0
 while read -r name model expect switches; do
   case "$name" in *"$pattern"*) ;; *) continue ;; esac
   case "$expect" in
-    ok | fail:unique | fail:increasing | fail:fenced | fail:durable | fail:valid) ;;
+    ok | fail:unique | fail:increasing | fail:fenced | fail:durable | fail:valid | fail:ordered | fail:counted) ;;
     *) echo "check.sh: $name: EXPECT must be ok or fail:PROP, not $expect" >&2; exit 2 ;;
   esac
   names+=("$name")

@@ -107,6 +107,14 @@ int main() {
             sizeof space.layouts / sizeof space.layouts[0] == IDGEN_SPACE_LAYOUTS_MAX &&
             sizeof host.iface == IDGEN_IFNAME_MAX && sizeof nodes > 0,
         "IDGEN_*_MAX of the registry");
+  /* Sequences' sizes. */
+  idgen_seq_row_t seq = {};
+  idgen_seq_stats_t sst = {};
+  check(sizeof seq.key == IDGEN_SEQ_KEY_MAX && sizeof sst.key == IDGEN_SEQ_KEY_MAX &&
+            IDGEN_SEQ_KEY_MAX > IDGEN_SEQ_NAME_MAX &&
+            sizeof seq.holders / sizeof seq.holders[0] == IDGEN_SEQ_HOLDERS_MAX &&
+            IDGEN_SEQ_COUNTER_MAX == (uint64_t)INT64_MAX,
+        "IDGEN_SEQ_*");
   check(IDGEN_START_WAIT_MS_DEFAULT <= IDGEN_START_WAIT_MS_MAX && IDGEN_START_WAIT_DEFAULT < 0 &&
             IDGEN_LEASE_TTL_MIN_MS <= IDGEN_LEASE_TTL_DEFAULT_MS &&
             IDGEN_LEASE_TTL_DEFAULT_MS <= IDGEN_LEASE_TTL_MAX_MS && IDGEN_REGISTRY_CALL_MS > 0,

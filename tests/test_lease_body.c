@@ -114,21 +114,81 @@ static void test_refusals(void **state) {
   assert_string_equal("the body is over 4096 bytes", err);
 }
 
+/* The sequence routes: key, text, version, after, every; the lease
+ * members are not theirs. */
+static void test_seq(void **state) {
+  (void)state;
+  char err[LEASE_ERR_MAX];
+  int rc = parse(LR_SEQ_STORE,
+                 "{\"space\":\"billing\",\"key\":\"orders@20261203\",\"version\":7,"
+                 "\"text\":\"idgen-seq v1\\nnext=1\\n\"}",
+                 err);
+  if (rc != 0)
+    fail_msg("refused: %s", err);
+  assert_string_equal(b.space, "billing");
+  assert_string_equal(b.key, "orders@20261203");
+  assert_string_equal(b.text, "idgen-seq v1\nnext=1\n");
+  assert_int_equal(b.version, 7);
+  assert_int_equal(0, parse(LR_SEQ_LOAD, "{\"key\":\"a\"}", err));
+  assert_string_equal(b.space, "");
+  assert_int_equal(0, parse(LR_SEQ_KEYS, "{}", err));
+  assert_int_equal(0, parse(LR_SEQ_KEYS, "{\"every\":1,\"after\":\"default orders\"}", err));
+  assert_int_equal(b.every, 1);
+  assert_string_equal(b.after, "default orders");
+  static const struct {
+    int route;
+    const char *body, *says;
+  } bad[] = {
+      {LR_SEQ_LOAD, "{}", "member \"key\" is missing"},
+      {LR_SEQ_LOAD, "{\"key\":\"Orders\"}", "member \"key\""},
+      {LR_SEQ_LOAD, "{\"key\":\"orders@\"}", "member \"key\""},
+      {LR_SEQ_LOAD, "{\"key\":\"orders@2026-12\"}", "member \"key\""},
+      {LR_SEQ_LOAD, "{\"key\":\"a\",\"text\":\"x\"}", "unknown member \"text\""},
+      {LR_SEQ_LOAD, "{\"key\":\"a\",\"holder\":\"h\"}", "unknown member \"holder\""},
+      {LR_SEQ_LOAD, "{\"key\":\"a\",\"space\":\"No\"}", "member \"space\""},
+      {LR_SEQ_STORE, "{\"key\":\"a\",\"text\":\"x\"}", "member \"version\" is missing"},
+      {LR_SEQ_STORE, "{\"key\":\"a\",\"version\":0}", "member \"text\" is missing"},
+      {LR_SEQ_STORE, "{\"key\":\"a\",\"version\":-1,\"text\":\"\"}", "negative"},
+      {LR_SEQ_KEYS, "{\"every\":2}", "member \"every\""},
+      {LR_SEQ_KEYS, "{\"every\":1,\"space\":\"a\"}", "do not go together"},
+      {LR_ACQUIRE, "{\"key\":\"a\"}", "unknown member \"key\""},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    if (parse(bad[i].route, bad[i].body, err) != -1 || strstr(err, bad[i].says) == NULL)
+      fail_msg("%s: \"%s\", expected \"%s\"", bad[i].body, err, bad[i].says);
+  }
+  /* a text of 16384 bytes, and one more */
+  static char big[LEASE_SEQ_TEXT_MAX + 100];
+  int n = snprintf(big, sizeof big, "{\"key\":\"a\",\"version\":0,\"text\":\"");
+  memset(big + n, 'x', LEASE_SEQ_TEXT_MAX);
+  strcpy(big + n + LEASE_SEQ_TEXT_MAX, "\"}");
+  assert_int_equal(0, parse(LR_SEQ_STORE, big, err));
+  assert_int_equal(strlen(b.text), LEASE_SEQ_TEXT_MAX);
+  memset(big + n, 'x', LEASE_SEQ_TEXT_MAX + 1);
+  strcpy(big + n + LEASE_SEQ_TEXT_MAX + 1, "\"}");
+  assert_int_equal(-1, parse(LR_SEQ_STORE, big, err));
+  assert_non_null(strstr(err, "member \"text\" is too long"));
+}
+
 static void test_routes(void **state) {
   (void)state;
   assert_int_equal(LR_ACQUIRE, lease_body_route("/lease", 6));
   assert_int_equal(LR_RENEW, lease_body_route("/lease/renew", 12));
   assert_int_equal(LR_MARK, lease_body_route("/lease/mark", 11));
   assert_int_equal(LR_RELEASE, lease_body_route("/lease/release", 14));
+  assert_int_equal(LR_SEQ_LOAD, lease_body_route("/lease/seq/load", 15));
+  assert_int_equal(LR_SEQ_STORE, lease_body_route("/lease/seq/store", 16));
+  assert_int_equal(LR_SEQ_KEYS, lease_body_route("/lease/seq/keys", 15));
+  assert_int_equal(LEASE_BODY_MAX, lease_body_max(LR_SEQ_LOAD));
+  assert_int_equal(LEASE_SEQ_BODY_MAX, lease_body_max(LR_SEQ_STORE));
   assert_int_equal(-1, lease_body_route("/lease/", 7));
   assert_int_equal(-1, lease_body_route("/leases", 7));
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_acquire),
-      cmocka_unit_test(test_identity),
-      cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_acquire),  cmocka_unit_test(test_identity),
+      cmocka_unit_test(test_refusals), cmocka_unit_test(test_seq),
       cmocka_unit_test(test_routes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

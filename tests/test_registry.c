@@ -294,6 +294,9 @@ static void test_idgen_answers(void **state) {
       {"{\"a\":\"\\u00e9\\ud83d\\ude00\\\"\\\\\\/\\n\",\"b\":-3,\"c\":1.5e3,\"d\":null,"
        "\"e\":[1,{\"x\":\"]\"}],\"f\":true}",
        6, NULL},
+      {"{\"text\":null,\"version\":0}", 2, NULL}, /* /lease/seq/load: no record */
+      {"{\"keys\":\"default a\\ndefault b@2026\\n\",\"more\":false}", 2, NULL},
+      {"{\"text\":nul}", -1, "not a JSON value at byte 8"},
       {"", -1, "not a JSON object at byte 0"},
       {"[1]", -1, "not a JSON object at byte 0"},
       {"{\"a\":1,\"a\":2}", -1, "a member given twice at byte 10"},

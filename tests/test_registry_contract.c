@@ -6,9 +6,15 @@
  * generator bound to a lease (durable, fenced, increasing across holders);
  * a forked child; the ID space (a layout refused beside another whose
  * IDs could equal its own, a named space, a takeover above the old IDs);
- * and a grant taken over from a process that was killed (adopt).
+ * a grant taken over from a process that was killed (adopt); and
+ * sequence records (load, a conditional store refused as stale, versions
+ * that grow, 4 threads x 500 compare-and-set increments, keys in order),
+ * skipped on a backend that keeps none yet.
  *
- *   test_registry_contract file|postgres|etcd [TEST_NAME]
+ *   test_registry_contract file|postgres|etcd|idgen [TEST_NAME]
+ *
+ * idgen reads $IDGEN_TEST_IDGEN_URI (tests/registry/suite_seq_idgen.py
+ * starts the daemon and runs the sequence tests, test_seq_*, there).
  *
  * postgres reads $IDGEN_TEST_PG_URI and etcd $IDGEN_TEST_ETCD_URI (the
  * fixtures of tests/CMakeLists.txt start those servers); each test works in
@@ -19,6 +25,7 @@
  * in test_registry.c, test_registry_pg.c and tests/registry/suite_*.py.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "registry_int.h"
 #include "testutil.h"
 
 static const char *backend, *base_uri;
@@ -666,6 +674,162 @@ static void test_adopt_expired(void **state) {
   idgen_registry_close(r);
 }
 
+/* ---- sequence records (registry_int.h, seq_load, seq_store, seq_keys) ---- */
+
+/* The test's registry; the test skipped when its backend keeps no
+ * sequences (yet). */
+static idgen_registry_t *seq_registry(void) {
+  idgen_registry_t *r = tu_registry(uri);
+  char err[600], *text = NULL;
+  uint64_t v;
+  if (idgen__seq_io_load(r, "probe", &text, &v, err, sizeof err) == IDGEN_EINVAL &&
+      strstr(err, "keeps no sequences") != NULL) {
+    idgen_registry_close(r);
+    print_message("%s: skipped\n", err);
+    skip();
+  }
+  free(text);
+  return r;
+}
+
+/* A record's text: a counter and a second line (a line feed must survive
+ * the JSON both ways), a quote and a backslash. */
+static void record(char *buf, size_t n, long count) {
+  snprintf(buf, n, "idgen-seq-test v1\ncount=%ld\nnote=\"a\\b\"\ttab\n", count);
+}
+
+static long count_of(const char *text) {
+  const char *c = strstr(text, "\ncount=");
+  return c ? strtol(c + 7, NULL, 10) : -1;
+}
+
+/* load missing; store(0) creates; a second store(0) and a stale version
+ * are refused with IDGEN_EAGAIN; versions grow; the text round-trips. */
+static void test_seq_records(void **state) {
+  (void)state;
+  idgen_registry_t *r = seq_registry();
+  char err[600], *text = NULL, want[200];
+  uint64_t v0 = 99, v1, v2;
+  assert_int_equal(idgen__seq_io_load(r, "orders", &text, &v0, err, sizeof err), 0);
+  assert_null(text);
+  assert_int_equal(v0, 0);
+  record(want, sizeof want, 1);
+  int rc = idgen__seq_io_store(r, "orders", want, 0, err, sizeof err);
+  if (rc != 0)
+    fail_msg("store(0): %d %s", rc, err);
+  assert_int_equal(idgen__seq_io_store(r, "orders", want, 0, err, sizeof err), IDGEN_EAGAIN);
+  assert_int_equal(idgen__seq_io_load(r, "orders", &text, &v1, err, sizeof err), 0);
+  assert_non_null(text);
+  assert_string_equal(text, want);
+  free(text);
+  assert_true(v1 > 0);
+  record(want, sizeof want, 2);
+  assert_int_equal(idgen__seq_io_store(r, "orders", want, v1, err, sizeof err), 0);
+  assert_int_equal(idgen__seq_io_load(r, "orders", &text, &v2, err, sizeof err), 0);
+  assert_string_equal(text, want);
+  free(text);
+  assert_true(v2 > v1);
+  /* the version it was: stale */
+  assert_int_equal(idgen__seq_io_store(r, "orders", want, v1, err, sizeof err), IDGEN_EAGAIN);
+  /* a period's counter is a key of its own */
+  assert_int_equal(idgen__seq_io_load(r, "orders@20261203", &text, &v0, err, sizeof err), 0);
+  assert_null(text);
+  idgen_registry_close(r);
+}
+
+typedef struct incr {
+  idgen_registry_t *r;
+  int n, again, failed;
+  char err[600];
+} incr_t;
+
+/* n increments of the counter, each a load and a conditional store, again
+ * on IDGEN_EAGAIN. */
+static void *incr_main(void *arg) {
+  incr_t *t = arg;
+  for (int i = 0; i < t->n && !t->failed;) {
+    char *text = NULL, next[200];
+    uint64_t v;
+    if (idgen__seq_io_load(t->r, "hits", &text, &v, t->err, sizeof t->err) < 0) {
+      t->failed = 1;
+      break;
+    }
+    long c = text ? count_of(text) : 0;
+    free(text);
+    record(next, sizeof next, c + 1);
+    int rc = idgen__seq_io_store(t->r, "hits", next, v, t->err, sizeof t->err);
+    if (rc == 0)
+      i++;
+    else if (rc == IDGEN_EAGAIN)
+      t->again++;
+    else
+      t->failed = 1;
+  }
+  return NULL;
+}
+
+/* 4 threads x 500 compare-and-set increments: exactly 2000. */
+static void test_seq_concurrent(void **state) {
+  (void)state;
+  idgen_registry_t *r = seq_registry();
+  enum { THREADS = 4, EACH = 500 };
+  incr_t t[THREADS];
+  pthread_t th[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    t[i] = (incr_t){.r = r, .n = EACH};
+    assert_int_equal(pthread_create(&th[i], NULL, incr_main, &t[i]), 0);
+  }
+  int again = 0;
+  for (int i = 0; i < THREADS; i++) {
+    pthread_join(th[i], NULL);
+    if (t[i].failed)
+      fail_msg("thread %d: %s", i, t[i].err);
+    again += t[i].again;
+  }
+  char *text, err[600];
+  uint64_t v;
+  assert_int_equal(idgen__seq_io_load(r, "hits", &text, &v, err, sizeof err), 0);
+  print_message("2000 increments, %d refused as stale and done again; version %llu\n", again,
+                (unsigned long long)v);
+  assert_int_equal(count_of(text), THREADS * EACH);
+  free(text);
+  idgen_registry_close(r);
+}
+
+typedef struct seq_keys {
+  char got[16][IDGEN_SEQ_KEY_MAX + IDGEN_SPACE_NAME_MAX];
+  int n;
+} seq_keys_t;
+
+static int seq_key_cb(void *ctx, const char *space, const char *key) {
+  seq_keys_t *k = ctx;
+  if (k->n < 16)
+    snprintf(k->got[k->n++], sizeof k->got[0], "%s %s", space, key);
+  return 0;
+}
+
+/* The keys of the space, in key order. */
+static void test_seq_keys(void **state) {
+  (void)state;
+  idgen_registry_t *r = seq_registry();
+  char err[600], want[3][80], space[40];
+  snprintf(space, sizeof space, "%s", idgen_registry_space(r));
+  const char *names[3] = {"b-seq", "a_seq", "b-seq@2026"};
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(idgen__seq_io_store(r, names[i], "x\n", 0, err, sizeof err), 0);
+  seq_keys_t k = {0};
+  int rc = idgen__seq_io_keys(r, seq_key_cb, &k, err, sizeof err);
+  if (rc != 0)
+    fail_msg("keys: %s", err);
+  assert_int_equal(k.n, 3);
+  snprintf(want[0], sizeof want[0], "%s a_seq", space);
+  snprintf(want[1], sizeof want[1], "%s b-seq", space);
+  snprintf(want[2], sizeof want[2], "%s b-seq@2026", space);
+  for (int i = 0; i < 3; i++)
+    assert_string_equal(k.got[i], want[i]);
+  idgen_registry_close(r);
+}
+
 int main(int argc, char **argv) {
   backend = argc > 1 ? argv[1] : "file";
   if (strcmp(backend, "postgres") == 0 || strcmp(backend, "etcd") == 0) {
@@ -675,8 +839,14 @@ int main(int argc, char **argv) {
       fprintf(stderr, "test_registry_contract %s: set %s (the ctest fixtures do)\n", backend, var);
       return 1;
     }
+  } else if (strcmp(backend, "idgen") == 0) { /* tests/registry/suite_seq_idgen.py's daemon */
+    base_uri = getenv("IDGEN_TEST_IDGEN_URI");
+    if (base_uri == NULL || base_uri[0] == '\0') {
+      fprintf(stderr, "test_registry_contract idgen: set IDGEN_TEST_IDGEN_URI\n");
+      return 1;
+    }
   } else if (strcmp(backend, "file") != 0) {
-    fprintf(stderr, "usage: test_registry_contract file|postgres|etcd [TEST_NAME]\n");
+    fprintf(stderr, "usage: test_registry_contract file|postgres|etcd|idgen [TEST_NAME]\n");
     return 2;
   }
   if (getrandom(&run, sizeof run, 0) != sizeof run)
@@ -696,6 +866,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_adopt, fresh, cleanup),
       cmocka_unit_test_setup_teardown(test_adopt_live_holder, fresh, cleanup),
       cmocka_unit_test_setup_teardown(test_adopt_expired, fresh, cleanup),
+      cmocka_unit_test_setup_teardown(test_seq_records, fresh, cleanup),
+      cmocka_unit_test_setup_teardown(test_seq_concurrent, fresh, cleanup),
+      cmocka_unit_test_setup_teardown(test_seq_keys, fresh, cleanup),
   };
   return cmocka_run_group_tests_name(backend, tests, NULL, NULL);
 }

@@ -1777,6 +1777,193 @@ static void file_close(idgen_registry_t *r) {
   r->be = NULL;
 }
 
+/* ---- sequences ------------------------------------------------------------ */
+
+/* A counter's record is the file seq/KEY in its space's directory: a first
+ * line "idgen-seqfile v1 version=V" and then the record's text (seq_int.h).
+ * It is read without a lock (it is only ever replaced whole, by rename) and
+ * stored under an exclusive flock on seq/KEY.lock: the version read again
+ * under it, the new file written, fsynced, renamed over, the directory
+ * fsynced. */
+#define SEQ_FILE_HEAD "idgen-seqfile v1 version="
+
+static int seq_path(idgen_registry_t *r, const char *key, const char *suffix, char *buf, size_t n) {
+  char sdir[1400];
+  if (space_dir(r, r->space_path, sdir, sizeof sdir) < 0)
+    return -1;
+  int w = snprintf(buf, n, "%s/seq%s%s%s", sdir, key ? "/" : "", key ? key : "", suffix);
+  return w < 0 || (size_t)w >= n ? -1 : 0;
+}
+
+/* The file at path: 0 with *text (malloc'd, or NULL when there is none) and
+ * *version; -1 with errno, or -2 when it is not a counter's file. */
+static int seq_read(const char *path, char **text, uint64_t *version) {
+  *text = NULL;
+  *version = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? 0 : -1;
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap + 1);
+  ssize_t got = 0;
+  while (buf != NULL && (got = read(fd, buf + n, cap - n)) > 0) {
+    n += (size_t)got;
+    if (n == cap) {
+      char *m = cap < ((size_t)1 << 24) ? realloc(buf, 2 * cap + 1) : NULL;
+      if (m == NULL) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = m;
+      cap *= 2;
+    }
+  }
+  int e = errno;
+  close(fd);
+  if (buf == NULL || got < 0) {
+    free(buf);
+    errno = buf == NULL ? ENOMEM : e;
+    return -1;
+  }
+  buf[n] = '\0';
+  size_t h = strlen(SEQ_FILE_HEAD);
+  char *nl = memchr(buf, '\n', n), *endp = NULL;
+  if (n < h || memcmp(buf, SEQ_FILE_HEAD, h) != 0 || nl == NULL) {
+    free(buf);
+    return -2;
+  }
+  *version = strtoull(buf + h, &endp, 10);
+  if (endp != nl || *version == 0) {
+    free(buf);
+    return -2;
+  }
+  memmove(buf, nl + 1, n - (size_t)(nl + 1 - buf) + 1);
+  *text = buf;
+  return 0;
+}
+
+static int file_seq_load(idgen_registry_t *r, const char *key, char **text, uint64_t *version,
+                         char *err, size_t errlen) {
+  char path[1600];
+  if (seq_path(r, key, "", path, sizeof path) < 0)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: sequence key %s too long", key);
+  int rc = seq_read(path, text, version);
+  if (rc == -2)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      "registry: %s is not a sequence's file (no \"" SEQ_FILE_HEAD "N\" line)",
+                      path);
+  if (rc < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot read %s: %s", path,
+                      strerror(errno));
+  return 0;
+}
+
+/* Writes path's new content through tmp, durably; with the record's lock held. */
+static int seq_write(const char *dir, const char *path, const char *tmp, const char *text,
+                     uint64_t version) {
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return -1;
+  share_like_parent(fd, tmp);
+  char head[64];
+  int hn = snprintf(head, sizeof head, SEQ_FILE_HEAD "%" PRIu64 "\n", version);
+  size_t tn = strlen(text);
+  int rc =
+      write(fd, head, (size_t)hn) != hn || write(fd, text, tn) != (ssize_t)tn || fdatasync(fd) < 0
+          ? -1
+          : 0;
+  int e = errno;
+  close(fd);
+  if (rc == 0 && (rename(tmp, path) < 0 || fsync_dir(dir) < 0))
+    rc = -1, e = errno;
+  if (rc < 0)
+    unlink(tmp);
+  errno = e;
+  return rc;
+}
+
+static int file_seq_store(idgen_registry_t *r, const char *key, const char *text, uint64_t version,
+                          char *err, size_t errlen) {
+  char dir[1600], path[1600], tmp[1700], lock[1700];
+  if (seq_path(r, NULL, "", dir, sizeof dir) < 0 || seq_path(r, key, "", path, sizeof path) < 0 ||
+      seq_path(r, key, ".new", tmp, sizeof tmp) < 0 ||
+      seq_path(r, key, ".lock", lock, sizeof lock) < 0)
+    return idgen__err(err, errlen, IDGEN_EINVAL, "registry: sequence key %s too long", key);
+  if (make_dirs(dir) < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot make %s: %s", dir,
+                      strerror(errno));
+  int fd = lock_exclusive(lock, O_RDWR | O_CREAT | O_CLOEXEC);
+  if (fd < 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s", lock,
+                      strerror(errno));
+  char *old = NULL;
+  uint64_t now = 0;
+  int rc = seq_read(path, &old, &now);
+  free(old);
+  if (rc == -2)
+    rc = idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s is not a sequence's file", path);
+  else if (rc < 0)
+    rc = idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot read %s: %s", path,
+                    strerror(errno));
+  else if (now != version)
+    rc = IDGEN_EAGAIN;
+  else if (seq_write(dir, path, tmp, text, version + 1) < 0)
+    rc = idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot write %s: %s", path,
+                    strerror(errno));
+  pool_unlock(fd);
+  return rc;
+}
+
+typedef struct seq_keys_ctx {
+  int (*cb)(void *ctx, const char *space, const char *key);
+  void *ctx;
+} seq_keys_ctx_t;
+
+static int seq_keys_space(void *ctx, const char *name, const char *sdir) {
+  seq_keys_ctx_t *c = ctx;
+  char dir[1500];
+  snprintf(dir, sizeof dir, "%s/seq", sdir);
+  DIR *d = opendir(dir);
+  if (d == NULL)
+    return 0;
+  char **keys = NULL;
+  size_t n = 0, cap = 0;
+  int rc = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    size_t k = strlen(e->d_name);
+    if (e->d_name[0] == '.' || strchr(e->d_name, '.') != NULL || k >= IDGEN_SEQ_KEY_MAX)
+      continue;
+    if (n == cap) {
+      char **m = realloc(keys, (cap = cap ? 2 * cap : 16) * sizeof *keys);
+      if (m == NULL) {
+        rc = IDGEN_ENOMEM;
+        break;
+      }
+      keys = m;
+    }
+    if ((keys[n] = strdup(e->d_name)) != NULL)
+      n++;
+  }
+  closedir(d);
+  if (n)
+    qsort(keys, n, sizeof *keys, strcmp_ptr);
+  for (size_t i = 0; i < n && rc == 0; i++)
+    rc = c->cb(c->ctx, name, keys[i]);
+  names_free(keys, n);
+  return rc;
+}
+
+static int file_seq_keys(idgen_registry_t *r,
+                         int (*cb)(void *ctx, const char *space, const char *key), void *ctx,
+                         char *err, size_t errlen) {
+  if (access(root(r), R_OK | X_OK) != 0)
+    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot read %s: %s", root(r),
+                      strerror(errno));
+  seq_keys_ctx_t c = {cb, ctx};
+  return each_space(r, seq_keys_space, &c);
+}
+
 const idgen__registry_ops_t idgen__registry_file = {
     .version = IDGEN__REGISTRY_OPS_VERSION,
     .bounded = 1, /* a frozen or hung file system holds its calls */
@@ -1794,4 +1981,7 @@ const idgen__registry_ops_t idgen__registry_file = {
     .close = file_close,
     .spaces = file_spaces,
     .adopt = file_adopt,
+    .seq_load = file_seq_load,
+    .seq_store = file_seq_store,
+    .seq_keys = file_seq_keys,
 };

@@ -22,6 +22,9 @@
  *   renew     POST /lease/renew    the lease's identity
  *   mark      POST /lease/mark     its identity and the mark
  *   release   POST /lease/release  its identity and the final mark
+ *   seq_load  POST /lease/seq/load   a sequence's record: text (or null), version
+ *   seq_store POST /lease/seq/store  the text, if the version is still the one given
+ *   seq_keys  POST /lease/seq/keys   the counters' keys, a page at a time
  *
  * The identity is the tuple, its generation, the holder's name and a secret
  * of 32 random hex digits drawn at acquisition, which only this lease knows.
@@ -251,20 +254,23 @@ static int idg_check(const char *uri, const char *rest, char *err, size_t errlen
 /* ---- JSON: the request bodies and the answers --------------------------------------- */
 
 /* A request body: a flat object of strings and integers, at most the 4096
- * bytes the daemon takes (docs/SERVE.md, "The protocol"). */
+ * bytes the daemon takes (docs/SERVE.md, "The protocol"); a sequence
+ * record's store, at most SEQ_BODY_MAX, in a buffer of the caller's. */
 typedef struct jbody {
-  char s[4096];
-  size_t n;
+  char *s; /* small, or the caller's */
+  size_t cap, n;
   int full; /* something did not fit: the body is not sent */
+  char small[4096];
 } jbody_t;
+#define SEQ_BODY_MAX 49152 /* the daemon's LEASE_SEQ_BODY_MAX */
 
 static void jb_put(jbody_t *b, const char *fmt, ...) IDGEN_PRINTF(2, 3);
 static void jb_put(jbody_t *b, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int k = b->full ? -1 : vsnprintf(b->s + b->n, sizeof b->s - b->n, fmt, ap);
+  int k = b->full ? -1 : vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
   va_end(ap);
-  if (k < 0 || (size_t)k >= sizeof b->s - b->n - 1) /* room left for the closing '}' */
+  if (k < 0 || (size_t)k >= b->cap - b->n - 1) /* room left for the closing '}' */
     b->full = 1;
   else
     b->n += (size_t)k;
@@ -294,11 +300,16 @@ static void jb_int(jbody_t *b, const char *key, int64_t v) {
   jb_put(b, "%" PRId64, v);
 }
 
-static void jb_start(jbody_t *b) {
+/* Opens b in buf[cap] (NULL: its own 4096 bytes). */
+static void jb_start_in(jbody_t *b, char *buf, size_t cap) {
+  b->s = buf ? buf : b->small;
+  b->cap = buf ? cap : sizeof b->small;
   b->n = 0;
   b->full = 0;
   jb_put(b, "{");
 }
+
+static void jb_start(jbody_t *b) { jb_start_in(b, NULL, 0); }
 
 static void jb_end(jbody_t *b) {
   if (!b->full)
@@ -306,11 +317,11 @@ static void jb_end(jbody_t *b) {
 }
 
 /* An answer: a flat JSON object, read strictly (one value per member name,
- * no bytes after it); members whose values are not strings or whole
- * numbers (fractions, true, nested objects) are kept as OTHER, for a later
- * daemon may add such. */
+ * no bytes after it); members whose values are not strings, whole numbers,
+ * true, false or null (fractions, nested objects) are kept as OTHER, for a
+ * later daemon may add such. */
 #define ANSWER_MEMBERS 48
-enum { J_STR, J_INT, J_OTHER };
+enum { J_STR, J_INT, J_BOOL, J_NULL, J_OTHER };
 typedef struct answer {
   int n;
   struct {
@@ -416,8 +427,9 @@ static const char *jr_string(jread_t *r) {
   return out;
 }
 
-/* A value that is not a string: a whole number (J_INT), or a number with
- * a fraction, a literal, or a nested object or array, skipped (J_OTHER). */
+/* A value that is not a string: a whole number (J_INT), true or false
+ * (J_BOOL, num 1 or 0), null (J_NULL), or a number with a fraction or a
+ * nested object or array, skipped (J_OTHER). */
 static int jr_other(jread_t *r, int *kind, int64_t *num) {
   const char *s = r->p;
   *kind = J_OTHER;
@@ -445,6 +457,8 @@ static int jr_other(jread_t *r, int *kind, int64_t *num) {
   for (int i = 0; i < 3; i++)
     if ((size_t)(r->end - s) >= strlen(lit[i]) && strncmp(s, lit[i], strlen(lit[i])) == 0) {
       r->p += strlen(lit[i]);
+      *kind = i == 2 ? J_NULL : J_BOOL;
+      *num = i == 0;
       return 0;
     }
   if (*s != '{' && *s != '[')
@@ -552,7 +566,9 @@ static const void *answer_get(const answer_t *a, const char *key, int kind, int 
         *present = 1;
       if (a->m[i].kind != kind)
         return NULL;
-      return kind == J_STR ? (const void *)a->m[i].str : (const void *)&a->m[i].num;
+      return kind == J_STR    ? (const void *)a->m[i].str
+             : kind == J_NULL ? (const void *)"" /* not NULL: it is there */
+                              : (const void *)&a->m[i].num;
     }
   if (present)
     *present = 0;
@@ -689,7 +705,7 @@ static int post(idg_t *g, const char *path, const jbody_t *body, long timeout_ms
     return idgen__err(err, errlen, IDGEN_EINVAL,
                       "registry: %s: %s: the request is longer than the %zu bytes the daemon "
                       "takes",
-                      g->shown, path, sizeof body->s);
+                      g->shown, path, body->cap);
   answer_t *a = malloc(sizeof *a);
   if (a == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
@@ -1160,12 +1176,153 @@ static int idg_spaces(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, c
   return refuse(r, err, errlen);
 }
 
+/* ---- sequence records ------------------------------------------------------------- */
+
+/* A sequence call failed (post's rc, word and message): IDGEN_EAGAIN when
+ * the daemon said `again`, else IDGEN_EREGISTRY (the message names the
+ * daemon, never the token). */
+static int seq_failed(int rc, const char *word) {
+  if (rc == IDGEN_ENOMEM)
+    return rc;
+  return strcmp(word, "again") == 0 ? IDGEN_EAGAIN : IDGEN_EREGISTRY;
+}
+
+/* The space a sequence call names: the registry's own ("default" when
+ * its URI named none, as for leases). */
+static void seq_space(const idgen_registry_t *r, jbody_t *b) { jb_str(b, "space", r->space); }
+
+static int idg_seq_load(idgen_registry_t *r, const char *key, char **text, uint64_t *version,
+                        char *err, size_t errlen) {
+  idg_t *g = r->be;
+  *text = NULL;
+  *version = 0;
+  jbody_t body;
+  jb_start(&body);
+  seq_space(r, &body);
+  jb_str(&body, "key", key);
+  jb_end(&body);
+  answer_t *reply;
+  char word[16];
+  int rc = post(g, "/lease/seq/load", &body, 0, &reply, word, sizeof word, NULL, err, errlen);
+  if (rc < 0)
+    return seq_failed(rc, word);
+  int64_t v;
+  int present;
+  const char *t = answer_get(reply, "text", J_STR, &present);
+  rc = answer_int(g, reply, "/lease/seq/load", "version", INT64_MAX, &v, err, errlen);
+  if (rc == 0 && t == NULL && (!present || answer_get(reply, "text", J_NULL, NULL) == NULL))
+    rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
+                    "registry: %s: /lease/seq/load: the answer's \"text\" is neither a string "
+                    "nor null",
+                    g->shown);
+  if (rc == 0 && t != NULL && (*text = strdup(t)) == NULL)
+    rc = idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  free(reply);
+  if (rc == 0)
+    *version = (uint64_t)v;
+  return rc;
+}
+
+static int idg_seq_store(idgen_registry_t *r, const char *key, const char *text, uint64_t version,
+                         char *err, size_t errlen) {
+  idg_t *g = r->be;
+  char *buf = malloc(SEQ_BODY_MAX);
+  if (buf == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, "registry: out of memory");
+  jbody_t body;
+  jb_start_in(&body, buf, SEQ_BODY_MAX);
+  seq_space(r, &body);
+  jb_str(&body, "key", key);
+  jb_int(&body, "version", (int64_t)version);
+  jb_str(&body, "text", text);
+  jb_end(&body);
+  answer_t *reply;
+  char word[16];
+  int rc = post(g, "/lease/seq/store", &body, 0, &reply, word, sizeof word, NULL, err, errlen);
+  free(buf);
+  if (rc < 0)
+    return body.full ? IDGEN_EREGISTRY : seq_failed(rc, word);
+  const int64_t *ok = answer_get(reply, "ok", J_BOOL, NULL);
+  if (ok == NULL || *ok != 1)
+    rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
+                    "registry: %s: /lease/seq/store: the answer has no \"ok\": true", g->shown);
+  free(reply);
+  return rc;
+}
+
+/* One answer's keys, "SPACE KEY" lines, to cb; *last gets the last line. */
+static int seq_keys_page(const char *keys, int (*cb)(void *, const char *, const char *), void *ctx,
+                         char *last, size_t lastlen, int *stop) {
+  char line[IDGEN_SPACE_NAME_MAX + IDGEN_SEQ_KEY_MAX + 2];
+  for (const char *p = keys; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) : strlen(p);
+    if (n == 0 || n >= sizeof line)
+      return -1;
+    memcpy(line, p, n);
+    line[n] = '\0';
+    char *sp = strchr(line, ' ');
+    if (sp == NULL || sp == line || sp[1] == '\0')
+      return -1;
+    snprintf(last, lastlen, "%s", line);
+    *sp = '\0';
+    if (cb(ctx, line, sp + 1) != 0) {
+      *stop = 1;
+      return 0;
+    }
+    p += n + (nl != NULL);
+  }
+  return 0;
+}
+
+static int idg_seq_keys(idgen_registry_t *r,
+                        int (*cb)(void *ctx, const char *space, const char *key), void *ctx,
+                        char *err, size_t errlen) {
+  idg_t *g = r->be;
+  char after[IDGEN_SPACE_NAME_MAX + IDGEN_SEQ_KEY_MAX + 2] = "";
+  for (int pages = 0; pages < 100000; pages++) {
+    jbody_t body;
+    jb_start(&body);
+    if (r->space_given)
+      seq_space(r, &body);
+    else
+      jb_int(&body, "every", 1);
+    if (after[0])
+      jb_str(&body, "after", after);
+    jb_end(&body);
+    answer_t *reply;
+    char word[16];
+    int rc = post(g, "/lease/seq/keys", &body, 0, &reply, word, sizeof word, NULL, err, errlen);
+    if (rc < 0)
+      return seq_failed(rc, word);
+    const char *keys = answer_get(reply, "keys", J_STR, NULL);
+    const int64_t *more = answer_get(reply, "more", J_BOOL, NULL);
+    char was[sizeof after];
+    memcpy(was, after, sizeof was);
+    int stop = 0;
+    if (keys == NULL || more == NULL ||
+        seq_keys_page(keys, cb, ctx, after, sizeof after, &stop) < 0 ||
+        (*more && !stop && strcmp(was, after) == 0))
+      rc = idgen__err(err, errlen, IDGEN_EREGISTRY,
+                      "registry: %s: /lease/seq/keys: the answer is not a page of keys "
+                      "(\"keys\": lines of SPACE KEY, \"more\": true or false)",
+                      g->shown);
+    int done = rc < 0 || stop || !*more;
+    free(reply);
+    if (done)
+      return rc;
+  }
+  return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: %s: /lease/seq/keys: too many pages",
+                    g->shown);
+}
+
 #define IDG_OPS(name)                                                                              \
   {                                                                                                \
     .version = IDGEN__REGISTRY_OPS_VERSION, .scheme = name, .mark_step_ms = 0, .expires = 1,       \
     .check = idg_check, .open = idg_open, .acquire = idg_acquire, .renew = idg_renew,              \
     .mark = idg_mark, .release = idg_release, .list = idg_list, .free = idg_free,                  \
-    .close = idg_close, .spaces = idg_spaces,                                                      \
+    .close = idg_close, .spaces = idg_spaces, .seq_load = idg_seq_load,                            \
+    .seq_store = idg_seq_store, .seq_keys = idg_seq_keys,                                          \
   }
 const idgen__registry_ops_t idgen__registry_idgen = IDG_OPS("idgen"),
                             idgen__registry_idgens = IDG_OPS("idgens");

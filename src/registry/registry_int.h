@@ -11,6 +11,7 @@
 #include "core_int.h"
 
 #include "idgen.h"
+#include "seq_io.h"
 
 /* "spaces/NAME/": where a named space's pools and record are kept. */
 #define IDGEN__SPACE_PATH_MAX (IDGEN_SPACE_NAME_MAX + 8)

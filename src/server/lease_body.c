@@ -7,6 +7,7 @@
  * field, then the rest).
  */
 #include "lease_body.h"
+#include "seq_io.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -19,6 +20,10 @@ enum { T_STR, T_INT };
 #define R_ACQ (1u << LR_ACQUIRE)
 #define R_ID ((1u << LR_RENEW) | (1u << LR_MARK) | (1u << LR_RELEASE))
 #define R_ALL (R_ACQ | R_ID)
+#define R_SKV ((1u << LR_SEQ_LOAD) | (1u << LR_SEQ_STORE))
+#define R_SST (1u << LR_SEQ_STORE)
+#define R_SKEYS (1u << LR_SEQ_KEYS)
+#define R_SEQ (R_SKV | R_SKEYS)
 
 typedef struct member {
   const char *name;
@@ -33,18 +38,29 @@ static const member_t members[] = {
     {"secret", T_STR, R_ALL, R_ALL, LEASE_SECRET_HEX + 1},
     {"node", T_STR, R_ALL, R_ID, IDGEN_NODE_TEXT_MAX},
     {"field", T_STR, R_ALL, 0, IDGEN_FIELD_NAME_MAX},
-    {"space", T_STR, R_ALL, 0, IDGEN_SPACE_NAME_MAX},
+    {"space", T_STR, R_ALL | R_SEQ, 0, IDGEN_SPACE_NAME_MAX},
     {"generation", T_INT, R_ID, R_ID, 0},
     {"ttl_ms", T_INT, R_ACQ | (1u << LR_RENEW), 0, 0},
     {"max_start_wait_ms", T_INT, R_ACQ, 0, 0},
     {"start_borrow_ms", T_INT, R_ACQ, 0, 0},
     {"clock_ms", T_INT, R_ACQ, 0, 0},
     {"mark_ms", T_INT, (1u << LR_MARK) | (1u << LR_RELEASE), 1u << LR_MARK, 0},
+    {"key", T_STR, R_SKV, R_SKV, IDGEN_SEQ_KEY_MAX},
+    {"text", T_STR, R_SST, R_SST, LEASE_SEQ_TEXT_MAX + 1}, /* into out->text */
+    {"version", T_INT, R_SST, R_SST, 0},
+    {"after", T_STR, R_SKEYS, 0, LEASE_SEQ_AFTER_MAX},
+    {"every", T_INT, R_SKEYS, 0, 0},
 };
+enum { M_KEY = 12, M_TEXT, M_VERSION, M_AFTER, M_EVERY };
 #define NMEMBERS (sizeof members / sizeof members[0])
 
-static const char *const route_paths[NLEASE_ROUTES] = {"/lease", "/lease/renew", "/lease/mark",
-                                                       "/lease/release"};
+static const char *const route_paths[NLEASE_ROUTES] = {
+    "/lease",          "/lease/renew",     "/lease/mark",    "/lease/release",
+    "/lease/seq/load", "/lease/seq/store", "/lease/seq/keys"};
+
+size_t lease_body_max(int route) {
+  return route == LR_SEQ_STORE ? LEASE_SEQ_BODY_MAX : LEASE_BODY_MAX;
+}
 
 int lease_body_route(const char *path, size_t len) {
   for (int r = 0; r < NLEASE_ROUTES; r++)
@@ -78,8 +94,8 @@ static const char *shown(const char *key, char *buf, size_t n) {
 
 /* Checks each member's name and type against the table (and copies the
  * strings); `seen` gets one bit per member. */
-static int read_members(int route, json_t *o, char (*str)[IDGEN_NODE_TEXT_MAX], json_int_t *num,
-                        unsigned *seen, char *err) {
+static int read_members(int route, json_t *o, char (*str)[IDGEN_NODE_TEXT_MAX], char *text,
+                        json_int_t *num, unsigned *seen, char *err) {
   const char *key;
   json_t *v;
   char q[200];
@@ -100,7 +116,7 @@ static int read_members(int route, json_t *o, char (*str)[IDGEN_NODE_TEXT_MAX], 
                       m->max - 1);
       if (memchr(json_string_value(v), '\0', n) != NULL)
         return refuse(err, "member \"%s\" holds a NUL character", m->name);
-      memcpy(str[i], json_string_value(v), n + 1);
+      memcpy(i == M_TEXT ? text : str[i], json_string_value(v), n + 1);
     } else {
       if (!json_is_integer(v))
         return refuse(err, "member \"%s\" must be a whole number", m->name);
@@ -176,14 +192,40 @@ static int check_tuple(int route, const char *layout, const char *field, const c
   return 0;
 }
 
+/* The sequence routes' members: the space's name, the key's form. */
+static int check_seq(char (*s)[IDGEN_NODE_TEXT_MAX], const json_int_t *num, unsigned seen,
+                     lease_body_t *out, char *err) {
+  char e[LEASE_ERR_MAX - 40];
+  if (s[5][0] != '\0') {
+    char uri[IDGEN_SPACE_NAME_MAX + 64];
+    if (idgen_registry_uri_with_space("file:/", s[5], uri, sizeof uri, e, sizeof e) < 0)
+      return refuse(err, "member \"space\": %s", strncmp(e, "registry: ", 10) == 0 ? e + 10 : e);
+    memcpy(out->space, s[5], strlen(s[5]) + 1);
+    out->have |= LB_SPACE;
+  }
+  if ((seen >> M_KEY) & 1) {
+    if (idgen__seq_key_check(s[M_KEY], e, sizeof e) < 0)
+      return refuse(err, "member \"key\": %s", e);
+    memcpy(out->key, s[M_KEY], strlen(s[M_KEY]) + 1);
+  }
+  out->version = (uint64_t)num[M_VERSION];
+  memcpy(out->after, s[M_AFTER], strlen(s[M_AFTER]) + 1);
+  if (num[M_EVERY] > 1)
+    return refuse(err, "member \"every\" must be 0 or 1");
+  out->every = (int)num[M_EVERY];
+  if (out->every && out->space[0])
+    return refuse(err, "members \"every\" and \"space\" do not go together");
+  return 0;
+}
+
 int lease_body_parse(int route, const char *body, size_t len, lease_body_t *out, char *err) {
   memset(out, 0, sizeof *out);
   err[0] = '\0';
   if (route < 0 || route >= NLEASE_ROUTES)
     return refuse(err, "no such lease route");
   out->route = route;
-  if (len > LEASE_BODY_MAX)
-    return refuse(err, "the body is over %d bytes", LEASE_BODY_MAX);
+  if (len > lease_body_max(route))
+    return refuse(err, "the body is over %zu bytes", lease_body_max(route));
   json_error_t je;
   json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
   if (o == NULL)
@@ -196,8 +238,15 @@ int lease_body_parse(int route, const char *body, size_t len, lease_body_t *out,
   char(*s)[IDGEN_NODE_TEXT_MAX] = calloc(NMEMBERS, IDGEN_NODE_TEXT_MAX);
   json_int_t num[NMEMBERS] = {0};
   unsigned seen = 0;
-  int rc = s == NULL ? refuse(err, "out of memory") : read_members(route, o, s, num, &seen, err);
+  int rc = s == NULL ? refuse(err, "out of memory")
+                     : read_members(route, o, s, out->text, num, &seen, err);
   json_decref(o);
+  if (LEASE_ROUTE_IS_SEQ(route)) {
+    if (rc == 0)
+      rc = check_seq(s, num, seen, out, err);
+    free(s);
+    return rc;
+  }
   if (rc == 0)
     rc = check_names(s[1], s[2], out, err);
   /* The member bits of the table, as lease_body_t.have's. */

@@ -5,7 +5,8 @@
  * (http.c), refuse a body (GET and HEAD have none; anything else is 405),
  * route, and append the reply with a Content-Length (for HEAD, GET's
  * headers without the body).  The lease routes (--leases) alone take a
- * body: a POST of at most LEASE_BODY_MAX bytes with a Content-Length, read
+ * body: a POST of at most LEASE_BODY_MAX bytes (LEASE_SEQ_BODY_MAX for
+ * /lease/seq/store) with a Content-Length, read
  * whole (http_body) before the next request is parsed, handed to the lease
  * service (serve_leases.c), which answers later: the connection is parked
  * until then.  Errors in the framing (a bad head,
@@ -493,7 +494,7 @@ static size_t route_lease(serve_worker_t *w, serve_conn_t *c, const http_request
     return has_body ? len : head;
   }
   int status;
-  ssize_t whole = http_body(len, head, req, LEASE_BODY_MAX, &status, err);
+  ssize_t whole = http_body(len, head, req, lease_body_max(route), &status, err);
   if (whole == HTTP_NEED_MORE) {
     c->want_len = head + (size_t)req->content_length;
     return 0;

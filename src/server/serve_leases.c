@@ -20,6 +20,11 @@
  * tuple stays held in the registry for the quarantine, renewed there every
  * TTL/3 where the registry's leases expire) and then releases them.
  *
+ * Sequences: /lease/seq/load, /store and /keys move a sequence's record
+ * (opaque text) between an idgen:// client and this daemon's registry, on
+ * the same thread (the registry call may block), in the space the client
+ * names (the daemon's registry opened for it, as for its leases).
+ *
  * Identity: a client lease is (space, canonical layout, leased field, key,
  * generation); its holder name and secret (compared in constant time) say
  * that the caller is its client.  The daemon keeps nothing on disk: a
@@ -36,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "seq_io.h"
 #include "server_int.h"
 #include "settings.h"
 
@@ -619,6 +625,139 @@ static void route_release(struct serve_leases *L, serve_lease_job_t *j) {
   answer_json(j, 200, json_object());
 }
 
+/* ---- sequence records (idgen:// clients' seq_load, seq_store, seq_keys) -- */
+
+/* The registry of j's space for the sequence routes; NULL after an answer.
+ * (A registry that keeps no sequences, static, is refused by the calls:
+ * IDGEN_EINVAL, 400 invalid.) */
+static idgen_registry_t *seq_registry(struct serve_leases *L, serve_lease_job_t *j) {
+  return space_registry(L, space_of(L, &j->body), j);
+}
+
+static void route_seq_load(struct serve_leases *L, serve_lease_job_t *j) {
+  idgen_registry_t *r = seq_registry(L, j);
+  if (r == NULL)
+    return;
+  char *text = NULL, err[1200];
+  uint64_t version = 0;
+  int rc = idgen__seq_io_load(r, j->body.key, &text, &version, err, sizeof err);
+  if (rc < 0) {
+    answer_registry_error(j, rc == IDGEN_EINVAL ? rc : IDGEN_EREGISTRY, err);
+    return;
+  }
+  answer_json(j, 200,
+              json_pack("{s:o,s:I}", "text", text ? json_string(text) : json_null(), "version",
+                        (json_int_t)version));
+  free(text);
+}
+
+/* The answer to a store that succeeded: {"ok":true,"version":V}, V read
+ * back (a backend's versions need not count by one: etcd's are revisions);
+ * without "version" when the record read back is not this text (another
+ * store came between) or cannot be read. */
+static json_t *stored_version(idgen_registry_t *r, const lease_body_t *b) {
+  char *text = NULL, err[600];
+  uint64_t v = 0;
+  json_t *o = json_pack("{s:b}", "ok", 1);
+  if (idgen__seq_io_load(r, b->key, &text, &v, err, sizeof err) == 0 && text != NULL &&
+      strcmp(text, b->text) == 0 && v > b->version)
+    json_object_set_new(o, "version", json_integer((json_int_t)v));
+  free(text);
+  return o;
+}
+
+static void route_seq_store(struct serve_leases *L, serve_lease_job_t *j) {
+  idgen_registry_t *r = seq_registry(L, j);
+  if (r == NULL)
+    return;
+  char err[1200];
+  const lease_body_t *b = &j->body;
+  int rc = idgen__seq_io_store(r, b->key, b->text, b->version, err, sizeof err);
+  if (rc == IDGEN_EAGAIN)
+    answer_error(j, 409, "again", "sequence %s: the record's version is no longer %" PRIu64, b->key,
+                 b->version);
+  else if (rc < 0)
+    answer_registry_error(j, rc == IDGEN_EINVAL ? rc : IDGEN_EREGISTRY, err);
+  else
+    answer_json(j, 200, stored_version(r, b));
+}
+
+/* The keys as "SPACE KEY" lines, sorted, after `after`. */
+typedef struct seq_keys {
+  char **v;
+  size_t n, cap;
+  int failed;
+} seq_keys_t;
+
+static int seq_key_cb(void *ctx, const char *space, const char *key) {
+  seq_keys_t *k = ctx;
+  if (k->n == k->cap) {
+    size_t cap = k->cap ? 2 * k->cap : 64;
+    char **v = realloc(k->v, cap * sizeof *v);
+    if (v == NULL)
+      return k->failed = 1;
+    k->v = v;
+    k->cap = cap;
+  }
+  size_t n = strlen(space) + strlen(key) + 2;
+  if ((k->v[k->n] = malloc(n)) == NULL)
+    return k->failed = 1;
+  snprintf(k->v[k->n++], n, "%s %s", space, key);
+  return 0;
+}
+
+static int str_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The most bytes of keys in one answer: the rest comes with "after". */
+#define SEQ_KEYS_PAGE 32768
+
+static void route_seq_keys(struct serve_leases *L, serve_lease_job_t *j) {
+  const lease_body_t *b = &j->body;
+  idgen_registry_t *r = NULL;
+  char err[1200];
+  int rc = 0;
+  if (b->every) { /* the daemon's registry without a space named: every space */
+    rc = idgen_registry_open(&r, L->base_uri, err, sizeof err);
+    if (rc < 0) {
+      answer_registry_error(j, IDGEN_EREGISTRY, err);
+      return;
+    }
+  } else if ((r = seq_registry(L, j)) == NULL) {
+    return;
+  }
+  seq_keys_t k = {0};
+  rc = idgen__seq_io_keys(r, seq_key_cb, &k, err, sizeof err);
+  if (b->every)
+    idgen_registry_close(r);
+  if (rc == 0 && k.failed) {
+    snprintf(err, sizeof err, "out of memory");
+    rc = IDGEN_ENOMEM;
+  }
+  if (rc < 0) {
+    answer_registry_error(j, rc == IDGEN_EINVAL ? rc : IDGEN_EREGISTRY, err);
+  } else {
+    qsort(k.v, k.n, sizeof *k.v, str_cmp);
+    serve_buf_t out = {0};
+    int more = 0;
+    for (size_t i = 0; i < k.n && !more; i++) {
+      if (b->after[0] && strcmp(k.v[i], b->after) <= 0)
+        continue;
+      if (out.len + strlen(k.v[i]) + 1 > SEQ_KEYS_PAGE)
+        more = 1;
+      else
+        serve_buf_printf(&out, "%s\n", k.v[i]);
+    }
+    json_t *o = json_pack("{s:s%,s:b}", "keys", out.len ? out.p : "", out.len, "more", more);
+    answer_json(j, 200, o);
+    serve_buf_free(&out);
+  }
+  for (size_t i = 0; i < k.n; i++)
+    free(k.v[i]);
+  free(k.v);
+}
+
 /* ---- the thread and the loops ------------------------------------------- */
 
 static void deliver(struct serve_leases *L, serve_lease_job_t *j) {
@@ -669,11 +808,20 @@ static void *service_main(void *arg) {
       case LR_MARK:
         route_mark(L, j);
         break;
+      case LR_SEQ_LOAD:
+        route_seq_load(L, j);
+        break;
+      case LR_SEQ_STORE:
+        route_seq_store(L, j);
+        break;
+      case LR_SEQ_KEYS:
+        route_seq_keys(L, j);
+        break;
       default:
         route_release(L, j);
       }
-      if (j->status >= 400)
-        atomic_fetch_add(&L->refusals, 1);
+      if (j->status >= 400 && !(j->body.route == LR_SEQ_STORE && j->status == 409))
+        atomic_fetch_add(&L->refusals, 1); /* (a store's `again` is the protocol's, not one) */
       deliver(L, j);
     }
     next = tick(L);
