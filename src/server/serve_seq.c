@@ -177,7 +177,9 @@ static seq_entry_t *get(serve_daemon_t *s, const char *name, int *status, char *
     snprintf(why, n, "sequence %s: %s", name, err);
   idgen_seq_settings_t ss;
   settings_seq_for(&s->cfg->s, name, &ss, t->tmpl, sizeof t->tmpl);
-  ss.wait_ms = 1000; /* an event loop waits at most this for a claim */
+  /* An event loop never waits for a claim: with nothing in hand the request
+   * gets a 503 with Retry-After (the thread claims ahead; see SERVE.md). */
+  ss.wait_ms = -1;
   idgen_seq_t *q = NULL;
   if (rc == 0 && (rc = idgen_seq_open(&q, t->r, name, &ss, err, sizeof err)) < 0) {
     snprintf(why, n, "sequence %s: %s", name, err);
