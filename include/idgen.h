@@ -1723,7 +1723,8 @@ IDGEN_API int idgen_seq_open(idgen_seq_t **out, idgen_registry_t *r, const char 
  * past 2^63-1; IDGEN_EFORKED in a forked child. */
 IDGEN_API int idgen_seq_next(idgen_seq_t *s, uint64_t *n);
 /* n numbers into out[] (each increasing, not always adjacent): 0, or an
- * error as next's, out[] then holding nothing issued. */
+ * error as next's.  On an error the numbers taken before it (a prefix of
+ * out[]) are spent: never issued again, counted as issued. */
 IDGEN_API int idgen_seq_next_n(idgen_seq_t *s, uint64_t *out, size_t n);
 /* A business number: the template rendered with the next number of the
  * current period's counter, into buf[buflen]; its length, or a negative

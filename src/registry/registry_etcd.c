@@ -18,7 +18,9 @@
  *                          only); never deleted by idgen
  *   PREFIX/POOL/held/KEY   the holder, attached to an etcd lease: present
  *                          exactly while the tuple is held or in quarantine
- * KEY is the tuple's key in 16 hex digits: keys sort as numbers.
+ * KEY is the tuple's key in 16 hex digits: keys sort as numbers.  And
+ *   PREFIX/seq/SPACE/NAME  a sequence counter's record, versioned by the
+ *                          key's mod revision (see "sequences" below)
  *
  * A grant.  Each attempt gets an etcd lease of ceil((ttl + quarantine) / 1 s)
  * and sends one transaction: if held/KEY does not exist and node/KEY has not
@@ -106,6 +108,9 @@ static void curl_init(void) { cu.curl_global_init(CURL_GLOBAL_ALL); }
 #define MAX_ENDPOINTS 16
 #define KEY_MAX 512   /* PREFIX/POOL/node/KEY */
 #define VALUE_MAX 256 /* a record: 19 + 1 + 20 + 1 + holder */
+/* The longest value written (a space's or a sequence's record): well
+ * under etcd's request limit (1.5 MiB by default). */
+#define BIG_MAX (1 << 20)
 
 typedef struct etcd {
   pthread_mutex_t mu; /* guards the rest */
@@ -290,7 +295,7 @@ static int etcd_check(const char *uri, const char *rest, char *err, size_t errle
 /* A new JSON string of n bytes of s in base64. */
 static json_t *b64(const char *s, size_t n) {
   char small[4 * ((KEY_MAX + VALUE_MAX + 2) / 3) + 4];
-  if (n > IDGEN__SPACE_TEXT_MAX)
+  if (n > BIG_MAX)
     return NULL;
   char *out = n <= KEY_MAX + VALUE_MAX ? small : malloc(4 * ((n + 2) / 3) + 4);
   if (out == NULL)
@@ -471,8 +476,9 @@ static int post_once(etcd_t *e, int i, const char *path, const char *body, json_
  * try the next endpoint, or an error (a wrong password). */
 static int etcd_authenticate(etcd_t *e, int i, char *err, size_t errlen) {
   json_t *reply;
-  char *text =
-      json_dumps(json_pack("{s:s,s:s}", "name", e->user, "password", e->password), JSON_COMPACT);
+  json_t *creds = json_pack("{s:s,s:s}", "name", e->user, "password", e->password);
+  char *text = creds ? json_dumps(creds, JSON_COMPACT) : NULL;
+  json_decref(creds); /* (leaked at every authentication before) */
   if (text == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
   int rc = post_once(e, i, "/v3/auth/authenticate", text, &reply, err, errlen);
@@ -1533,13 +1539,31 @@ static int row_state(etcd_t *e, const kv_t *held, idgen_lease_row_t *row, char *
 static int etcd_list(idgen_registry_t *r, idgen_registry_list_cb cb, void *ctx, char *err,
                      size_t errlen) {
   etcd_t *e = r->be;
-  char from[KEY_MAX];
+  char from[KEY_MAX], seq[KEY_MAX], past[KEY_MAX], to[KEY_MAX];
   snprintf(from, sizeof from, "%s/", e->prefix);
-  json_t *reply;
-  int rc = range_prefix(e, from, &reply, err, errlen);
+  /* Every key but the sequences' (PREFIX/seq/..., records of any size,
+   * not the list's): the ranges before and after them, one reply. */
+  snprintf(seq, sizeof seq, "%s/seq/", e->prefix);
+  snprintf(past, sizeof past, "%s/seq0", e->prefix);
+  snprintf(to, sizeof to, "%s0", e->prefix);
+  json_t *reply, *after = NULL;
+  int rc =
+      call(e, "/v3/kv/range", json_pack("{s:o,s:o}", "key", b64s(from), "range_end", b64s(seq)),
+           &reply, err, errlen);
+  if (rc == 0 && (rc = call(e, "/v3/kv/range",
+                            json_pack("{s:o,s:o}", "key", b64s(past), "range_end", b64s(to)),
+                            &after, err, errlen)) < 0)
+    json_decref(reply);
   if (rc < 0)
     return rc;
-  const json_t *kvs = json_object_get(reply, "kvs");
+  json_t *kvs = json_object_get(reply, "kvs");
+  if (!json_is_array(kvs)) { /* etcd leaves an empty list out */
+    kvs = json_array();
+    json_object_set_new(reply, "kvs", kvs);
+  }
+  if (json_is_array(json_object_get(after, "kvs")))
+    json_array_extend(kvs, json_object_get(after, "kvs"));
+  json_decref(after);
   size_t n = json_array_size(kvs), plen = strlen(from);
   kv_t *all = calloc(n + 1, sizeof *all);
   if (all == NULL) {
@@ -1753,6 +1777,106 @@ static int etcd_spaces(idgen_registry_t *r, idgen__space_list_cb cb, void *ctx, 
   return rc;
 }
 
+/* ---- sequences ---------------------------------------------------------------------- */
+
+/* A counter's record is the value of PREFIX/seq/SPACE/KEY, and its version
+ * the key's mod revision (revisions only grow, cluster-wide); a store is a
+ * transaction that compares it (or, for a new counter, that the key was
+ * never created) and puts.  A request sent again to the next endpoint after
+ * no answer may find its own earlier send landed: it then answers
+ * IDGEN_EAGAIN, and the caller loads again (no claim is used before its
+ * store returned 0). */
+static void seq_key(const etcd_t *e, const char *space, const char *key, char *out) {
+  snprintf(out, KEY_MAX, "%s/seq/%s/%s", e->prefix, space, key);
+}
+
+/* A failed sequence operation's message, naming the registry (as shown:
+ * its password masked) and the counter; why is the request's, after PFX. */
+static int seq_fail(const idgen_registry_t *r, const char *key, const char *what, int rc,
+                    const char *why, char *err, size_t errlen) {
+  if (strncmp(why, PFX, sizeof PFX - 1) == 0)
+    why += sizeof PFX - 1;
+  return idgen__err(err, errlen, rc, PFX "%s: counter %.140s of space %s: %s: %s",
+                    r->shown ? r->shown : "etcd", key, r->space, what, why);
+}
+
+static int etcd_seq_load(idgen_registry_t *r, const char *key, char **text, uint64_t *version,
+                         char *err, size_t errlen) {
+  etcd_t *e = r->be;
+  char k[KEY_MAX], why[512] = "";
+  int64_t rev;
+  seq_key(e, r->space, key, k);
+  int rc = get_big(e, k, text, &rev, why, sizeof why);
+  if (rc < 0)
+    return seq_fail(r, key, "load", rc, why, err, errlen);
+  *version = *text ? (uint64_t)rev : 0;
+  return 0;
+}
+
+static int etcd_seq_store(idgen_registry_t *r, const char *key, const char *text, uint64_t version,
+                          char *err, size_t errlen) {
+  etcd_t *e = r->be;
+  char k[KEY_MAX], why[512] = "";
+  seq_key(e, r->space, key, k);
+  if (strlen(text) > BIG_MAX || version > INT64_MAX)
+    return idgen__err(err, errlen, IDGEN_EINVAL,
+                      PFX "counter %.140s: a record over %d bytes, or a version no revision has",
+                      key, BIG_MAX);
+  json_t *c = version == 0 ? cmp(k, "CREATE", "EQUAL", jnum(0))
+                           : cmp(k, "MOD", "EQUAL", jnum((int64_t)version));
+  json_t *txn = json_pack("{s:[o],s:[o]}", "compare", c, "success", op_put(k, text, 0));
+  json_t *reply;
+  if (txn == NULL)
+    return idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
+  int rc = call(e, "/v3/kv/txn", txn, &reply, why, sizeof why);
+  if (rc < 0)
+    return seq_fail(r, key, "store", rc, why, err, errlen);
+  int won = json_is_true(json_object_get(reply, "succeeded"));
+  json_decref(reply);
+  if (!won)
+    return idgen__err(err, errlen, IDGEN_EAGAIN,
+                      PFX "counter %.140s of space %s: its record changed since version %" PRIu64
+                          " was read",
+                      key, r->space, version);
+  return 0;
+}
+
+/* Keys only, in byte order: one space's (r's, when its URI named one), or
+ * every space's. */
+static int etcd_seq_keys(idgen_registry_t *r,
+                         int (*cb)(void *ctx, const char *space, const char *key), void *ctx,
+                         char *err, size_t errlen) {
+  etcd_t *e = r->be;
+  char from[KEY_MAX], to[KEY_MAX], why[512] = "";
+  if (r->space_given)
+    snprintf(from, sizeof from, "%s/seq/%s/", e->prefix, r->space);
+  else
+    snprintf(from, sizeof from, "%s/seq/", e->prefix);
+  snprintf(to, sizeof to, "%s", from);
+  to[strlen(to) - 1] = '0';
+  json_t *reply;
+  int rc =
+      call(e, "/v3/kv/range",
+           json_pack("{s:o,s:o,s:b}", "key", b64s(from), "range_end", b64s(to), "keys_only", 1),
+           &reply, why, sizeof why);
+  if (rc < 0)
+    return seq_fail(r, "(every one)", "list", rc, why, err, errlen);
+  const json_t *kvs = json_object_get(reply, "kvs");
+  size_t base = strlen(e->prefix) + 5; /* PREFIX/seq/ */
+  for (size_t i = 0; i < json_array_size(kvs) && rc == 0; i++) {
+    kv_t kv;
+    if (kv_of(json_array_get(kvs, i), &kv) < 0 || strlen(kv.key) <= base)
+      continue;
+    char *space = kv.key + base, *slash = strchr(space, '/');
+    if (slash == NULL || slash == space || slash[1] == '\0' || strchr(slash + 1, '/'))
+      continue; /* not a counter's key */
+    *slash = '\0';
+    rc = cb(ctx, space, slash + 1);
+  }
+  json_decref(reply);
+  return rc;
+}
+
 /* etcd has no clock to read; its replies carry an HTTP Date (whole
  * seconds): the middle of that second. */
 static int etcd_clock(idgen_registry_t *r, int64_t *unix_ms, char *err, size_t errlen) {
@@ -1788,4 +1912,7 @@ const idgen__registry_ops_t idgen__registry_etcd = {
     .clock = etcd_clock,
     .spaces = etcd_spaces,
     .adopt = etcd_adopt,
+    .seq_load = etcd_seq_load,
+    .seq_store = etcd_seq_store,
+    .seq_keys = etcd_seq_keys,
 };

@@ -9,6 +9,8 @@
  *               expires_at timestamptz, free_at timestamptz, mark_ms bigint,
  *               primary key (pool, node))
  *   idgen_spaces(space text primary key, version bigint, state text)
+ *   idgen_seqs(space text, key text, version bigint, record text,
+ *              primary key (space, key))
  *
  * One schema holds them: `idgen`, or the URI's ?schema=NAME, named in every
  * statement, so a role or connection with another search_path reaches the
@@ -563,7 +565,8 @@ static int pg_elsewhere(pg_t *pg, char *err, size_t errlen) {
 /* Runs SQL_SCHEMA in one transaction: 0; 1 if another session holds the
  * schema lock, 2 if a statement met lock_timeout (55P03) or a deadlock
  * (40P01) on a table, with the server's words in err (nothing was done: try
- * again); or the first failure (pg_elsewhere's refusal among them).  Under
+ * again); 3 if the role may not make or mend the tables (42501, with the
+ * server's words); or the first failure (pg_elsewhere's refusal among them).  Under
  * the lock it looks again: a starter that found no tables while another
  * made them would otherwise re-run the DDL, whose table locks then deadlock
  * with the pool and node rows that starters who found the tables are
@@ -589,6 +592,8 @@ static int pg_schema_txn(pg_t *pg, char *err, size_t errlen) {
     pq.PQclear(res);
     if (rc < 0 && (strcmp(state, "55P03") == 0 || strcmp(state, "40P01") == 0))
       rc = 2;
+    else if (rc < 0 && strcmp(state, "42501") == 0) /* insufficient privilege */
+      rc = 3;
   }
   if (pg->conn != NULL) {
     PGresult *end = NULL;
@@ -619,12 +624,17 @@ static int pg_create_schema(pg_t *pg, char *err, size_t errlen) {
                               "another session holds one");
       return rc;
     }
-    int exists = pq.PQgetvalue(res, 0, 0)[0] == 't';
+    int exists = pq.PQgetvalue(res, 0, 0)[0] == 't', leases = pq.PQgetvalue(res, 0, 1)[0] == 't';
     pq.PQclear(res);
     if (exists || (rc = pg_schema_txn(pg, last, sizeof last)) == 0)
       break;
-    if (rc < 0)
-      return idgen__err(err, errlen, rc, "%s", last);
+    /* A registry made before sequences, opened by a role that may use its
+     * tables but not add one: leases go on; sequences fail, saying what
+     * to do (pg_seq_fail), until a role that may starts once. */
+    if (rc == 3 && leases)
+      break;
+    if (rc < 0 || rc == 3)
+      return idgen__err(err, errlen, rc < 0 ? rc : IDGEN_EREGISTRY, "%s", last);
     if (idgen__mono_ms() >= deadline && rc == 2)
       return idgen__err(err, errlen, IDGEN_EREGISTRY,
                         PFX "could not make or mend idgen's tables for %d ms: another session "
@@ -1703,12 +1713,116 @@ static int pg_clock(idgen_registry_t *r, int64_t *unix_ms, char *err, size_t err
   return 0;
 }
 
+/* ---- sequences ---------------------------------------------------------------- */
+
+/* A failed sequence operation's message, naming the registry (as shown:
+ * its password masked) and the counter: why is pg_query's, after PFX. */
+static int pg_seq_fail(const idgen_registry_t *r, const char *key, const char *what, int rc,
+                       const char *state, const char *why, char *err, size_t errlen) {
+  const pg_t *pg = r->be;
+  if (strncmp(why, PFX, sizeof PFX - 1) == 0)
+    why += sizeof PFX - 1;
+  char hint[300] = "";
+  if (strcmp(state, "42P01") == 0) /* undefined table */
+    snprintf(hint, sizeof hint,
+             " (the registry was made by an idgen without sequences, and no role that may add "
+             "table %s.idgen_seqs has started since: start idgen once as the owner of its "
+             "tables)",
+             pg->schema);
+  else if (strcmp(state, "42501") == 0 && strstr(why, "idgen_seqs"))
+    snprintf(hint, sizeof hint,
+             " (grant this role SELECT, INSERT, UPDATE on table %s.idgen_seqs, as on the "
+             "registry's other tables)",
+             pg->schema);
+  return idgen__err(err, errlen, rc, PFX "%s: counter %.140s of space %s: %s: %s%s",
+                    r->shown ? r->shown : "postgres", key, r->space, what, why, hint);
+}
+
+static int pg_seq_load(idgen_registry_t *r, const char *key, char **text, uint64_t *version,
+                       char *err, size_t errlen) {
+  pg_t *pg = r->be;
+  const char *v[] = {r->space, key};
+  char why[512] = "", state[6] = "";
+  PGresult *res;
+  *text = NULL;
+  *version = 0;
+  pg_lock(pg);
+  int rc = pg_query(pg, &res, SQL_SEQ_LOAD, 2, v, 1, state, why, sizeof why);
+  pg_unlock(pg);
+  if (rc < 0)
+    return pg_seq_fail(r, key, "load", rc, state, why, err, errlen);
+  if (pq.PQntuples(res) > 0) {
+    *version = (uint64_t)pg_i64(res, 0, 0);
+    if ((*text = strdup(pq.PQgetvalue(res, 0, 1))) == NULL)
+      rc = idgen__err(err, errlen, IDGEN_ENOMEM, PFX "out of memory");
+  }
+  pq.PQclear(res);
+  if (rc < 0)
+    *version = 0;
+  return rc;
+}
+
+/* Not sent again on a new connection when the old one broke: the write may
+ * have landed, and a second send would then be refused as stale; the
+ * caller gets IDGEN_EREGISTRY (the outcome is unknown) and loads again. */
+static int pg_seq_store(idgen_registry_t *r, const char *key, const char *text, uint64_t version,
+                        char *err, size_t errlen) {
+  pg_t *pg = r->be;
+  char ver[24], why[512] = "", state[6] = "";
+  snprintf(ver, sizeof ver, "%" PRIu64, version);
+  const char *v[] = {r->space, key, text, ver};
+  PGresult *res;
+  pg_lock(pg);
+  int rc = pg_query(pg, &res, version == 0 ? SQL_SEQ_MAKE : SQL_SEQ_STORE, version == 0 ? 3 : 4, v,
+                    0, state, why, sizeof why);
+  pg_unlock(pg);
+  if (rc < 0)
+    return pg_seq_fail(r, key, "store", rc, state, why, err, errlen);
+  int stored = pq.PQntuples(res) == 1;
+  pq.PQclear(res);
+  if (!stored)
+    return idgen__err(err, errlen, IDGEN_EAGAIN,
+                      PFX "counter %.140s of space %s: its record changed since version %" PRIu64
+                          " was read",
+                      key, r->space, version);
+  return 0;
+}
+
+static int pg_seq_keys(idgen_registry_t *r,
+                       int (*cb)(void *ctx, const char *space, const char *key), void *ctx,
+                       char *err, size_t errlen) {
+  pg_t *pg = r->be;
+  char after_space[IDGEN_SPACE_NAME_MAX] = "", after_key[IDGEN_SEQ_KEY_MAX] = "", why[512] = "",
+       state[6] = "";
+  for (;;) {
+    /* A page at a time, and cb without the lock: cb may use the registry. */
+    const char *v[] = {r->space_given ? r->space : NULL, after_space, after_key};
+    PGresult *res;
+    pg_lock(pg);
+    int rc = pg_query(pg, &res, SQL_SEQ_KEYS, 3, v, 1, state, why, sizeof why);
+    pg_unlock(pg);
+    if (rc < 0)
+      return pg_seq_fail(r, "(every one)", "list", rc, state, why, err, errlen);
+    int n = pq.PQntuples(res);
+    for (int i = 0; i < n && rc == 0; i++)
+      rc = cb(ctx, pq.PQgetvalue(res, i, 0), pq.PQgetvalue(res, i, 1));
+    if (n > 0) {
+      snprintf(after_space, sizeof after_space, "%s", pq.PQgetvalue(res, n - 1, 0));
+      snprintf(after_key, sizeof after_key, "%s", pq.PQgetvalue(res, n - 1, 1));
+    }
+    pq.PQclear(res);
+    if (rc != 0 || n < atoi(LIST_PAGE))
+      return rc;
+  }
+}
+
 #define PG_OPS(name)                                                                               \
   {                                                                                                \
     .version = IDGEN__REGISTRY_OPS_VERSION, .scheme = name, .mark_step_ms = 0, .expires = 1,       \
     .check = pg_check, .open = pg_open, .acquire = pg_acquire, .renew = pg_renew, .mark = pg_mark, \
     .release = pg_release, .list = pg_list, .free = pg_free, .close = pg_close, .clock = pg_clock, \
-    .spaces = pg_spaces, .adopt = pg_adopt,                                                        \
+    .spaces = pg_spaces, .adopt = pg_adopt, .seq_load = pg_seq_load, .seq_store = pg_seq_store,    \
+    .seq_keys = pg_seq_keys,                                                                       \
   }
 
 const idgen__registry_ops_t idgen__registry_postgres = PG_OPS("postgres");

@@ -66,9 +66,12 @@ static const char SQL_GUARD[] = "SELECT pg_try_advisory_lock_shared(" KEY_EARLIE
  * truncate trigger let a TRUNCATE of idgen_nodes hand out a live holder's
  * worker ID with its floor unraised); so does an earlier version's registry
  * named with ?schema=, whose functions found their tables through the
- * session's search_path. */
+ * session's search_path.  Column 0: the schema is whole; column 1: whole
+ * but for idgen_seqs (a registry made before sequences: leases work,
+ * sequences wait for a role that may add the table, pg_create_schema). */
 static const char SQL_EXISTS[] =
-    "SELECT to_regclass('@.idgen_nodes') IS NOT NULL AND to_regclass('@.idgen_pools') IS NOT NULL"
+    "SELECT leases AND to_regclass('@.idgen_seqs') IS NOT NULL, leases FROM (SELECT"
+    " to_regclass('@.idgen_nodes') IS NOT NULL AND to_regclass('@.idgen_pools') IS NOT NULL"
     " AND to_regclass('@.idgen_spaces') IS NOT NULL"
     " AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('@.idgen_pools')"
     " AND attname = 'keys' AND NOT attisdropped)"
@@ -78,7 +81,7 @@ static const char SQL_EXISTS[] =
     " ((t.tgname IN ('idgen_nodes_removed', 'idgen_nodes_truncated')"
     " AND t.tgrelid = to_regclass('@.idgen_nodes'))"
     " OR (t.tgname = 'idgen_pools_kept' AND t.tgrelid = to_regclass('@.idgen_pools')))) = 3"
-    " AND obj_description(to_regclass('@.idgen_nodes'), 'pg_class') = " OWN;
+    " AND obj_description(to_regclass('@.idgen_nodes'), 'pg_class') = " OWN " AS leases) w";
 
 /* Whether the schema has none of idgen's tables: a registry would be new. */
 static const char SQL_NONE_HERE[] =
@@ -167,6 +170,14 @@ static const char *const SQL_SCHEMA[] = {
     " space text PRIMARY KEY,"
     " version bigint NOT NULL DEFAULT 0,"
     " state text NOT NULL DEFAULT '')",
+    /* One row per sequence counter (seq.c): its record, opaque here, and
+     * a version that every store compares (a conditional write). */
+    "CREATE TABLE IF NOT EXISTS @.idgen_seqs ("
+    " space text NOT NULL,"
+    " key text NOT NULL,"
+    " version bigint NOT NULL,"
+    " record text NOT NULL,"
+    " PRIMARY KEY (space, key))",
     "CREATE TABLE IF NOT EXISTS @.idgen_nodes ("
     " pool text NOT NULL,"
     " node bigint NOT NULL,"
@@ -409,6 +420,25 @@ static const char SQL_SPACES[] =
     "SELECT space FROM @.idgen_spaces UNION SELECT CASE WHEN pool LIKE 'spaces/%' THEN"
     " split_part(pool, '/', 2) ELSE 'default' END FROM @.idgen_pools"
     " ORDER BY 1";
+
+/* Sequence counters (seq.c): $1 the space, $2 the key.  Each store is one
+ * conditional write: the record is replaced only at the version its
+ * writer read ($4), or made only if there is none; no row back means the
+ * version moved (or the row appeared) meanwhile. */
+static const char SQL_SEQ_LOAD[] =
+    "SELECT version, record FROM @.idgen_seqs WHERE space = $1 AND key = $2";
+static const char SQL_SEQ_MAKE[] = /* $3 the record */
+    "INSERT INTO @.idgen_seqs (space, key, version, record) VALUES ($1, $2, 1, $3)"
+    " ON CONFLICT (space, key) DO NOTHING RETURNING version";
+static const char SQL_SEQ_STORE[] = /* $3 the record, $4 the version read */
+    "UPDATE @.idgen_seqs SET record = $3, version = version + 1"
+    " WHERE space = $1 AND key = $2 AND version = $4::bigint RETURNING version";
+/* A page of counters after ($2, $3), of space $1 (NULL: every space), in
+ * byte order (as file: and etcd:// list them). */
+static const char SQL_SEQ_KEYS[] =
+    "SELECT space, key FROM @.idgen_seqs WHERE ($1::text IS NULL OR space = $1)"
+    " AND (space COLLATE \"C\", key COLLATE \"C\") > ($2, $3)"
+    " ORDER BY space COLLATE \"C\", key COLLATE \"C\" LIMIT " LIST_PAGE;
 
 /* clang-format on */
 
