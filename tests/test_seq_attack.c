@@ -12,6 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -137,11 +142,69 @@ static void test_record_restored(void **state) {
   run_record_goes_back(1);
 }
 
+/* A holder stopped (SIGSTOP, a debugger, a frozen VM) while it stores a
+ * file: record holds the record's lock: every other holder of the
+ * sequence, and a daemon's event loop opening it, waited for the lock with
+ * no end.  A claim now gives up after a bounded wait, as for a registry
+ * that cannot be reached. */
+static void test_record_lock_held(void **state) {
+  (void)state;
+  char dir[] = "/tmp/idgen-seqatk-XXXXXX", uri[64], err[256], lock[128];
+  assert_non_null(mkdtemp(dir));
+  snprintf(uri, sizeof uri, "file:%s", dir);
+  idgen_registry_t *r;
+  assert_int_equal(idgen_registry_open(&r, uri, err, sizeof err), 0);
+  idgen_seq_settings_t set;
+  idgen_seq_settings_init(&set);
+  set.no_thread = 1;
+  idgen_seq_t *s;
+  uint64_t n;
+  assert_int_equal(idgen_seq_open(&s, r, "orders", &set, err, sizeof err), 0);
+  assert_int_equal(idgen_seq_next(s, &n), 0);
+  idgen_seq_close(s);
+  snprintf(lock, sizeof lock, "%s/seq/orders.lock", dir);
+  int ready[2];
+  assert_int_equal(pipe(ready), 0);
+  pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) { /* the stopped writer: holds the lock and never lets go */
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1), dup2(devnull, 2);
+    int fd = open(lock, O_RDWR);
+    if (fd < 0 || flock(fd, LOCK_EX) < 0)
+      _exit(1);
+    (void)!write(ready[1], "x", 1);
+    for (;;)
+      pause();
+  }
+  char c;
+  assert_int_equal(read(ready[0], &c, 1), 1);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  alarm(60); /* the failure this test catches is a wait with no end */
+  int rc = idgen_seq_open(&s, r, "orders", &set, err, sizeof err);
+  if (rc == 0) {
+    rc = idgen_seq_next(s, &n);
+    idgen_seq_close(s);
+  }
+  alarm(0);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  close(ready[0]);
+  close(ready[1]);
+  assert_int_equal(rc, IDGEN_EREGISTRY);
+  assert_true(t1.tv_sec - t0.tv_sec < 30);
+  idgen_registry_close(r);
+  rm_rf(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_clock_back_across_period),
       cmocka_unit_test(test_record_removed),
       cmocka_unit_test(test_record_restored),
+      cmocka_unit_test(test_record_lock_held),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

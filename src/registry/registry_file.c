@@ -64,6 +64,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <time.h>
 
 #include "registry_int.h"
 
@@ -397,6 +398,30 @@ static int lock_exclusive(const char *path, int flags) {
     }
   }
   return fd;
+}
+
+/* As lock_exclusive, but gives up after ms milliseconds (ETIMEDOUT): for
+ * locks held only for one write, where a holder stopped while holding one
+ * must not stop everyone else. */
+static int lock_exclusive_for(const char *path, int flags, int ms) {
+  int fd = open_held(path, flags);
+  if (fd < 0)
+    return -1;
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (useconds_t pause_us = 100;; pause_us = pause_us < 20000 ? pause_us * 2 : 20000) {
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+      return fd;
+    int e = errno;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((e != EWOULDBLOCK && e != EINTR) ||
+        (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= ms) {
+      close_held(fd);
+      errno = e == EWOULDBLOCK ? ETIMEDOUT : e;
+      return -1;
+    }
+    usleep(pause_us);
+  }
 }
 
 static void pool_unlock(int fd) {
@@ -1786,6 +1811,9 @@ static void file_close(idgen_registry_t *r) {
  * under it, the new file written, fsynced, renamed over, the directory
  * fsynced. */
 #define SEQ_FILE_HEAD "idgen-seqfile v1 version="
+/* How long a store waits for the record's lock, held by a writer only for
+ * one write: past it the registry counts as unreachable. */
+#define SEQ_LOCK_WAIT_MS 3000
 
 static int seq_path(idgen_registry_t *r, const char *key, const char *suffix, char *buf, size_t n) {
   char sdir[1400];
@@ -1893,10 +1921,11 @@ static int file_seq_store(idgen_registry_t *r, const char *key, const char *text
   if (make_dirs(dir) < 0)
     return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot make %s: %s", dir,
                       strerror(errno));
-  int fd = lock_exclusive(lock, O_RDWR | O_CREAT | O_CLOEXEC);
+  int fd = lock_exclusive_for(lock, O_RDWR | O_CREAT | O_CLOEXEC, SEQ_LOCK_WAIT_MS);
   if (fd < 0)
-    return idgen__err(err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s", lock,
-                      strerror(errno));
+    return idgen__err(
+        err, errlen, IDGEN_EREGISTRY, "registry: cannot lock %s: %s%s", lock, strerror(errno),
+        errno == ETIMEDOUT ? " (held that long: a writer stopped while writing?)" : "");
   char *old = NULL;
   uint64_t now = 0;
   int rc = seq_read(path, &old, &now);
