@@ -59,8 +59,12 @@ struct idgen_seq {
    * the process's). */
   unsigned fast;
   _Atomic int64_t valid_until_ns; /* strict: by s_now_ns */
-  uint64_t id;                    /* this holder's, unique in the process */
-  _Atomic uint64_t wraps;         /* the cursor's full epoch >> 24 */
+  /* strict, on a registry whose clock is this machine's wall clock (file:):
+   * the same bound by that clock, which a step ahead moves for the
+   * reaper too */
+  _Atomic int64_t valid_until_wall_ms;
+  uint64_t id;            /* this holder's, unique in the process */
+  _Atomic uint64_t wraps; /* the cursor's full epoch >> 24 */
   char pad1[20];
 
   pthread_mutex_t mu;
@@ -180,6 +184,7 @@ typedef struct tx_arg {
   const uint64_t *u, *h;
   int n;
   uint64_t floor_next, floor_gen; /* what this holder saw: the record is not below */
+  int64_t now;                    /* the registry's clock at the transition, ms */
 } tx_arg_t;
 
 /* A record below what this holder already saw (removed, or replaced by an
@@ -201,6 +206,7 @@ static int tx_register(idgen__seq_rec_t *rec, void *arg, int64_t now, char *err,
   int rc = went_back(rec, a, err, errlen);
   if (rc < 0)
     return rc;
+  a->now = now;
   return idgen__seq_register(rec, a->s->who, now, a->s->set.ttl_ms, a->s->set.strict, a->late,
                              &a->gen, err, errlen);
 }
@@ -210,6 +216,7 @@ static int tx_claim(idgen__seq_rec_t *rec, void *arg, int64_t now, char *err, si
   int rc = went_back(rec, a, err, errlen);
   if (rc < 0)
     return rc;
+  a->now = now;
   return idgen__seq_claim(rec, a->gen, a->step, now, a->s->set.ttl_ms, a->issued, a->rate, &a->lo,
                           &a->hi, err, errlen);
 }
@@ -219,6 +226,7 @@ static int tx_renew(idgen__seq_rec_t *rec, void *arg, int64_t now, char *err, si
   int rc = went_back(rec, a, err, errlen);
   if (rc < 0)
     return rc;
+  a->now = now;
   return idgen__seq_renew(rec, a->gen, now, a->s->set.ttl_ms, a->issued, a->rate, err, errlen);
 }
 
@@ -352,9 +360,12 @@ static void note_failure(idgen_seq_t *s, int rc, const char *why) {
   snprintf(s->reason, sizeof s->reason, "%s", why);
 }
 
-static void strict_valid(idgen_seq_t *s, int64_t sent_ns) {
+static void strict_valid(idgen_seq_t *s, int64_t sent_ns, int64_t reg_ms) {
   int64_t ttl = s->set.ttl_ms * 1000000, margin = ttl / 5;
   atomic_store_explicit(&s->valid_until_ns, sent_ns + ttl - margin, memory_order_release);
+  if (s->r->ops->clock == NULL)
+    atomic_store_explicit(&s->valid_until_wall_ms, reg_ms + (ttl - margin) / 1000000,
+                          memory_order_release);
 }
 
 /* Registers again after being fenced out, reporting what was issued since
@@ -417,7 +428,7 @@ static int claim_once(idgen_seq_t *s) {
   s->failing = 0;
   s->reason[0] = '\0';
   if (s->strict)
-    strict_valid(s, sent);
+    strict_valid(s, sent, a.now);
   advance(s);
   pthread_cond_broadcast(&s->cv_wait);
   return 0;
@@ -447,7 +458,7 @@ static int renew_once(idgen_seq_t *s) {
   s->reported = total;
   s->failing = 0;
   if (s->strict)
-    strict_valid(s, sent);
+    strict_valid(s, sent, a.now);
   return 0;
 }
 
@@ -629,9 +640,15 @@ __attribute__((noinline)) static int take_ring(idgen_seq_t *s, uint64_t *n, uint
   return take_slow(s, n);
 }
 
-/* A strict holder that cannot show its entry valid by its own clock. */
+static int64_t wall_ms(const idgen_seq_t *s);
+
+/* A strict holder that cannot show its entry valid by its own clock (and,
+ * on a registry that reaps by this machine's wall clock, by that one). */
 __attribute__((noinline)) static int strict_expired(idgen_seq_t *s) {
-  return s_now_ns(s) > atomic_load_explicit(&s->valid_until_ns, memory_order_acquire);
+  if (s_now_ns(s) > atomic_load_explicit(&s->valid_until_ns, memory_order_acquire))
+    return 1;
+  return s->r->ops->clock == NULL &&
+         wall_ms(s) > atomic_load_explicit(&s->valid_until_wall_ms, memory_order_acquire);
 }
 
 /* After a take that was not a plain hit: the claim ahead to wake, or the
@@ -808,7 +825,7 @@ static int open_key(idgen_seq_t **out, idgen_registry_t *r, const char *key,
   s->gen = a.gen;
   s->range_start_ns = s_now_ns(s);
   if (s->strict)
-    strict_valid(s, s->range_start_ns);
+    strict_valid(s, s->range_start_ns, a.now);
   if (!set->no_thread) {
     pthread_mutex_lock(&s->mu);
     rc = claim_once(s);
