@@ -409,7 +409,7 @@ static int lock_exclusive_for(const char *path, int flags, int ms) {
     return -1;
   struct timespec t0, now;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (useconds_t pause_us = 100;; pause_us = pause_us < 20000 ? pause_us * 2 : 20000) {
+  for (;;) {
     if (flock(fd, LOCK_EX | LOCK_NB) == 0)
       return fd;
     int e = errno;
@@ -420,7 +420,11 @@ static int lock_exclusive_for(const char *path, int flags, int ms) {
       errno = e == EWOULDBLOCK ? ETIMEDOUT : e;
       return -1;
     }
-    usleep(pause_us);
+    /* Short pauses of random length, never growing: every waiter polls
+     * alike, so none starves behind the others. */
+    uint32_t j = 0;
+    idgen_random_bytes(&j, sizeof j);
+    usleep(50 + j % 500);
   }
 }
 
@@ -1813,7 +1817,7 @@ static void file_close(idgen_registry_t *r) {
 #define SEQ_FILE_HEAD "idgen-seqfile v1 version="
 /* How long a store waits for the record's lock, held by a writer only for
  * one write: past it the registry counts as unreachable. */
-#define SEQ_LOCK_WAIT_MS 3000
+#define SEQ_LOCK_WAIT_MS 10000
 
 static int seq_path(idgen_registry_t *r, const char *key, const char *suffix, char *buf, size_t n) {
   char sdir[1400];
