@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/wait.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -199,12 +200,91 @@ static void test_record_lock_held(void **state) {
   rm_rf(dir);
 }
 
+/* Holds path's lock in a child that never lets go: its pid. */
+static pid_t hold_lock(const char *path) {
+  int ready[2];
+  assert_int_equal(pipe(ready), 0);
+  pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1), dup2(devnull, 2);
+    int fd = open(path, O_RDWR);
+    if (fd < 0 || flock(fd, LOCK_EX) < 0)
+      _exit(1);
+    (void)!write(ready[1], "x", 1);
+    for (;;)
+      pause();
+  }
+  char c;
+  assert_int_equal(read(ready[0], &c, 1), 1);
+  close(ready[0]);
+  close(ready[1]);
+  return child;
+}
+
+typedef struct waiter {
+  idgen_seq_t *s;
+  int rc;
+  _Atomic int started;
+} waiter_t;
+
+static void *wait_next(void *arg) {
+  waiter_t *w = arg;
+  uint64_t n;
+  atomic_store(&w->started, 1);
+  for (int i = 0; i < 2000 && w->rc == 0; i++)
+    w->rc = idgen_seq_next(w->s, &n);
+  return NULL;
+}
+
+/* close() while another thread waits in next() for a claim that cannot go
+ * through: close "waits for calls under way", so the waiter must return
+ * (an error) before the holder's memory goes, not wake in freed memory. */
+static void test_close_while_waiting(void **state) {
+  (void)state;
+  char dir[] = "/tmp/idgen-seqatk-XXXXXX", uri[64], err[256], lock[128];
+  assert_non_null(mkdtemp(dir));
+  snprintf(uri, sizeof uri, "file:%s", dir);
+  idgen_registry_t *r;
+  assert_int_equal(idgen_registry_open(&r, uri, err, sizeof err), 0);
+  idgen_seq_settings_t set;
+  idgen_seq_settings_init(&set);
+  set.min_step = set.step = set.max_step = 10;
+  set.wait_ms = 60000; /* far longer than close takes with the registry stuck */
+  set.ttl_ms = 60000;
+  idgen_seq_t *s;
+  assert_int_equal(idgen_seq_open(&s, r, "orders", &set, err, sizeof err), 0);
+  snprintf(lock, sizeof lock, "%s/seq/orders.lock", dir);
+  pid_t child = hold_lock(lock);
+  waiter_t w = {s, 0, 0};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, wait_next, &w), 0);
+  while (!atomic_load(&w.started))
+    usleep(1000);
+  usleep(200000); /* the waiter has used the range up and waits */
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  alarm(120);
+  idgen_seq_close(s);
+  pthread_join(t, NULL);
+  alarm(0);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  /* close: the thread's claim and its own store, each given up after the
+   * file: lock's bound; not the waiter's wait_ms */
+  assert_true(t1.tv_sec - t0.tv_sec < 45);
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  assert_true(w.rc < 0);
+  idgen_registry_close(r);
+  rm_rf(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_clock_back_across_period),
-      cmocka_unit_test(test_record_removed),
-      cmocka_unit_test(test_record_restored),
-      cmocka_unit_test(test_record_lock_held),
+      cmocka_unit_test(test_clock_back_across_period), cmocka_unit_test(test_record_removed),
+      cmocka_unit_test(test_record_restored),          cmocka_unit_test(test_record_lock_held),
+      cmocka_unit_test(test_close_while_waiting),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -71,6 +71,7 @@ struct idgen_seq {
   pthread_cond_t cv_thread, cv_wait; /* monotonic */
   pthread_t thread;
   int has_thread, closing, kicked, waiters;
+  int inside; /* callers in take_slow or kick, which close waits out */
   idgen_registry_t *r;
   idgen_seq_settings_t set;
   const idgen_clock_t *clock;
@@ -531,11 +532,14 @@ static void *seq_thread(void *arg) {
  * without one, this caller does). */
 __attribute__((noinline)) static void kick(idgen_seq_t *s) {
   pthread_mutex_lock(&s->mu);
+  s->inside++;
   s->kicked = 1;
   if (s->has_thread)
     pthread_cond_signal(&s->cv_thread);
-  else if (need_claim(s) && claim_once(s) == 0)
+  else if (!s->closing && need_claim(s) && claim_once(s) == 0)
     s->kicked = 0;
+  if (--s->inside == 0 && s->closing)
+    pthread_cond_broadcast(&s->cv_wait);
   pthread_mutex_unlock(&s->mu);
 }
 
@@ -572,7 +576,12 @@ __attribute__((noinline)) static int take_slow(idgen_seq_t *s, uint64_t *n) {
   int rc = 0;
   int64_t deadline = s->set.wait_ms > 0 ? real_mono_ns() + s->set.wait_ms * 1000000 : 0;
   pthread_mutex_lock(&s->mu);
+  s->inside++;
   for (;;) {
+    if (s->closing) { /* close() under way: nothing more is issued */
+      rc = IDGEN_ELEASE;
+      break;
+    }
     int got = take(s, n);
     if (got == 2) {
       s->kicked = 1;
@@ -600,6 +609,8 @@ __attribute__((noinline)) static int take_slow(idgen_seq_t *s, uint64_t *n) {
     wait_until(s, &s->cv_wait, deadline);
     s->waiters--;
   }
+  if (--s->inside == 0 && s->closing)
+    pthread_cond_broadcast(&s->cv_wait);
   pthread_mutex_unlock(&s->mu);
   return rc;
 }
@@ -1019,6 +1030,7 @@ void idgen_seq_close(idgen_seq_t *s) {
   pthread_mutex_lock(&s->mu);
   s->closing = 1;
   pthread_cond_broadcast(&s->cv_thread);
+  pthread_cond_broadcast(&s->cv_wait); /* waiting callers return */
   pthread_mutex_unlock(&s->mu);
   if (s->has_thread)
     pthread_join(s->thread, NULL);
@@ -1026,6 +1038,8 @@ void idgen_seq_close(idgen_seq_t *s) {
     uint64_t u[RING], h[RING];
     char err[IDGEN_REASON_MAX];
     pthread_mutex_lock(&s->mu);
+    while (s->inside > 0) /* the callers under way leave first */
+      pthread_cond_wait(&s->cv_wait, &s->mu);
     int k = drop_ranges(s, u, h);
     tx_arg_t a = {.s = s,
                   .gen = s->gen,
