@@ -1712,7 +1712,8 @@ IDGEN_API void idgen_seq_settings_init(idgen_seq_settings_t *s);
  * sequence.  IDGEN_EINVAL naming a bad name or setting; IDGEN_EREGISTRY
  * when the registry cannot be reached; IDGEN_ELEASE when a strict
  * sequence is held by another live holder (the message names it and when
- * its entry expires). */
+ * its entry expires); IDGEN_EPOOLFULL when it has IDGEN_SEQ_HOLDERS_MAX
+ * live holders (a holder fenced out then tries again at its next claim). */
 IDGEN_API int idgen_seq_open(idgen_seq_t **out, idgen_registry_t *r, const char *name,
                              const idgen_seq_settings_t *s, char *err, size_t errlen);
 

@@ -268,7 +268,7 @@ int idgen__seq_register(idgen__seq_rec_t *rec, const char *who, int64_t now_ms, 
           rec->h[i].who, rec->owner, rec->h[i].expires_ms, rec->h[i].expires_ms - now_ms, ttl_ms);
   }
   if (rec->n == IDGEN_SEQ_HOLDERS_MAX)
-    return idgen__err(err, errlen, IDGEN_ERANGE,
+    return idgen__err(err, errlen, IDGEN_EPOOLFULL,
                       "sequence: %d live holders already, the most a sequence keeps", rec->n);
   idgen__seq_holder_t *h = &rec->h[rec->n++];
   memset(h, 0, sizeof *h);
