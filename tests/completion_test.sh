@@ -47,7 +47,7 @@ expect_only() {
 
 I=$idgen
 expect_only "$I sn" snowflake
-expect "$I " snowflake ulid uuid7 decode layouts plan bench registry serve
+expect "$I " snowflake ulid uuid7 decode layouts plan bench registry serve seq
 expect "$I -" --help --version
 expect_only "$I serve --reg" --registry
 expect "$I serve --" --http --resp --max-batch --cache --audit-log --config --check-config
@@ -62,6 +62,9 @@ expect_only "$I serve --cache-on-empty f" fail
 expect_only "$I decode --format " text json baidu
 expect_only "$I registry " list free
 expect "$I registry list --" --registry --json
+expect "$I seq " list set
+expect "$I seq orders --" --count --format --tz --strict --json --registry --seq-min-step
+expect "$I seq orders --registry " static file: postgres://
 expect_only "$I decode " # IDs: nothing to offer
 expect "$I snowflake " --count --worker --layout --node
 expect_only "$I ulid --m" --monotonic

@@ -74,6 +74,7 @@ int cmd_ulid(int argc, char **argv);
 int cmd_uuid7(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_registry(int argc, char **argv);
+int cmd_seq(int argc, char **argv);
 
 /* In bench/bench.c. */
 int idgen_bench_main(int argc, char **argv);

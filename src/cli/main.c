@@ -20,6 +20,7 @@ static const char usage[] =
     "  plan        lifetime, exhaustion date and capacity of a layout (or --seq)\n"
     "  bench       measure the generator on this machine\n"
     "  registry    list the worker-ID leases of a registry; free a stale one\n"
+    "  seq         dense numbers and business numbers (INV-2026-000042) from a registry\n"
     "  serve       the daemon: IDs over HTTP/1.1 and the Redis protocol\n"
     "\n"
     "Options:\n"
@@ -48,9 +49,11 @@ int main(int argc, char **argv) {
     const char *name;
     int (*run)(int, char **);
   } commands[] = {
-      {"snowflake", cmd_snowflake}, {"ulid", cmd_ulid},       {"uuid7", cmd_uuid7},
-      {"decode", cmd_decode},       {"layouts", cmd_layouts}, {"plan", cmd_plan},
-      {"bench", idgen_bench_main},  {"serve", cmd_serve},     {"registry", cmd_registry},
+      {"snowflake", cmd_snowflake}, {"ulid", cmd_ulid},
+      {"uuid7", cmd_uuid7},         {"decode", cmd_decode},
+      {"layouts", cmd_layouts},     {"plan", cmd_plan},
+      {"bench", idgen_bench_main},  {"serve", cmd_serve},
+      {"registry", cmd_registry},   {"seq", cmd_seq},
   };
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(cmd, commands[i].name) == 0) {

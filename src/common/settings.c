@@ -13,6 +13,7 @@
 
 #define BOTH (SETTINGS_SNOWFLAKE | SETTINGS_SERVE)
 #define SERVE SETTINGS_SERVE
+#define SEQ_BOTH (SETTINGS_SEQ | SETTINGS_SERVE)
 #define INT(lo, hi) (lo), (hi)
 #define NONE 0, 0
 
@@ -41,7 +42,7 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                  "address; never a bridge, a veth or an address many hosts share such as "
                  "docker0's 172.17.0.1 (refused, naming what was found); unchecked: two hosts "
                  "may share the low bits"},
-    [SK_REGISTRY] = {"registry", ST_REGISTRY, BOTH, 0, "", "static",
+    [SK_REGISTRY] = {"registry", ST_REGISTRY, BOTH | SETTINGS_SEQ, 0, "", "static",
                      "`file:/var/lib/idgen`, the host's: shared by every user's processes "
                      "that take the default, refused (with what to do) to a user who may not "
                      "write it",
@@ -53,7 +54,7 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                      "`--leases`; `idgens://` for HTTPS), or "
                      "`static` (the `node` values, unchecked: two processes given the same "
                      "ones make duplicate IDs)"},
-    [SK_SPACE] = {"space", ST_SPACE, BOTH, 0, "", NULL,
+    [SK_SPACE] = {"space", ST_SPACE, BOTH | SETTINGS_SEQ, 0, "", NULL,
                   "`default`, or the registry URI's "
                   "`?space=NAME`",
                   NONE, "NAME",
@@ -249,6 +250,39 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                                "comma-separated, or `*`) whose pages may call the `/lease` "
                                "routes: they get `Access-Control-Allow-Origin` and preflight "
                                "answers"},
+    [SK_SEQ_MIN_STEP] = {"seq_min_step", ST_INT, SEQ_BOTH, 0, "1000", NULL, NULL,
+                         INT(1, INT64_C(1) << 39), "N",
+                         "a sequence's smallest claim: numbers taken from the registry at once "
+                         "(`idgen seq` claims at least its count in one)"},
+    [SK_SEQ_MAX_STEP] = {"seq_max_step", ST_INT, SEQ_BOTH, 0, "100000000", NULL, NULL,
+                         INT(1, INT64_C(1) << 39), "N",
+                         "a sequence's largest claim, as the step grows with the rate"},
+    [SK_SEQ_PREFETCH] = {"seq_prefetch", ST_SHARE, SEQ_BOTH, 0, "0.25", NULL, NULL, NONE, "F",
+                         "claim the next range once this share of the one in hand is used "
+                         "(strictly between 0 and 1)"},
+    [SK_SEQ_SEGMENT_TARGET_MS] = {"seq_segment_target_ms", ST_INT, SEQ_BOTH, 0, "60000", NULL, NULL,
+                                  INT(1, 86400000), "N",
+                                  "how long a claimed range should last: the step doubles when "
+                                  "one lasts less, halves when one lasts over twice this"},
+    [SK_SEQ_TTL_MS] = {"seq_ttl_ms", ST_INT, SEQ_BOTH, 0, "10000", NULL, NULL,
+                       INT(IDGEN_LEASE_TTL_MIN_MS, IDGEN_LEASE_TTL_MAX_MS), "N",
+                       "a sequence holder's entry in the registry; renewed at a third of it, "
+                       "and once expired its unissued numbers count as lost"},
+    [SK_SEQ_TZ] = {"seq_tz", ST_TZ, SEQ_BOTH, 0, "", NULL, "UTC", NONE, "ZONE",
+                   "the time zone of the `{date:...}` fields of sequence templates (an IANA "
+                   "name such as `Europe/Paris`): a dated counter restarts at its midnight"},
+    [SK_SEQ_FORMAT] = {"seq_format", ST_SEQ_LIST, SEQ_BOTH, 0, "", NULL, "none: plain numbers",
+                       NONE, "NAME=TEMPLATE",
+                       "sequence NAME hands out business numbers made from TEMPLATE (such as "
+                       "`INV-{date:%Y}-{seq:06}`: literal text, `{seq:0N}` and `{date:...}` "
+                       "fields); repeat for each sequence"},
+    [SK_SEQ_STRICT] = {"seq_strict", ST_SEQ_LIST, SEQ_BOTH, 0, "", NULL, "none", NONE, "NAME",
+                       "sequence NAME has one holder at a time, whose numbers start above "
+                       "every number claimed before (no gaps between holders' numbers out of "
+                       "order); repeat for each sequence"},
+    [SK_SEQ_MAX_OPEN] = {"seq_max_open", ST_INT, SERVE, 0, "1024", NULL, NULL, INT(0, 65536), "N",
+                         "sequences the daemon opens (on first use, `GET /seq/NAME`, `SEQ "
+                         "NAME`); a request for one more is refused (0: no sequences)"},
 };
 
 /* "max_batch" -> "--max-batch" or "IDGEN_MAX_BATCH". */
@@ -287,14 +321,15 @@ void settings_set(settings_t *s, int k, const char *value, const char *source) {
 }
 
 void settings_flag(settings_t *s, int k, const char *value, const char *flag) {
-  if (s->flag_value[k] != NULL && settings_defs[k].type == ST_NODE) {
+  int list = settings_defs[k].type == ST_SEQ_LIST;
+  if (s->flag_value[k] != NULL && (settings_defs[k].type == ST_NODE || list)) {
     size_t n = strlen(s->flag_value[k]) + strlen(value) + 2;
     char *j = malloc(n);
     if (j == NULL) {
       fputs("idgen: out of memory\n", stderr);
       exit(2);
     }
-    snprintf(j, n, "%s,%s", s->flag_value[k], value);
+    snprintf(j, n, "%s%c%s", s->flag_value[k], list ? '\n' : ',', value);
     free(s->flag_value[k]);
     s->flag_value[k] = j;
     if (strstr(s->flag_source[k], flag) == NULL) { /* "flags --node, --worker" */
@@ -369,6 +404,20 @@ __attribute__((format(printf, 3, 4))) static int fail_at(const settings_t *s, co
   return 2;
 }
 
+/* A repeatable key's next entry from the file (its source: the first line's). */
+static void append_line(settings_t *s, int k, const char *val, const char *where) {
+  (void)where;
+  size_t n = strlen(s->value[k]) + strlen(val) + 2;
+  char *j = malloc(n);
+  if (j == NULL) {
+    fputs("idgen: out of memory\n", stderr);
+    exit(2);
+  }
+  snprintf(j, n, "%s\n%s", s->value[k], val);
+  free(s->value[k]);
+  s->value[k] = j;
+}
+
 static int load_file(settings_t *s, const char *path) {
   FILE *f = fopen(path, "r");
   if (f == NULL)
@@ -404,7 +453,9 @@ static int load_file(settings_t *s, const char *path) {
     if (k < 0)
       rc = fail_at(s, where, ": unknown key \"%s\" (see 'idgen %s --help')",
                    IDGEN_QUOTE(key, strlen(key), '"', 60), s->name);
-    else if (seen[k]++)
+    else if (seen[k]++ && settings_defs[k].type == ST_SEQ_LIST)
+      append_line(s, k, val, where);
+    else if (seen[k] > 1)
       rc = fail_at(s, where, ": key \"%s\" given twice", key);
     else
       settings_set(s, k, val, where);
@@ -471,6 +522,66 @@ static int check_space(settings_t *s, int k) {
   return 0;
 }
 
+/* seq_format's NAME=TEMPLATE entries and seq_strict's NAMEs, one a line:
+ * each name by the library's rule, each template by its parser in seq_tz,
+ * no name twice. */
+static int check_seq_list(settings_t *s, int k) {
+  const char *v = s->value[k], *tz = s->value[SK_SEQ_TZ];
+  char err[600], name[IDGEN_SEQ_NAME_MAX + 1];
+  while (*v) {
+    size_t len = strcspn(v, "\n");
+    char *e = strndup(v, len);
+    if (e == NULL)
+      return settings_fail(s, k, "out of memory");
+    char *eq = k == SK_SEQ_FORMAT ? strchr(e, '=') : NULL;
+    int rc = 0;
+    if (k == SK_SEQ_FORMAT && eq == NULL)
+      rc = settings_fail(s, k, "\"%s\" is not NAME=TEMPLATE", SETTINGS_Q(e));
+    if (eq != NULL)
+      *eq = '\0';
+    if (rc == 0 && idgen_seq_name_check(e, err, sizeof err) < 0)
+      rc = settings_fail(s, k, "%s", err);
+    snprintf(name, sizeof name, "%s", e);
+    idgen_seq_format_t *f = NULL;
+    if (rc == 0 && eq != NULL &&
+        idgen_seq_format_parse(&f, eq + 1, tz && tz[0] ? tz : NULL, err, sizeof err) < 0)
+      rc = settings_fail(s, k, "%s: %s", name, err);
+    idgen_seq_format_free(f);
+    free(e);
+    if (rc != 0)
+      return rc;
+    /* the same name in an earlier entry */
+    size_t nl = strlen(name);
+    for (const char *p = s->value[k]; p < v; p += strcspn(p, "\n") + 1)
+      if (strncmp(p, name, nl) == 0 && (p[nl] == '=' || p[nl] == '\n' || p[nl] == '\0'))
+        return settings_fail(s, k, "sequence \"%s\" named twice", name);
+    v += len + (v[len] == '\n');
+  }
+  return 0;
+}
+
+void settings_seq_for(const settings_t *s, const char *name, idgen_seq_settings_t *out, char *buf,
+                      size_t n) {
+  *out = s->seq;
+  out->format = NULL;
+  out->strict = 0;
+  size_t nl = strlen(name);
+  for (int k = SK_SEQ_FORMAT; k <= SK_SEQ_STRICT; k++) {
+    const char *p = s->value[k];
+    for (; p != NULL && *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] == '\n')) {
+      size_t len = strcspn(p, "\n");
+      if (strncmp(p, name, nl) != 0)
+        continue;
+      if (k == SK_SEQ_STRICT && len == nl)
+        out->strict = 1;
+      if (k == SK_SEQ_FORMAT && p[nl] == '=' && len - nl - 1 < n) {
+        snprintf(buf, n, "%.*s", (int)(len - nl - 1), p + nl + 1);
+        out->format = buf;
+      }
+    }
+  }
+}
+
 static int check(settings_t *s, int k) {
   const settings_def_t *d = &settings_defs[k];
   const char *v = s->value[k];
@@ -480,6 +591,25 @@ static int check(settings_t *s, int k) {
   case ST_ADDR: /* the daemon's hook parses these */
   case ST_PATH:
     return 0;
+  case ST_SHARE: {
+    char *end;
+    errno = 0;
+    double f = strtod(v, &end);
+    if (v[0] == '\0' || *end != '\0' || errno != 0 || !(f > 0.0 && f < 1.0))
+      return settings_fail(s, k, "not a number strictly between 0 and 1 (such as 0.25)");
+    s->seq.prefetch = f;
+    return 0;
+  }
+  case ST_TZ: {
+    idgen_seq_format_t *f = NULL;
+    if (v[0] && idgen_seq_format_parse(&f, "{date:%Y%m%d}-{seq:06}", v, err, sizeof err) < 0)
+      return settings_fail(s, k, "%s", err);
+    idgen_seq_format_free(f);
+    s->seq.tz = v[0] ? v : NULL;
+    return 0;
+  }
+  case ST_SEQ_LIST:
+    return check_seq_list(s, k);
   case ST_LAYOUT:
     if (idgen_layout_parse(&s->layout, v, err, sizeof err) < 0)
       return settings_fail(s, k, "%s", err);
@@ -556,6 +686,20 @@ static int check(settings_t *s, int k) {
     case SK_MAX_WAIT_MS:
       s->gen.max_wait_ms = x;
       break;
+    case SK_SEQ_MIN_STEP:
+      s->seq.min_step = (uint64_t)x;
+      break;
+    case SK_SEQ_MAX_STEP:
+      if ((uint64_t)x < s->seq.min_step)
+        return settings_fail(s, k, "below seq_min_step (%" PRIu64 ")", s->seq.min_step);
+      s->seq.max_step = (uint64_t)x;
+      break;
+    case SK_SEQ_SEGMENT_TARGET_MS:
+      s->seq.segment_target_ms = x;
+      break;
+    case SK_SEQ_TTL_MS:
+      s->seq.ttl_ms = x;
+      break;
     default:
       break;
     }
@@ -572,7 +716,7 @@ static int check_lease(settings_t *s) {
                                [IDGEN_LEASE_SETTING_LAYOUT] = SK_LAYOUT,
                                [IDGEN_LEASE_SETTING_NODE] = SK_NODE,
                                [IDGEN_LEASE_SETTING_FIELD] = SK_LEASE_FIELD};
-  if (!takes(s->cmd, SK_REGISTRY))
+  if (!takes(s->cmd, SK_REGISTRY) || !takes(s->cmd, SK_LAYOUT))
     return 0;
   char why[300];
   idgen_lease_settings_t ls = {.uri = s->registry,
@@ -591,6 +735,7 @@ int settings_load(settings_t *s, const settings_spec_t *spec, int argc, char **a
   s->name = spec->name;
   unsigned cmd = spec->cmd;
   idgen_snowflake_settings_init(&s->gen);
+  idgen_seq_settings_init(&s->seq);
   for (int k = 0; k < SETTINGS_NKEYS; k++)
     if (takes(cmd, k)) {
       const settings_def_t *d = &settings_defs[k];
@@ -788,8 +933,13 @@ void settings_print(const settings_t *s, FILE *out) {
     if (s->value[k] == NULL)
       continue;
     char buf[2200];
-    int n = fprintf(out, "%s = %s", settings_defs[k].name, shown(s, k, buf, sizeof buf));
-    fprintf(out, "%*s # %s\n", n < 40 ? 40 - n : 1, "", s->source[k]);
+    const char *v = shown(s, k, buf, sizeof buf);
+    do { /* a repeatable key: a line per entry */
+      size_t len = strcspn(v, "\n");
+      int n = fprintf(out, "%s = %.*s", settings_defs[k].name, (int)len, v);
+      fprintf(out, "%*s # %s\n", n < 40 ? 40 - n : 1, "", s->source[k]);
+      v += len + (v[len] == '\n');
+    } while (*v);
   }
 }
 

@@ -82,11 +82,20 @@ enum settings_key {
   SK_LEASE_MAX_SKEW_MS,
   SK_LEASE_QUARANTINE_MS,
   SK_LEASE_CORS_ORIGINS,
+  SK_SEQ_MIN_STEP,
+  SK_SEQ_MAX_STEP,
+  SK_SEQ_PREFETCH,
+  SK_SEQ_SEGMENT_TARGET_MS,
+  SK_SEQ_TTL_MS,
+  SK_SEQ_TZ, /* before the templates it renders */
+  SK_SEQ_FORMAT,
+  SK_SEQ_STRICT,
+  SK_SEQ_MAX_OPEN,
   SETTINGS_NKEYS
 };
 
 /* The commands that take settings (a bit each). */
-enum { SETTINGS_SNOWFLAKE = 1, SETTINGS_SERVE = 2 };
+enum { SETTINGS_SNOWFLAKE = 1, SETTINGS_SERVE = 2, SETTINGS_SEQ = 4 };
 
 enum settings_type {
   ST_ADDR,     /* HOST:PORT or off (checked by the daemon's hook) */
@@ -99,7 +108,12 @@ enum settings_type {
   ST_CLOCK,    /* fast | precise */
   ST_BOOL,     /* true | false (a flag without a value: true) */
   ST_CHOICE,   /* one of `words` ("direct|fail" in `arg`): its value in num[] */
-  ST_PATH      /* a file name, "" for none */
+  ST_PATH,     /* a file name, "" for none */
+  ST_SHARE,    /* a decimal fraction strictly between 0 and 1 */
+  ST_TZ,       /* an IANA time zone name, "" for UTC (idgen_seq_format_parse) */
+  ST_SEQ_LIST  /* repeatable: one entry per flag, file line or environment line
+                * (kept joined by newlines); NAME=TEMPLATE (seq_format) or
+                * NAME (seq_strict), checked by the library's rules */
 };
 
 /* A word an ST_CHOICE key takes and the value it stands for; a NULL word
@@ -171,6 +185,9 @@ struct settings {
   const char *lease_field; /* NULL: the registry's choice */
   int64_t lease_ttl_ms, max_start_wait_ms;
   int64_t num[SETTINGS_NKEYS]; /* each ST_INT's value */
+  /* The sequence settings (min_step, max_step, prefetch, segment_target_ms,
+   * ttl_ms, tz); format and strict are per name: settings_seq_for(). */
+  idgen_seq_settings_t seq;
   /* Flags seen while loading (applied after the file and the environment). */
   char *flag_value[SETTINGS_NKEYS];
   char *flag_source[SETTINGS_NKEYS];
@@ -190,6 +207,12 @@ void settings_free(settings_t *s);
  * repeatable key's values are joined with commas.  For own options that
  * stand for a setting (--worker V is --node worker=V). */
 void settings_flag(settings_t *s, int k, const char *value, const char *flag);
+
+/* The settings of sequence `name`: s->seq with its template (seq_format
+ * NAME=...) and strictness (seq_strict NAME).  The template points into
+ * s->value[] joined text copied to buf[n]. */
+void settings_seq_for(const settings_t *s, const char *name, idgen_seq_settings_t *out, char *buf,
+                      size_t n);
 
 /* Replaces key k's value and source (a computed default). */
 void settings_set(settings_t *s, int k, const char *value, const char *source);

@@ -32,9 +32,11 @@ static int is_loopback(const serve_addr_t *a) {
 static const char usage_head[] =
     "Usage: idgen serve [--config FILE] [--check-config] [OPTIONS]\n"
     "\n"
-    "Hand out IDs over HTTP/1.1 (GET /id, /ulid, /uuid7, /decode/ID, /info,\n"
-    "/health, /ready, /metrics; GET / is a live status page) and RESP (ID, ULID,\n"
-    "UUID7, DECODE, INFO, PING...).\n"
+    "Hand out IDs over HTTP/1.1 (GET /id, /ulid, /uuid7, /seq/NAME, /decode/ID,\n"
+    "/info, /health, /ready, /metrics; GET / is a live status page) and RESP (ID,\n"
+    "ULID, UUID7, SEQ, DECODE, INFO, PING...).  Sequences (GET /seq/NAME, SEQ\n"
+    "NAME [N]) are dense numbers from counters in the registry, opened on first\n"
+    "use (see 'idgen seq').\n"
     "Every option is also an IDGEN_* environment variable (--max-batch is\n"
     "IDGEN_MAX_BATCH) and a config-file key (max_batch = 1000); flags win over\n"
     "the environment, which wins over the file.  The leased node field's value\n"
@@ -247,6 +249,7 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
   c->lease_max_skew_ms = s->num[SK_LEASE_MAX_SKEW_MS];
   c->lease_quarantine_ms = s->num[SK_LEASE_QUARANTINE_MS];
   c->lease_cors_origins = s->value[SK_LEASE_CORS_ORIGINS];
+  c->seq_max_open = s->num[SK_SEQ_MAX_OPEN];
   /* Nothing to lend from the static registry: it keeps no leases. */
   if (rc == 0 && c->leases && !c->http.enabled)
     rc = settings_fail(s, SK_LEASES, "the lease service speaks HTTP: give an http listener");

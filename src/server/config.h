@@ -46,6 +46,7 @@ typedef struct serve_config {
   int64_t lease_max_per_client, lease_max_per_agent, lease_max_per_space;
   int64_t lease_max_skew_ms, lease_quarantine_ms;
   const char *lease_cors_origins;
+  int64_t seq_max_open; /* sequences opened on first use, at most */
 } serve_config_t;
 
 /*

@@ -298,6 +298,60 @@ static void route_ids(serve_worker_t *w, serve_conn_t *c, const http_request_t *
   serve_ids_request(w, c, &sh); /* answered, or parked until its tick */
 }
 
+/* GET /seq/NAME: count numbers of sequence NAME, a line each (business
+ * numbers when it has a template), or {"sequence","numbers"[,"texts"]}. */
+static void route_seq(serve_worker_t *w, serve_conn_t *c, const http_request_t *req, query_t q) {
+  const char *name = req->path.ptr + 5;
+  size_t len = req->path.len - 5;
+  uint64_t *nums = malloc(q.count * sizeof *nums);
+  char *texts = NULL, why[600];
+  if (nums == NULL) {
+    respond_error(w, c, req, 500, "out of memory", KEEP, NULL);
+    return;
+  }
+  int status = serve_seq_take(w->srv, name, len, q.count, nums, &texts, why, sizeof why);
+  int text = texts != NULL;
+  if (status != 0) {
+    free(nums);
+    respond_error(w, c, req, status, why, KEEP, status == 503 ? "Retry-After: 1\r\n" : NULL);
+    return;
+  }
+  int json = q.json >= 0 ? q.json : wants_json(req);
+  serve_buf_t *b = &w->body;
+  b->len = 0;
+  if (json)
+    serve_buf_printf(b, "{\"sequence\":\"%.*s\",\"numbers\":[", (int)len, name);
+  for (size_t i = 0; i < q.count; i++) {
+    char d[24];
+    size_t k = serve_u64_dec(d, nums[i]);
+    if (json) {
+      serve_buf_put(b, i ? "," : "", i ? 1 : 0);
+      serve_buf_put(b, d, k);
+    } else if (!text) {
+      serve_buf_put(b, d, k);
+      serve_buf_put(b, "\n", 1);
+    } else {
+      serve_buf_printf(b, "%s\n", texts + i * SERVE_SEQ_TEXT_MAX);
+    }
+  }
+  if (json && text) {
+    serve_buf_put(b, "],\"texts\":[", 11);
+    for (size_t i = 0; i < q.count; i++) {
+      json_t *t = json_string(texts + i * SERVE_SEQ_TEXT_MAX);
+      char *e = t ? json_dumps(t, JSON_ENCODE_ANY) : NULL;
+      serve_buf_printf(b, "%s%s", i ? "," : "", e ? e : "null");
+      free(e);
+      json_decref(t);
+    }
+  }
+  if (json)
+    serve_buf_put(b, "]}\n", 3);
+  free(nums);
+  free(texts);
+  respond(w, c, req, 200, json ? "application/json" : "text/plain; charset=utf-8", b->p, b->len,
+          KEEP, "");
+}
+
 static void route_decode(serve_worker_t *w, serve_conn_t *c, const http_request_t *req) {
   const char *id = req->path.ptr + 8; /* after "/decode/" */
   size_t len = req->path.len - 8;
@@ -535,11 +589,19 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   int page = str_eq(path, "/") || str_eq(path, "/status");
   int status_json = str_eq(path, "/status.json");
   int probe = str_eq(path, "/health") || str_eq(path, "/ready");
-  int known = kind >= 0 || page || status_json || probe || str_eq(path, "/info") ||
+  int seq = path->len > 5 && memcmp(path->ptr, "/seq/", 5) == 0;
+  int known = kind >= 0 || page || status_json || probe || seq || str_eq(path, "/info") ||
               str_eq(path, "/metrics") || (path->len > 8 && memcmp(path->ptr, "/decode/", 8) == 0);
   if (!known) {
     snprintf(err, sizeof err, "no such path: %s", IDGEN_QUOTE(path->ptr, path->len, 0, 60));
     respond_error(w, c, &req, 404, err, req.content_length > 0 ? CLOSE_BROKEN : KEEP, NULL);
+    return req.content_length > 0 ? len : (size_t)head;
+  }
+  if (seq && get && req.method.len == 4) { /* HEAD: numbers taken and thrown away are gaps */
+    respond_error(w, c, &req, 405,
+                  "method HEAD not allowed on /seq/NAME: it would take numbers and drop them "
+                  "(gaps in a dense sequence); use GET",
+                  req.content_length > 0 ? CLOSE_BROKEN : KEEP, "Allow: GET\r\n");
     return req.content_length > 0 ? len : (size_t)head;
   }
   if (!get) {
@@ -582,6 +644,8 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   }
   if (kind >= 0) {
     route_ids(w, c, &req, kind, q);
+  } else if (seq) {
+    route_seq(w, c, &req, q);
   } else if (page) { /* self-contained: it fetches only /status.json */
     respond(w, c, &req, 200, "text/html; charset=utf-8", serve_status_html, serve_status_html_len,
             KEEP,

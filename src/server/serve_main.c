@@ -116,7 +116,7 @@ static int set_up_workers(serve_daemon_t *s) {
       w->listeners[p].fd = -1;
   }
   if (serve_make_generators(s) < 0 || serve_agent_setup(s, s->cfg->max_agents) < 0 ||
-      serve_auth_init(s) < 0)
+      serve_auth_init(s) < 0 || serve_seqs_init(s) < 0)
     return -1;
   serve_process_open(s);
   for (int i = 0; i < s->nworkers; i++)
@@ -250,6 +250,7 @@ static void stop_loops(serve_daemon_t *s, int started) {
     pthread_join(s->workers[i].thread, NULL);
   serve_audit_stop(s);  /* the loops' last lines are handed off */
   serve_leases_stop(s); /* (its registry calls use the lease's registry: before it goes) */
+  serve_seqs_close(s);  /* gives back the numbers in hand */
   if (s->lease_thread_on)
     pthread_join(s->lease_thread, NULL);
 }
@@ -282,6 +283,7 @@ static uint64_t requests_served(serve_daemon_t *s) {
 /* Frees what set_up made, also after a start that failed part way. */
 static void free_daemon(serve_daemon_t *s) {
   serve_leases_stop(s); /* (a start that failed: the loops never ran) */
+  serve_seqs_close(s);
   if (s->workers)
     for (int i = 0; i < s->nworkers; i++)
       serve_worker_free(&s->workers[i]);

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -94,7 +95,7 @@ static void wrong_arity(serve_worker_t *w, serve_conn_t *c, const char *name) {
 
 typedef void command_fn(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r);
 static command_fn on_id, on_idstr, on_ulid, on_uuid7, on_decode, on_info, on_ping, on_echo, on_quit,
-    on_client, on_command, on_hello, on_config, on_select, on_auth;
+    on_client, on_command, on_hello, on_config, on_select, on_auth, on_seq;
 
 /* The commands, as Redis's command table: the name (lower case), what runs
  * it (NULL: the transaction's, transaction_step), and for COMMAND and
@@ -111,6 +112,7 @@ static const struct cmdinfo {
     {"ulid", on_ulid, -1, "fast"},
     {"uuid7", on_uuid7, -1, "fast"},
     {"decode", on_decode, 2, "fast"},
+    {"seq", on_seq, -2, "fast"},
     {"info", on_info, -1, "loading"},
     {"ping", on_ping, -1, "fast"},
     {"echo", on_echo, 2, "fast"},
@@ -211,6 +213,51 @@ static void on_ids(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r, 
   serve_ids_request(w, c, &sh);
   if (c->parked)
     w->replies--; /* answered later, when its tick comes */
+}
+
+/* SEQ NAME [N]: a number of sequence NAME (an integer; a bulk string when
+ * it has a template), or N of them as an array. */
+static void on_seq(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+  int64_t n = 1;
+  if (r->argc < 2 || r->argc > 3) {
+    wrong_arity(w, c, "seq");
+    return;
+  }
+  if (r->argc == 3) {
+    if (arg_int(&r->argv[2], &n) < 0) {
+      reply_err(w, c, "ERR value is not an integer or out of range");
+      return;
+    }
+    if (n < 1 || n > w->srv->cfg->max_batch) {
+      reply_err(w, c, "ERR count %" PRId64 " out of range 1..%" PRId64 " (max_batch)", n,
+                w->srv->cfg->max_batch);
+      return;
+    }
+  }
+  uint64_t *nums = malloc((size_t)n * sizeof *nums);
+  char *texts = NULL, why[600];
+  int status = nums ? 0 : 500;
+  if (status != 0)
+    snprintf(why, sizeof why, "out of memory");
+  else
+    status = serve_seq_take(w->srv, r->argv[1].ptr, r->argv[1].len, (size_t)n, nums, &texts, why,
+                            sizeof why);
+  int text = texts != NULL;
+  if (status != 0) {
+    reply_err(w, c, "ERR %s", why);
+  } else {
+    if (r->argc == 3)
+      serve_buf_printf(&w->out, "*%" PRId64 "\r\n", n);
+    for (int64_t i = 0; i < n; i++) {
+      if (text)
+        reply_bulk(w, texts + i * SERVE_SEQ_TEXT_MAX, strlen(texts + i * SERVE_SEQ_TEXT_MAX));
+      else
+        reply_int(w, (int64_t)nums[i]);
+    }
+    CNT_ADD(w->st.resp_ok, 1);
+  }
+  free(nums);
+  free(texts);
 }
 
 /* CLIENT SETNAME and HELLO's SETNAME: Redis's rule (no spaces, newlines or

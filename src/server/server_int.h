@@ -447,6 +447,7 @@ typedef struct serve_daemon {
   uint64_t reg_before[SERVE_REG_OPS][2];      /* the lease thread's own */
   uint64_t clock_fallbacks_seen;              /* the first loop's last look */
   struct serve_leases *leases;                /* --leases (serve_leases.c), or NULL */
+  struct serve_seqs *seqs;                    /* the sequences opened (serve_seq.c) */
 } serve_daemon_t;
 
 static inline idgen_snowflake_gen_t *server_sf(serve_daemon_t *s) {
@@ -694,6 +695,25 @@ void serve_leases_metrics(serve_daemon_t *s, serve_buf_t *b);
 int serve_notify(const char *msg);
 /* How often to send WATCHDOG=1 (half of $WATCHDOG_USEC), 0: no watchdog. */
 int64_t serve_watchdog_interval_ms(void);
+
+/* ---- serve_seq.c: sequences (GET /seq/NAME, RESP SEQ NAME [N]) ---- */
+#define SERVE_SEQ_TEXT_MAX 128 /* bytes of one business number, with its NUL */
+/* The table (empty; sequences open on first use): 0, or -1. */
+int serve_seqs_init(serve_daemon_t *s);
+/* Closes every sequence (each gives back what it did not issue) and the
+ * registry they use; after the loops have stopped. */
+void serve_seqs_close(serve_daemon_t *s);
+/* cnt numbers of sequence name[len] into nums[] and, when the sequence has
+ * a template, its business numbers into *texts (malloc'd: cnt times
+ * SERVE_SEQ_TEXT_MAX bytes, the caller frees; else NULL): 0, or an HTTP
+ * status (400 a bad name, 429 seq_max_open reached, 503 no number could be
+ * taken) with why. */
+int serve_seq_take(serve_daemon_t *s, const char *name, size_t len, size_t cnt, uint64_t *nums,
+                   char **texts, char *why, size_t n);
+void serve_seq_metrics(serve_daemon_t *s, serve_buf_t *b);
+/* /health's line per sequence; the number whose claims fail. */
+int serve_seq_health(serve_daemon_t *s, serve_buf_t *b);
+struct json_t *serve_seq_info(serve_daemon_t *s); /* /info's "sequences" */
 
 /* ---- serve_stats.c: agents, metrics, facts ---- */
 int serve_agent_valid(const char *s, size_t n);
