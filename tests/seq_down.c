@@ -2,7 +2,7 @@
  * seq_down.c -- a sequence's holders while the registry's server is down
  * for longer than their ranges last (seq_down_test.sh):
  *
- *   seq_down URI ADDR DOWN_CMD UP_CMD
+ *   seq_down URI ADDR DOWN_CMD UP_CMD [failover]
  *
  * Two holders of sequence "down" (each with a registry handle of its own,
  * min_step = max_step = 1,000, wait_ms 300) are taken from by a thread each
@@ -18,6 +18,9 @@
  *     and failing goes back to 0;
  *   - every number taken, before and after, by both: no duplicates, each
  *     holder's strictly increasing.
+ * With `failover`, DOWN_CMD stops one member of a cluster that goes on
+ * without it (an etcd leader of three): the holders are served throughout,
+ * no next() fails, and claims go on during those 6 s.
  * The accounting is checked afterwards by seq_list_check.  Prints what it
  * saw; exit status 0, or 1 with a message on stderr.
  */
@@ -127,9 +130,37 @@ static void watch_down(const char *addr, int64_t until_ms, int seen_fail[], int 
   }
 }
 
+/* What went wrong with a holder while the registry was down, or NULL. */
+static const char *down_why(const taker_t *t, const idgen_seq_stats_t *st, int seen_fail,
+                            int seen_lasts) {
+  if (t->after_down == 0)
+    return "served nothing from the ranges in hand once down";
+  if (t->errors == 0)
+    return "never failed while the registry was down";
+  if (!seen_fail)
+    return "stats never showed failing=1, claim_failures>0 and a reason naming the registry";
+  if (!seen_lasts)
+    return "stats never showed lasts_ms with numbers in hand";
+  if (t->after_up == 0)
+    return "not served again after the registry came back";
+  return st->failing ? "still failing after the registry came back" : NULL;
+}
+
+/* The same while one member of a cluster that goes on without it was down. */
+static const char *failover_why(const taker_t *t, const idgen_seq_stats_t *st, uint64_t claims) {
+  if (t->errors != 0)
+    return "next() failed while the cluster had a quorum";
+  if (claims == 0)
+    return "no claim while the member was down";
+  if (t->after_up == 0)
+    return "not served after the member came back";
+  return st->failing ? "still failing after the member came back" : NULL;
+}
+
 int main(int argc, char **argv) {
-  if (argc != 5)
-    return fail("usage: seq_down URI ADDR DOWN_CMD UP_CMD", "");
+  if (argc != 5 && !(argc == 6 && strcmp(argv[5], "failover") == 0))
+    return fail("usage: seq_down URI ADDR DOWN_CMD UP_CMD [failover]", "");
+  int failover = argc == 6;
   const char *uri = argv[1], *addr = argv[2];
   char err[600];
   idgen_seq_settings_t set;
@@ -148,9 +179,20 @@ int main(int argc, char **argv) {
   if (system(argv[3]) != 0)
     return fail("failed: ", argv[3]);
   atomic_store(&phase, 1);
+  uint64_t claims_down[HOLDERS], claims_up[HOLDERS];
+  for (int i = 0; i < HOLDERS; i++) {
+    idgen_seq_stats_t st;
+    idgen_seq_stats(tk[i].s, &st);
+    claims_down[i] = st.claims;
+  }
   int64_t up_at = mono_ms() + 6000;
   int seen_fail[HOLDERS] = {0}, seen_lasts[HOLDERS] = {0};
   watch_down(addr, up_at, seen_fail, seen_lasts);
+  for (int i = 0; i < HOLDERS; i++) {
+    idgen_seq_stats_t st;
+    idgen_seq_stats(tk[i].s, &st);
+    claims_up[i] = st.claims;
+  }
   if (system(argv[4]) != 0)
     return fail("failed: ", argv[4]);
   atomic_store(&phase, 2);
@@ -162,23 +204,18 @@ int main(int argc, char **argv) {
     pthread_join(th[i], NULL);
   int bad = 0;
   size_t total = 0;
+
   for (int i = 0; i < HOLDERS; i++) {
     taker_t *t = &tk[i];
     idgen_seq_stats_t st;
     idgen_seq_stats(t->s, &st);
     printf("holder %d: numbers=%zu after_down=%zu errors=%d after_up=%zu claims=%" PRIu64
-           " claim_failures=%" PRIu64 " failing=%d\n",
-           i, t->n, t->after_down, t->errors, t->after_up, st.claims, st.claim_failures,
-           st.failing);
-    const char *why = t->why[0]            ? t->why
-                      : t->after_down == 0 ? "served nothing from the ranges in hand once down"
-                      : t->errors == 0     ? "never failed while the registry was down"
-                      : !seen_fail[i]      ? "stats never showed failing=1, claim_failures>0 and a "
-                                             "reason naming the registry"
-                      : !seen_lasts[i]     ? "stats never showed lasts_ms with numbers in hand"
-                      : t->after_up == 0   ? "not served again after the registry came back"
-                      : st.failing         ? "still failing after the registry came back"
-                                           : NULL;
+           " (%" PRIu64 " while down) claim_failures=%" PRIu64 " failing=%d\n",
+           i, t->n, t->after_down, t->errors, t->after_up, st.claims, claims_up[i] - claims_down[i],
+           st.claim_failures, st.failing);
+    const char *why = t->why[0]  ? t->why
+                      : failover ? failover_why(t, &st, claims_up[i] - claims_down[i])
+                                 : down_why(t, &st, seen_fail[i], seen_lasts[i]);
     if (why != NULL) {
       fprintf(stderr, "seq_down: holder %d: %s\n", i, why);
       bad = 1;
