@@ -150,13 +150,9 @@ typedef struct fake_clock {
   int64_t ns;
 } fake_clock_t;
 
-static int64_t fake_now(void *ctx) {
-  return ((fake_clock_t *)ctx)->ns;
-}
+static int64_t fake_now(void *ctx) { return ((fake_clock_t *)ctx)->ns; }
 
-static void fake_sleep(void *ctx, int64_t ns) {
-  ((fake_clock_t *)ctx)->ns += ns;
-}
+static void fake_sleep(void *ctx, int64_t ns) { ((fake_clock_t *)ctx)->ns += ns; }
 
 static int steps(int64_t target_ms) {
   static const double rates[] = {1e3, 1e5, 1e7};
