@@ -7,10 +7,10 @@
  * Two holders of sequence "down" (each with a registry handle of its own,
  * min_step = max_step = 1,000, wait_ms 300) are taken from by a thread each
  * at about 500 numbers/s, so a range lasts about 2 s.  After 2.5 s, DOWN_CMD
- * (sh -c) stops the server and the registry stays down for 6 s; then UP_CMD
- * starts it again.  What must hold:
+ * (sh -c) stops the server and the registry stays down for 6 s after it
+ * returned; then UP_CMD starts it again.  What must hold:
  *   - while down, each holder is still served from the ranges in hand (it
- *     takes numbers after DOWN_CMD returned), then next() fails with
+ *     takes numbers once its claims fail), then next() fails with
  *     IDGEN_EREGISTRY, and its stats say failing = 1, claim_failures > 0,
  *     a reason naming the registry (ADDR, its host:port), and once, with
  *     numbers in hand, how long they last (lasts_ms >= 0);
@@ -43,7 +43,7 @@ typedef struct taker {
   idgen_seq_t *s;
   uint64_t v[CAP];
   size_t n;
-  size_t after_down;    /* numbers taken after DOWN_CMD returned, before the first error */
+  size_t after_down;    /* numbers taken while its claims failed, before its first error */
   int errors, first_rc; /* next()'s failures, the first one's code */
   size_t after_up;      /* numbers taken after UP_CMD returned */
   char why[400];        /* what went wrong, if anything */
@@ -75,8 +75,11 @@ static void *take(void *p) {
         break;
       }
       t->v[t->n++] = x;
-      if (ph == 1 && t->errors == 0)
-        t->after_down++;
+      if (ph == 1 && t->errors == 0) {
+        idgen_seq_stats_t st;
+        idgen_seq_stats(t->s, &st);
+        t->after_down += st.claim_failures > 0;
+      }
       if (ph == 2)
         t->after_up++;
       usleep(2000);
@@ -106,11 +109,25 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Watches both holders' stats while the registry is down: 1 for each
- * holder whose stats once showed failing with a reason naming addr and,
- * with numbers in hand, lasts_ms. */
-static void watch_down(const char *addr, int64_t until_ms, int seen_fail[], int seen_lasts[]) {
-  while (mono_ms() < until_ms) {
+/* DOWN_CMD, run beside the watch: its exit status, and when it returned. */
+typedef struct down_run {
+  const char *cmd;
+  int rc;
+  atomic_llong done_ms; /* 0 until it returned */
+} down_run_t;
+
+static void *run_down(void *p) {
+  down_run_t *d = p;
+  d->rc = system(d->cmd);
+  atomic_store(&d->done_ms, (long long)mono_ms());
+  return NULL;
+}
+
+/* Watches both holders' stats from DOWN_CMD's start until 6 s after it
+ * returned: 1 for each holder whose stats once showed failing with a
+ * reason naming addr and, with numbers in hand, lasts_ms. */
+static void watch_down(const char *addr, down_run_t *d, int seen_fail[], int seen_lasts[]) {
+  while (atomic_load(&d->done_ms) == 0 || mono_ms() < atomic_load(&d->done_ms) + 6000) {
     for (int i = 0; i < HOLDERS; i++) {
       idgen_seq_stats_t st;
       idgen_seq_stats(tk[i].s, &st);
@@ -176,8 +193,6 @@ int main(int argc, char **argv) {
   for (int i = 0; i < HOLDERS; i++)
     pthread_create(&th[i], NULL, take, &tk[i]);
   usleep(2500000);
-  if (system(argv[3]) != 0)
-    return fail("failed: ", argv[3]);
   atomic_store(&phase, 1);
   uint64_t claims_down[HOLDERS], claims_up[HOLDERS];
   for (int i = 0; i < HOLDERS; i++) {
@@ -185,9 +200,16 @@ int main(int argc, char **argv) {
     idgen_seq_stats(tk[i].s, &st);
     claims_down[i] = st.claims;
   }
-  int64_t up_at = mono_ms() + 6000;
+  /* watched from the moment the server is told to stop: a stop can take
+   * longer than the ranges in hand last on a busy machine */
+  down_run_t dr = {.cmd = argv[3]};
+  pthread_t dth;
+  pthread_create(&dth, NULL, run_down, &dr);
   int seen_fail[HOLDERS] = {0}, seen_lasts[HOLDERS] = {0};
-  watch_down(addr, up_at, seen_fail, seen_lasts);
+  watch_down(addr, &dr, seen_fail, seen_lasts);
+  pthread_join(dth, NULL);
+  if (dr.rc != 0)
+    return fail("failed: ", argv[3]);
   for (int i = 0; i < HOLDERS; i++) {
     idgen_seq_stats_t st;
     idgen_seq_stats(tk[i].s, &st);
