@@ -12,7 +12,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: bench-seq bench-seq-claims bench-python bench-npm bench-leases screenshots image deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
+.PHONY: bench-seq bench-seq-claims bench-seq-peers bench-python bench-npm bench-leases screenshots image deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
 
 all: build
 
@@ -122,6 +122,9 @@ bench-seq: build
 
 # A sequence's claims per second on file:, postgres:// and etcd://, and the
 # adaptive step under a stepped rate (docs/BENCHMARKS.md "Sequences").
+bench-seq-peers: build
+	bench/seq_peers.sh $(BUILD)/idgen
+
 bench-seq-claims: build
 	bench/seq_claims.sh $(BUILD)
 
