@@ -120,11 +120,13 @@ bench-registry: build
 bench-seq: build
 	$(BUILD)/seq_bench
 
-# A sequence's claims per second on file:, postgres:// and etcd://, and the
-# adaptive step under a stepped rate (docs/BENCHMARKS.md "Sequences").
+# Dense numbers as users make them today (PostgreSQL nextval, Redis INCR and
+# INCRBY ranges) beside the daemon's SEQ, one client each (bench/seq_peers.sh).
 bench-seq-peers: build
 	bench/seq_peers.sh $(BUILD)/idgen
 
+# A sequence's claims per second on file:, postgres:// and etcd://, and the
+# adaptive step under a stepped rate (docs/BENCHMARKS.md "Sequences").
 bench-seq-claims: build
 	bench/seq_claims.sh $(BUILD)
 
