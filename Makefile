@@ -12,7 +12,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: bench-seq bench-python bench-npm bench-leases screenshots image deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
+.PHONY: bench-seq bench-seq-claims bench-seq-peers bench-python bench-npm bench-leases screenshots image deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
 
 all: build
 
@@ -119,6 +119,16 @@ bench-registry: build
 # atomic_fetch_add at 1 and 2 threads (bench/seq_bench.c).
 bench-seq: build
 	$(BUILD)/seq_bench
+
+# Dense numbers as users make them today (PostgreSQL nextval, Redis INCR and
+# INCRBY ranges) beside the daemon's SEQ, one client each (bench/seq_peers.sh).
+bench-seq-peers: build
+	bench/seq_peers.sh $(BUILD)/idgen
+
+# A sequence's claims per second on file:, postgres:// and etcd://, and the
+# adaptive step under a stepped rate (docs/BENCHMARKS.md "Sequences").
+bench-seq-claims: build
+	bench/seq_claims.sh $(BUILD)
 
 # Leasing from the daemon (idgen serve --leases, idgen://) against the
 # registry direct and against fetching every ID (docs/BENCHMARKS.md).

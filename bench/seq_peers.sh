@@ -39,42 +39,6 @@ peers=$tmp/seq_peers
 cc -std=c11 -O2 -o "$peers" "$here/seq_peers.c" $(pkg-config --cflags --libs hiredis libpq) ||
   { echo "$prog: bench/seq_peers.c did not build" >&2; exit 2; }
 
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-pg_dir=$tmp/pg
-pg_port=$(free_port)
-pg_uri=$("$repo/tests/pg_server.sh" start "$pg_dir" "$pg_port") || { err "PostgreSQL did not start"; report_end; }
-stop_pg() { "$repo/tests/pg_server.sh" stop "$pg_dir" >/dev/null 2>&1 || true; }
-redis_port=$(free_port)
-redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no \
-  --daemonize no >"$tmp/redis.log" 2>&1 &
-pids+=("$!"); names+=("redis-server")
-for ((i = 0; i < 50; i++)); do redis-cli -p "$redis_port" PING >/dev/null 2>&1 && break; sleep 0.1; done
-idgen_serve seq --http-port 0 --resp-port 0 || { stop_pg; report_end; }
-bench_facts
-
-declare -A NS RATE
-modes=(pg1 pg100 incr incrby seq1 seq100)
-run_mode() {
-  case $1 in
-  pg1) "$peers" pg "$pg_uri" 1 "$seconds" ;;
-  pg100) "$peers" pg "$pg_uri" 100 "$seconds" ;;
-  incr) "$peers" incr 127.0.0.1 "$redis_port" "$seconds" ;;
-  incrby) "$peers" incrby 127.0.0.1 "$redis_port" 1000 "$seconds" ;;
-  seq1) "$peers" seq 127.0.0.1 "$RESP_PORT" 1 "$seconds" ;;
-  seq100) "$peers" seq 127.0.0.1 "$RESP_PORT" 100 "$seconds" ;;
-  esac
-}
-for ((r = 1; r <= rounds; r++)); do
-  for m in "${modes[@]}"; do
-    line=$(run_mode "$m" 2>"$tmp/err-$m") || { err "$m: $(tr '\n' ' ' <"$tmp/err-$m")"; continue; }
-    log "round $r $m: $line"
-    push NS "$m" "$(kv "$line" ns_per_call)"
-    push RATE "$m" "$(kv "$line" numbers_per_s)"
-  done
-done
-stop_pg
-
 median() { tr ' ' '\n' | sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
 report() {
   local m label
@@ -98,4 +62,40 @@ report() {
   done
   report_problems
 }
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+bench_facts
+pg_dir=$(mktemp -u "${TMPDIR:-/tmp}/idgen-seq-peers-pg.XXXXXX") # the postgres user writes it: not under $tmp (0700)
+pg_port=$(free_port)
+pg_uri=$("$repo/tests/pg_server.sh" start "$pg_dir" "$pg_port") || { err "PostgreSQL did not start"; report_end; }
+stop_pg() { "$repo/tests/pg_server.sh" stop "$pg_dir" >/dev/null 2>&1 || true; }
+redis_port=$(free_port)
+redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no \
+  --daemonize no >"$tmp/redis.log" 2>&1 &
+pids+=("$!"); names+=("redis-server")
+for ((i = 0; i < 50; i++)); do redis-cli -p "$redis_port" PING >/dev/null 2>&1 && break; sleep 0.1; done
+idgen_serve seq --http 127.0.0.1:0 --resp 127.0.0.1:0 || { stop_pg; report_end; }
+
+declare -A NS RATE
+modes=(pg1 pg100 incr incrby seq1 seq100)
+run_mode() {
+  case $1 in
+  pg1) "$peers" pg "$pg_uri" 1 "$seconds" ;;
+  pg100) "$peers" pg "$pg_uri" 100 "$seconds" ;;
+  incr) "$peers" incr 127.0.0.1 "$redis_port" "$seconds" ;;
+  incrby) "$peers" incrby 127.0.0.1 "$redis_port" 1000 "$seconds" ;;
+  seq1) "$peers" seq 127.0.0.1 "$RESP_PORT" 1 "$seconds" ;;
+  seq100) "$peers" seq 127.0.0.1 "$RESP_PORT" 100 "$seconds" ;;
+  esac
+}
+for ((r = 1; r <= rounds; r++)); do
+  for m in "${modes[@]}"; do
+    line=$(run_mode "$m" 2>"$tmp/err-$m") || { err "$m: $(tr '\n' ' ' <"$tmp/err-$m")"; continue; }
+    log "round $r $m: $line"
+    push NS "$m" "$(kv "$line" ns_per_call)"
+    push RATE "$m" "$(kv "$line" numbers_per_s)"
+  done
+done
+stop_pg
+
 report_end

@@ -563,6 +563,7 @@ static int check_seq_list(settings_t *s, int k) {
 void settings_seq_for(const settings_t *s, const char *name, idgen_seq_settings_t *out, char *buf,
                       size_t n) {
   *out = s->seq;
+  out->step = 0; /* the first claim's: min_step, whatever seq_min_step and seq_max_step say */
   out->format = NULL;
   out->strict = 0;
   size_t nl = strlen(name);

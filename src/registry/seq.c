@@ -284,16 +284,22 @@ static void install(idgen_seq_t *s, uint64_t lo, uint64_t hi) {
 }
 
 /* The step for the next claim, from how long the range just left lasted. */
-static void adapt_step(idgen_seq_t *s, int64_t lasted_ns) {
+static void adapt_step(idgen_seq_t *s, uint64_t len, int64_t lasted_ns) {
+  /* Measured on the range that was used up (len), not on the step: the
+   * range claimed ahead has the step of before, and judging the step by it
+   * would double (or halve) twice for one change in demand.  The step
+   * settles on the one power-of-two multiple whose range lasts between the
+   * target and twice it. */
   int64_t target = s->set.segment_target_ms * 1000000;
-  if (lasted_ns < target && s->step <= s->set.max_step / 2)
-    s->step *= 2;
-  else if (lasted_ns < target)
-    s->step = s->set.max_step;
-  else if (lasted_ns > 2 * target && s->step / 2 >= s->set.min_step)
-    s->step /= 2;
-  else if (lasted_ns > 2 * target)
-    s->step = s->set.min_step;
+  if (lasted_ns < target) {
+    uint64_t up = len <= s->set.max_step / 2 ? len * 2 : s->set.max_step;
+    if (up > s->step)
+      s->step = up;
+  } else if (lasted_ns > 2 * target) {
+    uint64_t down = len / 2 >= s->set.min_step ? len / 2 : s->set.min_step;
+    if (down < s->step)
+      s->step = down;
+  }
 }
 
 /* Moves the cursor to the next range in hand when the current one is used
@@ -323,7 +329,7 @@ static int advance(idgen_seq_t *s) {
     s->misses += off - len;
     int64_t now = s_now_ns(s);
     if (len > 0)
-      adapt_step(s, now - s->range_start_ns);
+      adapt_step(s, len, now - s->range_start_ns);
     s->range_start_ns = now;
     s->epoch++;
     return 1;
@@ -567,7 +573,8 @@ static inline int take(idgen_seq_t *s, uint64_t *n) {
 static int slow_error(idgen_seq_t *s) {
   if (s->fatal_rc)
     return s->fatal_rc;
-  return s->last_rc ? s->last_rc : IDGEN_EREGISTRY;
+  /* Nothing failed: the claim under way has not landed yet. */
+  return s->last_rc ? s->last_rc : IDGEN_EAGAIN;
 }
 
 /* The slow path: under the mutex, the next range in hand, a claim (in the

@@ -29,7 +29,23 @@ typedef struct seq_entry {
   /* The registry's counts, from the lister's last idgen_seq_list (every
    * period's counter of the name together). */
   _Atomic uint64_t lost;
+  /* After a failure (not a burst): until then (monotonic ns) a request is
+   * refused at once, without the wait below, so that a registry down costs
+   * a loop at most one wait per QUIET_NS per sequence. */
+  _Atomic int64_t quiet_until_ns;
 } seq_entry_t;
+
+/* An event loop waits at most WAIT_MS for the claim under way when a burst
+ * has used up the numbers in hand (a claim takes 0.3-5 ms); after a
+ * failure it does not wait for QUIET_NS. */
+#define WAIT_MS 20
+#define QUIET_NS 250000000
+
+static int64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 struct serve_seqs {
   pthread_mutex_t mu; /* opening: the registry and new entries */
@@ -177,9 +193,7 @@ static seq_entry_t *get(serve_daemon_t *s, const char *name, int *status, char *
     snprintf(why, n, "sequence %s: %s", name, err);
   idgen_seq_settings_t ss;
   settings_seq_for(&s->cfg->s, name, &ss, t->tmpl, sizeof t->tmpl);
-  /* An event loop never waits for a claim: with nothing in hand the request
-   * gets a 503 with Retry-After (the thread claims ahead; see SERVE.md). */
-  ss.wait_ms = -1;
+  ss.wait_ms = WAIT_MS;
   idgen_seq_t *q = NULL;
   if (rc == 0 && (rc = idgen_seq_open(&q, t->r, name, &ss, err, sizeof err)) < 0) {
     snprintf(why, n, "sequence %s: %s", name, err);
@@ -230,7 +244,9 @@ int serve_seq_take(serve_daemon_t *s, const char *name, size_t len, size_t cnt, 
     return status;
   *texts = NULL;
   int rc = 0;
-  if (e->text) { /* room for the texts only when there are texts */
+  if (mono_ns() < atomic_load_explicit(&e->quiet_until_ns, memory_order_relaxed)) {
+    rc = IDGEN_EREGISTRY; /* failing: refused at once, the reason from the stats */
+  } else if (e->text) {   /* room for the texts only when there are texts */
     if ((*texts = malloc(cnt * SERVE_SEQ_TEXT_MAX)) == NULL) {
       snprintf(why, n, "out of memory");
       return 500;
@@ -240,11 +256,19 @@ int serve_seq_take(serve_daemon_t *s, const char *name, size_t len, size_t cnt, 
   } else {
     rc = idgen_seq_next_n(e->q, nums, cnt);
   }
+  if (rc < 0 && rc != IDGEN_EAGAIN)
+    atomic_store_explicit(&e->quiet_until_ns, mono_ns() + QUIET_NS, memory_order_relaxed);
   if (rc < 0) {
     idgen_seq_stats_t st;
     idgen_seq_stats(e->q, &st);
-    snprintf(why, n, "sequence %s: %s%s%s", nm, idgen_strerror(rc), st.reason[0] ? ": " : "",
-             st.reason);
+    if (rc == IDGEN_EAGAIN)
+      snprintf(why, n,
+               "sequence %s: the numbers in hand ran out before the claim ahead landed: "
+               "retry",
+               nm);
+    else
+      snprintf(why, n, "sequence %s: %s%s%s", nm, idgen_strerror(rc), st.reason[0] ? ": " : "",
+               st.reason);
     count(e, 0, 1);
     free(*texts);
     *texts = NULL;
