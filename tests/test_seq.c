@@ -63,8 +63,8 @@ static void test_record_text(void **state) {
       "idgen-seq v1 next=1 gen=0 claimed=5 issued=0 given=0 lost=0 strict=0 owner=0\n",
       "idgen-seq v1 next=1 gen=0 claimed=0 issued=0 given=0 lost=0 strict=2 owner=0\n",
       "idgen-seq v1 next=1 gen=0 claimed=0 issued=0 given=0 lost=0 strict=0 owner=0 x=1\n",
-      "idgen-seq v1 next=1 gen=1 claimed=0 issued=0 given=0 lost=0 strict=0 owner=0\n"
-      "holder gen=1 expires_ms=1 lo=1 hi=1 claimed=0 issued=0 rate=0 who=a b\n",
+      ("idgen-seq v1 next=1 gen=1 claimed=0 issued=0 given=0 lost=0 strict=0 owner=0\n"
+       "holder gen=1 expires_ms=1 lo=1 hi=1 claimed=0 issued=0 rate=0 who=a b\n"),
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     err[0] = '\0';
