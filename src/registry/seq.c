@@ -86,6 +86,7 @@ struct idgen_seq {
   uint64_t misses;
   uint64_t step, claimed, claims, given_back, claim_failures;
   uint64_t claimed_hi; /* the end of the highest range claimed here */
+  uint64_t ceiling;    /* the counter's ceiling as last read or raised here */
   int failing, fatal_rc, last_rc;
   char reason[IDGEN_REASON_MAX];
   double rate;
@@ -185,8 +186,35 @@ typedef struct tx_arg {
   const uint64_t *u, *h;
   int n;
   uint64_t floor_next, floor_gen; /* what this holder saw: the record is not below */
+  uint64_t start_at;              /* register: where a counter whose record is new starts */
+  uint64_t ceiling;               /* claim: the counter's ceiling known (0: none yet) */
+  uint64_t want;                  /* claim: the ceiling it needs first (the claim returned 1) */
   int64_t now;                    /* the registry's clock at the transition, ms */
 } tx_arg_t;
+
+/*
+ * The counter's ceiling: a second record per counter, key "NAME@ceiling"
+ * ("NAME@PERIODceiling" for a period's counter), whose next is above the
+ * end of every range ever claimed from the counter.  A claim that would
+ * pass it first raises it (to twice the claim's end: a few writes over a
+ * counter's life), and a counter whose record is new starts at it: a
+ * record removed by hand, when no holder is left to notice
+ * (went_back), does not hand out its numbers again.  Removing both records
+ * starts the counter anew, as removing the registry would.
+ */
+#define CEILING_SUFFIX "ceiling"
+
+static void ceiling_key(const char *key, char *out, size_t n) {
+  snprintf(out, n, "%s%s" CEILING_SUFFIX, key, strchr(key, '@') ? "" : "@");
+}
+
+/* 1 if `key` is a counter's ceiling, not a counter. */
+static int is_ceiling_key(const char *key) {
+  const char *at = strchr(key, '@');
+  size_t n = at ? strlen(at + 1) : 0;
+  return n >= sizeof CEILING_SUFFIX - 1 &&
+         strcmp(at + 1 + n - (sizeof CEILING_SUFFIX - 1), CEILING_SUFFIX) == 0;
+}
 
 /* A record below what this holder already saw (removed, or replaced by an
  * older copy): claiming from it would hand out numbers claimed before. */
@@ -208,6 +236,13 @@ static int tx_register(idgen__seq_rec_t *rec, void *arg, int64_t now, char *err,
   if (rc < 0)
     return rc;
   a->now = now;
+  if (rec->gen == 0 && rec->claimed == 0 && rec->next < a->start_at) {
+    /* A new record of a counter that had one: what its ranges held is
+     * lost (counted so that claimed = issued + given + lost holds). */
+    rec->lost += a->start_at - rec->next;
+    rec->claimed += a->start_at - rec->next;
+    rec->next = a->start_at;
+  }
   return idgen__seq_register(rec, a->s->who, now, a->s->set.ttl_ms, a->s->set.strict, a->late,
                              &a->gen, err, errlen);
 }
@@ -218,6 +253,13 @@ static int tx_claim(idgen__seq_rec_t *rec, void *arg, int64_t now, char *err, si
   if (rc < 0)
     return rc;
   a->now = now;
+  uint64_t end = rec->next + a->step;
+  if (end > IDGEN_SEQ_COUNTER_MAX || end < rec->next)
+    end = IDGEN_SEQ_COUNTER_MAX;
+  if (end > a->ceiling) { /* the ceiling first (nothing stored now) */
+    a->want = end <= IDGEN_SEQ_COUNTER_MAX / 2 ? 2 * end : IDGEN_SEQ_COUNTER_MAX;
+    return 1;
+  }
   return idgen__seq_claim(rec, a->gen, a->step, now, a->s->set.ttl_ms, a->issued, a->rate, &a->lo,
                           &a->hi, err, errlen);
 }
@@ -238,6 +280,37 @@ static int tx_close(idgen__seq_rec_t *rec, void *arg, int64_t now, char *err, si
     return rc;
   return idgen__seq_close(rec, a->gen, now, a->s->set.ttl_ms, a->u, a->h, a->n, a->issued,
                           a->reported, &a->given, err, errlen);
+}
+
+/* Raises a ceiling record to a->want (never lowers it); a->want becomes
+ * its value. */
+static int tx_ceiling(idgen__seq_rec_t *rec, void *arg, int64_t now, char *err, size_t errlen) {
+  (void)now, (void)err, (void)errlen;
+  tx_arg_t *a = arg;
+  if (rec->next < a->want)
+    rec->next = a->want;
+  a->want = rec->next;
+  return 0;
+}
+
+/* The ceiling of counter `key` as recorded (0 when none): 0 or an error. */
+static int ceiling_read(idgen_registry_t *r, const char *key, uint64_t *out, char *err,
+                        size_t errlen) {
+  char ck[IDGEN_SEQ_KEY_MAX + sizeof CEILING_SUFFIX + 1], *text = NULL;
+  uint64_t version;
+  ceiling_key(key, ck, sizeof ck);
+  *out = 0;
+  int rc = r->ops->seq_load(r, ck, &text, &version, err, errlen);
+  if (rc == 0 && text != NULL) {
+    idgen__seq_rec_t *rec = malloc(sizeof *rec);
+    rc = rec ? idgen__seq_rec_parse(text, strlen(text), rec, err, errlen)
+             : idgen__err(err, errlen, IDGEN_ENOMEM, "out of memory");
+    if (rc == 0)
+      *out = rec->next;
+    free(rec);
+  }
+  free(text);
+  return rc;
 }
 
 static int tx_set(idgen__seq_rec_t *rec, void *arg, int64_t now, char *err, size_t errlen) {
@@ -405,10 +478,30 @@ static int claim_once(idgen_seq_t *s) {
                 .issued = total - s->issued_base,
                 .rate = (uint64_t)s->rate,
                 .floor_next = s->claimed_hi,
-                .floor_gen = s->gen};
+                .floor_gen = s->gen,
+                .ceiling = s->ceiling};
   pthread_mutex_unlock(&s->mu);
-  int rc = seq_apply(s->r, s->key, s->clock, tx_claim, &a, err, sizeof err);
+  /* A claim past the ceiling raises it first (tx_claim returns 1); another
+   * holder's claims may pass the raised one meanwhile: a few rounds. */
+  int rc = 1;
+  for (int round = 0; rc == 1 && round < 8; round++) {
+    rc = seq_apply(s->r, s->key, s->clock, tx_claim, &a, err, sizeof err);
+    if (rc == 1) {
+      char ck[IDGEN_SEQ_KEY_MAX + sizeof CEILING_SUFFIX + 1];
+      ceiling_key(s->key, ck, sizeof ck);
+      rc = seq_apply(s->r, ck, s->clock, tx_ceiling, &a, err, sizeof err);
+      if (rc == 0) {
+        a.ceiling = a.want;
+        rc = 1;
+      }
+    }
+  }
+  if (rc == 1)
+    rc = idgen__err(err, sizeof err, IDGEN_EAGAIN,
+                    "sequence: %s: the counter's ceiling was passed 8 times in a row", s->key);
   pthread_mutex_lock(&s->mu);
+  if (a.ceiling > s->ceiling)
+    s->ceiling = a.ceiling;
   if (rc == IDGEN_ELEASE && !s->closing) {
     rc = reregister(s, err, sizeof err);
     if (rc == 0)
@@ -834,8 +927,10 @@ static int open_key(idgen_seq_t **out, idgen_registry_t *r, const char *key,
   if (s == NULL)
     return idgen__err(err, errlen, IDGEN_ENOMEM, "out of memory");
   snprintf(s->key, sizeof s->key, "%s", key);
-  tx_arg_t a = {.s = s};
-  int rc = seq_apply(r, key, s->clock, tx_register, &a, err, errlen);
+  int rc = ceiling_read(r, key, &s->ceiling, err, errlen);
+  tx_arg_t a = {.s = s, .start_at = s->ceiling};
+  if (rc == 0)
+    rc = seq_apply(r, key, s->clock, tx_register, &a, err, errlen);
   if (rc < 0) {
     seq_free(s);
     return rc;
@@ -1122,6 +1217,8 @@ static void row_fill(idgen_seq_row_t *row, const idgen__seq_rec_t *rec, const ch
 
 static int list_one(void *ctx, const char *space, const char *key) {
   list_arg_t *a = ctx;
+  if (is_ceiling_key(key))
+    return 0;
   idgen_registry_t view = *a->r;
   snprintf(view.space, sizeof view.space, "%s", space);
   if (strcmp(space, "default") == 0)
