@@ -848,13 +848,9 @@ static napi_value sf_next_string(napi_env env, napi_callback_info info) {
   return v;
 }
 
-/* nextBatch(n) → BigUint64Array of n increasing IDs, all or none. */
-static napi_value sf_next_batch(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1] = {NULL};
-  sf_t *s = sf_this(env, info, &argc, argv);
-  if (s == NULL)
-    return NULL;
+/* nextBatch(n)'s n (argv[0] of argc) and a buffer of n uint64 into *buf:
+ * its data, or NULL with an error thrown. */
+static void *batch_buffer(napi_env env, size_t argc, napi_value *argv, size_t *n, napi_value *buf) {
   double d = 0;
   napi_valuetype t = napi_undefined;
   if (argc >= 1)
@@ -865,10 +861,20 @@ static napi_value sf_next_batch(napi_env env, napi_callback_info info) {
     throw_idgen(env, IDGEN_ERANGE, "nextBatch(n): n must be a whole number from 1 to 1000000");
     return NULL;
   }
-  size_t n = (size_t)d;
-  void *data;
-  napi_value buf, arr;
-  NAPI_CALL(env, napi_create_arraybuffer(env, n * sizeof(uint64_t), &data, &buf));
+  *n = (size_t)d;
+  void *data = NULL;
+  NAPI_CALL(env, napi_create_arraybuffer(env, *n * sizeof(uint64_t), &data, buf));
+  return data;
+}
+
+/* nextBatch(n) → BigUint64Array of n increasing IDs, all or none. */
+static napi_value sf_next_batch(napi_env env, napi_callback_info info) {
+  size_t argc = 1, n;
+  napi_value argv[1] = {NULL}, buf, arr;
+  sf_t *s = sf_this(env, info, &argc, argv);
+  void *data = s ? batch_buffer(env, argc, argv, &n, &buf) : NULL;
+  if (data == NULL)
+    return NULL;
   int rc = idgen_snowflake_gen_next_n(s->h.gen, data, n);
   if (rc < 0) {
     throw_idgen(env, rc, NULL);
@@ -1303,25 +1309,12 @@ static napi_value seq_next(napi_env env, napi_callback_info info) {
 
 /* nextBatch(n) → BigUint64Array of n increasing numbers, all or none. */
 static napi_value seq_next_batch(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1] = {NULL};
+  size_t argc = 1, n;
+  napi_value argv[1] = {NULL}, buf, arr;
   sf_t *s = seq_this(env, info, &argc, argv);
-  if (s == NULL)
+  void *data = s ? batch_buffer(env, argc, argv, &n, &buf) : NULL;
+  if (data == NULL)
     return NULL;
-  double d = 0;
-  napi_valuetype t = napi_undefined;
-  if (argc >= 1)
-    NAPI_CALL(env, napi_typeof(env, argv[0], &t));
-  if (t == napi_number)
-    NAPI_CALL(env, napi_get_value_double(env, argv[0], &d));
-  if (t != napi_number || d < 1 || d > 1000000 || d != (double)(int64_t)d) {
-    throw_idgen(env, IDGEN_ERANGE, "nextBatch(n): n must be a whole number from 1 to 1000000");
-    return NULL;
-  }
-  size_t n = (size_t)d;
-  void *data;
-  napi_value buf, arr;
-  NAPI_CALL(env, napi_create_arraybuffer(env, n * sizeof(uint64_t), &data, &buf));
   int rc = idgen_seq_next_n(s->h.seq, data, n);
   if (rc < 0) {
     seq_throw(env, s, rc);
