@@ -131,7 +131,7 @@ IDGEN_API const char *idgen_version(void);
   XX(EPOOLFULL, -13, "every worker ID of the pool is held")                                        \
   XX(EMARK, -14, "the high-water mark could not be advanced in time")                              \
   XX(EBATCH, -15, "the batch is larger than the generator can fill within max_wait_ms now")        \
-  XX(EAGAIN, -16, "not yet: the call waits for its tick (resume it when due)")                     \
+  XX(EAGAIN, -16, "not yet: wait for the tick or the claim under way, then try again")             \
   XX(EEMPTY, -17, "the cache holds no ready ID")                                                   \
   XX(ESPACE, -18, "another layout holds the registry's ID space")
 
@@ -1752,6 +1752,7 @@ typedef struct idgen_seq_stats {
   double rate;                         /* numbers per second, recent */
   int64_t lasts_ms;                    /* how long in_hand lasts at that rate; -1: no rate */
   int64_t claim_ns_last, claim_ns_max; /* claim latency */
+  int64_t claim_running_ms;            /* how long the claim under way has run; -1: none */
   char reason[IDGEN_REASON_MAX];
 } idgen_seq_stats_t;
 IDGEN_API void idgen_seq_stats(idgen_seq_t *s, idgen_seq_stats_t *st);

@@ -85,8 +85,9 @@ struct idgen_seq {
   uint64_t reported;       /* issued_total in the last report that went through */
   uint64_t misses;
   uint64_t step, claimed, claims, given_back, claim_failures;
-  uint64_t claimed_hi; /* the end of the highest range claimed here */
-  uint64_t ceiling;    /* the counter's ceiling as last read or raised here */
+  uint64_t claimed_hi;    /* the end of the highest range claimed here */
+  uint64_t ceiling;       /* the counter's ceiling as last read or raised here */
+  int64_t claim_since_ns; /* real monotonic: the claim under way began; 0: none */
   int failing, fatal_rc, last_rc;
   char reason[IDGEN_REASON_MAX];
   double rate;
@@ -253,11 +254,12 @@ static int tx_claim(idgen__seq_rec_t *rec, void *arg, int64_t now, char *err, si
   if (rc < 0)
     return rc;
   a->now = now;
-  uint64_t end = rec->next + a->step;
-  if (end > IDGEN_SEQ_COUNTER_MAX || end < rec->next)
-    end = IDGEN_SEQ_COUNTER_MAX;
+  /* Where the claim ends (exclusive): at most one past the highest number. */
+  uint64_t end = rec->next + a->step, top = IDGEN_SEQ_COUNTER_MAX + 1;
+  if (end > top || end < rec->next)
+    end = top;
   if (end > a->ceiling) { /* the ceiling first (nothing stored now) */
-    a->want = end <= IDGEN_SEQ_COUNTER_MAX / 2 ? 2 * end : IDGEN_SEQ_COUNTER_MAX;
+    a->want = end <= top / 2 ? 2 * end : top;
     return 1;
   }
   return idgen__seq_claim(rec, a->gen, a->step, now, a->s->set.ttl_ms, a->issued, a->rate, &a->lo,
@@ -480,6 +482,7 @@ static int claim_once(idgen_seq_t *s) {
                 .floor_next = s->claimed_hi,
                 .floor_gen = s->gen,
                 .ceiling = s->ceiling};
+  s->claim_since_ns = t0;
   pthread_mutex_unlock(&s->mu);
   /* A claim past the ceiling raises it first (tx_claim returns 1); another
    * holder's claims may pass the raised one meanwhile: a few rounds. */
@@ -500,6 +503,7 @@ static int claim_once(idgen_seq_t *s) {
     rc = idgen__err(err, sizeof err, IDGEN_EAGAIN,
                     "sequence: %s: the counter's ceiling was passed 8 times in a row", s->key);
   pthread_mutex_lock(&s->mu);
+  s->claim_since_ns = 0;
   if (a.ceiling > s->ceiling)
     s->ceiling = a.ceiling;
   if (rc == IDGEN_ELEASE && !s->closing) {
@@ -667,7 +671,7 @@ static int slow_error(idgen_seq_t *s) {
   if (s->fatal_rc)
     return s->fatal_rc;
   /* Nothing failed: the claim under way has not landed yet. */
-  return s->last_rc ? s->last_rc : IDGEN_EAGAIN;
+  return s->failing && s->last_rc ? s->last_rc : IDGEN_EAGAIN;
 }
 
 /* The slow path: under the mutex, the next range in hand, a claim (in the
@@ -848,9 +852,10 @@ static int settings_fill(idgen_seq_settings_t *o, const idgen_seq_settings_t *in
                       o->prefetch);
   if (o->ahead < 1 || o->ahead > 4)
     return idgen__err(err, errlen, IDGEN_EINVAL, "sequence: ahead %d is not 1..4", o->ahead);
-  if (o->segment_target_ms < 1 || o->ttl_ms < 30 || o->ttl_ms > 86400000 || o->wait_ms < -1)
+  if (o->segment_target_ms < 1 || o->segment_target_ms > INT64_C(86400000) * 366 ||
+      o->ttl_ms < 30 || o->ttl_ms > 86400000 || o->wait_ms < -1)
     return idgen__err(err, errlen, IDGEN_EINVAL,
-                      "sequence: segment_target_ms %" PRId64 " (>= 1), ttl_ms %" PRId64
+                      "sequence: segment_target_ms %" PRId64 " (1..31622400000), ttl_ms %" PRId64
                       " (30..86400000) or wait_ms %" PRId64 " (>= -1) out of range",
                       o->segment_target_ms, o->ttl_ms, o->wait_ms);
   if (o->holder != NULL && (strlen(o->holder) == 0 || strlen(o->holder) >= IDGEN_HOLDER_MAX ||
@@ -1179,6 +1184,7 @@ void idgen_seq_stats(idgen_seq_t *s, idgen_seq_stats_t *st) {
   st->lasts_ms = q->rate > 0 ? (int64_t)((double)st->in_hand * 1000 / q->rate) : -1;
   st->claim_ns_last = q->claim_ns_last;
   st->claim_ns_max = q->claim_ns_max;
+  st->claim_running_ms = q->claim_since_ns ? (real_mono_ns() - q->claim_since_ns) / 1000000 : -1;
   snprintf(st->reason, sizeof st->reason, "%s", q->reason);
   if (q != s)
     pthread_mutex_unlock(&q->mu);

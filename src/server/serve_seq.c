@@ -33,12 +33,15 @@ typedef struct seq_entry {
    * refused at once, without the wait below, so that a registry down costs
    * a loop at most one wait per QUIET_NS per sequence. */
   _Atomic int64_t quiet_until_ns;
+  _Atomic int quiet_rc; /* the error that began it, answered meanwhile */
 } seq_entry_t;
 
 /* An event loop waits at most WAIT_MS for the claim under way when a burst
- * has used up the numbers in hand (a claim takes 0.3-5 ms); after a
- * failure it does not wait for QUIET_NS. */
-#define WAIT_MS 20
+ * has used up the numbers in hand (a claim takes 0.3-5 ms, tens under
+ * load); after a failure, or while a claim has run past HUNG_MS (a
+ * registry that hangs rather than fails), it does not wait for QUIET_NS. */
+#define WAIT_MS 50
+#define HUNG_MS 1000
 #define QUIET_NS 250000000
 
 static int64_t mono_ns(void) {
@@ -243,10 +246,10 @@ int serve_seq_take(serve_daemon_t *s, const char *name, size_t len, size_t cnt, 
   if (e == NULL)
     return status;
   *texts = NULL;
-  int rc = 0;
-  if (mono_ns() < atomic_load_explicit(&e->quiet_until_ns, memory_order_relaxed)) {
-    rc = IDGEN_EREGISTRY; /* failing: refused at once, the reason from the stats */
-  } else if (e->text) {   /* room for the texts only when there are texts */
+  int rc = 0, quiet = mono_ns() < atomic_load_explicit(&e->quiet_until_ns, memory_order_relaxed);
+  if (quiet) {
+    rc = atomic_load_explicit(&e->quiet_rc, memory_order_relaxed); /* refused at once */
+  } else if (e->text) { /* room for the texts only when there are texts */
     if ((*texts = malloc(cnt * SERVE_SEQ_TEXT_MAX)) == NULL) {
       snprintf(why, n, "out of memory");
       return 500;
@@ -256,12 +259,20 @@ int serve_seq_take(serve_daemon_t *s, const char *name, size_t len, size_t cnt, 
   } else {
     rc = idgen_seq_next_n(e->q, nums, cnt);
   }
-  if (rc < 0 && rc != IDGEN_EAGAIN)
-    atomic_store_explicit(&e->quiet_until_ns, mono_ns() + QUIET_NS, memory_order_relaxed);
   if (rc < 0) {
     idgen_seq_stats_t st;
     idgen_seq_stats(e->q, &st);
-    if (rc == IDGEN_EAGAIN)
+    /* A failure, or a claim that has run longer than a burst's wait (a
+     * registry hung rather than failing): the quiet time begins (not again
+     * from a refusal within it). */
+    if (!quiet && (rc != IDGEN_EAGAIN || st.claim_running_ms > HUNG_MS)) {
+      atomic_store_explicit(&e->quiet_rc, rc, memory_order_relaxed);
+      atomic_store_explicit(&e->quiet_until_ns, mono_ns() + QUIET_NS, memory_order_relaxed);
+    }
+    if (rc == IDGEN_EAGAIN && st.claim_running_ms > HUNG_MS)
+      snprintf(why, n, "sequence %s: the registry has not answered a claim for %" PRId64 " ms", nm,
+               st.claim_running_ms);
+    else if (rc == IDGEN_EAGAIN)
       snprintf(why, n,
                "sequence %s: the numbers in hand ran out before the claim ahead landed: "
                "retry",
