@@ -1719,10 +1719,11 @@ IDGEN_API int idgen_seq_open(idgen_seq_t **out, idgen_registry_t *r, const char 
 
 /* One number.  Thread-safe; without waiting while a claimed range has
  * numbers.  When none is in hand, waits for the claim under way at most
- * wait_ms, then IDGEN_EREGISTRY (the registry cannot be reached),
- * IDGEN_ELEASE (fenced out and could not register again) or IDGEN_EAGAIN
- * (nothing failed: the claim under way has not landed yet; with wait_ms
- * -1, a burst that outran the claim ahead).  IDGEN_ERANGE
+ * wait_ms, then IDGEN_EREGISTRY (the registry cannot be reached, or the
+ * claim under way has had no answer for a second), IDGEN_ELEASE (fenced
+ * out and could not register again) or IDGEN_EAGAIN (nothing failed: the
+ * claim under way is younger than a second; with wait_ms -1, a burst that
+ * outran the claim ahead).  IDGEN_ERANGE
  * past 2^63-1; IDGEN_EFORKED in a forked child. */
 IDGEN_API int idgen_seq_next(idgen_seq_t *s, uint64_t *n);
 /* n numbers into out[] (each increasing, not always adjacent): 0, or an

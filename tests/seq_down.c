@@ -87,7 +87,9 @@ static void *take(void *p) {
     }
     if (t->errors++ == 0)
       t->first_rc = rc;
-    if (rc != IDGEN_EREGISTRY) {
+    /* The first error is the registry's; once it is back (a renewal went
+     * through, the claim not yet), "not yet" (IDGEN_EAGAIN) is right too. */
+    if (rc != IDGEN_EREGISTRY && !(rc == IDGEN_EAGAIN && t->errors > 1)) {
       snprintf(t->why, sizeof t->why, "next: %s, not IDGEN_EREGISTRY", idgen_strerror(rc));
       break;
     }

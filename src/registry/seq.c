@@ -667,11 +667,25 @@ static inline int take(idgen_seq_t *s, uint64_t *n) {
   return 0;
 }
 
+/* A claim that has run this long is a registry that does not answer. */
+#define CLAIM_HUNG_NS INT64_C(1000000000)
+
+/* Why a caller gets no number (under s->mu): the holder's fatal error; the
+ * last claim's failure while failing; IDGEN_EREGISTRY for a claim that has
+ * run past a second without an answer; else IDGEN_EAGAIN (nothing failed:
+ * the claim under way has not landed yet). */
 static int slow_error(idgen_seq_t *s) {
   if (s->fatal_rc)
     return s->fatal_rc;
-  /* Nothing failed: the claim under way has not landed yet. */
-  return s->failing && s->last_rc ? s->last_rc : IDGEN_EAGAIN;
+  if (s->failing && s->last_rc)
+    return s->last_rc;
+  int64_t ran = s->claim_since_ns ? real_mono_ns() - s->claim_since_ns : 0;
+  if (ran < CLAIM_HUNG_NS)
+    return IDGEN_EAGAIN;
+  snprintf(s->reason, sizeof s->reason,
+           "sequence: %s: the registry has not answered a claim for %" PRId64 " ms", s->key,
+           ran / 1000000);
+  return IDGEN_EREGISTRY;
 }
 
 /* The slow path: under the mutex, the next range in hand, a claim (in the
