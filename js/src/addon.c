@@ -797,22 +797,29 @@ static napi_value sf_open_js(napi_env env, napi_callback_info info) {
   return p;
 }
 
-/* this's generator, or NULL with an exception thrown (closed, or not one). */
-static sf_t *sf_this(napi_env env, napi_callback_info info, size_t *argc, napi_value *argv) {
+/* this's object, or NULL with an exception thrown: closed, or not one of
+ * the kind asked for (a Sequence when `seq`, else a Snowflake generator). */
+static sf_t *held_this(napi_env env, napi_callback_info info, size_t *argc, napi_value *argv,
+                       int seq) {
   napi_value self;
   size_t n = argc ? *argc : 0;
   NAPI_CALL(env, napi_get_cb_info(env, info, argc ? argc : &n, argv, &self, NULL));
   sf_t *s = NULL;
   /* (a status other than napi_ok here is the answer: not one of ours) */
-  if (napi_unwrap(env, self, (void **)&s) != napi_ok || s == NULL || s->is_seq) {
-    throw_type(env, "not a Snowflake generator");
+  if (napi_unwrap(env, self, (void **)&s) != napi_ok || s == NULL ||
+      (s->is_seq != 0) != (seq != 0)) {
+    throw_type(env, seq ? "not a Sequence" : "not a Snowflake generator");
     return NULL;
   }
-  if (s->h.gen == NULL) {
-    throw_idgen(env, IDGEN_EINVAL, "the generator is closed");
+  if (seq ? s->h.seq == NULL : s->h.gen == NULL) {
+    throw_idgen(env, IDGEN_EINVAL, seq ? "the sequence is closed" : "the generator is closed");
     return NULL;
   }
   return s;
+}
+
+static sf_t *sf_this(napi_env env, napi_callback_info info, size_t *argc, napi_value *argv) {
+  return held_this(env, info, argc, argv, 0);
 }
 
 static int sf_next_id(napi_env env, sf_t *s, uint64_t *id) {
@@ -1260,22 +1267,8 @@ static napi_value seq_open_js(napi_env env, napi_callback_info info) {
   return p;
 }
 
-/* this's sequence, or NULL thrown (closed, or not one). */
 static sf_t *seq_this(napi_env env, napi_callback_info info, size_t *argc, napi_value *argv) {
-  napi_value self;
-  size_t n = argc ? *argc : 0;
-  NAPI_CALL(env, napi_get_cb_info(env, info, argc ? argc : &n, argv, &self, NULL));
-  sf_t *s = NULL;
-  /* (a status other than napi_ok here is the answer: not one of ours) */
-  if (napi_unwrap(env, self, (void **)&s) != napi_ok || s == NULL || !s->is_seq) {
-    throw_type(env, "not a Sequence");
-    return NULL;
-  }
-  if (s->h.seq == NULL) {
-    throw_idgen(env, IDGEN_EINVAL, "the sequence is closed");
-    return NULL;
-  }
-  return s;
+  return held_this(env, info, argc, argv, 1);
 }
 
 /* A failed call's error: "cannot take a number: ..." and the last claim's
