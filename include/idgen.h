@@ -133,7 +133,8 @@ IDGEN_API const char *idgen_version(void);
   XX(EBATCH, -15, "the batch is larger than the generator can fill within max_wait_ms now")        \
   XX(EAGAIN, -16, "not yet: wait for the tick or the claim under way, then try again")             \
   XX(EEMPTY, -17, "the cache holds no ready ID")                                                   \
-  XX(ESPACE, -18, "another layout holds the registry's ID space")
+  XX(ESPACE, -18, "another layout holds the registry's ID space")                                   \
+  XX(EKEY, -19, "the public ID was not made with any key given")
 
 typedef enum idgen_errno {
 #define IDGEN__ERRNO_ENUM(name, code, msg) IDGEN_##name = (code),
@@ -1829,6 +1830,147 @@ IDGEN_API int idgen_seq_format_render(const idgen_seq_format_t *f, int64_t unix_
  * date), for idgen plan --seq. */
 IDGEN_API int idgen_seq_format_width(const idgen_seq_format_t *f);
 IDGEN_API double idgen_seq_format_periods_per_year(const idgen_seq_format_t *f);
+
+/* ------------------------------------------------------------------------
+ * Public IDs (SPEC §11): a keyed, reversible form of an ID that shows
+ * nothing of its time, worker or volume to whoever lacks the key, and gives
+ * the ID back to whoever has it.  The permutation is FF1 (NIST SP 800-38G)
+ * with radix 2 on AES-256 from OpenSSL's libcrypto: never a cipher written
+ * here.  Equal IDs give equal public IDs; a public ID is not an access token.
+ *
+ * Keys.  A key file holds one or more key versions (1 to 32), one 256-bit
+ * key each; the newest (highest) version makes public IDs, every version is
+ * tried on the way back where the form tells which (text forms carry their
+ * version).  A key file must be a regular file that group and others can
+ * neither read nor write (mode 0600 or 0400); anything else is refused,
+ * naming the mode.  A key never appears in a message of the library.
+ *
+ * Forms, per kind of ID:
+ *   Snowflake, a layout of N bits (1..64): the integer form is an N-bit
+ *     integer (a twitter ID, 63 bits, stays a positive BIGINT; a js53 ID
+ *     stays below 2^53); FF1 over exactly N bits.
+ *   ULID (128 bits): the integer form is 128 bits, written as 26 Crockford
+ *     characters (ULID-shaped: it parses as a ULID whose time is noise).
+ *   UUIDv7 (122 bits besides its version and variant): the integer form is
+ *     a UUID of version 4 whose 122 other bits are the permuted ones.
+ *   Text form, every kind: [PREFIX_]V BODY, where PREFIX follows TypeID's
+ *     rules (a to z and '_', at most 63 characters, starting and ending
+ *     with a letter), V is the key version as one character of TypeID's
+ *     alphabet (0123456789abcdefghjkmnpqrstvwxyz: '0' is version 1, 'z'
+ *     version 32) and BODY the permuted ID with 16 check bits, in lower-case
+ *     Crockford base32: 16 characters for a Snowflake ID of any layout
+ *     (IDGEN_PUBLIC_TEXT64_LEN in all with V), 29 for a ULID or UUIDv7
+ *     (IDGEN_PUBLIC_TEXT128_LEN).  The prefix and the layout's bit count
+ *     are part of the permutation's tweak: a user_ ID given where an
+ *     order_ ID is expected fails its check instead of naming an order.
+ *     The check bits make a wrong key, an altered text or another kind's
+ *     ID fail (IDGEN_EKEY) rather than give a wrong ID, but for one text in
+ *     65,536 (2^-16 per key version tried).
+ * Integer forms carry no version and no check: they are unmapped with the
+ * one key version the codec was made for (the newest unless said), and a
+ * wrong key gives a wrong ID.  To rotate the key of an integer form, map
+ * every stored public ID anew (docs/DESIGN.md, "Public IDs").
+ */
+#define IDGEN_PUBLIC_KEY_BYTES 32    /* AES-256 */
+#define IDGEN_PUBLIC_VERSION_MAX 32  /* key versions are 1..32 */
+#define IDGEN_PUBLIC_PREFIX_MAX 64   /* a type prefix: 63 characters and NUL */
+#define IDGEN_PUBLIC_TEXT64_LEN 17   /* V and 16 characters, without a prefix */
+#define IDGEN_PUBLIC_TEXT128_LEN 30  /* V and 29 characters, without a prefix */
+/* A text form with the longest prefix, its '_' and the NUL. */
+#define IDGEN_PUBLIC_TEXT_MAX (IDGEN_PUBLIC_PREFIX_MAX + IDGEN_PUBLIC_TEXT128_LEN + 1)
+/* The environment variable naming a key file where a front end takes one. */
+#define IDGEN_PUBLIC_KEY_ENV "IDGEN_PUBLIC_KEY"
+
+/* A set of key versions.  Immutable once made: thread-safe.  Freed with
+ * idgen_public_keys_free, which wipes the key bytes. */
+typedef struct idgen_public_keys idgen_public_keys_t;
+
+/* Reads a key file (the format: docs/DESIGN.md, "Public IDs"; one line
+ * "vN HEX" per version, '#' comments).  IDGEN_EPARSE naming the line (never
+ * its text), IDGEN_EINVAL for a file group or others may read or write, or
+ * not a regular file, naming the mode and the fix (chmod 600 FILE). */
+IDGEN_API int idgen_public_keys_load(idgen_public_keys_t **out, const char *path, char *err,
+                                     size_t errlen);
+/* From memory: n versions, keys[i] of IDGEN_PUBLIC_KEY_BYTES bytes each (the
+ * extension's keys, tests).  IDGEN_ERANGE for a version outside 1..32,
+ * IDGEN_EINVAL for one given twice or n == 0. */
+IDGEN_API int idgen_public_keys_new(idgen_public_keys_t **out, const unsigned *versions,
+                                    const uint8_t (*keys)[IDGEN_PUBLIC_KEY_BYTES], size_t n,
+                                    char *err, size_t errlen);
+/* Makes a key from the system's random source: a new file at `path`
+ * (created mode 0600, never over a file that is there) with version 1, or,
+ * with `add` set, the existing file rewritten (to a temporary file renamed
+ * over it) with one more version, the newest + 1 (IDGEN_ERANGE past 32:
+ * remove old versions first).  The new version in *version (may be NULL). */
+IDGEN_API int idgen_public_keys_generate(const char *path, int add, unsigned *version, char *err,
+                                         size_t errlen);
+/* The newest version, and the versions held (ascending) into out[n]: the
+ * count held (which may be more than n). */
+IDGEN_API unsigned idgen_public_keys_newest(const idgen_public_keys_t *k);
+IDGEN_API size_t idgen_public_keys_versions(const idgen_public_keys_t *k, unsigned *out, size_t n);
+IDGEN_API void idgen_public_keys_free(idgen_public_keys_t *k);
+
+typedef enum idgen_public_kind {
+  IDGEN_PUBLIC_SNOWFLAKE = 1, /* an ID of a layout of `bits` bits */
+  IDGEN_PUBLIC_ULID = 2,
+  IDGEN_PUBLIC_UUID7 = 3
+} idgen_public_kind_t;
+
+typedef struct idgen_public_settings {
+  idgen_public_kind_t kind; /* required */
+  unsigned bits;            /* SNOWFLAKE: the layout's total_bits (1..64); 0 = 64.
+                             * Others: 0 */
+  const char *prefix;       /* the text form's type prefix; NULL or "" for none */
+  unsigned version;         /* the key version the integer form uses; 0 = the newest */
+} idgen_public_settings_t;
+
+/* A codec: one set of keys, one kind, one prefix.  It keeps AES state, so
+ * it is used by one thread at a time: make one per thread (making one costs
+ * a few microseconds per key version).  It holds its own copy of what it
+ * needs from `keys`, which may be freed after.  IDGEN_EINVAL for a prefix
+ * outside TypeID's rules or a version not in `keys`, naming which. */
+typedef struct idgen_public idgen_public_t;
+IDGEN_API int idgen_public_new(idgen_public_t **out, const idgen_public_keys_t *keys,
+                               const idgen_public_settings_t *s, char *err, size_t errlen);
+IDGEN_API void idgen_public_free(idgen_public_t *p);
+
+/* Snowflake integer form: id -> pub and back, both below 2^bits
+ * (IDGEN_ERANGE otherwise; IDGEN_EINVAL on a codec of another kind).  The
+ * batches take n values each (in and out may be the same array) and are
+ * several times faster per ID than single calls (AES in parallel). */
+IDGEN_API int idgen_public_map64(idgen_public_t *p, uint64_t id, uint64_t *pub);
+IDGEN_API int idgen_public_unmap64(idgen_public_t *p, uint64_t pub, uint64_t *id);
+IDGEN_API int idgen_public_map64_batch(idgen_public_t *p, const uint64_t *ids, uint64_t *pubs,
+                                       size_t n);
+IDGEN_API int idgen_public_unmap64_batch(idgen_public_t *p, const uint64_t *pubs, uint64_t *ids,
+                                         size_t n);
+/* ULID and UUIDv7 integer forms, 16 big-endian bytes each way: a ULID to 128
+ * permuted bits; a UUIDv7 (IDGEN_EPARSE if its version is not 7 or its
+ * variant not RFC 9562's) to a UUIDv4, and a UUIDv4 back (IDGEN_EPARSE if
+ * not version 4). */
+IDGEN_API int idgen_public_map128(idgen_public_t *p, const uint8_t id[16], uint8_t pub[16]);
+IDGEN_API int idgen_public_unmap128(idgen_public_t *p, const uint8_t pub[16], uint8_t id[16]);
+IDGEN_API int idgen_public_map128_batch(idgen_public_t *p, const uint8_t (*ids)[16],
+                                        uint8_t (*pubs)[16], size_t n);
+
+/* Text forms, with the newest key version, into buf[buflen]
+ * (IDGEN_PUBLIC_TEXT_MAX is always enough): the length written, or
+ * IDGEN_ERANGE (buffer too small, or a Snowflake ID at or above 2^bits). */
+IDGEN_API int idgen_public_format64(idgen_public_t *p, uint64_t id, char *buf, size_t buflen);
+IDGEN_API int idgen_public_format128(idgen_public_t *p, const uint8_t id[16], char *buf,
+                                     size_t buflen);
+/* ... and back from text[len] (not NUL-terminated), with the version the
+ * text names.  IDGEN_EPARSE for a malformed text, naming the column and
+ * what is wrong (a prefix other than the codec's, a length of another kind,
+ * a character outside the alphabet); IDGEN_EKEY for a version not in the
+ * keys (naming it and the versions held) or a check that fails (another
+ * key, or an altered text).  The version used in *version (may be NULL). */
+IDGEN_API int idgen_public_parse64(idgen_public_t *p, const char *text, size_t len, uint64_t *id,
+                                   unsigned *version, char *err, size_t errlen);
+IDGEN_API int idgen_public_parse128(idgen_public_t *p, const char *text, size_t len,
+                                    uint8_t id[16], unsigned *version, char *err, size_t errlen);
+/* Checks a type prefix by TypeID's rules ("" passes: no prefix). */
+IDGEN_API int idgen_public_prefix_check(const char *prefix, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }
