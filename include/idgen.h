@@ -133,7 +133,7 @@ IDGEN_API const char *idgen_version(void);
   XX(EBATCH, -15, "the batch is larger than the generator can fill within max_wait_ms now")        \
   XX(EAGAIN, -16, "not yet: wait for the tick or the claim under way, then try again")             \
   XX(EEMPTY, -17, "the cache holds no ready ID")                                                   \
-  XX(ESPACE, -18, "another layout holds the registry's ID space")                                   \
+  XX(ESPACE, -18, "another layout holds the registry's ID space")                                  \
   XX(EKEY, -19, "the public ID was not made with any key given")
 
 typedef enum idgen_errno {
@@ -1871,11 +1871,11 @@ IDGEN_API double idgen_seq_format_periods_per_year(const idgen_seq_format_t *f);
  * wrong key gives a wrong ID.  To rotate the key of an integer form, map
  * every stored public ID anew (docs/DESIGN.md, "Public IDs").
  */
-#define IDGEN_PUBLIC_KEY_BYTES 32    /* AES-256 */
-#define IDGEN_PUBLIC_VERSION_MAX 32  /* key versions are 1..32 */
-#define IDGEN_PUBLIC_PREFIX_MAX 64   /* a type prefix: 63 characters and NUL */
-#define IDGEN_PUBLIC_TEXT64_LEN 17   /* V and 16 characters, without a prefix */
-#define IDGEN_PUBLIC_TEXT128_LEN 30  /* V and 29 characters, without a prefix */
+#define IDGEN_PUBLIC_KEY_BYTES 32   /* AES-256 */
+#define IDGEN_PUBLIC_VERSION_MAX 32 /* key versions are 1..32 */
+#define IDGEN_PUBLIC_PREFIX_MAX 64  /* a type prefix: 63 characters and NUL */
+#define IDGEN_PUBLIC_TEXT64_LEN 17  /* V and 16 characters, without a prefix */
+#define IDGEN_PUBLIC_TEXT128_LEN 30 /* V and 29 characters, without a prefix */
 /* A text form with the longest prefix, its '_' and the NUL. */
 #define IDGEN_PUBLIC_TEXT_MAX (IDGEN_PUBLIC_PREFIX_MAX + IDGEN_PUBLIC_TEXT128_LEN + 1)
 /* The environment variable naming a key file where a front end takes one. */
@@ -1967,8 +1967,8 @@ IDGEN_API int idgen_public_format128(idgen_public_t *p, const uint8_t id[16], ch
  * key, or an altered text).  The version used in *version (may be NULL). */
 IDGEN_API int idgen_public_parse64(idgen_public_t *p, const char *text, size_t len, uint64_t *id,
                                    unsigned *version, char *err, size_t errlen);
-IDGEN_API int idgen_public_parse128(idgen_public_t *p, const char *text, size_t len,
-                                    uint8_t id[16], unsigned *version, char *err, size_t errlen);
+IDGEN_API int idgen_public_parse128(idgen_public_t *p, const char *text, size_t len, uint8_t id[16],
+                                    unsigned *version, char *err, size_t errlen);
 /* Checks a type prefix by TypeID's rules ("" passes: no prefix). */
 IDGEN_API int idgen_public_prefix_check(const char *prefix, char *err, size_t errlen);
 

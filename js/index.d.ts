@@ -14,7 +14,7 @@ export interface IdgenError extends Error {
   code:
     | 'EINVAL' | 'ENOMEM' | 'ELAYOUT' | 'ERANGE' | 'EPARSE' | 'ECLOCK' | 'EEXHAUSTED'
     | 'EFORKED' | 'EOVERFLOW' | 'ERANDOM' | 'ELEASE' | 'EREGISTRY' | 'EPOOLFULL' | 'EMARK'
-    | 'EBATCH' | 'EAGAIN' | 'EEMPTY' | 'ESPACE';
+    | 'EBATCH' | 'EAGAIN' | 'EEMPTY' | 'ESPACE' | 'EKEY';
 }
 
 export interface SnowflakeOptions {
