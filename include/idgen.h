@@ -1846,7 +1846,7 @@ IDGEN_API double idgen_seq_format_periods_per_year(const idgen_seq_format_t *f);
  * naming the mode.  A key never appears in a message of the library.
  *
  * Forms, per kind of ID:
- *   Snowflake, a layout of N bits (1..64): the integer form is an N-bit
+ *   Snowflake, a layout of N bits (20..64): the integer form is an N-bit
  *     integer (a twitter ID, 63 bits, stays a positive BIGINT; a js53 ID
  *     stays below 2^53); FF1 over exactly N bits.
  *   ULID (128 bits): the integer form is 128 bits, written as 26 Crockford
@@ -1918,7 +1918,8 @@ typedef enum idgen_public_kind {
 
 typedef struct idgen_public_settings {
   idgen_public_kind_t kind; /* required */
-  unsigned bits;            /* SNOWFLAKE: the layout's total_bits (1..64); 0 = 64.
+  unsigned bits;            /* SNOWFLAKE: the layout's total_bits (20..64: fewer
+                             * is refused, IDGEN_ERANGE); 0 = 64.
                              * Others: 0 */
   const char *prefix;       /* the text form's type prefix; NULL or "" for none */
   unsigned version;         /* the key version the integer form uses; 0 = the newest */

@@ -327,17 +327,18 @@ static void roundtrip64(idgen_public_keys_t *keys, unsigned bits, const char *pr
 static void test_snowflake_forms(void **state) {
   (void)state;
   idgen_public_keys_t *keys = one_key(3);
-  static const unsigned bits[] = {1, 2, 7, 20, 41, 53, 63, 0};
+  static const unsigned bits[] = {20, 21, 41, 53, 63, 0};
   for (size_t i = 0; i < sizeof bits / sizeof *bits; i++) {
     roundtrip64(keys, bits[i], NULL);
     roundtrip64(keys, bits[i], "user");
   }
-  /* A 1-bit layout is a permutation of {0, 1}. */
-  idgen_public_t *p = codec(keys, IDGEN_PUBLIC_SNOWFLAKE, 1, NULL);
+  /* The smallest layout taken, 20 bits: its largest value maps within them. */
+  idgen_public_t *p = codec(keys, IDGEN_PUBLIC_SNOWFLAKE, 20, NULL);
   uint64_t a, b;
-  tu_ok(idgen_public_map64(p, 0, &a));
-  tu_ok(idgen_public_map64(p, 1, &b));
-  assert_true(a <= 1 && b <= 1 && a != b);
+  tu_ok(idgen_public_map64(p, (1u << 20) - 1, &a));
+  tu_ok(idgen_public_map64(p, 0, &b));
+  assert_true(a < (1u << 20) && b < (1u << 20) && a != b);
+  assert_int_equal(IDGEN_ERANGE, idgen_public_map64(p, 1u << 20, &a));
   /* The text form: too small a buffer. */
   char small[IDGEN_PUBLIC_TEXT64_LEN];
   assert_int_equal(IDGEN_ERANGE, idgen_public_format64(p, 1, small, sizeof small));
@@ -584,6 +585,13 @@ static void test_settings_and_prefixes(void **state) {
   idgen_public_t *p = NULL;
   idgen_public_settings_t s = {.kind = IDGEN_PUBLIC_SNOWFLAKE, .bits = 65};
   expect_err(idgen_public_new(&p, keys, &s, err, sizeof err), IDGEN_EINVAL, err, "bits 65");
+  /* Below FF1's smallest domain (a million values): refused, 20 bits taken. */
+  s = (idgen_public_settings_t){.kind = IDGEN_PUBLIC_SNOWFLAKE, .bits = 19};
+  expect_err(idgen_public_new(&p, keys, &s, err, sizeof err), IDGEN_ERANGE, err, "19 bits");
+  s.bits = 20;
+  tu_ok(idgen_public_new(&p, keys, &s, err, sizeof err));
+  idgen_public_free(p);
+  p = NULL;
   s = (idgen_public_settings_t){.kind = IDGEN_PUBLIC_ULID, .bits = 128};
   expect_err(idgen_public_new(&p, keys, &s, err, sizeof err), IDGEN_EINVAL, err, "give 0");
   s = (idgen_public_settings_t){.kind = (idgen_public_kind_t)9};

@@ -117,7 +117,13 @@ static int settings_check(idgen_public_t *p, const idgen_public_settings_t *s, c
   switch (s->kind) {
   case IDGEN_PUBLIC_SNOWFLAKE:
     if (s->bits > 64)
-      return idgen__err(err, errlen, IDGEN_EINVAL, "public: bits %u is outside 1..64", s->bits);
+      return idgen__err(err, errlen, IDGEN_EINVAL, "public: bits %u is outside 20..64", s->bits);
+    /* FF1's smallest domain (SP 800-38G Rev. 1): a million values. */
+    if (s->bits != 0 && s->bits < 20)
+      return idgen__err(err, errlen, IDGEN_ERANGE,
+                        "public: a layout of %u bits is too small to hide (FF1 needs 20 bits "
+                        "or more: a permutation of fewer values is learned from its pairs)",
+                        s->bits);
     p->bits = s->bits == 0 ? 64 : s->bits;
     break;
   case IDGEN_PUBLIC_ULID:
