@@ -1649,8 +1649,8 @@ static void pub_finalize(napi_env env, void *data, void *hint) {
   free(x);
 }
 
-static const char *const pub_option_names[] = {"keyFile", "key",    "keyVersion", "kind",
-                                               "layout",  "bits",   "prefix",     "version"};
+static const char *const pub_option_names[] = {"keyFile", "key",  "keyVersion", "kind",
+                                               "layout",  "bits", "prefix",     "version"};
 
 /* Every option name is one of pub_option_names: 0, or -1 thrown. */
 static int pub_names_check(napi_env env, napi_value o) {
@@ -1776,9 +1776,8 @@ static int pub_settings(napi_env env, const pub_opts_t *o, idgen_public_settings
             : strcmp(o->kind, "uuid7") == 0 ? IDGEN_PUBLIC_UUID7
                                             : 0;
   const char *why = s->kind == 0 ? "option kind must be \"snowflake\", \"ulid\" or \"uuid7\""
-                    : o->bits || o->has_layout
-                        ? "layout and bits are for kind \"snowflake\" only"
-                        : NULL;
+                    : o->bits || o->has_layout ? "layout and bits are for kind \"snowflake\" only"
+                                               : NULL;
   if (why != NULL) {
     throw_idgen(env, IDGEN_EINVAL, why);
     return -1;
@@ -2001,7 +2000,7 @@ static napi_value pub_many(napi_env env, napi_callback_info info, int back) {
     return NULL;
   }
   NAPI_CALL(env, napi_create_arraybuffer(env, n * sizeof(uint64_t), &out, &buf));
-  int rc = n == 0  ? 0
+  int rc = n == 0 ? 0
            : back ? idgen_public_unmap64_batch(x->p, in, out, n)
                   : idgen_public_map64_batch(x->p, in, out, n);
   if (rc < 0) {
