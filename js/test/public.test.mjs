@@ -226,3 +226,37 @@ test('a worker thread makes its own codec: the same public IDs', { skip }, async
   assert.equal(BigInt(m), p.map(42n));
   assert.equal(p.parse(t), 42n);
 });
+
+// The addon's public IDs against FF1 written again here (ff1-reference.mjs,
+// node:crypto): the tweak is [form, kind, bits, key version] and, for text
+// forms, the prefix's bytes (form 1 integer, 2 text; kind 1 Snowflake, 2
+// ULID, 3 UUIDv7); a text body is FF1 over 80 bits of (id << 16), in
+// lower-case Crockford base32 after the version character.
+test('the integer and text forms equal FF1 computed in JavaScript on node:crypto', { skip }, () => {
+  const ALPHA = '0123456789abcdefghjkmnpqrstvwxyz';
+  const b32 = (x, chars) => {
+    let s = '';
+    for (let i = 0; i < chars; i++, x >>= 5n) s = ALPHA[Number(x & 31n)] + s;
+    return s;
+  };
+  const tweak = (form, kind, bits, version, prefix = '') =>
+    Buffer.concat([Buffer.from([form, kind, bits & 255, version]), Buffer.from(prefix, 'latin1')]);
+  for (const [layout, bits] of [['twitter', 63], ['js53', 53], ['64', 64]]) {
+    const opts = bits === 64 ? { bits: 64 } : { layout };
+    const p = new Public({ keyFile: file('k12'), prefix: 'user', ...opts });
+    const p1 = new Public({ keyFile: file('k12'), version: 1, ...opts });
+    for (let i = 0; i < 5; i++) {
+      const id = rand64(bits);
+      assert.equal(p.map(id), ff1Bits(KEY2, tweak(1, 1, bits, 2), id, bits), `${layout} integer, v2`);
+      assert.equal(p1.map(id), ff1Bits(KEY1, tweak(1, 1, bits, 1), id, bits), `${layout} integer, v1`);
+      const body = ff1Bits(KEY2, tweak(2, 1, bits, 2, 'user'), id << 16n, 80);
+      assert.equal(p.format(id), `user_1${b32(body, 16)}`, `${layout} text`);
+    }
+  }
+  const pu = new Public({ keyFile: file('k1'), kind: 'ulid' });
+  const u = new idgen.UlidGenerator().next();
+  const bytes = Buffer.from(idgen.ulidToUuid(u).replace(/-/g, ''), 'hex');
+  const n = bytes.reduce((a, x) => (a << 8n) | BigInt(x), 0n);
+  const want = ff1Bits(KEY1, tweak(1, 2, 128, 1), n, 128).toString(16).padStart(32, '0');
+  assert.equal(idgen.ulidToUuid(pu.map(u)).replace(/-/g, ''), want, 'ULID integer form');
+});
