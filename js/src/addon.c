@@ -1955,6 +1955,12 @@ static napi_value pub_map_dir(napi_env env, napi_callback_info info, int back) {
     rc = back ? idgen_public_unmap128(x->p, in, out) : idgen_public_map128(x->p, in, out);
     if (rc == 0 && (v = pub_text128(env, x, out)) == NULL)
       return NULL;
+    if (rc == IDGEN_EPARSE) {
+      throw_idgen(env, rc,
+                  back ? "unmap(pub): not a UUID of version 4 (the public form of a UUIDv7)"
+                       : "map(id): not a UUIDv7 (version 7, RFC 9562's variant)");
+      return NULL;
+    }
   }
   if (rc < 0) {
     char msg[160];

@@ -1774,6 +1774,10 @@ static PyObject *pub_map_dir(pub_t *x, PyObject *arg, int back) {
   pub_lock(x);
   rc = back ? idgen_public_unmap128(x->p, in, out) : idgen_public_map128(x->p, in, out);
   PyThread_release_lock(x->lock);
+  if (rc == IDGEN_EPARSE)
+    return raise_idgen(rc, back
+                               ? "unmap(pub): not a UUID of version 4 (the public form of a UUIDv7)"
+                               : "map(id): not a UUIDv7 (version 7, RFC 9562's variant)");
   return rc < 0 ? raise_idgen(rc, NULL) : pub_value128(x, out);
 }
 
