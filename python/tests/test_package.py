@@ -909,3 +909,31 @@ def test_public_threads_share_one_codec(keys):
     assert not errors
     for k, v in out.items():
         assert v == (want if k % 2 else want[:2000])
+
+
+def test_public_equals_ff1_in_javascript(keys):
+    """The integer and text forms against FF1 written again in JavaScript
+    on node:crypto (js/test/ff1-reference.mjs, checked there against NIST's
+    samples): no code shared with the C library."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node not installed")
+    ids = [int.from_bytes(os.urandom(8), "big") >> 1 for _ in range(5)]
+    ref = os.path.join(TREE, "js", "test", "ff1-reference.mjs")
+    code = ("import { ff1Bits } from %s;\n"
+            "const [key, ids] = JSON.parse(process.argv[1]);\n"
+            "const k = Buffer.from(key, 'hex');\n"
+            "const tw = (f, p) => Buffer.concat([Buffer.from([f, 1, 63, 1]), Buffer.from(p)]);\n"
+            "const A = '0123456789abcdefghjkmnpqrstvwxyz';\n"
+            "const b32 = (x) => { let s = ''; for (let i = 0; i < 16; i++, x >>= 5n) "
+            "s = A[Number(x & 31n)] + s; return s; };\n"
+            "console.log(JSON.stringify(ids.map((i) => [String(ff1Bits(k, tw(1, ''), BigInt(i), 63)),"
+            " 'user_0' + b32(ff1Bits(k, tw(2, 'user'), BigInt(i) << 16n, 80))])));\n"
+            % json.dumps("file://" + ref))
+    r = subprocess.run([node, "--input-type=module", "-e", code,
+                        json.dumps([keys["key1"].hex(), [str(i) for i in ids]])],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    want = json.loads(r.stdout)
+    p = idgen.Public(keys["k1"], prefix="user")
+    assert [[str(p.map(i)), p.format(i)] for i in ids] == want
