@@ -1793,11 +1793,9 @@ static int pub_many_run(pub_t *x, void *in, void *out, size_t n, int back) {
   if (x->kind == IDGEN_PUBLIC_SNOWFLAKE)
     rc = back ? idgen_public_unmap64_batch(x->p, in, out, n)
               : idgen_public_map64_batch(x->p, in, out, n);
-  else if (!back)
-    rc = idgen_public_map128_batch(x->p, in, out, n);
   else
-    for (size_t i = 0; i < n && rc == 0; i++)
-      rc = idgen_public_unmap128(x->p, (uint8_t *)in + 16 * i, (uint8_t *)out + 16 * i);
+    rc = back ? idgen_public_unmap128_batch(x->p, in, out, n)
+              : idgen_public_map128_batch(x->p, in, out, n);
   PyThread_release_lock(x->lock);
   Py_END_ALLOW_THREADS return rc;
 }
