@@ -367,6 +367,8 @@ static void from_stdin(pub_t *p) {
       continue;
     line[b] = '\0';
     one(p, line + a, b - a);
+    if (ferror(stdout)) /* stop reading for a reader that is gone */
+      cli_finish_output();
   }
   free(line);
   if (ferror(stdin))
