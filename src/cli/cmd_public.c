@@ -102,7 +102,7 @@ static idgen_public_t *codec(pub_t *p, int kind) {
                                kind == IDGEN_PUBLIC_SNOWFLAKE ? (unsigned)p->layout.total_bits : 0,
                                p->prefix, p->version};
   if (idgen_public_new(&p->codec[kind], p->keys, &s, err, sizeof err) < 0)
-    cli_fail(EXIT_USAGE, "public: %s", err);
+    cli_fail(EXIT_USAGE, "%s", err); /* "public: ..." */
   return p->codec[kind];
 }
 
