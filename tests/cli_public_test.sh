@@ -129,6 +129,14 @@ run public --public-key "$K" --reverse --prefix order "$t1" 'order_x"y' "$(sed -
 want_rc "bad among good" 1
 check "bad among good: the good ones printed" test "$(cat "$tmp/out")" = "$(head -2 "$tmp/ids")"
 err_has "bad among good: the bad one quoted" '"order_x\x22y"'
+# A prefix with '_' in it.
+run public --public-key "$K" --prefix my_order "$one"
+want_rc "a prefix with '_'" 0
+check "a prefix with '_': its text form" grep -qxE 'my_order_[0-9a-z]{17}' "$tmp/out"
+run public --public-key "$K" --reverse --prefix my_order "$(cat "$tmp/out")"
+check "a prefix with '_': back" test "$(cat "$tmp/out")" = "$one"
+run public --public-key "$K2" --reverse --kind ulid "$(head -1 "$tmp/text" | sed 's/^order_//')"
+want_rc "a Snowflake text form given as a ULID refused" 1
 run public --public-key "$K" "not-an-id"
 want_rc "malformed ID" 1
 err_has "malformed ID named" '"not-an-id"'

@@ -236,9 +236,8 @@ static int forward(pub_t *p, const char *in, size_t len) {
   int kind = p->kind ? p->kind : kind_of_int(in, len);
   char err[512], out[IDGEN_PUBLIC_TEXT_MAX];
   int text = p->form == FORM_TEXT, rc;
-  if (kind == 0) {
+  if (kind == 0)
     return put_bad(p, in, "not a decimal Snowflake ID, a UUIDv7 or a 26-character ULID");
-  }
   idgen_public_t *c = codec(p, kind);
   if (kind == IDGEN_PUBLIC_SNOWFLAKE) {
     uint64_t id, pub;
@@ -299,10 +298,9 @@ static int reverse_int(pub_t *p, const char *in, size_t len, int kind) {
 /* A text form -> its ID.  Without --kind, a 128-bit one is tried as a
  * UUIDv7, then as a ULID. */
 static int reverse_text(pub_t *p, const char *in, size_t len) {
-  size_t body = len; /* the characters after the last '_' */
-  while (body > 0 && in[len - body] != '_')
-    body--;
-  body = body > 0 ? body - 1 : len;
+  size_t body = 0; /* the characters after the last '_' (a prefix may hold '_') */
+  while (body < len && in[len - 1 - body] != '_')
+    body++;
   int kind = p->kind;
   char err[512], out[64];
   unsigned version = 0;
@@ -332,6 +330,10 @@ static int reverse_text(pub_t *p, const char *in, size_t len) {
       memcpy(err, e, sizeof err);
     if (rc >= 0 || kind == last)
       break;
+  }
+  if (rc < 0 && first != last) {
+    size_t n = strlen(err);
+    snprintf(err + n, sizeof err - n, " (tried as a UUIDv7 and as a ULID)");
   }
   if (rc < 0)
     return put_bad(p, in, err);
