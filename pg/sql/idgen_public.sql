@@ -1,0 +1,88 @@
+-- pg/sql/idgen_public.sql: public IDs with a fixed test key, written into
+-- the data directory by COPY (a superuser's; the server's umask makes it
+-- mode 0600).  The values are libidgen's for that key (tests/pg_public_test.sh
+-- compares the functions with the library for a random one).
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS idgen;
+RESET client_min_messages;
+COPY (SELECT 'v1 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f')
+  TO 'idgen_regress.key';
+
+-- No key named yet
+SELECT idgen_public(1, 'regress', 1);
+SET idgen.public_keys = 'regress=idgen_regress.key';
+
+-- Snowflake IDs: twitter (63 bits, the default), js53, a 64-bit layout
+SELECT idgen_public(910499571847892992, 'regress', 1) AS twitter;
+SELECT idgen_unpublic(idgen_public(910499571847892992, 'regress', 1), 'regress', 1);
+SELECT idgen_public(0, 'regress', 1) AS zero, idgen_public(1, 'regress', 1) AS one;
+SELECT idgen_public(4503599627370495, 'regress', 1, 53) AS js53;
+SELECT idgen_public(-1, 'regress', 1, 64) AS top_of_64_bits;
+SELECT idgen_unpublic(idgen_public(-1, 'regress', 1, 64), 'regress', 1, 64);
+SELECT count(DISTINCT idgen_public(g, 'regress', 1, 8)) AS all_of_8_bits,
+       min(idgen_public(g, 'regress', 1, 8)), max(idgen_public(g, 'regress', 1, 8))
+  FROM generate_series(0, 255) g;
+
+-- A generated column
+CREATE TABLE pub_users (id bigint PRIMARY KEY,
+  pub bigint GENERATED ALWAYS AS (idgen_public(id, 'regress', 1)) STORED);
+INSERT INTO pub_users (id) VALUES (910499571847892992), (910499571847892993);
+SELECT id, pub, idgen_unpublic(pub, 'regress', 1) = id AS back FROM pub_users ORDER BY id;
+
+-- UUIDv7 <-> UUIDv4 (RFC 9562 A.6's UUIDv7)
+SELECT idgen_public('017f22e2-79b0-7cc3-98c4-dc0c0c07398f'::uuid, 'regress', 1);
+SELECT idgen_unpublic(idgen_public('017f22e2-79b0-7cc3-98c4-dc0c0c07398f'::uuid, 'regress', 1),
+                      'regress', 1);
+
+-- Text forms: version 1 is '0'; with and without a prefix
+SELECT idgen_public_text(910499571847892992, 'regress');
+SELECT idgen_public_text(910499571847892992, 'regress', 'user');
+SELECT idgen_unpublic_text(idgen_public_text(910499571847892992, 'regress', 'user'), 'regress', 'user');
+SELECT idgen_public_text('017f22e2-79b0-7cc3-98c4-dc0c0c07398f'::uuid, 'regress', 'user');
+SELECT idgen_unpublic_text_uuid(
+  idgen_public_text('017f22e2-79b0-7cc3-98c4-dc0c0c07398f'::uuid, 'regress', 'user'), 'regress', 'user');
+
+-- Errors: each a message, never a wrong ID
+SELECT idgen_public(1, 'nonesuch', 1);
+SELECT idgen_public(1, 'regress', 0);
+SELECT idgen_public(1, 'regress', 2);
+SELECT idgen_public(1, 'regress', 1, 65);
+SELECT idgen_public(-1, 'regress', 1);
+SELECT idgen_public(9007199254740992, 'regress', 1, 53);
+SELECT idgen_public('01563df3-6481-4000-8000-000000000000'::uuid, 'regress', 1);  -- a v4
+SELECT idgen_unpublic('017f22e2-79b0-7cc3-98c4-dc0c0c07398f'::uuid, 'regress', 1);  -- a v7
+SELECT idgen_unpublic_text(idgen_public_text(910499571847892992, 'regress', 'user'), 'regress', 'order');
+SELECT idgen_unpublic_text(idgen_public_text(910499571847892992, 'regress', 'user', 53), 'regress', 'user');
+SELECT idgen_unpublic_text('user_0' || repeat('z', 16), 'regress', 'user');
+SELECT idgen_unpublic_text('user_0zzz', 'regress', 'user');
+SELECT idgen_unpublic_text('user_9' || repeat('0', 16), 'regress', 'user');  -- version 10
+SELECT idgen_public_text(1, 'regress', 'User');
+SELECT idgen_public(NULL::bigint, 'regress', 1) IS NULL AS strict;
+\set VERBOSITY sqlstate
+SELECT idgen_unpublic_text('user_0zzz', 'regress', 'user');  -- invalid_text_representation
+SELECT idgen_unpublic_text('user_0' || repeat('z', 16), 'regress', 'user');  -- invalid_parameter_value
+\set VERBOSITY default
+
+-- A second key version: texts take it, read both; integer forms keep theirs
+COPY (VALUES ('v1 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f'),
+             ('# added'),
+             ('v2 1f1e1d1c1b1a191817161514131211100f0e0d0c0b0a09080706050403020100'))
+  TO 'idgen_regress2.key';
+SET idgen.public_keys = 'regress=idgen_regress2.key';
+SELECT idgen_public_text(910499571847892992, 'regress', 'user');
+SELECT idgen_unpublic_text(idgen_public_text(910499571847892992, 'regress', 'user'), 'regress', 'user');
+SELECT idgen_unpublic_text(t, 'regress', 'user')
+  FROM (SELECT 'user_0' || substr(idgen_public_text(910499571847892992, 'regress', 'user'), 7) t) x;
+SELECT idgen_public(910499571847892992, 'regress', 1) AS still_v1,
+       idgen_public(910499571847892992, 'regress', 2) AS v2;
+INSERT INTO pub_users (id) VALUES (910499571847892994);
+SELECT id, pub FROM pub_users ORDER BY id;
+
+-- The setting: its syntax checked when set
+SET idgen.public_keys = 'regress';
+SET idgen.public_keys = 'a=x.key, a=y.key';
+SET idgen.public_keys = 'a b=x.key';
+SET idgen.public_keys = '';
+SELECT idgen_public(1, 'regress', 1);
+RESET idgen.public_keys;
+DROP TABLE pub_users;
