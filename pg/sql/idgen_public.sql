@@ -1,12 +1,16 @@
--- pg/sql/idgen_public.sql: public IDs with a fixed test key, written into
--- the data directory by COPY (a superuser's; the server's umask makes it
--- mode 0600).  The values are libidgen's for that key (tests/pg_public_test.sh
--- compares the functions with the library for a random one).
-SET client_min_messages = warning;
+-- pg/sql/idgen_public.sql: public IDs with fixed test keys, written into
+-- the data directory by adminpack's pg_file_write (the server's umask makes
+-- them mode 0600; relative paths in idgen.public_keys are the data
+-- directory's).  The values are libidgen's for that key
+-- (tests/pg_public_test.sh compares the functions with the library).
+SET client_min_messages = error;
 CREATE EXTENSION IF NOT EXISTS idgen;
+CREATE EXTENSION IF NOT EXISTS adminpack;
+SELECT pg_file_unlink(f) IS NOT NULL AS removed
+  FROM unnest(ARRAY['idgen_regress.key', 'idgen_regress2.key', 'idgen_loose.key']) f;
 RESET client_min_messages;
-COPY (SELECT 'v1 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f')
-  TO 'idgen_regress.key';
+SELECT pg_file_write('idgen_regress.key',
+  E'# a test key\nv1 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n', false);
 
 -- No key named yet
 SELECT idgen_public(1, 'regress', 1);
@@ -52,7 +56,7 @@ SELECT idgen_public(9007199254740992, 'regress', 1, 53);
 SELECT idgen_public('01563df3-6481-4000-8000-000000000000'::uuid, 'regress', 1);  -- a v4
 SELECT idgen_unpublic('017f22e2-79b0-7cc3-98c4-dc0c0c07398f'::uuid, 'regress', 1);  -- a v7
 SELECT idgen_unpublic_text(idgen_public_text(910499571847892992, 'regress', 'user'), 'regress', 'order');
-SELECT idgen_unpublic_text(idgen_public_text(910499571847892992, 'regress', 'user', 53), 'regress', 'user');
+SELECT idgen_unpublic_text(idgen_public_text(12345, 'regress', 'user', 53), 'regress', 'user');  -- 63 bits
 SELECT idgen_unpublic_text('user_0' || repeat('z', 16), 'regress', 'user');
 SELECT idgen_unpublic_text('user_0zzz', 'regress', 'user');
 SELECT idgen_unpublic_text('user_9' || repeat('0', 16), 'regress', 'user');  -- version 10
@@ -64,10 +68,9 @@ SELECT idgen_unpublic_text('user_0' || repeat('z', 16), 'regress', 'user');  -- 
 \set VERBOSITY default
 
 -- A second key version: texts take it, read both; integer forms keep theirs
-COPY (VALUES ('v1 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f'),
-             ('# added'),
-             ('v2 1f1e1d1c1b1a191817161514131211100f0e0d0c0b0a09080706050403020100'))
-  TO 'idgen_regress2.key';
+SELECT pg_file_write('idgen_regress2.key',
+  E'v1 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n# added\n'
+  'v2 1f1e1d1c1b1a191817161514131211100f0e0d0c0b0a09080706050403020100\n', false);
 SET idgen.public_keys = 'regress=idgen_regress2.key';
 SELECT idgen_public_text(910499571847892992, 'regress', 'user');
 SELECT idgen_unpublic_text(idgen_public_text(910499571847892992, 'regress', 'user'), 'regress', 'user');
@@ -78,6 +81,15 @@ SELECT idgen_public(910499571847892992, 'regress', 1) AS still_v1,
 INSERT INTO pub_users (id) VALUES (910499571847892994);
 SELECT id, pub FROM pub_users ORDER BY id;
 
+-- A key file others may read (COPY writes mode 0644): refused, saying what to do
+DO $$ BEGIN
+  EXECUTE format('COPY (SELECT %L) TO %L',
+    'v1 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f',
+    current_setting('data_directory') || '/idgen_loose.key');
+END $$;
+SET idgen.public_keys = 'regress=idgen_regress2.key, loose=idgen_loose.key';
+SELECT idgen_public(1, 'loose', 1);
+
 -- The setting: its syntax checked when set
 SET idgen.public_keys = 'regress';
 SET idgen.public_keys = 'a=x.key, a=y.key';
@@ -86,3 +98,5 @@ SET idgen.public_keys = '';
 SELECT idgen_public(1, 'regress', 1);
 RESET idgen.public_keys;
 DROP TABLE pub_users;
+SELECT pg_file_unlink(f)
+  FROM unnest(ARRAY['idgen_regress.key', 'idgen_regress2.key', 'idgen_loose.key']) f;
