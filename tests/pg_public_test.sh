@@ -15,9 +15,11 @@
 #   - text forms with a prefix, round trip; another prefix, another key, an
 #     altered character: an error each, never an ID;
 #   - UUIDv7 <-> UUIDv4, round trip;
-#   - the values equal libidgen's for the same key file (a small C program
-#     linked against the same libidgen.a, built here);
-#   - a second key version added to the file (renamed over it): the text
+#   - the values equal the command's (`idgen public`, BUILD_DIR/idgen) for
+#     the same key file, made by `idgen public --new-key`, and the command
+#     reads the extension's text form back;
+#   - a second key version added (`idgen public --new-key FILE --add`,
+#     which renames a new file over it): the text
 #     form takes it within a second and reads both versions, the integer
 #     form of version 1 and the stored column do not change;
 #   - a role that is not a superuser calls the functions, but neither sets
@@ -35,7 +37,11 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/tests/checks.sh"
 BUILD=$(cd "${1:?usage: pg_public_test.sh BUILD_DIR}" && pwd)
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-need_root openssl cc
+need_root xxd
+[ -x "$BUILD/idgen" ] || {
+  echo "pg public: no $BUILD/idgen (the command): build it first" >&2
+  exit 1
+}
 [ -x "$PG_CONFIG" ] || {
   echo "pg public: no $PG_CONFIG: run scripts/install-deps.sh (postgresql-server-dev-15)" >&2
   exit 1
@@ -51,65 +57,12 @@ trap cleanup EXIT
 echo "== make -C pg install (PGXS, on $BUILD/pg-libs)"
 make -s -C "$ROOT/pg" PG_CONFIG="$PG_CONFIG" IDGEN_BUILD="$BUILD" install
 
-# libidgen's answers for a key file, from the same libidgen.a.
-cat >"$work/expect.c" <<'EOF'
-/* expect KEYFILE int BITS VERSION ID... | text BITS PREFIX ID... | uuid VERSION UUIDHEX */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include "idgen.h"
-int main(int argc, char **argv) {
-  idgen_public_keys_t *k;
-  idgen_public_t *p;
-  idgen_public_settings_t s = {0};
-  char err[512], buf[IDGEN_PUBLIC_TEXT_MAX];
-  int i;
-  if (argc < 5 || idgen_public_keys_load(&k, argv[1], err, sizeof err) < 0)
-    return fprintf(stderr, "expect: %s\n", argc < 5 ? "usage" : err), 2;
-  s.kind = strcmp(argv[2], "uuid") == 0 ? IDGEN_PUBLIC_UUID7 : IDGEN_PUBLIC_SNOWFLAKE;
-  s.bits = s.kind == IDGEN_PUBLIC_SNOWFLAKE ? (unsigned)atoi(argv[3]) : 0;
-  s.version = strcmp(argv[2], "text") == 0 ? 0 : (unsigned)atoi(argv[s.bits ? 4 : 3]);
-  s.prefix = strcmp(argv[2], "text") == 0 ? argv[4] : "";
-  if (idgen_public_new(&p, k, &s, err, sizeof err) < 0)
-    return fprintf(stderr, "expect: %s\n", err), 2;
-  for (i = 5 - (s.kind == IDGEN_PUBLIC_UUID7); i < argc; i++) {
-    uint64_t id = strtoull(argv[i], NULL, 10), pub;
-    uint8_t u[16], v[16];
-    int j;
-    if (s.kind == IDGEN_PUBLIC_UUID7) {
-      for (j = 0; j < 16; j++)
-        sscanf(argv[i] + 2 * j, "%2hhx", &u[j]);
-      if (idgen_public_map128(p, u, v) < 0)
-        return 2;
-      for (j = 0; j < 16; j++)
-        printf("%02x%s", v[j], j == 15 ? "\n" : "");
-    } else if (strcmp(argv[2], "int") == 0) {
-      if (idgen_public_map64(p, id, &pub) < 0)
-        return 2;
-      printf("%llu\n", (unsigned long long)pub);
-    } else {
-      if (idgen_public_format64(p, id, buf, sizeof buf) < 0)
-        return 2;
-      printf("%s\n", buf);
-    }
-  }
-  return 0;
-}
-EOF
-cc -std=c11 -I"$ROOT/include" -o "$work/expect" "$work/expect.c" "$BUILD/pg-libs/libidgen.a" \
-  -lcrypto -lpthread -lm
-
 # Key files: the server's user's, in a directory of its own.
 keys=$work/keys
 mkdir -m 700 "$keys"
-newkey() { printf '# test key\nv1 %s\n' "$(openssl rand -hex 32)" >"$keys/$1.key"; }
-newkey users
-newkey orders
-newkey loose
-chmod 600 "$keys"/*.key
+for k in users orders loose; do "$BUILD/idgen" public --new-key "$keys/$k.key" >/dev/null; done
 chmod 644 "$keys/loose.key" # world-readable: refused
 chown -R postgres "$keys"
-users_hex=$(sed -n 's/^v1 //p' "$keys/users.key")
 
 port=$(free_port)
 "$ROOT/tests/pg_server.sh" start "$work/pg" "$port" >/dev/null
@@ -186,25 +139,32 @@ check "pg public: UUID text form with prefix, round trip" \
   test "$(q "SELECT idgen_unpublic_text_uuid(idgen_public_text(u, 'users', 'user'), 'users', 'user') = u
               FROM (SELECT idgen_uuid7() u) a")" = t
 
-echo "== the same values as libidgen's"
+echo "== the same values as the command's, idgen public, for the same key file"
 ids=(1 910499571847892992 9223372036854775807 4096)
-want=$("$work/expect" "$keys/users.key" int 63 1 "${ids[@]}" | tr '\n' ' ')
+cli() { "$BUILD/idgen" public --public-key "$keys/users.key" "$@"; }
+want=$(cli --key-version 1 "${ids[@]}" | tr '\n' ' ')
 got=$(for i in "${ids[@]}"; do q "SELECT idgen_public($i, 'users', 1)"; done | tr '\n' ' ')
-check "pg public: integer form equals libidgen's ($got)" test "$want" = "$got"
-want=$("$work/expect" "$keys/users.key" text 63 user "${ids[@]}" | tr '\n' ' ')
+check "pg public: integer form equals idgen public's ($got)" test "$want" = "$got"
+want=$(cli --layout js53 1 4503599627370495 | tr '\n' ' ')
+got=$(for i in 1 4503599627370495; do q "SELECT idgen_public($i, 'users', 1, 53)"; done | tr '\n' ' ')
+check "pg public: js53 (53 bits) equals idgen public --layout js53's ($got)" test "$want" = "$got"
+want=$(cli --prefix user "${ids[@]}" | tr '\n' ' ')
 got=$(for i in "${ids[@]}"; do q "SELECT idgen_public_text($i, 'users', 'user')"; done | tr '\n' ' ')
-check "pg public: text form equals libidgen's ($got)" test "$want" = "$got"
+check "pg public: text form equals idgen public --prefix user's ($got)" test "$want" = "$got"
 u=017f22e2-79b0-7cc3-98c4-dc0c0c07398f
-want=$("$work/expect" "$keys/users.key" uuid 1 "${u//-/}")
-got=$(q "SELECT replace(idgen_public('$u'::uuid, 'users', 1)::text, '-', '')")
-check "pg public: UUID form equals libidgen's" test "$want" = "$got"
+check "pg public: UUID form equals idgen public --kind uuid7's" \
+  test "$(cli --kind uuid7 $u)" = "$(q "SELECT idgen_public('$u'::uuid, 'users', 1)")"
+check "pg public: UUID text form equals idgen public --kind uuid7 --prefix user's" \
+  test "$(cli --kind uuid7 --prefix user $u)" = "$(q "SELECT idgen_public_text('$u'::uuid, 'users', 'user')")"
+t=$(q "SELECT idgen_public_text(910499571847892992, 'users', 'user')")
+check "pg public: idgen public --reverse reads the extension's text" \
+  test "$(cli --reverse --prefix user "$t")" = 910499571847892992
 
 echo "== a second key version"
 before=$(q "SELECT md5(string_agg(pub::text, ',' ORDER BY id)) FROM users")
 v1=$(q "SELECT idgen_public(910499571847892992, 'users', 1)")
-cp -p "$keys/users.key" "$keys/users.key.new"
-printf 'v2 %s\n' "$(openssl rand -hex 32)" >>"$keys/users.key.new"
-mv "$keys/users.key.new" "$keys/users.key"
+"$BUILD/idgen" public --new-key "$keys/users.key" --add >/dev/null # renamed over it
+chown postgres "$keys/users.key"
 sleep 1.2
 t2=$(q "SELECT idgen_public_text(910499571847892992, 'users', 'user')")
 check "pg public: the text form takes version 2 (V '1')" test "${t2:5:1}" = 1
@@ -247,11 +207,17 @@ check "pg public: an unknown key name is an error" grep -q 'no key named "nonesu
 
 echo "== no key byte in the log or the settings"
 q "SELECT pg_reload_conf()" >/dev/null
-b64=$(printf '%s' "$users_hex" | xxd -r -p | base64 -w0)
-check "pg public: the log has statements (log_statement = all)" grep -q "idgen_public" "$work/pg/log"
-check "pg public: the key's hex is not in the server's log" \
-  bash -c "! grep -qi '$users_hex' '$work/pg/log' && ! grep -qi '${users_hex:0:16}' '$work/pg/log'"
-check "pg public: the key's base64 is not in the server's log" bash -c "! grep -qF '$b64' '$work/pg/log'"
-check "pg public: no setting holds the key's hex" \
-  test "$(q "SELECT count(*) FROM pg_settings WHERE setting ILIKE '%${users_hex:0:16}%'")" = 0
+# every version of every key file, at the end (users.key has two)
+leaks=0 n=0
+for hex in $(cat "$keys"/*.key | sed -n 's/^v[0-9]* \([0-9a-f]\{64\}\)$/\1/p'); do
+  n=$((n + 1))
+  b64=$(printf '%s' "$hex" | xxd -r -p | base64 -w0)
+  if grep -qiF -e "$hex" -e "${hex:0:16}" -e "${hex:48}" -e "$b64" "$work/pg/log"; then
+    leaks=$((leaks + 1))
+  fi
+  [ "$(q "SELECT count(*) FROM pg_settings WHERE setting ILIKE '%${hex:0:16}%'")" = 0 ] ||
+    leaks=$((leaks + 1))
+done
+check "pg public: none of the $n keys' hex or base64 is in the server's log or a setting" \
+  test "$n" = 4 -a "$leaks" = 0
 tally
