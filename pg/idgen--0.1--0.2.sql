@@ -41,3 +41,17 @@ CREATE FUNCTION idgen_public_text(id uuid, key text, prefix text DEFAULT '') RET
 CREATE FUNCTION idgen_unpublic_text_uuid(pub text, key text, prefix text DEFAULT '')
   RETURNS uuid
   AS 'MODULE_PATHNAME', 'idgen_pg_unpublic_text_uuid' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+-- A ULID (text, as idgen_ulid() makes it) to 26 characters of permuted bits
+-- (ULID-shaped, its "time" noise), and back; and its text forms (29
+-- characters after V).  Own names: a ULID is text, which an overload would
+-- confuse with an unknown literal of the others.
+CREATE FUNCTION idgen_public_ulid(id text, key text, version integer) RETURNS text
+  AS 'MODULE_PATHNAME', 'idgen_pg_public_ulid' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION idgen_unpublic_ulid(pub text, key text, version integer) RETURNS text
+  AS 'MODULE_PATHNAME', 'idgen_pg_unpublic_ulid' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION idgen_public_ulid_text(id text, key text, prefix text DEFAULT '') RETURNS text
+  AS 'MODULE_PATHNAME', 'idgen_pg_public_ulid_text' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION idgen_unpublic_ulid_text(pub text, key text, prefix text DEFAULT '')
+  RETURNS text
+  AS 'MODULE_PATHNAME', 'idgen_pg_unpublic_ulid_text' LANGUAGE C STABLE STRICT PARALLEL SAFE;

@@ -7,6 +7,8 @@
  *   idgen_public(uuid, key, version) uuid             UUIDv7 <-> UUIDv4
  *   idgen_public_text(bigint, key, prefix, bits) text and idgen_unpublic_text
  *   idgen_public_text(uuid, key, prefix) text         and idgen_unpublic_text_uuid
+ *   idgen_public_ulid(text, key, version) text        26 characters, and back
+ *   idgen_public_ulid_text(text, key, prefix) text    and idgen_unpublic_ulid_text
  *
  * idgen.public_keys ("users=/etc/idgen/users.key, orders=...") is PGC_SUSET
  * and GUC_SUPERUSER_ONLY: only a superuser sets it or sees it, and the key
@@ -231,6 +233,11 @@ static void out_of_range(int64 v, unsigned bits, const char *what) {
                          v, bits, bits)));
 }
 
+/* A library call on a ULID that cannot fail but for a bug. */
+static void fail_ulid(void) {
+  ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("idgen: a ULID's public form failed")));
+}
+
 /* ---- Snowflake IDs: integer form ---------------------------------------- */
 
 PG_FUNCTION_INFO_V1(idgen_pg_public);
@@ -341,4 +348,68 @@ Datum idgen_pg_unpublic_text_uuid(PG_FUNCTION_ARGS) {
   if (rc < 0)
     parse_failed(rc, err);
   PG_RETURN_UUID_P(out);
+}
+
+/* ---- ULIDs (text, as idgen_ulid() makes them) ----------------------------- */
+
+/* A ULID argument's 16 bytes: 22P02 with the parser's message. */
+static void ulid_arg(text *t, uint8_t out[16]) {
+  idgen_ulid_t u;
+  char err[256];
+  if (idgen_ulid_parse(&u, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), IDGEN_ULID_STRICT, err,
+                       sizeof err) < 0)
+    ereport(ERROR, (errcode(ERRCODE_INVALID_TEXT_REPRESENTATION), errmsg("idgen: %s", err)));
+  memcpy(out, u.bytes, 16);
+}
+
+static text *ulid_text(const uint8_t b[16]) {
+  idgen_ulid_t u;
+  char s[IDGEN_ULID_STRLEN + 1];
+  memcpy(u.bytes, b, 16);
+  idgen_ulid_format(&u, s);
+  return cstring_to_text_with_len(s, IDGEN_ULID_STRLEN);
+}
+
+/* A ULID to 26 characters of permuted bits (ULID-shaped), and back. */
+static Datum ulid_map(PG_FUNCTION_ARGS, bool back) {
+  uint8_t in[16], out[16];
+  unsigned version = arg_version(PG_GETARG_INT32(2));
+  idgen_public_t *p;
+  ulid_arg(PG_GETARG_TEXT_PP(0), in);
+  p = get_codec(PG_GETARG_TEXT_PP(1), IDGEN_PUBLIC_ULID, 0, "", version);
+  if ((back ? idgen_public_unmap128(p, in, out) : idgen_public_map128(p, in, out)) < 0)
+    fail_ulid();
+  PG_RETURN_TEXT_P(ulid_text(out));
+}
+
+PG_FUNCTION_INFO_V1(idgen_pg_public_ulid);
+Datum idgen_pg_public_ulid(PG_FUNCTION_ARGS) { return ulid_map(fcinfo, false); }
+
+PG_FUNCTION_INFO_V1(idgen_pg_unpublic_ulid);
+Datum idgen_pg_unpublic_ulid(PG_FUNCTION_ARGS) { return ulid_map(fcinfo, true); }
+
+PG_FUNCTION_INFO_V1(idgen_pg_public_ulid_text);
+Datum idgen_pg_public_ulid_text(PG_FUNCTION_ARGS) {
+  char *prefix = text_to_cstring(PG_GETARG_TEXT_PP(2)), buf[IDGEN_PUBLIC_TEXT_MAX];
+  uint8_t in[16];
+  idgen_public_t *p;
+  int n;
+  ulid_arg(PG_GETARG_TEXT_PP(0), in);
+  p = get_codec(PG_GETARG_TEXT_PP(1), IDGEN_PUBLIC_ULID, 0, prefix, 0);
+  if ((n = idgen_public_format128(p, in, buf, sizeof buf)) < 0)
+    fail_ulid();
+  PG_RETURN_TEXT_P(cstring_to_text_with_len(buf, n));
+}
+
+PG_FUNCTION_INFO_V1(idgen_pg_unpublic_ulid_text);
+Datum idgen_pg_unpublic_ulid_text(PG_FUNCTION_ARGS) {
+  text *t = PG_GETARG_TEXT_PP(0);
+  char *prefix = text_to_cstring(PG_GETARG_TEXT_PP(2)), err[512];
+  idgen_public_t *p = get_codec(PG_GETARG_TEXT_PP(1), IDGEN_PUBLIC_ULID, 0, prefix, 0);
+  uint8_t out[16];
+  int rc =
+      idgen_public_parse128(p, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), out, NULL, err, sizeof err);
+  if (rc < 0)
+    parse_failed(rc, err);
+  PG_RETURN_TEXT_P(ulid_text(out));
 }

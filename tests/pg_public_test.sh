@@ -14,7 +14,7 @@
 #     bigint each, idgen_unpublic gives every ID back;
 #   - text forms with a prefix, round trip; another prefix, another key, an
 #     altered character: an error each, never an ID;
-#   - UUIDv7 <-> UUIDv4, round trip;
+#   - UUIDv7 <-> UUIDv4, ULIDs, round trip;
 #   - the values equal the command's (`idgen public`, BUILD_DIR/idgen) for
 #     the same key file, made by `idgen public --new-key`, and the command
 #     reads the extension's text form back;
@@ -156,6 +156,16 @@ check "pg public: UUID form equals idgen public --kind uuid7's" \
   test "$(cli --kind uuid7 $u)" = "$(q "SELECT idgen_public('$u'::uuid, 'users', 1)")"
 check "pg public: UUID text form equals idgen public --kind uuid7 --prefix user's" \
   test "$(cli --kind uuid7 --prefix user $u)" = "$(q "SELECT idgen_public_text('$u'::uuid, 'users', 'user')")"
+l=01ARYZ6S410000000000000000
+check "pg public: ULID form equals idgen public --kind ulid's" \
+  test "$(cli --kind ulid $l)" = "$(q "SELECT idgen_public_ulid('$l', 'users', 1)")"
+check "pg public: ULID text form equals idgen public --kind ulid --prefix user's" \
+  test "$(cli --kind ulid --prefix user $l)" = "$(q "SELECT idgen_public_ulid_text('$l', 'users', 'user')")"
+check "pg public: 10000 ULIDs: distinct, round trip (both forms)" \
+  test "$(q "SELECT count(DISTINCT p) FROM (SELECT l, idgen_public_ulid(l, 'users', 1) p
+              FROM (SELECT idgen_ulid() l FROM generate_series(1, 10000)) a) b
+              WHERE idgen_unpublic_ulid(p, 'users', 1) = l
+                AND idgen_unpublic_ulid_text(idgen_public_ulid_text(l, 'users', 'user'), 'users', 'user') = l")" = 10000
 t=$(q "SELECT idgen_public_text(910499571847892992, 'users', 'user')")
 check "pg public: idgen public --reverse reads the extension's text" \
   test "$(cli --reverse --prefix user "$t")" = 910499571847892992

@@ -46,6 +46,17 @@ SELECT idgen_public_text('017f22e2-79b0-7cc3-98c4-dc0c0c07398f'::uuid, 'regress'
 SELECT idgen_unpublic_text_uuid(
   idgen_public_text('017f22e2-79b0-7cc3-98c4-dc0c0c07398f'::uuid, 'regress', 'user'), 'regress', 'user');
 
+-- ULIDs (text): 26 characters of permuted bits, and text forms
+SELECT idgen_public_ulid('01ARYZ6S410000000000000000', 'regress', 1);
+SELECT idgen_unpublic_ulid(idgen_public_ulid('01ARYZ6S410000000000000000', 'regress', 1), 'regress', 1);
+SELECT idgen_public_ulid_text('01ARYZ6S410000000000000000', 'regress', 'user');
+SELECT idgen_unpublic_ulid_text(idgen_public_ulid_text('01ARYZ6S410000000000000000', 'regress', 'user'),
+                                'regress', 'user');
+SELECT idgen_public_ulid('01ARYZ6S41000000000000000U', 'regress', 1);
+-- a UUIDv7's text read as a ULID's: the kind is in the tweak
+SELECT idgen_unpublic_ulid_text(
+  idgen_public_text('017f22e2-79b0-7cc3-98c4-dc0c0c07398f'::uuid, 'regress', 'user'), 'regress', 'user');
+
 -- Errors: each a message, never a wrong ID
 SELECT idgen_public(1, 'nonesuch', 1);
 SELECT idgen_public(1, 'regress', 0);
