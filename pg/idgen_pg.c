@@ -73,6 +73,7 @@ void _PG_init(void) {
       "layout spec such as time:41,datacenter:5,worker:5,sequence:12,epoch=1288834974657.",
       &layout_setting, "twitter", PGC_USERSET, 0, check_layout, assign_layout, NULL);
   idgen_pg_snowflake_init();
+  idgen_pg_public_init();
   if (process_shared_preload_libraries_in_progress)
     idgen_pg_worker_register(); /* the worker that leases for the backends */
   MarkGUCPrefixReserved("idgen");

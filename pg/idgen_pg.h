@@ -9,6 +9,8 @@
 #define IDGEN_PG_H
 
 void idgen_pg_snowflake_init(void);
+/* Defines idgen.public_keys (idgen_public.c). */
+void idgen_pg_public_init(void);
 /* Registers "idgen lease keeper"; only while the postmaster loads us. */
 void idgen_pg_worker_register(void);
 

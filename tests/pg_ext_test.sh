@@ -7,9 +7,10 @@
 # CMake build, BUILD_DIR/pg-libs, without etcd) and installs it into the
 # server's directories the PGXS way (root: it writes under /usr), starts a
 # server on a free loopback port (tests/pg_server.sh), runs the extension's
-# pg_regress suite (pg/sql/idgen.sql against pg/expected/idgen.out: known
+# pg_regress suites (pg/sql/idgen.sql against pg/expected/idgen.out: known
 # answers, bad input, a changed layout, idgen_snowflake() refused without
-# shared_preload_libraries), then has 4 sessions at once fill one table keyed
+# shared_preload_libraries; pg/sql/idgen_public.sql: public IDs with test keys
+# it writes with adminpack, tests/pg_public_test.sh has the rest), then has 4 sessions at once fill one table keyed
 # by idgen_uuid7() and idgen_ulid() defaults: no unique violation, every row
 # there.  Then a second server with shared_preload_libraries = 'idgen' (its
 # registry named on purpose, idgen.registry = 'file:pg_idgen': one private
