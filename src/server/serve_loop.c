@@ -577,6 +577,8 @@ void serve_worker_free(serve_worker_t *w) {
       close(w->listeners[p].fd);
   while (w->conns)
     serve_conn_close(w, w->conns, CR_SHUTDOWN);
+  serve_public_worker_free(w);
+  serve_buf_free(&w->pub_text);
   if (w->epfd >= 0)
     close(w->epfd);
   if (w->wakefd >= 0)
