@@ -41,8 +41,9 @@ void cli_public_open(cli_public_t *p, const char *cmd, idgen_public_kind_t kind)
     cli_fail(EXIT_USAGE, "%s: --public-form: \"%s\" is not a form (expected auto, int or text)",
              cmd, CLI_QUOTED(form));
   if (prefixed && !p->text)
-    cli_fail(EXIT_USAGE, "%s: the integer form has no prefix: --public-form text with "
-                         "--public-prefix",
+    cli_fail(EXIT_USAGE,
+             "%s: the integer form has no prefix: --public-form text with "
+             "--public-prefix",
              cmd);
   if (key == NULL || key[0] == '\0') {
     if (prefixed || p->form != NULL)

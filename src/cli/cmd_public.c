@@ -255,8 +255,7 @@ static int forward(pub_t *p, const char *in, size_t len) {
   uint8_t id[16], pub[16];
   if (parse_128(kind, in, len, id, err, sizeof err) < 0)
     return put_bad(p, in, err);
-  if (kind == IDGEN_PUBLIC_UUID7 &&
-      (id[6] >> 4 != 7 || (id[8] >> 6) != 2)) {
+  if (kind == IDGEN_PUBLIC_UUID7 && (id[6] >> 4 != 7 || (id[8] >> 6) != 2)) {
     snprintf(err, sizeof err, "a UUID of version %d%s, not a UUIDv7", id[6] >> 4,
              (id[8] >> 6) != 2 ? " and another variant" : "");
     return put_bad(p, in, err);
@@ -405,13 +404,18 @@ enum { OPT_KEY = 256, OPT_KEYVER, OPT_JSON, OPT_NEWKEY, OPT_ADD };
  * *newkey; --add into *add. */
 static void options(pub_t *p, int argc, char **argv, const char **key, const char **newkey,
                     int *add) {
-  static const struct option opts[] = {
-      {"reverse", no_argument, 0, 'r'},         {"kind", required_argument, 0, 'k'},
-      {"layout", required_argument, 0, 'l'},    {"prefix", required_argument, 0, 'p'},
-      {"form", required_argument, 0, 'f'},      {"key-version", required_argument, 0, OPT_KEYVER},
-      {"public-key", required_argument, 0, OPT_KEY}, {"json", no_argument, 0, OPT_JSON},
-      {"new-key", required_argument, 0, OPT_NEWKEY}, {"add", no_argument, 0, OPT_ADD},
-      {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
+  static const struct option opts[] = {{"reverse", no_argument, 0, 'r'},
+                                       {"kind", required_argument, 0, 'k'},
+                                       {"layout", required_argument, 0, 'l'},
+                                       {"prefix", required_argument, 0, 'p'},
+                                       {"form", required_argument, 0, 'f'},
+                                       {"key-version", required_argument, 0, OPT_KEYVER},
+                                       {"public-key", required_argument, 0, OPT_KEY},
+                                       {"json", no_argument, 0, OPT_JSON},
+                                       {"new-key", required_argument, 0, OPT_NEWKEY},
+                                       {"add", no_argument, 0, OPT_ADD},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":rk:l:p:f:h", opts, NULL)) != -1) {
@@ -486,8 +490,9 @@ int cmd_public(int argc, char **argv) {
     opt = IDGEN_PUBLIC_KEY_ENV;
   }
   if (key == NULL || key[0] == '\0')
-    cli_fail(EXIT_USAGE, "public: no key: --public-key FILE or %s=FILE (a key file: 'idgen "
-                         "public --new-key FILE')",
+    cli_fail(EXIT_USAGE,
+             "public: no key: --public-key FILE or %s=FILE (a key file: 'idgen "
+             "public --new-key FILE')",
              IDGEN_PUBLIC_KEY_ENV);
   p.keys = cli_public_keys(opt, key);
   codec(&p, p.kind ? p.kind : IDGEN_PUBLIC_SNOWFLAKE); /* the version and prefix checked now */

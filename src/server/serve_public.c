@@ -110,13 +110,13 @@ idgen_public_t *serve_public_codec(serve_worker_t *w, int kind, char *why, size_
     snprintf(why, n, "public IDs are off: the daemon has no public_key (--public-key FILE)");
     return NULL;
   }
-  idgen_public_settings_t ps = {
-      .kind = kind == KIND_SNOWFLAKE ? IDGEN_PUBLIC_SNOWFLAKE
-              : kind == KIND_ULID    ? IDGEN_PUBLIC_ULID
-                                     : IDGEN_PUBLIC_UUID7,
-      .bits = kind == KIND_SNOWFLAKE ? (unsigned)s->layout->total_bits : 0,
-      .prefix = s->cfg->s.public_prefix,
-      .version = 0};
+  idgen_public_settings_t ps = {.kind = kind == KIND_SNOWFLAKE ? IDGEN_PUBLIC_SNOWFLAKE
+                                        : kind == KIND_ULID    ? IDGEN_PUBLIC_ULID
+                                                               : IDGEN_PUBLIC_UUID7,
+                                .bits =
+                                    kind == KIND_SNOWFLAKE ? (unsigned)s->layout->total_bits : 0,
+                                .prefix = s->cfg->s.public_prefix,
+                                .version = 0};
   char err[300];
   if (idgen_public_new(&w->pub[kind], keys, &ps, err, sizeof err) < 0) {
     snprintf(why, n, "public IDs: %s", err);
@@ -434,9 +434,13 @@ int serve_public_looks(serve_daemon_t *s, const char *t, size_t len) {
     return 0;
   const char *pre = s->cfg->s.public_prefix;
   size_t plen = pre ? strlen(pre) : 0;
-  if (plen > 0)
-    return len > plen + 1 && memcmp(t, pre, plen) == 0 && t[plen] == '_';
-  return (len == IDGEN_PUBLIC_TEXT64_LEN || len == IDGEN_PUBLIC_TEXT128_LEN) && !all_digits(t, len);
+  if (plen > 0 && len > plen + 1 && memcmp(t, pre, plen) == 0 && t[plen] == '_')
+    return 1;
+  /* Another prefix, or none: a text form's length after it (no ID has a
+   * '_', nor 17 or 30 characters that are not all digits). */
+  size_t body = body_len(t, len);
+  return (body == IDGEN_PUBLIC_TEXT64_LEN || body == IDGEN_PUBLIC_TEXT128_LEN) &&
+         !all_digits(t, len);
 }
 
 static const char *form_name(serve_daemon_t *s) { return text_form(s) ? "text" : "int"; }

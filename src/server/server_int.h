@@ -701,8 +701,9 @@ int serve_public_of(serve_worker_t *w, const char *t, size_t len, char *out, siz
  * its kind: the length, or a code with err[n]. */
 int serve_public_reverse(serve_worker_t *w, const char *t, size_t len, char *out, int *kind,
                          unsigned *version, char *err, size_t n);
-/* 1 when t looks like a text form (the configured prefix, or without one
- * 17 or 30 characters that are not all digits) and a key is held. */
+/* 1 when t looks like a text form and a key is held: the configured
+ * prefix and '_', or (any prefix or none) 17 or 30 characters after the
+ * last '_', not all digits. */
 int serve_public_looks(serve_daemon_t *s, const char *t, size_t len);
 /* Counts a failure with code rc. */
 void serve_public_count(serve_worker_t *w, int rc);

@@ -189,6 +189,9 @@ def group_text(d):
     r, detail = curl(d.http, "/decode/%s?public=1" % wrong)
     check("another prefix (order_): 400 naming the prefix",
           r is not None and r.status == 400 and b"prefix" in r.body, detail or (r.status, r.body))
+    r, detail = curl(d.http, "/decode/%s" % wrong)
+    check("... and without public=1 (told by its shape)",
+          r is not None and r.status == 400 and b"prefix" in r.body, detail or (r.status, r.body))
     rc, out, err = rcli(d.resp, "UNPUBLIC", wrong)
     check("... and UNPUBLIC: -ERR naming the prefix", "(error) ERR" in out and "prefix" in out, out + err)
     body = pubs[0][6:]
