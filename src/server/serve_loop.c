@@ -242,6 +242,8 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
     serve_buf_free(&w->out);
   if (w->body.cap > SCRATCH_KEEP)
     serve_buf_free(&w->body);
+  if (w->pub_text.cap > SCRATCH_KEEP)
+    serve_buf_free(&w->pub_text);
   if (nreq > 0)
     observe(w, c, w->read_ns, nreq);
   return conn_settle(w, c);

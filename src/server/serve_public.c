@@ -217,7 +217,7 @@ int serve_public_make(serve_worker_t *w, int kind, const uint64_t *ids, size_t n
       else
         b->len += (size_t)len + 1;
     }
-  if (n > 4096 && w->pub_cap > 4096) { /* a large batch's room given back */
+  if (w->pub_cap * sizeof *w->pub_ids > SCRATCH_KEEP) { /* a large batch's room given back */
     free(w->pub_ids);
     w->pub_ids = NULL;
     w->pub_cap = 0;

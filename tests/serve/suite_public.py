@@ -82,6 +82,15 @@ def group_refusals():
     check("a malformed key file is refused at start, naming line 3",
           rc == 2 and "line 3" in err, "exit %d: %s" % (rc, err))
     no_key_in("the refusal of a malformed key file", err)
+    good = key_file("good.key")
+    long_prefix = "a" * 63
+    rc, err = serve_refusal("--public-key", good, "--public-prefix", long_prefix,
+                            "--max-batch", "10000", "--max-output-bytes", "500000")
+    check("max_output_bytes too small for max_batch text forms of a 63-letter prefix: refused",
+          rc == 2 and "max_output_bytes" in err, "exit %d: %s" % (rc, err))
+    rc, err = serve_refusal("--public-key", good, "--max-batch", "10000", "--max-output-bytes",
+                            "500000", "--check-config")
+    check("... the same with the integer form fits (43 bytes an ID)", rc == 0, "exit %d: %s" % (rc, err))
     rc, err = serve_refusal("--public-prefix", "user")
     check("a prefix without a key is refused", rc == 2 and "public_key" in err, "exit %d: %s" % (rc, err))
 
