@@ -459,6 +459,18 @@ json_t *serve_public_json(serve_daemon_t *s) {
                    "key_versions", vs, "newest", (json_int_t)idgen_public_keys_newest(k));
 }
 
+int serve_public_facts(serve_daemon_t *s, const char **form, const char **prefix, char *versions,
+                       size_t n, unsigned *newest) {
+  const idgen_public_keys_t *k = atomic_load(&s->pub_keys);
+  *form = k ? form_name(s) : "";
+  *prefix = s->cfg->s.public_prefix ? s->cfg->s.public_prefix : "";
+  *newest = k ? idgen_public_keys_newest(k) : 0;
+  versions[0] = '\0';
+  if (k != NULL)
+    versions_text(k, versions, n);
+  return k != NULL;
+}
+
 void serve_public_health_line(serve_daemon_t *s, serve_buf_t *b) {
   const idgen_public_keys_t *k = atomic_load(&s->pub_keys);
   if (k == NULL)

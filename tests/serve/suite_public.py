@@ -252,6 +252,10 @@ def group_shown(d, what):
                                          timeout=10).stdout.decode()
     check("%s: /health names the public form and versions" % what, "public form=" in texts["/health"],
           texts["/health"])
+    rc, out, err = rcli(d.resp, "INFO", "generator")
+    texts["RESP INFO"] = out
+    check("%s: RESP INFO says public:on and the newest version" % what,
+          "public:on" in out and "public_key_newest:%d" % pub.get("newest", -1) in out, out[-400:])
     for name, text in texts.items():
         no_key_in("%s (%s)" % (name, what), text)
 
