@@ -20,12 +20,12 @@
 
 /* ---- shared pieces --------------------------------------------------------- */
 
-/* AES-ECB over len bytes (a multiple of 16) in place. */
+/* AES-ECB over len bytes (a multiple of 16) in place.  EVP_Cipher, not
+ * EVP_EncryptUpdate: it goes straight to the cipher, without the update's
+ * buffering, which costs as much as the AES of a block.  It returns the
+ * bytes done for a provider's cipher, 1 for an engine's, <= 0 on failure. */
 static int aes_ecb(EVP_CIPHER_CTX *c, uint8_t *buf, size_t len) {
-  int outl = 0;
-  if (EVP_EncryptUpdate(c, buf, &outl, buf, (int)len) != 1 || (size_t)outl != len)
-    return IDGEN_ENOMEM;
-  return 0;
+  return EVP_Cipher(c, buf, buf, (unsigned)len) > 0 ? 0 : IDGEN_ENOMEM;
 }
 
 /* The CBC-MAC (zero IV), fed byte by byte: y holds the running state. */
@@ -239,6 +239,19 @@ out:
 
 /* ---- the fast radix-2 path --------------------------------------------------- */
 
+static inline idgen_u128 mask_of(unsigned m) { return ((idgen_u128)1 << m) - 1; }
+
+static inline uint64_t be64(const uint8_t *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return __builtin_bswap64(v);
+}
+
+static inline void put_be64(uint8_t *p, uint64_t v) {
+  v = __builtin_bswap64(v);
+  memcpy(p, &v, 8);
+}
+
 void *idgen__ff1_ecb_new(const uint8_t key[32]) {
   EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
   if (c == NULL)
@@ -273,41 +286,45 @@ int idgen__ff1_init(idgen_ff1_t *f, void *ecb, unsigned n, const uint8_t *tweak,
     mac_byte(&m, k < t ? tweak[k] : 0);
   if (m.rc != 0 || m.fill != 0)
     return IDGEN_ENOMEM;
-  memcpy(f->h, m.y, 16);
   for (size_t k = 0; k < 15 - f->b; k++) {
     size_t at = q - 16 + k;
-    f->h[k] ^= at < t ? tweak[at] : 0;
+    m.y[k] ^= at < t ? tweak[at] : 0;
   }
+  f->h64[0] = be64(m.y);
+  f->h64[1] = be64(m.y + 8);
+  for (unsigned i = 0; i < 10; i++)
+    f->qi[i] = (idgen_u128)i << (8 * f->b);
+  f->mask_u = mask_of(f->u);
+  f->mask_v = mask_of(f->v);
   return 0;
 }
 
-static inline idgen_u128 mask_of(unsigned m) { return ((idgen_u128)1 << m) - 1; }
-
-/* The round's block: h XOR [i] XOR NUM(x) in the last b bytes. */
+/* The round's block: h XOR the last 16 bytes of Q, which read as one
+ * big-endian number are i << 8b | NUM(x) (f->qi[i] | x). */
 static inline void fast_block(const idgen_ff1_t *f, unsigned i, idgen_u128 x, uint8_t blk[16]) {
-  memcpy(blk, f->h, 16);
-  blk[15 - f->b] ^= (uint8_t)i;
-  for (unsigned j = 0; j < f->b; j++)
-    blk[15 - j] ^= (uint8_t)(x >> (8 * j));
+  idgen_u128 q = f->qi[i] | x;
+  put_be64(blk, f->h64[0] ^ (uint64_t)(q >> 64));
+  put_be64(blk + 8, f->h64[1] ^ (uint64_t)q);
 }
 
-/* NUM(S) mod 2^m for m <= 72: the low bits of R's first d bytes. */
-static inline idgen_u128 fast_y(const idgen_ff1_t *f, const uint8_t r[16], unsigned m) {
-  idgen_u128 y = 0;
-  for (unsigned j = f->d > 10 ? f->d - 10 : 0; j < f->d; j++)
-    y = (y << 8) | r[j];
-  return y & mask_of(m);
+/* NUM(S) mod 2^m, m <= 72: the low bits of R's first d bytes, of which the
+ * last 9 suffice (d is 8, 12 or 16; with d = 8 m is at most 32). */
+static inline idgen_u128 fast_y(const idgen_ff1_t *f, const uint8_t r[16], idgen_u128 mask) {
+  idgen_u128 y = be64(r + f->d - 8);
+  if (f->d > 8)
+    y |= (idgen_u128)r[f->d - 9] << 64;
+  return y & mask;
 }
 
 int idgen__ff1_encrypt(const idgen_ff1_t *f, idgen_u128 *a, idgen_u128 *b) {
   uint8_t blk[16];
   idgen_u128 x = *a, z = *b;
   for (unsigned i = 0; i < 10; i++) {
-    unsigned m = (i & 1) ? f->v : f->u;
+    idgen_u128 mask = (i & 1) ? f->mask_v : f->mask_u;
     fast_block(f, i, z, blk);
     if (aes_ecb(f->ecb, blk, 16) != 0)
       return IDGEN_ENOMEM;
-    idgen_u128 c = (x + fast_y(f, blk, m)) & mask_of(m);
+    idgen_u128 c = (x + fast_y(f, blk, mask)) & mask;
     x = z;
     z = c;
   }
@@ -320,11 +337,11 @@ int idgen__ff1_decrypt(const idgen_ff1_t *f, idgen_u128 *a, idgen_u128 *b) {
   uint8_t blk[16];
   idgen_u128 x = *a, z = *b;
   for (unsigned i = 10; i-- > 0;) {
-    unsigned m = (i & 1) ? f->v : f->u;
+    idgen_u128 mask = (i & 1) ? f->mask_v : f->mask_u;
     fast_block(f, i, x, blk);
     if (aes_ecb(f->ecb, blk, 16) != 0)
       return IDGEN_ENOMEM;
-    idgen_u128 c = (z - fast_y(f, blk, m)) & mask_of(m);
+    idgen_u128 c = (z - fast_y(f, blk, mask)) & mask;
     z = x;
     x = c;
   }
@@ -334,28 +351,35 @@ int idgen__ff1_decrypt(const idgen_ff1_t *f, idgen_u128 *a, idgen_u128 *b) {
 }
 
 /* Up to IDGEN_FF1_BATCH values: each round's blocks in one AES call. */
-static int batch_chunk(const idgen_ff1_t *f, idgen_u128 *a, idgen_u128 *b, size_t cnt,
-                       int decrypt) {
+static int batch_enc(const idgen_ff1_t *f, idgen_u128 *a, idgen_u128 *b, size_t cnt) {
   uint8_t blk[IDGEN_FF1_BATCH][16];
-  for (unsigned r = 0; r < 10; r++) {
-    unsigned i = decrypt ? 9 - r : r;
-    unsigned m = (i & 1) ? f->v : f->u;
-    idgen_u128 mask = mask_of(m);
+  for (unsigned i = 0; i < 10; i++) {
+    idgen_u128 mask = (i & 1) ? f->mask_v : f->mask_u;
     for (size_t k = 0; k < cnt; k++)
-      fast_block(f, i, decrypt ? a[k] : b[k], blk[k]);
+      fast_block(f, i, b[k], blk[k]);
     if (aes_ecb(f->ecb, &blk[0][0], 16 * cnt) != 0)
       return IDGEN_ENOMEM;
     for (size_t k = 0; k < cnt; k++) {
-      idgen_u128 y = fast_y(f, blk[k], m);
-      if (!decrypt) {
-        idgen_u128 c = (a[k] + y) & mask;
-        a[k] = b[k];
-        b[k] = c;
-      } else {
-        idgen_u128 c = (b[k] - y) & mask;
-        b[k] = a[k];
-        a[k] = c;
-      }
+      idgen_u128 c = (a[k] + fast_y(f, blk[k], mask)) & mask;
+      a[k] = b[k];
+      b[k] = c;
+    }
+  }
+  return 0;
+}
+
+static int batch_dec(const idgen_ff1_t *f, idgen_u128 *a, idgen_u128 *b, size_t cnt) {
+  uint8_t blk[IDGEN_FF1_BATCH][16];
+  for (unsigned i = 10; i-- > 0;) {
+    idgen_u128 mask = (i & 1) ? f->mask_v : f->mask_u;
+    for (size_t k = 0; k < cnt; k++)
+      fast_block(f, i, a[k], blk[k]);
+    if (aes_ecb(f->ecb, &blk[0][0], 16 * cnt) != 0)
+      return IDGEN_ENOMEM;
+    for (size_t k = 0; k < cnt; k++) {
+      idgen_u128 c = (b[k] - fast_y(f, blk[k], mask)) & mask;
+      b[k] = a[k];
+      a[k] = c;
     }
   }
   return 0;
@@ -364,7 +388,7 @@ static int batch_chunk(const idgen_ff1_t *f, idgen_u128 *a, idgen_u128 *b, size_
 int idgen__ff1_batch(const idgen_ff1_t *f, idgen_u128 *a, idgen_u128 *b, size_t cnt, int decrypt) {
   for (size_t k = 0; k < cnt; k += IDGEN_FF1_BATCH) {
     size_t c = cnt - k < IDGEN_FF1_BATCH ? cnt - k : IDGEN_FF1_BATCH;
-    int rc = batch_chunk(f, a + k, b + k, c, decrypt);
+    int rc = decrypt ? batch_dec(f, a + k, b + k, c) : batch_enc(f, a + k, b + k, c);
     if (rc != 0)
       return rc;
   }

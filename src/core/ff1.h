@@ -36,11 +36,13 @@ int idgen__ff1_ref(const uint8_t *key, size_t keylen, unsigned radix, const uint
 /* The fast radix-2 form.  ecb is an AES-256-ECB context (padding off) for
  * the key, owned by the caller and shared by every context of that key. */
 typedef struct idgen_ff1 {
-  void *ecb;        /* EVP_CIPHER_CTX * */
-  uint8_t h[16];    /* CBC-MAC state before the last block of Q, XORed with
-                        that block's constant bytes */
-  unsigned n, u, v; /* bits: all, high half, low half */
-  unsigned b, d;    /* bytes of NUM(B) in Q; bytes of S */
+  void *ecb;         /* EVP_CIPHER_CTX * */
+  uint64_t h64[2];   /* CBC-MAC state before the last block of Q, XORed with
+                       that block's constant bytes (big-endian halves) */
+  unsigned n, u, v;  /* bits: all, high half, low half */
+  unsigned b, d;     /* bytes of NUM(B) in Q; bytes of S */
+  idgen_u128 qi[10]; /* round i's number in Q's last 16 bytes: i << 8b */
+  idgen_u128 mask_u, mask_v;
 } idgen_ff1_t;
 
 /* Makes f for n bits (1..144) and tweak[t].  0, IDGEN_EINVAL, or
