@@ -459,6 +459,7 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   serve_audit_metrics(s, b);
   serve_leases_metrics(s, b);
   serve_seq_metrics(s, b);
+  serve_public_metrics(s, b);
   if (atomic_load(&s->clock_skew_known))
     ms_and_seconds(b, "registry_clock_skew",
                    "This host's wall clock minus the registry's own (PostgreSQL's), beyond "
@@ -559,6 +560,17 @@ void serve_info_text(serve_daemon_t *s, serve_buf_t *b, int sections) {
                        ls.lease.generation, ms_or(ls.valid_ms, valid, sizeof valid, "never"),
                        ms_or(ls.lease.expires_in_ms, in, sizeof in, "never"),
                        time_or(ls.lease.mark_ms, mark, "none"), ls.mark_failures);
+    }
+    const char *pform, *pprefix;
+    char pvers[128];
+    unsigned pnewest;
+    int pon = serve_public_facts(s, &pform, &pprefix, pvers, sizeof pvers, &pnewest);
+    serve_buf_printf(b, "public:%s\r\n", pon ? "on" : "off");
+    if (pon) { /* the key versions, never a key */
+      serve_buf_printf(b, "public_form:%s\r\n", pform);
+      info_value(b, "public_prefix", pprefix);
+      info_value(b, "public_key_versions", pvers);
+      serve_buf_printf(b, "public_key_newest:%u\r\n", pnewest);
     }
     serve_buf_printf(b,
                      "max_batch:%" PRId64 "\r\nmax_borrow_ms:%" PRId64 "\r\nmax_wait_ms:%" PRId64
@@ -681,6 +693,7 @@ static json_t *info_object(serve_daemon_t *s) {
   json_object_set_new(o, "audit", serve_audit_json(s));
   json_object_set_new(o, "leases", serve_leases_json(s));
   json_object_set_new(o, "sequences", serve_seq_info(s));
+  json_object_set_new(o, "public", serve_public_json(s));
   json_object_set_new(o, "connections", json_integer(atomic_load(&s->nconns)));
   json_object_set_new(o, "tls", json_boolean(s->cfg->tls != NULL));
   json_object_set_new(o, "tls_client_certificates",
@@ -791,6 +804,7 @@ int serve_health_text(serve_daemon_t *s, serve_buf_t *b) {
   if (!dead && serve_not_ready(s, why, sizeof why)) /* alive all the same: see /ready */
     serve_buf_printf(b, "not ready: %s\n", why);
   serve_seq_health(s, b); /* a sequence whose claims fail: said, alive all the same */
+  serve_public_health_line(s, b);
   return dead;
 }
 
