@@ -376,6 +376,14 @@ static void text_put(const idgen_public_t *p, unsigned version, idgen_u128 hi, i
     *w++ = '_';
   }
   *w++ = alphabet[version - 1];
+  if (lobits == 40) { /* 80 bits: each half is 8 characters, in 64-bit words */
+    uint64_t h = (uint64_t)hi, l = (uint64_t)lo;
+    for (size_t k = 8; k-- > 0; h >>= 5, l >>= 5) {
+      w[k] = alphabet[h & 31];
+      w[8 + k] = alphabet[l & 31];
+    }
+    return;
+  }
   for (size_t k = nchars; k-- > 0;) {
     w[k] = alphabet[(unsigned)(lo & 31)];
     lo = (lo >> 5) | (hi & 31) << (lobits - 5);
