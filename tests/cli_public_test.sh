@@ -174,6 +174,14 @@ runin "$tmp/sfpub" public --public-key "$K" -r
 want_rc "snowflake --public-key reversed" 0
 check "snowflake --public-key: back to increasing IDs" sort -n -C "$tmp/out"
 check "snowflake --public-key: 500 distinct" test "$(sort -u "$tmp/out" | wc -l)" = 500
+# text forms: the generator's batches (up to 4096) made as one batch each
+run snowflake -n 9000 --public-key "$K" --public-form text
+cp "$tmp/out" "$tmp/sfpub"
+check "snowflake -n 9000 text: 17 characters each" test "$(grep -cxE '[0-9a-z]{17}' "$tmp/sfpub")" = 9000
+runin "$tmp/sfpub" public --public-key "$K" -r
+want_rc "snowflake -n 9000 text reversed" 0
+check "snowflake -n 9000 text: back to increasing IDs" sort -n -C -u "$tmp/out"
+check "snowflake -n 9000 text: 9000 back" test "$(wc -l <"$tmp/out")" = 9000
 IDGEN_PUBLIC_KEY=$K run snowflake -n 3 --public-prefix order --json
 want_rc "snowflake IDGEN_PUBLIC_KEY, prefix, json" 0
 check "snowflake --json text forms" grep -qE '^\{"ids":\["order_[0-9a-z]{17}","order_[0-9a-z]{17}","order_[0-9a-z]{17}"\]\}$' "$tmp/out"
@@ -205,6 +213,15 @@ check "ulid --public-key: 200 text forms" test "$(grep -cxE 'user_[0-9a-z]{30}' 
 runin "$tmp/ulidgen" public --public-key "$K" -r --prefix user --kind ulid
 want_rc "ulid --public-key reversed" 0
 check "ulid --public-key: back to increasing ULIDs" sort -C "$tmp/out"
+# text forms made 256 at a time: 600 crosses two batches and ends in a part one
+run ulid -n 600 --monotonic --public-key "$K" --public-form text
+cp "$tmp/out" "$tmp/ulidgen"
+check "ulid -n 600 text: 600 text forms" test "$(grep -cxE '[0-9a-z]{30}' "$tmp/ulidgen")" = 600
+check "ulid -n 600 text: distinct" test "$(sort -u "$tmp/ulidgen" | wc -l)" = 600
+runin "$tmp/ulidgen" public --public-key "$K" -r --kind ulid
+want_rc "ulid -n 600 text reversed" 0
+check "ulid -n 600 text: back to 600 increasing ULIDs" sort -C -u "$tmp/out"
+check "ulid -n 600 text: 600 back" test "$(wc -l <"$tmp/out")" = 600
 
 # ---- UUIDv7 -> UUIDv4 ----------------------------------------------------------------
 run uuid7 -n 500
@@ -230,6 +247,16 @@ runin "$tmp/u7gen" public --public-key "$K" -r
 want_rc "uuid7 --public-key reversed" 0
 check "uuid7 --public-key: back to increasing UUIDv7s" sort -C "$tmp/out"
 check "uuid7 --public-key: version 7" test "$(grep -c '^........-....-7' "$tmp/out")" = 200
+run uuid7 -n 600 --public-key "$K" --public-prefix doc --json
+check "uuid7 -n 600 text --json: 600 elements" \
+  test "$(grep -oE '"doc_[0-9a-z]{30}"' "$tmp/out" | wc -l)" = 600
+check "uuid7 -n 600 text --json: one object, 599 commas" \
+  test "$(sed -E 's/"doc_[0-9a-z]{30}"//g' "$tmp/out")" = "{\"ids\":[$(printf ',%.0s' $(seq 599))]}"
+grep -oE 'doc_[0-9a-z]{30}' "$tmp/out" >"$tmp/u7gen"
+runin "$tmp/u7gen" public --public-key "$K" -r --prefix doc
+want_rc "uuid7 -n 600 text reversed" 0
+check "uuid7 -n 600 text: back to 600 increasing UUIDv7s" sort -C -u "$tmp/out"
+check "uuid7 -n 600 text: version 7" test "$(grep -c '^........-....-7' "$tmp/out")" = 600
 run public --public-key "$K" --json "$one" nope
 check "json: one object per input" test "$(wc -l <"$tmp/out")" = 2
 check "json: the result" grep -qxF "{\"input\":\"$one\",\"output\":\"$(head -1 "$tmp/pub")\",\"kind\":\"snowflake\"}" "$tmp/out"

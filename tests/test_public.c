@@ -5,7 +5,8 @@
  * batch, both ways), the integer and text forms of every kind, their
  * errors (each naming the column, never giving a wrong ID), key files
  * (mode, symbolic links, generate, add, 32 versions, adds from several
- * processes at once, no key in any message) and key rotation.  The 10-million round trips and the statistics are
+ * processes at once, no key in any message), key rotation and the text
+ * batches against the single calls (every bit count, prefixes, errors).  The 10-million round trips and the statistics are
  * test_public_bulk.c's.
  */
 #define _GNU_SOURCE
@@ -638,6 +639,176 @@ static void test_settings_and_prefixes(void **state) {
   idgen_public_keys_free(kk);
 }
 
+/* ---- text batches ------------------------------------------------------------- */
+
+static const char *const batch_prefixes[] = {
+    "", "user", "a", "order_line",
+    "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijk"};
+
+/* Checks buf (n texts of len) against the single calls, each read back. */
+static void batch_vs_single64(idgen_public_t *p, const uint64_t *ids, size_t n, const char *buf,
+                              size_t len) {
+  for (size_t i = 0; i < n; i++) {
+    char one[IDGEN_PUBLIC_TEXT_MAX], err[256] = "";
+    int l = idgen_public_format64(p, ids[i], one, sizeof one);
+    assert_int_equal(len, l);
+    if (memcmp(one, buf + i * len, len) != 0)
+      fail_msg("ID %zu (%llu): batch %.*s, single %s", i, (unsigned long long)ids[i], (int)len,
+               buf + i * len, one);
+    uint64_t back;
+    if (idgen_public_parse64(p, buf + i * len, len, &back, NULL, err, sizeof err) != 0)
+      fail_msg("parse64: %s", err);
+    assert_int_equal(ids[i], back);
+  }
+}
+
+static void batch64_one(idgen_public_keys_t *keys, unsigned bits, const char *prefix) {
+  idgen_public_t *p = codec(keys, IDGEN_PUBLIC_SNOWFLAKE, bits, prefix);
+  size_t len = (size_t)idgen_public_text_len(p);
+  assert_int_equal(len, (*prefix ? strlen(prefix) + 1 : 0) + IDGEN_PUBLIC_TEXT64_LEN);
+  uint64_t lim = bits == 64 ? ~(uint64_t)0 : (((uint64_t)1 << bits) - 1);
+  static const size_t counts[] = {0, 1, 2, 63, 64, 65, 130};
+  uint64_t ids[130];
+  for (size_t i = 0; i < 130; i++)
+    ids[i] = i == 0 ? 0 : (i == 1 ? lim : rnd64() & lim);
+  char *buf = malloc(130 * len + 1);
+  assert_non_null(buf);
+  for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+    size_t n = counts[c];
+    memset(buf, '#', 130 * len + 1);
+    tu_ok(idgen_public_format64_batch(p, ids, n, buf, n * len));
+    assert_int_equal('#', buf[n * len]); /* nothing past n texts, no NUL */
+    batch_vs_single64(p, ids, n, buf, len);
+  }
+  idgen_public_free(p);
+  free(buf);
+}
+
+static void test_text_batch64(void **state) {
+  (void)state;
+  uint8_t k[3][32];
+  unsigned versions[3] = {1, 2, 7};
+  rnd_bytes(&k[0][0], sizeof k);
+  idgen_public_keys_t *keys = keys_of(3, versions, k);
+  for (unsigned bits = 20; bits <= 64; bits++)
+    for (size_t i = 0; i < sizeof batch_prefixes / sizeof batch_prefixes[0]; i++)
+      batch64_one(keys, bits, batch_prefixes[i]);
+  idgen_public_free(NULL);
+  idgen_public_keys_free(keys);
+}
+
+static void batch128_one(idgen_public_keys_t *keys, int kind, const char *prefix) {
+  idgen_public_t *p = codec(keys, (idgen_public_kind_t)kind, 0, prefix);
+  size_t len = (size_t)idgen_public_text_len(p);
+  assert_int_equal(len, (*prefix ? strlen(prefix) + 1 : 0) + IDGEN_PUBLIC_TEXT128_LEN);
+  enum { CNT = 140 };
+  uint8_t ids[CNT][16];
+  for (size_t i = 0; i < CNT; i++) {
+    if (kind == IDGEN_PUBLIC_UUID7)
+      make_uuid7(ids[i]);
+    else
+      rnd_bytes(ids[i], 16);
+  }
+  if (kind == IDGEN_PUBLIC_ULID) {
+    memset(ids[0], 0, 16);
+    memset(ids[1], 0xff, 16);
+  }
+  char *buf = malloc(CNT * len + 1);
+  assert_non_null(buf);
+  static const size_t counts[] = {0, 1, 64, 65, CNT};
+  for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+    size_t n = counts[c];
+    memset(buf, '#', CNT * len + 1);
+    tu_ok(idgen_public_format128_batch(p, (const uint8_t(*)[16])ids, n, buf, n * len));
+    assert_int_equal('#', buf[n * len]);
+    for (size_t i = 0; i < n; i++) {
+      char one[IDGEN_PUBLIC_TEXT_MAX], err[256] = "";
+      assert_int_equal(len, idgen_public_format128(p, ids[i], one, sizeof one));
+      if (memcmp(one, buf + i * len, len) != 0)
+        fail_msg("ID %zu: batch %.*s, single %s", i, (int)len, buf + i * len, one);
+      uint8_t back[16];
+      if (idgen_public_parse128(p, buf + i * len, len, back, NULL, err, sizeof err) != 0)
+        fail_msg("parse128: %s", err);
+      assert_memory_equal(ids[i], back, 16);
+    }
+  }
+  idgen_public_free(p);
+  free(buf);
+}
+
+static void test_text_batch128(void **state) {
+  (void)state;
+  uint8_t k[2][32];
+  unsigned versions[2] = {3, 32};
+  rnd_bytes(&k[0][0], sizeof k);
+  idgen_public_keys_t *keys = keys_of(2, versions, k);
+  for (int kind = IDGEN_PUBLIC_ULID; kind <= IDGEN_PUBLIC_UUID7; kind++)
+    for (size_t i = 0; i < sizeof batch_prefixes / sizeof batch_prefixes[0]; i++)
+      batch128_one(keys, kind, batch_prefixes[i]);
+  idgen_public_keys_free(keys);
+}
+
+/* An error leaves buf as it was. */
+static void untouched(const char *buf, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (buf[i] != '#')
+      fail_msg("byte %zu written on an error", i);
+}
+
+static void test_text_batch_errors(void **state) {
+  (void)state;
+  idgen_public_keys_t *keys = one_key(1);
+  idgen_public_t *p = codec(keys, IDGEN_PUBLIC_SNOWFLAKE, 41, "user");
+  idgen_public_t *u = codec(keys, IDGEN_PUBLIC_UUID7, 0, NULL);
+  size_t len = (size_t)idgen_public_text_len(p), ulen = (size_t)idgen_public_text_len(u);
+  assert_int_equal(5 + IDGEN_PUBLIC_TEXT64_LEN, len);
+  assert_int_equal(IDGEN_PUBLIC_TEXT128_LEN, ulen);
+  assert_int_equal(IDGEN_EINVAL, idgen_public_text_len(NULL));
+  uint64_t ids[70];
+  for (size_t i = 0; i < 70; i++)
+    ids[i] = rnd64() >> 23;
+  char buf[70 * (5 + IDGEN_PUBLIC_TEXT128_LEN)];
+  memset(buf, '#', sizeof buf);
+  /* one character short */
+  assert_int_equal(IDGEN_ERANGE, idgen_public_format64_batch(p, ids, 70, buf, 70 * len - 1));
+  assert_int_equal(IDGEN_ERANGE, idgen_public_format64_batch(p, ids, 1, buf, len - 1));
+  assert_int_equal(IDGEN_ERANGE,
+                   idgen_public_format64_batch(p, ids, SIZE_MAX / 2, buf, sizeof buf));
+  untouched(buf, sizeof buf);
+  /* an ID at 2^41, the last of 70: nothing written */
+  ids[69] = (uint64_t)1 << 41;
+  assert_int_equal(IDGEN_ERANGE, idgen_public_format64_batch(p, ids, 70, buf, sizeof buf));
+  untouched(buf, sizeof buf);
+  ids[69] -= 1;
+  tu_ok(idgen_public_format64_batch(p, ids, 70, buf, 70 * len));
+  /* kinds, NULL, n = 0 */
+  uint8_t uu[70][16];
+  for (size_t i = 0; i < 70; i++)
+    make_uuid7(uu[i]);
+  assert_int_equal(IDGEN_EINVAL, idgen_public_format64_batch(u, ids, 1, buf, sizeof buf));
+  assert_int_equal(IDGEN_EINVAL,
+                   idgen_public_format128_batch(p, (const uint8_t(*)[16])uu, 1, buf, sizeof buf));
+  assert_int_equal(IDGEN_EINVAL, idgen_public_format64_batch(NULL, ids, 1, buf, sizeof buf));
+  assert_int_equal(IDGEN_EINVAL, idgen_public_format64_batch(p, NULL, 1, buf, sizeof buf));
+  assert_int_equal(IDGEN_EINVAL, idgen_public_format64_batch(p, ids, 1, NULL, sizeof buf));
+  assert_int_equal(IDGEN_EINVAL, idgen_public_format128_batch(u, NULL, 1, buf, sizeof buf));
+  tu_ok(idgen_public_format64_batch(p, NULL, 0, NULL, 0));
+  tu_ok(idgen_public_format128_batch(u, NULL, 0, NULL, 0));
+  /* a UUID of version 4 among v7s: EPARSE, nothing written */
+  memset(buf, '#', sizeof buf);
+  uu[64][6] = (uint8_t)(0x40 | (uu[64][6] & 15));
+  assert_int_equal(IDGEN_EPARSE,
+                   idgen_public_format128_batch(u, (const uint8_t(*)[16])uu, 70, buf, sizeof buf));
+  untouched(buf, sizeof buf);
+  assert_int_equal(IDGEN_ERANGE,
+                   idgen_public_format128_batch(u, (const uint8_t(*)[16])uu, 2, buf, 2 * ulen - 1));
+  untouched(buf, sizeof buf);
+  tu_ok(idgen_public_format128_batch(u, (const uint8_t(*)[16])uu, 64, buf, 64 * ulen));
+  idgen_public_free(p);
+  idgen_public_free(u);
+  idgen_public_keys_free(keys);
+}
+
 /* ---- key files ----------------------------------------------------------------- */
 
 static char tmpdir[256];
@@ -890,6 +1061,9 @@ int main(void) {
       cmocka_unit_test(test_text_malformed),
       cmocka_unit_test(test_text_wrong_key),
       cmocka_unit_test(test_settings_and_prefixes),
+      cmocka_unit_test(test_text_batch64),
+      cmocka_unit_test(test_text_batch128),
+      cmocka_unit_test(test_text_batch_errors),
       cmocka_unit_test(test_key_files),
       cmocka_unit_test(test_key_file_format),
       cmocka_unit_test(test_key_file_concurrent_adds),

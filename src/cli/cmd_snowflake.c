@@ -88,25 +88,35 @@ static int on_check(settings_t *s, void *ctx, int k) {
 }
 
 /* The public forms of ids[k], printed (JSON elements after `done` others).
- * The integer form maps the batch in one call. */
+ * Either form maps the batch in one call. */
 static void put_public(idgen_public_t *c, int text, uint64_t *ids, size_t k, int json,
                        int64_t done) {
-  char buf[IDGEN_PUBLIC_TEXT_MAX];
-  if (!text && idgen_public_map64_batch(c, ids, ids, k) < 0)
-    cli_fail(EXIT_ID, "cannot make a public ID");
-  for (size_t i = 0; i < k; i++) {
-    int len = 0;
-    if (text && (len = idgen_public_format64(c, ids[i], buf, sizeof buf)) < 0)
-      cli_fail(EXIT_ID, "cannot make a public ID: %s", idgen_strerror(len));
-    if (json && text)
-      printf("%s\"%s\"", done + (int64_t)i ? "," : "", buf);
-    else if (json)
-      printf("%s\"%" PRIu64 "\"", done + (int64_t)i ? "," : "", ids[i]);
-    else if (text)
-      cli_put_line(buf, (size_t)len);
-    else
-      cli_put_u64_line(ids[i]);
+  if (!text) {
+    if (idgen_public_map64_batch(c, ids, ids, k) < 0)
+      cli_fail(EXIT_ID, "cannot make a public ID");
+    for (size_t i = 0; i < k; i++) {
+      if (json)
+        printf("%s\"%" PRIu64 "\"", done + (int64_t)i ? "," : "", ids[i]);
+      else
+        cli_put_u64_line(ids[i]);
+    }
+    return;
   }
+  int len = idgen_public_text_len(c);
+  char *buf = len > 0 ? malloc(k * (size_t)len + 1) : NULL;
+  if (buf == NULL)
+    cli_fail(EXIT_ID, "cannot make a public ID: out of memory");
+  int rc = idgen_public_format64_batch(c, ids, k, buf, k * (size_t)len);
+  if (rc < 0)
+    cli_fail(EXIT_ID, "cannot make a public ID: %s", idgen_strerror(rc));
+  for (size_t i = 0; i < k; i++) {
+    const char *t = buf + i * (size_t)len;
+    if (json)
+      printf("%s\"%.*s\"", done + (int64_t)i ? "," : "", len, t);
+    else
+      cli_put_line(t, (size_t)len);
+  }
+  free(buf);
 }
 
 /* The codec of the settings' public key, or NULL when none is given. */

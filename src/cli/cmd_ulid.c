@@ -81,6 +81,44 @@ static void emit(const char *s, int json, int64_t i) {
     cli_finish_output();
 }
 
+/* 128-bit IDs held for their text forms, made a batch at a time. */
+enum { HELD_MAX = 256 };
+typedef struct held128 {
+  size_t n;
+  int64_t first; /* the index of ids[0] among the command's IDs */
+  uint8_t ids[HELD_MAX][16];
+} held128_t;
+
+/* Prints the held IDs' text forms and empties the hold; exits 1 on error. */
+static void held_flush(held128_t *h, idgen_public_t *c, int json) {
+  if (h->n == 0)
+    return;
+  static char buf[HELD_MAX * IDGEN_PUBLIC_TEXT_MAX];
+  int len = idgen_public_text_len(c);
+  int rc = len < 0 ? len
+                   : idgen_public_format128_batch(c, (const uint8_t(*)[16])h->ids, h->n, buf,
+                                                  sizeof buf);
+  if (rc < 0) {
+    fflush(stdout);
+    cli_fail(EXIT_ID, "cannot make a public ID: %s", idgen_strerror(rc));
+  }
+  for (size_t i = 0; i < h->n; i++) {
+    char text[IDGEN_PUBLIC_TEXT_MAX];
+    memcpy(text, buf + i * (size_t)len, (size_t)len);
+    text[len] = '\0';
+    emit(text, json, h->first + (int64_t)i);
+  }
+  h->first += (int64_t)h->n;
+  h->n = 0;
+}
+
+/* Holds id for its text form (a batch made when the hold is full). */
+static void held_add(held128_t *h, idgen_public_t *c, int json, const uint8_t id[16]) {
+  memcpy(h->ids[h->n++], id, 16);
+  if (h->n == HELD_MAX)
+    held_flush(h, c, json);
+}
+
 int cmd_ulid(int argc, char **argv) {
   static const struct option opts[] = {{"count", required_argument, 0, 'n'},
                                        {"monotonic", no_argument, 0, 'm'},
@@ -97,6 +135,7 @@ int cmd_ulid(int argc, char **argv) {
   int monotonic = 0, as_uuid = 0, json = 0, c;
   idgen_gen128_settings_t set = {.clock_mode = IDGEN_CLOCK_FAST};
   cli_public_t pub = {0};
+  held128_t held = {0};
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":n:mh", opts, NULL)) != -1) {
     switch (c) {
@@ -149,10 +188,15 @@ int cmd_ulid(int argc, char **argv) {
     int64_t ms = at >= 0 ? at : idgen_clock_now_ms(set.clock_mode);
     rc = g ? idgen_ulid_gen_next_at(g, ms, &u) : idgen_ulid_make(&u, ms, NULL);
     if (rc < 0) {
+      held_flush(&held, pub.codec, json);
       fflush(stdout);
       cli_fail(EXIT_ID, "cannot make a ULID: %s", idgen_strerror(rc));
     }
     char text[IDGEN_PUBLIC_TEXT_MAX];
+    if (pub.codec != NULL && pub.text) {
+      held_add(&held, pub.codec, json, u.bytes);
+      continue;
+    }
     if (pub.codec != NULL) {
       cli_public_128(&pub, u.bytes, 0, text);
     } else if (as_uuid) {
@@ -164,6 +208,7 @@ int cmd_ulid(int argc, char **argv) {
     }
     emit(text, json, i);
   }
+  held_flush(&held, pub.codec, json);
   if (json)
     fputs("]}\n", stdout);
   idgen_ulid_gen_free(g);
@@ -184,6 +229,7 @@ int cmd_uuid7(int argc, char **argv) {
   int json = 0, c;
   idgen_gen128_settings_t set = {.clock_mode = IDGEN_CLOCK_FAST};
   cli_public_t pub = {0};
+  held128_t held = {0};
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":n:h", opts, NULL)) != -1) {
     switch (c) {
@@ -222,8 +268,13 @@ int cmd_uuid7(int argc, char **argv) {
     char text[IDGEN_PUBLIC_TEXT_MAX];
     int rc = idgen_uuid7_gen_next(g, &u);
     if (rc < 0) {
+      held_flush(&held, pub.codec, json);
       fflush(stdout);
       cli_fail(EXIT_ID, "cannot make a UUIDv7: %s", idgen_strerror(rc));
+    }
+    if (pub.codec != NULL && pub.text) {
+      held_add(&held, pub.codec, json, u.bytes);
+      continue;
     }
     if (pub.codec != NULL)
       cli_public_128(&pub, u.bytes, 1, text);
@@ -231,6 +282,7 @@ int cmd_uuid7(int argc, char **argv) {
       idgen_uuid_format(&u, text);
     emit(text, json, i);
   }
+  held_flush(&held, pub.codec, json);
   if (json)
     fputs("]}\n", stdout);
   idgen_uuid7_gen_free(g);

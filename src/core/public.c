@@ -359,26 +359,51 @@ int idgen_public_unmap128_batch(idgen_public_t *p, const uint8_t (*pubs)[16], ui
 
 /* ---- text forms ------------------------------------------------------------ */
 
-/* Writes [prefix_]V and the body of hi:lo (lo of lobits bits) in nchars. */
-static int text_write(const idgen_public_t *p, unsigned version, idgen_u128 hi, idgen_u128 lo,
-                      unsigned lobits, size_t nchars, char *buf, size_t buflen) {
-  size_t len = (p->plen ? p->plen + 1 : 0) + 1 + nchars;
-  if (buf == NULL || buflen < len + 1)
-    return IDGEN_ERANGE;
-  char *w = buf;
+/* The length of the codec's text forms, without a NUL. */
+static size_t text_len(const idgen_public_t *p) {
+  size_t body =
+      p->kind == IDGEN_PUBLIC_SNOWFLAKE ? IDGEN_PUBLIC_TEXT64_LEN : IDGEN_PUBLIC_TEXT128_LEN;
+  return (p->plen ? p->plen + 1 : 0) + body;
+}
+
+/* Puts [prefix_]V and the body of hi:lo (lo of lobits bits) in nchars at w,
+ * without a NUL. */
+static void text_put(const idgen_public_t *p, unsigned version, idgen_u128 hi, idgen_u128 lo,
+                     unsigned lobits, size_t nchars, char *w) {
   if (p->plen) {
     memcpy(w, p->prefix, p->plen);
     w += p->plen;
     *w++ = '_';
   }
   *w++ = alphabet[version - 1];
+  if (lobits == 40) { /* 80 bits: each half is 8 characters, in 64-bit words */
+    uint64_t h = (uint64_t)hi, l = (uint64_t)lo;
+    for (size_t k = 8; k-- > 0; h >>= 5, l >>= 5) {
+      w[k] = alphabet[h & 31];
+      w[8 + k] = alphabet[l & 31];
+    }
+    return;
+  }
   for (size_t k = nchars; k-- > 0;) {
     w[k] = alphabet[(unsigned)(lo & 31)];
     lo = (lo >> 5) | (hi & 31) << (lobits - 5);
     hi >>= 5;
   }
-  w[nchars] = '\0';
+}
+
+/* The same into buf[buflen], NUL ended: the length, or IDGEN_ERANGE. */
+static int text_write(const idgen_public_t *p, unsigned version, idgen_u128 hi, idgen_u128 lo,
+                      unsigned lobits, size_t nchars, char *buf, size_t buflen) {
+  size_t len = text_len(p);
+  if (buf == NULL || buflen < len + 1)
+    return IDGEN_ERANGE;
+  text_put(p, version, hi, lo, lobits, nchars, buf);
+  buf[len] = '\0';
   return (int)len;
+}
+
+int idgen_public_text_len(const idgen_public_t *p) {
+  return p != NULL ? (int)text_len(p) : IDGEN_EINVAL;
 }
 
 int idgen_public_format64(idgen_public_t *p, uint64_t id, char *buf, size_t buflen) {
@@ -405,6 +430,67 @@ int idgen_public_format128(idgen_public_t *p, const uint8_t id[16], char *buf, s
   if (rc != 0)
     return rc;
   return text_write(p, v->version, a, b, TEXT128_BITS / 2, BODY128, buf, buflen);
+}
+
+/* Room for n texts of len characters in buflen: n * len, checked. */
+static int batch_room(size_t n, size_t len, size_t buflen) {
+  return n <= buflen / len ? 0 : IDGEN_ERANGE;
+}
+
+int idgen_public_format64_batch(idgen_public_t *p, const uint64_t *ids, size_t n, char *buf,
+                                size_t buflen) {
+  if (p == NULL || p->kind != IDGEN_PUBLIC_SNOWFLAKE || (n > 0 && (ids == NULL || buf == NULL)))
+    return IDGEN_EINVAL;
+  size_t len = text_len(p);
+  if (batch_room(n, len, buflen) != 0)
+    return IDGEN_ERANGE;
+  for (size_t i = 0; i < n; i++)
+    if (p->bits < 64 && ids[i] >> p->bits != 0)
+      return IDGEN_ERANGE;
+  const pub_version_t *v = &p->ver[p->newest];
+  idgen_u128 a[IDGEN_FF1_BATCH], b[IDGEN_FF1_BATCH];
+  for (size_t at = 0; at < n; at += IDGEN_FF1_BATCH) {
+    size_t cnt = n - at < IDGEN_FF1_BATCH ? n - at : IDGEN_FF1_BATCH;
+    for (size_t k = 0; k < cnt; k++) {
+      a[k] = ids[at + k] >> 24;
+      b[k] = (idgen_u128)(ids[at + k] & 0xffffff) << 16;
+    }
+    int rc = idgen__ff1_batch(&v->text, a, b, cnt, 0);
+    if (rc != 0)
+      return rc;
+    for (size_t k = 0; k < cnt; k++)
+      text_put(p, v->version, a[k], b[k], TEXT64_BITS / 2, BODY64, buf + (at + k) * len);
+  }
+  return 0;
+}
+
+int idgen_public_format128_batch(idgen_public_t *p, const uint8_t (*ids)[16], size_t n, char *buf,
+                                 size_t buflen) {
+  if (p == NULL || p->kind == IDGEN_PUBLIC_SNOWFLAKE || (n > 0 && (ids == NULL || buf == NULL)))
+    return IDGEN_EINVAL;
+  size_t len = text_len(p);
+  if (batch_room(n, len, buflen) != 0)
+    return IDGEN_ERANGE;
+  if (p->kind == IDGEN_PUBLIC_UUID7)
+    for (size_t i = 0; i < n; i++)
+      if (!is_uuid(ids[i], 7))
+        return IDGEN_EPARSE;
+  const pub_version_t *v = &p->ver[p->newest];
+  idgen_u128 a[IDGEN_FF1_BATCH], b[IDGEN_FF1_BATCH];
+  for (size_t at = 0; at < n; at += IDGEN_FF1_BATCH) {
+    size_t cnt = n - at < IDGEN_FF1_BATCH ? n - at : IDGEN_FF1_BATCH;
+    for (size_t k = 0; k < cnt; k++) {
+      idgen_u128 x = load128(ids[at + k]);
+      a[k] = x >> 56;
+      b[k] = (x & mask_of(56)) << 16;
+    }
+    int rc = idgen__ff1_batch(&v->text, a, b, cnt, 0);
+    if (rc != 0)
+      return rc;
+    for (size_t k = 0; k < cnt; k++)
+      text_put(p, v->version, a[k], b[k], TEXT128_BITS / 2, BODY128, buf + (at + k) * len);
+  }
+  return 0;
 }
 
 static int char_value(char c) {

@@ -177,19 +177,40 @@ static int pub_room(serve_worker_t *w, size_t n) {
   return 0;
 }
 
-/* Snowflake IDs' public forms: the integer form mapped as one batch. */
+/* n texts of len characters back to back at at + n, spread down to at with
+ * a NUL after each: text i moves down by n - i bytes, so neither it nor its
+ * NUL lands on a text not yet moved. */
+static void texts_spread(char *at, size_t n, size_t len) {
+  for (size_t i = 0; i < n; i++) {
+    memmove(at + i * (len + 1), at + n + i * len, len);
+    at[i * (len + 1) + len] = '\0';
+  }
+}
+
+/* The text forms of n IDs (ids64, or ids128 if NULL) as one batch, each
+ * followed by its NUL. */
+static int texts_batch(idgen_public_t *p, const uint64_t *ids64, const uint8_t (*ids128)[16],
+                       size_t n, serve_buf_t *b) {
+  int tl = idgen_public_text_len(p);
+  if (tl < 0)
+    return tl;
+  size_t len = (size_t)tl;
+  serve_buf_reserve(b, n * (len + 1));
+  char *at = b->p + b->len;
+  int rc = ids64 != NULL ? idgen_public_format64_batch(p, ids64, n, at + n, n * len)
+                         : idgen_public_format128_batch(p, ids128, n, at + n, n * len);
+  if (rc < 0)
+    return rc;
+  texts_spread(at, n, len);
+  b->len += n * (len + 1);
+  return 0;
+}
+
+/* Snowflake IDs' public forms: mapped as one batch. */
 static int texts64(serve_worker_t *w, idgen_public_t *p, const uint64_t *ids, size_t n,
                    serve_buf_t *b) {
-  if (text_form(w->srv)) {
-    for (size_t i = 0; i < n; i++) {
-      serve_buf_reserve(b, IDGEN_PUBLIC_TEXT_MAX);
-      int len = idgen_public_format64(p, ids[i], b->p + b->len, IDGEN_PUBLIC_TEXT_MAX);
-      if (len < 0)
-        return len;
-      b->len += (size_t)len + 1; /* and its NUL */
-    }
-    return 0;
-  }
+  if (text_form(w->srv))
+    return texts_batch(p, ids, NULL, n, b);
   int rc = pub_room(w, n);
   if (rc < 0)
     return rc;
@@ -204,30 +225,18 @@ static int texts64(serve_worker_t *w, idgen_public_t *p, const uint64_t *ids, si
   return 0;
 }
 
-/* n new 128-bit IDs' public forms: the integer form mapped as one batch. */
+/* n new 128-bit IDs' public forms: mapped as one batch. */
 static int texts128(serve_worker_t *w, idgen_public_t *p, int kind, size_t n, serve_buf_t *b) {
-  int rc = 0;
-  if (text_form(w->srv)) {
-    for (size_t i = 0; i < n && rc == 0; i++) {
-      uint8_t id[16];
-      serve_buf_reserve(b, IDGEN_PUBLIC_TEXT_MAX);
-      if ((rc = make128(w->srv, kind, id)) < 0)
-        break;
-      int len = idgen_public_format128(p, id, b->p + b->len, IDGEN_PUBLIC_TEXT_MAX);
-      if (len < 0)
-        rc = len;
-      else
-        b->len += (size_t)len + 1;
-    }
-    return rc;
-  }
-  if ((rc = pub_room(w, 4 * n)) < 0) /* the IDs, then their public forms */
+  int rc;
+  if ((rc = pub_room(w, 4 * n)) < 0) /* the IDs, then their integer forms */
     return rc;
   uint8_t(*in)[16] = (uint8_t(*)[16])(void *)w->pub_ids;
   uint8_t(*v)[16] = in + n;
   for (size_t i = 0; i < n; i++)
     if ((rc = make128(w->srv, kind, in[i])) < 0)
       return rc;
+  if (text_form(w->srv))
+    return texts_batch(p, NULL, (const uint8_t(*)[16])in, n, b);
   if ((rc = idgen_public_map128_batch(p, (const uint8_t(*)[16])in, v, n)) < 0)
     return rc;
   serve_buf_reserve(b, n * (IDGEN_UUID_STRLEN + 1));

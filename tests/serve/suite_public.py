@@ -346,6 +346,38 @@ def group_reload():
         check("the reloaded daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
 
 
+def cli_reverse(d, texts, kind):
+    """The IDs behind texts, read back by `idgen public -r` (the CLI's codec)."""
+    p = subprocess.run([IDGEN, "public", "--public-key", d.key, "-r", "--prefix", "user", "--kind", kind],
+                       input="\n".join(texts) + "\n", capture_output=True, text=True, timeout=30)
+    return p.stdout.split() if p.returncode == 0 else ["exit %d: %s" % (p.returncode, p.stderr[:300])]
+
+
+def group_text_counts(d):
+    """Counts of text forms, made in batches: every one the same as the library's
+    single form would be (read back by the CLI), in order, of every kind."""
+    shapes = {"id": (r"user_0[0-9a-hjkmnp-tv-z]{16}", "snowflake"),
+              "ulid": (r"user_0[0-9a-hjkmnp-tv-z]{29}", "ulid"),
+              "uuid7": (r"user_0[0-9a-hjkmnp-tv-z]{29}", "uuid7")}
+    for route, (shape, kind) in shapes.items():
+        got = body_lines(d.http, "/%s?count=300&format=public" % route)
+        check("/%s?count=300&format=public: 300 distinct text forms" % route,
+              len(got) == 300 and len(set(got)) == 300 and all(re.fullmatch(shape, g) for g in got), got[:3])
+        back = cli_reverse(d, got, kind)
+        if kind == "snowflake":
+            ordered = len(back) == 300 and all(b.isdigit() for b in back) and increasing([int(b) for b in back])
+        else:
+            ordered = len(back) == 300 and increasing(back)
+        check("... read back by the CLI: 300 increasing %s IDs" % kind, ordered, back[:3])
+    r, detail = curl(d.http, "/ulid?count=70&format=public", "-H", "Accept: application/json")
+    j = json_body(r) if r is not None and r.status == 200 else None
+    ids = j.get("ids") if isinstance(j, dict) else None
+    check("/ulid?count=70&format=public as JSON: 70 text forms",
+          isinstance(ids, list) and len(ids) == 70
+          and all(isinstance(i, str) and re.fullmatch(r"user_0[0-9a-hjkmnp-tv-z]{29}", i) for i in ids),
+          detail or (r.status, r.body[:300]))
+
+
 def group_keyed():
     key = key_file("int.key")
     d = Daemon("public-int", ["--public-key", key])
@@ -359,7 +391,9 @@ def group_keyed():
     key = key_file("text.key")
     d = Daemon("public-text", ["--public-prefix", "user"], env_extra={"IDGEN_PUBLIC_KEY": key})
     try:
+        d.key = key
         run_group("text forms (the key named by IDGEN_PUBLIC_KEY)", group_text, d)
+        run_group("text forms by the count", group_text_counts, d)
         run_group("never shown (text form)", group_shown, d, "text form")
     finally:
         rc = d.stop()
