@@ -342,15 +342,15 @@ static void text_round_trip64(unsigned bits, const char *prefix, size_t n) {
     char buf[IDGEN_PUBLIC_TEXT_MAX], err[256] = "";
     int len = idgen_public_format64(p, ids[i], buf, sizeof buf);
     if (len < 0 || (size_t)len != want)
-      fail_msg("%u bits: format64(%llu) gave %d, want length %zu", bits,
-               (unsigned long long)ids[i], len, want);
+      fail_msg("%u bits: format64(%llu) gave %d, want length %zu", bits, (unsigned long long)ids[i],
+               len, want);
     uint64_t back = 0;
     unsigned version = 0;
     if (idgen_public_parse64(p, buf, (size_t)len, &back, &version, err, sizeof err) != 0)
       fail_msg("%u bits: parse64(\"%s\"): %s", bits, buf, err);
     if (back != ids[i] || version != 2)
-      fail_msg("%u bits: %llu -> \"%s\" -> %llu (key version %u)", bits,
-               (unsigned long long)ids[i], buf, (unsigned long long)back, version);
+      fail_msg("%u bits: %llu -> \"%s\" -> %llu (key version %u)", bits, (unsigned long long)ids[i],
+               buf, (unsigned long long)back, version);
   }
   idgen_public_free(p);
   free(ids);
@@ -550,8 +550,8 @@ static void statistics(const char *name, const mapper_t *mp, const u128 *x, size
   assert_false(spearman_ok(x, x, n, &r2));
   assert_false(bits_ok(x, n, mp->bits, &b2));
   assert_false(avalanche_ok(&id, x, AVAL_M, &f2));
-  print_message("%s unpermuted: rho %.5f, worst bit %.4f%%, mean flips %.3f (all fail)\n", name,
-                r2, 100 * b2, f2);
+  print_message("%s unpermuted: rho %.5f, worst bit %.4f%%, mean flips %.3f (all fail)\n", name, r2,
+                100 * b2, f2);
   free(y);
 }
 
