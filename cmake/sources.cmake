@@ -12,6 +12,9 @@
 #                               stands in for them
 #   IDGEN_CORE_PLATFORM_SOURCES one file per platform, as libuv keeps them:
 #                               the random source and fork detection
+#   IDGEN_CORE_PUBLIC_SOURCES   public IDs (FF1 on libcrypto's AES, key
+#                               files): native builds only, not WASI (no
+#                               libcrypto there)
 #   IDGEN_REGISTRY_SOURCES      libidgen-registry's (src/registry), etcd://
 #                               with IDGEN_ETCD=ON only; native builds
 #                               only (the npm package's standalone addon
@@ -43,6 +46,10 @@ set(IDGEN_CORE_SOURCES
 set(IDGEN_CORE_KEEPER_SOURCES
   src/core/lease_keeper.c
   src/core/cached.c)
+set(IDGEN_CORE_PUBLIC_SOURCES
+  src/core/ff1.c
+  src/core/public.c
+  src/core/public_keys.c)
 if(CMAKE_SYSTEM_NAME STREQUAL "WASI")
   set(IDGEN_CORE_PLATFORM_SOURCES src/core/platform_wasm.c)
 else()
@@ -65,6 +72,9 @@ if(IDGEN_ETCD)
 endif()
 
 set(_core ${IDGEN_CORE_SOURCES} ${IDGEN_CORE_PLATFORM_SOURCES})
+if(NOT CMAKE_SYSTEM_NAME STREQUAL "WASI")
+  list(APPEND _core ${IDGEN_CORE_PUBLIC_SOURCES})
+endif()
 # Speed tricks: each in a file of its own, behind an option that is off by
 # default (docs/CONTRIBUTING.md, "Growing").
 if(IDGEN_VDSO_DIRECT)

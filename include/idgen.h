@@ -1947,11 +1947,14 @@ IDGEN_API int idgen_public_unmap64_batch(idgen_public_t *p, const uint64_t *pubs
 /* ULID and UUIDv7 integer forms, 16 big-endian bytes each way: a ULID to 128
  * permuted bits; a UUIDv7 (IDGEN_EPARSE if its version is not 7 or its
  * variant not RFC 9562's) to a UUIDv4, and a UUIDv4 back (IDGEN_EPARSE if
- * not version 4). */
+ * not version 4 with that variant).  The batches check every value first
+ * and write nothing on an error. */
 IDGEN_API int idgen_public_map128(idgen_public_t *p, const uint8_t id[16], uint8_t pub[16]);
 IDGEN_API int idgen_public_unmap128(idgen_public_t *p, const uint8_t pub[16], uint8_t id[16]);
 IDGEN_API int idgen_public_map128_batch(idgen_public_t *p, const uint8_t (*ids)[16],
                                         uint8_t (*pubs)[16], size_t n);
+IDGEN_API int idgen_public_unmap128_batch(idgen_public_t *p, const uint8_t (*pubs)[16],
+                                          uint8_t (*ids)[16], size_t n);
 
 /* Text forms, with the newest key version, into buf[buflen]
  * (IDGEN_PUBLIC_TEXT_MAX is always enough): the length written, or

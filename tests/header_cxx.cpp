@@ -146,6 +146,32 @@ int main() {
         "idgen_seq_format_*");
   idgen_seq_format_free(fmt);
 
+  /* Public IDs: a key from memory, a text form with the longest prefix. */
+  static const unsigned pv[1] = {IDGEN_PUBLIC_VERSION_MAX};
+  static const uint8_t pk[1][IDGEN_PUBLIC_KEY_BYTES] = {{1, 2, 3}};
+  idgen_public_keys_t *pkeys = NULL;
+  idgen_public_t *pub = NULL;
+  char prefix[IDGEN_PUBLIC_PREFIX_MAX], ptext[IDGEN_PUBLIC_TEXT_MAX];
+  std::memset(prefix, 'a', sizeof prefix - 1);
+  prefix[sizeof prefix - 1] = '\0';
+  idgen_public_settings_t ps = {};
+  ps.kind = IDGEN_PUBLIC_ULID;
+  ps.prefix = prefix;
+  uint8_t pid[16] = {7}, pback[16];
+  check(idgen_public_keys_new(&pkeys, pv, pk, 1, err, sizeof err) == 0 &&
+            idgen_public_new(&pub, pkeys, &ps, err, sizeof err) == 0 &&
+            idgen_public_format128(pub, pid, ptext, sizeof ptext) ==
+                IDGEN_PUBLIC_TEXT_MAX - 1 &&
+            std::strlen(ptext) == sizeof prefix + IDGEN_PUBLIC_TEXT128_LEN - 1 + 1 &&
+            ptext[sizeof prefix] == 'z' &&
+            idgen_public_parse128(pub, ptext, std::strlen(ptext), pback, NULL, err, sizeof err) ==
+                0 &&
+            std::memcmp(pid, pback, 16) == 0 && IDGEN_PUBLIC_TEXT64_LEN == 17 &&
+            std::strcmp(IDGEN_PUBLIC_KEY_ENV, "IDGEN_PUBLIC_KEY") == 0,
+        "idgen_public_*");
+  idgen_public_free(pub);
+  idgen_public_keys_free(pkeys);
+
   if (failures == 0)
     std::printf("header_cxx: ok\n");
   return failures == 0 ? 0 : 1;
