@@ -106,8 +106,8 @@ static size_t op_parse64(bench_ctx_t *c, size_t n) {
   uint64_t acc = 0, id;
   char err[256];
   for (size_t i = 0; i < n; i++) {
-    int rc = idgen_public_parse64(c->p64, c->texts[i], (size_t)c->lens[i], &id, NULL, err,
-                                  sizeof err);
+    int rc =
+        idgen_public_parse64(c->p64, c->texts[i], (size_t)c->lens[i], &id, NULL, err, sizeof err);
     if (rc != 0)
       die("parse64", rc);
     acc ^= id;
@@ -144,6 +144,17 @@ static size_t op_map128_batch(bench_ctx_t *c, size_t n) {
   return done;
 }
 
+static size_t op_unmap128_batch(bench_ctx_t *c, size_t n) {
+  uint8_t out[1024][16];
+  size_t done = 0;
+  for (size_t i = 0; i + c->batch <= n; i += c->batch, done += c->batch)
+    if (idgen_public_unmap128_batch(c->p128, (const uint8_t(*)[16])c->pubs128 + i, out, c->batch) !=
+        0)
+      die("unmap128_batch", -1);
+  sink = out[0][0];
+  return done;
+}
+
 static size_t op_format128(bench_ctx_t *c, size_t n) {
   for (size_t i = 0; i < n; i++) {
     c->lens[i] = idgen_public_format128(c->p128, c->ids128[i], c->texts[i], IDGEN_PUBLIC_TEXT_MAX);
@@ -158,8 +169,8 @@ static size_t op_parse128(bench_ctx_t *c, size_t n) {
   char err[256];
   uint64_t acc = 0;
   for (size_t i = 0; i < n; i++) {
-    int rc = idgen_public_parse128(c->p128, c->texts[i], (size_t)c->lens[i], id, NULL, err,
-                                   sizeof err);
+    int rc =
+        idgen_public_parse128(c->p128, c->texts[i], (size_t)c->lens[i], id, NULL, err, sizeof err);
     if (rc != 0)
       die("parse128", rc);
     acc ^= id[15];
@@ -204,7 +215,8 @@ static void row(bench_ctx_t *c, const char *name, op_fn f, size_t batch, size_t 
   fflush(stdout);
 }
 
-static idgen_public_t *codec(const idgen_public_keys_t *k, idgen_public_kind_t kind, unsigned bits) {
+static idgen_public_t *codec(const idgen_public_keys_t *k, idgen_public_kind_t kind,
+                             unsigned bits) {
   idgen_public_settings_t s = {kind, bits, NULL, 0};
   idgen_public_t *p = NULL;
   char err[256] = "";
@@ -285,6 +297,8 @@ static void table(bench_ctx_t *c, size_t n) {
   row(c, "unmap128 (single)", op_unmap128, 1, n);
   row(c, "map128_batch (64)", op_map128_batch, 64, nb);
   row(c, "map128_batch (1024)", op_map128_batch, 1024, nb);
+  row(c, "unmap128_batch (64)", op_unmap128_batch, 64, nb);
+  row(c, "unmap128_batch (1024)", op_unmap128_batch, 1024, nb);
   row(c, "format128 (text)", op_format128, 1, n);
   row(c, "parse128 (text)", op_parse128, 1, n);
   row(c, "floor: EVP aes-256-ecb, 1 block", op_evp1, 1, n);
