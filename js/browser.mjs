@@ -67,6 +67,9 @@ export function init(source) {
 
 export const Snowflake = w.Snowflake;
 export const Sequence = w.Sequence;
+// Public IDs: no codec in a browser (it would hold the key); the
+// constructor throws saying so, Public.isPublicText() checks a text's shape.
+export const Public = w.Public;
 export const UlidGenerator = w.UlidGenerator;
 export const Uuid7Generator = w.Uuid7Generator;
 export const ulid = w.ulid;

@@ -154,6 +154,63 @@ export class Sequence {
   close(): Promise<void>;
 }
 
+/** The kinds of ID a Public codec maps. */
+export type PublicKind = 'snowflake' | 'ulid' | 'uuid7';
+/** An ID (and an integer public form) of a kind: a BigInt for Snowflake IDs,
+ * the 26 characters of a ULID, a UUID's text (a UUIDv7; its public form a UUIDv4). */
+export type PublicId<K extends PublicKind> = K extends 'snowflake' ? bigint : string;
+
+export interface PublicOptions<K extends PublicKind = PublicKind> {
+  /** A key file (lines `vN <64 hex digits>`, mode 0600 or 0400: anything group or others may
+   * read is refused).  Default: the file IDGEN_PUBLIC_KEY names. */
+  keyFile?: string;
+  /** Instead of keyFile: the 32 key bytes, from the caller's own secret store (wiped from the
+   * addon's memory once the codec holds its own copy; the Buffer is the caller's to wipe). */
+  key?: Uint8Array;
+  /** The version of `key` (1 to 32, default 1). */
+  keyVersion?: number;
+  /** Default "snowflake". */
+  kind?: K;
+  /** Snowflake: the layout whose bit count the integer form keeps (default "twitter": 63 bits). */
+  layout?: string;
+  /** Snowflake: the bit count (1 to 64) instead of a layout. */
+  bits?: number;
+  /** The text form's type prefix (TypeID's rules: a-z and _, at most 63, starting and ending
+   * with a letter); default none.  A text made with one prefix fails (EKEY) with another. */
+  prefix?: string;
+  /** The key version the integer forms use (default 0: the newest). */
+  version?: number;
+}
+
+/**
+ * Public IDs: a keyed, reversible form of an ID (FF1 on AES-256) that shows
+ * nothing of its time, worker or volume to whoever lacks the key.  Native
+ * addon only: the WebAssembly build (browser.mjs) throws EINVAL from the
+ * constructor, since a browser cannot keep a key; there, public IDs are
+ * opaque strings.  One codec per object (a worker thread makes its own).
+ */
+export class Public<K extends PublicKind = 'snowflake'> {
+  constructor(options?: PublicOptions<K>);
+  /** The integer form: a Snowflake ID of N bits to N bits (a BigInt); a ULID to 26
+   * characters; a UUIDv7 to a UUIDv4. */
+  map(id: PublicId<K> | (K extends 'snowflake' ? number : never)): PublicId<K>;
+  /** Back from the integer form, with one key version (no check: a wrong key gives a wrong ID). */
+  unmap(pub: PublicId<K> | (K extends 'snowflake' ? number : never)): PublicId<K>;
+  /** map() of many Snowflake IDs at once (several times faster per ID). */
+  mapMany(ids: BigUint64Array): BigUint64Array;
+  unmapMany(pubs: BigUint64Array): BigUint64Array;
+  /** The text form, `[prefix_]` + key version + 16 (Snowflake) or 29 characters. */
+  format(id: PublicId<K> | (K extends 'snowflake' ? number : never)): string;
+  /** Back from the text form: EPARSE for a malformed text, EKEY for a wrong key, an unknown key
+   * version, another prefix or an altered text. */
+  parse(text: string): PublicId<K>;
+  /** parse(), with the key version the text was made with. */
+  parseWithVersion(text: string): { id: PublicId<K>; version: number };
+  /** Whether `text` has the shape of a text form (no key needed or used: it cannot tell a real
+   * public ID from a string of that shape; parse() can). */
+  static isPublicText(text: unknown, options?: { prefix?: string; kind?: PublicKind }): boolean;
+}
+
 /** Monotonic ULIDs: strictly increasing within the generator. */
 export class UlidGenerator {
   next(): string;

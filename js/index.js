@@ -151,8 +151,27 @@ if (typeof Symbol.asyncDispose === 'symbol') {
   };
 }
 
+// Public: the keyed public form of IDs (README: "Public IDs").  keyFile
+// defaults to the file IDGEN_PUBLIC_KEY names, read from process.env here
+// (a worker thread's own process.env included).
+class Public extends addon.Public {
+  constructor(options) {
+    const env = process.env.IDGEN_PUBLIC_KEY;
+    let o = options;
+    if (env && (o === undefined ||
+                (o !== null && typeof o === 'object' && o.keyFile === undefined && o.key === undefined)))
+      o = { ...o, keyFile: env };
+    super(o);
+  }
+  // (key-free, as browser.mjs has it)
+  static isPublicText(text, options) {
+    return shared.isPublicText(text, options);
+  }
+}
+
 module.exports = {
   Snowflake: addon.Snowflake,
+  Public,
   Sequence: addon.Sequence,
   UlidGenerator: addon.UlidGenerator,
   Uuid7Generator: addon.Uuid7Generator,

@@ -7,6 +7,7 @@ import idgen from './index.js';
 export const {
   Snowflake,
   Sequence,
+  Public,
   UlidGenerator,
   Uuid7Generator,
   ulid,

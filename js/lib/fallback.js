@@ -33,6 +33,7 @@ module.exports = function fallback(platform, failed) {
   return {
     Snowflake: w.Snowflake,
     Sequence: w.Sequence,
+    Public: w.Public,
     UlidGenerator: w.UlidGenerator,
     Uuid7Generator: w.Uuid7Generator,
     ulid: w.ulid,

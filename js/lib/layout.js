@@ -251,5 +251,30 @@
     return p;
   }
 
-  return { makeDecode, parseDecoded, plan, Decoded };
+  // Public.isPublicText(text, {prefix, kind}): whether text has the shape
+  // of a public ID's text form ([prefix_]V BODY: V a key version, BODY 16
+  // characters for a Snowflake ID, 29 for a ULID or UUIDv7, all in TypeID's
+  // lower-case alphabet).  No key is needed or used: it cannot tell a
+  // public ID from a string of the same shape (only parse(), with the key,
+  // can), so it is for rejecting typos early, never for trusting a value.
+  const PUBLIC_ALPHABET = /^[0-9a-hjkmnp-tv-z]+$/;
+  const PUBLIC_PREFIX = /^(?:[a-z](?:[a-z_]{0,61}[a-z])?)?$/;
+  function isPublicText(text, options) {
+    const prefix = options && options.prefix !== undefined ? options.prefix : '';
+    const kind = options && options.kind !== undefined ? options.kind : 'snowflake';
+    const len = kind === 'snowflake' ? 17 : kind === 'ulid' || kind === 'uuid7' ? 30 : -1;
+    if (len < 0 || typeof prefix !== 'string' || !PUBLIC_PREFIX.test(prefix)) {
+      const e = new Error('isPublicText(text, {prefix, kind}): kind must be "snowflake", "ulid" ' +
+                          'or "uuid7", and prefix a-z and _ (at most 63, starting and ending ' +
+                          'with a letter) or ""');
+      e.code = 'EINVAL';
+      throw e;
+    }
+    if (typeof text !== 'string') return false;
+    const head = prefix === '' ? '' : `${prefix}_`;
+    if (!text.startsWith(head) || text.length !== head.length + len) return false;
+    return PUBLIC_ALPHABET.test(text.slice(head.length));
+  }
+
+  return { makeDecode, parseDecoded, plan, Decoded, isPublicText };
 });

@@ -430,6 +430,28 @@
     }
   }
 
+  // Public IDs need the key, and a page (or anything else shipped to a
+  // browser) cannot keep one: whoever loads the page has the key, and the
+  // public IDs become as readable as the IDs they hide.  So this build has
+  // no codec: the class is here so that the exports match the addon's, its
+  // constructor says why, and isPublicText() checks a text's shape (no key).
+  // A browser keeps and sends public IDs as opaque strings; the server maps
+  // them back (js/README.md, "Public IDs").
+  class Public {
+    constructor() {
+      const e = new Error('Public is not available in the WebAssembly build: public IDs are ' +
+                          'mapped where the key is kept (a server: the Node.js addon, Python, ' +
+                          'the daemon or PostgreSQL); a key sent to a browser is no longer ' +
+                          'secret, so a browser keeps public IDs as opaque strings' +
+                          (host.registryNote || ''));
+      e.code = 'EINVAL';
+      throw e;
+    }
+    static isPublicText(text, options) {
+      return shared.isPublicText(text, options);
+    }
+  }
+
   class Snowflake {
     #g = 0;
     #slot = 0;
@@ -755,8 +777,8 @@
   }
 
   return {
-    Snowflake, Sequence, UlidGenerator, Uuid7Generator, ulid, ulidToUuid, uuidToUlid, decode,
-    _decodeInterpreted, plan,
+    Snowflake, Sequence, Public, UlidGenerator, Uuid7Generator, ulid, ulidToUuid, uuidToUlid,
+    decode, _decodeInterpreted, plan,
     imports: { wasi_snapshot_preview1: wasi },
     attach,
     version: () => (exp === undefined ? null : cstr(exp.version())),

@@ -5,9 +5,10 @@
  * from a registry as the command line's are (file: by default, postgres://,
  * etcd://, or static with the values given), and module functions for
  * ULIDs; and Sequence, dense numbers of a named counter in a registry
- * (idgen_seq_*), released as a generator's lease is.  Every failure is thrown as an Error whose `code` is the library's
- * name for it ("ECLOCK", "ELEASE") and whose message is the library's, as
- * the CLI prints it.  A generator's lease is released by close(), when the
+ * (idgen_seq_*), released as a generator's lease is; and Public, the keyed
+ * public form of IDs (idgen_public_*).  Every failure is thrown as an Error
+ * whose `code` is the library's name for it ("ECLOCK", "ELEASE") and whose
+ * message is the library's, as the CLI prints it.  A generator's lease is released by close(), when the
  * object is collected, and when the environment ends (a normal exit, a
  * worker thread's end).
  *
@@ -1626,6 +1627,493 @@ static napi_value ulid_js(napi_env env, napi_callback_info info) {
   return v;
 }
 
+/* ---- Public IDs ------------------------------------------------------------ */
+
+/* new Public({keyFile | key + keyVersion, kind, layout | bits, prefix,
+ * version}): one codec (idgen_public_t) per object.  JavaScript runs on one
+ * thread per environment, and a worker thread makes objects of its own, so
+ * a codec is never used by two threads at once.  A key is read from a file
+ * (index.js gives keyFile from IDGEN_PUBLIC_KEY when absent) or taken as 32
+ * bytes the caller holds (a Buffer from its own secret store); the copy
+ * made here is wiped once the codec holds its own. */
+typedef struct pub {
+  idgen_public_t *p;
+  idgen_public_kind_t kind;
+  unsigned bits;
+} pub_t;
+
+static void pub_finalize(napi_env env, void *data, void *hint) {
+  (void)env, (void)hint;
+  pub_t *x = data;
+  idgen_public_free(x->p);
+  free(x);
+}
+
+static const char *const pub_option_names[] = {"keyFile", "key",  "keyVersion", "kind",
+                                               "layout",  "bits", "prefix",     "version"};
+
+/* Every option name is one of pub_option_names: 0, or -1 thrown. */
+static int pub_names_check(napi_env env, napi_value o) {
+  napi_value keys, k;
+  uint32_t n = 0;
+  NAPI_CALL_RET(env,
+                napi_get_all_property_names(env, o, napi_key_own_only,
+                                            napi_key_enumerable | napi_key_skip_symbols,
+                                            napi_key_numbers_to_strings, &keys),
+                -1);
+  NAPI_CALL_RET(env, napi_get_array_length(env, keys, &n), -1);
+  for (uint32_t i = 0; i < n; i++) {
+    char name[64], msg[200];
+    size_t len = 0, j = 0, nn = sizeof pub_option_names / sizeof pub_option_names[0];
+    NAPI_CALL_RET(env, napi_get_element(env, keys, i, &k), -1);
+    NAPI_CALL_RET(env, napi_get_value_string_utf8(env, k, name, sizeof name, &len), -1);
+    while (j < nn && strcmp(name, pub_option_names[j]) != 0)
+      j++;
+    if (j == nn) {
+      snprintf(msg, sizeof msg,
+               "new Public(options): unknown option \"%s\" (known: keyFile, key, keyVersion, "
+               "kind, layout, bits, prefix, version)",
+               name);
+      throw_idgen(env, IDGEN_EINVAL, msg);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* options.key: 32 bytes in a Buffer or Uint8Array, copied into key: 1
+ * given, 0 absent, -1 thrown. */
+static int pub_key_bytes(napi_env env, napi_value o, uint8_t key[IDGEN_PUBLIC_KEY_BYTES]) {
+  napi_value v;
+  napi_valuetype t;
+  int got = opt_get(env, o, "key", &v, &t);
+  if (got <= 0)
+    return got;
+  bool is_ta = false;
+  NAPI_CALL_RET(env, napi_is_typedarray(env, v, &is_ta), -1);
+  napi_typedarray_type tt = napi_int8_array;
+  size_t len = 0;
+  void *data = NULL;
+  if (is_ta)
+    NAPI_CALL_RET(env, napi_get_typedarray_info(env, v, &tt, &len, &data, NULL, NULL), -1);
+  if (!is_ta || tt != napi_uint8_array) {
+    throw_type(env, "option key must be a Buffer or Uint8Array (of 32 bytes)");
+    return -1;
+  }
+  if (len != IDGEN_PUBLIC_KEY_BYTES) {
+    char msg[120];
+    snprintf(msg, sizeof msg, "option key holds %zu bytes: a key is %d bytes (AES-256)", len,
+             IDGEN_PUBLIC_KEY_BYTES);
+    throw_idgen(env, IDGEN_EINVAL, msg);
+    return -1;
+  }
+  memcpy(key, data, IDGEN_PUBLIC_KEY_BYTES);
+  return 1;
+}
+
+/* The options of new Public(), read. */
+typedef struct {
+  char key_file[4096], kind[16], layout[IDGEN_LAYOUT_SPEC_MAX], prefix[IDGEN_PUBLIC_PREFIX_MAX];
+  uint8_t key[IDGEN_PUBLIC_KEY_BYTES];
+  int has_file, has_key, has_layout;
+  int64_t key_version, bits, version;
+} pub_opts_t;
+
+static int pub_opts_read(napi_env env, napi_value o, pub_opts_t *out) {
+  napi_valuetype t = napi_undefined;
+  if (o != NULL)
+    NAPI_CALL_RET(env, napi_typeof(env, o, &t), -1);
+  if (t != napi_object) {
+    throw_type(env, "new Public(options): options must be an object (keyFile or key at least)");
+    return -1;
+  }
+  if (pub_names_check(env, o) < 0)
+    return -1;
+  snprintf(out->kind, sizeof out->kind, "snowflake");
+  snprintf(out->layout, sizeof out->layout, "twitter");
+  out->key_version = 1;
+  if ((out->has_file = opt_string(env, o, "keyFile", out->key_file, sizeof out->key_file)) < 0 ||
+      (out->has_key = pub_key_bytes(env, o, out->key)) < 0 ||
+      opt_int(env, o, "keyVersion", 1, IDGEN_PUBLIC_VERSION_MAX, &out->key_version) < 0 ||
+      opt_string(env, o, "kind", out->kind, sizeof out->kind) < 0 ||
+      (out->has_layout = opt_string(env, o, "layout", out->layout, sizeof out->layout)) < 0 ||
+      opt_int(env, o, "bits", 1, 64, &out->bits) < 0 ||
+      opt_string(env, o, "prefix", out->prefix, sizeof out->prefix) < 0 ||
+      opt_int(env, o, "version", 0, IDGEN_PUBLIC_VERSION_MAX, &out->version) < 0)
+    return -1;
+  const char *why = out->has_file && out->has_key ? "give keyFile or key, not both"
+                    : !out->has_file && !out->has_key
+                        ? "no key: give keyFile (or set IDGEN_PUBLIC_KEY to a key file's path) "
+                          "or key (32 bytes)"
+                    : out->has_layout && out->bits ? "give layout or bits, not both"
+                                                   : NULL;
+  if (why != NULL) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "new Public(options): %s", why);
+    throw_idgen(env, IDGEN_EINVAL, msg);
+    return -1;
+  }
+  return 0;
+}
+
+/* The kind and bit count of o into s: 0, or -1 thrown. */
+static int pub_settings(napi_env env, const pub_opts_t *o, idgen_public_settings_t *s) {
+  memset(s, 0, sizeof *s);
+  s->prefix = o->prefix;
+  s->version = (unsigned)o->version;
+  if (strcmp(o->kind, "snowflake") == 0) {
+    s->kind = IDGEN_PUBLIC_SNOWFLAKE;
+    idgen_layout_t l;
+    if (o->bits)
+      s->bits = (unsigned)o->bits;
+    else if (parse_layout(env, o->layout, &l) < 0)
+      return -1;
+    else
+      s->bits = (unsigned)l.total_bits;
+    return 0;
+  }
+  s->kind = strcmp(o->kind, "ulid") == 0    ? IDGEN_PUBLIC_ULID
+            : strcmp(o->kind, "uuid7") == 0 ? IDGEN_PUBLIC_UUID7
+                                            : 0;
+  const char *why = s->kind == 0 ? "option kind must be \"snowflake\", \"ulid\" or \"uuid7\""
+                    : o->bits || o->has_layout ? "layout and bits are for kind \"snowflake\" only"
+                                               : NULL;
+  if (why != NULL) {
+    throw_idgen(env, IDGEN_EINVAL, why);
+    return -1;
+  }
+  return 0;
+}
+
+/* Wipes the caller's key bytes (volatile: the stores are kept). */
+static void pub_wipe(uint8_t *key, size_t n) {
+  volatile uint8_t *k = key;
+  for (size_t i = 0; i < n; i++)
+    k[i] = 0;
+}
+
+/* The codec of o: 0, or -1 thrown (the key copy wiped either way). */
+static int pub_make(napi_env env, pub_opts_t *o, pub_t *x) {
+  idgen_public_settings_t s;
+  if (pub_settings(env, o, &s) < 0) {
+    pub_wipe(o->key, sizeof o->key);
+    return -1;
+  }
+  idgen_public_keys_t *keys = NULL;
+  char err[ERR_MAX] = "";
+  int rc;
+  if (o->has_key) {
+    unsigned v = (unsigned)o->key_version;
+    rc = idgen_public_keys_new(&keys, &v, (const uint8_t(*)[IDGEN_PUBLIC_KEY_BYTES])o->key, 1, err,
+                               sizeof err);
+  } else
+    rc = idgen_public_keys_load(&keys, o->key_file, err, sizeof err);
+  pub_wipe(o->key, sizeof o->key);
+  if (rc == 0) {
+    rc = idgen_public_new(&x->p, keys, &s, err, sizeof err);
+    x->kind = s.kind;
+    x->bits = s.bits ? s.bits : 64;
+  }
+  idgen_public_keys_free(keys);
+  if (rc < 0)
+    throw_idgen(env, rc, err);
+  return rc < 0 ? -1 : 0;
+}
+
+static napi_value pub_new(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1] = {NULL}, self;
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, &self, NULL));
+  pub_opts_t *o = calloc(1, sizeof *o);
+  pub_t *x = calloc(1, sizeof *x);
+  int ok = o != NULL && x != NULL;
+  if (!ok)
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+  else
+    ok = pub_opts_read(env, argc ? argv[0] : NULL, o) == 0 && pub_make(env, o, x) == 0;
+  free(o);
+  if (ok && NAPI_OK(env, napi_wrap(env, self, x, pub_finalize, NULL, NULL)))
+    return self;
+  if (x != NULL)
+    pub_finalize(env, x, NULL);
+  return NULL;
+}
+
+/* this's codec and up to 1 argument, or NULL thrown. */
+static pub_t *pub_this(napi_env env, napi_callback_info info, napi_value *arg) {
+  napi_value self, argv[1];
+  size_t argc = 1;
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, &self, NULL));
+  *arg = argc ? argv[0] : NULL;
+  pub_t *x = NULL;
+  if (napi_unwrap(env, self, (void **)&x) != napi_ok || x == NULL || x->p == NULL) {
+    throw_type(env, "not a Public codec");
+    return NULL;
+  }
+  return x;
+}
+
+/* A Snowflake ID or integer public form: a BigInt, or a whole number from
+ * 0 to 2^53 - 1.  0, or -1 thrown. */
+static int pub_arg64(napi_env env, napi_value v, const char *what, uint64_t *out) {
+  napi_valuetype t = napi_undefined;
+  if (v != NULL)
+    NAPI_CALL_RET(env, napi_typeof(env, v, &t), -1);
+  char msg[160];
+  if (t == napi_bigint) {
+    int sign = 0;
+    size_t words = 2;
+    uint64_t w[2] = {0, 0};
+    NAPI_CALL_RET(env, napi_get_value_bigint_words(env, v, &sign, &words, w), -1);
+    if (sign == 0 && words <= 1) {
+      *out = w[0];
+      return 0;
+    }
+  } else if (t == napi_number) {
+    double d = 0;
+    NAPI_CALL_RET(env, napi_get_value_double(env, v, &d), -1);
+    if (d >= 0 && d <= 9007199254740991.0 && d == (double)(int64_t)d) {
+      *out = (uint64_t)d;
+      return 0;
+    }
+  } else {
+    snprintf(msg, sizeof msg, "%s must be a BigInt (or a whole number below 2^53)", what);
+    throw_type(env, msg);
+    return -1;
+  }
+  snprintf(msg, sizeof msg, "%s must be from 0 to 2^64 - 1 (a number: to 2^53 - 1)", what);
+  throw_idgen(env, IDGEN_ERANGE, msg);
+  return -1;
+}
+
+/* A 128-bit ID as its text: a ULID's 26 characters for a ULID codec, a UUID
+ * for a UUIDv7 one (the public forms likewise).  0, or -1 thrown. */
+static int pub_arg128(napi_env env, const pub_t *x, napi_value v, const char *what,
+                      uint8_t out[16]) {
+  char text[128], err[ERR_MAX], msg[ERR_MAX + 100];
+  size_t len = 0;
+  napi_valuetype t = napi_undefined;
+  if (v != NULL)
+    NAPI_CALL_RET(env, napi_typeof(env, v, &t), -1);
+  if (t != napi_string) {
+    snprintf(msg, sizeof msg, "%s must be a string (%s)", what,
+             x->kind == IDGEN_PUBLIC_ULID ? "a ULID" : "a UUID");
+    throw_type(env, msg);
+    return -1;
+  }
+  NAPI_CALL_RET(env, napi_get_value_string_utf8(env, v, text, sizeof text, &len), -1);
+  idgen_ulid_t u;
+  idgen_uuid_t w;
+  int rc = x->kind == IDGEN_PUBLIC_ULID
+               ? idgen_ulid_parse(&u, text, len, IDGEN_ULID_STRICT, err, sizeof err)
+               : idgen_uuid_parse(&w, text, len, err, sizeof err);
+  if (rc < 0) {
+    snprintf(msg, sizeof msg, "%s: %s", what, err);
+    throw_idgen(env, rc, msg);
+    return -1;
+  }
+  memcpy(out, x->kind == IDGEN_PUBLIC_ULID ? u.bytes : w.bytes, 16);
+  return 0;
+}
+
+/* 16 bytes as a ULID codec's or a UUIDv7 codec's text. */
+static napi_value pub_text128(napi_env env, const pub_t *x, const uint8_t b[16]) {
+  char text[IDGEN_UUID_STRLEN + 1];
+  if (x->kind == IDGEN_PUBLIC_ULID) {
+    idgen_ulid_t u;
+    memcpy(u.bytes, b, 16);
+    idgen_ulid_format(&u, text);
+  } else {
+    idgen_uuid_t w;
+    memcpy(w.bytes, b, 16);
+    idgen_uuid_format(&w, text);
+  }
+  napi_value v;
+  NAPI_CALL(env, napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v));
+  return v;
+}
+
+/* map(id) and unmap(pub): the integer forms, one ID. */
+static napi_value pub_map_dir(napi_env env, napi_callback_info info, int back) {
+  napi_value arg, v;
+  pub_t *x = pub_this(env, info, &arg);
+  if (x == NULL)
+    return NULL;
+  const char *what = back ? "unmap(pub): pub" : "map(id): id";
+  int rc;
+  if (x->kind == IDGEN_PUBLIC_SNOWFLAKE) {
+    uint64_t in, out = 0;
+    if (pub_arg64(env, arg, what, &in) < 0)
+      return NULL;
+    rc = back ? idgen_public_unmap64(x->p, in, &out) : idgen_public_map64(x->p, in, &out);
+    if (rc == 0)
+      NAPI_CALL(env, napi_create_bigint_uint64(env, out, &v));
+  } else {
+    uint8_t in[16], out[16];
+    if (pub_arg128(env, x, arg, what, in) < 0)
+      return NULL;
+    rc = back ? idgen_public_unmap128(x->p, in, out) : idgen_public_map128(x->p, in, out);
+    if (rc == 0 && (v = pub_text128(env, x, out)) == NULL)
+      return NULL;
+    if (rc == IDGEN_EPARSE) {
+      throw_idgen(env, rc,
+                  back ? "unmap(pub): not a UUID of version 4 (the public form of a UUIDv7)"
+                       : "map(id): not a UUIDv7 (version 7, RFC 9562's variant)");
+      return NULL;
+    }
+  }
+  if (rc < 0) {
+    char msg[160];
+    snprintf(msg, sizeof msg, rc == IDGEN_ERANGE ? "%s: at or above 2^%u (the codec's bits)" : "%s",
+             what, x->bits);
+    throw_idgen(env, rc, rc == IDGEN_ERANGE ? msg : NULL);
+    return NULL;
+  }
+  return v;
+}
+
+static napi_value pub_map(napi_env env, napi_callback_info info) {
+  return pub_map_dir(env, info, 0);
+}
+
+static napi_value pub_unmap(napi_env env, napi_callback_info info) {
+  return pub_map_dir(env, info, 1);
+}
+
+/* mapMany(ids) and unmapMany(pubs): a BigUint64Array in, a new one out
+ * (Snowflake codecs), every round of the cipher over all of them at once. */
+static napi_value pub_many(napi_env env, napi_callback_info info, int back) {
+  napi_value arg, buf, arr;
+  pub_t *x = pub_this(env, info, &arg);
+  if (x == NULL)
+    return NULL;
+  bool is_ta = false;
+  napi_typedarray_type tt = napi_int8_array;
+  size_t n = 0;
+  void *in = NULL, *out = NULL;
+  if (arg != NULL)
+    NAPI_CALL(env, napi_is_typedarray(env, arg, &is_ta));
+  if (is_ta)
+    NAPI_CALL(env, napi_get_typedarray_info(env, arg, &tt, &n, &in, NULL, NULL));
+  if (!is_ta || tt != napi_biguint64_array) {
+    throw_type(env, back ? "unmapMany(pubs): pubs must be a BigUint64Array"
+                         : "mapMany(ids): ids must be a BigUint64Array");
+    return NULL;
+  }
+  if (x->kind != IDGEN_PUBLIC_SNOWFLAKE) {
+    throw_idgen(env, IDGEN_EINVAL,
+                "mapMany and unmapMany take Snowflake IDs: map() each ULID or UUID");
+    return NULL;
+  }
+  NAPI_CALL(env, napi_create_arraybuffer(env, n * sizeof(uint64_t), &out, &buf));
+  int rc = n == 0 ? 0
+           : back ? idgen_public_unmap64_batch(x->p, in, out, n)
+                  : idgen_public_map64_batch(x->p, in, out, n);
+  if (rc < 0) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s: a value at or above 2^%u (the codec's bits)",
+             back ? "unmapMany(pubs)" : "mapMany(ids)", x->bits);
+    throw_idgen(env, rc, rc == IDGEN_ERANGE ? msg : NULL);
+    return NULL;
+  }
+  NAPI_CALL(env, napi_create_typedarray(env, napi_biguint64_array, n, buf, 0, &arr));
+  return arr;
+}
+
+static napi_value pub_map_many(napi_env env, napi_callback_info info) {
+  return pub_many(env, info, 0);
+}
+
+static napi_value pub_unmap_many(napi_env env, napi_callback_info info) {
+  return pub_many(env, info, 1);
+}
+
+/* format(id) → the text form, with the newest key version. */
+static napi_value pub_format(napi_env env, napi_callback_info info) {
+  napi_value arg, v;
+  pub_t *x = pub_this(env, info, &arg);
+  if (x == NULL)
+    return NULL;
+  char text[IDGEN_PUBLIC_TEXT_MAX];
+  int rc;
+  if (x->kind == IDGEN_PUBLIC_SNOWFLAKE) {
+    uint64_t id;
+    if (pub_arg64(env, arg, "format(id): id", &id) < 0)
+      return NULL;
+    rc = idgen_public_format64(x->p, id, text, sizeof text);
+  } else {
+    uint8_t id[16];
+    if (pub_arg128(env, x, arg, "format(id): id", id) < 0)
+      return NULL;
+    rc = idgen_public_format128(x->p, id, text, sizeof text);
+  }
+  if (rc < 0) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "format(id): id at or above 2^%u (the codec's bits)", x->bits);
+    throw_idgen(env, rc, rc == IDGEN_ERANGE ? msg : NULL);
+    return NULL;
+  }
+  NAPI_CALL(env, napi_create_string_utf8(env, text, (size_t)rc, &v));
+  return v;
+}
+
+/* parseWithVersion(text) → {id, version}: the ID (a BigInt, or a ULID's or
+ * UUID's text) and the key version the text was made with. */
+static napi_value pub_parse_v(napi_env env, napi_callback_info info) {
+  napi_value arg, id = NULL, o;
+  pub_t *x = pub_this(env, info, &arg);
+  if (x == NULL)
+    return NULL;
+  char text[IDGEN_PUBLIC_TEXT_MAX + 1], err[ERR_MAX] = "";
+  size_t len = 0;
+  napi_valuetype t = napi_undefined;
+  if (arg != NULL)
+    NAPI_CALL(env, napi_typeof(env, arg, &t));
+  if (t != napi_string) {
+    throw_type(env, "parse(text): text must be a string");
+    return NULL;
+  }
+  NAPI_CALL(env, napi_get_value_string_utf8(env, arg, NULL, 0, &len));
+  if (len >= sizeof text) {
+    snprintf(err, sizeof err, "parse(text): %zu characters: longer than any public ID (%d)", len,
+             IDGEN_PUBLIC_TEXT_MAX - 1);
+    throw_idgen(env, IDGEN_EPARSE, err);
+    return NULL;
+  }
+  NAPI_CALL(env, napi_get_value_string_utf8(env, arg, text, sizeof text, &len));
+  unsigned version = 0;
+  int rc;
+  if (x->kind == IDGEN_PUBLIC_SNOWFLAKE) {
+    uint64_t v = 0;
+    rc = idgen_public_parse64(x->p, text, len, &v, &version, err, sizeof err);
+    if (rc == 0)
+      NAPI_CALL(env, napi_create_bigint_uint64(env, v, &id));
+  } else {
+    uint8_t b[16];
+    rc = idgen_public_parse128(x->p, text, len, b, &version, err, sizeof err);
+    if (rc == 0 && (id = pub_text128(env, x, b)) == NULL)
+      return NULL;
+  }
+  if (rc < 0) {
+    throw_idgen(env, rc, err);
+    return NULL;
+  }
+  NAPI_CALL(env, napi_create_object(env, &o));
+  NAPI_CALL(env, napi_set_named_property(env, o, "id", id));
+  if (set_num(env, o, "version", version) < 0)
+    return NULL;
+  return o;
+}
+
+/* parse(text) → the ID alone. */
+static napi_value pub_parse(napi_env env, napi_callback_info info) {
+  napi_value o = pub_parse_v(env, info), id;
+  if (o == NULL)
+    return NULL;
+  NAPI_CALL(env, napi_get_named_property(env, o, "id", &id));
+  return id;
+}
+
 /* ---- the module ---------------------------------------------------------- */
 
 /* The module is never unloaded.  Node unloads an addon with the last
@@ -1684,6 +2172,21 @@ static int define_exports(napi_env env, env_t *e, napi_value exports) {
                 -1);
   NAPI_CALL_RET(env, napi_create_reference(env, cls, 1, &e->seq_cls), -1);
   if (export_value(env, exports, "Sequence", cls) < 0)
+    return -1;
+  napi_property_descriptor pub_methods[] = {
+      {"map", NULL, pub_map, NULL, NULL, NULL, napi_default, NULL},
+      {"unmap", NULL, pub_unmap, NULL, NULL, NULL, napi_default, NULL},
+      {"mapMany", NULL, pub_map_many, NULL, NULL, NULL, napi_default, NULL},
+      {"unmapMany", NULL, pub_unmap_many, NULL, NULL, NULL, napi_default, NULL},
+      {"format", NULL, pub_format, NULL, NULL, NULL, napi_default, NULL},
+      {"parse", NULL, pub_parse, NULL, NULL, NULL, napi_default, NULL},
+      {"parseWithVersion", NULL, pub_parse_v, NULL, NULL, NULL, napi_default, NULL},
+  };
+  NAPI_CALL_RET(env,
+                napi_define_class(env, "Public", NAPI_AUTO_LENGTH, pub_new, NULL,
+                                  sizeof pub_methods / sizeof pub_methods[0], pub_methods, &cls),
+                -1);
+  if (export_value(env, exports, "Public", cls) < 0)
     return -1;
   static const struct {
     const char *name;

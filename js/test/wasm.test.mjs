@@ -126,3 +126,13 @@ test('init: sync calls before it throw a clear error; open() and bytes load it',
   await b.init(fs.readFileSync(path.join(dir, 'idgen.wasm'))); // a failed init() may be retried
   assert.match(new b.Uuid7Generator().next(), /^[0-9a-f]{8}-[0-9a-f]{4}-7/);
 });
+
+// Public IDs need a key, which a browser cannot keep: the WebAssembly build
+// has no codec; its constructor says why, and isPublicText() (no key) works.
+test('Public: absent from the WebAssembly build, saying why; isPublicText works', { skip }, () => {
+  assert.throws(() => new idgen.Public({ keyFile: '/nonexistent' }),
+                { code: 'EINVAL', message: /not available in the WebAssembly build.*key/ });
+  assert.throws(() => new idgen.Public({ key: new Uint8Array(32) }), { code: 'EINVAL' });
+  assert.equal(idgen.Public.isPublicText('user_0' + 'a'.repeat(16), { prefix: 'user' }), true);
+  assert.equal(idgen.Public.isPublicText('user_0' + 'a'.repeat(16), { prefix: 'order' }), false);
+});

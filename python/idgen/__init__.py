@@ -38,6 +38,8 @@ from ._idgen import (  # noqa: F401  (re-exported)
     OutOfMemoryError,
     ParseError,
     PoolFullError,
+    Public,
+    PublicKeyError,
     RandomError,
     RangeError,
     RegistryError,
@@ -61,7 +63,7 @@ __all__ = [
     "OutOfMemoryError", "LayoutError", "RangeError", "ParseError", "ClockError",
     "ExhaustedError", "ForkedError", "MonotonicOverflowError", "RandomError",
     "LeaseError", "RegistryError", "PoolFullError", "MarkError", "BatchError",
-    "AgainError", "EmptyError", "SpaceError", "library_version",
+    "AgainError", "EmptyError", "SpaceError", "PublicKeyError", "Public", "library_version",
 ]
 
 library_version: str = _idgen.library_version

@@ -1,7 +1,8 @@
 # Type stubs for idgen (checked with mypy --strict in python/tests).
+import os
 import uuid
 from types import TracebackType
-from typing import Any, Dict, List, Mapping, Optional, Type, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Type, Union
 
 library_version: str
 
@@ -26,6 +27,9 @@ class BatchError(Error): ...
 class AgainError(Error): ...
 class EmptyError(Error): ...
 class SpaceError(Error): ...
+class PublicKeyError(Error, ValueError):
+    """EKEY: a public ID's text made with another key, an unknown key
+    version, another prefix, or altered."""
 
 class ManualClock:
     def __init__(self, now_ns: int = ..., auto_advance: bool = ...) -> None: ...
@@ -156,6 +160,31 @@ class Sequence:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> None: ...
+
+class Public:
+    """Keyed public IDs (FF1 on AES-256): a reversible form that shows
+    nothing of an ID's time, worker or volume to whoever lacks the key.
+
+    The key comes from key_file (default: the file IDGEN_PUBLIC_KEY names;
+    mode 0600 or 0400) or key (32 bytes from the caller's own secret store,
+    version key_version).  Integer forms: an int of the layout's bits for
+    kind "snowflake", a ULID str for "ulid", a uuid.UUID (version 4) for
+    "uuid7".  Text forms: [prefix_] + key version + 16 or 29 characters.
+    """
+
+    kind: str
+    bits: int
+    def __init__(self, key_file: Optional[Union[str, os.PathLike[str]]] = ..., *,
+                 kind: str = ..., layout: Optional[str] = ..., bits: Optional[int] = ...,
+                 prefix: Optional[str] = ..., version: int = ..., key: Optional[bytes] = ...,
+                 key_version: int = ...) -> None: ...
+    def map(self, id: Union[int, str, uuid.UUID]) -> Any: ...
+    def unmap(self, pub: Union[int, str, uuid.UUID]) -> Any: ...
+    def map_many(self, ids: Iterable[Union[int, str, uuid.UUID]]) -> List[Any]: ...
+    def unmap_many(self, pubs: Iterable[Union[int, str, uuid.UUID]]) -> List[Any]: ...
+    def format(self, id: Union[int, str, uuid.UUID]) -> str: ...
+    def parse(self, text: str) -> Any: ...
+    def parse_with_version(self, text: str) -> Tuple[Any, int]: ...
 
 class ULIDGenerator:
     def __init__(self, *, clock: Union[str, ManualClock, None] = ...) -> None: ...

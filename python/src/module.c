@@ -64,7 +64,8 @@ static const char *const err_pyname[] = {
     "ExhaustedError",       "ForkedError",      "MonotonicOverflowError",
     "RandomError",          "LeaseError",       "RegistryError",
     "PoolFullError",        "MarkError",        "BatchError",
-    "AgainError",           "EmptyError",       "SpaceError"};
+    "AgainError",           "EmptyError",       "SpaceError",
+    "PublicKeyError"};
 
 static PyObject *Error;
 static PyObject *err_class[sizeof err_pyname / sizeof err_pyname[0]];
@@ -1550,6 +1551,393 @@ static PyObject *mod_close_all(PyObject *m, PyObject *unused) {
   Py_RETURN_NONE;
 }
 
+/* ---- Public IDs ------------------------------------------------------------ */
+
+/* Public(key_file=None, kind="snowflake", layout="twitter", bits=None,
+ * prefix="", version=0, key=None, key_version=1): one codec
+ * (idgen_public_t), which one thread uses at a time: each call holds the
+ * object's lock (map_many and unmap_many hold it with the GIL released), so
+ * threads sharing one object take turns; a thread of its own is faster with
+ * a Public of its own. */
+typedef struct {
+  PyObject_HEAD idgen_public_t *p;
+  PyThread_type_lock lock;
+  idgen_public_kind_t kind;
+  unsigned bits;
+} pub_t;
+
+static char *pub_kwlist[] = {"key_file", "kind", "layout",      "bits", "prefix",
+                             "version",  "key",  "key_version", NULL};
+
+/* The key: a file (key_file, else IDGEN_PUBLIC_KEY) or 32 bytes. */
+static int pub_keys(PyObject *file, PyObject *key, int64_t key_version,
+                    idgen_public_keys_t **keys) {
+  char err[ERR_MAX] = "";
+  int rc;
+  if (key != NULL && key != Py_None) {
+    Py_buffer b;
+    if (file != NULL && file != Py_None) {
+      raise_idgen(IDGEN_EINVAL, "Public: give key_file or key, not both");
+      return -1;
+    }
+    if (PyObject_GetBuffer(key, &b, PyBUF_SIMPLE) < 0)
+      return -1;
+    if (b.len != IDGEN_PUBLIC_KEY_BYTES) {
+      PyBuffer_Release(&b);
+      snprintf(err, sizeof err, "Public: key holds %zd bytes: a key is %d bytes (AES-256)",
+               (Py_ssize_t)b.len, IDGEN_PUBLIC_KEY_BYTES);
+      raise_idgen(IDGEN_EINVAL, err);
+      return -1;
+    }
+    unsigned v = (unsigned)key_version;
+    rc = idgen_public_keys_new(keys, &v, (const uint8_t(*)[IDGEN_PUBLIC_KEY_BYTES])b.buf, 1, err,
+                               sizeof err);
+    PyBuffer_Release(&b);
+  } else {
+    PyObject *path = NULL;
+    const char *env = getenv(IDGEN_PUBLIC_KEY_ENV);
+    if (file != NULL && file != Py_None) {
+      if (!PyUnicode_FSConverter(file, &path))
+        return -1;
+    } else if (env == NULL || env[0] == 0) {
+      raise_idgen(IDGEN_EINVAL, "Public: no key: give key_file (or set IDGEN_PUBLIC_KEY to a key "
+                                "file's path) or key (32 bytes)");
+      return -1;
+    }
+    const char *p = path != NULL ? PyBytes_AS_STRING(path) : env;
+    Py_BEGIN_ALLOW_THREADS rc = idgen_public_keys_load(keys, p, err, sizeof err);
+    Py_END_ALLOW_THREADS Py_XDECREF(path);
+  }
+  if (rc < 0) {
+    raise_idgen(rc, err);
+    return -1;
+  }
+  return 0;
+}
+
+/* The kind and bits of the options into s. */
+static int pub_settings(PyObject **o, idgen_public_settings_t *s, char *prefix, size_t pn) {
+  char kind[16] = "snowflake", layout[IDGEN_LAYOUT_SPEC_MAX] = "twitter";
+  int64_t bits = 0, version = 0;
+  int has_layout;
+  prefix[0] = 0;
+  if (opt_text("kind", o[1], kind, sizeof kind, 0) < 0 ||
+      (has_layout = opt_text("layout", o[2], layout, sizeof layout, 0)) < 0 ||
+      opt_int("bits", o[3], 1, 64, &bits) < 0 || opt_text("prefix", o[4], prefix, pn, 0) < 0 ||
+      opt_int("version", o[5], 0, IDGEN_PUBLIC_VERSION_MAX, &version) < 0)
+    return -1;
+  memset(s, 0, sizeof *s);
+  s->prefix = prefix;
+  s->version = (unsigned)version;
+  s->kind = strcmp(kind, "snowflake") == 0 ? IDGEN_PUBLIC_SNOWFLAKE
+            : strcmp(kind, "ulid") == 0    ? IDGEN_PUBLIC_ULID
+            : strcmp(kind, "uuid7") == 0   ? IDGEN_PUBLIC_UUID7
+                                           : 0;
+  if (s->kind == 0)
+    return raise_key(IDGEN_EINVAL, "kind", kind, "expected snowflake, ulid or uuid7"), -1;
+  if (s->kind != IDGEN_PUBLIC_SNOWFLAKE && (has_layout || bits))
+    return raise_idgen(IDGEN_EINVAL, "Public: layout and bits are for kind snowflake only"), -1;
+  if (has_layout && bits)
+    return raise_idgen(IDGEN_EINVAL, "Public: give layout or bits, not both"), -1;
+  if (s->kind == IDGEN_PUBLIC_SNOWFLAKE) {
+    const idgen_layout_t *l = bits ? NULL : layout_of(layout);
+    if (!bits && l == NULL)
+      return -1;
+    s->bits = bits ? (unsigned)bits : (unsigned)l->total_bits;
+  }
+  return 0;
+}
+
+static PyObject *pub_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+  PyObject *o[8] = {NULL};
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O$OOOOOOO:Public", pub_kwlist, &o[0], &o[1], &o[2],
+                                   &o[3], &o[4], &o[5], &o[6], &o[7]))
+    return NULL;
+  idgen_public_settings_t s;
+  char prefix[IDGEN_PUBLIC_PREFIX_MAX + 1], err[ERR_MAX] = "";
+  int64_t key_version = 1;
+  idgen_public_keys_t *keys = NULL;
+  if (pub_settings(o, &s, prefix, sizeof prefix) < 0 ||
+      opt_int("key_version", o[7], 1, IDGEN_PUBLIC_VERSION_MAX, &key_version) < 0 ||
+      pub_keys(o[0], o[6], key_version, &keys) < 0)
+    return NULL;
+  pub_t *x = (pub_t *)type->tp_alloc(type, 0);
+  int rc = x == NULL ? -1 : idgen_public_new(&x->p, keys, &s, err, sizeof err);
+  idgen_public_keys_free(keys);
+  if (x == NULL)
+    return NULL;
+  if (rc == 0 && (x->lock = PyThread_allocate_lock()) == NULL) {
+    Py_DECREF(x);
+    return PyErr_NoMemory();
+  }
+  if (rc < 0) {
+    Py_DECREF(x);
+    return raise_idgen(rc, err);
+  }
+  x->kind = s.kind;
+  x->bits = s.bits ? s.bits : 64;
+  return (PyObject *)x;
+}
+
+static void pub_dealloc(pub_t *x) {
+  idgen_public_free(x->p);
+  if (x->lock != NULL)
+    PyThread_free_lock(x->lock);
+  Py_TYPE(x)->tp_free((PyObject *)x);
+}
+
+/* The object's lock: at once if free, else waited for with the GIL
+ * released (another thread's map_many holds it). */
+static void pub_lock(pub_t *x) {
+  if (PyThread_acquire_lock(x->lock, NOWAIT_LOCK))
+    return;
+  Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(x->lock, WAIT_LOCK);
+  Py_END_ALLOW_THREADS
+}
+
+/* A Snowflake ID or integer form: an int from 0 to 2^64 - 1. */
+static int pub_arg64(PyObject *v, const char *what, uint64_t *out) {
+  if (!PyLong_Check(v) || PyBool_Check(v)) {
+    PyErr_Format(err_class[0], "%s: expected an int, not %.80s", what, Py_TYPE(v)->tp_name);
+    return -1;
+  }
+  unsigned long long x = PyLong_AsUnsignedLongLong(v);
+  if (x == (unsigned long long)-1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    char msg[120];
+    snprintf(msg, sizeof msg, "%s: not from 0 to 2^64 - 1", what);
+    raise_idgen(IDGEN_ERANGE, msg);
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
+/* A 128-bit ID: a ULID's str for a ULID codec, a uuid.UUID or its text for
+ * a UUIDv7 one. */
+static int pub_arg128(const pub_t *x, PyObject *v, uint8_t out[16]) {
+  if (x->kind == IDGEN_PUBLIC_UUID7) {
+    idgen_uuid_t u;
+    if (uuid_arg(v, &u) < 0)
+      return -1;
+    memcpy(out, u.bytes, 16);
+    return 0;
+  }
+  Py_ssize_t len;
+  const char *s = PyUnicode_Check(v) ? PyUnicode_AsUTF8AndSize(v, &len) : NULL;
+  if (s == NULL) {
+    if (!PyErr_Occurred())
+      raise_idgen(IDGEN_EINVAL, "expected a ULID (str)");
+    return -1;
+  }
+  char err[ERR_MAX];
+  idgen_ulid_t u;
+  int rc = idgen_ulid_parse(&u, s, (size_t)len, IDGEN_ULID_STRICT, err, sizeof err);
+  if (rc < 0) {
+    raise_idgen(rc, err);
+    return -1;
+  }
+  memcpy(out, u.bytes, 16);
+  return 0;
+}
+
+static PyObject *pub_value128(const pub_t *x, const uint8_t b[16]) {
+  if (x->kind == IDGEN_PUBLIC_UUID7)
+    return make_uuid(b);
+  idgen_ulid_t u;
+  memcpy(u.bytes, b, 16);
+  return ulid_text(&u);
+}
+
+static PyObject *pub_range(const pub_t *x, int rc, const char *what) {
+  char msg[120];
+  snprintf(msg, sizeof msg, "%s: at or above 2^%u (the codec's bits)", what, x->bits);
+  return raise_idgen(rc, rc == IDGEN_ERANGE ? msg : NULL);
+}
+
+/* map(id) and unmap(pub): the integer forms. */
+static PyObject *pub_map_dir(pub_t *x, PyObject *arg, int back) {
+  const char *what = back ? "unmap(pub)" : "map(id)";
+  int rc;
+  if (x->kind == IDGEN_PUBLIC_SNOWFLAKE) {
+    uint64_t in, out = 0;
+    if (pub_arg64(arg, what, &in) < 0)
+      return NULL;
+    pub_lock(x);
+    rc = back ? idgen_public_unmap64(x->p, in, &out) : idgen_public_map64(x->p, in, &out);
+    PyThread_release_lock(x->lock);
+    return rc < 0 ? pub_range(x, rc, what) : PyLong_FromUnsignedLongLong(out);
+  }
+  uint8_t in[16], out[16];
+  if (pub_arg128(x, arg, in) < 0)
+    return NULL;
+  pub_lock(x);
+  rc = back ? idgen_public_unmap128(x->p, in, out) : idgen_public_map128(x->p, in, out);
+  PyThread_release_lock(x->lock);
+  if (rc == IDGEN_EPARSE)
+    return raise_idgen(rc, back
+                               ? "unmap(pub): not a UUID of version 4 (the public form of a UUIDv7)"
+                               : "map(id): not a UUIDv7 (version 7, RFC 9562's variant)");
+  return rc < 0 ? raise_idgen(rc, NULL) : pub_value128(x, out);
+}
+
+static PyObject *pub_map(pub_t *x, PyObject *arg) { return pub_map_dir(x, arg, 0); }
+
+static PyObject *pub_unmap(pub_t *x, PyObject *arg) { return pub_map_dir(x, arg, 1); }
+
+/* The batch's work, the GIL released: Snowflake IDs (in and out of n
+ * uint64), or 128-bit ones (n rows of 16 bytes). */
+static int pub_many_run(pub_t *x, void *in, void *out, size_t n, int back) {
+  int rc = 0;
+  Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(x->lock, WAIT_LOCK);
+  if (x->kind == IDGEN_PUBLIC_SNOWFLAKE)
+    rc = back ? idgen_public_unmap64_batch(x->p, in, out, n)
+              : idgen_public_map64_batch(x->p, in, out, n);
+  else
+    rc = back ? idgen_public_unmap128_batch(x->p, in, out, n)
+              : idgen_public_map128_batch(x->p, in, out, n);
+  PyThread_release_lock(x->lock);
+  Py_END_ALLOW_THREADS return rc;
+}
+
+/* map_many(ids) and unmap_many(pubs): a list (any iterable) in, a list
+ * out, the cipher run over all of them with the GIL released. */
+static PyObject *pub_many(pub_t *x, PyObject *arg, int back) {
+  const char *what = back ? "unmap_many(pubs)" : "map_many(ids)";
+  PyObject *seq = PySequence_Fast(arg, "expected a list of IDs"), *list = NULL;
+  if (seq == NULL)
+    return NULL;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  size_t w = x->kind == IDGEN_PUBLIC_SNOWFLAKE ? 8 : 16;
+  uint8_t *buf = PyMem_RawMalloc(n ? 2 * (size_t)n * w : 1);
+  if (buf == NULL) {
+    Py_DECREF(seq);
+    return PyErr_NoMemory();
+  }
+  uint8_t *out = buf + (size_t)n * w;
+  int rc = 0;
+  for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+    PyObject *v = PySequence_Fast_GET_ITEM(seq, i);
+    rc = w == 8 ? pub_arg64(v, what, (uint64_t *)buf + i) : pub_arg128(x, v, buf + 16 * i);
+  }
+  if (rc == 0 && (rc = pub_many_run(x, buf, out, (size_t)n, back)) < 0)
+    pub_range(x, rc, what);
+  if (rc == 0 && (list = PyList_New(n)) != NULL)
+    for (Py_ssize_t i = 0; i < n; i++) {
+      PyObject *v = w == 8 ? PyLong_FromUnsignedLongLong(((uint64_t *)out)[i])
+                           : pub_value128(x, out + 16 * i);
+      if (v == NULL) {
+        Py_CLEAR(list);
+        break;
+      }
+      PyList_SET_ITEM(list, i, v);
+    }
+  PyMem_RawFree(buf);
+  Py_DECREF(seq);
+  return list;
+}
+
+static PyObject *pub_map_many(pub_t *x, PyObject *arg) { return pub_many(x, arg, 0); }
+
+static PyObject *pub_unmap_many(pub_t *x, PyObject *arg) { return pub_many(x, arg, 1); }
+
+/* format(id) -> str: the text form, with the newest key version. */
+static PyObject *pub_format(pub_t *x, PyObject *arg) {
+  char text[IDGEN_PUBLIC_TEXT_MAX];
+  int rc;
+  if (x->kind == IDGEN_PUBLIC_SNOWFLAKE) {
+    uint64_t id;
+    if (pub_arg64(arg, "format(id)", &id) < 0)
+      return NULL;
+    pub_lock(x);
+    rc = idgen_public_format64(x->p, id, text, sizeof text);
+  } else {
+    uint8_t id[16];
+    if (pub_arg128(x, arg, id) < 0)
+      return NULL;
+    pub_lock(x);
+    rc = idgen_public_format128(x->p, id, text, sizeof text);
+  }
+  PyThread_release_lock(x->lock);
+  return rc < 0 ? pub_range(x, rc, "format(id)") : PyUnicode_FromStringAndSize(text, rc);
+}
+
+/* parse_with_version(text) -> (id, version). */
+static PyObject *pub_parse_v(pub_t *x, PyObject *arg) {
+  Py_ssize_t len;
+  const char *s = PyUnicode_Check(arg) ? PyUnicode_AsUTF8AndSize(arg, &len) : NULL;
+  if (s == NULL)
+    return PyErr_Occurred() ? NULL : raise_idgen(IDGEN_EINVAL, "parse(text): expected a str");
+  char err[ERR_MAX] = "";
+  unsigned version = 0;
+  uint64_t id = 0;
+  uint8_t b[16];
+  pub_lock(x);
+  int rc = x->kind == IDGEN_PUBLIC_SNOWFLAKE
+               ? idgen_public_parse64(x->p, s, (size_t)len, &id, &version, err, sizeof err)
+               : idgen_public_parse128(x->p, s, (size_t)len, b, &version, err, sizeof err);
+  PyThread_release_lock(x->lock);
+  if (rc < 0)
+    return raise_idgen(rc, err);
+  PyObject *v =
+      x->kind == IDGEN_PUBLIC_SNOWFLAKE ? PyLong_FromUnsignedLongLong(id) : pub_value128(x, b);
+  if (v == NULL)
+    return NULL;
+  return Py_BuildValue("(NI)", v, version);
+}
+
+/* parse(text) -> the ID alone. */
+static PyObject *pub_parse(pub_t *x, PyObject *arg) {
+  PyObject *t = pub_parse_v(x, arg);
+  if (t == NULL)
+    return NULL;
+  PyObject *id = PyTuple_GET_ITEM(t, 0);
+  Py_INCREF(id);
+  Py_DECREF(t);
+  return id;
+}
+
+static PyObject *pub_kind(pub_t *x, void *closure) {
+  (void)closure;
+  return PyUnicode_FromString(x->kind == IDGEN_PUBLIC_SNOWFLAKE ? "snowflake"
+                              : x->kind == IDGEN_PUBLIC_ULID    ? "ulid"
+                                                                : "uuid7");
+}
+
+static PyObject *pub_bits(pub_t *x, void *closure) {
+  (void)closure;
+  return PyLong_FromUnsignedLong(x->bits);
+}
+
+static PyMethodDef pub_methods[] = {
+    {"map", (PyCFunction)pub_map, METH_O, "map(id): the integer public form"},
+    {"unmap", (PyCFunction)pub_unmap, METH_O, "unmap(pub): the ID of an integer public form"},
+    {"map_many", (PyCFunction)pub_map_many, METH_O,
+     "map_many(ids) -> list: map() of each, batched, the GIL released"},
+    {"unmap_many", (PyCFunction)pub_unmap_many, METH_O,
+     "unmap_many(pubs) -> list: unmap() of each, batched, the GIL released"},
+    {"format", (PyCFunction)pub_format, METH_O, "format(id) -> str: the text form"},
+    {"parse", (PyCFunction)pub_parse, METH_O, "parse(text): the ID of a text form"},
+    {"parse_with_version", (PyCFunction)pub_parse_v, METH_O,
+     "parse_with_version(text) -> (id, key version)"},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef pub_getset[] = {
+    {"kind", (getter)pub_kind, NULL, "snowflake, ulid or uuid7", NULL},
+    {"bits", (getter)pub_bits, NULL, "the integer form's bits (128 for ULID and UUIDv7)", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject PublicType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "idgen._idgen.Public",
+    .tp_basicsize = sizeof(pub_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Public(key_file=None, *, kind='snowflake', layout='twitter', bits=None, prefix='', "
+              "version=0, key=None, key_version=1): keyed public IDs (FF1 on AES-256)",
+    .tp_new = pub_new,
+    .tp_dealloc = (destructor)pub_dealloc,
+    .tp_methods = pub_methods,
+    .tp_getset = pub_getset};
+
 static PyMethodDef mod_methods[] = {
     {"ulid", mod_ulid, METH_NOARGS, "ulid() -> str: a new ULID (not monotonic)"},
     {"uuid7", mod_uuid7, METH_NOARGS,
@@ -1581,8 +1969,8 @@ static int add_type(PyObject *m, PyTypeObject *t, const char *name) {
 }
 
 /* The error classes: Error, and one subclass per code (InvalidArgumentError
- * and ParseError are ValueErrors too, RangeError also a ValueError,
- * OutOfMemoryError a MemoryError). */
+ * and ParseError are ValueErrors too, RangeError, LayoutError and
+ * PublicKeyError also ValueErrors, OutOfMemoryError a MemoryError). */
 static int add_errors(PyObject *m) {
   Error = PyErr_NewExceptionWithDoc(
       "idgen.Error", "idgen's errors: .code is the library's name (\"ELEASE\"), .errno its number",
@@ -1595,7 +1983,7 @@ static int add_errors(PyObject *m) {
     snprintf(name, sizeof name, "idgen.%s", err_pyname[i]);
     int code = err_table[i].code;
     PyObject *extra = code == IDGEN_EINVAL || code == IDGEN_EPARSE || code == IDGEN_ERANGE ||
-                              code == IDGEN_ELAYOUT
+                              code == IDGEN_ELAYOUT || code == IDGEN_EKEY
                           ? PyExc_ValueError
                       : code == IDGEN_ENOMEM ? PyExc_MemoryError
                                              : NULL;
@@ -1642,6 +2030,7 @@ PyMODINIT_FUNC PyInit__idgen(void) {
       add_type(m, &ManualClockType, "ManualClock") < 0 ||
       add_type(m, &ULIDGeneratorType, "ULIDGenerator") < 0 ||
       add_type(m, &UUID7GeneratorType, "UUID7Generator") < 0 ||
+      add_type(m, &PublicType, "Public") < 0 ||
       PyModule_AddStringConstant(m, "library_version", idgen_version()) < 0)
     goto fail;
   return m;

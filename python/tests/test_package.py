@@ -685,6 +685,14 @@ async def aseq(registry: str) -> int:
         nums: List[int] = await q.next_batch_async(2)
         return await q.next_async() + nums[0]
 
+def public(path: str) -> str:
+    p = idgen.Public(path, prefix="user", layout="js53")
+    pubs: List[Any] = p.map_many([1, 2])
+    back: Any = p.unmap(p.map(1))
+    text: str = p.format(1)
+    got, version = p.parse_with_version(text)
+    return text + str(version + p.bits) + p.kind
+
 u: uuid.UUID = idgen.uuid7()
 s: str = idgen.ulid()
 d: Dict[str, Any] = idgen.decode(make())
@@ -765,3 +773,167 @@ def test_idgen_daemon_registry(registry):
     finally:
         d.stop()
         shutil.rmtree(wd.path, ignore_errors=True)
+
+
+# ---- public IDs -----------------------------------------------------------------
+
+def _key_file(d, name, keys, mode=0o600):
+    p = os.path.join(d, name)
+    with open(p, "w") as f:
+        f.write("# test keys\n" + "".join("v%d %s\n" % (v, k.hex()) for v, k in keys))
+    os.chmod(p, mode)
+    return p
+
+
+@pytest.fixture
+def keys(tmp_path):
+    k1, k2, other = os.urandom(32), os.urandom(32), os.urandom(32)
+    d = str(tmp_path)
+    return {"k1": _key_file(d, "k1", [(1, k1)]), "k12": _key_file(d, "k12", [(1, k1), (2, k2)]),
+            "other": _key_file(d, "other", [(1, other)]), "key1": k1, "key2": k2, "dir": d}
+
+
+def test_public_snowflake_round_trip(keys):
+    for layout, bits in (("twitter", 63), ("js53", 53)):
+        p = idgen.Public(keys["k1"], layout=layout)
+        assert p.kind == "snowflake" and p.bits == bits
+        ids = list(range(1000)) + [int.from_bytes(os.urandom(8), "big") >> (64 - bits)
+                                   for _ in range(1000)]
+        pubs = p.map_many(ids)
+        assert pubs == [p.map(i) for i in ids]
+        assert all(0 <= x < 1 << bits for x in pubs)
+        assert len(set(pubs)) == len(set(ids))
+        assert p.unmap_many(pubs) == ids
+        assert [p.unmap(x) for x in pubs[:100]] == ids[:100]
+        up = sum(1 for a, b in zip(pubs[:1000], pubs[1:1000]) if b > a)
+        assert 400 < up < 600, up
+        with pytest.raises(idgen.RangeError):
+            p.map(1 << bits)
+        with pytest.raises(idgen.RangeError):
+            p.map(-1)
+    with pytest.raises(idgen.InvalidArgumentError):
+        idgen.Public(keys["k1"]).map("12")
+
+
+def test_public_ulid_uuid7(keys):
+    pu = idgen.Public(keys["k1"], kind="ulid")
+    g = idgen.ULIDGenerator()
+    for _ in range(100):
+        u = g.next()
+        x = pu.map(u)
+        assert re.fullmatch(r"[0-9A-HJKMNP-TV-Z]{26}", x) and x != u
+        assert pu.unmap(x) == u
+        assert pu.parse(pu.format(u)) == u
+    pv = idgen.Public(keys["k1"], kind="uuid7", prefix="order")
+    g7 = idgen.UUID7Generator()
+    ids = [g7.next() for _ in range(100)]
+    pubs = pv.map_many(ids)
+    assert all(isinstance(x, uuid.UUID) and x.version == 4 and x.variant == uuid.RFC_4122
+               for x in pubs)
+    assert pubs == [pv.map(str(u)) for u in ids]
+    assert pv.unmap_many(pubs) == ids
+    text = pv.format(ids[0])
+    assert re.fullmatch(r"order_0[0-9a-hjkmnp-tv-z]{29}", text), text
+    assert pv.parse_with_version(text) == (ids[0], 1)
+    with pytest.raises(idgen.ParseError):
+        pv.map(uuid.uuid4())  # not a UUIDv7
+
+
+def test_public_text_forms_and_keys(keys):
+    user = idgen.Public(keys["k1"], prefix="user")
+    i = 1777777777777777777
+    text = user.format(i)
+    assert re.fullmatch(r"user_0[0-9a-hjkmnp-tv-z]{16}", text), text
+    assert user.parse(text) == i and user.parse_with_version(text) == (i, 1)
+    order = idgen.Public(keys["k1"], prefix="order")
+    with pytest.raises(idgen.PublicKeyError) as e:
+        order.parse("order_" + text[5:])
+    assert e.value.code == "EKEY" and isinstance(e.value, ValueError)
+    with pytest.raises(idgen.ParseError):
+        order.parse(text)
+    with pytest.raises(idgen.PublicKeyError):
+        idgen.Public(keys["other"], prefix="user").parse(text)
+    with pytest.raises(idgen.PublicKeyError):
+        user.parse(text[:-1] + ("1" if text[-1] == "0" else "0"))
+    both = idgen.Public(keys["k12"], prefix="user")
+    t2 = both.format(i)
+    assert t2[5] == "1" and both.parse_with_version(t2) == (i, 2)
+    assert both.parse_with_version(text) == (i, 1)
+    assert idgen.Public(key=keys["key2"], key_version=2).map(i) == idgen.Public(keys["k12"]).map(i)
+    assert idgen.Public(keys["k12"], version=1).map(i) == idgen.Public(keys["k1"]).map(i)
+    saved = os.environ.get("IDGEN_PUBLIC_KEY")
+    try:
+        os.environ["IDGEN_PUBLIC_KEY"] = keys["k12"]
+        assert idgen.Public().map(i) == both.map(i)
+        del os.environ["IDGEN_PUBLIC_KEY"]
+        with pytest.raises(idgen.InvalidArgumentError, match="IDGEN_PUBLIC_KEY"):
+            idgen.Public()
+    finally:
+        if saved is not None:
+            os.environ["IDGEN_PUBLIC_KEY"] = saved
+    hexkey = keys["key1"].hex()
+    open_file = _key_file(keys["dir"], "open", [(1, keys["key1"])], 0o644)
+    with pytest.raises(idgen.Error) as e:
+        idgen.Public(open_file)
+    assert "644" in str(e.value) and "chmod 600" in str(e.value)
+    assert hexkey[:16] not in str(e.value).lower()
+    with pytest.raises(idgen.InvalidArgumentError, match="16 bytes"):
+        idgen.Public(key=bytes(16))
+    with pytest.raises(idgen.InvalidArgumentError):
+        idgen.Public(keys["k1"], prefix="User")
+    with pytest.raises(idgen.InvalidArgumentError):
+        idgen.Public(keys["k1"], kind="ulid", layout="twitter")
+    with pytest.raises(TypeError):
+        idgen.Public(keys["k1"], prefx="user")
+
+
+def test_public_threads_share_one_codec(keys):
+    """map_many releases the GIL; threads on one object take turns (its
+    lock), and get what one thread gets."""
+    p = idgen.Public(keys["k1"])
+    ids = list(range(1, 200001))
+    want = p.map_many(ids)
+    out, errors = {}, []
+
+    def run(k):
+        try:
+            for _ in range(3):
+                out[k] = p.map_many(ids) if k % 2 else [p.map(i) for i in ids[:2000]]
+        except Exception as e:  # pragma: no cover
+            errors.append(e)
+    ts = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+    for k, v in out.items():
+        assert v == (want if k % 2 else want[:2000])
+
+
+def test_public_equals_ff1_in_javascript(keys):
+    """The integer and text forms against FF1 written again in JavaScript
+    on node:crypto (js/test/ff1-reference.mjs, checked there against NIST's
+    samples): no code shared with the C library."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node not installed")
+    ids = [int.from_bytes(os.urandom(8), "big") >> 1 for _ in range(5)]
+    ref = os.path.join(TREE, "js", "test", "ff1-reference.mjs")
+    code = ("import { ff1Bits } from %s;\n"
+            "const [key, ids] = JSON.parse(process.argv[1]);\n"
+            "const k = Buffer.from(key, 'hex');\n"
+            "const tw = (f, p) => Buffer.concat([Buffer.from([f, 1, 63, 1]), Buffer.from(p)]);\n"
+            "const A = '0123456789abcdefghjkmnpqrstvwxyz';\n"
+            "const b32 = (x) => { let s = ''; for (let i = 0; i < 16; i++, x >>= 5n) "
+            "s = A[Number(x & 31n)] + s; return s; };\n"
+            "console.log(JSON.stringify(ids.map((i) => [String(ff1Bits(k, tw(1, ''), BigInt(i), 63)),"
+            " 'user_0' + b32(ff1Bits(k, tw(2, 'user'), BigInt(i) << 16n, 80))])));\n"
+            % json.dumps("file://" + ref))
+    r = subprocess.run([node, "--input-type=module", "-e", code,
+                        json.dumps([keys["key1"].hex(), [str(i) for i in ids]])],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    want = json.loads(r.stdout)
+    p = idgen.Public(keys["k1"], prefix="user")
+    assert [[str(p.map(i)), p.format(i)] for i in ids] == want

@@ -7,6 +7,7 @@
 import {
   Snowflake, UlidGenerator, Uuid7Generator, ulid, ulidToUuid, uuidToUlid, decode, plan, version, init,
   Decoded, Plan, LeaseInfo, IdgenError, SnowflakeOptions, Sequence, SequenceOptions, SequenceStats,
+  Public, PublicOptions,
 } from '../../index';
 
 const opts: SnowflakeOptions = { layout: 'twitter', registry: 'static', node: 'datacenter=1,worker=2', clock: 'fast' };
@@ -86,3 +87,25 @@ const qx: number = q.next();
 new Sequence('orders', { minStep: '100' });
 
 export { qn, qb, qt, qi, qc, qo, a, s, b, p1, p2, closed, opened, u, v, back, d2, d3, ms, kind, ids, when, ver };
+
+// Public IDs: a BigInt for Snowflake codecs, strings for ULID and UUIDv7 ones.
+const pub = new Public({ keyFile: '/etc/idgen/public.key', layout: 'twitter', prefix: 'user' });
+const pubId: bigint = pub.map(123n);
+const pubBack: bigint = pub.unmap(pubId);
+const pubText: string = pub.format(123n);
+const pubParsed: bigint = pub.parse(pubText);
+const pubV: { id: bigint; version: number } = pub.parseWithVersion(pubText);
+const pubMany: BigUint64Array = pub.mapMany(new BigUint64Array([1n, 2n]));
+const pubUlid = new Public({ kind: 'ulid', key: new Uint8Array(32), keyVersion: 2 });
+const pubUlidText: string = pubUlid.map('01ARZ3NDEKTSV4RRFFQ69G5FAV');
+const pubUuid: string = new Public({ kind: 'uuid7' }).parse('order_0abc');
+const shaped: boolean = Public.isPublicText('user_0abc', { prefix: 'user', kind: 'snowflake' });
+const pubOpts: PublicOptions = { keyFile: 'k', bits: 53 };
+// @ts-expect-error a ULID codec maps strings, not BigInts
+pubUlid.map(1n);
+// @ts-expect-error a Snowflake codec gives a BigInt, not a string
+const pubWrong: string = pub.map(1n);
+// @ts-expect-error no such kind
+new Public({ kind: 'uuid4' });
+// @ts-expect-error key bytes are a Uint8Array, never a string
+new Public({ key: 'secret' });
