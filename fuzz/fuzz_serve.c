@@ -4,7 +4,8 @@
  * serve_http.c), with an auth_file in force: AUTH, HELLO 2|3 AUTH, Bearer
  * tokens, NOAUTH, WRONGPASS, the slowing of wrong tokens by address
  * (serve_auth.c: hold_until_ms, AUTH_LIMITED) and every command after
- * sign-in.  The parsers alone are fuzz_resp.c and fuzz_http.c.
+ * sign-in; with a public_key in force too (prefix user): format=public,
+ * /decode of public forms, PUBLIC and UNPUBLIC (serve_public.c).  The parsers alone are fuzz_resp.c and fuzz_http.c.
  *
  * DESIGN.  The daemon is set up once, as `idgen serve` sets it up but with
  * no socket or thread (serve_setup_for_test), from the flags below and an
@@ -63,6 +64,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* Two agents, so that AUTH AGENT TOKEN can name the wrong one. */
 static const char auth_text[] = "app 0123456789abcdef0123456789abcdef\n"
                                 "batch-job fedcba9876543210fedcba9876543210\n";
+
+/* A key file's text: a fixed key, as a test's (nothing here is secret). */
+static const char key_text[] =
+    "v1 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n"
+    "v2 202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f\n";
 
 /* How the clocks move before a connection: the loop's (monotonic) and the
  * wall clock the generator reads, which may also step back (NTP). */
@@ -126,7 +132,7 @@ static void clear_idgen_env(void) {
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
   clear_idgen_env();
-  char dir[] = "/tmp/fuzz_serve.XXXXXX", path[sizeof dir + 8];
+  char dir[] = "/tmp/fuzz_serve.XXXXXX", path[sizeof dir + 8], kpath[sizeof dir + 8];
   if (mkdtemp(dir) == NULL) {
     perror("fuzz_serve: mkdtemp");
     abort();
@@ -135,6 +141,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0 || write(fd, auth_text, sizeof auth_text - 1) != (ssize_t)(sizeof auth_text - 1)) {
     perror("fuzz_serve: the auth file");
+    abort();
+  }
+  close(fd);
+  snprintf(kpath, sizeof kpath, "%s/key", dir);
+  fd = open(kpath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 || write(fd, key_text, sizeof key_text - 1) != (ssize_t)(sizeof key_text - 1)) {
+    perror("fuzz_serve: the key file");
     abort();
   }
   close(fd);
@@ -150,10 +163,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
                   "--threads", "1", "--max-batch", "5000",
                   "--max-borrow-ms", "0", "--max-wait-ms", "5",
                   "--max-request-bytes", "1024",
-                  "--auth-file", path};
+                  "--auth-file", path,
+                  "--public-key", kpath, "--public-prefix", "user"};
   /* clang-format on */
   int rc = serve_config_load(&cfg, (int)(sizeof args / sizeof args[0]), args);
   unlink(path); /* read: auth_file is read again only on SIGHUP */
+  unlink(kpath);
   rmdir(dir);
   gen_now_ns = gen_high_ns = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE) * 1000000;
   cfg.s.gen.clock = &gen_clock;

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "idgen.h"
-#include "idgen.h"
 
 /* Exit status: 0 success, 1 an ID could not be made or read, 2 bad usage
  * (idgen --help says so). */
@@ -59,11 +58,35 @@ const char *cli_thousands(uint64_t v, char *buf, size_t n);
 
 /* Buffered writing of decimal IDs, one per line, to stdout. */
 void cli_put_u64_line(uint64_t v);
+/* The same for a line of text, s[len] and a newline (len below 64 KiB). */
+void cli_put_line(const char *s, size_t len);
 void cli_flush(void);
 
 /* Flushes all output; exits 1 with a message if any of it could not be
  * written (a full disk, a closed pipe with SIGPIPE ignored). */
 void cli_finish_output(void);
+
+/* Public IDs for the commands that make IDs (cli_public.c): the three
+ * options' values as given (NULL where not given), then the codec. */
+typedef struct cli_public {
+  const char *key_path;  /* --public-key; NULL: $IDGEN_PUBLIC_KEY, if set */
+  const char *prefix;    /* --public-prefix */
+  const char *form;      /* --public-form: auto, int or text */
+  idgen_public_t *codec; /* NULL: no key, IDs as they are */
+  int text;              /* the text form (else the integer form) */
+} cli_public_t;
+
+/* Loads a key file for option `opt`; exits 2 with the library's message
+ * (which never holds the key) on error. */
+idgen_public_keys_t *cli_public_keys(const char *opt, const char *path);
+/* Makes p->codec for `kind` when a key is given (flag or environment),
+ * after checking the prefix and the form; exits 2 naming the option on
+ * error.  `cmd` names the command in messages. */
+void cli_public_open(cli_public_t *p, const char *cmd, idgen_public_kind_t kind);
+/* A 128-bit ID's public form (integer form as `as_uuid` says: a UUID, or 26
+ * characters) into out[IDGEN_PUBLIC_TEXT_MAX]; exits 1 on error. */
+void cli_public_128(cli_public_t *p, const uint8_t id[16], int as_uuid, char *out);
+void cli_public_close(cli_public_t *p);
 
 /* The commands. */
 int cmd_snowflake(int argc, char **argv);
@@ -75,6 +98,7 @@ int cmd_uuid7(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_registry(int argc, char **argv);
 int cmd_seq(int argc, char **argv);
+int cmd_public(int argc, char **argv);
 
 /* In bench/bench.c. */
 int idgen_bench_main(int argc, char **argv);

@@ -117,6 +117,14 @@ void cli_flush(void) {
   outlen = 0;
 }
 
+void cli_put_line(const char *s, size_t len) {
+  if (outlen + len + 1 > sizeof outbuf)
+    cli_flush();
+  memcpy(outbuf + outlen, s, len);
+  outbuf[outlen + len] = '\n';
+  outlen += len + 1;
+}
+
 void cli_put_u64_line(uint64_t v) {
   char tmp[24];
   int i = 23;

@@ -18,7 +18,9 @@ static const char usage_head[] =
     "defaults, bounds and checks), given as flags; only the registry's default\n"
     "differs: static, the node values as given.  With a registry the leased field\n"
     "is assigned, IDs start above its recorded high-water mark, and the mark is\n"
-    "kept ahead of them; see 'idgen registry'.\n"
+    "kept ahead of them; see 'idgen registry'.  With --public-key (or\n"
+    "$IDGEN_PUBLIC_KEY naming a key file) each ID is printed in its public form\n"
+    "('idgen public --help'): then they are not increasing.\n"
     "\n"
     "  -n, --count N              how many IDs (default 1, at most " IDGEN_STR(
         CLI_COUNT_MAX) ")\n"
@@ -35,6 +37,7 @@ static const char usage_tail[] =
     "  idgen snowflake -n 3 --datacenter 1 --worker 7\n"
     "  idgen snowflake --layout 'time:41@1ms,node:10,sequence:12,epoch=0' --node node=755\n"
     "  idgen snowflake -n 1000 --registry file:./var/idgen --datacenter 1\n"
+    "  idgen snowflake --public-key order.key --public-prefix order\n"
     "\n"
     "Exit status: 0 success, 1 the clock refused, the layout ran out or the registry\n"
     "failed (unreachable, pool full, lease lost), 2 bad usage.\n";
@@ -74,6 +77,51 @@ static int on_option(settings_t *s, void *ctx, int opt, const char *arg) {
   }
 }
 
+/* public_key: $IDGEN_PUBLIC_KEY, a file name, where no flag gives one (this
+ * command reads no other IDGEN_* variables). */
+static int on_check(settings_t *s, void *ctx, int k) {
+  (void)ctx;
+  const char *e = getenv(IDGEN_PUBLIC_KEY_ENV);
+  if (k == SK_PUBLIC_KEY && e != NULL && e[0] != '\0' && strcmp(s->source[k], "default") == 0)
+    settings_set(s, k, e, IDGEN_PUBLIC_KEY_ENV);
+  return 0;
+}
+
+/* The public forms of ids[k], printed (JSON elements after `done` others).
+ * The integer form maps the batch in one call. */
+static void put_public(idgen_public_t *c, int text, uint64_t *ids, size_t k, int json,
+                       int64_t done) {
+  char buf[IDGEN_PUBLIC_TEXT_MAX];
+  if (!text && idgen_public_map64_batch(c, ids, ids, k) < 0)
+    cli_fail(EXIT_ID, "cannot make a public ID");
+  for (size_t i = 0; i < k; i++) {
+    int len = 0;
+    if (text && (len = idgen_public_format64(c, ids[i], buf, sizeof buf)) < 0)
+      cli_fail(EXIT_ID, "cannot make a public ID: %s", idgen_strerror(len));
+    if (json && text)
+      printf("%s\"%s\"", done + (int64_t)i ? "," : "", buf);
+    else if (json)
+      printf("%s\"%" PRIu64 "\"", done + (int64_t)i ? "," : "", ids[i]);
+    else if (text)
+      cli_put_line(buf, (size_t)len);
+    else
+      cli_put_u64_line(ids[i]);
+  }
+}
+
+/* The codec of the settings' public key, or NULL when none is given. */
+static idgen_public_t *public_codec(const settings_t *set) {
+  if (set->public_keys == NULL)
+    return NULL;
+  char err[512];
+  idgen_public_t *c = NULL;
+  idgen_public_settings_t ps = {IDGEN_PUBLIC_SNOWFLAKE, (unsigned)set->layout.total_bits,
+                                set->public_form == PUBLIC_TEXT ? set->public_prefix : NULL, 0};
+  if (idgen_public_new(&c, set->public_keys, &ps, err, sizeof err) < 0)
+    cli_fail(EXIT_USAGE, "snowflake: %s", err);
+  return c;
+}
+
 int cmd_snowflake(int argc, char **argv) {
   static const struct option extra[] = {{"count", required_argument, 0, 'n'},
                                         {"json", no_argument, 0, OPT_JSON},
@@ -82,7 +130,7 @@ int cmd_snowflake(int argc, char **argv) {
                                         {0, 0, 0, 0}};
   struct own own = {1, 0};
   const settings_spec_t spec = {
-      SETTINGS_SNOWFLAKE, "snowflake", 0, extra, "n:", on_option, NULL, usage, &own};
+      SETTINGS_SNOWFLAKE, "snowflake", 0, extra, "n:", on_option, on_check, usage, &own};
   settings_t set;
   int rc = settings_load(&set, &spec, argc, argv);
   if (rc != 0) {
@@ -109,6 +157,7 @@ int cmd_snowflake(int argc, char **argv) {
     cli_fail(rc == IDGEN_ERANGE || rc == IDGEN_EINVAL ? EXIT_USAGE : EXIT_ID, "%s", err);
   }
   idgen_snowflake_gen_t *g = x.gen;
+  idgen_public_t *pub = public_codec(&set);
 
   uint64_t batch[4096];
   if (json)
@@ -135,7 +184,9 @@ int cmd_snowflake(int argc, char **argv) {
       cli_fail(EXIT_ID, "cannot make an ID: %s%s%s", idgen_strerror(rc), st.reason[0] ? ": " : "",
                st.reason);
     }
-    for (size_t i = 0; i < k; i++) {
+    if (pub != NULL)
+      put_public(pub, set.public_form == PUBLIC_TEXT, batch, k, json, done);
+    for (size_t i = 0; pub == NULL && i < k; i++) {
       if (json)
         printf("%s\"%" PRIu64 "\"", done + (int64_t)i ? "," : "", batch[i]);
       else
@@ -148,6 +199,7 @@ int cmd_snowflake(int argc, char **argv) {
   if (json)
     fputs("]}\n", stdout);
   cli_flush();
+  idgen_public_free(pub);
   leased_close(&x);
   settings_free(&set);
   return EXIT_OK;

@@ -21,6 +21,7 @@ static const char usage[] =
     "  bench       measure the generator on this machine\n"
     "  registry    list the worker-ID leases of a registry; free a stale one\n"
     "  seq         dense numbers and business numbers (INV-2026-000042) from a registry\n"
+    "  public      public IDs: a keyed form that hides time, worker and order; back\n"
     "  serve       the daemon: IDs over HTTP/1.1 and the Redis protocol\n"
     "\n"
     "Options:\n"
@@ -54,6 +55,7 @@ int main(int argc, char **argv) {
       {"layouts", cmd_layouts},     {"plan", cmd_plan},
       {"bench", idgen_bench_main},  {"serve", cmd_serve},
       {"registry", cmd_registry},   {"seq", cmd_seq},
+      {"public", cmd_public},
   };
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(cmd, commands[i].name) == 0) {

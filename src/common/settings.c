@@ -20,6 +20,8 @@
 /* cache_on_empty: the library's enum; audit_mode: settings.h's. */
 static const settings_word_t on_empty_words[] = {
     {"direct", IDGEN_CACHE_DIRECT}, {"fail", IDGEN_CACHE_FAIL}, {NULL, 0}};
+static const settings_word_t public_form_words[] = {
+    {"auto", PUBLIC_AUTO}, {"int", PUBLIC_INT}, {"text", PUBLIC_TEXT}, {NULL, 0}};
 static const settings_word_t audit_mode_words[] = {
     {"count", AUDIT_COUNT}, {"require", AUDIT_REQUIRE}, {NULL, 0}};
 
@@ -283,6 +285,22 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
     [SK_SEQ_MAX_OPEN] = {"seq_max_open", ST_INT, SERVE, 0, "1024", NULL, NULL, INT(0, 65536), "N",
                          "sequences the daemon opens (on first use, `GET /seq/NAME`, `SEQ "
                          "NAME`); a request for one more is refused (0: no sequences)"},
+    [SK_PUBLIC_KEY] = {"public_key", ST_PUBLIC_KEY, BOTH, 0, "", NULL, "none: IDs as they are",
+                       NONE, "FILE",
+                       "a key file (`idgen public --new-key FILE`): IDs are given in their "
+                       "public form, a keyed permutation that hides their time, worker and "
+                       "order (the daemon: with `format=public`).  Refused when group or "
+                       "others may read it; the key itself is never shown"},
+    [SK_PUBLIC_PREFIX] = {"public_prefix", ST_PREFIX, BOTH, 0, "", NULL, "none", NONE, "PREFIX",
+                          "the type prefix of public IDs' text form (`user` gives "
+                          "`user_0...`: a to z and `_`, at most 63 characters, starting and "
+                          "ending with a letter, as TypeID's)"},
+    [SK_PUBLIC_FORM] = {"public_form", ST_CHOICE, BOTH, 0, "auto", NULL,
+                        "auto: text with a prefix, int without", NONE, "auto|int|text",
+                        "the public IDs' form: `int`, an integer of the layout's bits (one key "
+                        "version at a time), or `text`, `[PREFIX_]` and 17 characters that "
+                        "carry the key version and check bits",
+                        public_form_words},
 };
 
 /* "max_batch" -> "--max-batch" or "IDGEN_MAX_BATCH". */
@@ -583,6 +601,18 @@ void settings_seq_for(const settings_t *s, const char *name, idgen_seq_settings_
   }
 }
 
+/* public_form, after the key and the prefix: auto resolved, and a prefix
+ * refused with the integer form (which has no room for one). */
+static int check_public_form(settings_t *s, int k) {
+  int prefixed = s->public_prefix != NULL && s->public_prefix[0] != '\0';
+  if (s->num[k] == PUBLIC_INT && prefixed)
+    return settings_fail(
+        s, k, "the integer form has no prefix: `public_form = text` with `public_prefix`");
+  s->public_form =
+      s->num[k] == PUBLIC_AUTO ? (prefixed ? PUBLIC_TEXT : PUBLIC_INT) : (int)s->num[k];
+  return 0;
+}
+
 static int check(settings_t *s, int k) {
   const settings_def_t *d = &settings_defs[k];
   const char *v = s->value[k];
@@ -611,6 +641,19 @@ static int check(settings_t *s, int k) {
   }
   case ST_SEQ_LIST:
     return check_seq_list(s, k);
+  case ST_PUBLIC_KEY:
+    idgen_public_keys_free(s->public_keys);
+    s->public_keys = NULL;
+    if (v[0] && idgen_public_keys_load(&s->public_keys, v, err, sizeof err) < 0)
+      return settings_fail(s, k, "%s", err);
+    return 0;
+  case ST_PREFIX:
+    if (idgen_public_prefix_check(v, err, sizeof err) < 0)
+      return settings_fail(s, k, "%s", err);
+    if (v[0] && s->public_keys == NULL)
+      return settings_fail(s, k, "a prefix without `public_key`");
+    s->public_prefix = v;
+    return 0;
   case ST_LAYOUT:
     if (idgen_layout_parse(&s->layout, v, err, sizeof err) < 0)
       return settings_fail(s, k, "%s", err);
@@ -645,7 +688,7 @@ static int check(settings_t *s, int k) {
     for (const settings_word_t *w = d->words; w->word != NULL; w++)
       if (strcmp(v, w->word) == 0) {
         s->num[k] = w->value;
-        return 0;
+        return k == SK_PUBLIC_FORM ? check_public_form(s, k) : 0;
       }
     char words[128]; /* "a|b|c" as "a, b or c" */
     size_t o = 0;
@@ -854,6 +897,8 @@ void settings_free(settings_t *s) {
   }
   free(s->registry_space);
   s->registry_space = NULL;
+  idgen_public_keys_free(s->public_keys);
+  s->public_keys = NULL;
 }
 
 /* Text with its `marks` dropped (help) or kept (Markdown), wrapped at

@@ -91,6 +91,9 @@ enum settings_key {
   SK_SEQ_FORMAT,
   SK_SEQ_STRICT,
   SK_SEQ_MAX_OPEN,
+  SK_PUBLIC_KEY,
+  SK_PUBLIC_PREFIX, /* after the key it goes with */
+  SK_PUBLIC_FORM,
   SETTINGS_NKEYS
 };
 
@@ -98,20 +101,22 @@ enum settings_key {
 enum { SETTINGS_SNOWFLAKE = 1, SETTINGS_SERVE = 2, SETTINGS_SEQ = 4 };
 
 enum settings_type {
-  ST_ADDR,     /* HOST:PORT or off (checked by the daemon's hook) */
-  ST_LAYOUT,   /* idgen_layout_parse */
-  ST_NODE,     /* NAME=V[,NAME=V...], idgen_layout_nodes_parse; flags repeat */
-  ST_REGISTRY, /* idgen_registry_check; "" is the default registry */
-  ST_SPACE,    /* an ID space's name, checked with the registry (idgen_registry_check) */
-  ST_FIELD,    /* idgen_lease_field */
-  ST_INT,      /* a whole number within [min, max] */
-  ST_CLOCK,    /* fast | precise */
-  ST_BOOL,     /* true | false (a flag without a value: true) */
-  ST_CHOICE,   /* one of `words` ("direct|fail" in `arg`): its value in num[] */
-  ST_PATH,     /* a file name, "" for none */
-  ST_SHARE,    /* a decimal fraction strictly between 0 and 1 */
-  ST_TZ,       /* an IANA time zone name, "" for UTC (idgen_seq_format_parse) */
-  ST_SEQ_LIST  /* repeatable: one entry per flag, file line or environment line
+  ST_ADDR,       /* HOST:PORT or off (checked by the daemon's hook) */
+  ST_LAYOUT,     /* idgen_layout_parse */
+  ST_NODE,       /* NAME=V[,NAME=V...], idgen_layout_nodes_parse; flags repeat */
+  ST_REGISTRY,   /* idgen_registry_check; "" is the default registry */
+  ST_SPACE,      /* an ID space's name, checked with the registry (idgen_registry_check) */
+  ST_FIELD,      /* idgen_lease_field */
+  ST_INT,        /* a whole number within [min, max] */
+  ST_CLOCK,      /* fast | precise */
+  ST_BOOL,       /* true | false (a flag without a value: true) */
+  ST_CHOICE,     /* one of `words` ("direct|fail" in `arg`): its value in num[] */
+  ST_PATH,       /* a file name, "" for none */
+  ST_SHARE,      /* a decimal fraction strictly between 0 and 1 */
+  ST_TZ,         /* an IANA time zone name, "" for UTC (idgen_seq_format_parse) */
+  ST_PUBLIC_KEY, /* a key file, idgen_public_keys_load; "" for none */
+  ST_PREFIX,     /* a public ID's type prefix, idgen_public_prefix_check */
+  ST_SEQ_LIST    /* repeatable: one entry per flag, file line or environment line
                 * (kept joined by newlines); NAME=TEMPLATE (seq_format) or
                 * NAME (seq_strict), checked by the library's rules */
 };
@@ -122,6 +127,11 @@ typedef struct settings_word {
   const char *word;
   int value;
 } settings_word_t;
+
+/* public_form's values (its words: auto, int, text): the form of the public
+ * IDs `idgen snowflake` prints and the daemon's format=public gives; auto is
+ * the text form with a prefix, the integer form without. */
+enum public_form { PUBLIC_AUTO, PUBLIC_INT, PUBLIC_TEXT };
 
 /* audit_mode's values (its words: count, require), the daemon's audit log's
  * behaviour when the file cannot take lines (serve_audit.c). */
@@ -188,6 +198,11 @@ struct settings {
   /* The sequence settings (min_step, max_step, prefetch, segment_target_ms,
    * ttl_ms, tz); format and strict are per name: settings_seq_for(). */
   idgen_seq_settings_t seq;
+  /* public_key's keys (NULL: none given; owned), the prefix ("" for none)
+   * and the form, auto resolved (PUBLIC_INT or PUBLIC_TEXT). */
+  idgen_public_keys_t *public_keys;
+  const char *public_prefix;
+  int public_form;
   /* Flags seen while loading (applied after the file and the environment). */
   char *flag_value[SETTINGS_NKEYS];
   char *flag_source[SETTINGS_NKEYS];

@@ -287,8 +287,14 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
                        c->max_batch, s->source[SK_MAX_BATCH], (int64_t)1 << shift);
   /* One reply of max_batch IDs must fit in max_output_bytes, or a client
    * asking for a full batch would be cut off: at most 43 bytes an ID (a RESP
-   * bulk UUID), plus the 64 KiB of replies that may already wait. */
-  int64_t need = c->max_batch * 43 + 65536 + 4096;
+   * bulk UUID; a public text form: its prefix, '_', 30 characters and 4
+   * more), plus the 64 KiB of replies that may already wait. */
+  int64_t per_id = 43;
+  if (s->public_keys != NULL && s->public_form == PUBLIC_TEXT) {
+    int64_t t = (int64_t)strlen(s->public_prefix ? s->public_prefix : "") + 1 + 30 + 4;
+    per_id = t > per_id ? t : per_id;
+  }
+  int64_t need = c->max_batch * per_id + 65536 + 4096;
   if (rc == 0 && c->max_output_bytes < need)
     rc = settings_fail(s, -1,
                        "max_output_bytes = %" PRId64 " (from %s) is too small for one reply of "

@@ -125,6 +125,8 @@ typedef struct query {
   size_t count;
   int agent; /* AGENT_NONE if not given */
   int json;  /* -1: not given */
+  int pub;   /* format=public: the IDs' public form */
+  int unpub; /* public=1|0 (/decode: a public form, or not); -1: not given */
 } query_t;
 
 /* Room for one decoded key or value: longer than any valid one, so that a
@@ -151,10 +153,12 @@ static int query_unescape(const char *s, size_t len, char *buf, size_t *out, cha
  * first; 0 or -1 with a reason in err. */
 static int parse_query(serve_worker_t *w, const http_str_t *q, query_t *out, char *err, size_t n) {
   const serve_config_t *cfg = w->srv->cfg;
-  int seen_count = 0, seen_agent = 0, seen_format = 0;
+  int seen_count = 0, seen_agent = 0, seen_format = 0, seen_public = 0;
   out->count = 1;
   out->agent = AGENT_NONE;
   out->json = -1;
+  out->pub = 0;
+  out->unpub = -1;
   if (q->len == 0)
     return 0;
   const char *p = q->ptr, *end = q->ptr + q->len;
@@ -176,6 +180,7 @@ static int parse_query(serve_worker_t *w, const http_str_t *q, query_t *out, cha
     int *seen = KEY("count")    ? &seen_count
                 : KEY("agent")  ? &seen_agent
                 : KEY("format") ? &seen_format
+                : KEY("public") ? &seen_public
                                 : NULL;
     if (seen != NULL && (*seen)++) { /* key is one of the three: printable */
       snprintf(err, n, "query parameter \"%.*s\" given twice", (int)klen, key);
@@ -208,12 +213,22 @@ static int parse_query(serve_worker_t *w, const http_str_t *q, query_t *out, cha
         out->json = 1;
       else if (vlen == 4 && memcmp(val, "text", 4) == 0)
         out->json = 0;
+      else if (vlen == 6 && memcmp(val, "public", 6) == 0)
+        out->pub = 1; /* text or JSON as Accept says */
       else {
-        snprintf(err, n, "bad format \"%s\": use json or text", IDGEN_QUOTE(val, vlen, '"', 40));
+        snprintf(err, n, "bad format \"%s\": use json, text or public",
+                 IDGEN_QUOTE(val, vlen, '"', 40));
         return -1;
       }
+    } else if (KEY("public")) {
+      if (vlen != 1 || (val[0] != '0' && val[0] != '1')) {
+        snprintf(err, n, "bad public \"%s\": use 1 (a public form) or 0 (an ID)",
+                 IDGEN_QUOTE(val, vlen, '"', 40));
+        return -1;
+      }
+      out->unpub = val[0] == '1';
     } else {
-      snprintf(err, n, "unknown query parameter \"%s\" (known: count, agent, format)",
+      snprintf(err, n, "unknown query parameter \"%s\" (known: count, agent, format, public)",
                IDGEN_QUOTE(key, klen, '"', 40));
       return -1;
     }
@@ -236,26 +251,41 @@ static int reply_ids(serve_worker_t *w, serve_conn_t *c, const serve_reply_shape
   serve_buf_t *b = &w->body;
   size_t n = sh->count;
   int json = sh->json;
+  const char *pub = NULL; /* format=public: the texts, a NUL after each */
+  if (sh->pub) {
+    int rc = serve_public_make(w, sh->kind, ids, n, &w->pub_text);
+    if (rc < 0)
+      return rc;
+    pub = w->pub_text.p;
+  }
   b->len = 0;
-  serve_buf_reserve(b, n * 44 + 32);
+  serve_buf_reserve(b, n * (pub ? IDGEN_PUBLIC_TEXT_MAX + 4 : 44) + 32);
   char *p = b->p;
   if (json)
     p += sprintf(p, "{\"ids\":[");
   for (size_t i = 0; i < n; i++) {
     char text[40];
-    int len = sh->kind == KIND_SNOWFLAKE ? (int)serve_u64_dec(text, ids[i])
-                                         : serve_ids_make128(w->srv, sh->kind, text);
+    const char *src = text;
+    int len;
+    if (pub != NULL) {
+      src = pub;
+      len = (int)strlen(pub);
+      pub += len + 1;
+    } else {
+      len = sh->kind == KIND_SNOWFLAKE ? (int)serve_u64_dec(text, ids[i])
+                                       : serve_ids_make128(w->srv, sh->kind, text);
+    }
     if (len < 0) {
       b->len = 0;
       return len;
     }
     if (json) {
       p += sprintf(p, "%s\"", i ? "," : "");
-      memcpy(p, text, (size_t)len);
+      memcpy(p, src, (size_t)len);
       p += len;
       *p++ = '"';
     } else {
-      memcpy(p, text, (size_t)len);
+      memcpy(p, src, (size_t)len);
       p += len;
       *p++ = '\n';
     }
@@ -293,8 +323,16 @@ static void route_ids(serve_worker_t *w, serve_conn_t *c, const http_request_t *
                             .json = (uint8_t)(q.json >= 0 ? q.json : wants_json(req)),
                             .head = (uint8_t)str_eq(&req->method, "HEAD"),
                             .minor = (uint8_t)req->minor,
+                            .pub = (uint8_t)q.pub,
                             .agent = q.agent,
                             .count = q.count};
+  if (q.pub && !serve_public_on(w->srv)) {
+    respond_error(w, c, req, 400,
+                  "format=public: public IDs are off: the daemon has no public_key "
+                  "(--public-key FILE, or IDGEN_PUBLIC_KEY)",
+                  KEEP, NULL);
+    return;
+  }
   serve_ids_request(w, c, &sh); /* answered, or parked until its tick */
 }
 
@@ -352,21 +390,54 @@ static void route_seq(serve_worker_t *w, serve_conn_t *c, const http_request_t *
           KEEP, "");
 }
 
-static void route_decode(serve_worker_t *w, serve_conn_t *c, const http_request_t *req) {
+/* /decode/PUB of a public form: the ID behind it, or 1 after a 400. */
+static int unpublic(serve_worker_t *w, serve_conn_t *c, const http_request_t *req, const char *id,
+                    size_t len, char *out, unsigned *version, char *err, size_t n) {
+  int kind;
+  int rc = serve_public_reverse(w, id, len, out, &kind, version, err, n);
+  if (rc >= 0)
+    return 0;
+  if (rc == SERVE_ENOKEY)
+    snprintf(err, n,
+             "public=1: public IDs are off: the daemon has no public_key (--public-key "
+             "FILE, or IDGEN_PUBLIC_KEY)");
+  respond_error(w, c, req, 400, err, KEEP, NULL);
+  return 1;
+}
+
+/* GET /decode/ID: the ID's parts; of a public form (public=1, or a text
+ * form by its shape), the parts of the ID behind it, with "public" and,
+ * for a text form, its "key_version". */
+static void route_decode(serve_worker_t *w, serve_conn_t *c, const http_request_t *req, query_t q) {
   const char *id = req->path.ptr + 8; /* after "/decode/" */
   size_t len = req->path.len - 8;
   decoded_t d;
-  char err[400];
-  if (decode_id(w->srv->layout, id, len, 0, &d, err, sizeof err) < 0) {
+  char err[400], inner[48];
+  unsigned version = 0;
+  int pub = q.unpub == 1 || (q.unpub != 0 && serve_public_looks(w->srv, id, len));
+  if (pub) {
+    if (unpublic(w, c, req, id, len, inner, &version, err, sizeof err))
+      return;
+  }
+  if (decode_id(w->srv->layout, pub ? inner : id, pub ? strlen(inner) : len, 0, &d, err,
+                sizeof err) < 0) {
     respond_error(w, c, req, 400, err, KEEP, NULL);
     return;
   }
-  char text[DECODE_JSON_MAX];
-  int n = decode_json(&d, text, sizeof text - 1);
+  char text[DECODE_JSON_MAX + IDGEN_PUBLIC_TEXT_MAX + 64];
+  int n = decode_json(&d, text, DECODE_JSON_MAX);
   if (n < 0) { /* DECODE_JSON_MAX holds any */
     respond_error(w, c, req, 500, "the decoded JSON does not fit", KEEP, NULL);
     return;
   }
+  if (pub && n > 0 && text[n - 1] == '}') /* the input passed its parse: no quote in it */
+    n += snprintf(text + n - 1, sizeof text - (size_t)n, ",\"public\":\"%.*s\",\"form\":\"%s\"",
+                  (int)len, id, version ? "text" : "int") -
+         1;
+  if (pub && version)
+    n += snprintf(text + n, sizeof text - (size_t)n, ",\"key_version\":%u", version);
+  if (pub)
+    text[n++] = '}';
   text[n++] = '\n';
   w->body.len = 0;
   serve_buf_put(&w->body, text, (size_t)n);
@@ -644,6 +715,9 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   }
   if (kind >= 0) {
     route_ids(w, c, &req, kind, q);
+  } else if (seq && q.pub) {
+    respond_error(w, c, &req, 400, "format=public is for the ID routes (/id, /ulid, /uuid7)", KEEP,
+                  NULL);
   } else if (seq) {
     route_seq(w, c, &req, q);
   } else if (page) { /* self-contained: it fetches only /status.json */
@@ -655,7 +729,7 @@ size_t serve_http_handle(serve_worker_t *w, serve_conn_t *c, const char *buf, si
   } else if (status_json) {
     respond_json(w, c, &req, serve_status_json, "Cache-Control: no-store\r\n");
   } else if (path->ptr[1] == 'd') {
-    route_decode(w, c, &req);
+    route_decode(w, c, &req, q);
   } else if (probe) { /* /health: alive; /ready: can issue IDs now */
     w->body.len = 0;
     int sick = path->ptr[1] == 'h' ? serve_health_text(w->srv, &w->body)

@@ -242,6 +242,8 @@ static int process(serve_worker_t *w, serve_conn_t *c, const char *data, size_t 
     serve_buf_free(&w->out);
   if (w->body.cap > SCRATCH_KEEP)
     serve_buf_free(&w->body);
+  if (w->pub_text.cap > SCRATCH_KEEP)
+    serve_buf_free(&w->pub_text);
   if (nreq > 0)
     observe(w, c, w->read_ns, nreq);
   return conn_settle(w, c);
@@ -577,6 +579,8 @@ void serve_worker_free(serve_worker_t *w) {
       close(w->listeners[p].fd);
   while (w->conns)
     serve_conn_close(w, w->conns, CR_SHUTDOWN);
+  serve_public_worker_free(w);
+  serve_buf_free(&w->pub_text);
   if (w->epfd >= 0)
     close(w->epfd);
   if (w->wakefd >= 0)

@@ -116,7 +116,7 @@ static int set_up_workers(serve_daemon_t *s) {
       w->listeners[p].fd = -1;
   }
   if (serve_make_generators(s) < 0 || serve_agent_setup(s, s->cfg->max_agents) < 0 ||
-      serve_auth_init(s) < 0 || serve_seqs_init(s) < 0)
+      serve_auth_init(s) < 0 || serve_seqs_init(s) < 0 || serve_public_init(s) < 0)
     return -1;
   serve_process_open(s);
   for (int i = 0; i < s->nworkers; i++)
@@ -193,7 +193,8 @@ static void notify_ready(serve_daemon_t *s) {
 }
 
 /* SIGHUP: the audit log and the log file are opened again (logrotate);
- * then auth_file is read again (serve_auth_reload). */
+ * then auth_file and public_key are read again (serve_auth_reload,
+ * serve_public_reload). */
 static void reopen_logs(serve_daemon_t *s) {
   const serve_config_t *cfg = s->cfg;
   serve_audit_reopen(s); /* by its writer, which may wait for the file: never here */
@@ -232,6 +233,7 @@ static int wait_for_stop(serve_daemon_t *s, const sigset_t *set) {
       return sig;
     reopen_logs(s);
     serve_auth_reload(s);
+    serve_public_reload(s);
     serve_tls_reload(s);
   }
 }
@@ -292,6 +294,7 @@ static void free_daemon(serve_daemon_t *s) {
   free((void *)s->agent_slots);
   free_caches(s);
   serve_auth_fini(s);
+  serve_public_fini(s);
   serve_tls_fini(s);
   for (int i = 0; i < s->nretired; i++)
     leased_release(&s->retired[i]);

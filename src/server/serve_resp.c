@@ -95,7 +95,7 @@ static void wrong_arity(serve_worker_t *w, serve_conn_t *c, const char *name) {
 
 typedef void command_fn(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r);
 static command_fn on_id, on_idstr, on_ulid, on_uuid7, on_decode, on_info, on_ping, on_echo, on_quit,
-    on_client, on_command, on_hello, on_config, on_select, on_auth, on_seq;
+    on_client, on_command, on_hello, on_config, on_select, on_auth, on_seq, on_public, on_unpublic;
 
 /* The commands, as Redis's command table: the name (lower case), what runs
  * it (NULL: the transaction's, transaction_step), and for COMMAND and
@@ -112,6 +112,8 @@ static const struct cmdinfo {
     {"ulid", on_ulid, -1, "fast"},
     {"uuid7", on_uuid7, -1, "fast"},
     {"decode", on_decode, 2, "fast"},
+    {"public", on_public, 2, "fast"},
+    {"unpublic", on_unpublic, 2, "fast"},
     {"seq", on_seq, -2, "fast"},
     {"info", on_info, -1, "loading"},
     {"ping", on_ping, -1, "fast"},
@@ -458,6 +460,41 @@ static void on_decode(serve_worker_t *w, serve_conn_t *c, const resp_request_t *
     return;
   }
   reply_bulk(w, text, (size_t)n);
+  CNT_ADD(w->st.resp_ok, 1);
+}
+
+/* PUBLIC ID: the ID's public form (public_form); UNPUBLIC PUB: the ID
+ * behind a public form (either form).  Refused without public_key. */
+static void on_public(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+  char out[IDGEN_PUBLIC_TEXT_MAX + 48], err[400];
+  if (r->argc != 2) {
+    wrong_arity(w, c, "public");
+    return;
+  }
+  int n = serve_public_of(w, r->argv[1].ptr, r->argv[1].len, out, sizeof out, err, sizeof err);
+  if (n < 0) {
+    reply_err(w, c, "ERR %s", err);
+    return;
+  }
+  reply_bulk(w, out, (size_t)n);
+  CNT_ADD(w->st.resp_ok, 1);
+}
+
+static void on_unpublic(serve_worker_t *w, serve_conn_t *c, const resp_request_t *r) {
+  char out[64], err[400];
+  int kind;
+  unsigned version;
+  if (r->argc != 2) {
+    wrong_arity(w, c, "unpublic");
+    return;
+  }
+  int n = serve_public_reverse(w, r->argv[1].ptr, r->argv[1].len, out, &kind, &version, err,
+                               sizeof err);
+  if (n < 0) {
+    reply_err(w, c, "ERR %s", err);
+    return;
+  }
+  reply_bulk(w, out, (size_t)n);
   CNT_ADD(w->st.resp_ok, 1);
 }
 

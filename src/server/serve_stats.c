@@ -459,6 +459,7 @@ void serve_metrics_text(serve_daemon_t *s, serve_buf_t *b) {
   serve_audit_metrics(s, b);
   serve_leases_metrics(s, b);
   serve_seq_metrics(s, b);
+  serve_public_metrics(s, b);
   if (atomic_load(&s->clock_skew_known))
     ms_and_seconds(b, "registry_clock_skew",
                    "This host's wall clock minus the registry's own (PostgreSQL's), beyond "
@@ -681,6 +682,7 @@ static json_t *info_object(serve_daemon_t *s) {
   json_object_set_new(o, "audit", serve_audit_json(s));
   json_object_set_new(o, "leases", serve_leases_json(s));
   json_object_set_new(o, "sequences", serve_seq_info(s));
+  json_object_set_new(o, "public", serve_public_json(s));
   json_object_set_new(o, "connections", json_integer(atomic_load(&s->nconns)));
   json_object_set_new(o, "tls", json_boolean(s->cfg->tls != NULL));
   json_object_set_new(o, "tls_client_certificates",
@@ -791,6 +793,7 @@ int serve_health_text(serve_daemon_t *s, serve_buf_t *b) {
   if (!dead && serve_not_ready(s, why, sizeof why)) /* alive all the same: see /ready */
     serve_buf_printf(b, "not ready: %s\n", why);
   serve_seq_health(s, b); /* a sequence whose claims fail: said, alive all the same */
+  serve_public_health_line(s, b);
   return dead;
 }
 

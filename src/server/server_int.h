@@ -130,6 +130,8 @@ typedef struct serve_wstats {
   serve_counter_t *auth_fail;
   serve_counter_t tls_hs[NTLS_RESULTS];                    /* TLS handshakes, by result */
   serve_counter_t auth_held[NPROTO], auth_refused[NPROTO]; /* answers slowed, addresses refused */
+  serve_counter_t pub_made, pub_reversed;                  /* public IDs made and reversed */
+  serve_counter_t pub_fail[5];                             /* ... refused, by cause (PUBF_*) */
 } serve_wstats_t;
 
 typedef struct serve_buf {
@@ -149,6 +151,7 @@ typedef struct serve_reply_shape {
   uint8_t minor;                       /* HTTP/1.<minor> */
   uint8_t array;                       /* RESP: ID N, an array even for N = 1 */
   uint8_t text;                        /* RESP: IDSTR, each Snowflake ID a bulk string */
+  uint8_t pub;                         /* HTTP: format=public, the IDs' public form */
   int32_t seqid;                       /* Thrift: the call's sequence id */
   int agent;
   size_t count;
@@ -317,6 +320,14 @@ typedef struct serve_worker {
   struct http_header *http_headers; /* room for max_headers parsed headers (http.h) */
   uint64_t *ids;                    /* room for ids_cap Snowflake IDs, grown on demand */
   size_t ids_cap;
+  /* public_key: this loop's codecs by kind (made on first use, again after
+   * a SIGHUP swapped the keys: pub_gen is the swap count they were made
+   * at), room for a batch's integer forms, and a reply's public forms. */
+  struct idgen_public *pub[NKINDS];
+  uint64_t pub_gen;
+  uint64_t *pub_ids;
+  size_t pub_cap;
+  serve_buf_t pub_text;
   int64_t now_ms, last_sweep_ms, paused_until_ms;
   int64_t read_ns;      /* when the current batch of requests was read */
   size_t replies;       /* requests answered in the current batch */
@@ -448,6 +459,14 @@ typedef struct serve_daemon {
   uint64_t clock_fallbacks_seen;              /* the first loop's last look */
   struct serve_leases *leases;                /* --leases (serve_leases.c), or NULL */
   struct serve_seqs *seqs;                    /* the sequences opened (serve_seq.c) */
+  /* public_key's keys in force (NULL: public IDs off), and the swaps so
+   * far (a loop remakes its codecs when it changes).  SIGHUP swaps in the
+   * file read again; a set swapped out is kept until the end (a loop may be
+   * making a codec from it), in pub_old (the main thread's). */
+  _Atomic(struct idgen_public_keys *) pub_keys;
+  _Atomic uint64_t pub_gen;
+  struct idgen_public_keys **pub_old;
+  int pub_nold;
 } serve_daemon_t;
 
 static inline idgen_snowflake_gen_t *server_sf(serve_daemon_t *s) {
@@ -650,6 +669,48 @@ serve_waiting_t serve_waiting(serve_daemon_t *s);
 /* /ready is 503 once a request has waited this much longer than the bound
  * (a loop late to resume it, or a wait the generator should not allow). */
 #define WAIT_MARGIN_MS 250
+
+/* ---- serve_public.c: public IDs (public_key) ---- */
+/* No public_key: a request for a public form is refused. */
+#define SERVE_ENOKEY (-1002)
+/* Failures counted by cause: a check (IDGEN_EKEY), a malformed form, a
+ * value out of range, no key, anything else. */
+enum { PUBF_KEY, PUBF_PARSE, PUBF_RANGE, PUBF_NOKEY, PUBF_OTHER, NPUBF };
+_Static_assert(NPUBF == 5, "serve_wstats_t.pub_fail");
+/* The configuration's keys in force (they stay the settings'); SIGHUP's
+ * reload, which keeps the keys in force, with the reason logged (never a
+ * key), when the file is refused; the end (after the loops). */
+int serve_public_init(serve_daemon_t *s);
+void serve_public_reload(serve_daemon_t *s);
+void serve_public_fini(serve_daemon_t *s);
+int serve_public_on(serve_daemon_t *s);
+/* The loop's codec for `kind`, or NULL with why (no key, or it could not
+ * be made).  serve_public_worker_free frees the loop's codecs. */
+struct idgen_public *serve_public_codec(serve_worker_t *w, int kind, char *why, size_t n);
+void serve_public_worker_free(serve_worker_t *w);
+/* The public forms of a reply's n IDs (Snowflake: ids; others made here)
+ * into b, each followed by a NUL: 0 or a code (SERVE_ENOKEY). */
+int serve_public_make(serve_worker_t *w, int kind, const uint64_t *ids, size_t n, serve_buf_t *b);
+/* The public form of the ID t[0..len) (decimal Snowflake, ULID, UUIDv7) in
+ * the configured form into out[outn] (IDGEN_PUBLIC_TEXT_MAX), NUL ended:
+ * its length, or a code with err[n]. */
+int serve_public_of(serve_worker_t *w, const char *t, size_t len, char *out, size_t outn, char *err,
+                    size_t n);
+/* The ID behind the public form t[0..len) (either form; a text form's key
+ * version in *version, 0 for an integer form) as text into out[48], and
+ * its kind: the length, or a code with err[n]. */
+int serve_public_reverse(serve_worker_t *w, const char *t, size_t len, char *out, int *kind,
+                         unsigned *version, char *err, size_t n);
+/* 1 when t looks like a text form and a key is held: the configured
+ * prefix and '_', or (any prefix or none) 17 or 30 characters after the
+ * last '_', not all digits. */
+int serve_public_looks(serve_daemon_t *s, const char *t, size_t len);
+/* Counts a failure with code rc. */
+void serve_public_count(serve_worker_t *w, int rc);
+/* /info's "public", /health's line, /metrics' lines: never a key. */
+struct json_t *serve_public_json(serve_daemon_t *s);
+void serve_public_health_line(serve_daemon_t *s, serve_buf_t *b);
+void serve_public_metrics(serve_daemon_t *s, serve_buf_t *b);
 
 /* ---- serve_leases.c: the lease service for clients (--leases) ---- */
 /* A request of the lease service: made by its loop (serve_http.c), which
