@@ -208,6 +208,17 @@ static double median_ns(bench_ctx_t *c, op_fn f, size_t n) {
   return ns[runs / 2];
 }
 
+static void print_load(const char *what) {
+  char buf[128] = "?";
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (!fgets(buf, sizeof buf, f))
+      snprintf(buf, sizeof buf, "?\n");
+    fclose(f);
+  }
+  printf("%s: %s", what, buf);
+}
+
 static void row(bench_ctx_t *c, const char *name, op_fn f, size_t batch, size_t n) {
   c->batch = batch;
   double ns = median_ns(c, f, n);
@@ -324,9 +335,11 @@ int main(int argc, char **argv) {
   memset(&c, 0, sizeof c);
   /* Batches run over 10x the IDs; the arrays hold that many. */
   setup(&c, nids * 10);
+  print_load("load average at the start");
   printf("public IDs: medians of %d runs, %zu IDs a run (batches: %zu), one thread\n\n", runs, nids,
          nids * 10);
   table(&c, nids);
+  print_load("load average at the end");
   EVP_CIPHER_CTX_free(c.evp);
   idgen_public_free(c.p64);
   idgen_public_free(c.p128);
