@@ -1,7 +1,8 @@
 // Public IDs in Node: idgen's addon (Public) against what users reach for
 // today, hashids and sqids from npm, encoding and decoding the same
 // 1,000,000 twitter-size IDs in one process (ms per run, the median of
-// ROUNDS runs; ns per ID; and each one's ratio to idgen's text form).
+// ROUNDS runs; ns per ID; and each one's ratio to idgen's text form, the
+// one comparable to theirs: a short string that goes back to the integer).
 //
 //   node bench/public_node.mjs PEERS_NODE_MODULES [--quick]
 //
@@ -113,9 +114,11 @@ if (typeof idgen.Public === 'function' && idgen._addonPath) {
 const ref = rows.find((r) => r.name.startsWith('idgen Public format')) || rows[0];
 console.log(`# ${N} twitter-size IDs (63 bits), medians of ${ROUNDS} runs, one node process ${process.version}`);
 if (idgenNote) console.log(`# ${idgenNote}`);
-console.log('| library | encode ms | ns/ID | decode ms | ns/ID | encode vs ' + ref.name.split(' ')[0] + ' | example |');
-console.log('|---|---:|---:|---:|---:|---:|---|');
+const refName = ref.name.split(' ')[0];
+console.log(`| library | encode ms | ns/ID | decode ms | ns/ID | encode vs ${refName} | decode vs ${refName} | example |`);
+console.log('|---|---:|---:|---:|---:|---:|---:|---|');
 for (const r of rows) {
   console.log(`| ${r.name} | ${r.enc.toFixed(0)} | ${(r.enc * 1e6 / N).toFixed(0)} | ${r.dec.toFixed(0)} | ` +
-    `${(r.dec * 1e6 / N).toFixed(0)} | ${(r.enc / ref.enc).toFixed(2)}x | \`${r.sample}\` |`);
+    `${(r.dec * 1e6 / N).toFixed(0)} | ${(r.enc / ref.enc).toFixed(2)}x | ${(r.dec / ref.dec).toFixed(2)}x | ` +
+    `\`${r.sample}\` |`);
 }
