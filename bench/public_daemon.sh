@@ -69,7 +69,7 @@ run_client() {  # run_client OUTFILE SECONDS "SERVER_PIDS" COMMAND...: sets RUN_
 wrk_run() {  # wrk_run KEY PID URL
   local key=$1 pid=$2 url=$3 f=$tmp/wrk-$1-$RANDOM.log rc
   local cmd=(wrk -t"$wrk_t" -c"$wrk_c" -d"$wrk_d" --latency -s "$tmp/report.lua" "$url")
-  [ -n "${CMD[$key]-}" ] || CMD[$key]="wrk -t$wrk_t -c$wrk_c -d$wrk_d --latency '${url#http://127.0.0.1:*/}'"
+  [ -n "${CMD[$key]-}" ] || CMD[$key]="wrk -t$wrk_t -c$wrk_c -d$wrk_d --latency '/${url#http://127.0.0.1:*/}'"
   run_client "$f" $(( ${wrk_d%s} + 60 )) "$pid" "${cmd[@]}"; rc=$?
   wrk_figures "$key" "$f" "$rc" "$url" "${cmd[@]}"; rc=$?
   [ "$rc" = 0 ] || return 1
