@@ -1958,7 +1958,9 @@ IDGEN_API int idgen_public_unmap128_batch(idgen_public_t *p, const uint8_t (*pub
 
 /* Text forms, with the newest key version, into buf[buflen]
  * (IDGEN_PUBLIC_TEXT_MAX is always enough): the length written, or
- * IDGEN_ERANGE (buffer too small, or a Snowflake ID at or above 2^bits). */
+ * IDGEN_ERANGE (buffer too small, or a Snowflake ID at or above 2^bits),
+ * IDGEN_EPARSE for a UUID not of version 7 to a UUIDv7 codec, IDGEN_EINVAL
+ * on a codec of another kind (here and in the parse functions). */
 IDGEN_API int idgen_public_format64(idgen_public_t *p, uint64_t id, char *buf, size_t buflen);
 IDGEN_API int idgen_public_format128(idgen_public_t *p, const uint8_t id[16], char *buf,
                                      size_t buflen);

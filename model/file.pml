@@ -1,6 +1,6 @@
 /*
  * The file: registry's lease protocol, as implemented (registry_file.c;
- * docs/DESIGN.md §11 "file:DIR" and "The pool file", §16 this model).
+ * docs/DESIGN.md §11 "file:DIR" and "The pool file", §17 this model).
  *
  * Actors: NH holders (processes) that lock a tuple's lock file, start above
  * its mark, issue IDs, keep the mark ahead, release, crash, pause (any

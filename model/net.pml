@@ -1,7 +1,7 @@
 /*
  * The lease protocol of the network registries (postgres://, etcd://), as
  * implemented: docs/DESIGN.md §11 ("postgres://", "etcd://", "One registry,
- * one ID space") and §16 (this model, and which code each step stands for).
+ * one ID space") and §17 (this model, and which code each step stands for).
  *
  * Actors: NH holders (processes) that acquire a tuple of a layout, issue
  * IDs, keep a mark ahead, renew, release, crash, pause (any interleaving is

@@ -2,7 +2,7 @@
  * The lease service (docs/SERVE.md, "Leases for clients: `--leases` and
  * `idgen://`"): a daemon holds node tuples in its own registry on behalf of
  * remote clients, which mint IDs locally.  This is the contract the daemon
- * and the client are built to; docs/DESIGN.md §16 describes the model.
+ * and the client are built to; docs/DESIGN.md §17 describes the model.
  *
  * Actors:
  *   the registry  the daemon's backend (postgres://, etcd://, as in

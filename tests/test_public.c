@@ -4,8 +4,8 @@
  * (every bit length 1..64 and 80, 122, 128, 144, several tweaks, single and
  * batch, both ways), the integer and text forms of every kind, their
  * errors (each naming the column, never giving a wrong ID), key files
- * (mode, symbolic links, generate, add, 32 versions, no key in any message)
- * and key rotation.  The 10-million round trips and the statistics are
+ * (mode, symbolic links, generate, add, 32 versions, adds from several
+ * processes at once, no key in any message) and key rotation.  The 10-million round trips and the statistics are
  * test_public_bulk.c's.
  */
 #define _GNU_SOURCE
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ff1.h"
@@ -225,6 +226,12 @@ static void fast_vs_ref(const uint8_t key[32], void *ecb, unsigned n, const uint
       uint8_t back[IDGEN_FF1_MAX_BITS];
       tu_ok(idgen__ff1_ref(key, 32, 2, tweak, t, out, n, back, 1));
       assert_memory_equal(in, back, n);
+      /* Decrypting a value that was never encrypted, both ways. */
+      idgen_u128 da = a[i], db = b[i];
+      tu_ok(idgen__ff1_decrypt(&f, &da, &db));
+      tu_ok(idgen__ff1_ref(key, 32, 2, tweak, t, in, n, out, 1));
+      if (digits_num(out, f.u) != da || digits_num(out + f.u, f.v) != db)
+        fail_msg("n=%u t=%zu: fast and reference decryption differ", n, t);
     }
     tu_ok(idgen__ff1_decrypt(&f, &x, &z));
     if (x != a[i] || z != b[i])
@@ -821,6 +828,38 @@ static void test_key_file_format(void **state) {
   unlink(path);
 }
 
+/* Adds from several processes at once: none lost (the folder's lock). */
+static void test_key_file_concurrent_adds(void **state) {
+  (void)state;
+  char path[300], err[512] = "";
+  path_in(path, sizeof path, "conc");
+  tu_ok(idgen_public_keys_generate(path, 0, NULL, err, sizeof err));
+  enum { PROCS = 4, EACH = 5 };
+  pid_t kids[PROCS];
+  for (int i = 0; i < PROCS; i++) {
+    kids[i] = fork();
+    assert_true(kids[i] >= 0);
+    if (kids[i] == 0) {
+      for (int j = 0; j < EACH; j++)
+        if (idgen_public_keys_generate(path, 1, NULL, NULL, 0) != 0)
+          _exit(1);
+      _exit(0);
+    }
+  }
+  for (int i = 0; i < PROCS; i++) {
+    int st = -1;
+    assert_int_equal(kids[i], waitpid(kids[i], &st, 0));
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  idgen_public_keys_t *k;
+  tu_ok(idgen_public_keys_load(&k, path, err, sizeof err));
+  assert_int_equal(1 + PROCS * EACH, idgen_public_keys_versions(k, NULL, 0));
+  assert_int_equal(1 + PROCS * EACH, idgen_public_keys_newest(k));
+  idgen_public_keys_free(k);
+  keys_in_file(path);
+  unlink(path);
+}
+
 static int setup_dir(void **state) {
   (void)state;
   snprintf(tmpdir, sizeof tmpdir, "/tmp/idgen-test-public-XXXXXX");
@@ -845,6 +884,7 @@ int main(void) {
       cmocka_unit_test(test_settings_and_prefixes),
       cmocka_unit_test(test_key_files),
       cmocka_unit_test(test_key_file_format),
+      cmocka_unit_test(test_key_file_concurrent_adds),
   };
   return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

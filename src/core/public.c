@@ -25,6 +25,7 @@
  * with the version they name) and a precomputed FF1 state per form, so it is
  * used by one thread at a time.
  */
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,9 +98,12 @@ static size_t make_tweak(uint8_t *t, int form, const idgen_public_t *p, unsigned
   return 4 + p->plen;
 }
 
+/* The AES contexts wipe their key schedules; the MAC states, derived from
+ * the keys, are wiped here. */
 static void codec_free(idgen_public_t *p) {
   for (size_t i = 0; i < p->nver; i++)
     idgen__ff1_ecb_free(p->ver[i].ecb);
+  OPENSSL_cleanse(p, sizeof *p);
   free(p);
 }
 

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -296,8 +297,8 @@ static int write_all(int fd, const char *p, size_t n) {
   return 0;
 }
 
-/* fsync of the folder holding path, so that a new name in it lasts. */
-static int sync_dir(const char *path) {
+/* The folder holding path, opened: -1 if it cannot be. */
+static int open_dir(const char *path) {
   char dir[4096];
   const char *slash = strrchr(path, '/');
   if (slash == NULL)
@@ -308,7 +309,12 @@ static int sync_dir(const char *path) {
     snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
   else
     return -1;
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* fsync of the folder holding path, so that a new name in it lasts. */
+static int sync_dir(const char *path) {
+  int fd = open_dir(path);
   if (fd < 0)
     return -1;
   int rc = fsync(fd);
@@ -404,10 +410,18 @@ int idgen_public_keys_generate(const char *path, int add, unsigned *version, cha
   uint8_t key[IDGEN_PUBLIC_KEY_BYTES];
   char line[96];
   int rc;
+  int lock = -1;
   if (add) {
+    /* Two adds at once would both write newest + 1, and one key would be
+     * lost: the folder is locked from the read to the rename (the file
+     * itself is replaced, so its lock would not hold). */
     idgen_public_keys_t *k;
+    lock = open_dir(path);
+    if (lock >= 0)
+      while (flock(lock, LOCK_EX) != 0 && errno == EINTR)
+        ;
     if ((rc = read_key_file(path, &old, &oldlen, err, errlen)) != 0)
-      return rc;
+      goto out;
     if ((rc = idgen__public_keys_parse(&k, old, oldlen, path, err, errlen)) != 0)
       goto out;
     v = idgen_public_keys_newest(k) + 1;
@@ -433,5 +447,7 @@ int idgen_public_keys_generate(const char *path, int add, unsigned *version, cha
 out:
   if (old != NULL)
     wipe_free(old, IDGEN_PUBLIC_KEYFILE_MAX + 1);
+  if (lock >= 0)
+    close(lock); /* and with it the lock */
   return rc;
 }
