@@ -196,9 +196,10 @@ export class Public<K extends PublicKind = 'snowflake'> {
   map(id: PublicId<K> | (K extends 'snowflake' ? number : never)): PublicId<K>;
   /** Back from the integer form, with one key version (no check: a wrong key gives a wrong ID). */
   unmap(pub: PublicId<K> | (K extends 'snowflake' ? number : never)): PublicId<K>;
-  /** map() of many Snowflake IDs at once (several times faster per ID). */
-  mapMany(ids: BigUint64Array): BigUint64Array;
-  unmapMany(pubs: BigUint64Array): BigUint64Array;
+  /** map() of many IDs at once (several times faster per ID): a BigUint64Array of Snowflake
+   * IDs, or an Array of ULID or UUID texts. */
+  mapMany(ids: K extends 'snowflake' ? BigUint64Array : readonly string[]): K extends 'snowflake' ? BigUint64Array : string[];
+  unmapMany(pubs: K extends 'snowflake' ? BigUint64Array : readonly string[]): K extends 'snowflake' ? BigUint64Array : string[];
   /** The text form, `[prefix_]` + key version + 16 (Snowflake) or 29 characters. */
   format(id: PublicId<K> | (K extends 'snowflake' ? number : never)): string;
   /** Back from the text form: EPARSE for a malformed text, EKEY for a wrong key, an unknown key

@@ -89,8 +89,16 @@ let increasing = true;
 for (let i = 1; i < ids.length; i++) if (ids[i] <= ids[i - 1]) increasing = false;
 let unknown = null;
 try { new idgen.Snowflake({ nod: 'datacenter=1' }); } catch (e) { unknown = e.code + ': ' + e.message; }
+// Public IDs (the native addon's): a key given as bytes, a round trip each way
+let pub = null;
+try {
+  const p = new idgen.Public({ key: Buffer.alloc(32, 7), prefix: 'user' });
+  pub = String(p.parse(p.format(ids[0])) === ids[0] && p.unmap(p.map(ids[0])) === ids[0] &&
+               p.map(ids[0]) !== ids[0]);
+} catch (e) { pub = e.code + ': ' + e.message; }
 const l = g.lease();
 console.log(JSON.stringify({
+  pub,
   addon: idgen._addonPath, version: idgen.version, first: String(ids[0]), increasing,
   lease: l && { worker: l.worker, registry: l.registry },
   ulid: new idgen.UlidGenerator().next(), uuid7: new idgen.Uuid7Generator().next(),
@@ -329,6 +337,8 @@ def main():
               and r.get("version") == pkg["version"], r)
         check("require(): a misspelt option is refused, naming it and the known ones",
               (r.get("unknown") or "").startswith('EINVAL: unknown option "nod"; known: layout,'), r)
+        check("require(): Public maps an ID and back (format, parse, map, unmap)",
+              r.get("pub") == "true", r)
 
         write(os.path.join(app, "esm.mjs"), ESM)
         p = run(["node", "esm.mjs"], app)
@@ -419,6 +429,8 @@ def main():
         r = last_json(p)
         check("the addon built from sources loads and leases from file:",
               r.get("addon") == built and r.get("increasing") and r.get("lease"), r)
+        check("the addon built from sources has Public (libcrypto linked)", r.get("pub") == "true",
+              r)
     finally:
         print("npm package test: %.1f s" % (time.monotonic() - t_all))
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1980,6 +1980,48 @@ static napi_value pub_unmap(napi_env env, napi_callback_info info) {
   return pub_map_dir(env, info, 1);
 }
 
+/* mapMany(ids) and unmapMany(pubs) of a ULID or UUIDv7 codec: an Array of
+ * their texts in, an Array out, the cipher run over all at once. */
+static napi_value pub_many128(napi_env env, pub_t *x, napi_value arg, int back) {
+  const char *what = back ? "unmapMany(pubs): pubs" : "mapMany(ids): ids";
+  bool is_array = false;
+  uint32_t n = 0;
+  if (arg != NULL)
+    NAPI_CALL(env, napi_is_array(env, arg, &is_array));
+  if (!is_array) {
+    char msg[120];
+    snprintf(msg, sizeof msg, "%s must be an Array of strings", what);
+    throw_type(env, msg);
+    return NULL;
+  }
+  NAPI_CALL(env, napi_get_array_length(env, arg, &n));
+  uint8_t(*in)[16] = malloc(n ? 2 * (size_t)n * 16 : 1), (*out)[16] = in + n;
+  napi_value arr = NULL, v;
+  if (in == NULL) {
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+    return NULL;
+  }
+  int rc = 0;
+  for (uint32_t i = 0; i < n && rc == 0; i++)
+    rc = napi_get_element(env, arg, i, &v) == napi_ok ? pub_arg128(env, x, v, what, in[i]) : -1;
+  if (rc == 0) {
+    rc = back ? idgen_public_unmap128_batch(x->p, (const uint8_t(*)[16])in, out, n)
+              : idgen_public_map128_batch(x->p, (const uint8_t(*)[16])in, out, n);
+    if (rc < 0)
+      throw_idgen(env, rc,
+                  rc == IDGEN_EPARSE ? (back ? "unmapMany(pubs): a UUID not of version 4"
+                                             : "mapMany(ids): a UUID not a UUIDv7")
+                                     : NULL);
+  }
+  if (rc == 0 && NAPI_OK(env, napi_create_array_with_length(env, n, &arr)))
+    for (uint32_t i = 0; i < n && arr != NULL; i++)
+      if ((v = pub_text128(env, x, out[i])) == NULL ||
+          !NAPI_OK(env, napi_set_element(env, arr, i, v)))
+        arr = NULL;
+  free(in);
+  return arr;
+}
+
 /* mapMany(ids) and unmapMany(pubs): a BigUint64Array in, a new one out
  * (Snowflake codecs), every round of the cipher over all of them at once. */
 static napi_value pub_many(napi_env env, napi_callback_info info, int back) {
@@ -1987,6 +2029,8 @@ static napi_value pub_many(napi_env env, napi_callback_info info, int back) {
   pub_t *x = pub_this(env, info, &arg);
   if (x == NULL)
     return NULL;
+  if (x->kind != IDGEN_PUBLIC_SNOWFLAKE)
+    return pub_many128(env, x, arg, back);
   bool is_ta = false;
   napi_typedarray_type tt = napi_int8_array;
   size_t n = 0;
@@ -1998,11 +2042,6 @@ static napi_value pub_many(napi_env env, napi_callback_info info, int back) {
   if (!is_ta || tt != napi_biguint64_array) {
     throw_type(env, back ? "unmapMany(pubs): pubs must be a BigUint64Array"
                          : "mapMany(ids): ids must be a BigUint64Array");
-    return NULL;
-  }
-  if (x->kind != IDGEN_PUBLIC_SNOWFLAKE) {
-    throw_idgen(env, IDGEN_EINVAL,
-                "mapMany and unmapMany take Snowflake IDs: map() each ULID or UUID");
     return NULL;
   }
   NAPI_CALL(env, napi_create_arraybuffer(env, n * sizeof(uint64_t), &out, &buf));

@@ -123,7 +123,15 @@ test('ULID and UUIDv7: 26 characters, and a UUIDv4 whose 122 bits are permuted',
   assert.equal(new Set(prev).size, 200);
   assert.throws(() => pv.map('0190b0b5-8ad1-4c4f-9b1e-3a4f5e6d7c8b'), { code: 'EPARSE' }, 'a UUIDv4 is not a UUIDv7');
   assert.throws(() => pu.map(1n), { name: 'TypeError' });
-  assert.throws(() => pu.mapMany(new BigUint64Array(2)), { code: 'EINVAL' });
+  assert.throws(() => pu.mapMany(new BigUint64Array(2)), { name: 'TypeError' });
+  const us = Array.from({ length: 300 }, () => g.next());
+  const many = pu.mapMany(us);
+  assert.deepEqual(many, us.map((u) => pu.map(u)));
+  assert.deepEqual(pu.unmapMany(many), us);
+  const vs = Array.from({ length: 300 }, () => gv.next());
+  assert.deepEqual(pv.unmapMany(pv.mapMany(vs)), vs);
+  assert.deepEqual(pv.mapMany([]), []);
+  assert.throws(() => pv.mapMany([vs[0], '0190b0b5-8ad1-4c4f-9b1e-3a4f5e6d7c8b']), { code: 'EPARSE' });
 });
 
 test('text forms: a prefix, the key version, and EKEY for another key, prefix or an altered text', { skip }, () => {

@@ -98,6 +98,9 @@ const pubV: { id: bigint; version: number } = pub.parseWithVersion(pubText);
 const pubMany: BigUint64Array = pub.mapMany(new BigUint64Array([1n, 2n]));
 const pubUlid = new Public({ kind: 'ulid', key: new Uint8Array(32), keyVersion: 2 });
 const pubUlidText: string = pubUlid.map('01ARZ3NDEKTSV4RRFFQ69G5FAV');
+const pubUlids: string[] = pubUlid.mapMany(['01ARZ3NDEKTSV4RRFFQ69G5FAV']);
+// @ts-expect-error a ULID codec's batch is an Array of texts
+pubUlid.mapMany(new BigUint64Array(1));
 const pubUuid: string = new Public({ kind: 'uuid7' }).parse('order_0abc');
 const shaped: boolean = Public.isPublicText('user_0abc', { prefix: 'user', kind: 'snowflake' });
 const pubOpts: PublicOptions = { keyFile: 'k', bits: 53 };
