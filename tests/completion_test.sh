@@ -58,6 +58,15 @@ expect "$I serve --layout=" twitter sonyflake
 expect_only "$I serve --clock " fast precise coarse
 expect_only "$I ulid --clock " fast precise coarse
 expect_only "$I uuid7 --clock " fast precise coarse
+expect "$I pub" public
+expect "$I public --" --reverse --kind --layout --prefix --form --key-version --public-key --new-key --add --json
+expect_only "$I public --kind " snowflake ulid uuid7
+expect_only "$I public --form " int text
+expect "$I public --layout " twitter js53
+expect "$I snowflake --public-" --public-key --public-prefix --public-form
+expect_only "$I snowflake --public-form " auto int text
+expect_only "$I uuid7 --public-form " auto int text
+expect "$I ulid --" --public-key --public-prefix --public-form
 expect_only "$I serve --cache-on-empty f" fail
 expect_only "$I decode --format " text json baidu
 expect_only "$I registry " list free

@@ -31,6 +31,11 @@
 #           idgen_snowflake() says the settings are wrong.  It has no
 #           borrow, wait or clock setting: it takes the rows without them
 #           (idgen.space: the rows with space= alone).
+# The public_key and public_prefix rows (`@` is the test's directory: a
+# key file of mode 0600, one of 0644, one missing) go through cli and serve
+# only: the addon, the Python and WebAssembly builds and the extension take
+# no key file (the extension's keys are its own), so those rows are skipped
+# there as the extension skips the rows of settings it lacks.
 # The layout is twitter's (datacenter and worker; the registry leases
 # worker).  The idgen:// rows are refused before anything is reached (no
 # daemon runs here: registry.idgen runs one).  `file` is a file: registry of the test's own (the extension's
@@ -85,6 +90,13 @@ file   | datacenter=1               |        |     | space=billing          | ok
 file   | datacenter=1               |        |     | space=Billing          | refused | not a space name
 idgen://127.0.0.1:1?bogus=1 | datacenter=1 |  |     |                        | refused | unknown parameter "bogus"; known: space
 idgen://127.0.0.1:1 | datacenter=1,worker=2 |       |     |                        | refused | assigns worker: leave it out of node
+static | datacenter=1,worker=2      |        |     | public_key=@good.key   | ok      |
+static | datacenter=1,worker=2      |        |     | public_key=@open.key   | refused | chmod 600
+static | datacenter=1,worker=2      |        |     | public_key=@missing.key | refused | missing.key
+static | datacenter=1,worker=2      |        |     | public_key=@good.key public_prefix=order | ok |
+static | datacenter=1,worker=2      |        |     | public_key=@good.key public_prefix=Order | refused | public_prefix = "Order"
+static | datacenter=1,worker=2      |        |     | public_key=@good.key public_prefix=order_ | refused | public_prefix = "order_"
+static | datacenter=1,worker=2      |        |     | public_prefix=order    | refused | a prefix without `public_key`
 '
 
 work=$(mktemp -d /tmp/idgen-settings-XXXXXX)
@@ -175,6 +187,12 @@ check() {
   fi
 }
 
+# Key files for the public_key rows: made by the command (mode 0600), and a
+# copy that others may read.
+"$IDGEN" public --new-key "$work/good.key" >/dev/null
+cp "$work/good.key" "$work/open.key"
+chmod 644 "$work/open.key"
+
 # The command, the daemon's config file, the addon, the Python extension and the
 # WebAssembly build.
 n=0
@@ -183,6 +201,7 @@ while IFS='|' read -r reg node field ttl more verdict msg; do
   [ -n "$reg" ] || continue
   node=$(trim "$node") field=$(trim "$field") ttl=$(trim "$ttl") more=$(trim "$more")
   verdict=$(trim "$verdict") msg=$(trim "$msg")
+  more=${more//@/$work/}
   n=$((n + 1))
   uri=$reg
   [ "$reg" != file ] || uri=file:$work/reg$n
@@ -206,6 +225,7 @@ node = $node"
   rc=0
   out=$("$IDGEN" serve --config "$work/serve$n.conf" --check-config 2>&1) || rc=$?
   check serve "$row" "$rc" "$out" "$verdict" "$msg"
+  [[ $more != *public_* ]] || continue # cli and serve only (above)
   js_uri=$reg
   [ "$reg" != file ] || js_uri=file:$work/addon$n
   rc=0

@@ -17,7 +17,7 @@
 #include "cli.h"
 
 static const char usage[] =
-    "Usage: idgen public [--reverse] [--kind K] [--layout L] [--prefix P] [--form F]\n"
+    "Usage: idgen public [--reverse] [--kind K] [--layout L] [--prefix P] [--form int|text]\n"
     "                    [--key-version N] [--json] [--public-key FILE] [ID... | -]\n"
     "       idgen public --new-key FILE [--add]\n"
     "\n"
@@ -40,13 +40,14 @@ static const char usage[] =
     "--kind where it is known.\n"
     "\n"
     "  -r, --reverse           from public forms back to IDs\n"
-    "  -k, --kind K            snowflake, ulid or uuid7 (default: from each input)\n"
+    "  -k, --kind snowflake|ulid|uuid7\n"
+    "                          the kind of the IDs (default: from each input)\n"
     "  -l, --layout L          the Snowflake IDs' layout, a preset or a spec\n"
     "                          (default twitter); its bit count is part of the key\n"
     "  -p, --prefix P          the text form's type prefix (user gives user_0...):\n"
     "                          a to z and '_', at most 63 characters, starting and\n"
     "                          ending with a letter\n"
-    "  -f, --form F            int or text (default: text with --prefix, else int;\n"
+    "  -f, --form int|text     the form (default: text with --prefix, else int;\n"
     "                          with --reverse, from each input's shape: a text form\n"
     "                          made only of digits needs --form text)\n"
     "      --key-version N     the key version of the integer form (default the\n"
@@ -101,7 +102,7 @@ static idgen_public_t *codec(pub_t *p, int kind) {
                                kind == IDGEN_PUBLIC_SNOWFLAKE ? (unsigned)p->layout.total_bits : 0,
                                p->prefix, p->version};
   if (idgen_public_new(&p->codec[kind], p->keys, &s, err, sizeof err) < 0)
-    cli_fail(EXIT_USAGE, "public: %s", err);
+    cli_fail(EXIT_USAGE, "%s", err); /* "public: ..." */
   return p->codec[kind];
 }
 
@@ -235,9 +236,8 @@ static int forward(pub_t *p, const char *in, size_t len) {
   int kind = p->kind ? p->kind : kind_of_int(in, len);
   char err[512], out[IDGEN_PUBLIC_TEXT_MAX];
   int text = p->form == FORM_TEXT, rc;
-  if (kind == 0) {
+  if (kind == 0)
     return put_bad(p, in, "not a decimal Snowflake ID, a UUIDv7 or a 26-character ULID");
-  }
   idgen_public_t *c = codec(p, kind);
   if (kind == IDGEN_PUBLIC_SNOWFLAKE) {
     uint64_t id, pub;
@@ -298,10 +298,9 @@ static int reverse_int(pub_t *p, const char *in, size_t len, int kind) {
 /* A text form -> its ID.  Without --kind, a 128-bit one is tried as a
  * UUIDv7, then as a ULID. */
 static int reverse_text(pub_t *p, const char *in, size_t len) {
-  size_t body = len; /* the characters after the last '_' */
-  while (body > 0 && in[len - body] != '_')
-    body--;
-  body = body > 0 ? body - 1 : len;
+  size_t body = 0; /* the characters after the last '_' (a prefix may hold '_') */
+  while (body < len && in[len - 1 - body] != '_')
+    body++;
   int kind = p->kind;
   char err[512], out[64];
   unsigned version = 0;
@@ -331,6 +330,10 @@ static int reverse_text(pub_t *p, const char *in, size_t len) {
       memcpy(err, e, sizeof err);
     if (rc >= 0 || kind == last)
       break;
+  }
+  if (rc < 0 && first != last) {
+    size_t n = strlen(err);
+    snprintf(err + n, sizeof err - n, " (tried as a UUIDv7 and as a ULID)");
   }
   if (rc < 0)
     return put_bad(p, in, err);
@@ -366,6 +369,8 @@ static void from_stdin(pub_t *p) {
       continue;
     line[b] = '\0';
     one(p, line + a, b - a);
+    if (ferror(stdout)) /* stop reading for a reader that is gone */
+      cli_finish_output();
   }
   free(line);
   if (ferror(stdin))

@@ -9,7 +9,7 @@
 
 static const char ulid_usage[] =
     "Usage: idgen ulid [-n N] [--monotonic] [--at UNIX_MS] [--clock C] [--uuid] [--json]\n"
-    "                  [--public-key FILE [--public-prefix P] [--public-form F]]\n"
+    "                  [--public-key FILE [--public-prefix P] [--public-form auto|int|text]]\n"
     "\n"
     "Make N ULIDs, one per line: 26 characters, a 48-bit millisecond time and 80\n"
     "random bits from a cryptographically secure source.\n"
@@ -29,7 +29,8 @@ static const char ulid_usage[] =
                        "                          file (default $IDGEN_PUBLIC_KEY, a file name);\n"
                        "                          see 'idgen public --help'\n"
                        "      --public-prefix P   the text form's type prefix (user gives user_0...)\n"
-                       "      --public-form F     auto (default: text with a prefix, else int), int\n"
+                       "      --public-form auto|int|text\n"
+                       "                          auto (default: text with a prefix, else int), int\n"
                        "                          (26 characters, ULID-shaped) or text ([PREFIX_] and 30\n"
                        "                          characters with the key version)\n"
                        "  -h, --help        show this help\n"
@@ -38,7 +39,7 @@ static const char ulid_usage[] =
 
 static const char uuid7_usage[] =
     "Usage: idgen uuid7 [-n N] [--clock C] [--json]\n"
-    "                   [--public-key FILE [--public-prefix P] [--public-form F]]\n"
+    "                   [--public-key FILE [--public-prefix P] [--public-form auto|int|text]]\n"
     "\n"
     "Make N UUIDv7s (RFC 9562), one per line, strictly increasing: a 48-bit\n"
     "millisecond time, a 42-bit counter that starts at a random value each\n"
@@ -52,8 +53,9 @@ static const char uuid7_usage[] =
                        "                          file (default $IDGEN_PUBLIC_KEY, a file name);\n"
                        "                          see 'idgen public --help'\n"
                        "      --public-prefix P   the text form's type prefix (user gives user_0...)\n"
-                       "      --public-form F     auto (default: text with a prefix, else int), int\n"
-                       "                          (a UUID of version 4     ) or text ([PREFIX_] and 30\n"
+                       "      --public-form auto|int|text\n"
+                       "                          auto (default: text with a prefix, else int), int\n"
+                       "                          (a UUID of version 4) or text ([PREFIX_] and 30\n"
                        "                          characters with the key version)\n"
                        "  -h, --help      show this help\n"
                        "\n"

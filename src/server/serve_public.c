@@ -165,6 +165,18 @@ static int make128(serve_daemon_t *s, int kind, uint8_t id[16]) {
   return 0;
 }
 
+/* Room for n uint64_t in w->pub_ids: 0 or IDGEN_ENOMEM. */
+static int pub_room(serve_worker_t *w, size_t n) {
+  if (n <= w->pub_cap)
+    return 0;
+  uint64_t *q = realloc(w->pub_ids, n * sizeof *q);
+  if (q == NULL)
+    return IDGEN_ENOMEM;
+  w->pub_ids = q;
+  w->pub_cap = n;
+  return 0;
+}
+
 /* Snowflake IDs' public forms: the integer form mapped as one batch. */
 static int texts64(serve_worker_t *w, idgen_public_t *p, const uint64_t *ids, size_t n,
                    serve_buf_t *b) {
@@ -178,20 +190,59 @@ static int texts64(serve_worker_t *w, idgen_public_t *p, const uint64_t *ids, si
     }
     return 0;
   }
-  if (n > w->pub_cap) {
-    uint64_t *q = realloc(w->pub_ids, n * sizeof *q);
-    if (q == NULL)
-      return IDGEN_ENOMEM;
-    w->pub_ids = q;
-    w->pub_cap = n;
-  }
-  int rc = idgen_public_map64_batch(p, ids, w->pub_ids, n);
+  int rc = pub_room(w, n);
+  if (rc < 0)
+    return rc;
+  rc = idgen_public_map64_batch(p, ids, w->pub_ids, n);
   if (rc < 0)
     return rc;
   serve_buf_reserve(b, n * 21);
   for (size_t i = 0; i < n; i++) {
     b->len += serve_u64_dec(b->p + b->len, w->pub_ids[i]);
     b->p[b->len++] = '\0';
+  }
+  return 0;
+}
+
+/* n new 128-bit IDs' public forms: the integer form mapped as one batch. */
+static int texts128(serve_worker_t *w, idgen_public_t *p, int kind, size_t n, serve_buf_t *b) {
+  int rc = 0;
+  if (text_form(w->srv)) {
+    for (size_t i = 0; i < n && rc == 0; i++) {
+      uint8_t id[16];
+      serve_buf_reserve(b, IDGEN_PUBLIC_TEXT_MAX);
+      if ((rc = make128(w->srv, kind, id)) < 0)
+        break;
+      int len = idgen_public_format128(p, id, b->p + b->len, IDGEN_PUBLIC_TEXT_MAX);
+      if (len < 0)
+        rc = len;
+      else
+        b->len += (size_t)len + 1;
+    }
+    return rc;
+  }
+  if ((rc = pub_room(w, 4 * n)) < 0) /* the IDs, then their public forms */
+    return rc;
+  uint8_t(*in)[16] = (uint8_t(*)[16])(void *)w->pub_ids;
+  uint8_t(*v)[16] = in + n;
+  for (size_t i = 0; i < n; i++)
+    if ((rc = make128(w->srv, kind, in[i])) < 0)
+      return rc;
+  if ((rc = idgen_public_map128_batch(p, (const uint8_t(*)[16])in, v, n)) < 0)
+    return rc;
+  serve_buf_reserve(b, n * (IDGEN_UUID_STRLEN + 1));
+  for (size_t i = 0; i < n; i++) {
+    if (kind == KIND_ULID) {
+      idgen_ulid_t u;
+      memcpy(u.bytes, v[i], 16);
+      idgen_ulid_format(&u, b->p + b->len); /* and its NUL */
+      b->len += IDGEN_ULID_STRLEN + 1;
+    } else {
+      idgen_uuid_t u;
+      memcpy(u.bytes, v[i], 16);
+      idgen_uuid_format(&u, b->p + b->len);
+      b->len += IDGEN_UUID_STRLEN + 1;
+    }
   }
   return 0;
 }
@@ -206,17 +257,7 @@ int serve_public_make(serve_worker_t *w, int kind, const uint64_t *ids, size_t n
   else if (kind == KIND_SNOWFLAKE)
     rc = texts64(w, p, ids, n, b);
   else
-    for (size_t i = 0; i < n && rc == 0; i++) {
-      uint8_t id[16];
-      serve_buf_reserve(b, IDGEN_PUBLIC_TEXT_MAX);
-      if ((rc = make128(w->srv, kind, id)) < 0)
-        break;
-      int len = public128(w->srv, p, kind, id, b->p + b->len, IDGEN_PUBLIC_TEXT_MAX);
-      if (len < 0)
-        rc = len;
-      else
-        b->len += (size_t)len + 1;
-    }
+    rc = texts128(w, p, kind, n, b);
   if (w->pub_cap * sizeof *w->pub_ids > SCRATCH_KEEP) { /* a large batch's room given back */
     free(w->pub_ids);
     w->pub_ids = NULL;
@@ -457,6 +498,18 @@ json_t *serve_public_json(serve_daemon_t *s) {
   const char *pre = s->cfg->s.public_prefix;
   return json_pack("{sbsssssosI}", "on", 1, "form", form_name(s), "prefix", pre ? pre : "",
                    "key_versions", vs, "newest", (json_int_t)idgen_public_keys_newest(k));
+}
+
+int serve_public_facts(serve_daemon_t *s, const char **form, const char **prefix, char *versions,
+                       size_t n, unsigned *newest) {
+  const idgen_public_keys_t *k = atomic_load(&s->pub_keys);
+  *form = k ? form_name(s) : "";
+  *prefix = s->cfg->s.public_prefix ? s->cfg->s.public_prefix : "";
+  *newest = k ? idgen_public_keys_newest(k) : 0;
+  versions[0] = '\0';
+  if (k != NULL)
+    versions_text(k, versions, n);
+  return k != NULL;
 }
 
 void serve_public_health_line(serve_daemon_t *s, serve_buf_t *b) {

@@ -561,6 +561,17 @@ void serve_info_text(serve_daemon_t *s, serve_buf_t *b, int sections) {
                        ms_or(ls.lease.expires_in_ms, in, sizeof in, "never"),
                        time_or(ls.lease.mark_ms, mark, "none"), ls.mark_failures);
     }
+    const char *pform, *pprefix;
+    char pvers[128];
+    unsigned pnewest;
+    int pon = serve_public_facts(s, &pform, &pprefix, pvers, sizeof pvers, &pnewest);
+    serve_buf_printf(b, "public:%s\r\n", pon ? "on" : "off");
+    if (pon) { /* the key versions, never a key */
+      serve_buf_printf(b, "public_form:%s\r\n", pform);
+      info_value(b, "public_prefix", pprefix);
+      info_value(b, "public_key_versions", pvers);
+      serve_buf_printf(b, "public_key_newest:%u\r\n", pnewest);
+    }
     serve_buf_printf(b,
                      "max_batch:%" PRId64 "\r\nmax_borrow_ms:%" PRId64 "\r\nmax_wait_ms:%" PRId64
                      "\r\nclock_borrowed_ms:%" PRId64 "\r\nclock:%s\r\nclock_fast_mode:%s\r\n"

@@ -710,6 +710,10 @@ void serve_public_count(serve_worker_t *w, int rc);
 /* /info's "public", /health's line, /metrics' lines: never a key. */
 struct json_t *serve_public_json(serve_daemon_t *s);
 void serve_public_health_line(serve_daemon_t *s, serve_buf_t *b);
+/* RESP INFO's: whether public IDs are on, their form and prefix, the key
+ * versions held ("1,2") into versions[n] and the newest. */
+int serve_public_facts(serve_daemon_t *s, const char **form, const char **prefix, char *versions,
+                       size_t n, unsigned *newest);
 void serve_public_metrics(serve_daemon_t *s, serve_buf_t *b);
 
 /* ---- serve_leases.c: the lease service for clients (--leases) ---- */

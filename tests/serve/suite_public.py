@@ -252,6 +252,10 @@ def group_shown(d, what):
                                          timeout=10).stdout.decode()
     check("%s: /health names the public form and versions" % what, "public form=" in texts["/health"],
           texts["/health"])
+    rc, out, err = rcli(d.resp, "INFO", "generator")
+    texts["RESP INFO"] = out
+    check("%s: RESP INFO says public:on and the newest version" % what,
+          "public:on" in out and "public_key_newest:%d" % pub.get("newest", -1) in out, out[-400:])
     for name, text in texts.items():
         no_key_in("%s (%s)" % (name, what), text)
 
@@ -288,6 +292,34 @@ def group_reload():
         check("/decode of the new text: key_version 2", j is not None and j.get("key_version") == 2,
               detail or (r and r.body))
         group_shown(d, "after SIGHUP")
+        # Reloads while both loops serve public IDs: every reply whole (the
+        # codecs remade per loop; the sanitizer builds look for races).
+        results = {}
+
+        def hammer(key):
+            got = []
+            c = Conn(d.http)
+            try:
+                for _ in range(150):
+                    c.send(http_req("/id?count=20&format=public"))
+                    r = c.http()
+                    got.append(r.status == 200 and len(r.text().split()) == 20)
+            except Exception as e:  # noqa: BLE001
+                got.append(repr(e))
+            finally:
+                c.close()
+            results[key] = got
+        threads = [threading.Thread(target=hammer, args=(k,)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for _ in range(4):
+            d.p.send_signal(signal.SIGHUP)
+            time.sleep(0.02)
+        for t in threads:
+            t.join(60)
+        allok = [x for k in results for x in results[k]]
+        check("SIGHUPs while two clients take public IDs: every reply whole (300 of them)",
+              len(allok) == 300 and all(x is True for x in allok), [x for x in allok if x is not True][:3])
         os.chmod(path, 0o644)
         n_kept = d.log().count("action=kept")
         d.p.send_signal(signal.SIGHUP)
