@@ -12,7 +12,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DIDGEN_WERROR=ON
 endif
 
-.PHONY: bench-seq bench-seq-claims bench-seq-peers bench-python bench-npm bench-leases screenshots image deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
+.PHONY: bench-public bench-public-node bench-public-daemon bench-seq bench-seq-claims bench-seq-peers bench-python bench-npm bench-leases screenshots image deb bench-peers test-cluster demo bench-serve bench-thrift bench-tls bench-registry bench-latency format model bench-js bench-all all deps build run test sanitize tsan fuzz bench install uninstall clean ci
 
 all: build
 
@@ -119,6 +119,19 @@ bench-registry: build
 # atomic_fetch_add at 1 and 2 threads (bench/seq_bench.c).
 bench-seq: build
 	$(BUILD)/seq_bench
+
+# Public IDs (docs/BENCHMARKS.md "Public IDs"): each idgen_public_* call,
+# single and batched, against bare AES-256 (bench/public_bench.c); in Node,
+# against hashids and sqids from npm (bench/public_node.sh); and the
+# daemon's /id?format=public against /id (bench/public_daemon.sh).
+bench-public: build
+	$(BUILD)/public_bench
+
+bench-public-node: build
+	bench/public_node.sh $(BUILD)
+
+bench-public-daemon: build
+	bench/public_daemon.sh $(BUILD)/idgen
 
 # Dense numbers as users make them today (PostgreSQL nextval, Redis INCR and
 # INCRBY ranges) beside the daemon's SEQ, one client each (bench/seq_peers.sh).

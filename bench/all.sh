@@ -16,6 +16,9 @@
 #   pg.txt       bench/pg_bench.sh (the PostgreSQL extension; needs root)
 #   js.txt       bench/js/run.sh (the addon and the WebAssembly build beside npm's
 #                packages; needs the npm registry)
+#   public.txt   build/public_bench (public IDs: each idgen_public_* call beside AES)
+#   public-node.txt  bench/public_node.sh (the addon's Public beside hashids and sqids)
+#   public-daemon.txt  bench/public_daemon.sh (/id?format=public against /id)
 #
 # A benchmark that fails or cannot run here is noted in its file and the run
 # goes on; the exit status is 1 if any failed.  Nothing is run in parallel:
@@ -29,7 +32,7 @@ while [ $# -gt 0 ]; do
   case $1 in
   --quick) quick=--quick; shift ;;
   --out) out=${2:?--out needs a directory}; shift 2 ;;
-  -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   -*) echo "all.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   *) build=$(cd "$1" && pwd); shift ;;
   esac
@@ -73,5 +76,12 @@ else
   run pg "$repo/bench/pg_bench.sh" "$build"
 fi
 IDGEN_NODE_ADDON=$build/js/idgen.node run js "$repo/bench/js/run.sh" $quick
+if [ -n "$quick" ]; then
+  run public "$build/public_bench" --runs 3 --ids 50000
+else
+  run public "$build/public_bench"
+fi
+IDGEN_NODE_ADDON=$build/js/idgen.node run public-node "$repo/bench/public_node.sh" "$build" $quick
+run public-daemon "$repo/bench/public_daemon.sh" $quick "$build/idgen"
 echo "all.sh: outputs in $out" >&2
 exit $failed
