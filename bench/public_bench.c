@@ -135,6 +135,28 @@ static size_t op_unmap128(bench_ctx_t *c, size_t n) {
   return n;
 }
 
+/* Text forms in batches: c->batch texts back to back in one buffer. */
+static size_t op_format64_batch(bench_ctx_t *c, size_t n) {
+  static char buf[1024 * IDGEN_PUBLIC_TEXT_MAX];
+  size_t done = 0;
+  for (size_t i = 0; i + c->batch <= n; i += c->batch, done += c->batch)
+    if (idgen_public_format64_batch(c->p64, c->ids + i, c->batch, buf, sizeof buf) != 0)
+      die("format64_batch", -1);
+  sink = (uint64_t)buf[0];
+  return done;
+}
+
+static size_t op_format128_batch(bench_ctx_t *c, size_t n) {
+  static char buf[1024 * IDGEN_PUBLIC_TEXT_MAX];
+  size_t done = 0;
+  for (size_t i = 0; i + c->batch <= n; i += c->batch, done += c->batch)
+    if (idgen_public_format128_batch(c->p128, (const uint8_t(*)[16])c->ids128 + i, c->batch, buf,
+                                     sizeof buf) != 0)
+      die("format128_batch", -1);
+  sink = (uint64_t)buf[0];
+  return done;
+}
+
 static size_t op_map128_batch(bench_ctx_t *c, size_t n) {
   size_t done = 0;
   for (size_t i = 0; i + c->batch <= n; i += c->batch, done += c->batch)
@@ -303,6 +325,8 @@ static void table(bench_ctx_t *c, size_t n) {
   row(c, "unmap64_batch (64)", op_unmap64_batch, 64, nb);
   row(c, "unmap64_batch (1024)", op_unmap64_batch, 1024, nb);
   row(c, "format64 (text)", op_format64, 1, n);
+  row(c, "format64_batch (text, 64)", op_format64_batch, 64, nb);
+  row(c, "format64_batch (text, 1024)", op_format64_batch, 1024, nb);
   row(c, "parse64 (text)", op_parse64, 1, n);
   row(c, "map128 (UUIDv7 -> v4, single)", op_map128, 1, n);
   row(c, "unmap128 (single)", op_unmap128, 1, n);
@@ -311,6 +335,7 @@ static void table(bench_ctx_t *c, size_t n) {
   row(c, "unmap128_batch (64)", op_unmap128_batch, 64, nb);
   row(c, "unmap128_batch (1024)", op_unmap128_batch, 1024, nb);
   row(c, "format128 (text)", op_format128, 1, n);
+  row(c, "format128_batch (text, 64)", op_format128_batch, 64, nb);
   row(c, "parse128 (text)", op_parse128, 1, n);
   row(c, "floor: EVP aes-256-ecb, 1 block", op_evp1, 1, n);
   row(c, "floor: 10 dependent EVP calls", op_evp10, 1, n);
