@@ -710,6 +710,16 @@ static void test_key_files(void **state) {
   load_err(tmpdir, IDGEN_EINVAL, "not a regular file");
   path_in(link, sizeof link, "none");
   load_err(link, IDGEN_EINVAL, "No such file");
+  /* A FIFO of mode 0600 that no one writes: refused at once, not waited on
+   * (the alarm fails the test if the open blocks), by load and by add. */
+  path_in(link, sizeof link, "fifo");
+  tu_ok(mkfifo(link, 0600));
+  alarm(20);
+  load_err(link, IDGEN_EINVAL, "not a regular file");
+  expect_err(idgen_public_keys_generate(link, 1, &v, err, sizeof err), IDGEN_EINVAL, err,
+             "not a regular file");
+  alarm(0);
+  unlink(link);
 
   /* add: versions grow, the old ones stay; a v1 text still reads. */
   idgen_public_t *p1 = codec(k1, IDGEN_PUBLIC_SNOWFLAKE, 41, "user");

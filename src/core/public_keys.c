@@ -4,8 +4,9 @@
  *
  * A key file is text: one line "vN HEX" per key version (N of 1..32, HEX 64
  * hex digits: an AES-256 key), blank lines and '#' comments.  It must be a
- * regular file (a symbolic link is refused: O_NOFOLLOW) that group and
- * others have no access to.  A key is never put in a message: errors name
+ * regular file (a symbolic link is refused: O_NOFOLLOW; a FIFO or a device
+ * is opened without waiting, then refused) that group and others have no
+ * access to.  A key is never put in a message: errors name
  * the file and the line, never the line's text.  Buffers that held key
  * bytes are wiped (OPENSSL_cleanse) before they are freed.
  *
@@ -222,7 +223,9 @@ fail:
  * after the checks of idgen_public_keys_load. */
 static int read_key_file(const char *path, char **buf, size_t *len, char *err, size_t errlen) {
   *buf = NULL;
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+  /* O_NONBLOCK: opening a FIFO no one writes would wait for ever; it is
+   * refused below as not a regular file, and reads of a file never block. */
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ELOOP)
       return idgen__err(err, errlen, IDGEN_EINVAL,
