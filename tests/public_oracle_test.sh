@@ -37,8 +37,9 @@ check() {
     diff <(echo "$got") <(echo "$want") | head -5
     fail=1
   fi
-  # shellcheck disable=SC2046
-  back=$("$idgen" public "${args[@]}" --reverse $got)
+  local pubs
+  mapfile -t pubs <<<"$got"
+  back=$("$idgen" public "${args[@]}" --reverse "${pubs[@]}")
   local ids
   ids=$(printf '%s\n' "$@")
   if [ "$kind" = uuid7 ]; then ids=${ids,,}; fi
@@ -49,17 +50,20 @@ check() {
 }
 
 small='time:12@1s,sequence:8,epoch=0'
+mapfile -t snow < <("$idgen" snowflake -n 3)
+mapfile -t ulids < <("$idgen" ulid -n 3)
+mapfile -t uuids < <("$idgen" uuid7 -n 4)
 for prefix in - a "$long"; do
   for form in int text; do
     [ "$prefix" != - ] && [ "$form" = int ] && continue
     check snowflake twitter 63 "$prefix" "$form" 0 1 123456789 9223372036854775807 \
-      $("$idgen" snowflake -n 3)
+      "${snow[@]}"
     check snowflake discord 64 "$prefix" "$form" 0 18446744073709551615 12345678901234567890
     check snowflake js53 53 "$prefix" "$form" 0 9007199254740991 4503599627370496
     check snowflake "$small" 20 "$prefix" "$form" 0 1 1048575 524288
     check ulid - 0 "$prefix" "$form" 00000000000000000000000000 7ZZZZZZZZZZZZZZZZZZZZZZZZZ \
-      $("$idgen" ulid -n 3)
-    check uuid7 - 0 "$prefix" "$form" $("$idgen" uuid7 -n 4) \
+      "${ulids[@]}"
+    check uuid7 - 0 "$prefix" "$form" "${uuids[@]}" \
       ffffffff-ffff-7fff-bfff-ffffffffffff 00000000-0000-7000-8000-000000000000
   done
 done
