@@ -437,7 +437,17 @@ int serve_public_reverse(serve_worker_t *w, const char *t, size_t len, char *out
   *version = 0;
   int is_int = memchr(t, '_', len) == NULL && (all_digits(t, len) || len == IDGEN_ULID_STRLEN ||
                                                len == IDGEN_UUID_STRLEN || len == 32);
-  if (is_int) {
+  if (is_int && text_form(w->srv)) {
+    /* An integer form has no check: any decimal, ULID or UUID unmaps to
+     * some ID.  This daemon makes text forms only, so one is refused. */
+    *kind = all_digits(t, len) ? KIND_SNOWFLAKE : len == IDGEN_ULID_STRLEN ? KIND_ULID : KIND_UUID7;
+    snprintf(err, n,
+             "\"%s\" is not a public ID of this daemon: it makes text forms "
+             "([prefix_]V and 16 or 29 characters), and an integer form is not read back "
+             "(it has no check)",
+             IDGEN_QUOTE(t, len, '"', 40));
+    rc = IDGEN_EPARSE;
+  } else if (is_int) {
     rc = reverse_int(w, t, len, out, kind, err, n);
   } else if (body_len(t, len) == IDGEN_PUBLIC_TEXT128_LEN) {
     uint8_t id[16];

@@ -212,6 +212,17 @@ def group_text(d):
     check("... and UNPUBLIC: -ERR", out.startswith("(error) ERR"), out + err)
     rc, out, err = rcli(d.resp, "UNPUBLIC", pubs[0][:-1])
     check("a text one character short: -ERR", out.startswith("(error) ERR"), out + err)
+    # This daemon makes text forms only: an integer-shaped input (a raw ID,
+    # a ULID, a UUID) is refused, not unmapped with the unchecked integer
+    # form into some ID (as idgen public --reverse --prefix user refuses it).
+    for raw in (back[0], "12345", "0" * 17, "01ARZ3NDEKTSV4RRFFQ69G5FAV",
+                "0e3b9b58-1985-4748-9104-5196ac98f3d2"):
+        rc, out, err = rcli(d.resp, "UNPUBLIC", raw)
+        check("text daemon: UNPUBLIC %s (integer-shaped) is -ERR naming the text form" % raw,
+              out.startswith("(error) ERR") and "text form" in out, out + err)
+    r, detail = curl(d.http, "/decode/%s?public=1" % back[0])
+    check("... and /decode/ID?public=1: 400", r is not None and r.status == 400,
+          detail or (r.status, r.body))
     rc, out, err = rcli(d.resp, "UNPUBLIC", pubs[0][:5] + "9" + pubs[0][6:])
     check("an unknown key version: -ERR naming the version", out.startswith("(error) ERR")
           and "version" in out, out + err)
