@@ -766,8 +766,25 @@ static void test_key_files(void **state) {
   idgen_public_keys_free(k2);
   idgen_public_keys_free(k1);
 
+  /* An add keeps the file's owner and mode: root adding a version to the
+   * file of the daemon's user (mode 0400) must leave it readable by that
+   * user, not make it root's (the owner is checked when run as root). */
+  tu_ok(chmod(path, 0400));
+  if (geteuid() == 0)
+    tu_ok(chown(path, 4242, 4243));
+  tu_ok(idgen_public_keys_generate(path, 1, &v, err, sizeof err));
+  assert_int_equal(3, v);
+  tu_ok(stat(path, &st));
+  assert_int_equal(0400, st.st_mode & 07777);
+  if (geteuid() == 0) {
+    assert_int_equal(4242, st.st_uid);
+    assert_int_equal(4243, st.st_gid);
+    tu_ok(chown(path, 0, 0));
+  }
+  tu_ok(chmod(path, 0600));
+
   /* Up to 32 versions; the 33rd is refused and the file is left as it was. */
-  for (unsigned want = 3; want <= 32; want++) {
+  for (unsigned want = 4; want <= 32; want++) {
     tu_ok(idgen_public_keys_generate(path, 1, &v, err, sizeof err));
     assert_int_equal(want, v);
   }

@@ -220,8 +220,10 @@ fail:
 /* ---- files ------------------------------------------------------------------ */
 
 /* The key file's bytes into *buf (NUL-terminated, to be wiped and freed),
- * after the checks of idgen_public_keys_load. */
-static int read_key_file(const char *path, char **buf, size_t *len, char *err, size_t errlen) {
+ * after the checks of idgen_public_keys_load; its owner and mode into *stp
+ * if not NULL. */
+static int read_key_file(const char *path, char **buf, size_t *len, struct stat *stp, char *err,
+                         size_t errlen) {
   *buf = NULL;
   /* O_NONBLOCK: opening a FIFO no one writes would wait for ever; it is
    * refused below as not a regular file, and reads of a file never block. */
@@ -270,6 +272,8 @@ static int read_key_file(const char *path, char **buf, size_t *len, char *err, s
   }
   (*buf)[got] = '\0';
   *len = got;
+  if (stp != NULL)
+    *stp = st;
   return 0;
 }
 
@@ -279,7 +283,7 @@ int idgen_public_keys_load(idgen_public_keys_t **out, const char *path, char *er
   *out = NULL;
   char *buf;
   size_t len;
-  int rc = read_key_file(path, &buf, &len, err, errlen);
+  int rc = read_key_file(path, &buf, &len, NULL, err, errlen);
   if (rc != 0)
     return rc;
   rc = idgen__public_keys_parse(out, buf, len, path, err, errlen);
@@ -370,9 +374,11 @@ static int generate_new(const char *path, const char *line, size_t linelen, char
   return 0;
 }
 
-/* The old file's text, then the new line, to a temporary file renamed over it. */
-static int generate_add(const char *path, const char *old, size_t oldlen, const char *line,
-                        size_t linelen, char *err, size_t errlen) {
+/* The old file's text, then the new line, to a temporary file renamed over
+ * it, with the old file's mode and (where allowed: root) owner, so that a
+ * version added by root leaves the file readable by the daemon's user. */
+static int generate_add(const char *path, const struct stat *was, const char *old, size_t oldlen,
+                        const char *line, size_t linelen, char *err, size_t errlen) {
   char tmp[4096];
   if (snprintf(tmp, sizeof tmp, "%s.new-XXXXXX", path) >= (int)sizeof tmp)
     return idgen__err(err, errlen, IDGEN_EINVAL, "%s: the path is too long", path);
@@ -380,7 +386,11 @@ static int generate_add(const char *path, const char *old, size_t oldlen, const 
   if (fd < 0)
     return idgen__err(err, errlen, IDGEN_EINVAL, "cannot create a file beside %s: %s", path,
                       strerror(errno));
-  int bad = fchmod(fd, 0600) != 0;
+  if (fchown(fd, was->st_uid, was->st_gid) != 0) {
+    /* Not root: the new file is the caller's, who could read the old one;
+     * its mode keeps group and others out either way. */
+  }
+  int bad = fchmod(fd, was->st_mode & 0700) != 0;
   if (!bad && oldlen > 0 && old[oldlen - 1] != '\n')
     bad = write_all(fd, old, oldlen) != 0 || write_all(fd, "\n", 1) != 0 ||
           write_sync(fd, "", 0, line, linelen) != 0;
@@ -414,6 +424,8 @@ int idgen_public_keys_generate(const char *path, int add, unsigned *version, cha
   char line[96];
   int rc;
   int lock = -1;
+  struct stat was;
+  memset(&was, 0, sizeof was);
   if (add) {
     /* Two adds at once would both write newest + 1, and one key would be
      * lost: the folder is locked from the read to the rename (the file
@@ -423,7 +435,7 @@ int idgen_public_keys_generate(const char *path, int add, unsigned *version, cha
     if (lock >= 0)
       while (flock(lock, LOCK_EX) != 0 && errno == EINTR)
         ;
-    if ((rc = read_key_file(path, &old, &oldlen, err, errlen)) != 0)
+    if ((rc = read_key_file(path, &old, &oldlen, &was, err, errlen)) != 0)
       goto out;
     if ((rc = idgen__public_keys_parse(&k, old, oldlen, path, err, errlen)) != 0)
       goto out;
@@ -442,7 +454,7 @@ int idgen_public_keys_generate(const char *path, int add, unsigned *version, cha
   }
   size_t linelen = key_line(line, v, key);
   OPENSSL_cleanse(key, sizeof key);
-  rc = add ? generate_add(path, old, oldlen, line, linelen, err, errlen)
+  rc = add ? generate_add(path, &was, old, oldlen, line, linelen, err, errlen)
            : generate_new(path, line, linelen, err, errlen);
   OPENSSL_cleanse(line, sizeof line);
   if (rc == 0 && version != NULL)
