@@ -437,9 +437,12 @@ int serve_public_reverse(serve_worker_t *w, const char *t, size_t len, char *out
   *version = 0;
   int is_int = memchr(t, '_', len) == NULL && (all_digits(t, len) || len == IDGEN_ULID_STRLEN ||
                                                len == IDGEN_UUID_STRLEN || len == 32);
-  if (is_int && text_form(w->srv)) {
+  size_t body = body_len(t, len);
+  if (is_int && text_form(w->srv) && body != IDGEN_PUBLIC_TEXT64_LEN &&
+      body != IDGEN_PUBLIC_TEXT128_LEN) {
     /* An integer form has no check: any decimal, ULID or UUID unmaps to
-     * some ID.  This daemon makes text forms only, so one is refused. */
+     * some ID.  This daemon makes text forms only, so one is refused (and
+     * a text of digits only is read as the text it is). */
     *kind = all_digits(t, len) ? KIND_SNOWFLAKE : len == IDGEN_ULID_STRLEN ? KIND_ULID : KIND_UUID7;
     snprintf(err, n,
              "\"%s\" is not a public ID of this daemon: it makes text forms "
@@ -447,9 +450,9 @@ int serve_public_reverse(serve_worker_t *w, const char *t, size_t len, char *out
              "(it has no check)",
              IDGEN_QUOTE(t, len, '"', 40));
     rc = IDGEN_EPARSE;
-  } else if (is_int) {
+  } else if (is_int && !text_form(w->srv)) {
     rc = reverse_int(w, t, len, out, kind, err, n);
-  } else if (body_len(t, len) == IDGEN_PUBLIC_TEXT128_LEN) {
+  } else if (body == IDGEN_PUBLIC_TEXT128_LEN) {
     uint8_t id[16];
     rc = reverse128(w, t, len, id, kind, version, err, n);
     if (rc == 0 && *kind == KIND_ULID) {

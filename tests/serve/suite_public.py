@@ -215,11 +215,15 @@ def group_text(d):
     # This daemon makes text forms only: an integer-shaped input (a raw ID,
     # a ULID, a UUID) is refused, not unmapped with the unchecked integer
     # form into some ID (as idgen public --reverse --prefix user refuses it).
-    for raw in (back[0], "12345", "0" * 17, "01ARZ3NDEKTSV4RRFFQ69G5FAV",
+    for raw in (back[0], "12345", "01ARZ3NDEKTSV4RRFFQ69G5FAV",
                 "0e3b9b58-1985-4748-9104-5196ac98f3d2"):
         rc, out, err = rcli(d.resp, "UNPUBLIC", raw)
         check("text daemon: UNPUBLIC %s (integer-shaped) is -ERR naming the text form" % raw,
               out.startswith("(error) ERR") and "text form" in out, out + err)
+    # 17 digits: a text form's length, read as one (here: no prefix).
+    rc, out, err = rcli(d.resp, "UNPUBLIC", "0" * 17)
+    check("text daemon: UNPUBLIC of 17 digits is -ERR (read as a text, its prefix missing)",
+          out.startswith("(error) ERR") and "prefix" in out, out + err)
     r, detail = curl(d.http, "/decode/%s?public=1" % back[0])
     check("... and /decode/ID?public=1: 400", r is not None and r.status == 400,
           detail or (r.status, r.body))
