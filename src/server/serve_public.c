@@ -369,21 +369,25 @@ int serve_public_of(serve_worker_t *w, const char *t, size_t len, char *out, siz
   return rc;
 }
 
-/* The text form of a 128-bit ID: a ULID's, else a UUIDv7's (the kind is
- * part of the tweak: only the right one passes the check). */
+/* The text form of a 128-bit ID: a UUIDv7's, else a ULID's (the kind is
+ * part of the tweak, but a check passes by chance as often as for a wrong
+ * key: the order below decides which kind such a chance can hurt). */
 static int reverse128(serve_worker_t *w, const char *t, size_t len, uint8_t id[16], int *kind,
                       unsigned *version, char *err, size_t n) {
+  /* The UUIDv7 first: its check also needs version 7 and the variant (22
+   * bits), so a ULID's text passes it once in 4 million; the other way
+   * round, one UUIDv7 text in 65,536 would come back as a wrong ULID. */
   char e2[300];
-  idgen_public_t *p = serve_public_codec(w, KIND_ULID, err, n);
+  idgen_public_t *p = serve_public_codec(w, KIND_UUID7, err, n);
   if (p == NULL)
     return SERVE_ENOKEY;
-  *kind = KIND_ULID;
+  *kind = KIND_UUID7;
   int rc = idgen_public_parse128(p, t, len, id, version, err, n);
   if (rc != IDGEN_EKEY)
     return rc;
-  idgen_public_t *q = serve_public_codec(w, KIND_UUID7, e2, sizeof e2);
+  idgen_public_t *q = serve_public_codec(w, KIND_ULID, e2, sizeof e2);
   if (q != NULL && idgen_public_parse128(q, t, len, id, version, e2, sizeof e2) == 0) {
-    *kind = KIND_UUID7;
+    *kind = KIND_ULID;
     return 0;
   }
   return rc;
