@@ -710,6 +710,24 @@ static void test_key_files(void **state) {
   load_err(tmpdir, IDGEN_EINVAL, "not a regular file");
   path_in(link, sizeof link, "none");
   load_err(link, IDGEN_EINVAL, "No such file");
+  /* A key given where a key file is named (IDGEN_PUBLIC_KEY=HEX, a
+   * mistake): the message, which may reach a log, does not repeat it. */
+  {
+    static const char *const given[] = {
+        "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+        "v1 00112233445566778899AABBCCDDEEFF00112233445566778899aabbccddeeff", NULL};
+    for (int g = 0; given[g] != NULL; g++) {
+      char e[512] = "";
+      idgen_public_keys_t *none = NULL;
+      expect_err(idgen_public_keys_load(&none, given[g], e, sizeof e), IDGEN_EINVAL, e,
+                 "looks like a key");
+      if (strstr(e, "00112233445566778899") != NULL || strstr(e, "aabbccddeeff") != NULL ||
+          strstr(e, "AABBCCDDEEFF") != NULL)
+        fail_msg("the key is in the message: %s", e);
+      expect_err(idgen_public_keys_generate(given[g], 0, NULL, e, sizeof e), IDGEN_EINVAL, e,
+                 "looks like a key");
+    }
+  }
   /* A FIFO of mode 0600 that no one writes: refused at once, not waited on
    * (the alarm fails the test if the open blocks), by load and by add. */
   path_in(link, sizeof link, "fifo");

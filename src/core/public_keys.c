@@ -219,12 +219,33 @@ fail:
 
 /* ---- files ------------------------------------------------------------------ */
 
+/* A file name holding 32 hex digits in a row is taken for a key given where
+ * its file should be named (IDGEN_PUBLIC_KEY=HEX): refused without being
+ * repeated, since the message may reach a log. */
+static int looks_like_key(const char *path) {
+  size_t run = 0;
+  for (const char *c = path; *c != '\0'; c++) {
+    run = hexval(*c) >= 0 ? run + 1 : 0;
+    if (run >= 32)
+      return 1;
+  }
+  return 0;
+}
+
+static int key_given_err(char *err, size_t errlen) {
+  return idgen__err(err, errlen, IDGEN_EINVAL,
+                    "the key file's name looks like a key (32 hex digits or more; not shown): "
+                    "name the file that holds the key, never give the key itself");
+}
+
 /* The key file's bytes into *buf (NUL-terminated, to be wiped and freed),
  * after the checks of idgen_public_keys_load; its owner and mode into *stp
  * if not NULL. */
 static int read_key_file(const char *path, char **buf, size_t *len, struct stat *stp, char *err,
                          size_t errlen) {
   *buf = NULL;
+  if (looks_like_key(path))
+    return key_given_err(err, errlen);
   /* O_NONBLOCK: opening a FIFO no one writes would wait for ever; it is
    * refused below as not a regular file, and reads of a file never block. */
   int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -417,6 +438,8 @@ int idgen_public_keys_generate(const char *path, int add, unsigned *version, cha
                                size_t errlen) {
   if (path == NULL || path[0] == '\0')
     return idgen__err(err, errlen, IDGEN_EINVAL, "public keys: no file named");
+  if (looks_like_key(path))
+    return key_given_err(err, errlen);
   char *old = NULL;
   size_t oldlen = 0;
   unsigned v = 1;
