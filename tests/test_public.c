@@ -727,6 +727,11 @@ static void test_key_files(void **state) {
       expect_err(idgen_public_keys_generate(given[g], 0, NULL, e, sizeof e), IDGEN_EINVAL, e,
                  "looks like a key");
     }
+    /* In a folder (docker's overlay2/HEX/...), such a run is a name. */
+    char hexdir[400];
+    path_in(hexdir, sizeof hexdir,
+            "0f0e0d0c0b0a09080706050403020100f0e0d0c0b0a090807060504030201000/k");
+    load_err(hexdir, IDGEN_EINVAL, "No such file");
   }
   /* A FIFO of mode 0600 that no one writes: refused at once, not waited on
    * (the alarm fails the test if the open blocks), by load and by add. */

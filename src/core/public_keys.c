@@ -219,11 +219,14 @@ fail:
 
 /* ---- files ------------------------------------------------------------------ */
 
-/* A file name holding 32 hex digits in a row is taken for a key given where
- * its file should be named (IDGEN_PUBLIC_KEY=HEX): refused without being
- * repeated, since the message may reach a log. */
+/* A file name without a '/' holding 32 hex digits in a row is taken for a
+ * key given where its file should be named (IDGEN_PUBLIC_KEY=HEX): refused
+ * without being repeated, since the message may reach a log.  (A path with
+ * a folder may hold such a run, /var/lib/docker/overlay2/HEX/...) */
 static int looks_like_key(const char *path) {
   size_t run = 0;
+  if (strchr(path, '/') != NULL)
+    return 0;
   for (const char *c = path; *c != '\0'; c++) {
     run = hexval(*c) >= 0 ? run + 1 : 0;
     if (run >= 32)
