@@ -316,9 +316,9 @@ want_rc "snowflake --public-key HEX" 2
 err_has "snowflake --public-key HEX" "not shown"
 IDGEN_PUBLIC_KEY=$khex run ulid
 want_rc "ulid with IDGEN_PUBLIC_KEY=HEX" 2
-cd "$tmp" # a bare name (no folder), and no stray file elsewhere should it be made
+cd "$tmp" || exit 1 # a bare name (no folder), and no stray file elsewhere should it be made
 run public --new-key "$khex"
-cd - >/dev/null
+cd - >/dev/null || exit 1
 want_rc "--new-key HEX" 1
 check "--new-key HEX makes no file" test ! -e "$tmp/$khex"
 
