@@ -1900,7 +1900,7 @@ IDGEN_API int idgen_public_keys_new(idgen_public_keys_t **out, const unsigned *v
 /* Makes a key from the system's random source: a new file at `path`
  * (created mode 0600, never over a file that is there) with version 1, or,
  * with `add` set, the existing file rewritten (to a temporary file renamed
- * over it) with one more version, the newest + 1 (IDGEN_ERANGE past 32:
+ * over it, keeping its mode and, for root, its owner) with one more version, the newest + 1 (IDGEN_ERANGE past 32:
  * remove old versions first).  The new version in *version (may be NULL). */
 IDGEN_API int idgen_public_keys_generate(const char *path, int add, unsigned *version, char *err,
                                          size_t errlen);

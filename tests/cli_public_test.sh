@@ -330,6 +330,25 @@ bgpid=""
 cat "$tmp/bg.out" >>"$tmp/all.log"
 check "running: printed the public ID" test "$(cat "$tmp/bg.out")" = "$want_bg"
 
+# ---- a key given where its file is named: refused, not repeated ----------------------
+khex=$(awk '/^v1 / { print $2; exit }' "$K")
+run public --public-key "$khex" 1
+want_rc "--public-key HEX" 2
+err_has "--public-key HEX" "looks like a key"
+IDGEN_PUBLIC_KEY="v1 $khex" run public 1
+want_rc "IDGEN_PUBLIC_KEY='v1 HEX'" 2
+err_has "IDGEN_PUBLIC_KEY='v1 HEX'" "looks like a key"
+run snowflake --public-key "$khex"
+want_rc "snowflake --public-key HEX" 2
+err_has "snowflake --public-key HEX" "not shown"
+IDGEN_PUBLIC_KEY=$khex run ulid
+want_rc "ulid with IDGEN_PUBLIC_KEY=HEX" 2
+cd "$tmp" || exit 1 # a bare name (no folder), and no stray file elsewhere should it be made
+run public --new-key "$khex"
+cd - >/dev/null || exit 1
+want_rc "--new-key HEX" 1
+check "--new-key HEX makes no file" test ! -e "$tmp/$khex"
+
 # ---- no key's hex anywhere ------------------------------------------------------------
 for f in "$K" "$K2"; do
   for hex in $(awk '/^v[0-9]+ / { print $2 }' "$f"); do

@@ -881,6 +881,39 @@ static void test_key_files(void **state) {
   load_err(tmpdir, IDGEN_EINVAL, "not a regular file");
   path_in(link, sizeof link, "none");
   load_err(link, IDGEN_EINVAL, "No such file");
+  /* A key given where a key file is named (IDGEN_PUBLIC_KEY=HEX, a
+   * mistake): the message, which may reach a log, does not repeat it. */
+  {
+    static const char *const given[] = {
+        "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+        "v1 00112233445566778899AABBCCDDEEFF00112233445566778899aabbccddeeff", NULL};
+    for (int g = 0; given[g] != NULL; g++) {
+      char e[512] = "";
+      idgen_public_keys_t *none = NULL;
+      expect_err(idgen_public_keys_load(&none, given[g], e, sizeof e), IDGEN_EINVAL, e,
+                 "looks like a key");
+      if (strstr(e, "00112233445566778899") != NULL || strstr(e, "aabbccddeeff") != NULL ||
+          strstr(e, "AABBCCDDEEFF") != NULL)
+        fail_msg("the key is in the message: %s", e);
+      expect_err(idgen_public_keys_generate(given[g], 0, NULL, e, sizeof e), IDGEN_EINVAL, e,
+                 "looks like a key");
+    }
+    /* In a folder (docker's overlay2/HEX/...), such a run is a name. */
+    char hexdir[400];
+    path_in(hexdir, sizeof hexdir,
+            "0f0e0d0c0b0a09080706050403020100f0e0d0c0b0a090807060504030201000/k");
+    load_err(hexdir, IDGEN_EINVAL, "No such file");
+  }
+  /* A FIFO of mode 0600 that no one writes: refused at once, not waited on
+   * (the alarm fails the test if the open blocks), by load and by add. */
+  path_in(link, sizeof link, "fifo");
+  tu_ok(mkfifo(link, 0600));
+  alarm(20);
+  load_err(link, IDGEN_EINVAL, "not a regular file");
+  expect_err(idgen_public_keys_generate(link, 1, &v, err, sizeof err), IDGEN_EINVAL, err,
+             "not a regular file");
+  alarm(0);
+  unlink(link);
 
   /* add: versions grow, the old ones stay; a v1 text still reads. */
   idgen_public_t *p1 = codec(k1, IDGEN_PUBLIC_SNOWFLAKE, 41, "user");
@@ -927,8 +960,25 @@ static void test_key_files(void **state) {
   idgen_public_keys_free(k2);
   idgen_public_keys_free(k1);
 
+  /* An add keeps the file's owner and mode: root adding a version to the
+   * file of the daemon's user (mode 0400) must leave it readable by that
+   * user, not make it root's (the owner is checked when run as root). */
+  tu_ok(chmod(path, 0400));
+  if (geteuid() == 0)
+    tu_ok(chown(path, 4242, 4243));
+  tu_ok(idgen_public_keys_generate(path, 1, &v, err, sizeof err));
+  assert_int_equal(3, v);
+  tu_ok(stat(path, &st));
+  assert_int_equal(0400, st.st_mode & 07777);
+  if (geteuid() == 0) {
+    assert_int_equal(4242, st.st_uid);
+    assert_int_equal(4243, st.st_gid);
+    tu_ok(chown(path, 0, 0));
+  }
+  tu_ok(chmod(path, 0600));
+
   /* Up to 32 versions; the 33rd is refused and the file is left as it was. */
-  for (unsigned want = 3; want <= 32; want++) {
+  for (unsigned want = 4; want <= 32; want++) {
     tu_ok(idgen_public_keys_generate(path, 1, &v, err, sizeof err));
     assert_int_equal(want, v);
   }

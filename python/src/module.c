@@ -1675,7 +1675,7 @@ static PyObject *pub_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     return raise_idgen(rc, err);
   }
   x->kind = s.kind;
-  x->bits = s.bits ? s.bits : 64;
+  x->bits = s.kind != IDGEN_PUBLIC_SNOWFLAKE ? 128 : s.bits ? s.bits : 64;
   return (PyObject *)x;
 }
 

@@ -817,6 +817,9 @@ def test_public_snowflake_round_trip(keys):
 
 def test_public_ulid_uuid7(keys):
     pu = idgen.Public(keys["k1"], kind="ulid")
+    # The integer form's bits, as documented: 128 for ULIDs and UUIDv7s.
+    assert pu.kind == "ulid" and pu.bits == 128
+    assert idgen.Public(keys["k1"], kind="uuid7").bits == 128
     g = idgen.ULIDGenerator()
     for _ in range(100):
         u = g.next()

@@ -4,8 +4,9 @@
  *
  * A key file is text: one line "vN HEX" per key version (N of 1..32, HEX 64
  * hex digits: an AES-256 key), blank lines and '#' comments.  It must be a
- * regular file (a symbolic link is refused: O_NOFOLLOW) that group and
- * others have no access to.  A key is never put in a message: errors name
+ * regular file (a symbolic link is refused: O_NOFOLLOW; a FIFO or a device
+ * is opened without waiting, then refused) that group and others have no
+ * access to.  A key is never put in a message: errors name
  * the file and the line, never the line's text.  Buffers that held key
  * bytes are wiped (OPENSSL_cleanse) before they are freed.
  *
@@ -218,11 +219,39 @@ fail:
 
 /* ---- files ------------------------------------------------------------------ */
 
+/* A file name without a '/' holding 32 hex digits in a row is taken for a
+ * key given where its file should be named (IDGEN_PUBLIC_KEY=HEX): refused
+ * without being repeated, since the message may reach a log.  (A path with
+ * a folder may hold such a run, /var/lib/docker/overlay2/HEX/...) */
+static int looks_like_key(const char *path) {
+  size_t run = 0;
+  if (strchr(path, '/') != NULL)
+    return 0;
+  for (const char *c = path; *c != '\0'; c++) {
+    run = hexval(*c) >= 0 ? run + 1 : 0;
+    if (run >= 32)
+      return 1;
+  }
+  return 0;
+}
+
+static int key_given_err(char *err, size_t errlen) {
+  return idgen__err(err, errlen, IDGEN_EINVAL,
+                    "the key file's name looks like a key (32 hex digits or more; not shown): "
+                    "name the file that holds the key, never give the key itself");
+}
+
 /* The key file's bytes into *buf (NUL-terminated, to be wiped and freed),
- * after the checks of idgen_public_keys_load. */
-static int read_key_file(const char *path, char **buf, size_t *len, char *err, size_t errlen) {
+ * after the checks of idgen_public_keys_load; its owner and mode into *stp
+ * if not NULL. */
+static int read_key_file(const char *path, char **buf, size_t *len, struct stat *stp, char *err,
+                         size_t errlen) {
   *buf = NULL;
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+  if (looks_like_key(path))
+    return key_given_err(err, errlen);
+  /* O_NONBLOCK: opening a FIFO no one writes would wait for ever; it is
+   * refused below as not a regular file, and reads of a file never block. */
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ELOOP)
       return idgen__err(err, errlen, IDGEN_EINVAL,
@@ -267,6 +296,8 @@ static int read_key_file(const char *path, char **buf, size_t *len, char *err, s
   }
   (*buf)[got] = '\0';
   *len = got;
+  if (stp != NULL)
+    *stp = st;
   return 0;
 }
 
@@ -276,7 +307,7 @@ int idgen_public_keys_load(idgen_public_keys_t **out, const char *path, char *er
   *out = NULL;
   char *buf;
   size_t len;
-  int rc = read_key_file(path, &buf, &len, err, errlen);
+  int rc = read_key_file(path, &buf, &len, NULL, err, errlen);
   if (rc != 0)
     return rc;
   rc = idgen__public_keys_parse(out, buf, len, path, err, errlen);
@@ -367,9 +398,11 @@ static int generate_new(const char *path, const char *line, size_t linelen, char
   return 0;
 }
 
-/* The old file's text, then the new line, to a temporary file renamed over it. */
-static int generate_add(const char *path, const char *old, size_t oldlen, const char *line,
-                        size_t linelen, char *err, size_t errlen) {
+/* The old file's text, then the new line, to a temporary file renamed over
+ * it, with the old file's mode and (where allowed: root) owner, so that a
+ * version added by root leaves the file readable by the daemon's user. */
+static int generate_add(const char *path, const struct stat *was, const char *old, size_t oldlen,
+                        const char *line, size_t linelen, char *err, size_t errlen) {
   char tmp[4096];
   if (snprintf(tmp, sizeof tmp, "%s.new-XXXXXX", path) >= (int)sizeof tmp)
     return idgen__err(err, errlen, IDGEN_EINVAL, "%s: the path is too long", path);
@@ -377,7 +410,11 @@ static int generate_add(const char *path, const char *old, size_t oldlen, const 
   if (fd < 0)
     return idgen__err(err, errlen, IDGEN_EINVAL, "cannot create a file beside %s: %s", path,
                       strerror(errno));
-  int bad = fchmod(fd, 0600) != 0;
+  if (fchown(fd, was->st_uid, was->st_gid) != 0) {
+    /* Not root: the new file is the caller's, who could read the old one;
+     * its mode keeps group and others out either way. */
+  }
+  int bad = fchmod(fd, was->st_mode & 0700) != 0;
   if (!bad && oldlen > 0 && old[oldlen - 1] != '\n')
     bad = write_all(fd, old, oldlen) != 0 || write_all(fd, "\n", 1) != 0 ||
           write_sync(fd, "", 0, line, linelen) != 0;
@@ -404,6 +441,8 @@ int idgen_public_keys_generate(const char *path, int add, unsigned *version, cha
                                size_t errlen) {
   if (path == NULL || path[0] == '\0')
     return idgen__err(err, errlen, IDGEN_EINVAL, "public keys: no file named");
+  if (looks_like_key(path))
+    return key_given_err(err, errlen);
   char *old = NULL;
   size_t oldlen = 0;
   unsigned v = 1;
@@ -411,6 +450,8 @@ int idgen_public_keys_generate(const char *path, int add, unsigned *version, cha
   char line[96];
   int rc;
   int lock = -1;
+  struct stat was;
+  memset(&was, 0, sizeof was);
   if (add) {
     /* Two adds at once would both write newest + 1, and one key would be
      * lost: the folder is locked from the read to the rename (the file
@@ -420,7 +461,7 @@ int idgen_public_keys_generate(const char *path, int add, unsigned *version, cha
     if (lock >= 0)
       while (flock(lock, LOCK_EX) != 0 && errno == EINTR)
         ;
-    if ((rc = read_key_file(path, &old, &oldlen, err, errlen)) != 0)
+    if ((rc = read_key_file(path, &old, &oldlen, &was, err, errlen)) != 0)
       goto out;
     if ((rc = idgen__public_keys_parse(&k, old, oldlen, path, err, errlen)) != 0)
       goto out;
@@ -439,7 +480,7 @@ int idgen_public_keys_generate(const char *path, int add, unsigned *version, cha
   }
   size_t linelen = key_line(line, v, key);
   OPENSSL_cleanse(key, sizeof key);
-  rc = add ? generate_add(path, old, oldlen, line, linelen, err, errlen)
+  rc = add ? generate_add(path, &was, old, oldlen, line, linelen, err, errlen)
            : generate_new(path, line, linelen, err, errlen);
   OPENSSL_cleanse(line, sizeof line);
   if (rc == 0 && version != NULL)

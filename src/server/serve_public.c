@@ -378,21 +378,25 @@ int serve_public_of(serve_worker_t *w, const char *t, size_t len, char *out, siz
   return rc;
 }
 
-/* The text form of a 128-bit ID: a ULID's, else a UUIDv7's (the kind is
- * part of the tweak: only the right one passes the check). */
+/* The text form of a 128-bit ID: a UUIDv7's, else a ULID's (the kind is
+ * part of the tweak, but a check passes by chance as often as for a wrong
+ * key: the order below decides which kind such a chance can hurt). */
 static int reverse128(serve_worker_t *w, const char *t, size_t len, uint8_t id[16], int *kind,
                       unsigned *version, char *err, size_t n) {
+  /* The UUIDv7 first: its check also needs version 7 and the variant (22
+   * bits), so a ULID's text passes it once in 4 million; the other way
+   * round, one UUIDv7 text in 65,536 would come back as a wrong ULID. */
   char e2[300];
-  idgen_public_t *p = serve_public_codec(w, KIND_ULID, err, n);
+  idgen_public_t *p = serve_public_codec(w, KIND_UUID7, err, n);
   if (p == NULL)
     return SERVE_ENOKEY;
-  *kind = KIND_ULID;
+  *kind = KIND_UUID7;
   int rc = idgen_public_parse128(p, t, len, id, version, err, n);
   if (rc != IDGEN_EKEY)
     return rc;
-  idgen_public_t *q = serve_public_codec(w, KIND_UUID7, e2, sizeof e2);
+  idgen_public_t *q = serve_public_codec(w, KIND_ULID, e2, sizeof e2);
   if (q != NULL && idgen_public_parse128(q, t, len, id, version, e2, sizeof e2) == 0) {
-    *kind = KIND_UUID7;
+    *kind = KIND_ULID;
     return 0;
   }
   return rc;
@@ -446,9 +450,22 @@ int serve_public_reverse(serve_worker_t *w, const char *t, size_t len, char *out
   *version = 0;
   int is_int = memchr(t, '_', len) == NULL && (all_digits(t, len) || len == IDGEN_ULID_STRLEN ||
                                                len == IDGEN_UUID_STRLEN || len == 32);
-  if (is_int) {
+  size_t body = body_len(t, len);
+  if (is_int && text_form(w->srv) && body != IDGEN_PUBLIC_TEXT64_LEN &&
+      body != IDGEN_PUBLIC_TEXT128_LEN) {
+    /* An integer form has no check: any decimal, ULID or UUID unmaps to
+     * some ID.  This daemon makes text forms only, so one is refused (and
+     * a text of digits only is read as the text it is). */
+    *kind = all_digits(t, len) ? KIND_SNOWFLAKE : len == IDGEN_ULID_STRLEN ? KIND_ULID : KIND_UUID7;
+    snprintf(err, n,
+             "\"%s\" is not a public ID of this daemon: it makes text forms "
+             "([prefix_]V and 16 or 29 characters), and an integer form is not read back "
+             "(it has no check)",
+             IDGEN_QUOTE(t, len, '"', 40));
+    rc = IDGEN_EPARSE;
+  } else if (is_int && !text_form(w->srv)) {
     rc = reverse_int(w, t, len, out, kind, err, n);
-  } else if (body_len(t, len) == IDGEN_PUBLIC_TEXT128_LEN) {
+  } else if (body == IDGEN_PUBLIC_TEXT128_LEN) {
     uint8_t id[16];
     rc = reverse128(w, t, len, id, kind, version, err, n);
     if (rc == 0 && *kind == KIND_ULID) {

@@ -194,6 +194,23 @@ def group_text(d):
         shape = ULID_RE if kind == "ulid" else re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}")
         check("/%s?format=public: user_ and 30 characters; UNPUBLIC gives a %s back" % (kind, kind),
               ok and all(b and shape.fullmatch(b) for b in back128), (got, back128))
+    # A UUIDv7's text is read back as that UUIDv7, never as a ULID: one
+    # UUIDv7 text in 65,536 also passes the ULID codec's 16-bit check, so
+    # the ULID must not be tried first.  Such texts are found with the CLI
+    # (same key file): 600,000 UUIDv7s give about nine.
+    u7 = subprocess.run([IDGEN, "uuid7", "-n", "600000"], capture_output=True, timeout=120).stdout
+    texts = subprocess.run([IDGEN, "public", "--public-key", d.key, "--kind", "uuid7", "--prefix",
+                            "user", "-"], input=u7, capture_output=True, timeout=120).stdout
+    as_ulid = subprocess.run([IDGEN, "public", "--public-key", d.key, "--reverse", "--kind", "ulid",
+                              "--prefix", "user", "--json", "-"], input=texts, capture_output=True,
+                             timeout=120).stdout.decode().splitlines()
+    both = [json.loads(x)["input"] for x in as_ulid if '"error"' not in x]
+    by_text = dict(zip(texts.decode().split(), u7.decode().split()))
+    check("UUIDv7 texts that pass the ULID codec's check too were found", len(both) > 0, len(both))
+    for t in both[:3]:
+        got, detail = unpublic(d, t)
+        check("UNPUBLIC of a UUIDv7 text that a ULID codec also accepts gives the UUIDv7",
+              got == by_text[t], (t, got, by_text[t], detail))
     wrong = "order_" + pubs[0][5:]
     r, detail = curl(d.http, "/decode/%s?public=1" % wrong)
     check("another prefix (order_): 400 naming the prefix",
@@ -212,6 +229,21 @@ def group_text(d):
     check("... and UNPUBLIC: -ERR", out.startswith("(error) ERR"), out + err)
     rc, out, err = rcli(d.resp, "UNPUBLIC", pubs[0][:-1])
     check("a text one character short: -ERR", out.startswith("(error) ERR"), out + err)
+    # This daemon makes text forms only: an integer-shaped input (a raw ID,
+    # a ULID, a UUID) is refused, not unmapped with the unchecked integer
+    # form into some ID (as idgen public --reverse --prefix user refuses it).
+    for raw in (back[0], "12345", "01ARZ3NDEKTSV4RRFFQ69G5FAV",
+                "0e3b9b58-1985-4748-9104-5196ac98f3d2"):
+        rc, out, err = rcli(d.resp, "UNPUBLIC", raw)
+        check("text daemon: UNPUBLIC %s (integer-shaped) is -ERR naming the text form" % raw,
+              out.startswith("(error) ERR") and "text form" in out, out + err)
+    # 17 digits: a text form's length, read as one (here: no prefix).
+    rc, out, err = rcli(d.resp, "UNPUBLIC", "0" * 17)
+    check("text daemon: UNPUBLIC of 17 digits is -ERR (read as a text, its prefix missing)",
+          out.startswith("(error) ERR") and "prefix" in out, out + err)
+    r, detail = curl(d.http, "/decode/%s?public=1" % back[0])
+    check("... and /decode/ID?public=1: 400", r is not None and r.status == 400,
+          detail or (r.status, r.body))
     rc, out, err = rcli(d.resp, "UNPUBLIC", pubs[0][:5] + "9" + pubs[0][6:])
     check("an unknown key version: -ERR naming the version", out.startswith("(error) ERR")
           and "version" in out, out + err)
@@ -390,6 +422,7 @@ def group_keyed():
         check("the keyed daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
     key = key_file("text.key")
     d = Daemon("public-text", ["--public-prefix", "user"], env_extra={"IDGEN_PUBLIC_KEY": key})
+    d.key = key
     try:
         d.key = key
         run_group("text forms (the key named by IDGEN_PUBLIC_KEY)", group_text, d)
