@@ -126,7 +126,8 @@ static idgen_public_t *public_codec(const settings_t *set) {
   char err[512];
   idgen_public_t *c = NULL;
   idgen_public_settings_t ps = {IDGEN_PUBLIC_SNOWFLAKE, (unsigned)set->layout.total_bits,
-                                set->public_form == PUBLIC_TEXT ? set->public_prefix : NULL, 0};
+                                set->public_form == PUBLIC_TEXT ? set->public_prefix : NULL,
+                                set->public_version};
   if (idgen_public_new(&c, set->public_keys, &ps, err, sizeof err) < 0)
     cli_fail(EXIT_USAGE, "snowflake: %s", err);
   return c;

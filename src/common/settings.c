@@ -301,6 +301,12 @@ const settings_def_t settings_defs[SETTINGS_NKEYS] = {
                         "version at a time), or `text`, `[PREFIX_]` and 17 characters that "
                         "carry the key version and check bits",
                         public_form_words},
+    [SK_PUBLIC_KEY_VERSION] = {"public_key_version", ST_INT, BOTH, 0, "0", NULL,
+                               "0: the newest in the file", INT(0, IDGEN_PUBLIC_VERSION_MAX), "N",
+                               "the key version of the integer form, which carries none: pin "
+                               "it, so that adding a version to the file (rotation) does not "
+                               "change what integer public IDs map to; text forms carry their "
+                               "version and always use the newest"},
 };
 
 /* "max_batch" -> "--max-batch" or "IDGEN_MAX_BATCH". */
@@ -621,6 +627,19 @@ static int check_public_form(settings_t *s, int k) {
   return 0;
 }
 
+/* public_key_version: a version the key file holds. */
+static int check_public_version(settings_t *s, int k, int64_t x) {
+  s->public_version = (unsigned)x;
+  if (x == 0 || s->public_keys == NULL)
+    return 0;
+  unsigned v[IDGEN_PUBLIC_VERSION_MAX];
+  size_t n = idgen_public_keys_versions(s->public_keys, v, IDGEN_PUBLIC_VERSION_MAX);
+  for (size_t i = 0; i < n; i++)
+    if (v[i] == (unsigned)x)
+      return 0;
+  return settings_fail(s, k, "the key file holds no version %" PRId64, x);
+}
+
 static int check(settings_t *s, int k) {
   const settings_def_t *d = &settings_defs[k];
   const char *v = s->value[k];
@@ -752,6 +771,8 @@ static int check(settings_t *s, int k) {
     case SK_SEQ_TTL_MS:
       s->seq.ttl_ms = x;
       break;
+    case SK_PUBLIC_KEY_VERSION:
+      return check_public_version(s, k, x);
     default:
       break;
     }

@@ -94,6 +94,7 @@ enum settings_key {
   SK_PUBLIC_KEY,
   SK_PUBLIC_PREFIX, /* after the key it goes with */
   SK_PUBLIC_FORM,
+  SK_PUBLIC_KEY_VERSION,
   SETTINGS_NKEYS
 };
 
@@ -203,6 +204,7 @@ struct settings {
   idgen_public_keys_t *public_keys;
   const char *public_prefix;
   int public_form;
+  unsigned public_version; /* public_key_version: 0 for the newest */
   /* Flags seen while loading (applied after the file and the environment). */
   char *flag_value[SETTINGS_NKEYS];
   char *flag_source[SETTINGS_NKEYS];

@@ -54,6 +54,16 @@ void serve_public_reload(serve_daemon_t *s) {
               log_quote(err, strlen(err), (char[700]){0}, 700));
     return;
   }
+  unsigned pin = s->cfg->s.public_version, v[IDGEN_PUBLIC_VERSION_MAX];
+  size_t nv = idgen_public_keys_versions(fresh, v, IDGEN_PUBLIC_VERSION_MAX), i = 0;
+  while (pin != 0 && i < nv && v[i] != pin)
+    i++;
+  if (pin != 0 && i == nv) {
+    log_event("error", "public_key_reload",
+              "file=%s error=\"no key version %u (public_key_version)\" action=kept", path, pin);
+    idgen_public_keys_free(fresh);
+    return;
+  }
   s->pub_old[s->pub_nold++] = atomic_exchange(&s->pub_keys, fresh);
   atomic_fetch_add(&s->pub_gen, 1); /* after the keys: a loop reads the count first */
   char vs[128];
@@ -116,7 +126,7 @@ idgen_public_t *serve_public_codec(serve_worker_t *w, int kind, char *why, size_
                                 .bits =
                                     kind == KIND_SNOWFLAKE ? (unsigned)s->layout->total_bits : 0,
                                 .prefix = s->cfg->s.public_prefix,
-                                .version = 0};
+                                .version = s->cfg->s.public_version};
   char err[300];
   if (idgen_public_new(&w->pub[kind], keys, &ps, err, sizeof err) < 0) {
     snprintf(why, n, "public IDs: %s", err);

@@ -433,8 +433,48 @@ def group_keyed():
         check("the text daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
 
 
+def group_pinned():
+    """public_key_version pins the integer form's key: adding a version and
+    SIGHUP change nothing it maps; a file without that version is refused
+    at start and on SIGHUP (the keys kept)."""
+    path = key_file("pin.key", versions=(1,))
+    rc, err = serve_refusal("--public-key", path, "--public-key-version", "2")
+    check("public_key_version naming a version the file lacks: refused at start",
+          rc != 0 and "no version 2" in err, err[-300:])
+    d = Daemon("public-pin", ["--public-key", path, "--public-key-version", "1"])
+    d.key = path
+    try:
+        rc, out, err = rcli(d.resp, "ID")
+        the_id = out.strip().replace("(integer) ", "")
+        rc, out, err = rcli(d.resp, "PUBLIC", the_id)
+        before = bulk(out) or out.strip()
+        key_file("pin.key", versions=(1, 2), text=open(path).read() + "v2 %s\n" % os.urandom(32).hex())
+        KEYS.extend(file_keys(path))
+        d.p.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and "newest=2" not in d.log():
+            time.sleep(0.05)
+        rc, out, err = rcli(d.resp, "PUBLIC", the_id)
+        after = bulk(out) or out.strip()
+        check("pinned to version 1: the same public integer after version 2 is added and SIGHUP",
+              "newest=2" in d.log() and before == after and before.isdigit(), (before, after))
+        got, detail = unpublic(d, after)
+        check("pinned: the public integer still maps back to its ID", got == the_id, detail)
+        key_file("pin.key", versions=(3,))
+        d.p.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and "no key version 1" not in d.log():
+            time.sleep(0.05)
+        check("SIGHUP with a file that lost the pinned version: refused, the keys kept",
+              "no key version 1" in d.log() and unpublic(d, after)[0] == the_id, d.log()[-400:])
+    finally:
+        rc = d.stop()
+        check("the pinned daemon: SIGTERM exits 0", rc == 0, "exit %r" % rc)
+
+
 if __name__ == "__main__":
     run_suite("public",
               before=[("refused at start", group_refusals)],
               with_daemon=[("without a key", group_no_key)],
-              after=[("with a key", group_keyed), ("SIGHUP", group_reload)])
+              after=[("with a key", group_keyed), ("SIGHUP", group_reload),
+                     ("a pinned key version", group_pinned)])
