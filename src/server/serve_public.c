@@ -137,6 +137,20 @@ idgen_public_t *serve_public_codec(serve_worker_t *w, int kind, char *why, size_
 
 static int text_form(serve_daemon_t *s) { return s->cfg->s.public_form == PUBLIC_TEXT; }
 
+/* 16 bytes as a ULID (26 characters) or a UUID (36) into out: the length. */
+static int text128(int kind, const uint8_t b[16], char *out) {
+  if (kind == KIND_ULID) {
+    idgen_ulid_t u;
+    memcpy(u.bytes, b, 16);
+    idgen_ulid_format(&u, out);
+    return IDGEN_ULID_STRLEN;
+  }
+  idgen_uuid_t u;
+  memcpy(u.bytes, b, 16);
+  idgen_uuid_format(&u, out);
+  return IDGEN_UUID_STRLEN;
+}
+
 /* One 128-bit ID's public form (bytes id) into out: its length, or a code. */
 static int public128(serve_daemon_t *s, idgen_public_t *p, int kind, const uint8_t id[16],
                      char *out, size_t n) {
@@ -146,16 +160,7 @@ static int public128(serve_daemon_t *s, idgen_public_t *p, int kind, const uint8
   int rc = idgen_public_map128(p, id, pub);
   if (rc < 0)
     return rc;
-  if (kind == KIND_ULID) {
-    idgen_ulid_t u;
-    memcpy(u.bytes, pub, 16);
-    idgen_ulid_format(&u, out);
-    return IDGEN_ULID_STRLEN;
-  }
-  idgen_uuid_t u;
-  memcpy(u.bytes, pub, 16);
-  idgen_uuid_format(&u, out);
-  return IDGEN_UUID_STRLEN;
+  return text128(kind, pub, out);
 }
 
 /* A new 128-bit ID of kind into id. */
@@ -434,16 +439,7 @@ static int reverse_int(serve_worker_t *w, const char *t, size_t len, char *out, 
   }
   if ((rc = idgen_public_unmap128(p, pub, id)) < 0)
     return lib_error(rc, *kind == KIND_UUID7 ? "a public UUID is a UUIDv4" : "ULID", err, n);
-  if (*kind == KIND_ULID) {
-    idgen_ulid_t u;
-    memcpy(u.bytes, id, 16);
-    idgen_ulid_format(&u, out);
-    return IDGEN_ULID_STRLEN;
-  }
-  idgen_uuid_t u;
-  memcpy(u.bytes, id, 16);
-  idgen_uuid_format(&u, out);
-  return IDGEN_UUID_STRLEN;
+  return text128(*kind, id, out);
 }
 
 /* The text form's body: what follows its last '_' (the alphabet has none). */
