@@ -97,6 +97,9 @@ static | datacenter=1,worker=2      |        |     | public_key=@good.key public
 static | datacenter=1,worker=2      |        |     | public_key=@good.key public_prefix=Order | refused | public_prefix = "Order"
 static | datacenter=1,worker=2      |        |     | public_key=@good.key public_prefix=order_ | refused | public_prefix = "order_"
 static | datacenter=1,worker=2      |        |     | public_prefix=order    | refused | a prefix without `public_key`
+static | datacenter=1,worker=2      |        |     | public_key=@good.key public_key_version=1 | ok |
+static | datacenter=1,worker=2      |        |     | public_key=@good.key public_key_version=2 | refused | the key file holds no version 2
+static | datacenter=1,worker=2      |        |     | public_key=@good.key public_key_version=33 | refused | public_key_version = "33"
 '
 
 work=$(mktemp -d /tmp/idgen-settings-XXXXXX)
