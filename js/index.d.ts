@@ -173,7 +173,7 @@ export interface PublicOptions<K extends PublicKind = PublicKind> {
   kind?: K;
   /** Snowflake: the layout whose bit count the integer form keeps (default "twitter": 63 bits). */
   layout?: string;
-  /** Snowflake: the bit count (1 to 64) instead of a layout. */
+  /** Snowflake: the bit count (20 to 64; fewer is refused, too small to hide) instead of a layout. */
   bits?: number;
   /** The text form's type prefix (TypeID's rules: a-z and _, at most 63, starting and ending
    * with a letter); default none.  A text made with one prefix fails (EKEY) with another. */
