@@ -176,7 +176,7 @@ export interface PublicOptions<K extends PublicKind = PublicKind> {
   /** Snowflake: the bit count (20 to 64; fewer is refused, too small to hide) instead of a layout. */
   bits?: number;
   /** The text form's type prefix (TypeID's rules: a-z and _, at most 63, starting and ending
-   * with a letter); default none.  A text made with one prefix fails (EKEY) with another. */
+   * with a letter); default none.  A text made with one prefix fails (EPARSE) with another. */
   prefix?: string;
   /** The key version the integer forms use (default 0: the newest). */
   version?: number;

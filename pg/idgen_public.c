@@ -209,7 +209,7 @@ static idgen_public_t *get_codec(text *name_t, idgen_public_kind_t kind, unsigne
 }
 
 static unsigned arg_bits(int32 bits) {
-  if (bits < 1 || bits > 64)
+  if (bits < 20 || bits > 64)
     ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                     errmsg("idgen: bits is %d; give the layout's total bits, 20 to 64 (63 for "
                            "twitter, 53 for js53)",

@@ -302,6 +302,17 @@ int serve_config_load(serve_config_t *c, int argc, char **argv) {
                        "; raise max_output_bytes or lower max_batch",
                        c->max_output_bytes, s->source[SK_MAX_OUTPUT_BYTES], c->max_batch,
                        s->source[SK_MAX_BATCH], need);
+  /* The public codec as the loops will make it: a layout too small to hide
+   * (or a setting the library refuses) fails here, not on every request. */
+  if (rc == 0 && s->public_keys != NULL) {
+    idgen_public_t *pc = NULL;
+    idgen_public_settings_t ps = {IDGEN_PUBLIC_SNOWFLAKE, (unsigned)s->layout.total_bits,
+                                  s->public_prefix, s->public_version};
+    char perr[300];
+    if (idgen_public_new(&pc, s->public_keys, &ps, perr, sizeof perr) < 0)
+      rc = settings_fail(s, SK_PUBLIC_KEY, "%s", perr);
+    idgen_public_free(pc);
+  }
   /* The tokens: read now, so that --check-config and the start refuse a
    * bad file; a Thrift listener others can reach would take IDs without. */
   c->auth_metrics = (int)s->num[SK_AUTH_METRICS];

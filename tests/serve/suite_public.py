@@ -93,6 +93,15 @@ def group_refusals():
     check("... the same with the integer form fits (43 bytes an ID)", rc == 0, "exit %d: %s" % (rc, err))
     rc, err = serve_refusal("--public-prefix", "user")
     check("a prefix without a key is refused", rc == 2 and "public_key" in err, "exit %d: %s" % (rc, err))
+    # A layout too small to hide (under 20 bits): refused at start, as
+    # idgen snowflake does, not a failure on every format=public request.
+    p = subprocess.run([IDGEN, "serve", "--http", HOST + ":0", "--resp", HOST + ":0", "--registry",
+                        "static", "--layout", "time:16@86400s,node:1,sequence:2,epoch=1700000000000",
+                        "--node", "node=0", "--public-key", good, "--check-config"],
+                       capture_output=True, timeout=60)
+    rc, err = p.returncode, p.stderr.decode("utf-8", "replace")
+    check("a public_key with a layout of 19 bits is refused at start, naming 20 bits",
+          rc == 2 and "20 bits" in err, "exit %d: %s" % (rc, err))
 
 
 def group_no_key(d):
