@@ -830,6 +830,64 @@ static void test_stale_reading_not_refused(void **state) {
   }
 }
 
+/* A reading taken inside the generator can be old by the time it claims
+ * too: other calls moved the clock on by waiting and used up the next tick
+ * after this call's re-read (here: from inside the clock read, as a thread
+ * running in between would).  Without a step back the call must not be
+ * refused: at its claim the generator is in the clock's tick. */
+struct race_clock {
+  int64_t now;
+  int reads, burst_at;
+  idgen_snowflake_gen_t *g;
+  int sleeps;
+};
+
+static int64_t race_now(void *ctx) {
+  struct race_clock *c = ctx;
+  int64_t v = c->now;
+  if (++c->reads == 1)
+    return v - 1000000; /* the caller's reading: old, below `seen` */
+  if (c->reads == c->burst_at) {
+    c->now += 1000000; /* another call's wait moved the clock on ... */
+    uint64_t id;
+    for (int i = 0; i < 3; i++) /* ... it used up T+1, reserved T+2, waited */
+      tu_ok(idgen_snowflake_gen_next(c->g, &id));
+  }
+  return v; /* T: current when taken, old at the claim */
+}
+
+static void race_sleep(void *ctx, int64_t ns) {
+  struct race_clock *c = ctx;
+  c->sleeps++;
+  if (ns > 0)
+    c->now += ns;
+}
+
+static void test_reread_reading_gone_stale(void **state) {
+  (void)state;
+  struct race_clock rc = {T0 * 1000000 + 500000, 0, 0, NULL, 0};
+  idgen_clock_t ck = {race_now, race_sleep, &rc};
+  idgen_snowflake_settings_t s;
+  idgen_snowflake_settings_init(&s);
+  s.clock = &ck;
+  s.max_borrow_ms = 0;
+  s.max_wait_ms = 0;
+  rc.reads = 1; /* gen_new's reading: not the caller's */
+  idgen_snowflake_gen_t *g = tu_gen("time:41,sequence:1,epoch=0", &s);
+  rc.g = g;
+  uint64_t a, b, id;
+  rc.reads = 1;
+  tu_ok(idgen_snowflake_gen_next(g, &a)); /* T, 2 a tick: used up */
+  tu_ok(idgen_snowflake_gen_next(g, &id));
+  rc.reads = 0;
+  rc.burst_at = 2; /* the generator's own re-read */
+  int sleeps = rc.sleeps;
+  tu_ok(idgen_snowflake_gen_next(g, &b));
+  assert_true(b > id);
+  assert_int_equal(1, rc.sleeps - sleeps); /* the other call's wait only */
+  idgen_snowflake_gen_free(g);
+}
+
 /* The clock steps back past the layout's epoch while a call sleeps on a
  * reserved tick: the call is refused, it does not sleep for the gap. */
 static void test_step_before_epoch_while_waiting(void **state) {
@@ -1025,6 +1083,7 @@ int main(void) {
       cmocka_unit_test(test_async_polled_early),
       cmocka_unit_test(test_random_sequence_start),
       cmocka_unit_test(test_stale_reading_not_refused),
+      cmocka_unit_test(test_reread_reading_gone_stale),
       cmocka_unit_test(test_step_before_epoch_while_waiting),
       cmocka_unit_test(test_frozen_clock_wait_ends),
       cmocka_unit_test(test_settings_validation),

@@ -410,14 +410,19 @@ static int run(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms, 
     if (r < 0)
       return r;
     if (r == CL_STALE) {
-      /* Refuse only on a fresh reading: the caller's may be old (it was
-       * preempted while other threads moved `next` on). */
-      if (!fresh) {
+      /* Refuse only on a reading that is still the clock's after the claim
+       * failed: the caller's may be old (it was preempted while other
+       * threads moved `next` on), and so may one taken here (preempted
+       * between taking it and claiming).  A clock that moved on meanwhile
+       * is claimed with again; nothing is waited, and each retry needs the
+       * clock to have advanced. */
+      /* `seen` first: every reading it holds was taken before this one,
+       * so it is above this one only if the clock stepped back. */
+      uint64_t seen = atomic_load_explicit(&g->seen, memory_order_acquire);
+      int64_t now = idgen__ns_to_ms(now_ns(g));
+      if (!fresh || now > ms) {
         fresh = 1;
-        /* `seen` first: every reading it holds was taken before this one,
-         * so it is above this one only if the clock stepped back. */
-        uint64_t seen = atomic_load_explicit(&g->seen, memory_order_acquire);
-        ms = idgen__ns_to_ms(now_ns(g));
+        ms = now;
         if (w->charged_ns == 0)
           budget_start(g, w, ms, seen);
         continue;
