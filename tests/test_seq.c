@@ -503,6 +503,88 @@ static void test_seq_strict(void **state) {
   idgen_seq_close(b);
 }
 
+/* The cursor's epoch is 24 bits; a thread's cached range is keyed by the
+ * holder's stamp for the epoch's wrap.  A thread that cached a range of one
+ * wrap, then takes when the cursor is at the same 24-bit epoch of the
+ * next wrap (reached by advancing, or by leaving the ranges in hand, as a
+ * fenced holder does) gets a new number, not its cached range's again. */
+typedef struct wrap_arg {
+  idgen_seq_t *s;
+  pthread_barrier_t *bar;
+  uint64_t out[3][3];
+  int rc;
+} wrap_arg_t;
+
+static void *wrap_taker(void *p) {
+  wrap_arg_t *a = p;
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < 3; i++)
+      if (idgen_seq_next(a->s, &a->out[round][i]) < 0)
+        a->rc = -1;
+    pthread_barrier_wait(a->bar);
+    pthread_barrier_wait(a->bar);
+  }
+  return NULL;
+}
+
+static void test_seq_epoch_wrap(void **state) {
+  (void)state;
+  /* MAIN: from epoch 2W-2, the ranges of 2W-1, 2W, 2W+1 and one number of
+   * 2W+2's, leaving the cursor at epoch 2 of wrap 2. */
+  enum { STEP = 4, MAIN = 3 * STEP + 1 };
+  const uint64_t WRAP = UINT64_C(1) << 24;
+  idgen_seq_settings_t set;
+  idgen_seq_settings_init(&set);
+  set.min_step = STEP;
+  set.step = STEP;
+  set.max_step = STEP;
+  set.no_thread = 1;
+  idgen_seq_t *s;
+  char err[256];
+  assert_int_equal(idgen_seq_open(&s, reg, "wrap", &set, err, sizeof err), 0);
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, 2);
+  wrap_arg_t a = {.s = s, .bar = &bar};
+  pthread_t th;
+  uint64_t all[9 + MAIN];
+  size_t n = 0;
+  assert_int_equal(pthread_create(&th, NULL, wrap_taker, &a), 0);
+  /* Round 0: the thread caches the range of epoch 1 (the first claim). */
+  pthread_barrier_wait(&bar);
+  /* Round 1: straight to epoch 1 of wrap 1, no range in hand (as a fenced
+   * holder leaves its ranges); the thread's next take lands there. */
+  idgen__seq_test_jump(s, WRAP + 1);
+  pthread_barrier_wait(&bar);
+  pthread_barrier_wait(&bar);
+  /* Round 2: through the end of wrap 1 by advancing, main taking, to epoch
+   * 2 of wrap 2 (the thread cached epoch 2 of wrap 1 in round 1). */
+  idgen__seq_test_jump(s, 2 * WRAP - 2);
+  for (int i = 0; i < MAIN; i++) {
+    assert_int_equal(idgen_seq_next(s, &all[n]), 0);
+    if (n > 0)
+      assert_true(all[n] > all[n - 1]);
+    n++;
+  }
+  pthread_barrier_wait(&bar);
+  pthread_barrier_wait(&bar);
+  pthread_barrier_wait(&bar);
+  pthread_join(th, NULL);
+  pthread_barrier_destroy(&bar);
+  assert_int_equal(a.rc, 0);
+  for (int r = 0; r < 3; r++)
+    for (int i = 0; i < 3; i++) {
+      if (r + i > 0) {
+        uint64_t prev = i > 0 ? a.out[r][i - 1] : a.out[r - 1][2];
+        assert_true(a.out[r][i] > prev);
+      }
+      all[n++] = a.out[r][i];
+    }
+  qsort(all, n, sizeof *all, cmp_u64);
+  for (size_t i = 1; i < n; i++)
+    assert_true(all[i] != all[i - 1]);
+  idgen_seq_close(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_record_text),
@@ -516,6 +598,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_seq_fork, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seq_list_set_static, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seq_strict, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_seq_epoch_wrap, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

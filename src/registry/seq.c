@@ -42,7 +42,8 @@
 
 typedef struct seq_desc {
   _Atomic uint64_t tag, base, len, thr;
-  char pad[32];
+  _Atomic uint64_t stamp; /* of the epoch's wrap (struct idgen_seq's stamp) */
+  char pad[24];
 } seq_desc_t;
 
 struct idgen_seq {
@@ -63,9 +64,13 @@ struct idgen_seq {
    * the same bound by that clock, which a step ahead moves for the
    * reaper too */
   _Atomic int64_t valid_until_wall_ms;
-  uint64_t id;            /* this holder's, unique in the process */
-  _Atomic uint64_t wraps; /* the cursor's full epoch >> 24 */
-  char pad1[20];
+  /* Unique in the process per holder and wrap of the cursor's epoch
+   * (wraps = the full epoch >> 24): stamp_base + wraps, where each holder
+   * takes 2^32 stamps of its own at open.  Threads key their cached range
+   * by it. */
+  _Atomic uint64_t stamp;
+  uint64_t wraps, stamp_base;
+  char pad1[12];
 
   pthread_mutex_t mu;
   pthread_cond_t cv_thread, cv_wait; /* monotonic */
@@ -103,6 +108,24 @@ struct idgen_seq {
   int64_t wall_last_ms; /* the latest wall time rendered: a clock stepped
                          * back renders no earlier period than the counter's */
 };
+
+/* Stamps handed to holders, 2^32 at a time: the 2^64 values last for 2^32
+ * opens in one process, and a holder's for 2^56 ranges. */
+static _Atomic uint64_t seq_stamps;
+#define STAMPS_PER_HOLDER (UINT64_C(1) << 32)
+
+/* The stamp of full epoch e's wrap. */
+static uint64_t stamp_of(const idgen_seq_t *s, uint64_t e) { return s->stamp_base + (e >> 24); }
+
+/* Before the cursor moves to full epoch e: the stamp of e's wrap (the
+ * store comes first, so that a thread that reads the old stamp lands in
+ * an epoch of the old wrap). */
+static void set_wraps(idgen_seq_t *s, uint64_t e) {
+  if (e >> 24 != s->wraps) {
+    s->wraps = e >> 24;
+    atomic_store_explicit(&s->stamp, stamp_of(s, e), memory_order_release);
+  }
+}
 
 /* ---- clocks --------------------------------------------------------------- */
 
@@ -338,10 +361,14 @@ static uint64_t in_hand(idgen_seq_t *s) {
   return n;
 }
 
-static void desc_write(seq_desc_t *d, uint64_t e, uint64_t base, uint64_t len, uint64_t thr) {
+/* Publishes full epoch e's range [base, base + len) and its prefetch
+ * offset in the ring. */
+static void desc_write(idgen_seq_t *s, uint64_t e, uint64_t base, uint64_t len, uint64_t thr) {
+  seq_desc_t *d = &s->ring[e & (RING - 1)];
   /* Release stores (plain moves on x86): none is seen before the
    * invalid tag. */
   atomic_store_explicit(&d->tag, TAG_NONE, memory_order_relaxed);
+  atomic_store_explicit(&d->stamp, stamp_of(s, e), memory_order_release);
   atomic_store_explicit(&d->base, base, memory_order_release);
   atomic_store_explicit(&d->len, len, memory_order_release);
   atomic_store_explicit(&d->thr, thr, memory_order_release);
@@ -355,7 +382,7 @@ static void install(idgen_seq_t *s, uint64_t lo, uint64_t hi) {
     thr = len - 1;
   s->rb[e & (RING - 1)] = lo;
   s->rl[e & (RING - 1)] = len;
-  desc_write(&s->ring[e & (RING - 1)], e, lo, len, thr);
+  desc_write(s, e, lo, len, thr);
 }
 
 /* The step for the next claim, from how long the range just left lasted. */
@@ -396,7 +423,7 @@ static int advance(idgen_seq_t *s) {
       continue;
     }
     uint64_t next = ((s->epoch + 1) & EPOCH_MASK) << OFF_BITS;
-    atomic_store_explicit(&s->wraps, (s->epoch + 1) >> 24, memory_order_release);
+    set_wraps(s, s->epoch + 1);
     if (!atomic_compare_exchange_weak_explicit(&s->cursor, &w, next, memory_order_release,
                                                memory_order_relaxed))
       continue;
@@ -412,10 +439,10 @@ static int advance(idgen_seq_t *s) {
 }
 
 /* Leaves every range in hand at once (fenced out, or closing): the cursor
- * moves to an epoch with none.  Fills u/h with what is left unissued,
- * ascending (when not NULL): how many. */
-static int drop_ranges(idgen_seq_t *s, uint64_t *u, uint64_t *h) {
-  uint64_t e2 = s->installed + 1;
+ * moves to full epoch e2 (> s->installed), with no range.  Fills u/h with
+ * what is left unissued, ascending (when not NULL): how many. */
+static int drop_ranges_to(idgen_seq_t *s, uint64_t e2, uint64_t *u, uint64_t *h) {
+  set_wraps(s, e2);
   uint64_t w =
       atomic_exchange_explicit(&s->cursor, (e2 & EPOCH_MASK) << OFF_BITS, memory_order_acq_rel);
   uint64_t slot = s->epoch & (RING - 1), len = s->rl[slot], off = min_u64(w & OFF_MASK, len);
@@ -431,9 +458,20 @@ static int drop_ranges(idgen_seq_t *s, uint64_t *u, uint64_t *h) {
   }
   s->epoch = s->installed = e2;
   s->rl[e2 & (RING - 1)] = 0;
-  desc_write(&s->ring[e2 & (RING - 1)], e2, 0, 0, 0);
+  desc_write(s, e2, 0, 0, 0);
   s->range_start_ns = s_now_ns(s);
   return n;
+}
+
+static int drop_ranges(idgen_seq_t *s, uint64_t *u, uint64_t *h) {
+  return drop_ranges_to(s, s->installed + 1, u, h);
+}
+
+void idgen__seq_test_jump(idgen_seq_t *s, uint64_t epoch) {
+  pthread_mutex_lock(&s->mu);
+  if (epoch > s->installed)
+    drop_ranges_to(s, epoch, NULL, NULL);
+  pthread_mutex_unlock(&s->mu);
 }
 
 static void note_failure(idgen_seq_t *s, int rc, const char *why) {
@@ -735,33 +773,45 @@ __attribute__((noinline)) static int take_slow(idgen_seq_t *s, uint64_t *n) {
 
 /*
  * Each thread keeps the descriptor of the range it last took from, keyed by
- * the holder's id and the cursor's full epoch (wraps, epoch): a range's
- * base and length never change once published for an epoch, so a take
- * whose fetch_add lands in the same epoch needs no read of the ring (the
- * chain after the fetch_add is arithmetic only).  The wrap count is read
- * before the fetch_add: a wrap of 2^24 ranges between the two is the same
- * hole as the ring's (docs/DESIGN.md "Sequences").
+ * the holder's stamp (holder and wrap) and the cursor word's epoch: a
+ * range's base and length never change once published for an epoch, so a
+ * take whose fetch_add lands in the same epoch needs no read of the ring.
+ * The cache holds cursor words, so that the chain after the fetch_add is
+ * one subtraction and two compares: wlo = the epoch's word at offset 0
+ * (w - wlo < len: the same epoch and an offset in range, since len <
+ * 2^OFF_BITS), nb = base - wlo (the number is w + nb, mod 2^64) and wthr
+ * = wlo + thr.  The stamp is read before the fetch_add: a wrap of 2^24
+ * ranges between the two is the same hole as the ring's (docs/DESIGN.md
+ * "Sequences").
  */
 static int after_take(idgen_seq_t *s, uint64_t *n, int got);
 
 typedef struct seq_tls {
-  uint64_t id, wraps, e, base, len, thr;
+  uint64_t stamp, wlo, len, nb, wthr;
 } seq_tls_t;
 static __thread seq_tls_t seq_tls __attribute__((tls_model("initial-exec")));
-static _Atomic uint64_t seq_ids;
+
+/* The cache entry for epoch e's descriptor. */
+static inline seq_tls_t tls_entry(uint64_t stamp, uint64_t e, uint64_t base, uint64_t len,
+                                  uint64_t thr) {
+  uint64_t wlo = e << OFF_BITS;
+  return (seq_tls_t){stamp, wlo, len, base - wlo, wlo + thr};
+}
 
 /* A take from the ring, for cursor word w (the epoch not in this thread's
  * cache): the thread's cache filled on a hit. */
-__attribute__((noinline)) static int take_ring(idgen_seq_t *s, uint64_t *n, uint64_t w,
-                                               uint64_t wraps) {
+__attribute__((noinline)) static int take_ring(idgen_seq_t *s, uint64_t *n, uint64_t w) {
   uint64_t e = w >> OFF_BITS, off = w & OFF_MASK;
   seq_desc_t *d = &s->ring[e & (RING - 1)];
   if (atomic_load_explicit(&d->tag, memory_order_acquire) == e) {
     uint64_t base = atomic_load_explicit(&d->base, memory_order_acquire);
     uint64_t len = atomic_load_explicit(&d->len, memory_order_acquire);
     uint64_t thr = atomic_load_explicit(&d->thr, memory_order_acquire);
+    uint64_t ds = atomic_load_explicit(&d->stamp, memory_order_acquire);
     if (off < len && atomic_load_explicit(&d->tag, memory_order_relaxed) == e) {
-      seq_tls = (seq_tls_t){s->id, wraps, e, base, len, thr};
+      /* Keyed by the descriptor's stamp: `stamp`, read before the
+       * fetch_add, may be the next wrap's. */
+      seq_tls = tls_entry(ds, e, base, len, thr);
       *n = base + off;
       return off == thr ? after_take(s, n, 2) : 0;
     }
@@ -922,7 +972,8 @@ static idgen_seq_t *seq_alloc(idgen_registry_t *r, const idgen_seq_settings_t *s
   s->fast = wiped && !set->strict && set->format == NULL;
   s->step = set->step;
   s->fork_gen = idgen__fork_gen();
-  s->id = atomic_fetch_add(&seq_ids, 1) + 1;
+  s->stamp_base = atomic_fetch_add(&seq_stamps, STAMPS_PER_HOLDER) + STAMPS_PER_HOLDER;
+  atomic_init(&s->stamp, s->stamp_base);
   if (set->holder != NULL) {
     snprintf(s->who, sizeof s->who, "%s", set->holder);
   } else {
@@ -1060,14 +1111,13 @@ int idgen_seq_next(idgen_seq_t *s, uint64_t *n) {
   if (IDGEN_UNLIKELY(s->fast != 1))
     return next_plain(s, n);
   seq_tls_t *t = &seq_tls;
-  uint64_t id = s->id, wraps = atomic_load_explicit(&s->wraps, memory_order_acquire);
+  uint64_t stamp = atomic_load_explicit(&s->stamp, memory_order_acquire);
   uint64_t w = atomic_fetch_add_explicit(&s->cursor, 1, memory_order_acquire);
-  uint64_t e = w >> OFF_BITS, off = w & OFF_MASK;
-  if (IDGEN_LIKELY(t->id == id && t->e == e && t->wraps == wraps && off < t->len)) {
-    *n = t->base + off;
-    return IDGEN_LIKELY(off != t->thr) ? 0 : after_take(s, n, 2);
+  if (IDGEN_LIKELY(t->stamp == stamp && w - t->wlo < t->len)) {
+    *n = w + t->nb;
+    return IDGEN_LIKELY(w != t->wthr) ? 0 : after_take(s, n, 2);
   }
-  return take_ring(s, n, w, wraps);
+  return take_ring(s, n, w);
 }
 
 int idgen_seq_next_n(idgen_seq_t *s, uint64_t *out, size_t n) {
@@ -1076,28 +1126,27 @@ int idgen_seq_next_n(idgen_seq_t *s, uint64_t *out, size_t n) {
    * not fit there (the offsets past its end are misses) one by one. */
   if (n > 1 && n <= OVERRUN && s->fast == 1) {
     seq_tls_t *t = &seq_tls;
-    uint64_t id = s->id, wraps = atomic_load_explicit(&s->wraps, memory_order_acquire);
+    uint64_t stamp = atomic_load_explicit(&s->stamp, memory_order_acquire);
     uint64_t w = atomic_fetch_add_explicit(&s->cursor, n, memory_order_acquire);
-    uint64_t e = w >> OFF_BITS, off = w & OFF_MASK;
-    if (!(t->id == id && t->e == e && t->wraps == wraps)) {
+    uint64_t e = w >> OFF_BITS;
+    if (!(t->stamp == stamp && t->wlo == e << OFF_BITS)) {
       /* Not the cached range: its descriptor from the ring (the offsets
        * taken are this range's all the same). */
       seq_desc_t *d = &s->ring[e & (RING - 1)];
       if (atomic_load_explicit(&d->tag, memory_order_acquire) == e) {
-        seq_tls_t c = {id,
-                       wraps,
-                       e,
-                       atomic_load_explicit(&d->base, memory_order_acquire),
-                       atomic_load_explicit(&d->len, memory_order_acquire),
-                       atomic_load_explicit(&d->thr, memory_order_acquire)};
+        seq_tls_t c = tls_entry(atomic_load_explicit(&d->stamp, memory_order_acquire), e,
+                                atomic_load_explicit(&d->base, memory_order_acquire),
+                                atomic_load_explicit(&d->len, memory_order_acquire),
+                                atomic_load_explicit(&d->thr, memory_order_acquire));
         if (atomic_load_explicit(&d->tag, memory_order_relaxed) == e)
           *t = c;
       }
     }
-    if (t->id == id && t->e == e && t->wraps == wraps && off < t->len) {
+    uint64_t off = w - t->wlo;
+    if (t->stamp == stamp && off < t->len) {
       for (; i < n && off + i < t->len; i++)
-        out[i] = t->base + off + i;
-      if (off <= t->thr && t->thr < off + i)
+        out[i] = w + i + t->nb;
+      if (w <= t->wthr && t->wthr < w + i)
         kick(s);
     }
   }

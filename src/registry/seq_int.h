@@ -84,4 +84,10 @@ int idgen__seq_close(idgen__seq_rec_t *rec, uint64_t gen, int64_t now_ms, int64_
 /* Forward only: IDGEN_ERANGE when next < rec->next (or past 2^63). */
 int idgen__seq_set(idgen__seq_rec_t *rec, uint64_t next, char *err, size_t errlen);
 
+/* Tests only: leaves the ranges s holds (counted lost) and moves its
+ * cursor to full epoch `epoch` (nothing if it is not above the last range
+ * installed), so that a test reaches the wrap of the cursor's 24-bit epoch
+ * without 2^24 claims. */
+void idgen__seq_test_jump(idgen_seq_t *s, uint64_t epoch);
+
 #endif
