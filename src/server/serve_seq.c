@@ -11,6 +11,7 @@
  * first sequence.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -294,6 +295,54 @@ static void family(serve_buf_t *b, const char *name, const char *type, const cha
   serve_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* What a metrics family's sample is. */
+typedef enum {
+  S_U64,      /* a uint64_t member of the stats */
+  S_SECONDS,  /* an int64_t member of the stats, ns, shown in seconds */
+  S_RATE,     /* the stats' rate */
+  S_LASTS,    /* the stats' lasts_ms, shown in seconds (-1: no rate) */
+  S_FAILING,  /* the stats' failing, 0 or 1 */
+  S_REQUESTS, /* the entry's counters */
+  S_FAILURES,
+  S_LOST
+} sample_t;
+
+/* One sample's value and its newline. */
+static void sample(serve_buf_t *b, sample_t kind, size_t off, seq_entry_t *e,
+                   const idgen_seq_stats_t *x) {
+  const char *p = (const char *)x + off;
+  uint64_t u = 0;
+  int64_t ns;
+  switch (kind) {
+  case S_U64:
+    memcpy(&u, p, sizeof u);
+    break;
+  case S_SECONDS:
+    memcpy(&ns, p, sizeof ns);
+    serve_buf_printf(b, "%.9f\n", (double)ns / 1e9);
+    return;
+  case S_RATE:
+    serve_buf_printf(b, "%.3f\n", x->rate);
+    return;
+  case S_LASTS:
+    serve_buf_printf(b, "%.3f\n", x->lasts_ms < 0 ? -1.0 : (double)x->lasts_ms / 1000.0);
+    return;
+  case S_FAILING:
+    u = x->failing ? 1 : 0;
+    break;
+  case S_REQUESTS:
+    u = atomic_load_explicit(&e->requests, memory_order_relaxed);
+    break;
+  case S_FAILURES:
+    u = atomic_load_explicit(&e->failures, memory_order_relaxed);
+    break;
+  case S_LOST:
+    u = atomic_load_explicit(&e->lost, memory_order_relaxed);
+    break;
+  }
+  serve_buf_printf(b, "%" PRIu64 "\n", u);
+}
+
 void serve_seq_metrics(serve_daemon_t *s, serve_buf_t *b) {
   struct serve_seqs *t = s->seqs;
   int n = t ? atomic_load_explicit(&t->n, memory_order_acquire) : 0;
@@ -306,83 +355,47 @@ void serve_seq_metrics(serve_daemon_t *s, serve_buf_t *b) {
     idgen_seq_stats(t->e[i]->q, &st[i]);
   static const struct {
     const char *name, *type, *help;
+    sample_t kind;
+    size_t off; /* of the stats' member, for S_U64 and S_SECONDS */
   } fams[] = {
-      {"idgen_seq_requests_total", "counter", "Requests answered with numbers, per sequence."},
+      {"idgen_seq_requests_total", "counter", "Requests answered with numbers, per sequence.",
+       S_REQUESTS, 0},
       {"idgen_seq_request_failures_total", "counter",
-       "Requests refused: no number could be taken (the registry unreachable, fenced out)."},
-      {"idgen_seq_numbers_issued_total", "counter", "Numbers this daemon issued, per sequence."},
-      {"idgen_seq_claims_total", "counter", "Ranges claimed from the registry."},
-      {"idgen_seq_claim_failures_total", "counter", "Claims that failed."},
-      {"idgen_seq_numbers_claimed_total", "counter", "Numbers claimed from the registry."},
+       "Requests refused: no number could be taken (the registry unreachable, fenced out).",
+       S_FAILURES, 0},
+      {"idgen_seq_numbers_issued_total", "counter", "Numbers this daemon issued, per sequence.",
+       S_U64, offsetof(idgen_seq_stats_t, issued)},
+      {"idgen_seq_claims_total", "counter", "Ranges claimed from the registry.", S_U64,
+       offsetof(idgen_seq_stats_t, claims)},
+      {"idgen_seq_claim_failures_total", "counter", "Claims that failed.", S_U64,
+       offsetof(idgen_seq_stats_t, claim_failures)},
+      {"idgen_seq_numbers_claimed_total", "counter", "Numbers claimed from the registry.", S_U64,
+       offsetof(idgen_seq_stats_t, claimed)},
       {"idgen_seq_numbers_given_back_total", "counter",
-       "Numbers given back to the registry unissued."},
-      {"idgen_seq_claim_seconds_last", "gauge", "How long the last claim took."},
-      {"idgen_seq_claim_seconds_max", "gauge", "How long the slowest claim took."},
-      {"idgen_seq_in_hand", "gauge", "Numbers claimed here and not yet issued."},
-      {"idgen_seq_step", "gauge", "The next claim's size."},
-      {"idgen_seq_rate", "gauge", "Numbers issued per second, recently."},
+       "Numbers given back to the registry unissued.", S_U64,
+       offsetof(idgen_seq_stats_t, given_back)},
+      {"idgen_seq_claim_seconds_last", "gauge", "How long the last claim took.", S_SECONDS,
+       offsetof(idgen_seq_stats_t, claim_ns_last)},
+      {"idgen_seq_claim_seconds_max", "gauge", "How long the slowest claim took.", S_SECONDS,
+       offsetof(idgen_seq_stats_t, claim_ns_max)},
+      {"idgen_seq_in_hand", "gauge", "Numbers claimed here and not yet issued.", S_U64,
+       offsetof(idgen_seq_stats_t, in_hand)},
+      {"idgen_seq_step", "gauge", "The next claim's size.", S_U64,
+       offsetof(idgen_seq_stats_t, step)},
+      {"idgen_seq_rate", "gauge", "Numbers issued per second, recently.", S_RATE, 0},
       {"idgen_seq_in_hand_lasts_seconds", "gauge",
-       "How long the numbers in hand last at that rate (-1: no rate yet)."},
-      {"idgen_seq_failing", "gauge", "1 while the last claim or renewal failed."},
+       "How long the numbers in hand last at that rate (-1: no rate yet).", S_LASTS, 0},
+      {"idgen_seq_failing", "gauge", "1 while the last claim or renewal failed.", S_FAILING, 0},
       {"idgen_seq_numbers_lost", "gauge",
        "Numbers the registry counts lost (ranges of holders that died or were reaped), every "
-       "period's counter of the sequence, as last listed (every 30 s)."},
+       "period's counter of the sequence, as last listed (every 30 s).",
+       S_LOST, 0},
   };
   for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++) {
     family(b, fams[f].name, fams[f].type, fams[f].help);
     for (int i = 0; i < n; i++) {
-      const seq_entry_t *e = t->e[i];
-      const idgen_seq_stats_t *x = &st[i];
-      serve_buf_printf(b, "%s{seq=\"%s\",key=\"%s\"} ", fams[f].name, e->name, x->key);
-      switch (f) {
-      case 0:
-        serve_buf_printf(b, "%" PRIu64 "\n",
-                         atomic_load_explicit(&e->requests, memory_order_relaxed));
-        break;
-      case 1:
-        serve_buf_printf(b, "%" PRIu64 "\n",
-                         atomic_load_explicit(&e->failures, memory_order_relaxed));
-        break;
-      case 2:
-        serve_buf_printf(b, "%" PRIu64 "\n", x->issued);
-        break;
-      case 3:
-        serve_buf_printf(b, "%" PRIu64 "\n", x->claims);
-        break;
-      case 4:
-        serve_buf_printf(b, "%" PRIu64 "\n", x->claim_failures);
-        break;
-      case 5:
-        serve_buf_printf(b, "%" PRIu64 "\n", x->claimed);
-        break;
-      case 6:
-        serve_buf_printf(b, "%" PRIu64 "\n", x->given_back);
-        break;
-      case 7:
-        serve_buf_printf(b, "%.9f\n", (double)x->claim_ns_last / 1e9);
-        break;
-      case 8:
-        serve_buf_printf(b, "%.9f\n", (double)x->claim_ns_max / 1e9);
-        break;
-      case 9:
-        serve_buf_printf(b, "%" PRIu64 "\n", x->in_hand);
-        break;
-      case 10:
-        serve_buf_printf(b, "%" PRIu64 "\n", x->step);
-        break;
-      case 11:
-        serve_buf_printf(b, "%.3f\n", x->rate);
-        break;
-      case 12:
-        serve_buf_printf(b, "%.3f\n", x->lasts_ms < 0 ? -1.0 : (double)x->lasts_ms / 1000.0);
-        break;
-      case 13:
-        serve_buf_printf(b, "%d\n", x->failing ? 1 : 0);
-        break;
-      default:
-        serve_buf_printf(b, "%" PRIu64 "\n", atomic_load_explicit(&e->lost, memory_order_relaxed));
-        break;
-      }
+      serve_buf_printf(b, "%s{seq=\"%s\",key=\"%s\"} ", fams[f].name, t->e[i]->name, st[i].key);
+      sample(b, fams[f].kind, fams[f].off, t->e[i], &st[i]);
     }
   }
   free(st);

@@ -163,6 +163,14 @@ def group_routes():
     check("metrics: 4000 numbers issued for shared",
           msum(samples, "idgen_seq_numbers_issued_total", seq="shared") >= 4000,
           msum(samples, "idgen_seq_numbers_issued_total", seq="shared"))
+    check("metrics: shared's claims counted, claimed >= issued, a step, no failures",
+          msum(samples, "idgen_seq_claims_total", seq="shared") >= 1
+          and msum(samples, "idgen_seq_numbers_claimed_total", seq="shared")
+          >= msum(samples, "idgen_seq_numbers_issued_total", seq="shared")
+          and msum(samples, "idgen_seq_step", seq="shared") >= 1
+          and msum(samples, "idgen_seq_claim_failures_total", seq="shared") == 0
+          and msum(samples, "idgen_seq_failing", seq="shared") == 0,
+          sorted((k[0], v) for k, v in samples.items() if ("seq", "shared") in k[1]))
     r, det = curl(d.http, "/health")
     check("/health: a line per sequence, claims ok and how long the numbers in hand last",
           r is not None and r.status == 200 and "seq orders" in r.body.decode()
