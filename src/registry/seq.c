@@ -1129,21 +1129,25 @@ int idgen_seq_next_n(idgen_seq_t *s, uint64_t *out, size_t n) {
     uint64_t stamp = atomic_load_explicit(&s->stamp, memory_order_acquire);
     uint64_t w = atomic_fetch_add_explicit(&s->cursor, n, memory_order_acquire);
     uint64_t e = w >> OFF_BITS;
-    if (!(t->stamp == stamp && t->wlo == e << OFF_BITS)) {
+    int hit = t->stamp == stamp && t->wlo == e << OFF_BITS;
+    if (!hit) {
       /* Not the cached range: its descriptor from the ring (the offsets
-       * taken are this range's all the same). */
+       * taken are this range's all the same, whichever wrap's stamp was
+       * read before the fetch_add). */
       seq_desc_t *d = &s->ring[e & (RING - 1)];
       if (atomic_load_explicit(&d->tag, memory_order_acquire) == e) {
         seq_tls_t c = tls_entry(atomic_load_explicit(&d->stamp, memory_order_acquire), e,
                                 atomic_load_explicit(&d->base, memory_order_acquire),
                                 atomic_load_explicit(&d->len, memory_order_acquire),
                                 atomic_load_explicit(&d->thr, memory_order_acquire));
-        if (atomic_load_explicit(&d->tag, memory_order_relaxed) == e)
+        if (atomic_load_explicit(&d->tag, memory_order_relaxed) == e) {
           *t = c;
+          hit = 1;
+        }
       }
     }
     uint64_t off = w - t->wlo;
-    if (t->stamp == stamp && off < t->len) {
+    if (hit && off < t->len) {
       for (; i < n && off + i < t->len; i++)
         out[i] = w + i + t->nb;
       if (w <= t->wthr && t->wthr < w + i)
