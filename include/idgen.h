@@ -1862,7 +1862,9 @@ IDGEN_API double idgen_seq_format_periods_per_year(const idgen_seq_format_t *f);
  *     (IDGEN_PUBLIC_TEXT64_LEN in all with V), 29 for a ULID or UUIDv7
  *     (IDGEN_PUBLIC_TEXT128_LEN).  The prefix and the layout's bit count
  *     are part of the permutation's tweak: a user_ ID given where an
- *     order_ ID is expected fails its check instead of naming an order.
+ *     order_ ID is expected is refused for its prefix (IDGEN_EPARSE), and
+ *     its body under the order_ prefix fails its check (IDGEN_EKEY)
+ *     instead of naming an order.
  *     The check bits make a wrong key, an altered text or another kind's
  *     ID fail (IDGEN_EKEY) rather than give a wrong ID, but for one text in
  *     65,536 (2^-16 per key version tried).
