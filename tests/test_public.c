@@ -544,6 +544,23 @@ static void test_text_wrong_key(void **state) {
   int len = idgen_public_format128(ul, id16, text, sizeof text);
   parse128_err(uu, text, IDGEN_EKEY, "not made with key version 2");
   (void)len;
+  /* A user_ ID's body under the order_ prefix (the prefix is in the
+   * tweak): EKEY, never an order's ID. */
+  idgen_public_t *po = codec(keys, IDGEN_PUBLIC_SNOWFLAKE, 63, "order");
+  fails = 0;
+  for (int i = 0; i < 50; i++) {
+    uint64_t id = rnd64() >> 1, got = 0;
+    int tl = idgen_public_format64(p, id, text, sizeof text);
+    assert_int_equal(tl, 5 + IDGEN_PUBLIC_TEXT64_LEN);
+    snprintf(bad, sizeof bad, "order_%s", text + 5);
+    char err[256] = "";
+    int rc = idgen_public_parse64(po, bad, strlen(bad), &got, NULL, err, sizeof err);
+    fails += rc == IDGEN_EKEY;
+    if (rc == 0)
+      assert_true(got != id);
+  }
+  assert_true(fails >= 49);
+  idgen_public_free(po);
   idgen_public_free(uu);
   idgen_public_free(ul);
   idgen_public_free(p53);
