@@ -888,6 +888,73 @@ static void test_reread_reading_gone_stale(void **state) {
   idgen_snowflake_gen_free(g);
 }
 
+/* A clock that moves on by a millisecond at every reading (an injected
+ * one, or the system clock sped up under libfaketime) after a step back of
+ * a day: a call that cannot be served within its budget is refused after a
+ * few readings, not after the clock has made up the step.  (Each failed
+ * claim's re-read is newer than its reading, so a re-read alone does not
+ * bound the retries; and the generator's state the claim failed on does
+ * not fit the budget at the re-read either.)  Past `limit` readings the
+ * clock stands still, so a generator that retries while it moves still
+ * ends. */
+struct racing_clock {
+  int64_t now;
+  int64_t reads, limit;
+};
+
+static int64_t racing_now(void *ctx) {
+  struct racing_clock *c = ctx;
+  if (c->limit > 0 && ++c->reads <= c->limit)
+    c->now += 1000000;
+  return c->now;
+}
+
+static void racing_sleep(void *ctx, int64_t ns) {
+  struct racing_clock *c = ctx;
+  if (ns > 0)
+    c->now += ns;
+}
+
+static const struct racing_case {
+  const char *what, *layout;
+  int64_t borrow, wait, back_ms;
+  size_t n, used; /* the call's IDs; IDs issued first (the tick used up) */
+  int rc;
+} racing_cases[] = {
+    {"twitter, a day back, no borrow or wait: next", "twitter", 0, 0, 86400000, 1, 1, IDGEN_ECLOCK},
+    {"twitter, a day back, borrow 1 s, wait 100 ms: next_n", "twitter", 1000, 100, 86400000, 3, 1,
+     IDGEN_ECLOCK},
+    {"a day a tick, one value left, wait 1 s: a batch into the next day",
+     "time:31@86400s,sequence:1,epoch=0", 10, 1000, 0, 3, 1, IDGEN_EBATCH},
+    {"a day a tick, the tick used up, wait 1 s: next", "time:31@86400s,sequence:1,epoch=0", 0, 1000,
+     0, 1, 2, IDGEN_ECLOCK},
+};
+
+static void test_racing_clock_refused_soon(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof racing_cases / sizeof racing_cases[0]; i++) {
+    const struct racing_case *k = &racing_cases[i];
+    print_message("racing clock: %s\n", k->what);
+    struct racing_clock rc = {T0 * 1000000 + 500000, 0, 0};
+    idgen_clock_t ck = {racing_now, racing_sleep, &rc};
+    idgen_snowflake_settings_t s;
+    idgen_snowflake_settings_init(&s);
+    s.clock = &ck;
+    s.max_borrow_ms = k->borrow;
+    s.max_wait_ms = k->wait;
+    idgen_snowflake_gen_t *g = tu_gen(k->layout, &s);
+    uint64_t ids[3];
+    for (size_t j = 0; j < k->used; j++)
+      tu_ok(idgen_snowflake_gen_next(g, &ids[0]));
+    rc.now -= k->back_ms * 1000000;
+    rc.limit = 100000; /* from here on, a millisecond a reading */
+    int r = k->n == 1 ? idgen_snowflake_gen_next(g, ids) : idgen_snowflake_gen_next_n(g, ids, k->n);
+    assert_int_equal(k->rc, r);
+    assert_in_range(rc.reads, 1, 4); /* the caller's, and a re-read or two */
+    idgen_snowflake_gen_free(g);
+  }
+}
+
 /* The clock steps back past the layout's epoch while a call sleeps on a
  * reserved tick: the call is refused, it does not sleep for the gap. */
 static void test_step_before_epoch_while_waiting(void **state) {
@@ -1084,6 +1151,7 @@ int main(void) {
       cmocka_unit_test(test_random_sequence_start),
       cmocka_unit_test(test_stale_reading_not_refused),
       cmocka_unit_test(test_reread_reading_gone_stale),
+      cmocka_unit_test(test_racing_clock_refused_soon),
       cmocka_unit_test(test_step_before_epoch_while_waiting),
       cmocka_unit_test(test_frozen_clock_wait_ends),
       cmocka_unit_test(test_settings_validation),
