@@ -995,6 +995,56 @@ static void test_frozen_clock_wait_ends(void **state) {
   idgen_snowflake_gen_free(g);
 }
 
+/* An injected clock that stands still a nanosecond before the next tick,
+ * with a sleep that does not move it: each wait asks for that nanosecond,
+ * so charging the wait asked ended the call only after max_wait_ms of
+ * them (100 million rounds of reading and sleeping for 100 ms; 3.6 * 10^12
+ * for an hour).  A sleep after which the clock has not moved at all ends
+ * the call.  Past `limit` readings the clock goes back a day, so a
+ * generator that keeps waiting still ends (refused). */
+struct still_clock {
+  int64_t now;
+  int64_t reads, limit;
+  int sleeps;
+};
+
+static int64_t still_now(void *ctx) {
+  struct still_clock *c = ctx;
+  if (c->limit > 0 && ++c->reads == c->limit)
+    c->now -= (int64_t)86400000 * 1000000;
+  return c->now;
+}
+
+static void still_sleep(void *ctx, int64_t ns) {
+  (void)ns;
+  ((struct still_clock *)ctx)->sleeps++;
+}
+
+static void test_still_clock_wait_ends(void **state) {
+  (void)state;
+  for (int64_t wait = 0; wait <= 3600000; wait += 3600000) {
+    struct still_clock sc = {T0 * 1000000 + 999999, 0, 0, 0};
+    idgen_clock_t ck = {still_now, still_sleep, &sc};
+    idgen_snowflake_settings_t s;
+    idgen_snowflake_settings_init(&s);
+    s.clock = &ck;
+    s.max_borrow_ms = 0;
+    s.max_wait_ms = wait;
+    idgen_snowflake_gen_t *g = tu_gen("time:41,sequence:1,epoch=0", &s);
+    uint64_t id;
+    tu_ok(idgen_snowflake_gen_next(g, &id));
+    tu_ok(idgen_snowflake_gen_next(g, &id)); /* the tick is used up */
+    sc.reads = 0;
+    sc.limit = 100000;
+    assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_gen_next(g, &id));
+    print_message("max_wait_ms %lld: %lld readings, %d sleeps\n", (long long)wait,
+                  (long long)sc.reads, sc.sleeps);
+    assert_in_range(sc.sleeps, 1, 2);
+    assert_in_range(sc.reads, 1, 8);
+    idgen_snowflake_gen_free(g);
+  }
+}
+
 /* Settings idgen_snowflake_gen_new refuses, each with the message naming the
  * setting and its bounds; *out is reset to NULL. */
 static const struct bad_setting {
@@ -1154,6 +1204,7 @@ int main(void) {
       cmocka_unit_test(test_racing_clock_refused_soon),
       cmocka_unit_test(test_step_before_epoch_while_waiting),
       cmocka_unit_test(test_frozen_clock_wait_ends),
+      cmocka_unit_test(test_still_clock_wait_ends),
       cmocka_unit_test(test_settings_validation),
       cmocka_unit_test(test_clock_before_epoch),
       cmocka_unit_test(test_fork_child_refused),
