@@ -432,7 +432,18 @@ static int run(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms, 
         fill(g, w);
       if (rc != IDGEN_EAGAIN || !blocking)
         return rc;
-      sleep_ns(g, w->due_ns - now_ns(g));
+      int64_t before = now_ns(g);
+      sleep_ns(g, w->due_ns - before);
+      /* Charge what the sleep cost, not only the wait asked: on a clock
+       * that stands still just before the tick, each wait asked is that
+       * nanosecond and the call slept without end, a nanosleep's least at
+       * a time.  The system clock: the real time slept, as for a resumed
+       * call.  An injected clock: a sleep after which it has not moved at
+       * all ends the call (waiting more is waiting in vain). */
+      if (g->clock.now_ns == NULL)
+        idgen__sf_wait_early(w);
+      else if (now_ns(g) == before)
+        w->charged_ns = idgen__sf_allowance_ns(w);
       continue;
     }
     uint64_t first = 0, last = 0;
