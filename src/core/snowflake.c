@@ -436,8 +436,8 @@ static int run(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms, 
       sleep_ns(g, w->due_ns - before);
       /* Charge what the sleep cost, not only the wait asked: on a clock
        * that stands still just before the tick, each wait asked is that
-       * nanosecond and the call slept without end, a nanosleep's least at
-       * a time.  The system clock: the real time slept, as for a resumed
+       * nanosecond, and the call went round max_wait_ms / 1 ns times,
+       * sleeping a nanosleep's least each time.  The system clock: the real time slept, as for a resumed
        * call.  An injected clock: a sleep after which it has not moved at
        * all ends the call (waiting more is waiting in vain). */
       if (g->clock.now_ns == NULL)
