@@ -437,13 +437,16 @@ static int run(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms, 
       /* Charge what the sleep cost, not only the wait asked: on a clock
        * that stands still just before the tick, each wait asked is that
        * nanosecond, and the call went round max_wait_ms / 1 ns times,
-       * sleeping a nanosleep's least each time.  The system clock: the real time slept, as for a resumed
-       * call.  An injected clock: a sleep after which it has not moved at
-       * all ends the call (waiting more is waiting in vain). */
+       * sleeping a nanosleep's least each time.  The system clock: the
+       * real time slept, as for a resumed call.  An injected clock that
+       * has not moved at all across the sleep: at least a millisecond
+       * (the budget's unit), so at most allowance_ms + 1 rounds.  (Not
+       * "ends the call": a clock read from a coarse source stands still
+       * across a short sleep and moves later.) */
       if (g->clock.now_ns == NULL)
         idgen__sf_wait_early(w);
-      else if (now_ns(g) == before)
-        w->charged_ns = idgen__sf_allowance_ns(w);
+      else if (now_ns(g) == before && w->due_ns - before < NS_PER_MS)
+        w->charged_ns += NS_PER_MS - (w->due_ns - before);
       continue;
     }
     uint64_t first = 0, last = 0;
