@@ -9,7 +9,8 @@
  * real time.  An early resume is charged only the real time that passed
  * (DESIGN §2), and that time is read from the kernel by a system call,
  * which libfaketime does not see.  Reading it through the C library (which
- * libfaketime replaces) left such a call polled for ever.
+ * libfaketime replaces) left such a call polled for ever.  A blocking call
+ * is charged the real time it slept, on the same clock.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -107,11 +108,33 @@ static void test_polled_cached_call_ends(void **state) {
   idgen_snowflake_gen_free(g);
 }
 
+/* A blocking call, on a clock frozen a microsecond before a millisecond
+ * ends (CTest runs this file a second time at 13:00:00.999999): each of its
+ * waits asks for that microsecond and really sleeps far longer (a
+ * nanosleep's least, tens of microseconds).  Charging the wait asked, the
+ * call slept 100 ms of budget a microsecond at a time: 8.6 s of real time
+ * (84 s for max_wait_ms = 1000).  The real time slept is charged, as for a
+ * resumed call. */
+static void test_blocking_call_ends(void **state) {
+  (void)state;
+  idgen_snowflake_gen_t *g = two_a_ms();
+  uint64_t ids[2];
+  tu_ok(idgen_snowflake_gen_next_n(g, ids, 2)); /* the tick's two */
+  double t0 = real_s();
+  int rc = idgen_snowflake_gen_next(g, ids);
+  double took = real_s() - t0;
+  print_message("blocking call: %s after %.3f s of real time\n", idgen_strerror(rc), took);
+  assert_int_equal(IDGEN_ECLOCK, rc);
+  assert_true(took < 1.0); /* 0.1 s of budget; generous for a loaded host */
+  idgen_snowflake_gen_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_clocks_stand_still),
       cmocka_unit_test(test_polled_call_ends),
       cmocka_unit_test(test_polled_cached_call_ends),
+      cmocka_unit_test(test_blocking_call_ends),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -888,6 +888,73 @@ static void test_reread_reading_gone_stale(void **state) {
   idgen_snowflake_gen_free(g);
 }
 
+/* A clock that moves on by a millisecond at every reading (an injected
+ * one, or the system clock sped up under libfaketime) after a step back of
+ * a day: a call that cannot be served within its budget is refused after a
+ * few readings, not after the clock has made up the step.  (Each failed
+ * claim's re-read is newer than its reading, so a re-read alone does not
+ * bound the retries; and the generator's state the claim failed on does
+ * not fit the budget at the re-read either.)  Past `limit` readings the
+ * clock stands still, so a generator that retries while it moves still
+ * ends. */
+struct racing_clock {
+  int64_t now;
+  int64_t reads, limit;
+};
+
+static int64_t racing_now(void *ctx) {
+  struct racing_clock *c = ctx;
+  if (c->limit > 0 && ++c->reads <= c->limit)
+    c->now += 1000000;
+  return c->now;
+}
+
+static void racing_sleep(void *ctx, int64_t ns) {
+  struct racing_clock *c = ctx;
+  if (ns > 0)
+    c->now += ns;
+}
+
+static const struct racing_case {
+  const char *what, *layout;
+  int64_t borrow, wait, back_ms;
+  size_t n, used; /* the call's IDs; IDs issued first (the tick used up) */
+  int rc;
+} racing_cases[] = {
+    {"twitter, a day back, no borrow or wait: next", "twitter", 0, 0, 86400000, 1, 1, IDGEN_ECLOCK},
+    {"twitter, a day back, borrow 1 s, wait 100 ms: next_n", "twitter", 1000, 100, 86400000, 3, 1,
+     IDGEN_ECLOCK},
+    {"a day a tick, one value left, wait 1 s: a batch into the next day",
+     "time:31@86400s,sequence:1,epoch=0", 10, 1000, 0, 3, 1, IDGEN_EBATCH},
+    {"a day a tick, the tick used up, wait 1 s: next", "time:31@86400s,sequence:1,epoch=0", 0, 1000,
+     0, 1, 2, IDGEN_ECLOCK},
+};
+
+static void test_racing_clock_refused_soon(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof racing_cases / sizeof racing_cases[0]; i++) {
+    const struct racing_case *k = &racing_cases[i];
+    print_message("racing clock: %s\n", k->what);
+    struct racing_clock rc = {T0 * 1000000 + 500000, 0, 0};
+    idgen_clock_t ck = {racing_now, racing_sleep, &rc};
+    idgen_snowflake_settings_t s;
+    idgen_snowflake_settings_init(&s);
+    s.clock = &ck;
+    s.max_borrow_ms = k->borrow;
+    s.max_wait_ms = k->wait;
+    idgen_snowflake_gen_t *g = tu_gen(k->layout, &s);
+    uint64_t ids[3];
+    for (size_t j = 0; j < k->used; j++)
+      tu_ok(idgen_snowflake_gen_next(g, &ids[0]));
+    rc.now -= k->back_ms * 1000000;
+    rc.limit = 100000; /* from here on, a millisecond a reading */
+    int r = k->n == 1 ? idgen_snowflake_gen_next(g, ids) : idgen_snowflake_gen_next_n(g, ids, k->n);
+    assert_int_equal(k->rc, r);
+    assert_in_range(rc.reads, 1, 4); /* the caller's, and a re-read or two */
+    idgen_snowflake_gen_free(g);
+  }
+}
+
 /* The clock steps back past the layout's epoch while a call sleeps on a
  * reserved tick: the call is refused, it does not sleep for the gap. */
 static void test_step_before_epoch_while_waiting(void **state) {
@@ -926,6 +993,57 @@ static void test_frozen_clock_wait_ends(void **state) {
   tu_ok(idgen_snowflake_gen_next(g, &id));
   assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_gen_next(g, &id));
   idgen_snowflake_gen_free(g);
+}
+
+/* An injected clock that stands still a nanosecond before the next tick,
+ * with a sleep that does not move it: each wait asks for that nanosecond,
+ * so charging the wait asked ended the call only after max_wait_ms of
+ * them (100 million rounds of reading and sleeping for 100 ms; 3.6 * 10^12
+ * for an hour).  A sleep after which the clock has not moved at all is
+ * charged at least a millisecond: a round per millisecond of budget.  Past
+ * `limit` readings the clock goes back a day, so a generator that keeps
+ * waiting still ends (refused). */
+struct still_clock {
+  int64_t now;
+  int64_t reads, limit;
+  int sleeps;
+};
+
+static int64_t still_now(void *ctx) {
+  struct still_clock *c = ctx;
+  if (c->limit > 0 && ++c->reads == c->limit)
+    c->now -= (int64_t)86400000 * 1000000;
+  return c->now;
+}
+
+static void still_sleep(void *ctx, int64_t ns) {
+  (void)ns;
+  ((struct still_clock *)ctx)->sleeps++;
+}
+
+static void test_still_clock_wait_ends(void **state) {
+  (void)state;
+  for (int64_t wait = 0; wait <= 100; wait += 100) {
+    struct still_clock sc = {T0 * 1000000 + 999999, 0, 0, 0};
+    idgen_clock_t ck = {still_now, still_sleep, &sc};
+    idgen_snowflake_settings_t s;
+    idgen_snowflake_settings_init(&s);
+    s.clock = &ck;
+    s.max_borrow_ms = 0;
+    s.max_wait_ms = wait;
+    idgen_snowflake_gen_t *g = tu_gen("time:41,sequence:1,epoch=0", &s);
+    uint64_t id;
+    tu_ok(idgen_snowflake_gen_next(g, &id));
+    tu_ok(idgen_snowflake_gen_next(g, &id)); /* the tick is used up */
+    sc.reads = 0;
+    sc.limit = 100000;
+    assert_int_equal(IDGEN_ECLOCK, idgen_snowflake_gen_next(g, &id));
+    print_message("max_wait_ms %lld: %lld readings, %d sleeps\n", (long long)wait,
+                  (long long)sc.reads, sc.sleeps);
+    assert_in_range(sc.sleeps, 1, wait + 2); /* the rest of the tick, and the wait */
+    assert_in_range(sc.reads, 1, 3 * (wait + 2) + 4);
+    idgen_snowflake_gen_free(g);
+  }
 }
 
 /* Settings idgen_snowflake_gen_new refuses, each with the message naming the
@@ -1084,8 +1202,10 @@ int main(void) {
       cmocka_unit_test(test_random_sequence_start),
       cmocka_unit_test(test_stale_reading_not_refused),
       cmocka_unit_test(test_reread_reading_gone_stale),
+      cmocka_unit_test(test_racing_clock_refused_soon),
       cmocka_unit_test(test_step_before_epoch_while_waiting),
       cmocka_unit_test(test_frozen_clock_wait_ends),
+      cmocka_unit_test(test_still_clock_wait_ends),
       cmocka_unit_test(test_settings_validation),
       cmocka_unit_test(test_clock_before_epoch),
       cmocka_unit_test(test_fork_child_refused),

@@ -201,22 +201,11 @@ static void see(idgen_snowflake_gen_t *g, int64_t ms) {
 
 static inline int bias_enter(idgen_snowflake_gen_t *g, uintptr_t me);
 
-/* One decision on w->n values at wall ms `ms` within w's budget: CL_NOW or
- * CL_RESERVED with [*first, *last] taken; CL_MARK (nothing taken) when the
- * last is above a bound generator's ceiling (*last: the state needed);
- * CL_STALE (nothing taken) when the call does not fit in its budget
- * (*first: where it would start, *last: the last state the budget allows);
- * or an error. */
-static int claim_once(idgen_snowflake_gen_t *g, const idgen_snowflake_wait_t *w, int64_t ms,
-                      uint64_t *first, uint64_t *last) {
+/* The last state issuable at wall ms `ms` (>= the epoch) at once (*lim)
+ * and by w's deadline (*limr). */
+static void window(const idgen_snowflake_gen_t *g, const idgen_snowflake_wait_t *w, int64_t ms,
+                   uint64_t *lim_out, uint64_t *limr_out) {
   const unsigned S = g->seq_bits;
-  const uint64_t k = w->n;
-  if (ms < g->epoch)
-    return refuse(g);
-  uint64_t x = (uint64_t)(ms - g->epoch) / (uint64_t)g->unit;
-  if (x > g->max_tick)
-    return IDGEN_EEXHAUSTED;
-  see(g, ms);
   /* Ticks issuable now (tl), and by the deadline (tr). */
   int64_t dl_ms = w->deadline_ns / NS_PER_MS;
   uint64_t tl = (uint64_t)(ms - g->epoch + g->borrow_ms) / (uint64_t)g->unit;
@@ -234,6 +223,48 @@ static int claim_once(idgen_snowflake_gen_t *g, const idgen_snowflake_wait_t *w,
     lim = g->max_state;
   if (limr > g->max_state)
     limr = g->max_state;
+  *lim_out = lim;
+  *limr_out = limr;
+}
+
+/* Whether a claim of w->n values at wall ms `ms` within w's budget can
+ * fit with `next` at `cur` or above (a claim then decides, with the
+ * random start): 1, or 0 with *first (where it would start at the least)
+ * and *last (the last state the budget allows). */
+static int may_fit(const idgen_snowflake_gen_t *g, const idgen_snowflake_wait_t *w, int64_t ms,
+                   uint64_t cur, uint64_t *first, uint64_t *last) {
+  *first = 1;
+  *last = 0;
+  if (ms < g->epoch)
+    return 0;
+  uint64_t x = (uint64_t)(ms - g->epoch) / (uint64_t)g->unit, lim;
+  if (x > g->max_tick || cur > g->max_state)
+    return 1; /* the claim reports it */
+  uint64_t start = (cur >> g->seq_bits) < x ? x << g->seq_bits : cur;
+  if (w->n - 1 > g->max_state - start)
+    return 1; /* past the layout's end: the claim reports it */
+  window(g, w, ms, &lim, last);
+  *first = start;
+  return start <= *last && w->n - 1 <= *last - start;
+}
+
+/* One decision on w->n values at wall ms `ms` within w's budget: CL_NOW or
+ * CL_RESERVED with [*first, *last] taken; CL_MARK (nothing taken) when the
+ * last is above a bound generator's ceiling (*last: the state needed);
+ * CL_STALE (nothing taken) when the call does not fit in its budget
+ * (*first: the state `next` held); or an error. */
+static int claim_once(idgen_snowflake_gen_t *g, const idgen_snowflake_wait_t *w, int64_t ms,
+                      uint64_t *first, uint64_t *last) {
+  const unsigned S = g->seq_bits;
+  const uint64_t k = w->n;
+  if (ms < g->epoch)
+    return refuse(g);
+  uint64_t x = (uint64_t)(ms - g->epoch) / (uint64_t)g->unit;
+  if (x > g->max_tick)
+    return IDGEN_EEXHAUSTED;
+  see(g, ms);
+  uint64_t lim, limr;
+  window(g, w, ms, &lim, &limr);
   /* A bound generator's high-water mark (max_state when unbound). */
   uint64_t ceil = atomic_load_explicit(&g->ceiling, memory_order_acquire);
 
@@ -254,8 +285,7 @@ static int claim_once(idgen_snowflake_gen_t *g, const idgen_snowflake_wait_t *w,
       return IDGEN_EEXHAUSTED;
     uint64_t end = start + k - 1;
     if (end > limr) {
-      *first = start;
-      *last = limr;
+      *first = cur;
       return CL_STALE;
     }
     if (end > ceil) {
@@ -402,7 +432,21 @@ static int run(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms, 
         fill(g, w);
       if (rc != IDGEN_EAGAIN || !blocking)
         return rc;
-      sleep_ns(g, w->due_ns - now_ns(g));
+      int64_t before = now_ns(g);
+      sleep_ns(g, w->due_ns - before);
+      /* Charge what the sleep cost, not only the wait asked: on a clock
+       * that stands still just before the tick, each wait asked is that
+       * nanosecond, and the call went round max_wait_ms / 1 ns times,
+       * sleeping a nanosleep's least each time.  The system clock: the
+       * real time slept, as for a resumed call.  An injected clock that
+       * has not moved at all across the sleep: at least a millisecond
+       * (the budget's unit), so at most allowance_ms + 1 rounds.  (Not
+       * "ends the call": a clock read from a coarse source stands still
+       * across a short sleep and moves later.) */
+      if (g->clock.now_ns == NULL)
+        idgen__sf_wait_early(w);
+      else if (now_ns(g) == before && w->due_ns - before < NS_PER_MS)
+        w->charged_ns += NS_PER_MS - (w->due_ns - before);
       continue;
     }
     uint64_t first = 0, last = 0;
@@ -410,23 +454,31 @@ static int run(idgen_snowflake_gen_t *g, idgen_snowflake_wait_t *w, int64_t ms, 
     if (r < 0)
       return r;
     if (r == CL_STALE) {
-      /* Refuse only on a reading that is still the clock's after the claim
-       * failed: the caller's may be old (it was preempted while other
-       * threads moved `next` on), and so may one taken here (preempted
-       * between taking it and claiming).  A clock that moved on meanwhile
-       * is claimed with again; nothing is waited, and each retry needs the
-       * clock to have advanced. */
+      /* Refuse only on a reading taken after the claim failed: the
+       * caller's may be old (it was preempted while other threads moved
+       * `next` on), and so may one taken here (preempted between taking
+       * it and claiming).  So read the clock again, and claim again only
+       * if the state the claim failed on fits at that reading; else a claim
+       * at it would fail too (`next` only grows): refuse.  A claim that
+       * fails again saw other calls take values since, as a failed
+       * compare-and-swap does.  (Claiming again on any newer reading never
+       * ended with a clock that moves a millisecond a reading, until it had
+       * made up a step back: test_racing_clock_refused_soon.) */
       /* `seen` first: every reading it holds was taken before this one,
        * so it is above this one only if the clock stepped back. */
       uint64_t seen = atomic_load_explicit(&g->seen, memory_order_acquire);
       int64_t now = idgen__ns_to_ms(now_ns(g));
-      if (!fresh || now > ms) {
+      int moved = !fresh || now > ms;
+      if (moved) {
         fresh = 1;
         ms = now;
         if (w->charged_ns == 0)
           budget_start(g, w, ms, seen);
-        continue;
+        if (ms >= g->epoch)
+          see(g, ms); /* every reading counts, claimed with or not */
       }
+      if (may_fit(g, w, ms, first, &first, &last) && moved)
+        continue;
       return w->n > 1 && first <= last ? IDGEN_EBATCH : refuse(g);
     }
     if (r == CL_MARK) {
