@@ -125,7 +125,7 @@ static void test_blocking_call_ends(void **state) {
   double took = real_s() - t0;
   print_message("blocking call: %s after %.3f s of real time\n", idgen_strerror(rc), took);
   assert_int_equal(IDGEN_ECLOCK, rc);
-  assert_true(took < 1.0); /* 0.1 s of budget; generous for a loaded host */
+  assert_true(took < 4.0); /* 0.1 s of budget (8.6 s before); generous for a loaded host */
   idgen_snowflake_gen_free(g);
 }
 
