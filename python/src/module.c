@@ -283,6 +283,16 @@ static void hold_free_nogil(hold_t *h) {
   Py_END_ALLOW_THREADS
 }
 
+/* What s holds, or NULL raised ("WHO: closed"). */
+static const hold_t *holder_held(const holder_t *s, const char *who) {
+  if (!hold_empty(&s->h))
+    return &s->h;
+  char msg[80];
+  snprintf(msg, sizeof msg, "%s: closed", who);
+  raise_idgen(IDGEN_EINVAL, msg);
+  return NULL;
+}
+
 /* "already made": __init__ called again on a made object. */
 static int holder_made(const holder_t *s, const char *who) {
   if (hold_empty(&s->h) && hold_empty(&s->pending))
@@ -452,30 +462,22 @@ static int opt_text(const char *key, PyObject *v, char *buf, size_t n, int mappi
 static int opt_int(const char *key, PyObject *v, int64_t lo, int64_t hi, int64_t *out) {
   if (v == NULL || v == Py_None)
     return 0;
+  int over = 0, is_int = PyLong_Check(v) && !PyBool_Check(v);
+  long long x = is_int ? PyLong_AsLongLongAndOverflow(v, &over) : 0;
+  if (is_int && !over && x >= lo && x <= hi) {
+    *out = x;
+    return 1;
+  }
+  /* refused: an int out of range shown as its digits, anything else as its repr */
   char text[64], msg[96];
   snprintf(msg, sizeof msg, "not a whole number from %lld to %lld", (long long)lo, (long long)hi);
-  if (!PyLong_Check(v) || PyBool_Check(v)) {
-    PyObject *r = PyObject_Repr(v);
-    const char *rc = r ? PyUnicode_AsUTF8(r) : NULL;
-    snprintf(text, sizeof text, "%s", rc ? rc : "?");
-    Py_XDECREF(r);
-    PyErr_Clear();
-    raise_key(IDGEN_ERANGE, key, text, msg);
-    return -1;
-  }
-  int over = 0;
-  long long x = PyLong_AsLongLongAndOverflow(v, &over);
-  if (over || x < lo || x > hi) {
-    PyObject *r = PyObject_Str(v);
-    const char *rc = r ? PyUnicode_AsUTF8(r) : NULL;
-    snprintf(text, sizeof text, "%s", rc ? rc : "?");
-    Py_XDECREF(r);
-    PyErr_Clear();
-    raise_key(IDGEN_ERANGE, key, text, msg);
-    return -1;
-  }
-  *out = x;
-  return 1;
+  PyObject *r = is_int ? PyObject_Str(v) : PyObject_Repr(v);
+  const char *rc = r ? PyUnicode_AsUTF8(r) : NULL;
+  snprintf(text, sizeof text, "%s", rc ? rc : "?");
+  Py_XDECREF(r);
+  PyErr_Clear();
+  raise_key(IDGEN_ERANGE, key, text, msg);
+  return -1;
 }
 
 /* The unknown option's refusal: the name and the known ones. */
@@ -558,7 +560,7 @@ static int sf_init(sf_t *self, PyObject *args, PyObject *kw) {
                               "registry=..., node=...))");
     return -1;
   }
-  PyObject *o[sizeof sf_kwlist / sizeof sf_kwlist[0]];
+  PyObject *o[sizeof sf_kwlist / sizeof sf_kwlist[0]] = {0};
   if (kw_options(kw, sf_kwlist, "Snowflake", o) < 0)
     return -1;
 
@@ -701,9 +703,8 @@ static int sf_clear(sf_t *self) {
 
 /* The generator, or NULL raised (closed). */
 static idgen_snowflake_gen_t *sf_gen(sf_t *s) {
-  if (s->hd.h.gen == NULL)
-    raise_idgen(IDGEN_EINVAL, "Snowflake: closed");
-  return s->hd.h.gen;
+  const hold_t *h = holder_held(&s->hd, "Snowflake");
+  return h != NULL ? h->gen : NULL;
 }
 
 /* A failed call's error: the command's "cannot make an ID: ..." and the
@@ -919,7 +920,7 @@ static int sq_settings(PyObject **o, idgen_seq_settings_t *set, char *registry, 
 static int sq_init(sq_t *self, PyObject *args, PyObject *kw) {
   if (holder_made(&self->hd, "Sequence") < 0)
     return -1;
-  PyObject *o[sizeof sq_kwlist / sizeof sq_kwlist[0]];
+  PyObject *o[sizeof sq_kwlist / sizeof sq_kwlist[0]] = {0};
   if (kw_options(kw, sq_kwlist, "Sequence", o) < 0)
     return -1;
   Py_ssize_t na = PyTuple_GET_SIZE(args);
@@ -973,9 +974,8 @@ static void sq_dealloc(sq_t *self) {
 
 /* The sequence, or NULL raised (closed). */
 static idgen_seq_t *sq_seq(sq_t *s) {
-  if (s->hd.h.seq == NULL)
-    raise_idgen(IDGEN_EINVAL, "Sequence: closed");
-  return s->hd.h.seq;
+  const hold_t *h = holder_held(&s->hd, "Sequence");
+  return h != NULL ? h->seq : NULL;
 }
 
 /* A failed call's error, with the last claim's reason when there is one. */
