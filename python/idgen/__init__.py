@@ -18,7 +18,7 @@ import asyncio
 import atexit
 import json
 import uuid as _uuid
-from typing import Any, Dict, List, Union
+from typing import Any, Dict, List, TypeVar, Union
 
 from . import _idgen
 from ._idgen import (  # noqa: F401  (re-exported)
@@ -68,8 +68,41 @@ __all__ = [
 
 library_version: str = _idgen.library_version
 
+_H = TypeVar("_H", bound="_Holder")
 
-class Snowflake(_idgen.Snowflake):
+
+class _Holder:
+    """What Snowflake and Sequence share over their C types (next,
+    next_batch and close): ``with`` and ``async with`` blocks that close,
+    and the ``*_async`` forms, run in the event loop's executor."""
+
+    __slots__ = ()
+
+    def __enter__(self: _H) -> _H:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()  # type: ignore[attr-defined]
+
+    async def __aenter__(self: _H) -> _H:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close_async()
+
+    async def next_async(self) -> int:
+        call = self.next  # type: ignore[attr-defined]
+        return await asyncio.get_running_loop().run_in_executor(None, call)
+
+    async def next_batch_async(self, n: int) -> List[int]:
+        call = self.next_batch  # type: ignore[attr-defined]
+        return await asyncio.get_running_loop().run_in_executor(None, call, n)
+
+    async def close_async(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.close)  # type: ignore[attr-defined]
+
+
+class Snowflake(_Holder, _idgen.Snowflake):
     """Snowflake(layout="twitter", registry=<the host's default>, node=None,
     lease_field=None, ttl_ms=None, max_start_wait_ms=None, max_borrow_ms=None,
     max_wait_ms=None, clock=None, space=None, random_sequence_start=False)
@@ -77,27 +110,6 @@ class Snowflake(_idgen.Snowflake):
     Options are keyword-only and checked by the library as ``idgen snowflake``
     checks its flags; an unknown one raises InvalidArgumentError naming it.
     """
-
-    def __enter__(self) -> "Snowflake":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> "Snowflake":
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close_async()
-
-    async def next_async(self) -> int:
-        return await asyncio.get_running_loop().run_in_executor(None, self.next)
-
-    async def next_batch_async(self, n: int) -> List[int]:
-        return await asyncio.get_running_loop().run_in_executor(None, self.next_batch, n)
-
-    async def close_async(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(None, self.close)
 
     @classmethod
     async def open(cls, **options: Any) -> "Snowflake":
@@ -112,7 +124,7 @@ class Snowflake(_idgen.Snowflake):
         return f"<idgen.Snowflake {self.layout} {where}>"
 
 
-class Sequence(_idgen.Sequence):
+class Sequence(_Holder, _idgen.Sequence):
     """Sequence(name, registry=<the host's default>, space=None, min_step=None,
     max_step=None, step=None, prefetch=None, ahead=None, segment_target_ms=None,
     ttl_ms=None, wait_ms=None, strict=False, format=None, tz=None)
@@ -125,27 +137,6 @@ class Sequence(_idgen.Sequence):
     Options other than the name are keyword-only; an unknown one raises
     InvalidArgumentError naming it.
     """
-
-    def __enter__(self) -> "Sequence":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> "Sequence":
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close_async()
-
-    async def next_async(self) -> int:
-        return await asyncio.get_running_loop().run_in_executor(None, self.next)
-
-    async def next_batch_async(self, n: int) -> List[int]:
-        return await asyncio.get_running_loop().run_in_executor(None, self.next_batch, n)
-
-    async def close_async(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(None, self.close)
 
     @classmethod
     async def open(cls, name: str, **options: Any) -> "Sequence":

@@ -229,47 +229,98 @@ static PyTypeObject ManualClockType = {
     .tp_methods = mclock_methods,
     .tp_getset = mclock_getset};
 
-/* ---- Snowflake ------------------------------------------------------------ */
+/* ---- holders: what Snowflake and Sequence share ---------------------------- */
 
+/* What a Snowflake or a Sequence holds from its registry: a generator and
+ * its lease (Snowflake) or a sequence's holder (Sequence), and the registry
+ * under them.  The fields of the other kind stay NULL. */
 typedef struct {
   idgen_registry_t *reg;
   idgen_lease_t *lease;
   idgen_snowflake_gen_t *gen;
+  idgen_seq_t *seq;
 } hold_t;
 
-typedef struct sf {
+/* The head both object types start with: their life cycle is one.  A call
+ * running without the GIL counts itself in `busy` (changed under the GIL);
+ * close() meanwhile stops new calls at once and leaves the release to the
+ * last call to return, as the library forbids freeing what is in use.  In a
+ * forked child nothing is given back: the parent's lease, ranges and
+ * holder's entry are not the child's. */
+typedef struct holder {
   PyObject_HEAD hold_t h; /* all NULL once closed */
   hold_t pending;         /* closed while calls ran: the last one frees it */
-  PyObject *clock;        /* a ManualClock the generator reads (kept alive) */
   pid_t pid;              /* the process that made it */
-  int busy;               /* calls running without the GIL (changed under it) */
-  struct sf *prev, *next; /* the live generators, for release at exit */
+  int busy;               /* calls running without the GIL */
+  struct holder **live;   /* the list it is on, for release at exit */
+  struct holder *prev, *next;
   PyObject *weakrefs;
-} sf_t;
+} holder_t;
 
-static sf_t *live;
+/* The live generators and sequences, each list newest first: _close_all()
+ * closes the generators, then the sequences. */
+static holder_t *live_sfs, *live_seqs;
 
-/* Gives back the generator (the final mark), the lease and the registry;
- * each bounded by the library.  Without the GIL. */
+static int hold_empty(const hold_t *h) {
+  return h->gen == NULL && h->lease == NULL && h->seq == NULL && h->reg == NULL;
+}
+
+/* Gives back the generator (the final mark) and the lease, or the unissued
+ * rest of a sequence and its holder's entry, then the registry; each
+ * bounded by the library.  Without the GIL. */
 static void hold_free(hold_t *h) {
   idgen_snowflake_gen_free(h->gen);
   idgen_lease_release(h->lease);
+  idgen_seq_close(h->seq);
   idgen_registry_close(h->reg);
   memset(h, 0, sizeof *h);
 }
 
 static void hold_free_nogil(hold_t *h) {
-  if (h->gen == NULL && h->lease == NULL && h->reg == NULL)
+  if (hold_empty(h))
     return;
   Py_BEGIN_ALLOW_THREADS hold_free(h);
   Py_END_ALLOW_THREADS
 }
 
-static void sf_unlink(sf_t *s) {
+/* What s holds, or NULL raised ("WHO: closed"). */
+static const hold_t *holder_held(const holder_t *s, const char *who) {
+  if (!hold_empty(&s->h))
+    return &s->h;
+  char msg[80];
+  snprintf(msg, sizeof msg, "%s: closed", who);
+  raise_idgen(IDGEN_EINVAL, msg);
+  return NULL;
+}
+
+/* "already made": __init__ called again on a made object. */
+static int holder_made(const holder_t *s, const char *who) {
+  if (hold_empty(&s->h) && hold_empty(&s->pending))
+    return 0;
+  char msg[80];
+  snprintf(msg, sizeof msg, "%s: already made", who);
+  raise_idgen(IDGEN_EINVAL, msg);
+  return -1;
+}
+
+/* A made object: what it holds, this process as its maker, and a place at
+ * the head of its live list. */
+static void holder_start(holder_t *s, holder_t **live, const hold_t *h) {
+  s->h = *h;
+  s->pid = getpid();
+  s->live = live;
+  s->prev = NULL;
+  s->next = *live;
+  if (*live)
+    (*live)->prev = s;
+  *live = s;
+}
+
+static void holder_unlink(holder_t *s) {
   if (s->prev)
     s->prev->next = s->next;
-  else if (live == s)
-    live = s->next;
+  else if (s->live != NULL && *s->live == s)
+    *s->live = s->next;
   if (s->next)
     s->next->prev = s->prev;
   s->prev = s->next = NULL;
@@ -278,12 +329,12 @@ static void sf_unlink(sf_t *s) {
 /* Stops s: nothing is issued from now on; what it held is given back now,
  * or by the last call running (busy), or never in a forked child (the
  * parent's). */
-static void sf_close_now(sf_t *s) {
+static void holder_close_now(holder_t *s) {
   hold_t h = s->h;
-  if (h.gen == NULL && h.lease == NULL && h.reg == NULL)
+  if (hold_empty(&h))
     return; /* closed already: what a running call will give back stays its */
   memset(&s->h, 0, sizeof s->h);
-  sf_unlink(s);
+  holder_unlink(s);
   if (getpid() != s->pid)
     return; /* the parent's lease: a child neither writes nor releases it */
   if (s->busy > 0) {
@@ -294,13 +345,60 @@ static void sf_close_now(sf_t *s) {
 }
 
 /* After a call without the GIL: the release close() left to it. */
-static void sf_call_done(sf_t *s) {
-  if (--s->busy == 0 && (s->pending.gen || s->pending.reg)) {
+static void holder_call_done(holder_t *s) {
+  if (--s->busy == 0 && !hold_empty(&s->pending)) {
     hold_t h = s->pending;
     memset(&s->pending, 0, sizeof s->pending);
     hold_free_nogil(&h);
   }
 }
+
+/* tp_dealloc's shared part: weak references cleared, then closed. */
+static void holder_dealloc(holder_t *s) {
+  if (s->weakrefs)
+    PyObject_ClearWeakRefs((PyObject *)s);
+  holder_close_now(s);
+}
+
+static PyObject *holder_close(holder_t *s, PyObject *unused) {
+  (void)unused;
+  holder_close_now(s);
+  Py_RETURN_NONE;
+}
+
+static PyObject *holder_closed(holder_t *s, void *closure) {
+  (void)closure;
+  return PyBool_FromLong(hold_empty(&s->h));
+}
+
+/* A failed call's error: "cannot WHAT: " the library's text, the reason
+ * when there is one, and in a forked child what to do instead. */
+static PyObject *raise_call(int rc, const char *what, const char *reason, const char *forked) {
+  char msg[IDGEN_REASON_MAX + 200];
+  snprintf(msg, sizeof msg, "cannot %s: %s%s%s%s", what, idgen_strerror(rc), reason[0] ? ": " : "",
+           reason, rc == IDGEN_EFORKED ? forked : "");
+  return raise_idgen(rc, msg);
+}
+
+/* n numbers as a list of int, or NULL raised. */
+static PyObject *list_u64(const uint64_t *v, Py_ssize_t n) {
+  PyObject *list = PyList_New(n);
+  for (Py_ssize_t i = 0; list != NULL && i < n; i++) {
+    PyObject *x = PyLong_FromUnsignedLongLong(v[i]);
+    if (x == NULL)
+      Py_CLEAR(list);
+    else
+      PyList_SET_ITEM(list, i, x);
+  }
+  return list;
+}
+
+/* ---- Snowflake ------------------------------------------------------------ */
+
+typedef struct {
+  holder_t hd;
+  PyObject *clock; /* a ManualClock the generator reads (kept alive) */
+} sf_t;
 
 /* The options, as the settings table names them (src/common/settings.c):
  * the command's keys, but `ttl_ms` for lease_ttl_ms as the issue and the
@@ -364,30 +462,22 @@ static int opt_text(const char *key, PyObject *v, char *buf, size_t n, int mappi
 static int opt_int(const char *key, PyObject *v, int64_t lo, int64_t hi, int64_t *out) {
   if (v == NULL || v == Py_None)
     return 0;
+  int over = 0, is_int = PyLong_Check(v) && !PyBool_Check(v);
+  long long x = is_int ? PyLong_AsLongLongAndOverflow(v, &over) : 0;
+  if (is_int && !over && x >= lo && x <= hi) {
+    *out = x;
+    return 1;
+  }
+  /* refused: an int out of range shown as its digits, anything else as its repr */
   char text[64], msg[96];
   snprintf(msg, sizeof msg, "not a whole number from %lld to %lld", (long long)lo, (long long)hi);
-  if (!PyLong_Check(v) || PyBool_Check(v)) {
-    PyObject *r = PyObject_Repr(v);
-    const char *rc = r ? PyUnicode_AsUTF8(r) : NULL;
-    snprintf(text, sizeof text, "%s", rc ? rc : "?");
-    Py_XDECREF(r);
-    PyErr_Clear();
-    raise_key(IDGEN_ERANGE, key, text, msg);
-    return -1;
-  }
-  int over = 0;
-  long long x = PyLong_AsLongLongAndOverflow(v, &over);
-  if (over || x < lo || x > hi) {
-    PyObject *r = PyObject_Str(v);
-    const char *rc = r ? PyUnicode_AsUTF8(r) : NULL;
-    snprintf(text, sizeof text, "%s", rc ? rc : "?");
-    Py_XDECREF(r);
-    PyErr_Clear();
-    raise_key(IDGEN_ERANGE, key, text, msg);
-    return -1;
-  }
-  *out = x;
-  return 1;
+  PyObject *r = is_int ? PyObject_Str(v) : PyObject_Repr(v);
+  const char *rc = r ? PyUnicode_AsUTF8(r) : NULL;
+  snprintf(text, sizeof text, "%s", rc ? rc : "?");
+  Py_XDECREF(r);
+  PyErr_Clear();
+  raise_key(IDGEN_ERANGE, key, text, msg);
+  return -1;
 }
 
 /* The unknown option's refusal: the name and the known ones. */
@@ -415,36 +505,75 @@ static int check_kwargs(PyObject *kw, char **known, const char *who) {
   return 0;
 }
 
+/* The options by name into o (in known's order; NULL where absent), an
+ * unknown one refused: 0, or -1 raised. */
+static int kw_options(PyObject *kw, char **known, const char *who, PyObject **o) {
+  if (check_kwargs(kw, known, who) < 0)
+    return -1;
+  for (size_t i = 0; known[i] != NULL; i++)
+    o[i] = kw ? PyDict_GetItemString(kw, known[i]) : NULL;
+  return 0;
+}
+
+/* clock: a ManualClock (*clk, read through it) or a clock mode's word
+ * (*mode): 1 given, 0 absent, -1 raised. */
+static int opt_clock(PyObject *v, const idgen_clock_t **clk, idgen_clock_mode_t *mode) {
+  if (v == NULL || v == Py_None)
+    return 0;
+  if (PyObject_TypeCheck(v, &ManualClockType)) {
+    *clk = &((mclock_t *)v)->clk;
+    return 1;
+  }
+  char word[32];
+  if (opt_text("clock", v, word, sizeof word, 0) < 0)
+    return -1;
+  if (idgen_clock_mode_parse(word, mode, NULL, 0) < 0) {
+    raise_key(IDGEN_EINVAL, "clock", word, "expected " IDGEN_CLOCK_MODE_WORDS);
+    return -1;
+  }
+  return 1;
+}
+
+/* The registry: the host's default where none is given (never the working
+ * directory's), then checked: 0, or -1 raised. */
+static int registry_resolve(char *registry, size_t n) {
+  char err[ERR_MAX] = "";
+  int rc;
+  if (!registry[0] && (rc = idgen_registry_default_uri(registry, n, err, sizeof err)) < 0) {
+    raise_key(rc, "registry", NULL, err);
+    return -1;
+  }
+  if ((rc = idgen_registry_check(registry, err, sizeof err)) < 0) {
+    raise_key(rc, "registry", registry, err);
+    return -1;
+  }
+  return 0;
+}
+
 static PyTypeObject SnowflakeType;
 
 static int sf_init(sf_t *self, PyObject *args, PyObject *kw) {
-  if (self->h.gen != NULL || self->pending.gen != NULL) {
-    raise_idgen(IDGEN_EINVAL, "Snowflake: already made");
+  if (holder_made(&self->hd, "Snowflake") < 0)
     return -1;
-  }
   if (PyTuple_GET_SIZE(args) != 0) {
     raise_idgen(IDGEN_EINVAL, "Snowflake: options are given by name (Snowflake(layout=..., "
                               "registry=..., node=...))");
     return -1;
   }
-  if (check_kwargs(kw, sf_kwlist, "Snowflake") < 0)
+  PyObject *o[sizeof sf_kwlist / sizeof sf_kwlist[0]] = {0};
+  if (kw_options(kw, sf_kwlist, "Snowflake", o) < 0)
     return -1;
-  PyObject *o[11] = {0};
-  for (int i = 0; i < 11 && kw; i++)
-    o[i] = PyDict_GetItemString(kw, sf_kwlist[i]);
 
   char layout_s[IDGEN_LAYOUT_SPEC_MAX] = "twitter", registry[2048] = "", node[1024] = "";
-  char field[IDGEN_FIELD_NAME_MAX + 32] = "", clock_s[32] = "",
-                                    space[IDGEN_SPACE_NAME_MAX + 32] = "";
+  char field[IDGEN_FIELD_NAME_MAX + 32] = "", space[IDGEN_SPACE_NAME_MAX + 32] = "";
   int64_t ttl = 0, start_wait = IDGEN_START_WAIT_DEFAULT, borrow = -1, wait = -1;
-  int has_field, has_registry, given_registry;
+  int has_field;
   if (opt_text("layout", o[0], layout_s, sizeof layout_s, 0) < 0 ||
-      (given_registry = opt_text("registry", o[1], registry, sizeof registry, 0)) < 0 ||
+      opt_text("registry", o[1], registry, sizeof registry, 0) < 0 ||
       opt_text("node", o[2], node, sizeof node, 1) < 0 ||
       (has_field = opt_text("lease_field", o[3], field, sizeof field, 0)) < 0 ||
       opt_text("space", o[9], space, sizeof space, 0) < 0)
     return -1;
-  has_registry = given_registry > 0 && registry[0];
 
   char err[ERR_MAX] = "";
   idgen_layout_t layout;
@@ -463,17 +592,8 @@ static int sf_init(sf_t *self, PyObject *args, PyObject *kw) {
     return -1;
   }
   int from_host = strchr(node, '@') != NULL;
-  /* registry: the host's default (never the working directory's), checked */
-  if (!has_registry) {
-    if ((rc = idgen_registry_default_uri(registry, sizeof registry, err, sizeof err)) < 0) {
-      raise_key(rc, "registry", NULL, err);
-      return -1;
-    }
-  }
-  if ((rc = idgen_registry_check(registry, err, sizeof err)) < 0) {
-    raise_key(rc, "registry", registry, err);
+  if (registry_resolve(registry, sizeof registry) < 0)
     return -1;
-  }
   if (space[0]) {
     char uri[sizeof registry];
     if ((rc = idgen_registry_uri_with_space(registry, space, uri, sizeof uri, err, sizeof err)) <
@@ -509,20 +629,9 @@ static int sf_init(sf_t *self, PyObject *args, PyObject *kw) {
     set.max_borrow_ms = borrow;
   if (wait >= 0)
     set.max_wait_ms = wait;
-  PyObject *clock_obj = NULL;
-  if (o[8] != NULL && o[8] != Py_None) {
-    if (PyObject_TypeCheck(o[8], &ManualClockType)) {
-      clock_obj = o[8];
-      set.clock = &((mclock_t *)clock_obj)->clk;
-    } else {
-      if (opt_text("clock", o[8], clock_s, sizeof clock_s, 0) < 0)
-        return -1;
-      if (idgen_clock_mode_parse(clock_s, &set.clock_mode, NULL, 0) < 0) {
-        raise_key(IDGEN_EINVAL, "clock", clock_s, "expected " IDGEN_CLOCK_MODE_WORDS);
-        return -1;
-      }
-    }
-  }
+  if (opt_clock(o[8], &set.clock, &set.clock_mode) < 0)
+    return -1;
+  PyObject *clock_obj = set.clock != NULL ? o[8] : NULL;
   if (o[10] != NULL && o[10] != Py_None) {
     int b = PyObject_IsTrue(o[10]);
     if (b < 0)
@@ -567,22 +676,15 @@ static int sf_init(sf_t *self, PyObject *args, PyObject *kw) {
     raise_idgen(rc, err);
     return -1;
   }
-  self->h = h;
-  self->pid = getpid();
+  holder_start(&self->hd, &live_sfs, &h);
   Py_XINCREF(clock_obj);
   Py_XSETREF(self->clock, clock_obj);
-  self->next = live;
-  if (live)
-    live->prev = self;
-  live = self;
   return 0;
 }
 
 static void sf_dealloc(sf_t *self) {
   PyObject_GC_UnTrack(self);
-  if (self->weakrefs)
-    PyObject_ClearWeakRefs((PyObject *)self);
-  sf_close_now(self);
+  holder_dealloc(&self->hd);
   Py_CLEAR(self->clock);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -601,24 +703,18 @@ static int sf_clear(sf_t *self) {
 
 /* The generator, or NULL raised (closed). */
 static idgen_snowflake_gen_t *sf_gen(sf_t *s) {
-  if (s->h.gen == NULL)
-    raise_idgen(IDGEN_EINVAL, "Snowflake: closed");
-  return s->h.gen;
+  const hold_t *h = holder_held(&s->hd, "Snowflake");
+  return h != NULL ? h->gen : NULL;
 }
 
 /* A failed call's error: the command's "cannot make an ID: ..." and the
  * lease's reason when there is one. */
-static PyObject *raise_next(sf_t *s, idgen_snowflake_gen_t *g, int rc) {
-  char msg[IDGEN_REASON_MAX + 200];
+static PyObject *raise_next(idgen_snowflake_gen_t *g, int rc) {
   idgen_snowflake_lease_status_t st;
   st.reason[0] = 0;
   if (rc == IDGEN_ELEASE || rc == IDGEN_EMARK)
     idgen_snowflake_gen_lease_status(g, &st);
-  snprintf(msg, sizeof msg, "cannot make an ID: %s%s%s%s", idgen_strerror(rc),
-           st.reason[0] ? ": " : "", st.reason,
-           rc == IDGEN_EFORKED ? " (make a new Snowflake in the child process)" : "");
-  (void)s;
-  return raise_idgen(rc, msg);
+  return raise_call(rc, "make an ID", st.reason, " (make a new Snowflake in the child process)");
 }
 
 static PyObject *sf_next(sf_t *self, PyObject *unused) {
@@ -628,10 +724,10 @@ static PyObject *sf_next(sf_t *self, PyObject *unused) {
     return NULL;
   uint64_t id;
   int rc;
-  self->busy++;
+  self->hd.busy++;
   Py_BEGIN_ALLOW_THREADS rc = idgen_snowflake_gen_next(g, &id);
-  Py_END_ALLOW_THREADS if (rc < 0) raise_next(self, g, rc);
-  sf_call_done(self);
+  Py_END_ALLOW_THREADS if (rc < 0) raise_next(g, rc);
+  holder_call_done(&self->hd);
   if (rc < 0)
     return NULL;
   return PyLong_FromUnsignedLongLong(id);
@@ -653,7 +749,7 @@ static PyObject *sf_next_batch(sf_t *self, PyObject *arg) {
   if (ids == NULL)
     return PyErr_NoMemory();
   int rc = 0;
-  self->busy++;
+  self->hd.busy++;
   Py_BEGIN_ALLOW_THREADS size_t done = 0;
   int one = 0;
   while (done < (size_t)n) {
@@ -669,32 +765,11 @@ static PyObject *sf_next_batch(sf_t *self, PyObject *arg) {
       break;
     done += k;
   }
-  Py_END_ALLOW_THREADS PyObject *list = NULL;
-  if (rc < 0)
-    raise_next(self, g, rc);
-  sf_call_done(self);
-  if (rc == 0 && (list = PyList_New(n)) != NULL)
-    for (Py_ssize_t i = 0; i < n; i++) {
-      PyObject *v = PyLong_FromUnsignedLongLong(ids[i]);
-      if (v == NULL) {
-        Py_CLEAR(list);
-        break;
-      }
-      PyList_SET_ITEM(list, i, v);
-    }
+  Py_END_ALLOW_THREADS if (rc < 0) raise_next(g, rc);
+  holder_call_done(&self->hd);
+  PyObject *list = rc == 0 ? list_u64(ids, n) : NULL;
   PyMem_RawFree(ids);
   return list;
-}
-
-static PyObject *sf_close(sf_t *self, PyObject *unused) {
-  (void)unused;
-  sf_close_now(self);
-  Py_RETURN_NONE;
-}
-
-static PyObject *sf_closed(sf_t *self, void *closure) {
-  (void)closure;
-  return PyBool_FromLong(self->h.gen == NULL);
 }
 
 /* Sets d[key] = v (stolen); -1 on failure. */
@@ -712,10 +787,10 @@ static PyObject *sf_lease(sf_t *self, PyObject *unused) {
   (void)unused;
   if (sf_gen(self) == NULL)
     return NULL;
-  if (self->h.lease == NULL)
+  if (self->hd.h.lease == NULL)
     Py_RETURN_NONE;
   idgen_lease_info_t li;
-  idgen_lease_info(self->h.lease, &li);
+  idgen_lease_info(self->hd.h.lease, &li);
   PyObject *d = PyDict_New();
   if (d == NULL || put(d, "worker", PyLong_FromUnsignedLongLong(li.worker)) < 0 ||
       put(d, "node", PyUnicode_FromString(li.node)) < 0 ||
@@ -727,7 +802,7 @@ static PyObject *sf_lease(sf_t *self, PyObject *unused) {
       put(d, "mark_ms", PyLong_FromLongLong(li.mark_ms)) < 0 ||
       put(d, "ttl_ms", PyLong_FromLongLong(li.ttl_ms)) < 0 ||
       put(d, "expires_ms", PyLong_FromLongLong(li.expires_ms)) < 0 ||
-      put(d, "registry", PyUnicode_FromString(idgen_registry_uri(self->h.reg))) < 0) {
+      put(d, "registry", PyUnicode_FromString(idgen_registry_uri(self->hd.h.reg))) < 0) {
     Py_XDECREF(d);
     return NULL;
   }
@@ -754,11 +829,11 @@ static PyMethodDef sf_methods[] = {
      "next() -> int: the next ID (may wait: GIL released)"},
     {"next_batch", (PyCFunction)sf_next_batch, METH_O, "next_batch(n) -> list[int], increasing"},
     {"lease", (PyCFunction)sf_lease, METH_NOARGS, "lease() -> dict or None (static)"},
-    {"close", (PyCFunction)sf_close, METH_NOARGS, "close(): releases the lease; idempotent"},
+    {"close", (PyCFunction)holder_close, METH_NOARGS, "close(): releases the lease; idempotent"},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef sf_getset[] = {
-    {"closed", (getter)sf_closed, NULL, "True once closed", NULL},
+    {"closed", (getter)holder_closed, NULL, "True once closed", NULL},
     {"layout", (getter)sf_layout, NULL, "the layout: a preset's name or its spec", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
@@ -772,78 +847,19 @@ static PyTypeObject SnowflakeType = {
     .tp_dealloc = (destructor)sf_dealloc,
     .tp_traverse = (traverseproc)sf_traverse,
     .tp_clear = (inquiry)sf_clear,
-    .tp_weaklistoffset = offsetof(sf_t, weakrefs),
+    .tp_weaklistoffset = offsetof(sf_t, hd.weakrefs),
     .tp_methods = sf_methods,
     .tp_getset = sf_getset};
 
 /* ---- Sequence ------------------------------------------------------------- */
 
 /* A named sequence's holder (idgen_seq_*): dense numbers of a counter in a
- * registry.  Released as a Snowflake's lease is: close(), collection, exit;
- * a call running without the GIL keeps it alive (busy); a forked child
- * never closes the parent's holder. */
+ * registry.  Released as a Snowflake's lease is (holder_t): close(),
+ * collection, exit; a call running without the GIL keeps it alive (busy); a
+ * forked child never closes the parent's holder. */
 typedef struct {
-  idgen_registry_t *reg;
-  idgen_seq_t *seq;
-} seq_hold_t;
-
-typedef struct sq {
-  PyObject_HEAD seq_hold_t h; /* all NULL once closed */
-  seq_hold_t pending;         /* closed while calls ran: the last one frees it */
-  pid_t pid;
-  int busy;
-  struct sq *prev, *next; /* the live sequences, for release at exit */
-  PyObject *weakrefs;
+  holder_t hd;
 } sq_t;
-
-static sq_t *live_seqs;
-
-/* Gives back the unissued rest and the holder's entry, then the registry;
- * without the GIL. */
-static void seq_hold_free_nogil(seq_hold_t *h) {
-  if (h->seq == NULL && h->reg == NULL)
-    return;
-  seq_hold_t x = *h;
-  memset(h, 0, sizeof *h);
-  Py_BEGIN_ALLOW_THREADS if (x.seq) idgen_seq_close(x.seq);
-  idgen_registry_close(x.reg);
-  Py_END_ALLOW_THREADS
-}
-
-static void sq_unlink(sq_t *s) {
-  if (s->prev)
-    s->prev->next = s->next;
-  else if (live_seqs == s)
-    live_seqs = s->next;
-  if (s->next)
-    s->next->prev = s->prev;
-  s->prev = s->next = NULL;
-}
-
-/* Stops s: nothing is issued from now on; the rest goes back now, or by
- * the last call running, or never in a forked child (the parent's). */
-static void sq_close_now(sq_t *s) {
-  seq_hold_t h = s->h;
-  if (h.seq == NULL && h.reg == NULL)
-    return;
-  memset(&s->h, 0, sizeof s->h);
-  sq_unlink(s);
-  if (getpid() != s->pid)
-    return;
-  if (s->busy > 0) {
-    s->pending = h;
-    return;
-  }
-  seq_hold_free_nogil(&h);
-}
-
-static void sq_call_done(sq_t *s) {
-  if (--s->busy == 0 && (s->pending.seq || s->pending.reg)) {
-    seq_hold_t h = s->pending;
-    memset(&s->pending, 0, sizeof s->pending);
-    seq_hold_free_nogil(&h);
-  }
-}
 
 /* The keywords of Sequence(name, ...): idgen_seq_settings_t's names. */
 static char *sq_kwlist[] = {"name",   "registry",          "space",  "min_step", "max_step",
@@ -902,15 +918,11 @@ static int sq_settings(PyObject **o, idgen_seq_settings_t *set, char *registry, 
 }
 
 static int sq_init(sq_t *self, PyObject *args, PyObject *kw) {
-  if (self->h.seq != NULL || self->pending.seq != NULL) {
-    raise_idgen(IDGEN_EINVAL, "Sequence: already made");
+  if (holder_made(&self->hd, "Sequence") < 0)
     return -1;
-  }
-  if (check_kwargs(kw, sq_kwlist, "Sequence") < 0)
+  PyObject *o[sizeof sq_kwlist / sizeof sq_kwlist[0]] = {0};
+  if (kw_options(kw, sq_kwlist, "Sequence", o) < 0)
     return -1;
-  PyObject *o[14] = {0};
-  for (int i = 0; i < 14 && kw; i++)
-    o[i] = PyDict_GetItemString(kw, sq_kwlist[i]);
   Py_ssize_t na = PyTuple_GET_SIZE(args);
   if (na > 1 || (na == 1 && o[0] != NULL)) {
     raise_idgen(IDGEN_EINVAL, "Sequence: one name, then options by keyword (Sequence(\"orders\", "
@@ -932,64 +944,48 @@ static int sq_init(sq_t *self, PyObject *args, PyObject *kw) {
       sq_settings(o, &set, registry, sizeof registry, space, sizeof space, format, sizeof format,
                   tz, sizeof tz) < 0)
     return -1;
+  if (registry_resolve(registry, sizeof registry) < 0)
+    return -1;
   int rc = 0;
-  if (!registry[0] &&
-      (rc = idgen_registry_default_uri(registry, sizeof registry, err, sizeof err)) < 0)
-    return raise_key(rc, "registry", NULL, err), -1;
-  if ((rc = idgen_registry_check(registry, err, sizeof err)) < 0)
-    return raise_key(rc, "registry", registry, err), -1;
   if (space[0]) {
     char uri[sizeof registry];
     if ((rc = idgen_registry_uri_with_space(registry, space, uri, sizeof uri, err, sizeof err)) < 0)
       return raise_key(rc, "space", space, err), -1;
     snprintf(registry, sizeof registry, "%s", uri);
   }
-  seq_hold_t h = {0};
+  hold_t h = {0};
   Py_BEGIN_ALLOW_THREADS rc = idgen_registry_open(&h.reg, registry, err, sizeof err);
   if (rc == 0)
     rc = idgen_seq_open(&h.seq, h.reg, name, &set, err, sizeof err);
-  if (rc < 0) {
-    idgen_registry_close(h.reg);
-    h.reg = NULL;
-  }
+  if (rc < 0)
+    hold_free(&h);
   Py_END_ALLOW_THREADS if (rc < 0) {
     raise_idgen(rc, err);
     return -1;
   }
-  self->h = h;
-  self->pid = getpid();
-  self->next = live_seqs;
-  if (live_seqs)
-    live_seqs->prev = self;
-  live_seqs = self;
+  holder_start(&self->hd, &live_seqs, &h);
   return 0;
 }
 
 static void sq_dealloc(sq_t *self) {
-  if (self->weakrefs)
-    PyObject_ClearWeakRefs((PyObject *)self);
-  sq_close_now(self);
+  holder_dealloc(&self->hd);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 /* The sequence, or NULL raised (closed). */
 static idgen_seq_t *sq_seq(sq_t *s) {
-  if (s->h.seq == NULL)
-    raise_idgen(IDGEN_EINVAL, "Sequence: closed");
-  return s->h.seq;
+  const hold_t *h = holder_held(&s->hd, "Sequence");
+  return h != NULL ? h->seq : NULL;
 }
 
 /* A failed call's error, with the last claim's reason when there is one. */
 static PyObject *raise_seq(idgen_seq_t *q, int rc) {
-  char msg[IDGEN_REASON_MAX + 200];
   idgen_seq_stats_t st;
   st.reason[0] = 0;
   if (rc == IDGEN_EREGISTRY || rc == IDGEN_ELEASE)
     idgen_seq_stats(q, &st);
-  snprintf(msg, sizeof msg, "cannot take a number: %s%s%s%s", idgen_strerror(rc),
-           st.reason[0] ? ": " : "", st.reason,
-           rc == IDGEN_EFORKED ? " (open the Sequence again in the child process)" : "");
-  return raise_idgen(rc, msg);
+  return raise_call(rc, "take a number", st.reason,
+                    " (open the Sequence again in the child process)");
 }
 
 static PyObject *sq_next(sq_t *self, PyObject *unused) {
@@ -999,10 +995,10 @@ static PyObject *sq_next(sq_t *self, PyObject *unused) {
     return NULL;
   uint64_t n = 0;
   int rc;
-  self->busy++;
+  self->hd.busy++;
   Py_BEGIN_ALLOW_THREADS rc = idgen_seq_next(q, &n);
   Py_END_ALLOW_THREADS if (rc < 0) raise_seq(q, rc);
-  sq_call_done(self);
+  holder_call_done(&self->hd);
   return rc < 0 ? NULL : PyLong_FromUnsignedLongLong(n);
 }
 
@@ -1019,20 +1015,11 @@ static PyObject *sq_next_batch(sq_t *self, PyObject *arg) {
   if (v == NULL)
     return PyErr_NoMemory();
   int rc = 0;
-  self->busy++;
+  self->hd.busy++;
   Py_BEGIN_ALLOW_THREADS if (n > 0) rc = idgen_seq_next_n(q, v, (size_t)n);
   Py_END_ALLOW_THREADS if (rc < 0) raise_seq(q, rc);
-  sq_call_done(self);
-  PyObject *list = NULL;
-  if (rc == 0 && (list = PyList_New(n)) != NULL)
-    for (Py_ssize_t i = 0; i < n; i++) {
-      PyObject *x = PyLong_FromUnsignedLongLong(v[i]);
-      if (x == NULL) {
-        Py_CLEAR(list);
-        break;
-      }
-      PyList_SET_ITEM(list, i, x);
-    }
+  holder_call_done(&self->hd);
+  PyObject *list = rc == 0 ? list_u64(v, n) : NULL;
   PyMem_RawFree(v);
   return list;
 }
@@ -1044,12 +1031,12 @@ static PyObject *sq_next_text(sq_t *self, PyObject *unused) {
     return NULL;
   char text[1024];
   int rc;
-  self->busy++;
+  self->hd.busy++;
   Py_BEGIN_ALLOW_THREADS rc = idgen_seq_next_text(q, text, sizeof text, NULL);
   Py_END_ALLOW_THREADS if (rc == IDGEN_EINVAL)
       raise_idgen(rc, "next_text(): the sequence has no format (Sequence(name, format=...))");
   else if (rc < 0) raise_seq(q, rc);
-  sq_call_done(self);
+  holder_call_done(&self->hd);
   return rc < 0 ? NULL : PyUnicode_FromStringAndSize(text, rc);
 }
 
@@ -1082,17 +1069,6 @@ static PyObject *sq_stats(sq_t *self, PyObject *unused) {
   return d;
 }
 
-static PyObject *sq_close(sq_t *self, PyObject *unused) {
-  (void)unused;
-  sq_close_now(self);
-  Py_RETURN_NONE;
-}
-
-static PyObject *sq_closed(sq_t *self, void *closure) {
-  (void)closure;
-  return PyBool_FromLong(self->h.seq == NULL);
-}
-
 static PyMethodDef sq_methods[] = {
     {"next", (PyCFunction)sq_next, METH_NOARGS,
      "next() -> int: the next number (may wait for a claim: GIL released)"},
@@ -1100,11 +1076,11 @@ static PyMethodDef sq_methods[] = {
     {"next_text", (PyCFunction)sq_next_text, METH_NOARGS,
      "next_text() -> str: the business number (the format rendered)"},
     {"stats", (PyCFunction)sq_stats, METH_NOARGS, "stats() -> dict: this holder's counts"},
-    {"close", (PyCFunction)sq_close, METH_NOARGS,
+    {"close", (PyCFunction)holder_close, METH_NOARGS,
      "close(): gives back the unissued rest; idempotent"},
     {NULL, NULL, 0, NULL}};
 
-static PyGetSetDef sq_getset[] = {{"closed", (getter)sq_closed, NULL, "True once closed", NULL},
+static PyGetSetDef sq_getset[] = {{"closed", (getter)holder_closed, NULL, "True once closed", NULL},
                                   {NULL, NULL, NULL, NULL, NULL}};
 
 static PyTypeObject SequenceType = {
@@ -1115,7 +1091,7 @@ static PyTypeObject SequenceType = {
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)sq_init,
     .tp_dealloc = (destructor)sq_dealloc,
-    .tp_weaklistoffset = offsetof(sq_t, weakrefs),
+    .tp_weaklistoffset = offsetof(sq_t, hd.weakrefs),
     .tp_methods = sq_methods,
     .tp_getset = sq_getset};
 
@@ -1238,15 +1214,8 @@ static PyObject *g128_make(PyTypeObject *type, PyObject *args, PyObject *kw, int
     return NULL;
   PyObject *c = kw ? PyDict_GetItemString(kw, "clock") : NULL;
   idgen_gen128_settings_t s = {0};
-  char word[32];
-  if (c != NULL && c != Py_None) {
-    if (PyObject_TypeCheck(c, &ManualClockType))
-      s.clock = &((mclock_t *)c)->clk;
-    else if (opt_text("clock", c, word, sizeof word, 0) < 0)
-      return NULL;
-    else if (idgen_clock_mode_parse(word, &s.clock_mode, NULL, 0) < 0)
-      return raise_key(IDGEN_EINVAL, "clock", word, "expected " IDGEN_CLOCK_MODE_WORDS);
-  }
+  if (opt_clock(c, &s.clock, &s.clock_mode) < 0)
+    return NULL;
   g128_t *g = (g128_t *)type->tp_alloc(type, 0);
   if (g == NULL)
     return NULL;
@@ -1544,10 +1513,10 @@ static PyObject *mod_presets(PyObject *m, PyObject *unused) {
  * (at exit). */
 static PyObject *mod_close_all(PyObject *m, PyObject *unused) {
   (void)m, (void)unused;
-  while (live != NULL)
-    sf_close_now(live);
+  while (live_sfs != NULL)
+    holder_close_now(live_sfs);
   while (live_seqs != NULL)
-    sq_close_now(live_seqs);
+    holder_close_now(live_seqs);
   Py_RETURN_NONE;
 }
 

@@ -148,6 +148,22 @@ def test_plan():
 
 # ---- processes and threads ----------------------------------------------
 
+def _join_and_check(ps, outs, n):
+    """The processes exit 0, each having written n numbers to its file of
+    outs, increasing; no number is written twice across them."""
+    for p in ps:
+        p.join(120)
+        assert p.exitcode == 0
+    seen = set()
+    for o in outs:
+        with open(o) as f:
+            nums = [int(x) for x in f.read().split()]
+        assert len(nums) == n
+        assert all(a < b for a, b in zip(nums, nums[1:])), "not increasing in " + o
+        seen.update(nums)
+    assert len(seen) == len(outs) * n, "duplicates: %d" % (len(outs) * n - len(seen))
+
+
 def _proc_ids(registry, n, out):
     with idgen.Snowflake(registry=registry) as g:
         ids = [g.next() for _ in range(n)]
@@ -162,17 +178,7 @@ def test_processes_one_registry(registry, tmp_path):
     ps = [ctx.Process(target=_proc_ids, args=(registry, n, o)) for o in outs]
     for p in ps:
         p.start()
-    for p in ps:
-        p.join(120)
-        assert p.exitcode == 0
-    seen = set()
-    for o in outs:
-        with open(o) as f:
-            ids = [int(x) for x in f.read().split()]
-        assert len(ids) == n
-        assert all(a < b for a, b in zip(ids, ids[1:])), "not increasing in " + o
-        seen.update(ids)
-    assert len(seen) == 8 * n, "duplicates: %d" % (8 * n - len(seen))
+    _join_and_check(ps, outs, n)
 
 
 def test_threads_one_generator():
@@ -248,27 +254,45 @@ def test_redacted_registry():
     assert idgen.redact("postgres://app:secret@db/ids") == "postgres://app:***@db/ids"
 
 
-def test_fork():
-    g = idgen.Snowflake(registry="static", node="datacenter=2,worker=3")
-    g.next()
+def _in_child(body):
+    """body() run in a forked child (which then leaves with os._exit):
+    what it returned, as bytes; b"" where it raised."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        code = 1
         try:
-            try:
-                g.next()
-            except idgen.ForkedError as e:
-                code = 0 if e.code == "EFORKED" else 2
-            h = idgen.Snowflake(registry="static", node="datacenter=2,worker=4")
-            h.next()
-            g.close()
-            os.write(w, b"%d" % code)
+            os.write(w, b"%d" % body())
         finally:
             os._exit(0)
     os.close(w)
     os.waitpid(pid, 0)
-    assert os.read(r, 10) == b"0"
+    out = os.read(r, 10)
+    os.close(r)
+    return out
+
+
+def _forked_error(call):
+    """0 if call() raises ForkedError with code EFORKED, 2 for another code,
+    1 if it does not raise."""
+    try:
+        call()
+    except idgen.ForkedError as e:
+        return 0 if e.code == "EFORKED" else 2
+    return 1
+
+
+def test_fork():
+    g = idgen.Snowflake(registry="static", node="datacenter=2,worker=3")
+    g.next()
+
+    def child():
+        code = _forked_error(g.next)
+        h = idgen.Snowflake(registry="static", node="datacenter=2,worker=4")
+        h.next()
+        g.close()
+        return code
+
+    assert _in_child(child) == b"0"
     g.next()  # the parent's, untouched by the child
     g.close()
 
@@ -517,17 +541,7 @@ def test_sequence_processes_one_registry(registry, tmp_path):
     for _ in ps:
         ready.get(timeout=60)  # every holder registered before any takes a number
     go.set()
-    for p in ps:
-        p.join(120)
-        assert p.exitcode == 0
-    seen = set()
-    for o in outs:
-        with open(o) as f:
-            nums = [int(x) for x in f.read().split()]
-        assert len(nums) == n
-        assert all(a < b for a, b in zip(nums, nums[1:])), "not increasing in " + o
-        seen.update(nums)
-    assert len(seen) == 4 * n, "duplicates: %d" % (4 * n - len(seen))
+    _join_and_check(ps, outs, n)
 
 
 def test_sequence_close_gives_back(registry):
@@ -561,25 +575,16 @@ def test_sequence_fork(registry):
     leaves the parent's holder alone; a Sequence of its own works."""
     q = idgen.Sequence("forked", registry=registry, min_step=10)
     before = q.next()
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            try:
-                q.next()
-            except idgen.ForkedError as e:
-                code = 0 if e.code == "EFORKED" else 2
-            q.close()
-            with idgen.Sequence("forked", registry=registry, min_step=10) as own:
-                if own.next() <= before:
-                    code = 3
-            os.write(w, b"%d" % code)
-        finally:
-            os._exit(0)
-    os.close(w)
-    os.waitpid(pid, 0)
-    assert os.read(r, 10) == b"0"
+
+    def child():
+        code = _forked_error(q.next)
+        q.close()
+        with idgen.Sequence("forked", registry=registry, min_step=10) as own:
+            if own.next() <= before:
+                code = 3
+        return code
+
+    assert _in_child(child) == b"0"
     assert q.next() > before  # the parent's, untouched by the child
     q.close()
 
