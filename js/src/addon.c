@@ -167,19 +167,28 @@ static int opt_string(napi_env env, napi_value obj, const char *name, char *buf,
   return str_take(env, v, what, what, n - 1, buf, n, &len) < 0 ? -1 : 1;
 }
 
+/* obj[name] and its type into *t, and into *d its value if a number (else
+ * 0): 1 present, 0 absent, -1 thrown. */
+static int opt_number(napi_env env, napi_value obj, const char *name, napi_valuetype *t,
+                      double *d) {
+  napi_value v;
+  int got = opt_get(env, obj, name, &v, t);
+  *d = 0;
+  if (got > 0 && *t == napi_number)
+    NAPI_CALL_RET(env, napi_get_value_double(env, v, d), -1);
+  return got;
+}
+
 /* obj[name] as a whole number from lo to hi (the library's bounds) into
  * *out: 1 found, 0 absent, -1 thrown. */
 static int opt_int(napi_env env, napi_value obj, const char *name, int64_t lo, int64_t hi,
                    int64_t *out) {
-  napi_value v;
   napi_valuetype t;
-  int got = opt_get(env, obj, name, &v, &t);
+  double d;
+  int got = opt_number(env, obj, name, &t, &d);
   if (got <= 0)
     return got;
-  double d = 0;
   char msg[200];
-  if (t == napi_number)
-    NAPI_CALL_RET(env, napi_get_value_double(env, v, &d), -1);
   if (t != napi_number || d != (double)(int64_t)d || d < (double)lo || d > (double)hi) {
     snprintf(msg, sizeof msg, "option %s must be a whole number from %lld to %lld", name,
              (long long)lo, (long long)hi);
@@ -190,20 +199,44 @@ static int opt_int(napi_env env, napi_value obj, const char *name, int64_t lo, i
   return 1;
 }
 
-/* o[name] = a string, a number: 0, or -1 thrown. */
-static int set_str(napi_env env, napi_value o, const char *name, const char *v) {
-  napi_value x;
-  NAPI_CALL_RET(env, napi_create_string_utf8(env, v, NAPI_AUTO_LENGTH, &x), -1);
-  NAPI_CALL_RET(env, napi_set_named_property(env, o, name, x), -1);
-  return 0;
-}
-
+/* o[name] = a number: 0, or -1 thrown. */
 static int set_num(napi_env env, napi_value o, const char *name, double v) {
   napi_value x;
   NAPI_CALL_RET(env, napi_create_double(env, v, &x), -1);
   NAPI_CALL_RET(env, napi_set_named_property(env, o, name, x), -1);
   return 0;
 }
+
+/* A property of an object made here: the value v if not NULL, else the
+ * string s if not NULL, else the number n.  PROP_* write one. */
+typedef struct {
+  const char *name;
+  napi_value v;
+  const char *s;
+  double n;
+} prop_t;
+#define PROP_VAL(name, v)                                                                          \
+  { name, v, NULL, 0 }
+#define PROP_STR(name, s)                                                                          \
+  { name, NULL, s, 0 }
+#define PROP_NUM(name, n)                                                                          \
+  { name, NULL, NULL, (double)(n) }
+
+/* A new object of the n properties p, in their order: it, or NULL thrown. */
+static napi_value props_object(napi_env env, const prop_t *p, size_t n) {
+  napi_value o, x;
+  NAPI_CALL(env, napi_create_object(env, &o));
+  for (size_t i = 0; i < n; i++) {
+    if ((x = p[i].v) == NULL && p[i].s != NULL)
+      NAPI_CALL(env, napi_create_string_utf8(env, p[i].s, NAPI_AUTO_LENGTH, &x));
+    else if (x == NULL)
+      NAPI_CALL(env, napi_create_double(env, p[i].n, &x));
+    NAPI_CALL(env, napi_set_named_property(env, o, p[i].name, x));
+  }
+  return o;
+}
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- Snowflake ----------------------------------------------------------- */
 
@@ -1037,12 +1070,10 @@ static napi_value wait_outcome(napi_env env, int rc, sf_wait_t *sw, napi_value h
    * the wait, which a timer (monotonic) then measures. */
   int64_t now_ns = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE) * 1000000;
   int64_t ms = (sw->w.due_ns - now_ns + 999999) / 1000000;
-  napi_value o;
-  NAPI_CALL(env, napi_create_object(env, &o));
-  NAPI_CALL(env, napi_set_named_property(env, o, "wait", handle));
-  if (set_num(env, o, "waitMs", (double)(ms < 0 ? 0 : ms > 3600000 ? 3600000 : ms)) < 0)
-    return NULL;
-  return o;
+  const prop_t p[] = {PROP_VAL("wait", handle), PROP_NUM("waitMs", ms < 0         ? 0
+                                                                   : ms > 3600000 ? 3600000
+                                                                                  : ms)};
+  return props_object(env, p, COUNT(p));
 }
 
 /* _batchStart(n): see wait_outcome. */
@@ -1135,15 +1166,15 @@ static napi_value sf_lease(napi_env env, napi_callback_info info) {
   }
   idgen_lease_info_t li;
   idgen_lease_info(s->h.lease, &li);
-  NAPI_CALL(env, napi_create_object(env, &o));
   /* registry: idgen_registry_uri, its secrets masked (idgen_registry_uri_redact) */
-  if (set_num(env, o, "worker", (double)li.worker) < 0 || set_str(env, o, "node", li.node) < 0 ||
-      set_str(env, o, "pool", li.pool) < 0 || set_str(env, o, "space", li.space) < 0 ||
-      set_str(env, o, "holder", li.holder) < 0 ||
-      set_num(env, o, "markMs", (double)li.mark_ms) < 0 ||
-      set_str(env, o, "registry", idgen_registry_uri(s->h.reg)) < 0)
-    return NULL;
-  return o;
+  const prop_t p[] = {PROP_NUM("worker", li.worker),
+                      PROP_STR("node", li.node),
+                      PROP_STR("pool", li.pool),
+                      PROP_STR("space", li.space),
+                      PROP_STR("holder", li.holder),
+                      PROP_NUM("markMs", li.mark_ms),
+                      PROP_STR("registry", idgen_registry_uri(s->h.reg))};
+  return props_object(env, p, COUNT(p));
 }
 
 /* ---- Sequence ------------------------------------------------------------ */
@@ -1152,14 +1183,11 @@ static napi_value sf_lease(napi_env env, napi_callback_info info) {
  * absent, -1 thrown. */
 static int opt_double(napi_env env, napi_value obj, const char *name, double lo, double hi,
                       double *out) {
-  napi_value v;
   napi_valuetype t;
-  int got = opt_get(env, obj, name, &v, &t);
+  double d;
+  int got = opt_number(env, obj, name, &t, &d);
   if (got <= 0)
     return got;
-  double d = 0;
-  if (t == napi_number)
-    NAPI_CALL_RET(env, napi_get_value_double(env, v, &d), -1);
   if (t != napi_number || !(d > lo && d < hi)) {
     char msg[160];
     snprintf(msg, sizeof msg, "option %s must be a number strictly between %g and %g", name, lo,
@@ -1352,25 +1380,24 @@ static napi_value seq_stats_js(napi_env env, napi_callback_info info) {
     return NULL;
   idgen_seq_stats_t st;
   idgen_seq_stats(s->h.seq, &st);
-  napi_value o, b;
-  NAPI_CALL(env, napi_create_object(env, &o));
+  napi_value b;
   NAPI_CALL(env, napi_get_boolean(env, st.failing != 0, &b));
-  NAPI_CALL(env, napi_set_named_property(env, o, "failing", b));
-  if (set_str(env, o, "key", st.key) < 0 ||
-      set_num(env, o, "generation", (double)st.generation) < 0 ||
-      set_num(env, o, "step", (double)st.step) < 0 ||
-      set_num(env, o, "inHand", (double)st.in_hand) < 0 ||
-      set_num(env, o, "issued", (double)st.issued) < 0 ||
-      set_num(env, o, "claimed", (double)st.claimed) < 0 ||
-      set_num(env, o, "claims", (double)st.claims) < 0 ||
-      set_num(env, o, "givenBack", (double)st.given_back) < 0 ||
-      set_num(env, o, "claimFailures", (double)st.claim_failures) < 0 ||
-      set_num(env, o, "rate", st.rate) < 0 || set_num(env, o, "lastsMs", (double)st.lasts_ms) < 0 ||
-      set_num(env, o, "claimNsLast", (double)st.claim_ns_last) < 0 ||
-      set_num(env, o, "claimNsMax", (double)st.claim_ns_max) < 0 ||
-      set_str(env, o, "reason", st.reason) < 0)
-    return NULL;
-  return o;
+  const prop_t p[] = {PROP_VAL("failing", b),
+                      PROP_STR("key", st.key),
+                      PROP_NUM("generation", st.generation),
+                      PROP_NUM("step", st.step),
+                      PROP_NUM("inHand", st.in_hand),
+                      PROP_NUM("issued", st.issued),
+                      PROP_NUM("claimed", st.claimed),
+                      PROP_NUM("claims", st.claims),
+                      PROP_NUM("givenBack", st.given_back),
+                      PROP_NUM("claimFailures", st.claim_failures),
+                      PROP_NUM("rate", st.rate),
+                      PROP_NUM("lastsMs", st.lasts_ms),
+                      PROP_NUM("claimNsLast", st.claim_ns_last),
+                      PROP_NUM("claimNsMax", st.claim_ns_max),
+                      PROP_STR("reason", st.reason)};
+  return props_object(env, p, COUNT(p));
 }
 
 /* ---- ULID and UUIDv7 ------------------------------------------------------ */
@@ -2145,8 +2172,6 @@ static const napi_property_descriptor pub_methods[] = {
     METHOD("parseWithVersion", pub_parse_v),
 };
 static const napi_property_descriptor g128_methods[] = {METHOD("next", g128_next)};
-
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* The classes, functions and values of the module onto exports: 0, or -1
  * thrown.  open() makes Snowflakes and Sequences, so the environment keeps
