@@ -45,6 +45,7 @@
 #include "idgen.h"
 
 #define ERR_MAX 1100
+#define REGISTRY_MAX 2048 /* the registry option's URI, with its space */
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -117,6 +118,41 @@ static int opt_get(napi_env env, napi_value obj, const char *name, napi_value *v
   return *t == napi_undefined || *t == napi_null ? 0 : 1;
 }
 
+/* v (NULL: absent) as a string of at most n - 1 bytes into buf and its
+ * length in bytes into *len: 0, or -1 thrown.  Not a string: a TypeError,
+ * "<what> must be a string".  With a name: "<name> is longer than <max>
+ * bytes" or "<name> holds a NUL character" (EINVAL).  Without (an ID's
+ * text): "<what> is <length> bytes long: longer than any ID" (EPARSE), and
+ * a NUL inside is left to the reader, which has the length. */
+static int str_take(napi_env env, napi_value v, const char *what, const char *name, size_t max,
+                    char *buf, size_t n, size_t *len) {
+  napi_valuetype t = napi_undefined;
+  char msg[200];
+  if (v != NULL)
+    NAPI_CALL_RET(env, napi_typeof(env, v, &t), -1);
+  if (t != napi_string) {
+    snprintf(msg, sizeof msg, "%s must be a string", what);
+    throw_type(env, msg);
+    return -1;
+  }
+  NAPI_CALL_RET(env, napi_get_value_string_utf8(env, v, NULL, 0, len), -1);
+  if (*len + 1 > n) {
+    if (name != NULL)
+      snprintf(msg, sizeof msg, "%s is longer than %zu bytes", name, max);
+    else
+      snprintf(msg, sizeof msg, "%s is %zu bytes long: longer than any ID", what, *len);
+    throw_idgen(env, name != NULL ? IDGEN_EINVAL : IDGEN_EPARSE, msg);
+    return -1;
+  }
+  NAPI_CALL_RET(env, napi_get_value_string_utf8(env, v, buf, n, len), -1);
+  if (name != NULL && strlen(buf) != *len) {
+    snprintf(msg, sizeof msg, "%s holds a NUL character", name);
+    throw_idgen(env, IDGEN_EINVAL, msg);
+    return -1;
+  }
+  return 0;
+}
+
 /* obj[name] as a string into buf: 1 found, 0 absent (undefined or null),
  * -1 thrown (not a string, or too long). */
 static int opt_string(napi_env env, napi_value obj, const char *name, char *buf, size_t n) {
@@ -125,41 +161,34 @@ static int opt_string(napi_env env, napi_value obj, const char *name, char *buf,
   int got = opt_get(env, obj, name, &v, &t);
   if (got <= 0)
     return got;
-  char msg[160];
-  if (t != napi_string) {
-    snprintf(msg, sizeof msg, "option %s must be a string", name);
-    throw_type(env, msg);
-    return -1;
-  }
+  char what[100];
   size_t len;
-  NAPI_CALL_RET(env, napi_get_value_string_utf8(env, v, NULL, 0, &len), -1);
-  if (len + 1 > n) {
-    snprintf(msg, sizeof msg, "option %s is longer than %zu bytes", name, n - 1);
-    throw_idgen(env, IDGEN_EINVAL, msg);
-    return -1;
-  }
-  NAPI_CALL_RET(env, napi_get_value_string_utf8(env, v, buf, n, &len), -1);
-  if (strlen(buf) != len) {
-    snprintf(msg, sizeof msg, "option %s holds a NUL character", name);
-    throw_idgen(env, IDGEN_EINVAL, msg);
-    return -1;
-  }
-  return 1;
+  snprintf(what, sizeof what, "option %s", name);
+  return str_take(env, v, what, what, n - 1, buf, n, &len) < 0 ? -1 : 1;
+}
+
+/* obj[name] and its type into *t, and into *d its value if a number (else
+ * 0): 1 present, 0 absent, -1 thrown. */
+static int opt_number(napi_env env, napi_value obj, const char *name, napi_valuetype *t,
+                      double *d) {
+  napi_value v;
+  int got = opt_get(env, obj, name, &v, t);
+  *d = 0;
+  if (got > 0 && *t == napi_number)
+    NAPI_CALL_RET(env, napi_get_value_double(env, v, d), -1);
+  return got;
 }
 
 /* obj[name] as a whole number from lo to hi (the library's bounds) into
  * *out: 1 found, 0 absent, -1 thrown. */
 static int opt_int(napi_env env, napi_value obj, const char *name, int64_t lo, int64_t hi,
                    int64_t *out) {
-  napi_value v;
   napi_valuetype t;
-  int got = opt_get(env, obj, name, &v, &t);
+  double d;
+  int got = opt_number(env, obj, name, &t, &d);
   if (got <= 0)
     return got;
-  double d = 0;
   char msg[200];
-  if (t == napi_number)
-    NAPI_CALL_RET(env, napi_get_value_double(env, v, &d), -1);
   if (t != napi_number || d != (double)(int64_t)d || d < (double)lo || d > (double)hi) {
     snprintf(msg, sizeof msg, "option %s must be a whole number from %lld to %lld", name,
              (long long)lo, (long long)hi);
@@ -170,20 +199,44 @@ static int opt_int(napi_env env, napi_value obj, const char *name, int64_t lo, i
   return 1;
 }
 
-/* o[name] = a string, a number: 0, or -1 thrown. */
-static int set_str(napi_env env, napi_value o, const char *name, const char *v) {
-  napi_value x;
-  NAPI_CALL_RET(env, napi_create_string_utf8(env, v, NAPI_AUTO_LENGTH, &x), -1);
-  NAPI_CALL_RET(env, napi_set_named_property(env, o, name, x), -1);
-  return 0;
-}
-
+/* o[name] = a number: 0, or -1 thrown. */
 static int set_num(napi_env env, napi_value o, const char *name, double v) {
   napi_value x;
   NAPI_CALL_RET(env, napi_create_double(env, v, &x), -1);
   NAPI_CALL_RET(env, napi_set_named_property(env, o, name, x), -1);
   return 0;
 }
+
+/* A property of an object made here: the value v if not NULL, else the
+ * string s if not NULL, else the number n.  PROP_* write one. */
+typedef struct {
+  const char *name;
+  napi_value v;
+  const char *s;
+  double n;
+} prop_t;
+#define PROP_VAL(name, v)                                                                          \
+  { name, v, NULL, 0 }
+#define PROP_STR(name, s)                                                                          \
+  { name, NULL, s, 0 }
+#define PROP_NUM(name, n)                                                                          \
+  { name, NULL, NULL, (double)(n) }
+
+/* A new object of the n properties p, in their order: it, or NULL thrown. */
+static napi_value props_object(napi_env env, const prop_t *p, size_t n) {
+  napi_value o, x;
+  NAPI_CALL(env, napi_create_object(env, &o));
+  for (size_t i = 0; i < n; i++) {
+    if ((x = p[i].v) == NULL && p[i].s != NULL)
+      NAPI_CALL(env, napi_create_string_utf8(env, p[i].s, NAPI_AUTO_LENGTH, &x));
+    else if (x == NULL)
+      NAPI_CALL(env, napi_create_double(env, p[i].n, &x));
+    NAPI_CALL(env, napi_set_named_property(env, o, p[i].name, x));
+  }
+  return o;
+}
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- Snowflake ----------------------------------------------------------- */
 
@@ -206,7 +259,7 @@ typedef struct sf {
  * object (on the JavaScript thread); made into a generator by sf_make,
  * there or on a thread of its own. */
 typedef struct {
-  char layout[IDGEN_LAYOUT_SPEC_MAX], registry[2048], node[1024], field[64], clock[16];
+  char layout[IDGEN_LAYOUT_SPEC_MAX], registry[REGISTRY_MAX], node[1024], field[64], clock[16];
   char space[IDGEN_SPACE_NAME_MAX];
   idgen_clock_mode_t clock_mode; /* of `clock`, by the library's words */
   int has_field;
@@ -296,6 +349,21 @@ static void sf_unlink(env_t *e, sf_t *s) {
   s->prev = s->next = NULL;
 }
 
+/* The registry option (REGISTRY_MAX bytes) made the URI to open: the
+ * host's default when empty, then in the space option's space when one is
+ * given (the library's one rule).  0, or the error in err. */
+static int registry_resolve(char *registry, const char *space, char *err, size_t errlen) {
+  int rc = 0;
+  if (registry[0] == 0)
+    rc = idgen_registry_default_uri(registry, REGISTRY_MAX, err, errlen);
+  if (rc == 0 && space[0]) {
+    char uri[REGISTRY_MAX];
+    if ((rc = idgen_registry_uri_with_space(registry, space, uri, sizeof uri, err, errlen)) == 0)
+      snprintf(registry, REGISTRY_MAX, "%s", uri);
+  }
+  return rc;
+}
+
 /* Makes a generator of o into *h: the layout, the node values, the
  * registry (its default), the lease and the binding.  No JavaScript: this
  * runs on open()'s thread too.  0, or the error with its message in err and
@@ -319,14 +387,8 @@ static int sf_make(sf_opts_t *o, sf_hold_t *h, char *err, size_t errlen) {
   rc = idgen_layout_nodes_parse(&layout, o->node, idgen_host_node_resolve, NULL, set.node, &given,
                                 err, errlen);
   int from_host = strchr(o->node, '@') != NULL;
-  if (rc == 0 && o->registry[0] == 0)
-    rc = idgen_registry_default_uri(o->registry, sizeof o->registry, err, errlen);
-  if (rc == 0 && o->space[0]) { /* the space option: the library's one rule */
-    char uri[sizeof o->registry];
-    if ((rc = idgen_registry_uri_with_space(o->registry, o->space, uri, sizeof uri, err, errlen)) ==
-        0)
-      snprintf(o->registry, sizeof o->registry, "%s", uri);
-  }
+  if (rc == 0)
+    rc = registry_resolve(o->registry, o->space, err, errlen);
   static const char *const option[] = {[IDGEN_LEASE_SETTING_NONE] = "options",
                                        [IDGEN_LEASE_SETTING_REGISTRY] = "registry",
                                        [IDGEN_LEASE_SETTING_LAYOUT] = "layout",
@@ -370,10 +432,44 @@ static void pool_note(int rc, char *err, size_t errlen) {
            len ? " " : "", n, n == 1 ? "" : "s", n == 1 ? "was" : "were");
 }
 
-/* Every own enumerable name of the options object is a known one
- * (src/common/options.c; a Sequence's list when seq): a misspelt name is
- * refused, never read as its default.  0, or -1 thrown. */
-static int opts_names_check(napi_env env, napi_value o, int seq) {
+/* Whose options an object holds: a Snowflake's and a Sequence's names are
+ * the library's (src/common/options.c), a Public's the addon's. */
+typedef enum { OPTS_SNOWFLAKE, OPTS_SEQUENCE, OPTS_PUBLIC } opts_kind_t;
+
+static const char *const pub_option_names[] = {"keyFile", "key",  "keyVersion", "kind",
+                                               "layout",  "bits", "prefix",     "version"};
+
+/* 1 with the message in msg if name (cut: longer than any) is not one of
+ * kind's options, else 0. */
+static int opts_name_unknown(opts_kind_t kind, const char *name, int cut, char *msg, size_t n) {
+  size_t j = 0, nn = sizeof pub_option_names / sizeof pub_option_names[0];
+  switch (kind) {
+  case OPTS_SNOWFLAKE:
+    if (!cut && options_known(name))
+      return 0;
+    options_unknown_message(name, msg, n);
+    return 1;
+  case OPTS_SEQUENCE:
+    if (!cut && seq_options_known(name))
+      return 0;
+    seq_options_unknown_message(name, msg, n);
+    return 1;
+  default:
+    while (j < nn && strcmp(name, pub_option_names[j]) != 0)
+      j++;
+    if (!cut && j < nn)
+      return 0;
+    snprintf(msg, n,
+             "new Public(options): unknown option \"%s\" (known: keyFile, key, keyVersion, "
+             "kind, layout, bits, prefix, version)",
+             name);
+    return 1;
+  }
+}
+
+/* Every own enumerable name of the options object is one of kind's: a
+ * misspelt name is refused, never read as its default.  0, or -1 thrown. */
+static int opts_names_check(napi_env env, napi_value o, opts_kind_t kind) {
   napi_value keys, k;
   uint32_t n = 0;
   NAPI_CALL_RET(env,
@@ -387,11 +483,7 @@ static int opts_names_check(napi_env env, napi_value o, int seq) {
     size_t len = 0;
     NAPI_CALL_RET(env, napi_get_element(env, keys, i, &k), -1);
     NAPI_CALL_RET(env, napi_get_value_string_utf8(env, k, name, sizeof name, &len), -1);
-    if (len + 1 >= sizeof name || !(seq ? seq_options_known(name) : options_known(name))) {
-      if (seq)
-        seq_options_unknown_message(name, msg, sizeof msg);
-      else
-        options_unknown_message(name, msg, sizeof msg);
+    if (opts_name_unknown(kind, name, len + 1 >= sizeof name, msg, sizeof msg)) {
       throw_idgen(env, IDGEN_EINVAL, msg);
       return -1;
     }
@@ -413,7 +505,7 @@ static int opts_read(napi_env env, napi_value o, sf_opts_t *out, const char *cal
   }
   if (t == napi_undefined)
     NAPI_CALL_RET(env, napi_create_object(env, &o), -1);
-  else if (opts_names_check(env, o, 0) < 0)
+  else if (opts_names_check(env, o, OPTS_SNOWFLAKE) < 0)
     return -1;
   memset(out, 0, sizeof *out);
   snprintf(out->layout, sizeof out->layout, "twitter");
@@ -450,7 +542,7 @@ static int opts_read(napi_env env, napi_value o, sf_opts_t *out, const char *cal
  * the event loop alive meanwhile; one nobody awaits ends on its thread. */
 /* The options of new Sequence(name, {...}), read on the JavaScript thread. */
 typedef struct {
-  char registry[2048], space[IDGEN_SPACE_NAME_MAX], format[512], tz[128];
+  char registry[REGISTRY_MAX], space[IDGEN_SPACE_NAME_MAX], format[512], tz[128];
   idgen_seq_settings_t set;
 } seq_opts_t;
 
@@ -468,6 +560,8 @@ typedef struct {
 } job_t;
 
 static int seq_make(const char *name, seq_opts_t *o, sf_hold_t *h, char *err, size_t errlen);
+static int seq_name_read(napi_env env, napi_value v, char *buf, size_t n, const char *call);
+static int seq_opts_read(napi_env env, napi_value o, seq_opts_t *out);
 
 /* A job that will not come back to JavaScript: what an acquisition made is
  * given back here (on its own thread, or at the environment's teardown). */
@@ -478,13 +572,19 @@ static void job_drop(job_t *j) {
   free(j);
 }
 
+/* The acquisition j asks for: a Sequence's (j->seq) or a Snowflake's, into
+ * j->h, j->rc and j->err.  No JavaScript: on a job's thread, or the
+ * constructor's. */
+static void job_make(job_t *j) {
+  j->rc = j->seq ? seq_make(j->name, &j->so, &j->h, j->err, sizeof j->err)
+                 : sf_make(&j->o, &j->h, j->err, sizeof j->err);
+}
+
 static void *job_main(void *arg) {
   job_t *j = arg;
   env_t *e = j->e;
-  if (j->open && j->seq)
-    j->rc = seq_make(j->name, &j->so, &j->h, j->err, sizeof j->err);
-  else if (j->open)
-    j->rc = sf_make(&j->o, &j->h, j->err, sizeof j->err);
+  if (j->open)
+    job_make(j);
   else
     hold_free(&j->h);
   pthread_mutex_lock(&e->mu);
@@ -717,49 +817,39 @@ static void env_free(napi_env env, void *data, void *hint) {
   env_unref(e);
 }
 
-/* The throw for a failed sf_make. */
-static void throw_make(napi_env env, int rc, char *err, size_t errlen) {
-  pool_note(rc, err, errlen);
-  throw_idgen(env, rc, err);
+/* The arguments of a Snowflake's making, (options), or a Sequence's
+ * (j->seq), (name, options), into j; their errors name the call: open()'s
+ * (open) or the constructor's.  0, or -1 thrown. */
+static int job_args(napi_env env, job_t *j, size_t argc, napi_value *argv, int open) {
+  napi_value arg0 = argc >= 1 ? argv[0] : NULL;
+  if (!j->seq)
+    return opts_read(env, arg0, &j->o, open ? "Snowflake.open(options)" : "new Snowflake(options)");
+  if (seq_name_read(env, arg0, j->name, sizeof j->name, open ? "Sequence.open" : "new Sequence") <
+          0 ||
+      seq_opts_read(env, argc >= 2 ? argv[1] : NULL, &j->so) < 0)
+    return -1;
+  return 0;
 }
 
-/* new Snowflake({layout, registry, node, leaseField, ttlMs, maxWaitMs,
- * maxBorrowMs, maxStartWaitMs, randomSequenceStart, clock}): leased here,
- * on the JavaScript thread (open() leases on a thread of its own). */
-static napi_value sf_new(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1] = {NULL}, self;
-  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, &self, NULL));
-  env_t *e = env_of(env);
-  if (e == NULL)
-    return NULL;
+/* A constructor called by job_adopt takes the object an open() made
+ * (e->adopt) into self: 1 taken, 0 none (the constructor makes one), -1
+ * thrown (not taken: job_back gives it back). */
+static int adopt_this(napi_env env, env_t *e, napi_value self) {
   sf_t *s = e->adopt;
   e->adopt = NULL;
-  if (s != NULL) { /* open()'s, made on its thread */
-    if (sf_attach(env, e, self, s) < 0) {
-      e->adopt = s; /* not taken (thrown): job_back gives it back */
-      return NULL;
-    }
-    return self;
+  if (s == NULL)
+    return 0;
+  if (sf_attach(env, e, self, s) < 0) {
+    e->adopt = s;
+    return -1;
   }
-  sf_opts_t *o = malloc(sizeof *o);
-  if (o == NULL) {
-    throw_idgen(env, IDGEN_ENOMEM, NULL);
-    return NULL;
-  }
-  char err[ERR_MAX];
-  int rc = -1;
-  if (opts_read(env, argc ? argv[0] : NULL, o, "new Snowflake(options)") == 0 &&
-      (s = calloc(1, sizeof *s)) == NULL)
-    throw_idgen(env, IDGEN_ENOMEM, NULL);
-  else if (s != NULL && (rc = sf_make(o, &s->h, err, sizeof err)) < 0)
-    throw_make(env, rc, err, sizeof err);
-  free(o);
-  if (rc < 0) {
-    free(s);
-    return NULL;
-  }
-  if (sf_attach(env, e, self, s) < 0) { /* thrown */
+  return 1;
+}
+
+/* A constructor's new s into self: self, or NULL thrown (what s holds
+ * given back here, and s freed). */
+static napi_value attach_new(napi_env env, env_t *e, napi_value self, sf_t *s) {
+  if (sf_attach(env, e, self, s) < 0) {
     hold_free(&s->h);
     free(s);
     return NULL;
@@ -767,36 +857,54 @@ static napi_value sf_new(napi_env env, napi_callback_info info) {
   return self;
 }
 
-/* open(options) → a Promise of a Snowflake: new Snowflake(options) made
- * on a thread of its own.  Options of the wrong type are thrown here (the
- * index.js wrapper makes them a rejection). */
-static napi_value sf_open_js(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1] = {NULL}, p;
-  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+/* new Snowflake({layout, registry, node, leaseField, ttlMs, maxWaitMs,
+ * maxBorrowMs, maxStartWaitMs, randomSequenceStart, clock}) (seq 0) and
+ * new Sequence(name, {registry, space, minStep, maxStep, step, prefetch,
+ * ahead, segmentTargetMs, ttlMs, waitMs, strict, format, tz}) (seq 1):
+ * made here, on the JavaScript thread, each registry call bounded by the
+ * library (open() makes them on a thread of its own, then here takes what
+ * it made).  The request is a job's, never started. */
+static napi_value held_new(napi_env env, napi_callback_info info, int seq) {
+  size_t argc = 2;
+  napi_value argv[2] = {NULL, NULL}, self;
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, &self, NULL));
   env_t *e = env_of(env);
   if (e == NULL)
     return NULL;
+  int adopted = adopt_this(env, e, self);
+  if (adopted != 0)
+    return adopted > 0 ? self : NULL;
   job_t *j = calloc(1, sizeof *j);
+  sf_t *s = NULL;
   if (j == NULL) {
     throw_idgen(env, IDGEN_ENOMEM, NULL);
     return NULL;
   }
-  if (opts_read(env, argc ? argv[0] : NULL, &j->o, "Snowflake.open(options)") < 0 ||
-      !NAPI_OK(env, napi_create_promise(env, &j->deferred, &p))) {
-    free(j);
+  j->seq = seq;
+  j->rc = -1;
+  if (job_args(env, j, argc, argv, 0) == 0 && (s = calloc(1, sizeof *s)) == NULL)
+    throw_idgen(env, IDGEN_ENOMEM, NULL);
+  else if (s != NULL)
+    job_make(j);
+  if (s != NULL && j->rc < 0) {
+    if (!seq) /* (Sequence.open()'s failure has the note too: job_back) */
+      pool_note(j->rc, j->err, sizeof j->err);
+    throw_idgen(env, j->rc, j->err);
+  }
+  int rc = j->rc;
+  if (rc == 0) {
+    s->h = j->h;
+    s->is_seq = seq;
+  }
+  free(j);
+  if (rc < 0) {
+    free(s);
     return NULL;
   }
-  j->open = 1;
-  if (job_start(env, e, j) < 0) {
-    bool pending = false;
-    if (NAPI_OK(env, napi_is_exception_pending(env, &pending)) && !pending)
-      settle(env, j->deferred, NULL,
-             make_error(env, IDGEN_ENOMEM, "Snowflake.open: no thread to be had"));
-    free(j);
-  }
-  return p;
+  return attach_new(env, e, self, s);
 }
+
+static napi_value sf_new(napi_env env, napi_callback_info info) { return held_new(env, info, 0); }
 
 /* this's object, or NULL with an exception thrown: closed, or not one of
  * the kind asked for (a Sequence when `seq`, else a Snowflake generator). */
@@ -823,21 +931,52 @@ static sf_t *sf_this(napi_env env, napi_callback_info info, size_t *argc, napi_v
   return held_this(env, info, argc, argv, 0);
 }
 
-static int sf_next_id(napi_env env, sf_t *s, uint64_t *id) {
-  int rc = idgen_snowflake_gen_next(s->h.gen, id);
-  if (rc < 0)
-    throw_idgen(env, rc, NULL);
+/* A failed call's error: "cannot take a number: ..." and the last claim's
+ * reason when there is one. */
+static void seq_throw(napi_env env, sf_t *s, int rc) {
+  idgen_seq_stats_t st;
+  char msg[IDGEN_REASON_MAX + 200];
+  st.reason[0] = 0;
+  if (rc == IDGEN_EREGISTRY || rc == IDGEN_ELEASE)
+    idgen_seq_stats(s->h.seq, &st);
+  snprintf(msg, sizeof msg, "cannot take a number: %s%s%s%s", idgen_strerror(rc),
+           st.reason[0] ? ": " : "", st.reason,
+           rc == IDGEN_EFORKED ? " (open the sequence again in the child process)" : "");
+  throw_idgen(env, rc, msg);
+}
+
+/* The next value of s, or n of them for nextBatch (batch; all or none),
+ * into ids: a Snowflake's IDs or a Sequence's numbers.  0, or the error
+ * thrown (a Sequence's says what it could not take). */
+static int held_take(napi_env env, sf_t *s, uint64_t *ids, size_t n, int batch) {
+  int rc;
+  if (s->is_seq) {
+    rc = batch ? idgen_seq_next_n(s->h.seq, ids, n) : idgen_seq_next(s->h.seq, ids);
+    if (rc < 0)
+      seq_throw(env, s, rc);
+  } else {
+    rc = batch ? idgen_snowflake_gen_next_n(s->h.gen, ids, n)
+               : idgen_snowflake_gen_next(s->h.gen, ids);
+    if (rc < 0)
+      throw_idgen(env, rc, NULL);
+  }
   return rc;
 }
 
-/* next() → BigInt */
-static napi_value sf_next(napi_env env, napi_callback_info info) {
-  sf_t *s = sf_this(env, info, NULL, NULL);
+/* next() → BigInt: a Snowflake's (seq 0) or a Sequence's (seq 1). */
+static napi_value held_next(napi_env env, napi_callback_info info, int seq) {
+  sf_t *s = held_this(env, info, NULL, NULL, seq);
   uint64_t id;
   napi_value v = NULL;
-  if (s && sf_next_id(env, s, &id) == 0)
+  if (s && held_take(env, s, &id, 1, 0) == 0)
     NAPI_CALL(env, napi_create_bigint_uint64(env, id, &v));
   return v;
+}
+
+static napi_value sf_next(napi_env env, napi_callback_info info) { return held_next(env, info, 0); }
+
+static napi_value seq_next(napi_env env, napi_callback_info info) {
+  return held_next(env, info, 1);
 }
 
 /* nextString() → the decimal digits */
@@ -845,7 +984,7 @@ static napi_value sf_next_string(napi_env env, napi_callback_info info) {
   sf_t *s = sf_this(env, info, NULL, NULL);
   uint64_t id;
   napi_value v = NULL;
-  if (s && sf_next_id(env, s, &id) == 0) {
+  if (s && held_take(env, s, &id, 1, 0) == 0) {
     char text[24], *p = text + sizeof text;
     do { /* the digits from the end: no printf on this path */
       *--p = (char)('0' + id % 10);
@@ -856,9 +995,23 @@ static napi_value sf_next_string(napi_env env, napi_callback_info info) {
   return v;
 }
 
-/* nextBatch(n)'s n (argv[0] of argc) and a buffer of n uint64 into *buf:
- * its data, or NULL with an error thrown. */
-static void *batch_buffer(napi_env env, size_t argc, napi_value *argv, size_t *n, napi_value *buf) {
+/* A new BigUint64Array of n, its data into *data: the array, or NULL
+ * thrown. */
+static napi_value u64_array(napi_env env, size_t n, void **data) {
+  napi_value buf, arr;
+  NAPI_CALL(env, napi_create_arraybuffer(env, n * sizeof(uint64_t), data, &buf));
+  NAPI_CALL(env, napi_create_typedarray(env, napi_biguint64_array, n, buf, 0, &arr));
+  return arr;
+}
+
+/* nextBatch(n) → BigUint64Array of n increasing IDs (seq 0) or numbers of
+ * a Sequence (seq 1), all or none. */
+static napi_value held_next_batch(napi_env env, napi_callback_info info, int seq) {
+  size_t argc = 1;
+  napi_value argv[1] = {NULL};
+  sf_t *s = held_this(env, info, &argc, argv, seq);
+  if (s == NULL)
+    return NULL;
   double d = 0;
   napi_valuetype t = napi_undefined;
   if (argc >= 1)
@@ -869,27 +1022,19 @@ static void *batch_buffer(napi_env env, size_t argc, napi_value *argv, size_t *n
     throw_idgen(env, IDGEN_ERANGE, "nextBatch(n): n must be a whole number from 1 to 1000000");
     return NULL;
   }
-  *n = (size_t)d;
   void *data = NULL;
-  NAPI_CALL(env, napi_create_arraybuffer(env, *n * sizeof(uint64_t), &data, buf));
-  return data;
+  napi_value arr = u64_array(env, (size_t)d, &data);
+  if (arr == NULL || held_take(env, s, data, (size_t)d, 1) < 0)
+    return NULL;
+  return arr;
 }
 
-/* nextBatch(n) → BigUint64Array of n increasing IDs, all or none. */
 static napi_value sf_next_batch(napi_env env, napi_callback_info info) {
-  size_t argc = 1, n;
-  napi_value argv[1] = {NULL}, buf, arr;
-  sf_t *s = sf_this(env, info, &argc, argv);
-  void *data = s ? batch_buffer(env, argc, argv, &n, &buf) : NULL;
-  if (data == NULL)
-    return NULL;
-  int rc = idgen_snowflake_gen_next_n(s->h.gen, data, n);
-  if (rc < 0) {
-    throw_idgen(env, rc, NULL);
-    return NULL;
-  }
-  NAPI_CALL(env, napi_create_typedarray(env, napi_biguint64_array, n, buf, 0, &arr));
-  return arr;
+  return held_next_batch(env, info, 0);
+}
+
+static napi_value seq_next_batch(napi_env env, napi_callback_info info) {
+  return held_next_batch(env, info, 1);
 }
 
 /* ---- the async variant: nothing waits on the event loop -------------------- */
@@ -911,11 +1056,10 @@ static void wait_finalize(napi_env env, void *data, void *hint) {
  * with an exception thrown. */
 static napi_value wait_outcome(napi_env env, int rc, sf_wait_t *sw, napi_value handle) {
   if (rc == 0) {
-    void *data;
-    napi_value buf, arr;
-    NAPI_CALL(env, napi_create_arraybuffer(env, sw->n * sizeof(uint64_t), &data, &buf));
-    memcpy(data, sw->ids, sw->n * sizeof(uint64_t));
-    NAPI_CALL(env, napi_create_typedarray(env, napi_biguint64_array, sw->n, buf, 0, &arr));
+    void *data = NULL;
+    napi_value arr = u64_array(env, sw->n, &data);
+    if (arr != NULL)
+      memcpy(data, sw->ids, sw->n * sizeof(uint64_t));
     return arr;
   }
   if (rc != IDGEN_EAGAIN) {
@@ -926,12 +1070,10 @@ static napi_value wait_outcome(napi_env env, int rc, sf_wait_t *sw, napi_value h
    * the wait, which a timer (monotonic) then measures. */
   int64_t now_ns = idgen_clock_now_ms(IDGEN_CLOCK_PRECISE) * 1000000;
   int64_t ms = (sw->w.due_ns - now_ns + 999999) / 1000000;
-  napi_value o;
-  NAPI_CALL(env, napi_create_object(env, &o));
-  NAPI_CALL(env, napi_set_named_property(env, o, "wait", handle));
-  if (set_num(env, o, "waitMs", (double)(ms < 0 ? 0 : ms > 3600000 ? 3600000 : ms)) < 0)
-    return NULL;
-  return o;
+  const prop_t p[] = {PROP_VAL("wait", handle), PROP_NUM("waitMs", ms < 0         ? 0
+                                                                   : ms > 3600000 ? 3600000
+                                                                                  : ms)};
+  return props_object(env, p, COUNT(p));
 }
 
 /* _batchStart(n): see wait_outcome. */
@@ -1024,15 +1166,15 @@ static napi_value sf_lease(napi_env env, napi_callback_info info) {
   }
   idgen_lease_info_t li;
   idgen_lease_info(s->h.lease, &li);
-  NAPI_CALL(env, napi_create_object(env, &o));
   /* registry: idgen_registry_uri, its secrets masked (idgen_registry_uri_redact) */
-  if (set_num(env, o, "worker", (double)li.worker) < 0 || set_str(env, o, "node", li.node) < 0 ||
-      set_str(env, o, "pool", li.pool) < 0 || set_str(env, o, "space", li.space) < 0 ||
-      set_str(env, o, "holder", li.holder) < 0 ||
-      set_num(env, o, "markMs", (double)li.mark_ms) < 0 ||
-      set_str(env, o, "registry", idgen_registry_uri(s->h.reg)) < 0)
-    return NULL;
-  return o;
+  const prop_t p[] = {PROP_NUM("worker", li.worker),
+                      PROP_STR("node", li.node),
+                      PROP_STR("pool", li.pool),
+                      PROP_STR("space", li.space),
+                      PROP_STR("holder", li.holder),
+                      PROP_NUM("markMs", li.mark_ms),
+                      PROP_STR("registry", idgen_registry_uri(s->h.reg))};
+  return props_object(env, p, COUNT(p));
 }
 
 /* ---- Sequence ------------------------------------------------------------ */
@@ -1041,14 +1183,11 @@ static napi_value sf_lease(napi_env env, napi_callback_info info) {
  * absent, -1 thrown. */
 static int opt_double(napi_env env, napi_value obj, const char *name, double lo, double hi,
                       double *out) {
-  napi_value v;
   napi_valuetype t;
-  int got = opt_get(env, obj, name, &v, &t);
+  double d;
+  int got = opt_number(env, obj, name, &t, &d);
   if (got <= 0)
     return got;
-  double d = 0;
-  if (t == napi_number)
-    NAPI_CALL_RET(env, napi_get_value_double(env, v, &d), -1);
   if (t != napi_number || !(d > lo && d < hi)) {
     char msg[160];
     snprintf(msg, sizeof msg, "option %s must be a number strictly between %g and %g", name, lo,
@@ -1097,7 +1236,7 @@ static int seq_opts_read(napi_env env, napi_value o, seq_opts_t *out) {
     throw_type(env, "new Sequence(name, options): options must be an object");
     return -1;
   }
-  if (opts_names_check(env, o, 1) < 0)
+  if (opts_names_check(env, o, OPTS_SEQUENCE) < 0)
     return -1;
   idgen_seq_settings_t *s = &out->set;
   const int64_t big = ((int64_t)1 << 53) - 1; /* Number.MAX_SAFE_INTEGER */
@@ -1142,15 +1281,7 @@ static int seq_opts_read(napi_env env, napi_value o, seq_opts_t *out) {
 static int seq_make(const char *name, seq_opts_t *o, sf_hold_t *h, char *err, size_t errlen) {
   memset(h, 0, sizeof *h);
   err[0] = 0;
-  int rc = 0;
-  if (o->registry[0] == 0)
-    rc = idgen_registry_default_uri(o->registry, sizeof o->registry, err, errlen);
-  if (rc == 0 && o->space[0]) {
-    char uri[sizeof o->registry];
-    if ((rc = idgen_registry_uri_with_space(o->registry, o->space, uri, sizeof uri, err, errlen)) ==
-        0)
-      snprintf(o->registry, sizeof o->registry, "%s", uri);
-  }
+  int rc = registry_resolve(o->registry, o->space, err, errlen);
   if (rc == 0)
     rc = idgen_registry_open(&h->reg, o->registry, err, errlen);
   if (rc == 0)
@@ -1164,81 +1295,20 @@ static int seq_make(const char *name, seq_opts_t *o, sf_hold_t *h, char *err, si
  * TypeError; too long or holding a NUL: EINVAL; the rest is the library's
  * rule, at the open). */
 static int seq_name_read(napi_env env, napi_value v, char *buf, size_t n, const char *call) {
-  napi_valuetype t = napi_undefined;
+  char what[100], name[100];
   size_t len = 0;
-  char msg[160];
-  if (v != NULL)
-    NAPI_CALL_RET(env, napi_typeof(env, v, &t), -1);
-  if (t != napi_string) {
-    snprintf(msg, sizeof msg, "%s(name, options): name must be a string", call);
-    throw_type(env, msg);
-    return -1;
-  }
-  NAPI_CALL_RET(env, napi_get_value_string_utf8(env, v, NULL, 0, &len), -1);
-  if (len + 1 > n) {
-    snprintf(msg, sizeof msg, "%s: the name is longer than %d bytes", call, IDGEN_SEQ_NAME_MAX - 1);
-    throw_idgen(env, IDGEN_EINVAL, msg);
-    return -1;
-  }
-  NAPI_CALL_RET(env, napi_get_value_string_utf8(env, v, buf, n, &len), -1);
-  if (strlen(buf) != len) {
-    snprintf(msg, sizeof msg, "%s: the name holds a NUL character", call);
-    throw_idgen(env, IDGEN_EINVAL, msg);
-    return -1;
-  }
-  return 0;
+  snprintf(what, sizeof what, "%s(name, options): name", call);
+  snprintf(name, sizeof name, "%s: the name", call);
+  return str_take(env, v, what, name, IDGEN_SEQ_NAME_MAX - 1, buf, n, &len);
 }
 
-/* new Sequence(name, {registry, space, minStep, maxStep, step, prefetch,
- * ahead, segmentTargetMs, ttlMs, waitMs, strict, format, tz}): opened here,
- * on the JavaScript thread (it registers the holder and claims a first
- * range, each bounded by the library). */
-static napi_value seq_new(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2] = {NULL, NULL}, self;
-  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, &self, NULL));
-  env_t *e = env_of(env);
-  if (e == NULL)
-    return NULL;
-  sf_t *s = e->adopt;
-  e->adopt = NULL;
-  if (s != NULL) { /* Sequence.open()'s, made on its thread */
-    if (sf_attach(env, e, self, s) < 0) {
-      e->adopt = s; /* not taken (thrown): job_back gives it back */
-      return NULL;
-    }
-    return self;
-  }
-  char name[IDGEN_SEQ_NAME_MAX + 8] = "", err[ERR_MAX];
-  if (seq_name_read(env, argc >= 1 ? argv[0] : NULL, name, sizeof name, "new Sequence") < 0)
-    return NULL;
-  seq_opts_t *o = malloc(sizeof *o);
-  int rc = -1;
-  if (o == NULL)
-    throw_idgen(env, IDGEN_ENOMEM, NULL);
-  else if (seq_opts_read(env, argc >= 2 ? argv[1] : NULL, o) == 0 &&
-           (s = calloc(1, sizeof *s)) == NULL)
-    throw_idgen(env, IDGEN_ENOMEM, NULL);
-  else if (s != NULL && (rc = seq_make(name, o, &s->h, err, sizeof err)) < 0)
-    throw_idgen(env, rc, err);
-  free(o);
-  if (rc < 0) {
-    free(s);
-    return NULL;
-  }
-  s->is_seq = 1;
-  if (sf_attach(env, e, self, s) < 0) {
-    hold_free(&s->h);
-    free(s);
-    return NULL;
-  }
-  return self;
-}
+static napi_value seq_new(napi_env env, napi_callback_info info) { return held_new(env, info, 1); }
 
-/* seqOpen(name, options) → a Promise of a Sequence: new Sequence(name,
- * options) made on a thread of its own.  A wrong name or option is thrown
- * here (index.js makes it a rejection). */
-static napi_value seq_open_js(napi_env env, napi_callback_info info) {
+/* open(options) and seqOpen(name, options) → a Promise of a Snowflake
+ * (seq 0) or a Sequence (seq 1): new Snowflake(options) or new
+ * Sequence(name, options) made on a thread of its own.  A wrong name or
+ * option is thrown here (index.js makes it a rejection). */
+static napi_value open_js(napi_env env, napi_callback_info info, int seq) {
   size_t argc = 2;
   napi_value argv[2] = {NULL, NULL}, p;
   NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
@@ -1250,72 +1320,35 @@ static napi_value seq_open_js(napi_env env, napi_callback_info info) {
     throw_idgen(env, IDGEN_ENOMEM, NULL);
     return NULL;
   }
-  if (seq_name_read(env, argc >= 1 ? argv[0] : NULL, j->name, sizeof j->name, "Sequence.open") <
-          0 ||
-      seq_opts_read(env, argc >= 2 ? argv[1] : NULL, &j->so) < 0 ||
+  j->seq = seq;
+  if (job_args(env, j, argc, argv, 1) < 0 ||
       !NAPI_OK(env, napi_create_promise(env, &j->deferred, &p))) {
     free(j);
     return NULL;
   }
-  j->open = j->seq = 1;
+  j->open = 1;
   if (job_start(env, e, j) < 0) {
     bool pending = false;
     if (NAPI_OK(env, napi_is_exception_pending(env, &pending)) && !pending)
       settle(env, j->deferred, NULL,
-             make_error(env, IDGEN_ENOMEM, "Sequence.open: no thread to be had"));
+             make_error(env, IDGEN_ENOMEM,
+                        seq ? "Sequence.open: no thread to be had"
+                            : "Snowflake.open: no thread to be had"));
     free(j);
   }
   return p;
 }
 
+static napi_value sf_open_js(napi_env env, napi_callback_info info) {
+  return open_js(env, info, 0);
+}
+
+static napi_value seq_open_js(napi_env env, napi_callback_info info) {
+  return open_js(env, info, 1);
+}
+
 static sf_t *seq_this(napi_env env, napi_callback_info info, size_t *argc, napi_value *argv) {
   return held_this(env, info, argc, argv, 1);
-}
-
-/* A failed call's error: "cannot take a number: ..." and the last claim's
- * reason when there is one. */
-static void seq_throw(napi_env env, sf_t *s, int rc) {
-  idgen_seq_stats_t st;
-  char msg[IDGEN_REASON_MAX + 200];
-  st.reason[0] = 0;
-  if (rc == IDGEN_EREGISTRY || rc == IDGEN_ELEASE)
-    idgen_seq_stats(s->h.seq, &st);
-  snprintf(msg, sizeof msg, "cannot take a number: %s%s%s%s", idgen_strerror(rc),
-           st.reason[0] ? ": " : "", st.reason,
-           rc == IDGEN_EFORKED ? " (open the sequence again in the child process)" : "");
-  throw_idgen(env, rc, msg);
-}
-
-/* next() → BigInt */
-static napi_value seq_next(napi_env env, napi_callback_info info) {
-  sf_t *s = seq_this(env, info, NULL, NULL);
-  uint64_t n;
-  napi_value v = NULL;
-  if (s == NULL)
-    return NULL;
-  int rc = idgen_seq_next(s->h.seq, &n);
-  if (rc < 0)
-    seq_throw(env, s, rc);
-  else
-    NAPI_CALL(env, napi_create_bigint_uint64(env, n, &v));
-  return v;
-}
-
-/* nextBatch(n) → BigUint64Array of n increasing numbers, all or none. */
-static napi_value seq_next_batch(napi_env env, napi_callback_info info) {
-  size_t argc = 1, n;
-  napi_value argv[1] = {NULL}, buf, arr;
-  sf_t *s = seq_this(env, info, &argc, argv);
-  void *data = s ? batch_buffer(env, argc, argv, &n, &buf) : NULL;
-  if (data == NULL)
-    return NULL;
-  int rc = idgen_seq_next_n(s->h.seq, data, n);
-  if (rc < 0) {
-    seq_throw(env, s, rc);
-    return NULL;
-  }
-  NAPI_CALL(env, napi_create_typedarray(env, napi_biguint64_array, n, buf, 0, &arr));
-  return arr;
 }
 
 /* nextText() → the business number (the sequence's format rendered). */
@@ -1347,25 +1380,24 @@ static napi_value seq_stats_js(napi_env env, napi_callback_info info) {
     return NULL;
   idgen_seq_stats_t st;
   idgen_seq_stats(s->h.seq, &st);
-  napi_value o, b;
-  NAPI_CALL(env, napi_create_object(env, &o));
+  napi_value b;
   NAPI_CALL(env, napi_get_boolean(env, st.failing != 0, &b));
-  NAPI_CALL(env, napi_set_named_property(env, o, "failing", b));
-  if (set_str(env, o, "key", st.key) < 0 ||
-      set_num(env, o, "generation", (double)st.generation) < 0 ||
-      set_num(env, o, "step", (double)st.step) < 0 ||
-      set_num(env, o, "inHand", (double)st.in_hand) < 0 ||
-      set_num(env, o, "issued", (double)st.issued) < 0 ||
-      set_num(env, o, "claimed", (double)st.claimed) < 0 ||
-      set_num(env, o, "claims", (double)st.claims) < 0 ||
-      set_num(env, o, "givenBack", (double)st.given_back) < 0 ||
-      set_num(env, o, "claimFailures", (double)st.claim_failures) < 0 ||
-      set_num(env, o, "rate", st.rate) < 0 || set_num(env, o, "lastsMs", (double)st.lasts_ms) < 0 ||
-      set_num(env, o, "claimNsLast", (double)st.claim_ns_last) < 0 ||
-      set_num(env, o, "claimNsMax", (double)st.claim_ns_max) < 0 ||
-      set_str(env, o, "reason", st.reason) < 0)
-    return NULL;
-  return o;
+  const prop_t p[] = {PROP_VAL("failing", b),
+                      PROP_STR("key", st.key),
+                      PROP_NUM("generation", st.generation),
+                      PROP_NUM("step", st.step),
+                      PROP_NUM("inHand", st.in_hand),
+                      PROP_NUM("issued", st.issued),
+                      PROP_NUM("claimed", st.claimed),
+                      PROP_NUM("claims", st.claims),
+                      PROP_NUM("givenBack", st.given_back),
+                      PROP_NUM("claimFailures", st.claim_failures),
+                      PROP_NUM("rate", st.rate),
+                      PROP_NUM("lastsMs", st.lasts_ms),
+                      PROP_NUM("claimNsLast", st.claim_ns_last),
+                      PROP_NUM("claimNsMax", st.claim_ns_max),
+                      PROP_STR("reason", st.reason)};
+  return props_object(env, p, COUNT(p));
 }
 
 /* ---- ULID and UUIDv7 ------------------------------------------------------ */
@@ -1413,9 +1445,26 @@ static napi_value uuid7_gen_new(napi_env env, napi_callback_info info) {
   return g128_new(env, info, 1);
 }
 
+/* 16 bytes as a UUID's text (uuid) or a ULID's, a string; NULL thrown. */
+static napi_value text128(napi_env env, int uuid, const uint8_t b[16]) {
+  char text[IDGEN_UUID_STRLEN + 1];
+  if (uuid) {
+    idgen_uuid_t w;
+    memcpy(w.bytes, b, 16);
+    idgen_uuid_format(&w, text);
+  } else {
+    idgen_ulid_t u;
+    memcpy(u.bytes, b, 16);
+    idgen_ulid_format(&u, text);
+  }
+  napi_value v;
+  NAPI_CALL(env, napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v));
+  return v;
+}
+
 /* next() → the next ULID (26 characters) or UUIDv7 (36), increasing. */
 static napi_value g128_next(napi_env env, napi_callback_info info) {
-  napi_value self, v;
+  napi_value self;
   size_t argc = 0;
   NAPI_CALL(env, napi_get_cb_info(env, info, &argc, NULL, &self, NULL));
   g128_t *g = NULL;
@@ -1424,23 +1473,14 @@ static napi_value g128_next(napi_env env, napi_callback_info info) {
     throw_type(env, "not a ULID or UUIDv7 generator");
     return NULL;
   }
-  char text[IDGEN_UUID_STRLEN + 1];
-  int rc;
-  if (g->uuid) {
-    idgen_uuid_t u;
-    if ((rc = idgen_uuid7_gen_next(g->uuid7, &u)) == 0)
-      idgen_uuid_format(&u, text);
-  } else {
-    idgen_ulid_t u;
-    if ((rc = idgen_ulid_gen_next(g->ulid, &u)) == 0)
-      idgen_ulid_format(&u, text);
-  }
+  idgen_uuid_t x;
+  idgen_ulid_t u;
+  int rc = g->uuid ? idgen_uuid7_gen_next(g->uuid7, &x) : idgen_ulid_gen_next(g->ulid, &u);
   if (rc < 0) {
     throw_idgen(env, rc, NULL);
     return NULL;
   }
-  NAPI_CALL(env, napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v));
-  return v;
+  return text128(env, g->uuid, g->uuid ? x.bytes : u.bytes);
 }
 
 /* The string argument i (at most n - 1 bytes) into buf, or -1 thrown. */
@@ -1449,29 +1489,13 @@ static int arg_string(napi_env env, napi_callback_info info, size_t i, const cha
   size_t argc = 2;
   napi_value argv[2];
   NAPI_CALL_RET(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL), -1);
-  napi_valuetype t = napi_undefined;
-  if (i < argc)
-    NAPI_CALL_RET(env, napi_typeof(env, argv[i], &t), -1);
-  char msg[120];
-  if (t != napi_string) {
-    snprintf(msg, sizeof msg, "%s must be a string", what);
-    throw_type(env, msg);
-    return -1;
-  }
-  NAPI_CALL_RET(env, napi_get_value_string_utf8(env, argv[i], NULL, 0, len), -1);
-  if (*len + 1 > n) {
-    snprintf(msg, sizeof msg, "%s is %zu bytes long: longer than any ID", what, *len);
-    throw_idgen(env, IDGEN_EPARSE, msg);
-    return -1;
-  }
-  NAPI_CALL_RET(env, napi_get_value_string_utf8(env, argv[i], buf, n, len), -1);
-  return 0;
+  return str_take(env, i < argc ? argv[i] : NULL, what, NULL, 0, buf, n, len);
 }
 
 /* ulidToUuid(text) and uuidToUlid(text): the same 128 bits in the other
  * form; to_uuid picks the direction. */
 static napi_value convert(napi_env env, napi_callback_info info, int to_uuid) {
-  char in[128], err[ERR_MAX], text[IDGEN_UUID_STRLEN + 1];
+  char in[128], err[ERR_MAX];
   size_t len;
   if (arg_string(env, info, 0, to_uuid ? "ulidToUuid(ulid): ulid" : "uuidToUlid(uuid): uuid", in,
                  sizeof in, &len) < 0)
@@ -1484,16 +1508,11 @@ static napi_value convert(napi_env env, napi_callback_info info, int to_uuid) {
     throw_idgen(env, rc, err);
     return NULL;
   }
-  if (to_uuid) {
+  if (to_uuid)
     idgen_ulid_to_uuid(&u, &x);
-    idgen_uuid_format(&x, text);
-  } else {
+  else
     idgen_ulid_from_uuid(&x, &u);
-    idgen_ulid_format(&u, text);
-  }
-  napi_value v;
-  NAPI_CALL(env, napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v));
-  return v;
+  return text128(env, to_uuid, to_uuid ? x.bytes : u.bytes);
 }
 
 static napi_value ulid_to_uuid(napi_env env, napi_callback_info info) {
@@ -1649,38 +1668,6 @@ static void pub_finalize(napi_env env, void *data, void *hint) {
   free(x);
 }
 
-static const char *const pub_option_names[] = {"keyFile", "key",  "keyVersion", "kind",
-                                               "layout",  "bits", "prefix",     "version"};
-
-/* Every option name is one of pub_option_names: 0, or -1 thrown. */
-static int pub_names_check(napi_env env, napi_value o) {
-  napi_value keys, k;
-  uint32_t n = 0;
-  NAPI_CALL_RET(env,
-                napi_get_all_property_names(env, o, napi_key_own_only,
-                                            napi_key_enumerable | napi_key_skip_symbols,
-                                            napi_key_numbers_to_strings, &keys),
-                -1);
-  NAPI_CALL_RET(env, napi_get_array_length(env, keys, &n), -1);
-  for (uint32_t i = 0; i < n; i++) {
-    char name[64], msg[200];
-    size_t len = 0, j = 0, nn = sizeof pub_option_names / sizeof pub_option_names[0];
-    NAPI_CALL_RET(env, napi_get_element(env, keys, i, &k), -1);
-    NAPI_CALL_RET(env, napi_get_value_string_utf8(env, k, name, sizeof name, &len), -1);
-    while (j < nn && strcmp(name, pub_option_names[j]) != 0)
-      j++;
-    if (j == nn) {
-      snprintf(msg, sizeof msg,
-               "new Public(options): unknown option \"%s\" (known: keyFile, key, keyVersion, "
-               "kind, layout, bits, prefix, version)",
-               name);
-      throw_idgen(env, IDGEN_EINVAL, msg);
-      return -1;
-    }
-  }
-  return 0;
-}
-
 /* options.key: 32 bytes in a Buffer or Uint8Array, copied into key: 1
  * given, 0 absent, -1 thrown. */
 static int pub_key_bytes(napi_env env, napi_value o, uint8_t key[IDGEN_PUBLIC_KEY_BYTES]) {
@@ -1727,7 +1714,7 @@ static int pub_opts_read(napi_env env, napi_value o, pub_opts_t *out) {
     throw_type(env, "new Public(options): options must be an object (keyFile or key at least)");
     return -1;
   }
-  if (pub_names_check(env, o) < 0)
+  if (opts_names_check(env, o, OPTS_PUBLIC) < 0)
     return -1;
   snprintf(out->kind, sizeof out->kind, "snowflake");
   snprintf(out->layout, sizeof out->layout, "twitter");
@@ -1918,19 +1905,15 @@ static int pub_arg128(napi_env env, const pub_t *x, napi_value v, const char *wh
 
 /* 16 bytes as a ULID codec's or a UUIDv7 codec's text. */
 static napi_value pub_text128(napi_env env, const pub_t *x, const uint8_t b[16]) {
-  char text[IDGEN_UUID_STRLEN + 1];
-  if (x->kind == IDGEN_PUBLIC_ULID) {
-    idgen_ulid_t u;
-    memcpy(u.bytes, b, 16);
-    idgen_ulid_format(&u, text);
-  } else {
-    idgen_uuid_t w;
-    memcpy(w.bytes, b, 16);
-    idgen_uuid_format(&w, text);
-  }
-  napi_value v;
-  NAPI_CALL(env, napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &v));
-  return v;
+  return text128(env, x->kind != IDGEN_PUBLIC_ULID, b);
+}
+
+/* Throws rc of a codec's call on `what`: ERANGE as "<what> at or above
+ * 2^<bits> (the codec's bits)", the rest with the library's message. */
+static void pub_throw(napi_env env, const pub_t *x, int rc, const char *what) {
+  char msg[160];
+  snprintf(msg, sizeof msg, "%s at or above 2^%u (the codec's bits)", what, x->bits);
+  throw_idgen(env, rc, rc == IDGEN_ERANGE ? msg : NULL);
 }
 
 /* map(id) and unmap(pub): the integer forms, one ID. */
@@ -1963,10 +1946,7 @@ static napi_value pub_map_dir(napi_env env, napi_callback_info info, int back) {
     }
   }
   if (rc < 0) {
-    char msg[160];
-    snprintf(msg, sizeof msg, rc == IDGEN_ERANGE ? "%s: at or above 2^%u (the codec's bits)" : "%s",
-             what, x->bits);
-    throw_idgen(env, rc, rc == IDGEN_ERANGE ? msg : NULL);
+    pub_throw(env, x, rc, back ? "unmap(pub): pub:" : "map(id): id:");
     return NULL;
   }
   return v;
@@ -2025,7 +2005,7 @@ static napi_value pub_many128(napi_env env, pub_t *x, napi_value arg, int back) 
 /* mapMany(ids) and unmapMany(pubs): a BigUint64Array in, a new one out
  * (Snowflake codecs), every round of the cipher over all of them at once. */
 static napi_value pub_many(napi_env env, napi_callback_info info, int back) {
-  napi_value arg, buf, arr;
+  napi_value arg, arr;
   pub_t *x = pub_this(env, info, &arg);
   if (x == NULL)
     return NULL;
@@ -2044,18 +2024,15 @@ static napi_value pub_many(napi_env env, napi_callback_info info, int back) {
                          : "mapMany(ids): ids must be a BigUint64Array");
     return NULL;
   }
-  NAPI_CALL(env, napi_create_arraybuffer(env, n * sizeof(uint64_t), &out, &buf));
+  if ((arr = u64_array(env, n, &out)) == NULL)
+    return NULL;
   int rc = n == 0 ? 0
            : back ? idgen_public_unmap64_batch(x->p, in, out, n)
                   : idgen_public_map64_batch(x->p, in, out, n);
   if (rc < 0) {
-    char msg[160];
-    snprintf(msg, sizeof msg, "%s: a value at or above 2^%u (the codec's bits)",
-             back ? "unmapMany(pubs)" : "mapMany(ids)", x->bits);
-    throw_idgen(env, rc, rc == IDGEN_ERANGE ? msg : NULL);
+    pub_throw(env, x, rc, back ? "unmapMany(pubs): a value" : "mapMany(ids): a value");
     return NULL;
   }
-  NAPI_CALL(env, napi_create_typedarray(env, napi_biguint64_array, n, buf, 0, &arr));
   return arr;
 }
 
@@ -2087,9 +2064,7 @@ static napi_value pub_format(napi_env env, napi_callback_info info) {
     rc = idgen_public_format128(x->p, id, text, sizeof text);
   }
   if (rc < 0) {
-    char msg[160];
-    snprintf(msg, sizeof msg, "format(id): id at or above 2^%u (the codec's bits)", x->bits);
-    throw_idgen(env, rc, rc == IDGEN_ERANGE ? msg : NULL);
+    pub_throw(env, x, rc, "format(id): id");
     return NULL;
   }
   NAPI_CALL(env, napi_create_string_utf8(env, text, (size_t)rc, &v));
@@ -2169,76 +2144,52 @@ static void pin_module(void) {
     dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
-/* exports[name] = a class or function: 0, or -1 thrown. */
-static int export_value(napi_env env, napi_value exports, const char *name, napi_value v) {
-  NAPI_CALL_RET(env, napi_set_named_property(env, exports, name, v), -1);
-  return 0;
-}
+/* A method of a class: its name and function. */
+#define METHOD(name, fn)                                                                           \
+  { name, NULL, fn, NULL, NULL, NULL, napi_default, NULL }
+
+static const napi_property_descriptor sf_methods[] = {
+    METHOD("next", sf_next),
+    METHOD("nextString", sf_next_string),
+    METHOD("nextBatch", sf_next_batch),
+    METHOD("lease", sf_lease),
+    METHOD("_batchStart", sf_batch_start),
+    METHOD("_batchResume", sf_batch_resume),
+    METHOD("_close", sf_close_js),
+};
+static const napi_property_descriptor seq_methods[] = {
+    METHOD("next", seq_next),          METHOD("nextBatch", seq_next_batch),
+    METHOD("nextText", seq_next_text), METHOD("stats", seq_stats_js),
+    METHOD("_close", sf_close_js),
+};
+static const napi_property_descriptor pub_methods[] = {
+    METHOD("map", pub_map),
+    METHOD("unmap", pub_unmap),
+    METHOD("mapMany", pub_map_many),
+    METHOD("unmapMany", pub_unmap_many),
+    METHOD("format", pub_format),
+    METHOD("parse", pub_parse),
+    METHOD("parseWithVersion", pub_parse_v),
+};
+static const napi_property_descriptor g128_methods[] = {METHOD("next", g128_next)};
 
 /* The classes, functions and values of the module onto exports: 0, or -1
- * thrown. */
+ * thrown.  open() makes Snowflakes and Sequences, so the environment keeps
+ * a reference to those two classes. */
 static int define_exports(napi_env env, env_t *e, napi_value exports) {
-  napi_property_descriptor methods[] = {
-      {"next", NULL, sf_next, NULL, NULL, NULL, napi_default, NULL},
-      {"nextString", NULL, sf_next_string, NULL, NULL, NULL, napi_default, NULL},
-      {"nextBatch", NULL, sf_next_batch, NULL, NULL, NULL, napi_default, NULL},
-      {"lease", NULL, sf_lease, NULL, NULL, NULL, napi_default, NULL},
-      {"_batchStart", NULL, sf_batch_start, NULL, NULL, NULL, napi_default, NULL},
-      {"_batchResume", NULL, sf_batch_resume, NULL, NULL, NULL, napi_default, NULL},
-      {"_close", NULL, sf_close_js, NULL, NULL, NULL, napi_default, NULL},
-  };
-  napi_value cls, v;
-  NAPI_CALL_RET(env,
-                napi_define_class(env, "Snowflake", NAPI_AUTO_LENGTH, sf_new, NULL,
-                                  sizeof methods / sizeof methods[0], methods, &cls),
-                -1);
-  NAPI_CALL_RET(env, napi_create_reference(env, cls, 1, &e->cls), -1);
-  if (export_value(env, exports, "Snowflake", cls) < 0)
-    return -1;
-  napi_property_descriptor gen_methods[] = {
-      {"next", NULL, g128_next, NULL, NULL, NULL, napi_default, NULL},
-  };
-  napi_property_descriptor seq_methods[] = {
-      {"next", NULL, seq_next, NULL, NULL, NULL, napi_default, NULL},
-      {"nextBatch", NULL, seq_next_batch, NULL, NULL, NULL, napi_default, NULL},
-      {"nextText", NULL, seq_next_text, NULL, NULL, NULL, napi_default, NULL},
-      {"stats", NULL, seq_stats_js, NULL, NULL, NULL, napi_default, NULL},
-      {"_close", NULL, sf_close_js, NULL, NULL, NULL, napi_default, NULL},
-  };
-  NAPI_CALL_RET(env,
-                napi_define_class(env, "Sequence", NAPI_AUTO_LENGTH, seq_new, NULL,
-                                  sizeof seq_methods / sizeof seq_methods[0], seq_methods, &cls),
-                -1);
-  NAPI_CALL_RET(env, napi_create_reference(env, cls, 1, &e->seq_cls), -1);
-  if (export_value(env, exports, "Sequence", cls) < 0)
-    return -1;
-  napi_property_descriptor pub_methods[] = {
-      {"map", NULL, pub_map, NULL, NULL, NULL, napi_default, NULL},
-      {"unmap", NULL, pub_unmap, NULL, NULL, NULL, napi_default, NULL},
-      {"mapMany", NULL, pub_map_many, NULL, NULL, NULL, napi_default, NULL},
-      {"unmapMany", NULL, pub_unmap_many, NULL, NULL, NULL, napi_default, NULL},
-      {"format", NULL, pub_format, NULL, NULL, NULL, napi_default, NULL},
-      {"parse", NULL, pub_parse, NULL, NULL, NULL, napi_default, NULL},
-      {"parseWithVersion", NULL, pub_parse_v, NULL, NULL, NULL, napi_default, NULL},
-  };
-  NAPI_CALL_RET(env,
-                napi_define_class(env, "Public", NAPI_AUTO_LENGTH, pub_new, NULL,
-                                  sizeof pub_methods / sizeof pub_methods[0], pub_methods, &cls),
-                -1);
-  if (export_value(env, exports, "Public", cls) < 0)
-    return -1;
-  static const struct {
+  const struct {
     const char *name;
     napi_callback ctor;
-  } gens[] = {{"UlidGenerator", ulid_gen_new}, {"Uuid7Generator", uuid7_gen_new}};
-  for (size_t i = 0; i < sizeof gens / sizeof gens[0]; i++) {
-    NAPI_CALL_RET(env,
-                  napi_define_class(env, gens[i].name, NAPI_AUTO_LENGTH, gens[i].ctor, NULL, 1,
-                                    gen_methods, &cls),
-                  -1);
-    if (export_value(env, exports, gens[i].name, cls) < 0)
-      return -1;
-  }
+    const napi_property_descriptor *methods;
+    size_t n;
+    napi_ref *ref; /* NULL: none kept */
+  } classes[] = {
+      {"Snowflake", sf_new, sf_methods, COUNT(sf_methods), &e->cls},
+      {"Sequence", seq_new, seq_methods, COUNT(seq_methods), &e->seq_cls},
+      {"Public", pub_new, pub_methods, COUNT(pub_methods), NULL},
+      {"UlidGenerator", ulid_gen_new, g128_methods, COUNT(g128_methods), NULL},
+      {"Uuid7Generator", uuid7_gen_new, g128_methods, COUNT(g128_methods), NULL},
+  };
   static const struct {
     const char *name;
     napi_callback cb;
@@ -2250,18 +2201,27 @@ static int define_exports(napi_env env, env_t *e, napi_value exports) {
              {"layoutInfo", layout_info_js},
              {"open", sf_open_js},
              {"seqOpen", seq_open_js}};
-  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+  napi_value v;
+  for (size_t i = 0; i < COUNT(classes); i++) {
+    NAPI_CALL_RET(env,
+                  napi_define_class(env, classes[i].name, NAPI_AUTO_LENGTH, classes[i].ctor, NULL,
+                                    classes[i].n, classes[i].methods, &v),
+                  -1);
+    if (classes[i].ref != NULL)
+      NAPI_CALL_RET(env, napi_create_reference(env, v, 1, classes[i].ref), -1);
+    NAPI_CALL_RET(env, napi_set_named_property(env, exports, classes[i].name, v), -1);
+  }
+  for (size_t i = 0; i < COUNT(fns); i++) {
     NAPI_CALL_RET(
         env, napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].cb, NULL, &v), -1);
-    if (export_value(env, exports, fns[i].name, v) < 0)
-      return -1;
+    NAPI_CALL_RET(env, napi_set_named_property(env, exports, fns[i].name, v), -1);
   }
   NAPI_CALL_RET(env, napi_create_string_utf8(env, idgen_version(), NAPI_AUTO_LENGTH, &v), -1);
-  if (export_value(env, exports, "version", v) < 0)
-    return -1;
+  NAPI_CALL_RET(env, napi_set_named_property(env, exports, "version", v), -1);
   /* plan()'s default, as `idgen plan` has it */
   NAPI_CALL_RET(env, napi_create_int64(env, IDGEN_MAX_BORROW_MS_DEFAULT, &v), -1);
-  return export_value(env, exports, "maxBorrowMsDefault", v);
+  NAPI_CALL_RET(env, napi_set_named_property(env, exports, "maxBorrowMsDefault", v), -1);
+  return 0;
 }
 
 static napi_value init(napi_env env, napi_value exports) {
