@@ -552,9 +552,10 @@ static void test_text_wrong_key(void **state) {
     uint64_t id = rnd64() >> 1, got = 0;
     int tl = idgen_public_format64(p, id, text, sizeof text);
     assert_int_equal(tl, 5 + IDGEN_PUBLIC_TEXT64_LEN);
-    snprintf(bad, sizeof bad, "order_%s", text + 5);
+    char ob[IDGEN_PUBLIC_TEXT_MAX + 8];
+    snprintf(ob, sizeof ob, "order_%s", text + 5);
     char err[256] = "";
-    int rc = idgen_public_parse64(po, bad, strlen(bad), &got, NULL, err, sizeof err);
+    int rc = idgen_public_parse64(po, ob, strlen(ob), &got, NULL, err, sizeof err);
     fails += rc == IDGEN_EKEY;
     if (rc == 0)
       assert_true(got != id);
