@@ -1990,6 +1990,23 @@ IDGEN_API int idgen_public_parse64(idgen_public_t *p, const char *text, size_t l
                                    unsigned *version, char *err, size_t errlen);
 IDGEN_API int idgen_public_parse128(idgen_public_t *p, const char *text, size_t len, uint8_t id[16],
                                     unsigned *version, char *err, size_t errlen);
+/* The kinds a text form text[len] may be of, by its shape alone (no key is
+ * needed and nothing is decoded): its length after its last '_' (a prefix
+ * may hold '_', the body never does) is IDGEN_PUBLIC_TEXT64_LEN for a
+ * Snowflake ID and IDGEN_PUBLIC_TEXT128_LEN for a ULID or a UUIDv7, which
+ * the shape cannot tell apart.  For a reader that knows no kind (a CLI, a
+ * daemon decoding what it is given), the kinds to try are written to
+ * kinds[] in the order to try them, and their count returned: 1
+ * (IDGEN_PUBLIC_SNOWFLAKE), or 2 (IDGEN_PUBLIC_UUID7, then
+ * IDGEN_PUBLIC_ULID: a UUIDv7 codec's check also needs version 7 and the
+ * variant, 22 more bits, so a ULID's text passes it once in 4 million,
+ * while one UUIDv7 text in 65,536 would pass a ULID codec's check as a
+ * wrong ULID).  Try the next kind only if a parse fails with IDGEN_EKEY.
+ * IDGEN_EPARSE, naming the length found, for any other length.  kinds may
+ * be NULL (the count alone), as may err; a NULL text is read as empty.
+ * Pure: thread-safe. */
+IDGEN_API int idgen_public_kind_of(const char *text, size_t len, idgen_public_kind_t kinds[2],
+                                   char *err, size_t errlen);
 /* Checks a type prefix by TypeID's rules ("" passes: no prefix). */
 IDGEN_API int idgen_public_prefix_check(const char *prefix, char *err, size_t errlen);
 

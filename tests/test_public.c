@@ -3,7 +3,8 @@
  * reference, AES-128/192/256), the radix-2 fast path against the reference
  * (every bit length 1..64 and 80, 122, 128, 144, several tweaks, single and
  * batch, both ways), the integer and text forms of every kind, their
- * errors (each naming the column, never giving a wrong ID), key files
+ * errors (each naming the column, never giving a wrong ID), a text's kind
+ * by its shape (idgen_public_kind_of) and read back in that order, key files
  * (mode, symbolic links, generate, add, 32 versions, adds from several
  * processes at once, no key in any message), key rotation and the text
  * batches against the single calls (every bit count, prefixes, errors).  The 10-million round trips and the statistics are
@@ -571,6 +572,104 @@ static void test_text_wrong_key(void **state) {
   idgen_public_keys_free(keys);
 }
 
+/* A text's kinds by its shape: the count, the order to try, and the
+ * length named for a text of no kind. */
+static void test_text_kind_by_shape(void **state) {
+  (void)state;
+  static const struct {
+    const char *text;
+    int count; /* or the error */
+    idgen_public_kind_t first;
+    const char *piece;
+  } cases[] = {
+      {"0123456789abcdefg", 1, IDGEN_PUBLIC_SNOWFLAKE, NULL},
+      {"user_0123456789abcdefg", 1, IDGEN_PUBLIC_SNOWFLAKE, NULL},
+      {"order_line_0123456789abcdefg", 1, IDGEN_PUBLIC_SNOWFLAKE, NULL},
+      {"_0123456789abcdefg", 1, IDGEN_PUBLIC_SNOWFLAKE, NULL},
+      {"01234567890123456789012345678z", 2, IDGEN_PUBLIC_UUID7, NULL},
+      {"a_b_01234567890123456789012345678z", 2, IDGEN_PUBLIC_UUID7, NULL},
+      {"", IDGEN_EPARSE, 0, "this one 0"},
+      {"user_", IDGEN_EPARSE, 0, "this one 0"},
+      {"0123456789abcdef", IDGEN_EPARSE, 0, "this one 16"},
+      {"0123456789abcdefgh", IDGEN_EPARSE, 0, "this one 18"},
+      {"user_0123456789abcdefg_", IDGEN_EPARSE, 0, "this one 0"},
+      {"0123456789012345678901234567z", IDGEN_EPARSE, 0, "this one 29"},
+      {"012345678901234567890123456789z", IDGEN_EPARSE, 0, "this one 31"},
+      {"01ARZ3NDEKTSV4RRFFQ69G5FAV", IDGEN_EPARSE, 0, "this one 26"}, /* a ULID */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    idgen_public_kind_t kinds[2] = {0, 0};
+    char err[256] = "";
+    size_t len = strlen(cases[i].text);
+    int rc = idgen_public_kind_of(cases[i].text, len, kinds, err, sizeof err);
+    if (rc < 0) {
+      expect_err(rc, cases[i].count, err, cases[i].piece);
+      assert_string_equal(strstr(err, "not a public ID: a text form has 17 (Snowflake) or 30 "
+                                      "(ULID, UUIDv7) characters after its prefix"),
+                          err);
+      assert_int_equal(0, kinds[0]); /* nothing written */
+    } else {
+      assert_int_equal(cases[i].count, rc);
+      assert_int_equal(cases[i].first, kinds[0]);
+      if (rc == 2)
+        assert_int_equal(IDGEN_PUBLIC_ULID, kinds[1]);
+      assert_string_equal("", err);
+    }
+    /* The count alone, and no message wanted. */
+    assert_int_equal(rc, idgen_public_kind_of(cases[i].text, len, NULL, NULL, 0));
+  }
+  assert_int_equal(IDGEN_EPARSE, idgen_public_kind_of(NULL, 0, NULL, NULL, 0));
+  /* Not NUL-terminated: only len characters count. */
+  assert_int_equal(1, idgen_public_kind_of("0123456789abcdefgh", 17, NULL, NULL, 0));
+}
+
+/* Texts of every kind, with and without a prefix, each read back as the
+ * kind it was made of by trying idgen_public_kind_of's kinds in order. */
+static void test_text_kind_read_back(void **state) {
+  (void)state;
+  idgen_public_keys_t *keys = one_key(1);
+  for (int pre = 0; pre < 2; pre++) {
+    const char *prefix = pre ? "order_line" : NULL;
+    idgen_public_t *c[4] = {NULL};
+    for (int k = IDGEN_PUBLIC_SNOWFLAKE; k <= IDGEN_PUBLIC_UUID7; k++)
+      c[k] = codec(keys, (idgen_public_kind_t)k, k == IDGEN_PUBLIC_SNOWFLAKE ? 41 : 0, prefix);
+    for (int i = 0; i < 200; i++) {
+      int made = IDGEN_PUBLIC_SNOWFLAKE + i % 3;
+      char text[IDGEN_PUBLIC_TEXT_MAX];
+      uint8_t id[16], back[16];
+      uint64_t id64 = rnd64() >> 23, back64 = 0;
+      int len;
+      if (made == IDGEN_PUBLIC_SNOWFLAKE) {
+        len = idgen_public_format64(c[made], id64, text, sizeof text);
+      } else {
+        if (made == IDGEN_PUBLIC_UUID7)
+          make_uuid7(id);
+        else
+          rnd_bytes(id, 16);
+        len = idgen_public_format128(c[made], id, text, sizeof text);
+      }
+      assert_true(len > 0);
+      idgen_public_kind_t kinds[2];
+      int n = idgen_public_kind_of(text, (size_t)len, kinds, NULL, 0);
+      assert_int_equal(made == IDGEN_PUBLIC_SNOWFLAKE ? 1 : 2, n);
+      int rc = IDGEN_EKEY, t = 0;
+      for (; t < n && rc == IDGEN_EKEY; t++)
+        rc = kinds[t] == IDGEN_PUBLIC_SNOWFLAKE
+                 ? idgen_public_parse64(c[kinds[t]], text, (size_t)len, &back64, NULL, NULL, 0)
+                 : idgen_public_parse128(c[kinds[t]], text, (size_t)len, back, NULL, NULL, 0);
+      assert_int_equal(0, rc);
+      assert_int_equal(made, kinds[t - 1]);
+      if (made == IDGEN_PUBLIC_SNOWFLAKE)
+        assert_int_equal(id64, back64);
+      else
+        assert_memory_equal(id, back, 16);
+    }
+    for (int k = IDGEN_PUBLIC_SNOWFLAKE; k <= IDGEN_PUBLIC_UUID7; k++)
+      idgen_public_free(c[k]);
+  }
+  idgen_public_keys_free(keys);
+}
+
 static void test_settings_and_prefixes(void **state) {
   (void)state;
   static const struct {
@@ -1128,6 +1227,8 @@ int main(void) {
       cmocka_unit_test(test_128_forms),
       cmocka_unit_test(test_text_malformed),
       cmocka_unit_test(test_text_wrong_key),
+      cmocka_unit_test(test_text_kind_by_shape),
+      cmocka_unit_test(test_text_kind_read_back),
       cmocka_unit_test(test_settings_and_prefixes),
       cmocka_unit_test(test_text_batch64),
       cmocka_unit_test(test_text_batch128),

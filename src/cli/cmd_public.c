@@ -295,43 +295,33 @@ static int reverse_int(pub_t *p, const char *in, size_t len, int kind) {
   return put_ok(p, in, out, kind, 0);
 }
 
-/* A text form -> its ID.  Without --kind, a 128-bit one is tried as a
- * UUIDv7, then as a ULID. */
+/* A text form -> its ID.  Without --kind, its kind by its shape, and a
+ * 128-bit one tried as a UUIDv7, then as a ULID (idgen_public_kind_of). */
 static int reverse_text(pub_t *p, const char *in, size_t len) {
-  size_t body = 0; /* the characters after the last '_' (a prefix may hold '_') */
-  while (body < len && in[len - 1 - body] != '_')
-    body++;
-  int kind = p->kind;
+  idgen_public_kind_t kinds[2] = {(idgen_public_kind_t)p->kind, (idgen_public_kind_t)p->kind};
+  int nkinds = 1, kind, rc;
   char err[512], out[64];
   unsigned version = 0;
-  if (kind == 0 && body == IDGEN_PUBLIC_TEXT64_LEN)
-    kind = IDGEN_PUBLIC_SNOWFLAKE;
-  if (kind == 0 && body != IDGEN_PUBLIC_TEXT128_LEN) {
-    snprintf(err, sizeof err,
-             "not a public ID: a text form has %d (Snowflake) or %d (ULID, UUIDv7) characters "
-             "after its prefix, this one %zu",
-             IDGEN_PUBLIC_TEXT64_LEN, IDGEN_PUBLIC_TEXT128_LEN, body);
+  if (p->kind == 0 && (nkinds = idgen_public_kind_of(in, len, kinds, err, sizeof err)) < 0)
     return put_bad(p, in, err);
-  }
-  if (kind == IDGEN_PUBLIC_SNOWFLAKE) {
+  if (kinds[0] == IDGEN_PUBLIC_SNOWFLAKE) {
     uint64_t id;
-    if (idgen_public_parse64(codec(p, kind), in, len, &id, &version, err, sizeof err) < 0)
+    if (idgen_public_parse64(codec(p, kinds[0]), in, len, &id, &version, err, sizeof err) < 0)
       return put_bad(p, in, err);
     snprintf(out, sizeof out, "%" PRIu64, id);
-    return put_ok(p, in, out, kind, version);
+    return put_ok(p, in, out, kinds[0], version);
   }
   uint8_t id[16];
-  int rc = IDGEN_EKEY;
-  int first = kind ? kind : IDGEN_PUBLIC_UUID7, last = kind ? kind : IDGEN_PUBLIC_ULID;
-  for (kind = first; rc == IDGEN_EKEY; kind = IDGEN_PUBLIC_ULID) {
+  for (int i = 0;; i++) {
     char e[512];
+    kind = kinds[i];
     rc = idgen_public_parse128(codec(p, kind), in, len, id, &version, e, sizeof e);
-    if (kind == first) /* the first try's message: the second's says the same */
+    if (i == 0) /* the first try's message: the second's says the same */
       memcpy(err, e, sizeof err);
-    if (rc >= 0 || kind == last)
+    if (rc != IDGEN_EKEY || i + 1 == nkinds)
       break;
   }
-  if (rc < 0 && first != last) {
+  if (rc < 0 && nkinds > 1) {
     size_t n = strlen(err);
     snprintf(err + n, sizeof err - n, " (tried as a UUIDv7 and as a ULID)");
   }

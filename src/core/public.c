@@ -615,6 +615,30 @@ static int text_read(const idgen_public_t *p, const char *text, size_t len, size
                     version, text[skip], skip + 1, held);
 }
 
+int idgen_public_kind_of(const char *text, size_t len, idgen_public_kind_t kinds[2], char *err,
+                         size_t errlen) {
+  size_t body = 0; /* the characters after the last '_' */
+  while (text != NULL && body < len && text[len - 1 - body] != '_')
+    body++;
+  if (body == IDGEN_PUBLIC_TEXT64_LEN) {
+    if (kinds != NULL)
+      kinds[0] = IDGEN_PUBLIC_SNOWFLAKE;
+    return 1;
+  }
+  if (body == IDGEN_PUBLIC_TEXT128_LEN) {
+    /* The UUIDv7 first: its check is 22 bits stricter (idgen.h). */
+    if (kinds != NULL) {
+      kinds[0] = IDGEN_PUBLIC_UUID7;
+      kinds[1] = IDGEN_PUBLIC_ULID;
+    }
+    return 2;
+  }
+  return idgen__err(err, errlen, IDGEN_EPARSE,
+                    "not a public ID: a text form has %d (Snowflake) or %d (ULID, UUIDv7) "
+                    "characters after its prefix, this one %zu",
+                    IDGEN_PUBLIC_TEXT64_LEN, IDGEN_PUBLIC_TEXT128_LEN, body);
+}
+
 static int check_failed(unsigned version, char *err, size_t errlen) {
   return idgen__err(err, errlen, IDGEN_EKEY,
                     "public ID: not made with key version %u for this kind and prefix (another "

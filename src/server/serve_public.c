@@ -393,25 +393,32 @@ int serve_public_of(serve_worker_t *w, const char *t, size_t len, char *out, siz
   return rc;
 }
 
-/* The text form of a 128-bit ID: a UUIDv7's, else a ULID's (the kind is
- * part of the tweak, but a check passes by chance as often as for a wrong
- * key: the order below decides which kind such a chance can hurt). */
-static int reverse128(serve_worker_t *w, const char *t, size_t len, uint8_t id[16], int *kind,
+/* The daemon's kind of a library kind. */
+static int kind_of_lib(idgen_public_kind_t k) {
+  return k == IDGEN_PUBLIC_SNOWFLAKE ? KIND_SNOWFLAKE
+         : k == IDGEN_PUBLIC_ULID    ? KIND_ULID
+                                     : KIND_UUID7;
+}
+
+/* The ID behind a 128-bit text form: tried as kinds[0], then, if its check
+ * fails, as kinds[1], in idgen_public_kind_of's order (the kind is part of
+ * the tweak, but a check passes by chance as often as for a wrong key: the
+ * order decides which kind such a chance can hurt).  The first try's error
+ * if neither passes. */
+static int reverse128(serve_worker_t *w, const char *t, size_t len,
+                      const idgen_public_kind_t kinds[2], uint8_t id[16], int *kind,
                       unsigned *version, char *err, size_t n) {
-  /* The UUIDv7 first: its check also needs version 7 and the variant (22
-   * bits), so a ULID's text passes it once in 4 million; the other way
-   * round, one UUIDv7 text in 65,536 would come back as a wrong ULID. */
   char e2[300];
-  idgen_public_t *p = serve_public_codec(w, KIND_UUID7, err, n);
+  idgen_public_t *p = serve_public_codec(w, kind_of_lib(kinds[0]), err, n);
   if (p == NULL)
     return SERVE_ENOKEY;
-  *kind = KIND_UUID7;
+  *kind = kind_of_lib(kinds[0]);
   int rc = idgen_public_parse128(p, t, len, id, version, err, n);
   if (rc != IDGEN_EKEY)
     return rc;
-  idgen_public_t *q = serve_public_codec(w, KIND_ULID, e2, sizeof e2);
+  idgen_public_t *q = serve_public_codec(w, kind_of_lib(kinds[1]), e2, sizeof e2);
   if (q != NULL && idgen_public_parse128(q, t, len, id, version, e2, sizeof e2) == 0) {
-    *kind = KIND_ULID;
+    *kind = kind_of_lib(kinds[1]);
     return 0;
   }
   return rc;
@@ -442,23 +449,15 @@ static int reverse_int(serve_worker_t *w, const char *t, size_t len, char *out, 
   return text128(*kind, id, out);
 }
 
-/* The text form's body: what follows its last '_' (the alphabet has none). */
-static size_t body_len(const char *t, size_t len) {
-  size_t i = len;
-  while (i > 0 && t[i - 1] != '_')
-    i--;
-  return len - i;
-}
-
 int serve_public_reverse(serve_worker_t *w, const char *t, size_t len, char *out, int *kind,
                          unsigned *version, char *err, size_t n) {
   int rc;
   *version = 0;
   int is_int = memchr(t, '_', len) == NULL && (all_digits(t, len) || len == IDGEN_ULID_STRLEN ||
                                                len == IDGEN_UUID_STRLEN || len == 32);
-  size_t body = body_len(t, len);
-  if (is_int && text_form(w->srv) && body != IDGEN_PUBLIC_TEXT64_LEN &&
-      body != IDGEN_PUBLIC_TEXT128_LEN) {
+  idgen_public_kind_t kinds[2];
+  int nkinds = idgen_public_kind_of(t, len, kinds, NULL, 0);
+  if (is_int && text_form(w->srv) && nkinds < 0) {
     /* An integer form has no check: any decimal, ULID or UUID unmaps to
      * some ID.  This daemon makes text forms only, so one is refused (and
      * a text of digits only is read as the text it is). */
@@ -471,21 +470,13 @@ int serve_public_reverse(serve_worker_t *w, const char *t, size_t len, char *out
     rc = IDGEN_EPARSE;
   } else if (is_int && !text_form(w->srv)) {
     rc = reverse_int(w, t, len, out, kind, err, n);
-  } else if (body == IDGEN_PUBLIC_TEXT128_LEN) {
+  } else if (nkinds == 2) {
     uint8_t id[16];
-    rc = reverse128(w, t, len, id, kind, version, err, n);
-    if (rc == 0 && *kind == KIND_ULID) {
-      idgen_ulid_t u;
-      memcpy(u.bytes, id, 16);
-      idgen_ulid_format(&u, out);
-      rc = IDGEN_ULID_STRLEN;
-    } else if (rc == 0) {
-      idgen_uuid_t u;
-      memcpy(u.bytes, id, 16);
-      idgen_uuid_format(&u, out);
-      rc = IDGEN_UUID_STRLEN;
-    }
+    rc = reverse128(w, t, len, kinds, id, kind, version, err, n);
+    if (rc == 0)
+      rc = text128(*kind, id, out);
   } else {
+    /* A Snowflake text, or of no kind's length: the parse says which. */
     uint64_t v;
     idgen_public_t *p = serve_public_codec(w, KIND_SNOWFLAKE, err, n);
     *kind = KIND_SNOWFLAKE;
@@ -511,9 +502,7 @@ int serve_public_looks(serve_daemon_t *s, const char *t, size_t len) {
     return 1;
   /* Another prefix, or none: a text form's length after it (no ID has a
    * '_', nor 17 or 30 characters that are not all digits). */
-  size_t body = body_len(t, len);
-  return (body == IDGEN_PUBLIC_TEXT64_LEN || body == IDGEN_PUBLIC_TEXT128_LEN) &&
-         !all_digits(t, len);
+  return idgen_public_kind_of(t, len, NULL, NULL, 0) > 0 && !all_digits(t, len);
 }
 
 static const char *form_name(serve_daemon_t *s) { return text_form(s) ? "text" : "int"; }
