@@ -38,6 +38,26 @@ CLI_NORETURN void cli_fail(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
  * (--count). */
 #define CLI_COUNT_MAX 100000000
 
+/* -n/--count N and --json, options of the commands that make IDs through
+ * the settings (snowflake, seq): CLI_OPT_JSON is --json's getopt value (a
+ * command's own long options are numbered after it). */
+enum { CLI_OPT_JSON = 256 };
+typedef struct cli_count {
+  int64_t n; /* --count, 1 to CLI_COUNT_MAX */
+  int json;  /* --json */
+} cli_count_t;
+/* Takes opt ('n' or CLI_OPT_JSON) into c: 1, or 0 for another option;
+ * exits 2 on a bad count. */
+int cli_count_option(cli_count_t *c, int opt, const char *arg);
+
+/* Opens the registry at `uri` (the host's default when NULL) in `space`
+ * (NULL: as the URI says); exits 2 (a bad URI or space) or 1 (unreachable)
+ * with a message, naming `cmd` for a bad space. */
+idgen_registry_t *cli_registry_open(const char *cmd, const char *uri, const char *space);
+/* The registry URI to use: uri, or the host's default into def[n]; exits 2
+ * if there is none. */
+const char *cli_registry_uri(const char *uri, char *def, size_t n);
+
 /* Parses a whole decimal integer in [min, max] for option `opt`; exits 2 on error. */
 int64_t cli_int(const char *opt, const char *s, int64_t min, int64_t max);
 
@@ -52,6 +72,10 @@ const char *cli_layout_name(const idgen_layout_t *l, char *buf, size_t n);
 
 /* Handles an unknown option or missing argument from getopt_long; exits 2. */
 CLI_NORETURN void cli_bad_option(const char *cmd, int optopt_, const char *arg);
+
+/* A 128-bit ID's 16 bytes as a UUID (as_uuid) or a ULID's 26 characters
+ * into out[IDGEN_UUID_STRLEN + 1]. */
+void cli_text_128(const uint8_t id[16], int as_uuid, char *out);
 
 /* Writes v in decimal with thousands separators ("4,096,000"). */
 const char *cli_thousands(uint64_t v, char *buf, size_t n);

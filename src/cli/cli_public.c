@@ -67,15 +67,8 @@ void cli_public_128(cli_public_t *p, const uint8_t id[16], int as_uuid, char *ou
   } else {
     uint8_t pub[16];
     rc = idgen_public_map128(p->codec, id, pub);
-    if (rc >= 0 && as_uuid) {
-      idgen_uuid_t u;
-      memcpy(u.bytes, pub, 16);
-      idgen_uuid_format(&u, out);
-    } else if (rc >= 0) {
-      idgen_ulid_t u;
-      memcpy(u.bytes, pub, 16);
-      idgen_ulid_format(&u, out);
-    }
+    if (rc >= 0)
+      cli_text_128(pub, as_uuid, out);
   }
   if (rc < 0) {
     fflush(stdout);

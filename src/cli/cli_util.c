@@ -45,6 +45,57 @@ int64_t cli_int(const char *opt, const char *s, int64_t min, int64_t max) {
   return v;
 }
 
+int cli_count_option(cli_count_t *c, int opt, const char *arg) {
+  if (opt == 'n')
+    c->n = cli_int("--count", arg, 1, CLI_COUNT_MAX);
+  else if (opt == CLI_OPT_JSON)
+    c->json = 1;
+  else
+    return 0;
+  return 1;
+}
+
+const char *cli_registry_uri(const char *uri, char *def, size_t n) {
+  char err[1100] = "";
+  if (uri == NULL && idgen_registry_default_uri(def, n, err, sizeof err) < 0)
+    cli_fail(EXIT_USAGE, "%s", err);
+  return uri != NULL ? uri : def;
+}
+
+idgen_registry_t *cli_registry_open(const char *cmd, const char *uri, const char *space) {
+  char err[1100] = "", def[1100];
+  uri = cli_registry_uri(uri, def, sizeof def);
+  size_t with_n = strlen(uri) + IDGEN_SPACE_NAME_MAX + 8;
+  char *with = malloc(with_n);
+  if (with == NULL)
+    cli_fail(EXIT_ID, "out of memory");
+  if (space != NULL) {
+    /* A URI in one of its spaces: the library's ?space=NAME (or &). */
+    if (idgen_registry_uri_with_space(uri, space, with, with_n, err, sizeof err) < 0)
+      cli_fail(EXIT_USAGE, "%s: --space %s: %s", cmd, CLI_QUOTED(space),
+               strncmp(err, "registry: ", 10) == 0 ? err + 10 : err);
+    uri = with;
+  }
+  idgen_registry_t *r;
+  int rc = idgen_registry_open(&r, uri, err, sizeof err);
+  free(with);
+  if (rc < 0)
+    cli_fail(rc == IDGEN_EINVAL ? EXIT_USAGE : EXIT_ID, "%s", err);
+  return r;
+}
+
+void cli_text_128(const uint8_t id[16], int as_uuid, char *out) {
+  if (as_uuid) {
+    idgen_uuid_t u;
+    memcpy(u.bytes, id, 16);
+    idgen_uuid_format(&u, out);
+  } else {
+    idgen_ulid_t u;
+    memcpy(u.bytes, id, 16);
+    idgen_ulid_format(&u, out);
+  }
+}
+
 idgen_clock_mode_t cli_clock(const char *value) {
   idgen_clock_mode_t m;
   if (settings_clock_mode(value, &m) < 0)

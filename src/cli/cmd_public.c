@@ -212,18 +212,6 @@ static int parse_128(int kind, const char *s, size_t len, uint8_t b[16], char *e
   return 0;
 }
 
-static void format_128(int kind, const uint8_t b[16], char *out) {
-  if (kind == IDGEN_PUBLIC_ULID) {
-    idgen_ulid_t u;
-    memcpy(u.bytes, b, 16);
-    idgen_ulid_format(&u, out);
-  } else {
-    idgen_uuid_t u;
-    memcpy(u.bytes, b, 16);
-    idgen_uuid_format(&u, out);
-  }
-}
-
 /* "not below 2^63 (the layout twitter has 63 bits)". */
 static void range_msg(const pub_t *p, char *err, size_t n) {
   char name[IDGEN_LAYOUT_SPEC_MAX];
@@ -264,7 +252,7 @@ static int forward(pub_t *p, const char *in, size_t len) {
   if (rc < 0)
     return put_bad(p, in, idgen_strerror(rc));
   if (!text)
-    format_128(kind, pub, out);
+    cli_text_128(pub, kind != IDGEN_PUBLIC_ULID, out);
   return put_ok(p, in, out, kind, 0);
 }
 
@@ -291,7 +279,7 @@ static int reverse_int(pub_t *p, const char *in, size_t len, int kind) {
              pub[6] >> 4);
     return put_bad(p, in, err);
   }
-  format_128(kind, id, out);
+  cli_text_128(id, kind != IDGEN_PUBLIC_ULID, out);
   return put_ok(p, in, out, kind, 0);
 }
 
@@ -327,7 +315,7 @@ static int reverse_text(pub_t *p, const char *in, size_t len) {
   }
   if (rc < 0)
     return put_bad(p, in, err);
-  format_128(kind, id, out);
+  cli_text_128(id, kind != IDGEN_PUBLIC_ULID, out);
   return put_ok(p, in, out, kind, version);
 }
 

@@ -234,26 +234,14 @@ int cmd_registry(int argc, char **argv) {
     cli_fail(EXIT_USAGE, "registry list: --force is for free");
 
   char err[1100] = "", def[1100];
-  if (uri == NULL) {
-    if (idgen_registry_default_uri(def, sizeof def, err, sizeof err) < 0)
-      cli_fail(EXIT_USAGE, "%s", err);
-    uri = def;
-  }
-  /* A URI in one of its spaces: the library's ?space=NAME (or &). */
+  uri = cli_registry_uri(uri, def, sizeof def);
+  idgen_registry_t *r = cli_registry_open("registry", uri, space);
+  /* each space's URI, for a listing of all */
   size_t with_n = strlen(uri) + IDGEN_SPACE_NAME_MAX + 8;
   char *with = malloc(with_n);
   if (with == NULL)
     cli_fail(EXIT_ID, "out of memory");
-  if (space != NULL) {
-    if (idgen_registry_uri_with_space(uri, space, with, with_n, err, sizeof err) < 0)
-      cli_fail(EXIT_USAGE, "registry: --space %s: %s", CLI_QUOTED(space),
-               strncmp(err, "registry: ", 10) == 0 ? err + 10 : err);
-    uri = with;
-  }
-  idgen_registry_t *r;
-  int rc = idgen_registry_open(&r, uri, err, sizeof err);
-  if (rc < 0)
-    cli_fail(rc == IDGEN_EINVAL ? EXIT_USAGE : EXIT_ID, "%s", err);
+  int rc;
   if (is_list) {
     lister_t ls = {json, idgen_registry_uri(r), "", 0, NULL, NULL};
     if (!json)

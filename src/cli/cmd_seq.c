@@ -72,24 +72,19 @@ static void usage(void *ctx) {
   fputs(usage_tail, stdout);
 }
 
-enum { OPT_JSON = 256, OPT_FORMAT, OPT_TZ, OPT_STRICT };
+enum { OPT_FORMAT = CLI_OPT_JSON + 1, OPT_TZ, OPT_STRICT };
 
 struct own {
   const char *name;
-  int64_t n;
-  int json;
+  cli_count_t count;
 };
 
 static int on_option(settings_t *s, void *ctx, int opt, const char *arg) {
   struct own *o = ctx;
   char *v;
+  if (cli_count_option(&o->count, opt, arg))
+    return 0;
   switch (opt) {
-  case 'n':
-    o->n = cli_int("--count", arg, 1, CLI_COUNT_MAX);
-    return 0;
-  case OPT_JSON:
-    o->json = 1;
-    return 0;
   case OPT_FORMAT:
     if ((v = malloc(strlen(o->name) + strlen(arg) + 2)) == NULL)
       cli_fail(EXIT_ID, "out of memory");
@@ -108,35 +103,9 @@ static int on_option(settings_t *s, void *ctx, int opt, const char *arg) {
   }
 }
 
-/* Opens `uri` (the host's default when NULL) in `space` (may be NULL). */
-static idgen_registry_t *open_registry(const char *cmd, const char *uri, const char *space) {
-  char err[1100] = "", def[1100];
-  if (uri == NULL) {
-    if (idgen_registry_default_uri(def, sizeof def, err, sizeof err) < 0)
-      cli_fail(EXIT_USAGE, "%s", err);
-    uri = def;
-  }
-  size_t with_n = strlen(uri) + IDGEN_SPACE_NAME_MAX + 8;
-  char *with = malloc(with_n);
-  if (with == NULL)
-    cli_fail(EXIT_ID, "out of memory");
-  if (space != NULL) {
-    if (idgen_registry_uri_with_space(uri, space, with, with_n, err, sizeof err) < 0)
-      cli_fail(EXIT_USAGE, "%s: --space %s: %s", cmd, CLI_QUOTED(space),
-               strncmp(err, "registry: ", 10) == 0 ? err + 10 : err);
-    uri = with;
-  }
-  idgen_registry_t *r;
-  int rc = idgen_registry_open(&r, uri, err, sizeof err);
-  free(with);
-  if (rc < 0)
-    cli_fail(rc == IDGEN_EINVAL ? EXIT_USAGE : EXIT_ID, "%s", err);
-  return r;
-}
-
 /* Prints what was taken so far (JSON: the whole object at the end). */
 static void put_one(struct own *o, json_t *nums, json_t *texts, uint64_t v, const char *text) {
-  if (o->json) {
+  if (o->count.json) {
     json_array_append_new(nums, json_integer((json_int_t)v));
     if (text != NULL)
       json_array_append_new(texts, json_string(text));
@@ -153,11 +122,11 @@ static int run_take(settings_t *set, struct own *o) {
   char tmpl[1100];
   settings_seq_for(set, o->name, &ss, tmpl, sizeof tmpl);
   ss.no_thread = 1; /* a one-shot tool: claims run here */
-  uint64_t n = (uint64_t)o->n;
+  uint64_t n = (uint64_t)o->count.n;
   ss.step = n > ss.min_step ? n : ss.min_step; /* one claim serves the run */
   if (ss.step > ss.max_step)
     ss.step = ss.max_step;
-  idgen_registry_t *r = open_registry("seq", set->registry, NULL);
+  idgen_registry_t *r = cli_registry_open("seq", set->registry, NULL);
   idgen_seq_t *q;
   char err[1100] = "";
   int rc = idgen_seq_open(&q, r, o->name, &ss, err, sizeof err);
@@ -165,7 +134,8 @@ static int run_take(settings_t *set, struct own *o) {
     idgen_registry_close(r);
     cli_fail(rc == IDGEN_EINVAL ? EXIT_USAGE : EXIT_ID, "%s", err);
   }
-  json_t *nums = o->json ? json_array() : NULL, *texts = o->json && ss.format ? json_array() : NULL;
+  json_t *nums = o->count.json ? json_array() : NULL,
+         *texts = o->count.json && ss.format ? json_array() : NULL;
   char text[1024];
   uint64_t batch[4096];
   for (uint64_t done = 0; rc >= 0 && done < n;) {
@@ -198,7 +168,7 @@ static int run_take(settings_t *set, struct own *o) {
   cli_flush();
   idgen_seq_close(q); /* gives back the rest of the range */
   idgen_registry_close(r);
-  if (o->json) {
+  if (o->count.json) {
     json_t *obj = json_pack("{s:s, s:o}", "sequence", o->name, "numbers", nums);
     if (texts != NULL)
       json_object_set_new(obj, "texts", texts);
@@ -337,7 +307,7 @@ static int run_admin(int argc, char **argv) {
       cli_fail(EXIT_USAGE, "seq set: %s", err[0] ? err : "the key is too long");
     value = (uint64_t)cli_int("VALUE", argv[optind + 1], 1, (int64_t)IDGEN_SEQ_COUNTER_MAX);
   }
-  idgen_registry_t *r = open_registry(cmd, uri, space);
+  idgen_registry_t *r = cli_registry_open(cmd, uri, space);
   int rc;
   if (is_list) {
     lister_t ls = {json, idgen_registry_uri(r), 0};
@@ -363,7 +333,7 @@ int cmd_seq(int argc, char **argv) {
   const char *first = argv[1];
   if (strcmp(first, "list") == 0 || strcmp(first, "set") == 0)
     return run_admin(argc - 1, argv + 1);
-  struct own own = {first, 1, 0};
+  struct own own = {first, {1, 0}};
   if (first[0] == '-') { /* --help, or options before the name */
     if (strcmp(first, "-h") != 0 && strcmp(first, "--help") != 0)
       cli_fail(EXIT_USAGE, "seq: the sequence NAME comes first: idgen seq NAME [OPTIONS] (see "
@@ -375,7 +345,7 @@ int cmd_seq(int argc, char **argv) {
   if (idgen_seq_name_check(first, err, sizeof err) < 0)
     cli_fail(EXIT_USAGE, "seq: %s", err);
   static const struct option extra[] = {
-      {"count", required_argument, 0, 'n'},         {"json", no_argument, 0, OPT_JSON},
+      {"count", required_argument, 0, 'n'},         {"json", no_argument, 0, CLI_OPT_JSON},
       {"format", required_argument, 0, OPT_FORMAT}, {"tz", required_argument, 0, OPT_TZ},
       {"strict", no_argument, 0, OPT_STRICT},       {0, 0, 0, 0}};
   const settings_spec_t spec = {SETTINGS_SEQ, "seq", 0, extra, "n:", on_option, NULL, usage, &own};

@@ -49,24 +49,14 @@ static void usage(void *ctx) {
   fputs(usage_tail, stdout);
 }
 
-enum { OPT_JSON = 256, OPT_WORKER, OPT_DC };
-
-struct own {
-  int64_t n;
-  int json;
-};
+enum { OPT_WORKER = CLI_OPT_JSON + 1, OPT_DC };
 
 /* The command's own options; --worker and --datacenter stand for --node. */
 static int on_option(settings_t *s, void *ctx, int opt, const char *arg) {
-  struct own *o = ctx;
   char node[300];
+  if (cli_count_option(ctx, opt, arg))
+    return 0;
   switch (opt) {
-  case 'n':
-    o->n = cli_int("--count", arg, 1, CLI_COUNT_MAX);
-    return 0;
-  case OPT_JSON:
-    o->json = 1;
-    return 0;
   case OPT_WORKER:
   case OPT_DC:
     snprintf(node, sizeof node, "%s=%s", opt == OPT_WORKER ? "worker" : "datacenter", arg);
@@ -135,11 +125,11 @@ static idgen_public_t *public_codec(const settings_t *set) {
 
 int cmd_snowflake(int argc, char **argv) {
   static const struct option extra[] = {{"count", required_argument, 0, 'n'},
-                                        {"json", no_argument, 0, OPT_JSON},
+                                        {"json", no_argument, 0, CLI_OPT_JSON},
                                         {"worker", required_argument, 0, OPT_WORKER},
                                         {"datacenter", required_argument, 0, OPT_DC},
                                         {0, 0, 0, 0}};
-  struct own own = {1, 0};
+  cli_count_t own = {1, 0};
   const settings_spec_t spec = {
       SETTINGS_SNOWFLAKE, "snowflake", 0, extra, "n:", on_option, on_check, usage, &own};
   settings_t set;

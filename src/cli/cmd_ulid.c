@@ -61,7 +61,6 @@ static const char uuid7_usage[] =
                        "\n"
                        "Exit status: 0 success, 1 a UUID could not be made, 2 bad usage.\n";
 
-/* Prints one text ID, as a line or as a JSON array element. */
 /* --public-key, --public-prefix, --public-form ('K', 'P', 'F'). */
 static void public_option(cli_public_t *p, int c, const char *arg) {
   if (c == 'K')
@@ -72,6 +71,7 @@ static void public_option(cli_public_t *p, int c, const char *arg) {
     p->form = arg;
 }
 
+/* Prints one text ID, as a line or as a JSON array element. */
 static void emit(const char *s, int json, int64_t i) {
   if (json)
     printf("%s\"%s\"", i ? "," : "", s);
@@ -119,25 +119,41 @@ static void held_add(held128_t *h, idgen_public_t *c, int json, const uint8_t id
     held_flush(h, c, json);
 }
 
-int cmd_ulid(int argc, char **argv) {
-  static const struct option opts[] = {{"count", required_argument, 0, 'n'},
-                                       {"monotonic", no_argument, 0, 'm'},
-                                       {"at", required_argument, 0, 'a'},
-                                       {"uuid", no_argument, 0, 'u'},
-                                       {"clock", required_argument, 0, 'c'},
-                                       {"json", no_argument, 0, 'j'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {"public-key", required_argument, 0, 'K'},
-                                       {"public-prefix", required_argument, 0, 'P'},
-                                       {"public-form", required_argument, 0, 'F'},
-                                       {0, 0, 0, 0}};
+/* What tells `idgen ulid` from `idgen uuid7`: its name, what it makes, its
+ * help, the options it takes (gen128_opts) and its kind. */
+typedef struct gen128_cmd {
+  const char *name, *what; /* "ulid", "a ULID" */
+  const char *usage, *shortopts;
+  const struct option *opts;
+  idgen_public_kind_t kind;
+} gen128_cmd_t;
+
+/* The next ID into id: a ULID from g (monotonic) or fresh, at `at` or now;
+ * or a UUIDv7 from v.  0, or a library error. */
+static int next128(idgen_ulid_gen_t *g, idgen_uuid7_gen_t *v, int64_t at, int clock_mode,
+                   uint8_t id[16]) {
+  int rc;
+  if (v != NULL) {
+    idgen_uuid_t u;
+    if ((rc = idgen_uuid7_gen_next(v, &u)) == 0)
+      memcpy(id, u.bytes, 16);
+    return rc;
+  }
+  idgen_ulid_t u;
+  int64_t ms = at >= 0 ? at : idgen_clock_now_ms(clock_mode);
+  if ((rc = g ? idgen_ulid_gen_next_at(g, ms, &u) : idgen_ulid_make(&u, ms, NULL)) == 0)
+    memcpy(id, u.bytes, 16);
+  return rc;
+}
+
+static int gen128_main(const gen128_cmd_t *cmd, int argc, char **argv) {
   int64_t n = 1, at = -1;
-  int monotonic = 0, as_uuid = 0, json = 0, c;
+  int monotonic = 0, as_uuid = 0, json = 0, c, uuid7 = cmd->kind == IDGEN_PUBLIC_UUID7;
   idgen_gen128_settings_t set = {.clock_mode = IDGEN_CLOCK_FAST};
   cli_public_t pub = {0};
   held128_t held = {0};
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":n:mh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, cmd->shortopts, cmd->opts, NULL)) != -1) {
     switch (c) {
     case 'n':
       n = cli_int("--count", optarg, 1, CLI_COUNT_MAX);
@@ -163,129 +179,84 @@ int cmd_ulid(int argc, char **argv) {
       public_option(&pub, c, optarg);
       break;
     case 'h':
-      fputs(ulid_usage, stdout);
+      fputs(cmd->usage, stdout);
       return EXIT_OK;
     default:
-      cli_bad_option("ulid", c, argv[optind - 1]);
+      cli_bad_option(cmd->name, c, argv[optind - 1]);
     }
   }
   if (optind < argc)
-    cli_fail(EXIT_USAGE, "unexpected argument \"%s\" (see 'idgen ulid --help')",
-             CLI_QUOTED(argv[optind]));
-  cli_public_open(&pub, "ulid", IDGEN_PUBLIC_ULID);
+    cli_fail(EXIT_USAGE, "unexpected argument \"%s\" (see 'idgen %s --help')",
+             CLI_QUOTED(argv[optind]), cmd->name);
+  cli_public_open(&pub, cmd->name, cmd->kind);
   if (pub.codec != NULL && as_uuid)
     cli_fail(EXIT_USAGE, "ulid: --uuid with a public key: a ULID's public form is 26 "
                          "characters or text ('idgen uuid7 --public-key' gives UUIDs)");
 
   idgen_ulid_gen_t *g = NULL;
-  if (monotonic && idgen_ulid_gen_new(&g, &set) < 0)
+  idgen_uuid7_gen_t *v = NULL;
+  if (uuid7 ? idgen_uuid7_gen_new(&v, &set) < 0 : monotonic && idgen_ulid_gen_new(&g, &set) < 0)
     cli_fail(EXIT_ID, "out of memory");
   if (json)
     fputs("{\"ids\":[", stdout);
   for (int64_t i = 0; i < n; i++) {
-    idgen_ulid_t u;
-    int rc;
-    int64_t ms = at >= 0 ? at : idgen_clock_now_ms(set.clock_mode);
-    rc = g ? idgen_ulid_gen_next_at(g, ms, &u) : idgen_ulid_make(&u, ms, NULL);
+    uint8_t id[16];
+    char text[IDGEN_PUBLIC_TEXT_MAX];
+    int rc = next128(g, v, at, set.clock_mode, id);
     if (rc < 0) {
       held_flush(&held, pub.codec, json);
       fflush(stdout);
-      cli_fail(EXIT_ID, "cannot make a ULID: %s", idgen_strerror(rc));
+      cli_fail(EXIT_ID, "cannot make %s: %s", cmd->what, idgen_strerror(rc));
     }
-    char text[IDGEN_PUBLIC_TEXT_MAX];
     if (pub.codec != NULL && pub.text) {
-      held_add(&held, pub.codec, json, u.bytes);
+      held_add(&held, pub.codec, json, id);
       continue;
     }
-    if (pub.codec != NULL) {
-      cli_public_128(&pub, u.bytes, 0, text);
-    } else if (as_uuid) {
-      idgen_uuid_t uu;
-      idgen_ulid_to_uuid(&u, &uu);
-      idgen_uuid_format(&uu, text);
-    } else {
-      idgen_ulid_format(&u, text);
-    }
+    if (pub.codec != NULL)
+      cli_public_128(&pub, id, uuid7, text);
+    else /* a UUIDv7, or a ULID as a UUID with --uuid */
+      cli_text_128(id, uuid7 || as_uuid, text);
     emit(text, json, i);
   }
   held_flush(&held, pub.codec, json);
   if (json)
     fputs("]}\n", stdout);
   idgen_ulid_gen_free(g);
+  idgen_uuid7_gen_free(v);
   cli_public_close(&pub);
   return EXIT_OK;
 }
 
+/* The options of `idgen ulid`; `idgen uuid7` takes all but the first three
+ * (its IDs always increase, at the clock's time, in UUID form). */
+static const struct option gen128_opts[] = {{"monotonic", no_argument, 0, 'm'},
+                                            {"at", required_argument, 0, 'a'},
+                                            {"uuid", no_argument, 0, 'u'},
+                                            {"count", required_argument, 0, 'n'},
+                                            {"clock", required_argument, 0, 'c'},
+                                            {"json", no_argument, 0, 'j'},
+                                            {"help", no_argument, 0, 'h'},
+                                            {"public-key", required_argument, 0, 'K'},
+                                            {"public-prefix", required_argument, 0, 'P'},
+                                            {"public-form", required_argument, 0, 'F'},
+                                            {0, 0, 0, 0}};
+
+int cmd_ulid(int argc, char **argv) {
+  static const gen128_cmd_t cmd = {.name = "ulid",
+                                   .what = "a ULID",
+                                   .usage = ulid_usage,
+                                   .shortopts = ":n:mh",
+                                   .opts = gen128_opts,
+                                   .kind = IDGEN_PUBLIC_ULID};
+  return gen128_main(&cmd, argc, argv);
+}
+
 int cmd_uuid7(int argc, char **argv) {
-  static const struct option opts[] = {{"count", required_argument, 0, 'n'},
-                                       {"clock", required_argument, 0, 'c'},
-                                       {"json", no_argument, 0, 'j'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {"public-key", required_argument, 0, 'K'},
-                                       {"public-prefix", required_argument, 0, 'P'},
-                                       {"public-form", required_argument, 0, 'F'},
-                                       {0, 0, 0, 0}};
-  int64_t n = 1;
-  int json = 0, c;
-  idgen_gen128_settings_t set = {.clock_mode = IDGEN_CLOCK_FAST};
-  cli_public_t pub = {0};
-  held128_t held = {0};
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":n:h", opts, NULL)) != -1) {
-    switch (c) {
-    case 'n':
-      n = cli_int("--count", optarg, 1, CLI_COUNT_MAX);
-      break;
-    case 'c':
-      set.clock_mode = cli_clock(optarg);
-      break;
-    case 'j':
-      json = 1;
-      break;
-    case 'K':
-    case 'P':
-    case 'F':
-      public_option(&pub, c, optarg);
-      break;
-    case 'h':
-      fputs(uuid7_usage, stdout);
-      return EXIT_OK;
-    default:
-      cli_bad_option("uuid7", c, argv[optind - 1]);
-    }
-  }
-  if (optind < argc)
-    cli_fail(EXIT_USAGE, "unexpected argument \"%s\" (see 'idgen uuid7 --help')",
-             CLI_QUOTED(argv[optind]));
-  cli_public_open(&pub, "uuid7", IDGEN_PUBLIC_UUID7);
-  idgen_uuid7_gen_t *g;
-  if (idgen_uuid7_gen_new(&g, &set) < 0)
-    cli_fail(EXIT_ID, "out of memory");
-  if (json)
-    fputs("{\"ids\":[", stdout);
-  for (int64_t i = 0; i < n; i++) {
-    idgen_uuid_t u;
-    char text[IDGEN_PUBLIC_TEXT_MAX];
-    int rc = idgen_uuid7_gen_next(g, &u);
-    if (rc < 0) {
-      held_flush(&held, pub.codec, json);
-      fflush(stdout);
-      cli_fail(EXIT_ID, "cannot make a UUIDv7: %s", idgen_strerror(rc));
-    }
-    if (pub.codec != NULL && pub.text) {
-      held_add(&held, pub.codec, json, u.bytes);
-      continue;
-    }
-    if (pub.codec != NULL)
-      cli_public_128(&pub, u.bytes, 1, text);
-    else
-      idgen_uuid_format(&u, text);
-    emit(text, json, i);
-  }
-  held_flush(&held, pub.codec, json);
-  if (json)
-    fputs("]}\n", stdout);
-  idgen_uuid7_gen_free(g);
-  cli_public_close(&pub);
-  return EXIT_OK;
+  static const gen128_cmd_t cmd = {.name = "uuid7",
+                                   .what = "a UUIDv7",
+                                   .usage = uuid7_usage,
+                                   .shortopts = ":n:h",
+                                   .opts = gen128_opts + 3,
+                                   .kind = IDGEN_PUBLIC_UUID7};
+  return gen128_main(&cmd, argc, argv);
 }
