@@ -7,6 +7,16 @@
 
 #include "cli.h"
 
+/* The public-key options' help, the same for both commands but for what
+ * the integer form is (the lines that follow). */
+#define PUBLIC_HELP                                                                                \
+  "      --public-key FILE   print each one's public form, made with this key\n"                   \
+  "                          file (default $IDGEN_PUBLIC_KEY, a file name);\n"                     \
+  "                          see 'idgen public --help'\n"                                          \
+  "      --public-prefix P   the text form's type prefix (user gives user_0...)\n"                 \
+  "      --public-form auto|int|text\n"                                                            \
+  "                          auto (default: text with a prefix, else int), int\n"
+
 static const char ulid_usage[] =
     "Usage: idgen ulid [-n N] [--monotonic] [--at UNIX_MS] [--clock C] [--uuid] [--json]\n"
     "                  [--public-key FILE [--public-prefix P] [--public-form auto|int|text]]\n"
@@ -24,13 +34,7 @@ static const char ulid_usage[] =
                        "                    where the cycle counter is slow to read, and behind the\n"
                        "                    wall clock by one or two timer ticks (typically 4-8 ms)\n"
                        "      --uuid        print the same 128 bits in UUID form\n"
-                       "      --json        print {\"ids\":[\"...\",...]}\n"
-                       "      --public-key FILE   print each one's public form, made with this key\n"
-                       "                          file (default $IDGEN_PUBLIC_KEY, a file name);\n"
-                       "                          see 'idgen public --help'\n"
-                       "      --public-prefix P   the text form's type prefix (user gives user_0...)\n"
-                       "      --public-form auto|int|text\n"
-                       "                          auto (default: text with a prefix, else int), int\n"
+                       "      --json        print {\"ids\":[\"...\",...]}\n" PUBLIC_HELP
                        "                          (26 characters, ULID-shaped) or text ([PREFIX_] and 30\n"
                        "                          characters with the key version)\n"
                        "  -h, --help        show this help\n"
@@ -48,13 +52,7 @@ static const char uuid7_usage[] =
     "  -n, --count N   how many (default 1, at most " IDGEN_STR(
         CLI_COUNT_MAX) ")\n"
                        "      --clock C   fast (default), precise or coarse: as idgen ulid's\n"
-                       "      --json      print {\"ids\":[\"...\",...]}\n"
-                       "      --public-key FILE   print each one's public form, made with this key\n"
-                       "                          file (default $IDGEN_PUBLIC_KEY, a file name);\n"
-                       "                          see 'idgen public --help'\n"
-                       "      --public-prefix P   the text form's type prefix (user gives user_0...)\n"
-                       "      --public-form auto|int|text\n"
-                       "                          auto (default: text with a prefix, else int), int\n"
+                       "      --json      print {\"ids\":[\"...\",...]}\n" PUBLIC_HELP
                        "                          (a UUID of version 4) or text ([PREFIX_] and 30\n"
                        "                          characters with the key version)\n"
                        "  -h, --help      show this help\n"
