@@ -1,0 +1,237 @@
+/*
+ * test_seq_hostile.c -- the sequence hot path attacked with legal settings
+ * (and the test-only jump of the cursor's epoch to reach its wraps): each
+ * test is a way a number came out twice, out of order, or the holder got
+ * stuck.  A clock that can hold a caller inside the registry's call (the
+ * claim's transaction reads it with the holder's mutex released); file:
+ * registries in temporary directories.
+ */
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "registry_int.h"
+#include "seq_int.h"
+
+/* ---- a clock that holds callers --------------------------------------------- */
+
+/* A thread that sets tl_hold_at to k is held at its k-th clock read from
+ * then on, until the test opens its ticket (tickets in order of arrival). */
+typedef struct gate {
+  _Atomic int64_t ns;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int arrived, opened;
+} gate_t;
+
+static __thread int tl_hold_at;
+
+static int64_t gate_now(void *ctx) {
+  gate_t *g = ctx;
+  if (tl_hold_at > 0 && --tl_hold_at == 0) {
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 30; /* a guard against a test that never opens it */
+    pthread_mutex_lock(&g->mu);
+    int me = g->arrived++;
+    pthread_cond_broadcast(&g->cv);
+    while (g->opened <= me && pthread_cond_timedwait(&g->cv, &g->mu, &dl) == 0) {
+    }
+    pthread_mutex_unlock(&g->mu);
+  }
+  return atomic_load(&g->ns);
+}
+
+static void gate_sleep(void *ctx, int64_t ns) { atomic_fetch_add(&((gate_t *)ctx)->ns, ns); }
+
+static void gate_init(gate_t *g) {
+  atomic_init(&g->ns, INT64_C(1796342398000000000));
+  pthread_mutex_init(&g->mu, NULL);
+  pthread_cond_init(&g->cv, NULL);
+  g->arrived = g->opened = 0;
+}
+
+/* Waits at most ms until `n` callers arrived in all: how many arrived. */
+static int gate_wait(gate_t *g, int n, int64_t ms) {
+  struct timespec dl;
+  clock_gettime(CLOCK_REALTIME, &dl);
+  int64_t ns = dl.tv_nsec + ms % 1000 * 1000000;
+  dl.tv_sec += (time_t)(ms / 1000 + ns / 1000000000);
+  dl.tv_nsec = (long)(ns % 1000000000);
+  pthread_mutex_lock(&g->mu);
+  int rc = 0;
+  while (g->arrived < n && rc == 0)
+    rc = pthread_cond_timedwait(&g->cv, &g->mu, &dl);
+  int got = g->arrived;
+  pthread_mutex_unlock(&g->mu);
+  return got;
+}
+
+static void gate_open(gate_t *g, int n) {
+  pthread_mutex_lock(&g->mu);
+  g->opened = n;
+  pthread_cond_broadcast(&g->cv);
+  pthread_mutex_unlock(&g->mu);
+}
+
+/* ---- the registry ------------------------------------------------------------- */
+
+static char dir[64];
+static idgen_registry_t *reg;
+
+static int setup(void **state) {
+  (void)state;
+  char uri[128], err[256];
+  snprintf(dir, sizeof dir, "/tmp/idgen-seqh-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  snprintf(uri, sizeof uri, "file:%s", dir);
+  assert_int_equal(idgen_registry_open(&reg, uri, err, sizeof err), 0);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[128];
+  idgen_registry_close(reg);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static void load(const char *key, idgen__seq_rec_t *rec) {
+  char *text = NULL, err[256];
+  uint64_t v;
+  assert_int_equal(reg->ops->seq_load(reg, key, &text, &v, err, sizeof err), 0);
+  assert_non_null(text);
+  assert_int_equal(idgen__seq_rec_parse(text, strlen(text), rec, err, sizeof err), 0);
+  free(text);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* ---- many callers claiming at once without a thread --------------------------- */
+
+/*
+ * Without a background thread the callers claim, each with the holder's
+ * mutex released around the registry's call.  Eight callers that found
+ * nothing in hand claim at once; the first back takes past the prefetch
+ * share of its range and claims ahead while the seven others' claims are
+ * still out.  Their eight ranges land behind the current one: the ring has
+ * 8 slots, so the last lands in the current range's slot.
+ */
+enum { NT = 8, STEP = 64, AFTER = 400 };
+
+typedef struct many_arg {
+  idgen_seq_t *s;
+  int first;
+  pthread_barrier_t *bar;
+  uint64_t out[1 + STEP / 2 + AFTER];
+  int n, rc;
+  _Atomic int *done;
+} many_arg_t;
+
+static void *many_taker(void *p) {
+  many_arg_t *a = p;
+  tl_hold_at = 2; /* the claim's `sent`, then the transaction's clock */
+  if (idgen_seq_next(a->s, &a->out[a->n]) < 0)
+    a->rc = -1;
+  a->n++;
+  if (a->first) {
+    /* Up to the prefetch share: its take claims ahead, held too. */
+    tl_hold_at = 2;
+    for (int i = 0; i < STEP / 2 && a->rc == 0; i++, a->n++)
+      if (idgen_seq_next(a->s, &a->out[a->n]) < 0)
+        a->rc = -1;
+  }
+  pthread_barrier_wait(a->bar);
+  for (int i = 0; i < AFTER && a->rc == 0; i++, a->n++)
+    if (idgen_seq_next(a->s, &a->out[a->n]) < 0)
+      a->rc = -1;
+  atomic_fetch_add(a->done, 1);
+  return NULL;
+}
+
+static void test_claims_at_once_no_thread(void **state) {
+  (void)state;
+  gate_t g;
+  gate_init(&g);
+  idgen_clock_t clk = {gate_now, gate_sleep, &g};
+  idgen_seq_settings_t set;
+  idgen_seq_settings_init(&set);
+  set.min_step = set.step = set.max_step = STEP;
+  set.prefetch = 0.5;
+  set.no_thread = 1;
+  set.clock = &clk;
+  idgen_seq_t *s;
+  char err[256];
+  assert_int_equal(idgen_seq_open(&s, reg, "many", &set, err, sizeof err), 0);
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, NT);
+  _Atomic int done = 0;
+  static many_arg_t a[NT];
+  pthread_t th[NT];
+  for (int t = 0; t < NT; t++) {
+    a[t] = (many_arg_t){.s = s, .first = t == 0, .bar = &bar, .done = &done};
+    assert_int_equal(pthread_create(&th[t], NULL, many_taker, &a[t]), 0);
+    /* The first caller's claim is out first (ticket 0). */
+    if (t == 0)
+      assert_int_equal(gate_wait(&g, 1, 30000), 1);
+  }
+  /* The others' claims (a holder that has them wait for the first claim
+   * instead sends none: this wait then ends after a second). */
+  int out = gate_wait(&g, NT, 1000);
+  gate_open(&g, 1); /* the first back: its range, then a claim ahead */
+  assert_int_equal(gate_wait(&g, out + 1, 30000), out + 1);
+  gate_open(&g, NT + 1); /* every claim lands */
+  /* A stuck caller fails the test rather than hanging it. */
+  for (int i = 0; i < 2000 && atomic_load(&done) < NT; i++)
+    usleep(10000);
+  if (atomic_load(&done) < NT)
+    fail_msg("callers stuck after eight claims at once (%d of %d done)", atomic_load(&done), NT);
+  uint64_t *all = malloc(sizeof *all * NT * (1 + STEP / 2 + AFTER));
+  size_t n = 0;
+  for (int t = 0; t < NT; t++) {
+    pthread_join(th[t], NULL);
+    assert_int_equal(a[t].rc, 0);
+    for (int i = 0; i < a[t].n; i++) {
+      if (i > 0)
+        assert_true(a[t].out[i] > a[t].out[i - 1]);
+      all[n++] = a[t].out[i];
+    }
+  }
+  qsort(all, n, sizeof *all, cmp_u64);
+  for (size_t i = 1; i < n; i++)
+    if (all[i] == all[i - 1])
+      fail_msg("%" PRIu64 " issued twice", all[i]);
+  free(all);
+  idgen_seq_stats_t st;
+  idgen_seq_stats(s, &st);
+  assert_int_equal(st.issued, n);
+  idgen_seq_close(s);
+  idgen__seq_rec_t *rec = malloc(sizeof *rec);
+  load("many", rec);
+  assert_int_equal(rec->issued, n);
+  assert_int_equal(rec->claimed, rec->issued + rec->given + rec->lost);
+  free(rec);
+  pthread_barrier_destroy(&bar);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_claims_at_once_no_thread, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
