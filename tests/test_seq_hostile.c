@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -229,9 +230,47 @@ static void test_claims_at_once_no_thread(void **state) {
   pthread_barrier_destroy(&bar);
 }
 
+/* ---- fork ------------------------------------------------------------------ */
+
+/* In a forked child every way of taking a number is IDGEN_EFORKED: a
+ * business number's too (the child's copy of the holder reads as zeros,
+ * and "no format" was checked first: IDGEN_EINVAL). */
+static void test_fork_every_call(void **state) {
+  (void)state;
+  idgen_seq_settings_t set;
+  idgen_seq_settings_init(&set);
+  set.format = "ORD{date:%Y%m%d}{seq:04}";
+  idgen_seq_t *f, *p;
+  char err[256], buf[64];
+  assert_int_equal(idgen_seq_open(&f, reg, "forkfmt", &set, err, sizeof err), 0);
+  set.format = NULL;
+  assert_int_equal(idgen_seq_open(&p, reg, "forkplain", &set, err, sizeof err), 0);
+  uint64_t n, b[3];
+  assert_true(idgen_seq_next_text(f, buf, sizeof buf, &n) > 0);
+  assert_int_equal(idgen_seq_next(p, &n), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int bad = 0;
+    bad |= (idgen_seq_next_text(f, buf, sizeof buf, &n) != IDGEN_EFORKED) << 0;
+    bad |= (idgen_seq_next(f, &n) != IDGEN_EFORKED) << 1;
+    bad |= (idgen_seq_next_n(f, b, 3) != IDGEN_EFORKED) << 2;
+    bad |= (idgen_seq_next(p, &n) != IDGEN_EFORKED) << 3;
+    bad |= (idgen_seq_next_n(p, b, 3) != IDGEN_EFORKED) << 4;
+    _exit(bad);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_true(idgen_seq_next_text(f, buf, sizeof buf, &n) > 0);
+  idgen_seq_close(f);
+  idgen_seq_close(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_claims_at_once_no_thread, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fork_every_call, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

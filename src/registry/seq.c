@@ -1187,10 +1187,11 @@ int idgen_seq_next_n(idgen_seq_t *s, uint64_t *out, size_t n) {
 }
 
 int idgen_seq_next_text(idgen_seq_t *s, char *buf, size_t buflen, uint64_t *n) {
-  if (s->fmt == NULL)
-    return IDGEN_EINVAL;
+  /* The fork first: in a child the holder reads as zeros, fmt too. */
   if (s->fork_gen != idgen__fork_gen())
     return IDGEN_EFORKED;
+  if (s->fmt == NULL)
+    return IDGEN_EINVAL;
   uint64_t v = 0;
   pthread_mutex_lock(&s->mu);
   int64_t now = wall_ms(s);
