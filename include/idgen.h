@@ -1734,7 +1734,8 @@ IDGEN_API int idgen_seq_next_n(idgen_seq_t *s, uint64_t *out, size_t n);
 /* A business number: the template rendered with the next number of the
  * current period's counter, into buf[buflen]; its length, or a negative
  * error (IDGEN_EINVAL: the sequence has no format; IDGEN_ERANGE: buf too
- * small).  *n (may be NULL) gets the counter's number. */
+ * small; IDGEN_EFORKED in a forked child; else as next's).  *n (may be
+ * NULL) gets the counter's number. */
 IDGEN_API int idgen_seq_next_text(idgen_seq_t *s, char *buf, size_t buflen, uint64_t *n);
 
 /* Stops: no claim after it; gives back the unissued rest of the last

@@ -469,8 +469,20 @@ static int drop_ranges(idgen_seq_t *s, uint64_t *u, uint64_t *h) {
 
 void idgen__seq_test_jump(idgen_seq_t *s, uint64_t epoch) {
   pthread_mutex_lock(&s->mu);
-  if (epoch > s->installed)
-    drop_ranges_to(s, epoch, NULL, NULL);
+  if (epoch > s->installed) {
+    /* Through the last RING epochs before it, each without a range, as if
+     * the epochs skipped had gone by: every slot of the ring then holds
+     * one of them, as it would have, and none a descriptor whose 24-bit
+     * tag matches an epoch the cursor reaches next (a jump straight there
+     * left the slot of an epoch 2^24 before, which a take landing in the
+     * new epoch read before its descriptor was written: a duplicate no
+     * holder can reach). */
+    uint64_t k = s->installed + 1;
+    if (epoch > RING && epoch - RING > k)
+      k = epoch - RING;
+    for (; k <= epoch; k++)
+      drop_ranges_to(s, k, NULL, NULL);
+  }
   pthread_mutex_unlock(&s->mu);
 }
 
@@ -541,14 +553,16 @@ static int claim_once(idgen_seq_t *s) {
     rc = idgen__err(err, sizeof err, IDGEN_EAGAIN,
                     "sequence: %s: the counter's ceiling was passed 8 times in a row", s->key);
   pthread_mutex_lock(&s->mu);
-  s->claim_since_ns = 0;
   if (a.ceiling > s->ceiling)
     s->ceiling = a.ceiling;
+  /* Still a claim under way while registering again (claim_since_ns is
+   * set): callers without a thread wait for it rather than claim too. */
   if (rc == IDGEN_ELEASE && !s->closing) {
     rc = reregister(s, err, sizeof err);
     if (rc == 0)
       return claim_once(s);
   }
+  s->claim_since_ns = 0;
   s->claim_ns_last = real_mono_ns() - t0;
   if (s->claim_ns_last > s->claim_ns_max)
     s->claim_ns_max = s->claim_ns_last;
@@ -557,6 +571,7 @@ static int claim_once(idgen_seq_t *s) {
     note_failure(s, rc, err);
     if (rc == IDGEN_ERANGE || (rc == IDGEN_ELEASE && s->set.strict))
       s->fatal_rc = rc;
+    pthread_cond_broadcast(&s->cv_wait); /* callers waiting for this claim */
     return rc;
   }
   if (s->installed == s->epoch && s->rl[s->epoch & (RING - 1)] == 0)
@@ -677,7 +692,7 @@ __attribute__((noinline)) static void kick(idgen_seq_t *s) {
   s->kicked = 1;
   if (s->has_thread)
     pthread_cond_signal(&s->cv_thread);
-  else if (!s->closing && need_claim(s) && claim_once(s) == 0)
+  else if (!s->closing && !s->claim_since_ns && need_claim(s) && claim_once(s) == 0)
     s->kicked = 0;
   if (--s->inside == 0 && s->closing)
     pthread_cond_broadcast(&s->cv_wait);
@@ -752,8 +767,17 @@ __attribute__((noinline)) static int take_slow(idgen_seq_t *s, uint64_t *n) {
       break;
     }
     if (!s->has_thread) {
-      if ((rc = claim_once(s)) < 0)
+      /* One claim at a time: another caller's claim under way is waited
+       * for (each released the mutex around the registry's call, and
+       * callers claiming at once would install more ranges than the ring
+       * has slots, one over the range in use). */
+      if (s->claim_since_ns) {
+        s->waiters++;
+        pthread_cond_wait(&s->cv_wait, &s->mu);
+        s->waiters--;
+      } else if ((rc = claim_once(s)) < 0) {
         break;
+      }
       continue;
     }
     if (s->set.wait_ms < 0 || (deadline && real_mono_ns() >= deadline)) {
@@ -1163,10 +1187,11 @@ int idgen_seq_next_n(idgen_seq_t *s, uint64_t *out, size_t n) {
 }
 
 int idgen_seq_next_text(idgen_seq_t *s, char *buf, size_t buflen, uint64_t *n) {
-  if (s->fmt == NULL)
-    return IDGEN_EINVAL;
+  /* The fork first: in a child the holder reads as zeros, fmt too. */
   if (s->fork_gen != idgen__fork_gen())
     return IDGEN_EFORKED;
+  if (s->fmt == NULL)
+    return IDGEN_EINVAL;
   uint64_t v = 0;
   pthread_mutex_lock(&s->mu);
   int64_t now = wall_ms(s);

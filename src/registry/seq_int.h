@@ -87,7 +87,10 @@ int idgen__seq_set(idgen__seq_rec_t *rec, uint64_t next, char *err, size_t errle
 /* Tests only: leaves the ranges s holds (counted lost) and moves its
  * cursor to full epoch `epoch` (nothing if it is not above the last range
  * installed), so that a test reaches the wrap of the cursor's 24-bit epoch
- * without 2^24 claims. */
+ * without 2^24 claims.  The ring is left as those claims would have left
+ * it; what the jump cannot make up is time: a take racing a jump of
+ * exactly 2^24 epochs from one its thread cached is the hole of
+ * docs/DESIGN.md "Sequences" (a stall while 2^24 ranges go by). */
 void idgen__seq_test_jump(idgen_seq_t *s, uint64_t epoch);
 
 #endif
