@@ -117,9 +117,10 @@ static _Atomic uint64_t seq_stamps;
 /* The stamp of full epoch e's wrap. */
 static uint64_t stamp_of(const idgen_seq_t *s, uint64_t e) { return s->stamp_base + (e >> 24); }
 
-/* Before the cursor moves to full epoch e: the stamp of e's wrap (the
- * store comes first, so that a thread that reads the old stamp lands in
- * an epoch of the old wrap). */
+/* Before the cursor moves to full epoch e: the stamp of e's wrap.  A
+ * taker reads the stamp after its fetch_add (an acquire that reads the
+ * cursor's move, a release after this store), so a take that landed in
+ * e's wrap sees this stamp or a later one, never the previous wrap's. */
 static void set_wraps(idgen_seq_t *s, uint64_t e) {
   if (e >> 24 != s->wraps) {
     s->wraps = e >> 24;
@@ -804,8 +805,9 @@ __attribute__((noinline)) static int take_slow(idgen_seq_t *s, uint64_t *n) {
  * one subtraction and two compares: wlo = the epoch's word at offset 0
  * (w - wlo < len: the same epoch and an offset in range, since len <
  * 2^OFF_BITS), nb = base - wlo (the number is w + nb, mod 2^64) and wthr
- * = wlo + thr.  The stamp is read before the fetch_add: a wrap of 2^24
- * ranges between the two is the same hole as the ring's (docs/DESIGN.md
+ * = wlo + thr.  The stamp is read after the fetch_add, so it is that of
+ * the wrap the take landed in or of a later one (set_wraps): a thread
+ * whose cached range is 2^24 epochs old never matches it (docs/DESIGN.md
  * "Sequences").
  */
 static int after_take(idgen_seq_t *s, uint64_t *n, int got);
@@ -833,8 +835,8 @@ __attribute__((noinline)) static int take_ring(idgen_seq_t *s, uint64_t *n, uint
     uint64_t thr = atomic_load_explicit(&d->thr, memory_order_acquire);
     uint64_t ds = atomic_load_explicit(&d->stamp, memory_order_acquire);
     if (off < len && atomic_load_explicit(&d->tag, memory_order_relaxed) == e) {
-      /* Keyed by the descriptor's stamp: `stamp`, read before the
-       * fetch_add, may be the next wrap's. */
+      /* Keyed by the descriptor's stamp: the one the caller read after
+       * the fetch_add may be a later wrap's. */
       seq_tls = tls_entry(ds, e, base, len, thr);
       *n = base + off;
       return off == thr ? after_take(s, n, 2) : 0;
@@ -1135,8 +1137,8 @@ int idgen_seq_next(idgen_seq_t *s, uint64_t *n) {
   if (IDGEN_UNLIKELY(s->fast != 1))
     return next_plain(s, n);
   seq_tls_t *t = &seq_tls;
-  uint64_t stamp = atomic_load_explicit(&s->stamp, memory_order_acquire);
   uint64_t w = atomic_fetch_add_explicit(&s->cursor, 1, memory_order_acquire);
+  uint64_t stamp = atomic_load_explicit(&s->stamp, memory_order_relaxed);
   if (IDGEN_LIKELY(t->stamp == stamp && w - t->wlo < t->len)) {
     *n = w + t->nb;
     return IDGEN_LIKELY(w != t->wthr) ? 0 : after_take(s, n, 2);
@@ -1150,14 +1152,15 @@ int idgen_seq_next_n(idgen_seq_t *s, uint64_t *out, size_t n) {
    * not fit there (the offsets past its end are misses) one by one. */
   if (n > 1 && n <= OVERRUN && s->fast == 1) {
     seq_tls_t *t = &seq_tls;
-    uint64_t stamp = atomic_load_explicit(&s->stamp, memory_order_acquire);
     uint64_t w = atomic_fetch_add_explicit(&s->cursor, n, memory_order_acquire);
+    uint64_t stamp = atomic_load_explicit(&s->stamp, memory_order_relaxed);
     uint64_t e = w >> OFF_BITS;
     int hit = t->stamp == stamp && t->wlo == e << OFF_BITS;
     if (!hit) {
       /* Not the cached range: its descriptor from the ring (the offsets
        * taken are this range's all the same, whichever wrap's stamp was
-       * read before the fetch_add). */
+       * read after the fetch_add: a later one if the cursor went into the
+       * next wrap meanwhile). */
       seq_desc_t *d = &s->ring[e & (RING - 1)];
       if (atomic_load_explicit(&d->tag, memory_order_acquire) == e) {
         seq_tls_t c = tls_entry(atomic_load_explicit(&d->stamp, memory_order_acquire), e,
