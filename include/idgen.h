@@ -1741,7 +1741,10 @@ IDGEN_API int idgen_seq_next_text(idgen_seq_t *s, char *buf, size_t buflen, uint
 /* Stops: no claim after it; gives back the unissued rest of the last
  * ranges when nobody claimed after them, reports what was issued and
  * removes the holder's entry (best effort: on failure the entry expires
- * and is reaped).  Waits for calls under way. */
+ * and is reaped).  Calls waiting for a claim are woken (IDGEN_ELEASE) and
+ * waited for; as with free(), no other call may be running on s or come
+ * after (the Node.js and Python objects count their calls and close when
+ * the last one returns). */
 IDGEN_API void idgen_seq_close(idgen_seq_t *s);
 
 typedef struct idgen_seq_stats {
