@@ -550,6 +550,22 @@ static int registry_resolve(char *registry, size_t n) {
   return 0;
 }
 
+/* registry[n] with the ID space `space` (if any) in it, checked: 0, or -1
+ * raised naming the space. */
+static int registry_space(char *registry, size_t n, const char *space) {
+  char err[ERR_MAX] = "", uri[2048]; /* as the callers' registry buffers */
+  int rc;
+  if (!space[0])
+    return 0;
+  if ((rc = idgen_registry_uri_with_space(registry, space, uri, sizeof uri, err, sizeof err)) < 0 ||
+      (rc = idgen_registry_check(uri, err, sizeof err)) < 0) {
+    raise_key(rc, "space", space, strncmp(err, "registry: ", 10) == 0 ? err + 10 : err);
+    return -1;
+  }
+  snprintf(registry, n, "%s", uri);
+  return 0;
+}
+
 static PyTypeObject SnowflakeType;
 
 static int sf_init(sf_t *self, PyObject *args, PyObject *kw) {
@@ -592,18 +608,9 @@ static int sf_init(sf_t *self, PyObject *args, PyObject *kw) {
     return -1;
   }
   int from_host = strchr(node, '@') != NULL;
-  if (registry_resolve(registry, sizeof registry) < 0)
+  if (registry_resolve(registry, sizeof registry) < 0 ||
+      registry_space(registry, sizeof registry, space) < 0)
     return -1;
-  if (space[0]) {
-    char uri[sizeof registry];
-    if ((rc = idgen_registry_uri_with_space(registry, space, uri, sizeof uri, err, sizeof err)) <
-            0 ||
-        (rc = idgen_registry_check(uri, err, sizeof err)) < 0) {
-      raise_key(rc, "space", space, strncmp(err, "registry: ", 10) == 0 ? err + 10 : err);
-      return -1;
-    }
-    snprintf(registry, sizeof registry, "%s", uri);
-  }
   if (has_field > 0 && field[0] && (rc = idgen_lease_field(&layout, field, err, sizeof err)) < 0) {
     raise_key(rc, "lease_field", field, err);
     return -1;
@@ -947,12 +954,8 @@ static int sq_init(sq_t *self, PyObject *args, PyObject *kw) {
   if (registry_resolve(registry, sizeof registry) < 0)
     return -1;
   int rc = 0;
-  if (space[0]) {
-    char uri[sizeof registry];
-    if ((rc = idgen_registry_uri_with_space(registry, space, uri, sizeof uri, err, sizeof err)) < 0)
-      return raise_key(rc, "space", space, err), -1;
-    snprintf(registry, sizeof registry, "%s", uri);
-  }
+  if (registry_space(registry, sizeof registry, space) < 0)
+    return -1;
   hold_t h = {0};
   Py_BEGIN_ALLOW_THREADS rc = idgen_registry_open(&h.reg, registry, err, sizeof err);
   if (rc == 0)

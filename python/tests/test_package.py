@@ -565,6 +565,14 @@ def test_sequence_unknown_keyword(registry):
         idgen.Sequence("Bad Name", registry=registry)
     with pytest.raises(idgen.InvalidArgumentError):
         idgen.Sequence("orders", registry="static")
+    # A bad space is named as Snowflake names it (the same check, the same words).
+    msgs = []
+    for make in (lambda: idgen.Sequence("orders", registry=registry, space="Bad!"),
+                 lambda: idgen.Snowflake(registry=registry, space="Bad!")):
+        with pytest.raises(idgen.InvalidArgumentError, match=r'^space = "Bad!": space "Bad!" is not') as e:
+            make()
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
     with idgen.Sequence("plain", registry=registry) as q:
         with pytest.raises(idgen.InvalidArgumentError, match="no format"):
             q.next_text()
