@@ -1729,7 +1729,9 @@ IDGEN_API int idgen_seq_open(idgen_seq_t **out, idgen_registry_t *r, const char 
 IDGEN_API int idgen_seq_next(idgen_seq_t *s, uint64_t *n);
 /* n numbers into out[] (each increasing, not always adjacent): 0, or an
  * error as next's.  On an error the numbers taken before it (a prefix of
- * out[]) are spent: never issued again, counted as issued. */
+ * out[]) are spent: never issued again, counted as issued; the rest of
+ * out[] is left as it was.  Numbers are at least 1, so a caller that sets
+ * out[] to 0 first finds the prefix's length at the first 0. */
 IDGEN_API int idgen_seq_next_n(idgen_seq_t *s, uint64_t *out, size_t n);
 /* A business number: the template rendered with the next number of the
  * current period's counter, into buf[buflen]; its length, or a negative
