@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "registry_int.h"
+#include "testutil.h"
 #include "seq_int.h"
 
 /* ---- the record ----------------------------------------------------------- */
@@ -178,21 +179,13 @@ static idgen_registry_t *reg;
 
 static int setup(void **state) {
   (void)state;
-  char uri[128], err[256];
-  snprintf(dir, sizeof dir, "/tmp/idgen-seq-XXXXXX");
-  assert_non_null(mkdtemp(dir));
-  snprintf(uri, sizeof uri, "file:%s", dir);
-  assert_int_equal(idgen_registry_open(&reg, uri, err, sizeof err), 0);
+  reg = tu_tmp_registry(dir, sizeof dir, "seq");
   return 0;
 }
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[128];
-  idgen_registry_close(reg);
-  chmod(dir, 0755);
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return tu_tmp_registry_free(reg, dir);
 }
 
 static void load(const char *key, idgen__seq_rec_t *rec) {

@@ -4,10 +4,12 @@
 #define _GNU_SOURCE
 #include "testutil.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -102,6 +104,23 @@ idgen_registry_t *tu_registry(const char *uri) {
   if (idgen_registry_open(&r, uri, err, sizeof err) != 0)
     fail_msg("open %s: %s", uri, err);
   return r;
+}
+
+idgen_registry_t *tu_tmp_registry(char *dir, size_t n, const char *tag) {
+  char uri[128];
+  snprintf(dir, n, "/tmp/idgen-%s-XXXXXX", tag);
+  if (mkdtemp(dir) == NULL)
+    fail_msg("mkdtemp %s: %s", dir, strerror(errno));
+  snprintf(uri, sizeof uri, "file:%s", dir);
+  return tu_registry(uri);
+}
+
+int tu_tmp_registry_free(idgen_registry_t *r, const char *dir) {
+  char cmd[160];
+  idgen_registry_close(r);
+  chmod(dir, 0755);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
 }
 
 uint64_t tu_worker(const idgen_lease_t *l) {

@@ -66,6 +66,13 @@ idgen_layout_t tu_layout(const char *spec);
 /* The registry at `uri`, opened; fails the test on error. */
 idgen_registry_t *tu_registry(const char *uri);
 
+/* A file: registry in a new directory /tmp/idgen-TAG-XXXXXX, named in
+ * dir[n] (n >= 64); fails the test on error. */
+idgen_registry_t *tu_tmp_registry(char *dir, size_t n, const char *tag);
+/* Closes r and removes dir (made writable first: a test may have taken
+ * its permissions): 0, or -1 if it could not be removed. */
+int tu_tmp_registry_free(idgen_registry_t *r, const char *dir);
+
 /* The worker ID a lease holds. */
 uint64_t tu_worker(const idgen_lease_t *l);
 
