@@ -188,14 +188,7 @@ static int teardown(void **state) {
   return tu_tmp_registry_free(reg, dir);
 }
 
-static void load(const char *key, idgen__seq_rec_t *rec) {
-  char *text = NULL, err[256];
-  uint64_t v;
-  assert_int_equal(reg->ops->seq_load(reg, key, &text, &v, err, sizeof err), 0);
-  assert_non_null(text);
-  assert_int_equal(idgen__seq_rec_parse(text, strlen(text), rec, err, sizeof err), 0);
-  free(text);
-}
+static void load(const char *key, idgen__seq_rec_t *rec) { tu_seq_load(reg, key, rec); }
 
 static void test_seq_step_adapts(void **state) {
   (void)state;

@@ -4,6 +4,9 @@
 #define _GNU_SOURCE
 #include "testutil.h"
 
+#include "registry_int.h"
+#include "seq_int.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -121,6 +124,17 @@ int tu_tmp_registry_free(idgen_registry_t *r, const char *dir) {
   chmod(dir, 0755);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   return system(cmd) == 0 ? 0 : -1;
+}
+
+void tu_seq_load(idgen_registry_t *r, const char *key, idgen__seq_rec_t *rec) {
+  char *text = NULL, err[256];
+  uint64_t v;
+  if (r->ops->seq_load(r, key, &text, &v, err, sizeof err) != 0 || text == NULL)
+    fail_msg("load sequence %s: %s", key, text == NULL ? "no record" : err);
+  int rc = idgen__seq_rec_parse(text, strlen(text), rec, err, sizeof err);
+  free(text);
+  if (rc != 0)
+    fail_msg("sequence %s's record: %s", key, err);
 }
 
 uint64_t tu_worker(const idgen_lease_t *l) {

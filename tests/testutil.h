@@ -73,6 +73,11 @@ idgen_registry_t *tu_tmp_registry(char *dir, size_t n, const char *tag);
  * its permissions): 0, or -1 if it could not be removed. */
 int tu_tmp_registry_free(idgen_registry_t *r, const char *dir);
 
+/* Sequence counter `key`'s record as r's backend stores it; fails the
+ * test on error (registry_int.h's and seq_int.h's types). */
+struct idgen__seq_rec;
+void tu_seq_load(idgen_registry_t *r, const char *key, struct idgen__seq_rec *rec);
+
 /* The worker ID a lease holds. */
 uint64_t tu_worker(const idgen_lease_t *l);
 
