@@ -1037,8 +1037,21 @@ static void test_key_files(void **state) {
   char text1[IDGEN_PUBLIC_TEXT_MAX];
   int len1 = idgen_public_format64(p1, 777, text1, sizeof text1);
   assert_int_equal('0', text1[5]);
+  /* What an add that died before its rename left (every key, 0600) is
+   * removed by the next add; a name of another shape is not. */
+  char dead[320], other[320];
+  snprintf(dead, sizeof dead, "%s.new-Ab3xYz", path);
+  snprintf(other, sizeof other, "%s.new-Ab3xYz7", path);
+  for (int i = 0; i < 2; i++) {
+    int fd = open(i ? other : dead, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    close(fd);
+  }
   tu_ok(idgen_public_keys_generate(path, 1, &v, err, sizeof err));
   assert_int_equal(2, v);
+  assert_int_equal(-1, access(dead, F_OK));
+  tu_ok(access(other, F_OK));
+  unlink(other);
   keys_in_file(path);
   tu_ok(stat(path, &st));
   assert_int_equal(0600, st.st_mode & 07777);

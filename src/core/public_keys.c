@@ -15,6 +15,7 @@
  * the same way through here.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
@@ -398,6 +399,29 @@ static int generate_new(const char *path, const char *line, size_t linelen, char
   return 0;
 }
 
+/* Removes what an add that died between writing its temporary file and
+ * renaming it left beside path (PATH.new-XXXXXX: every key the file
+ * held).  Only under the folder's lock, which every add holds from before
+ * it makes its temporary file to after the rename: any such file is then
+ * a dead add's. */
+static void remove_leftovers(int dirfd, const char *path) {
+  const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+  size_t bl = strlen(base);
+  int fd = dup(dirfd);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (d == NULL) {
+    if (fd >= 0)
+      close(fd);
+    return;
+  }
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    if (strlen(e->d_name) == bl + 11 && strncmp(e->d_name, base, bl) == 0 &&
+        strncmp(e->d_name + bl, ".new-", 5) == 0)
+      (void)unlinkat(dirfd, e->d_name, 0);
+  closedir(d);
+}
+
 /* The old file's text, then the new line, to a temporary file renamed over
  * it, with the old file's mode and (where allowed: root) owner, so that a
  * version added by root leaves the file readable by the daemon's user. */
@@ -458,9 +482,12 @@ int idgen_public_keys_generate(const char *path, int add, unsigned *version, cha
      * itself is replaced, so its lock would not hold). */
     idgen_public_keys_t *k;
     lock = open_dir(path);
+    int locked = 0;
     if (lock >= 0)
-      while (flock(lock, LOCK_EX) != 0 && errno == EINTR)
+      while (!(locked = flock(lock, LOCK_EX) == 0) && errno == EINTR)
         ;
+    if (locked)
+      remove_leftovers(lock, path);
     if ((rc = read_key_file(path, &old, &oldlen, &was, err, errlen)) != 0)
       goto out;
     if ((rc = idgen__public_keys_parse(&k, old, oldlen, path, err, errlen)) != 0)
