@@ -19,11 +19,13 @@ def etcd_members(etcd, label):
     and while the leader is killed (five times: a write sent to a follower
     during the election used to hang there for 5 s, past the 3 s TTL, which
     a kill meets about one time in three; a request now gives up on a
-    member after 750 ms); with two of three
+    member after 750 ms; the TTL is 5 s: on a loaded CI host one election in
+    15 kept a 3 s lease from renewing, lost and taken again 50 ms later,
+    2026-12-03); with two of three
     members down it refuses (503) once its lease can no longer be shown
     valid, and serves again, without a restart, when they return.  No ID
     repeats."""
-    d = Daemon(label, ["--registry", etcd.uri, "--node", "datacenter=17", "--lease-ttl-ms", "3000"])
+    d = Daemon(label, ["--registry", etcd.uri, "--node", "datacenter=17", "--lease-ttl-ms", "5000"])
     ids = first_ids(d, 10, "%s: serves on a 3-member cluster" % label)
     if ids is None:
         return
@@ -31,7 +33,7 @@ def etcd_members(etcd, label):
     every = list(ids)
 
     def still(what):
-        time.sleep(3.5)  # more than three renewals (every second) and mark writes (every 1.5 s)
+        time.sleep(5.5)  # more than three renewals (every TTL/3) and mark writes
         got = d.ids(10) or []
         every.extend(got)
         check("%s: %s: still serves on worker ID %d, no lease lost" % (label, what, w),
@@ -53,8 +55,8 @@ def etcd_members(etcd, label):
     def refused():
         st, _ = d.get("/id")
         return st == 503
-    ok = wait_for(refused, 4.0, 0.05)
-    check("%s: two of three members down: refuses (503) within the TTL (3 s; %.1f s after the "
+    ok = wait_for(refused, 6.0, 0.05)
+    check("%s: two of three members down: refuses (503) within the TTL (5 s; %.1f s after the "
           "kills)" % (label, time.monotonic() - t), ok, d.log()[-600:])
     for i in down:
         etcd.ctl("restart", i)
